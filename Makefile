@@ -1,0 +1,103 @@
+# kvgate build. Sources are discovered: every src/<part>/*.c goes into
+# libkvgate.a, every tests/unit/<part>/test_*.c becomes one test program,
+# every fuzz/fuzz_*.c one libFuzzer target. Adding a file needs no edit here.
+#
+#   make                 release build   -> build/release/kvgate
+#   make BUILD=asan      ASan+UBSan      -> build/asan/kvgate
+#   make test            what CI runs (scripts/test.sh does deps + this)
+#   make fuzz            libFuzzer targets (clang) -> build/fuzz/
+
+BUILD   ?= release
+OUT     := build/$(BUILD)
+CC      ?= cc
+PKGS    := libuv libzmq msgpack hiredis libcjson yaml-0.1 libpcre2-8 libxxhash openssl
+LLHTTP_DIR := /usr/share/llhttp
+LLHTTP_INC := /usr/share/include/llhttp
+
+WARN    := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wno-unused-parameter
+CSTD    := -std=c11 -D_GNU_SOURCE
+DEPFLAGS = -MMD -MP
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+LIBS    := $(PKG_LIBS) -lpthread -lm
+
+ifeq ($(BUILD),asan)
+OPT     := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
+LDOPT   := -fsanitize=address,undefined
+else ifeq ($(BUILD),debug)
+OPT     := -O0 -g
+LDOPT   :=
+else
+OPT     := -O2 -g
+LDOPT   :=
+endif
+
+CFLAGS_ALL = $(CSTD) $(OPT) $(WARN) -Isrc -I$(LLHTTP_INC) $(PKG_CFLAGS) $(CFLAGS)
+
+LIB_SRCS   := $(filter-out src/main.c,$(wildcard src/*/*.c))
+LIB_OBJS   := $(LIB_SRCS:%.c=$(OUT)/%.o)
+LLHTTP_OBJS := $(OUT)/llhttp/api.o $(OUT)/llhttp/http.o $(OUT)/llhttp/llhttp.o
+TEST_SRCS  := $(wildcard tests/unit/*/test_*.c)
+TEST_BINS  := $(TEST_SRCS:tests/unit/%.c=$(OUT)/t/%)
+TEST_SUPPORT := $(wildcard tests/support/*.c)
+TEST_SUPPORT_OBJS := $(TEST_SUPPORT:%.c=$(OUT)/%.o)
+TOOL_SRCS  := $(wildcard tests/tools/*.c)
+TOOL_BINS  := $(TOOL_SRCS:tests/tools/%.c=$(OUT)/tools/%)
+
+.PHONY: all test unit clean fuzz format format-check bench
+all: $(OUT)/kvgate $(TEST_BINS) $(TOOL_BINS)
+
+$(OUT)/libkvgate.a: $(LIB_OBJS) $(LLHTTP_OBJS)
+	@mkdir -p $(@D)
+	ar rcs $@ $^
+
+$(OUT)/kvgate: $(OUT)/src/main.o $(OUT)/libkvgate.a
+	$(CC) $(LDOPT) -o $@ $^ $(LIBS)
+
+$(OUT)/src/%.o: src/%.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_ALL) $(DEPFLAGS) -c -o $@ $<
+
+$(OUT)/tests/%.o: tests/%.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_ALL) -Itests $(DEPFLAGS) -c -o $@ $<
+
+# llhttp is Node's parser, compiled from Debian's node-llhttp sources (not ours:
+# its own warnings are not ours to fix).
+$(OUT)/llhttp/%.o: $(LLHTTP_DIR)/%.c
+	@mkdir -p $(@D)
+	$(CC) $(CSTD) $(OPT) -w -I$(LLHTTP_INC) -c -o $@ $<
+
+$(OUT)/t/%: $(OUT)/tests/unit/%.o $(TEST_SUPPORT_OBJS) $(OUT)/libkvgate.a
+	@mkdir -p $(@D)
+	$(CC) $(LDOPT) -o $@ $^ $(LIBS)
+
+$(OUT)/tools/%: $(OUT)/tests/tools/%.o $(OUT)/libkvgate.a
+	@mkdir -p $(@D)
+	$(CC) $(LDOPT) -o $@ $^ $(LIBS)
+
+test: all
+	bash tests/run.sh $(OUT)
+
+unit: all
+	bash tests/run.sh $(OUT) unit
+
+# Fuzz targets: clang + libFuzzer, with ASan/UBSan.
+FUZZ_SRCS := $(wildcard fuzz/fuzz_*.c)
+FUZZ_BINS := $(FUZZ_SRCS:fuzz/%.c=build/fuzz/%)
+fuzz: $(FUZZ_BINS)
+build/fuzz/%: fuzz/%.c $(LIB_SRCS) $(wildcard src/*/*.h)
+	@mkdir -p $(@D)
+	clang $(CSTD) -O1 -g -fsanitize=fuzzer,address,undefined -Isrc -I$(LLHTTP_INC) $(PKG_CFLAGS) \
+	    -o $@ $< $(LIB_SRCS) $(LLHTTP_DIR)/api.c $(LLHTTP_DIR)/http.c $(LLHTTP_DIR)/llhttp.c $(LIBS)
+
+format:
+	clang-format -i $$(git ls-files '*.c' '*.h')
+
+format-check:
+	clang-format --dry-run --Werror $$(git ls-files '*.c' '*.h')
+
+clean:
+	rm -rf build
+
+-include $(LIB_OBJS:.o=.d) $(OUT)/src/main.d $(TEST_SRCS:tests/%.c=$(OUT)/tests/%.d)

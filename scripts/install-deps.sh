@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Installs what kvgate needs to build, run and test on Debian 12, idempotently:
+# nothing is downloaded when everything is already there. Called by
+# scripts/run.sh and scripts/test.sh; safe to run by hand.
+#   install-deps.sh          build + runtime + test tools
+#   install-deps.sh --run    build + runtime only
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+BUILD_PKGS=(build-essential pkg-config make clang libclang-rt-14-dev clang-format
+  libuv1-dev node-llhttp libssl-dev libxxhash-dev libpcre2-dev libzmq3-dev
+  libmsgpack-dev libhiredis-dev libcjson-dev libyaml-dev openssl ca-certificates)
+TEST_PKGS=(redis-server nodejs npm python3 python3-zmq python3-msgpack prometheus
+  jargon-text curl procps iproute2 nginx haproxy wrk)
+
+want=("${BUILD_PKGS[@]}")
+[ "${1:-}" = "--run" ] || want+=("${TEST_PKGS[@]}")
+
+SUDO=""
+[ "$(id -u)" = 0 ] || SUDO="sudo"
+
+missing=()
+for p in "${want[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "install-deps: installing ${missing[*]}" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+if [ "${1:-}" != "--run" ]; then
+  # npm test tools (reference tokenizers, chat templates, the openai SDK):
+  # into tests/node/node_modules, which git ignores. Reinstalled only when
+  # package.json changed since the last install.
+  stamp=tests/node/node_modules/.kvgate-stamp
+  if [ ! -f "$stamp" ] || [ tests/node/package.json -nt "$stamp" ]; then
+    echo "install-deps: npm install in tests/node" >&2
+    (cd tests/node && npm install --no-audit --no-fund --no-package-lock --loglevel=error >/dev/null)
+    touch "$stamp"
+  fi
+fi

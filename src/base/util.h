@@ -1,0 +1,37 @@
+/* Small helpers with no better home: clocks, a fast per-thread PRNG, parsing
+ * numbers from text with range checks. */
+#ifndef KVG_BASE_UTIL_H
+#define KVG_BASE_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define KVG_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+#define KVG_MIN(a, b) ((a) < (b) ? (a) : (b))
+#define KVG_MAX(a, b) ((a) > (b) ? (a) : (b))
+
+/* Monotonic clock in nanoseconds / milliseconds. */
+uint64_t kvg_now_ns(void);
+uint64_t kvg_now_ms(void);
+/* Wall clock, seconds since the epoch (with fraction). */
+double kvg_wall_s(void);
+
+/* xoshiro-style generator. A state is owned by one thread; kvg_rand_thread()
+ * returns the calling thread's, seeded from the clock and thread id. */
+struct kvg_rng {
+    uint64_t s[4];
+};
+void kvg_rng_seed(struct kvg_rng *r, uint64_t seed);
+uint64_t kvg_rng_next(struct kvg_rng *r);
+/* Uniform in [0, n); n > 0. */
+uint64_t kvg_rng_below(struct kvg_rng *r, uint64_t n);
+/* Uniform in [0, 1). */
+double kvg_rng_double(struct kvg_rng *r);
+struct kvg_rng *kvg_rand_thread(void);
+
+/* Strict decimal parse of the whole string; -EINVAL / -ERANGE. */
+int kvg_parse_i64(const char *s, int64_t *out);
+int kvg_parse_u64(const char *s, uint64_t *out);
+int kvg_parse_double(const char *s, double *out);
+
+#endif

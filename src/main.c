@@ -1,0 +1,48 @@
+/* kvgate: one binary, one subcommand per job. This file only dispatches; each
+ * subcommand lives in its part (gateway: serve, sim: sim, ...). */
+#include <stdio.h>
+#include <string.h>
+
+#define KVG_VERSION "0.1.0"
+
+struct subcommand {
+    const char *name;
+    int (*main)(int argc, char **argv);
+    const char *help;
+};
+
+static int version_main(int argc, char **argv)
+{
+    printf("kvgate %s\n", KVG_VERSION);
+    return 0;
+}
+
+static const struct subcommand commands[] = {
+    {"version", version_main, "print the version"},
+};
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: kvgate <command> [options]\n\ncommands:\n");
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].help);
+    fprintf(f, "\n`kvgate <command> --help` describes a command's options.\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+        usage(stdout);
+        return 0;
+    }
+    if (!strcmp(argv[1], "--version")) return version_main(argc, argv);
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (!strcmp(argv[1], commands[i].name)) return commands[i].main(argc - 1, argv + 1);
+    fprintf(stderr, "kvgate: unknown command '%s'\n\n", argv[1]);
+    usage(stderr);
+    return 2;
+}

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Runs kvgate's tests against one build folder and ends with a plain
+# "N passed, N failed" line.
+#   tests/run.sh build/release            unit + integration
+#   tests/run.sh build/release unit       unit only
+#   tests/run.sh build/release integration [NAME...]
+# Unit programs (build/X/t/<part>/test_*) each run in their own process with a
+# time limit and count their cases; each integration script
+# (tests/integration/*.sh or *.mjs) counts as the cases it reports, or as one.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${1:?build folder}
+WHAT=${2:-all}
+shift $(( $# >= 2 ? 2 : 1 ))
+ONLY=("$@")
+export KVG_BUILD="$OUT" KVG_BIN="$PWD/$OUT/kvgate" KVG_TOOLS="$PWD/$OUT/tools" KVG_ROOT="$PWD"
+passed=0; failed=0; failures=()
+log=$(mktemp -d /tmp/kvgate-tests.XXXXXX)
+
+count_output() { # file name rc
+  local line p f
+  line=$(grep -E '^# [0-9]+ passed, [0-9]+ failed' "$1" | tail -1)
+  if [ -n "$line" ]; then
+    p=$(echo "$line" | awk '{print $2}'); f=$(echo "$line" | awk '{print $4}')
+  elif [ "$3" = 0 ]; then p=1; f=0; else p=0; f=1; fi
+  if [ "$3" != 0 ] && [ "$f" = 0 ]; then f=1; fi  # crashed after its summary, or timed out
+  passed=$((passed + p)); failed=$((failed + f))
+  if [ "$f" != 0 ]; then
+    failures+=("$2")
+    echo "---- FAILED: $2 (rc $3)"; grep -v '^ok ' "$1" | tail -60
+  elif [ -z "${KVG_SUMMARY_ONLY:-}" ]; then
+    echo "ok   $2 ($p)"
+  fi
+}
+
+if [ "$WHAT" = all ] || [ "$WHAT" = unit ]; then
+  for t in $(find "$OUT/t" -type f -perm -u+x 2>/dev/null | sort); do
+    name=${t#"$OUT/t/"}
+    timeout -k 5 300 "$t" >"$log/out" 2>&1
+    count_output "$log/out" "unit/$name" $?
+  done
+fi
+
+if [ "$WHAT" = all ] || [ "$WHAT" = integration ]; then
+  for t in $(ls tests/integration/*.sh tests/integration/*.mjs 2>/dev/null | sort); do
+    name=$(basename "$t")
+    if [ ${#ONLY[@]} -gt 0 ]; then
+      keep=0; for o in "${ONLY[@]}"; do [[ $name == *"$o"* ]] && keep=1; done
+      [ $keep = 1 ] || continue
+    fi
+    case "$t" in
+      *.sh) timeout -k 5 600 bash "$t" >"$log/out" 2>&1 ;;
+      *.mjs) timeout -k 5 600 node "$t" >"$log/out" 2>&1 ;;
+    esac
+    count_output "$log/out" "integration/$name" $?
+  done
+fi
+
+rm -rf "$log"
+echo "[$OUT] failures: ${failures[*]:-none}"
+echo "$passed passed, $failed failed"
+[ "$failed" = 0 ]
