@@ -6,6 +6,7 @@
 #   make BUILD=asan      ASan+UBSan      -> build/asan/kvgate
 #   make test            what CI runs (scripts/test.sh does deps + this)
 #   make fuzz            libFuzzer targets (clang) -> build/fuzz/
+# Benchmark programs bench/<name>/*.c are built to build/<mode>/bench/<name>/.
 
 BUILD   ?= release
 OUT     := build/$(BUILD)
@@ -43,9 +44,11 @@ TEST_SUPPORT := $(wildcard tests/support/*.c)
 TEST_SUPPORT_OBJS := $(TEST_SUPPORT:%.c=$(OUT)/%.o)
 TOOL_SRCS  := $(wildcard tests/tools/*.c)
 TOOL_BINS  := $(TOOL_SRCS:tests/tools/%.c=$(OUT)/tools/%)
+BENCH_SRCS := $(wildcard bench/*/*.c)
+BENCH_BINS := $(BENCH_SRCS:bench/%.c=$(OUT)/bench/%)
 
 .PHONY: all test unit clean fuzz format format-check bench
-all: $(OUT)/kvgate $(TEST_BINS) $(TOOL_BINS)
+all: $(OUT)/kvgate $(TEST_BINS) $(TOOL_BINS) $(BENCH_BINS)
 
 $(OUT)/libkvgate.a: $(LIB_OBJS) $(LLHTTP_OBJS)
 	@mkdir -p $(@D)
@@ -75,6 +78,14 @@ $(OUT)/t/%: $(OUT)/tests/unit/%.o $(TEST_SUPPORT_OBJS) $(OUT)/libkvgate.a
 $(OUT)/tools/%: $(OUT)/tests/tools/%.o $(OUT)/libkvgate.a
 	@mkdir -p $(@D)
 	$(CC) $(LDOPT) -o $@ $^ $(LIBS)
+
+$(OUT)/bench/%: $(OUT)/benchobj/%.o $(OUT)/libkvgate.a
+	@mkdir -p $(@D)
+	$(CC) $(LDOPT) -o $@ $^ $(LIBS)
+
+$(OUT)/benchobj/%.o: bench/%.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_ALL) $(DEPFLAGS) -c -o $@ $<
 
 test: all
 	bash tests/run.sh $(OUT)

@@ -1,0 +1,43 @@
+/* Tokenizers: HuggingFace tokenizer.json (byte-level BPE; SentencePiece-style
+ * BPE with byte fallback) and the built-in byte-level tokenizer that kvgate
+ * serve and kvgate sim share by default ("builtin:bytes").
+ *
+ * A loaded struct kvg_tok is immutable and safe to use from many threads at
+ * once. */
+#ifndef KVG_TOKENIZER_TOKENIZER_H
+#define KVG_TOKENIZER_TOKENIZER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct kvg_tok;
+
+/* Loads a tokenizer. `path` is a tokenizer.json file, or "builtin:bytes".
+ * `config_path` (nullable) is tokenizer_config.json: bos/eos tokens and the
+ * chat template. On failure returns a negative code (KVG_EUNSUPP names the
+ * unsupported component in `err`) and writes a message into err[errlen].
+ * On success *out is owned by the caller: kvg_tok_free(). */
+int kvg_tok_load(const char *path, const char *config_path, struct kvg_tok **out, char *err,
+                 size_t errlen);
+void kvg_tok_free(struct kvg_tok *tok);
+
+/* Encodes UTF-8 text. Special/added tokens in the text are matched as HF does.
+ * add_special: apply the post-processor's BOS/EOS template. On success *ids is
+ * malloc'd (caller frees) and *n set; KVG_EUTF8 for invalid UTF-8. */
+int kvg_tok_encode(const struct kvg_tok *tok, const char *text, size_t len, int add_special,
+                   uint32_t **ids, size_t *n);
+/* Decodes ids to UTF-8 text (skip_special: drop special tokens). *text is
+ * malloc'd and NUL-terminated (caller frees), *len its length. */
+int kvg_tok_decode(const struct kvg_tok *tok, const uint32_t *ids, size_t n, int skip_special,
+                   char **text, size_t *len);
+
+size_t kvg_tok_vocab_size(const struct kvg_tok *tok);
+/* From tokenizer_config.json (or the built-in defaults); NULL when absent.
+ * Valid while tok lives. */
+const char *kvg_tok_bos_token(const struct kvg_tok *tok);
+const char *kvg_tok_eos_token(const struct kvg_tok *tok);
+const char *kvg_tok_chat_template(const struct kvg_tok *tok);
+/* Id of a token string (added or vocab), or -1. */
+int64_t kvg_tok_token_to_id(const struct kvg_tok *tok, const char *token);
+
+#endif
