@@ -3,6 +3,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "gateway/gateway.h"
+
 #define KVG_VERSION "0.1.0"
 
 struct subcommand {
@@ -18,6 +20,7 @@ static int version_main(int argc, char **argv)
 }
 
 static const struct subcommand commands[] = {
+    {"serve", kvg_gateway_serve_main, "run the gateway and router in front of engines"},
     {"version", version_main, "print the version"},
 };
 

@@ -14,7 +14,8 @@ void kvg_log(enum kvg_log_level lvl, const char *fmt, ...) __attribute__((format
 /* Writes a preformatted line (a JSON access-log record) as is, plus '\n'. */
 void kvg_log_raw(const char *line, unsigned long len);
 
-#define KVG_DEBUG(...) (kvg_log_enabled(KVG_LOG_DEBUG) ? kvg_log(KVG_LOG_DEBUG, __VA_ARGS__) : (void)0)
+#define KVG_DEBUG(...)                                                                             \
+    (kvg_log_enabled(KVG_LOG_DEBUG) ? kvg_log(KVG_LOG_DEBUG, __VA_ARGS__) : (void)0)
 #define KVG_INFO(...) kvg_log(KVG_LOG_INFO, __VA_ARGS__)
 #define KVG_WARN(...) kvg_log(KVG_LOG_WARN, __VA_ARGS__)
 #define KVG_ERROR(...) kvg_log(KVG_LOG_ERROR, __VA_ARGS__)

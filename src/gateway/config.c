@@ -1,0 +1,309 @@
+/* kvgate serve flags: one table says each flag's name, aliases, type, unit
+ * and help; the YAML file goes through the same table (yaml_args.c). */
+#include "gateway/config.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/err.h"
+#include "base/log.h"
+#include "base/util.h"
+
+enum ftype {
+    F_STR,
+    F_INT,
+    F_U32,
+    F_SIZE,
+    F_SECS_MS,
+    F_MS,
+    F_DOUBLE,
+    F_BOOL,
+    F_NBOOL,
+    F_LIST,
+    F_LEVEL
+};
+
+struct flag {
+    const char *name, *alias;
+    enum ftype type;
+    size_t off;
+    size_t size; /* for F_STR */
+    const char *help;
+};
+
+#define O(field) offsetof(struct kvg_serve_config, field)
+#define S(field) sizeof(((struct kvg_serve_config *)0)->field)
+
+static const struct flag flags[] = {
+    {"host", NULL, F_STR, O(host), S(host), "address to listen on (127.0.0.1)"},
+    {"port", NULL, F_INT, O(port), 0, "port to listen on (8080)"},
+    {"threads", NULL, F_INT, O(threads), 0, "event-loop threads (number of cores)"},
+    {"worker-urls", NULL, F_LIST, O(worker_urls), 0, "engine URLs (http://host:port)"},
+    {"config", NULL, F_STR, O(config_path), S(config_path), "YAML file with the same keys"},
+    {"policy", NULL, F_STR, O(policy), S(policy), "routing policy (round_robin)"},
+    {"max-payload-size", NULL, F_SIZE, O(limits.max_body_bytes), 0,
+     "largest request body in bytes (536870912)"},
+    {"max-header-size", NULL, F_SIZE, O(limits.max_header_bytes), 0,
+     "largest request head in bytes (65536)"},
+    {"header-timeout-secs", NULL, F_SECS_MS, O(limits.header_timeout_ms), 0,
+     "time to receive a request head (30)"},
+    {"keepalive-timeout-secs", NULL, F_SECS_MS, O(limits.idle_timeout_ms), 0,
+     "idle keep-alive connections close after (75)"},
+    {"max-connections", NULL, F_U32, O(limits.max_conns), 0,
+     "open client connections per thread, 0 = no limit (0)"},
+    {"request-timeout-secs", NULL, F_SECS_MS, O(request_timeout_ms), 0,
+     "whole answer of a non-streaming request (1800)"},
+    {"stream-idle-timeout-secs", NULL, F_SECS_MS, O(stream_idle_timeout_ms), 0,
+     "silence allowed between stream chunks (600)"},
+    {"connect-timeout-ms", NULL, F_MS, O(connect_timeout_ms), 0, "upstream connect (5000)"},
+    {"health-check-interval-secs", NULL, F_SECS_MS, O(health_interval_ms), 0, "(60)"},
+    {"health-check-timeout-secs", NULL, F_SECS_MS, O(health_timeout_ms), 0, "(5)"},
+    {"health-failure-threshold", NULL, F_U32, O(health_failure_threshold), 0, "(3)"},
+    {"health-success-threshold", NULL, F_U32, O(health_success_threshold), 0, "(2)"},
+    {"health-check-endpoint", NULL, F_STR, O(health_endpoint), S(health_endpoint), "(/health)"},
+    {"disable-health-check", NULL, F_NBOOL, O(health_enabled), 0, "no active health checks"},
+    {"retry-max-retries", NULL, F_U32, O(retry_max), 0, "(5)"},
+    {"retry-initial-backoff-ms", NULL, F_MS, O(retry_initial_ms), 0, "(50)"},
+    {"retry-max-backoff-ms", NULL, F_MS, O(retry_max_backoff_ms), 0, "(30000)"},
+    {"retry-backoff-multiplier", NULL, F_DOUBLE, O(retry_multiplier), 0, "(1.5)"},
+    {"retry-jitter-factor", NULL, F_DOUBLE, O(retry_jitter), 0, "(0.2)"},
+    {"disable-retries", NULL, F_NBOOL, O(retries_enabled), 0, "never retry"},
+    {"cb-failure-threshold", NULL, F_U32, O(cb.failure_threshold), 0, "(10)"},
+    {"cb-success-threshold", NULL, F_U32, O(cb.success_threshold), 0, "(3)"},
+    {"cb-timeout-duration-secs", NULL, F_SECS_MS, O(cb.timeout_ms), 0, "(60)"},
+    {"disable-circuit-breaker", NULL, F_NBOOL, O(cb.enabled), 0, "no circuit breaker"},
+    {"drain-timeout", "shutdown-grace-period-secs", F_SECS_MS, O(drain_timeout_ms), 0,
+     "seconds SIGTERM waits for streams in flight (180)"},
+    {"log-level", NULL, F_LEVEL, O(log_level), 0, "debug|info|warn|error (info)"},
+    {"no-access-log", NULL, F_NBOOL, O(access_log), 0, "no JSON line per request"},
+};
+
+void kvg_serve_config_default(struct kvg_serve_config *c)
+{
+    memset(c, 0, sizeof *c);
+    snprintf(c->host, sizeof c->host, "127.0.0.1");
+    c->port = 8080;
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    c->threads = n > 0 ? (int)n : 1;
+    snprintf(c->policy, sizeof c->policy, "round_robin");
+    kvg_http_limits_default(&c->limits);
+    c->request_timeout_ms = 1800 * 1000;
+    c->stream_idle_timeout_ms = 600 * 1000;
+    c->connect_timeout_ms = 5000;
+    c->health_enabled = 1;
+    c->health_interval_ms = 60 * 1000;
+    c->health_timeout_ms = 5 * 1000;
+    c->health_failure_threshold = 3;
+    c->health_success_threshold = 2;
+    snprintf(c->health_endpoint, sizeof c->health_endpoint, "/health");
+    c->retries_enabled = 1;
+    c->retry_max = 5;
+    c->retry_initial_ms = 50;
+    c->retry_max_backoff_ms = 30000;
+    c->retry_multiplier = 1.5;
+    c->retry_jitter = 0.2;
+    kvg_cb_config_default(&c->cb);
+    c->drain_timeout_ms = 180 * 1000;
+    c->log_level = KVG_LOG_INFO;
+    c->access_log = 1;
+}
+
+void kvg_serve_config_free(struct kvg_serve_config *c)
+{
+    for (size_t i = 0; i < c->nworkers; i++) free(c->worker_urls[i]);
+    c->nworkers = 0;
+}
+
+void kvg_serve_usage(void)
+{
+    printf("usage: kvgate serve [--worker-urls URL...] [--config FILE] [options]\n\n"
+           "Without workers, kvgate serve starts a few local simulated engines and\n"
+           "fronts them (the embedded default).\n\noptions:\n");
+    for (size_t i = 0; i < KVG_ARRAY_LEN(flags); i++)
+        printf("  --%-28s %s\n", flags[i].name, flags[i].help);
+}
+
+static const struct flag *lookup(const char *name)
+{
+    for (size_t i = 0; i < KVG_ARRAY_LEN(flags); i++)
+        if (!strcmp(name, flags[i].name) || (flags[i].alias && !strcmp(name, flags[i].alias)))
+            return &flags[i];
+    return NULL;
+}
+
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+    return KVG_ECONFIG;
+}
+
+/* Applies one flag with its values (argv[i+1..]); returns values consumed. */
+static int apply(struct kvg_serve_config *c, const struct flag *f, int argc, char **argv, int i,
+                 char *err, size_t errlen)
+{
+    char *base = (char *)c + f->off;
+    const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+    int has_v = v && strncmp(v, "--", 2);
+    uint64_t u;
+    double d;
+    int64_t s;
+    switch (f->type) {
+    case F_BOOL:
+        *(int *)base = 1;
+        return 0;
+    case F_NBOOL:
+        *(int *)base = 0;
+        return 0;
+    case F_LIST: {
+        int k = 0;
+        if (!has_v) return fail(err, errlen, "--%s needs at least one value", f->name);
+        kvg_serve_config_free(c); /* a later list replaces an earlier one (file, then flags) */
+        while (i + 1 + k < argc && strncmp(argv[i + 1 + k], "--", 2)) {
+            if (c->nworkers == KVG_CFG_MAX_WORKERS)
+                return fail(err, errlen, "--%s: at most %d values", f->name, KVG_CFG_MAX_WORKERS);
+            c->worker_urls[c->nworkers] = strdup(argv[i + 1 + k]);
+            if (!c->worker_urls[c->nworkers]) return -ENOMEM;
+            c->nworkers++;
+            k++;
+        }
+        return k;
+    }
+    default:
+        break;
+    }
+    if (!has_v) return fail(err, errlen, "--%s needs a value", f->name);
+    switch (f->type) {
+    case F_STR:
+        if (strlen(v) >= f->size) return fail(err, errlen, "--%s: value too long", f->name);
+        memcpy(base, v, strlen(v) + 1);
+        break;
+    case F_INT:
+        if (kvg_parse_i64(v, &s) || s < 0 || s > 1000000)
+            return fail(err, errlen, "--%s: '%s' is not a valid number", f->name, v);
+        *(int *)base = (int)s;
+        break;
+    case F_U32:
+    case F_MS:
+        if (kvg_parse_u64(v, &u) || u > UINT32_MAX)
+            return fail(err, errlen, "--%s: '%s' is not a valid number", f->name, v);
+        *(uint32_t *)base = (uint32_t)u;
+        break;
+    case F_SIZE:
+        if (kvg_parse_u64(v, &u)) return fail(err, errlen, "--%s: '%s' is not a size", f->name, v);
+        *(size_t *)base = (size_t)u;
+        break;
+    case F_SECS_MS:
+        if (kvg_parse_double(v, &d) || d < 0 || d > 4e6)
+            return fail(err, errlen, "--%s: '%s' is not a number of seconds", f->name, v);
+        if (f->off == O(cb.timeout_ms))
+            *(uint64_t *)base = (uint64_t)(d * 1000);
+        else
+            *(uint32_t *)base = (uint32_t)(d * 1000);
+        break;
+    case F_DOUBLE:
+        if (kvg_parse_double(v, &d) || d < 0)
+            return fail(err, errlen, "--%s: '%s' is not a valid number", f->name, v);
+        *(double *)base = d;
+        break;
+    case F_LEVEL: {
+        int l = kvg_log_parse_level(v);
+        if (l < 0) return fail(err, errlen, "--%s: unknown level '%s'", f->name, v);
+        *(int *)base = l;
+        break;
+    }
+    default:
+        break;
+    }
+    return 1;
+}
+
+static int parse_args(struct kvg_serve_config *c, int argc, char **argv, int first, char *err,
+                      size_t errlen)
+{
+    for (int i = first; i < argc; i++) {
+        const char *a = argv[i];
+        if (strncmp(a, "--", 2))
+            return fail(err, errlen, "unexpected argument '%s' (flags start with --)", a);
+        char name[128];
+        const char *eq = strchr(a + 2, '=');
+        size_t nl = eq ? (size_t)(eq - a - 2) : strlen(a + 2);
+        if (nl >= sizeof name) return fail(err, errlen, "unknown flag '%s'", a);
+        memcpy(name, a + 2, nl);
+        name[nl] = 0;
+        const struct flag *f = lookup(name);
+        if (!f) return fail(err, errlen, "unknown flag '--%s' (see kvgate serve --help)", name);
+        int used;
+        if (eq) {
+            char *pair[2] = {(char *)a, (char *)eq + 1};
+            used = apply(c, f, 2, pair, 0, err, errlen);
+            if (used >= 0) used = 0;
+        } else {
+            used = apply(c, f, argc, argv, i, err, errlen);
+        }
+        if (used < 0) return used;
+        i += used;
+    }
+    return 0;
+}
+
+int kvg_serve_config_parse(struct kvg_serve_config *c, int argc, char **argv, char *err,
+                           size_t errlen)
+{
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            kvg_serve_usage();
+            return 1;
+        }
+    /* The file first, so that flags override it. */
+    for (int i = 1; i + 1 < argc; i++) {
+        if (strcmp(argv[i], "--config")) continue;
+        char **fa;
+        int fn;
+        int rc = kvg_yaml_to_args(argv[i + 1], &fa, &fn, err, errlen);
+        if (rc) return KVG_ECONFIG;
+        rc = parse_args(c, fn, fa, 0, err, errlen);
+        for (int k = 0; k < fn; k++) free(fa[k]);
+        free(fa);
+        if (rc) return rc;
+    }
+    int rc = parse_args(c, argc, argv, 1, err, errlen);
+    if (rc) return rc;
+    if (c->port < 0 || c->port > 65535) return fail(err, errlen, "--port: out of range");
+    if (c->threads < 1 || c->threads > 256) return fail(err, errlen, "--threads: 1..256");
+    if (c->health_failure_threshold == 0 || c->health_success_threshold == 0)
+        return fail(err, errlen, "health thresholds must be at least 1");
+    return 0;
+}
+
+int kvg_serve_config_reload_workers(const char *path, char ***urls, size_t *n, char *err,
+                                    size_t errlen)
+{
+    struct kvg_serve_config tmp;
+    kvg_serve_config_default(&tmp);
+    char **fa;
+    int fn;
+    int rc = kvg_yaml_to_args(path, &fa, &fn, err, errlen);
+    if (rc) return rc;
+    rc = parse_args(&tmp, fn, fa, 0, err, errlen);
+    for (int k = 0; k < fn; k++) free(fa[k]);
+    free(fa);
+    if (rc) {
+        kvg_serve_config_free(&tmp);
+        return rc;
+    }
+    *urls = calloc(tmp.nworkers ? tmp.nworkers : 1, sizeof **urls);
+    if (!*urls) {
+        kvg_serve_config_free(&tmp);
+        return -ENOMEM;
+    }
+    for (size_t i = 0; i < tmp.nworkers; i++) (*urls)[i] = tmp.worker_urls[i];
+    *n = tmp.nworkers;
+    return 0;
+}

@@ -1,0 +1,60 @@
+/* kvgate serve's configuration: command-line flags, named as in sglang's and
+ * vLLM's routers where the meaning is the same, and an optional YAML file
+ * (--config) whose keys are the same names with '_' for '-'. The file is read
+ * first and flags override it; SIGHUP re-reads the file. */
+#ifndef KVG_GATEWAY_CONFIG_H
+#define KVG_GATEWAY_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "http/http.h"
+#include "router/circuit.h"
+
+#define KVG_CFG_MAX_WORKERS 256
+
+struct kvg_serve_config {
+    char host[128];
+    int port;
+    int threads;
+    char *worker_urls[KVG_CFG_MAX_WORKERS]; /* owned */
+    size_t nworkers;
+    char policy[64];
+    char config_path[512];
+    struct kvg_http_limits limits;
+    uint32_t request_timeout_ms;     /* non-stream answers: whole response */
+    uint32_t stream_idle_timeout_ms; /* streams: between chunks (and to the first) */
+    uint32_t connect_timeout_ms;
+    /* health */
+    int health_enabled;
+    uint32_t health_interval_ms, health_timeout_ms;
+    uint32_t health_failure_threshold, health_success_threshold;
+    char health_endpoint[128];
+    /* retries */
+    int retries_enabled;
+    uint32_t retry_max, retry_initial_ms, retry_max_backoff_ms;
+    double retry_multiplier, retry_jitter;
+    struct kvg_cb_config cb;
+    uint32_t drain_timeout_ms;
+    int log_level;
+    int access_log;
+    int spawn_sims; /* embedded default: local simulated engines when no workers */
+};
+
+void kvg_serve_config_default(struct kvg_serve_config *c);
+void kvg_serve_config_free(struct kvg_serve_config *c);
+/* Parses argv (argv[0] is "serve"); reads --config first when given. Writes
+ * a message to err on failure and returns KVG_ECONFIG. Returns 1 when --help
+ * was printed. */
+int kvg_serve_config_parse(struct kvg_serve_config *c, int argc, char **argv, char *err,
+                           size_t errlen);
+/* Re-reads only the YAML file's worker list (SIGHUP). */
+int kvg_serve_config_reload_workers(const char *path, char ***urls, size_t *n, char *err,
+                                    size_t errlen);
+void kvg_serve_usage(void);
+
+/* Turns a YAML mapping file into "--key value..." arguments (caller frees
+ * each string and the array): one mechanism for files and flags. */
+int kvg_yaml_to_args(const char *path, char ***args, int *nargs, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,218 @@
+/* kvgate serve's endpoint table: the OpenAI surface (proxied), the models
+ * union, health and readiness, and the worker admin API. */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/err.h"
+#include "base/log.h"
+#include "gateway/gateway.h"
+
+static void send_json(struct kvg_http_req *req, int status, const char *json)
+{
+    kvg_http_res_send(req, status, "application/json", NULL, 0, json, strlen(json));
+}
+
+static void send_cjson(struct kvg_http_req *req, int status, cJSON *j)
+{
+    char *s = cJSON_PrintUnformatted(j);
+    cJSON_Delete(j);
+    if (!s) {
+        kvg_http_res_error(req, 500, NULL, NULL, "out of memory", NULL, 0);
+        return;
+    }
+    send_json(req, status, s);
+    free(s);
+}
+
+static size_t healthy_count(struct kvg_gateway *gw)
+{
+    struct kvg_worker *ws[KVG_POOL_MAX_WORKERS];
+    size_t n = kvg_pool_snapshot(&gw->pool, ws, KVG_POOL_MAX_WORKERS), h = 0;
+    for (size_t i = 0; i < n; i++) {
+        h += atomic_load(&ws[i]->healthy) != 0;
+        kvg_worker_unref(ws[i]);
+    }
+    return h;
+}
+
+/* GET /v1/models: the union of the models the workers serve. */
+static void models(struct kvg_loop_ctx *lc, struct kvg_http_req *req)
+{
+    struct kvg_worker *ws[KVG_POOL_MAX_WORKERS];
+    size_t n = kvg_pool_snapshot(&lc->gw->pool, ws, KVG_POOL_MAX_WORKERS);
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddStringToObject(root, "object", "list");
+    cJSON *data = cJSON_AddArrayToObject(root, "data");
+    for (size_t i = 0; i < n; i++) {
+        struct kvg_worker *w = ws[i];
+        pthread_mutex_lock(&w->mu);
+        for (int m = 0; m < w->nmodels; m++) {
+            int dup = 0;
+            cJSON *it;
+            cJSON_ArrayForEach(it, data)
+            {
+                cJSON *id = cJSON_GetObjectItemCaseSensitive(it, "id");
+                if (id && !strcmp(id->valuestring, w->models[m])) dup = 1;
+            }
+            if (dup) continue;
+            cJSON *o = cJSON_CreateObject();
+            cJSON_AddStringToObject(o, "id", w->models[m]);
+            cJSON_AddStringToObject(o, "object", "model");
+            cJSON_AddNumberToObject(o, "created", (double)(long long)lc->gw->started_s);
+            cJSON_AddStringToObject(o, "owned_by", "kvgate");
+            cJSON_AddItemToArray(data, o);
+        }
+        pthread_mutex_unlock(&w->mu);
+        kvg_worker_unref(w);
+    }
+    send_cjson(req, 200, root);
+}
+
+static void workers_list(struct kvg_loop_ctx *lc, struct kvg_http_req *req)
+{
+    static const char *cb_names[] = {"closed", "open", "half_open"};
+    struct kvg_worker *ws[KVG_POOL_MAX_WORKERS];
+    size_t n = kvg_pool_snapshot(&lc->gw->pool, ws, KVG_POOL_MAX_WORKERS);
+    cJSON *root = cJSON_CreateObject();
+    cJSON *arr = cJSON_AddArrayToObject(root, "workers");
+    for (size_t i = 0; i < n; i++) {
+        struct kvg_worker *w = ws[i];
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "url", w->url);
+        cJSON_AddNumberToObject(o, "slot", w->slot);
+        cJSON_AddBoolToObject(o, "healthy", atomic_load(&w->healthy));
+        cJSON_AddNumberToObject(o, "in_flight", atomic_load(&w->in_flight));
+        cJSON_AddNumberToObject(o, "processed", (double)atomic_load(&w->processed));
+        cJSON_AddStringToObject(o, "circuit", cb_names[atomic_load(&w->cb_state) % 3]);
+        cJSON *ms = cJSON_AddArrayToObject(o, "models");
+        pthread_mutex_lock(&w->mu);
+        for (int m = 0; m < w->nmodels; m++)
+            cJSON_AddItemToArray(ms, cJSON_CreateString(w->models[m]));
+        pthread_mutex_unlock(&w->mu);
+        cJSON_AddItemToArray(arr, o);
+        kvg_worker_unref(w);
+    }
+    send_cjson(req, 200, root);
+}
+
+static int url_decode(const char *in, size_t n, char *out, size_t cap)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (k + 1 >= cap) return -1;
+        if (in[i] == '%' && i + 2 < n) {
+            char hex[3] = {in[i + 1], in[i + 2], 0};
+            char *end;
+            long v = strtol(hex, &end, 16);
+            if (*end) return -1;
+            out[k++] = (char)v;
+            i += 2;
+        } else {
+            out[k++] = in[i];
+        }
+    }
+    out[k] = 0;
+    return 0;
+}
+
+/* POST /workers {"url": "..."} (or ?url=...), DELETE /workers/{url}. */
+static void workers_add(struct kvg_loop_ctx *lc, struct kvg_http_req *req)
+{
+    char url[512] = "";
+    cJSON *j = req->body.len ? cJSON_ParseWithLength(req->body.data, req->body.len) : NULL;
+    cJSON *u = j ? cJSON_GetObjectItemCaseSensitive(j, "url") : NULL;
+    if (cJSON_IsString(u) && strlen(u->valuestring) < sizeof url)
+        snprintf(url, sizeof url, "%s", u->valuestring);
+    cJSON_Delete(j);
+    if (!url[0] && req->query.len > 4 && !strncmp(req->query.p, "url=", 4))
+        url_decode(req->query.p + 4, req->query.len - 4, url, sizeof url);
+    if (!url[0]) {
+        kvg_http_res_error(req, 400, NULL, NULL,
+                           "give the worker as {\"url\": \"http://host:port\"}", NULL, 0);
+        return;
+    }
+    int rc = kvg_pool_add(&lc->gw->pool, url);
+    if (rc == -EEXIST) {
+        kvg_http_res_error(req, 409, NULL, NULL, "worker already in the pool", NULL, 0);
+    } else if (rc) {
+        char msg[600];
+        snprintf(msg, sizeof msg, "cannot add worker %s: %s", url, kvg_strerror(rc));
+        kvg_http_res_error(req, 400, NULL, NULL, msg, NULL, 0);
+    } else {
+        uv_async_send(&lc->gw->health_kick);
+        send_json(req, 201, "{\"status\":\"added\"}");
+    }
+}
+
+static void workers_delete(struct kvg_loop_ctx *lc, struct kvg_http_req *req)
+{
+    char url[512];
+    struct kvg_str rest = {req->path.p + 9, req->path.len - 9}; /* after "/workers/" */
+    if (url_decode(rest.p, rest.len, url, sizeof url) || !url[0]) {
+        kvg_http_res_error(req, 400, NULL, NULL, "bad worker URL", NULL, 0);
+        return;
+    }
+    int rc = kvg_pool_remove(&lc->gw->pool, url);
+    if (rc)
+        kvg_http_res_error(req, 404, NULL, NULL, "no such worker", NULL, 0);
+    else
+        send_json(req, 200, "{\"status\":\"removed\"}");
+}
+
+static int is(const struct kvg_http_req *req, const char *path)
+{
+    return kvg_str_eq(req->path, path);
+}
+
+void kvg_gateway_handle(struct kvg_http_req *req, void *ud)
+{
+    struct kvg_loop_ctx *lc = ud;
+    int get = !strcmp(req->method_name, "GET") || !strcmp(req->method_name, "HEAD");
+    int post = !strcmp(req->method_name, "POST");
+    if (is(req, "/v1/chat/completions") || is(req, "/v1/completions")) {
+        if (!post) {
+            kvg_http_res_error(req, 405, NULL, NULL, "use POST", NULL, 0);
+            return;
+        }
+        kvg_proxy_handle(lc, req);
+        return;
+    }
+    if (is(req, "/v1/models") && get) {
+        models(lc, req);
+        return;
+    }
+    if ((is(req, "/health") || is(req, "/liveness")) && get) {
+        send_json(req, 200, "{\"status\":\"ok\"}");
+        return;
+    }
+    if (is(req, "/readiness") && get) {
+        size_t h = healthy_count(lc->gw);
+        if (atomic_load(&lc->gw->draining))
+            send_json(req, 503, "{\"status\":\"draining\"}");
+        else if (h == 0)
+            send_json(req, 503, "{\"status\":\"no healthy workers\"}");
+        else
+            send_json(req, 200, "{\"status\":\"ready\"}");
+        return;
+    }
+    if (is(req, "/workers")) {
+        if (get)
+            workers_list(lc, req);
+        else if (post)
+            workers_add(lc, req);
+        else
+            kvg_http_res_error(req, 405, NULL, NULL, "use GET or POST", NULL, 0);
+        return;
+    }
+    if (req->path.len > 9 && !strncmp(req->path.p, "/workers/", 9)) {
+        if (!strcmp(req->method_name, "DELETE"))
+            workers_delete(lc, req);
+        else
+            kvg_http_res_error(req, 405, NULL, NULL, "use DELETE", NULL, 0);
+        return;
+    }
+    kvg_http_res_error(req, 404, NULL, NULL, "no such endpoint", NULL, 0);
+}

@@ -1,0 +1,159 @@
+/* Active health checks, sglang-router style: every interval each worker's
+ * health endpoint is asked with a timeout; `failure_threshold` failures in a
+ * row make it unhealthy, `success_threshold` successes in a row healthy again.
+ * A worker never checked yet becomes healthy at its first success, so a new
+ * pool serves as soon as its engines answer. Each success also refreshes the
+ * worker's model list from its /v1/models. Runs on the main thread's loop. */
+#include <cjson/cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/log.h"
+#include "gateway/health.h"
+
+struct check {
+    struct kvg_health *h;
+    struct kvg_worker *w; /* reference */
+    int status;
+    int models; /* 1: this call fetches /v1/models */
+    struct kvg_buf body;
+};
+
+static void models_done(void *ud, int err);
+static void check_head(void *ud, int status, const struct kvg_http_header *hs, size_t n)
+{
+    ((struct check *)ud)->status = status;
+}
+
+static void check_body(void *ud, const char *p, size_t n)
+{
+    struct check *c = ud;
+    if (c->models) kvg_buf_append(&c->body, p, n); /* capped: over the cap is ignored */
+}
+
+static void record(struct kvg_health *h, struct kvg_worker *w, int ok)
+{
+    int was = atomic_load(&w->healthy);
+    if (ok) {
+        w->hc_fails = 0;
+        w->hc_successes++;
+        if (!was && (w->hc_successes >= h->success_threshold || !w->hc_checked)) {
+            atomic_store(&w->healthy, 1);
+            KVG_INFO("health: worker %s is healthy", w->url);
+        }
+    } else {
+        w->hc_successes = 0;
+        w->hc_fails++;
+        if (was && w->hc_fails >= h->failure_threshold) {
+            atomic_store(&w->healthy, 0);
+            KVG_WARN("health: worker %s is unhealthy", w->url);
+        }
+    }
+    w->hc_checked = 1;
+}
+
+static void start_models(struct kvg_health *h, struct kvg_worker *w);
+
+static void check_done(void *ud, int err)
+{
+    struct check *c = ud;
+    int ok = err == 0 && c->status >= 200 && c->status < 300;
+    record(c->h, c->w, ok);
+    if (ok) start_models(c->h, c->w);
+    c->h->inflight--;
+    kvg_worker_unref(c->w);
+    kvg_buf_free(&c->body);
+    free(c);
+}
+
+static void models_done(void *ud, int err)
+{
+    struct check *c = ud;
+    if (err == 0 && c->status == 200) {
+        cJSON *j = cJSON_ParseWithLength(c->body.data ? c->body.data : "", c->body.len);
+        cJSON *data = cJSON_GetObjectItemCaseSensitive(j, "data"), *it;
+        if (cJSON_IsArray(data)) {
+            pthread_mutex_lock(&c->w->mu);
+            c->w->nmodels = 0;
+            cJSON_ArrayForEach(it, data)
+            {
+                cJSON *id = cJSON_GetObjectItemCaseSensitive(it, "id");
+                if (!cJSON_IsString(id) || c->w->nmodels == KVG_MAX_MODELS_PER_WORKER) continue;
+                snprintf(c->w->models[c->w->nmodels++], sizeof c->w->models[0], "%s",
+                         id->valuestring);
+            }
+            pthread_mutex_unlock(&c->w->mu);
+        }
+        cJSON_Delete(j);
+    }
+    c->h->inflight--;
+    kvg_worker_unref(c->w);
+    kvg_buf_free(&c->body);
+    free(c);
+}
+
+static void start_call(struct kvg_health *h, struct kvg_worker *w, int models)
+{
+    struct check *c = calloc(1, sizeof *c);
+    if (!c) return;
+    c->h = h;
+    c->w = w;
+    c->models = models;
+    kvg_buf_init(&c->body, 1 << 20);
+    kvg_worker_ref(w);
+    struct kvg_http_call_opts o = {h->timeout_ms, h->timeout_ms, h->timeout_ms};
+    static const struct kvg_http_call_cbs check_cbs = {check_head, check_body, check_done};
+    static const struct kvg_http_call_cbs models_cbs = {check_head, check_body, models_done};
+    h->inflight++;
+    if (kvg_http_call_start(h->client, &w->target, "GET", models ? "/v1/models" : h->endpoint, NULL,
+                            0, NULL, 0, &o, models ? &models_cbs : &check_cbs, c, NULL)) {
+        h->inflight--;
+        kvg_worker_unref(w);
+        kvg_buf_free(&c->body);
+        free(c);
+        if (!models) record(h, w, 0);
+    }
+}
+
+static void start_models(struct kvg_health *h, struct kvg_worker *w)
+{
+    start_call(h, w, 1);
+}
+
+void kvg_health_check_now(struct kvg_health *h)
+{
+    struct kvg_worker *ws[KVG_POOL_MAX_WORKERS];
+    size_t n = kvg_pool_snapshot(h->pool, ws, KVG_POOL_MAX_WORKERS);
+    for (size_t i = 0; i < n; i++) {
+        if (h->enabled)
+            start_call(h, ws[i], 0);
+        else if (ws[i]->nmodels == 0)
+            start_models(h, ws[i]);
+        kvg_worker_unref(ws[i]);
+    }
+}
+
+static void on_tick(uv_timer_t *t)
+{
+    kvg_health_check_now(t->data);
+}
+
+int kvg_health_start(struct kvg_health *h, uv_loop_t *loop, struct kvg_pool *pool)
+{
+    h->pool = pool;
+    int rc = kvg_http_client_new(loop, NULL, &h->client);
+    if (rc) return rc;
+    uv_timer_init(loop, &h->timer);
+    h->timer.data = h;
+    /* Right away (a new pool serves as soon as it can), then every interval;
+     * models are re-read at that pace even without active checks. */
+    uint64_t every = h->interval_ms ? h->interval_ms : 60000;
+    uv_timer_start(&h->timer, on_tick, 0, every);
+    return 0;
+}
+
+void kvg_health_stop(struct kvg_health *h)
+{
+    uv_timer_stop(&h->timer);
+    uv_close((uv_handle_t *)&h->timer, NULL);
+}

@@ -1,0 +1,28 @@
+/* Active health checking of the pool's workers; see health.c. */
+#ifndef KVG_GATEWAY_HEALTH_H
+#define KVG_GATEWAY_HEALTH_H
+
+#include <uv.h>
+
+#include "http/client.h"
+#include "router/pool.h"
+
+struct kvg_health {
+    int enabled;
+    uint32_t interval_ms, timeout_ms;
+    uint32_t failure_threshold, success_threshold;
+    const char *endpoint;
+    struct kvg_pool *pool;
+    struct kvg_http_client *client;
+    uv_timer_t timer;
+    unsigned inflight;
+};
+
+/* Starts checking on `loop` (the caller fills the settings first). */
+int kvg_health_start(struct kvg_health *h, uv_loop_t *loop, struct kvg_pool *pool);
+/* Checks every worker now (a worker was added, or a reload happened). */
+void kvg_health_check_now(struct kvg_health *h);
+/* Stops the timer; calls in flight finish on the loop. */
+void kvg_health_stop(struct kvg_health *h);
+
+#endif

@@ -1,0 +1,252 @@
+/* kvgate serve: the process. The main thread runs a control loop (signals,
+ * health checks, reload); N loop threads each run an HTTP server on the same
+ * address (SO_REUSEPORT) with their own upstream connection pool; all share
+ * one worker pool.
+ *
+ * SIGTERM/SIGINT drain: stop accepting, let requests in flight finish (up to
+ * --drain-timeout), then exit 0. SIGHUP re-reads --config's worker list
+ * without touching open connections. */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/err.h"
+#include "base/log.h"
+#include "gateway/gateway.h"
+#include "gateway/health.h"
+#include "router/policy.h"
+
+struct serve {
+    struct kvg_gateway gw;
+    struct kvg_loop_ctx *lcs;
+    int nloops;
+    uv_loop_t main_loop;
+    uv_signal_t sigterm, sigint, sighup;
+    uv_timer_t drain_deadline;
+    struct kvg_health health;
+    int draining;
+};
+
+static void loop_wake(uv_async_t *a);
+
+static void drain_poll(uv_timer_t *t)
+{
+    struct kvg_loop_ctx *lc = t->data;
+    if (kvg_http_server_active(lc->srv) == 0 || atomic_load(&lc->force_close)) {
+        uv_timer_stop(t);
+        kvg_http_server_close(lc->srv);
+        kvg_http_client_close(lc->client);
+        uv_close((uv_handle_t *)&lc->wake, NULL);
+        uv_close((uv_handle_t *)&lc->drain_timer, NULL);
+    }
+}
+
+static void loop_wake(uv_async_t *a)
+{
+    struct kvg_loop_ctx *lc = a->data;
+    if (!atomic_load(&lc->gw->draining) || uv_is_active((uv_handle_t *)&lc->drain_timer)) {
+        if (atomic_load(&lc->force_close)) drain_poll(&lc->drain_timer);
+        return;
+    }
+    kvg_http_server_stop_accepting(lc->srv);
+    uv_timer_start(&lc->drain_timer, drain_poll, 0, 50);
+}
+
+static void *loop_thread(void *arg)
+{
+    struct kvg_loop_ctx *lc = arg;
+    uv_run(&lc->loop, UV_RUN_DEFAULT);
+    /* Handles closed by drain_poll; let their callbacks run, then close. */
+    uv_run(&lc->loop, UV_RUN_DEFAULT);
+    uv_loop_close(&lc->loop);
+    atomic_store(&lc->done, 1);
+    return NULL;
+}
+
+static int start_loops(struct serve *s)
+{
+    struct kvg_serve_config *c = &s->gw.cfg;
+    s->nloops = c->threads;
+    s->lcs = calloc((size_t)s->nloops, sizeof *s->lcs);
+    if (!s->lcs) return -ENOMEM;
+    int port = c->port;
+    for (int i = 0; i < s->nloops; i++) {
+        struct kvg_loop_ctx *lc = &s->lcs[i];
+        lc->gw = &s->gw;
+        lc->index = i;
+        kvg_rng_seed(&lc->rng, kvg_now_ns() + (uint64_t)i * 7919);
+        uv_loop_init(&lc->loop);
+        int rc = kvg_http_server_start(&lc->loop, c->host, port, 1, &c->limits, kvg_gateway_handle,
+                                       lc, &lc->srv);
+        if (rc) {
+            KVG_ERROR("cannot listen on %s:%d: %s", c->host, port, kvg_strerror(rc));
+            return rc;
+        }
+        port = kvg_http_server_port(lc->srv); /* port 0: the others join the one picked */
+        if ((rc = kvg_http_client_new(&lc->loop, NULL, &lc->client))) return rc;
+        uv_async_init(&lc->loop, &lc->wake, loop_wake);
+        lc->wake.data = lc;
+        uv_timer_init(&lc->loop, &lc->drain_timer);
+        lc->drain_timer.data = lc;
+    }
+    c->port = port;
+    for (int i = 0; i < s->nloops; i++)
+        if (pthread_create(&s->lcs[i].thread, NULL, loop_thread, &s->lcs[i])) return -EAGAIN;
+    return 0;
+}
+
+static void stop_main(struct serve *s)
+{
+    uv_close((uv_handle_t *)&s->sigterm, NULL);
+    uv_close((uv_handle_t *)&s->sigint, NULL);
+    uv_close((uv_handle_t *)&s->sighup, NULL);
+    uv_close((uv_handle_t *)&s->drain_deadline, NULL);
+    uv_close((uv_handle_t *)&s->gw.health_kick, NULL);
+    kvg_health_stop(&s->health);
+    kvg_http_client_close(s->health.client);
+}
+
+struct drain_state {
+    struct serve *s;
+    uint64_t deadline_ms;
+    int forced;
+};
+static struct drain_state g_drain;
+
+static void drain_tick(uv_timer_t *t)
+{
+    struct serve *s = g_drain.s;
+    int all_done = 1;
+    for (int i = 0; i < s->nloops; i++) all_done &= atomic_load(&s->lcs[i].done);
+    if (all_done) {
+        uv_timer_stop(t);
+        stop_main(s);
+        return;
+    }
+    if (!g_drain.forced && kvg_now_ms() >= g_drain.deadline_ms) {
+        g_drain.forced = 1;
+        KVG_WARN("drain: timeout reached, closing the remaining connections");
+        for (int i = 0; i < s->nloops; i++) {
+            atomic_store(&s->lcs[i].force_close, 1);
+            uv_async_send(&s->lcs[i].wake);
+        }
+    }
+}
+
+static void begin_drain(struct serve *s, const char *why)
+{
+    if (s->draining) return;
+    s->draining = 1;
+    KVG_INFO("%s: draining (up to %u ms for requests in flight)", why, s->gw.cfg.drain_timeout_ms);
+    atomic_store(&s->gw.draining, 1);
+    for (int i = 0; i < s->nloops; i++) uv_async_send(&s->lcs[i].wake);
+    g_drain.s = s;
+    g_drain.deadline_ms = kvg_now_ms() + s->gw.cfg.drain_timeout_ms;
+    uv_timer_start(&s->drain_deadline, drain_tick, 20, 20);
+}
+
+static void on_signal(uv_signal_t *h, int signum)
+{
+    struct serve *s = h->data;
+    if (signum == SIGHUP) {
+        const char *path = s->gw.cfg.config_path;
+        if (!path[0]) {
+            KVG_INFO("SIGHUP: no --config file to reload");
+            return;
+        }
+        char err[512];
+        char **urls;
+        size_t n;
+        int rc = kvg_serve_config_reload_workers(path, &urls, &n, err, sizeof err);
+        if (rc) {
+            KVG_ERROR("SIGHUP: reload failed, keeping the current workers: %s", err);
+            return;
+        }
+        rc = kvg_pool_set(&s->gw.pool, urls, n);
+        for (size_t i = 0; i < n; i++) free(urls[i]);
+        free(urls);
+        KVG_INFO("SIGHUP: worker list reloaded (%zu workers)%s", n, rc ? ", some invalid" : "");
+        kvg_health_check_now(&s->health);
+        return;
+    }
+    begin_drain(s, signum == SIGTERM ? "SIGTERM" : "SIGINT");
+}
+
+static void on_health_kick(uv_async_t *a)
+{
+    struct serve *s = a->data;
+    kvg_health_check_now(&s->health);
+}
+
+int kvg_gateway_serve_main(int argc, char **argv)
+{
+    static struct serve s; /* one per process; signal handlers find it */
+    memset(&s, 0, sizeof s);
+    struct kvg_serve_config *c = &s.gw.cfg;
+    kvg_serve_config_default(c);
+    char err[512];
+    int rc = kvg_serve_config_parse(c, argc, argv, err, sizeof err);
+    if (rc == 1) return 0;
+    if (rc) {
+        fprintf(stderr, "kvgate serve: %s\n", err);
+        return 2;
+    }
+    kvg_log_set_level(c->log_level);
+    signal(SIGPIPE, SIG_IGN);
+    if (c->nworkers == 0) {
+        fprintf(stderr, "kvgate serve: no workers: give --worker-urls URL... or --config FILE\n");
+        return 2;
+    }
+    struct kvg_policy *policy;
+    if ((rc = kvg_policy_new(c->policy, &policy))) {
+        fprintf(stderr, "kvgate serve: unknown --policy '%s' (known: %s)\n", c->policy,
+                kvg_policy_names());
+        return 2;
+    }
+    kvg_pool_init(&s.gw.pool, policy, &c->cb);
+    s.gw.pool.start_unhealthy = c->health_enabled;
+    for (size_t i = 0; i < c->nworkers; i++) {
+        if ((rc = kvg_pool_add(&s.gw.pool, c->worker_urls[i])) && rc != -EEXIST) {
+            fprintf(stderr, "kvgate serve: worker '%s': %s\n", c->worker_urls[i], kvg_strerror(rc));
+            return 2;
+        }
+    }
+    s.gw.started_s = kvg_wall_s();
+    uv_loop_init(&s.main_loop);
+    s.health = (struct kvg_health){.enabled = c->health_enabled,
+                                   .interval_ms = c->health_interval_ms,
+                                   .timeout_ms = c->health_timeout_ms,
+                                   .failure_threshold = c->health_failure_threshold,
+                                   .success_threshold = c->health_success_threshold,
+                                   .endpoint = c->health_endpoint};
+    if ((rc = start_loops(&s))) return 1;
+    kvg_health_start(&s.health, &s.main_loop, &s.gw.pool);
+    uv_async_init(&s.main_loop, &s.gw.health_kick, on_health_kick);
+    s.gw.health_kick.data = &s;
+    uv_timer_init(&s.main_loop, &s.drain_deadline);
+    uv_signal_init(&s.main_loop, &s.sigterm);
+    uv_signal_init(&s.main_loop, &s.sigint);
+    uv_signal_init(&s.main_loop, &s.sighup);
+    s.sigterm.data = s.sigint.data = s.sighup.data = &s;
+    uv_signal_start(&s.sigterm, on_signal, SIGTERM);
+    uv_signal_start(&s.sigint, on_signal, SIGINT);
+    uv_signal_start(&s.sighup, on_signal, SIGHUP);
+    KVG_INFO("kvgate serve listening on http://%s:%d (%d threads, policy %s, %zu workers)", c->host,
+             c->port, s.nloops, c->policy, c->nworkers);
+    printf("kvgate is ready. Try:\n  curl -s http://%s:%d/v1/chat/completions "
+           "-H 'content-type: application/json' -d '{\"model\":\"%s\",\"messages\":"
+           "[{\"role\":\"user\",\"content\":\"Hello!\"}],\"max_tokens\":16}'\n",
+           c->host, c->port, "MODEL");
+    fflush(stdout);
+    uv_run(&s.main_loop, UV_RUN_DEFAULT);
+    for (int i = 0; i < s.nloops; i++) pthread_join(s.lcs[i].thread, NULL);
+    uv_run(&s.main_loop, UV_RUN_DEFAULT);
+    uv_loop_close(&s.main_loop);
+    free(s.lcs);
+    kvg_pool_destroy(&s.gw.pool);
+    kvg_serve_config_free(c);
+    KVG_INFO("kvgate serve: stopped");
+    return 0;
+}

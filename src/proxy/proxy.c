@@ -1,0 +1,427 @@
+/* Forwarding an OpenAI request to the chosen worker and relaying the answer.
+ *
+ * Streams (stream: true) are relayed chunk by chunk the moment they arrive,
+ * with back-pressure from the client's socket to the engine's. Non-stream
+ * answers are small JSON documents: they are collected and sent whole, so an
+ * engine dying half-way still yields a clean 502 rather than a cut body.
+ *
+ * A request that failed before any byte reached the client (connect error,
+ * reset, 429/502/503/504 from the engine) is retried on another worker with
+ * exponential backoff and jitter, bounded. After the first byte, never: a
+ * stream that breaks ends with an SSE error event.
+ *
+ * Every pick is released exactly once (kvg_pool_release) whichever way the
+ * request ends: done, client gone, upstream error, timeout. */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/err.h"
+#include "base/log.h"
+#include "gateway/gateway.h"
+
+#define MAX_TRIED 16
+#define MAX_NONSTREAM_BODY (64u * 1024 * 1024)
+#define MAX_FWD_HEADERS 64
+
+struct proxy_req {
+    struct kvg_loop_ctx *lc;
+    struct kvg_http_req *req; /* NULL once answered or aborted */
+    char model[256];
+    size_t model_len;
+    int stream;
+    char request_id[80];
+    struct kvg_worker *w; /* current pick, holds a reference */
+    struct kvg_worker *tried[MAX_TRIED];
+    size_t ntried;
+    struct kvg_http_call *call;
+    uv_timer_t retry_timer;
+    uint32_t attempts;
+    int up_status; /* upstream status, 0 before its head */
+    int relayed;   /* head sent to the client */
+    int sse;       /* upstream answers text/event-stream */
+    char content_type[128];
+    struct kvg_buf body; /* non-stream answer */
+    uint64_t t0_ns, ttfb_ns;
+    uint64_t bytes_up;
+    char worker_url[512];
+    const char *path; /* static string: the endpoint */
+};
+
+static const char *hop_by_hop[] = {"connection",
+                                   "keep-alive",
+                                   "transfer-encoding",
+                                   "te",
+                                   "trailer",
+                                   "upgrade",
+                                   "proxy-connection",
+                                   "proxy-authenticate",
+                                   "proxy-authorization",
+                                   "host",
+                                   "content-length",
+                                   "expect",
+                                   "x-request-id"};
+
+static int is_hop(struct kvg_str name)
+{
+    for (size_t i = 0; i < KVG_ARRAY_LEN(hop_by_hop); i++)
+        if (kvg_str_eq_nocase(name, hop_by_hop[i])) return 1;
+    return 0;
+}
+
+static struct kvg_str header_of(const void *hctx, const char *name)
+{
+    return kvg_http_req_header(hctx, name);
+}
+
+static void pr_closed(uv_handle_t *h)
+{
+    struct proxy_req *pr = h->data;
+    kvg_buf_free(&pr->body);
+    free(pr);
+}
+
+static void access_log(struct proxy_req *pr, int status)
+{
+    if (!pr->lc->gw->cfg.access_log) return;
+    struct kvg_buf b;
+    kvg_buf_init(&b, 0);
+    uint64_t now = kvg_now_ns();
+    double lat = (double)(now - pr->t0_ns) / 1e6;
+    double ttfb = pr->ttfb_ns ? (double)(pr->ttfb_ns - pr->t0_ns) / 1e6 : -1;
+    kvg_buf_printf(&b, "{\"ts\":%.3f,\"request_id\":", kvg_wall_s());
+    kvg_buf_append_json_str(&b, pr->request_id, strlen(pr->request_id));
+    kvg_buf_printf(&b, ",\"path\":\"%s\",\"stream\":%s,\"model\":", pr->path,
+                   pr->stream ? "true" : "false");
+    kvg_buf_append_json_str(&b, pr->model, pr->model_len);
+    kvg_buf_append_str(&b, ",\"worker\":");
+    kvg_buf_append_json_str(&b, pr->worker_url, strlen(pr->worker_url));
+    kvg_buf_printf(&b,
+                   ",\"status\":%d,\"attempts\":%u,\"bytes\":%llu,\"latency_ms\":%.3f,"
+                   "\"ttfb_ms\":%.3f}",
+                   status, pr->attempts, (unsigned long long)pr->bytes_up, lat, ttfb);
+    kvg_log_raw(b.data, b.len);
+    kvg_buf_free(&b);
+}
+
+/* Ends the proxy request's life: the retry timer closes, then pr is freed. */
+static void pr_finish(struct proxy_req *pr, int status)
+{
+    access_log(pr, status);
+    uv_close((uv_handle_t *)&pr->retry_timer, pr_closed);
+}
+
+static void release_worker(struct proxy_req *pr, enum kvg_outcome out)
+{
+    if (!pr->w) return;
+    struct kvg_route_ctx ctx = {.model = {pr->model, pr->model_len}};
+    kvg_pool_release(&pr->lc->gw->pool, pr->w, out, &ctx);
+    pr->w = NULL;
+}
+
+static void client_error(struct proxy_req *pr, int status, const char *code, const char *msg)
+{
+    struct kvg_http_header h[3];
+    size_t n = 0;
+    h[n++] =
+        (struct kvg_http_header){KVG_STR("x-request-id"), {pr->request_id, strlen(pr->request_id)}};
+    if (status == 503) h[n++] = (struct kvg_http_header){KVG_STR("retry-after"), KVG_STR("1")};
+    if (pr->worker_url[0])
+        h[n++] = (struct kvg_http_header){KVG_STR("x-kvgate-worker"),
+                                          {pr->worker_url, strlen(pr->worker_url)}};
+    struct kvg_http_req *req = pr->req;
+    pr->req = NULL;
+    kvg_http_res_error(req, status, NULL, code, msg, h, n);
+    pr_finish(pr, status);
+}
+
+static void attempt(struct proxy_req *pr);
+
+static void on_retry_timer(uv_timer_t *t)
+{
+    attempt(t->data);
+}
+
+/* Retry after backoff, if allowed; returns 0 when a retry was scheduled. */
+static int schedule_retry(struct proxy_req *pr)
+{
+    const struct kvg_serve_config *c = &pr->lc->gw->cfg;
+    if (!c->retries_enabled || pr->attempts > c->retry_max) return -1;
+    double d = c->retry_initial_ms * pow(c->retry_multiplier, (double)(pr->attempts - 1));
+    if (d > c->retry_max_backoff_ms) d = c->retry_max_backoff_ms;
+    d *= 1.0 + c->retry_jitter * (2.0 * kvg_rng_double(&pr->lc->rng) - 1.0);
+    if (d < 0) d = 0;
+    uv_timer_start(&pr->retry_timer, on_retry_timer, (uint64_t)d, 0);
+    return 0;
+}
+
+static int retryable_status(int s)
+{
+    return s == 429 || s == 502 || s == 503 || s == 504;
+}
+
+static void on_drain(struct kvg_http_req *req, void *ud)
+{
+    struct proxy_req *pr = ud;
+    if (pr->call) kvg_http_call_resume(pr->call);
+}
+
+static void relay_head(struct proxy_req *pr, int status, const struct kvg_http_header *h, size_t n,
+                       int64_t content_length)
+{
+    struct kvg_http_header out[MAX_FWD_HEADERS + 2];
+    size_t k = 0;
+    for (size_t i = 0; i < n && k < MAX_FWD_HEADERS; i++)
+        if (!is_hop(h[i].name) && !kvg_str_eq_nocase(h[i].name, "x-kvgate-worker")) out[k++] = h[i];
+    out[k++] = (struct kvg_http_header){KVG_STR("x-kvgate-worker"),
+                                        {pr->worker_url, strlen(pr->worker_url)}};
+    out[k++] =
+        (struct kvg_http_header){KVG_STR("x-request-id"), {pr->request_id, strlen(pr->request_id)}};
+    pr->relayed = 1;
+    pr->ttfb_ns = kvg_now_ns();
+    kvg_http_res_start(pr->req, status, out, k, content_length);
+}
+
+static void up_head(void *ud, int status, const struct kvg_http_header *h, size_t n)
+{
+    struct proxy_req *pr = ud;
+    if (retryable_status(status) && pr->lc->gw->cfg.retries_enabled &&
+        pr->attempts <= pr->lc->gw->cfg.retry_max) {
+        /* Nothing reached the client: try elsewhere. */
+        kvg_http_call_cancel(pr->call);
+        pr->call = NULL;
+        release_worker(pr, status == 429 ? KVG_OUT_CLIENT_ERROR : KVG_OUT_FAIL);
+        if (schedule_retry(pr) == 0) return;
+        client_error(pr, 502, "upstream_unavailable", "all workers failed");
+        return;
+    }
+    pr->up_status = status;
+    int64_t clen = -1;
+    for (size_t i = 0; i < n; i++) {
+        if (kvg_str_eq_nocase(h[i].name, "content-type")) {
+            size_t l = KVG_MIN(h[i].value.len, sizeof pr->content_type - 1);
+            memcpy(pr->content_type, h[i].value.p, l);
+            pr->content_type[l] = 0;
+            pr->sse = l >= 17 && !strncasecmp(pr->content_type, "text/event-stream", 17);
+        } else if (kvg_str_eq_nocase(h[i].name, "content-length")) {
+            char tmp[24];
+            size_t l = KVG_MIN(h[i].value.len, sizeof tmp - 1);
+            memcpy(tmp, h[i].value.p, l);
+            tmp[l] = 0;
+            int64_t v;
+            if (!kvg_parse_i64(tmp, &v)) clen = v;
+        }
+    }
+    if (pr->stream || pr->sse) relay_head(pr, status, h, n, clen);
+}
+
+static void up_body(void *ud, const char *p, size_t n)
+{
+    struct proxy_req *pr = ud;
+    pr->bytes_up += n;
+    if (pr->relayed) {
+        int rc = kvg_http_res_write(pr->req, p, n);
+        if (rc == 1) kvg_http_call_pause(pr->call);
+        return;
+    }
+    if (kvg_buf_append(&pr->body, p, n)) {
+        kvg_http_call_cancel(pr->call);
+        pr->call = NULL;
+        release_worker(pr, KVG_OUT_FAIL);
+        client_error(pr, 502, "upstream_too_large", "the engine's answer is too large");
+    }
+}
+
+static void sse_error_end(struct proxy_req *pr, const char *msg)
+{
+    struct kvg_buf b;
+    kvg_buf_init(&b, 0);
+    kvg_buf_append_str(&b, "data: ");
+    kvg_http_error_json(&b, 502, NULL, "upstream_error", msg);
+    kvg_buf_append_str(&b, "\n\ndata: [DONE]\n\n");
+    kvg_http_res_write(pr->req, b.data, b.len);
+    kvg_buf_free(&b);
+    struct kvg_http_req *req = pr->req;
+    pr->req = NULL;
+    kvg_http_res_close_after(req);
+    kvg_http_res_end(req);
+}
+
+static void up_done(void *ud, int err)
+{
+    struct proxy_req *pr = ud;
+    pr->call = NULL;
+    if (err == 0) {
+        int status = pr->up_status;
+        release_worker(pr, status >= 500   ? KVG_OUT_FAIL
+                           : status >= 400 ? KVG_OUT_CLIENT_ERROR
+                                           : KVG_OUT_OK);
+        struct kvg_http_req *req = pr->req;
+        pr->req = NULL;
+        if (pr->relayed) {
+            kvg_http_res_end(req);
+        } else {
+            struct kvg_http_header h[2] = {
+                {KVG_STR("x-kvgate-worker"), {pr->worker_url, strlen(pr->worker_url)}},
+                {KVG_STR("x-request-id"), {pr->request_id, strlen(pr->request_id)}}};
+            pr->ttfb_ns = kvg_now_ns();
+            kvg_http_res_send(req, status, pr->content_type[0] ? pr->content_type : NULL, h, 2,
+                              pr->body.data, pr->body.len);
+        }
+        pr_finish(pr, status);
+        return;
+    }
+    release_worker(pr, KVG_OUT_FAIL);
+    KVG_WARN("proxy %s: worker %s failed: %s", pr->request_id, pr->worker_url, kvg_strerror(err));
+    if (pr->relayed) {
+        sse_error_end(pr, err == KVG_ETIMEOUT ? "the engine stopped sending (idle timeout)"
+                                              : "the engine's stream broke off");
+        pr_finish(pr, 502);
+        return;
+    }
+    if (pr->up_status == 0 && err != KVG_ETIMEOUT && schedule_retry(pr) == 0) return;
+    if (err == KVG_ETIMEOUT)
+        client_error(pr, 504, "upstream_timeout", "the engine timed out");
+    else
+        client_error(pr, 502, "upstream_error", "the engine failed before answering");
+}
+
+static void on_client_abort(struct kvg_http_req *req, void *ud)
+{
+    struct proxy_req *pr = ud;
+    pr->req = NULL;
+    if (pr->call) {
+        kvg_http_call_cancel(pr->call);
+        pr->call = NULL;
+    }
+    uv_timer_stop(&pr->retry_timer);
+    release_worker(pr, KVG_OUT_CLIENT_GONE);
+    pr_finish(pr, 499);
+}
+
+static void attempt(struct proxy_req *pr)
+{
+    struct kvg_gateway *gw = pr->lc->gw;
+    struct kvg_http_req *req = pr->req;
+    pr->attempts++;
+    pr->up_status = 0;
+    pr->relayed = 0;
+    kvg_buf_reset(&pr->body);
+    struct kvg_route_ctx ctx = {.model = {pr->model, pr->model_len},
+                                .body = {req->body.data, req->body.len},
+                                .header = header_of,
+                                .hctx = req,
+                                .rng = &pr->lc->rng,
+                                .now_ms = kvg_now_ms()};
+    int known = 0;
+    struct kvg_worker *w = NULL;
+    int rc = kvg_pool_pick(&gw->pool, &ctx, pr->tried, pr->ntried, &w, &known, NULL);
+    if (rc == KVG_ENOWORKER && pr->ntried) {
+        pr->ntried = 0; /* every candidate was tried: allow them again */
+        rc = kvg_pool_pick(&gw->pool, &ctx, NULL, 0, &w, &known, NULL);
+    }
+    if (rc) {
+        if (!known && pr->model_len) {
+            char msg[400];
+            snprintf(msg, sizeof msg, "The model `%.*s` does not exist.", (int)pr->model_len,
+                     pr->model);
+            client_error(pr, 404, "model_not_found", msg);
+        } else {
+            client_error(pr, 503, "no_healthy_worker", "no healthy worker is available");
+        }
+        return;
+    }
+    pr->w = w;
+    snprintf(pr->worker_url, sizeof pr->worker_url, "%s", w->url);
+    if (pr->ntried < MAX_TRIED) pr->tried[pr->ntried++] = w;
+
+    struct kvg_http_header fwd[MAX_FWD_HEADERS + 1];
+    size_t k = 0;
+    for (size_t i = 0; i < req->nheaders && k < MAX_FWD_HEADERS; i++)
+        if (!is_hop(req->headers[i].name)) fwd[k++] = req->headers[i];
+    fwd[k++] =
+        (struct kvg_http_header){KVG_STR("x-request-id"), {pr->request_id, strlen(pr->request_id)}};
+    const struct kvg_serve_config *c = &gw->cfg;
+    struct kvg_http_call_opts o = {
+        .connect_timeout_ms = c->connect_timeout_ms,
+        .first_byte_timeout_ms = pr->stream ? c->stream_idle_timeout_ms : c->request_timeout_ms,
+        .idle_timeout_ms = c->stream_idle_timeout_ms,
+    };
+    static const struct kvg_http_call_cbs cbs = {up_head, up_body, up_done};
+    char path[2048];
+    snprintf(path, sizeof path, "%.*s", (int)req->url.len, req->url.p);
+    rc = kvg_http_call_start(pr->lc->client, &w->target, req->method_name, path, fwd, k,
+                             req->body.data, req->body.len, &o, &cbs, pr, &pr->call);
+    if (rc) {
+        pr->call = NULL;
+        release_worker(pr, KVG_OUT_FAIL);
+        if (schedule_retry(pr) == 0) return;
+        client_error(pr, 502, "upstream_error", "cannot reach the engine");
+    }
+}
+
+/* x-request-id: the client's (one of the usual headers) or a new one with the
+ * prefix OpenAI-compatible servers use for the endpoint. */
+static void request_id(struct proxy_req *pr, struct kvg_http_req *req)
+{
+    static const char *names[] = {"x-request-id", "x-correlation-id", "x-trace-id", "request-id"};
+    for (size_t i = 0; i < KVG_ARRAY_LEN(names); i++) {
+        struct kvg_str v = kvg_http_req_header(req, names[i]);
+        if (v.p && v.len && v.len < sizeof pr->request_id) {
+            memcpy(pr->request_id, v.p, v.len);
+            pr->request_id[v.len] = 0;
+            return;
+        }
+    }
+    static const char al[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+    const char *prefix = kvg_str_eq(req->path, "/v1/chat/completions") ? "chatcmpl-" : "cmpl-";
+    size_t n = (size_t)snprintf(pr->request_id, sizeof pr->request_id, "%s", prefix);
+    for (int i = 0; i < 24; i++) pr->request_id[n++] = al[kvg_rng_below(&pr->lc->rng, 62)];
+    pr->request_id[n] = 0;
+}
+
+void kvg_proxy_handle(struct kvg_loop_ctx *lc, struct kvg_http_req *req)
+{
+    struct proxy_req *pr = calloc(1, sizeof *pr);
+    if (!pr) {
+        kvg_http_res_error(req, 500, NULL, NULL, "out of memory", NULL, 0);
+        return;
+    }
+    pr->lc = lc;
+    pr->req = req;
+    pr->t0_ns = req->start_ns;
+    pr->path =
+        kvg_str_eq(req->path, "/v1/chat/completions") ? "/v1/chat/completions" : "/v1/completions";
+    kvg_buf_init(&pr->body, MAX_NONSTREAM_BODY);
+    uv_timer_init(&lc->loop, &pr->retry_timer);
+    pr->retry_timer.data = pr;
+    request_id(pr, req);
+    atomic_fetch_add_explicit(&lc->gw->requests_total, 1, memory_order_relaxed);
+
+    cJSON *j = cJSON_ParseWithLength(req->body.data ? req->body.data : "", req->body.len);
+    if (!j || !cJSON_IsObject(j)) {
+        cJSON_Delete(j);
+        client_error(pr, 400, "invalid_json", "the request body is not a JSON object");
+        return;
+    }
+    cJSON *m = cJSON_GetObjectItemCaseSensitive(j, "model");
+    cJSON *s = cJSON_GetObjectItemCaseSensitive(j, "stream");
+    if (m && !cJSON_IsString(m)) {
+        cJSON_Delete(j);
+        client_error(pr, 400, "invalid_model", "'model' must be a string");
+        return;
+    }
+    if (m) {
+        pr->model_len = KVG_MIN(strlen(m->valuestring), sizeof pr->model - 1);
+        memcpy(pr->model, m->valuestring, pr->model_len);
+    }
+    pr->stream = cJSON_IsTrue(s);
+    cJSON_Delete(j);
+    req->ud = pr;
+    req->on_abort = on_client_abort;
+    req->on_drain = on_drain;
+    attempt(pr);
+}

@@ -1,0 +1,75 @@
+/* The routing-policy interface: one small vtable, one file per policy.
+ *
+ * A policy picks one of the candidate workers for a request. Candidates are
+ * already filtered (healthy, circuit closed, serving the model); the policy
+ * sees their load counters and whatever the request context carries (text
+ * for approximate cache awareness, tokens and block hashes for precise KV
+ * awareness, headers for hashing). It never blocks and never does I/O, so
+ * the live server and the offline simulator call the very same code.
+ *
+ * select() returns the chosen candidate's index, or a negative code. When
+ * `ex` is non-NULL the policy also explains itself (POST /debug/route). */
+#ifndef KVG_ROUTER_POLICY_H
+#define KVG_ROUTER_POLICY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/buf.h"
+#include "base/util.h"
+#include "router/worker.h"
+
+struct kvg_route_ctx {
+    struct kvg_str model;
+    struct kvg_str body; /* raw request JSON */
+    const char *text;    /* routing text (prompt / concatenated messages), may be NULL */
+    size_t text_len;
+    const uint32_t *tokens; /* may be NULL */
+    size_t ntokens;
+    /* Header lookup (case-insensitive); returns a NULL view when absent. */
+    struct kvg_str (*header)(const void *hctx, const char *name);
+    const void *hctx;
+    struct kvg_rng *rng;
+    uint64_t now_ms;
+};
+
+/* Per-candidate explanation; fields a policy does not use stay < 0. */
+struct kvg_route_score {
+    double matched_blocks, prefill_blocks, decode_blocks, waiting, kv_usage, score;
+};
+
+struct kvg_route_explain {
+    struct kvg_route_score *scores; /* one per candidate, set by the caller */
+    size_t n;
+    char note[128]; /* short reason, e.g. "cache hit" */
+};
+
+struct kvg_policy;
+
+struct kvg_policy_ops {
+    const char *name;
+    int (*select)(struct kvg_policy *p, struct kvg_worker *const *cand, size_t n,
+                  const struct kvg_route_ctx *ctx, struct kvg_route_explain *ex);
+    /* The request sent to w ended (optional: policies that track their own state). */
+    void (*on_done)(struct kvg_policy *p, struct kvg_worker *w, const struct kvg_route_ctx *ctx);
+    /* w left the pool: forget it (optional). */
+    void (*on_remove)(struct kvg_policy *p, struct kvg_worker *w);
+    void (*destroy)(struct kvg_policy *p);
+};
+
+struct kvg_policy {
+    const struct kvg_policy_ops *ops;
+};
+
+/* Creates a policy by name ("random", "round_robin", ...; aliases as the
+ * peers spell them). *out is the caller's: p->ops->destroy(p).
+ * KVG_ENOTFOUND for an unknown name. */
+int kvg_policy_new(const char *name, struct kvg_policy **out);
+/* Comma-separated list of known names, for --help and errors. */
+const char *kvg_policy_names(void);
+
+/* Policy constructors, one per file. */
+int kvg_policy_random_new(struct kvg_policy **out);
+int kvg_policy_round_robin_new(struct kvg_policy **out);
+
+#endif

@@ -1,0 +1,175 @@
+/* Pool membership and the pick/release pair; see pool.h. */
+#include "router/pool.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/err.h"
+#include "base/log.h"
+#include "base/util.h"
+
+int kvg_pool_init(struct kvg_pool *p, struct kvg_policy *policy, const struct kvg_cb_config *cb)
+{
+    memset(p, 0, sizeof *p);
+    if (pthread_rwlock_init(&p->lock, NULL)) return -ENOMEM;
+    p->policy = policy;
+    if (cb)
+        p->cb = *cb;
+    else
+        kvg_cb_config_default(&p->cb);
+    return 0;
+}
+
+void kvg_pool_destroy(struct kvg_pool *p)
+{
+    for (size_t i = 0; i < p->n; i++) kvg_worker_unref(p->w[i]);
+    p->n = 0;
+    if (p->policy) p->policy->ops->destroy(p->policy);
+    p->policy = NULL;
+    pthread_rwlock_destroy(&p->lock);
+}
+
+static int find(struct kvg_pool *p, const char *url)
+{
+    size_t n = strlen(url);
+    while (n && url[n - 1] == '/') n--;
+    for (size_t i = 0; i < p->n; i++)
+        if (strlen(p->w[i]->url) == n && !memcmp(p->w[i]->url, url, n)) return (int)i;
+    return -1;
+}
+
+/* Lowest slot number not used by a current worker (KV index keys stay small). */
+static int free_slot(struct kvg_pool *p)
+{
+    for (int s = 0;; s++) {
+        size_t i = 0;
+        while (i < p->n && p->w[i]->slot != s) i++;
+        if (i == p->n) return s;
+    }
+}
+
+static int add_locked(struct kvg_pool *p, const char *url)
+{
+    if (find(p, url) >= 0) return -EEXIST;
+    if (p->n == KVG_POOL_MAX_WORKERS) return -ENOSPC;
+    struct kvg_worker *w;
+    int rc = kvg_worker_new(url, &w);
+    if (rc) return rc;
+    w->slot = free_slot(p);
+    atomic_store(&w->healthy, !p->start_unhealthy);
+    p->w[p->n++] = w;
+    return 0;
+}
+
+static void remove_at_locked(struct kvg_pool *p, size_t i)
+{
+    struct kvg_worker *w = p->w[i];
+    atomic_store(&w->removed, 1);
+    p->w[i] = p->w[--p->n];
+    if (p->policy->ops->on_remove) p->policy->ops->on_remove(p->policy, w);
+    if (p->on_remove) p->on_remove(p->on_remove_ud, w);
+    kvg_worker_unref(w);
+}
+
+int kvg_pool_add(struct kvg_pool *p, const char *url)
+{
+    pthread_rwlock_wrlock(&p->lock);
+    int rc = add_locked(p, url);
+    pthread_rwlock_unlock(&p->lock);
+    if (!rc) KVG_INFO("pool: added worker %s", url);
+    return rc;
+}
+
+int kvg_pool_remove(struct kvg_pool *p, const char *url)
+{
+    pthread_rwlock_wrlock(&p->lock);
+    int i = find(p, url);
+    if (i >= 0) remove_at_locked(p, (size_t)i);
+    pthread_rwlock_unlock(&p->lock);
+    if (i < 0) return KVG_ENOTFOUND;
+    KVG_INFO("pool: removed worker %s", url);
+    return 0;
+}
+
+int kvg_pool_set(struct kvg_pool *p, char *const *urls, size_t n)
+{
+    int rc = 0;
+    pthread_rwlock_wrlock(&p->lock);
+    for (size_t i = p->n; i-- > 0;) {
+        size_t j = 0;
+        while (j < n && strcmp(urls[j], p->w[i]->url)) j++;
+        if (j == n) remove_at_locked(p, i);
+    }
+    for (size_t j = 0; j < n; j++) {
+        int r = add_locked(p, urls[j]);
+        if (r && r != -EEXIST && !rc) rc = r;
+    }
+    pthread_rwlock_unlock(&p->lock);
+    return rc;
+}
+
+size_t kvg_pool_snapshot(struct kvg_pool *p, struct kvg_worker **out, size_t max)
+{
+    pthread_rwlock_rdlock(&p->lock);
+    size_t n = KVG_MIN(p->n, max);
+    for (size_t i = 0; i < n; i++) {
+        out[i] = p->w[i];
+        kvg_worker_ref(out[i]);
+    }
+    pthread_rwlock_unlock(&p->lock);
+    return n;
+}
+
+int kvg_pool_pick(struct kvg_pool *p, const struct kvg_route_ctx *ctx,
+                  struct kvg_worker *const *exclude, size_t nexclude, struct kvg_worker **out,
+                  int *model_known, struct kvg_route_explain *ex)
+{
+    struct kvg_worker *cand[KVG_POOL_MAX_WORKERS];
+    size_t n = 0;
+    int known = 0;
+    pthread_rwlock_rdlock(&p->lock);
+    for (size_t i = 0; i < p->n; i++) {
+        struct kvg_worker *w = p->w[i];
+        if (!kvg_worker_serves(w, ctx->model.p, ctx->model.len)) continue;
+        known = 1;
+        if (!atomic_load_explicit(&w->healthy, memory_order_relaxed)) continue;
+        if (!kvg_cb_allows(&p->cb, w, ctx->now_ms)) continue;
+        size_t k = 0;
+        while (k < nexclude && exclude[k] != w) k++;
+        if (k < nexclude) continue;
+        cand[n++] = w;
+    }
+    int rc = KVG_ENOWORKER;
+    if (n) {
+        if (ex && ex->scores) {
+            ex->n = n;
+            for (size_t i = 0; i < n; i++)
+                ex->scores[i] = (struct kvg_route_score){-1, -1, -1, -1, -1, -1};
+        }
+        rc = p->policy->ops->select(p->policy, cand, n, ctx, ex);
+        if (rc >= 0 && (size_t)rc < n) {
+            struct kvg_worker *w = cand[rc];
+            kvg_worker_ref(w);
+            atomic_fetch_add_explicit(&w->in_flight, 1, memory_order_relaxed);
+            atomic_fetch_add_explicit(&w->processed, 1, memory_order_relaxed);
+            *out = w;
+            rc = 0;
+        } else if (rc >= 0) {
+            rc = KVG_ENOWORKER;
+        }
+    }
+    pthread_rwlock_unlock(&p->lock);
+    if (model_known) *model_known = known;
+    return rc;
+}
+
+void kvg_pool_release(struct kvg_pool *p, struct kvg_worker *w, enum kvg_outcome outcome,
+                      const struct kvg_route_ctx *ctx)
+{
+    atomic_fetch_sub_explicit(&w->in_flight, 1, memory_order_relaxed);
+    if (outcome == KVG_OUT_OK || outcome == KVG_OUT_FAIL)
+        kvg_cb_record(&p->cb, w, outcome == KVG_OUT_OK, kvg_now_ms());
+    if (p->policy->ops->on_done) p->policy->ops->on_done(p->policy, w, ctx);
+    kvg_worker_unref(w);
+}

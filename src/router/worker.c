@@ -1,0 +1,53 @@
+/* Workers: creation, reference counting, model matching. */
+#include "router/worker.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int kvg_worker_new(const char *url, struct kvg_worker **out)
+{
+    if (strlen(url) >= sizeof((struct kvg_worker *)0)->url) return -EINVAL;
+    struct kvg_worker *w = calloc(1, sizeof *w);
+    if (!w) return -ENOMEM;
+    int rc = kvg_http_target_parse(url, &w->target);
+    if (rc) {
+        free(w);
+        return rc;
+    }
+    snprintf(w->url, sizeof w->url, "%s", url);
+    size_t n = strlen(w->url);
+    while (n && w->url[n - 1] == '/') w->url[--n] = 0;
+    pthread_mutex_init(&w->mu, NULL);
+    w->load = (struct kvg_engine_load){-1, -1, -1, 0};
+    w->slot = -1;
+    atomic_store(&w->healthy, 1);
+    atomic_store(&w->refs, 1);
+    *out = w;
+    return 0;
+}
+
+void kvg_worker_ref(struct kvg_worker *w)
+{
+    atomic_fetch_add_explicit(&w->refs, 1, memory_order_relaxed);
+}
+
+void kvg_worker_unref(struct kvg_worker *w)
+{
+    if (atomic_fetch_sub_explicit(&w->refs, 1, memory_order_acq_rel) != 1) return;
+    pthread_mutex_destroy(&w->mu);
+    free(w);
+}
+
+int kvg_worker_serves(struct kvg_worker *w, const char *model, size_t len)
+{
+    if (!model || !len) return 1;
+    int ok = 0;
+    pthread_mutex_lock(&w->mu);
+    if (w->nmodels == 0) ok = 1;
+    for (int i = 0; !ok && i < w->nmodels; i++)
+        ok = strlen(w->models[i]) == len && !memcmp(w->models[i], model, len);
+    pthread_mutex_unlock(&w->mu);
+    return ok;
+}

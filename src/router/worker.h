@@ -1,0 +1,69 @@
+/* A worker (one engine endpoint) as the router sees it, and the pool of them.
+ *
+ * Workers are shared by every loop thread: counters are atomics, the list is
+ * behind a read-write lock that requests hold only while choosing. A worker
+ * is reference-counted so that a request in flight keeps its worker alive
+ * after the worker left the pool (kvg_worker_unref frees it).
+ *
+ * Nothing here touches the network: the offline benchmark builds workers and
+ * runs the very same policies on them in virtual time. */
+#ifndef KVG_ROUTER_WORKER_H
+#define KVG_ROUTER_WORKER_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "http/client.h"
+
+#define KVG_MAX_MODELS_PER_WORKER 8
+
+enum kvg_cb_state { KVG_CB_CLOSED = 0, KVG_CB_OPEN = 1, KVG_CB_HALF_OPEN = 2 };
+
+/* Engine-reported load, from its /metrics; a value < 0 is unknown. */
+struct kvg_engine_load {
+    double waiting;
+    double running;
+    double kv_usage; /* 0..1 */
+    uint64_t at_ms;  /* monotonic time of the sample; 0 = never */
+};
+
+struct kvg_worker {
+    char url[512];
+    struct kvg_http_target target;
+    int slot; /* small integer id, stable while in the pool (KV index key) */
+
+    /* Models served, from the engine's /v1/models (or configured). */
+    pthread_mutex_t mu; /* guards models[] and load */
+    char models[KVG_MAX_MODELS_PER_WORKER][128];
+    int nmodels;
+    struct kvg_engine_load load;
+
+    _Atomic int healthy;
+    _Atomic int removed;
+    _Atomic uint32_t in_flight; /* router-side: +1 at dispatch, -1 at every end */
+    _Atomic uint64_t processed;
+    _Atomic uint64_t active_prefill_tokens;
+    _Atomic uint64_t active_decode_blocks;
+
+    /* Circuit breaker (see circuit.c). */
+    _Atomic int cb_state;
+    _Atomic uint32_t cb_fails, cb_successes;
+    _Atomic uint64_t cb_opened_ms;
+
+    /* Health checking state, touched by the health checker only. */
+    uint32_t hc_fails, hc_successes;
+    int hc_checked;
+
+    _Atomic int refs;
+};
+
+/* Creates a worker for url (resolves it). *out has one reference. */
+int kvg_worker_new(const char *url, struct kvg_worker **out);
+void kvg_worker_ref(struct kvg_worker *w);
+void kvg_worker_unref(struct kvg_worker *w);
+/* True if the worker lists `model` (or lists nothing yet / model is empty). */
+int kvg_worker_serves(struct kvg_worker *w, const char *model, size_t len);
+
+#endif
