@@ -9,6 +9,7 @@
 
 #include "base/util.h"
 #include "gateway/config.h"
+#include "gateway/gw_metrics.h"
 #include "http/client.h"
 #include "http/http.h"
 #include "router/pool.h"
@@ -20,6 +21,7 @@ struct kvg_gateway {
     _Atomic uint64_t requests_total;
     double started_s;
     uv_async_t health_kick; /* any thread: "check the workers now" (main loop) */
+    struct kvg_gw_metrics metrics;
 };
 
 /* One per event-loop thread. */

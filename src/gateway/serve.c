@@ -174,6 +174,11 @@ static void on_signal(uv_signal_t *h, int signum)
     begin_drain(s, signum == SIGTERM ? "SIGTERM" : "SIGINT");
 }
 
+static void forget_worker(void *ud, struct kvg_worker *w)
+{
+    kvg_gw_metrics_forget_worker(ud, w->url);
+}
+
 static void on_health_kick(uv_async_t *a)
 {
     struct serve *s = a->data;
@@ -205,7 +210,13 @@ int kvg_gateway_serve_main(int argc, char **argv)
                 kvg_policy_names());
         return 2;
     }
+    if ((rc = kvg_gw_metrics_init(&s.gw.metrics, c->policy))) {
+        fprintf(stderr, "kvgate serve: metrics: %s\n", kvg_strerror(rc));
+        return 1;
+    }
     kvg_pool_init(&s.gw.pool, policy, &c->cb);
+    s.gw.pool.on_remove = forget_worker;
+    s.gw.pool.on_remove_ud = &s.gw.metrics;
     s.gw.pool.start_unhealthy = c->health_enabled;
     for (size_t i = 0; i < c->nworkers; i++) {
         if ((rc = kvg_pool_add(&s.gw.pool, c->worker_urls[i])) && rc != -EEXIST) {
@@ -246,6 +257,7 @@ int kvg_gateway_serve_main(int argc, char **argv)
     uv_loop_close(&s.main_loop);
     free(s.lcs);
     kvg_pool_destroy(&s.gw.pool);
+    kvg_gw_metrics_free(&s.gw.metrics);
     kvg_serve_config_free(c);
     KVG_INFO("kvgate serve: stopped");
     return 0;

@@ -30,8 +30,9 @@ struct uconn {
     int reused;
     int handles;
     int closing;
-    int keep; /* response allows reuse */
-    int done; /* message complete */
+    int keep;    /* response allows reuse */
+    int done;    /* message complete */
+    int reading; /* uv_read_start in effect (toggling costs an epoll_ctl) */
     struct kvg_buf head;
     struct hoff hoff[MAX_RESP_HEADERS];
     size_t nh;
@@ -64,6 +65,21 @@ struct kvg_http_client {
 
 static void conn_start_call(struct uconn *c);
 static void call_fail(struct kvg_http_call *call, int err);
+static void on_alloc(uv_handle_t *h, size_t s, uv_buf_t *b);
+static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
+
+static void read_on(struct uconn *c)
+{
+    if (c->reading || c->closing) return;
+    if (uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) == 0) c->reading = 1;
+}
+
+static void read_off(struct uconn *c)
+{
+    if (!c->reading) return;
+    uv_read_stop((uv_stream_t *)&c->tcp);
+    c->reading = 0;
+}
 
 void kvg_http_client_opts_default(struct kvg_http_client_opts *o)
 {
@@ -365,15 +381,23 @@ static void conn_start_call(struct uconn *c)
         return;
     }
     w->data = c;
+    /* As in the server: write at once when the socket takes it all. */
     uv_buf_t b = uv_buf_init(call->req.data, (unsigned)call->req.len);
-    int rc = uv_write(w, (uv_stream_t *)&c->tcp, &b, 1, on_written);
+    int n = uv_try_write((uv_stream_t *)&c->tcp, &b, 1);
+    int rc = 0;
+    if (n == (int)call->req.len) {
+        free(w);
+    } else {
+        if (n > 0) b = uv_buf_init(call->req.data + n, (unsigned)(call->req.len - (size_t)n));
+        rc = uv_write(w, (uv_stream_t *)&c->tcp, &b, 1, on_written);
+    }
     if (rc < 0) {
         free(w);
         conn_failed(c, rc);
         return;
     }
     timer_set(c, call->opts.first_byte_timeout_ms);
-    if (!call->paused) uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
+    if (!call->paused) read_on(c);
 }
 
 static void on_connect(uv_connect_t *r, int status)
@@ -469,7 +493,6 @@ int kvg_http_call_start(struct kvg_http_client *cl, const struct kvg_http_target
         idle_unlink(c);
         c->call = call;
         call->conn = c;
-        uv_read_stop((uv_stream_t *)&c->tcp);
         conn_start_call(c);
     } else if ((rc = call_attach_new(call)) < 0) {
         kvg_buf_free(b);
@@ -494,13 +517,13 @@ void kvg_http_call_cancel(struct kvg_http_call *call)
 void kvg_http_call_pause(struct kvg_http_call *call)
 {
     call->paused = 1;
-    if (call->conn) uv_read_stop((uv_stream_t *)&call->conn->tcp);
+    if (call->conn) read_off(call->conn);
 }
 
 void kvg_http_call_resume(struct kvg_http_call *call)
 {
     call->paused = 0;
-    if (call->conn) uv_read_start((uv_stream_t *)&call->conn->tcp, on_alloc, on_read);
+    if (call->conn) read_on(call->conn);
 }
 
 int kvg_http_client_new(uv_loop_t *loop, const struct kvg_http_client_opts *o,

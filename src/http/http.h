@@ -119,6 +119,10 @@ int kvg_http_res_send(struct kvg_http_req *req, int status, const char *content_
 /* OpenAI-style error: {"error":{"message","type","param":null,"code"}}. */
 int kvg_http_res_error(struct kvg_http_req *req, int status, const char *type, const char *code,
                        const char *message, const struct kvg_http_header *extra, size_t nextra);
+/* Drops the connection at once, mid-response if need be (the client sees
+ * a cut stream): for fault injection in the simulated engine. The request
+ * is freed; its on_abort does not run. */
+void kvg_http_res_abort(struct kvg_http_req *req);
 /* Marks the connection to close after this response. */
 void kvg_http_res_close_after(struct kvg_http_req *req);
 

@@ -40,7 +40,10 @@ struct kvg_http_conn {
     struct kvg_http_req *req; /* request being read or answered */
     int err_status;           /* set by a parser callback that rejects the request */
     int processing;           /* inside conn_process: no recursion */
-    size_t wq_bytes;          /* bytes queued for writing */
+    size_t wq_bytes;          /* bytes handed to libuv, not yet written */
+    struct kvg_buf out;       /* bytes not handed to libuv yet (coalesced per loop turn) */
+    int dirty;                /* on the server's flush list */
+    struct kvg_http_conn *dprev, *dnext;
     int want_drain;
     int dispatched; /* c->req is the handler's until res_end or abort */
     int handles;    /* open uv handles; freed at 0 */
@@ -60,6 +63,10 @@ struct kvg_http_server {
     unsigned nconns, nactive;
     int stopping, closing;
     int listener_open;
+    int open_handles; /* prepare + check */
+    uv_prepare_t prepare;
+    uv_check_t check;
+    struct kvg_http_conn *dirty; /* connections with output to flush */
     llhttp_settings_t settings;
     char rbuf[READ_BUF_SIZE];
 };
@@ -68,7 +75,7 @@ struct write_chunk {
     uv_write_t w;
     struct kvg_http_conn *conn;
     size_t len;
-    char data[];
+    char *data; /* owned: the connection's output buffer, taken whole */
 };
 
 static void conn_close(struct kvg_http_conn *c);
@@ -77,13 +84,20 @@ static void conn_process(struct kvg_http_conn *c);
 /* The server is freed once it was asked to close and its last handle is. */
 static void server_maybe_free(struct kvg_http_server *srv)
 {
-    if (srv->closing && !srv->listener_open && srv->nconns == 0) free(srv);
+    if (srv->closing && !srv->listener_open && !srv->open_handles && srv->nconns == 0) free(srv);
 }
 
 static void on_listener_closed(uv_handle_t *h)
 {
     struct kvg_http_server *srv = h->data;
     srv->listener_open = 0;
+    server_maybe_free(srv);
+}
+
+static void on_aux_closed(uv_handle_t *h)
+{
+    struct kvg_http_server *srv = h->data;
+    srv->open_handles--;
     server_maybe_free(srv);
 }
 
@@ -105,15 +119,86 @@ static void on_write(uv_write_t *w, int status)
     struct write_chunk *ch = (struct write_chunk *)w;
     struct kvg_http_conn *c = ch->conn;
     c->wq_bytes -= ch->len;
+    free(ch->data);
     free(ch);
     if (status < 0) {
         conn_close(c);
         return;
     }
-    if (c->want_drain && c->wq_bytes < WRITE_HIGH_WATER / 2 && c->req && c->req->on_drain) {
+    if (c->want_drain && c->wq_bytes + c->out.len < WRITE_HIGH_WATER / 2 && c->req &&
+        c->req->on_drain) {
         c->want_drain = 0;
         c->req->on_drain(c->req, c->req->ud);
     }
+}
+
+static void dirty_unlink(struct kvg_http_conn *c)
+{
+    if (!c->dirty) return;
+    if (c->dprev)
+        c->dprev->dnext = c->dnext;
+    else
+        c->srv->dirty = c->dnext;
+    if (c->dnext) c->dnext->dprev = c->dprev;
+    c->dprev = c->dnext = NULL;
+    c->dirty = 0;
+}
+
+/* Hands the connection's pending output to libuv as one write. */
+static int conn_flush(struct kvg_http_conn *c)
+{
+    dirty_unlink(c);
+    if (!c->out.len || c->state == ST_CLOSING) return 0;
+    /* Try the write now: when the socket takes it all (the common case) no
+     * write request is queued, which in libuv also spares an epoll_ctl. */
+    size_t off = 0;
+    if (c->wq_bytes == 0) {
+        uv_buf_t now = uv_buf_init(c->out.data, (unsigned)c->out.len);
+        int n = uv_try_write((uv_stream_t *)&c->tcp, &now, 1);
+        if (n < 0 && n != UV_EAGAIN) return n;
+        if (n > 0) off = (size_t)n;
+        if (off == c->out.len) {
+            kvg_buf_reset(&c->out);
+            return 0;
+        }
+    }
+    struct write_chunk *ch = malloc(sizeof *ch);
+    if (!ch) return -ENOMEM;
+    ch->conn = c;
+    ch->len = c->out.len - off;
+    ch->data = c->out.data;
+    kvg_buf_init(&c->out, 0);
+    uv_buf_t buf = uv_buf_init(ch->data + off, (unsigned)ch->len);
+    int rc = uv_write(&ch->w, (uv_stream_t *)&c->tcp, &buf, 1, on_write);
+    if (rc < 0) {
+        free(ch->data);
+        free(ch);
+        return rc;
+    }
+    c->wq_bytes += ch->len;
+    return 0;
+}
+
+/* Output is coalesced: every write made during one loop turn goes out in a
+ * single syscall, flushed before the loop polls again (prepare) and after
+ * the I/O callbacks ran (check). A response head and its body, or the
+ * chunks of one engine read, thus share one packet. */
+static void flush_dirty(struct kvg_http_server *srv)
+{
+    while (srv->dirty) {
+        struct kvg_http_conn *c = srv->dirty;
+        if (conn_flush(c) < 0) conn_close(c);
+    }
+}
+
+static void on_prepare(uv_prepare_t *h)
+{
+    flush_dirty(h->data);
+}
+
+static void on_check(uv_check_t *h)
+{
+    flush_dirty(h->data);
 }
 
 /* Queues len bytes (copied) made of up to three pieces. */
@@ -121,21 +206,19 @@ static int conn_write3(struct kvg_http_conn *c, const void *a, size_t alen, cons
                        size_t blen, const void *d, size_t dlen)
 {
     if (c->state == ST_CLOSING) return KVG_ECLOSED;
-    size_t len = alen + blen + dlen;
-    struct write_chunk *ch = malloc(sizeof *ch + len);
-    if (!ch) return -ENOMEM;
-    ch->conn = c;
-    ch->len = len;
-    if (alen) memcpy(ch->data, a, alen);
-    if (blen) memcpy(ch->data + alen, b, blen);
-    if (dlen) memcpy(ch->data + alen + blen, d, dlen);
-    uv_buf_t buf = uv_buf_init(ch->data, (unsigned)len);
-    int rc = uv_write(&ch->w, (uv_stream_t *)&c->tcp, &buf, 1, on_write);
-    if (rc < 0) {
-        free(ch);
-        return rc;
+    int rc = kvg_buf_reserve(&c->out, alen + blen + dlen);
+    if (rc) return rc;
+    if (alen) kvg_buf_append(&c->out, a, alen);
+    if (blen) kvg_buf_append(&c->out, b, blen);
+    if (dlen) kvg_buf_append(&c->out, d, dlen);
+    if (c->out.len >= 64 * 1024) return conn_flush(c);
+    if (!c->dirty) {
+        c->dirty = 1;
+        c->dprev = NULL;
+        c->dnext = c->srv->dirty;
+        if (c->dnext) c->dnext->dprev = c;
+        c->srv->dirty = c;
     }
-    c->wq_bytes += len;
     return 0;
 }
 
@@ -230,7 +313,7 @@ int kvg_http_res_write(struct kvg_http_req *req, const void *data, size_t len)
     }
     if (rc) return rc;
     req->bytes_out += len;
-    if (req->conn->wq_bytes >= WRITE_HIGH_WATER) {
+    if (req->conn->wq_bytes + req->conn->out.len >= WRITE_HIGH_WATER) {
         req->conn->want_drain = 1;
         return 1;
     }
@@ -248,6 +331,7 @@ static void on_shutdown(uv_shutdown_t *s, int status)
 static void conn_close_gracefully(struct kvg_http_conn *c)
 {
     if (c->state == ST_CLOSING) return;
+    conn_flush(c);
     uv_shutdown_t *s = malloc(sizeof *s);
     uv_read_stop((uv_stream_t *)&c->tcp);
     if (!s || uv_shutdown(s, (uv_stream_t *)&c->tcp, on_shutdown) < 0) {
@@ -314,6 +398,13 @@ int kvg_http_res_error(struct kvg_http_req *req, int status, const char *type, c
     rc = kvg_http_res_send(req, status, "application/json", extra, nextra, b.data, b.len);
     kvg_buf_free(&b);
     return rc;
+}
+
+void kvg_http_res_abort(struct kvg_http_req *req)
+{
+    struct kvg_http_conn *c = req->conn;
+    req->on_abort = NULL;
+    conn_close(c);
 }
 
 void kvg_http_res_close_after(struct kvg_http_req *req)
@@ -520,6 +611,7 @@ static void on_handle_closed(uv_handle_t *h)
     struct kvg_http_server *srv = c->srv;
     kvg_buf_free(&c->head);
     kvg_buf_free(&c->inbuf);
+    kvg_buf_free(&c->out);
     free(c->hoff);
     free(c);
     srv->nconns--;
@@ -541,6 +633,7 @@ static void conn_close(struct kvg_http_conn *c)
         if (r->on_abort) r->on_abort(r, r->ud);
     }
     req_free(r);
+    dirty_unlink(c);
     if (c->prev)
         c->prev->next = c->next;
     else
@@ -613,6 +706,7 @@ static void on_connection(uv_stream_t *ls, int status)
     srv->conns = c;
     kvg_buf_init(&c->head, srv->limits.max_header_bytes);
     kvg_buf_init(&c->inbuf, srv->limits.max_header_bytes + READ_BUF_SIZE);
+    kvg_buf_init(&c->out, 0);
     llhttp_init(&c->parser, HTTP_REQUEST, &srv->settings);
     c->parser.data = c;
     if (uv_accept(ls, (uv_stream_t *)&c->tcp) < 0) {
@@ -702,6 +796,12 @@ int kvg_http_server_start(uv_loop_t *loop, const char *host, int port, int reuse
     uv_tcp_init(loop, &srv->listener);
     srv->listener.data = srv;
     srv->listener_open = 1;
+    uv_prepare_init(loop, &srv->prepare);
+    uv_check_init(loop, &srv->check);
+    srv->prepare.data = srv->check.data = srv;
+    uv_prepare_start(&srv->prepare, on_prepare);
+    uv_check_start(&srv->check, on_check);
+    srv->open_handles = 2;
     if ((rc = uv_tcp_open(&srv->listener, fd)) < 0)
         close(fd); /* not the handle's yet */
     else
@@ -709,6 +809,8 @@ int kvg_http_server_start(uv_loop_t *loop, const char *host, int port, int reuse
     if (rc < 0) {
         srv->closing = 1; /* freed when the handle has closed */
         uv_close((uv_handle_t *)&srv->listener, on_listener_closed);
+        uv_close((uv_handle_t *)&srv->prepare, on_aux_closed);
+        uv_close((uv_handle_t *)&srv->check, on_aux_closed);
         *out = NULL;
         return rc;
     }
@@ -763,5 +865,7 @@ void kvg_http_server_close(struct kvg_http_server *srv)
         next = c->next;
         conn_close(c);
     }
+    uv_close((uv_handle_t *)&srv->prepare, on_aux_closed);
+    uv_close((uv_handle_t *)&srv->check, on_aux_closed);
     server_maybe_free(srv);
 }

@@ -49,6 +49,7 @@ struct proxy_req {
     uint64_t bytes_up;
     char worker_url[512];
     const char *path; /* static string: the endpoint */
+    enum kvg_gw_route route;
 };
 
 static const char *hop_by_hop[] = {"connection",
@@ -111,6 +112,9 @@ static void access_log(struct proxy_req *pr, int status)
 static void pr_finish(struct proxy_req *pr, int status)
 {
     access_log(pr, status);
+    uint64_t now = kvg_now_ns();
+    kvg_gw_metrics_request(&pr->lc->gw->metrics, pr->route, status, (double)(now - pr->t0_ns) / 1e9,
+                           pr->ttfb_ns ? (double)(pr->ttfb_ns - pr->t0_ns) / 1e9 : -1);
     uv_close((uv_handle_t *)&pr->retry_timer, pr_closed);
 }
 
@@ -154,6 +158,7 @@ static int schedule_retry(struct proxy_req *pr)
     if (d > c->retry_max_backoff_ms) d = c->retry_max_backoff_ms;
     d *= 1.0 + c->retry_jitter * (2.0 * kvg_rng_double(&pr->lc->rng) - 1.0);
     if (d < 0) d = 0;
+    kvg_metrics_inc(pr->lc->gw->metrics.retries);
     uv_timer_start(&pr->retry_timer, on_retry_timer, (uint64_t)d, 0);
     return 0;
 }
@@ -275,6 +280,7 @@ static void up_done(void *ud, int err)
         return;
     }
     release_worker(pr, KVG_OUT_FAIL);
+    kvg_metrics_inc(pr->lc->gw->metrics.upstream_errors);
     KVG_WARN("proxy %s: worker %s failed: %s", pr->request_id, pr->worker_url, kvg_strerror(err));
     if (pr->relayed) {
         sse_error_end(pr, err == KVG_ETIMEOUT ? "the engine stopped sending (idle timeout)"
@@ -299,6 +305,7 @@ static void on_client_abort(struct kvg_http_req *req, void *ud)
     }
     uv_timer_stop(&pr->retry_timer);
     release_worker(pr, KVG_OUT_CLIENT_GONE);
+    kvg_metrics_inc(pr->lc->gw->metrics.client_gone);
     pr_finish(pr, 499);
 }
 
@@ -330,6 +337,7 @@ static void attempt(struct proxy_req *pr)
                      pr->model);
             client_error(pr, 404, "model_not_found", msg);
         } else {
+            kvg_metrics_inc(gw->metrics.no_worker);
             client_error(pr, 503, "no_healthy_worker", "no healthy worker is available");
         }
         return;
@@ -393,8 +401,9 @@ void kvg_proxy_handle(struct kvg_loop_ctx *lc, struct kvg_http_req *req)
     pr->lc = lc;
     pr->req = req;
     pr->t0_ns = req->start_ns;
-    pr->path =
-        kvg_str_eq(req->path, "/v1/chat/completions") ? "/v1/chat/completions" : "/v1/completions";
+    pr->route =
+        kvg_str_eq(req->path, "/v1/chat/completions") ? KVG_ROUTE_CHAT : KVG_ROUTE_COMPLETIONS;
+    pr->path = pr->route == KVG_ROUTE_CHAT ? "/v1/chat/completions" : "/v1/completions";
     kvg_buf_init(&pr->body, MAX_NONSTREAM_BODY);
     uv_timer_init(&lc->loop, &pr->retry_timer);
     pr->retry_timer.data = pr;
