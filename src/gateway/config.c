@@ -78,6 +78,14 @@ static const struct flag flags[] = {
     {"disable-circuit-breaker", NULL, F_NBOOL, O(cb.enabled), 0, "no circuit breaker"},
     {"drain-timeout", "shutdown-grace-period-secs", F_SECS_MS, O(drain_timeout_ms), 0,
      "seconds SIGTERM waits for streams in flight (180)"},
+    {"load-monitor-interval-ms", "metrics-scrape-interval-ms", F_MS, O(scrape_interval_ms), 0,
+     "how often each engine's /metrics is read, 0 = never (500)"},
+    {"metrics-staleness-ms", NULL, F_MS, O(metrics_staleness_ms), 0,
+     "engine metrics older than this count as unknown (5000)"},
+    {"block-size", NULL, F_U32, O(block_size), 0, "engines' KV block size (16)"},
+    {"tls-cert", NULL, F_STR, O(tls_cert), S(tls_cert), "PEM certificate chain: serve HTTPS too"},
+    {"tls-key", NULL, F_STR, O(tls_key), S(tls_key), "PEM private key for --tls-cert"},
+    {"tls-port", NULL, F_INT, O(tls_port), 0, "HTTPS port (8443)"},
     {"log-level", NULL, F_LEVEL, O(log_level), 0, "debug|info|warn|error (info)"},
     {"no-access-log", NULL, F_NBOOL, O(access_log), 0, "no JSON line per request"},
 };
@@ -108,6 +116,10 @@ void kvg_serve_config_default(struct kvg_serve_config *c)
     c->retry_jitter = 0.2;
     kvg_cb_config_default(&c->cb);
     c->drain_timeout_ms = 180 * 1000;
+    c->scrape_interval_ms = 500;
+    c->metrics_staleness_ms = 5000;
+    c->block_size = 16;
+    c->tls_port = 8443;
     c->log_level = KVG_LOG_INFO;
     c->access_log = 1;
 }
@@ -277,6 +289,8 @@ int kvg_serve_config_parse(struct kvg_serve_config *c, int argc, char **argv, ch
     if (rc) return rc;
     if (c->port < 0 || c->port > 65535) return fail(err, errlen, "--port: out of range");
     if (c->threads < 1 || c->threads > 256) return fail(err, errlen, "--threads: 1..256");
+    if (!c->tls_cert[0] != !c->tls_key[0])
+        return fail(err, errlen, "--tls-cert and --tls-key go together");
     if (c->health_failure_threshold == 0 || c->health_success_threshold == 0)
         return fail(err, errlen, "health thresholds must be at least 1");
     return 0;

@@ -36,6 +36,11 @@ struct kvg_serve_config {
     double retry_multiplier, retry_jitter;
     struct kvg_cb_config cb;
     uint32_t drain_timeout_ms;
+    uint32_t scrape_interval_ms;   /* engine /metrics; 0 = off */
+    uint32_t metrics_staleness_ms; /* older samples count as unknown */
+    uint32_t block_size;           /* engines' KV block size (checked against theirs) */
+    char tls_cert[512], tls_key[512];
+    int tls_port; /* HTTPS listener (plain HTTP stays on port) */
     int log_level;
     int access_log;
     int spawn_sims; /* embedded default: local simulated engines when no workers */

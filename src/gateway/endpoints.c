@@ -87,6 +87,23 @@ static void workers_list(struct kvg_loop_ctx *lc, struct kvg_http_req *req)
         cJSON_AddNumberToObject(o, "in_flight", atomic_load(&w->in_flight));
         cJSON_AddNumberToObject(o, "processed", (double)atomic_load(&w->processed));
         cJSON_AddStringToObject(o, "circuit", cb_names[atomic_load(&w->cb_state) % 3]);
+        struct kvg_engine_load l =
+            kvg_worker_load(w, kvg_now_ms(), lc->gw->cfg.metrics_staleness_ms);
+        cJSON *eng = cJSON_AddObjectToObject(o, "engine");
+        if (l.waiting >= 0)
+            cJSON_AddNumberToObject(eng, "waiting", l.waiting);
+        else
+            cJSON_AddNullToObject(eng, "waiting");
+        if (l.running >= 0)
+            cJSON_AddNumberToObject(eng, "running", l.running);
+        else
+            cJSON_AddNullToObject(eng, "running");
+        if (l.kv_usage >= 0)
+            cJSON_AddNumberToObject(eng, "kv_usage", l.kv_usage);
+        else
+            cJSON_AddNullToObject(eng, "kv_usage");
+        if (l.block_size) cJSON_AddNumberToObject(eng, "block_size", l.block_size);
+        if (l.at_ms) cJSON_AddNumberToObject(eng, "age_ms", (double)(kvg_now_ms() - l.at_ms));
         cJSON *ms = cJSON_AddArrayToObject(o, "models");
         pthread_mutex_lock(&w->mu);
         for (int m = 0; m < w->nmodels; m++)

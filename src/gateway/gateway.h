@@ -21,6 +21,7 @@ struct kvg_gateway {
     _Atomic uint64_t requests_total;
     double started_s;
     uv_async_t health_kick; /* any thread: "check the workers now" (main loop) */
+    struct ssl_ctx_st *tls;
     struct kvg_gw_metrics metrics;
 };
 
@@ -29,6 +30,7 @@ struct kvg_loop_ctx {
     struct kvg_gateway *gw;
     uv_loop_t loop;
     struct kvg_http_server *srv;
+    struct kvg_http_server *srv_tls; /* NULL without --tls-cert */
     struct kvg_http_client *client;
     uv_async_t wake; /* "look at gw->draining / force_close" */
     uv_timer_t drain_timer;

@@ -7,6 +7,7 @@
  * --drain-timeout), then exit 0. SIGHUP re-reads --config's worker list
  * without touching open connections. */
 #include <errno.h>
+#include <openssl/ssl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,7 @@
 #include "base/log.h"
 #include "gateway/gateway.h"
 #include "gateway/health.h"
+#include "router/scrape.h"
 #include "router/policy.h"
 
 struct serve {
@@ -26,6 +28,7 @@ struct serve {
     uv_signal_t sigterm, sigint, sighup;
     uv_timer_t drain_deadline;
     struct kvg_health health;
+    struct kvg_scraper scraper;
     int draining;
 };
 
@@ -34,9 +37,12 @@ static void loop_wake(uv_async_t *a);
 static void drain_poll(uv_timer_t *t)
 {
     struct kvg_loop_ctx *lc = t->data;
-    if (kvg_http_server_active(lc->srv) == 0 || atomic_load(&lc->force_close)) {
+    unsigned active = kvg_http_server_active(lc->srv);
+    if (lc->srv_tls) active += kvg_http_server_active(lc->srv_tls);
+    if (active == 0 || atomic_load(&lc->force_close)) {
         uv_timer_stop(t);
         kvg_http_server_close(lc->srv);
+        if (lc->srv_tls) kvg_http_server_close(lc->srv_tls);
         kvg_http_client_close(lc->client);
         uv_close((uv_handle_t *)&lc->wake, NULL);
         uv_close((uv_handle_t *)&lc->drain_timer, NULL);
@@ -51,6 +57,7 @@ static void loop_wake(uv_async_t *a)
         return;
     }
     kvg_http_server_stop_accepting(lc->srv);
+    if (lc->srv_tls) kvg_http_server_stop_accepting(lc->srv_tls);
     uv_timer_start(&lc->drain_timer, drain_poll, 0, 50);
 }
 
@@ -85,6 +92,16 @@ static int start_loops(struct serve *s)
             return rc;
         }
         port = kvg_http_server_port(lc->srv); /* port 0: the others join the one picked */
+        if (s->gw.tls) {
+            rc = kvg_http_server_start(&lc->loop, c->host, c->tls_port, 1, &c->limits,
+                                       kvg_gateway_handle, lc, &lc->srv_tls);
+            if (rc) {
+                KVG_ERROR("cannot listen on %s:%d: %s", c->host, c->tls_port, kvg_strerror(rc));
+                return rc;
+            }
+            kvg_http_server_set_tls(lc->srv_tls, s->gw.tls);
+            c->tls_port = kvg_http_server_port(lc->srv_tls);
+        }
         if ((rc = kvg_http_client_new(&lc->loop, NULL, &lc->client))) return rc;
         uv_async_init(&lc->loop, &lc->wake, loop_wake);
         lc->wake.data = lc;
@@ -106,6 +123,7 @@ static void stop_main(struct serve *s)
     uv_close((uv_handle_t *)&s->gw.health_kick, NULL);
     kvg_health_stop(&s->health);
     kvg_http_client_close(s->health.client);
+    kvg_scraper_stop(&s->scraper);
 }
 
 struct drain_state {
@@ -232,8 +250,17 @@ int kvg_gateway_serve_main(int argc, char **argv)
                                    .failure_threshold = c->health_failure_threshold,
                                    .success_threshold = c->health_success_threshold,
                                    .endpoint = c->health_endpoint};
+    if (c->tls_cert[0] &&
+        (rc = kvg_tls_server_ctx(c->tls_cert, c->tls_key, &s.gw.tls, err, sizeof err))) {
+        fprintf(stderr, "kvgate serve: TLS: %s\n", err);
+        return 2;
+    }
     if ((rc = start_loops(&s))) return 1;
     kvg_health_start(&s.health, &s.main_loop, &s.gw.pool);
+    s.scraper.interval_ms = c->scrape_interval_ms;
+    s.scraper.timeout_ms = c->health_timeout_ms;
+    s.scraper.block_size = c->block_size;
+    kvg_scraper_start(&s.scraper, &s.main_loop, &s.gw.pool);
     uv_async_init(&s.main_loop, &s.gw.health_kick, on_health_kick);
     s.gw.health_kick.data = &s;
     uv_timer_init(&s.main_loop, &s.drain_deadline);
@@ -246,6 +273,7 @@ int kvg_gateway_serve_main(int argc, char **argv)
     uv_signal_start(&s.sighup, on_signal, SIGHUP);
     KVG_INFO("kvgate serve listening on http://%s:%d (%d threads, policy %s, %zu workers)", c->host,
              c->port, s.nloops, c->policy, c->nworkers);
+    if (s.gw.tls) KVG_INFO("kvgate serve listening on https://%s:%d", c->host, c->tls_port);
     printf("kvgate is ready. Try:\n  curl -s http://%s:%d/v1/chat/completions "
            "-H 'content-type: application/json' -d '{\"model\":\"%s\",\"messages\":"
            "[{\"role\":\"user\",\"content\":\"Hello!\"}],\"max_tokens\":16}'\n",
@@ -258,6 +286,7 @@ int kvg_gateway_serve_main(int argc, char **argv)
     free(s.lcs);
     kvg_pool_destroy(&s.gw.pool);
     kvg_gw_metrics_free(&s.gw.metrics);
+    if (s.gw.tls) SSL_CTX_free(s.gw.tls);
     kvg_serve_config_free(c);
     KVG_INFO("kvgate serve: stopped");
     return 0;

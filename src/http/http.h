@@ -86,6 +86,15 @@ struct kvg_http_req {
 int kvg_http_server_start(uv_loop_t *loop, const char *host, int port, int reuseport,
                           const struct kvg_http_limits *limits, kvg_http_handler handler, void *ud,
                           struct kvg_http_server **out);
+/* Serves HTTPS on this server's connections from now on (ctx from
+ * kvg_tls_server_ctx; not owned, must outlive the server). */
+struct ssl_ctx_st;
+void kvg_http_server_set_tls(struct kvg_http_server *srv, struct ssl_ctx_st *ctx);
+/* Loads a PEM certificate chain and private key into a new server context
+ * (TLS 1.2+). On failure returns KVG_ECONFIG with OpenSSL's reason in err.
+ * *out is the caller's: SSL_CTX_free. */
+int kvg_tls_server_ctx(const char *cert_file, const char *key_file, struct ssl_ctx_st **out,
+                       char *err, size_t errlen);
 /* The bound port (useful with port 0). */
 int kvg_http_server_port(const struct kvg_http_server *srv);
 /* Stops accepting; idle keep-alive connections are closed; requests in flight

@@ -6,6 +6,8 @@
 
 #include <errno.h>
 #include <llhttp.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,8 +47,10 @@ struct kvg_http_conn {
     int dirty;                /* on the server's flush list */
     struct kvg_http_conn *dprev, *dnext;
     int want_drain;
-    int dispatched; /* c->req is the handler's until res_end or abort */
-    int handles;    /* open uv handles; freed at 0 */
+    int dispatched;   /* c->req is the handler's until res_end or abort */
+    SSL *ssl;         /* TLS connections only */
+    BIO *rbio, *wbio; /* owned by ssl */
+    int handles;      /* open uv handles; freed at 0 */
     char peer[64];
     struct kvg_http_conn *prev, *next;
 };
@@ -67,6 +71,7 @@ struct kvg_http_server {
     uv_prepare_t prepare;
     uv_check_t check;
     struct kvg_http_conn *dirty; /* connections with output to flush */
+    SSL_CTX *tls;                /* not owned; NULL for plain HTTP */
     llhttp_settings_t settings;
     char rbuf[READ_BUF_SIZE];
 };
@@ -80,6 +85,7 @@ struct write_chunk {
 
 static void conn_close(struct kvg_http_conn *c);
 static void conn_process(struct kvg_http_conn *c);
+static void tls_read(struct kvg_http_conn *c, const char *p, size_t n);
 
 /* The server is freed once it was asked to close and its last handle is. */
 static void server_maybe_free(struct kvg_http_server *srv)
@@ -144,30 +150,30 @@ static void dirty_unlink(struct kvg_http_conn *c)
     c->dirty = 0;
 }
 
-/* Hands the connection's pending output to libuv as one write. */
-static int conn_flush(struct kvg_http_conn *c)
+/* Sends b's bytes on the socket and empties b (its memory moves to the
+ * write request when libuv must queue). Tries the write at once: when the
+ * socket takes it all (the common case) no write request is queued, which in
+ * libuv also spares an epoll_ctl. */
+static int sock_send(struct kvg_http_conn *c, struct kvg_buf *b)
 {
-    dirty_unlink(c);
-    if (!c->out.len || c->state == ST_CLOSING) return 0;
-    /* Try the write now: when the socket takes it all (the common case) no
-     * write request is queued, which in libuv also spares an epoll_ctl. */
+    if (!b->len) return 0;
     size_t off = 0;
     if (c->wq_bytes == 0) {
-        uv_buf_t now = uv_buf_init(c->out.data, (unsigned)c->out.len);
+        uv_buf_t now = uv_buf_init(b->data, (unsigned)b->len);
         int n = uv_try_write((uv_stream_t *)&c->tcp, &now, 1);
         if (n < 0 && n != UV_EAGAIN) return n;
         if (n > 0) off = (size_t)n;
-        if (off == c->out.len) {
-            kvg_buf_reset(&c->out);
+        if (off == b->len) {
+            kvg_buf_reset(b);
             return 0;
         }
     }
     struct write_chunk *ch = malloc(sizeof *ch);
     if (!ch) return -ENOMEM;
     ch->conn = c;
-    ch->len = c->out.len - off;
-    ch->data = c->out.data;
-    kvg_buf_init(&c->out, 0);
+    ch->len = b->len - off;
+    ch->data = b->data;
+    kvg_buf_init(b, 0);
     uv_buf_t buf = uv_buf_init(ch->data + off, (unsigned)ch->len);
     int rc = uv_write(&ch->w, (uv_stream_t *)&c->tcp, &buf, 1, on_write);
     if (rc < 0) {
@@ -177,6 +183,38 @@ static int conn_flush(struct kvg_http_conn *c)
     }
     c->wq_bytes += ch->len;
     return 0;
+}
+
+/* TLS: moves what OpenSSL wrote into the outgoing memory BIO (records,
+ * handshake messages, alerts) onto the socket. */
+static int tls_pump(struct kvg_http_conn *c)
+{
+    struct kvg_buf b;
+    kvg_buf_init(&b, 0);
+    int rc = 0;
+    while (!rc && BIO_pending(c->wbio) > 0) {
+        size_t n = (size_t)BIO_pending(c->wbio);
+        if ((rc = kvg_buf_reserve(&b, n))) break;
+        int r = BIO_read(c->wbio, b.data + b.len, (int)n);
+        if (r <= 0) break;
+        b.len += (size_t)r;
+    }
+    if (!rc) rc = sock_send(c, &b);
+    kvg_buf_free(&b);
+    return rc;
+}
+
+/* Hands the connection's pending output to the socket as one write
+ * (encrypted first on a TLS connection). */
+static int conn_flush(struct kvg_http_conn *c)
+{
+    dirty_unlink(c);
+    if (!c->out.len || c->state == ST_CLOSING) return 0;
+    if (!c->ssl) return sock_send(c, &c->out);
+    int r = SSL_write(c->ssl, c->out.data, (int)c->out.len); /* memory BIO: all or error */
+    kvg_buf_reset(&c->out);
+    if (r <= 0) return KVG_EUPSTREAM;
+    return tls_pump(c);
 }
 
 /* Output is coalesced: every write made during one loop turn goes out in a
@@ -612,6 +650,7 @@ static void on_handle_closed(uv_handle_t *h)
     kvg_buf_free(&c->head);
     kvg_buf_free(&c->inbuf);
     kvg_buf_free(&c->out);
+    if (c->ssl) SSL_free(c->ssl); /* frees both BIOs */
     free(c->hoff);
     free(c);
     srv->nconns--;
@@ -676,6 +715,10 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
         return;
     }
     if (nread == 0 || c->state == ST_CLOSING) return;
+    if (c->ssl) {
+        tls_read(c, buf->base, (size_t)nread);
+        return;
+    }
     /* Bytes that arrive while a request is answered wait in inbuf (bounded by
      * the head limit: a client may pipeline, not flood). */
     if (kvg_buf_append(&c->inbuf, buf->base, (size_t)nread)) {
@@ -684,6 +727,40 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
             return;
         }
         conn_reject(c, 431, "request header fields too large");
+        return;
+    }
+    if (!c->processing) conn_process(c);
+}
+
+/* TLS: ciphertext in, plaintext appended to inbuf and parsed. Handshake
+ * answers go out at once. */
+static void tls_read(struct kvg_http_conn *c, const char *p, size_t n)
+{
+    if (BIO_write(c->rbio, p, (int)n) != (int)n) {
+        conn_close(c);
+        return;
+    }
+    char plain[16384];
+    for (;;) {
+        int r = SSL_read(c->ssl, plain, sizeof plain);
+        if (r > 0) {
+            if (kvg_buf_append(&c->inbuf, plain, (size_t)r)) {
+                if (c->state == ST_HANDLING) break; /* paused: resumes after the answer */
+                conn_reject(c, 431, "request header fields too large");
+                return;
+            }
+            continue;
+        }
+        int e = SSL_get_error(c->ssl, r);
+        if (e == SSL_ERROR_WANT_READ) break;
+        /* Closed, or a handshake/record error: nothing more to say. */
+        ERR_clear_error();
+        tls_pump(c);
+        conn_close(c);
+        return;
+    }
+    if (tls_pump(c) < 0) {
+        conn_close(c);
         return;
     }
     if (!c->processing) conn_process(c);
@@ -731,6 +808,22 @@ static void on_connection(uv_stream_t *ls, int status)
             port = ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
         }
         snprintf(c->peer, sizeof c->peer, "%s:%d", ip, port);
+    }
+    if (srv->tls) {
+        c->ssl = SSL_new(srv->tls);
+        c->rbio = BIO_new(BIO_s_mem());
+        c->wbio = BIO_new(BIO_s_mem());
+        if (!c->ssl || !c->rbio || !c->wbio) {
+            if (c->ssl)
+                SSL_free(c->ssl);
+            else
+                BIO_free(c->rbio), BIO_free(c->wbio);
+            c->ssl = NULL;
+            conn_close(c);
+            return;
+        }
+        SSL_set_bio(c->ssl, c->rbio, c->wbio);
+        SSL_set_accept_state(c->ssl);
     }
     c->state = ST_IDLE;
     timer_set(c, srv->limits.header_timeout_ms);
@@ -868,4 +961,9 @@ void kvg_http_server_close(struct kvg_http_server *srv)
     uv_close((uv_handle_t *)&srv->prepare, on_aux_closed);
     uv_close((uv_handle_t *)&srv->check, on_aux_closed);
     server_maybe_free(srv);
+}
+
+void kvg_http_server_set_tls(struct kvg_http_server *srv, SSL_CTX *ctx)
+{
+    srv->tls = ctx;
 }

@@ -20,7 +20,7 @@ int kvg_worker_new(const char *url, struct kvg_worker **out)
     size_t n = strlen(w->url);
     while (n && w->url[n - 1] == '/') w->url[--n] = 0;
     pthread_mutex_init(&w->mu, NULL);
-    w->load = (struct kvg_engine_load){-1, -1, -1, 0};
+    w->load = (struct kvg_engine_load){-1, -1, -1, 0, 0, 0, 0};
     w->slot = -1;
     atomic_store(&w->healthy, 1);
     atomic_store(&w->refs, 1);
@@ -50,4 +50,13 @@ int kvg_worker_serves(struct kvg_worker *w, const char *model, size_t len)
         ok = strlen(w->models[i]) == len && !memcmp(w->models[i], model, len);
     pthread_mutex_unlock(&w->mu);
     return ok;
+}
+
+struct kvg_engine_load kvg_worker_load(struct kvg_worker *w, uint64_t now_ms, uint64_t max_age_ms)
+{
+    pthread_mutex_lock(&w->mu);
+    struct kvg_engine_load l = w->load;
+    pthread_mutex_unlock(&w->mu);
+    if (!l.at_ms || now_ms - l.at_ms > max_age_ms) l.waiting = l.running = l.kv_usage = -1;
+    return l;
 }

@@ -21,13 +21,23 @@
 
 enum kvg_cb_state { KVG_CB_CLOSED = 0, KVG_CB_OPEN = 1, KVG_CB_HALF_OPEN = 2 };
 
-/* Engine-reported load, from its /metrics; a value < 0 is unknown. */
+struct kvg_worker;
+
+/* Engine-reported load, from its /metrics; a value < 0 is unknown. A
+ * sample older than the pool's staleness limit counts as unknown too: stale
+ * is never idle. */
 struct kvg_engine_load {
     double waiting;
     double running;
-    double kv_usage; /* 0..1 */
-    uint64_t at_ms;  /* monotonic time of the sample; 0 = never */
+    double kv_usage;     /* 0..1 */
+    uint64_t at_ms;      /* monotonic time of the sample; 0 = never */
+    uint32_t block_size; /* engine's KV block size, 0 unknown */
+    uint64_t kv_blocks;  /* engine's KV capacity in blocks, 0 unknown */
+    int flavor;          /* enum kvg_metrics_flavor */
 };
+
+/* The load sample if fresh (at most max_age_ms old), else all unknown. */
+struct kvg_engine_load kvg_worker_load(struct kvg_worker *w, uint64_t now_ms, uint64_t max_age_ms);
 
 struct kvg_worker {
     char url[512];
