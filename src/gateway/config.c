@@ -19,6 +19,7 @@ enum ftype {
     F_U32,
     F_SIZE,
     F_SECS_MS,
+    F_SECS_MS64,
     F_MS,
     F_DOUBLE,
     F_BOOL,
@@ -74,7 +75,7 @@ static const struct flag flags[] = {
     {"disable-retries", NULL, F_NBOOL, O(retries_enabled), 0, "never retry"},
     {"cb-failure-threshold", NULL, F_U32, O(cb.failure_threshold), 0, "(10)"},
     {"cb-success-threshold", NULL, F_U32, O(cb.success_threshold), 0, "(3)"},
-    {"cb-timeout-duration-secs", NULL, F_SECS_MS, O(cb.timeout_ms), 0, "(60)"},
+    {"cb-timeout-duration-secs", NULL, F_SECS_MS64, O(cb.timeout_ms), 0, "(60)"},
     {"disable-circuit-breaker", NULL, F_NBOOL, O(cb.enabled), 0, "no circuit breaker"},
     {"drain-timeout", "shutdown-grace-period-secs", F_SECS_MS, O(drain_timeout_ms), 0,
      "seconds SIGTERM waits for streams in flight (180)"},
@@ -83,6 +84,14 @@ static const struct flag flags[] = {
     {"metrics-staleness-ms", NULL, F_MS, O(metrics_staleness_ms), 0,
      "engine metrics older than this count as unknown (5000)"},
     {"block-size", NULL, F_U32, O(block_size), 0, "engines' KV block size (16)"},
+    {"prefix-token-count", NULL, F_U32, O(policy_opts.prefix_token_count), 0,
+     "prefix_hash: tokens hashed (256)"},
+    {"prefix-hash-load-factor", NULL, F_DOUBLE, O(policy_opts.prefix_hash_load_factor), 0,
+     "prefix_hash: load share before spilling (1.25)"},
+    {"max-idle-secs", "sticky-key-idle-secs", F_SECS_MS64, O(policy_opts.max_idle_ms), 0,
+     "manual: forget keys idle this long (14400)"},
+    {"assignment-mode", NULL, F_STR, O(assignment_mode), S(assignment_mode),
+     "manual: random|min_load (random)"},
     {"tls-cert", NULL, F_STR, O(tls_cert), S(tls_cert), "PEM certificate chain: serve HTTPS too"},
     {"tls-key", NULL, F_STR, O(tls_key), S(tls_key), "PEM private key for --tls-cert"},
     {"tls-port", NULL, F_INT, O(tls_port), 0, "HTTPS port (8443)"},
@@ -120,6 +129,8 @@ void kvg_serve_config_default(struct kvg_serve_config *c)
     c->metrics_staleness_ms = 5000;
     c->block_size = 16;
     c->tls_port = 8443;
+    kvg_policy_opts_default(&c->policy_opts);
+    snprintf(c->assignment_mode, sizeof c->assignment_mode, "random");
     c->log_level = KVG_LOG_INFO;
     c->access_log = 1;
 }
@@ -214,10 +225,12 @@ static int apply(struct kvg_serve_config *c, const struct flag *f, int argc, cha
     case F_SECS_MS:
         if (kvg_parse_double(v, &d) || d < 0 || d > 4e6)
             return fail(err, errlen, "--%s: '%s' is not a number of seconds", f->name, v);
-        if (f->off == O(cb.timeout_ms))
-            *(uint64_t *)base = (uint64_t)(d * 1000);
-        else
-            *(uint32_t *)base = (uint32_t)(d * 1000);
+        *(uint32_t *)base = (uint32_t)(d * 1000);
+        break;
+    case F_SECS_MS64:
+        if (kvg_parse_double(v, &d) || d < 0 || d > 1e12)
+            return fail(err, errlen, "--%s: '%s' is not a number of seconds", f->name, v);
+        *(uint64_t *)base = (uint64_t)(d * 1000);
         break;
     case F_DOUBLE:
         if (kvg_parse_double(v, &d) || d < 0)
@@ -289,6 +302,9 @@ int kvg_serve_config_parse(struct kvg_serve_config *c, int argc, char **argv, ch
     if (rc) return rc;
     if (c->port < 0 || c->port > 65535) return fail(err, errlen, "--port: out of range");
     if (c->threads < 1 || c->threads > 256) return fail(err, errlen, "--threads: 1..256");
+    if (strcmp(c->assignment_mode, "random") && strcmp(c->assignment_mode, "min_load"))
+        return fail(err, errlen, "--assignment-mode: random or min_load");
+    c->policy_opts.assignment_min_load = !strcmp(c->assignment_mode, "min_load");
     if (!c->tls_cert[0] != !c->tls_key[0])
         return fail(err, errlen, "--tls-cert and --tls-key go together");
     if (c->health_failure_threshold == 0 || c->health_success_threshold == 0)

@@ -10,7 +10,7 @@
 
 #include "http/http.h"
 #include "router/circuit.h"
-
+#include "router/policy.h"
 #define KVG_CFG_MAX_WORKERS 256
 
 struct kvg_serve_config {
@@ -41,6 +41,8 @@ struct kvg_serve_config {
     uint32_t block_size;           /* engines' KV block size (checked against theirs) */
     char tls_cert[512], tls_key[512];
     int tls_port; /* HTTPS listener (plain HTTP stays on port) */
+    struct kvg_policy_opts policy_opts;
+    char assignment_mode[16];
     int log_level;
     int access_log;
     int spawn_sims; /* embedded default: local simulated engines when no workers */

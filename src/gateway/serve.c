@@ -223,7 +223,7 @@ int kvg_gateway_serve_main(int argc, char **argv)
         return 2;
     }
     struct kvg_policy *policy;
-    if ((rc = kvg_policy_new(c->policy, &policy))) {
+    if ((rc = kvg_policy_new(c->policy, &c->policy_opts, &policy))) {
         fprintf(stderr, "kvgate serve: unknown --policy '%s' (known: %s)\n", c->policy,
                 kvg_policy_names());
         return 2;

@@ -22,6 +22,7 @@
 #include "base/err.h"
 #include "base/log.h"
 #include "gateway/gateway.h"
+#include "router/route_text.h"
 
 #define MAX_TRIED 16
 #define MAX_NONSTREAM_BODY (64u * 1024 * 1024)
@@ -45,6 +46,8 @@ struct proxy_req {
     int sse;       /* upstream answers text/event-stream */
     char content_type[128];
     struct kvg_buf body; /* non-stream answer */
+    cJSON *json;         /* the parsed request, until the first attempt starts */
+    struct kvg_buf text; /* routing text */
     uint64_t t0_ns, ttfb_ns;
     uint64_t bytes_up;
     char worker_url[512];
@@ -82,6 +85,8 @@ static void pr_closed(uv_handle_t *h)
 {
     struct proxy_req *pr = h->data;
     kvg_buf_free(&pr->body);
+    kvg_buf_free(&pr->text);
+    cJSON_Delete(pr->json);
     free(pr);
 }
 
@@ -317,8 +322,13 @@ static void attempt(struct proxy_req *pr)
     pr->up_status = 0;
     pr->relayed = 0;
     kvg_buf_reset(&pr->body);
+    if (!pr->json) pr->json = cJSON_ParseWithLength(req->body.data, req->body.len);
     struct kvg_route_ctx ctx = {.model = {pr->model, pr->model_len},
                                 .body = {req->body.data, req->body.len},
+                                .json = pr->json,
+                                .text = pr->text.data,
+                                .text_len = pr->text.len,
+                                .load_max_age_ms = gw->cfg.metrics_staleness_ms,
                                 .header = header_of,
                                 .hctx = req,
                                 .rng = &pr->lc->rng,
@@ -342,6 +352,8 @@ static void attempt(struct proxy_req *pr)
         }
         return;
     }
+    cJSON_Delete(pr->json); /* routing is done: no need to hold the tree during the answer */
+    pr->json = NULL;
     pr->w = w;
     snprintf(pr->worker_url, sizeof pr->worker_url, "%s", w->url);
     if (pr->ntried < MAX_TRIED) pr->tried[pr->ntried++] = w;
@@ -428,7 +440,9 @@ void kvg_proxy_handle(struct kvg_loop_ctx *lc, struct kvg_http_req *req)
         memcpy(pr->model, m->valuestring, pr->model_len);
     }
     pr->stream = cJSON_IsTrue(s);
-    cJSON_Delete(j);
+    kvg_buf_init(&pr->text, 0);
+    kvg_route_text(j, pr->route == KVG_ROUTE_CHAT, &pr->text);
+    pr->json = j;
     req->ud = pr;
     req->on_abort = on_client_abort;
     req->on_drain = on_drain;

@@ -1,26 +1,119 @@
-/* Policy registry: names (and the peers' aliases) to constructors. */
+/* Policy registry (names and the peers' aliases to constructors) and the
+ * helpers several policies share: load reading and routing keys. */
 #include "router/policy.h"
 
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "base/err.h"
 
 static const struct {
     const char *name;
-    int (*make)(struct kvg_policy **out);
+    int (*make)(const struct kvg_policy_opts *o, struct kvg_policy **out);
 } registry[] = {
     {"random", kvg_policy_random_new},
     {"round_robin", kvg_policy_round_robin_new},
+    {"power_of_two", kvg_policy_power_of_two_new},
+    {"least_load", kvg_policy_least_load_new},
+    {"consistent_hash", kvg_policy_consistent_hash_new},
+    {"consistent_hashing", kvg_policy_consistent_hash_new}, /* sglang's spelling */
+    {"rendezvous_hash", kvg_policy_rendezvous_hash_new},
+    {"prefix_hash", kvg_policy_prefix_hash_new},
+    {"manual", kvg_policy_manual_new},
 };
 
-int kvg_policy_new(const char *name, struct kvg_policy **out)
+void kvg_policy_opts_default(struct kvg_policy_opts *o)
 {
+    memset(o, 0, sizeof *o);
+    o->vnodes = 160;
+    o->prefix_token_count = 256;
+    o->prefix_hash_load_factor = 1.25;
+    o->max_idle_ms = 14400ull * 1000;
+}
+
+int kvg_policy_new(const char *name, const struct kvg_policy_opts *opts, struct kvg_policy **out)
+{
+    struct kvg_policy_opts d;
+    if (!opts) {
+        kvg_policy_opts_default(&d);
+        opts = &d;
+    }
     for (size_t i = 0; i < KVG_ARRAY_LEN(registry); i++)
-        if (!strcmp(name, registry[i].name)) return registry[i].make(out);
+        if (!strcmp(name, registry[i].name)) return registry[i].make(opts, out);
     return KVG_ENOTFOUND;
 }
 
 const char *kvg_policy_names(void)
 {
-    return "random, round_robin";
+    return "random, round_robin, power_of_two, least_load, consistent_hash (consistent_hashing), "
+           "rendezvous_hash, prefix_hash, manual";
+}
+
+uint32_t kvg_policy_inflight(struct kvg_worker *w)
+{
+    return atomic_load_explicit(&w->in_flight, memory_order_relaxed);
+}
+
+double kvg_policy_engine_load(struct kvg_worker *w, const struct kvg_route_ctx *ctx)
+{
+    struct kvg_engine_load l = kvg_worker_load(w, ctx->now_ms, ctx->load_max_age_ms);
+    if (l.waiting < 0 || l.running < 0) return -1;
+    return l.waiting + l.running;
+}
+
+int kvg_policy_min_load(struct kvg_worker *const *cand, size_t n, const struct kvg_route_ctx *ctx)
+{
+    int best = -1;
+    uint32_t bl = 0;
+    uint64_t bp = 0;
+    size_t ties = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t l = kvg_policy_inflight(cand[i]);
+        uint64_t p = atomic_load_explicit(&cand[i]->processed, memory_order_relaxed);
+        if (best < 0 || l < bl || (l == bl && p < bp)) {
+            best = (int)i;
+            bl = l;
+            bp = p;
+            ties = 1;
+        } else if (l == bl && p == bp && kvg_rng_below(ctx->rng, ++ties) == 0) {
+            best = (int)i; /* reservoir choice among exact ties */
+        }
+    }
+    return best;
+}
+
+static size_t put(char *out, size_t cap, const char *a, const char *b, size_t blen)
+{
+    int n = snprintf(out, cap, "%s%.*s", a, (int)blen, b);
+    return n < 0 ? 0 : KVG_MIN((size_t)n, cap - 1);
+}
+
+size_t kvg_policy_routing_key(const struct kvg_route_ctx *ctx, char *out, size_t cap)
+{
+    static const char *headers[] = {
+        "x-kvgate-routing-key", "x-smg-routing-key", "x-session-id", "x-user-id",
+        "x-tenant-id",          "x-correlation-id",  "x-request-id", "x-trace-id"};
+    out[0] = 0;
+    for (size_t i = 0; ctx->header && i < KVG_ARRAY_LEN(headers); i++) {
+        struct kvg_str v = ctx->header(ctx->hctx, headers[i]);
+        if (v.p && v.len) {
+            char pre[64];
+            snprintf(pre, sizeof pre, "header:%s:", headers[i]);
+            return put(out, cap, pre, v.p, v.len);
+        }
+    }
+    const cJSON *j = ctx->json;
+    if (!j) return 0;
+    const cJSON *sp = cJSON_GetObjectItemCaseSensitive(j, "session_params");
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(sp, "session_id");
+    if (cJSON_IsString(v)) return put(out, cap, "session:", v->valuestring, strlen(v->valuestring));
+    v = cJSON_GetObjectItemCaseSensitive(j, "user");
+    if (cJSON_IsString(v)) return put(out, cap, "user:", v->valuestring, strlen(v->valuestring));
+    v = cJSON_GetObjectItemCaseSensitive(j, "session_id");
+    if (cJSON_IsString(v)) return put(out, cap, "session:", v->valuestring, strlen(v->valuestring));
+    v = cJSON_GetObjectItemCaseSensitive(j, "user_id");
+    if (cJSON_IsString(v)) return put(out, cap, "user:", v->valuestring, strlen(v->valuestring));
+    return 0;
 }

@@ -19,10 +19,13 @@
 #include "base/util.h"
 #include "router/worker.h"
 
+struct cJSON;
+
 struct kvg_route_ctx {
     struct kvg_str model;
-    struct kvg_str body; /* raw request JSON */
-    const char *text;    /* routing text (prompt / concatenated messages), may be NULL */
+    struct kvg_str body;      /* raw request JSON */
+    const struct cJSON *json; /* the same, parsed (borrowed), may be NULL */
+    const char *text;         /* routing text (prompt / concatenated messages), may be NULL */
     size_t text_len;
     const uint32_t *tokens; /* may be NULL */
     size_t ntokens;
@@ -31,7 +34,23 @@ struct kvg_route_ctx {
     const void *hctx;
     struct kvg_rng *rng;
     uint64_t now_ms;
+    uint64_t load_max_age_ms; /* engine metrics older than this are unknown */
 };
+
+/* Everything a policy may be configured with; each reads its own fields.
+ * Defaults (kvg_policy_opts_default) are the peers' CLI defaults. */
+struct kvg_policy_opts {
+    /* consistent_hash / rendezvous_hash / manual */
+    uint32_t vnodes; /* virtual nodes per worker on the ring (160, vllm-router) */
+    /* prefix_hash */
+    uint32_t prefix_token_count;    /* --prefix-token-count 256 */
+    double prefix_hash_load_factor; /* --prefix-hash-load-factor 1.25 */
+    /* manual */
+    uint64_t max_idle_ms;    /* --max-idle-secs 14400 */
+    int assignment_min_load; /* --assignment-mode min_load (else random) */
+};
+
+void kvg_policy_opts_default(struct kvg_policy_opts *o);
 
 /* Per-candidate explanation; fields a policy does not use stay < 0. */
 struct kvg_route_score {
@@ -64,12 +83,33 @@ struct kvg_policy {
 /* Creates a policy by name ("random", "round_robin", ...; aliases as the
  * peers spell them). *out is the caller's: p->ops->destroy(p).
  * KVG_ENOTFOUND for an unknown name. */
-int kvg_policy_new(const char *name, struct kvg_policy **out);
+int kvg_policy_new(const char *name, const struct kvg_policy_opts *opts, struct kvg_policy **out);
 /* Comma-separated list of known names, for --help and errors. */
 const char *kvg_policy_names(void);
 
 /* Policy constructors, one per file. */
-int kvg_policy_random_new(struct kvg_policy **out);
-int kvg_policy_round_robin_new(struct kvg_policy **out);
+int kvg_policy_random_new(const struct kvg_policy_opts *o, struct kvg_policy **out);
+int kvg_policy_round_robin_new(const struct kvg_policy_opts *o, struct kvg_policy **out);
+int kvg_policy_power_of_two_new(const struct kvg_policy_opts *o, struct kvg_policy **out);
+int kvg_policy_least_load_new(const struct kvg_policy_opts *o, struct kvg_policy **out);
+int kvg_policy_consistent_hash_new(const struct kvg_policy_opts *o, struct kvg_policy **out);
+int kvg_policy_rendezvous_hash_new(const struct kvg_policy_opts *o, struct kvg_policy **out);
+int kvg_policy_prefix_hash_new(const struct kvg_policy_opts *o, struct kvg_policy **out);
+int kvg_policy_manual_new(const struct kvg_policy_opts *o, struct kvg_policy **out);
+
+/* Shared helpers for policies. */
+/* Router-side load of w: in-flight requests. */
+uint32_t kvg_policy_inflight(struct kvg_worker *w);
+/* Engine-side load when fresh: waiting + running, else -1. */
+double kvg_policy_engine_load(struct kvg_worker *w, const struct kvg_route_ctx *ctx);
+/* Index of the least-loaded candidate (in-flight, then processed, then
+ * uniformly random among ties). */
+int kvg_policy_min_load(struct kvg_worker *const *cand, size_t n, const struct kvg_route_ctx *ctx);
+/* The sticky routing key of a request (vllm-router's and sglang's sources):
+ * headers x-kvgate-routing-key, x-smg-routing-key, x-session-id, x-user-id,
+ * x-tenant-id, x-correlation-id, x-request-id, x-trace-id; then body fields
+ * session_params.session_id, user, session_id, user_id; else "" (no key).
+ * Writes a NUL-terminated key into out; returns its length. */
+size_t kvg_policy_routing_key(const struct kvg_route_ctx *ctx, char *out, size_t cap);
 
 #endif

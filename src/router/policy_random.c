@@ -20,7 +20,7 @@ static void destroy(struct kvg_policy *p)
 static const struct kvg_policy_ops ops = {
     .name = "random", .select = select_random, .destroy = destroy};
 
-int kvg_policy_random_new(struct kvg_policy **out)
+int kvg_policy_random_new(const struct kvg_policy_opts *o, struct kvg_policy **out)
 {
     struct kvg_policy *p = malloc(sizeof *p);
     if (!p) return -ENOMEM;

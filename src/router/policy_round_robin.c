@@ -28,7 +28,7 @@ static void destroy(struct kvg_policy *p)
 static const struct kvg_policy_ops ops = {
     .name = "round_robin", .select = select_rr, .destroy = destroy};
 
-int kvg_policy_round_robin_new(struct kvg_policy **out)
+int kvg_policy_round_robin_new(const struct kvg_policy_opts *o, struct kvg_policy **out)
 {
     struct rr *r = calloc(1, sizeof *r);
     if (!r) return -ENOMEM;

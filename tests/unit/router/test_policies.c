@@ -1,0 +1,296 @@
+/* Router policies on hand-built workers: the semantics each promises. */
+#include "support/test.h"
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "base/err.h"
+#include "router/circuit.h"
+#include "router/policy.h"
+#include "router/pool.h"
+
+#define NW 4
+
+static struct kvg_worker *W[8];
+static struct kvg_rng rng;
+
+static void make_workers(int n)
+{
+    kvg_rng_seed(&rng, 42);
+    for (int i = 0; i < n; i++) {
+        char url[64];
+        snprintf(url, sizeof url, "http://127.0.0.1:%d", 9000 + i);
+        CHECK_INT(kvg_worker_new(url, &W[i]), 0);
+    }
+}
+
+static void free_workers(int n)
+{
+    for (int i = 0; i < n; i++) kvg_worker_unref(W[i]);
+}
+
+static struct kvg_policy *policy(const char *name)
+{
+    struct kvg_policy *p;
+    CHECK_INT(kvg_policy_new(name, NULL, &p), 0);
+    return p;
+}
+
+struct hdrs {
+    const char *name, *value;
+};
+
+static struct kvg_str hdr(const void *h, const char *name)
+{
+    const struct hdrs *hs = h;
+    for (; hs && hs->name; hs++)
+        if (!strcasecmp(hs->name, name)) return (struct kvg_str){hs->value, strlen(hs->value)};
+    return KVG_STR_NULL;
+}
+
+static struct kvg_route_ctx ctx_with(const struct hdrs *h)
+{
+    struct kvg_route_ctx c = {.header = hdr, .hctx = h, .rng = &rng, .now_ms = 1000,
+                              .load_max_age_ms = 5000};
+    return c;
+}
+
+TEST(unknown_policy_is_an_error)
+{
+    struct kvg_policy *p;
+    CHECK_INT(kvg_policy_new("nope", NULL, &p), KVG_ENOTFOUND);
+}
+
+TEST(random_covers_all)
+{
+    make_workers(NW);
+    struct kvg_policy *p = policy("random");
+    int seen[NW] = {0};
+    struct kvg_route_ctx c = ctx_with(NULL);
+    for (int i = 0; i < 400; i++) seen[p->ops->select(p, W, NW, &c, NULL)]++;
+    for (int i = 0; i < NW; i++) CHECK(seen[i] > 50);
+    CHECK_INT(p->ops->select(p, W, 0, &c, NULL), KVG_ENOWORKER);
+    p->ops->destroy(p);
+    free_workers(NW);
+}
+
+TEST(round_robin_cycles)
+{
+    make_workers(NW);
+    struct kvg_policy *p = policy("round_robin");
+    struct kvg_route_ctx c = ctx_with(NULL);
+    int first = p->ops->select(p, W, NW, &c, NULL);
+    for (int i = 1; i < 8; i++) CHECK_INT(p->ops->select(p, W, NW, &c, NULL), (first + i) % NW);
+    p->ops->destroy(p);
+    free_workers(NW);
+}
+
+TEST(power_of_two_prefers_lower_load)
+{
+    make_workers(2);
+    struct kvg_policy *p = policy("power_of_two");
+    struct kvg_route_ctx c = ctx_with(NULL);
+    atomic_store(&W[0]->in_flight, 10);
+    /* No fresh engine metrics: in-flight decides, both are always drawn. */
+    for (int i = 0; i < 20; i++) CHECK_INT(p->ops->select(p, W, 2, &c, NULL), 1);
+    /* Fresh engine metrics say the opposite: they win. */
+    for (int i = 0; i < 2; i++) {
+        W[i]->load = (struct kvg_engine_load){.waiting = i ? 50 : 0, .running = 1,
+                                              .kv_usage = 0.5, .at_ms = 900};
+    }
+    for (int i = 0; i < 20; i++) CHECK_INT(p->ops->select(p, W, 2, &c, NULL), 0);
+    /* Stale metrics (older than the limit) are unknown, never idle. */
+    c.now_ms = 900 + 6000;
+    for (int i = 0; i < 20; i++) CHECK_INT(p->ops->select(p, W, 2, &c, NULL), 1);
+    p->ops->destroy(p);
+    free_workers(2);
+}
+
+TEST(least_load_and_tie_break)
+{
+    make_workers(NW);
+    struct kvg_policy *p = policy("least_load");
+    struct kvg_route_ctx c = ctx_with(NULL);
+    for (int i = 0; i < NW; i++) atomic_store(&W[i]->in_flight, 5);
+    atomic_store(&W[2]->in_flight, 1);
+    CHECK_INT(p->ops->select(p, W, NW, &c, NULL), 2);
+    atomic_store(&W[2]->in_flight, 5);
+    atomic_store(&W[1]->processed, 0);
+    for (int i = 0; i < NW; i++) atomic_store(&W[i]->processed, 7);
+    atomic_store(&W[3]->processed, 2);
+    CHECK_INT(p->ops->select(p, W, NW, &c, NULL), 3); /* equal load: fewer processed */
+    p->ops->destroy(p);
+    free_workers(NW);
+}
+
+TEST(consistent_hash_is_sticky_and_moves_little)
+{
+    make_workers(NW);
+    struct kvg_policy *p = policy("consistent_hash");
+    int before[200], moved = 0;
+    for (int k = 0; k < 200; k++) {
+        char v[32];
+        snprintf(v, sizeof v, "session-%d", k);
+        struct hdrs h[] = {{"x-session-id", v}, {NULL, NULL}};
+        struct kvg_route_ctx c = ctx_with(h);
+        before[k] = p->ops->select(p, W, NW, &c, NULL);
+        CHECK_INT(p->ops->select(p, W, NW, &c, NULL), before[k]); /* sticky */
+        /* Worker 3 gone: only its keys move. */
+        int after = p->ops->select(p, W, NW - 1, &c, NULL);
+        if (before[k] != 3) CHECK_INT(after, before[k]);
+        else moved++;
+    }
+    CHECK(moved > 20 && moved < 90); /* about a quarter of the keys */
+    p->ops->destroy(p);
+    free_workers(NW);
+}
+
+TEST(rendezvous_hash_is_sticky)
+{
+    make_workers(NW);
+    struct kvg_policy *p = policy("rendezvous_hash");
+    int counts[NW] = {0};
+    for (int k = 0; k < 400; k++) {
+        char v[32];
+        snprintf(v, sizeof v, "user-%d", k);
+        struct hdrs h[] = {{"x-user-id", v}, {NULL, NULL}};
+        struct kvg_route_ctx c = ctx_with(h);
+        int a = p->ops->select(p, W, NW, &c, NULL);
+        CHECK_INT(p->ops->select(p, W, NW, &c, NULL), a);
+        counts[a]++;
+    }
+    for (int i = 0; i < NW; i++) CHECK(counts[i] > 50);
+    p->ops->destroy(p);
+    free_workers(NW);
+}
+
+TEST(routing_key_sources)
+{
+    char key[256];
+    struct hdrs h[] = {{"x-request-id", "r1"}, {NULL, NULL}};
+    struct kvg_route_ctx c = ctx_with(h);
+    CHECK(kvg_policy_routing_key(&c, key, sizeof key) > 0);
+    CHECK_STR(key, "header:x-request-id:r1");
+    struct hdrs h2[] = {{"x-request-id", "r1"}, {"x-session-id", "s9"}, {NULL, NULL}};
+    c = ctx_with(h2);
+    kvg_policy_routing_key(&c, key, sizeof key);
+    CHECK_STR(key, "header:x-session-id:s9"); /* session before request id */
+    cJSON *j = cJSON_Parse("{\"user\":\"bob\",\"session_id\":\"z\"}");
+    c = ctx_with(NULL);
+    c.json = j;
+    kvg_policy_routing_key(&c, key, sizeof key);
+    CHECK_STR(key, "user:bob");
+    cJSON_Delete(j);
+    c.json = NULL;
+    CHECK_INT(kvg_policy_routing_key(&c, key, sizeof key), 0);
+}
+
+TEST(prefix_hash_groups_prefixes_with_load_guard)
+{
+    make_workers(NW);
+    struct kvg_policy *p = policy("prefix_hash");
+    uint32_t toks[300];
+    for (int i = 0; i < 300; i++) toks[i] = (uint32_t)i;
+    struct kvg_route_ctx c = ctx_with(NULL);
+    c.tokens = toks;
+    c.ntokens = 300;
+    int a = p->ops->select(p, W, NW, &c, NULL);
+    toks[280] = 999999; /* differs only past the first 256 tokens: same worker */
+    CHECK_INT(p->ops->select(p, W, NW, &c, NULL), a);
+    /* The prefix worker far over its share: another one takes the request. */
+    atomic_store(&W[a]->in_flight, 100);
+    int b = p->ops->select(p, W, NW, &c, NULL);
+    CHECK(b != a);
+    p->ops->destroy(p);
+    free_workers(NW);
+}
+
+TEST(manual_pins_and_reassigns)
+{
+    make_workers(NW);
+    struct kvg_policy *p = policy("manual");
+    struct hdrs h[] = {{"x-smg-routing-key", "tenant-7"}, {NULL, NULL}};
+    struct kvg_route_ctx c = ctx_with(h);
+    int a = p->ops->select(p, W, NW, &c, NULL);
+    for (int i = 0; i < 10; i++) CHECK_INT(p->ops->select(p, W, NW, &c, NULL), a);
+    /* Its worker leaves the candidates: reassigned, then sticky again. */
+    struct kvg_worker *rest[NW];
+    int n = 0;
+    for (int i = 0; i < NW; i++)
+        if (i != a) rest[n++] = W[i];
+    int b = p->ops->select(p, rest, (size_t)n, &c, NULL);
+    CHECK_INT(p->ops->select(p, rest, (size_t)n, &c, NULL), b);
+    CHECK_INT(p->ops->select(p, W, NW, &c, NULL), (b >= a ? b + 1 : b)); /* not moved back */
+    p->ops->destroy(p);
+    free_workers(NW);
+}
+
+TEST(pool_pick_release_counts_and_filters)
+{
+    struct kvg_policy *p = policy("round_robin");
+    struct kvg_pool pool;
+    CHECK_INT(kvg_pool_init(&pool, p, NULL), 0);
+    CHECK_INT(kvg_pool_add(&pool, "http://127.0.0.1:9001"), 0);
+    CHECK_INT(kvg_pool_add(&pool, "http://127.0.0.1:9002/"), 0);
+    CHECK_INT(kvg_pool_add(&pool, "http://127.0.0.1:9002"), -EEXIST);
+    struct kvg_route_ctx c = ctx_with(NULL);
+    struct kvg_worker *w1, *w2, *w3;
+    int known;
+    CHECK_INT(kvg_pool_pick(&pool, &c, NULL, 0, &w1, &known, NULL), 0);
+    CHECK_INT(kvg_pool_pick(&pool, &c, &w1, 1, &w2, &known, NULL), 0);
+    CHECK(w1 != w2); /* the excluded worker is not picked */
+    CHECK_INT(atomic_load(&w1->in_flight), 1);
+    /* Removal while in flight: the worker lives until released. */
+    CHECK_INT(kvg_pool_remove(&pool, w2->url), 0);
+    CHECK_INT(kvg_pool_remove(&pool, "http://nope:1"), KVG_ENOTFOUND);
+    kvg_pool_release(&pool, w2, KVG_OUT_OK, &c);
+    kvg_pool_release(&pool, w1, KVG_OUT_OK, &c);
+    CHECK_INT(atomic_load(&w1->in_flight), 0);
+    /* Unhealthy: no candidate, but the model is known (503, not 404). */
+    atomic_store(&w1->healthy, 0);
+    CHECK_INT(kvg_pool_pick(&pool, &c, NULL, 0, &w3, &known, NULL), KVG_ENOWORKER);
+    CHECK_INT(known, 1);
+    atomic_store(&w1->healthy, 1);
+    /* Model filtering. */
+    strcpy(w1->models[0], "m1");
+    w1->nmodels = 1;
+    c.model = KVG_STR("m2");
+    CHECK_INT(kvg_pool_pick(&pool, &c, NULL, 0, &w3, &known, NULL), KVG_ENOWORKER);
+    CHECK_INT(known, 0);
+    c.model = KVG_STR("m1");
+    CHECK_INT(kvg_pool_pick(&pool, &c, NULL, 0, &w3, &known, NULL), 0);
+    kvg_pool_release(&pool, w3, KVG_OUT_OK, &c);
+    char *urls[] = {"http://127.0.0.1:9003", "http://127.0.0.1:9001"};
+    CHECK_INT(kvg_pool_set(&pool, urls, 2), 0);
+    CHECK_INT((int)pool.n, 2);
+    kvg_pool_destroy(&pool);
+}
+
+TEST(circuit_breaker_states)
+{
+    struct kvg_cb_config cb;
+    kvg_cb_config_default(&cb);
+    cb.failure_threshold = 3;
+    cb.success_threshold = 2;
+    cb.timeout_ms = 100;
+    struct kvg_worker *w;
+    CHECK_INT(kvg_worker_new("http://127.0.0.1:9000", &w), 0);
+    kvg_cb_record(&cb, w, 0, 0);
+    kvg_cb_record(&cb, w, 0, 0);
+    kvg_cb_record(&cb, w, 1, 0); /* a success resets the count */
+    kvg_cb_record(&cb, w, 0, 0);
+    kvg_cb_record(&cb, w, 0, 0);
+    CHECK(kvg_cb_allows(&cb, w, 1));
+    kvg_cb_record(&cb, w, 0, 10); /* third in a row: open */
+    CHECK(!kvg_cb_allows(&cb, w, 50));
+    CHECK(kvg_cb_allows(&cb, w, 111)); /* timeout passed: half-open */
+    CHECK_INT(atomic_load(&w->cb_state), KVG_CB_HALF_OPEN);
+    kvg_cb_record(&cb, w, 0, 120); /* a failure half-open reopens */
+    CHECK(!kvg_cb_allows(&cb, w, 150));
+    CHECK(kvg_cb_allows(&cb, w, 221));
+    kvg_cb_record(&cb, w, 1, 222);
+    kvg_cb_record(&cb, w, 1, 223);
+    CHECK_INT(atomic_load(&w->cb_state), KVG_CB_CLOSED);
+    kvg_worker_unref(w);
+}
