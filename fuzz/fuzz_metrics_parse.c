@@ -1,0 +1,60 @@
+/* libFuzzer target for the engine metrics parser (src/metrics/parse.c) and
+ * the load normaliser built on it (src/metrics/load.c): both read /metrics
+ * bodies from engines, which are outside bytes. The input is copied into an
+ * exactly sized heap buffer so ASan flags any read past the end; the parser
+ * is driven past errors too, since callers may skip bad lines. Checks the
+ * invariants a caller relies on: bounded label counts, views inside the
+ * input or the scratch space, known bits matching non-NaN values. */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/err.h"
+#include "metrics/load.h"
+#include "metrics/parse.h"
+
+static int inside(const char *p, size_t n, const char *lo, size_t len)
+{
+    return p >= lo && p + n <= lo + len;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    char *text = malloc(size ? size : 1);
+    if (!text) return 0;
+    if (size) memcpy(text, data, size);
+
+    static struct kvg_metrics_parser ps;
+    static struct kvg_metrics_sample s;
+    kvg_metrics_parser_init(&ps, text, size);
+    size_t steps = 0;
+    int rc;
+    while ((rc = kvg_metrics_parser_next(&ps, &s)) != 0) {
+        if (++steps > size + 1) abort(); /* every call consumes at least one line */
+        if (rc < 0) {
+            if (rc != KVG_EPARSE && rc != KVG_ETOOBIG) abort();
+            continue;
+        }
+        if (!s.name.len || !inside(s.name.p, s.name.len, text, size)) abort();
+        if (s.nlabels > KVG_METRICS_PARSE_MAX_LABELS) abort();
+        for (size_t i = 0; i < s.nlabels; i++) {
+            const struct kvg_str *v = &s.labels[i].value;
+            if (!inside(s.labels[i].name.p, s.labels[i].name.len, text, size)) abort();
+            if (v->len && !inside(v->p, v->len, text, size) &&
+                !inside(v->p, v->len, ps.scratch, sizeof ps.scratch))
+                abort();
+        }
+    }
+
+    struct kvg_metrics_load l;
+    rc = kvg_metrics_load_parse(text, size, &l);
+    if (rc < 0 && (l.known || l.flavor != KVG_METRICS_FLAVOR_UNKNOWN)) abort();
+    if (((l.known & KVG_METRICS_HAS_WAITING) != 0) == isnan(l.waiting)) abort();
+    if (((l.known & KVG_METRICS_HAS_RUNNING) != 0) == isnan(l.running)) abort();
+    if (((l.known & KVG_METRICS_HAS_KV_USAGE) != 0) == isnan(l.kv_usage)) abort();
+    if ((l.known & KVG_METRICS_HAS_KV_USAGE) && !(l.kv_usage >= 0 && l.kv_usage <= 1)) abort();
+    if ((l.known & KVG_METRICS_HAS_WAITING) && !(l.waiting >= 0)) abort();
+    free(text);
+    return 0;
+}
