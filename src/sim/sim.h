@@ -1,0 +1,255 @@
+/* The simulated inference engine's model: a vLLM-like scheduler over a paged,
+ * prefix-cached KV cache, with a step-time model. It is a pure library: no
+ * sockets, clocks or threads. Time is an input, so the same model runs in real
+ * time behind `kvgate sim` (a libuv timer) and in virtual time inside the
+ * offline benchmark (a discrete-event loop).
+ *
+ * How a caller drives it
+ *   kvg_sim_submit() queues a request at any time. kvg_sim_step(e, now, &st)
+ *   runs ONE scheduler iteration that starts at `now`: it picks the batch,
+ *   advances every scheduled request and returns st.duration, the seconds the
+ *   iteration takes, plus what happened to each request (st.updates). The
+ *   outcome is what the GPU would have produced at now + st.duration, so the
+ *   caller makes it visible then, and calls step again no earlier than that.
+ *
+ *   Real time (libuv):                    Virtual time (event loop):
+ *     on submit: if no step in flight,      t = next event (arrival or the
+ *       step(now) and arm a timer for         end of an engine's step)
+ *       st.duration                          at an arrival: submit; if that
+ *     on timer: deliver the previous          engine is not busy, step(t)
+ *       step's updates (stream tokens,        and mark it busy until
+ *       close finished requests); then        t + st.duration
+ *       if !kvg_sim_idle(): step(now) and   at a step end: account for its
+ *       re-arm, else stop the timer           updates at time t; step again
+ *                                             unless idle
+ *   Updates stay valid until the next kvg_sim_step or kvg_sim_free; the
+ *   event view (below) until the next kvg_sim_step, kvg_sim_events,
+ *   kvg_sim_events_clear, kvg_sim_reset_prefix_cache or kvg_sim_free.
+ *   kvg_sim_abort() may be called at any time (a client went away); drop any
+ *   undelivered update for that id.
+ *
+ * KV events: every block stored into or evicted from the prefix cache, and
+ * every reset, is appended to an event log (when config.emit_events is set).
+ * After a step the caller reads it with kvg_sim_events(), encodes it
+ * (sim/kv_events.h) and publishes it (sim/kv_publisher.h), then calls
+ * kvg_sim_events_clear(). The log grows until cleared.
+ *
+ * An engine is not thread-safe: one thread (the loop) owns it. */
+#ifndef KVG_SIM_SIM_H
+#define KVG_SIM_SIM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- Profiles: hardware + model constants (sim/profile.c documents where
+ * every number comes from). */
+struct kvg_sim_profile {
+    const char *name;
+    const char *description;
+    uint32_t block_size;             /* tokens per KV block */
+    uint64_t kv_capacity_tokens;     /* KV cache size; num_blocks = this / block_size */
+    uint32_t max_num_seqs;           /* running batch limit */
+    uint32_t max_num_batched_tokens; /* token budget per step (chunked prefill) */
+    uint32_t max_model_len;          /* prompt + max_tokens limit */
+    /* Step-time model, seconds; see kvg_sim_step_time(). */
+    double t_fixed;         /* per step: weight reads, launch, sampling */
+    double t_seq;           /* per scheduled sequence */
+    double t_prefill_token; /* per prefill token (dense layers) */
+    double t_prefill_attn;  /* per (prefill token x earlier token it attends to) */
+    double t_decode_ctx;    /* per context token a decoding sequence reads */
+};
+
+/* The built-in profiles ("tiny", "qwen3-32b-h100-tp2", ...), static storage.
+ * kvg_sim_profile_find returns NULL for an unknown name; kvg_sim_profile_at
+ * enumerates them (NULL past the end). */
+const struct kvg_sim_profile *kvg_sim_profile_find(const char *name);
+const struct kvg_sim_profile *kvg_sim_profile_at(size_t i);
+
+/* Shape of one scheduler iteration, as the step-time model sees it. */
+struct kvg_sim_batch_shape {
+    uint32_t num_seqs;          /* sequences scheduled */
+    uint32_t prefill_tokens;    /* tokens of prefill chunks */
+    double prefill_attn_pairs;  /* sum over chunks of n * (start + (n + 1) / 2) */
+    uint64_t decode_ctx_tokens; /* sum over decoding sequences of their context length */
+};
+
+/* duration = t_fixed + t_seq*num_seqs + t_prefill_token*prefill_tokens
+ *          + t_prefill_attn*prefill_attn_pairs + t_decode_ctx*decode_ctx_tokens;
+ * 0 for an empty batch. */
+double kvg_sim_step_time(const struct kvg_sim_profile *p, const struct kvg_sim_batch_shape *b);
+
+/* ---- Engine configuration. */
+struct kvg_sim_config {
+    struct kvg_sim_profile profile; /* a copy: override block_size, capacity, ... freely */
+    uint64_t seed;                  /* output tokens and lengths */
+    uint64_t hash_seed;             /* root of the block-hash chain (vLLM's PYTHONHASHSEED) */
+    /* Token ids outputs are drawn from (e.g. printable bytes of the caller's
+     * tokenizer). Copied at create. NULL/0: ids 32..126. */
+    const uint32_t *output_vocab;
+    size_t n_output_vocab;
+    double mean_output_tokens; /* length distribution without ignore_eos (geometric) */
+    int emit_events;           /* record KV events (off for runs that do not need them) */
+};
+
+/* Fills c with defaults for profile p (which must not be NULL): seed 0,
+ * hash_seed 42, printable-byte vocab, mean output 256 tokens, events on. */
+void kvg_sim_config_init(struct kvg_sim_config *c, const struct kvg_sim_profile *p);
+
+struct kvg_sim;
+
+/* Creates an engine. KVG_ECONFIG when the configuration is inconsistent
+ * (block size 0, fewer than 2 blocks, max_model_len larger than the cache,
+ * zero limits); -ENOMEM. On success *out is the caller's: kvg_sim_free(). */
+int kvg_sim_create(const struct kvg_sim_config *c, struct kvg_sim **out);
+void kvg_sim_free(struct kvg_sim *e);
+
+/* ---- Requests. */
+struct kvg_sim_request {
+    uint64_t id;            /* caller-chosen, unique among live requests */
+    const uint32_t *prompt; /* copied */
+    uint32_t prompt_len;
+    uint32_t max_tokens;
+    int ignore_eos; /* emit exactly max_tokens tokens */
+    int has_seed;   /* use `seed` (OpenAI's seed parameter) instead of engine seed + id */
+    uint64_t seed;
+    double arrival; /* the caller's clock; reported back, never used to schedule */
+};
+
+/* Queues r at the end of the waiting queue (FCFS). -EINVAL for an empty
+ * prompt or max_tokens 0, -EEXIST when the id is live, KVG_ETOOBIG when
+ * prompt_len + max_tokens exceeds max_model_len (vLLM answers 400), -ENOMEM. */
+int kvg_sim_submit(struct kvg_sim *e, const struct kvg_sim_request *r);
+
+/* Removes a waiting or running request (client gone). Its blocks are freed
+ * (the full ones stay cached). KVG_ENOTFOUND if the id is not live. */
+int kvg_sim_abort(struct kvg_sim *e, uint64_t id);
+
+/* 1 when nothing waits and nothing runs: no step is needed until a submit. */
+int kvg_sim_idle(const struct kvg_sim *e);
+
+enum kvg_sim_finish {
+    KVG_SIM_FINISH_NONE = 0,
+    KVG_SIM_FINISH_LENGTH, /* reached max_tokens */
+    KVG_SIM_FINISH_STOP,   /* the sampled length ended first (an EOS) */
+};
+
+/* Update flags; several may be set at once. */
+#define KVG_SIM_UP_SCHEDULED 0x01u /* entered the running batch (again, after a preemption) */
+#define KVG_SIM_UP_PREFILL 0x02u   /* prompt tokens computed this step, no token yet */
+#define KVG_SIM_UP_TOKEN 0x04u     /* `token` was emitted */
+#define KVG_SIM_UP_FIRST 0x08u     /* that token is the first output token */
+#define KVG_SIM_UP_FINISHED 0x10u  /* request done (`finish` says why); id no longer live */
+#define KVG_SIM_UP_PREEMPTED 0x20u /* evicted from the batch, back at the queue head */
+
+/* What one step did to one request. */
+struct kvg_sim_update {
+    uint64_t id;
+    uint32_t flags;
+    uint32_t token; /* with KVG_SIM_UP_TOKEN */
+    uint32_t prompt_len;
+    uint32_t prompt_computed; /* prompt tokens whose KV exists after this step */
+    uint32_t num_output;      /* output tokens emitted so far, this one included */
+    uint32_t cached_tokens;   /* prefix-cache hit at first scheduling (usage cached_tokens) */
+    enum kvg_sim_finish finish;
+};
+
+struct kvg_sim_step {
+    double duration;                      /* seconds; 0 only when the engine was idle */
+    const struct kvg_sim_update *updates; /* owned by the engine; see the top of this file */
+    size_t n_updates;
+    struct kvg_sim_batch_shape shape; /* what was timed */
+    uint32_t num_decode_seqs;
+    size_t n_events; /* KV events in the log after this step */
+};
+
+/* Runs one scheduler iteration starting at `now` (seconds, caller's clock)
+ * and fills *out. vLLM's order: running requests first (decode or the next
+ * prefill chunk), preempting the most recently admitted ones when blocks run
+ * out; then, if nothing was preempted, waiting requests FCFS while the batch
+ * has room (max_num_seqs), the token budget lasts and blocks can be
+ * allocated. Returns 0. When the engine has work but could schedule nothing
+ * (everything just got preempted) the duration is t_fixed, never 0. */
+int kvg_sim_step(struct kvg_sim *e, double now, struct kvg_sim_step *out);
+
+/* ---- KV events (vLLM's BlockStored / BlockRemoved / AllBlocksCleared). */
+enum kvg_sim_event_type {
+    KVG_SIM_EV_STORED,  /* hashes/tokens of consecutive full blocks of one chain */
+    KVG_SIM_EV_REMOVED, /* hashes of evicted blocks */
+    KVG_SIM_EV_CLEARED, /* the whole prefix cache was reset */
+};
+
+struct kvg_sim_event {
+    enum kvg_sim_event_type type;
+    int has_parent;  /* STORED: 0 when hashes[0] is the first block of a prompt */
+    uint64_t parent; /* STORED: hash of the block before hashes[0] */
+    const uint64_t *hashes;
+    uint32_t n_hashes;
+    const uint32_t *tokens; /* STORED: n_hashes * block_size token ids */
+    uint32_t n_tokens;
+    uint32_t block_size;
+};
+
+struct kvg_sim_events {
+    const struct kvg_sim_event *ev; /* owned by the engine */
+    size_t n;
+    uint64_t lost; /* events that could not be recorded (out of memory), ever */
+};
+
+/* The events recorded since the last kvg_sim_events_clear(), oldest first. */
+void kvg_sim_events(struct kvg_sim *e, struct kvg_sim_events *out);
+void kvg_sim_events_clear(struct kvg_sim *e);
+
+/* Drops every cached block and records AllBlocksCleared (vLLM's
+ * reset_prefix_cache). -EBUSY while any request holds blocks. */
+int kvg_sim_reset_prefix_cache(struct kvg_sim *e);
+
+/* The engine's block hash: XXH3-64 of the block's token ids (little-endian
+ * uint32) seeded with the parent's hash; the first block's parent is
+ * kvg_sim_root_hash(hash_seed). Never 0. A router does not need it (it hashes
+ * token ids itself); tests use it to check events. */
+uint64_t kvg_sim_block_hash(uint64_t parent, const uint32_t *tokens, uint32_t n);
+uint64_t kvg_sim_root_hash(uint64_t hash_seed);
+
+/* ---- Metrics and introspection. */
+struct kvg_sim_metrics {
+    uint32_t num_waiting;
+    uint32_t num_running;
+    double kv_usage; /* blocks held by requests / num_blocks (vllm:kv_cache_usage_perc) */
+    uint32_t num_blocks;
+    uint32_t block_size;
+    uint32_t num_cached_blocks;    /* blocks holding a prefix-cache entry */
+    uint64_t prefix_cache_queries; /* tokens looked up (first scheduling of each request) */
+    uint64_t prefix_cache_hits;    /* tokens found */
+    uint64_t num_preemptions;
+    uint64_t prompt_tokens;     /* of requests whose prefill completed */
+    uint64_t generation_tokens; /* tokens emitted */
+    uint64_t finished_length, finished_stop, aborted;
+    uint64_t steps;
+    double busy_time; /* sum of step durations */
+    uint32_t max_num_seqs, max_num_batched_tokens, max_model_len;
+};
+void kvg_sim_get_metrics(const struct kvg_sim *e, struct kvg_sim_metrics *m);
+
+enum kvg_sim_state { KVG_SIM_WAITING, KVG_SIM_RUNNING };
+
+struct kvg_sim_request_info {
+    enum kvg_sim_state state;
+    uint32_t prompt_len, max_tokens, target_len; /* target_len: tokens it will emit */
+    uint32_t num_computed;                       /* tokens whose KV exists */
+    uint32_t num_output;
+    uint32_t cached_tokens;
+    uint32_t num_blocks; /* blocks it holds */
+    uint32_t num_preemptions;
+    double arrival;
+};
+/* KVG_ENOTFOUND if the id is not live. */
+int kvg_sim_request_get(const struct kvg_sim *e, uint64_t id, struct kvg_sim_request_info *out);
+
+/* Copies up to cap hashes of the resident prefix cache into out (block-pool
+ * order) and returns how many there are in all. */
+size_t kvg_sim_cached_hashes(const struct kvg_sim *e, uint64_t *out, size_t cap);
+/* Copies up to cap hashes of cached blocks no request holds, in the order
+ * they would be evicted (next victim first); returns how many in all. */
+size_t kvg_sim_eviction_order(const struct kvg_sim *e, uint64_t *out, size_t cap);
+
+#endif

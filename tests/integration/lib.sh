@@ -1,0 +1,84 @@
+# Shared helpers for integration tests (sourced, not run). Every process a
+# test starts is recorded and stopped by its PID on exit; every wait is
+# bounded; results are counted and the closing "# N passed, N failed" line is
+# printed by finish.
+set -u
+: "${KVG_BIN:?set by tests/run.sh}"
+PASSED=0
+FAILED=0
+PIDS=()
+TMP=$(mktemp -d /tmp/kvgate-it.XXXXXX)
+
+stop_all() {
+  local p
+  for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null; done
+  for p in "${PIDS[@]}"; do
+    for _ in $(seq 1 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$p" 2>/dev/null
+  done
+  PIDS=()
+}
+cleanup() {
+  stop_all
+  rm -rf "$TMP"
+}
+trap cleanup EXIT
+
+ok() { PASSED=$((PASSED + 1)); echo "ok $1"; }
+bad() { FAILED=$((FAILED + 1)); echo "FAIL $1${2:+: $2}"; }
+check() { # name, command...
+  local name=$1; shift
+  if "$@"; then ok "$name"; else bad "$name"; fi
+}
+finish() {
+  # Every process stops now, so that sanitizer reports (written at exit) are
+  # in the logs; any report is a failure.
+  stop_all
+  local f
+  for f in "$TMP"/*.log "$TMP"/*.out; do
+    [ -f "$f" ] || continue
+    if grep -qE 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$f"; then
+      bad "sanitizer report in $(basename "$f")"
+      grep -E -A30 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$f" | head -60
+    fi
+  done
+  echo "# $PASSED passed, $FAILED failed"
+  [ "$FAILED" = 0 ]
+  exit $?
+}
+
+free_port() {
+  /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
+}
+
+# wait_http URL [SECONDS] [STATUS]: until URL answers STATUS (default 200).
+wait_http() {
+  local url=$1 secs=${2:-10} want=${3:-200} i
+  for i in $(seq 1 $((secs * 10))); do
+    [ "$(curl -s -o /dev/null -w '%{http_code}' -m 1 "$url")" = "$want" ] && return 0
+    sleep 0.1
+  done
+  echo "timed out waiting for $url" >&2
+  return 1
+}
+
+# start_sim PORT [ARGS...]: a simulated engine on 127.0.0.1:PORT.
+start_sim() {
+  local port=$1; shift
+  "$KVG_BIN" sim --port "$port" "$@" >"$TMP/sim-$port.log" 2>&1 &
+  PIDS+=($!)
+  wait_http "http://127.0.0.1:$port/v1/models" 10
+}
+
+# start_serve PORT ARGS...: the gateway; its log in $TMP/serve-PORT.log.
+start_serve() {
+  local port=$1; shift
+  "$KVG_BIN" serve --port "$port" "$@" >"$TMP/serve-$port.out" 2>"$TMP/serve-$port.log" &
+  SERVE_PID=$!
+  PIDS+=($SERVE_PID)
+  wait_http "http://127.0.0.1:$port/health" 10
+}
+
+json_get() { # json_get FILE EXPR  (EXPR in python, `j` is the document)
+  /usr/bin/python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print($2)" "$1"
+}
