@@ -1,0 +1,58 @@
+/* Dynamo's approximate KV mode, for engines that publish no KV events: the
+ * router remembers which blocks it sent to which worker and assumes they stay
+ * cached for a while. Each (block, worker) record expires ttl after it was
+ * last routed (Dynamo's --router-ttl-secs, default 120 s); when more than
+ * max_blocks records exist the oldest are pruned down to prune_target of it
+ * (Dynamo: --router-max-tree-size 2^20, --router-prune-target-ratio 0.8).
+ * Lookups return, per worker, the longest run of leading blocks with a live
+ * record, exactly like the precise index.
+ *
+ * Times are the caller's monotonic milliseconds (kvg_now_ms()), passed in so
+ * that tests and the offline simulator can drive the clock. Thread-safe:
+ * lookups share a lock; records, expiry and slot changes take it exclusively
+ * (a record holds it for the whole request's blocks: a few microseconds for
+ * hundreds of blocks). */
+#ifndef KVG_KV_APPROX_H
+#define KVG_KV_APPROX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct kvg_kv_approx;
+
+struct kvg_kv_approx_opts {
+    uint32_t max_workers; /* 0 = 64; at most 4096 */
+    uint32_t ttl_ms;      /* 0 = 120000; at most 2^30 */
+    uint64_t max_blocks;  /* (block, worker) records; 0 = 1 << 20 */
+    double prune_target;  /* fraction of max_blocks kept after a prune; 0 = 0.8 */
+};
+
+struct kvg_kv_approx_stats {
+    uint64_t entries, nodes, bytes, expired, pruned;
+    uint32_t workers;
+};
+
+/* *out is owned by the caller: kvg_kv_approx_free. */
+int kvg_kv_approx_new(const struct kvg_kv_approx_opts *o, struct kvg_kv_approx **out);
+void kvg_kv_approx_free(struct kvg_kv_approx *a);
+
+int kvg_kv_approx_add_worker(struct kvg_kv_approx *a, uint32_t slot);
+/* Drops the slot's records and frees it; returns how many went. */
+int kvg_kv_approx_remove_worker(struct kvg_kv_approx *a, uint32_t slot);
+
+/* The request with these sequence hashes was routed to slot at now_ms:
+ * every block gets (or renews) a record expiring at now_ms + ttl.
+ * Returns the number of blocks recorded, KVG_ENOTFOUND for a slot that is
+ * not live, -ENOMEM. */
+int kvg_kv_approx_record(struct kvg_kv_approx *a, uint32_t slot, const uint64_t *seq, size_t n,
+                         uint64_t now_ms);
+/* Longest prefix of live records per slot (see kvg_kv_index_match);
+ * records expired at now_ms are dropped first. Returns the largest. */
+int kvg_kv_approx_match(struct kvg_kv_approx *a, const uint64_t *seq, size_t n, uint32_t *matched,
+                        size_t nslots, uint64_t now_ms);
+/* Drops the records expired at now_ms; returns how many. */
+int kvg_kv_approx_expire(struct kvg_kv_approx *a, uint64_t now_ms);
+
+void kvg_kv_approx_stats(struct kvg_kv_approx *a, struct kvg_kv_approx_stats *st);
+
+#endif

@@ -1,0 +1,87 @@
+/* Decoding vLLM's (and SGLang's) KV-event batches.
+ *
+ * An engine publishes one msgpack EventBatch per scheduler step that changed
+ * its prefix cache. Every variant seen in the wild is accepted:
+ *   batch:  positional [ts, events, dp_rank?]   or map {ts, events, data_parallel_rank}
+ *   event:  tagged array ["BlockStored", block_hashes, parent, token_ids, block_size,
+ *                         lora_id?, medium?, lora_name?, extra_keys?, group_idx?,
+ *                         kv_cache_spec_kind?, kv_cache_spec_sliding_window?]  (5..12 elements)
+ *           ["BlockRemoved", block_hashes, medium?, group_idx?]              (2..4)
+ *           ["AllBlocksCleared"]
+ *        or tagged map {"type": "BlockStored", "block_hashes": ..., ...} in any key order.
+ *   hash:   uint64, negative int64 (reinterpreted as u64), or bytes (last 8 bytes
+ *           big-endian, left-padded with zeros when shorter).
+ * Extra trailing elements, unknown map keys and unknown event tags are skipped
+ * (newer engines add fields); anything else malformed fails the whole batch
+ * with KVG_EPARSE, so a batch is applied all or nothing.
+ *
+ * A struct kvg_kv_batch is reusable scratch owned by one thread: its arrays
+ * grow up to the limits given at init and are kept between decodes. */
+#ifndef KVG_KV_EVENTS_H
+#define KVG_KV_EVENTS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/buf.h"
+
+enum kvg_kv_ev_type {
+    KVG_KV_EV_STORED = 1,
+    KVG_KV_EV_REMOVED = 2,
+    KVG_KV_EV_CLEARED = 3,
+};
+
+struct kvg_kv_event {
+    enum kvg_kv_ev_type type;
+    uint32_t hash_off, n_hashes;  /* block_hashes: batch->hashes[hash_off ..] */
+    uint32_t token_off, n_tokens; /* STORED: batch->tokens[token_off ..] */
+    uint32_t block_size;          /* STORED: the engine's block size */
+    int has_parent;               /* STORED: parent_block_hash present and not nil */
+    uint64_t parent;              /* STORED: engine hash of the block before hashes[0] */
+    int has_lora_id;              /* lora_id present and not nil */
+    int64_t lora_id;              /* deprecated integer adapter id */
+    int64_t group_idx;            /* KV-cache group, -1 when absent */
+    int64_t sliding_window;       /* kv_cache_spec_sliding_window, -1 when absent */
+    struct kvg_str medium;        /* "GPU", "CPU"...; {NULL,0} when absent or nil */
+    struct kvg_str lora_name;     /* views into the decoded input: valid while it is */
+    struct kvg_str spec_kind;     /* kv_cache_spec_kind */
+};
+
+struct kvg_kv_batch_limits {
+    uint32_t max_events; /* per batch; 0 = 65536 */
+    uint32_t max_hashes; /* block hashes, all events together; 0 = 1 << 20 */
+    uint32_t max_tokens; /* token ids, all events together; 0 = 1 << 24 */
+};
+
+struct kvg_kv_batch {
+    double ts;
+    int64_t dp_rank; /* data_parallel_rank, -1 when absent or nil */
+    struct kvg_kv_event *events;
+    uint32_t n_events, cap_events;
+    uint64_t *hashes;
+    uint32_t n_hashes, cap_hashes;
+    uint32_t *tokens;
+    uint32_t n_tokens, cap_tokens;
+    uint32_t n_unknown; /* events with an unknown tag, skipped */
+    /* Scratch for the index (local block hashes); owned by the batch. */
+    uint64_t *scratch;
+    size_t cap_scratch;
+    struct kvg_kv_batch_limits lim;
+    const char *err; /* static text naming what was malformed, after KVG_EPARSE */
+};
+
+/* Initialises an empty batch (allocates nothing). lim may be NULL. */
+void kvg_kv_batch_init(struct kvg_kv_batch *b, const struct kvg_kv_batch_limits *lim);
+/* Frees the batch's arrays (not b itself). */
+void kvg_kv_batch_free(struct kvg_kv_batch *b);
+
+/* Decodes one EventBatch payload into b (replacing its previous content).
+ * Returns the number of events kept, KVG_EPARSE for malformed input (b->err
+ * says what), KVG_ETOOBIG past a limit, -ENOMEM. On failure b holds no
+ * events. String views in the events point into buf. */
+int kvg_kv_decode_batch(struct kvg_kv_batch *b, const void *buf, size_t len);
+
+/* Grows b->scratch to at least n entries (within max_tokens). 0 or -ENOMEM. */
+int kvg_kv_batch_scratch(struct kvg_kv_batch *b, size_t n);
+
+#endif

@@ -1,0 +1,294 @@
+/* cache_aware radix tree: classic per-tenant LRU eviction, tenant removal,
+ * teardown, statistics, and the per-model forest. See radix.h. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kv/radix_int.h"
+
+/* Pre-order list of the nodes reachable from the root (through children
+ * carrying `only` when only >= 0). Iterative: trees of long texts are deep.
+ * Returns a malloc'd array (caller frees) or NULL on ENOMEM. */
+static struct kvg_kv_rnode **collect(struct kvg_kv_rnode *root, int only, size_t *count)
+{
+    size_t n = 0, cap = 64;
+    struct kvg_kv_rnode **v = malloc(cap * sizeof *v);
+    if (!v) return NULL;
+    v[n++] = root;
+    for (size_t i = 0; i < n; i++) {
+        struct kvg_kv_rnode *x = v[i];
+        for (uint32_t k = 0; k < x->nkids; k++) {
+            if (only >= 0 && !kvg_kv_rnode_tenant(x->kids[k].n, only)) continue;
+            if (n == cap) {
+                struct kvg_kv_rnode **nv = realloc(v, cap * 2 * sizeof *nv);
+                if (!nv) {
+                    free(v);
+                    return NULL;
+                }
+                v = nv;
+                cap *= 2;
+            }
+            v[n++] = x->kids[k].n;
+        }
+    }
+    *count = n;
+    return v;
+}
+
+void kvg_kv_radix_free(struct kvg_kv_radix *t)
+{
+    if (!t) return;
+    /* Free children before parents without recursion: detach as we go. */
+    struct kvg_kv_rnode *n = t->root;
+    while (n) {
+        if (n->nkids) {
+            struct kvg_kv_rnode *c = n->kids[--n->nkids].n;
+            c->parent = n;
+            n = c;
+            continue;
+        }
+        struct kvg_kv_rnode *p = n->parent;
+        kvg_kv_rnode_free_one(n);
+        n = p;
+    }
+    free(t->tc);
+    pthread_mutex_destroy(&t->mu);
+    free(t);
+}
+
+/* 1 if no child of n carries tenant (n is a leaf for that tenant). */
+static int leaf_for(const struct kvg_kv_rnode *n, int tenant)
+{
+    for (uint32_t i = 0; i < n->nkids; i++)
+        if (kvg_kv_rnode_tenant(n->kids[i].n, tenant)) return 0;
+    return 1;
+}
+
+struct heap_item {
+    uint64_t ts;
+    struct kvg_kv_rnode *n;
+    int tenant;
+};
+
+struct heap {
+    struct heap_item *v;
+    size_t n, cap;
+};
+
+static int heap_push(struct heap *h, struct heap_item it)
+{
+    if (h->n == h->cap) {
+        size_t cap = h->cap ? h->cap * 2 : 64;
+        struct heap_item *v = realloc(h->v, cap * sizeof *v);
+        if (!v) return -ENOMEM;
+        h->v = v;
+        h->cap = cap;
+    }
+    size_t i = h->n++;
+    while (i && h->v[(i - 1) / 2].ts > it.ts) {
+        h->v[i] = h->v[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    h->v[i] = it;
+    return 0;
+}
+
+static struct heap_item heap_pop(struct heap *h)
+{
+    struct heap_item top = h->v[0], last = h->v[--h->n];
+    size_t i = 0;
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= h->n) break;
+        if (c + 1 < h->n && h->v[c + 1].ts < h->v[c].ts) c++;
+        if (h->v[c].ts >= last.ts) break;
+        h->v[i] = h->v[c];
+        i = c;
+    }
+    if (h->n) h->v[i] = last;
+    return top;
+}
+
+int kvg_kv_radix_evict_by_size(struct kvg_kv_radix *t, uint64_t max_chars)
+{
+    struct heap h = {0};
+    size_t count;
+    int evicted = 0, rc = 0;
+    pthread_mutex_lock(&t->mu);
+    struct kvg_kv_rnode **all = collect(t->root, -1, &count);
+    if (!all) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    /* Seed: every (node, tenant) where the node is a leaf for the tenant. */
+    for (size_t i = 0; i < count; i++) {
+        struct kvg_kv_rnode *n = all[i];
+        for (uint32_t k = 0; k < n->nten; k++) {
+            int tn = n->ten[k].tenant;
+            if (leaf_for(n, tn) && (rc = heap_push(&h, (struct heap_item){n->ten[k].ts, n, tn})))
+                goto out;
+        }
+    }
+    while (h.n) {
+        struct heap_item it = heap_pop(&h);
+        struct kvg_kv_rnode *n = it.n;
+        struct kvg_kv_rtc *tc = &t->tc[it.tenant];
+        if (tc->chars <= max_chars) continue;
+        if (!kvg_kv_rnode_tenant(n, it.tenant)) continue;
+        tc->chars -= n->chars;
+        kvg_kv_rnode_drop_tenant(n, it.tenant);
+        evicted++;
+        struct kvg_kv_rnode *p = n->parent;
+        /* n has no tenants left only after all its queue items were popped,
+         * so deleting it cannot leave a dangling item behind. */
+        if (p && !n->nkids && !n->nten) kvg_kv_rnode_delete(n);
+        if (p) {
+            struct kvg_kv_rten *pr = kvg_kv_rnode_tenant(p, it.tenant);
+            if (pr && leaf_for(p, it.tenant) &&
+                (rc = heap_push(&h, (struct heap_item){pr->ts, p, it.tenant})))
+                goto out;
+        }
+    }
+out:
+    pthread_mutex_unlock(&t->mu);
+    free(all);
+    free(h.v);
+    return rc ? rc : evicted;
+}
+
+int kvg_kv_radix_remove_tenant(struct kvg_kv_radix *t, int tenant)
+{
+    size_t count;
+    int rc = 0;
+    pthread_mutex_lock(&t->mu);
+    if (tenant < 0 || (uint32_t)tenant >= t->ntc || !t->tc[tenant].present) {
+        rc = -ENOENT;
+        goto out;
+    }
+    /* Nodes carrying the tenant form a subtree from the root; children come
+     * after their parent in pre-order, so walking the list backwards removes
+     * leaves first and a parent sees its emptied children already gone. */
+    struct kvg_kv_rnode **v = collect(t->root, tenant, &count);
+    if (!v) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    for (size_t i = count; i-- > 0;) {
+        struct kvg_kv_rnode *n = v[i];
+        kvg_kv_rnode_drop_tenant(n, tenant);
+        if (n->parent && !n->nkids && !n->nten) kvg_kv_rnode_delete(n);
+    }
+    free(v);
+    t->tc[tenant].present = 0;
+    t->tc[tenant].chars = 0;
+out:
+    pthread_mutex_unlock(&t->mu);
+    return rc;
+}
+
+void kvg_kv_radix_stats(struct kvg_kv_radix *t, struct kvg_kv_radix_stats *st)
+{
+    size_t count = 0;
+    memset(st, 0, sizeof *st);
+    pthread_mutex_lock(&t->mu);
+    struct kvg_kv_rnode **v = collect(t->root, -1, &count);
+    st->bytes = sizeof *t + (uint64_t)t->ntc * sizeof *t->tc;
+    for (size_t i = 0; v && i < count; i++) {
+        const struct kvg_kv_rnode *n = v[i];
+        st->bytes += sizeof *n + n->len + n->capkids * sizeof *n->kids + n->capten * sizeof *n->ten;
+    }
+    st->nodes = v ? count : 0;
+    for (uint32_t i = 0; i < t->ntc; i++) {
+        st->tenants += t->tc[i].present != 0;
+        st->total_chars += t->tc[i].chars;
+    }
+    pthread_mutex_unlock(&t->mu);
+    free(v);
+}
+
+/* ---- forest: one tree per model ---- */
+
+struct forest_tree {
+    char *model;
+    struct kvg_kv_radix *tree;
+};
+
+struct kvg_kv_radix_forest {
+    pthread_mutex_t mu;
+    struct forest_tree *v;
+    size_t n, cap;
+};
+
+int kvg_kv_radix_forest_new(struct kvg_kv_radix_forest **out)
+{
+    struct kvg_kv_radix_forest *f = calloc(1, sizeof *f);
+    if (!f) return -ENOMEM;
+    pthread_mutex_init(&f->mu, NULL);
+    *out = f;
+    return 0;
+}
+
+void kvg_kv_radix_forest_free(struct kvg_kv_radix_forest *f)
+{
+    if (!f) return;
+    for (size_t i = 0; i < f->n; i++) {
+        free(f->v[i].model);
+        kvg_kv_radix_free(f->v[i].tree);
+    }
+    free(f->v);
+    pthread_mutex_destroy(&f->mu);
+    free(f);
+}
+
+struct kvg_kv_radix *kvg_kv_radix_forest_get(struct kvg_kv_radix_forest *f, const char *model,
+                                             int create)
+{
+    if (!model || !*model || !strcmp(model, "unknown")) model = "default";
+    struct kvg_kv_radix *t = NULL;
+    pthread_mutex_lock(&f->mu);
+    for (size_t i = 0; i < f->n; i++) {
+        if (!strcmp(f->v[i].model, model)) {
+            t = f->v[i].tree;
+            goto out;
+        }
+    }
+    if (!create) goto out;
+    if (f->n == f->cap) {
+        size_t cap = f->cap ? f->cap * 2 : 4;
+        struct forest_tree *v = realloc(f->v, cap * sizeof *v);
+        if (!v) goto out;
+        f->v = v;
+        f->cap = cap;
+    }
+    char *name = strdup(model);
+    if (!name || kvg_kv_radix_new(&t)) {
+        free(name);
+        t = NULL;
+        goto out;
+    }
+    f->v[f->n].model = name;
+    f->v[f->n].tree = t;
+    f->n++;
+out:
+    pthread_mutex_unlock(&f->mu);
+    return t;
+}
+
+int kvg_kv_radix_forest_evict(struct kvg_kv_radix_forest *f, uint64_t max_chars)
+{
+    int total = 0;
+    pthread_mutex_lock(&f->mu);
+    for (size_t i = 0; i < f->n; i++) {
+        int n = kvg_kv_radix_evict_by_size(f->v[i].tree, max_chars);
+        if (n > 0) total += n;
+    }
+    pthread_mutex_unlock(&f->mu);
+    return total;
+}
+
+void kvg_kv_radix_forest_remove_tenant(struct kvg_kv_radix_forest *f, int tenant)
+{
+    pthread_mutex_lock(&f->mu);
+    for (size_t i = 0; i < f->n; i++) kvg_kv_radix_remove_tenant(f->v[i].tree, tenant);
+    pthread_mutex_unlock(&f->mu);
+}

@@ -1,0 +1,140 @@
+/* The storage under the precise index and the approximate (TTL) index
+ * (internal to src/kv; callers hold the owner's lock: write lock for every
+ * function except kvg_kv_tab_match, which only needs the read lock).
+ *
+ * What it stores: (block sequence hash, worker slot) entries.
+ *   - A *node* per distinct sequence hash carries a bitmap of the worker slots
+ *     holding that block, so the longest-prefix match walks the request's
+ *     blocks once and ANDs bitmaps: O(blocks x bitmap words), whatever the
+ *     number of workers.
+ *   - An *entry* per (block, worker) carries the engine's key (its opaque
+ *     block hash, or the sequence hash in approximate mode), a per-worker LRU
+ *     list position and a stamp. Entries are found by (worker, key) through a
+ *     per-worker chained hash table, which is what BlockRemoved and parent
+ *     lookups need.
+ * Nodes and entries live in paged pools indexed by uint32 (stable addresses,
+ * no big reallocs) and are recycled through free lists. Sizes are chosen for
+ * the <= 64 bytes per (block, worker) budget in the worst case where every
+ * block sits on one worker: entry 28 B + node 16 B + 8 B per 64 worker slots +
+ * two uint32 bucket arrays (nodes: 1-2 items per bucket, worker keys: 2-4;
+ * both grow incrementally, see struct kvg_kv_chain).
+ *
+ * Two entries of one worker can name the same node when the engine reports
+ * the same tokens under two block hashes (extra keys the router does not
+ * hash). That rare case is counted in a small side map so that the worker's
+ * bit is cleared only when its last such entry goes. */
+#ifndef KVG_KV_TABLE_H
+#define KVG_KV_TABLE_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define KVG_KV_NIL UINT32_MAX
+#define KVG_KV_LAST 0x80000000u /* entry.node flag: last router block of an engine block */
+#define KVG_KV_MAX_WORKERS 4096
+#define KVG_KV_PAGE_SHIFT 16 /* items per pool page: 1.5-1.8 MB, huge-page sized */
+
+struct kvg_kv_node {
+    uint64_t key;          /* sequence hash */
+    _Atomic uint32_t used; /* clock of the last lookup that matched it */
+    uint32_t next;         /* bucket chain; free-list link when free */
+    uint64_t bits[];       /* worker slots holding the block */
+};
+
+struct kvg_kv_entry { /* 28 bytes, 4-byte aligned */
+    uint32_t key_lo, key_hi;
+    uint32_t node;       /* node index, | KVG_KV_LAST */
+    uint32_t prev, next; /* worker's list; head = newest, prev points toward it */
+    uint32_t chain;      /* worker's key chain; free-list link when free */
+    uint32_t stamp;      /* list order key: clock (precise) or expiry (approx) */
+};
+
+enum { KVG_KV_W_FREE, KVG_KV_W_LIVE, KVG_KV_W_DRAINING };
+
+/* Bucket heads of an intrusive chained hash table that doubles
+ * incrementally: while `ob` is set, buckets of the old array below `mpos`
+ * have been moved to `b`, the others are still searched in `ob`. Each write
+ * moves a few buckets, so no write holds the lock for a whole rehash of
+ * millions of items (which would stall every lookup). */
+struct kvg_kv_chain {
+    uint32_t *b, mask;
+    uint32_t *ob, omask, mpos;
+};
+
+struct kvg_kv_wslot {
+    uint32_t head, tail, count;
+    struct kvg_kv_chain kc; /* entries by key; b is NULL while FREE */
+    int state;
+};
+
+struct kvg_kv_tab {
+    uint32_t max_workers, words;
+    size_t node_size;
+    uint8_t **npages;
+    uint32_t n_npages, node_hw, node_free, n_nodes;
+    struct kvg_kv_chain nc; /* nodes by sequence hash */
+    struct kvg_kv_entry **epages;
+    uint32_t n_epages, entry_hw, entry_free, n_entries;
+    struct kvg_kv_wslot *w;
+    uint32_t *tail_stamp; /* w[i].tail's stamp, contiguous for the oldest scan */
+    uint64_t *live;       /* bitmap of LIVE slots: lookups start from it */
+    uint64_t *dup_keys;   /* side map (node << 32 | worker | 1 << 63) -> extra entries */
+    uint32_t *dup_cnt, dup_mask, dup_n;
+    uint64_t dup_entries;
+};
+
+int kvg_kv_tab_init(struct kvg_kv_tab *t, uint32_t max_workers);
+void kvg_kv_tab_free(struct kvg_kv_tab *t);
+/* Bytes allocated (pools, buckets, side map, slot arrays). */
+size_t kvg_kv_tab_bytes(const struct kvg_kv_tab *t);
+
+static inline struct kvg_kv_node *kvg_kv_tab_node(const struct kvg_kv_tab *t, uint32_t i)
+{
+    return (struct kvg_kv_node *)(t->npages[i >> KVG_KV_PAGE_SHIFT] +
+                                  (size_t)(i & ((1u << KVG_KV_PAGE_SHIFT) - 1)) * t->node_size);
+}
+static inline struct kvg_kv_entry *kvg_kv_tab_entry(const struct kvg_kv_tab *t, uint32_t i)
+{
+    return &t->epages[i >> KVG_KV_PAGE_SHIFT][i & ((1u << KVG_KV_PAGE_SHIFT) - 1)];
+}
+static inline uint64_t kvg_kv_entry_key(const struct kvg_kv_entry *e)
+{
+    return (uint64_t)e->key_hi << 32 | e->key_lo;
+}
+
+/* Slot lifecycle: open makes a FREE slot LIVE (-EEXIST/-EBUSY otherwise),
+ * close frees a slot's buckets once its entries are gone. */
+int kvg_kv_tab_worker_open(struct kvg_kv_tab *t, uint32_t w);
+void kvg_kv_tab_worker_close(struct kvg_kv_tab *t, uint32_t w);
+
+uint32_t kvg_kv_tab_find_node(const struct kvg_kv_tab *t, uint64_t seq);
+/* Cache hints for a coming find/add/remove by key or by sequence hash: the
+ * callers know a whole event's keys ahead and can overlap the misses. */
+void kvg_kv_tab_prefetch_key(const struct kvg_kv_tab *t, uint32_t w, uint64_t key);
+void kvg_kv_tab_prefetch_node(const struct kvg_kv_tab *t, uint64_t seq);
+/* Entry of worker w with this key; want_last picks the one flagged LAST. */
+uint32_t kvg_kv_tab_key_find(const struct kvg_kv_tab *t, uint32_t w, uint64_t key, int want_last);
+/* Adds entry (w, seq) with key and stamp at the head of w's list. Returns the
+ * entry index or KVG_KV_NIL when out of memory or index space. */
+uint32_t kvg_kv_tab_add(struct kvg_kv_tab *t, uint32_t w, uint64_t seq, uint64_t key, int last,
+                        uint32_t stamp);
+void kvg_kv_tab_remove(struct kvg_kv_tab *t, uint32_t w, uint32_t e);
+/* Removes every entry of w with this key; returns how many. */
+uint32_t kvg_kv_tab_remove_key(struct kvg_kv_tab *t, uint32_t w, uint64_t key);
+/* Moves e to the head of w's list with a new stamp. */
+void kvg_kv_tab_touch(struct kvg_kv_tab *t, uint32_t w, uint32_t e, uint32_t stamp);
+/* Slot whose list tail is oldest relative to ref (largest ref - stamp), or -1. */
+int kvg_kv_tab_oldest(const struct kvg_kv_tab *t, uint32_t ref);
+/* Removes up to max entries of w, oldest first; returns how many. */
+uint32_t kvg_kv_tab_drain(struct kvg_kv_tab *t, uint32_t w, uint32_t max);
+
+/* Longest prefix per worker: out[w] (w < nslots) = number of leading seq[]
+ * blocks all present on w, for LIVE workers (0 for others). When stamp_used
+ * is set, every node walked that some worker still matched gets used = stamp
+ * (a relaxed atomic store, safe under a shared read lock). Returns the
+ * largest out[w]. */
+uint32_t kvg_kv_tab_match(const struct kvg_kv_tab *t, const uint64_t *seq, size_t n, uint32_t *out,
+                          size_t nslots, int stamp_used, uint32_t stamp);
+
+#endif

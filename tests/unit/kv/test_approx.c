@@ -1,0 +1,103 @@
+/* Dynamo's approximate mode: records of routed blocks with a TTL, renewal,
+ * longest prefix, pruning to the size bound, worker removal. */
+#include <errno.h>
+
+#include "base/err.h"
+#include "kv/approx.h"
+#include "support/test.h"
+
+static struct kvg_kv_approx *mk(uint32_t workers, uint32_t ttl, uint64_t max, double target)
+{
+    struct kvg_kv_approx_opts o = {
+        .max_workers = workers, .ttl_ms = ttl, .max_blocks = max, .prune_target = target};
+    struct kvg_kv_approx *a = NULL;
+    CHECK_INT(kvg_kv_approx_new(&o, &a), 0);
+    for (uint32_t w = 0; w < workers; w++) CHECK_INT(kvg_kv_approx_add_worker(a, w), 0);
+    return a;
+}
+
+static const uint64_t A[6] = {11, 12, 13, 14, 15, 16}, B[6] = {21, 22, 23, 24, 25, 26};
+
+TEST(records_expire_after_ttl_and_renew)
+{
+    struct kvg_kv_approx *a = mk(2, 1000, 0, 0);
+    uint32_t out[2];
+    CHECK_INT(kvg_kv_approx_record(a, 0, A, 3, 10000), 3);
+    CHECK_INT(kvg_kv_approx_match(a, A, 6, out, 2, 10500), 3);
+    CHECK_INT(out[0], 3);
+    CHECK_INT(out[1], 0);
+    CHECK_INT(kvg_kv_approx_match(a, A, 6, out, 2, 10999), 3);
+    CHECK_INT(kvg_kv_approx_match(a, A, 6, out, 2, 11000), 0); /* expired at 10000 + 1000 */
+    /* Renewal: routed again at 800 ms, the first two blocks only. */
+    CHECK_INT(kvg_kv_approx_record(a, 0, A, 3, 20000), 3);
+    CHECK_INT(kvg_kv_approx_record(a, 0, A, 2, 20800), 2);
+    CHECK_INT(kvg_kv_approx_match(a, A, 3, out, 2, 21500), 2);
+    CHECK_INT(kvg_kv_approx_match(a, A, 3, out, 2, 21800), 0);
+    struct kvg_kv_approx_stats st;
+    kvg_kv_approx_stats(a, &st);
+    CHECK_INT(st.entries, 0);
+    CHECK_INT(st.nodes, 0);
+    CHECK_INT(st.expired, 6);
+    kvg_kv_approx_free(a);
+}
+
+TEST(longest_prefix_per_worker)
+{
+    struct kvg_kv_approx *a = mk(3, 5000, 0, 0);
+    uint32_t out[3];
+    kvg_kv_approx_record(a, 0, A, 6, 1);
+    kvg_kv_approx_record(a, 1, A, 2, 2);
+    kvg_kv_approx_record(a, 2, B, 6, 3);
+    CHECK_INT(kvg_kv_approx_match(a, A, 6, out, 3, 4), 6);
+    CHECK_INT(out[0], 6);
+    CHECK_INT(out[1], 2);
+    CHECK_INT(out[2], 0);
+    /* A divergent block stops the match. */
+    uint64_t mixed[3] = {A[0], B[1], A[2]};
+    CHECK_INT(kvg_kv_approx_match(a, mixed, 3, out, 3, 5), 1);
+    CHECK_INT(out[1], 1);
+    CHECK_INT(kvg_kv_approx_record(a, 3, A, 1, 5), -EINVAL);
+    CHECK_INT(kvg_kv_approx_remove_worker(a, 0), 6);
+    CHECK_INT(kvg_kv_approx_record(a, 0, A, 1, 6), KVG_ENOTFOUND);
+    CHECK_INT(kvg_kv_approx_match(a, A, 6, out, 3, 7), 2);
+    CHECK_INT(out[0], 0);
+    kvg_kv_approx_free(a);
+}
+
+TEST(prune_to_target_oldest_first)
+{
+    struct kvg_kv_approx *a = mk(2, 60000, 10, 0.5);
+    uint32_t out[2];
+    struct kvg_kv_approx_stats st;
+    kvg_kv_approx_record(a, 0, A, 6, 100);
+    kvg_kv_approx_record(a, 1, B, 6, 200); /* 12 > 10: prune down to 5 */
+    kvg_kv_approx_stats(a, &st);
+    CHECK_INT(st.entries, 5);
+    CHECK_INT(st.pruned, 7);
+    CHECK_INT(kvg_kv_approx_match(a, A, 6, out, 2, 300), 0);
+    CHECK_INT(kvg_kv_approx_match(a, B, 6, out, 2, 300), 5); /* its deepest block went */
+    CHECK_INT(out[1], 5);
+    CHECK(st.bytes > 0);
+    kvg_kv_approx_free(a);
+}
+
+TEST(expire_call_and_bad_options)
+{
+    struct kvg_kv_approx *a = mk(1, 100, 0, 0);
+    kvg_kv_approx_record(a, 0, A, 4, 0);
+    kvg_kv_approx_record(a, 0, B, 2, 50);
+    CHECK_INT(kvg_kv_approx_expire(a, 99), 0);
+    CHECK_INT(kvg_kv_approx_expire(a, 100), 4);
+    CHECK_INT(kvg_kv_approx_expire(a, 150), 2);
+    kvg_kv_approx_free(a);
+    struct kvg_kv_approx_opts bad = {.prune_target = 1.5};
+    CHECK_INT(kvg_kv_approx_new(&bad, &a), -EINVAL);
+    /* Defaults: Dynamo's 120 s. */
+    CHECK_INT(kvg_kv_approx_new(NULL, &a), 0);
+    kvg_kv_approx_add_worker(a, 0);
+    uint32_t out[1];
+    kvg_kv_approx_record(a, 0, A, 1, 1000);
+    CHECK_INT(kvg_kv_approx_match(a, A, 1, out, 1, 120999), 1);
+    CHECK_INT(kvg_kv_approx_match(a, A, 1, out, 1, 121000), 0);
+    kvg_kv_approx_free(a);
+}
