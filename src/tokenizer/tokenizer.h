@@ -40,4 +40,28 @@ const char *kvg_tok_chat_template(const struct kvg_tok *tok);
 /* Id of a token string (added or vocab), or -1. */
 int64_t kvg_tok_token_to_id(const struct kvg_tok *tok, const char *token);
 
+/* Notes on the functions above.
+ * - "builtin:bytes": ids 0..255 are the bytes; 256 <|bos|>, 257 <|eos|>,
+ *   258 <|im_start|>, 259 <|im_end|> are special tokens matched in the text;
+ *   add_special prepends <|bos|>; bos/eos tokens "<|bos|>" / "<|eos|>"; no
+ *   chat template; vocab size 260.
+ * - kvg_tok_vocab_size is the highest id + 1 (added tokens included).
+ * - add_special applies tokenizer.json's post-processor, except that a
+ *   tokenizer_config.json naming a Llama / CodeLlama / Gemma tokenizer class
+ *   makes it follow add_bos_token / add_eos_token, as transformers (and so
+ *   vLLM) does.
+ * - decode drops ids that are neither in the vocabulary nor added tokens, as
+ *   HF does; invalid UTF-8 from byte tokens becomes U+FFFD.
+ * - Unicode tables: normalization as HF tokenizers (Unicode 9.0). */
+
+/* Additions (the functions above are fixed; these were added after). */
+
+/* The string of an id as the tokenizer stores it (an added token's content,
+ * else the vocabulary entry: byte-level vocabularies spell a space "Ġ";
+ * builtin:bytes ids 0..255 are the raw byte), or NULL for an unused id.
+ * NUL-terminated, *len (nullable) its length; valid while tok lives. */
+const char *kvg_tok_id_to_token(const struct kvg_tok *tok, uint32_t id, size_t *len);
+/* 1 when id is a special added token (decode with skip_special drops it). */
+int kvg_tok_is_special(const struct kvg_tok *tok, uint32_t id);
+
 #endif

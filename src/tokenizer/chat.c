@@ -1,0 +1,141 @@
+/* Public face of chat rendering (chat.h): compile a chat template with the
+ * model's special tokens once, then render request bodies into prompts. The
+ * request conversion is chat_request.c; the interpreter is jinja*.c. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/err.h"
+#include "tokenizer/chat_int.h"
+
+/* ChatML over the built-in tokenizer's special tokens; see chat.h. Written
+ * in the template language itself so the tests can render it with the
+ * reference engine too. */
+static const char g_builtin[] =
+    "{%- if tools -%}\n"
+    "{{- '<|im_start|>tools\\n' -}}\n"
+    "{%- for tool in tools -%}{{- tool | tojson -}}{{- '\\n' -}}{%- endfor -%}\n"
+    "{{- '<|im_end|>\\n' -}}\n"
+    "{%- endif -%}\n"
+    "{%- for message in messages -%}\n"
+    "{{- '<|im_start|>' + message.role + '\\n' -}}\n"
+    "{%- if message.content is string -%}{{- message.content -}}{%- endif -%}\n"
+    "{%- if message.tool_calls -%}\n"
+    "{%- for call in message.tool_calls -%}\n"
+    "{{- '\\n<tool_call>' -}}{{- call.function | tojson -}}{{- '</tool_call>' -}}\n"
+    "{%- endfor -%}\n"
+    "{%- endif -%}\n"
+    "{{- '<|im_end|>\\n' -}}\n"
+    "{%- endfor -%}\n"
+    "{%- if add_generation_prompt -%}{{- '<|im_start|>assistant\\n' -}}{%- endif -%}\n";
+
+const char *const chat_var_names[CV_COUNT] = {"messages",
+                                              "tools",
+                                              "bos_token",
+                                              "eos_token",
+                                              "documents",
+                                              "reasoning_effort",
+                                              "add_generation_prompt"};
+
+const char *kvg_chat_builtin_template(void)
+{
+    return g_builtin;
+}
+
+int kvg_chat_new(const char *template_src, const char *bos_token, const char *eos_token,
+                 struct kvg_chat **out, char *err, size_t errlen)
+{
+    struct kvg_chat *c = calloc(1, sizeof(*c));
+    if (!c) return -ENOMEM;
+    const char *src = template_src ? template_src : g_builtin;
+    int rc = kvg_jinja_compile(src, strlen(src), &c->tpl, err, errlen);
+    if (rc) {
+        free(c);
+        return rc;
+    }
+    if ((bos_token && !(c->bos = strdup(bos_token))) ||
+        (eos_token && !(c->eos = strdup(eos_token)))) {
+        kvg_chat_free(c);
+        return -ENOMEM;
+    }
+    for (int i = 0; i < CV_COUNT; i++)
+        c->sym[i] = jinja_sym_find(c->tpl, chat_var_names[i], strlen(chat_var_names[i]));
+    *out = c;
+    return 0;
+}
+
+void kvg_chat_free(struct kvg_chat *c)
+{
+    if (!c) return;
+    kvg_jinja_free(c->tpl);
+    free(c->bos);
+    free(c->eos);
+    free(c);
+}
+
+int kvg_chat_json_check(const char *json, size_t len, char *err, size_t errlen)
+{
+    if (!utf8_valid(json, len)) {
+        if (err && errlen) snprintf(err, errlen, "request is not valid UTF-8");
+        return KVG_EUTF8;
+    }
+    /* a \u0000 escape is one whose backslash is not itself escaped */
+    const char *p = json, *e = json + len, *hit;
+    while ((hit = memmem(p, (size_t)(e - p), "\\u0000", 6)) != NULL) {
+        size_t bs = 0;
+        for (const char *q = hit; q > json && q[-1] == '\\'; q--) bs++;
+        if (bs % 2 == 0) {
+            if (err && errlen) snprintf(err, errlen, "unsupported: \\u0000 in a JSON string");
+            return KVG_EUNSUPP;
+        }
+        p = hit + 1;
+    }
+    return 0;
+}
+
+cJSON *chat_parse_json(const char *s, size_t n)
+{
+    const char *end = NULL;
+    cJSON *j = cJSON_ParseWithLengthOpts(s, n, &end, 0);
+    if (!j) return NULL;
+    for (const char *e = s + n; end && end < e; end++)
+        if (*end != ' ' && *end != '\t' && *end != '\n' && *end != '\r') {
+            cJSON_Delete(j);
+            return NULL;
+        }
+    return j;
+}
+
+int kvg_chat_render_json(const struct kvg_chat *c, const cJSON *req,
+                         const struct kvg_jinja_limits *lim, struct kvg_buf *out,
+                         struct kvg_chat_info *info, char *err, size_t errlen)
+{
+    struct jrender r;
+    struct chat_scratch s = {0};
+    struct kvg_chat_info tmp;
+    if (err && errlen) err[0] = 0;
+    int rc = jr_init(&r, c->tpl, lim);
+    if (!rc) rc = chat_build_context(&r, c, req, &s, info ? info : &tmp);
+    if (!rc) rc = jr_run(&r, out);
+    if (rc && err && errlen) snprintf(err, errlen, "%s", r.msg[0] ? r.msg : "out of memory");
+    jr_free(&r);
+    chat_scratch_free(&s);
+    return rc;
+}
+
+int kvg_chat_render(const struct kvg_chat *c, const char *body, size_t len,
+                    const struct kvg_jinja_limits *lim, struct kvg_buf *out,
+                    struct kvg_chat_info *info, char *err, size_t errlen)
+{
+    int rc = kvg_chat_json_check(body, len, err, errlen);
+    if (rc) return rc;
+    cJSON *req = chat_parse_json(body, len);
+    if (!req) {
+        if (err && errlen) snprintf(err, errlen, "request is not valid JSON");
+        return KVG_EPARSE;
+    }
+    rc = kvg_chat_render_json(c, req, lim, out, info, err, errlen);
+    cJSON_Delete(req);
+    return rc;
+}

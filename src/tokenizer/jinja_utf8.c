@@ -1,0 +1,170 @@
+/* UTF-8 text with JavaScript's rules: JS whitespace (\s, String.trim), UTF-16
+ * lengths, JSON.stringify's string escaping, validation. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "tokenizer/jinja_int.h"
+
+size_t utf8_seq_len(const char *s, size_t n)
+{
+    unsigned char c = (unsigned char)s[0];
+    size_t l = c < 0x80 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
+    return l > n ? n : l;
+}
+
+int utf8_valid(const char *s, size_t n)
+{
+    const unsigned char *p = (const unsigned char *)s, *e = p + n;
+    while (p < e) {
+        uint64_t w;
+        if (e - p >= 8) { /* ASCII runs eight bytes at a time */
+            memcpy(&w, p, 8);
+            if (!(w & 0x8080808080808080ull)) {
+                p += 8;
+                continue;
+            }
+        }
+        unsigned c = *p;
+        if (c < 0x80) {
+            p++;
+            continue;
+        }
+        size_t l;
+        uint32_t cp;
+        if (c >= 0xC2 && c <= 0xDF) {
+            l = 2;
+            cp = c & 0x1F;
+        } else if (c >= 0xE0 && c <= 0xEF) {
+            l = 3;
+            cp = c & 0x0F;
+        } else if (c >= 0xF0 && c <= 0xF4) {
+            l = 4;
+            cp = c & 0x07;
+        } else {
+            return 0;
+        }
+        if ((size_t)(e - p) < l) return 0;
+        for (size_t i = 1; i < l; i++) {
+            if ((p[i] & 0xC0) != 0x80) return 0;
+            cp = (cp << 6) | (p[i] & 0x3F);
+        }
+        if ((l == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) ||
+            (l == 4 && (cp < 0x10000 || cp > 0x10FFFF)))
+            return 0;
+        p += l;
+    }
+    return 1;
+}
+
+uint32_t utf8_decode_at(const unsigned char *p, size_t l)
+{
+    if (l == 1) return p[0];
+    if (l == 2) return ((uint32_t)(p[0] & 0x1F) << 6) | (p[1] & 0x3F);
+    if (l == 3)
+        return ((uint32_t)(p[0] & 0x0F) << 12) | ((uint32_t)(p[1] & 0x3F) << 6) | (p[2] & 0x3F);
+    return ((uint32_t)(p[0] & 0x07) << 18) | ((uint32_t)(p[1] & 0x3F) << 12) |
+           ((uint32_t)(p[2] & 0x3F) << 6) | (p[3] & 0x3F);
+}
+
+static int is_js_space(uint32_t c)
+{
+    return (c >= 9 && c <= 13) || c == 0x20 || c == 0xA0 || c == 0x1680 ||
+           (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F ||
+           c == 0x205F || c == 0x3000 || c == 0xFEFF;
+}
+
+size_t js_ws_len(const char *p, const char *end)
+{
+    if (p >= end) return 0;
+    unsigned char c = (unsigned char)*p;
+    if (c < 0x80) return (c >= 9 && c <= 13) || c == ' ' ? 1 : 0;
+    size_t l = utf8_seq_len(p, (size_t)(end - p));
+    return is_js_space(utf8_decode_at((const unsigned char *)p, l)) ? l : 0;
+}
+
+size_t js_ws_len_before(const char *start, const char *p)
+{
+    if (p <= start) return 0;
+    const char *q = p - 1;
+    while (q > start && ((unsigned char)*q & 0xC0) == 0x80 && p - q < 4) q--;
+    size_t l = (size_t)(p - q);
+    return js_ws_len(q, p) == l ? l : 0;
+}
+
+void js_trim(const char **s, size_t *n, int left, int right)
+{
+    const char *b = *s, *e = *s + *n;
+    size_t w;
+    if (left)
+        while ((w = js_ws_len(b, e)) > 0) b += w;
+    if (right)
+        while ((w = js_ws_len_before(b, e)) > 0) e -= w;
+    *s = b;
+    *n = (size_t)(e - b);
+}
+
+size_t js_utf16_len(const char *s, size_t n)
+{
+    size_t u = 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if ((c & 0xC0) != 0x80) u += c >= 0xF0 ? 2 : 1;
+    }
+    return u;
+}
+
+int js_json_str(struct kvg_buf *b, const char *s, size_t n, int ensure_ascii)
+{
+    static const char hex[] = "0123456789abcdef";
+    char tmp[16];
+    if (kvg_buf_append(b, "\"", 1)) return -ENOMEM;
+    size_t run = 0;
+    for (size_t i = 0; i < n;) {
+        unsigned char c = (unsigned char)s[i];
+        const char *esc = NULL;
+        size_t el = 0, adv = 1;
+        if (c == '"')
+            esc = "\\\"", el = 2;
+        else if (c == '\\')
+            esc = "\\\\", el = 2;
+        else if (c == '\n')
+            esc = "\\n", el = 2;
+        else if (c == '\r')
+            esc = "\\r", el = 2;
+        else if (c == '\t')
+            esc = "\\t", el = 2;
+        else if (c == '\b')
+            esc = "\\b", el = 2;
+        else if (c == '\f')
+            esc = "\\f", el = 2;
+        else if (c < 0x20 || (ensure_ascii && c == 0x7F)) {
+            sprintf(tmp, "\\u%c%c%c%c", '0', '0', hex[c >> 4], hex[c & 15]);
+            esc = tmp;
+            el = 6;
+        } else if (ensure_ascii && c >= 0x80) {
+            adv = utf8_seq_len(s + i, n - i);
+            uint32_t cp = utf8_decode_at((const unsigned char *)s + i, adv);
+            if (cp >= 0x10000) {
+                uint32_t v = cp - 0x10000, hi = 0xD800 + (v >> 10), lo = 0xDC00 + (v & 0x3FF);
+                sprintf(tmp, "\\u%04x\\u%04x", hi, lo);
+                el = 12;
+            } else {
+                sprintf(tmp, "\\u%04x", cp);
+                el = 6;
+            }
+            esc = tmp;
+        }
+        if (esc) {
+            if (run && kvg_buf_append(b, s + i - run, run)) return -ENOMEM;
+            run = 0;
+            if (kvg_buf_append(b, esc, el)) return -ENOMEM;
+            i += adv;
+        } else {
+            run++;
+            i++;
+        }
+    }
+    if (run && kvg_buf_append(b, s + n - run, run)) return -ENOMEM;
+    return kvg_buf_append(b, "\"", 1) ? -ENOMEM : 0;
+}

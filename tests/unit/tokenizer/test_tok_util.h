@@ -1,0 +1,130 @@
+/* Helpers shared by the tokenizer unit tests: build a small tokenizer.json
+ * in a temporary file, load it, and encode / decode to strings that CHECK_STR
+ * can compare. Everything here is static: each test program includes it. */
+#ifndef KVG_TEST_TOK_UTIL_H
+#define KVG_TEST_TOK_UTIL_H
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/buf.h"
+#include "base/err.h"
+#include "support/test.h"
+#include "tokenizer/tok_impl.h"
+#include "tokenizer/tokenizer.h"
+
+static char tt_err[512];
+
+/* Writes json to a temporary file and loads it; returns the code. The
+ * tokenizer (if any) goes to *out; caller frees it. */
+static inline int tt_load_json(const char *json, struct kvg_tok **out)
+{
+    char path[] = "/tmp/kvg-tok-test.XXXXXX";
+    int fd = mkstemp(path);
+    if (fd < 0) return -1;
+    size_t n = strlen(json);
+    if (write(fd, json, n) != (ssize_t)n) {
+        close(fd);
+        unlink(path);
+        return -1;
+    }
+    close(fd);
+    tt_err[0] = 0;
+    int rc = kvg_tok_load(path, NULL, out, tt_err, sizeof tt_err);
+    unlink(path);
+    return rc;
+}
+
+/* A tokenizer.json with the given model vocab / merges JSON and components
+ * (each a JSON value; NULL means null). */
+static inline char *tt_json(const char *vocab, const char *merges, const char *model_extra,
+                            const char *added, const char *normalizer, const char *pre,
+                            const char *post, const char *decoder)
+{
+    struct kvg_buf b;
+    kvg_buf_init(&b, 0);
+    kvg_buf_printf(&b,
+                   "{\"version\":\"1.0\",\"truncation\":null,\"padding\":null,"
+                   "\"added_tokens\":%s,\"normalizer\":%s,\"pre_tokenizer\":%s,"
+                   "\"post_processor\":%s,\"decoder\":%s,"
+                   "\"model\":{\"type\":\"BPE\",%s\"vocab\":%s,\"merges\":%s}}",
+                   added ? added : "[]", normalizer ? normalizer : "null", pre ? pre : "null",
+                   post ? post : "null", decoder ? decoder : "null", model_extra ? model_extra : "",
+                   vocab, merges);
+    return kvg_buf_cstr(&b);
+}
+
+/* Byte-level vocabulary: the 256 byte chars (ids 0..255 in byte order)
+ * followed by extra tokens (ids 256...), as a JSON object. */
+static inline char *tt_bl_vocab(const char *const *extra, size_t n)
+{
+    struct kvg_buf b;
+    kvg_buf_init(&b, 0);
+    kvg_buf_append(&b, "{", 1);
+    for (int i = 0; i < 256; i++) {
+        char c[4];
+        size_t l = kvg_tok_utf8_put(kvg_tok_bl_char((uint8_t)i), c);
+        kvg_buf_append_json_str(&b, c, l);
+        kvg_buf_printf(&b, ":%d,", i);
+    }
+    for (size_t i = 0; i < n; i++) {
+        kvg_buf_append_json_str(&b, extra[i], strlen(extra[i]));
+        kvg_buf_printf(&b, ":%zu,", 256 + i);
+    }
+    b.len--; /* the last comma */
+    kvg_buf_append(&b, "}", 1);
+    return kvg_buf_cstr(&b);
+}
+
+/* Encodes and renders the ids as "1 2 3", or "ERR <code>". Static buffer. */
+static inline const char *tt_enc(const struct kvg_tok *tok, const char *text, size_t len,
+                                 int special)
+{
+    static char out[8192];
+    uint32_t *ids;
+    size_t n;
+    int rc = kvg_tok_encode(tok, text, len, special, &ids, &n);
+    if (rc) {
+        snprintf(out, sizeof out, "ERR %d", rc);
+        return out;
+    }
+    size_t w = 0;
+    out[0] = 0;
+    for (size_t i = 0; i < n && w + 16 < sizeof out; i++)
+        w += (size_t)snprintf(out + w, sizeof out - w, i ? " %u" : "%u", ids[i]);
+    free(ids);
+    return out;
+}
+
+static inline const char *tt_encs(const struct kvg_tok *tok, const char *text)
+{
+    return tt_enc(tok, text, strlen(text), 0);
+}
+
+/* Decodes ids given as a string "1 2 3". Static buffer. */
+static inline const char *tt_dec(const struct kvg_tok *tok, const char *ids_text, int skip)
+{
+    static char out[8192];
+    uint32_t ids[512];
+    size_t n = 0;
+    for (const char *p = ids_text; *p && n < 512;) {
+        char *end;
+        ids[n++] = (uint32_t)strtoul(p, &end, 10);
+        if (end == p) break;
+        p = end;
+    }
+    char *text;
+    size_t len;
+    int rc = kvg_tok_decode(tok, ids, n, skip, &text, &len);
+    if (rc) {
+        snprintf(out, sizeof out, "ERR %d", rc);
+        return out;
+    }
+    snprintf(out, sizeof out, "%s", text);
+    free(text);
+    return out;
+}
+
+#endif
