@@ -1,0 +1,156 @@
+/* API keys: the keys file, authentication of `Authorization: Bearer <key>`,
+ * and the quota scopes a key's requests are charged to.
+ *
+ * The keys file (--keys FILE, YAML; re-read on SIGHUP). Keys are stored as
+ * SHA-256 hashes, never in clear. Every section but `keys` is optional;
+ * unknown keys, wrong types, duplicates and out-of-range values are errors
+ * that name the file, the line and the path of the offending entry.
+ *
+ *   counting:                    # how tokens are charged to token limits
+ *     mode: total                # input | output | total (default) | weighted
+ *     weights:                   # weighted only; each defaults to 1
+ *       input: 1.0               #   prompt tokens not served from cache
+ *       cached_input: 0.1        #   prompt tokens served from the prefix cache
+ *       output: 4.0              #   completion tokens
+ *   keys:
+ *     - name: alice              # unique; 1-64 of [A-Za-z0-9._@/-]
+ *       hash: sha256:<64 hex>    # `kvgate keys hash KEY`; unique
+ *       tenant: team-a           # default: the key's name (same charset)
+ *       models: ["*"]            # default ["*"]; exact names, or a prefix
+ *                                #   ending in '*' ("llama-3-*")
+ *       priority: standard       # critical | standard (default) | sheddable
+ *                                #   | integer in [-1000, 1000]
+ *       limits:                  # any subset; absent = unlimited, 0 = suspended
+ *         tokens_per_minute: 100000
+ *         tokens_per_hour: 1000000
+ *         tokens_per_day: 5000000
+ *         requests_per_minute: 600
+ *         requests_per_hour: 10000
+ *         requests_per_day: 100000
+ *         max_concurrent: 16
+ *   tenants:                     # limits shared by every key of a tenant
+ *     team-a:
+ *       limits: {tokens_per_day: 20000000}
+ *       models:                  # per (tenant, model); first match applies;
+ *         llama-3-70b: {tokens_per_minute: 20000}   # a '*' pattern is one
+ *         "qwen3-*": {requests_per_minute: 100}     # bucket for all it matches
+ *
+ * A request is charged to up to three scopes, all or nothing: "key:<name>"
+ * (the key's limits), "tenant:<tenant>" and "model:<tenant>:<pattern>".
+ * Integers may use '_' separators (100_000).
+ *
+ * Ownership and threads: a struct kvg_keys_set is immutable once loaded and
+ * reference-counted. A struct kvg_keys_holder is the process's current set:
+ * readers on any thread kvg_keys_acquire() a reference for the life of a
+ * request; a reload builds a new set and kvg_keys_swap()s it in; the old set
+ * is freed when its last reader drops it. An entry pointer is valid while
+ * the caller holds a reference to its set. */
+#ifndef KVG_GATEWAY_KEYS_H
+#define KVG_GATEWAY_KEYS_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+
+#include "base/buf.h"
+#include "gateway/quota.h"
+
+#define KVG_KEYS_NAME_MAX 64
+#define KVG_KEYS_MODEL_MAX 128
+
+struct kvg_keys_entry {
+    char name[KVG_KEYS_NAME_MAX + 1];
+    char tenant[KVG_KEYS_NAME_MAX + 1];
+    unsigned char digest[32];
+    char (*models)[KVG_KEYS_MODEL_MAX + 1]; /* NULL: every model */
+    size_t nmodels;
+    int priority;
+    struct kvg_quota_limits limits;
+    int line;
+};
+
+struct kvg_keys_tmodel {
+    char pattern[KVG_KEYS_MODEL_MAX + 1];
+    struct kvg_quota_limits limits;
+};
+
+struct kvg_keys_tenant {
+    char name[KVG_KEYS_NAME_MAX + 1];
+    struct kvg_quota_limits limits;
+    struct kvg_keys_tmodel *models;
+    size_t nmodels;
+};
+
+struct kvg_keys_set {
+    _Atomic int refs;
+    struct kvg_keys_entry *keys;
+    size_t nkeys;
+    struct kvg_keys_tenant *tenants;
+    size_t ntenants;
+    struct kvg_quota_counting counting;
+};
+
+/* Reads and validates a keys file. *out has one reference (kvg_keys_unref).
+ * On failure writes "FILE:LINE: path: reason" to err and returns
+ * KVG_ECONFIG (or -errno when the file cannot be read). */
+int kvg_keys_load(const char *path, struct kvg_keys_set **out, char *err, size_t errlen);
+/* The same from memory; `name` is used in messages. */
+int kvg_keys_parse(const char *yaml, size_t len, const char *name, struct kvg_keys_set **out,
+                   char *err, size_t errlen);
+void kvg_keys_ref(struct kvg_keys_set *s);
+void kvg_keys_unref(struct kvg_keys_set *s);
+
+/* SHA-256 of a key as written in the file: "sha256:<64 lowercase hex>".
+ * out must hold 72 bytes. */
+void kvg_keys_hash(const char *key, size_t len, char out[72]);
+
+/* The entry whose digest equals `digest`, or NULL. Constant time in the
+ * digest's value: every entry is compared in full with CRYPTO_memcmp and the
+ * match is selected without branching, so timing reveals neither whether
+ * nor which entry matched, only how many entries the set has. */
+const struct kvg_keys_entry *kvg_keys_lookup(const struct kvg_keys_set *s,
+                                             const unsigned char digest[32]);
+
+enum kvg_keys_auth {
+    KVG_KEYS_AUTH_OK,
+    KVG_KEYS_AUTH_MISSING,   /* no Authorization header: 401 */
+    KVG_KEYS_AUTH_MALFORMED, /* not "Bearer <key>": 401 */
+    KVG_KEYS_AUTH_UNKNOWN,   /* no such key: 401 */
+};
+/* Authenticates an Authorization header value (a NULL view when absent). */
+enum kvg_keys_auth kvg_keys_authenticate(const struct kvg_keys_set *s, struct kvg_str authorization,
+                                         const struct kvg_keys_entry **out);
+
+/* May this key use `model`? An empty model name is allowed only to keys
+ * that allow every model. */
+int kvg_keys_model_allowed(const struct kvg_keys_entry *e, const char *model, size_t len);
+
+/* Fills r->scope[] / r->nscopes with the scopes of a request by e for model
+ * (only those that have limits); returns the count. r's other fields are
+ * untouched. */
+size_t kvg_keys_scopes(const struct kvg_keys_set *s, const struct kvg_keys_entry *e,
+                       const char *model, size_t len, struct kvg_quota_req *r);
+
+/* The current set, swapped atomically on reload. */
+struct kvg_keys_holder {
+    pthread_mutex_t mu; /* held only to copy the pointer and take a reference */
+    struct kvg_keys_set *cur;
+};
+/* Takes over the caller's reference to s (NULL: no keys, no authentication). */
+void kvg_keys_holder_init(struct kvg_keys_holder *h, struct kvg_keys_set *s);
+void kvg_keys_holder_destroy(struct kvg_keys_holder *h);
+/* A new reference to the current set (NULL when authentication is off);
+ * the caller unrefs it when its request ends. */
+struct kvg_keys_set *kvg_keys_acquire(struct kvg_keys_holder *h);
+/* Installs s (takes over the caller's reference) and drops the holder's
+ * reference to the previous set. */
+void kvg_keys_swap(struct kvg_keys_holder *h, struct kvg_keys_set *s);
+
+/* `kvgate keys ...`: argv[0] is "keys".
+ *   keys hash KEY     prints the file's hash: value for KEY ("-": read stdin)
+ *   keys new [NAME]   makes a random key; prints it and a ready keys entry
+ *   keys check FILE   validates a keys file
+ * Returns the process exit code. */
+int kvg_keys_cli_main(int argc, char **argv);
+
+#endif

@@ -1,0 +1,247 @@
+/* Usage accounting: the include_usage rewrite, the incremental SSE usage
+ * filter, and usage from JSON answers. The contract is in usage.h. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/err.h"
+#include "base/util.h"
+#include "gateway/usage.h"
+
+static const char INJECT[] = "\"stream_options\":{\"include_usage\":true}";
+
+int kvg_usage_request_rewrite(const char *body, size_t len, const cJSON *root, struct kvg_buf *out)
+{
+    cJSON *own = NULL;
+    int rc = 0;
+    if (!root) root = own = cJSON_ParseWithLength(body ? body : "", len);
+    if (!cJSON_IsObject(root)) {
+        rc = KVG_EPARSE;
+        goto done;
+    }
+    if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "stream"))) goto done;
+    const cJSON *so = cJSON_GetObjectItemCaseSensitive(root, "stream_options");
+    if (!so) {
+        /* Splice after the opening brace: the client's bytes stay as sent. */
+        size_t b = 0;
+        while (b < len && body[b] != '{') b++;
+        if (b == len) {
+            rc = KVG_EPARSE;
+            goto done;
+        }
+        if ((rc = kvg_buf_append(out, body, b + 1)) || (rc = kvg_buf_append_str(out, INJECT)) ||
+            (root->child && (rc = kvg_buf_append_str(out, ","))) ||
+            (rc = kvg_buf_append(out, body + b + 1, len - b - 1)))
+            goto done;
+        rc = 1;
+        goto done;
+    }
+    if (!cJSON_IsObject(so) && !cJSON_IsNull(so)) goto done; /* invalid: the engine says so */
+    if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(so, "include_usage"))) goto done;
+    cJSON *dup = cJSON_Duplicate(root, 1);
+    if (!dup) {
+        rc = -ENOMEM;
+        goto done;
+    }
+    cJSON *nso = cJSON_CreateObject();
+    cJSON_AddBoolToObject(nso, "include_usage", 1);
+    if (cJSON_IsObject(so)) /* keep the client's other stream options */
+        for (const cJSON *it = so->child; it; it = it->next)
+            if (strcmp(it->string, "include_usage"))
+                cJSON_AddItemToObject(nso, it->string, cJSON_Duplicate(it, 1));
+    cJSON_ReplaceItemInObjectCaseSensitive(dup, "stream_options", nso);
+    char *s = cJSON_PrintUnformatted(dup);
+    cJSON_Delete(dup);
+    if (!s) {
+        rc = -ENOMEM;
+        goto done;
+    }
+    rc = kvg_buf_append_str(out, s);
+    free(s);
+    if (!rc) rc = 1;
+done:
+    cJSON_Delete(own);
+    return rc;
+}
+
+static int64_t num(const cJSON *o, const char *name)
+{
+    const cJSON *n = cJSON_GetObjectItemCaseSensitive(o, name);
+    if (!cJSON_IsNumber(n) || !(n->valuedouble >= 0) || n->valuedouble > 9e15) return -1;
+    return (int64_t)n->valuedouble;
+}
+
+int kvg_usage_from_cjson(const cJSON *root, struct kvg_usage *u)
+{
+    const cJSON *us = cJSON_GetObjectItemCaseSensitive(root, "usage");
+    if (!cJSON_IsObject(us)) return 0;
+    int64_t p = num(us, "prompt_tokens"), c = num(us, "completion_tokens");
+    int64_t t = num(us, "total_tokens");
+    if (p < 0 && c < 0 && t < 0) return 0;
+    memset(u, 0, sizeof *u);
+    u->found = 1;
+    u->prompt_tokens = KVG_MAX(p, 0);
+    u->completion_tokens = KVG_MAX(c, 0);
+    u->total_tokens = t >= 0 ? t : u->prompt_tokens + u->completion_tokens;
+    const cJSON *d = cJSON_GetObjectItemCaseSensitive(us, "prompt_tokens_details");
+    int64_t ca = cJSON_IsObject(d) ? num(d, "cached_tokens") : -1;
+    u->cached_tokens = KVG_MIN(KVG_MAX(ca, 0), u->prompt_tokens);
+    return 1;
+}
+
+int kvg_usage_from_json(const char *body, size_t len, struct kvg_usage *u)
+{
+    cJSON *j = cJSON_ParseWithLength(body ? body : "", len);
+    if (!j) return KVG_EPARSE;
+    int rc = cJSON_IsObject(j) ? kvg_usage_from_cjson(j, u) : 0;
+    cJSON_Delete(j);
+    return rc;
+}
+
+/* ---- the SSE filter ---- */
+
+/* What a LF right after a CR belongs to (CRLF is one line end). */
+enum { LF_NONE, LF_EVENT, LF_EMIT, LF_DROP };
+
+void kvg_usage_sse_init(struct kvg_usage_sse *f, int strip, size_t max_event)
+{
+    memset(f, 0, sizeof *f);
+    f->strip = strip;
+    f->max_event = max_event ? max_event : KVG_USAGE_SSE_MAX_EVENT;
+    kvg_buf_init(&f->ev, f->max_event);
+}
+
+void kvg_usage_sse_free(struct kvg_usage_sse *f)
+{
+    kvg_buf_free(&f->ev);
+}
+
+/* Adds bytes of the current event: held, or (past max_event) forwarded. */
+static int ev_add(struct kvg_usage_sse *f, const char *p, size_t n, struct kvg_buf *out)
+{
+    if (!f->overflow && f->ev.len + n > f->max_event) {
+        /* Too long to judge: forward what was held and the rest as it comes. */
+        f->overflow = 1;
+        if (f->strip) {
+            int rc = kvg_buf_append(out, f->ev.data, f->ev.len);
+            if (rc) return rc;
+        }
+        kvg_buf_reset(&f->ev);
+    }
+    if (f->overflow) return f->strip ? kvg_buf_append(out, p, n) : 0;
+    return kvg_buf_append(&f->ev, p, n);
+}
+
+/* Parses the event's data; records usage; 1 if it is a usage-only chunk. */
+static int inspect(struct kvg_usage_sse *f)
+{
+    const char *e = f->ev.data;
+    size_t n = f->ev.len;
+    if (!e || !memmem(e, n, "usage", 5)) return 0;
+    struct kvg_buf data;
+    kvg_buf_init(&data, n + 1);
+    int lines = 0;
+    for (size_t i = 0; i < n;) {
+        size_t j = i;
+        while (j < n && e[j] != '\r' && e[j] != '\n') j++;
+        if (j - i >= 5 && !memcmp(e + i, "data:", 5)) {
+            size_t v = i + 5;
+            if (v < j && e[v] == ' ') v++;
+            if (lines++) kvg_buf_append(&data, "\n", 1);
+            kvg_buf_append(&data, e + v, j - v);
+        }
+        if (j < n && e[j] == '\r' && j + 1 < n && e[j + 1] == '\n') j++;
+        i = j + 1;
+    }
+    int usage_only = 0;
+    cJSON *j = lines ? cJSON_ParseWithLength(data.data ? data.data : "", data.len) : NULL;
+    if (cJSON_IsObject(j)) {
+        struct kvg_usage u;
+        if (kvg_usage_from_cjson(j, &u)) {
+            f->usage = u;
+            const cJSON *ch = cJSON_GetObjectItemCaseSensitive(j, "choices");
+            usage_only = !ch || (cJSON_IsArray(ch) && cJSON_GetArraySize(ch) == 0);
+        }
+    }
+    cJSON_Delete(j);
+    kvg_buf_free(&data);
+    return usage_only;
+}
+
+/* The blank line ending an event has been added: judge it, forward or drop
+ * it. Returns its fate (LF_EMIT or LF_DROP). */
+static int end_event(struct kvg_usage_sse *f, struct kvg_buf *out, int *rc)
+{
+    int fate = LF_EMIT;
+    f->events++;
+    if (!f->overflow) {
+        if (inspect(f) && f->strip) {
+            fate = LF_DROP;
+            f->stripped++;
+        } else if (f->strip) {
+            *rc = kvg_buf_append(out, f->ev.data, f->ev.len);
+        }
+    }
+    kvg_buf_reset(&f->ev);
+    f->overflow = 0;
+    f->line_len = 0;
+    return fate;
+}
+
+int kvg_usage_sse_feed(struct kvg_usage_sse *f, const char *p, size_t n, struct kvg_buf *out)
+{
+    int rc = 0;
+    /* Without strip mode nothing is ever removed: forward at once, and
+     * keep a copy of the current event only to read its usage. */
+    if (!f->strip && n && (rc = kvg_buf_append(out, p, n))) return rc;
+    size_t i = 0;
+    while (i < n && !rc) {
+        char c = p[i];
+        if (f->pending_lf) {
+            int pl = f->pending_lf;
+            f->pending_lf = LF_NONE;
+            if (c == '\n') {
+                if (pl == LF_EVENT)
+                    rc = ev_add(f, p + i, 1, out);
+                else if (pl == LF_EMIT && f->strip)
+                    rc = kvg_buf_append(out, "\n", 1);
+                i++;
+                continue;
+            }
+        }
+        if (c != '\r' && c != '\n') {
+            size_t j = i + 1;
+            while (j < n && p[j] != '\r' && p[j] != '\n') j++;
+            rc = ev_add(f, p + i, j - i, out);
+            f->line_len += j - i;
+            i = j;
+            continue;
+        }
+        if ((rc = ev_add(f, p + i, 1, out))) break;
+        i++;
+        if (f->line_len == 0) {
+            int fate = end_event(f, out, &rc);
+            if (c == '\r') f->pending_lf = fate;
+        } else {
+            f->line_len = 0;
+            if (c == '\r') f->pending_lf = LF_EVENT;
+        }
+    }
+    return rc;
+}
+
+int kvg_usage_sse_end(struct kvg_usage_sse *f, struct kvg_buf *out)
+{
+    int rc = 0;
+    /* An unterminated last event: still read its usage (some servers end the
+     * stream without the final blank line), and forward it as it is. */
+    if (f->ev.len && !f->overflow) {
+        inspect(f);
+        if (f->strip) rc = kvg_buf_append(out, f->ev.data, f->ev.len);
+    }
+    kvg_buf_reset(&f->ev);
+    f->overflow = 0;
+    f->line_len = 0;
+    f->pending_lf = LF_NONE;
+    return rc;
+}

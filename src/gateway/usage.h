@@ -1,0 +1,80 @@
+/* Usage accounting: the token counts of a request, taken from what the
+ * engine answers, for quotas and metrics.
+ *
+ * Engines differ (see docs on engines): vLLM and SGLang send usage in a
+ * stream only when asked (stream_options.include_usage), as an extra last
+ * chunk with "choices": []; llama.cpp's server puts usage on its final chunk
+ * (the one with finish_reason) whatever was asked. So kvgate
+ *   1. adds stream_options.include_usage to a streaming request that lacks
+ *      it (kvg_usage_request_rewrite), and remembers that it did;
+ *   2. runs the engine's SSE bytes through a filter (struct kvg_usage_sse)
+ *      that finds `usage` wherever it comes and, when kvgate added
+ *      include_usage itself, removes that extra usage-only chunk from what
+ *      the client sees: only an event whose JSON has a usage object and no
+ *      (or an empty) "choices", never one that carries choices;
+ *   3. reads usage from a non-stream JSON answer (kvg_usage_from_json).
+ *
+ * The filter passes every other byte through unchanged and in order, and
+ * delays nothing: in strip mode an event is held only until its terminating
+ * blank line arrives (it cannot be judged before), then forwarded at once;
+ * without strip mode bytes are forwarded as they come. Events end at a blank
+ * line, with LF, CRLF or CR line ends (the SSE grammar). Memory per stream is
+ * bounded by max_event: a longer event is forwarded as it comes and not
+ * inspected. */
+#ifndef KVG_GATEWAY_USAGE_H
+#define KVG_GATEWAY_USAGE_H
+
+#include <cjson/cJSON.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/buf.h"
+
+struct kvg_usage {
+    int found;
+    int64_t prompt_tokens;
+    int64_t completion_tokens;
+    int64_t total_tokens;
+    int64_t cached_tokens; /* prompt_tokens_details.cached_tokens; 0 when not reported */
+};
+
+/* If the request streams and does not ask for usage (stream_options absent,
+ * or include_usage absent or false), writes the rewritten body to `out`
+ * and returns 1; returns 0 when nothing needs changing (out untouched), or
+ * KVG_EPARSE when the body is not a JSON object. `root` is the body already
+ * parsed by the caller (NULL: parsed here). When stream_options is absent
+ * the member is spliced in after the opening brace, so the client's bytes
+ * are otherwise kept as sent; otherwise the document is re-serialised. */
+int kvg_usage_request_rewrite(const char *body, size_t len, const cJSON *root, struct kvg_buf *out);
+
+/* Reads the `usage` object of a parsed JSON answer: 1 found, 0 absent. */
+int kvg_usage_from_cjson(const cJSON *root, struct kvg_usage *u);
+/* The same from bytes: 1 found, 0 absent, KVG_EPARSE not JSON. */
+int kvg_usage_from_json(const char *body, size_t len, struct kvg_usage *u);
+
+#define KVG_USAGE_SSE_MAX_EVENT (256u * 1024)
+
+struct kvg_usage_sse {
+    int strip;              /* remove the usage-only chunk (kvgate added include_usage) */
+    size_t max_event;       /* bytes of one event held at most */
+    struct kvg_buf ev;      /* the current event's bytes so far */
+    size_t line_len;        /* bytes of the current line so far */
+    int pending_lf;         /* 0, or what a LF right after the last CR belongs to */
+    int overflow;           /* the current event outgrew max_event: passed through */
+    struct kvg_usage usage; /* the last usage seen */
+    uint64_t events;        /* complete events seen */
+    int stripped;           /* events removed (0 or 1) */
+};
+
+/* strip: see above; max_event 0 = KVG_USAGE_SSE_MAX_EVENT. Allocates
+ * nothing until fed; kvg_usage_sse_free releases the held bytes. */
+void kvg_usage_sse_init(struct kvg_usage_sse *f, int strip, size_t max_event);
+void kvg_usage_sse_free(struct kvg_usage_sse *f);
+/* Feeds a piece of the engine's stream; appends to `out` the bytes to send
+ * to the client now (possibly none). Returns 0, or -ENOMEM / KVG_ETOOBIG
+ * when `out` cannot take them. */
+int kvg_usage_sse_feed(struct kvg_usage_sse *f, const char *p, size_t n, struct kvg_buf *out);
+/* End of the stream: forwards a held incomplete event as it is. */
+int kvg_usage_sse_end(struct kvg_usage_sse *f, struct kvg_buf *out);
+
+#endif
