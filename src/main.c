@@ -4,6 +4,8 @@
 #include <string.h>
 
 #include "gateway/gateway.h"
+#include "sim/http_sim.h"
+#include "tokenizer/chat.h"
 
 #define KVG_VERSION "0.1.0"
 
@@ -21,6 +23,8 @@ static int version_main(int argc, char **argv)
 
 static const struct subcommand commands[] = {
     {"serve", kvg_gateway_serve_main, "run the gateway and router in front of engines"},
+    {"sim", kvg_sim_main, "run a simulated inference engine (vLLM's API, metrics, KV events)"},
+    {"tokenize", kvg_tok_cli_main, "tokenize text or render and tokenize a chat request"},
     {"version", version_main, "print the version"},
 };
 

@@ -18,6 +18,7 @@ enum ftype {
     F_INT,
     F_U32,
     F_SIZE,
+    F_SIZE64,
     F_SECS_MS,
     F_SECS_MS64,
     F_MS,
@@ -43,7 +44,17 @@ static const struct flag flags[] = {
     {"host", NULL, F_STR, O(host), S(host), "address to listen on (127.0.0.1)"},
     {"port", NULL, F_INT, O(port), 0, "port to listen on (8080)"},
     {"threads", NULL, F_INT, O(threads), 0, "event-loop threads (number of cores)"},
-    {"worker-urls", NULL, F_LIST, O(worker_urls), 0, "engine URLs (http://host:port)"},
+    {"worker-urls", NULL, F_LIST, O(workers), 0, "engine URLs (http://host:port)"},
+    {"kv-events-endpoints", NULL, F_LIST, O(kv_endpoints), 0,
+     "each worker's KV event ZMQ endpoint, same order as --worker-urls ('none': no events)"},
+    {"replay-endpoints", NULL, F_LIST, O(replay_endpoints), 0,
+     "each worker's KV event replay endpoint, same order ('none')"},
+    {"tokenizer", NULL, F_STR, O(tokenizer), S(tokenizer),
+     "tokenizer.json of the served model, or builtin:bytes (builtin:bytes)"},
+    {"tokenizer-config", NULL, F_STR, O(tokenizer_config), S(tokenizer_config),
+     "tokenizer_config.json (chat template, BOS/EOS)"},
+    {"kv-index-max-entries", NULL, F_SIZE64, O(kv_index_max_entries), 0,
+     "bound on (block, worker) entries of the KV index (8388608)"},
     {"config", NULL, F_STR, O(config_path), S(config_path), "YAML file with the same keys"},
     {"policy", NULL, F_STR, O(policy), S(policy), "routing policy (round_robin)"},
     {"max-payload-size", NULL, F_SIZE, O(limits.max_body_bytes), 0,
@@ -92,6 +103,34 @@ static const struct flag flags[] = {
      "manual: forget keys idle this long (14400)"},
     {"assignment-mode", NULL, F_STR, O(assignment_mode), S(assignment_mode),
      "manual: random|min_load (random)"},
+    {"router-kv-overlap-score-weight", "kv-overlap-score-weight", F_DOUBLE,
+     O(policy_opts.overlap_weight), 0, "kv_aware: weight of prefill blocks in the cost (1.0)"},
+    {"router-temperature", NULL, F_DOUBLE, O(policy_opts.temperature), 0,
+     "kv_aware: softmax sampling temperature, 0 = argmin (0)"},
+    {"router-ttl-secs", NULL, F_SECS_MS, O(policy_opts.approx_ttl_ms), 0,
+     "kv_aware without KV events: how long routed blocks count as cached (120)"},
+    {"cache-threshold", "cache-match-threshold", F_DOUBLE, O(policy_opts.cache_threshold), 0,
+     "cache_aware: match ratio above which the matched worker is used (0.3)"},
+    {"balance-abs-threshold", NULL, F_U32, O(policy_opts.balance_abs), 0,
+     "cache_aware: imbalance when max - min load exceeds this (64)"},
+    {"balance-rel-threshold", NULL, F_DOUBLE, O(policy_opts.balance_rel), 0,
+     "cache_aware: ... and max > min times this (1.5)"},
+    {"eviction-interval", "eviction-interval-secs", F_SECS_MS64,
+     O(policy_opts.eviction_interval_ms), 0, "cache_aware: tree eviction period (120)"},
+    {"max-tree-size", NULL, F_SIZE64, O(policy_opts.max_tree_size), 0,
+     "cache_aware: characters kept per worker (67108864)"},
+    {"cache-aware-miss", NULL, F_STR, O(cache_aware_miss), S(cache_aware_miss),
+     "cache_aware: a miss goes to min_load or smallest_tree (min_load)"},
+    {"scorer-precise-prefix-weight", NULL, F_DOUBLE, O(policy_opts.w_prefix_precise), 0,
+     "score: precise prefix scorer weight (3)"},
+    {"scorer-approx-prefix-weight", NULL, F_DOUBLE, O(policy_opts.w_prefix_approx), 0,
+     "score: approximate prefix scorer weight (0)"},
+    {"scorer-queue-weight", NULL, F_DOUBLE, O(policy_opts.w_queue), 0,
+     "score: queue scorer weight (2)"},
+    {"scorer-kv-weight", NULL, F_DOUBLE, O(policy_opts.w_kv_util), 0,
+     "score: KV utilisation scorer weight (2)"},
+    {"scorer-load-weight", NULL, F_DOUBLE, O(policy_opts.w_load), 0,
+     "score: load-aware scorer weight (0)"},
     {"tls-cert", NULL, F_STR, O(tls_cert), S(tls_cert), "PEM certificate chain: serve HTTPS too"},
     {"tls-key", NULL, F_STR, O(tls_key), S(tls_key), "PEM private key for --tls-cert"},
     {"tls-port", NULL, F_INT, O(tls_port), 0, "HTTPS port (8443)"},
@@ -129,16 +168,20 @@ void kvg_serve_config_default(struct kvg_serve_config *c)
     c->metrics_staleness_ms = 5000;
     c->block_size = 16;
     c->tls_port = 8443;
+    snprintf(c->tokenizer, sizeof c->tokenizer, "builtin:bytes");
+    c->kv_index_max_entries = 1u << 23;
     kvg_policy_opts_default(&c->policy_opts);
     snprintf(c->assignment_mode, sizeof c->assignment_mode, "random");
+    snprintf(c->cache_aware_miss, sizeof c->cache_aware_miss, "min_load");
     c->log_level = KVG_LOG_INFO;
     c->access_log = 1;
 }
 
 void kvg_serve_config_free(struct kvg_serve_config *c)
 {
-    for (size_t i = 0; i < c->nworkers; i++) free(c->worker_urls[i]);
-    c->nworkers = 0;
+    kvg_strlist_free(&c->workers);
+    kvg_strlist_free(&c->kv_endpoints);
+    kvg_strlist_free(&c->replay_endpoints);
 }
 
 void kvg_serve_usage(void)
@@ -187,13 +230,13 @@ static int apply(struct kvg_serve_config *c, const struct flag *f, int argc, cha
     case F_LIST: {
         int k = 0;
         if (!has_v) return fail(err, errlen, "--%s needs at least one value", f->name);
-        kvg_serve_config_free(c); /* a later list replaces an earlier one (file, then flags) */
+        struct kvg_strlist *l = (struct kvg_strlist *)base;
+        kvg_strlist_free(l); /* a later list replaces an earlier one (file, then flags) */
         while (i + 1 + k < argc && strncmp(argv[i + 1 + k], "--", 2)) {
-            if (c->nworkers == KVG_CFG_MAX_WORKERS)
+            int rc = kvg_strlist_add(l, argv[i + 1 + k]);
+            if (rc == -ENOSPC)
                 return fail(err, errlen, "--%s: at most %d values", f->name, KVG_CFG_MAX_WORKERS);
-            c->worker_urls[c->nworkers] = strdup(argv[i + 1 + k]);
-            if (!c->worker_urls[c->nworkers]) return -ENOMEM;
-            c->nworkers++;
+            if (rc) return rc;
             k++;
         }
         return k;
@@ -221,6 +264,11 @@ static int apply(struct kvg_serve_config *c, const struct flag *f, int argc, cha
     case F_SIZE:
         if (kvg_parse_u64(v, &u)) return fail(err, errlen, "--%s: '%s' is not a size", f->name, v);
         *(size_t *)base = (size_t)u;
+        break;
+    case F_SIZE64:
+        if (kvg_parse_u64(v, &u))
+            return fail(err, errlen, "--%s: '%s' is not a number", f->name, v);
+        *(uint64_t *)base = u;
         break;
     case F_SECS_MS:
         if (kvg_parse_double(v, &d) || d < 0 || d > 4e6)
@@ -302,9 +350,21 @@ int kvg_serve_config_parse(struct kvg_serve_config *c, int argc, char **argv, ch
     if (rc) return rc;
     if (c->port < 0 || c->port > 65535) return fail(err, errlen, "--port: out of range");
     if (c->threads < 1 || c->threads > 256) return fail(err, errlen, "--threads: 1..256");
+    if (strcmp(c->cache_aware_miss, "min_load") && strcmp(c->cache_aware_miss, "smallest_tree"))
+        return fail(err, errlen, "--cache-aware-miss: min_load or smallest_tree");
+    c->policy_opts.miss_to_smallest_tree = !strcmp(c->cache_aware_miss, "smallest_tree");
+    c->policy_opts.block_size = c->block_size;
+    if (c->block_size == 0) return fail(err, errlen, "--block-size must be at least 1");
     if (strcmp(c->assignment_mode, "random") && strcmp(c->assignment_mode, "min_load"))
         return fail(err, errlen, "--assignment-mode: random or min_load");
     c->policy_opts.assignment_min_load = !strcmp(c->assignment_mode, "min_load");
+    if (c->kv_endpoints.n && c->kv_endpoints.n != c->workers.n)
+        return fail(err, errlen,
+                    "--kv-events-endpoints needs one entry per worker URL (%zu, not %zu)",
+                    c->workers.n, c->kv_endpoints.n);
+    if (c->replay_endpoints.n && c->replay_endpoints.n != c->workers.n)
+        return fail(err, errlen, "--replay-endpoints needs one entry per worker URL (%zu, not %zu)",
+                    c->workers.n, c->replay_endpoints.n);
     if (!c->tls_cert[0] != !c->tls_key[0])
         return fail(err, errlen, "--tls-cert and --tls-key go together");
     if (c->health_failure_threshold == 0 || c->health_success_threshold == 0)
@@ -312,28 +372,31 @@ int kvg_serve_config_parse(struct kvg_serve_config *c, int argc, char **argv, ch
     return 0;
 }
 
-int kvg_serve_config_reload_workers(const char *path, char ***urls, size_t *n, char *err,
-                                    size_t errlen)
+int kvg_serve_config_load_file(const char *path, struct kvg_serve_config *out, char *err,
+                               size_t errlen)
 {
-    struct kvg_serve_config tmp;
-    kvg_serve_config_default(&tmp);
+    kvg_serve_config_default(out);
     char **fa;
     int fn;
     int rc = kvg_yaml_to_args(path, &fa, &fn, err, errlen);
     if (rc) return rc;
-    rc = parse_args(&tmp, fn, fa, 0, err, errlen);
+    rc = parse_args(out, fn, fa, 0, err, errlen);
     for (int k = 0; k < fn; k++) free(fa[k]);
     free(fa);
-    if (rc) {
-        kvg_serve_config_free(&tmp);
-        return rc;
-    }
-    *urls = calloc(tmp.nworkers ? tmp.nworkers : 1, sizeof **urls);
-    if (!*urls) {
-        kvg_serve_config_free(&tmp);
-        return -ENOMEM;
-    }
-    for (size_t i = 0; i < tmp.nworkers; i++) (*urls)[i] = tmp.worker_urls[i];
-    *n = tmp.nworkers;
+    if (rc) kvg_serve_config_free(out);
+    return rc;
+}
+
+void kvg_strlist_free(struct kvg_strlist *l)
+{
+    for (size_t i = 0; i < l->n; i++) free(l->v[i]);
+    l->n = 0;
+}
+
+int kvg_strlist_add(struct kvg_strlist *l, const char *s)
+{
+    if (l->n == KVG_CFG_MAX_WORKERS) return -ENOSPC;
+    if (!(l->v[l->n] = strdup(s))) return -ENOMEM;
+    l->n++;
     return 0;
 }

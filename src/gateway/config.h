@@ -13,12 +13,23 @@
 #include "router/policy.h"
 #define KVG_CFG_MAX_WORKERS 256
 
+/* A list flag's values (owned strings). */
+struct kvg_strlist {
+    char *v[KVG_CFG_MAX_WORKERS];
+    size_t n;
+};
+void kvg_strlist_free(struct kvg_strlist *l);
+/* Appends a copy of s; -ENOSPC when full, -ENOMEM. */
+int kvg_strlist_add(struct kvg_strlist *l, const char *s);
 struct kvg_serve_config {
     char host[128];
     int port;
     int threads;
-    char *worker_urls[KVG_CFG_MAX_WORKERS]; /* owned */
-    size_t nworkers;
+    struct kvg_strlist workers;          /* --worker-urls */
+    struct kvg_strlist kv_endpoints;     /* --kv-events-endpoints, same order ("none": no events) */
+    struct kvg_strlist replay_endpoints; /* --replay-endpoints, same order ("none") */
+    char tokenizer[512], tokenizer_config[512];
+    uint64_t kv_index_max_entries;
     char policy[64];
     char config_path[512];
     struct kvg_http_limits limits;
@@ -43,6 +54,7 @@ struct kvg_serve_config {
     int tls_port; /* HTTPS listener (plain HTTP stays on port) */
     struct kvg_policy_opts policy_opts;
     char assignment_mode[16];
+    char cache_aware_miss[16];
     int log_level;
     int access_log;
     int spawn_sims; /* embedded default: local simulated engines when no workers */
@@ -55,9 +67,10 @@ void kvg_serve_config_free(struct kvg_serve_config *c);
  * was printed. */
 int kvg_serve_config_parse(struct kvg_serve_config *c, int argc, char **argv, char *err,
                            size_t errlen);
-/* Re-reads only the YAML file's worker list (SIGHUP). */
-int kvg_serve_config_reload_workers(const char *path, char ***urls, size_t *n, char *err,
-                                    size_t errlen);
+/* Reads the YAML file alone into a fresh configuration (SIGHUP re-reads the
+ * worker list from it). The caller frees it with kvg_serve_config_free. */
+int kvg_serve_config_load_file(const char *path, struct kvg_serve_config *out, char *err,
+                               size_t errlen);
 void kvg_serve_usage(void);
 
 /* Turns a YAML mapping file into "--key value..." arguments (caller frees

@@ -9,6 +9,8 @@
 #include "base/err.h"
 #include "base/log.h"
 #include "gateway/gateway.h"
+#include "kv/index.h"
+#include "proxy/route_input.h"
 
 static void send_json(struct kvg_http_req *req, int status, const char *json)
 {
@@ -104,6 +106,10 @@ static void workers_list(struct kvg_loop_ctx *lc, struct kvg_http_req *req)
             cJSON_AddNullToObject(eng, "kv_usage");
         if (l.block_size) cJSON_AddNumberToObject(eng, "block_size", l.block_size);
         if (l.at_ms) cJSON_AddNumberToObject(eng, "age_ms", (double)(kvg_now_ms() - l.at_ms));
+        if (lc->gw->kv && w->slot >= 0)
+            cJSON_AddNumberToObject(
+                o, "kv_index_blocks",
+                (double)kvg_kv_index_worker_entries(lc->gw->kv, (uint32_t)w->slot));
         cJSON *ms = cJSON_AddArrayToObject(o, "models");
         pthread_mutex_lock(&w->mu);
         for (int m = 0; m < w->nmodels; m++)
@@ -179,6 +185,79 @@ static void workers_delete(struct kvg_loop_ctx *lc, struct kvg_http_req *req)
         send_json(req, 200, "{\"status\":\"removed\"}");
 }
 
+static void num_or_null(cJSON *o, const char *k, double v)
+{
+    if (v < 0)
+        cJSON_AddNullToObject(o, k);
+    else
+        cJSON_AddNumberToObject(o, k, v);
+}
+
+static struct kvg_str hdr(const void *h, const char *name)
+{
+    return kvg_http_req_header(h, name);
+}
+
+/* POST /debug/route: the routing decision for a request body, explained,
+ * without forwarding it and without changing any routing state. */
+static void debug_route(struct kvg_loop_ctx *lc, struct kvg_http_req *req)
+{
+    struct kvg_gateway *gw = lc->gw;
+    struct kvg_route_input ri;
+    char msg[128];
+    int chat = !req->body.len || memmem(req->body.data, req->body.len, "\"messages\"", 10);
+    if (kvg_route_input_parse(&ri, req->body.data, req->body.len, chat, msg, sizeof msg)) {
+        kvg_http_res_error(req, 400, NULL, NULL, msg, NULL, 0);
+        return;
+    }
+    if (gw->wants_tokens) kvg_route_input_tokenize(&ri, gw);
+    struct kvg_route_ctx ctx = {.body = {req->body.data, req->body.len},
+                                .load_max_age_ms = gw->cfg.metrics_staleness_ms,
+                                .header = hdr,
+                                .hctx = req,
+                                .rng = &lc->rng,
+                                .now_ms = kvg_now_ms(),
+                                .dry_run = 1};
+    kvg_route_input_ctx(&ri, &ctx);
+    static _Thread_local struct kvg_route_score scores[KVG_POOL_MAX_WORKERS];
+    static _Thread_local struct kvg_worker *cands[KVG_POOL_MAX_WORKERS];
+    struct kvg_route_explain ex = {.scores = scores, .cands = cands};
+    struct kvg_pick pick = {0};
+    int known = 0;
+    int rc = kvg_pool_pick(&gw->pool, &ctx, NULL, 0, &pick, &known, &ex);
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddStringToObject(root, "policy", gw->cfg.policy);
+    if (rc == 0)
+        cJSON_AddStringToObject(root, "chosen", pick.w->url);
+    else
+        cJSON_AddNullToObject(root, "chosen");
+    cJSON_AddStringToObject(root, "note", rc == 0 ? ex.note : kvg_strerror(rc));
+    cJSON_AddNumberToObject(root, "prompt_tokens", (double)ri.nids);
+    cJSON_AddNumberToObject(root, "prompt_blocks", (double)ri.nhashes);
+    cJSON_AddBoolToObject(root, "precise", gw->kv != NULL);
+    cJSON *arr = cJSON_AddArrayToObject(root, "workers");
+    for (size_t i = 0; i < ex.n; i++) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "url", cands[i]->url);
+        num_or_null(o, "matched_blocks", scores[i].matched_blocks);
+        num_or_null(o, "prefill_blocks", scores[i].prefill_blocks);
+        num_or_null(o, "decode_blocks", scores[i].decode_blocks);
+        struct kvg_engine_load l = kvg_worker_load(cands[i], ctx.now_ms, ctx.load_max_age_ms);
+        num_or_null(o, "waiting", scores[i].waiting >= 0 ? scores[i].waiting : l.waiting);
+        num_or_null(o, "kv_usage", scores[i].kv_usage >= 0 ? scores[i].kv_usage : l.kv_usage);
+        if (scores[i].score == -1)
+            cJSON_AddNullToObject(o, "score");
+        else
+            cJSON_AddNumberToObject(o, "score", scores[i].score);
+        cJSON_AddNumberToObject(o, "in_flight", atomic_load(&cands[i]->in_flight));
+        cJSON_AddItemToArray(arr, o);
+    }
+    for (size_t i = 0; i < ex.n; i++) kvg_worker_unref(cands[i]);
+    if (pick.w) kvg_worker_unref(pick.w);
+    kvg_route_input_free(&ri);
+    send_cjson(req, rc == 0 ? 200 : 503, root);
+}
+
 static int is(const struct kvg_http_req *req, const char *path)
 {
     return kvg_str_eq(req->path, path);
@@ -205,10 +284,17 @@ void kvg_gateway_handle(struct kvg_http_req *req, void *ud)
         send_json(req, 200, "{\"status\":\"ok\"}");
         return;
     }
+    if (is(req, "/debug/route")) {
+        if (post)
+            debug_route(lc, req);
+        else
+            kvg_http_res_error(req, 405, NULL, NULL, "use POST", NULL, 0);
+        return;
+    }
     if (is(req, "/metrics") && get) {
         struct kvg_buf b;
         kvg_buf_init(&b, 0);
-        if (kvg_gw_metrics_render(&lc->gw->metrics, &lc->gw->pool, &b))
+        if (kvg_gw_metrics_render(&lc->gw->metrics, &lc->gw->pool, lc->gw->kv, lc->gw->sub, &b))
             kvg_http_res_error(req, 500, NULL, NULL, "cannot render metrics", NULL, 0);
         else
             kvg_http_res_send(req, 200, KVG_METRICS_CONTENT_TYPE, NULL, 0, b.data, b.len);

@@ -14,9 +14,19 @@
 #include "http/http.h"
 #include "router/pool.h"
 
+struct kvg_tok;
+struct kvg_chat;
+struct kvg_kv_index;
+struct kvg_kv_sub;
+
 struct kvg_gateway {
     struct kvg_serve_config cfg;
     struct kvg_pool pool;
+    struct kvg_tok *tok;     /* the served model's tokenizer (builtin:bytes by default) */
+    struct kvg_chat *chat;   /* its chat template */
+    struct kvg_kv_index *kv; /* precise KV index; NULL when no worker publishes events */
+    struct kvg_kv_sub *sub;  /* its subscribers */
+    int wants_tokens;        /* the policy reads token ids: tokenize each request */
     _Atomic int draining;
     _Atomic uint64_t requests_total;
     double started_s;
@@ -45,6 +55,10 @@ struct kvg_loop_ctx {
 void kvg_gateway_handle(struct kvg_http_req *req, void *ud);
 /* POST /v1/chat/completions and /v1/completions (proxy/proxy.c). */
 void kvg_proxy_handle(struct kvg_loop_ctx *lc, struct kvg_http_req *req);
+/* Router set-up (router_setup.c): tokenizer, chat template, KV index and
+ * subscribers, the policy and the pool with its hooks. Message in err. */
+int kvg_gw_router_init(struct kvg_gateway *gw, char *err, size_t errlen);
+void kvg_gw_router_free(struct kvg_gateway *gw);
 /* kvgate serve's entry point (serve.c). */
 int kvg_gateway_serve_main(int argc, char **argv);
 

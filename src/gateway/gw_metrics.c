@@ -5,7 +5,8 @@
 #include <string.h>
 
 #include "base/util.h"
-
+#include "kv/index.h"
+#include "kv/subscriber.h"
 static const char *route_names[KVG_ROUTE_N] = {"/v1/chat/completions", "/v1/completions"};
 static const char *class_names[6] = {"1xx", "2xx", "3xx", "4xx", "5xx", "other"};
 
@@ -21,6 +22,7 @@ int kvg_gw_metrics_init(struct kvg_gw_metrics *m, const char *policy)
     const char *wl[] = {"worker"};
     const char *dl[] = {"policy", "worker"};
     double lat[24];
+    static const double ratio_bounds[10] = {0.0001, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.95};
     kvg_metrics_buckets_exp(0.001, 2, 20, lat);
     if ((rc = kvg_metrics_counter(m->reg, "kvgate_requests_total",
                                   "Requests answered, by route and status class.", rl, 2, &req)) ||
@@ -72,7 +74,49 @@ int kvg_gw_metrics_init(struct kvg_gw_metrics *m, const char *policy)
                                 &m->w_processed)) ||
         (rc = kvg_metrics_gauge(m->reg, "kvgate_policy_decisions",
                                 "Routing decisions per policy and worker (since it joined).", dl, 2,
-                                &m->decisions)))
+                                &m->decisions)) ||
+        (rc =
+             kvg_metrics_gauge(m->reg, "kvgate_worker_cache_hit_blocks",
+                               "Prompt blocks routed to a worker that held them (since it joined).",
+                               wl, 1, &m->w_cached)) ||
+        (rc = kvg_metrics_gauge(m->reg, "kvgate_tokenizer_fallback",
+                                "1 when the model's tokenizer could not be used: prefix awareness "
+                                "is approximate (text bytes), precise matching is off.",
+                                NULL, 0, &f)) ||
+        (rc = kvg_metrics_series(f, NULL, 0, &m->tokenizer_fallback)) ||
+        (rc = kvg_metrics_gauge(m->reg, "kvgate_block_size_mismatch",
+                                "Scrapes where an engine reported a KV block size other than "
+                                "--block-size (precise matching against it is wrong).",
+                                NULL, 0, &f)) ||
+        (rc = kvg_metrics_series(f, NULL, 0, &m->block_size_mismatch)) ||
+        (rc = kvg_metrics_histogram(m->reg, "kvgate_route_prefix_match_ratio",
+                                    "Share of a tokenized prompt's blocks the chosen worker held.",
+                                    NULL, 0, ratio_bounds, 10, &f)) ||
+        (rc = kvg_metrics_series(f, NULL, 0, &m->match_ratio)) ||
+        (rc = kvg_metrics_gauge(m->reg, "kvgate_kv_index_entries",
+                                "(block, worker) entries in the precise KV index.", NULL, 0,
+                                &m->kv_entries)) ||
+        (rc = kvg_metrics_gauge(m->reg, "kvgate_kv_index_bytes",
+                                "Memory held by the precise KV index.", NULL, 0, &m->kv_bytes)) ||
+        (rc = kvg_metrics_gauge(m->reg, "kvgate_kv_index_evictions",
+                                "Entries dropped by the index's size bound, since start.", NULL, 0,
+                                &m->kv_evictions)) ||
+        (rc = kvg_metrics_gauge(m->reg, "kvgate_kv_index_worker_blocks",
+                                "Blocks the index believes each worker holds.", wl, 1,
+                                &m->kv_worker_blocks)) ||
+        (rc = kvg_metrics_gauge(m->reg, "kvgate_kv_event_batches",
+                                "KV event batches applied per worker, since it joined.", wl, 1,
+                                &m->kv_batches)) ||
+        (rc = kvg_metrics_gauge(m->reg, "kvgate_kv_event_gaps",
+                                "Sequence gaps in a worker's KV events, since it joined.", wl, 1,
+                                &m->kv_gaps)) ||
+        (rc = kvg_metrics_gauge(m->reg, "kvgate_kv_event_decode_errors",
+                                "Malformed KV event messages per worker, since it joined.", wl, 1,
+                                &m->kv_decode_errors)) ||
+        (rc = kvg_metrics_gauge(m->reg, "kvgate_kv_event_drops",
+                                "Times a worker's index entries were dropped (gap without "
+                                "replay, restart), since it joined.",
+                                wl, 1, &m->kv_drops)))
         return rc;
     return 0;
 }
@@ -89,6 +133,9 @@ void kvg_gw_metrics_free(struct kvg_gw_metrics *m)
     kvg_metrics_series_release(m->upstream_errors);
     kvg_metrics_series_release(m->no_worker);
     kvg_metrics_series_release(m->workers);
+    kvg_metrics_series_release(m->match_ratio);
+    kvg_metrics_series_release(m->tokenizer_fallback);
+    kvg_metrics_series_release(m->block_size_mismatch);
     kvg_metrics_registry_free(m->reg);
 }
 
@@ -109,8 +156,16 @@ static void set_series(struct kvg_metrics_family *f, const char *const *v, size_
     kvg_metrics_series_release(s);
 }
 
-int kvg_gw_metrics_render(struct kvg_gw_metrics *m, struct kvg_pool *pool, struct kvg_buf *out)
+int kvg_gw_metrics_render(struct kvg_gw_metrics *m, struct kvg_pool *pool, struct kvg_kv_index *kv,
+                          struct kvg_kv_sub *sub, struct kvg_buf *out)
 {
+    if (kv) {
+        struct kvg_kv_index_stats st;
+        kvg_kv_index_stats(kv, &st);
+        set_series(m->kv_entries, NULL, 0, (double)st.entries);
+        set_series(m->kv_bytes, NULL, 0, (double)st.bytes);
+        set_series(m->kv_evictions, NULL, 0, (double)st.evictions);
+    }
     struct kvg_worker *ws[KVG_POOL_MAX_WORKERS];
     size_t n = kvg_pool_snapshot(pool, ws, KVG_POOL_MAX_WORKERS);
     kvg_metrics_set(m->workers, (double)n);
@@ -122,6 +177,18 @@ int kvg_gw_metrics_render(struct kvg_gw_metrics *m, struct kvg_pool *pool, struc
         set_series(m->w_cb, v, 1, atomic_load(&ws[i]->cb_state));
         set_series(m->w_processed, v, 1, (double)atomic_load(&ws[i]->processed));
         set_series(m->decisions, d, 2, (double)atomic_load(&ws[i]->processed));
+        set_series(m->w_cached, v, 1, (double)atomic_load(&ws[i]->cached_blocks));
+        if (kv && ws[i]->slot >= 0)
+            set_series(m->kv_worker_blocks, v, 1,
+                       (double)kvg_kv_index_worker_entries(kv, (uint32_t)ws[i]->slot));
+        struct kvg_kv_sub_stats ss;
+        if (sub && ws[i]->kv_endpoint[0] && ws[i]->slot >= 0 &&
+            kvg_kv_sub_stats(sub, (uint32_t)ws[i]->slot, &ss) == 0) {
+            set_series(m->kv_batches, v, 1, (double)ss.batches);
+            set_series(m->kv_gaps, v, 1, (double)ss.gaps);
+            set_series(m->kv_decode_errors, v, 1, (double)ss.decode_errors);
+            set_series(m->kv_drops, v, 1, (double)ss.drops);
+        }
         kvg_worker_unref(ws[i]);
     }
     return kvg_metrics_render(m->reg, out);
@@ -130,4 +197,9 @@ int kvg_gw_metrics_render(struct kvg_gw_metrics *m, struct kvg_pool *pool, struc
 void kvg_gw_metrics_forget_worker(struct kvg_gw_metrics *m, const char *url)
 {
     kvg_metrics_remove_label(m->reg, "worker", url);
+}
+
+void kvg_gw_metrics_route(struct kvg_gw_metrics *m, uint32_t matched, size_t nblocks)
+{
+    if (nblocks) kvg_metrics_observe(m->match_ratio, (double)matched / (double)nblocks);
 }

@@ -16,8 +16,12 @@ struct kvg_gw_metrics {
     struct kvg_metrics_series *duration[KVG_ROUTE_N];
     struct kvg_metrics_series *ttfb[KVG_ROUTE_N];
     struct kvg_metrics_series *retries, *client_gone, *upstream_errors, *no_worker;
+    struct kvg_metrics_series *match_ratio, *tokenizer_fallback, *block_size_mismatch;
+    struct kvg_metrics_family *w_cached;
     struct kvg_metrics_family *w_active, *w_health, *w_processed, *w_cb, *decisions;
     struct kvg_metrics_series *workers;
+    struct kvg_metrics_family *kv_entries, *kv_bytes, *kv_evictions, *kv_worker_blocks, *kv_batches,
+        *kv_gaps, *kv_decode_errors, *kv_drops;
     const char *policy;
 };
 
@@ -27,8 +31,15 @@ void kvg_gw_metrics_free(struct kvg_gw_metrics *m);
 void kvg_gw_metrics_request(struct kvg_gw_metrics *m, enum kvg_gw_route r, int status,
                             double duration_s, double ttfb_s);
 /* Renders the registry after refreshing per-worker series from the pool. */
-int kvg_gw_metrics_render(struct kvg_gw_metrics *m, struct kvg_pool *pool, struct kvg_buf *out);
+struct kvg_kv_index;
+struct kvg_kv_sub;
+/* kv and sub may be NULL (no KV events configured). */
+int kvg_gw_metrics_render(struct kvg_gw_metrics *m, struct kvg_pool *pool, struct kvg_kv_index *kv,
+                          struct kvg_kv_sub *sub, struct kvg_buf *out);
 /* A worker left: its series go. */
+/* A routing decision over a tokenized prompt: the share of its blocks the
+ * chosen worker already held. */
+void kvg_gw_metrics_route(struct kvg_gw_metrics *m, uint32_t matched, size_t nblocks);
 void kvg_gw_metrics_forget_worker(struct kvg_gw_metrics *m, const char *url);
 
 #endif

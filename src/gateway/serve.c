@@ -17,8 +17,8 @@
 #include "base/log.h"
 #include "gateway/gateway.h"
 #include "gateway/health.h"
+#include "gateway/spawn.h"
 #include "router/scrape.h"
-#include "router/policy.h"
 
 struct serve {
     struct kvg_gateway gw;
@@ -29,6 +29,7 @@ struct serve {
     uv_timer_t drain_deadline;
     struct kvg_health health;
     struct kvg_scraper scraper;
+    struct kvg_spawned sims;
     int draining;
 };
 
@@ -124,6 +125,7 @@ static void stop_main(struct serve *s)
     kvg_health_stop(&s->health);
     kvg_http_client_close(s->health.client);
     kvg_scraper_stop(&s->scraper);
+    kvg_spawn_stop(&s->sims);
 }
 
 struct drain_state {
@@ -175,26 +177,21 @@ static void on_signal(uv_signal_t *h, int signum)
             return;
         }
         char err[512];
-        char **urls;
-        size_t n;
-        int rc = kvg_serve_config_reload_workers(path, &urls, &n, err, sizeof err);
+        struct kvg_serve_config f;
+        int rc = kvg_serve_config_load_file(path, &f, err, sizeof err);
         if (rc) {
             KVG_ERROR("SIGHUP: reload failed, keeping the current workers: %s", err);
             return;
         }
-        rc = kvg_pool_set(&s->gw.pool, urls, n);
-        for (size_t i = 0; i < n; i++) free(urls[i]);
-        free(urls);
-        KVG_INFO("SIGHUP: worker list reloaded (%zu workers)%s", n, rc ? ", some invalid" : "");
+        rc = kvg_pool_set_ex(&s->gw.pool, f.workers.v, f.kv_endpoints.n ? f.kv_endpoints.v : NULL,
+                             f.replay_endpoints.n ? f.replay_endpoints.v : NULL, f.workers.n);
+        KVG_INFO("SIGHUP: worker list reloaded (%zu workers)%s", f.workers.n,
+                 rc ? ", some invalid" : "");
+        kvg_serve_config_free(&f);
         kvg_health_check_now(&s->health);
         return;
     }
     begin_drain(s, signum == SIGTERM ? "SIGTERM" : "SIGINT");
-}
-
-static void forget_worker(void *ud, struct kvg_worker *w)
-{
-    kvg_gw_metrics_forget_worker(ud, w->url);
 }
 
 static void on_health_kick(uv_async_t *a)
@@ -218,32 +215,24 @@ int kvg_gateway_serve_main(int argc, char **argv)
     }
     kvg_log_set_level(c->log_level);
     signal(SIGPIPE, SIG_IGN);
-    if (c->nworkers == 0) {
-        fprintf(stderr, "kvgate serve: no workers: give --worker-urls URL... or --config FILE\n");
-        return 2;
-    }
-    struct kvg_policy *policy;
-    if ((rc = kvg_policy_new(c->policy, &c->policy_opts, &policy))) {
-        fprintf(stderr, "kvgate serve: unknown --policy '%s' (known: %s)\n", c->policy,
-                kvg_policy_names());
-        return 2;
+    uv_loop_init(&s.main_loop);
+    const char *model_hint = "MODEL";
+    if (c->workers.n == 0) {
+        /* The embedded default: a few local simulated engines. */
+        if ((rc = kvg_spawn_sims(&s.sims, &s.main_loop, 4, NULL))) return 1;
+        for (int i = 0; i < s.sims.n; i++) kvg_strlist_add(&c->workers, s.sims.urls[i]);
+        model_hint = KVG_SPAWN_MODEL;
+        KVG_INFO("no --worker-urls: started %d simulated engines (kvgate sim) to front", s.sims.n);
     }
     if ((rc = kvg_gw_metrics_init(&s.gw.metrics, c->policy))) {
         fprintf(stderr, "kvgate serve: metrics: %s\n", kvg_strerror(rc));
         return 1;
     }
-    kvg_pool_init(&s.gw.pool, policy, &c->cb);
-    s.gw.pool.on_remove = forget_worker;
-    s.gw.pool.on_remove_ud = &s.gw.metrics;
-    s.gw.pool.start_unhealthy = c->health_enabled;
-    for (size_t i = 0; i < c->nworkers; i++) {
-        if ((rc = kvg_pool_add(&s.gw.pool, c->worker_urls[i])) && rc != -EEXIST) {
-            fprintf(stderr, "kvgate serve: worker '%s': %s\n", c->worker_urls[i], kvg_strerror(rc));
-            return 2;
-        }
+    if ((rc = kvg_gw_router_init(&s.gw, err, sizeof err))) {
+        fprintf(stderr, "kvgate serve: %s\n", err);
+        return 2;
     }
     s.gw.started_s = kvg_wall_s();
-    uv_loop_init(&s.main_loop);
     s.health = (struct kvg_health){.enabled = c->health_enabled,
                                    .interval_ms = c->health_interval_ms,
                                    .timeout_ms = c->health_timeout_ms,
@@ -272,19 +261,19 @@ int kvg_gateway_serve_main(int argc, char **argv)
     uv_signal_start(&s.sigint, on_signal, SIGINT);
     uv_signal_start(&s.sighup, on_signal, SIGHUP);
     KVG_INFO("kvgate serve listening on http://%s:%d (%d threads, policy %s, %zu workers)", c->host,
-             c->port, s.nloops, c->policy, c->nworkers);
+             c->port, s.nloops, c->policy, c->workers.n);
     if (s.gw.tls) KVG_INFO("kvgate serve listening on https://%s:%d", c->host, c->tls_port);
     printf("kvgate is ready. Try:\n  curl -s http://%s:%d/v1/chat/completions "
            "-H 'content-type: application/json' -d '{\"model\":\"%s\",\"messages\":"
            "[{\"role\":\"user\",\"content\":\"Hello!\"}],\"max_tokens\":16}'\n",
-           c->host, c->port, "MODEL");
+           c->host, c->port, model_hint);
     fflush(stdout);
     uv_run(&s.main_loop, UV_RUN_DEFAULT);
     for (int i = 0; i < s.nloops; i++) pthread_join(s.lcs[i].thread, NULL);
     uv_run(&s.main_loop, UV_RUN_DEFAULT);
     uv_loop_close(&s.main_loop);
     free(s.lcs);
-    kvg_pool_destroy(&s.gw.pool);
+    kvg_gw_router_free(&s.gw);
     kvg_gw_metrics_free(&s.gw.metrics);
     if (s.gw.tls) SSL_CTX_free(s.gw.tls);
     kvg_serve_config_free(c);

@@ -49,7 +49,10 @@ static const char *scalar(yaml_document_t *d, yaml_node_t *n)
     return n && n->type == YAML_SCALAR_NODE ? (const char *)n->data.scalar.value : NULL;
 }
 
-/* workers: [{url: ..., ...}] → --worker-urls url... */
+/* workers: [{url: ..., kv_events_endpoint: ..., replay_endpoint: ...}] (or
+ * plain URL strings) -> --worker-urls url..., and when any worker names KV
+ * endpoints, --kv-events-endpoints / --replay-endpoints in the same order
+ * with "none" for the others. */
 static int add_workers(struct argv_buf *a, yaml_document_t *d, yaml_node_t *seq, char *err,
                        size_t errlen)
 {
@@ -57,25 +60,46 @@ static int add_workers(struct argv_buf *a, yaml_document_t *d, yaml_node_t *seq,
         snprintf(err, errlen, "config: 'workers' must be a list");
         return KVG_ECONFIG;
     }
-    int rc = push_flag(a, "worker_urls");
-    for (yaml_node_item_t *it = seq->data.sequence.items.start;
-         !rc && it < seq->data.sequence.items.top; it++) {
-        yaml_node_t *w = yaml_document_get_node(d, *it);
-        const char *url = scalar(d, w);
-        if (w && w->type == YAML_MAPPING_NODE) {
-            for (yaml_node_pair_t *p = w->data.mapping.pairs.start; p < w->data.mapping.pairs.top;
-                 p++) {
+    static const char *keys[] = {"url", "kv_events_endpoint", "replay_endpoint"};
+    static const char *flags[] = {"worker_urls", "kv_events_endpoints", "replay_endpoints"};
+    for (int col = 0; col < 3; col++) {
+        int any = 0, rc;
+        for (yaml_node_item_t *it = seq->data.sequence.items.start;
+             it < seq->data.sequence.items.top; it++) {
+            yaml_node_t *w = yaml_document_get_node(d, *it);
+            if (col == 0) {
+                any = 1;
+                break;
+            }
+            for (yaml_node_pair_t *p =
+                     w && w->type == YAML_MAPPING_NODE ? w->data.mapping.pairs.start : NULL;
+                 p && p < w->data.mapping.pairs.top; p++) {
                 const char *k = scalar(d, yaml_document_get_node(d, p->key));
-                if (k && !strcmp(k, "url")) url = scalar(d, yaml_document_get_node(d, p->value));
+                if (k && !strcmp(k, keys[col])) any = 1;
             }
         }
-        if (!url) {
-            snprintf(err, errlen, "config: each entry of 'workers' needs a url");
-            return KVG_ECONFIG;
+        if (!any) continue;
+        if ((rc = push_flag(a, flags[col]))) return rc;
+        for (yaml_node_item_t *it = seq->data.sequence.items.start;
+             it < seq->data.sequence.items.top; it++) {
+            yaml_node_t *w = yaml_document_get_node(d, *it);
+            const char *v = col == 0 ? scalar(d, w) : NULL;
+            if (w && w->type == YAML_MAPPING_NODE) {
+                for (yaml_node_pair_t *p = w->data.mapping.pairs.start;
+                     p < w->data.mapping.pairs.top; p++) {
+                    const char *k = scalar(d, yaml_document_get_node(d, p->key));
+                    if (k && !strcmp(k, keys[col]))
+                        v = scalar(d, yaml_document_get_node(d, p->value));
+                }
+            }
+            if (!v && col == 0) {
+                snprintf(err, errlen, "config: each entry of 'workers' needs a url");
+                return KVG_ECONFIG;
+            }
+            if ((rc = push(a, v ? v : "none", strlen(v ? v : "none")))) return rc;
         }
-        rc = push(a, url, strlen(url));
     }
-    return rc;
+    return 0;
 }
 
 int kvg_yaml_to_args(const char *path, char ***args, int *nargs, char *err, size_t errlen)

@@ -22,7 +22,7 @@
 #include "base/err.h"
 #include "base/log.h"
 #include "gateway/gateway.h"
-#include "router/route_text.h"
+#include "proxy/route_input.h"
 
 #define MAX_TRIED 16
 #define MAX_NONSTREAM_BODY (64u * 1024 * 1024)
@@ -30,12 +30,12 @@
 
 struct proxy_req {
     struct kvg_loop_ctx *lc;
-    struct kvg_http_req *req; /* NULL once answered or aborted */
-    char model[256];
-    size_t model_len;
-    int stream;
+    struct kvg_http_req *req;  /* NULL once answered or aborted */
+    struct kvg_route_input ri; /* parsed request, routing text, token ids */
+    uv_work_t work;            /* tokenizing a long prompt off the loop */
+    int tokenizing;            /* work queued: pr must outlive it */
     char request_id[80];
-    struct kvg_worker *w; /* current pick, holds a reference */
+    struct kvg_pick pick; /* current pick (pick.w holds a reference) */
     struct kvg_worker *tried[MAX_TRIED];
     size_t ntried;
     struct kvg_http_call *call;
@@ -46,8 +46,6 @@ struct proxy_req {
     int sse;       /* upstream answers text/event-stream */
     char content_type[128];
     struct kvg_buf body; /* non-stream answer */
-    cJSON *json;         /* the parsed request, until the first attempt starts */
-    struct kvg_buf text; /* routing text */
     uint64_t t0_ns, ttfb_ns;
     uint64_t bytes_up;
     char worker_url[512];
@@ -85,8 +83,7 @@ static void pr_closed(uv_handle_t *h)
 {
     struct proxy_req *pr = h->data;
     kvg_buf_free(&pr->body);
-    kvg_buf_free(&pr->text);
-    cJSON_Delete(pr->json);
+    kvg_route_input_free(&pr->ri);
     free(pr);
 }
 
@@ -101,8 +98,8 @@ static void access_log(struct proxy_req *pr, int status)
     kvg_buf_printf(&b, "{\"ts\":%.3f,\"request_id\":", kvg_wall_s());
     kvg_buf_append_json_str(&b, pr->request_id, strlen(pr->request_id));
     kvg_buf_printf(&b, ",\"path\":\"%s\",\"stream\":%s,\"model\":", pr->path,
-                   pr->stream ? "true" : "false");
-    kvg_buf_append_json_str(&b, pr->model, pr->model_len);
+                   pr->ri.stream ? "true" : "false");
+    kvg_buf_append_json_str(&b, pr->ri.model, pr->ri.model_len);
     kvg_buf_append_str(&b, ",\"worker\":");
     kvg_buf_append_json_str(&b, pr->worker_url, strlen(pr->worker_url));
     kvg_buf_printf(&b,
@@ -125,10 +122,9 @@ static void pr_finish(struct proxy_req *pr, int status)
 
 static void release_worker(struct proxy_req *pr, enum kvg_outcome out)
 {
-    if (!pr->w) return;
-    struct kvg_route_ctx ctx = {.model = {pr->model, pr->model_len}};
-    kvg_pool_release(&pr->lc->gw->pool, pr->w, out, &ctx);
-    pr->w = NULL;
+    if (!pr->pick.w) return;
+    struct kvg_route_ctx ctx = {.model = {pr->ri.model, pr->ri.model_len}};
+    kvg_pool_release(&pr->lc->gw->pool, &pr->pick, out, &ctx);
 }
 
 static void client_error(struct proxy_req *pr, int status, const char *code, const char *msg)
@@ -148,6 +144,27 @@ static void client_error(struct proxy_req *pr, int status, const char *code, con
 }
 
 static void attempt(struct proxy_req *pr);
+
+/* Prompts below this many body bytes are tokenized on the loop: at the
+ * tokenizer's speed that is tens of microseconds, less than a thread hop. */
+#define TOKENIZE_INLINE_BYTES (16 * 1024)
+
+static void tokenize_work(uv_work_t *w)
+{
+    struct proxy_req *pr = w->data;
+    kvg_route_input_tokenize(&pr->ri, pr->lc->gw);
+}
+
+static void tokenize_done(uv_work_t *w, int status)
+{
+    struct proxy_req *pr = w->data;
+    pr->tokenizing = 0;
+    if (!pr->req) { /* the client left meanwhile */
+        pr_finish(pr, 499);
+        return;
+    }
+    attempt(pr);
+}
 
 static void on_retry_timer(uv_timer_t *t)
 {
@@ -225,12 +242,13 @@ static void up_head(void *ud, int status, const struct kvg_http_header *h, size_
             if (!kvg_parse_i64(tmp, &v)) clen = v;
         }
     }
-    if (pr->stream || pr->sse) relay_head(pr, status, h, n, clen);
+    if (pr->ri.stream || pr->sse) relay_head(pr, status, h, n, clen);
 }
 
 static void up_body(void *ud, const char *p, size_t n)
 {
     struct proxy_req *pr = ud;
+    if (!pr->bytes_up) kvg_pool_first_token(&pr->lc->gw->pool, &pr->pick); /* prefill is over */
     pr->bytes_up += n;
     if (pr->relayed) {
         int rc = kvg_http_res_write(pr->req, p, n);
@@ -311,6 +329,7 @@ static void on_client_abort(struct kvg_http_req *req, void *ud)
     uv_timer_stop(&pr->retry_timer);
     release_worker(pr, KVG_OUT_CLIENT_GONE);
     kvg_metrics_inc(pr->lc->gw->metrics.client_gone);
+    if (pr->tokenizing) return; /* tokenize_done finishes it */
     pr_finish(pr, 499);
 }
 
@@ -322,29 +341,25 @@ static void attempt(struct proxy_req *pr)
     pr->up_status = 0;
     pr->relayed = 0;
     kvg_buf_reset(&pr->body);
-    if (!pr->json) pr->json = cJSON_ParseWithLength(req->body.data, req->body.len);
-    struct kvg_route_ctx ctx = {.model = {pr->model, pr->model_len},
-                                .body = {req->body.data, req->body.len},
-                                .json = pr->json,
-                                .text = pr->text.data,
-                                .text_len = pr->text.len,
+    if (!pr->ri.json) pr->ri.json = cJSON_ParseWithLength(req->body.data, req->body.len);
+    struct kvg_route_ctx ctx = {.body = {req->body.data, req->body.len},
                                 .load_max_age_ms = gw->cfg.metrics_staleness_ms,
                                 .header = header_of,
                                 .hctx = req,
                                 .rng = &pr->lc->rng,
                                 .now_ms = kvg_now_ms()};
+    kvg_route_input_ctx(&pr->ri, &ctx);
     int known = 0;
-    struct kvg_worker *w = NULL;
-    int rc = kvg_pool_pick(&gw->pool, &ctx, pr->tried, pr->ntried, &w, &known, NULL);
+    int rc = kvg_pool_pick(&gw->pool, &ctx, pr->tried, pr->ntried, &pr->pick, &known, NULL);
     if (rc == KVG_ENOWORKER && pr->ntried) {
         pr->ntried = 0; /* every candidate was tried: allow them again */
-        rc = kvg_pool_pick(&gw->pool, &ctx, NULL, 0, &w, &known, NULL);
+        rc = kvg_pool_pick(&gw->pool, &ctx, NULL, 0, &pr->pick, &known, NULL);
     }
     if (rc) {
-        if (!known && pr->model_len) {
+        if (!known && pr->ri.model_len) {
             char msg[400];
-            snprintf(msg, sizeof msg, "The model `%.*s` does not exist.", (int)pr->model_len,
-                     pr->model);
+            snprintf(msg, sizeof msg, "The model `%.*s` does not exist.", (int)pr->ri.model_len,
+                     pr->ri.model);
             client_error(pr, 404, "model_not_found", msg);
         } else {
             kvg_metrics_inc(gw->metrics.no_worker);
@@ -352,9 +367,10 @@ static void attempt(struct proxy_req *pr)
         }
         return;
     }
-    cJSON_Delete(pr->json); /* routing is done: no need to hold the tree during the answer */
-    pr->json = NULL;
-    pr->w = w;
+    kvg_route_input_drop_json(&pr->ri); /* routing is done: no tree held during the answer */
+    if (pr->attempts == 1)
+        kvg_gw_metrics_route(&gw->metrics, pr->pick.matched_blocks, pr->ri.nhashes);
+    struct kvg_worker *w = pr->pick.w;
     snprintf(pr->worker_url, sizeof pr->worker_url, "%s", w->url);
     if (pr->ntried < MAX_TRIED) pr->tried[pr->ntried++] = w;
 
@@ -367,7 +383,7 @@ static void attempt(struct proxy_req *pr)
     const struct kvg_serve_config *c = &gw->cfg;
     struct kvg_http_call_opts o = {
         .connect_timeout_ms = c->connect_timeout_ms,
-        .first_byte_timeout_ms = pr->stream ? c->stream_idle_timeout_ms : c->request_timeout_ms,
+        .first_byte_timeout_ms = pr->ri.stream ? c->stream_idle_timeout_ms : c->request_timeout_ms,
         .idle_timeout_ms = c->stream_idle_timeout_ms,
     };
     static const struct kvg_http_call_cbs cbs = {up_head, up_body, up_done};
@@ -422,29 +438,27 @@ void kvg_proxy_handle(struct kvg_loop_ctx *lc, struct kvg_http_req *req)
     request_id(pr, req);
     atomic_fetch_add_explicit(&lc->gw->requests_total, 1, memory_order_relaxed);
 
-    cJSON *j = cJSON_ParseWithLength(req->body.data ? req->body.data : "", req->body.len);
-    if (!j || !cJSON_IsObject(j)) {
-        cJSON_Delete(j);
-        client_error(pr, 400, "invalid_json", "the request body is not a JSON object");
+    char msg[128];
+    if (kvg_route_input_parse(&pr->ri, req->body.data, req->body.len, pr->route == KVG_ROUTE_CHAT,
+                              msg, sizeof msg)) {
+        client_error(pr, 400, "invalid_request", msg);
         return;
     }
-    cJSON *m = cJSON_GetObjectItemCaseSensitive(j, "model");
-    cJSON *s = cJSON_GetObjectItemCaseSensitive(j, "stream");
-    if (m && !cJSON_IsString(m)) {
-        cJSON_Delete(j);
-        client_error(pr, 400, "invalid_model", "'model' must be a string");
-        return;
-    }
-    if (m) {
-        pr->model_len = KVG_MIN(strlen(m->valuestring), sizeof pr->model - 1);
-        memcpy(pr->model, m->valuestring, pr->model_len);
-    }
-    pr->stream = cJSON_IsTrue(s);
-    kvg_buf_init(&pr->text, 0);
-    kvg_route_text(j, pr->route == KVG_ROUTE_CHAT, &pr->text);
-    pr->json = j;
     req->ud = pr;
     req->on_abort = on_client_abort;
     req->on_drain = on_drain;
-    attempt(pr);
+    if (!lc->gw->wants_tokens) {
+        attempt(pr);
+    } else if (req->body.len < TOKENIZE_INLINE_BYTES) {
+        kvg_route_input_tokenize(&pr->ri, lc->gw);
+        attempt(pr);
+    } else {
+        /* A long prompt: tokenize on libuv's thread pool, the loop goes on. */
+        pr->work.data = pr;
+        pr->tokenizing = 1;
+        if (uv_queue_work(&lc->loop, &pr->work, tokenize_work, tokenize_done)) {
+            pr->tokenizing = 0;
+            attempt(pr);
+        }
+    }
 }

@@ -22,6 +22,12 @@ static const struct {
     {"rendezvous_hash", kvg_policy_rendezvous_hash_new},
     {"prefix_hash", kvg_policy_prefix_hash_new},
     {"manual", kvg_policy_manual_new},
+    {"kv_aware", kvg_policy_kv_aware_new},
+    {"cache_aware", kvg_policy_cache_aware_new},
+    {"score", kvg_policy_score_new},
+    {"precise", kvg_policy_precise_new},     /* llm-d: precise prefix 3, kv 2, queue 2 */
+    {"estimated", kvg_policy_estimated_new}, /* llm-d: approximate prefix 1, kv 1, queue 1 */
+    {"load", kvg_policy_load_new},           /* llm-d: queue 1, kv 1 */
 };
 
 void kvg_policy_opts_default(struct kvg_policy_opts *o)
@@ -31,6 +37,22 @@ void kvg_policy_opts_default(struct kvg_policy_opts *o)
     o->prefix_token_count = 256;
     o->prefix_hash_load_factor = 1.25;
     o->max_idle_ms = 14400ull * 1000;
+    o->block_size = 16;
+    o->overlap_weight = 1.0;
+    o->temperature = 0.0;
+    o->track_prefill = 1;
+    o->approx_ttl_ms = 120000;
+    o->cache_threshold = 0.3;
+    o->balance_abs = 64;
+    o->balance_rel = 1.5;
+    o->eviction_interval_ms = 120000;
+    o->max_tree_size = 1ull << 26;
+    o->w_prefix_precise = 3;
+    o->w_queue = 2;
+    o->w_kv_util = 2;
+    o->prefix_minmax = 1;
+    o->load_threshold = 128;
+    o->approx_capacity = 31250;
 }
 
 int kvg_policy_new(const char *name, const struct kvg_policy_opts *opts, struct kvg_policy **out)
@@ -48,7 +70,8 @@ int kvg_policy_new(const char *name, const struct kvg_policy_opts *opts, struct 
 const char *kvg_policy_names(void)
 {
     return "random, round_robin, power_of_two, least_load, consistent_hash (consistent_hashing), "
-           "rendezvous_hash, prefix_hash, manual";
+           "rendezvous_hash, prefix_hash, manual, kv_aware, cache_aware, score, and score's "
+           "presets precise, estimated, load";
 }
 
 uint32_t kvg_policy_inflight(struct kvg_worker *w)

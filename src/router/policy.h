@@ -20,6 +20,7 @@
 #include "router/worker.h"
 
 struct cJSON;
+struct kvg_kv_index;
 
 struct kvg_route_ctx {
     struct kvg_str model;
@@ -27,14 +28,19 @@ struct kvg_route_ctx {
     const struct cJSON *json; /* the same, parsed (borrowed), may be NULL */
     const char *text;         /* routing text (prompt / concatenated messages), may be NULL */
     size_t text_len;
-    const uint32_t *tokens; /* may be NULL */
+    const uint32_t *tokens; /* prompt token ids, may be NULL */
     size_t ntokens;
+    const uint64_t *block_hashes; /* chained hashes of the prompt's full blocks (kv/hash.h) */
+    size_t nblocks;
+    uint32_t block_size; /* tokens per block; 0 when not tokenized */
+    uint32_t max_tokens; /* the request's output budget, 0 unknown */
     /* Header lookup (case-insensitive); returns a NULL view when absent. */
     struct kvg_str (*header)(const void *hctx, const char *name);
     const void *hctx;
     struct kvg_rng *rng;
     uint64_t now_ms;
     uint64_t load_max_age_ms; /* engine metrics older than this are unknown */
+    int dry_run;              /* explain only (POST /debug/route): policies change no state */
 };
 
 /* Everything a policy may be configured with; each reads its own fields.
@@ -48,6 +54,28 @@ struct kvg_policy_opts {
     /* manual */
     uint64_t max_idle_ms;    /* --max-idle-secs 14400 */
     int assignment_min_load; /* --assignment-mode min_load (else random) */
+    /* Precise KV knowledge: the pool's index fed by engine KV events (not
+     * owned; NULL when no engine publishes events: the KV policies then
+     * fall back to what the router itself routed, approximate mode). */
+    struct kvg_kv_index *kv;
+    uint32_t block_size; /* --block-size 16 */
+    /* kv_aware (Dynamo's KV router) */
+    double overlap_weight;  /* --router-kv-overlap-score-weight 1.0 */
+    double temperature;     /* --router-temperature 0.0 */
+    int track_prefill;      /* count prefill tokens already assigned (1) */
+    uint32_t approx_ttl_ms; /* --router-ttl-secs 120 (approximate mode) */
+    /* cache_aware (sglang / vllm-router) */
+    double cache_threshold;        /* --cache-threshold 0.3 */
+    uint32_t balance_abs;          /* --balance-abs-threshold 64 */
+    double balance_rel;            /* --balance-rel-threshold 1.5 */
+    uint64_t eviction_interval_ms; /* --eviction-interval 120 s; 0 disables */
+    uint64_t max_tree_size;        /* --max-tree-size 2^26 characters per worker */
+    int miss_to_smallest_tree;     /* the older miss rule (smallest tenant), not min load */
+    /* score (llm-d's weighted scorers); the presets set these */
+    double w_prefix_precise, w_prefix_approx, w_queue, w_kv_util, w_load;
+    int prefix_minmax;        /* precise prefix score min-max normalised (2025 llm-d) */
+    uint32_t load_threshold;  /* load-aware scorer threshold (128) */
+    uint64_t approx_capacity; /* approximate prefix index: blocks per worker (31250) */
 };
 
 void kvg_policy_opts_default(struct kvg_policy_opts *o);
@@ -59,6 +87,8 @@ struct kvg_route_score {
 
 struct kvg_route_explain {
     struct kvg_route_score *scores; /* one per candidate, set by the caller */
+    struct kvg_worker **cands;      /* optional: the pool stores the candidates here, each
+                                       with a reference the caller drops */
     size_t n;
     char note[128]; /* short reason, e.g. "cache hit" */
 };
@@ -67,6 +97,7 @@ struct kvg_policy;
 
 struct kvg_policy_ops {
     const char *name;
+    int wants_tokens; /* reads ctx->tokens / block_hashes: the caller tokenizes */
     int (*select)(struct kvg_policy *p, struct kvg_worker *const *cand, size_t n,
                   const struct kvg_route_ctx *ctx, struct kvg_route_explain *ex);
     /* The request sent to w ended (optional: policies that track their own state). */
@@ -96,6 +127,12 @@ int kvg_policy_consistent_hash_new(const struct kvg_policy_opts *o, struct kvg_p
 int kvg_policy_rendezvous_hash_new(const struct kvg_policy_opts *o, struct kvg_policy **out);
 int kvg_policy_prefix_hash_new(const struct kvg_policy_opts *o, struct kvg_policy **out);
 int kvg_policy_manual_new(const struct kvg_policy_opts *o, struct kvg_policy **out);
+int kvg_policy_kv_aware_new(const struct kvg_policy_opts *o, struct kvg_policy **out);
+int kvg_policy_cache_aware_new(const struct kvg_policy_opts *o, struct kvg_policy **out);
+int kvg_policy_score_new(const struct kvg_policy_opts *o, struct kvg_policy **out);
+int kvg_policy_precise_new(const struct kvg_policy_opts *o, struct kvg_policy **out);
+int kvg_policy_estimated_new(const struct kvg_policy_opts *o, struct kvg_policy **out);
+int kvg_policy_load_new(const struct kvg_policy_opts *o, struct kvg_policy **out);
 
 /* Shared helpers for policies. */
 /* Router-side load of w: in-flight requests. */

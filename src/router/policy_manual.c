@@ -78,6 +78,10 @@ static int select_manual(struct kvg_policy *p, struct kvg_worker *const *cand, s
     struct entry *e = m->b[h % NBUCKETS];
     while (e && e->h != h) e = e->next;
     int idx = e ? find_url(cand, n, e->url) : -1;
+    if (idx < 0 && ctx->dry_run) {
+        pthread_mutex_unlock(&m->mu);
+        return assign(m, cand, n, ctx);
+    }
     if (idx < 0) {
         idx = assign(m, cand, n, ctx);
         char *url = strdup(cand[idx]->url);

@@ -49,7 +49,7 @@ static int free_slot(struct kvg_pool *p)
     }
 }
 
-static int add_locked(struct kvg_pool *p, const char *url)
+static int add_locked(struct kvg_pool *p, const char *url, const char *kv, const char *replay)
 {
     if (find(p, url) >= 0) return -EEXIST;
     if (p->n == KVG_POOL_MAX_WORKERS) return -ENOSPC;
@@ -57,8 +57,12 @@ static int add_locked(struct kvg_pool *p, const char *url)
     int rc = kvg_worker_new(url, &w);
     if (rc) return rc;
     w->slot = free_slot(p);
+    if (kv && strcmp(kv, "none")) snprintf(w->kv_endpoint, sizeof w->kv_endpoint, "%s", kv);
+    if (replay && strcmp(replay, "none"))
+        snprintf(w->replay_endpoint, sizeof w->replay_endpoint, "%s", replay);
     atomic_store(&w->healthy, !p->start_unhealthy);
     p->w[p->n++] = w;
+    if (p->on_add) p->on_add(p->hooks_ud, w);
     return 0;
 }
 
@@ -68,14 +72,20 @@ static void remove_at_locked(struct kvg_pool *p, size_t i)
     atomic_store(&w->removed, 1);
     p->w[i] = p->w[--p->n];
     if (p->policy->ops->on_remove) p->policy->ops->on_remove(p->policy, w);
-    if (p->on_remove) p->on_remove(p->on_remove_ud, w);
+    if (p->on_remove) p->on_remove(p->hooks_ud, w);
     kvg_worker_unref(w);
 }
 
 int kvg_pool_add(struct kvg_pool *p, const char *url)
 {
+    return kvg_pool_add_ex(p, url, NULL, NULL);
+}
+
+int kvg_pool_add_ex(struct kvg_pool *p, const char *url, const char *kv_endpoint,
+                    const char *replay_endpoint)
+{
     pthread_rwlock_wrlock(&p->lock);
-    int rc = add_locked(p, url);
+    int rc = add_locked(p, url, kv_endpoint, replay_endpoint);
     pthread_rwlock_unlock(&p->lock);
     if (!rc) KVG_INFO("pool: added worker %s", url);
     return rc;
@@ -94,6 +104,12 @@ int kvg_pool_remove(struct kvg_pool *p, const char *url)
 
 int kvg_pool_set(struct kvg_pool *p, char *const *urls, size_t n)
 {
+    return kvg_pool_set_ex(p, urls, NULL, NULL, n);
+}
+
+int kvg_pool_set_ex(struct kvg_pool *p, char *const *urls, char *const *kv_endpoints,
+                    char *const *replay_endpoints, size_t n)
+{
     int rc = 0;
     pthread_rwlock_wrlock(&p->lock);
     for (size_t i = p->n; i-- > 0;) {
@@ -102,7 +118,8 @@ int kvg_pool_set(struct kvg_pool *p, char *const *urls, size_t n)
         if (j == n) remove_at_locked(p, i);
     }
     for (size_t j = 0; j < n; j++) {
-        int r = add_locked(p, urls[j]);
+        int r = add_locked(p, urls[j], kv_endpoints ? kv_endpoints[j] : NULL,
+                           replay_endpoints ? replay_endpoints[j] : NULL);
         if (r && r != -EEXIST && !rc) rc = r;
     }
     pthread_rwlock_unlock(&p->lock);
@@ -122,10 +139,12 @@ size_t kvg_pool_snapshot(struct kvg_pool *p, struct kvg_worker **out, size_t max
 }
 
 int kvg_pool_pick(struct kvg_pool *p, const struct kvg_route_ctx *ctx,
-                  struct kvg_worker *const *exclude, size_t nexclude, struct kvg_worker **out,
+                  struct kvg_worker *const *exclude, size_t nexclude, struct kvg_pick *out,
                   int *model_known, struct kvg_route_explain *ex)
 {
     struct kvg_worker *cand[KVG_POOL_MAX_WORKERS];
+    struct kvg_route_score scratch[KVG_POOL_MAX_WORKERS];
+    struct kvg_route_explain local = {.scores = scratch};
     size_t n = 0;
     int known = 0;
     pthread_rwlock_rdlock(&p->lock);
@@ -141,19 +160,43 @@ int kvg_pool_pick(struct kvg_pool *p, const struct kvg_route_ctx *ctx,
         cand[n++] = w;
     }
     int rc = KVG_ENOWORKER;
+    if (!ex || !ex->scores) ex = &local; /* policies always report; only /debug/route reads */
     if (n) {
-        if (ex && ex->scores) {
-            ex->n = n;
-            for (size_t i = 0; i < n; i++)
-                ex->scores[i] = (struct kvg_route_score){-1, -1, -1, -1, -1, -1};
+        ex->n = n;
+        for (size_t i = 0; i < n; i++) {
+            ex->scores[i] = (struct kvg_route_score){-1, -1, -1, -1, -1, -1};
+            if (ex->cands) {
+                ex->cands[i] = cand[i];
+                kvg_worker_ref(cand[i]);
+            }
         }
         rc = p->policy->ops->select(p->policy, cand, n, ctx, ex);
         if (rc >= 0 && (size_t)rc < n) {
             struct kvg_worker *w = cand[rc];
+            double mb = ex->scores[rc].matched_blocks;
             kvg_worker_ref(w);
+            out->w = w;
+            if (ctx->dry_run) {
+                pthread_rwlock_unlock(&p->lock);
+                if (model_known) *model_known = known;
+                out->matched_blocks = mb > 0 ? (uint32_t)mb : 0;
+                return 0; /* nothing charged: the caller only unrefs out->w */
+            }
             atomic_fetch_add_explicit(&w->in_flight, 1, memory_order_relaxed);
             atomic_fetch_add_explicit(&w->processed, 1, memory_order_relaxed);
-            *out = w;
+            atomic_fetch_add_explicit(&w->cached_blocks, mb > 0 ? (uint64_t)mb : 0,
+                                      memory_order_relaxed);
+            out->matched_blocks = mb > 0 ? (uint32_t)mb : 0;
+            out->prefill_tokens = out->decode_blocks = 0;
+            if (ctx->block_size && ctx->ntokens) {
+                uint64_t cached = (uint64_t)out->matched_blocks * ctx->block_size;
+                out->prefill_tokens = ctx->ntokens > cached ? ctx->ntokens - cached : 0;
+                out->decode_blocks = (ctx->ntokens + ctx->block_size - 1) / ctx->block_size;
+                atomic_fetch_add_explicit(&w->active_prefill_tokens, out->prefill_tokens,
+                                          memory_order_relaxed);
+                atomic_fetch_add_explicit(&w->active_decode_blocks, out->decode_blocks,
+                                          memory_order_relaxed);
+            }
             rc = 0;
         } else if (rc >= 0) {
             rc = KVG_ENOWORKER;
@@ -164,9 +207,25 @@ int kvg_pool_pick(struct kvg_pool *p, const struct kvg_route_ctx *ctx,
     return rc;
 }
 
-void kvg_pool_release(struct kvg_pool *p, struct kvg_worker *w, enum kvg_outcome outcome,
+void kvg_pool_first_token(struct kvg_pool *p, struct kvg_pick *pick)
+{
+    if (!pick->w || !pick->prefill_tokens) return;
+    atomic_fetch_sub_explicit(&pick->w->active_prefill_tokens, pick->prefill_tokens,
+                              memory_order_relaxed);
+    pick->prefill_tokens = 0;
+}
+
+void kvg_pool_release(struct kvg_pool *p, struct kvg_pick *pick, enum kvg_outcome outcome,
                       const struct kvg_route_ctx *ctx)
 {
+    struct kvg_worker *w = pick->w;
+    if (!w) return;
+    kvg_pool_first_token(p, pick);
+    if (pick->decode_blocks)
+        atomic_fetch_sub_explicit(&w->active_decode_blocks, pick->decode_blocks,
+                                  memory_order_relaxed);
+    pick->decode_blocks = 0;
+    pick->w = NULL;
     atomic_fetch_sub_explicit(&w->in_flight, 1, memory_order_relaxed);
     if (outcome == KVG_OUT_OK || outcome == KVG_OUT_FAIL)
         kvg_cb_record(&p->cb, w, outcome == KVG_OUT_OK, kvg_now_ms());

@@ -23,10 +23,11 @@ struct kvg_pool {
     struct kvg_policy *policy; /* owned */
     struct kvg_cb_config cb;
     int start_unhealthy; /* new workers wait for their first health check */
-    /* Called (under the write lock) when a worker leaves: the KV index and
-     * policies forget it. Optional. */
+    /* Called (under the write lock) when a worker joins or leaves: the KV
+     * index, its subscriber and the metrics follow. Optional. */
+    void (*on_add)(void *ud, struct kvg_worker *w);
     void (*on_remove)(void *ud, struct kvg_worker *w);
-    void *on_remove_ud;
+    void *hooks_ud;
 };
 
 /* Takes ownership of policy. */
@@ -35,11 +36,18 @@ void kvg_pool_destroy(struct kvg_pool *p);
 
 /* Adds a worker by URL. -EEXIST if present, -ENOSPC when full, or a parse error. */
 int kvg_pool_add(struct kvg_pool *p, const char *url);
+/* The same with the worker's KV event endpoints (NULL or "" for none). */
+int kvg_pool_add_ex(struct kvg_pool *p, const char *url, const char *kv_endpoint,
+                    const char *replay_endpoint);
 /* Removes by URL; KVG_ENOTFOUND if absent. In-flight requests finish. */
 int kvg_pool_remove(struct kvg_pool *p, const char *url);
 /* Makes the pool hold exactly these URLs (SIGHUP reload): adds the new ones,
  * removes the missing ones, keeps the rest with their state. */
 int kvg_pool_set(struct kvg_pool *p, char *const *urls, size_t n);
+/* kvg_pool_set with per-worker KV endpoints (arrays of n, entries may be
+ * NULL; the arrays themselves may be NULL). */
+int kvg_pool_set_ex(struct kvg_pool *p, char *const *urls, char *const *kv_endpoints,
+                    char *const *replay_endpoints, size_t n);
 
 /* Copies the current workers into out[] with a reference each (caller unrefs
  * each); returns the count. */
@@ -49,14 +57,32 @@ size_t kvg_pool_snapshot(struct kvg_pool *p, struct kvg_worker **out, size_t max
  * On success *out holds a reference and in_flight was incremented.
  * KVG_ENOWORKER when no candidate; *nhealthy tells whether any worker at all
  * was healthy (503 vs 404 for an unknown model). */
+/* A routing decision and what it charged to the worker, Dynamo-style: the
+ * prompt tokens the worker must compute (charged until its first token) and
+ * the KV blocks the request occupies (charged until it ends). The caller
+ * keeps it for the request's life and hands it back. */
+struct kvg_pick {
+    struct kvg_worker *w;    /* holds a reference */
+    uint32_t matched_blocks; /* prefix blocks the policy believes w has cached */
+    uint64_t prefill_tokens; /* still charged to w->active_prefill_tokens */
+    uint64_t decode_blocks;  /* still charged to w->active_decode_blocks */
+};
+
+/* Picks a worker. exclude[] lists workers already tried by this request.
+ * On success out->w holds a reference, in_flight was incremented and the
+ * charges applied. KVG_ENOWORKER when no candidate; *model_known tells
+ * whether any worker serves the model at all (503 vs 404). */
 int kvg_pool_pick(struct kvg_pool *p, const struct kvg_route_ctx *ctx,
-                  struct kvg_worker *const *exclude, size_t nexclude, struct kvg_worker **out,
+                  struct kvg_worker *const *exclude, size_t nexclude, struct kvg_pick *out,
                   int *model_known, struct kvg_route_explain *ex);
 
+/* The first output token arrived: the prefill charge ends. Idempotent. */
+void kvg_pool_first_token(struct kvg_pool *p, struct kvg_pick *pick);
+
 enum kvg_outcome { KVG_OUT_OK, KVG_OUT_FAIL, KVG_OUT_CLIENT_GONE, KVG_OUT_CLIENT_ERROR };
-/* Ends a pick: in_flight - 1, circuit breaker bookkeeping, policy on_done,
- * reference dropped. */
-void kvg_pool_release(struct kvg_pool *p, struct kvg_worker *w, enum kvg_outcome outcome,
+/* Ends a pick: in_flight - 1, remaining charges removed, circuit breaker
+ * bookkeeping, policy on_done, reference dropped; pick->w becomes NULL. */
+void kvg_pool_release(struct kvg_pool *p, struct kvg_pick *pick, enum kvg_outcome outcome,
                       const struct kvg_route_ctx *ctx);
 
 #endif

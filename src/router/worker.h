@@ -41,6 +41,8 @@ struct kvg_engine_load kvg_worker_load(struct kvg_worker *w, uint64_t now_ms, ui
 
 struct kvg_worker {
     char url[512];
+    char kv_endpoint[256];     /* ZMQ endpoint of its KV events, "" if none */
+    char replay_endpoint[256]; /* its replay ROUTER, "" if none */
     struct kvg_http_target target;
     int slot; /* small integer id, stable while in the pool (KV index key) */
 
@@ -54,6 +56,7 @@ struct kvg_worker {
     _Atomic int removed;
     _Atomic uint32_t in_flight; /* router-side: +1 at dispatch, -1 at every end */
     _Atomic uint64_t processed;
+    _Atomic uint64_t cached_blocks; /* prefix blocks routed to where they were cached */
     _Atomic uint64_t active_prefill_tokens;
     _Atomic uint64_t active_decode_blocks;
 

@@ -51,8 +51,8 @@ static struct kvg_str hdr(const void *h, const char *name)
 
 static struct kvg_route_ctx ctx_with(const struct hdrs *h)
 {
-    struct kvg_route_ctx c = {.header = hdr, .hctx = h, .rng = &rng, .now_ms = 1000,
-                              .load_max_age_ms = 5000};
+    struct kvg_route_ctx c = {
+        .header = hdr, .hctx = h, .rng = &rng, .now_ms = 1000, .load_max_age_ms = 5000};
     return c;
 }
 
@@ -96,8 +96,8 @@ TEST(power_of_two_prefers_lower_load)
     for (int i = 0; i < 20; i++) CHECK_INT(p->ops->select(p, W, 2, &c, NULL), 1);
     /* Fresh engine metrics say the opposite: they win. */
     for (int i = 0; i < 2; i++) {
-        W[i]->load = (struct kvg_engine_load){.waiting = i ? 50 : 0, .running = 1,
-                                              .kv_usage = 0.5, .at_ms = 900};
+        W[i]->load = (struct kvg_engine_load){
+            .waiting = i ? 50 : 0, .running = 1, .kv_usage = 0.5, .at_ms = 900};
     }
     for (int i = 0; i < 20; i++) CHECK_INT(p->ops->select(p, W, 2, &c, NULL), 0);
     /* Stale metrics (older than the limit) are unknown, never idle. */
@@ -138,8 +138,10 @@ TEST(consistent_hash_is_sticky_and_moves_little)
         CHECK_INT(p->ops->select(p, W, NW, &c, NULL), before[k]); /* sticky */
         /* Worker 3 gone: only its keys move. */
         int after = p->ops->select(p, W, NW - 1, &c, NULL);
-        if (before[k] != 3) CHECK_INT(after, before[k]);
-        else moved++;
+        if (before[k] != 3)
+            CHECK_INT(after, before[k]);
+        else
+            moved++;
     }
     CHECK(moved > 20 && moved < 90); /* about a quarter of the keys */
     p->ops->destroy(p);
@@ -235,32 +237,46 @@ TEST(pool_pick_release_counts_and_filters)
     CHECK_INT(kvg_pool_add(&pool, "http://127.0.0.1:9002/"), 0);
     CHECK_INT(kvg_pool_add(&pool, "http://127.0.0.1:9002"), -EEXIST);
     struct kvg_route_ctx c = ctx_with(NULL);
-    struct kvg_worker *w1, *w2, *w3;
+    struct kvg_pick p1, p2, p3;
     int known;
-    CHECK_INT(kvg_pool_pick(&pool, &c, NULL, 0, &w1, &known, NULL), 0);
-    CHECK_INT(kvg_pool_pick(&pool, &c, &w1, 1, &w2, &known, NULL), 0);
-    CHECK(w1 != w2); /* the excluded worker is not picked */
+    CHECK_INT(kvg_pool_pick(&pool, &c, NULL, 0, &p1, &known, NULL), 0);
+    struct kvg_worker *w1 = p1.w;
+    CHECK_INT(kvg_pool_pick(&pool, &c, &w1, 1, &p2, &known, NULL), 0);
+    CHECK(w1 != p2.w); /* the excluded worker is not picked */
     CHECK_INT(atomic_load(&w1->in_flight), 1);
     /* Removal while in flight: the worker lives until released. */
-    CHECK_INT(kvg_pool_remove(&pool, w2->url), 0);
+    CHECK_INT(kvg_pool_remove(&pool, p2.w->url), 0);
     CHECK_INT(kvg_pool_remove(&pool, "http://nope:1"), KVG_ENOTFOUND);
-    kvg_pool_release(&pool, w2, KVG_OUT_OK, &c);
-    kvg_pool_release(&pool, w1, KVG_OUT_OK, &c);
+    kvg_pool_release(&pool, &p2, KVG_OUT_OK, &c);
+    CHECK(p2.w == NULL);
+    kvg_pool_release(&pool, &p1, KVG_OUT_OK, &c);
     CHECK_INT(atomic_load(&w1->in_flight), 0);
     /* Unhealthy: no candidate, but the model is known (503, not 404). */
     atomic_store(&w1->healthy, 0);
-    CHECK_INT(kvg_pool_pick(&pool, &c, NULL, 0, &w3, &known, NULL), KVG_ENOWORKER);
+    CHECK_INT(kvg_pool_pick(&pool, &c, NULL, 0, &p3, &known, NULL), KVG_ENOWORKER);
     CHECK_INT(known, 1);
     atomic_store(&w1->healthy, 1);
     /* Model filtering. */
     strcpy(w1->models[0], "m1");
     w1->nmodels = 1;
     c.model = KVG_STR("m2");
-    CHECK_INT(kvg_pool_pick(&pool, &c, NULL, 0, &w3, &known, NULL), KVG_ENOWORKER);
+    CHECK_INT(kvg_pool_pick(&pool, &c, NULL, 0, &p3, &known, NULL), KVG_ENOWORKER);
     CHECK_INT(known, 0);
     c.model = KVG_STR("m1");
-    CHECK_INT(kvg_pool_pick(&pool, &c, NULL, 0, &w3, &known, NULL), 0);
-    kvg_pool_release(&pool, w3, KVG_OUT_OK, &c);
+    /* A tokenized request: its charges apply until first token / release. */
+    uint32_t toks[40] = {0};
+    c.tokens = toks;
+    c.ntokens = 40;
+    c.block_size = 16;
+    CHECK_INT(kvg_pool_pick(&pool, &c, NULL, 0, &p3, &known, NULL), 0);
+    CHECK_INT(atomic_load(&w1->active_prefill_tokens), 40);
+    CHECK_INT(atomic_load(&w1->active_decode_blocks), 3);
+    kvg_pool_first_token(&pool, &p3);
+    kvg_pool_first_token(&pool, &p3); /* idempotent */
+    CHECK_INT(atomic_load(&w1->active_prefill_tokens), 0);
+    CHECK_INT(atomic_load(&w1->active_decode_blocks), 3);
+    kvg_pool_release(&pool, &p3, KVG_OUT_OK, &c);
+    CHECK_INT(atomic_load(&w1->active_decode_blocks), 0);
     char *urls[] = {"http://127.0.0.1:9003", "http://127.0.0.1:9001"};
     CHECK_INT(kvg_pool_set(&pool, urls, 2), 0);
     CHECK_INT((int)pool.n, 2);

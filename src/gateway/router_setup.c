@@ -1,0 +1,119 @@
+/* The router inside kvgate serve: the served model's tokenizer and chat
+ * template (so requests become the token ids the engines compute), the
+ * precise KV index with one ZMQ subscriber per worker that publishes events,
+ * the policy, and the pool whose join/leave hooks keep index, subscriptions
+ * and metrics in step with the worker list. */
+#include <stdio.h>
+#include <string.h>
+
+#include "base/err.h"
+#include "base/log.h"
+#include "gateway/gateway.h"
+#include "kv/index.h"
+#include "kv/subscriber.h"
+#include "tokenizer/chat.h"
+#include "tokenizer/tokenizer.h"
+
+static void on_add(void *ud, struct kvg_worker *w)
+{
+    struct kvg_gateway *gw = ud;
+    if (!gw->kv || w->slot < 0) return;
+    int rc = kvg_kv_index_add_worker(gw->kv, (uint32_t)w->slot);
+    if (rc && rc != -EEXIST)
+        KVG_WARN("kv index: slot %d for %s: %s", w->slot, w->url, kvg_strerror(rc));
+    if (w->kv_endpoint[0]) {
+        rc = kvg_kv_sub_add_worker(gw->sub, (uint32_t)w->slot, w->kv_endpoint,
+                                   w->replay_endpoint[0] ? w->replay_endpoint : NULL);
+        if (rc)
+            KVG_WARN("kv events: cannot subscribe to %s for %s: %s", w->kv_endpoint, w->url,
+                     kvg_strerror(rc));
+        else
+            KVG_INFO("kv events: %s publishes on %s%s%s", w->url, w->kv_endpoint,
+                     w->replay_endpoint[0] ? ", replay " : "", w->replay_endpoint);
+    }
+}
+
+static void on_remove(void *ud, struct kvg_worker *w)
+{
+    struct kvg_gateway *gw = ud;
+    kvg_gw_metrics_forget_worker(&gw->metrics, w->url);
+    if (!gw->kv || w->slot < 0) return;
+    if (w->kv_endpoint[0]) kvg_kv_sub_remove_worker(gw->sub, (uint32_t)w->slot);
+    int n = kvg_kv_index_remove_worker(gw->kv, (uint32_t)w->slot);
+    if (n > 0) KVG_INFO("kv index: %s left, %d entries dropped", w->url, n);
+}
+
+int kvg_gw_router_init(struct kvg_gateway *gw, char *err, size_t errlen)
+{
+    struct kvg_serve_config *c = &gw->cfg;
+    int rc = kvg_tok_load(c->tokenizer, c->tokenizer_config[0] ? c->tokenizer_config : NULL,
+                          &gw->tok, err, errlen);
+    int fallback = 0;
+    if (rc == KVG_EUNSUPP) {
+        /* A tokenizer kvgate cannot reproduce exactly: never route on wrong
+         * token ids. Prefix awareness falls back to the request text (its
+         * bytes as tokens, matched only against this router's own routing). */
+        KVG_WARN("tokenizer %s: %s; prefix-aware routing falls back to approximate, text-based "
+                 "matching (precise KV matching is off)",
+                 c->tokenizer, err);
+        fallback = 1;
+        rc = kvg_tok_load("builtin:bytes", NULL, &gw->tok, err, errlen);
+    }
+    if (rc) return rc;
+    kvg_metrics_set(gw->metrics.tokenizer_fallback, fallback);
+    if ((rc = kvg_chat_new(kvg_tok_chat_template(gw->tok), kvg_tok_bos_token(gw->tok),
+                           kvg_tok_eos_token(gw->tok), &gw->chat, err, errlen)))
+        return rc;
+    int events = 0;
+    for (size_t i = 0; i < c->kv_endpoints.n; i++)
+        events |= strcmp(c->kv_endpoints.v[i], "none") != 0;
+    if (events && fallback) {
+        KVG_WARN("KV events are ignored: their token ids cannot be matched without the model's "
+                 "tokenizer");
+    } else if (events) {
+        struct kvg_kv_index_opts io = {.block_size = c->block_size,
+                                       .max_workers = KVG_POOL_MAX_WORKERS,
+                                       .max_entries = c->kv_index_max_entries};
+        struct kvg_kv_sub_opts so = {.threads = 1};
+        if ((rc = kvg_kv_index_new(&io, &gw->kv)) || (rc = kvg_kv_sub_new(gw->kv, &so, &gw->sub)) ||
+            (rc = kvg_kv_sub_start(gw->sub))) {
+            snprintf(err, errlen, "KV index: %s", kvg_strerror(rc));
+            return rc;
+        }
+        c->policy_opts.kv = gw->kv;
+    }
+    struct kvg_policy *policy;
+    if ((rc = kvg_policy_new(c->policy, &c->policy_opts, &policy))) {
+        snprintf(err, errlen, "unknown --policy '%s' (known: %s)", c->policy, kvg_policy_names());
+        return rc;
+    }
+    gw->wants_tokens = policy->ops->wants_tokens;
+    if ((rc = kvg_pool_init(&gw->pool, policy, &c->cb))) return rc;
+    gw->pool.start_unhealthy = c->health_enabled;
+    gw->pool.on_add = on_add;
+    gw->pool.on_remove = on_remove;
+    gw->pool.hooks_ud = gw;
+    for (size_t i = 0; i < c->workers.n; i++) {
+        rc = kvg_pool_add_ex(&gw->pool, c->workers.v[i],
+                             c->kv_endpoints.n ? c->kv_endpoints.v[i] : NULL,
+                             c->replay_endpoints.n ? c->replay_endpoints.v[i] : NULL);
+        if (rc && rc != -EEXIST) {
+            snprintf(err, errlen, "worker '%s': %s", c->workers.v[i], kvg_strerror(rc));
+            return rc;
+        }
+    }
+    if (policy->ops->wants_tokens && !gw->kv && strcmp(c->policy, "prefix_hash"))
+        KVG_INFO("policy %s: no worker publishes KV events (--kv-events-endpoints): prefix "
+                 "knowledge is approximate, from this router's own routing",
+                 c->policy);
+    return 0;
+}
+
+void kvg_gw_router_free(struct kvg_gateway *gw)
+{
+    if (gw->sub) kvg_kv_sub_free(gw->sub); /* stops its threads first */
+    kvg_pool_destroy(&gw->pool);
+    if (gw->kv) kvg_kv_index_free(gw->kv);
+    if (gw->chat) kvg_chat_free(gw->chat);
+    if (gw->tok) kvg_tok_free(gw->tok);
+}

@@ -1,0 +1,130 @@
+/* Route inputs; see route_input.h. */
+#include "proxy/route_input.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/err.h"
+#include "base/log.h"
+#include "gateway/gateway.h"
+#include "kv/hash.h"
+#include "router/route_text.h"
+#include "tokenizer/chat.h"
+#include "tokenizer/tokenizer.h"
+
+int kvg_route_input_parse(struct kvg_route_input *ri, const char *body, size_t len, int chat,
+                          char *msg, size_t msglen)
+{
+    memset(ri, 0, sizeof *ri);
+    kvg_buf_init(&ri->text, 0);
+    ri->chat = chat;
+    cJSON *j = cJSON_ParseWithLength(body ? body : "", len);
+    if (!j || !cJSON_IsObject(j)) {
+        cJSON_Delete(j);
+        snprintf(msg, msglen, "the request body is not a JSON object");
+        return KVG_EPARSE;
+    }
+    cJSON *m = cJSON_GetObjectItemCaseSensitive(j, "model");
+    if (m && !cJSON_IsString(m)) {
+        cJSON_Delete(j);
+        snprintf(msg, msglen, "'model' must be a string");
+        return KVG_EPARSE;
+    }
+    if (m) {
+        ri->model_len = KVG_MIN(strlen(m->valuestring), sizeof ri->model - 1);
+        memcpy(ri->model, m->valuestring, ri->model_len);
+    }
+    ri->stream = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "stream"));
+    cJSON *mt = cJSON_GetObjectItemCaseSensitive(j, "max_completion_tokens");
+    if (!cJSON_IsNumber(mt)) mt = cJSON_GetObjectItemCaseSensitive(j, "max_tokens");
+    if (cJSON_IsNumber(mt) && mt->valuedouble > 0 && mt->valuedouble < 4e9)
+        ri->max_tokens = (uint32_t)mt->valuedouble;
+    kvg_route_text(j, chat, &ri->text);
+    ri->json = j;
+    return 0;
+}
+
+static int prompt_ids(struct kvg_route_input *ri, const struct kvg_gateway *gw)
+{
+    if (ri->chat) {
+        struct kvg_buf out;
+        kvg_buf_init(&out, 0);
+        struct kvg_chat_info info = {0};
+        char err[256];
+        int rc = kvg_chat_render_json(gw->chat, ri->json, NULL, &out, &info, err, sizeof err);
+        if (!rc)
+            rc = kvg_tok_encode(gw->tok, out.data ? out.data : "", out.len, info.add_special_tokens,
+                                &ri->ids, &ri->nids);
+        kvg_buf_free(&out);
+        return rc;
+    }
+    const cJSON *p = cJSON_GetObjectItemCaseSensitive(ri->json, "prompt");
+    if (cJSON_IsArray(p) && cJSON_GetArraySize(p) == 1 && !cJSON_IsNumber(cJSON_GetArrayItem(p, 0)))
+        p = cJSON_GetArrayItem(p, 0);
+    if (cJSON_IsString(p))
+        return kvg_tok_encode(gw->tok, p->valuestring, strlen(p->valuestring), 1, &ri->ids,
+                              &ri->nids);
+    if (!cJSON_IsArray(p)) return KVG_EPARSE;
+    size_t n = (size_t)cJSON_GetArraySize(p), k = 0;
+    if (!(ri->ids = malloc((n ? n : 1) * sizeof *ri->ids))) return -ENOMEM;
+    const cJSON *it;
+    cJSON_ArrayForEach(it, p)
+    {
+        if (!cJSON_IsNumber(it) || it->valuedouble < 0 || it->valuedouble > 4e9) return KVG_EPARSE;
+        ri->ids[k++] = (uint32_t)it->valuedouble;
+    }
+    ri->nids = k;
+    return 0;
+}
+
+void kvg_route_input_tokenize(struct kvg_route_input *ri, const struct kvg_gateway *gw)
+{
+    ri->block_size = gw->cfg.block_size;
+    int rc = prompt_ids(ri, gw);
+    if (rc) {
+        free(ri->ids);
+        ri->ids = NULL;
+        ri->nids = 0;
+        ri->tokenize_error = rc;
+        KVG_DEBUG("routing without tokens: %s", kvg_strerror(rc));
+        return;
+    }
+    size_t nb = ri->nids / ri->block_size;
+    if (!nb) return;
+    if (!(ri->hashes = malloc(nb * sizeof *ri->hashes))) return;
+    int n = kvg_kv_hash_tokens(ri->ids, ri->nids, ri->block_size, ri->hashes, nb);
+    ri->nhashes = n > 0 ? (size_t)n : 0;
+}
+
+void kvg_route_input_ctx(const struct kvg_route_input *ri, struct kvg_route_ctx *ctx)
+{
+    ctx->model = (struct kvg_str){ri->model, ri->model_len};
+    ctx->json = ri->json;
+    ctx->text = ri->text.data;
+    ctx->text_len = ri->text.len;
+    ctx->tokens = ri->ids;
+    ctx->ntokens = ri->nids;
+    ctx->block_hashes = ri->hashes;
+    ctx->nblocks = ri->nhashes;
+    ctx->block_size = ri->ids ? ri->block_size : 0;
+    ctx->max_tokens = ri->max_tokens;
+}
+
+void kvg_route_input_drop_json(struct kvg_route_input *ri)
+{
+    cJSON_Delete(ri->json);
+    ri->json = NULL;
+}
+
+void kvg_route_input_free(struct kvg_route_input *ri)
+{
+    kvg_route_input_drop_json(ri);
+    kvg_buf_free(&ri->text);
+    free(ri->ids);
+    free(ri->hashes);
+    ri->ids = NULL;
+    ri->hashes = NULL;
+}

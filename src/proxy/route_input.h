@@ -1,0 +1,49 @@
+/* What routing needs to know about an OpenAI request, computed once per
+ * request and shared by the proxy and POST /debug/route: the parsed body,
+ * model and stream flags, the routing text (approximate policies), and, when
+ * the policy reads them, the prompt's token ids exactly as the engine will
+ * compute them (chat template + tokenizer) and their block hashes. */
+#ifndef KVG_PROXY_ROUTE_INPUT_H
+#define KVG_PROXY_ROUTE_INPUT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/buf.h"
+#include "router/policy.h"
+
+struct cJSON;
+struct kvg_gateway;
+
+struct kvg_route_input {
+    struct cJSON *json; /* owned */
+    int chat;
+    char model[256];
+    size_t model_len;
+    int stream;
+    uint32_t max_tokens;
+    struct kvg_buf text; /* routing text */
+    uint32_t *ids;       /* owned, NULL when not tokenized */
+    size_t nids;
+    uint64_t *hashes; /* owned */
+    size_t nhashes;
+    uint32_t block_size;
+    int tokenize_error; /* tokenizing failed: routed without tokens */
+};
+
+/* Parses body: 0, or KVG_EPARSE with a client-facing message in msg. On
+ * error ri holds nothing to free. */
+int kvg_route_input_parse(struct kvg_route_input *ri, const char *body, size_t len, int chat,
+                          char *msg, size_t msglen);
+/* Renders and tokenizes the prompt and hashes its blocks (CPU work: run it
+ * off the loop for long prompts). Thread-safe. Failures are not errors for
+ * the request: ri->tokenize_error is set and routing goes on without tokens. */
+void kvg_route_input_tokenize(struct kvg_route_input *ri, const struct kvg_gateway *gw);
+/* Fills the routing context's request fields from ri. */
+void kvg_route_input_ctx(const struct kvg_route_input *ri, struct kvg_route_ctx *ctx);
+/* Frees the parsed tree only (routing is done; ids and text may still serve
+ * a retry). */
+void kvg_route_input_drop_json(struct kvg_route_input *ri);
+void kvg_route_input_free(struct kvg_route_input *ri);
+
+#endif

@@ -1,0 +1,23 @@
+/* Helpers of the KV-aware policies (kv_aware, score); see policy_kv.c. */
+#ifndef KVG_ROUTER_POLICY_KV_H
+#define KVG_ROUTER_POLICY_KV_H
+
+#include <stdint.h>
+
+#include "base/err.h"
+#include "router/policy.h"
+
+#define KVG_POLICY_MAX_SLOTS 4096
+
+struct kvg_kv_approx;
+
+/* matched[i] = leading blocks of ctx->block_hashes that cand[i] holds: from
+ * kv when non-NULL, else from approx, else 0. */
+void kvg_policy_matched(struct kvg_kv_index *kv, struct kvg_kv_approx *approx,
+                        struct kvg_worker *const *cand, size_t n, const struct kvg_route_ctx *ctx,
+                        uint32_t *matched);
+/* Approximate mode: remember that the request's blocks went to w. */
+void kvg_policy_record(struct kvg_kv_approx *approx, struct kvg_worker *w,
+                       const struct kvg_route_ctx *ctx);
+
+#endif

@@ -1,0 +1,131 @@
+/* kv_aware: NVIDIA Dynamo's KV router cost. For each candidate
+ *   prefill_blocks = (prompt tokens - overlap_blocks * block_size
+ *                     [+ prefill tokens already assigned to it]) / block_size
+ *   decode_blocks  = KV blocks its requests in flight hold + the blocks this
+ *                    request would add
+ *   cost = overlap_weight * prefill_blocks + decode_blocks      (lower wins)
+ * overlap comes from the precise index (engine KV events) or, for engines
+ * that publish none, from the approximate index of what the router sent
+ * where (records live --router-ttl-secs). Temperature 0 takes the minimum,
+ * ties to the worker with the smaller cached set, then at random; T > 0
+ * samples p ~ exp(-(c - min) / ((max - min) * T)). The charges (prefill until
+ * the first token, blocks until the end) are the pool's (kvg_pick). */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "base/err.h"
+#include "kv/approx.h"
+#include "kv/index.h"
+#include "router/policy.h"
+#include "router/policy_kv.h"
+
+struct kvaware {
+    struct kvg_policy base;
+    struct kvg_kv_index *kv;      /* not owned */
+    struct kvg_kv_approx *approx; /* owned; used when kv is NULL */
+    double w, temp;
+    int track_prefill;
+};
+
+static int select_kv(struct kvg_policy *p, struct kvg_worker *const *cand, size_t n,
+                     const struct kvg_route_ctx *ctx, struct kvg_route_explain *ex)
+{
+    struct kvaware *k = (struct kvaware *)p;
+    if (n == 0) return KVG_ENOWORKER;
+    uint32_t bs = ctx->block_size ? ctx->block_size : 16;
+    uint32_t matched[n];
+    kvg_policy_matched(k->kv, k->approx, cand, n, ctx, matched);
+    double cost[n], cmin = INFINITY, cmax = -INFINITY;
+    for (size_t i = 0; i < n; i++) {
+        double cached = (double)matched[i] * bs;
+        double isl = (double)ctx->ntokens;
+        double prefill = isl > cached ? isl - cached : 0;
+        double new_blocks = prefill / bs;
+        if (k->track_prefill) prefill += (double)atomic_load(&cand[i]->active_prefill_tokens);
+        double prefill_blocks = prefill / bs;
+        double decode_blocks = (double)atomic_load(&cand[i]->active_decode_blocks) + new_blocks;
+        cost[i] = k->w * prefill_blocks + decode_blocks;
+        if (cost[i] < cmin) cmin = cost[i];
+        if (cost[i] > cmax) cmax = cost[i];
+        if (ex && ex->scores) {
+            ex->scores[i].matched_blocks = matched[i];
+            ex->scores[i].prefill_blocks = prefill_blocks;
+            ex->scores[i].decode_blocks = decode_blocks;
+            ex->scores[i].score = cost[i];
+        }
+    }
+    int best = -1;
+    if (k->temp > 0 && cmax > cmin) {
+        double wsum = 0, wts[n];
+        for (size_t i = 0; i < n; i++)
+            wsum += wts[i] = exp(-(cost[i] - cmin) / ((cmax - cmin) * k->temp));
+        double u = kvg_rng_double(ctx->rng) * wsum;
+        for (size_t i = 0; i < n && best < 0; i++)
+            if ((u -= wts[i]) <= 0) best = (int)i;
+        if (best < 0) best = (int)n - 1;
+    } else {
+        uint64_t best_tree = 0;
+        size_t ties = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (cost[i] > cmin) continue;
+            uint64_t tree = k->kv && cand[i]->slot >= 0
+                                ? kvg_kv_index_worker_entries(k->kv, (uint32_t)cand[i]->slot)
+                                : 0;
+            if (best < 0 || tree < best_tree) {
+                best = (int)i;
+                best_tree = tree;
+                ties = 1;
+            } else if (tree == best_tree && kvg_rng_below(ctx->rng, ++ties) == 0) {
+                best = (int)i;
+            }
+        }
+    }
+    if (!k->kv && !ctx->dry_run) kvg_policy_record(k->approx, cand[best], ctx);
+    if (ex)
+        snprintf(ex->note, sizeof ex->note, "%s, cost %.1f", k->kv ? "precise" : "approximate",
+                 cost[best]);
+    return best;
+}
+
+static void on_remove(struct kvg_policy *p, struct kvg_worker *w)
+{
+    struct kvaware *k = (struct kvaware *)p;
+    if (k->approx && w->slot >= 0) kvg_kv_approx_remove_worker(k->approx, (uint32_t)w->slot);
+}
+
+static void destroy(struct kvg_policy *p)
+{
+    struct kvaware *k = (struct kvaware *)p;
+    kvg_kv_approx_free(k->approx);
+    free(k);
+}
+
+static const struct kvg_policy_ops ops = {.name = "kv_aware",
+                                          .wants_tokens = 1,
+                                          .select = select_kv,
+                                          .on_remove = on_remove,
+                                          .destroy = destroy};
+
+int kvg_policy_kv_aware_new(const struct kvg_policy_opts *o, struct kvg_policy **out)
+{
+    struct kvaware *k = calloc(1, sizeof *k);
+    if (!k) return -ENOMEM;
+    k->base.ops = &ops;
+    k->kv = o->kv;
+    k->w = o->overlap_weight;
+    k->temp = o->temperature;
+    k->track_prefill = o->track_prefill;
+    if (!k->kv) {
+        struct kvg_kv_approx_opts ao = {.max_workers = KVG_POLICY_MAX_SLOTS,
+                                        .ttl_ms = o->approx_ttl_ms};
+        int rc = kvg_kv_approx_new(&ao, &k->approx);
+        if (rc) {
+            free(k);
+            return rc;
+        }
+    }
+    *out = &k->base;
+    return 0;
+}

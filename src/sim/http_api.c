@@ -1,0 +1,536 @@
+/* kvgate sim's OpenAI endpoints: parse and validate a request as vLLM does,
+ * turn it into prompt token ids (chat template + tokenizer), hand it to the
+ * engine model, and write each step's tokens to the client as they come:
+ * SSE chunks for streams, one JSON document otherwise. Fault injection
+ * (failures, hangs, cut streams, cold starts) happens here too. */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/err.h"
+#include "base/log.h"
+#include "sim/http_sim.h"
+
+#define LIVE_BUCKETS 4096
+
+struct sim_req {
+    struct kvg_sim_server *s;
+    struct kvg_http_req *req;
+    uint64_t id;
+    int chat, stream, include_usage, hung;
+    char rid[40];
+    uint32_t prompt_len, cached, ntok;
+    double arrival, last_token_t;
+    struct kvg_buf text;  /* non-stream: the answer so far */
+    struct sim_req *next; /* live bucket chain */
+};
+
+/* ---------------------------------------------------------- live requests */
+
+static struct sim_req **bucket(struct kvg_sim_server *s, uint64_t id)
+{
+    return &s->live[id % LIVE_BUCKETS];
+}
+
+static int live_init(struct kvg_sim_server *s)
+{
+    if (s->live) return 0;
+    s->live = calloc(LIVE_BUCKETS, sizeof *s->live);
+    return s->live ? 0 : -ENOMEM;
+}
+
+static struct sim_req *live_get(struct kvg_sim_server *s, uint64_t id)
+{
+    struct sim_req *r = *bucket(s, id);
+    while (r && r->id != id) r = r->next;
+    return r;
+}
+
+static void live_del(struct kvg_sim_server *s, struct sim_req *r)
+{
+    struct sim_req **p = bucket(s, r->id);
+    while (*p && *p != r) p = &(*p)->next;
+    if (*p) *p = r->next;
+    s->nlive--;
+}
+
+static void sr_free(struct sim_req *r)
+{
+    kvg_buf_free(&r->text);
+    free(r);
+}
+
+/* ------------------------------------------------------------------ errors */
+
+/* vLLM's error body: {"error": {"message", "type", "param", "code": int}}. */
+static void vllm_error(struct kvg_http_req *req, int status, const char *type, const char *msg)
+{
+    struct kvg_buf b;
+    kvg_buf_init(&b, 0);
+    kvg_buf_append_str(&b, "{\"error\":{\"message\":");
+    kvg_buf_append_json_str(&b, msg, strlen(msg));
+    kvg_buf_append_str(&b, ",\"type\":");
+    kvg_buf_append_json_str(&b, type, strlen(type));
+    kvg_buf_printf(&b, ",\"param\":null,\"code\":%d}}", status);
+    kvg_http_res_send(req, status, "application/json", NULL, 0, b.data, b.len);
+    kvg_buf_free(&b);
+}
+
+static void bad_request(struct kvg_http_req *req, const char *msg)
+{
+    vllm_error(req, 400, "BadRequestError", msg);
+}
+
+/* --------------------------------------------------------------- responses */
+
+static void usage_json(struct kvg_buf *b, const struct sim_req *r, int details)
+{
+    kvg_buf_printf(b, "{\"prompt_tokens\":%u,\"total_tokens\":%u,\"completion_tokens\":%u",
+                   r->prompt_len, r->prompt_len + r->ntok, r->ntok);
+    if (details) kvg_buf_printf(b, ",\"prompt_tokens_details\":{\"cached_tokens\":%u}", r->cached);
+    kvg_buf_append_str(b, "}");
+}
+
+static const char *finish_name(enum kvg_sim_finish f)
+{
+    return f == KVG_SIM_FINISH_STOP ? "stop" : "length";
+}
+
+static void chunk_begin(struct kvg_buf *b, const struct sim_req *r)
+{
+    const struct kvg_sim_server *s = r->s;
+    kvg_buf_printf(b, "data: {\"id\":\"%s\",\"object\":\"%s\",\"created\":%lld,\"model\":", r->rid,
+                   r->chat ? "chat.completion.chunk" : "text_completion",
+                   (long long)s->started_wall);
+    kvg_buf_append_json_str(b, s->o.model, strlen(s->o.model));
+    kvg_buf_append_str(b, ",\"choices\":[");
+}
+
+/* One SSE event for a token (text may be empty: the role chunk). */
+static void write_chunk(struct sim_req *r, const char *text, size_t len, int role,
+                        enum kvg_sim_finish fin)
+{
+    struct kvg_buf b;
+    kvg_buf_init(&b, 0);
+    chunk_begin(&b, r);
+    if (r->chat) {
+        kvg_buf_append_str(&b, "{\"index\":0,\"delta\":{");
+        if (role) kvg_buf_append_str(&b, "\"role\":\"assistant\",");
+        kvg_buf_append_str(&b, "\"content\":");
+        kvg_buf_append_json_str(&b, text, len);
+        kvg_buf_append_str(&b, "},\"logprobs\":null,\"finish_reason\":");
+    } else {
+        kvg_buf_append_str(&b, "{\"index\":0,\"text\":");
+        kvg_buf_append_json_str(&b, text, len);
+        kvg_buf_append_str(&b, ",\"logprobs\":null,\"finish_reason\":");
+    }
+    if (fin)
+        kvg_buf_printf(&b, "\"%s\"", finish_name(fin));
+    else
+        kvg_buf_append_str(&b, "null");
+    kvg_buf_append_str(&b, "}]");
+    /* llama.cpp's server puts usage on the final chunk whatever was asked. */
+    if (fin && r->s->o.flavor == KVG_SIM_FLAVOR_LLAMACPP) {
+        kvg_buf_append_str(&b, ",\"usage\":");
+        usage_json(&b, r, 0);
+    }
+    kvg_buf_append_str(&b, "}\n\n");
+    kvg_http_res_write(r->req, b.data, b.len);
+    kvg_buf_free(&b);
+}
+
+static void finish_stream(struct sim_req *r)
+{
+    struct kvg_buf b;
+    kvg_buf_init(&b, 0);
+    if (r->include_usage && r->s->o.flavor != KVG_SIM_FLAVOR_LLAMACPP) {
+        chunk_begin(&b, r);
+        kvg_buf_append_str(&b, "],\"usage\":");
+        usage_json(&b, r, 1);
+        kvg_buf_append_str(&b, "}\n\n");
+    }
+    kvg_buf_append_str(&b, "data: [DONE]\n\n");
+    kvg_http_res_write(r->req, b.data, b.len);
+    kvg_buf_free(&b);
+    kvg_http_res_end(r->req);
+}
+
+static void finish_json(struct sim_req *r, enum kvg_sim_finish fin)
+{
+    const struct kvg_sim_server *s = r->s;
+    struct kvg_buf b;
+    kvg_buf_init(&b, 0);
+    kvg_buf_printf(&b, "{\"id\":\"%s\",\"object\":\"%s\",\"created\":%lld,\"model\":", r->rid,
+                   r->chat ? "chat.completion" : "text_completion", (long long)s->started_wall);
+    kvg_buf_append_json_str(&b, s->o.model, strlen(s->o.model));
+    if (r->chat) {
+        kvg_buf_append_str(&b, ",\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\","
+                               "\"content\":");
+        kvg_buf_append_json_str(&b, r->text.data ? r->text.data : "", r->text.len);
+        kvg_buf_append_str(&b, "},");
+    } else {
+        kvg_buf_append_str(&b, ",\"choices\":[{\"index\":0,\"text\":");
+        kvg_buf_append_json_str(&b, r->text.data ? r->text.data : "", r->text.len);
+        kvg_buf_append_str(&b, ",");
+    }
+    kvg_buf_printf(&b,
+                   "\"logprobs\":null,\"finish_reason\":\"%s\",\"stop_reason\":null}],"
+                   "\"usage\":",
+                   finish_name(fin));
+    usage_json(&b, r, s->o.flavor != KVG_SIM_FLAVOR_LLAMACPP);
+    kvg_buf_append_str(&b, "}");
+    kvg_http_res_send(r->req, 200, "application/json", NULL, 0, b.data, b.len);
+    kvg_buf_free(&b);
+}
+
+/* ----------------------------------------------------------------- stepping */
+
+static void step_now(struct kvg_sim_server *s);
+
+static void deliver(struct kvg_sim_server *s, const struct kvg_sim_step *st, double now)
+{
+    for (size_t i = 0; i < st->n_updates; i++) {
+        const struct kvg_sim_update *u = &st->updates[i];
+        struct sim_req *r = live_get(s, u->id);
+        if (!r) continue; /* aborted since the step began */
+        if (u->flags & KVG_SIM_UP_SCHEDULED) r->cached = u->cached_tokens;
+        if (u->flags & KVG_SIM_UP_TOKEN) {
+            if (u->flags & KVG_SIM_UP_FIRST)
+                kvg_sim_srv_observe_ttft(s, now - r->arrival);
+            else
+                kvg_sim_srv_observe_itl(s, now - r->last_token_t);
+            r->last_token_t = now;
+            r->ntok = u->num_output;
+            char *t = NULL;
+            size_t tl = 0;
+            if (kvg_tok_decode(s->tok, &u->token, 1, 1, &t, &tl)) tl = 0;
+            enum kvg_sim_finish fin = (u->flags & KVG_SIM_UP_FINISHED) ? u->finish : 0;
+            if (r->stream) {
+                if (u->flags & KVG_SIM_UP_FIRST && r->chat) write_chunk(r, "", 0, 1, 0);
+                write_chunk(r, t ? t : "", tl, 0, fin);
+            } else if (t) {
+                kvg_buf_append(&r->text, t, tl);
+            }
+            free(t);
+            if (r->stream && s->o.disconnect_after >= 0 && !fin &&
+                (int64_t)u->num_output >= s->o.disconnect_after) {
+                /* Fault: the engine "dies" mid-stream for this client. */
+                kvg_sim_abort(s->engine, r->id);
+                live_del(s, r);
+                kvg_http_res_abort(r->req);
+                sr_free(r);
+                continue;
+            }
+        }
+        if (u->flags & KVG_SIM_UP_FINISHED) {
+            kvg_sim_srv_observe_e2e(s, now - r->arrival, u->finish == KVG_SIM_FINISH_LENGTH);
+            live_del(s, r);
+            if (r->stream)
+                finish_stream(r);
+            else
+                finish_json(r, u->finish);
+            sr_free(r);
+        }
+    }
+}
+
+static void publish_events(struct kvg_sim_server *s);
+
+static void on_step_done(uv_timer_t *t)
+{
+    struct kvg_sim_server *s = t->data;
+    s->stepping = 0;
+    deliver(s, &s->pending, kvg_sim_srv_now(s));
+    publish_events(s);
+    if (!kvg_sim_idle(s->engine)) step_now(s);
+}
+
+/* Starts one engine iteration; its outcome becomes visible after its
+ * duration (scaled by --speed) has passed. */
+static void step_now(struct kvg_sim_server *s)
+{
+    if (s->stepping) return;
+    if (kvg_sim_step(s->engine, kvg_sim_srv_now(s), &s->pending)) return;
+    s->stepping = 1;
+    double ms = s->pending.duration / s->o.speed * 1000.0;
+    uv_timer_start(&s->step_timer, on_step_done, (uint64_t)ceil(ms), 0);
+}
+
+static void publish_events(struct kvg_sim_server *s)
+{
+    if (s->pub) kvg_sim_srv_publish(s);
+    kvg_sim_events_clear(s->engine);
+}
+
+/* ---------------------------------------------------------------- requests */
+
+static void on_abort(struct kvg_http_req *req, void *ud)
+{
+    struct sim_req *r = ud;
+    if (!r->hung) {
+        kvg_sim_abort(r->s->engine, r->id);
+        live_del(r->s, r);
+    }
+    sr_free(r);
+}
+
+/* Prompt token ids for the request (chat: template, then tokenizer). On
+ * error writes a message and returns non-zero. */
+static int prompt_ids(struct kvg_sim_server *s, cJSON *j, int chat, const char *raw, size_t rawlen,
+                      uint32_t **ids, size_t *n, char *msg, size_t msglen)
+{
+    if (chat) {
+        struct kvg_buf text;
+        kvg_buf_init(&text, 0);
+        struct kvg_chat_info info = {0};
+        int rc = kvg_chat_render(s->tmpl, raw, rawlen, NULL, &text, &info, msg, msglen);
+        if (!rc)
+            rc = kvg_tok_encode(s->tok, text.data ? text.data : "", text.len,
+                                info.add_special_tokens, ids, n);
+        kvg_buf_free(&text);
+        if (rc && !msg[0])
+            snprintf(msg, msglen, "cannot tokenize the messages: %s", kvg_strerror(rc));
+        return rc;
+    }
+    cJSON *p = cJSON_GetObjectItemCaseSensitive(j, "prompt");
+    if (cJSON_IsArray(p) && cJSON_GetArraySize(p) == 1) p = cJSON_GetArrayItem(p, 0);
+    if (cJSON_IsArray(p)) { /* token ids */
+        size_t k = (size_t)cJSON_GetArraySize(p), i = 0;
+        *ids = malloc((k ? k : 1) * sizeof **ids);
+        if (!*ids) return -ENOMEM;
+        cJSON *it;
+        cJSON_ArrayForEach(it, p)
+        {
+            if (!cJSON_IsNumber(it) || it->valuedouble < 0 ||
+                it->valuedouble >= (double)kvg_tok_vocab_size(s->tok)) {
+                free(*ids);
+                snprintf(msg, msglen, "'prompt' must be a string or a list of token ids");
+                return KVG_EPARSE;
+            }
+            (*ids)[i++] = (uint32_t)it->valuedouble;
+        }
+        *n = i;
+        return 0;
+    }
+    if (!cJSON_IsString(p)) {
+        snprintf(msg, msglen, "'prompt' must be a string or a list of token ids");
+        return KVG_EPARSE;
+    }
+    int rc = kvg_tok_encode(s->tok, p->valuestring, strlen(p->valuestring), 1, ids, n);
+    if (rc) snprintf(msg, msglen, "cannot tokenize the prompt: %s", kvg_strerror(rc));
+    return rc;
+}
+
+static int get_uint(cJSON *j, const char *key, int64_t dflt, int64_t *out, char *msg, size_t msglen)
+{
+    cJSON *v = cJSON_GetObjectItemCaseSensitive(j, key);
+    if (!v || cJSON_IsNull(v)) {
+        *out = dflt;
+        return 0;
+    }
+    if (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble) || v->valuedouble < 0 ||
+        v->valuedouble > 1e9) {
+        snprintf(msg, msglen, "'%s' must be a non-negative integer", key);
+        return -1;
+    }
+    *out = (int64_t)v->valuedouble;
+    return 0;
+}
+
+static void completion(struct kvg_sim_server *s, struct kvg_http_req *req, int chat)
+{
+    char msg[512] = "";
+    if (s->o.fail_rate > 0 && kvg_rng_double(&s->rng) < s->o.fail_rate) {
+        vllm_error(req, 500, "InternalServerError", "injected failure (--fail-rate)");
+        return;
+    }
+    cJSON *j = cJSON_ParseWithLength(req->body.data ? req->body.data : "", req->body.len);
+    if (!j || !cJSON_IsObject(j)) {
+        cJSON_Delete(j);
+        bad_request(req, "the request body is not valid JSON");
+        return;
+    }
+    cJSON *model = cJSON_GetObjectItemCaseSensitive(j, "model");
+    if (model && !cJSON_IsNull(model) &&
+        (!cJSON_IsString(model) || strcmp(model->valuestring, s->o.model))) {
+        snprintf(msg, sizeof msg, "The model `%s` does not exist.",
+                 cJSON_IsString(model) ? model->valuestring : "?");
+        cJSON_Delete(j);
+        vllm_error(req, 404, "NotFoundError", msg);
+        return;
+    }
+    if (chat && !cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(j, "messages"))) {
+        cJSON_Delete(j);
+        bad_request(req, "'messages' must be a list");
+        return;
+    }
+    int64_t max_tokens, n_choices, seed;
+    cJSON *mt = cJSON_GetObjectItemCaseSensitive(j, "max_completion_tokens");
+    const char *mt_key = mt && !cJSON_IsNull(mt) ? "max_completion_tokens" : "max_tokens";
+    if (get_uint(j, mt_key, -1, &max_tokens, msg, sizeof msg) ||
+        get_uint(j, "n", 1, &n_choices, msg, sizeof msg) ||
+        get_uint(j, "seed", -1, &seed, msg, sizeof msg)) {
+        cJSON_Delete(j);
+        bad_request(req, msg);
+        return;
+    }
+    if (n_choices != 1) {
+        cJSON_Delete(j);
+        bad_request(req, "only n=1 is supported by the simulated engine");
+        return;
+    }
+    uint32_t *ids = NULL;
+    size_t nids = 0;
+    int rc = prompt_ids(s, j, chat, req->body.data, req->body.len, &ids, &nids, msg, sizeof msg);
+    if (rc) {
+        cJSON_Delete(j);
+        bad_request(req, msg[0] ? msg : "invalid request");
+        return;
+    }
+    if (nids == 0) {
+        free(ids);
+        cJSON_Delete(j);
+        bad_request(req, "the prompt is empty");
+        return;
+    }
+    if (max_tokens < 0) max_tokens = (int64_t)s->max_model_len - (int64_t)nids;
+    if (max_tokens == 0 || (int64_t)nids + max_tokens > (int64_t)s->max_model_len) {
+        snprintf(msg, sizeof msg,
+                 "This model's maximum context length is %u tokens. However, you requested "
+                 "%lld tokens (%zu in the messages, %lld in the completion). Please reduce the "
+                 "length of the messages or completion.",
+                 s->max_model_len, (long long)nids + (long long)KVG_MAX(max_tokens, 0), nids,
+                 (long long)KVG_MAX(max_tokens, 0));
+        if (max_tokens == 0) snprintf(msg, sizeof msg, "max_tokens must be at least 1, got 0.");
+        free(ids);
+        cJSON_Delete(j);
+        bad_request(req, msg);
+        return;
+    }
+    struct sim_req *r = calloc(1, sizeof *r);
+    if (!r) {
+        free(ids);
+        cJSON_Delete(j);
+        vllm_error(req, 500, "InternalServerError", "out of memory");
+        return;
+    }
+    r->s = s;
+    r->req = req;
+    r->chat = chat;
+    r->stream = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "stream"));
+    cJSON *so = cJSON_GetObjectItemCaseSensitive(j, "stream_options");
+    r->include_usage = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(so, "include_usage"));
+    int ignore_eos = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "ignore_eos"));
+    cJSON_Delete(j);
+    r->id = ++s->next_id;
+    snprintf(r->rid, sizeof r->rid, "%s-%016llx", chat ? "chatcmpl" : "cmpl",
+             (unsigned long long)(kvg_rng_next(&s->rng)));
+    r->prompt_len = (uint32_t)nids;
+    r->arrival = kvg_sim_srv_now(s);
+    kvg_buf_init(&r->text, 0);
+    req->ud = r;
+    req->on_abort = on_abort;
+    if (s->o.hang_rate > 0 && kvg_rng_double(&s->rng) < s->o.hang_rate) {
+        r->hung = 1; /* fault: never answer; the socket stays open */
+        free(ids);
+        return;
+    }
+    struct kvg_sim_request sreq = {.id = r->id,
+                                   .prompt = ids,
+                                   .prompt_len = (uint32_t)nids,
+                                   .max_tokens = (uint32_t)max_tokens,
+                                   .ignore_eos = ignore_eos,
+                                   .has_seed = seed >= 0,
+                                   .seed = (uint64_t)(seed >= 0 ? seed : 0),
+                                   .arrival = r->arrival};
+    rc = kvg_sim_submit(s->engine, &sreq);
+    free(ids);
+    if (rc) {
+        req->on_abort = NULL;
+        sr_free(r);
+        if (rc == KVG_ETOOBIG)
+            bad_request(req, "the request does not fit the model's context");
+        else
+            vllm_error(req, 500, "InternalServerError", kvg_strerror(rc));
+        return;
+    }
+    struct sim_req **b = bucket(s, r->id);
+    r->next = *b;
+    *b = r;
+    s->nlive++;
+    if (r->stream) {
+        struct kvg_http_header h = {KVG_STR("cache-control"), KVG_STR("no-cache")};
+        struct kvg_http_header hs[2] = {{KVG_STR("content-type"), KVG_STR("text/event-stream")}, h};
+        kvg_http_res_start(req, 200, hs, 2, -1);
+    }
+    step_now(s);
+}
+
+static void models(struct kvg_sim_server *s, struct kvg_http_req *req)
+{
+    struct kvg_buf b;
+    kvg_buf_init(&b, 0);
+    kvg_buf_append_str(&b, "{\"object\":\"list\",\"data\":[{\"id\":");
+    kvg_buf_append_json_str(&b, s->o.model, strlen(s->o.model));
+    kvg_buf_printf(&b, ",\"object\":\"model\",\"created\":%lld,\"owned_by\":\"%s\",\"root\":",
+                   (long long)s->started_wall,
+                   s->o.flavor == KVG_SIM_FLAVOR_VLLM     ? "vllm"
+                   : s->o.flavor == KVG_SIM_FLAVOR_SGLANG ? "sglang"
+                                                          : "llamacpp");
+    kvg_buf_append_json_str(&b, s->o.model, strlen(s->o.model));
+    kvg_buf_printf(&b, ",\"parent\":null,\"max_model_len\":%u}]}", s->max_model_len);
+    kvg_http_res_send(req, 200, "application/json", NULL, 0, b.data, b.len);
+    kvg_buf_free(&b);
+}
+
+void kvg_sim_srv_handle(struct kvg_http_req *req, void *ud)
+{
+    struct kvg_sim_server *s = ud;
+    if (live_init(s)) {
+        vllm_error(req, 500, "InternalServerError", "out of memory");
+        return;
+    }
+    int post = !strcmp(req->method_name, "POST");
+    int cold = kvg_wall_s() - s->t0_wall < s->o.cold_start_s;
+    if (kvg_str_eq(req->path, "/health")) {
+        if (cold)
+            vllm_error(req, 503, "ServiceUnavailableError", "Loading model");
+        else
+            kvg_http_res_send(req, 200, NULL, NULL, 0, NULL, 0);
+        return;
+    }
+    if (kvg_str_eq(req->path, "/metrics")) {
+        kvg_sim_srv_metrics_render(s, req);
+        return;
+    }
+    if (kvg_str_eq(req->path, "/v1/models")) {
+        models(s, req);
+        return;
+    }
+    int chat = kvg_str_eq(req->path, "/v1/chat/completions");
+    if (chat || kvg_str_eq(req->path, "/v1/completions")) {
+        if (!post) {
+            vllm_error(req, 405, "MethodNotAllowed", "Method Not Allowed");
+            return;
+        }
+        if (cold) {
+            vllm_error(req, 503, "ServiceUnavailableError", "Loading model");
+            return;
+        }
+        completion(s, req, chat);
+        return;
+    }
+    if (kvg_str_eq(req->path, "/reset_prefix_cache") && post) {
+        int rc = kvg_sim_reset_prefix_cache(s->engine);
+        publish_events(s);
+        if (rc)
+            vllm_error(req, 409, "ConflictError", "requests are running");
+        else
+            kvg_http_res_send(req, 200, NULL, NULL, 0, NULL, 0);
+        return;
+    }
+    vllm_error(req, 404, "NotFoundError", "Not Found");
+}

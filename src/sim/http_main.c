@@ -1,0 +1,293 @@
+/* kvgate sim: flags, the engine, the tokenizer and chat template, the KV
+ * event publisher and the HTTP listener, all on one libuv loop. */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/err.h"
+#include "base/log.h"
+#include "sim/http_sim.h"
+#include "sim/kv_events.h"
+#include "sim/kv_publisher.h"
+
+static void usage(void)
+{
+    printf(
+        "usage: kvgate sim --port P --model NAME [options]\n\n"
+        "A simulated inference engine speaking vLLM's HTTP API, metrics and KV events.\n\n"
+        "  --host H                    listen address (127.0.0.1)\n"
+        "  --port P                    listen port (8000)\n"
+        "  --model NAME                served model name (sim-model)\n"
+        "  --profile NAME              engine profile (tiny; see below)\n"
+        "  --flavor vllm|sglang|llamacpp   wire and metrics dialect (vllm)\n"
+        "  --block-size N              KV block size in tokens (the profile's)\n"
+        "  --kv-capacity-tokens N      KV cache size (the profile's)\n"
+        "  --max-num-seqs N            running batch limit (the profile's)\n"
+        "  --kv-events-endpoint EP     publish KV events on a ZMQ PUB (e.g. tcp://127.0.0.1:5557)\n"
+        "  --kv-events-encoding array|map  event encoding (array)\n"
+        "  --kv-events-topic T         topic frame (\"\")\n"
+        "  --replay-endpoint EP        ZMQ ROUTER answering replay requests\n"
+        "  --speed X                   run the clock X times faster than real time (1)\n"
+        "  --seed S                    output seed (0)\n"
+        "  --tokenizer FILE|builtin:bytes   (builtin:bytes)\n"
+        "  --tokenizer-config FILE     tokenizer_config.json (chat template)\n"
+        "fault injection:\n"
+        "  --fail-rate P               answer 500 to this fraction of requests\n"
+        "  --hang-rate P               never answer this fraction (socket kept open)\n"
+        "  --disconnect-after-tokens K cut every stream after K tokens\n"
+        "  --cold-start-secs S         /health and completions answer 503 for S seconds\n"
+        "  --kv-events-drop P          drop KV event batches with probability P\n"
+        "  --log-level L               debug|info|warn|error (info)\n\nprofiles:\n");
+    for (size_t i = 0; kvg_sim_profile_at(i); i++)
+        printf("  %-24s %s\n", kvg_sim_profile_at(i)->name, kvg_sim_profile_at(i)->description);
+}
+
+static int parse(struct kvg_sim_opts *o, int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage();
+            return 1;
+        }
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!v) {
+            fprintf(stderr, "kvgate sim: %s needs a value\n", a);
+            return -1;
+        }
+        i++;
+        uint64_t u;
+        double d;
+        int bad = 0;
+#define STR(flag, field)                                                                           \
+    else if (!strcmp(a, flag)) bad =                                                               \
+        snprintf(o->field, sizeof o->field, "%s", v) >= (int)sizeof o->field
+#define NUM(flag, field, max)                                                                      \
+    else if (!strcmp(a, flag))                                                                     \
+    {                                                                                              \
+        bad = kvg_parse_u64(v, &u) || u > (max);                                                   \
+        o->field = u;                                                                              \
+    }
+#define DBL(flag, field, lo, hi)                                                                   \
+    else if (!strcmp(a, flag))                                                                     \
+    {                                                                                              \
+        bad = kvg_parse_double(v, &d) || d < (lo) || d > (hi);                                     \
+        o->field = d;                                                                              \
+    }
+        if (0) {
+        }
+        STR("--host", host);
+        NUM("--port", port, 65535)
+        STR("--model", model);
+        STR("--profile", profile);
+        NUM("--block-size", block_size, 1u << 16)
+        NUM("--kv-capacity-tokens", kv_capacity_tokens, 1ull << 40)
+        NUM("--max-num-seqs", max_num_seqs, 1u << 20)
+        STR("--kv-events-endpoint", kv_events_endpoint);
+        STR("--kv-events-topic", kv_topic);
+        STR("--replay-endpoint", replay_endpoint);
+        DBL("--speed", speed, 1e-3, 1e6)
+        NUM("--seed", seed, UINT64_MAX)
+        STR("--tokenizer", tokenizer);
+        STR("--tokenizer-config", tokenizer_config);
+        DBL("--fail-rate", fail_rate, 0, 1)
+        DBL("--hang-rate", hang_rate, 0, 1)
+        NUM("--disconnect-after-tokens", disconnect_after, 1u << 30)
+        DBL("--cold-start-secs", cold_start_s, 0, 1e6)
+        DBL("--kv-events-drop", kv_events_drop, 0, 1)
+        else if (!strcmp(a, "--flavor"))
+        {
+            if (!strcmp(v, "vllm"))
+                o->flavor = KVG_SIM_FLAVOR_VLLM;
+            else if (!strcmp(v, "sglang"))
+                o->flavor = KVG_SIM_FLAVOR_SGLANG;
+            else if (!strcmp(v, "llamacpp"))
+                o->flavor = KVG_SIM_FLAVOR_LLAMACPP;
+            else
+                bad = 1;
+        }
+        else if (!strcmp(a, "--kv-events-encoding"))
+        {
+            int e = kvg_sim_kv_encoding_parse(v);
+            bad = e < 0;
+            o->kv_events_map = e == KVG_SIM_KV_MAP;
+        }
+        else if (!strcmp(a, "--log-level"))
+        {
+            o->log_level = kvg_log_parse_level(v);
+            bad = o->log_level < 0;
+        }
+        else
+        {
+            fprintf(stderr, "kvgate sim: unknown flag '%s' (see kvgate sim --help)\n", a);
+            return -1;
+        }
+#undef STR
+#undef NUM
+#undef DBL
+        if (bad) {
+            fprintf(stderr, "kvgate sim: bad value for %s: '%s'\n", a, v);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+double kvg_sim_srv_now(const struct kvg_sim_server *s)
+{
+    return (kvg_wall_s() - s->t0_wall) * s->o.speed;
+}
+
+void kvg_sim_srv_publish(struct kvg_sim_server *s)
+{
+    struct kvg_sim_events ev;
+    kvg_sim_events(s->engine, &ev);
+    if (!ev.n) return;
+    void *payload;
+    size_t len;
+    if (kvg_sim_kv_encode(ev.ev, ev.n, kvg_wall_s(), 0,
+                          s->o.kv_events_map ? KVG_SIM_KV_MAP : KVG_SIM_KV_ARRAY, &payload,
+                          &len) == 0)
+        kvg_sim_kvpub_publish(s->pub, payload, len);
+}
+
+/* Output token ids: the vocabulary entries that decode to short lowercase
+ * words (or single letters and spaces for a byte tokenizer), so generated
+ * text reads as text whatever the tokenizer. */
+static int output_vocab(struct kvg_tok *tok, uint32_t **out, size_t *n)
+{
+    size_t vs = kvg_tok_vocab_size(tok), lim = vs < 200000 ? vs : 200000, k = 0;
+    uint32_t *v = malloc(4096 * sizeof *v);
+    if (!v) return -ENOMEM;
+    for (uint32_t id = 0; id < lim && k < 4096; id++) {
+        char *t;
+        size_t tl;
+        if (kvg_tok_decode(tok, &id, 1, 1, &t, &tl)) continue;
+        int ok = tl >= 1 && tl <= 10;
+        for (size_t i = 0; ok && i < tl; i++) ok = (t[i] >= 'a' && t[i] <= 'z') || t[i] == ' ';
+        free(t);
+        if (ok) v[k++] = id;
+    }
+    *out = v;
+    *n = k;
+    return k ? 0 : KVG_EUNSUPP;
+}
+
+static void on_signal(uv_signal_t *h, int sig)
+{
+    uv_stop(h->loop);
+}
+
+int kvg_sim_main(int argc, char **argv)
+{
+    static struct kvg_sim_server s;
+    struct kvg_sim_opts *o = &s.o;
+    memset(&s, 0, sizeof s);
+    snprintf(o->host, sizeof o->host, "127.0.0.1");
+    o->port = 8000;
+    snprintf(o->model, sizeof o->model, "sim-model");
+    snprintf(o->profile, sizeof o->profile, "tiny");
+    snprintf(o->tokenizer, sizeof o->tokenizer, "builtin:bytes");
+    o->speed = 1;
+    o->disconnect_after = -1;
+    o->log_level = KVG_LOG_INFO;
+    int rc = parse(o, argc, argv);
+    if (rc) return rc > 0 ? 0 : 2;
+    kvg_log_set_level(o->log_level);
+    signal(SIGPIPE, SIG_IGN);
+    const struct kvg_sim_profile *prof = kvg_sim_profile_find(o->profile);
+    if (!prof) {
+        fprintf(stderr, "kvgate sim: unknown --profile '%s' (see --help)\n", o->profile);
+        return 2;
+    }
+    char err[512] = "";
+    if ((rc = kvg_tok_load(o->tokenizer, o->tokenizer_config[0] ? o->tokenizer_config : NULL,
+                           &s.tok, err, sizeof err))) {
+        fprintf(stderr, "kvgate sim: tokenizer: %s\n", err[0] ? err : kvg_strerror(rc));
+        return 2;
+    }
+    if ((rc = kvg_chat_new(kvg_tok_chat_template(s.tok), kvg_tok_bos_token(s.tok),
+                           kvg_tok_eos_token(s.tok), &s.tmpl, err, sizeof err))) {
+        fprintf(stderr, "kvgate sim: chat template: %s\n", err[0] ? err : kvg_strerror(rc));
+        return 2;
+    }
+    struct kvg_sim_config cfg;
+    kvg_sim_config_init(&cfg, prof);
+    if (o->block_size) cfg.profile.block_size = o->block_size;
+    if (o->kv_capacity_tokens) cfg.profile.kv_capacity_tokens = o->kv_capacity_tokens;
+    if (o->max_num_seqs) cfg.profile.max_num_seqs = o->max_num_seqs;
+    cfg.seed = o->seed;
+    cfg.emit_events = o->kv_events_endpoint[0] != 0;
+    uint32_t *vocab = NULL;
+    if ((rc = output_vocab(s.tok, &vocab, &cfg.n_output_vocab))) {
+        fprintf(stderr, "kvgate sim: the tokenizer has no plain-word tokens for output\n");
+        return 2;
+    }
+    cfg.output_vocab = vocab;
+    if ((rc = kvg_sim_create(&cfg, &s.engine))) {
+        fprintf(stderr, "kvgate sim: engine configuration rejected: %s\n", kvg_strerror(rc));
+        return 2;
+    }
+    free(vocab);
+    struct kvg_sim_metrics em;
+    kvg_sim_get_metrics(s.engine, &em);
+    s.max_model_len = em.max_model_len;
+    if (o->kv_events_endpoint[0]) {
+        struct kvg_sim_kvpub_config pc;
+        kvg_sim_kvpub_config_init(&pc);
+        pc.endpoint = o->kv_events_endpoint;
+        pc.replay_endpoint = o->replay_endpoint[0] ? o->replay_endpoint : NULL;
+        pc.topic = o->kv_topic;
+        pc.drop_prob = o->kv_events_drop;
+        pc.seed = o->seed;
+        if ((rc = kvg_sim_kvpub_start(&pc, &s.pub, err, sizeof err))) {
+            fprintf(stderr, "kvgate sim: KV events: %s\n", err);
+            return 2;
+        }
+    }
+    if ((rc = kvg_sim_srv_metrics_init(&s))) {
+        fprintf(stderr, "kvgate sim: metrics: %s\n", kvg_strerror(rc));
+        return 2;
+    }
+    kvg_rng_seed(&s.rng, o->seed ^ 0x5eed);
+    s.t0_wall = s.started_wall = kvg_wall_s();
+    uv_loop_t *loop = uv_default_loop();
+    s.loop = loop;
+    uv_timer_init(loop, &s.step_timer);
+    s.step_timer.data = &s;
+    struct kvg_http_limits lim;
+    kvg_http_limits_default(&lim);
+    if ((rc = kvg_http_server_start(loop, o->host, o->port, 0, &lim, kvg_sim_srv_handle, &s,
+                                    &s.http))) {
+        fprintf(stderr, "kvgate sim: cannot listen on %s:%d: %s\n", o->host, o->port,
+                kvg_strerror(rc));
+        return 1;
+    }
+    uv_signal_t st, si;
+    uv_signal_init(loop, &st);
+    uv_signal_init(loop, &si);
+    uv_signal_start(&st, on_signal, SIGTERM);
+    uv_signal_start(&si, on_signal, SIGINT);
+    KVG_INFO(
+        "kvgate sim: model %s, profile %s, flavor %d, block %u, %u blocks, on http://%s:%d%s%s",
+        o->model, prof->name, (int)o->flavor, em.block_size, em.num_blocks, o->host,
+        kvg_http_server_port(s.http), s.pub ? ", KV events on " : "",
+        s.pub ? kvg_sim_kvpub_endpoint(s.pub) : "");
+    uv_run(loop, UV_RUN_DEFAULT);
+    /* Stopped by a signal: close everything and let the callbacks run. */
+    kvg_http_server_close(s.http);
+    uv_close((uv_handle_t *)&s.step_timer, NULL);
+    uv_close((uv_handle_t *)&st, NULL);
+    uv_close((uv_handle_t *)&si, NULL);
+    uv_run(loop, UV_RUN_DEFAULT);
+    uv_loop_close(loop);
+    kvg_sim_kvpub_stop(s.pub);
+    kvg_sim_free(s.engine);
+    kvg_sim_srv_metrics_free(&s);
+    kvg_tok_free(s.tok);
+    kvg_chat_free(s.tmpl);
+    free(s.live);
+    return 0;
+}

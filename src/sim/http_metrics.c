@@ -1,0 +1,195 @@
+/* kvgate sim's /metrics in the flavor it imitates: vLLM's names and labels
+ * (model_name, engine), SGLang's, or llama.cpp's (no labels). Gauges and
+ * counters are read from the engine model at scrape time; latency histograms
+ * are observed as tokens go out, in engine seconds. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/log.h"
+#include "sim/http_sim.h"
+
+struct sim_metrics {
+    struct kvg_metrics_series *waiting, *running, *kv, *queries, *hits, *preempt, *prompt, *gen,
+        *ok_length, *ok_stop, *ttft, *itl, *e2e, *config, *hit_rate;
+    double last_queries, last_hits, last_preempt, last_prompt, last_gen;
+};
+
+static int series(struct kvg_metrics_registry *r, int kind, const char *name, const char *help,
+                  const char *const *lnames, const char *const *lvals, size_t nl,
+                  struct kvg_metrics_series **out)
+{
+    static const double lat[] = {0.001, 0.005, 0.01, 0.02,  0.04,  0.06,  0.08, 0.1,
+                                 0.25,  0.5,   0.75, 1.0,   2.5,   5.0,   7.5,  10.0,
+                                 20.0,  40.0,  80.0, 160.0, 640.0, 2560.0};
+    struct kvg_metrics_family *f;
+    int rc = kind == 0   ? kvg_metrics_gauge(r, name, help, lnames, nl, &f)
+             : kind == 1 ? kvg_metrics_counter(r, name, help, lnames, nl, &f)
+                         : kvg_metrics_histogram(r, name, help, lnames, nl, lat,
+                                                 sizeof lat / sizeof lat[0], &f);
+    if (rc) return rc;
+    return kvg_metrics_series(f, lvals, nl, out);
+}
+
+int kvg_sim_srv_metrics_init(struct kvg_sim_server *s)
+{
+    struct sim_metrics *m = calloc(1, sizeof *m);
+    if (!m) return -12;
+    s->m = m;
+    int rc = kvg_metrics_registry_new(0, &s->reg);
+    if (rc) return rc;
+    struct kvg_metrics_registry *r = s->reg;
+    kvg_metrics_registry_allow_colons(r); /* vllm:*, sglang:*, llamacpp:* as the engines */
+    const char *ln[] = {"model_name", "engine"};
+    const char *lv[] = {s->o.model, "0"};
+    struct kvg_sim_metrics em;
+    kvg_sim_get_metrics(s->engine, &em);
+    char bs[16], nb[16];
+    snprintf(bs, sizeof bs, "%u", em.block_size);
+    snprintf(nb, sizeof nb, "%u", em.num_blocks);
+    if (s->o.flavor == KVG_SIM_FLAVOR_VLLM) {
+        const char *cn[] = {"block_size", "num_gpu_blocks", "enable_prefix_caching", "engine"};
+        const char *cv[] = {bs, nb, "True", "0"};
+        const char *fn[] = {"model_name", "engine", "finished_reason"};
+        const char *fl[] = {s->o.model, "0", "length"}, *fs[] = {s->o.model, "0", "stop"};
+        if ((rc = series(r, 0, "vllm:num_requests_running",
+                         "Number of requests in model execution batches.", ln, lv, 2,
+                         &m->running)) ||
+            (rc = series(r, 0, "vllm:num_requests_waiting",
+                         "Number of requests waiting to be processed.", ln, lv, 2, &m->waiting)) ||
+            (rc = series(r, 0, "vllm:kv_cache_usage_perc",
+                         "KV-cache usage. 1 means 100 percent usage.", ln, lv, 2, &m->kv)) ||
+            (rc = series(r, 1, "vllm:prefix_cache_queries_total",
+                         "Prefix cache queries, in terms of number of queried tokens.", ln, lv, 2,
+                         &m->queries)) ||
+            (rc = series(r, 1, "vllm:prefix_cache_hits_total",
+                         "Prefix cache hits, in terms of number of cached tokens.", ln, lv, 2,
+                         &m->hits)) ||
+            (rc = series(r, 1, "vllm:num_preemptions_total",
+                         "Cumulative number of preemption from the engine.", ln, lv, 2,
+                         &m->preempt)) ||
+            (rc = series(r, 1, "vllm:prompt_tokens_total", "Number of prefill tokens processed.",
+                         ln, lv, 2, &m->prompt)) ||
+            (rc = series(r, 1, "vllm:generation_tokens_total",
+                         "Number of generation tokens processed.", ln, lv, 2, &m->gen)) ||
+            (rc = series(r, 1, "vllm:request_success_total",
+                         "Count of successfully processed requests.", fn, fl, 3, &m->ok_length)) ||
+            (rc = series(r, 1, "vllm:request_success_total",
+                         "Count of successfully processed requests.", fn, fs, 3, &m->ok_stop)) ||
+            (rc = series(r, 2, "vllm:time_to_first_token_seconds",
+                         "Histogram of time to first token in seconds.", ln, lv, 2, &m->ttft)) ||
+            (rc = series(r, 2, "vllm:inter_token_latency_seconds",
+                         "Histogram of inter-token latency in seconds.", ln, lv, 2, &m->itl)) ||
+            (rc = series(r, 2, "vllm:e2e_request_latency_seconds",
+                         "Histogram of e2e request latency in seconds.", ln, lv, 2, &m->e2e)) ||
+            (rc = series(r, 0, "vllm:cache_config_info", "Information of the LLMEngine CacheConfig",
+                         cn, cv, 4, &m->config)))
+            return rc;
+        kvg_metrics_set(m->config, 1);
+    } else if (s->o.flavor == KVG_SIM_FLAVOR_SGLANG) {
+        const char *cn[] = {"page_size", "num_pages"};
+        const char *cv[] = {bs, nb};
+        if ((rc = series(r, 0, "sglang:num_running_reqs", "The number of running requests.", ln, lv,
+                         1, &m->running)) ||
+            (rc = series(r, 0, "sglang:num_queue_reqs",
+                         "The number of requests in the waiting queue.", ln, lv, 1, &m->waiting)) ||
+            (rc = series(r, 0, "sglang:token_usage", "The token usage.", ln, lv, 1, &m->kv)) ||
+            (rc = series(r, 0, "sglang:cache_hit_rate", "The prefix cache hit rate.", ln, lv, 1,
+                         &m->hit_rate)) ||
+            (rc = series(r, 1, "sglang:prompt_tokens_total", "Number of prefill tokens processed.",
+                         ln, lv, 1, &m->prompt)) ||
+            (rc = series(r, 1, "sglang:generation_tokens_total",
+                         "Number of generation tokens processed.", ln, lv, 1, &m->gen)) ||
+            (rc = series(r, 2, "sglang:time_to_first_token_seconds",
+                         "Histogram of time to first token in seconds.", ln, lv, 1, &m->ttft)) ||
+            (rc = series(r, 2, "sglang:time_per_output_token_seconds",
+                         "Histogram of time per output token in seconds.", ln, lv, 1, &m->itl)) ||
+            (rc = series(r, 2, "sglang:e2e_request_latency_seconds",
+                         "Histogram of end-to-end request latency in seconds", ln, lv, 1,
+                         &m->e2e)) ||
+            (rc = series(r, 0, "sglang:cache_config_info", "Cache configuration.", cn, cv, 2,
+                         &m->config)))
+            return rc;
+        kvg_metrics_set(m->config, 1);
+    } else {
+        if ((rc = series(r, 0, "llamacpp:requests_processing", "Number of requests processing.",
+                         NULL, NULL, 0, &m->running)) ||
+            (rc = series(r, 0, "llamacpp:requests_deferred", "Number of requests deferred.", NULL,
+                         NULL, 0, &m->waiting)) ||
+            (rc = series(r, 0, "llamacpp:kv_cache_usage_ratio",
+                         "KV-cache usage. 1 means 100 percent usage.", NULL, NULL, 0, &m->kv)) ||
+            (rc = series(r, 1, "llamacpp:prompt_tokens_total", "Number of prompt tokens processed.",
+                         NULL, NULL, 0, &m->prompt)) ||
+            (rc = series(r, 1, "llamacpp:tokens_predicted_total",
+                         "Number of generation tokens processed.", NULL, NULL, 0, &m->gen)))
+            return rc;
+    }
+    return 0;
+}
+
+void kvg_sim_srv_metrics_free(struct kvg_sim_server *s)
+{
+    struct sim_metrics *m = s->m;
+    if (m) {
+        struct kvg_metrics_series *all[] = {
+            m->waiting,   m->running, m->kv,   m->queries, m->hits, m->preempt, m->prompt,  m->gen,
+            m->ok_length, m->ok_stop, m->ttft, m->itl,     m->e2e,  m->config,  m->hit_rate};
+        for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) kvg_metrics_series_release(all[i]);
+        free(m);
+        s->m = NULL;
+    }
+    kvg_metrics_registry_free(s->reg);
+    s->reg = NULL;
+}
+
+static void bump(struct kvg_metrics_series *c, double now, double *last)
+{
+    if (!c) return;
+    if (now > *last) kvg_metrics_add(c, now - *last);
+    *last = now;
+}
+
+void kvg_sim_srv_metrics_render(struct kvg_sim_server *s, struct kvg_http_req *req)
+{
+    struct sim_metrics *m = s->m;
+    struct kvg_sim_metrics em;
+    kvg_sim_get_metrics(s->engine, &em);
+    kvg_metrics_set(m->waiting, em.num_waiting + (double)0);
+    kvg_metrics_set(m->running, em.num_running);
+    kvg_metrics_set(m->kv, em.kv_usage);
+    if (m->hit_rate)
+        kvg_metrics_set(m->hit_rate, em.prefix_cache_queries
+                                         ? (double)em.prefix_cache_hits / em.prefix_cache_queries
+                                         : 0);
+    bump(m->queries, (double)em.prefix_cache_queries, &m->last_queries);
+    bump(m->hits, (double)em.prefix_cache_hits, &m->last_hits);
+    bump(m->preempt, (double)em.num_preemptions, &m->last_preempt);
+    bump(m->prompt, (double)em.prompt_tokens, &m->last_prompt);
+    bump(m->gen, (double)em.generation_tokens, &m->last_gen);
+    struct kvg_buf b;
+    kvg_buf_init(&b, 0);
+    if (kvg_metrics_render(s->reg, &b)) {
+        kvg_buf_free(&b);
+        kvg_http_res_send(req, 500, "text/plain", NULL, 0, "render failed", 13);
+        return;
+    }
+    kvg_http_res_send(req, 200, KVG_METRICS_CONTENT_TYPE, NULL, 0, b.data, b.len);
+    kvg_buf_free(&b);
+}
+
+void kvg_sim_srv_observe_ttft(struct kvg_sim_server *s, double secs)
+{
+    if (s->m->ttft) kvg_metrics_observe(s->m->ttft, secs);
+}
+
+void kvg_sim_srv_observe_itl(struct kvg_sim_server *s, double secs)
+{
+    if (s->m->itl) kvg_metrics_observe(s->m->itl, secs);
+}
+
+void kvg_sim_srv_observe_e2e(struct kvg_sim_server *s, double secs, int finish_length)
+{
+    if (s->m->e2e) kvg_metrics_observe(s->m->e2e, secs);
+    struct kvg_metrics_series *ok = finish_length ? s->m->ok_length : s->m->ok_stop;
+    if (ok) kvg_metrics_inc(ok);
+}

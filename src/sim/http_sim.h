@@ -1,0 +1,86 @@
+/* kvgate sim's HTTP front end: shared between its files, not a public face.
+ * The engine model (sim.h) runs in real time here: a libuv timer steps it,
+ * scaled by --speed, and every step's tokens are written to the waiting
+ * clients as vLLM (or SGLang, or llama.cpp's server) would write them. */
+#ifndef KVG_SIM_HTTP_SIM_H
+#define KVG_SIM_HTTP_SIM_H
+
+#include <stdint.h>
+#include <uv.h>
+
+#include "base/util.h"
+#include "http/http.h"
+#include "metrics/metrics.h"
+#include "sim/sim.h"
+#include "tokenizer/chat.h"
+#include "tokenizer/tokenizer.h"
+
+enum kvg_sim_flavor { KVG_SIM_FLAVOR_VLLM, KVG_SIM_FLAVOR_SGLANG, KVG_SIM_FLAVOR_LLAMACPP };
+
+struct kvg_sim_opts {
+    char host[64];
+    int port;
+    char model[128];
+    char profile[64];
+    enum kvg_sim_flavor flavor;
+    uint32_t block_size;         /* 0: the profile's */
+    uint64_t kv_capacity_tokens; /* 0: the profile's */
+    uint32_t max_num_seqs;       /* 0: the profile's */
+    char kv_events_endpoint[256];
+    int kv_events_map; /* map encoding instead of arrays */
+    char replay_endpoint[256];
+    char kv_topic[128];
+    double speed;
+    uint64_t seed;
+    char tokenizer[512];
+    char tokenizer_config[512];
+    /* fault injection */
+    double fail_rate;         /* answer 500 */
+    double hang_rate;         /* never answer, keep the socket */
+    int64_t disconnect_after; /* cut streams after K tokens; -1 off */
+    double cold_start_s;      /* /health 503 this long after start */
+    double kv_events_drop;    /* drop event batches with this probability */
+    int log_level;
+};
+
+struct sim_req;
+
+struct kvg_sim_server {
+    struct kvg_sim_opts o;
+    uv_loop_t *loop;
+    struct kvg_http_server *http;
+    struct kvg_sim *engine;
+    struct kvg_tok *tok;
+    struct kvg_chat *tmpl;
+    uv_timer_t step_timer;
+    int stepping;                /* a step is "on the GPU" */
+    struct kvg_sim_step pending; /* its outcome, delivered when the timer fires */
+    double t0_wall;              /* wall clock at start */
+    double started_wall;
+    uint64_t next_id;
+    struct sim_req **live; /* by id & mask: open addressing */
+    size_t live_cap, nlive;
+    struct kvg_rng rng;
+    struct kvg_sim_kvpub *pub; /* NULL without --kv-events-endpoint */
+    struct kvg_metrics_registry *reg;
+    struct sim_metrics *m;
+    uint32_t max_model_len;
+};
+
+/* Engine clock: seconds since start, times --speed. */
+double kvg_sim_srv_now(const struct kvg_sim_server *s);
+/* The request handler (http_api.c). */
+void kvg_sim_srv_handle(struct kvg_http_req *req, void *ud);
+/* Metrics (http_metrics.c). */
+int kvg_sim_srv_metrics_init(struct kvg_sim_server *s);
+void kvg_sim_srv_metrics_free(struct kvg_sim_server *s);
+void kvg_sim_srv_metrics_render(struct kvg_sim_server *s, struct kvg_http_req *req);
+void kvg_sim_srv_observe_ttft(struct kvg_sim_server *s, double secs);
+void kvg_sim_srv_observe_itl(struct kvg_sim_server *s, double secs);
+void kvg_sim_srv_observe_e2e(struct kvg_sim_server *s, double secs, int finish_length);
+/* Encodes and publishes the engine's pending KV events (http_main.c). */
+void kvg_sim_srv_publish(struct kvg_sim_server *s);
+/* kvgate sim's entry point (http_main.c). */
+int kvg_sim_main(int argc, char **argv);
+
+#endif

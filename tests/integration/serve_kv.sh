@@ -1,0 +1,73 @@
+# Precise KV-aware routing end to end: kvgate serve (kv_aware) in front of
+# four `kvgate sim` engines that publish KV events. Requests sharing a long
+# prefix land on the worker that holds it, and the engine's own usage
+# (cached_tokens) confirms the hit; /debug/route explains; a worker killed and
+# removed leaves nothing in the index.
+. "$(dirname "$0")/lib.sh"
+N=4
+SIMS=(); EVS=(); URLS=()
+for i in $(seq 1 $N); do
+  p=$(free_port); e=$(free_port)
+  start_sim "$p" --model m --speed 20 --kv-events-endpoint "tcp://127.0.0.1:$e" || exit 1
+  SIMS+=($p); EVS+=("tcp://127.0.0.1:$e"); URLS+=("http://127.0.0.1:$p")
+done
+GW=$(free_port)
+start_serve "$GW" --threads 2 --policy kv_aware --block-size 16 --worker-urls "${URLS[@]}" \
+  --kv-events-endpoints "${EVS[@]}" --health-check-interval-secs 1 || exit 1
+G=http://127.0.0.1:$GW
+wait_http "$G/readiness" 10 || exit 1
+
+prefix() { /usr/bin/python3 -c "import random; r=random.Random($1); print(' '.join(''.join(r.choice('abcdefghij') for _ in range(6)) for _ in range(100)))"; }
+# Four different 700-character system prompts, four questions each.
+hits=0; same=0; total=0
+for g in 1 2 3 4; do
+  P=$(prefix "$g")
+  first=""
+  for q in 1 2 3 4; do
+    body="{\"model\":\"m\",\"messages\":[{\"role\":\"system\",\"content\":\"$P\"},{\"role\":\"user\",\"content\":\"question $q of group $g\"}],\"max_tokens\":2}"
+    w=$(curl -s -D - -o "$TMP/r" "$G/v1/chat/completions" -d "$body" | tr -d '\r' | awk -F': ' 'tolower($1)=="x-kvgate-worker"{print $2}')
+    cached=$(json_get "$TMP/r" 'j["usage"]["prompt_tokens_details"]["cached_tokens"]')
+    if [ -z "$first" ]; then first=$w; sleep 0.3; else
+      total=$((total + 1)); [ "$w" = "$first" ] && same=$((same + 1)); [ "$cached" -ge 640 ] && hits=$((hits + 1))
+    fi
+  done
+done
+check "same prefix, same worker (12/12): $same" [ "$same" = 12 ]
+check "engine confirms the hits (cached_tokens >= 640): $hits/12" [ "$hits" = 12 ]
+
+# The groups spread over the workers (an idle pool: prefill cost decides).
+curl -s "$G/workers" >"$TMP/w"
+used=$(json_get "$TMP/w" 'sum(1 for w in j["workers"] if w["processed"] > 0)')
+check "prefix groups spread over >= 3 workers: $used" [ "$used" -ge 3 ]
+
+# /debug/route explains without routing.
+P=$(prefix 1)
+body="{\"model\":\"m\",\"messages\":[{\"role\":\"system\",\"content\":\"$P\"},{\"role\":\"user\",\"content\":\"another\"}]}"
+curl -s "$G/debug/route" -d "$body" >"$TMP/d"
+check "debug/route: policy and chosen" [ "$(json_get "$TMP/d" 'j["policy"] + " " + str(j["chosen"] is not None)')" = "kv_aware True" ]
+check "debug/route: one worker matches >= 40 blocks" [ "$(json_get "$TMP/d" 'sum(1 for w in j["workers"] if (w["matched_blocks"] or 0) >= 40)')" = 1 ]
+check "debug/route: every field present" [ "$(json_get "$TMP/d" 'sorted(j["workers"][0].keys())')" = "['decode_blocks', 'in_flight', 'kv_usage', 'matched_blocks', 'prefill_blocks', 'score', 'url', 'waiting']" ]
+before=$(json_get "$TMP/w" 'sum(w["processed"] for w in j["workers"])')
+after=$(curl -s "$G/workers" | /usr/bin/python3 -c 'import json,sys; print(sum(w["processed"] for w in json.load(sys.stdin)["workers"]))')
+check "debug/route routed nothing" [ "$before" = "$after" ]
+
+# Metrics carry the index and the event counters.
+curl -s "$G/metrics" >"$TMP/m"
+check "metrics: index entries > 0" [ "$(awk '/^kvgate_kv_index_entries /{print ($2 > 0)}' "$TMP/m")" = 1 ]
+check "metrics: event batches per worker" [ "$(grep -c '^kvgate_kv_event_batches{' "$TMP/m")" = $N ]
+check "metrics pass promtool" bash -c "promtool check metrics <'$TMP/m' >/dev/null 2>&1"
+
+# Kill the worker that holds group 1's prefix and remove it: its entries go.
+victim=$(json_get "$TMP/d" 'j["chosen"]')
+vport=${victim##*:}
+for i in "${!SIMS[@]}"; do [ "${SIMS[$i]}" = "$vport" ] && kill -KILL "${PIDS[$i]}"; done
+enc=$(/usr/bin/python3 -c "import urllib.parse,sys; print(urllib.parse.quote(sys.argv[1], safe=''))" "$victim")
+check "DELETE the dead worker" [ "$(curl -s -o /dev/null -w '%{http_code}' -X DELETE "$G/workers/$enc")" = 200 ]
+curl -s "$G/metrics" >"$TMP/m2"
+check "removed worker: no series left" bash -c "! grep -q '$victim' '$TMP/m2'"
+left=$(curl -s "$G/workers" | /usr/bin/python3 -c 'import json,sys; print(sum(w["kv_index_blocks"] for w in json.load(sys.stdin)["workers"]))')
+total_after=$(awk '/^kvgate_kv_index_entries /{print $2}' "$TMP/m2")
+check "index holds only the live workers' blocks ($total_after = $left)" [ "$total_after" = "$left" ]
+curl -s "$G/debug/route" -d "$body" >"$TMP/d2"
+check "group 1 now matches nowhere" [ "$(json_get "$TMP/d2" 'max((w["matched_blocks"] or 0) for w in j["workers"])')" = 0 ]
+finish

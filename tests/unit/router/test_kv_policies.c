@@ -1,0 +1,271 @@
+/* The KV-aware policies on hand-built workers and a hand-fed KV index:
+ * Dynamo's cost, llm-d's scorers, sglang's cache_aware thresholds. */
+#include "support/test.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/err.h"
+#include "kv/hash.h"
+#include "kv/index.h"
+#include "router/policy.h"
+
+#define NW 3
+#define BS 16
+
+static struct kvg_worker *W[NW];
+static struct kvg_rng rng;
+
+static void setup(void)
+{
+    kvg_rng_seed(&rng, 7);
+    for (int i = 0; i < NW; i++) {
+        char url[64];
+        snprintf(url, sizeof url, "http://127.0.0.1:%d", 9100 + i);
+        CHECK_INT(kvg_worker_new(url, &W[i]), 0);
+        W[i]->slot = i;
+    }
+}
+
+static void teardown(void)
+{
+    for (int i = 0; i < NW; i++) kvg_worker_unref(W[i]);
+}
+
+/* A prompt of n tokens starting at `base`, with its block hashes. */
+static void prompt(uint32_t *toks, size_t n, uint32_t base, uint64_t *hashes, size_t *nh)
+{
+    for (size_t i = 0; i < n; i++) toks[i] = base + (uint32_t)i;
+    *nh = (size_t)kvg_kv_hash_tokens(toks, n, BS, hashes, n / BS);
+}
+
+static struct kvg_route_ctx ctx_for(const uint32_t *toks, size_t n, const uint64_t *h, size_t nh)
+{
+    struct kvg_route_ctx c = {.tokens = toks,
+                              .ntokens = n,
+                              .block_hashes = h,
+                              .nblocks = nh,
+                              .block_size = BS,
+                              .rng = &rng,
+                              .now_ms = 1000,
+                              .load_max_age_ms = 5000};
+    return c;
+}
+
+/* Stores the blocks of toks[0..n) into the index for slot via a hand-made
+ * BlockStored (the same path engine events take). */
+static void index_store(struct kvg_kv_index *idx, uint32_t slot, const uint32_t *toks, size_t n)
+{
+    struct kvg_kv_batch b;
+    kvg_kv_batch_init(&b, NULL);
+    /* encode one BlockStored with opaque engine hashes 1..k, then decode */
+    size_t k = n / BS;
+    char buf[65536];
+    size_t len = 0;
+    /* msgpack by hand: [ts, [["BlockStored", [h...], nil, [t...], BS]], 0] */
+    buf[len++] = (char)0x93;
+    buf[len++] = (char)0xcb;
+    for (int i = 0; i < 8; i++) buf[len++] = 0;
+    buf[len++] = (char)0x91;
+    buf[len++] = (char)0x95;
+    buf[len++] = (char)0xab;
+    memcpy(buf + len, "BlockStored", 11);
+    len += 11;
+    buf[len++] = (char)0xdc;
+    buf[len++] = (char)(k >> 8);
+    buf[len++] = (char)k;
+    for (size_t i = 0; i < k; i++) {
+        buf[len++] = (char)0xcf;
+        uint64_t h = 1000 * (slot + 1) + i + 1;
+        for (int s = 7; s >= 0; s--) buf[len++] = (char)(h >> (s * 8));
+    }
+    buf[len++] = (char)0xc0;
+    buf[len++] = (char)0xdd;
+    uint32_t nt = (uint32_t)(k * BS);
+    for (int s = 3; s >= 0; s--) buf[len++] = (char)(nt >> (s * 8));
+    for (size_t i = 0; i < nt; i++) {
+        buf[len++] = (char)0xce;
+        for (int s = 3; s >= 0; s--) buf[len++] = (char)(toks[i] >> (s * 8));
+    }
+    buf[len++] = BS;
+    buf[len++] = 0;
+    CHECK_INT(kvg_kv_decode_batch(&b, buf, len), 1); /* one event */
+    CHECK_INT(kvg_kv_index_apply(idx, slot, &b, NULL), 0);
+    kvg_kv_batch_free(&b);
+}
+
+static struct kvg_kv_index *new_index(void)
+{
+    struct kvg_kv_index_opts o = {.block_size = BS, .max_workers = 8};
+    struct kvg_kv_index *idx;
+    CHECK_INT(kvg_kv_index_new(&o, &idx), 0);
+    for (int i = 0; i < NW; i++) CHECK_INT(kvg_kv_index_add_worker(idx, (uint32_t)i), 0);
+    return idx;
+}
+
+TEST(kv_aware_prefers_the_cached_worker_unless_it_is_busy)
+{
+    setup();
+    struct kvg_kv_index *idx = new_index();
+    uint32_t toks[1600];
+    uint64_t h[100];
+    size_t nh;
+    prompt(toks, 1600, 5, h, &nh);
+    index_store(idx, 1, toks, 1600); /* worker 1 holds all 100 blocks */
+    struct kvg_policy_opts o;
+    kvg_policy_opts_default(&o);
+    o.kv = idx;
+    struct kvg_policy *p;
+    CHECK_INT(kvg_policy_new("kv_aware", &o, &p), 0);
+    struct kvg_route_ctx c = ctx_for(toks, 1600, h, nh);
+    struct kvg_route_score sc[NW];
+    struct kvg_route_explain ex = {.scores = sc};
+    CHECK_INT(p->ops->select(p, W, NW, &c, &ex), 1);
+    CHECK_NEAR(sc[1].matched_blocks, 100, 0);
+    CHECK_NEAR(sc[0].prefill_blocks, 100, 1e-9);
+    /* cost = w * prefill + decode: worker 1 busy with 250 decode blocks loses
+     * to an idle worker (100 prefill + 100 new blocks = 200 < 250). */
+    atomic_store(&W[1]->active_decode_blocks, 250);
+    CHECK(p->ops->select(p, W, NW, &c, &ex) != 1);
+    /* A higher overlap weight makes the cache win again (w=2: 400 vs 250). */
+    p->ops->destroy(p);
+    o.overlap_weight = 2;
+    CHECK_INT(kvg_policy_new("kv_aware", &o, &p), 0);
+    CHECK_INT(p->ops->select(p, W, NW, &c, &ex), 1);
+    p->ops->destroy(p);
+    kvg_kv_index_free(idx);
+    teardown();
+}
+
+TEST(kv_aware_approximate_mode_remembers_its_routing)
+{
+    setup();
+    struct kvg_policy_opts o;
+    kvg_policy_opts_default(&o); /* no index: approximate */
+    struct kvg_policy *p;
+    CHECK_INT(kvg_policy_new("kv_aware", &o, &p), 0);
+    uint32_t toks[640];
+    uint64_t h[40];
+    size_t nh;
+    prompt(toks, 640, 9, h, &nh);
+    struct kvg_route_ctx c = ctx_for(toks, 640, h, nh);
+    int first = p->ops->select(p, W, NW, &c, NULL);
+    for (int i = 0; i < 5; i++) CHECK_INT(p->ops->select(p, W, NW, &c, NULL), first);
+    /* Past the TTL the record is gone: no more preference (cost ties). */
+    c.now_ms += 121000;
+    struct kvg_route_score sc[NW];
+    struct kvg_route_explain ex = {.scores = sc};
+    p->ops->select(p, W, NW, &c, &ex);
+    CHECK_NEAR(sc[first].matched_blocks, 0, 0);
+    p->ops->destroy(p);
+    teardown();
+}
+
+TEST(score_presets_follow_llmd)
+{
+    setup();
+    struct kvg_kv_index *idx = new_index();
+    uint32_t toks[320];
+    uint64_t h[20];
+    size_t nh;
+    prompt(toks, 320, 77, h, &nh);
+    index_store(idx, 2, toks, 320);
+    struct kvg_policy_opts o;
+    kvg_policy_opts_default(&o);
+    o.kv = idx;
+    struct kvg_policy *p;
+    CHECK_INT(kvg_policy_new("precise", &o, &p), 0);
+    for (int i = 0; i < NW; i++)
+        W[i]->load =
+            (struct kvg_engine_load){.waiting = 0, .running = 1, .kv_usage = 0.2, .at_ms = 990};
+    struct kvg_route_ctx c = ctx_for(toks, 320, h, nh);
+    struct kvg_route_score sc[NW];
+    struct kvg_route_explain ex = {.scores = sc};
+    CHECK_INT(p->ops->select(p, W, NW, &c, &ex), 2);
+    /* prefix 3*1 + queue 2*1 (all equal) + kv 2*0.8 */
+    CHECK_NEAR(sc[2].score, 3 + 2 + 1.6, 1e-9);
+    CHECK_NEAR(sc[0].score, 0 + 2 + 1.6, 1e-9);
+    /* Queue scorer: (maxQ - q) / (maxQ - minQ); worker 2 deep in queue loses
+     * the queue points but keeps the prefix: 3 + 0 + 1.6 vs 0 + 2 + 1.6. */
+    W[2]->load.waiting = 30;
+    CHECK_INT(p->ops->select(p, W, NW, &c, &ex), 2);
+    /* Stale metrics count as the worst queue and no KV headroom. */
+    W[2]->load.waiting = 0;
+    W[2]->load.at_ms = 1;
+    c.now_ms = 6000;
+    W[0]->load.at_ms = W[1]->load.at_ms = 5990;
+    p->ops->select(p, W, NW, &c, &ex);
+    CHECK_NEAR(sc[2].score, 3 + 0 + 0, 1e-9);
+    p->ops->destroy(p);
+    /* load: queue + kv only, no prefix. */
+    CHECK_INT(kvg_policy_new("load", &o, &p), 0);
+    W[2]->load.at_ms = 5990;
+    W[0]->load.kv_usage = 0.9;
+    W[1]->load.waiting = 3;
+    CHECK_INT(p->ops->select(p, W, NW, &c, &ex), 2);
+    p->ops->destroy(p);
+    kvg_kv_index_free(idx);
+    teardown();
+}
+
+TEST(estimated_learns_from_its_own_routing)
+{
+    setup();
+    struct kvg_policy_opts o;
+    kvg_policy_opts_default(&o);
+    struct kvg_policy *p;
+    CHECK_INT(kvg_policy_new("estimated", &o, &p), 0);
+    for (int i = 0; i < NW; i++)
+        W[i]->load =
+            (struct kvg_engine_load){.waiting = 0, .running = 0, .kv_usage = 0, .at_ms = 1000};
+    uint32_t toks[320];
+    uint64_t h[20];
+    size_t nh;
+    prompt(toks, 320, 3, h, &nh);
+    struct kvg_route_ctx c = ctx_for(toks, 320, h, nh);
+    int first = p->ops->select(p, W, NW, &c, NULL);
+    for (int i = 0; i < 4; i++) CHECK_INT(p->ops->select(p, W, NW, &c, NULL), first);
+    p->ops->destroy(p);
+    teardown();
+}
+
+TEST(cache_aware_thresholds_and_imbalance)
+{
+    setup();
+    struct kvg_policy_opts o;
+    kvg_policy_opts_default(&o);
+    o.cache_threshold = 0.5;
+    o.balance_abs = 4;
+    o.balance_rel = 1.5;
+    struct kvg_policy *p;
+    CHECK_INT(kvg_policy_new("cache_aware", &o, &p), 0);
+    struct kvg_route_ctx c = {.rng = &rng, .now_ms = 1000, .model = KVG_STR("m")};
+    const char *t1 = "abcdefghij"; /* 10 characters */
+    c.text = t1;
+    c.text_len = 10;
+    int w = p->ops->select(p, W, NW, &c, NULL);
+    /* A request sharing 6 of 10 characters (0.6 > 0.5): same worker. */
+    c.text = "abcdefXXXX";
+    atomic_store(&W[w]->in_flight, 1); /* not imbalanced (abs 4) */
+    CHECK_INT(p->ops->select(p, W, NW, &c, NULL), w);
+    /* Exactly at the threshold (5 of 10 = 0.5) is a miss: least loaded. */
+    c.text = "abcdeZZZZZ";
+    CHECK(p->ops->select(p, W, NW, &c, NULL) != w);
+    /* Unicode: characters, not bytes. "ééééé" + 5 new characters: 5/10. */
+    c.text = "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9";
+    c.text_len = 12;
+    int u = p->ops->select(p, W, NW, &c, NULL);
+    c.text = "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9xyz"; /* 4 of 7 chars = 0.57 (bytes: 8/11) */
+    c.text_len = 11;
+    CHECK_INT(p->ops->select(p, W, NW, &c, NULL), u);
+    /* Imbalance: (max - min) > 4 and max > min * 1.5 -> least loaded. */
+    c.text = t1;
+    c.text_len = 10;
+    atomic_store(&W[w]->in_flight, 10);
+    for (int i = 0; i < NW; i++)
+        if (i != w) atomic_store(&W[i]->in_flight, 1);
+    CHECK(p->ops->select(p, W, NW, &c, NULL) != w);
+    p->ops->destroy(p);
+    teardown();
+}
