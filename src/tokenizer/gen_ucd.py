@@ -22,6 +22,11 @@ Why each table, and which Unicode version it must follow:
 - Lowercase mappings (the Lowercase normalizer: Rust's char::to_lowercase) are
   the simple mappings of UnicodeData.txt; the single unconditional multi-char
   lowercase mapping (U+0130) is handled in code.
+- General categories of the code points assigned in Unicode 15.0: Debian's
+  PCRE2 (10.42) has Unicode 14 tables while HF's Oniguruma has newer ones, so
+  the Split regex translation adds these to \\p{..} classes. (Oniguruma in
+  HF tokenizers 0.22 knows Unicode 16.0; Debian 12 ships the 15.0 database,
+  so 15.1 / 16.0 additions stay a known gap.)
 """
 import os
 import sys
@@ -65,13 +70,17 @@ def load_unicode_data():
     return out
 
 
-def old_enough():
+def with_age(pred):
     ok = set()
     for first, last, age, _ in ranges_file("DerivedAge.txt"):
         major, minor = (int(x) for x in age.split("."))
-        if (major, minor) <= MAX_AGE:
+        if pred((major, minor)):
             ok.update(range(first, last + 1))
     return ok
+
+
+def old_enough():
+    return with_age(lambda a: a <= MAX_AGE)
 
 
 def to_ranges(cps):
@@ -195,6 +204,21 @@ def main():
                "Word characters (Rust regex \\w) ranges: first, last.")
     emit_array("kvg_tok_ucd_lower", "uint32_t", lower_flat,
                "Simple lowercase runs: first, last, stride (0: single), delta (mod 2^32).")
+    new = sorted(with_age(lambda a: a == (15, 0)))
+    runs = []
+    for cp in new:
+        gc = ud[cp][2] if cp in ud else "Cn"
+        code = (ord(gc[0]) << 8) | ord(gc[1])
+        if runs and runs[-1][1] + 1 == cp and runs[-1][2] == code:
+            runs[-1][1] = cp
+        else:
+            runs.append([cp, cp, code])
+    flat = []
+    for a, b, c in runs:
+        flat += [a, b, c]
+    emit_array("kvg_tok_ucd_age15", "uint32_t", flat,
+               "Code points new in Unicode 15.0: first, last, general category "
+               "(two ASCII letters, first << 8 | second).")
     print("// clang-format on")
 
 

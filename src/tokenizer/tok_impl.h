@@ -45,6 +45,8 @@ extern const uint32_t kvg_tok_ucd_word[];
 extern const size_t kvg_tok_ucd_word_len;
 extern const uint32_t kvg_tok_ucd_lower[];
 extern const size_t kvg_tok_ucd_lower_len;
+extern const uint32_t kvg_tok_ucd_age15[];
+extern const size_t kvg_tok_ucd_age15_len;
 
 /* 1 when s[0..n) is valid UTF-8 (Rust's definition: no overlongs, no
  * surrogates, nothing above U+10FFFF). */
@@ -89,6 +91,8 @@ int kvg_tok_lower_append(uint32_t cp, struct kvg_buf *out);
 int kvg_tok_unicode_nf(const char *s, size_t n, int compose, struct kvg_buf *out);
 /* 1 when NFC(s) == s is certain without normalizing (the common case). */
 int kvg_tok_unicode_nfc_quick(const char *s, size_t n);
+/* 1 when s[0..n) (valid UTF-8) holds a code point Unicode 15.0 assigned. */
+int kvg_tok_unicode_has_age15(const char *s, size_t n);
 /* Appends s[0..n) to out with every invalid UTF-8 subsequence replaced by
  * U+FFFD, as Rust's String::from_utf8_lossy does. */
 int kvg_tok_utf8_lossy(const char *s, size_t n, struct kvg_buf *out);
@@ -160,10 +164,11 @@ static inline const struct kvg_tok_mslot *kvg_tok_mmap_get(const struct kvg_tok_
 /* ---- Regexes (tok_regex.c) ---- */
 
 /* A Split pattern compiled for PCRE2 (UTF, UCP, JIT) after translating
- * Oniguruma's (Ruby syntax) semantics, which HF tokenizers uses. */
+ * Oniguruma's (Ruby syntax) semantics, which HF tokenizers uses. code[1], when
+ * set, is the variant whose \p{..} classes include Unicode 15.0 additions. */
 struct kvg_tok_regex {
-    pcre2_code *code;
-    int jit;
+    pcre2_code *code[2];
+    int jit[2];
 };
 /* Compiles an Oniguruma-syntax pattern; a literal (escaped) one when
  * literal != 0. KVG_EUNSUPP (with the construct in err) for syntax whose
@@ -172,12 +177,15 @@ struct kvg_tok_regex {
 int kvg_tok_regex_compile(const char *pat, size_t n, int literal, struct kvg_tok_regex **out,
                           char *err, size_t errlen);
 void kvg_tok_regex_free(struct kvg_tok_regex *re);
+/* 1 when s[0..n) needs the widened variant (pass it as `wide` below). */
+int kvg_tok_regex_wide(const struct kvg_tok_regex *re, const char *s, size_t n);
 /* Finds the next match at or after start, with the empty-match rules of
  * the onig crate's find_iter (the caller keeps *last_end / *last_match_end,
  * initialised to 0 / SIZE_MAX). Returns 1 with [*ms, *me), 0 at the end, or
  * a negative code (regex resource limits). */
-int kvg_tok_regex_next(const struct kvg_tok_regex *re, pcre2_match_data *md, const char *s,
-                       size_t n, size_t *last_end, size_t *last_match_end, size_t *ms, size_t *me);
+int kvg_tok_regex_next(const struct kvg_tok_regex *re, int wide, pcre2_match_data *md,
+                       const char *s, size_t n, size_t *last_end, size_t *last_match_end,
+                       size_t *ms, size_t *me);
 
 /* ---- Components ---- */
 

@@ -136,8 +136,10 @@ static int replace(const struct kvg_tok_norm_step *st, struct kvg_tok_scratch *s
         }
     } else {
         size_t last_end = 0, last_match_end = SIZE_MAX, ms, me;
+        int wide = kvg_tok_regex_wide(st->re, p, n);
         for (;;) {
-            rc = kvg_tok_regex_next(st->re, s->md, p, n, &last_end, &last_match_end, &ms, &me);
+            rc =
+                kvg_tok_regex_next(st->re, wide, s->md, p, n, &last_end, &last_match_end, &ms, &me);
             if (rc < 0) return rc;
             if (rc == 0) break;
             if ((rc = kvg_buf_append(dst, p + prev, ms - prev))) return rc;

@@ -199,9 +199,9 @@ int kvg_tok_split_regex(const struct kvg_tok_regex *re, pcre2_match_data *md, co
 {
     sp->n = 0;
     size_t prev = 0, last_end = 0, last_match_end = SIZE_MAX, ms, me;
-    int rc;
+    int rc, wide = kvg_tok_regex_wide(re, p, n);
     for (;;) {
-        rc = kvg_tok_regex_next(re, md, p, n, &last_end, &last_match_end, &ms, &me);
+        rc = kvg_tok_regex_next(re, wide, md, p, n, &last_end, &last_match_end, &ms, &me);
         if (rc < 0) return rc;
         if (rc == 0) break;
         if (prev != ms && (rc = kvg_tok_spans_push(sp, prev, ms, -1, invert))) return rc;

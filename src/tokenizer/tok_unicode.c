@@ -434,6 +434,31 @@ int kvg_tok_unicode_nf(const char *s, size_t n, int do_compose, struct kvg_buf *
     return kvg_buf_append(out, s + copied, n - copied);
 }
 
+int kvg_tok_unicode_has_age15(const char *s, size_t n)
+{
+    const uint8_t *u = (const uint8_t *)s;
+    for (size_t i = 0; i < n; i++) {
+        /* All such code points but two are astral (lead F0); the two others
+         * lead with E0. Everything else is skipped a byte at a time. */
+        if (u[i] != 0xF0 && u[i] != 0xE0) continue;
+        if (i + 1 >= n) break;
+        uint32_t cp;
+        kvg_tok_utf8_next(s + i, &cp);
+        const uint32_t *r = kvg_tok_ucd_age15;
+        size_t lo = 0, hi = kvg_tok_ucd_age15_len / 3;
+        while (lo < hi) {
+            size_t mid = (lo + hi) / 2;
+            if (cp < r[3 * mid])
+                hi = mid;
+            else if (cp > r[3 * mid + 1])
+                lo = mid + 1;
+            else
+                return 1;
+        }
+    }
+    return 0;
+}
+
 int kvg_tok_utf8_lossy(const char *s, size_t n, struct kvg_buf *out)
 {
     static const char fffd[] = "\xEF\xBF\xBD";

@@ -93,6 +93,8 @@ const EDGE = [
   '!!!???...', '—–-', '“quoted” ‘text’', '«»', '...\n\n', '$$$ %%% ^^^', '////\n', '#include <stdio.h>',
   'Hello世界123abc', 'x²+y²=z²', 'α β γ Ω', 'İstanbul', 'ﬁ ﬂ', 'ÅÄÖ åäö', 'naïve façade', 'Straße',
   '\u0000', 'a\u0000b', '\u0007\u001b[31mred\u001b[0m', '\u200d', '\ufeffBOM', 'soft\u00adhyphen', '\ufffd',
+  // Unicode 15.0 letters / digits (CJK Ext H, Nag Mundari, Kawi): PCRE2 has Unicode 14 tables.
+  'a 𱍐𱍑 b', 'x 𞓰𞓱1 y', '𞓐𞓑 z', '𑼄𑼅 𑽐', 'a\u0cf3b',
   'a'.repeat(3000), 'ab'.repeat(1500), 'QUJD'.repeat(400) + '==', '\u{10ffff}\u{e0001}', '\u{1d400}\u{1d7ce}',
 ];
 

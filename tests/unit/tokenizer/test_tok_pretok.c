@@ -96,8 +96,33 @@ TEST(regex_translation)
     CHECK_STR(split("[]x]", 0, "a]b", ID, 0), "a|]|b");
     CHECK_STR(split("(?i:'s|'t)", 0, "it'S'T", ID, 0), "it|'S|'T");
     CHECK_STR(split("\\p{N}{1,3}", 0, "a12345b", ID, 0), "a|123|45|b");
-    static const char *const refused[] = {"\\w+",   "\\bx", "[[:alpha:]]", "[a[b]]",
-                                          "[a&&b]", "\\R",  "[\\S]",       "\\X"};
+    /* Unicode 15.0 letters and digits count, as in HF's Oniguruma:
+     * U+1E4F0 NAG MUNDARI DIGIT ZERO (Nd), U+31350 CJK EXT H (Lo). */
+    CHECK_STR(split("\\p{N}+", 0,
+                    "a\xF0\x9E\x93\xB0"
+                    "1b",
+                    ID, 0),
+              "a|\xF0\x9E\x93\xB0"
+              "1|b");
+    CHECK_STR(split("\\p{Lo}+", 0,
+                    "1\xF0\xB1\x8D\x90"
+                    "2",
+                    ID, 0),
+              "1|\xF0\xB1\x8D\x90|2");
+    CHECK_STR(split("[^\\p{L}\\p{N}]+", 0, "a\xF0\xB1\x8D\x90!?", ID, 0), "a\xF0\xB1\x8D\x90|!?");
+    CHECK_STR(split("\\P{L}+", 0,
+                    "\xF0\xB1\x8D\x90"
+                    "12",
+                    ID, 0),
+              "\xF0\xB1\x8D\x90|12");
+    CHECK_STR(split("\\pN+", 0,
+                    "x\xF0\x9E\x93\xB0"
+                    "9",
+                    ID, 0),
+              "x|\xF0\x9E\x93\xB0"
+              "9");
+    static const char *const refused[] = {"\\w+", "\\bx",  "[[:alpha:]]", "[a[b]]",  "[a&&b]",
+                                          "\\R",  "[\\S]", "\\X",         "[\\P{L}]"};
     for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
         struct kvg_tok_regex *re = NULL;
         char err[256];

@@ -81,6 +81,16 @@ TEST(classes)
     CHECK(!kvg_tok_is_word(0xBD)); /* VULGAR FRACTION ONE HALF: No, not \w */
 }
 
+TEST(unicode15_detection)
+{
+    CHECK(kvg_tok_unicode_has_age15("a\xF0\x9E\x93\xB0", 5)); /* U+1E4F0 */
+    CHECK(kvg_tok_unicode_has_age15("\xE0\xB3\xB3", 3));      /* U+0CF3 */
+    CHECK(kvg_tok_unicode_has_age15("x\xF0\xB1\x8D\x90", 5)); /* U+31350 */
+    CHECK(!kvg_tok_unicode_has_age15("abc \xE4\xBD\xA0 \xF0\x9F\x98\x80", 12));
+    CHECK(!kvg_tok_unicode_has_age15("\xE0\xB3\xB2", 3)); /* U+0CF2, older */
+    CHECK(!kvg_tok_unicode_has_age15("", 0));
+}
+
 static const char *lower(const char *s)
 {
     static char out[64];
