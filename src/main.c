@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "gateway/gateway.h"
+#include "gateway/keys.h"
 #include "sim/http_sim.h"
 #include "tokenizer/chat.h"
 
@@ -23,6 +24,7 @@ static int version_main(int argc, char **argv)
 
 static const struct subcommand commands[] = {
     {"serve", kvg_gateway_serve_main, "run the gateway and router in front of engines"},
+    {"keys", kvg_keys_cli_main, "API keys: hash KEY prints the hash: line for the keys file"},
     {"sim", kvg_sim_main, "run a simulated inference engine (vLLM's API, metrics, KV events)"},
     {"tokenize", kvg_tok_cli_main, "tokenize text or render and tokenize a chat request"},
     {"version", version_main, "print the version"},

@@ -131,6 +131,24 @@ static const struct flag flags[] = {
      "score: KV utilisation scorer weight (2)"},
     {"scorer-load-weight", NULL, F_DOUBLE, O(policy_opts.w_load), 0,
      "score: load-aware scorer weight (0)"},
+    {"keys", NULL, F_STR, O(keys_path), S(keys_path),
+     "API keys file (YAML, SHA-256 hashes, limits, priorities); none: no authentication"},
+    {"quota-store", NULL, F_STR, O(quota_store), S(quota_store),
+     "where quota counters live: memory, or redis://host:port to share them (memory)"},
+    {"quota-timeout-ms", NULL, F_MS, O(quota_timeout_ms), 0, "quota store answer deadline (50)"},
+    {"quota-fail-closed", NULL, F_BOOL, O(quota_fail_closed), 0,
+     "quota store unreachable: reject (default: admit)"},
+    {"quota-default-max-tokens", NULL, F_U32, O(quota_default_max_tokens), 0,
+     "output tokens reserved for a request without max_tokens (256)"},
+    {"critical-max-waiting", NULL, F_DOUBLE, O(critical_max_waiting), 0,
+     "critical and standard requests go to workers with fewer waiting (50)"},
+    {"sheddable-max-waiting", NULL, F_DOUBLE, O(sheddable_max_waiting), 0,
+     "sheddable requests go to workers with fewer waiting (5)"},
+    {"sheddable-max-kv", NULL, F_DOUBLE, O(sheddable_max_kv), 0,
+     "... and KV usage below this (0.8)"},
+    {"queue-timeout-secs", NULL, F_SECS_MS, O(queue_timeout_ms), 0,
+     "how long a request waits in the gateway queue for a worker (60)"},
+    {"queue-size", NULL, F_U32, O(queue_size), 0, "gateway queue length (1024)"},
     {"tls-cert", NULL, F_STR, O(tls_cert), S(tls_cert), "PEM certificate chain: serve HTTPS too"},
     {"tls-key", NULL, F_STR, O(tls_key), S(tls_key), "PEM private key for --tls-cert"},
     {"tls-port", NULL, F_INT, O(tls_port), 0, "HTTPS port (8443)"},
@@ -168,6 +186,14 @@ void kvg_serve_config_default(struct kvg_serve_config *c)
     c->metrics_staleness_ms = 5000;
     c->block_size = 16;
     c->tls_port = 8443;
+    snprintf(c->quota_store, sizeof c->quota_store, "memory");
+    c->quota_timeout_ms = 50;
+    c->quota_default_max_tokens = 256;
+    c->critical_max_waiting = 50;
+    c->sheddable_max_waiting = 5;
+    c->sheddable_max_kv = 0.8;
+    c->queue_timeout_ms = 60000;
+    c->queue_size = 1024;
     snprintf(c->tokenizer, sizeof c->tokenizer, "builtin:bytes");
     c->kv_index_max_entries = 1u << 23;
     kvg_policy_opts_default(&c->policy_opts);

@@ -55,6 +55,13 @@ struct kvg_serve_config {
     struct kvg_policy_opts policy_opts;
     char assignment_mode[16];
     char cache_aware_miss[16];
+    char keys_path[512];
+    char quota_store[256];
+    uint32_t quota_timeout_ms;
+    int quota_fail_closed;
+    uint32_t quota_default_max_tokens;
+    double critical_max_waiting, sheddable_max_waiting, sheddable_max_kv;
+    uint32_t queue_timeout_ms, queue_size;
     int log_level;
     int access_log;
     int spawn_sims; /* embedded default: local simulated engines when no workers */

@@ -8,7 +8,10 @@
 #include <uv.h>
 
 #include "base/util.h"
+#include "gateway/admission.h"
 #include "gateway/config.h"
+#include "gateway/keys.h"
+#include "gateway/quota.h"
 #include "gateway/gw_metrics.h"
 #include "http/client.h"
 #include "http/http.h"
@@ -27,6 +30,12 @@ struct kvg_gateway {
     struct kvg_kv_index *kv; /* precise KV index; NULL when no worker publishes events */
     struct kvg_kv_sub *sub;  /* its subscribers */
     int wants_tokens;        /* the policy reads token ids: tokenize each request */
+    /* Gateway policy (admit.c in src/proxy). */
+    int auth_on;                 /* --keys given */
+    struct kvg_keys_holder keys; /* the current key set (SIGHUP swaps it) */
+    struct kvg_quota *quota;     /* token/request/concurrency limits */
+    struct kvg_adm_queue *adm;   /* priority admission queue */
+    struct kvg_adm_config adm_cfg;
     _Atomic int draining;
     _Atomic uint64_t requests_total;
     double started_s;
@@ -42,7 +51,9 @@ struct kvg_loop_ctx {
     struct kvg_http_server *srv;
     struct kvg_http_server *srv_tls; /* NULL without --tls-cert */
     struct kvg_http_client *client;
-    uv_async_t wake; /* "look at gw->draining / force_close" */
+    struct kvg_quota_loop *qloop; /* this loop's end of the quota store */
+    struct kvg_adm_loop *aloop;   /* this loop's end of the admission queue */
+    uv_async_t wake;              /* "look at gw->draining / force_close" */
     uv_timer_t drain_timer;
     _Atomic int force_close;
     _Atomic int done;
@@ -59,6 +70,14 @@ void kvg_proxy_handle(struct kvg_loop_ctx *lc, struct kvg_http_req *req);
  * subscribers, the policy and the pool with its hooks. Message in err. */
 int kvg_gw_router_init(struct kvg_gateway *gw, char *err, size_t errlen);
 void kvg_gw_router_free(struct kvg_gateway *gw);
+/* Gateway policy set-up (policy_setup.c): keys, quota store, admission
+ * queue; per-loop ends opened by kvg_gw_policy_loop_open. */
+int kvg_gw_policy_init(struct kvg_gateway *gw, char *err, size_t errlen);
+int kvg_gw_policy_loop_open(struct kvg_gateway *gw, struct kvg_loop_ctx *lc);
+void kvg_gw_policy_loop_close(struct kvg_loop_ctx *lc);
+/* SIGHUP: re-reads the keys file; the old set stays on error. */
+void kvg_gw_policy_reload(struct kvg_gateway *gw);
+void kvg_gw_policy_free(struct kvg_gateway *gw);
 /* kvgate serve's entry point (serve.c). */
 int kvg_gateway_serve_main(int argc, char **argv);
 

@@ -54,6 +54,7 @@ int kvg_gw_metrics_init(struct kvg_gw_metrics *m, const char *policy)
          &m->upstream_errors},
         {"kvgate_no_worker_total", "Requests answered 503 for want of a healthy worker.",
          &m->no_worker},
+        {"kvgate_admission_shed_total", "Sheddable requests answered 429 by admission.", &m->shed},
     };
     for (size_t i = 0; i < KVG_ARRAY_LEN(plain); i++)
         if ((rc = kvg_metrics_counter(m->reg, plain[i].name, plain[i].help, NULL, 0, &f)) ||

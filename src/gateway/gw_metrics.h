@@ -17,6 +17,8 @@ struct kvg_gw_metrics {
     struct kvg_metrics_series *ttfb[KVG_ROUTE_N];
     struct kvg_metrics_series *retries, *client_gone, *upstream_errors, *no_worker;
     struct kvg_metrics_series *match_ratio, *tokenizer_fallback, *block_size_mismatch;
+    struct kvg_metrics_series *shed;
+    struct kvg_metrics_family *quota_f, *adm_f;
     struct kvg_metrics_family *w_cached;
     struct kvg_metrics_family *w_active, *w_health, *w_processed, *w_cb, *decisions;
     struct kvg_metrics_series *workers;

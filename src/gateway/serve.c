@@ -45,6 +45,7 @@ static void drain_poll(uv_timer_t *t)
         kvg_http_server_close(lc->srv);
         if (lc->srv_tls) kvg_http_server_close(lc->srv_tls);
         kvg_http_client_close(lc->client);
+        kvg_gw_policy_loop_close(lc);
         uv_close((uv_handle_t *)&lc->wake, NULL);
         uv_close((uv_handle_t *)&lc->drain_timer, NULL);
     }
@@ -104,6 +105,7 @@ static int start_loops(struct serve *s)
             c->tls_port = kvg_http_server_port(lc->srv_tls);
         }
         if ((rc = kvg_http_client_new(&lc->loop, NULL, &lc->client))) return rc;
+        if ((rc = kvg_gw_policy_loop_open(&s->gw, lc))) return rc;
         uv_async_init(&lc->loop, &lc->wake, loop_wake);
         lc->wake.data = lc;
         uv_timer_init(&lc->loop, &lc->drain_timer);
@@ -172,8 +174,9 @@ static void on_signal(uv_signal_t *h, int signum)
     struct serve *s = h->data;
     if (signum == SIGHUP) {
         const char *path = s->gw.cfg.config_path;
+        kvg_gw_policy_reload(&s->gw); /* keys and their quotas */
         if (!path[0]) {
-            KVG_INFO("SIGHUP: no --config file to reload");
+            KVG_INFO("SIGHUP: no --config file: the worker list stays");
             return;
         }
         char err[512];
@@ -228,7 +231,8 @@ int kvg_gateway_serve_main(int argc, char **argv)
         fprintf(stderr, "kvgate serve: metrics: %s\n", kvg_strerror(rc));
         return 1;
     }
-    if ((rc = kvg_gw_router_init(&s.gw, err, sizeof err))) {
+    if ((rc = kvg_gw_router_init(&s.gw, err, sizeof err)) ||
+        (rc = kvg_gw_policy_init(&s.gw, err, sizeof err))) {
         fprintf(stderr, "kvgate serve: %s\n", err);
         return 2;
     }
@@ -273,6 +277,7 @@ int kvg_gateway_serve_main(int argc, char **argv)
     uv_run(&s.main_loop, UV_RUN_DEFAULT);
     uv_loop_close(&s.main_loop);
     free(s.lcs);
+    kvg_gw_policy_free(&s.gw);
     kvg_gw_router_free(&s.gw);
     kvg_gw_metrics_free(&s.gw.metrics);
     if (s.gw.tls) SSL_CTX_free(s.gw.tls);

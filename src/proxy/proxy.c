@@ -24,34 +24,7 @@
 #include "gateway/gateway.h"
 #include "proxy/route_input.h"
 
-#define MAX_TRIED 16
-#define MAX_NONSTREAM_BODY (64u * 1024 * 1024)
-#define MAX_FWD_HEADERS 64
-
-struct proxy_req {
-    struct kvg_loop_ctx *lc;
-    struct kvg_http_req *req;  /* NULL once answered or aborted */
-    struct kvg_route_input ri; /* parsed request, routing text, token ids */
-    uv_work_t work;            /* tokenizing a long prompt off the loop */
-    int tokenizing;            /* work queued: pr must outlive it */
-    char request_id[80];
-    struct kvg_pick pick; /* current pick (pick.w holds a reference) */
-    struct kvg_worker *tried[MAX_TRIED];
-    size_t ntried;
-    struct kvg_http_call *call;
-    uv_timer_t retry_timer;
-    uint32_t attempts;
-    int up_status; /* upstream status, 0 before its head */
-    int relayed;   /* head sent to the client */
-    int sse;       /* upstream answers text/event-stream */
-    char content_type[128];
-    struct kvg_buf body; /* non-stream answer */
-    uint64_t t0_ns, ttfb_ns;
-    uint64_t bytes_up;
-    char worker_url[512];
-    const char *path; /* static string: the endpoint */
-    enum kvg_gw_route route;
-};
+#include "proxy/proxy_int.h"
 
 static const char *hop_by_hop[] = {"connection",
                                    "keep-alive",
@@ -113,6 +86,7 @@ static void access_log(struct proxy_req *pr, int status)
 /* Ends the proxy request's life: the retry timer closes, then pr is freed. */
 static void pr_finish(struct proxy_req *pr, int status)
 {
+    kvg_proxy_account(pr);
     access_log(pr, status);
     uint64_t now = kvg_now_ns();
     kvg_gw_metrics_request(&pr->lc->gw->metrics, pr->route, status, (double)(now - pr->t0_ns) / 1e9,
@@ -127,23 +101,33 @@ static void release_worker(struct proxy_req *pr, enum kvg_outcome out)
     kvg_pool_release(&pr->lc->gw->pool, &pr->pick, out, &ctx);
 }
 
-static void client_error(struct proxy_req *pr, int status, const char *code, const char *msg)
+void kvg_proxy_error(struct proxy_req *pr, int status, const char *type, const char *code,
+                     const char *msg, const struct kvg_http_header *extra, size_t nextra)
 {
-    struct kvg_http_header h[3];
+    struct kvg_http_header h[16];
     size_t n = 0;
+    int has_retry = 0;
+    for (size_t i = 0; i < nextra && n < 12; i++) {
+        h[n++] = extra[i];
+        has_retry |= kvg_str_eq_nocase(extra[i].name, "retry-after");
+    }
     h[n++] =
         (struct kvg_http_header){KVG_STR("x-request-id"), {pr->request_id, strlen(pr->request_id)}};
-    if (status == 503) h[n++] = (struct kvg_http_header){KVG_STR("retry-after"), KVG_STR("1")};
+    if (status == 503 && !has_retry)
+        h[n++] = (struct kvg_http_header){KVG_STR("retry-after"), KVG_STR("1")};
     if (pr->worker_url[0])
         h[n++] = (struct kvg_http_header){KVG_STR("x-kvgate-worker"),
                                           {pr->worker_url, strlen(pr->worker_url)}};
     struct kvg_http_req *req = pr->req;
     pr->req = NULL;
-    kvg_http_res_error(req, status, NULL, code, msg, h, n);
+    kvg_http_res_error(req, status, type, code, msg, h, n);
     pr_finish(pr, status);
 }
 
-static void attempt(struct proxy_req *pr);
+static void client_error(struct proxy_req *pr, int status, const char *code, const char *msg)
+{
+    kvg_proxy_error(pr, status, NULL, code, msg, NULL, 0);
+}
 
 /* Prompts below this many body bytes are tokenized on the loop: at the
  * tokenizer's speed that is tens of microseconds, less than a thread hop. */
@@ -163,12 +147,12 @@ static void tokenize_done(uv_work_t *w, int status)
         pr_finish(pr, 499);
         return;
     }
-    attempt(pr);
+    kvg_proxy_admit(pr);
 }
 
 static void on_retry_timer(uv_timer_t *t)
 {
-    attempt(t->data);
+    kvg_proxy_attempt(t->data);
 }
 
 /* Retry after backoff, if allowed; returns 0 when a retry was scheduled. */
@@ -199,7 +183,8 @@ static void on_drain(struct kvg_http_req *req, void *ud)
 static void relay_head(struct proxy_req *pr, int status, const struct kvg_http_header *h, size_t n,
                        int64_t content_length)
 {
-    struct kvg_http_header out[MAX_FWD_HEADERS + 2];
+    struct kvg_http_header out[MAX_FWD_HEADERS + 10];
+    struct kvg_quota_headers qh;
     size_t k = 0;
     for (size_t i = 0; i < n && k < MAX_FWD_HEADERS; i++)
         if (!is_hop(h[i].name) && !kvg_str_eq_nocase(h[i].name, "x-kvgate-worker")) out[k++] = h[i];
@@ -207,8 +192,11 @@ static void relay_head(struct proxy_req *pr, int status, const struct kvg_http_h
                                         {pr->worker_url, strlen(pr->worker_url)}};
     out[k++] =
         (struct kvg_http_header){KVG_STR("x-request-id"), {pr->request_id, strlen(pr->request_id)}};
+    k += kvg_proxy_quota_headers(pr, out + k, 8, &qh);
     pr->relayed = 1;
     pr->ttfb_ns = kvg_now_ns();
+    /* The usage filter may drop an event: the length is then the stream's end. */
+    if (pr->sse && pr->sse_filter_on) content_length = -1;
     kvg_http_res_start(pr->req, status, out, k, content_length);
 }
 
@@ -251,7 +239,16 @@ static void up_body(void *ud, const char *p, size_t n)
     if (!pr->bytes_up) kvg_pool_first_token(&pr->lc->gw->pool, &pr->pick); /* prefill is over */
     pr->bytes_up += n;
     if (pr->relayed) {
-        int rc = kvg_http_res_write(pr->req, p, n);
+        int rc;
+        if (pr->sse && pr->sse_filter_on) {
+            struct kvg_buf out;
+            kvg_buf_init(&out, 0);
+            kvg_proxy_usage_feed(pr, p, n, &out);
+            rc = out.len ? kvg_http_res_write(pr->req, out.data, out.len) : 0;
+            kvg_buf_free(&out);
+        } else {
+            rc = kvg_http_res_write(pr->req, p, n);
+        }
         if (rc == 1) kvg_http_call_pause(pr->call);
         return;
     }
@@ -290,13 +287,25 @@ static void up_done(void *ud, int err)
         struct kvg_http_req *req = pr->req;
         pr->req = NULL;
         if (pr->relayed) {
+            if (pr->sse && pr->sse_filter_on) {
+                struct kvg_buf out;
+                kvg_buf_init(&out, 0);
+                kvg_usage_sse_end(&pr->sse_filter, &out);
+                if (out.len) kvg_http_res_write(req, out.data, out.len);
+                kvg_buf_free(&out);
+                pr->usage = pr->sse_filter.usage;
+            }
             kvg_http_res_end(req);
         } else {
-            struct kvg_http_header h[2] = {
+            struct kvg_http_header h[10] = {
                 {KVG_STR("x-kvgate-worker"), {pr->worker_url, strlen(pr->worker_url)}},
                 {KVG_STR("x-request-id"), {pr->request_id, strlen(pr->request_id)}}};
+            struct kvg_quota_headers qh;
+            size_t nh = 2 + kvg_proxy_quota_headers(pr, h + 2, 8, &qh);
+            if (status >= 200 && status < 300)
+                kvg_usage_from_json(pr->body.data, pr->body.len, &pr->usage);
             pr->ttfb_ns = kvg_now_ns();
-            kvg_http_res_send(req, status, pr->content_type[0] ? pr->content_type : NULL, h, 2,
+            kvg_http_res_send(req, status, pr->content_type[0] ? pr->content_type : NULL, h, nh,
                               pr->body.data, pr->body.len);
         }
         pr_finish(pr, status);
@@ -333,7 +342,7 @@ static void on_client_abort(struct kvg_http_req *req, void *ud)
     pr_finish(pr, 499);
 }
 
-static void attempt(struct proxy_req *pr)
+void kvg_proxy_attempt(struct proxy_req *pr)
 {
     struct kvg_gateway *gw = pr->lc->gw;
     struct kvg_http_req *req = pr->req;
@@ -349,6 +358,8 @@ static void attempt(struct proxy_req *pr)
                                 .rng = &pr->lc->rng,
                                 .now_ms = kvg_now_ms()};
     kvg_route_input_ctx(&pr->ri, &ctx);
+    ctx.filter = kvg_proxy_worker_filter; /* the request's priority may exclude busy workers */
+    ctx.filter_ud = pr;
     int known = 0;
     int rc = kvg_pool_pick(&gw->pool, &ctx, pr->tried, pr->ntried, &pr->pick, &known, NULL);
     if (rc == KVG_ENOWORKER && pr->ntried) {
@@ -389,8 +400,9 @@ static void attempt(struct proxy_req *pr)
     static const struct kvg_http_call_cbs cbs = {up_head, up_body, up_done};
     char path[2048];
     snprintf(path, sizeof path, "%.*s", (int)req->url.len, req->url.p);
-    rc = kvg_http_call_start(pr->lc->client, &w->target, req->method_name, path, fwd, k,
-                             req->body.data, req->body.len, &o, &cbs, pr, &pr->call);
+    const struct kvg_buf *body = pr->fwd_body.len ? &pr->fwd_body : &req->body;
+    rc = kvg_http_call_start(pr->lc->client, &w->target, req->method_name, path, fwd, k, body->data,
+                             body->len, &o, &cbs, pr, &pr->call);
     if (rc) {
         pr->call = NULL;
         release_worker(pr, KVG_OUT_FAIL);
@@ -444,21 +456,23 @@ void kvg_proxy_handle(struct kvg_loop_ctx *lc, struct kvg_http_req *req)
         client_error(pr, 400, "invalid_request", msg);
         return;
     }
+    if (kvg_proxy_authorize(pr)) return;
+    kvg_proxy_prepare_usage(pr);
     req->ud = pr;
     req->on_abort = on_client_abort;
     req->on_drain = on_drain;
     if (!lc->gw->wants_tokens) {
-        attempt(pr);
+        kvg_proxy_admit(pr);
     } else if (req->body.len < TOKENIZE_INLINE_BYTES) {
         kvg_route_input_tokenize(&pr->ri, lc->gw);
-        attempt(pr);
+        kvg_proxy_admit(pr);
     } else {
         /* A long prompt: tokenize on libuv's thread pool, the loop goes on. */
         pr->work.data = pr;
         pr->tokenizing = 1;
         if (uv_queue_work(&lc->loop, &pr->work, tokenize_work, tokenize_done)) {
             pr->tokenizing = 0;
-            attempt(pr);
+            kvg_proxy_admit(pr);
         }
     }
 }

@@ -41,6 +41,10 @@ struct kvg_route_ctx {
     uint64_t now_ms;
     uint64_t load_max_age_ms; /* engine metrics older than this are unknown */
     int dry_run;              /* explain only (POST /debug/route): policies change no state */
+    /* Optional per-request eligibility (priority admission): a worker it
+     * refuses is no candidate. Called under the pool's read lock. */
+    int (*filter)(void *ud, struct kvg_worker *w);
+    void *filter_ud;
 };
 
 /* Everything a policy may be configured with; each reads its own fields.

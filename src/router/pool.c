@@ -154,6 +154,7 @@ int kvg_pool_pick(struct kvg_pool *p, const struct kvg_route_ctx *ctx,
         known = 1;
         if (!atomic_load_explicit(&w->healthy, memory_order_relaxed)) continue;
         if (!kvg_cb_allows(&p->cb, w, ctx->now_ms)) continue;
+        if (ctx->filter && !ctx->filter(ctx->filter_ud, w)) continue;
         size_t k = 0;
         while (k < nexclude && exclude[k] != w) k++;
         if (k < nexclude) continue;
