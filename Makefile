@@ -5,7 +5,7 @@
 #   make                 release build   -> build/release/kvgate
 #   make BUILD=asan      ASan+UBSan      -> build/asan/kvgate
 #   make test            what CI runs (scripts/test.sh does deps + this)
-#   make fuzz            libFuzzer targets (clang) -> build/fuzz/
+#   make fuzz            libFuzzer targets (clang) -> build/fuzz/bin/
 # Benchmark programs bench/<name>/*.c are built to build/<mode>/bench/<name>/.
 
 BUILD   ?= release
@@ -25,6 +25,9 @@ LIBS    := $(PKG_LIBS) -lpthread -lm
 ifeq ($(BUILD),asan)
 OPT     := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
 LDOPT   := -fsanitize=address,undefined
+else ifeq ($(BUILD),fuzz)
+OPT     := -O1 -g -fno-omit-frame-pointer -fsanitize=fuzzer-no-link,address,undefined
+LDOPT   := -fsanitize=fuzzer,address,undefined
 else ifeq ($(BUILD),debug)
 OPT     := -O0 -g
 LDOPT   :=
@@ -47,7 +50,7 @@ TOOL_BINS  := $(TOOL_SRCS:tests/tools/%.c=$(OUT)/tools/%)
 BENCH_SRCS := $(wildcard bench/*/*.c)
 BENCH_BINS := $(BENCH_SRCS:bench/%.c=$(OUT)/bench/%)
 
-.PHONY: all test unit clean fuzz format format-check bench
+.PHONY: all test unit clean fuzz fuzz-bins format format-check bench
 all: $(OUT)/kvgate $(TEST_BINS) $(TOOL_BINS) $(BENCH_BINS)
 
 $(OUT)/libkvgate.a: $(LIB_OBJS) $(LLHTTP_OBJS)
@@ -93,14 +96,16 @@ test: all
 unit: all
 	bash tests/run.sh $(OUT) unit
 
-# Fuzz targets: clang + libFuzzer, with ASan/UBSan.
+# Fuzz targets: clang + libFuzzer, with ASan/UBSan. The library is built once
+# with coverage instrumentation (BUILD=fuzz), each target links against it.
 FUZZ_SRCS := $(wildcard fuzz/fuzz_*.c)
-FUZZ_BINS := $(FUZZ_SRCS:fuzz/%.c=build/fuzz/%)
-fuzz: $(FUZZ_BINS)
-build/fuzz/%: fuzz/%.c $(LIB_SRCS) $(wildcard src/*/*.h)
+FUZZ_BINS := $(FUZZ_SRCS:fuzz/%.c=build/fuzz/bin/%)
+fuzz:
+	$(MAKE) BUILD=fuzz CC=clang fuzz-bins
+fuzz-bins: $(FUZZ_BINS)
+build/fuzz/bin/%: fuzz/%.c build/fuzz/libkvgate.a
 	@mkdir -p $(@D)
-	clang $(CSTD) -O1 -g -fsanitize=fuzzer,address,undefined -Isrc -I$(LLHTTP_INC) $(PKG_CFLAGS) \
-	    -o $@ $< $(LIB_SRCS) $(LLHTTP_DIR)/api.c $(LLHTTP_DIR)/http.c $(LLHTTP_DIR)/llhttp.c $(LIBS)
+	$(CC) $(CFLAGS_ALL) -fsanitize=fuzzer -o $@ $< build/fuzz/libkvgate.a $(LIBS)
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')

@@ -4,6 +4,7 @@
 #   tests/run.sh build/release            unit + integration
 #   tests/run.sh build/release unit       unit only
 #   tests/run.sh build/release integration [NAME...]
+#   tests/run.sh build/fuzz fuzz             short runs of the libFuzzer targets
 # Unit programs (build/X/t/<part>/test_*) each run in their own process with a
 # time limit and count their cases; each integration script
 # (tests/integration/*.sh or *.mjs) counts as the cases it reports, or as one.
@@ -53,6 +54,18 @@ if [ "$WHAT" = all ] || [ "$WHAT" = integration ]; then
       *.mjs) timeout -k 5 600 node "$t" >"$log/out" 2>&1 ;;
     esac
     count_output "$log/out" "integration/$name" $?
+  done
+fi
+
+if [ "$WHAT" = fuzz ]; then
+  # A short run of every libFuzzer target (built by `make fuzz`): they must
+  # still build and survive fresh random inputs; long runs are manual.
+  for t in $(find "$OUT/bin" -type f -perm -u+x -name 'fuzz_*' 2>/dev/null | sort); do
+    name=$(basename "$t")
+    timeout -k 5 120 "$t" -runs=20000 -max_total_time=15 -rss_limit_mb=2048 >"$log/out" 2>&1
+    rc=$?
+    [ $rc = 0 ] && echo "# 1 passed, 0 failed" >>"$log/out"
+    count_output "$log/out" "fuzz/$name" $rc
   done
 fi
 

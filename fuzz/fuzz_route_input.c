@@ -1,0 +1,33 @@
+/* libFuzzer: what the gateway does with a client's request body before
+ * routing: JSON parse, model/stream/max_tokens extraction, routing text,
+ * chat rendering through the built-in template and tokenizing with the
+ * built-in tokenizer, block hashing. */
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "gateway/gateway.h"
+#include "proxy/route_input.h"
+#include "tokenizer/chat.h"
+#include "tokenizer/tokenizer.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    static struct kvg_gateway gw;
+    static int init;
+    char err[256];
+    if (!init) {
+        if (kvg_tok_load("builtin:bytes", NULL, &gw.tok, err, sizeof err) ||
+            kvg_chat_new(NULL, NULL, NULL, &gw.chat, err, sizeof err))
+            return 0;
+        gw.cfg.block_size = 16;
+        init = 1;
+    }
+    for (int chat = 0; chat < 2; chat++) {
+        struct kvg_route_input ri;
+        if (kvg_route_input_parse(&ri, (const char *)data, size, chat, err, sizeof err)) continue;
+        kvg_route_input_tokenize(&ri, &gw);
+        kvg_route_input_free(&ri);
+    }
+    return 0;
+}
