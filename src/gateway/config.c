@@ -56,7 +56,8 @@ static const struct flag flags[] = {
     {"kv-index-max-entries", NULL, F_SIZE64, O(kv_index_max_entries), 0,
      "bound on (block, worker) entries of the KV index (8388608)"},
     {"config", NULL, F_STR, O(config_path), S(config_path), "YAML file with the same keys"},
-    {"policy", NULL, F_STR, O(policy), S(policy), "routing policy (round_robin)"},
+    {"policy", NULL, F_STR, O(policy), S(policy),
+     "routing policy (kv_aware: precise with --kv-events-endpoints, else approximate)"},
     {"max-payload-size", NULL, F_SIZE, O(limits.max_body_bytes), 0,
      "largest request body in bytes (536870912)"},
     {"max-header-size", NULL, F_SIZE, O(limits.max_header_bytes), 0,
@@ -163,7 +164,7 @@ void kvg_serve_config_default(struct kvg_serve_config *c)
     c->port = 8080;
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     c->threads = n > 0 ? (int)n : 1;
-    snprintf(c->policy, sizeof c->policy, "round_robin");
+    snprintf(c->policy, sizeof c->policy, "kv_aware");
     kvg_http_limits_default(&c->limits);
     c->request_timeout_ms = 1800 * 1000;
     c->stream_idle_timeout_ms = 600 * 1000;

@@ -223,7 +223,10 @@ int kvg_gateway_serve_main(int argc, char **argv)
     if (c->workers.n == 0) {
         /* The embedded default: a few local simulated engines. */
         if ((rc = kvg_spawn_sims(&s.sims, &s.main_loop, 4, NULL))) return 1;
-        for (int i = 0; i < s.sims.n; i++) kvg_strlist_add(&c->workers, s.sims.urls[i]);
+        for (int i = 0; i < s.sims.n; i++) {
+            kvg_strlist_add(&c->workers, s.sims.urls[i]);
+            kvg_strlist_add(&c->kv_endpoints, s.sims.kv_endpoints[i]);
+        }
         model_hint = KVG_SPAWN_MODEL;
         KVG_INFO("no --worker-urls: started %d simulated engines (kvgate sim) to front", s.sims.n);
     }

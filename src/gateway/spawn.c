@@ -42,14 +42,17 @@ int kvg_spawn_sims(struct kvg_spawned *s, uv_loop_t *loop, int n, const char *co
     memset(s, 0, sizeof *s);
     if (n > KVG_SPAWN_MAX) n = KVG_SPAWN_MAX;
     for (int i = 0; i < n; i++) {
-        int port = free_port();
+        int port = free_port(), evport = free_port();
         if (port < 0) return port;
+        if (evport < 0) return evport;
         char ports[16], seed[16];
         snprintf(ports, sizeof ports, "%d", port);
         snprintf(seed, sizeof seed, "%d", i + 1);
-        char *args[40] = {exe,      "sim", "--port",      ports, "--model", KVG_SPAWN_MODEL,
-                          "--seed", seed,  "--log-level", "warn"};
-        int k = 10;
+        snprintf(s->kv_endpoints[i], sizeof s->kv_endpoints[i], "tcp://127.0.0.1:%d", evport);
+        char *args[40] = {exe,         "sim",    "--port", ports,     "--model",
+                          KVG_SPAWN_MODEL, "--seed", seed,     "--log-level", "warn",
+                          "--kv-events-endpoint", s->kv_endpoints[i]};
+        int k = 12;
         for (int e = 0; extra && extra[e] && k < 39; e++) args[k++] = (char *)extra[e];
         args[k] = NULL;
         uv_stdio_container_t stdio[3] = {{.flags = UV_IGNORE},

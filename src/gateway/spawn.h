@@ -14,10 +14,12 @@ struct kvg_spawned {
     uv_process_t proc[KVG_SPAWN_MAX];
     int n, alive;
     char urls[KVG_SPAWN_MAX][64];
+    char kv_endpoints[KVG_SPAWN_MAX][64]; /* each publishes its KV events here */
 };
 
-/* Starts n simulated engines on `loop`. extra (NULL-terminated, may be NULL)
- * is appended to each `kvgate sim` command line. 0 or a negative code. */
+/* Starts n simulated engines on `loop`, each publishing its KV events on a
+ * loopback ZMQ endpoint. extra (NULL-terminated, may be NULL) is appended
+ * to each `kvgate sim` command line. 0 or a negative code. */
 int kvg_spawn_sims(struct kvg_spawned *s, uv_loop_t *loop, int n, const char *const *extra);
 /* Sends SIGTERM to every child still running; their exit callbacks close the
  * handles. */

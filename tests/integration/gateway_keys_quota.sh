@@ -69,12 +69,13 @@ check "tenant team-a isolated: carol fine" [ "$(req "$KC" '{"model":"m","prompt"
 rm -f "$TMP"/cc.*
 CP=()
 for i in $(seq 1 20); do
-  curl -s -m 20 -o /dev/null -w '%{http_code}\n' "$G/v1/completions" -H "authorization: Bearer $KC" \
+  curl -s -m 20 -D "$TMP/cch.$i" -o /dev/null -w '%{http_code}\n' "$G/v1/completions" -H "authorization: Bearer $KC" \
     -d '{"model":"m","prompt":"x","max_tokens":1990}' >"$TMP/cc.$i" &
   CP+=($!)
 done
 wait "${CP[@]}"
 admitted=$(cat "$TMP"/cc.* | grep -c 200)
+[ "$admitted" -gt 10 ] && { date; grep -h "remaining-tokens\|^HTTP" "$TMP"/cch.*; }
 check "20 concurrent, budget for 10: $admitted admitted" [ "$admitted" -le 10 ]
 
 # Streams: usage is counted with and without include_usage; the usage chunk
