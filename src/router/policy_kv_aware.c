@@ -1,8 +1,8 @@
 /* kv_aware: NVIDIA Dynamo's KV router cost. For each candidate
  *   prefill_blocks = (prompt tokens - overlap_blocks * block_size
  *                     [+ prefill tokens already assigned to it]) / block_size
- *   decode_blocks  = KV blocks its requests in flight hold + the blocks this
- *                    request would add
+ * decode_blocks  = KV blocks its requests in flight added + the blocks this
+ *                    request would add (blocks it already holds count once)
  *   cost = overlap_weight * prefill_blocks + decode_blocks      (lower wins)
  * overlap comes from the precise index (engine KV events) or, for engines
  * that publish none, from the approximate index of what the router sent

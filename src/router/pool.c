@@ -192,7 +192,12 @@ int kvg_pool_pick(struct kvg_pool *p, const struct kvg_route_ctx *ctx,
             if (ctx->block_size && ctx->ntokens) {
                 uint64_t cached = (uint64_t)out->matched_blocks * ctx->block_size;
                 out->prefill_tokens = ctx->ntokens > cached ? ctx->ntokens - cached : 0;
-                out->decode_blocks = (ctx->ntokens + ctx->block_size - 1) / ctx->block_size;
+                /* Blocks the request adds to the worker's KV: those it does not
+                 * already hold. Blocks it shares with what is cached (and
+                 * with the requests in flight there) count once, as
+                 * Dynamo's tracker does with router_assume_kv_reuse. */
+                uint64_t total = (ctx->ntokens + ctx->block_size - 1) / ctx->block_size;
+                out->decode_blocks = total > out->matched_blocks ? total - out->matched_blocks : 0;
                 atomic_fetch_add_explicit(&w->active_prefill_tokens, out->prefill_tokens,
                                           memory_order_relaxed);
                 atomic_fetch_add_explicit(&w->active_decode_blocks, out->decode_blocks,
