@@ -144,11 +144,17 @@ static int url_decode(const char *in, size_t n, char *out, size_t cap)
 /* POST /workers {"url": "..."} (or ?url=...), DELETE /workers/{url}. */
 static void workers_add(struct kvg_loop_ctx *lc, struct kvg_http_req *req)
 {
-    char url[512] = "";
+    char url[512] = "", kv[256] = "", replay[256] = "";
     cJSON *j = req->body.len ? cJSON_ParseWithLength(req->body.data, req->body.len) : NULL;
     cJSON *u = j ? cJSON_GetObjectItemCaseSensitive(j, "url") : NULL;
+    cJSON *k = j ? cJSON_GetObjectItemCaseSensitive(j, "kv_events_endpoint") : NULL;
+    cJSON *r = j ? cJSON_GetObjectItemCaseSensitive(j, "replay_endpoint") : NULL;
     if (cJSON_IsString(u) && strlen(u->valuestring) < sizeof url)
         snprintf(url, sizeof url, "%s", u->valuestring);
+    if (cJSON_IsString(k) && strlen(k->valuestring) < sizeof kv)
+        snprintf(kv, sizeof kv, "%s", k->valuestring);
+    if (cJSON_IsString(r) && strlen(r->valuestring) < sizeof replay)
+        snprintf(replay, sizeof replay, "%s", r->valuestring);
     cJSON_Delete(j);
     if (!url[0] && req->query.len > 4 && !strncmp(req->query.p, "url=", 4))
         url_decode(req->query.p + 4, req->query.len - 4, url, sizeof url);
@@ -157,7 +163,11 @@ static void workers_add(struct kvg_loop_ctx *lc, struct kvg_http_req *req)
                            "give the worker as {\"url\": \"http://host:port\"}", NULL, 0);
         return;
     }
-    int rc = kvg_pool_add(&lc->gw->pool, url);
+    if (kv[0] && !lc->gw->kv)
+        KVG_WARN("POST /workers: %s publishes KV events, but this router was started without "
+                 "any (--kv-events-endpoints): they are not used",
+                 url);
+    int rc = kvg_pool_add_ex(&lc->gw->pool, url, kv, replay);
     if (rc == -EEXIST) {
         kvg_http_res_error(req, 409, NULL, NULL, "worker already in the pool", NULL, 0);
     } else if (rc) {
