@@ -16,7 +16,7 @@ PIDS=()
 cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; sleep 0.3; rm -rf "$W"; }
 trap cleanup EXIT
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-BE=$(port); NP=$(port); HP=$(port); KP=$(port); SIMP=$(port); HSP=$(port); KSP=$(port)
+BE=$(port); NP=$(port); HP=$(port); KP=$(port); KAP=$(port); SIMP=$(port); HSP=$(port); KSP=$(port)
 
 mkdir -p "$W/nginx/logs"
 cat >"$W/nginx/backend.conf" <<CONF
@@ -37,7 +37,7 @@ CONF
 cat >"$W/haproxy.cfg" <<CONF
 global
   nbthread 1
-  maxconn 10000
+  maxconn 4000
 defaults
   mode http
   timeout connect 5s
@@ -60,13 +60,18 @@ CONF
 nginx -p "$W/nginx" -c "$W/nginx/backend.conf" & PIDS+=($!)
 nginx -p "$W/nginx" -c "$W/nginx/proxy.conf" & PIDS+=($!)
 haproxy -f "$W/haproxy.cfg" -q & PIDS+=($!)
-"$BIN" serve --port "$KP" --threads 1 --worker-urls "http://127.0.0.1:$BE" --no-access-log \
-  --log-level warn & PIDS+=($!)
+"$BIN" serve --port "$KP" --threads 1 --policy round_robin --worker-urls "http://127.0.0.1:$BE" \
+  --no-access-log --log-level warn & PIDS+=($!)
+# The same hop with the default KV-aware policy: request parsing, chat
+# rendering, tokenizing and block hashing included.
+"$BIN" serve --port "$KAP" --threads 1 --policy kv_aware --worker-urls "http://127.0.0.1:$BE" \
+  --no-access-log --log-level warn & PIDS+=($!)
 "$BIN" sim --port "$SIMP" --model m --log-level warn & PIDS+=($!)
-"$BIN" serve --port "$KSP" --threads 1 --worker-urls "http://127.0.0.1:$SIMP" --no-access-log \
-  --log-level warn & PIDS+=($!)
-for u in "$BE/" "$NP/" "$HP/" "$KP/readiness" "$HSP/v1/models" "$KSP/readiness"; do
+"$BIN" serve --port "$KSP" --threads 1 --policy round_robin --worker-urls "http://127.0.0.1:$SIMP" \
+  --no-access-log --log-level warn & PIDS+=($!)
+for u in "$BE/" "$NP/" "$HP/" "$KP/readiness" "$KAP/readiness" "$HSP/v1/models" "$KSP/readiness"; do
   for i in $(seq 1 100); do curl -sf -o /dev/null "http://127.0.0.1:$u" && break; sleep 0.1; done
+  curl -sf -o /dev/null "http://127.0.0.1:$u" || { echo "bench/proxy: 127.0.0.1:$u is not up" >&2; exit 1; }
 done
 
 cat >"$W/post.lua" <<'LUA'
@@ -76,7 +81,9 @@ wrk.headers["Content-Type"] = "application/json"
 LUA
 run() { # name url conns -> "req/s p50_us p99_us"
   local out
-  out=$(wrk -t2 -c"$3" -d"${DUR}s" --latency -s "$W/post.lua" "$2")
+  local t=2
+  [ "$3" -lt 2 ] && t=1
+  out=$(wrk -t$t -c"$3" -d"${DUR}s" --latency -s "$W/post.lua" "$2")
   local rps p50 p99
   rps=$(echo "$out" | awk '/Requests\/sec/ {print $2}')
   p50=$(echo "$out" | awk '$1=="50%" {print $2}')
@@ -90,6 +97,7 @@ for c in 1 64; do
   R[nginx,$c]=$(run nginx "http://127.0.0.1:$NP/v1/completions" $c)
   R[haproxy,$c]=$(run haproxy "http://127.0.0.1:$HP/v1/completions" $c)
   R[kvgate,$c]=$(run kvgate "http://127.0.0.1:$KP/v1/completions" $c)
+  R[kvgate_kv,$c]=$(run kvgate_kv "http://127.0.0.1:$KAP/v1/completions" $c)
 done
 
 # Streaming: time to first byte of a stream (kvgate sim, tiny profile) direct,
@@ -121,14 +129,16 @@ add() { python3 -c "print(f'{$1-$2:.1f}')"; }
   echo "# Proxy overhead"
   echo
   echo "Produced by \`bash bench/proxy/run.sh $DUR\` on $(date -u +%Y-%m-%d), $(nproc) cores,"
-  echo "wrk -t2, ${DUR}s per run, POST of a 45-byte JSON body; backend nginx \`return 200\`;"
+  echo "wrk -t2 (-t1 at 1 connection), ${DUR}s per run, POST of a 45-byte JSON body; backend nginx \`return 200\`;"
   echo "each proxy with one worker process/thread (nginx 1 worker, haproxy nbthread 1,"
-  echo "kvgate --threads 1). All on this one machine: compare within the run only."
+  echo "kvgate --threads 1). kvgate runs round_robin, like the others; kvgate_kv is the"
+  echo "default kv_aware policy (parse, tokenize, hash, index lookup per request)."
+  echo "All on this one machine: compare within the run only."
   echo
   echo "| path | conns | req/s | p50 µs | p99 µs | added p50 µs |"
   echo "|---|---:|---:|---:|---:|---:|"
   for c in 1 64; do
-    for n in direct nginx haproxy kvgate; do
+    for n in direct nginx haproxy kvgate kvgate_kv; do
       echo "| $n | $c | $(f $n $c 1) | $(f $n $c 2) | $(f $n $c 3) | $( [ $n = direct ] && echo - || add "$(f $n $c 2)" "$(f direct $c 2)") |"
     done
   done
