@@ -19,12 +19,16 @@ for i in $(seq 1 16); do
     -d '{"model":"m","prompt":"x","max_tokens":1500,"ignore_eos":true}' &
   CP+=($!)
 done
-# Wait until the scraped queues show the saturation (bounded).
-for i in $(seq 1 50); do
-  w=$(curl -s "$G/workers" | /usr/bin/python3 -c 'import json,sys; print(min((w["engine"]["waiting"] or 0) for w in json.load(sys.stdin)["workers"]))')
-  [ "${w%.*}" -ge 6 ] && break
-  sleep 0.1
-done
+# Waits (bounded) until every engine's scraped queue is at least $1; sets w.
+wait_waiting() {
+  local i
+  for i in $(seq 1 50); do
+    w=$(curl -s "$G/workers" | /usr/bin/python3 -c 'import json,sys; print(min((w["engine"]["waiting"] or 0) for w in json.load(sys.stdin)["workers"]))')
+    [ "${w%.*}" -ge "$1" ] && return 0
+    sleep 0.1
+  done
+}
+wait_waiting 6
 check "pool saturated (each engine >= 6 waiting): $w" [ "${w%.*}" -ge 6 ]
 code=$(curl -s -o "$TMP/shed" -w '%{http_code}' -m 5 "$G/v1/completions" -H 'x-kvgate-priority: sheddable' -d '{"model":"m","prompt":"x","max_tokens":1}')
 check "sheddable under saturation: 429" [ "$code" = 429 ]
@@ -38,11 +42,7 @@ for i in $(seq 1 6); do
     -d '{"model":"m","prompt":"x","max_tokens":1500,"ignore_eos":true}' &
   CP+=($!)
 done
-for i in $(seq 1 50); do
-  w=$(curl -s "$G/workers" | /usr/bin/python3 -c 'import json,sys; print(min((w["engine"]["waiting"] or 0) for w in json.load(sys.stdin)["workers"]))')
-  [ "${w%.*}" -ge 8 ] && break
-  sleep 0.1
-done
+wait_waiting 8
 t0=$(date +%s%N)
 code=$(curl -s -D "$TMP/qh" -o /dev/null -w '%{http_code}' -m 10 "$G/v1/completions" -H 'x-kvgate-priority: critical' -d '{"model":"m","prompt":"x","max_tokens":1}')
 t1=$(date +%s%N)
