@@ -55,7 +55,7 @@ check "oversize body: 413" [ "$(code "$G/v1/completions" --data-binary @"$TMP/bi
 check "oversize header: 431" [ "$(code "$G/health" -H "x-big: $(head -c 10000 /dev/zero | tr '\0' a)")" = 431 ]
 printf 'GARBAGE / HTTP/1.1\r\n\r\n' >"$TMP/bad.req"
 resp=$(timeout 5 /usr/bin/python3 -c 'import socket,sys; s=socket.create_connection(("127.0.0.1",int(sys.argv[1]))); s.sendall(open(sys.argv[2],"rb").read()); print(s.recv(200).split(b"\r\n")[0].decode())' "$GW" "$TMP/bad.req")
-check "malformed HTTP: 400" [ "${resp#HTTP/1.1 }" != "$resp" ] && [ "$(echo "$resp" | awk '{print $2}')" = 400 ]
+check "malformed HTTP: 400" [ "${resp#HTTP/1.1 }" != "$resp" -a "$(echo "$resp" | awk '{print $2}')" = 400 ]
 check "engine 400 relayed" [ "$(code "$G/v1/completions" -d '{"model":"m1","prompt":"x","max_tokens":-1}')" = 400 ]
 check "expect 100-continue" [ "$(curl -s -o /dev/null -w '%{http_code}' -H 'Expect: 100-continue' "$G/v1/completions" -d '{"model":"m1","prompt":"x","max_tokens":1}')" = 200 ]
 
