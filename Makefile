@@ -107,6 +107,11 @@ build/fuzz/bin/%: fuzz/%.c build/fuzz/libkvgate.a
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_ALL) -fsanitize=fuzzer -o $@ $< build/fuzz/libkvgate.a $(LIBS)
 
+# The routing benchmark (llm-d's table, offline and live); writes
+# bench/results/routing.md and its SVGs.
+bench:
+	bash bench/routing/run.sh
+
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')
 

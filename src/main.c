@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "bench/bench.h"
 #include "gateway/gateway.h"
 #include "gateway/keys.h"
 #include "sim/http_sim.h"
@@ -24,6 +25,7 @@ static int version_main(int argc, char **argv)
 
 static const struct subcommand commands[] = {
     {"serve", kvg_gateway_serve_main, "run the gateway and router in front of engines"},
+    {"bench", kvg_bench_main, "measure routing policies: offline simulation or live HTTP load"},
     {"keys", kvg_keys_cli_main, "API keys: hash KEY prints the hash: line for the keys file"},
     {"sim", kvg_sim_main, "run a simulated inference engine (vLLM's API, metrics, KV events)"},
     {"tokenize", kvg_tok_cli_main, "tokenize text or render and tokenize a chat request"},

@@ -47,7 +47,7 @@ for f in "$TMP/plot-ttft.svg" "$TMP/plot-throughput.svg"; do
   check "$(basename "$f") parses as SVG" /usr/bin/python3 -c \
     'import sys,xml.etree.ElementTree as E; r=E.parse(sys.argv[1]).getroot(); sys.exit(0 if r.tag.endswith("svg") else 1)' "$f"
 done
-check "each policy had its own engines and gateway" [ "$(ls "$TMP"/serve-*.log | wc -l)" = 2 ] && [ "$(ls "$TMP"/sim-*.log | wc -l)" = 4 ]
+check "each policy had its own engines and gateway" [ "$(ls "$TMP"/serve-*.log | wc -l)" = 2 -a "$(ls "$TMP"/sim-*.log | wc -l)" = 4 ]
 check "no process left after the run" [ "$(leftovers)" = 0 ]
 
 # 2. SIGINT while the load runs: children stopped, bench exits non-zero.
@@ -66,7 +66,7 @@ kill -INT "$BPID"
 for _ in $(seq 1 200); do kill -0 "$BPID" 2>/dev/null || break; sleep 0.1; done
 wait "$BPID"
 irc=$?
-check "interrupted bench exits non-zero" [ "$irc" != 0 ] && [ "$irc" -lt 128 ]
+check "interrupted bench exits non-zero" [ "$irc" != 0 -a "$irc" -lt 128 ]
 check "interrupted: said so" grep -q 'interrupted' "$TMP/int.log"
 check "no process left after SIGINT" [ "$(leftovers)" = 0 ]
 

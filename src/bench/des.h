@@ -1,0 +1,72 @@
+/* Offline mode: a discrete-event simulation in virtual time of N engine
+ * models (sim/sim.h) behind the router's own pool and policy code.
+ *
+ * Events, in time order: an arrival from the workload (route it with
+ * kvg_pool_pick exactly as kvgate serve does, submit it to the chosen
+ * engine, start that engine's step if it was idle); the end of an engine's
+ * step (deliver its tokens: TTFT is arrival to the end of the step that
+ * produced the first token; kvg_pool_first_token / kvg_pool_release as the
+ * proxy calls them; then publish the step's KV events into the precise index
+ * and start the next step); a load scrape every scrape_ms (each worker's
+ * struct kvg_engine_load is refreshed from the engine's metrics, as kvgate's
+ * /metrics scraper does, so load-aware policies see the same lag they would
+ * live; queue and KV usage are sampled then too; requests past --timeout
+ * without a first token are given up).
+ *
+ * The KV events of a step become visible when the step ends, as an engine
+ * publishes them after the forward pass; they reach the index by one of two
+ * paths that give the same index: `wire` encodes them as vLLM's msgpack
+ * EventBatch (sim/kv_events.h) and decodes them with the live subscriber's
+ * decoder (kv/events.h), `direct` fills the decoder's batch struct from the
+ * engine's event log without the msgpack round trip (faster; the default).
+ *
+ * A run is deterministic for its options: same options, same summary
+ * (except the wall-clock fields). Runs share nothing, so several may run at
+ * once on different threads. */
+#ifndef KVG_BENCH_DES_H
+#define KVG_BENCH_DES_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "bench/stats.h"
+#include "bench/workload.h"
+#include "router/policy.h"
+#include "sim/sim.h"
+
+enum kvg_bench_kv_path { KVG_BENCH_KV_NONE, KVG_BENCH_KV_DIRECT, KVG_BENCH_KV_WIRE };
+
+/* Progress of a run, readable from another thread. */
+struct kvg_bench_progress {
+    _Atomic uint64_t issued, finished; /* requests */
+    _Atomic uint64_t vt_ms;            /* virtual time reached */
+    _Atomic int state;                 /* 0 waiting, 1 running, 2 done */
+};
+
+struct kvg_bench_des_opts {
+    struct kvg_bench_wl_opts wl;
+    struct kvg_sim_profile profile; /* a copy, overrides applied */
+    uint32_t engines;
+    double mean_output; /* engines' EOS length (geometric mean) for requests without ignore_eos */
+    char policy[64];
+    struct kvg_policy_opts popts; /* kv and block_size are set by the run */
+    uint32_t scrape_ms;           /* load refresh period, virtual ms */
+    uint32_t load_max_age_ms;     /* older load samples are unknown to policies */
+    enum kvg_bench_kv_path kv_path;
+    double timeout_s; /* give up a request without a first token after this; 0 never */
+    uint64_t seed;    /* routing randomness and engine seeds */
+    struct kvg_bench_progress *progress; /* optional */
+};
+
+/* Fills defaults: 1 engine of the "tiny" profile, random policy, scrape
+ * every 50 ms (llm-d's EPP refresh), staleness 2 s, direct KV path. */
+void kvg_bench_des_opts_default(struct kvg_bench_des_opts *o);
+
+/* Runs one policy. out->status is 0 when it ran; KVG_ENOTFOUND when this
+ * build does not know the policy (out->note says so; not an error of the
+ * run, the return value is 0 then too). A negative return is a failure of
+ * the run (err says why). */
+int kvg_bench_des_run(const struct kvg_bench_des_opts *o, struct kvg_bench_summary *out, char *err,
+                      size_t errlen);
+
+#endif
