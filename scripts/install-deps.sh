@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 BUILD_PKGS=(build-essential pkg-config make clang libclang-rt-14-dev clang-format
   libuv1-dev node-llhttp libssl-dev libxxhash-dev libpcre2-dev libzmq3-dev
   libmsgpack-dev libhiredis-dev libcjson-dev libyaml-dev openssl ca-certificates)
-TEST_PKGS=(redis-server nodejs npm python3 python3-zmq python3-msgpack prometheus
+TEST_PKGS=(redis-server python3 python3-zmq python3-msgpack prometheus
   jargon-text curl procps iproute2 nginx haproxy wrk)
 
 want=("${BUILD_PKGS[@]}")
@@ -23,6 +23,12 @@ missing=()
 for p in "${want[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+# Node.js and npm by command, not by package: a machine may have them from
+# another source (NodeSource's nodejs bundles npm, and Debian's npm package
+# would conflict with it).
+if [ "${1:-}" != "--run" ] && ! { command -v node && command -v npm; } >/dev/null 2>&1; then
+  missing+=(nodejs npm)
+fi
 if [ ${#missing[@]} -gt 0 ]; then
   echo "install-deps: installing ${missing[*]}" >&2
   export DEBIAN_FRONTEND=noninteractive
