@@ -304,7 +304,7 @@ void kvg_gateway_handle(struct kvg_http_req *req, void *ud)
     if (is(req, "/metrics") && get) {
         struct kvg_buf b;
         kvg_buf_init(&b, 0);
-        if (kvg_gw_metrics_render(&lc->gw->metrics, &lc->gw->pool, lc->gw->kv, lc->gw->sub, &b))
+        if (kvg_gw_metrics_render(lc->gw, &b))
             kvg_http_res_error(req, 500, NULL, NULL, "cannot render metrics", NULL, 0);
         else
             kvg_http_res_send(req, 200, KVG_METRICS_CONTENT_TYPE, NULL, 0, b.data, b.len);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "base/util.h"
+#include "gateway/gateway.h"
 #include "kv/index.h"
 #include "kv/subscriber.h"
 static const char *route_names[KVG_ROUTE_N] = {"/v1/chat/completions", "/v1/completions"};
@@ -94,6 +95,14 @@ int kvg_gw_metrics_init(struct kvg_gw_metrics *m, const char *policy)
                                     "Share of a tokenized prompt's blocks the chosen worker held.",
                                     NULL, 0, ratio_bounds, 10, &f)) ||
         (rc = kvg_metrics_series(f, NULL, 0, &m->match_ratio)) ||
+        (rc = kvg_metrics_gauge(m->reg, "kvgate_quota_events",
+                                "Quota store outcomes since start: admitted, limited, store_error, "
+                                "fail_open, fail_closed, timeout, reconnect.",
+                                (const char *const[]){"event"}, 1, &m->quota_f)) ||
+        (rc = kvg_metrics_gauge(m->reg, "kvgate_admission_queue",
+                                "Gateway queue: queued, granted, timeout, evicted, refused_full, "
+                                "cancelled since start; waiting now.",
+                                (const char *const[]){"event"}, 1, &m->adm_f)) ||
         (rc = kvg_metrics_gauge(m->reg, "kvgate_kv_index_entries",
                                 "(block, worker) entries in the precise KV index.", NULL, 0,
                                 &m->kv_entries)) ||
@@ -157,9 +166,32 @@ static void set_series(struct kvg_metrics_family *f, const char *const *v, size_
     kvg_metrics_series_release(s);
 }
 
-int kvg_gw_metrics_render(struct kvg_gw_metrics *m, struct kvg_pool *pool, struct kvg_kv_index *kv,
-                          struct kvg_kv_sub *sub, struct kvg_buf *out)
+int kvg_gw_metrics_render(struct kvg_gateway *gw, struct kvg_buf *out)
 {
+    struct kvg_gw_metrics *m = &gw->metrics;
+    struct kvg_pool *pool = &gw->pool;
+    struct kvg_kv_index *kv = gw->kv;
+    struct kvg_kv_sub *sub = gw->sub;
+    if (gw->quota) {
+        struct kvg_quota_stats q;
+        kvg_quota_stats(gw->quota, &q);
+        const char *names[] = {"admitted",    "limited", "store_error", "fail_open",
+                               "fail_closed", "timeout", "reconnect"};
+        uint64_t vals[] = {q.admitted,    q.limited,  q.store_errors, q.fail_open,
+                           q.fail_closed, q.timeouts, q.reconnects};
+        for (size_t i = 0; i < KVG_ARRAY_LEN(names); i++)
+            set_series(m->quota_f, &names[i], 1, (double)vals[i]);
+    }
+    if (gw->adm) {
+        struct kvg_adm_stats a;
+        kvg_adm_stats(gw->adm, &a);
+        const char *names[] = {"queued",       "granted",   "timeout", "evicted",
+                               "refused_full", "cancelled", "waiting"};
+        uint64_t vals[] = {a.queued,       a.granted,   a.timeouts,         a.evicted,
+                           a.refused_full, a.cancelled, (uint64_t)a.waiting};
+        for (size_t i = 0; i < KVG_ARRAY_LEN(names); i++)
+            set_series(m->adm_f, &names[i], 1, (double)vals[i]);
+    }
     if (kv) {
         struct kvg_kv_index_stats st;
         kvg_kv_index_stats(kv, &st);

@@ -18,7 +18,7 @@ struct kvg_gw_metrics {
     struct kvg_metrics_series *retries, *client_gone, *upstream_errors, *no_worker;
     struct kvg_metrics_series *match_ratio, *tokenizer_fallback, *block_size_mismatch;
     struct kvg_metrics_series *shed;
-    struct kvg_metrics_family *quota_f, *adm_f;
+    struct kvg_metrics_family *quota_f, *adm_f; /* by event: admitted, limited, ... */
     struct kvg_metrics_family *w_cached;
     struct kvg_metrics_family *w_active, *w_health, *w_processed, *w_cb, *decisions;
     struct kvg_metrics_series *workers;
@@ -33,11 +33,11 @@ void kvg_gw_metrics_free(struct kvg_gw_metrics *m);
 void kvg_gw_metrics_request(struct kvg_gw_metrics *m, enum kvg_gw_route r, int status,
                             double duration_s, double ttfb_s);
 /* Renders the registry after refreshing per-worker series from the pool. */
-struct kvg_kv_index;
-struct kvg_kv_sub;
-/* kv and sub may be NULL (no KV events configured). */
-int kvg_gw_metrics_render(struct kvg_gw_metrics *m, struct kvg_pool *pool, struct kvg_kv_index *kv,
-                          struct kvg_kv_sub *sub, struct kvg_buf *out);
+struct kvg_gateway;
+/* Renders gw's registry after refreshing what is read at scrape time: the
+ * pool's workers, the KV index and its subscribers (when configured), the
+ * quota store and the admission queue. */
+int kvg_gw_metrics_render(struct kvg_gateway *gw, struct kvg_buf *out);
 /* A worker left: its series go. */
 /* A routing decision over a tokenized prompt: the share of its blocks the
  * chosen worker already held. */

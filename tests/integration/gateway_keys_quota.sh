@@ -63,6 +63,10 @@ check "429: Retry-After" [ -n "$(hdr retry-after)" ]
 check "429: x-ratelimit-reset-tokens" [ -n "$(hdr x-ratelimit-reset-tokens)" ]
 check "tenant team-a isolated: carol fine" [ "$(req "$KC" '{"model":"m","prompt":"x","max_tokens":2}')" = 200 ]
 
+curl -s "$G/metrics" >"$TMP/m"
+check "metrics: quota refusals counted" [ "$(awk -F' ' '/^kvgate_quota_events\{event="limited"\}/ {print ($2 > 0)}' "$TMP/m")" = 1 ]
+check "metrics pass promtool" bash -c "promtool check metrics <'$TMP/m' >/dev/null 2>&1"
+
 # Concurrency cannot overshoot: carol has 20000 tokens a minute; 20
 # concurrent requests reserve ~2000 each (prompt + max_tokens) before any
 # finishes (ignore_eos: none ends early and hands tokens back), so at most 10
