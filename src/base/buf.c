@@ -132,6 +132,34 @@ int kvg_buf_append_json_str(struct kvg_buf *b, const char *s, size_t n)
     return kvg_buf_append(b, "\"", 1);
 }
 
+int kvg_buf_append_header(struct kvg_buf *b, struct kvg_str name, struct kvg_str value)
+{
+    int rc = kvg_buf_reserve(b, name.len + value.len + 4);
+    if (rc) return rc;
+    char *p = b->data + b->len;
+    memcpy(p, name.p, name.len);
+    p += name.len;
+    *p++ = ':';
+    *p++ = ' ';
+    memcpy(p, value.p, value.len);
+    p += value.len;
+    *p++ = '\r';
+    *p++ = '\n';
+    b->len = (size_t)(p - b->data);
+    return 0;
+}
+
+int kvg_buf_append_u64(struct kvg_buf *b, uint64_t v)
+{
+    char tmp[24];
+    size_t n = sizeof tmp;
+    do {
+        tmp[--n] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    return kvg_buf_append(b, tmp + n, sizeof tmp - n);
+}
+
 void kvg_buf_consume(struct kvg_buf *b, size_t n)
 {
     if (n >= b->len) {

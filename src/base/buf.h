@@ -41,6 +41,10 @@ int kvg_buf_printf(struct kvg_buf *b, const char *fmt, ...) __attribute__((forma
 int kvg_buf_vprintf(struct kvg_buf *b, const char *fmt, va_list ap);
 /* Appends s as a JSON string literal, quotes included. */
 int kvg_buf_append_json_str(struct kvg_buf *b, const char *s, size_t n);
+/* Appends "name: value\r\n" (HTTP header line). */
+int kvg_buf_append_header(struct kvg_buf *b, struct kvg_str name, struct kvg_str value);
+/* Appends v in decimal. */
+int kvg_buf_append_u64(struct kvg_buf *b, uint64_t v);
 /* Removes the first n bytes. */
 void kvg_buf_consume(struct kvg_buf *b, size_t n);
 /* Makes data NUL-terminated (not counted in len); returns data or NULL. */

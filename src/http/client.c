@@ -30,9 +30,10 @@ struct uconn {
     int reused;
     int handles;
     int closing;
-    int keep;    /* response allows reuse */
-    int done;    /* message complete */
-    int reading; /* uv_read_start in effect (toggling costs an epoll_ctl) */
+    int keep;                           /* response allows reuse */
+    int done;                           /* message complete */
+    int reading;                        /* uv_read_start in effect (toggling costs an epoll_ctl) */
+    uint64_t deadline_ms, timer_due_ms; /* see timer_set */
     struct kvg_buf head;
     struct hoff hoff[MAX_RESP_HEADERS];
     size_t nh;
@@ -168,6 +169,12 @@ static void conn_close(struct uconn *c)
 static void on_timer(uv_timer_t *t)
 {
     struct uconn *c = t->data;
+    uint64_t now = uv_now(c->cl->loop);
+    if (c->deadline_ms > now) { /* moved meanwhile: wait for the rest */
+        c->timer_due_ms = c->deadline_ms;
+        uv_timer_start(&c->timer, on_timer, c->deadline_ms - now, 0);
+        return;
+    }
     struct kvg_http_call *call = c->call;
     if (!call) {
         conn_close(c); /* pooled too long */
@@ -176,12 +183,21 @@ static void on_timer(uv_timer_t *t)
     call_fail(call, KVG_ETIMEOUT);
 }
 
+/* Lazy re-arming, as in the server: a read moves the deadline; the libuv
+ * timer is only restarted when it fires early or must fire sooner. */
 static void timer_set(struct uconn *c, uint32_t ms)
 {
-    if (ms)
-        uv_timer_start(&c->timer, on_timer, ms, 0);
-    else
+    if (!ms) {
+        c->deadline_ms = 0;
         uv_timer_stop(&c->timer);
+        return;
+    }
+    uint64_t due = uv_now(c->cl->loop) + ms;
+    int later = uv_is_active((uv_handle_t *)&c->timer) && c->timer_due_ms <= due;
+    c->deadline_ms = due;
+    if (later) return;
+    c->timer_due_ms = due;
+    uv_timer_start(&c->timer, on_timer, ms, 0);
 }
 
 /* Ends the call with an error: its connection is not reused. */
@@ -470,15 +486,21 @@ int kvg_http_call_start(struct kvg_http_client *cl, const struct kvg_http_target
     call->ud = ud;
     kvg_buf_init(&call->req, 0);
     struct kvg_buf *b = &call->req;
-    int rc = kvg_buf_reserve(b, 256 + len);
-    if (!rc)
-        rc = kvg_buf_printf(b, "%s %s%s HTTP/1.1\r\nhost: %s\r\n", method, t->base_path, path,
-                            t->hostport);
+    int rc = kvg_buf_reserve(b, 512 + len);
+    if (!rc) rc = kvg_buf_append_str(b, method);
+    if (!rc) rc = kvg_buf_append(b, " ", 1);
+    if (!rc) rc = kvg_buf_append_str(b, t->base_path);
+    if (!rc) rc = kvg_buf_append_str(b, path);
+    if (!rc) rc = kvg_buf_append_str(b, " HTTP/1.1\r\nhost: ");
+    if (!rc) rc = kvg_buf_append_str(b, t->hostport);
+    if (!rc) rc = kvg_buf_append(b, "\r\n", 2);
     for (size_t i = 0; !rc && i < nheaders; i++)
-        rc = kvg_buf_printf(b, "%.*s: %.*s\r\n", (int)headers[i].name.len, headers[i].name.p,
-                            (int)headers[i].value.len, headers[i].value.p);
-    if (!rc && (len || strcmp(method, "GET")))
-        rc = kvg_buf_printf(b, "content-length: %zu\r\n", len);
+        rc = kvg_buf_append_header(b, headers[i].name, headers[i].value);
+    if (!rc && (len || strcmp(method, "GET"))) {
+        rc = kvg_buf_append_str(b, "content-length: ");
+        if (!rc) rc = kvg_buf_append_u64(b, len);
+        if (!rc) rc = kvg_buf_append(b, "\r\n", 2);
+    }
     if (!rc) rc = kvg_buf_append(b, "\r\n", 2);
     if (!rc && len) rc = kvg_buf_append(b, body, len);
     if (rc) {

@@ -47,10 +47,12 @@ struct kvg_http_conn {
     int dirty;                /* on the server's flush list */
     struct kvg_http_conn *dprev, *dnext;
     int want_drain;
-    int dispatched;   /* c->req is the handler's until res_end or abort */
-    SSL *ssl;         /* TLS connections only */
-    BIO *rbio, *wbio; /* owned by ssl */
-    int handles;      /* open uv handles; freed at 0 */
+    int dispatched;        /* c->req is the handler's until res_end or abort */
+    uint64_t deadline_ms;  /* the current timeout (loop time) */
+    uint64_t timer_due_ms; /* when the libuv timer is set to fire */
+    SSL *ssl;              /* TLS connections only */
+    BIO *rbio, *wbio;      /* owned by ssl */
+    int handles;           /* open uv handles; freed at 0 */
     char peer[64];
     struct kvg_http_conn *prev, *next;
 };
@@ -71,6 +73,7 @@ struct kvg_http_server {
     uv_prepare_t prepare;
     uv_check_t check;
     struct kvg_http_conn *dirty; /* connections with output to flush */
+    struct kvg_buf scratch;      /* response heads are built here */
     SSL_CTX *tls;                /* not owned; NULL for plain HTTP */
     llhttp_settings_t settings;
     char rbuf[READ_BUF_SIZE];
@@ -90,7 +93,10 @@ static void tls_read(struct kvg_http_conn *c, const char *p, size_t n);
 /* The server is freed once it was asked to close and its last handle is. */
 static void server_maybe_free(struct kvg_http_server *srv)
 {
-    if (srv->closing && !srv->listener_open && !srv->open_handles && srv->nconns == 0) free(srv);
+    if (srv->closing && !srv->listener_open && !srv->open_handles && srv->nconns == 0) {
+        kvg_buf_free(&srv->scratch);
+        free(srv);
+    }
 }
 
 static void on_listener_closed(uv_handle_t *h)
@@ -304,15 +310,22 @@ int kvg_http_res_start(struct kvg_http_req *req, int status, const struct kvg_ht
                        size_t nheaders, int64_t content_length)
 {
     if (req->head_sent) return -EALREADY;
-    struct kvg_buf b;
-    kvg_buf_init(&b, 0);
-    int rc = kvg_buf_printf(&b, "HTTP/1.%d %d %s\r\n", req->http_minor ? 1 : 0, status,
-                            kvg_http_reason(status));
+    /* The head is built in the loop's scratch buffer (no allocation per
+     * response once it has grown), then queued like any write. */
+    struct kvg_buf *sb = &req->conn->srv->scratch;
+    struct kvg_buf b = *sb;
+    kvg_buf_reset(&b);
+    int rc = kvg_buf_append_str(&b, req->http_minor ? "HTTP/1.1 " : "HTTP/1.0 ");
+    if (!rc) rc = kvg_buf_append_u64(&b, (uint64_t)(status > 0 ? status : 500));
+    if (!rc) rc = kvg_buf_append(&b, " ", 1);
+    if (!rc) rc = kvg_buf_append_str(&b, kvg_http_reason(status));
+    if (!rc) rc = kvg_buf_append(&b, "\r\n", 2);
     for (size_t i = 0; !rc && i < nheaders; i++)
-        rc = kvg_buf_printf(&b, "%.*s: %.*s\r\n", (int)headers[i].name.len, headers[i].name.p,
-                            (int)headers[i].value.len, headers[i].value.p);
+        rc = kvg_buf_append_header(&b, headers[i].name, headers[i].value);
     if (!rc && content_length >= 0) {
-        rc = kvg_buf_printf(&b, "content-length: %lld\r\n", (long long)content_length);
+        rc = kvg_buf_append_str(&b, "content-length: ");
+        if (!rc) rc = kvg_buf_append_u64(&b, (uint64_t)content_length);
+        if (!rc) rc = kvg_buf_append(&b, "\r\n", 2);
     } else if (!rc) {
         if (req->http_minor) {
             req->chunked = 1;
@@ -329,7 +342,7 @@ int kvg_http_res_start(struct kvg_http_req *req, int status, const struct kvg_ht
     }
     if (!rc) rc = kvg_buf_append(&b, "\r\n", 2);
     if (!rc) rc = conn_write(req->conn, b.data, b.len);
-    kvg_buf_free(&b);
+    *sb = b; /* keep the (possibly grown) scratch for the next response */
     if (rc) return rc;
     req->status = status;
     req->head_sent = 1;
@@ -685,6 +698,12 @@ static void conn_close(struct kvg_http_conn *c)
 static void on_timer(uv_timer_t *t)
 {
     struct kvg_http_conn *c = t->data;
+    uint64_t now = uv_now(c->srv->loop);
+    if (c->deadline_ms > now) { /* moved meanwhile: wait for the rest */
+        c->timer_due_ms = c->deadline_ms;
+        uv_timer_start(&c->timer, on_timer, c->deadline_ms - now, 0);
+        return;
+    }
     if (c->state == ST_HEAD || c->state == ST_BODY) {
         conn_reject(c, 408, "timed out reading the request");
         return;
@@ -692,12 +711,23 @@ static void on_timer(uv_timer_t *t)
     if (c->state == ST_IDLE) conn_close(c);
 }
 
+/* Timers move on every read; rather than re-arming the libuv timer each
+ * time, the deadline is stored and the timer re-armed only when it fires
+ * early or must fire sooner. */
 static void timer_set(struct kvg_http_conn *c, uint32_t ms)
 {
-    if (ms)
-        uv_timer_start(&c->timer, on_timer, ms, 0);
-    else
+    if (!ms) {
+        c->deadline_ms = 0;
         uv_timer_stop(&c->timer);
+        return;
+    }
+    uint64_t now = uv_now(c->srv->loop);
+    uint64_t due = now + ms;
+    int later = uv_is_active((uv_handle_t *)&c->timer) && c->timer_due_ms <= due;
+    c->deadline_ms = due;
+    if (later) return; /* fires first, then re-arms for the rest */
+    c->timer_due_ms = due;
+    uv_timer_start(&c->timer, on_timer, ms, 0);
 }
 
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
@@ -875,6 +905,7 @@ int kvg_http_server_start(uv_loop_t *loop, const char *host, int port, int reuse
         kvg_http_limits_default(&srv->limits);
     srv->handler = handler;
     srv->ud = ud;
+    kvg_buf_init(&srv->scratch, 0);
     llhttp_settings_init(&srv->settings);
     srv->settings.on_message_begin = on_message_begin;
     srv->settings.on_url = on_url;

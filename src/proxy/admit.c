@@ -14,6 +14,7 @@
  * kvgate asks for it with stream_options.include_usage and hides the extra
  * chunk from a client that did not ask), and a queue slot is released. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/err.h"
@@ -164,7 +165,7 @@ static void on_quota(void *ud, const struct kvg_quota_result *res)
     struct proxy_req *pr = ud;
     pr->qop = NULL;
     pr->quota_checked = 1;
-    pr->qres = *res;
+    pr->quota->res = *res;
     if (!pr->req) return;
     if (!res->admitted) {
         struct kvg_quota_headers qh;
@@ -175,7 +176,7 @@ static void on_quota(void *ud, const struct kvg_quota_result *res)
             return;
         }
         char msg[512];
-        kvg_quota_describe(res, &pr->qreq, msg, sizeof msg);
+        kvg_quota_describe(res, &pr->quota->req, msg, sizeof msg);
         kvg_proxy_error(pr, 429, "rate_limit_exceeded", "rate_limit_exceeded", msg, qh.h, qh.n);
         return;
     }
@@ -185,13 +186,20 @@ static void on_quota(void *ud, const struct kvg_quota_result *res)
 void kvg_proxy_admit(struct proxy_req *pr)
 {
     struct kvg_gateway *gw = pr->lc->gw;
+    struct kvg_quota_req qr = {0}; /* now_ms 0: the store reads the clock */
     if (pr->keys && pr->key &&
-        kvg_keys_scopes(pr->keys, pr->key, pr->ri.model, pr->ri.model_len, &pr->qreq) > 0) {
+        kvg_keys_scopes(pr->keys, pr->key, pr->ri.model, pr->ri.model_len, &qr) > 0) {
+        if (!(pr->quota = calloc(1, sizeof *pr->quota))) {
+            kvg_proxy_error(pr, 500, "server_error", "out_of_memory", "out of memory", NULL, 0);
+            return;
+        }
+        pr->quota->req = qr;
         int64_t prompt = pr->ri.ids ? (int64_t)pr->ri.nids : (int64_t)(pr->req->body.len / 4);
         int64_t out = pr->ri.max_tokens ? pr->ri.max_tokens : gw->cfg.quota_default_max_tokens;
-        pr->qreq.est_cost = kvg_quota_cost_estimate(&pr->keys->counting, prompt, out);
+        pr->quota->req.est_cost = kvg_quota_cost_estimate(&pr->keys->counting, prompt, out);
         struct kvg_quota_op *op = NULL;
-        int rc = kvg_quota_reserve(pr->lc->qloop, &pr->qreq, &pr->lease, on_quota, pr, &op);
+        int rc =
+            kvg_quota_reserve(pr->lc->qloop, &pr->quota->req, &pr->quota->lease, on_quota, pr, &op);
         if (rc) {
             kvg_proxy_error(pr, 500, "server_error", "quota_error", kvg_strerror(rc), NULL, 0);
             return;
@@ -205,8 +213,8 @@ void kvg_proxy_admit(struct proxy_req *pr)
 size_t kvg_proxy_quota_headers(struct proxy_req *pr, struct kvg_http_header *out, size_t max,
                                struct kvg_quota_headers *store)
 {
-    if (!pr->quota_checked || !pr->qres.admitted) return 0;
-    kvg_quota_headers(&pr->qres, store);
+    if (!pr->quota_checked || !pr->quota->res.admitted) return 0;
+    kvg_quota_headers(&pr->quota->res, store);
     size_t n = 0;
     for (size_t i = 0; i < store->n && n < max; i++)
         if (!kvg_str_eq_nocase(store->h[i].name, "retry-after")) out[n++] = store->h[i];
@@ -224,7 +232,7 @@ void kvg_proxy_account(struct proxy_req *pr)
         kvg_adm_cancel(pr->waiter);
         pr->waiter = NULL;
     }
-    if (pr->lease.active && pr->keys) {
+    if (pr->quota && pr->quota->lease.active && pr->keys) {
         int64_t cost;
         if (pr->usage.found)
             cost = kvg_quota_cost_actual(&pr->keys->counting, pr->usage.prompt_tokens,
@@ -232,9 +240,11 @@ void kvg_proxy_account(struct proxy_req *pr)
         else if (!pr->bytes_up)
             cost = 0; /* no engine answered: nothing was spent */
         else
-            cost = pr->qreq.est_cost; /* an answer without usage: the estimate stands */
-        kvg_quota_reconcile(pr->lc->qloop, &pr->lease, cost);
+            cost = pr->quota->req.est_cost; /* an answer without usage: the estimate stands */
+        kvg_quota_reconcile(pr->lc->qloop, &pr->quota->lease, cost);
     }
+    free(pr->quota);
+    pr->quota = NULL;
     if (pr->attempts) kvg_adm_capacity_available(gw->adm, 1);
     if (pr->keys) {
         kvg_keys_unref(pr->keys);

@@ -15,6 +15,13 @@
 #define MAX_NONSTREAM_BODY (64u * 1024 * 1024)
 #define MAX_FWD_HEADERS 64
 
+/* Quota state (a few KB): allocated only when a key with limits is used. */
+struct proxy_quota {
+    struct kvg_quota_req req;
+    struct kvg_quota_lease lease;
+    struct kvg_quota_result res;
+};
+
 struct proxy_req {
     struct kvg_loop_ctx *lc;
     struct kvg_http_req *req;  /* NULL once answered or aborted */
@@ -43,10 +50,8 @@ struct proxy_req {
     struct kvg_keys_set *keys;        /* reference while the request lives; NULL: no auth */
     const struct kvg_keys_entry *key; /* inside keys */
     int prio;                         /* KVG_ADM_* or an integer */
-    struct kvg_quota_req qreq;
-    struct kvg_quota_lease lease;
-    struct kvg_quota_op *qop; /* reservation in flight */
-    struct kvg_quota_result qres;
+    struct proxy_quota *quota;        /* only for requests a quota applies to (owned) */
+    struct kvg_quota_op *qop;         /* reservation in flight */
     int quota_checked;
     struct kvg_adm_waiter *waiter; /* queued for capacity */
     uint64_t queue_deadline_ms;
