@@ -26,6 +26,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     for (int chat = 0; chat < 2; chat++) {
         struct kvg_route_input ri;
         if (kvg_route_input_parse(&ri, (const char *)data, size, chat, err, sizeof err)) continue;
+        kvg_route_input_text(&ri);
         kvg_route_input_tokenize(&ri, &gw);
         kvg_route_input_free(&ri);
     }

@@ -220,6 +220,7 @@ static void debug_route(struct kvg_loop_ctx *lc, struct kvg_http_req *req)
         kvg_http_res_error(req, 400, NULL, NULL, msg, NULL, 0);
         return;
     }
+    kvg_route_input_text(&ri);
     if (gw->wants_tokens) kvg_route_input_tokenize(&ri, gw);
     struct kvg_route_ctx ctx = {.body = {req->body.data, req->body.len},
                                 .load_max_age_ms = gw->cfg.metrics_staleness_ms,

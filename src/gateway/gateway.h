@@ -30,6 +30,7 @@ struct kvg_gateway {
     struct kvg_kv_index *kv; /* precise KV index; NULL when no worker publishes events */
     struct kvg_kv_sub *sub;  /* its subscribers */
     int wants_tokens;        /* the policy reads token ids: tokenize each request */
+    int wants_text;          /* the policy reads the routing text */
     /* Gateway policy (admit.c in src/proxy). */
     int auth_on;                 /* --keys given */
     struct kvg_keys_holder keys; /* the current key set (SIGHUP swaps it) */
@@ -53,7 +54,9 @@ struct kvg_loop_ctx {
     struct kvg_http_client *client;
     struct kvg_quota_loop *qloop; /* this loop's end of the quota store */
     struct kvg_adm_loop *aloop;   /* this loop's end of the admission queue */
-    uv_async_t wake;              /* "look at gw->draining / force_close" */
+    struct proxy_req *pr_free;    /* finished proxy requests kept for reuse (proxy.c) */
+    unsigned pr_nfree;
+    uv_async_t wake; /* "look at gw->draining / force_close" */
     uv_timer_t drain_timer;
     _Atomic int force_close;
     _Atomic int done;
@@ -65,7 +68,10 @@ struct kvg_loop_ctx {
 /* The request handler of every loop: endpoint table (endpoints.c). */
 void kvg_gateway_handle(struct kvg_http_req *req, void *ud);
 /* POST /v1/chat/completions and /v1/completions (proxy/proxy.c). */
+struct proxy_req;
 void kvg_proxy_handle(struct kvg_loop_ctx *lc, struct kvg_http_req *req);
+/* Frees the loop's cached proxy state (after its loop stopped). */
+void kvg_proxy_loop_free(struct kvg_loop_ctx *lc);
 /* Router set-up (router_setup.c): tokenizer, chat template, KV index and
  * subscribers, the policy and the pool with its hooks. Message in err. */
 int kvg_gw_router_init(struct kvg_gateway *gw, char *err, size_t errlen);

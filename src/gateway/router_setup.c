@@ -88,6 +88,7 @@ int kvg_gw_router_init(struct kvg_gateway *gw, char *err, size_t errlen)
         return rc;
     }
     gw->wants_tokens = policy->ops->wants_tokens;
+    gw->wants_text = policy->ops->wants_text;
     if ((rc = kvg_pool_init(&gw->pool, policy, &c->cb))) return rc;
     gw->pool.start_unhealthy = c->health_enabled;
     gw->pool.on_add = on_add;

@@ -70,6 +70,7 @@ static void *loop_thread(void *arg)
     /* Handles closed by drain_poll; let their callbacks run, then close. */
     uv_run(&lc->loop, UV_RUN_DEFAULT);
     uv_loop_close(&lc->loop);
+    kvg_proxy_loop_free(lc);
     atomic_store(&lc->done, 1);
     return NULL;
 }

@@ -49,9 +49,18 @@ int kvg_spawn_sims(struct kvg_spawned *s, uv_loop_t *loop, int n, const char *co
         snprintf(ports, sizeof ports, "%d", port);
         snprintf(seed, sizeof seed, "%d", i + 1);
         snprintf(s->kv_endpoints[i], sizeof s->kv_endpoints[i], "tcp://127.0.0.1:%d", evport);
-        char *args[40] = {exe,         "sim",    "--port", ports,     "--model",
-                          KVG_SPAWN_MODEL, "--seed", seed,     "--log-level", "warn",
-                          "--kv-events-endpoint", s->kv_endpoints[i]};
+        char *args[40] = {exe,
+                          "sim",
+                          "--port",
+                          ports,
+                          "--model",
+                          KVG_SPAWN_MODEL,
+                          "--seed",
+                          seed,
+                          "--log-level",
+                          "warn",
+                          "--kv-events-endpoint",
+                          s->kv_endpoints[i]};
         int k = 12;
         for (int e = 0; extra && extra[e] && k < 39; e++) args[k++] = (char *)extra[e];
         args[k] = NULL;

@@ -47,8 +47,11 @@ struct kvg_http_conn {
     int dirty;                /* on the server's flush list */
     struct kvg_http_conn *dprev, *dnext;
     int want_drain;
-    int dispatched;        /* c->req is the handler's until res_end or abort */
-    uint64_t deadline_ms;  /* the current timeout (loop time) */
+    int dispatched;               /* c->req is the handler's until res_end or abort */
+    uint64_t deadline_ms;         /* the current timeout (loop time) */
+    struct kvg_http_req reqbuf;   /* the request being read or answered (reused) */
+    struct kvg_http_header *hdrs; /* its header views (reused) */
+    size_t hdrs_cap;
     uint64_t timer_due_ms; /* when the libuv timer is set to fire */
     SSL *ssl;              /* TLS connections only */
     BIO *rbio, *wbio;      /* owned by ssl */
@@ -273,12 +276,17 @@ static int conn_write(struct kvg_http_conn *c, const void *p, size_t n)
 
 /* --------------------------------------------------------------- requests */
 
+/* A connection answers one request at a time, so its request lives in the
+ * connection and is reused, header array and body buffer included: no
+ * allocation per request once a connection has warmed up. "Freeing" a
+ * request ends its life for the handler; only an unusually large body
+ * buffer is given back at once. */
 static void req_free(struct kvg_http_req *r)
 {
     if (!r) return;
-    kvg_buf_free(&r->body);
-    free(r->headers);
-    free(r);
+    if (r->body.cap > 1u << 20) kvg_buf_free(&r->body);
+    r->ud = NULL;
+    r->on_abort = r->on_drain = NULL;
 }
 
 static void timer_set(struct kvg_http_conn *c, uint32_t ms);
@@ -496,11 +504,14 @@ static struct kvg_http_conn *conn_of(llhttp_t *p)
 static int on_message_begin(llhttp_t *p)
 {
     struct kvg_http_conn *c = conn_of(p);
-    c->req = calloc(1, sizeof *c->req);
-    if (!c->req) return HPE_USER;
-    c->req->conn = c;
-    kvg_buf_init(&c->req->body, c->srv->limits.max_body_bytes);
-    memcpy(c->req->peer, c->peer, sizeof c->peer);
+    struct kvg_http_req *r = &c->reqbuf;
+    struct kvg_buf body = r->body;
+    memset(r, 0, sizeof *r);
+    r->body = body;
+    kvg_buf_reset(&r->body);
+    r->conn = c;
+    memcpy(r->peer, c->peer, sizeof c->peer);
+    c->req = r;
     c->state = ST_HEAD;
     timer_set(c, c->srv->limits.header_timeout_ms);
     return 0;
@@ -563,8 +574,14 @@ static int on_headers_complete(llhttp_t *p)
     r->method_name = llhttp_method_name((llhttp_method_t)r->method);
     r->http_minor = llhttp_get_http_major(p) == 1 ? llhttp_get_http_minor(p) : 1;
     r->keep_alive = llhttp_should_keep_alive(p);
-    r->headers = calloc(c->nh ? c->nh : 1, sizeof *r->headers);
-    if (!r->headers) return HPE_USER;
+    if (c->nh > c->hdrs_cap) {
+        size_t cap = c->nh < 16 ? 16 : c->nh;
+        struct kvg_http_header *h = realloc(c->hdrs, cap * sizeof *h);
+        if (!h) return HPE_USER;
+        c->hdrs = h;
+        c->hdrs_cap = cap;
+    }
+    r->headers = c->hdrs;
     r->nheaders = c->nh;
     const char *base = c->head.data;
     for (size_t i = 0; i < c->nh; i++) {
@@ -663,6 +680,8 @@ static void on_handle_closed(uv_handle_t *h)
     kvg_buf_free(&c->head);
     kvg_buf_free(&c->inbuf);
     kvg_buf_free(&c->out);
+    kvg_buf_free(&c->reqbuf.body);
+    free(c->hdrs);
     if (c->ssl) SSL_free(c->ssl); /* frees both BIOs */
     free(c->hoff);
     free(c);
@@ -814,6 +833,7 @@ static void on_connection(uv_stream_t *ls, int status)
     kvg_buf_init(&c->head, srv->limits.max_header_bytes);
     kvg_buf_init(&c->inbuf, srv->limits.max_header_bytes + READ_BUF_SIZE);
     kvg_buf_init(&c->out, 0);
+    kvg_buf_init(&c->reqbuf.body, srv->limits.max_body_bytes);
     llhttp_init(&c->parser, HTTP_REQUEST, &srv->settings);
     c->parser.data = c;
     if (uv_accept(ls, (uv_stream_t *)&c->tcp) < 0) {

@@ -52,12 +52,43 @@ static struct kvg_str header_of(const void *hctx, const char *name)
     return kvg_http_req_header(hctx, name);
 }
 
+/* Finished requests go back to a small per-loop free list: a busy gateway
+ * then allocates no proxy state per request. */
+#define PR_FREE_MAX 256
+
 static void pr_closed(uv_handle_t *h)
 {
     struct proxy_req *pr = h->data;
+    struct kvg_loop_ctx *lc = pr->lc;
     kvg_buf_free(&pr->body);
     kvg_route_input_free(&pr->ri);
+    if (lc->pr_nfree < PR_FREE_MAX) {
+        pr->next_free = lc->pr_free;
+        lc->pr_free = pr;
+        lc->pr_nfree++;
+        return;
+    }
     free(pr);
+}
+
+static struct proxy_req *pr_alloc(struct kvg_loop_ctx *lc)
+{
+    struct proxy_req *pr = lc->pr_free;
+    if (!pr) return calloc(1, sizeof *pr);
+    lc->pr_free = pr->next_free;
+    lc->pr_nfree--;
+    memset(pr, 0, sizeof *pr);
+    return pr;
+}
+
+void kvg_proxy_loop_free(struct kvg_loop_ctx *lc)
+{
+    while (lc->pr_free) {
+        struct proxy_req *pr = lc->pr_free;
+        lc->pr_free = pr->next_free;
+        free(pr);
+    }
+    lc->pr_nfree = 0;
 }
 
 static void access_log(struct proxy_req *pr, int status)
@@ -433,7 +464,7 @@ static void request_id(struct proxy_req *pr, struct kvg_http_req *req)
 
 void kvg_proxy_handle(struct kvg_loop_ctx *lc, struct kvg_http_req *req)
 {
-    struct proxy_req *pr = calloc(1, sizeof *pr);
+    struct proxy_req *pr = pr_alloc(lc);
     if (!pr) {
         kvg_http_res_error(req, 500, NULL, NULL, "out of memory", NULL, 0);
         return;
@@ -456,6 +487,7 @@ void kvg_proxy_handle(struct kvg_loop_ctx *lc, struct kvg_http_req *req)
         client_error(pr, 400, "invalid_request", msg);
         return;
     }
+    if (lc->gw->wants_text) kvg_route_input_text(&pr->ri);
     if (kvg_proxy_authorize(pr)) return;
     kvg_proxy_prepare_usage(pr);
     req->ud = pr;

@@ -58,7 +58,8 @@ struct proxy_req {
     struct kvg_buf fwd_body;         /* the body as forwarded, when rewritten */
     struct kvg_usage_sse sse_filter; /* usage from (and the injected chunk out of) a stream */
     int sse_filter_on;
-    struct kvg_usage usage; /* what the engine reported */
+    struct kvg_usage usage;      /* what the engine reported */
+    struct proxy_req *next_free; /* on the loop's free list */
 };
 
 /* proxy.c */

@@ -42,9 +42,14 @@ int kvg_route_input_parse(struct kvg_route_input *ri, const char *body, size_t l
     if (!cJSON_IsNumber(mt)) mt = cJSON_GetObjectItemCaseSensitive(j, "max_tokens");
     if (cJSON_IsNumber(mt) && mt->valuedouble > 0 && mt->valuedouble < 4e9)
         ri->max_tokens = (uint32_t)mt->valuedouble;
-    kvg_route_text(j, chat, &ri->text);
     ri->json = j;
     return 0;
+}
+
+int kvg_route_input_text(struct kvg_route_input *ri)
+{
+    if (ri->text.len || !ri->json) return 0;
+    return kvg_route_text(ri->json, ri->chat, &ri->text);
 }
 
 static int prompt_ids(struct kvg_route_input *ri, const struct kvg_gateway *gw)

@@ -35,6 +35,8 @@ struct kvg_route_input {
  * error ri holds nothing to free. */
 int kvg_route_input_parse(struct kvg_route_input *ri, const char *body, size_t len, int chat,
                           char *msg, size_t msglen);
+/* Computes the routing text (only policies that match on text need it). */
+int kvg_route_input_text(struct kvg_route_input *ri);
 /* Renders and tokenizes the prompt and hashes its blocks (CPU work: run it
  * off the loop for long prompts). Thread-safe. Failures are not errors for
  * the request: ri->tokenize_error is set and routing goes on without tokens. */

@@ -102,6 +102,7 @@ struct kvg_policy;
 struct kvg_policy_ops {
     const char *name;
     int wants_tokens; /* reads ctx->tokens / block_hashes: the caller tokenizes */
+    int wants_text;   /* reads ctx->text: the caller extracts the routing text */
     int (*select)(struct kvg_policy *p, struct kvg_worker *const *cand, size_t n,
                   const struct kvg_route_ctx *ctx, struct kvg_route_explain *ex);
     /* The request sent to w ended (optional: policies that track their own state). */

@@ -107,8 +107,11 @@ static void destroy(struct kvg_policy *p)
     free(c);
 }
 
-static const struct kvg_policy_ops ops = {
-    .name = "cache_aware", .select = select_cache, .on_remove = on_remove, .destroy = destroy};
+static const struct kvg_policy_ops ops = {.name = "cache_aware",
+                                          .wants_text = 1,
+                                          .select = select_cache,
+                                          .on_remove = on_remove,
+                                          .destroy = destroy};
 
 int kvg_policy_cache_aware_new(const struct kvg_policy_opts *o, struct kvg_policy **out)
 {

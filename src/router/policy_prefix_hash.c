@@ -57,8 +57,11 @@ static void destroy(struct kvg_policy *p)
     free(pp);
 }
 
-static const struct kvg_policy_ops ops = {
-    .name = "prefix_hash", .wants_tokens = 1, .select = select_prefix, .destroy = destroy};
+static const struct kvg_policy_ops ops = {.name = "prefix_hash",
+                                          .wants_tokens = 1,
+                                          .wants_text = 1,
+                                          .select = select_prefix,
+                                          .destroy = destroy};
 
 int kvg_policy_prefix_hash_new(const struct kvg_policy_opts *o, struct kvg_policy **out)
 {
