@@ -37,8 +37,9 @@ static void record(struct kvg_health *h, struct kvg_worker *w, int ok)
     if (ok) {
         w->hc_fails = 0;
         w->hc_successes++;
-        if (!was && (w->hc_successes >= h->success_threshold || !w->hc_checked)) {
+        if (!was && (w->hc_successes >= h->success_threshold || !w->hc_ever_healthy)) {
             atomic_store(&w->healthy, 1);
+            w->hc_ever_healthy = 1;
             KVG_INFO("health: worker %s is healthy", w->url);
         }
     } else {
@@ -138,6 +139,20 @@ static void on_tick(uv_timer_t *t)
     kvg_health_check_now(t->data);
 }
 
+/* Engines load for minutes: a worker that has never answered its health
+ * check is asked every second, so it serves as soon as it is up, not a
+ * whole --health-check-interval later. */
+static void on_startup_tick(uv_timer_t *t)
+{
+    struct kvg_health *h = t->data;
+    struct kvg_worker *ws[KVG_POOL_MAX_WORKERS];
+    size_t n = kvg_pool_snapshot(h->pool, ws, KVG_POOL_MAX_WORKERS);
+    for (size_t i = 0; i < n; i++) {
+        if (h->enabled && !ws[i]->hc_ever_healthy) start_call(h, ws[i], 0);
+        kvg_worker_unref(ws[i]);
+    }
+}
+
 int kvg_health_start(struct kvg_health *h, uv_loop_t *loop, struct kvg_pool *pool)
 {
     h->pool = pool;
@@ -149,6 +164,9 @@ int kvg_health_start(struct kvg_health *h, uv_loop_t *loop, struct kvg_pool *poo
      * models are re-read at that pace even without active checks. */
     uint64_t every = h->interval_ms ? h->interval_ms : 60000;
     uv_timer_start(&h->timer, on_tick, 0, every);
+    uv_timer_init(loop, &h->startup_timer);
+    h->startup_timer.data = h;
+    uv_timer_start(&h->startup_timer, on_startup_tick, 1000, 1000);
     return 0;
 }
 
@@ -156,4 +174,6 @@ void kvg_health_stop(struct kvg_health *h)
 {
     uv_timer_stop(&h->timer);
     uv_close((uv_handle_t *)&h->timer, NULL);
+    uv_timer_stop(&h->startup_timer);
+    uv_close((uv_handle_t *)&h->startup_timer, NULL);
 }

@@ -15,6 +15,7 @@ struct kvg_health {
     struct kvg_pool *pool;
     struct kvg_http_client *client;
     uv_timer_t timer;
+    uv_timer_t startup_timer; /* re-checks workers never healthy yet, every second */
     unsigned inflight;
 };
 

@@ -68,6 +68,7 @@ struct kvg_worker {
     /* Health checking state, touched by the health checker only. */
     uint32_t hc_fails, hc_successes;
     int hc_checked;
+    int hc_ever_healthy;
 
     _Atomic int refs;
 };

@@ -57,6 +57,15 @@ print(s.recv(200).split(b"\r\n")[0].decode())
 PY
 check "slow head: 408" grep -q "408" "$TMP/slow"
 
+# An engine still loading at start (health 503 for 2 s) serves as soon as it
+# is up, not a whole --health-check-interval (60 s) later.
+LATE=$(free_port); GW3=$(free_port)
+"$KVG_BIN" sim --port "$LATE" --model late --cold-start-secs 2 >"$TMP/sim-$LATE.log" 2>&1 &
+PIDS+=($!)
+start_serve "$GW3" --threads 1 --worker-urls "http://127.0.0.1:$LATE" || exit 1
+check "late engine: not ready at first" [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$GW3/readiness")" = 503 ]
+check "late engine: ready within 6 s" wait_http "http://127.0.0.1:$GW3/readiness" 6
+
 # A connection limit: the connection over the limit is closed at once.
 start_serve "$GW2" --threads 1 --max-connections 2 --worker-urls "http://127.0.0.1:$OK" || exit 1
 /usr/bin/python3 - "$GW2" >"$TMP/lim" <<'PY'
