@@ -17,6 +17,7 @@ cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; sleep
 trap cleanup EXIT
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 BE=$(port); NP=$(port); HP=$(port); KP=$(port); KAP=$(port); SIMP=$(port); HSP=$(port); KSP=$(port)
+HP2=$(port); KP2=$(port)
 
 mkdir -p "$W/nginx/logs"
 cat >"$W/nginx/backend.conf" <<CONF
@@ -60,6 +61,12 @@ CONF
 nginx -p "$W/nginx" -c "$W/nginx/backend.conf" & PIDS+=($!)
 nginx -p "$W/nginx" -c "$W/nginx/proxy.conf" & PIDS+=($!)
 haproxy -f "$W/haproxy.cfg" -q & PIDS+=($!)
+# Both at their default thread count (the machine's cores), for a second row.
+sed -e "s/nbthread 1/nbthread $(nproc)/" -e "s/127.0.0.1:$HP/127.0.0.1:$HP2/" -e '/^frontend fes/,$d' \
+  "$W/haproxy.cfg" >"$W/haproxy2.cfg"
+haproxy -f "$W/haproxy2.cfg" -q & PIDS+=($!)
+"$BIN" serve --port "$KP2" --policy round_robin --worker-urls "http://127.0.0.1:$BE" \
+  --no-access-log --log-level warn & PIDS+=($!)
 "$BIN" serve --port "$KP" --threads 1 --policy round_robin --worker-urls "http://127.0.0.1:$BE" \
   --no-access-log --log-level warn & PIDS+=($!)
 # The same hop with the default KV-aware policy: request parsing, chat
@@ -69,7 +76,7 @@ haproxy -f "$W/haproxy.cfg" -q & PIDS+=($!)
 "$BIN" sim --port "$SIMP" --model m --log-level warn & PIDS+=($!)
 "$BIN" serve --port "$KSP" --threads 1 --policy round_robin --worker-urls "http://127.0.0.1:$SIMP" \
   --no-access-log --log-level warn & PIDS+=($!)
-for u in "$BE/" "$NP/" "$HP/" "$KP/readiness" "$KAP/readiness" "$HSP/v1/models" "$KSP/readiness"; do
+for u in "$BE/" "$NP/" "$HP/" "$HP2/" "$KP/readiness" "$KP2/readiness" "$KAP/readiness" "$HSP/v1/models" "$KSP/readiness"; do
   for i in $(seq 1 100); do curl -sf -o /dev/null "http://127.0.0.1:$u" && break; sleep 0.1; done
   curl -sf -o /dev/null "http://127.0.0.1:$u" || { echo "bench/proxy: 127.0.0.1:$u is not up" >&2; exit 1; }
 done
@@ -99,6 +106,8 @@ for c in 1 64; do
   R[kvgate,$c]=$(run kvgate "http://127.0.0.1:$KP/v1/completions" $c)
   R[kvgate_kv,$c]=$(run kvgate_kv "http://127.0.0.1:$KAP/v1/completions" $c)
 done
+R[haproxy_all,64]=$(run haproxy_all "http://127.0.0.1:$HP2/v1/completions" 64)
+R[kvgate_all,64]=$(run kvgate_all "http://127.0.0.1:$KP2/v1/completions" 64)
 
 # Streaming: time to first byte of a stream (kvgate sim, tiny profile) direct,
 # through haproxy and through kvgate; median of 200 requests each.
@@ -142,8 +151,11 @@ add() { python3 -c "print(f'{$1-$2:.1f}')"; }
       echo "| $n | $c | $(f $n $c 1) | $(f $n $c 2) | $(f $n $c 3) | $( [ $n = direct ] && echo - || add "$(f $n $c 2)" "$(f direct $c 2)") |"
     done
   done
+  echo "| haproxy, nbthread $(nproc) | 64 | $(f haproxy_all 64 1) | $(f haproxy_all 64 2) | $(f haproxy_all 64 3) | $(add "$(f haproxy_all 64 2)" "$(f direct 64 2)") |"
+  echo "| kvgate, --threads $(nproc) (its default) | 64 | $(f kvgate_all 64 1) | $(f kvgate_all 64 2) | $(f kvgate_all 64 3) | $(add "$(f kvgate_all 64 2)" "$(f direct 64 2)") |"
   echo
-  echo "kvgate / haproxy req/s at 64 connections: **$(ratio "$(f kvgate 64 1)" "$(f haproxy 64 1)")** (target ≥ 1.0)"
+  echo "kvgate / haproxy req/s at 64 connections: **$(ratio "$(f kvgate 64 1)" "$(f haproxy 64 1)")** with one thread each,"
+  echo "**$(ratio "$(f kvgate_all 64 1)" "$(f haproxy_all 64 1)")** with $(nproc) threads each (target ≥ 1.0)"
   echo "kvgate added p50 at 1 connection: $(add "$(f kvgate 1 2)" "$(f direct 1 2)") µs vs haproxy's $(add "$(f haproxy 1 2)" "$(f direct 1 2)") µs"
   echo
   echo "## Streaming time to first byte (kvgate sim upstream, median of 200)"
