@@ -17,81 +17,9 @@
 #include "base/err.h"
 #include "base/log.h"
 #include "base/util.h"
+#include "http/server_int.h"
 
-#define WRITE_HIGH_WATER (1u << 20)
-#define READ_BUF_SIZE (64 * 1024)
-
-enum conn_state { ST_IDLE, ST_HEAD, ST_BODY, ST_HANDLING, ST_CLOSING };
-
-struct hdr_off {
-    size_t name_off, name_len, val_off, val_len;
-};
-
-struct kvg_http_conn {
-    uv_tcp_t tcp;
-    uv_timer_t timer;
-    struct kvg_http_server *srv;
-    llhttp_t parser;
-    enum conn_state state;
-    struct kvg_buf head; /* url + header names and values of the current request */
-    struct hdr_off *hoff;
-    size_t nh, caph;
-    int hstate; /* 0 none, 1 in a name, 2 in a value */
-    size_t url_len;
-    struct kvg_buf inbuf;     /* bytes received but not parsed yet */
-    struct kvg_http_req *req; /* request being read or answered */
-    int err_status;           /* set by a parser callback that rejects the request */
-    int processing;           /* inside conn_process: no recursion */
-    size_t wq_bytes;          /* bytes handed to libuv, not yet written */
-    struct kvg_buf out;       /* bytes not handed to libuv yet (coalesced per loop turn) */
-    int dirty;                /* on the server's flush list */
-    struct kvg_http_conn *dprev, *dnext;
-    int want_drain;
-    int dispatched;               /* c->req is the handler's until res_end or abort */
-    uint64_t deadline_ms;         /* the current timeout (loop time) */
-    struct kvg_http_req reqbuf;   /* the request being read or answered (reused) */
-    struct kvg_http_header *hdrs; /* its header views (reused) */
-    size_t hdrs_cap;
-    uint64_t timer_due_ms; /* when the libuv timer is set to fire */
-    SSL *ssl;              /* TLS connections only */
-    BIO *rbio, *wbio;      /* owned by ssl */
-    int handles;           /* open uv handles; freed at 0 */
-    char peer[64];
-    struct kvg_http_conn *prev, *next;
-};
-
-struct kvg_http_server {
-    uv_loop_t *loop;
-    uv_tcp_t listener;
-    int listening;
-    int port;
-    struct kvg_http_limits limits;
-    kvg_http_handler handler;
-    void *ud;
-    struct kvg_http_conn *conns;
-    unsigned nconns, nactive;
-    int stopping, closing;
-    int listener_open;
-    int open_handles; /* prepare + check */
-    uv_prepare_t prepare;
-    uv_check_t check;
-    struct kvg_http_conn *dirty; /* connections with output to flush */
-    struct kvg_buf scratch;      /* response heads are built here */
-    SSL_CTX *tls;                /* not owned; NULL for plain HTTP */
-    llhttp_settings_t settings;
-    char rbuf[READ_BUF_SIZE];
-};
-
-struct write_chunk {
-    uv_write_t w;
-    struct kvg_http_conn *conn;
-    size_t len;
-    char *data; /* owned: the connection's output buffer, taken whole */
-};
-
-static void conn_close(struct kvg_http_conn *c);
-static void conn_process(struct kvg_http_conn *c);
-static void tls_read(struct kvg_http_conn *c, const char *p, size_t n);
+static void kvg_http__tls_read(struct kvg_http_conn *c, const char *p, size_t n);
 
 /* The server is freed once it was asked to close and its last handle is. */
 static void server_maybe_free(struct kvg_http_server *srv)
@@ -129,151 +57,6 @@ void kvg_http_limits_default(struct kvg_http_limits *l)
 
 /* ---------------------------------------------------------------- writing */
 
-static void on_write(uv_write_t *w, int status)
-{
-    struct write_chunk *ch = (struct write_chunk *)w;
-    struct kvg_http_conn *c = ch->conn;
-    c->wq_bytes -= ch->len;
-    free(ch->data);
-    free(ch);
-    if (status < 0) {
-        conn_close(c);
-        return;
-    }
-    if (c->want_drain && c->wq_bytes + c->out.len < WRITE_HIGH_WATER / 2 && c->req &&
-        c->req->on_drain) {
-        c->want_drain = 0;
-        c->req->on_drain(c->req, c->req->ud);
-    }
-}
-
-static void dirty_unlink(struct kvg_http_conn *c)
-{
-    if (!c->dirty) return;
-    if (c->dprev)
-        c->dprev->dnext = c->dnext;
-    else
-        c->srv->dirty = c->dnext;
-    if (c->dnext) c->dnext->dprev = c->dprev;
-    c->dprev = c->dnext = NULL;
-    c->dirty = 0;
-}
-
-/* Sends b's bytes on the socket and empties b (its memory moves to the
- * write request when libuv must queue). Tries the write at once: when the
- * socket takes it all (the common case) no write request is queued, which in
- * libuv also spares an epoll_ctl. */
-static int sock_send(struct kvg_http_conn *c, struct kvg_buf *b)
-{
-    if (!b->len) return 0;
-    size_t off = 0;
-    if (c->wq_bytes == 0) {
-        uv_buf_t now = uv_buf_init(b->data, (unsigned)b->len);
-        int n = uv_try_write((uv_stream_t *)&c->tcp, &now, 1);
-        if (n < 0 && n != UV_EAGAIN) return n;
-        if (n > 0) off = (size_t)n;
-        if (off == b->len) {
-            kvg_buf_reset(b);
-            return 0;
-        }
-    }
-    struct write_chunk *ch = malloc(sizeof *ch);
-    if (!ch) return -ENOMEM;
-    ch->conn = c;
-    ch->len = b->len - off;
-    ch->data = b->data;
-    kvg_buf_init(b, 0);
-    uv_buf_t buf = uv_buf_init(ch->data + off, (unsigned)ch->len);
-    int rc = uv_write(&ch->w, (uv_stream_t *)&c->tcp, &buf, 1, on_write);
-    if (rc < 0) {
-        free(ch->data);
-        free(ch);
-        return rc;
-    }
-    c->wq_bytes += ch->len;
-    return 0;
-}
-
-/* TLS: moves what OpenSSL wrote into the outgoing memory BIO (records,
- * handshake messages, alerts) onto the socket. */
-static int tls_pump(struct kvg_http_conn *c)
-{
-    struct kvg_buf b;
-    kvg_buf_init(&b, 0);
-    int rc = 0;
-    while (!rc && BIO_pending(c->wbio) > 0) {
-        size_t n = (size_t)BIO_pending(c->wbio);
-        if ((rc = kvg_buf_reserve(&b, n))) break;
-        int r = BIO_read(c->wbio, b.data + b.len, (int)n);
-        if (r <= 0) break;
-        b.len += (size_t)r;
-    }
-    if (!rc) rc = sock_send(c, &b);
-    kvg_buf_free(&b);
-    return rc;
-}
-
-/* Hands the connection's pending output to the socket as one write
- * (encrypted first on a TLS connection). */
-static int conn_flush(struct kvg_http_conn *c)
-{
-    dirty_unlink(c);
-    if (!c->out.len || c->state == ST_CLOSING) return 0;
-    if (!c->ssl) return sock_send(c, &c->out);
-    int r = SSL_write(c->ssl, c->out.data, (int)c->out.len); /* memory BIO: all or error */
-    kvg_buf_reset(&c->out);
-    if (r <= 0) return KVG_EUPSTREAM;
-    return tls_pump(c);
-}
-
-/* Output is coalesced: every write made during one loop turn goes out in a
- * single syscall, flushed before the loop polls again (prepare) and after
- * the I/O callbacks ran (check). A response head and its body, or the
- * chunks of one engine read, thus share one packet. */
-static void flush_dirty(struct kvg_http_server *srv)
-{
-    while (srv->dirty) {
-        struct kvg_http_conn *c = srv->dirty;
-        if (conn_flush(c) < 0) conn_close(c);
-    }
-}
-
-static void on_prepare(uv_prepare_t *h)
-{
-    flush_dirty(h->data);
-}
-
-static void on_check(uv_check_t *h)
-{
-    flush_dirty(h->data);
-}
-
-/* Queues len bytes (copied) made of up to three pieces. */
-static int conn_write3(struct kvg_http_conn *c, const void *a, size_t alen, const void *b,
-                       size_t blen, const void *d, size_t dlen)
-{
-    if (c->state == ST_CLOSING) return KVG_ECLOSED;
-    int rc = kvg_buf_reserve(&c->out, alen + blen + dlen);
-    if (rc) return rc;
-    if (alen) kvg_buf_append(&c->out, a, alen);
-    if (blen) kvg_buf_append(&c->out, b, blen);
-    if (dlen) kvg_buf_append(&c->out, d, dlen);
-    if (c->out.len >= 64 * 1024) return conn_flush(c);
-    if (!c->dirty) {
-        c->dirty = 1;
-        c->dprev = NULL;
-        c->dnext = c->srv->dirty;
-        if (c->dnext) c->dnext->dprev = c;
-        c->srv->dirty = c;
-    }
-    return 0;
-}
-
-static int conn_write(struct kvg_http_conn *c, const void *p, size_t n)
-{
-    return conn_write3(c, p, n, NULL, 0, NULL, 0);
-}
-
 /* --------------------------------------------------------------- requests */
 
 /* A connection answers one request at a time, so its request lives in the
@@ -281,7 +64,7 @@ static int conn_write(struct kvg_http_conn *c, const void *p, size_t n)
  * allocation per request once a connection has warmed up. "Freeing" a
  * request ends its life for the handler; only an unusually large body
  * buffer is given back at once. */
-static void req_free(struct kvg_http_req *r)
+void kvg_http__req_free(struct kvg_http_req *r)
 {
     if (!r) return;
     if (r->body.cap > 1u << 20) kvg_buf_free(&r->body);
@@ -289,9 +72,7 @@ static void req_free(struct kvg_http_req *r)
     r->on_abort = r->on_drain = NULL;
 }
 
-static void timer_set(struct kvg_http_conn *c, uint32_t ms);
-
-static void conn_reset_for_next(struct kvg_http_conn *c)
+void kvg_http__reset_for_next(struct kvg_http_conn *c)
 {
     kvg_buf_reset(&c->head);
     c->nh = 0;
@@ -299,199 +80,7 @@ static void conn_reset_for_next(struct kvg_http_conn *c)
     c->url_len = 0;
     c->err_status = 0;
     c->state = ST_IDLE;
-    timer_set(c, c->srv->limits.idle_timeout_ms);
-}
-
-struct kvg_str kvg_http_req_header(const struct kvg_http_req *req, const char *name)
-{
-    for (size_t i = 0; i < req->nheaders; i++)
-        if (kvg_str_eq_nocase(req->headers[i].name, name)) return req->headers[i].value;
-    return KVG_STR_NULL;
-}
-
-static int must_close(const struct kvg_http_req *r)
-{
-    return r->close_after || !r->keep_alive || r->conn->srv->stopping;
-}
-
-int kvg_http_res_start(struct kvg_http_req *req, int status, const struct kvg_http_header *headers,
-                       size_t nheaders, int64_t content_length)
-{
-    if (req->head_sent) return -EALREADY;
-    /* The head is built in the loop's scratch buffer (no allocation per
-     * response once it has grown), then queued like any write. */
-    struct kvg_buf *sb = &req->conn->srv->scratch;
-    struct kvg_buf b = *sb;
-    kvg_buf_reset(&b);
-    int rc = kvg_buf_append_str(&b, req->http_minor ? "HTTP/1.1 " : "HTTP/1.0 ");
-    if (!rc) rc = kvg_buf_append_u64(&b, (uint64_t)(status > 0 ? status : 500));
-    if (!rc) rc = kvg_buf_append(&b, " ", 1);
-    if (!rc) rc = kvg_buf_append_str(&b, kvg_http_reason(status));
-    if (!rc) rc = kvg_buf_append(&b, "\r\n", 2);
-    for (size_t i = 0; !rc && i < nheaders; i++)
-        rc = kvg_buf_append_header(&b, headers[i].name, headers[i].value);
-    if (!rc && content_length >= 0) {
-        rc = kvg_buf_append_str(&b, "content-length: ");
-        if (!rc) rc = kvg_buf_append_u64(&b, (uint64_t)content_length);
-        if (!rc) rc = kvg_buf_append(&b, "\r\n", 2);
-    } else if (!rc) {
-        if (req->http_minor) {
-            req->chunked = 1;
-            rc = kvg_buf_append_str(&b, "transfer-encoding: chunked\r\n");
-        } else {
-            req->close_after = 1; /* 1.0: the end of the body is the end of the connection */
-        }
-    }
-    if (!rc && must_close(req)) {
-        req->close_after = 1;
-        rc = kvg_buf_append_str(&b, "connection: close\r\n");
-    } else if (!rc && !req->http_minor) {
-        rc = kvg_buf_append_str(&b, "connection: keep-alive\r\n");
-    }
-    if (!rc) rc = kvg_buf_append(&b, "\r\n", 2);
-    if (!rc) rc = conn_write(req->conn, b.data, b.len);
-    *sb = b; /* keep the (possibly grown) scratch for the next response */
-    if (rc) return rc;
-    req->status = status;
-    req->head_sent = 1;
-    req->first_byte_ns = kvg_now_ns();
-    return 0;
-}
-
-int kvg_http_res_write(struct kvg_http_req *req, const void *data, size_t len)
-{
-    if (!req->head_sent || req->ended) return -EINVAL;
-    if (len == 0 || req->method == HTTP_HEAD) return 0;
-    int rc;
-    if (req->chunked) {
-        char pre[24];
-        int n = snprintf(pre, sizeof pre, "%zx\r\n", len);
-        rc = conn_write3(req->conn, pre, (size_t)n, data, len, "\r\n", 2);
-    } else {
-        rc = conn_write(req->conn, data, len);
-    }
-    if (rc) return rc;
-    req->bytes_out += len;
-    if (req->conn->wq_bytes + req->conn->out.len >= WRITE_HIGH_WATER) {
-        req->conn->want_drain = 1;
-        return 1;
-    }
-    return 0;
-}
-
-static void on_shutdown(uv_shutdown_t *s, int status)
-{
-    struct kvg_http_conn *c = s->data;
-    free(s);
-    conn_close(c);
-}
-
-/* Closes after the queued writes have gone out. */
-static void conn_close_gracefully(struct kvg_http_conn *c)
-{
-    if (c->state == ST_CLOSING) return;
-    conn_flush(c);
-    uv_shutdown_t *s = malloc(sizeof *s);
-    uv_read_stop((uv_stream_t *)&c->tcp);
-    if (!s || uv_shutdown(s, (uv_stream_t *)&c->tcp, on_shutdown) < 0) {
-        free(s);
-        conn_close(c);
-        return;
-    }
-    s->data = c;
-    c->state = ST_CLOSING;
-    uv_timer_stop(&c->timer);
-}
-
-int kvg_http_res_end(struct kvg_http_req *req)
-{
-    if (!req->head_sent || req->ended) return -EINVAL;
-    struct kvg_http_conn *c = req->conn;
-    int rc = 0;
-    if (req->chunked && req->method != HTTP_HEAD) rc = conn_write(c, "0\r\n\r\n", 5);
-    req->ended = 1;
-    int close_now = req->close_after || rc;
-    c->srv->nactive--;
-    c->req = NULL;
-    c->dispatched = 0;
-    c->want_drain = 0;
-    req_free(req);
-    if (close_now) {
-        conn_close_gracefully(c);
-        return rc;
-    }
-    conn_reset_for_next(c);
-    if (!c->processing) conn_process(c);
-    return 0;
-}
-
-int kvg_http_res_send(struct kvg_http_req *req, int status, const char *content_type,
-                      const struct kvg_http_header *extra, size_t nextra, const void *body,
-                      size_t len)
-{
-    struct kvg_http_header hs[24];
-    size_t n = 0;
-    if (content_type)
-        hs[n++] =
-            (struct kvg_http_header){KVG_STR("content-type"), {content_type, strlen(content_type)}};
-    for (size_t i = 0; i < nextra && n < KVG_ARRAY_LEN(hs); i++) hs[n++] = extra[i];
-    int rc = kvg_http_res_start(req, status, hs, n, (int64_t)len);
-    if (!rc && len) rc = kvg_http_res_write(req, body, len);
-    if (rc < 0) {
-        kvg_http_res_close_after(req);
-    }
-    return kvg_http_res_end(req) ?: (rc < 0 ? rc : 0);
-}
-
-int kvg_http_res_error(struct kvg_http_req *req, int status, const char *type, const char *code,
-                       const char *message, const struct kvg_http_header *extra, size_t nextra)
-{
-    struct kvg_buf b;
-    kvg_buf_init(&b, 0);
-    int rc = kvg_http_error_json(&b, status, type, code, message);
-    if (rc) {
-        kvg_buf_free(&b);
-        kvg_http_res_close_after(req);
-        return kvg_http_res_send(req, 500, "text/plain", NULL, 0, "out of memory", 13);
-    }
-    rc = kvg_http_res_send(req, status, "application/json", extra, nextra, b.data, b.len);
-    kvg_buf_free(&b);
-    return rc;
-}
-
-void kvg_http_res_abort(struct kvg_http_req *req)
-{
-    struct kvg_http_conn *c = req->conn;
-    req->on_abort = NULL;
-    conn_close(c);
-}
-
-void kvg_http_res_close_after(struct kvg_http_req *req)
-{
-    req->close_after = 1;
-}
-
-/* A response the server makes itself, for a request the handler never saw
- * (malformed, over a limit): written raw, then the connection closes. */
-static void conn_reject(struct kvg_http_conn *c, int status, const char *message)
-{
-    struct kvg_buf body, b;
-    kvg_buf_init(&body, 0);
-    kvg_buf_init(&b, 0);
-    if (!kvg_http_error_json(&body, status, kvg_http_error_type(status), NULL, message) &&
-        !kvg_buf_printf(&b,
-                        "HTTP/1.1 %d %s\r\ncontent-type: application/json\r\n"
-                        "content-length: %zu\r\nconnection: close\r\n\r\n",
-                        status, kvg_http_reason(status), body.len) &&
-        !kvg_buf_append(&b, body.data, body.len))
-        conn_write(c, b.data, b.len);
-    kvg_buf_free(&body);
-    kvg_buf_free(&b);
-    if (c->req) {
-        req_free(c->req);
-        c->req = NULL;
-    }
-    conn_close_gracefully(c);
+    kvg_http__timer_set(c, c->srv->limits.idle_timeout_ms);
 }
 
 /* ---------------------------------------------------------------- parsing */
@@ -513,7 +102,7 @@ static int on_message_begin(llhttp_t *p)
     memcpy(r->peer, c->peer, sizeof c->peer);
     c->req = r;
     c->state = ST_HEAD;
-    timer_set(c, c->srv->limits.header_timeout_ms);
+    kvg_http__timer_set(c, c->srv->limits.header_timeout_ms);
     return 0;
 }
 
@@ -604,10 +193,10 @@ static int on_headers_complete(llhttp_t *p)
             return HPE_USER;
         }
         static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
-        conn_write(c, cont, sizeof cont - 1);
+        kvg_http__write(c, cont, sizeof cont - 1);
     }
     c->state = ST_BODY;
-    timer_set(c, c->srv->limits.body_timeout_ms);
+    kvg_http__timer_set(c, c->srv->limits.body_timeout_ms);
     return 0;
 }
 
@@ -618,7 +207,7 @@ static int on_body(llhttp_t *p, const char *at, size_t n)
         c->err_status = 413;
         return HPE_USER;
     }
-    timer_set(c, c->srv->limits.body_timeout_ms);
+    kvg_http__timer_set(c, c->srv->limits.body_timeout_ms);
     return 0;
 }
 
@@ -639,7 +228,7 @@ static void dispatch(struct kvg_http_conn *c)
 }
 
 /* Parses buffered input while the connection is ready for a request. */
-static void conn_process(struct kvg_http_conn *c)
+void kvg_http__process(struct kvg_http_conn *c)
 {
     c->processing = 1;
     while ((c->state == ST_IDLE || c->state == ST_HEAD || c->state == ST_BODY) && c->inbuf.len) {
@@ -664,7 +253,7 @@ static void conn_process(struct kvg_http_conn *c)
         if (c->state == ST_IDLE && !c->req && status == 400 && e != HPE_PAUSED_UPGRADE)
             msg = llhttp_get_error_reason(&c->parser);
         kvg_buf_reset(&c->inbuf);
-        conn_reject(c, status, msg ? msg : "malformed HTTP request");
+        kvg_http__reject(c, status, msg ? msg : "malformed HTTP request");
         break;
     }
     c->processing = 0;
@@ -689,7 +278,7 @@ static void on_handle_closed(uv_handle_t *h)
     server_maybe_free(srv);
 }
 
-static void conn_close(struct kvg_http_conn *c)
+void kvg_http__close(struct kvg_http_conn *c)
 {
     if (uv_is_closing((uv_handle_t *)&c->tcp)) return;
     struct kvg_http_server *srv = c->srv;
@@ -703,8 +292,8 @@ static void conn_close(struct kvg_http_conn *c)
         srv->nactive--;
         if (r->on_abort) r->on_abort(r, r->ud);
     }
-    req_free(r);
-    dirty_unlink(c);
+    kvg_http__req_free(r);
+    kvg_http__dirty_unlink(c);
     if (c->prev)
         c->prev->next = c->next;
     else
@@ -724,16 +313,16 @@ static void on_timer(uv_timer_t *t)
         return;
     }
     if (c->state == ST_HEAD || c->state == ST_BODY) {
-        conn_reject(c, 408, "timed out reading the request");
+        kvg_http__reject(c, 408, "timed out reading the request");
         return;
     }
-    if (c->state == ST_IDLE) conn_close(c);
+    if (c->state == ST_IDLE) kvg_http__close(c);
 }
 
 /* Timers move on every read; rather than re-arming the libuv timer each
  * time, the deadline is stored and the timer re-armed only when it fires
  * early or must fire sooner. */
-static void timer_set(struct kvg_http_conn *c, uint32_t ms)
+void kvg_http__timer_set(struct kvg_http_conn *c, uint32_t ms)
 {
     if (!ms) {
         c->deadline_ms = 0;
@@ -760,12 +349,12 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 {
     struct kvg_http_conn *c = s->data;
     if (nread < 0) {
-        conn_close(c); /* EOF or error: a request being answered is aborted */
+        kvg_http__close(c); /* EOF or error: a request being answered is aborted */
         return;
     }
     if (nread == 0 || c->state == ST_CLOSING) return;
     if (c->ssl) {
-        tls_read(c, buf->base, (size_t)nread);
+        kvg_http__tls_read(c, buf->base, (size_t)nread);
         return;
     }
     /* Bytes that arrive while a request is answered wait in inbuf (bounded by
@@ -775,18 +364,18 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
             uv_read_stop(s); /* resumes when the answer ends; we lose abort detection */
             return;
         }
-        conn_reject(c, 431, "request header fields too large");
+        kvg_http__reject(c, 431, "request header fields too large");
         return;
     }
-    if (!c->processing) conn_process(c);
+    if (!c->processing) kvg_http__process(c);
 }
 
 /* TLS: ciphertext in, plaintext appended to inbuf and parsed. Handshake
  * answers go out at once. */
-static void tls_read(struct kvg_http_conn *c, const char *p, size_t n)
+static void kvg_http__tls_read(struct kvg_http_conn *c, const char *p, size_t n)
 {
     if (BIO_write(c->rbio, p, (int)n) != (int)n) {
-        conn_close(c);
+        kvg_http__close(c);
         return;
     }
     char plain[16384];
@@ -795,7 +384,7 @@ static void tls_read(struct kvg_http_conn *c, const char *p, size_t n)
         if (r > 0) {
             if (kvg_buf_append(&c->inbuf, plain, (size_t)r)) {
                 if (c->state == ST_HANDLING) break; /* paused: resumes after the answer */
-                conn_reject(c, 431, "request header fields too large");
+                kvg_http__reject(c, 431, "request header fields too large");
                 return;
             }
             continue;
@@ -804,15 +393,15 @@ static void tls_read(struct kvg_http_conn *c, const char *p, size_t n)
         if (e == SSL_ERROR_WANT_READ) break;
         /* Closed, or a handshake/record error: nothing more to say. */
         ERR_clear_error();
-        tls_pump(c);
-        conn_close(c);
+        kvg_http__tls_pump(c);
+        kvg_http__close(c);
         return;
     }
-    if (tls_pump(c) < 0) {
-        conn_close(c);
+    if (kvg_http__tls_pump(c) < 0) {
+        kvg_http__close(c);
         return;
     }
-    if (!c->processing) conn_process(c);
+    if (!c->processing) kvg_http__process(c);
 }
 
 static void on_connection(uv_stream_t *ls, int status)
@@ -837,11 +426,11 @@ static void on_connection(uv_stream_t *ls, int status)
     llhttp_init(&c->parser, HTTP_REQUEST, &srv->settings);
     c->parser.data = c;
     if (uv_accept(ls, (uv_stream_t *)&c->tcp) < 0) {
-        conn_close(c);
+        kvg_http__close(c);
         return;
     }
     if (srv->stopping || (srv->limits.max_conns && srv->nconns > srv->limits.max_conns)) {
-        conn_close(c);
+        kvg_http__close(c);
         return;
     }
     uv_tcp_nodelay(&c->tcp, 1);
@@ -869,14 +458,14 @@ static void on_connection(uv_stream_t *ls, int status)
             else
                 BIO_free(c->rbio), BIO_free(c->wbio);
             c->ssl = NULL;
-            conn_close(c);
+            kvg_http__close(c);
             return;
         }
         SSL_set_bio(c->ssl, c->rbio, c->wbio);
         SSL_set_accept_state(c->ssl);
     }
     c->state = ST_IDLE;
-    timer_set(c, srv->limits.header_timeout_ms);
+    kvg_http__timer_set(c, srv->limits.header_timeout_ms);
     uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
 }
 
@@ -943,8 +532,8 @@ int kvg_http_server_start(uv_loop_t *loop, const char *host, int port, int reuse
     uv_prepare_init(loop, &srv->prepare);
     uv_check_init(loop, &srv->check);
     srv->prepare.data = srv->check.data = srv;
-    uv_prepare_start(&srv->prepare, on_prepare);
-    uv_check_start(&srv->check, on_check);
+    uv_prepare_start(&srv->prepare, kvg_http__on_prepare);
+    uv_check_start(&srv->check, kvg_http__on_check);
     srv->open_handles = 2;
     if ((rc = uv_tcp_open(&srv->listener, fd)) < 0)
         close(fd); /* not the handle's yet */
@@ -987,7 +576,7 @@ void kvg_http_server_stop_accepting(struct kvg_http_server *srv)
     /* Idle keep-alive connections go now; busy ones close after their answer. */
     for (struct kvg_http_conn *c = srv->conns, *next; c; c = next) {
         next = c->next;
-        if (c->state == ST_IDLE && !c->inbuf.len) conn_close(c);
+        if (c->state == ST_IDLE && !c->inbuf.len) kvg_http__close(c);
     }
 }
 
@@ -1007,7 +596,7 @@ void kvg_http_server_close(struct kvg_http_server *srv)
     srv->closing = 1;
     for (struct kvg_http_conn *c = srv->conns, *next; c; c = next) {
         next = c->next;
-        conn_close(c);
+        kvg_http__close(c);
     }
     uv_close((uv_handle_t *)&srv->prepare, on_aux_closed);
     uv_close((uv_handle_t *)&srv->check, on_aux_closed);

@@ -1,0 +1,107 @@
+/* The HTTP server's connection and server objects, shared by its files:
+ * server.c (accepting, parsing, lifetime), output.c (the coalesced write
+ * path, TLS records out) and response.c (the kvg_http_res_* answers).
+ * Internal names carry kvg_http__ (two underscores): not a public face. */
+#ifndef KVG_HTTP_SERVER_INT_H
+#define KVG_HTTP_SERVER_INT_H
+
+#include <llhttp.h>
+#include <openssl/ssl.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "http/http.h"
+
+#define WRITE_HIGH_WATER (1u << 20)
+#define READ_BUF_SIZE (64 * 1024)
+
+enum conn_state { ST_IDLE, ST_HEAD, ST_BODY, ST_HANDLING, ST_CLOSING };
+
+struct hdr_off {
+    size_t name_off, name_len, val_off, val_len;
+};
+
+struct kvg_http_conn {
+    uv_tcp_t tcp;
+    uv_timer_t timer;
+    struct kvg_http_server *srv;
+    llhttp_t parser;
+    enum conn_state state;
+    struct kvg_buf head; /* url + header names and values of the current request */
+    struct hdr_off *hoff;
+    size_t nh, caph;
+    int hstate; /* 0 none, 1 in a name, 2 in a value */
+    size_t url_len;
+    struct kvg_buf inbuf;     /* bytes received but not parsed yet */
+    struct kvg_http_req *req; /* request being read or answered */
+    int err_status;           /* set by a parser callback that rejects the request */
+    int processing;           /* inside kvg_http__process: no recursion */
+    size_t wq_bytes;          /* bytes handed to libuv, not yet written */
+    struct kvg_buf out;       /* bytes not handed to libuv yet (coalesced per loop turn) */
+    int dirty;                /* on the server's flush list */
+    struct kvg_http_conn *dprev, *dnext;
+    int want_drain;
+    int dispatched;               /* c->req is the handler's until res_end or abort */
+    uint64_t deadline_ms;         /* the current timeout (loop time) */
+    struct kvg_http_req reqbuf;   /* the request being read or answered (reused) */
+    struct kvg_http_header *hdrs; /* its header views (reused) */
+    size_t hdrs_cap;
+    uint64_t timer_due_ms; /* when the libuv timer is set to fire */
+    SSL *ssl;              /* TLS connections only */
+    BIO *rbio, *wbio;      /* owned by ssl */
+    int handles;           /* open uv handles; freed at 0 */
+    char peer[64];
+    struct kvg_http_conn *prev, *next;
+};
+
+struct kvg_http_server {
+    uv_loop_t *loop;
+    uv_tcp_t listener;
+    int listening;
+    int port;
+    struct kvg_http_limits limits;
+    kvg_http_handler handler;
+    void *ud;
+    struct kvg_http_conn *conns;
+    unsigned nconns, nactive;
+    int stopping, closing;
+    int listener_open;
+    int open_handles; /* prepare + check */
+    uv_prepare_t prepare;
+    uv_check_t check;
+    struct kvg_http_conn *dirty; /* connections with output to flush */
+    struct kvg_buf scratch;      /* response heads are built here */
+    SSL_CTX *tls;                /* not owned; NULL for plain HTTP */
+    llhttp_settings_t settings;
+    char rbuf[READ_BUF_SIZE];
+};
+
+struct write_chunk {
+    uv_write_t w;
+    struct kvg_http_conn *conn;
+    size_t len;
+    char *data; /* owned: the connection's output buffer, taken whole */
+};
+
+/* output.c */
+int kvg_http__write3(struct kvg_http_conn *c, const void *a, size_t alen, const void *b,
+                     size_t blen, const void *d, size_t dlen);
+int kvg_http__write(struct kvg_http_conn *c, const void *p, size_t n);
+int kvg_http__flush(struct kvg_http_conn *c);
+void kvg_http__dirty_unlink(struct kvg_http_conn *c);
+int kvg_http__tls_pump(struct kvg_http_conn *c);
+void kvg_http__on_prepare(uv_prepare_t *h);
+void kvg_http__on_check(uv_check_t *h);
+
+/* response.c */
+void kvg_http__close_gracefully(struct kvg_http_conn *c);
+void kvg_http__reject(struct kvg_http_conn *c, int status, const char *message);
+
+/* server.c */
+void kvg_http__close(struct kvg_http_conn *c);
+void kvg_http__process(struct kvg_http_conn *c);
+void kvg_http__reset_for_next(struct kvg_http_conn *c);
+void kvg_http__req_free(struct kvg_http_req *r);
+void kvg_http__timer_set(struct kvg_http_conn *c, uint32_t ms);
+
+#endif
