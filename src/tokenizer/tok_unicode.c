@@ -91,20 +91,26 @@ size_t kvg_tok_utf8_put(uint32_t cp, char *out)
     return 4;
 }
 
-/* Binary search in a table of [first, last] pairs. */
-static int in_ranges(const uint32_t *r, size_t len, uint32_t cp)
+/* Binary search in a table of rows [first, last, ...] of `stride` entries. */
+static int in_rows(const uint32_t *r, size_t len, size_t stride, uint32_t cp)
 {
-    size_t lo = 0, hi = len / 2;
+    size_t lo = 0, hi = len / stride;
     while (lo < hi) {
         size_t mid = (lo + hi) / 2;
-        if (cp < r[2 * mid])
+        if (cp < r[stride * mid])
             hi = mid;
-        else if (cp > r[2 * mid + 1])
+        else if (cp > r[stride * mid + 1])
             lo = mid + 1;
         else
             return 1;
     }
     return 0;
+}
+
+/* Binary search in a table of [first, last] pairs. */
+static int in_ranges(const uint32_t *r, size_t len, uint32_t cp)
+{
+    return in_rows(r, len, 2, cp);
 }
 
 int kvg_tok_is_space(uint32_t cp)
@@ -444,17 +450,7 @@ int kvg_tok_unicode_has_age15(const char *s, size_t n)
         if (i + 1 >= n) break;
         uint32_t cp;
         kvg_tok_utf8_next(s + i, &cp);
-        const uint32_t *r = kvg_tok_ucd_age15;
-        size_t lo = 0, hi = kvg_tok_ucd_age15_len / 3;
-        while (lo < hi) {
-            size_t mid = (lo + hi) / 2;
-            if (cp < r[3 * mid])
-                hi = mid;
-            else if (cp > r[3 * mid + 1])
-                lo = mid + 1;
-            else
-                return 1;
-        }
+        if (in_rows(kvg_tok_ucd_age15, kvg_tok_ucd_age15_len, 3, cp)) return 1;
     }
     return 0;
 }
