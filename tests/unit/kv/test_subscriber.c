@@ -21,6 +21,26 @@
 #define NB 12
 
 static void *g_ctx;
+/* Sockets of g_ctx still open: a failed CHECK skips a test's cleanup, and
+ * zmq_ctx_term would then wait forever; the last test closes leftovers. */
+static void *g_socks[16];
+
+static void *track(void *sock)
+{
+    for (int i = 0; i < 16; i++)
+        if (!g_socks[i]) {
+            g_socks[i] = sock;
+            break;
+        }
+    return sock;
+}
+
+static void sock_close(void *sock)
+{
+    for (int i = 0; i < 16; i++)
+        if (g_socks[i] == sock) g_socks[i] = NULL;
+    zmq_close(sock);
+}
 static uint32_t g_tok[NB * BS];
 static uint64_t g_seq[NB];
 
@@ -86,9 +106,13 @@ static void publish(void *pub, uint64_t seq, int from, int to)
 /* An XPUB bound to an ephemeral port; *ep gets its address. */
 static void *mk_pub(char *ep, size_t n)
 {
-    void *s = zmq_socket(g_ctx, ZMQ_XPUB);
-    int linger = 0;
+    void *s = track(zmq_socket(g_ctx, ZMQ_XPUB));
+    int linger = 0, verbose = 1;
     zmq_setsockopt(s, ZMQ_LINGER, &linger, sizeof linger);
+    /* Report every subscription, duplicates included: a re-added worker's
+     * subscription may arrive before its old socket's unsubscription, and
+     * a non-verbose XPUB would then swallow it. */
+    zmq_setsockopt(s, ZMQ_XPUB_VERBOSE, &verbose, sizeof verbose);
     CHECK_INT(zmq_bind(s, "tcp://127.0.0.1:*"), 0);
     zmq_getsockopt(s, ZMQ_LAST_ENDPOINT, ep, &n);
     return s;
@@ -229,7 +253,7 @@ TEST(in_order_gap_without_replay_restart_and_bad_frames)
     kvg_kv_sub_stop(s);
     CHECK_INT(kvg_kv_sub_add_worker(s, 1, ep, NULL), KVG_ECLOSED);
     kvg_kv_sub_free(s);
-    zmq_close(pub);
+    sock_close(pub);
     kvg_kv_index_free(idx);
 }
 
@@ -281,7 +305,7 @@ TEST(gap_filled_by_replay_then_incomplete_and_timed_out_replays)
     char ep[128], rep[128];
     size_t n = sizeof rep;
     void *pub = mk_pub(ep, sizeof ep);
-    void *router = zmq_socket(g_ctx, ZMQ_ROUTER);
+    void *router = track(zmq_socket(g_ctx, ZMQ_ROUTER));
     int linger = 0;
     zmq_setsockopt(router, ZMQ_LINGER, &linger, sizeof linger);
     CHECK_INT(zmq_bind(router, "tcp://127.0.0.1:*"), 0);
@@ -345,9 +369,9 @@ TEST(gap_filled_by_replay_then_incomplete_and_timed_out_replays)
     CHECK_INT(st.orphans, 3); /* their parents were in the lost seq 0 */
 
     kvg_kv_sub_free(s);
-    zmq_close(pub);
-    zmq_close(pub2);
-    zmq_close(router);
+    sock_close(pub);
+    sock_close(pub2);
+    sock_close(router);
     kvg_kv_index_free(idx);
 }
 
@@ -368,8 +392,10 @@ TEST(events_for_a_slot_the_index_removed_are_harmless)
     CHECK_INT(matched(idx, 3), 0);
     CHECK_INT(kvg_kv_index_worker_entries(idx, 3), 0);
     kvg_kv_sub_free(s);
-    zmq_close(pub);
+    sock_close(pub);
     kvg_kv_index_free(idx);
+    for (int i = 0; i < 16; i++)
+        if (g_socks[i]) sock_close(g_socks[i]);
     zmq_ctx_term(g_ctx);
     g_ctx = NULL;
 }
