@@ -62,7 +62,10 @@ if [ "$WHAT" = fuzz ]; then
   # still build and survive fresh random inputs; long runs are manual.
   for t in $(find "$OUT/bin" -type f -perm -u+x -name 'fuzz_*' 2>/dev/null | sort); do
     name=$(basename "$t")
-    timeout -k 5 120 "$t" -runs=20000 -max_total_time=15 -rss_limit_mb=2048 >"$log/out" 2>&1
+    # Seeds in fuzz/corpus/<target>/ are copied: libFuzzer adds to its corpus.
+    rm -rf "$log/corpus" && mkdir -p "$log/corpus"
+    [ -d "fuzz/corpus/$name" ] && cp fuzz/corpus/"$name"/* "$log/corpus/"
+    timeout -k 5 120 "$t" "$log/corpus" -runs=20000 -max_total_time=15 -rss_limit_mb=2048 >"$log/out" 2>&1
     rc=$?
     [ $rc = 0 ] && echo "# 1 passed, 0 failed" >>"$log/out"
     count_output "$log/out" "fuzz/$name" $rc
