@@ -282,7 +282,11 @@ static int on_headers_complete(llhttp_t *p)
     struct uconn *c = uc(p);
     struct kvg_http_call *call = c->call;
     int status = llhttp_get_status_code(p);
-    if (status >= 100 && status < 200) return 0; /* interim (100 Continue): wait for the real one */
+    /* llhttp takes any 1-3 digit code; one outside 100-999 cannot be relayed. */
+    if (status < 100 || status > 999) return HPE_USER;
+    /* Interim (100 Continue): no body whatever its headers say (1 tells
+     * llhttp so); wait for the real response. */
+    if (status < 200) return 1;
     struct kvg_http_header hs[MAX_RESP_HEADERS];
     for (size_t i = 0; i < c->nh; i++) {
         hs[i].name = (struct kvg_str){c->head.data + c->hoff[i].no, c->hoff[i].nl};
@@ -356,8 +360,12 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
     }
     if (nread == 0) return;
     if (nread < 0) {
-        if (nread == UV_EOF && call->got_bytes && llhttp_message_needs_eof(&c->parser) &&
-            llhttp_finish(&c->parser) == HPE_OK) {
+        /* A close-delimited body ends here; on_message_complete pauses the
+         * parser, so finishing it reports HPE_PAUSED with done set. */
+        llhttp_errno_t fe = HPE_USER;
+        if (nread == UV_EOF && call->got_bytes && llhttp_message_needs_eof(&c->parser))
+            fe = llhttp_finish(&c->parser);
+        if (fe == HPE_OK || (fe == HPE_PAUSED && c->done)) {
             c->keep = 0;
             call_complete(c);
             return;
