@@ -4,6 +4,7 @@
  * the throughput chart a linear one from zero. */
 #include <errno.h>
 #include <math.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "bench/report.h"
@@ -159,6 +160,71 @@ static void polyline(FILE *f, const char *col, int dashed, const double *x, cons
     }
 }
 
+/* The y axis of a chart: log10 from decade d0 to d1, or linear from 0 to
+ * top. A value it cannot place (not positive on a log scale) is NAN: a gap
+ * in the line. */
+struct yaxis {
+    int log;
+    double d0, d1, top;
+};
+
+static double ymap(const struct yaxis *a, double v)
+{
+    double ph = H - MB - MT;
+    if (a->log) return v > 0 ? H - MB - ph * (log10(v) - a->d0) / (a->d1 - a->d0) : NAN;
+    return H - MB - ph * v / a->top;
+}
+
+/* Per run, coloured in run order: a dashed line from the stage field at
+ * `dashed_off` when it is not NO_LINE, then a solid one from `off`
+ * (offsets in struct kvg_bench_stage_sum). */
+#define NO_LINE ((size_t)-1)
+static void plot_runs(FILE *f, const struct kvg_bench_report *r, const struct kvg_bench_summary *st,
+                      const struct yaxis *a, size_t dashed_off, size_t off)
+{
+    double xs[KVG_BENCH_MAX_STAGES], ys[KVG_BENCH_MAX_STAGES];
+    int c = 0;
+    for (size_t i = 0; i < r->n; i++) {
+        const struct kvg_bench_summary *s = &r->s[i];
+        if (s->status) continue;
+        const char *col = colours[c++ % (sizeof colours / sizeof colours[0])];
+        size_t n = s->nstages < st->nstages ? s->nstages : st->nstages;
+        for (int dashed = dashed_off != NO_LINE; dashed >= 0; dashed--) {
+            size_t o = dashed ? dashed_off : off;
+            for (size_t k = 0; k < n; k++) {
+                xs[k] = xpos(k, st->nstages);
+                ys[k] = ymap(a, *(const double *)((const char *)&s->stage[k] + o));
+            }
+            polyline(f, col, dashed, xs, ys, n);
+        }
+    }
+}
+
+/* The published per-stage figures (the array pointer at `off` in struct
+ * kvg_bench_published), dotted, from the first measured stage on; returns
+ * how many lines were drawn. */
+static int plot_published(FILE *f, const struct kvg_bench_report *r,
+                          const struct kvg_bench_summary *st, const struct yaxis *a, size_t off)
+{
+    double xs[KVG_BENCH_MAX_STAGES], ys[KVG_BENCH_MAX_STAGES];
+    size_t warm = first_measured(st);
+    int pubs = 0;
+    for (size_t i = 0; i < r->npub; i++) {
+        const struct kvg_bench_published *p = &r->pub[i];
+        const double *v = *(const double *const *)((const char *)p + off);
+        const char *col = colour_of(r, p->policy);
+        if (!col || !v) continue;
+        size_t n = 0;
+        for (size_t k = 0; k < p->nstage && warm + k < st->nstages; k++, n++) {
+            xs[n] = xpos(warm + k, st->nstages);
+            ys[n] = ymap(a, v[k]);
+        }
+        polyline(f, col, 2, xs, ys, n);
+        pubs++;
+    }
+    return pubs;
+}
+
 int kvg_bench_svg_ttft(const struct kvg_bench_report *r, FILE *f)
 {
     const struct kvg_bench_summary *st = first_run(r);
@@ -175,7 +241,6 @@ int kvg_bench_svg_ttft(const struct kvg_bench_report *r, FILE *f)
                 }
         }
     }
-    size_t warm = first_measured(st);
     for (size_t i = 0; i < r->npub; i++)
         for (size_t k = 0; r->pub[i].stage_ttft_p90 && k < r->pub[i].nstage; k++)
             if (colour_of(r, r->pub[i].policy) && r->pub[i].stage_ttft_p90[k] > 0) {
@@ -194,35 +259,10 @@ int kvg_bench_svg_ttft(const struct kvg_bench_report *r, FILE *f)
         fprintf(f, "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%g</text>\n", ML - 6, y + 4,
                 pow(10, d));
     }
-    double xs[KVG_BENCH_MAX_STAGES], y50[KVG_BENCH_MAX_STAGES], y90[KVG_BENCH_MAX_STAGES];
-    int c = 0;
-    for (size_t i = 0; i < r->n; i++) {
-        const struct kvg_bench_summary *s = &r->s[i];
-        if (s->status) continue;
-        const char *col = colours[c++ % (sizeof colours / sizeof colours[0])];
-        size_t n = s->nstages < st->nstages ? s->nstages : st->nstages;
-        for (size_t k = 0; k < n; k++) {
-            xs[k] = xpos(k, st->nstages);
-            double a = s->stage[k].ttft_p50, b = s->stage[k].ttft_p90;
-            y50[k] = a > 0 ? H - MB - ph * (log10(a) - d0) / (d1 - d0) : NAN;
-            y90[k] = b > 0 ? H - MB - ph * (log10(b) - d0) / (d1 - d0) : NAN;
-        }
-        polyline(f, col, 1, xs, y50, n);
-        polyline(f, col, 0, xs, y90, n);
-    }
-    int pubs = 0;
-    for (size_t i = 0; i < r->npub; i++) {
-        const struct kvg_bench_published *p = &r->pub[i];
-        const char *col = colour_of(r, p->policy);
-        if (!col || !p->stage_ttft_p90) continue;
-        size_t n = 0;
-        for (size_t k = 0; k < p->nstage && warm + k < st->nstages; k++, n++) {
-            xs[n] = xpos(warm + k, st->nstages);
-            y90[n] = H - MB - ph * (log10(p->stage_ttft_p90[k]) - d0) / (d1 - d0);
-        }
-        polyline(f, col, 2, xs, y90, n);
-        pubs++;
-    }
+    const struct yaxis a = {.log = 1, .d0 = d0, .d1 = d1};
+    plot_runs(f, r, st, &a, offsetof(struct kvg_bench_stage_sum, ttft_p50),
+              offsetof(struct kvg_bench_stage_sum, ttft_p90));
+    int pubs = plot_published(f, r, st, &a, offsetof(struct kvg_bench_published, stage_ttft_p90));
     legend(f, r, 1, pubs > 0);
     fprintf(f, "</svg>\n");
     return ferror(f) ? -EIO : 0;
@@ -248,7 +288,6 @@ int kvg_bench_svg_throughput(const struct kvg_bench_report *r, FILE *f)
     for (size_t i = 0; i < r->n; i++)
         for (size_t k = 0; !r->s[i].status && k < r->s[i].nstages; k++)
             hi = fmax(hi, r->s[i].stage[k].output_tokens_per_s);
-    size_t warm = first_measured(st);
     for (size_t i = 0; i < r->npub; i++)
         for (size_t k = 0; r->pub[i].stage_tok_s && k < r->pub[i].nstage; k++)
             if (colour_of(r, r->pub[i].policy)) hi = fmax(hi, r->pub[i].stage_tok_s[k]);
@@ -261,32 +300,9 @@ int kvg_bench_svg_throughput(const struct kvg_bench_report *r, FILE *f)
                 y, W - MR, y);
         fprintf(f, "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%.0f</text>\n", ML - 6, y + 4, v);
     }
-    double xs[KVG_BENCH_MAX_STAGES], ys[KVG_BENCH_MAX_STAGES];
-    int c = 0;
-    for (size_t i = 0; i < r->n; i++) {
-        const struct kvg_bench_summary *s = &r->s[i];
-        if (s->status) continue;
-        const char *col = colours[c++ % (sizeof colours / sizeof colours[0])];
-        size_t n = s->nstages < st->nstages ? s->nstages : st->nstages;
-        for (size_t k = 0; k < n; k++) {
-            xs[k] = xpos(k, st->nstages);
-            ys[k] = H - MB - ph * s->stage[k].output_tokens_per_s / top;
-        }
-        polyline(f, col, 0, xs, ys, n);
-    }
-    int pubs = 0;
-    for (size_t i = 0; i < r->npub; i++) {
-        const struct kvg_bench_published *p = &r->pub[i];
-        const char *col = colour_of(r, p->policy);
-        if (!col || !p->stage_tok_s) continue;
-        size_t n = 0;
-        for (size_t k = 0; k < p->nstage && warm + k < st->nstages; k++, n++) {
-            xs[n] = xpos(warm + k, st->nstages);
-            ys[n] = H - MB - ph * p->stage_tok_s[k] / top;
-        }
-        polyline(f, col, 2, xs, ys, n);
-        pubs++;
-    }
+    const struct yaxis a = {.top = top};
+    plot_runs(f, r, st, &a, NO_LINE, offsetof(struct kvg_bench_stage_sum, output_tokens_per_s));
+    int pubs = plot_published(f, r, st, &a, offsetof(struct kvg_bench_published, stage_tok_s));
     legend(f, r, 0, pubs > 0);
     fprintf(f, "</svg>\n");
     return ferror(f) ? -EIO : 0;
