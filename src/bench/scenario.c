@@ -115,27 +115,36 @@ static void set_policies(struct kvg_bench_cfg *c, const char *const *p, size_t n
     for (size_t i = 0; i < n; i++) snprintf(c->policies[i], sizeof c->policies[i], "%s", p[i]);
 }
 
+/* What llm-d's 73%-capacity setup and its live miniature share: the pod
+ * profile, inference-perf's shared_prefix shape (5 prompts per group, 6,000
+ * + 1,200 prompt tokens, ignore_eos) and the six policies compared. */
+static void llmd73_common(struct kvg_bench_cfg *c)
+{
+    static const char *const pol[] = {"precise", "estimated", "load",
+                                      "random",  "kv_aware",  "cache_aware"};
+    struct kvg_bench_wl_opts *w = &c->des.wl;
+    c->des.profile = *kvg_sim_profile_find("qwen3-32b-h100-tp2-roofline");
+    w->kind = KVG_BENCH_WL_SHARED_PREFIX;
+    w->prompts_per_group = 5;
+    w->system_len = 6000;
+    w->question_len = 1200;
+    w->ignore_eos = 1;
+    set_policies(c, pol, sizeof pol / sizeof pol[0]);
+}
+
 int kvg_bench_scenario(struct kvg_bench_cfg *c, const char *name)
 {
     struct kvg_bench_wl_opts *w = &c->des.wl;
     if (!strcmp(name, "llmd-73")) {
-        static const char *const pol[] = {"precise", "estimated", "load",
-                                          "random",  "kv_aware",  "cache_aware"};
-        c->des.profile = *kvg_sim_profile_find("qwen3-32b-h100-tp2-roofline");
+        llmd73_common(c);
         c->prefill_scale = 0.75; /* ~67% of bf16 peak: see the notes */
         c->des.engines = 8;
-        w->kind = KVG_BENCH_WL_SHARED_PREFIX;
         w->groups = 150;
-        w->prompts_per_group = 5;
-        w->system_len = 6000;
-        w->question_len = 1200;
         w->output_len = 500;
-        w->ignore_eos = 1;
         w->vocab = 151936;
         w->printable = 0;
         w->want_text = 1;
         stages(c, llmd73_stages, sizeof llmd73_stages / sizeof llmd73_stages[0], 1);
-        set_policies(c, pol, 6);
         /* Five seeds, medians: two policies near the optimum differ by less
          * than one seed's noise (measured); the wire path because the budget
          * allows the exact bytes a live router decodes. */
@@ -146,21 +155,13 @@ int kvg_bench_scenario(struct kvg_bench_cfg *c, const char *name)
         c->notes = llmd73_notes;
         snprintf(c->title, sizeof c->title, "kvgate bench: llm-d 73%%-capacity routing benchmark");
     } else if (!strcmp(name, "llmd-73-mini")) {
-        static const char *const pol[] = {"precise", "estimated", "load",
-                                          "random",  "kv_aware",  "cache_aware"};
-        c->des.profile = *kvg_sim_profile_find("qwen3-32b-h100-tp2-roofline");
+        llmd73_common(c);
         c->prefill_scale = 1; /* kvgate sim runs the named profile */
         c->des.engines = 4;
-        w->kind = KVG_BENCH_WL_SHARED_PREFIX;
         w->groups = 75;
-        w->prompts_per_group = 5;
-        w->system_len = 6000;
-        w->question_len = 1200;
         w->output_len = 64;
-        w->ignore_eos = 1;
         w->printable = 1;
         stages(c, mini_stages, sizeof mini_stages / sizeof mini_stages[0], 1);
-        set_policies(c, pol, 6);
         c->des.timeout_s = 60;
         c->mode = KVG_BENCH_LIVE;
         c->spawn_sims = 4;
