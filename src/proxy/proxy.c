@@ -272,11 +272,11 @@ static void up_body(void *ud, const char *p, size_t n)
     if (pr->relayed) {
         int rc;
         if (pr->sse && pr->sse_filter_on) {
-            struct kvg_buf out;
-            kvg_buf_init(&out, 0);
-            kvg_proxy_usage_feed(pr, p, n, &out);
-            rc = out.len ? kvg_http_res_write(pr->req, out.data, out.len) : 0;
-            kvg_buf_free(&out);
+            /* A relayed stream holds no answer in pr->body: it is the scratch
+             * for the filtered bytes, allocated once per request. */
+            kvg_buf_reset(&pr->body);
+            kvg_proxy_usage_feed(pr, p, n, &pr->body);
+            rc = pr->body.len ? kvg_http_res_write(pr->req, pr->body.data, pr->body.len) : 0;
         } else {
             rc = kvg_http_res_write(pr->req, p, n);
         }
@@ -319,11 +319,9 @@ static void up_done(void *ud, int err)
         pr->req = NULL;
         if (pr->relayed) {
             if (pr->sse && pr->sse_filter_on) {
-                struct kvg_buf out;
-                kvg_buf_init(&out, 0);
-                kvg_usage_sse_end(&pr->sse_filter, &out);
-                if (out.len) kvg_http_res_write(req, out.data, out.len);
-                kvg_buf_free(&out);
+                kvg_buf_reset(&pr->body);
+                kvg_usage_sse_end(&pr->sse_filter, &pr->body);
+                if (pr->body.len) kvg_http_res_write(req, pr->body.data, pr->body.len);
                 pr->usage = pr->sse_filter.usage;
             }
             kvg_http_res_end(req);

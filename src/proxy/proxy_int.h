@@ -39,7 +39,7 @@ struct proxy_req {
     int relayed;   /* head sent to the client */
     int sse;       /* upstream answers text/event-stream */
     char content_type[128];
-    struct kvg_buf body; /* non-stream answer */
+    struct kvg_buf body; /* non-stream answer; a relayed stream's filtered bytes */
     uint64_t t0_ns, ttfb_ns;
     uint64_t bytes_up;
     char worker_url[512];
