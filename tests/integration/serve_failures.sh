@@ -1,6 +1,6 @@
 # kvgate serve when things go wrong: a hung engine, an engine that is not
 # ready (no healthy worker: 503 + Retry-After), slow clients (header
-# timeout), pipelined and keep-alive requests, the connection limit.
+# timeout), pipelined and keep-alive requests, the connection limit, long URLs.
 . "$(dirname "$0")/lib.sh"
 H=$(free_port); C=$(free_port); OK=$(free_port); GW=$(free_port); GW2=$(free_port)
 start_sim "$H" --model hung --hang-rate 1 || exit 1
@@ -83,4 +83,34 @@ print("first:", a.recv(100)[:12])
 PY
 check "max connections: the third is refused" grep -q "third: \(closed\|b''\)" "$TMP/lim"
 check "max connections: the first still served" grep -q "first: b'HTTP/1.1 200" "$TMP/lim"
+# A long URL reaches the engine whole (the proxy must not cut it): an engine
+# stand-in that answers with the length of the path it received.
+ECHO=$(free_port); GW4=$(free_port)
+cat >"$TMP/echo.py" <<'PY'
+import http.server, json, sys
+class H(http.server.BaseHTTPRequestHandler):
+    def answer(self, body):
+        b = json.dumps(body).encode()
+        self.send_response(200)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(b)))
+        self.end_headers()
+        self.wfile.write(b)
+    def do_GET(self):
+        self.answer({"object": "list", "data": [{"id": "echo", "object": "model"}]})
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("content-length", "0")))
+        self.answer({"pathlen": len(self.path)})
+    def log_message(self, *a):
+        pass
+http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
+PY
+/usr/bin/python3 "$TMP/echo.py" "$ECHO" &
+PIDS+=($!)
+wait_http "http://127.0.0.1:$ECHO/v1/models" 10 || exit 1
+start_serve "$GW4" --threads 1 --worker-urls "http://127.0.0.1:$ECHO" --health-check-interval-secs 1 || exit 1
+wait_http "http://127.0.0.1:$GW4/readiness" 10 || exit 1
+Q=$(head -c 5000 /dev/zero | tr '\0' a)
+curl -s -o "$TMP/long" -m 10 "http://127.0.0.1:$GW4/v1/completions?x=$Q" -d '{"model":"echo","prompt":"x"}'
+check "a 5,018-byte URL is forwarded whole" [ "$(json_get "$TMP/long" 'j["pathlen"]')" = 5018 ]
 finish
