@@ -1,6 +1,8 @@
 /* kvg_strerror: one name for every error code in the process. */
 #include "base/err.h"
 
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 #include <uv.h>
 
@@ -34,4 +36,15 @@ const char *kvg_strerror(int err)
     }
     if (err < 0 && err > KVG_E_BASE) return uv_strerror(err);
     return "unknown error";
+}
+
+int kvg_err_set(char *err, size_t errlen, int code, const char *fmt, ...)
+{
+    if (err && errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return code;
 }

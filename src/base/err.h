@@ -8,6 +8,8 @@
 #ifndef KVG_BASE_ERR_H
 #define KVG_BASE_ERR_H
 
+#include <stddef.h>
+
 #define KVG_E_BASE (-20000)
 
 enum {
@@ -23,6 +25,12 @@ enum {
     KVG_ETEMPLATE = KVG_E_BASE - 10, /* chat template raised or failed */
     KVG_ECLOSED = KVG_E_BASE - 11,   /* the peer or the object is gone */
 };
+
+/* Writes the printf-style message into err (when err and errlen are set)
+ * and returns code: the one-line failure exit of parsers and loaders that
+ * explain themselves. */
+int kvg_err_set(char *err, size_t errlen, int code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 
 /* Returns a static string for any negative code (kvgate's, errno's, libuv's). */
 const char *kvg_strerror(int err);

@@ -5,26 +5,12 @@
  * `{% generation %}` tags, and only then splits into tokens, handling the
  * `{%-`/`-%}` whitespace control while tokenizing. */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/err.h"
 #include "tokenizer/jinja_int.h"
-
-static int lex_fail(char *err, size_t errlen, int code, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static int lex_fail(char *err, size_t errlen, int code, const char *fmt, ...)
-{
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return code;
-}
 
 /* Length of a JS line terminator ending just before p (for the multiline `^`
  * anchor): \n, \r, U+2028, U+2029. */
@@ -192,14 +178,14 @@ static int lex_string(const char *s, size_t n, size_t *pi, char quote, struct ja
     kvg_buf_init(&b, 0);
     for (;;) {
         if (i >= n) {
-            rc = lex_fail(err, errlen, KVG_ETEMPLATE, "Unexpected end of input");
+            rc = kvg_err_set(err, errlen, KVG_ETEMPLATE, "Unexpected end of input");
             goto out;
         }
         if (s[i] == quote && !pending_hi) break;
         if (s[i] == '\\') {
             i++;
             if (i >= n) {
-                rc = lex_fail(err, errlen, KVG_ETEMPLATE, "Unexpected end of input");
+                rc = kvg_err_set(err, errlen, KVG_ETEMPLATE, "Unexpected end of input");
                 goto out;
             }
             char e = s[i++];
@@ -209,8 +195,8 @@ static int lex_string(const char *s, size_t n, size_t *pi, char quote, struct ja
                 for (size_t k = 0; k < hl; k++) {
                     int h = i + k < n ? hexval(s[i + k]) : -1;
                     if (h < 0) {
-                        rc = lex_fail(err, errlen, KVG_ETEMPLATE,
-                                      "Invalid hexadecimal escape sequence: \\%c", e);
+                        rc = kvg_err_set(err, errlen, KVG_ETEMPLATE,
+                                         "Invalid hexadecimal escape sequence: \\%c", e);
                         goto out;
                     }
                     cp = cp * 16 + (uint32_t)h;
@@ -236,7 +222,7 @@ static int lex_string(const char *s, size_t n, size_t *pi, char quote, struct ja
             for (const char *p = map; *p; p += 2)
                 if (*p == e) m = p;
             if (!m) {
-                rc = lex_fail(err, errlen, KVG_ETEMPLATE, "Unexpected escaped character: %c", e);
+                rc = kvg_err_set(err, errlen, KVG_ETEMPLATE, "Unexpected escaped character: %c", e);
                 goto out;
             }
             if (kvg_buf_append(&b, m + 1, 1)) goto nomem;
@@ -246,14 +232,14 @@ static int lex_string(const char *s, size_t n, size_t *pi, char quote, struct ja
         if (kvg_buf_append(&b, s + i, 1)) goto nomem;
         i++;
         if (i >= n) {
-            rc = lex_fail(err, errlen, KVG_ETEMPLATE, "Unexpected end of input");
+            rc = kvg_err_set(err, errlen, KVG_ETEMPLATE, "Unexpected end of input");
             goto out;
         }
     }
     if (pending_hi) {
         /* JS strings may hold half a surrogate pair; UTF-8 text cannot. */
-        rc = lex_fail(err, errlen, KVG_EUNSUPP,
-                      "unsupported: string literal with an unpaired surrogate escape");
+        rc = kvg_err_set(err, errlen, KVG_EUNSUPP,
+                         "unsupported: string literal with an unpaired surrogate escape");
         goto out;
     }
     char *txt = jarena_strdup(a, b.data ? b.data : "", b.len);
@@ -318,7 +304,7 @@ static int tokenize(const char *s, size_t n, struct jarena *a, struct jtoks *out
             size_t c0 = i;
             while (!(i + 1 < n && s[i] == '#' && s[i + 1] == '}')) {
                 if (i + 2 >= n)
-                    return lex_fail(err, errlen, KVG_ETEMPLATE, "Missing end of comment tag");
+                    return kvg_err_set(err, errlen, KVG_ETEMPLATE, "Missing end of comment tag");
                 i++;
             }
             size_t clen = i - c0;
@@ -355,7 +341,8 @@ static int tokenize(const char *s, size_t n, struct jarena *a, struct jtoks *out
             size_t w;
             while (i < n && (w = js_ws_len(s + i, s + n)) > 0) {
                 i += w;
-                if (i >= n) return lex_fail(err, errlen, KVG_ETEMPLATE, "Unexpected end of input");
+                if (i >= n)
+                    return kvg_err_set(err, errlen, KVG_ETEMPLATE, "Unexpected end of input");
             }
         }
         if (i + 2 < n && s[i] == '-' && (s[i + 1] == '%' || s[i + 1] == '}') && s[i + 2] == '}') {
@@ -368,19 +355,19 @@ static int tokenize(const char *s, size_t n, struct jarena *a, struct jtoks *out
         if (c == '-' || c == '+') {
             last = LAST;
             if (last == JT_TEXT || last == -1)
-                return lex_fail(err, errlen, KVG_ETEMPLATE, "Unexpected character: %c", c);
+                return kvg_err_set(err, errlen, KVG_ETEMPLATE, "Unexpected character: %c", c);
             if (last != JT_IDENT && last != JT_NUM && last != JT_STR && last != JT_RPAREN &&
                 last != JT_RBRACKET) {
                 size_t st = i++;
                 size_t d0 = i;
                 while (i < n && is_digit(s[i])) i++;
                 if (i > d0 && i >= n)
-                    return lex_fail(err, errlen, KVG_ETEMPLATE, "Unexpected end of input");
+                    return kvg_err_set(err, errlen, KVG_ETEMPLATE, "Unexpected end of input");
                 if (i > d0 && i + 1 < n && s[i] == '.' && is_digit(s[i + 1])) {
                     i++;
                     while (i < n && is_digit(s[i])) i++;
                     if (i >= n)
-                        return lex_fail(err, errlen, KVG_ETEMPLATE, "Unexpected end of input");
+                        return kvg_err_set(err, errlen, KVG_ETEMPLATE, "Unexpected end of input");
                 }
                 if ((rc = push_tok(out, i > d0 ? JT_NUM : JT_UNARY, s + st, i - st))) return rc;
                 continue;
@@ -411,11 +398,12 @@ static int tokenize(const char *s, size_t n, struct jarena *a, struct jtoks *out
         if (is_digit(c)) {
             size_t st = i;
             while (i < n && is_digit(s[i])) i++;
-            if (i >= n) return lex_fail(err, errlen, KVG_ETEMPLATE, "Unexpected end of input");
+            if (i >= n) return kvg_err_set(err, errlen, KVG_ETEMPLATE, "Unexpected end of input");
             if (LAST != JT_DOT && s[i] == '.' && i + 1 < n && is_digit(s[i + 1])) {
                 i++;
                 while (i < n && is_digit(s[i])) i++;
-                if (i >= n) return lex_fail(err, errlen, KVG_ETEMPLATE, "Unexpected end of input");
+                if (i >= n)
+                    return kvg_err_set(err, errlen, KVG_ETEMPLATE, "Unexpected end of input");
             }
             if ((rc = push_tok(out, JT_NUM, s + st, i - st))) return rc;
             continue;
@@ -423,16 +411,16 @@ static int tokenize(const char *s, size_t n, struct jarena *a, struct jtoks *out
         if (is_word(c)) {
             size_t st = i;
             while (i < n && is_word(s[i])) i++;
-            if (i >= n) return lex_fail(err, errlen, KVG_ETEMPLATE, "Unexpected end of input");
+            if (i >= n) return kvg_err_set(err, errlen, KVG_ETEMPLATE, "Unexpected end of input");
             if ((rc = push_tok(out, JT_IDENT, s + st, i - st))) return rc;
             continue;
         }
         if ((unsigned char)c >= 0x80) {
             size_t l = utf8_seq_len(s + i, n - i);
-            return lex_fail(err, errlen, KVG_ETEMPLATE, "Unexpected character: %.*s", (int)l,
-                            s + i);
+            return kvg_err_set(err, errlen, KVG_ETEMPLATE, "Unexpected character: %.*s", (int)l,
+                               s + i);
         }
-        return lex_fail(err, errlen, KVG_ETEMPLATE, "Unexpected character: %c", c);
+        return kvg_err_set(err, errlen, KVG_ETEMPLATE, "Unexpected character: %c", c);
     }
 #undef LAST
     return 0;
@@ -444,7 +432,7 @@ int jinja_lex(const char *src, size_t len, struct jarena *a, struct jtoks *out, 
     struct kvg_buf b1, b2;
     int rc;
     if (!utf8_valid(src, len))
-        return lex_fail(err, errlen, KVG_EUTF8, "template is not valid UTF-8");
+        return kvg_err_set(err, errlen, KVG_EUTF8, "template is not valid UTF-8");
     kvg_buf_init(&b1, 0);
     kvg_buf_init(&b2, 0);
     if (len && src[len - 1] == '\n') len--;

@@ -23,7 +23,7 @@ int kvg_tok_added_load(struct kvg_tok *tok, const cJSON *arr, char *err, size_t 
 {
     if (cJSON_IsNull(arr)) return 0;
     if (!cJSON_IsArray(arr))
-        return kvg_tok_fail(err, errlen, KVG_EPARSE, "added_tokens: not an array");
+        return kvg_err_set(err, errlen, KVG_EPARSE, "added_tokens: not an array");
     size_t n = (size_t)cJSON_GetArraySize(arr);
     if (n == 0) return 0;
     tok->added = calloc(n, sizeof *tok->added);
@@ -37,7 +37,7 @@ int kvg_tok_added_load(struct kvg_tok *tok, const cJSON *arr, char *err, size_t 
     cJSON_ArrayForEach(e, arr)
     {
         const char *content = kvg_tok_jstr(e, "content");
-        if (!content) return kvg_tok_fail(err, errlen, KVG_EPARSE, "added_tokens: no content");
+        if (!content) return kvg_err_set(err, errlen, KVG_EPARSE, "added_tokens: no content");
         size_t len = strlen(content);
         struct kvg_tok_added a = {
             .special = (uint8_t)kvg_tok_jbool(e, "special", 0),
@@ -59,7 +59,7 @@ int kvg_tok_added_load(struct kvg_tok *tok, const cJSON *arr, char *err, size_t 
         if (id < 0)
             id = !any_added ? vsize : (max_added >= vsize || vsize == 0) ? max_added + 1 : vsize;
         if (id >= (1 << 30))
-            return kvg_tok_fail(err, errlen, KVG_EPARSE, "added_tokens: id out of range");
+            return kvg_err_set(err, errlen, KVG_EPARSE, "added_tokens: id out of range");
         int64_t off = kvg_tok_arena_str(&tok->arena, content, len);
         if (off < 0) return (int)off;
         a.id = (uint32_t)id;
@@ -202,7 +202,7 @@ int kvg_tok_added_build(struct kvg_tok *tok, char *err, size_t errlen)
     free(idx);
     free(off);
     free(len);
-    if (rc && err && errlen && !err[0]) kvg_tok_fail(err, errlen, rc, "added_tokens: %d", rc);
+    if (rc && err && errlen && !err[0]) kvg_err_set(err, errlen, rc, "added_tokens: %d", rc);
     return rc;
 }
 

@@ -42,13 +42,13 @@ static int load_one(struct kvg_tok *tok, const cJSON *j, int depth, char *err, s
 {
     if (cJSON_IsNull(j)) return 0;
     const char *type = kvg_tok_jstr(j, "type");
-    if (!type) return kvg_tok_fail(err, errlen, KVG_EPARSE, "decoder: no \"type\"");
+    if (!type) return kvg_err_set(err, errlen, KVG_EPARSE, "decoder: no \"type\"");
     struct kvg_tok_dec_step st = {0};
     int rc = 0;
     if (!strcmp(type, "Sequence")) {
         const cJSON *arr = cJSON_GetObjectItemCaseSensitive(j, "decoders"), *e;
         if (!cJSON_IsArray(arr) || depth > 8)
-            return kvg_tok_fail(err, errlen, KVG_EPARSE, "decoder Sequence: bad list");
+            return kvg_err_set(err, errlen, KVG_EPARSE, "decoder Sequence: bad list");
         cJSON_ArrayForEach(e, arr)
         {
             if ((rc = load_one(tok, e, depth + 1, err, errlen))) return rc;
@@ -64,7 +64,7 @@ static int load_one(struct kvg_tok *tok, const cJSON *j, int depth, char *err, s
     else if (!strcmp(type, "Metaspace")) {
         const char *r = kvg_tok_jstr(j, "replacement"), *ps = kvg_tok_jstr(j, "prepend_scheme");
         if (!one_char(r))
-            return kvg_tok_fail(err, errlen, KVG_EPARSE, "decoder Metaspace: bad replacement");
+            return kvg_err_set(err, errlen, KVG_EPARSE, "decoder Metaspace: bad replacement");
         st.kind = KVG_TOK_D_METASPACE;
         if (ps)
             st.prepend_scheme = !strcmp(ps, "never") ? KVG_TOK_PS_NEVER : KVG_TOK_PS_ALWAYS;
@@ -76,8 +76,8 @@ static int load_one(struct kvg_tok *tok, const cJSON *j, int depth, char *err, s
         const cJSON *pat = cJSON_GetObjectItemCaseSensitive(j, "pattern");
         const char *lit = kvg_tok_jstr(pat, "String"), *content = kvg_tok_jstr(j, "content");
         if (!lit || !lit[0] || !content)
-            return kvg_tok_fail(err, errlen, KVG_EUNSUPP,
-                                "unsupported component: decoder Replace without a string pattern");
+            return kvg_err_set(err, errlen, KVG_EUNSUPP,
+                               "unsupported component: decoder Replace without a string pattern");
         st.kind = KVG_TOK_D_REPLACE;
         rc = dup_into(lit, &st.a, &st.alen);
         if (!rc) rc = dup_into(content, &st.b, &st.blen);
@@ -87,13 +87,13 @@ static int load_one(struct kvg_tok *tok, const cJSON *j, int depth, char *err, s
         const cJSON *b = cJSON_GetObjectItemCaseSensitive(j, "stop");
         if (!one_char(c) || !cJSON_IsNumber(a) || !cJSON_IsNumber(b) || a->valuedouble < 0 ||
             b->valuedouble < 0 || a->valuedouble > 1e6 || b->valuedouble > 1e6)
-            return kvg_tok_fail(err, errlen, KVG_EPARSE, "decoder Strip: bad fields");
+            return kvg_err_set(err, errlen, KVG_EPARSE, "decoder Strip: bad fields");
         st.kind = KVG_TOK_D_STRIP;
         st.start = (int)a->valuedouble;
         st.stop = (int)b->valuedouble;
         rc = dup_into(c, &st.a, &st.alen);
     } else
-        return kvg_tok_fail(err, errlen, KVG_EUNSUPP, "unsupported component: decoder %s", type);
+        return kvg_err_set(err, errlen, KVG_EUNSUPP, "unsupported component: decoder %s", type);
     if (rc) {
         free(st.a);
         free(st.b);

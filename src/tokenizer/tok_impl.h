@@ -450,9 +450,6 @@ int kvg_tok_builtin_init(struct kvg_tok *tok, char *err, size_t errlen);
  * target); as kvg_tok_load otherwise. */
 int kvg_tok_load_mem(const char *json, size_t len, struct kvg_tok **out, char *err, size_t errlen);
 /* tok_load.c helpers used by the component loaders. */
-/* Writes "fmt" into err and returns code. */
-int kvg_tok_fail(char *err, size_t errlen, int code, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
 /* Sizes the per-id tables for ids < n (keeps existing entries). */
 int kvg_tok_ids_reserve(struct kvg_tok *tok, uint32_t n);
 /* A JSON string member (NULL if absent or not a string); valid while obj lives. */

@@ -242,7 +242,7 @@ int kvg_tok_js_vocab(struct kvg_tok *tok, struct kvg_tok_js *jsp, char *err, siz
         while (js.p < js.end && *js.p >= '0' && *js.p <= '9' && id < (1ull << 31))
             id = id * 10 + (uint64_t)(*js.p++ - '0');
         if (id >= (1ull << 31) || (js.p < js.end && (*js.p == '.' || *js.p == 'e')))
-            return kvg_tok_fail(err, errlen, KVG_EPARSE, "model.vocab: bad id");
+            return kvg_err_set(err, errlen, KVG_EPARSE, "model.vocab: bad id");
         if ((rc = kvg_tok_ids_reserve(tok, (uint32_t)id + 1))) return rc;
         tok->vocab_off[id] = (uint32_t)off;
         tok->vocab_len[id] = (uint32_t)len;
@@ -257,8 +257,8 @@ int kvg_tok_js_vocab(struct kvg_tok *tok, struct kvg_tok_js *jsp, char *err, siz
         }
     }
 bad:
-    return kvg_tok_fail(err, errlen, KVG_EPARSE, "model.vocab: malformed JSON near byte %zu",
-                        (size_t)(js.p - p));
+    return kvg_err_set(err, errlen, KVG_EPARSE, "model.vocab: malformed JSON near byte %zu",
+                       (size_t)(js.p - p));
 }
 
 /* Adds one merge whose two halves are buf[0..la) and buf[la..). */
@@ -273,9 +273,9 @@ static int add_merge(struct kvg_tok *tok, struct kvg_buf *buf, size_t la, uint32
     if (a < 0 || b < 0 || ab < 0) {
         const char *which = a < 0 ? s : b < 0 ? s + la : s;
         int wl = (int)(a < 0 ? la : b < 0 ? lb : la + lb);
-        return kvg_tok_fail(err, errlen, KVG_EPARSE,
-                            "model.merges[%u]: token \"%.*s\" is not in the vocabulary", rank,
-                            wl > 64 ? 64 : wl, which);
+        return kvg_err_set(err, errlen, KVG_EPARSE,
+                           "model.merges[%u]: token \"%.*s\" is not in the vocabulary", rank,
+                           wl > 64 ? 64 : wl, which);
     }
     return kvg_tok_mmap_put(&tok->merges, (uint32_t)a, (uint32_t)b, rank, (uint32_t)ab);
 }
@@ -312,8 +312,8 @@ int kvg_tok_js_merges(struct kvg_tok *tok, struct kvg_tok_js *jsp, char *err, si
             if (buf.len >= 8 && !memcmp(buf.data, "#version", 8)) skip = 1;
             const char *sp = memchr(buf.data, ' ', buf.len);
             if (!skip && (!sp || memchr(sp + 1, ' ', buf.len - (size_t)(sp + 1 - buf.data)))) {
-                rc = kvg_tok_fail(err, errlen, KVG_EPARSE,
-                                  "model.merges[%u]: not two tokens separated by one space", rank);
+                rc = kvg_err_set(err, errlen, KVG_EPARSE,
+                                 "model.merges[%u]: not two tokens separated by one space", rank);
                 goto out;
             }
             if (!skip) {
@@ -347,11 +347,11 @@ int kvg_tok_js_merges(struct kvg_tok *tok, struct kvg_tok_js *jsp, char *err, si
     rc = 0;
     goto out;
 mixed:
-    rc = kvg_tok_fail(err, errlen, KVG_EPARSE, "model.merges: mixes strings and pairs");
+    rc = kvg_err_set(err, errlen, KVG_EPARSE, "model.merges: mixes strings and pairs");
     goto out;
 bad:
-    rc = kvg_tok_fail(err, errlen, KVG_EPARSE, "model.merges: malformed JSON near byte %zu",
-                      (size_t)(js.p - p));
+    rc = kvg_err_set(err, errlen, KVG_EPARSE, "model.merges: malformed JSON near byte %zu",
+                     (size_t)(js.p - p));
 out:
     kvg_buf_free(&buf);
     return rc;

@@ -9,7 +9,6 @@
  * normalizer), post-processor, decoder. Anything not supported fails here,
  * naming the component, never later with a wrong answer. */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,17 +18,6 @@
 #include "tokenizer/tok_impl.h"
 
 #define MAX_FILE (1u << 30)
-
-int kvg_tok_fail(char *err, size_t errlen, int code, const char *fmt, ...)
-{
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return code;
-}
 
 const char *kvg_tok_jstr(const cJSON *obj, const char *name)
 {
@@ -80,7 +68,7 @@ int kvg_tok_ids_reserve(struct kvg_tok *tok, uint32_t n)
 static int read_file(const char *path, char **data, size_t *len, char *err, size_t errlen)
 {
     FILE *f = fopen(path, "rb");
-    if (!f) return kvg_tok_fail(err, errlen, -errno, "%s: %s", path, strerror(errno));
+    if (!f) return kvg_err_set(err, errlen, -errno, "%s: %s", path, strerror(errno));
     struct kvg_buf b;
     kvg_buf_init(&b, MAX_FILE);
     struct stat st;
@@ -101,7 +89,7 @@ static int read_file(const char *path, char **data, size_t *len, char *err, size
     if (!rc && !kvg_buf_cstr(&b)) rc = -ENOMEM;
     if (rc) {
         kvg_buf_free(&b);
-        return kvg_tok_fail(err, errlen, rc, "%s: %s", path, kvg_strerror(rc));
+        return kvg_err_set(err, errlen, rc, "%s: %s", path, kvg_strerror(rc));
     }
     *data = b.data;
     *len = b.len;
@@ -189,7 +177,7 @@ static int model_member(void *ctx, const char *key, struct span kraw, struct kvg
     /* A vocabulary that is not an object belongs to another model type
      * (Unigram's is a list): left for the type check to name. */
     if ((!strcmp(key, "vocab") && t->have_vocab) || (!strcmp(key, "merges") && t->have_merges))
-        return kvg_tok_fail(t->err, t->errlen, KVG_EPARSE, "model: duplicate field %s", key);
+        return kvg_err_set(t->err, t->errlen, KVG_EPARSE, "model: duplicate field %s", key);
     if (!strcmp(key, "vocab")) {
         if (js->p >= js->end || *js->p != '{') return skip_span(js, &ignored);
         t->have_vocab = 1;
@@ -216,7 +204,7 @@ static int top_member(void *ctx, const char *key, struct span kraw, struct kvg_t
     if (!strcmp(key, "model")) {
         t->have_model = 1;
         int rc = walk_object(js, model_member, t);
-        if (rc && t->err && !t->err[0]) kvg_tok_fail(t->err, t->errlen, rc, "model: malformed");
+        if (rc && t->err && !t->err[0]) kvg_err_set(t->err, t->errlen, rc, "model: malformed");
         return rc;
     }
     struct span *dst = NULL, ignored;
@@ -249,7 +237,7 @@ static int load_section(struct kvg_tok *tok, struct span s, const char *name,
                         size_t errlen)
 {
     cJSON *j = section(s);
-    if (!j) return kvg_tok_fail(err, errlen, KVG_EPARSE, "%s: malformed JSON", name);
+    if (!j) return kvg_err_set(err, errlen, KVG_EPARSE, "%s: malformed JSON", name);
     int rc = fn(tok, j, err, errlen);
     cJSON_Delete(j);
     return rc;
@@ -258,14 +246,14 @@ static int load_section(struct kvg_tok *tok, struct span s, const char *name,
 static int check_absent_or_null(struct span s, const char *name, char *err, size_t errlen)
 {
     cJSON *j = section(s);
-    if (!j) return kvg_tok_fail(err, errlen, KVG_EPARSE, "%s: malformed JSON", name);
+    if (!j) return kvg_err_set(err, errlen, KVG_EPARSE, "%s: malformed JSON", name);
     int rc = 0;
     if (!cJSON_IsNull(j)) {
         /* Padding to the longest of a batch does nothing to one sequence. */
         const cJSON *st = cJSON_GetObjectItemCaseSensitive(j, "strategy");
         if (!(strcmp(name, "padding") == 0 && cJSON_IsString(st) &&
               !strcmp(st->valuestring, "BatchLongest")))
-            rc = kvg_tok_fail(err, errlen, KVG_EUNSUPP, "unsupported component: %s", name);
+            rc = kvg_err_set(err, errlen, KVG_EUNSUPP, "unsupported component: %s", name);
     }
     cJSON_Delete(j);
     return rc;
@@ -284,22 +272,22 @@ static int load_hf(struct kvg_tok *tok, const char *data, size_t len, const char
     kvg_buf_init(&t.model_rest, 1 << 26);
     int rc = 0;
     if (!kvg_tok_utf8_valid(data, len)) {
-        rc = kvg_tok_fail(err, errlen, KVG_EPARSE, "%s: not valid UTF-8", path);
+        rc = kvg_err_set(err, errlen, KVG_EPARSE, "%s: not valid UTF-8", path);
         goto out;
     }
     if ((rc = kvg_buf_append(&t.model_rest, "{", 1))) goto out;
     struct kvg_tok_js js = {data, data + len};
     if ((rc = walk_object(&js, top_member, &t))) {
-        if (!err || !err[0]) kvg_tok_fail(err, errlen, rc, "%s: malformed JSON", path);
+        if (!err || !err[0]) kvg_err_set(err, errlen, rc, "%s: malformed JSON", path);
         goto out;
     }
     kvg_tok_js_ws(&js);
     if (js.p != js.end) {
-        rc = kvg_tok_fail(err, errlen, KVG_EPARSE, "%s: text after the JSON object", path);
+        rc = kvg_err_set(err, errlen, KVG_EPARSE, "%s: text after the JSON object", path);
         goto out;
     }
     if (!t.have_model) {
-        rc = kvg_tok_fail(err, errlen, KVG_EPARSE, "%s: no \"model\"", path);
+        rc = kvg_err_set(err, errlen, KVG_EPARSE, "%s: no \"model\"", path);
         goto out;
     }
     if ((rc = kvg_buf_append(&t.model_rest, "}", 1))) goto out;
@@ -308,7 +296,7 @@ static int load_hf(struct kvg_tok *tok, const char *data, size_t len, const char
     struct span rest = {t.model_rest.data, t.model_rest.len};
     if ((rc = load_section(tok, rest, "model", kvg_tok_model_options, err, errlen))) goto out;
     if (!t.have_vocab || !t.have_merges) {
-        rc = kvg_tok_fail(err, errlen, KVG_EPARSE, "model: BPE needs \"vocab\" and \"merges\"");
+        rc = kvg_err_set(err, errlen, KVG_EPARSE, "model: BPE needs \"vocab\" and \"merges\"");
         goto out;
     }
     if (t.merges.p) {
@@ -361,9 +349,9 @@ static int llama_post(struct kvg_tok *tok, const cJSON *cfg, char *err, size_t e
     int64_t bos = tok->bos ? kvg_tok_token_to_id(tok, tok->bos) : -1;
     int64_t eos = tok->eos ? kvg_tok_token_to_id(tok, tok->eos) : -1;
     if ((add_bos && bos < 0) || (add_eos && eos < 0))
-        return kvg_tok_fail(err, errlen, KVG_ECONFIG,
-                            "tokenizer_config: add_%s_token with no such token in the vocabulary",
-                            add_bos && bos < 0 ? "bos" : "eos");
+        return kvg_err_set(err, errlen, KVG_ECONFIG,
+                           "tokenizer_config: add_%s_token with no such token in the vocabulary",
+                           add_bos && bos < 0 ? "bos" : "eos");
     uint32_t *post = malloc(3 * sizeof *post);
     if (!post) return -ENOMEM;
     size_t n = 0;
@@ -387,7 +375,7 @@ static int load_config(struct kvg_tok *tok, const char *path, char *err, size_t 
     free(data);
     if (!cJSON_IsObject(cfg)) {
         cJSON_Delete(cfg);
-        return kvg_tok_fail(err, errlen, KVG_EPARSE, "%s: malformed JSON", path);
+        return kvg_err_set(err, errlen, KVG_EPARSE, "%s: malformed JSON", path);
     }
     if (!rc) rc = config_token(cfg, "bos_token", &tok->bos);
     if (!rc) rc = config_token(cfg, "eos_token", &tok->eos);
@@ -421,7 +409,7 @@ int kvg_tok_load(const char *path, const char *config_path, struct kvg_tok **out
 {
     *out = NULL;
     if (err && errlen) err[0] = 0;
-    if (!path) return kvg_tok_fail(err, errlen, -EINVAL, "no tokenizer path");
+    if (!path) return kvg_err_set(err, errlen, -EINVAL, "no tokenizer path");
     struct kvg_tok *tok = calloc(1, sizeof *tok);
     if (!tok) return -ENOMEM;
     tok->unk_id = -1;
@@ -429,7 +417,7 @@ int kvg_tok_load(const char *path, const char *config_path, struct kvg_tok **out
     if (!strcmp(path, "builtin:bytes"))
         rc = kvg_tok_builtin_init(tok, err, errlen);
     else if (!strncmp(path, "builtin:", 8))
-        rc = kvg_tok_fail(err, errlen, KVG_EUNSUPP, "unsupported builtin tokenizer: %s", path);
+        rc = kvg_err_set(err, errlen, KVG_EUNSUPP, "unsupported builtin tokenizer: %s", path);
     else {
         char *data = NULL;
         size_t len = 0;

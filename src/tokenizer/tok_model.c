@@ -46,17 +46,17 @@ int kvg_tok_model_options(struct kvg_tok *tok, const cJSON *m, char *err, size_t
 {
     const char *type = kvg_tok_jstr(m, "type");
     if (type && strcmp(type, "BPE"))
-        return kvg_tok_fail(err, errlen, KVG_EUNSUPP, "unsupported component: model type %s", type);
+        return kvg_err_set(err, errlen, KVG_EUNSUPP, "unsupported component: model type %s", type);
     const cJSON *d = cJSON_GetObjectItemCaseSensitive(m, "dropout");
     if (d && !cJSON_IsNull(d) && !(cJSON_IsNumber(d) && d->valuedouble == 0))
-        return kvg_tok_fail(err, errlen, KVG_EUNSUPP,
-                            "unsupported component: BPE dropout (not deterministic)");
+        return kvg_err_set(err, errlen, KVG_EUNSUPP,
+                           "unsupported component: BPE dropout (not deterministic)");
     static const char *const affixes[] = {"continuing_subword_prefix", "end_of_word_suffix"};
     for (size_t i = 0; i < 2; i++) {
         const cJSON *a = cJSON_GetObjectItemCaseSensitive(m, affixes[i]);
         if (a && !cJSON_IsNull(a) && !(cJSON_IsString(a) && !a->valuestring[0]))
-            return kvg_tok_fail(err, errlen, KVG_EUNSUPP, "unsupported component: BPE %s",
-                                affixes[i]);
+            return kvg_err_set(err, errlen, KVG_EUNSUPP, "unsupported component: BPE %s",
+                               affixes[i]);
     }
     tok->fuse_unk = kvg_tok_jbool(m, "fuse_unk", 0);
     tok->byte_fallback = kvg_tok_jbool(m, "byte_fallback", 0);

@@ -38,12 +38,12 @@ static int load_one(struct kvg_tok *tok, const cJSON *j, int depth, char *err, s
 {
     if (cJSON_IsNull(j)) return 0;
     const char *type = kvg_tok_jstr(j, "type");
-    if (!type) return kvg_tok_fail(err, errlen, KVG_EPARSE, "normalizer: no \"type\"");
+    if (!type) return kvg_err_set(err, errlen, KVG_EPARSE, "normalizer: no \"type\"");
     struct kvg_tok_norm_step st = {0};
     if (!strcmp(type, "Sequence")) {
         const cJSON *arr = cJSON_GetObjectItemCaseSensitive(j, "normalizers"), *e;
         if (!cJSON_IsArray(arr) || depth > 8)
-            return kvg_tok_fail(err, errlen, KVG_EPARSE, "normalizer Sequence: bad normalizers");
+            return kvg_err_set(err, errlen, KVG_EPARSE, "normalizer Sequence: bad normalizers");
         cJSON_ArrayForEach(e, arr)
         {
             int rc = load_one(tok, e, depth + 1, err, errlen);
@@ -59,7 +59,7 @@ static int load_one(struct kvg_tok *tok, const cJSON *j, int depth, char *err, s
         st.kind = KVG_TOK_N_LOWER;
     else if (!strcmp(type, "Prepend")) {
         const char *s = kvg_tok_jstr(j, "prepend");
-        if (!s) return kvg_tok_fail(err, errlen, KVG_EPARSE, "normalizer Prepend: no prepend");
+        if (!s) return kvg_err_set(err, errlen, KVG_EPARSE, "normalizer Prepend: no prepend");
         st.kind = KVG_TOK_N_PREPEND;
         st.alen = strlen(s);
         if (!(st.a = dup_n(s, st.alen))) return -ENOMEM;
@@ -72,10 +72,10 @@ static int load_one(struct kvg_tok *tok, const cJSON *j, int depth, char *err, s
         const char *content = kvg_tok_jstr(j, "content");
         const char *lit = kvg_tok_jstr(pat, "String"), *rx = kvg_tok_jstr(pat, "Regex");
         if (!content || (!lit && !rx))
-            return kvg_tok_fail(err, errlen, KVG_EPARSE, "normalizer Replace: bad pattern");
+            return kvg_err_set(err, errlen, KVG_EPARSE, "normalizer Replace: bad pattern");
         if ((lit && !lit[0]) || (rx && !rx[0]))
-            return kvg_tok_fail(err, errlen, KVG_EUNSUPP,
-                                "unsupported component: normalizer Replace with an empty pattern");
+            return kvg_err_set(err, errlen, KVG_EUNSUPP,
+                               "unsupported component: normalizer Replace with an empty pattern");
         st.kind = KVG_TOK_N_REPLACE;
         st.blen = strlen(content);
         if (!(st.b = dup_n(content, st.blen))) return -ENOMEM;
@@ -93,7 +93,7 @@ static int load_one(struct kvg_tok *tok, const cJSON *j, int depth, char *err, s
             }
         }
     } else
-        return kvg_tok_fail(err, errlen, KVG_EUNSUPP, "unsupported component: normalizer %s", type);
+        return kvg_err_set(err, errlen, KVG_EUNSUPP, "unsupported component: normalizer %s", type);
     int rc = add_step(tok, st);
     if (rc) {
         free(st.a);

@@ -62,8 +62,8 @@ static int template_list(const cJSON *j, struct list *out, char *err, size_t err
     const cJSON *single = cJSON_GetObjectItemCaseSensitive(j, "single");
     const cJSON *specials = cJSON_GetObjectItemCaseSensitive(j, "special_tokens"), *e;
     if (!cJSON_IsArray(single))
-        return kvg_tok_fail(err, errlen, KVG_EUNSUPP,
-                            "unsupported component: TemplateProcessing without a list template");
+        return kvg_err_set(err, errlen, KVG_EUNSUPP,
+                           "unsupported component: TemplateProcessing without a list template");
     int rc = 0;
     cJSON_ArrayForEach(e, single)
     {
@@ -72,27 +72,27 @@ static int template_list(const cJSON *j, struct list *out, char *err, size_t err
         if (seq) {
             const char *which = kvg_tok_jstr(seq, "id");
             if (!which || strcmp(which, "A"))
-                return kvg_tok_fail(err, errlen, KVG_EUNSUPP,
-                                    "unsupported component: TemplateProcessing single template "
-                                    "uses sequence %s",
-                                    which ? which : "?");
+                return kvg_err_set(err, errlen, KVG_EUNSUPP,
+                                   "unsupported component: TemplateProcessing single template "
+                                   "uses sequence %s",
+                                   which ? which : "?");
             rc = push(out, KVG_TOK_NONE);
         } else if (sp) {
             const char *name = kvg_tok_jstr(sp, "id");
             const cJSON *st = name ? cJSON_GetObjectItemCaseSensitive(specials, name) : NULL;
             const cJSON *ids = cJSON_GetObjectItemCaseSensitive(st, "ids"), *x;
             if (!cJSON_IsArray(ids))
-                return kvg_tok_fail(err, errlen, KVG_EPARSE,
-                                    "TemplateProcessing: special token %s not defined",
-                                    name ? name : "?");
+                return kvg_err_set(err, errlen, KVG_EPARSE,
+                                   "TemplateProcessing: special token %s not defined",
+                                   name ? name : "?");
             cJSON_ArrayForEach(x, ids)
             {
                 if (!cJSON_IsNumber(x) || x->valuedouble < 0 || x->valuedouble >= 1 << 30)
-                    return kvg_tok_fail(err, errlen, KVG_EPARSE, "TemplateProcessing: bad id");
+                    return kvg_err_set(err, errlen, KVG_EPARSE, "TemplateProcessing: bad id");
                 if ((rc = push(out, (uint32_t)x->valuedouble))) return rc;
             }
         } else
-            return kvg_tok_fail(err, errlen, KVG_EPARSE, "TemplateProcessing: bad piece");
+            return kvg_err_set(err, errlen, KVG_EPARSE, "TemplateProcessing: bad piece");
         if (rc) return rc;
     }
     return 0;
@@ -102,12 +102,12 @@ static int load_one(const cJSON *j, struct list *cur, int depth, char *err, size
 {
     if (cJSON_IsNull(j)) return 0;
     const char *type = kvg_tok_jstr(j, "type");
-    if (!type) return kvg_tok_fail(err, errlen, KVG_EPARSE, "post_processor: no \"type\"");
+    if (!type) return kvg_err_set(err, errlen, KVG_EPARSE, "post_processor: no \"type\"");
     if (!strcmp(type, "ByteLevel")) return 0;
     if (!strcmp(type, "Sequence")) {
         const cJSON *arr = cJSON_GetObjectItemCaseSensitive(j, "processors"), *e;
         if (!cJSON_IsArray(arr) || depth > 8)
-            return kvg_tok_fail(err, errlen, KVG_EPARSE, "post_processor Sequence: bad list");
+            return kvg_err_set(err, errlen, KVG_EPARSE, "post_processor Sequence: bad list");
         cJSON_ArrayForEach(e, arr)
         {
             int rc = load_one(e, cur, depth + 1, err, errlen);
@@ -123,13 +123,13 @@ static int load_one(const cJSON *j, struct list *cur, int depth, char *err, size
         uint32_t cls, sep;
         rc = pair_id(j, "cls", &cls);
         if (!rc) rc = pair_id(j, "sep", &sep);
-        if (rc) rc = kvg_tok_fail(err, errlen, rc, "%s: bad cls/sep", type);
+        if (rc) rc = kvg_err_set(err, errlen, rc, "%s: bad cls/sep", type);
         if (!rc) rc = push(&outer, cls);
         if (!rc) rc = push(&outer, KVG_TOK_NONE);
         if (!rc) rc = push(&outer, sep);
     } else
-        rc = kvg_tok_fail(err, errlen, KVG_EUNSUPP, "unsupported component: post_processor %s",
-                          type);
+        rc =
+            kvg_err_set(err, errlen, KVG_EUNSUPP, "unsupported component: post_processor %s", type);
     if (!rc) rc = wrap(cur, &outer);
     free(outer.v);
     return rc;

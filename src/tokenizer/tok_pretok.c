@@ -24,8 +24,8 @@ static int add_step(struct kvg_tok *tok, struct kvg_tok_pre_step st, char *err, 
 {
     if (tok->n_pre >= KVG_TOK_MAX_PRE) {
         kvg_tok_regex_free(st.re);
-        return kvg_tok_fail(err, errlen, KVG_EUNSUPP,
-                            "unsupported component: more than %d pre-tokenizers", KVG_TOK_MAX_PRE);
+        return kvg_err_set(err, errlen, KVG_EUNSUPP,
+                           "unsupported component: more than %d pre-tokenizers", KVG_TOK_MAX_PRE);
     }
     struct kvg_tok_pre_step *v = realloc(tok->pre, (tok->n_pre + 1) * sizeof *v);
     if (!v) {
@@ -58,11 +58,11 @@ static int load_one(struct kvg_tok *tok, const cJSON *j, int depth, char *err, s
 {
     if (cJSON_IsNull(j)) return 0;
     const char *type = kvg_tok_jstr(j, "type");
-    if (!type) return kvg_tok_fail(err, errlen, KVG_EPARSE, "pre_tokenizer: no \"type\"");
+    if (!type) return kvg_err_set(err, errlen, KVG_EPARSE, "pre_tokenizer: no \"type\"");
     if (!strcmp(type, "Sequence")) {
         const cJSON *arr = cJSON_GetObjectItemCaseSensitive(j, "pretokenizers"), *e;
         if (!cJSON_IsArray(arr) || depth > 8)
-            return kvg_tok_fail(err, errlen, KVG_EPARSE, "pre_tokenizer Sequence: bad list");
+            return kvg_err_set(err, errlen, KVG_EPARSE, "pre_tokenizer Sequence: bad list");
         cJSON_ArrayForEach(e, arr)
         {
             int rc = load_one(tok, e, depth + 1, err, errlen);
@@ -75,10 +75,10 @@ static int load_one(struct kvg_tok *tok, const cJSON *j, int depth, char *err, s
         const char *lit = kvg_tok_jstr(pat, "String"), *rx = kvg_tok_jstr(pat, "Regex");
         int b = behavior_of(kvg_tok_jstr(j, "behavior"));
         if ((!lit && !rx) || b < 0)
-            return kvg_tok_fail(err, errlen, KVG_EPARSE, "pre_tokenizer Split: bad pattern");
+            return kvg_err_set(err, errlen, KVG_EPARSE, "pre_tokenizer Split: bad pattern");
         if (lit && !lit[0])
-            return kvg_tok_fail(err, errlen, KVG_EUNSUPP,
-                                "unsupported component: Split with an empty pattern");
+            return kvg_err_set(err, errlen, KVG_EUNSUPP,
+                               "unsupported component: Split with an empty pattern");
         return split_step(tok, lit ? lit : rx, lit != NULL, b, kvg_tok_jbool(j, "invert", 0), err,
                           errlen);
     }
@@ -100,7 +100,7 @@ static int load_one(struct kvg_tok *tok, const cJSON *j, int depth, char *err, s
         struct kvg_tok_pre_step st = {.kind = KVG_TOK_P_METASPACE};
         const char *r = kvg_tok_jstr(j, "replacement");
         if (!r || !r[0] || kvg_tok_utf8_len((uint8_t)r[0]) != strlen(r))
-            return kvg_tok_fail(err, errlen, KVG_EPARSE, "Metaspace: replacement must be 1 char");
+            return kvg_err_set(err, errlen, KVG_EPARSE, "Metaspace: replacement must be 1 char");
         memcpy(st.repl, r, strlen(r));
         st.repl_len = strlen(r);
         const char *ps = kvg_tok_jstr(j, "prepend_scheme");
@@ -112,15 +112,15 @@ static int load_one(struct kvg_tok *tok, const cJSON *j, int depth, char *err, s
             else if (!strcmp(ps, "never"))
                 st.prepend_scheme = KVG_TOK_PS_NEVER;
             else
-                return kvg_tok_fail(err, errlen, KVG_EUNSUPP,
-                                    "unsupported component: Metaspace prepend_scheme %s", ps);
+                return kvg_err_set(err, errlen, KVG_EUNSUPP,
+                                   "unsupported component: Metaspace prepend_scheme %s", ps);
         } else /* legacy files: add_prefix_space */
             st.prepend_scheme =
                 kvg_tok_jbool(j, "add_prefix_space", 1) ? KVG_TOK_PS_ALWAYS : KVG_TOK_PS_NEVER;
         st.split = kvg_tok_jbool(j, "split", 1);
         return add_step(tok, st, err, errlen);
     }
-    return kvg_tok_fail(err, errlen, KVG_EUNSUPP, "unsupported component: pre_tokenizer %s", type);
+    return kvg_err_set(err, errlen, KVG_EUNSUPP, "unsupported component: pre_tokenizer %s", type);
 }
 
 int kvg_tok_pre_load(struct kvg_tok *tok, const cJSON *j, char *err, size_t errlen)
@@ -129,8 +129,8 @@ int kvg_tok_pre_load(struct kvg_tok *tok, const cJSON *j, char *err, size_t errl
     if (rc) return rc;
     for (size_t i = 0; i < tok->n_pre; i++)
         if (tok->pre[i].kind == KVG_TOK_P_BYTELEVEL && i + 1 != tok->n_pre)
-            return kvg_tok_fail(err, errlen, KVG_EUNSUPP,
-                                "unsupported component: pre_tokenizer after ByteLevel");
+            return kvg_err_set(err, errlen, KVG_EUNSUPP,
+                               "unsupported component: pre_tokenizer after ByteLevel");
     tok->byte_level = tok->n_pre > 0 && tok->pre[tok->n_pre - 1].kind == KVG_TOK_P_BYTELEVEL;
     return 0;
 }

@@ -40,10 +40,10 @@ static int put(struct kvg_buf *b, const char *s)
 
 static int unsupported(char *err, size_t errlen, const char *what)
 {
-    return kvg_tok_fail(err, errlen, KVG_EUNSUPP,
-                        "unsupported component: Split regex construct %s (Oniguruma and PCRE2 "
-                        "differ)",
-                        what);
+    return kvg_err_set(err, errlen, KVG_EUNSUPP,
+                       "unsupported component: Split regex construct %s (Oniguruma and PCRE2 "
+                       "differ)",
+                       what);
 }
 
 /* Appends "\x{a}-\x{b}" for every code point Unicode 15.0 assigned to the
@@ -245,9 +245,9 @@ static int compile_one(const char *pat, size_t n, const struct kvg_buf *b, int l
     if (!*code) {
         PCRE2_UCHAR msg[160];
         pcre2_get_error_message(ec, msg, sizeof msg);
-        return kvg_tok_fail(err, errlen, KVG_EUNSUPP,
-                            "unsupported component: Split regex /%.*s/: %s at offset %zu",
-                            (int)(n > 200 ? 200 : n), pat, (const char *)msg, (size_t)eo);
+        return kvg_err_set(err, errlen, KVG_EUNSUPP,
+                           "unsupported component: Split regex /%.*s/: %s at offset %zu",
+                           (int)(n > 200 ? 200 : n), pat, (const char *)msg, (size_t)eo);
     }
     /* Without JIT (unsupported platform) the interpreter gives the same matches. */
     *jit = pcre2_jit_compile(*code, PCRE2_JIT_COMPLETE) == 0;
