@@ -8,6 +8,7 @@
 
 #include "base/err.h"
 #include "tokenizer/chat_int.h"
+#include "tokenizer/tok_impl.h"
 
 /* ChatML over the built-in tokenizer's special tokens; see chat.h. Written
  * in the template language itself so the tests can render it with the
@@ -76,7 +77,7 @@ void kvg_chat_free(struct kvg_chat *c)
 
 int kvg_chat_json_check(const char *json, size_t len, char *err, size_t errlen)
 {
-    if (!utf8_valid(json, len)) {
+    if (!kvg_tok_utf8_valid(json, len)) {
         if (err && errlen) snprintf(err, errlen, "request is not valid UTF-8");
         return KVG_EUTF8;
     }

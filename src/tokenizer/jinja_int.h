@@ -433,7 +433,6 @@ void js_trim(const char **s, size_t *n, int left, int right);
 size_t js_utf16_len(const char *s, size_t n);
 size_t utf8_seq_len(const char *s, size_t n);                /* bytes of the code point at s */
 uint32_t utf8_decode_at(const unsigned char *p, size_t len); /* len from utf8_seq_len */
-int utf8_valid(const char *s, size_t n);
 
 /* ---- evaluation (jinja_eval.c) and builtins (jinja_filter.c) --------- */
 

@@ -14,15 +14,9 @@
 
 static uint32_t cp_at(const char *s, size_t n, size_t *len)
 {
-    const unsigned char *p = (const unsigned char *)s;
     size_t l = utf8_seq_len(s, n);
     *len = l;
-    if (l == 1) return p[0];
-    if (l == 2) return ((uint32_t)(p[0] & 0x1F) << 6) | (p[1] & 0x3F);
-    if (l == 3)
-        return ((uint32_t)(p[0] & 0x0F) << 12) | ((uint32_t)(p[1] & 0x3F) << 6) | (p[2] & 0x3F);
-    return ((uint32_t)(p[0] & 0x07) << 18) | ((uint32_t)(p[1] & 0x3F) << 12) |
-           ((uint32_t)(p[2] & 0x3F) << 6) | (p[3] & 0x3F);
+    return utf8_decode_at((const unsigned char *)s, l);
 }
 
 /* Code points known to have no case mapping (so JS toUpperCase and

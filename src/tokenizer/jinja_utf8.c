@@ -1,5 +1,5 @@
 /* UTF-8 text with JavaScript's rules: JS whitespace (\s, String.trim), UTF-16
- * lengths, JSON.stringify's string escaping, validation. */
+ * lengths, JSON.stringify's string escaping (validation is kvg_tok_utf8_valid). */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -11,50 +11,6 @@ size_t utf8_seq_len(const char *s, size_t n)
     unsigned char c = (unsigned char)s[0];
     size_t l = c < 0x80 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
     return l > n ? n : l;
-}
-
-int utf8_valid(const char *s, size_t n)
-{
-    const unsigned char *p = (const unsigned char *)s, *e = p + n;
-    while (p < e) {
-        uint64_t w;
-        if (e - p >= 8) { /* ASCII runs eight bytes at a time */
-            memcpy(&w, p, 8);
-            if (!(w & 0x8080808080808080ull)) {
-                p += 8;
-                continue;
-            }
-        }
-        unsigned c = *p;
-        if (c < 0x80) {
-            p++;
-            continue;
-        }
-        size_t l;
-        uint32_t cp;
-        if (c >= 0xC2 && c <= 0xDF) {
-            l = 2;
-            cp = c & 0x1F;
-        } else if (c >= 0xE0 && c <= 0xEF) {
-            l = 3;
-            cp = c & 0x0F;
-        } else if (c >= 0xF0 && c <= 0xF4) {
-            l = 4;
-            cp = c & 0x07;
-        } else {
-            return 0;
-        }
-        if ((size_t)(e - p) < l) return 0;
-        for (size_t i = 1; i < l; i++) {
-            if ((p[i] & 0xC0) != 0x80) return 0;
-            cp = (cp << 6) | (p[i] & 0x3F);
-        }
-        if ((l == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) ||
-            (l == 4 && (cp < 0x10000 || cp > 0x10FFFF)))
-            return 0;
-        p += l;
-    }
-    return 1;
 }
 
 uint32_t utf8_decode_at(const unsigned char *p, size_t l)
