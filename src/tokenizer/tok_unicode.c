@@ -91,8 +91,9 @@ size_t kvg_tok_utf8_put(uint32_t cp, char *out)
     return 4;
 }
 
-/* Binary search in a table of rows [first, last, ...] of `stride` entries. */
-static int in_rows(const uint32_t *r, size_t len, size_t stride, uint32_t cp)
+/* Binary search in a table of rows [first, last, ...] of `stride` entries:
+ * the row whose range holds cp, or NULL. */
+static const uint32_t *find_row(const uint32_t *r, size_t len, size_t stride, uint32_t cp)
 {
     size_t lo = 0, hi = len / stride;
     while (lo < hi) {
@@ -102,15 +103,15 @@ static int in_rows(const uint32_t *r, size_t len, size_t stride, uint32_t cp)
         else if (cp > r[stride * mid + 1])
             lo = mid + 1;
         else
-            return 1;
+            return &r[stride * mid];
     }
-    return 0;
+    return NULL;
 }
 
 /* Binary search in a table of [first, last] pairs. */
 static int in_ranges(const uint32_t *r, size_t len, uint32_t cp)
 {
-    return in_rows(r, len, 2, cp);
+    return find_row(r, len, 2, cp) != NULL;
 }
 
 int kvg_tok_is_space(uint32_t cp)
@@ -137,20 +138,8 @@ int kvg_tok_lower_append(uint32_t cp, struct kvg_buf *out)
         return kvg_buf_append(out, tmp, n);
     }
     uint32_t lc = cp;
-    const uint32_t *r = kvg_tok_ucd_lower;
-    size_t lo = 0, hi = kvg_tok_ucd_lower_len / 4;
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        if (cp < r[4 * mid])
-            hi = mid;
-        else if (cp > r[4 * mid + 1])
-            lo = mid + 1;
-        else {
-            uint32_t stride = r[4 * mid + 2];
-            if (stride == 0 || (cp - r[4 * mid]) % stride == 0) lc = cp + r[4 * mid + 3];
-            break;
-        }
-    }
+    const uint32_t *row = find_row(kvg_tok_ucd_lower, kvg_tok_ucd_lower_len, 4, cp);
+    if (row && (row[2] == 0 || (cp - row[0]) % row[2] == 0)) lc = cp + row[3];
     n = kvg_tok_utf8_put(lc, tmp);
     return kvg_buf_append(out, tmp, n);
 }
@@ -179,18 +168,8 @@ static int cmp_u32(const void *a, const void *b)
 static uint32_t ccc_of(uint32_t cp)
 {
     if (cp < 0x300) return 0;
-    const uint32_t *r = kvg_tok_ucd_ccc;
-    size_t lo = 0, hi = kvg_tok_ucd_ccc_len / 3;
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        if (cp < r[3 * mid])
-            hi = mid;
-        else if (cp > r[3 * mid + 1])
-            lo = mid + 1;
-        else
-            return r[3 * mid + 2];
-    }
-    return 0;
+    const uint32_t *row = find_row(kvg_tok_ucd_ccc, kvg_tok_ucd_ccc_len, 3, cp);
+    return row ? row[2] : 0;
 }
 
 /* Index into kvg_tok_ucd_decomp (in entries of 3) or -1. */
@@ -264,17 +243,7 @@ static int nf_ready(void)
 static int is_unsafe(uint32_t cp)
 {
     if (cp < 0x10000) return g_unsafe_bmp[cp >> 3] >> (cp & 7) & 1;
-    size_t lo = 0, hi = g_nunsafe_hi;
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        if (cp < g_unsafe_hi[mid])
-            hi = mid;
-        else if (cp > g_unsafe_hi[mid])
-            lo = mid + 1;
-        else
-            return 1;
-    }
-    return 0;
+    return bsearch(&cp, g_unsafe_hi, g_nunsafe_hi, sizeof *g_unsafe_hi, cmp_u32) != NULL;
 }
 
 static uint32_t compose(uint32_t a, uint32_t b)
@@ -450,7 +419,7 @@ int kvg_tok_unicode_has_age15(const char *s, size_t n)
         if (i + 1 >= n) break;
         uint32_t cp;
         kvg_tok_utf8_next(s + i, &cp);
-        if (in_rows(kvg_tok_ucd_age15, kvg_tok_ucd_age15_len, 3, cp)) return 1;
+        if (find_row(kvg_tok_ucd_age15, kvg_tok_ucd_age15_len, 3, cp)) return 1;
     }
     return 0;
 }
