@@ -97,7 +97,8 @@ static void on_shutdown(uv_shutdown_t *s, int status)
     kvg_http__close(c);
 }
 
-/* Closes after the queued writes have gone out. */
+/* Closes after the queued writes have gone out, or after the idle timeout
+ * if the client never takes them. */
 void kvg_http__close_gracefully(struct kvg_http_conn *c)
 {
     if (c->state == ST_CLOSING) return;
@@ -111,7 +112,7 @@ void kvg_http__close_gracefully(struct kvg_http_conn *c)
     }
     s->data = c;
     c->state = ST_CLOSING;
-    uv_timer_stop(&c->timer);
+    kvg_http__timer_set(c, c->srv->limits.idle_timeout_ms);
 }
 
 int kvg_http_res_end(struct kvg_http_req *req)

@@ -316,7 +316,7 @@ static void on_timer(uv_timer_t *t)
         kvg_http__reject(c, 408, "timed out reading the request");
         return;
     }
-    if (c->state == ST_IDLE) kvg_http__close(c);
+    if (c->state == ST_IDLE || c->state == ST_CLOSING) kvg_http__close(c);
 }
 
 /* Timers move on every read; rather than re-arming the libuv timer each
@@ -349,7 +349,13 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 {
     struct kvg_http_conn *c = s->data;
     if (nread < 0) {
-        kvg_http__close(c); /* EOF or error: a request being answered is aborted */
+        /* The client closed its side. A request its handler still holds is
+         * aborted (nginx's default: the client is gone); answers already
+         * written still go out, then the connection closes. */
+        if (nread == UV_EOF && !c->dispatched)
+            kvg_http__close_gracefully(c);
+        else
+            kvg_http__close(c);
         return;
     }
     if (nread == 0 || c->state == ST_CLOSING) return;

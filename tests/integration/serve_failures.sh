@@ -48,6 +48,27 @@ print("ok")
 PY
 check "keep-alive and pipelining" grep -q ok "$TMP/ka"
 
+# A client that half-closes after its requests (shutdown(SHUT_WR), as
+# `nc -N` and some HTTP/1.0 tools do) still gets every answer already due.
+/usr/bin/python3 - "$GW" >"$TMP/half" <<'PY'
+import socket, sys, time
+s = socket.socket(); s.settimeout(5)
+# A small receive window keeps the answers in flight when the half-close
+# arrives: they must outlive it.
+s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+s.connect(("127.0.0.1", int(sys.argv[1])))
+s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n" * 3)
+s.shutdown(socket.SHUT_WR)
+time.sleep(0.3)
+buf = b""
+for _ in range(1000):
+    d = s.recv(4096)
+    if not d: break
+    buf += d
+print("answers:", buf.count(b"HTTP/1.1 200"), "bytes:", len(buf))
+PY
+check "half-closed client: all 3 pipelined answers arrive" grep -q "answers: 3" "$TMP/half"
+
 # A client that never finishes its request head gets 408 after the header timeout.
 /usr/bin/python3 - "$GW" >"$TMP/slow" <<'PY'
 import socket, sys, time
