@@ -84,7 +84,12 @@ int kvg_gw_router_init(struct kvg_gateway *gw, char *err, size_t errlen)
     }
     struct kvg_policy *policy;
     if ((rc = kvg_policy_new(c->policy, &c->policy_opts, &policy))) {
-        snprintf(err, errlen, "unknown --policy '%s' (known: %s)", c->policy, kvg_policy_names());
+        if (rc == KVG_ENOTFOUND)
+            snprintf(err, errlen, "unknown --policy '%s' (known: %s)", c->policy,
+                     kvg_policy_names());
+        else
+            snprintf(err, errlen, "--policy %s: %s (check its options)", c->policy,
+                     kvg_strerror(rc));
         return rc;
     }
     gw->wants_tokens = policy->ops->wants_tokens;

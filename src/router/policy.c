@@ -24,6 +24,7 @@ static const struct {
     {"manual", kvg_policy_manual_new},
     {"kv_aware", kvg_policy_kv_aware_new},
     {"cache_aware", kvg_policy_cache_aware_new},
+    {"prefix_affinity", kvg_policy_prefix_affinity_new},
     {"score", kvg_policy_score_new},
     {"precise", kvg_policy_precise_new},     /* llm-d: precise prefix 3, kv 2, queue 2 */
     {"estimated", kvg_policy_estimated_new}, /* llm-d: approximate prefix 1, kv 1, queue 1 */
@@ -42,6 +43,8 @@ void kvg_policy_opts_default(struct kvg_policy_opts *o)
     o->temperature = 0.0;
     o->track_prefill = 1;
     o->approx_ttl_ms = 120000;
+    o->affinity_min_match = 0.5;
+    o->affinity_load_bound = 2;
     o->cache_threshold = 0.3;
     o->balance_abs = 64;
     o->balance_rel = 1.5;
@@ -70,7 +73,8 @@ int kvg_policy_new(const char *name, const struct kvg_policy_opts *opts, struct 
 const char *kvg_policy_names(void)
 {
     return "random, round_robin, power_of_two, least_load, consistent_hash (consistent_hashing), "
-           "rendezvous_hash, prefix_hash, manual, kv_aware, cache_aware, score, and score's "
+           "rendezvous_hash, prefix_hash, manual, kv_aware, cache_aware, prefix_affinity, score, "
+           "and score's "
            "presets precise, estimated, load";
 }
 

@@ -68,6 +68,9 @@ struct kvg_policy_opts {
     double temperature;     /* --router-temperature 0.0 */
     int track_prefill;      /* count prefill tokens already assigned (1) */
     uint32_t approx_ttl_ms; /* --router-ttl-secs 120 (approximate mode) */
+    /* prefix_affinity (kvgate's) */
+    double affinity_min_match;  /* --affinity-min-match 0.5: share of the prompt a holder needs */
+    double affinity_load_bound; /* --affinity-load-bound 2: in flight over bound x mean + 1 */
     /* cache_aware (sglang / vllm-router) */
     double cache_threshold;        /* --cache-threshold 0.3 */
     uint32_t balance_abs;          /* --balance-abs-threshold 64 */
@@ -134,6 +137,7 @@ int kvg_policy_prefix_hash_new(const struct kvg_policy_opts *o, struct kvg_polic
 int kvg_policy_manual_new(const struct kvg_policy_opts *o, struct kvg_policy **out);
 int kvg_policy_kv_aware_new(const struct kvg_policy_opts *o, struct kvg_policy **out);
 int kvg_policy_cache_aware_new(const struct kvg_policy_opts *o, struct kvg_policy **out);
+int kvg_policy_prefix_affinity_new(const struct kvg_policy_opts *o, struct kvg_policy **out);
 int kvg_policy_score_new(const struct kvg_policy_opts *o, struct kvg_policy **out);
 int kvg_policy_precise_new(const struct kvg_policy_opts *o, struct kvg_policy **out);
 int kvg_policy_estimated_new(const struct kvg_policy_opts *o, struct kvg_policy **out);

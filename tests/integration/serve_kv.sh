@@ -1,7 +1,8 @@
 # Precise KV-aware routing end to end: kvgate serve (kv_aware) in front of
 # four `kvgate sim` engines that publish KV events. Requests sharing a long
 # prefix land on the worker that holds it, and the engine's own usage
-# (cached_tokens) confirms the hit; /debug/route explains; a worker killed and
+# (cached_tokens) confirms the hit; /debug/route explains; kvgate's
+# prefix_affinity keeps prefixes and spreads new ones; a worker killed and
 # removed leaves nothing in the index.
 . "$(dirname "$0")/lib.sh"
 N=4
@@ -18,22 +19,30 @@ G=http://127.0.0.1:$GW
 wait_http "$G/readiness" 10 || exit 1
 
 prefix() { /usr/bin/python3 -c "import random; r=random.Random($1); print(' '.join(''.join(r.choice('abcdefghij') for _ in range(6)) for _ in range(100)))"; }
-# Four different 700-character system prompts, four questions each.
-hits=0; same=0; total=0
-for g in 1 2 3 4; do
-  P=$(prefix "$g")
-  first=""
-  for q in 1 2 3 4; do
-    body="{\"model\":\"m\",\"messages\":[{\"role\":\"system\",\"content\":\"$P\"},{\"role\":\"user\",\"content\":\"question $q of group $g\"}],\"max_tokens\":2}"
-    w=$(curl -s -D - -o "$TMP/r" "$G/v1/chat/completions" -d "$body" | tr -d '\r' | awk -F': ' 'tolower($1)=="x-kvgate-worker"{print $2}')
-    cached=$(json_get "$TMP/r" 'j["usage"]["prompt_tokens_details"]["cached_tokens"]')
-    if [ -z "$first" ]; then first=$w; sleep 0.3; else
-      total=$((total + 1)); [ "$w" = "$first" ] && same=$((same + 1)); [ "$cached" -ge 640 ] && hits=$((hits + 1))
-    fi
+# Sends four questions for each group (a 700-character system prompt each) to
+# gateway $1. Sets SAME (later questions on the first one's worker), HITS
+# (later questions the engine found cached: cached_tokens >= 640), FIRSTS
+# (each group's first worker) and BODY (the last request).
+route_groups() {
+  local gw=$1 g q p first w cached
+  shift
+  SAME=0; HITS=0; FIRSTS=""
+  for g in "$@"; do
+    p=$(prefix "$g")
+    first=""
+    for q in 1 2 3 4; do
+      BODY="{\"model\":\"m\",\"messages\":[{\"role\":\"system\",\"content\":\"$p\"},{\"role\":\"user\",\"content\":\"question $q of group $g\"}],\"max_tokens\":2}"
+      w=$(curl -s -D - -o "$TMP/r" "$gw/v1/chat/completions" -d "$BODY" | tr -d '\r' | awk -F': ' 'tolower($1)=="x-kvgate-worker"{print $2}')
+      cached=$(json_get "$TMP/r" 'j["usage"]["prompt_tokens_details"]["cached_tokens"]')
+      if [ -z "$first" ]; then first=$w; FIRSTS="$FIRSTS $w"; sleep 0.3; else
+        [ "$w" = "$first" ] && SAME=$((SAME + 1)); [ "$cached" -ge 640 ] && HITS=$((HITS + 1))
+      fi
+    done
   done
-done
-check "same prefix, same worker (12/12): $same" [ "$same" = 12 ]
-check "engine confirms the hits (cached_tokens >= 640): $hits/12" [ "$hits" = 12 ]
+}
+route_groups "$G" 1 2 3 4
+check "same prefix, same worker (12/12): $SAME" [ "$SAME" = 12 ]
+check "engine confirms the hits (cached_tokens >= 640): $HITS/12" [ "$HITS" = 12 ]
 
 # The groups spread over the workers (an idle pool: prefill cost decides).
 curl -s "$G/workers" >"$TMP/w"
@@ -56,6 +65,21 @@ curl -s "$G/metrics" >"$TMP/m"
 check "metrics: index entries > 0" [ "$(awk '/^kvgate_kv_index_entries /{print ($2 > 0)}' "$TMP/m")" = 1 ]
 check "metrics: event batches per worker" [ "$(grep -c '^kvgate_kv_event_batches{' "$TMP/m")" = $N ]
 check "metrics pass promtool" bash -c "promtool check metrics <'$TMP/m' >/dev/null 2>&1"
+
+# kvgate's prefix_affinity on the same engines, four new groups: each stays
+# where it was first placed, and new prefixes spread one per worker.
+GA=$(free_port)
+start_serve "$GA" --threads 2 --policy prefix_affinity --affinity-min-match 0.5 \
+  --affinity-load-bound 2 --block-size 16 --worker-urls "${URLS[@]}" \
+  --kv-events-endpoints "${EVS[@]}" --health-check-interval-secs 1 || exit 1
+wait_http "http://127.0.0.1:$GA/readiness" 10 || exit 1
+route_groups "http://127.0.0.1:$GA" 5 6 7 8
+check "prefix_affinity: same prefix, same worker (12/12): $SAME" [ "$SAME" = 12 ]
+check "prefix_affinity: engine confirms the hits: $HITS/12" [ "$HITS" = 12 ]
+distinct=$(echo $FIRSTS | tr ' ' '\n' | sort -u | wc -l)
+check "prefix_affinity: 4 new prefixes on 4 different workers ($distinct)" [ "$distinct" = 4 ]
+curl -s "http://127.0.0.1:$GA/debug/route" -d "$BODY" >"$TMP/da"
+check "prefix_affinity: debug/route says it is a hit" [ "$(json_get "$TMP/da" 'j["policy"] + " " + j["note"].split(":")[0]')" = "prefix_affinity hit" ]
 
 # Kill the worker that holds group 1's prefix and remove it: its entries go.
 victim=$(json_get "$TMP/d" 'j["chosen"]')

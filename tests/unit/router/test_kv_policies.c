@@ -269,3 +269,95 @@ TEST(cache_aware_thresholds_and_imbalance)
     p->ops->destroy(p);
     teardown();
 }
+
+TEST(prefix_affinity_keeps_places_and_spills)
+{
+    setup();
+    struct kvg_kv_index *idx = new_index();
+    uint32_t toks[1600];
+    uint64_t h[100];
+    size_t nh;
+    prompt(toks, 1600, 5, h, &nh);
+    index_store(idx, 1, toks, 1600); /* worker 1 holds all 100 blocks */
+    struct kvg_policy_opts o;
+    kvg_policy_opts_default(&o);
+    o.kv = idx;
+    struct kvg_policy *p;
+    CHECK_INT(kvg_policy_new("prefix_affinity", &o, &p), 0);
+    struct kvg_route_ctx c = ctx_for(toks, 1600, h, nh);
+    struct kvg_route_score sc[NW];
+    struct kvg_route_explain ex = {.scores = sc};
+    /* A hit stays with its holder while the holder is within 2 x mean + 1:
+     * 3 in flight against a mean of 1 is exactly at the bound. */
+    atomic_store(&W[1]->in_flight, 3);
+    CHECK_INT(p->ops->select(p, W, NW, &c, &ex), 1);
+    CHECK_NEAR(sc[1].matched_blocks, 100, 0);
+    CHECK(strstr(ex.note, "hit"));
+    /* Past it (6 > 2 x 7/3 + 1), the least loaded takes it: a spill. */
+    atomic_store(&W[1]->in_flight, 6);
+    atomic_store(&W[2]->in_flight, 1);
+    CHECK_INT(p->ops->select(p, W, NW, &c, &ex), 0);
+    CHECK(strstr(ex.note, "spill"));
+    for (int i = 0; i < NW; i++) atomic_store(&W[i]->in_flight, 0);
+    /* A spill placed a copy on worker 0: new prefixes go to 1 and 2 first,
+     * then round again, whatever the random ties. Under half the prompt
+     * held is a miss too. */
+    int count[NW] = {0};
+    for (uint32_t k = 0; k < 5; k++) {
+        uint32_t t2[160];
+        uint64_t h2[10];
+        size_t n2;
+        prompt(t2, 160, 100000 + 1000 * k, h2, &n2);
+        struct kvg_route_ctx c2 = ctx_for(t2, 160, h2, n2);
+        int w = p->ops->select(p, W, NW, &c2, &ex);
+        CHECK(strstr(ex.note, "miss"));
+        count[w]++;
+    }
+    CHECK_INT(count[0], 1);
+    CHECK_INT(count[1], 2);
+    CHECK_INT(count[2], 2);
+    /* Explaining (dry run) places nothing: the counts stay 2, 2, 2. */
+    uint32_t t3[160];
+    uint64_t h3[10];
+    size_t n3;
+    prompt(t3, 160, 900000, h3, &n3);
+    struct kvg_route_ctx c3 = ctx_for(t3, 160, h3, n3);
+    c3.dry_run = 1;
+    for (int i = 0; i < 3; i++) p->ops->select(p, W, NW, &c3, &ex);
+    for (int i = 0; i < NW; i++) CHECK_NEAR(sc[i].score, 2, 1e-9);
+    /* Placements fade (half-life 10 minutes) and a removed worker's are
+     * forgotten: the worker taking its slot gets the next new prefix. */
+    c3.now_ms += 600 * 1000;
+    p->ops->select(p, W, NW, &c3, &ex);
+    CHECK_NEAR(sc[0].score, 1, 1e-9);
+    p->ops->on_remove(p, W[2]);
+    c3.dry_run = 0;
+    CHECK_INT(p->ops->select(p, W, NW, &c3, &ex), 2);
+    p->ops->destroy(p);
+    /* Options out of range are refused. */
+    o.affinity_load_bound = 0.5;
+    CHECK_INT(kvg_policy_new("prefix_affinity", &o, &p), KVG_ECONFIG);
+    o.affinity_load_bound = 2;
+    o.affinity_min_match = 1.5;
+    CHECK_INT(kvg_policy_new("prefix_affinity", &o, &p), KVG_ECONFIG);
+    kvg_kv_index_free(idx);
+    teardown();
+}
+
+TEST(prefix_affinity_approximate_mode_remembers_its_routing)
+{
+    setup();
+    struct kvg_policy_opts o;
+    kvg_policy_opts_default(&o); /* no index: what the router sent where */
+    struct kvg_policy *p;
+    CHECK_INT(kvg_policy_new("prefix_affinity", &o, &p), 0);
+    uint32_t toks[640];
+    uint64_t h[40];
+    size_t nh;
+    prompt(toks, 640, 9, h, &nh);
+    struct kvg_route_ctx c = ctx_for(toks, 640, h, nh);
+    int first = p->ops->select(p, W, NW, &c, NULL);
+    for (int i = 0; i < 5; i++) CHECK_INT(p->ops->select(p, W, NW, &c, NULL), first);
+    p->ops->destroy(p);
+    teardown();
+}
