@@ -24,7 +24,9 @@ static void usage(FILE *f)
         "  --mode offline|live         (offline)\n"
         "  --policies LIST             comma-separated policy names (the scenario's set; kvgate\n"
         "                              serve --help lists them); live without --spawn-sims: a\n"
-        "                              label for the endpoint under test\n"
+        "                              label for the endpoint under test. Offline, `oracle` is\n"
+        "                              a placement no router can make (each shared_prefix group\n"
+        "                              on one engine, groups spread evenly): the bound\n"
         "  --seed N                    workload, routing and engine randomness (1)\n"
         "  --json FILE                 every figure, one object per policy\n"
         "  --markdown FILE             the report (also printed on stdout)\n"
@@ -59,6 +61,7 @@ static void usage(FILE *f)
         "  --kv-path direct|wire|none  offline: KV events into the index (direct)\n"
         "policy options:\n"
         "  --router-kv-overlap-score-weight X --router-temperature X (kv_aware)\n"
+        "  --affinity-min-match X --affinity-load-bound X (prefix_affinity)\n"
         "  --cache-threshold X --balance-abs-threshold N --balance-rel-threshold X (cache_aware)\n"
         "live:\n"
         "  --target URL                an OpenAI-compatible endpoint (http://host:port)\n"
@@ -299,6 +302,8 @@ int kvg_bench_parse(struct kvg_bench_cfg *c, int argc, char **argv)
         U32("--load-max-age-ms", c->des.load_max_age_ms, 1, 86400000)
         DBL("--router-kv-overlap-score-weight", c->des.popts.overlap_weight, 0, 1e6)
         DBL("--router-temperature", c->des.popts.temperature, 0, 1e6)
+        DBL("--affinity-min-match", c->des.popts.affinity_min_match, 0, 1)
+        DBL("--affinity-load-bound", c->des.popts.affinity_load_bound, 1, 1e6)
         DBL("--cache-threshold", c->des.popts.cache_threshold, 0, 1)
         U32("--balance-abs-threshold", c->des.popts.balance_abs, 0, UINT32_MAX)
         DBL("--balance-rel-threshold", c->des.popts.balance_rel, 0, 1e6)

@@ -46,6 +46,10 @@ struct run {
     uint64_t sweep; /* timeouts: lowest id that may still be waiting */
     int want_out;
     double scrape_s;
+    /* The "oracle" placement (see oracle_exclude): every engine but the
+     * request's is excluded, so the pool's one candidate is that engine. */
+    int oracle;
+    struct kvg_worker **exclude; /* neng entries, owned */
 };
 
 void kvg_bench_des_opts_default(struct kvg_bench_des_opts *o)
@@ -118,6 +122,22 @@ static int start_step(struct run *R, struct des_eng *g, double t)
     return 0;
 }
 
+/* The "oracle": a placement no router can make, for comparison. It knows
+ * each shared_prefix request's group (a router sees only tokens) and sends
+ * group g to engine g mod N: every group on one engine and, since groups
+ * get equal traffic, the groups spread evenly, a perfect static balance
+ * with perfect affinity. What it reaches bounds what keeping prefixes
+ * together can buy on this workload. Fills R->exclude; returns its count. */
+static size_t oracle_exclude(struct run *R, const struct kvg_bench_req *r)
+{
+    int64_t g = kvg_bench_wl_group(R->wl, r);
+    uint32_t target = g < 0 ? 0 : (uint32_t)(g % R->neng);
+    size_t n = 0;
+    for (uint32_t i = 0; i < R->neng; i++)
+        if (i != target) R->exclude[n++] = R->eng[i].w;
+    return n;
+}
+
 /* ---- Arrival: route, submit. */
 static int arrive(struct run *R)
 {
@@ -159,7 +179,8 @@ static int arrive(struct run *R)
     }
     int known = 0;
     uint64_t t0 = kvg_now_ns();
-    rc = kvg_pool_pick(&R->pool, c, NULL, 0, &l->pick, &known, NULL);
+    size_t nexclude = R->oracle ? oracle_exclude(R, r) : 0;
+    rc = kvg_pool_pick(&R->pool, c, R->exclude, nexclude, &l->pick, &known, NULL);
     R->acc.route_ns += (double)(kvg_now_ns() - t0);
     R->acc.routed++;
     if (rc) {
@@ -286,8 +307,19 @@ static int setup(struct run *R, struct kvg_bench_summary *out, char *err, size_t
     struct kvg_policy_opts po = o->popts;
     po.kv = R->kv.idx;
     po.block_size = o->profile.block_size;
+    const char *pname = o->policy;
+    if (!strcmp(o->policy, "oracle")) {
+        if (o->wl.kind != KVG_BENCH_WL_SHARED_PREFIX) {
+            out->status = KVG_ENOTFOUND;
+            snprintf(out->note, sizeof out->note,
+                     "the oracle places shared_prefix groups; this workload has none");
+            return 1;
+        }
+        R->oracle = 1;
+        pname = "round_robin"; /* the oracle leaves one candidate; the pool charges it */
+    }
     struct kvg_policy *p;
-    rc = kvg_policy_new(o->policy, &po, &p);
+    rc = kvg_policy_new(pname, &po, &p);
     if (rc == KVG_ENOTFOUND) {
         out->status = KVG_ENOTFOUND;
         snprintf(out->note, sizeof out->note, "policy '%s' is not in this build (known: %s)",
@@ -324,6 +356,7 @@ static int setup(struct run *R, struct kvg_bench_summary *out, char *err, size_t
             return rc;
         }
     }
+    if (R->oracle && !(R->exclude = calloc(R->neng, sizeof *R->exclude))) return -ENOMEM;
     /* Engine i is the worker in slot i (slots are handed out in order). */
     for (size_t i = 0; i < R->pool.n; i++) {
         struct kvg_worker *w = R->pool.w[i];
@@ -351,6 +384,7 @@ static void teardown(struct run *R)
     for (uint32_t i = 0; R->eng && i < R->neng; i++)
         if (R->eng[i].e) kvg_sim_free(R->eng[i].e);
     free(R->eng);
+    free(R->exclude);
     kvg_bench_des_kv_free(&R->kv);
     kvg_bench_acc_free(&R->acc);
     kvg_bench_wl_free(R->wl);

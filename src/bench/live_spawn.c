@@ -13,7 +13,7 @@
 #include "bench/live_int.h"
 #include "bench/procs.h"
 
-#define MAX_ARGS 160
+#define MAX_ARGS 200 /* serve with 64 engines takes ~165 */
 
 struct argv_b {
     char *v[MAX_ARGS + 1];
@@ -101,6 +101,22 @@ static int start_cluster(const struct kvg_bench_cfg *c, const char *policy,
     add(&a, "%s", policy);
     add(&a, "--block-size");
     add(&a, "%u", p->block_size);
+    /* The policy options the bench was given (or their defaults). */
+    const struct kvg_policy_opts *po = &c->des.popts;
+    add(&a, "--router-kv-overlap-score-weight");
+    add(&a, "%.17g", po->overlap_weight);
+    add(&a, "--router-temperature");
+    add(&a, "%.17g", po->temperature);
+    add(&a, "--affinity-min-match");
+    add(&a, "%.17g", po->affinity_min_match);
+    add(&a, "--affinity-load-bound");
+    add(&a, "%.17g", po->affinity_load_bound);
+    add(&a, "--cache-threshold");
+    add(&a, "%.17g", po->cache_threshold);
+    add(&a, "--balance-abs-threshold");
+    add(&a, "%u", po->balance_abs);
+    add(&a, "--balance-rel-threshold");
+    add(&a, "%.17g", po->balance_rel);
     /* Engine load as fresh as llm-d's EPP sees it (50-100 ms of engine time). */
     uint32_t scrape = c->serve_scrape_ms
                           ? c->serve_scrape_ms

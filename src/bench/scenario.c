@@ -117,11 +117,12 @@ static void set_policies(struct kvg_bench_cfg *c, const char *const *p, size_t n
 
 /* What llm-d's 73%-capacity setup and its live miniature share: the pod
  * profile, inference-perf's shared_prefix shape (5 prompts per group, 6,000
- * + 1,200 prompt tokens, ignore_eos) and the six policies compared. */
+ * + 1,200 prompt tokens, ignore_eos) and the policies compared: llm-d's four
+ * configurations and kvgate's others. */
 static void llmd73_common(struct kvg_bench_cfg *c)
 {
-    static const char *const pol[] = {"precise", "estimated", "load",
-                                      "random",  "kv_aware",  "cache_aware"};
+    static const char *const pol[] = {"precise",  "estimated",   "load",           "random",
+                                      "kv_aware", "cache_aware", "prefix_affinity"};
     struct kvg_bench_wl_opts *w = &c->des.wl;
     c->des.profile = *kvg_sim_profile_find("qwen3-32b-h100-tp2-roofline");
     w->kind = KVG_BENCH_WL_SHARED_PREFIX;

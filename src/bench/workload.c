@@ -569,6 +569,12 @@ int kvg_bench_wl_wants_output(const struct kvg_bench_wl *wl)
     return wl->o.kind == KVG_BENCH_WL_CHAT;
 }
 
+int64_t kvg_bench_wl_group(const struct kvg_bench_wl *wl, const struct kvg_bench_req *r)
+{
+    if (wl->o.kind != KVG_BENCH_WL_SHARED_PREFIX) return -1;
+    return r->prompt / wl->o.prompts_per_group; /* prompts are generated group by group */
+}
+
 int kvg_bench_wl_done(struct kvg_bench_wl *wl, struct kvg_bench_req *r, double now,
                       const uint32_t *out, size_t n, int ok)
 {

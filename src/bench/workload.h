@@ -120,6 +120,9 @@ int kvg_bench_wl_done(struct kvg_bench_wl *wl, struct kvg_bench_req *r, double n
                       const uint32_t *out, size_t n, int ok);
 /* 1 when kvg_bench_wl_done wants output ids. */
 int kvg_bench_wl_wants_output(const struct kvg_bench_wl *wl);
+/* shared_prefix: the group (0..groups-1) of r's prompt; -1 for the other
+ * workloads, which have no groups. */
+int64_t kvg_bench_wl_group(const struct kvg_bench_wl *wl, const struct kvg_bench_req *r);
 
 /* The stage schedule as run (a trace is one stage). */
 size_t kvg_bench_wl_nstages(const struct kvg_bench_wl *wl);

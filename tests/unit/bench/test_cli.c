@@ -42,8 +42,9 @@ TEST(llmd73_preset)
     double total = 0;
     for (size_t i = 0; i < c.des.wl.nstages; i++) total += c.des.wl.stage[i].secs;
     CHECK_NEAR(total, 502, 0);
-    CHECK_INT(c.npolicies, 6);
+    CHECK_INT(c.npolicies, 7); /* llm-d's four, then kvgate's three */
     CHECK_STR(c.policies[0], "precise");
+    CHECK_STR(c.policies[6], "prefix_affinity");
     CHECK_INT(c.npub, 4);
 }
 

@@ -1,7 +1,8 @@
 /* The offline simulator on tiny scenarios: deterministic per seed, every
  * request accounted for, a cache-friendly policy beating random on a
  * shared-prefix workload through the same router code, both KV event paths
- * giving the same index, timeouts, unknown policies, chat and traces. */
+ * giving the same index, timeouts, unknown policies, chat and traces, and
+ * the bench's oracle placement. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -67,8 +68,9 @@ TEST(deterministic)
  * the offline mode irreproducible: every policy must give the same run twice. */
 TEST(deterministic_for_every_policy)
 {
-    const char *pols[] = {"precise",     "estimated",    "load",       "kv_aware",   "cache_aware",
-                          "round_robin", "power_of_two", "least_load", "prefix_hash"};
+    const char *pols[] = {"precise",     "estimated",       "load",         "kv_aware",
+                          "cache_aware", "round_robin",     "power_of_two", "least_load",
+                          "prefix_hash", "prefix_affinity", "oracle"};
     for (size_t i = 0; i < sizeof pols / sizeof pols[0]; i++) {
         struct kvg_bench_des_opts o;
         static struct kvg_bench_summary a, b;
@@ -153,6 +155,36 @@ TEST(unknown_policy_reported)
     CHECK_INT(s.status, KVG_ENOTFOUND);
     CHECK(strstr(s.note, "no_such_policy"));
     CHECK_STR(s.policy, "no_such_policy");
+}
+
+/* The oracle sends group g to engine g mod N, always the same one, so after
+ * the warm-up every prompt is found cached where it goes; it needs groups,
+ * so a chat workload is not run. */
+TEST(oracle_places_groups)
+{
+    struct kvg_bench_des_opts o;
+    static struct kvg_bench_summary orc, pre, chat;
+    tiny(&o, "oracle");
+    CHECK_INT(run(&o, &orc), 0);
+    CHECK_INT(orc.status, 0);
+    CHECK_INT(orc.completed + orc.errors, orc.requests);
+    CHECK_INT(orc.errors, 0);
+    tiny(&o, "precise");
+    CHECK_INT(run(&o, &pre), 0);
+    /* Measured requests come after a warm-up that saw all 48 prompts, and
+     * nothing is evicted: each prompt (256 + ' ' + 48 = 305 tokens, 19 full
+     * blocks of 16) finds all its blocks cached and recomputes 1 token. */
+    CHECK(fabs(orc.cache_hit_ratio - (1 - 1.0 / 305)) < 1e-9);
+    CHECK(orc.cache_hit_ratio >= pre.cache_hit_ratio - 1e-9);
+    tiny(&o, "oracle");
+    o.wl.kind = KVG_BENCH_WL_CHAT;
+    o.wl.turns = 2;
+    o.wl.user_len = 20;
+    o.wl.chat_groups = 2;
+    o.wl.chat_system_len = 50;
+    CHECK_INT(run(&o, &chat), 0);
+    CHECK_INT(chat.status, KVG_ENOTFOUND);
+    CHECK(strstr(chat.note, "shared_prefix"));
 }
 
 TEST(timeouts_and_rejections_counted)
