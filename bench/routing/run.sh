@@ -2,9 +2,10 @@
 # What kvgate's routing buys: llm-d's "KV-cache wins you can see" benchmark
 # (8 pods, 150 customers sharing 6,000-token contexts) reproduced offline
 # with the router's own policy code and 8 simulated engines in virtual time
-# (six policies, five seeds), a calibration sweep that shows how the result
-# depends on the two calibrated parameters, and the scaled-down live version
-# over HTTP (four `kvgate sim` processes behind a `kvgate serve` per policy).
+# (six policies and the oracle bound, five seeds), a calibration sweep that
+# shows how the result depends on the two calibrated parameters, and the
+# scaled-down live version over HTTP (four `kvgate sim` processes behind a
+# `kvgate serve` per policy).
 # Writes bench/results/routing.md and its SVGs.
 #
 #   bash bench/routing/run.sh             # everything, about 5 minutes
@@ -30,7 +31,7 @@ secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.0f", b - a }'; }
 # 1. The reproduction, as issue 6 asks for it.
 t0=$(now)
 "$BIN" bench --scenario llmd-73 --mode offline \
-  --policies precise,estimated,load,random,kv_aware,cache_aware \
+  --policies precise,estimated,load,random,kv_aware,cache_aware,prefix_affinity,oracle \
   --json "$TMP/offline.json" --svg "$OUT/routing" --markdown "$TMP/offline.md" >/dev/null
 t1=$(now)
 
@@ -38,12 +39,12 @@ t1=$(now)
 sweep() { # label, flags...
   local label=$1
   shift
-  "$BIN" bench --scenario llmd-73 --repeat 1 --policies precise,random,cache_aware --quiet \
+  "$BIN" bench --scenario llmd-73 --repeat 1 --policies precise,random,prefix_affinity --quiet \
     --json "$TMP/sweep.json" "$@" >/dev/null
   /usr/bin/python3 - "$TMP/sweep.json" "$label" "$*" <<'PY'
 import json, sys
 j = {o["policy"]: o for o in json.load(open(sys.argv[1]))}
-p, r, c = j["precise"], j["random"], j["cache_aware"]
+p, r, c = j["precise"], j["random"], j["prefix_affinity"]
 def s(x):
     return "%.3g" % x
 print("| %s | `%s` | %s | %.0f | %.1f / %.1f | %.1f | %s | %s | %.0f | 1/%.0f | %.2fx | %s / %.0f |" % (
@@ -55,7 +56,7 @@ print("| %s | `%s` | %s | %.0f | %.1f / %.1f | %.1f | %s | %s | %.0f | 1/%.0f | 
 PY
 }
 {
-  echo "| variant | flags | precise TTFT p90 (s) | precise tok/s | precise KV % mean / p90 | precise ITL (ms) | random TTFT p90 (s) | random TTFT mean (s) | random tok/s | p90 precise/random | tok/s precise/random | cache_aware p90 / tok/s |"
+  echo "| variant | flags | precise TTFT p90 (s) | precise tok/s | precise KV % mean / p90 | precise ITL (ms) | random TTFT p90 (s) | random TTFT mean (s) | random tok/s | p90 precise/random | tok/s precise/random | prefix_affinity p90 / tok/s |"
   echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
   echo "| **published** (llm-d report) | | 0.542 | 8730 | 59.3 / 86.5 | 26 | 92.6 | 45.3 | 4429 | 1/171 | 1.97x | |"
   sweep "chosen: 500 tokens, prefill x0.75 of roofline"
