@@ -52,8 +52,8 @@ int main(int argc, char **argv)
     kvg_buf_init(&body, 0);
     struct kvg_rng rng;
     kvg_rng_seed(&rng, 1);
-    static const char *words[] = {"router", "cache", "engine", "prefix", "token", "batch",
-                                  "latency", "worker", "queue", "stream", "model", "block"};
+    static const char *words[] = {"router",  "cache",  "engine", "prefix", "token", "batch",
+                                  "latency", "worker", "queue",  "stream", "model", "block"};
     for (int i = 0; i < 5200; i++)
         kvg_buf_printf(&text, "%s%s", i ? " " : "", words[kvg_rng_below(&rng, 12)]);
     kvg_buf_append_str(&body, "{\"model\":\"m\",\"messages\":[{\"role\":\"system\",\"content\":");
@@ -94,7 +94,8 @@ int main(int argc, char **argv)
         unsigned char a16[3] = {0xdc, (unsigned char)(nb >> 8), (unsigned char)nb};
         kvg_buf_append(&mp, a16, 3);
         for (size_t i = 0; i < nb; i++) {
-            unsigned char h[9] = {0xcf, 0, 0, 0, 0, 0, 0, (unsigned char)(w + 1), (unsigned char)(i + 1)};
+            unsigned char h[9] = {
+                0xcf, 0, 0, 0, 0, 0, 0, (unsigned char)(w + 1), (unsigned char)(i + 1)};
             h[6] = (unsigned char)(i >> 8);
             kvg_buf_append(&mp, h, 9);
         }
@@ -136,7 +137,8 @@ int main(int argc, char **argv)
         lat[i] = (double)(kvg_now_ns() - a) / 1e3;
     }
     qsort(lat, (size_t)iters, sizeof *lat, cmp);
-    printf("decisions: %d; chosen worker %d (holds the longest prefix: %d)\n", iters, chosen, NW - 1);
+    printf("decisions: %d; chosen worker %d (holds the longest prefix: %d)\n", iters, chosen,
+           NW - 1);
     printf("latency us: p50 %.1f  p99 %.1f  max %.1f\n", lat[iters / 2], lat[iters * 99 / 100],
            lat[iters - 1]);
     free(lat);

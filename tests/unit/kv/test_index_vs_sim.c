@@ -66,8 +66,8 @@ TEST(index_matches_engine_caches_after_random_traffic)
     /* 8 families of prompts: a shared 160-token prefix, then their own. */
     for (int i = 0; i < NPROMPTS; i++)
         for (int t = 0; t < PLEN; t++)
-            prompts[i][t] = t < 160 ? (uint32_t)(1000 * (i % 8) + t)
-                                    : (uint32_t)kvg_rng_below(&rng, 30000);
+            prompts[i][t] =
+                t < 160 ? (uint32_t)(1000 * (i % 8) + t) : (uint32_t)kvg_rng_below(&rng, 30000);
     struct kvg_kv_index_opts io = {.block_size = BS, .max_workers = 8};
     struct kvg_kv_index *idx;
     CHECK_INT(kvg_kv_index_new(&io, &idx), 0);
@@ -88,9 +88,12 @@ TEST(index_matches_engine_caches_after_random_traffic)
     for (uint64_t id = 1; id <= 3000; id++) {
         int w = (int)kvg_rng_below(&rng, NE);
         int p = (int)kvg_rng_below(&rng, NPROMPTS);
-        struct kvg_sim_request r = {.id = id, .prompt = prompts[p], .prompt_len = PLEN,
+        struct kvg_sim_request r = {.id = id,
+                                    .prompt = prompts[p],
+                                    .prompt_len = PLEN,
                                     .max_tokens = 1 + (uint32_t)kvg_rng_below(&rng, 20),
-                                    .ignore_eos = 1, .arrival = now};
+                                    .ignore_eos = 1,
+                                    .arrival = now};
         CHECK_INT(kvg_sim_submit(eng[w], &r), 0);
         /* a step or two on every engine, events published after each */
         for (int i = 0; i < NE; i++) {
