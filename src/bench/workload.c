@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "base/err.h"
+#include "base/heap.h"
 #include "base/util.h"
 
 enum { P_OPEN, P_TURN, P_SLOT };
@@ -45,8 +46,7 @@ struct kvg_bench_wl {
     size_t nst, warm;
     double *open; /* open-loop arrival times, ascending */
     size_t nopen, open_next;
-    struct pend *heap;
-    size_t nheap, capheap;
+    struct kvg_heap pending; /* struct pend, earliest first */
     uint64_t seq, issued, nsessions;
     /* shared_prefix: prompts in generation order, each plen ids */
     uint32_t *prompts, plen, nprompts, *order;
@@ -117,50 +117,23 @@ static void render(const struct kvg_bench_wl *wl, const uint32_t *ids, size_t n,
     for (size_t i = 0; i < n; i++) kvg_bench_render_id(ids[i], out + 4 * i);
 }
 
-/* ---- The pending heap. */
-static int pend_less(const struct pend *a, const struct pend *b)
+/* ---- The pending heap: follow-ups by time, then in the order planned. */
+static int pend_less(const void *a, const void *b)
 {
-    return a->t < b->t || (a->t == b->t && a->seq < b->seq);
+    const struct pend *x = a, *y = b;
+    return x->t < y->t || (x->t == y->t && x->seq < y->seq);
 }
 
-static int heap_push(struct kvg_bench_wl *wl, double t, int type, int stage, struct sess *s)
+static int pend_push(struct kvg_bench_wl *wl, double t, int type, int stage, struct sess *s)
 {
-    if (wl->nheap == wl->capheap) {
-        size_t c = wl->capheap ? wl->capheap * 2 : 64;
-        struct pend *h = realloc(wl->heap, c * sizeof *h);
-        if (!h) return -ENOMEM;
-        wl->heap = h;
-        wl->capheap = c;
-    }
-    size_t i = wl->nheap++;
-    wl->heap[i] = (struct pend){t, wl->seq++, type, stage, s};
-    while (i > 0) {
-        size_t p = (i - 1) / 2;
-        if (!pend_less(&wl->heap[i], &wl->heap[p])) break;
-        struct pend x = wl->heap[i];
-        wl->heap[i] = wl->heap[p];
-        wl->heap[p] = x;
-        i = p;
-    }
-    return 0;
+    struct pend p = {t, wl->seq++, type, stage, s};
+    return kvg_heap_push(&wl->pending, &p);
 }
 
-static struct pend heap_pop(struct kvg_bench_wl *wl)
+static double pend_next(const struct kvg_bench_wl *wl)
 {
-    struct pend top = wl->heap[0];
-    wl->heap[0] = wl->heap[--wl->nheap];
-    size_t i = 0;
-    for (;;) {
-        size_t l = 2 * i + 1, r = l + 1, m = i;
-        if (l < wl->nheap && pend_less(&wl->heap[l], &wl->heap[m])) m = l;
-        if (r < wl->nheap && pend_less(&wl->heap[r], &wl->heap[m])) m = r;
-        if (m == i) break;
-        struct pend x = wl->heap[i];
-        wl->heap[i] = wl->heap[m];
-        wl->heap[m] = x;
-        i = m;
-    }
-    return top;
+    const struct pend *p = kvg_heap_top(&wl->pending);
+    return p ? p->t : INFINITY;
 }
 
 /* ---- Building. */
@@ -283,6 +256,7 @@ int kvg_bench_wl_new(const struct kvg_bench_wl_opts *o, struct kvg_bench_wl **ou
     if (rc) return rc;
     struct kvg_bench_wl *wl = calloc(1, sizeof *wl);
     if (!wl) return -ENOMEM;
+    kvg_heap_init(&wl->pending, sizeof(struct pend), pend_less);
     wl->o = *o;
     struct kvg_rng gen;
     kvg_rng_seed(&gen, o->seed);
@@ -326,7 +300,7 @@ int kvg_bench_wl_new(const struct kvg_bench_wl_opts *o, struct kvg_bench_wl **ou
     /* Closed-loop stages fill their slots at their start. */
     for (size_t s = 0; s < wl->nst; s++)
         for (uint32_t k = 0; k < wl->stage[s].conc; k++)
-            if ((rc = heap_push(wl, wl->start[s], P_SLOT, (int)s, NULL))) goto nomem;
+            if ((rc = pend_push(wl, wl->start[s], P_SLOT, (int)s, NULL))) goto nomem;
     *out = wl;
     return 0;
 nomem:
@@ -348,8 +322,9 @@ static void sess_free(struct sess *s)
 void kvg_bench_wl_free(struct kvg_bench_wl *wl)
 {
     if (!wl) return;
-    for (size_t i = 0; i < wl->nheap; i++) sess_free(wl->heap[i].s);
-    free(wl->heap);
+    for (size_t i = 0; i < wl->pending.n; i++)
+        sess_free(((struct pend *)kvg_heap_at(&wl->pending, i))->s);
+    kvg_heap_free(&wl->pending);
     free(wl->open);
     free(wl->prompts);
     free(wl->order);
@@ -362,8 +337,7 @@ void kvg_bench_wl_free(struct kvg_bench_wl *wl)
 double kvg_bench_wl_next(const struct kvg_bench_wl *wl)
 {
     double t = wl->open_next < wl->nopen ? wl->open[wl->open_next] : INFINITY;
-    if (wl->nheap && wl->heap[0].t < t) t = wl->heap[0].t;
-    return t;
+    return fmin(t, pend_next(wl));
 }
 
 int kvg_bench_wl_stage_at(const struct kvg_bench_wl *wl, double t)
@@ -499,10 +473,10 @@ static int build_trace(struct kvg_bench_wl *wl, struct req_priv *p, size_t idx)
 int kvg_bench_wl_pop(struct kvg_bench_wl *wl, struct kvg_bench_req **out)
 {
     double t_open = wl->open_next < wl->nopen ? wl->open[wl->open_next] : INFINITY;
-    if (t_open == INFINITY && !wl->nheap) return KVG_ENOTFOUND;
+    if (t_open == INFINITY && !wl->pending.n) return KVG_ENOTFOUND;
     struct pend p;
-    if (wl->nheap && wl->heap[0].t < t_open)
-        p = heap_pop(wl);
+    if (pend_next(wl) < t_open)
+        kvg_heap_pop(&wl->pending, &p);
     else
         p = (struct pend){t_open, 0, P_OPEN, -1, NULL};
     struct req_priv *rp = calloc(1, sizeof *rp);
@@ -596,14 +570,14 @@ int kvg_bench_wl_done(struct kvg_bench_wl *wl, struct kvg_bench_req *r, double n
         if (more) rc = sess_append(wl, s, out, n);
         if (more && !rc) rc = sess_user_message(wl, s);
         if (more && !rc) {
-            rc = heap_push(wl, next, P_TURN, slot, s);
+            rc = pend_push(wl, next, P_TURN, slot, s);
         } else {
             sess_free(s);
             if (!rc && slot >= 0 && now < wl->start[slot + 1])
-                rc = heap_push(wl, now, P_SLOT, slot, NULL);
+                rc = pend_push(wl, now, P_SLOT, slot, NULL);
         }
     } else if (slot >= 0 && now < wl->start[slot + 1]) {
-        rc = heap_push(wl, now, P_SLOT, slot, NULL);
+        rc = pend_push(wl, now, P_SLOT, slot, NULL);
     }
     free(rp->own_tok);
     free(rp->own_text);

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/heap.h"
 #include "kv/radix_int.h"
 
 /* Pre-order list of the nodes reachable from the root (through children
@@ -64,54 +65,22 @@ static int leaf_for(const struct kvg_kv_rnode *n, int tenant)
     return 1;
 }
 
-struct heap_item {
+/* A (node, tenant) leaf waiting for eviction, oldest access first. */
+struct leaf {
     uint64_t ts;
     struct kvg_kv_rnode *n;
     int tenant;
 };
 
-struct heap {
-    struct heap_item *v;
-    size_t n, cap;
-};
-
-static int heap_push(struct heap *h, struct heap_item it)
+static int leaf_older(const void *a, const void *b)
 {
-    if (h->n == h->cap) {
-        size_t cap = h->cap ? h->cap * 2 : 64;
-        struct heap_item *v = realloc(h->v, cap * sizeof *v);
-        if (!v) return -ENOMEM;
-        h->v = v;
-        h->cap = cap;
-    }
-    size_t i = h->n++;
-    while (i && h->v[(i - 1) / 2].ts > it.ts) {
-        h->v[i] = h->v[(i - 1) / 2];
-        i = (i - 1) / 2;
-    }
-    h->v[i] = it;
-    return 0;
-}
-
-static struct heap_item heap_pop(struct heap *h)
-{
-    struct heap_item top = h->v[0], last = h->v[--h->n];
-    size_t i = 0;
-    for (;;) {
-        size_t c = 2 * i + 1;
-        if (c >= h->n) break;
-        if (c + 1 < h->n && h->v[c + 1].ts < h->v[c].ts) c++;
-        if (h->v[c].ts >= last.ts) break;
-        h->v[i] = h->v[c];
-        i = c;
-    }
-    if (h->n) h->v[i] = last;
-    return top;
+    return ((const struct leaf *)a)->ts < ((const struct leaf *)b)->ts;
 }
 
 int kvg_kv_radix_evict_by_size(struct kvg_kv_radix *t, uint64_t max_chars)
 {
-    struct heap h = {0};
+    struct kvg_heap h;
+    kvg_heap_init(&h, sizeof(struct leaf), leaf_older);
     size_t count;
     int evicted = 0, rc = 0;
     pthread_mutex_lock(&t->mu);
@@ -125,12 +94,13 @@ int kvg_kv_radix_evict_by_size(struct kvg_kv_radix *t, uint64_t max_chars)
         struct kvg_kv_rnode *n = all[i];
         for (uint32_t k = 0; k < n->nten; k++) {
             int tn = n->ten[k].tenant;
-            if (leaf_for(n, tn) && (rc = heap_push(&h, (struct heap_item){n->ten[k].ts, n, tn})))
-                goto out;
+            struct leaf l = {n->ten[k].ts, n, tn};
+            if (leaf_for(n, tn) && (rc = kvg_heap_push(&h, &l))) goto out;
         }
     }
     while (h.n) {
-        struct heap_item it = heap_pop(&h);
+        struct leaf it;
+        kvg_heap_pop(&h, &it);
         struct kvg_kv_rnode *n = it.n;
         struct kvg_kv_rtc *tc = &t->tc[it.tenant];
         if (tc->chars <= max_chars) continue;
@@ -144,15 +114,14 @@ int kvg_kv_radix_evict_by_size(struct kvg_kv_radix *t, uint64_t max_chars)
         if (p && !n->nkids && !n->nten) kvg_kv_rnode_delete(n);
         if (p) {
             struct kvg_kv_rten *pr = kvg_kv_rnode_tenant(p, it.tenant);
-            if (pr && leaf_for(p, it.tenant) &&
-                (rc = heap_push(&h, (struct heap_item){pr->ts, p, it.tenant})))
-                goto out;
+            struct leaf l = {pr ? pr->ts : 0, p, it.tenant};
+            if (pr && leaf_for(p, it.tenant) && (rc = kvg_heap_push(&h, &l))) goto out;
         }
     }
 out:
     pthread_mutex_unlock(&t->mu);
     free(all);
-    free(h.v);
+    kvg_heap_free(&h);
     return rc ? rc : evicted;
 }
 
