@@ -11,13 +11,10 @@
 #include "base/err.h"
 #include "base/log.h"
 #include "base/util.h"
+#include "http/headers.h"
 
 #define READ_BUF_SIZE (64 * 1024)
 #define MAX_RESP_HEADERS 100
-
-struct hoff {
-    size_t no, nl, vo, vl;
-};
 
 struct uconn {
     uv_tcp_t tcp;
@@ -35,10 +32,8 @@ struct uconn {
     int reading;                        /* uv_read_start in effect (toggling costs an epoll_ctl) */
     uint64_t deadline_ms, timer_due_ms; /* see timer_set */
     struct kvg_buf head;
-    struct hoff hoff[MAX_RESP_HEADERS];
-    size_t nh;
-    int hstate;
-    struct uconn *prev, *next; /* idle list */
+    struct kvg_http__hdrs hacc; /* where in head each header is */
+    struct uconn *prev, *next;  /* idle list */
 };
 
 struct kvg_http_call {
@@ -141,6 +136,7 @@ static void on_closed(uv_handle_t *h)
     if (--c->handles > 0) return;
     struct kvg_http_client *cl = c->cl;
     kvg_buf_free(&c->head);
+    kvg_http__hdrs_free(&c->hacc);
     free(c);
     cl->nconns--;
     if (cl->closing && cl->nconns == 0) free(cl);
@@ -249,32 +245,18 @@ static int on_message_begin(llhttp_t *p)
 {
     struct uconn *c = uc(p);
     kvg_buf_reset(&c->head);
-    c->nh = 0;
-    c->hstate = 0;
+    kvg_http__hdrs_reset(&c->hacc);
     return 0;
 }
 
 static int on_header_field(llhttp_t *p, const char *at, size_t n)
 {
-    struct uconn *c = uc(p);
-    if (c->hstate != 1) {
-        if (c->nh == MAX_RESP_HEADERS) return HPE_USER;
-        c->hoff[c->nh++] = (struct hoff){c->head.len, 0, 0, 0};
-        c->hstate = 1;
-    }
-    c->hoff[c->nh - 1].nl += n;
-    return kvg_buf_append(&c->head, at, n) ? HPE_USER : 0;
+    return kvg_http__hdrs_name(&uc(p)->hacc, at, n) ? HPE_USER : 0;
 }
 
 static int on_header_value(llhttp_t *p, const char *at, size_t n)
 {
-    struct uconn *c = uc(p);
-    if (c->hstate != 2) {
-        c->hoff[c->nh - 1].vo = c->head.len;
-        c->hstate = 2;
-    }
-    c->hoff[c->nh - 1].vl += n;
-    return kvg_buf_append(&c->head, at, n) ? HPE_USER : 0;
+    return kvg_http__hdrs_value(&uc(p)->hacc, at, n) ? HPE_USER : 0;
 }
 
 static int on_headers_complete(llhttp_t *p)
@@ -288,12 +270,9 @@ static int on_headers_complete(llhttp_t *p)
      * llhttp so); wait for the real response. */
     if (status < 200) return 1;
     struct kvg_http_header hs[MAX_RESP_HEADERS];
-    for (size_t i = 0; i < c->nh; i++) {
-        hs[i].name = (struct kvg_str){c->head.data + c->hoff[i].no, c->hoff[i].nl};
-        hs[i].value = (struct kvg_str){c->head.data + c->hoff[i].vo, c->hoff[i].vl};
-    }
+    kvg_http__hdrs_views(&c->hacc, hs);
     timer_set(c, call->opts.idle_timeout_ms);
-    if (call->cbs.on_head) call->cbs.on_head(call->ud, status, hs, c->nh);
+    if (call->cbs.on_head) call->cbs.on_head(call->ud, status, hs, c->hacc.n);
     return c->call == call ? 0 : HPE_USER; /* cancelled inside the callback */
 }
 
@@ -451,6 +430,7 @@ static struct uconn *conn_new(struct kvg_http_client *cl, struct kvg_http_call *
     c->handles = 2;
     cl->nconns++;
     kvg_buf_init(&c->head, cl->opts.max_response_head);
+    kvg_http__hdrs_init(&c->hacc, &c->head, MAX_RESP_HEADERS);
     llhttp_init(&c->parser, HTTP_RESPONSE, &cl->settings);
     c->parser.data = c;
     return c;

@@ -75,8 +75,7 @@ void kvg_http__req_free(struct kvg_http_req *r)
 void kvg_http__reset_for_next(struct kvg_http_conn *c)
 {
     kvg_buf_reset(&c->head);
-    c->nh = 0;
-    c->hstate = 0;
+    kvg_http__hdrs_reset(&c->hacc);
     c->url_len = 0;
     c->err_status = 0;
     c->state = ST_IDLE;
@@ -106,53 +105,31 @@ static int on_message_begin(llhttp_t *p)
     return 0;
 }
 
-static int head_append(struct kvg_http_conn *c, const char *at, size_t n)
+/* The result of adding a piece of the head (URL, header name or value):
+ * past the size or count limit is a 431; out of memory a 500. */
+static int head_piece(struct kvg_http_conn *c, int rc)
 {
-    if (kvg_buf_append(&c->head, at, n)) {
-        c->err_status = 431;
-        return HPE_USER;
-    }
-    return 0;
+    if (rc) c->err_status = rc == KVG_ETOOBIG ? 431 : 500;
+    return rc ? HPE_USER : 0;
 }
 
 static int on_url(llhttp_t *p, const char *at, size_t n)
 {
     struct kvg_http_conn *c = conn_of(p);
     c->url_len += n;
-    return head_append(c, at, n);
+    return head_piece(c, kvg_buf_append(&c->head, at, n));
 }
 
 static int on_header_field(llhttp_t *p, const char *at, size_t n)
 {
     struct kvg_http_conn *c = conn_of(p);
-    if (c->hstate != 1) {
-        if (c->nh == c->srv->limits.max_headers) {
-            c->err_status = 431;
-            return HPE_USER;
-        }
-        if (c->nh == c->caph) {
-            size_t cap = c->caph ? c->caph * 2 : 16;
-            struct hdr_off *h = realloc(c->hoff, cap * sizeof *h);
-            if (!h) return HPE_USER;
-            c->hoff = h;
-            c->caph = cap;
-        }
-        c->hoff[c->nh++] = (struct hdr_off){c->head.len, 0, 0, 0};
-        c->hstate = 1;
-    }
-    c->hoff[c->nh - 1].name_len += n;
-    return head_append(c, at, n);
+    return head_piece(c, kvg_http__hdrs_name(&c->hacc, at, n));
 }
 
 static int on_header_value(llhttp_t *p, const char *at, size_t n)
 {
     struct kvg_http_conn *c = conn_of(p);
-    if (c->hstate != 2) {
-        c->hoff[c->nh - 1].val_off = c->head.len;
-        c->hstate = 2;
-    }
-    c->hoff[c->nh - 1].val_len += n;
-    return head_append(c, at, n);
+    return head_piece(c, kvg_http__hdrs_value(&c->hacc, at, n));
 }
 
 static int on_headers_complete(llhttp_t *p)
@@ -163,20 +140,18 @@ static int on_headers_complete(llhttp_t *p)
     r->method_name = llhttp_method_name((llhttp_method_t)r->method);
     r->http_minor = llhttp_get_http_major(p) == 1 ? llhttp_get_http_minor(p) : 1;
     r->keep_alive = llhttp_should_keep_alive(p);
-    if (c->nh > c->hdrs_cap) {
-        size_t cap = c->nh < 16 ? 16 : c->nh;
+    size_t nh = c->hacc.n;
+    if (nh > c->hdrs_cap) {
+        size_t cap = nh < 16 ? 16 : nh;
         struct kvg_http_header *h = realloc(c->hdrs, cap * sizeof *h);
         if (!h) return HPE_USER;
         c->hdrs = h;
         c->hdrs_cap = cap;
     }
     r->headers = c->hdrs;
-    r->nheaders = c->nh;
+    r->nheaders = nh;
+    kvg_http__hdrs_views(&c->hacc, c->hdrs);
     const char *base = c->head.data;
-    for (size_t i = 0; i < c->nh; i++) {
-        r->headers[i].name = (struct kvg_str){base + c->hoff[i].name_off, c->hoff[i].name_len};
-        r->headers[i].value = (struct kvg_str){base + c->hoff[i].val_off, c->hoff[i].val_len};
-    }
     r->url = (struct kvg_str){base, c->url_len};
     const char *q = memchr(base, '?', c->url_len);
     r->path = (struct kvg_str){base, q ? (size_t)(q - base) : c->url_len};
@@ -272,7 +247,7 @@ static void on_handle_closed(uv_handle_t *h)
     kvg_buf_free(&c->reqbuf.body);
     free(c->hdrs);
     if (c->ssl) SSL_free(c->ssl); /* frees both BIOs */
-    free(c->hoff);
+    kvg_http__hdrs_free(&c->hacc);
     free(c);
     srv->nconns--;
     server_maybe_free(srv);
@@ -426,6 +401,7 @@ static void on_connection(uv_stream_t *ls, int status)
     if (c->next) c->next->prev = c;
     srv->conns = c;
     kvg_buf_init(&c->head, srv->limits.max_header_bytes);
+    kvg_http__hdrs_init(&c->hacc, &c->head, srv->limits.max_headers);
     kvg_buf_init(&c->inbuf, srv->limits.max_header_bytes + READ_BUF_SIZE);
     kvg_buf_init(&c->out, 0);
     kvg_buf_init(&c->reqbuf.body, srv->limits.max_body_bytes);

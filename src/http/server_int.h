@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "http/headers.h"
 #include "http/http.h"
 
 #define WRITE_HIGH_WATER (1u << 20)
@@ -17,20 +18,14 @@
 
 enum conn_state { ST_IDLE, ST_HEAD, ST_BODY, ST_HANDLING, ST_CLOSING };
 
-struct hdr_off {
-    size_t name_off, name_len, val_off, val_len;
-};
-
 struct kvg_http_conn {
     uv_tcp_t tcp;
     uv_timer_t timer;
     struct kvg_http_server *srv;
     llhttp_t parser;
     enum conn_state state;
-    struct kvg_buf head; /* url + header names and values of the current request */
-    struct hdr_off *hoff;
-    size_t nh, caph;
-    int hstate; /* 0 none, 1 in a name, 2 in a value */
+    struct kvg_buf head;        /* url + header names and values of the current request */
+    struct kvg_http__hdrs hacc; /* where in head each header is */
     size_t url_len;
     struct kvg_buf inbuf;     /* bytes received but not parsed yet */
     struct kvg_http_req *req; /* request being read or answered */
