@@ -34,6 +34,8 @@ static void usage(FILE *f)
         "  --title TEXT                report heading\n"
         "  --jobs N                    offline: runs simulated at once (cores)\n"
         "  --repeat R                  offline: run seeds S..S+R-1 and report medians (1)\n"
+        "  --route-salt N              offline: change only the router's random choices (ties),\n"
+        "                              same workload and engines: how much is routing noise (0)\n"
         "  --quiet                     no progress line on stderr\n"
         "workload:\n"
         "  --workload shared_prefix|chat|trace   (shared_prefix)\n"
@@ -291,6 +293,7 @@ int kvg_bench_parse(struct kvg_bench_cfg *c, int argc, char **argv)
         U32("--trace-block", w->trace_block, 1, 1u << 20)
         U64("--warmup-stages", w->warmup, 0, KVG_BENCH_MAX_STAGES)
         DBL("--timeout", c->des.timeout_s, 0, 1e9)
+        U64("--route-salt", c->des.route_salt, 0, UINT64_MAX)
         U32("--engines", c->des.engines, 1, 1024)
         U32("--block-size", pr->block_size, 1, 1u << 16)
         U64("--kv-capacity-tokens", pr->kv_capacity_tokens, 2, 1ull << 40)

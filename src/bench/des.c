@@ -363,7 +363,7 @@ static int setup(struct run *R, struct kvg_bench_summary *out, char *err, size_t
         if (w->slot < 0 || (uint32_t)w->slot >= R->neng) return KVG_ECONFIG;
         R->eng[w->slot].w = w;
     }
-    kvg_rng_seed(&R->rng, o->seed ^ 0x5eedull);
+    kvg_rng_seed(&R->rng, (o->seed ^ 0x5eedull) + o->route_salt * 0x9e3779b97f4a7c15ull);
     R->scrape_s = (o->scrape_ms ? o->scrape_ms : 50) / 1000.0;
     return 0;
 }

@@ -53,8 +53,9 @@ struct kvg_bench_des_opts {
     uint32_t scrape_ms;           /* load refresh period, virtual ms */
     uint32_t load_max_age_ms;     /* older load samples are unknown to policies */
     enum kvg_bench_kv_path kv_path;
-    double timeout_s; /* give up a request without a first token after this; 0 never */
-    uint64_t seed;    /* routing randomness and engine seeds */
+    double timeout_s;    /* give up a request without a first token after this; 0 never */
+    uint64_t seed;       /* routing randomness and engine seeds */
+    uint64_t route_salt; /* changes only the router's random choices (0: none) */
     struct kvg_bench_progress *progress; /* optional */
 };
 
