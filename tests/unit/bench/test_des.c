@@ -64,6 +64,21 @@ TEST(deterministic)
     CHECK(!same(a, c));
 }
 
+/* --route-salt changes the router's random choices only: the same requests
+ * arrive (same count, same prompt tokens), routed differently. */
+TEST(route_salt_changes_routing_only)
+{
+    struct kvg_bench_des_opts o;
+    static struct kvg_bench_summary a, b;
+    tiny(&o, "random");
+    CHECK_INT(run(&o, &a), 0);
+    o.route_salt = 1;
+    CHECK_INT(run(&o, &b), 0);
+    CHECK_INT(a.requests, b.requests);
+    CHECK_INT(a.prompt_tokens, b.prompt_tokens);
+    CHECK(a.cached_tokens != b.cached_tokens || a.ttft_p90 != b.ttft_p90);
+}
+
 /* A policy that read the wall clock or a global random source would make
  * the offline mode irreproducible: every policy must give the same run twice. */
 TEST(deterministic_for_every_policy)
