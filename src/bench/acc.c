@@ -98,6 +98,17 @@ void kvg_bench_acc_error(struct kvg_bench_acc *a, const struct kvg_bench_req *r,
 
 void kvg_bench_acc_sample(struct kvg_bench_acc *a, double t, double waiting, double kv_usage)
 {
+    int s = kvg_bench_acc_window(a, t);
+    if (s >= 0 && waiting >= 0) {
+        a->st_q_sum[s] += waiting;
+        a->st_q_n[s]++;
+        if (waiting > a->st_q_max[s]) a->st_q_max[s] = waiting;
+    }
+    if (s >= 0 && kv_usage >= 0) {
+        a->st_kv_sum[s] += kv_usage * 100.0;
+        a->st_kv_n[s]++;
+        if (kv_usage * 100.0 > a->st_kv_max[s]) a->st_kv_max[s] = kv_usage * 100.0;
+    }
     if (t < a->warm_end || t >= a->end) return;
     if (waiting >= 0) kvg_bench_samples_add(&a->queue, waiting);
     if (kv_usage >= 0) kvg_bench_samples_add(&a->kv, kv_usage * 100.0);
@@ -158,5 +169,9 @@ void kvg_bench_acc_summarize(struct kvg_bench_acc *a, const struct kvg_bench_wl 
         g->ttft_p99 = or0(kvg_bench_samples_pct(&a->st_ttft[i], 99));
         g->output_tokens_per_s = g->secs > 0 ? (double)a->st_tokens[i] / g->secs : 0;
         g->requests_per_s = g->secs > 0 ? (double)a->st_completed[i] / g->secs : 0;
+        g->queue_mean = a->st_q_n[i] ? a->st_q_sum[i] / (double)a->st_q_n[i] : 0;
+        g->queue_max = a->st_q_max[i];
+        g->kv_mean = a->st_kv_n[i] ? a->st_kv_sum[i] / (double)a->st_kv_n[i] : 0;
+        g->kv_max = a->st_kv_max[i];
     }
 }

@@ -28,6 +28,11 @@ struct kvg_bench_acc {
     struct kvg_bench_samples st_ttft[KVG_BENCH_MAX_STAGES];
     uint64_t st_arrivals[KVG_BENCH_MAX_STAGES], st_tokens[KVG_BENCH_MAX_STAGES],
         st_completed[KVG_BENCH_MAX_STAGES];
+    /* Engine samples per stage (every stage, the warm-up's too): sums,
+     * counts and maxima of waiting requests and of KV usage in %. */
+    double st_q_sum[KVG_BENCH_MAX_STAGES], st_q_max[KVG_BENCH_MAX_STAGES];
+    double st_kv_sum[KVG_BENCH_MAX_STAGES], st_kv_max[KVG_BENCH_MAX_STAGES];
+    uint64_t st_q_n[KVG_BENCH_MAX_STAGES], st_kv_n[KVG_BENCH_MAX_STAGES];
     double route_ns;
     uint64_t routed;
 };

@@ -207,18 +207,24 @@ static double pub_stage(const struct kvg_bench_published *p, size_t k, int tput)
 
 /* Rows: stages; columns: policies, then the published figures when known
  * (TTFT: p50 / p90 simulated, p90 published). */
-static void stage_table(const struct kvg_bench_report *r, FILE *f, int tput)
+/* What a per-stage table shows. */
+enum stage_col { COL_TTFT, COL_TPUT, COL_ENGINE };
+
+/* One row per load stage, one column per policy (and, for TTFT and
+ * tokens/s, per published configuration). */
+static void stage_table(const struct kvg_bench_report *r, FILE *f, enum stage_col what)
 {
+    int tput = what == COL_TPUT;
     const struct kvg_bench_summary *first = NULL;
     for (size_t i = 0; i < r->n && !first; i++)
         if (!r->s[i].status) first = &r->s[i];
     if (!first) return;
-    size_t npub = 0;
-    for (size_t i = 0; i < r->npub; i++) npub += r->pub[i].nstage > 0;
+    size_t npub = 0, npubs = what == COL_ENGINE ? 0 : r->npub;
+    for (size_t i = 0; i < npubs; i++) npub += r->pub[i].nstage > 0;
     fprintf(f, "| stage | load |");
     for (size_t i = 0; i < r->n; i++)
         if (!r->s[i].status) fprintf(f, " %s |", r->s[i].policy);
-    for (size_t i = 0; i < r->npub; i++)
+    for (size_t i = 0; i < npubs; i++)
         if (r->pub[i].nstage) fprintf(f, " published %s |", r->pub[i].policy);
     fprintf(f, "\n|---|---|");
     for (size_t i = 0; i < r->n; i++)
@@ -240,6 +246,9 @@ static void stage_table(const struct kvg_bench_report *r, FILE *f, int tput)
             if (s->status) continue;
             if (k >= s->nstages) {
                 fprintf(f, " |");
+            } else if (what == COL_ENGINE) {
+                fprintf(f, " %.1f / %.0f / %.0f%% |", s->stage[k].queue_mean, s->stage[k].queue_max,
+                        s->stage[k].kv_mean);
             } else if (tput) {
                 fprintf(f, " %.0f |", s->stage[k].output_tokens_per_s);
             } else {
@@ -249,7 +258,7 @@ static void stage_table(const struct kvg_bench_report *r, FILE *f, int tput)
                 fprintf(f, " %s / %s |", a, b);
             }
         }
-        for (size_t i = 0; i < r->npub; i++) {
+        for (size_t i = 0; i < npubs; i++) {
             if (!r->pub[i].nstage) continue;
             double v = k >= warm ? pub_stage(&r->pub[i], k - warm, tput) : NAN;
             char a[32];
@@ -318,9 +327,12 @@ int kvg_bench_report_md(const struct kvg_bench_report *r, FILE *f)
     }
     fprintf(f, "### TTFT p50 / p90 (s) per load stage (by arrival%s)\n\n",
             r->npub ? "; published: p90" : "");
-    stage_table(r, f, 0);
+    stage_table(r, f, COL_TTFT);
     fprintf(f, "\n### Output tokens/s per load stage (by emission)\n\n");
-    stage_table(r, f, 1);
+    stage_table(r, f, COL_TPUT);
+    fprintf(f, "\n### Engine queue (mean / max waiting requests per engine) and KV usage (mean) "
+               "per load stage\n\n");
+    stage_table(r, f, COL_ENGINE);
     fprintf(f, "\n");
     if (r->svg_ttft || r->svg_throughput) {
         if (r->svg_ttft) fprintf(f, "![TTFT per stage](%s)\n", r->svg_ttft);
@@ -415,6 +427,10 @@ static cJSON *summary_json(const struct kvg_bench_report *r, const struct kvg_be
         NUM(x, "ttft_p99_s", g->ttft_p99);
         NUM(x, "output_tokens_per_s", g->output_tokens_per_s);
         NUM(x, "requests_per_s", g->requests_per_s);
+        NUM(x, "queue_mean", g->queue_mean);
+        NUM(x, "queue_max", g->queue_max);
+        NUM(x, "kv_usage_mean_pct", g->kv_mean);
+        NUM(x, "kv_usage_max_pct", g->kv_max);
         cJSON_AddItemToArray(st, x);
     }
     return o;

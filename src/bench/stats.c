@@ -185,6 +185,10 @@ void kvg_bench_summary_median(const struct kvg_bench_summary *runs, const uint64
         MED(stage[k].ttft_p99);
         MED(stage[k].output_tokens_per_s);
         MED(stage[k].requests_per_s);
+        MED(stage[k].queue_mean);
+        MED(stage[k].queue_max);
+        MED(stage[k].kv_mean);
+        MED(stage[k].kv_max);
     }
 #undef MED
     out->nseeds = (uint32_t)n;

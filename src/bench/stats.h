@@ -66,6 +66,8 @@ struct kvg_bench_stage_sum {
     double ttft_mean, ttft_p50, ttft_p90, ttft_p99; /* of the stage's arrivals */
     double output_tokens_per_s;                     /* tokens emitted inside the window */
     double requests_per_s;                          /* completions inside the window */
+    double queue_mean, queue_max; /* engines' waiting requests, sampled in the window */
+    double kv_mean, kv_max;       /* engines' KV usage in %, sampled in the window */
 };
 
 struct kvg_bench_summary {

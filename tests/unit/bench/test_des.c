@@ -116,6 +116,12 @@ TEST(every_request_accounted_for)
         uint64_t sum = 0;
         for (size_t k = 0; k < s.nstages; k++) sum += s.stage[k].arrivals;
         CHECK_INT(sum, s.requests);
+        /* Engine samples per stage, the warm-up's included. */
+        for (size_t k = 0; k < s.nstages; k++) {
+            CHECK(s.stage[k].kv_mean > 0 && s.stage[k].kv_mean <= s.stage[k].kv_max);
+            CHECK(s.stage[k].kv_max <= 100);
+            CHECK(s.stage[k].queue_mean <= s.stage[k].queue_max);
+        }
         CHECK(s.ttft_p50 > 0 && s.ttft_p50 <= s.ttft_p90 && s.ttft_p90 <= s.ttft_p99);
         CHECK(s.ttft_p99 <= s.ttft_max);
         CHECK(s.output_tokens_per_s > 0 && s.requests_per_s > 0);

@@ -140,6 +140,8 @@ TEST(json_schema)
         const cJSON *st = cJSON_GetObjectItemCaseSensitive(o, "stages");
         CHECK_INT(cJSON_GetArraySize(st), i == 6 ? 3 : 3);
         CHECK(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(st, 1), "ttft_p90_s"));
+        CHECK(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(st, 1), "kv_usage_mean_pct"));
+        CHECK(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(st, 1), "queue_max"));
         i++;
     }
     CHECK_STR(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(j, 6), "status")->valuestring,
@@ -160,6 +162,7 @@ TEST(markdown_seed_columns_first)
     CHECK(strstr(md, "ghost | not run"));
     CHECK(strstr(md, "### The llm-d shape"));
     CHECK(strstr(md, "Command: `kvgate bench`"));
+    CHECK(strstr(md, "### Engine queue (mean / max waiting requests per engine)"));
 }
 
 TEST(svg_well_formed)
