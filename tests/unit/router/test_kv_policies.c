@@ -104,21 +104,34 @@ static struct kvg_kv_index *new_index(void)
     return idx;
 }
 
-TEST(kv_aware_prefers_the_cached_worker_unless_it_is_busy)
-{
-    setup();
-    struct kvg_kv_index *idx = new_index();
+/* Worker 1 holds all 100 blocks of a 1,600-token prompt; f->o points the
+ * policies at that index. f->idx is the caller's to free. */
+struct held {
+    struct kvg_kv_index *idx;
     uint32_t toks[1600];
     uint64_t h[100];
     size_t nh;
-    prompt(toks, 1600, 5, h, &nh);
-    index_store(idx, 1, toks, 1600); /* worker 1 holds all 100 blocks */
     struct kvg_policy_opts o;
-    kvg_policy_opts_default(&o);
-    o.kv = idx;
+};
+
+static void held_prompt(struct held *f)
+{
+    f->idx = new_index();
+    prompt(f->toks, 1600, 5, f->h, &f->nh);
+    index_store(f->idx, 1, f->toks, 1600);
+    kvg_policy_opts_default(&f->o);
+    f->o.kv = f->idx;
+}
+
+TEST(kv_aware_prefers_the_cached_worker_unless_it_is_busy)
+{
+    setup();
+    static struct held f;
+    held_prompt(&f);
+    struct kvg_policy_opts o = f.o;
     struct kvg_policy *p;
     CHECK_INT(kvg_policy_new("kv_aware", &o, &p), 0);
-    struct kvg_route_ctx c = ctx_for(toks, 1600, h, nh);
+    struct kvg_route_ctx c = ctx_for(f.toks, 1600, f.h, f.nh);
     struct kvg_route_score sc[NW];
     struct kvg_route_explain ex = {.scores = sc};
     CHECK_INT(p->ops->select(p, W, NW, &c, &ex), 1);
@@ -134,7 +147,7 @@ TEST(kv_aware_prefers_the_cached_worker_unless_it_is_busy)
     CHECK_INT(kvg_policy_new("kv_aware", &o, &p), 0);
     CHECK_INT(p->ops->select(p, W, NW, &c, &ex), 1);
     p->ops->destroy(p);
-    kvg_kv_index_free(idx);
+    kvg_kv_index_free(f.idx);
     teardown();
 }
 
@@ -273,18 +286,12 @@ TEST(cache_aware_thresholds_and_imbalance)
 TEST(prefix_affinity_keeps_places_and_spills)
 {
     setup();
-    struct kvg_kv_index *idx = new_index();
-    uint32_t toks[1600];
-    uint64_t h[100];
-    size_t nh;
-    prompt(toks, 1600, 5, h, &nh);
-    index_store(idx, 1, toks, 1600); /* worker 1 holds all 100 blocks */
-    struct kvg_policy_opts o;
-    kvg_policy_opts_default(&o);
-    o.kv = idx;
+    static struct held f;
+    held_prompt(&f);
+    struct kvg_policy_opts o = f.o;
     struct kvg_policy *p;
     CHECK_INT(kvg_policy_new("prefix_affinity", &o, &p), 0);
-    struct kvg_route_ctx c = ctx_for(toks, 1600, h, nh);
+    struct kvg_route_ctx c = ctx_for(f.toks, 1600, f.h, f.nh);
     struct kvg_route_score sc[NW];
     struct kvg_route_explain ex = {.scores = sc};
     /* A hit stays with its holder while the holder is within 2 x mean + 1:
@@ -340,7 +347,7 @@ TEST(prefix_affinity_keeps_places_and_spills)
     o.affinity_load_bound = 2;
     o.affinity_min_match = 1.5;
     CHECK_INT(kvg_policy_new("prefix_affinity", &o, &p), KVG_ECONFIG);
-    kvg_kv_index_free(idx);
+    kvg_kv_index_free(f.idx);
     teardown();
 }
 
