@@ -103,20 +103,20 @@ static int start_cluster(const struct kvg_bench_cfg *c, const char *policy,
     add(&a, "%u", p->block_size);
     /* The policy options the bench was given (or their defaults). */
     const struct kvg_policy_opts *po = &c->des.popts;
-    add(&a, "--router-kv-overlap-score-weight");
-    add(&a, "%.17g", po->overlap_weight);
-    add(&a, "--router-temperature");
-    add(&a, "%.17g", po->temperature);
-    add(&a, "--affinity-min-match");
-    add(&a, "%.17g", po->affinity_min_match);
-    add(&a, "--affinity-load-bound");
-    add(&a, "%.17g", po->affinity_load_bound);
-    add(&a, "--cache-threshold");
-    add(&a, "%.17g", po->cache_threshold);
-    add(&a, "--balance-abs-threshold");
-    add(&a, "%u", po->balance_abs);
-    add(&a, "--balance-rel-threshold");
-    add(&a, "%.17g", po->balance_rel);
+    const struct {
+        const char *flag;
+        double v;
+    } popt[] = {{"--router-kv-overlap-score-weight", po->overlap_weight},
+                {"--router-temperature", po->temperature},
+                {"--affinity-min-match", po->affinity_min_match},
+                {"--affinity-load-bound", po->affinity_load_bound},
+                {"--cache-threshold", po->cache_threshold},
+                {"--balance-abs-threshold", po->balance_abs},
+                {"--balance-rel-threshold", po->balance_rel}};
+    for (size_t i = 0; i < sizeof popt / sizeof popt[0]; i++) {
+        add(&a, "%s", popt[i].flag);
+        add(&a, "%.17g", popt[i].v);
+    }
     /* Engine load as fresh as llm-d's EPP sees it (50-100 ms of engine time). */
     uint32_t scrape = c->serve_scrape_ms
                           ? c->serve_scrape_ms
