@@ -68,6 +68,8 @@ static const struct flag flags[] = {
      "idle keep-alive connections close after (75)"},
     {"max-connections", NULL, F_U32, O(limits.max_conns), 0,
      "open client connections per thread, 0 = no limit (0)"},
+    {"send-buffer-bytes", NULL, F_U32, O(limits.send_buffer_bytes), 0,
+     "kernel send buffer of client connections, 0 = the system's (0)"},
     {"request-timeout-secs", NULL, F_SECS_MS, O(request_timeout_ms), 0,
      "whole answer of a non-streaming request (1800)"},
     {"stream-idle-timeout-secs", NULL, F_SECS_MS, O(stream_idle_timeout_ms), 0,

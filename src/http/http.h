@@ -39,6 +39,8 @@ struct kvg_http_limits {
     uint32_t idle_timeout_ms;   /* keep-alive idle between requests */
     uint32_t max_conns;         /* per server (per loop thread); 0 = no limit */
     uint32_t max_headers;       /* count; over it: 431 */
+    uint32_t send_buffer_bytes; /* SO_SNDBUF of client connections, 0 = the kernel's (nginx's
+                                   listen sndbuf=) */
 };
 
 void kvg_http_limits_default(struct kvg_http_limits *l);

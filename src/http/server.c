@@ -416,6 +416,10 @@ static void on_connection(uv_stream_t *ls, int status)
         return;
     }
     uv_tcp_nodelay(&c->tcp, 1);
+    if (srv->limits.send_buffer_bytes) {
+        int v = (int)srv->limits.send_buffer_bytes;
+        uv_send_buffer_size((uv_handle_t *)&c->tcp, &v);
+    }
     struct sockaddr_storage ss;
     int len = sizeof ss;
     if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&ss, &len) == 0) {
