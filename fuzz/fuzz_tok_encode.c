@@ -107,7 +107,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     uint32_t *ids = NULL;
     size_t nids = 0;
     int rc = kvg_tok_encode(tok, text, n, special, &ids, &nids);
-    int valid = kvg_tok_utf8_valid(text, n);
+    int valid = kvg_utf8_valid(text, n);
     if (valid ? rc != 0 : rc != KVG_EUTF8) abort();
     if (rc == 0) {
         for (size_t i = 0; i < nids; i++)
@@ -115,7 +115,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         char *back = NULL;
         size_t blen = 0;
         if (kvg_tok_decode(tok, ids, nids, 0, &back, &blen)) abort();
-        if (!kvg_tok_utf8_valid(back, blen)) abort();
+        if (!kvg_utf8_valid(back, blen)) abort();
         if (which < 2 && !special && (blen != n || memcmp(back, text, n))) abort();
         free(back);
         if (kvg_tok_decode(tok, ids, nids, 1, &back, &blen)) abort();

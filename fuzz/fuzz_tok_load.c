@@ -38,7 +38,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             char *back = NULL;
             size_t blen = 0;
             if (!rc && kvg_tok_decode(tok, ids, n, (int)(i & 1), &back, &blen)) abort();
-            if (back && !kvg_tok_utf8_valid(back, blen)) abort();
+            if (back && !kvg_utf8_valid(back, blen)) abort();
             free(back);
             free(ids);
         }

@@ -7,38 +7,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int is_cont(unsigned char c)
-{
-    return (c & 0xc0) == 0x80;
-}
+#include "base/utf8.h"
 
 uint32_t kvg_kv_utf8_next(const unsigned char *p, const unsigned char *end, uint32_t *cp)
 {
-    unsigned char c = p[0];
-    size_t left = (size_t)(end - p);
-    if (c < 0x80) {
-        *cp = c;
-        return 1;
-    }
-    /* Valid shapes per RFC 3629 (no overlongs, no surrogates, <= U+10FFFF). */
-    if (c >= 0xc2 && c <= 0xdf && left >= 2 && is_cont(p[1])) {
-        *cp = (uint32_t)(c & 0x1f) << 6 | (p[1] & 0x3f);
-        return 2;
-    }
-    if (c >= 0xe0 && c <= 0xef && left >= 3 && is_cont(p[1]) && is_cont(p[2])) {
-        if (!((c == 0xe0 && p[1] < 0xa0) || (c == 0xed && p[1] > 0x9f))) {
-            *cp = (uint32_t)(c & 0x0f) << 12 | (uint32_t)(p[1] & 0x3f) << 6 | (p[2] & 0x3f);
-            return 3;
-        }
-    }
-    if (c >= 0xf0 && c <= 0xf4 && left >= 4 && is_cont(p[1]) && is_cont(p[2]) && is_cont(p[3])) {
-        if (!((c == 0xf0 && p[1] < 0x90) || (c == 0xf4 && p[1] > 0x8f))) {
-            *cp = (uint32_t)(c & 0x07) << 18 | (uint32_t)(p[1] & 0x3f) << 12 |
-                  (uint32_t)(p[2] & 0x3f) << 6 | (p[3] & 0x3f);
-            return 4;
-        }
-    }
-    *cp = 0x110000u + c;
+    size_t l = kvg_utf8_decode((const char *)p, (size_t)(end - p), cp);
+    if (l) return (uint32_t)l;
+    *cp = 0x110000u + p[0]; /* an invalid byte is a character of its own */
     return 1;
 }
 

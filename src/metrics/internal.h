@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/utf8.h"
 #include "metrics/metrics.h"
 
 struct kvg_metrics_registry {
@@ -64,8 +65,6 @@ struct kvg_metrics_series {
     char **values; /* fam->nlabels NUL-terminated label values */
 };
 
-/* 1 if p[0..n) is valid UTF-8 (no overlongs, no surrogates, <= U+10FFFF). */
-int kvg_metrics__utf8_valid(const char *p, size_t n);
 /* 1 if the name matches the label-name grammar [a-zA-Z_][a-zA-Z0-9_]*. */
 int kvg_metrics__label_name_ok(const char *p, size_t n);
 /* Writes v as the exposition format spells it ("NaN", "+Inf", "-Inf", or the

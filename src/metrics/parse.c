@@ -115,7 +115,7 @@ static int parse_label_value(struct kvg_metrics_parser *ps, const char **pq, con
     }
     if (q == e) return KVG_EPARSE; /* no closing quote on this line */
     /* Escapes are ASCII, so the raw span is UTF-8 iff the unescaped is. */
-    if (!kvg_metrics__utf8_valid(start, (size_t)(q - start))) return KVG_EPARSE;
+    if (!kvg_utf8_valid(start, (size_t)(q - start))) return KVG_EPARSE;
     *pq = q + 1;
     if (!escaped) {
         *out = (struct kvg_str){start, (size_t)(q - start)};

@@ -154,7 +154,7 @@ void kvg_metrics_registry_free(struct kvg_metrics_registry *r)
 
 static int strings_ok_and_utf8(const char *s)
 {
-    return s && kvg_metrics__utf8_valid(s, strlen(s));
+    return s && kvg_utf8_valid(s, strlen(s));
 }
 
 static int ends_with(const char *s, const char *suffix)
@@ -208,7 +208,7 @@ static int validate_definition(enum kvg_metrics_kind kind, const char *name, con
     if (!own_name_ok(name, allow_colons)) return -EINVAL;
     if ((kind == KVG_METRICS_COUNTER) != ends_with(name, "_total")) return -EINVAL;
     if (!*help) return -EINVAL;
-    if (!kvg_metrics__utf8_valid(help, strlen(help))) return KVG_EUTF8;
+    if (!kvg_utf8_valid(help, strlen(help))) return KVG_EUTF8;
     if (nlabels > KVG_METRICS_MAX_LABEL_NAMES) return -EINVAL;
     for (size_t i = 0; i < nlabels; i++) {
         const char *l = labels[i];

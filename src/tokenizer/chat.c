@@ -77,7 +77,7 @@ void kvg_chat_free(struct kvg_chat *c)
 
 int kvg_chat_json_check(const char *json, size_t len, char *err, size_t errlen)
 {
-    if (!kvg_tok_utf8_valid(json, len)) {
+    if (!kvg_utf8_valid(json, len)) {
         if (err && errlen) snprintf(err, errlen, "request is not valid UTF-8");
         return KVG_EUTF8;
     }

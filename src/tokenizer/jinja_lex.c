@@ -432,7 +432,7 @@ int jinja_lex(const char *src, size_t len, struct jarena *a, struct jtoks *out, 
 {
     struct kvg_buf b1, b2;
     int rc;
-    if (!kvg_tok_utf8_valid(src, len))
+    if (!kvg_utf8_valid(src, len))
         return kvg_err_set(err, errlen, KVG_EUTF8, "template is not valid UTF-8");
     kvg_buf_init(&b1, 0);
     kvg_buf_init(&b2, 0);

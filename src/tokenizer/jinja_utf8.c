@@ -1,5 +1,5 @@
 /* UTF-8 text with JavaScript's rules: JS whitespace (\s, String.trim), UTF-16
- * lengths, JSON.stringify's string escaping (validation is kvg_tok_utf8_valid). */
+ * lengths, JSON.stringify's string escaping (validation is kvg_utf8_valid). */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>

@@ -190,7 +190,7 @@ static int flush_bytes(struct tl *o, struct kvg_buf *bytes)
 {
     int rc = 0;
     if (!bytes->len) return 0;
-    if (kvg_tok_utf8_valid(bytes->data, bytes->len))
+    if (kvg_utf8_valid(bytes->data, bytes->len))
         rc = tl_add(o, bytes->data, bytes->len);
     else
         for (size_t k = 0; k < bytes->len && !rc; k++) rc = tl_add(o, "\xEF\xBF\xBD", 3);

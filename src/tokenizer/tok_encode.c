@@ -53,7 +53,7 @@ int kvg_tok_encode(const struct kvg_tok *tok, const char *text, size_t len, int 
     *n = 0;
     if (!text && len) return -EINVAL;
     if (!text) text = "";
-    if (!kvg_tok_utf8_valid(text, len)) return KVG_EUTF8;
+    if (!kvg_utf8_valid(text, len)) return KVG_EUTF8;
     struct kvg_tok_ids out = {0};
     struct kvg_tok_scratch s;
     int rc = kvg_tok_scratch_init(&s, len);

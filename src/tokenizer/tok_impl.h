@@ -29,6 +29,7 @@
 #include <stdint.h>
 
 #include "base/buf.h"
+#include "base/utf8.h"
 #include "tokenizer/tokenizer.h"
 
 #define KVG_TOK_NONE UINT32_MAX
@@ -48,9 +49,6 @@ extern const size_t kvg_tok_ucd_lower_len;
 extern const uint32_t kvg_tok_ucd_age15[];
 extern const size_t kvg_tok_ucd_age15_len;
 
-/* 1 when s[0..n) is valid UTF-8 (Rust's definition: no overlongs, no
- * surrogates, nothing above U+10FFFF). */
-int kvg_tok_utf8_valid(const char *s, size_t n);
 /* Decodes the code point at s (valid UTF-8 with at least one byte left);
  * returns its length in bytes. */
 static inline size_t kvg_tok_utf8_next(const char *s, uint32_t *cp)

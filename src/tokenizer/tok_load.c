@@ -271,7 +271,7 @@ static int load_hf(struct kvg_tok *tok, const char *data, size_t len, const char
     t.errlen = errlen;
     kvg_buf_init(&t.model_rest, 1 << 26);
     int rc = 0;
-    if (!kvg_tok_utf8_valid(data, len)) {
+    if (!kvg_utf8_valid(data, len)) {
         rc = kvg_err_set(err, errlen, KVG_EPARSE, "%s: not valid UTF-8", path);
         goto out;
     }

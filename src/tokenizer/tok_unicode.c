@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "base/err.h"
+#include "base/utf8.h"
 #include "tokenizer/tok_impl.h"
 
 #define HANGUL_S 0xAC00u
@@ -25,47 +26,6 @@
 #define HANGUL_TN 28u
 #define HANGUL_N (HANGUL_VN * HANGUL_TN)
 #define HANGUL_SN (HANGUL_LN * HANGUL_N)
-
-int kvg_tok_utf8_valid(const char *s, size_t n)
-{
-    const uint8_t *u = (const uint8_t *)s;
-    size_t i = 0;
-    while (i < n) {
-        /* ASCII runs dominate: check 8 bytes at a time. */
-        while (i + 8 <= n) {
-            uint64_t w;
-            memcpy(&w, u + i, 8);
-            if (w & 0x8080808080808080ull) break;
-            i += 8;
-        }
-        if (i >= n) break;
-        uint8_t b = u[i];
-        if (b < 0x80) {
-            i++;
-            continue;
-        }
-        size_t need;
-        uint8_t lo = 0x80, hi = 0xBF;
-        if (b >= 0xC2 && b <= 0xDF)
-            need = 1;
-        else if (b >= 0xE0 && b <= 0xEF) {
-            need = 2;
-            if (b == 0xE0) lo = 0xA0;
-            if (b == 0xED) hi = 0x9F; /* no surrogates */
-        } else if (b >= 0xF0 && b <= 0xF4) {
-            need = 3;
-            if (b == 0xF0) lo = 0x90;
-            if (b == 0xF4) hi = 0x8F;
-        } else
-            return 0;
-        if (n - i - 1 < need) return 0;
-        if (u[i + 1] < lo || u[i + 1] > hi) return 0;
-        for (size_t k = 2; k <= need; k++)
-            if ((u[i + k] & 0xC0) != 0x80) return 0;
-        i += need + 1;
-    }
-    return 1;
-}
 
 size_t kvg_tok_utf8_put(uint32_t cp, char *out)
 {
@@ -436,19 +396,8 @@ int kvg_tok_utf8_lossy(const char *s, size_t n, struct kvg_buf *out)
             i++;
             continue;
         }
-        size_t need = 0;
-        uint8_t lo = 0x80, hi = 0xBF;
-        if (b >= 0xC2 && b <= 0xDF)
-            need = 1;
-        else if (b >= 0xE0 && b <= 0xEF) {
-            need = 2;
-            if (b == 0xE0) lo = 0xA0;
-            if (b == 0xED) hi = 0x9F;
-        } else if (b >= 0xF0 && b <= 0xF4) {
-            need = 3;
-            if (b == 0xF0) lo = 0x90;
-            if (b == 0xF4) hi = 0x8F;
-        }
+        uint8_t lo, hi;
+        size_t need = kvg_utf8_lead(b, &lo, &hi);
         /* The invalid part is the longest prefix of a valid sequence (at least
          * one byte): Rust's and Unicode's "maximal subpart" rule. */
         size_t k = 1;

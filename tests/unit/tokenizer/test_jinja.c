@@ -378,10 +378,10 @@ TEST(utf8_and_whitespace_helpers)
     CHECK_INT(n, 1);
     CHECK(*s == 'a');
     CHECK_INT(js_utf16_len("a\xf0\x9f\x98\x80", 5), 3);
-    CHECK(kvg_tok_utf8_valid("ok \xe2\x82\xac", 6));
-    CHECK(!kvg_tok_utf8_valid("\xc0\x80", 2));     /* overlong */
-    CHECK(!kvg_tok_utf8_valid("\xed\xa0\x80", 3)); /* surrogate */
-    CHECK(!kvg_tok_utf8_valid("\xe2\x82", 2));     /* truncated */
+    CHECK(kvg_utf8_valid("ok \xe2\x82\xac", 6));
+    CHECK(!kvg_utf8_valid("\xc0\x80", 2));     /* overlong */
+    CHECK(!kvg_utf8_valid("\xed\xa0\x80", 3)); /* surrogate */
+    CHECK(!kvg_utf8_valid("\xe2\x82", 2));     /* truncated */
     CHECK_INT(js_ws_len("\xe2\x80\xa8x", "\xe2\x80\xa8x" + 4), 3);
     CHECK_INT(js_ws_len("\xc2\x85", "\xc2\x85" + 2), 0); /* NEL is not JS whitespace */
 }
