@@ -12,7 +12,9 @@
  * and at the end, whatever happened: the reservation is reconciled with the
  * usage the engine reported (read from the JSON answer or the stream, where
  * kvgate asks for it with stream_options.include_usage and hides the extra
- * chunk from a client that did not ask), and a queue slot is released. */
+ * chunk from a client that did not ask), and a queue slot is released. A
+ * request no quota counts skips the usage work: its body and stream are
+ * relayed untouched. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -194,6 +196,7 @@ void kvg_proxy_admit(struct proxy_req *pr)
             return;
         }
         pr->quota->req = qr;
+        kvg_proxy_prepare_usage(pr); /* the reconciliation needs the engine's usage */
         int64_t prompt = pr->ri.ids ? (int64_t)pr->ri.nids : (int64_t)(pr->req->body.len / 4);
         int64_t out = pr->ri.max_tokens ? pr->ri.max_tokens : gw->cfg.quota_default_max_tokens;
         pr->quota->req.est_cost = kvg_quota_cost_estimate(&pr->keys->counting, prompt, out);

@@ -331,7 +331,7 @@ static void up_done(void *ud, int err)
                 {KVG_STR("x-request-id"), {pr->request_id, strlen(pr->request_id)}}};
             struct kvg_quota_headers qh;
             size_t nh = 2 + kvg_proxy_quota_headers(pr, h + 2, 8, &qh);
-            if (status >= 200 && status < 300)
+            if (pr->quota && status >= 200 && status < 300) /* only a quota reads it */
                 kvg_usage_from_json(pr->body.data, pr->body.len, &pr->usage);
             pr->ttfb_ns = kvg_now_ns();
             kvg_http_res_send(req, status, pr->content_type[0] ? pr->content_type : NULL, h, nh,
@@ -496,7 +496,6 @@ void kvg_proxy_handle(struct kvg_loop_ctx *lc, struct kvg_http_req *req)
     }
     if (lc->gw->wants_text) kvg_route_input_text(&pr->ri);
     if (kvg_proxy_authorize(pr)) return;
-    kvg_proxy_prepare_usage(pr);
     req->ud = pr;
     req->on_abort = on_client_abort;
     req->on_drain = on_drain;

@@ -72,7 +72,8 @@ void kvg_proxy_error(struct proxy_req *pr, int status, const char *type, const c
  * request on or answers it. */
 /* Keys: 401/403. Returns 0 to go on, 1 when answered. */
 int kvg_proxy_authorize(struct proxy_req *pr);
-/* Rewrites a stream request to ask for usage when the client did not. */
+/* Rewrites a stream request to ask for usage when the client did not (only
+ * for requests a quota counts: kvg_proxy_admit calls it). */
 void kvg_proxy_prepare_usage(struct proxy_req *pr);
 /* Quota reservation, then priority admission, then kvg_proxy_attempt. */
 void kvg_proxy_admit(struct proxy_req *pr);
