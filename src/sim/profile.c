@@ -52,6 +52,13 @@
 
 #include <string.h>
 
+/* The llm-d pod (table above) but its prefill costs, which the two Qwen3
+ * profiles set apart. */
+#define QWEN3_32B_H100_TP2_POD                                                                     \
+    .block_size = 64, .kv_capacity_tokens = 307328, .max_num_seqs = 1024,                          \
+    .max_num_batched_tokens = 8192, .max_model_len = 40960, .t_fixed = 12e-3, .t_seq = 50e-6,      \
+    .t_decode_ctx = 20e-9
+
 static const struct kvg_sim_profile g_profiles[] = {
     {
         .name = "tiny",
@@ -70,30 +77,16 @@ static const struct kvg_sim_profile g_profiles[] = {
     {
         .name = "qwen3-32b-h100-tp2",
         .description = "Qwen3-32B on 2 H100 (TP=2), llm-d benchmark pod, blog-fitted prefill",
-        .block_size = 64,
-        .kv_capacity_tokens = 307328,
-        .max_num_seqs = 1024,
-        .max_num_batched_tokens = 8192,
-        .max_model_len = 40960,
-        .t_fixed = 12e-3,
-        .t_seq = 50e-6,
+        QWEN3_32B_H100_TP2_POD,
         .t_prefill_token = 368e-6,
         .t_prefill_attn = 11.8e-9,
-        .t_decode_ctx = 20e-9,
     },
     {
         .name = "qwen3-32b-h100-tp2-roofline",
         .description = "as qwen3-32b-h100-tp2 with prefill at ~50% of bf16 peak",
-        .block_size = 64,
-        .kv_capacity_tokens = 307328,
-        .max_num_seqs = 1024,
-        .max_num_batched_tokens = 8192,
-        .max_model_len = 40960,
-        .t_fixed = 12e-3,
-        .t_seq = 50e-6,
+        QWEN3_32B_H100_TP2_POD,
         .t_prefill_token = 65e-6,
         .t_prefill_attn = 2.1e-9,
-        .t_decode_ctx = 20e-9,
     },
 };
 
