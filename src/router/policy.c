@@ -1,10 +1,12 @@
 /* Policy registry (names and the peers' aliases to constructors) and the
- * helpers several policies share: load reading and routing keys. */
+ * helpers several policies share: the stateless constructor, load reading
+ * and routing keys. */
 #include "router/policy.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/err.h"
@@ -76,6 +78,20 @@ const char *kvg_policy_names(void)
            "rendezvous_hash, prefix_hash, manual, kv_aware, cache_aware, prefix_affinity, score, "
            "and score's "
            "presets precise, estimated, load";
+}
+
+int kvg_policy_new_stateless(const struct kvg_policy_ops *ops, struct kvg_policy **out)
+{
+    struct kvg_policy *p = malloc(sizeof *p);
+    if (!p) return -ENOMEM;
+    p->ops = ops;
+    *out = p;
+    return 0;
+}
+
+void kvg_policy_free_stateless(struct kvg_policy *p)
+{
+    free(p);
 }
 
 uint32_t kvg_policy_inflight(struct kvg_worker *w)

@@ -144,6 +144,10 @@ int kvg_policy_estimated_new(const struct kvg_policy_opts *o, struct kvg_policy 
 int kvg_policy_load_new(const struct kvg_policy_opts *o, struct kvg_policy **out);
 
 /* Shared helpers for policies. */
+/* A policy without state of its own: *out is ops alone, freed by
+ * kvg_policy_free_stateless (its ops->destroy). */
+int kvg_policy_new_stateless(const struct kvg_policy_ops *ops, struct kvg_policy **out);
+void kvg_policy_free_stateless(struct kvg_policy *p);
 /* Router-side load of w: in-flight requests. */
 uint32_t kvg_policy_inflight(struct kvg_worker *w);
 /* Engine-side load when fresh: waiting + running, else -1. */

@@ -1,9 +1,6 @@
 /* least_load: the candidate with the fewest requests in flight (the router's
  * own count, always current), ties broken by fewer requests ever sent, then
  * at random, so equal workers share evenly (smg#1714's tie-break). */
-#include <errno.h>
-#include <stdlib.h>
-
 #include "base/err.h"
 #include "router/policy.h"
 
@@ -16,19 +13,10 @@ static int select_ll(struct kvg_policy *p, struct kvg_worker *const *cand, size_
     return kvg_policy_min_load(cand, n, ctx);
 }
 
-static void destroy(struct kvg_policy *p)
-{
-    free(p);
-}
-
 static const struct kvg_policy_ops ops = {
-    .name = "least_load", .select = select_ll, .destroy = destroy};
+    .name = "least_load", .select = select_ll, .destroy = kvg_policy_free_stateless};
 
 int kvg_policy_least_load_new(const struct kvg_policy_opts *o, struct kvg_policy **out)
 {
-    struct kvg_policy *p = malloc(sizeof *p);
-    if (!p) return -ENOMEM;
-    p->ops = &ops;
-    *out = p;
-    return 0;
+    return kvg_policy_new_stateless(&ops, out);
 }

@@ -2,9 +2,6 @@
  * wins (ties: the first drawn). Load is the engine's own queue + batch when
  * both samples are fresh, else the router's in-flight count for both, as in
  * sglang's router (which falls back when either cached load is missing). */
-#include <errno.h>
-#include <stdlib.h>
-
 #include "base/err.h"
 #include "router/policy.h"
 
@@ -27,19 +24,10 @@ static int select_p2c(struct kvg_policy *p, struct kvg_worker *const *cand, size
     return (int)(la <= lb ? a : b);
 }
 
-static void destroy(struct kvg_policy *p)
-{
-    free(p);
-}
-
 static const struct kvg_policy_ops ops = {
-    .name = "power_of_two", .select = select_p2c, .destroy = destroy};
+    .name = "power_of_two", .select = select_p2c, .destroy = kvg_policy_free_stateless};
 
 int kvg_policy_power_of_two_new(const struct kvg_policy_opts *o, struct kvg_policy **out)
 {
-    struct kvg_policy *p = malloc(sizeof *p);
-    if (!p) return -ENOMEM;
-    p->ops = &ops;
-    *out = p;
-    return 0;
+    return kvg_policy_new_stateless(&ops, out);
 }

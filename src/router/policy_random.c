@@ -1,7 +1,4 @@
 /* random: uniform over the candidates. */
-#include <errno.h>
-#include <stdlib.h>
-
 #include "base/err.h"
 #include "router/policy.h"
 
@@ -12,19 +9,10 @@ static int select_random(struct kvg_policy *p, struct kvg_worker *const *cand, s
     return (int)kvg_rng_below(ctx->rng, n);
 }
 
-static void destroy(struct kvg_policy *p)
-{
-    free(p);
-}
-
 static const struct kvg_policy_ops ops = {
-    .name = "random", .select = select_random, .destroy = destroy};
+    .name = "random", .select = select_random, .destroy = kvg_policy_free_stateless};
 
 int kvg_policy_random_new(const struct kvg_policy_opts *o, struct kvg_policy **out)
 {
-    struct kvg_policy *p = malloc(sizeof *p);
-    if (!p) return -ENOMEM;
-    p->ops = &ops;
-    *out = p;
-    return 0;
+    return kvg_policy_new_stateless(&ops, out);
 }
