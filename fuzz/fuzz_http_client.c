@@ -113,8 +113,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         .connect_timeout_ms = 1000, .first_byte_timeout_ms = 2000, .idle_timeout_ms = 2000};
     struct kvg_http_call_cbs cbs = {on_head, on_body, on_done};
     struct kvg_http_header h = {{"content-type", 12}, {"application/json", 16}};
-    if (kvg_http_call_start(client, &target, "POST", "/v1/completions", &h, 1, "{}", 2, &copts,
-                            &cbs, &o, NULL) < 0)
+    if (kvg_http_call_start(client, &target, "POST", KVG_STR("/v1/completions"), &h, 1, "{}", 2,
+                            &copts, &cbs, &o, NULL) < 0)
         abort();
 
     /* A pooled connection the previous input left may be tried first and

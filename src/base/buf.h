@@ -13,6 +13,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 struct kvg_str {
     const char *p;
@@ -21,6 +22,12 @@ struct kvg_str {
 
 #define KVG_STR(lit) ((struct kvg_str){(lit), sizeof(lit) - 1})
 #define KVG_STR_NULL ((struct kvg_str){NULL, 0})
+
+/* A view of a NUL-terminated string (NULL: the NULL view). */
+static inline struct kvg_str kvg_str_c(const char *s)
+{
+    return (struct kvg_str){s, s ? strlen(s) : 0};
+}
 
 struct kvg_buf {
     char *data;

@@ -207,8 +207,8 @@ static int send_request(struct lrun *L, struct kvg_bench_req *r)
     struct kvg_http_call_opts co = {.connect_timeout_ms = 10000};
     struct kvg_http_call_cbs cbs = {on_head, on_body, on_done};
     if (!rc)
-        rc = kvg_http_call_start(L->cl, &L->tg->target, "POST", L->tg->path, h, nh, b.data, b.len,
-                                 &co, &cbs, q, &q->call);
+        rc = kvg_http_call_start(L->cl, &L->tg->target, "POST", kvg_str_c(L->tg->path), h, nh,
+                                 b.data, b.len, &co, &cbs, q, &q->call);
     kvg_buf_free(&b);
     if (rc) {
         q->call = NULL;
@@ -276,8 +276,8 @@ static void scrape(struct lrun *L)
         struct scraper *s = &L->eng[i];
         if (s->busy) continue;
         s->status = 0;
-        if (!kvg_http_call_start(L->cl, &s->t, "GET", "/metrics", NULL, 0, NULL, 0, &co, &cbs, s,
-                                 NULL))
+        if (!kvg_http_call_start(L->cl, &s->t, "GET", KVG_STR("/metrics"), NULL, 0, NULL, 0, &co,
+                                 &cbs, s, NULL))
             s->busy = 1;
     }
 }

@@ -106,8 +106,9 @@ static void start_call(struct kvg_health *h, struct kvg_worker *w, int models)
     static const struct kvg_http_call_cbs check_cbs = {check_head, check_body, check_done};
     static const struct kvg_http_call_cbs models_cbs = {check_head, check_body, models_done};
     h->inflight++;
-    if (kvg_http_call_start(h->client, &w->target, "GET", models ? "/v1/models" : h->endpoint, NULL,
-                            0, NULL, 0, &o, models ? &models_cbs : &check_cbs, c, NULL)) {
+    if (kvg_http_call_start(h->client, &w->target, "GET",
+                            kvg_str_c(models ? "/v1/models" : h->endpoint), NULL, 0, NULL, 0, &o,
+                            models ? &models_cbs : &check_cbs, c, NULL)) {
         h->inflight--;
         kvg_worker_unref(w);
         kvg_buf_free(&c->body);

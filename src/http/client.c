@@ -460,10 +460,10 @@ static int call_retry_fresh(struct kvg_http_call *call)
 }
 
 int kvg_http_call_start(struct kvg_http_client *cl, const struct kvg_http_target *t,
-                        const char *method, const char *path, const struct kvg_http_header *headers,
-                        size_t nheaders, const void *body, size_t len,
-                        const struct kvg_http_call_opts *opts, const struct kvg_http_call_cbs *cbs,
-                        void *ud, struct kvg_http_call **out)
+                        const char *method, struct kvg_str path,
+                        const struct kvg_http_header *headers, size_t nheaders, const void *body,
+                        size_t len, const struct kvg_http_call_opts *opts,
+                        const struct kvg_http_call_cbs *cbs, void *ud, struct kvg_http_call **out)
 {
     struct kvg_http_call *call = calloc(1, sizeof *call);
     if (!call) return -ENOMEM;
@@ -474,11 +474,11 @@ int kvg_http_call_start(struct kvg_http_client *cl, const struct kvg_http_target
     call->ud = ud;
     kvg_buf_init(&call->req, 0);
     struct kvg_buf *b = &call->req;
-    int rc = kvg_buf_reserve(b, 512 + len);
+    int rc = kvg_buf_reserve(b, 512 + path.len + len);
     if (!rc) rc = kvg_buf_append_str(b, method);
     if (!rc) rc = kvg_buf_append(b, " ", 1);
     if (!rc) rc = kvg_buf_append_str(b, t->base_path);
-    if (!rc) rc = kvg_buf_append_str(b, path);
+    if (!rc) rc = kvg_buf_append(b, path.p, path.len);
     if (!rc) rc = kvg_buf_append_str(b, " HTTP/1.1\r\nhost: ");
     if (!rc) rc = kvg_buf_append_str(b, t->hostport);
     if (!rc) rc = kvg_buf_append(b, "\r\n", 2);

@@ -62,13 +62,14 @@ int kvg_http_client_new(uv_loop_t *loop, const struct kvg_http_client_opts *o,
  * No call may be in flight. */
 void kvg_http_client_close(struct kvg_http_client *cl);
 
-/* Starts a request. `headers` and `body` are copied; Host, Content-Length
- * and Connection are added. *out (optional) lets the caller cancel. */
+/* Starts a request. `path` (the target's base path comes first), `headers`
+ * and `body` are copied; Host, Content-Length and Connection are added.
+ * *out (optional) lets the caller cancel. */
 int kvg_http_call_start(struct kvg_http_client *cl, const struct kvg_http_target *t,
-                        const char *method, const char *path, const struct kvg_http_header *headers,
-                        size_t nheaders, const void *body, size_t len,
-                        const struct kvg_http_call_opts *opts, const struct kvg_http_call_cbs *cbs,
-                        void *ud, struct kvg_http_call **out);
+                        const char *method, struct kvg_str path,
+                        const struct kvg_http_header *headers, size_t nheaders, const void *body,
+                        size_t len, const struct kvg_http_call_opts *opts,
+                        const struct kvg_http_call_cbs *cbs, void *ud, struct kvg_http_call **out);
 /* Stops the call: no more callbacks; its connection is closed, not reused. */
 void kvg_http_call_cancel(struct kvg_http_call *call);
 /* Backpressure: stop/restart reading the response body. */

@@ -427,20 +427,9 @@ void kvg_proxy_attempt(struct proxy_req *pr)
         .idle_timeout_ms = c->stream_idle_timeout_ms,
     };
     static const struct kvg_http_call_cbs cbs = {up_head, up_body, up_done};
-    /* The URL is a view into the request head; the client wants a C string
-     * (and copies it). A URL past the stack buffer is copied whole, never cut. */
-    char stack_path[2048], *path = stack_path;
-    if (req->url.len >= sizeof stack_path && !(path = strndup(req->url.p, req->url.len))) {
-        release_worker(pr, KVG_OUT_CLIENT_ERROR);
-        client_error(pr, 500, "internal_error", "out of memory");
-        return;
-    }
-    if (path == stack_path)
-        snprintf(stack_path, sizeof stack_path, "%.*s", (int)req->url.len, req->url.p);
     const struct kvg_buf *body = pr->fwd_body.len ? &pr->fwd_body : &req->body;
-    rc = kvg_http_call_start(pr->lc->client, &w->target, req->method_name, path, fwd, k, body->data,
-                             body->len, &o, &cbs, pr, &pr->call);
-    if (path != stack_path) free(path);
+    rc = kvg_http_call_start(pr->lc->client, &w->target, req->method_name, req->url, fwd, k,
+                             body->data, body->len, &o, &cbs, pr, &pr->call);
     if (rc) {
         pr->call = NULL;
         release_worker(pr, KVG_OUT_FAIL);

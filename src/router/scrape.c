@@ -81,8 +81,8 @@ static void tick(uv_timer_t *t)
         sc->s = s;
         sc->w = ws[i]; /* the snapshot's reference moves to the scrape */
         kvg_buf_init(&sc->body, 4u << 20);
-        if (kvg_http_call_start(s->client, &ws[i]->target, "GET", "/metrics", NULL, 0, NULL, 0, &o,
-                                &cbs, sc, NULL)) {
+        if (kvg_http_call_start(s->client, &ws[i]->target, "GET", KVG_STR("/metrics"), NULL, 0,
+                                NULL, 0, &o, &cbs, sc, NULL)) {
             atomic_fetch_add(&s->failures, 1);
             kvg_worker_unref(ws[i]);
             kvg_buf_free(&sc->body);

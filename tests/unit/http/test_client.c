@@ -72,8 +72,9 @@ static struct outcome run_one(const char *resp)
     struct kvg_http_call_opts copts = {
         .connect_timeout_ms = 1000, .first_byte_timeout_ms = 2000, .idle_timeout_ms = 2000};
     struct kvg_http_call_cbs cbs = {on_head, on_body, on_done};
-    CHECK_INT(kvg_http_call_start(cl, &t, "GET", "/x", NULL, 0, NULL, 0, &copts, &cbs, &o, NULL),
-              0);
+    CHECK_INT(
+        kvg_http_call_start(cl, &t, "GET", KVG_STR("/x"), NULL, 0, NULL, 0, &copts, &cbs, &o, NULL),
+        0);
 
     int fd = -1, answered = 0;
     for (int turn = 0; turn < 100000 && !o.dones; turn++) {
