@@ -33,5 +33,13 @@ struct kvg_rng *kvg_rand_thread(void);
 int kvg_parse_i64(const char *s, int64_t *out);
 int kvg_parse_u64(const char *s, uint64_t *out);
 int kvg_parse_double(const char *s, double *out);
+/* The value of hexadecimal digit c (either case), or -1. */
+static inline int kvg_hex_digit(char c)
+{
+    return c >= '0' && c <= '9'   ? c - '0'
+           : c >= 'a' && c <= 'f' ? c - 'a' + 10
+           : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                  : -1;
+}
 
 #endif

@@ -175,14 +175,6 @@ static int model_match(const char *pattern, const char *model, size_t len)
     return pl == len && !memcmp(pattern, model, len);
 }
 
-static int hexval(char c)
-{
-    return c >= '0' && c <= '9'   ? c - '0'
-           : c >= 'a' && c <= 'f' ? c - 'a' + 10
-           : c >= 'A' && c <= 'F' ? c - 'A' + 10
-                                  : -1;
-}
-
 static int parse_hash(struct pctx *p, yaml_node_t *n, const char *path, unsigned char out[32])
 {
     const char *s = sval(n);
@@ -191,7 +183,7 @@ static int parse_hash(struct pctx *p, yaml_node_t *n, const char *path, unsigned
                     "expected \"sha256:<64 hex digits>\" (from `kvgate keys hash KEY`), found '%s'",
                     s ? s : type_name(n));
     for (int i = 0; i < 32; i++) {
-        int hi = hexval(s[7 + 2 * i]), lo = hexval(s[8 + 2 * i]);
+        int hi = kvg_hex_digit(s[7 + 2 * i]), lo = kvg_hex_digit(s[8 + 2 * i]);
         if (hi < 0 || lo < 0) return fail(p, n, path, "'%s' has a non-hex digit", s);
         out[i] = (unsigned char)(hi << 4 | lo);
     }

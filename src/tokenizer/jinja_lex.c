@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "base/err.h"
+#include "base/util.h"
 #include "tokenizer/jinja_int.h"
 #include "tokenizer/tok_impl.h"
 
@@ -159,14 +160,6 @@ static int put_utf8(struct kvg_buf *b, uint32_t cp)
     return kvg_buf_append(b, u, n);
 }
 
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-}
-
 /* A quoted literal from s[*pi] (just after the quote); decodes escapes the
  * way the reference's consumeWhile does. */
 static int lex_string(const char *s, size_t n, size_t *pi, char quote, struct jarena *a,
@@ -194,7 +187,7 @@ static int lex_string(const char *s, size_t n, size_t *pi, char quote, struct ja
                 size_t hl = e == 'x' ? 2 : 4;
                 uint32_t cp = 0;
                 for (size_t k = 0; k < hl; k++) {
-                    int h = i + k < n ? hexval(s[i + k]) : -1;
+                    int h = i + k < n ? kvg_hex_digit(s[i + k]) : -1;
                     if (h < 0) {
                         rc = kvg_err_set(err, errlen, KVG_ETEMPLATE,
                                          "Invalid hexadecimal escape sequence: \\%c", e);

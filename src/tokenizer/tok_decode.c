@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "base/err.h"
+#include "base/util.h"
 #include "tokenizer/tok_impl.h"
 
 static int add_step(struct kvg_tok *tok, struct kvg_tok_dec_step st)
@@ -169,20 +170,12 @@ static void tl_free(struct tl *t)
     free(t->len);
 }
 
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-}
-
 /* "<0xXX>": Rust's u8::from_str_radix(.., 16), which also takes "+X". */
 static int byte_token(const char *s, size_t n)
 {
     if (n != 6 || memcmp(s, "<0x", 3) || s[5] != '>') return -1;
-    if (s[3] == '+') return hexval(s[4]);
-    int hi = hexval(s[3]), lo = hexval(s[4]);
+    if (s[3] == '+') return kvg_hex_digit(s[4]);
+    int hi = kvg_hex_digit(s[3]), lo = kvg_hex_digit(s[4]);
     return hi < 0 || lo < 0 ? -1 : hi * 16 + lo;
 }
 
