@@ -137,12 +137,6 @@ static double pend_next(const struct kvg_bench_wl *wl)
 }
 
 /* ---- Building. */
-static int fail(char *err, size_t errlen, int rc, const char *msg)
-{
-    snprintf(err, errlen, "%s", msg);
-    return rc;
-}
-
 static int make_shared_prefix(struct kvg_bench_wl *wl, struct kvg_rng *rng)
 {
     const struct kvg_bench_wl_opts *o = &wl->o;
@@ -220,30 +214,33 @@ static int plan_open(struct kvg_bench_wl *wl, struct kvg_rng *rng)
 static int check_opts(const struct kvg_bench_wl_opts *o, char *err, size_t errlen)
 {
     if (o->output_len == 0 && o->kind != KVG_BENCH_WL_TRACE)
-        return fail(err, errlen, KVG_ECONFIG, "output length must be at least 1");
+        return kvg_err_set(err, errlen, KVG_ECONFIG, "output length must be at least 1");
     if (!o->printable && o->vocab == 0)
-        return fail(err, errlen, KVG_ECONFIG, "vocabulary is empty");
+        return kvg_err_set(err, errlen, KVG_ECONFIG, "vocabulary is empty");
     if (o->kind == KVG_BENCH_WL_SHARED_PREFIX &&
         (!o->groups || !o->prompts_per_group || o->system_len + o->question_len == 0 ||
          (uint64_t)o->groups * o->prompts_per_group > 1000000 ||
          o->system_len + o->question_len > 1000000))
-        return fail(err, errlen, KVG_ECONFIG,
-                    "shared_prefix needs groups, prompts per group and a non-empty prompt");
+        return kvg_err_set(err, errlen, KVG_ECONFIG,
+                           "shared_prefix needs groups, prompts per group and a non-empty prompt");
     if (o->kind == KVG_BENCH_WL_CHAT &&
         (!o->turns || (!o->user_len && !o->chat_system_len) || !o->chat_groups || o->think_s < 0))
-        return fail(err, errlen, KVG_ECONFIG, "chat needs turns, groups and a non-empty message");
+        return kvg_err_set(err, errlen, KVG_ECONFIG,
+                           "chat needs turns, groups and a non-empty message");
     if (o->kind == KVG_BENCH_WL_TRACE &&
         (!o->trace_path[0] || !(o->trace_speed > 0) || !o->trace_block))
-        return fail(err, errlen, KVG_ECONFIG, "trace needs a file, a speed > 0 and a block size");
+        return kvg_err_set(err, errlen, KVG_ECONFIG,
+                           "trace needs a file, a speed > 0 and a block size");
     if (o->kind != KVG_BENCH_WL_TRACE) {
         if (!o->nstages || o->nstages > KVG_BENCH_MAX_STAGES || o->warmup >= o->nstages)
-            return fail(err, errlen, KVG_ECONFIG,
-                        "the load needs 1..64 stages, at least one of them measured");
+            return kvg_err_set(err, errlen, KVG_ECONFIG,
+                               "the load needs 1..64 stages, at least one of them measured");
         for (size_t i = 0; i < o->nstages; i++) {
             const struct kvg_bench_stage *s = &o->stage[i];
             if (!(s->secs > 0) || (s->rate > 0) == (s->conc > 0) || !(s->rate < 1e6))
-                return fail(err, errlen, KVG_ECONFIG,
-                            "each stage needs a duration and either a rate or a concurrency");
+                return kvg_err_set(
+                    err, errlen, KVG_ECONFIG,
+                    "each stage needs a duration and either a rate or a concurrency");
         }
     }
     return 0;
@@ -266,7 +263,7 @@ int kvg_bench_wl_new(const struct kvg_bench_wl_opts *o, struct kvg_bench_wl **ou
                                   errlen);
         if (rc) goto fail;
         if (!wl->ntrace) {
-            rc = fail(err, errlen, KVG_ECONFIG, "the trace has no request");
+            rc = kvg_err_set(err, errlen, KVG_ECONFIG, "the trace has no request");
             goto fail;
         }
         /* One stage covering the trace; the arrivals are its timestamps. */
@@ -292,7 +289,7 @@ int kvg_bench_wl_new(const struct kvg_bench_wl_opts *o, struct kvg_bench_wl **ou
     if (rc) goto nomem;
     if ((rc = plan_open(wl, &gen))) {
         if (rc == KVG_ETOOBIG) {
-            fail(err, errlen, rc, "the stages plan more than 2^26 arrivals");
+            kvg_err_set(err, errlen, rc, "the stages plan more than 2^26 arrivals");
             goto fail;
         }
         goto nomem;

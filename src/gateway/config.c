@@ -3,7 +3,6 @@
 #include "gateway/config.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -234,15 +233,6 @@ static const struct flag *lookup(const char *name)
     return NULL;
 }
 
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    return KVG_ECONFIG;
-}
-
 /* Applies one flag with its values (argv[i+1..]); returns values consumed. */
 static int apply(struct kvg_serve_config *c, const struct flag *f, int argc, char **argv, int i,
                  char *err, size_t errlen)
@@ -262,13 +252,15 @@ static int apply(struct kvg_serve_config *c, const struct flag *f, int argc, cha
         return 0;
     case F_LIST: {
         int k = 0;
-        if (!has_v) return fail(err, errlen, "--%s needs at least one value", f->name);
+        if (!has_v)
+            return kvg_err_set(err, errlen, KVG_ECONFIG, "--%s needs at least one value", f->name);
         struct kvg_strlist *l = (struct kvg_strlist *)base;
         kvg_strlist_free(l); /* a later list replaces an earlier one (file, then flags) */
         while (i + 1 + k < argc && strncmp(argv[i + 1 + k], "--", 2)) {
             int rc = kvg_strlist_add(l, argv[i + 1 + k]);
             if (rc == -ENOSPC)
-                return fail(err, errlen, "--%s: at most %d values", f->name, KVG_CFG_MAX_WORKERS);
+                return kvg_err_set(err, errlen, KVG_ECONFIG, "--%s: at most %d values", f->name,
+                                   KVG_CFG_MAX_WORKERS);
             if (rc) return rc;
             k++;
         }
@@ -277,50 +269,58 @@ static int apply(struct kvg_serve_config *c, const struct flag *f, int argc, cha
     default:
         break;
     }
-    if (!has_v) return fail(err, errlen, "--%s needs a value", f->name);
+    if (!has_v) return kvg_err_set(err, errlen, KVG_ECONFIG, "--%s needs a value", f->name);
     switch (f->type) {
     case F_STR:
-        if (strlen(v) >= f->size) return fail(err, errlen, "--%s: value too long", f->name);
+        if (strlen(v) >= f->size)
+            return kvg_err_set(err, errlen, KVG_ECONFIG, "--%s: value too long", f->name);
         memcpy(base, v, strlen(v) + 1);
         break;
     case F_INT:
         if (kvg_parse_i64(v, &s) || s < 0 || s > 1000000)
-            return fail(err, errlen, "--%s: '%s' is not a valid number", f->name, v);
+            return kvg_err_set(err, errlen, KVG_ECONFIG, "--%s: '%s' is not a valid number",
+                               f->name, v);
         *(int *)base = (int)s;
         break;
     case F_U32:
     case F_MS:
         if (kvg_parse_u64(v, &u) || u > UINT32_MAX)
-            return fail(err, errlen, "--%s: '%s' is not a valid number", f->name, v);
+            return kvg_err_set(err, errlen, KVG_ECONFIG, "--%s: '%s' is not a valid number",
+                               f->name, v);
         *(uint32_t *)base = (uint32_t)u;
         break;
     case F_SIZE:
-        if (kvg_parse_u64(v, &u)) return fail(err, errlen, "--%s: '%s' is not a size", f->name, v);
+        if (kvg_parse_u64(v, &u))
+            return kvg_err_set(err, errlen, KVG_ECONFIG, "--%s: '%s' is not a size", f->name, v);
         *(size_t *)base = (size_t)u;
         break;
     case F_SIZE64:
         if (kvg_parse_u64(v, &u))
-            return fail(err, errlen, "--%s: '%s' is not a number", f->name, v);
+            return kvg_err_set(err, errlen, KVG_ECONFIG, "--%s: '%s' is not a number", f->name, v);
         *(uint64_t *)base = u;
         break;
     case F_SECS_MS:
         if (kvg_parse_double(v, &d) || d < 0 || d > 4e6)
-            return fail(err, errlen, "--%s: '%s' is not a number of seconds", f->name, v);
+            return kvg_err_set(err, errlen, KVG_ECONFIG, "--%s: '%s' is not a number of seconds",
+                               f->name, v);
         *(uint32_t *)base = (uint32_t)(d * 1000);
         break;
     case F_SECS_MS64:
         if (kvg_parse_double(v, &d) || d < 0 || d > 1e12)
-            return fail(err, errlen, "--%s: '%s' is not a number of seconds", f->name, v);
+            return kvg_err_set(err, errlen, KVG_ECONFIG, "--%s: '%s' is not a number of seconds",
+                               f->name, v);
         *(uint64_t *)base = (uint64_t)(d * 1000);
         break;
     case F_DOUBLE:
         if (kvg_parse_double(v, &d) || d < 0)
-            return fail(err, errlen, "--%s: '%s' is not a valid number", f->name, v);
+            return kvg_err_set(err, errlen, KVG_ECONFIG, "--%s: '%s' is not a valid number",
+                               f->name, v);
         *(double *)base = d;
         break;
     case F_LEVEL: {
         int l = kvg_log_parse_level(v);
-        if (l < 0) return fail(err, errlen, "--%s: unknown level '%s'", f->name, v);
+        if (l < 0)
+            return kvg_err_set(err, errlen, KVG_ECONFIG, "--%s: unknown level '%s'", f->name, v);
         *(int *)base = l;
         break;
     }
@@ -336,15 +336,18 @@ static int parse_args(struct kvg_serve_config *c, int argc, char **argv, int fir
     for (int i = first; i < argc; i++) {
         const char *a = argv[i];
         if (strncmp(a, "--", 2))
-            return fail(err, errlen, "unexpected argument '%s' (flags start with --)", a);
+            return kvg_err_set(err, errlen, KVG_ECONFIG,
+                               "unexpected argument '%s' (flags start with --)", a);
         char name[128];
         const char *eq = strchr(a + 2, '=');
         size_t nl = eq ? (size_t)(eq - a - 2) : strlen(a + 2);
-        if (nl >= sizeof name) return fail(err, errlen, "unknown flag '%s'", a);
+        if (nl >= sizeof name) return kvg_err_set(err, errlen, KVG_ECONFIG, "unknown flag '%s'", a);
         memcpy(name, a + 2, nl);
         name[nl] = 0;
         const struct flag *f = lookup(name);
-        if (!f) return fail(err, errlen, "unknown flag '--%s' (see kvgate serve --help)", name);
+        if (!f)
+            return kvg_err_set(err, errlen, KVG_ECONFIG,
+                               "unknown flag '--%s' (see kvgate serve --help)", name);
         int used;
         if (eq) {
             char *pair[2] = {(char *)a, (char *)eq + 1};
@@ -381,27 +384,32 @@ int kvg_serve_config_parse(struct kvg_serve_config *c, int argc, char **argv, ch
     }
     int rc = parse_args(c, argc, argv, 1, err, errlen);
     if (rc) return rc;
-    if (c->port < 0 || c->port > 65535) return fail(err, errlen, "--port: out of range");
-    if (c->threads < 1 || c->threads > 256) return fail(err, errlen, "--threads: 1..256");
+    if (c->port < 0 || c->port > 65535)
+        return kvg_err_set(err, errlen, KVG_ECONFIG, "--port: out of range");
+    if (c->threads < 1 || c->threads > 256)
+        return kvg_err_set(err, errlen, KVG_ECONFIG, "--threads: 1..256");
     if (strcmp(c->cache_aware_miss, "min_load") && strcmp(c->cache_aware_miss, "smallest_tree"))
-        return fail(err, errlen, "--cache-aware-miss: min_load or smallest_tree");
+        return kvg_err_set(err, errlen, KVG_ECONFIG,
+                           "--cache-aware-miss: min_load or smallest_tree");
     c->policy_opts.miss_to_smallest_tree = !strcmp(c->cache_aware_miss, "smallest_tree");
     c->policy_opts.block_size = c->block_size;
-    if (c->block_size == 0) return fail(err, errlen, "--block-size must be at least 1");
+    if (c->block_size == 0)
+        return kvg_err_set(err, errlen, KVG_ECONFIG, "--block-size must be at least 1");
     if (strcmp(c->assignment_mode, "random") && strcmp(c->assignment_mode, "min_load"))
-        return fail(err, errlen, "--assignment-mode: random or min_load");
+        return kvg_err_set(err, errlen, KVG_ECONFIG, "--assignment-mode: random or min_load");
     c->policy_opts.assignment_min_load = !strcmp(c->assignment_mode, "min_load");
     if (c->kv_endpoints.n && c->kv_endpoints.n != c->workers.n)
-        return fail(err, errlen,
-                    "--kv-events-endpoints needs one entry per worker URL (%zu, not %zu)",
-                    c->workers.n, c->kv_endpoints.n);
+        return kvg_err_set(err, errlen, KVG_ECONFIG,
+                           "--kv-events-endpoints needs one entry per worker URL (%zu, not %zu)",
+                           c->workers.n, c->kv_endpoints.n);
     if (c->replay_endpoints.n && c->replay_endpoints.n != c->workers.n)
-        return fail(err, errlen, "--replay-endpoints needs one entry per worker URL (%zu, not %zu)",
-                    c->workers.n, c->replay_endpoints.n);
+        return kvg_err_set(err, errlen, KVG_ECONFIG,
+                           "--replay-endpoints needs one entry per worker URL (%zu, not %zu)",
+                           c->workers.n, c->replay_endpoints.n);
     if (!c->tls_cert[0] != !c->tls_key[0])
-        return fail(err, errlen, "--tls-cert and --tls-key go together");
+        return kvg_err_set(err, errlen, KVG_ECONFIG, "--tls-cert and --tls-key go together");
     if (c->health_failure_threshold == 0 || c->health_success_threshold == 0)
-        return fail(err, errlen, "health thresholds must be at least 1");
+        return kvg_err_set(err, errlen, KVG_ECONFIG, "health thresholds must be at least 1");
     return 0;
 }
 
