@@ -33,6 +33,22 @@ struct kvg_rng *kvg_rand_thread(void);
 int kvg_parse_i64(const char *s, int64_t *out);
 int kvg_parse_u64(const char *s, uint64_t *out);
 int kvg_parse_double(const char *s, double *out);
+/* 64-bit big-endian integers, as ZMQ frames of vLLM's KV events carry
+ * sequence numbers. */
+static inline uint64_t kvg_be64_get(const void *p)
+{
+    const uint8_t *b = p;
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++) v = v << 8 | b[i];
+    return v;
+}
+
+static inline void kvg_be64_put(void *p, uint64_t v)
+{
+    uint8_t *b = p;
+    for (int i = 7; i >= 0; i--, v >>= 8) b[i] = (uint8_t)v;
+}
+
 /* The value of hexadecimal digit c (either case), or -1. */
 static inline int kvg_hex_digit(char c)
 {

@@ -76,19 +76,6 @@ struct kvg_kv_sub {
 #define ST(s, slot) (&(s)->st[(slot)])
 #define INC(field, n) atomic_fetch_add_explicit(&(field), (n), memory_order_relaxed)
 
-static uint64_t be64(const void *p)
-{
-    const unsigned char *b = p;
-    uint64_t v = 0;
-    for (int i = 0; i < 8; i++) v = (v << 8) | b[i];
-    return v;
-}
-
-static void put_be64(unsigned char *b, uint64_t v)
-{
-    for (int i = 7; i >= 0; i--, v >>= 8) b[i] = (unsigned char)v;
-}
-
 /* Drops the worker's index entries: after lost or unrecoverable batches the
  * index may hold blocks the engine already evicted. */
 static void drop(struct sub_thread *t, struct sub_worker *w, const char *why)
@@ -179,7 +166,7 @@ static int replay(struct sub_thread *t, struct sub_worker *w, uint64_t from, uin
     if (!d) goto done;
     zmq_setsockopt(d, ZMQ_LINGER, &linger, sizeof linger);
     zmq_setsockopt(d, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg);
-    put_be64(start, from);
+    kvg_be64_put(start, from);
     if (zmq_connect(d, w->replay) || zmq_send(d, "", 0, ZMQ_SNDMORE) < 0 ||
         zmq_send(d, start, 8, 0) < 0)
         goto done;
@@ -197,7 +184,7 @@ static int replay(struct sub_thread *t, struct sub_worker *w, uint64_t from, uin
         if (nf < 2 || zmq_msg_size(&a) != 8) {
             if (nf >= 0) INC(st->decode_errors, 1);
         } else {
-            uint64_t seq = be64(zmq_msg_data(&a));
+            uint64_t seq = kvg_be64_get(zmq_msg_data(&a));
             if (seq == END_SEQ) {
                 ended = 1;
             } else if (seq >= expected && seq < until) {
@@ -298,7 +285,7 @@ static int recv_one(struct sub_thread *t, struct sub_worker *w)
             KVG_WARN("kv events: worker %u (%s): message is not [topic, seq(8), payload]", w->slot,
                      w->endpoint);
     } else {
-        handle(t, w, be64(zmq_msg_data(&f[1])), zmq_msg_data(&f[2]), zmq_msg_size(&f[2]));
+        handle(t, w, kvg_be64_get(zmq_msg_data(&f[1])), zmq_msg_data(&f[2]), zmq_msg_size(&f[2]));
     }
     for (int i = 0; i < nf; i++) zmq_msg_close(&f[i]);
     return 1;

@@ -57,18 +57,6 @@ void kvg_sim_kvpub_config_init(struct kvg_sim_kvpub_config *c)
     c->hwm = 100000;
 }
 
-static void put_be64(uint8_t *b, uint64_t v)
-{
-    for (int i = 7; i >= 0; i--, v >>= 8) b[i] = (uint8_t)v;
-}
-
-static uint64_t get_be64(const uint8_t *b)
-{
-    uint64_t v = 0;
-    for (int i = 0; i < 8; i++) v = v << 8 | b[i];
-    return v;
-}
-
 /* Keeps a sent batch for replay (or frees it when there is no ring). */
 static void ring_push(struct kvg_sim_kvpub *p, struct item it)
 {
@@ -91,7 +79,7 @@ static void send_batch(struct kvg_sim_kvpub *p, struct item it)
     int ok = 0;
     if (!drop) {
         uint8_t seq[8];
-        put_be64(seq, it.seq);
+        kvg_be64_put(seq, it.seq);
         ok = zmq_send(p->pub, p->topic, p->topic_len, ZMQ_SNDMORE | ZMQ_DONTWAIT) >= 0 &&
              zmq_send(p->pub, seq, 8, ZMQ_SNDMORE | ZMQ_DONTWAIT) >= 0 &&
              zmq_send(p->pub, it.data, it.len, ZMQ_DONTWAIT) >= 0;
@@ -138,7 +126,7 @@ static int replay_one(struct kvg_sim_kvpub *p)
     }
     if (!got) return 0;
     if (nf == 3 && zmq_msg_size(&f[2]) == 8) {
-        uint64_t start = get_be64(zmq_msg_data(&f[2]));
+        uint64_t start = kvg_be64_get(zmq_msg_data(&f[2]));
         const void *id = zmq_msg_data(&f[0]);
         size_t idlen = zmq_msg_size(&f[0]);
         uint64_t n = 0;
@@ -146,7 +134,7 @@ static int replay_one(struct kvg_sim_kvpub *p)
             const struct item *it = &p->ring[(p->rhead + i) % p->rcap];
             if (it->seq < start) continue;
             uint8_t seq[8];
-            put_be64(seq, it->seq);
+            kvg_be64_put(seq, it->seq);
             if (send_frames(p->router, id, idlen, seq, it->data, it->len)) break;
             n++;
         }
