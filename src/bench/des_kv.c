@@ -33,21 +33,6 @@ void kvg_bench_des_kv_free(struct des_kv *k)
     k->idx = NULL;
 }
 
-/* Grows one of the batch's arrays to hold `need` elements; the batch frees
- * them with free(), so they are realloc'd here too. */
-static int grow(void **arr, uint32_t *cap, size_t need, size_t elem)
-{
-    if (need <= *cap) return 0;
-    if (need > UINT32_MAX / 2) return KVG_ETOOBIG;
-    size_t c = *cap ? *cap : 64;
-    while (c < need) c *= 2;
-    void *p = realloc(*arr, c * elem);
-    if (!p) return -ENOMEM;
-    *arr = p;
-    *cap = (uint32_t)c;
-    return 0;
-}
-
 /* The decoder's view of the engine's events, without msgpack. */
 static int fill_direct(struct kvg_kv_batch *b, const struct kvg_sim_events *ev, double ts)
 {
@@ -56,11 +41,8 @@ static int fill_direct(struct kvg_kv_batch *b, const struct kvg_sim_events *ev, 
         nh += ev->ev[i].n_hashes;
         if (ev->ev[i].type == KVG_SIM_EV_STORED) nt += ev->ev[i].n_tokens;
     }
-    int rc;
-    if ((rc = grow((void **)&b->events, &b->cap_events, ev->n, sizeof *b->events)) ||
-        (rc = grow((void **)&b->hashes, &b->cap_hashes, nh, sizeof *b->hashes)) ||
-        (rc = grow((void **)&b->tokens, &b->cap_tokens, nt, sizeof *b->tokens)))
-        return rc;
+    int rc = kvg_kv_batch_reserve(b, ev->n, nh, nt);
+    if (rc) return rc;
     b->ts = ts;
     b->dp_rank = 0;
     b->n_events = b->n_hashes = b->n_tokens = 0;

@@ -80,6 +80,19 @@ static int reserve(void **arr, uint32_t *cap, uint64_t need, size_t elem, uint32
     return 0;
 }
 
+int kvg_kv_batch_reserve(struct kvg_kv_batch *b, size_t events, size_t hashes, size_t tokens)
+{
+    int rc =
+        reserve((void **)&b->events, &b->cap_events, events, sizeof *b->events, b->lim.max_events);
+    if (!rc)
+        rc = reserve((void **)&b->hashes, &b->cap_hashes, hashes, sizeof *b->hashes,
+                     b->lim.max_hashes);
+    if (!rc)
+        rc = reserve((void **)&b->tokens, &b->cap_tokens, tokens, sizeof *b->tokens,
+                     b->lim.max_tokens);
+    return rc;
+}
+
 int kvg_kv_batch_scratch(struct kvg_kv_batch *b, size_t n)
 {
     if (n <= b->cap_scratch) return 0;

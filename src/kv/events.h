@@ -81,6 +81,10 @@ void kvg_kv_batch_free(struct kvg_kv_batch *b);
  * events. String views in the events point into buf. */
 int kvg_kv_decode_batch(struct kvg_kv_batch *b, const void *buf, size_t len);
 
+/* Room for this many events, block hashes and token ids in b's arrays, for
+ * a producer that fills a batch without msgpack (the bench's direct path),
+ * within b's limits: 0, KVG_ETOOBIG or -ENOMEM. */
+int kvg_kv_batch_reserve(struct kvg_kv_batch *b, size_t events, size_t hashes, size_t tokens);
 /* Grows b->scratch to at least n entries (within max_tokens). 0 or -ENOMEM. */
 int kvg_kv_batch_scratch(struct kvg_kv_batch *b, size_t n);
 
