@@ -6,7 +6,7 @@
 #include <stdlib.h>
 
 #include "base/buf.h"
-#include "tokenizer/chat.h"
+#include "jinja/chat.h"
 
 static const char g_walk[] =
     "{%- for m in messages -%}{{ m.role }}:{{ m.content | tojson }}"
@@ -19,18 +19,18 @@ static const char g_walk[] =
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    static struct kvg_chat *builtin, *walk;
+    static struct kvg_jinja_chat *builtin, *walk;
     char err[256];
-    if (!builtin && (kvg_chat_new(NULL, "<s>", "</s>", &builtin, err, sizeof(err)) ||
-                     kvg_chat_new(g_walk, NULL, NULL, &walk, err, sizeof(err))))
+    if (!builtin && (kvg_jinja_chat_new(NULL, "<s>", "</s>", &builtin, err, sizeof(err)) ||
+                     kvg_jinja_chat_new(g_walk, NULL, NULL, &walk, err, sizeof(err))))
         abort();
     struct kvg_jinja_limits lim = {.max_memory = 8u << 20, .max_steps = 200000};
     struct kvg_buf out;
-    struct kvg_chat_info info;
+    struct kvg_jinja_chat_info info;
     kvg_buf_init(&out, 1u << 20);
-    kvg_chat_render(builtin, (const char *)data, size, &lim, &out, &info, err, sizeof(err));
+    kvg_jinja_chat_render(builtin, (const char *)data, size, &lim, &out, &info, err, sizeof(err));
     kvg_buf_reset(&out);
-    kvg_chat_render(walk, (const char *)data, size, &lim, &out, &info, err, sizeof(err));
+    kvg_jinja_chat_render(walk, (const char *)data, size, &lim, &out, &info, err, sizeof(err));
     kvg_buf_free(&out);
     return 0;
 }

@@ -8,7 +8,7 @@
 #include <cjson/cJSON.h>
 
 #include "base/buf.h"
-#include "tokenizer/jinja.h"
+#include "jinja/jinja.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -8,7 +8,7 @@
 
 #include "gateway/gateway.h"
 #include "proxy/route_input.h"
-#include "tokenizer/chat.h"
+#include "jinja/chat.h"
 #include "tokenizer/tokenizer.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -18,7 +18,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     char err[256];
     if (!init) {
         if (kvg_tok_load("builtin:bytes", NULL, &gw.tok, err, sizeof err) ||
-            kvg_chat_new(NULL, NULL, NULL, &gw.chat, err, sizeof err))
+            kvg_jinja_chat_new(NULL, NULL, NULL, &gw.chat, err, sizeof err))
             return 0;
         gw.cfg.block_size = 16;
         init = 1;

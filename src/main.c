@@ -7,7 +7,7 @@
 #include "gateway/gateway.h"
 #include "gateway/keys.h"
 #include "sim/http_sim.h"
-#include "tokenizer/chat.h"
+#include "jinja/chat.h"
 
 #define KVG_VERSION "0.1.0"
 

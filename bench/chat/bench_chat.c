@@ -13,7 +13,7 @@
 #include <cjson/cJSON.h>
 
 #include "base/buf.h"
-#include "tokenizer/chat.h"
+#include "jinja/chat.h"
 
 static const char g_req[] =
     "{\"model\":\"m\",\"messages\":["
@@ -70,9 +70,9 @@ int main(int argc, char **argv)
         char *text = slurp(eq + 1), err[512];
         cJSON *cfg = text ? cJSON_Parse(text) : NULL;
         const cJSON *ct = cJSON_GetObjectItem(cfg, "chat_template");
-        struct kvg_chat *chat;
+        struct kvg_jinja_chat *chat;
         if (!cJSON_IsString(ct) ||
-            kvg_chat_new(ct->valuestring, tok(cJSON_GetObjectItem(cfg, "bos_token")),
+            kvg_jinja_chat_new(ct->valuestring, tok(cJSON_GetObjectItem(cfg, "bos_token")),
                          tok(cJSON_GetObjectItem(cfg, "eos_token")), &chat, err, sizeof(err))) {
             fprintf(stderr, "bench_chat: %s: cannot load the template\n", argv[i]);
             return 1;
@@ -87,9 +87,9 @@ int main(int argc, char **argv)
             do {
                 for (int k = 0; k < 1000; k++) {
                     kvg_buf_reset(&out);
-                    int rc = mode == 0 ? kvg_chat_render(chat, g_req, sizeof(g_req) - 1, NULL, &out,
+                    int rc = mode == 0 ? kvg_jinja_chat_render(chat, g_req, sizeof(g_req) - 1, NULL, &out,
                                                          NULL, err, sizeof(err))
-                                       : kvg_chat_render_json(chat, req, NULL, &out, NULL, err,
+                                       : kvg_jinja_chat_render_json(chat, req, NULL, &out, NULL, err,
                                                               sizeof(err));
                     if (rc) {
                         fprintf(stderr, "bench_chat: %s: %s\n", argv[i], err);
@@ -103,7 +103,7 @@ int main(int argc, char **argv)
         printf("%s %.0f %.0f %zu\n", argv[i], rate[0], rate[1], out.len);
         kvg_buf_free(&out);
         cJSON_Delete(req);
-        kvg_chat_free(chat);
+        kvg_jinja_chat_free(chat);
         cJSON_Delete(cfg);
         free(text);
     }

@@ -16,7 +16,7 @@
 #include "kv/index.h"
 #include "proxy/route_input.h"
 #include "router/pool.h"
-#include "tokenizer/chat.h"
+#include "jinja/chat.h"
 #include "tokenizer/tokenizer.h"
 
 #define NW 64
@@ -39,7 +39,7 @@ int main(int argc, char **argv)
     char err[512];
     uint64_t t0 = kvg_now_ns();
     if (kvg_tok_load(argv[1], argv[2], &gw.tok, err, sizeof err) ||
-        kvg_chat_new(kvg_tok_chat_template(gw.tok), kvg_tok_bos_token(gw.tok),
+        kvg_jinja_chat_new(kvg_tok_chat_template(gw.tok), kvg_tok_bos_token(gw.tok),
                      kvg_tok_eos_token(gw.tok), &gw.chat, err, sizeof err)) {
         fprintf(stderr, "decision: %s\n", err);
         return 1;
@@ -144,7 +144,7 @@ int main(int argc, char **argv)
     free(lat);
     kvg_pool_destroy(&pool);
     kvg_kv_index_free(idx);
-    kvg_chat_free(gw.chat);
+    kvg_jinja_chat_free(gw.chat);
     kvg_tok_free(gw.tok);
     kvg_buf_free(&text);
     kvg_buf_free(&body);

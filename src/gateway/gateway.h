@@ -18,7 +18,7 @@
 #include "router/pool.h"
 
 struct kvg_tok;
-struct kvg_chat;
+struct kvg_jinja_chat;
 struct kvg_kv_index;
 struct kvg_kv_sub;
 
@@ -26,7 +26,7 @@ struct kvg_gateway {
     struct kvg_serve_config cfg;
     struct kvg_pool pool;
     struct kvg_tok *tok;     /* the served model's tokenizer (builtin:bytes by default) */
-    struct kvg_chat *chat;   /* its chat template */
+    struct kvg_jinja_chat *chat;   /* its chat template */
     struct kvg_kv_index *kv; /* precise KV index; NULL when no worker publishes events */
     struct kvg_kv_sub *sub;  /* its subscribers */
     int wants_tokens;        /* the policy reads token ids: tokenize each request */

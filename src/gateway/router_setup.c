@@ -11,7 +11,7 @@
 #include "gateway/gateway.h"
 #include "kv/index.h"
 #include "kv/subscriber.h"
-#include "tokenizer/chat.h"
+#include "jinja/chat.h"
 #include "tokenizer/tokenizer.h"
 
 static void on_add(void *ud, struct kvg_worker *w)
@@ -61,7 +61,7 @@ int kvg_gw_router_init(struct kvg_gateway *gw, char *err, size_t errlen)
     }
     if (rc) return rc;
     kvg_metrics_set(gw->metrics.tokenizer_fallback, fallback);
-    if ((rc = kvg_chat_new(kvg_tok_chat_template(gw->tok), kvg_tok_bos_token(gw->tok),
+    if ((rc = kvg_jinja_chat_new(kvg_tok_chat_template(gw->tok), kvg_tok_bos_token(gw->tok),
                            kvg_tok_eos_token(gw->tok), &gw->chat, err, errlen)))
         return rc;
     int events = 0;
@@ -120,6 +120,6 @@ void kvg_gw_router_free(struct kvg_gateway *gw)
     if (gw->sub) kvg_kv_sub_free(gw->sub); /* stops its threads first */
     kvg_pool_destroy(&gw->pool);
     if (gw->kv) kvg_kv_index_free(gw->kv);
-    if (gw->chat) kvg_chat_free(gw->chat);
+    if (gw->chat) kvg_jinja_chat_free(gw->chat);
     if (gw->tok) kvg_tok_free(gw->tok);
 }

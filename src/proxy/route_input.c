@@ -12,7 +12,7 @@
 #include "gateway/gateway.h"
 #include "kv/hash.h"
 #include "router/route_text.h"
-#include "tokenizer/chat.h"
+#include "jinja/chat.h"
 #include "tokenizer/tokenizer.h"
 
 int kvg_route_input_parse(struct kvg_route_input *ri, const char *body, size_t len, int chat,
@@ -57,9 +57,9 @@ static int prompt_ids(struct kvg_route_input *ri, const struct kvg_gateway *gw)
     if (ri->chat) {
         struct kvg_buf out;
         kvg_buf_init(&out, 0);
-        struct kvg_chat_info info = {0};
+        struct kvg_jinja_chat_info info = {0};
         char err[256];
-        int rc = kvg_chat_render_json(gw->chat, ri->json, NULL, &out, &info, err, sizeof err);
+        int rc = kvg_jinja_chat_render_json(gw->chat, ri->json, NULL, &out, &info, err, sizeof err);
         if (!rc)
             rc = kvg_tok_encode(gw->tok, out.data ? out.data : "", out.len, info.add_special_tokens,
                                 &ri->ids, &ri->nids);

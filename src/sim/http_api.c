@@ -285,8 +285,8 @@ static int prompt_ids(struct kvg_sim_server *s, cJSON *j, int chat, const char *
     if (chat) {
         struct kvg_buf text;
         kvg_buf_init(&text, 0);
-        struct kvg_chat_info info = {0};
-        int rc = kvg_chat_render(s->tmpl, raw, rawlen, NULL, &text, &info, msg, msglen);
+        struct kvg_jinja_chat_info info = {0};
+        int rc = kvg_jinja_chat_render(s->tmpl, raw, rawlen, NULL, &text, &info, msg, msglen);
         if (!rc)
             rc = kvg_tok_encode(s->tok, text.data ? text.data : "", text.len,
                                 info.add_special_tokens, ids, n);

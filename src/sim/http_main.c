@@ -208,7 +208,7 @@ int kvg_sim_main(int argc, char **argv)
         fprintf(stderr, "kvgate sim: tokenizer: %s\n", err[0] ? err : kvg_strerror(rc));
         return 2;
     }
-    if ((rc = kvg_chat_new(kvg_tok_chat_template(s.tok), kvg_tok_bos_token(s.tok),
+    if ((rc = kvg_jinja_chat_new(kvg_tok_chat_template(s.tok), kvg_tok_bos_token(s.tok),
                            kvg_tok_eos_token(s.tok), &s.tmpl, err, sizeof err))) {
         fprintf(stderr, "kvgate sim: chat template: %s\n", err[0] ? err : kvg_strerror(rc));
         return 2;
@@ -287,7 +287,7 @@ int kvg_sim_main(int argc, char **argv)
     kvg_sim_free(s.engine);
     kvg_sim_srv_metrics_free(&s);
     kvg_tok_free(s.tok);
-    kvg_chat_free(s.tmpl);
+    kvg_jinja_chat_free(s.tmpl);
     free(s.live);
     return 0;
 }

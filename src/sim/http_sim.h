@@ -12,7 +12,7 @@
 #include "http/http.h"
 #include "metrics/metrics.h"
 #include "sim/sim.h"
-#include "tokenizer/chat.h"
+#include "jinja/chat.h"
 #include "tokenizer/tokenizer.h"
 
 enum kvg_sim_flavor { KVG_SIM_FLAVOR_VLLM, KVG_SIM_FLAVOR_SGLANG, KVG_SIM_FLAVOR_LLAMACPP };
@@ -51,7 +51,7 @@ struct kvg_sim_server {
     struct kvg_http_server *http;
     struct kvg_sim *engine;
     struct kvg_tok *tok;
-    struct kvg_chat *tmpl;
+    struct kvg_jinja_chat *tmpl;
     uv_timer_t step_timer;
     int stepping;                /* a step is "on the GPU" */
     struct kvg_sim_step pending; /* its outcome, delivered when the timer fires */

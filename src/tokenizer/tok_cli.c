@@ -27,14 +27,14 @@
 
 #include "base/buf.h"
 #include "base/err.h"
-#include "tokenizer/chat.h"
+#include "jinja/chat.h"
 #include "tokenizer/tokenizer.h"
 
 #define MAX_PROMPT (256u << 20)
 
 struct cli {
     struct kvg_tok *tok;
-    struct kvg_chat *chat;
+    struct kvg_jinja_chat *chat;
     int chat_mode, render, jsonl, add_special;
     struct kvg_buf out; /* one output line */
     struct kvg_buf text;
@@ -78,8 +78,8 @@ static int process(struct cli *c, const char *in, size_t len, int json_text)
     cJSON *str = NULL;
     kvg_buf_reset(&c->text);
     if (c->chat_mode) {
-        struct kvg_chat_info info;
-        rc = kvg_chat_render(c->chat, in, len, NULL, &c->text, &info, err, sizeof(err));
+        struct kvg_jinja_chat_info info;
+        rc = kvg_jinja_chat_render(c->chat, in, len, NULL, &c->text, &info, err, sizeof(err));
         if (rc) {
             emit_error(c, err[0] ? err : kvg_strerror(rc));
             return rc;
@@ -88,7 +88,7 @@ static int process(struct cli *c, const char *in, size_t len, int json_text)
         text = c->text.data ? c->text.data : "";
         tlen = c->text.len;
     } else if (json_text) {
-        if ((rc = kvg_chat_json_check(in, len, err, sizeof(err)))) {
+        if ((rc = kvg_jinja_chat_json_check(in, len, err, sizeof(err)))) {
             emit_error(c, err);
             return rc;
         }
@@ -199,7 +199,7 @@ int kvg_tok_cli_main(int argc, char **argv)
                 goto out;
             }
         }
-        rc = kvg_chat_new(src, kvg_tok_bos_token(c.tok), kvg_tok_eos_token(c.tok), &c.chat, err,
+        rc = kvg_jinja_chat_new(src, kvg_tok_bos_token(c.tok), kvg_tok_eos_token(c.tok), &c.chat, err,
                           sizeof(err));
         free(tpl);
         if (rc) {
@@ -235,7 +235,7 @@ int kvg_tok_cli_main(int argc, char **argv)
     }
     if (fflush(stdout)) rc = 1;
 out:
-    kvg_chat_free(c.chat);
+    kvg_jinja_chat_free(c.chat);
     kvg_tok_free(c.tok);
     kvg_buf_free(&c.out);
     kvg_buf_free(&c.text);

@@ -19,7 +19,7 @@
 
 #include "base/buf.h"
 #include "base/err.h"
-#include "tokenizer/chat.h"
+#include "jinja/chat.h"
 
 static char *slurp(const char *path)
 {
@@ -78,7 +78,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--builtin"))
             builtin = 1;
         else if (!strcmp(argv[i], "--print-builtin")) {
-            fputs(kvg_chat_builtin_template(), stdout);
+            fputs(kvg_jinja_chat_builtin_template(), stdout);
             return 0;
         } else {
             fprintf(stderr, "usage: chat_render --config F | --template F [--bos S --eos S] | "
@@ -123,8 +123,8 @@ int main(int argc, char **argv)
         return 2;
     }
     char err[1024];
-    struct kvg_chat *chat;
-    int rc = kvg_chat_new(tpl, bos, eos, &chat, err, sizeof(err));
+    struct kvg_jinja_chat *chat;
+    int rc = kvg_jinja_chat_new(tpl, bos, eos, &chat, err, sizeof(err));
     if (rc) {
         /* a template the reference cannot parse either: every line errors */
         chat = NULL;
@@ -140,7 +140,7 @@ int main(int argc, char **argv)
         kvg_buf_reset(&out);
         kvg_buf_reset(&line);
         int r2 =
-            chat ? kvg_chat_render(chat, in, (size_t)n, NULL, &out, NULL, err, sizeof(err)) : rc;
+            chat ? kvg_jinja_chat_render(chat, in, (size_t)n, NULL, &out, NULL, err, sizeof(err)) : rc;
         if (!r2) {
             kvg_buf_append_str(&line, "{\"text\":");
             kvg_buf_append_json_str(&line, out.data ? out.data : "", out.len);
@@ -155,7 +155,7 @@ int main(int argc, char **argv)
     free(in);
     kvg_buf_free(&out);
     kvg_buf_free(&line);
-    kvg_chat_free(chat);
+    kvg_jinja_chat_free(chat);
     cJSON_Delete(cfg);
     free(cfgtext);
     free(src);

@@ -1,9 +1,9 @@
 /* Parser internals shared by jinja_parse.c (statements, symbols, helpers)
  * and jinja_expr.c (expressions). */
-#ifndef KVG_TOKENIZER_JINJA_PARSE_H
-#define KVG_TOKENIZER_JINJA_PARSE_H
+#ifndef KVG_JINJA_JINJA_PARSE_H
+#define KVG_JINJA_JINJA_PARSE_H
 
-#include "tokenizer/jinja_int.h"
+#include "jinja/jinja_int.h"
 
 #define MAX_NESTING 200
 

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "base/err.h"
-#include "tokenizer/jinja_int.h"
+#include "jinja/jinja_int.h"
 
 /* ---- arena ---- */
 

@@ -10,7 +10,7 @@
 #include <time.h>
 
 #include "base/err.h"
-#include "tokenizer/jinja_int.h"
+#include "jinja/jinja_int.h"
 
 int jeval_args(struct jrender *r, struct jscope *env, struct jnode **list, uint32_t n,
                struct jargs *a)

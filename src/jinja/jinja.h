@@ -10,8 +10,8 @@
  *
  * A compiled struct kvg_jinja is immutable: any number of threads may render
  * it at the same time. */
-#ifndef KVG_TOKENIZER_JINJA_H
-#define KVG_TOKENIZER_JINJA_H
+#ifndef KVG_JINJA_JINJA_H
+#define KVG_JINJA_JINJA_H
 
 #include <stddef.h>
 #include <stdint.h>

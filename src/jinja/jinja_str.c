@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "base/err.h"
-#include "tokenizer/jinja_int.h"
+#include "jinja/jinja_int.h"
 
 static uint32_t cp_at(const char *s, size_t n, size_t *len)
 {

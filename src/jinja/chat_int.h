@@ -1,18 +1,18 @@
 /* Internals shared by chat.c (the public face) and chat_request.c (OpenAI
  * request -> template context). */
-#ifndef KVG_TOKENIZER_CHAT_INT_H
-#define KVG_TOKENIZER_CHAT_INT_H
+#ifndef KVG_JINJA_CHAT_INT_H
+#define KVG_JINJA_CHAT_INT_H
 
 #include <cjson/cJSON.h>
 
-#include "tokenizer/chat.h"
-#include "tokenizer/jinja_int.h"
+#include "jinja/chat.h"
+#include "jinja/jinja_int.h"
 
-/* The variables every request sets, in struct kvg_chat's sym[]. */
+/* The variables every request sets, in struct kvg_jinja_chat's sym[]. */
 enum { CV_MESSAGES, CV_TOOLS, CV_BOS, CV_EOS, CV_DOCUMENTS, CV_EFFORT, CV_AGP, CV_COUNT };
 extern const char *const chat_var_names[CV_COUNT];
 
-struct kvg_chat {
+struct kvg_jinja_chat {
     struct kvg_jinja *tpl;
     char *bos, *eos;       /* owned; NULL when the config has none */
     int64_t sym[CV_COUNT]; /* their symbols in tpl, -1 when it never names one */
@@ -28,8 +28,8 @@ void chat_scratch_free(struct chat_scratch *s);
 
 /* Declares the template variables for request `req` in r (see chat.h for
  * the exact rules). Errors set r->msg. */
-int chat_build_context(struct jrender *r, const struct kvg_chat *c, const cJSON *req,
-                       struct chat_scratch *s, struct kvg_chat_info *info);
+int chat_build_context(struct jrender *r, const struct kvg_jinja_chat *c, const cJSON *req,
+                       struct chat_scratch *s, struct kvg_jinja_chat_info *info);
 
 /* Is `s` JSON that JavaScript's JSON.parse (and Python's json.loads) would
  * accept, as far as cJSON is more lenient: no raw control characters inside

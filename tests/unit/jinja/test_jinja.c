@@ -9,10 +9,10 @@
 #include <string.h>
 
 #include "base/err.h"
+#include "base/utf8.h"
 #include "support/test.h"
-#include "tokenizer/jinja.h"
-#include "tokenizer/jinja_int.h"
-#include "tokenizer/tok_impl.h"
+#include "jinja/jinja.h"
+#include "jinja/jinja_int.h"
 
 struct jcase {
     const char *tpl, *ctx, *want, *err;

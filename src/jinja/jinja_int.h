@@ -16,8 +16,8 @@
  * may render it at once. Each render owns another arena for every value it
  * creates; values may also point at memory owned by the caller (cJSON strings)
  * which must outlive the render. */
-#ifndef KVG_TOKENIZER_JINJA_INT_H
-#define KVG_TOKENIZER_JINJA_INT_H
+#ifndef KVG_JINJA_JINJA_INT_H
+#define KVG_JINJA_JINJA_INT_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -25,7 +25,7 @@
 #include <cjson/cJSON.h>
 
 #include "base/buf.h"
-#include "tokenizer/jinja.h"
+#include "jinja/jinja.h"
 
 /* ---- arena ---------------------------------------------------------------- */
 

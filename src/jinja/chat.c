@@ -7,8 +7,8 @@
 #include <string.h>
 
 #include "base/err.h"
-#include "tokenizer/chat_int.h"
-#include "tokenizer/tok_impl.h"
+#include "base/utf8.h"
+#include "jinja/chat_int.h"
 
 /* ChatML over the built-in tokenizer's special tokens; see chat.h. Written
  * in the template language itself so the tests can render it with the
@@ -39,15 +39,15 @@ const char *const chat_var_names[CV_COUNT] = {"messages",
                                               "reasoning_effort",
                                               "add_generation_prompt"};
 
-const char *kvg_chat_builtin_template(void)
+const char *kvg_jinja_chat_builtin_template(void)
 {
     return g_builtin;
 }
 
-int kvg_chat_new(const char *template_src, const char *bos_token, const char *eos_token,
-                 struct kvg_chat **out, char *err, size_t errlen)
+int kvg_jinja_chat_new(const char *template_src, const char *bos_token, const char *eos_token,
+                       struct kvg_jinja_chat **out, char *err, size_t errlen)
 {
-    struct kvg_chat *c = calloc(1, sizeof(*c));
+    struct kvg_jinja_chat *c = calloc(1, sizeof(*c));
     if (!c) return -ENOMEM;
     const char *src = template_src ? template_src : g_builtin;
     int rc = kvg_jinja_compile(src, strlen(src), &c->tpl, err, errlen);
@@ -57,7 +57,7 @@ int kvg_chat_new(const char *template_src, const char *bos_token, const char *eo
     }
     if ((bos_token && !(c->bos = strdup(bos_token))) ||
         (eos_token && !(c->eos = strdup(eos_token)))) {
-        kvg_chat_free(c);
+        kvg_jinja_chat_free(c);
         return -ENOMEM;
     }
     for (int i = 0; i < CV_COUNT; i++)
@@ -66,7 +66,7 @@ int kvg_chat_new(const char *template_src, const char *bos_token, const char *eo
     return 0;
 }
 
-void kvg_chat_free(struct kvg_chat *c)
+void kvg_jinja_chat_free(struct kvg_jinja_chat *c)
 {
     if (!c) return;
     kvg_jinja_free(c->tpl);
@@ -75,7 +75,7 @@ void kvg_chat_free(struct kvg_chat *c)
     free(c);
 }
 
-int kvg_chat_json_check(const char *json, size_t len, char *err, size_t errlen)
+int kvg_jinja_chat_json_check(const char *json, size_t len, char *err, size_t errlen)
 {
     if (!kvg_utf8_valid(json, len)) {
         if (err && errlen) snprintf(err, errlen, "request is not valid UTF-8");
@@ -108,13 +108,13 @@ cJSON *chat_parse_json(const char *s, size_t n)
     return j;
 }
 
-int kvg_chat_render_json(const struct kvg_chat *c, const cJSON *req,
-                         const struct kvg_jinja_limits *lim, struct kvg_buf *out,
-                         struct kvg_chat_info *info, char *err, size_t errlen)
+int kvg_jinja_chat_render_json(const struct kvg_jinja_chat *c, const cJSON *req,
+                               const struct kvg_jinja_limits *lim, struct kvg_buf *out,
+                               struct kvg_jinja_chat_info *info, char *err, size_t errlen)
 {
     struct jrender r;
     struct chat_scratch s = {0};
-    struct kvg_chat_info tmp;
+    struct kvg_jinja_chat_info tmp;
     if (err && errlen) err[0] = 0;
     int rc = jr_init(&r, c->tpl, lim);
     if (!rc) rc = chat_build_context(&r, c, req, &s, info ? info : &tmp);
@@ -125,18 +125,18 @@ int kvg_chat_render_json(const struct kvg_chat *c, const cJSON *req,
     return rc;
 }
 
-int kvg_chat_render(const struct kvg_chat *c, const char *body, size_t len,
-                    const struct kvg_jinja_limits *lim, struct kvg_buf *out,
-                    struct kvg_chat_info *info, char *err, size_t errlen)
+int kvg_jinja_chat_render(const struct kvg_jinja_chat *c, const char *body, size_t len,
+                          const struct kvg_jinja_limits *lim, struct kvg_buf *out,
+                          struct kvg_jinja_chat_info *info, char *err, size_t errlen)
 {
-    int rc = kvg_chat_json_check(body, len, err, errlen);
+    int rc = kvg_jinja_chat_json_check(body, len, err, errlen);
     if (rc) return rc;
     cJSON *req = chat_parse_json(body, len);
     if (!req) {
         if (err && errlen) snprintf(err, errlen, "request is not valid JSON");
         return KVG_EPARSE;
     }
-    rc = kvg_chat_render_json(c, req, lim, out, info, err, errlen);
+    rc = kvg_jinja_chat_render_json(c, req, lim, out, info, err, errlen);
     cJSON_Delete(req);
     return rc;
 }

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "base/err.h"
-#include "tokenizer/chat_int.h"
+#include "jinja/chat_int.h"
 
 void chat_scratch_free(struct chat_scratch *s)
 {
@@ -373,8 +373,8 @@ static int conv_tool(struct jrender *r, const cJSON *t, struct jv *out)
     return 0;
 }
 
-int chat_build_context(struct jrender *r, const struct kvg_chat *c, const cJSON *req,
-                       struct chat_scratch *s, struct kvg_chat_info *info)
+int chat_build_context(struct jrender *r, const struct kvg_jinja_chat *c, const cJSON *req,
+                       struct chat_scratch *s, struct kvg_jinja_chat_info *info)
 {
     int rc, agp, cont, addsp;
     struct jv v;

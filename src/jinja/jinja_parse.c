@@ -13,9 +13,9 @@
 #include <string.h>
 
 #include "base/err.h"
-#include "tokenizer/jinja_int.h"
+#include "jinja/jinja_int.h"
 
-#include "tokenizer/jinja_parse.h"
+#include "jinja/jinja_parse.h"
 
 static const char *g_builtin_syms[SYM_NBUILTIN] = {
     "false",           "true",  "none",         "False",     "True", "None",

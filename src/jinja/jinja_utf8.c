@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "tokenizer/jinja_int.h"
+#include "jinja/jinja_int.h"
 
 size_t utf8_seq_len(const char *s, size_t n)
 {

@@ -10,20 +10,20 @@
 
 #include "base/err.h"
 #include "support/test.h"
-#include "tokenizer/chat.h"
-#include "tokenizer/chat_int.h"
+#include "jinja/chat.h"
+#include "jinja/chat_int.h"
 
 static int render(const char *tpl, const char *bos, const char *eos, const char *req, char **got,
-                  struct kvg_chat_info *info, char *err, size_t errlen)
+                  struct kvg_jinja_chat_info *info, char *err, size_t errlen)
 {
-    struct kvg_chat *c = NULL;
+    struct kvg_jinja_chat *c = NULL;
     struct kvg_buf b;
     kvg_buf_init(&b, 0);
-    int rc = kvg_chat_new(tpl, bos, eos, &c, err, errlen);
-    if (!rc) rc = kvg_chat_render(c, req, strlen(req), NULL, &b, info, err, errlen);
+    int rc = kvg_jinja_chat_new(tpl, bos, eos, &c, err, errlen);
+    if (!rc) rc = kvg_jinja_chat_render(c, req, strlen(req), NULL, &b, info, err, errlen);
     *got = strdup(b.data && kvg_buf_cstr(&b) ? b.data : "");
     kvg_buf_free(&b);
-    kvg_chat_free(c);
+    kvg_jinja_chat_free(c);
     return rc;
 }
 
@@ -126,7 +126,7 @@ TEST(kwargs_and_generation_prompt)
                  "{\"messages\":[],\"add_generation_prompt\":false,\"reasoning_effort\":\"low\"}",
                  "false  <s>|</s> low");
     char *got, err[256];
-    struct kvg_chat_info info;
+    struct kvg_jinja_chat_info info;
     CHECK_INT(render("x", NULL, NULL, "{\"messages\":[],\"add_special_tokens\":true}", &got, &info,
                      err, sizeof(err)),
               0);
@@ -186,7 +186,7 @@ TEST(strict_json_for_tool_arguments)
 }
 
 struct worker {
-    const struct kvg_chat *chat;
+    const struct kvg_jinja_chat *chat;
     const char *req;
     const char *want;
     int bad;
@@ -200,7 +200,8 @@ static void *work(void *arg)
     char err[256];
     for (int i = 0; i < 300; i++) {
         kvg_buf_reset(&b);
-        if (kvg_chat_render(w->chat, w->req, strlen(w->req), NULL, &b, NULL, err, sizeof(err)) ||
+        if (kvg_jinja_chat_render(w->chat, w->req, strlen(w->req), NULL, &b, NULL, err,
+                                  sizeof(err)) ||
             b.len != strlen(w->want) || memcmp(b.data, w->want, b.len))
             w->bad++;
     }
@@ -210,11 +211,11 @@ static void *work(void *arg)
 
 TEST(one_template_many_threads)
 {
-    struct kvg_chat *chat;
+    struct kvg_jinja_chat *chat;
     char err[256];
     const char *tpl = "{% set ns = namespace(n=0) %}{% for m in messages %}{% set ns.n = ns.n + 1 "
                       "%}{{ m.role | upper }}:{{ m.content[::-1] }};{% endfor %}{{ ns.n }}";
-    CHECK_INT(kvg_chat_new(tpl, NULL, NULL, &chat, err, sizeof(err)), 0);
+    CHECK_INT(kvg_jinja_chat_new(tpl, NULL, NULL, &chat, err, sizeof(err)), 0);
     const char *req = "{\"messages\":[{\"role\":\"user\",\"content\":\"abc\"},"
                       "{\"role\":\"assistant\",\"content\":\"xyz\"}]}";
     struct worker w[4];
@@ -224,6 +225,6 @@ TEST(one_template_many_threads)
         CHECK_INT(pthread_create(&th[i], NULL, work, &w[i]), 0);
     }
     for (int i = 0; i < 4; i++) pthread_join(th[i], NULL);
-    kvg_chat_free(chat);
+    kvg_jinja_chat_free(chat);
     for (int i = 0; i < 4; i++) CHECK_INT(w[i].bad, 0);
 }

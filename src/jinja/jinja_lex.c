@@ -10,9 +10,9 @@
 #include <string.h>
 
 #include "base/err.h"
+#include "base/utf8.h"
 #include "base/util.h"
-#include "tokenizer/jinja_int.h"
-#include "tokenizer/tok_impl.h"
+#include "jinja/jinja_int.h"
 
 /* Length of a JS line terminator ending just before p (for the multiline `^`
  * anchor): \n, \r, U+2028, U+2029. */

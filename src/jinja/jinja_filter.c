@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "base/err.h"
-#include "tokenizer/jinja_int.h"
+#include "jinja/jinja_int.h"
 
 static const char *g_filters[] = {
     "safe",       "tojson", "list",    "first", "last",  "length", "reverse",    "sort",

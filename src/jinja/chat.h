@@ -33,9 +33,9 @@
  * Tokenizing the result: vLLM encodes a rendered chat prompt with
  * add_special_tokens=false (the template already wrote BOS where the model
  * wants one) unless the request sets "add_special_tokens": true; that flag
- * is reported in struct kvg_chat_info.
+ * is reported in struct kvg_jinja_chat_info.
  *
- * Built-in template (kvg_chat_builtin_template(), used with the built-in
+ * Built-in template (kvg_jinja_chat_builtin_template(), used with the built-in
  * byte tokenizer "builtin:bytes", whose special tokens include <|im_start|>
  * and <|im_end|>): ChatML.
  *   [<|im_start|>tools\n{tool as JSON}\n...<|im_end|>\n]      when tools
@@ -43,34 +43,34 @@
  *   ...                                                         per message
  *   <|im_start|>assistant\n                       when add_generation_prompt
  *
- * A struct kvg_chat is immutable after kvg_chat_new: render with it from any
+ * A struct kvg_jinja_chat is immutable after kvg_jinja_chat_new: render with it from any
  * number of threads at once. */
-#ifndef KVG_TOKENIZER_CHAT_H
-#define KVG_TOKENIZER_CHAT_H
+#ifndef KVG_JINJA_CHAT_H
+#define KVG_JINJA_CHAT_H
 
 #include <stddef.h>
 
 #include <cjson/cJSON.h>
 
 #include "base/buf.h"
-#include "tokenizer/jinja.h"
+#include "jinja/jinja.h"
 
-struct kvg_chat;
+struct kvg_jinja_chat;
 
-struct kvg_chat_info {
+struct kvg_jinja_chat_info {
     int add_special_tokens;    /* the request asked for them on top of the template */
     int add_generation_prompt; /* as rendered */
 };
 
 /* The built-in ChatML template's Jinja source (static storage). */
-const char *kvg_chat_builtin_template(void);
+const char *kvg_jinja_chat_builtin_template(void);
 
 /* Compiles `template_src` (NULL: the built-in template). bos/eos (nullable)
- * are copied. On success *out is owned by the caller: kvg_chat_free().
+ * are copied. On success *out is owned by the caller: kvg_jinja_chat_free().
  * Errors as kvg_jinja_compile, with a message in err[errlen]. */
-int kvg_chat_new(const char *template_src, const char *bos_token, const char *eos_token,
-                 struct kvg_chat **out, char *err, size_t errlen);
-void kvg_chat_free(struct kvg_chat *c);
+int kvg_jinja_chat_new(const char *template_src, const char *bos_token, const char *eos_token,
+                       struct kvg_jinja_chat **out, char *err, size_t errlen);
+void kvg_jinja_chat_free(struct kvg_jinja_chat *c);
 
 /* Renders a request body (JSON text, len bytes) and appends the prompt to
  * out. Errors: KVG_EPARSE for a malformed request (message in err),
@@ -78,18 +78,18 @@ void kvg_chat_free(struct kvg_chat *c);
  * verbatim) or fails, KVG_EUNSUPP for what kvgate does not render exactly,
  * KVG_ETOOBIG past out's limit or the render limits. On error out keeps its
  * length. info and lim may be NULL. */
-int kvg_chat_render(const struct kvg_chat *c, const char *body, size_t len,
-                    const struct kvg_jinja_limits *lim, struct kvg_buf *out,
-                    struct kvg_chat_info *info, char *err, size_t errlen);
+int kvg_jinja_chat_render(const struct kvg_jinja_chat *c, const char *body, size_t len,
+                          const struct kvg_jinja_limits *lim, struct kvg_buf *out,
+                          struct kvg_jinja_chat_info *info, char *err, size_t errlen);
 /* The same for a request already parsed (borrowed; must outlive the call). */
-int kvg_chat_render_json(const struct kvg_chat *c, const cJSON *req,
-                         const struct kvg_jinja_limits *lim, struct kvg_buf *out,
-                         struct kvg_chat_info *info, char *err, size_t errlen);
+int kvg_jinja_chat_render_json(const struct kvg_jinja_chat *c, const cJSON *req,
+                               const struct kvg_jinja_limits *lim, struct kvg_buf *out,
+                               struct kvg_jinja_chat_info *info, char *err, size_t errlen);
 
 /* Checks JSON text for what cJSON would silently change: invalid UTF-8
  * (KVG_EUTF8) and \u0000 escapes, which would cut a string short
  * (KVG_EUNSUPP). 0 when safe to parse. */
-int kvg_chat_json_check(const char *json, size_t len, char *err, size_t errlen);
+int kvg_jinja_chat_json_check(const char *json, size_t len, char *err, size_t errlen);
 
 /* `kvgate tokenize` (tok_cli.c, which lists its options and output).
  * argv[0] is the program or subcommand name; a leading "tokenize" in argv[1]

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "base/err.h"
-#include "tokenizer/jinja_parse.h"
+#include "jinja/jinja_parse.h"
 
 static struct jnode *parse_or(struct parser *p);
 

@@ -7,8 +7,8 @@
 #include <string.h>
 
 #include "base/err.h"
-#include "tokenizer/jinja.h"
-#include "tokenizer/jinja_int.h"
+#include "jinja/jinja.h"
+#include "jinja/jinja_int.h"
 
 int kvg_jinja_compile(const char *src, size_t len, struct kvg_jinja **out, char *err, size_t errlen)
 {

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "base/err.h"
-#include "tokenizer/jinja_int.h"
+#include "jinja/jinja_int.h"
 
 static int out_rc(struct jrender *r, int rc)
 {

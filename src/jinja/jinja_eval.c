@@ -17,7 +17,7 @@
 #include <time.h>
 
 #include "base/err.h"
-#include "tokenizer/jinja_int.h"
+#include "jinja/jinja_int.h"
 
 #define JR_BREAK 1
 #define JR_CONTINUE 2
