@@ -7,7 +7,7 @@
 //
 // The request -> template-context conversion below is the test's own
 // statement of what vLLM does (vllm/entrypoints/chat_utils.py); kvgate does
-// it in C (src/tokenizer/chat_request.c), so both are checked together.
+// it in C (src/jinja/chat_request.c), so both are checked together.
 //
 // kvgate side: the kvgate binary (`kvgate tokenize --chat --render --jsonl`)
 // when it can load the tokenizer for a template, otherwise the test driver
