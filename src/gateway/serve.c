@@ -16,7 +16,7 @@
 #include "base/err.h"
 #include "base/log.h"
 #include "gateway/gateway.h"
-#include "gateway/health.h"
+#include "router/health.h"
 #include "gateway/spawn.h"
 #include "router/scrape.h"
 

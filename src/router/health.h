@@ -1,6 +1,6 @@
 /* Active health checking of the pool's workers; see health.c. */
-#ifndef KVG_GATEWAY_HEALTH_H
-#define KVG_GATEWAY_HEALTH_H
+#ifndef KVG_ROUTER_HEALTH_H
+#define KVG_ROUTER_HEALTH_H
 
 #include <uv.h>
 

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "base/log.h"
-#include "gateway/health.h"
+#include "router/health.h"
 
 struct check {
     struct kvg_health *h;
