@@ -6,28 +6,29 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "gateway/gateway.h"
 #include "proxy/route_input.h"
 #include "jinja/chat.h"
 #include "tokenizer/tokenizer.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    static struct kvg_gateway gw;
+    static struct kvg_route_tokenizer rt;
     static int init;
     char err[256];
     if (!init) {
-        if (kvg_tok_load("builtin:bytes", NULL, &gw.tok, err, sizeof err) ||
-            kvg_jinja_chat_new(NULL, NULL, NULL, &gw.chat, err, sizeof err))
+        struct kvg_tok *tok;
+        struct kvg_jinja_chat *chat;
+        if (kvg_tok_load("builtin:bytes", NULL, &tok, err, sizeof err) ||
+            kvg_jinja_chat_new(NULL, NULL, NULL, &chat, err, sizeof err))
             return 0;
-        gw.cfg.block_size = 16;
+        rt = (struct kvg_route_tokenizer){tok, chat, 16};
         init = 1;
     }
     for (int chat = 0; chat < 2; chat++) {
         struct kvg_route_input ri;
         if (kvg_route_input_parse(&ri, (const char *)data, size, chat, err, sizeof err)) continue;
         kvg_route_input_text(&ri);
-        kvg_route_input_tokenize(&ri, &gw);
+        kvg_route_input_tokenize(&ri, &rt);
         kvg_route_input_free(&ri);
     }
     return 0;

@@ -1,13 +1,13 @@
 /* kvgate: one binary, one subcommand per job. This file only dispatches; each
- * subcommand lives in its part (gateway: serve, sim: sim, ...). */
+ * subcommand lives in its part (serve: serve, sim: sim, ...). */
 #include <stdio.h>
 #include <string.h>
 
 #include "bench/bench.h"
-#include "gateway/gateway.h"
 #include "gateway/keys.h"
+#include "serve/serve.h"
 #include "sim/http_sim.h"
-#include "jinja/chat.h"
+#include "tokenizer/tokenizer.h"
 
 #define KVG_VERSION "0.1.0"
 
@@ -24,7 +24,7 @@ static int version_main(int argc, char **argv)
 }
 
 static const struct subcommand commands[] = {
-    {"serve", kvg_gateway_serve_main, "run the gateway and router in front of engines"},
+    {"serve", kvg_serve_main, "run the gateway and router in front of engines"},
     {"bench", kvg_bench_main, "measure routing policies: offline simulation or live HTTP load"},
     {"keys", kvg_keys_cli_main, "API keys: hash KEY prints the hash: line for the keys file"},
     {"sim", kvg_sim_main, "run a simulated inference engine (vLLM's API, metrics, KV events)"},

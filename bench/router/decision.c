@@ -12,7 +12,6 @@
 
 #include "base/log.h"
 #include "base/util.h"
-#include "gateway/gateway.h"
 #include "kv/index.h"
 #include "proxy/route_input.h"
 #include "router/pool.h"
@@ -35,17 +34,18 @@ int main(int argc, char **argv)
     }
     int iters = argc > 3 ? atoi(argv[3]) : 2000;
     kvg_log_set_level(KVG_LOG_WARN);
-    static struct kvg_gateway gw;
+    struct kvg_tok *tok;
+    struct kvg_jinja_chat *chat;
     char err[512];
     uint64_t t0 = kvg_now_ns();
-    if (kvg_tok_load(argv[1], argv[2], &gw.tok, err, sizeof err) ||
-        kvg_jinja_chat_new(kvg_tok_chat_template(gw.tok), kvg_tok_bos_token(gw.tok),
-                     kvg_tok_eos_token(gw.tok), &gw.chat, err, sizeof err)) {
+    if (kvg_tok_load(argv[1], argv[2], &tok, err, sizeof err) ||
+        kvg_jinja_chat_new(kvg_tok_chat_template(tok), kvg_tok_bos_token(tok),
+                           kvg_tok_eos_token(tok), &chat, err, sizeof err)) {
         fprintf(stderr, "decision: %s\n", err);
         return 1;
     }
     double load_ms = (double)(kvg_now_ns() - t0) / 1e6;
-    gw.cfg.block_size = 16;
+    const struct kvg_route_tokenizer rt = {tok, chat, 16};
     /* A chat request of ~6,000 tokens: a long system prompt and a question. */
     struct kvg_buf text, body;
     kvg_buf_init(&text, 0);
@@ -78,7 +78,7 @@ int main(int argc, char **argv)
     }
     struct kvg_route_input ri;
     kvg_route_input_parse(&ri, body.data, body.len, 1, err, sizeof err);
-    kvg_route_input_tokenize(&ri, &gw);
+    kvg_route_input_tokenize(&ri, &rt);
     printf("prompt: %zu tokens, %zu blocks of 16; tokenizer load %.1f ms\n", ri.nids, ri.nhashes,
            load_ms);
     /* Fill the index through its event path: a BlockStored per worker. */
@@ -124,7 +124,7 @@ int main(int argc, char **argv)
     for (int i = 0; i < iters; i++) {
         uint64_t a = kvg_now_ns();
         kvg_route_input_parse(&ri, body.data, body.len, 1, err, sizeof err);
-        kvg_route_input_tokenize(&ri, &gw);
+        kvg_route_input_tokenize(&ri, &rt);
         struct kvg_route_ctx ctx = {.rng = &rng, .now_ms = kvg_now_ms(), .load_max_age_ms = 5000};
         kvg_route_input_ctx(&ri, &ctx);
         struct kvg_pick pick;
@@ -144,8 +144,8 @@ int main(int argc, char **argv)
     free(lat);
     kvg_pool_destroy(&pool);
     kvg_kv_index_free(idx);
-    kvg_jinja_chat_free(gw.chat);
-    kvg_tok_free(gw.tok);
+    kvg_jinja_chat_free(chat);
+    kvg_tok_free(tok);
     kvg_buf_free(&text);
     kvg_buf_free(&body);
     return 0;

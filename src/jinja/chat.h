@@ -91,10 +91,4 @@ int kvg_jinja_chat_render_json(const struct kvg_jinja_chat *c, const cJSON *req,
  * (KVG_EUNSUPP). 0 when safe to parse. */
 int kvg_jinja_chat_json_check(const char *json, size_t len, char *err, size_t errlen);
 
-/* `kvgate tokenize` (tok_cli.c, which lists its options and output).
- * argv[0] is the program or subcommand name; a leading "tokenize" in argv[1]
- * is skipped too. Returns the process exit code: 0; 1 on a failed input (not
- * in --jsonl mode) or an unusable tokenizer or template; 2 on bad usage. */
-int kvg_tok_cli_main(int argc, char **argv);
-
 #endif

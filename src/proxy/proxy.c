@@ -21,9 +21,6 @@
 
 #include "base/err.h"
 #include "base/log.h"
-#include "gateway/gateway.h"
-#include "proxy/route_input.h"
-
 #include "proxy/proxy_int.h"
 
 static const char *hop_by_hop[] = {"connection",
@@ -59,41 +56,53 @@ static struct kvg_str header_of(const void *hctx, const char *name)
 static void pr_closed(uv_handle_t *h)
 {
     struct proxy_req *pr = h->data;
-    struct kvg_loop_ctx *lc = pr->lc;
+    struct kvg_proxy_loop *pl = pr->pl;
     kvg_buf_free(&pr->body);
     kvg_route_input_free(&pr->ri);
-    if (lc->pr_nfree < PR_FREE_MAX) {
-        pr->next_free = lc->pr_free;
-        lc->pr_free = pr;
-        lc->pr_nfree++;
+    if (pl->nfree < PR_FREE_MAX) {
+        pr->next_free = pl->free_list;
+        pl->free_list = pr;
+        pl->nfree++;
         return;
     }
     free(pr);
 }
 
-static struct proxy_req *pr_alloc(struct kvg_loop_ctx *lc)
+static struct proxy_req *pr_alloc(struct kvg_proxy_loop *pl)
 {
-    struct proxy_req *pr = lc->pr_free;
+    struct proxy_req *pr = pl->free_list;
     if (!pr) return calloc(1, sizeof *pr);
-    lc->pr_free = pr->next_free;
-    lc->pr_nfree--;
+    pl->free_list = pr->next_free;
+    pl->nfree--;
     memset(pr, 0, sizeof *pr);
     return pr;
 }
 
-void kvg_proxy_loop_free(struct kvg_loop_ctx *lc)
+void kvg_proxy_loop_free(struct kvg_proxy_loop *pl)
 {
-    while (lc->pr_free) {
-        struct proxy_req *pr = lc->pr_free;
-        lc->pr_free = pr->next_free;
+    while (pl->free_list) {
+        struct proxy_req *pr = pl->free_list;
+        pl->free_list = pr->next_free;
         free(pr);
     }
-    lc->pr_nfree = 0;
+    pl->nfree = 0;
+}
+
+const char *const kvg_proxy_route_paths[KVG_PROXY_NROUTES] = {"/v1/chat/completions",
+                                                              "/v1/completions"};
+
+static void metrics_request(const struct kvg_proxy_metrics *m, enum kvg_proxy_route r, int status,
+                            double duration_s, double ttfb_s)
+{
+    int c = status >= 100 && status < 600 ? status / 100 - 1 : 5;
+    kvg_metrics_inc(m->requests[r][c]);
+    kvg_metrics_observe(m->duration[r], duration_s);
+    if (ttfb_s >= 0) kvg_metrics_observe(m->ttfb[r], ttfb_s);
 }
 
 static void access_log(struct proxy_req *pr, int status)
 {
-    if (!pr->lc->gw->cfg.access_log) return;
+    if (!pr->pl->px->cfg->access_log) return;
     struct kvg_buf b;
     kvg_buf_init(&b, 0);
     uint64_t now = kvg_now_ns();
@@ -117,11 +126,11 @@ static void access_log(struct proxy_req *pr, int status)
 /* Ends the proxy request's life: the retry timer closes, then pr is freed. */
 static void pr_finish(struct proxy_req *pr, int status)
 {
-    kvg_proxy_account(pr);
+    kvg_gate_account(&pr->gate, pr->bytes_up != 0, pr->attempts != 0);
     access_log(pr, status);
     uint64_t now = kvg_now_ns();
-    kvg_gw_metrics_request(&pr->lc->gw->metrics, pr->route, status, (double)(now - pr->t0_ns) / 1e9,
-                           pr->ttfb_ns ? (double)(pr->ttfb_ns - pr->t0_ns) / 1e9 : -1);
+    metrics_request(pr->pl->px->m, pr->route, status, (double)(now - pr->t0_ns) / 1e9,
+                    pr->ttfb_ns ? (double)(pr->ttfb_ns - pr->t0_ns) / 1e9 : -1);
     uv_close((uv_handle_t *)&pr->retry_timer, pr_closed);
 }
 
@@ -129,11 +138,12 @@ static void release_worker(struct proxy_req *pr, enum kvg_outcome out)
 {
     if (!pr->pick.w) return;
     struct kvg_route_ctx ctx = {.model = {pr->ri.model, pr->ri.model_len}};
-    kvg_pool_release(&pr->lc->gw->pool, &pr->pick, out, &ctx);
+    kvg_pool_release(pr->pl->px->pool, &pr->pick, out, &ctx);
 }
 
-void kvg_proxy_error(struct proxy_req *pr, int status, const char *type, const char *code,
-                     const char *msg, const struct kvg_http_header *extra, size_t nextra)
+/* Answers with an OpenAI-style error and ends the request. */
+static void proxy_error(struct proxy_req *pr, int status, const char *type, const char *code,
+                        const char *msg, const struct kvg_http_header *extra, size_t nextra)
 {
     struct kvg_http_header h[16];
     size_t n = 0;
@@ -157,7 +167,37 @@ void kvg_proxy_error(struct proxy_req *pr, int status, const char *type, const c
 
 static void client_error(struct proxy_req *pr, int status, const char *code, const char *msg)
 {
-    kvg_proxy_error(pr, status, NULL, code, msg, NULL, 0);
+    proxy_error(pr, status, NULL, code, msg, NULL, 0);
+}
+
+static void answer_deny(struct proxy_req *pr, const struct kvg_gate_deny *d)
+{
+    proxy_error(pr, d->status, d->type, d->code, d->msg, d->h, d->nh);
+}
+
+static void attempt(struct proxy_req *pr);
+
+static void on_admit(void *ud, const struct kvg_gate_deny *d)
+{
+    struct proxy_req *pr = ud;
+    if (!pr->req) return; /* cannot happen: an abort cancels what the gate holds */
+    if (d)
+        answer_deny(pr, d);
+    else
+        attempt(pr);
+}
+
+/* The gateway's quota and admission, then the first attempt. */
+static void admit(struct proxy_req *pr)
+{
+    struct kvg_http_req *req = pr->req;
+    struct kvg_gate_request rq = {.body = req->body.data,
+                                  .body_len = req->body.len,
+                                  .json = pr->ri.json,
+                                  .stream = pr->ri.stream,
+                                  .max_tokens = pr->ri.max_tokens,
+                                  .prompt_tokens = pr->ri.ids ? (int64_t)pr->ri.nids : -1};
+    kvg_gate_admit(&pr->gate, &rq, on_admit, pr);
 }
 
 /* Prompts below this many body bytes are tokenized on the loop: at the
@@ -167,7 +207,7 @@ static void client_error(struct proxy_req *pr, int status, const char *code, con
 static void tokenize_work(uv_work_t *w)
 {
     struct proxy_req *pr = w->data;
-    kvg_route_input_tokenize(&pr->ri, pr->lc->gw);
+    kvg_route_input_tokenize(&pr->ri, &pr->pl->px->rt);
 }
 
 static void tokenize_done(uv_work_t *w, int status)
@@ -178,24 +218,24 @@ static void tokenize_done(uv_work_t *w, int status)
         pr_finish(pr, 499);
         return;
     }
-    kvg_proxy_admit(pr);
+    admit(pr);
 }
 
 static void on_retry_timer(uv_timer_t *t)
 {
-    kvg_proxy_attempt(t->data);
+    attempt(t->data);
 }
 
 /* Retry after backoff, if allowed; returns 0 when a retry was scheduled. */
 static int schedule_retry(struct proxy_req *pr)
 {
-    const struct kvg_serve_config *c = &pr->lc->gw->cfg;
+    const struct kvg_proxy_config *c = pr->pl->px->cfg;
     if (!c->retries_enabled || pr->attempts > c->retry_max) return -1;
     double d = c->retry_initial_ms * pow(c->retry_multiplier, (double)(pr->attempts - 1));
     if (d > c->retry_max_backoff_ms) d = c->retry_max_backoff_ms;
-    d *= 1.0 + c->retry_jitter * (2.0 * kvg_rng_double(&pr->lc->rng) - 1.0);
+    d *= 1.0 + c->retry_jitter * (2.0 * kvg_rng_double(pr->pl->rng) - 1.0);
     if (d < 0) d = 0;
-    kvg_metrics_inc(pr->lc->gw->metrics.retries);
+    kvg_metrics_inc(pr->pl->px->m->retries);
     uv_timer_start(&pr->retry_timer, on_retry_timer, (uint64_t)d, 0);
     return 0;
 }
@@ -223,19 +263,19 @@ static void relay_head(struct proxy_req *pr, int status, const struct kvg_http_h
                                         {pr->worker_url, strlen(pr->worker_url)}};
     out[k++] =
         (struct kvg_http_header){KVG_STR("x-request-id"), {pr->request_id, strlen(pr->request_id)}};
-    k += kvg_proxy_quota_headers(pr, out + k, 8, &qh);
+    k += kvg_gate_quota_headers(&pr->gate, out + k, 8, &qh);
     pr->relayed = 1;
     pr->ttfb_ns = kvg_now_ns();
     /* The usage filter may drop an event: the length is then the stream's end. */
-    if (pr->sse && pr->sse_filter_on) content_length = -1;
+    if (pr->sse && kvg_gate_filters_stream(&pr->gate)) content_length = -1;
     kvg_http_res_start(pr->req, status, out, k, content_length);
 }
 
 static void up_head(void *ud, int status, const struct kvg_http_header *h, size_t n)
 {
     struct proxy_req *pr = ud;
-    if (retryable_status(status) && pr->lc->gw->cfg.retries_enabled &&
-        pr->attempts <= pr->lc->gw->cfg.retry_max) {
+    const struct kvg_proxy_config *c = pr->pl->px->cfg;
+    if (retryable_status(status) && c->retries_enabled && pr->attempts <= c->retry_max) {
         /* Nothing reached the client: try elsewhere. */
         kvg_http_call_cancel(pr->call);
         pr->call = NULL;
@@ -267,15 +307,15 @@ static void up_head(void *ud, int status, const struct kvg_http_header *h, size_
 static void up_body(void *ud, const char *p, size_t n)
 {
     struct proxy_req *pr = ud;
-    if (!pr->bytes_up) kvg_pool_first_token(&pr->lc->gw->pool, &pr->pick); /* prefill is over */
+    if (!pr->bytes_up) kvg_pool_first_token(pr->pl->px->pool, &pr->pick); /* prefill is over */
     pr->bytes_up += n;
     if (pr->relayed) {
         int rc;
-        if (pr->sse && pr->sse_filter_on) {
+        if (pr->sse && kvg_gate_filters_stream(&pr->gate)) {
             /* A relayed stream holds no answer in pr->body: it is the scratch
              * for the filtered bytes, allocated once per request. */
             kvg_buf_reset(&pr->body);
-            kvg_proxy_usage_feed(pr, p, n, &pr->body);
+            kvg_gate_usage_feed(&pr->gate, p, n, &pr->body);
             rc = pr->body.len ? kvg_http_res_write(pr->req, pr->body.data, pr->body.len) : 0;
         } else {
             rc = kvg_http_res_write(pr->req, p, n);
@@ -318,11 +358,10 @@ static void up_done(void *ud, int err)
         struct kvg_http_req *req = pr->req;
         pr->req = NULL;
         if (pr->relayed) {
-            if (pr->sse && pr->sse_filter_on) {
+            if (pr->sse && kvg_gate_filters_stream(&pr->gate)) {
                 kvg_buf_reset(&pr->body);
-                kvg_usage_sse_end(&pr->sse_filter, &pr->body);
+                kvg_gate_usage_end(&pr->gate, &pr->body);
                 if (pr->body.len) kvg_http_res_write(req, pr->body.data, pr->body.len);
-                pr->usage = pr->sse_filter.usage;
             }
             kvg_http_res_end(req);
         } else {
@@ -330,9 +369,9 @@ static void up_done(void *ud, int err)
                 {KVG_STR("x-kvgate-worker"), {pr->worker_url, strlen(pr->worker_url)}},
                 {KVG_STR("x-request-id"), {pr->request_id, strlen(pr->request_id)}}};
             struct kvg_quota_headers qh;
-            size_t nh = 2 + kvg_proxy_quota_headers(pr, h + 2, 8, &qh);
-            if (pr->quota && status >= 200 && status < 300) /* only a quota reads it */
-                kvg_usage_from_json(pr->body.data, pr->body.len, &pr->usage);
+            size_t nh = 2 + kvg_gate_quota_headers(&pr->gate, h + 2, 8, &qh);
+            if (status >= 200 && status < 300)
+                kvg_gate_usage_json(&pr->gate, pr->body.data, pr->body.len);
             pr->ttfb_ns = kvg_now_ns();
             kvg_http_res_send(req, status, pr->content_type[0] ? pr->content_type : NULL, h, nh,
                               pr->body.data, pr->body.len);
@@ -341,7 +380,7 @@ static void up_done(void *ud, int err)
         return;
     }
     release_worker(pr, KVG_OUT_FAIL);
-    kvg_metrics_inc(pr->lc->gw->metrics.upstream_errors);
+    kvg_metrics_inc(pr->pl->px->m->upstream_errors);
     KVG_WARN("proxy %s: worker %s failed: %s", pr->request_id, pr->worker_url, kvg_strerror(err));
     if (pr->relayed) {
         sse_error_end(pr, err == KVG_ETIMEOUT ? "the engine stopped sending (idle timeout)"
@@ -366,14 +405,14 @@ static void on_client_abort(struct kvg_http_req *req, void *ud)
     }
     uv_timer_stop(&pr->retry_timer);
     release_worker(pr, KVG_OUT_CLIENT_GONE);
-    kvg_metrics_inc(pr->lc->gw->metrics.client_gone);
+    kvg_metrics_inc(pr->pl->px->m->client_gone);
     if (pr->tokenizing) return; /* tokenize_done finishes it */
     pr_finish(pr, 499);
 }
 
-void kvg_proxy_attempt(struct proxy_req *pr)
+static void attempt(struct proxy_req *pr)
 {
-    struct kvg_gateway *gw = pr->lc->gw;
+    struct kvg_proxy *px = pr->pl->px;
     struct kvg_http_req *req = pr->req;
     pr->attempts++;
     pr->up_status = 0;
@@ -381,19 +420,19 @@ void kvg_proxy_attempt(struct proxy_req *pr)
     kvg_buf_reset(&pr->body);
     if (!pr->ri.json) pr->ri.json = cJSON_ParseWithLength(req->body.data, req->body.len);
     struct kvg_route_ctx ctx = {.body = {req->body.data, req->body.len},
-                                .load_max_age_ms = gw->cfg.metrics_staleness_ms,
+                                .load_max_age_ms = px->cfg->metrics_staleness_ms,
                                 .header = header_of,
                                 .hctx = req,
-                                .rng = &pr->lc->rng,
+                                .rng = pr->pl->rng,
                                 .now_ms = kvg_now_ms()};
     kvg_route_input_ctx(&pr->ri, &ctx);
-    ctx.filter = kvg_proxy_worker_filter; /* the request's priority may exclude busy workers */
-    ctx.filter_ud = pr;
+    ctx.filter = kvg_gate_worker_filter; /* the request's priority may exclude busy workers */
+    ctx.filter_ud = &pr->gate;
     int known = 0;
-    int rc = kvg_pool_pick(&gw->pool, &ctx, pr->tried, pr->ntried, &pr->pick, &known, NULL);
+    int rc = kvg_pool_pick(px->pool, &ctx, pr->tried, pr->ntried, &pr->pick, &known, NULL);
     if (rc == KVG_ENOWORKER && pr->ntried) {
         pr->ntried = 0; /* every candidate was tried: allow them again */
-        rc = kvg_pool_pick(&gw->pool, &ctx, NULL, 0, &pr->pick, &known, NULL);
+        rc = kvg_pool_pick(px->pool, &ctx, NULL, 0, &pr->pick, &known, NULL);
     }
     if (rc) {
         if (!known && pr->ri.model_len) {
@@ -402,14 +441,15 @@ void kvg_proxy_attempt(struct proxy_req *pr)
                      pr->ri.model);
             client_error(pr, 404, "model_not_found", msg);
         } else {
-            kvg_metrics_inc(gw->metrics.no_worker);
+            kvg_metrics_inc(px->m->no_worker);
             client_error(pr, 503, "no_healthy_worker", "no healthy worker is available");
         }
         return;
     }
     kvg_route_input_drop_json(&pr->ri); /* routing is done: no tree held during the answer */
-    if (pr->attempts == 1)
-        kvg_gw_metrics_route(&gw->metrics, pr->pick.matched_blocks, pr->ri.nhashes);
+    if (pr->attempts == 1 && pr->ri.nhashes)
+        kvg_metrics_observe(px->m->match_ratio,
+                            (double)pr->pick.matched_blocks / (double)pr->ri.nhashes);
     struct kvg_worker *w = pr->pick.w;
     snprintf(pr->worker_url, sizeof pr->worker_url, "%s", w->url);
     if (pr->ntried < MAX_TRIED) pr->tried[pr->ntried++] = w;
@@ -420,15 +460,16 @@ void kvg_proxy_attempt(struct proxy_req *pr)
         if (!is_hop(req->headers[i].name)) fwd[k++] = req->headers[i];
     fwd[k++] =
         (struct kvg_http_header){KVG_STR("x-request-id"), {pr->request_id, strlen(pr->request_id)}};
-    const struct kvg_serve_config *c = &gw->cfg;
+    const struct kvg_proxy_config *c = px->cfg;
     struct kvg_http_call_opts o = {
         .connect_timeout_ms = c->connect_timeout_ms,
         .first_byte_timeout_ms = pr->ri.stream ? c->stream_idle_timeout_ms : c->request_timeout_ms,
         .idle_timeout_ms = c->stream_idle_timeout_ms,
     };
     static const struct kvg_http_call_cbs cbs = {up_head, up_body, up_done};
-    const struct kvg_buf *body = pr->fwd_body.len ? &pr->fwd_body : &req->body;
-    rc = kvg_http_call_start(pr->lc->client, &w->target, req->method_name, req->url, fwd, k,
+    const struct kvg_buf *body = kvg_gate_forward_body(&pr->gate);
+    if (!body) body = &req->body;
+    rc = kvg_http_call_start(pr->pl->client, &w->target, req->method_name, req->url, fwd, k,
                              body->data, body->len, &o, &cbs, pr, &pr->call);
     if (rc) {
         pr->call = NULL;
@@ -454,52 +495,59 @@ static void request_id(struct proxy_req *pr, struct kvg_http_req *req)
     static const char al[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
     const char *prefix = kvg_str_eq(req->path, "/v1/chat/completions") ? "chatcmpl-" : "cmpl-";
     size_t n = (size_t)snprintf(pr->request_id, sizeof pr->request_id, "%s", prefix);
-    for (int i = 0; i < 24; i++) pr->request_id[n++] = al[kvg_rng_below(&pr->lc->rng, 62)];
+    for (int i = 0; i < 24; i++) pr->request_id[n++] = al[kvg_rng_below(pr->pl->rng, 62)];
     pr->request_id[n] = 0;
 }
 
-void kvg_proxy_handle(struct kvg_loop_ctx *lc, struct kvg_http_req *req)
+void kvg_proxy_handle(struct kvg_proxy_loop *pl, struct kvg_http_req *req)
 {
-    struct proxy_req *pr = pr_alloc(lc);
+    struct kvg_proxy *px = pl->px;
+    struct proxy_req *pr = pr_alloc(pl);
     if (!pr) {
         kvg_http_res_error(req, 500, NULL, NULL, "out of memory", NULL, 0);
         return;
     }
-    pr->lc = lc;
+    pr->pl = pl;
     pr->req = req;
     pr->t0_ns = req->start_ns;
     pr->route =
-        kvg_str_eq(req->path, "/v1/chat/completions") ? KVG_ROUTE_CHAT : KVG_ROUTE_COMPLETIONS;
-    pr->path = pr->route == KVG_ROUTE_CHAT ? "/v1/chat/completions" : "/v1/completions";
+        kvg_str_eq(req->path, "/v1/chat/completions") ? KVG_PROXY_CHAT : KVG_PROXY_COMPLETIONS;
+    pr->path = kvg_proxy_route_paths[pr->route];
     kvg_buf_init(&pr->body, MAX_NONSTREAM_BODY);
-    uv_timer_init(&lc->loop, &pr->retry_timer);
+    uv_timer_init(pl->loop, &pr->retry_timer);
     pr->retry_timer.data = pr;
     request_id(pr, req);
-    atomic_fetch_add_explicit(&lc->gw->requests_total, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&px->requests_total, 1, memory_order_relaxed);
 
     char msg[128];
-    if (kvg_route_input_parse(&pr->ri, req->body.data, req->body.len, pr->route == KVG_ROUTE_CHAT,
+    if (kvg_route_input_parse(&pr->ri, req->body.data, req->body.len, pr->route == KVG_PROXY_CHAT,
                               msg, sizeof msg)) {
         client_error(pr, 400, "invalid_request", msg);
         return;
     }
-    if (lc->gw->wants_text) kvg_route_input_text(&pr->ri);
-    if (kvg_proxy_authorize(pr)) return;
+    if (px->wants_text) kvg_route_input_text(&pr->ri);
+    struct kvg_gate_deny d;
+    if (kvg_gate_authorize(pl->gate, &pr->gate, kvg_http_req_header(req, "authorization"),
+                           kvg_http_req_header(req, "x-kvgate-priority"), pr->ri.model,
+                           pr->ri.model_len, &d)) {
+        answer_deny(pr, &d);
+        return;
+    }
     req->ud = pr;
     req->on_abort = on_client_abort;
     req->on_drain = on_drain;
-    if (!lc->gw->wants_tokens) {
-        kvg_proxy_admit(pr);
+    if (!px->wants_tokens) {
+        admit(pr);
     } else if (req->body.len < TOKENIZE_INLINE_BYTES) {
-        kvg_route_input_tokenize(&pr->ri, lc->gw);
-        kvg_proxy_admit(pr);
+        kvg_route_input_tokenize(&pr->ri, &px->rt);
+        admit(pr);
     } else {
         /* A long prompt: tokenize on libuv's thread pool, the loop goes on. */
         pr->work.data = pr;
         pr->tokenizing = 1;
-        if (uv_queue_work(&lc->loop, &pr->work, tokenize_work, tokenize_done)) {
+        if (uv_queue_work(pl->loop, &pr->work, tokenize_work, tokenize_done)) {
             pr->tokenizing = 0;
-            kvg_proxy_admit(pr);
+            admit(pr);
         }
     }
 }

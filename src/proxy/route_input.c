@@ -9,7 +9,6 @@
 
 #include "base/err.h"
 #include "base/log.h"
-#include "gateway/gateway.h"
 #include "kv/hash.h"
 #include "router/route_text.h"
 #include "jinja/chat.h"
@@ -52,16 +51,16 @@ int kvg_route_input_text(struct kvg_route_input *ri)
     return kvg_route_text(ri->json, ri->chat, &ri->text);
 }
 
-static int prompt_ids(struct kvg_route_input *ri, const struct kvg_gateway *gw)
+static int prompt_ids(struct kvg_route_input *ri, const struct kvg_route_tokenizer *rt)
 {
     if (ri->chat) {
         struct kvg_buf out;
         kvg_buf_init(&out, 0);
         struct kvg_jinja_chat_info info = {0};
         char err[256];
-        int rc = kvg_jinja_chat_render_json(gw->chat, ri->json, NULL, &out, &info, err, sizeof err);
+        int rc = kvg_jinja_chat_render_json(rt->chat, ri->json, NULL, &out, &info, err, sizeof err);
         if (!rc)
-            rc = kvg_tok_encode(gw->tok, out.data ? out.data : "", out.len, info.add_special_tokens,
+            rc = kvg_tok_encode(rt->tok, out.data ? out.data : "", out.len, info.add_special_tokens,
                                 &ri->ids, &ri->nids);
         kvg_buf_free(&out);
         return rc;
@@ -70,7 +69,7 @@ static int prompt_ids(struct kvg_route_input *ri, const struct kvg_gateway *gw)
     if (cJSON_IsArray(p) && cJSON_GetArraySize(p) == 1 && !cJSON_IsNumber(cJSON_GetArrayItem(p, 0)))
         p = cJSON_GetArrayItem(p, 0);
     if (cJSON_IsString(p))
-        return kvg_tok_encode(gw->tok, p->valuestring, strlen(p->valuestring), 1, &ri->ids,
+        return kvg_tok_encode(rt->tok, p->valuestring, strlen(p->valuestring), 1, &ri->ids,
                               &ri->nids);
     if (!cJSON_IsArray(p)) return KVG_EPARSE;
     size_t n = (size_t)cJSON_GetArraySize(p), k = 0;
@@ -85,10 +84,10 @@ static int prompt_ids(struct kvg_route_input *ri, const struct kvg_gateway *gw)
     return 0;
 }
 
-void kvg_route_input_tokenize(struct kvg_route_input *ri, const struct kvg_gateway *gw)
+void kvg_route_input_tokenize(struct kvg_route_input *ri, const struct kvg_route_tokenizer *rt)
 {
-    ri->block_size = gw->cfg.block_size;
-    int rc = prompt_ids(ri, gw);
+    ri->block_size = rt->block_size;
+    int rc = prompt_ids(ri, rt);
     if (rc) {
         free(ri->ids);
         ri->ids = NULL;

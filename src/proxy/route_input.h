@@ -13,7 +13,17 @@
 #include "router/policy.h"
 
 struct cJSON;
-struct kvg_gateway;
+struct kvg_tok;
+struct kvg_jinja_chat;
+
+/* What turns a request into the engine's token ids: the served model's
+ * tokenizer and chat template (not owned, immutable, shared by threads) and
+ * the engines' KV block size. */
+struct kvg_route_tokenizer {
+    const struct kvg_tok *tok;
+    const struct kvg_jinja_chat *chat;
+    uint32_t block_size;
+};
 
 struct kvg_route_input {
     struct cJSON *json; /* owned */
@@ -40,7 +50,7 @@ int kvg_route_input_text(struct kvg_route_input *ri);
 /* Renders and tokenizes the prompt and hashes its blocks (CPU work: run it
  * off the loop for long prompts). Thread-safe. Failures are not errors for
  * the request: ri->tokenize_error is set and routing goes on without tokens. */
-void kvg_route_input_tokenize(struct kvg_route_input *ri, const struct kvg_gateway *gw);
+void kvg_route_input_tokenize(struct kvg_route_input *ri, const struct kvg_route_tokenizer *rt);
 /* Fills the routing context's request fields from ri. */
 void kvg_route_input_ctx(const struct kvg_route_input *ri, struct kvg_route_ctx *ctx);
 /* Frees the parsed tree only (routing is done; ids and text may still serve

@@ -64,4 +64,10 @@ const char *kvg_tok_id_to_token(const struct kvg_tok *tok, uint32_t id, size_t *
 /* 1 when id is a special added token (decode with skip_special drops it). */
 int kvg_tok_is_special(const struct kvg_tok *tok, uint32_t id);
 
+/* `kvgate tokenize` (tok_cli.c, which lists its options and output).
+ * argv[0] is the program or subcommand name; a leading "tokenize" in argv[1]
+ * is skipped too. Returns the process exit code: 0; 1 on a failed input (not
+ * in --jsonl mode) or an unusable tokenizer or template; 2 on bad usage. */
+int kvg_tok_cli_main(int argc, char **argv);
+
 #endif

@@ -2,14 +2,15 @@
  * vLLM's routers where the meaning is the same, and an optional YAML file
  * (--config) whose keys are the same names with '_' for '-'. The file is read
  * first and flags override it; SIGHUP re-reads the file. */
-#ifndef KVG_GATEWAY_CONFIG_H
-#define KVG_GATEWAY_CONFIG_H
+#ifndef KVG_SERVE_CONFIG_H
+#define KVG_SERVE_CONFIG_H
 
 #include <stddef.h>
 #include <stdint.h>
 
 #include "http/http.h"
 #include "router/circuit.h"
+#include "proxy/proxy.h"
 #include "router/policy.h"
 #define KVG_CFG_MAX_WORKERS 256
 
@@ -33,23 +34,16 @@ struct kvg_serve_config {
     char policy[64];
     char config_path[512];
     struct kvg_http_limits limits;
-    uint32_t request_timeout_ms;     /* non-stream answers: whole response */
-    uint32_t stream_idle_timeout_ms; /* streams: between chunks (and to the first) */
-    uint32_t connect_timeout_ms;
+    struct kvg_proxy_config proxy; /* timeouts, retries, access log, engine metrics' age */
     /* health */
     int health_enabled;
     uint32_t health_interval_ms, health_timeout_ms;
     uint32_t health_failure_threshold, health_success_threshold;
     char health_endpoint[128];
-    /* retries */
-    int retries_enabled;
-    uint32_t retry_max, retry_initial_ms, retry_max_backoff_ms;
-    double retry_multiplier, retry_jitter;
     struct kvg_cb_config cb;
     uint32_t drain_timeout_ms;
-    uint32_t scrape_interval_ms;   /* engine /metrics; 0 = off */
-    uint32_t metrics_staleness_ms; /* older samples count as unknown */
-    uint32_t block_size;           /* engines' KV block size (checked against theirs) */
+    uint32_t scrape_interval_ms; /* engine /metrics; 0 = off */
+    uint32_t block_size;         /* engines' KV block size (checked against theirs) */
     char tls_cert[512], tls_key[512];
     int tls_port; /* HTTPS listener (plain HTTP stays on port) */
     struct kvg_policy_opts policy_opts;
@@ -63,7 +57,6 @@ struct kvg_serve_config {
     double critical_max_waiting, sheddable_max_waiting, sheddable_max_kv;
     uint32_t queue_timeout_ms, queue_size;
     int log_level;
-    int access_log;
     int spawn_sims; /* embedded default: local simulated engines when no workers */
 };
 

@@ -8,7 +8,7 @@
 
 #include "base/err.h"
 #include "base/log.h"
-#include "gateway/gateway.h"
+#include "serve/serve.h"
 #include "kv/index.h"
 #include "proxy/route_input.h"
 
@@ -29,10 +29,10 @@ static void send_cjson(struct kvg_http_req *req, int status, cJSON *j)
     free(s);
 }
 
-static size_t healthy_count(struct kvg_gateway *gw)
+static size_t healthy_count(struct kvg_serve *sv)
 {
     struct kvg_worker *ws[KVG_POOL_MAX_WORKERS];
-    size_t n = kvg_pool_snapshot(&gw->pool, ws, KVG_POOL_MAX_WORKERS), h = 0;
+    size_t n = kvg_pool_snapshot(&sv->pool, ws, KVG_POOL_MAX_WORKERS), h = 0;
     for (size_t i = 0; i < n; i++) {
         h += atomic_load(&ws[i]->healthy) != 0;
         kvg_worker_unref(ws[i]);
@@ -41,10 +41,10 @@ static size_t healthy_count(struct kvg_gateway *gw)
 }
 
 /* GET /v1/models: the union of the models the workers serve. */
-static void models(struct kvg_loop_ctx *lc, struct kvg_http_req *req)
+static void models(struct kvg_serve_loop *lc, struct kvg_http_req *req)
 {
     struct kvg_worker *ws[KVG_POOL_MAX_WORKERS];
-    size_t n = kvg_pool_snapshot(&lc->gw->pool, ws, KVG_POOL_MAX_WORKERS);
+    size_t n = kvg_pool_snapshot(&lc->sv->pool, ws, KVG_POOL_MAX_WORKERS);
     cJSON *root = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "object", "list");
     cJSON *data = cJSON_AddArrayToObject(root, "data");
@@ -63,7 +63,7 @@ static void models(struct kvg_loop_ctx *lc, struct kvg_http_req *req)
             cJSON *o = cJSON_CreateObject();
             cJSON_AddStringToObject(o, "id", w->models[m]);
             cJSON_AddStringToObject(o, "object", "model");
-            cJSON_AddNumberToObject(o, "created", (double)(long long)lc->gw->started_s);
+            cJSON_AddNumberToObject(o, "created", (double)(long long)lc->sv->started_s);
             cJSON_AddStringToObject(o, "owned_by", "kvgate");
             cJSON_AddItemToArray(data, o);
         }
@@ -73,11 +73,11 @@ static void models(struct kvg_loop_ctx *lc, struct kvg_http_req *req)
     send_cjson(req, 200, root);
 }
 
-static void workers_list(struct kvg_loop_ctx *lc, struct kvg_http_req *req)
+static void workers_list(struct kvg_serve_loop *lc, struct kvg_http_req *req)
 {
     static const char *cb_names[] = {"closed", "open", "half_open"};
     struct kvg_worker *ws[KVG_POOL_MAX_WORKERS];
-    size_t n = kvg_pool_snapshot(&lc->gw->pool, ws, KVG_POOL_MAX_WORKERS);
+    size_t n = kvg_pool_snapshot(&lc->sv->pool, ws, KVG_POOL_MAX_WORKERS);
     cJSON *root = cJSON_CreateObject();
     cJSON *arr = cJSON_AddArrayToObject(root, "workers");
     for (size_t i = 0; i < n; i++) {
@@ -90,7 +90,7 @@ static void workers_list(struct kvg_loop_ctx *lc, struct kvg_http_req *req)
         cJSON_AddNumberToObject(o, "processed", (double)atomic_load(&w->processed));
         cJSON_AddStringToObject(o, "circuit", cb_names[atomic_load(&w->cb_state) % 3]);
         struct kvg_engine_load l =
-            kvg_worker_load(w, kvg_now_ms(), lc->gw->cfg.metrics_staleness_ms);
+            kvg_worker_load(w, kvg_now_ms(), lc->sv->cfg.proxy.metrics_staleness_ms);
         cJSON *eng = cJSON_AddObjectToObject(o, "engine");
         if (l.waiting >= 0)
             cJSON_AddNumberToObject(eng, "waiting", l.waiting);
@@ -106,10 +106,10 @@ static void workers_list(struct kvg_loop_ctx *lc, struct kvg_http_req *req)
             cJSON_AddNullToObject(eng, "kv_usage");
         if (l.block_size) cJSON_AddNumberToObject(eng, "block_size", l.block_size);
         if (l.at_ms) cJSON_AddNumberToObject(eng, "age_ms", (double)(kvg_now_ms() - l.at_ms));
-        if (lc->gw->kv && w->slot >= 0)
+        if (lc->sv->kv && w->slot >= 0)
             cJSON_AddNumberToObject(
                 o, "kv_index_blocks",
-                (double)kvg_kv_index_worker_entries(lc->gw->kv, (uint32_t)w->slot));
+                (double)kvg_kv_index_worker_entries(lc->sv->kv, (uint32_t)w->slot));
         cJSON *ms = cJSON_AddArrayToObject(o, "models");
         pthread_mutex_lock(&w->mu);
         for (int m = 0; m < w->nmodels; m++)
@@ -142,7 +142,7 @@ static int url_decode(const char *in, size_t n, char *out, size_t cap)
 }
 
 /* POST /workers {"url": "..."} (or ?url=...), DELETE /workers/{url}. */
-static void workers_add(struct kvg_loop_ctx *lc, struct kvg_http_req *req)
+static void workers_add(struct kvg_serve_loop *lc, struct kvg_http_req *req)
 {
     char url[512] = "", kv[256] = "", replay[256] = "";
     cJSON *j = req->body.len ? cJSON_ParseWithLength(req->body.data, req->body.len) : NULL;
@@ -163,11 +163,11 @@ static void workers_add(struct kvg_loop_ctx *lc, struct kvg_http_req *req)
                            "give the worker as {\"url\": \"http://host:port\"}", NULL, 0);
         return;
     }
-    if (kv[0] && !lc->gw->kv)
+    if (kv[0] && !lc->sv->kv)
         KVG_WARN("POST /workers: %s publishes KV events, but this router was started without "
                  "any (--kv-events-endpoints): they are not used",
                  url);
-    int rc = kvg_pool_add_ex(&lc->gw->pool, url, kv, replay);
+    int rc = kvg_pool_add_ex(&lc->sv->pool, url, kv, replay);
     if (rc == -EEXIST) {
         kvg_http_res_error(req, 409, NULL, NULL, "worker already in the pool", NULL, 0);
     } else if (rc) {
@@ -175,12 +175,12 @@ static void workers_add(struct kvg_loop_ctx *lc, struct kvg_http_req *req)
         snprintf(msg, sizeof msg, "cannot add worker %s: %s", url, kvg_strerror(rc));
         kvg_http_res_error(req, 400, NULL, NULL, msg, NULL, 0);
     } else {
-        uv_async_send(&lc->gw->health_kick);
+        uv_async_send(&lc->sv->health_kick);
         send_json(req, 201, "{\"status\":\"added\"}");
     }
 }
 
-static void workers_delete(struct kvg_loop_ctx *lc, struct kvg_http_req *req)
+static void workers_delete(struct kvg_serve_loop *lc, struct kvg_http_req *req)
 {
     char url[512];
     struct kvg_str rest = {req->path.p + 9, req->path.len - 9}; /* after "/workers/" */
@@ -188,7 +188,7 @@ static void workers_delete(struct kvg_loop_ctx *lc, struct kvg_http_req *req)
         kvg_http_res_error(req, 400, NULL, NULL, "bad worker URL", NULL, 0);
         return;
     }
-    int rc = kvg_pool_remove(&lc->gw->pool, url);
+    int rc = kvg_pool_remove(&lc->sv->pool, url);
     if (rc)
         kvg_http_res_error(req, 404, NULL, NULL, "no such worker", NULL, 0);
     else
@@ -210,9 +210,9 @@ static struct kvg_str hdr(const void *h, const char *name)
 
 /* POST /debug/route: the routing decision for a request body, explained,
  * without forwarding it and without changing any routing state. */
-static void debug_route(struct kvg_loop_ctx *lc, struct kvg_http_req *req)
+static void debug_route(struct kvg_serve_loop *lc, struct kvg_http_req *req)
 {
-    struct kvg_gateway *gw = lc->gw;
+    struct kvg_serve *sv = lc->sv;
     struct kvg_route_input ri;
     char msg[128];
     int chat = !req->body.len || memmem(req->body.data, req->body.len, "\"messages\"", 10);
@@ -221,9 +221,9 @@ static void debug_route(struct kvg_loop_ctx *lc, struct kvg_http_req *req)
         return;
     }
     kvg_route_input_text(&ri);
-    if (gw->wants_tokens) kvg_route_input_tokenize(&ri, gw);
+    if (sv->proxy.wants_tokens) kvg_route_input_tokenize(&ri, &sv->proxy.rt);
     struct kvg_route_ctx ctx = {.body = {req->body.data, req->body.len},
-                                .load_max_age_ms = gw->cfg.metrics_staleness_ms,
+                                .load_max_age_ms = sv->cfg.proxy.metrics_staleness_ms,
                                 .header = hdr,
                                 .hctx = req,
                                 .rng = &lc->rng,
@@ -235,9 +235,9 @@ static void debug_route(struct kvg_loop_ctx *lc, struct kvg_http_req *req)
     struct kvg_route_explain ex = {.scores = scores, .cands = cands};
     struct kvg_pick pick = {0};
     int known = 0;
-    int rc = kvg_pool_pick(&gw->pool, &ctx, NULL, 0, &pick, &known, &ex);
+    int rc = kvg_pool_pick(&sv->pool, &ctx, NULL, 0, &pick, &known, &ex);
     cJSON *root = cJSON_CreateObject();
-    cJSON_AddStringToObject(root, "policy", gw->cfg.policy);
+    cJSON_AddStringToObject(root, "policy", sv->cfg.policy);
     if (rc == 0)
         cJSON_AddStringToObject(root, "chosen", pick.w->url);
     else
@@ -245,7 +245,7 @@ static void debug_route(struct kvg_loop_ctx *lc, struct kvg_http_req *req)
     cJSON_AddStringToObject(root, "note", rc == 0 ? ex.note : kvg_strerror(rc));
     cJSON_AddNumberToObject(root, "prompt_tokens", (double)ri.nids);
     cJSON_AddNumberToObject(root, "prompt_blocks", (double)ri.nhashes);
-    cJSON_AddBoolToObject(root, "precise", gw->kv != NULL);
+    cJSON_AddBoolToObject(root, "precise", sv->kv != NULL);
     cJSON *arr = cJSON_AddArrayToObject(root, "workers");
     for (size_t i = 0; i < ex.n; i++) {
         cJSON *o = cJSON_CreateObject();
@@ -274,9 +274,9 @@ static int is(const struct kvg_http_req *req, const char *path)
     return kvg_str_eq(req->path, path);
 }
 
-void kvg_gateway_handle(struct kvg_http_req *req, void *ud)
+void kvg_serve_handle(struct kvg_http_req *req, void *ud)
 {
-    struct kvg_loop_ctx *lc = ud;
+    struct kvg_serve_loop *lc = ud;
     int get = !strcmp(req->method_name, "GET") || !strcmp(req->method_name, "HEAD");
     int post = !strcmp(req->method_name, "POST");
     if (is(req, "/v1/chat/completions") || is(req, "/v1/completions")) {
@@ -284,7 +284,7 @@ void kvg_gateway_handle(struct kvg_http_req *req, void *ud)
             kvg_http_res_error(req, 405, NULL, NULL, "use POST", NULL, 0);
             return;
         }
-        kvg_proxy_handle(lc, req);
+        kvg_proxy_handle(&lc->proxy, req);
         return;
     }
     if (is(req, "/v1/models") && get) {
@@ -305,7 +305,7 @@ void kvg_gateway_handle(struct kvg_http_req *req, void *ud)
     if (is(req, "/metrics") && get) {
         struct kvg_buf b;
         kvg_buf_init(&b, 0);
-        if (kvg_gw_metrics_render(lc->gw, &b))
+        if (kvg_serve_metrics_render(lc->sv, &b))
             kvg_http_res_error(req, 500, NULL, NULL, "cannot render metrics", NULL, 0);
         else
             kvg_http_res_send(req, 200, KVG_METRICS_CONTENT_TYPE, NULL, 0, b.data, b.len);
@@ -313,8 +313,8 @@ void kvg_gateway_handle(struct kvg_http_req *req, void *ud)
         return;
     }
     if (is(req, "/readiness") && get) {
-        size_t h = healthy_count(lc->gw);
-        if (atomic_load(&lc->gw->draining))
+        size_t h = healthy_count(lc->sv);
+        if (atomic_load(&lc->sv->draining))
             send_json(req, 503, "{\"status\":\"draining\"}");
         else if (h == 0)
             send_json(req, 503, "{\"status\":\"no healthy workers\"}");

@@ -2,8 +2,8 @@
  * simulated engines (`kvgate sim` child processes of its own binary) on free
  * loopback ports and fronts them, so the quick start needs nothing else. The
  * children are stopped (SIGTERM, then waited for) when the gateway stops. */
-#ifndef KVG_GATEWAY_SPAWN_H
-#define KVG_GATEWAY_SPAWN_H
+#ifndef KVG_SERVE_SPAWN_H
+#define KVG_SERVE_SPAWN_H
 
 #include <uv.h>
 

@@ -10,7 +10,7 @@
 #include <yaml.h>
 
 #include "base/err.h"
-#include "gateway/config.h"
+#include "serve/config.h"
 
 struct argv_buf {
     char **v;

@@ -1,5 +1,5 @@
 /* Child simulated engines for the embedded default; see spawn.h. */
-#include "gateway/spawn.h"
+#include "serve/spawn.h"
 
 #include <errno.h>
 #include <signal.h>

@@ -15,14 +15,14 @@
 
 #include "base/err.h"
 #include "base/log.h"
-#include "gateway/gateway.h"
 #include "router/health.h"
-#include "gateway/spawn.h"
 #include "router/scrape.h"
+#include "serve/serve.h"
+#include "serve/spawn.h"
 
 struct serve {
-    struct kvg_gateway gw;
-    struct kvg_loop_ctx *lcs;
+    struct kvg_serve sv;
+    struct kvg_serve_loop *lcs;
     int nloops;
     uv_loop_t main_loop;
     uv_signal_t sigterm, sigint, sighup;
@@ -37,7 +37,7 @@ static void loop_wake(uv_async_t *a);
 
 static void drain_poll(uv_timer_t *t)
 {
-    struct kvg_loop_ctx *lc = t->data;
+    struct kvg_serve_loop *lc = t->data;
     unsigned active = kvg_http_server_active(lc->srv);
     if (lc->srv_tls) active += kvg_http_server_active(lc->srv_tls);
     if (active == 0 || atomic_load(&lc->force_close)) {
@@ -45,7 +45,7 @@ static void drain_poll(uv_timer_t *t)
         kvg_http_server_close(lc->srv);
         if (lc->srv_tls) kvg_http_server_close(lc->srv_tls);
         kvg_http_client_close(lc->client);
-        kvg_gw_policy_loop_close(lc);
+        kvg_gate_loop_close(&lc->gate);
         uv_close((uv_handle_t *)&lc->wake, NULL);
         uv_close((uv_handle_t *)&lc->drain_timer, NULL);
     }
@@ -53,8 +53,8 @@ static void drain_poll(uv_timer_t *t)
 
 static void loop_wake(uv_async_t *a)
 {
-    struct kvg_loop_ctx *lc = a->data;
-    if (!atomic_load(&lc->gw->draining) || uv_is_active((uv_handle_t *)&lc->drain_timer)) {
+    struct kvg_serve_loop *lc = a->data;
+    if (!atomic_load(&lc->sv->draining) || uv_is_active((uv_handle_t *)&lc->drain_timer)) {
         if (atomic_load(&lc->force_close)) drain_poll(&lc->drain_timer);
         return;
     }
@@ -65,48 +65,53 @@ static void loop_wake(uv_async_t *a)
 
 static void *loop_thread(void *arg)
 {
-    struct kvg_loop_ctx *lc = arg;
+    struct kvg_serve_loop *lc = arg;
     uv_run(&lc->loop, UV_RUN_DEFAULT);
     /* Handles closed by drain_poll; let their callbacks run, then close. */
     uv_run(&lc->loop, UV_RUN_DEFAULT);
     uv_loop_close(&lc->loop);
-    kvg_proxy_loop_free(lc);
+    kvg_proxy_loop_free(&lc->proxy);
     atomic_store(&lc->done, 1);
     return NULL;
 }
 
 static int start_loops(struct serve *s)
 {
-    struct kvg_serve_config *c = &s->gw.cfg;
+    struct kvg_serve_config *c = &s->sv.cfg;
     s->nloops = c->threads;
     s->lcs = calloc((size_t)s->nloops, sizeof *s->lcs);
     if (!s->lcs) return -ENOMEM;
     int port = c->port;
     for (int i = 0; i < s->nloops; i++) {
-        struct kvg_loop_ctx *lc = &s->lcs[i];
-        lc->gw = &s->gw;
+        struct kvg_serve_loop *lc = &s->lcs[i];
+        lc->sv = &s->sv;
         lc->index = i;
         kvg_rng_seed(&lc->rng, kvg_now_ns() + (uint64_t)i * 7919);
         uv_loop_init(&lc->loop);
-        int rc = kvg_http_server_start(&lc->loop, c->host, port, 1, &c->limits, kvg_gateway_handle,
+        int rc = kvg_http_server_start(&lc->loop, c->host, port, 1, &c->limits, kvg_serve_handle,
                                        lc, &lc->srv);
         if (rc) {
             KVG_ERROR("cannot listen on %s:%d: %s", c->host, port, kvg_strerror(rc));
             return rc;
         }
         port = kvg_http_server_port(lc->srv); /* port 0: the others join the one picked */
-        if (s->gw.tls) {
+        if (s->sv.tls) {
             rc = kvg_http_server_start(&lc->loop, c->host, c->tls_port, 1, &c->limits,
-                                       kvg_gateway_handle, lc, &lc->srv_tls);
+                                       kvg_serve_handle, lc, &lc->srv_tls);
             if (rc) {
                 KVG_ERROR("cannot listen on %s:%d: %s", c->host, c->tls_port, kvg_strerror(rc));
                 return rc;
             }
-            kvg_http_server_set_tls(lc->srv_tls, s->gw.tls);
+            kvg_http_server_set_tls(lc->srv_tls, s->sv.tls);
             c->tls_port = kvg_http_server_port(lc->srv_tls);
         }
         if ((rc = kvg_http_client_new(&lc->loop, NULL, &lc->client))) return rc;
-        if ((rc = kvg_gw_policy_loop_open(&s->gw, lc))) return rc;
+        if ((rc = kvg_gate_loop_open(&s->sv.gate, &lc->loop, &lc->gate))) return rc;
+        lc->proxy = (struct kvg_proxy_loop){.px = &s->sv.proxy,
+                                            .loop = &lc->loop,
+                                            .client = lc->client,
+                                            .gate = &lc->gate,
+                                            .rng = &lc->rng};
         uv_async_init(&lc->loop, &lc->wake, loop_wake);
         lc->wake.data = lc;
         uv_timer_init(&lc->loop, &lc->drain_timer);
@@ -124,7 +129,7 @@ static void stop_main(struct serve *s)
     uv_close((uv_handle_t *)&s->sigint, NULL);
     uv_close((uv_handle_t *)&s->sighup, NULL);
     uv_close((uv_handle_t *)&s->drain_deadline, NULL);
-    uv_close((uv_handle_t *)&s->gw.health_kick, NULL);
+    uv_close((uv_handle_t *)&s->sv.health_kick, NULL);
     kvg_health_stop(&s->health);
     kvg_http_client_close(s->health.client);
     kvg_scraper_stop(&s->scraper);
@@ -162,11 +167,11 @@ static void begin_drain(struct serve *s, const char *why)
 {
     if (s->draining) return;
     s->draining = 1;
-    KVG_INFO("%s: draining (up to %u ms for requests in flight)", why, s->gw.cfg.drain_timeout_ms);
-    atomic_store(&s->gw.draining, 1);
+    KVG_INFO("%s: draining (up to %u ms for requests in flight)", why, s->sv.cfg.drain_timeout_ms);
+    atomic_store(&s->sv.draining, 1);
     for (int i = 0; i < s->nloops; i++) uv_async_send(&s->lcs[i].wake);
     g_drain.s = s;
-    g_drain.deadline_ms = kvg_now_ms() + s->gw.cfg.drain_timeout_ms;
+    g_drain.deadline_ms = kvg_now_ms() + s->sv.cfg.drain_timeout_ms;
     uv_timer_start(&s->drain_deadline, drain_tick, 20, 20);
 }
 
@@ -174,8 +179,8 @@ static void on_signal(uv_signal_t *h, int signum)
 {
     struct serve *s = h->data;
     if (signum == SIGHUP) {
-        const char *path = s->gw.cfg.config_path;
-        kvg_gw_policy_reload(&s->gw); /* keys and their quotas */
+        const char *path = s->sv.cfg.config_path;
+        kvg_gate_reload(&s->sv.gate); /* keys and their quotas */
         if (!path[0]) {
             KVG_INFO("SIGHUP: no --config file: the worker list stays");
             return;
@@ -187,7 +192,7 @@ static void on_signal(uv_signal_t *h, int signum)
             KVG_ERROR("SIGHUP: reload failed, keeping the current workers: %s", err);
             return;
         }
-        rc = kvg_pool_set_ex(&s->gw.pool, f.workers.v, f.kv_endpoints.n ? f.kv_endpoints.v : NULL,
+        rc = kvg_pool_set_ex(&s->sv.pool, f.workers.v, f.kv_endpoints.n ? f.kv_endpoints.v : NULL,
                              f.replay_endpoints.n ? f.replay_endpoints.v : NULL, f.workers.n);
         KVG_INFO("SIGHUP: worker list reloaded (%zu workers)%s", f.workers.n,
                  rc ? ", some invalid" : "");
@@ -204,11 +209,11 @@ static void on_health_kick(uv_async_t *a)
     kvg_health_check_now(&s->health);
 }
 
-int kvg_gateway_serve_main(int argc, char **argv)
+int kvg_serve_main(int argc, char **argv)
 {
     static struct serve s; /* one per process; signal handlers find it */
     memset(&s, 0, sizeof s);
-    struct kvg_serve_config *c = &s.gw.cfg;
+    struct kvg_serve_config *c = &s.sv.cfg;
     kvg_serve_config_default(c);
     char err[512];
     int rc = kvg_serve_config_parse(c, argc, argv, err, sizeof err);
@@ -231,16 +236,16 @@ int kvg_gateway_serve_main(int argc, char **argv)
         model_hint = KVG_SPAWN_MODEL;
         KVG_INFO("no --worker-urls: started %d simulated engines (kvgate sim) to front", s.sims.n);
     }
-    if ((rc = kvg_gw_metrics_init(&s.gw.metrics, c->policy))) {
+    if ((rc = kvg_serve_metrics_init(&s.sv.metrics, c->policy))) {
         fprintf(stderr, "kvgate serve: metrics: %s\n", kvg_strerror(rc));
         return 1;
     }
-    if ((rc = kvg_gw_router_init(&s.gw, err, sizeof err)) ||
-        (rc = kvg_gw_policy_init(&s.gw, err, sizeof err))) {
+    if ((rc = kvg_serve_router_init(&s.sv, err, sizeof err)) ||
+        (rc = kvg_serve_gate_init(&s.sv, err, sizeof err))) {
         fprintf(stderr, "kvgate serve: %s\n", err);
         return 2;
     }
-    s.gw.started_s = kvg_wall_s();
+    s.sv.started_s = kvg_wall_s();
     s.health = (struct kvg_health){.enabled = c->health_enabled,
                                    .interval_ms = c->health_interval_ms,
                                    .timeout_ms = c->health_timeout_ms,
@@ -248,18 +253,18 @@ int kvg_gateway_serve_main(int argc, char **argv)
                                    .success_threshold = c->health_success_threshold,
                                    .endpoint = c->health_endpoint};
     if (c->tls_cert[0] &&
-        (rc = kvg_tls_server_ctx(c->tls_cert, c->tls_key, &s.gw.tls, err, sizeof err))) {
+        (rc = kvg_tls_server_ctx(c->tls_cert, c->tls_key, &s.sv.tls, err, sizeof err))) {
         fprintf(stderr, "kvgate serve: TLS: %s\n", err);
         return 2;
     }
     if ((rc = start_loops(&s))) return 1;
-    kvg_health_start(&s.health, &s.main_loop, &s.gw.pool);
+    kvg_health_start(&s.health, &s.main_loop, &s.sv.pool);
     s.scraper.interval_ms = c->scrape_interval_ms;
     s.scraper.timeout_ms = c->health_timeout_ms;
     s.scraper.block_size = c->block_size;
-    kvg_scraper_start(&s.scraper, &s.main_loop, &s.gw.pool);
-    uv_async_init(&s.main_loop, &s.gw.health_kick, on_health_kick);
-    s.gw.health_kick.data = &s;
+    kvg_scraper_start(&s.scraper, &s.main_loop, &s.sv.pool);
+    uv_async_init(&s.main_loop, &s.sv.health_kick, on_health_kick);
+    s.sv.health_kick.data = &s;
     uv_timer_init(&s.main_loop, &s.drain_deadline);
     uv_signal_init(&s.main_loop, &s.sigterm);
     uv_signal_init(&s.main_loop, &s.sigint);
@@ -270,7 +275,7 @@ int kvg_gateway_serve_main(int argc, char **argv)
     uv_signal_start(&s.sighup, on_signal, SIGHUP);
     KVG_INFO("kvgate serve listening on http://%s:%d (%d threads, policy %s, %zu workers)", c->host,
              c->port, s.nloops, c->policy, c->workers.n);
-    if (s.gw.tls) KVG_INFO("kvgate serve listening on https://%s:%d", c->host, c->tls_port);
+    if (s.sv.tls) KVG_INFO("kvgate serve listening on https://%s:%d", c->host, c->tls_port);
     printf("kvgate is ready. Try:\n  curl -s http://%s:%d/v1/chat/completions "
            "-H 'content-type: application/json' -d '{\"model\":\"%s\",\"messages\":"
            "[{\"role\":\"user\",\"content\":\"Hello!\"}],\"max_tokens\":16}'\n",
@@ -281,10 +286,10 @@ int kvg_gateway_serve_main(int argc, char **argv)
     uv_run(&s.main_loop, UV_RUN_DEFAULT);
     uv_loop_close(&s.main_loop);
     free(s.lcs);
-    kvg_gw_policy_free(&s.gw);
-    kvg_gw_router_free(&s.gw);
-    kvg_gw_metrics_free(&s.gw.metrics);
-    if (s.gw.tls) SSL_CTX_free(s.gw.tls);
+    kvg_gate_free(&s.sv.gate);
+    kvg_serve_router_free(&s.sv);
+    kvg_serve_metrics_free(&s.sv.metrics);
+    if (s.sv.tls) SSL_CTX_free(s.sv.tls);
     kvg_serve_config_free(c);
     KVG_INFO("kvgate serve: stopped");
     return 0;

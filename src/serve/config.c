@@ -1,6 +1,6 @@
 /* kvgate serve flags: one table says each flag's name, aliases, type, unit
  * and help; the YAML file goes through the same table (yaml_args.c). */
-#include "gateway/config.h"
+#include "serve/config.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -69,23 +69,23 @@ static const struct flag flags[] = {
      "open client connections per thread, 0 = no limit (0)"},
     {"send-buffer-bytes", NULL, F_U32, O(limits.send_buffer_bytes), 0,
      "kernel send buffer of client connections, 0 = the system's (0)"},
-    {"request-timeout-secs", NULL, F_SECS_MS, O(request_timeout_ms), 0,
+    {"request-timeout-secs", NULL, F_SECS_MS, O(proxy.request_timeout_ms), 0,
      "whole answer of a non-streaming request (1800)"},
-    {"stream-idle-timeout-secs", NULL, F_SECS_MS, O(stream_idle_timeout_ms), 0,
+    {"stream-idle-timeout-secs", NULL, F_SECS_MS, O(proxy.stream_idle_timeout_ms), 0,
      "silence allowed between stream chunks (600)"},
-    {"connect-timeout-ms", NULL, F_MS, O(connect_timeout_ms), 0, "upstream connect (5000)"},
+    {"connect-timeout-ms", NULL, F_MS, O(proxy.connect_timeout_ms), 0, "upstream connect (5000)"},
     {"health-check-interval-secs", NULL, F_SECS_MS, O(health_interval_ms), 0, "(60)"},
     {"health-check-timeout-secs", NULL, F_SECS_MS, O(health_timeout_ms), 0, "(5)"},
     {"health-failure-threshold", NULL, F_U32, O(health_failure_threshold), 0, "(3)"},
     {"health-success-threshold", NULL, F_U32, O(health_success_threshold), 0, "(2)"},
     {"health-check-endpoint", NULL, F_STR, O(health_endpoint), S(health_endpoint), "(/health)"},
     {"disable-health-check", NULL, F_NBOOL, O(health_enabled), 0, "no active health checks"},
-    {"retry-max-retries", NULL, F_U32, O(retry_max), 0, "(5)"},
-    {"retry-initial-backoff-ms", NULL, F_MS, O(retry_initial_ms), 0, "(50)"},
-    {"retry-max-backoff-ms", NULL, F_MS, O(retry_max_backoff_ms), 0, "(30000)"},
-    {"retry-backoff-multiplier", NULL, F_DOUBLE, O(retry_multiplier), 0, "(1.5)"},
-    {"retry-jitter-factor", NULL, F_DOUBLE, O(retry_jitter), 0, "(0.2)"},
-    {"disable-retries", NULL, F_NBOOL, O(retries_enabled), 0, "never retry"},
+    {"retry-max-retries", NULL, F_U32, O(proxy.retry_max), 0, "(5)"},
+    {"retry-initial-backoff-ms", NULL, F_MS, O(proxy.retry_initial_ms), 0, "(50)"},
+    {"retry-max-backoff-ms", NULL, F_MS, O(proxy.retry_max_backoff_ms), 0, "(30000)"},
+    {"retry-backoff-multiplier", NULL, F_DOUBLE, O(proxy.retry_multiplier), 0, "(1.5)"},
+    {"retry-jitter-factor", NULL, F_DOUBLE, O(proxy.retry_jitter), 0, "(0.2)"},
+    {"disable-retries", NULL, F_NBOOL, O(proxy.retries_enabled), 0, "never retry"},
     {"cb-failure-threshold", NULL, F_U32, O(cb.failure_threshold), 0, "(10)"},
     {"cb-success-threshold", NULL, F_U32, O(cb.success_threshold), 0, "(3)"},
     {"cb-timeout-duration-secs", NULL, F_SECS_MS64, O(cb.timeout_ms), 0, "(60)"},
@@ -94,7 +94,7 @@ static const struct flag flags[] = {
      "seconds SIGTERM waits for streams in flight (180)"},
     {"load-monitor-interval-ms", "metrics-scrape-interval-ms", F_MS, O(scrape_interval_ms), 0,
      "how often each engine's /metrics is read, 0 = never (500)"},
-    {"metrics-staleness-ms", NULL, F_MS, O(metrics_staleness_ms), 0,
+    {"metrics-staleness-ms", NULL, F_MS, O(proxy.metrics_staleness_ms), 0,
      "engine metrics older than this count as unknown (5000)"},
     {"block-size", NULL, F_U32, O(block_size), 0, "engines' KV block size (16)"},
     {"prefix-token-count", NULL, F_U32, O(policy_opts.prefix_token_count), 0,
@@ -159,7 +159,7 @@ static const struct flag flags[] = {
     {"tls-key", NULL, F_STR, O(tls_key), S(tls_key), "PEM private key for --tls-cert"},
     {"tls-port", NULL, F_INT, O(tls_port), 0, "HTTPS port (8443)"},
     {"log-level", NULL, F_LEVEL, O(log_level), 0, "debug|info|warn|error (info)"},
-    {"no-access-log", NULL, F_NBOOL, O(access_log), 0, "no JSON line per request"},
+    {"no-access-log", NULL, F_NBOOL, O(proxy.access_log), 0, "no JSON line per request"},
 };
 
 void kvg_serve_config_default(struct kvg_serve_config *c)
@@ -171,25 +171,25 @@ void kvg_serve_config_default(struct kvg_serve_config *c)
     c->threads = n > 0 ? (int)n : 1;
     snprintf(c->policy, sizeof c->policy, "kv_aware");
     kvg_http_limits_default(&c->limits);
-    c->request_timeout_ms = 1800 * 1000;
-    c->stream_idle_timeout_ms = 600 * 1000;
-    c->connect_timeout_ms = 5000;
+    c->proxy.request_timeout_ms = 1800 * 1000;
+    c->proxy.stream_idle_timeout_ms = 600 * 1000;
+    c->proxy.connect_timeout_ms = 5000;
     c->health_enabled = 1;
     c->health_interval_ms = 60 * 1000;
     c->health_timeout_ms = 5 * 1000;
     c->health_failure_threshold = 3;
     c->health_success_threshold = 2;
     snprintf(c->health_endpoint, sizeof c->health_endpoint, "/health");
-    c->retries_enabled = 1;
-    c->retry_max = 5;
-    c->retry_initial_ms = 50;
-    c->retry_max_backoff_ms = 30000;
-    c->retry_multiplier = 1.5;
-    c->retry_jitter = 0.2;
+    c->proxy.retries_enabled = 1;
+    c->proxy.retry_max = 5;
+    c->proxy.retry_initial_ms = 50;
+    c->proxy.retry_max_backoff_ms = 30000;
+    c->proxy.retry_multiplier = 1.5;
+    c->proxy.retry_jitter = 0.2;
     kvg_cb_config_default(&c->cb);
     c->drain_timeout_ms = 180 * 1000;
     c->scrape_interval_ms = 500;
-    c->metrics_staleness_ms = 5000;
+    c->proxy.metrics_staleness_ms = 5000;
     c->block_size = 16;
     c->tls_port = 8443;
     snprintf(c->quota_store, sizeof c->quota_store, "memory");
@@ -206,7 +206,7 @@ void kvg_serve_config_default(struct kvg_serve_config *c)
     snprintf(c->assignment_mode, sizeof c->assignment_mode, "random");
     snprintf(c->cache_aware_miss, sizeof c->cache_aware_miss, "min_load");
     c->log_level = KVG_LOG_INFO;
-    c->access_log = 1;
+    c->proxy.access_log = 1;
 }
 
 void kvg_serve_config_free(struct kvg_serve_config *c)

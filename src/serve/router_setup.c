@@ -8,7 +8,7 @@
 
 #include "base/err.h"
 #include "base/log.h"
-#include "gateway/gateway.h"
+#include "serve/serve.h"
 #include "kv/index.h"
 #include "kv/subscriber.h"
 #include "jinja/chat.h"
@@ -16,13 +16,13 @@
 
 static void on_add(void *ud, struct kvg_worker *w)
 {
-    struct kvg_gateway *gw = ud;
-    if (!gw->kv || w->slot < 0) return;
-    int rc = kvg_kv_index_add_worker(gw->kv, (uint32_t)w->slot);
+    struct kvg_serve *sv = ud;
+    if (!sv->kv || w->slot < 0) return;
+    int rc = kvg_kv_index_add_worker(sv->kv, (uint32_t)w->slot);
     if (rc && rc != -EEXIST)
         KVG_WARN("kv index: slot %d for %s: %s", w->slot, w->url, kvg_strerror(rc));
     if (w->kv_endpoint[0]) {
-        rc = kvg_kv_sub_add_worker(gw->sub, (uint32_t)w->slot, w->kv_endpoint,
+        rc = kvg_kv_sub_add_worker(sv->sub, (uint32_t)w->slot, w->kv_endpoint,
                                    w->replay_endpoint[0] ? w->replay_endpoint : NULL);
         if (rc)
             KVG_WARN("kv events: cannot subscribe to %s for %s: %s", w->kv_endpoint, w->url,
@@ -35,19 +35,19 @@ static void on_add(void *ud, struct kvg_worker *w)
 
 static void on_remove(void *ud, struct kvg_worker *w)
 {
-    struct kvg_gateway *gw = ud;
-    kvg_gw_metrics_forget_worker(&gw->metrics, w->url);
-    if (!gw->kv || w->slot < 0) return;
-    if (w->kv_endpoint[0]) kvg_kv_sub_remove_worker(gw->sub, (uint32_t)w->slot);
-    int n = kvg_kv_index_remove_worker(gw->kv, (uint32_t)w->slot);
+    struct kvg_serve *sv = ud;
+    kvg_serve_metrics_forget_worker(&sv->metrics, w->url);
+    if (!sv->kv || w->slot < 0) return;
+    if (w->kv_endpoint[0]) kvg_kv_sub_remove_worker(sv->sub, (uint32_t)w->slot);
+    int n = kvg_kv_index_remove_worker(sv->kv, (uint32_t)w->slot);
     if (n > 0) KVG_INFO("kv index: %s left, %d entries dropped", w->url, n);
 }
 
-int kvg_gw_router_init(struct kvg_gateway *gw, char *err, size_t errlen)
+int kvg_serve_router_init(struct kvg_serve *sv, char *err, size_t errlen)
 {
-    struct kvg_serve_config *c = &gw->cfg;
+    struct kvg_serve_config *c = &sv->cfg;
     int rc = kvg_tok_load(c->tokenizer, c->tokenizer_config[0] ? c->tokenizer_config : NULL,
-                          &gw->tok, err, errlen);
+                          &sv->tok, err, errlen);
     int fallback = 0;
     if (rc == KVG_EUNSUPP) {
         /* A tokenizer kvgate cannot reproduce exactly: never route on wrong
@@ -57,12 +57,12 @@ int kvg_gw_router_init(struct kvg_gateway *gw, char *err, size_t errlen)
                  "matching (precise KV matching is off)",
                  c->tokenizer, err);
         fallback = 1;
-        rc = kvg_tok_load("builtin:bytes", NULL, &gw->tok, err, errlen);
+        rc = kvg_tok_load("builtin:bytes", NULL, &sv->tok, err, errlen);
     }
     if (rc) return rc;
-    kvg_metrics_set(gw->metrics.tokenizer_fallback, fallback);
-    if ((rc = kvg_jinja_chat_new(kvg_tok_chat_template(gw->tok), kvg_tok_bos_token(gw->tok),
-                           kvg_tok_eos_token(gw->tok), &gw->chat, err, errlen)))
+    kvg_metrics_set(sv->metrics.tokenizer_fallback, fallback);
+    if ((rc = kvg_jinja_chat_new(kvg_tok_chat_template(sv->tok), kvg_tok_bos_token(sv->tok),
+                                 kvg_tok_eos_token(sv->tok), &sv->chat, err, errlen)))
         return rc;
     int events = 0;
     for (size_t i = 0; i < c->kv_endpoints.n; i++)
@@ -75,12 +75,12 @@ int kvg_gw_router_init(struct kvg_gateway *gw, char *err, size_t errlen)
                                        .max_workers = KVG_POOL_MAX_WORKERS,
                                        .max_entries = c->kv_index_max_entries};
         struct kvg_kv_sub_opts so = {.threads = 1};
-        if ((rc = kvg_kv_index_new(&io, &gw->kv)) || (rc = kvg_kv_sub_new(gw->kv, &so, &gw->sub)) ||
-            (rc = kvg_kv_sub_start(gw->sub))) {
+        if ((rc = kvg_kv_index_new(&io, &sv->kv)) || (rc = kvg_kv_sub_new(sv->kv, &so, &sv->sub)) ||
+            (rc = kvg_kv_sub_start(sv->sub))) {
             snprintf(err, errlen, "KV index: %s", kvg_strerror(rc));
             return rc;
         }
-        c->policy_opts.kv = gw->kv;
+        c->policy_opts.kv = sv->kv;
     }
     struct kvg_policy *policy;
     if ((rc = kvg_policy_new(c->policy, &c->policy_opts, &policy))) {
@@ -92,15 +92,15 @@ int kvg_gw_router_init(struct kvg_gateway *gw, char *err, size_t errlen)
                      kvg_strerror(rc));
         return rc;
     }
-    gw->wants_tokens = policy->ops->wants_tokens;
-    gw->wants_text = policy->ops->wants_text;
-    if ((rc = kvg_pool_init(&gw->pool, policy, &c->cb))) return rc;
-    gw->pool.start_unhealthy = c->health_enabled;
-    gw->pool.on_add = on_add;
-    gw->pool.on_remove = on_remove;
-    gw->pool.hooks_ud = gw;
+    sv->proxy.wants_tokens = policy->ops->wants_tokens;
+    sv->proxy.wants_text = policy->ops->wants_text;
+    if ((rc = kvg_pool_init(&sv->pool, policy, &c->cb))) return rc;
+    sv->pool.start_unhealthy = c->health_enabled;
+    sv->pool.on_add = on_add;
+    sv->pool.on_remove = on_remove;
+    sv->pool.hooks_ud = sv;
     for (size_t i = 0; i < c->workers.n; i++) {
-        rc = kvg_pool_add_ex(&gw->pool, c->workers.v[i],
+        rc = kvg_pool_add_ex(&sv->pool, c->workers.v[i],
                              c->kv_endpoints.n ? c->kv_endpoints.v[i] : NULL,
                              c->replay_endpoints.n ? c->replay_endpoints.v[i] : NULL);
         if (rc && rc != -EEXIST) {
@@ -108,18 +108,18 @@ int kvg_gw_router_init(struct kvg_gateway *gw, char *err, size_t errlen)
             return rc;
         }
     }
-    if (policy->ops->wants_tokens && !gw->kv && strcmp(c->policy, "prefix_hash"))
+    if (policy->ops->wants_tokens && !sv->kv && strcmp(c->policy, "prefix_hash"))
         KVG_INFO("policy %s: no worker publishes KV events (--kv-events-endpoints): prefix "
                  "knowledge is approximate, from this router's own routing",
                  c->policy);
     return 0;
 }
 
-void kvg_gw_router_free(struct kvg_gateway *gw)
+void kvg_serve_router_free(struct kvg_serve *sv)
 {
-    if (gw->sub) kvg_kv_sub_free(gw->sub); /* stops its threads first */
-    kvg_pool_destroy(&gw->pool);
-    if (gw->kv) kvg_kv_index_free(gw->kv);
-    if (gw->chat) kvg_jinja_chat_free(gw->chat);
-    if (gw->tok) kvg_tok_free(gw->tok);
+    if (sv->sub) kvg_kv_sub_free(sv->sub); /* stops its threads first */
+    kvg_pool_destroy(&sv->pool);
+    if (sv->kv) kvg_kv_index_free(sv->kv);
+    if (sv->chat) kvg_jinja_chat_free(sv->chat);
+    if (sv->tok) kvg_tok_free(sv->tok);
 }

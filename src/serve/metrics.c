@@ -1,17 +1,16 @@
 /* kvgate serve's metrics; see gw_metrics.h. Names follow the routers users
  * know (sglang's smg_*, vllm-router's vllm_router_*) with the kvgate_ prefix. */
-#include "gateway/gw_metrics.h"
+#include "serve/metrics.h"
 
 #include <string.h>
 
 #include "base/util.h"
-#include "gateway/gateway.h"
+#include "serve/serve.h"
 #include "kv/index.h"
 #include "kv/subscriber.h"
-static const char *route_names[KVG_ROUTE_N] = {"/v1/chat/completions", "/v1/completions"};
 static const char *class_names[6] = {"1xx", "2xx", "3xx", "4xx", "5xx", "other"};
 
-int kvg_gw_metrics_init(struct kvg_gw_metrics *m, const char *policy)
+int kvg_serve_metrics_init(struct kvg_serve_metrics *m, const char *policy)
 {
     memset(m, 0, sizeof *m);
     m->policy = policy;
@@ -34,13 +33,14 @@ int kvg_gw_metrics_init(struct kvg_gw_metrics *m, const char *policy)
                                     "Time from the request head to the first answer byte.", r1, 1,
                                     lat, 20, &ttfb)))
         return rc;
-    for (int r = 0; r < KVG_ROUTE_N; r++) {
+    struct kvg_proxy_metrics *pm = &m->proxy;
+    for (int r = 0; r < KVG_PROXY_NROUTES; r++) {
         for (int c = 0; c < 6; c++) {
-            const char *v[] = {route_names[r], class_names[c]};
-            if ((rc = kvg_metrics_series(req, v, 2, &m->requests[r][c]))) return rc;
+            const char *v[] = {kvg_proxy_route_paths[r], class_names[c]};
+            if ((rc = kvg_metrics_series(req, v, 2, &pm->requests[r][c]))) return rc;
         }
-        if ((rc = kvg_metrics_series(dur, &route_names[r], 1, &m->duration[r])) ||
-            (rc = kvg_metrics_series(ttfb, &route_names[r], 1, &m->ttfb[r])))
+        if ((rc = kvg_metrics_series(dur, &kvg_proxy_route_paths[r], 1, &pm->duration[r])) ||
+            (rc = kvg_metrics_series(ttfb, &kvg_proxy_route_paths[r], 1, &pm->ttfb[r])))
             return rc;
     }
     struct {
@@ -48,13 +48,13 @@ int kvg_gw_metrics_init(struct kvg_gw_metrics *m, const char *policy)
         struct kvg_metrics_series **out;
     } plain[] = {
         {"kvgate_retries_total", "Attempts on another worker after a failure before any byte.",
-         &m->retries},
+         &pm->retries},
         {"kvgate_client_disconnects_total", "Requests whose client left before the end.",
-         &m->client_gone},
+         &pm->client_gone},
         {"kvgate_upstream_errors_total", "Worker failures: connect, reset, timeout, 5xx.",
-         &m->upstream_errors},
+         &pm->upstream_errors},
         {"kvgate_no_worker_total", "Requests answered 503 for want of a healthy worker.",
-         &m->no_worker},
+         &pm->no_worker},
         {"kvgate_admission_shed_total", "Sheddable requests answered 429 by admission.", &m->shed},
     };
     for (size_t i = 0; i < KVG_ARRAY_LEN(plain); i++)
@@ -94,7 +94,7 @@ int kvg_gw_metrics_init(struct kvg_gw_metrics *m, const char *policy)
         (rc = kvg_metrics_histogram(m->reg, "kvgate_route_prefix_match_ratio",
                                     "Share of a tokenized prompt's blocks the chosen worker held.",
                                     NULL, 0, ratio_bounds, 10, &f)) ||
-        (rc = kvg_metrics_series(f, NULL, 0, &m->match_ratio)) ||
+        (rc = kvg_metrics_series(f, NULL, 0, &pm->match_ratio)) ||
         (rc = kvg_metrics_gauge(m->reg, "kvgate_quota_events",
                                 "Quota store outcomes since start: admitted, limited, store_error, "
                                 "fail_open, fail_closed, timeout, reconnect.",
@@ -131,31 +131,23 @@ int kvg_gw_metrics_init(struct kvg_gw_metrics *m, const char *policy)
     return 0;
 }
 
-void kvg_gw_metrics_free(struct kvg_gw_metrics *m)
+void kvg_serve_metrics_free(struct kvg_serve_metrics *m)
 {
-    for (int r = 0; r < KVG_ROUTE_N; r++) {
-        for (int c = 0; c < 6; c++) kvg_metrics_series_release(m->requests[r][c]);
-        kvg_metrics_series_release(m->duration[r]);
-        kvg_metrics_series_release(m->ttfb[r]);
+    struct kvg_proxy_metrics *pm = &m->proxy;
+    for (int r = 0; r < KVG_PROXY_NROUTES; r++) {
+        for (int c = 0; c < 6; c++) kvg_metrics_series_release(pm->requests[r][c]);
+        kvg_metrics_series_release(pm->duration[r]);
+        kvg_metrics_series_release(pm->ttfb[r]);
     }
-    kvg_metrics_series_release(m->retries);
-    kvg_metrics_series_release(m->client_gone);
-    kvg_metrics_series_release(m->upstream_errors);
-    kvg_metrics_series_release(m->no_worker);
+    kvg_metrics_series_release(pm->retries);
+    kvg_metrics_series_release(pm->client_gone);
+    kvg_metrics_series_release(pm->upstream_errors);
+    kvg_metrics_series_release(pm->no_worker);
     kvg_metrics_series_release(m->workers);
-    kvg_metrics_series_release(m->match_ratio);
+    kvg_metrics_series_release(pm->match_ratio);
     kvg_metrics_series_release(m->tokenizer_fallback);
     kvg_metrics_series_release(m->block_size_mismatch);
     kvg_metrics_registry_free(m->reg);
-}
-
-void kvg_gw_metrics_request(struct kvg_gw_metrics *m, enum kvg_gw_route r, int status,
-                            double duration_s, double ttfb_s)
-{
-    int c = status >= 100 && status < 600 ? status / 100 - 1 : 5;
-    kvg_metrics_inc(m->requests[r][c]);
-    kvg_metrics_observe(m->duration[r], duration_s);
-    if (ttfb_s >= 0) kvg_metrics_observe(m->ttfb[r], ttfb_s);
 }
 
 static void set_series(struct kvg_metrics_family *f, const char *const *v, size_t n, double x)
@@ -166,15 +158,15 @@ static void set_series(struct kvg_metrics_family *f, const char *const *v, size_
     kvg_metrics_series_release(s);
 }
 
-int kvg_gw_metrics_render(struct kvg_gateway *gw, struct kvg_buf *out)
+int kvg_serve_metrics_render(struct kvg_serve *sv, struct kvg_buf *out)
 {
-    struct kvg_gw_metrics *m = &gw->metrics;
-    struct kvg_pool *pool = &gw->pool;
-    struct kvg_kv_index *kv = gw->kv;
-    struct kvg_kv_sub *sub = gw->sub;
-    if (gw->quota) {
+    struct kvg_serve_metrics *m = &sv->metrics;
+    struct kvg_pool *pool = &sv->pool;
+    struct kvg_kv_index *kv = sv->kv;
+    struct kvg_kv_sub *sub = sv->sub;
+    if (sv->gate.quota) {
         struct kvg_quota_stats q;
-        kvg_quota_stats(gw->quota, &q);
+        kvg_quota_stats(sv->gate.quota, &q);
         const char *names[] = {"admitted",    "limited", "store_error", "fail_open",
                                "fail_closed", "timeout", "reconnect"};
         uint64_t vals[] = {q.admitted,    q.limited,  q.store_errors, q.fail_open,
@@ -182,9 +174,9 @@ int kvg_gw_metrics_render(struct kvg_gateway *gw, struct kvg_buf *out)
         for (size_t i = 0; i < KVG_ARRAY_LEN(names); i++)
             set_series(m->quota_f, &names[i], 1, (double)vals[i]);
     }
-    if (gw->adm) {
+    if (sv->gate.adm) {
         struct kvg_adm_stats a;
-        kvg_adm_stats(gw->adm, &a);
+        kvg_adm_stats(sv->gate.adm, &a);
         const char *names[] = {"queued",       "granted",   "timeout", "evicted",
                                "refused_full", "cancelled", "waiting"};
         uint64_t vals[] = {a.queued,       a.granted,   a.timeouts,         a.evicted,
@@ -227,12 +219,7 @@ int kvg_gw_metrics_render(struct kvg_gateway *gw, struct kvg_buf *out)
     return kvg_metrics_render(m->reg, out);
 }
 
-void kvg_gw_metrics_forget_worker(struct kvg_gw_metrics *m, const char *url)
+void kvg_serve_metrics_forget_worker(struct kvg_serve_metrics *m, const char *url)
 {
     kvg_metrics_remove_label(m->reg, "worker", url);
-}
-
-void kvg_gw_metrics_route(struct kvg_gw_metrics *m, uint32_t matched, size_t nblocks)
-{
-    if (nblocks) kvg_metrics_observe(m->match_ratio, (double)matched / (double)nblocks);
 }

@@ -1,0 +1,405 @@
+/* The gateway's say before a request is routed, and its bookkeeping after:
+ *   1. API key (401) and the key's models (403);
+ *   2. priority: x-kvgate-priority, else the key's default;
+ *   3. token quota: reserve an estimate (prompt + max_tokens) against every
+ *      limit of the key, its tenant and (tenant, model), all or nothing, so
+ *      concurrent requests cannot overshoot; over a limit: 429 with
+ *      Retry-After and x-ratelimit-* headers;
+ *   4. admission: a sheddable request needs a worker with room (else 429 at
+ *      once); critical and standard ones wait in the gateway queue, in
+ *      priority order and fair between tenants, while no worker can take
+ *      them (then 503 after the queue timeout);
+ * and at the end, whatever happened: the reservation is reconciled with the
+ * usage the engine reported (read from the JSON answer or the stream, where
+ * kvgate asks for it with stream_options.include_usage and hides the extra
+ * chunk from a client that did not ask), and a queue slot is released.
+ *
+ * Admission defaults (seed 000 / the Gateway API Inference Extension):
+ * critical (and standard) requests only to workers with fewer than 50
+ * waiting, sheddable ones only to workers with fewer than 5 waiting and KV
+ * below 80%. */
+#include "gateway/gate.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/err.h"
+#include "base/log.h"
+
+/* Quota state (a few KB): allocated only when a key with limits is used. */
+struct kvg_gate_quota {
+    struct kvg_quota_req req;
+    struct kvg_quota_lease lease;
+    struct kvg_quota_result res;
+};
+
+/* The queue's question: can some healthy worker take a request of this
+ * priority now? (Called with the queue's lock held; takes the pool's.) */
+static int probe(void *ud, int prio)
+{
+    struct kvg_gate *g = ud;
+    struct kvg_worker *ws[KVG_POOL_MAX_WORKERS];
+    size_t n = kvg_pool_snapshot(g->pool, ws, KVG_POOL_MAX_WORKERS);
+    int ok = 0;
+    uint64_t now = kvg_now_ms();
+    for (size_t i = 0; i < n; i++) {
+        if (!ok && atomic_load(&ws[i]->healthy) && kvg_adm_worker_ok(&g->o.adm, prio, ws[i], now))
+            ok = 1;
+        kvg_worker_unref(ws[i]);
+    }
+    return ok;
+}
+
+int kvg_gate_init(struct kvg_gate *g, const struct kvg_gate_opts *o, struct kvg_pool *pool,
+                  char *err, size_t errlen)
+{
+    memset(g, 0, sizeof *g);
+    g->o = *o;
+    g->pool = pool;
+    snprintf(g->keys_path, sizeof g->keys_path, "%s", o->keys_path ? o->keys_path : "");
+    g->o.keys_path = g->keys_path;
+    g->o.quota_store = NULL; /* only read here */
+    struct kvg_keys_set *set = NULL;
+    int rc;
+    if (g->keys_path[0]) {
+        if ((rc = kvg_keys_load(g->keys_path, &set, err, errlen))) return rc;
+        g->auth_on = 1;
+        KVG_INFO("API keys: %zu keys from %s", set->nkeys, g->keys_path);
+    } else {
+        KVG_INFO("no --keys file: requests are not authenticated and no quota applies");
+    }
+    kvg_keys_holder_init(&g->keys, set); /* takes over our reference */
+    struct kvg_quota_opts qo;
+    kvg_quota_opts_default(&qo);
+    qo.timeout_ms = o->quota_timeout_ms;
+    qo.fail_open = !o->quota_fail_closed;
+    if ((rc = kvg_quota_new(o->quota_store ? o->quota_store : "", &qo, &g->quota, err, errlen)))
+        return rc;
+    if ((rc = kvg_adm_queue_new(&g->o.adm, probe, g, &g->adm))) {
+        snprintf(err, errlen, "admission queue: %s", kvg_strerror(rc));
+        return rc;
+    }
+    return 0;
+}
+
+void kvg_gate_reload(struct kvg_gate *g)
+{
+    if (!g->keys_path[0]) return;
+    char err[512];
+    struct kvg_keys_set *set;
+    if (kvg_keys_load(g->keys_path, &set, err, sizeof err)) {
+        KVG_ERROR("SIGHUP: keys not reloaded, the old ones stay: %s", err);
+        return;
+    }
+    size_t n = set->nkeys;
+    kvg_keys_swap(&g->keys, set); /* takes over our reference */
+    KVG_INFO("SIGHUP: %zu API keys reloaded from %s", n, g->keys_path);
+}
+
+void kvg_gate_free(struct kvg_gate *g)
+{
+    if (g->adm) kvg_adm_queue_free(g->adm);
+    if (g->quota) kvg_quota_free(g->quota);
+    kvg_keys_holder_destroy(&g->keys);
+    g->adm = NULL;
+    g->quota = NULL;
+}
+
+int kvg_gate_loop_open(struct kvg_gate *g, uv_loop_t *loop, struct kvg_gate_loop *gl)
+{
+    gl->g = g;
+    gl->q = NULL;
+    gl->a = NULL;
+    int rc = kvg_quota_loop_open(g->quota, loop, &gl->q);
+    if (!rc) rc = kvg_adm_loop_open(g->adm, loop, &gl->a);
+    return rc;
+}
+
+void kvg_gate_loop_close(struct kvg_gate_loop *gl)
+{
+    if (gl->a) kvg_adm_loop_close(gl->a);
+    if (gl->q) kvg_quota_loop_close(gl->q);
+    gl->a = NULL;
+    gl->q = NULL;
+}
+
+static void deny(struct kvg_gate_deny *d, int status, const char *type, const char *code,
+                 const char *msg)
+{
+    d->status = status;
+    d->type = type;
+    d->code = code;
+    snprintf(d->msg, sizeof d->msg, "%s", msg);
+    d->nh = 0;
+}
+
+static void deny_header(struct kvg_gate_deny *d, struct kvg_str name, struct kvg_str value)
+{
+    if (d->nh < KVG_ARRAY_LEN(d->h)) d->h[d->nh++] = (struct kvg_http_header){name, value};
+}
+
+int kvg_gate_authorize(struct kvg_gate_loop *gl, struct kvg_gate_req *gr,
+                       struct kvg_str authorization, struct kvg_str priority, const char *model,
+                       size_t model_len, struct kvg_gate_deny *d)
+{
+    struct kvg_gate *g = gl->g;
+    gr->gl = gl;
+    gr->model = model;
+    gr->model_len = model_len;
+    gr->prio = KVG_ADM_STANDARD;
+    if (g->auth_on) gr->keys = kvg_keys_acquire(&g->keys);
+    if (gr->keys) {
+        const struct kvg_keys_entry *e = NULL;
+        enum kvg_keys_auth a = kvg_keys_authenticate(gr->keys, authorization, &e);
+        if (a != KVG_KEYS_AUTH_OK) {
+            deny(d, 401, "authentication_error", "invalid_api_key",
+                 a == KVG_KEYS_AUTH_MISSING ? "Missing API key: send Authorization: Bearer <key>."
+                                            : "Incorrect API key provided.");
+            deny_header(d, KVG_STR("www-authenticate"), KVG_STR("Bearer"));
+            return 1;
+        }
+        if (!kvg_keys_model_allowed(e, model, model_len)) {
+            deny(d, 403, "permission_error", "model_not_allowed", "");
+            snprintf(d->msg, sizeof d->msg, "The key '%s' may not use the model `%.*s`.", e->name,
+                     (int)model_len, model);
+            return 1;
+        }
+        gr->key = e;
+        gr->prio = e->priority;
+    }
+    if (priority.p && kvg_adm_priority_parse(priority.p, priority.len, &gr->prio)) {
+        deny(d, 400, "invalid_request_error", "invalid_priority",
+             "x-kvgate-priority must be critical, standard, sheddable or an integer");
+        return 1;
+    }
+    return 0;
+}
+
+/* Rewrites a stream request to ask for usage when the client did not: the
+ * reconciliation needs the engine's count. */
+static void prepare_usage(struct kvg_gate_req *gr, const struct kvg_gate_request *rq)
+{
+    if (!rq->stream) return;
+    kvg_buf_init(&gr->fwd_body, 0);
+    int rewrote = kvg_usage_request_rewrite(rq->body, rq->body_len, rq->json, &gr->fwd_body);
+    if (rewrote != 1) kvg_buf_free(&gr->fwd_body); /* forward the client's bytes as they are */
+    kvg_usage_sse_init(&gr->sse_filter, rewrote == 1, 0);
+    gr->sse_filter_on = 1;
+}
+
+const struct kvg_buf *kvg_gate_forward_body(const struct kvg_gate_req *gr)
+{
+    return gr->fwd_body.len ? &gr->fwd_body : NULL;
+}
+
+int kvg_gate_filters_stream(const struct kvg_gate_req *gr)
+{
+    return gr->sse_filter_on;
+}
+
+int kvg_gate_usage_feed(struct kvg_gate_req *gr, const char *p, size_t n, struct kvg_buf *out)
+{
+    if (!gr->sse_filter_on) return kvg_buf_append(out, p, n);
+    return kvg_usage_sse_feed(&gr->sse_filter, p, n, out);
+}
+
+void kvg_gate_usage_end(struct kvg_gate_req *gr, struct kvg_buf *out)
+{
+    if (!gr->sse_filter_on) return;
+    kvg_usage_sse_end(&gr->sse_filter, out);
+    gr->usage = gr->sse_filter.usage;
+}
+
+void kvg_gate_usage_json(struct kvg_gate_req *gr, const char *body, size_t len)
+{
+    if (gr->quota) kvg_usage_from_json(body, len, &gr->usage); /* only a quota reads it */
+}
+
+/* ---------------------------------------------------------------- admission */
+
+static int ever_reported(struct kvg_worker *const *ws, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        pthread_mutex_lock(&ws[i]->mu);
+        uint64_t at = ws[i]->load.at_ms;
+        pthread_mutex_unlock(&ws[i]->mu);
+        if (at) return 1;
+    }
+    return 0;
+}
+
+int kvg_gate_worker_filter(void *ud, struct kvg_worker *w)
+{
+    struct kvg_gate_req *gr = ud;
+    pthread_mutex_lock(&w->mu);
+    uint64_t at = w->load.at_ms;
+    pthread_mutex_unlock(&w->mu);
+    if (!at) return 1; /* an engine without metrics: nothing to judge it by */
+    return kvg_adm_worker_ok(&gr->gl->g->o.adm, gr->prio, w, kvg_now_ms());
+}
+
+static void on_grant(void *ud, int status);
+
+/* Decides now: admit (route), queue, or reject. */
+static void admission(struct kvg_gate_req *gr, int front)
+{
+    struct kvg_gate *g = gr->gl->g;
+    struct kvg_worker *all[KVG_POOL_MAX_WORKERS], *ws[KVG_POOL_MAX_WORKERS];
+    size_t na = kvg_pool_snapshot(g->pool, all, KVG_POOL_MAX_WORKERS), n = 0;
+    for (size_t i = 0; i < na; i++)
+        if (atomic_load(&all[i]->healthy) && kvg_worker_serves(all[i], gr->model, gr->model_len))
+            ws[n++] = all[i];
+    enum kvg_adm_verdict v = KVG_ADM_ADMIT;
+    /* No engine reports load (metrics off, or engines without /metrics):
+     * there is nothing to admit against, so admission steps aside. */
+    if (n && ever_reported(ws, n))
+        v = kvg_adm_decide_workers(&g->o.adm, gr->prio, ws, n, kvg_now_ms(), NULL);
+    for (size_t i = 0; i < na; i++) kvg_worker_unref(all[i]);
+    struct kvg_gate_deny d;
+    if (v == KVG_ADM_ADMIT) {
+        gr->cb(gr->ud, NULL);
+    } else if (v == KVG_ADM_REJECT) {
+        if (g->shed) kvg_metrics_inc(g->shed);
+        deny(&d, 429, "rate_limit_exceeded", "overloaded",
+             "The pool is saturated and this request is sheddable: retry later.");
+        gr->cb(gr->ud, &d);
+    } else {
+        if (!gr->queue_deadline_ms)
+            gr->queue_deadline_ms = kvg_now_ms() + g->o.adm.queue_timeout_ms;
+        const char *tenant = gr->key ? gr->key->tenant : "";
+        int rc = kvg_adm_enqueue(gr->gl->a, gr->prio, tenant, gr->queue_deadline_ms, front,
+                                 on_grant, gr, &gr->waiter);
+        if (rc) {
+            gr->waiter = NULL;
+            deny(&d, 503, "service_unavailable", "queue_full",
+                 "Every worker is saturated and the gateway queue is full.");
+            deny_header(&d, KVG_STR("retry-after"), KVG_STR("1"));
+            gr->cb(gr->ud, &d);
+        }
+    }
+}
+
+static void on_grant(void *ud, int status)
+{
+    struct kvg_gate_req *gr = ud;
+    gr->waiter = NULL;
+    if (status) {
+        struct kvg_gate_deny d;
+        deny(&d, 503, "service_unavailable", "queue_timeout",
+             "Every worker stayed saturated for the whole queue timeout.");
+        snprintf(d.retry_after, sizeof d.retry_after, "%u", gr->gl->g->o.adm.retry_after_s);
+        deny_header(&d, KVG_STR("retry-after"),
+                    (struct kvg_str){d.retry_after, strlen(d.retry_after)});
+        gr->cb(gr->ud, &d);
+        return;
+    }
+    admission(gr, 1); /* capacity freed: decide again, keeping our place */
+}
+
+/* ------------------------------------------------------------------- quotas */
+
+static void on_quota(void *ud, const struct kvg_quota_result *res)
+{
+    struct kvg_gate_req *gr = ud;
+    gr->qop = NULL;
+    gr->quota_checked = 1;
+    gr->quota->res = *res;
+    if (!res->admitted) {
+        struct kvg_gate_deny d;
+        if (res->store_error) {
+            deny(&d, 503, "service_unavailable", "quota_store_unavailable",
+                 "The quota store cannot be reached.");
+        } else {
+            deny(&d, 429, "rate_limit_exceeded", "rate_limit_exceeded", "");
+            kvg_quota_describe(res, &gr->quota->req, d.msg, sizeof d.msg);
+        }
+        kvg_quota_headers(res, &d.qh);
+        for (size_t i = 0; i < d.qh.n; i++) deny_header(&d, d.qh.h[i].name, d.qh.h[i].value);
+        gr->cb(gr->ud, &d);
+        return;
+    }
+    admission(gr, 0);
+}
+
+void kvg_gate_admit(struct kvg_gate_req *gr, const struct kvg_gate_request *rq,
+                    kvg_gate_admit_cb cb, void *ud)
+{
+    struct kvg_gate *g = gr->gl->g;
+    gr->cb = cb;
+    gr->ud = ud;
+    struct kvg_quota_req qr = {0}; /* now_ms 0: the store reads the clock */
+    if (gr->keys && gr->key &&
+        kvg_keys_scopes(gr->keys, gr->key, gr->model, gr->model_len, &qr) > 0) {
+        struct kvg_gate_deny d;
+        if (!(gr->quota = calloc(1, sizeof *gr->quota))) {
+            deny(&d, 500, "server_error", "out_of_memory", "out of memory");
+            cb(ud, &d);
+            return;
+        }
+        gr->quota->req = qr;
+        prepare_usage(gr, rq);
+        int64_t prompt = rq->prompt_tokens >= 0 ? rq->prompt_tokens : (int64_t)(rq->body_len / 4);
+        int64_t out = rq->max_tokens ? rq->max_tokens : g->o.default_max_tokens;
+        gr->quota->req.est_cost = kvg_quota_cost_estimate(&gr->keys->counting, prompt, out);
+        struct kvg_quota_op *op = NULL;
+        int rc =
+            kvg_quota_reserve(gr->gl->q, &gr->quota->req, &gr->quota->lease, on_quota, gr, &op);
+        if (rc) {
+            deny(&d, 500, "server_error", "quota_error", kvg_strerror(rc));
+            cb(ud, &d);
+            return;
+        }
+        if (!gr->quota_checked) gr->qop = op; /* the answer comes later */
+        return;
+    }
+    admission(gr, 0);
+}
+
+size_t kvg_gate_quota_headers(struct kvg_gate_req *gr, struct kvg_http_header *out, size_t max,
+                              struct kvg_quota_headers *store)
+{
+    if (!gr->quota_checked || !gr->quota->res.admitted) return 0;
+    kvg_quota_headers(&gr->quota->res, store);
+    size_t n = 0;
+    for (size_t i = 0; i < store->n && n < max; i++)
+        if (!kvg_str_eq_nocase(store->h[i].name, "retry-after")) out[n++] = store->h[i];
+    return n;
+}
+
+void kvg_gate_account(struct kvg_gate_req *gr, int answered, int routed)
+{
+    if (!gr->gl) return; /* never authorized: nothing taken */
+    struct kvg_gate *g = gr->gl->g;
+    if (gr->qop) {
+        kvg_quota_cancel(gr->qop);
+        gr->qop = NULL;
+    }
+    if (gr->waiter) {
+        kvg_adm_cancel(gr->waiter);
+        gr->waiter = NULL;
+    }
+    if (gr->quota && gr->quota->lease.active && gr->keys) {
+        int64_t cost;
+        if (gr->usage.found)
+            cost = kvg_quota_cost_actual(&gr->keys->counting, gr->usage.prompt_tokens,
+                                         gr->usage.cached_tokens, gr->usage.completion_tokens);
+        else if (!answered)
+            cost = 0; /* no engine answered: nothing was spent */
+        else
+            cost = gr->quota->req.est_cost; /* an answer without usage: the estimate stands */
+        kvg_quota_reconcile(gr->gl->q, &gr->quota->lease, cost);
+    }
+    free(gr->quota);
+    gr->quota = NULL;
+    if (routed) kvg_adm_capacity_available(g->adm, 1);
+    if (gr->keys) {
+        kvg_keys_unref(gr->keys);
+        gr->keys = NULL;
+    }
+    if (gr->sse_filter_on) {
+        kvg_usage_sse_free(&gr->sse_filter);
+        gr->sse_filter_on = 0;
+    }
+    kvg_buf_free(&gr->fwd_body);
+}

@@ -1,0 +1,149 @@
+/* The gateway's decisions about one request, as the proxy asks for them:
+ *
+ *   kvg_gate_authorize  API key (401), the key's models (403), priority (400);
+ *   kvg_gate_admit      token quota (429), then priority admission against
+ *                       the pool (429 shed, or queued, 503 on timeout);
+ *   kvg_gate_account    at the end, whatever happened: the quota reconciled
+ *                       with the usage seen, the queue slot given back.
+ *
+ * Between admit and account, a request a quota counts has its usage read by
+ * the gate: kvg_gate_forward_body (the body rewritten to ask for stream usage),
+ * kvg_gate_usage_feed / _end (a stream through the usage filter) and
+ * kvg_gate_usage_json (a whole answer). A request no quota counts skips all
+ * of that: its body and stream are relayed untouched.
+ *
+ * The proxy includes this header and nothing else of the gateway; the gate
+ * never calls the proxy but through the admit callback. */
+#ifndef KVG_GATEWAY_GATE_H
+#define KVG_GATEWAY_GATE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "base/buf.h"
+#include "gateway/admission.h"
+#include "gateway/keys.h"
+#include "gateway/quota.h"
+#include "gateway/usage.h"
+#include "http/http.h"
+#include "metrics/metrics.h"
+#include "router/pool.h"
+
+struct kvg_gate_opts {
+    const char *keys_path;   /* "" or NULL: no keys, no quotas */
+    const char *quota_store; /* "" (in process) or redis://... */
+    uint32_t quota_timeout_ms;
+    int quota_fail_closed;
+    uint32_t default_max_tokens; /* the reservation of a request without max_tokens */
+    struct kvg_adm_config adm;
+};
+
+/* Shared by every loop thread. */
+struct kvg_gate {
+    struct kvg_gate_opts o; /* paths are copied */
+    char keys_path[512];
+    int auth_on;                     /* a keys file was given */
+    struct kvg_keys_holder keys;     /* the current key set (reload swaps it) */
+    struct kvg_quota *quota;         /* token/request/concurrency limits */
+    struct kvg_adm_queue *adm;       /* priority admission queue */
+    struct kvg_pool *pool;           /* not owned: what admission judges */
+    struct kvg_metrics_series *shed; /* not owned, may be NULL: sheddable 429s */
+};
+
+/* pool is the caller's and must outlive g. Message in err. */
+int kvg_gate_init(struct kvg_gate *g, const struct kvg_gate_opts *o, struct kvg_pool *pool,
+                  char *err, size_t errlen);
+/* Re-reads the keys file; the old set stays (and the error is logged) on
+ * failure. */
+void kvg_gate_reload(struct kvg_gate *g);
+void kvg_gate_free(struct kvg_gate *g);
+
+/* One loop thread's end of the quota store and the admission queue. */
+struct kvg_gate_loop {
+    struct kvg_gate *g;
+    struct kvg_quota_loop *q;
+    struct kvg_adm_loop *a;
+};
+int kvg_gate_loop_open(struct kvg_gate *g, uv_loop_t *loop, struct kvg_gate_loop *gl);
+void kvg_gate_loop_close(struct kvg_gate_loop *gl);
+
+/* An answer the gateway gives instead of routing. h points into the deny
+ * itself or to static strings. */
+struct kvg_gate_deny {
+    int status;
+    const char *type, *code;
+    char msg[512];
+    struct kvg_http_header h[8];
+    size_t nh;
+    struct kvg_quota_headers qh;
+    char retry_after[16];
+};
+
+/* Called once when admission decided: deny NULL means "route it now"
+ * (again, after a grant); otherwise answer with deny. It may be called from
+ * inside kvg_gate_admit. */
+typedef void (*kvg_gate_admit_cb)(void *ud, const struct kvg_gate_deny *deny);
+
+/* What the gate knows of a request between authorize and account. Zeroed by
+ * the caller; the caller embeds it. */
+struct kvg_gate_req {
+    struct kvg_gate_loop *gl;
+    struct kvg_keys_set *keys;        /* reference while the request lives; NULL: no auth */
+    const struct kvg_keys_entry *key; /* inside keys */
+    int prio;                         /* KVG_ADM_* or an integer */
+    const char *model;                /* the request's (not owned) */
+    size_t model_len;
+    struct kvg_gate_quota *quota; /* only for requests a quota applies to (owned) */
+    struct kvg_quota_op *qop;     /* reservation in flight */
+    int quota_checked;
+    struct kvg_adm_waiter *waiter; /* queued for capacity */
+    uint64_t queue_deadline_ms;
+    kvg_gate_admit_cb cb;
+    void *ud;
+    struct kvg_buf fwd_body;         /* the body as forwarded, when rewritten */
+    struct kvg_usage_sse sse_filter; /* usage from (and the injected chunk out of) a stream */
+    int sse_filter_on;
+    struct kvg_usage usage; /* what the engine reported */
+};
+
+/* The request as admission sees it. */
+struct kvg_gate_request {
+    const char *body;
+    size_t body_len;
+    const struct cJSON *json; /* the parsed body (for the include_usage rewrite) */
+    int stream;
+    uint32_t max_tokens;   /* 0: not given */
+    int64_t prompt_tokens; /* -1: not tokenized */
+};
+
+/* Keys and priority: 0 to go on, 1 when the request is denied (deny
+ * filled). authorization and priority are the headers' values ({NULL, 0}
+ * when absent); model stays the caller's while gr lives. */
+int kvg_gate_authorize(struct kvg_gate_loop *gl, struct kvg_gate_req *gr,
+                       struct kvg_str authorization, struct kvg_str priority, const char *model,
+                       size_t model_len, struct kvg_gate_deny *deny);
+/* Quota reservation, then priority admission; cb says the outcome. */
+void kvg_gate_admit(struct kvg_gate_req *gr, const struct kvg_gate_request *rq,
+                    kvg_gate_admit_cb cb, void *ud);
+/* Filter for the pool: may this request's priority go to w now? ud is gr. */
+int kvg_gate_worker_filter(void *ud, struct kvg_worker *w);
+/* Rate-limit headers for the answer (0 when no quota applies). */
+size_t kvg_gate_quota_headers(struct kvg_gate_req *gr, struct kvg_http_header *out, size_t max,
+                              struct kvg_quota_headers *store);
+/* The body to forward: the rewritten one, or NULL for the client's own. */
+const struct kvg_buf *kvg_gate_forward_body(const struct kvg_gate_req *gr);
+/* 1 when a stream's bytes go through kvg_gate_usage_feed. */
+int kvg_gate_filters_stream(const struct kvg_gate_req *gr);
+/* Feeds engine bytes of a stream through the usage filter into out. */
+int kvg_gate_usage_feed(struct kvg_gate_req *gr, const char *p, size_t n, struct kvg_buf *out);
+/* The stream ended: what the filter still holds goes to out. */
+void kvg_gate_usage_end(struct kvg_gate_req *gr, struct kvg_buf *out);
+/* A whole 2xx answer: its usage, when a quota counts this request. */
+void kvg_gate_usage_json(struct kvg_gate_req *gr, const char *body, size_t len);
+/* The request ends: cancel what is pending, reconcile the quota with the
+ * usage seen (answered: some engine bytes came back), give the queue slot
+ * back (routed: the request was sent to a worker), drop the key set. */
+void kvg_gate_account(struct kvg_gate_req *gr, int answered, int routed);
+
+#endif

@@ -1,0 +1,74 @@
+/* Forwarding an OpenAI request (POST /v1/chat/completions, /v1/completions)
+ * to the worker the router picks, and relaying the answer; see proxy.c.
+ *
+ * The proxy asks the gateway (gateway/gate.h) whether a request may go and
+ * tells it how it ended; it asks the router's pool for a worker. It knows
+ * nothing of the process around it: kvg serve fills these structures. */
+#ifndef KVG_PROXY_PROXY_H
+#define KVG_PROXY_PROXY_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "base/util.h"
+#include "gateway/gate.h"
+#include "http/client.h"
+#include "http/http.h"
+#include "metrics/metrics.h"
+#include "proxy/route_input.h"
+#include "router/pool.h"
+
+struct kvg_proxy_config {
+    uint32_t request_timeout_ms;     /* non-stream answers: whole response */
+    uint32_t stream_idle_timeout_ms; /* streams: between chunks (and to the first) */
+    uint32_t connect_timeout_ms;
+    int retries_enabled;
+    uint32_t retry_max, retry_initial_ms, retry_max_backoff_ms;
+    double retry_multiplier, retry_jitter;
+    uint32_t metrics_staleness_ms; /* older engine samples count as unknown */
+    int access_log;                /* one JSON line per request */
+};
+
+enum kvg_proxy_route { KVG_PROXY_CHAT, KVG_PROXY_COMPLETIONS, KVG_PROXY_NROUTES };
+extern const char *const kvg_proxy_route_paths[KVG_PROXY_NROUTES];
+
+/* The series the proxy observes (not owned: the process registers them). */
+struct kvg_proxy_metrics {
+    struct kvg_metrics_series *requests[KVG_PROXY_NROUTES][6]; /* status class 1xx..5xx, other */
+    struct kvg_metrics_series *duration[KVG_PROXY_NROUTES];
+    struct kvg_metrics_series *ttfb[KVG_PROXY_NROUTES];
+    struct kvg_metrics_series *retries, *client_gone, *upstream_errors, *no_worker;
+    struct kvg_metrics_series *match_ratio;
+};
+
+/* Shared by every loop thread; nothing in it is owned by the proxy. */
+struct kvg_proxy {
+    const struct kvg_proxy_config *cfg;
+    struct kvg_pool *pool;
+    struct kvg_gate *gate;
+    struct kvg_route_tokenizer rt;
+    int wants_tokens; /* the policy reads token ids: tokenize each request */
+    int wants_text;   /* the policy reads the routing text */
+    const struct kvg_proxy_metrics *m;
+    _Atomic uint64_t requests_total;
+};
+
+/* One per loop thread: its loop, upstream client, gate end and random
+ * numbers (the caller's), and the proxy's cache of finished requests. */
+struct kvg_proxy_loop {
+    struct kvg_proxy *px;
+    uv_loop_t *loop;
+    struct kvg_http_client *client;
+    struct kvg_gate_loop *gate;
+    struct kvg_rng *rng;
+    struct proxy_req *free_list;
+    unsigned nfree;
+};
+
+/* Takes over req: it is answered, or aborted, by the proxy. */
+void kvg_proxy_handle(struct kvg_proxy_loop *pl, struct kvg_http_req *req);
+/* Frees the loop's cached request state (after its loop stopped). */
+void kvg_proxy_loop_free(struct kvg_proxy_loop *pl);
+
+#endif

@@ -1,0 +1,42 @@
+/* kvgate serve's gateway policy and proxy, from the configuration: the API
+ * keys and quota store (gateway/gate.h), the priority admission thresholds
+ * (seed 000 / the Gateway API Inference Extension: critical and standard
+ * requests go to workers with fewer than 50 waiting, sheddable ones to
+ * workers with fewer than 5 waiting and KV below 80%), and what the proxy of
+ * every loop shares. */
+#include <stdio.h>
+#include <string.h>
+
+#include "base/err.h"
+#include "base/log.h"
+#include "serve/serve.h"
+
+int kvg_serve_gate_init(struct kvg_serve *sv, char *err, size_t errlen)
+{
+    const struct kvg_serve_config *c = &sv->cfg;
+    struct kvg_gate_opts o = {.keys_path = c->keys_path,
+                              .quota_store = c->quota_store,
+                              .quota_timeout_ms = c->quota_timeout_ms,
+                              .quota_fail_closed = c->quota_fail_closed,
+                              .default_max_tokens = c->quota_default_max_tokens};
+    kvg_adm_config_default(&o.adm);
+    struct kvg_adm_config *a = &o.adm;
+    a->critical_max_waiting = c->critical_max_waiting;
+    a->standard_max_waiting = c->critical_max_waiting; /* standard waits like critical */
+    a->standard_max_kv = 2.0;                          /* (no KV bound of its own) */
+    a->sheddable_max_waiting = c->sheddable_max_waiting;
+    a->sheddable_max_kv = c->sheddable_max_kv;
+    a->stale_ms = c->proxy.metrics_staleness_ms;
+    a->queue_timeout_ms = c->queue_timeout_ms;
+    a->queue_max = c->queue_size;
+    int rc = kvg_gate_init(&sv->gate, &o, &sv->pool, err, errlen);
+    if (rc) return rc;
+    sv->gate.shed = sv->metrics.shed;
+    struct kvg_proxy *px = &sv->proxy;
+    px->cfg = &c->proxy;
+    px->pool = &sv->pool;
+    px->gate = &sv->gate;
+    px->rt = (struct kvg_route_tokenizer){sv->tok, sv->chat, c->block_size};
+    px->m = &sv->metrics.proxy;
+    return 0;
+}

@@ -1,0 +1,36 @@
+/* kvgate serve's own Prometheus metrics. Hot-path series are created once at
+ * start (per route and status class), so a request only does atomic adds;
+ * per-worker series are refreshed from the pool's atomics at scrape time and
+ * removed when a worker leaves. */
+#ifndef KVG_SERVE_METRICS_H
+#define KVG_SERVE_METRICS_H
+
+#include "metrics/metrics.h"
+#include "proxy/proxy.h"
+#include "router/pool.h"
+
+struct kvg_serve_metrics {
+    struct kvg_metrics_registry *reg;
+    struct kvg_proxy_metrics proxy; /* what the proxy observes */
+    struct kvg_metrics_series *tokenizer_fallback, *block_size_mismatch;
+    struct kvg_metrics_series *shed;
+    struct kvg_metrics_family *quota_f, *adm_f; /* by event: admitted, limited, ... */
+    struct kvg_metrics_family *w_cached;
+    struct kvg_metrics_family *w_active, *w_health, *w_processed, *w_cb, *decisions;
+    struct kvg_metrics_series *workers;
+    struct kvg_metrics_family *kv_entries, *kv_bytes, *kv_evictions, *kv_worker_blocks, *kv_batches,
+        *kv_gaps, *kv_decode_errors, *kv_drops;
+    const char *policy;
+};
+
+int kvg_serve_metrics_init(struct kvg_serve_metrics *m, const char *policy);
+void kvg_serve_metrics_free(struct kvg_serve_metrics *m);
+struct kvg_serve;
+/* Renders sv's registry after refreshing what is read at scrape time: the
+ * pool's workers, the KV index and its subscribers (when configured), the
+ * quota store and the admission queue. */
+int kvg_serve_metrics_render(struct kvg_serve *sv, struct kvg_buf *out);
+/* A worker left: its series go. */
+void kvg_serve_metrics_forget_worker(struct kvg_serve_metrics *m, const char *url);
+
+#endif

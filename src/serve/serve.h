@@ -1,0 +1,72 @@
+/* kvgate serve: the process. This part wires every other one together (the
+ * listener, the gateway's decisions, the router and its KV index, the proxy,
+ * kvgate's own metrics) and nothing includes it. Shared state and the
+ * per-thread context every handler gets. */
+#ifndef KVG_SERVE_SERVE_H
+#define KVG_SERVE_SERVE_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <uv.h>
+
+#include "base/util.h"
+#include "gateway/gate.h"
+#include "http/client.h"
+#include "http/http.h"
+#include "proxy/proxy.h"
+#include "router/pool.h"
+#include "serve/config.h"
+#include "serve/metrics.h"
+
+struct kvg_tok;
+struct kvg_jinja_chat;
+struct kvg_kv_index;
+struct kvg_kv_sub;
+
+struct kvg_serve {
+    struct kvg_serve_config cfg;
+    struct kvg_pool pool;
+    struct kvg_tok *tok;         /* the served model's tokenizer (builtin:bytes by default) */
+    struct kvg_jinja_chat *chat; /* its chat template */
+    struct kvg_kv_index *kv;     /* precise KV index; NULL when no worker publishes events */
+    struct kvg_kv_sub *sub;      /* its subscribers */
+    struct kvg_gate gate;        /* keys, quotas, admission */
+    struct kvg_proxy proxy;      /* what every loop's proxy shares */
+    _Atomic int draining;
+    double started_s;
+    uv_async_t health_kick; /* any thread: "check the workers now" (main loop) */
+    struct ssl_ctx_st *tls;
+    struct kvg_serve_metrics metrics;
+};
+
+/* One per event-loop thread. */
+struct kvg_serve_loop {
+    struct kvg_serve *sv;
+    uv_loop_t loop;
+    struct kvg_http_server *srv;
+    struct kvg_http_server *srv_tls; /* NULL without --tls-cert */
+    struct kvg_http_client *client;
+    struct kvg_gate_loop gate;   /* this loop's end of the quota store and admission queue */
+    struct kvg_proxy_loop proxy; /* this loop's proxy */
+    uv_async_t wake;             /* "look at sv->draining / force_close" */
+    uv_timer_t drain_timer;
+    _Atomic int force_close;
+    _Atomic int done;
+    pthread_t thread;
+    struct kvg_rng rng;
+    int index;
+};
+
+/* The request handler of every loop: the endpoint table (endpoints.c). */
+void kvg_serve_handle(struct kvg_http_req *req, void *ud);
+/* Router set-up (router_setup.c): tokenizer, chat template, KV index and
+ * subscribers, the policy and the pool with its hooks. Message in err. */
+int kvg_serve_router_init(struct kvg_serve *sv, char *err, size_t errlen);
+void kvg_serve_router_free(struct kvg_serve *sv);
+/* The gateway's decisions and the proxy, from the configuration
+ * (gate_setup.c); after kvg_serve_router_init. */
+int kvg_serve_gate_init(struct kvg_serve *sv, char *err, size_t errlen);
+/* kvgate serve's entry point (serve.c). */
+int kvg_serve_main(int argc, char **argv);
+
+#endif
