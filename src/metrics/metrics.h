@@ -127,6 +127,10 @@ void kvg_metrics_dec(struct kvg_metrics_series *s);               /* gauge */
 void kvg_metrics_add(struct kvg_metrics_series *s, double v);     /* counter, gauge */
 void kvg_metrics_set(struct kvg_metrics_series *s, double v);     /* gauge */
 void kvg_metrics_observe(struct kvg_metrics_series *s, double v); /* histogram */
+/* A counter that mirrors a total counted elsewhere (a store's or a queue's
+ * own statistics, read at scrape time): it takes total unless it already
+ * shows more, so it never goes down. */
+void kvg_metrics_counter_mirror(struct kvg_metrics_series *s, uint64_t total);
 
 /* Reads a series (relaxed; a value some update made visible). */
 double kvg_metrics_value(const struct kvg_metrics_series *s); /* counter, gauge */

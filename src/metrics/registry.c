@@ -527,6 +527,17 @@ void kvg_metrics_set(struct kvg_metrics_series *s, double v)
     if (s->kind == KVG_METRICS_GAUGE) atomic_store_explicit(&s->a, d2u(v), memory_order_relaxed);
 }
 
+void kvg_metrics_counter_mirror(struct kvg_metrics_series *s, uint64_t total)
+{
+    assert(s->kind == KVG_METRICS_COUNTER);
+    if (s->kind != KVG_METRICS_COUNTER) return;
+    uint64_t cur = atomic_load_explicit(&s->a, memory_order_relaxed);
+    /* Two scrapes may mirror at once: the larger total wins, never a step back. */
+    while (cur < total && !atomic_compare_exchange_weak_explicit(
+                              &s->a, &cur, total, memory_order_relaxed, memory_order_relaxed))
+        ;
+}
+
 void kvg_metrics_observe(struct kvg_metrics_series *s, double v)
 {
     assert(s->kind == KVG_METRICS_HISTOGRAM);

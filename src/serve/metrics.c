@@ -95,14 +95,17 @@ int kvg_serve_metrics_init(struct kvg_serve_metrics *m, const char *policy)
                                     "Share of a tokenized prompt's blocks the chosen worker held.",
                                     NULL, 0, ratio_bounds, 10, &f)) ||
         (rc = kvg_metrics_series(f, NULL, 0, &pm->match_ratio)) ||
-        (rc = kvg_metrics_gauge(m->reg, "kvgate_quota_events",
-                                "Quota store outcomes since start: admitted, limited, store_error, "
-                                "fail_open, fail_closed, timeout, reconnect.",
-                                (const char *const[]){"event"}, 1, &m->quota_f)) ||
-        (rc = kvg_metrics_gauge(m->reg, "kvgate_admission_queue",
-                                "Gateway queue: queued, granted, timeout, evicted, refused_full, "
-                                "cancelled since start; waiting now.",
-                                (const char *const[]){"event"}, 1, &m->adm_f)) ||
+        (rc = kvg_metrics_counter(m->reg, "kvgate_quota_events_total",
+                                  "Quota store outcomes: admitted, limited, store_error, "
+                                  "fail_open, fail_closed, timeout, reconnect.",
+                                  (const char *const[]){"event"}, 1, &m->quota_f)) ||
+        (rc = kvg_metrics_counter(m->reg, "kvgate_admission_queue_events_total",
+                                  "Gateway queue: queued, granted, timeout, evicted, "
+                                  "refused_full, cancelled.",
+                                  (const char *const[]){"event"}, 1, &m->adm_f)) ||
+        (rc = kvg_metrics_gauge(m->reg, "kvgate_admission_queue_waiting",
+                                "Requests waiting in the gateway queue now.", NULL, 0, &f)) ||
+        (rc = kvg_metrics_series(f, NULL, 0, &m->adm_waiting)) ||
         (rc = kvg_metrics_gauge(m->reg, "kvgate_kv_index_entries",
                                 "(block, worker) entries in the precise KV index.", NULL, 0,
                                 &m->kv_entries)) ||
@@ -144,6 +147,7 @@ void kvg_serve_metrics_free(struct kvg_serve_metrics *m)
     kvg_metrics_series_release(pm->upstream_errors);
     kvg_metrics_series_release(pm->no_worker);
     kvg_metrics_series_release(m->workers);
+    kvg_metrics_series_release(m->adm_waiting);
     kvg_metrics_series_release(pm->match_ratio);
     kvg_metrics_series_release(m->tokenizer_fallback);
     kvg_metrics_series_release(m->block_size_mismatch);
@@ -155,6 +159,15 @@ static void set_series(struct kvg_metrics_family *f, const char *const *v, size_
     struct kvg_metrics_series *s;
     if (kvg_metrics_series(f, v, n, &s)) return;
     kvg_metrics_set(s, x);
+    kvg_metrics_series_release(s);
+}
+
+static void mirror_series(struct kvg_metrics_family *f, const char *const *v, size_t n,
+                          uint64_t total)
+{
+    struct kvg_metrics_series *s;
+    if (kvg_metrics_series(f, v, n, &s)) return;
+    kvg_metrics_counter_mirror(s, total);
     kvg_metrics_series_release(s);
 }
 
@@ -172,17 +185,17 @@ int kvg_serve_metrics_render(struct kvg_serve *sv, struct kvg_buf *out)
         uint64_t vals[] = {q.admitted,    q.limited,  q.store_errors, q.fail_open,
                            q.fail_closed, q.timeouts, q.reconnects};
         for (size_t i = 0; i < KVG_ARRAY_LEN(names); i++)
-            set_series(m->quota_f, &names[i], 1, (double)vals[i]);
+            mirror_series(m->quota_f, &names[i], 1, vals[i]);
     }
     if (sv->gate.adm) {
         struct kvg_adm_stats a;
         kvg_adm_stats(sv->gate.adm, &a);
-        const char *names[] = {"queued",       "granted",   "timeout", "evicted",
-                               "refused_full", "cancelled", "waiting"};
-        uint64_t vals[] = {a.queued,       a.granted,   a.timeouts,         a.evicted,
-                           a.refused_full, a.cancelled, (uint64_t)a.waiting};
+        const char *names[] = {"queued",  "granted",      "timeout",
+                               "evicted", "refused_full", "cancelled"};
+        uint64_t vals[] = {a.queued, a.granted, a.timeouts, a.evicted, a.refused_full, a.cancelled};
         for (size_t i = 0; i < KVG_ARRAY_LEN(names); i++)
-            set_series(m->adm_f, &names[i], 1, (double)vals[i]);
+            mirror_series(m->adm_f, &names[i], 1, vals[i]);
+        kvg_metrics_set(m->adm_waiting, (double)a.waiting);
     }
     if (kv) {
         struct kvg_kv_index_stats st;

@@ -64,7 +64,7 @@ check "429: x-ratelimit-reset-tokens" [ -n "$(hdr x-ratelimit-reset-tokens)" ]
 check "tenant team-a isolated: carol fine" [ "$(req "$KC" '{"model":"m","prompt":"x","max_tokens":2}')" = 200 ]
 
 curl -s "$G/metrics" >"$TMP/m"
-check "metrics: quota refusals counted" [ "$(awk -F' ' '/^kvgate_quota_events\{event="limited"\}/ {print ($2 > 0)}' "$TMP/m")" = 1 ]
+check "metrics: quota refusals counted" [ "$(awk -F' ' '/^kvgate_quota_events_total\{event="limited"\}/ {print ($2 > 0)}' "$TMP/m")" = 1 ]
 check "metrics pass promtool" bash -c "promtool check metrics <'$TMP/m' >/dev/null 2>&1"
 
 # Concurrency cannot overshoot: carol has 20000 tokens a minute; 20

@@ -50,5 +50,10 @@ check "no worker below the critical threshold: 503 after the queue timeout" [ "$
 check "queued about 1 s" [ $(( (t1 - t0) / 1000000 )) -ge 900 ]
 check "503: Retry-After" grep -qi '^retry-after:' "$TMP/qh"
 curl -s "$G/metrics" | grep -q '^kvgate_admission_shed_total 1' && ok "shed counted in metrics" || bad "shed counted in metrics"
+curl -s "$G/metrics" >"$TMP/m"
+check "queue events are a counter" grep -q '^# TYPE kvgate_admission_queue_events_total counter' "$TMP/m"
+check "the timeout counted" grep -q '^kvgate_admission_queue_events_total{event="timeout"} [1-9]' "$TMP/m"
+check "waiting is a gauge of its own" grep -q '^# TYPE kvgate_admission_queue_waiting gauge' "$TMP/m"
+check "no event label on the gauge" bash -c "! grep -q '^kvgate_admission_queue{' '$TMP/m'"
 kill "${CP[@]}" 2>/dev/null
 finish

@@ -198,6 +198,32 @@ static void *hot_thread(void *arg)
     return NULL;
 }
 
+/* A counter mirrored from a total counted elsewhere takes the total and
+ * never steps back, and renders as a counter. */
+TEST(counter_mirror)
+{
+    struct kvg_metrics_registry *r;
+    struct kvg_metrics_family *fc;
+    struct kvg_metrics_series *c;
+    CHECK_INT(kvg_metrics_registry_new(0, &r), 0);
+    CHECK_INT(kvg_metrics_counter(r, "q_events_total", "h", NULL, 0, &fc), 0);
+    CHECK_INT(kvg_metrics_series(fc, NULL, 0, &c), 0);
+    kvg_metrics_counter_mirror(c, 5);
+    CHECK_NEAR(kvg_metrics_value(c), 5, 0);
+    kvg_metrics_counter_mirror(c, 3); /* an older reading: ignored */
+    CHECK_NEAR(kvg_metrics_value(c), 5, 0);
+    kvg_metrics_counter_mirror(c, 9);
+    CHECK_NEAR(kvg_metrics_value(c), 9, 0);
+    struct kvg_buf b;
+    kvg_buf_init(&b, 0);
+    CHECK_INT(kvg_metrics_render(r, &b), 0);
+    const char *want = "# TYPE q_events_total counter\nq_events_total 9\n";
+    CHECK(memmem(b.data, b.len, want, strlen(want)) != NULL);
+    kvg_buf_free(&b);
+    kvg_metrics_series_release(c);
+    kvg_metrics_registry_free(r);
+}
+
 TEST(concurrent_updates_exact_totals)
 {
     struct kvg_metrics_registry *r;
