@@ -2,8 +2,8 @@
  * engine), on libuv + llhttp.
  *
  * One struct kvg_http_server runs on one libuv loop; a multi-threaded
- * listener is one server per loop thread, each with its own SO_REUSEPORT
- * socket on the same address, so the kernel spreads connections.
+ * listener is one server per loop thread, each with its own socket on the
+ * same address (see enum kvg_http_bind), so the kernel spreads connections.
  *
  * A request is handed to the handler once its body is complete. The handler
  * answers with kvg_http_res_*; it may answer later (from the same loop), in
@@ -32,18 +32,29 @@ struct kvg_http_header {
 };
 
 struct kvg_http_limits {
-    size_t max_header_bytes;    /* request line + headers; over it: 431 */
-    size_t max_body_bytes;      /* over it: 413 */
-    uint32_t header_timeout_ms; /* from first byte to complete request head */
-    uint32_t body_timeout_ms;   /* between body bytes */
-    uint32_t idle_timeout_ms;   /* keep-alive idle between requests */
-    uint32_t max_conns;         /* per server (per loop thread); 0 = no limit */
-    uint32_t max_headers;       /* count; over it: 431 */
-    uint32_t send_buffer_bytes; /* SO_SNDBUF of client connections, 0 = the kernel's (nginx's
-                                   listen sndbuf=) */
+    size_t max_header_bytes;     /* request line + headers; over it: 431 */
+    size_t max_body_bytes;       /* over it: 413 */
+    uint32_t header_timeout_ms;  /* from first byte to complete request head */
+    uint32_t body_timeout_ms;    /* between body bytes */
+    uint32_t body_deadline_ms;   /* from the request head to the end of its body */
+    uint64_t max_buffered_bytes; /* request bodies held by the whole process; over it: 503 */
+    uint32_t idle_timeout_ms;    /* keep-alive idle between requests */
+    uint32_t max_conns;          /* per server (per loop thread); 0 = no limit */
+    uint32_t max_headers;        /* count; over it: 431 */
+    uint32_t send_buffer_bytes;  /* SO_SNDBUF of client connections, 0 = the kernel's (nginx's
+                                    listen sndbuf=) */
 };
 
 void kvg_http_limits_default(struct kvg_http_limits *l);
+
+/* An answer a server gives instead of reading a request any further. */
+struct kvg_http_refusal {
+    int status;
+    const char *type, *code; /* NULL: from the status */
+    char message[512];
+    struct kvg_http_header headers[8]; /* views: valid until the answer is written */
+    size_t nheaders;
+};
 
 struct kvg_http_req;
 typedef void (*kvg_http_handler)(struct kvg_http_req *req, void *ud);
@@ -62,7 +73,7 @@ struct kvg_http_req {
     int http_minor;    /* 1 for HTTP/1.1, 0 for 1.0 */
     int keep_alive;    /* client wants keep-alive */
     uint64_t start_ns; /* monotonic time the request head was complete */
-    char peer[64];     /* "ip:port" of the client */
+    char peer[64];     /* "ip:port" or "[ip6]:port" of the client */
 
     /* Set by the handler. */
     void *ud;
@@ -81,13 +92,28 @@ struct kvg_http_req {
     int close_after;            /* private */
 };
 
-/* Starts a server on `loop` listening on host:port. reuseport lets several
- * servers (one per thread) share the address. `handler` gets every request.
+/* How a listener binds. EXCLUSIVE: alone. A group of servers (one per loop
+ * thread of one process) shares an address: its FIRST binds exclusively (an
+ * address held by anyone else is -EADDRINUSE, never silently shared with
+ * another process), then the others JOIN with SO_REUSEPORT and the kernel
+ * spreads connections. */
+enum kvg_http_bind { KVG_HTTP_BIND_EXCLUSIVE, KVG_HTTP_BIND_GROUP_FIRST, KVG_HTTP_BIND_GROUP_JOIN };
+
+/* Starts a server on `loop` listening on host:port. `handler` gets every request.
  * *out is owned by the caller: kvg_http_server_close() then wait for the
  * loop to finish closing handles. Returns 0 or a negative code. */
-int kvg_http_server_start(uv_loop_t *loop, const char *host, int port, int reuseport,
+int kvg_http_server_start(uv_loop_t *loop, const char *host, int port, enum kvg_http_bind bind_mode,
                           const struct kvg_http_limits *limits, kvg_http_handler handler, void *ud,
                           struct kvg_http_server **out);
+/* Called once a request's head is complete, before its body is read or
+ * `100 Continue` is sent: return 0 to read on, or non-zero with *out filled
+ * to refuse the request (the connection then closes). Runs on the server's
+ * loop with the server's ud. */
+typedef int (*kvg_http_head_check)(const struct kvg_http_req *req, void *ud,
+                                   struct kvg_http_refusal *out);
+void kvg_http_server_set_head_check(struct kvg_http_server *srv, kvg_http_head_check cb);
+/* Request body bytes held by every server of the process now. */
+uint64_t kvg_http_buffered_bytes(void);
 /* Serves HTTPS on this server's connections from now on (ctx from
  * kvg_tls_server_ctx; not owned, must outlive the server). */
 struct ssl_ctx_st;

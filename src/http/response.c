@@ -185,18 +185,23 @@ void kvg_http_res_close_after(struct kvg_http_req *req)
 
 /* A response the server makes itself, for a request the handler never saw
  * (malformed, over a limit): written raw, then the connection closes. */
-void kvg_http__reject(struct kvg_http_conn *c, int status, const char *message)
+void kvg_http__refuse(struct kvg_http_conn *c, const struct kvg_http_refusal *r)
 {
     struct kvg_buf body, b;
     kvg_buf_init(&body, 0);
     kvg_buf_init(&b, 0);
-    if (!kvg_http_error_json(&body, status, kvg_http_error_type(status), NULL, message) &&
-        !kvg_buf_printf(&b,
-                        "HTTP/1.1 %d %s\r\ncontent-type: application/json\r\n"
-                        "content-length: %zu\r\nconnection: close\r\n\r\n",
-                        status, kvg_http_reason(status), body.len) &&
-        !kvg_buf_append(&b, body.data, body.len))
-        kvg_http__write(c, b.data, b.len);
+    int rc = kvg_http_error_json(
+        &body, r->status, r->type ? r->type : kvg_http_error_type(r->status), r->code, r->message);
+    if (!rc) rc = kvg_buf_printf(&b, "HTTP/1.1 %d %s\r\n", r->status, kvg_http_reason(r->status));
+    for (size_t i = 0; !rc && i < r->nheaders; i++)
+        rc = kvg_buf_printf(&b, "%.*s: %.*s\r\n", (int)r->headers[i].name.len, r->headers[i].name.p,
+                            (int)r->headers[i].value.len, r->headers[i].value.p);
+    if (!rc)
+        rc = kvg_buf_printf(&b,
+                            "content-type: application/json\r\ncontent-length: %zu\r\n"
+                            "connection: close\r\n\r\n",
+                            body.len);
+    if (!rc && !kvg_buf_append(&b, body.data, body.len)) kvg_http__write(c, b.data, b.len);
     kvg_buf_free(&body);
     kvg_buf_free(&b);
     if (c->req) {
@@ -204,4 +209,11 @@ void kvg_http__reject(struct kvg_http_conn *c, int status, const char *message)
         c->req = NULL;
     }
     kvg_http__close_gracefully(c);
+}
+
+void kvg_http__reject(struct kvg_http_conn *c, int status, const char *message)
+{
+    struct kvg_http_refusal r = {.status = status};
+    snprintf(r.message, sizeof r.message, "%s", message);
+    kvg_http__refuse(c, &r);
 }

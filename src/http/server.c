@@ -5,6 +5,7 @@
 #include "http/http.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <llhttp.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
@@ -47,9 +48,11 @@ static void on_aux_closed(uv_handle_t *h)
 void kvg_http_limits_default(struct kvg_http_limits *l)
 {
     l->max_header_bytes = 64 * 1024;
-    l->max_body_bytes = 512u * 1024 * 1024; /* the routers' --max-payload-size default */
+    l->max_body_bytes = 64u * 1024 * 1024; /* see --max-payload-size in kvgate serve --help */
     l->header_timeout_ms = 30 * 1000;
     l->body_timeout_ms = 60 * 1000;
+    l->body_deadline_ms = 300 * 1000;
+    l->max_buffered_bytes = 1ull << 30;
     l->idle_timeout_ms = 75 * 1000;
     l->max_conns = 0;
     l->max_headers = 128;
@@ -64,9 +67,39 @@ void kvg_http_limits_default(struct kvg_http_limits *l)
  * allocation per request once a connection has warmed up. "Freeing" a
  * request ends its life for the handler; only an unusually large body
  * buffer is given back at once. */
+/* Request body bytes held across every server and thread of the process:
+ * one cap, so many connections each under --max-payload-size cannot add up
+ * to more memory than the operator allowed. */
+static _Atomic uint64_t g_buffered;
+
+uint64_t kvg_http_buffered_bytes(void)
+{
+    return atomic_load_explicit(&g_buffered, memory_order_relaxed);
+}
+
+static void body_release(struct kvg_http_conn *c)
+{
+    if (c->body_held) atomic_fetch_sub_explicit(&g_buffered, c->body_held, memory_order_relaxed);
+    c->body_held = 0;
+}
+
+/* Takes n more bytes of the process's budget for c's body; -1 when over. */
+static int body_take(struct kvg_http_conn *c, uint64_t n)
+{
+    uint64_t cap = c->srv->limits.max_buffered_bytes;
+    uint64_t was = atomic_fetch_add_explicit(&g_buffered, n, memory_order_relaxed);
+    if (cap && was + n > cap) {
+        atomic_fetch_sub_explicit(&g_buffered, n, memory_order_relaxed);
+        return -1;
+    }
+    c->body_held += n;
+    return 0;
+}
+
 void kvg_http__req_free(struct kvg_http_req *r)
 {
     if (!r) return;
+    if (r->conn) body_release(r->conn);
     if (r->body.cap > 1u << 20) kvg_buf_free(&r->body);
     r->ud = NULL;
     r->on_abort = r->on_drain = NULL;
@@ -94,6 +127,7 @@ static int on_message_begin(llhttp_t *p)
     struct kvg_http_conn *c = conn_of(p);
     struct kvg_http_req *r = &c->reqbuf;
     struct kvg_buf body = r->body;
+    body_release(c);
     memset(r, 0, sizeof *r);
     r->body = body;
     kvg_buf_reset(&r->body);
@@ -132,6 +166,19 @@ static int on_header_value(llhttp_t *p, const char *at, size_t n)
     return head_piece(c, kvg_http__hdrs_value(&c->hacc, at, n));
 }
 
+/* While a body is read: the idle timer between its bytes, and never past
+ * the body's deadline (a client sending a byte now and then). */
+static void body_timer(struct kvg_http_conn *c)
+{
+    uint32_t ms = c->srv->limits.body_timeout_ms;
+    if (c->body_due_ms) {
+        uint64_t now = uv_now(c->srv->loop);
+        uint64_t left = c->body_due_ms > now ? c->body_due_ms - now : 1;
+        if (!ms || left < ms) ms = (uint32_t)left;
+    }
+    kvg_http__timer_set(c, ms);
+}
+
 static int on_headers_complete(llhttp_t *p)
 {
     struct kvg_http_conn *c = conn_of(p);
@@ -157,10 +204,27 @@ static int on_headers_complete(llhttp_t *p)
     r->path = (struct kvg_str){base, q ? (size_t)(q - base) : c->url_len};
     r->query = q ? (struct kvg_str){q + 1, c->url_len - r->path.len - 1} : KVG_STR_NULL;
     r->start_ns = kvg_now_ns();
-    if ((p->flags & F_CONTENT_LENGTH) && p->content_length > c->srv->limits.max_body_bytes) {
+    const struct kvg_http_limits *lim = &c->srv->limits;
+    if (c->srv->head_check) { /* who asks comes first: a stranger learns no limit */
+        struct kvg_http_refusal *rf = calloc(1, sizeof *rf);
+        if (!rf) return HPE_USER;
+        if (c->srv->head_check(r, c->srv->ud, rf)) {
+            c->refusal = rf;
+            return HPE_USER;
+        }
+        free(rf);
+    }
+    if ((p->flags & F_CONTENT_LENGTH) && p->content_length > lim->max_body_bytes) {
         c->err_status = 413;
         return HPE_USER;
     }
+    /* A declared body takes its share of the process's budget before any of
+     * it is read (or continued): refused now, not half-way. */
+    if ((p->flags & F_CONTENT_LENGTH) && p->content_length && body_take(c, p->content_length)) {
+        c->err_status = 503;
+        return HPE_USER;
+    }
+    c->body_due_ms = lim->body_deadline_ms ? uv_now(c->srv->loop) + lim->body_deadline_ms : 0;
     struct kvg_str expect = kvg_http_req_header(r, "expect");
     if (expect.p && r->http_minor >= 1) {
         if (!kvg_str_eq_nocase(expect, "100-continue")) {
@@ -171,18 +235,23 @@ static int on_headers_complete(llhttp_t *p)
         kvg_http__write(c, cont, sizeof cont - 1);
     }
     c->state = ST_BODY;
-    kvg_http__timer_set(c, c->srv->limits.body_timeout_ms);
+    body_timer(c);
     return 0;
 }
 
 static int on_body(llhttp_t *p, const char *at, size_t n)
 {
     struct kvg_http_conn *c = conn_of(p);
+    /* A chunked body takes its budget as it comes; a declared one has it. */
+    if (!(p->flags & F_CONTENT_LENGTH) && body_take(c, n)) {
+        c->err_status = 503;
+        return HPE_USER;
+    }
     if (kvg_buf_append(&c->req->body, at, n)) {
         c->err_status = 413;
         return HPE_USER;
     }
-    kvg_http__timer_set(c, c->srv->limits.body_timeout_ms);
+    body_timer(c);
     return 0;
 }
 
@@ -219,10 +288,19 @@ void kvg_http__process(struct kvg_http_conn *c)
             dispatch(c); /* may answer at once and set state back to ST_IDLE */
             continue;
         }
+        if (c->refusal) {
+            struct kvg_http_refusal *rf = c->refusal;
+            c->refusal = NULL;
+            kvg_buf_reset(&c->inbuf);
+            kvg_http__refuse(c, rf);
+            free(rf);
+            break;
+        }
         int status = c->err_status ? c->err_status : 400;
         const char *msg = status == 431   ? "request header fields too large"
                           : status == 413 ? "request body too large"
                           : status == 417 ? "unsupported Expect header"
+                          : status == 503 ? "the gateway holds too many request bodies: retry later"
                                           : llhttp_get_error_reason(&c->parser);
         if (e == HPE_PAUSED_UPGRADE) msg = "protocol upgrades are not supported";
         if (c->state == ST_IDLE && !c->req && status == 400 && e != HPE_PAUSED_UPGRADE)
@@ -241,6 +319,8 @@ static void on_handle_closed(uv_handle_t *h)
     struct kvg_http_conn *c = h->data;
     if (--c->handles > 0) return;
     struct kvg_http_server *srv = c->srv;
+    body_release(c);
+    free(c->refusal);
     kvg_buf_free(&c->head);
     kvg_buf_free(&c->inbuf);
     kvg_buf_free(&c->out);
@@ -432,7 +512,8 @@ static void on_connection(uv_stream_t *ls, int status)
             uv_ip6_name((struct sockaddr_in6 *)&ss, ip, sizeof ip);
             port = ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
         }
-        snprintf(c->peer, sizeof c->peer, "%s:%d", ip, port);
+        snprintf(c->peer, sizeof c->peer, ss.ss_family == AF_INET6 ? "[%s]:%d" : "%s:%d", ip,
+                 port);
     }
     if (srv->tls) {
         c->ssl = SSL_new(srv->tls);
@@ -456,8 +537,11 @@ static void on_connection(uv_stream_t *ls, int status)
 }
 
 /* Creates the listening socket ourselves so that SO_REUSEPORT can be set
- * before bind (libuv 1.44 has no flag for it). */
-static int make_listen_socket(const char *host, int port, int reuseport, int *fd_out)
+ * (libuv 1.44 has no flag for it). The first socket of a group binds without
+ * it, so an address another process holds, with or without SO_REUSEPORT, is
+ * "address in use"; only then is SO_REUSEPORT turned on (the kernel reads it
+ * when the socket listens), so this process's own loop threads can join. */
+static int make_listen_socket(const char *host, int port, enum kvg_http_bind mode, int *fd_out)
 {
     struct sockaddr_storage ss;
     memset(&ss, 0, sizeof ss);
@@ -471,15 +555,16 @@ static int make_listen_socket(const char *host, int port, int reuseport, int *fd
     }
     int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) return -errno;
-    int one = 1;
+    int one = 1, e = 0;
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    if (reuseport && setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) < 0) {
-        int e = -errno;
-        close(fd);
-        return e;
-    }
-    if (bind(fd, (struct sockaddr *)&ss, slen) < 0) {
-        int e = -errno;
+    if (mode == KVG_HTTP_BIND_GROUP_JOIN &&
+        setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) < 0)
+        e = -errno;
+    if (!e && bind(fd, (struct sockaddr *)&ss, slen) < 0) e = -errno;
+    if (!e && mode == KVG_HTTP_BIND_GROUP_FIRST &&
+        setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) < 0)
+        e = -errno;
+    if (e) {
         close(fd);
         return e;
     }
@@ -487,7 +572,7 @@ static int make_listen_socket(const char *host, int port, int reuseport, int *fd
     return 0;
 }
 
-int kvg_http_server_start(uv_loop_t *loop, const char *host, int port, int reuseport,
+int kvg_http_server_start(uv_loop_t *loop, const char *host, int port, enum kvg_http_bind bind_mode,
                           const struct kvg_http_limits *limits, kvg_http_handler handler, void *ud,
                           struct kvg_http_server **out)
 {
@@ -510,7 +595,7 @@ int kvg_http_server_start(uv_loop_t *loop, const char *host, int port, int reuse
     srv->settings.on_body = on_body;
     srv->settings.on_message_complete = on_message_complete;
     int fd = -1;
-    int rc = make_listen_socket(host, port, reuseport, &fd);
+    int rc = make_listen_socket(host, port, bind_mode, &fd);
     if (rc) goto fail;
     uv_tcp_init(loop, &srv->listener);
     srv->listener.data = srv;
@@ -587,6 +672,11 @@ void kvg_http_server_close(struct kvg_http_server *srv)
     uv_close((uv_handle_t *)&srv->prepare, on_aux_closed);
     uv_close((uv_handle_t *)&srv->check, on_aux_closed);
     server_maybe_free(srv);
+}
+
+void kvg_http_server_set_head_check(struct kvg_http_server *srv, kvg_http_head_check cb)
+{
+    srv->head_check = cb;
 }
 
 void kvg_http_server_set_tls(struct kvg_http_server *srv, SSL_CTX *ctx)

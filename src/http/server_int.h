@@ -27,13 +27,14 @@ struct kvg_http_conn {
     struct kvg_buf head;        /* url + header names and values of the current request */
     struct kvg_http__hdrs hacc; /* where in head each header is */
     size_t url_len;
-    struct kvg_buf inbuf;     /* bytes received but not parsed yet */
-    struct kvg_http_req *req; /* request being read or answered */
-    int err_status;           /* set by a parser callback that rejects the request */
-    int processing;           /* inside kvg_http__process: no recursion */
-    size_t wq_bytes;          /* bytes handed to libuv, not yet written */
-    struct kvg_buf out;       /* bytes not handed to libuv yet (coalesced per loop turn) */
-    int dirty;                /* on the server's flush list */
+    struct kvg_buf inbuf;             /* bytes received but not parsed yet */
+    struct kvg_http_req *req;         /* request being read or answered */
+    int err_status;                   /* set by a parser callback that rejects the request */
+    struct kvg_http_refusal *refusal; /* owned: the head check's answer, when it refused */
+    int processing;                   /* inside kvg_http__process: no recursion */
+    size_t wq_bytes;                  /* bytes handed to libuv, not yet written */
+    struct kvg_buf out;               /* bytes not handed to libuv yet (coalesced per loop turn) */
+    int dirty;                        /* on the server's flush list */
     struct kvg_http_conn *dprev, *dnext;
     int want_drain;
     int dispatched;               /* c->req is the handler's until res_end or abort */
@@ -42,6 +43,8 @@ struct kvg_http_conn {
     struct kvg_http_header *hdrs; /* its header views (reused) */
     size_t hdrs_cap;
     uint64_t timer_due_ms; /* when the libuv timer is set to fire */
+    uint64_t body_due_ms;  /* the body's deadline (loop time), 0 outside a body */
+    uint64_t body_held;    /* this request's share of the process's buffered bytes */
     SSL *ssl;              /* TLS connections only */
     BIO *rbio, *wbio;      /* owned by ssl */
     int handles;           /* open uv handles; freed at 0 */
@@ -68,6 +71,7 @@ struct kvg_http_server {
     struct kvg_buf scratch;      /* response heads are built here */
     SSL_CTX *tls;                /* not owned; NULL for plain HTTP */
     llhttp_settings_t settings;
+    kvg_http_head_check head_check; /* NULL: every head is read on */
     char rbuf[READ_BUF_SIZE];
 };
 
@@ -91,6 +95,8 @@ void kvg_http__on_check(uv_check_t *h);
 /* response.c */
 void kvg_http__close_gracefully(struct kvg_http_conn *c);
 void kvg_http__reject(struct kvg_http_conn *c, int status, const char *message);
+/* The same with the type, code and headers of a refusal. */
+void kvg_http__refuse(struct kvg_http_conn *c, const struct kvg_http_refusal *r);
 
 /* server.c */
 void kvg_http__close(struct kvg_http_conn *c);
