@@ -71,7 +71,9 @@ static void setup(void)
     lim.max_header_bytes = 2048; /* small, so the fuzzer reaches the limits */
     lim.max_body_bytes = 4096;
     lim.max_headers = 16;
-    if (kvg_http_server_start(&loop, "127.0.0.1", 0, 0, &lim, handler, NULL, &srv) < 0) abort();
+    if (kvg_http_server_start(&loop, "127.0.0.1", 0, KVG_HTTP_BIND_EXCLUSIVE, &lim, handler, NULL,
+                              &srv) < 0)
+        abort();
     port = kvg_http_server_port(srv);
 }
 

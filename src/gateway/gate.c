@@ -127,16 +127,60 @@ void kvg_gate_loop_close(struct kvg_gate_loop *gl)
 static void deny(struct kvg_gate_deny *d, int status, const char *type, const char *code,
                  const char *msg)
 {
-    d->status = status;
-    d->type = type;
-    d->code = code;
-    snprintf(d->msg, sizeof d->msg, "%s", msg);
-    d->nh = 0;
+    d->r.status = status;
+    d->r.type = type;
+    d->r.code = code;
+    snprintf(d->r.message, sizeof d->r.message, "%s", msg);
+    d->r.nheaders = 0;
 }
 
 static void deny_header(struct kvg_gate_deny *d, struct kvg_str name, struct kvg_str value)
 {
-    if (d->nh < KVG_ARRAY_LEN(d->h)) d->h[d->nh++] = (struct kvg_http_header){name, value};
+    if (d->r.nheaders < KVG_ARRAY_LEN(d->r.headers))
+        d->r.headers[d->r.nheaders++] = (struct kvg_http_header){name, value};
+}
+
+static void deny_key(struct kvg_gate_deny *d, enum kvg_keys_auth a)
+{
+    deny(d, 401, "authentication_error", "invalid_api_key",
+         a == KVG_KEYS_AUTH_MISSING ? "Missing API key: send Authorization: Bearer <key>."
+                                    : "Incorrect API key provided.");
+    deny_header(d, KVG_STR("www-authenticate"), KVG_STR("Bearer"));
+}
+
+int kvg_gate_peer_loopback(const char *peer)
+{
+    return !strncmp(peer, "127.", 4) || !strncmp(peer, "[::1]:", 6) ||
+           !strncmp(peer, "[::ffff:127.", 12);
+}
+
+int kvg_gate_check_head(struct kvg_gate *g, enum kvg_gate_access a, struct kvg_str authorization,
+                        const char *peer, struct kvg_gate_deny *d)
+{
+    if (a == KVG_GATE_PUBLIC) return 0;
+    if (!g->auth_on) {
+        if (a != KVG_GATE_ADMIN || kvg_gate_peer_loopback(peer)) return 0;
+        deny(d, 403, "permission_error", "admin_loopback_only",
+             "Without --keys the admin API answers clients on the loopback interface only.");
+        return 1;
+    }
+    if (a == KVG_GATE_READ && !g->o.metrics_require_key) return 0;
+    struct kvg_keys_set *set = kvg_keys_acquire(&g->keys);
+    const struct kvg_keys_entry *e = NULL;
+    enum kvg_keys_auth r =
+        set ? kvg_keys_authenticate(set, authorization, &e) : KVG_KEYS_AUTH_UNKNOWN;
+    int admin = e && e->admin;
+    if (set) kvg_keys_unref(set);
+    if (r != KVG_KEYS_AUTH_OK) {
+        deny_key(d, r);
+        return 1;
+    }
+    if (a == KVG_GATE_ADMIN && !admin) {
+        deny(d, 403, "permission_error", "admin_required",
+             "This endpoint needs a key with admin: true.");
+        return 1;
+    }
+    return 0;
 }
 
 int kvg_gate_authorize(struct kvg_gate_loop *gl, struct kvg_gate_req *gr,
@@ -153,25 +197,35 @@ int kvg_gate_authorize(struct kvg_gate_loop *gl, struct kvg_gate_req *gr,
         const struct kvg_keys_entry *e = NULL;
         enum kvg_keys_auth a = kvg_keys_authenticate(gr->keys, authorization, &e);
         if (a != KVG_KEYS_AUTH_OK) {
-            deny(d, 401, "authentication_error", "invalid_api_key",
-                 a == KVG_KEYS_AUTH_MISSING ? "Missing API key: send Authorization: Bearer <key>."
-                                            : "Incorrect API key provided.");
-            deny_header(d, KVG_STR("www-authenticate"), KVG_STR("Bearer"));
+            deny_key(d, a);
             return 1;
         }
         if (!kvg_keys_model_allowed(e, model, model_len)) {
             deny(d, 403, "permission_error", "model_not_allowed", "");
-            snprintf(d->msg, sizeof d->msg, "The key '%s' may not use the model `%.*s`.", e->name,
-                     (int)model_len, model);
+            snprintf(d->r.message, sizeof d->r.message,
+                     "The key '%s' may not use the model `%.*s`.", e->name, (int)model_len, model);
             return 1;
         }
         gr->key = e;
         gr->prio = e->priority;
     }
-    if (priority.p && kvg_adm_priority_parse(priority.p, priority.len, &gr->prio)) {
+    int asked;
+    if (priority.p && kvg_adm_priority_parse(priority.p, priority.len, &asked)) {
         deny(d, 400, "invalid_request_error", "invalid_priority",
-             "x-kvgate-priority must be critical, standard, sheddable or an integer");
+             "x-kvgate-priority must be critical, standard, sheddable or an integer in "
+             "[-1000, 1000]");
         return 1;
+    }
+    if (priority.p) {
+        /* A request may lower its priority, never raise it past its key's. */
+        if (gr->key && asked > gr->key->max_priority) {
+            deny(d, 403, "permission_error", "priority_not_allowed", "");
+            snprintf(d->r.message, sizeof d->r.message,
+                     "The key '%s' may not ask for a priority above %d (%s).", gr->key->name,
+                     gr->key->max_priority, kvg_adm_class_name(gr->key->max_priority));
+            return 1;
+        }
+        gr->prio = asked;
     }
     return 0;
 }
@@ -312,7 +366,7 @@ static void on_quota(void *ud, const struct kvg_quota_result *res)
                  "The quota store cannot be reached.");
         } else {
             deny(&d, 429, "rate_limit_exceeded", "rate_limit_exceeded", "");
-            kvg_quota_describe(res, &gr->quota->req, d.msg, sizeof d.msg);
+            kvg_quota_describe(res, &gr->quota->req, d.r.message, sizeof d.r.message);
         }
         kvg_quota_headers(res, &d.qh);
         for (size_t i = 0; i < d.qh.n; i++) deny_header(&d, d.qh.h[i].name, d.qh.h[i].value);

@@ -36,6 +36,7 @@ struct kvg_gate_opts {
     uint32_t quota_timeout_ms;
     int quota_fail_closed;
     uint32_t default_max_tokens; /* the reservation of a request without max_tokens */
+    int metrics_require_key;     /* /metrics and /v1/models need a valid key too */
     struct kvg_adm_config adm;
 };
 
@@ -68,17 +69,28 @@ struct kvg_gate_loop {
 int kvg_gate_loop_open(struct kvg_gate *g, uv_loop_t *loop, struct kvg_gate_loop *gl);
 void kvg_gate_loop_close(struct kvg_gate_loop *gl);
 
-/* An answer the gateway gives instead of routing. h points into the deny
- * itself or to static strings. */
+/* An answer the gateway gives instead of routing: r's headers point into
+ * the deny itself or to static strings. */
 struct kvg_gate_deny {
-    int status;
-    const char *type, *code;
-    char msg[512];
-    struct kvg_http_header h[8];
-    size_t nh;
+    struct kvg_http_refusal r;
     struct kvg_quota_headers qh;
     char retry_after[16];
 };
+
+/* Who may reach an endpoint. PUBLIC: anyone (health, readiness). READ:
+ * anyone, or any valid key with metrics_require_key (/metrics, /v1/models).
+ * API: any valid key when keys are on. ADMIN (the worker API, debug, reload):
+ * a key with admin: true when keys are on; without keys, a client on the
+ * loopback interface only. */
+enum kvg_gate_access { KVG_GATE_PUBLIC, KVG_GATE_READ, KVG_GATE_API, KVG_GATE_ADMIN };
+
+/* Checks a request head before its body is read: 0 to read on, 1 denied
+ * (d filled: 401 without a valid key, 403 without the admin role or off
+ * loopback). peer is the client's "ip:port". */
+int kvg_gate_check_head(struct kvg_gate *g, enum kvg_gate_access a, struct kvg_str authorization,
+                        const char *peer, struct kvg_gate_deny *d);
+/* 1 when peer ("ip:port", "[ip6]:port") is on the loopback interface. */
+int kvg_gate_peer_loopback(const char *peer);
 
 /* Called once when admission decided: deny NULL means "route it now"
  * (again, after a grant); otherwise answer with deny. It may be called from
@@ -118,8 +130,10 @@ struct kvg_gate_request {
 };
 
 /* Keys and priority: 0 to go on, 1 when the request is denied (deny
- * filled). authorization and priority are the headers' values ({NULL, 0}
- * when absent); model stays the caller's while gr lives. */
+ * filled): 401 without a valid key, 403 for a model the key may not use or a
+ * priority above the key's max_priority, 400 for a priority that is none. authorization and
+ * priority are the headers' values ({NULL, 0} when absent); model stays the caller's while gr
+ * lives. */
 int kvg_gate_authorize(struct kvg_gate_loop *gl, struct kvg_gate_req *gr,
                        struct kvg_str authorization, struct kvg_str priority, const char *model,
                        size_t model_len, struct kvg_gate_deny *deny);

@@ -220,7 +220,7 @@ static int parse_models(struct pctx *p, yaml_node_t *n, const char *path, struct
 
 static int parse_key(struct pctx *p, yaml_node_t *n, const char *path, struct kvg_keys_entry *e)
 {
-    int rc = check_map(p, n, path), have_hash = 0;
+    int rc = check_map(p, n, path), have_hash = 0, have_max = 0;
     if (rc) return rc;
     e->priority = KVG_ADM_STANDARD;
     e->line = (int)n->start_mark.line + 1;
@@ -240,23 +240,33 @@ static int parse_key(struct pctx *p, yaml_node_t *n, const char *path, struct kv
             have_hash = 1;
         } else if (!strcmp(k, "models")) {
             if ((rc = parse_models(p, v, sub, e))) return rc;
-        } else if (!strcmp(k, "priority")) {
-            if (!s || kvg_adm_priority_parse(s, strlen(s), &e->priority))
+        } else if (!strcmp(k, "priority") || !strcmp(k, "max_priority")) {
+            int *to = !strcmp(k, "priority") ? &e->priority : &e->max_priority;
+            if (!s || kvg_adm_priority_parse(s, strlen(s), to))
                 return fail(p, v, sub,
                             "'%s' is not a priority (critical, standard, sheddable or an "
                             "integer in [-1000, 1000])",
                             s ? s : type_name(v));
+            have_max |= to == &e->max_priority;
+        } else if (!strcmp(k, "admin")) {
+            if (!s || (strcmp(s, "true") && strcmp(s, "false")))
+                return fail(p, v, sub, "'%s' is not true or false", s ? s : type_name(v));
+            e->admin = !strcmp(s, "true");
         } else if (!strcmp(k, "limits")) {
             if ((rc = parse_limits(p, v, sub, &e->limits))) return rc;
         } else {
             return fail(p, node(p, kp->key), path,
-                        "unknown key '%s' (expected name, hash, tenant, models, priority, limits)",
+                        "unknown key '%s' (expected name, hash, tenant, models, priority, "
+                        "max_priority, admin, limits)",
                         k);
         }
     }
     if (!e->name[0]) return fail(p, n, path, "missing 'name'");
     if (!have_hash) return fail(p, n, path, "missing 'hash'");
     if (!e->tenant[0]) memcpy(e->tenant, e->name, sizeof e->tenant);
+    if (!have_max) e->max_priority = e->priority;
+    if (e->max_priority < e->priority)
+        return fail(p, n, path, "max_priority is below priority");
     return 0;
 }
 

@@ -20,6 +20,10 @@
  *                                #   ending in '*' ("llama-3-*")
  *       priority: standard       # critical | standard (default) | sheddable
  *                                #   | integer in [-1000, 1000]
+ *       max_priority: standard   # the highest x-kvgate-priority a request of
+ *                                #   this key may ask for (default: priority)
+ *       admin: false             # true: may call the admin API (/workers,
+ *                                #   /debug/route); default false
  *       limits:                  # any subset; absent = unlimited, 0 = suspended
  *         tokens_per_minute: 100000
  *         tokens_per_hour: 1000000
@@ -64,7 +68,9 @@ struct kvg_keys_entry {
     unsigned char digest[32];
     char (*models)[KVG_KEYS_MODEL_MAX + 1]; /* NULL: every model */
     size_t nmodels;
-    int priority;
+    int priority;     /* a request's priority unless it asks for a lower one */
+    int max_priority; /* the most a request may ask for (default: priority) */
+    int admin;        /* may use the admin API (workers, debug, reload) */
     struct kvg_quota_limits limits;
     int line;
 };

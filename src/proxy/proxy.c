@@ -44,6 +44,33 @@ static int is_hop(struct kvg_str name)
     return 0;
 }
 
+/* Is `name` one of the comma-separated tokens of a Connection header? Those
+ * headers are for this hop only (RFC 9110 7.6.1). */
+static int named_by(struct kvg_str connection, struct kvg_str name)
+{
+    const char *p = connection.p, *end = connection.p + connection.len;
+    while (p < end) {
+        while (p < end && (*p == ' ' || *p == '\t' || *p == ',')) p++;
+        const char *t = p;
+        while (p < end && *p != ',') p++;
+        const char *e = p;
+        while (e > t && (e[-1] == ' ' || e[-1] == '\t')) e--;
+        if ((size_t)(e - t) == name.len && name.len && !strncasecmp(t, name.p, name.len)) return 1;
+    }
+    return 0;
+}
+
+/* What the client sent that no engine sees: hop-by-hop headers, the headers
+ * its Connection header names, its credentials (kvgate's keys are kvgate's;
+ * an engine gets --upstream-api-key instead) and kvgate's own x-kvgate-*
+ * controls. */
+static int not_forwarded(struct kvg_str name, struct kvg_str connection)
+{
+    if (is_hop(name) || kvg_str_eq_nocase(name, "authorization")) return 1;
+    if (name.len >= 9 && !strncasecmp(name.p, "x-kvgate-", 9)) return 1;
+    return connection.len && named_by(connection, name);
+}
+
 static struct kvg_str header_of(const void *hctx, const char *name)
 {
     return kvg_http_req_header(hctx, name);
@@ -172,7 +199,7 @@ static void client_error(struct proxy_req *pr, int status, const char *code, con
 
 static void answer_deny(struct proxy_req *pr, const struct kvg_gate_deny *d)
 {
-    proxy_error(pr, d->status, d->type, d->code, d->msg, d->h, d->nh);
+    proxy_error(pr, d->r.status, d->r.type, d->r.code, d->r.message, d->r.headers, d->r.nheaders);
 }
 
 static void attempt(struct proxy_req *pr);
@@ -454,13 +481,19 @@ static void attempt(struct proxy_req *pr)
     snprintf(pr->worker_url, sizeof pr->worker_url, "%s", w->url);
     if (pr->ntried < MAX_TRIED) pr->tried[pr->ntried++] = w;
 
-    struct kvg_http_header fwd[MAX_FWD_HEADERS + 1];
+    struct kvg_http_header fwd[MAX_FWD_HEADERS + 2];
     size_t k = 0;
+    struct kvg_str connection = kvg_http_req_header(req, "connection");
     for (size_t i = 0; i < req->nheaders && k < MAX_FWD_HEADERS; i++)
-        if (!is_hop(req->headers[i].name)) fwd[k++] = req->headers[i];
+        if (!not_forwarded(req->headers[i].name, connection)) fwd[k++] = req->headers[i];
     fwd[k++] =
         (struct kvg_http_header){KVG_STR("x-request-id"), {pr->request_id, strlen(pr->request_id)}};
     const struct kvg_proxy_config *c = px->cfg;
+    char bearer[sizeof c->upstream_api_key + 8];
+    if (c->upstream_api_key[0]) {
+        int bl = snprintf(bearer, sizeof bearer, "Bearer %s", c->upstream_api_key);
+        fwd[k++] = (struct kvg_http_header){KVG_STR("authorization"), {bearer, (size_t)bl}};
+    }
     struct kvg_http_call_opts o = {
         .connect_timeout_ms = c->connect_timeout_ms,
         .first_byte_timeout_ms = pr->ri.stream ? c->stream_idle_timeout_ms : c->request_timeout_ms,

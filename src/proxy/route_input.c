@@ -14,6 +14,45 @@
 #include "jinja/chat.h"
 #include "tokenizer/tokenizer.h"
 
+static int name_cmp(const void *a, const void *b)
+{
+    return strcmp((*(const cJSON *const *)a)->string, (*(const cJSON *const *)b)->string);
+}
+
+/* The first key that appears twice in one object anywhere in the tree, or
+ * NULL. cJSON reads the first of two equal keys where Python's json (the
+ * engines') keeps the last: a body with a duplicate would have kvgate decide
+ * on one value (the model a key may use, max_tokens, stream) and the engine
+ * act on another. Small objects compare pairwise; large ones sort. */
+static const char *duplicate_key(const cJSON *o)
+{
+    if (!cJSON_IsObject(o) && !cJSON_IsArray(o)) return NULL;
+    size_t n = 0;
+    const cJSON *it;
+    for (it = o->child; it; it = it->next) {
+        const char *d = duplicate_key(it);
+        if (d) return d;
+        n++;
+    }
+    if (!cJSON_IsObject(o) || n < 2) return NULL;
+    if (n <= 32) {
+        for (it = o->child; it; it = it->next)
+            for (const cJSON *b = it->next; b; b = b->next)
+                if (!strcmp(it->string, b->string)) return it->string;
+        return NULL;
+    }
+    const cJSON **v = malloc(n * sizeof *v);
+    if (!v) return o->child->string; /* out of memory: refuse rather than guess */
+    size_t k = 0;
+    for (it = o->child; it; it = it->next) v[k++] = it;
+    qsort(v, n, sizeof *v, name_cmp);
+    const char *d = NULL;
+    for (size_t i = 1; i < n && !d; i++)
+        if (!strcmp(v[i - 1]->string, v[i]->string)) d = v[i]->string;
+    free(v);
+    return d;
+}
+
 int kvg_route_input_parse(struct kvg_route_input *ri, const char *body, size_t len, int chat,
                           char *msg, size_t msglen)
 {
@@ -26,10 +65,18 @@ int kvg_route_input_parse(struct kvg_route_input *ri, const char *body, size_t l
         snprintf(msg, msglen, "the request body is not a JSON object");
         return KVG_EPARSE;
     }
-    cJSON *m = cJSON_GetObjectItemCaseSensitive(j, "model");
-    if (m && !cJSON_IsString(m)) {
+    const char *dup = duplicate_key(j);
+    if (dup) {
+        snprintf(msg, msglen, "the key '%.64s' appears twice in one object", dup);
         cJSON_Delete(j);
-        snprintf(msg, msglen, "'model' must be a string");
+        return KVG_EPARSE;
+    }
+    cJSON *m = cJSON_GetObjectItemCaseSensitive(j, "model");
+    if (m && (!cJSON_IsString(m) || strlen(m->valuestring) >= sizeof ri->model)) {
+        cJSON_Delete(j);
+        snprintf(msg, msglen,
+                 m && cJSON_IsString(m) ? "'model' is longer than 255 bytes"
+                                        : "'model' must be a string");
         return KVG_EPARSE;
     }
     if (m) {

@@ -58,13 +58,17 @@ static const struct flag flags[] = {
     {"policy", NULL, F_STR, O(policy), S(policy),
      "routing policy (kv_aware: precise with --kv-events-endpoints, else approximate)"},
     {"max-payload-size", NULL, F_SIZE, O(limits.max_body_bytes), 0,
-     "largest request body in bytes (536870912)"},
+     "largest request body in bytes, > 0 (67108864; the README says why)"},
+    {"max-buffered-bytes", NULL, F_SIZE64, O(limits.max_buffered_bytes), 0,
+     "request bodies held at once by the whole process, > 0; past it 503 (1073741824)"},
     {"max-header-size", NULL, F_SIZE, O(limits.max_header_bytes), 0,
-     "largest request head in bytes (65536)"},
+     "largest request head in bytes, > 0 (65536)"},
     {"header-timeout-secs", NULL, F_SECS_MS, O(limits.header_timeout_ms), 0,
-     "time to receive a request head (30)"},
+     "time to receive a request head, > 0 (30)"},
+    {"body-timeout-secs", NULL, F_SECS_MS, O(limits.body_deadline_ms), 0,
+     "time to receive a request body after its head, > 0 (300)"},
     {"keepalive-timeout-secs", NULL, F_SECS_MS, O(limits.idle_timeout_ms), 0,
-     "idle keep-alive connections close after (75)"},
+     "idle keep-alive connections close after, > 0 (75)"},
     {"max-connections", NULL, F_U32, O(limits.max_conns), 0,
      "open client connections per thread, 0 = no limit (0)"},
     {"send-buffer-bytes", NULL, F_U32, O(limits.send_buffer_bytes), 0,
@@ -138,7 +142,12 @@ static const struct flag flags[] = {
     {"scorer-load-weight", NULL, F_DOUBLE, O(policy_opts.w_load), 0,
      "score: load-aware scorer weight (0)"},
     {"keys", NULL, F_STR, O(keys_path), S(keys_path),
-     "API keys file (YAML, SHA-256 hashes, limits, priorities); none: no authentication"},
+     "API keys file (YAML, SHA-256 hashes, limits, priorities, admin role); none: no "
+     "authentication, and the admin API answers loopback clients only"},
+    {"metrics-require-key", NULL, F_BOOL, O(metrics_require_key), 0,
+     "with --keys: /metrics and /v1/models need a valid key too"},
+    {"upstream-api-key", NULL, F_STR, O(proxy.upstream_api_key), S(proxy.upstream_api_key),
+     "sent to the engines as Authorization: Bearer (the client's own never is)"},
     {"quota-store", NULL, F_STR, O(quota_store), S(quota_store),
      "where quota counters live: memory, or redis://host:port to share them (memory)"},
     {"quota-timeout-ms", NULL, F_MS, O(quota_timeout_ms), 0, "quota store answer deadline (50)"},
@@ -384,6 +393,21 @@ int kvg_serve_config_parse(struct kvg_serve_config *c, int argc, char **argv, ch
     }
     int rc = parse_args(c, argc, argv, 1, err, errlen);
     if (rc) return rc;
+    /* 0 would silently mean "no limit" for these: refuse it. */
+    const struct {
+        const char *flag;
+        uint64_t v;
+    } positive[] = {{"max-payload-size", c->limits.max_body_bytes},
+                    {"max-buffered-bytes", c->limits.max_buffered_bytes},
+                    {"max-header-size", c->limits.max_header_bytes},
+                    {"header-timeout-secs", c->limits.header_timeout_ms},
+                    {"body-timeout-secs", c->limits.body_deadline_ms},
+                    {"keepalive-timeout-secs", c->limits.idle_timeout_ms}};
+    for (size_t i = 0; i < KVG_ARRAY_LEN(positive); i++)
+        if (!positive[i].v)
+            return kvg_err_set(err, errlen, KVG_ECONFIG,
+                               "--%s must be greater than 0 (0 would mean no limit)",
+                               positive[i].flag);
     if (c->port < 0 || c->port > 65535)
         return kvg_err_set(err, errlen, KVG_ECONFIG, "--port: out of range");
     if (c->threads < 1 || c->threads > 256)

@@ -50,6 +50,7 @@ struct kvg_serve_config {
     char assignment_mode[16];
     char cache_aware_miss[16];
     char keys_path[512];
+    int metrics_require_key;
     char quota_store[256];
     uint32_t quota_timeout_ms;
     int quota_fail_closed;

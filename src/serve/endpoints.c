@@ -274,6 +274,31 @@ static int is(const struct kvg_http_req *req, const char *path)
     return kvg_str_eq(req->path, path);
 }
 
+/* Who may reach each endpoint; anything not listed needs what the API
+ * needs, so an unknown path tells a client without a key nothing. */
+static enum kvg_gate_access access_of(struct kvg_str path)
+{
+    if (kvg_str_eq(path, "/health") || kvg_str_eq(path, "/liveness") ||
+        kvg_str_eq(path, "/readiness"))
+        return KVG_GATE_PUBLIC;
+    if (kvg_str_eq(path, "/metrics") || kvg_str_eq(path, "/v1/models")) return KVG_GATE_READ;
+    if (kvg_str_eq(path, "/workers") || (path.len > 9 && !memcmp(path.p, "/workers/", 9)) ||
+        (path.len >= 7 && !memcmp(path.p, "/debug/", 7)))
+        return KVG_GATE_ADMIN;
+    return KVG_GATE_API;
+}
+
+int kvg_serve_head_check(const struct kvg_http_req *req, void *ud, struct kvg_http_refusal *out)
+{
+    struct kvg_serve_loop *lc = ud;
+    struct kvg_gate_deny d;
+    if (!kvg_gate_check_head(&lc->sv->gate, access_of(req->path),
+                             kvg_http_req_header(req, "authorization"), req->peer, &d))
+        return 0;
+    *out = d.r; /* its headers are static strings */
+    return 1;
+}
+
 void kvg_serve_handle(struct kvg_http_req *req, void *ud)
 {
     struct kvg_serve_loop *lc = ud;

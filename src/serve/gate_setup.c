@@ -18,7 +18,8 @@ int kvg_serve_gate_init(struct kvg_serve *sv, char *err, size_t errlen)
                               .quota_store = c->quota_store,
                               .quota_timeout_ms = c->quota_timeout_ms,
                               .quota_fail_closed = c->quota_fail_closed,
-                              .default_max_tokens = c->quota_default_max_tokens};
+                              .default_max_tokens = c->quota_default_max_tokens,
+                              .metrics_require_key = c->metrics_require_key};
     kvg_adm_config_default(&o.adm);
     struct kvg_adm_config *a = &o.adm;
     a->critical_max_waiting = c->critical_max_waiting;
@@ -32,6 +33,10 @@ int kvg_serve_gate_init(struct kvg_serve *sv, char *err, size_t errlen)
     int rc = kvg_gate_init(&sv->gate, &o, &sv->pool, err, errlen);
     if (rc) return rc;
     sv->gate.shed = sv->metrics.shed;
+    if (!sv->gate.auth_on)
+        KVG_INFO(
+            "no --keys: the admin API (/workers, /debug/route) answers clients on the loopback "
+            "interface only");
     struct kvg_proxy *px = &sv->proxy;
     px->cfg = &c->proxy;
     px->pool = &sv->pool;

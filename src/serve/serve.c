@@ -88,21 +88,25 @@ static int start_loops(struct serve *s)
         lc->index = i;
         kvg_rng_seed(&lc->rng, kvg_now_ns() + (uint64_t)i * 7919);
         uv_loop_init(&lc->loop);
-        int rc = kvg_http_server_start(&lc->loop, c->host, port, 1, &c->limits, kvg_serve_handle,
-                                       lc, &lc->srv);
+        int rc = kvg_http_server_start(&lc->loop, c->host, port,
+                                       i ? KVG_HTTP_BIND_GROUP_JOIN : KVG_HTTP_BIND_GROUP_FIRST,
+                                       &c->limits, kvg_serve_handle, lc, &lc->srv);
         if (rc) {
             KVG_ERROR("cannot listen on %s:%d: %s", c->host, port, kvg_strerror(rc));
             return rc;
         }
+        kvg_http_server_set_head_check(lc->srv, kvg_serve_head_check);
         port = kvg_http_server_port(lc->srv); /* port 0: the others join the one picked */
         if (s->sv.tls) {
-            rc = kvg_http_server_start(&lc->loop, c->host, c->tls_port, 1, &c->limits,
-                                       kvg_serve_handle, lc, &lc->srv_tls);
+            rc = kvg_http_server_start(&lc->loop, c->host, c->tls_port,
+                                       i ? KVG_HTTP_BIND_GROUP_JOIN : KVG_HTTP_BIND_GROUP_FIRST,
+                                       &c->limits, kvg_serve_handle, lc, &lc->srv_tls);
             if (rc) {
                 KVG_ERROR("cannot listen on %s:%d: %s", c->host, c->tls_port, kvg_strerror(rc));
                 return rc;
             }
             kvg_http_server_set_tls(lc->srv_tls, s->sv.tls);
+            kvg_http_server_set_head_check(lc->srv_tls, kvg_serve_head_check);
             c->tls_port = kvg_http_server_port(lc->srv_tls);
         }
         if ((rc = kvg_http_client_new(&lc->loop, NULL, &lc->client))) return rc;

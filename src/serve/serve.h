@@ -59,6 +59,8 @@ struct kvg_serve_loop {
 
 /* The request handler of every loop: the endpoint table (endpoints.c). */
 void kvg_serve_handle(struct kvg_http_req *req, void *ud);
+/* Every request head, before its body: keys, the admin role (endpoints.c). */
+int kvg_serve_head_check(const struct kvg_http_req *req, void *ud, struct kvg_http_refusal *out);
 /* Router set-up (router_setup.c): tokenizer, chat template, KV index and
  * subscribers, the policy and the pool with its hooks. Message in err. */
 int kvg_serve_router_init(struct kvg_serve *sv, char *err, size_t errlen);

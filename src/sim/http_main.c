@@ -209,7 +209,7 @@ int kvg_sim_main(int argc, char **argv)
         return 2;
     }
     if ((rc = kvg_jinja_chat_new(kvg_tok_chat_template(s.tok), kvg_tok_bos_token(s.tok),
-                           kvg_tok_eos_token(s.tok), &s.tmpl, err, sizeof err))) {
+                                 kvg_tok_eos_token(s.tok), &s.tmpl, err, sizeof err))) {
         fprintf(stderr, "kvgate sim: chat template: %s\n", err[0] ? err : kvg_strerror(rc));
         return 2;
     }
@@ -259,8 +259,8 @@ int kvg_sim_main(int argc, char **argv)
     s.step_timer.data = &s;
     struct kvg_http_limits lim;
     kvg_http_limits_default(&lim);
-    if ((rc = kvg_http_server_start(loop, o->host, o->port, 0, &lim, kvg_sim_srv_handle, &s,
-                                    &s.http))) {
+    if ((rc = kvg_http_server_start(loop, o->host, o->port, KVG_HTTP_BIND_EXCLUSIVE, &lim,
+                                    kvg_sim_srv_handle, &s, &s.http))) {
         fprintf(stderr, "kvgate sim: cannot listen on %s:%d: %s\n", o->host, o->port,
                 kvg_strerror(rc));
         return 1;
