@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "base/err.h"
 #include "kv/mp.h"
@@ -24,6 +25,8 @@ enum field {
     F_GROUP_IDX,
     F_SPEC_KIND,
     F_SPEC_SW,
+    F_POSITIONAL, /* fields below only come by name (maps) */
+    F_CACHE_SALT = F_POSITIONAL,
     F_COUNT
 };
 
@@ -39,7 +42,17 @@ static const char *const field_names[F_COUNT] = {
     "group_idx",
     "kv_cache_spec_kind",
     "kv_cache_spec_sliding_window",
+    "cache_salt",
 };
+
+/* Fields each event type reads; the others are skipped. */
+#define BIT(f) (1u << (f))
+#define STORED_FIELDS ((1u << F_COUNT) - 1)
+#define REMOVED_FIELDS (BIT(F_HASHES) | BIT(F_MEDIUM) | BIT(F_GROUP_IDX))
+/* SGLang's metadata map in a positional store: named extras only, never the
+ * fields that fill the batch's hash and token arrays. */
+#define META_FIELDS                                                                                \
+    (STORED_FIELDS & ~(BIT(F_HASHES) | BIT(F_PARENT) | BIT(F_TOKENS) | BIT(F_BLOCK_SIZE)))
 
 /* BlockRemoved's positional fields after the tag. */
 static const enum field removed_order[] = {F_HASHES, F_MEDIUM, F_GROUP_IDX};
@@ -174,6 +187,15 @@ static int rd_tokens(struct kvg_kv_batch *b, struct kvg_kv_mp *r, struct kvg_kv_
         }
         struct kvg_kv_mpval t;
         if (kvg_kv_mp_read(r, &t)) return FAIL(b, "truncated token id");
+        if (t.type == KVG_KV_MP_ARRAY) {
+            /* EAGLE: [t, t+1]; the block's token is the first. */
+            uint32_t m = t.v.n;
+            if (m == 0) return FAIL(b, "empty token id pair");
+            if (kvg_kv_mp_read(r, &t)) return FAIL(b, "truncated token id");
+            for (uint32_t j = 1; j < m; j++)
+                if (kvg_kv_mp_skip(r)) return FAIL(b, "truncated token id pair");
+            ev->bigram_tokens = 1;
+        }
         if (t.type != KVG_KV_MP_UINT || t.v.u > UINT32_MAX)
             return FAIL(b, "token id is not a 32-bit unsigned integer");
         out[i] = (uint32_t)t.v.u;
@@ -207,6 +229,78 @@ static int rd_opt_str(struct kvg_kv_batch *b, struct kvg_kv_mp *r, struct kvg_st
     if (v.type != KVG_KV_MP_STR) return FAIL(b, "string field has another type");
     out->p = (const char *)v.v.s.p;
     out->len = v.v.s.len;
+    return 0;
+}
+
+static int same_str(struct kvg_str a, const struct kvg_kv_mpval *v)
+{
+    return a.len == v->v.s.len && !memcmp(a.p, v->v.s.p, a.len);
+}
+
+static void set_salt(struct kvg_kv_event *ev, const struct kvg_kv_mpval *v, uint32_t block)
+{
+    if (ev->cache_salt.len || !v->v.s.len) return; /* the first salt counts */
+    ev->cache_salt.p = (const char *)v->v.s.p;
+    ev->cache_salt.len = v->v.s.len;
+    ev->salt_block = block;
+}
+
+/* A typed extra key {"type": "cache_salt", "salt": s, ...}: n pairs. */
+static int rd_typed_key(struct kvg_kv_batch *b, struct kvg_kv_mp *r, uint32_t n,
+                        struct kvg_kv_event *ev, uint32_t block)
+{
+    struct kvg_kv_mpval salt = {.type = KVG_KV_MP_NIL};
+    int is_salt = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        struct kvg_kv_mpval k, v;
+        struct kvg_kv_mp at;
+        if (kvg_kv_mp_read(r, &k)) return FAIL(b, "truncated extra key");
+        at = *r;
+        if (kvg_kv_mp_read(&at, &v)) return FAIL(b, "truncated extra key");
+        if (str_is(&k, "type") && str_is(&v, "cache_salt")) is_salt = 1;
+        if (str_is(&k, "salt") && v.type == KVG_KV_MP_STR) salt = v;
+        if (kvg_kv_mp_skip(r)) return FAIL(b, "truncated extra key");
+    }
+    if (is_salt && salt.type == KVG_KV_MP_STR) set_salt(ev, &salt, block);
+    return 0;
+}
+
+/* extra_keys: nil, or one entry per block, each nil or a list of keys. Only
+ * the cache salt matters to routing (LoRA is lora_name; multimodal and
+ * prompt-embeds hashes are opaque here). Untyped (tuple) form: LoRA name,
+ * multimodal (id, offset) tuples, the salt as a plain string, embeds hash as
+ * bytes; so a string that is not the lora_name is the salt. */
+static int rd_extra_keys(struct kvg_kv_batch *b, struct kvg_kv_mp *r, struct kvg_kv_event *ev)
+{
+    struct kvg_kv_mpval v;
+    if (kvg_kv_mp_read(r, &v)) return FAIL(b, "truncated extra_keys");
+    if (v.type == KVG_KV_MP_NIL) return 0;
+    if (v.type != KVG_KV_MP_ARRAY) return FAIL(b, "extra_keys is not a list");
+    for (uint32_t blk = 0; blk < v.v.n; blk++) {
+        struct kvg_kv_mp at = *r;
+        struct kvg_kv_mpval e;
+        if (kvg_kv_mp_read(&at, &e)) return FAIL(b, "truncated extra_keys");
+        if (e.type != KVG_KV_MP_ARRAY) { /* nil, or a shape we do not know */
+            if (kvg_kv_mp_skip(r)) return FAIL(b, "truncated extra_keys");
+            continue;
+        }
+        *r = at;
+        for (uint32_t i = 0; i < e.v.n; i++) {
+            struct kvg_kv_mpval x;
+            at = *r;
+            if (kvg_kv_mp_read(&at, &x)) return FAIL(b, "truncated extra key");
+            if (x.type == KVG_KV_MP_STR) {
+                if (!same_str(ev->lora_name, &x)) set_salt(ev, &x, blk);
+                *r = at;
+            } else if (x.type == KVG_KV_MP_MAP) {
+                *r = at;
+                int rc = rd_typed_key(b, r, x.v.n, ev, blk);
+                if (rc) return rc;
+            } else if (kvg_kv_mp_skip(r)) {
+                return FAIL(b, "truncated extra key");
+            }
+        }
+    }
     return 0;
 }
 
@@ -247,11 +341,23 @@ static int rd_field(struct kvg_kv_batch *b, struct kvg_kv_mp *r, enum field f,
             return FAIL(b, "negative group_idx");
         return rc;
     }
-    case F_SPEC_SW:
-        if ((rc = rd_opt_int(b, r, NULL, &x))) return rc;
-        ev->sliding_window = x;
+    case F_SPEC_SW: { /* nil is "no window", never a window of 0 */
+        int has = 0;
+        if ((rc = rd_opt_int(b, r, &has, &x))) return rc;
+        ev->sliding_window = has ? x : -1;
         return 0;
-    case F_EXTRA_KEYS: /* multimodal ids, cache salt: opaque to token routing */
+    }
+    case F_EXTRA_KEYS:
+        return rd_extra_keys(b, r, ev);
+    case F_CACHE_SALT: {
+        struct kvg_str salt = {0};
+        if ((rc = rd_opt_str(b, r, &salt))) return rc;
+        if (salt.len) {
+            ev->cache_salt = salt; /* SGLang's salt covers the whole event */
+            ev->salt_block = 0;
+        }
+        return 0;
+    }
     default:
         return kvg_kv_mp_skip(r) ? FAIL(b, "truncated field") : 0;
     }
@@ -276,6 +382,51 @@ static int check_required(struct kvg_kv_batch *b, const struct kvg_kv_event *ev,
     return 0;
 }
 
+/* Named fields of one map, n pairs after its header: a tagged event
+ * ({"type": "Tag", ...}, have_tag non-NULL) or SGLang's metadata map. The
+ * tag may come last, so the first pass notes where each known field's value
+ * starts and the second parses those the event type reads (mask). */
+static int map_fields(struct kvg_kv_batch *b, struct kvg_kv_mp *r, uint32_t n,
+                      struct kvg_kv_event *ev, unsigned mask, unsigned *seen, int *have_tag)
+{
+    struct kvg_kv_mp at[F_COUNT];
+    unsigned present = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        struct kvg_kv_mpval k;
+        if (kvg_kv_mp_read(r, &k)) return FAIL(b, "truncated event key");
+        if (k.type != KVG_KV_MP_STR) return FAIL(b, "event key is not a string");
+        if (have_tag && str_is(&k, "type")) {
+            struct kvg_kv_mpval tag;
+            if (kvg_kv_mp_read(r, &tag)) return FAIL(b, "truncated event tag");
+            if (tag.type != KVG_KV_MP_STR) return FAIL(b, "event tag is not a string");
+            ev->type = tag_type(&tag);
+            *have_tag = 1;
+            continue;
+        }
+        for (int f = 0; f < F_COUNT; f++) {
+            if (str_is(&k, field_names[f])) {
+                at[f] = *r;
+                present |= BIT(f);
+                break;
+            }
+        }
+        if (kvg_kv_mp_skip(r)) return FAIL(b, "truncated event value");
+    }
+    if (have_tag) {
+        if (!*have_tag) return FAIL(b, "event map lacks \"type\"");
+        mask = ev->type == KVG_KV_EV_STORED    ? STORED_FIELDS
+               : ev->type == KVG_KV_EV_REMOVED ? REMOVED_FIELDS
+                                               : 0;
+    }
+    for (int f = 0; f < F_COUNT; f++) {
+        if (!(present & mask & BIT(f))) continue;
+        struct kvg_kv_mp sub = at[f];
+        int rc = rd_field(b, &sub, (enum field)f, ev, seen);
+        if (rc) return rc;
+    }
+    return 0;
+}
+
 /* ["Tag", field, field, ...]: n elements, the header already read. */
 static int event_array(struct kvg_kv_batch *b, struct kvg_kv_mp *r, uint32_t n,
                        struct kvg_kv_event *ev, int *keep)
@@ -291,66 +442,64 @@ static int event_array(struct kvg_kv_batch *b, struct kvg_kv_mp *r, uint32_t n,
     if (ev->type == KVG_KV_EV_REMOVED && n < 2) return FAIL(b, "BlockRemoved has under 2 elements");
     for (uint32_t i = 1; i < n; i++) {
         uint32_t k = i - 1;
-        if (ev->type == KVG_KV_EV_STORED && k < F_COUNT)
+        struct kvg_kv_mp at = *r;
+        struct kvg_kv_mpval h;
+        if (ev->type == KVG_KV_EV_STORED && k > F_BLOCK_SIZE && !kvg_kv_mp_read(&at, &h) &&
+            h.type == KVG_KV_MP_MAP) {
+            /* BlockStoredWithMetadata: named extras where vLLM has lora_name. */
+            *r = at;
+            rc = map_fields(b, r, h.v.n, ev, META_FIELDS, &seen, NULL);
+        } else if (ev->type == KVG_KV_EV_STORED && k < F_POSITIONAL) {
             rc = rd_field(b, r, (enum field)k, ev, &seen);
-        else if (ev->type == KVG_KV_EV_REMOVED && k < 3)
+        } else if (ev->type == KVG_KV_EV_REMOVED && k < 3) {
             rc = rd_field(b, r, removed_order[k], ev, &seen);
-        else
+        } else {
             rc = kvg_kv_mp_skip(r) ? FAIL(b, "truncated event") : 0;
+        }
         if (rc) return rc;
     }
     *keep = ev->type != 0;
     return *keep ? check_required(b, ev, seen) : 0;
 }
 
-/* {"type": "Tag", "field": value, ...} in any key order: the tag may come
- * last, so the first pass notes where each known field's value starts and
- * the second parses them once the event type is known. */
 static int event_map(struct kvg_kv_batch *b, struct kvg_kv_mp *r, uint32_t n,
                      struct kvg_kv_event *ev, int *keep)
 {
-    struct kvg_kv_mp at[F_COUNT];
-    unsigned present = 0, seen = 0;
+    unsigned seen = 0;
     int have_tag = 0;
-    for (uint32_t i = 0; i < n; i++) {
-        struct kvg_kv_mpval k;
-        if (kvg_kv_mp_read(r, &k)) return FAIL(b, "truncated event key");
-        if (k.type != KVG_KV_MP_STR) return FAIL(b, "event key is not a string");
-        if (str_is(&k, "type")) {
-            struct kvg_kv_mpval tag;
-            if (kvg_kv_mp_read(r, &tag)) return FAIL(b, "truncated event tag");
-            if (tag.type != KVG_KV_MP_STR) return FAIL(b, "event tag is not a string");
-            ev->type = tag_type(&tag);
-            have_tag = 1;
-            continue;
-        }
-        for (int f = 0; f < F_COUNT; f++) {
-            if (str_is(&k, field_names[f])) {
-                at[f] = *r;
-                present |= 1u << f;
-                break;
-            }
-        }
-        if (kvg_kv_mp_skip(r)) return FAIL(b, "truncated event value");
-    }
-    if (!have_tag) return FAIL(b, "event map lacks \"type\"");
+    int rc = map_fields(b, r, n, ev, 0, &seen, &have_tag);
+    if (rc) return rc;
     *keep = ev->type != 0;
-    if (!*keep) return 0;
-    for (int f = 0; f < F_COUNT; f++) {
-        if (!(present & 1u << f)) continue;
-        if (ev->type == KVG_KV_EV_CLEARED) continue;
-        if (ev->type == KVG_KV_EV_REMOVED && f != F_HASHES && f != F_MEDIUM && f != F_GROUP_IDX)
-            continue;
-        struct kvg_kv_mp sub = at[f];
-        int rc = rd_field(b, &sub, (enum field)f, ev, &seen);
-        if (rc) return rc;
-    }
-    return check_required(b, ev, seen);
+    return *keep ? check_required(b, ev, seen) : 0;
+}
+
+/* One event at r. KVG_EPARSE here is about this event only: the caller
+ * skips it and keeps the batch. */
+static int one_event(struct kvg_kv_batch *b, struct kvg_kv_mp *r, struct kvg_kv_event *ev,
+                     int *keep)
+{
+    struct kvg_kv_mpval e;
+    memset(ev, 0, sizeof *ev);
+    ev->group_idx = -1;
+    ev->sliding_window = -1;
+    if (kvg_kv_mp_read(r, &e)) return FAIL(b, "truncated event");
+    int rc;
+    if (e.type == KVG_KV_MP_ARRAY)
+        rc = event_array(b, r, e.v.n, ev, keep);
+    else if (e.type == KVG_KV_MP_MAP)
+        rc = event_map(b, r, e.v.n, ev, keep);
+    else
+        rc = FAIL(b, "event is neither an array nor a map");
+    if (!rc && ev->type == KVG_KV_EV_STORED && ev->salt_block > ev->n_hashes)
+        ev->salt_block = ev->n_hashes; /* a salt past the blocks salts none */
+    ev->tier = kvg_kv_medium_tier(ev->medium);
+    return rc;
 }
 
 static int events_list(struct kvg_kv_batch *b, struct kvg_kv_mp *r)
 {
     struct kvg_kv_mpval v;
+    const char *first_bad = NULL;
     if (kvg_kv_mp_read(r, &v)) return FAIL(b, "truncated events");
     if (v.type != KVG_KV_MP_ARRAY) return FAIL(b, "events is not an array");
     int rc = reserve((void **)&b->events, &b->cap_events, (uint64_t)v.v.n, sizeof *b->events,
@@ -358,25 +507,41 @@ static int events_list(struct kvg_kv_batch *b, struct kvg_kv_mp *r)
     if (rc) return rc;
     for (uint32_t i = 0; i < v.v.n; i++) {
         struct kvg_kv_event *ev = &b->events[b->n_events];
-        struct kvg_kv_mpval e;
+        struct kvg_kv_mp start = *r;
+        uint32_t nh = b->n_hashes, nt = b->n_tokens;
         int keep = 0;
-        memset(ev, 0, sizeof *ev);
-        ev->group_idx = -1;
-        ev->sliding_window = -1;
-        if (kvg_kv_mp_read(r, &e)) return FAIL(b, "truncated event");
-        if (e.type == KVG_KV_MP_ARRAY)
-            rc = event_array(b, r, e.v.n, ev, &keep);
-        else if (e.type == KVG_KV_MP_MAP)
-            rc = event_map(b, r, e.v.n, ev, &keep);
-        else
-            rc = FAIL(b, "event is neither an array nor a map");
+        rc = one_event(b, r, ev, &keep);
+        if (rc == KVG_EPARSE) {
+            /* Skip the whole event from its start; only a batch cut short
+             * (nothing to resynchronise on) fails as a whole. */
+            *r = start;
+            if (kvg_kv_mp_skip(r)) return FAIL(b, "truncated event");
+            if (!first_bad) first_bad = b->err;
+            b->n_hashes = nh;
+            b->n_tokens = nt;
+            b->n_bad++;
+            if (ev->type == KVG_KV_EV_REMOVED) b->n_bad_removed++;
+            continue;
+        }
         if (rc) return rc;
         if (keep)
             b->n_events++;
         else
             b->n_unknown++;
     }
+    b->err = first_bad;
     return 0;
+}
+
+enum kvg_kv_tier kvg_kv_medium_tier(struct kvg_str m)
+{
+    static const char *const host[] = {"CPU", "CPU_PINNED", "HOST", "PINNED"};
+    if (!m.len || (m.len == 3 && !strncasecmp(m.p, "GPU", 3)) ||
+        (m.len == 4 && !strncasecmp(m.p, "CUDA", 4)))
+        return KVG_KV_TIER_GPU;
+    for (size_t i = 0; i < sizeof host / sizeof host[0]; i++)
+        if (m.len == strlen(host[i]) && !strncasecmp(m.p, host[i], m.len)) return KVG_KV_TIER_HOST;
+    return KVG_KV_TIER_OTHER;
 }
 
 static int rd_ts(struct kvg_kv_batch *b, struct kvg_kv_mp *r)
@@ -443,13 +608,13 @@ int kvg_kv_decode_batch(struct kvg_kv_batch *b, const void *buf, size_t len)
     struct kvg_kv_mp r = {(const uint8_t *)buf, (const uint8_t *)buf + len};
     b->ts = 0;
     b->dp_rank = -1;
-    b->n_events = b->n_hashes = b->n_tokens = b->n_unknown = 0;
+    b->n_events = b->n_hashes = b->n_tokens = b->n_unknown = b->n_bad = b->n_bad_removed = 0;
     b->err = NULL;
     int rc = buf ? batch_body(b, &r) : FAIL(b, "no payload");
     if (!rc && r.p != r.end) rc = FAIL(b, "trailing bytes after the batch");
     if (rc) {
         if (!b->err) b->err = rc == KVG_ETOOBIG ? "batch over a decode limit" : "out of memory";
-        b->n_events = b->n_hashes = b->n_tokens = b->n_unknown = 0;
+        b->n_events = b->n_hashes = b->n_tokens = b->n_unknown = b->n_bad = b->n_bad_removed = 0;
         return rc;
     }
     return (int)b->n_events;

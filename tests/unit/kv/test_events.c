@@ -389,29 +389,14 @@ TEST(malformed_batches_are_errors)
         B("\xc1"),                             /* never-used byte */
         B("\x91\xcb"),                         /* [ts] only, truncated */
         B("\x92\x01\x01"),                     /* events not an array */
-        B("\x92\x01\x91\x01"),                 /* event neither array nor map */
-        B("\x92\x01\x91\x91\x01"),             /* tag not a string */
         B("\x92\x01\x90\x00"),                 /* trailing byte */
         B("\xdd\xff\xff\xff\xff"),             /* 4G-element array in 5 bytes */
         B("\x92\x01\xdd\x7f\xff\xff\xff\x90"), /* events claims 2^31 */
         B("\x92\x01\x91\x92\xa9"
-          "AllBlocks"),                 /* truncated tag */
-        B("\x81\xa2ts\x01"),            /* map without events */
-        B("\x92\x01\x91\x81\xa1x\x01"), /* event map without type */
-        B("\x92\x01\x91\x94\xab"
-          "BlockStored\x90\xc0\x90"), /* Stored with 4 elements */
-        B("\x92\x01\x91\x91\xac"
-          "BlockRemoved"), /* Removed without hashes */
-        B("\x92\x01\x91\x92\xac"
-          "BlockRemoved\x91\xa1x"), /* hash is a string */
-        B("\x92\x01\x91\x95\xab"
-          "BlockStored\x90\xc0\x91\xff\x10"), /* token -1 */
-        B("\x92\x01\x91\x95\xab"
-          "BlockStored\x90\xc0\x91\xcf\x00\x00\x00\x01\x00\x00\x00\x00\x10"), /* token 2^32 */
-        B("\x92\x01\x91\x95\xab"
-          "BlockStored\x90\xc0\x90\x00"), /* block_size 0 */
-        B("\x92\xc0\x90"),                /* ts nil */
-        B("\x93\x01\x90\xff"),            /* dp rank -1 on the wire */
+          "AllBlocks"),        /* truncated tag */
+        B("\x81\xa2ts\x01"),   /* map without events */
+        B("\x92\xc0\x90"),     /* ts nil */
+        B("\x93\x01\x90\xff"), /* dp rank -1 on the wire */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         int rc = reject(&b, cases[i].bytes, cases[i].n);
@@ -419,6 +404,70 @@ TEST(malformed_batches_are_errors)
             printf("  case %zu: rc %d\n", i, kvg_kv_decode_batch(&b, cases[i].bytes, cases[i].n));
             CHECK_INT(rc, KVG_EPARSE);
         }
+    }
+    kvg_kv_batch_free(&b);
+}
+
+/* Events whose fields are unreadable: each is skipped and counted, and the
+ * AllBlocksCleared after it is still decoded (the old decoder dropped the
+ * whole batch). */
+TEST(bad_events_are_skipped_the_rest_kept)
+{
+    struct kvg_kv_batch b;
+    kvg_kv_batch_init(&b, NULL);
+    struct {
+        const char *bytes;
+        size_t n;
+        int removed;
+    } cases[] = {
+        {"\x01", 1, 0},          /* event neither array nor map */
+        {"\x91\x01", 2, 0},      /* tag not a string */
+        {"\x81\xa1x\x01", 4, 0}, /* event map without type */
+        {"\x94\xab"
+         "BlockStored\x90\xc0\x90",
+         16, 0}, /* Stored with 4 elements */
+        {"\x91\xac"
+         "BlockRemoved",
+         14, 1}, /* Removed without hashes */
+        {"\x92\xac"
+         "BlockRemoved\x91\xa1x",
+         17, 1}, /* hash is a string */
+        {"\x95\xab"
+         "BlockStored\x90\xc0\x91\xff\x10",
+         18, 0}, /* token -1 */
+        {"\x95\xab"
+         "BlockStored\x90\xc0\x91\xcf\x00\x00\x00\x01\x00\x00\x00\x00\x10",
+         26, 0}, /* token 2^32 */
+        {"\x95\xab"
+         "BlockStored\x90\xc0\x90\x00",
+         17, 0}, /* block_size 0 */
+        {"\x97\xab"
+         "BlockStored\x90\xc0\x90\x10\xc0\x81\xaa"
+         "cache_salt\x01",
+         31, 0},
+        /* a salt that is not a string */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char buf[64];
+        size_t n = 0;
+        memcpy(buf, "\x92\x01\x92", 3);
+        n = 3;
+        memcpy(buf + n, cases[i].bytes, cases[i].n);
+        n += cases[i].n;
+        memcpy(buf + n,
+               "\x91\xb0"
+               "AllBlocksCleared",
+               18);
+        n += 18;
+        int rc = kvg_kv_decode_batch(&b, buf, n);
+        if (rc != 1) printf("  case %zu: rc %d (%s)\n", i, rc, b.err ? b.err : "");
+        CHECK_INT(rc, 1);
+        CHECK_INT(b.n_bad, 1);
+        CHECK_INT(b.n_bad_removed, cases[i].removed);
+        CHECK(b.err != NULL);
+        CHECK_INT(b.events[0].type, KVG_KV_EV_CLEARED);
+        CHECK_INT(b.n_hashes, 0);
+        CHECK_INT(b.n_tokens, 0);
     }
     kvg_kv_batch_free(&b);
 }
