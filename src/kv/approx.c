@@ -120,7 +120,7 @@ int kvg_kv_approx_record(struct kvg_kv_approx *a, uint32_t slot, const uint64_t 
         uint32_t e = kvg_kv_tab_key_find(&a->t, slot, seq[i], 0);
         if (e != KVG_KV_NIL) {
             kvg_kv_tab_touch(&a->t, slot, e, exp);
-        } else if (kvg_kv_tab_add(&a->t, slot, seq[i], seq[i], 1, exp) == KVG_KV_NIL) {
+        } else if (kvg_kv_tab_add(&a->t, slot, seq[i], seq[i], KVG_KV_LAST, exp) == KVG_KV_NIL) {
             rc = -ENOMEM;
             break;
         }

@@ -88,3 +88,33 @@ int kvg_kv_hash_tokens(const uint32_t *tokens, size_t n, uint32_t block_size, ui
 {
     return kvg_kv_hash_tokens_seeded(tokens, n, block_size, KVG_KV_HASH_SEED, out, max);
 }
+
+uint64_t kvg_kv_salt_hash(const char *salt, size_t len)
+{
+    if (!salt || !len) return 0;
+    uint64_t h = XXH3_64bits(salt, len);
+    return h ? h : 1;
+}
+
+uint64_t kvg_kv_seq_salted(uint64_t seq, uint64_t salt_hash)
+{
+    unsigned char b[16];
+    put_le64(b, seq);
+    put_le64(b + 8, salt_hash);
+    return XXH3_64bits_withSeed(b, sizeof b, KVG_KV_SALT_SEED);
+}
+
+int kvg_kv_hash_request(const uint32_t *tokens, size_t n, uint32_t block_size,
+                        const char *lora_name, size_t lora_len, const char *cache_salt,
+                        size_t salt_len, uint64_t *out, size_t max)
+{
+    uint64_t seed = kvg_kv_lora_seed(lora_name, lora_len);
+    int nb = kvg_kv_local_hashes(tokens, n, block_size, seed, out, max);
+    if (nb < 0) return nb;
+    if ((size_t)nb > max) nb = (int)max;
+    uint64_t sh = kvg_kv_salt_hash(cache_salt, salt_len);
+    /* The salt enters at block 0; every later block chains from it. */
+    if (nb && sh) out[0] = kvg_kv_seq_salted(out[0], sh);
+    for (int i = 1; i < nb; i++) out[i] = kvg_kv_seq_next(out[i - 1], out[i]);
+    return nb;
+}

@@ -10,6 +10,28 @@
  * other size is counted as a mismatch and its events skipped (it would
  * silently ruin routing otherwise).
  *
+ * Holdings are kept per memory tier (event `medium`: GPU, host memory, other)
+ * and per KV-cache group: a BlockRemoved removes the block from its own tier
+ * and group only (vLLM names a block by the same hash in every group of a
+ * hybrid model, and a CPU-offloaded copy by the same hash as its GPU copy).
+ * Prefix reuse is decided by the full-attention groups (kv_cache_spec_kind
+ * absent or full attention): blocks of sliding-window, Mamba and other
+ * groups are kept apart and never count in a match, as such a group only
+ * ever holds a request's tail.
+ *
+ * Cache salts: a block is keyed with its salt mixed in where the salt starts
+ * (see hash.h), so it matches only requests hashed with the same salt
+ * (kvg_kv_hash_request). A salted store continuing a salted block carries
+ * the salt on through the chain; one continuing an unsalted block starts
+ * the salt there. LoRA: blocks are seeded by lora_name (Dynamo's way).
+ *
+ * Engine hashes are opaque but not always unique: older SGLang hashed a page
+ * by its content only, so a page repeated in a prompt comes twice under one
+ * hash. Every place is stored and the hash is reference-counted: the
+ * removal that drops its last reference forgets it. A parent_block_hash
+ * equal to one of the event's own block hashes (a block cannot be its own
+ * ancestor) is read as no parent.
+ *
  * Memory is bounded: past max_entries (block, worker) entries the least
  * recently used entry goes. "Used" means stored/refreshed by an event or
  * walked by a lookup that matched it. Lookups do not reorder lists (that
@@ -46,8 +68,11 @@ struct kvg_kv_index_stats {
     uint64_t nodes;   /* distinct blocks */
     uint64_t bytes;   /* memory held by the index */
     uint64_t max_entries;
-    uint64_t evictions;   /* entries dropped by the bound */
-    uint64_t dup_entries; /* extra entries: same tokens under another engine hash */
+    uint64_t evictions;                  /* entries dropped by the bound */
+    uint64_t dup_entries;                /* extra entries: same tokens under another engine hash */
+    uint64_t ref_extra;                  /* extra references: one engine hash at several places */
+    uint64_t tier_entries[KVG_KV_TIERS]; /* entries per memory tier (all groups) */
+    uint64_t aux_entries;                /* entries of sliding-window/other groups */
     uint64_t lookups;
     uint64_t rd_contended; /* lookups that found the lock taken by a writer */
     uint64_t wr_contended; /* write holds that had to wait */
@@ -64,6 +89,9 @@ struct kvg_kv_apply_result {
     uint32_t block_size_mismatch; /* BlockStored skipped: size not a multiple of the pool's */
     uint32_t inconsistent;        /* BlockStored skipped: tokens != hashes x block_size */
     uint32_t orphans;             /* BlockStored skipped: parent hash unknown */
+    uint32_t self_parent;         /* BlockStored whose parent was one of its own hashes */
+    uint32_t repeated;            /* engine hashes stored again at another place (refcounted) */
+    uint32_t aux_blocks;          /* of stored_blocks, in groups that do not decide prefixes */
     uint32_t evicted;             /* entries evicted by the bound meanwhile */
 };
 
@@ -89,14 +117,48 @@ int kvg_kv_index_apply(struct kvg_kv_index *idx, uint32_t slot, struct kvg_kv_ba
                        struct kvg_kv_apply_result *res);
 
 /* Longest prefix: matched[w] (w < nslots) = how many leading blocks of seq
- * (sequence hashes from kvg_kv_hash_tokens at the pool's block size) worker
- * w holds; 0 for slots that are not live. Returns the largest. */
+ * (sequence hashes from kvg_kv_hash_request / kvg_kv_hash_tokens at the
+ * pool's block size) worker w holds on any tier; 0 for slots that are not
+ * live. Returns the largest. */
 int kvg_kv_index_match(struct kvg_kv_index *idx, const uint64_t *seq, size_t n, uint32_t *matched,
                        size_t nslots);
 /* The same from token ids, hashed here at the pool's block size with a
  * block seed (KVG_KV_HASH_SEED, or kvg_kv_lora_seed of the adapter). */
 int kvg_kv_index_match_tokens(struct kvg_kv_index *idx, const uint32_t *tokens, size_t n,
                               uint64_t seed, uint32_t *matched, size_t nslots);
+
+/* Per worker, what a tier-aware match found: the leading `gpu` blocks are
+ * on the GPU (prefill skipped); the `host` blocks right after them are held
+ * in host memory (a transfer, cheaper than prefill); the `other` blocks
+ * after those on a slower tier. gpu + host + other is what
+ * kvg_kv_index_match reports. */
+struct kvg_kv_tier_match {
+    uint32_t gpu, host, other;
+};
+
+/* Longest prefix by tier: out[w] for w < nslots (zeros for slots that are
+ * not live). Returns the largest total. */
+int kvg_kv_index_match_tiers(struct kvg_kv_index *idx, const uint64_t *seq, size_t n,
+                             struct kvg_kv_tier_match *out, size_t nslots);
+
+/* The request side in one call: kvg_kv_hash_request (adapter and salt, see
+ * hash.h) at the pool's block size, then kvg_kv_index_match_tiers. Returns
+ * the largest total, or -ENOMEM / -EINVAL. */
+int kvg_kv_index_match_request(struct kvg_kv_index *idx, const uint32_t *tokens, size_t n,
+                               const char *lora_name, size_t lora_len, const char *cache_salt,
+                               size_t salt_len, struct kvg_kv_tier_match *out, size_t nslots);
+
+/* Whether slot holds the engine block `engine_hash` of KV group group_idx
+ * (-1 or 0: the default group) on tier: its number of router-block entries
+ * there (0 when not held). For diagnostics and tests. */
+uint32_t kvg_kv_index_held(struct kvg_kv_index *idx, uint32_t slot, enum kvg_kv_tier tier,
+                           int64_t group_idx, uint64_t engine_hash);
+
+/* Longest prefix of seq held by each worker in the groups that do not decide
+ * prefix reuse (sliding window, Mamba...), any tier: what they hold, for
+ * diagnostics and tests. Returns the largest. */
+int kvg_kv_index_match_aux(struct kvg_kv_index *idx, const uint64_t *seq, size_t n,
+                           uint32_t *matched, size_t nslots);
 
 void kvg_kv_index_stats(struct kvg_kv_index *idx, struct kvg_kv_index_stats *st);
 /* Entries of one slot (Dynamo breaks cost ties by the smaller tree). */

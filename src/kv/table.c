@@ -10,18 +10,13 @@
 #define PAGE_SHIFT KVG_KV_PAGE_SHIFT
 #define PAGE_ITEMS (1u << PAGE_SHIFT)
 #define HUGE (2u << 20)
-#define MAX_NODES 0x7fffffffu
+#define MAX_NODES KVG_KV_NODE_MASK
 #define MAX_ENTRIES 0xfffffff0u
 
 #define N(t, i) kvg_kv_tab_node((t), (i))
 #define E(t, i) kvg_kv_tab_entry((t), (i))
 
-/* Keys are hashes already, but engine hashes in tests and from old engines
- * can be small integers: multiply so that the bucket bits are mixed. */
-static inline uint32_t bucket(uint64_t k, uint32_t mask)
-{
-    return (uint32_t)((k * 0x9E3779B97F4A7C15ull) >> 32) & mask;
-}
+#define bucket kvg_kv_bucket
 
 /* Big arrays are walked at random by every lookup: on 2 MB pages (where the
  * kernel allows transparent huge pages on request) a cold walk costs cache
@@ -128,6 +123,112 @@ static void key_migrate(struct kvg_kv_tab *t, struct kvg_kv_chain *c)
     }
 }
 
+/* ---- side maps: counters by key (duplicate entries, extra references) ---- */
+
+static uint64_t dup_key(uint32_t node, uint32_t w)
+{
+    return (uint64_t)node << 32 | w | 1ull << 63;
+}
+
+/* (worker, engine key) folded into one non-zero key; a collision needs two
+ * 63-bit mixes to agree. */
+static uint64_t ref_key(uint32_t w, uint64_t key)
+{
+    uint64_t k = (key ^ ((uint64_t)w << 40 | w)) * 0x9E3779B97F4A7C15ull;
+    return (k ^ k >> 29) | 1ull << 63;
+}
+
+static void cnt_free(struct kvg_kv_cnt *m)
+{
+    free(m->keys);
+    free(m->cnt);
+    memset(m, 0, sizeof *m);
+}
+
+static uint32_t cnt_slot(const struct kvg_kv_cnt *m, uint64_t k)
+{
+    uint32_t i = bucket(k, m->mask);
+    while (m->keys[i] && m->keys[i] != k) i = (i + 1) & m->mask;
+    return i;
+}
+
+static int cnt_grow(struct kvg_kv_cnt *m)
+{
+    uint32_t omask = m->mask, nmask = m->keys ? omask * 2 + 1 : 15;
+    uint64_t *ok = m->keys;
+    uint32_t *oc = m->cnt;
+    uint64_t *nk = calloc((size_t)nmask + 1, sizeof *nk);
+    uint32_t *nc = calloc((size_t)nmask + 1, sizeof *nc);
+    if (!nk || !nc) {
+        free(nk);
+        free(nc);
+        return -ENOMEM;
+    }
+    m->keys = nk;
+    m->cnt = nc;
+    m->mask = nmask;
+    if (ok) {
+        for (uint32_t i = 0; i <= omask; i++) {
+            if (!ok[i]) continue;
+            uint32_t s = cnt_slot(m, ok[i]);
+            nk[s] = ok[i];
+            nc[s] = oc[i];
+        }
+    }
+    free(ok);
+    free(oc);
+    return 0;
+}
+
+static int cnt_inc(struct kvg_kv_cnt *m, uint64_t k)
+{
+    if ((!m->keys || (m->n + 1) * 4 > (m->mask + 1) * 3) && cnt_grow(m)) return -ENOMEM;
+    uint32_t s = cnt_slot(m, k);
+    if (!m->keys[s]) {
+        m->keys[s] = k;
+        m->n++;
+    }
+    m->cnt[s]++;
+    return 0;
+}
+
+/* Removes k's counter; returns what it was. */
+static uint32_t cnt_del(struct kvg_kv_cnt *m, uint64_t k)
+{
+    if (!m->n) return 0;
+    uint32_t s = cnt_slot(m, k), was = m->cnt[s];
+    if (!m->keys[s]) return 0;
+    /* Backward-shift deletion keeps linear probing correct without tombstones. */
+    m->n--;
+    uint32_t hole = s;
+    for (uint32_t i = (s + 1) & m->mask; m->keys[i]; i = (i + 1) & m->mask) {
+        uint32_t home = bucket(m->keys[i], m->mask);
+        if (((i - home) & m->mask) >= ((i - hole) & m->mask)) {
+            m->keys[hole] = m->keys[i];
+            m->cnt[hole] = m->cnt[i];
+            hole = i;
+        }
+    }
+    m->keys[hole] = 0;
+    m->cnt[hole] = 0;
+    return was;
+}
+
+/* 1 if k had a count (now one fewer), 0 if it had none. */
+static int cnt_dec(struct kvg_kv_cnt *m, uint64_t k)
+{
+    if (!m->n) return 0;
+    uint32_t s = cnt_slot(m, k);
+    if (!m->keys[s]) return 0;
+    if (--m->cnt[s] == 0) cnt_del(m, k);
+    return 1;
+}
+
+static size_t cnt_bytes(const struct kvg_kv_cnt *m)
+{
+    return m->keys ? ((size_t)m->mask + 1) * (sizeof(uint64_t) + sizeof(uint32_t)) : 0;
+}
+
 int kvg_kv_tab_init(struct kvg_kv_tab *t, uint32_t max_workers)
 {
     memset(t, 0, sizeof *t);
@@ -159,8 +260,8 @@ void kvg_kv_tab_free(struct kvg_kv_tab *t)
     free(t->w);
     free(t->tail_stamp);
     free(t->live);
-    free(t->dup_keys);
-    free(t->dup_cnt);
+    cnt_free(&t->dup);
+    cnt_free(&t->refs);
     memset(t, 0, sizeof *t);
 }
 
@@ -173,7 +274,7 @@ size_t kvg_kv_tab_bytes(const struct kvg_kv_tab *t)
     b += (size_t)t->max_workers * (sizeof *t->w + sizeof *t->tail_stamp);
     b += (size_t)t->words * 8;
     for (uint32_t i = 0; i < t->max_workers; i++) b += chain_bytes(&t->w[i].kc);
-    if (t->dup_keys) b += ((size_t)t->dup_mask + 1) * (sizeof(uint64_t) + sizeof(uint32_t));
+    b += cnt_bytes(&t->dup) + cnt_bytes(&t->refs);
     return b;
 }
 
@@ -280,6 +381,22 @@ static uint32_t key_scan(const struct kvg_kv_tab *t, uint32_t i, uint64_t key, i
     return KVG_KV_NIL;
 }
 
+uint32_t kvg_kv_tab_key_find_at(const struct kvg_kv_tab *t, uint32_t w, uint64_t key, uint64_t seq)
+{
+    const struct kvg_kv_chain *c = &t->w[w].kc;
+    if (!c->b) return KVG_KV_NIL;
+    uint32_t lo = (uint32_t)key, hi = (uint32_t)(key >> 32);
+    for (int pass = 0; pass < 2; pass++) {
+        const uint32_t *h = pass ? chain_old(c, key) : &c->b[bucket(key, c->mask)];
+        for (uint32_t i = h ? *h : KVG_KV_NIL; i != KVG_KV_NIL; i = E(t, i)->chain) {
+            const struct kvg_kv_entry *e = E(t, i);
+            if (e->key_lo == lo && e->key_hi == hi && N(t, e->node & KVG_KV_NODE_MASK)->key == seq)
+                return i;
+        }
+    }
+    return KVG_KV_NIL;
+}
+
 uint32_t kvg_kv_tab_key_find(const struct kvg_kv_tab *t, uint32_t w, uint64_t key, int want_last)
 {
     const struct kvg_kv_chain *c = &t->w[w].kc;
@@ -316,86 +433,6 @@ static int key_unlink_from(struct kvg_kv_tab *t, uint32_t *pp, uint32_t i)
     return 0;
 }
 
-/* ---- side map of duplicate (node, worker) entries ---- */
-
-static uint64_t dup_key(uint32_t node, uint32_t w)
-{
-    return (uint64_t)node << 32 | w | 1ull << 63;
-}
-
-static uint32_t dup_slot(const struct kvg_kv_tab *t, uint64_t k)
-{
-    uint32_t i = bucket(k, t->dup_mask);
-    while (t->dup_keys[i] && t->dup_keys[i] != k) i = (i + 1) & t->dup_mask;
-    return i;
-}
-
-static int dup_grow(struct kvg_kv_tab *t)
-{
-    uint32_t omask = t->dup_mask, nmask = t->dup_keys ? omask * 2 + 1 : 15;
-    uint64_t *ok = t->dup_keys;
-    uint32_t *oc = t->dup_cnt;
-    uint64_t *nk = calloc((size_t)nmask + 1, sizeof *nk);
-    uint32_t *nc = calloc((size_t)nmask + 1, sizeof *nc);
-    if (!nk || !nc) {
-        free(nk);
-        free(nc);
-        return -ENOMEM;
-    }
-    t->dup_keys = nk;
-    t->dup_cnt = nc;
-    t->dup_mask = nmask;
-    if (ok) {
-        for (uint32_t i = 0; i <= omask; i++) {
-            if (!ok[i]) continue;
-            uint32_t s = dup_slot(t, ok[i]);
-            nk[s] = ok[i];
-            nc[s] = oc[i];
-        }
-    }
-    free(ok);
-    free(oc);
-    return 0;
-}
-
-static int dup_inc(struct kvg_kv_tab *t, uint32_t node, uint32_t w)
-{
-    if ((!t->dup_keys || (t->dup_n + 1) * 4 > (t->dup_mask + 1) * 3) && dup_grow(t)) return -ENOMEM;
-    uint64_t k = dup_key(node, w);
-    uint32_t s = dup_slot(t, k);
-    if (!t->dup_keys[s]) {
-        t->dup_keys[s] = k;
-        t->dup_n++;
-    }
-    t->dup_cnt[s]++;
-    t->dup_entries++;
-    return 0;
-}
-
-/* 1 if (node, w) had an extra entry (now one fewer), 0 if it had none. */
-static int dup_dec(struct kvg_kv_tab *t, uint32_t node, uint32_t w)
-{
-    uint64_t k = dup_key(node, w);
-    uint32_t s = dup_slot(t, k);
-    if (!t->dup_keys[s]) return 0;
-    t->dup_entries--;
-    if (--t->dup_cnt[s]) return 1;
-    /* Backward-shift deletion keeps linear probing correct without tombstones. */
-    t->dup_n--;
-    uint32_t hole = s;
-    for (uint32_t i = (s + 1) & t->dup_mask; t->dup_keys[i]; i = (i + 1) & t->dup_mask) {
-        uint32_t home = bucket(t->dup_keys[i], t->dup_mask);
-        if (((i - home) & t->dup_mask) >= ((i - hole) & t->dup_mask)) {
-            t->dup_keys[hole] = t->dup_keys[i];
-            t->dup_cnt[hole] = t->dup_cnt[i];
-            hole = i;
-        }
-    }
-    t->dup_keys[hole] = 0;
-    t->dup_cnt[hole] = 0;
-    return 1;
-}
-
 /* ---- lists ---- */
 
 static void list_push_head(struct kvg_kv_tab *t, uint32_t w, uint32_t i)
@@ -429,8 +466,8 @@ static void list_unlink(struct kvg_kv_tab *t, uint32_t w, uint32_t i)
     }
 }
 
-uint32_t kvg_kv_tab_add(struct kvg_kv_tab *t, uint32_t w, uint64_t seq, uint64_t key, int last,
-                        uint32_t stamp)
+uint32_t kvg_kv_tab_add(struct kvg_kv_tab *t, uint32_t w, uint64_t seq, uint64_t key,
+                        uint32_t flags, uint32_t stamp)
 {
     struct kvg_kv_wslot *ws = &t->w[w];
     /* Key chains are only walked by writes: denser (4 per bucket) to save
@@ -456,7 +493,7 @@ uint32_t kvg_kv_tab_add(struct kvg_kv_tab *t, uint32_t w, uint64_t seq, uint64_t
     n = N(t, ni);
     uint32_t ei = entry_alloc(t);
     uint64_t bit = 1ull << (w % 64);
-    if (ei != KVG_KV_NIL && (n->bits[w / 64] & bit) && dup_inc(t, ni, w)) {
+    if (ei != KVG_KV_NIL && (n->bits[w / 64] & bit) && cnt_inc(&t->dup, dup_key(ni, w))) {
         /* Return the entry to the free list. */
         E(t, ei)->chain = t->entry_free;
         t->entry_free = ei;
@@ -471,11 +508,12 @@ uint32_t kvg_kv_tab_add(struct kvg_kv_tab *t, uint32_t w, uint64_t seq, uint64_t
         }
         return KVG_KV_NIL;
     }
+    if (n->bits[w / 64] & bit) t->dup_entries++;
     n->bits[w / 64] |= bit;
     struct kvg_kv_entry *e = E(t, ei);
     e->key_lo = (uint32_t)key;
     e->key_hi = (uint32_t)(key >> 32);
-    e->node = ni | (last ? KVG_KV_LAST : 0);
+    e->node = ni | (flags & (KVG_KV_LAST | KVG_KV_SALTED));
     e->stamp = stamp;
     uint32_t *kh = &ws->kc.b[bucket(key, ws->kc.mask)];
     e->chain = *kh;
@@ -496,8 +534,10 @@ void kvg_kv_tab_remove(struct kvg_kv_tab *t, uint32_t w, uint32_t ei)
         uint32_t *o = chain_old(&ws->kc, key);
         if (o) key_unlink_from(t, o, ei);
     }
-    uint32_t ni = e->node & ~KVG_KV_LAST;
-    if (!(t->dup_n && dup_dec(t, ni, w))) {
+    uint32_t ni = e->node & KVG_KV_NODE_MASK;
+    if (cnt_dec(&t->dup, dup_key(ni, w))) {
+        t->dup_entries--;
+    } else {
         struct kvg_kv_node *n = N(t, ni);
         n->bits[w / 64] &= ~(1ull << (w % 64));
         uint64_t any = 0;
@@ -516,14 +556,28 @@ void kvg_kv_tab_remove(struct kvg_kv_tab *t, uint32_t w, uint32_t ei)
     t->entry_free = ei;
     ws->count--;
     t->n_entries--;
+    /* The key's last entry gone (evicted, drained): no reference is left. */
+    if (t->refs.n && kvg_kv_tab_key_find(t, w, key, 0) == KVG_KV_NIL)
+        t->ref_extra -= cnt_del(&t->refs, ref_key(w, key));
     /* Removal-heavy phases must finish a doubling too. */
     key_migrate(t, &ws->kc);
     node_migrate(t);
 }
 
+int kvg_kv_tab_ref(struct kvg_kv_tab *t, uint32_t w, uint64_t key)
+{
+    int rc = cnt_inc(&t->refs, ref_key(w, key));
+    if (!rc) t->ref_extra++;
+    return rc;
+}
+
 uint32_t kvg_kv_tab_remove_key(struct kvg_kv_tab *t, uint32_t w, uint64_t key)
 {
     uint32_t removed = 0, e;
+    if (cnt_dec(&t->refs, ref_key(w, key))) {
+        t->ref_extra--;
+        return 0;
+    }
     while ((e = kvg_kv_tab_key_find(t, w, key, 0)) != KVG_KV_NIL) {
         kvg_kv_tab_remove(t, w, e);
         removed++;

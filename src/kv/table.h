@@ -22,7 +22,13 @@
  * Two entries of one worker can name the same node when the engine reports
  * the same tokens under two block hashes (extra keys the router does not
  * hash). That rare case is counted in a small side map so that the worker's
- * bit is cleared only when its last such entry goes. */
+ * bit is cleared only when its last such entry goes.
+ *
+ * The reverse, one engine hash naming blocks at several places, happens when
+ * an engine hashes a page by its content only (older SGLang: a page repeated
+ * within a prompt). Every place gets its entries, and a second side map
+ * counts the extra references so that removing the hash forgets it only at
+ * its last reference. */
 #ifndef KVG_KV_TABLE_H
 #define KVG_KV_TABLE_H
 
@@ -31,7 +37,9 @@
 #include <stdint.h>
 
 #define KVG_KV_NIL UINT32_MAX
-#define KVG_KV_LAST 0x80000000u /* entry.node flag: last router block of an engine block */
+#define KVG_KV_LAST 0x80000000u   /* entry.node flag: last router block of an engine block */
+#define KVG_KV_SALTED 0x40000000u /* entry.node flag: the block's chain carries a cache salt */
+#define KVG_KV_NODE_MASK 0x3fffffffu
 #define KVG_KV_MAX_WORKERS 4096
 #define KVG_KV_PAGE_SHIFT 16 /* items per pool page: 1.5-1.8 MB, huge-page sized */
 
@@ -44,7 +52,7 @@ struct kvg_kv_node {
 
 struct kvg_kv_entry { /* 28 bytes, 4-byte aligned */
     uint32_t key_lo, key_hi;
-    uint32_t node;       /* node index, | KVG_KV_LAST */
+    uint32_t node;       /* node index | KVG_KV_LAST | KVG_KV_SALTED */
     uint32_t prev, next; /* worker's list; head = newest, prev points toward it */
     uint32_t chain;      /* worker's key chain; free-list link when free */
     uint32_t stamp;      /* list order key: clock (precise) or expiry (approx) */
@@ -68,6 +76,12 @@ struct kvg_kv_wslot {
     int state;
 };
 
+/* Open-addressing counters keyed by non-zero 64-bit keys (side maps). */
+struct kvg_kv_cnt {
+    uint64_t *keys;
+    uint32_t *cnt, mask, n;
+};
+
 struct kvg_kv_tab {
     uint32_t max_workers, words;
     size_t node_size;
@@ -77,17 +91,25 @@ struct kvg_kv_tab {
     struct kvg_kv_entry **epages;
     uint32_t n_epages, entry_hw, entry_free, n_entries;
     struct kvg_kv_wslot *w;
-    uint32_t *tail_stamp; /* w[i].tail's stamp, contiguous for the oldest scan */
-    uint64_t *live;       /* bitmap of LIVE slots: lookups start from it */
-    uint64_t *dup_keys;   /* side map (node << 32 | worker | 1 << 63) -> extra entries */
-    uint32_t *dup_cnt, dup_mask, dup_n;
+    uint32_t *tail_stamp;  /* w[i].tail's stamp, contiguous for the oldest scan */
+    uint64_t *live;        /* bitmap of LIVE slots: lookups start from it */
+    struct kvg_kv_cnt dup; /* (node << 32 | worker | 1 << 63) -> extra entries */
     uint64_t dup_entries;
+    struct kvg_kv_cnt refs; /* (worker, engine key) -> extra references */
+    uint64_t ref_extra;     /* their sum */
 };
 
 int kvg_kv_tab_init(struct kvg_kv_tab *t, uint32_t max_workers);
 void kvg_kv_tab_free(struct kvg_kv_tab *t);
 /* Bytes allocated (pools, buckets, side map, slot arrays). */
 size_t kvg_kv_tab_bytes(const struct kvg_kv_tab *t);
+
+/* Keys are hashes already, but engine hashes in tests and from old engines
+ * can be small integers: multiply so that the bucket bits are mixed. */
+static inline uint32_t kvg_kv_bucket(uint64_t k, uint32_t mask)
+{
+    return (uint32_t)((k * 0x9E3779B97F4A7C15ull) >> 32) & mask;
+}
 
 static inline struct kvg_kv_node *kvg_kv_tab_node(const struct kvg_kv_tab *t, uint32_t i)
 {
@@ -115,12 +137,20 @@ void kvg_kv_tab_prefetch_key(const struct kvg_kv_tab *t, uint32_t w, uint64_t ke
 void kvg_kv_tab_prefetch_node(const struct kvg_kv_tab *t, uint64_t seq);
 /* Entry of worker w with this key; want_last picks the one flagged LAST. */
 uint32_t kvg_kv_tab_key_find(const struct kvg_kv_tab *t, uint32_t w, uint64_t key, int want_last);
-/* Adds entry (w, seq) with key and stamp at the head of w's list. Returns the
- * entry index or KVG_KV_NIL when out of memory or index space. */
-uint32_t kvg_kv_tab_add(struct kvg_kv_tab *t, uint32_t w, uint64_t seq, uint64_t key, int last,
-                        uint32_t stamp);
+/* Entry of worker w with this key on the node of sequence hash seq. */
+uint32_t kvg_kv_tab_key_find_at(const struct kvg_kv_tab *t, uint32_t w, uint64_t key, uint64_t seq);
+/* Adds entry (w, seq) with key, flags (KVG_KV_LAST, KVG_KV_SALTED) and
+ * stamp at the head of w's list. Returns the entry index or KVG_KV_NIL when
+ * out of memory or index space. */
+uint32_t kvg_kv_tab_add(struct kvg_kv_tab *t, uint32_t w, uint64_t seq, uint64_t key,
+                        uint32_t flags, uint32_t stamp);
 void kvg_kv_tab_remove(struct kvg_kv_tab *t, uint32_t w, uint32_t e);
-/* Removes every entry of w with this key; returns how many. */
+/* One more reference to key on w (it names blocks at another place too).
+ * 0 or -ENOMEM. */
+int kvg_kv_tab_ref(struct kvg_kv_tab *t, uint32_t w, uint64_t key);
+/* Drops one reference to key on w: when it has extra references, one goes
+ * and 0 is returned; otherwise every entry of w with this key is removed
+ * and their number returned. */
 uint32_t kvg_kv_tab_remove_key(struct kvg_kv_tab *t, uint32_t w, uint64_t key);
 /* Moves e to the head of w's list with a new stamp. */
 void kvg_kv_tab_touch(struct kvg_kv_tab *t, uint32_t w, uint32_t e, uint32_t stamp);
@@ -136,5 +166,14 @@ uint32_t kvg_kv_tab_drain(struct kvg_kv_tab *t, uint32_t w, uint32_t max);
  * largest out[w]. */
 uint32_t kvg_kv_tab_match(const struct kvg_kv_tab *t, const uint64_t *seq, size_t n, uint32_t *out,
                           size_t nslots, int stamp_used, uint32_t stamp);
+
+/* The same over tabs[0..ntabs) (same max_workers; tabs[0]'s live slots
+ * count), by levels: out[l * nslots + w] = leading blocks worker w holds in
+ * the union of tabs[0..l]. Returns the largest at the last level. ntabs is
+ * at most KVG_KV_MATCH_LEVELS. */
+#define KVG_KV_MATCH_LEVELS 4
+uint32_t kvg_kv_tab_match_levels(const struct kvg_kv_tab *const *tabs, uint32_t ntabs,
+                                 const uint64_t *seq, size_t n, uint32_t *out, size_t nslots,
+                                 int stamp_used, uint32_t stamp);
 
 #endif
