@@ -22,8 +22,8 @@
 struct wstats {
     _Atomic uint64_t batches, events, blocks_stored, blocks_removed, clears, gaps, decode_errors,
         replays, replay_failures, replayed_batches, restarts, drops, mismatches, orphans,
-        inconsistent;
-    _Atomic int64_t last_seq;
+        inconsistent, bad_events;
+    _Atomic int64_t last_seq, dp_rank;
     _Atomic int active;
 };
 
@@ -113,6 +113,16 @@ static void apply_payload(struct sub_thread *t, struct sub_worker *w, const void
             KVG_WARN("kv events: worker %u (%s): undecodable batch (%s); %" PRIu64 " so far",
                      w->slot, w->endpoint, t->batch.err ? t->batch.err : kvg_strerror(rc), n + 1);
         return;
+    }
+    atomic_store(&st->dp_rank, t->batch.dp_rank);
+    if (t->s->o.on_batch)
+        t->s->o.on_batch(t->s->o.on_batch_arg, w->slot, t->batch.dp_rank, &t->batch);
+    if (t->batch.n_bad) {
+        uint64_t n = INC(st->bad_events, t->batch.n_bad);
+        if (n < 3 || n % 1000 == 0)
+            KVG_WARN("kv events: worker %u (%s): skipped %u unreadable event(s) (%s)", w->slot,
+                     w->endpoint, t->batch.n_bad, t->batch.err ? t->batch.err : "?");
+        if (t->batch.n_bad_removed) drop(t, w, "a BlockRemoved was unreadable");
     }
     struct kvg_kv_apply_result res;
     rc = kvg_kv_index_apply(t->s->idx, w->slot, &t->batch, &res);
@@ -346,6 +356,7 @@ static int do_add(struct sub_thread *t, struct cmd *c)
     struct wstats *st = ST(s, c->slot);
     memset(st, 0, sizeof *st);
     atomic_store(&st->last_seq, -1);
+    atomic_store(&st->dp_rank, -1);
     atomic_store(&st->active, 1);
     t->nw++;
     return 0;
@@ -436,7 +447,10 @@ int kvg_kv_sub_new(struct kvg_kv_index *idx, const struct kvg_kv_sub_opts *o,
         kvg_kv_sub_free(s);
         return -ENOMEM;
     }
-    for (uint32_t i = 0; i < s->nslots; i++) atomic_store(&s->st[i].last_seq, -1);
+    for (uint32_t i = 0; i < s->nslots; i++) {
+        atomic_store(&s->st[i].last_seq, -1);
+        atomic_store(&s->st[i].dp_rank, -1);
+    }
     for (uint32_t i = 0; i < s->nth; i++) {
         s->th[i].s = s;
         pthread_mutex_init(&s->th[i].mu, NULL);
@@ -548,6 +562,8 @@ int kvg_kv_sub_stats(struct kvg_kv_sub *s, uint32_t slot, struct kvg_kv_sub_stat
     o->orphans = atomic_load(&st->orphans);
     o->inconsistent = atomic_load(&st->inconsistent);
     o->last_seq = atomic_load(&st->last_seq);
+    o->bad_events = atomic_load(&st->bad_events);
+    o->dp_rank = atomic_load(&st->dp_rank);
     o->active = atomic_load(&st->active);
     return 0;
 }

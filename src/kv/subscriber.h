@@ -13,6 +13,8 @@
  *     replay fails or is incomplete, drop the worker's entries (the index
  *     must not claim blocks whose removal may have been lost) and log it;
  *   - back to 0 (or any step back): the engine restarted, drop the entries.
+ * An unreadable event is skipped and the rest of its batch applied; if it
+ * was a BlockRemoved the worker's entries are dropped (its removal is lost).
  * A first message with a sequence above 0 is a mid-stream join: if a replay
  * endpoint exists, whatever the engine still buffers is fetched first.
  *
@@ -31,7 +33,17 @@
 
 struct kvg_kv_sub;
 
+/* Called on the subscriber thread for every batch decoded from slot's
+ * endpoint, before it is applied: dp_rank is the batch's
+ * data_parallel_rank (-1: nil or absent, not data parallel), so the caller
+ * can attribute it to the logical worker URL@rank. The batch is the
+ * thread's scratch, valid only during the call. */
+typedef void (*kvg_kv_sub_batch_cb)(void *arg, uint32_t slot, int64_t dp_rank,
+                                    const struct kvg_kv_batch *b);
+
 struct kvg_kv_sub_opts {
+    kvg_kv_sub_batch_cb on_batch; /* nullable */
+    void *on_batch_arg;
     uint32_t threads;           /* 0 = 1 */
     uint32_t replay_timeout_ms; /* 0 = 2000 */
     uint64_t max_msg_bytes;     /* per message (ZMQ_MAXMSGSIZE); 0 = 64 MiB */
@@ -55,6 +67,8 @@ struct kvg_kv_sub_stats {
     uint64_t mismatches;   /* BlockStored skipped: block size not a multiple */
     uint64_t orphans;      /* BlockStored skipped: unknown parent */
     uint64_t inconsistent; /* BlockStored skipped: tokens != hashes x size */
+    uint64_t bad_events;   /* events skipped as unreadable (their batches kept) */
+    int64_t dp_rank;       /* data_parallel_rank of the last batch, -1 for none */
     int64_t last_seq;      /* last sequence applied, -1 before the first */
     int active;            /* the slot is subscribed */
 };
