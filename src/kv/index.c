@@ -314,19 +314,22 @@ static int apply_stored(struct kvg_kv_index *idx, uint32_t slot, const struct kv
     uint32_t R = ev->n_hashes * k;
     int has_parent = 0, salted = 0;
     uint64_t parent_seq = 0;
-    if (ev->has_parent && is_own_hash(b, ev)) {
-        res->self_parent++;
-    } else if (ev->has_parent) {
+    if (ev->has_parent) {
         struct kvg_kv_tab *pt = NULL;
         uint32_t pe = find_parent(idx, slot, home, group_key(ev->parent, ev->group_idx), &pt);
-        if (pe == KVG_KV_NIL) {
+        if (pe != KVG_KV_NIL) {
+            uint32_t pn = kvg_kv_tab_entry(pt, pe)->node;
+            parent_seq = kvg_kv_tab_node(pt, pn & KVG_KV_NODE_MASK)->key;
+            salted = !!(pn & KVG_KV_SALTED);
+            has_parent = 1;
+        } else if (is_own_hash(b, ev)) {
+            /* Unknown and one of its own hashes: not a parent (a repeated
+             * content-only page would have been found above). */
+            res->self_parent++;
+        } else {
             res->orphans++;
             return 0;
         }
-        uint32_t pn = kvg_kv_tab_entry(pt, pe)->node;
-        parent_seq = kvg_kv_tab_node(pt, pn & KVG_KV_NODE_MASK)->key;
-        salted = !!(pn & KVG_KV_SALTED);
-        has_parent = 1;
     }
     /* Chain; a salt not yet carried by the parent's chain starts at the
      * event's salted block. */

@@ -29,8 +29,9 @@
  * by its content only, so a page repeated in a prompt comes twice under one
  * hash. Every place is stored and the hash is reference-counted: the
  * removal that drops its last reference forgets it. A parent_block_hash
- * equal to one of the event's own block hashes (a block cannot be its own
- * ancestor) is read as no parent.
+ * that is unknown and equal to one of the event's own block hashes (a block
+ * cannot be its own ancestor; a known one is a repeated page) is read as no
+ * parent.
  *
  * Memory is bounded: past max_entries (block, worker) entries the least
  * recently used entry goes. "Used" means stored/refreshed by an event or
