@@ -83,6 +83,19 @@ int kvg_route_input_parse(struct kvg_route_input *ri, const char *body, size_t l
         ri->model_len = KVG_MIN(strlen(m->valuestring), sizeof ri->model - 1);
         memcpy(ri->model, m->valuestring, ri->model_len);
     }
+    /* vLLM's cache_salt: the engine only shares blocks between requests with
+     * the same salt, so kvgate hashes the request's blocks with it. */
+    cJSON *salt = cJSON_GetObjectItemCaseSensitive(j, "cache_salt");
+    if (salt && !cJSON_IsNull(salt)) {
+        if (!cJSON_IsString(salt) || !salt->valuestring[0] ||
+            strlen(salt->valuestring) >= sizeof ri->cache_salt) {
+            cJSON_Delete(j);
+            snprintf(msg, msglen, "'cache_salt' must be a non-empty string under 256 bytes");
+            return KVG_EPARSE;
+        }
+        ri->cache_salt_len = strlen(salt->valuestring);
+        memcpy(ri->cache_salt, salt->valuestring, ri->cache_salt_len + 1);
+    }
     ri->stream = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "stream"));
     cJSON *mt = cJSON_GetObjectItemCaseSensitive(j, "max_completion_tokens");
     if (!cJSON_IsNumber(mt)) mt = cJSON_GetObjectItemCaseSensitive(j, "max_tokens");
@@ -146,7 +159,9 @@ void kvg_route_input_tokenize(struct kvg_route_input *ri, const struct kvg_route
     size_t nb = ri->nids / ri->block_size;
     if (!nb) return;
     if (!(ri->hashes = malloc(nb * sizeof *ri->hashes))) return;
-    int n = kvg_kv_hash_tokens(ri->ids, ri->nids, ri->block_size, ri->hashes, nb);
+    int n = kvg_kv_hash_request(ri->ids, ri->nids, ri->block_size, NULL, 0,
+                                ri->cache_salt_len ? ri->cache_salt : NULL, ri->cache_salt_len,
+                                ri->hashes, nb);
     ri->nhashes = n > 0 ? (size_t)n : 0;
 }
 

@@ -32,6 +32,8 @@ struct kvg_route_input {
     size_t model_len;
     int stream;
     uint32_t max_tokens;
+    char cache_salt[256]; /* the request's cache_salt ("" none): seeds its block hashes */
+    size_t cache_salt_len;
     struct kvg_buf text; /* routing text */
     uint32_t *ids;       /* owned, NULL when not tokenized */
     size_t nids;

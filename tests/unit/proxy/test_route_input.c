@@ -1,0 +1,91 @@
+/* What routing reads of a request body: duplicate keys refused, and a
+ * cache_salt seeding the block hashes as the engine seeds its blocks. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "jinja/chat.h"
+#include "kv/hash.h"
+#include "proxy/route_input.h"
+#include "support/test.h"
+#include "tokenizer/tokenizer.h"
+
+static struct kvg_route_tokenizer rt;
+
+static void setup(void)
+{
+    static struct kvg_tok *tok;
+    static struct kvg_jinja_chat *chat;
+    char err[256];
+    if (tok) return;
+    CHECK_INT(kvg_tok_load("builtin:bytes", NULL, &tok, err, sizeof err), 0);
+    CHECK_INT(kvg_jinja_chat_new(NULL, NULL, NULL, &chat, err, sizeof err), 0);
+    rt = (struct kvg_route_tokenizer){tok, chat, 16};
+}
+
+static int parse(const char *body, struct kvg_route_input *ri)
+{
+    char msg[128];
+    return kvg_route_input_parse(ri, body, strlen(body), 0, msg, sizeof msg);
+}
+
+TEST(duplicate_keys_refused)
+{
+    struct kvg_route_input ri;
+    CHECK(parse("{\"model\":\"a\",\"prompt\":\"x\",\"model\":\"b\"}", &ri) != 0);
+    CHECK(parse("{\"model\":\"a\",\"prompt\":[{\"k\":1,\"k\":2}]}", &ri) != 0);
+    CHECK(parse("{\"model\":\"a\",\"prompt\":\"x\",\"max_tokens\":1}", &ri) == 0);
+    kvg_route_input_free(&ri);
+    /* many keys: the sorted path */
+    char big[4096];
+    size_t n = (size_t)snprintf(big, sizeof big, "{\"prompt\":\"x\"");
+    for (int i = 0; i < 40; i++) n += (size_t)snprintf(big + n, sizeof big - n, ",\"k%d\":1", i);
+    snprintf(big + n, sizeof big - n, ",\"k7\":2}");
+    CHECK(parse(big, &ri) != 0);
+    big[n] = 0;
+    strcat(big, "}");
+    CHECK(parse(big, &ri) == 0);
+    kvg_route_input_free(&ri);
+}
+
+TEST(model_too_long_refused)
+{
+    struct kvg_route_input ri;
+    char body[600];
+    snprintf(body, sizeof body, "{\"model\":\"%0300d\",\"prompt\":\"x\"}", 0);
+    CHECK(parse(body, &ri) != 0);
+}
+
+TEST(cache_salt_seeds_hashes)
+{
+    setup();
+    char prompt[100];
+    memset(prompt, 'a', 64);
+    prompt[64] = 0;
+    char plain[256], salted[256], other[256];
+    snprintf(plain, sizeof plain, "{\"model\":\"m\",\"prompt\":\"%s\"}", prompt);
+    snprintf(salted, sizeof salted, "{\"model\":\"m\",\"prompt\":\"%s\",\"cache_salt\":\"t-a\"}",
+             prompt);
+    snprintf(other, sizeof other, "{\"model\":\"m\",\"prompt\":\"%s\",\"cache_salt\":\"t-b\"}",
+             prompt);
+    struct kvg_route_input a, b, c;
+    CHECK_INT(parse(plain, &a), 0);
+    CHECK_INT(parse(salted, &b), 0);
+    CHECK_INT(parse(other, &c), 0);
+    kvg_route_input_tokenize(&a, &rt);
+    kvg_route_input_tokenize(&b, &rt);
+    kvg_route_input_tokenize(&c, &rt);
+    CHECK(a.nhashes > 0);
+    CHECK_INT(a.nhashes, b.nhashes);
+    CHECK(a.hashes[0] != b.hashes[0]);
+    CHECK(b.hashes[0] != c.hashes[0]);
+    uint64_t want[16];
+    int n = kvg_kv_hash_request(b.ids, b.nids, 16, NULL, 0, "t-a", 3, want, 16);
+    CHECK_INT(n, (int)b.nhashes);
+    CHECK(!memcmp(want, b.hashes, b.nhashes * sizeof *want));
+    kvg_route_input_free(&a);
+    kvg_route_input_free(&b);
+    kvg_route_input_free(&c);
+    struct kvg_route_input d;
+    CHECK(parse("{\"model\":\"m\",\"prompt\":\"x\",\"cache_salt\":5}", &d) != 0);
+    CHECK(parse("{\"model\":\"m\",\"prompt\":\"x\",\"cache_salt\":\"\"}", &d) != 0);
+}
