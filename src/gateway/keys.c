@@ -123,9 +123,10 @@ static int parse_double(struct pctx *p, yaml_node_t *n, const char *path, double
 static int parse_limits(struct pctx *p, yaml_node_t *n, const char *path,
                         struct kvg_quota_limits *l)
 {
-    static const char *names[] = {"tokens_per_minute",   "tokens_per_hour",   "tokens_per_day",
-                                  "requests_per_minute", "requests_per_hour", "requests_per_day",
-                                  "max_concurrent"};
+    /* Per window of enum kvg_quota_win: tokens, then requests. */
+    static const char *names[] = {"tokens_per_minute", "tokens_per_hour",     "tokens_per_day",
+                                  "tokens_per_month",  "requests_per_minute", "requests_per_hour",
+                                  "requests_per_day",  "requests_per_month",  "max_concurrent"};
     kvg_quota_limits_none(l);
     int rc = check_map(p, n, path);
     if (rc) return rc;
@@ -134,11 +135,13 @@ static int parse_limits(struct pctx *p, yaml_node_t *n, const char *path,
         int64_t *dst = NULL;
         for (size_t i = 0; i < KVG_ARRAY_LEN(names); i++)
             if (!strcmp(k, names[i]))
-                dst = i < 3 ? &l->tokens[i] : i < 6 ? &l->requests[i - 3] : &l->max_concurrent;
+                dst = i < KVG_QW_N       ? &l->tokens[i]
+                      : i < 2 * KVG_QW_N ? &l->requests[i - KVG_QW_N]
+                                         : &l->max_concurrent;
         if (!dst)
             return fail(p, node(p, lp->key), path,
-                        "unknown limit '%s' (expected tokens_per_{minute,hour,day}, "
-                        "requests_per_{minute,hour,day} or max_concurrent)",
+                        "unknown limit '%s' (expected tokens_per_{minute,hour,day,month}, "
+                        "requests_per_{minute,hour,day,month} or max_concurrent)",
                         k);
         char sub[192];
         join(sub, sizeof sub, path, k);

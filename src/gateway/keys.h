@@ -31,6 +31,8 @@
  *         requests_per_minute: 600
  *         requests_per_hour: 10000
  *         requests_per_day: 100000
+ *         tokens_per_month: 100000000  # calendar months in UTC: a fixed
+ *         requests_per_month: 1000000  #   window, empty on the 1st 00:00 UTC
  *         max_concurrent: 16
  *   tenants:                     # limits shared by every key of a tenant
  *     team-a:

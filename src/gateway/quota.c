@@ -30,13 +30,34 @@ int kvg_quota_limits_any(const struct kvg_quota_limits *l)
     return l->max_concurrent >= 0;
 }
 
-uint64_t kvg_quota_win_ms(enum kvg_quota_win w)
+/* Epoch ms of the first instant of month `idx` (months since 1970-01). */
+static uint64_t month_start_ms(int64_t idx)
 {
-    static const uint64_t ms[KVG_QW_N] = {60000, 3600000, 86400000};
-    return ms[w];
+    struct tm tm = {.tm_year = (int)(70 + idx / 12), .tm_mon = (int)(idx % 12), .tm_mday = 1};
+    time_t t = timegm(&tm);
+    return t > 0 ? (uint64_t)t * 1000 : 0;
 }
 
-static const char *win_name[KVG_QW_N] = {"minute", "hour", "day"};
+void kvg_quota_win_span(enum kvg_quota_win w, uint64_t now_ms, struct kvg_quota_span *out)
+{
+    static const uint64_t ms[KVG_QW_MONTH] = {60000, 3600000, 86400000};
+    if (w == KVG_QW_MONTH) {
+        time_t t = (time_t)(now_ms / 1000);
+        struct tm tm;
+        gmtime_r(&t, &tm);
+        out->idx = (int64_t)(tm.tm_year - 70) * 12 + tm.tm_mon;
+        out->start_ms = month_start_ms(out->idx);
+        out->len_ms = month_start_ms(out->idx + 1) - out->start_ms;
+        out->fixed = 1;
+        return;
+    }
+    out->len_ms = ms[w];
+    out->idx = (int64_t)(now_ms / ms[w]);
+    out->start_ms = (uint64_t)out->idx * ms[w];
+    out->fixed = 0;
+}
+
+static const char *win_name[KVG_QW_N] = {"minute", "hour", "day", "month"};
 
 void kvg_quota_counting_default(struct kvg_quota_counting *c)
 {
@@ -103,18 +124,17 @@ int64_t kvg_quota_cost_actual(const struct kvg_quota_counting *c, int64_t prompt
 /* ---- window arithmetic (mirrored operation for operation in the Redis
  * store's Lua script: keep the two in step) ---- */
 
-int64_t kvg_quota_win_used(int64_t cur, int64_t prev, uint64_t now_ms, uint64_t w)
+int64_t kvg_quota_win_used(int64_t cur, int64_t prev, uint64_t e, uint64_t w, int fixed)
 {
-    uint64_t e = now_ms % w;
     if (cur < 0) cur = 0;
-    if (prev < 0) prev = 0;
+    if (prev < 0 || fixed) prev = 0;
     return cur + (int64_t)floor((double)prev * (double)(w - e) / (double)w);
 }
 
-int kvg_quota_win_admits(int64_t cur, int64_t prev, uint64_t now_ms, uint64_t w, int64_t lim,
+int kvg_quota_win_admits(int64_t cur, int64_t prev, uint64_t e, uint64_t w, int fixed, int64_t lim,
                          int64_t cost)
 {
-    int64_t used = kvg_quota_win_used(cur, prev, now_ms, w);
+    int64_t used = kvg_quota_win_used(cur, prev, e, w, fixed);
     return used < lim && used + cost <= lim;
 }
 
@@ -152,12 +172,20 @@ void kvg_quota_item_eval(const struct kvg_quota_item *it, uint64_t now_ms, int a
         out->retry_ms = out->ok ? 0 : 1000; /* a slot frees when some request ends */
         return;
     }
-    uint64_t w = kvg_quota_win_ms((enum kvg_quota_win)it->win), e = now_ms % w;
-    int64_t used = kvg_quota_win_used(it->cur, it->prev, now_ms, w);
+    struct kvg_quota_span sp;
+    kvg_quota_win_span((enum kvg_quota_win)it->win, now_ms, &sp);
+    uint64_t w = sp.len_ms, e = now_ms - sp.start_ms;
+    int64_t used = kvg_quota_win_used(it->cur, it->prev, e, w, sp.fixed);
     out->ok = used < it->limit && used + it->cost <= it->limit;
     int64_t after = used + (admitted ? it->cost : 0);
     out->remaining = KVG_MAX(0, it->limit - after);
     int64_t curp = KVG_MAX(it->cur, 0) + (admitted ? it->cost : 0);
+    if (sp.fixed) {
+        /* A calendar month: everything is forgotten when the next begins. */
+        out->reset_ms = curp > 0 ? w - e : 0;
+        if (!out->ok) out->retry_ms = w - e;
+        return;
+    }
     out->reset_ms = curp > 0 ? 2 * w - e : it->prev > 0 ? w - e : 0;
     if (!out->ok) out->retry_ms = retry_ms(it->cur, it->prev, e, w, it->limit, it->cost);
 }
@@ -172,7 +200,11 @@ static void add_item(struct kvg_quota_lease *l, size_t scope, int kind, int win,
     it->win = (uint8_t)win;
     it->limit = limit;
     it->cost = cost;
-    it->widx = kind == KVG_QK_CONCURRENT ? 0 : (int64_t)(now_ms / kvg_quota_win_ms(win));
+    if (kind != KVG_QK_CONCURRENT) {
+        struct kvg_quota_span sp;
+        kvg_quota_win_span((enum kvg_quota_win)win, now_ms, &sp);
+        it->widx = sp.idx;
+    }
 }
 
 size_t kvg_quota_build_items(const struct kvg_quota_req *r, uint64_t now_ms,
@@ -290,6 +322,7 @@ void kvg_quota_opts_default(struct kvg_quota_opts *o)
     o->fail_open = 1;
     o->lease_ttl_ms = 3600 * 1000;
     o->log_interval_ms = 10000;
+    o->op_ttl_ms = 600 * 1000;
 }
 
 int kvg_quota_new(const char *store, const struct kvg_quota_opts *o, struct kvg_quota **out,
@@ -347,6 +380,9 @@ void kvg_quota_stats(const struct kvg_quota *q, struct kvg_quota_stats *s)
     s->fail_closed = atomic_load(&q->st_fail_closed);
     s->timeouts = atomic_load(&q->st_timeouts);
     s->reconnects = atomic_load(&q->st_reconnects);
+    s->retries = atomic_load(&q->st_retries);
+    s->dropped = atomic_load(&q->st_dropped);
+    s->pending = atomic_load(&q->st_pending);
 }
 
 int kvg_quota_loop_open(struct kvg_quota *q, uv_loop_t *loop, struct kvg_quota_loop **out)
@@ -393,6 +429,7 @@ int kvg_quota_reserve(struct kvg_quota_loop *lq, const struct kvg_quota_req *r,
     if (op) *op = NULL;
     if (!r || !lease || !cb || r->nscopes > KVG_QUOTA_MAX_SCOPES || r->est_cost < 0) return -EINVAL;
     memset(lease, 0, sizeof *lease);
+    lease->explicit_time = r->now_ms != 0;
     uint64_t now = r->now_ms ? r->now_ms : wall_ms();
     uint64_t seq = atomic_fetch_add_explicit(&q->lease_seq, 1, memory_order_relaxed);
     snprintf(lease->id, sizeof lease->id, "%016llx%llx", (unsigned long long)q->lease_salt,
@@ -445,9 +482,14 @@ void kvg_quota_op_done(struct kvg_quota_op *o, int admitted, int err)
     if (o->next) o->next->pprev = o->pprev;
     struct kvg_quota_result res;
     if (!o->lease) {
-        /* Cancelled: the client is gone, give back what landed. */
+        /* Cancelled: the client is gone, give back what landed, and release
+         * what may still land (no answer: Redis may run it late). */
         if (!err && admitted) {
             o->copy.reserved = o->copy.active = 1;
+            kvg_quota_reconcile(lq, &o->copy, 0);
+        } else if (err) {
+            o->copy.reserved = 0;
+            o->copy.uncertain = o->copy.active = 1;
             kvg_quota_reconcile(lq, &o->copy, 0);
         }
         free(o);
@@ -455,6 +497,9 @@ void kvg_quota_op_done(struct kvg_quota_op *o, int admitted, int err)
     }
     if (err) {
         kvg_quota_store_failed(lq->q, &o->copy, err, &res);
+        /* The script was sent and may yet run: the lease stays active even
+         * when failing closed, so the request's end releases it. */
+        o->copy.uncertain = o->copy.active = 1;
     } else {
         o->copy.reserved = o->copy.active = admitted;
         kvg_quota_make_result(&o->copy, admitted, &res);
@@ -472,16 +517,23 @@ void kvg_quota_cancel(struct kvg_quota_op *op)
     if (op) op->lease = NULL;
 }
 
-void kvg_quota_reconcile(struct kvg_quota_loop *lq, struct kvg_quota_lease *lease,
-                         int64_t actual_cost)
+void kvg_quota_reconcile_at(struct kvg_quota_loop *lq, struct kvg_quota_lease *lease,
+                            int64_t actual_cost, uint64_t now_ms)
 {
     if (!lease || !lease->active) return;
     lease->active = 0;
     actual_cost = clamp_tokens(actual_cost);
+    if (!now_ms) now_ms = lease->explicit_time ? lease->now_ms : wall_ms();
     if (lq->q->store == QS_MEM)
-        kvg_qmem_reconcile(lq->q->mem, lease, actual_cost);
+        kvg_qmem_reconcile(lq->q->mem, lease, actual_cost, now_ms);
     else
-        kvg_qredis_reconcile(lq, lease, actual_cost);
+        kvg_qredis_reconcile(lq, lease, actual_cost, now_ms);
+}
+
+void kvg_quota_reconcile(struct kvg_quota_loop *lq, struct kvg_quota_lease *lease,
+                         int64_t actual_cost)
+{
+    kvg_quota_reconcile_at(lq, lease, actual_cost, 0);
 }
 
 char *kvg_quota_fmt_reset(uint64_t ms, char *out, size_t len)

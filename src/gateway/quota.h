@@ -31,9 +31,21 @@
  * (a suspended key). A request is admitted only if every applicable limit
  * admits it (all or nothing), and then its cost is added to every token
  * limit, 1 to every request limit and a slot taken from every concurrency
- * limit. kvg_quota_reconcile later adds (actual - reserved) to the token
- * counters of the window the reservation went to and frees the slots. An
- * admitted request always completes; its overshoot, if any, blocks the next.
+ * limit. kvg_quota_reconcile later takes the reservation back from the
+ * window it went to (while that window still counts) and charges the actual
+ * cost to the window current at reconcile time, the one in which the tokens
+ * were produced (a stream longer than a window is not lost in an expired
+ * one), and frees the slots. An admitted request always completes; its
+ * overshoot, if any, blocks the next.
+ *
+ * Exactly once (the Redis store): every reservation carries an operation id
+ * (the lease id). The reserve script applies an id once and marks it; the
+ * reconcile script applies an id once and marks it done, so a reservation
+ * Redis runs late (it was stalled past kvgate's timeout, kvgate failed open
+ * or closed and went on) finds its id done and does nothing, and a
+ * reconciliation kvgate could not confirm is simply sent again. A lease
+ * whose reservation had no answer is reconciled as "maybe reserved": the
+ * script knows from the mark which it was.
  *
  * Threads: struct kvg_quota is shared by every loop thread (thread-safe).
  * Each loop thread opens its own struct kvg_quota_loop (the Redis store holds
@@ -49,7 +61,10 @@
 
 #define KVG_QUOTA_NONE (-1) /* a limit that is not set */
 
-enum kvg_quota_win { KVG_QW_MINUTE, KVG_QW_HOUR, KVG_QW_DAY, KVG_QW_N };
+/* Minute, hour and day are sliding windows (above); a month is a calendar
+ * month in UTC, a fixed window that starts empty on the 1st at 00:00 UTC
+ * (what a monthly budget means to whoever pays it: no carry-over). */
+enum kvg_quota_win { KVG_QW_MINUTE, KVG_QW_HOUR, KVG_QW_DAY, KVG_QW_MONTH, KVG_QW_N };
 
 struct kvg_quota_limits {
     int64_t tokens[KVG_QW_N];   /* per window: KVG_QUOTA_NONE or >= 0 (0 = suspended) */
@@ -61,8 +76,15 @@ struct kvg_quota_limits {
 void kvg_quota_limits_none(struct kvg_quota_limits *l);
 /* 1 if any limit is set. */
 int kvg_quota_limits_any(const struct kvg_quota_limits *l);
-/* Window length in milliseconds. */
-uint64_t kvg_quota_win_ms(enum kvg_quota_win w);
+/* The window of kind w that holds time now_ms (epoch ms): its index (now /
+ * length; months since January 1970), start and length (a month's varies),
+ * and whether it is fixed (the previous window does not count). */
+struct kvg_quota_span {
+    int64_t idx;
+    uint64_t start_ms, len_ms;
+    int fixed;
+};
+void kvg_quota_win_span(enum kvg_quota_win w, uint64_t now_ms, struct kvg_quota_span *out);
 
 /* How a request's tokens become the cost charged against token limits. */
 enum kvg_quota_mode { KVG_QM_TOTAL, KVG_QM_INPUT, KVG_QM_OUTPUT, KVG_QM_WEIGHTED };
@@ -109,7 +131,7 @@ struct kvg_quota_item {
     uint8_t scope, kind, win;
     int64_t limit;
     int64_t cost;      /* reserved: min(est, limit) for tokens, 1 for requests/slots */
-    int64_t widx;      /* window index (now / W) the reservation went to */
+    int64_t widx;      /* window index (kvg_quota_win_span) the reservation went to */
     int64_t cur, prev; /* counters before the reservation (concurrency: cur = slots in use) */
 };
 struct kvg_quota_lease {
@@ -118,9 +140,11 @@ struct kvg_quota_lease {
     struct kvg_quota_item item[KVG_QUOTA_MAX_ITEMS];
     size_t nitems;
     uint64_t now_ms;
-    int reserved; /* 1: the store holds the reservation; 0: nothing to give back */
-    int active;   /* 1 until reconciled */
-    char id[40];  /* lease id (the Redis store's concurrency slot member) */
+    int reserved;      /* 1: the store holds the reservation; 0: nothing to give back */
+    int uncertain;     /* the reservation was sent but not answered: it may land */
+    int active;        /* 1 until reconciled */
+    int explicit_time; /* reserved at the request's now_ms (tests): reconciled then too */
+    char id[40];       /* lease id (the Redis store's concurrency slot member) */
 };
 
 /* Values for one family of x-ratelimit-* headers. */
@@ -149,11 +173,17 @@ struct kvg_quota_opts {
     uint32_t lease_ttl_ms;    /* Redis: a concurrency slot of a replica that died
                                  frees itself after this (3600000) */
     uint32_t log_interval_ms; /* at most one store-error log line per interval (10000) */
+    uint32_t op_ttl_ms;       /* Redis: how long an operation id is remembered once done,
+                                 i.e. how late a stalled reservation may still land and be
+                                 ignored, and how long a reconciliation is retried (600000) */
 };
 void kvg_quota_opts_default(struct kvg_quota_opts *o);
 
 struct kvg_quota_stats {
     uint64_t admitted, limited, store_errors, fail_open, fail_closed, timeouts, reconnects;
+    uint64_t retries; /* reconciliations sent again after a store error */
+    uint64_t dropped; /* reconciliations given up (op_ttl_ms passed, or the queue full) */
+    uint64_t pending; /* reconciliations not yet confirmed by the store (now) */
 };
 
 struct kvg_quota;
@@ -202,11 +232,17 @@ int kvg_quota_reserve(struct kvg_quota_loop *lq, const struct kvg_quota_req *r,
  * and a reservation that still lands is given back. Loop thread only. */
 void kvg_quota_cancel(struct kvg_quota_op *op);
 /* End of request: gives back the reservation and charges actual_cost (0 for
- * a request that never reached an engine). Fire and forget; the lease is
- * copied, marked inactive, and may be reused at once. A lease reconciled
- * twice is ignored. Loop thread of lq. */
+ * a request that never reached an engine) to the current windows. Fire and
+ * forget; the lease is copied, marked inactive, and may be reused at once. A
+ * lease reconciled twice is ignored. The Redis store sends it again (same
+ * operation id) until the store confirms it, for up to op_ttl_ms. Loop
+ * thread of lq. */
 void kvg_quota_reconcile(struct kvg_quota_loop *lq, struct kvg_quota_lease *lease,
                          int64_t actual_cost);
+/* The same at an explicit time (epoch ms; 0: now, or for a lease reserved
+ * at an explicit time, that time). */
+void kvg_quota_reconcile_at(struct kvg_quota_loop *lq, struct kvg_quota_lease *lease,
+                            int64_t actual_cost, uint64_t now_ms);
 
 /* The response headers of a result: Retry-After when rejected, and
  * x-ratelimit-{limit,remaining,reset}-{tokens,requests} for the kinds that

@@ -12,7 +12,8 @@
 
 enum { QS_MEM, QS_REDIS };
 
-struct qmem; /* quota_mem.c */
+struct qmem;   /* quota_mem.c */
+struct qretry; /* quota_redis.c */
 
 struct kvg_quota {
     int store;
@@ -22,7 +23,7 @@ struct kvg_quota {
     uint64_t lease_salt;
     _Atomic uint64_t lease_seq;
     _Atomic uint64_t st_admitted, st_limited, st_store_errors, st_fail_open, st_fail_closed,
-        st_timeouts, st_reconnects;
+        st_timeouts, st_reconnects, st_retries, st_dropped, st_pending;
     _Atomic uint64_t last_log_ms;
 };
 
@@ -31,6 +32,10 @@ struct kvg_quota_loop {
     uv_loop_t *loop;
     struct kvg_redis_conn *rc; /* Redis store: this loop's connection */
     struct kvg_quota_op *ops;  /* Redis store: reservations in flight (list) */
+    struct qretry *retry;      /* Redis store: reconciliations to send again (FIFO) */
+    struct qretry **retry_tail;
+    size_t nretry;
+    uv_timer_t *retry_timer; /* owned; closed by kvg_qredis_loop_close */
     int ever_connected;
 };
 
@@ -43,10 +48,11 @@ struct kvg_quota_op {
     struct kvg_quota_op *next, **pprev;
 };
 
-/* The usage one limit sees: cur + floor(prev * (W - e) / W), negatives as 0. */
-int64_t kvg_quota_win_used(int64_t cur, int64_t prev, uint64_t now_ms, uint64_t w);
+/* The usage one limit sees e ms into a window of w ms: cur + floor(prev *
+ * (w - e) / w), negatives as 0; a fixed window (a month) ignores prev. */
+int64_t kvg_quota_win_used(int64_t cur, int64_t prev, uint64_t e, uint64_t w, int fixed);
 /* The admission rule of quota.h for one token or request item. */
-int kvg_quota_win_admits(int64_t cur, int64_t prev, uint64_t now_ms, uint64_t w, int64_t lim,
+int kvg_quota_win_admits(int64_t cur, int64_t prev, uint64_t e, uint64_t w, int fixed, int64_t lim,
                          int64_t cost);
 
 /* Per-item outcome computed from the counters before the reservation. */
@@ -77,15 +83,19 @@ void kvg_qmem_free(struct qmem *m);
 /* Atomic check-and-reserve: fills each item's cur/prev; returns 1 admitted,
  * 0 limited, -ENOMEM. */
 int kvg_qmem_reserve(struct qmem *m, struct kvg_quota_lease *lease);
-void kvg_qmem_reconcile(struct qmem *m, const struct kvg_quota_lease *lease, int64_t actual);
+/* Takes the reservation back from its windows, charges actual to the
+ * windows current at now_ms, frees the slots. */
+void kvg_qmem_reconcile(struct qmem *m, const struct kvg_quota_lease *lease, int64_t actual,
+                        uint64_t now_ms);
 size_t kvg_qmem_entries(struct qmem *m);
 
 /* Redis store (quota_redis.c). */
 int kvg_qredis_loop_open(struct kvg_quota_loop *lq);
 void kvg_qredis_loop_close(struct kvg_quota_loop *lq);
 int kvg_qredis_reserve(struct kvg_quota_loop *lq, struct kvg_quota_op *op);
+/* The same in Redis, applied once per lease id, resent until confirmed. */
 void kvg_qredis_reconcile(struct kvg_quota_loop *lq, const struct kvg_quota_lease *lease,
-                          int64_t actual);
+                          int64_t actual, uint64_t now_ms);
 /* Called by quota_redis.c when a reservation finished (admitted or not, or
  * err < 0 for a store failure). Frees op. */
 void kvg_quota_op_done(struct kvg_quota_op *op, int admitted, int err);

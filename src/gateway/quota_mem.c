@@ -24,7 +24,7 @@ struct entry {
     uint64_t hash;
     int64_t cur, prev, idx; /* window counters; idx = window index of cur */
     int64_t conc;           /* concurrency slots in use */
-    uint64_t w;             /* window length (ms); 0 for a concurrency entry */
+    int win;                /* enum kvg_quota_win; -1 for a concurrency entry */
     size_t klen;
     char key[];
 };
@@ -49,7 +49,7 @@ static size_t make_key(char *out, size_t cap, const char *scope, const struct kv
     memcpy(out, scope, n);
     out[n++] = '\x1f'; /* cannot appear in a scope id: the YAML loader refuses control bytes */
     out[n++] = "trc"[it->kind];
-    out[n++] = it->kind == KVG_QK_CONCURRENT ? 'c' : "mhd"[it->win];
+    out[n++] = it->kind == KVG_QK_CONCURRENT ? 'c' : "mhdM"[it->win];
     return n;
 }
 
@@ -123,7 +123,7 @@ static struct entry *find_or_add(struct qmem *m, const char *key, size_t klen,
     e->klen = klen;
     e->hash = h;
     e->idx = it->widx;
-    e->w = it->kind == KVG_QK_CONCURRENT ? 0 : kvg_quota_win_ms((enum kvg_quota_win)it->win);
+    e->win = it->kind == KVG_QK_CONCURRENT ? -1 : it->win;
     e->next = m->tab[h & (m->nbuckets - 1)];
     m->tab[h & (m->nbuckets - 1)] = e;
     if (++m->n > m->nbuckets) grow(m);
@@ -147,7 +147,9 @@ static void sweep(struct qmem *m, uint64_t now_ms)
         struct entry **pp = &m->tab[b];
         while (*pp) {
             struct entry *e = *pp;
-            int dead = e->w ? (int64_t)(now_ms / e->w) > e->idx + 1 : e->conc <= 0;
+            struct kvg_quota_span sp = {0};
+            if (e->win >= 0) kvg_quota_win_span((enum kvg_quota_win)e->win, now_ms, &sp);
+            int dead = e->win >= 0 ? sp.idx > e->idx + 1 : e->conc <= 0;
             if (dead) {
                 *pp = e->next;
                 free(e);
@@ -179,10 +181,13 @@ int kvg_qmem_reserve(struct qmem *m, struct kvg_quota_lease *l)
             it->prev = 0;
             ok &= e->conc < it->limit;
         } else {
+            struct kvg_quota_span sp;
+            kvg_quota_win_span((enum kvg_quota_win)it->win, l->now_ms, &sp);
             roll(e, it->widx);
             it->cur = e->cur;
             it->prev = e->prev;
-            ok &= kvg_quota_win_admits(e->cur, e->prev, l->now_ms, e->w, it->limit, it->cost);
+            ok &= kvg_quota_win_admits(e->cur, e->prev, l->now_ms - sp.start_ms, sp.len_ms,
+                                       sp.fixed, it->limit, it->cost);
         }
     }
     if (ok)
@@ -197,7 +202,8 @@ int kvg_qmem_reserve(struct qmem *m, struct kvg_quota_lease *l)
     return ok;
 }
 
-void kvg_qmem_reconcile(struct qmem *m, const struct kvg_quota_lease *l, int64_t actual)
+void kvg_qmem_reconcile(struct qmem *m, const struct kvg_quota_lease *l, int64_t actual,
+                        uint64_t now_ms)
 {
     char key[KVG_QUOTA_SCOPE_ID_MAX + 4];
     pthread_mutex_lock(&m->mu);
@@ -211,13 +217,21 @@ void kvg_qmem_reconcile(struct qmem *m, const struct kvg_quota_lease *l, int64_t
             if (l->reserved && e->conc > 0) e->conc--;
             continue;
         }
-        /* The difference goes to the window the reservation went to, wherever
-         * it now sits; a window that has left the sliding view is gone. */
-        int64_t delta = actual - (l->reserved ? it->cost : 0);
+        /* The reservation leaves the window it went to, wherever that now
+         * sits (a window that left the sliding view is gone), and the actual
+         * cost lands in the current window: the tokens were produced now. */
+        struct kvg_quota_span sp;
+        kvg_quota_win_span((enum kvg_quota_win)it->win, now_ms, &sp);
+        roll(e, sp.idx);
+        int64_t back = l->reserved ? it->cost : 0;
         if (e->idx == it->widx)
-            e->cur += delta;
+            e->cur -= back;
         else if (e->idx == it->widx + 1)
-            e->prev += delta;
+            e->prev -= back;
+        if (e->idx == sp.idx)
+            e->cur += actual;
+        else if (e->idx == sp.idx + 1)
+            e->prev += actual; /* another thread's clock is a little ahead */
     }
     pthread_mutex_unlock(&m->mu);
 }

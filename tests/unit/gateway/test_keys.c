@@ -323,3 +323,18 @@ TEST(holder_swaps_while_readers_hold_references)
     CHECK(kvg_keys_acquire(&h) == NULL);
     kvg_keys_holder_destroy(&h);
 }
+
+TEST(monthly_limits_parse)
+{
+    struct kvg_keys_set *s = parse_ok("keys:\n  - name: m\n    hash: " ABC_HASH "\n"
+                                      "    limits: {tokens_per_month: 1_000_000, "
+                                      "requests_per_month: 5000, requests_per_day: 9}\n");
+    const struct kvg_keys_entry *e = &s->keys[0];
+    CHECK_INT(e->limits.tokens[KVG_QW_MONTH], 1000000);
+    CHECK_INT(e->limits.requests[KVG_QW_MONTH], 5000);
+    CHECK_INT(e->limits.requests[KVG_QW_DAY], 9);
+    CHECK_INT(e->limits.max_concurrent, KVG_QUOTA_NONE);
+    kvg_keys_unref(s);
+    parse_bad("keys:\n  - name: m\n    hash: " ABC_HASH "\n    limits: {tokens_per_year: 1}\n",
+              "tokens_per_{minute,hour,day,month}");
+}

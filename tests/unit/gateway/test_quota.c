@@ -6,6 +6,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "base/err.h"
 #include "gateway/quota.h"
@@ -412,4 +413,92 @@ TEST(threads_racing_cannot_overshoot)
     CHECK_INT(st.admitted, 1000);
     CHECK_INT(st.admitted + st.limited, 6 * 4000);
     kvg_quota_free(q);
+}
+
+/* Epoch ms of a UTC date (test helper; the code under test has its own). */
+static uint64_t utc_ms(int y, int mon, int d, int h, int mi, int s, int ms)
+{
+    struct tm tm = {.tm_year = y - 1900,
+                    .tm_mon = mon - 1,
+                    .tm_mday = d,
+                    .tm_hour = h,
+                    .tm_min = mi,
+                    .tm_sec = s};
+    return (uint64_t)timegm(&tm) * 1000 + (uint64_t)ms;
+}
+
+TEST(month_windows_are_calendar_months_in_utc)
+{
+    struct kvg_quota_span sp;
+    kvg_quota_win_span(KVG_QW_MONTH, utc_ms(2024, 2, 15, 12, 0, 0, 0), &sp);
+    CHECK_INT(sp.fixed, 1);
+    CHECK_INT(sp.idx, (2024 - 1970) * 12 + 1);
+    CHECK_INT(sp.start_ms, utc_ms(2024, 2, 1, 0, 0, 0, 0));
+    CHECK_INT(sp.len_ms, 29ull * 86400000); /* a leap year's February */
+    kvg_quota_win_span(KVG_QW_MONTH, utc_ms(2023, 12, 31, 23, 59, 59, 999), &sp);
+    int64_t dec = sp.idx;
+    CHECK_INT(sp.len_ms, 31ull * 86400000);
+    kvg_quota_win_span(KVG_QW_MONTH, utc_ms(2024, 1, 1, 0, 0, 0, 0), &sp);
+    CHECK_INT(sp.idx, dec + 1);
+    kvg_quota_win_span(KVG_QW_DAY, utc_ms(2024, 1, 1, 0, 0, 0, 0), &sp);
+    CHECK_INT(sp.fixed, 0);
+    CHECK_INT(sp.len_ms, 86400000);
+
+    /* A monthly budget does not carry over: the 1st starts empty. */
+    struct fx f;
+    fx_open(&f);
+    struct kvg_quota_req r;
+    struct kvg_quota_lease l1, l2, l3;
+    uint64_t jan31 = utc_ms(2024, 1, 31, 23, 59, 0, 0), feb1 = utc_ms(2024, 2, 1, 0, 0, 0, 1);
+    one_scope(&r, "key:month", 900, jan31);
+    r.scope[0].lim.tokens[KVG_QW_MONTH] = 1000;
+    r.scope[0].lim.requests[KVG_QW_MONTH] = 5;
+    struct kvg_quota_result res = reserve(&f, &r, &l1);
+    CHECK_INT(res.admitted, 1);
+    CHECK_INT(res.tokens.remaining, 100);
+    CHECK_INT(res.tokens.reset_ms, 60000); /* the month ends in a minute */
+    r.est_cost = 200;
+    res = reserve(&f, &r, &l2);
+    CHECK_INT(res.admitted, 0);
+    CHECK_INT(res.limited_win, KVG_QW_MONTH);
+    CHECK_INT(res.retry_after_s, 60);
+    r.now_ms = feb1;
+    r.est_cost = 900;
+    res = reserve(&f, &r, &l3);
+    CHECK_INT(res.admitted, 1); /* a sliding window would still count January's 900 */
+    CHECK_INT(res.tokens.remaining, 100);
+    CHECK_INT(res.requests.remaining, 4);
+    CHECK_INT(res.tokens.reset_ms, 29ull * 86400000 - 1);
+    fx_close(&f);
+}
+
+/* A 237 s stream against 1000 tokens a minute: its 2,048 tokens land in the
+ * window current when it ends, not in the reservation's long-gone one. */
+TEST(reconcile_charges_the_window_where_tokens_were_produced)
+{
+    struct fx f;
+    fx_open(&f);
+    struct kvg_quota_req r;
+    struct kvg_quota_lease l1, l2;
+    one_scope(&r, "key:long", 2100, T0 + 1000);
+    r.scope[0].lim.tokens[KVG_QW_MINUTE] = 1000;
+    CHECK_INT(reserve(&f, &r, &l1).admitted, 1);
+    kvg_quota_reconcile_at(f.lq, &l1, 2048, T0 + 238000);
+    one_scope(&r, "key:long", 1, T0 + 238000);
+    r.scope[0].lim.tokens[KVG_QW_MINUTE] = 1000;
+    struct kvg_quota_result res = reserve(&f, &r, &l2);
+    CHECK_INT(res.admitted, 0);
+    CHECK_INT(res.tokens.remaining, 0);
+    /* Reconciled one window later: the reservation leaves the previous
+     * window and the usage counts in the current one. */
+    one_scope(&r, "key:next", 600, T0 + 59000);
+    r.scope[0].lim.tokens[KVG_QW_MINUTE] = 1000;
+    CHECK_INT(reserve(&f, &r, &l1).admitted, 1);
+    kvg_quota_reconcile_at(f.lq, &l1, 300, T0 + 61000);
+    one_scope(&r, "key:next", 0, T0 + 61000);
+    r.scope[0].lim.tokens[KVG_QW_MINUTE] = 1000;
+    res = reserve(&f, &r, &l2);
+    CHECK_INT(res.admitted, 1);
+    CHECK_INT(res.tokens.remaining, 700); /* 300 now, nothing left in the previous window */
+    fx_close(&f);
 }

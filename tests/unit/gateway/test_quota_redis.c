@@ -144,7 +144,9 @@ static void agree_run(int edge)
     static struct kvg_quota_lease lm[400], lr[400];
     int live[400], nlive = 0, admitted = 0, refused = 0, exact = 0;
     int64_t unit = edge ? 100 : 50;
-    uint64_t now = 1700000000000ull + 12345;
+    /* 15 minutes before 2024-02-01 00:00 UTC: the run (~30 minutes) crosses
+     * into the next day and month. */
+    uint64_t now = 1706745600000ull - 15 * 60000ull + 12345;
     for (int i = 0; i < 400; i++) {
         /* edge: bursts in one window, then a gap that empties both windows,
          * so usage is a sum of round costs and meets the limit exactly. */
@@ -155,8 +157,9 @@ static void agree_run(int edge)
         if (nlive && kvg_rng_below(&rng, 3) == 0) {
             int k = (int)kvg_rng_below(&rng, (uint64_t)nlive);
             int64_t actual = unit * (int64_t)kvg_rng_below(&rng, edge ? 5 : 10);
-            kvg_quota_reconcile(mem.lq, &lm[live[k]], actual);
-            kvg_quota_reconcile(red.lq, &lr[live[k]], actual);
+            /* At the sequence's time: the usage lands in the current windows. */
+            kvg_quota_reconcile_at(mem.lq, &lm[live[k]], actual, now);
+            kvg_quota_reconcile_at(red.lq, &lr[live[k]], actual, now);
             live[k] = live[--nlive];
             run_until(&loop, NULL, 2); /* the reconcile is fire and forget */
             continue;
@@ -172,6 +175,8 @@ static void agree_run(int edge)
             kvg_quota_limits_none(&r.scope[1].lim);
             r.scope[1].lim.max_concurrent = 4;
             r.scope[1].lim.tokens[KVG_QW_DAY] = 50000;
+            r.scope[1].lim.tokens[KVG_QW_MONTH] = 200000;
+            r.scope[1].lim.requests[KVG_QW_MONTH] = 150;
         }
         struct kvg_quota_result a = reserve(&loop, &mem, &r, &lm[i]);
         struct kvg_quota_result b = reserve(&loop, &red, &r, &lr[i]);
@@ -408,4 +413,92 @@ TEST(bad_urls_are_refused)
     CHECK_INT(kvg_quota_new("redis://:pw@localhost:6390/2", NULL, &q, err, sizeof err), 0);
     CHECK_STR(kvg_quota_store_name(q), "redis");
     kvg_quota_free(q);
+}
+
+/* Sum of the token counters of a scope's windows (all kinds, any index). */
+static long long scope_tokens(const char *scope)
+{
+    redisContext *c = redis_sync(g_redis.port);
+    if (!c) return -999;
+    redisReply *keys = redisCommand(c, "KEYS kvg:q:%s:t*", scope);
+    long long sum = 0;
+    for (size_t i = 0; keys && i < keys->elements; i++) {
+        redisReply *v = redisCommand(c, "GET %s", keys->element[i]->str);
+        if (v && v->type == REDIS_REPLY_STRING) sum += atoll(v->str);
+        if (v) freeReplyObject(v);
+    }
+    if (keys) freeReplyObject(keys);
+    redisFree(c);
+    return sum;
+}
+
+/* SIGSTOP Redis while requests reserve and finish: kvgate times out and
+ * fails open (or closed), Redis runs the reservations late after SIGCONT,
+ * and the usage actually served is still charged exactly once: the late
+ * reservations find their ids released, the reconciliations are sent again
+ * until confirmed, and a reconciliation that ran twice counts once. */
+TEST(stalled_redis_charges_served_usage_exactly_once)
+{
+    need_redis();
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    struct store open_s, closed_s;
+    store_open(&open_s, &loop, g_url, 1);
+    store_open(&closed_s, &loop, g_url, 0);
+    wait_connected(&loop, &open_s);
+    wait_connected(&loop, &closed_s);
+    struct kvg_quota_req r;
+    struct kvg_quota_lease l[4], ok;
+    one_scope(&r, "stall", 40, 0);
+    r.scope[0].lim.tokens[KVG_QW_DAY] = 100000;
+    r.scope[0].lim.max_concurrent = 10;
+    /* Before the stall: reserved 40, used 25. */
+    CHECK_INT(reserve(&loop, &open_s, &r, &ok).admitted, 1);
+    kill(g_redis.pid, SIGSTOP);
+    struct kvg_quota_result a = reserve(&loop, &open_s, &r, &l[0]);
+    struct kvg_quota_result b = reserve(&loop, &closed_s, &r, &l[1]);
+    CHECK_INT(a.store_error, 1);
+    CHECK_INT(a.admitted, 1); /* failed open: served */
+    CHECK_INT(b.store_error, 1);
+    CHECK_INT(b.admitted, 0); /* failed closed: refused */
+    CHECK(l[1].active);       /* but still to be released */
+    int calls = 0;
+    struct kvg_quota_op *op = NULL;
+    CHECK_INT(kvg_quota_reserve(open_s.lq, &r, &l[2], never, &calls, &op), 0);
+    kvg_quota_cancel(op); /* the client left while Redis did not answer */
+    kvg_quota_reconcile(open_s.lq, &ok, 25);
+    kvg_quota_reconcile(open_s.lq, &l[0], 30); /* the fail-open request used 30 */
+    kvg_quota_reconcile(closed_s.lq, &l[1], 0);
+    run_until(&loop, NULL, 300);
+    struct kvg_quota_stats st;
+    kvg_quota_stats(open_s.q, &st);
+    CHECK(st.pending >= 1); /* waiting for Redis to come back */
+    kill(g_redis.pid, SIGCONT);
+    for (int i = 0; i < 200; i++) {
+        struct kvg_quota_stats s2;
+        kvg_quota_stats(open_s.q, &st);
+        kvg_quota_stats(closed_s.q, &s2);
+        if (st.pending == 0 && s2.pending == 0 && i > 20) break;
+        run_until(&loop, NULL, 25);
+    }
+    CHECK_INT(st.pending, 0);
+    CHECK_INT(st.dropped, 0);
+    CHECK(st.retries >= 1);
+    CHECK_INT(calls, 0);
+    char scope[300];
+    snprintf(scope, sizeof scope, "%s", r.scope[0].id);
+    CHECK_INT(scope_tokens(scope), 55); /* 25 + 30, whatever ran late */
+    char key[400];
+    snprintf(key, sizeof key, "kvg:q:%s:cc", scope);
+    CHECK_INT(redis_int(g_redis.port, "ZCARD %s", key), 0); /* every slot given back */
+    /* A reconciliation that reaches Redis twice counts once. */
+    CHECK_INT(reserve(&loop, &open_s, &r, &ok).admitted, 1);
+    struct kvg_quota_lease twice = ok;
+    kvg_quota_reconcile(open_s.lq, &ok, 7);
+    kvg_quota_reconcile(open_s.lq, &twice, 7);
+    run_until(&loop, NULL, 100);
+    CHECK_INT(scope_tokens(scope), 62);
+    store_close(&open_s, &loop);
+    store_close(&closed_s, &loop);
+    uv_loop_close(&loop);
 }
