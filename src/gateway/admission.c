@@ -61,6 +61,8 @@ void kvg_adm_config_default(struct kvg_adm_config *c)
     c->sat_queue = 5;
     c->sat_kv = 0.8;
     c->shed_pool_saturation = 1.0;
+    c->own_busy_factor = 2.0;
+    c->own_busy_min = 8;
     c->stale_ms = 1500;
     c->queue_timeout_ms = 30000;
     c->queue_max = 1024;
@@ -78,84 +80,140 @@ static int fresh(const struct kvg_adm_config *c, const struct kvg_engine_load *l
     return c->stale_ms == 0 || now_ms <= l->at_ms || now_ms - l->at_ms <= c->stale_ms;
 }
 
+enum kvg_adm_judgement kvg_adm_load_judge(const struct kvg_adm_config *c, int prio,
+                                          const struct kvg_engine_load *l, uint64_t now_ms)
+{
+    if (!fresh(c, l, now_ms)) return KVG_ADM_UNKNOWN;
+    double max_waiting, max_kv = -1; /* < 0: the rule does not read KV */
+    switch (kvg_adm_class(prio)) {
+    case KVG_ADM_CRITICAL:
+        max_waiting = c->critical_max_waiting;
+        break;
+    case KVG_ADM_STANDARD:
+        max_waiting = c->standard_max_waiting, max_kv = c->standard_max_kv;
+        break;
+    default:
+        max_waiting = c->sheddable_max_waiting, max_kv = c->sheddable_max_kv;
+        break;
+    }
+    int kw = known(l->waiting), kk = max_kv >= 0 && known(l->kv_usage);
+    /* Each known signal may say "busy" on its own; an unknown one says nothing. */
+    if ((kw && l->waiting >= max_waiting) || (kk && l->kv_usage >= max_kv)) return KVG_ADM_BUSY;
+    return kw || kk ? KVG_ADM_FITS : KVG_ADM_UNKNOWN;
+}
+
 int kvg_adm_load_ok(const struct kvg_adm_config *c, int prio, const struct kvg_engine_load *l,
                     uint64_t now_ms)
 {
-    if (!fresh(c, l, now_ms)) return 0;
-    switch (kvg_adm_class(prio)) {
-    case KVG_ADM_CRITICAL:
-        return known(l->waiting) && l->waiting < c->critical_max_waiting;
-    case KVG_ADM_STANDARD:
-        return known(l->waiting) && known(l->kv_usage) && l->waiting < c->standard_max_waiting &&
-               l->kv_usage < c->standard_max_kv;
-    default:
-        return known(l->waiting) && known(l->kv_usage) && l->waiting < c->sheddable_max_waiting &&
-               l->kv_usage < c->sheddable_max_kv;
-    }
+    return kvg_adm_load_judge(c, prio, l, now_ms) != KVG_ADM_BUSY;
+}
+
+int kvg_adm_own_busy(const struct kvg_adm_config *c, uint32_t in_flight, double others_mean)
+{
+    if (others_mean < 0 || c->own_busy_factor <= 0) return 0;
+    return in_flight >= c->own_busy_min && in_flight > c->own_busy_factor * others_mean;
+}
+
+int kvg_adm_ok(const struct kvg_adm_config *c, int prio, const struct kvg_engine_load *l,
+               uint64_t now_ms, uint32_t in_flight, double others_mean)
+{
+    enum kvg_adm_judgement j = kvg_adm_load_judge(c, prio, l, now_ms);
+    if (j != KVG_ADM_UNKNOWN) return j == KVG_ADM_FITS;
+    return !kvg_adm_own_busy(c, in_flight, others_mean);
+}
+
+double kvg_adm_others_mean(uint64_t sum, size_t n, uint32_t mine)
+{
+    return n > 1 ? (double)(sum - mine) / (double)(n - 1) : -1;
 }
 
 int kvg_adm_worker_ok(const struct kvg_adm_config *c, int prio, struct kvg_worker *w,
-                      uint64_t now_ms)
+                      uint64_t now_ms, double others_mean)
 {
     pthread_mutex_lock(&w->mu);
     struct kvg_engine_load l = w->load;
     pthread_mutex_unlock(&w->mu);
-    return kvg_adm_load_ok(c, prio, &l, now_ms);
+    return kvg_adm_ok(c, prio, &l, now_ms, atomic_load(&w->in_flight), others_mean);
 }
 
 double kvg_adm_load_saturation(const struct kvg_adm_config *c, const struct kvg_engine_load *l,
                                uint64_t now_ms)
 {
-    if (!fresh(c, l, now_ms) || !known(l->waiting) || !known(l->kv_usage)) return 1.0;
-    return KVG_MAX(l->waiting / c->sat_queue, l->kv_usage / c->sat_kv);
+    if (!fresh(c, l, now_ms)) return -1;
+    double s = -1;
+    if (known(l->waiting)) s = l->waiting / c->sat_queue;
+    if (known(l->kv_usage)) s = KVG_MAX(s, l->kv_usage / c->sat_kv);
+    return s;
+}
+
+/* The mean of n_known known saturations among n workers: 0 when none is
+ * known (unknown is never saturated), 1 for an empty pool. */
+static double mean_saturation(double sum, size_t n_known, size_t n)
+{
+    if (n == 0) return 1.0;
+    return n_known ? sum / (double)n_known : 0;
 }
 
 double kvg_adm_pool_saturation(const struct kvg_adm_config *c, const struct kvg_engine_load *loads,
                                size_t n, uint64_t now_ms)
 {
-    if (n == 0) return 1.0;
     double s = 0;
-    for (size_t i = 0; i < n; i++) s += kvg_adm_load_saturation(c, &loads[i], now_ms);
-    return s / (double)n;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        double x = kvg_adm_load_saturation(c, &loads[i], now_ms);
+        if (x >= 0) s += x, k++;
+    }
+    return mean_saturation(s, k, n);
 }
 
-enum kvg_adm_verdict kvg_adm_decide(const struct kvg_adm_config *c, int prio,
-                                    const struct kvg_engine_load *loads, size_t n, uint64_t now_ms,
-                                    size_t *nok)
+static enum kvg_adm_verdict verdict(const struct kvg_adm_config *c, int prio, size_t ok,
+                                    double pool_sat)
 {
-    size_t ok = 0;
-    for (size_t i = 0; i < n; i++) ok += kvg_adm_load_ok(c, prio, &loads[i], now_ms) != 0;
-    if (nok) *nok = ok;
     int sheddable = kvg_adm_class(prio) == KVG_ADM_SHEDDABLE;
-    if (sheddable && c->shed_pool_saturation > 0 &&
-        kvg_adm_pool_saturation(c, loads, n, now_ms) >= c->shed_pool_saturation)
+    if (sheddable && c->shed_pool_saturation > 0 && pool_sat >= c->shed_pool_saturation)
         return KVG_ADM_REJECT;
     if (ok) return KVG_ADM_ADMIT;
     return sheddable ? KVG_ADM_REJECT : KVG_ADM_QUEUE;
+}
+
+enum kvg_adm_verdict kvg_adm_decide(const struct kvg_adm_config *c, int prio,
+                                    const struct kvg_engine_load *loads, const uint32_t *in_flight,
+                                    size_t n, uint64_t now_ms, size_t *nok)
+{
+    uint64_t sum = 0;
+    for (size_t i = 0; in_flight && i < n; i++) sum += in_flight[i];
+    size_t ok = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t mine = in_flight ? in_flight[i] : 0;
+        ok += kvg_adm_ok(c, prio, &loads[i], now_ms, mine, kvg_adm_others_mean(sum, n, mine)) != 0;
+    }
+    if (nok) *nok = ok;
+    return verdict(c, prio, ok, kvg_adm_pool_saturation(c, loads, n, now_ms));
 }
 
 enum kvg_adm_verdict kvg_adm_decide_workers(const struct kvg_adm_config *c, int prio,
                                             struct kvg_worker *const *ws, size_t n, uint64_t now_ms,
                                             size_t *nok)
 {
-    /* One pass, no copy of every load: the same arithmetic as
-     * kvg_adm_decide (mean saturation, count of workers that pass). */
-    size_t ok = 0;
+    /* One pass over the loads, no copy of every load: the same arithmetic
+     * as kvg_adm_decide (known saturations' mean, count of workers that
+     * pass). In-flight counts are read first: the mean of the others needs
+     * them all. */
+    uint32_t inf[n ? n : 1];
+    uint64_t sum = 0;
+    for (size_t i = 0; i < n; i++) sum += inf[i] = atomic_load(&ws[i]->in_flight);
+    size_t ok = 0, k = 0;
     double sat = 0;
     for (size_t i = 0; i < n; i++) {
         pthread_mutex_lock(&ws[i]->mu);
         struct kvg_engine_load l = ws[i]->load;
         pthread_mutex_unlock(&ws[i]->mu);
-        ok += kvg_adm_load_ok(c, prio, &l, now_ms) != 0;
-        sat += kvg_adm_load_saturation(c, &l, now_ms);
+        ok += kvg_adm_ok(c, prio, &l, now_ms, inf[i], kvg_adm_others_mean(sum, n, inf[i])) != 0;
+        double x = kvg_adm_load_saturation(c, &l, now_ms);
+        if (x >= 0) sat += x, k++;
     }
     if (nok) *nok = ok;
-    int sheddable = kvg_adm_class(prio) == KVG_ADM_SHEDDABLE;
-    double pool = n ? sat / (double)n : 1.0;
-    if (sheddable && c->shed_pool_saturation > 0 && pool >= c->shed_pool_saturation)
-        return KVG_ADM_REJECT;
-    if (ok) return KVG_ADM_ADMIT;
-    return sheddable ? KVG_ADM_REJECT : KVG_ADM_QUEUE;
+    return verdict(c, prio, ok, mean_saturation(sat, k, n));
 }
 
 /* ---- the queue ---- */

@@ -11,10 +11,21 @@
  *   critical:  waiting < critical_max_waiting (50);
  *   standard:  waiting < standard_max_waiting (5) and kv < standard_max_kv (0.8);
  *   sheddable: waiting < sheddable_max_waiting (5) and kv < sheddable_max_kv (0.8).
- * A worker whose metrics are missing (at_ms == 0), older than stale_ms, or
- * unknown (< 0 or NaN) in a field the rule reads, passes no rule.
- * Pool saturation = mean over workers of max(waiting / sat_queue,
- * kv / sat_kv), a worker with stale or missing metrics counting as 1.0.
+ * Only known, fresh signals are judged: a worker whose metrics are missing
+ * (at_ms == 0), older than stale_ms, or unknown (< 0 or NaN) in a field is
+ * judged by the fields it does report (an engine without a KV figure by its
+ * waiting count alone), and a worker with none of the rule's fields fresh is
+ * "unknown", never "busy": a missing or failing metric never holds a request.
+ * An unknown worker is judged by kvgate's own count instead: it is busy when
+ * its in-flight requests are at least own_busy_min (8) and more than
+ * own_busy_factor (2) times the mean in-flight of the other candidates. The
+ * least loaded candidate is never over that line, so kvgate's own count can
+ * steer requests away from an outlier but never queue one by itself:
+ * admission queues only when a known engine signal says every worker is past
+ * its threshold.
+ * Pool saturation = mean over the workers with a known fresh signal of
+ * max(waiting / sat_queue, kv / sat_kv) (each over the fields known); 0 when
+ * no worker reports any.
  * Decision: some worker passes -> admit (the router picks among those that
  * pass); none passes -> a sheddable request is rejected at once (429), the
  * others wait in the queue; a sheddable request is also rejected when pool
@@ -64,7 +75,9 @@ struct kvg_adm_config {
     double sheddable_max_waiting, sheddable_max_kv;
     double sat_queue, sat_kv;
     double shed_pool_saturation; /* <= 0: off */
-    uint32_t stale_ms;           /* 0: only missing metrics count as stale */
+    double own_busy_factor;      /* kvgate's own count: <= 0 off (see above) */
+    uint32_t own_busy_min;
+    uint32_t stale_ms; /* 0: only missing metrics count as stale */
     uint32_t queue_timeout_ms;
     uint32_t queue_max;
     uint32_t retry_after_s; /* for the 503 of a queue timeout */
@@ -73,27 +86,45 @@ struct kvg_adm_config {
  * scrapes), queue timeout 30 s, 1024 waiters, Retry-After 1. */
 void kvg_adm_config_default(struct kvg_adm_config *c);
 
-/* Does a worker with this load pass the rule for prio? now_ms: the clock
- * of load->at_ms (monotonic ms). */
+enum kvg_adm_judgement { KVG_ADM_FITS, KVG_ADM_BUSY, KVG_ADM_UNKNOWN };
+/* What the engine's own signals say of a worker for prio: FITS (every
+ * known fresh field the rule reads is under its threshold), BUSY (one is
+ * at or over it), UNKNOWN (none is known and fresh). now_ms: the clock of
+ * load->at_ms (monotonic ms). */
+enum kvg_adm_judgement kvg_adm_load_judge(const struct kvg_adm_config *c, int prio,
+                                          const struct kvg_engine_load *l, uint64_t now_ms);
+/* The engine signals do not say busy (FITS or UNKNOWN). */
 int kvg_adm_load_ok(const struct kvg_adm_config *c, int prio, const struct kvg_engine_load *l,
                     uint64_t now_ms);
+/* kvgate's own count says busy: in_flight against others_mean, the mean
+ * in-flight of the other candidates (< 0: there are none, never busy). */
+int kvg_adm_own_busy(const struct kvg_adm_config *c, uint32_t in_flight, double others_mean);
+/* (sum - mine) / (n - 1): the others' mean in a pool of n whose in-flight
+ * counts sum to sum; -1 when n < 2. */
+double kvg_adm_others_mean(uint64_t sum, size_t n, uint32_t mine);
+/* The whole per-worker rule: the engine's judgement, or kvgate's own count
+ * when the engine's is UNKNOWN. */
+int kvg_adm_ok(const struct kvg_adm_config *c, int prio, const struct kvg_engine_load *l,
+               uint64_t now_ms, uint32_t in_flight, double others_mean);
 /* The same for a live worker (takes w->mu to read its load): the filter the
  * router calls per candidate. */
 int kvg_adm_worker_ok(const struct kvg_adm_config *c, int prio, struct kvg_worker *w,
-                      uint64_t now_ms);
-/* max(waiting / sat_queue, kv / sat_kv); 1.0 when stale, missing or unknown. */
+                      uint64_t now_ms, double others_mean);
+/* max(waiting / sat_queue, kv / sat_kv) over the fields known; -1 when
+ * stale, missing or unknown. */
 double kvg_adm_load_saturation(const struct kvg_adm_config *c, const struct kvg_engine_load *l,
                                uint64_t now_ms);
-/* Mean of the above; 1.0 for an empty pool. */
+/* Mean of the known ones above (0 when none is known); 1.0 for an empty pool. */
 double kvg_adm_pool_saturation(const struct kvg_adm_config *c, const struct kvg_engine_load *loads,
                                size_t n, uint64_t now_ms);
 
 enum kvg_adm_verdict { KVG_ADM_ADMIT, KVG_ADM_QUEUE, KVG_ADM_REJECT };
-/* The decision for one request over the pool's loads; *nok (optional) gets
- * the number of workers that pass. */
+/* The decision for one request over the pool's loads and kvgate's
+ * in-flight counts (NULL: all 0); *nok (optional) gets the number of
+ * workers that pass. */
 enum kvg_adm_verdict kvg_adm_decide(const struct kvg_adm_config *c, int prio,
-                                    const struct kvg_engine_load *loads, size_t n, uint64_t now_ms,
-                                    size_t *nok);
+                                    const struct kvg_engine_load *loads, const uint32_t *in_flight,
+                                    size_t n, uint64_t now_ms, size_t *nok);
 
 /* The same over live workers (each read under its w->mu), e.g. the healthy
  * workers serving the request's model from kvg_pool_snapshot. */

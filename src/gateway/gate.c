@@ -39,16 +39,13 @@ struct kvg_gate_quota {
 static int probe(void *ud, int prio)
 {
     struct kvg_gate *g = ud;
-    struct kvg_worker *ws[KVG_POOL_MAX_WORKERS];
-    size_t n = kvg_pool_snapshot(g->pool, ws, KVG_POOL_MAX_WORKERS);
-    int ok = 0;
-    uint64_t now = kvg_now_ms();
-    for (size_t i = 0; i < n; i++) {
-        if (!ok && atomic_load(&ws[i]->healthy) && kvg_adm_worker_ok(&g->o.adm, prio, ws[i], now))
-            ok = 1;
-        kvg_worker_unref(ws[i]);
-    }
-    return ok;
+    struct kvg_worker *all[KVG_POOL_MAX_WORKERS], *ws[KVG_POOL_MAX_WORKERS];
+    size_t na = kvg_pool_snapshot(g->pool, all, KVG_POOL_MAX_WORKERS), n = 0, ok = 0;
+    for (size_t i = 0; i < na; i++)
+        if (atomic_load(&all[i]->healthy)) ws[n++] = all[i];
+    kvg_adm_decide_workers(&g->o.adm, prio, ws, n, kvg_now_ms(), &ok);
+    for (size_t i = 0; i < na; i++) kvg_worker_unref(all[i]);
+    return ok > 0;
 }
 
 int kvg_gate_init(struct kvg_gate *g, const struct kvg_gate_opts *o, struct kvg_pool *pool,
@@ -272,25 +269,14 @@ void kvg_gate_usage_json(struct kvg_gate_req *gr, const char *body, size_t len)
 
 /* ---------------------------------------------------------------- admission */
 
-static int ever_reported(struct kvg_worker *const *ws, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        pthread_mutex_lock(&ws[i]->mu);
-        uint64_t at = ws[i]->load.at_ms;
-        pthread_mutex_unlock(&ws[i]->mu);
-        if (at) return 1;
-    }
-    return 0;
-}
-
 int kvg_gate_worker_filter(void *ud, struct kvg_worker *w)
 {
     struct kvg_gate_req *gr = ud;
-    pthread_mutex_lock(&w->mu);
-    uint64_t at = w->load.at_ms;
-    pthread_mutex_unlock(&w->mu);
-    if (!at) return 1; /* an engine without metrics: nothing to judge it by */
-    return kvg_adm_worker_ok(&gr->gl->g->o.adm, gr->prio, w, kvg_now_ms());
+    uint32_t mine = atomic_load(&w->in_flight);
+    /* The candidates' in-flight total as admission saw it a moment ago. */
+    uint64_t sum = gr->inflight_sum > mine ? gr->inflight_sum : mine;
+    return kvg_adm_worker_ok(&gr->gl->g->o.adm, gr->prio, w, kvg_now_ms(),
+                             kvg_adm_others_mean(sum, gr->inflight_n, mine));
 }
 
 static void on_grant(void *ud, int status);
@@ -304,11 +290,14 @@ static void admission(struct kvg_gate_req *gr, int front)
     for (size_t i = 0; i < na; i++)
         if (atomic_load(&all[i]->healthy) && kvg_worker_serves(all[i], gr->model, gr->model_len))
             ws[n++] = all[i];
+    gr->inflight_sum = 0;
+    gr->inflight_n = (uint32_t)n;
+    for (size_t i = 0; i < n; i++) gr->inflight_sum += atomic_load(&ws[i]->in_flight);
+    /* An empty pool is not admission's to judge: the router answers it. A
+     * pool without engine metrics is judged by kvgate's own counts, which
+     * never hold a request by themselves (admission.h). */
     enum kvg_adm_verdict v = KVG_ADM_ADMIT;
-    /* No engine reports load (metrics off, or engines without /metrics):
-     * there is nothing to admit against, so admission steps aside. */
-    if (n && ever_reported(ws, n))
-        v = kvg_adm_decide_workers(&g->o.adm, gr->prio, ws, n, kvg_now_ms(), NULL);
+    if (n) v = kvg_adm_decide_workers(&g->o.adm, gr->prio, ws, n, kvg_now_ms(), NULL);
     for (size_t i = 0; i < na; i++) kvg_worker_unref(all[i]);
     struct kvg_gate_deny d;
     if (v == KVG_ADM_ADMIT) {

@@ -111,6 +111,8 @@ struct kvg_gate_req {
     int quota_checked;
     struct kvg_adm_waiter *waiter; /* queued for capacity */
     uint64_t queue_deadline_ms;
+    uint64_t inflight_sum; /* candidates' in-flight at the last admission (for the filter) */
+    uint32_t inflight_n;   /* number of those candidates */
     kvg_gate_admit_cb cb;
     void *ud;
     struct kvg_buf fwd_body;         /* the body as forwarded, when rewritten */

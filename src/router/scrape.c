@@ -2,8 +2,10 @@
 #include "router/scrape.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 
+#include "base/err.h"
 #include "base/log.h"
 #include "base/util.h"
 #include "metrics/load.h"
@@ -31,6 +33,66 @@ static double known(double v)
     return isnan(v) ? -1 : v;
 }
 
+/* "waiting, running, kv_usage": the load signals a sample has. */
+static void signal_names(unsigned k, char *out, size_t cap)
+{
+    static const struct {
+        unsigned bit;
+        const char *name;
+    } sig[] = {{KVG_METRICS_HAS_WAITING, "waiting"},
+               {KVG_METRICS_HAS_RUNNING, "running"},
+               {KVG_METRICS_HAS_KV_USAGE, "kv_usage"}};
+    size_t n = 0;
+    out[0] = 0;
+    for (size_t i = 0; i < sizeof sig / sizeof *sig && n < cap; i++)
+        if (k & sig[i].bit) {
+            int w = snprintf(out + n, cap - n, "%s%s", n ? ", " : "", sig[i].name);
+            if (w > 0) n += (size_t)w;
+        }
+}
+
+#define LOAD_SIGNALS (KVG_METRICS_HAS_WAITING | KVG_METRICS_HAS_RUNNING | KVG_METRICS_HAS_KV_USAGE)
+
+/* Records the scrape's outcome on w and logs it once per change of state
+ * (or, for good samples, of the set of signals): a worker whose metrics
+ * fail is judged by kvgate's own counts, and the operator should know. */
+static void set_state(struct kvg_worker *w, int state, unsigned known_bits, const char *why)
+{
+    pthread_mutex_lock(&w->mu);
+    int old = w->scrape_state;
+    unsigned old_known = w->scrape_known;
+    w->scrape_state = state;
+    if (state == KVG_SCRAPE_OK) w->scrape_known = known_bits;
+    snprintf(w->scrape_error, sizeof w->scrape_error, "%s", why ? why : "");
+    pthread_mutex_unlock(&w->mu);
+    if (state != KVG_SCRAPE_OK && state != KVG_SCRAPE_NO_SIGNALS)
+        atomic_fetch_add(&w->scrape_errors, 1);
+    if (old == state && (state != KVG_SCRAPE_OK || old_known == known_bits)) return;
+    char sig[64];
+    switch (state) {
+    case KVG_SCRAPE_OK:
+        signal_names(known_bits, sig, sizeof sig);
+        if ((known_bits & LOAD_SIGNALS) == LOAD_SIGNALS)
+            KVG_INFO("worker %s: /metrics %s: %s", w->url,
+                     old > KVG_SCRAPE_OK ? "recovered" : "read", sig);
+        else
+            KVG_INFO("worker %s: /metrics %s with only %s: the others are unknown and never "
+                     "count as busy",
+                     w->url, old > KVG_SCRAPE_OK ? "recovered" : "read", sig);
+        break;
+    case KVG_SCRAPE_NO_SIGNALS:
+        KVG_WARN("worker %s: /metrics has none of the load metrics kvgate knows (vLLM, SGLang, "
+                 "llama.cpp): it is judged by kvgate's own in-flight count",
+                 w->url);
+        break;
+    default:
+        KVG_WARN("worker %s: /metrics scrape failed (%s: %s): its load becomes unknown after "
+                 "the staleness limit, and it is judged by kvgate's own in-flight count",
+                 w->url, kvg_worker_scrape_state_name(state), why ? why : "");
+        break;
+    }
+}
+
 static void on_done(void *ud, int err)
 {
     struct scrape *sc = ud;
@@ -38,8 +100,24 @@ static void on_done(void *ud, int err)
     struct kvg_worker *w = sc->w;
     atomic_fetch_add(&s->scrapes, 1);
     struct kvg_metrics_load l;
-    if (err || sc->status != 200 || kvg_metrics_load_parse(sc->body.data, sc->body.len, &l)) {
+    char why[96];
+    int prc = 0;
+    if (err || sc->status < 0 || sc->status != 200 ||
+        (prc = kvg_metrics_load_parse(sc->body.data, sc->body.len, &l))) {
         atomic_fetch_add(&s->failures, 1);
+        int state = KVG_SCRAPE_BAD_BODY;
+        if (err) {
+            state = KVG_SCRAPE_UNREACHABLE;
+            snprintf(why, sizeof why, "%s", kvg_strerror(err));
+        } else if (sc->status < 0) {
+            snprintf(why, sizeof why, "body over %zu bytes", sc->body.limit);
+        } else if (sc->status != 200) {
+            state = KVG_SCRAPE_HTTP_ERROR;
+            snprintf(why, sizeof why, "HTTP %d", sc->status);
+        } else {
+            snprintf(why, sizeof why, "not Prometheus text: %s", kvg_strerror(prc));
+        }
+        set_state(w, state, 0, why);
     } else {
         pthread_mutex_lock(&w->mu);
         uint32_t old_bs = w->load.block_size;
@@ -51,6 +129,8 @@ static void on_done(void *ud, int err)
         w->load.flavor = (int)l.flavor;
         w->load.at_ms = kvg_now_ms();
         pthread_mutex_unlock(&w->mu);
+        unsigned k = l.known & LOAD_SIGNALS;
+        set_state(w, k ? KVG_SCRAPE_OK : KVG_SCRAPE_NO_SIGNALS, k, NULL);
         if (s->block_size && l.block_size && l.block_size != s->block_size) {
             atomic_fetch_add(&s->block_size_mismatches, 1);
             if (old_bs != l.block_size)
@@ -81,9 +161,11 @@ static void tick(uv_timer_t *t)
         sc->s = s;
         sc->w = ws[i]; /* the snapshot's reference moves to the scrape */
         kvg_buf_init(&sc->body, 4u << 20);
-        if (kvg_http_call_start(s->client, &ws[i]->target, "GET", KVG_STR("/metrics"), NULL, 0,
-                                NULL, 0, &o, &cbs, sc, NULL)) {
+        int rc = kvg_http_call_start(s->client, &ws[i]->target, "GET", KVG_STR("/metrics"), NULL, 0,
+                                     NULL, 0, &o, &cbs, sc, NULL);
+        if (rc) {
             atomic_fetch_add(&s->failures, 1);
+            set_state(ws[i], KVG_SCRAPE_UNREACHABLE, 0, kvg_strerror(rc));
             kvg_worker_unref(ws[i]);
             kvg_buf_free(&sc->body);
             free(sc);

@@ -60,3 +60,10 @@ struct kvg_engine_load kvg_worker_load(struct kvg_worker *w, uint64_t now_ms, ui
     if (!l.at_ms || now_ms - l.at_ms > max_age_ms) l.waiting = l.running = l.kv_usage = -1;
     return l;
 }
+
+const char *kvg_worker_scrape_state_name(int state)
+{
+    static const char *names[] = {"never",       "ok",         "no_signals",
+                                  "unreachable", "http_error", "bad_body"};
+    return state >= 0 && state < (int)(sizeof names / sizeof *names) ? names[state] : "?";
+}

@@ -36,6 +36,18 @@ struct kvg_engine_load {
     int flavor;          /* enum kvg_metrics_flavor */
 };
 
+/* The outcome of a worker's last /metrics scrape (scrape.c). */
+enum kvg_scrape_state {
+    KVG_SCRAPE_NEVER = 0,   /* not scraped yet (or scrapes are off) */
+    KVG_SCRAPE_OK,          /* parsed, with at least one load signal */
+    KVG_SCRAPE_NO_SIGNALS,  /* parsed, but none of the load metrics kvgate knows */
+    KVG_SCRAPE_UNREACHABLE, /* connect, reset or timeout */
+    KVG_SCRAPE_HTTP_ERROR,  /* answered, not 200 */
+    KVG_SCRAPE_BAD_BODY,    /* 200, but not Prometheus text (or over the size cap) */
+};
+/* "never", "ok", "no_signals", "unreachable", "http_error", "bad_body". */
+const char *kvg_worker_scrape_state_name(int state);
+
 /* The load sample if fresh (at most max_age_ms old), else all unknown. */
 struct kvg_engine_load kvg_worker_load(struct kvg_worker *w, uint64_t now_ms, uint64_t max_age_ms);
 
@@ -47,10 +59,14 @@ struct kvg_worker {
     int slot; /* small integer id, stable while in the pool (KV index key) */
 
     /* Models served, from the engine's /v1/models (or configured). */
-    pthread_mutex_t mu; /* guards models[] and load */
+    pthread_mutex_t mu; /* guards models[], load and scrape_* */
     char models[KVG_MAX_MODELS_PER_WORKER][128];
     int nmodels;
     struct kvg_engine_load load;
+    int scrape_state;               /* enum kvg_scrape_state, written by the scraper */
+    unsigned scrape_known;          /* signals the last good sample had: KVG_METRICS_HAS_* */
+    char scrape_error[128];         /* what the last failed scrape said, "" if none */
+    _Atomic uint64_t scrape_errors; /* failed scrapes (unreachable, http_error, bad_body) */
 
     _Atomic int healthy;
     _Atomic int removed;

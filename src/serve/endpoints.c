@@ -106,6 +106,12 @@ static void workers_list(struct kvg_serve_loop *lc, struct kvg_http_req *req)
             cJSON_AddNullToObject(eng, "kv_usage");
         if (l.block_size) cJSON_AddNumberToObject(eng, "block_size", l.block_size);
         if (l.at_ms) cJSON_AddNumberToObject(eng, "age_ms", (double)(kvg_now_ms() - l.at_ms));
+        cJSON *sc = cJSON_AddObjectToObject(o, "scrape");
+        pthread_mutex_lock(&w->mu);
+        cJSON_AddStringToObject(sc, "state", kvg_worker_scrape_state_name(w->scrape_state));
+        if (w->scrape_error[0]) cJSON_AddStringToObject(sc, "error", w->scrape_error);
+        pthread_mutex_unlock(&w->mu);
+        cJSON_AddNumberToObject(sc, "errors", (double)atomic_load(&w->scrape_errors));
         if (lc->sv->kv && w->slot >= 0)
             cJSON_AddNumberToObject(
                 o, "kv_index_blocks",

@@ -68,6 +68,10 @@ int kvg_serve_metrics_init(struct kvg_serve_metrics *m, const char *policy)
                                 &m->w_active)) ||
         (rc = kvg_metrics_gauge(m->reg, "kvgate_worker_health", "1 healthy, 0 unhealthy.", wl, 1,
                                 &m->w_health)) ||
+        (rc = kvg_metrics_counter(m->reg, "kvgate_worker_scrape_errors_total",
+                                  "Scrapes of a worker's /metrics that failed: unreachable, not "
+                                  "200, or not Prometheus text (since it joined).",
+                                  wl, 1, &m->w_scrape_errors)) ||
         (rc = kvg_metrics_gauge(m->reg, "kvgate_worker_cb_state",
                                 "Circuit breaker: 0 closed, 1 open, 2 half-open.", wl, 1,
                                 &m->w_cb)) ||
@@ -212,6 +216,7 @@ int kvg_serve_metrics_render(struct kvg_serve *sv, struct kvg_buf *out)
         const char *d[] = {m->policy, ws[i]->url};
         set_series(m->w_active, v, 1, atomic_load(&ws[i]->in_flight));
         set_series(m->w_health, v, 1, atomic_load(&ws[i]->healthy) ? 1 : 0);
+        mirror_series(m->w_scrape_errors, v, 1, atomic_load(&ws[i]->scrape_errors));
         set_series(m->w_cb, v, 1, atomic_load(&ws[i]->cb_state));
         set_series(m->w_processed, v, 1, (double)atomic_load(&ws[i]->processed));
         set_series(m->decisions, d, 2, (double)atomic_load(&ws[i]->processed));

@@ -39,6 +39,8 @@ static void usage(void)
         "  --disconnect-after-tokens K cut every stream after K tokens\n"
         "  --cold-start-secs S         /health and completions answer 503 for S seconds\n"
         "  --kv-events-drop P          drop KV event batches with probability P\n"
+        "  --metrics-mode M            full|no-kv|waiting-only|none|error|garbage (full)\n"
+        "  --metrics-fail-after S:M    after S seconds, /metrics turns to none|error|garbage\n"
         "  --log-level L               debug|info|warn|error (info)\n\nprofiles:\n");
     for (size_t i = 0; kvg_sim_profile_at(i); i++)
         printf("  %-24s %s\n", kvg_sim_profile_at(i)->name, kvg_sim_profile_at(i)->description);
@@ -107,6 +109,24 @@ static int parse(struct kvg_sim_opts *o, int argc, char **argv)
                 o->flavor = KVG_SIM_FLAVOR_LLAMACPP;
             else
                 bad = 1;
+        }
+        else if (!strcmp(a, "--metrics-mode"))
+        {
+            o->metrics_mode = kvg_sim_metrics_mode_parse(v);
+            bad = o->metrics_mode < 0;
+        }
+        else if (!strcmp(a, "--metrics-fail-after"))
+        {
+            const char *colon = strchr(v, ':');
+            char secs[32];
+            bad = !colon || (size_t)(colon - v) >= sizeof secs;
+            if (!bad) {
+                memcpy(secs, v, (size_t)(colon - v));
+                secs[colon - v] = 0;
+                o->metrics_later = kvg_sim_metrics_mode_parse(colon + 1);
+                bad = kvg_parse_double(secs, &o->metrics_after_s) || o->metrics_after_s < 0 ||
+                      o->metrics_later < KVG_SIM_METRICS_NONE;
+            }
         }
         else if (!strcmp(a, "--kv-events-encoding"))
         {
@@ -192,6 +212,7 @@ int kvg_sim_main(int argc, char **argv)
     snprintf(o->tokenizer, sizeof o->tokenizer, "builtin:bytes");
     o->speed = 1;
     o->disconnect_after = -1;
+    o->metrics_after_s = -1;
     o->log_level = KVG_LOG_INFO;
     int rc = parse(o, argc, argv);
     if (rc) return rc > 0 ? 0 : 2;

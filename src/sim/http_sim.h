@@ -17,6 +17,21 @@
 
 enum kvg_sim_flavor { KVG_SIM_FLAVOR_VLLM, KVG_SIM_FLAVOR_SGLANG, KVG_SIM_FLAVOR_LLAMACPP };
 
+/* What /metrics serves, to stand in for engines as they really are: full
+ * (the flavor's set), no-kv (no KV usage gauge: current llama.cpp, many
+ * OpenAI-compatible servers), waiting-only (the queue gauge alone), none
+ * (404: no metrics endpoint), error (500), garbage (200 with an HTML page). */
+enum kvg_sim_metrics_mode {
+    KVG_SIM_METRICS_FULL,
+    KVG_SIM_METRICS_NO_KV,
+    KVG_SIM_METRICS_WAITING_ONLY,
+    KVG_SIM_METRICS_NONE,
+    KVG_SIM_METRICS_ERROR,
+    KVG_SIM_METRICS_GARBAGE,
+};
+/* "full", "no-kv", ...: the mode, or -1. */
+int kvg_sim_metrics_mode_parse(const char *s);
+
 struct kvg_sim_opts {
     char host[64];
     int port;
@@ -40,6 +55,9 @@ struct kvg_sim_opts {
     int64_t disconnect_after; /* cut streams after K tokens; -1 off */
     double cold_start_s;      /* /health 503 this long after start */
     double kv_events_drop;    /* drop event batches with this probability */
+    int metrics_mode;         /* enum kvg_sim_metrics_mode, from the start */
+    int metrics_later;        /* the mode after metrics_after_s wall seconds (none|error|garbage) */
+    double metrics_after_s;   /* < 0: never switch */
     int log_level;
 };
 

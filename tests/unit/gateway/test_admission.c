@@ -74,30 +74,58 @@ TEST(rules_exactly_at_the_thresholds)
     CHECK(kvg_adm_load_ok(&c, 0, &l, NOW));
 }
 
-TEST(stale_missing_and_unknown_metrics_pass_no_rule)
+TEST(stale_missing_and_unknown_metrics_are_never_busy)
 {
     struct kvg_adm_config c;
     kvg_adm_config_default(&c);
     struct kvg_engine_load l = ld(0, 0, NOW - c.stale_ms); /* exactly at the limit: fresh */
+    CHECK_INT(kvg_adm_load_judge(&c, 1, &l, NOW), KVG_ADM_FITS);
+    l = ld(60, 0, NOW - c.stale_ms - 1); /* stale: a full queue no longer counts */
+    CHECK_INT(kvg_adm_load_judge(&c, 1, &l, NOW), KVG_ADM_UNKNOWN);
     CHECK(kvg_adm_load_ok(&c, 1, &l, NOW));
-    l.at_ms = NOW - c.stale_ms - 1;
-    CHECK(!kvg_adm_load_ok(&c, 1, &l, NOW));
-    CHECK_NEAR(kvg_adm_load_saturation(&c, &l, NOW), 1.0, 1e-12);
+    CHECK_NEAR(kvg_adm_load_saturation(&c, &l, NOW), -1, 1e-12);
     l = ld(0, 0, 0); /* never scraped */
-    CHECK(!kvg_adm_load_ok(&c, 1, &l, NOW));
-    l = ld(-1, 0, NOW); /* waiting unknown */
-    CHECK(!kvg_adm_load_ok(&c, 1, &l, NOW));
-    CHECK_NEAR(kvg_adm_load_saturation(&c, &l, NOW), 1.0, 1e-12);
-    l = ld(0, NAN, NOW); /* kv unknown: critical does not need it, the others do */
-    CHECK(kvg_adm_load_ok(&c, 1, &l, NOW));
-    CHECK(!kvg_adm_load_ok(&c, 0, &l, NOW));
-    CHECK(!kvg_adm_load_ok(&c, -1, &l, NOW));
+    CHECK_INT(kvg_adm_load_judge(&c, -1, &l, NOW), KVG_ADM_UNKNOWN);
+    l = ld(-1, 0, NOW); /* waiting unknown: critical reads nothing else */
+    CHECK_INT(kvg_adm_load_judge(&c, 1, &l, NOW), KVG_ADM_UNKNOWN);
+    CHECK_INT(kvg_adm_load_judge(&c, 0, &l, NOW), KVG_ADM_FITS);
+    CHECK_NEAR(kvg_adm_load_saturation(&c, &l, NOW), 0, 1e-12);
+    l = ld(0, NAN, NOW); /* no KV figure (current llama.cpp): judged by waiting alone */
+    CHECK_INT(kvg_adm_load_judge(&c, 1, &l, NOW), KVG_ADM_FITS);
+    CHECK_INT(kvg_adm_load_judge(&c, 0, &l, NOW), KVG_ADM_FITS);
+    CHECK_INT(kvg_adm_load_judge(&c, -1, &l, NOW), KVG_ADM_FITS);
+    l.waiting = 5;
+    CHECK_INT(kvg_adm_load_judge(&c, -1, &l, NOW), KVG_ADM_BUSY);
+    l = ld(NAN, 0.9, NOW); /* KV only: it can say busy on its own */
+    CHECK_INT(kvg_adm_load_judge(&c, 0, &l, NOW), KVG_ADM_BUSY);
+    CHECK_NEAR(kvg_adm_load_saturation(&c, &l, NOW), 0.9 / 0.8, 1e-12);
     c.stale_ms = 0; /* staleness off: only "never" counts */
     l = ld(0, 0, 1);
-    CHECK(kvg_adm_load_ok(&c, -1, &l, NOW));
+    CHECK_INT(kvg_adm_load_judge(&c, -1, &l, NOW), KVG_ADM_FITS);
 }
 
-TEST(saturation_mean_of_max)
+TEST(own_counts_stand_in_for_unknown_signals)
+{
+    struct kvg_adm_config c;
+    kvg_adm_config_default(&c);
+    CHECK(kvg_adm_own_busy(&c, 8, 3));     /* 8 > 2 x 3 */
+    CHECK(!kvg_adm_own_busy(&c, 8, 4));    /* not over 2 x the others' mean */
+    CHECK(!kvg_adm_own_busy(&c, 7, 0));    /* under own_busy_min */
+    CHECK(!kvg_adm_own_busy(&c, 100, -1)); /* alone in its pool */
+    CHECK_NEAR(kvg_adm_others_mean(12, 3, 10), 1, 1e-12);
+    CHECK_NEAR(kvg_adm_others_mean(12, 1, 12), -1, 1e-12);
+    struct kvg_engine_load unk = ld(-1, -1, 0), busy = ld(50, 0, NOW);
+    CHECK(!kvg_adm_ok(&c, 0, &unk, NOW, 20, 1));
+    CHECK(kvg_adm_ok(&c, 0, &unk, NOW, 2, 1));
+    /* a known signal wins over kvgate's count, either way */
+    CHECK(!kvg_adm_ok(&c, 0, &busy, NOW, 0, 10));
+    struct kvg_engine_load idle = ld(0, 0, NOW);
+    CHECK(kvg_adm_ok(&c, 0, &idle, NOW, 20, 1));
+    c.own_busy_factor = 0;
+    CHECK(kvg_adm_ok(&c, 0, &unk, NOW, 20, 1));
+}
+
+TEST(saturation_mean_of_max_over_known)
 {
     struct kvg_adm_config c;
     kvg_adm_config_default(&c);
@@ -106,7 +134,8 @@ TEST(saturation_mean_of_max)
     CHECK_NEAR(kvg_adm_load_saturation(&c, &w[0], NOW), 0, 1e-12);
     CHECK_NEAR(kvg_adm_load_saturation(&c, &w[1], NOW), 1, 1e-12);
     CHECK_NEAR(kvg_adm_load_saturation(&c, &w[2], NOW), 0.5, 1e-12);
-    CHECK_NEAR(kvg_adm_pool_saturation(&c, w, 4, NOW), (0 + 1 + 0.5 + 1) / 4.0, 1e-12);
+    CHECK_NEAR(kvg_adm_pool_saturation(&c, w, 4, NOW), (0 + 1 + 0.5) / 3.0, 1e-12);
+    CHECK_NEAR(kvg_adm_pool_saturation(&c, &w[3], 1, NOW), 0, 1e-12); /* nothing known */
     CHECK_NEAR(kvg_adm_pool_saturation(&c, w, 0, NOW), 1, 1e-12);
 }
 
@@ -116,24 +145,37 @@ TEST(decisions)
     kvg_adm_config_default(&c);
     size_t nok;
     struct kvg_engine_load a[3] = {ld(4, 0.79, NOW), ld(10, 0, NOW), ld(0, 0, 0)};
-    /* One worker fits the rule, but the pool's saturation (0.9875 + 2 + 1) / 3
-     * is over 1: sheddable work is shed all the same (GIE's check). */
-    CHECK_INT(kvg_adm_decide(&c, -1, a, 3, NOW, &nok), KVG_ADM_REJECT);
-    CHECK_INT(nok, 1);
-    CHECK_INT(kvg_adm_decide(&c, 0, a, 3, NOW, &nok), KVG_ADM_ADMIT);
-    a[1] = ld(0, 0, NOW); /* (0.9875 + 0 + 1) / 3 < 1 */
-    CHECK_INT(kvg_adm_decide(&c, -1, a, 3, NOW, &nok), KVG_ADM_ADMIT);
+    /* Two workers may take it (the third reports nothing, so it is not
+     * busy), but the known saturation (0.9875 + 2) / 2 is over 1:
+     * sheddable work is shed all the same (GIE's check). */
+    CHECK_INT(kvg_adm_decide(&c, -1, a, NULL, 3, NOW, &nok), KVG_ADM_REJECT);
     CHECK_INT(nok, 2);
+    CHECK_INT(kvg_adm_decide(&c, 0, a, NULL, 3, NOW, &nok), KVG_ADM_ADMIT);
+    a[1] = ld(0, 0, NOW); /* (0.9875 + 0) / 2 < 1 */
+    CHECK_INT(kvg_adm_decide(&c, -1, a, NULL, 3, NOW, &nok), KVG_ADM_ADMIT);
+    CHECK_INT(nok, 3);
     struct kvg_engine_load full[2] = {ld(10, 0.9, NOW), ld(7, 0.5, NOW)};
-    CHECK_INT(kvg_adm_decide(&c, -1, full, 2, NOW, NULL), KVG_ADM_REJECT);
-    CHECK_INT(kvg_adm_decide(&c, 0, full, 2, NOW, NULL), KVG_ADM_QUEUE);
-    CHECK_INT(kvg_adm_decide(&c, 1, full, 2, NOW, NULL), KVG_ADM_ADMIT); /* waiting < 50 */
+    CHECK_INT(kvg_adm_decide(&c, -1, full, NULL, 2, NOW, NULL), KVG_ADM_REJECT);
+    CHECK_INT(kvg_adm_decide(&c, 0, full, NULL, 2, NOW, NULL), KVG_ADM_QUEUE);
+    CHECK_INT(kvg_adm_decide(&c, 1, full, NULL, 2, NOW, NULL), KVG_ADM_ADMIT); /* waiting < 50 */
     full[0].waiting = full[1].waiting = 50;
-    CHECK_INT(kvg_adm_decide(&c, 1, full, 2, NOW, NULL), KVG_ADM_QUEUE);
+    CHECK_INT(kvg_adm_decide(&c, 1, full, NULL, 2, NOW, NULL), KVG_ADM_QUEUE);
     a[1] = ld(10, 0, NOW);
-    CHECK_INT(kvg_adm_decide(&c, -1, a, 3, NOW, NULL), KVG_ADM_REJECT);
+    CHECK_INT(kvg_adm_decide(&c, -1, a, NULL, 3, NOW, NULL), KVG_ADM_REJECT);
     c.shed_pool_saturation = 0; /* only the per-worker rule */
-    CHECK_INT(kvg_adm_decide(&c, -1, a, 3, NOW, NULL), KVG_ADM_ADMIT);
+    CHECK_INT(kvg_adm_decide(&c, -1, a, NULL, 3, NOW, NULL), KVG_ADM_ADMIT);
+    /* Engines that report nothing (or stopped reporting) never queue a
+     * request, however kvgate's own counts differ. */
+    struct kvg_engine_load none[2] = {ld(-1, -1, 0), ld(80, 1, NOW - 999999)};
+    uint32_t inf[2] = {100, 0};
+    for (int prio = -1; prio <= 1; prio++) {
+        CHECK_INT(kvg_adm_decide(&c, prio, none, inf, 2, NOW, &nok), KVG_ADM_ADMIT);
+        CHECK_INT(nok, 1); /* the outlier is busy by kvgate's own count */
+    }
+    /* A known saturated worker beside an unknown one: the unknown one takes it. */
+    struct kvg_engine_load mixed[2] = {ld(80, 1, NOW), ld(-1, -1, NOW)};
+    CHECK_INT(kvg_adm_decide(&c, 0, mixed, NULL, 2, NOW, &nok), KVG_ADM_ADMIT);
+    CHECK_INT(nok, 1);
 }
 
 TEST(decide_over_live_workers_matches_the_loads)
@@ -143,17 +185,21 @@ TEST(decide_over_live_workers_matches_the_loads)
     struct kvg_worker w[3];
     struct kvg_worker *ws[3] = {&w[0], &w[1], &w[2]};
     struct kvg_engine_load l[3] = {ld(4, 0.79, NOW), ld(10, 0, NOW), ld(0, 0, 0)};
+    uint32_t inf[3] = {5, 5, 50}; /* the silent one is busy by kvgate's count */
     memset(w, 0, sizeof w);
     for (int i = 0; i < 3; i++) {
         pthread_mutex_init(&w[i].mu, NULL);
         w[i].load = l[i];
+        atomic_store(&w[i].in_flight, inf[i]);
     }
     for (int prio = -2; prio <= 2; prio++) {
         size_t a, b;
         CHECK_INT(kvg_adm_decide_workers(&c, prio, ws, 3, NOW, &a),
-                  kvg_adm_decide(&c, prio, l, 3, NOW, &b));
+                  kvg_adm_decide(&c, prio, l, inf, 3, NOW, &b));
         CHECK_INT(a, b);
-        CHECK(kvg_adm_worker_ok(&c, prio, &w[0], NOW) == kvg_adm_load_ok(&c, prio, &l[0], NOW));
+        for (int i = 0; i < 3; i++)
+            CHECK(kvg_adm_worker_ok(&c, prio, &w[i], NOW, kvg_adm_others_mean(60, 3, inf[i])) ==
+                  kvg_adm_ok(&c, prio, &l[i], NOW, inf[i], kvg_adm_others_mean(60, 3, inf[i])));
     }
     CHECK_INT(kvg_adm_decide_workers(&c, 0, ws, 0, NOW, NULL), KVG_ADM_QUEUE);
     for (int i = 0; i < 3; i++) pthread_mutex_destroy(&w[i].mu);

@@ -145,6 +145,18 @@ TEST(llamacpp_without_kv_gauge_is_unknown_not_empty)
     CHECK(isnan(l.kv_usage));
 }
 
+TEST(llamacpp_current_set_gives_waiting_and_running)
+{
+    struct kvg_metrics_load l;
+    CHECK_INT(parse_fixture("llamacpp_busy_nokv.txt", &l), 0);
+    CHECK_INT(l.flavor, KVG_METRICS_FLAVOR_LLAMACPP);
+    CHECK_INT(l.known, KVG_METRICS_HAS_WAITING | KVG_METRICS_HAS_RUNNING);
+    CHECK_NEAR(l.waiting, 7, 0); /* requests_deferred */
+    CHECK_NEAR(l.running, 2, 0); /* requests_processing */
+    CHECK(isnan(l.kv_usage));
+    CHECK_INT(l.engines, 1);
+}
+
 TEST(empty_or_foreign_body)
 {
     struct kvg_metrics_load l;
