@@ -68,6 +68,21 @@ int kvg_serve_metrics_init(struct kvg_serve_metrics *m, const char *policy)
                                 &m->w_active)) ||
         (rc = kvg_metrics_gauge(m->reg, "kvgate_worker_health", "1 healthy, 0 unhealthy.", wl, 1,
                                 &m->w_health)) ||
+        (rc = kvg_metrics_gauge(m->reg, "kvgate_worker_engine_waiting",
+                                "Requests queued in the engine, from its fresh /metrics sample "
+                                "(absent: unknown or stale).",
+                                wl, 1, &m->w_waiting)) ||
+        (rc = kvg_metrics_gauge(m->reg, "kvgate_worker_engine_running",
+                                "Requests in the engine's running batch, from its fresh /metrics "
+                                "sample (absent: unknown or stale).",
+                                wl, 1, &m->w_running)) ||
+        (rc = kvg_metrics_gauge(m->reg, "kvgate_worker_engine_kv_usage",
+                                "Fraction of the engine's KV cache in use, 0..1, from its fresh "
+                                "/metrics sample (absent: unknown or stale).",
+                                wl, 1, &m->w_kv)) ||
+        (rc = kvg_metrics_gauge(m->reg, "kvgate_worker_engine_sample_age_seconds",
+                                "Age of the engine's last good /metrics sample (absent: none yet).",
+                                wl, 1, &m->w_age)) ||
         (rc = kvg_metrics_counter(m->reg, "kvgate_worker_scrape_errors_total",
                                   "Scrapes of a worker's /metrics that failed: unreachable, not "
                                   "200, or not Prometheus text (since it joined).",
@@ -166,6 +181,15 @@ static void set_series(struct kvg_metrics_family *f, const char *const *v, size_
     kvg_metrics_series_release(s);
 }
 
+/* A gauge that is absent, not 0, when the value is unknown (< 0 or NaN). */
+static void set_known(struct kvg_metrics_family *f, const char *const *v, double x)
+{
+    if (x >= 0)
+        set_series(f, v, 1, x);
+    else
+        kvg_metrics_family_remove(f, v, 1); /* KVG_ENOTFOUND when it was absent already */
+}
+
 static void mirror_series(struct kvg_metrics_family *f, const char *const *v, size_t n,
                           uint64_t total)
 {
@@ -217,6 +241,12 @@ int kvg_serve_metrics_render(struct kvg_serve *sv, struct kvg_buf *out)
         set_series(m->w_active, v, 1, atomic_load(&ws[i]->in_flight));
         set_series(m->w_health, v, 1, atomic_load(&ws[i]->healthy) ? 1 : 0);
         mirror_series(m->w_scrape_errors, v, 1, atomic_load(&ws[i]->scrape_errors));
+        uint64_t now = kvg_now_ms();
+        struct kvg_engine_load l = kvg_worker_load(ws[i], now, sv->cfg.proxy.metrics_staleness_ms);
+        set_known(m->w_waiting, v, l.waiting);
+        set_known(m->w_running, v, l.running);
+        set_known(m->w_kv, v, l.kv_usage);
+        set_known(m->w_age, v, l.at_ms ? (double)(now - l.at_ms) / 1000.0 : -1);
         set_series(m->w_cb, v, 1, atomic_load(&ws[i]->cb_state));
         set_series(m->w_processed, v, 1, (double)atomic_load(&ws[i]->processed));
         set_series(m->decisions, d, 2, (double)atomic_load(&ws[i]->processed));
