@@ -29,6 +29,7 @@
 
 /* Quota state (a few KB): allocated only when a key with limits is used. */
 struct kvg_gate_quota {
+    int64_t prompt; /* prompt tokens as admission counted them (estimated if not tokenized) */
     struct kvg_quota_req req;
     struct kvg_quota_lease lease;
     struct kvg_quota_result res;
@@ -129,6 +130,7 @@ static void deny(struct kvg_gate_deny *d, int status, const char *type, const ch
     d->r.code = code;
     snprintf(d->r.message, sizeof d->r.message, "%s", msg);
     d->r.nheaders = 0;
+    d->r.param = NULL;
 }
 
 static void deny_header(struct kvg_gate_deny *d, struct kvg_str name, struct kvg_str value)
@@ -267,6 +269,11 @@ void kvg_gate_usage_json(struct kvg_gate_req *gr, const char *body, size_t len)
     if (gr->quota) kvg_usage_from_json(body, len, &gr->usage); /* only a quota reads it */
 }
 
+void kvg_gate_upstream_status(struct kvg_gate_req *gr, int status)
+{
+    gr->up_status = status;
+}
+
 /* ---------------------------------------------------------------- admission */
 
 int kvg_gate_worker_filter(void *ud, struct kvg_worker *w)
@@ -365,6 +372,14 @@ static void on_quota(void *ud, const struct kvg_quota_result *res)
     admission(gr, 0);
 }
 
+static int token_limited(const struct kvg_quota_req *r)
+{
+    for (size_t s = 0; s < r->nscopes; s++)
+        for (int w = 0; w < KVG_QW_N; w++)
+            if (r->scope[s].lim.tokens[w] >= 0) return 1;
+    return 0;
+}
+
 void kvg_gate_admit(struct kvg_gate_req *gr, const struct kvg_gate_request *rq,
                     kvg_gate_admit_cb cb, void *ud)
 {
@@ -375,6 +390,14 @@ void kvg_gate_admit(struct kvg_gate_req *gr, const struct kvg_gate_request *rq,
     if (gr->keys && gr->key &&
         kvg_keys_scopes(gr->keys, gr->key, gr->model, gr->model_len, &qr) > 0) {
         struct kvg_gate_deny d;
+        if (!rq->max_tokens && g->o.require_max_tokens && token_limited(&qr)) {
+            deny(&d, 400, "invalid_request_error", "missing_required_parameter",
+                 "A token quota applies to this key: the request must set max_tokens (or "
+                 "max_completion_tokens).");
+            d.r.param = "max_tokens";
+            cb(ud, &d);
+            return;
+        }
         if (!(gr->quota = calloc(1, sizeof *gr->quota))) {
             deny(&d, 500, "server_error", "out_of_memory", "out of memory");
             cb(ud, &d);
@@ -383,7 +406,13 @@ void kvg_gate_admit(struct kvg_gate_req *gr, const struct kvg_gate_request *rq,
         gr->quota->req = qr;
         prepare_usage(gr, rq);
         int64_t prompt = rq->prompt_tokens >= 0 ? rq->prompt_tokens : (int64_t)(rq->body_len / 4);
-        int64_t out = rq->max_tokens ? rq->max_tokens : g->o.default_max_tokens;
+        gr->quota->prompt = prompt;
+        int64_t out = rq->max_tokens;
+        if (!out) {
+            /* The engine may generate to the end of its context. */
+            uint32_t ctx = g->pool ? kvg_pool_max_model_len(g->pool, gr->model, gr->model_len) : 0;
+            out = ctx ? KVG_MAX((int64_t)ctx - prompt, 0) : g->o.default_max_tokens;
+        }
         gr->quota->req.est_cost = kvg_quota_cost_estimate(&gr->keys->counting, prompt, out);
         struct kvg_quota_op *op = NULL;
         int rc =
@@ -410,6 +439,25 @@ size_t kvg_gate_quota_headers(struct kvg_gate_req *gr, struct kvg_http_header *o
     return n;
 }
 
+/* What the request cost (gate.h says why each case costs what it does). */
+static int64_t final_cost(struct kvg_gate_req *gr, int answered)
+{
+    const struct kvg_quota_counting *c = &gr->keys->counting;
+    struct kvg_usage u = gr->usage;
+    uint64_t relayed = 0;
+    if (gr->sse_filter_on) {
+        relayed = gr->sse_filter.tokens;
+        if (!u.found) u = gr->sse_filter.usage; /* the stream ended early, after its usage */
+    }
+    int ok = gr->up_status >= 200 && gr->up_status < 300;
+    if (u.found)
+        return kvg_quota_cost_actual(c, u.prompt_tokens, u.cached_tokens,
+                                     KVG_MAX(u.completion_tokens, (int64_t)relayed));
+    if (!answered || (gr->up_status && !ok)) return 0; /* nothing computed that the engine says */
+    if (gr->sse_filter_on) return kvg_quota_cost_actual(c, gr->quota->prompt, 0, (int64_t)relayed);
+    return gr->quota->req.est_cost; /* a whole answer without usage: the estimate stands */
+}
+
 void kvg_gate_account(struct kvg_gate_req *gr, int answered, int routed)
 {
     if (!gr->gl) return; /* never authorized: nothing taken */
@@ -422,17 +470,8 @@ void kvg_gate_account(struct kvg_gate_req *gr, int answered, int routed)
         kvg_adm_cancel(gr->waiter);
         gr->waiter = NULL;
     }
-    if (gr->quota && gr->quota->lease.active && gr->keys) {
-        int64_t cost;
-        if (gr->usage.found)
-            cost = kvg_quota_cost_actual(&gr->keys->counting, gr->usage.prompt_tokens,
-                                         gr->usage.cached_tokens, gr->usage.completion_tokens);
-        else if (!answered)
-            cost = 0; /* no engine answered: nothing was spent */
-        else
-            cost = gr->quota->req.est_cost; /* an answer without usage: the estimate stands */
-        kvg_quota_reconcile(gr->gl->q, &gr->quota->lease, cost);
-    }
+    if (gr->quota && gr->quota->lease.active && gr->keys)
+        kvg_quota_reconcile(gr->gl->q, &gr->quota->lease, final_cost(gr, answered));
     free(gr->quota);
     gr->quota = NULL;
     if (routed) kvg_adm_capacity_available(g->adm, 1);

@@ -37,6 +37,11 @@ struct kvg_gate_opts {
     int quota_fail_closed;
     uint32_t default_max_tokens; /* the reservation of a request without max_tokens */
     int metrics_require_key;     /* /metrics and /v1/models need a valid key too */
+    /* A request without max_tokens may generate to the end of the model's
+     * context: it reserves max_model_len (the engine's /v1/models) minus the
+     * prompt, or default_max_tokens when no engine says its context; with
+     * require_max_tokens, a request a token limit applies to must say. */
+    int require_max_tokens;
     struct kvg_adm_config adm;
 };
 
@@ -119,6 +124,7 @@ struct kvg_gate_req {
     struct kvg_usage_sse sse_filter; /* usage from (and the injected chunk out of) a stream */
     int sse_filter_on;
     struct kvg_usage usage; /* what the engine reported */
+    int up_status;          /* the engine's answer status; 0 before its head */
 };
 
 /* The request as admission sees it. */
@@ -155,11 +161,17 @@ int kvg_gate_filters_stream(const struct kvg_gate_req *gr);
 int kvg_gate_usage_feed(struct kvg_gate_req *gr, const char *p, size_t n, struct kvg_buf *out);
 /* The stream ended: what the filter still holds goes to out. */
 void kvg_gate_usage_end(struct kvg_gate_req *gr, struct kvg_buf *out);
-/* A whole 2xx answer: its usage, when a quota counts this request. */
+/* A whole answer: its usage, when a quota counts this request. */
 void kvg_gate_usage_json(struct kvg_gate_req *gr, const char *body, size_t len);
+/* The status of the engine's answer that is relayed (not one retried). */
+void kvg_gate_upstream_status(struct kvg_gate_req *gr, int status);
 /* The request ends: cancel what is pending, reconcile the quota with the
  * usage seen (answered: some engine bytes came back), give the queue slot
- * back (routed: the request was sent to a worker), drop the key set. */
+ * back (routed: the request was sent to a worker), drop the key set. The
+ * cost charged: the engine's usage, with completion tokens at least those
+ * relayed in a stream; a stream without usage (cut before its last chunk):
+ * the prompt and the tokens relayed; an engine error without usage: 0; a
+ * 2xx answer without usage: the reservation. */
 void kvg_gate_account(struct kvg_gate_req *gr, int answered, int routed);
 
 #endif

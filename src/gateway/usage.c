@@ -132,12 +132,38 @@ static int ev_add(struct kvg_usage_sse *f, const char *p, size_t n, struct kvg_b
     return kvg_buf_append(&f->ev, p, n);
 }
 
-/* Parses the event's data; records usage; 1 if it is a usage-only chunk. */
+static int nonempty_str(const cJSON *o, const char *name)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
+    return cJSON_IsString(v) && v->valuestring[0];
+}
+
+/* Completion tokens in one chunk: one per choice that carries content. The
+ * first chat chunk (role only, empty content) and a last one with only
+ * finish_reason carry none. */
+static uint64_t chunk_tokens(const cJSON *j)
+{
+    const cJSON *ch = cJSON_GetObjectItemCaseSensitive(j, "choices"), *c;
+    uint64_t n = 0;
+    if (!cJSON_IsArray(ch)) return 0;
+    cJSON_ArrayForEach(c, ch)
+    {
+        const cJSON *d = cJSON_GetObjectItemCaseSensitive(c, "delta");
+        const cJSON *tc = cJSON_GetObjectItemCaseSensitive(d, "tool_calls");
+        n += nonempty_str(c, "text") || nonempty_str(d, "content") ||
+             nonempty_str(d, "reasoning_content") ||
+             (cJSON_IsArray(tc) && cJSON_GetArraySize(tc) > 0);
+    }
+    return n;
+}
+
+/* Parses the event's data; records usage and counts tokens; 1 if it is a
+ * usage-only chunk. */
 static int inspect(struct kvg_usage_sse *f)
 {
     const char *e = f->ev.data;
     size_t n = f->ev.len;
-    if (!e || !memmem(e, n, "usage", 5)) return 0;
+    if (!e || (!memmem(e, n, "usage", 5) && !memmem(e, n, "choices", 7))) return 0;
     struct kvg_buf data;
     kvg_buf_init(&data, n + 1);
     int lines = 0;
@@ -156,6 +182,7 @@ static int inspect(struct kvg_usage_sse *f)
     int usage_only = 0;
     cJSON *j = lines ? cJSON_ParseWithLength(data.data ? data.data : "", data.len) : NULL;
     if (cJSON_IsObject(j)) {
+        f->tokens += chunk_tokens(j);
         struct kvg_usage u;
         if (kvg_usage_from_cjson(j, &u)) {
             f->usage = u;

@@ -20,7 +20,11 @@
  * without strip mode bytes are forwarded as they come. Events end at a blank
  * line, with LF, CRLF or CR line ends (the SSE grammar). Memory per stream is
  * bounded by max_event: a longer event is forwarded as it comes and not
- * inspected. */
+ * inspected.
+ *
+ * The filter also counts the completion tokens it relays (one per content
+ * chunk and choice), so a stream that ends before its usage chunk (client
+ * gone, engine cut off) is still charged what the client received. */
 #ifndef KVG_GATEWAY_USAGE_H
 #define KVG_GATEWAY_USAGE_H
 
@@ -63,6 +67,9 @@ struct kvg_usage_sse {
     int overflow;           /* the current event outgrew max_event: passed through */
     struct kvg_usage usage; /* the last usage seen */
     uint64_t events;        /* complete events seen */
+    uint64_t tokens;        /* completion tokens relayed, counted one per choice of a chunk
+                               that carries content (text, delta content, reasoning or
+                               tool calls): how vLLM and SGLang stream by default */
     int stripped;           /* events removed (0 or 1) */
 };
 

@@ -51,6 +51,7 @@ void kvg_http_limits_default(struct kvg_http_limits *l);
 struct kvg_http_refusal {
     int status;
     const char *type, *code; /* NULL: from the status */
+    const char *param;       /* the request parameter at fault, or NULL */
     char message[512];
     struct kvg_http_header headers[8]; /* views: valid until the answer is written */
     size_t nheaders;
@@ -156,6 +157,10 @@ int kvg_http_res_send(struct kvg_http_req *req, int status, const char *content_
 /* OpenAI-style error: {"error":{"message","type","param":null,"code"}}. */
 int kvg_http_res_error(struct kvg_http_req *req, int status, const char *type, const char *code,
                        const char *message, const struct kvg_http_header *extra, size_t nextra);
+/* The same naming the request parameter at fault ("param":"max_tokens"). */
+int kvg_http_res_error_param(struct kvg_http_req *req, int status, const char *type,
+                             const char *code, const char *message, const char *param,
+                             const struct kvg_http_header *extra, size_t nextra);
 /* Drops the connection at once, mid-response if need be (the client sees
  * a cut stream): for fault injection in the simulated engine. The request
  * is freed; its on_abort does not run. */
@@ -168,6 +173,9 @@ void kvg_http_res_close_after(struct kvg_http_req *req);
  * code NULL: the status number as a string. */
 int kvg_http_error_json(struct kvg_buf *b, int status, const char *type, const char *code,
                         const char *message);
+/* The same with "param" set (NULL: null). */
+int kvg_http_error_json_param(struct kvg_buf *b, int status, const char *type, const char *code,
+                              const char *message, const char *param);
 
 /* Standard reason phrase for a status code. */
 const char *kvg_http_reason(int status);

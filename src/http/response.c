@@ -158,9 +158,16 @@ int kvg_http_res_send(struct kvg_http_req *req, int status, const char *content_
 int kvg_http_res_error(struct kvg_http_req *req, int status, const char *type, const char *code,
                        const char *message, const struct kvg_http_header *extra, size_t nextra)
 {
+    return kvg_http_res_error_param(req, status, type, code, message, NULL, extra, nextra);
+}
+
+int kvg_http_res_error_param(struct kvg_http_req *req, int status, const char *type,
+                             const char *code, const char *message, const char *param,
+                             const struct kvg_http_header *extra, size_t nextra)
+{
     struct kvg_buf b;
     kvg_buf_init(&b, 0);
-    int rc = kvg_http_error_json(&b, status, type, code, message);
+    int rc = kvg_http_error_json_param(&b, status, type, code, message, param);
     if (rc) {
         kvg_buf_free(&b);
         kvg_http_res_close_after(req);

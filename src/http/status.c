@@ -84,6 +84,12 @@ const char *kvg_http_error_type(int status)
 int kvg_http_error_json(struct kvg_buf *b, int status, const char *type, const char *code,
                         const char *message)
 {
+    return kvg_http_error_json_param(b, status, type, code, message, NULL);
+}
+
+int kvg_http_error_json_param(struct kvg_buf *b, int status, const char *type, const char *code,
+                              const char *message, const char *param)
+{
     char num[16];
     if (!type) type = kvg_http_error_type(status);
     if (!code) {
@@ -95,7 +101,11 @@ int kvg_http_error_json(struct kvg_buf *b, int status, const char *type, const c
     if (!rc) rc = kvg_buf_append_json_str(b, message, strlen(message));
     if (!rc) rc = kvg_buf_append_str(b, ",\"type\":");
     if (!rc) rc = kvg_buf_append_json_str(b, type, strlen(type));
-    if (!rc) rc = kvg_buf_append_str(b, ",\"param\":null,\"code\":");
+    if (!rc) rc = kvg_buf_append_str(b, ",\"param\":");
+    if (!rc)
+        rc = param ? kvg_buf_append_json_str(b, param, strlen(param))
+                   : kvg_buf_append_str(b, "null");
+    if (!rc) rc = kvg_buf_append_str(b, ",\"code\":");
     if (!rc) rc = kvg_buf_append_json_str(b, code, strlen(code));
     if (!rc) rc = kvg_buf_append_str(b, "}}");
     return rc;

@@ -170,7 +170,8 @@ static void release_worker(struct proxy_req *pr, enum kvg_outcome out)
 
 /* Answers with an OpenAI-style error and ends the request. */
 static void proxy_error(struct proxy_req *pr, int status, const char *type, const char *code,
-                        const char *msg, const struct kvg_http_header *extra, size_t nextra)
+                        const char *msg, const char *param, const struct kvg_http_header *extra,
+                        size_t nextra)
 {
     struct kvg_http_header h[16];
     size_t n = 0;
@@ -188,18 +189,19 @@ static void proxy_error(struct proxy_req *pr, int status, const char *type, cons
                                           {pr->worker_url, strlen(pr->worker_url)}};
     struct kvg_http_req *req = pr->req;
     pr->req = NULL;
-    kvg_http_res_error(req, status, type, code, msg, h, n);
+    kvg_http_res_error_param(req, status, type, code, msg, param, h, n);
     pr_finish(pr, status);
 }
 
 static void client_error(struct proxy_req *pr, int status, const char *code, const char *msg)
 {
-    proxy_error(pr, status, NULL, code, msg, NULL, 0);
+    proxy_error(pr, status, NULL, code, msg, NULL, NULL, 0);
 }
 
 static void answer_deny(struct proxy_req *pr, const struct kvg_gate_deny *d)
 {
-    proxy_error(pr, d->r.status, d->r.type, d->r.code, d->r.message, d->r.headers, d->r.nheaders);
+    proxy_error(pr, d->r.status, d->r.type, d->r.code, d->r.message, d->r.param, d->r.headers,
+                d->r.nheaders);
 }
 
 static void attempt(struct proxy_req *pr);
@@ -312,6 +314,7 @@ static void up_head(void *ud, int status, const struct kvg_http_header *h, size_
         return;
     }
     pr->up_status = status;
+    kvg_gate_upstream_status(&pr->gate, status);
     int64_t clen = -1;
     for (size_t i = 0; i < n; i++) {
         if (kvg_str_eq_nocase(h[i].name, "content-type")) {
@@ -397,8 +400,8 @@ static void up_done(void *ud, int err)
                 {KVG_STR("x-request-id"), {pr->request_id, strlen(pr->request_id)}}};
             struct kvg_quota_headers qh;
             size_t nh = 2 + kvg_gate_quota_headers(&pr->gate, h + 2, 8, &qh);
-            if (status >= 200 && status < 300)
-                kvg_gate_usage_json(&pr->gate, pr->body.data, pr->body.len);
+            /* Any status: an error answer may still say what was computed. */
+            kvg_gate_usage_json(&pr->gate, pr->body.data, pr->body.len);
             pr->ttfb_ns = kvg_now_ns();
             kvg_http_res_send(req, status, pr->content_type[0] ? pr->content_type : NULL, h, nh,
                               pr->body.data, pr->body.len);
@@ -552,10 +555,11 @@ void kvg_proxy_handle(struct kvg_proxy_loop *pl, struct kvg_http_req *req)
     request_id(pr, req);
     atomic_fetch_add_explicit(&px->requests_total, 1, memory_order_relaxed);
 
-    char msg[128];
+    char msg[256];
     if (kvg_route_input_parse(&pr->ri, req->body.data, req->body.len, pr->route == KVG_PROXY_CHAT,
                               msg, sizeof msg)) {
-        client_error(pr, 400, "invalid_request", msg);
+        proxy_error(pr, 400, NULL, pr->ri.bad_code ? pr->ri.bad_code : "invalid_request", msg,
+                    pr->ri.bad_param, NULL, 0);
         return;
     }
     if (px->wants_text) kvg_route_input_text(&pr->ri);

@@ -3,6 +3,7 @@
 
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,6 +54,45 @@ static const char *duplicate_key(const cJSON *o)
     return d;
 }
 
+static const char *json_kind(const cJSON *v)
+{
+    return cJSON_IsString(v)   ? "a string"
+           : cJSON_IsBool(v)   ? "a boolean"
+           : cJSON_IsArray(v)  ? "an array"
+           : cJSON_IsObject(v) ? "an object"
+                               : "a decimal";
+}
+
+/* max_tokens / max_completion_tokens: absent or null (*out -1), or a
+ * non-negative integer. Anything else is the client's error, named as
+ * OpenAI names it: the quota reserves what the field says, so kvgate must
+ * read it as the engine will, not skip what it cannot read. */
+static int max_tokens_field(struct kvg_route_input *ri, const cJSON *j, const char *name,
+                            int64_t *out, char *msg, size_t msglen)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, name);
+    *out = -1;
+    if (!v || cJSON_IsNull(v)) return 0;
+    ri->bad_param = name;
+    if (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble)) {
+        ri->bad_code = "invalid_type";
+        snprintf(msg, msglen, "Invalid type for '%s': expected an integer, but got %s instead.",
+                 name, json_kind(v));
+        return KVG_EPARSE;
+    }
+    if (v->valuedouble < 0) {
+        ri->bad_code = "integer_below_min_value";
+        snprintf(msg, msglen,
+                 "Invalid '%s': integer below minimum value. Expected a value >= 0, but got %.0f "
+                 "instead.",
+                 name, v->valuedouble);
+        return KVG_EPARSE;
+    }
+    ri->bad_param = ri->bad_code = NULL;
+    *out = v->valuedouble > 4e9 ? 4000000000 : (int64_t)v->valuedouble;
+    return 0;
+}
+
 int kvg_route_input_parse(struct kvg_route_input *ri, const char *body, size_t len, int chat,
                           char *msg, size_t msglen)
 {
@@ -97,10 +137,15 @@ int kvg_route_input_parse(struct kvg_route_input *ri, const char *body, size_t l
         memcpy(ri->cache_salt, salt->valuestring, ri->cache_salt_len + 1);
     }
     ri->stream = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "stream"));
-    cJSON *mt = cJSON_GetObjectItemCaseSensitive(j, "max_completion_tokens");
-    if (!cJSON_IsNumber(mt)) mt = cJSON_GetObjectItemCaseSensitive(j, "max_tokens");
-    if (cJSON_IsNumber(mt) && mt->valuedouble > 0 && mt->valuedouble < 4e9)
-        ri->max_tokens = (uint32_t)mt->valuedouble;
+    /* The engines read max_completion_tokens first (OpenAI's newer name). */
+    int64_t mct, mt;
+    if (max_tokens_field(ri, j, "max_completion_tokens", &mct, msg, msglen) ||
+        max_tokens_field(ri, j, "max_tokens", &mt, msg, msglen)) {
+        cJSON_Delete(j);
+        return KVG_EPARSE;
+    }
+    mt = mct >= 0 ? mct : mt;
+    if (mt > 0) ri->max_tokens = (uint32_t)mt;
     ri->json = j;
     return 0;
 }

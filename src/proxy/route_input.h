@@ -40,11 +40,13 @@ struct kvg_route_input {
     uint64_t *hashes; /* owned */
     size_t nhashes;
     uint32_t block_size;
-    int tokenize_error; /* tokenizing failed: routed without tokens */
+    int tokenize_error;               /* tokenizing failed: routed without tokens */
+    const char *bad_param, *bad_code; /* parse error: the parameter at fault (static) */
 };
 
-/* Parses body: 0, or KVG_EPARSE with a client-facing message in msg. On
- * error ri holds nothing to free. */
+/* Parses body: 0, or KVG_EPARSE with a client-facing message in msg (and,
+ * for a bad parameter, its name and OpenAI's code in ri->bad_param and
+ * ri->bad_code). On error ri holds nothing to free. */
 int kvg_route_input_parse(struct kvg_route_input *ri, const char *body, size_t len, int chat,
                           char *msg, size_t msglen);
 /* Computes the routing text (only policies that match on text need it). */

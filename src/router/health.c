@@ -80,6 +80,13 @@ static void models_done(void *ud, int err)
             {
                 cJSON *id = cJSON_GetObjectItemCaseSensitive(it, "id");
                 if (!cJSON_IsString(id) || c->w->nmodels == KVG_MAX_MODELS_PER_WORKER) continue;
+                /* vLLM and SGLang say their context; the quota reserves it
+                 * for a request without max_tokens. */
+                cJSON *ml = cJSON_GetObjectItemCaseSensitive(it, "max_model_len");
+                c->w->max_model_len[c->w->nmodels] =
+                    cJSON_IsNumber(ml) && ml->valuedouble >= 1 && ml->valuedouble < 4e9
+                        ? (uint32_t)ml->valuedouble
+                        : 0;
                 snprintf(c->w->models[c->w->nmodels++], sizeof c->w->models[0], "%s",
                          id->valuestring);
             }

@@ -138,6 +138,15 @@ size_t kvg_pool_snapshot(struct kvg_pool *p, struct kvg_worker **out, size_t max
     return n;
 }
 
+uint32_t kvg_pool_max_model_len(struct kvg_pool *p, const char *model, size_t len)
+{
+    uint32_t v = 0;
+    pthread_rwlock_rdlock(&p->lock);
+    for (size_t i = 0; i < p->n; i++) v = KVG_MAX(v, kvg_worker_max_model_len(p->w[i], model, len));
+    pthread_rwlock_unlock(&p->lock);
+    return v;
+}
+
 int kvg_pool_pick(struct kvg_pool *p, const struct kvg_route_ctx *ctx,
                   struct kvg_worker *const *exclude, size_t nexclude, struct kvg_pick *out,
                   int *model_known, struct kvg_route_explain *ex)

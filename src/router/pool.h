@@ -52,6 +52,9 @@ int kvg_pool_set_ex(struct kvg_pool *p, char *const *urls, char *const *kv_endpo
 /* Copies the current workers into out[] with a reference each (caller unrefs
  * each); returns the count. */
 size_t kvg_pool_snapshot(struct kvg_pool *p, struct kvg_worker **out, size_t max);
+/* The largest context any worker reports for `model` (its max_model_len in
+ * /v1/models), or 0 when none says. */
+uint32_t kvg_pool_max_model_len(struct kvg_pool *p, const char *model, size_t len);
 
 /* Picks a worker. exclude[] lists workers already tried by this request.
  * On success *out holds a reference and in_flight was incremented.

@@ -52,6 +52,17 @@ int kvg_worker_serves(struct kvg_worker *w, const char *model, size_t len)
     return ok;
 }
 
+uint32_t kvg_worker_max_model_len(struct kvg_worker *w, const char *model, size_t len)
+{
+    uint32_t v = 0;
+    pthread_mutex_lock(&w->mu);
+    for (int i = 0; i < w->nmodels; i++)
+        if (strlen(w->models[i]) == len && !memcmp(w->models[i], model, len))
+            v = w->max_model_len[i];
+    pthread_mutex_unlock(&w->mu);
+    return v;
+}
+
 struct kvg_engine_load kvg_worker_load(struct kvg_worker *w, uint64_t now_ms, uint64_t max_age_ms)
 {
     pthread_mutex_lock(&w->mu);

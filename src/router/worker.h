@@ -61,6 +61,8 @@ struct kvg_worker {
     /* Models served, from the engine's /v1/models (or configured). */
     pthread_mutex_t mu; /* guards models[], load and scrape_* */
     char models[KVG_MAX_MODELS_PER_WORKER][128];
+    uint32_t
+        max_model_len[KVG_MAX_MODELS_PER_WORKER]; /* its context (vLLM, SGLang say); 0 unknown */
     int nmodels;
     struct kvg_engine_load load;
     int scrape_state;               /* enum kvg_scrape_state, written by the scraper */
@@ -95,5 +97,8 @@ void kvg_worker_ref(struct kvg_worker *w);
 void kvg_worker_unref(struct kvg_worker *w);
 /* True if the worker lists `model` (or lists nothing yet / model is empty). */
 int kvg_worker_serves(struct kvg_worker *w, const char *model, size_t len);
+/* The context length w reported for `model` in its /v1/models (max_model_len),
+ * or 0 when it did not say. */
+uint32_t kvg_worker_max_model_len(struct kvg_worker *w, const char *model, size_t len);
 
 #endif

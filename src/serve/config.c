@@ -153,8 +153,11 @@ static const struct flag flags[] = {
     {"quota-timeout-ms", NULL, F_MS, O(quota_timeout_ms), 0, "quota store answer deadline (50)"},
     {"quota-fail-closed", NULL, F_BOOL, O(quota_fail_closed), 0,
      "quota store unreachable: reject (default: admit)"},
-    {"quota-default-max-tokens", NULL, F_U32, O(quota_default_max_tokens), 0,
-     "output tokens reserved for a request without max_tokens (256)"},
+    {"default-max-tokens", "quota-default-max-tokens", F_U32, O(quota_default_max_tokens), 0,
+     "output tokens a quota reserves for a request without max_tokens when no engine reports "
+     "the model's max_model_len (4096: llama.cpp's default context, which it fills)"},
+    {"require-max-tokens", NULL, F_BOOL, O(quota_require_max_tokens), 0,
+     "a request a token quota applies to must set max_tokens (else 400)"},
     {"critical-max-waiting", NULL, F_DOUBLE, O(critical_max_waiting), 0,
      "critical and standard requests go to workers with fewer waiting (50)"},
     {"sheddable-max-waiting", NULL, F_DOUBLE, O(sheddable_max_waiting), 0,
@@ -203,7 +206,7 @@ void kvg_serve_config_default(struct kvg_serve_config *c)
     c->tls_port = 8443;
     snprintf(c->quota_store, sizeof c->quota_store, "memory");
     c->quota_timeout_ms = 50;
-    c->quota_default_max_tokens = 256;
+    c->quota_default_max_tokens = 4096;
     c->critical_max_waiting = 50;
     c->sheddable_max_waiting = 5;
     c->sheddable_max_kv = 0.8;

@@ -79,6 +79,20 @@ start_serve() {
   wait_http "http://127.0.0.1:$port/health" 10
 }
 
+# start_redis PORT: a private redis-server (no persistence); REDIS_PID set.
+start_redis() {
+  /usr/bin/redis-server --port "$1" --bind 127.0.0.1 --save "" --appendonly no \
+    --daemonize no >"$TMP/redis-$1.out" 2>&1 &
+  REDIS_PID=$!
+  PIDS+=($REDIS_PID)
+  local i
+  for i in $(seq 1 100); do
+    redis-cli -p "$1" ping 2>/dev/null | grep -q PONG && return 0
+    sleep 0.05
+  done
+  return 1
+}
+
 json_get() { # json_get FILE EXPR  (EXPR in python, `j` is the document)
   /usr/bin/python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print($2)" "$1"
 }

@@ -8,14 +8,7 @@ TOOL="$KVG_TOOLS/gw_quota"
 [ -x "$TOOL" ] || { echo "no $TOOL"; exit 1; }
 
 PORT=$(free_port)
-/usr/bin/redis-server --port "$PORT" --bind 127.0.0.1 --save "" --appendonly no \
-  --daemonize no >"$TMP/redis.out" 2>&1 &
-REDIS_PID=$!
-PIDS+=($REDIS_PID)
-for _ in $(seq 1 100); do
-  redis-cli -p "$PORT" ping 2>/dev/null | grep -q PONG && break
-  sleep 0.05
-done
+start_redis "$PORT" || exit 1
 URL="redis://127.0.0.1:$PORT"
 SCOPE="key:replicas-$$"
 

@@ -109,6 +109,7 @@ struct run {
     size_t len;
     struct kvg_usage usage;
     int stripped;
+    uint64_t tokens;
 };
 
 /* Feeds `in` cut at the given points (ascending, within the input). */
@@ -132,6 +133,7 @@ static void feed_cuts(const char *in, size_t n, int strip, const size_t *cuts, s
     r->len = out.len;
     r->usage = f.usage;
     r->stripped = f.stripped;
+    r->tokens = f.tokens;
     kvg_buf_free(&out);
     kvg_usage_sse_free(&f);
 }
@@ -308,4 +310,43 @@ TEST(unterminated_last_event_is_forwarded_and_read)
     feed_cuts(in, strlen(in), 1, NULL, 0, &r);
     CHECK_STR(r.out, in);
     CHECK_INT(r.usage.completion_tokens, 6);
+}
+
+/* A stream cut before its usage chunk is charged what was relayed: one token
+ * per chunk and choice with content (vLLM and SGLang stream one token per
+ * chunk), not the role-only first chunk, the finish chunk or the usage. */
+TEST(relayed_completion_tokens_are_counted)
+{
+    static const char ROLE[] =
+        "data: {\"id\":\"c1\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\","
+        "\"content\":\"\"},\"finish_reason\":null}]}\n\n";
+    static const char TEXT[] =
+        "data: {\"id\":\"t\",\"object\":\"text_completion\",\"choices\":[{\"index\":0,\"text\":"
+        "\"ab\",\"finish_reason\":null}]}\n\n"
+        "data: "
+        "{\"id\":\"t\",\"choices\":[{\"index\":0,\"text\":\"\",\"finish_reason\":\"length\"}]}"
+        "\n\n";
+    static const char TOOL_AND_REASONING[] =
+        "data: {\"choices\":[{\"index\":0,\"delta\":{\"reasoning_content\":\"hm\"}}]}\n\n"
+        "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0}]}}]}\n\n";
+    struct run r;
+    char *in = cat(ROLE, VLLM_HEAD, VLLM_FINISH, VLLM_USAGE_EV);
+    feed_cuts(in, strlen(in), 1, NULL, 0, &r);
+    CHECK_INT(r.tokens, 3);
+    CHECK_INT(r.usage.completion_tokens, 3);
+    /* Cut after two chunks: no usage, two tokens relayed. */
+    in = cat(ROLE, CHUNK("a") CHUNK("b"), NULL, NULL);
+    feed_cuts(in, strlen(in), 1, NULL, 0, &r);
+    CHECK_INT(r.usage.found, 0);
+    CHECK_INT(r.tokens, 2);
+    feed_cuts(TEXT, strlen(TEXT), 0, NULL, 0, &r);
+    CHECK_INT(r.tokens, 1);
+    feed_cuts(TOOL_AND_REASONING, strlen(TOOL_AND_REASONING), 0, NULL, 0, &r);
+    CHECK_INT(r.tokens, 2);
+    /* Byte by byte: the same count. */
+    in = cat(VLLM_HEAD, VLLM_HEAD, DONE, NULL);
+    size_t n = strlen(in), cuts[2048];
+    for (size_t i = 0; i < n && i < 2048; i++) cuts[i] = i;
+    feed_cuts(in, n, 1, cuts, n < 2048 ? n : 2048, &r);
+    CHECK_INT(r.tokens, 6);
 }
