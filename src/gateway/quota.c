@@ -285,8 +285,8 @@ void kvg_quota_count(struct kvg_quota *q, const struct kvg_quota_result *res)
         atomic_fetch_add_explicit(&q->st_limited, 1, memory_order_relaxed);
 }
 
-void kvg_quota_store_failed(struct kvg_quota *q, struct kvg_quota_lease *l, int err,
-                            struct kvg_quota_result *res)
+void kvg_quota_store_failed(struct kvg_quota *q, struct kvg_quota_loop *lq,
+                            struct kvg_quota_lease *l, int err, struct kvg_quota_result *res)
 {
     atomic_fetch_add_explicit(&q->st_store_errors, 1, memory_order_relaxed);
     if (err == KVG_ETIMEOUT) atomic_fetch_add_explicit(&q->st_timeouts, 1, memory_order_relaxed);
@@ -294,12 +294,14 @@ void kvg_quota_store_failed(struct kvg_quota *q, struct kvg_quota_lease *l, int 
                               memory_order_relaxed);
     /* One line per interval across all threads, however many requests fail. */
     uint64_t now = kvg_now_ms(), last = atomic_load_explicit(&q->last_log_ms, memory_order_relaxed);
+    const char *why = lq && q->store == QS_REDIS ? kvg_qredis_last_error(lq) : "";
+    if (!why[0]) why = kvg_strerror(err);
     if ((last == 0 || now - last >= q->o.log_interval_ms) &&
         atomic_compare_exchange_strong(&q->last_log_ms, &last, now ? now : 1))
         KVG_WARN("quota: %s store %s%s%.0d unavailable (%s): failing %s (further errors for %us "
                  "only counted)",
                  kvg_quota_store_name(q), q->ropts.ip, q->store == QS_REDIS ? ":" : "",
-                 q->ropts.port, kvg_strerror(err), q->o.fail_open ? "open" : "closed",
+                 q->ropts.port, why, q->o.fail_open ? "open" : "closed",
                  q->o.log_interval_ms / 1000);
     memset(res, 0, sizeof *res);
     res->store_error = 1;
@@ -444,7 +446,7 @@ int kvg_quota_reserve(struct kvg_quota_loop *lq, const struct kvg_quota_req *r,
     if (q->store == QS_MEM) {
         int admitted = kvg_qmem_reserve(q->mem, lease);
         if (admitted < 0) {
-            kvg_quota_store_failed(q, lease, admitted, &res);
+            kvg_quota_store_failed(q, NULL, lease, admitted, &res);
         } else {
             lease->reserved = lease->active = admitted;
             kvg_quota_make_result(lease, admitted, &res);
@@ -463,7 +465,7 @@ int kvg_quota_reserve(struct kvg_quota_loop *lq, const struct kvg_quota_req *r,
     int rc = kvg_qredis_reserve(lq, o);
     if (rc) {
         free(o);
-        kvg_quota_store_failed(q, lease, rc, &res);
+        kvg_quota_store_failed(q, lq, lease, rc, &res);
         cb(ud, &res);
         return 0;
     }
@@ -496,7 +498,7 @@ void kvg_quota_op_done(struct kvg_quota_op *o, int admitted, int err)
         return;
     }
     if (err) {
-        kvg_quota_store_failed(lq->q, &o->copy, err, &res);
+        kvg_quota_store_failed(lq->q, lq, &o->copy, err, &res);
         /* The script was sent and may yet run: the lease stays active even
          * when failing closed, so the request's end releases it. */
         o->copy.uncertain = o->copy.active = 1;

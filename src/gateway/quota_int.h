@@ -72,9 +72,12 @@ size_t kvg_quota_build_items(const struct kvg_quota_req *r, uint64_t now_ms,
 /* The result from a lease whose counters the store filled in. */
 void kvg_quota_make_result(const struct kvg_quota_lease *lease, int admitted,
                            struct kvg_quota_result *res);
-/* Store failure: fail open or closed, counted and logged (rate-limited). */
-void kvg_quota_store_failed(struct kvg_quota *q, struct kvg_quota_lease *lease, int err,
-                            struct kvg_quota_result *res);
+/* Store failure: fail open or closed, counted and logged (rate-limited).
+ * lq (NULL for the memory store): its connection's last error names the
+ * cause when there is one (a refused connection rather than the timeout
+ * the command then saw). */
+void kvg_quota_store_failed(struct kvg_quota *q, struct kvg_quota_loop *lq,
+                            struct kvg_quota_lease *lease, int err, struct kvg_quota_result *res);
 void kvg_quota_count(struct kvg_quota *q, const struct kvg_quota_result *res);
 
 /* In-process store (quota_mem.c). */
@@ -93,6 +96,8 @@ size_t kvg_qmem_entries(struct qmem *m);
 int kvg_qredis_loop_open(struct kvg_quota_loop *lq);
 void kvg_qredis_loop_close(struct kvg_quota_loop *lq);
 int kvg_qredis_reserve(struct kvg_quota_loop *lq, struct kvg_quota_op *op);
+/* The loop's connection's last connect error, "" if none. */
+const char *kvg_qredis_last_error(struct kvg_quota_loop *lq);
 /* The same in Redis, applied once per lease id, resent until confirmed. */
 void kvg_qredis_reconcile(struct kvg_quota_loop *lq, const struct kvg_quota_lease *lease,
                           int64_t actual, uint64_t now_ms);

@@ -191,6 +191,11 @@ static void on_state(void *ud, int connected, const char *why)
     }
 }
 
+const char *kvg_qredis_last_error(struct kvg_quota_loop *lq)
+{
+    return lq->rc ? kvg_redis_last_error(lq->rc) : "";
+}
+
 static void on_reserve(void *ud, redisReply *r, int err)
 {
     struct kvg_quota_op *op = ud;

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "base/err.h"
 #include "base/log.h"
@@ -48,6 +49,7 @@ struct kvg_redis_conn {
     struct pending *head, *tail; /* send order = reply order */
     kvg_redis_state_cb scb;
     void *sud;
+    char last_error[128]; /* why the last connection attempt failed; "" once connected */
 };
 
 static void start_connect(struct kvg_redis_conn *c);
@@ -202,11 +204,26 @@ static void on_op_timer(uv_timer_t *t)
     arm_op_timer(c);
 }
 
+/* Has the pending non-blocking connect failed? hiredis's libuv adapter
+ * drops poll errors, so a refused connection would otherwise only ever show
+ * as the connect timeout: ask the socket itself. Records the reason. */
+static int connect_failed(struct kvg_redis_conn *c)
+{
+    int so = 0;
+    socklen_t len = sizeof so;
+    if (!c->ac || c->connected || c->ac->c.fd < 0 ||
+        getsockopt(c->ac->c.fd, SOL_SOCKET, SO_ERROR, &so, &len) || !so)
+        return 0;
+    snprintf(c->last_error, sizeof c->last_error, "cannot connect: %s", strerror(so));
+    return 1;
+}
+
 static void on_conn_timer(uv_timer_t *t)
 {
     struct kvg_redis_conn *c = t->data;
     if (c->ac && !c->connected) {
-        drop(c, KVG_ETIMEOUT, "connect timeout");
+        if (!connect_failed(c)) snprintf(c->last_error, sizeof c->last_error, "connect timed out");
+        drop(c, KVG_ETIMEOUT, c->last_error);
         return;
     }
     if (!c->ac) start_connect(c);
@@ -217,12 +234,17 @@ static void on_connect(const redisAsyncContext *ac, int status)
     struct kvg_redis_conn *c = ac->data;
     if (!c || c->ac != ac) return;
     if (status != REDIS_OK) {
+        /* hiredis's own words ("Connection refused"): a refused store is
+         * not a slow one, and the log must say which. */
+        snprintf(c->last_error, sizeof c->last_error, "cannot connect: %s",
+                 ac->errstr[0] ? ac->errstr : "unknown error");
         c->ac = NULL; /* hiredis frees it after we return */
         schedule_reconnect(c);
         return;
     }
     uv_timer_stop(&c->conn_timer);
     c->backoff_ms = 0;
+    c->last_error[0] = 0;
     set_state(c, 1, "connected");
 }
 
@@ -307,6 +329,11 @@ void kvg_redis_close(struct kvg_redis_conn *c)
     uv_close((uv_handle_t *)&c->conn_timer, handle_closed);
 }
 
+const char *kvg_redis_last_error(const struct kvg_redis_conn *c)
+{
+    return c->connected ? "" : c->last_error;
+}
+
 int kvg_redis_connected(const struct kvg_redis_conn *c)
 {
     return c->ac != NULL && c->connected;
@@ -351,6 +378,10 @@ static int send_pending(struct kvg_redis_conn *c, struct pending *p, int argc, c
                         const size_t *lens)
 {
     if (!c->ac || c->closing) return KVG_ECLOSED;
+    if (connect_failed(c)) {
+        drop(c, KVG_ECLOSED, c->last_error);
+        return KVG_ECLOSED;
+    }
     if (redisAsyncCommandArgv(c->ac, on_reply, p, argc, argv, lens) != REDIS_OK) return KVG_ECLOSED;
     push_pending(c, p);
     arm_op_timer(c);
@@ -363,6 +394,10 @@ int kvg_redis_command(struct kvg_redis_conn *c, int argc, const char **argv, con
     /* Fail fast with no connection: queueing behind a dead server would only
      * turn every request's quota check into a wait for the timeout. */
     if (!c->ac || c->closing) return KVG_ECLOSED;
+    if (connect_failed(c)) {
+        drop(c, KVG_ECLOSED, c->last_error);
+        return KVG_ECLOSED;
+    }
     struct pending *p = calloc(1, sizeof *p);
     if (!p) return -ENOMEM;
     p->c = c;
@@ -389,6 +424,10 @@ int kvg_redis_eval(struct kvg_redis_conn *c, const struct kvg_redis_script *s, i
 {
     if (nargs < 0 || nargs > MAX_ARGS || nkeys > nargs) return -EINVAL;
     if (!c->ac || c->closing) return KVG_ECLOSED;
+    if (connect_failed(c)) {
+        drop(c, KVG_ECLOSED, c->last_error);
+        return KVG_ECLOSED;
+    }
     size_t total = 0;
     for (int i = 0; i < nargs; i++) total += lens[i];
     struct pending *p = calloc(1, sizeof *p);

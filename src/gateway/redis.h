@@ -56,6 +56,9 @@ int kvg_redis_open(uv_loop_t *loop, const struct kvg_redis_opts *o, kvg_redis_st
 /* Fails pending commands (their callbacks run before this returns), closes. */
 void kvg_redis_close(struct kvg_redis_conn *c);
 int kvg_redis_connected(const struct kvg_redis_conn *c);
+/* While not connected: why the last attempt failed ("cannot connect:
+ * Connection refused", "connect timed out"), or "" if none failed yet. */
+const char *kvg_redis_last_error(const struct kvg_redis_conn *c);
 
 /* Sends one command (argv copied). Returns 0 (cb will run) or a negative
  * code (cb will not run): KVG_ECLOSED when not connected. */

@@ -250,6 +250,51 @@ static void tokenize_done(uv_work_t *w, int status)
     admit(pr);
 }
 
+/* kvgate's own resources ran out (descriptors, memory, socket buffers):
+ * no engine is to blame and another attempt would fail the same way. */
+static int local_error(int err)
+{
+    return err == -EMFILE || err == -ENFILE || err == -ENOMEM || err == -ENOBUFS;
+}
+
+/* The engine could not be reached at all (nothing was sent). */
+static int connect_error(int err)
+{
+    return err == -ECONNREFUSED || err == -EHOSTUNREACH || err == -ENETUNREACH ||
+           err == -EADDRNOTAVAIL || err == -ETIMEDOUT;
+}
+
+/* 503 + Retry-After for a local failure, logged at most once a second per
+ * loop thread (a descriptor shortage fails every request at once). */
+static void local_failure(struct proxy_req *pr, int err)
+{
+    static _Thread_local uint64_t last_ms, suppressed;
+    uint64_t now = kvg_now_ms();
+    if (!last_ms || now - last_ms >= 1000) {
+        KVG_ERROR("proxy %s: kvgate cannot open a connection to %s: %s (a local shortage, not "
+                  "the engine's fault; %llu more since the last line)",
+                  pr->request_id, pr->worker_url, kvg_strerror(err),
+                  (unsigned long long)suppressed);
+        last_ms = now;
+        suppressed = 0;
+    } else {
+        suppressed++;
+    }
+    release_worker(pr, KVG_OUT_LOCAL);
+    client_error(pr, 503, "local_resources_exhausted",
+                 "kvgate is out of local resources (file descriptors or memory): retry later");
+}
+
+/* No attempt left: 503 when no attempt could even connect (engines just
+ * gone, not yet marked unhealthy: retry soon), else 502. */
+static void upstream_failed(struct proxy_req *pr, const char *msg)
+{
+    if (pr->connect_fails && pr->connect_fails == pr->attempts)
+        client_error(pr, 503, "upstream_unreachable", "no engine could be reached: retry later");
+    else
+        client_error(pr, 502, "upstream_error", msg);
+}
+
 static void on_retry_timer(uv_timer_t *t)
 {
     attempt(t->data);
@@ -409,9 +454,14 @@ static void up_done(void *ud, int err)
         pr_finish(pr, status);
         return;
     }
+    if (local_error(err) && pr->up_status == 0) {
+        local_failure(pr, err);
+        return;
+    }
     release_worker(pr, KVG_OUT_FAIL);
     kvg_metrics_inc(pr->pl->px->m->upstream_errors);
     KVG_WARN("proxy %s: worker %s failed: %s", pr->request_id, pr->worker_url, kvg_strerror(err));
+    if (pr->up_status == 0 && connect_error(err)) pr->connect_fails++;
     if (pr->relayed) {
         sse_error_end(pr, err == KVG_ETIMEOUT ? "the engine stopped sending (idle timeout)"
                                               : "the engine's stream broke off");
@@ -421,8 +471,10 @@ static void up_done(void *ud, int err)
     if (pr->up_status == 0 && err != KVG_ETIMEOUT && schedule_retry(pr) == 0) return;
     if (err == KVG_ETIMEOUT)
         client_error(pr, 504, "upstream_timeout", "the engine timed out");
+    else if (pr->up_status)
+        client_error(pr, 502, "upstream_error", "the engine's answer was cut");
     else
-        client_error(pr, 502, "upstream_error", "the engine failed before answering");
+        upstream_failed(pr, "the engine failed before answering");
 }
 
 static void on_client_abort(struct kvg_http_req *req, void *ud)
@@ -465,7 +517,10 @@ static void attempt(struct proxy_req *pr)
         rc = kvg_pool_pick(px->pool, &ctx, NULL, 0, &pr->pick, &known, NULL);
     }
     if (rc) {
-        if (!known && pr->ri.model_len) {
+        if (kvg_pool_size(px->pool) == 0) {
+            kvg_metrics_inc(px->m->no_worker);
+            client_error(pr, 503, "no_workers", "the pool has no workers");
+        } else if (!known && pr->ri.model_len) {
             char msg[400];
             snprintf(msg, sizeof msg, "The model `%.*s` does not exist.", (int)pr->ri.model_len,
                      pr->ri.model);
@@ -509,9 +564,14 @@ static void attempt(struct proxy_req *pr)
                              body->data, body->len, &o, &cbs, pr, &pr->call);
     if (rc) {
         pr->call = NULL;
+        if (local_error(rc)) {
+            local_failure(pr, rc);
+            return;
+        }
         release_worker(pr, KVG_OUT_FAIL);
+        pr->connect_fails++;
         if (schedule_retry(pr) == 0) return;
-        client_error(pr, 502, "upstream_error", "cannot reach the engine");
+        upstream_failed(pr, "cannot reach the engine");
     }
 }
 

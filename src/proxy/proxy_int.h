@@ -23,9 +23,10 @@ struct proxy_req {
     struct kvg_http_call *call;
     uv_timer_t retry_timer;
     uint32_t attempts;
-    int up_status; /* upstream status, 0 before its head */
-    int relayed;   /* head sent to the client */
-    int sse;       /* upstream answers text/event-stream */
+    uint32_t connect_fails; /* attempts that could not connect to their worker */
+    int up_status;          /* upstream status, 0 before its head */
+    int relayed;            /* head sent to the client */
+    int sse;                /* upstream answers text/event-stream */
     char content_type[128];
     struct kvg_buf body; /* non-stream answer; a relayed stream's filtered bytes */
     uint64_t t0_ns, ttfb_ns;

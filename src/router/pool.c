@@ -247,3 +247,11 @@ void kvg_pool_release(struct kvg_pool *p, struct kvg_pick *pick, enum kvg_outcom
     if (p->policy->ops->on_done) p->policy->ops->on_done(p->policy, w, ctx);
     kvg_worker_unref(w);
 }
+
+size_t kvg_pool_size(struct kvg_pool *p)
+{
+    pthread_rwlock_rdlock(&p->lock);
+    size_t n = p->n;
+    pthread_rwlock_unlock(&p->lock);
+    return n;
+}

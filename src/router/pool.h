@@ -55,6 +55,8 @@ size_t kvg_pool_snapshot(struct kvg_pool *p, struct kvg_worker **out, size_t max
 /* The largest context any worker reports for `model` (its max_model_len in
  * /v1/models), or 0 when none says. */
 uint32_t kvg_pool_max_model_len(struct kvg_pool *p, const char *model, size_t len);
+/* Workers in the pool now, healthy or not. */
+size_t kvg_pool_size(struct kvg_pool *p);
 
 /* Picks a worker. exclude[] lists workers already tried by this request.
  * On success *out holds a reference and in_flight was incremented.
@@ -82,7 +84,15 @@ int kvg_pool_pick(struct kvg_pool *p, const struct kvg_route_ctx *ctx,
 /* The first output token arrived: the prefill charge ends. Idempotent. */
 void kvg_pool_first_token(struct kvg_pool *p, struct kvg_pick *pick);
 
-enum kvg_outcome { KVG_OUT_OK, KVG_OUT_FAIL, KVG_OUT_CLIENT_GONE, KVG_OUT_CLIENT_ERROR };
+/* KVG_OUT_LOCAL: kvgate itself failed (out of file descriptors, memory or
+ * buffers): the worker is not to blame, its circuit breaker is untouched. */
+enum kvg_outcome {
+    KVG_OUT_OK,
+    KVG_OUT_FAIL,
+    KVG_OUT_CLIENT_GONE,
+    KVG_OUT_CLIENT_ERROR,
+    KVG_OUT_LOCAL
+};
 /* Ends a pick: in_flight - 1, remaining charges removed, circuit breaker
  * bookkeeping, policy on_done, reference dropped; pick->w becomes NULL. */
 void kvg_pool_release(struct kvg_pool *p, struct kvg_pick *pick, enum kvg_outcome outcome,

@@ -200,6 +200,8 @@ static void on_signal(uv_signal_t *h, int signum)
                              f.replay_endpoints.n ? f.replay_endpoints.v : NULL, f.workers.n);
         KVG_INFO("SIGHUP: worker list reloaded (%zu workers)%s", f.workers.n,
                  rc ? ", some invalid" : "");
+        if (kvg_pool_size(&s->sv.pool) == 0)
+            KVG_WARN("SIGHUP: the pool is now empty: every request is answered 503 no_workers");
         kvg_serve_config_free(&f);
         kvg_health_check_now(&s->health);
         return;

@@ -502,3 +502,40 @@ TEST(stalled_redis_charges_served_usage_exactly_once)
     store_close(&closed_s, &loop);
     uv_loop_close(&loop);
 }
+
+static void stop_loop(uv_timer_t *t)
+{
+    uv_stop(t->loop);
+}
+
+TEST(refused_connection_is_named_not_timed_out)
+{
+    /* A port nothing listens on: the connection's error is the socket's
+     * own "Connection refused" (which the store's failure log then shows),
+     * not the connect timeout. */
+    int port = redis_free_port();
+    CHECK(port > 0);
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    struct kvg_redis_opts o;
+    memset(&o, 0, sizeof o);
+    snprintf(o.ip, sizeof o.ip, "127.0.0.1");
+    o.port = port;
+    o.connect_timeout_ms = 300;
+    o.backoff_min_ms = o.backoff_max_ms = 5000; /* one attempt in this test's time */
+    struct kvg_redis_conn *c = NULL;
+    CHECK_INT(kvg_redis_open(&loop, &o, NULL, NULL, &c), 0);
+    CHECK_STR(kvg_redis_last_error(c), "");
+    uv_timer_t t;
+    uv_timer_init(&loop, &t);
+    for (int i = 0; i < 40 && !kvg_redis_last_error(c)[0]; i++) {
+        uv_timer_start(&t, stop_loop, 50, 0);
+        uv_run(&loop, UV_RUN_DEFAULT);
+    }
+    CHECK(strstr(kvg_redis_last_error(c), "refused") != NULL);
+    CHECK(strstr(kvg_redis_last_error(c), "timed out") == NULL);
+    kvg_redis_close(c);
+    uv_close((uv_handle_t *)&t, NULL);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    CHECK_INT(uv_loop_close(&loop), 0);
+}
