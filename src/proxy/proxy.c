@@ -547,11 +547,8 @@ static void attempt(struct proxy_req *pr)
     fwd[k++] =
         (struct kvg_http_header){KVG_STR("x-request-id"), {pr->request_id, strlen(pr->request_id)}};
     const struct kvg_proxy_config *c = px->cfg;
-    char bearer[sizeof c->upstream_api_key + 8];
-    if (c->upstream_api_key[0]) {
-        int bl = snprintf(bearer, sizeof bearer, "Bearer %s", c->upstream_api_key);
-        fwd[k++] = (struct kvg_http_header){KVG_STR("authorization"), {bearer, (size_t)bl}};
-    }
+    char bearer[300];
+    k += (size_t)kvg_worker_auth_header(w, bearer, sizeof bearer, &fwd[k]);
     struct kvg_http_call_opts o = {
         .connect_timeout_ms = c->connect_timeout_ms,
         .first_byte_timeout_ms = pr->ri.stream ? c->stream_idle_timeout_ms : c->request_timeout_ms,

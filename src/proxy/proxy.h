@@ -28,7 +28,6 @@ struct kvg_proxy_config {
     double retry_multiplier, retry_jitter;
     uint32_t metrics_staleness_ms; /* older engine samples count as unknown */
     int access_log;                /* one JSON line per request */
-    char upstream_api_key[256];    /* "": engines get no Authorization header */
 };
 
 enum kvg_proxy_route { KVG_PROXY_CHAT, KVG_PROXY_COMPLETIONS, KVG_PROXY_NROUTES };

@@ -113,9 +113,12 @@ static void start_call(struct kvg_health *h, struct kvg_worker *w, int models)
     static const struct kvg_http_call_cbs check_cbs = {check_head, check_body, check_done};
     static const struct kvg_http_call_cbs models_cbs = {check_head, check_body, models_done};
     h->inflight++;
+    char bearer[300];
+    struct kvg_http_header auth;
+    size_t nauth = (size_t)kvg_worker_auth_header(w, bearer, sizeof bearer, &auth);
     if (kvg_http_call_start(h->client, &w->target, "GET",
-                            kvg_str_c(models ? "/v1/models" : h->endpoint), NULL, 0, NULL, 0, &o,
-                            models ? &models_cbs : &check_cbs, c, NULL)) {
+                            kvg_str_c(models ? "/v1/models" : h->endpoint), &auth, nauth, NULL, 0,
+                            &o, models ? &models_cbs : &check_cbs, c, NULL)) {
         h->inflight--;
         kvg_worker_unref(w);
         kvg_buf_free(&c->body);

@@ -161,8 +161,11 @@ static void tick(uv_timer_t *t)
         sc->s = s;
         sc->w = ws[i]; /* the snapshot's reference moves to the scrape */
         kvg_buf_init(&sc->body, 4u << 20);
-        int rc = kvg_http_call_start(s->client, &ws[i]->target, "GET", KVG_STR("/metrics"), NULL, 0,
-                                     NULL, 0, &o, &cbs, sc, NULL);
+        char bearer[300];
+        struct kvg_http_header auth;
+        size_t nauth = (size_t)kvg_worker_auth_header(ws[i], bearer, sizeof bearer, &auth);
+        int rc = kvg_http_call_start(s->client, &ws[i]->target, "GET", KVG_STR("/metrics"), &auth,
+                                     nauth, NULL, 0, &o, &cbs, sc, NULL);
         if (rc) {
             atomic_fetch_add(&s->failures, 1);
             set_state(ws[i], KVG_SCRAPE_UNREACHABLE, 0, kvg_strerror(rc));

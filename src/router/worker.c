@@ -78,3 +78,20 @@ const char *kvg_worker_scrape_state_name(int state)
                                   "unreachable", "http_error", "bad_body"};
     return state >= 0 && state < (int)(sizeof names / sizeof *names) ? names[state] : "?";
 }
+
+void kvg_worker_set_api_key(struct kvg_worker *w, const char *key)
+{
+    pthread_mutex_lock(&w->mu);
+    snprintf(w->api_key, sizeof w->api_key, "%s", key ? key : "");
+    pthread_mutex_unlock(&w->mu);
+}
+
+int kvg_worker_auth_header(struct kvg_worker *w, char *buf, size_t cap, struct kvg_http_header *h)
+{
+    pthread_mutex_lock(&w->mu);
+    int n = w->api_key[0] ? snprintf(buf, cap, "Bearer %s", w->api_key) : 0;
+    pthread_mutex_unlock(&w->mu);
+    if (n <= 0 || (size_t)n >= cap) return 0;
+    *h = (struct kvg_http_header){KVG_STR("authorization"), {buf, (size_t)n}};
+    return 1;
+}

@@ -64,6 +64,7 @@ struct kvg_worker {
     uint32_t
         max_model_len[KVG_MAX_MODELS_PER_WORKER]; /* its context (vLLM, SGLang say); 0 unknown */
     int nmodels;
+    char api_key[256]; /* the engine's own API key ("" none), sent on every call to it */
     struct kvg_engine_load load;
     int scrape_state;               /* enum kvg_scrape_state, written by the scraper */
     unsigned scrape_known;          /* signals the last good sample had: KVG_METRICS_HAS_* */
@@ -97,6 +98,11 @@ void kvg_worker_ref(struct kvg_worker *w);
 void kvg_worker_unref(struct kvg_worker *w);
 /* True if the worker lists `model` (or lists nothing yet / model is empty). */
 int kvg_worker_serves(struct kvg_worker *w, const char *model, size_t len);
+/* Sets the key kvgate sends the engine (NULL or "": none). Any thread. */
+void kvg_worker_set_api_key(struct kvg_worker *w, const char *key);
+/* "Authorization: Bearer <key>" for a call to w into *h, its value in
+ * buf[cap]: 1 when w has a key, 0 when not (nothing written). */
+int kvg_worker_auth_header(struct kvg_worker *w, char *buf, size_t cap, struct kvg_http_header *h);
 /* The context length w reported for `model` in its /v1/models (max_model_len),
  * or 0 when it did not say. */
 uint32_t kvg_worker_max_model_len(struct kvg_worker *w, const char *model, size_t len);

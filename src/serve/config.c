@@ -146,8 +146,11 @@ static const struct flag flags[] = {
      "authentication, and the admin API answers loopback clients only"},
     {"metrics-require-key", NULL, F_BOOL, O(metrics_require_key), 0,
      "with --keys: /metrics and /v1/models need a valid key too"},
-    {"upstream-api-key", NULL, F_STR, O(proxy.upstream_api_key), S(proxy.upstream_api_key),
+    {"upstream-api-key", NULL, F_STR, O(upstream_api_key), S(upstream_api_key),
      "sent to the engines as Authorization: Bearer (the client's own never is)"},
+    {"upstream-api-keys", NULL, F_LIST, O(upstream_keys), 0,
+     "each worker's own key, same order as --worker-urls ('none': --upstream-api-key); "
+     "better in the YAML file (upstream_api_key per worker) than on a command line"},
     {"quota-store", NULL, F_STR, O(quota_store), S(quota_store),
      "where quota counters live: memory, or redis://host:port to share them (memory)"},
     {"quota-timeout-ms", NULL, F_MS, O(quota_timeout_ms), 0, "quota store answer deadline (50)"},
@@ -226,6 +229,7 @@ void kvg_serve_config_free(struct kvg_serve_config *c)
     kvg_strlist_free(&c->workers);
     kvg_strlist_free(&c->kv_endpoints);
     kvg_strlist_free(&c->replay_endpoints);
+    kvg_strlist_free(&c->upstream_keys);
 }
 
 void kvg_serve_usage(void)
@@ -433,6 +437,10 @@ int kvg_serve_config_parse(struct kvg_serve_config *c, int argc, char **argv, ch
         return kvg_err_set(err, errlen, KVG_ECONFIG,
                            "--replay-endpoints needs one entry per worker URL (%zu, not %zu)",
                            c->workers.n, c->replay_endpoints.n);
+    if (c->upstream_keys.n && c->upstream_keys.n != c->workers.n)
+        return kvg_err_set(err, errlen, KVG_ECONFIG,
+                           "--upstream-api-keys needs one entry per worker URL (%zu, not %zu)",
+                           c->workers.n, c->upstream_keys.n);
     if (!c->tls_cert[0] != !c->tls_key[0])
         return kvg_err_set(err, errlen, KVG_ECONFIG, "--tls-cert and --tls-key go together");
     if (c->health_failure_threshold == 0 || c->health_success_threshold == 0)

@@ -50,6 +50,8 @@ struct kvg_serve_config {
     char assignment_mode[16];
     char cache_aware_miss[16];
     char keys_path[512];
+    char upstream_api_key[256];       /* every engine's key, unless its own is given */
+    struct kvg_strlist upstream_keys; /* --upstream-api-keys, same order ("none") */
     int metrics_require_key;
     char quota_store[256];
     uint32_t quota_timeout_ms;

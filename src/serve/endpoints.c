@@ -150,11 +150,14 @@ static int url_decode(const char *in, size_t n, char *out, size_t cap)
 /* POST /workers {"url": "..."} (or ?url=...), DELETE /workers/{url}. */
 static void workers_add(struct kvg_serve_loop *lc, struct kvg_http_req *req)
 {
-    char url[512] = "", kv[256] = "", replay[256] = "";
+    char url[512] = "", kv[256] = "", replay[256] = "", key[256] = "";
     cJSON *j = req->body.len ? cJSON_ParseWithLength(req->body.data, req->body.len) : NULL;
     cJSON *u = j ? cJSON_GetObjectItemCaseSensitive(j, "url") : NULL;
     cJSON *k = j ? cJSON_GetObjectItemCaseSensitive(j, "kv_events_endpoint") : NULL;
     cJSON *r = j ? cJSON_GetObjectItemCaseSensitive(j, "replay_endpoint") : NULL;
+    cJSON *ak = j ? cJSON_GetObjectItemCaseSensitive(j, "upstream_api_key") : NULL;
+    if (cJSON_IsString(ak) && strlen(ak->valuestring) < sizeof key)
+        snprintf(key, sizeof key, "%s", ak->valuestring);
     if (cJSON_IsString(u) && strlen(u->valuestring) < sizeof url)
         snprintf(url, sizeof url, "%s", u->valuestring);
     if (cJSON_IsString(k) && strlen(k->valuestring) < sizeof kv)
@@ -181,6 +184,14 @@ static void workers_add(struct kvg_serve_loop *lc, struct kvg_http_req *req)
         snprintf(msg, sizeof msg, "cannot add worker %s: %s", url, kvg_strerror(rc));
         kvg_http_res_error(req, 400, NULL, NULL, msg, NULL, 0);
     } else {
+        if (key[0]) { /* its own key instead of the common one */
+            struct kvg_worker *ws[KVG_POOL_MAX_WORKERS];
+            size_t n = kvg_pool_snapshot(&lc->sv->pool, ws, KVG_POOL_MAX_WORKERS);
+            for (size_t i = 0; i < n; i++) {
+                if (!strcmp(ws[i]->url, url)) kvg_worker_set_api_key(ws[i], key);
+                kvg_worker_unref(ws[i]);
+            }
+        }
         uv_async_send(&lc->sv->health_kick);
         send_json(req, 201, "{\"status\":\"added\"}");
     }

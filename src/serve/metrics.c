@@ -114,14 +114,20 @@ int kvg_serve_metrics_init(struct kvg_serve_metrics *m, const char *policy)
                                     "Share of a tokenized prompt's blocks the chosen worker held.",
                                     NULL, 0, ratio_bounds, 10, &f)) ||
         (rc = kvg_metrics_series(f, NULL, 0, &pm->match_ratio)) ||
-        (rc = kvg_metrics_counter(m->reg, "kvgate_quota_events_total",
-                                  "Quota store outcomes: admitted, limited, store_error, "
-                                  "fail_open, fail_closed, timeout, reconnect.",
-                                  (const char *const[]){"event"}, 1, &m->quota_f)) ||
+        (rc = kvg_metrics_counter(
+             m->reg, "kvgate_quota_events_total",
+             "Quota store outcomes: admitted, limited, store_error, "
+             "fail_open, fail_closed, timeout, reconnect, reconcile_retry, reconcile_dropped.",
+             (const char *const[]){"event"}, 1, &m->quota_f)) ||
         (rc = kvg_metrics_counter(m->reg, "kvgate_admission_queue_events_total",
                                   "Gateway queue: queued, granted, timeout, evicted, "
                                   "refused_full, cancelled.",
                                   (const char *const[]){"event"}, 1, &m->adm_f)) ||
+        (rc = kvg_metrics_gauge(m->reg, "kvgate_quota_reconciles_pending",
+                                "Quota reconciliations the store has not confirmed yet (resent "
+                                "until it does).",
+                                NULL, 0, &f)) ||
+        (rc = kvg_metrics_series(f, NULL, 0, &m->quota_pending)) ||
         (rc = kvg_metrics_gauge(m->reg, "kvgate_admission_queue_waiting",
                                 "Requests waiting in the gateway queue now.", NULL, 0, &f)) ||
         (rc = kvg_metrics_series(f, NULL, 0, &m->adm_waiting)) ||
@@ -167,6 +173,7 @@ void kvg_serve_metrics_free(struct kvg_serve_metrics *m)
     kvg_metrics_series_release(pm->no_worker);
     kvg_metrics_series_release(m->workers);
     kvg_metrics_series_release(m->adm_waiting);
+    kvg_metrics_series_release(m->quota_pending);
     kvg_metrics_series_release(pm->match_ratio);
     kvg_metrics_series_release(m->tokenizer_fallback);
     kvg_metrics_series_release(m->block_size_mismatch);
@@ -208,12 +215,14 @@ int kvg_serve_metrics_render(struct kvg_serve *sv, struct kvg_buf *out)
     if (sv->gate.quota) {
         struct kvg_quota_stats q;
         kvg_quota_stats(sv->gate.quota, &q);
-        const char *names[] = {"admitted",    "limited", "store_error", "fail_open",
-                               "fail_closed", "timeout", "reconnect"};
-        uint64_t vals[] = {q.admitted,    q.limited,  q.store_errors, q.fail_open,
-                           q.fail_closed, q.timeouts, q.reconnects};
+        const char *names[] = {"admitted",  "limited",         "store_error",
+                               "fail_open", "fail_closed",     "timeout",
+                               "reconnect", "reconcile_retry", "reconcile_dropped"};
+        uint64_t vals[] = {q.admitted, q.limited,    q.store_errors, q.fail_open, q.fail_closed,
+                           q.timeouts, q.reconnects, q.retries,      q.dropped};
         for (size_t i = 0; i < KVG_ARRAY_LEN(names); i++)
             mirror_series(m->quota_f, &names[i], 1, vals[i]);
+        kvg_metrics_set(m->quota_pending, (double)q.pending);
     }
     if (sv->gate.adm) {
         struct kvg_adm_stats a;

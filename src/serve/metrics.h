@@ -15,7 +15,7 @@ struct kvg_serve_metrics {
     struct kvg_metrics_series *tokenizer_fallback, *block_size_mismatch;
     struct kvg_metrics_series *shed;
     struct kvg_metrics_family *quota_f, *adm_f; /* counters by event: admitted, limited, ... */
-    struct kvg_metrics_series *adm_waiting;
+    struct kvg_metrics_series *adm_waiting, *quota_pending;
     struct kvg_metrics_family *w_cached;
     struct kvg_metrics_family *w_active, *w_health, *w_processed, *w_cb, *decisions;
     struct kvg_metrics_family *w_scrape_errors;                      /* counter */

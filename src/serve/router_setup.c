@@ -14,9 +14,18 @@
 #include "jinja/chat.h"
 #include "tokenizer/tokenizer.h"
 
+const char *kvg_serve_upstream_key(const struct kvg_serve_config *c, const char *url)
+{
+    for (size_t i = 0; i < c->upstream_keys.n && i < c->workers.n; i++)
+        if (!strcmp(c->workers.v[i], url) && strcmp(c->upstream_keys.v[i], "none"))
+            return c->upstream_keys.v[i];
+    return c->upstream_api_key;
+}
+
 static void on_add(void *ud, struct kvg_worker *w)
 {
     struct kvg_serve *sv = ud;
+    kvg_worker_set_api_key(w, kvg_serve_upstream_key(&sv->cfg, w->url));
     if (!sv->kv || w->slot < 0) return;
     int rc = kvg_kv_index_add_worker(sv->kv, (uint32_t)w->slot);
     if (rc && rc != -EEXIST)

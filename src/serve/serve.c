@@ -198,6 +198,16 @@ static void on_signal(uv_signal_t *h, int signum)
         }
         rc = kvg_pool_set_ex(&s->sv.pool, f.workers.v, f.kv_endpoints.n ? f.kv_endpoints.v : NULL,
                              f.replay_endpoints.n ? f.replay_endpoints.v : NULL, f.workers.n);
+        /* Keys may have changed for workers that stayed; a common key given
+         * as a flag, not in the file, stays. */
+        if (!f.upstream_api_key[0])
+            memcpy(f.upstream_api_key, s->sv.cfg.upstream_api_key, sizeof f.upstream_api_key);
+        struct kvg_worker *ws[KVG_POOL_MAX_WORKERS];
+        size_t nw = kvg_pool_snapshot(&s->sv.pool, ws, KVG_POOL_MAX_WORKERS);
+        for (size_t i = 0; i < nw; i++) {
+            kvg_worker_set_api_key(ws[i], kvg_serve_upstream_key(&f, ws[i]->url));
+            kvg_worker_unref(ws[i]);
+        }
         KVG_INFO("SIGHUP: worker list reloaded (%zu workers)%s", f.workers.n,
                  rc ? ", some invalid" : "");
         if (kvg_pool_size(&s->sv.pool) == 0)

@@ -65,6 +65,9 @@ int kvg_serve_head_check(const struct kvg_http_req *req, void *ud, struct kvg_ht
  * subscribers, the policy and the pool with its hooks. Message in err. */
 int kvg_serve_router_init(struct kvg_serve *sv, char *err, size_t errlen);
 void kvg_serve_router_free(struct kvg_serve *sv);
+/* The key kvgate sends the engine at url: its own from c, else c's common
+ * one ("" none). */
+const char *kvg_serve_upstream_key(const struct kvg_serve_config *c, const char *url);
 /* The gateway's decisions and the proxy, from the configuration
  * (gate_setup.c); after kvg_serve_router_init. */
 int kvg_serve_gate_init(struct kvg_serve *sv, char *err, size_t errlen);

@@ -20,7 +20,14 @@ class H(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(b)
     def do_GET(self):
-        if self.path == "/v1/models":
+        need = sys.argv[2] if len(sys.argv) > 2 else None
+        if self.path == "/v1/models" and need and self.headers.get("authorization") != "Bearer " + need:
+            b = b'{"error":{"message":"bad key"}}'
+            self.send_response(401)
+            self.send_header("content-length", str(len(b)))
+            self.end_headers()
+            self.wfile.write(b)
+        elif self.path == "/v1/models":
             self.answer({"object": "list", "data": [{"id": "m", "object": "model"}]})
         else:
             self.answer({"status": "ok"})
@@ -129,6 +136,27 @@ for f in max-payload-size max-header-size header-timeout-secs keepalive-timeout-
   check "--$f 0: startup error" [ "$rc" = 2 ]
   check "--$f 0: says why" grep -q "greater than 0" "$TMP/zero.log"
 done
+
+# A worker's own key (YAML), sent on the model list and on requests; the
+# common key for the others.
+E2=$(free_port); GW3=$(free_port)
+/usr/bin/python3 "$TMP/echo.py" "$E2" own-secret >"$TMP/echo2.log" 2>&1 &
+PIDS+=($!)
+wait_http "http://127.0.0.1:$E2/health" 10 || exit 1
+cat >"$TMP/serve.yaml" <<YAML
+workers:
+  - url: http://127.0.0.1:$E2
+    upstream_api_key: own-secret
+upstream_api_key: common-secret
+YAML
+start_serve "$GW3" --config "$TMP/serve.yaml" --health-check-interval-secs 1 || exit 1
+wait_http "http://127.0.0.1:$GW3/readiness" 10
+for _ in $(seq 1 50); do curl -s "http://127.0.0.1:$GW3/v1/models" | grep -q '"m"' && break; sleep 0.1; done
+curl -s "http://127.0.0.1:$GW3/v1/models" -o "$TMP/models"
+check "the worker's own key opens its model list" grep -q '"m"' "$TMP/models"
+check "a request goes with the worker's own key" [ "$(code "http://127.0.0.1:$GW3/v1/completions" -d '{"model":"m","prompt":"x","max_tokens":1}')" = 200 ]
+check "... the engine saw own-secret" [ "$(hdr authorization)" = "Bearer own-secret" ]
+check "GET /workers does not show keys" bash -c "! curl -s 'http://127.0.0.1:$GW3/workers' | grep -q secret"
 
 # Without --keys: the admin API answers loopback clients (this one).
 start_serve "$GW2" --worker-urls "http://127.0.0.1:$E" || exit 1

@@ -196,4 +196,7 @@ got=$(settle stall)
 echo "# figures: Redis frozen 2 s: $(cat "$TMP/stall.out"); store charged $got"
 check "Redis stall: the store charged exactly the usage served ($got = $served)" [ "$got" = "$served" ]
 check "  some requests were served during the stall (fail open)" [ "$served" -gt 0 ]
+curl -s "http://127.0.0.1:$G1/metrics" >"$TMP/m1"
+check "  nothing left unconfirmed in /metrics" grep -q '^kvgate_quota_reconciles_pending 0$' "$TMP/m1"
+check "  no reconciliation dropped" grep -q '^kvgate_quota_events_total{event="reconcile_dropped"} 0$' "$TMP/m1"
 finish
