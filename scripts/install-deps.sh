@@ -11,7 +11,7 @@ BUILD_PKGS=(build-essential pkg-config make clang libclang-rt-14-dev clang-forma
   libuv1-dev node-llhttp libssl-dev libxxhash-dev libpcre2-dev libzmq3-dev
   libmsgpack-dev libhiredis-dev libcjson-dev libyaml-dev openssl ca-certificates)
 TEST_PKGS=(redis-server python3 python3-zmq python3-msgpack prometheus
-  jargon-text curl procps iproute2 nginx haproxy wrk)
+  jargon-text curl procps iproute2 nginx haproxy wrk chromium)
 
 want=("${BUILD_PKGS[@]}")
 [ "${1:-}" = "--run" ] || want+=("${TEST_PKGS[@]}")

@@ -8,6 +8,7 @@
 #include "serve/serve.h"
 #include "sim/http_sim.h"
 #include "tokenizer/tokenizer.h"
+#include "ui/observe.h"
 
 #define KVG_VERSION "0.1.0"
 
@@ -28,6 +29,8 @@ static const struct subcommand commands[] = {
     {"bench", kvg_bench_main, "measure routing policies: offline simulation or live HTTP load"},
     {"keys", kvg_keys_cli_main, "API keys: hash KEY prints the hash: line for the keys file"},
     {"sim", kvg_sim_main, "run a simulated inference engine (vLLM's API, metrics, KV events)"},
+    {"observe", kvg_ui_observe_main,
+     "what every gateway replica says of each worker (GET /serving)"},
     {"tokenize", kvg_tok_cli_main, "tokenize text or render and tokenize a chat request"},
     {"version", version_main, "print the version"},
 };

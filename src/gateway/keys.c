@@ -268,8 +268,7 @@ static int parse_key(struct pctx *p, yaml_node_t *n, const char *path, struct kv
     if (!have_hash) return fail(p, n, path, "missing 'hash'");
     if (!e->tenant[0]) memcpy(e->tenant, e->name, sizeof e->tenant);
     if (!have_max) e->max_priority = e->priority;
-    if (e->max_priority < e->priority)
-        return fail(p, n, path, "max_priority is below priority");
+    if (e->max_priority < e->priority) return fail(p, n, path, "max_priority is below priority");
     return 0;
 }
 
@@ -514,12 +513,39 @@ const struct kvg_keys_entry *kvg_keys_lookup(const struct kvg_keys_set *s,
     return found ? &s->keys[idx] : NULL;
 }
 
+/* "Basic base64(user:key)": what a browser sends after its own login
+ * prompt (the status page); the key is the password, the user is ignored. */
+static enum kvg_keys_auth basic(const struct kvg_keys_set *s, struct kvg_str b64,
+                                const struct kvg_keys_entry **out)
+{
+    while (b64.len && (*b64.p == ' ' || *b64.p == '\t')) b64.p++, b64.len--;
+    while (b64.len && (b64.p[b64.len - 1] == ' ' || b64.p[b64.len - 1] == '\t')) b64.len--;
+    unsigned char dec[600];
+    if (!b64.len || b64.len % 4 || b64.len / 4 * 3 > sizeof dec - 8) return KVG_KEYS_AUTH_MALFORMED;
+    int n = EVP_DecodeBlock(dec, (const unsigned char *)b64.p, (int)b64.len);
+    if (n < 0) return KVG_KEYS_AUTH_MALFORMED;
+    for (size_t i = b64.len; i > 0 && b64.p[i - 1] == '='; i--) n--; /* padding decodes as 0 */
+    const unsigned char *colon = memchr(dec, ':', (size_t)n);
+    if (!colon) return KVG_KEYS_AUTH_MALFORMED;
+    char bearer[sizeof dec + 8];
+    int bl = snprintf(bearer, sizeof bearer, "Bearer %.*s", (int)(dec + n - colon - 1),
+                      (const char *)colon + 1);
+    OPENSSL_cleanse(dec, sizeof dec);
+    enum kvg_keys_auth a = bl > 7
+                               ? kvg_keys_authenticate(s, (struct kvg_str){bearer, (size_t)bl}, out)
+                               : KVG_KEYS_AUTH_MALFORMED;
+    OPENSSL_cleanse(bearer, sizeof bearer);
+    return a;
+}
+
 enum kvg_keys_auth kvg_keys_authenticate(const struct kvg_keys_set *s, struct kvg_str h,
                                          const struct kvg_keys_entry **out)
 {
     *out = NULL;
     if (!h.p) return KVG_KEYS_AUTH_MISSING;
     while (h.len && (*h.p == ' ' || *h.p == '\t')) h.p++, h.len--;
+    if (h.len >= 6 && !strncasecmp(h.p, "basic", 5) && (h.p[5] == ' ' || h.p[5] == '\t'))
+        return basic(s, (struct kvg_str){h.p + 6, h.len - 6}, out);
     if (h.len < 7 || strncasecmp(h.p, "bearer", 6) || (h.p[6] != ' ' && h.p[6] != '\t'))
         return KVG_KEYS_AUTH_MALFORMED;
     h.p += 7;

@@ -136,6 +136,17 @@ void kvg_metrics_counter_mirror(struct kvg_metrics_series *s, uint64_t total);
 double kvg_metrics_value(const struct kvg_metrics_series *s); /* counter, gauge */
 uint64_t kvg_metrics_hist_count(const struct kvg_metrics_series *s);
 double kvg_metrics_hist_sum(const struct kvg_metrics_series *s);
+/* A histogram's non-cumulative bucket counts (the last for +Inf) into
+ * counts[0..max); returns how many buckets it has (its bounds + 1), 0 for
+ * another kind. *bounds, when not NULL, gets its upper bounds (nbuckets - 1
+ * of them, alive as long as the series). */
+size_t kvg_metrics_hist_read(const struct kvg_metrics_series *s, uint64_t *counts, size_t max,
+                             const double **bounds);
+/* The q-quantile (0..1) of non-cumulative counts over bounds, interpolated
+ * linearly inside its bucket as Prometheus's histogram_quantile does; the
+ * +Inf bucket answers the highest bound. NAN when there is no observation. */
+double kvg_metrics_quantile(const uint64_t *counts, const double *bounds, size_t nbuckets,
+                            double q);
 
 /* Appends the whole registry as text exposition format 0.0.4 to out. On
  * failure (KVG_ETOOBIG at out's cap, -ENOMEM) out is restored to its previous

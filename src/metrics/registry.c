@@ -583,6 +583,33 @@ double kvg_metrics_hist_sum(const struct kvg_metrics_series *s)
     return u2d(atomic_load_explicit((_Atomic uint64_t *)&s->a, memory_order_relaxed));
 }
 
+size_t kvg_metrics_hist_read(const struct kvg_metrics_series *s, uint64_t *counts, size_t max,
+                             const double **bounds)
+{
+    if (s->kind != KVG_METRICS_HISTOGRAM) return 0;
+    for (size_t i = 0; i <= s->nbounds && i < max; i++)
+        counts[i] = atomic_load_explicit(&s->buckets[i], memory_order_relaxed);
+    if (bounds) *bounds = s->bounds;
+    return s->nbounds + 1;
+}
+
+double kvg_metrics_quantile(const uint64_t *counts, const double *bounds, size_t nbuckets, double q)
+{
+    uint64_t total = 0;
+    for (size_t i = 0; i < nbuckets; i++) total += counts[i];
+    if (!total || nbuckets < 2) return NAN;
+    double rank = q * (double)total, below = 0;
+    for (size_t i = 0; i < nbuckets; i++) {
+        if (below + (double)counts[i] >= rank && counts[i]) {
+            if (i == nbuckets - 1) return bounds[nbuckets - 2];
+            double lo = i ? bounds[i - 1] : 0, hi = bounds[i];
+            return lo + (hi - lo) * (rank - below) / (double)counts[i];
+        }
+        below += (double)counts[i];
+    }
+    return bounds[nbuckets - 2];
+}
+
 void kvg_metrics_registry_allow_colons(struct kvg_metrics_registry *r)
 {
     r->allow_colons = 1;

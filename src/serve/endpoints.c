@@ -73,11 +73,11 @@ static void models(struct kvg_serve_loop *lc, struct kvg_http_req *req)
     send_cjson(req, 200, root);
 }
 
-static void workers_list(struct kvg_serve_loop *lc, struct kvg_http_req *req)
+cJSON *kvg_serve_workers_json(struct kvg_serve *sv)
 {
     static const char *cb_names[] = {"closed", "open", "half_open"};
     struct kvg_worker *ws[KVG_POOL_MAX_WORKERS];
-    size_t n = kvg_pool_snapshot(&lc->sv->pool, ws, KVG_POOL_MAX_WORKERS);
+    size_t n = kvg_pool_snapshot(&sv->pool, ws, KVG_POOL_MAX_WORKERS);
     cJSON *root = cJSON_CreateObject();
     cJSON *arr = cJSON_AddArrayToObject(root, "workers");
     for (size_t i = 0; i < n; i++) {
@@ -88,9 +88,10 @@ static void workers_list(struct kvg_serve_loop *lc, struct kvg_http_req *req)
         cJSON_AddBoolToObject(o, "healthy", atomic_load(&w->healthy));
         cJSON_AddNumberToObject(o, "in_flight", atomic_load(&w->in_flight));
         cJSON_AddNumberToObject(o, "processed", (double)atomic_load(&w->processed));
+        cJSON_AddNumberToObject(o, "cached_blocks", (double)atomic_load(&w->cached_blocks));
         cJSON_AddStringToObject(o, "circuit", cb_names[atomic_load(&w->cb_state) % 3]);
         struct kvg_engine_load l =
-            kvg_worker_load(w, kvg_now_ms(), lc->sv->cfg.proxy.metrics_staleness_ms);
+            kvg_worker_load(w, kvg_now_ms(), sv->cfg.proxy.metrics_staleness_ms);
         cJSON *eng = cJSON_AddObjectToObject(o, "engine");
         if (l.waiting >= 0)
             cJSON_AddNumberToObject(eng, "waiting", l.waiting);
@@ -112,10 +113,9 @@ static void workers_list(struct kvg_serve_loop *lc, struct kvg_http_req *req)
         if (w->scrape_error[0]) cJSON_AddStringToObject(sc, "error", w->scrape_error);
         pthread_mutex_unlock(&w->mu);
         cJSON_AddNumberToObject(sc, "errors", (double)atomic_load(&w->scrape_errors));
-        if (lc->sv->kv && w->slot >= 0)
-            cJSON_AddNumberToObject(
-                o, "kv_index_blocks",
-                (double)kvg_kv_index_worker_entries(lc->sv->kv, (uint32_t)w->slot));
+        if (sv->kv && w->slot >= 0)
+            cJSON_AddNumberToObject(o, "kv_index_blocks",
+                                    (double)kvg_kv_index_worker_entries(sv->kv, (uint32_t)w->slot));
         cJSON *ms = cJSON_AddArrayToObject(o, "models");
         pthread_mutex_lock(&w->mu);
         for (int m = 0; m < w->nmodels; m++)
@@ -124,7 +124,12 @@ static void workers_list(struct kvg_serve_loop *lc, struct kvg_http_req *req)
         cJSON_AddItemToArray(arr, o);
         kvg_worker_unref(w);
     }
-    send_cjson(req, 200, root);
+    return root;
+}
+
+static void workers_list(struct kvg_serve_loop *lc, struct kvg_http_req *req)
+{
+    send_cjson(req, 200, kvg_serve_workers_json(lc->sv));
 }
 
 static int url_decode(const char *in, size_t n, char *out, size_t cap)
@@ -298,7 +303,10 @@ static enum kvg_gate_access access_of(struct kvg_str path)
     if (kvg_str_eq(path, "/health") || kvg_str_eq(path, "/liveness") ||
         kvg_str_eq(path, "/readiness"))
         return KVG_GATE_PUBLIC;
-    if (kvg_str_eq(path, "/metrics") || kvg_str_eq(path, "/v1/models")) return KVG_GATE_READ;
+    if (kvg_str_eq(path, "/metrics") || kvg_str_eq(path, "/v1/models") ||
+        kvg_str_eq(path, "/serving"))
+        return KVG_GATE_READ;
+    if (kvg_str_eq(path, "/ui") || kvg_str_eq(path, "/ui/state")) return KVG_GATE_ADMIN;
     if (kvg_str_eq(path, "/workers") || (path.len > 9 && !memcmp(path.p, "/workers/", 9)) ||
         (path.len >= 7 && !memcmp(path.p, "/debug/", 7)))
         return KVG_GATE_ADMIN;
@@ -313,6 +321,13 @@ int kvg_serve_head_check(const struct kvg_http_req *req, void *ud, struct kvg_ht
                              kvg_http_req_header(req, "authorization"), req->peer, &d))
         return 0;
     *out = d.r; /* its headers are static strings */
+    /* A browser opening the status page gets its login prompt (the admin
+     * key as the password). */
+    if (out->status == 401 && kvg_str_eq(req->path, "/ui") &&
+        out->nheaders < KVG_ARRAY_LEN(out->headers))
+        out->headers[out->nheaders++] =
+            (struct kvg_http_header){KVG_STR("www-authenticate"),
+                                     KVG_STR("Basic realm=\"kvgate admin\", charset=\"UTF-8\"")};
     return 1;
 }
 
@@ -327,6 +342,18 @@ void kvg_serve_handle(struct kvg_http_req *req, void *ud)
             return;
         }
         kvg_proxy_handle(&lc->proxy, req);
+        return;
+    }
+    if (is(req, "/ui") && get) {
+        kvg_serve_ui_page(lc->sv, req);
+        return;
+    }
+    if (is(req, "/ui/state") && get) {
+        kvg_serve_ui_state(lc->sv, req);
+        return;
+    }
+    if (is(req, "/serving") && get) {
+        kvg_serve_serving(lc->sv, req);
         return;
     }
     if (is(req, "/v1/models") && get) {

@@ -137,6 +137,7 @@ static void stop_main(struct serve *s)
     kvg_health_stop(&s->health);
     kvg_http_client_close(s->health.client);
     kvg_scraper_stop(&s->scraper);
+    kvg_serve_status_stop(&s->sv);
     kvg_spawn_stop(&s->sims);
 }
 
@@ -279,6 +280,8 @@ int kvg_serve_main(int argc, char **argv)
     s.scraper.timeout_ms = c->health_timeout_ms;
     s.scraper.block_size = c->block_size;
     kvg_scraper_start(&s.scraper, &s.main_loop, &s.sv.pool);
+    if ((rc = kvg_serve_status_start(&s.sv, &s.main_loop)))
+        KVG_WARN("status page: no history (%s)", kvg_strerror(rc));
     uv_async_init(&s.main_loop, &s.sv.health_kick, on_health_kick);
     s.sv.health_kick.data = &s;
     uv_timer_init(&s.main_loop, &s.drain_deadline);
@@ -302,6 +305,7 @@ int kvg_serve_main(int argc, char **argv)
     uv_run(&s.main_loop, UV_RUN_DEFAULT);
     uv_loop_close(&s.main_loop);
     free(s.lcs);
+    kvg_serve_status_free(&s.sv);
     kvg_gate_free(&s.sv.gate);
     kvg_serve_router_free(&s.sv);
     kvg_serve_metrics_free(&s.sv.metrics);

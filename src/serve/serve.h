@@ -17,9 +17,34 @@
 #include "router/pool.h"
 #include "serve/config.h"
 #include "serve/metrics.h"
+#include "ui/history.h"
 
+struct cJSON;
 struct kvg_tok;
 struct kvg_jinja_chat;
+
+/* Requests sent to a worker slot in the last interval (GET /serving). */
+struct kvg_serve_sent {
+    char url[512];
+    uint64_t at_mark;       /* the worker's processed count at the interval's start */
+    uint64_t last_interval; /* sent during the last whole interval */
+};
+
+/* The status page's samples and the serving view's state (status.c). */
+struct kvg_serve_status {
+    struct kvg_ui_history hist;
+    struct kvg_ui_sample *scratch; /* owned: one sample being built (main loop) */
+    uv_timer_t timer;              /* main loop, once a second */
+    int timer_on;
+    uint64_t ticks;
+    double last_t;
+    uint64_t prev_requests;
+    uint64_t prev_buckets[32];
+    pthread_mutex_t mu; /* guards sent[], view_hash, generation */
+    int mu_ok;
+    struct kvg_serve_sent *sent; /* owned, KVG_POOL_MAX_WORKERS, by worker slot */
+    uint64_t view_hash, generation;
+};
 struct kvg_kv_index;
 struct kvg_kv_sub;
 
@@ -37,6 +62,7 @@ struct kvg_serve {
     uv_async_t health_kick; /* any thread: "check the workers now" (main loop) */
     struct ssl_ctx_st *tls;
     struct kvg_serve_metrics metrics;
+    struct kvg_serve_status status;
 };
 
 /* One per event-loop thread. */
@@ -59,6 +85,19 @@ struct kvg_serve_loop {
 
 /* The request handler of every loop: the endpoint table (endpoints.c). */
 void kvg_serve_handle(struct kvg_http_req *req, void *ud);
+/* GET /workers's document (caller deletes it), also the status page's. */
+struct cJSON *kvg_serve_workers_json(struct kvg_serve *sv);
+/* The status page and the serving view (status.c): sampling on the main
+ * loop, then the handlers. */
+int kvg_serve_status_start(struct kvg_serve *sv, uv_loop_t *loop);
+void kvg_serve_status_stop(struct kvg_serve *sv);
+void kvg_serve_status_free(struct kvg_serve *sv);
+void kvg_serve_ui_page(struct kvg_serve *sv, struct kvg_http_req *req);
+void kvg_serve_ui_state(struct kvg_serve *sv, struct kvg_http_req *req);
+void kvg_serve_serving(struct kvg_serve *sv, struct kvg_http_req *req);
+/* The serving view's generation: it moves when a worker joins, leaves or
+ * changes state. */
+uint64_t kvg_serve_generation(struct kvg_serve *sv);
 /* Every request head, before its body: keys, the admin role (endpoints.c). */
 int kvg_serve_head_check(const struct kvg_http_req *req, void *ud, struct kvg_http_refusal *out);
 /* Router set-up (router_setup.c): tokenizer, chat template, KV index and

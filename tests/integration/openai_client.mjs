@@ -2,48 +2,11 @@
 // `kvgate sim` engines: chat and completions, streaming and not, model list,
 // and the SDK's typed errors. Processes are started here on 127.0.0.1 and
 // stopped by PID; every wait is bounded.
-import { spawn } from 'node:child_process';
 import { createRequire } from 'node:module';
-import net from 'node:net';
+import { check, freePort, start, stopAll, summary, waitHttp } from '../support/lib.mjs';
 
 const require = createRequire(process.env.KVG_ROOT + '/tests/node/');
 const OpenAI = require('openai').default ?? require('openai');
-const BIN = process.env.KVG_BIN;
-const procs = [];
-let passed = 0, failed = 0;
-
-function check(name, cond, extra = '') {
-  if (cond) { passed++; console.log('ok ' + name); }
-  else { failed++; console.log('FAIL ' + name + (extra ? ': ' + extra : '')); }
-}
-
-function freePort() {
-  return new Promise((res, rej) => {
-    const s = net.createServer();
-    s.listen(0, '127.0.0.1', () => { const p = s.address().port; s.close(() => res(p)); });
-    s.on('error', rej);
-  });
-}
-
-function start(args) {
-  const p = spawn(BIN, args, { stdio: ['ignore', 'ignore', 'pipe'] });
-  p.stderr.on('data', () => {});
-  procs.push(p);
-  return p;
-}
-
-async function waitHttp(url, ms) {
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    try { const r = await fetch(url); if (r.status === 200) return true; } catch {}
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  return false;
-}
-
-function stopAll() {
-  for (const p of procs) { try { process.kill(p.pid, 'SIGTERM'); } catch {} }
-}
 
 const timer = setTimeout(() => { console.log('FAIL timeout'); stopAll(); process.exit(1); }, 60000);
 
@@ -114,5 +77,4 @@ try {
   clearTimeout(timer);
   stopAll();
 }
-console.log(`# ${passed} passed, ${failed} failed`);
-process.exit(failed ? 1 : 0);
+process.exit(summary());

@@ -246,6 +246,21 @@ TEST(bearer_authentication)
     kvg_keys_unref(s);
 }
 
+/* A browser's login prompt sends Basic user:key; the key is the password. */
+TEST(basic_authentication)
+{
+    struct kvg_keys_set *s = parse_ok(GOOD);
+    const struct kvg_keys_entry *e;
+    CHECK_INT(kvg_keys_authenticate(s, KVG_STR("Basic YWRtaW46YWJj"), &e), KVG_KEYS_AUTH_OK);
+    CHECK_STR(e->name, "alice");
+    CHECK_INT(kvg_keys_authenticate(s, KVG_STR("basic OmFiYw=="), &e), KVG_KEYS_AUTH_OK);
+    CHECK_INT(kvg_keys_authenticate(s, KVG_STR("Basic eDphYmQ="), &e), KVG_KEYS_AUTH_UNKNOWN);
+    CHECK_INT(kvg_keys_authenticate(s, KVG_STR("Basic bm9jb2xvbg=="), &e), KVG_KEYS_AUTH_MALFORMED);
+    CHECK_INT(kvg_keys_authenticate(s, KVG_STR("Basic !!!!"), &e), KVG_KEYS_AUTH_MALFORMED);
+    CHECK_INT(kvg_keys_authenticate(s, KVG_STR("Basic "), &e), KVG_KEYS_AUTH_MALFORMED);
+    kvg_keys_unref(s);
+}
+
 TEST(models_and_globs)
 {
     struct kvg_keys_set *s = parse_ok(GOOD);

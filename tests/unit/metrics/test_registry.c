@@ -224,6 +224,31 @@ TEST(counter_mirror)
     kvg_metrics_registry_free(r);
 }
 
+TEST(histogram_read_and_quantile)
+{
+    struct kvg_metrics_registry *r;
+    struct kvg_metrics_family *fh;
+    struct kvg_metrics_series *h;
+    CHECK_INT(kvg_metrics_registry_new(0, &r), 0);
+    const double b[] = {1, 2, 4};
+    CHECK_INT(kvg_metrics_histogram(r, "lat", "h", NULL, 0, b, 3, &fh), 0);
+    CHECK_INT(kvg_metrics_series(fh, NULL, 0, &h), 0);
+    uint64_t c[8];
+    const double *bounds = NULL;
+    CHECK_INT((int)kvg_metrics_hist_read(h, c, 8, &bounds), 4);
+    CHECK(isnan(kvg_metrics_quantile(c, bounds, 4, 0.5)));
+    for (int i = 0; i < 10; i++) kvg_metrics_observe(h, 1.5); /* all in (1, 2] */
+    kvg_metrics_hist_read(h, c, 8, &bounds);
+    CHECK_INT((int)c[1], 10);
+    CHECK_NEAR(kvg_metrics_quantile(c, bounds, 4, 0.5), 1.5, 1e-9);
+    CHECK_NEAR(kvg_metrics_quantile(c, bounds, 4, 1.0), 2.0, 1e-9);
+    kvg_metrics_observe(h, 100); /* +Inf: the highest bound answers */
+    kvg_metrics_hist_read(h, c, 8, &bounds);
+    CHECK_NEAR(kvg_metrics_quantile(c, bounds, 4, 1.0), 4.0, 1e-9);
+    kvg_metrics_series_release(h);
+    kvg_metrics_registry_free(r);
+}
+
 TEST(concurrent_updates_exact_totals)
 {
     struct kvg_metrics_registry *r;

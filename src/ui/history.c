@@ -1,0 +1,78 @@
+/* The status page's ring of samples; see history.h. */
+#include "ui/history.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+int kvg_ui_history_init(struct kvg_ui_history *h)
+{
+    memset(h, 0, sizeof *h);
+    if (!(h->ring = calloc(KVG_UI_SAMPLES, sizeof *h->ring))) return -ENOMEM;
+    pthread_mutex_init(&h->mu, NULL);
+    return 0;
+}
+
+void kvg_ui_history_free(struct kvg_ui_history *h)
+{
+    if (!h->ring) return;
+    pthread_mutex_destroy(&h->mu);
+    free(h->ring);
+    h->ring = NULL;
+}
+
+void kvg_ui_history_push(struct kvg_ui_history *h, const struct kvg_ui_sample *s)
+{
+    pthread_mutex_lock(&h->mu);
+    h->ring[h->head] = *s;
+    h->head = (h->head + 1) % KVG_UI_SAMPLES;
+    if (h->n < KVG_UI_SAMPLES) h->n++;
+    pthread_mutex_unlock(&h->mu);
+}
+
+static int num(struct kvg_buf *b, double v)
+{
+    return v < 0 || v != v ? kvg_buf_append_str(b, "null") : kvg_buf_printf(b, "%.6g", v);
+}
+
+static int sample_json(struct kvg_buf *b, const struct kvg_ui_sample *s)
+{
+    int rc = kvg_buf_printf(b, "{\"t\":%.3f,\"req_rate\":", s->t);
+    if (!rc) rc = num(b, s->req_rate);
+    if (!rc) rc = kvg_buf_append_str(b, ",\"ttft_p50\":");
+    if (!rc) rc = num(b, s->ttft_p50);
+    if (!rc) rc = kvg_buf_append_str(b, ",\"ttft_p90\":");
+    if (!rc) rc = num(b, s->ttft_p90);
+    if (!rc) rc = kvg_buf_append_str(b, ",\"queue\":");
+    if (!rc) rc = num(b, s->queue);
+    if (!rc) rc = kvg_buf_append_str(b, ",\"workers\":{");
+    for (unsigned i = 0; !rc && i < s->nw && i < KVG_UI_MAX_WORKERS; i++) {
+        const struct kvg_ui_worker_sample *w = &s->w[i];
+        if (i) rc = kvg_buf_append(b, ",", 1);
+        if (!rc) rc = kvg_buf_append_json_str(b, w->url, strlen(w->url));
+        if (!rc) rc = kvg_buf_append(b, ":[", 2);
+        if (!rc) rc = num(b, w->in_flight);
+        if (!rc) rc = kvg_buf_append(b, ",", 1);
+        if (!rc) rc = num(b, w->waiting);
+        if (!rc) rc = kvg_buf_append(b, ",", 1);
+        if (!rc) rc = num(b, w->kv_usage);
+        if (!rc) rc = kvg_buf_append(b, "]", 1);
+    }
+    if (!rc) rc = kvg_buf_append(b, "}}", 2);
+    return rc;
+}
+
+int kvg_ui_history_json(struct kvg_ui_history *h, size_t max_samples, struct kvg_buf *out)
+{
+    int rc = kvg_buf_append_str(out, "{\"samples\":[");
+    pthread_mutex_lock(&h->mu);
+    size_t n = h->n < max_samples ? h->n : max_samples;
+    size_t start = (h->head + KVG_UI_SAMPLES - n) % KVG_UI_SAMPLES;
+    for (size_t i = 0; !rc && i < n; i++) {
+        if (i) rc = kvg_buf_append(out, ",", 1);
+        if (!rc) rc = sample_json(out, &h->ring[(start + i) % KVG_UI_SAMPLES]);
+    }
+    pthread_mutex_unlock(&h->mu);
+    if (!rc) rc = kvg_buf_append_str(out, "]}");
+    return rc;
+}
