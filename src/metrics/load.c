@@ -329,6 +329,45 @@ static void finish(const struct acc *a, struct kvg_metrics_load *l)
         l->known |= KVG_METRICS_HAS_KV_CAPACITY;
 }
 
+/* Appends the comma-separated names of v to out (cap bytes), whole names
+ * only, skipping empty items. */
+static void lora_append(char *out, size_t cap, struct kvg_str v)
+{
+    size_t n = strlen(out);
+    for (size_t i = 0; i < v.len;) {
+        size_t j = i;
+        while (j < v.len && v.p[j] != ',') j++;
+        size_t a = i, b = j;
+        while (a < b && v.p[a] == ' ') a++;
+        while (b > a && v.p[b - 1] == ' ') b--;
+        if (b > a && n + (n ? 1 : 0) + (b - a) < cap) {
+            if (n) out[n++] = ',';
+            memcpy(out + n, v.p + a, b - a);
+            n += b - a;
+            out[n] = 0;
+        }
+        i = j + 1;
+    }
+}
+
+/* vllm:lora_requests_info: the newest sample (largest value, a timestamp)
+ * says which adapters are active now. */
+static void take_lora(const struct kvg_metrics_sample *s, double *newest,
+                      struct kvg_metrics_load *out)
+{
+    if (!isfinite(s->value) || ((out->known & KVG_METRICS_HAS_LORA) && s->value < *newest)) return;
+    *newest = s->value;
+    out->known |= KVG_METRICS_HAS_LORA;
+    out->lora_active[0] = 0;
+    static const char *const lists[] = {"running_lora_adapters", "waiting_lora_adapters"};
+    for (size_t i = 0; i < 2; i++) {
+        const struct kvg_str *v = kvg_metrics_sample_label(s, lists[i]);
+        if (v) lora_append(out->lora_active, sizeof out->lora_active, *v);
+    }
+    double mx;
+    out->lora_max = config_label(s, "max_lora", &mx) > 0 && mx < 1e6 ? (unsigned)mx : 0;
+}
+
 int kvg_metrics_load_parse(const char *text, size_t len, struct kvg_metrics_load *out)
 {
     kvg_metrics_load_init(out);
@@ -343,12 +382,21 @@ int kvg_metrics_load_parse(const char *text, size_t len, struct kvg_metrics_load
     memset(a.groups, 0, sizeof a.groups);
     kvg_metrics_parser_init(&ps, text, len);
     int rc;
+    double lora_newest = 0;
     while ((rc = kvg_metrics_parser_next(&ps, &s)) > 0) {
         int r = find_rule(s.name);
-        if (r >= 0) take(&a, r, &s);
+        if (r >= 0)
+            take(&a, r, &s);
+        else if (str_is(s.name, "vllm:lora_requests_info"))
+            take_lora(&s, &lora_newest, out);
     }
-    if (rc < 0) return rc;
+    if (rc < 0) {
+        kvg_metrics_load_init(out);
+        return rc;
+    }
+    unsigned lora = out->known & KVG_METRICS_HAS_LORA;
     finish(&a, out);
+    out->known |= lora;
     return 0;
 }
 

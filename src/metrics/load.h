@@ -48,6 +48,7 @@ enum {
     KVG_METRICS_HAS_PREFIX_QUERIES = 1u << 6,
     KVG_METRICS_HAS_PREFIX_HITS = 1u << 7,
     KVG_METRICS_HAS_CACHE_HIT_RATE = 1u << 8,
+    KVG_METRICS_HAS_LORA = 1u << 9,
 };
 
 struct kvg_metrics_load {
@@ -63,6 +64,13 @@ struct kvg_metrics_load {
     double prefix_hits;             /* prefix-cache hits, tokens, monotonic */
     double cache_hit_rate;          /* SGLang's own hit-rate gauge, 0..1 */
     unsigned engines;               /* label-set groups seen for waiting/running */
+    /* LoRA (vLLM's vllm:lora_requests_info, a gauge whose value is the time
+     * of its last update; the newest sample is the engine's state): the
+     * adapters of running requests then of waiting ones, comma-separated
+     * ("" none; cut at a whole name when longer than the buffer), and
+     * max_lora, the adapter slots (0 unknown). */
+    char lora_active[512];
+    unsigned lora_max;
 };
 
 /* Sets every field unknown. */

@@ -630,6 +630,7 @@ void kvg_proxy_handle(struct kvg_proxy_loop *pl, struct kvg_http_req *req)
     req->ud = pr;
     req->on_abort = on_client_abort;
     req->on_drain = on_drain;
+    pr->ri.adapter = kvg_pool_model_is_adapter(px->pool, pr->ri.model, pr->ri.model_len);
     if (!px->wants_tokens) {
         admit(pr);
     } else if (req->body.len < TOKENIZE_INLINE_BYTES) {

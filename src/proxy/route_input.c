@@ -204,7 +204,8 @@ void kvg_route_input_tokenize(struct kvg_route_input *ri, const struct kvg_route
     size_t nb = ri->nids / ri->block_size;
     if (!nb) return;
     if (!(ri->hashes = malloc(nb * sizeof *ri->hashes))) return;
-    int n = kvg_kv_hash_request(ri->ids, ri->nids, ri->block_size, NULL, 0,
+    int n = kvg_kv_hash_request(ri->ids, ri->nids, ri->block_size, ri->adapter ? ri->model : NULL,
+                                ri->adapter ? ri->model_len : 0,
                                 ri->cache_salt_len ? ri->cache_salt : NULL, ri->cache_salt_len,
                                 ri->hashes, nb);
     ri->nhashes = n > 0 ? (size_t)n : 0;
@@ -222,6 +223,7 @@ void kvg_route_input_ctx(const struct kvg_route_input *ri, struct kvg_route_ctx 
     ctx->nblocks = ri->nhashes;
     ctx->block_size = ri->ids ? ri->block_size : 0;
     ctx->max_tokens = ri->max_tokens;
+    ctx->lora = ri->adapter ? (struct kvg_str){ri->model, ri->model_len} : (struct kvg_str){0};
 }
 
 void kvg_route_input_drop_json(struct kvg_route_input *ri)

@@ -32,6 +32,8 @@ struct kvg_route_input {
     size_t model_len;
     int stream;
     uint32_t max_tokens;
+    int adapter;          /* `model` names a LoRA adapter (the caller sets it before tokenizing,
+                             from the engines' /v1/models): blocks are seeded by its name */
     char cache_salt[256]; /* the request's cache_salt ("" none): seeds its block hashes */
     size_t cache_salt_len;
     struct kvg_buf text; /* routing text */

@@ -72,26 +72,7 @@ static void models_done(void *ud, int err)
     struct check *c = ud;
     if (err == 0 && c->status == 200) {
         cJSON *j = cJSON_ParseWithLength(c->body.data ? c->body.data : "", c->body.len);
-        cJSON *data = cJSON_GetObjectItemCaseSensitive(j, "data"), *it;
-        if (cJSON_IsArray(data)) {
-            pthread_mutex_lock(&c->w->mu);
-            c->w->nmodels = 0;
-            cJSON_ArrayForEach(it, data)
-            {
-                cJSON *id = cJSON_GetObjectItemCaseSensitive(it, "id");
-                if (!cJSON_IsString(id) || c->w->nmodels == KVG_MAX_MODELS_PER_WORKER) continue;
-                /* vLLM and SGLang say their context; the quota reserves it
-                 * for a request without max_tokens. */
-                cJSON *ml = cJSON_GetObjectItemCaseSensitive(it, "max_model_len");
-                c->w->max_model_len[c->w->nmodels] =
-                    cJSON_IsNumber(ml) && ml->valuedouble >= 1 && ml->valuedouble < 4e9
-                        ? (uint32_t)ml->valuedouble
-                        : 0;
-                snprintf(c->w->models[c->w->nmodels++], sizeof c->w->models[0], "%s",
-                         id->valuestring);
-            }
-            pthread_mutex_unlock(&c->w->mu);
-        }
+        kvg_worker_set_models(c->w, cJSON_GetObjectItemCaseSensitive(j, "data"));
         cJSON_Delete(j);
     }
     c->h->inflight--;

@@ -58,6 +58,9 @@ void kvg_policy_opts_default(struct kvg_policy_opts *o)
     o->prefix_minmax = 1;
     o->load_threshold = 128;
     o->approx_capacity = 31250;
+    o->lora_load_cost = 16;
+    o->lora_max_workers = 2;
+    o->w_lora = 1;
 }
 
 int kvg_policy_new(const char *name, const struct kvg_policy_opts *opts, struct kvg_policy **out)

@@ -34,6 +34,7 @@ struct kvg_route_ctx {
     size_t nblocks;
     uint32_t block_size; /* tokens per block; 0 when not tokenized */
     uint32_t max_tokens; /* the request's output budget, 0 unknown */
+    struct kvg_str lora; /* the LoRA adapter the request runs on ({NULL,0}: base model) */
     /* Header lookup (case-insensitive); returns a NULL view when absent. */
     struct kvg_str (*header)(const void *hctx, const char *name);
     const void *hctx;
@@ -83,6 +84,16 @@ struct kvg_policy_opts {
     int prefix_minmax;        /* precise prefix score min-max normalised (2025 llm-d) */
     uint32_t load_threshold;  /* load-aware scorer threshold (128) */
     uint64_t approx_capacity; /* approximate prefix index: blocks per worker (31250) */
+    /* LoRA-aware routing (kv_aware and score): a request for an adapter on a
+     * worker that does not have it loaded pays a cold load, in prefill-block
+     * equivalents (--router-lora-load-cost 16), doubled when the worker's
+     * adapter slots are full (one must be evicted); once the adapter is
+     * loaded on lora_max_workers candidates (--router-lora-max-workers 2),
+     * each further worker also pays the request's whole prompt in blocks,
+     * so a hot adapter spreads only when its holders are that much busier. */
+    double lora_load_cost;
+    uint32_t lora_max_workers;
+    double w_lora; /* score: LoRA scorer weight (1) */
 };
 
 void kvg_policy_opts_default(struct kvg_policy_opts *o);
@@ -90,6 +101,7 @@ void kvg_policy_opts_default(struct kvg_policy_opts *o);
 /* Per-candidate explanation; fields a policy does not use stay < 0. */
 struct kvg_route_score {
     double matched_blocks, prefill_blocks, decode_blocks, waiting, kv_usage, score;
+    double lora_cost; /* prefill-block equivalents of loading the request's adapter */
 };
 
 struct kvg_route_explain {

@@ -1,7 +1,7 @@
 /* What the KV-aware policies share: how many leading blocks of the request
  * each candidate holds, from the precise index (engine events) or, when the
  * engines publish none, from an approximate index of what the router itself
- * sent where. */
+ * sent where; and what the request's LoRA adapter costs on each. */
 #include <string.h>
 
 #include "kv/approx.h"
@@ -40,4 +40,27 @@ void kvg_policy_record(struct kvg_kv_approx *approx, struct kvg_worker *w,
         kvg_kv_approx_add_worker(approx, (uint32_t)w->slot) >= 0)
         kvg_kv_approx_record(approx, (uint32_t)w->slot, ctx->block_hashes, ctx->nblocks,
                              ctx->now_ms);
+}
+
+int kvg_policy_lora_cost(const struct kvg_policy_opts *o, struct kvg_worker *const *cand, size_t n,
+                         const struct kvg_route_ctx *ctx, double *cost)
+{
+    memset(cost, 0, n * sizeof *cost);
+    if (!ctx->lora.len) return 0;
+    int loaded[n], nactive[n], max_lora[n], holders = 0;
+    for (size_t i = 0; i < n; i++) {
+        loaded[i] = kvg_worker_lora_loaded(cand[i], ctx->lora.p, ctx->lora.len, ctx->now_ms,
+                                           ctx->load_max_age_ms, &nactive[i], &max_lora[i]);
+        holders += loaded[i];
+    }
+    uint32_t bs = ctx->block_size ? ctx->block_size : 16;
+    double prompt_blocks = (double)ctx->ntokens / bs;
+    for (size_t i = 0; i < n; i++) {
+        if (loaded[i]) continue;
+        double c = o->lora_load_cost;
+        if (max_lora[i] > 0 && nactive[i] >= max_lora[i]) c *= 2; /* evicts another adapter */
+        if (o->lora_max_workers && (uint32_t)holders >= o->lora_max_workers) c += prompt_blocks;
+        cost[i] = c;
+    }
+    return holders;
 }

@@ -16,6 +16,12 @@ struct kvg_kv_approx;
 void kvg_policy_matched(struct kvg_kv_index *kv, struct kvg_kv_approx *approx,
                         struct kvg_worker *const *cand, size_t n, const struct kvg_route_ctx *ctx,
                         uint32_t *matched);
+/* LoRA: cost[i] = what running the request's adapter (ctx->lora) costs on
+ * cand[i], in prefill-block equivalents (policy.h, lora_load_cost): 0 for a
+ * base-model request or where the adapter is loaded. Returns how many
+ * candidates have it loaded. */
+int kvg_policy_lora_cost(const struct kvg_policy_opts *o, struct kvg_worker *const *cand, size_t n,
+                         const struct kvg_route_ctx *ctx, double *cost);
 /* Approximate mode: remember that the request's blocks went to w. */
 void kvg_policy_record(struct kvg_kv_approx *approx, struct kvg_worker *w,
                        const struct kvg_route_ctx *ctx);

@@ -3,7 +3,9 @@
  *                     [+ prefill tokens already assigned to it]) / block_size
  * decode_blocks  = KV blocks its requests in flight added + the blocks this
  *                    request would add (blocks it already holds count once)
- *   cost = overlap_weight * prefill_blocks + decode_blocks      (lower wins)
+ *   cost = overlap_weight * (prefill_blocks + lora_blocks) + decode_blocks
+ * (lower wins), lora_blocks being what a cold load of the request's LoRA
+ * adapter costs there (kvg_policy_lora_cost: 0 where it is loaded).
  * overlap comes from the precise index (engine KV events) or, for engines
  * that publish none, from the approximate index of what the router sent
  * where (records live --router-ttl-secs). Temperature 0 takes the minimum,
@@ -27,6 +29,7 @@ struct kvaware {
     struct kvg_kv_approx *approx; /* owned; used when kv is NULL */
     double w, temp;
     int track_prefill;
+    struct kvg_policy_opts o; /* a copy (its kv pointer is the one above) */
 };
 
 static int select_kv(struct kvg_policy *p, struct kvg_worker *const *cand, size_t n,
@@ -37,6 +40,8 @@ static int select_kv(struct kvg_policy *p, struct kvg_worker *const *cand, size_
     uint32_t bs = ctx->block_size ? ctx->block_size : 16;
     uint32_t matched[n];
     kvg_policy_matched(k->kv, k->approx, cand, n, ctx, matched);
+    double lora[n];
+    kvg_policy_lora_cost(&k->o, cand, n, ctx, lora);
     double cost[n], cmin = INFINITY, cmax = -INFINITY;
     for (size_t i = 0; i < n; i++) {
         double cached = (double)matched[i] * bs;
@@ -46,7 +51,7 @@ static int select_kv(struct kvg_policy *p, struct kvg_worker *const *cand, size_
         if (k->track_prefill) prefill += (double)atomic_load(&cand[i]->active_prefill_tokens);
         double prefill_blocks = prefill / bs;
         double decode_blocks = (double)atomic_load(&cand[i]->active_decode_blocks) + new_blocks;
-        cost[i] = k->w * prefill_blocks + decode_blocks;
+        cost[i] = k->w * (prefill_blocks + lora[i]) + decode_blocks;
         if (cost[i] < cmin) cmin = cost[i];
         if (cost[i] > cmax) cmax = cost[i];
         if (ex && ex->scores) {
@@ -54,6 +59,7 @@ static int select_kv(struct kvg_policy *p, struct kvg_worker *const *cand, size_
             ex->scores[i].prefill_blocks = prefill_blocks;
             ex->scores[i].decode_blocks = decode_blocks;
             ex->scores[i].score = cost[i];
+            if (ctx->lora.len) ex->scores[i].lora_cost = lora[i];
         }
     }
     int best = -1;
@@ -117,6 +123,7 @@ int kvg_policy_kv_aware_new(const struct kvg_policy_opts *o, struct kvg_policy *
     k->w = o->overlap_weight;
     k->temp = o->temperature;
     k->track_prefill = o->track_prefill;
+    k->o = *o;
     if (!k->kv) {
         struct kvg_kv_approx_opts ao = {.max_workers = KVG_POLICY_MAX_SLOTS,
                                         .ttl_ms = o->approx_ttl_ms};

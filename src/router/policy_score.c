@@ -10,7 +10,11 @@
  *                   q = the engine's waiting requests (unknown counts as the
  *                   worst);
  *   kv utilisation  1 - kv_usage (unknown -> 0);
- *   load-aware      q = 0 -> 0.5, else 0.5 * (1 - min(q, T) / T).
+ *   load-aware      q = 0 -> 0.5, else 0.5 * (1 - min(q, T) / T);
+ *   LoRA            b / (b + lora_blocks), b = the prompt's blocks, lora_blocks
+ *                   what a cold load of the request's adapter costs there
+ *                   (kvg_policy_lora_cost): 1 where it is loaded; only for
+ *                   requests that name an adapter.
  * Presets: precise = 3 precise + 2 kv + 2 queue; estimated = 1 approx + 1 kv
  * + 1 queue; load = 1 queue + 1 kv. */
 #include <errno.h>
@@ -32,6 +36,7 @@ struct scorep {
     int minmax;
     uint32_t load_t;
     const char *name;
+    struct kvg_policy_opts o; /* a copy, for the LoRA cost */
 };
 
 static int select_score(struct kvg_policy *p, struct kvg_worker *const *cand, size_t n,
@@ -53,6 +58,10 @@ static int select_score(struct kvg_policy *p, struct kvg_worker *const *cand, si
     if (s->wp > 0) kvg_policy_matched(s->kv, NULL, cand, n, ctx, pm);
     if (s->wa > 0) kvg_policy_matched(NULL, s->approx, cand, n, ctx, am);
     double nb = ctx->nblocks ? (double)ctx->nblocks : 1;
+    double lora[n];
+    kvg_policy_lora_cost(&s->o, cand, n, ctx, lora);
+    double lb = ctx->block_size ? (double)ctx->ntokens / ctx->block_size : 0;
+    if (lb < 1) lb = 1;
     double pmin = INFINITY, pmax = -INFINITY;
     for (size_t i = 0; s->wp > 0 && i < n; i++) {
         if (pm[i] < pmin) pmin = pm[i];
@@ -76,7 +85,9 @@ static int select_score(struct kvg_policy *p, struct kvg_worker *const *cand, si
                                     : 0.5 * (1.0 - fmin(q[i], s->load_t) / s->load_t);
             total[i] += s->wl * sc;
         }
+        if (s->o.w_lora > 0 && ctx->lora.len) total[i] += s->o.w_lora * (lb / (lb + lora[i]));
         if (ex && ex->scores) {
+            if (ctx->lora.len) ex->scores[i].lora_cost = lora[i];
             ex->scores[i].matched_blocks = s->wp > 0   ? (double)pm[i]
                                            : s->wa > 0 ? (double)am[i]
                                                        : -1;
@@ -134,6 +145,7 @@ static int make(const struct kvg_policy_opts *o, const char *name, double wp, do
     s->wl = wl;
     s->minmax = o->prefix_minmax;
     s->load_t = o->load_threshold ? o->load_threshold : 128;
+    s->o = *o;
     if (wp > 0 && !s->kv) {
         /* No engine events: the precise scorer has nothing to read. Use what
          * the router routed instead, and say so in explanations. */

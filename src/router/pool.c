@@ -147,6 +147,16 @@ uint32_t kvg_pool_max_model_len(struct kvg_pool *p, const char *model, size_t le
     return v;
 }
 
+int kvg_pool_model_is_adapter(struct kvg_pool *p, const char *model, size_t len)
+{
+    int v = 0;
+    if (!model || !len) return 0;
+    pthread_rwlock_rdlock(&p->lock);
+    for (size_t i = 0; i < p->n && !v; i++) v = kvg_worker_model_is_adapter(p->w[i], model, len);
+    pthread_rwlock_unlock(&p->lock);
+    return v;
+}
+
 int kvg_pool_pick(struct kvg_pool *p, const struct kvg_route_ctx *ctx,
                   struct kvg_worker *const *exclude, size_t nexclude, struct kvg_pick *out,
                   int *model_known, struct kvg_route_explain *ex)
@@ -174,7 +184,7 @@ int kvg_pool_pick(struct kvg_pool *p, const struct kvg_route_ctx *ctx,
     if (n) {
         ex->n = n;
         for (size_t i = 0; i < n; i++) {
-            ex->scores[i] = (struct kvg_route_score){-1, -1, -1, -1, -1, -1};
+            ex->scores[i] = (struct kvg_route_score){-1, -1, -1, -1, -1, -1, -1};
             if (ex->cands) {
                 ex->cands[i] = cand[i];
                 kvg_worker_ref(cand[i]);
@@ -192,6 +202,7 @@ int kvg_pool_pick(struct kvg_pool *p, const struct kvg_route_ctx *ctx,
                 out->matched_blocks = mb > 0 ? (uint32_t)mb : 0;
                 return 0; /* nothing charged: the caller only unrefs out->w */
             }
+            if (ctx->lora.len) kvg_worker_lora_sent(w, ctx->lora.p, ctx->lora.len, ctx->now_ms);
             atomic_fetch_add_explicit(&w->in_flight, 1, memory_order_relaxed);
             atomic_fetch_add_explicit(&w->processed, 1, memory_order_relaxed);
             atomic_fetch_add_explicit(&w->cached_blocks, mb > 0 ? (uint64_t)mb : 0,

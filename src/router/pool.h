@@ -55,6 +55,9 @@ size_t kvg_pool_snapshot(struct kvg_pool *p, struct kvg_worker **out, size_t max
 /* The largest context any worker reports for `model` (its max_model_len in
  * /v1/models), or 0 when none says. */
 uint32_t kvg_pool_max_model_len(struct kvg_pool *p, const char *model, size_t len);
+/* 1 when a worker lists `model` as a LoRA adapter (with a parent in its
+ * /v1/models). */
+int kvg_pool_model_is_adapter(struct kvg_pool *p, const char *model, size_t len);
 /* Workers in the pool now, healthy or not. */
 size_t kvg_pool_size(struct kvg_pool *p);
 

@@ -128,6 +128,11 @@ static void on_done(void *ud, int err)
         w->load.kv_blocks = l.num_gpu_blocks;
         w->load.flavor = (int)l.flavor;
         w->load.at_ms = kvg_now_ms();
+        if (l.known & KVG_METRICS_HAS_LORA) {
+            snprintf(w->lora_active, sizeof w->lora_active, "%s", l.lora_active);
+            w->lora_max = (int)l.lora_max;
+            w->lora_at_ms = w->load.at_ms;
+        }
         pthread_mutex_unlock(&w->mu);
         unsigned k = l.known & LOAD_SIGNALS;
         set_state(w, k ? KVG_SCRAPE_OK : KVG_SCRAPE_NO_SIGNALS, k, NULL);

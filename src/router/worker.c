@@ -1,6 +1,7 @@
-/* Workers: creation, reference counting, model matching. */
+/* Workers: creation, reference counting, model matching, LoRA state. */
 #include "router/worker.h"
 
+#include <cjson/cJSON.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,13 +53,20 @@ int kvg_worker_serves(struct kvg_worker *w, const char *model, size_t len)
     return ok;
 }
 
+/* Index of `model` in w->models, or -1; the caller holds w->mu. */
+static int model_at(const struct kvg_worker *w, const char *model, size_t len)
+{
+    int at = -1;
+    for (int i = 0; i < w->nmodels; i++)
+        if (strlen(w->models[i]) == len && !memcmp(w->models[i], model, len)) at = i;
+    return at;
+}
+
 uint32_t kvg_worker_max_model_len(struct kvg_worker *w, const char *model, size_t len)
 {
-    uint32_t v = 0;
     pthread_mutex_lock(&w->mu);
-    for (int i = 0; i < w->nmodels; i++)
-        if (strlen(w->models[i]) == len && !memcmp(w->models[i], model, len))
-            v = w->max_model_len[i];
+    int i = model_at(w, model, len);
+    uint32_t v = i >= 0 ? w->max_model_len[i] : 0;
     pthread_mutex_unlock(&w->mu);
     return v;
 }
@@ -94,4 +102,104 @@ int kvg_worker_auth_header(struct kvg_worker *w, char *buf, size_t cap, struct k
     if (n <= 0 || (size_t)n >= cap) return 0;
     *h = (struct kvg_http_header){KVG_STR("authorization"), {buf, (size_t)n}};
     return 1;
+}
+
+int kvg_worker_model_is_adapter(struct kvg_worker *w, const char *model, size_t len)
+{
+    pthread_mutex_lock(&w->mu);
+    int i = model_at(w, model, len);
+    int v = i >= 0 ? w->model_adapter[i] : 0;
+    pthread_mutex_unlock(&w->mu);
+    return v;
+}
+
+/* FNV-1a: names of adapters recently routed, compared by hash only. */
+static uint64_t name_hash(const char *p, size_t n)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)p[i]) * 0x100000001b3ull;
+    return h ? h : 1;
+}
+
+/* Whether the comma-separated list names name (spaces around items ignored). */
+static int list_has(const char *list, const char *name, size_t len, int *count)
+{
+    int found = 0, n = 0;
+    for (const char *p = list; *p;) {
+        while (*p == ' ' || *p == ',') p++;
+        const char *e = p;
+        while (*e && *e != ',') e++;
+        const char *t = e;
+        while (t > p && t[-1] == ' ') t--;
+        if (t > p) {
+            n++;
+            found |= (size_t)(t - p) == len && !memcmp(p, name, len);
+        }
+        p = e;
+    }
+    if (count) *count = n;
+    return found;
+}
+
+int kvg_worker_lora_loaded(struct kvg_worker *w, const char *name, size_t len, uint64_t now_ms,
+                           uint64_t max_age_ms, int *nactive, int *max_lora)
+{
+    uint64_t h = name_hash(name, len);
+    int loaded = 0, n = 0, mx = 0;
+    pthread_mutex_lock(&w->mu);
+    if (w->lora_at_ms && now_ms - w->lora_at_ms <= max_age_ms) {
+        loaded = list_has(w->lora_active, name, len, &n);
+        mx = w->lora_max;
+    }
+    for (int i = 0; i < KVG_WORKER_LORA_SENT && !loaded; i++)
+        loaded = w->lora_sent[i] == h && now_ms - w->lora_sent_ms[i] <= max_age_ms;
+    pthread_mutex_unlock(&w->mu);
+    if (nactive) *nactive = n;
+    if (max_lora) *max_lora = mx;
+    return loaded;
+}
+
+void kvg_worker_lora_sent(struct kvg_worker *w, const char *name, size_t len, uint64_t now_ms)
+{
+    uint64_t h = name_hash(name, len);
+    pthread_mutex_lock(&w->mu);
+    int slot = 0;
+    for (int i = 0; i < KVG_WORKER_LORA_SENT; i++) {
+        if (w->lora_sent[i] == h) {
+            slot = i;
+            break;
+        }
+        if (w->lora_sent_ms[i] < w->lora_sent_ms[slot]) slot = i; /* the oldest goes */
+    }
+    w->lora_sent[slot] = h;
+    w->lora_sent_ms[slot] = now_ms;
+    pthread_mutex_unlock(&w->mu);
+}
+
+void kvg_worker_set_models(struct kvg_worker *w, const cJSON *data)
+{
+    if (!cJSON_IsArray(data)) return;
+    const cJSON *it;
+    pthread_mutex_lock(&w->mu);
+    w->nmodels = 0;
+    cJSON_ArrayForEach(it, data)
+    {
+        const cJSON *id = cJSON_GetObjectItemCaseSensitive(it, "id");
+        if (!cJSON_IsString(id) || w->nmodels == KVG_MAX_MODELS_PER_WORKER) continue;
+        /* vLLM and SGLang say their context; the quota reserves it for a
+         * request without max_tokens. */
+        const cJSON *ml = cJSON_GetObjectItemCaseSensitive(it, "max_model_len");
+        w->max_model_len[w->nmodels] =
+            cJSON_IsNumber(ml) && ml->valuedouble >= 1 && ml->valuedouble < 4e9
+                ? (uint32_t)ml->valuedouble
+                : 0;
+        /* vLLM lists each LoRA adapter with its base model as `parent`
+         * (null for the base): requests for an adapter are hashed with its
+         * name, as the engine seeds the adapter's blocks. */
+        const cJSON *parent = cJSON_GetObjectItemCaseSensitive(it, "parent");
+        w->model_adapter[w->nmodels] = cJSON_IsString(parent) && parent->valuestring[0] &&
+                                       strcmp(parent->valuestring, id->valuestring);
+        snprintf(w->models[w->nmodels++], sizeof w->models[0], "%s", id->valuestring);
+    }
+    pthread_mutex_unlock(&w->mu);
 }

@@ -18,6 +18,7 @@
 #include "http/client.h"
 
 #define KVG_MAX_MODELS_PER_WORKER 8
+#define KVG_WORKER_LORA_SENT 8
 
 enum kvg_cb_state { KVG_CB_CLOSED = 0, KVG_CB_OPEN = 1, KVG_CB_HALF_OPEN = 2 };
 
@@ -63,9 +64,19 @@ struct kvg_worker {
     char models[KVG_MAX_MODELS_PER_WORKER][128];
     uint32_t
         max_model_len[KVG_MAX_MODELS_PER_WORKER]; /* its context (vLLM, SGLang say); 0 unknown */
+    uint8_t model_adapter[KVG_MAX_MODELS_PER_WORKER]; /* listed with a `parent`: a LoRA adapter */
     int nmodels;
     char api_key[256]; /* the engine's own API key ("" none), sent on every call to it */
     struct kvg_engine_load load;
+    /* LoRA adapters the engine has active (vLLM's vllm:lora_requests_info:
+     * running and waiting, comma-separated), from the last scrape. */
+    char lora_active[512];
+    int lora_max;        /* its max_lora, 0 unknown */
+    uint64_t lora_at_ms; /* when read; 0 = never */
+    /* Adapters kvgate itself sent here lately (hash, time): an adapter a
+     * request was just routed to is loaded there, whatever the metrics say yet. */
+    uint64_t lora_sent[KVG_WORKER_LORA_SENT];
+    uint64_t lora_sent_ms[KVG_WORKER_LORA_SENT];
     int scrape_state;               /* enum kvg_scrape_state, written by the scraper */
     unsigned scrape_known;          /* signals the last good sample had: KVG_METRICS_HAS_* */
     char scrape_error[128];         /* what the last failed scrape said, "" if none */
@@ -106,5 +117,22 @@ int kvg_worker_auth_header(struct kvg_worker *w, char *buf, size_t cap, struct k
 /* The context length w reported for `model` in its /v1/models (max_model_len),
  * or 0 when it did not say. */
 uint32_t kvg_worker_max_model_len(struct kvg_worker *w, const char *model, size_t len);
+/* Sets w's models from the `data` array of its /v1/models answer (a cJSON
+ * array, borrowed; anything else leaves them as they were): ids, each
+ * one's max_model_len, and whether it is a LoRA adapter (a `parent`). */
+struct cJSON;
+void kvg_worker_set_models(struct kvg_worker *w, const struct cJSON *data);
+/* 1 when w lists `model` in its /v1/models with a parent (a LoRA adapter). */
+int kvg_worker_model_is_adapter(struct kvg_worker *w, const char *model, size_t len);
+
+/* Whether adapter `name` is loaded on w: 1 when its last fresh
+ * vllm:lora_requests_info (at most max_age_ms old) lists it running or
+ * waiting, or kvgate routed a request for it there within max_age_ms; else 0.
+ * *nactive (nullable) gets how many adapters the metrics list active, and
+ * *max_lora (nullable) the engine's adapter slots (0 unknown). */
+int kvg_worker_lora_loaded(struct kvg_worker *w, const char *name, size_t len, uint64_t now_ms,
+                           uint64_t max_age_ms, int *nactive, int *max_lora);
+/* Records that a request for adapter `name` was routed to w at now_ms. */
+void kvg_worker_lora_sent(struct kvg_worker *w, const char *name, size_t len, uint64_t now_ms);
 
 #endif

@@ -139,6 +139,13 @@ static const struct flag flags[] = {
      "score: queue scorer weight (2)"},
     {"scorer-kv-weight", NULL, F_DOUBLE, O(policy_opts.w_kv_util), 0,
      "score: KV utilisation scorer weight (2)"},
+    {"router-lora-load-cost", NULL, F_DOUBLE, O(policy_opts.lora_load_cost), 0,
+     "kv_aware/score: a cold LoRA adapter load, in prefill blocks (16)"},
+    {"router-lora-max-workers", NULL, F_U32, O(policy_opts.lora_max_workers), 0,
+     "kv_aware/score: workers a hot adapter spreads over before each more costs a prefill, "
+     "0 = unbounded (2)"},
+    {"scorer-lora-weight", NULL, F_DOUBLE, O(policy_opts.w_lora), 0,
+     "score: LoRA scorer weight (1)"},
     {"scorer-load-weight", NULL, F_DOUBLE, O(policy_opts.w_load), 0,
      "score: load-aware scorer weight (0)"},
     {"keys", NULL, F_STR, O(keys_path), S(keys_path),

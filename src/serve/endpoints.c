@@ -243,6 +243,7 @@ static void debug_route(struct kvg_serve_loop *lc, struct kvg_http_req *req)
         return;
     }
     kvg_route_input_text(&ri);
+    ri.adapter = kvg_pool_model_is_adapter(&sv->pool, ri.model, ri.model_len);
     if (sv->proxy.wants_tokens) kvg_route_input_tokenize(&ri, &sv->proxy.rt);
     struct kvg_route_ctx ctx = {.body = {req->body.data, req->body.len},
                                 .load_max_age_ms = sv->cfg.proxy.metrics_staleness_ms,
@@ -274,6 +275,7 @@ static void debug_route(struct kvg_serve_loop *lc, struct kvg_http_req *req)
         cJSON_AddStringToObject(o, "url", cands[i]->url);
         num_or_null(o, "matched_blocks", scores[i].matched_blocks);
         num_or_null(o, "prefill_blocks", scores[i].prefill_blocks);
+        num_or_null(o, "lora_cost", scores[i].lora_cost);
         num_or_null(o, "decode_blocks", scores[i].decode_blocks);
         struct kvg_engine_load l = kvg_worker_load(cands[i], ctx.now_ms, ctx.load_max_age_ms);
         num_or_null(o, "waiting", scores[i].waiting >= 0 ? scores[i].waiting : l.waiting);

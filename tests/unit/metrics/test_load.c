@@ -288,3 +288,33 @@ TEST(too_many_groups_is_unknown)
     CHECK(isnan(l.waiting));
     CHECK_NEAR(l.running, 3, 0);
 }
+
+/* vLLM's vllm:lora_requests_info: a gauge whose value is the time of its
+ * last update; the newest sample holds the adapters active now. */
+TEST(vllm_lora_requests_info_newest_sample)
+{
+    struct kvg_metrics_load l;
+    const char *body = "# TYPE vllm:lora_requests_info gauge\n"
+                       "vllm:lora_requests_info{max_lora=\"4\",running_lora_adapters=\"old\","
+                       "waiting_lora_adapters=\"\"} 1.7e9\n"
+                       "vllm:lora_requests_info{max_lora=\"4\",running_lora_adapters=\"sql,chat\","
+                       "waiting_lora_adapters=\"math\"} 1.70000001e9\n"
+                       "vllm:lora_requests_info{max_lora=\"4\",running_lora_adapters=\"older\","
+                       "waiting_lora_adapters=\"\"} 1.6e9\n"
+                       "vllm:num_requests_waiting{model_name=\"m\"} 1\n";
+    CHECK_INT(parse_str(body, &l), 0);
+    CHECK(l.known & KVG_METRICS_HAS_LORA);
+    CHECK_STR(l.lora_active, "sql,chat,math");
+    CHECK_INT(l.lora_max, 4);
+    CHECK_INT(parse_str("vllm:num_requests_waiting 1\n", &l), 0);
+    CHECK(!(l.known & KVG_METRICS_HAS_LORA));
+    CHECK_STR(l.lora_active, "");
+    /* Nothing active is known, and says so. */
+    CHECK_INT(parse_str("vllm:lora_requests_info{max_lora=\"2\",running_lora_adapters=\"\","
+                        "waiting_lora_adapters=\"\"} 5\n",
+                        &l),
+              0);
+    CHECK(l.known & KVG_METRICS_HAS_LORA);
+    CHECK_STR(l.lora_active, "");
+    CHECK_INT(l.lora_max, 2);
+}

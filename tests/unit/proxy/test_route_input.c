@@ -89,3 +89,31 @@ TEST(cache_salt_seeds_hashes)
     CHECK(parse("{\"model\":\"m\",\"prompt\":\"x\",\"cache_salt\":5}", &d) != 0);
     CHECK(parse("{\"model\":\"m\",\"prompt\":\"x\",\"cache_salt\":\"\"}", &d) != 0);
 }
+
+/* A request whose model is a LoRA adapter is hashed with the adapter's name,
+ * as vLLM seeds the adapter's blocks (BlockStored lora_name). */
+TEST(adapter_model_seeds_hashes)
+{
+    setup();
+    char body[256];
+    snprintf(body, sizeof body, "{\"model\":\"sql-lora\",\"prompt\":\"%064d\"}", 0);
+    struct kvg_route_input base, lora;
+    CHECK_INT(parse(body, &base), 0);
+    CHECK_INT(parse(body, &lora), 0);
+    lora.adapter = 1;
+    kvg_route_input_tokenize(&base, &rt);
+    kvg_route_input_tokenize(&lora, &rt);
+    CHECK(lora.nhashes > 0);
+    CHECK(base.hashes[0] != lora.hashes[0]);
+    uint64_t want[16];
+    int n = kvg_kv_hash_request(lora.ids, lora.nids, 16, "sql-lora", 8, NULL, 0, want, 16);
+    CHECK_INT(n, (int)lora.nhashes);
+    CHECK(!memcmp(want, lora.hashes, lora.nhashes * sizeof *want));
+    struct kvg_route_ctx ctx = {0};
+    kvg_route_input_ctx(&lora, &ctx);
+    CHECK_INT(ctx.lora.len, 8);
+    kvg_route_input_ctx(&base, &ctx);
+    CHECK_INT(ctx.lora.len, 0);
+    kvg_route_input_free(&base);
+    kvg_route_input_free(&lora);
+}

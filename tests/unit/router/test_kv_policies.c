@@ -368,3 +368,83 @@ TEST(prefix_affinity_approximate_mode_remembers_its_routing)
     p->ops->destroy(p);
     teardown();
 }
+
+/* LoRA-aware routing, one cost term in both policies: a worker with the
+ * request's adapter loaded (its vllm:lora_requests_info, or kvgate just
+ * routed that adapter there) pays nothing; a cold load costs
+ * lora_load_cost prefill blocks, twice when the worker's slots are full;
+ * past lora_max_workers holders each further worker also pays the prompt. */
+TEST(lora_loaded_worker_preferred_cold_load_costs_spread_bounded)
+{
+    setup();
+    struct kvg_kv_index *idx = new_index();
+    struct kvg_policy_opts o;
+    kvg_policy_opts_default(&o);
+    o.kv = idx;
+    uint32_t toks[320];
+    uint64_t h[20];
+    size_t nh;
+    prompt(toks, 320, 3, h, &nh);
+    struct kvg_route_ctx c = ctx_for(toks, 320, h, nh);
+    c.lora = KVG_STR("sql");
+    for (int i = 0; i < NW; i++) {
+        W[i]->lora_at_ms = 990;
+        W[i]->lora_max = 4;
+    }
+    snprintf(W[0]->lora_active, sizeof W[0]->lora_active, "a,b,c,d"); /* slots full */
+    snprintf(W[1]->lora_active, sizeof W[1]->lora_active, "%s", "");
+    snprintf(W[2]->lora_active, sizeof W[2]->lora_active, "chat,sql");
+    struct kvg_policy *p;
+    CHECK_INT(kvg_policy_new("kv_aware", &o, &p), 0);
+    struct kvg_route_score sc[NW];
+    struct kvg_route_explain ex = {.scores = sc};
+    CHECK_INT(p->ops->select(p, W, NW, &c, &ex), 2);
+    CHECK_NEAR(sc[2].lora_cost, 0, 0);
+    CHECK_NEAR(sc[1].lora_cost, 16, 1e-9);
+    CHECK_NEAR(sc[0].lora_cost, 32, 1e-9);
+    /* Busy enough, the holder loses to a cold load (20 + 20 + 16 < 60). */
+    atomic_store(&W[2]->active_decode_blocks, 60);
+    CHECK_INT(p->ops->select(p, W, NW, &c, &ex), 1);
+    /* Once two workers hold it (bound 2), a third pays the prompt too: both
+     * holders at 30 decode blocks cost 70; the cold worker (slots free)
+     * 20 + 20 + 16 = 56 unbounded, 76 past the bound. */
+    W[0]->lora_active[0] = 0;
+    snprintf(W[1]->lora_active, sizeof W[1]->lora_active, "sql");
+    atomic_store(&W[1]->active_decode_blocks, 30);
+    atomic_store(&W[2]->active_decode_blocks, 30);
+    CHECK(p->ops->select(p, W, NW, &c, &ex) != 0);
+    CHECK_NEAR(sc[0].lora_cost, 16 + 20, 1e-9);
+    p->ops->destroy(p);
+    o.lora_max_workers = 0; /* unbounded: the cold worker wins */
+    CHECK_INT(kvg_policy_new("kv_aware", &o, &p), 0);
+    CHECK_INT(p->ops->select(p, W, NW, &c, &ex), 0);
+    o.lora_max_workers = 2;
+    /* A base-model request pays no LoRA cost anywhere. */
+    c.lora = (struct kvg_str){0};
+    for (int i = 0; i < NW; i++) sc[i].lora_cost = -1;
+    p->ops->select(p, W, NW, &c, &ex);
+    for (int i = 0; i < NW; i++) CHECK_NEAR(sc[i].lora_cost, -1, 0);
+    p->ops->destroy(p);
+    for (int i = 0; i < NW; i++) atomic_store(&W[i]->active_decode_blocks, 0);
+
+    /* score: the LoRA scorer b / (b + cost) prefers the holder. */
+    c.lora = KVG_STR("sql");
+    snprintf(W[1]->lora_active, sizeof W[1]->lora_active, "%s", "");
+    CHECK_INT(kvg_policy_new("precise", &o, &p), 0);
+    for (int i = 0; i < NW; i++)
+        W[i]->load =
+            (struct kvg_engine_load){.waiting = 0, .running = 1, .kv_usage = 0.2, .at_ms = 990};
+    CHECK_INT(p->ops->select(p, W, NW, &c, &ex), 2);
+    CHECK_NEAR(sc[1].score + 16.0 / 36.0, sc[2].score, 1e-9);
+    p->ops->destroy(p);
+
+    /* No metrics at all: what kvgate routed itself counts as loaded. */
+    for (int i = 0; i < NW; i++) W[i]->lora_at_ms = 0;
+    kvg_worker_lora_sent(W[0], "sql", 3, 995);
+    CHECK_INT(kvg_policy_new("kv_aware", &o, &p), 0);
+    CHECK_INT(p->ops->select(p, W, NW, &c, &ex), 0);
+    CHECK_NEAR(sc[0].lora_cost, 0, 0);
+    p->ops->destroy(p);
+    kvg_kv_index_free(idx);
+    teardown();
+}
