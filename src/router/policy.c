@@ -42,6 +42,7 @@ void kvg_policy_opts_default(struct kvg_policy_opts *o)
     o->max_idle_ms = 14400ull * 1000;
     o->block_size = 16;
     o->overlap_weight = 1.0;
+    o->host_tier_cost = KVG_POLICY_HOST_TIER_COST;
     o->temperature = 0.0;
     o->track_prefill = 1;
     o->approx_ttl_ms = 120000;

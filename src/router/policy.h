@@ -64,6 +64,11 @@ struct kvg_policy_opts {
      * fall back to what the router itself routed, approximate mode). */
     struct kvg_kv_index *kv;
     uint32_t block_size; /* --block-size 16 */
+    /* What a prefix block held in host memory (vLLM's CPU offloading,
+     * SGLang's HiCache) costs as a fraction of computing it
+     * (--router-host-tier-cost; KVG_POLICY_HOST_TIER_COST): kv_aware and
+     * score credit it 1 - this, a GPU block 1, a miss 0. */
+    double host_tier_cost;
     /* kv_aware (Dynamo's KV router) */
     double overlap_weight;  /* --router-kv-overlap-score-weight 1.0 */
     double temperature;     /* --router-temperature 0.0 */
@@ -95,6 +100,18 @@ struct kvg_policy_opts {
     uint32_t lora_max_workers;
     double w_lora; /* score: LoRA scorer weight (1) */
 };
+
+/* The default host-tier cost: the time to bring a token's KV back over
+ * PCIe over the time to compute it, for the profile kvgate's benchmark
+ * reproduces (Qwen3-32B in bf16 on 2 x H100, tensor parallel):
+ *   KV bytes per token  2 (K, V) x 64 layers x 8 KV heads x 128 x 2 B = 256 KiB,
+ *                       half of it per GPU;
+ *   PCIe                Gen5 x16 per GPU, ~25 GB/s achieved by offloading
+ *                       copies (half the 64 GB/s peak, both ways shared);
+ *   prefill             ~6,000 tokens/s for a long prompt on the pair.
+ * (131072 B / 25e9 B/s) x 6000 tokens/s = 0.031: a CPU hit saves ~97% of
+ * a prefill. Slower links or smaller models (cheaper prefill) raise it. */
+#define KVG_POLICY_HOST_TIER_COST (131072.0 / 25e9 * 6000.0)
 
 void kvg_policy_opts_default(struct kvg_policy_opts *o);
 

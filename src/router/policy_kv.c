@@ -11,24 +11,38 @@
 
 void kvg_policy_matched(struct kvg_kv_index *kv, struct kvg_kv_approx *approx,
                         struct kvg_worker *const *cand, size_t n, const struct kvg_route_ctx *ctx,
-                        uint32_t *matched)
+                        double host_cost, uint32_t *matched, double *credit)
 {
-    uint32_t per_slot[KVG_POLICY_MAX_SLOTS];
     memset(matched, 0, n * sizeof *matched);
+    if (credit) memset(credit, 0, n * sizeof *credit);
     if (!ctx->block_hashes || !ctx->nblocks) return;
-    size_t nslots = KVG_POLICY_MAX_SLOTS;
+    /* Only the slots of these candidates: the lookup's buffers stay small. */
+    size_t nslots = 0;
+    for (size_t i = 0; i < n; i++)
+        if (cand[i]->slot >= 0 && (size_t)cand[i]->slot + 1 > nslots)
+            nslots = (size_t)cand[i]->slot + 1;
+    if (nslots > KVG_POLICY_MAX_SLOTS) nslots = KVG_POLICY_MAX_SLOTS;
     if (kv) {
+        struct kvg_kv_tier_match tm[nslots ? nslots : 1];
         size_t mw = kvg_kv_index_max_workers(kv);
         if (mw < nslots) nslots = mw;
-        kvg_kv_index_match(kv, ctx->block_hashes, ctx->nblocks, per_slot, nslots);
-    } else if (approx) {
-        kvg_kv_approx_match(approx, ctx->block_hashes, ctx->nblocks, per_slot, nslots, ctx->now_ms);
-    } else {
+        if (kvg_kv_index_match_tiers(kv, ctx->block_hashes, ctx->nblocks, tm, nslots) < 0) return;
+        for (size_t i = 0; i < n; i++) {
+            if (cand[i]->slot < 0 || (size_t)cand[i]->slot >= nslots) continue;
+            const struct kvg_kv_tier_match *t = &tm[cand[i]->slot];
+            matched[i] = t->gpu + t->host + t->other;
+            if (credit) credit[i] = t->gpu + t->host * (1.0 - host_cost);
+        }
         return;
     }
-    for (size_t i = 0; i < n; i++)
-        if (cand[i]->slot >= 0 && (size_t)cand[i]->slot < nslots)
-            matched[i] = per_slot[cand[i]->slot];
+    if (!approx) return;
+    uint32_t per_slot[nslots ? nslots : 1];
+    kvg_kv_approx_match(approx, ctx->block_hashes, ctx->nblocks, per_slot, nslots, ctx->now_ms);
+    for (size_t i = 0; i < n; i++) {
+        if (cand[i]->slot < 0 || (size_t)cand[i]->slot >= nslots) continue;
+        matched[i] = per_slot[cand[i]->slot];
+        if (credit) credit[i] = matched[i];
+    }
 }
 
 void kvg_policy_record(struct kvg_kv_approx *approx, struct kvg_worker *w,

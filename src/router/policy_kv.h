@@ -11,11 +11,15 @@
 
 struct kvg_kv_approx;
 
-/* matched[i] = leading blocks of ctx->block_hashes that cand[i] holds: from
- * kv when non-NULL, else from approx, else 0. */
+/* matched[i] = leading blocks of ctx->block_hashes that cand[i] holds on
+ * any memory tier: from kv when non-NULL, else from approx, else 0.
+ * credit (nullable) gets what they save in prefill blocks: a GPU block 1, a
+ * host-memory block 1 - host_cost (it comes back over PCIe), a block on a
+ * slower tier 0 (disk and shared tiers are not weighed yet: a miss). The
+ * approximate index knows no tiers: its blocks count as GPU blocks. */
 void kvg_policy_matched(struct kvg_kv_index *kv, struct kvg_kv_approx *approx,
                         struct kvg_worker *const *cand, size_t n, const struct kvg_route_ctx *ctx,
-                        uint32_t *matched);
+                        double host_cost, uint32_t *matched, double *credit);
 /* LoRA: cost[i] = what running the request's adapter (ctx->lora) costs on
  * cand[i], in prefill-block equivalents (policy.h, lora_load_cost): 0 for a
  * base-model request or where the adapter is loaded. Returns how many

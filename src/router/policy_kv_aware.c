@@ -1,6 +1,9 @@
 /* kv_aware: NVIDIA Dynamo's KV router cost. For each candidate
- *   prefill_blocks = (prompt tokens - overlap_blocks * block_size
+ *   prefill_blocks = (prompt tokens - overlap_credit * block_size
  *                     [+ prefill tokens already assigned to it]) / block_size
+ * overlap_credit = GPU blocks + host-tier blocks x (1 - host_tier_cost), as
+ * Dynamo's newer cost credits a host hit (its host cache hit weight); the
+ * blocks the request adds to the worker's KV are all but the held ones.
  * decode_blocks  = KV blocks its requests in flight added + the blocks this
  *                    request would add (blocks it already holds count once)
  *   cost = overlap_weight * (prefill_blocks + lora_blocks) + decode_blocks
@@ -39,15 +42,16 @@ static int select_kv(struct kvg_policy *p, struct kvg_worker *const *cand, size_
     if (n == 0) return KVG_ENOWORKER;
     uint32_t bs = ctx->block_size ? ctx->block_size : 16;
     uint32_t matched[n];
-    kvg_policy_matched(k->kv, k->approx, cand, n, ctx, matched);
+    double credit[n];
+    kvg_policy_matched(k->kv, k->approx, cand, n, ctx, k->o.host_tier_cost, matched, credit);
     double lora[n];
     kvg_policy_lora_cost(&k->o, cand, n, ctx, lora);
     double cost[n], cmin = INFINITY, cmax = -INFINITY;
     for (size_t i = 0; i < n; i++) {
-        double cached = (double)matched[i] * bs;
         double isl = (double)ctx->ntokens;
+        double held = (double)matched[i] * bs, cached = credit[i] * bs;
         double prefill = isl > cached ? isl - cached : 0;
-        double new_blocks = prefill / bs;
+        double new_blocks = (isl > held ? isl - held : 0) / bs;
         if (k->track_prefill) prefill += (double)atomic_load(&cand[i]->active_prefill_tokens);
         double prefill_blocks = prefill / bs;
         double decode_blocks = (double)atomic_load(&cand[i]->active_decode_blocks) + new_blocks;

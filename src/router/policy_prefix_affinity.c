@@ -93,7 +93,7 @@ static int select_affinity(struct kvg_policy *p, struct kvg_worker *const *cand,
     uint32_t matched[n], mbest = 0;
     double inflight[n], placed[n], mean = 0;
     int holder[n], within[n];
-    kvg_policy_matched(a->kv, a->approx, cand, n, ctx, matched);
+    kvg_policy_matched(a->kv, a->approx, cand, n, ctx, 0, matched, NULL);
     pthread_mutex_lock(&a->mu);
     for (size_t i = 0; i < n; i++) {
         inflight[i] = kvg_policy_inflight(cand[i]);

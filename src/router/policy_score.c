@@ -1,6 +1,8 @@
 /* score: llm-d's scheduler profile, a weighted sum of scorers in [0, 1],
  * highest total wins, ties at random (the max-score picker):
- *   precise prefix  matched / request blocks from the precise index; the 2025
+ *   precise prefix  matched / request blocks from the precise index, a block
+ *                   held in host memory counted 1 - host_tier_cost (llm-d
+ *                   weighs tiers the same way: gpu 1, cpu 0.8); the 2025
  *                   llm-d (whose benchmark the presets reproduce) min-max
  *                   normalised it across pods instead: (s - min) / (max - min),
  *                   all equal -> 1 (prefix_minmax);
@@ -55,8 +57,9 @@ static int select_score(struct kvg_policy *p, struct kvg_worker *const *cand, si
         if (q[i] >= 0 && q[i] > qmax) qmax = q[i];
         total[i] = 0;
     }
-    if (s->wp > 0) kvg_policy_matched(s->kv, NULL, cand, n, ctx, pm);
-    if (s->wa > 0) kvg_policy_matched(NULL, s->approx, cand, n, ctx, am);
+    double pc[n]; /* precise matches weighed by tier */
+    if (s->wp > 0) kvg_policy_matched(s->kv, NULL, cand, n, ctx, s->o.host_tier_cost, pm, pc);
+    if (s->wa > 0) kvg_policy_matched(NULL, s->approx, cand, n, ctx, 0, am, NULL);
     double nb = ctx->nblocks ? (double)ctx->nblocks : 1;
     double lora[n];
     kvg_policy_lora_cost(&s->o, cand, n, ctx, lora);
@@ -64,13 +67,13 @@ static int select_score(struct kvg_policy *p, struct kvg_worker *const *cand, si
     if (lb < 1) lb = 1;
     double pmin = INFINITY, pmax = -INFINITY;
     for (size_t i = 0; s->wp > 0 && i < n; i++) {
-        if (pm[i] < pmin) pmin = pm[i];
-        if (pm[i] > pmax) pmax = pm[i];
+        if (pc[i] < pmin) pmin = pc[i];
+        if (pc[i] > pmax) pmax = pc[i];
     }
     for (size_t i = 0; i < n; i++) {
         if (s->wp > 0) {
-            double sc = s->minmax ? (pmax > pmin ? (pm[i] - pmin) / (pmax - pmin) : 1.0)
-                                  : fmin(1.0, pm[i] / nb);
+            double sc = s->minmax ? (pmax > pmin ? (pc[i] - pmin) / (pmax - pmin) : 1.0)
+                                  : fmin(1.0, pc[i] / nb);
             total[i] += s->wp * sc;
         }
         if (s->wa > 0) total[i] += s->wa * fmin(1.0, am[i] / nb);

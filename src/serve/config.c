@@ -111,6 +111,9 @@ static const struct flag flags[] = {
      "manual: random|min_load (random)"},
     {"router-kv-overlap-score-weight", "kv-overlap-score-weight", F_DOUBLE,
      O(policy_opts.overlap_weight), 0, "kv_aware: weight of prefill blocks in the cost (1.0)"},
+    {"router-host-tier-cost", NULL, F_DOUBLE, O(policy_opts.host_tier_cost), 0,
+     "kv_aware/score: a host-memory (CPU) prefix block's cost as a fraction of computing it, "
+     "from PCIe bandwidth vs prefill speed (0.031)"},
     {"router-temperature", NULL, F_DOUBLE, O(policy_opts.temperature), 0,
      "kv_aware: softmax sampling temperature, 0 = argmin (0)"},
     {"router-ttl-secs", NULL, F_SECS_MS, O(policy_opts.approx_ttl_ms), 0,
@@ -450,6 +453,11 @@ int kvg_serve_config_parse(struct kvg_serve_config *c, int argc, char **argv, ch
                            c->workers.n, c->upstream_keys.n);
     if (!c->tls_cert[0] != !c->tls_key[0])
         return kvg_err_set(err, errlen, KVG_ECONFIG, "--tls-cert and --tls-key go together");
+    if (!(c->policy_opts.host_tier_cost >= 0 && c->policy_opts.host_tier_cost <= 1))
+        return kvg_err_set(err, errlen, KVG_ECONFIG,
+                           "--router-host-tier-cost: 0..1 (a fraction of a prefill)");
+    if (!(c->policy_opts.lora_load_cost >= 0))
+        return kvg_err_set(err, errlen, KVG_ECONFIG, "--router-lora-load-cost: at least 0");
     if (c->health_failure_threshold == 0 || c->health_success_threshold == 0)
         return kvg_err_set(err, errlen, KVG_ECONFIG, "health thresholds must be at least 1");
     return 0;

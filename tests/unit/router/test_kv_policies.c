@@ -55,7 +55,17 @@ static struct kvg_route_ctx ctx_for(const uint32_t *toks, size_t n, const uint64
 
 /* Stores the blocks of toks[0..n) into the index for slot via a hand-made
  * BlockStored (the same path engine events take). */
+static void index_store_on(struct kvg_kv_index *idx, uint32_t slot, const uint32_t *toks, size_t n,
+                           const char *medium);
+
 static void index_store(struct kvg_kv_index *idx, uint32_t slot, const uint32_t *toks, size_t n)
+{
+    index_store_on(idx, slot, toks, n, NULL);
+}
+
+/* The same on a memory tier (`medium`, NULL: none given, the GPU). */
+static void index_store_on(struct kvg_kv_index *idx, uint32_t slot, const uint32_t *toks, size_t n,
+                           const char *medium)
 {
     struct kvg_kv_batch b;
     kvg_kv_batch_init(&b, NULL);
@@ -68,7 +78,7 @@ static void index_store(struct kvg_kv_index *idx, uint32_t slot, const uint32_t 
     buf[len++] = (char)0xcb;
     for (int i = 0; i < 8; i++) buf[len++] = 0;
     buf[len++] = (char)0x91;
-    buf[len++] = (char)0x95;
+    buf[len++] = (char)(medium ? 0x97 : 0x95);
     buf[len++] = (char)0xab;
     memcpy(buf + len, "BlockStored", 11);
     len += 11;
@@ -89,6 +99,12 @@ static void index_store(struct kvg_kv_index *idx, uint32_t slot, const uint32_t 
         for (int s = 3; s >= 0; s--) buf[len++] = (char)(toks[i] >> (s * 8));
     }
     buf[len++] = BS;
+    if (medium) {
+        buf[len++] = (char)0xc0; /* lora_id nil */
+        buf[len++] = (char)(0xa0 | strlen(medium));
+        memcpy(buf + len, medium, strlen(medium));
+        len += strlen(medium);
+    }
     buf[len++] = 0;
     CHECK_INT(kvg_kv_decode_batch(&b, buf, len), 1); /* one event */
     CHECK_INT(kvg_kv_index_apply(idx, slot, &b, NULL), 0);
@@ -444,6 +460,53 @@ TEST(lora_loaded_worker_preferred_cold_load_costs_spread_bounded)
     CHECK_INT(kvg_policy_new("kv_aware", &o, &p), 0);
     CHECK_INT(p->ops->select(p, W, NW, &c, &ex), 0);
     CHECK_NEAR(sc[0].lora_cost, 0, 0);
+    p->ops->destroy(p);
+    kvg_kv_index_free(idx);
+    teardown();
+}
+
+/* Tiers in the cost: a GPU hit skips prefill, a host-memory (CPU) hit costs
+ * host_tier_cost of it, a miss all of it; GPU > host > miss in both the
+ * kv_aware cost and the precise score. */
+TEST(host_tier_hit_is_a_partial_prefill)
+{
+    setup();
+    struct kvg_kv_index *idx = new_index();
+    uint32_t toks[320];
+    uint64_t h[20];
+    size_t nh;
+    prompt(toks, 320, 11, h, &nh);
+    index_store_on(idx, 0, toks, 320, "GPU");
+    index_store_on(idx, 1, toks, 320, "CPU");
+    struct kvg_policy_opts o;
+    kvg_policy_opts_default(&o);
+    o.kv = idx;
+    o.host_tier_cost = 0.25;
+    struct kvg_policy *p;
+    CHECK_INT(kvg_policy_new("kv_aware", &o, &p), 0);
+    struct kvg_route_ctx c = ctx_for(toks, 320, h, nh);
+    struct kvg_route_score sc[NW];
+    struct kvg_route_explain ex = {.scores = sc};
+    CHECK_INT(p->ops->select(p, W, NW, &c, &ex), 0);
+    CHECK_NEAR(sc[0].prefill_blocks, 0, 1e-9);
+    CHECK_NEAR(sc[1].prefill_blocks, 20 * 0.25, 1e-9); /* the transfer */
+    CHECK_NEAR(sc[2].prefill_blocks, 20, 1e-9);
+    CHECK_NEAR(sc[1].matched_blocks, 20, 0);
+    CHECK_NEAR(sc[1].decode_blocks, 0, 1e-9); /* its blocks are held */
+    /* Without the GPU holder, the CPU holder beats the miss. */
+    CHECK_INT(p->ops->select(p, W + 1, 2, &c, &ex), 0);
+    p->ops->destroy(p);
+    /* The default, from PCIe bandwidth and prefill speed: small, not 0. */
+    CHECK(KVG_POLICY_HOST_TIER_COST > 0.01 && KVG_POLICY_HOST_TIER_COST < 0.1);
+
+    o.prefix_minmax = 0;
+    CHECK_INT(kvg_policy_new("precise", &o, &p), 0);
+    for (int i = 0; i < NW; i++)
+        W[i]->load =
+            (struct kvg_engine_load){.waiting = 0, .running = 1, .kv_usage = 0.2, .at_ms = 990};
+    CHECK_INT(p->ops->select(p, W, NW, &c, &ex), 0);
+    CHECK_NEAR(sc[0].score - sc[1].score, 3 * 0.25, 1e-9);
+    CHECK_NEAR(sc[1].score - sc[2].score, 3 * 0.75, 1e-9);
     p->ops->destroy(p);
     kvg_kv_index_free(idx);
     teardown();
