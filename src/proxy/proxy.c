@@ -35,7 +35,8 @@ static const char *hop_by_hop[] = {"connection",
                                    "host",
                                    "content-length",
                                    "expect",
-                                   "x-request-id"};
+                                   "x-request-id",
+                                   "x-data-parallel-rank"}; /* kvgate's to set (URL@rank) */
 
 static int is_hop(struct kvg_str name)
 {
@@ -539,13 +540,20 @@ static void attempt(struct proxy_req *pr)
     snprintf(pr->worker_url, sizeof pr->worker_url, "%s", w->url);
     if (pr->ntried < MAX_TRIED) pr->tried[pr->ntried++] = w;
 
-    struct kvg_http_header fwd[MAX_FWD_HEADERS + 2];
+    struct kvg_http_header fwd[MAX_FWD_HEADERS + 3];
     size_t k = 0;
     struct kvg_str connection = kvg_http_req_header(req, "connection");
     for (size_t i = 0; i < req->nheaders && k < MAX_FWD_HEADERS; i++)
         if (!not_forwarded(req->headers[i].name, connection)) fwd[k++] = req->headers[i];
     fwd[k++] =
         (struct kvg_http_header){KVG_STR("x-request-id"), {pr->request_id, strlen(pr->request_id)}};
+    /* A URL@rank worker: vLLM's API server sends the request to that
+     * data-parallel rank's engine (the header sglang's router also sends). */
+    char rank[16];
+    if (w->dp_rank >= 0) {
+        int rl = snprintf(rank, sizeof rank, "%d", w->dp_rank);
+        fwd[k++] = (struct kvg_http_header){KVG_STR("x-data-parallel-rank"), {rank, (size_t)rl}};
+    }
     const struct kvg_proxy_config *c = px->cfg;
     char bearer[300];
     k += (size_t)kvg_worker_auth_header(w, bearer, sizeof bearer, &fwd[k]);

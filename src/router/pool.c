@@ -56,10 +56,17 @@ static int add_locked(struct kvg_pool *p, const char *url, const char *kv, const
     struct kvg_worker *w;
     int rc = kvg_worker_new(url, &w);
     if (rc) return rc;
+    /* A rank worker's events come from its rank's publisher: vLLM offsets
+     * the endpoint's port (and the replay port) by the rank. */
+    if ((kv && kv[0] && strcmp(kv, "none") &&
+         (rc = kvg_worker_rank_endpoint(kv, w->dp_rank, w->kv_endpoint, sizeof w->kv_endpoint))) ||
+        (replay && replay[0] && strcmp(replay, "none") &&
+         (rc = kvg_worker_rank_endpoint(replay, w->dp_rank, w->replay_endpoint,
+                                        sizeof w->replay_endpoint)))) {
+        kvg_worker_unref(w);
+        return rc;
+    }
     w->slot = free_slot(p);
-    if (kv && strcmp(kv, "none")) snprintf(w->kv_endpoint, sizeof w->kv_endpoint, "%s", kv);
-    if (replay && strcmp(replay, "none"))
-        snprintf(w->replay_endpoint, sizeof w->replay_endpoint, "%s", replay);
     atomic_store(&w->healthy, !p->start_unhealthy);
     p->w[p->n++] = w;
     if (p->on_add) p->on_add(p->hooks_ud, w);

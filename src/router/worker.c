@@ -7,19 +7,42 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The rank of a "URL@r" (r: 1 to 4 digits after the last '@', past the
+ * host), with *base_len the length of URL; -1 for a plain URL. */
+static int url_rank(const char *url, size_t *base_len)
+{
+    size_t n = strlen(url);
+    *base_len = n;
+    const char *at = strrchr(url, '@');
+    if (!at || at == url || !at[1] || strlen(at + 1) > 4) return -1;
+    int r = 0;
+    for (const char *p = at + 1; *p; p++) {
+        if (*p < '0' || *p > '9') return -1;
+        r = r * 10 + (*p - '0');
+    }
+    *base_len = (size_t)(at - url);
+    return r;
+}
+
 int kvg_worker_new(const char *url, struct kvg_worker **out)
 {
     if (strlen(url) >= sizeof((struct kvg_worker *)0)->url) return -EINVAL;
     struct kvg_worker *w = calloc(1, sizeof *w);
     if (!w) return -ENOMEM;
-    int rc = kvg_http_target_parse(url, &w->target);
+    size_t base_len;
+    w->dp_rank = url_rank(url, &base_len);
+    char base[sizeof w->url];
+    snprintf(base, sizeof base, "%.*s", (int)base_len, url);
+    int rc = kvg_http_target_parse(base, &w->target);
     if (rc) {
         free(w);
         return rc;
     }
-    snprintf(w->url, sizeof w->url, "%s", url);
-    size_t n = strlen(w->url);
-    while (n && w->url[n - 1] == '/') w->url[--n] = 0;
+    /* The name keeps its rank; a trailing '/' of the URL part goes. */
+    size_t n = base_len;
+    while (n && base[n - 1] == '/') base[--n] = 0;
+    memcpy(w->url, base, n + 1);
+    if (w->dp_rank >= 0) snprintf(w->url + n, sizeof w->url - n, "@%d", w->dp_rank % 10000);
     pthread_mutex_init(&w->mu, NULL);
     w->load = (struct kvg_engine_load){-1, -1, -1, 0, 0, 0, 0};
     w->slot = -1;
@@ -27,6 +50,25 @@ int kvg_worker_new(const char *url, struct kvg_worker **out)
     atomic_store(&w->refs, 1);
     *out = w;
     return 0;
+}
+
+int kvg_worker_rank_endpoint(const char *endpoint, int rank, char *out, size_t cap)
+{
+    int n;
+    if (rank < 1) {
+        n = snprintf(out, cap, "%s", endpoint);
+    } else if (!strncmp(endpoint, "inproc://", 9)) {
+        n = snprintf(out, cap, "%s_dp%d", endpoint, rank);
+    } else {
+        const char *colon = strrchr(endpoint, ':');
+        char *end;
+        if (!colon || !colon[1]) return -EINVAL;
+        unsigned long port = strtoul(colon + 1, &end, 10);
+        if (*end || port == 0 || port + (unsigned long)rank > 65535) return -EINVAL;
+        n = snprintf(out, cap, "%.*s:%lu", (int)(colon - endpoint), endpoint,
+                     port + (unsigned long)rank);
+    }
+    return n < 0 || (size_t)n >= cap ? -EINVAL : 0;
 }
 
 void kvg_worker_ref(struct kvg_worker *w)

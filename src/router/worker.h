@@ -53,8 +53,9 @@ const char *kvg_worker_scrape_state_name(int state);
 struct kvg_engine_load kvg_worker_load(struct kvg_worker *w, uint64_t now_ms, uint64_t max_age_ms);
 
 struct kvg_worker {
-    char url[512];
-    char kv_endpoint[256];     /* ZMQ endpoint of its KV events, "" if none */
+    char url[512];         /* as configured; "URL@r" names data-parallel rank r behind URL */
+    int dp_rank;           /* r of "URL@r", -1 for a plain URL (the engine balances its ranks) */
+    char kv_endpoint[256]; /* ZMQ endpoint of its KV events, "" if none */
     char replay_endpoint[256]; /* its replay ROUTER, "" if none */
     struct kvg_http_target target;
     int slot; /* small integer id, stable while in the pool (KV index key) */
@@ -103,10 +104,19 @@ struct kvg_worker {
     _Atomic int refs;
 };
 
-/* Creates a worker for url (resolves it). *out has one reference. */
+/* Creates a worker for url (resolves it). "URL@r" (r a decimal rank, as
+ * sglang's router and vLLM's external data parallelism name them) is the
+ * logical worker of data-parallel rank r: requests go to URL with vLLM's
+ * X-data-parallel-rank header, its KV events come from the rank's own
+ * publisher (kvg_worker_rank_endpoint). *out has one reference. */
 int kvg_worker_new(const char *url, struct kvg_worker **out);
 void kvg_worker_ref(struct kvg_worker *w);
 void kvg_worker_unref(struct kvg_worker *w);
+/* The KV-event endpoint of data-parallel rank `rank` given the engine's
+ * configured one, as vLLM derives it: a tcp port (or the replay port) plus
+ * the rank; inproc://x becomes inproc://x_dp<rank>. rank < 1 copies it.
+ * -EINVAL when the endpoint has no port to offset or the result overflows. */
+int kvg_worker_rank_endpoint(const char *endpoint, int rank, char *out, size_t cap);
 /* True if the worker lists `model` (or lists nothing yet / model is empty). */
 int kvg_worker_serves(struct kvg_worker *w, const char *model, size_t len);
 /* Sets the key kvgate sends the engine (NULL or "": none). Any thread. */

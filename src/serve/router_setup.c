@@ -27,6 +27,7 @@ static void on_add(void *ud, struct kvg_worker *w)
     struct kvg_serve *sv = ud;
     kvg_worker_set_api_key(w, kvg_serve_upstream_key(&sv->cfg, w->url));
     if (!sv->kv || w->slot < 0) return;
+    if (w->slot < KVG_POOL_MAX_WORKERS) atomic_store(&sv->slot_rank[w->slot], w->dp_rank + 1);
     int rc = kvg_kv_index_add_worker(sv->kv, (uint32_t)w->slot);
     if (rc && rc != -EEXIST)
         KVG_WARN("kv index: slot %d for %s: %s", w->slot, w->url, kvg_strerror(rc));
@@ -50,6 +51,32 @@ static void on_remove(void *ud, struct kvg_worker *w)
     if (w->kv_endpoint[0]) kvg_kv_sub_remove_worker(sv->sub, (uint32_t)w->slot);
     int n = kvg_kv_index_remove_worker(sv->kv, (uint32_t)w->slot);
     if (n > 0) KVG_INFO("kv index: %s left, %d entries dropped", w->url, n);
+}
+
+/* Subscriber thread, every batch: vLLM stamps each batch with the rank that
+ * published it, and each rank publishes on its own port, so URL@r's
+ * endpoint must carry rank r only. A batch of another rank (a wrong port,
+ * or a plain URL in front of a data-parallel engine) is counted and logged
+ * (at powers of two): its blocks land on a worker that does not hold them. */
+static void on_batch(void *arg, uint32_t slot, int64_t dp_rank, const struct kvg_kv_batch *b)
+{
+    (void)b;
+    struct kvg_serve *sv = arg;
+    if (slot >= KVG_POOL_MAX_WORKERS) return;
+    int want = atomic_load(&sv->slot_rank[slot]) - 1;
+    int bad = want >= 0 ? dp_rank != want : dp_rank > 0;
+    if (!bad) return;
+    uint64_t n = atomic_fetch_add(&sv->dp_rank_mismatches, 1) + 1;
+    if (n & (n - 1)) return;
+    if (want >= 0)
+        KVG_WARN("kv events: worker slot %u is rank %d but its endpoint sent a batch of rank "
+                 "%lld (%llu such batches): check its --kv-events-endpoints (vLLM publishes "
+                 "rank r on port + r)",
+                 slot, want, (long long)dp_rank, (unsigned long long)n);
+    else
+        KVG_WARN("kv events: worker slot %u sent a batch of data-parallel rank %lld (%llu such "
+                 "batches): list a data-parallel engine as URL@rank workers, one per rank",
+                 slot, (long long)dp_rank, (unsigned long long)n);
 }
 
 int kvg_serve_router_init(struct kvg_serve *sv, char *err, size_t errlen)
@@ -83,7 +110,7 @@ int kvg_serve_router_init(struct kvg_serve *sv, char *err, size_t errlen)
         struct kvg_kv_index_opts io = {.block_size = c->block_size,
                                        .max_workers = KVG_POOL_MAX_WORKERS,
                                        .max_entries = c->kv_index_max_entries};
-        struct kvg_kv_sub_opts so = {.threads = 1};
+        struct kvg_kv_sub_opts so = {.threads = 1, .on_batch = on_batch, .on_batch_arg = sv};
         if ((rc = kvg_kv_index_new(&io, &sv->kv)) || (rc = kvg_kv_sub_new(sv->kv, &so, &sv->sub)) ||
             (rc = kvg_kv_sub_start(sv->sub))) {
             snprintf(err, errlen, "KV index: %s", kvg_strerror(rc));
@@ -112,7 +139,16 @@ int kvg_serve_router_init(struct kvg_serve *sv, char *err, size_t errlen)
         rc = kvg_pool_add_ex(&sv->pool, c->workers.v[i],
                              c->kv_endpoints.n ? c->kv_endpoints.v[i] : NULL,
                              c->replay_endpoints.n ? c->replay_endpoints.v[i] : NULL);
-        if (rc && rc != -EEXIST) {
+        if (rc == -EEXIST) {
+            /* Two entries would collapse into one worker (the banner and
+             * /workers would disagree); data-parallel ranks are URL@rank. */
+            snprintf(err, errlen,
+                     "worker '%s' is listed twice (for data-parallel ranks behind one URL, "
+                     "list URL@0, URL@1, ...)",
+                     c->workers.v[i]);
+            return KVG_ECONFIG;
+        }
+        if (rc) {
             snprintf(err, errlen, "worker '%s': %s", c->workers.v[i], kvg_strerror(rc));
             return rc;
         }

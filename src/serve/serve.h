@@ -55,8 +55,13 @@ struct kvg_serve {
     struct kvg_jinja_chat *chat; /* its chat template */
     struct kvg_kv_index *kv;     /* precise KV index; NULL when no worker publishes events */
     struct kvg_kv_sub *sub;      /* its subscribers */
-    struct kvg_gate gate;        /* keys, quotas, admission */
-    struct kvg_proxy proxy;      /* what every loop's proxy shares */
+    /* Per worker slot, the data-parallel rank its events must carry + 1
+     * (0: a plain URL), set when the worker joins; read by the subscriber
+     * thread on every batch. */
+    _Atomic int slot_rank[KVG_POOL_MAX_WORKERS];
+    _Atomic uint64_t dp_rank_mismatches; /* batches of another rank than their worker's */
+    struct kvg_gate gate;                /* keys, quotas, admission */
+    struct kvg_proxy proxy;              /* what every loop's proxy shares */
     _Atomic int draining;
     double started_s;
     uv_async_t health_kick; /* any thread: "check the workers now" (main loop) */
