@@ -42,6 +42,9 @@ struct req {
     struct kvg_rng rng;
     struct req *wprev, *wnext;
     double arrival;
+    uint64_t root;           /* chain root: the engine's, seeded by adapter and salt */
+    const char *lora, *salt; /* interned (the engine's), NULL none */
+    int lora_id;
 };
 
 struct sched {
@@ -75,7 +78,29 @@ struct kvg_sim {
     uint64_t q_tokens, h_tokens, preemptions, prompt_tokens, gen_tokens;
     uint64_t fin_length, fin_stop, aborted, steps;
     double busy;
+    char **strs; /* interned adapter names and salts, freed with the engine */
+    size_t nstrs, capstrs;
 };
+
+/* The engine's copy of s (NULL for NULL/empty, or when out of memory: the
+ * request then runs untagged, which only costs cache sharing). */
+static const char *intern(struct kvg_sim *e, const char *s)
+{
+    if (!s || !s[0]) return NULL;
+    for (size_t i = 0; i < e->nstrs; i++)
+        if (!strcmp(e->strs[i], s)) return e->strs[i];
+    if (e->nstrs == e->capstrs) {
+        size_t n = e->capstrs ? e->capstrs * 2 : 16;
+        char **q = realloc(e->strs, n * sizeof *q);
+        if (!q) return NULL;
+        e->strs = q;
+        e->capstrs = n;
+    }
+    char *c = strdup(s);
+    if (!c) return NULL;
+    e->strs[e->nstrs++] = c;
+    return c;
+}
 
 static uint64_t mix64(uint64_t z)
 {
@@ -262,6 +287,8 @@ void kvg_sim_free(struct kvg_sim *e)
     if (e->map)
         for (size_t i = 0; i < e->mcap; i++) req_free(e->map[i]);
     free(e->map);
+    for (size_t i = 0; i < e->nstrs; i++) free(e->strs[i]);
+    free(e->strs);
     free(e->vocab);
     free(e->running);
     free(e->sched);
@@ -278,7 +305,7 @@ static void ensure_hashes(struct kvg_sim *e, struct req *r)
 {
     uint32_t full = r->num_tokens / e->bs;
     for (; r->n_hashed < full; r->n_hashed++) {
-        uint64_t parent = r->n_hashed ? r->hashes[r->n_hashed - 1] : e->root;
+        uint64_t parent = r->n_hashed ? r->hashes[r->n_hashed - 1] : r->root;
         r->hashes[r->n_hashed] =
             kvg_sim_block_hash(parent, r->tokens + (size_t)r->n_hashed * e->bs, e->bs);
     }
@@ -322,6 +349,16 @@ int kvg_sim_submit(struct kvg_sim *e, const struct kvg_sim_request *in)
     r->arrival = in->arrival;
     r->state = ST_WAITING;
     kvg_rng_seed(&r->rng, in->has_seed ? mix64(in->seed) : mix64(e->seed ^ mix64(in->id)));
+    /* vLLM's extra keys (the adapter's name on every block, the salt on the
+     * first) enter each block's hash; seeding the chain's root with them
+     * gives the same sharing: same adapter and salt, or nothing. */
+    r->lora = intern(e, in->lora_name);
+    r->salt = intern(e, in->cache_salt);
+    r->lora_id = r->lora ? in->lora_id : 0;
+    r->root = e->root;
+    if (r->lora) r->root = XXH3_64bits_withSeed(r->lora, strlen(r->lora), r->root ^ 0x6c6f7261u);
+    if (r->salt) r->root = XXH3_64bits_withSeed(r->salt, strlen(r->salt), r->root ^ 0x73616c74u);
+    if (!r->root) r->root = 1;
     pick_length(e, r, in->ignore_eos);
     ensure_hashes(e, r);
     wq_push_back(e, r);
@@ -391,7 +428,8 @@ static int allocate(struct kvg_sim *e, struct req *r, uint32_t base, uint32_t n_
     r->n_blocks += fresh;
     uint32_t full = (total < r->num_tokens ? total : r->num_tokens) / e->bs;
     if (full > r->n_stored) {
-        kvg_sim_kvc_store(e->kvc, r->blocks, r->hashes, r->tokens, r->n_stored, full);
+        kvg_sim_kvc_store_tagged(e->kvc, r->blocks, r->hashes, r->tokens, r->n_stored, full,
+                                 r->lora, r->lora_id, r->salt);
         r->n_stored = full;
     }
     return 1;

@@ -26,6 +26,7 @@ struct sim_req {
     double arrival, last_token_t;
     struct kvg_buf text;  /* non-stream: the answer so far */
     struct sim_req *next; /* live bucket chain */
+    int lora;             /* index in s->adapters, -1 for the base model */
 };
 
 /* ---------------------------------------------------------- live requests */
@@ -354,7 +355,10 @@ static void completion(struct kvg_sim_server *s, struct kvg_http_req *req, int c
         return;
     }
     cJSON *model = cJSON_GetObjectItemCaseSensitive(j, "model");
-    if (model && !cJSON_IsNull(model) &&
+    int lora = -1; /* vLLM runs a request on the adapter its `model` names */
+    for (int i = 0; cJSON_IsString(model) && i < s->nadapters; i++)
+        if (!strcmp(model->valuestring, s->adapters[i])) lora = i;
+    if (model && !cJSON_IsNull(model) && lora < 0 &&
         (!cJSON_IsString(model) || strcmp(model->valuestring, s->o.model))) {
         snprintf(msg, sizeof msg, "The model `%s` does not exist.",
                  cJSON_IsString(model) ? model->valuestring : "?");
@@ -377,6 +381,14 @@ static void completion(struct kvg_sim_server *s, struct kvg_http_req *req, int c
         bad_request(req, msg);
         return;
     }
+    cJSON *salt = cJSON_GetObjectItemCaseSensitive(j, "cache_salt");
+    if (salt && !cJSON_IsNull(salt) && (!cJSON_IsString(salt) || !salt->valuestring[0])) {
+        cJSON_Delete(j);
+        bad_request(req, "'cache_salt' must be a non-empty string");
+        return;
+    }
+    char salt_s[256] = "";
+    if (cJSON_IsString(salt)) snprintf(salt_s, sizeof salt_s, "%s", salt->valuestring);
     if (n_choices != 1) {
         cJSON_Delete(j);
         bad_request(req, "only n=1 is supported by the simulated engine");
@@ -420,6 +432,7 @@ static void completion(struct kvg_sim_server *s, struct kvg_http_req *req, int c
     r->s = s;
     r->req = req;
     r->chat = chat;
+    r->lora = lora;
     r->stream = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "stream"));
     cJSON *so = cJSON_GetObjectItemCaseSensitive(j, "stream_options");
     r->include_usage = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(so, "include_usage"));
@@ -445,7 +458,10 @@ static void completion(struct kvg_sim_server *s, struct kvg_http_req *req, int c
                                    .ignore_eos = ignore_eos,
                                    .has_seed = seed >= 0,
                                    .seed = (uint64_t)(seed >= 0 ? seed : 0),
-                                   .arrival = r->arrival};
+                                   .arrival = r->arrival,
+                                   .lora_name = lora >= 0 ? s->adapters[lora] : NULL,
+                                   .lora_id = lora + 1,
+                                   .cache_salt = salt_s[0] ? salt_s : NULL};
     rc = kvg_sim_submit(s->engine, &sreq);
     free(ids);
     if (rc) {
@@ -481,7 +497,22 @@ static void models(struct kvg_sim_server *s, struct kvg_http_req *req)
                    : s->o.flavor == KVG_SIM_FLAVOR_SGLANG ? "sglang"
                                                           : "llamacpp");
     kvg_buf_append_json_str(&b, s->o.model, strlen(s->o.model));
-    kvg_buf_printf(&b, ",\"parent\":null,\"max_model_len\":%u}]}", s->max_model_len);
+    kvg_buf_printf(&b, ",\"parent\":null,\"max_model_len\":%u}", s->max_model_len);
+    /* vLLM's model card of each adapter: its path as root, the base model
+     * as parent, no context length of its own. */
+    for (int i = 0; i < s->nadapters; i++) {
+        kvg_buf_printf(&b, ",{\"id\":");
+        kvg_buf_append_json_str(&b, s->adapters[i], strlen(s->adapters[i]));
+        kvg_buf_printf(&b,
+                       ",\"object\":\"model\",\"created\":%lld,\"owned_by\":\"vllm\","
+                       "\"root\":\"/adapters/",
+                       (long long)s->started_wall);
+        kvg_buf_append(&b, s->adapters[i], strlen(s->adapters[i])); /* plain: checked at start */
+        kvg_buf_printf(&b, "\",\"parent\":");
+        kvg_buf_append_json_str(&b, s->o.model, strlen(s->o.model));
+        kvg_buf_printf(&b, ",\"max_model_len\":null}");
+    }
+    kvg_buf_printf(&b, "]}");
     kvg_http_res_send(req, 200, "application/json", NULL, 0, b.data, b.len);
     kvg_buf_free(&b);
 }
@@ -533,4 +564,33 @@ void kvg_sim_srv_handle(struct kvg_http_req *req, void *ud)
         return;
     }
     vllm_error(req, 404, "NotFoundError", "Not Found");
+}
+
+/* Appends name to a comma-separated list once. */
+static void list_add(char *list, size_t cap, const char *name)
+{
+    size_t n = strlen(list), k = strlen(name);
+    for (const char *p = list; (p = strstr(p, name));) {
+        if ((p == list || p[-1] == ',') && (p[k] == ',' || !p[k])) return;
+        p += k;
+    }
+    if (n + k + 2 > cap) return;
+    if (n) list[n++] = ',';
+    memcpy(list + n, name, k + 1);
+}
+
+void kvg_sim_srv_lora_active(struct kvg_sim_server *s, char *running, size_t rcap, char *waiting,
+                             size_t wcap)
+{
+    running[0] = waiting[0] = 0;
+    if (!s->live) return;
+    for (size_t i = 0; i < LIVE_BUCKETS; i++)
+        for (struct sim_req *r = s->live[i]; r; r = r->next) {
+            struct kvg_sim_request_info info;
+            if (r->lora < 0 || kvg_sim_request_get(s->engine, r->id, &info)) continue;
+            if (info.state == KVG_SIM_RUNNING)
+                list_add(running, rcap, s->adapters[r->lora]);
+            else
+                list_add(waiting, wcap, s->adapters[r->lora]);
+        }
 }

@@ -25,6 +25,9 @@ static void usage(void)
         "  --block-size N              KV block size in tokens (the profile's)\n"
         "  --kv-capacity-tokens N      KV cache size (the profile's)\n"
         "  --max-num-seqs N            running batch limit (the profile's)\n"
+        "  --lora-adapters a,b         LoRA adapters served on top of --model (in /v1/models with\n"
+        "                              a parent; their blocks seeded by name; "
+        "vllm:lora_requests_info)\n"
         "  --kv-events-endpoint EP     publish KV events on a ZMQ PUB (e.g. tcp://127.0.0.1:5557)\n"
         "  --kv-events-encoding array|map  event encoding (array)\n"
         "  --kv-events-topic T         topic frame (\"\")\n"
@@ -88,6 +91,7 @@ static int parse(struct kvg_sim_opts *o, int argc, char **argv)
         NUM("--kv-capacity-tokens", kv_capacity_tokens, 1ull << 40)
         NUM("--max-num-seqs", max_num_seqs, 1u << 20)
         STR("--kv-events-endpoint", kv_events_endpoint);
+        STR("--lora-adapters", lora_adapters);
         STR("--kv-events-topic", kv_topic);
         STR("--replay-endpoint", replay_endpoint);
         DBL("--speed", speed, 1e-3, 1e6)
@@ -255,6 +259,19 @@ int kvg_sim_main(int argc, char **argv)
     struct kvg_sim_metrics em;
     kvg_sim_get_metrics(s.engine, &em);
     s.max_model_len = em.max_model_len;
+    for (const char *p = o->lora_adapters; *p;) {
+        const char *e = strchr(p, ',');
+        size_t n = e ? (size_t)(e - p) : strlen(p);
+        if (n && n < sizeof s.adapters[0] && s.nadapters < KVG_SIM_MAX_ADAPTERS) {
+            memcpy(s.adapters[s.nadapters], p, n);
+            s.adapters[s.nadapters++][n] = 0;
+        } else if (n) {
+            fprintf(stderr, "kvgate sim: --lora-adapters: at most %d names under 64 bytes\n",
+                    KVG_SIM_MAX_ADAPTERS);
+            return 2;
+        }
+        p += n + (e != NULL);
+    }
     if (o->kv_events_endpoint[0]) {
         struct kvg_sim_kvpub_config pc;
         kvg_sim_kvpub_config_init(&pc);

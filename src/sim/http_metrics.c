@@ -217,6 +217,18 @@ void kvg_sim_srv_metrics_render(struct kvg_sim_server *s, struct kvg_http_req *r
         kvg_http_res_send(req, 500, "text/plain", NULL, 0, "render failed", 13);
         return;
     }
+    if (s->nadapters && s->o.flavor == KVG_SIM_FLAVOR_VLLM) {
+        /* vLLM's gauge: labels say which adapters are active, the value is
+         * when that was last updated (wall seconds). */
+        char run[512], wait[512];
+        kvg_sim_srv_lora_active(s, run, sizeof run, wait, sizeof wait);
+        kvg_buf_printf(&b,
+                       "# HELP vllm:lora_requests_info Running stats on lora requests.\n"
+                       "# TYPE vllm:lora_requests_info gauge\n"
+                       "vllm:lora_requests_info{max_lora=\"%d\",running_lora_adapters=\"%s\","
+                       "waiting_lora_adapters=\"%s\"} %.6f\n",
+                       s->nadapters, run, wait, kvg_wall_s());
+    }
     kvg_http_res_send(req, 200, KVG_METRICS_CONTENT_TYPE, NULL, 0, b.data, b.len);
     kvg_buf_free(&b);
 }

@@ -41,6 +41,7 @@ struct kvg_sim_opts {
     uint32_t block_size;         /* 0: the profile's */
     uint64_t kv_capacity_tokens; /* 0: the profile's */
     uint32_t max_num_seqs;       /* 0: the profile's */
+    char lora_adapters[512];     /* --lora-adapters a,b: LoRA adapters served on top of model */
     char kv_events_endpoint[256];
     int kv_events_map; /* map encoding instead of arrays */
     char replay_endpoint[256];
@@ -63,6 +64,8 @@ struct kvg_sim_opts {
 
 struct sim_req;
 
+#define KVG_SIM_MAX_ADAPTERS 16
+
 struct kvg_sim_server {
     struct kvg_sim_opts o;
     uv_loop_t *loop;
@@ -83,7 +86,14 @@ struct kvg_sim_server {
     struct kvg_metrics_registry *reg;
     struct sim_metrics *m;
     uint32_t max_model_len;
+    char adapters[KVG_SIM_MAX_ADAPTERS][64]; /* from --lora-adapters */
+    int nadapters;
 };
+
+/* Adapters of the live requests, comma-separated, each once: those running
+ * and those waiting (vLLM's vllm:lora_requests_info labels). */
+void kvg_sim_srv_lora_active(struct kvg_sim_server *s, char *running, size_t rcap, char *waiting,
+                             size_t wcap);
 
 /* Engine clock: seconds since start, times --speed. */
 double kvg_sim_srv_now(const struct kvg_sim_server *s);

@@ -19,6 +19,8 @@ struct ev_rec {
     uint64_t parent;
     size_t hoff, toff;
     uint32_t nh, nt;
+    const char *lora, *salt; /* not owned */
+    int lora_id;
 };
 
 struct kvg_sim_kvc {
@@ -170,6 +172,8 @@ static void log_event(struct kvg_sim_kvc *c, enum kvg_sim_event_type type, int h
     r->nh = nh;
     r->toff = c->net;
     r->nt = nt;
+    r->lora = r->salt = NULL;
+    r->lora_id = 0;
     if (nh) memcpy(c->eh + c->neh, h, nh * sizeof *h);
     if (nt) memcpy(c->et + c->net, t, nt * sizeof *t);
     c->neh += nh;
@@ -277,8 +281,29 @@ void kvg_sim_kvc_alloc(struct kvg_sim_kvc *c, int32_t *out, uint32_t n)
     }
 }
 
+/* Logs a BlockStored of blocks [run, to) with the request's tags. */
+static void log_stored(struct kvg_sim_kvc *c, const uint64_t *hashes, const uint32_t *tokens,
+                       uint32_t run, uint32_t to, const char *lora, int lora_id, const char *salt)
+{
+    size_t before = c->nev;
+    log_event(c, KVG_SIM_EV_STORED, run > 0, run > 0 ? hashes[run - 1] : 0, hashes + run, to - run,
+              tokens + (size_t)run * c->bs, (to - run) * c->bs);
+    if (c->nev == before) return;
+    struct ev_rec *r = &c->ev[c->nev - 1];
+    r->lora = lora;
+    r->lora_id = lora_id;
+    r->salt = run == 0 ? salt : NULL;
+}
+
 void kvg_sim_kvc_store(struct kvg_sim_kvc *c, int32_t *blocks, const uint64_t *hashes,
                        const uint32_t *tokens, uint32_t from, uint32_t to)
+{
+    kvg_sim_kvc_store_tagged(c, blocks, hashes, tokens, from, to, NULL, 0, NULL);
+}
+
+void kvg_sim_kvc_store_tagged(struct kvg_sim_kvc *c, int32_t *blocks, const uint64_t *hashes,
+                              const uint32_t *tokens, uint32_t from, uint32_t to, const char *lora,
+                              int lora_id, const char *salt)
 {
     uint32_t run = from; /* first block of the BlockStored run being built */
     for (uint32_t i = from; i < to; i++) {
@@ -292,18 +317,14 @@ void kvg_sim_kvc_store(struct kvg_sim_kvc *c, int32_t *blocks, const uint64_t *h
         }
         /* Already resident (computed by another request in the same steps):
          * close the run, share the resident block, return ours unstored. */
-        if (i > run)
-            log_event(c, KVG_SIM_EV_STORED, run > 0, run > 0 ? hashes[run - 1] : 0, hashes + run,
-                      i - run, tokens + (size_t)run * c->bs, (i - run) * c->bs);
+        if (i > run) log_stored(c, hashes, tokens, run, i, lora, lora_id, salt);
         run = i + 1;
         int32_t mine = blocks[i];
         kvg_sim_kvc_touch(c, &have, 1);
         blocks[i] = have;
         if (--c->ref[mine] == 0) fq_push_head(c, mine);
     }
-    if (to > run)
-        log_event(c, KVG_SIM_EV_STORED, run > 0, run > 0 ? hashes[run - 1] : 0, hashes + run,
-                  to - run, tokens + (size_t)run * c->bs, (to - run) * c->bs);
+    if (to > run) log_stored(c, hashes, tokens, run, to, lora, lora_id, salt);
 }
 
 void kvg_sim_kvc_release(struct kvg_sim_kvc *c, const int32_t *blocks, uint32_t n)
@@ -350,6 +371,9 @@ void kvg_sim_kvc_events(struct kvg_sim_kvc *c, struct kvg_sim_events *out)
         v->tokens = r->nt ? c->et + r->toff : NULL;
         v->n_tokens = r->nt;
         v->block_size = c->bs;
+        v->lora_name = r->lora;
+        v->lora_id = r->lora_id;
+        v->cache_salt = r->salt;
     }
     out->ev = c->view;
     out->n = c->nev;

@@ -47,6 +47,11 @@ void kvg_sim_kvc_alloc(struct kvg_sim_kvc *c, int32_t *out, uint32_t n);
  * Resident duplicates are merged: blocks[i] is replaced by the resident block. */
 void kvg_sim_kvc_store(struct kvg_sim_kvc *c, int32_t *blocks, const uint64_t *hashes,
                        const uint32_t *tokens, uint32_t from, uint32_t to);
+/* The same for a request on a LoRA adapter and/or with a cache salt (both
+ * NULL: the base model, unsalted; the strings must outlive the events). */
+void kvg_sim_kvc_store_tagged(struct kvg_sim_kvc *c, int32_t *blocks, const uint64_t *hashes,
+                              const uint32_t *tokens, uint32_t from, uint32_t to,
+                              const char *lora_name, int lora_id, const char *cache_salt);
 /* Drops one reference on each of blocks[0..n), last block first; blocks no
  * longer held join the free queue's most-recent end (cached ones stay
  * cached). */

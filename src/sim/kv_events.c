@@ -41,19 +41,56 @@ static int pack_parent(msgpack_packer *pk, const struct kvg_sim_event *e)
     return e->has_parent ? msgpack_pack_uint64(pk, e->parent) : msgpack_pack_nil(pk);
 }
 
+static int pack_str_or_nil(msgpack_packer *pk, const char *s)
+{
+    return s ? pack_str(pk, s) : msgpack_pack_nil(pk);
+}
+
+static int pack_lora_id(msgpack_packer *pk, const struct kvg_sim_event *e)
+{
+    return e->lora_name ? msgpack_pack_int(pk, e->lora_id) : msgpack_pack_nil(pk);
+}
+
+/* extra_keys, one entry per block as vLLM's generate_block_hash_extra_keys
+ * builds them: the adapter's name on every block, then the cache salt on a
+ * request's first block; nil for a block with neither. */
+static int pack_extra_keys(msgpack_packer *pk, const struct kvg_sim_event *e)
+{
+    int rc = msgpack_pack_array(pk, e->n_hashes);
+    for (uint32_t i = 0; i < e->n_hashes; i++) {
+        int salt = i == 0 && e->cache_salt;
+        int k = (e->lora_name != NULL) + salt;
+        if (!k) {
+            rc |= msgpack_pack_nil(pk);
+            continue;
+        }
+        rc |= msgpack_pack_array(pk, (size_t)k);
+        if (e->lora_name) rc |= pack_str(pk, e->lora_name);
+        if (salt) rc |= pack_str(pk, e->cache_salt);
+    }
+    return rc;
+}
+
 static int pack_array_event(msgpack_packer *pk, const struct kvg_sim_event *e)
 {
     int rc = 0;
+    int tagged = e->lora_name || e->cache_salt;
     switch (e->type) {
     case KVG_SIM_EV_STORED:
-        rc |= msgpack_pack_array(pk, 7);
+        /* msgspec drops trailing defaults only: with an adapter or a salt,
+         * lora_name and extra_keys are there. */
+        rc |= msgpack_pack_array(pk, tagged ? 9 : 7);
         rc |= pack_str(pk, "BlockStored");
         rc |= pack_hashes(pk, e);
         rc |= pack_parent(pk, e);
         rc |= pack_tokens(pk, e);
         rc |= msgpack_pack_uint32(pk, e->block_size);
-        rc |= msgpack_pack_nil(pk); /* lora_id */
-        rc |= pack_str(pk, "GPU");  /* medium */
+        rc |= pack_lora_id(pk, e);
+        rc |= pack_str(pk, "GPU"); /* medium */
+        if (tagged) {
+            rc |= pack_str_or_nil(pk, e->lora_name);
+            rc |= pack_extra_keys(pk, e);
+        }
         break;
     case KVG_SIM_EV_REMOVED:
         rc |= msgpack_pack_array(pk, 3);
@@ -86,14 +123,13 @@ static int pack_map_event(msgpack_packer *pk, const struct kvg_sim_event *e)
         rc |= pack_str(pk, "block_size");
         rc |= msgpack_pack_uint32(pk, e->block_size);
         rc |= pack_str(pk, "lora_id");
-        rc |= msgpack_pack_nil(pk);
+        rc |= pack_lora_id(pk, e);
         rc |= pack_str(pk, "medium");
         rc |= pack_str(pk, "GPU");
         rc |= pack_str(pk, "lora_name");
-        rc |= msgpack_pack_nil(pk);
+        rc |= pack_str_or_nil(pk, e->lora_name);
         rc |= pack_str(pk, "extra_keys");
-        rc |= msgpack_pack_array(pk, e->n_hashes);
-        for (uint32_t i = 0; i < e->n_hashes; i++) rc |= msgpack_pack_nil(pk);
+        rc |= pack_extra_keys(pk, e);
         rc |= pack_str(pk, "group_idx");
         rc |= msgpack_pack_uint32(pk, 0);
         rc |= pack_str(pk, "kv_cache_spec_kind");

@@ -1,5 +1,8 @@
 /* msgpack encoding of the simulated engine's KV events, byte-compatible with
- * what vLLM publishes (vllm/distributed/kv_events.py, msgspec):
+ * what vLLM publishes (vllm/distributed/kv_events.py, msgspec). A store of
+ * an adapter's or a salted request's blocks also has lora_id (int),
+ * lora_name and extra_keys (per block [lora_name?, cache_salt?], the salt on
+ * a request's first block only; nil for none) in both forms:
  *   EventBatch = [ts (float64), [event, ...], data_parallel_rank]
  * with each event either a positional tagged array (vLLM up to mid-2026)
  *   ["BlockStored", block_hashes, parent_block_hash|nil, token_ids, block_size,

@@ -113,6 +113,14 @@ struct kvg_sim_request {
     int has_seed;   /* use `seed` (OpenAI's seed parameter) instead of engine seed + id */
     uint64_t seed;
     double arrival; /* the caller's clock; reported back, never used to schedule */
+    /* The LoRA adapter it runs on (NULL: the base model) and its vLLM
+     * lora_int_id, and its cache_salt (NULL: none). Both seed the request's
+     * block hashes, as vLLM's extra keys do, so blocks are shared only
+     * between requests of the same adapter and salt. Copied (interned for
+     * the engine's life: a sim sees a bounded set). */
+    const char *lora_name;
+    int lora_id;
+    const char *cache_salt;
 };
 
 /* Queues r at the end of the waiting queue (FCFS). -EINVAL for an empty
@@ -187,6 +195,12 @@ struct kvg_sim_event {
     const uint32_t *tokens; /* STORED: n_hashes * block_size token ids */
     uint32_t n_tokens;
     uint32_t block_size;
+    /* STORED: the adapter its blocks belong to (NULL: base) and its id, and
+     * the cache salt when hashes[0] is a request's first block (vLLM puts
+     * the salt in the first block's extra keys only); engine-owned. */
+    const char *lora_name;
+    int lora_id;
+    const char *cache_salt;
 };
 
 struct kvg_sim_events {
