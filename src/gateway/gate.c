@@ -269,6 +269,12 @@ void kvg_gate_usage_json(struct kvg_gate_req *gr, const char *body, size_t len)
     if (gr->quota) kvg_usage_from_json(body, len, &gr->usage); /* only a quota reads it */
 }
 
+const struct kvg_usage *kvg_gate_usage_seen(const struct kvg_gate_req *gr)
+{
+    if (gr->sse_filter_on && gr->sse_filter.usage.found) return &gr->sse_filter.usage;
+    return gr->usage.found ? &gr->usage : NULL;
+}
+
 void kvg_gate_upstream_status(struct kvg_gate_req *gr, int status)
 {
     gr->up_status = status;

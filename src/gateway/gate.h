@@ -163,6 +163,9 @@ int kvg_gate_usage_feed(struct kvg_gate_req *gr, const char *p, size_t n, struct
 void kvg_gate_usage_end(struct kvg_gate_req *gr, struct kvg_buf *out);
 /* A whole answer: its usage, when a quota counts this request. */
 void kvg_gate_usage_json(struct kvg_gate_req *gr, const char *body, size_t len);
+/* The usage the gate read so far (a stream's filter, or a whole answer a
+ * quota counts): NULL when it read none. */
+const struct kvg_usage *kvg_gate_usage_seen(const struct kvg_gate_req *gr);
 /* The status of the engine's answer that is relayed (not one retried). */
 void kvg_gate_upstream_status(struct kvg_gate_req *gr, int status);
 /* The request ends: cancel what is pending, reconcile the quota with the

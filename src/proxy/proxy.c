@@ -22,6 +22,7 @@
 #include "base/err.h"
 #include "base/log.h"
 #include "proxy/proxy_int.h"
+#include "router/mode.h"
 
 static const char *hop_by_hop[] = {"connection",
                                    "keep-alive",
@@ -422,12 +423,33 @@ static void sse_error_end(struct proxy_req *pr, const char *msg)
     kvg_http_res_end(req);
 }
 
+/* Answers above this size are not parsed just for the self-check. */
+#define CHECK_MAX_BODY (1u << 20)
+
+/* The self-check behind the routing mode (router/mode.h): the engine's
+ * usage.prompt_tokens against kvgate's own count for the same request, on
+ * 2xx answers of tokenized requests. A stream is checked when the gate
+ * filtered its usage (quota'd or include_usage asked for). */
+static void check_prompt_tokens(struct proxy_req *pr, int status)
+{
+    if (!pr->pick.w || !pr->ri.ids || status < 200 || status >= 300) return;
+    const struct kvg_usage *seen = kvg_gate_usage_seen(&pr->gate);
+    struct kvg_usage u = {0};
+    if (seen)
+        u = *seen;
+    else if (pr->sse || pr->body.len > CHECK_MAX_BODY ||
+             kvg_usage_from_json(pr->body.data, pr->body.len, &u) != 1)
+        return;
+    if (u.found) kvg_route_mode_usage(pr->pick.w, u.prompt_tokens, (int64_t)pr->ri.nids);
+}
+
 static void up_done(void *ud, int err)
 {
     struct proxy_req *pr = ud;
     pr->call = NULL;
     if (err == 0) {
         int status = pr->up_status;
+        check_prompt_tokens(pr, status);
         release_worker(pr, status >= 500   ? KVG_OUT_FAIL
                            : status >= 400 ? KVG_OUT_CLIENT_ERROR
                                            : KVG_OUT_OK);

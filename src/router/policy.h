@@ -142,6 +142,9 @@ struct kvg_policy_ops {
     /* w left the pool: forget it (optional). */
     void (*on_remove)(struct kvg_policy *p, struct kvg_worker *w);
     void (*destroy)(struct kvg_policy *p);
+    /* 1 when it matches on the engines' KV events (the precise index), not on
+     * its own routing history (optional: absent means 0). */
+    int (*reads_events)(const struct kvg_policy *p);
 };
 
 struct kvg_policy {

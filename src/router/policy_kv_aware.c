@@ -112,11 +112,17 @@ static void destroy(struct kvg_policy *p)
     free(k);
 }
 
+static int reads_events(const struct kvg_policy *p)
+{
+    return ((const struct kvaware *)p)->kv != NULL;
+}
+
 static const struct kvg_policy_ops ops = {.name = "kv_aware",
                                           .wants_tokens = 1,
                                           .select = select_kv,
                                           .on_remove = on_remove,
-                                          .destroy = destroy};
+                                          .destroy = destroy,
+                                          .reads_events = reads_events};
 
 int kvg_policy_kv_aware_new(const struct kvg_policy_opts *o, struct kvg_policy **out)
 {

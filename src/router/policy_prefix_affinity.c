@@ -148,11 +148,17 @@ static void destroy(struct kvg_policy *p)
     free(a);
 }
 
+static int reads_events(const struct kvg_policy *p)
+{
+    return ((const struct affp *)p)->kv != NULL;
+}
+
 static const struct kvg_policy_ops ops = {.name = "prefix_affinity",
                                           .wants_tokens = 1,
                                           .select = select_affinity,
                                           .on_remove = on_remove,
-                                          .destroy = destroy};
+                                          .destroy = destroy,
+                                          .reads_events = reads_events};
 
 int kvg_policy_prefix_affinity_new(const struct kvg_policy_opts *o, struct kvg_policy **out)
 {

@@ -127,11 +127,17 @@ static void destroy(struct kvg_policy *p)
     free(s);
 }
 
+static int reads_events(const struct kvg_policy *p)
+{
+    return ((const struct scorep *)p)->wp > 0;
+}
+
 static const struct kvg_policy_ops ops = {.name = "score",
                                           .wants_tokens = 1,
                                           .select = select_score,
                                           .on_remove = on_remove,
-                                          .destroy = destroy};
+                                          .destroy = destroy,
+                                          .reads_events = reads_events};
 
 static int make(const struct kvg_policy_opts *o, const char *name, double wp, double wa, double wq,
                 double wk, double wl, struct kvg_policy **out)

@@ -260,6 +260,7 @@ void kvg_pool_release(struct kvg_pool *p, struct kvg_pick *pick, enum kvg_outcom
     pick->decode_blocks = 0;
     pick->w = NULL;
     atomic_fetch_sub_explicit(&w->in_flight, 1, memory_order_relaxed);
+    if (outcome == KVG_OUT_OK) atomic_fetch_add_explicit(&w->ok_requests, 1, memory_order_relaxed);
     if (outcome == KVG_OUT_OK || outcome == KVG_OUT_FAIL)
         kvg_cb_record(&p->cb, w, outcome == KVG_OUT_OK, kvg_now_ms());
     if (p->policy->ops->on_done) p->policy->ops->on_done(p->policy, w, ctx);

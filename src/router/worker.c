@@ -46,6 +46,7 @@ int kvg_worker_new(const char *url, struct kvg_worker **out)
     pthread_mutex_init(&w->mu, NULL);
     w->load = (struct kvg_engine_load){-1, -1, -1, 0, 0, 0, 0};
     w->slot = -1;
+    w->rmode.mode = -1;
     atomic_store(&w->healthy, 1);
     atomic_store(&w->refs, 1);
     *out = w;

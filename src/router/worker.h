@@ -90,6 +90,19 @@ struct kvg_worker {
     _Atomic uint64_t cached_blocks; /* prefix blocks routed to where they were cached */
     _Atomic uint64_t active_prefill_tokens;
     _Atomic uint64_t active_decode_blocks;
+    _Atomic uint64_t ok_requests;      /* requests it answered 2xx (pool release, KVG_OUT_OK) */
+    _Atomic uint64_t usage_checks;     /* answers whose usage.prompt_tokens kvgate compared */
+    _Atomic uint64_t usage_mismatches; /* ... and found different from its own count */
+
+    /* Routing mode (router/mode.h), guarded by mu. */
+    struct kvg_worker_mode {
+        int mode;          /* enum kvg_route_mode; -1 before the first evaluation */
+        char reason[192];  /* why, for /workers, /debug/route and the log */
+        uint64_t loss;     /* the subscriber's loss counters' sum when last seen */
+        uint64_t loss_ms;  /* when that sum last grew (0: never) */
+        uint64_t win_c[2]; /* usage-check window: counters at its two last marks */
+        uint64_t win_m[2];
+    } rmode;
 
     /* Circuit breaker (see circuit.c). */
     _Atomic int cb_state;

@@ -11,6 +11,7 @@
 #include "serve/serve.h"
 #include "kv/index.h"
 #include "proxy/route_input.h"
+#include "router/mode.h"
 
 static void send_json(struct kvg_http_req *req, int status, const char *json)
 {
@@ -73,10 +74,21 @@ static void models(struct kvg_serve_loop *lc, struct kvg_http_req *req)
     send_cjson(req, 200, root);
 }
 
+/* "routing": {"mode": ..., "reason": ...}: the cache view w's routing uses. */
+static void add_mode(cJSON *o, struct kvg_worker *w)
+{
+    char why[sizeof w->rmode.reason];
+    int mode = kvg_route_mode_get(w, why, sizeof why);
+    cJSON *r = cJSON_AddObjectToObject(o, "routing");
+    cJSON_AddStringToObject(r, "mode", kvg_route_mode_name(mode));
+    cJSON_AddStringToObject(r, "reason", why);
+}
+
 cJSON *kvg_serve_workers_json(struct kvg_serve *sv)
 {
     static const char *cb_names[] = {"closed", "open", "half_open"};
     struct kvg_worker *ws[KVG_POOL_MAX_WORKERS];
+    kvg_serve_modes_refresh(sv);
     size_t n = kvg_pool_snapshot(&sv->pool, ws, KVG_POOL_MAX_WORKERS);
     cJSON *root = cJSON_CreateObject();
     cJSON *arr = cJSON_AddArrayToObject(root, "workers");
@@ -113,6 +125,10 @@ cJSON *kvg_serve_workers_json(struct kvg_serve *sv)
         if (w->scrape_error[0]) cJSON_AddStringToObject(sc, "error", w->scrape_error);
         pthread_mutex_unlock(&w->mu);
         cJSON_AddNumberToObject(sc, "errors", (double)atomic_load(&w->scrape_errors));
+        add_mode(o, w);
+        cJSON_AddNumberToObject(o, "prompt_token_checks", (double)atomic_load(&w->usage_checks));
+        cJSON_AddNumberToObject(o, "prompt_token_mismatches",
+                                (double)atomic_load(&w->usage_mismatches));
         if (sv->kv && w->slot >= 0)
             cJSON_AddNumberToObject(o, "kv_index_blocks",
                                     (double)kvg_kv_index_worker_entries(sv->kv, (uint32_t)w->slot));
@@ -253,6 +269,7 @@ static void debug_route(struct kvg_serve_loop *lc, struct kvg_http_req *req)
                                 .now_ms = kvg_now_ms(),
                                 .dry_run = 1};
     kvg_route_input_ctx(&ri, &ctx);
+    kvg_serve_modes_refresh(sv);
     static _Thread_local struct kvg_route_score scores[KVG_POOL_MAX_WORKERS];
     static _Thread_local struct kvg_worker *cands[KVG_POOL_MAX_WORKERS];
     struct kvg_route_explain ex = {.scores = scores, .cands = cands};
@@ -285,6 +302,7 @@ static void debug_route(struct kvg_serve_loop *lc, struct kvg_http_req *req)
         else
             cJSON_AddNumberToObject(o, "score", scores[i].score);
         cJSON_AddNumberToObject(o, "in_flight", atomic_load(&cands[i]->in_flight));
+        add_mode(o, cands[i]);
         cJSON_AddItemToArray(arr, o);
     }
     for (size_t i = 0; i < ex.n; i++) kvg_worker_unref(cands[i]);

@@ -8,6 +8,7 @@
 #include "serve/serve.h"
 #include "kv/index.h"
 #include "kv/subscriber.h"
+#include "router/mode.h"
 static const char *class_names[6] = {"1xx", "2xx", "3xx", "4xx", "5xx", "other"};
 
 int kvg_serve_metrics_init(struct kvg_serve_metrics *m, const char *policy)
@@ -21,6 +22,7 @@ int kvg_serve_metrics_init(struct kvg_serve_metrics *m, const char *policy)
     const char *r1[] = {"route"};
     const char *wl[] = {"worker"};
     const char *dl[] = {"policy", "worker"};
+    const char *ml[] = {"worker", "mode"};
     double lat[24];
     static const double ratio_bounds[10] = {0.0001, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.95};
     kvg_metrics_buckets_exp(0.001, 2, 20, lat);
@@ -87,6 +89,18 @@ int kvg_serve_metrics_init(struct kvg_serve_metrics *m, const char *policy)
                                   "Scrapes of a worker's /metrics that failed: unreachable, not "
                                   "200, or not Prometheus text (since it joined).",
                                   wl, 1, &m->w_scrape_errors)) ||
+        (rc = kvg_metrics_gauge(m->reg, "kvgate_worker_routing_mode",
+                                "The cache view a worker's routing uses: 1 for its current mode "
+                                "(exact, degraded, approximate, load_only), 0 for the others.",
+                                ml, 2, &m->w_mode)) ||
+        (rc = kvg_metrics_counter(m->reg, "kvgate_worker_prompt_token_checks_total",
+                                  "Answers whose usage.prompt_tokens was compared with kvgate's "
+                                  "own count for the request (since it joined).",
+                                  wl, 1, &m->w_tok_checks)) ||
+        (rc = kvg_metrics_counter(m->reg, "kvgate_worker_prompt_token_mismatches_total",
+                                  "Compared answers whose prompt_tokens differed from kvgate's "
+                                  "count: tokenizer or chat template mismatch (since it joined).",
+                                  wl, 1, &m->w_tok_mis)) ||
         (rc = kvg_metrics_gauge(m->reg, "kvgate_worker_cb_state",
                                 "Circuit breaker: 0 closed, 1 open, 2 half-open.", wl, 1,
                                 &m->w_cb)) ||
@@ -242,6 +256,7 @@ int kvg_serve_metrics_render(struct kvg_serve *sv, struct kvg_buf *out)
         set_series(m->kv_evictions, NULL, 0, (double)st.evictions);
     }
     struct kvg_worker *ws[KVG_POOL_MAX_WORKERS];
+    kvg_serve_modes_refresh(sv);
     size_t n = kvg_pool_snapshot(pool, ws, KVG_POOL_MAX_WORKERS);
     kvg_metrics_set(m->workers, (double)n);
     for (size_t i = 0; i < n; i++) {
@@ -256,6 +271,13 @@ int kvg_serve_metrics_render(struct kvg_serve *sv, struct kvg_buf *out)
         set_known(m->w_running, v, l.running);
         set_known(m->w_kv, v, l.kv_usage);
         set_known(m->w_age, v, l.at_ms ? (double)(now - l.at_ms) / 1000.0 : -1);
+        int mode = kvg_route_mode_get(ws[i], NULL, 0);
+        for (int k = 0; mode >= 0 && k < KVG_MODE_COUNT; k++) {
+            const char *mv[] = {ws[i]->url, kvg_route_mode_name(k)};
+            set_series(m->w_mode, mv, 2, k == mode);
+        }
+        mirror_series(m->w_tok_checks, v, 1, atomic_load(&ws[i]->usage_checks));
+        mirror_series(m->w_tok_mis, v, 1, atomic_load(&ws[i]->usage_mismatches));
         set_series(m->w_cb, v, 1, atomic_load(&ws[i]->cb_state));
         set_series(m->w_processed, v, 1, (double)atomic_load(&ws[i]->processed));
         set_series(m->decisions, d, 2, (double)atomic_load(&ws[i]->processed));

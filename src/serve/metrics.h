@@ -18,7 +18,9 @@ struct kvg_serve_metrics {
     struct kvg_metrics_series *adm_waiting, *quota_pending;
     struct kvg_metrics_family *w_cached;
     struct kvg_metrics_family *w_active, *w_health, *w_processed, *w_cb, *decisions;
-    struct kvg_metrics_family *w_scrape_errors;                      /* counter */
+    struct kvg_metrics_family *w_scrape_errors;          /* counter */
+    struct kvg_metrics_family *w_mode;                   /* {worker, mode}: 1 for the current */
+    struct kvg_metrics_family *w_tok_checks, *w_tok_mis; /* counters */
     struct kvg_metrics_family *w_waiting, *w_running, *w_kv, *w_age; /* engine load, fresh only */
     struct kvg_metrics_series *workers;
     struct kvg_metrics_family *kv_entries, *kv_bytes, *kv_evictions, *kv_worker_blocks, *kv_batches,

@@ -11,6 +11,7 @@
 #include "serve/serve.h"
 #include "kv/index.h"
 #include "kv/subscriber.h"
+#include "router/mode.h"
 #include "jinja/chat.h"
 #include "tokenizer/tokenizer.h"
 
@@ -97,12 +98,14 @@ int kvg_serve_router_init(struct kvg_serve *sv, char *err, size_t errlen)
     }
     if (rc) return rc;
     kvg_metrics_set(sv->metrics.tokenizer_fallback, fallback);
+    sv->tok_fallback = fallback;
     if ((rc = kvg_jinja_chat_new(kvg_tok_chat_template(sv->tok), kvg_tok_bos_token(sv->tok),
                                  kvg_tok_eos_token(sv->tok), &sv->chat, err, errlen)))
         return rc;
     int events = 0;
     for (size_t i = 0; i < c->kv_endpoints.n; i++)
         events |= strcmp(c->kv_endpoints.v[i], "none") != 0;
+    sv->events_configured = events;
     if (events && fallback) {
         KVG_WARN("KV events are ignored: their token ids cannot be matched without the model's "
                  "tokenizer");
@@ -158,6 +161,43 @@ int kvg_serve_router_init(struct kvg_serve *sv, char *err, size_t errlen)
                  "knowledge is approximate, from this router's own routing",
                  c->policy);
     return 0;
+}
+
+void kvg_serve_modes_refresh(struct kvg_serve *sv)
+{
+    const struct kvg_policy *p = sv->pool.policy;
+    struct kvg_route_mode_in in = {
+        .policy = p->ops->name,
+        .reads_prefix = p->ops->wants_tokens || p->ops->wants_text,
+        .precise = p->ops->reads_events && p->ops->reads_events(p),
+        .block_size = sv->cfg.block_size,
+        .now_ms = kvg_now_ms(),
+    };
+    char why[128];
+    if (!in.precise && sv->kv) {
+        snprintf(why, sizeof why,
+                 "policy %s does not read KV events: it matches on its own routing history",
+                 p->ops->name);
+        in.approx_why = why;
+    } else if (!in.precise && sv->events_configured && sv->tok_fallback) {
+        in.approx_why = "KV events ignored (the model's tokenizer could not be used): matched "
+                        "against this router's routing history";
+    } else if (!in.precise && !strcmp(p->ops->name, "prefix_hash")) {
+        in.approx_why = "no KV events: the prompt's prefix is hashed to a worker";
+    }
+    struct kvg_worker *ws[KVG_POOL_MAX_WORKERS];
+    size_t n = kvg_pool_snapshot(&sv->pool, ws, KVG_POOL_MAX_WORKERS);
+    for (size_t i = 0; i < n; i++) {
+        struct kvg_worker *w = ws[i];
+        struct kvg_kv_sub_stats st;
+        in.events = NULL;
+        in.has_replay = w->replay_endpoint[0] != 0;
+        if (sv->sub && w->kv_endpoint[0] && w->slot >= 0 &&
+            kvg_kv_sub_stats(sv->sub, (uint32_t)w->slot, &st) == 0)
+            in.events = &st;
+        kvg_route_mode_update(w, &in, NULL);
+        kvg_worker_unref(w);
+    }
 }
 
 void kvg_serve_router_free(struct kvg_serve *sv)

@@ -27,6 +27,7 @@ struct serve {
     uv_loop_t main_loop;
     uv_signal_t sigterm, sigint, sighup;
     uv_timer_t drain_deadline;
+    uv_timer_t mode_timer; /* re-judges routing modes, so changes are logged */
     struct kvg_health health;
     struct kvg_scraper scraper;
     struct kvg_spawned sims;
@@ -133,6 +134,7 @@ static void stop_main(struct serve *s)
     uv_close((uv_handle_t *)&s->sigint, NULL);
     uv_close((uv_handle_t *)&s->sighup, NULL);
     uv_close((uv_handle_t *)&s->drain_deadline, NULL);
+    uv_close((uv_handle_t *)&s->mode_timer, NULL);
     uv_close((uv_handle_t *)&s->sv.health_kick, NULL);
     kvg_health_stop(&s->health);
     kvg_http_client_close(s->health.client);
@@ -220,6 +222,12 @@ static void on_signal(uv_signal_t *h, int signum)
     begin_drain(s, signum == SIGTERM ? "SIGTERM" : "SIGINT");
 }
 
+static void on_mode_timer(uv_timer_t *t)
+{
+    struct serve *s = t->data;
+    kvg_serve_modes_refresh(&s->sv);
+}
+
 static void on_health_kick(uv_async_t *a)
 {
     struct serve *s = a->data;
@@ -285,6 +293,9 @@ int kvg_serve_main(int argc, char **argv)
     uv_async_init(&s.main_loop, &s.sv.health_kick, on_health_kick);
     s.sv.health_kick.data = &s;
     uv_timer_init(&s.main_loop, &s.drain_deadline);
+    uv_timer_init(&s.main_loop, &s.mode_timer);
+    s.mode_timer.data = &s;
+    uv_timer_start(&s.mode_timer, on_mode_timer, 0, 1000);
     uv_signal_init(&s.main_loop, &s.sigterm);
     uv_signal_init(&s.main_loop, &s.sigint);
     uv_signal_init(&s.main_loop, &s.sighup);

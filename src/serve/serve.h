@@ -68,6 +68,8 @@ struct kvg_serve {
     struct ssl_ctx_st *tls;
     struct kvg_serve_metrics metrics;
     struct kvg_serve_status status;
+    int tok_fallback;      /* the model's tokenizer could not be used (builtin:bytes instead) */
+    int events_configured; /* some worker was given a KV events endpoint */
 };
 
 /* One per event-loop thread. */
@@ -112,6 +114,9 @@ void kvg_serve_router_free(struct kvg_serve *sv);
 /* The key kvgate sends the engine at url: its own from c, else c's common
  * one ("" none). */
 const char *kvg_serve_upstream_key(const struct kvg_serve_config *c, const char *url);
+/* Re-judges every worker's routing mode (router/mode.h), logging changes.
+ * Any thread; called by a timer and before the mode is shown. */
+void kvg_serve_modes_refresh(struct kvg_serve *sv);
 /* The gateway's decisions and the proxy, from the configuration
  * (gate_setup.c); after kvg_serve_router_init. */
 int kvg_serve_gate_init(struct kvg_serve *sv, char *err, size_t errlen);

@@ -55,7 +55,7 @@ body="{\"model\":\"m\",\"messages\":[{\"role\":\"system\",\"content\":\"$P\"},{\
 curl -s "$G/debug/route" -d "$body" >"$TMP/d"
 check "debug/route: policy and chosen" [ "$(json_get "$TMP/d" 'j["policy"] + " " + str(j["chosen"] is not None)')" = "kv_aware True" ]
 check "debug/route: one worker matches >= 40 blocks" [ "$(json_get "$TMP/d" 'sum(1 for w in j["workers"] if (w["matched_blocks"] or 0) >= 40)')" = 1 ]
-check "debug/route: every field present" [ "$(json_get "$TMP/d" 'sorted(j["workers"][0].keys())')" = "['decode_blocks', 'in_flight', 'kv_usage', 'lora_cost', 'matched_blocks', 'prefill_blocks', 'score', 'url', 'waiting']" ]
+check "debug/route: every field present" [ "$(json_get "$TMP/d" 'sorted(j["workers"][0].keys())')" = "['decode_blocks', 'in_flight', 'kv_usage', 'lora_cost', 'matched_blocks', 'prefill_blocks', 'routing', 'score', 'url', 'waiting']" ]
 before=$(json_get "$TMP/w" 'sum(w["processed"] for w in j["workers"])')
 after=$(curl -s "$G/workers" | /usr/bin/python3 -c 'import json,sys; print(sum(w["processed"] for w in json.load(sys.stdin)["workers"]))')
 check "debug/route routed nothing" [ "$before" = "$after" ]
