@@ -2,6 +2,7 @@
  * each candidate holds, from the precise index (engine events) or, when the
  * engines publish none, from an approximate index of what the router itself
  * sent where; and what the request's LoRA adapter costs on each. */
+#include <math.h>
 #include <string.h>
 
 #include "kv/approx.h"
@@ -77,4 +78,16 @@ int kvg_policy_lora_cost(const struct kvg_policy_opts *o, struct kvg_worker *con
         cost[i] = c;
     }
     return holders;
+}
+
+double kvg_policy_placements(const struct kvg_policy_placed *p, uint64_t now)
+{
+    if (p->count == 0 || now <= p->at_ms) return p->count;
+    return p->count * exp2(-(double)(now - p->at_ms) / KVG_POLICY_PLACED_HALF_LIFE_MS);
+}
+
+void kvg_policy_place(struct kvg_policy_placed *p, uint64_t now)
+{
+    p->count = kvg_policy_placements(p, now) + 1;
+    p->at_ms = now;
 }

@@ -30,4 +30,17 @@ int kvg_policy_lora_cost(const struct kvg_policy_opts *o, struct kvg_worker *con
 void kvg_policy_record(struct kvg_kv_approx *approx, struct kvg_worker *w,
                        const struct kvg_route_ctx *ctx);
 
+/* Prefixes this router placed on a worker, a count that halves every
+ * KVG_POLICY_PLACED_HALF_LIFE_MS: how new prefixes are spread evenly
+ * (prefix_affinity's misses, kv_aware's ties). The caller guards it. */
+#define KVG_POLICY_PLACED_HALF_LIFE_MS (600.0 * 1000)
+struct kvg_policy_placed {
+    double count;
+    uint64_t at_ms; /* when count was last brought up to date */
+};
+/* The decayed count at now. */
+double kvg_policy_placements(const struct kvg_policy_placed *p, uint64_t now);
+/* One more placement at now. */
+void kvg_policy_place(struct kvg_policy_placed *p, uint64_t now);
+
 #endif

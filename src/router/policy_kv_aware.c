@@ -11,12 +11,16 @@
  * adapter costs there (kvg_policy_lora_cost: 0 where it is loaded).
  * overlap comes from the precise index (engine KV events) or, for engines
  * that publish none, from the approximate index of what the router sent
- * where (records live --router-ttl-secs). Temperature 0 takes the minimum,
- * ties to the worker with the smaller cached set, then at random; T > 0
+ * where (records live --router-ttl-secs). Temperature 0 takes the minimum;
+ * ties (every new prefix ties on an idle pool) go to the fewer requests in
+ * flight, then the lower engine load, then the fewer prefixes this router
+ * placed there lately, then the smaller cached set, then at random: a coin
+ * toss would stack prefixes on one engine, where they evict each other; T > 0
  * samples p ~ exp(-(c - min) / ((max - min) * T)). The charges (prefill until
  * the first token, blocks until the end) are the pool's (kvg_pick). */
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -33,7 +37,58 @@ struct kvaware {
     double w, temp;
     int track_prefill;
     struct kvg_policy_opts o; /* a copy (its kv pointer is the one above) */
+    pthread_mutex_t mu;       /* guards placed[] (routing threads share the policy) */
+    struct kvg_policy_placed placed[KVG_POLICY_MAX_SLOTS];
 };
+
+/* The tie-break keys of candidate i, compared in order (lower wins). */
+struct tie_keys {
+    double inflight, engine, placed, tree;
+};
+
+static int tie_less(const struct tie_keys *a, const struct tie_keys *b)
+{
+    if (a->inflight != b->inflight) return a->inflight < b->inflight;
+    /* Engine load only when both report it fresh: unknown is no evidence. */
+    if (a->engine >= 0 && b->engine >= 0 && a->engine != b->engine) return a->engine < b->engine;
+    if (a->placed != b->placed) return a->placed < b->placed;
+    return a->tree < b->tree;
+}
+
+static int tie_equal(const struct tie_keys *a, const struct tie_keys *b)
+{
+    return !tie_less(a, b) && !tie_less(b, a);
+}
+
+/* Among the candidates of minimal cost, the best by tie_keys, ties at random
+ * (mu held). */
+static int break_tie(struct kvaware *k, struct kvg_worker *const *cand, size_t n,
+                     const double *cost, double cmin, const struct kvg_route_ctx *ctx)
+{
+    int best = -1;
+    size_t ties = 0;
+    struct tie_keys bk = {0};
+    for (size_t i = 0; i < n; i++) {
+        if (cost[i] > cmin) continue;
+        int slot = cand[i]->slot;
+        struct tie_keys ki = {
+            .inflight = kvg_policy_inflight(cand[i]),
+            .engine = kvg_policy_engine_load(cand[i], ctx),
+            .placed = slot >= 0 && slot < KVG_POLICY_MAX_SLOTS
+                          ? kvg_policy_placements(&k->placed[slot], ctx->now_ms)
+                          : 0,
+            .tree = k->kv && slot >= 0 ? (double)kvg_kv_index_worker_entries(k->kv, (uint32_t)slot)
+                                       : 0};
+        if (best < 0 || tie_less(&ki, &bk)) {
+            best = (int)i;
+            bk = ki;
+            ties = 1;
+        } else if (tie_equal(&ki, &bk) && kvg_rng_below(ctx->rng, ++ties) == 0) {
+            best = (int)i;
+        }
+    }
+    return best;
+}
 
 static int select_kv(struct kvg_policy *p, struct kvg_worker *const *cand, size_t n,
                      const struct kvg_route_ctx *ctx, struct kvg_route_explain *ex)
@@ -75,23 +130,15 @@ static int select_kv(struct kvg_policy *p, struct kvg_worker *const *cand, size_
         for (size_t i = 0; i < n && best < 0; i++)
             if ((u -= wts[i]) <= 0) best = (int)i;
         if (best < 0) best = (int)n - 1;
-    } else {
-        uint64_t best_tree = 0;
-        size_t ties = 0;
-        for (size_t i = 0; i < n; i++) {
-            if (cost[i] > cmin) continue;
-            uint64_t tree = k->kv && cand[i]->slot >= 0
-                                ? kvg_kv_index_worker_entries(k->kv, (uint32_t)cand[i]->slot)
-                                : 0;
-            if (best < 0 || tree < best_tree) {
-                best = (int)i;
-                best_tree = tree;
-                ties = 1;
-            } else if (tree == best_tree && kvg_rng_below(ctx->rng, ++ties) == 0) {
-                best = (int)i;
-            }
-        }
     }
+    pthread_mutex_lock(&k->mu);
+    if (best < 0) best = break_tie(k, cand, n, cost, cmin, ctx);
+    /* A request the chosen worker holds less than half of places a prefix. */
+    int slot = cand[best]->slot;
+    if (!ctx->dry_run && slot >= 0 && slot < KVG_POLICY_MAX_SLOTS &&
+        2.0 * matched[best] * bs < (double)ctx->ntokens)
+        kvg_policy_place(&k->placed[slot], ctx->now_ms);
+    pthread_mutex_unlock(&k->mu);
     if (!k->kv && !ctx->dry_run) kvg_policy_record(k->approx, cand[best], ctx);
     if (ex)
         snprintf(ex->note, sizeof ex->note, "%s, cost %.1f", k->kv ? "precise" : "approximate",
@@ -102,13 +149,20 @@ static int select_kv(struct kvg_policy *p, struct kvg_worker *const *cand, size_
 static void on_remove(struct kvg_policy *p, struct kvg_worker *w)
 {
     struct kvaware *k = (struct kvaware *)p;
-    if (k->approx && w->slot >= 0) kvg_kv_approx_remove_worker(k->approx, (uint32_t)w->slot);
+    if (w->slot < 0) return;
+    if (k->approx) kvg_kv_approx_remove_worker(k->approx, (uint32_t)w->slot);
+    if (w->slot < KVG_POLICY_MAX_SLOTS) {
+        pthread_mutex_lock(&k->mu);
+        k->placed[w->slot] = (struct kvg_policy_placed){0, 0}; /* the slot's next worker */
+        pthread_mutex_unlock(&k->mu);
+    }
 }
 
 static void destroy(struct kvg_policy *p)
 {
     struct kvaware *k = (struct kvaware *)p;
     kvg_kv_approx_free(k->approx);
+    pthread_mutex_destroy(&k->mu);
     free(k);
 }
 
@@ -134,11 +188,13 @@ int kvg_policy_kv_aware_new(const struct kvg_policy_opts *o, struct kvg_policy *
     k->temp = o->temperature;
     k->track_prefill = o->track_prefill;
     k->o = *o;
+    pthread_mutex_init(&k->mu, NULL);
     if (!k->kv) {
         struct kvg_kv_approx_opts ao = {.max_workers = KVG_POLICY_MAX_SLOTS,
                                         .ttl_ms = o->approx_ttl_ms};
         int rc = kvg_kv_approx_new(&ao, &k->approx);
         if (rc) {
+            pthread_mutex_destroy(&k->mu);
             free(k);
             return rc;
         }

@@ -34,36 +34,26 @@
 #include "router/policy.h"
 #include "router/policy_kv.h"
 
-#define HALF_LIFE_MS (600.0 * 1000)
-
-struct placed {
-    double count;
-    uint64_t at_ms; /* when count was last brought up to date */
-};
-
 struct affp {
     struct kvg_policy base;
     struct kvg_kv_index *kv;      /* not owned */
     struct kvg_kv_approx *approx; /* owned; used when kv is NULL */
     double min_match, bound;
     pthread_mutex_t mu; /* guards placed[] (routing threads share the policy) */
-    struct placed placed[KVG_POLICY_MAX_SLOTS];
+    struct kvg_policy_placed placed[KVG_POLICY_MAX_SLOTS];
 };
 
 /* The decayed placement count of slot at now (mu held). */
 static double placements(struct affp *a, int slot, uint64_t now)
 {
     if (slot < 0 || slot >= KVG_POLICY_MAX_SLOTS) return 0;
-    struct placed *p = &a->placed[slot];
-    if (p->count == 0 || now <= p->at_ms) return p->count;
-    return p->count * exp2(-(double)(now - p->at_ms) / HALF_LIFE_MS);
+    return kvg_policy_placements(&a->placed[slot], now);
 }
 
 static void place(struct affp *a, int slot, uint64_t now)
 {
     if (slot < 0 || slot >= KVG_POLICY_MAX_SLOTS) return;
-    a->placed[slot].count = placements(a, slot, now) + 1;
-    a->placed[slot].at_ms = now;
+    kvg_policy_place(&a->placed[slot], now);
 }
 
 /* Index of the candidate with the smallest (k1, k2), ties at random; only
@@ -135,7 +125,8 @@ static void on_remove(struct kvg_policy *p, struct kvg_worker *w)
     if (a->approx) kvg_kv_approx_remove_worker(a->approx, (uint32_t)w->slot);
     if (w->slot < KVG_POLICY_MAX_SLOTS) {
         pthread_mutex_lock(&a->mu);
-        a->placed[w->slot] = (struct placed){0, 0}; /* a worker reusing the slot starts afresh */
+        a->placed[w->slot] =
+            (struct kvg_policy_placed){0, 0}; /* a worker reusing the slot starts afresh */
         pthread_mutex_unlock(&a->mu);
     }
 }

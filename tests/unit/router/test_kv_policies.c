@@ -511,3 +511,45 @@ TEST(host_tier_hit_is_a_partial_prefill)
     kvg_kv_index_free(idx);
     teardown();
 }
+
+/* Issue 13 section 4: four long shared prefixes, interleaved, on two
+ * engines that each keep two of them (an LRU of prompts). Every new prefix
+ * ties on cost; broken at random, three or four land on one engine and evict
+ * each other. Broken by placements, they split two and two and every repeat
+ * finds its prefix cached, whatever the seed. */
+TEST(kv_aware_ties_spread_interleaved_prefixes)
+{
+    setup();
+    struct kvg_policy_opts o;
+    kvg_policy_opts_default(&o); /* no index: approximate */
+    enum { G = 4, ROUNDS = 13, PLEN = 1024 };
+    static uint32_t toks[G][PLEN];
+    static uint64_t h[G][PLEN / BS];
+    size_t nh[G];
+    for (int g = 0; g < G; g++) prompt(toks[g], PLEN, 100000u * (g + 1), h[g], &nh[g]);
+    for (uint64_t seed = 1; seed <= 20; seed++) {
+        kvg_rng_seed(&rng, seed);
+        struct kvg_policy *p;
+        CHECK_INT(kvg_policy_new("kv_aware", &o, &p), 0);
+        int lru[2][2] = {{-1, -1}, {-1, -1}}; /* each engine's two newest prefixes */
+        int hits = 0, first[G];
+        for (int r = 0; r < ROUNDS; r++) {
+            for (int g = 0; g < G; g++) {
+                struct kvg_route_ctx c = ctx_for(toks[g], PLEN, h[g], nh[g]);
+                c.now_ms = 1000 + (uint64_t)(r * G + g) * 100;
+                int w = p->ops->select(p, W, 2, &c, NULL);
+                CHECK(w == 0 || w == 1);
+                if (r == 0) first[g] = w;
+                CHECK_INT(w, first[g]); /* a repeat goes where its prefix went */
+                if (r > 0) hits += lru[w][0] == g || lru[w][1] == g;
+                if (lru[w][0] != g) {
+                    lru[w][1] = lru[w][0];
+                    lru[w][0] = g;
+                }
+            }
+        }
+        CHECK_INT(hits, G * (ROUNDS - 1)); /* 48 of 48 */
+        p->ops->destroy(p);
+    }
+    teardown();
+}
