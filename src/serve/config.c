@@ -56,7 +56,8 @@ static const struct flag flags[] = {
      "bound on (block, worker) entries of the KV index (8388608)"},
     {"config", NULL, F_STR, O(config_path), S(config_path), "YAML file with the same keys"},
     {"policy", NULL, F_STR, O(policy), S(policy),
-     "routing policy (kv_aware: precise with --kv-events-endpoints, else approximate)"},
+     "routing policy (prefix_affinity; KV-aware ones are precise with --kv-events-endpoints, "
+     "else approximate)"},
     {"max-payload-size", NULL, F_SIZE, O(limits.max_body_bytes), 0,
      "largest request body in bytes, > 0 (67108864; the README says why)"},
     {"max-buffered-bytes", NULL, F_SIZE64, O(limits.max_buffered_bytes), 0,
@@ -194,7 +195,7 @@ void kvg_serve_config_default(struct kvg_serve_config *c)
     c->port = 8080;
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     c->threads = n > 0 ? (int)n : 1;
-    snprintf(c->policy, sizeof c->policy, "kv_aware");
+    snprintf(c->policy, sizeof c->policy, "prefix_affinity");
     kvg_http_limits_default(&c->limits);
     c->proxy.request_timeout_ms = 1800 * 1000;
     c->proxy.stream_idle_timeout_ms = 600 * 1000;
