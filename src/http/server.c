@@ -31,14 +31,16 @@ static void server_maybe_free(struct kvg_http_server *srv)
     }
 }
 
-static void on_listener_closed(uv_handle_t *h)
+void kvg_http__on_listener_closed(uv_handle_t *h)
 {
     struct kvg_http_server *srv = h->data;
+    close(srv->listen_fd); /* a poll handle leaves its descriptor open */
+    srv->listen_fd = -1;
     srv->listener_open = 0;
     server_maybe_free(srv);
 }
 
-static void on_aux_closed(uv_handle_t *h)
+void kvg_http__on_aux_closed(uv_handle_t *h)
 {
     struct kvg_http_server *srv = h->data;
     srv->open_handles--;
@@ -465,12 +467,13 @@ static void kvg_http__tls_read(struct kvg_http_conn *c, const char *p, size_t n)
     if (!c->processing) kvg_http__process(c);
 }
 
-static void on_connection(uv_stream_t *ls, int status)
+void kvg_http__conn_accepted(struct kvg_http_server *srv, int fd)
 {
-    struct kvg_http_server *srv = ls->data;
-    if (status < 0) return;
     struct kvg_http_conn *c = calloc(1, sizeof *c);
-    if (!c) return;
+    if (!c) {
+        close(fd);
+        return;
+    }
     c->srv = srv;
     uv_tcp_init(srv->loop, &c->tcp);
     uv_timer_init(srv->loop, &c->timer);
@@ -487,7 +490,8 @@ static void on_connection(uv_stream_t *ls, int status)
     kvg_buf_init(&c->reqbuf.body, srv->limits.max_body_bytes);
     llhttp_init(&c->parser, HTTP_REQUEST, &srv->settings);
     c->parser.data = c;
-    if (uv_accept(ls, (uv_stream_t *)&c->tcp) < 0) {
+    if (uv_tcp_open(&c->tcp, fd) < 0) {
+        close(fd);
         kvg_http__close(c);
         return;
     }
@@ -512,8 +516,7 @@ static void on_connection(uv_stream_t *ls, int status)
             uv_ip6_name((struct sockaddr_in6 *)&ss, ip, sizeof ip);
             port = ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
         }
-        snprintf(c->peer, sizeof c->peer, ss.ss_family == AF_INET6 ? "[%s]:%d" : "%s:%d", ip,
-                 port);
+        snprintf(c->peer, sizeof c->peer, ss.ss_family == AF_INET6 ? "[%s]:%d" : "%s:%d", ip, port);
     }
     if (srv->tls) {
         c->ssl = SSL_new(srv->tls);
@@ -597,31 +600,38 @@ int kvg_http_server_start(uv_loop_t *loop, const char *host, int port, enum kvg_
     int fd = -1;
     int rc = make_listen_socket(host, port, bind_mode, &fd);
     if (rc) goto fail;
-    uv_tcp_init(loop, &srv->listener);
-    srv->listener.data = srv;
-    srv->listener_open = 1;
     uv_prepare_init(loop, &srv->prepare);
     uv_check_init(loop, &srv->check);
     srv->prepare.data = srv->check.data = srv;
     uv_prepare_start(&srv->prepare, kvg_http__on_prepare);
     uv_check_start(&srv->check, kvg_http__on_check);
-    srv->open_handles = 2;
-    if ((rc = uv_tcp_open(&srv->listener, fd)) < 0)
-        close(fd); /* not the handle's yet */
-    else
-        rc = uv_listen((uv_stream_t *)&srv->listener, 1024, on_connection);
+    uv_timer_init(loop, &srv->pause_timer);
+    srv->pause_timer.data = srv;
+    srv->open_handles = 3;
+    srv->listen_fd = fd;
+    if (listen(fd, 1024) < 0) {
+        rc = -errno;
+    } else if ((rc = uv_poll_init(loop, &srv->listener, fd)) == 0) {
+        srv->listener.data = srv;
+        srv->listener_open = 1;
+        rc = kvg_http__accept_start(srv);
+    }
     if (rc < 0) {
-        srv->closing = 1; /* freed when the handle has closed */
-        uv_close((uv_handle_t *)&srv->listener, on_listener_closed);
-        uv_close((uv_handle_t *)&srv->prepare, on_aux_closed);
-        uv_close((uv_handle_t *)&srv->check, on_aux_closed);
+        srv->closing = 1; /* freed when the handles have closed */
+        kvg_http__accept_stop(srv, 1);
+        if (srv->listener_open)
+            uv_close((uv_handle_t *)&srv->listener, kvg_http__on_listener_closed);
+        else
+            close(fd);
+        uv_close((uv_handle_t *)&srv->prepare, kvg_http__on_aux_closed);
+        uv_close((uv_handle_t *)&srv->check, kvg_http__on_aux_closed);
         *out = NULL;
         return rc;
     }
     srv->listening = 1;
     struct sockaddr_storage ss;
-    int len = sizeof ss;
-    uv_tcp_getsockname(&srv->listener, (struct sockaddr *)&ss, &len);
+    socklen_t slen = sizeof ss;
+    getsockname(fd, (struct sockaddr *)&ss, &slen);
     srv->port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
                                                : ((struct sockaddr_in *)&ss)->sin_port);
     *out = srv;
@@ -640,9 +650,10 @@ void kvg_http_server_stop_accepting(struct kvg_http_server *srv)
 {
     if (srv->stopping) return;
     srv->stopping = 1;
+    kvg_http__accept_stop(srv, 0); /* the socket closes with its handle, not held by a dup */
     if (srv->listening) {
         srv->listening = 0;
-        uv_close((uv_handle_t *)&srv->listener, on_listener_closed);
+        uv_close((uv_handle_t *)&srv->listener, kvg_http__on_listener_closed);
     }
     /* Idle keep-alive connections go now; busy ones close after their answer. */
     for (struct kvg_http_conn *c = srv->conns, *next; c; c = next) {
@@ -665,12 +676,13 @@ void kvg_http_server_close(struct kvg_http_server *srv)
 {
     kvg_http_server_stop_accepting(srv);
     srv->closing = 1;
+    kvg_http__accept_stop(srv, 1);
     for (struct kvg_http_conn *c = srv->conns, *next; c; c = next) {
         next = c->next;
         kvg_http__close(c);
     }
-    uv_close((uv_handle_t *)&srv->prepare, on_aux_closed);
-    uv_close((uv_handle_t *)&srv->check, on_aux_closed);
+    uv_close((uv_handle_t *)&srv->prepare, kvg_http__on_aux_closed);
+    uv_close((uv_handle_t *)&srv->check, kvg_http__on_aux_closed);
     server_maybe_free(srv);
 }
 

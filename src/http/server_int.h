@@ -54,7 +54,8 @@ struct kvg_http_conn {
 
 struct kvg_http_server {
     uv_loop_t *loop;
-    uv_tcp_t listener;
+    uv_poll_t listener; /* readable: connections to accept (accept.c) */
+    int listen_fd;      /* the listening socket, closed with the listener */
     int listening;
     int port;
     struct kvg_http_limits limits;
@@ -72,6 +73,12 @@ struct kvg_http_server {
     SSL_CTX *tls;                /* not owned; NULL for plain HTTP */
     llhttp_settings_t settings;
     kvg_http_head_check head_check; /* NULL: every head is read on */
+    /* Accept back-off (accept.c): out of descriptors, the listener stops
+     * polling for a moment; the kernel queues new connections meanwhile. */
+    int paused;                           /* polling stopped for a back-off */
+    uv_timer_t pause_timer;               /* ends the back-off */
+    uint64_t fd_errors;                   /* accepts that failed for want of descriptors */
+    uint64_t fd_errors_logged, fd_log_ms; /* the count at the last log line, its time */
     char rbuf[READ_BUF_SIZE];
 };
 
@@ -81,6 +88,18 @@ struct write_chunk {
     size_t len;
     char *data; /* owned: the connection's output buffer, taken whole */
 };
+
+/* server.c: a connection accepted on fd (owned: closed on failure). */
+void kvg_http__conn_accepted(struct kvg_http_server *srv, int fd);
+void kvg_http__on_listener_closed(uv_handle_t *h);
+void kvg_http__on_aux_closed(uv_handle_t *h);
+/* accept.c */
+#define KVG_HTTP_ACCEPT_PAUSE_MS 200
+/* Starts polling srv->listen_fd (listening already) for connections. */
+int kvg_http__accept_start(struct kvg_http_server *srv);
+/* The server stops accepting or closes: no more polling or back-off; with
+ * close_timer the timer handle is closed (counted in open_handles). */
+void kvg_http__accept_stop(struct kvg_http_server *srv, int close_timer);
 
 /* output.c */
 int kvg_http__write3(struct kvg_http_conn *c, const void *a, size_t alen, const void *b,
