@@ -479,6 +479,58 @@ int kvg_serve_config_load_file(const char *path, struct kvg_serve_config *out, c
     return rc;
 }
 
+static int field_equal(const struct flag *f, const struct kvg_serve_config *a,
+                       const struct kvg_serve_config *b)
+{
+    const char *x = (const char *)a + f->off, *y = (const char *)b + f->off;
+    switch (f->type) {
+    case F_STR:
+        return strcmp(x, y) == 0;
+    case F_LIST: {
+        const struct kvg_strlist *l = (const void *)x, *m = (const void *)y;
+        if (l->n != m->n) return 0;
+        for (size_t i = 0; i < l->n; i++)
+            if (strcmp(l->v[i], m->v[i])) return 0;
+        return 1;
+    }
+    case F_U32:
+    case F_MS:
+    case F_SECS_MS:
+        return *(const uint32_t *)x == *(const uint32_t *)y;
+    case F_SIZE:
+        return *(const size_t *)x == *(const size_t *)y;
+    case F_SIZE64:
+    case F_SECS_MS64:
+        return *(const uint64_t *)x == *(const uint64_t *)y;
+    case F_DOUBLE:
+        return *(const double *)x == *(const double *)y;
+    default: /* F_INT, F_BOOL, F_NBOOL, F_LEVEL */
+        return *(const int *)x == *(const int *)y;
+    }
+}
+
+size_t kvg_serve_config_diff_restart(const struct kvg_serve_config *a,
+                                     const struct kvg_serve_config *b, char *out, size_t cap)
+{
+    size_t n = 0, len = 0;
+    if (cap) out[0] = 0;
+    for (size_t i = 0; i < KVG_ARRAY_LEN(flags); i++) {
+        const struct flag *f = &flags[i];
+        /* What SIGHUP applies: the worker list with its event endpoints. */
+        if (f->off == O(workers) || f->off == O(kv_endpoints) || f->off == O(replay_endpoints) ||
+            f->off == O(config_path))
+            continue;
+        if (field_equal(f, a, b)) continue;
+        size_t j = 0;
+        while (j < i && flags[j].off != f->off) j++;
+        if (j < i) continue; /* another flag of the same field: named once */
+        int k = snprintf(out + len, cap > len ? cap - len : 0, "%s%s", n ? ", " : "", f->name);
+        if (k > 0 && len + (size_t)k < cap) len += (size_t)k;
+        n++;
+    }
+    return n;
+}
+
 void kvg_strlist_free(struct kvg_strlist *l)
 {
     for (size_t i = 0; i < l->n; i++) free(l->v[i]);

@@ -76,6 +76,11 @@ int kvg_serve_config_parse(struct kvg_serve_config *c, int argc, char **argv, ch
 int kvg_serve_config_load_file(const char *path, struct kvg_serve_config *out, char *err,
                                size_t errlen);
 void kvg_serve_usage(void);
+/* The flags (by name, comma-separated into out) whose values differ between
+ * a and b among those SIGHUP cannot apply: everything but the worker list
+ * and its KV event endpoints. Returns how many. */
+size_t kvg_serve_config_diff_restart(const struct kvg_serve_config *a,
+                                     const struct kvg_serve_config *b, char *out, size_t cap);
 
 /* Turns a YAML mapping file into "--key value..." arguments (caller frees
  * each string and the array): one mechanism for files and flags. */

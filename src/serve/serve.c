@@ -32,6 +32,8 @@ struct serve {
     struct kvg_scraper scraper;
     struct kvg_spawned sims;
     int draining;
+    struct kvg_serve_config file; /* --config as last read: what a SIGHUP compares with */
+    int have_file;
 };
 
 static void loop_wake(uv_async_t *a);
@@ -199,6 +201,13 @@ static void on_signal(uv_signal_t *h, int signum)
             KVG_ERROR("SIGHUP: reload failed, keeping the current workers: %s", err);
             return;
         }
+        char changed[512];
+        if (s->have_file &&
+            kvg_serve_config_diff_restart(&s->file, &f, changed, sizeof changed) > 0)
+            KVG_WARN("SIGHUP: %s changed in %s but need%s a restart to apply; still running with "
+                     "the old value%s (policy %s, port %d)",
+                     changed, path, strchr(changed, ',') ? "" : "s",
+                     strchr(changed, ',') ? "s" : "", s->sv.cfg.policy, s->sv.cfg.port);
         rc = kvg_pool_set_ex(&s->sv.pool, f.workers.v, f.kv_endpoints.n ? f.kv_endpoints.v : NULL,
                              f.replay_endpoints.n ? f.replay_endpoints.v : NULL, f.workers.n);
         /* Keys may have changed for workers that stayed; a common key given
@@ -215,7 +224,9 @@ static void on_signal(uv_signal_t *h, int signum)
                  rc ? ", some invalid" : "");
         if (kvg_pool_size(&s->sv.pool) == 0)
             KVG_WARN("SIGHUP: the pool is now empty: every request is answered 503 no_workers");
-        kvg_serve_config_free(&f);
+        if (s->have_file) kvg_serve_config_free(&s->file);
+        s->file = f; /* the next SIGHUP compares with this one */
+        s->have_file = 1;
         kvg_health_check_now(&s->health);
         return;
     }
@@ -249,6 +260,9 @@ int kvg_serve_main(int argc, char **argv)
     }
     kvg_log_set_level(c->log_level);
     signal(SIGPIPE, SIG_IGN);
+    if (c->config_path[0] &&
+        kvg_serve_config_load_file(c->config_path, &s.file, err, sizeof err) == 0)
+        s.have_file = 1;
     uv_loop_init(&s.main_loop);
     const char *model_hint = "MODEL";
     if (c->workers.n == 0) {
@@ -322,6 +336,7 @@ int kvg_serve_main(int argc, char **argv)
     kvg_serve_metrics_free(&s.sv.metrics);
     if (s.sv.tls) SSL_CTX_free(s.sv.tls);
     kvg_serve_config_free(c);
+    if (s.have_file) kvg_serve_config_free(&s.file);
     KVG_INFO("kvgate serve: stopped");
     return 0;
 }
