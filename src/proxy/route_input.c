@@ -93,6 +93,70 @@ static int max_tokens_field(struct kvg_route_input *ri, const cJSON *j, const ch
     return 0;
 }
 
+static int bad_shape(struct kvg_route_input *ri, const char *code, char *msg, size_t msglen,
+                     const char *fmt, const char *what)
+{
+    ri->bad_param = ri->bad_param_buf;
+    ri->bad_code = code;
+    snprintf(msg, msglen, fmt, ri->bad_param_buf, what);
+    return KVG_EPARSE;
+}
+
+static int is_int(const cJSON *v)
+{
+    return cJSON_IsNumber(v) && v->valuedouble == floor(v->valuedouble) && v->valuedouble >= 0;
+}
+
+/* The request shape kvgate reads (routing text, tokens, template): a body
+ * the engine would refuse is the client's 400 here, naming the field, not
+ * the engine's 500 relayed. */
+static int request_shape(struct kvg_route_input *ri, const cJSON *j, char *msg, size_t msglen)
+{
+    const char *inv = "Invalid type for '%s': expected %s.";
+    char *pb = ri->bad_param_buf;
+    if (ri->chat) {
+        const cJSON *ms = cJSON_GetObjectItemCaseSensitive(j, "messages");
+        snprintf(pb, sizeof ri->bad_param_buf, "messages");
+        if (!ms)
+            return bad_shape(ri, "missing_required_parameter", msg, msglen,
+                             "Missing required parameter: '%s'.%s", "");
+        if (!cJSON_IsArray(ms)) return bad_shape(ri, "invalid_type", msg, msglen, inv, "an array");
+        int i = 0;
+        const cJSON *m;
+        cJSON_ArrayForEach(m, ms)
+        {
+            snprintf(pb, sizeof ri->bad_param_buf, "messages[%d]", i);
+            if (!cJSON_IsObject(m))
+                return bad_shape(ri, "invalid_type", msg, msglen, inv, "an object");
+            const cJSON *role = cJSON_GetObjectItemCaseSensitive(m, "role");
+            snprintf(pb, sizeof ri->bad_param_buf, "messages[%d].role", i);
+            if (!role)
+                return bad_shape(ri, "missing_required_parameter", msg, msglen,
+                                 "Missing required parameter: '%s'.%s", "");
+            if (!cJSON_IsString(role))
+                return bad_shape(ri, "invalid_type", msg, msglen, inv, "a string");
+            i++;
+        }
+        return 0;
+    }
+    const cJSON *p = cJSON_GetObjectItemCaseSensitive(j, "prompt");
+    snprintf(pb, sizeof ri->bad_param_buf, "prompt");
+    if (!p || cJSON_IsString(p)) return 0; /* absent: the engine says what it wants instead */
+    const char *want = "a string, an array of strings, or an array of token ids";
+    if (!cJSON_IsArray(p)) return bad_shape(ri, "invalid_type", msg, msglen, inv, want);
+    const cJSON *e, *first = p->child;
+    cJSON_ArrayForEach(e, p)
+    {
+        int ok = cJSON_IsString(first) ? cJSON_IsString(e)
+                 : is_int(first)       ? is_int(e)
+                                       : cJSON_IsArray(first) && cJSON_IsArray(e);
+        for (const cJSON *t = cJSON_IsArray(e) ? e->child : NULL; ok && t; t = t->next)
+            ok = is_int(t);
+        if (!ok) return bad_shape(ri, "invalid_type", msg, msglen, inv, want);
+    }
+    return 0;
+}
+
 int kvg_route_input_parse(struct kvg_route_input *ri, const char *body, size_t len, int chat,
                           char *msg, size_t msglen)
 {
@@ -146,6 +210,10 @@ int kvg_route_input_parse(struct kvg_route_input *ri, const char *body, size_t l
     }
     mt = mct >= 0 ? mct : mt;
     if (mt > 0) ri->max_tokens = (uint32_t)mt;
+    if (request_shape(ri, j, msg, msglen)) {
+        cJSON_Delete(j);
+        return KVG_EPARSE;
+    }
     ri->json = j;
     return 0;
 }

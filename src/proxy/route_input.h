@@ -43,10 +43,15 @@ struct kvg_route_input {
     size_t nhashes;
     uint32_t block_size;
     int tokenize_error;               /* tokenizing failed: routed without tokens */
-    const char *bad_param, *bad_code; /* parse error: the parameter at fault (static) */
+    const char *bad_param, *bad_code; /* parse error: the parameter at fault (static, or
+                                         bad_param_buf) */
+    char bad_param_buf[48];           /* e.g. "messages[3].role" */
 };
 
 /* Parses body: 0, or KVG_EPARSE with a client-facing message in msg (and,
+ * for the shape kvgate relies on: chat "messages" an array of objects each
+ * with a string "role"; completions "prompt" a string or an array of
+ * strings, token ids or arrays of token ids;
  * for a bad parameter, its name and OpenAI's code in ri->bad_param and
  * ri->bad_code). On error ri holds nothing to free. */
 int kvg_route_input_parse(struct kvg_route_input *ri, const char *body, size_t len, int chat,

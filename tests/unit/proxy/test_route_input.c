@@ -117,3 +117,42 @@ TEST(adapter_model_seeds_hashes)
     kvg_route_input_free(&base);
     kvg_route_input_free(&lora);
 }
+
+/* The OpenAI shape kvgate relies on: a body the engine would answer with a
+ * 500 is a 400 here, with the field at fault in param. */
+static const char *shape_param(const char *body, int chat)
+{
+    static struct kvg_route_input ri;
+    static char param[48];
+    char msg[128];
+    int rc = kvg_route_input_parse(&ri, body, strlen(body), chat, msg, sizeof msg);
+    if (rc == 0) {
+        kvg_route_input_free(&ri);
+        return "";
+    }
+    snprintf(param, sizeof param, "%s", ri.bad_param ? ri.bad_param : "?");
+    return param;
+}
+
+TEST(request_shape_checked_with_param)
+{
+    CHECK_STR(shape_param("{\"messages\":\"hi\"}", 1), "messages");
+    CHECK_STR(shape_param("{\"model\":\"m\"}", 1), "messages");
+    CHECK_STR(shape_param("{\"messages\":[{\"role\":\"user\",\"content\":\"a\"},\"x\"]}", 1),
+              "messages[1]");
+    CHECK_STR(shape_param("{\"messages\":[{\"content\":\"a\"}]}", 1), "messages[0].role");
+    CHECK_STR(shape_param("{\"messages\":[{\"role\":7,\"content\":\"a\"}]}", 1),
+              "messages[0].role");
+    CHECK_STR(shape_param("{\"messages\":[{\"role\":\"user\",\"content\":\"a\"}]}", 1), "");
+    CHECK_STR(shape_param("{\"messages\":[]}", 1), "");
+    CHECK_STR(shape_param("{\"prompt\":7}", 0), "prompt");
+    CHECK_STR(shape_param("{\"prompt\":{\"a\":1}}", 0), "prompt");
+    CHECK_STR(shape_param("{\"prompt\":[\"a\",1]}", 0), "prompt");
+    CHECK_STR(shape_param("{\"prompt\":[1,2.5]}", 0), "prompt");
+    CHECK_STR(shape_param("{\"prompt\":[[1,2],[\"x\"]]}", 0), "prompt");
+    CHECK_STR(shape_param("{\"prompt\":\"a\"}", 0), "");
+    CHECK_STR(shape_param("{\"prompt\":[\"a\",\"b\"]}", 0), "");
+    CHECK_STR(shape_param("{\"prompt\":[1,2,3]}", 0), "");
+    CHECK_STR(shape_param("{\"prompt\":[[1,2],[3]]}", 0), "");
+    CHECK_STR(shape_param("{\"model\":\"m\"}", 0), ""); /* the engine says what it wants */
+}
