@@ -109,6 +109,18 @@ int kvg_pool_remove(struct kvg_pool *p, const char *url)
     return 0;
 }
 
+int kvg_pool_set_role(struct kvg_pool *p, const char *url, int role, int dp_rank)
+{
+    pthread_rwlock_rdlock(&p->lock);
+    int i = find(p, url);
+    if (i >= 0) {
+        atomic_store(&p->w[i]->role, role);
+        atomic_store(&p->w[i]->member_rank, dp_rank);
+    }
+    pthread_rwlock_unlock(&p->lock);
+    return i < 0 ? KVG_ENOTFOUND : 0;
+}
+
 int kvg_pool_set(struct kvg_pool *p, char *const *urls, size_t n)
 {
     return kvg_pool_set_ex(p, urls, NULL, NULL, n);

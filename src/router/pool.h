@@ -41,6 +41,9 @@ int kvg_pool_add_ex(struct kvg_pool *p, const char *url, const char *kv_endpoint
                     const char *replay_endpoint);
 /* Removes by URL; KVG_ENOTFOUND if absent. In-flight requests finish. */
 int kvg_pool_remove(struct kvg_pool *p, const char *url);
+/* Records a worker's role and DP rank (-1 none); KVG_ENOTFOUND if absent.
+ * Routing does not read them yet. */
+int kvg_pool_set_role(struct kvg_pool *p, const char *url, int role, int dp_rank);
 /* Makes the pool hold exactly these URLs (SIGHUP reload): adds the new ones,
  * removes the missing ones, keeps the rest with their state. */
 int kvg_pool_set(struct kvg_pool *p, char *const *urls, size_t n);

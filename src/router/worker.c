@@ -47,6 +47,7 @@ int kvg_worker_new(const char *url, struct kvg_worker **out)
     w->load = (struct kvg_engine_load){-1, -1, -1, 0, 0, 0, 0};
     w->slot = -1;
     w->rmode.mode = -1;
+    atomic_store(&w->member_rank, -1);
     atomic_store(&w->healthy, 1);
     atomic_store(&w->refs, 1);
     *out = w;
@@ -128,6 +129,12 @@ const char *kvg_worker_scrape_state_name(int state)
     static const char *names[] = {"never",       "ok",         "no_signals",
                                   "unreachable", "http_error", "bad_body"};
     return state >= 0 && state < (int)(sizeof names / sizeof *names) ? names[state] : "?";
+}
+
+const char *kvg_worker_role_name(int role)
+{
+    static const char *names[] = {"regular", "prefill", "decode", "encode"};
+    return role >= 0 && role < (int)(sizeof names / sizeof *names) ? names[role] : "?";
 }
 
 void kvg_worker_set_api_key(struct kvg_worker *w, const char *key)

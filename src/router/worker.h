@@ -49,6 +49,17 @@ enum kvg_scrape_state {
 /* "never", "ok", "no_signals", "unreachable", "http_error", "bad_body". */
 const char *kvg_worker_scrape_state_name(int state);
 
+/* What a worker does in a serving mode (seed 004): recorded for the PD work
+ * to come; routing does not read it yet. */
+enum kvg_worker_role {
+    KVG_ROLE_REGULAR = 0,
+    KVG_ROLE_PREFILL,
+    KVG_ROLE_DECODE,
+    KVG_ROLE_ENCODE,
+};
+/* "regular", "prefill", "decode", "encode". */
+const char *kvg_worker_role_name(int role);
+
 /* The load sample if fresh (at most max_age_ms old), else all unknown. */
 struct kvg_engine_load kvg_worker_load(struct kvg_worker *w, uint64_t now_ms, uint64_t max_age_ms);
 
@@ -83,6 +94,8 @@ struct kvg_worker {
     char scrape_error[128];         /* what the last failed scrape said, "" if none */
     _Atomic uint64_t scrape_errors; /* failed scrapes (unreachable, http_error, bad_body) */
 
+    _Atomic int role;        /* enum kvg_worker_role; set by whoever added the worker */
+    _Atomic int member_rank; /* a discovered pod's index in its group (--dp-aware), else -1 */
     _Atomic int healthy;
     _Atomic int removed;
     _Atomic uint32_t in_flight; /* router-side: +1 at dispatch, -1 at every end */

@@ -11,6 +11,7 @@
 #include "base/err.h"
 #include "base/log.h"
 #include "base/util.h"
+#include "discovery/rules.h"
 
 enum ftype {
     F_STR,
@@ -184,6 +185,27 @@ static const struct flag flags[] = {
     {"tls-cert", NULL, F_STR, O(tls_cert), S(tls_cert), "PEM certificate chain: serve HTTPS too"},
     {"tls-key", NULL, F_STR, O(tls_key), S(tls_key), "PEM private key for --tls-cert"},
     {"tls-port", NULL, F_INT, O(tls_port), 0, "HTTPS port (8443)"},
+    {"service-discovery", NULL, F_BOOL, O(service_discovery), 0,
+     "find workers in Kubernetes: watch EndpointSlices, pods matching the selectors"},
+    {"selector", NULL, F_LIST, O(selector), 0,
+     "discovery: labels (key=value...) of regular worker pods"},
+    {"prefill-selector", NULL, F_LIST, O(prefill_selector), 0,
+     "discovery: labels of prefill worker pods"},
+    {"decode-selector", NULL, F_LIST, O(decode_selector), 0,
+     "discovery: labels of decode worker pods"},
+    {"service-discovery-namespace", NULL, F_STR, O(sd_namespace), S(sd_namespace),
+     "discovery: the namespace to watch (every namespace)"},
+    {"service-discovery-port", NULL, F_INT, O(sd_port), 0,
+     "discovery: the port the engines serve on in each pod (80)"},
+    {"service-discovery-api-url", NULL, F_STR, O(sd_api_url), S(sd_api_url),
+     "discovery: API server (https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT)"},
+    {"service-discovery-ca-file", NULL, F_STR, O(sd_ca_file), S(sd_ca_file),
+     "discovery: CA of the API server (the service account's ca.crt)"},
+    {"service-discovery-token-file", NULL, F_STR, O(sd_token_file), S(sd_token_file),
+     "discovery: bearer token file (the service account's token)"},
+    {"dp-aware", NULL, F_BOOL, O(dp_aware), 0,
+     "discovery: External DP groups, every member matching the selector is a worker (its DP "
+     "rank is its LeaderWorkerSet worker index); without it only member 0 of a group"},
     {"log-level", NULL, F_LEVEL, O(log_level), 0, "debug|info|warn|error (info)"},
     {"no-access-log", NULL, F_NBOOL, O(proxy.access_log), 0, "no JSON line per request"},
 };
@@ -231,6 +253,7 @@ void kvg_serve_config_default(struct kvg_serve_config *c)
     kvg_policy_opts_default(&c->policy_opts);
     snprintf(c->assignment_mode, sizeof c->assignment_mode, "random");
     snprintf(c->cache_aware_miss, sizeof c->cache_aware_miss, "min_load");
+    c->sd_port = 80;
     c->log_level = KVG_LOG_INFO;
     c->proxy.access_log = 1;
 }
@@ -241,6 +264,9 @@ void kvg_serve_config_free(struct kvg_serve_config *c)
     kvg_strlist_free(&c->kv_endpoints);
     kvg_strlist_free(&c->replay_endpoints);
     kvg_strlist_free(&c->upstream_keys);
+    kvg_strlist_free(&c->selector);
+    kvg_strlist_free(&c->prefill_selector);
+    kvg_strlist_free(&c->decode_selector);
 }
 
 void kvg_serve_usage(void)
@@ -357,6 +383,35 @@ static int apply(struct kvg_serve_config *c, const struct flag *f, int argc, cha
     return 1;
 }
 
+static int check_discovery(const struct kvg_serve_config *c, char *err, size_t errlen)
+{
+    const struct kvg_strlist *sel[] = {&c->selector, &c->prefill_selector, &c->decode_selector};
+    const char *names[] = {"selector", "prefill-selector", "decode-selector"};
+    size_t given = 0;
+    for (size_t i = 0; i < 3; i++) {
+        struct kvg_discovery_selector s;
+        char why[256];
+        if (kvg_discovery_selector_parse((const char *const *)sel[i]->v, sel[i]->n, &s, why,
+                                         sizeof why))
+            return kvg_err_set(err, errlen, KVG_ECONFIG, "--%s: %s", names[i], why);
+        given += sel[i]->n;
+    }
+    if (!c->service_discovery) {
+        if (given || c->dp_aware)
+            return kvg_err_set(err, errlen, KVG_ECONFIG,
+                               "--selector, --prefill-selector, --decode-selector and --dp-aware "
+                               "need --service-discovery");
+        return 0;
+    }
+    if (!given)
+        return kvg_err_set(err, errlen, KVG_ECONFIG,
+                           "--service-discovery needs --selector, --prefill-selector or "
+                           "--decode-selector");
+    if (c->sd_port < 1 || c->sd_port > 65535)
+        return kvg_err_set(err, errlen, KVG_ECONFIG, "--service-discovery-port: 1..65535");
+    return 0;
+}
+
 static int parse_args(struct kvg_serve_config *c, int argc, char **argv, int first, char *err,
                       size_t errlen)
 {
@@ -461,7 +516,7 @@ int kvg_serve_config_parse(struct kvg_serve_config *c, int argc, char **argv, ch
         return kvg_err_set(err, errlen, KVG_ECONFIG, "--router-lora-load-cost: at least 0");
     if (c->health_failure_threshold == 0 || c->health_success_threshold == 0)
         return kvg_err_set(err, errlen, KVG_ECONFIG, "health thresholds must be at least 1");
-    return 0;
+    return check_discovery(c, err, errlen);
 }
 
 int kvg_serve_config_load_file(const char *path, struct kvg_serve_config *out, char *err,

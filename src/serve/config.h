@@ -61,6 +61,13 @@ struct kvg_serve_config {
     double critical_max_waiting, sheddable_max_waiting, sheddable_max_kv;
     uint32_t queue_timeout_ms, queue_size;
     int log_level;
+    /* Kubernetes discovery (sglang's flag names) */
+    int service_discovery;
+    struct kvg_strlist selector, prefill_selector, decode_selector; /* key=value terms */
+    char sd_namespace[64];                                          /* "": every namespace */
+    int sd_port;                                                    /* pods' serving port */
+    char sd_api_url[256], sd_ca_file[512], sd_token_file[512];      /* "": in-cluster */
+    int dp_aware;   /* External DP: every qualified group member is a rank */
     int spawn_sims; /* embedded default: local simulated engines when no workers */
 };
 

@@ -97,6 +97,10 @@ cJSON *kvg_serve_workers_json(struct kvg_serve *sv)
         cJSON *o = cJSON_CreateObject();
         cJSON_AddStringToObject(o, "url", w->url);
         cJSON_AddNumberToObject(o, "slot", w->slot);
+        cJSON_AddStringToObject(o, "role", kvg_worker_role_name(atomic_load(&w->role)));
+        if (w->dp_rank >= 0) cJSON_AddNumberToObject(o, "dp_rank", w->dp_rank);
+        if (atomic_load(&w->member_rank) >= 0)
+            cJSON_AddNumberToObject(o, "member_rank", atomic_load(&w->member_rank));
         cJSON_AddBoolToObject(o, "healthy", atomic_load(&w->healthy));
         cJSON_AddNumberToObject(o, "in_flight", atomic_load(&w->in_flight));
         cJSON_AddNumberToObject(o, "processed", (double)atomic_load(&w->processed));

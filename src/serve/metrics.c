@@ -6,6 +6,7 @@
 
 #include "base/util.h"
 #include "serve/serve.h"
+#include "discovery/discovery.h"
 #include "kv/index.h"
 #include "kv/subscriber.h"
 #include "router/mode.h"
@@ -168,7 +169,23 @@ int kvg_serve_metrics_init(struct kvg_serve_metrics *m, const char *policy)
         (rc = kvg_metrics_gauge(m->reg, "kvgate_kv_event_drops",
                                 "Times a worker's index entries were dropped (gap without "
                                 "replay, restart), since it joined.",
-                                wl, 1, &m->kv_drops)))
+                                wl, 1, &m->kv_drops)) ||
+        (rc = kvg_metrics_counter(m->reg, "kvgate_discovery_registrations_total",
+                                  "Workers Kubernetes discovery added to the pool.", NULL, 0,
+                                  &m->disc_reg)) ||
+        (rc = kvg_metrics_counter(m->reg, "kvgate_discovery_deregistrations_total",
+                                  "Workers Kubernetes discovery removed, by reason: pod_deleted, "
+                                  "not_ready, selector_changed.",
+                                  (const char *const[]){"reason"}, 1, &m->disc_dereg)) ||
+        (rc = kvg_metrics_counter(m->reg, "kvgate_discovery_relists_total",
+                                  "EndpointSlice lists started over after 410 Gone.", NULL, 0,
+                                  &m->disc_relists)) ||
+        (rc = kvg_metrics_counter(m->reg, "kvgate_discovery_errors_total",
+                                  "Failed lists, watches and pod reads against the API server.",
+                                  NULL, 0, &m->disc_errors)) ||
+        (rc = kvg_metrics_gauge(m->reg, "kvgate_discovery_workers",
+                                "Workers in the pool that Kubernetes discovery manages.", NULL, 0,
+                                &m->disc_workers)))
         return rc;
     return 0;
 }
@@ -255,6 +272,17 @@ int kvg_serve_metrics_render(struct kvg_serve *sv, struct kvg_buf *out)
         set_series(m->kv_bytes, NULL, 0, (double)st.bytes);
         set_series(m->kv_evictions, NULL, 0, (double)st.evictions);
     }
+    if (sv->disc) {
+        const struct kvg_discovery_stats *ds = kvg_discovery_stats(sv->disc);
+        mirror_series(m->disc_reg, NULL, 0, atomic_load(&ds->registrations));
+        for (int r = 0; r < KVG_DISCOVERY_NREASONS; r++) {
+            const char *v[] = {kvg_discovery_reason_name(r)};
+            mirror_series(m->disc_dereg, v, 1, atomic_load(&ds->deregistrations[r]));
+        }
+        mirror_series(m->disc_relists, NULL, 0, atomic_load(&ds->relists));
+        mirror_series(m->disc_errors, NULL, 0, atomic_load(&ds->errors));
+        set_series(m->disc_workers, NULL, 0, (double)atomic_load(&ds->workers));
+    }
     struct kvg_worker *ws[KVG_POOL_MAX_WORKERS];
     kvg_serve_modes_refresh(sv);
     size_t n = kvg_pool_snapshot(pool, ws, KVG_POOL_MAX_WORKERS);
@@ -293,6 +321,9 @@ int kvg_serve_metrics_render(struct kvg_serve *sv, struct kvg_buf *out)
             set_series(m->kv_decode_errors, v, 1, (double)ss.decode_errors);
             set_series(m->kv_drops, v, 1, (double)ss.drops);
         }
+        /* It left while this render wrote its series: they go again (the
+         * pool sets removed before its hook forgets them). */
+        if (atomic_load(&ws[i]->removed)) kvg_serve_metrics_forget_worker(m, ws[i]->url);
         kvg_worker_unref(ws[i]);
     }
     return kvg_metrics_render(m->reg, out);

@@ -25,6 +25,7 @@ struct kvg_serve_metrics {
     struct kvg_metrics_series *workers;
     struct kvg_metrics_family *kv_entries, *kv_bytes, *kv_evictions, *kv_worker_blocks, *kv_batches,
         *kv_gaps, *kv_decode_errors, *kv_drops;
+    struct kvg_metrics_family *disc_reg, *disc_dereg, *disc_relists, *disc_errors, *disc_workers;
     const char *policy;
 };
 

@@ -9,6 +9,7 @@
 #include "base/err.h"
 #include "base/log.h"
 #include "serve/serve.h"
+#include "discovery/discovery.h"
 #include "kv/index.h"
 #include "kv/subscriber.h"
 #include "router/mode.h"
@@ -200,8 +201,41 @@ void kvg_serve_modes_refresh(struct kvg_serve *sv)
     }
 }
 
+static void on_discovered(void *ud)
+{
+    struct kvg_serve *sv = ud;
+    uv_async_send(&sv->health_kick); /* new workers wait for their first check */
+}
+
+int kvg_serve_discovery_start(struct kvg_serve *sv, char *err, size_t errlen)
+{
+    struct kvg_serve_config *c = &sv->cfg;
+    if (!c->service_discovery) return 0;
+    struct kvg_discovery_opts o = {.namespace_ = c->sd_namespace,
+                                   .api_url = c->sd_api_url[0] ? c->sd_api_url : NULL,
+                                   .ca_file = c->sd_ca_file[0] ? c->sd_ca_file : NULL,
+                                   .token_file = c->sd_token_file[0] ? c->sd_token_file : NULL,
+                                   .resync_s = 300,
+                                   .on_change = on_discovered,
+                                   .ud = sv};
+    o.rules.dp_aware = c->dp_aware;
+    o.rules.port = c->sd_port;
+    /* config.c checked every term already. */
+    int rc = kvg_discovery_selector_parse((const char *const *)c->selector.v, c->selector.n,
+                                          &o.rules.regular, err, errlen);
+    if (!rc)
+        rc = kvg_discovery_selector_parse((const char *const *)c->prefill_selector.v,
+                                          c->prefill_selector.n, &o.rules.prefill, err, errlen);
+    if (!rc)
+        rc = kvg_discovery_selector_parse((const char *const *)c->decode_selector.v,
+                                          c->decode_selector.n, &o.rules.decode, err, errlen);
+    if (!rc) rc = kvg_discovery_start(&o, &sv->pool, &sv->disc, err, errlen);
+    return rc;
+}
+
 void kvg_serve_router_free(struct kvg_serve *sv)
 {
+    kvg_discovery_free(sv->disc);          /* stopped already; its workers go with the pool */
     if (sv->sub) kvg_kv_sub_free(sv->sub); /* stops its threads first */
     kvg_pool_destroy(&sv->pool);
     if (sv->kv) kvg_kv_index_free(sv->kv);

@@ -15,6 +15,7 @@
 
 #include "base/err.h"
 #include "base/log.h"
+#include "discovery/discovery.h"
 #include "router/health.h"
 #include "router/scrape.h"
 #include "serve/serve.h"
@@ -138,6 +139,7 @@ static void stop_main(struct serve *s)
     uv_close((uv_handle_t *)&s->drain_deadline, NULL);
     uv_close((uv_handle_t *)&s->mode_timer, NULL);
     uv_close((uv_handle_t *)&s->sv.health_kick, NULL);
+    kvg_discovery_stop(s->sv.disc);
     kvg_health_stop(&s->health);
     kvg_http_client_close(s->health.client);
     kvg_scraper_stop(&s->scraper);
@@ -192,6 +194,10 @@ static void on_signal(uv_signal_t *h, int signum)
         kvg_gate_reload(&s->sv.gate); /* keys and their quotas */
         if (!path[0]) {
             KVG_INFO("SIGHUP: no --config file: the worker list stays");
+            return;
+        }
+        if (s->sv.disc) {
+            KVG_INFO("SIGHUP: workers follow Kubernetes discovery: the worker list stays");
             return;
         }
         char err[512];
@@ -265,7 +271,7 @@ int kvg_serve_main(int argc, char **argv)
         s.have_file = 1;
     uv_loop_init(&s.main_loop);
     const char *model_hint = "MODEL";
-    if (c->workers.n == 0) {
+    if (c->workers.n == 0 && !c->service_discovery) {
         /* The embedded default: a few local simulated engines. */
         if ((rc = kvg_spawn_sims(&s.sims, &s.main_loop, 4, NULL))) return 1;
         for (int i = 0; i < s.sims.n; i++) {
@@ -306,6 +312,10 @@ int kvg_serve_main(int argc, char **argv)
         KVG_WARN("status page: no history (%s)", kvg_strerror(rc));
     uv_async_init(&s.main_loop, &s.sv.health_kick, on_health_kick);
     s.sv.health_kick.data = &s;
+    if ((rc = kvg_serve_discovery_start(&s.sv, err, sizeof err))) {
+        fprintf(stderr, "kvgate serve: %s\n", err);
+        return 2;
+    }
     uv_timer_init(&s.main_loop, &s.drain_deadline);
     uv_timer_init(&s.main_loop, &s.mode_timer);
     s.mode_timer.data = &s;

@@ -47,6 +47,7 @@ struct kvg_serve_status {
 };
 struct kvg_kv_index;
 struct kvg_kv_sub;
+struct kvg_discovery;
 
 struct kvg_serve {
     struct kvg_serve_config cfg;
@@ -70,6 +71,7 @@ struct kvg_serve {
     struct kvg_serve_status status;
     int tok_fallback;      /* the model's tokenizer could not be used (builtin:bytes instead) */
     int events_configured; /* some worker was given a KV events endpoint */
+    struct kvg_discovery *disc; /* --service-discovery, else NULL */
 };
 
 /* One per event-loop thread. */
@@ -111,6 +113,9 @@ int kvg_serve_head_check(const struct kvg_http_req *req, void *ud, struct kvg_ht
  * subscribers, the policy and the pool with its hooks. Message in err. */
 int kvg_serve_router_init(struct kvg_serve *sv, char *err, size_t errlen);
 void kvg_serve_router_free(struct kvg_serve *sv);
+/* Starts Kubernetes discovery into the pool when --service-discovery is on
+ * (after health_kick is initialised: joins kick a health check). */
+int kvg_serve_discovery_start(struct kvg_serve *sv, char *err, size_t errlen);
 /* The key kvgate sends the engine at url: its own from c, else c's common
  * one ("" none). */
 const char *kvg_serve_upstream_key(const struct kvg_serve_config *c, const char *url);

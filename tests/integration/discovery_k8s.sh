@@ -1,0 +1,134 @@
+# Kubernetes discovery against a replaying API server (no API server runs
+# here): tests/fixtures/k8s/replay.py serves recorded EndpointSlice lists,
+# watch streams and pods. The scenario: a first list that fails (backoff),
+# a list, a watch that makes a pod ready, then not ready, then drops; a
+# watch resumed from the last resourceVersion that relabels a pod and ends
+# in a 410 Gone; a relist where a pod is gone. The pool is read through
+# GET /workers, the reasons through /metrics. Then the same over HTTPS with
+# the right CA, and with a wrong one. The workers' addresses are TEST-NET
+# (192.0.2.x) and never dialled: health checks and scrapes are off.
+. "$(dirname "$0")/lib.sh"
+
+FIX="$KVG_ROOT/tests/fixtures/k8s"
+echo -n "sekret-token" >"$TMP/token"
+
+# start_api NAME ARGS...: the replaying server; its port in $API_PORT.
+start_api() {
+  local name=$1; shift
+  /usr/bin/python3 "$FIX/replay.py" --dir "$FIX" --port-file "$TMP/$name.port" \
+    --log "$TMP/$name.req" --token sekret-token "$@" >"$TMP/$name.log" 2>&1 &
+  PIDS+=($!)
+  for _ in $(seq 1 50); do [ -f "$TMP/$name.port" ] && break; sleep 0.1; done
+  API_PORT=$(cat "$TMP/$name.port" 2>/dev/null)
+  [ -n "$API_PORT" ]
+}
+
+# workers PORT: "url role" lines, sorted.
+workers() {
+  curl -s -m 2 "http://127.0.0.1:$1/workers" |
+    /usr/bin/python3 -c 'import json,sys; [print(w["url"], w["role"]) for w in sorted(json.load(sys.stdin)["workers"], key=lambda w: w["url"])]'
+}
+# wait_workers PORT EXPECTED: until workers PORT prints EXPECTED (10 s).
+wait_workers() {
+  local i
+  for i in $(seq 1 100); do
+    [ "$(workers "$1")" = "$2" ] && return 0
+    sleep 0.1
+  done
+  echo "workers: got [$(workers "$1")], want [$2]" >&2
+  return 1
+}
+metric() { # metric PORT 'name{labels}' -> value or empty
+  curl -s -m 2 "http://127.0.0.1:$1/metrics" | awk -v k="$2" '$1 == k {print $2}'
+}
+fails() { ! "$@"; }
+next_step() { curl -s -m 2 "http://127.0.0.1:$API_PORT/_ctl/next" >/dev/null; }
+
+start_api api --fail-first-list || { bad "replay server started"; finish; }
+GW=$(free_port)
+start_serve "$GW" --service-discovery --selector app=llm --prefill-selector app=llm-prefill \
+  --service-discovery-namespace llm --service-discovery-port 8000 \
+  --service-discovery-api-url "http://127.0.0.1:$API_PORT" \
+  --service-discovery-token-file "$TMP/token" \
+  --disable-health-check --load-monitor-interval-ms 0 --threads 1 || { bad "serve started"; finish; }
+
+W10="http://192.0.2.10:8000"; W20="http://192.0.2.20:8000"; W40="http://192.0.2.40:8000"
+# After the list (the first one failed) and the watch's first event: the
+# leader of group 0, the prefill leader, and srv-1 that became ready. Not
+# srv-0-1 (member 1), enc-0 (encode), other-0 (no selector matches).
+check "list + first watch event: leaders of server and prefill groups" \
+  wait_workers "$GW" "$W10 regular
+$W20 regular
+$W40 prefill"
+check "a failing list is retried (errors counted)" [ "$(metric "$GW" kvgate_discovery_errors_total)" -ge 1 ]
+check "the first list was answered 500, the second used" [ "$(grep -c 'endpointslices?limit=500 auth' "$TMP/api.req")" = 2 ]
+check "requests carry the service account token" [ "$(grep -c noauth "$TMP/api.req")" = 0 ]
+check "pods read for their labels" grep -q 'GET /api/v1/namespaces/llm/pods/srv-0 ' "$TMP/api.req"
+check "subordinate and encode pods are not read as candidates... but srv-0-1 was read" \
+  grep -q 'pods/srv-0-1 ' "$TMP/api.req"
+check "not-ready srv-1 was not read before it was ready" [ "$(grep -c 'pods/srv-1 ' "$TMP/api.req")" = 1 ]
+check "watch from the list's resourceVersion with bookmarks" \
+  grep -q 'watch=1&allowWatchBookmarks=true&resourceVersion=100&' "$TMP/api.req"
+
+# srv-0 turns not ready; then the watch is cut.
+next_step
+check "not ready: srv-0 leaves" wait_workers "$GW" "$W20 regular
+$W40 prefill"
+check "deregistration counted as not_ready" [ "$(metric "$GW" 'kvgate_discovery_deregistrations_total{reason="not_ready"}')" = 1 ]
+check "its worker series are gone" [ -z "$(curl -s "http://127.0.0.1:$GW/metrics" | grep "worker=\"$W10\"")" ]
+next_step # the drop
+for _ in $(seq 1 50); do grep -q 'resourceVersion=106&' "$TMP/api.req" && break; sleep 0.1; done
+check "a dropped watch resumes from the last resourceVersion (106), no relist" \
+  grep -q 'watch=1&allowWatchBookmarks=true&resourceVersion=106&' "$TMP/api.req"
+check "... without listing again" [ "$(grep -c 'endpointslices?limit=500' "$TMP/api.req")" = 2 ]
+# pf-0 was relabelled and its slice modified: its labels are read again.
+check "relabelled pod leaves" wait_workers "$GW" "$W20 regular"
+check "deregistration counted as selector_changed" \
+  [ "$(metric "$GW" 'kvgate_discovery_deregistrations_total{reason="selector_changed"}')" = 1 ]
+# The watch ends in ERROR 410: relist; srv-0 is ready again, srv-1 is gone.
+next_step
+check "410 Gone: relisted; srv-1 deleted, srv-0 back" wait_workers "$GW" "$W10 regular"
+check "deregistration counted as pod_deleted" \
+  [ "$(metric "$GW" 'kvgate_discovery_deregistrations_total{reason="pod_deleted"}')" = 1 ]
+check "relists counted" [ "$(metric "$GW" kvgate_discovery_relists_total)" = 1 ]
+check "registrations: srv-0, srv-1, pf-0, srv-0 again" [ "$(metric "$GW" kvgate_discovery_registrations_total)" = 4 ]
+check "workers gauge" [ "$(metric "$GW" kvgate_discovery_workers)" = 1 ]
+for _ in $(seq 1 50); do grep -q 'resourceVersion=200&' "$TMP/api.req" && break; sleep 0.1; done
+check "watch again from the relist's resourceVersion" grep -q 'resourceVersion=200&' "$TMP/api.req"
+check "no series of removed workers" \
+  [ -z "$(curl -s "http://127.0.0.1:$GW/metrics" | grep -e "worker=\"$W20\"" -e "worker=\"$W40\"")" ]
+kill -TERM "$SERVE_PID"
+for _ in $(seq 1 50); do kill -0 "$SERVE_PID" 2>/dev/null || break; sleep 0.1; done
+check "SIGTERM stops serve while a watch is open" fails kill -0 "$SERVE_PID" 2>/dev/null
+
+# HTTPS: a certificate for 127.0.0.1, as the API server's names its IP.
+if openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=kube-apiserver \
+  -addext "subjectAltName=IP:127.0.0.1" -keyout "$TMP/key.pem" -out "$TMP/cert.pem" \
+  >/dev/null 2>&1; then
+  start_api tls --cert "$TMP/cert.pem" --key "$TMP/key.pem" || bad "TLS replay server started"
+  GW2=$(free_port)
+  start_serve "$GW2" --service-discovery --selector app=llm --service-discovery-namespace llm \
+    --service-discovery-port 8000 --service-discovery-api-url "https://127.0.0.1:$API_PORT" \
+    --service-discovery-ca-file "$TMP/cert.pem" --service-discovery-token-file "$TMP/token" \
+    --disable-health-check --load-monitor-interval-ms 0 --threads 1
+  check "https with the API server's CA: discovered" wait_workers "$GW2" "$W10 regular
+$W20 regular"
+  openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=other \
+    -keyout "$TMP/k2.pem" -out "$TMP/other.pem" >/dev/null 2>&1
+  GW3=$(free_port)
+  start_serve "$GW3" --service-discovery --selector app=llm --service-discovery-namespace llm \
+    --service-discovery-port 8000 --service-discovery-api-url "https://127.0.0.1:$API_PORT" \
+    --service-discovery-ca-file "$TMP/other.pem" --service-discovery-token-file "$TMP/token" \
+    --disable-health-check --load-monitor-interval-ms 0 --threads 1
+  for _ in $(seq 1 50); do [ "$(metric "$GW3" kvgate_discovery_errors_total)" ] && break; sleep 0.1; done
+  check "https with a wrong CA: refused, counted, no workers" \
+    [ "$(metric "$GW3" kvgate_discovery_errors_total)" -ge 1 -a -z "$(workers "$GW3")" ]
+else
+  bad "openssl could not make a test certificate"
+fi
+
+# Flags: discovery without a selector, a selector without discovery.
+check "--service-discovery needs a selector" fails "$KVG_BIN" serve --service-discovery --port 0 2>/dev/null
+check "--selector needs --service-discovery" fails "$KVG_BIN" serve --selector a=b --port 0 2>/dev/null
+check "a selector term must be key=value" fails "$KVG_BIN" serve --service-discovery --selector nope --port 0 2>/dev/null
+finish
