@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 BUILD_PKGS=(build-essential pkg-config make clang libclang-rt-14-dev clang-format
   libuv1-dev node-llhttp libssl-dev libxxhash-dev libpcre2-dev libzmq3-dev
   libmsgpack-dev libhiredis-dev libcjson-dev libyaml-dev openssl ca-certificates)
-TEST_PKGS=(redis-server python3 python3-zmq python3-msgpack prometheus
+TEST_PKGS=(redis-server python3 python3-zmq python3-msgpack python3-yaml prometheus
   jargon-text curl procps iproute2 nginx haproxy wrk chromium)
 
 want=("${BUILD_PKGS[@]}")
@@ -28,6 +28,11 @@ done
 # would conflict with it).
 if [ "${1:-}" != "--run" ] && ! { command -v node && command -v npm; } >/dev/null 2>&1; then
   missing+=(nodejs npm)
+fi
+# kubectl (for `kubectl kustomize` on deploy/) by command too: Debian's
+# kubernetes-client would conflict with a kubectl installed another way.
+if [ "${1:-}" != "--run" ] && ! command -v kubectl >/dev/null 2>&1; then
+  missing+=(kubernetes-client)
 fi
 if [ ${#missing[@]} -gt 0 ]; then
   echo "install-deps: installing ${missing[*]}" >&2
