@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "base/log.h"
+#include "router/mode.h"
 #include "serve/serve.h"
 #include "ui/page.h"
 
@@ -227,6 +228,7 @@ void kvg_serve_serving(struct kvg_serve *sv, struct kvg_http_req *req)
 {
     struct kvg_serve_status *st = &sv->status;
     uint64_t gen = kvg_serve_generation(sv);
+    kvg_serve_modes_refresh(sv);
     struct kvg_worker *ws[KVG_POOL_MAX_WORKERS];
     size_t n = kvg_pool_snapshot(&sv->pool, ws, KVG_POOL_MAX_WORKERS);
     struct kvg_buf b;
@@ -248,12 +250,15 @@ void kvg_serve_serving(struct kvg_serve *sv, struct kvg_http_req *req)
         if (!rc && i) rc = kvg_buf_append(&b, ",", 1);
         if (!rc) rc = kvg_buf_append_str(&b, "{\"url\":");
         if (!rc) rc = kvg_buf_append_json_str(&b, w->url, strlen(w->url));
+        char why[256];
+        int mode = kvg_route_mode_get(w, why, sizeof why);
         if (!rc)
             rc = kvg_buf_printf(&b,
-                                ",\"role\":\"regular\",\"state\":\"%s\","
+                                ",\"role\":\"%s\",\"state\":\"%s\",\"routing_mode\":\"%s\","
                                 "\"requests_last_interval\":%llu}",
+                                kvg_worker_role_name(atomic_load(&w->role)),
                                 atomic_load(&sv->draining) ? "draining" : worker_state(w),
-                                (unsigned long long)sent);
+                                kvg_route_mode_name(mode), (unsigned long long)sent);
         kvg_worker_unref(w);
     }
     if (!rc) rc = kvg_buf_append_str(&b, "]}");

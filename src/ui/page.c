@@ -88,7 +88,7 @@ static const char page[] =
     "      const tr=el(\"tr\");tr.dataset.url=w.url;\n"
     "      const e=w.engine||{},sc=w.scrape||{};\n"
     "      tr.append(el(\"td\",w.url),el(\"td\",w.role||\"regular\"),el(\"td\",w.healthy?\"healthy\":\"unhealthy\",w.healthy?\"ok\":\"bad\"),\n"
-    "        el(\"td\",w.circuit,w.circuit===\"closed\"?\"ok\":\"warn\"),el(\"td\",w.routing_mode?(w.routing_mode+(w.routing_reason?\" (\"+w.routing_reason+\")\":\"\")):\"-\"),\n"
+    "        el(\"td\",w.circuit,w.circuit===\"closed\"?\"ok\":\"warn\"),el(\"td\",w.routing?(w.routing.mode+(w.routing.reason?\" (\"+w.routing.reason+\")\":\"\")):\"-\",w.routing&&w.routing.mode===\"degraded\"?\"bad\":w.routing&&w.routing.mode===\"exact\"?\"ok\":\"\"),\n"
     "        el(\"td\",sc.state||\"-\",sc.state===\"ok\"?\"ok\":\"warn\"),el(\"td\",fmt(w.in_flight,0)),el(\"td\",fmt(e.waiting,0)),el(\"td\",fmt(e.running,0)),\n"
     "        el(\"td\",e.kv_usage===null||e.kv_usage===undefined?\"-\":fmt(e.kv_usage*100,1)+\"%\"),el(\"td\",fmt(w.cached_blocks,0)),el(\"td\",fmt(w.processed,0)));\n"
     "      tb.appendChild(tr);\n"

@@ -18,6 +18,7 @@ done
 for g in "$G1" "$G2" "$G3"; do wait_http "http://127.0.0.1:$g/readiness" 10 || exit 1; done
 curl -s "http://127.0.0.1:$G1/serving" >"$TMP/view"
 check "/serving: a generation and when it was taken" python3 -c 'import json,sys; v=json.load(open(sys.argv[1])); assert v["generation"]>=1 and v["taken_at"]>0 and len(v["workers"])==2' "$TMP/view"
+check "/serving: each worker's role, state and routing mode" python3 -c 'import json,sys; w=json.load(open(sys.argv[1]))["workers"][0]; assert w["role"]=="regular" and w["state"]=="serving" and w["routing_mode"] in ("exact","approximate","degraded","load_only")' "$TMP/view"
 gen0=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["generation"])' "$TMP/view")
 R="http://127.0.0.1:$G1 http://127.0.0.1:$G2 http://127.0.0.1:$G3"
 "$KVG_BIN" observe --routers $R --json >"$TMP/all.json"

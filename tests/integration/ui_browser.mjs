@@ -73,6 +73,8 @@ try {
   check('both workers listed', rows.includes(`http://127.0.0.1:${s1}`) && rows.includes(`http://127.0.0.1:${s2}`),
         JSON.stringify(rows));
   const health = await page.$$eval('#workers tbody tr td:nth-child(3)', (tds) => tds.map((t) => t.textContent));
+  const modes = await page.$$eval('#workers tbody tr td:nth-child(5)', (tds) => tds.map((t) => t.textContent));
+  check('each worker\'s routing mode shown', modes.length >= 2 && modes.every((m) => /^(exact|approximate|degraded|load_only)/.test(m)), JSON.stringify(modes));
   check('their health shown', health.length >= 2 && health.every((h) => h === 'healthy'), JSON.stringify(health));
   // Traffic while the page watches: 4 s of requests, bounded in count.
   const load = (async () => {
