@@ -203,3 +203,22 @@ char *kvg_str_dup(struct kvg_str s)
     p[s.len] = '\0';
     return p;
 }
+
+int kvg_buf_read_stream(struct kvg_buf *b, FILE *f)
+{
+    char tmp[65536];
+    size_t n;
+    int rc = 0;
+    while (!rc && (n = fread(tmp, 1, sizeof tmp, f)) > 0) rc = kvg_buf_append(b, tmp, n);
+    if (!rc && ferror(f)) rc = -EIO;
+    return rc;
+}
+
+int kvg_buf_read_file(struct kvg_buf *b, const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return -errno;
+    int rc = kvg_buf_read_stream(b, f);
+    fclose(f);
+    return rc;
+}

@@ -12,6 +12,7 @@
 
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -43,6 +44,11 @@ void kvg_buf_reset(struct kvg_buf *b);
 /* Ensures room for n more bytes; KVG_ETOOBIG past the limit, -ENOMEM. */
 int kvg_buf_reserve(struct kvg_buf *b, size_t n);
 int kvg_buf_append(struct kvg_buf *b, const void *p, size_t n);
+/* Appends everything f still has (to its end) to b: 0, KVG_ETOOBIG past b's
+ * cap, -ENOMEM, or -EIO. The stream stays the caller's. */
+int kvg_buf_read_stream(struct kvg_buf *b, FILE *f);
+/* The same for the file at path (-errno when it cannot be opened). */
+int kvg_buf_read_file(struct kvg_buf *b, const char *path);
 int kvg_buf_append_str(struct kvg_buf *b, const char *s);
 int kvg_buf_printf(struct kvg_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int kvg_buf_vprintf(struct kvg_buf *b, const char *fmt, va_list ap);

@@ -457,19 +457,14 @@ out:
 
 int kvg_keys_load(const char *path, struct kvg_keys_set **out, char *err, size_t errlen)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        int e = errno;
-        snprintf(err, errlen, "%s: %s", path, strerror(e));
-        return -e;
-    }
     struct kvg_buf b;
     kvg_buf_init(&b, MAX_FILE);
-    char tmp[8192];
-    size_t n;
-    int rc = 0;
-    while (!rc && (n = fread(tmp, 1, sizeof tmp, f)) > 0) rc = kvg_buf_append(&b, tmp, n);
-    fclose(f);
+    int rc = kvg_buf_read_file(&b, path);
+    if (rc && rc != KVG_ETOOBIG && rc != -ENOMEM) {
+        snprintf(err, errlen, "%s: %s", path, kvg_strerror(rc));
+        kvg_buf_free(&b);
+        return rc;
+    }
     if (rc) {
         snprintf(err, errlen, "%s: %s", path,
                  rc == KVG_ETOOBIG ? "larger than 16 MB" : "no memory");

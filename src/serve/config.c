@@ -53,6 +53,8 @@ static const struct flag flags[] = {
      "tokenizer.json of the served model, or builtin:bytes (builtin:bytes)"},
     {"tokenizer-config", NULL, F_STR, O(tokenizer_config), S(tokenizer_config),
      "tokenizer_config.json (chat template, BOS/EOS)"},
+    {"chat-template", NULL, F_STR, O(chat_template), S(chat_template),
+     "a Jinja chat template file used instead of the tokenizer config's (vLLM's --chat-template)"},
     {"kv-index-max-entries", NULL, F_SIZE64, O(kv_index_max_entries), 0,
      "bound on (block, worker) entries of the KV index (8388608)"},
     {"config", NULL, F_STR, O(config_path), S(config_path), "YAML file with the same keys"},

@@ -30,6 +30,7 @@ struct kvg_serve_config {
     struct kvg_strlist kv_endpoints;     /* --kv-events-endpoints, same order ("none": no events) */
     struct kvg_strlist replay_endpoints; /* --replay-endpoints, same order ("none") */
     char tokenizer[512], tokenizer_config[512];
+    char chat_template[512]; /* --chat-template: overrides the tokenizer config's */
     uint64_t kv_index_max_entries;
     char policy[64];
     char config_path[512];

@@ -100,9 +100,24 @@ int kvg_serve_router_init(struct kvg_serve *sv, char *err, size_t errlen)
     if (rc) return rc;
     kvg_metrics_set(sv->metrics.tokenizer_fallback, fallback);
     sv->tok_fallback = fallback;
-    if ((rc = kvg_jinja_chat_new(kvg_tok_chat_template(sv->tok), kvg_tok_bos_token(sv->tok),
-                                 kvg_tok_eos_token(sv->tok), &sv->chat, err, errlen)))
-        return rc;
+    /* --chat-template, as vLLM's: the engine may render with another template
+     * than its tokenizer config's, and kvgate must render with the same. */
+    struct kvg_buf tpl;
+    kvg_buf_init(&tpl, 16u << 20);
+    if (c->chat_template[0]) {
+        if ((rc = kvg_buf_read_file(&tpl, c->chat_template)) ||
+            (rc = kvg_buf_append(&tpl, "", 1))) {
+            kvg_buf_free(&tpl);
+            return kvg_err_set(err, errlen, KVG_ECONFIG, "--chat-template %s: %s", c->chat_template,
+                               kvg_strerror(rc));
+        }
+        KVG_INFO("chat template from %s (not the tokenizer config's)", c->chat_template);
+    }
+    rc = kvg_jinja_chat_new(tpl.len ? tpl.data : kvg_tok_chat_template(sv->tok),
+                            kvg_tok_bos_token(sv->tok), kvg_tok_eos_token(sv->tok), &sv->chat, err,
+                            errlen);
+    kvg_buf_free(&tpl);
+    if (rc) return rc;
     int events = 0;
     for (size_t i = 0; i < c->kv_endpoints.n; i++)
         events |= strcmp(c->kv_endpoints.v[i], "none") != 0;

@@ -50,15 +50,6 @@ static void usage(FILE *f)
                "line.\n");
 }
 
-static int read_all(FILE *f, struct kvg_buf *b)
-{
-    char tmp[65536];
-    size_t n;
-    while ((n = fread(tmp, 1, sizeof(tmp), f)) > 0)
-        if (kvg_buf_append(b, tmp, n)) return -ENOMEM;
-    return ferror(f) ? -EIO : 0;
-}
-
 static void emit_error(struct cli *c, const char *msg)
 {
     kvg_buf_reset(&c->out);
@@ -126,12 +117,9 @@ static int process(struct cli *c, const char *in, size_t len, int json_text)
 
 static int load_template(const char *path, char **out)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) return -errno;
     struct kvg_buf b;
     kvg_buf_init(&b, 16u << 20);
-    int rc = read_all(f, &b);
-    fclose(f);
+    int rc = kvg_buf_read_file(&b, path);
     if (!rc && !(*out = kvg_buf_cstr(&b))) rc = -ENOMEM;
     if (rc) kvg_buf_free(&b);
     return rc;
@@ -199,8 +187,8 @@ int kvg_tok_cli_main(int argc, char **argv)
                 goto out;
             }
         }
-        rc = kvg_jinja_chat_new(src, kvg_tok_bos_token(c.tok), kvg_tok_eos_token(c.tok), &c.chat, err,
-                          sizeof(err));
+        rc = kvg_jinja_chat_new(src, kvg_tok_bos_token(c.tok), kvg_tok_eos_token(c.tok), &c.chat,
+                                err, sizeof(err));
         free(tpl);
         if (rc) {
             fprintf(stderr, "kvgate tokenize: chat template: %s\n", err);
@@ -223,7 +211,7 @@ int kvg_tok_cli_main(int argc, char **argv)
     } else {
         struct kvg_buf in;
         kvg_buf_init(&in, MAX_PROMPT);
-        if ((rc = read_all(stdin, &in))) {
+        if ((rc = kvg_buf_read_stream(&in, stdin))) {
             fprintf(stderr, "kvgate tokenize: reading stdin: %s\n", kvg_strerror(rc));
             kvg_buf_free(&in);
             rc = 1;

@@ -58,6 +58,10 @@ gateway LOAD -- --policy round_robin || exit 1
 printf '{"chat_template": "{%% for m in messages %%}<<{{ m.role }}>> {{ m.content }}\\n{%% endfor %%}"}' >"$TMP/tc.json"
 gateway TOK --kv-events-endpoint EV --tokenizer-config "$TMP/tc.json" -- --policy kv_aware \
   --kv-events-endpoints EV || exit 1
+# The same engine, and kvgate given the engine's template (vLLM's --chat-template).
+printf '{%% for m in messages %%}<<{{ m.role }}>> {{ m.content }}\n{%% endfor %%}' >"$TMP/tc.jinja"
+gateway TPL --kv-events-endpoint EV --tokenizer-config "$TMP/tc.json" -- --policy kv_aware \
+  --kv-events-endpoints EV --chat-template "$TMP/tc.jinja" || exit 1
 
 send "$EXACT" 25
 check "events applied in sequence: exact" wait_mode "$EXACT" exact
@@ -79,6 +83,9 @@ send "$TOK" 25
 check "the engine's prompt_tokens differ from kvgate's: degraded" wait_mode "$TOK" degraded
 check "degraded: the reason suspects the tokenizer" grep -q "tokenizer mismatch suspected" <<<"$(mode_of "$TOK")"
 check "mismatches counted per worker" [ "$(json_get "$TMP/w.json" 'j["workers"][0]["prompt_token_mismatches"] >= 20')" = True ]
+send "$TPL" 25
+check "--chat-template the engine's: exact" wait_mode "$TPL" exact
+check "--chat-template: token counts checked, none differ" [ "$(json_get "$TMP/w.json" 'str(j["workers"][0]["prompt_token_checks"] >= 25) + str(j["workers"][0]["prompt_token_mismatches"])')" = True0 ]
 
 send "$APPROX" 2
 check "no events: approximate" wait_mode "$APPROX" approximate
