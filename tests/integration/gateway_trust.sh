@@ -6,40 +6,9 @@
 # and a process-wide cap, and 0 is not a silent "no limit".
 . "$(dirname "$0")/lib.sh"
 E=$(free_port); S=$(free_port); GW=$(free_port); GW2=$(free_port)
-# An engine that answers every request with the headers it received (and
-# /health, /v1/models as an OpenAI server does).
-cat >"$TMP/echo.py" <<'PY'
-import http.server, json, sys
-class H(http.server.BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    def answer(self, obj):
-        b = json.dumps(obj).encode()
-        self.send_response(200)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(b)))
-        self.end_headers()
-        self.wfile.write(b)
-    def do_GET(self):
-        need = sys.argv[2] if len(sys.argv) > 2 else None
-        if self.path == "/v1/models" and need and self.headers.get("authorization") != "Bearer " + need:
-            b = b'{"error":{"message":"bad key"}}'
-            self.send_response(401)
-            self.send_header("content-length", str(len(b)))
-            self.end_headers()
-            self.wfile.write(b)
-        elif self.path == "/v1/models":
-            self.answer({"object": "list", "data": [{"id": "m", "object": "model"}]})
-        else:
-            self.answer({"status": "ok"})
-    def do_POST(self):
-        n = int(self.headers.get("content-length", 0))
-        self.rfile.read(n)
-        self.answer({"id": "x", "object": "text_completion", "choices": [{"index": 0, "text": "ok"}],
-                     "headers": {k.lower(): v for k, v in self.headers.items()}})
-    def log_message(self, *a): pass
-http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
-PY
-/usr/bin/python3 "$TMP/echo.py" "$E" >"$TMP/echo.log" 2>&1 &
+# An engine that answers every request with the headers it received.
+ECHO_PY="$KVG_ROOT/tests/fixtures/echo_engine.py"
+/usr/bin/python3 "$ECHO_PY" "$E" >"$TMP/echo.log" 2>&1 &
 PIDS+=($!)
 wait_http "http://127.0.0.1:$E/health" 10 || exit 1
 start_sim "$S" --model m --speed 200 || exit 1
@@ -140,7 +109,7 @@ done
 # A worker's own key (YAML), sent on the model list and on requests; the
 # common key for the others.
 E2=$(free_port); GW3=$(free_port)
-/usr/bin/python3 "$TMP/echo.py" "$E2" own-secret >"$TMP/echo2.log" 2>&1 &
+/usr/bin/python3 "$ECHO_PY" "$E2" m own-secret >"$TMP/echo2.log" 2>&1 &
 PIDS+=($!)
 wait_http "http://127.0.0.1:$E2/health" 10 || exit 1
 cat >"$TMP/serve.yaml" <<YAML

@@ -86,27 +86,7 @@ check "max connections: the first still served" grep -q "first: b'HTTP/1.1 200" 
 # An engine stand-in that answers with the length of the path it received,
 # padded with ?pad=N bytes.
 ECHO=$(free_port); GW4=$(free_port)
-cat >"$TMP/echo.py" <<'PY'
-import http.server, json, sys, urllib.parse
-class H(http.server.BaseHTTPRequestHandler):
-    def answer(self, body):
-        b = json.dumps(body).encode()
-        self.send_response(200)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(b)))
-        self.end_headers()
-        self.wfile.write(b)
-    def do_GET(self):
-        self.answer({"object": "list", "data": [{"id": "echo", "object": "model"}]})
-    def do_POST(self):
-        self.rfile.read(int(self.headers.get("content-length", "0")))
-        q = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query)
-        self.answer({"pathlen": len(self.path), "pad": "a" * int(q.get("pad", ["0"])[0])})
-    def log_message(self, *a):
-        pass
-http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
-PY
-/usr/bin/python3 "$TMP/echo.py" "$ECHO" &
+/usr/bin/python3 "$KVG_ROOT/tests/fixtures/echo_engine.py" "$ECHO" echo &
 PIDS+=($!)
 wait_http "http://127.0.0.1:$ECHO/v1/models" 10 || exit 1
 start_serve "$GW4" --threads 1 --worker-urls "http://127.0.0.1:$ECHO" --health-check-interval-secs 1 \
