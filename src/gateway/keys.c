@@ -519,7 +519,9 @@ static enum kvg_keys_auth basic(const struct kvg_keys_set *s, struct kvg_str b64
     if (!b64.len || b64.len % 4 || b64.len / 4 * 3 > sizeof dec - 8) return KVG_KEYS_AUTH_MALFORMED;
     int n = EVP_DecodeBlock(dec, (const unsigned char *)b64.p, (int)b64.len);
     if (n < 0) return KVG_KEYS_AUTH_MALFORMED;
-    for (size_t i = b64.len; i > 0 && b64.p[i - 1] == '='; i--) n--; /* padding decodes as 0 */
+    /* Padding ('=' at most twice, at the end) decodes as zero bytes. */
+    for (size_t i = b64.len; i > b64.len - 2 && b64.p[i - 1] == '='; i--) n--;
+    if (n < 0) return KVG_KEYS_AUTH_MALFORMED;
     const unsigned char *colon = memchr(dec, ':', (size_t)n);
     if (!colon) return KVG_KEYS_AUTH_MALFORMED;
     char bearer[sizeof dec + 8];

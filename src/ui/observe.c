@@ -60,7 +60,7 @@ int kvg_ui_view_parse(struct kvg_ui_view *v, const char *body, size_t len, doubl
         v->nw++;
     }
     v->taken_at = t->valuedouble;
-    v->generation = (uint64_t)g->valuedouble;
+    v->generation = g->valuedouble >= 0 && g->valuedouble < 1.8e19 ? (uint64_t)g->valuedouble : 0;
     v->fetched = 1;
     /* A view from the future (clock skew) counts as taken now. */
     v->fresh = now_s - v->taken_at <= KVG_UI_FRESH_S;

@@ -258,6 +258,8 @@ TEST(basic_authentication)
     CHECK_INT(kvg_keys_authenticate(s, KVG_STR("Basic bm9jb2xvbg=="), &e), KVG_KEYS_AUTH_MALFORMED);
     CHECK_INT(kvg_keys_authenticate(s, KVG_STR("Basic !!!!"), &e), KVG_KEYS_AUTH_MALFORMED);
     CHECK_INT(kvg_keys_authenticate(s, KVG_STR("Basic "), &e), KVG_KEYS_AUTH_MALFORMED);
+    CHECK_INT(kvg_keys_authenticate(s, KVG_STR("Basic ===="), &e),
+              KVG_KEYS_AUTH_MALFORMED); /* found by fuzz_auth_header */
     kvg_keys_unref(s);
 }
 
