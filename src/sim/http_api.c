@@ -257,7 +257,9 @@ static void step_now(struct kvg_sim_server *s)
     if (kvg_sim_step(s->engine, kvg_sim_srv_now(s), &s->pending)) return;
     s->stepping = 1;
     double ms = s->pending.duration / s->o.speed * 1000.0;
-    uv_timer_start(&s->step_timer, on_step_done, (uint64_t)ceil(ms), 0);
+    /* Steps far below the timer's 1 ms resolution (the instant profile)
+     * complete on the next loop iteration instead of a whole millisecond. */
+    uv_timer_start(&s->step_timer, on_step_done, ms < 0.01 ? 0 : (uint64_t)ceil(ms), 0);
 }
 
 static void publish_events(struct kvg_sim_server *s)

@@ -47,7 +47,12 @@
  *   blocks), 16 sequences, 512-token budget; a 1,000-token prompt cold is
  *   ~30 ms, a decode step of 16 short sequences ~4 ms. The numbers are
  *   arbitrary, chosen so a test runs thousands of requests in milliseconds of
- *   CPU and so a real-time `kvgate sim --profile tiny` streams ~250 tokens/s. */
+ *   CPU and so a real-time `kvgate sim --profile tiny` streams ~250 tokens/s.
+ *
+ * instant — for measuring what sits in front of the engine (bench/gateway/
+ *   cost.sh): every step takes 1 us (a
+ *   step under 10 us is not waited for in real time), 1 M-token context, a large KV
+ *   cache and batch, so the gateway is the bottleneck, not the engine. */
 #include "sim/sim.h"
 
 #include <string.h>
@@ -73,6 +78,16 @@ static const struct kvg_sim_profile g_profiles[] = {
         .t_prefill_token = 20e-6,
         .t_prefill_attn = 5e-9,
         .t_decode_ctx = 200e-9,
+    },
+    {
+        .name = "instant",
+        .description = "no step time, long context: for measuring the gateway",
+        .block_size = 16,
+        .kv_capacity_tokens = 8u << 20,
+        .max_num_seqs = 1024,
+        .max_num_batched_tokens = 1u << 20,
+        .max_model_len = 1u << 20,
+        .t_fixed = 1e-6,
     },
     {
         .name = "qwen3-32b-h100-tp2",
