@@ -21,7 +21,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (kvg_tok_load("builtin:bytes", NULL, &tok, err, sizeof err) ||
             kvg_jinja_chat_new(NULL, NULL, NULL, &chat, err, sizeof err))
             return 0;
-        rt = (struct kvg_route_tokenizer){tok, chat, 16};
+        rt = (struct kvg_route_tokenizer){tok, chat, 16, NULL};
         init = 1;
     }
     for (int chat = 0; chat < 2; chat++) {

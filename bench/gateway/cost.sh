@@ -17,7 +17,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 DUR=${1:-4}
-POLICIES=${2:-"round_robin cache_aware kv_aware prefix_affinity"}
+# kv_aware:nocache is kv_aware with --tokenizer-cache-bytes 0 (the uncached
+# tokenizer: the baseline of the same run).
+POLICIES=${2:-"round_robin cache_aware kv_aware:nocache kv_aware prefix_affinity"}
 THREADS=${3:-"1 2"}
 PROFILE=${KVG_COST_PROFILE:-1}
 OUT=${KVG_COST_OUT:-bench/results/gateway-cost.md}
@@ -68,6 +70,7 @@ field() { sed -n "s/.*$1=\([^ ]*\).*/\1/p" <<<"$2"; }
 start_gw() { # policy[:nocache] threads
   local extra=(--worker-urls "${CURLS[@]}") pol=${1%%:*}
   [ "$pol" = kv_aware ] && extra=(--worker-urls "${URLS[@]}" --kv-events-endpoints "${EPS[@]}")
+  [ "$pol" != "$1" ] && extra+=(--tokenizer-cache-bytes 0)
   GWP=$(port)
   "$BIN" serve --port "$GWP" --threads "$2" --policy "$pol" \
     "${extra[@]}" "${TOK[@]}" --block-size 16 --no-access-log --log-level warn \

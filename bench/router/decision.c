@@ -45,7 +45,7 @@ int main(int argc, char **argv)
         return 1;
     }
     double load_ms = (double)(kvg_now_ns() - t0) / 1e6;
-    const struct kvg_route_tokenizer rt = {tok, chat, 16};
+    const struct kvg_route_tokenizer rt = {tok, chat, 16, NULL};
     /* A chat request of ~6,000 tokens: a long system prompt and a question. */
     struct kvg_buf text, body;
     kvg_buf_init(&text, 0);

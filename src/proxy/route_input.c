@@ -233,8 +233,8 @@ static int prompt_ids(struct kvg_route_input *ri, const struct kvg_route_tokeniz
         char err[256];
         int rc = kvg_jinja_chat_render_json(rt->chat, ri->json, NULL, &out, &info, err, sizeof err);
         if (!rc)
-            rc = kvg_tok_encode(rt->tok, out.data ? out.data : "", out.len, info.add_special_tokens,
-                                &ri->ids, &ri->nids);
+            rc = kvg_tok_encode_cached(rt->tok, rt->cache, out.data ? out.data : "", out.len,
+                                       info.add_special_tokens, &ri->ids, &ri->nids, NULL);
         kvg_buf_free(&out);
         return rc;
     }
@@ -242,8 +242,8 @@ static int prompt_ids(struct kvg_route_input *ri, const struct kvg_route_tokeniz
     if (cJSON_IsArray(p) && cJSON_GetArraySize(p) == 1 && !cJSON_IsNumber(cJSON_GetArrayItem(p, 0)))
         p = cJSON_GetArrayItem(p, 0);
     if (cJSON_IsString(p))
-        return kvg_tok_encode(rt->tok, p->valuestring, strlen(p->valuestring), 1, &ri->ids,
-                              &ri->nids);
+        return kvg_tok_encode_cached(rt->tok, rt->cache, p->valuestring, strlen(p->valuestring), 1,
+                                     &ri->ids, &ri->nids, NULL);
     if (!cJSON_IsArray(p)) return KVG_EPARSE;
     size_t n = (size_t)cJSON_GetArraySize(p), k = 0;
     if (!(ri->ids = malloc((n ? n : 1) * sizeof *ri->ids))) return -ENOMEM;

@@ -14,6 +14,7 @@
 
 struct cJSON;
 struct kvg_tok;
+struct kvg_tok_pcache;
 struct kvg_jinja_chat;
 
 /* What turns a request into the engine's token ids: the served model's
@@ -23,6 +24,7 @@ struct kvg_route_tokenizer {
     const struct kvg_tok *tok;
     const struct kvg_jinja_chat *chat;
     uint32_t block_size;
+    struct kvg_tok_pcache *cache; /* the tokenizer's prefix cache (nullable, thread-safe) */
 };
 
 struct kvg_route_input {

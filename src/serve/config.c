@@ -55,6 +55,9 @@ static const struct flag flags[] = {
      "tokenizer_config.json (chat template, BOS/EOS)"},
     {"chat-template", NULL, F_STR, O(chat_template), S(chat_template),
      "a Jinja chat template file used instead of the tokenizer config's (vLLM's --chat-template)"},
+    {"tokenizer-cache-bytes", NULL, F_SIZE64, O(tokenizer_cache_bytes), 0,
+     "memory for the exact tokenizer prefix cache: prompts starting like earlier ones reuse "
+     "their ids (67108864; 0 = off)"},
     {"kv-index-max-entries", NULL, F_SIZE64, O(kv_index_max_entries), 0,
      "bound on (block, worker) entries of the KV index (8388608)"},
     {"config", NULL, F_STR, O(config_path), S(config_path), "YAML file with the same keys"},
@@ -252,6 +255,7 @@ void kvg_serve_config_default(struct kvg_serve_config *c)
     c->queue_size = 1024;
     snprintf(c->tokenizer, sizeof c->tokenizer, "builtin:bytes");
     c->kv_index_max_entries = 1u << 23;
+    c->tokenizer_cache_bytes = 64u << 20;
     kvg_policy_opts_default(&c->policy_opts);
     snprintf(c->assignment_mode, sizeof c->assignment_mode, "random");
     snprintf(c->cache_aware_miss, sizeof c->cache_aware_miss, "min_load");

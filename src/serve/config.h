@@ -32,6 +32,7 @@ struct kvg_serve_config {
     char tokenizer[512], tokenizer_config[512];
     char chat_template[512]; /* --chat-template: overrides the tokenizer config's */
     uint64_t kv_index_max_entries;
+    uint64_t tokenizer_cache_bytes; /* the exact prefix cache's bound (0: off) */
     char policy[64];
     char config_path[512];
     struct kvg_http_limits limits;

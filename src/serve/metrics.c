@@ -10,6 +10,7 @@
 #include "kv/index.h"
 #include "kv/subscriber.h"
 #include "router/mode.h"
+#include "tokenizer/tokenizer.h"
 static const char *class_names[6] = {"1xx", "2xx", "3xx", "4xx", "5xx", "other"};
 
 int kvg_serve_metrics_init(struct kvg_serve_metrics *m, const char *policy)
@@ -146,6 +147,17 @@ int kvg_serve_metrics_init(struct kvg_serve_metrics *m, const char *policy)
         (rc = kvg_metrics_gauge(m->reg, "kvgate_admission_queue_waiting",
                                 "Requests waiting in the gateway queue now.", NULL, 0, &f)) ||
         (rc = kvg_metrics_series(f, NULL, 0, &m->adm_waiting)) ||
+        (rc = kvg_metrics_counter(m->reg, "kvgate_tokenizer_cache_total",
+                                  "Tokenizer prefix cache: encodes that reused a cached prefix "
+                                  "(hit) or none (miss), ids reused (reused_tokens), entries "
+                                  "evicted (eviction).",
+                                  (const char *const[]){"event"}, 1, &m->tokc)) ||
+        (rc = kvg_metrics_gauge(m->reg, "kvgate_tokenizer_cache_bytes",
+                                "Memory held by the tokenizer prefix cache.", NULL, 0, &f)) ||
+        (rc = kvg_metrics_series(f, NULL, 0, &m->tokc_bytes)) ||
+        (rc = kvg_metrics_gauge(m->reg, "kvgate_tokenizer_cache_entries",
+                                "Segments in the tokenizer prefix cache.", NULL, 0, &f)) ||
+        (rc = kvg_metrics_series(f, NULL, 0, &m->tokc_entries)) ||
         (rc = kvg_metrics_gauge(m->reg, "kvgate_kv_index_entries",
                                 "(block, worker) entries in the precise KV index.", NULL, 0,
                                 &m->kv_entries)) ||
@@ -264,6 +276,16 @@ int kvg_serve_metrics_render(struct kvg_serve *sv, struct kvg_buf *out)
         for (size_t i = 0; i < KVG_ARRAY_LEN(names); i++)
             mirror_series(m->adm_f, &names[i], 1, vals[i]);
         kvg_metrics_set(m->adm_waiting, (double)a.waiting);
+    }
+    if (sv->tok_cache) {
+        struct kvg_tok_pcache_stats t;
+        kvg_tok_pcache_stats(sv->tok_cache, &t);
+        const char *names[] = {"hit", "miss", "reused_tokens", "eviction"};
+        uint64_t vals[] = {t.hits, t.misses, t.reused_tokens, t.evictions};
+        for (size_t i = 0; i < KVG_ARRAY_LEN(names); i++)
+            mirror_series(m->tokc, &names[i], 1, vals[i]);
+        kvg_metrics_set(m->tokc_bytes, (double)t.bytes);
+        kvg_metrics_set(m->tokc_entries, (double)t.entries);
     }
     if (kv) {
         struct kvg_kv_index_stats st;

@@ -23,6 +23,8 @@ struct kvg_serve_metrics {
     struct kvg_metrics_family *w_tok_checks, *w_tok_mis; /* counters */
     struct kvg_metrics_family *w_waiting, *w_running, *w_kv, *w_age; /* engine load, fresh only */
     struct kvg_metrics_series *workers;
+    struct kvg_metrics_family *tokc; /* tokenizer prefix cache: counters by event */
+    struct kvg_metrics_series *tokc_bytes, *tokc_entries;
     struct kvg_metrics_family *kv_entries, *kv_bytes, *kv_evictions, *kv_worker_blocks, *kv_batches,
         *kv_gaps, *kv_decode_errors, *kv_drops;
     struct kvg_metrics_family *disc_reg, *disc_dereg, *disc_relists, *disc_errors, *disc_workers;

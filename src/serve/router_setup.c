@@ -118,6 +118,9 @@ int kvg_serve_router_init(struct kvg_serve *sv, char *err, size_t errlen)
                             errlen);
     kvg_buf_free(&tpl);
     if (rc) return rc;
+    if (c->tokenizer_cache_bytes &&
+        (rc = kvg_tok_pcache_new(sv->tok, (size_t)c->tokenizer_cache_bytes, &sv->tok_cache)))
+        return rc;
     int events = 0;
     for (size_t i = 0; i < c->kv_endpoints.n; i++)
         events |= strcmp(c->kv_endpoints.v[i], "none") != 0;
@@ -255,5 +258,6 @@ void kvg_serve_router_free(struct kvg_serve *sv)
     kvg_pool_destroy(&sv->pool);
     if (sv->kv) kvg_kv_index_free(sv->kv);
     if (sv->chat) kvg_jinja_chat_free(sv->chat);
+    kvg_tok_pcache_free(sv->tok_cache);
     if (sv->tok) kvg_tok_free(sv->tok);
 }

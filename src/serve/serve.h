@@ -52,10 +52,11 @@ struct kvg_discovery;
 struct kvg_serve {
     struct kvg_serve_config cfg;
     struct kvg_pool pool;
-    struct kvg_tok *tok;         /* the served model's tokenizer (builtin:bytes by default) */
-    struct kvg_jinja_chat *chat; /* its chat template */
-    struct kvg_kv_index *kv;     /* precise KV index; NULL when no worker publishes events */
-    struct kvg_kv_sub *sub;      /* its subscribers */
+    struct kvg_tok *tok;              /* the served model's tokenizer (builtin:bytes by default) */
+    struct kvg_tok_pcache *tok_cache; /* its prefix cache (NULL: off) */
+    struct kvg_jinja_chat *chat;      /* its chat template */
+    struct kvg_kv_index *kv;          /* precise KV index; NULL when no worker publishes events */
+    struct kvg_kv_sub *sub;           /* its subscribers */
     /* Per worker slot, the data-parallel rank its events must carry + 1
      * (0: a plain URL), set when the worker joins; read by the subscriber
      * thread on every batch. */

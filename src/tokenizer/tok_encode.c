@@ -16,38 +16,39 @@
 #include "base/err.h"
 #include "tokenizer/tok_impl.h"
 
-static int encode_text(const struct kvg_tok *tok, struct kvg_tok_scratch *s, const char *text,
-                       size_t len)
+int kvg_tok_encode_piece(const struct kvg_tok *tok, struct kvg_tok_scratch *s, const char *text,
+                         const struct kvg_tok_span *r)
 {
-    struct kvg_tok_spans *raw = &s->spans[KVG_TOK_MAX_PRE], *norm = &s->spans[KVG_TOK_MAX_PRE + 1];
-    int rc = kvg_tok_added_split(tok, &tok->trie_raw, text, len, raw);
-    for (size_t i = 0; i < raw->n && !rc; i++) {
-        const struct kvg_tok_span *r = &raw->v[i];
-        if (r->id >= 0) {
-            rc = kvg_tok_ids_push(s->out, (uint32_t)r->id);
-            continue;
-        }
-        const char *np;
-        size_t nn;
-        if ((rc = kvg_tok_normalize(tok, s, text + r->a, r->b - r->a, &np, &nn))) break;
-        if (tok->trie_norm.nodes <= 1) {
-            rc = kvg_tok_pre_run(tok, s, np, nn, r->a == 0);
-            continue;
-        }
-        if ((rc = kvg_tok_added_split(tok, &tok->trie_norm, np, nn, norm))) break;
-        for (size_t k = 0; k < norm->n && !rc; k++) {
-            const struct kvg_tok_span *q = &norm->v[k];
-            if (q->id >= 0)
-                rc = kvg_tok_ids_push(s->out, (uint32_t)q->id);
-            else
-                rc = kvg_tok_pre_run(tok, s, np + q->a, q->b - q->a, r->a == 0 && q->a == 0);
-        }
+    struct kvg_tok_spans *norm = &s->spans[KVG_TOK_MAX_PRE + 1];
+    if (r->id >= 0) return kvg_tok_ids_push(s->out, (uint32_t)r->id);
+    const char *np;
+    size_t nn;
+    int rc = kvg_tok_normalize(tok, s, text + r->a, r->b - r->a, &np, &nn);
+    if (rc) return rc;
+    if (tok->trie_norm.nodes <= 1) return kvg_tok_pre_run(tok, s, np, nn, r->a == 0);
+    if ((rc = kvg_tok_added_split(tok, &tok->trie_norm, np, nn, norm))) return rc;
+    for (size_t k = 0; k < norm->n && !rc; k++) {
+        const struct kvg_tok_span *q = &norm->v[k];
+        if (q->id >= 0)
+            rc = kvg_tok_ids_push(s->out, (uint32_t)q->id);
+        else
+            rc = kvg_tok_pre_run(tok, s, np + q->a, q->b - q->a, r->a == 0 && q->a == 0);
     }
     return rc;
 }
 
-int kvg_tok_encode(const struct kvg_tok *tok, const char *text, size_t len, int add_special,
-                   uint32_t **ids, size_t *n)
+static int encode_text(const struct kvg_tok *tok, struct kvg_tok_scratch *s, const char *text,
+                       size_t len, void *ud)
+{
+    (void)ud;
+    struct kvg_tok_spans *raw = &s->spans[KVG_TOK_MAX_PRE];
+    int rc = kvg_tok_added_split(tok, &tok->trie_raw, text, len, raw);
+    for (size_t i = 0; i < raw->n && !rc; i++) rc = kvg_tok_encode_piece(tok, s, text, &raw->v[i]);
+    return rc;
+}
+
+int kvg_tok_encode_run(const struct kvg_tok *tok, const char *text, size_t len, int add_special,
+                       uint32_t **ids, size_t *n, kvg_tok_text_fn fn, void *ud)
 {
     *ids = NULL;
     *n = 0;
@@ -67,7 +68,7 @@ int kvg_tok_encode(const struct kvg_tok *tok, const char *text, size_t len, int 
             rc = kvg_tok_ids_push(&out, tok->post[p]);
     if (!rc) {
         text_start = out.n;
-        rc = encode_text(tok, &s, text, len);
+        rc = fn(tok, &s, text, len, ud);
         text_end = out.n;
     }
     if (wrap)
@@ -90,4 +91,10 @@ int kvg_tok_encode(const struct kvg_tok *tok, const char *text, size_t len, int 
     *ids = out.v;
     *n = out.n;
     return 0;
+}
+
+int kvg_tok_encode(const struct kvg_tok *tok, const char *text, size_t len, int add_special,
+                   uint32_t **ids, size_t *n)
+{
+    return kvg_tok_encode_run(tok, text, len, add_special, ids, n, encode_text, NULL);
 }

@@ -408,6 +408,22 @@ int kvg_tok_pre_load(struct kvg_tok *tok, const cJSON *j, char *err, size_t errl
 void kvg_tok_pre_free(struct kvg_tok *tok);
 /* Pre-tokenizes p[0..n) and runs the model on every piece, appending ids to
  * s->out. at_origin: the text starts at offset 0 of the original input. */
+/* ---- Encoding (tok_encode.c) ---- */
+
+/* Appends the ids of r, one span of the raw added-token split of text, to
+ * s->out: the added token's id, or the piece normalized, split on normalized
+ * added tokens, pre-tokenized and run through the model. Pieces are encoded
+ * independently of each other (which makes the prefix cache exact). */
+int kvg_tok_encode_piece(const struct kvg_tok *tok, struct kvg_tok_scratch *s, const char *text,
+                         const struct kvg_tok_span *r);
+/* Produces the ids of the text part (no post-processor) into s->out. */
+typedef int (*kvg_tok_text_fn)(const struct kvg_tok *tok, struct kvg_tok_scratch *s,
+                               const char *text, size_t len, void *ud);
+/* kvg_tok_encode with the text part computed by fn: UTF-8 check, scratch,
+ * the post-processor around it. */
+int kvg_tok_encode_run(const struct kvg_tok *tok, const char *text, size_t len, int add_special,
+                       uint32_t **ids, size_t *n, kvg_tok_text_fn fn, void *ud);
+
 int kvg_tok_pre_run(const struct kvg_tok *tok, struct kvg_tok_scratch *s, const char *p, size_t n,
                     int at_origin);
 /* Splits with the onig find_iter rules, then applies a Split behaviour:

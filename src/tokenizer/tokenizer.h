@@ -64,6 +64,29 @@ const char *kvg_tok_id_to_token(const struct kvg_tok *tok, uint32_t id, size_t *
 /* 1 when id is a special added token (decode with skip_special drops it). */
 int kvg_tok_is_special(const struct kvg_tok *tok, uint32_t id);
 
+/* The exact prefix cache (tok_prefix.c): texts that start like a text
+ * encoded before reuse that start's ids; the ids are always those of
+ * kvg_tok_encode. Cuts only at added tokens (<|im_start|> in chat prompts),
+ * so a tokenizer without added tokens gains nothing. Thread-safe (one
+ * mutex); memory bounded by max_bytes (entries evicted least recently used
+ * first). One cache serves one tokenizer, which must outlive it. */
+struct kvg_tok_pcache;
+struct kvg_tok_pcache_stats {
+    uint64_t hits, misses;  /* encodes that reused a prefix / reused nothing */
+    uint64_t reused_tokens; /* ids taken from the cache */
+    uint64_t evictions;
+    size_t entries, bytes, max_bytes;
+};
+/* *out owned by the caller: kvg_tok_pcache_free(). max_bytes 0 keeps
+ * nothing (every encode goes the uncached way). */
+int kvg_tok_pcache_new(const struct kvg_tok *tok, size_t max_bytes, struct kvg_tok_pcache **out);
+void kvg_tok_pcache_free(struct kvg_tok_pcache *c);
+void kvg_tok_pcache_stats(struct kvg_tok_pcache *c, struct kvg_tok_pcache_stats *st);
+/* kvg_tok_encode through the cache c (NULL: uncached); *reused (nullable)
+ * is the number of text ids that came from the cache. */
+int kvg_tok_encode_cached(const struct kvg_tok *tok, struct kvg_tok_pcache *c, const char *text,
+                          size_t len, int add_special, uint32_t **ids, size_t *n, size_t *reused);
+
 /* `kvgate tokenize` (tok_cli.c, which lists its options and output).
  * argv[0] is the program or subcommand name; a leading "tokenize" in argv[1]
  * is skipped too. Returns the process exit code: 0; 1 on a failed input (not

@@ -19,7 +19,7 @@ static void setup(void)
     if (tok) return;
     CHECK_INT(kvg_tok_load("builtin:bytes", NULL, &tok, err, sizeof err), 0);
     CHECK_INT(kvg_jinja_chat_new(NULL, NULL, NULL, &chat, err, sizeof err), 0);
-    rt = (struct kvg_route_tokenizer){tok, chat, 16};
+    rt = (struct kvg_route_tokenizer){tok, chat, 16, NULL};
 }
 
 static int parse(const char *body, struct kvg_route_input *ri)

@@ -86,3 +86,20 @@ TEST(ids_flags_and_decode)
     CHECK_STR(tt_dec(t, "65 9999 66", 0), "a b"); /* unknown ids dropped, as HF does */
     kvg_tok_free(t);
 }
+
+/* The prefix cache cuts after added tokens: with lstrip / rstrip /
+ * single_word / leftmost-longest tokens on both sides of every cut, the ids
+ * are still those of the uncached encoder. */
+TEST(prefix_cache_exact_around_added_tokens)
+{
+    struct kvg_tok *t = added_tok();
+    static const char *const frag[] = {"<x>",      "ab",  "abc", "abcd", "bc", " ",
+                                       "  ",       "[M]", "[m]", "<y>",  "q",  "\xC3\xA9",
+                                       "\xC2\xA0", "_",   ".",   "a",    "<",  "x>"};
+    uint64_t reused = 0;
+    CHECK_INT(tt_check_prefix_cache(t, frag, KVG_ARRAY_LEN(frag), 3000, 1 << 20, 7, &reused), 0);
+    CHECK(reused > 0);
+    /* A cache too small for most segments: still exact, still bounded. */
+    CHECK_INT(tt_check_prefix_cache(t, frag, KVG_ARRAY_LEN(frag), 1000, 600, 8, NULL), 0);
+    kvg_tok_free(t);
+}

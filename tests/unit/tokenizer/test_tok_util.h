@@ -11,6 +11,7 @@
 
 #include "base/buf.h"
 #include "base/err.h"
+#include "base/util.h"
 #include "support/test.h"
 #include "tokenizer/tok_impl.h"
 #include "tokenizer/tokenizer.h"
@@ -125,6 +126,52 @@ static inline const char *tt_dec(const struct kvg_tok *tok, const char *ids_text
     snprintf(out, sizeof out, "%s", text);
     free(text);
     return out;
+}
+
+/* Encodes `rounds` texts through one prefix cache of max_bytes and checks
+ * each against kvg_tok_encode. The texts are random runs of the fragments,
+ * each sharing a random start with an earlier one (truncated anywhere, so
+ * cuts land inside tokens, before lstrip spaces, etc.). Returns the number
+ * of mismatches; *reused (nullable) the ids the cache supplied. */
+static inline int tt_check_prefix_cache(const struct kvg_tok *t, const char *const *frag,
+                                        size_t nfrag, int rounds, size_t max_bytes, unsigned seed,
+                                        uint64_t *reused)
+{
+    struct kvg_tok_pcache *c;
+    if (kvg_tok_pcache_new(t, max_bytes, &c)) return -1;
+    struct kvg_buf prev[8], b;
+    for (int i = 0; i < 8; i++) kvg_buf_init(&prev[i], 0);
+    kvg_buf_init(&b, 0);
+    int bad = 0;
+    uint64_t used = 0;
+    srand(seed);
+    for (int r = 0; r < rounds; r++) {
+        struct kvg_buf *base = &prev[rand() % 8];
+        b.len = 0;
+        if (base->len && rand() % 4)
+            kvg_buf_append(&b, base->data, (size_t)rand() % (base->len + 1));
+        for (int k = rand() % 12; k >= 0; k--) kvg_buf_append_str(&b, frag[(size_t)rand() % nfrag]);
+        /* Truncation may split a UTF-8 sequence: both paths must refuse alike. */
+        uint32_t *a = NULL, *x = NULL;
+        size_t na = 0, nx = 0, got = 0;
+        int ra = kvg_tok_encode(t, b.data ? b.data : "", b.len, r & 1, &a, &na);
+        int rx = kvg_tok_encode_cached(t, c, b.data ? b.data : "", b.len, r & 1, &x, &nx, &got);
+        if (ra != rx || na != nx || (na && memcmp(a, x, na * sizeof *a))) bad++;
+        used += got;
+        free(a);
+        free(x);
+        struct kvg_buf *dst = &prev[rand() % 8];
+        dst->len = 0;
+        kvg_buf_append(dst, b.data ? b.data : "", b.len);
+    }
+    struct kvg_tok_pcache_stats st;
+    kvg_tok_pcache_stats(c, &st);
+    if (st.bytes > max_bytes) bad++;
+    for (int i = 0; i < 8; i++) kvg_buf_free(&prev[i]);
+    kvg_buf_free(&b);
+    kvg_tok_pcache_free(c);
+    if (reused) *reused = used;
+    return bad;
 }
 
 #endif

