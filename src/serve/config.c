@@ -44,6 +44,9 @@ static const struct flag flags[] = {
     {"host", NULL, F_STR, O(host), S(host), "address to listen on (127.0.0.1)"},
     {"port", NULL, F_INT, O(port), 0, "port to listen on (8080)"},
     {"threads", NULL, F_INT, O(threads), 0, "event-loop threads (number of cores)"},
+    {"tokenizer-threads", NULL, F_INT, O(tokenizer_threads), 0,
+     "threads that tokenize long prompts off the loops (libuv's pool; 0 = UV_THREADPOOL_SIZE or "
+     "libuv's 4)"},
     {"worker-urls", NULL, F_LIST, O(workers), 0, "engine URLs (http://host:port)"},
     {"kv-events-endpoints", NULL, F_LIST, O(kv_endpoints), 0,
      "each worker's KV event ZMQ endpoint, same order as --worker-urls ('none': no events)"},
@@ -491,6 +494,8 @@ int kvg_serve_config_parse(struct kvg_serve_config *c, int argc, char **argv, ch
         return kvg_err_set(err, errlen, KVG_ECONFIG, "--port: out of range");
     if (c->threads < 1 || c->threads > 256)
         return kvg_err_set(err, errlen, KVG_ECONFIG, "--threads: 1..256");
+    if (c->tokenizer_threads < 0 || c->tokenizer_threads > 1024)
+        return kvg_err_set(err, errlen, KVG_ECONFIG, "--tokenizer-threads: 0..1024");
     if (strcmp(c->cache_aware_miss, "min_load") && strcmp(c->cache_aware_miss, "smallest_tree"))
         return kvg_err_set(err, errlen, KVG_ECONFIG,
                            "--cache-aware-miss: min_load or smallest_tree");

@@ -26,8 +26,9 @@ struct kvg_serve_config {
     char host[128];
     int port;
     int threads;
-    struct kvg_strlist workers;          /* --worker-urls */
-    struct kvg_strlist kv_endpoints;     /* --kv-events-endpoints, same order ("none": no events) */
+    int tokenizer_threads;           /* libuv pool size, 0: UV_THREADPOOL_SIZE / libuv default */
+    struct kvg_strlist workers;      /* --worker-urls */
+    struct kvg_strlist kv_endpoints; /* --kv-events-endpoints, same order ("none": no events) */
     struct kvg_strlist replay_endpoints; /* --replay-endpoints, same order ("none") */
     char tokenizer[512], tokenizer_config[512];
     char chat_template[512]; /* --chat-template: overrides the tokenizer config's */

@@ -269,6 +269,13 @@ int kvg_serve_main(int argc, char **argv)
     if (c->config_path[0] &&
         kvg_serve_config_load_file(c->config_path, &s.file, err, sizeof err) == 0)
         s.have_file = 1;
+    /* libuv sizes its pool from the environment at its first use, which
+     * comes later (the first long prompt, or a DNS lookup). */
+    if (c->tokenizer_threads > 0) {
+        char n[16];
+        snprintf(n, sizeof n, "%d", c->tokenizer_threads);
+        setenv("UV_THREADPOOL_SIZE", n, 1);
+    }
     uv_loop_init(&s.main_loop);
     const char *model_hint = "MODEL";
     if (c->workers.n == 0 && !c->service_discovery) {

@@ -1,0 +1,46 @@
+# The tokenizer prefix cache and pool in kvgate serve: chat requests sharing
+# a long system prompt (over 16 KiB: tokenized on the pool) count cache hits
+# and reused tokens in /metrics and route as without the cache (same
+# prompt_tokens from the engine, same debug route ids); --tokenizer-cache-bytes 0
+# turns it off; --tokenizer-threads N sizes the pool (its threads appear when
+# the first long prompt is tokenized); a bad value is refused.
+. "$(dirname "$0")/lib.sh"
+S=$(free_port)
+start_sim "$S" --model m --profile instant || exit 1
+sysp=$(/usr/bin/python3 -c "import random; r=random.Random(3); print(' '.join(''.join(r.choice('abcdefgh') for _ in range(7)) for _ in range(3000)))")
+body() { echo "{\"model\":\"m\",\"messages\":[{\"role\":\"system\",\"content\":\"$sysp\"},{\"role\":\"user\",\"content\":\"question $1\"}],\"max_tokens\":1}"; }
+metric() { curl -s "$1/metrics" | awk -v k="$2" '$1==k{print $2}'; }
+
+threads_of() { ls "/proc/$1/task" | wc -l; }
+G1=$(free_port)
+start_serve "$G1" --threads 1 --tokenizer-threads 3 --policy prefix_affinity --worker-urls "http://127.0.0.1:$S" || exit 1
+G=http://127.0.0.1:$G1
+before=$(threads_of "$SERVE_PID")
+for q in 1 2 3; do body "$q" >"$TMP/b$q"; curl -s -o "$TMP/r$q" "$G/v1/chat/completions" -d @"$TMP/b$q"; done
+after=$(threads_of "$SERVE_PID")
+check "--tokenizer-threads 3: three pool threads ($before -> $after)" [ $((after - before)) = 3 ]
+hits=$(metric "$G" 'kvgate_tokenizer_cache_total{event="hit"}')
+miss=$(metric "$G" 'kvgate_tokenizer_cache_total{event="miss"}')
+reused=$(metric "$G" 'kvgate_tokenizer_cache_total{event="reused_tokens"}')
+check "two hits, one miss ($hits, $miss)" [ "$hits" = 2 -a "$miss" = 1 ]
+check "the system prompt's tokens reused ($reused)" [ "${reused:-0}" -gt 10000 ]
+check "cache bytes reported" [ "$(metric "$G" kvgate_tokenizer_cache_bytes)" -gt 0 ]
+curl -s -o "$TMP/d1" "$G/debug/route" -d @"$TMP/b3" -H 'content-type: application/json'
+
+G2=$(free_port)
+start_serve "$G2" --threads 1 --tokenizer-cache-bytes 0 --policy prefix_affinity --worker-urls "http://127.0.0.1:$S" || exit 1
+curl -s -o "$TMP/n3" "http://127.0.0.1:$G2/v1/chat/completions" -d @"$TMP/b3"
+curl -s -o "$TMP/d2" "http://127.0.0.1:$G2/debug/route" -d @"$TMP/b3" -H 'content-type: application/json'
+check "same prompt_tokens with and without the cache" [ "$(json_get "$TMP/r3" 'j["usage"]["prompt_tokens"]')" = "$(json_get "$TMP/n3" 'j["usage"]["prompt_tokens"]')" ]
+same_route() { /usr/bin/python3 - "$TMP/d1" "$TMP/d2" <<'PY'
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:])
+strip = lambda d: {k: v for k, v in d.items() if "token" in k or "block" in k or "hash" in k}
+sys.exit(0 if strip(a) == strip(b) and strip(a) else 1)
+PY
+}
+check "debug route: same tokens and blocks with and without the cache" same_route
+check "cache off: no hit series" [ -z "$(metric "http://127.0.0.1:$G2" 'kvgate_tokenizer_cache_total{event="hit"}')" ]
+"$KVG_BIN" serve --tokenizer-threads -1 >/dev/null 2>"$TMP/bad.err"
+check "--tokenizer-threads -1 refused" [ $? = 2 ]
+finish
