@@ -50,7 +50,7 @@ TOOL_BINS  := $(TOOL_SRCS:tests/tools/%.c=$(OUT)/tools/%)
 BENCH_SRCS := $(wildcard bench/*/*.c)
 BENCH_BINS := $(BENCH_SRCS:bench/%.c=$(OUT)/bench/%)
 
-.PHONY: all test unit clean fuzz fuzz-bins format format-check bench
+.PHONY: all test unit clean fuzz fuzz-bins format format-check bench bench-suite
 all: $(OUT)/kvgate $(TEST_BINS) $(TOOL_BINS) $(BENCH_BINS)
 
 $(OUT)/libkvgate.a: $(LIB_OBJS) $(LLHTTP_OBJS)
@@ -111,6 +111,11 @@ build/fuzz/bin/%: fuzz/%.c build/fuzz/libkvgate.a
 # bench/results/routing.md and its SVGs.
 bench:
 	bash bench/routing/run.sh
+
+# The routing suite: every workload against every policy, offline, 3 seeds
+# (under 10 minutes on 2 cores); writes bench/results/routing-suite.md.
+bench-suite: all
+	bash bench/routing/suite.sh
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')

@@ -10,13 +10,16 @@
 #include "base/log.h"
 #include "base/util.h"
 #include "bench/bench.h"
+#include "bench/suite.h"
 
 static void usage(FILE *f)
 {
     fprintf(
         f,
         "usage: kvgate bench [--scenario NAME] [--mode offline|live] [--policies P,...] "
-        "[options]\n\n"
+        "[options]\n"
+        "       kvgate bench --suite routing [--json FILE] [--seeds N] [--smoke] (--suite "
+        "--help)\n\n"
         "What does kvgate's routing buy on a workload? The router's own policy code, measured\n"
         "offline (engine models in virtual time, deterministic per --seed) or live over HTTP.\n\n"
         "  --scenario NAME             llmd-73 (llm-d's 8-pod benchmark, offline), llmd-73-mini\n"
@@ -47,6 +50,10 @@ static void usage(FILE *f)
         "  --printable                 ids are printable bytes (live always: the byte tokenizer)\n"
         "  --turns N --user-len N --chat-groups N --chat-system-len N --think-secs S\n"
         "  --max-context N             chat sessions (stage rates count sessions)\n"
+        "  --turns-min N --user-len-max N   agentic chat: turns per session drawn from\n"
+        "                              [turns-min, turns], each message from [user-len, max]\n"
+        "  --long-frac X --long-len N --long-docs N   mixed chat: a share X of the sessions\n"
+        "                              ask one question about one of N documents of L tokens\n"
         "  --trace FILE --trace-speed X --trace-block N   JSONL replay (src/bench/trace.c)\n"
         "  --stages LIST               RATExSECS (Poisson) or cCONCxSECS (closed loop), e.g.\n"
         "                              15x50,3x20,10x20 or c16x60\n"
@@ -55,6 +62,8 @@ static void usage(FILE *f)
         "engines (offline, and --spawn-sims):\n"
         "  --engines N --profile NAME --block-size N --kv-capacity-tokens N --max-num-seqs N\n"
         "  --max-num-batched-tokens N  (kvgate sim --help lists the profiles)\n"
+        "  --max-model-len N           the engines' context limit (the profile's)\n"
+        "  --hetero none|fast|half-kv  offline: every other engine twice as fast, or half the KV\n"
         "  --output-mean N             offline: the engines' EOS length without ignore_eos (256)\n"
         "  --prefill-scale F           offline: the profile's prefill costs times F (1; llmd-73:\n"
         "                              0.75); a --profile alone resets it to 1\n"
@@ -64,6 +73,8 @@ static void usage(FILE *f)
         "policy options:\n"
         "  --router-kv-overlap-score-weight X --router-temperature X (kv_aware)\n"
         "  --affinity-min-match X --affinity-load-bound X (prefix_affinity)\n"
+        "  --session-header H --session-load-bound X --session-fallback P (session_affinity)\n"
+        "  --predict-prefill-tps X --predict-itl-bound X (predicted_latency)\n"
         "  --cache-threshold X --balance-abs-threshold N --balance-rel-threshold X (cache_aware)\n"
         "live:\n"
         "  --target URL                an OpenAI-compatible endpoint (http://host:port)\n"
@@ -254,6 +265,15 @@ int kvg_bench_parse(struct kvg_bench_cfg *c, int argc, char **argv)
                 c->chat_api = 1;
             else
                 bad = 1;
+        } else if (!strcmp(a, "--hetero")) {
+            if (!strcmp(v, "none"))
+                c->des.hetero = KVG_BENCH_HET_NONE;
+            else if (!strcmp(v, "fast"))
+                c->des.hetero = KVG_BENCH_HET_FAST;
+            else if (!strcmp(v, "half-kv"))
+                c->des.hetero = KVG_BENCH_HET_HALF_KV;
+            else
+                bad = 1;
         } else if (!strcmp(a, "--kv-path")) {
             if (!strcmp(v, "direct"))
                 c->des.kv_path = KVG_BENCH_KV_DIRECT;
@@ -288,6 +308,11 @@ int kvg_bench_parse(struct kvg_bench_cfg *c, int argc, char **argv)
         U32("--chat-system-len", w->chat_system_len, 0, 1000000)
         U32("--max-context", w->max_context, 0, UINT32_MAX)
         DBL("--think-secs", w->think_s, 0, 1e6)
+        U32("--turns-min", w->turns_min, 0, 100000)
+        U32("--user-len-max", w->user_len_max, 0, 1000000)
+        DBL("--long-frac", w->long_frac, 0, 1)
+        U32("--long-len", w->long_len, 0, 10000000)
+        U32("--long-docs", w->long_docs, 0, 100000)
         STR("--trace", w->trace_path);
         DBL("--trace-speed", w->trace_speed, 1e-9, 1e9)
         U32("--trace-block", w->trace_block, 1, 1u << 20)
@@ -299,6 +324,7 @@ int kvg_bench_parse(struct kvg_bench_cfg *c, int argc, char **argv)
         U64("--kv-capacity-tokens", pr->kv_capacity_tokens, 2, 1ull << 40)
         U32("--max-num-seqs", pr->max_num_seqs, 1, 1u << 20)
         U32("--max-num-batched-tokens", pr->max_num_batched_tokens, 1, 1u << 24)
+        U32("--max-model-len", pr->max_model_len, 2, UINT32_MAX)
         DBL("--output-mean", c->des.mean_output, 1, 1e6)
         DBL("--prefill-scale", explicit_scale, 1e-3, 1e3)
         U32("--scrape-ms", c->des.scrape_ms, 1, 3600000)
@@ -307,6 +333,11 @@ int kvg_bench_parse(struct kvg_bench_cfg *c, int argc, char **argv)
         DBL("--router-temperature", c->des.popts.temperature, 0, 1e6)
         DBL("--affinity-min-match", c->des.popts.affinity_min_match, 0, 1)
         DBL("--affinity-load-bound", c->des.popts.affinity_load_bound, 1, 1e6)
+        STR("--session-header", c->des.popts.session_header);
+        DBL("--session-load-bound", c->des.popts.session_load_bound, 1, 1e6)
+        STR("--session-fallback", c->des.popts.session_fallback);
+        DBL("--predict-prefill-tps", c->des.popts.predict_prefill_tps, 1e-3, 1e12)
+        DBL("--predict-itl-bound", c->des.popts.predict_itl_bound, 1, 1e6)
         DBL("--cache-threshold", c->des.popts.cache_threshold, 0, 1)
         U32("--balance-abs-threshold", c->des.popts.balance_abs, 0, UINT32_MAX)
         DBL("--balance-rel-threshold", c->des.popts.balance_rel, 0, 1e6)
@@ -375,6 +406,8 @@ static const char *base_name(const char *p)
 
 int kvg_bench_main(int argc, char **argv)
 {
+    for (int i = 1; i < argc; i++) /* the suite has flags of its own */
+        if (!strcmp(argv[i], "--suite")) return kvg_bench_suite_main(argc, argv);
     struct kvg_bench_cfg *c = calloc(1, sizeof *c);
     struct kvg_bench_summary *sum = NULL;
     char *setup = NULL;

@@ -171,6 +171,7 @@ static int arrive(struct run *R)
     c->hctx = l;
     c->rng = &R->rng;
     c->now_ms = vt_ms(t);
+    c->user = KVG_STR_NULL;
     c->load_max_age_ms = R->o->load_max_age_ms;
     if ((rc = live_put(R, l))) {
         free(l->hashes);
@@ -225,7 +226,7 @@ static int step_end(struct run *R, uint32_t k, double t)
             if (!l->got_first) {
                 l->got_first = 1;
                 kvg_bench_acc_first(&R->acc, l->r, t - l->r->arrival, u->cached_tokens);
-                kvg_pool_first_token(&R->pool, &l->pick);
+                kvg_pool_first_token_at(&R->pool, &l->pick, vt_ms(t));
                 kvg_bench_acc_tokens(&R->acc, l->r, t, 1, -1);
             } else {
                 kvg_bench_acc_tokens(&R->acc, l->r, t, 1, t - l->last_tok);
@@ -348,6 +349,18 @@ static int setup(struct run *R, struct kvg_bench_summary *out, char *err, size_t
         }
         struct kvg_sim_config c;
         kvg_sim_config_init(&c, &o->profile);
+        if (i % 2 && o->hetero == KVG_BENCH_HET_FAST) {
+            struct kvg_sim_profile *f = &c.profile;
+            f->t_fixed /= 2;
+            f->t_seq /= 2;
+            f->t_prefill_token /= 2;
+            f->t_prefill_attn /= 2;
+            f->t_decode_ctx /= 2;
+        } else if (i % 2 && o->hetero == KVG_BENCH_HET_HALF_KV) {
+            c.profile.kv_capacity_tokens /= 2;
+            if (c.profile.max_model_len > c.profile.kv_capacity_tokens)
+                c.profile.max_model_len = (uint32_t)c.profile.kv_capacity_tokens;
+        }
         c.seed = o->seed * 1000003ull + i;
         c.mean_output_tokens = o->mean_output;
         c.emit_events = o->kv_path != KVG_BENCH_KV_NONE;

@@ -36,6 +36,11 @@
 
 enum kvg_bench_kv_path { KVG_BENCH_KV_NONE, KVG_BENCH_KV_DIRECT, KVG_BENCH_KV_WIRE };
 
+/* Heterogeneous engines: every odd-numbered engine (half of them, spread
+ * over the slots) runs twice as fast (every step cost halved) or has half
+ * the KV capacity of the profile. */
+enum kvg_bench_hetero { KVG_BENCH_HET_NONE, KVG_BENCH_HET_FAST, KVG_BENCH_HET_HALF_KV };
+
 /* Progress of a run, readable from another thread. */
 struct kvg_bench_progress {
     _Atomic uint64_t issued, finished; /* requests */
@@ -47,6 +52,7 @@ struct kvg_bench_des_opts {
     struct kvg_bench_wl_opts wl;
     struct kvg_sim_profile profile; /* a copy, overrides applied */
     uint32_t engines;
+    enum kvg_bench_hetero hetero;
     double mean_output; /* engines' EOS length (geometric mean) for requests without ignore_eos */
     char policy[64];
     struct kvg_policy_opts popts; /* kv and block_size are set by the run */

@@ -33,7 +33,7 @@ struct sess {
     uint32_t n, cap;
     char *text;
     size_t tlen, tcap;
-    uint32_t turn;
+    uint32_t turn, turns; /* turns: this session's length */
     int slot_stage;
     uint64_t key;
 };
@@ -52,8 +52,9 @@ struct kvg_bench_wl {
     uint32_t *prompts, plen, nprompts, *order;
     char *ptext; /* nprompts x tlen_per characters, or NULL */
     size_t tlen_per;
-    /* chat: system prompts, chat_groups x chat_system_len ids */
-    uint32_t *sys;
+    /* chat: system prompts, chat_groups x chat_system_len ids; the mixed
+     * variant's documents, long_docs x long_len ids */
+    uint32_t *sys, *docs;
     /* trace */
     struct kvg_bench_trace_rec *trace;
     size_t ntrace;
@@ -182,6 +183,12 @@ static int make_chat(struct kvg_bench_wl *wl, struct kvg_rng *rng)
     wl->sys = malloc((n ? n : 1) * sizeof *wl->sys);
     if (!wl->sys) return -ENOMEM;
     for (size_t i = 0; i < n; i++) wl->sys[i] = draw(wl, rng);
+    if (o->long_frac > 0) {
+        size_t nd = (size_t)o->long_docs * o->long_len;
+        wl->docs = malloc((nd ? nd : 1) * sizeof *wl->docs);
+        if (!wl->docs) return -ENOMEM;
+        for (size_t i = 0; i < nd; i++) wl->docs[i] = draw(wl, rng);
+    }
     return 0;
 }
 
@@ -227,6 +234,14 @@ static int check_opts(const struct kvg_bench_wl_opts *o, char *err, size_t errle
         (!o->turns || (!o->user_len && !o->chat_system_len) || !o->chat_groups || o->think_s < 0))
         return kvg_err_set(err, errlen, KVG_ECONFIG,
                            "chat needs turns, groups and a non-empty message");
+    if (o->kind == KVG_BENCH_WL_CHAT &&
+        (o->turns_min > o->turns || (o->user_len_max && o->user_len_max < o->user_len) ||
+         !(o->long_frac >= 0 && o->long_frac <= 1) ||
+         (o->long_frac > 0 && (!o->long_len || !o->long_docs)) ||
+         (uint64_t)o->long_docs * o->long_len > 100000000))
+        return kvg_err_set(err, errlen, KVG_ECONFIG,
+                           "chat variants need turns_min <= turns, user_len <= user_len_max, "
+                           "a long share in [0, 1] and documents when it is > 0");
     if (o->kind == KVG_BENCH_WL_TRACE &&
         (!o->trace_path[0] || !(o->trace_speed > 0) || !o->trace_block))
         return kvg_err_set(err, errlen, KVG_ECONFIG,
@@ -327,6 +342,7 @@ void kvg_bench_wl_free(struct kvg_bench_wl *wl)
     free(wl->order);
     free(wl->ptext);
     free(wl->sys);
+    free(wl->docs);
     kvg_bench_trace_free(wl->trace, wl->ntrace);
     free(wl);
 }
@@ -383,6 +399,8 @@ static int sess_append(const struct kvg_bench_wl *wl, struct sess *s, const uint
 static int sess_user_message(struct kvg_bench_wl *wl, struct sess *s)
 {
     uint32_t n = wl->o.user_len;
+    if (wl->o.user_len_max > n) /* a tool result: its length varies turn by turn */
+        n += (uint32_t)kvg_rng_below(&wl->rng, (uint64_t)wl->o.user_len_max - n + 1);
     if (!n) return 0;
     uint32_t *m = malloc(n * sizeof *m);
     if (!m) return -ENOMEM;
@@ -398,8 +416,20 @@ static int new_session(struct kvg_bench_wl *wl, int slot_stage, struct sess **ou
     if (!s) return -ENOMEM;
     s->slot_stage = slot_stage;
     s->key = ++wl->nsessions;
-    uint32_t g = (uint32_t)kvg_rng_below(&wl->rng, wl->o.chat_groups);
-    int rc = sess_append(wl, s, wl->sys + (size_t)g * wl->o.chat_system_len, wl->o.chat_system_len);
+    const struct kvg_bench_wl_opts *o = &wl->o;
+    s->turns = o->turns;
+    if (o->turns_min && o->turns_min < o->turns)
+        s->turns = o->turns_min + (uint32_t)kvg_rng_below(&wl->rng, o->turns - o->turns_min + 1);
+    int rc;
+    if (o->long_frac > 0 && kvg_rng_double(&wl->rng) < o->long_frac) {
+        /* A question about one of the documents: one turn, no system prompt. */
+        uint32_t d = (uint32_t)kvg_rng_below(&wl->rng, o->long_docs);
+        s->turns = 1;
+        rc = sess_append(wl, s, wl->docs + (size_t)d * o->long_len, o->long_len);
+    } else {
+        uint32_t g = (uint32_t)kvg_rng_below(&wl->rng, o->chat_groups);
+        rc = sess_append(wl, s, wl->sys + (size_t)g * o->chat_system_len, o->chat_system_len);
+    }
     if (!rc) rc = sess_user_message(wl, s);
     if (rc) {
         sess_free(s);
@@ -561,8 +591,9 @@ int kvg_bench_wl_done(struct kvg_bench_wl *wl, struct kvg_bench_req *r, double n
          * the context limit, or when the load is over. */
         double next =
             now + (wl->o.think_s > 0 ? -log1p(-kvg_rng_double(&wl->rng)) * wl->o.think_s : 0);
-        uint64_t grown = (uint64_t)s->n + n + wl->o.user_len + wl->o.output_len;
-        int more = ok && s->turn < wl->o.turns && next < end &&
+        uint64_t grown =
+            (uint64_t)s->n + n + KVG_MAX(wl->o.user_len, wl->o.user_len_max) + wl->o.output_len;
+        int more = ok && s->turn < s->turns && next < end &&
                    (!wl->o.max_context || grown <= wl->o.max_context);
         if (more) rc = sess_append(wl, s, out, n);
         if (more && !rc) rc = sess_user_message(wl, s);

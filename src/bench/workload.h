@@ -15,6 +15,9 @@
  *                  of user_len ids; turn k+1 = turn k's prompt + its output +
  *                  a new user message, sent an exponential think time (mean
  *                  think_s) after turn k ended. Stage rates count sessions.
+ *                  Variants: agentic sessions (turn counts and tool-result
+ *                  lengths drawn per session / per turn) and a mix of short
+ *                  chats with single questions about long documents.
  *   trace          replay of a JSONL file, one request per line (trace.c
  *                  documents the fields).
  *
@@ -66,6 +69,15 @@ struct kvg_bench_wl_opts {
     /* chat */
     uint32_t turns, user_len, chat_groups, chat_system_len, max_context;
     double think_s;
+    /* chat variants (0: off). Agentic sessions: each session runs a number
+     * of turns drawn uniformly from [turns_min, turns], and each new message
+     * (a tool result) has a length drawn from [user_len, user_len_max].
+     * Mixed: a share long_frac of the sessions are one question of user_len
+     * ids about a long document of long_len ids, one of long_docs documents
+     * (drawn uniformly: documents recur), a single turn. */
+    uint32_t turns_min, user_len_max;
+    double long_frac;
+    uint32_t long_len, long_docs;
     /* trace */
     char trace_path[512];
     double trace_speed;   /* timestamps are divided by this (1 = as recorded) */

@@ -21,6 +21,7 @@
 
 #include "base/err.h"
 #include "base/log.h"
+#include "gateway/keys.h"
 #include "proxy/proxy_int.h"
 #include "router/mode.h"
 
@@ -384,7 +385,8 @@ static void up_head(void *ud, int status, const struct kvg_http_header *h, size_
 static void up_body(void *ud, const char *p, size_t n)
 {
     struct proxy_req *pr = ud;
-    if (!pr->bytes_up) kvg_pool_first_token(pr->pl->px->pool, &pr->pick); /* prefill is over */
+    if (!pr->bytes_up) /* prefill is over */
+        kvg_pool_first_token_at(pr->pl->px->pool, &pr->pick, kvg_now_ms());
     pr->bytes_up += n;
     if (pr->relayed) {
         int rc;
@@ -531,6 +533,10 @@ static void attempt(struct proxy_req *pr)
                                 .rng = pr->pl->rng,
                                 .now_ms = kvg_now_ms()};
     kvg_route_input_ctx(&pr->ri, &ctx);
+    if (pr->gate.key) { /* the key's user: its tenant, else its name */
+        const char *u = pr->gate.key->tenant[0] ? pr->gate.key->tenant : pr->gate.key->name;
+        ctx.user = (struct kvg_str){u, strlen(u)};
+    }
     ctx.filter = kvg_gate_worker_filter; /* the request's priority may exclude busy workers */
     ctx.filter_ud = &pr->gate;
     int known = 0;

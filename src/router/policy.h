@@ -39,6 +39,9 @@ struct kvg_route_ctx {
     struct kvg_str (*header)(const void *hctx, const char *name);
     const void *hctx;
     struct kvg_rng *rng;
+    /* The API key's user (its tenant, else its name); empty without keys.
+     * A session key of last resort for session_affinity. */
+    struct kvg_str user;
     uint64_t now_ms;
     uint64_t load_max_age_ms; /* engine metrics older than this are unknown */
     int dry_run;              /* explain only (POST /debug/route): policies change no state */
@@ -77,6 +80,13 @@ struct kvg_policy_opts {
     /* prefix_affinity (kvgate's) */
     double affinity_min_match;  /* --affinity-min-match 0.5: share of the prompt a holder needs */
     double affinity_load_bound; /* --affinity-load-bound 2: in flight over bound x mean + 1 */
+    /* session_affinity (kvgate's) */
+    char session_header[64];   /* --session-header: read before x-session-id ("" none) */
+    double session_load_bound; /* --session-load-bound 1.25: home past c x (sum + 1) / n */
+    char session_fallback[32]; /* --session-fallback prefix_affinity: the KV-aware choice */
+    /* predicted_latency (kvgate's) */
+    double predict_prefill_tps; /* --predict-prefill-tps 10000: prior until learned */
+    double predict_itl_bound;   /* --predict-itl-bound 2: decode blocks over bound x mean */
     /* cache_aware (sglang / vllm-router) */
     double cache_threshold;        /* --cache-threshold 0.3 */
     uint32_t balance_abs;          /* --balance-abs-threshold 64 */
@@ -129,6 +139,11 @@ struct kvg_route_explain {
     char note[128]; /* short reason, e.g. "cache hit" */
 };
 
+/* kvgate serve's --policy default; the routing suite
+ * (kvgate bench --suite routing) reports how far it is from each workload's
+ * best. */
+#define KVG_POLICY_DEFAULT "kv_aware"
+
 struct kvg_policy;
 
 struct kvg_policy_ops {
@@ -139,6 +154,12 @@ struct kvg_policy_ops {
                   const struct kvg_route_ctx *ctx, struct kvg_route_explain *ex);
     /* The request sent to w ended (optional: policies that track their own state). */
     void (*on_done)(struct kvg_policy *p, struct kvg_worker *w, const struct kvg_route_ctx *ctx);
+    /* The request sent to w produced its first token ttft_ms after it was
+     * routed, with work_tokens of prefill ahead of it and its own (the
+     * charges at routing time): what latency-predicting policies learn
+     * from (optional). */
+    void (*on_first_token)(struct kvg_policy *p, struct kvg_worker *w, uint64_t work_tokens,
+                           uint64_t ttft_ms);
     /* w left the pool: forget it (optional). */
     void (*on_remove)(struct kvg_policy *p, struct kvg_worker *w);
     void (*destroy)(struct kvg_policy *p);
@@ -174,6 +195,8 @@ int kvg_policy_score_new(const struct kvg_policy_opts *o, struct kvg_policy **ou
 int kvg_policy_precise_new(const struct kvg_policy_opts *o, struct kvg_policy **out);
 int kvg_policy_estimated_new(const struct kvg_policy_opts *o, struct kvg_policy **out);
 int kvg_policy_load_new(const struct kvg_policy_opts *o, struct kvg_policy **out);
+int kvg_policy_session_affinity_new(const struct kvg_policy_opts *o, struct kvg_policy **out);
+int kvg_policy_predicted_latency_new(const struct kvg_policy_opts *o, struct kvg_policy **out);
 
 /* Shared helpers for policies. */
 /* A policy without state of its own: *out is ops alone, freed by

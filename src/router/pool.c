@@ -228,6 +228,9 @@ int kvg_pool_pick(struct kvg_pool *p, const struct kvg_route_ctx *ctx,
                                       memory_order_relaxed);
             out->matched_blocks = mb > 0 ? (uint32_t)mb : 0;
             out->prefill_tokens = out->decode_blocks = 0;
+            out->picked_ms = ctx->now_ms;
+            out->work_tokens =
+                atomic_load_explicit(&w->active_prefill_tokens, memory_order_relaxed);
             if (ctx->block_size && ctx->ntokens) {
                 uint64_t cached = (uint64_t)out->matched_blocks * ctx->block_size;
                 out->prefill_tokens = ctx->ntokens > cached ? ctx->ntokens - cached : 0;
@@ -237,6 +240,7 @@ int kvg_pool_pick(struct kvg_pool *p, const struct kvg_route_ctx *ctx,
                  * Dynamo's tracker does with router_assume_kv_reuse. */
                 uint64_t total = (ctx->ntokens + ctx->block_size - 1) / ctx->block_size;
                 out->decode_blocks = total > out->matched_blocks ? total - out->matched_blocks : 0;
+                out->work_tokens += out->prefill_tokens;
                 atomic_fetch_add_explicit(&w->active_prefill_tokens, out->prefill_tokens,
                                           memory_order_relaxed);
                 atomic_fetch_add_explicit(&w->active_decode_blocks, out->decode_blocks,
@@ -252,8 +256,20 @@ int kvg_pool_pick(struct kvg_pool *p, const struct kvg_route_ctx *ctx,
     return rc;
 }
 
+void kvg_pool_first_token_at(struct kvg_pool *p, struct kvg_pick *pick, uint64_t now_ms)
+{
+    /* Only a pick still waiting for its first token teaches anything; a
+     * retry's or a release's call comes after. */
+    if (pick->w && pick->picked_ms && now_ms >= pick->picked_ms && p->policy->ops->on_first_token)
+        p->policy->ops->on_first_token(p->policy, pick->w, pick->work_tokens,
+                                       now_ms - pick->picked_ms);
+    pick->picked_ms = 0;
+    kvg_pool_first_token(p, pick);
+}
+
 void kvg_pool_first_token(struct kvg_pool *p, struct kvg_pick *pick)
 {
+    pick->picked_ms = 0;
     if (!pick->w || !pick->prefill_tokens) return;
     atomic_fetch_sub_explicit(&pick->w->active_prefill_tokens, pick->prefill_tokens,
                               memory_order_relaxed);

@@ -77,6 +77,8 @@ struct kvg_pick {
     uint32_t matched_blocks; /* prefix blocks the policy believes w has cached */
     uint64_t prefill_tokens; /* still charged to w->active_prefill_tokens */
     uint64_t decode_blocks;  /* still charged to w->active_decode_blocks */
+    uint64_t picked_ms;      /* ctx->now_ms of the pick */
+    uint64_t work_tokens;    /* prefill ahead of it on w at the pick + its own */
 };
 
 /* Picks a worker. exclude[] lists workers already tried by this request.
@@ -89,6 +91,9 @@ int kvg_pool_pick(struct kvg_pool *p, const struct kvg_route_ctx *ctx,
 
 /* The first output token arrived: the prefill charge ends. Idempotent. */
 void kvg_pool_first_token(struct kvg_pool *p, struct kvg_pick *pick);
+/* The same at now_ms (the clock of the pick's ctx->now_ms): the policy also
+ * learns the time to that token (on_first_token). */
+void kvg_pool_first_token_at(struct kvg_pool *p, struct kvg_pick *pick, uint64_t now_ms);
 
 /* KVG_OUT_LOCAL: kvgate itself failed (out of file descriptors, memory or
  * buffers): the worker is not to blame, its circuit breaker is untouched. */

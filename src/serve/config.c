@@ -225,7 +225,7 @@ void kvg_serve_config_default(struct kvg_serve_config *c)
     c->port = 8080;
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     c->threads = n > 0 ? (int)n : 1;
-    snprintf(c->policy, sizeof c->policy, "prefix_affinity");
+    snprintf(c->policy, sizeof c->policy, "%s", KVG_POLICY_DEFAULT);
     kvg_http_limits_default(&c->limits);
     c->proxy.request_timeout_ms = 1800 * 1000;
     c->proxy.stream_idle_timeout_ms = 600 * 1000;

@@ -1,0 +1,43 @@
+# kvgate bench --suite routing --smoke: every workload of the routing suite,
+# tiny, against a few policies; checks the structure of its JSON and markdown
+# (one object per workload and policy with the documented fields, the
+# summary and verdict sections), never its figures.
+. "$(dirname "$0")/lib.sh"
+
+cd "$KVG_ROOT" || exit 1
+timeout -k 5 120 "$KVG_BIN" bench --suite routing --smoke --seeds 2 \
+  --policies random,precise,prefix_affinity \
+  --json "$TMP/suite.json" --markdown "$TMP/suite.md" --quiet >"$TMP/suite.out" 2>"$TMP/suite.log"
+rc=$?
+check "suite smoke exits 0" [ "$rc" = 0 ]
+check "markdown has the summary" grep -q "^### p90 TTFT against the best" "$TMP/suite.md"
+check "markdown has the verdicts" grep -q "^### The default rule" "$TMP/suite.md"
+check "markdown has per-workload tables" grep -q "^### agentic" "$TMP/suite.md"
+check "stdout is the report" grep -q "kvgate bench --suite routing" "$TMP/suite.out"
+out=$(/usr/bin/python3 - "$TMP/suite.json" <<'PY' 2>&1
+import json, sys
+a = json.load(open(sys.argv[1]))
+want = {"llmd-73", "chat", "chat-overload", "agentic", "mixed", "hetero-fast", "hetero-kv",
+        "bursts", "trace"}
+pols = ["random", "precise", "prefix_affinity"]
+seen = {(o["workload"], o["policy"]) for o in a}
+assert seen == {(w, p) for w in want for p in pols}, sorted(seen)
+for o in a:
+    assert o["status"] == "ok", o
+    for k in ("ttft_p90_s", "ttft_p99_s", "itl_p90_s", "output_tokens_per_s", "cache_hit_ratio"):
+        assert isinstance(o[k], (int, float)) and o[k] >= 0, (k, o)
+    assert len(o["seed_ttft_p90_s"]) == 2 and len(o["seed_output_tokens_per_s"]) == 2, o
+    assert isinstance(o["meets_default_rule"], bool)
+    assert o["smoke"] is True
+for w in want:
+    assert sum(o["best_p90"] for o in a if o["workload"] == w) == 1, w
+print("ok")
+PY
+)
+check "JSON: every workload x policy with the documented fields" [ "$out" = ok ]
+[ "$out" = ok ] || echo "$out"
+"$KVG_BIN" bench --suite routing --seeds 0 >/dev/null 2>&1
+check "a bad --seeds is a usage error" [ $? = 2 ]
+"$KVG_BIN" bench --suite nope >/dev/null 2>&1
+check "an unknown suite is a usage error" [ $? = 2 ]
+finish
