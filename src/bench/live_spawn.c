@@ -112,10 +112,19 @@ static int start_cluster(const struct kvg_bench_cfg *c, const char *policy,
                 {"--affinity-load-bound", po->affinity_load_bound},
                 {"--cache-threshold", po->cache_threshold},
                 {"--balance-abs-threshold", po->balance_abs},
-                {"--balance-rel-threshold", po->balance_rel}};
+                {"--balance-rel-threshold", po->balance_rel},
+                {"--session-load-bound", po->session_load_bound},
+                {"--predict-prefill-tps", po->predict_prefill_tps},
+                {"--predict-itl-bound", po->predict_itl_bound}};
     for (size_t i = 0; i < sizeof popt / sizeof popt[0]; i++) {
         add(&a, "%s", popt[i].flag);
         add(&a, "%.17g", popt[i].v);
+    }
+    add(&a, "--session-fallback");
+    add(&a, "%s", po->session_fallback);
+    if (po->session_header[0]) {
+        add(&a, "--session-header");
+        add(&a, "%s", po->session_header);
     }
     /* Engine load as fresh as llm-d's EPP sees it (50-100 ms of engine time). */
     uint32_t scrape = c->serve_scrape_ms

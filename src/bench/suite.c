@@ -87,9 +87,10 @@ static const struct workload workloads[] = {
 
 #define NWL (sizeof workloads / sizeof workloads[0])
 
-/* kvg_policy_names' policies that the suite compares, kvgate's default last. */
+/* The policies the suite compares (--policies overrides). */
 static const char default_policies[] =
-    "precise,estimated,load,random,kv_aware,cache_aware,prefix_affinity";
+    "precise,estimated,load,random,kv_aware,cache_aware,prefix_affinity,session_affinity,"
+    "predicted_latency";
 
 /* The peer defaults the report measures against, and whose defaults they are. */
 static const char *const peers[][2] = {

@@ -31,6 +31,8 @@ static const struct {
     {"precise", kvg_policy_precise_new},     /* llm-d: precise prefix 3, kv 2, queue 2 */
     {"estimated", kvg_policy_estimated_new}, /* llm-d: approximate prefix 1, kv 1, queue 1 */
     {"load", kvg_policy_load_new},           /* llm-d: queue 1, kv 1 */
+    {"session_affinity", kvg_policy_session_affinity_new},
+    {"predicted_latency", kvg_policy_predicted_latency_new},
 };
 
 void kvg_policy_opts_default(struct kvg_policy_opts *o)
@@ -48,6 +50,10 @@ void kvg_policy_opts_default(struct kvg_policy_opts *o)
     o->approx_ttl_ms = 120000;
     o->affinity_min_match = 0.5;
     o->affinity_load_bound = 2;
+    o->session_load_bound = 1.25;
+    snprintf(o->session_fallback, sizeof o->session_fallback, "prefix_affinity");
+    o->predict_prefill_tps = 10000;
+    o->predict_itl_bound = 2;
     o->cache_threshold = 0.3;
     o->balance_abs = 64;
     o->balance_rel = 1.5;
@@ -80,8 +86,7 @@ const char *kvg_policy_names(void)
 {
     return "random, round_robin, power_of_two, least_load, consistent_hash (consistent_hashing), "
            "rendezvous_hash, prefix_hash, manual, kv_aware, cache_aware, prefix_affinity, score, "
-           "and score's "
-           "presets precise, estimated, load";
+           "session_affinity, predicted_latency, and score's presets precise, estimated, load";
 }
 
 int kvg_policy_new_stateless(const struct kvg_policy_ops *ops, struct kvg_policy **out)

@@ -6,7 +6,7 @@
 
 cd "$KVG_ROOT" || exit 1
 timeout -k 5 120 "$KVG_BIN" bench --suite routing --smoke --seeds 2 \
-  --policies random,precise,prefix_affinity \
+  --policies random,precise,prefix_affinity,session_affinity,predicted_latency \
   --json "$TMP/suite.json" --markdown "$TMP/suite.md" --quiet >"$TMP/suite.out" 2>"$TMP/suite.log"
 rc=$?
 check "suite smoke exits 0" [ "$rc" = 0 ]
@@ -19,7 +19,7 @@ import json, sys
 a = json.load(open(sys.argv[1]))
 want = {"llmd-73", "chat", "chat-overload", "agentic", "mixed", "hetero-fast", "hetero-kv",
         "bursts", "trace"}
-pols = ["random", "precise", "prefix_affinity"]
+pols = ["random", "precise", "prefix_affinity", "session_affinity", "predicted_latency"]
 seen = {(o["workload"], o["policy"]) for o in a}
 assert seen == {(w, p) for w in want for p in pols}, sorted(seen)
 for o in a:

@@ -1,0 +1,215 @@
+/* predicted_latency: kvgate's latency-predicting policy. For each candidate
+ *
+ *   predicted TTFT = t0 + (prefill queued ahead + uncached prompt tokens) x spt
+ *
+ * where the prefill ahead is what the router has charged to the worker and
+ * not yet seen a first token for (active_prefill_tokens), the uncached
+ * tokens come from the precise index (or, without engine events, from what
+ * this router sent where), and t0 (seconds) and spt (seconds per prefill
+ * token) are learned online per worker from its own answers: every first
+ * token reports the work that was ahead of it and the time it took
+ * (on_first_token). Before a worker has answered, the mean of those that
+ * have stands for it, and before any has, --predict-prefill-tps.
+ *
+ * The ITL bound: a worker's inter-token latency grows with the KV its
+ * decoding requests read every step, so a candidate whose decode blocks in
+ * flight (with this request's) exceed bound x the candidates' mean + this
+ * request's blocks is not eligible (--predict-itl-bound, 2), nor one that
+ * the engine's own KV capacity (when scraped) could not hold without
+ * preempting. When none is eligible, all are.
+ *
+ * Lowest predicted TTFT wins; ties (equal predictions: an idle cluster, a
+ * new prefix) go to the worker with fewer requests in flight, then at random.
+ *
+ * The learning: TTFT ~ t0 + work x spt. Requests with little work (under
+ * one block) measure t0; the others measure spt = (ttft - t0) / work. Both
+ * are exponential averages (weight 1/8), clamped to sane ranges so that one
+ * odd answer (a retry, a stalled stream) moves them little. */
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "base/err.h"
+#include "kv/approx.h"
+#include "kv/index.h"
+#include "router/policy.h"
+#include "router/policy_kv.h"
+
+#define ALPHA 0.125
+#define SMALL_WORK 64 /* tokens: below this an answer measures t0 only */
+
+struct learned {
+    double t0, spt;
+    uint32_t n; /* answers seen */
+};
+
+struct predp {
+    struct kvg_policy base;
+    struct kvg_kv_index *kv;      /* not owned */
+    struct kvg_kv_approx *approx; /* owned; used when kv is NULL */
+    double prior_spt, itl_bound;
+    pthread_mutex_t mu; /* guards m[] */
+    struct learned m[KVG_POLICY_MAX_SLOTS];
+};
+
+/* The model of slot (mu held): its own once learned, else the mean of the
+ * learned ones, else the prior. */
+static struct learned model(const struct predp *d, int slot, double mean_t0, double mean_spt)
+{
+    if (slot >= 0 && slot < KVG_POLICY_MAX_SLOTS && d->m[slot].n) return d->m[slot];
+    return (struct learned){mean_t0, mean_spt, 0};
+}
+
+static int select_pred(struct kvg_policy *p, struct kvg_worker *const *cand, size_t n,
+                       const struct kvg_route_ctx *ctx, struct kvg_route_explain *ex)
+{
+    struct predp *d = (struct predp *)p;
+    if (n == 0) return KVG_ENOWORKER;
+    uint32_t bs = ctx->block_size ? ctx->block_size : 16;
+    uint32_t matched[n];
+    kvg_policy_matched(d->kv, d->approx, cand, n, ctx, matched);
+    double pred[n], blocks[n], mean_blocks = 0;
+    double mt0 = 0, mspt = 0;
+    size_t learned = 0;
+    pthread_mutex_lock(&d->mu);
+    for (size_t i = 0; i < n; i++) {
+        int s = cand[i]->slot;
+        if (s >= 0 && s < KVG_POLICY_MAX_SLOTS && d->m[s].n) {
+            mt0 += d->m[s].t0;
+            mspt += d->m[s].spt;
+            learned++;
+        }
+    }
+    mt0 = learned ? mt0 / (double)learned : 0.02;
+    mspt = learned ? mspt / (double)learned : d->prior_spt;
+    double total_blocks = ctx->ntokens ? ((double)ctx->ntokens + bs - 1) / bs : 0;
+    for (size_t i = 0; i < n; i++) {
+        struct learned m = model(d, cand[i]->slot, mt0, mspt);
+        double cached = (double)matched[i] * bs;
+        double uncached = ctx->ntokens > cached ? (double)ctx->ntokens - cached : 0;
+        double ahead = (double)atomic_load(&cand[i]->active_prefill_tokens);
+        pred[i] = m.t0 + (ahead + uncached) * m.spt;
+        double own = total_blocks > matched[i] ? total_blocks - matched[i] : 0;
+        blocks[i] = (double)atomic_load(&cand[i]->active_decode_blocks) + own;
+        mean_blocks += blocks[i];
+    }
+    pthread_mutex_unlock(&d->mu);
+    mean_blocks /= (double)n;
+    int ok[n], any = 0;
+    for (size_t i = 0; i < n; i++) {
+        struct kvg_engine_load l = kvg_worker_load(cand[i], ctx->now_ms, ctx->load_max_age_ms);
+        double own = total_blocks > matched[i] ? total_blocks - matched[i] : 0;
+        ok[i] = blocks[i] <= d->itl_bound * mean_blocks + own;
+        /* Blocks the engine would need beyond what it has: preemptions. */
+        if (l.kv_blocks && l.kv_usage >= 0 && l.kv_usage * (double)l.kv_blocks + own > l.kv_blocks)
+            ok[i] = 0;
+        any |= ok[i];
+    }
+    int best = -1;
+    size_t ties = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (any && !ok[i]) continue;
+        uint32_t fi = kvg_policy_inflight(cand[i]);
+        if (best < 0 || pred[i] < pred[best] ||
+            (pred[i] == pred[best] && fi < kvg_policy_inflight(cand[best]))) {
+            best = (int)i;
+            ties = 1;
+        } else if (pred[i] == pred[best] && fi == kvg_policy_inflight(cand[best]) &&
+                   kvg_rng_below(ctx->rng, ++ties) == 0) {
+            best = (int)i;
+        }
+    }
+    for (size_t i = 0; ex && ex->scores && i < n; i++) {
+        ex->scores[i].matched_blocks = matched[i];
+        ex->scores[i].decode_blocks = blocks[i];
+        ex->scores[i].score = pred[i];
+    }
+    if (!d->kv && !ctx->dry_run) kvg_policy_record(d->approx, cand[best], ctx);
+    if (ex)
+        snprintf(ex->note, sizeof ex->note, "predicted TTFT %.3f s%s", pred[best],
+                 any ? "" : " (every candidate past the ITL bound)");
+    return best;
+}
+
+static double clamp(double x, double lo, double hi)
+{
+    return x < lo ? lo : x > hi ? hi : x;
+}
+
+static void on_first_token(struct kvg_policy *p, struct kvg_worker *w, uint64_t work,
+                           uint64_t ttft_ms)
+{
+    struct predp *d = (struct predp *)p;
+    int s = w->slot;
+    if (s < 0 || s >= KVG_POLICY_MAX_SLOTS) return;
+    double t = (double)ttft_ms / 1000.0;
+    pthread_mutex_lock(&d->mu);
+    struct learned *m = &d->m[s];
+    if (!m->n) *m = (struct learned){0.02, d->prior_spt, 0};
+    if (work < SMALL_WORK) {
+        m->t0 += ALPHA * (clamp(t, 0, 10) - m->t0);
+    } else {
+        /* The first answers move the estimate faster: no worker waits long
+         * on a prior that may be 10x off. */
+        double a = m->n < 8 ? 1.0 / (m->n + 1) : ALPHA;
+        double obs = clamp((t - m->t0) / (double)work, 1e-8, 1e-1);
+        m->spt += a * (obs - m->spt);
+    }
+    m->n++;
+    pthread_mutex_unlock(&d->mu);
+}
+
+static void on_remove(struct kvg_policy *p, struct kvg_worker *w)
+{
+    struct predp *d = (struct predp *)p;
+    if (w->slot < 0) return;
+    if (d->approx) kvg_kv_approx_remove_worker(d->approx, (uint32_t)w->slot);
+    if (w->slot < KVG_POLICY_MAX_SLOTS) {
+        pthread_mutex_lock(&d->mu);
+        d->m[w->slot] = (struct learned){0, 0, 0}; /* a worker reusing the slot learns afresh */
+        pthread_mutex_unlock(&d->mu);
+    }
+}
+
+static void destroy(struct kvg_policy *p)
+{
+    struct predp *d = (struct predp *)p;
+    kvg_kv_approx_free(d->approx);
+    pthread_mutex_destroy(&d->mu);
+    free(d);
+}
+
+static const struct kvg_policy_ops ops = {.name = "predicted_latency",
+                                          .wants_tokens = 1,
+                                          .select = select_pred,
+                                          .on_first_token = on_first_token,
+                                          .on_remove = on_remove,
+                                          .destroy = destroy};
+
+int kvg_policy_predicted_latency_new(const struct kvg_policy_opts *o, struct kvg_policy **out)
+{
+    if (!(o->predict_prefill_tps > 0) || !(o->predict_itl_bound >= 1)) return KVG_ECONFIG;
+    struct predp *d = calloc(1, sizeof *d);
+    if (!d) return -ENOMEM;
+    d->base.ops = &ops;
+    d->kv = o->kv;
+    d->prior_spt = 1.0 / o->predict_prefill_tps;
+    d->itl_bound = o->predict_itl_bound;
+    if (pthread_mutex_init(&d->mu, NULL)) {
+        free(d);
+        return -ENOMEM;
+    }
+    if (!d->kv) {
+        struct kvg_kv_approx_opts ao = {.max_workers = KVG_POLICY_MAX_SLOTS,
+                                        .ttl_ms = o->approx_ttl_ms};
+        int rc = kvg_kv_approx_new(&ao, &d->approx);
+        if (rc) {
+            destroy(&d->base);
+            return rc;
+        }
+    }
+    *out = &d->base;
+    return 0;
+}
