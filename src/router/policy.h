@@ -142,7 +142,7 @@ struct kvg_route_explain {
 /* kvgate serve's --policy default; the routing suite
  * (kvgate bench --suite routing) reports how far it is from each workload's
  * best. */
-#define KVG_POLICY_DEFAULT "kv_aware"
+#define KVG_POLICY_DEFAULT "prefix_affinity"
 
 struct kvg_policy;
 

@@ -65,8 +65,8 @@ static const struct flag flags[] = {
      "bound on (block, worker) entries of the KV index (8388608)"},
     {"config", NULL, F_STR, O(config_path), S(config_path), "YAML file with the same keys"},
     {"policy", NULL, F_STR, O(policy), S(policy),
-     "routing policy (prefix_affinity; KV-aware ones are precise with --kv-events-endpoints, "
-     "else approximate)"},
+     "routing policy (prefix_affinity; the KV policies read the precise index with "
+     "--kv-events-endpoints, else what kvgate routed where)"},
     {"max-payload-size", NULL, F_SIZE, O(limits.max_body_bytes), 0,
      "largest request body in bytes, > 0 (67108864; the README says why)"},
     {"max-buffered-bytes", NULL, F_SIZE64, O(limits.max_buffered_bytes), 0,

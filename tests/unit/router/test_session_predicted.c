@@ -99,7 +99,7 @@ TEST(session_affinity_keeps_a_session_home_within_the_bound)
     /* Sessions spread over the ring. */
     int used[NW] = {0};
     for (int k = 0; k < 30; k++) {
-        char id[16];
+        char id[32];
         snprintf(id, sizeof id, "s%d", k);
         req_init(&r, 100);
         r.hd.name[0] = "x-session-id";
@@ -134,7 +134,7 @@ TEST(session_affinity_key_sources_and_fallback)
      * same configured value and different x-session-ids stay together. */
     int first = -1;
     for (int k = 0; k < 8; k++) {
-        char sid[16];
+        char sid[32];
         snprintf(sid, sizeof sid, "other-%d", k);
         req_init(&r, 100 + 13u * (uint32_t)k);
         r.hd.name[0] = "x-conversation";
