@@ -51,6 +51,7 @@ struct sched {
     struct req *r;
     uint32_t n;
     uint32_t flags;
+    uint32_t loaded; /* tokens copied back from the CPU tier for it */
 };
 
 struct kvg_sim {
@@ -75,7 +76,7 @@ struct kvg_sim {
     struct kvg_sim_update *ups;
     size_t nups;
 
-    uint64_t q_tokens, h_tokens, preemptions, prompt_tokens, gen_tokens;
+    uint64_t q_tokens, h_tokens, cpu_h_tokens, preemptions, prompt_tokens, gen_tokens;
     uint64_t fin_length, fin_stop, aborted, steps;
     double busy;
     char **strs; /* interned adapter names and salts, freed with the engine */
@@ -265,6 +266,9 @@ int kvg_sim_create(const struct kvg_sim_config *c, struct kvg_sim **out)
     for (size_t i = 0; i < e->nvocab; i++)
         e->vocab[i] = c->output_vocab ? c->output_vocab[i] : (uint32_t)(32 + i);
     if (kvg_sim_kvc_create(e->nb, e->bs, c->emit_events, &e->kvc)) goto fail;
+    uint64_t cpu_blocks = c->cpu_kv_capacity_tokens / e->bs;
+    if (cpu_blocks > INT32_MAX) cpu_blocks = INT32_MAX;
+    if (cpu_blocks && kvg_sim_kvc_enable_cpu(e->kvc, (uint32_t)cpu_blocks)) goto fail;
     *out = e;
     return 0;
 fail:
@@ -483,7 +487,7 @@ static int schedule_running(struct kvg_sim *e, uint32_t *budget, uint32_t *nsche
             if (v == r) break;
         }
         if (!ok) break;
-        e->sched[(*nsched)++] = (struct sched){r, n, 0};
+        e->sched[(*nsched)++] = (struct sched){r, n, 0, 0};
         *budget -= n;
         i++;
     }
@@ -494,10 +498,12 @@ static void schedule_waiting(struct kvg_sim *e, uint32_t *budget, uint32_t *nsch
 {
     while (e->whead && *budget && e->nrunning < e->p.max_num_seqs) {
         struct req *r = e->whead;
-        uint32_t n_free = 0;
-        uint32_t k =
-            kvg_sim_kvc_lookup(e->kvc, r->hashes, (r->num_tokens - 1) / e->bs, e->hits, &n_free);
-        uint32_t base = k * e->bs;
+        uint32_t n_free = 0, nmax = (r->num_tokens - 1) / e->bs;
+        uint32_t k = kvg_sim_kvc_lookup(e->kvc, r->hashes, nmax, e->hits, &n_free);
+        /* The prefix may go on in the CPU tier: those blocks are copied
+         * into fresh GPU blocks (allocate stores them) instead of computed. */
+        uint32_t cpu = kvg_sim_kvc_cpu_lookup(e->kvc, r->hashes + k, nmax - k);
+        uint32_t base = (k + cpu) * e->bs;
         uint32_t n = r->num_tokens - base;
         if (n > *budget) n = *budget;
         if (!allocate(e, r, base, n, e->hits, k, n_free)) break;
@@ -507,11 +513,12 @@ static void schedule_waiting(struct kvg_sim *e, uint32_t *budget, uint32_t *nsch
         e->running[e->nrunning++] = r;
         if (!r->ever_scheduled) {
             r->ever_scheduled = 1;
-            r->cached_tokens = base;
+            r->cached_tokens = base; /* vLLM counts local and connector hits alike */
             e->q_tokens += r->num_tokens;
-            e->h_tokens += base;
+            e->h_tokens += (uint64_t)k * e->bs;
+            e->cpu_h_tokens += (uint64_t)cpu * e->bs;
         }
-        e->sched[(*nsched)++] = (struct sched){r, n, KVG_SIM_UP_SCHEDULED};
+        e->sched[(*nsched)++] = (struct sched){r, n, KVG_SIM_UP_SCHEDULED, cpu * e->bs};
         *budget -= n;
     }
 }
@@ -559,6 +566,7 @@ int kvg_sim_step(struct kvg_sim *e, double now, struct kvg_sim_step *out)
     for (uint32_t i = 0; i < nsched; i++) {
         const struct req *r = e->sched[i].r;
         uint32_t n = e->sched[i].n, start = r->num_computed;
+        sh->cpu_load_tokens += e->sched[i].loaded;
         if (n == 1 && r->num_output > 0 && start + 1 == r->num_tokens) {
             sh->decode_ctx_tokens += start + 1;
             out->num_decode_seqs++;
@@ -632,6 +640,9 @@ void kvg_sim_get_metrics(const struct kvg_sim *e, struct kvg_sim_metrics *m)
     m->num_cached_blocks = kvg_sim_kvc_num_cached(e->kvc);
     m->prefix_cache_queries = e->q_tokens;
     m->prefix_cache_hits = e->h_tokens;
+    m->cpu_num_blocks = kvg_sim_kvc_cpu_num_blocks(e->kvc);
+    m->cpu_cached_blocks = kvg_sim_kvc_cpu_num_cached(e->kvc);
+    m->cpu_hit_tokens = e->cpu_h_tokens;
     m->num_preemptions = e->preemptions;
     m->prompt_tokens = e->prompt_tokens;
     m->generation_tokens = e->gen_tokens;
@@ -671,4 +682,9 @@ size_t kvg_sim_cached_hashes(const struct kvg_sim *e, uint64_t *out, size_t cap)
 size_t kvg_sim_eviction_order(const struct kvg_sim *e, uint64_t *out, size_t cap)
 {
     return kvg_sim_kvc_eviction_order(e->kvc, out, cap);
+}
+
+size_t kvg_sim_cpu_cached_hashes(const struct kvg_sim *e, uint64_t *out, size_t cap)
+{
+    return kvg_sim_kvc_cpu_hashes(e->kvc, out, cap);
 }

@@ -18,6 +18,7 @@
 
 struct sim_req {
     struct kvg_sim_server *s;
+    struct kvg_sim_rank *rk; /* the data-parallel rank running it */
     struct kvg_http_req *req;
     uint64_t id;
     int chat, stream, include_usage, hung;
@@ -189,10 +190,11 @@ static void finish_json(struct sim_req *r, enum kvg_sim_finish fin)
 
 /* ----------------------------------------------------------------- stepping */
 
-static void step_now(struct kvg_sim_server *s);
+static void step_now(struct kvg_sim_rank *rk);
 
-static void deliver(struct kvg_sim_server *s, const struct kvg_sim_step *st, double now)
+static void deliver(struct kvg_sim_rank *rk, const struct kvg_sim_step *st, double now)
 {
+    struct kvg_sim_server *s = rk->s;
     for (size_t i = 0; i < st->n_updates; i++) {
         const struct kvg_sim_update *u = &st->updates[i];
         struct sim_req *r = live_get(s, u->id);
@@ -200,9 +202,9 @@ static void deliver(struct kvg_sim_server *s, const struct kvg_sim_step *st, dou
         if (u->flags & KVG_SIM_UP_SCHEDULED) r->cached = u->cached_tokens;
         if (u->flags & KVG_SIM_UP_TOKEN) {
             if (u->flags & KVG_SIM_UP_FIRST)
-                kvg_sim_srv_observe_ttft(s, now - r->arrival);
+                kvg_sim_srv_observe_ttft(rk, now - r->arrival);
             else
-                kvg_sim_srv_observe_itl(s, now - r->last_token_t);
+                kvg_sim_srv_observe_itl(rk, now - r->last_token_t);
             r->last_token_t = now;
             r->ntok = u->num_output;
             char *t = NULL;
@@ -219,7 +221,7 @@ static void deliver(struct kvg_sim_server *s, const struct kvg_sim_step *st, dou
             if (r->stream && s->o.disconnect_after >= 0 && !fin &&
                 (int64_t)u->num_output >= s->o.disconnect_after) {
                 /* Fault: the engine "dies" mid-stream for this client. */
-                kvg_sim_abort(s->engine, r->id);
+                kvg_sim_abort(rk->engine, r->id);
                 live_del(s, r);
                 kvg_http_res_abort(r->req);
                 sr_free(r);
@@ -227,7 +229,7 @@ static void deliver(struct kvg_sim_server *s, const struct kvg_sim_step *st, dou
             }
         }
         if (u->flags & KVG_SIM_UP_FINISHED) {
-            kvg_sim_srv_observe_e2e(s, now - r->arrival, u->finish == KVG_SIM_FINISH_LENGTH);
+            kvg_sim_srv_observe_e2e(rk, now - r->arrival, u->finish == KVG_SIM_FINISH_LENGTH);
             live_del(s, r);
             if (r->stream)
                 finish_stream(r);
@@ -238,34 +240,34 @@ static void deliver(struct kvg_sim_server *s, const struct kvg_sim_step *st, dou
     }
 }
 
-static void publish_events(struct kvg_sim_server *s);
+static void publish_events(struct kvg_sim_rank *rk);
 
 static void on_step_done(uv_timer_t *t)
 {
-    struct kvg_sim_server *s = t->data;
-    s->stepping = 0;
-    deliver(s, &s->pending, kvg_sim_srv_now(s));
-    publish_events(s);
-    if (!kvg_sim_idle(s->engine)) step_now(s);
+    struct kvg_sim_rank *rk = t->data;
+    rk->stepping = 0;
+    deliver(rk, &rk->pending, kvg_sim_srv_now(rk->s));
+    publish_events(rk);
+    if (!kvg_sim_idle(rk->engine)) step_now(rk);
 }
 
 /* Starts one engine iteration; its outcome becomes visible after its
  * duration (scaled by --speed) has passed. */
-static void step_now(struct kvg_sim_server *s)
+static void step_now(struct kvg_sim_rank *rk)
 {
-    if (s->stepping) return;
-    if (kvg_sim_step(s->engine, kvg_sim_srv_now(s), &s->pending)) return;
-    s->stepping = 1;
-    double ms = s->pending.duration / s->o.speed * 1000.0;
+    if (rk->stepping) return;
+    if (kvg_sim_step(rk->engine, kvg_sim_srv_now(rk->s), &rk->pending)) return;
+    rk->stepping = 1;
+    double ms = rk->pending.duration / rk->s->o.speed * 1000.0;
     /* Steps far below the timer's 1 ms resolution (the instant profile)
      * complete on the next loop iteration instead of a whole millisecond. */
-    uv_timer_start(&s->step_timer, on_step_done, ms < 0.01 ? 0 : (uint64_t)ceil(ms), 0);
+    uv_timer_start(&rk->step_timer, on_step_done, ms < 0.01 ? 0 : (uint64_t)ceil(ms), 0);
 }
 
-static void publish_events(struct kvg_sim_server *s)
+static void publish_events(struct kvg_sim_rank *rk)
 {
-    if (s->pub) kvg_sim_srv_publish(s);
-    kvg_sim_events_clear(s->engine);
+    if (rk->pub) kvg_sim_srv_publish(rk);
+    kvg_sim_events_clear(rk->engine);
 }
 
 /* ---------------------------------------------------------------- requests */
@@ -274,7 +276,7 @@ static void on_abort(struct kvg_http_req *req, void *ud)
 {
     struct sim_req *r = ud;
     if (!r->hung) {
-        kvg_sim_abort(r->s->engine, r->id);
+        kvg_sim_abort(r->rk->engine, r->id);
         live_del(r->s, r);
     }
     sr_free(r);
@@ -343,9 +345,49 @@ static int get_uint(cJSON *j, const char *key, int64_t dflt, int64_t *out, char 
     return 0;
 }
 
+/* The rank a request runs on: the one its X-data-parallel-rank header names
+ * (vLLM's API server honours it, an external DP router sets it), else the
+ * least loaded (waiting + running), as vLLM's DP client balances. NULL and
+ * a message for a header that names no rank. */
+static struct kvg_sim_rank *pick_rank(struct kvg_sim_server *s, struct kvg_http_req *req, char *msg,
+                                      size_t msglen)
+{
+    struct kvg_str h = kvg_http_req_header(req, "x-data-parallel-rank");
+    if (h.len) {
+        char v[24];
+        uint64_t r;
+        if (h.len >= sizeof v) h.len = sizeof v - 1;
+        memcpy(v, h.p, h.len);
+        v[h.len] = 0;
+        if (kvg_parse_u64(v, &r) || r >= (uint64_t)s->ndp) {
+            snprintf(msg, msglen, "X-data-parallel-rank %s is not a rank of this server (0..%d)", v,
+                     s->ndp - 1);
+            return NULL;
+        }
+        return &s->ranks[r];
+    }
+    struct kvg_sim_rank *best = &s->ranks[0];
+    uint64_t best_load = UINT64_MAX;
+    for (int i = 0; i < s->ndp; i++) {
+        struct kvg_sim_metrics m;
+        kvg_sim_get_metrics(s->ranks[i].engine, &m);
+        uint64_t load = (uint64_t)m.num_waiting + m.num_running;
+        if (load < best_load) {
+            best_load = load;
+            best = &s->ranks[i];
+        }
+    }
+    return best;
+}
+
 static void completion(struct kvg_sim_server *s, struct kvg_http_req *req, int chat)
 {
     char msg[512] = "";
+    struct kvg_sim_rank *rk = pick_rank(s, req, msg, sizeof msg);
+    if (!rk) {
+        bad_request(req, msg);
+        return;
+    }
     if (s->o.fail_rate > 0 && kvg_rng_double(&s->rng) < s->o.fail_rate) {
         vllm_error(req, 500, "InternalServerError", "injected failure (--fail-rate)");
         return;
@@ -432,6 +474,7 @@ static void completion(struct kvg_sim_server *s, struct kvg_http_req *req, int c
         return;
     }
     r->s = s;
+    r->rk = rk;
     r->req = req;
     r->chat = chat;
     r->lora = lora;
@@ -464,7 +507,7 @@ static void completion(struct kvg_sim_server *s, struct kvg_http_req *req, int c
                                    .lora_name = lora >= 0 ? s->adapters[lora] : NULL,
                                    .lora_id = lora + 1,
                                    .cache_salt = salt_s[0] ? salt_s : NULL};
-    rc = kvg_sim_submit(s->engine, &sreq);
+    rc = kvg_sim_submit(rk->engine, &sreq);
     free(ids);
     if (rc) {
         req->on_abort = NULL;
@@ -484,7 +527,7 @@ static void completion(struct kvg_sim_server *s, struct kvg_http_req *req, int c
         struct kvg_http_header hs[2] = {{KVG_STR("content-type"), KVG_STR("text/event-stream")}, h};
         kvg_http_res_start(req, 200, hs, 2, -1);
     }
-    step_now(s);
+    step_now(rk);
 }
 
 static void models(struct kvg_sim_server *s, struct kvg_http_req *req)
@@ -557,8 +600,12 @@ void kvg_sim_srv_handle(struct kvg_http_req *req, void *ud)
         return;
     }
     if (kvg_str_eq(req->path, "/reset_prefix_cache") && post) {
-        int rc = kvg_sim_reset_prefix_cache(s->engine);
-        publish_events(s);
+        int rc = 0;
+        for (int i = 0; i < s->ndp; i++) {
+            int r1 = kvg_sim_reset_prefix_cache(s->ranks[i].engine);
+            if (r1 && !rc) rc = r1;
+            publish_events(&s->ranks[i]);
+        }
         if (rc)
             vllm_error(req, 409, "ConflictError", "requests are running");
         else
@@ -589,7 +636,7 @@ void kvg_sim_srv_lora_active(struct kvg_sim_server *s, char *running, size_t rca
     for (size_t i = 0; i < LIVE_BUCKETS; i++)
         for (struct sim_req *r = s->live[i]; r; r = r->next) {
             struct kvg_sim_request_info info;
-            if (r->lora < 0 || kvg_sim_request_get(s->engine, r->id, &info)) continue;
+            if (r->lora < 0 || kvg_sim_request_get(r->rk->engine, r->id, &info)) continue;
             if (info.state == KVG_SIM_RUNNING)
                 list_add(running, rcap, s->adapters[r->lora]);
             else

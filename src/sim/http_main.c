@@ -25,6 +25,13 @@ static void usage(void)
         "  --block-size N              KV block size in tokens (the profile's)\n"
         "  --kv-capacity-tokens N      KV cache size (the profile's)\n"
         "  --max-num-seqs N            running batch limit (the profile's)\n"
+        "  --cpu-kv-capacity-tokens N  CPU tier (vLLM's CPU offloading): GPU evictions move there\n"
+        "                              (events with medium CPU), hits come back at a copy cost\n"
+        "  --cpu-kv-load-secs-per-token S  that copy cost (the profile's)\n"
+        "  --dp-size N                 N data-parallel ranks behind this URL "
+        "(X-data-parallel-rank\n"
+        "                              picks one), each with its own cache, batch and events on\n"
+        "                              the endpoint's port + rank, metrics labelled engine=rank\n"
         "  --lora-adapters a,b         LoRA adapters served on top of --model (in /v1/models with\n"
         "                              a parent; their blocks seeded by name; "
         "vllm:lora_requests_info)\n"
@@ -90,6 +97,9 @@ static int parse(struct kvg_sim_opts *o, int argc, char **argv)
         NUM("--block-size", block_size, 1u << 16)
         NUM("--kv-capacity-tokens", kv_capacity_tokens, 1ull << 40)
         NUM("--max-num-seqs", max_num_seqs, 1u << 20)
+        NUM("--cpu-kv-capacity-tokens", cpu_kv_capacity_tokens, 1ull << 40)
+        DBL("--cpu-kv-load-secs-per-token", cpu_load_s_per_token, 0, 1)
+        NUM("--dp-size", dp_size, KVG_SIM_MAX_DP)
         STR("--kv-events-endpoint", kv_events_endpoint);
         STR("--lora-adapters", lora_adapters);
         STR("--kv-events-topic", kv_topic);
@@ -164,17 +174,53 @@ double kvg_sim_srv_now(const struct kvg_sim_server *s)
     return (kvg_wall_s() - s->t0_wall) * s->o.speed;
 }
 
-void kvg_sim_srv_publish(struct kvg_sim_server *s)
+void kvg_sim_srv_publish(struct kvg_sim_rank *rk)
 {
     struct kvg_sim_events ev;
-    kvg_sim_events(s->engine, &ev);
+    kvg_sim_events(rk->engine, &ev);
     if (!ev.n) return;
     void *payload;
     size_t len;
-    if (kvg_sim_kv_encode(ev.ev, ev.n, kvg_wall_s(), 0,
-                          s->o.kv_events_map ? KVG_SIM_KV_MAP : KVG_SIM_KV_ARRAY, &payload,
+    /* vLLM stamps every batch with its engine's data_parallel_rank. */
+    if (kvg_sim_kv_encode(ev.ev, ev.n, kvg_wall_s(), rk->rank,
+                          rk->s->o.kv_events_map ? KVG_SIM_KV_MAP : KVG_SIM_KV_ARRAY, &payload,
                           &len) == 0)
-        kvg_sim_kvpub_publish(s->pub, payload, len);
+        kvg_sim_kvpub_publish(rk->pub, payload, len);
+}
+
+/* Rank r's endpoint: the port plus r, as vLLM offsets each DP rank's
+ * publisher (and replay socket). -EINVAL when there is no numeric port
+ * to offset (a wildcard port, ipc://). */
+static int rank_endpoint(const char *ep, int r, char *out, size_t cap)
+{
+    const char *colon = strrchr(ep, ':');
+    uint64_t port;
+    if (!r) return snprintf(out, cap, "%s", ep) < (int)cap ? 0 : -EINVAL;
+    if (!colon || kvg_parse_u64(colon + 1, &port) || port + (uint64_t)r > 65535) return -EINVAL;
+    int n = snprintf(out, cap, "%.*s:%llu", (int)(colon - ep), ep,
+                     (unsigned long long)(port + (uint64_t)r));
+    return n > 0 && (size_t)n < cap ? 0 : -EINVAL;
+}
+
+/* Starts rank rk's KV event publisher on the configured endpoints + rank. */
+static int start_publisher(struct kvg_sim_server *s, struct kvg_sim_rank *rk, char *err,
+                           size_t errlen)
+{
+    const struct kvg_sim_opts *o = &s->o;
+    char ep[256], rep[256] = "";
+    if (rank_endpoint(o->kv_events_endpoint, rk->rank, ep, sizeof ep) ||
+        (o->replay_endpoint[0] && rank_endpoint(o->replay_endpoint, rk->rank, rep, sizeof rep))) {
+        snprintf(err, errlen, "--dp-size needs endpoints with a numeric port (rank r on port + r)");
+        return -EINVAL;
+    }
+    struct kvg_sim_kvpub_config pc;
+    kvg_sim_kvpub_config_init(&pc);
+    pc.endpoint = ep;
+    pc.replay_endpoint = rep[0] ? rep : NULL;
+    pc.topic = o->kv_topic;
+    pc.drop_prob = o->kv_events_drop;
+    pc.seed = o->seed + (uint64_t)rk->rank;
+    return kvg_sim_kvpub_start(&pc, &rk->pub, err, errlen);
 }
 
 /* Output token ids: the vocabulary entries that decode to short lowercase
@@ -217,6 +263,7 @@ int kvg_sim_main(int argc, char **argv)
     o->speed = 1;
     o->disconnect_after = -1;
     o->metrics_after_s = -1;
+    o->cpu_load_s_per_token = -1;
     o->log_level = KVG_LOG_INFO;
     int rc = parse(o, argc, argv);
     if (rc) return rc > 0 ? 0 : 2;
@@ -243,7 +290,8 @@ int kvg_sim_main(int argc, char **argv)
     if (o->block_size) cfg.profile.block_size = o->block_size;
     if (o->kv_capacity_tokens) cfg.profile.kv_capacity_tokens = o->kv_capacity_tokens;
     if (o->max_num_seqs) cfg.profile.max_num_seqs = o->max_num_seqs;
-    cfg.seed = o->seed;
+    if (o->cpu_load_s_per_token >= 0) cfg.profile.t_cpu_load_token = o->cpu_load_s_per_token;
+    cfg.cpu_kv_capacity_tokens = o->cpu_kv_capacity_tokens;
     cfg.emit_events = o->kv_events_endpoint[0] != 0;
     uint32_t *vocab = NULL;
     if ((rc = output_vocab(s.tok, &vocab, &cfg.n_output_vocab))) {
@@ -251,13 +299,20 @@ int kvg_sim_main(int argc, char **argv)
         return 2;
     }
     cfg.output_vocab = vocab;
-    if ((rc = kvg_sim_create(&cfg, &s.engine))) {
-        fprintf(stderr, "kvgate sim: engine configuration rejected: %s\n", kvg_strerror(rc));
-        return 2;
+    s.ndp = o->dp_size ? (int)o->dp_size : 1;
+    for (int r = 0; r < s.ndp; r++) {
+        struct kvg_sim_rank *rk = &s.ranks[r];
+        rk->s = &s;
+        rk->rank = r;
+        cfg.seed = o->seed + (uint64_t)r; /* ranks sample apart, as separate engine cores */
+        if ((rc = kvg_sim_create(&cfg, &rk->engine))) {
+            fprintf(stderr, "kvgate sim: engine configuration rejected: %s\n", kvg_strerror(rc));
+            return 2;
+        }
     }
     free(vocab);
     struct kvg_sim_metrics em;
-    kvg_sim_get_metrics(s.engine, &em);
+    kvg_sim_get_metrics(s.ranks[0].engine, &em);
     s.max_model_len = em.max_model_len;
     for (const char *p = o->lora_adapters; *p;) {
         const char *e = strchr(p, ',');
@@ -272,19 +327,11 @@ int kvg_sim_main(int argc, char **argv)
         }
         p += n + (e != NULL);
     }
-    if (o->kv_events_endpoint[0]) {
-        struct kvg_sim_kvpub_config pc;
-        kvg_sim_kvpub_config_init(&pc);
-        pc.endpoint = o->kv_events_endpoint;
-        pc.replay_endpoint = o->replay_endpoint[0] ? o->replay_endpoint : NULL;
-        pc.topic = o->kv_topic;
-        pc.drop_prob = o->kv_events_drop;
-        pc.seed = o->seed;
-        if ((rc = kvg_sim_kvpub_start(&pc, &s.pub, err, sizeof err))) {
-            fprintf(stderr, "kvgate sim: KV events: %s\n", err);
+    for (int r = 0; o->kv_events_endpoint[0] && r < s.ndp; r++)
+        if ((rc = start_publisher(&s, &s.ranks[r], err, sizeof err))) {
+            fprintf(stderr, "kvgate sim: KV events of rank %d: %s\n", r, err);
             return 2;
         }
-    }
     if ((rc = kvg_sim_srv_metrics_init(&s))) {
         fprintf(stderr, "kvgate sim: metrics: %s\n", kvg_strerror(rc));
         return 2;
@@ -293,8 +340,10 @@ int kvg_sim_main(int argc, char **argv)
     s.t0_wall = s.started_wall = kvg_wall_s();
     uv_loop_t *loop = uv_default_loop();
     s.loop = loop;
-    uv_timer_init(loop, &s.step_timer);
-    s.step_timer.data = &s;
+    for (int r = 0; r < s.ndp; r++) {
+        uv_timer_init(loop, &s.ranks[r].step_timer);
+        s.ranks[r].step_timer.data = &s.ranks[r];
+    }
     struct kvg_http_limits lim;
     kvg_http_limits_default(&lim);
     if ((rc = kvg_http_server_start(loop, o->host, o->port, KVG_HTTP_BIND_EXCLUSIVE, &lim,
@@ -309,21 +358,25 @@ int kvg_sim_main(int argc, char **argv)
     uv_signal_start(&st, on_signal, SIGTERM);
     uv_signal_start(&si, on_signal, SIGINT);
     KVG_INFO(
-        "kvgate sim: model %s, profile %s, flavor %d, block %u, %u blocks, on http://%s:%d%s%s",
-        o->model, prof->name, (int)o->flavor, em.block_size, em.num_blocks, o->host,
-        kvg_http_server_port(s.http), s.pub ? ", KV events on " : "",
-        s.pub ? kvg_sim_kvpub_endpoint(s.pub) : "");
+        "kvgate sim: model %s, profile %s, flavor %d, block %u, %u blocks, %u CPU-tier blocks, %d "
+        "rank%s, on http://%s:%d%s%s",
+        o->model, prof->name, (int)o->flavor, em.block_size, em.num_blocks, em.cpu_num_blocks,
+        s.ndp, s.ndp > 1 ? "s" : "", o->host, kvg_http_server_port(s.http),
+        s.ranks[0].pub ? ", KV events on " : "",
+        s.ranks[0].pub ? kvg_sim_kvpub_endpoint(s.ranks[0].pub) : "");
     uv_run(loop, UV_RUN_DEFAULT);
     /* Stopped by a signal: close everything and let the callbacks run. */
     kvg_http_server_close(s.http);
-    uv_close((uv_handle_t *)&s.step_timer, NULL);
+    for (int r = 0; r < s.ndp; r++) uv_close((uv_handle_t *)&s.ranks[r].step_timer, NULL);
     uv_close((uv_handle_t *)&st, NULL);
     uv_close((uv_handle_t *)&si, NULL);
     uv_run(loop, UV_RUN_DEFAULT);
     uv_loop_close(loop);
-    kvg_sim_kvpub_stop(s.pub);
-    kvg_sim_free(s.engine);
     kvg_sim_srv_metrics_free(&s);
+    for (int r = 0; r < s.ndp; r++) {
+        kvg_sim_kvpub_stop(s.ranks[r].pub);
+        kvg_sim_free(s.ranks[r].engine);
+    }
     kvg_tok_free(s.tok);
     kvg_jinja_chat_free(s.tmpl);
     free(s.live);

@@ -38,10 +38,13 @@ struct kvg_sim_opts {
     char model[128];
     char profile[64];
     enum kvg_sim_flavor flavor;
-    uint32_t block_size;         /* 0: the profile's */
-    uint64_t kv_capacity_tokens; /* 0: the profile's */
-    uint32_t max_num_seqs;       /* 0: the profile's */
-    char lora_adapters[512];     /* --lora-adapters a,b: LoRA adapters served on top of model */
+    uint32_t block_size;             /* 0: the profile's */
+    uint64_t kv_capacity_tokens;     /* 0: the profile's */
+    uint32_t max_num_seqs;           /* 0: the profile's */
+    uint64_t cpu_kv_capacity_tokens; /* --cpu-kv-capacity-tokens: a CPU tier (0: none) */
+    double cpu_load_s_per_token;     /* < 0: the profile's */
+    uint32_t dp_size;                /* --dp-size: data-parallel ranks behind this URL */
+    char lora_adapters[512];         /* --lora-adapters a,b: LoRA adapters served on top of model */
     char kv_events_endpoint[256];
     int kv_events_map; /* map encoding instead of arrays */
     char replay_endpoint[256];
@@ -63,28 +66,40 @@ struct kvg_sim_opts {
 };
 
 struct sim_req;
+struct sim_metrics;
 
 #define KVG_SIM_MAX_ADAPTERS 16
+#define KVG_SIM_MAX_DP 16
+
+/* One data-parallel rank (vLLM's engine core): its own cache, batch, step
+ * timer, KV event publisher (endpoint port + rank) and metric series (label
+ * engine="rank"). Without --dp-size there is one, rank 0. */
+struct kvg_sim_rank {
+    struct kvg_sim_server *s;
+    int rank;
+    struct kvg_sim *engine;
+    uv_timer_t step_timer;
+    int stepping;                /* a step is "on the GPU" */
+    struct kvg_sim_step pending; /* its outcome, delivered when the timer fires */
+    struct kvg_sim_kvpub *pub;   /* NULL without --kv-events-endpoint */
+    struct sim_metrics *m;
+};
 
 struct kvg_sim_server {
     struct kvg_sim_opts o;
     uv_loop_t *loop;
     struct kvg_http_server *http;
-    struct kvg_sim *engine;
+    struct kvg_sim_rank ranks[KVG_SIM_MAX_DP];
+    int ndp;
     struct kvg_tok *tok;
     struct kvg_jinja_chat *tmpl;
-    uv_timer_t step_timer;
-    int stepping;                /* a step is "on the GPU" */
-    struct kvg_sim_step pending; /* its outcome, delivered when the timer fires */
-    double t0_wall;              /* wall clock at start */
+    double t0_wall; /* wall clock at start */
     double started_wall;
     uint64_t next_id;
     struct sim_req **live; /* by id & mask: open addressing */
     size_t live_cap, nlive;
     struct kvg_rng rng;
-    struct kvg_sim_kvpub *pub; /* NULL without --kv-events-endpoint */
     struct kvg_metrics_registry *reg;
-    struct sim_metrics *m;
     uint32_t max_model_len;
     char adapters[KVG_SIM_MAX_ADAPTERS][64]; /* from --lora-adapters */
     int nadapters;
@@ -103,11 +118,11 @@ void kvg_sim_srv_handle(struct kvg_http_req *req, void *ud);
 int kvg_sim_srv_metrics_init(struct kvg_sim_server *s);
 void kvg_sim_srv_metrics_free(struct kvg_sim_server *s);
 void kvg_sim_srv_metrics_render(struct kvg_sim_server *s, struct kvg_http_req *req);
-void kvg_sim_srv_observe_ttft(struct kvg_sim_server *s, double secs);
-void kvg_sim_srv_observe_itl(struct kvg_sim_server *s, double secs);
-void kvg_sim_srv_observe_e2e(struct kvg_sim_server *s, double secs, int finish_length);
-/* Encodes and publishes the engine's pending KV events (http_main.c). */
-void kvg_sim_srv_publish(struct kvg_sim_server *s);
+void kvg_sim_srv_observe_ttft(struct kvg_sim_rank *rk, double secs);
+void kvg_sim_srv_observe_itl(struct kvg_sim_rank *rk, double secs);
+void kvg_sim_srv_observe_e2e(struct kvg_sim_rank *rk, double secs, int finish_length);
+/* Encodes and publishes the rank's pending KV events (http_main.c). */
+void kvg_sim_srv_publish(struct kvg_sim_rank *rk);
 /* kvgate sim's entry point (http_main.c). */
 int kvg_sim_main(int argc, char **argv);
 

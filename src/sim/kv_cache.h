@@ -13,6 +13,13 @@
  *     goes back to the pool unstored. vLLM keeps both physical copies (and
  *     before vLLM PR #55092 reported both); the set of resident hashes, which
  *     is all the events describe, is the same.
+ *
+ * An optional CPU tier (kvg_sim_kvc_enable_cpu, vLLM's CPU offloading): a
+ * GPU block evicted with a hash moves there (BlockStored medium "CPU",
+ * logged before the GPU's BlockRemoved so its parent is still known), the
+ * tier evicts its least recently used block when full (BlockRemoved medium
+ * "CPU"), and a block copied back to the GPU stays there too, as an
+ * offloading cache keeps what it holds.
  * Internal to src/sim (engine.c is the only user); the public face is sim.h. */
 #ifndef KVG_SIM_KV_CACHE_H
 #define KVG_SIM_KV_CACHE_H
@@ -28,6 +35,16 @@ struct kvg_sim_kvc;
 int kvg_sim_kvc_create(uint32_t num_blocks, uint32_t block_size, int emit_events,
                        struct kvg_sim_kvc **out);
 void kvg_sim_kvc_free(struct kvg_sim_kvc *c);
+
+/* Adds a CPU tier of cpu_blocks blocks (before any use). -ENOMEM. */
+int kvg_sim_kvc_enable_cpu(struct kvg_sim_kvc *c, uint32_t cpu_blocks);
+/* Longest prefix of hashes[0..n) held in the CPU tier (0 without one); the
+ * blocks found become its most recently used, so that allocating GPU blocks
+ * for their copy does not evict them. */
+uint32_t kvg_sim_kvc_cpu_lookup(struct kvg_sim_kvc *c, const uint64_t *hashes, uint32_t n);
+uint32_t kvg_sim_kvc_cpu_num_blocks(const struct kvg_sim_kvc *c);
+uint32_t kvg_sim_kvc_cpu_num_cached(const struct kvg_sim_kvc *c);
+size_t kvg_sim_kvc_cpu_hashes(const struct kvg_sim_kvc *c, uint64_t *out, size_t cap);
 
 uint32_t kvg_sim_kvc_num_free(const struct kvg_sim_kvc *c);   /* includes evictable cached */
 uint32_t kvg_sim_kvc_num_cached(const struct kvg_sim_kvc *c); /* resident hashes */

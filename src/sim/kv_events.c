@@ -71,6 +71,12 @@ static int pack_extra_keys(msgpack_packer *pk, const struct kvg_sim_event *e)
     return rc;
 }
 
+/* vLLM's medium names: the GPU cache, or the CPU offloading tier. */
+static const char *medium(const struct kvg_sim_event *e)
+{
+    return e->cpu ? "CPU" : "GPU";
+}
+
 static int pack_array_event(msgpack_packer *pk, const struct kvg_sim_event *e)
 {
     int rc = 0;
@@ -86,7 +92,7 @@ static int pack_array_event(msgpack_packer *pk, const struct kvg_sim_event *e)
         rc |= pack_tokens(pk, e);
         rc |= msgpack_pack_uint32(pk, e->block_size);
         rc |= pack_lora_id(pk, e);
-        rc |= pack_str(pk, "GPU"); /* medium */
+        rc |= pack_str(pk, medium(e));
         if (tagged) {
             rc |= pack_str_or_nil(pk, e->lora_name);
             rc |= pack_extra_keys(pk, e);
@@ -96,7 +102,7 @@ static int pack_array_event(msgpack_packer *pk, const struct kvg_sim_event *e)
         rc |= msgpack_pack_array(pk, 3);
         rc |= pack_str(pk, "BlockRemoved");
         rc |= pack_hashes(pk, e);
-        rc |= pack_str(pk, "GPU");
+        rc |= pack_str(pk, medium(e));
         break;
     case KVG_SIM_EV_CLEARED:
         rc |= msgpack_pack_array(pk, 1);
@@ -125,7 +131,7 @@ static int pack_map_event(msgpack_packer *pk, const struct kvg_sim_event *e)
         rc |= pack_str(pk, "lora_id");
         rc |= pack_lora_id(pk, e);
         rc |= pack_str(pk, "medium");
-        rc |= pack_str(pk, "GPU");
+        rc |= pack_str(pk, medium(e));
         rc |= pack_str(pk, "lora_name");
         rc |= pack_str_or_nil(pk, e->lora_name);
         rc |= pack_str(pk, "extra_keys");
@@ -142,7 +148,7 @@ static int pack_map_event(msgpack_packer *pk, const struct kvg_sim_event *e)
         rc |= pack_str(pk, "block_hashes");
         rc |= pack_hashes(pk, e);
         rc |= pack_str(pk, "medium");
-        rc |= pack_str(pk, "GPU");
+        rc |= pack_str(pk, medium(e));
         rc |= pack_str(pk, "group_idx");
         rc |= msgpack_pack_uint32(pk, 0);
         break;

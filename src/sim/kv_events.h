@@ -16,6 +16,8 @@
  *    "kv_cache_spec_kind":"full_attention"}
  *   {"type":"BlockRemoved", "block_hashes":..., "medium":"GPU", "group_idx":0}
  *   {"type":"AllBlocksCleared"}
+ * medium is "GPU", or "CPU" for the CPU tier (a store of one evicted block,
+ * with its parent and tokens, and that tier's own removals).
  * Block hashes are msgpack unsigned integers (vLLM's default
  * VLLM_KV_EVENTS_USE_INT_BLOCK_HASHES=1), token ids unsigned integers, both
  * in the smallest msgpack width, as msgspec writes them. */

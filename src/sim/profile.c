@@ -43,6 +43,12 @@
  *   and runs prefill at ~50% of peak (65 us per token, 2.1 ns per pair: the
  *   cold 10k prompt takes 0.78 s), for comparisons.
  *
+ * t_cpu_load_token (the CPU tier, --cpu-kv-capacity-tokens): the Qwen3
+ *   profiles copy 128 KiB of KV per token per GPU over PCIe Gen5 at the
+ *   ~25 GB/s offloading copies achieve (5.2 us per token, 1/70 of the
+ *   fitted prefill; kvgate's router assumes the same, its
+ *   KVG_POLICY_HOST_TIER_COST); tiny 1 us, 1/20 of its prefill.
+ *
  * tiny — for tests and demos: 16-token blocks, 4,096 tokens of KV (256
  *   blocks), 16 sequences, 512-token budget; a 1,000-token prompt cold is
  *   ~30 ms, a decode step of 16 short sequences ~4 ms. The numbers are
@@ -62,7 +68,7 @@
 #define QWEN3_32B_H100_TP2_POD                                                                     \
     .block_size = 64, .kv_capacity_tokens = 307328, .max_num_seqs = 1024,                          \
     .max_num_batched_tokens = 8192, .max_model_len = 40960, .t_fixed = 12e-3, .t_seq = 50e-6,      \
-    .t_decode_ctx = 20e-9
+    .t_decode_ctx = 20e-9, .t_cpu_load_token = 131072.0 / 25e9
 
 static const struct kvg_sim_profile g_profiles[] = {
     {
@@ -78,6 +84,7 @@ static const struct kvg_sim_profile g_profiles[] = {
         .t_prefill_token = 20e-6,
         .t_prefill_attn = 5e-9,
         .t_decode_ctx = 200e-9,
+        .t_cpu_load_token = 1e-6,
     },
     {
         .name = "instant",
@@ -123,5 +130,6 @@ double kvg_sim_step_time(const struct kvg_sim_profile *p, const struct kvg_sim_b
     if (!b->num_seqs) return 0;
     return p->t_fixed + p->t_seq * b->num_seqs + p->t_prefill_token * b->prefill_tokens +
            p->t_prefill_attn * b->prefill_attn_pairs +
-           p->t_decode_ctx * (double)b->decode_ctx_tokens;
+           p->t_decode_ctx * (double)b->decode_ctx_tokens +
+           p->t_cpu_load_token * b->cpu_load_tokens;
 }

@@ -57,6 +57,8 @@ struct kvg_sim_profile {
     double t_prefill_token; /* per prefill token (dense layers) */
     double t_prefill_attn;  /* per (prefill token x earlier token it attends to) */
     double t_decode_ctx;    /* per context token a decoding sequence reads */
+    /* per token whose KV comes back from the CPU tier (PCIe copy) */
+    double t_cpu_load_token;
 };
 
 /* The built-in profiles ("tiny", "qwen3-32b-h100-tp2", ...), static storage.
@@ -71,10 +73,12 @@ struct kvg_sim_batch_shape {
     uint32_t prefill_tokens;    /* tokens of prefill chunks */
     double prefill_attn_pairs;  /* sum over chunks of n * (start + (n + 1) / 2) */
     uint64_t decode_ctx_tokens; /* sum over decoding sequences of their context length */
+    uint32_t cpu_load_tokens;   /* tokens of prefix hits copied back from the CPU tier */
 };
 
 /* duration = t_fixed + t_seq*num_seqs + t_prefill_token*prefill_tokens
- *          + t_prefill_attn*prefill_attn_pairs + t_decode_ctx*decode_ctx_tokens;
+ *          + t_prefill_attn*prefill_attn_pairs + t_decode_ctx*decode_ctx_tokens
+ *          + t_cpu_load_token*cpu_load_tokens;
  * 0 for an empty batch. */
 double kvg_sim_step_time(const struct kvg_sim_profile *p, const struct kvg_sim_batch_shape *b);
 
@@ -89,6 +93,13 @@ struct kvg_sim_config {
     size_t n_output_vocab;
     double mean_output_tokens; /* length distribution without ignore_eos (geometric) */
     int emit_events;           /* record KV events (off for runs that do not need them) */
+    /* A CPU tier behind the GPU cache (vLLM's CPU offloading): this many
+     * tokens of blocks evicted from the GPU are kept in host memory (LRU),
+     * published as BlockStored/BlockRemoved with medium "CPU"; a request
+     * whose prefix continues there copies those blocks back (they become
+     * GPU blocks again) at t_cpu_load_token per token, paid in the step
+     * that schedules it (a synchronous load: its TTFT carries it). 0: none. */
+    uint64_t cpu_kv_capacity_tokens;
 };
 
 /* Fills c with defaults for profile p (which must not be NULL): seed 0,
@@ -201,6 +212,7 @@ struct kvg_sim_event {
     const char *lora_name;
     int lora_id;
     const char *cache_salt;
+    int cpu; /* the event's medium: 1 "CPU" (the CPU tier), 0 "GPU" */
 };
 
 struct kvg_sim_events {
@@ -233,7 +245,10 @@ struct kvg_sim_metrics {
     uint32_t block_size;
     uint32_t num_cached_blocks;    /* blocks holding a prefix-cache entry */
     uint64_t prefix_cache_queries; /* tokens looked up (first scheduling of each request) */
-    uint64_t prefix_cache_hits;    /* tokens found */
+    uint64_t prefix_cache_hits;    /* tokens found on the GPU */
+    uint32_t cpu_num_blocks;       /* CPU tier size (0: none) */
+    uint32_t cpu_cached_blocks;    /* blocks held there */
+    uint64_t cpu_hit_tokens;       /* tokens found there (vllm:external_prefix_cache_hits) */
     uint64_t num_preemptions;
     uint64_t prompt_tokens;     /* of requests whose prefill completed */
     uint64_t generation_tokens; /* tokens emitted */
@@ -265,5 +280,8 @@ size_t kvg_sim_cached_hashes(const struct kvg_sim *e, uint64_t *out, size_t cap)
 /* Copies up to cap hashes of cached blocks no request holds, in the order
  * they would be evicted (next victim first); returns how many in all. */
 size_t kvg_sim_eviction_order(const struct kvg_sim *e, uint64_t *out, size_t cap);
+/* Copies up to cap hashes of the CPU tier into out, next victim first;
+ * returns how many there are in all (0 without a CPU tier). */
+size_t kvg_sim_cpu_cached_hashes(const struct kvg_sim *e, uint64_t *out, size_t cap);
 
 #endif
