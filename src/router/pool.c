@@ -126,10 +126,27 @@ int kvg_pool_set(struct kvg_pool *p, char *const *urls, size_t n)
     return kvg_pool_set_ex(p, urls, NULL, NULL, n);
 }
 
+static size_t url_len(const char *u)
+{
+    size_t n = strlen(u);
+    while (n && u[n - 1] == '/') n--;
+    return n;
+}
+
+int kvg_pool_find_duplicate(char *const *urls, size_t n)
+{
+    for (size_t j = 1; j < n; j++)
+        for (size_t i = 0; i < j; i++)
+            if (url_len(urls[i]) == url_len(urls[j]) && !memcmp(urls[i], urls[j], url_len(urls[j])))
+                return (int)j;
+    return -1;
+}
+
 int kvg_pool_set_ex(struct kvg_pool *p, char *const *urls, char *const *kv_endpoints,
                     char *const *replay_endpoints, size_t n)
 {
     int rc = 0;
+    if (kvg_pool_find_duplicate(urls, n) >= 0) return -EEXIST;
     pthread_rwlock_wrlock(&p->lock);
     for (size_t i = p->n; i-- > 0;) {
         size_t j = 0;

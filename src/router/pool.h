@@ -45,12 +45,18 @@ int kvg_pool_remove(struct kvg_pool *p, const char *url);
  * Routing does not read them yet. */
 int kvg_pool_set_role(struct kvg_pool *p, const char *url, int role, int dp_rank);
 /* Makes the pool hold exactly these URLs (SIGHUP reload): adds the new ones,
- * removes the missing ones, keeps the rest with their state. */
+ * removes the missing ones, keeps the rest with their state. A list naming
+ * one worker twice (trailing '/' aside) is refused whole with -EEXIST and
+ * the pool is left as it was: the two would collapse into one worker. */
 int kvg_pool_set(struct kvg_pool *p, char *const *urls, size_t n);
 /* kvg_pool_set with per-worker KV endpoints (arrays of n, entries may be
  * NULL; the arrays themselves may be NULL). */
 int kvg_pool_set_ex(struct kvg_pool *p, char *const *urls, char *const *kv_endpoints,
                     char *const *replay_endpoints, size_t n);
+
+/* The index of the first entry of urls[0..n) that repeats an earlier one
+ * (trailing '/' aside), or -1. */
+int kvg_pool_find_duplicate(char *const *urls, size_t n);
 
 /* Copies the current workers into out[] with a reference each (caller unrefs
  * each); returns the count. */

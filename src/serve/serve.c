@@ -207,6 +207,16 @@ static void on_signal(uv_signal_t *h, int signum)
             KVG_ERROR("SIGHUP: reload failed, keeping the current workers: %s", err);
             return;
         }
+        int dup = kvg_pool_find_duplicate(f.workers.v, f.workers.n);
+        if (dup >= 0) {
+            /* As at startup: two entries would silently become one worker. */
+            KVG_ERROR("SIGHUP: reload refused, keeping the current workers: worker '%s' is listed "
+                      "twice in %s (for data-parallel ranks behind one URL, list URL@0, URL@1, "
+                      "...)",
+                      f.workers.v[dup], path);
+            kvg_serve_config_free(&f);
+            return;
+        }
         char changed[512];
         if (s->have_file &&
             kvg_serve_config_diff_restart(&s->file, &f, changed, sizeof changed) > 0)

@@ -280,6 +280,12 @@ TEST(pool_pick_release_counts_and_filters)
     char *urls[] = {"http://127.0.0.1:9003", "http://127.0.0.1:9001"};
     CHECK_INT(kvg_pool_set(&pool, urls, 2), 0);
     CHECK_INT((int)pool.n, 2);
+    /* A list naming a worker twice is refused whole; the pool stays. */
+    char *dup[] = {"http://127.0.0.1:9005", "http://127.0.0.1:9005/", "http://127.0.0.1:9006@1"};
+    CHECK_INT(kvg_pool_find_duplicate(dup, 3), 1);
+    CHECK_INT(kvg_pool_find_duplicate(dup + 1, 2), -1);
+    CHECK_INT(kvg_pool_set(&pool, dup, 3), -EEXIST);
+    CHECK_INT((int)pool.n, 2);
     kvg_pool_destroy(&pool);
 }
 
