@@ -69,7 +69,7 @@ static int select_pred(struct kvg_policy *p, struct kvg_worker *const *cand, siz
     if (n == 0) return KVG_ENOWORKER;
     uint32_t bs = ctx->block_size ? ctx->block_size : 16;
     uint32_t matched[n];
-    kvg_policy_matched(d->kv, d->approx, cand, n, ctx, matched);
+    kvg_policy_matched(d->kv, d->approx, cand, n, ctx, 0, matched, NULL);
     double pred[n], blocks[n], mean_blocks = 0;
     double mt0 = 0, mspt = 0;
     size_t learned = 0;

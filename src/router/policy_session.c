@@ -74,7 +74,7 @@ static int select_session(struct kvg_policy *p, struct kvg_worker *const *cand, 
         if (home >= 0 && kvg_policy_inflight(cand[home]) + 1 <= cap) {
             /* The inner policy still sees the request, so that what it
              * tracks (placements, the approximate index) stays true. */
-            struct kvg_route_score one = {-1, -1, -1, -1, -1, -1};
+            struct kvg_route_score one = {-1, -1, -1, -1, -1, -1, -1};
             struct kvg_route_explain ie = {.scores = &one, .n = 1};
             int rc = s->inner->ops->select(s->inner, cand + home, 1, ctx, &ie);
             if (rc < 0) return rc;

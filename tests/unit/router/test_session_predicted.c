@@ -186,7 +186,7 @@ TEST(session_affinity_key_sources_and_fallback)
 static void explain(struct kvg_policy *p, struct req *r, double *pred, int *best)
 {
     struct kvg_route_score sc[NW];
-    for (int i = 0; i < NW; i++) sc[i] = (struct kvg_route_score){-1, -1, -1, -1, -1, -1};
+    for (int i = 0; i < NW; i++) sc[i] = (struct kvg_route_score){-1, -1, -1, -1, -1, -1, -1};
     struct kvg_route_explain ex = {.scores = sc, .n = NW};
     *best = p->ops->select(p, W, NW, &r->c, &ex);
     for (int i = 0; i < NW; i++) pred[i] = sc[i].score;
