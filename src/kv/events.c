@@ -323,8 +323,10 @@ static int rd_field(struct kvg_kv_batch *b, struct kvg_kv_mp *r, enum field f,
         return hash_value(b, &v, &ev->parent);
     case F_BLOCK_SIZE:
         if (kvg_kv_mp_read(r, &v)) return FAIL(b, "truncated block_size");
-        if (v.type != KVG_KV_MP_UINT || v.v.u == 0 || v.v.u > (1u << 20))
-            return FAIL(b, "block_size is not a positive integer");
+        /* 0: vLLM's offloading connector, whose stores carry no tokens (the
+         * index then copies holdings it has; with tokens, 0 is refused). */
+        if (v.type != KVG_KV_MP_UINT || v.v.u > (1u << 20))
+            return FAIL(b, "block_size is not a non-negative integer");
         ev->block_size = (uint32_t)v.v.u;
         return 0;
     case F_LORA_ID:
@@ -490,6 +492,8 @@ static int one_event(struct kvg_kv_batch *b, struct kvg_kv_mp *r, struct kvg_kv_
         rc = event_map(b, r, e.v.n, ev, keep);
     else
         rc = FAIL(b, "event is neither an array nor a map");
+    if (!rc && ev->type == KVG_KV_EV_STORED && !ev->block_size && ev->n_tokens)
+        rc = FAIL(b, "block_size 0 with tokens");
     if (!rc && ev->type == KVG_KV_EV_STORED && ev->salt_block > ev->n_hashes)
         ev->salt_block = ev->n_hashes; /* a salt past the blocks salts none */
     ev->tier = kvg_kv_medium_tier(ev->medium);

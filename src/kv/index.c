@@ -374,6 +374,47 @@ static int apply_stored(struct kvg_kv_index *idx, uint32_t slot, const struct kv
     return 0;
 }
 
+/* A BlockStored without tokens (vLLM's offloading connector: "these blocks
+ * now also live on this medium"): each engine hash names blocks this worker
+ * already holds on another tier, and the copy gets the same router blocks
+ * there. A hash the index does not know cannot be placed: counted as an
+ * orphan, never guessed. */
+static int apply_copy(struct kvg_kv_index *idx, uint32_t slot, const struct kvg_kv_batch *b,
+                      const struct kvg_kv_event *ev, struct kvg_kv_apply_result *res)
+{
+    int aux = !prefix_group(ev), home = (int)ev->tier + (aux ? AUX : 0);
+    int base = aux ? AUX : 0;
+    struct kvg_kv_tab *t = &idx->t[home];
+    const uint64_t *eh = b->hashes + ev->hash_off;
+    for (uint32_t i = 0; i < ev->n_hashes; i++) {
+        uint64_t key = group_key(eh[i], ev->group_idx);
+        uint32_t ents[64], n = 0;
+        struct kvg_kv_tab *from = NULL;
+        for (int tb = base; tb < base + KVG_KV_TIERS && !n; tb++) {
+            if (tb == home) continue;
+            n = kvg_kv_tab_key_all(&idx->t[tb], slot, key, ents, KVG_ARRAY_LEN(ents));
+            from = &idx->t[tb];
+        }
+        if (!n) {
+            if (kvg_kv_tab_key_find(t, slot, key, 0) == KVG_KV_NIL) res->orphans++;
+            continue;
+        }
+        for (uint32_t j = 0; j < n; j++) {
+            const struct kvg_kv_entry *src = kvg_kv_tab_entry(from, ents[j]);
+            uint32_t flags = src->node & (KVG_KV_LAST | KVG_KV_SALTED);
+            uint64_t seq = kvg_kv_tab_node(from, src->node & KVG_KV_NODE_MASK)->key;
+            uint32_t e = kvg_kv_tab_key_find_at(t, slot, key, seq);
+            if (e != KVG_KV_NIL)
+                kvg_kv_tab_touch(t, slot, e, idx->clock);
+            else if (kvg_kv_tab_add(t, slot, seq, key, flags, idx->clock) == KVG_KV_NIL)
+                return -ENOMEM;
+            res->stored_blocks++;
+            res->aux_blocks += (uint32_t)aux;
+        }
+    }
+    return 0;
+}
+
 /* BlockRemoved: from its tier, both classes (the group key tells groups
  * apart). */
 static uint32_t remove_hash(struct kvg_kv_index *idx, uint32_t slot, const struct kvg_kv_event *ev,
@@ -402,7 +443,7 @@ int kvg_kv_index_apply(struct kvg_kv_index *idx, uint32_t slot, struct kvg_kv_ba
     size_t need = 0;
     for (uint32_t i = 0; i < b->n_events; i++) {
         const struct kvg_kv_event *ev = &b->events[i];
-        if (ev->type == KVG_KV_EV_STORED && stored_split(idx, ev, &probe))
+        if (ev->type == KVG_KV_EV_STORED && ev->n_tokens && stored_split(idx, ev, &probe))
             need += ev->n_tokens / idx->block_size;
     }
     int rc = kvg_kv_batch_scratch(b, need ? need : 1);
@@ -410,7 +451,8 @@ int kvg_kv_index_apply(struct kvg_kv_index *idx, uint32_t slot, struct kvg_kv_ba
     size_t off = 0;
     for (uint32_t i = 0; i < b->n_events; i++) {
         const struct kvg_kv_event *ev = &b->events[i];
-        if (ev->type != KVG_KV_EV_STORED || !stored_split(idx, ev, &probe)) continue;
+        if (ev->type != KVG_KV_EV_STORED || !ev->n_tokens || !stored_split(idx, ev, &probe))
+            continue;
         kvg_kv_local_hashes(b->tokens + ev->token_off, ev->n_tokens, idx->block_size,
                             event_seed(ev), b->scratch + off, need - off);
         off += ev->n_tokens / idx->block_size;
@@ -426,6 +468,10 @@ int kvg_kv_index_apply(struct kvg_kv_index *idx, uint32_t slot, struct kvg_kv_ba
         const uint64_t *eh = b->hashes + ev->hash_off;
         switch (ev->type) {
         case KVG_KV_EV_STORED: {
+            if (!ev->n_tokens && ev->n_hashes) {
+                rc = apply_copy(idx, slot, b, ev, res);
+                break;
+            }
             uint32_t k = stored_split(idx, ev, res);
             if (!k) break;
             rc = apply_stored(idx, slot, b, ev, k, b->scratch + off, res, &budget);

@@ -397,6 +397,22 @@ uint32_t kvg_kv_tab_key_find_at(const struct kvg_kv_tab *t, uint32_t w, uint64_t
     return KVG_KV_NIL;
 }
 
+uint32_t kvg_kv_tab_key_all(const struct kvg_kv_tab *t, uint32_t w, uint64_t key, uint32_t *out,
+                            uint32_t max)
+{
+    const struct kvg_kv_chain *c = &t->w[w].kc;
+    if (!c->b) return 0;
+    uint32_t lo = (uint32_t)key, hi = (uint32_t)(key >> 32), n = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        const uint32_t *h = pass ? chain_old(c, key) : &c->b[bucket(key, c->mask)];
+        for (uint32_t i = h ? *h : KVG_KV_NIL; i != KVG_KV_NIL; i = E(t, i)->chain) {
+            const struct kvg_kv_entry *e = E(t, i);
+            if (e->key_lo == lo && e->key_hi == hi && n < max) out[n++] = i;
+        }
+    }
+    return n;
+}
+
 uint32_t kvg_kv_tab_key_find(const struct kvg_kv_tab *t, uint32_t w, uint64_t key, int want_last)
 {
     const struct kvg_kv_chain *c = &t->w[w].kc;

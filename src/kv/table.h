@@ -137,6 +137,10 @@ void kvg_kv_tab_prefetch_key(const struct kvg_kv_tab *t, uint32_t w, uint64_t ke
 void kvg_kv_tab_prefetch_node(const struct kvg_kv_tab *t, uint64_t seq);
 /* Entry of worker w with this key; want_last picks the one flagged LAST. */
 uint32_t kvg_kv_tab_key_find(const struct kvg_kv_tab *t, uint32_t w, uint64_t key, int want_last);
+/* Every entry of worker w with this key (the router blocks of one engine
+ * block, or a repeated one) into out[0..max); returns how many. */
+uint32_t kvg_kv_tab_key_all(const struct kvg_kv_tab *t, uint32_t w, uint64_t key, uint32_t *out,
+                            uint32_t max);
 /* Entry of worker w with this key on the node of sequence hash seq. */
 uint32_t kvg_kv_tab_key_find_at(const struct kvg_kv_tab *t, uint32_t w, uint64_t key, uint64_t seq);
 /* Adds entry (w, seq) with key, flags (KVG_KV_LAST, KVG_KV_SALTED) and

@@ -77,10 +77,46 @@ static const char *medium(const struct kvg_sim_event *e)
     return e->cpu ? "CPU" : "GPU";
 }
 
+/* A block offloaded to the CPU, as vLLM's offloading connector publishes
+ * it: the hashes and the medium only (no parent, no tokens, block_size 0);
+ * the consumer knows the blocks from their GPU store. */
+static int pack_offloaded(msgpack_packer *pk, const struct kvg_sim_event *e, int map)
+{
+    static const char *keys[] = {"type",      "block_hashes", "parent_block_hash",
+                                 "token_ids", "block_size",   "lora_id",
+                                 "medium"};
+    int rc = map ? msgpack_pack_map(pk, 7) : msgpack_pack_array(pk, 7);
+    for (int f = 0; f < 7; f++) {
+        if (map) rc |= pack_str(pk, keys[f]);
+        switch (f) {
+        case 0:
+            rc |= pack_str(pk, "BlockStored");
+            break;
+        case 1:
+            rc |= pack_hashes(pk, e);
+            break;
+        case 3:
+            rc |= msgpack_pack_array(pk, 0);
+            break;
+        case 4:
+            rc |= msgpack_pack_uint32(pk, 0);
+            break;
+        case 6:
+            rc |= pack_str(pk, "CPU");
+            break;
+        default:
+            rc |= msgpack_pack_nil(pk);
+            break;
+        }
+    }
+    return rc;
+}
+
 static int pack_array_event(msgpack_packer *pk, const struct kvg_sim_event *e)
 {
     int rc = 0;
     int tagged = e->lora_name || e->cache_salt;
+    if (e->type == KVG_SIM_EV_STORED && e->cpu) return pack_offloaded(pk, e, 0);
     switch (e->type) {
     case KVG_SIM_EV_STORED:
         /* msgspec drops trailing defaults only: with an adapter or a salt,
@@ -115,6 +151,7 @@ static int pack_array_event(msgpack_packer *pk, const struct kvg_sim_event *e)
 static int pack_map_event(msgpack_packer *pk, const struct kvg_sim_event *e)
 {
     int rc = 0;
+    if (e->type == KVG_SIM_EV_STORED && e->cpu) return pack_offloaded(pk, e, 1);
     switch (e->type) {
     case KVG_SIM_EV_STORED:
         rc |= msgpack_pack_map(pk, 11);

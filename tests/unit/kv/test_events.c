@@ -439,8 +439,8 @@ TEST(bad_events_are_skipped_the_rest_kept)
          "BlockStored\x90\xc0\x91\xcf\x00\x00\x00\x01\x00\x00\x00\x00\x10",
          26, 0}, /* token 2^32 */
         {"\x95\xab"
-         "BlockStored\x90\xc0\x90\x00",
-         17, 0}, /* block_size 0 */
+         "BlockStored\x90\xc0\x91\x07\x00",
+         18, 0}, /* block_size 0 with tokens (without, it is the offloading shape) */
         {"\x97\xab"
          "BlockStored\x90\xc0\x90\x10\xc0\x81\xaa"
          "cache_salt\x01",

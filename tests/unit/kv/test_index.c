@@ -203,6 +203,64 @@ TEST(engine_block_size_multiple_is_split)
     kvg_kv_index_free(idx);
 }
 
+/* vLLM's offloading connector publishes its CPU copies as BlockStored with
+ * no tokens, no parent and block_size 0: the copy is placed on the blocks
+ * the worker holds already, router block by router block, so a GPU removal
+ * leaves it; a copy of a block the index never saw is an orphan. */
+static void ev_copy(struct pk *k, const uint64_t *eh, size_t neh, const char *medium)
+{
+    msgpack_pack_array(&k->p, 8);
+    str(k, "BlockStored");
+    msgpack_pack_array(&k->p, neh);
+    for (size_t i = 0; i < neh; i++) msgpack_pack_uint64(&k->p, eh[i]);
+    msgpack_pack_nil(&k->p);
+    msgpack_pack_array(&k->p, 0);
+    msgpack_pack_uint32(&k->p, 0);
+    msgpack_pack_nil(&k->p);
+    str(k, medium);
+    msgpack_pack_nil(&k->p);
+}
+
+TEST(offloaded_copies_without_tokens)
+{
+    struct kvg_kv_index *idx = mk(2, 0);
+    uint32_t p[8 * BS];
+    uint64_t eh[4] = {21, 22, 23, 24}, seq[8];
+    struct pk k;
+    struct kvg_kv_apply_result r;
+    struct kvg_kv_tier_match tm[2];
+    prompt(p, 8 * BS, 5);
+    CHECK_INT(kvg_kv_hash_request(p, 8 * BS, BS, NULL, 0, NULL, 0, seq, 8), 8);
+    /* Engine blocks of 2 * BS: four engine blocks, eight router blocks. */
+    begin(&k, 1);
+    ev_stored(&k, eh, 4, 0, 0, p, 8 * BS, 2 * BS, NULL);
+    CHECK_INT(apply(idx, 0, &k, &r), 0);
+    begin(&k, 1);
+    ev_copy(&k, eh, 4, "CPU");
+    CHECK_INT(apply(idx, 0, &k, &r), 0);
+    CHECK_INT(r.stored_blocks, 8);
+    CHECK_INT(r.orphans, 0);
+    remove_ehs(idx, 0, eh, 4); /* medium absent: the GPU's */
+    kvg_kv_index_match_tiers(idx, seq, 8, tm, 2);
+    CHECK_INT(tm[0].gpu, 0);
+    CHECK_INT(tm[0].host, 8); /* the whole prefix, on the host tier */
+    CHECK_INT(tm[1].host, 0);
+    /* A copy of blocks never stored: nothing placed, counted. */
+    uint64_t unknown[1] = {99};
+    begin(&k, 1);
+    ev_copy(&k, unknown, 1, "CPU");
+    CHECK_INT(apply(idx, 1, &k, &r), 0);
+    CHECK_INT(r.stored_blocks, 0);
+    CHECK_INT(r.orphans, 1);
+    /* Tokens with block_size 0 still make no sense: the decoder skips that
+     * event (test_events), nothing is stored. */
+    begin(&k, 1);
+    ev_stored(&k, eh, 1, 0, 0, p, BS, 0, NULL);
+    CHECK_INT(apply(idx, 1, &k, &r), 0);
+    CHECK_INT(r.stored_blocks, 0);
+    kvg_kv_index_free(idx);
+}
+
 TEST(block_size_mismatch_and_inconsistent_events_are_reported)
 {
     struct kvg_kv_index *idx = mk(1, 0);
