@@ -26,6 +26,7 @@
 #include "base/err.h"
 #include "base/util.h"
 #include "sim/kv_cache.h"
+#include "sim/lora_slots.h"
 
 enum { ST_WAITING, ST_RUNNING, ST_DONE };
 
@@ -81,6 +82,11 @@ struct kvg_sim {
     double busy;
     char **strs; /* interned adapter names and salts, freed with the engine */
     size_t nstrs, capstrs;
+    /* LoRA slots (max_loras) and the adapters of the batch being built */
+    struct kvg_sim_lora_slots slots;
+    const char **active; /* slots.cap entries */
+    uint32_t nactive, step_loads;
+    double lora_load_s;
 };
 
 /* The engine's copy of s (NULL for NULL/empty, or when out of memory: the
@@ -225,6 +231,7 @@ void kvg_sim_config_init(struct kvg_sim_config *c, const struct kvg_sim_profile 
     c->hash_seed = 42;
     c->mean_output_tokens = 256;
     c->emit_events = 1;
+    c->lora_load_s = KVG_SIM_LORA_LOAD_S;
 }
 
 static int config_ok(const struct kvg_sim_config *c)
@@ -240,6 +247,7 @@ static int config_ok(const struct kvg_sim_config *c)
         return 0;
     if (c->output_vocab && !c->n_output_vocab) return 0;
     if (!(c->mean_output_tokens >= 1)) return 0;
+    if (!(c->lora_load_s >= 0) || c->max_loras > 4096) return 0;
     return 1;
 }
 
@@ -269,6 +277,9 @@ int kvg_sim_create(const struct kvg_sim_config *c, struct kvg_sim **out)
     uint64_t cpu_blocks = c->cpu_kv_capacity_tokens / e->bs;
     if (cpu_blocks > INT32_MAX) cpu_blocks = INT32_MAX;
     if (cpu_blocks && kvg_sim_kvc_enable_cpu(e->kvc, (uint32_t)cpu_blocks)) goto fail;
+    if (kvg_sim_lora_slots_init(&e->slots, c->max_loras)) goto fail;
+    if (c->max_loras && !(e->active = malloc(c->max_loras * sizeof *e->active))) goto fail;
+    e->lora_load_s = c->lora_load_s;
     *out = e;
     return 0;
 fail:
@@ -299,6 +310,8 @@ void kvg_sim_free(struct kvg_sim *e)
     free(e->hits);
     free(e->ups);
     kvg_sim_kvc_free(e->kvc);
+    kvg_sim_lora_slots_free(&e->slots);
+    free(e->active);
     free(e);
 }
 
@@ -494,10 +507,47 @@ static int schedule_running(struct kvg_sim *e, uint32_t *budget, uint32_t *nsche
     return preempted;
 }
 
+/* LoRA: the distinct adapters of the running batch (the scheduler's
+ * scheduled_loras), which the slots must keep. */
+static void active_loras(struct kvg_sim *e)
+{
+    e->nactive = 0;
+    if (!e->slots.cap) return;
+    for (uint32_t i = 0; i < e->nrunning; i++) {
+        const char *a = e->running[i]->lora;
+        uint32_t k = 0;
+        while (a && k < e->nactive && e->active[k] != a) k++;
+        if (a && k == e->nactive && e->nactive < e->slots.cap) e->active[e->nactive++] = a;
+    }
+}
+
+/* 1 when r's adapter fits the batch: none, already in it, or a slot to spare. */
+static int lora_fits(const struct kvg_sim *e, const struct req *r)
+{
+    if (!e->slots.cap || !r->lora || e->nactive < e->slots.cap) return 1;
+    for (uint32_t k = 0; k < e->nactive; k++)
+        if (e->active[k] == r->lora) return 1;
+    return 0;
+}
+
+/* r was admitted: its adapter joins the batch, loaded if no slot holds it. */
+static void lora_admit(struct kvg_sim *e, const struct req *r)
+{
+    if (!e->slots.cap || !r->lora) return;
+    if (kvg_sim_lora_slots_acquire(&e->slots, r->lora, e->active, e->nactive) == 1) e->step_loads++;
+    for (uint32_t k = 0; k < e->nactive; k++)
+        if (e->active[k] == r->lora) return;
+    if (e->nactive < e->slots.cap) e->active[e->nactive++] = r->lora;
+}
+
 static void schedule_waiting(struct kvg_sim *e, uint32_t *budget, uint32_t *nsched)
 {
-    while (e->whead && *budget && e->nrunning < e->p.max_num_seqs) {
-        struct req *r = e->whead;
+    active_loras(e);
+    struct req *next;
+    for (struct req *r = e->whead; r && *budget && e->nrunning < e->p.max_num_seqs; r = next) {
+        next = r->wnext;
+        /* One adapter too many for this batch: vLLM skips it and goes on. */
+        if (!lora_fits(e, r)) continue;
         uint32_t n_free = 0, nmax = (r->num_tokens - 1) / e->bs;
         uint32_t k = kvg_sim_kvc_lookup(e->kvc, r->hashes, nmax, e->hits, &n_free);
         /* The prefix may go on in the CPU tier: those blocks are copied
@@ -508,6 +558,7 @@ static void schedule_waiting(struct kvg_sim *e, uint32_t *budget, uint32_t *nsch
         if (n > *budget) n = *budget;
         if (!allocate(e, r, base, n, e->hits, k, n_free)) break;
         wq_remove(e, r);
+        lora_admit(e, r);
         r->state = ST_RUNNING;
         r->num_computed = base;
         e->running[e->nrunning++] = r;
@@ -559,6 +610,7 @@ int kvg_sim_step(struct kvg_sim *e, double now, struct kvg_sim_step *out)
     if (kvg_sim_idle(e)) return 0;
 
     uint32_t budget = e->p.max_num_batched_tokens, nsched = 0;
+    e->step_loads = 0;
     if (!schedule_running(e, &budget, &nsched)) schedule_waiting(e, &budget, &nsched);
 
     struct kvg_sim_batch_shape *sh = &out->shape;
@@ -576,6 +628,8 @@ int kvg_sim_step(struct kvg_sim *e, double now, struct kvg_sim_step *out)
         }
     }
     out->duration = nsched ? kvg_sim_step_time(&e->p, sh) : e->p.t_fixed;
+    out->lora_loads = e->step_loads;
+    out->duration += e->step_loads * e->lora_load_s;
 
     int any_done = 0;
     for (uint32_t i = 0; i < nsched; i++) {
@@ -654,6 +708,9 @@ void kvg_sim_get_metrics(const struct kvg_sim *e, struct kvg_sim_metrics *m)
     m->max_num_seqs = e->p.max_num_seqs;
     m->max_num_batched_tokens = e->p.max_num_batched_tokens;
     m->max_model_len = e->p.max_model_len;
+    m->max_loras = e->slots.cap;
+    m->lora_loads = e->slots.loads;
+    m->lora_evictions = e->slots.evictions;
 }
 
 int kvg_sim_request_get(const struct kvg_sim *e, uint64_t id, struct kvg_sim_request_info *out)
@@ -687,4 +744,41 @@ size_t kvg_sim_eviction_order(const struct kvg_sim *e, uint64_t *out, size_t cap
 size_t kvg_sim_cpu_cached_hashes(const struct kvg_sim *e, uint64_t *out, size_t cap)
 {
     return kvg_sim_kvc_cpu_hashes(e->kvc, out, cap);
+}
+
+/* Appends name to a comma-separated list unless it is there or would not fit. */
+static void list_add(char *list, size_t cap, const char *name)
+{
+    size_t n = strlen(list), k = strlen(name);
+    for (const char *p = list; *p;) {
+        const char *c = strchr(p, ',');
+        size_t len = c ? (size_t)(c - p) : strlen(p);
+        if (len == k && !memcmp(p, name, k)) return;
+        p += len + (c ? 1 : 0);
+    }
+    if (n + k + 2 > cap) return;
+    if (n) list[n++] = ',';
+    memcpy(list + n, name, k + 1);
+}
+
+void kvg_sim_lora_requests(const struct kvg_sim *e, char *running, size_t rcap, char *waiting,
+                           size_t wcap)
+{
+    if (rcap) running[0] = 0;
+    if (wcap) waiting[0] = 0;
+    for (uint32_t i = 0; rcap && i < e->nrunning; i++)
+        if (e->running[i]->lora) list_add(running, rcap, e->running[i]->lora);
+    for (const struct req *r = e->whead; wcap && r; r = r->wnext)
+        if (r->lora) list_add(waiting, wcap, r->lora);
+}
+
+size_t kvg_sim_lora_resident(const struct kvg_sim *e, const char **out, size_t cap)
+{
+    size_t n = 0;
+    for (uint32_t i = 0; i < e->slots.cap; i++) {
+        if (!e->slots.name[i]) continue;
+        if (n < cap) out[n] = e->slots.name[i];
+        n++;
+    }
+    return n;
 }

@@ -100,11 +100,32 @@ struct kvg_sim_config {
      * GPU blocks again) at t_cpu_load_token per token, paid in the step
      * that schedules it (a synchronous load: its TTFT carries it). 0: none. */
     uint64_t cpu_kv_capacity_tokens;
+    /* LoRA adapter slots (vLLM --max-loras): at most this many adapters in
+     * one batch and resident on the GPU; a waiting request whose adapter
+     * would be one too many is skipped (later ones may go first, as vLLM's
+     * scheduler does); an adapter no slot holds is loaded over the least
+     * recently used one no running request uses, and the step that loads it
+     * takes lora_load_s longer (the load is synchronous, before the forward
+     * pass: the whole batch waits). 0: no slot model (every adapter always
+     * resident, free), which is what kvgate sim serves. */
+    uint32_t max_loras;
+    double lora_load_s;
 };
 
 /* Fills c with defaults for profile p (which must not be NULL): seed 0,
- * hash_seed 42, printable-byte vocab, mean output 256 tokens, events on. */
+ * hash_seed 42, printable-byte vocab, mean output 256 tokens, events on,
+ * no adapter slots (max_loras 0) and KVG_SIM_LORA_LOAD_S per load. */
 void kvg_sim_config_init(struct kvg_sim_config *c, const struct kvg_sim_profile *p);
+
+/* Seconds to load a cold LoRA adapter onto the GPU: an assumption, not a
+ * measurement. A rank-16 adapter on all seven projections of Qwen3-32B (64
+ * layers, hidden 5,120, q 8,192, kv 1,024, MLP 25,600) is 16 x 2.1M x 64 =
+ * 134M parameters, 268 MB in bf16. With vLLM's default max_cpu_loras (=
+ * max_loras) an evicted adapter is not kept in host memory, so a cold one
+ * is read back from its safetensors (page cache at best) and copied to
+ * both GPUs; at an assumed ~5 GB/s end to end (file read, tensor build,
+ * pinned staging; PCIe's ~25 GB/s is not the limit) that is ~54 ms. */
+#define KVG_SIM_LORA_LOAD_S 0.05
 
 struct kvg_sim;
 
@@ -178,7 +199,8 @@ struct kvg_sim_step {
     size_t n_updates;
     struct kvg_sim_batch_shape shape; /* what was timed */
     uint32_t num_decode_seqs;
-    size_t n_events; /* KV events in the log after this step */
+    uint32_t lora_loads; /* adapters loaded in this step (each adds lora_load_s) */
+    size_t n_events;     /* KV events in the log after this step */
 };
 
 /* Runs one scheduler iteration starting at `now` (seconds, caller's clock)
@@ -256,6 +278,8 @@ struct kvg_sim_metrics {
     uint64_t steps;
     double busy_time; /* sum of step durations */
     uint32_t max_num_seqs, max_num_batched_tokens, max_model_len;
+    uint32_t max_loras;                  /* adapter slots (0: no slot model) */
+    uint64_t lora_loads, lora_evictions; /* adapters loaded / evicted, ever */
 };
 void kvg_sim_get_metrics(const struct kvg_sim *e, struct kvg_sim_metrics *m);
 
@@ -283,5 +307,14 @@ size_t kvg_sim_eviction_order(const struct kvg_sim *e, uint64_t *out, size_t cap
 /* Copies up to cap hashes of the CPU tier into out, next victim first;
  * returns how many there are in all (0 without a CPU tier). */
 size_t kvg_sim_cpu_cached_hashes(const struct kvg_sim *e, uint64_t *out, size_t cap);
+
+/* vLLM's vllm:lora_requests_info labels: the adapters of running requests
+ * and of waiting ones, each comma-separated without repeats (running first
+ * seen first), truncated to whole names that fit. */
+void kvg_sim_lora_requests(const struct kvg_sim *e, char *running, size_t rcap, char *waiting,
+                           size_t wcap);
+/* Copies up to cap names of the adapters the slots hold (slot order, free
+ * slots skipped; engine-owned strings); returns how many are resident. */
+size_t kvg_sim_lora_resident(const struct kvg_sim *e, const char **out, size_t cap);
 
 #endif
