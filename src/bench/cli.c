@@ -54,6 +54,10 @@ static void usage(FILE *f)
         "                              [turns-min, turns], each message from [user-len, max]\n"
         "  --long-frac X --long-len N --long-docs N   mixed chat: a share X of the sessions\n"
         "                              ask one question about one of N documents of L tokens\n"
+        "  --lora-adapters N --lora-hot K --lora-hot-frac X   multi-LoRA chat: each session on\n"
+        "                              one of N adapters, one of the K hot ones with prob. X\n"
+        "  --salt-tenants N            salted chat: each session one of N tenants, its own\n"
+        "                              cache_salt and system prompt (group t mod chat-groups)\n"
         "  --trace FILE --trace-speed X --trace-block N   JSONL replay (src/bench/trace.c)\n"
         "  --stages LIST               RATExSECS (Poisson) or cCONCxSECS (closed loop), e.g.\n"
         "                              15x50,3x20,10x20 or c16x60\n"
@@ -65,6 +69,8 @@ static void usage(FILE *f)
         "  --max-model-len N           the engines' context limit (the profile's)\n"
         "  --hetero none|fast|half-kv  offline: every other engine twice as fast, or half the KV\n"
         "  --output-mean N             offline: the engines' EOS length without ignore_eos (256)\n"
+        "  --max-loras N               offline: adapter slots per engine (vLLM's default, 1)\n"
+        "  --lora-load-ms X            offline: a cold adapter's load, stalling its step (50)\n"
         "  --prefill-scale F           offline: the profile's prefill costs times F (1; llmd-73:\n"
         "                              0.75); a --profile alone resets it to 1\n"
         "  --scrape-ms N               offline: engine load refresh, virtual ms (50)\n"
@@ -76,6 +82,8 @@ static void usage(FILE *f)
         "  --session-header H --session-load-bound X --session-fallback P (session_affinity)\n"
         "  --predict-prefill-tps X --predict-itl-bound X (predicted_latency)\n"
         "  --cache-threshold X --balance-abs-threshold N --balance-rel-threshold X (cache_aware)\n"
+        "  --router-lora-load-cost X --router-lora-max-workers N (kv_aware, score presets;\n"
+        "                              0 and 0 turn the LoRA term off)\n"
         "live:\n"
         "  --target URL                an OpenAI-compatible endpoint (http://host:port)\n"
         "  --model NAME                model field of the requests (kvgate-sim)\n"
@@ -184,7 +192,7 @@ int kvg_bench_parse(struct kvg_bench_cfg *c, int argc, char **argv)
         }
     struct kvg_bench_wl_opts *w = &c->des.wl;
     struct kvg_sim_profile *pr = &c->des.profile;
-    double explicit_scale = 0;
+    double explicit_scale = 0, lora_load_ms = -1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -313,6 +321,10 @@ int kvg_bench_parse(struct kvg_bench_cfg *c, int argc, char **argv)
         DBL("--long-frac", w->long_frac, 0, 1)
         U32("--long-len", w->long_len, 0, 10000000)
         U32("--long-docs", w->long_docs, 0, 100000)
+        U32("--lora-adapters", w->lora_adapters, 0, 100000)
+        U32("--lora-hot", w->lora_hot, 0, 100000)
+        DBL("--lora-hot-frac", w->lora_hot_frac, 0, 1)
+        U32("--salt-tenants", w->salt_tenants, 0, 100000)
         STR("--trace", w->trace_path);
         DBL("--trace-speed", w->trace_speed, 1e-9, 1e9)
         U32("--trace-block", w->trace_block, 1, 1u << 20)
@@ -326,6 +338,8 @@ int kvg_bench_parse(struct kvg_bench_cfg *c, int argc, char **argv)
         U32("--max-num-batched-tokens", pr->max_num_batched_tokens, 1, 1u << 24)
         U32("--max-model-len", pr->max_model_len, 2, UINT32_MAX)
         DBL("--output-mean", c->des.mean_output, 1, 1e6)
+        U32("--max-loras", c->des.max_loras, 0, 4096)
+        DBL("--lora-load-ms", lora_load_ms, 0, 1e6)
         DBL("--prefill-scale", explicit_scale, 1e-3, 1e3)
         U32("--scrape-ms", c->des.scrape_ms, 1, 3600000)
         U32("--load-max-age-ms", c->des.load_max_age_ms, 1, 86400000)
@@ -341,6 +355,8 @@ int kvg_bench_parse(struct kvg_bench_cfg *c, int argc, char **argv)
         DBL("--cache-threshold", c->des.popts.cache_threshold, 0, 1)
         U32("--balance-abs-threshold", c->des.popts.balance_abs, 0, UINT32_MAX)
         DBL("--balance-rel-threshold", c->des.popts.balance_rel, 0, 1e6)
+        DBL("--router-lora-load-cost", c->des.popts.lora_load_cost, 0, 1e9)
+        U32("--router-lora-max-workers", c->des.popts.lora_max_workers, 0, 1024)
         STR("--target", c->target);
         STR("--model", c->model);
         U32("--spawn-sims", c->spawn_sims, 0, 64)
@@ -366,8 +382,14 @@ int kvg_bench_parse(struct kvg_bench_cfg *c, int argc, char **argv)
         fprintf(stderr, "kvgate bench: --mode live needs --target URL or --spawn-sims N\n");
         return -1;
     }
+    if (c->mode == KVG_BENCH_LIVE && (w->lora_adapters || w->salt_tenants)) {
+        /* The live client sends neither an adapter's model nor a salt yet. */
+        fprintf(stderr, "kvgate bench: --lora-adapters and --salt-tenants are offline only\n");
+        return -1;
+    }
     if (c->mode == KVG_BENCH_LIVE && w->kind != KVG_BENCH_WL_TRACE) w->printable = 1;
     if (c->spawn_sims) c->des.engines = c->spawn_sims;
+    if (lora_load_ms >= 0) c->des.lora_load_s = lora_load_ms / 1000.0;
     c->des.wl.seed = c->des.seed;
     /* Applied last, to whichever profile was chosen, from its named values.
      * A spawned kvgate sim cannot take it: live runs keep the named costs. */

@@ -59,6 +59,8 @@ void kvg_bench_des_opts_default(struct kvg_bench_des_opts *o)
     o->profile = *kvg_sim_profile_find("tiny");
     o->engines = 1;
     o->mean_output = 256;
+    o->max_loras = 1;
+    o->lora_load_s = KVG_SIM_LORA_LOAD_S;
     snprintf(o->policy, sizeof o->policy, "random");
     kvg_policy_opts_default(&o->popts);
     o->scrape_ms = 50;
@@ -157,7 +159,9 @@ static int arrive(struct run *R)
         free(l);
         return -ENOMEM;
     }
-    int nh = kvg_kv_hash_tokens(r->tokens, r->ntokens, bs, l->hashes, nb);
+    size_t llen = strlen(r->lora), slen = strlen(r->salt);
+    int nh = kvg_kv_hash_request(r->tokens, r->ntokens, bs, llen ? r->lora : NULL, llen,
+                                 slen ? r->salt : NULL, slen, l->hashes, nb);
     struct kvg_route_ctx *c = &l->ctx;
     c->text = r->text;
     c->text_len = r->text_len;
@@ -172,6 +176,7 @@ static int arrive(struct run *R)
     c->rng = &R->rng;
     c->now_ms = vt_ms(t);
     c->user = KVG_STR_NULL;
+    c->lora = llen ? (struct kvg_str){r->lora, llen} : KVG_STR_NULL;
     c->load_max_age_ms = R->o->load_max_age_ms;
     if ((rc = live_put(R, l))) {
         free(l->hashes);
@@ -200,7 +205,12 @@ static int arrive(struct run *R)
                                 .prompt_len = r->ntokens,
                                 .max_tokens = r->max_tokens,
                                 .ignore_eos = r->ignore_eos,
-                                .arrival = t};
+                                .has_seed = 0,
+                                .seed = 0,
+                                .arrival = t,
+                                .lora_name = llen ? r->lora : NULL,
+                                .lora_id = r->lora_id,
+                                .cache_salt = slen ? r->salt : NULL};
     rc = kvg_sim_submit(g->e, &q);
     if (rc == -ENOMEM) return rc;
     if (rc) {
@@ -275,6 +285,15 @@ static int scrape(struct run *R, double t)
         w->load.block_size = m.block_size;
         w->load.kv_blocks = m.num_blocks;
         w->load.flavor = KVG_METRICS_FLAVOR_VLLM;
+        if (m.max_loras) {
+            /* vllm:lora_requests_info: running then waiting adapters. */
+            char run[256], wait[256];
+            kvg_sim_lora_requests(R->eng[k].e, run, sizeof run, wait, sizeof wait);
+            snprintf(w->lora_active, sizeof w->lora_active, "%s%s%s", run,
+                     run[0] && wait[0] ? "," : "", wait);
+            w->lora_max = (int)m.max_loras;
+            w->lora_at_ms = w->load.at_ms;
+        }
         pthread_mutex_unlock(&w->mu);
         kvg_bench_acc_sample(&R->acc, t, m.num_waiting, m.kv_usage);
     }
@@ -364,6 +383,8 @@ static int setup(struct run *R, struct kvg_bench_summary *out, char *err, size_t
         c.seed = o->seed * 1000003ull + i;
         c.mean_output_tokens = o->mean_output;
         c.emit_events = o->kv_path != KVG_BENCH_KV_NONE;
+        c.max_loras = o->max_loras;
+        c.lora_load_s = o->lora_load_s;
         if ((rc = kvg_sim_create(&c, &R->eng[i].e))) {
             snprintf(err, errlen, "engine %u: %s", i, kvg_strerror(rc));
             return rc;
@@ -474,6 +495,7 @@ int kvg_bench_des_run(const struct kvg_bench_des_opts *o, struct kvg_bench_summa
             struct kvg_sim_metrics m;
             kvg_sim_get_metrics(R.eng[i].e, &m);
             out->preemptions += m.num_preemptions;
+            out->lora_loads += m.lora_loads;
         }
         out->kv_events = R.kv.events;
         out->kv_batches = R.kv.batches;

@@ -10,8 +10,15 @@
  * and start the next step); a load scrape every scrape_ms (each worker's
  * struct kvg_engine_load is refreshed from the engine's metrics, as kvgate's
  * /metrics scraper does, so load-aware policies see the same lag they would
- * live; queue and KV usage are sampled then too; requests past --timeout
- * without a first token are given up).
+ * live; so are its LoRA adapters, running and waiting, and max_lora, as
+ * vllm:lora_requests_info says them; queue and KV usage are sampled then
+ * too; requests past --timeout without a first token are given up).
+ *
+ * A request may name a LoRA adapter and a cache_salt (workload.h): it is
+ * hashed with them for routing (kvg_kv_hash_request, as kvgate serve hashes
+ * a request whose model is an adapter), routed with ctx.lora set, and the
+ * engine seeds its blocks with them, so it shares cache only with requests
+ * of the same adapter and salt; adapter slots are the engine's (sim.h).
  *
  * The KV events of a step become visible when the step ends, as an engine
  * publishes them after the forward pass; they reach the index by one of two
@@ -54,6 +61,8 @@ struct kvg_bench_des_opts {
     uint32_t engines;
     enum kvg_bench_hetero hetero;
     double mean_output; /* engines' EOS length (geometric mean) for requests without ignore_eos */
+    uint32_t max_loras; /* engines' adapter slots (vLLM --max-loras; sim.h) */
+    double lora_load_s; /* seconds a step pays per cold adapter loaded */
     char policy[64];
     struct kvg_policy_opts popts; /* kv and block_size are set by the run */
     uint32_t scrape_ms;           /* load refresh period, virtual ms */
@@ -66,7 +75,8 @@ struct kvg_bench_des_opts {
 };
 
 /* Fills defaults: 1 engine of the "tiny" profile, random policy, scrape
- * every 50 ms (llm-d's EPP refresh), staleness 2 s, direct KV path. */
+ * every 50 ms (llm-d's EPP refresh), staleness 2 s, direct KV path, one
+ * adapter slot (vLLM's default --max-loras 1) loaded in KVG_SIM_LORA_LOAD_S. */
 void kvg_bench_des_opts_default(struct kvg_bench_des_opts *o);
 
 /* Runs one policy. out->status is 0 when it ran; KVG_ENOTFOUND when this

@@ -68,6 +68,16 @@ static int fill_direct(struct kvg_kv_batch *b, const struct kvg_sim_events *ev, 
             d->block_size = s->block_size;
             d->has_parent = s->has_parent;
             d->parent = s->parent;
+            /* The adapter and salt seed the router's keys, as decoded from vLLM. */
+            if (s->lora_name) {
+                d->lora_name = (struct kvg_str){s->lora_name, strlen(s->lora_name)};
+                d->has_lora_id = 1;
+                d->lora_id = s->lora_id;
+            }
+            if (s->cache_salt) {
+                d->cache_salt = (struct kvg_str){s->cache_salt, strlen(s->cache_salt)};
+                d->salt_block = 0;
+            }
             if (s->n_tokens)
                 memcpy(b->tokens + b->n_tokens, s->tokens, s->n_tokens * sizeof *s->tokens);
             b->n_tokens += s->n_tokens;

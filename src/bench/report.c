@@ -340,13 +340,15 @@ int kvg_bench_report_md(const struct kvg_bench_report *r, FILE *f)
         fprintf(f, "\n");
     }
     fprintf(f, "### Cost of the run\n\n| policy | wall (s) | routing (us/request) | KV events | "
-               "index entries at end | preemptions |\n|---|---:|---:|---:|---:|---:|\n");
+               "index entries at end | preemptions | adapter loads |\n"
+               "|---|---:|---:|---:|---:|---:|---:|\n");
     for (size_t i = 0; i < r->n; i++) {
         const struct kvg_bench_summary *s = &r->s[i];
         if (s->status) continue;
-        fprintf(f, "| %s | %.1f | %.1f | %llu | %llu | %llu |\n", s->policy, s->wall_s,
+        fprintf(f, "| %s | %.1f | %.1f | %llu | %llu | %llu | %llu |\n", s->policy, s->wall_s,
                 s->route_us_mean, (unsigned long long)s->kv_events,
-                (unsigned long long)s->index_entries, (unsigned long long)s->preemptions);
+                (unsigned long long)s->index_entries, (unsigned long long)s->preemptions,
+                (unsigned long long)s->lora_loads);
     }
     fprintf(f, "\n");
     return ferror(f) ? -EIO : 0;
@@ -395,6 +397,7 @@ static cJSON *summary_json(const struct kvg_bench_report *r, const struct kvg_be
     NUM(o, "kv_usage_p90_pct", s->kv_p90);
     NUM(o, "kv_usage_max_pct", s->kv_max);
     NUM(o, "preemptions", (double)s->preemptions);
+    NUM(o, "lora_loads", (double)s->lora_loads);
     NUM(o, "kv_events", (double)s->kv_events);
     NUM(o, "kv_batches", (double)s->kv_batches);
     NUM(o, "index_entries", (double)s->index_entries);

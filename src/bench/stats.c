@@ -171,6 +171,7 @@ void kvg_bench_summary_median(const struct kvg_bench_summary *runs, const uint64
     MED(kv_p90);
     MED(kv_max);
     MED(preemptions);
+    MED(lora_loads);
     MED(kv_events);
     MED(kv_batches);
     MED(index_entries);

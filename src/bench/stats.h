@@ -92,6 +92,7 @@ struct kvg_bench_summary {
     double queue_mean, queue_p90, queue_max; /* engines' waiting requests, sampled */
     double kv_mean, kv_p90, kv_max;          /* engines' KV usage in %, sampled */
     uint64_t preemptions;
+    uint64_t lora_loads; /* cold adapters the engines loaded (offline) */
     /* Simulator-only: KV index work (0 in live mode). */
     uint64_t kv_events, kv_batches, index_entries;
     /* Cost of the run itself (not deterministic: excluded from comparisons). */

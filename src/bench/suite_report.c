@@ -278,6 +278,7 @@ int kvg_bench_suite_json(const struct kvg_bench_suite_report *r, FILE *f)
             cJSON_AddNumberToObject(o, "cache_hit_ratio", s->cache_hit_ratio);
             cJSON_AddNumberToObject(o, "requests", (double)s->requests);
             cJSON_AddNumberToObject(o, "preemptions", (double)s->preemptions);
+            cJSON_AddNumberToObject(o, "lora_loads", (double)s->lora_loads);
             cJSON_AddItemToObject(o, "seed_ttft_p90_s", seeds_json(s->seed_ttft_p90, s->nseeds));
             cJSON_AddItemToObject(o, "seed_output_tokens_per_s",
                                   seeds_json(s->seed_tok_s, s->nseeds));

@@ -36,6 +36,7 @@ struct sess {
     uint32_t turn, turns; /* turns: this session's length */
     int slot_stage;
     uint64_t key;
+    int lora, tenant; /* adapter and tenant index, -1 for none */
 };
 
 struct kvg_bench_wl {
@@ -242,6 +243,12 @@ static int check_opts(const struct kvg_bench_wl_opts *o, char *err, size_t errle
         return kvg_err_set(err, errlen, KVG_ECONFIG,
                            "chat variants need turns_min <= turns, user_len <= user_len_max, "
                            "a long share in [0, 1] and documents when it is > 0");
+    if (o->lora_hot > o->lora_adapters || !(o->lora_hot_frac >= 0 && o->lora_hot_frac <= 1) ||
+        o->lora_adapters > 100000 || o->salt_tenants > 100000 ||
+        ((o->lora_adapters || o->salt_tenants) && o->kind != KVG_BENCH_WL_CHAT))
+        return kvg_err_set(err, errlen, KVG_ECONFIG,
+                           "adapters and tenants are chat variants: hot adapters <= adapters, "
+                           "a hot share in [0, 1]");
     if (o->kind == KVG_BENCH_WL_TRACE &&
         (!o->trace_path[0] || !(o->trace_speed > 0) || !o->trace_block))
         return kvg_err_set(err, errlen, KVG_ECONFIG,
@@ -416,6 +423,7 @@ static int new_session(struct kvg_bench_wl *wl, int slot_stage, struct sess **ou
     if (!s) return -ENOMEM;
     s->slot_stage = slot_stage;
     s->key = ++wl->nsessions;
+    s->lora = s->tenant = -1;
     const struct kvg_bench_wl_opts *o = &wl->o;
     s->turns = o->turns;
     if (o->turns_min && o->turns_min < o->turns)
@@ -428,6 +436,18 @@ static int new_session(struct kvg_bench_wl *wl, int slot_stage, struct sess **ou
         rc = sess_append(wl, s, wl->docs + (size_t)d * o->long_len, o->long_len);
     } else {
         uint32_t g = (uint32_t)kvg_rng_below(&wl->rng, o->chat_groups);
+        if (o->lora_adapters) {
+            /* A hot adapter with its share of the traffic, else a cold one. */
+            uint32_t cold = o->lora_adapters - o->lora_hot;
+            int hot = o->lora_hot && (!cold || kvg_rng_double(&wl->rng) < o->lora_hot_frac);
+            s->lora = hot ? (int)kvg_rng_below(&wl->rng, o->lora_hot)
+                          : (int)(o->lora_hot + kvg_rng_below(&wl->rng, cold));
+            g = (uint32_t)s->lora % o->chat_groups;
+        }
+        if (o->salt_tenants) {
+            s->tenant = (int)kvg_rng_below(&wl->rng, o->salt_tenants);
+            g = (uint32_t)s->tenant % o->chat_groups;
+        }
         rc = sess_append(wl, s, wl->sys + (size_t)g * o->chat_system_len, o->chat_system_len);
     }
     if (!rc) rc = sess_user_message(wl, s);
@@ -548,6 +568,11 @@ int kvg_bench_wl_pop(struct kvg_bench_wl *wl, struct kvg_bench_req **out)
         r->text = s->text;
         r->text_len = s->tlen;
         snprintf(r->session, sizeof r->session, "s%llu", (unsigned long long)s->key);
+        if (s->lora >= 0) {
+            snprintf(r->lora, sizeof r->lora, "lora-%d", s->lora);
+            r->lora_id = s->lora + 1;
+        }
+        if (s->tenant >= 0) snprintf(r->salt, sizeof r->salt, "tenant-%d", s->tenant);
         break;
     }
     case KVG_BENCH_WL_TRACE:

@@ -78,6 +78,17 @@ struct kvg_bench_wl_opts {
     uint32_t turns_min, user_len_max;
     double long_frac;
     uint32_t long_len, long_docs;
+    /* Multi-LoRA (lora_adapters > 0): each session runs on one adapter
+     * ("lora-<i>"), one of the lora_hot hot ones with probability
+     * lora_hot_frac, else one of the cold others, all uniformly; its
+     * system prompt is the adapter's own (chat group i mod chat_groups).
+     * Salted tenants (salt_tenants > 0): each session belongs to one tenant
+     * drawn uniformly, sends its cache_salt ("tenant-<t>") and uses the
+     * tenant's system prompt (group t mod chat_groups: with fewer groups
+     * than tenants, tenants share texts that their salts keep apart). */
+    uint32_t lora_adapters, lora_hot;
+    double lora_hot_frac;
+    uint32_t salt_tenants;
     /* trace */
     char trace_path[512];
     double trace_speed;   /* timestamps are divided by this (1 = as recorded) */
@@ -105,6 +116,9 @@ struct kvg_bench_req {
     int ignore_eos;
     uint32_t prompt;  /* shared_prefix: index of the prompt; chat: turn number */
     char session[24]; /* routing key (sent as x-session-id), "" for none */
+    char lora[24];    /* the LoRA adapter it runs on (its `model`), "" for the base */
+    int lora_id;      /* vLLM's lora_int_id of that adapter (1-based), 0 for the base */
+    char salt[24];    /* its cache_salt, "" for none */
     /* private to the workload */
     void *priv;
     int slot_stage; /* closed loop: the stage whose slot this request holds, else -1 */

@@ -359,3 +359,69 @@ TEST(bad_options_rejected)
     CHECK_INT(kvg_bench_wl_new(&o, &wl, err, sizeof err), KVG_ECONFIG);
     CHECK(!wl);
 }
+
+/* Multi-LoRA and salted chat: every request names its session's adapter or
+ * salt, the same one turn after turn, and hot adapters carry their share. */
+TEST(lora_and_salt_sessions)
+{
+    struct kvg_bench_wl_opts o;
+    kvg_bench_wl_opts_default(&o);
+    o.kind = KVG_BENCH_WL_CHAT;
+    o.turns = 2;
+    o.user_len = 4;
+    o.chat_groups = 10;
+    o.chat_system_len = 16;
+    o.think_s = 0;
+    o.output_len = 2;
+    o.lora_adapters = 10;
+    o.lora_hot = 2;
+    o.lora_hot_frac = 0.8;
+    o.stage[0] = (struct kvg_bench_stage){.rate = 200, .secs = 5};
+    o.nstages = 1;
+    struct kvg_bench_wl *wl = make(&o);
+    CHECK(wl);
+    struct kvg_bench_req *r;
+    int n = 0, hot = 0, bad = 0, changed = 0;
+    static char by_session[4096][24]; /* each session's adapter, by its key */
+    memset(by_session, 0, sizeof by_session);
+    while (kvg_bench_wl_pop(wl, &r) == 0) {
+        int id = -1;
+        unsigned key = 0;
+        if (sscanf(r->lora, "lora-%d", &id) != 1 || id < 0 || id >= 10 || r->lora_id != id + 1 ||
+            r->salt[0] || sscanf(r->session, "s%u", &key) != 1 || key >= 4096)
+            bad++;
+        else if (r->prompt == 0)
+            snprintf(by_session[key], sizeof by_session[0], "%s", r->lora);
+        else
+            changed += strcmp(by_session[key], r->lora) != 0;
+        if (r->prompt == 0) {
+            n++;
+            hot += id < 2;
+        }
+        const uint32_t out[2] = {1, 2};
+        CHECK_INT(kvg_bench_wl_done(wl, r, r->arrival, out, 2, 1), 0);
+    }
+    CHECK_INT(changed, 0);
+    CHECK_INT(bad, 0);
+    CHECK(n > 500);
+    CHECK(hot > n * 7 / 10 && hot < n * 9 / 10);
+    kvg_bench_wl_free(wl);
+
+    o.lora_adapters = o.lora_hot = 0;
+    o.salt_tenants = 5;
+    wl = make(&o);
+    CHECK(wl);
+    bad = 0;
+    while (kvg_bench_wl_pop(wl, &r) == 0) {
+        int t = -1;
+        if (sscanf(r->salt, "tenant-%d", &t) != 1 || t < 0 || t >= 5 || r->lora[0]) bad++;
+        const uint32_t out[2] = {1, 2};
+        CHECK_INT(kvg_bench_wl_done(wl, r, r->arrival, out, 2, 1), 0);
+    }
+    CHECK_INT(bad, 0);
+    kvg_bench_wl_free(wl);
+    /* Only chat has sessions to put adapters on. */
+    o.kind = KVG_BENCH_WL_SHARED_PREFIX;
+    char err[256];
+    CHECK(kvg_bench_wl_new(&o, &wl, err, sizeof err) == KVG_ECONFIG);
+}
