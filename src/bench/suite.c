@@ -83,6 +83,26 @@ static const struct workload workloads[] = {
      "--profile qwen3-32b-h100-tp2-roofline",
      "--workload trace --trace bench/routing/trace-sample.jsonl --trace-block 16 --trace-speed 20 "
      "--engines 2 --profile tiny --max-model-len 4096"},
+    {"multi-lora",
+     "multi-LoRA chat: 40 adapters (4 hot with 80% of the sessions, 36 cold), each its own "
+     "2,000-token system prompt, 4 turns, 4 adapter slots per engine (--max-loras 4), 50 ms per "
+     "cold load, 4-12 sessions/s",
+     "--workload chat --engines 8 --profile qwen3-32b-h100-tp2-roofline --turns 4 --user-len 300 "
+     "--chat-groups 40 --chat-system-len 2000 --think-secs 5 --output-len 200 --max-context 16000 "
+     "--lora-adapters 40 --lora-hot 4 --lora-hot-frac 0.8 --max-loras 4 --lora-load-ms 50 "
+     "--warmup-stages 1 --stages 4x60,8x120,12x120",
+     "--workload chat --engines 2 --profile tiny --turns 3 --user-len 32 --chat-groups 8 "
+     "--chat-system-len 96 --think-secs 0.5 --output-len 8 --max-context 1000 --lora-adapters 8 "
+     "--lora-hot 2 --lora-hot-frac 0.8 --max-loras 2 --warmup-stages 1 --stages 2x2,4x3"},
+    {"salted-tenants",
+     "salted tenants: 64 tenants, each its own cache_salt, 8 system prompts of 2,000 tokens "
+     "shared in text by 8 tenants each (salts keep them apart), 4 turns, 4-12 sessions/s",
+     "--workload chat --engines 8 --profile qwen3-32b-h100-tp2-roofline --turns 4 --user-len 300 "
+     "--chat-groups 8 --chat-system-len 2000 --think-secs 5 --output-len 200 --max-context 16000 "
+     "--salt-tenants 64 --warmup-stages 1 --stages 4x60,8x120,12x120",
+     "--workload chat --engines 2 --profile tiny --turns 3 --user-len 32 --chat-groups 3 "
+     "--chat-system-len 96 --think-secs 0.5 --output-len 8 --max-context 1000 --salt-tenants 9 "
+     "--warmup-stages 1 --stages 2x2,4x3"},
 };
 
 #define NWL (sizeof workloads / sizeof workloads[0])
@@ -98,6 +118,7 @@ static const char *const peers[][2] = {
 
 struct suite_opts {
     char json[512], md[512], only[512], policies[1024];
+    char extra[512]; /* --bench-flags: appended to every workload's flags */
     uint32_t seeds;
     int jobs, smoke, quiet;
 };
@@ -112,11 +133,14 @@ struct wl_result {
 static void usage(FILE *f)
 {
     fprintf(f, "usage: kvgate bench --suite routing [--json FILE] [--markdown FILE] [--seeds N]\n"
-               "                    [--policies P,...] [--workloads W,...] [--jobs N] [--smoke]\n\n"
+               "                    [--policies P,...] [--workloads W,...] [--jobs N] [--smoke]\n"
+               "                    [--bench-flags \"FLAGS\"]\n\n"
                "Every workload against every policy, offline (deterministic per seed), medians\n"
                "and spreads over --seeds (3) seeds. Workloads:");
     for (size_t i = 0; i < NWL; i++) fprintf(f, "%s %s", i ? "," : "", workloads[i].name);
-    fprintf(f, ".\n--smoke runs a tiny version of each (seconds; figures meaningless).\n");
+    fprintf(f, ".\n--smoke runs a tiny version of each (seconds; figures meaningless).\n"
+               "--bench-flags appends kvgate bench flags to every workload (e.g. the LoRA term\n"
+               "off: \"--router-lora-load-cost 0 --router-lora-max-workers 0\").\n");
 }
 
 static int parse(struct suite_opts *o, int argc, char **argv)
@@ -155,6 +179,8 @@ static int parse(struct suite_opts *o, int argc, char **argv)
             snprintf(o->md, sizeof o->md, "%s", v), i++;
         } else if (!strcmp(a, "--workloads") && strlen(v) + 2 < sizeof o->only) {
             snprintf(o->only, sizeof o->only, ",%.500s,", v), i++;
+        } else if (!strcmp(a, "--bench-flags") && strlen(v) < sizeof o->extra) {
+            snprintf(o->extra, sizeof o->extra, "%s", v), i++;
         } else if (!strcmp(a, "--policies") && strlen(v) < sizeof o->policies) {
             snprintf(o->policies, sizeof o->policies, "%s", v), i++;
         } else {
@@ -170,7 +196,9 @@ static int build_cfg(const struct suite_opts *o, const char *flags, struct kvg_b
                      char *shown, size_t cap)
 {
     char buf[2048], seeds[16], jobs[16];
-    snprintf(buf, sizeof buf, "%s", flags);
+    if (snprintf(buf, sizeof buf, "%s%s%s", flags, o->extra[0] ? " " : "", o->extra) >=
+        (int)sizeof buf)
+        return -1;
     snprintf(seeds, sizeof seeds, "%u", o->seeds);
     snprintf(jobs, sizeof jobs, "%d", o->jobs);
     char *argv[128];
@@ -184,7 +212,8 @@ static int build_cfg(const struct suite_opts *o, const char *flags, struct kvg_b
     argv[argc++] = "--jobs";
     argv[argc++] = jobs;
     argv[argc++] = "--quiet";
-    snprintf(shown, cap, "kvgate bench %s --repeat %u", flags, o->seeds);
+    snprintf(shown, cap, "kvgate bench %s%s%s --repeat %u", flags, o->extra[0] ? " " : "", o->extra,
+             o->seeds);
     return kvg_bench_parse(c, argc, argv);
 }
 

@@ -18,7 +18,7 @@ out=$(/usr/bin/python3 - "$TMP/suite.json" <<'PY' 2>&1
 import json, sys
 a = json.load(open(sys.argv[1]))
 want = {"llmd-73", "chat", "chat-overload", "agentic", "mixed", "hetero-fast", "hetero-kv",
-        "bursts", "trace"}
+        "bursts", "trace", "multi-lora", "salted-tenants"}
 pols = ["random", "precise", "prefix_affinity", "session_affinity", "predicted_latency"]
 seen = {(o["workload"], o["policy"]) for o in a}
 assert seen == {(w, p) for w in want for p in pols}, sorted(seen)
@@ -36,6 +36,35 @@ PY
 )
 check "JSON: every workload x policy with the documented fields" [ "$out" = ok ]
 [ "$out" = ok ] || echo "$out"
+# The LoRA and salt workloads alone, with the LoRA term off through
+# --bench-flags: they run, the command shown carries the flags, adapter loads
+# are reported (a count, not a figure checked).
+timeout -k 5 60 "$KVG_BIN" bench --suite routing --smoke --seeds 1 \
+  --workloads multi-lora,salted-tenants --policies kv_aware,precise,prefix_affinity \
+  --bench-flags "--router-lora-load-cost 0 --router-lora-max-workers 0" \
+  --json "$TMP/lora.json" --quiet >"$TMP/lora.md" 2>"$TMP/lora.log"
+check "LoRA/salt workloads alone exit 0" [ $? = 0 ]
+check "the command shown has the extra flags" grep -q -- "--lora-adapters 8 .*--router-lora-max-workers 0" "$TMP/lora.md"
+out=$(/usr/bin/python3 - "$TMP/lora.json" <<'PY' 2>&1
+import json, sys
+a = json.load(open(sys.argv[1]))
+seen = {(o["workload"], o["policy"]) for o in a}
+assert seen == {(w, p) for w in ("multi-lora", "salted-tenants")
+                for p in ("kv_aware", "precise", "prefix_affinity")}, sorted(seen)
+for o in a:
+    assert o["status"] == "ok" and o["requests"] > 0, o
+    assert isinstance(o["lora_loads"], (int, float)) and o["lora_loads"] >= 0, o
+    if o["workload"] == "salted-tenants":
+        assert o["lora_loads"] == 0, o
+print("ok")
+PY
+)
+check "JSON: both workloads x 3 policies, adapter loads counted" [ "$out" = ok ]
+[ "$out" = ok ] || echo "$out"
+"$KVG_BIN" bench --workload chat --mode live --spawn-sims 1 --lora-adapters 2 >/dev/null 2>&1
+check "adapters in a live run are a usage error" [ $? = 2 ]
+"$KVG_BIN" bench --workload shared_prefix --lora-adapters 2 >/dev/null 2>&1
+check "adapters outside chat are refused" [ $? != 0 ]
 "$KVG_BIN" bench --suite routing --seeds 0 >/dev/null 2>&1
 check "a bad --seeds is a usage error" [ $? = 2 ]
 "$KVG_BIN" bench --suite nope >/dev/null 2>&1
