@@ -385,7 +385,7 @@ static int sess_append(const struct kvg_bench_wl *wl, struct sess *s, const uint
         s->tok = t;
         s->cap = (uint32_t)c;
     }
-    memcpy(s->tok + s->n, ids, n * sizeof *ids);
+    if (n) memcpy(s->tok + s->n, ids, n * sizeof *ids); /* tok may still be NULL */
     if (want_text(wl)) {
         size_t need = s->tlen + n * cpt(wl);
         if (need > s->tcap) {
