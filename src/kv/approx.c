@@ -38,6 +38,7 @@ int kvg_kv_approx_new(const struct kvg_kv_approx_opts *o, struct kvg_kv_approx *
         free(a);
         return rc;
     }
+    kvg_kv_tab_age_enable(&a->t); /* pruning takes the oldest of all, many at a time */
     if ((rc = pthread_rwlock_init(&a->lock, NULL))) {
         kvg_kv_tab_free(&a->t);
         free(a);
@@ -102,6 +103,30 @@ int kvg_kv_approx_remove_worker(struct kvg_kv_approx *a, uint32_t slot)
     return n;
 }
 
+/* Blocks added or pruned per hold of the exclusive lock: a big prompt's
+ * record lets the lookups of other requests in between (a hold stays in the
+ * milliseconds, where the whole record of a 50 MB prompt took seconds). */
+#define HOLD_BLOCKS 4096
+
+/* Prunes the oldest records down to prune_to once over max_blocks, letting
+ * lookups in every HOLD_BLOCKS (exclusive lock held on entry and exit). */
+static void prune_locked(struct kvg_kv_approx *a, uint32_t now)
+{
+    if (a->t.n_entries <= a->max_blocks) return;
+    uint32_t held = 0;
+    while (a->t.n_entries > a->prune_to) {
+        int w = kvg_kv_tab_oldest(&a->t, now);
+        if (w < 0) break;
+        kvg_kv_tab_remove(&a->t, (uint32_t)w, a->t.w[w].tail);
+        a->pruned++;
+        if (++held == HOLD_BLOCKS) {
+            held = 0;
+            pthread_rwlock_unlock(&a->lock);
+            pthread_rwlock_wrlock(&a->lock);
+        }
+    }
+}
+
 int kvg_kv_approx_record(struct kvg_kv_approx *a, uint32_t slot, const uint64_t *seq, size_t n,
                          uint64_t now_ms)
 {
@@ -116,7 +141,14 @@ int kvg_kv_approx_record(struct kvg_kv_approx *a, uint32_t slot, const uint64_t 
     expire_locked(a, now);
     /* Deepest first: when pruning takes this worker's oldest records, the
      * tail of a prompt goes before its head. */
+    size_t held = 0;
     for (size_t i = n; i-- > 0;) {
+        if (++held > HOLD_BLOCKS) {
+            held = 0;
+            pthread_rwlock_unlock(&a->lock);
+            pthread_rwlock_wrlock(&a->lock);
+            if (a->t.w[slot].state != KVG_KV_W_LIVE) break; /* removed meanwhile */
+        }
         uint32_t e = kvg_kv_tab_key_find(&a->t, slot, seq[i], 0);
         if (e != KVG_KV_NIL) {
             kvg_kv_tab_touch(&a->t, slot, e, exp);
@@ -125,14 +157,7 @@ int kvg_kv_approx_record(struct kvg_kv_approx *a, uint32_t slot, const uint64_t 
             break;
         }
     }
-    if (a->t.n_entries > a->max_blocks) {
-        while (a->t.n_entries > a->prune_to) {
-            int w = kvg_kv_tab_oldest(&a->t, now);
-            if (w < 0) break;
-            kvg_kv_tab_remove(&a->t, (uint32_t)w, a->t.w[w].tail);
-            a->pruned++;
-        }
-    }
+    prune_locked(a, now);
     note_next(a, now);
     pthread_rwlock_unlock(&a->lock);
     return rc ? rc : (int)n;

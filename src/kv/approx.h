@@ -10,8 +10,8 @@
  * Times are the caller's monotonic milliseconds (kvg_now_ms()), passed in so
  * that tests and the offline simulator can drive the clock. Thread-safe:
  * lookups share a lock; records, expiry and slot changes take it exclusively
- * (a record holds it for the whole request's blocks: a few microseconds for
- * hundreds of blocks). */
+ * (a record holds it for at most a few thousand blocks at a time: a few
+ * microseconds for hundreds of blocks). */
 #ifndef KVG_KV_APPROX_H
 #define KVG_KV_APPROX_H
 
@@ -41,9 +41,10 @@ int kvg_kv_approx_add_worker(struct kvg_kv_approx *a, uint32_t slot);
 int kvg_kv_approx_remove_worker(struct kvg_kv_approx *a, uint32_t slot);
 
 /* The request with these sequence hashes was routed to slot at now_ms:
- * every block gets (or renews) a record expiring at now_ms + ttl.
- * Returns the number of blocks recorded, KVG_ENOTFOUND for a slot that is
- * not live, -ENOMEM. */
+ * every block gets (or renews) a record expiring at now_ms + ttl. The
+ * exclusive lock is let go every few thousand blocks, so a huge record never
+ * holds lookups back for long. Returns the number of blocks recorded, KVG_ENOTFOUND for a slot that
+ * is not live, -ENOMEM. */
 int kvg_kv_approx_record(struct kvg_kv_approx *a, uint32_t slot, const uint64_t *seq, size_t n,
                          uint64_t now_ms);
 /* Longest prefix of live records per slot (see kvg_kv_index_match);

@@ -262,6 +262,7 @@ void kvg_kv_tab_free(struct kvg_kv_tab *t)
     free(t->live);
     cnt_free(&t->dup);
     cnt_free(&t->refs);
+    kvg_heap_free(&t->age);
     memset(t, 0, sizeof *t);
 }
 
@@ -275,6 +276,7 @@ size_t kvg_kv_tab_bytes(const struct kvg_kv_tab *t)
     b += (size_t)t->words * 8;
     for (uint32_t i = 0; i < t->max_workers; i++) b += chain_bytes(&t->w[i].kc);
     b += cnt_bytes(&t->dup) + cnt_bytes(&t->refs);
+    if (t->age_on) b += (t->age.cap + 1) * t->age.size;
     return b;
 }
 
@@ -462,6 +464,10 @@ static void list_push_head(struct kvg_kv_tab *t, uint32_t w, uint32_t i)
     else {
         ws->tail = i;
         t->tail_stamp[w] = e->stamp;
+        if (t->age_on) {
+            t->age_slots++;
+            kvg_kv_tab_age_note(t, w);
+        }
     }
     ws->head = i;
 }
@@ -479,6 +485,12 @@ static void list_unlink(struct kvg_kv_tab *t, uint32_t w, uint32_t i)
     } else {
         ws->tail = e->prev;
         t->tail_stamp[w] = ws->tail != KVG_KV_NIL ? E(t, ws->tail)->stamp : 0;
+        if (t->age_on) {
+            if (ws->tail != KVG_KV_NIL)
+                kvg_kv_tab_age_note(t, w);
+            else
+                t->age_slots--;
+        }
     }
 }
 
@@ -608,7 +620,7 @@ void kvg_kv_tab_touch(struct kvg_kv_tab *t, uint32_t w, uint32_t ei, uint32_t st
     list_push_head(t, w, ei);
 }
 
-int kvg_kv_tab_oldest(const struct kvg_kv_tab *t, uint32_t ref)
+int kvg_kv_tab_oldest_scan(const struct kvg_kv_tab *t, uint32_t ref)
 {
     int best = -1;
     int32_t best_age = 0;

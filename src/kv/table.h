@@ -36,6 +36,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/heap.h"
+
 #define KVG_KV_NIL UINT32_MAX
 #define KVG_KV_LAST 0x80000000u   /* entry.node flag: last router block of an engine block */
 #define KVG_KV_SALTED 0x40000000u /* entry.node flag: the block's chain carries a cache salt */
@@ -97,6 +99,16 @@ struct kvg_kv_tab {
     uint64_t dup_entries;
     struct kvg_kv_cnt refs; /* (worker, engine key) -> extra references */
     uint64_t ref_extra;     /* their sum */
+    /* Age order (kvg_kv_tab_age_enable): a min-heap of (tail stamp, slot),
+     * pushed on every tail change; an element whose slot's tail has moved on
+     * is stale and dropped when it surfaces. Every slot with entries has an
+     * element carrying its current tail stamp, so the top valid element is
+     * the oldest tail: O(log slots) per change instead of a scan of every
+     * slot per pruned entry. age_bad: a push failed (out of memory), scan
+     * until the next rebuild. */
+    struct kvg_heap age;
+    int age_on, age_bad;
+    uint32_t age_slots; /* slots with entries */
 };
 
 int kvg_kv_tab_init(struct kvg_kv_tab *t, uint32_t max_workers);
@@ -158,8 +170,17 @@ int kvg_kv_tab_ref(struct kvg_kv_tab *t, uint32_t w, uint64_t key);
 uint32_t kvg_kv_tab_remove_key(struct kvg_kv_tab *t, uint32_t w, uint64_t key);
 /* Moves e to the head of w's list with a new stamp. */
 void kvg_kv_tab_touch(struct kvg_kv_tab *t, uint32_t w, uint32_t e, uint32_t stamp);
-/* Slot whose list tail is oldest relative to ref (largest ref - stamp), or -1. */
-int kvg_kv_tab_oldest(const struct kvg_kv_tab *t, uint32_t ref);
+/* Keeps the age order from now on (the table must be empty): for tables
+ * whose stamps all lie within 2^31 of each other (expiry times, clocks). */
+void kvg_kv_tab_age_enable(struct kvg_kv_tab *t);
+/* Slot whose list tail is oldest relative to ref (largest ref - stamp; the
+ * lowest slot among equals), or -1. With the age order on, O(log slots)
+ * amortised (it drops stale heap elements); else a scan of every slot. */
+int kvg_kv_tab_oldest(struct kvg_kv_tab *t, uint32_t ref);
+/* The same by scanning every slot (the reference for the age order). */
+int kvg_kv_tab_oldest_scan(const struct kvg_kv_tab *t, uint32_t ref);
+/* w's tail changed (its list is not empty): table.c tells the age order. */
+void kvg_kv_tab_age_note(struct kvg_kv_tab *t, uint32_t w);
 /* Removes up to max entries of w, oldest first; returns how many. */
 uint32_t kvg_kv_tab_drain(struct kvg_kv_tab *t, uint32_t w, uint32_t max);
 
