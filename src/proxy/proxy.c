@@ -79,6 +79,12 @@ static struct kvg_str header_of(const void *hctx, const char *name)
     return kvg_http_req_header(hctx, name);
 }
 
+/* The request body: taken into pr when its work goes off the loop. */
+static const struct kvg_buf *req_body(const struct proxy_req *pr)
+{
+    return pr->offloop ? &pr->rbody : &pr->req->body;
+}
+
 /* Finished requests go back to a small per-loop free list: a busy gateway
  * then allocates no proxy state per request. */
 #define PR_FREE_MAX 256
@@ -88,6 +94,8 @@ static void pr_closed(uv_handle_t *h)
     struct proxy_req *pr = h->data;
     struct kvg_proxy_loop *pl = pr->pl;
     kvg_buf_free(&pr->body);
+    kvg_buf_free(&pr->rbody);
+    kvg_buf_free(&pr->hdrs);
     kvg_route_input_free(&pr->ri);
     if (pl->nfree < PR_FREE_MAX) {
         pr->next_free = pl->free_list;
@@ -222,9 +230,9 @@ static void on_admit(void *ud, const struct kvg_gate_deny *d)
 /* The gateway's quota and admission, then the first attempt. */
 static void admit(struct proxy_req *pr)
 {
-    struct kvg_http_req *req = pr->req;
-    struct kvg_gate_request rq = {.body = req->body.data,
-                                  .body_len = req->body.len,
+    const struct kvg_buf *body = req_body(pr);
+    struct kvg_gate_request rq = {.body = body->data,
+                                  .body_len = body->len,
                                   .json = pr->ri.json,
                                   .stream = pr->ri.stream,
                                   .max_tokens = pr->ri.max_tokens,
@@ -232,9 +240,12 @@ static void admit(struct proxy_req *pr)
     kvg_gate_admit(&pr->gate, &rq, on_admit, pr);
 }
 
-/* Prompts below this many body bytes are tokenized on the loop: at the
- * tokenizer's speed that is tens of microseconds, less than a thread hop. */
-#define TOKENIZE_INLINE_BYTES (16 * 1024)
+/* Bodies below this many bytes are parsed, tokenized and routed on the
+ * loop: that is tens of microseconds, less than a thread hop. Bigger ones do
+ * each of those steps on libuv's thread pool, so that no request's size
+ * shows in another's latency (a 50 MB prompt held its loop for seconds:
+ * parse, hashing, the approximate index's record of 3 M blocks). */
+#define INLINE_BYTES (16 * 1024)
 
 static void tokenize_work(uv_work_t *w)
 {
@@ -245,7 +256,8 @@ static void tokenize_work(uv_work_t *w)
 static void tokenize_done(uv_work_t *w, int status)
 {
     struct proxy_req *pr = w->data;
-    pr->tokenizing = 0;
+    (void)status;
+    pr->working = 0;
     if (!pr->req) { /* the client left meanwhile */
         pr_finish(pr, 499);
         return;
@@ -511,26 +523,24 @@ static void on_client_abort(struct kvg_http_req *req, void *ud)
         pr->call = NULL;
     }
     uv_timer_stop(&pr->retry_timer);
-    release_worker(pr, KVG_OUT_CLIENT_GONE);
     kvg_metrics_inc(pr->pl->px->m->client_gone);
-    if (pr->tokenizing) return; /* tokenize_done finishes it */
+    if (pr->working) return; /* the work's done callback finishes it */
+    release_worker(pr, KVG_OUT_CLIENT_GONE);
     pr_finish(pr, 499);
 }
 
-static void attempt(struct proxy_req *pr)
+/* The pick (thread-safe: on the loop, or on the thread pool for a big
+ * body, where it reads the header snapshot and pr's own generator). */
+static void route(struct proxy_req *pr)
 {
     struct kvg_proxy *px = pr->pl->px;
-    struct kvg_http_req *req = pr->req;
-    pr->attempts++;
-    pr->up_status = 0;
-    pr->relayed = 0;
-    kvg_buf_reset(&pr->body);
-    if (!pr->ri.json) pr->ri.json = cJSON_ParseWithLength(req->body.data, req->body.len);
-    struct kvg_route_ctx ctx = {.body = {req->body.data, req->body.len},
+    const struct kvg_buf *body = pr->offloop ? &pr->rbody : &pr->req->body;
+    if (!pr->ri.json) pr->ri.json = cJSON_ParseWithLength(body->data, body->len);
+    struct kvg_route_ctx ctx = {.body = {body->data, body->len},
                                 .load_max_age_ms = px->cfg->metrics_staleness_ms,
-                                .header = header_of,
-                                .hctx = req,
-                                .rng = pr->pl->rng,
+                                .header = pr->offloop ? kvg_proxy_snap_header : header_of,
+                                .hctx = pr->offloop ? (const void *)&pr->hdrs : pr->req,
+                                .rng = pr->offloop ? &pr->rng : pr->pl->rng,
                                 .now_ms = kvg_now_ms()};
     kvg_route_input_ctx(&pr->ri, &ctx);
     if (pr->gate.key) { /* the key's user: its tenant, else its name */
@@ -545,6 +555,52 @@ static void attempt(struct proxy_req *pr)
         pr->ntried = 0; /* every candidate was tried: allow them again */
         rc = kvg_pool_pick(px->pool, &ctx, NULL, 0, &pr->pick, &known, NULL);
     }
+    pr->pick_rc = rc;
+    pr->pick_known = known;
+}
+
+static void picked(struct proxy_req *pr);
+
+static void route_work(uv_work_t *w)
+{
+    route(w->data);
+}
+
+static void route_done(uv_work_t *w, int status)
+{
+    struct proxy_req *pr = w->data;
+    (void)status;
+    pr->working = 0;
+    if (!pr->req) { /* the client left meanwhile */
+        if (!pr->pick_rc) release_worker(pr, KVG_OUT_CLIENT_GONE);
+        pr_finish(pr, 499);
+        return;
+    }
+    picked(pr);
+}
+
+static void attempt(struct proxy_req *pr)
+{
+    pr->attempts++;
+    pr->up_status = 0;
+    pr->relayed = 0;
+    kvg_buf_reset(&pr->body);
+    if (pr->offloop) {
+        pr->work.data = pr;
+        pr->working = 1;
+        if (!uv_queue_work(pr->pl->loop, &pr->work, route_work, route_done)) return;
+        pr->working = 0;
+    }
+    route(pr);
+    picked(pr);
+}
+
+/* After the pick: forwards to the worker, or answers why there is none. */
+static void picked(struct proxy_req *pr)
+{
+    struct kvg_proxy *px = pr->pl->px;
+    struct kvg_http_req *req = pr->req;
+    int rc = pr->pick_rc, known = pr->pick_known;
     if (rc) {
         if (kvg_pool_size(px->pool) == 0) {
             kvg_metrics_inc(px->m->no_worker);
@@ -592,7 +648,7 @@ static void attempt(struct proxy_req *pr)
     };
     static const struct kvg_http_call_cbs cbs = {up_head, up_body, up_done};
     const struct kvg_buf *body = kvg_gate_forward_body(&pr->gate);
-    if (!body) body = &req->body;
+    if (!body) body = req_body(pr);
     rc = kvg_http_call_start(pr->pl->client, &w->target, req->method_name, req->url, fwd, k,
                              body->data, body->len, &o, &cbs, pr, &pr->call);
     if (rc) {
@@ -628,6 +684,66 @@ static void request_id(struct proxy_req *pr, struct kvg_http_req *req)
     pr->request_id[n] = 0;
 }
 
+/* Parses the body and computes the routing text (thread-safe). */
+static void parse_work(uv_work_t *w)
+{
+    struct proxy_req *pr = w->data;
+    const struct kvg_buf *body = req_body(pr);
+    pr->parse_rc =
+        kvg_route_input_parse(&pr->ri, body->data, body->len, pr->route == KVG_PROXY_CHAT,
+                              pr->parse_msg, sizeof pr->parse_msg);
+    if (!pr->parse_rc && pr->pl->px->wants_text) kvg_route_input_text(&pr->ri);
+}
+
+/* After the parse: the gateway's authorization, then tokenizing, then
+ * admission. */
+static void parsed(struct proxy_req *pr)
+{
+    struct kvg_proxy_loop *pl = pr->pl;
+    struct kvg_proxy *px = pl->px;
+    struct kvg_http_req *req = pr->req;
+    if (pr->parse_rc) {
+        proxy_error(pr, 400, NULL, pr->ri.bad_code ? pr->ri.bad_code : "invalid_request",
+                    pr->parse_msg, pr->ri.bad_param, NULL, 0);
+        return;
+    }
+    struct kvg_gate_deny d;
+    if (kvg_gate_authorize(pl->gate, &pr->gate, kvg_http_req_header(req, "authorization"),
+                           kvg_http_req_header(req, "x-kvgate-priority"), pr->ri.model,
+                           pr->ri.model_len, &d)) {
+        answer_deny(pr, &d);
+        return;
+    }
+    pr->ri.adapter = kvg_pool_model_is_adapter(px->pool, pr->ri.model, pr->ri.model_len);
+    if (!px->wants_tokens) {
+        admit(pr);
+    } else if (!pr->offloop) {
+        kvg_route_input_tokenize(&pr->ri, &px->rt);
+        admit(pr);
+    } else {
+        /* A long prompt: tokenize on libuv's thread pool, the loop goes on. */
+        pr->work.data = pr;
+        pr->working = 1;
+        if (uv_queue_work(pl->loop, &pr->work, tokenize_work, tokenize_done)) {
+            pr->working = 0;
+            kvg_route_input_tokenize(&pr->ri, &px->rt);
+            admit(pr);
+        }
+    }
+}
+
+static void parse_done(uv_work_t *w, int status)
+{
+    struct proxy_req *pr = w->data;
+    (void)status;
+    pr->working = 0;
+    if (!pr->req) { /* the client left meanwhile */
+        pr_finish(pr, 499);
+        return;
+    }
+    parsed(pr);
+}
+
 void kvg_proxy_handle(struct kvg_proxy_loop *pl, struct kvg_http_req *req)
 {
     struct kvg_proxy *px = pl->px;
@@ -648,37 +764,25 @@ void kvg_proxy_handle(struct kvg_proxy_loop *pl, struct kvg_http_req *req)
     request_id(pr, req);
     atomic_fetch_add_explicit(&px->requests_total, 1, memory_order_relaxed);
 
-    char msg[256];
-    if (kvg_route_input_parse(&pr->ri, req->body.data, req->body.len, pr->route == KVG_PROXY_CHAT,
-                              msg, sizeof msg)) {
-        proxy_error(pr, 400, NULL, pr->ri.bad_code ? pr->ri.bad_code : "invalid_request", msg,
-                    pr->ri.bad_param, NULL, 0);
-        return;
-    }
-    if (px->wants_text) kvg_route_input_text(&pr->ri);
-    struct kvg_gate_deny d;
-    if (kvg_gate_authorize(pl->gate, &pr->gate, kvg_http_req_header(req, "authorization"),
-                           kvg_http_req_header(req, "x-kvgate-priority"), pr->ri.model,
-                           pr->ri.model_len, &d)) {
-        answer_deny(pr, &d);
-        return;
-    }
     req->ud = pr;
     req->on_abort = on_client_abort;
     req->on_drain = on_drain;
-    pr->ri.adapter = kvg_pool_model_is_adapter(px->pool, pr->ri.model, pr->ri.model_len);
-    if (!px->wants_tokens) {
-        admit(pr);
-    } else if (req->body.len < TOKENIZE_INLINE_BYTES) {
-        kvg_route_input_tokenize(&pr->ri, &px->rt);
-        admit(pr);
-    } else {
-        /* A long prompt: tokenize on libuv's thread pool, the loop goes on. */
-        pr->work.data = pr;
-        pr->tokenizing = 1;
-        if (uv_queue_work(pl->loop, &pr->work, tokenize_work, tokenize_done)) {
-            pr->tokenizing = 0;
-            admit(pr);
+    if (req->body.len >= INLINE_BYTES) {
+        /* The body moves into pr: the work may outlive the request. */
+        pr->offloop = 1;
+        pr->rbody = req->body;
+        kvg_buf_init(&req->body, pr->rbody.limit);
+        kvg_rng_seed(&pr->rng, kvg_rng_next(pl->rng));
+        if (kvg_proxy_snap_headers(&pr->hdrs, req)) {
+            client_error(pr, 500, "out_of_memory", "out of memory");
+            return;
         }
+        pr->work.data = pr;
+        pr->working = 1;
+        if (!uv_queue_work(pl->loop, &pr->work, parse_work, parse_done)) return;
+        pr->working = 0;
     }
+    pr->work.data = pr;
+    parse_work(&pr->work);
+    parsed(pr);
 }

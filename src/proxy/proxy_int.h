@@ -14,8 +14,14 @@ struct proxy_req {
     struct kvg_proxy_loop *pl;
     struct kvg_http_req *req;  /* NULL once answered or aborted */
     struct kvg_route_input ri; /* parsed request, routing text, token ids */
-    uv_work_t work;            /* tokenizing a long prompt off the loop */
-    int tokenizing;            /* work queued: pr must outlive it */
+    uv_work_t work;            /* a big request's parse, tokenizing or pick off the loop */
+    int working;               /* work queued: pr must outlive it */
+    int offloop;               /* a big body: its CPU work runs on libuv's thread pool */
+    struct kvg_buf rbody;      /* offloop: the body, taken from req (an abort frees req) */
+    struct kvg_buf hdrs;       /* offloop: the request headers copied for the pick */
+    struct kvg_rng rng;        /* offloop: the pick's (the loop's is the loop thread's) */
+    int parse_rc, pick_rc, pick_known;
+    char parse_msg[256];
     char request_id[80];
     struct kvg_pick pick; /* current pick (pick.w holds a reference) */
     struct kvg_worker *tried[MAX_TRIED];
@@ -37,5 +43,13 @@ struct proxy_req {
     struct kvg_gate_req gate;    /* the gateway's view: key, priority, quota, usage */
     struct proxy_req *next_free; /* on the loop's free list */
 };
+
+/* Copies req's headers into b (initialised here; the caller frees it):
+ * (u32 name length, name, u32 value length, value) one after the other.
+ * 0 or -ENOMEM. */
+int kvg_proxy_snap_headers(struct kvg_buf *b, const struct kvg_http_req *req);
+/* kvg_http_req_header over such a copy (hctx is the kvg_buf): the first
+ * header of that name, case-insensitive; empty when there is none. */
+struct kvg_str kvg_proxy_snap_header(const void *hctx, const char *name);
 
 #endif
