@@ -253,16 +253,22 @@ static void tokenize_work(uv_work_t *w)
     kvg_route_input_tokenize(&pr->ri, &pr->pl->px->rt);
 }
 
-static void tokenize_done(uv_work_t *w, int status)
+/* A work item is back on the loop: pr, or NULL when its client left
+ * meanwhile (then the request is finished here). */
+static struct proxy_req *work_back(uv_work_t *w)
 {
     struct proxy_req *pr = w->data;
-    (void)status;
     pr->working = 0;
-    if (!pr->req) { /* the client left meanwhile */
-        pr_finish(pr, 499);
-        return;
-    }
-    admit(pr);
+    if (pr->req) return pr;
+    pr_finish(pr, 499);
+    return NULL;
+}
+
+static void tokenize_done(uv_work_t *w, int status)
+{
+    (void)status;
+    struct proxy_req *pr = work_back(w);
+    if (pr) admit(pr);
 }
 
 /* kvgate's own resources ran out (descriptors, memory, socket buffers):
@@ -734,14 +740,9 @@ static void parsed(struct proxy_req *pr)
 
 static void parse_done(uv_work_t *w, int status)
 {
-    struct proxy_req *pr = w->data;
     (void)status;
-    pr->working = 0;
-    if (!pr->req) { /* the client left meanwhile */
-        pr_finish(pr, 499);
-        return;
-    }
-    parsed(pr);
+    struct proxy_req *pr = work_back(w);
+    if (pr) parsed(pr);
 }
 
 void kvg_proxy_handle(struct kvg_proxy_loop *pl, struct kvg_http_req *req)
