@@ -118,7 +118,8 @@ mkdir -p bench/results
   echo "alternating. Ratios are after/before (timings on a shared machine are noisy;"
   echo "the ratio is the figure to read)."
   echo
-  echo "Command: \`bash bench/loopstall/run.sh\`. Machine: $(nproc) CPUs, ${cpu};"
+  echo "Command: \`${BEFORE_BIN:+BEFORE_BIN=$BEFORE_BIN }bash bench/loopstall/run.sh\` (BEFORE_BIN: a"
+  echo "binary built from \`git worktree add --detach /tmp/... BASE\` beforehand). Machine: $(nproc) CPUs, ${cpu};"
   echo "load average at the end: ${load}. Date: $(date -u +%Y-%m-%dT%H:%MZ)."
   echo
   echo "| body | endpoint | before max ms | before p99 ms | after max ms | after p99 ms | max ratio | request s before / after | status before / after |"
