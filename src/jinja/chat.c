@@ -75,24 +75,61 @@ void kvg_jinja_chat_free(struct kvg_jinja_chat *c)
     free(c);
 }
 
-int kvg_jinja_chat_json_check(const char *json, size_t len, char *err, size_t errlen)
+/* Whether json spells U+10FFFF itself: raw, or as the escape pair. */
+static int holds_mask(const char *json, size_t len)
+{
+    if (memmem(json, len, KVG_JINJA_NUL_MASK, 4)) return 1;
+    for (const char *p = json, *e = json + len; (p = memmem(p, (size_t)(e - p), "\\u", 2)); p += 2)
+        if (e - p >= 12 && !strncasecmp(p, "\\udbff\\udfff", 12)) return 1;
+    return 0;
+}
+
+int kvg_jinja_chat_json_mask(const char *json, size_t len, struct kvg_buf *out, char *err,
+                             size_t errlen)
 {
     if (!kvg_utf8_valid(json, len)) {
         if (err && errlen) snprintf(err, errlen, "request is not valid UTF-8");
         return KVG_EUTF8;
     }
     /* a \u0000 escape is one whose backslash is not itself escaped */
-    const char *p = json, *e = json + len, *hit;
+    const char *p = json, *e = json + len, *hit, *from = json;
+    int masked = 0;
     while ((hit = memmem(p, (size_t)(e - p), "\\u0000", 6)) != NULL) {
         size_t bs = 0;
         for (const char *q = hit; q > json && q[-1] == '\\'; q--) bs++;
-        if (bs % 2 == 0) {
-            if (err && errlen) snprintf(err, errlen, "unsupported: \\u0000 in a JSON string");
-            return KVG_EUNSUPP;
-        }
         p = hit + 1;
+        if (bs % 2) continue;
+        if (!masked) {
+            if (holds_mask(json, len)) {
+                if (err && errlen)
+                    snprintf(err, errlen, "unsupported: \\u0000 beside U+10FFFF in one request");
+                return KVG_EUNSUPP;
+            }
+            kvg_buf_reset(out);
+            masked = 1;
+        }
+        if (kvg_buf_append(out, from, (size_t)(hit - from)) ||
+            kvg_buf_append(out, "\\udbff\\udfff", 12))
+            return -ENOMEM;
+        from = hit + 6;
+        p = from;
     }
-    return 0;
+    if (masked && kvg_buf_append(out, from, (size_t)(e - from))) return -ENOMEM;
+    return masked;
+}
+
+size_t kvg_jinja_chat_unmask(char *s, size_t n)
+{
+    size_t w = 0;
+    for (size_t r = 0; r < n;) {
+        if (r + 4 <= n && !memcmp(s + r, KVG_JINJA_NUL_MASK, 4)) {
+            s[w++] = 0;
+            r += 4;
+        } else {
+            s[w++] = s[r++];
+        }
+    }
+    return w;
 }
 
 cJSON *chat_parse_json(const char *s, size_t n)
@@ -129,14 +166,23 @@ int kvg_jinja_chat_render(const struct kvg_jinja_chat *c, const char *body, size
                           const struct kvg_jinja_limits *lim, struct kvg_buf *out,
                           struct kvg_jinja_chat_info *info, char *err, size_t errlen)
 {
-    int rc = kvg_jinja_chat_json_check(body, len, err, errlen);
-    if (rc) return rc;
-    cJSON *req = chat_parse_json(body, len);
+    struct kvg_buf masked;
+    kvg_buf_init(&masked, 0);
+    int rc = kvg_jinja_chat_json_mask(body, len, &masked, err, errlen);
+    if (rc < 0) {
+        kvg_buf_free(&masked);
+        return rc;
+    }
+    cJSON *req = rc ? chat_parse_json(masked.data, masked.len) : chat_parse_json(body, len);
+    kvg_buf_free(&masked);
     if (!req) {
         if (err && errlen) snprintf(err, errlen, "request is not valid JSON");
         return KVG_EPARSE;
     }
+    size_t was = out->len;
     rc = kvg_jinja_chat_render_json(c, req, lim, out, info, err, errlen);
     cJSON_Delete(req);
+    if (!rc && out->len > was)
+        out->len = was + kvg_jinja_chat_unmask(out->data + was, out->len - was);
     return rc;
 }

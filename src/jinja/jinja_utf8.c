@@ -98,6 +98,8 @@ int js_json_str(struct kvg_buf *b, const char *s, size_t n, int ensure_ascii)
             sprintf(tmp, "\\u%c%c%c%c", '0', '0', hex[c >> 4], hex[c & 15]);
             esc = tmp;
             el = 6;
+        } else if (c == 0xF4 && n - i >= 4 && !memcmp(s + i, KVG_JINJA_NUL_MASK, 4)) {
+            esc = "\\u0000", el = 6, adv = 4; /* a masked NUL (chat.h) */
         } else if (ensure_ascii && c >= 0x80) {
             adv = utf8_seq_len(s + i, n - i);
             uint32_t cp = utf8_decode_at((const unsigned char *)s + i, adv);

@@ -163,7 +163,17 @@ int kvg_route_input_parse(struct kvg_route_input *ri, const char *body, size_t l
     memset(ri, 0, sizeof *ri);
     kvg_buf_init(&ri->text, 0);
     ri->chat = chat;
-    cJSON *j = cJSON_ParseWithLength(body ? body : "", len);
+    /* A \u0000 in a string is data: masked for cJSON (jinja/chat.h), turned
+     * back into NUL in the text that is tokenized. */
+    struct kvg_buf masked;
+    kvg_buf_init(&masked, 0);
+    int mk = body && memmem(body, len, "\\u0000", 6)
+                 ? kvg_jinja_chat_json_mask(body, len, &masked, NULL, 0)
+                 : 0;
+    if (mk < 0) ri->tokenize_error = mk; /* cannot be read exactly: no tokens */
+    cJSON *j = mk > 0 ? cJSON_ParseWithLength(masked.data, masked.len)
+                      : cJSON_ParseWithLength(body ? body : "", len);
+    kvg_buf_free(&masked);
     if (!j || !cJSON_IsObject(j)) {
         cJSON_Delete(j);
         snprintf(msg, msglen, "the request body is not a JSON object");
@@ -232,6 +242,7 @@ static int prompt_ids(struct kvg_route_input *ri, const struct kvg_route_tokeniz
         struct kvg_jinja_chat_info info = {0};
         char err[256];
         int rc = kvg_jinja_chat_render_json(rt->chat, ri->json, NULL, &out, &info, err, sizeof err);
+        if (!rc && out.len) out.len = kvg_jinja_chat_unmask(out.data, out.len);
         if (!rc)
             rc = kvg_tok_encode_cached(rt->tok, rt->cache, out.data ? out.data : "", out.len,
                                        info.add_special_tokens, &ri->ids, &ri->nids, NULL);
@@ -241,9 +252,19 @@ static int prompt_ids(struct kvg_route_input *ri, const struct kvg_route_tokeniz
     const cJSON *p = cJSON_GetObjectItemCaseSensitive(ri->json, "prompt");
     if (cJSON_IsArray(p) && cJSON_GetArraySize(p) == 1 && !cJSON_IsNumber(cJSON_GetArrayItem(p, 0)))
         p = cJSON_GetArrayItem(p, 0);
-    if (cJSON_IsString(p))
-        return kvg_tok_encode_cached(rt->tok, rt->cache, p->valuestring, strlen(p->valuestring), 1,
-                                     &ri->ids, &ri->nids, NULL);
+    if (cJSON_IsString(p)) {
+        size_t n = strlen(p->valuestring);
+        if (!memmem(p->valuestring, n, KVG_JINJA_NUL_MASK, 4))
+            return kvg_tok_encode_cached(rt->tok, rt->cache, p->valuestring, n, 1, &ri->ids,
+                                         &ri->nids, NULL);
+        char *t = malloc(n + 1); /* the tree stays as parsed (a retry reads it) */
+        if (!t) return -ENOMEM;
+        memcpy(t, p->valuestring, n);
+        int rc = kvg_tok_encode_cached(rt->tok, rt->cache, t, kvg_jinja_chat_unmask(t, n), 1,
+                                       &ri->ids, &ri->nids, NULL);
+        free(t);
+        return rc;
+    }
     if (!cJSON_IsArray(p)) return KVG_EPARSE;
     size_t n = (size_t)cJSON_GetArraySize(p), k = 0;
     if (!(ri->ids = malloc((n ? n : 1) * sizeof *ri->ids))) return -ENOMEM;
@@ -260,7 +281,7 @@ static int prompt_ids(struct kvg_route_input *ri, const struct kvg_route_tokeniz
 void kvg_route_input_tokenize(struct kvg_route_input *ri, const struct kvg_route_tokenizer *rt)
 {
     ri->block_size = rt->block_size;
-    int rc = prompt_ids(ri, rt);
+    int rc = ri->tokenize_error ? ri->tokenize_error : prompt_ids(ri, rt);
     if (rc) {
         free(ri->ids);
         ri->ids = NULL;

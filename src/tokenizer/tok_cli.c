@@ -79,18 +79,22 @@ static int process(struct cli *c, const char *in, size_t len, int json_text)
         text = c->text.data ? c->text.data : "";
         tlen = c->text.len;
     } else if (json_text) {
-        if ((rc = kvg_jinja_chat_json_check(in, len, err, sizeof(err)))) {
-            emit_error(c, err);
+        struct kvg_buf masked;
+        kvg_buf_init(&masked, 0);
+        if ((rc = kvg_jinja_chat_json_mask(in, len, &masked, err, sizeof(err))) < 0) {
+            kvg_buf_free(&masked);
+            emit_error(c, err[0] ? err : kvg_strerror(rc));
             return rc;
         }
-        str = cJSON_ParseWithLength(in, len);
+        str = rc ? cJSON_ParseWithLength(masked.data, masked.len) : cJSON_ParseWithLength(in, len);
+        kvg_buf_free(&masked);
         if (!cJSON_IsString(str)) {
             cJSON_Delete(str);
             emit_error(c, "each --jsonl line must be a JSON string");
             return KVG_EPARSE;
         }
         text = str->valuestring;
-        tlen = strlen(text);
+        tlen = kvg_jinja_chat_unmask(str->valuestring, strlen(text)); /* NULs are data */
     }
     kvg_buf_reset(&c->out);
     if (c->render) {

@@ -156,3 +156,26 @@ TEST(request_shape_checked_with_param)
     CHECK_STR(shape_param("{\"prompt\":[[1,2],[3]]}", 0), "");
     CHECK_STR(shape_param("{\"model\":\"m\"}", 0), ""); /* the engine says what it wants */
 }
+
+/* A NUL in a prompt is data: routed on the ids the engine computes. */
+TEST(nul_in_prompt_is_data)
+{
+    setup();
+    struct kvg_route_input ri;
+    const char body[] = "{\"model\":\"m\",\"prompt\":\"a\\u0000b\"}";
+    CHECK_INT(parse(body, &ri), 0);
+    kvg_route_input_tokenize(&ri, &rt);
+    CHECK_INT(ri.tokenize_error, 0);
+    CHECK_INT((int)ri.nids, 4); /* builtin:bytes: BOS, a, NUL, b */
+    CHECK_INT((int)ri.ids[1], 'a');
+    CHECK_INT((int)ri.ids[2], 0);
+    CHECK_INT((int)ri.ids[3], 'b');
+    kvg_route_input_free(&ri);
+    /* One that cannot be read exactly is routed without tokens, not wrongly. */
+    const char odd[] = "{\"model\":\"m\",\"prompt\":\"a\\u0000\\udbff\\udfff\"}";
+    CHECK_INT(parse(odd, &ri), 0);
+    kvg_route_input_tokenize(&ri, &rt);
+    CHECK(ri.tokenize_error != 0);
+    CHECK_INT((int)ri.nids, 0);
+    kvg_route_input_free(&ri);
+}
