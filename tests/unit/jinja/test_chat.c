@@ -159,8 +159,13 @@ TEST(error_kinds)
                     "\"add_generation_prompt\":false}",
                     err, sizeof(err)),
               KVG_EUNSUPP);
+    /* A NUL is data (issue 13); only one beside U+10FFFF, the mask, is refused. */
     CHECK_INT(rc_of("x", "{\"messages\":[{\"role\":\"user\",\"content\":\"a\\u0000b\"}]}", err,
                     sizeof(err)),
+              0);
+    CHECK_INT(rc_of("x",
+                    "{\"messages\":[{\"role\":\"user\",\"content\":\"a\\u0000\\udbff\\udfff\"}]}",
+                    err, sizeof(err)),
               KVG_EUNSUPP);
     CHECK_INT(
         rc_of("x", "{\"messages\":[{\"role\":\"user\",\"content\":\"\xff\"}]}", err, sizeof(err)),
