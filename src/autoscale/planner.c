@@ -1,0 +1,197 @@
+/* The planner registry, shared helpers and the `static` planner (a fixed
+ * count: what peak provisioning costs). */
+#include "autoscale/planner.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/err.h"
+
+void kvg_autoscale_opts_default(struct kvg_autoscale_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->role = KVG_AUTOSCALE_AGGREGATED;
+    snprintf(o->model, sizeof o->model, "default");
+    o->min_replicas = 1;
+    o->max_replicas = 16;
+    o->ttft_target_s = 2.0;
+    o->itl_target_s = 0.1;
+    o->prof = (struct kvg_autoscale_profile){
+        .prefill_tps = 10000, .decode_tps = 2000, .ttft_idle_s = 0.2, .itl_idle_s = 0.02};
+    snprintf(o->queue_preset, sizeof o->queue_preset, "llm-d");
+    o->queue_prefill_backlog_s = 1.5;
+    o->queue_kv_target = 0.8;
+    o->queue_waiting_target = 5;
+    o->queue_tolerance = 0.1;
+    o->queue_down_window_s = 300;
+    o->queue_cooldown_s = 300;
+    o->sla_predictor = KVG_AUTOSCALE_PRED_CONSTANT;
+    o->headroom = 0.1;
+    o->down_util = 0.8;
+    o->down_hold_s = 300;
+    o->cold_cache_penalty = 0.3;
+    o->zero_idle_s = 600;
+    o->cold_share = 0.5;
+}
+
+uint32_t kvg_autoscale_ceil(double v)
+{
+    if (!(v > 0)) return 0;
+    double c = ceil(v - 1e-9);
+    return c > 1e6 ? 1000000u : (uint32_t)c;
+}
+
+uint32_t kvg_autoscale_clamp(const struct kvg_autoscale_opts *o, double v)
+{
+    uint32_t n = kvg_autoscale_ceil(v);
+    if (n < o->min_replicas) n = o->min_replicas;
+    if (n > o->max_replicas) n = o->max_replicas;
+    return n;
+}
+
+double kvg_autoscale_decode_tps_at(const struct kvg_autoscale_profile *pr, double itl_s)
+{
+    if (!(pr->itl_per_seq_s > 0)) return pr->decode_tps;
+    double c = (itl_s - pr->itl_idle_s) / pr->itl_per_seq_s; /* sequences at that ITL */
+    if (c < 1) c = 1;
+    return c / (itl_s > pr->itl_idle_s ? itl_s : pr->itl_idle_s);
+}
+
+double kvg_autoscale_load(const struct kvg_autoscale_opts *o, double in_tps, double out_tps,
+                          double itl_s)
+{
+    double p = o->prof.prefill_tps > 0 ? in_tps / o->prof.prefill_tps : 0;
+    double dt = kvg_autoscale_decode_tps_at(&o->prof, itl_s);
+    double d = dt > 0 ? out_tps / dt : 0;
+    switch (o->role) {
+    case KVG_AUTOSCALE_PREFILL:
+        return p;
+    case KVG_AUTOSCALE_DECODE:
+        return d;
+    default:
+        return p + d;
+    }
+}
+
+int kvg_autoscale_plan(struct kvg_autoscale_planner *p, const struct kvg_autoscale_signals *s,
+                       struct kvg_autoscale_decision *d)
+{
+    struct kvg_autoscale_decision tmp;
+    if (!d) d = &tmp;
+    memset(d, 0, sizeof *d);
+    d->current = s->ready + s->starting;
+    int rc = p->ops->plan(p, s, d);
+    if (rc) return rc;
+    if (d->acted) {
+        d->at = s->now;
+        p->last = *d;
+        p->has_last = 1;
+    }
+    return 0;
+}
+
+void kvg_autoscale_planner_free(struct kvg_autoscale_planner *p)
+{
+    if (p) p->ops->destroy(p);
+}
+
+/* ---- static */
+static int static_plan(struct kvg_autoscale_planner *p, const struct kvg_autoscale_signals *s,
+                       struct kvg_autoscale_decision *d)
+{
+    uint32_t n = p->o.static_replicas ? p->o.static_replicas : p->o.max_replicas;
+    d->desired = n;
+    d->need = d->forecast = -1;
+    d->acted = !p->has_last;
+    snprintf(d->reason, sizeof d->reason, "static: %u replicas, whatever the load", n);
+    return 0;
+}
+
+void kvg_autoscale_planner_free_plain(struct kvg_autoscale_planner *p)
+{
+    free(p);
+}
+
+int kvg_autoscale_due(struct kvg_autoscale_planner *p, const struct kvg_autoscale_signals *s,
+                      double dflt_interval, double *next_at, struct kvg_autoscale_decision *d)
+{
+    if (p->has_last && s->now < *next_at) {
+        *d = p->last;
+        d->acted = 0;
+        return 0;
+    }
+    *next_at = s->now + (p->o.interval_s > 0 ? p->o.interval_s : dflt_interval);
+    d->acted = 1;
+    return 1;
+}
+
+static const struct kvg_autoscale_planner_ops static_ops = {"static", static_plan,
+                                                            kvg_autoscale_planner_free_plain};
+
+int kvg_autoscale_static_new(struct kvg_autoscale_planner **out)
+{
+    struct kvg_autoscale_planner *p = calloc(1, sizeof *p);
+    if (!p) return -ENOMEM;
+    p->ops = &static_ops;
+    *out = p;
+    return 0;
+}
+
+static const struct {
+    const char *name;
+    int (*make)(struct kvg_autoscale_planner **out);
+} g_planners[] = {
+    {"static", kvg_autoscale_static_new},
+    {"queue", kvg_autoscale_queue_new},
+    {"sla", kvg_autoscale_sla_new},
+    {"kvgate", kvg_autoscale_kvgate_new},
+};
+
+int kvg_autoscale_planner_new(const char *name, const struct kvg_autoscale_opts *o,
+                              struct kvg_autoscale_planner **out)
+{
+    if (o->max_replicas < o->min_replicas || o->max_replicas == 0 || !(o->ttft_target_s > 0) ||
+        !(o->itl_target_s > 0))
+        return KVG_ECONFIG;
+    for (size_t i = 0; i < sizeof g_planners / sizeof g_planners[0]; i++) {
+        if (strcmp(name, g_planners[i].name)) continue;
+        struct kvg_autoscale_planner *p;
+        int rc = g_planners[i].make(&p);
+        if (rc) return rc;
+        /* The constructor may have kept state behind p; the options are the caller's. */
+        p->o = *o;
+        *out = p;
+        return 0;
+    }
+    return KVG_ENOTFOUND;
+}
+
+const char *kvg_autoscale_planner_names(void)
+{
+    return "static, queue, sla, kvgate";
+}
+
+const char *kvg_autoscale_role_name(enum kvg_autoscale_role r)
+{
+    switch (r) {
+    case KVG_AUTOSCALE_AGGREGATED:
+        return "aggregated";
+    case KVG_AUTOSCALE_PREFILL:
+        return "prefill";
+    case KVG_AUTOSCALE_DECODE:
+        return "decode";
+    }
+    return "?";
+}
+
+int kvg_autoscale_role_parse(const char *s)
+{
+    if (!strcmp(s, "aggregated") || !strcmp(s, "agg") || !strcmp(s, "regular"))
+        return KVG_AUTOSCALE_AGGREGATED;
+    if (!strcmp(s, "prefill")) return KVG_AUTOSCALE_PREFILL;
+    if (!strcmp(s, "decode")) return KVG_AUTOSCALE_DECODE;
+    return -1;
+}

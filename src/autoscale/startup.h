@@ -1,0 +1,88 @@
+/* The start-up model: how long a new replica takes to become useful, per
+ * (model, node state), as a distribution the planners read their lead time
+ * from (its p90) and the offline benchmark draws start-ups from.
+ *
+ * Node states (seed 000's measurements, vLLM on H100):
+ *   warm  — the node has served the model and the compile caches are kept
+ *           (image and weights local): "caches kept" columns;
+ *   cold  — image and weights local but vLLM's compile caches lost with the
+ *           pod (the default): "time to /health" columns;
+ *   fetch — image and weights to fetch first: cold plus the image pull and
+ *           extract BentoML measured (5-6 + 3-4 min) and the weights download
+ *           (the 32B took 143 s from Hugging Face for 65.5 GB).
+ * Each default is a median with a low and high (seed 000's range over four
+ * runs), read as a split log-normal: median m, p10 = low, p90 = high.
+ *
+ * Learning: every observed actuation (the scale request to the engine's
+ * /health 200, and optionally on to its cache hit rate recovering) is kept,
+ * the last KVG_AUTOSCALE_STARTUP_KEEP per key. Until min_samples are seen the
+ * model stays conservative: p90 = max(default p90, slowest sample); from then
+ * on it is the samples' own p90 (nearest rank). Pure: no clock, no I/O. */
+#ifndef KVG_AUTOSCALE_STARTUP_H
+#define KVG_AUTOSCALE_STARTUP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/util.h"
+
+enum kvg_autoscale_node { KVG_AUTOSCALE_WARM, KVG_AUTOSCALE_COLD, KVG_AUTOSCALE_FETCH };
+#define KVG_AUTOSCALE_NODE_STATES 3
+#define KVG_AUTOSCALE_STARTUP_KEEP 32
+#define KVG_AUTOSCALE_STARTUP_MODELS 16
+
+/* One default distribution: seconds to /health 200. */
+struct kvg_autoscale_startup_dist {
+    double median, lo, hi;
+};
+
+struct kvg_autoscale_startup_key {
+    char model[64];
+    struct kvg_autoscale_startup_dist dflt[KVG_AUTOSCALE_NODE_STATES];
+    double health[KVG_AUTOSCALE_NODE_STATES][KVG_AUTOSCALE_STARTUP_KEEP]; /* ring */
+    uint32_t nhealth[KVG_AUTOSCALE_NODE_STATES];                          /* ever seen */
+    double warm[KVG_AUTOSCALE_NODE_STATES][KVG_AUTOSCALE_STARTUP_KEEP];   /* health -> hit rate */
+    uint32_t nwarm[KVG_AUTOSCALE_NODE_STATES];
+};
+
+/* A value type: no allocation, copy freely. */
+struct kvg_autoscale_startup {
+    struct kvg_autoscale_startup_key keys[KVG_AUTOSCALE_STARTUP_MODELS];
+    size_t n;
+    uint32_t min_samples; /* 5 */
+};
+
+/* Loads seed 000's defaults: "qwen2.5-7b", "qwen2.5-32b"; any other model
+ * name gets the 32B's figures (the larger, so lead times err long). */
+void kvg_autoscale_startup_init(struct kvg_autoscale_startup *m);
+
+/* Sets a model's default for one node state (adds the model if new).
+ * 0, KVG_ECONFIG for an inconsistent dist (lo <= median <= hi, lo > 0),
+ * KVG_ETOOBIG when the table is full. */
+int kvg_autoscale_startup_set(struct kvg_autoscale_startup *m, const char *model,
+                              enum kvg_autoscale_node st, struct kvg_autoscale_startup_dist d);
+
+/* Records one actuation: seconds from the scale request to /health 200, and
+ * from /health to the cache hit rate recovering (< 0: not measured). */
+void kvg_autoscale_startup_observe(struct kvg_autoscale_startup *m, const char *model,
+                                   enum kvg_autoscale_node st, double health_s, double warm_s);
+
+/* p-quantile (0..1) of time to /health for (model, state): learned or default. */
+double kvg_autoscale_startup_pct(const struct kvg_autoscale_startup *m, const char *model,
+                                 enum kvg_autoscale_node st, double p);
+/* The lead time planners use: p90 to /health plus p90 warm-up (0 until seen). */
+double kvg_autoscale_startup_lead(const struct kvg_autoscale_startup *m, const char *model,
+                                  enum kvg_autoscale_node st);
+/* Samples seen for (model, state). */
+uint32_t kvg_autoscale_startup_samples(const struct kvg_autoscale_startup *m, const char *model,
+                                       enum kvg_autoscale_node st);
+/* Draws a start-up time from the default distribution (the benchmark's
+ * replicas), deterministic for the rng's state. */
+double kvg_autoscale_startup_draw(const struct kvg_autoscale_startup *m, const char *model,
+                                  enum kvg_autoscale_node st, struct kvg_rng *rng);
+
+/* "warm", "cold", "fetch"; parse returns -1 for anything else. */
+const char *kvg_autoscale_node_name(enum kvg_autoscale_node st);
+int kvg_autoscale_node_parse(const char *s);
+
+#endif

@@ -1,0 +1,323 @@
+/* Planners on synthetic signals: each rule and its hysteresis. */
+#include "support/test.h"
+
+#include <string.h>
+
+#include "autoscale/planner.h"
+#include "base/err.h"
+
+static struct kvg_autoscale_opts opts(void)
+{
+    struct kvg_autoscale_opts o;
+    kvg_autoscale_opts_default(&o);
+    o.prof = (struct kvg_autoscale_profile){
+        .prefill_tps = 10000, .decode_tps = 1000, .ttft_idle_s = 0.2, .itl_idle_s = 0.02};
+    o.max_replicas = 32;
+    return o;
+}
+
+static struct kvg_autoscale_planner *make(const char *name, const struct kvg_autoscale_opts *o)
+{
+    struct kvg_autoscale_planner *p = NULL;
+    CHECK_INT(kvg_autoscale_planner_new(name, o, &p), 0);
+    return p;
+}
+
+/* A steady pool: ready replicas, a rate in req/s at ISL 2000 / OSL 100. */
+static struct kvg_autoscale_signals steady(double now, uint32_t ready, double rate)
+{
+    struct kvg_autoscale_signals s;
+    memset(&s, 0, sizeof s);
+    s.now = now;
+    s.ready = ready;
+    s.arrival_rate = rate;
+    s.isl = 2000;
+    s.osl = 100;
+    s.input_tps = rate * 2000;
+    s.output_tps = rate * 100;
+    s.ttft_mean = s.ttft_p90 = 0.2;
+    s.itl_mean = s.itl_p90 = 0.02;
+    s.running = rate * 2;
+    return s;
+}
+
+TEST(registry)
+{
+    struct kvg_autoscale_opts o = opts();
+    struct kvg_autoscale_planner *p;
+    CHECK_INT(kvg_autoscale_planner_new("hpa", &o, &p), KVG_ENOTFOUND);
+    o.max_replicas = 0;
+    CHECK_INT(kvg_autoscale_planner_new("queue", &o, &p), KVG_ECONFIG);
+    o = opts();
+    o.static_replicas = 7;
+    p = make("static", &o);
+    struct kvg_autoscale_decision d;
+    struct kvg_autoscale_signals s = steady(0, 2, 100);
+    CHECK_INT(kvg_autoscale_plan(p, &s, &d), 0);
+    CHECK_INT(d.desired, 7);
+    kvg_autoscale_planner_free(p);
+}
+
+TEST(queue_llmd_prefill_backlog_and_kv)
+{
+    struct kvg_autoscale_opts o = opts();
+    struct kvg_autoscale_planner *p = make("queue", &o);
+    struct kvg_autoscale_signals s = steady(0, 2, 1);
+    /* 60k prompt tokens in flight / 10k tok/s = 6 s of backlog; / 1.5 s = 4 */
+    s.inflight_prompt_tokens = 60000;
+    s.kv_usage_sum = 1.2; /* 1.5 replicas at 0.8 */
+    struct kvg_autoscale_decision d;
+    kvg_autoscale_plan(p, &s, &d);
+    CHECK_INT(d.desired, 4);
+    CHECK(d.acted);
+    CHECK(strstr(d.reason, "prefill backlog") != NULL);
+    /* Within the polling interval nothing changes. */
+    s.now = 10;
+    s.inflight_prompt_tokens = 600000;
+    kvg_autoscale_plan(p, &s, &d);
+    CHECK_INT(d.desired, 4);
+    CHECK(!d.acted);
+    /* KV decides when it is the larger: 4.0 / 0.8 = 5 */
+    s.now = 30;
+    s.ready = 4;
+    s.inflight_prompt_tokens = 0;
+    s.kv_usage_sum = 4.0;
+    kvg_autoscale_plan(p, &s, &d);
+    CHECK_INT(d.desired, 5);
+    CHECK(strstr(d.reason, "KV usage") != NULL);
+    kvg_autoscale_planner_free(p);
+}
+
+TEST(queue_tolerance_upcap_and_down_stabilization)
+{
+    struct kvg_autoscale_opts o = opts();
+    snprintf(o.queue_preset, sizeof o.queue_preset, "waiting");
+    struct kvg_autoscale_planner *p = make("queue", &o);
+    struct kvg_autoscale_decision d;
+    struct kvg_autoscale_signals s = steady(0, 4, 1);
+    s.waiting = 21; /* 4.2 replicas: within 10% of 4 */
+    kvg_autoscale_plan(p, &s, &d);
+    CHECK_INT(d.desired, 4);
+    s.now = 30;
+    s.waiting = 500; /* 100 replicas, capped at max(2x4, 4+4) = 8 */
+    kvg_autoscale_plan(p, &s, &d);
+    CHECK_INT(d.desired, 8);
+    /* The load goes away: held at the window's highest for 300 s. */
+    s.ready = 8;
+    s.waiting = 0;
+    for (int t = 60; t <= 300; t += 30) {
+        s.now = t;
+        kvg_autoscale_plan(p, &s, &d);
+        CHECK_INT(d.desired, 8);
+    }
+    s.now = 361;
+    kvg_autoscale_plan(p, &s, &d);
+    CHECK_INT(d.desired, 1); /* min_replicas */
+    kvg_autoscale_planner_free(p);
+}
+
+TEST(queue_to_and_from_zero)
+{
+    struct kvg_autoscale_opts o = opts();
+    o.min_replicas = 0;
+    snprintf(o.queue_preset, sizeof o.queue_preset, "waiting");
+    struct kvg_autoscale_planner *p = make("queue", &o);
+    struct kvg_autoscale_decision d;
+    struct kvg_autoscale_signals s = steady(0, 1, 0);
+    s.running = 0;
+    for (int t = 0; t < 300; t += 30) {
+        s.now = t;
+        kvg_autoscale_plan(p, &s, &d);
+        CHECK_INT(d.desired, 1);
+    }
+    s.now = 330;
+    kvg_autoscale_plan(p, &s, &d);
+    CHECK_INT(d.desired, 0);
+    s.now = 360;
+    s.ready = 0;
+    s.queued = 3;
+    kvg_autoscale_plan(p, &s, &d);
+    CHECK_INT(d.desired, 1);
+    kvg_autoscale_planner_free(p);
+}
+
+TEST(sla_sizes_from_token_rates)
+{
+    struct kvg_autoscale_opts o = opts();
+    o.role = KVG_AUTOSCALE_PREFILL;
+    struct kvg_autoscale_planner *p = make("sla", &o);
+    struct kvg_autoscale_decision d;
+    /* 20 req/s x 2000 = 40k tok/s over 10k -> 4 prefill replicas */
+    struct kvg_autoscale_signals s = steady(0, 2, 20);
+    s.ttft_mean = 0.4; /* p_corr 2 -> min(1, .) = 1 */
+    kvg_autoscale_plan(p, &s, &d);
+    CHECK_INT(d.desired, 4);
+    /* observed TTFT below the profile's (cache hits): p_corr 0.5 halves it */
+    s.now = 180;
+    s.ttft_mean = 0.1;
+    kvg_autoscale_plan(p, &s, &d);
+    CHECK_INT(d.desired, 2);
+    /* no traffic: the interval is skipped, the count kept */
+    s.now = 360;
+    s.arrival_rate = 0;
+    kvg_autoscale_plan(p, &s, &d);
+    CHECK_INT(d.desired, 2);
+    CHECK(strstr(d.reason, "no traffic") != NULL);
+    kvg_autoscale_planner_free(p);
+}
+
+TEST(sla_decode_uses_itl_correction)
+{
+    struct kvg_autoscale_opts o = opts();
+    o.role = KVG_AUTOSCALE_DECODE;
+    o.itl_target_s = 0.05;
+    o.prof.itl_idle_s = 0.01;
+    o.prof.itl_per_seq_s = 0.001; /* ITL 50 ms at 40 seqs: 800 tok/s a replica */
+    struct kvg_autoscale_planner *p = make("sla", &o);
+    struct kvg_autoscale_decision d;
+    struct kvg_autoscale_signals s = steady(0, 4, 32); /* 3200 out tok/s */
+    s.running = 40;
+    s.itl_mean = 0.02; /* expected 0.01 + 0.001*10 = 0.02: d_corr 1 */
+    kvg_autoscale_plan(p, &s, &d);
+    CHECK_INT(d.desired, 4);
+    s.now = 180;
+    s.itl_mean = 0.04; /* twice slower than profiled: ITL allowed 25 ms -> 15 seqs, 600 tok/s */
+    kvg_autoscale_plan(p, &s, &d);
+    CHECK_INT(d.desired, 6);
+    kvg_autoscale_planner_free(p);
+}
+
+TEST(kvgate_forecasts_at_the_startup_horizon_and_counts_starting)
+{
+    struct kvg_autoscale_opts o = opts();
+    o.headroom = 0;
+    o.cold_cache_penalty = 0;
+    o.cold_share = 1; /* lead = 32B cold p90, 471 s */
+    struct kvg_autoscale_planner *p = make("kvgate", &o);
+    struct kvg_autoscale_decision d;
+    /* A ramp of +0.02 req/s per second: load = rate*2000/10000 + rate*100/1000 = 0.3 rate. */
+    double rate = 10;
+    uint32_t ready = 3;
+    for (int t = 0; t <= 600; t += 15) {
+        rate = 10 + 0.02 * t;
+        struct kvg_autoscale_signals s = steady(t, ready, rate);
+        kvg_autoscale_plan(p, &s, &d);
+    }
+    /* at t = 600: rate 22 (load 6.6); at +486 s rate ~31.7 (load ~9.5) */
+    CHECK(d.horizon_s > 470);
+    CHECK(d.forecast > 8.5 && d.forecast < 10.5);
+    CHECK(d.desired >= 9 && d.desired <= 11);
+    /* Replicas already starting count: asked again with them, no more. */
+    uint32_t want = d.desired;
+    struct kvg_autoscale_signals s = steady(615, ready, rate);
+    s.starting = want - ready;
+    kvg_autoscale_plan(p, &s, &d);
+    CHECK(d.desired <= want + 1);
+    kvg_autoscale_planner_free(p);
+}
+
+TEST(kvgate_prices_cache_hits_and_young_replicas)
+{
+    struct kvg_autoscale_opts o = opts();
+    o.headroom = 0;
+    o.cold_cache_penalty = 0;
+    struct kvg_autoscale_planner *p = make("kvgate", &o);
+    struct kvg_autoscale_decision d;
+    /* 20 req/s: prefill 4 + decode 2 = 6; with half the prompt cached, 2 + 2 = 4 */
+    struct kvg_autoscale_signals s = steady(0, 4, 20);
+    s.cache_hit = 0.5;
+    kvg_autoscale_plan(p, &s, &d);
+    CHECK_INT(d.desired, 4);
+    kvg_autoscale_planner_free(p);
+    o.cold_cache_penalty = 0.5;
+    p = make("kvgate", &o);
+    /* Two of four ready are young (worth half): 4 needed = 2 old + 2/0.5 = 6 */
+    s.young = 2;
+    kvg_autoscale_plan(p, &s, &d);
+    CHECK_INT(d.desired, 6);
+    kvg_autoscale_planner_free(p);
+}
+
+TEST(kvgate_backlog_floor_and_no_overshoot_while_starting)
+{
+    struct kvg_autoscale_opts o = opts();
+    o.headroom = 0;
+    o.cold_cache_penalty = 0;
+    struct kvg_autoscale_planner *p = make("kvgate", &o);
+    struct kvg_autoscale_decision d;
+    struct kvg_autoscale_signals s = steady(0, 2, 1); /* load 0.3 */
+    /* 120k uncached prompt tokens must clear in 2 s at 10k tok/s a replica: 6 */
+    s.inflight_prompt_tokens = 120000;
+    kvg_autoscale_plan(p, &s, &d);
+    CHECK(d.desired >= 6);
+    CHECK(strstr(d.reason, "backlog") != NULL);
+    /* While those start, a backlog up to 1.5x them adds nothing. */
+    s.now = 15;
+    s.starting = d.desired - 2;
+    s.inflight_prompt_tokens = 160000;
+    uint32_t before = d.desired;
+    kvg_autoscale_plan(p, &s, &d);
+    CHECK_INT(d.desired, before);
+    kvg_autoscale_planner_free(p);
+}
+
+TEST(kvgate_scale_down_hysteresis_one_at_a_time)
+{
+    struct kvg_autoscale_opts o = opts();
+    o.headroom = 0;
+    o.cold_cache_penalty = 0;
+    o.down_hold_s = 120;
+    o.down_util = 0.8;
+    struct kvg_autoscale_planner *p = make("kvgate", &o);
+    struct kvg_autoscale_decision d;
+    uint32_t ready = 10;
+    int t = 0;
+    /* load 3.0 (10 req/s) on 10 replicas: not before the hold has passed */
+    for (; t < 120; t += 15) {
+        struct kvg_autoscale_signals s = steady(t, ready, t < 15 ? 30 : 10);
+        kvg_autoscale_plan(p, &s, &d);
+        CHECK(d.desired >= ready);
+    }
+    int steps = 0;
+    for (; t < 1200 && ready > 1; t += 15) {
+        struct kvg_autoscale_signals s = steady(t, ready, 10);
+        kvg_autoscale_plan(p, &s, &d);
+        CHECK(d.desired >= ready - 1); /* never more than one at a time */
+        if (d.desired < ready) steps++;
+        ready = d.desired;
+    }
+    /* from 5, 3.0 still fits in 4 at 0.8 (3.2); from 4 it does not fit in 3 (2.4) */
+    CHECK_INT(ready, 4);
+    CHECK_INT(steps, 6);
+    /* a bump to 3.9 fits in the 4 there are: no change either way */
+    struct kvg_autoscale_signals s = steady(t, ready, 13);
+    kvg_autoscale_plan(p, &s, &d);
+    CHECK_INT(d.desired, 4);
+    kvg_autoscale_planner_free(p);
+}
+
+TEST(kvgate_to_zero_and_back_on_the_gateway_queue)
+{
+    struct kvg_autoscale_opts o = opts();
+    o.min_replicas = 0;
+    o.zero_idle_s = 300;
+    o.down_hold_s = 60;
+    struct kvg_autoscale_planner *p = make("kvgate", &o);
+    struct kvg_autoscale_decision d;
+    uint32_t ready = 1;
+    int t = 0;
+    for (; t <= 300; t += 15) {
+        struct kvg_autoscale_signals s = steady(t, ready, 0);
+        s.running = 0;
+        kvg_autoscale_plan(p, &s, &d);
+        ready = d.desired;
+    }
+    CHECK_INT(ready, 0);
+    struct kvg_autoscale_signals s = steady(t, 0, 0);
+    s.running = 0;
+    s.queued = 2;
+    kvg_autoscale_plan(p, &s, &d);
+    CHECK(d.desired >= 1);
+    CHECK(strstr(d.reason, "from zero") != NULL);
+    kvg_autoscale_planner_free(p);
+}

@@ -1,0 +1,78 @@
+/* The start-up model: seed 000's defaults, learning from actuations, draws. */
+#include "support/test.h"
+
+#include "autoscale/startup.h"
+#include "base/err.h"
+
+TEST(defaults_are_seed_000)
+{
+    struct kvg_autoscale_startup m;
+    kvg_autoscale_startup_init(&m);
+    CHECK_NEAR(kvg_autoscale_startup_pct(&m, "qwen2.5-32b", KVG_AUTOSCALE_COLD, 0.5), 430, 0.5);
+    CHECK_NEAR(kvg_autoscale_startup_pct(&m, "qwen2.5-32b", KVG_AUTOSCALE_COLD, 0.9), 471, 0.5);
+    CHECK_NEAR(kvg_autoscale_startup_pct(&m, "qwen2.5-7b", KVG_AUTOSCALE_COLD, 0.5), 200, 0.5);
+    CHECK_NEAR(kvg_autoscale_startup_pct(&m, "qwen2.5-7b", KVG_AUTOSCALE_WARM, 0.5), 68, 0.5);
+    CHECK_NEAR(kvg_autoscale_startup_pct(&m, "qwen2.5-32b", KVG_AUTOSCALE_WARM, 0.1), 97, 0.5);
+    /* fetch is slower than cold is slower than warm */
+    CHECK(kvg_autoscale_startup_lead(&m, "qwen2.5-7b", KVG_AUTOSCALE_FETCH) >
+          kvg_autoscale_startup_lead(&m, "qwen2.5-7b", KVG_AUTOSCALE_COLD));
+    /* an unknown model gets the 32B's figures */
+    CHECK_NEAR(kvg_autoscale_startup_pct(&m, "llama-70b", KVG_AUTOSCALE_COLD, 0.5), 430, 0.5);
+    CHECK_INT(kvg_autoscale_node_parse("fetch"), KVG_AUTOSCALE_FETCH);
+    CHECK_INT(kvg_autoscale_node_parse("hot"), -1);
+}
+
+TEST(learning_is_conservative_until_min_samples)
+{
+    struct kvg_autoscale_startup m;
+    kvg_autoscale_startup_init(&m);
+    /* Faster than the default: the default p90 holds until 5 samples. */
+    for (int i = 0; i < 4; i++)
+        kvg_autoscale_startup_observe(&m, "qwen2.5-7b", KVG_AUTOSCALE_COLD, 100 + i, -1);
+    CHECK_NEAR(kvg_autoscale_startup_lead(&m, "qwen2.5-7b", KVG_AUTOSCALE_COLD), 204, 0.5);
+    kvg_autoscale_startup_observe(&m, "qwen2.5-7b", KVG_AUTOSCALE_COLD, 104, -1);
+    CHECK_INT(kvg_autoscale_startup_samples(&m, "qwen2.5-7b", KVG_AUTOSCALE_COLD), 5);
+    CHECK_NEAR(kvg_autoscale_startup_lead(&m, "qwen2.5-7b", KVG_AUTOSCALE_COLD), 104, 1e-9);
+    /* A slow sample before min_samples raises the lead at once. */
+    kvg_autoscale_startup_observe(&m, "qwen2.5-32b", KVG_AUTOSCALE_WARM, 600, -1);
+    CHECK_NEAR(kvg_autoscale_startup_lead(&m, "qwen2.5-32b", KVG_AUTOSCALE_WARM), 600, 1e-9);
+    /* Warm-up time adds to the lead once seen. */
+    kvg_autoscale_startup_observe(&m, "qwen2.5-7b", KVG_AUTOSCALE_COLD, -1, 30);
+    CHECK_NEAR(kvg_autoscale_startup_lead(&m, "qwen2.5-7b", KVG_AUTOSCALE_COLD), 134, 1e-9);
+}
+
+TEST(learning_keeps_the_recent_window)
+{
+    struct kvg_autoscale_startup m;
+    kvg_autoscale_startup_init(&m);
+    for (int i = 0; i < 40; i++)
+        kvg_autoscale_startup_observe(&m, "x", KVG_AUTOSCALE_COLD, 1000, -1);
+    for (int i = 0; i < KVG_AUTOSCALE_STARTUP_KEEP; i++)
+        kvg_autoscale_startup_observe(&m, "x", KVG_AUTOSCALE_COLD, 50, -1);
+    CHECK_NEAR(kvg_autoscale_startup_pct(&m, "x", KVG_AUTOSCALE_COLD, 0.9), 50, 1e-9);
+    /* Learning for "x" did not touch the 32B it borrowed its defaults from. */
+    CHECK_INT(kvg_autoscale_startup_samples(&m, "qwen2.5-32b", KVG_AUTOSCALE_COLD), 0);
+}
+
+TEST(set_validates_and_draws_follow_the_dist)
+{
+    struct kvg_autoscale_startup m;
+    kvg_autoscale_startup_init(&m);
+    struct kvg_autoscale_startup_dist bad = {10, 20, 30};
+    CHECK_INT(kvg_autoscale_startup_set(&m, "y", KVG_AUTOSCALE_COLD, bad), KVG_ECONFIG);
+    struct kvg_autoscale_startup_dist d = {100, 80, 150};
+    CHECK_INT(kvg_autoscale_startup_set(&m, "y", KVG_AUTOSCALE_COLD, d), 0);
+    struct kvg_rng r;
+    kvg_rng_seed(&r, 7);
+    int below = 0, n = 4000;
+    for (int i = 0; i < n; i++) {
+        double x = kvg_autoscale_startup_draw(&m, "y", KVG_AUTOSCALE_COLD, &r);
+        CHECK(x > 0);
+        below += x <= 150;
+    }
+    CHECK_NEAR((double)below / n, 0.9, 0.03);
+    kvg_rng_seed(&r, 7);
+    double a = kvg_autoscale_startup_draw(&m, "y", KVG_AUTOSCALE_COLD, &r);
+    kvg_rng_seed(&r, 7);
+    CHECK_NEAR(kvg_autoscale_startup_draw(&m, "y", KVG_AUTOSCALE_COLD, &r), a, 0);
+}
