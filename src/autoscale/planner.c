@@ -22,7 +22,6 @@ void kvg_autoscale_opts_default(struct kvg_autoscale_opts *o)
     o->prof = (struct kvg_autoscale_profile){
         .prefill_tps = 10000, .decode_tps = 2000, .ttft_idle_s = 0.2, .itl_idle_s = 0.02};
     snprintf(o->queue_preset, sizeof o->queue_preset, "llm-d");
-    o->queue_prefill_backlog_s = 1.5;
     o->queue_kv_target = 0.8;
     o->queue_waiting_target = 5;
     o->queue_tolerance = 0.1;
@@ -32,7 +31,8 @@ void kvg_autoscale_opts_default(struct kvg_autoscale_opts *o)
     o->headroom = 0.1;
     o->down_util = 0.8;
     o->down_hold_s = 300;
-    o->cold_cache_penalty = 0.3;
+    o->cold_cache_penalty = 0.15;
+    o->slo_goal = 0.99;
     o->zero_idle_s = 600;
     o->cold_share = 0.5;
 }
@@ -155,6 +155,9 @@ int kvg_autoscale_planner_new(const char *name, const struct kvg_autoscale_opts 
 {
     if (o->max_replicas < o->min_replicas || o->max_replicas == 0 || !(o->ttft_target_s > 0) ||
         !(o->itl_target_s > 0))
+        return KVG_ECONFIG;
+    if (!strcmp(name, "queue") && strcmp(o->queue_preset, "llm-d") &&
+        strcmp(o->queue_preset, "waiting"))
         return KVG_ECONFIG;
     for (size_t i = 0; i < sizeof g_planners / sizeof g_planners[0]; i++) {
         if (strcmp(name, g_planners[i].name)) continue;

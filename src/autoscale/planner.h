@@ -43,6 +43,7 @@ struct kvg_autoscale_signals {
     double isl, osl;               /* mean prompt / output tokens per request */
     double cache_hit;              /* share of prompt tokens found in the engines' prefix caches */
     double ttft_mean, ttft_p90, itl_mean, itl_p90; /* seconds */
+    double slo_miss; /* share of the window's finished requests over a target, < 0 unknown */
 };
 
 /* What one replica sustains, measured in advance (Dynamo profiles its
@@ -69,7 +70,8 @@ struct kvg_autoscale_opts {
      * prefill throughput vs 1.5 s, decode on summed KV usage vs 0.8,
      * aggregated the larger) or "waiting" (requests waiting per replica). */
     char queue_preset[16];
-    double queue_prefill_backlog_s; /* 1.5 */
+    double queue_prefill_backlog_s; /* 0: llm-d's rule, TTFT target - uncached ISL / V_P
+                                       (1.5 s is that rule's value for short contexts) */
     double queue_peak_prefill_tps;  /* V_P; 0: prof.prefill_tps */
     double queue_kv_target;         /* 0.8 */
     double queue_waiting_target;    /* 5 */
@@ -85,7 +87,8 @@ struct kvg_autoscale_opts {
     double headroom;                /* 0.1: capacity kept above the forecast */
     double down_util;               /* 0.8: remove one only if the rest stay under this */
     double down_hold_s;             /* 300: ... for this long, and within the horizon */
-    double cold_cache_penalty;      /* 0.3: capacity a young replica lacks (empty cache) */
+    double cold_cache_penalty;      /* 0.15: capacity a young replica lacks (empty cache) */
+    double slo_goal;                /* 0.99: the share of requests to keep within targets */
     double zero_idle_s;             /* 600: no demand this long -> zero (min_replicas 0) */
 };
 

@@ -3,8 +3,16 @@
  *     observed cache hit rate (only uncached prompt tokens cost prefill);
  *   - a forecast of that load at the horizon a replica takes to become
  *     useful: the start-up model's p90 lead time for the node states new
- *     replicas land on (the longest of those with a share), with Holt's
- *     linear trend over the load series;
+ *     replicas land on (the longest of those with a share). Robust on
+ *     purpose: the level is the median of the last 5 minutes and the trend
+ *     the median of pairwise slopes (Theil-Sen) over the last 15, so a burst
+ *     shorter than the lead time (which no new replica could reach in time)
+ *     moves neither; bursts are the headroom's and the backlog floor's;
+ *   - the profile corrected by what the gateway observes, on a ~5-minute
+ *     average of the share of requests missing a target: past 80% of the
+ *     error budget (1 - slo_goal) each replica is assumed worth 5% less
+ *     (up to 2x), under half of it 1% more (down to 0.6x); the margin is
+ *     the ramps'. Dynamo's correction factors, but on the SLO itself;
  *   - the reactive floor: prompt tokens waiting (engines and the gateway
  *     queue) that the pool must clear within the TTFT target;
  *   - replicas already starting count: the deficit is against ready +
@@ -12,6 +20,8 @@
  *     (it is what they are coming for) unless it outgrows them by half;
  *   - a young replica (empty prefix cache) and every one still to come is
  *     priced at 1 - cold_cache_penalty of a replica;
+ *   - starting replicas the last minute's need no longer justifies are
+ *     cancelled at once (they hold GPUs and have nothing to drain);
  *   - scale-down with hysteresis: one replica per interval, only when the
  *     highest need over the last down_hold_s and the forecast still fit in
  *     one fewer at down_util; the actuator drains the one it removes;
@@ -22,15 +32,19 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "autoscale/planner.h"
 
 #define KV_HOLD 256
+#define KV_HIST 60 /* load samples kept: 15 minutes at 15 s */
 
 struct kvp {
     struct kvg_autoscale_planner base;
-    struct kvg_autoscale_pred pred;
-    int init;
+    double hist_t[KV_HIST], hist_v[KV_HIST];
+    size_t nhist;
+    double corr;
+    double miss; /* smoothed share of requests missing the SLO, < 0 none yet */
     double next_at;
     double hold_t[KV_HOLD], hold_v[KV_HOLD];
     size_t nhold, head;
@@ -76,34 +90,88 @@ static double lead_time(const struct kvp *q)
     return lead;
 }
 
+static void hist_put(struct kvp *q, double t, double v)
+{
+    if (q->nhist == KV_HIST) {
+        memmove(q->hist_t, q->hist_t + 1, (KV_HIST - 1) * sizeof *q->hist_t);
+        memmove(q->hist_v, q->hist_v + 1, (KV_HIST - 1) * sizeof *q->hist_v);
+        q->nhist--;
+    }
+    q->hist_t[q->nhist] = t;
+    q->hist_v[q->nhist++] = v;
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(double *v, size_t n)
+{
+    qsort(v, n, sizeof *v, cmp_d);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* Level (median of the last 5 minutes) plus the Theil-Sen slope of the
+ * last 15 times the horizon. */
+static double forecast(const struct kvp *q, double now, double horizon)
+{
+    if (!q->nhist) return 0;
+    double tmp[KV_HIST * (KV_HIST - 1) / 2];
+    size_t n = 0;
+    for (size_t i = 0; i < q->nhist; i++)
+        if (q->hist_t[i] >= now - 300) tmp[n++] = q->hist_v[i];
+    double level = median(tmp, n);
+    n = 0;
+    for (size_t i = 0; i < q->nhist; i++)
+        for (size_t j = i + 1; j < q->nhist; j++)
+            if (q->hist_t[j] > q->hist_t[i])
+                tmp[n++] = (q->hist_v[j] - q->hist_v[i]) / (q->hist_t[j] - q->hist_t[i]);
+    /* No trend until the history spans 5 minutes: a few points at start-up
+     * would extrapolate noise over the whole lead time. */
+    int span = q->hist_t[q->nhist - 1] - q->hist_t[0] >= 300;
+    double slope = span && n >= 10 ? median(tmp, n) : 0;
+    /* The level is the median of a 5-minute window: 150 s old on average. */
+    double f = level + slope * (horizon + 150);
+    return f > 0 ? f : 0;
+}
+
 static int kvgate_plan(struct kvg_autoscale_planner *p, const struct kvg_autoscale_signals *s,
                        struct kvg_autoscale_decision *d)
 {
     struct kvp *q = (struct kvp *)p;
     const struct kvg_autoscale_opts *o = &p->o;
-    if (!q->init) {
-        /* Smoother than the default: 15 s samples are noisy, the trend is
-         * extrapolated over minutes. */
-        kvg_autoscale_pred_init(&q->pred, KVG_AUTOSCALE_PRED_SEASONAL_TREND, 0);
-        q->pred.alpha = 0.3;
-        q->pred.beta = 0.05;
-        q->init = 1;
-    }
     double interval = o->interval_s > 0 ? o->interval_s : 15;
     if (!kvg_autoscale_due(p, s, interval, &q->next_at, d)) return 0;
     uint32_t cur = s->ready + s->starting;
     double hit = s->cache_hit > 0 && s->cache_hit < 1 ? s->cache_hit : 0;
-    double load = kvg_autoscale_load(o, s->input_tps * (1 - hit), s->output_tps, o->itl_target_s);
-    kvg_autoscale_pred_observe(&q->pred, load);
+    /* Correction on the SLO the gateway observes (not while replicas start:
+     * misses then are the ramp's, which the forecast answers). */
+    double goal = o->slo_goal > 0 && o->slo_goal < 1 ? o->slo_goal : 0.99;
+    if (s->slo_miss >= 0) {
+        /* ~5 minutes of memory: one window's misses are a handful of requests. */
+        double a = fmin(1.0, interval / 300);
+        q->miss = q->miss < 0 ? s->slo_miss : (1 - a) * q->miss + a * s->slo_miss;
+    }
+    if (q->miss >= 0 && s->starting == 0) {
+        if (q->miss > (1 - goal) * 0.8)
+            q->corr = fmin(2.0, q->corr * 1.05);
+        else if (q->miss < (1 - goal) * 0.5)
+            q->corr = fmax(0.6, q->corr * 0.99);
+    }
+    double load =
+        q->corr * kvg_autoscale_load(o, s->input_tps * (1 - hit), s->output_tps, o->itl_target_s);
+    hist_put(q, s->now, load);
     double lead = lead_time(q);
-    double fc = kvg_autoscale_pred_forecast(&q->pred, (lead + interval) / interval);
+    double fc = forecast(q, s->now, lead + interval);
     d->horizon_s = lead + interval;
     d->forecast = fc;
     /* Reactive floor: the waiting prompt tokens cleared within the TTFT target. */
     double backlog = 0;
     if (o->prof.prefill_tps > 0 && o->role != KVG_AUTOSCALE_DECODE)
         backlog = s->inflight_prompt_tokens * (1 - hit) / (o->prof.prefill_tps * o->ttft_target_s);
-    double decode_share = kvg_autoscale_load(o, 0, s->output_tps, o->itl_target_s);
+    double decode_share = q->corr * kvg_autoscale_load(o, 0, s->output_tps, o->itl_target_s);
     double react = backlog + (o->role == KVG_AUTOSCALE_PREFILL ? 0 : decode_share);
     const char *why = "forecast";
     if (s->starting > 0 && react > cur && react < 1.5 * cur) react = cur;
@@ -127,8 +195,19 @@ static int kvgate_plan(struct kvg_autoscale_planner *p, const struct kvg_autosca
     else if (q->idle_since < 0)
         q->idle_since = s->now;
     uint32_t want = cur;
+    double recent = hold_max(q, s->now - 60);
     if (up > cur) {
         want = up;
+    } else if (s->starting > 0 && kvg_autoscale_ceil(recent) < cur) {
+        /* Starts the last minute's need no longer justifies are cancelled at
+         * once: nothing to drain, and each holds GPUs while it boots. */
+        uint32_t keep =
+            kvg_autoscale_ceil(recent) > s->ready ? kvg_autoscale_ceil(recent) : s->ready;
+        if (keep < up) keep = up;
+        if (keep < cur) {
+            want = keep;
+            why = "cancel starts";
+        }
     } else if (cur > 0) {
         /* Down: the highest target of the hold window, and the forecast, must
          * fit in one fewer replica at down_util. */
@@ -152,10 +231,10 @@ static int kvgate_plan(struct kvg_autoscale_planner *p, const struct kvg_autosca
     if (want > o->max_replicas) want = o->max_replicas;
     d->desired = want;
     snprintf(d->reason, sizeof d->reason,
-             "%s: load %.2f (hit %.0f%%), forecast %.2f at +%.0f s, backlog %.2f, need %.2f "
+             "%s: load %.2f (hit %.0f%%, x%.2f), forecast %.2f at +%.0f s, backlog %.2f, need %.2f "
              "(+%.0f%% headroom); ready %u (young %u), starting %u: %u -> %u",
-             why, load, hit * 100, fc, d->horizon_s, backlog, need, o->headroom * 100, s->ready,
-             s->young, s->starting, cur, want);
+             why, load, hit * 100, q->corr, fc, d->horizon_s, backlog, need, o->headroom * 100,
+             s->ready, s->young, s->starting, cur, want);
     return 0;
 }
 
@@ -168,6 +247,8 @@ int kvg_autoscale_kvgate_new(struct kvg_autoscale_planner **out)
     if (!q) return -ENOMEM;
     q->base.ops = &kvgate_ops;
     q->idle_since = -1;
+    q->corr = 1;
+    q->miss = -1;
     kvg_autoscale_startup_init(&q->dflt);
     *out = &q->base;
     return 0;

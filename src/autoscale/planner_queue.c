@@ -8,7 +8,9 @@
  *
  * Metrics by preset:
  *   llm-d   — llm-d's token-velocity recipe: prefill on in-flight prompt tokens
- *             over peak prefill throughput V_P (seconds of backlog) vs 1.5 s;
+ *             over peak prefill throughput V_P (seconds of backlog) vs the
+ *             recipe's rule, TTFT target - uncached ISL / V_P (1.5 s for short
+ *             contexts);
  *             decode on KV usage summed over the pool vs 0.8; an aggregated
  *             pool takes the larger of the two;
  *   waiting — requests waiting (engines plus the gateway queue) per replica
@@ -66,6 +68,8 @@ static int queue_plan(struct kvg_autoscale_planner *p, const struct kvg_autoscal
     d->forecast = -1;
     d->horizon_s = 0;
     uint32_t cur = s->ready + s->starting;
+    /* The pool's count before the autoscaler starts is the window's history. */
+    if (!p->has_last) remember(q, s->now, cur);
     double total, target;
     const char *what;
     if (!strcmp(o->queue_preset, "waiting")) {
@@ -75,7 +79,12 @@ static int queue_plan(struct kvg_autoscale_planner *p, const struct kvg_autoscal
     } else {
         double vp = o->queue_peak_prefill_tps > 0 ? o->queue_peak_prefill_tps : o->prof.prefill_tps;
         double backlog = vp > 0 ? s->inflight_prompt_tokens / vp : 0;
-        double bt = o->queue_prefill_backlog_s > 0 ? o->queue_prefill_backlog_s : 1.5;
+        double bt = o->queue_prefill_backlog_s;
+        if (!(bt > 0)) {
+            double hit = s->cache_hit > 0 && s->cache_hit < 1 ? s->cache_hit : 0;
+            bt = vp > 0 ? o->ttft_target_s - s->isl * (1 - hit) / vp : o->ttft_target_s;
+            if (bt < 0.1) bt = 0.1;
+        }
         double kt = o->queue_kv_target > 0 ? o->queue_kv_target : 0.8;
         double np = backlog / bt, nd = s->kv_usage_sum / kt;
         if (o->role == KVG_AUTOSCALE_PREFILL || (o->role == KVG_AUTOSCALE_AGGREGATED && np >= nd)) {

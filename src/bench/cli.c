@@ -11,6 +11,7 @@
 #include "base/util.h"
 #include "bench/bench.h"
 #include "bench/suite.h"
+#include "bench/scale.h"
 
 static void usage(FILE *f)
 {
@@ -430,6 +431,10 @@ int kvg_bench_main(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++) /* the suite has flags of its own */
         if (!strcmp(argv[i], "--suite")) return kvg_bench_suite_main(argc, argv);
+    /* The autoscaling scenario has its own engine loop and report (scale.h). */
+    for (int i = 1; i + 1 < argc; i++)
+        if (!strcmp(argv[i], "--scenario") && !strcmp(argv[i + 1], "diurnal"))
+            return kvg_bench_scale_main(argc, argv);
     struct kvg_bench_cfg *c = calloc(1, sizeof *c);
     struct kvg_bench_summary *sum = NULL;
     char *setup = NULL;

@@ -38,6 +38,7 @@ static struct kvg_autoscale_signals steady(double now, uint32_t ready, double ra
     s.ttft_mean = s.ttft_p90 = 0.2;
     s.itl_mean = s.itl_p90 = 0.02;
     s.running = rate * 2;
+    s.slo_miss = -1;
     return s;
 }
 
@@ -46,6 +47,9 @@ TEST(registry)
     struct kvg_autoscale_opts o = opts();
     struct kvg_autoscale_planner *p;
     CHECK_INT(kvg_autoscale_planner_new("hpa", &o, &p), KVG_ENOTFOUND);
+    snprintf(o.queue_preset, sizeof o.queue_preset, "cpu");
+    CHECK_INT(kvg_autoscale_planner_new("queue", &o, &p), KVG_ECONFIG);
+    o = opts();
     o.max_replicas = 0;
     CHECK_INT(kvg_autoscale_planner_new("queue", &o, &p), KVG_ECONFIG);
     o = opts();
@@ -319,5 +323,39 @@ TEST(kvgate_to_zero_and_back_on_the_gateway_queue)
     kvg_autoscale_plan(p, &s, &d);
     CHECK(d.desired >= 1);
     CHECK(strstr(d.reason, "from zero") != NULL);
+    kvg_autoscale_planner_free(p);
+}
+
+TEST(kvgate_corrects_on_the_observed_slo)
+{
+    struct kvg_autoscale_opts o = opts();
+    o.headroom = 0;
+    o.cold_cache_penalty = 0;
+    struct kvg_autoscale_planner *p = make("kvgate", &o);
+    struct kvg_autoscale_decision d;
+    /* 20 req/s at 60% hit: prefill 1.6 + decode 2 = 3.6 replicas' worth */
+    uint32_t ready = 4;
+    int t = 0;
+    for (; t < 300; t += 15) {
+        struct kvg_autoscale_signals s = steady(t, ready, 20);
+        s.cache_hit = 0.6;
+        s.slo_miss = 0.05; /* 5% miss: each replica worth less */
+        kvg_autoscale_plan(p, &s, &d);
+        ready = d.desired;
+    }
+    CHECK(ready >= 6);
+    CHECK(strstr(d.reason, "x1.") != NULL || strstr(d.reason, "x2.00") != NULL);
+    /* No misses for long: it gives the slack back, one replica at a time. */
+    uint32_t high = ready;
+    for (; t < 3600; t += 15) {
+        struct kvg_autoscale_signals s = steady(t, ready, 20);
+        s.cache_hit = 0.6;
+        s.slo_miss = 0;
+        kvg_autoscale_plan(p, &s, &d);
+        CHECK(d.desired + 1 >= ready);
+        ready = d.desired;
+    }
+    CHECK(ready < high);
+    CHECK(ready >= 3); /* the correction stops at 0.6x: 3.6 x 0.6 = 2.2, over 0.8 */
     kvg_autoscale_planner_free(p);
 }

@@ -1,0 +1,132 @@
+/* The autoscaling benchmark (`kvgate bench --scenario diurnal`): a
+ * compressed day of traffic on the offline engine model (sim/sim.h), with a
+ * pool sized by an autoscale planner (autoscale/planner.h) the way kvgate
+ * serve would size it, replica by replica:
+ *
+ *   - traffic: a day shape (DeepSeek's: the daytime peak ~1.23x the mean, a
+ *     night trough), Poisson arrivals at that rate, bursts on top, prompts
+ *     that start with one of a few shared system prompts (Zipf popularity)
+ *     so the prefix cache matters;
+ *   - a replica asked for lands on a warm or cold node (a seeded draw) and
+ *     becomes ready after a start-up drawn from the start-up model
+ *     (autoscale/startup.h, seed 000's vLLM figures); it holds its GPUs from
+ *     the request on, and starts with an empty cache;
+ *   - routing: to a ready replica that served the request's prefix before
+ *     (the approximate knowledge of kvgate's cache-aware policies), unless it
+ *     is loaded past 1.5x the mean + 4, then to the least loaded; with no
+ *     ready replica the request waits in the gateway queue;
+ *   - scale-down cancels replicas still starting first (the latest), then
+ *     drains the ready replica with the fewest requests in flight: no new
+ *     requests, removed when idle (at most drain_s, then its rest is cut);
+ *   - every tick the planner gets the pool's signals over its window.
+ * A request meets the SLO when it finishes with TTFT and its mean
+ * inter-token latency within the targets. Deterministic per seed: the same
+ * options give the same results (but wall_s). */
+#ifndef KVG_BENCH_SCALE_H
+#define KVG_BENCH_SCALE_H
+
+#include <stddef.h>
+#include <stdio.h>
+#include <stdint.h>
+
+#include "autoscale/planner.h"
+#include "sim/sim.h"
+
+#define KVG_BENCH_SCALE_GROUPS 64
+#define KVG_BENCH_SCALE_MAX_REPLICAS 64
+#define KVG_BENCH_SCALE_MAX_PLANNERS 8
+
+struct kvg_bench_scale_opts {
+    uint64_t seed;
+    double day_s;     /* virtual seconds for 24 h (8640: a day at 10x) */
+    double mean_rate; /* requests/s at the day's mean */
+    uint32_t bursts;  /* per day, at seeded times between 08:00 and 22:00 */
+    double burst_s, burst_mult;
+    uint32_t groups;                 /* shared system prompts */
+    double zipf_s;                   /* their popularity */
+    uint32_t prefix_len;             /* tokens of each system prompt */
+    uint32_t suffix_min, suffix_max; /* the request's own tokens, uniform */
+    double osl;                      /* mean output tokens (geometric), ignore_eos */
+    uint32_t osl_max;
+    struct kvg_sim_profile profile;
+    uint32_t gpus_per_replica;
+    /* Start-ups: node mix and the start-up model's model name. */
+    char startup_model[64];
+    double cold_share, fetch_share;
+    double startup_fixed_s; /* > 0: every start-up takes exactly this */
+    /* The planner and its options (targets, profile, limits). */
+    char planner[32];
+    struct kvg_autoscale_opts aopts;
+    double tick_s;    /* signals to the planner, 5 s */
+    double window_s;  /* rates and latencies over the last window, 0: the planner's interval */
+    double young_s;   /* a replica is young (empty cache) this long after ready, 60 s */
+    double drain_s;   /* 120 s */
+    double timeout_s; /* a request without a first token is given up after this, 120 s */
+    double ramp_from_h, ramp_to_h; /* the morning ramp, 05:00-11:00 */
+    uint32_t timeline_points;      /* 288 */
+    int flat;                      /* calibration: the rate is mean_rate all day, no bursts */
+    double knee_rps; /* requests/s one replica serves within the SLO (0: measure it) */
+    int trace;       /* every decision and its reason to stderr */
+};
+
+struct kvg_bench_scale_result {
+    char planner[32];
+    int status; /* 0 ran; KVG_ENOTFOUND unknown planner */
+    uint64_t requests, met, failed, ramp_requests, ramp_met;
+    double slo_attainment, ramp_slo_attainment;
+    double gpu_hours, replica_hours, mean_replicas, static_peak;
+    double load_per_rps; /* replicas' worth of 1 req/s: 1 / knee_rps */
+    double knee_rps;
+    uint32_t scale_events, added, removed, cancelled, max_replicas;
+    double ttft_p50_s, ttft_p90_s, ttft_p99_s, itl_p90_s, ramp_ttft_p90_s;
+    double cache_hit;
+    double wall_s;
+    /* Timeline: n points over the day (owned): arrival rate, desired,
+     * ready and starting replicas. */
+    size_t n;
+    double *t_h, *rate, *desired, *ready, *starting;
+    char last_reason[KVG_AUTOSCALE_REASON];
+};
+
+/* The scenario's defaults (see bench/results/autoscale.md for why). */
+void kvg_bench_scale_opts_default(struct kvg_bench_scale_opts *o);
+/* The day's shape at hour h (0..24), mean 1 over the day. */
+double kvg_bench_scale_shape(double h);
+/* Replicas the pool needs at the day's highest rate (bursts included) by
+ * the planners' profile, headroom included: what static provisioning buys. */
+uint32_t kvg_bench_scale_static_peak(const struct kvg_bench_scale_opts *o);
+
+/* Measures knee_rps: the highest flat rate (bisection, 0.25 req/s) at
+ * which one replica meets the SLO for 99% of requests over 600 s, what
+ * Dynamo's profiler does for its throughput at the targets. 0 or a
+ * negative code. */
+int kvg_bench_scale_calibrate(const struct kvg_bench_scale_opts *o, double *knee_rps);
+/* Runs one planner over the day. 0 (out->status says whether the planner
+ * exists) or a negative code with err set. out is the caller's:
+ * kvg_bench_scale_result_free. */
+int kvg_bench_scale_run(const struct kvg_bench_scale_opts *o, struct kvg_bench_scale_result *out,
+                        char *err, size_t errlen);
+void kvg_bench_scale_result_free(struct kvg_bench_scale_result *r);
+
+/* Reports (scale_report.c). The caller's FILE, never closed; 0 or -EIO. */
+int kvg_bench_scale_json(const struct kvg_bench_scale_result *r, size_t n,
+                         const struct kvg_bench_scale_opts *o, FILE *f);
+/* The markdown report: setup, the table, the goal's checks (goal_check),
+ * and the plot (svg: a file name to link, may be NULL). */
+int kvg_bench_scale_md(const struct kvg_bench_scale_result *r, size_t n,
+                       const struct kvg_bench_scale_opts *o, const char *command, const char *svg,
+                       FILE *f);
+/* Issue 16's goal over the planners that ran: kvgate >= 99% SLO attainment,
+ * <= 0.9x sla's GPU-hours and well below (<= 0.85x) static's, and meeting
+ * the SLO through the morning ramp where queue does not. One markdown
+ * bullet per check into f (may be NULL); the number failed, or -1 when
+ * kvgate, sla, static and queue did not all run. */
+int kvg_bench_scale_goal(const struct kvg_bench_scale_result *r, size_t n, FILE *f);
+/* Replicas (ready solid, desired dashed) and the load over the day, one
+ * panel per planner. */
+int kvg_bench_scale_svg(const struct kvg_bench_scale_result *r, size_t n, FILE *f);
+
+/* `kvgate bench --scenario diurnal ...` (scale_cli.c): exit status. */
+int kvg_bench_scale_main(int argc, char **argv);
+
+#endif

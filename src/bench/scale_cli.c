@@ -1,0 +1,282 @@
+/* `kvgate bench --scenario diurnal`: flags, one run per planner (a few at a
+ * time on threads), and the reports. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/err.h"
+#include "base/log.h"
+#include "bench/scale.h"
+
+struct cfg {
+    struct kvg_bench_scale_opts o;
+    char planners[KVG_BENCH_SCALE_MAX_PLANNERS][32];
+    size_t n;
+    char json[512], md[512], svg[512], command[2048];
+    int jobs, quiet;
+};
+
+static void usage(FILE *f)
+{
+    fprintf(
+        f,
+        "usage: kvgate bench --scenario diurnal [--planners static,queue,sla,kvgate] [flags]\n"
+        "  --planners LIST     planners to compare (%s; queue-waiting: queue's waiting preset)\n"
+        "  --seed N            workload, start-ups and engines (1)\n"
+        "  --day-secs S        virtual seconds for 24 h (8640)\n"
+        "  --mean-rate R       requests/s at the day's mean (40)\n"
+        "  --bursts N          bursts per day (6), --burst-secs S (90), --burst-mult X (1.5)\n"
+        "  --cold-share X      share of new replicas on cold nodes (0.5; the rest warm)\n"
+        "  --fetch-share X     share on nodes that fetch image and weights (0)\n"
+        "  --startup-secs S    every start-up takes exactly S (default: drawn)\n"
+        "  --ttft S / --itl S  SLO targets (1.0 / 0.05)\n"
+        "  --queue-preset P    llm-d (default) or waiting\n"
+        "  --sla-predictor P   constant (default), moving_average, seasonal_trend\n"
+        "  --json FILE --markdown FILE --svg FILE   reports\n"
+        "  --static-replicas N static's count (default: the day's peak by the profile)\n"
+        "  --jobs N            planners run at once (2)\n"
+        "  --trace             every planner decision and its reason to stderr\n",
+        kvg_autoscale_planner_names());
+}
+
+static int parse(struct cfg *c, int argc, char **argv)
+{
+    kvg_bench_scale_opts_default(&c->o);
+    c->jobs = 2;
+    size_t off = 0;
+    for (int i = 0; i < argc; i++) {
+        int k = snprintf(c->command + off, sizeof c->command - off, "%s%s", i ? " " : "", argv[i]);
+        if (k > 0 && off + (size_t)k < sizeof c->command) off += (size_t)k;
+    }
+    const char *planners = "static,queue,sla,kvgate";
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage(stdout);
+            return 1;
+        }
+        if (!strcmp(a, "--quiet")) {
+            c->quiet = 1;
+            continue;
+        }
+        if (!strcmp(a, "--trace")) {
+            c->o.trace = 1;
+            continue;
+        }
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!v) {
+            fprintf(stderr, "kvgate bench: %s needs a value\n", a);
+            return -1;
+        }
+        i++;
+        double d = 0;
+        int num = kvg_parse_double(v, &d) == 0;
+        struct kvg_bench_scale_opts *o = &c->o;
+        if (!strcmp(a, "--scenario")) {
+            if (strcmp(v, "diurnal")) return -1;
+        } else if (!strcmp(a, "--planners")) {
+            planners = v;
+        } else if (!strcmp(a, "--json")) {
+            snprintf(c->json, sizeof c->json, "%s", v);
+        } else if (!strcmp(a, "--markdown")) {
+            snprintf(c->md, sizeof c->md, "%s", v);
+        } else if (!strcmp(a, "--svg")) {
+            snprintf(c->svg, sizeof c->svg, "%s", v);
+        } else if (!strcmp(a, "--queue-preset")) {
+            snprintf(o->aopts.queue_preset, sizeof o->aopts.queue_preset, "%s", v);
+        } else if (!strcmp(a, "--sla-predictor")) {
+            int k = kvg_autoscale_pred_parse(v);
+            if (k < 0) {
+                fprintf(stderr, "kvgate bench: unknown predictor '%s'\n", v);
+                return -1;
+            }
+            o->aopts.sla_predictor = (enum kvg_autoscale_pred_kind)k;
+            /* A season is a day: in sla intervals. */
+            o->aopts.sla_period = (uint32_t)(o->day_s / 180);
+        } else if (!num) {
+            fprintf(stderr, "kvgate bench: %s: '%s' is not a number (or unknown flag)\n", a, v);
+            return -1;
+        } else if (!strcmp(a, "--seed") && d >= 0) {
+            o->seed = (uint64_t)d;
+        } else if (!strcmp(a, "--day-secs") && d >= 60) {
+            o->day_s = d;
+        } else if (!strcmp(a, "--mean-rate") && d > 0) {
+            o->mean_rate = d;
+        } else if (!strcmp(a, "--bursts") && d >= 0 && d <= 64) {
+            o->bursts = (uint32_t)d;
+        } else if (!strcmp(a, "--burst-secs") && d > 0) {
+            o->burst_s = d;
+        } else if (!strcmp(a, "--burst-mult") && d >= 1) {
+            o->burst_mult = d;
+        } else if (!strcmp(a, "--cold-share") && d >= 0 && d <= 1) {
+            o->cold_share = d;
+        } else if (!strcmp(a, "--fetch-share") && d >= 0 && d <= 1) {
+            o->fetch_share = d;
+        } else if (!strcmp(a, "--startup-secs") && d >= 0) {
+            o->startup_fixed_s = d;
+        } else if (!strcmp(a, "--ttft") && d > 0) {
+            o->aopts.ttft_target_s = d;
+        } else if (!strcmp(a, "--itl") && d > 0) {
+            o->aopts.itl_target_s = d;
+        } else if (!strcmp(a, "--static-replicas") && d >= 1 && d <= KVG_BENCH_SCALE_MAX_REPLICAS) {
+            o->aopts.static_replicas = (uint32_t)d;
+        } else if (!strcmp(a, "--jobs") && d >= 1 && d <= 64) {
+            c->jobs = (int)d;
+        } else {
+            fprintf(stderr, "kvgate bench: bad flag or value: %s %s\n", a, v);
+            return -1;
+        }
+    }
+    if (c->o.cold_share + c->o.fetch_share > 1) {
+        fprintf(stderr, "kvgate bench: --cold-share + --fetch-share > 1\n");
+        return -1;
+    }
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", planners);
+    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        if (c->n == KVG_BENCH_SCALE_MAX_PLANNERS) {
+            fprintf(stderr, "kvgate bench: at most %d planners\n", KVG_BENCH_SCALE_MAX_PLANNERS);
+            return -1;
+        }
+        snprintf(c->planners[c->n++], sizeof c->planners[0], "%s", t);
+    }
+    return c->n ? 0 : -1;
+}
+
+struct job {
+    struct kvg_bench_scale_opts o;
+    struct kvg_bench_scale_result r;
+    int rc;
+    char err[256];
+};
+
+struct pool {
+    struct job *jobs;
+    size_t n, next;
+    pthread_mutex_t mu;
+};
+
+static void *worker(void *arg)
+{
+    struct pool *p = arg;
+    for (;;) {
+        pthread_mutex_lock(&p->mu);
+        size_t i = p->next++;
+        pthread_mutex_unlock(&p->mu);
+        if (i >= p->n) return NULL;
+        struct job *j = &p->jobs[i];
+        j->rc = kvg_bench_scale_run(&j->o, &j->r, j->err, sizeof j->err);
+    }
+}
+
+static int write_file(const char *path,
+                      int (*fn)(const struct kvg_bench_scale_result *, size_t, const struct cfg *,
+                                FILE *),
+                      const struct kvg_bench_scale_result *r, size_t n, const struct cfg *c)
+{
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        fprintf(stderr, "kvgate bench: %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    int rc = fn(r, n, c, f);
+    if (fclose(f) || rc) {
+        fprintf(stderr, "kvgate bench: writing %s failed\n", path);
+        return -1;
+    }
+    return 0;
+}
+
+static int json_of(const struct kvg_bench_scale_result *r, size_t n, const struct cfg *c, FILE *f)
+{
+    return kvg_bench_scale_json(r, n, &c->o, f);
+}
+
+static int svg_of(const struct kvg_bench_scale_result *r, size_t n, const struct cfg *c, FILE *f)
+{
+    (void)c;
+    return kvg_bench_scale_svg(r, n, f);
+}
+
+static int md_of(const struct kvg_bench_scale_result *r, size_t n, const struct cfg *c, FILE *f)
+{
+    const char *svg = NULL;
+    if (c->svg[0]) {
+        svg = strrchr(c->svg, '/');
+        svg = svg ? svg + 1 : c->svg;
+    }
+    return kvg_bench_scale_md(r, n, &c->o, c->command, svg, f);
+}
+
+int kvg_bench_scale_main(int argc, char **argv)
+{
+    struct cfg *c = calloc(1, sizeof *c);
+    if (!c) return 1;
+    int rc = parse(c, argc, argv);
+    if (rc) {
+        if (rc < 0) usage(stderr);
+        free(c);
+        return rc > 0 ? 0 : 2;
+    }
+    kvg_log_set_level(KVG_LOG_WARN);
+    /* One calibration for every planner: they share the profile. */
+    if (!(c->o.knee_rps > 0) && kvg_bench_scale_calibrate(&c->o, &c->o.knee_rps)) {
+        fprintf(stderr, "kvgate bench: calibrating one replica failed\n");
+        free(c);
+        return 1;
+    }
+    if (!c->quiet)
+        printf("one replica meets the SLO up to %.2f req/s of this workload (the planners' "
+               "profile)\n",
+               c->o.knee_rps);
+    struct pool p = {.n = c->n, .mu = PTHREAD_MUTEX_INITIALIZER};
+    p.jobs = calloc(c->n, sizeof *p.jobs);
+    if (!p.jobs) {
+        free(c);
+        return 1;
+    }
+    for (size_t i = 0; i < c->n; i++) {
+        p.jobs[i].o = c->o;
+        snprintf(p.jobs[i].o.planner, sizeof p.jobs[i].o.planner, "%s", c->planners[i]);
+    }
+    int nt = c->jobs < (int)c->n ? c->jobs : (int)c->n;
+    pthread_t th[64];
+    int started = 0;
+    for (int i = 0; i < nt; i++)
+        if (!pthread_create(&th[i], NULL, worker, &p)) started++;
+    if (!started) worker(&p);
+    for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
+    int status = 0;
+    struct kvg_bench_scale_result *res = calloc(c->n, sizeof *res);
+    if (!res) status = 1;
+    for (size_t i = 0; res && i < c->n; i++) {
+        res[i] = p.jobs[i].r;
+        struct job *j = &p.jobs[i];
+        if (j->rc) {
+            fprintf(stderr, "kvgate bench: %s: %s\n", c->planners[i], j->err);
+            status = 1;
+        } else if (j->r.status == KVG_ENOTFOUND) {
+            fprintf(stderr, "kvgate bench: planner '%s' is not in this build (known: %s)\n",
+                    c->planners[i], kvg_autoscale_planner_names());
+        } else if (!c->quiet) {
+            const struct kvg_bench_scale_result *r = &j->r;
+            printf("%-8s slo %.4f (ramp %.4f)  gpu-h %.2f  replicas mean %.2f max %u  events %u  "
+                   "ttft p90 %.3f s  itl p90 %.4f s  hit %.2f  failed %llu  (%.1f s)\n",
+                   r->planner, r->slo_attainment, r->ramp_slo_attainment, r->gpu_hours,
+                   r->mean_replicas, r->max_replicas, r->scale_events, r->ttft_p90_s, r->itl_p90_s,
+                   r->cache_hit, (unsigned long long)r->failed, r->wall_s);
+        }
+    }
+    if (res && !status) {
+        if (c->json[0] && write_file(c->json, json_of, res, c->n, c)) status = 1;
+        if (c->svg[0] && write_file(c->svg, svg_of, res, c->n, c)) status = 1;
+        if (c->md[0] && write_file(c->md, md_of, res, c->n, c)) status = 1;
+    }
+    for (size_t i = 0; i < c->n; i++) kvg_bench_scale_result_free(&p.jobs[i].r);
+    free(res);
+    free(p.jobs);
+    free(c);
+    return status;
+}

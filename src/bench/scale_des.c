@@ -1,0 +1,783 @@
+/* The autoscaling benchmark's event loop (scale.h): arrivals, engine steps,
+ * replicas becoming ready, and planner ticks in virtual time. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/err.h"
+#include "bench/scale_int.h"
+#include "bench/stats.h"
+
+enum { R_STARTING, R_READY, R_DRAINING, R_GONE };
+enum { Q_GATEWAY, Q_ENGINE, Q_DONE, Q_FAILED };
+
+struct rq {
+    struct scale_req r;
+    int rep;
+    uint8_t state, first;
+    uint32_t ntok;
+    double t_first, t_last;
+};
+
+struct rep {
+    int state;
+    enum kvg_autoscale_node node;
+    double asked, ready_at, drain_at, gone;
+    struct kvg_sim *e;
+    int stepping;
+    double busy_until;
+    struct kvg_sim_step st;
+    uint32_t inflight;
+    uint64_t groups; /* prefixes routed here: what a router would believe is cached */
+};
+
+/* One tick's sums, for windowed rates. */
+struct bucket {
+    double arrivals, prompt_tokens, max_tokens, out_tokens;
+    double firsts, ttft_sum, cached, first_prompt, finished, itl_sum, missed;
+};
+
+/* Latency samples with their times, for windowed percentiles. */
+struct lat_ring {
+    double t[1 << 16], v[1 << 16];
+    size_t n, head;
+};
+
+struct run {
+    const struct kvg_bench_scale_opts *o;
+    struct kvg_bench_scale_result *out;
+    struct scale_wl wl;
+    struct scale_req next;
+    int have_next;
+    struct rq *rq;
+    size_t nrq, caprq;
+    struct rep *rep;
+    size_t nrep, caprep;
+    int *act; /* indices of reps not gone */
+    size_t nact;
+    uint64_t *gq; /* gateway queue: request ids, FIFO */
+    size_t gq_head, gq_tail, gq_cap;
+    uint64_t sweep;
+    uint32_t *prompt;
+    struct kvg_autoscale_planner *pl;
+    struct kvg_autoscale_startup su;
+    struct kvg_rng rng;
+    struct bucket *b;
+    size_t nb, bcur;
+    struct lat_ring *ttft, *itl;
+    double *scratch;
+    double inflight_prompt;
+    uint32_t last_desired;
+    int have_desired;
+    struct kvg_bench_samples all_ttft, ramp_ttft, all_itl;
+    double hit_cached, hit_prompt;
+    size_t tl_next;
+    double tl_arrivals;
+};
+
+static void lat_put(struct lat_ring *L, double t, double v)
+{
+    size_t cap = sizeof L->t / sizeof L->t[0];
+    size_t i = (L->head + L->n) % cap;
+    if (L->n == cap)
+        L->head = (L->head + 1) % cap;
+    else
+        L->n++;
+    L->t[i] = t;
+    L->v[i] = v;
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Mean and p90 of the samples since `since`; -1 when none. */
+static void lat_window(struct run *R, struct lat_ring *L, double since, double *mean, double *p90)
+{
+    size_t cap = sizeof L->t / sizeof L->t[0], k = 0;
+    double s = 0;
+    for (size_t j = L->n; j-- > 0;) {
+        size_t i = (L->head + j) % cap;
+        if (L->t[i] < since) break;
+        R->scratch[k++] = L->v[i];
+        s += L->v[i];
+    }
+    if (!k) {
+        *mean = *p90 = -1;
+        return;
+    }
+    qsort(R->scratch, k, sizeof *R->scratch, cmp_d);
+    *mean = s / (double)k;
+    *p90 = R->scratch[(size_t)ceil(0.9 * (double)k) - 1];
+}
+
+static struct bucket *cur_bucket(struct run *R)
+{
+    return &R->b[R->bcur % R->nb];
+}
+
+static int add_rep(struct run *R, double t)
+{
+    if (R->nact >= KVG_BENCH_SCALE_MAX_REPLICAS) return 0;
+    if (R->nrep == R->caprep) {
+        size_t c = R->caprep ? R->caprep * 2 : 64;
+        struct rep *v = realloc(R->rep, c * sizeof *v);
+        if (!v) return -ENOMEM;
+        R->rep = v;
+        R->caprep = c;
+    }
+    struct rep *p = &R->rep[R->nrep];
+    memset(p, 0, sizeof *p);
+    const struct kvg_bench_scale_opts *o = R->o;
+    double u = kvg_rng_double(&R->rng);
+    p->node = u < o->cold_share                    ? KVG_AUTOSCALE_COLD
+              : u < o->cold_share + o->fetch_share ? KVG_AUTOSCALE_FETCH
+                                                   : KVG_AUTOSCALE_WARM;
+    double su = o->startup_fixed_s > 0
+                    ? o->startup_fixed_s
+                    : kvg_autoscale_startup_draw(&R->su, o->startup_model, p->node, &R->rng);
+    p->asked = t;
+    p->ready_at = t + su;
+    p->state = R_STARTING;
+    R->act[R->nact++] = (int)R->nrep++;
+    R->out->added++;
+    return 0;
+}
+
+static int make_ready(struct run *R, struct rep *p, uint64_t seed)
+{
+    struct kvg_sim_config c;
+    kvg_sim_config_init(&c, &R->o->profile);
+    c.seed = seed;
+    c.emit_events = 0;
+    int rc = kvg_sim_create(&c, &p->e);
+    if (rc) return rc;
+    p->state = R_READY;
+    return 0;
+}
+
+static void drop_act(struct run *R, int idx)
+{
+    for (size_t i = 0; i < R->nact; i++)
+        if (R->act[i] == idx) {
+            memmove(R->act + i, R->act + i + 1, (R->nact - i - 1) * sizeof *R->act);
+            R->nact--;
+            return;
+        }
+}
+
+static void gone(struct run *R, int idx, double t)
+{
+    struct rep *p = &R->rep[idx];
+    p->state = R_GONE;
+    p->gone = t;
+    if (p->e) kvg_sim_free(p->e);
+    p->e = NULL;
+    drop_act(R, idx);
+}
+
+/* A request that will not be served: counted as missed. */
+static void fail(struct run *R, struct rq *q)
+{
+    if (!q->first) R->inflight_prompt -= q->r.prompt_len;
+    if (q->state == Q_ENGINE && q->rep >= 0) {
+        struct rep *p = &R->rep[q->rep];
+        if (p->e) kvg_sim_abort(p->e, (uint64_t)(q - R->rq));
+        if (p->inflight) p->inflight--;
+    }
+    q->state = Q_FAILED;
+    R->out->failed++;
+    cur_bucket(R)->missed++;
+    cur_bucket(R)->finished++;
+}
+
+static int start_step(struct rep *p, double t)
+{
+    kvg_sim_step(p->e, t, &p->st);
+    p->stepping = 1;
+    p->busy_until = t + p->st.duration;
+    return 0;
+}
+
+/* Sends request id to a ready replica (the caller knows one exists). */
+static int route(struct run *R, uint64_t id, double t)
+{
+    struct rq *q = &R->rq[id];
+    double sum = 0;
+    size_t n = 0;
+    for (size_t i = 0; i < R->nact; i++) {
+        struct rep *p = &R->rep[R->act[i]];
+        if (p->state != R_READY) continue;
+        sum += p->inflight;
+        n++;
+    }
+    double bound = 1.5 * (n ? sum / (double)n : 0) + 4;
+    int best = -1, any = -1;
+    uint64_t bit = 1ull << q->r.group;
+    for (size_t i = 0; i < R->nact; i++) {
+        int k = R->act[i];
+        struct rep *p = &R->rep[k];
+        if (p->state != R_READY) continue;
+        if (any < 0 || p->inflight < R->rep[any].inflight) any = k;
+        if ((p->groups & bit) && p->inflight <= bound &&
+            (best < 0 || p->inflight < R->rep[best].inflight))
+            best = k;
+    }
+    if (best < 0) best = any;
+    if (best < 0) return KVG_ENOWORKER;
+    struct rep *p = &R->rep[best];
+    p->groups |= bit;
+    scale_wl_prompt(&R->wl, &q->r, R->prompt);
+    struct kvg_sim_request sr = {.id = id,
+                                 .prompt = R->prompt,
+                                 .prompt_len = q->r.prompt_len,
+                                 .max_tokens = q->r.max_tokens,
+                                 .ignore_eos = 1,
+                                 .arrival = q->r.arrival};
+    int rc = kvg_sim_submit(p->e, &sr);
+    if (rc == -ENOMEM) return rc;
+    if (rc) {
+        fail(R, q);
+        return 0;
+    }
+    q->state = Q_ENGINE;
+    q->rep = best;
+    p->inflight++;
+    if (!p->stepping) start_step(p, t);
+    return 0;
+}
+
+static int has_ready(const struct run *R)
+{
+    for (size_t i = 0; i < R->nact; i++)
+        if (R->rep[R->act[i]].state == R_READY) return 1;
+    return 0;
+}
+
+static int gq_push(struct run *R, uint64_t id)
+{
+    if (R->gq_tail == R->gq_cap) {
+        size_t c = R->gq_cap ? R->gq_cap * 2 : 1024;
+        uint64_t *v = realloc(R->gq, c * sizeof *v);
+        if (!v) return -ENOMEM;
+        R->gq = v;
+        R->gq_cap = c;
+    }
+    R->gq[R->gq_tail++] = id;
+    return 0;
+}
+
+static int gq_drain(struct run *R, double t)
+{
+    while (R->gq_head < R->gq_tail && has_ready(R)) {
+        uint64_t id = R->gq[R->gq_head++];
+        if (R->rq[id].state != Q_GATEWAY) continue;
+        int rc = route(R, id, t);
+        if (rc) return rc;
+    }
+    if (R->gq_head == R->gq_tail) R->gq_head = R->gq_tail = 0;
+    return 0;
+}
+
+static size_t gq_len(const struct run *R)
+{
+    size_t n = 0;
+    for (size_t i = R->gq_head; i < R->gq_tail; i++) n += R->rq[R->gq[i]].state == Q_GATEWAY;
+    return n;
+}
+
+static int arrive(struct run *R)
+{
+    if (R->nrq == R->caprq) {
+        size_t c = R->caprq ? R->caprq * 2 : 65536;
+        struct rq *v = realloc(R->rq, c * sizeof *v);
+        if (!v) return -ENOMEM;
+        R->rq = v;
+        R->caprq = c;
+    }
+    uint64_t id = R->nrq++;
+    struct rq *q = &R->rq[id];
+    memset(q, 0, sizeof *q);
+    q->r = R->next;
+    q->rep = -1;
+    q->state = Q_GATEWAY;
+    double t = q->r.arrival;
+    struct bucket *b = cur_bucket(R);
+    b->arrivals++;
+    b->prompt_tokens += q->r.prompt_len;
+    b->max_tokens += q->r.max_tokens;
+    R->tl_arrivals++;
+    R->inflight_prompt += q->r.prompt_len;
+    R->have_next = scale_wl_next(&R->wl, &R->next) == 0;
+    if (!has_ready(R)) return gq_push(R, id);
+    return route(R, id, t);
+}
+
+static void finish(struct run *R, struct rq *q, double t)
+{
+    const struct kvg_bench_scale_opts *o = R->o;
+    q->state = Q_DONE;
+    double itl = q->ntok > 1 ? (q->t_last - q->t_first) / (q->ntok - 1) : 0;
+    double ttft = q->t_first - q->r.arrival;
+    struct bucket *b = cur_bucket(R);
+    b->finished++;
+    b->itl_sum += itl;
+    lat_put(R->itl, t, itl);
+    kvg_bench_samples_add(&R->all_itl, itl);
+    int ok = ttft <= o->aopts.ttft_target_s && itl <= o->aopts.itl_target_s;
+    R->out->met += ok;
+    b->missed += !ok;
+    double h = q->r.arrival / o->day_s * 24;
+    if (h >= o->ramp_from_h && h < o->ramp_to_h) R->out->ramp_met += ok;
+}
+
+static int step_end(struct run *R, int k, double t)
+{
+    struct rep *p = &R->rep[k];
+    for (size_t i = 0; i < p->st.n_updates; i++) {
+        const struct kvg_sim_update *u = &p->st.updates[i];
+        struct rq *q = &R->rq[u->id];
+        if (q->state != Q_ENGINE) continue;
+        if (u->flags & KVG_SIM_UP_TOKEN) {
+            struct bucket *b = cur_bucket(R);
+            b->out_tokens++;
+            if (!q->first) {
+                q->first = 1;
+                q->t_first = t;
+                R->inflight_prompt -= q->r.prompt_len;
+                double ttft = t - q->r.arrival;
+                b->firsts++;
+                b->ttft_sum += ttft;
+                b->cached += u->cached_tokens;
+                b->first_prompt += q->r.prompt_len;
+                R->hit_cached += u->cached_tokens;
+                R->hit_prompt += q->r.prompt_len;
+                lat_put(R->ttft, t, ttft);
+                kvg_bench_samples_add(&R->all_ttft, ttft);
+                double h = q->r.arrival / R->o->day_s * 24;
+                if (h >= R->o->ramp_from_h && h < R->o->ramp_to_h)
+                    kvg_bench_samples_add(&R->ramp_ttft, ttft);
+            }
+            q->t_last = t;
+            q->ntok++;
+        }
+        if (u->flags & KVG_SIM_UP_FINISHED) {
+            finish(R, q, t);
+            if (p->inflight) p->inflight--;
+        }
+    }
+    p->st.n_updates = 0;
+    if (kvg_sim_idle(p->e)) {
+        p->stepping = 0;
+        if (p->state == R_DRAINING && p->inflight == 0) gone(R, k, t);
+        return 0;
+    }
+    return start_step(p, t);
+}
+
+/* Requests past the timeout without a first token, and drains past theirs. */
+static void expire(struct run *R, double t)
+{
+    const struct kvg_bench_scale_opts *o = R->o;
+    for (; R->sweep < R->nrq; R->sweep++) {
+        struct rq *q = &R->rq[R->sweep];
+        if (q->state == Q_DONE || q->state == Q_FAILED || q->first) continue;
+        if (q->r.arrival + o->timeout_s > t) break;
+        fail(R, q);
+    }
+    for (size_t i = 0; i < R->nact;) {
+        int k = R->act[i];
+        struct rep *p = &R->rep[k];
+        if (p->state == R_DRAINING && t >= p->drain_at + o->drain_s) {
+            /* Bounded drain: what is still running is cut. */
+            for (uint64_t id = 0; p->inflight && id < R->nrq; id++) {
+                struct rq *q = &R->rq[id];
+                if (q->state == Q_ENGINE && q->rep == k) fail(R, q);
+            }
+            gone(R, k, t);
+            continue;
+        }
+        i++;
+    }
+}
+
+static void signals(struct run *R, double t, double window, struct kvg_autoscale_signals *s,
+                    double *eta)
+{
+    memset(s, 0, sizeof *s);
+    s->now = t;
+    uint32_t ns = 0;
+    for (size_t i = 0; i < R->nact; i++) {
+        struct rep *p = &R->rep[R->act[i]];
+        if (p->state == R_STARTING) {
+            eta[ns++] = p->ready_at;
+            continue;
+        }
+        if (p->state == R_READY) {
+            s->ready++;
+            if (t - p->ready_at < R->o->young_s) s->young++;
+        } else {
+            s->draining++;
+        }
+        struct kvg_sim_metrics m;
+        kvg_sim_get_metrics(p->e, &m);
+        s->waiting += m.num_waiting;
+        s->running += m.num_running;
+        s->kv_usage_sum += m.kv_usage;
+    }
+    s->starting = ns;
+    s->starting_eta = eta;
+    s->queued = (double)gq_len(R);
+    s->inflight_prompt_tokens = R->inflight_prompt;
+    size_t nb = (size_t)ceil(window / R->o->tick_s);
+    if (nb > R->nb - 1) nb = R->nb - 1;
+    if (nb > R->bcur) nb = R->bcur;
+    struct bucket sum = {0};
+    for (size_t j = 1; j <= nb; j++) {
+        const struct bucket *b = &R->b[(R->bcur - j) % R->nb];
+        sum.arrivals += b->arrivals;
+        sum.prompt_tokens += b->prompt_tokens;
+        sum.max_tokens += b->max_tokens;
+        sum.out_tokens += b->out_tokens;
+        sum.cached += b->cached;
+        sum.first_prompt += b->first_prompt;
+        sum.finished += b->finished;
+        sum.missed += b->missed;
+    }
+    double w = nb ? (double)nb * R->o->tick_s : 1;
+    s->arrival_rate = sum.arrivals / w;
+    s->input_tps = sum.prompt_tokens / w;
+    s->output_tps = sum.out_tokens / w;
+    s->isl = sum.arrivals ? sum.prompt_tokens / sum.arrivals : 0;
+    s->osl = sum.arrivals ? sum.max_tokens / sum.arrivals : 0;
+    s->cache_hit = sum.first_prompt > 0 ? sum.cached / sum.first_prompt : 0;
+    s->slo_miss = sum.finished > 0 ? sum.missed / sum.finished : -1;
+    lat_window(R, R->ttft, t - w, &s->ttft_mean, &s->ttft_p90);
+    lat_window(R, R->itl, t - w, &s->itl_mean, &s->itl_p90);
+}
+
+/* Moves the pool toward `desired`: asks for replicas, or cancels starting
+ * ones (the latest first), then drains the least busy ready ones. */
+static int actuate(struct run *R, uint32_t desired, double t)
+{
+    uint32_t ready = 0, starting = 0;
+    for (size_t i = 0; i < R->nact; i++) {
+        int st = R->rep[R->act[i]].state;
+        ready += st == R_READY;
+        starting += st == R_STARTING;
+    }
+    uint32_t cur = ready + starting;
+    int rc;
+    for (; cur < desired; cur++)
+        if ((rc = add_rep(R, t))) return rc;
+    while (cur > desired) {
+        int pick = -1;
+        for (size_t i = 0; i < R->nact; i++) {
+            int k = R->act[i];
+            const struct rep *p = &R->rep[k];
+            if (p->state == R_STARTING && (pick < 0 || p->ready_at > R->rep[pick].ready_at))
+                pick = k;
+        }
+        if (pick >= 0) {
+            gone(R, pick, t);
+            R->out->cancelled++;
+            cur--;
+            continue;
+        }
+        for (size_t i = 0; i < R->nact; i++) {
+            int k = R->act[i];
+            const struct rep *p = &R->rep[k];
+            if (p->state == R_READY && (pick < 0 || p->inflight < R->rep[pick].inflight)) pick = k;
+        }
+        if (pick < 0) break;
+        struct rep *p = &R->rep[pick];
+        p->state = R_DRAINING;
+        p->drain_at = t;
+        R->out->removed++;
+        if (p->inflight == 0 && !p->stepping) gone(R, pick, t);
+        cur--;
+    }
+    return 0;
+}
+
+static void timeline(struct run *R, double t, uint32_t desired)
+{
+    struct kvg_bench_scale_result *r = R->out;
+    double step = R->o->day_s / (double)r->n;
+    while (R->tl_next < r->n && t >= (double)(R->tl_next + 1) * step) {
+        size_t i = R->tl_next++;
+        uint32_t ready = 0, starting = 0;
+        for (size_t j = 0; j < R->nact; j++) {
+            ready += R->rep[R->act[j]].state == R_READY;
+            starting += R->rep[R->act[j]].state == R_STARTING;
+        }
+        r->t_h[i] = (double)(i + 1) * step / R->o->day_s * 24;
+        r->rate[i] = R->tl_arrivals / step;
+        r->desired[i] = desired;
+        r->ready[i] = ready;
+        r->starting[i] = starting;
+        R->tl_arrivals = 0;
+    }
+}
+
+static int tick(struct run *R, double t)
+{
+    expire(R, t);
+    double window = R->o->window_s;
+    if (!(window > 0)) {
+        double iv = R->pl->o.interval_s;
+        if (!(iv > 0)) iv = !strcmp(R->o->planner, "sla") ? 180 : 30;
+        window = iv > 30 ? iv : 30;
+    }
+    double eta[KVG_BENCH_SCALE_MAX_REPLICAS];
+    struct kvg_autoscale_signals s;
+    signals(R, t, window, &s, eta);
+    struct kvg_autoscale_decision d;
+    int rc = kvg_autoscale_plan(R->pl, &s, &d);
+    if (rc) return rc;
+    if (d.acted && R->have_desired && d.desired != R->last_desired) R->out->scale_events++;
+    if (d.acted) snprintf(R->out->last_reason, sizeof R->out->last_reason, "%s", d.reason);
+    if (d.acted && R->o->trace) fprintf(stderr, "%s %.0f s: %s\n", R->o->planner, t, d.reason);
+    R->last_desired = d.desired;
+    R->have_desired = 1;
+    if ((rc = actuate(R, d.desired, t))) return rc;
+    timeline(R, t, d.desired);
+    R->bcur++;
+    memset(cur_bucket(R), 0, sizeof(struct bucket));
+    return 0;
+}
+
+static int setup(struct run *R, char *err, size_t errlen)
+{
+    const struct kvg_bench_scale_opts *o = R->o;
+    struct kvg_bench_scale_result *out = R->out;
+    int rc = scale_wl_init(&R->wl, o);
+    if (rc) return kvg_err_set(err, errlen, rc, "workload: %s", kvg_strerror(rc));
+    R->have_next = scale_wl_next(&R->wl, &R->next) == 0;
+    kvg_autoscale_startup_init(&R->su);
+    kvg_rng_seed(&R->rng, o->seed * 31 + 7);
+    struct kvg_autoscale_opts a = o->aopts;
+    scale_derive_profile(o, o->knee_rps, &a.prof);
+    /* The llm-d recipe calibrates V_P as the peak prefill throughput. */
+    if (!(a.queue_peak_prefill_tps > 0)) {
+        struct kvg_autoscale_profile raw;
+        scale_derive_profile(o, 0, &raw);
+        a.queue_peak_prefill_tps = raw.prefill_tps;
+    }
+    snprintf(a.model, sizeof a.model, "%s", o->startup_model);
+    a.cold_share = o->cold_share;
+    a.fetch_share = o->fetch_share;
+    a.startup = &R->su;
+    uint32_t peak = kvg_bench_scale_static_peak(o);
+    out->static_peak = peak;
+    out->load_per_rps = scale_load_per_rps(o);
+    out->knee_rps = o->knee_rps;
+    if (!a.static_replicas) a.static_replicas = peak;
+    if (a.max_replicas > KVG_BENCH_SCALE_MAX_REPLICAS)
+        a.max_replicas = KVG_BENCH_SCALE_MAX_REPLICAS;
+    /* "queue-waiting": the queue planner with another preset. */
+    const char *name = o->planner;
+    if (!strncmp(name, "queue-", 6)) {
+        snprintf(a.queue_preset, sizeof a.queue_preset, "%s", name + 6);
+        name = "queue";
+    }
+    rc = kvg_autoscale_planner_new(name, &a, &R->pl);
+    if (rc == KVG_ENOTFOUND) {
+        out->status = KVG_ENOTFOUND;
+        return 1;
+    }
+    if (rc) return kvg_err_set(err, errlen, rc, "planner %s: %s", o->planner, kvg_strerror(rc));
+    R->nb = 512;
+    R->b = calloc(R->nb, sizeof *R->b);
+    R->ttft = calloc(1, sizeof *R->ttft);
+    R->itl = calloc(1, sizeof *R->itl);
+    R->scratch = malloc((1 << 16) * sizeof *R->scratch);
+    R->act = calloc(KVG_BENCH_SCALE_MAX_REPLICAS + 1, sizeof *R->act);
+    R->prompt = malloc(((size_t)o->prefix_len + o->suffix_max + 1) * sizeof *R->prompt);
+    out->n = o->timeline_points ? o->timeline_points : 288;
+    out->t_h = calloc(out->n, sizeof(double));
+    out->rate = calloc(out->n, sizeof(double));
+    out->desired = calloc(out->n, sizeof(double));
+    out->ready = calloc(out->n, sizeof(double));
+    out->starting = calloc(out->n, sizeof(double));
+    if (!R->b || !R->ttft || !R->itl || !R->scratch || !R->act || !R->prompt || !out->t_h ||
+        !out->rate || !out->desired || !out->ready || !out->starting)
+        return -ENOMEM;
+    kvg_bench_samples_init(&R->all_ttft);
+    kvg_bench_samples_init(&R->ramp_ttft);
+    kvg_bench_samples_init(&R->all_itl);
+    /* The day starts with the pool its first hour needs (static: its count),
+     * ready, with empty caches. */
+    uint32_t n0 = !strcmp(o->planner, "static")
+                      ? a.static_replicas
+                      : kvg_autoscale_ceil(scale_wl_rate(&R->wl, 0) * scale_load_per_rps(o) *
+                                           (1 + a.headroom));
+    if (n0 < a.min_replicas) n0 = a.min_replicas;
+    if (n0 < 1) n0 = 1;
+    for (uint32_t i = 0; i < n0; i++) {
+        if ((rc = add_rep(R, 0))) return rc;
+        struct rep *p = &R->rep[R->nrep - 1];
+        p->ready_at = 0;
+        if ((rc = make_ready(R, p, o->seed * 1000003ull + R->nrep))) return rc;
+    }
+    out->added = 0;
+    return 0;
+}
+
+static int loop(struct run *R)
+{
+    const struct kvg_bench_scale_opts *o = R->o;
+    double next_tick = o->tick_s;
+    for (;;) {
+        double ta = R->have_next ? R->next.arrival : INFINITY;
+        double tt = next_tick <= o->day_s ? next_tick : INFINITY;
+        double te = INFINITY, tr = INFINITY;
+        int ke = -1, kr = -1;
+        for (size_t i = 0; i < R->nact; i++) {
+            int k = R->act[i];
+            const struct rep *p = &R->rep[k];
+            if (p->stepping && p->busy_until < te) te = p->busy_until, ke = k;
+            if (p->state == R_STARTING && p->ready_at < tr && p->ready_at <= o->day_s)
+                tr = p->ready_at, kr = k;
+        }
+        int rc;
+        if (ke >= 0 && te <= tr && te <= tt && te <= ta) {
+            rc = step_end(R, ke, te);
+        } else if (kr >= 0 && tr <= tt && tr <= ta) {
+            rc = make_ready(R, &R->rep[kr], o->seed * 1000003ull + (uint64_t)kr + 1);
+            if (!rc) rc = gq_drain(R, tr);
+        } else if (tt < INFINITY && tt <= ta) {
+            rc = tick(R, tt);
+            next_tick += o->tick_s;
+        } else if (ta < INFINITY) {
+            rc = arrive(R);
+        } else {
+            break;
+        }
+        if (rc) return rc;
+    }
+    /* The day is over: what still waits in the gateway is not served. */
+    for (size_t i = R->gq_head; i < R->gq_tail; i++)
+        if (R->rq[R->gq[i]].state == Q_GATEWAY) fail(R, &R->rq[R->gq[i]]);
+    return 0;
+}
+
+static void summarize(struct run *R)
+{
+    const struct kvg_bench_scale_opts *o = R->o;
+    struct kvg_bench_scale_result *out = R->out;
+    out->requests = R->nrq;
+    for (size_t i = 0; i < R->nrq; i++) {
+        const struct rq *q = &R->rq[i];
+        double h = q->r.arrival / o->day_s * 24;
+        int ramp = h >= o->ramp_from_h && h < o->ramp_to_h;
+        out->ramp_requests += ramp;
+        if (q->state == Q_FAILED && !q->first) {
+            /* Given up without a token: its TTFT is at least the timeout. */
+            kvg_bench_samples_add(&R->all_ttft, o->timeout_s);
+            if (ramp) kvg_bench_samples_add(&R->ramp_ttft, o->timeout_s);
+        }
+    }
+    double rh = 0;
+    uint32_t mx = 0;
+    for (size_t i = 0; i < R->nrep; i++) {
+        const struct rep *p = &R->rep[i];
+        double end = p->state == R_GONE && p->gone < o->day_s ? p->gone : o->day_s;
+        if (end > p->asked) rh += end - p->asked;
+    }
+    for (size_t i = 0; i < out->n; i++)
+        mx = out->ready[i] + out->starting[i] > mx ? (uint32_t)(out->ready[i] + out->starting[i])
+                                                   : mx;
+    out->max_replicas = mx;
+    out->replica_hours = rh / 3600;
+    out->gpu_hours = out->replica_hours * (o->gpus_per_replica ? o->gpus_per_replica : 1);
+    out->mean_replicas = rh / o->day_s;
+    out->slo_attainment = out->requests ? (double)out->met / (double)out->requests : 0;
+    out->ramp_slo_attainment =
+        out->ramp_requests ? (double)out->ramp_met / (double)out->ramp_requests : 0;
+    out->ttft_p50_s = kvg_bench_samples_pct(&R->all_ttft, 50);
+    out->ttft_p90_s = kvg_bench_samples_pct(&R->all_ttft, 90);
+    out->ttft_p99_s = kvg_bench_samples_pct(&R->all_ttft, 99);
+    out->ramp_ttft_p90_s = kvg_bench_samples_pct(&R->ramp_ttft, 90);
+    out->itl_p90_s = kvg_bench_samples_pct(&R->all_itl, 90);
+    out->cache_hit = R->hit_prompt > 0 ? R->hit_cached / R->hit_prompt : 0;
+}
+
+static void teardown(struct run *R)
+{
+    for (size_t i = 0; i < R->nrep; i++)
+        if (R->rep[i].e) kvg_sim_free(R->rep[i].e);
+    free(R->rep);
+    free(R->rq);
+    free(R->act);
+    free(R->gq);
+    free(R->prompt);
+    free(R->b);
+    free(R->ttft);
+    free(R->itl);
+    free(R->scratch);
+    kvg_bench_samples_free(&R->all_ttft);
+    kvg_bench_samples_free(&R->ramp_ttft);
+    kvg_bench_samples_free(&R->all_itl);
+    kvg_autoscale_planner_free(R->pl);
+    scale_wl_free(&R->wl);
+}
+
+static int run_one(const struct kvg_bench_scale_opts *o, struct kvg_bench_scale_result *out,
+                   char *err, size_t errlen);
+
+int kvg_bench_scale_run(const struct kvg_bench_scale_opts *o, struct kvg_bench_scale_result *out,
+                        char *err, size_t errlen)
+{
+    if (o->knee_rps > 0) return run_one(o, out, err, errlen);
+    struct kvg_bench_scale_opts c = *o;
+    int rc = kvg_bench_scale_calibrate(o, &c.knee_rps);
+    if (rc) {
+        memset(out, 0, sizeof *out);
+        return kvg_err_set(err, errlen, rc, "calibration: %s", kvg_strerror(rc));
+    }
+    return run_one(&c, out, err, errlen);
+}
+
+static int run_one(const struct kvg_bench_scale_opts *o, struct kvg_bench_scale_result *out,
+                   char *err, size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    snprintf(out->planner, sizeof out->planner, "%s", o->planner);
+    if (!(o->tick_s > 0) || !(o->day_s > 0))
+        return kvg_err_set(err, errlen, KVG_ECONFIG, "tick and day must be > 0");
+    struct run *R = calloc(1, sizeof *R);
+    if (!R) return -ENOMEM;
+    R->o = o;
+    R->out = out;
+    uint64_t w0 = kvg_now_ns();
+    int rc = setup(R, err, errlen);
+    if (rc == 1) {
+        teardown(R);
+        free(R);
+        return 0;
+    }
+    if (!rc) rc = loop(R);
+    if (!rc)
+        summarize(R);
+    else if (!err[0])
+        snprintf(err, errlen, "simulation: %s", kvg_strerror(rc));
+    out->wall_s = (double)(kvg_now_ns() - w0) / 1e9;
+    teardown(R);
+    free(R);
+    return rc;
+}
+
+void kvg_bench_scale_result_free(struct kvg_bench_scale_result *r)
+{
+    free(r->t_h);
+    free(r->rate);
+    free(r->desired);
+    free(r->ready);
+    free(r->starting);
+    r->t_h = r->rate = r->desired = r->ready = r->starting = NULL;
+}
