@@ -228,6 +228,10 @@ static const struct flag flags[] = {
      "rank is its LeaderWorkerSet worker index); without it only member 0 of a group"},
     {"log-level", NULL, F_LEVEL, O(log_level), 0, "debug|info|warn|error (info)"},
     {"no-access-log", NULL, F_NBOOL, O(proxy.access_log), 0, "no JSON line per request"},
+    {"autoscale", NULL, F_STR, O(autoscale_path), S(autoscale_path),
+     "YAML file of pools to autoscale (GET /autoscale, /autoscale/metrics)"},
+    {"dry-run", NULL, F_BOOL, O(autoscale_dry_run), 0,
+     "with --autoscale: plan and report, act on nothing"},
 };
 
 void kvg_serve_config_default(struct kvg_serve_config *c)

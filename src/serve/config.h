@@ -70,8 +70,10 @@ struct kvg_serve_config {
     char sd_namespace[64];                                          /* "": every namespace */
     int sd_port;                                                    /* pods' serving port */
     char sd_api_url[256], sd_ca_file[512], sd_token_file[512];      /* "": in-cluster */
-    int dp_aware;   /* External DP: every qualified group member is a rank */
-    int spawn_sims; /* embedded default: local simulated engines when no workers */
+    int dp_aware;             /* External DP: every qualified group member is a rank */
+    int spawn_sims;           /* embedded default: local simulated engines when no workers */
+    char autoscale_path[512]; /* --autoscale FILE: the embedded autoscaler */
+    int autoscale_dry_run;    /* --dry-run: it plans and reports, acts on nothing */
 };
 
 void kvg_serve_config_default(struct kvg_serve_config *c);

@@ -331,8 +331,9 @@ static enum kvg_gate_access access_of(struct kvg_str path)
         kvg_str_eq(path, "/serving"))
         return KVG_GATE_READ;
     if (kvg_str_eq(path, "/ui") || kvg_str_eq(path, "/ui/state")) return KVG_GATE_ADMIN;
+    if (kvg_str_eq(path, "/autoscale/metrics")) return KVG_GATE_READ; /* KEDA reads it */
     if (kvg_str_eq(path, "/workers") || (path.len > 9 && !memcmp(path.p, "/workers/", 9)) ||
-        (path.len >= 7 && !memcmp(path.p, "/debug/", 7)))
+        kvg_str_eq(path, "/autoscale") || (path.len >= 7 && !memcmp(path.p, "/debug/", 7)))
         return KVG_GATE_ADMIN;
     return KVG_GATE_API;
 }
@@ -402,6 +403,20 @@ void kvg_serve_handle(struct kvg_http_req *req, void *ud)
             kvg_http_res_error(req, 500, NULL, NULL, "cannot render metrics", NULL, 0);
         else
             kvg_http_res_send(req, 200, KVG_METRICS_CONTENT_TYPE, NULL, 0, b.data, b.len);
+        kvg_buf_free(&b);
+        return;
+    }
+    if ((is(req, "/autoscale") || is(req, "/autoscale/metrics")) && get) {
+        struct kvg_buf b;
+        kvg_buf_init(&b, 0);
+        int rc = kvg_serve_autoscale_body(lc->sv, is(req, "/autoscale/metrics"), &b);
+        if (rc == KVG_ENOTFOUND)
+            kvg_http_res_error(req, 404, NULL, NULL, "no autoscaler: start with --autoscale FILE",
+                               NULL, 0);
+        else if (rc)
+            kvg_http_res_error(req, 500, NULL, NULL, "cannot render the autoscaler", NULL, 0);
+        else
+            kvg_http_res_send(req, 200, "application/json", NULL, 0, b.data, b.len);
         kvg_buf_free(&b);
         return;
     }

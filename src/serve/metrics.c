@@ -255,6 +255,7 @@ int kvg_serve_metrics_render(struct kvg_serve *sv, struct kvg_buf *out)
     struct kvg_pool *pool = &sv->pool;
     struct kvg_kv_index *kv = sv->kv;
     struct kvg_kv_sub *sub = sv->sub;
+    kvg_serve_autoscale_refresh_metrics(sv);
     if (sv->gate.quota) {
         struct kvg_quota_stats q;
         kvg_quota_stats(sv->gate.quota, &q);

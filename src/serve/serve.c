@@ -145,6 +145,7 @@ static void stop_main(struct serve *s)
     kvg_scraper_stop(&s->scraper);
     kvg_serve_status_stop(&s->sv);
     kvg_spawn_stop(&s->sims);
+    kvg_serve_autoscale_stop(&s->sv);
 }
 
 struct drain_state {
@@ -303,7 +304,8 @@ int kvg_serve_main(int argc, char **argv)
         return 1;
     }
     if ((rc = kvg_serve_router_init(&s.sv, err, sizeof err)) ||
-        (rc = kvg_serve_gate_init(&s.sv, err, sizeof err))) {
+        (rc = kvg_serve_gate_init(&s.sv, err, sizeof err)) ||
+        (rc = kvg_serve_autoscale_init(&s.sv, err, sizeof err))) {
         fprintf(stderr, "kvgate serve: %s\n", err);
         return 2;
     }
@@ -327,6 +329,7 @@ int kvg_serve_main(int argc, char **argv)
     kvg_scraper_start(&s.scraper, &s.main_loop, &s.sv.pool);
     if ((rc = kvg_serve_status_start(&s.sv, &s.main_loop)))
         KVG_WARN("status page: no history (%s)", kvg_strerror(rc));
+    kvg_serve_autoscale_start(&s.sv, &s.main_loop);
     uv_async_init(&s.main_loop, &s.sv.health_kick, on_health_kick);
     s.sv.health_kick.data = &s;
     if ((rc = kvg_serve_discovery_start(&s.sv, err, sizeof err))) {
@@ -359,6 +362,7 @@ int kvg_serve_main(int argc, char **argv)
     free(s.lcs);
     kvg_serve_status_free(&s.sv);
     kvg_gate_free(&s.sv.gate);
+    kvg_serve_autoscale_free(&s.sv);
     kvg_serve_router_free(&s.sv);
     kvg_serve_metrics_free(&s.sv.metrics);
     if (s.sv.tls) SSL_CTX_free(s.sv.tls);

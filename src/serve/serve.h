@@ -48,6 +48,7 @@ struct kvg_serve_status {
 struct kvg_kv_index;
 struct kvg_kv_sub;
 struct kvg_discovery;
+struct kvg_serve_autoscale;
 
 struct kvg_serve {
     struct kvg_serve_config cfg;
@@ -72,7 +73,8 @@ struct kvg_serve {
     struct kvg_serve_status status;
     int tok_fallback;      /* the model's tokenizer could not be used (builtin:bytes instead) */
     int events_configured; /* some worker was given a KV events endpoint */
-    struct kvg_discovery *disc; /* --service-discovery, else NULL */
+    struct kvg_discovery *disc;            /* --service-discovery, else NULL */
+    struct kvg_serve_autoscale *autoscale; /* --autoscale FILE; NULL without (autoscale_setup.c) */
 };
 
 /* One per event-loop thread. */
@@ -126,6 +128,18 @@ void kvg_serve_modes_refresh(struct kvg_serve *sv);
 /* The gateway's decisions and the proxy, from the configuration
  * (gate_setup.c); after kvg_serve_router_init. */
 int kvg_serve_gate_init(struct kvg_serve *sv, char *err, size_t errlen);
+/* The embedded autoscaler (autoscale_setup.c): --autoscale FILE loaded and
+ * its gauges registered (nothing without the flag); its timer on loop;
+ * stopped with the main loop; freed at exit. Message in err. */
+int kvg_serve_autoscale_init(struct kvg_serve *sv, char *err, size_t errlen);
+int kvg_serve_autoscale_start(struct kvg_serve *sv, uv_loop_t *loop);
+void kvg_serve_autoscale_stop(struct kvg_serve *sv);
+void kvg_serve_autoscale_free(struct kvg_serve *sv);
+/* The gauges' values, at scrape time. */
+void kvg_serve_autoscale_refresh_metrics(struct kvg_serve *sv);
+/* GET /autoscale (keda 0) or /autoscale/metrics (keda 1) into out;
+ * KVG_ENOTFOUND without --autoscale. */
+int kvg_serve_autoscale_body(struct kvg_serve *sv, int keda, struct kvg_buf *out);
 /* kvgate serve's entry point (serve.c). */
 int kvg_serve_main(int argc, char **argv);
 

@@ -1,0 +1,248 @@
+/* The autoscaler's YAML file:
+ *
+ *   interval_secs: 5          # tick period
+ *   actuator: external        # desired replicas exported (KEDA / HPA)
+ *   dry_run: false            # plan and report, act on nothing
+ *   pools:
+ *     - name: qwen            # the pool's name in /autoscale and the gauges
+ *       model: qwen2.5-32b    # the start-up model's key
+ *       role: aggregated      # aggregated | prefill | decode
+ *       planner: kvgate       # static | queue | sla | kvgate
+ *       min_replicas: 1
+ *       max_replicas: 8
+ *       ttft_secs: 1.0        # targets
+ *       itl_secs: 0.05
+ *       isl: 3000             # tokens per request assumed for the token rates
+ *       osl: 150
+ *       prefill_tokens_per_sec: 12000   # the profile: one replica, uncached prompts
+ *       decode_tokens_per_sec: 3000     #   at the ITL target
+ *       ttft_idle_secs: 0.25
+ *       itl_idle_secs: 0.012
+ *       node: cold            # warm | cold | fetch: where new replicas land
+ *   # optional per pool: interval_secs, headroom, down_util, down_hold_secs,
+ *   # zero_idle_secs, static_replicas, queue_preset (llm-d | waiting),
+ *   # sla_predictor (constant | moving_average | seasonal_trend),
+ *   # cold_share, fetch_share, itl_per_seq_secs, slo_goal, cold_cache_penalty
+ *
+ * Unknown keys are errors (a typo should not pass silently). */
+#include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <yaml.h>
+
+#include "autoscale/ctl.h"
+#include "base/err.h"
+#include "base/util.h"
+
+static const char *scalar(yaml_document_t *d, yaml_node_t *n)
+{
+    (void)d;
+    return n && n->type == YAML_SCALAR_NODE ? (const char *)n->data.scalar.value : NULL;
+}
+
+static int num(const char *v, double *out)
+{
+    return v && kvg_parse_double(v, out) == 0 ? 0 : -1;
+}
+
+static int set_bool(const char *v, int *out)
+{
+    if (!v) return -1;
+    if (!strcmp(v, "true") || !strcmp(v, "yes") || !strcmp(v, "1"))
+        *out = 1;
+    else if (!strcmp(v, "false") || !strcmp(v, "no") || !strcmp(v, "0"))
+        *out = 0;
+    else
+        return -1;
+    return 0;
+}
+
+/* Numeric pool keys and where they go. */
+struct numkey {
+    const char *key;
+    size_t off;
+    int is_u32;
+    double lo, hi;
+};
+
+#define PO(f) offsetof(struct kvg_autoscale_pool_cfg, f)
+static const struct numkey g_num[] = {
+    {"min_replicas", PO(opts.min_replicas), 1, 0, 100000},
+    {"max_replicas", PO(opts.max_replicas), 1, 1, 100000},
+    {"static_replicas", PO(opts.static_replicas), 1, 0, 100000},
+    {"ttft_secs", PO(opts.ttft_target_s), 0, 1e-3, 3600},
+    {"itl_secs", PO(opts.itl_target_s), 0, 1e-4, 60},
+    {"interval_secs", PO(opts.interval_s), 0, 0, 86400},
+    {"isl", PO(isl), 0, 1, 1e7},
+    {"osl", PO(osl), 0, 1, 1e7},
+    {"prefill_tokens_per_sec", PO(opts.prof.prefill_tps), 0, 1e-3, 1e9},
+    {"decode_tokens_per_sec", PO(opts.prof.decode_tps), 0, 1e-3, 1e9},
+    {"ttft_idle_secs", PO(opts.prof.ttft_idle_s), 0, 0, 3600},
+    {"itl_idle_secs", PO(opts.prof.itl_idle_s), 0, 0, 60},
+    {"itl_per_seq_secs", PO(opts.prof.itl_per_seq_s), 0, 0, 60},
+    {"headroom", PO(opts.headroom), 0, 0, 10},
+    {"down_util", PO(opts.down_util), 0, 0.05, 1},
+    {"down_hold_secs", PO(opts.down_hold_s), 0, 0, 86400},
+    {"zero_idle_secs", PO(opts.zero_idle_s), 0, 0, 86400 * 7},
+    {"cold_share", PO(opts.cold_share), 0, 0, 1},
+    {"fetch_share", PO(opts.fetch_share), 0, 0, 1},
+    {"slo_goal", PO(opts.slo_goal), 0, 0.5, 0.99999},
+    {"cold_cache_penalty", PO(opts.cold_cache_penalty), 0, 0, 0.89},
+};
+
+static int pool_key(struct kvg_autoscale_pool_cfg *p, const char *k, const char *v, char *err,
+                    size_t errlen)
+{
+    if (!v) return kvg_err_set(err, errlen, KVG_ECONFIG, "pool key %s: needs a scalar value", k);
+    if (!strcmp(k, "name")) {
+        snprintf(p->name, sizeof p->name, "%s", v);
+    } else if (!strcmp(k, "model")) {
+        snprintf(p->opts.model, sizeof p->opts.model, "%s", v);
+    } else if (!strcmp(k, "planner")) {
+        snprintf(p->planner, sizeof p->planner, "%s", v);
+    } else if (!strcmp(k, "queue_preset")) {
+        snprintf(p->opts.queue_preset, sizeof p->opts.queue_preset, "%s", v);
+    } else if (!strcmp(k, "role")) {
+        int r = kvg_autoscale_role_parse(v);
+        if (r < 0) return kvg_err_set(err, errlen, KVG_ECONFIG, "role: unknown '%s'", v);
+        p->opts.role = (enum kvg_autoscale_role)r;
+    } else if (!strcmp(k, "node")) {
+        int r = kvg_autoscale_node_parse(v);
+        if (r < 0) return kvg_err_set(err, errlen, KVG_ECONFIG, "node: warm, cold or fetch");
+        p->node = (enum kvg_autoscale_node)r;
+    } else if (!strcmp(k, "sla_predictor")) {
+        int r = kvg_autoscale_pred_parse(v);
+        if (r < 0) return kvg_err_set(err, errlen, KVG_ECONFIG, "sla_predictor: unknown '%s'", v);
+        p->opts.sla_predictor = (enum kvg_autoscale_pred_kind)r;
+    } else {
+        for (size_t i = 0; i < sizeof g_num / sizeof g_num[0]; i++) {
+            if (strcmp(k, g_num[i].key)) continue;
+            double d;
+            if (num(v, &d) || d < g_num[i].lo || d > g_num[i].hi)
+                return kvg_err_set(err, errlen, KVG_ECONFIG, "%s: '%s' is out of range", k, v);
+            char *dst = (char *)p + g_num[i].off;
+            if (g_num[i].is_u32)
+                *(uint32_t *)(void *)dst = (uint32_t)d;
+            else
+                *(double *)(void *)dst = d;
+            return 0;
+        }
+        return kvg_err_set(err, errlen, KVG_ECONFIG, "unknown pool key '%s'", k);
+    }
+    return 0;
+}
+
+static void pool_default(struct kvg_autoscale_pool_cfg *p, size_t i)
+{
+    memset(p, 0, sizeof *p);
+    snprintf(p->name, sizeof p->name, "pool%zu", i);
+    snprintf(p->planner, sizeof p->planner, "kvgate");
+    kvg_autoscale_opts_default(&p->opts);
+    p->opts.cold_share = 0; /* node decides, unless shares are given */
+    p->isl = 3000;          /* Dynamo's planner defaults */
+    p->osl = 150;
+    p->node = KVG_AUTOSCALE_COLD;
+}
+
+static int walk(yaml_document_t *d, struct kvg_autoscale_config *c, char *err, size_t errlen)
+{
+    yaml_node_t *root = yaml_document_get_root_node(d);
+    if (!root) return 0; /* an empty file: no pools */
+    if (root->type != YAML_MAPPING_NODE)
+        return kvg_err_set(err, errlen, KVG_ECONFIG, "the top level must be a mapping");
+    for (yaml_node_pair_t *kp = root->data.mapping.pairs.start; kp < root->data.mapping.pairs.top;
+         kp++) {
+        const char *k = scalar(d, yaml_document_get_node(d, kp->key));
+        yaml_node_t *vn = yaml_document_get_node(d, kp->value);
+        const char *v = scalar(d, vn);
+        if (!k) return kvg_err_set(err, errlen, KVG_ECONFIG, "keys must be scalars");
+        double x;
+        if (!strcmp(k, "interval_secs")) {
+            if (num(v, &x) || x < 0.1 || x > 3600)
+                return kvg_err_set(err, errlen, KVG_ECONFIG, "interval_secs: 0.1..3600");
+            c->interval_s = x;
+        } else if (!strcmp(k, "actuator")) {
+            if (!v) return kvg_err_set(err, errlen, KVG_ECONFIG, "actuator: a name");
+            snprintf(c->actuator, sizeof c->actuator, "%s", v);
+        } else if (!strcmp(k, "dry_run")) {
+            if (set_bool(v, &c->dry_run))
+                return kvg_err_set(err, errlen, KVG_ECONFIG, "dry_run: true or false");
+        } else if (!strcmp(k, "pools")) {
+            if (!vn || vn->type != YAML_SEQUENCE_NODE)
+                return kvg_err_set(err, errlen, KVG_ECONFIG, "pools: a list of mappings");
+            for (yaml_node_item_t *it = vn->data.sequence.items.start;
+                 it < vn->data.sequence.items.top; it++) {
+                yaml_node_t *pn = yaml_document_get_node(d, *it);
+                if (!pn || pn->type != YAML_MAPPING_NODE)
+                    return kvg_err_set(err, errlen, KVG_ECONFIG, "each pool is a mapping");
+                if (c->npools == KVG_AUTOSCALE_MAX_POOLS)
+                    return kvg_err_set(err, errlen, KVG_ECONFIG, "at most %d pools",
+                                       KVG_AUTOSCALE_MAX_POOLS);
+                struct kvg_autoscale_pool_cfg *p = &c->pools[c->npools];
+                pool_default(p, c->npools);
+                for (yaml_node_pair_t *pp = pn->data.mapping.pairs.start;
+                     pp < pn->data.mapping.pairs.top; pp++) {
+                    const char *pk = scalar(d, yaml_document_get_node(d, pp->key));
+                    const char *pv = scalar(d, yaml_document_get_node(d, pp->value));
+                    int rc = pk ? pool_key(p, pk, pv, err, errlen)
+                                : kvg_err_set(err, errlen, KVG_ECONFIG, "keys must be scalars");
+                    if (rc) return rc;
+                }
+                if (p->opts.min_replicas > p->opts.max_replicas)
+                    return kvg_err_set(err, errlen, KVG_ECONFIG,
+                                       "pool %s: min_replicas over max_replicas", p->name);
+                for (size_t j = 0; j < c->npools; j++)
+                    if (!strcmp(c->pools[j].name, p->name))
+                        return kvg_err_set(err, errlen, KVG_ECONFIG, "pool %s: named twice",
+                                           p->name);
+                c->npools++;
+            }
+        } else {
+            return kvg_err_set(err, errlen, KVG_ECONFIG, "unknown key '%s'", k);
+        }
+    }
+    return 0;
+}
+
+int kvg_autoscale_config_parse(const char *text, size_t len, struct kvg_autoscale_config *out,
+                               char *err, size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    out->interval_s = 5;
+    snprintf(out->actuator, sizeof out->actuator, "external");
+    yaml_parser_t yp;
+    yaml_document_t doc;
+    if (!yaml_parser_initialize(&yp)) return -ENOMEM;
+    yaml_parser_set_input_string(&yp, (const unsigned char *)text, len);
+    if (!yaml_parser_load(&yp, &doc)) {
+        int rc = kvg_err_set(err, errlen, KVG_EPARSE, "YAML: %s at line %zu",
+                             yp.problem ? yp.problem : "error", yp.problem_mark.line + 1);
+        yaml_parser_delete(&yp);
+        return rc;
+    }
+    int rc = walk(&doc, out, err, errlen);
+    yaml_document_delete(&doc);
+    yaml_parser_delete(&yp);
+    return rc;
+}
+
+int kvg_autoscale_config_load(const char *path, struct kvg_autoscale_config *out, char *err,
+                              size_t errlen)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return kvg_err_set(err, errlen, -errno, "%s: %s", path, strerror(errno));
+    char *buf = malloc(1 << 20);
+    if (!buf) {
+        fclose(f);
+        return -ENOMEM;
+    }
+    size_t n = fread(buf, 1, (1 << 20) - 1, f);
+    int big = !feof(f);
+    fclose(f);
+    int rc = big ? kvg_err_set(err, errlen, KVG_ETOOBIG, "%s: over 1 MiB", path)
+                 : kvg_autoscale_config_parse(buf, n, out, err, errlen);
+    free(buf);
+    return rc;
+}

@@ -1,0 +1,260 @@
+/* The autoscaler's controller (ctl.h). */
+#include "autoscale/ctl.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/err.h"
+
+int kvg_autoscale_ctl_new(const struct kvg_autoscale_config *cfg, struct kvg_autoscale_ctl **out,
+                          char *err, size_t errlen)
+{
+    if (strcmp(cfg->actuator, "external"))
+        return kvg_err_set(err, errlen, KVG_ECONFIG,
+                           "actuator '%s': only 'external' is built (local and kubernetes are not)",
+                           cfg->actuator);
+    struct kvg_autoscale_ctl *c = calloc(1, sizeof *c);
+    if (!c) return -ENOMEM;
+    c->cfg = *cfg;
+    kvg_autoscale_startup_init(&c->su);
+    pthread_mutex_init(&c->mu, NULL);
+    for (size_t i = 0; i < cfg->npools; i++) {
+        struct kvg_autoscale_pool *p = &c->pools[i];
+        p->cfg = cfg->pools[i];
+        struct kvg_autoscale_opts o = p->cfg.opts;
+        o.startup = &c->su; /* the controller's, learned from what it sees */
+        if (!(o.cold_share > 0) && !(o.fetch_share > 0)) {
+            o.cold_share = p->cfg.node == KVG_AUTOSCALE_COLD;
+            o.fetch_share = p->cfg.node == KVG_AUTOSCALE_FETCH;
+        }
+        int rc = kvg_autoscale_planner_new(p->cfg.planner, &o, &p->pl);
+        if (rc) {
+            kvg_err_set(err, errlen, KVG_ECONFIG, "pool %s: planner '%s': %s (known: %s)",
+                        p->cfg.name, p->cfg.planner,
+                        rc == KVG_ENOTFOUND ? "unknown" : "inconsistent options",
+                        kvg_autoscale_planner_names());
+            c->npools = i;
+            kvg_autoscale_ctl_free(c);
+            return KVG_ECONFIG;
+        }
+        c->npools = i + 1;
+    }
+    *out = c;
+    return 0;
+}
+
+void kvg_autoscale_ctl_free(struct kvg_autoscale_ctl *c)
+{
+    if (!c) return;
+    for (size_t i = 0; i < c->npools; i++) kvg_autoscale_planner_free(c->pools[i].pl);
+    pthread_mutex_destroy(&c->mu);
+    free(c);
+}
+
+int kvg_autoscale_ctl_find(const struct kvg_autoscale_ctl *c, const char *name)
+{
+    for (size_t i = 0; i < c->npools; i++)
+        if (!strcmp(c->pools[i].cfg.name, name)) return (int)i;
+    return -1;
+}
+
+static double lead_of(const struct kvg_autoscale_ctl *c, const struct kvg_autoscale_pool *p)
+{
+    return kvg_autoscale_startup_lead(&c->su, p->cfg.opts.model, p->cfg.node);
+}
+
+int kvg_autoscale_ctl_tick(struct kvg_autoscale_ctl *c, size_t i, struct kvg_autoscale_signals *s,
+                           struct kvg_autoscale_decision *d)
+{
+    if (i >= c->npools) return KVG_ENOTFOUND;
+    struct kvg_autoscale_decision tmp;
+    if (!d) d = &tmp;
+    pthread_mutex_lock(&c->mu);
+    struct kvg_autoscale_pool *p = &c->pools[i];
+    /* Replicas that became ready end the oldest inferred starts: their time
+     * is what the start-up model learns. */
+    if (p->ticked && s->ready > p->last_ready) {
+        uint32_t k = s->ready - p->last_ready;
+        for (; k && p->nstart; k--) {
+            kvg_autoscale_startup_observe(&c->su, p->cfg.opts.model, p->cfg.node,
+                                          s->now - p->start_at[0], -1);
+            memmove(p->start_at, p->start_at + 1, (p->nstart - 1) * sizeof *p->start_at);
+            p->nstart--;
+        }
+    }
+    double lead = lead_of(c, p);
+    for (uint32_t j = 0; j < p->nstart; j++) p->eta[j] = p->start_at[j] + lead;
+    s->starting = p->nstart;
+    s->starting_eta = p->eta;
+    int rc = kvg_autoscale_plan(p->pl, s, d);
+    if (rc) {
+        pthread_mutex_unlock(&c->mu);
+        return rc;
+    }
+    if (!c->cfg.dry_run) {
+        uint32_t cur = s->ready + p->nstart;
+        for (; cur < d->desired && p->nstart < KVG_AUTOSCALE_MAX_STARTS; cur++)
+            p->start_at[p->nstart++] = s->now;
+        /* Fewer wanted: the newest starts are the ones given up. */
+        while (p->nstart && s->ready + p->nstart > d->desired) p->nstart--;
+    }
+    p->sig = *s;
+    p->sig.starting = p->nstart;
+    p->sig.starting_eta = NULL;
+    if (d->acted) p->hist[p->nhist++ % KVG_AUTOSCALE_HISTORY] = *d;
+    p->cur = *d;
+    p->last_ready = s->ready;
+    p->ticked = 1;
+    pthread_mutex_unlock(&c->mu);
+    return 0;
+}
+
+static void add_num(cJSON *o, const char *k, double v)
+{
+    if (isfinite(v))
+        cJSON_AddNumberToObject(o, k, v);
+    else
+        cJSON_AddNullToObject(o, k);
+}
+
+/* A latency or rate the caller did not know (< 0) is null. */
+static void add_known(cJSON *o, const char *k, double v)
+{
+    if (v >= 0 && isfinite(v))
+        cJSON_AddNumberToObject(o, k, v);
+    else
+        cJSON_AddNullToObject(o, k);
+}
+
+static cJSON *signals_json(const struct kvg_autoscale_signals *s)
+{
+    cJSON *j = cJSON_CreateObject();
+    if (!j) return NULL;
+    add_num(j, "ready", s->ready);
+    add_num(j, "starting", s->starting);
+    add_num(j, "draining", s->draining);
+    add_num(j, "waiting", s->waiting);
+    add_num(j, "running", s->running);
+    add_num(j, "kv_usage_sum", s->kv_usage_sum);
+    add_num(j, "queued", s->queued);
+    add_num(j, "inflight_prompt_tokens", s->inflight_prompt_tokens);
+    add_num(j, "arrival_rate", s->arrival_rate);
+    add_num(j, "input_tokens_per_s", s->input_tps);
+    add_num(j, "output_tokens_per_s", s->output_tps);
+    add_known(j, "ttft_mean_s", s->ttft_mean);
+    add_known(j, "ttft_p90_s", s->ttft_p90);
+    add_known(j, "itl_mean_s", s->itl_mean);
+    add_known(j, "itl_p90_s", s->itl_p90);
+    add_known(j, "cache_hit", s->cache_hit);
+    add_known(j, "slo_miss", s->slo_miss);
+    return j;
+}
+
+static cJSON *decision_json(const struct kvg_autoscale_decision *d)
+{
+    cJSON *j = cJSON_CreateObject();
+    if (!j) return NULL;
+    add_num(j, "at_s", d->at);
+    add_num(j, "desired", d->desired);
+    add_num(j, "current", d->current);
+    add_known(j, "need", d->need);
+    add_known(j, "forecast", d->forecast);
+    add_num(j, "horizon_s", d->horizon_s);
+    cJSON_AddStringToObject(j, "reason", d->reason);
+    return j;
+}
+
+cJSON *kvg_autoscale_ctl_json(struct kvg_autoscale_ctl *c)
+{
+    cJSON *root = cJSON_CreateObject();
+    if (!root) return NULL;
+    pthread_mutex_lock(&c->mu);
+    cJSON_AddStringToObject(root, "actuator", c->cfg.actuator);
+    cJSON_AddBoolToObject(root, "dry_run", c->cfg.dry_run);
+    add_num(root, "interval_s", c->cfg.interval_s);
+    cJSON *pools = cJSON_AddArrayToObject(root, "pools");
+    for (size_t i = 0; pools && i < c->npools; i++) {
+        const struct kvg_autoscale_pool *p = &c->pools[i];
+        cJSON *j = cJSON_CreateObject();
+        if (!j) break;
+        cJSON_AddItemToArray(pools, j);
+        cJSON_AddStringToObject(j, "name", p->cfg.name);
+        cJSON_AddStringToObject(j, "model", p->cfg.opts.model);
+        cJSON_AddStringToObject(j, "role", kvg_autoscale_role_name(p->cfg.opts.role));
+        cJSON_AddStringToObject(j, "planner", p->cfg.planner);
+        cJSON_AddStringToObject(j, "node", kvg_autoscale_node_name(p->cfg.node));
+        double lead = lead_of(c, p);
+        add_num(j, "lead_time_s", lead);
+        add_num(j, "startup_samples",
+                kvg_autoscale_startup_samples(&c->su, p->cfg.opts.model, p->cfg.node));
+        if (!p->ticked) {
+            cJSON_AddNullToObject(j, "desired");
+            continue;
+        }
+        add_num(j, "desired", p->cur.desired);
+        add_num(j, "current", p->sig.ready + p->sig.starting);
+        add_num(j, "ready", p->sig.ready);
+        cJSON *fc = cJSON_AddObjectToObject(j, "forecast");
+        if (fc) {
+            add_known(fc, "load_replicas", p->cur.forecast);
+            add_num(fc, "horizon_s", p->cur.horizon_s);
+            add_known(fc, "need_replicas", p->cur.need);
+        }
+        cJSON *sig = signals_json(&p->sig);
+        if (sig) cJSON_AddItemToObject(j, "signals", sig);
+        cJSON *st = cJSON_AddArrayToObject(j, "starting");
+        for (uint32_t k = 0; st && k < p->nstart; k++) {
+            cJSON *e = cJSON_CreateObject();
+            if (!e) break;
+            add_num(e, "asked_at_s", p->start_at[k]);
+            add_num(e, "expected_ready_at_s", p->start_at[k] + lead);
+            cJSON_AddItemToArray(st, e);
+        }
+        cJSON *dec = cJSON_AddArrayToObject(j, "decisions");
+        size_t n = p->nhist < KVG_AUTOSCALE_HISTORY ? p->nhist : KVG_AUTOSCALE_HISTORY;
+        for (size_t k = 0; dec && k < n; k++) { /* newest first */
+            cJSON *e = decision_json(&p->hist[(p->nhist - 1 - k) % KVG_AUTOSCALE_HISTORY]);
+            if (e) cJSON_AddItemToArray(dec, e);
+        }
+    }
+    pthread_mutex_unlock(&c->mu);
+    return root;
+}
+
+cJSON *kvg_autoscale_ctl_keda_json(struct kvg_autoscale_ctl *c)
+{
+    cJSON *root = cJSON_CreateObject();
+    if (!root) return NULL;
+    pthread_mutex_lock(&c->mu);
+    double sum = 0;
+    cJSON *pools = cJSON_AddObjectToObject(root, "pools");
+    for (size_t i = 0; pools && i < c->npools; i++) {
+        const struct kvg_autoscale_pool *p = &c->pools[i];
+        cJSON *j = cJSON_AddObjectToObject(pools, p->cfg.name);
+        if (!j) break;
+        double want = p->ticked ? p->cur.desired : p->cfg.opts.min_replicas;
+        sum += want;
+        add_num(j, "desiredReplicas", want);
+        add_num(j, "readyReplicas", p->ticked ? p->sig.ready : 0);
+        add_num(j, "startingReplicas", p->nstart);
+    }
+    add_num(root, "desiredReplicas", sum);
+    pthread_mutex_unlock(&c->mu);
+    return root;
+}
+
+void kvg_autoscale_ctl_counts(struct kvg_autoscale_ctl *c, size_t i, double *desired, double *ready)
+{
+    *desired = *ready = -1;
+    if (i >= c->npools) return;
+    pthread_mutex_lock(&c->mu);
+    if (c->pools[i].ticked) {
+        *desired = c->pools[i].cur.desired;
+        *ready = c->pools[i].sig.ready;
+    }
+    pthread_mutex_unlock(&c->mu);
+}

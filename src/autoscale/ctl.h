@@ -1,0 +1,106 @@
+/* The autoscaler's controller: pools from a YAML file, a planner each, the
+ * signals the caller hands it every tick, and what it decided, as JSON for
+ * GET /autoscale and KEDA's metrics-api trigger, and as gauge values.
+ *
+ * It does no I/O but reading its configuration file, and reads no clock:
+ * the caller (kvgate serve's autoscale_setup, the benchmark) fills each
+ * pool's signals and calls kvg_autoscale_ctl_tick with the time.
+ *
+ * Actuators: `external` (the only one so far) acts on nothing: the desired
+ * count is exported (GET /autoscale/metrics for KEDA, the gauges for HPA
+ * via an adapter) and something else scales. The controller then infers
+ * the replicas starting: when the desired count rises above ready +
+ * starting, that many starts are assumed asked for at that moment, expected
+ * ready at the start-up model's p90; each replica that becomes ready ends
+ * the oldest and teaches the start-up model its time (time from the
+ * request to ready). dry_run plans and reports but marks every decision as
+ * not acted on.
+ *
+ * Thread-safety: one mutex; tick on one thread, the JSON from any. */
+#ifndef KVG_AUTOSCALE_CTL_H
+#define KVG_AUTOSCALE_CTL_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "autoscale/planner.h"
+#include "autoscale/startup.h"
+
+struct cJSON;
+
+#define KVG_AUTOSCALE_MAX_POOLS 16
+#define KVG_AUTOSCALE_HISTORY 16
+#define KVG_AUTOSCALE_MAX_STARTS 64
+
+struct kvg_autoscale_pool_cfg {
+    char name[64];
+    char planner[32];
+    struct kvg_autoscale_opts opts; /* startup is set by the controller */
+    double isl, osl;                /* assumed tokens per request (token rates) */
+    enum kvg_autoscale_node node;   /* where new replicas land */
+};
+
+struct kvg_autoscale_config {
+    double interval_s; /* tick period (5) */
+    char actuator[32]; /* "external" */
+    int dry_run;
+    struct kvg_autoscale_pool_cfg pools[KVG_AUTOSCALE_MAX_POOLS];
+    size_t npools;
+};
+
+/* Parses YAML text (config.c documents the keys). 0 or KVG_ECONFIG /
+ * KVG_EPARSE with the reason in err. */
+int kvg_autoscale_config_parse(const char *text, size_t len, struct kvg_autoscale_config *out,
+                               char *err, size_t errlen);
+/* Reads path and parses it. */
+int kvg_autoscale_config_load(const char *path, struct kvg_autoscale_config *out, char *err,
+                              size_t errlen);
+
+struct kvg_autoscale_pool {
+    struct kvg_autoscale_pool_cfg cfg;
+    struct kvg_autoscale_planner *pl;
+    struct kvg_autoscale_signals sig; /* the last tick's (starting_eta points into eta) */
+    double eta[KVG_AUTOSCALE_MAX_STARTS];
+    double start_at[KVG_AUTOSCALE_MAX_STARTS]; /* inferred starts, oldest first */
+    uint32_t nstart;
+    uint32_t last_ready;
+    int ticked;
+    struct kvg_autoscale_decision cur;
+    struct kvg_autoscale_decision hist[KVG_AUTOSCALE_HISTORY]; /* acted decisions, ring */
+    size_t nhist;
+};
+
+struct kvg_autoscale_ctl {
+    struct kvg_autoscale_config cfg;
+    struct kvg_autoscale_startup su;
+    struct kvg_autoscale_pool pools[KVG_AUTOSCALE_MAX_POOLS];
+    size_t npools;
+    pthread_mutex_t mu;
+};
+
+/* *out is the caller's: kvg_autoscale_ctl_free. KVG_ECONFIG (err says) for a
+ * planner or actuator it does not know. */
+int kvg_autoscale_ctl_new(const struct kvg_autoscale_config *cfg, struct kvg_autoscale_ctl **out,
+                          char *err, size_t errlen);
+void kvg_autoscale_ctl_free(struct kvg_autoscale_ctl *c);
+/* The pool's index by name, or -1. */
+int kvg_autoscale_ctl_find(const struct kvg_autoscale_ctl *c, const char *name);
+/* One tick of pool i at s->now: the caller's signals (ready, engine load,
+ * observations; starting is the controller's own for the external
+ * actuator), the planner, the record. *d may be NULL. 0 or a code. */
+int kvg_autoscale_ctl_tick(struct kvg_autoscale_ctl *c, size_t i, struct kvg_autoscale_signals *s,
+                           struct kvg_autoscale_decision *d);
+/* GET /autoscale: per pool the signals, forecast, desired vs current, the
+ * starts in flight with their expected ready times, the last decisions with
+ * reasons. The caller owns the result (cJSON_Delete); NULL without memory. */
+struct cJSON *kvg_autoscale_ctl_json(struct kvg_autoscale_ctl *c);
+/* GET /autoscale/metrics (KEDA metrics-api): {"desiredReplicas": sum,
+ * "pools": {name: {"desiredReplicas", "readyReplicas", ...}}}, so a trigger's
+ * valueLocation is "pools.NAME.desiredReplicas". Caller owns it. */
+struct cJSON *kvg_autoscale_ctl_keda_json(struct kvg_autoscale_ctl *c);
+/* Desired and ready of pool i (for the gauges); -1 before the first tick. */
+void kvg_autoscale_ctl_counts(struct kvg_autoscale_ctl *c, size_t i, double *desired,
+                              double *ready);
+
+#endif

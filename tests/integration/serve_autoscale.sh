@@ -1,0 +1,93 @@
+# kvgate serve --autoscale FILE with the external actuator: GET /autoscale
+# (signals, forecast, desired vs current, inferred starts with their expected
+# ready times, decisions with reasons), GET /autoscale/metrics (KEDA
+# metrics-api), the gauges in /metrics, --dry-run, and the refusals. Loads
+# are tiny and nothing is timed: a small profile makes a few requests ask for
+# more replicas than the two sims.
+. "$(dirname "$0")/lib.sh"
+S1=$(free_port); S2=$(free_port); GW=$(free_port); GD=$(free_port); GN=$(free_port)
+start_sim "$S1" --model m || exit 1
+start_sim "$S2" --model m || exit 1
+W1=http://127.0.0.1:$S1; W2=http://127.0.0.1:$S2
+cat >"$TMP/as.yaml" <<YAML
+interval_secs: 0.3
+actuator: external
+pools:
+  - name: agg
+    model: qwen2.5-7b
+    planner: kvgate
+    min_replicas: 1
+    max_replicas: 6
+    ttft_secs: 1.0
+    itl_secs: 0.05
+    isl: 1000
+    osl: 100
+    prefill_tokens_per_sec: 500
+    decode_tokens_per_sec: 100
+    node: warm
+YAML
+start_serve "$GW" --worker-urls "$W1" "$W2" --health-check-interval-secs 1 \
+  --load-monitor-interval-ms 100 --autoscale "$TMP/as.yaml" || exit 1
+G=http://127.0.0.1:$GW
+json() { # file, python expression over j
+  /usr/bin/python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print($2)" "$1" 2>/dev/null
+}
+# traffic URL: a dozen small completions at once (waits for them, not the servers).
+traffic() {
+  local cp=() i
+  for i in $(seq 1 12); do
+    curl -s -m 10 -o /dev/null "$1/v1/completions" -d '{"model":"m","prompt":"hello","max_tokens":4}' &
+    cp+=($!)
+  done
+  wait "${cp[@]}"
+}
+# Some traffic, so the arrival rate is above zero for a few ticks.
+traffic "$G"
+desired=0
+for _ in $(seq 1 50); do
+  curl -s -m 2 "$G/autoscale" >"$TMP/as.json"
+  desired=$(json "$TMP/as.json" 'j["pools"][0]["desired"] or 0')
+  [ "${desired:-0}" -gt 2 ] 2>/dev/null && break
+  sleep 0.1
+done
+check "GET /autoscale is JSON with the pool" [ "$(json "$TMP/as.json" 'j["pools"][0]["name"]')" = agg ]
+check "actuator external, not a dry run" [ "$(json "$TMP/as.json" 'j["actuator"], j["dry_run"]')" = "external False" ]
+check "planner and lead time (7B warm p90 75 s)" [ "$(json "$TMP/as.json" 'j["pools"][0]["planner"], round(j["pools"][0]["lead_time_s"])')" = "kvgate 75" ]
+check "two ready replicas seen" [ "$(json "$TMP/as.json" 'j["pools"][0]["ready"]')" = 2 ]
+check "traffic asks for more than two (desired $desired)" [ "${desired:-0}" -gt 2 ]
+check "signals: an arrival rate was seen" [ "$(json "$TMP/as.json" 'j["pools"][0]["signals"]["arrival_rate"] >= 0')" = True ]
+check "starts inferred with expected ready times" [ "$(json "$TMP/as.json" 'len(j["pools"][0]["starting"]) > 0 and j["pools"][0]["starting"][0]["expected_ready_at_s"] > j["pools"][0]["starting"][0]["asked_at_s"]')" = True ]
+check "decisions carry reasons" [ "$(json "$TMP/as.json" 'len(j["pools"][0]["decisions"][0]["reason"]) > 10')" = True ]
+check "forecast with its horizon" [ "$(json "$TMP/as.json" 'j["pools"][0]["forecast"]["horizon_s"] > 0')" = True ]
+curl -s -m 2 "$G/autoscale/metrics" >"$TMP/keda.json"
+check "KEDA metrics-api: pools.agg.desiredReplicas" [ "$(json "$TMP/keda.json" 'j["pools"]["agg"]["desiredReplicas"] > 2 and j["desiredReplicas"] == j["pools"]["agg"]["desiredReplicas"]')" = True ]
+curl -s -m 2 "$G/metrics" >"$TMP/m"
+check "gauge kvgate_autoscale_desired_replicas{pool}" grep -q '^kvgate_autoscale_desired_replicas{pool="agg"} [3-6]' "$TMP/m"
+check "gauge kvgate_autoscale_ready_replicas{pool}" grep -q '^kvgate_autoscale_ready_replicas{pool="agg"} 2' "$TMP/m"
+check "decisions are logged" grep -q 'autoscale: pool agg: 2 -> ' "$TMP/serve-$GW.log"
+
+# --dry-run: the same plan, nothing inferred as starting.
+start_serve "$GD" --worker-urls "$W1" "$W2" --health-check-interval-secs 1 \
+  --autoscale "$TMP/as.yaml" --dry-run || exit 1
+traffic "http://127.0.0.1:$GD"
+for _ in $(seq 1 50); do
+  curl -s -m 2 "http://127.0.0.1:$GD/autoscale" >"$TMP/dry.json"
+  [ "$(json "$TMP/dry.json" '(j["pools"][0]["desired"] or 0) > 2')" = True ] && break
+  sleep 0.1
+done
+check "dry run: reported as such" [ "$(json "$TMP/dry.json" 'j["dry_run"]')" = True ]
+check "dry run: plans more replicas" [ "$(json "$TMP/dry.json" '(j["pools"][0]["desired"] or 0) > 2')" = True ]
+check "dry run: no starts" [ "$(json "$TMP/dry.json" 'len(j["pools"][0]["starting"])')" = 0 ]
+
+# Without --autoscale: 404; a bad file or a lone --dry-run: exit 2 with the reason.
+start_serve "$GN" --worker-urls "$W1" || exit 1
+check "no --autoscale: 404" [ "$(curl -s -o /dev/null -w '%{http_code}' -m 2 "http://127.0.0.1:$GN/autoscale")" = 404 ]
+printf 'pools:\n  - name: a\n    planner: hpa\n' >"$TMP/bad.yaml"
+rc=0; timeout 10 "$KVG_BIN" serve --port "$(free_port)" --worker-urls "$W1" --autoscale "$TMP/bad.yaml" \
+  >"$TMP/bad.out" 2>&1 || rc=$?
+check "unknown planner: exit 2 ($rc)" [ "$rc" = 2 ]
+check "unknown planner: named" grep -q "planner 'hpa'" "$TMP/bad.out"
+rc=0; timeout 10 "$KVG_BIN" serve --port "$(free_port)" --worker-urls "$W1" --dry-run \
+  >"$TMP/bad2.out" 2>&1 || rc=$?
+check "--dry-run alone: exit 2 ($rc)" [ "$rc" = 2 ]
+finish
