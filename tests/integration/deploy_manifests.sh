@@ -125,6 +125,17 @@ if overlay == "redis-quotas":
 # For the shell: the args, the config and the dashboard, to run and compare.
 json.dump(args, open(path + ".args.json", "w"))
 open(path + ".kvgate.yaml", "w").write(named("ConfigMap", "kvgate-config")["data"]["kvgate.yaml"])
+auto = named("ConfigMap", "kvgate-config")["data"].get("autoscale.yaml")
+if auto:
+    open(path + ".autoscale.yaml", "w").write(auto)
+    pools = [p["name"] for p in yaml.safe_load(auto)["pools"]]
+    say("--autoscale names the mounted file",
+        args[args.index("--autoscale") + 1] == mounts["config"] + "/autoscale.yaml")
+    for so in [o for o in docs if o["kind"] == "ScaledObject"]:
+        loc = so["spec"]["triggers"][0]["metadata"]["valueLocation"]
+        say("ScaledObject %s reads a pool kvgate plans (%s)" % (so["metadata"]["name"], loc),
+            loc.startswith("pools.") and loc.split(".")[1] in pools and
+            loc.endswith(".desiredReplicas"))
 open(path + ".dashboard.json", "w").write(named("ConfigMap", "kvgate-dashboard")["data"]["kvgate.json"])
 PY
 
@@ -150,6 +161,7 @@ if [ -s "$TMP/aggregated.yaml.args.json" ]; then
 import json, sys
 args, tmp, port = json.load(open(sys.argv[1])), sys.argv[2], sys.argv[3]
 sub = {"--config": tmp + "/aggregated.yaml.kvgate.yaml", "--keys": tmp + "/keys.yaml",
+       "--autoscale": tmp + "/aggregated.yaml.autoscale.yaml",
        "--host": "127.0.0.1", "--port": port}
 out = []
 for i, a in enumerate(args[1:]):
