@@ -28,7 +28,7 @@
 #include "sim/kv_cache.h"
 #include "sim/lora_slots.h"
 
-enum { ST_WAITING, ST_RUNNING, ST_DONE };
+enum { ST_WAITING, ST_RUNNING, ST_DONE, ST_HELD };
 
 struct req {
     uint64_t id;
@@ -46,6 +46,8 @@ struct req {
     uint64_t root;           /* chain root: the engine's, seeded by adapter and salt */
     const char *lora, *salt; /* interned (the engine's), NULL none */
     int lora_id;
+    uint32_t remote_tokens; /* prompt tokens whose KV a remote prefill supplies */
+    uint8_t hold;           /* keep the blocks after finishing (a PD prefill) */
 };
 
 struct sched {
@@ -80,7 +82,8 @@ struct kvg_sim {
     uint64_t q_tokens, h_tokens, cpu_h_tokens, preemptions, prompt_tokens, gen_tokens;
     uint64_t fin_length, fin_stop, aborted, steps;
     double busy;
-    char **strs; /* interned adapter names and salts, freed with the engine */
+    uint32_t nheld; /* finished requests still holding their blocks */
+    char **strs;    /* interned adapter names and salts, freed with the engine */
     size_t nstrs, capstrs;
     /* LoRA slots (max_loras) and the adapters of the batch being built */
     struct kvg_sim_lora_slots slots;
@@ -376,6 +379,10 @@ int kvg_sim_submit(struct kvg_sim *e, const struct kvg_sim_request *in)
     if (r->lora) r->root = XXH3_64bits_withSeed(r->lora, strlen(r->lora), r->root ^ 0x6c6f7261u);
     if (r->salt) r->root = XXH3_64bits_withSeed(r->salt, strlen(r->salt), r->root ^ 0x73616c74u);
     if (!r->root) r->root = 1;
+    /* vLLM recomputes the last prompt token even when every block arrived
+     * from the prefill: the first decode step needs its logits. */
+    r->remote_tokens = in->remote_tokens < in->prompt_len ? in->remote_tokens : in->prompt_len - 1;
+    r->hold = (uint8_t)(in->hold_blocks != 0);
     pick_length(e, r, in->ignore_eos);
     ensure_hashes(e, r);
     wq_push_back(e, r);
@@ -402,6 +409,9 @@ int kvg_sim_abort(struct kvg_sim *e, uint64_t id)
     struct req *r = e->map[i];
     if (r->state == ST_WAITING) {
         wq_remove(e, r);
+    } else if (r->state == ST_HELD) {
+        drop_blocks(e, r); /* a held prefill whose blocks were never pulled */
+        e->nheld--;
     } else {
         for (uint32_t k = 0; k < e->nrunning; k++)
             if (e->running[k] == r) {
@@ -413,6 +423,18 @@ int kvg_sim_abort(struct kvg_sim *e, uint64_t id)
     map_remove(e, id);
     req_free(r);
     e->aborted++;
+    return 0;
+}
+
+int kvg_sim_release(struct kvg_sim *e, uint64_t id)
+{
+    size_t i = map_find(e, id);
+    if (i == SIZE_MAX || e->map[i]->state != ST_HELD) return KVG_ENOTFOUND;
+    struct req *r = e->map[i];
+    drop_blocks(e, r);
+    e->nheld--;
+    map_remove(e, id);
+    req_free(r);
     return 0;
 }
 
@@ -554,6 +576,12 @@ static void schedule_waiting(struct kvg_sim *e, uint32_t *budget, uint32_t *nsch
          * into fresh GPU blocks (allocate stores them) instead of computed. */
         uint32_t cpu = kvg_sim_kvc_cpu_lookup(e->kvc, r->hashes + k, nmax - k);
         uint32_t base = (k + cpu) * e->bs;
+        /* A PD decode: the pulled KV covers more than the local tiers do,
+         * so nothing comes back from the CPU tier. */
+        if (!r->ever_scheduled && r->remote_tokens > base) {
+            base = r->remote_tokens;
+            cpu = 0;
+        }
         uint32_t n = r->num_tokens - base;
         if (n > *budget) n = *budget;
         if (!allocate(e, r, base, n, e->hits, k, n_free)) break;
@@ -641,8 +669,12 @@ int kvg_sim_step(struct kvg_sim *e, double now, struct kvg_sim_step *out)
             continue;
         }
         if (emit_token(e, r, u)) {
-            drop_blocks(e, r);
-            r->state = ST_DONE;
+            if (r->hold) {
+                r->state = ST_HELD; /* off the batch; its blocks stay until released */
+            } else {
+                drop_blocks(e, r);
+                r->state = ST_DONE;
+            }
             any_done = 1;
         }
     }
@@ -650,6 +682,10 @@ int kvg_sim_step(struct kvg_sim *e, double now, struct kvg_sim_step *out)
         uint32_t w = 0;
         for (uint32_t i = 0; i < e->nrunning; i++) {
             struct req *r = e->running[i];
+            if (r->state == ST_HELD) {
+                e->nheld++;
+                continue;
+            }
             if (r->state != ST_DONE) {
                 e->running[w++] = r;
                 continue;

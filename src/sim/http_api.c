@@ -16,20 +16,6 @@
 
 #define LIVE_BUCKETS 4096
 
-struct sim_req {
-    struct kvg_sim_server *s;
-    struct kvg_sim_rank *rk; /* the data-parallel rank running it */
-    struct kvg_http_req *req;
-    uint64_t id;
-    int chat, stream, include_usage, hung;
-    char rid[40];
-    uint32_t prompt_len, cached, ntok;
-    double arrival, last_token_t;
-    struct kvg_buf text;  /* non-stream: the answer so far */
-    struct sim_req *next; /* live bucket chain */
-    int lora;             /* index in s->adapters, -1 for the base model */
-};
-
 /* ---------------------------------------------------------- live requests */
 
 static struct sim_req **bucket(struct kvg_sim_server *s, uint64_t id)
@@ -62,6 +48,7 @@ static void live_del(struct kvg_sim_server *s, struct sim_req *r)
 static void sr_free(struct sim_req *r)
 {
     kvg_buf_free(&r->text);
+    free(r->pending_ids);
     free(r);
 }
 
@@ -183,6 +170,7 @@ static void finish_json(struct sim_req *r, enum kvg_sim_finish fin)
                    "\"usage\":",
                    finish_name(fin));
     usage_json(&b, r, s->o.flavor != KVG_SIM_FLAVOR_LLAMACPP);
+    if (r->pd.do_remote_decode) kvg_sim_pd_prefill_done(r, fin == KVG_SIM_FINISH_LENGTH, &b);
     kvg_buf_append_str(&b, "}");
     kvg_http_res_send(r->req, 200, "application/json", NULL, 0, b.data, b.len);
     kvg_buf_free(&b);
@@ -275,7 +263,9 @@ static void publish_events(struct kvg_sim_rank *rk)
 static void on_abort(struct kvg_http_req *req, void *ud)
 {
     struct sim_req *r = ud;
-    if (!r->hung) {
+    if (r->pull) {
+        kvg_sim_pd_pull_abort(r);
+    } else if (!r->hung && !r->pending_ids) {
         kvg_sim_abort(r->rk->engine, r->id);
         live_del(r->s, r);
     }
@@ -433,6 +423,12 @@ static void completion(struct kvg_sim_server *s, struct kvg_http_req *req, int c
     }
     char salt_s[256] = "";
     if (cJSON_IsString(salt)) snprintf(salt_s, sizeof salt_s, "%s", salt->valuestring);
+    struct kvg_sim_pd_params pdp;
+    if (kvg_sim_pd_parse(s, j, &pdp, msg, sizeof msg)) {
+        cJSON_Delete(j);
+        bad_request(req, msg);
+        return;
+    }
     if (n_choices != 1) {
         cJSON_Delete(j);
         bad_request(req, "only n=1 is supported by the simulated engine");
@@ -496,38 +492,73 @@ static void completion(struct kvg_sim_server *s, struct kvg_http_req *req, int c
         free(ids);
         return;
     }
-    struct kvg_sim_request sreq = {.id = r->id,
-                                   .prompt = ids,
-                                   .prompt_len = (uint32_t)nids,
-                                   .max_tokens = (uint32_t)max_tokens,
-                                   .ignore_eos = ignore_eos,
-                                   .has_seed = seed >= 0,
-                                   .seed = (uint64_t)(seed >= 0 ? seed : 0),
-                                   .arrival = r->arrival,
-                                   .lora_name = lora >= 0 ? s->adapters[lora] : NULL,
-                                   .lora_id = lora + 1,
-                                   .cache_salt = salt_s[0] ? salt_s : NULL};
-    rc = kvg_sim_submit(rk->engine, &sreq);
-    free(ids);
+    r->pd = pdp;
+    snprintf(r->pending_salt, sizeof r->pending_salt, "%s", salt_s);
+    r->pending = (struct kvg_sim_request){.id = r->id,
+                                          .prompt_len = (uint32_t)nids,
+                                          .max_tokens = (uint32_t)max_tokens,
+                                          .ignore_eos = ignore_eos,
+                                          .has_seed = seed >= 0,
+                                          .seed = (uint64_t)(seed >= 0 ? seed : 0),
+                                          .arrival = r->arrival,
+                                          .lora_name = lora >= 0 ? s->adapters[lora] : NULL,
+                                          .lora_id = lora + 1,
+                                          .hold_blocks = pdp.do_remote_decode};
+    r->pending_ids = ids;
+    if (r->stream) {
+        /* vLLM's streaming response starts before the engine runs it (a
+         * decode's KV pull included): a later failure is an SSE event. */
+        struct kvg_http_header h = {KVG_STR("cache-control"), KVG_STR("no-cache")};
+        struct kvg_http_header hs[2] = {{KVG_STR("content-type"), KVG_STR("text/event-stream")}, h};
+        kvg_http_res_start(req, 200, hs, 2, -1);
+    }
+    if (pdp.do_remote_prefill) {
+        kvg_sim_pd_pull(r);
+        return;
+    }
+    kvg_sim_srv_submit(r, 0);
+}
+
+void kvg_sim_srv_submit(struct sim_req *r, uint32_t remote_tokens)
+{
+    struct kvg_sim_server *s = r->s;
+    struct kvg_sim_request sreq = r->pending;
+    sreq.prompt = r->pending_ids;
+    sreq.cache_salt = r->pending_salt[0] ? r->pending_salt : NULL;
+    sreq.remote_tokens = remote_tokens;
+    int rc = kvg_sim_submit(r->rk->engine, &sreq);
+    free(r->pending_ids);
+    r->pending_ids = NULL;
     if (rc) {
-        req->on_abort = NULL;
-        sr_free(r);
-        if (rc == KVG_ETOOBIG)
-            bad_request(req, "the request does not fit the model's context");
-        else
-            vllm_error(req, 500, "InternalServerError", kvg_strerror(rc));
+        kvg_sim_srv_fail(r, rc == KVG_ETOOBIG ? "the request does not fit the model's context"
+                                              : kvg_strerror(rc));
         return;
     }
     struct sim_req **b = bucket(s, r->id);
     r->next = *b;
     *b = r;
     s->nlive++;
-    if (r->stream) {
-        struct kvg_http_header h = {KVG_STR("cache-control"), KVG_STR("no-cache")};
-        struct kvg_http_header hs[2] = {{KVG_STR("content-type"), KVG_STR("text/event-stream")}, h};
-        kvg_http_res_start(req, 200, hs, 2, -1);
+    step_now(r->rk);
+}
+
+void kvg_sim_srv_fail(struct sim_req *r, const char *msg)
+{
+    struct kvg_http_req *req = r->req;
+    req->on_abort = NULL;
+    if (!r->stream) {
+        vllm_error(req, 500, "InternalServerError", msg);
+    } else {
+        struct kvg_buf b;
+        kvg_buf_init(&b, 0);
+        kvg_buf_append_str(&b, "data: {\"error\":{\"message\":");
+        kvg_buf_append_json_str(&b, msg, strlen(msg));
+        kvg_buf_append_str(&b, ",\"type\":\"InternalServerError\",\"param\":null,"
+                               "\"code\":500}}\n\ndata: [DONE]\n\n");
+        kvg_http_res_write(req, b.data, b.len);
+        kvg_buf_free(&b);
+        kvg_http_res_end(req);
     }
-    step_now(rk);
+    sr_free(r);
 }
 
 static void models(struct kvg_sim_server *s, struct kvg_http_req *req)

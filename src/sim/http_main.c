@@ -43,6 +43,15 @@ static void usage(void)
         "  --seed S                    output seed (0)\n"
         "  --tokenizer FILE|builtin:bytes   (builtin:bytes)\n"
         "  --tokenizer-config FILE     tokenizer_config.json (chat template)\n"
+        "disaggregated serving (vLLM NixlConnector protocol):\n"
+        "  --role prefill|decode|both  what the engine does (both: aggregated, answers either "
+        "leg)\n"
+        "  --side-channel-port P       a prefill's KV side channel (default 5600 with --role\n"
+        "                              prefill, as VLLM_NIXL_SIDE_CHANNEL_PORT)\n"
+        "  --kv-hold-timeout-secs S    free a prefill's unread blocks after S (480)\n"
+        "  --labels k=v,...            node=, rack=, zone=: the KV link's bandwidth\n"
+        "  --kv-load-failure-policy fail|recompute   a failed KV pull (fail, vLLM's default)\n"
+        "  --kv-transfer-extra-secs S  fault: every KV transfer takes S longer\n"
         "fault injection:\n"
         "  --fail-rate P               answer 500 to this fraction of requests\n"
         "  --hang-rate P               never answer this fraction (socket kept open)\n"
@@ -113,6 +122,26 @@ static int parse(struct kvg_sim_opts *o, int argc, char **argv)
         NUM("--disconnect-after-tokens", disconnect_after, 1u << 30)
         DBL("--cold-start-secs", cold_start_s, 0, 1e6)
         DBL("--kv-events-drop", kv_events_drop, 0, 1)
+        NUM("--side-channel-port", side_channel_port, 65535)
+        DBL("--kv-hold-timeout-secs", kv_hold_timeout_s, 0, 1e7)
+        DBL("--kv-transfer-extra-secs", kv_transfer_extra_s, 0, 1e6)
+        STR("--labels", labels);
+        else if (!strcmp(a, "--role"))
+        {
+            if (!strcmp(v, "both"))
+                o->role = KVG_SIM_ROLE_BOTH;
+            else if (!strcmp(v, "prefill"))
+                o->role = KVG_SIM_ROLE_PREFILL;
+            else if (!strcmp(v, "decode"))
+                o->role = KVG_SIM_ROLE_DECODE;
+            else
+                bad = 1;
+        }
+        else if (!strcmp(a, "--kv-load-failure-policy"))
+        {
+            bad = strcmp(v, "fail") && strcmp(v, "recompute");
+            o->kv_load_fail = !strcmp(v, "fail");
+        }
         else if (!strcmp(a, "--flavor"))
         {
             if (!strcmp(v, "vllm"))
@@ -265,8 +294,12 @@ int kvg_sim_main(int argc, char **argv)
     o->metrics_after_s = -1;
     o->cpu_load_s_per_token = -1;
     o->log_level = KVG_LOG_INFO;
+    o->kv_hold_timeout_s = 480;
+    o->kv_load_fail = 1;
+    o->side_channel_port = -1;
     int rc = parse(o, argc, argv);
     if (rc) return rc > 0 ? 0 : 2;
+    if (o->side_channel_port < 0) o->side_channel_port = o->role == KVG_SIM_ROLE_PREFILL ? 5600 : 0;
     kvg_log_set_level(o->log_level);
     signal(SIGPIPE, SIG_IGN);
     const struct kvg_sim_profile *prof = kvg_sim_profile_find(o->profile);
@@ -314,6 +347,7 @@ int kvg_sim_main(int argc, char **argv)
     struct kvg_sim_metrics em;
     kvg_sim_get_metrics(s.ranks[0].engine, &em);
     s.max_model_len = em.max_model_len;
+    s.kv_bytes_per_token = kvg_sim_kv_bytes_per_token(&cfg.profile);
     for (const char *p = o->lora_adapters; *p;) {
         const char *e = strchr(p, ',');
         size_t n = e ? (size_t)(e - p) : strlen(p);
@@ -352,21 +386,27 @@ int kvg_sim_main(int argc, char **argv)
                 kvg_strerror(rc));
         return 1;
     }
+    if ((rc = kvg_sim_pd_start(&s, err, sizeof err))) {
+        fprintf(stderr, "kvgate sim: %s\n", err);
+        return 1;
+    }
     uv_signal_t st, si;
     uv_signal_init(loop, &st);
     uv_signal_init(loop, &si);
     uv_signal_start(&st, on_signal, SIGTERM);
     uv_signal_start(&si, on_signal, SIGINT);
+    static const char *roles[] = {"both", "prefill", "decode"};
     KVG_INFO(
         "kvgate sim: model %s, profile %s, flavor %d, block %u, %u blocks, %u CPU-tier blocks, %d "
-        "rank%s, on http://%s:%d%s%s",
+        "rank%s, role %s, on http://%s:%d%s%s",
         o->model, prof->name, (int)o->flavor, em.block_size, em.num_blocks, em.cpu_num_blocks,
-        s.ndp, s.ndp > 1 ? "s" : "", o->host, kvg_http_server_port(s.http),
+        s.ndp, s.ndp > 1 ? "s" : "", roles[o->role], o->host, kvg_http_server_port(s.http),
         s.ranks[0].pub ? ", KV events on " : "",
         s.ranks[0].pub ? kvg_sim_kvpub_endpoint(s.ranks[0].pub) : "");
     uv_run(loop, UV_RUN_DEFAULT);
     /* Stopped by a signal: close everything and let the callbacks run. */
     kvg_http_server_close(s.http);
+    kvg_sim_pd_stop(&s);
     for (int r = 0; r < s.ndp; r++) uv_close((uv_handle_t *)&s.ranks[r].step_timer, NULL);
     uv_close((uv_handle_t *)&st, NULL);
     uv_close((uv_handle_t *)&si, NULL);

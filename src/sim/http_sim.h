@@ -63,9 +63,59 @@ struct kvg_sim_opts {
     int metrics_later;        /* the mode after metrics_after_s wall seconds (none|error|garbage) */
     double metrics_after_s;   /* < 0: never switch */
     int log_level;
+    /* disaggregated serving (sim/pd.c) */
+    int role;                   /* enum kvg_sim_role */
+    double kv_hold_timeout_s;   /* a prefill's unpulled blocks are freed after this (480) */
+    char labels[256];           /* k=v,...: node, rack, zone pick the KV link's bandwidth */
+    int side_channel_port;      /* the prefill's KV side channel (0: none unless --role prefill) */
+    double kv_transfer_extra_s; /* fault: every transfer takes this much longer */
+    int kv_load_fail;           /* vLLM's kv_load_failure_policy: 1 fail (default), 0 recompute */
 };
 
-struct sim_req;
+/* What a simulated engine is in a disaggregated deployment. both: today's
+ * aggregated engine (it also answers either PD leg, as vLLM's kv_both). */
+enum kvg_sim_role { KVG_SIM_ROLE_BOTH, KVG_SIM_ROLE_PREFILL, KVG_SIM_ROLE_DECODE };
+
+/* A request's kv_transfer_params (vLLM NixlConnector's fields). */
+struct kvg_sim_pd_params {
+    int do_remote_decode;  /* a prefill whose decode happens elsewhere: hold the blocks */
+    int do_remote_prefill; /* a decode whose prompt KV is pulled from remote_* */
+    char remote_engine_id[64];
+    char remote_request_id[64];
+    char remote_host[64];
+    int remote_port;
+    int tp_size;
+    uint32_t n_remote_blocks;
+};
+
+struct kvg_sim_pd;
+struct kvg_sim_rank;
+struct kvg_http_call;
+
+/* One request in flight (http_api.c; sim/pd.c for its PD leg). */
+struct sim_req {
+    struct kvg_sim_server *s;
+    struct kvg_sim_rank *rk; /* the data-parallel rank running it */
+    struct kvg_http_req *req;
+    uint64_t id;
+    int chat, stream, include_usage, hung;
+    char rid[40];
+    uint32_t prompt_len, cached, ntok;
+    double arrival, last_token_t;
+    struct kvg_buf text;  /* non-stream: the answer so far */
+    struct sim_req *next; /* live bucket chain */
+    int lora;             /* index in s->adapters, -1 for the base model */
+    struct kvg_sim_pd_params pd;
+    /* A decode pulling its KV: the engine request waits here (ids owned). */
+    struct kvg_sim_request pending;
+    uint32_t *pending_ids;
+    char pending_salt[256];
+    struct kvg_http_call *pull; /* the side-channel call, NULL when none */
+    int pull_status;
+    char pull_body[512];
+    size_t pull_len;
+};
+
 struct sim_metrics;
 
 #define KVG_SIM_MAX_ADAPTERS 16
@@ -103,7 +153,37 @@ struct kvg_sim_server {
     uint32_t max_model_len;
     char adapters[KVG_SIM_MAX_ADAPTERS][64]; /* from --lora-adapters */
     int nadapters;
+    uint64_t kv_bytes_per_token; /* the profile's KV shape (a PD transfer's size) */
+    struct kvg_sim_pd *pd;       /* PD state (sim/pd.c); NULL until kvg_sim_pd_start */
 };
+
+/* ---- sim/pd.c: the vLLM NIXL two-hop protocol.
+ * Starts the PD state: an engine id (new at every start, as vLLM's), the
+ * held-block table and, for a prefill, the side-channel listener decodes
+ * pull KV blocks from. 0 or a negative code (message in err). */
+int kvg_sim_pd_start(struct kvg_sim_server *s, char *err, size_t errlen);
+void kvg_sim_pd_stop(struct kvg_sim_server *s);
+/* Reads a request's kv_transfer_params into out (zeroed when absent); -1
+ * with msg when they are malformed or the role refuses the leg. */
+struct cJSON;
+int kvg_sim_pd_parse(struct kvg_sim_server *s, const struct cJSON *j, struct kvg_sim_pd_params *out,
+                     char *msg, size_t msglen);
+/* A prefill finished: keep its blocks for the decode (when the finish was
+ * length-capped, as vLLM) and write its kv_transfer_params into b (a JSON
+ * member ",\"kv_transfer_params\":{...}"). */
+void kvg_sim_pd_prefill_done(struct sim_req *r, int length_capped, struct kvg_buf *b);
+/* A decode with do_remote_prefill: pulls the blocks, then submits r
+ * (kvg_sim_srv_submit) or fails it the way vLLM does. Takes r->pending*. */
+void kvg_sim_pd_pull(struct sim_req *r);
+/* The client left while r was pulling: the pull is cancelled (the prefill
+ * then frees its blocks, as vLLM's decode notifies it). */
+void kvg_sim_pd_pull_abort(struct sim_req *r);
+/* http_api.c: hands r->pending to the engine and makes r live; on failure
+ * answers the client. remote_tokens: prompt tokens the pull supplied. */
+void kvg_sim_srv_submit(struct sim_req *r, uint32_t remote_tokens);
+/* http_api.c: ends r with vLLM's 500 (JSON, or an SSE error event and
+ * [DONE] once the stream has started) and frees it. */
+void kvg_sim_srv_fail(struct sim_req *r, const char *msg);
 
 /* Adapters of the live requests, comma-separated, each once: those running
  * and those waiting (vLLM's vllm:lora_requests_info labels). */

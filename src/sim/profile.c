@@ -58,7 +58,13 @@
  * instant — for measuring what sits in front of the engine (bench/gateway/
  *   cost.sh): every step takes 1 us (a
  *   step under 10 us is not waited for in real time), 1 M-token context, a large KV
- *   cache and batch, so the gateway is the bottleneck, not the engine. */
+ *   cache and batch, so the gateway is the bottleneck, not the engine.
+ *
+ * KV shape (a PD transfer's bytes per token = layers x KV heads x head dim x
+ *   2 x dtype bytes): Qwen3-32B's config.json, 64 layers, 8 KV heads, head
+ *   dim 128, bf16: 256 KiB per token (split over the TP ranks, moved in
+ *   parallel). tiny: a toy 4 x 2 x 128 x 2 x 2 = 4 KiB per token. instant:
+ *   none (its transfers take no time). */
 #include "sim/sim.h"
 
 #include <string.h>
@@ -68,7 +74,8 @@
 #define QWEN3_32B_H100_TP2_POD                                                                     \
     .block_size = 64, .kv_capacity_tokens = 307328, .max_num_seqs = 1024,                          \
     .max_num_batched_tokens = 8192, .max_model_len = 40960, .t_fixed = 12e-3, .t_seq = 50e-6,      \
-    .t_decode_ctx = 20e-9, .t_cpu_load_token = 131072.0 / 25e9
+    .t_decode_ctx = 20e-9, .t_cpu_load_token = 131072.0 / 25e9, .n_layers = 64, .n_kv_heads = 8,   \
+    .head_dim = 128, .kv_dtype_bytes = 2
 
 static const struct kvg_sim_profile g_profiles[] = {
     {
@@ -85,6 +92,10 @@ static const struct kvg_sim_profile g_profiles[] = {
         .t_prefill_attn = 5e-9,
         .t_decode_ctx = 200e-9,
         .t_cpu_load_token = 1e-6,
+        .n_layers = 4, /* a toy shape: 4 KiB of KV per token */
+        .n_kv_heads = 2,
+        .head_dim = 128,
+        .kv_dtype_bytes = 2,
     },
     {
         .name = "instant",
@@ -123,6 +134,11 @@ const struct kvg_sim_profile *kvg_sim_profile_find(const char *name)
 const struct kvg_sim_profile *kvg_sim_profile_at(size_t i)
 {
     return i < sizeof g_profiles / sizeof g_profiles[0] ? &g_profiles[i] : NULL;
+}
+
+uint64_t kvg_sim_kv_bytes_per_token(const struct kvg_sim_profile *p)
+{
+    return (uint64_t)p->n_layers * p->n_kv_heads * p->head_dim * 2u * p->kv_dtype_bytes;
 }
 
 double kvg_sim_step_time(const struct kvg_sim_profile *p, const struct kvg_sim_batch_shape *b)

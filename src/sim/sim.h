@@ -59,7 +59,13 @@ struct kvg_sim_profile {
     double t_decode_ctx;    /* per context token a decoding sequence reads */
     /* per token whose KV comes back from the CPU tier (PCIe copy) */
     double t_cpu_load_token;
+    /* The model's KV shape, for the bytes a PD transfer moves per token:
+     * layers x KV heads x head dim x 2 (K and V) x dtype bytes. */
+    uint32_t n_layers, n_kv_heads, head_dim, kv_dtype_bytes;
 };
+
+/* KV bytes one token occupies (kvg_sim_profile's shape; 0 if unknown). */
+uint64_t kvg_sim_kv_bytes_per_token(const struct kvg_sim_profile *p);
 
 /* The built-in profiles ("tiny", "qwen3-32b-h100-tp2", ...), static storage.
  * kvg_sim_profile_find returns NULL for an unknown name; kvg_sim_profile_at
@@ -153,6 +159,14 @@ struct kvg_sim_request {
     const char *lora_name;
     int lora_id;
     const char *cache_salt;
+    /* Disaggregated serving. remote_tokens: prompt tokens whose KV was
+     * pulled from a prefill engine (vLLM's NIXL decode): counted computed
+     * and cached at first scheduling, all but the last prompt token.
+     * hold_blocks: a prefill for a remote decode: when it finishes its
+     * blocks stay held (kvg_sim_release frees them), as vLLM's
+     * NixlConnector delays freeing until the decode has read them. */
+    uint32_t remote_tokens;
+    int hold_blocks;
 };
 
 /* Queues r at the end of the waiting queue (FCFS). -EINVAL for an empty
@@ -163,6 +177,11 @@ int kvg_sim_submit(struct kvg_sim *e, const struct kvg_sim_request *r);
 /* Removes a waiting or running request (client gone). Its blocks are freed
  * (the full ones stay cached). KVG_ENOTFOUND if the id is not live. */
 int kvg_sim_abort(struct kvg_sim *e, uint64_t id);
+
+/* Frees the blocks of a finished request submitted with hold_blocks.
+ * KVG_ENOTFOUND unless id is such a held request. (kvg_sim_abort frees
+ * one too, counted as aborted.) */
+int kvg_sim_release(struct kvg_sim *e, uint64_t id);
 
 /* 1 when nothing waits and nothing runs: no step is needed until a submit. */
 int kvg_sim_idle(const struct kvg_sim *e);
