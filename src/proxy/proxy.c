@@ -96,6 +96,7 @@ static void pr_closed(uv_handle_t *h)
     kvg_buf_free(&pr->body);
     kvg_buf_free(&pr->rbody);
     kvg_buf_free(&pr->hdrs);
+    kvg_pd_req_free(&pr->pdr);
     kvg_route_input_free(&pr->ri);
     if (pl->nfree < PR_FREE_MAX) {
         pr->next_free = pl->free_list;
@@ -176,6 +177,7 @@ static void release_worker(struct proxy_req *pr, enum kvg_outcome out)
 {
     if (!pr->pick.w) return;
     struct kvg_route_ctx ctx = {.model = {pr->ri.model, pr->ri.model_len}};
+    if (pr->pl->px->pd) kvg_pd_decode_ctx(pr->pl->px->pd, &pr->pdr, &ctx); /* its policy's pick */
     kvg_pool_release(pr->pl->px->pool, &pr->pick, out, &ctx);
 }
 
@@ -326,6 +328,8 @@ static int schedule_retry(struct proxy_req *pr)
 {
     const struct kvg_proxy_config *c = pr->pl->px->cfg;
     if (!c->retries_enabled || pr->attempts > c->retry_max) return -1;
+    if (pr->pl->px->pd && !kvg_pd_decode_may_retry(pr->pl->px->pd, &pr->pdr, kvg_now_ms()))
+        return -1; /* the prefill's blocks are not held for another decode */
     double d = c->retry_initial_ms * pow(c->retry_multiplier, (double)(pr->attempts - 1));
     if (d > c->retry_max_backoff_ms) d = c->retry_max_backoff_ms;
     d *= 1.0 + c->retry_jitter * (2.0 * kvg_rng_double(pr->pl->rng) - 1.0);
@@ -403,8 +407,10 @@ static void up_head(void *ud, int status, const struct kvg_http_header *h, size_
 static void up_body(void *ud, const char *p, size_t n)
 {
     struct proxy_req *pr = ud;
-    if (!pr->bytes_up) /* prefill is over */
-        kvg_pool_first_token_at(pr->pl->px->pool, &pr->pick, kvg_now_ms());
+    if (!pr->bytes_up) {
+        kvg_pool_first_token_at(pr->pl->px->pool, &pr->pick, kvg_now_ms()); /* prefill is over */
+        if (pr->pl->px->pd) kvg_pd_decode_first_byte(pr->pl->px->pd, &pr->pdr);
+    }
     pr->bytes_up += n;
     if (pr->relayed) {
         int rc;
@@ -529,43 +535,135 @@ static void on_client_abort(struct kvg_http_req *req, void *ud)
         pr->call = NULL;
     }
     uv_timer_stop(&pr->retry_timer);
+    if (pr->pl->px->pd) kvg_pd_cancel(pr->pl->px->pd, &pr->pdr); /* a prefill in flight */
     kvg_metrics_inc(pr->pl->px->m->client_gone);
     if (pr->working) return; /* the work's done callback finishes it */
     release_worker(pr, KVG_OUT_CLIENT_GONE);
     pr_finish(pr, 499);
 }
 
-/* The pick (thread-safe: on the loop, or on the thread pool for a big
- * body, where it reads the header snapshot and pr's own generator). */
-static void route(struct proxy_req *pr)
+/* The client's headers an engine gets, and kvgate's x-request-id (on the
+ * loop: it reads the client's request). */
+static size_t forward_headers(struct proxy_req *pr, struct kvg_http_header *fwd, size_t cap)
+{
+    struct kvg_http_req *req = pr->req;
+    size_t k = 0;
+    struct kvg_str connection = kvg_http_req_header(req, "connection");
+    for (size_t i = 0; i < req->nheaders && k + 1 < cap; i++)
+        if (!not_forwarded(req->headers[i].name, connection)) fwd[k++] = req->headers[i];
+    fwd[k++] =
+        (struct kvg_http_header){KVG_STR("x-request-id"), {pr->request_id, strlen(pr->request_id)}};
+    return k;
+}
+
+/* The body the engine gets: the gateway's rewrite (usage asked for) or the
+ * client's own. */
+static const struct kvg_buf *forward_body(struct proxy_req *pr)
+{
+    const struct kvg_buf *body = kvg_gate_forward_body(&pr->gate);
+    return body ? body : req_body(pr);
+}
+
+/* The routing context of the request (thread-safe: on the loop, or on the
+ * thread pool for a big body, where it reads the header snapshot and pr's
+ * own generator). */
+static void route_ctx(struct proxy_req *pr, struct kvg_route_ctx *ctx)
 {
     struct kvg_proxy *px = pr->pl->px;
-    const struct kvg_buf *body = pr->offloop ? &pr->rbody : &pr->req->body;
+    const struct kvg_buf *body = req_body(pr);
     if (!pr->ri.json) pr->ri.json = cJSON_ParseWithLength(body->data, body->len);
-    struct kvg_route_ctx ctx = {.body = {body->data, body->len},
-                                .load_max_age_ms = px->cfg->metrics_staleness_ms,
-                                .header = pr->offloop ? kvg_proxy_snap_header : header_of,
-                                .hctx = pr->offloop ? (const void *)&pr->hdrs : pr->req,
-                                .rng = pr->offloop ? &pr->rng : pr->pl->rng,
-                                .now_ms = kvg_now_ms()};
-    kvg_route_input_ctx(&pr->ri, &ctx);
+    *ctx = (struct kvg_route_ctx){.body = {body->data, body->len},
+                                  .load_max_age_ms = px->cfg->metrics_staleness_ms,
+                                  .header = pr->offloop ? kvg_proxy_snap_header : header_of,
+                                  .hctx = pr->offloop ? (const void *)&pr->hdrs : pr->req,
+                                  .rng = pr->offloop ? &pr->rng : pr->pl->rng,
+                                  .now_ms = kvg_now_ms()};
+    kvg_route_input_ctx(&pr->ri, ctx);
     if (pr->gate.key) { /* the key's user: its tenant, else its name */
         const char *u = pr->gate.key->tenant[0] ? pr->gate.key->tenant : pr->gate.key->name;
-        ctx.user = (struct kvg_str){u, strlen(u)};
+        ctx->user = (struct kvg_str){u, strlen(u)};
     }
-    ctx.filter = kvg_gate_worker_filter; /* the request's priority may exclude busy workers */
-    ctx.filter_ud = &pr->gate;
+    ctx->filter = kvg_gate_worker_filter; /* the request's priority may exclude busy workers */
+    ctx->filter_ud = &pr->gate;
+}
+
+/* The pool's pick for ctx (thread-safe, as route_ctx). */
+static void route_pick(struct proxy_req *pr, struct kvg_route_ctx *ctx)
+{
+    struct kvg_proxy *px = pr->pl->px;
     int known = 0;
-    int rc = kvg_pool_pick(px->pool, &ctx, pr->tried, pr->ntried, &pr->pick, &known, NULL);
+    int rc = kvg_pool_pick(px->pool, ctx, pr->tried, pr->ntried, &pr->pick, &known, NULL);
     if (rc == KVG_ENOWORKER && pr->ntried) {
         pr->ntried = 0; /* every candidate was tried: allow them again */
-        rc = kvg_pool_pick(px->pool, &ctx, NULL, 0, &pr->pick, &known, NULL);
+        rc = kvg_pool_pick(px->pool, ctx, NULL, 0, &pr->pick, &known, NULL);
     }
     pr->pick_rc = rc;
     pr->pick_known = known;
 }
 
+/* The pick (thread-safe: on the loop, or on the thread pool for a big
+ * body). Not with px->pd: its decision and legs run on the loop. */
+static void route(struct proxy_req *pr)
+{
+    struct kvg_route_ctx ctx;
+    route_ctx(pr, &ctx);
+    route_pick(pr, &ctx);
+}
+
 static void picked(struct proxy_req *pr);
+
+static void on_prefilled(void *ud, const struct kvg_pd_result *res)
+{
+    struct proxy_req *pr = ud;
+    if (!pr->req) return; /* cannot happen: a client gone cancels the leg */
+    if (res->ok) {
+        attempt(pr); /* the decode leg */
+        return;
+    }
+    snprintf(pr->worker_url, sizeof pr->worker_url, "%s", pr->pdr.prefill_url);
+    if (res->body && res->body_len) { /* the engine's 4xx says what is wrong */
+        struct kvg_http_header h[2] = {
+            {KVG_STR("x-kvgate-worker"), {pr->worker_url, strlen(pr->worker_url)}},
+            {KVG_STR("x-request-id"), {pr->request_id, strlen(pr->request_id)}}};
+        struct kvg_http_req *req = pr->req;
+        pr->req = NULL;
+        kvg_http_res_send(req, res->status, "application/json", h, 2, res->body, res->body_len);
+        pr_finish(pr, res->status);
+        return;
+    }
+    client_error(pr, res->status, res->code, res->message);
+}
+
+/* The PD decision and, for prefill_decode, the prefill leg (pd/pd.h), on
+ * the loop (a pool pick and an HTTP call). 1 when the request went on (or
+ * was answered) elsewhere, 0 when the decode pick follows now
+ * (decode_only). */
+static int pd_start(struct proxy_req *pr, struct kvg_route_ctx *ctx)
+{
+    struct kvg_proxy *px = pr->pl->px;
+    struct kvg_http_header fwd[MAX_FWD_HEADERS + 1];
+    const struct kvg_buf *body = forward_body(pr);
+    struct kvg_pd_input in = {
+        .body = body->data,
+        .body_len = body->len,
+        /* Untokenized: ~4 bytes a token, an overestimate that errs on prefilling. */
+        .prompt_tokens = pr->ri.ids ? pr->ri.nids : req_body(pr)->len / 4,
+        .path = pr->path,
+        .headers = fwd,
+        .nheaders = forward_headers(pr, fwd, MAX_FWD_HEADERS + 1),
+        .connect_timeout_ms = px->cfg->connect_timeout_ms};
+    int rc = kvg_pd_begin(px->pd, &pr->pdr, pr->pl->client, ctx, &in, on_prefilled, pr);
+    if (rc == KVG_ENOWORKER) {
+        kvg_metrics_inc(px->m->no_worker);
+        client_error(pr, 503, "no_prefill_worker", "no healthy prefill worker is available");
+        return 1;
+    }
+    if (rc) {
+        client_error(pr, 500, "pd_error", kvg_strerror(rc));
+        return 1;
+    }
+    return pr->pdr.state != KVG_PD_DECODE;
+}
 
 static void route_work(uv_work_t *w)
 {
@@ -587,10 +685,24 @@ static void route_done(uv_work_t *w, int status)
 
 static void attempt(struct proxy_req *pr)
 {
-    pr->attempts++;
+    struct kvg_proxy *px = pr->pl->px;
     pr->up_status = 0;
     pr->relayed = 0;
     kvg_buf_reset(&pr->body);
+    if (px->pd) {
+        /* The PD decision, the prefill leg and the decode pick stay on the
+         * loop whatever the body's size: they pick from the pool and start
+         * HTTP calls. */
+        struct kvg_route_ctx ctx;
+        route_ctx(pr, &ctx);
+        if (pr->pdr.state == KVG_PD_DECIDE && pd_start(pr, &ctx)) return;
+        kvg_pd_decode_ctx(px->pd, &pr->pdr, &ctx); /* decode workers, kvgate's decode pick */
+        pr->attempts++;
+        route_pick(pr, &ctx);
+        picked(pr);
+        return;
+    }
+    pr->attempts++;
     if (pr->offloop) {
         pr->work.data = pr;
         pr->working = 1;
@@ -631,12 +743,8 @@ static void picked(struct proxy_req *pr)
     if (pr->ntried < MAX_TRIED) pr->tried[pr->ntried++] = w;
 
     struct kvg_http_header fwd[MAX_FWD_HEADERS + 3];
-    size_t k = 0;
-    struct kvg_str connection = kvg_http_req_header(req, "connection");
-    for (size_t i = 0; i < req->nheaders && k < MAX_FWD_HEADERS; i++)
-        if (!not_forwarded(req->headers[i].name, connection)) fwd[k++] = req->headers[i];
-    fwd[k++] =
-        (struct kvg_http_header){KVG_STR("x-request-id"), {pr->request_id, strlen(pr->request_id)}};
+    size_t k = forward_headers(pr, fwd, MAX_FWD_HEADERS + 1);
+    if (px->pd) kvg_pd_decode_sent(px->pd, &pr->pdr, w);
     /* A URL@rank worker: vLLM's API server sends the request to that
      * data-parallel rank's engine (the header sglang's router also sends). */
     char rank[16];
@@ -653,8 +761,8 @@ static void picked(struct proxy_req *pr)
         .idle_timeout_ms = c->stream_idle_timeout_ms,
     };
     static const struct kvg_http_call_cbs cbs = {up_head, up_body, up_done};
-    const struct kvg_buf *body = kvg_gate_forward_body(&pr->gate);
-    if (!body) body = req_body(pr);
+    const struct kvg_buf *body = px->pd ? kvg_pd_decode_body(&pr->pdr) : NULL;
+    if (!body) body = forward_body(pr);
     rc = kvg_http_call_start(pr->pl->client, &w->target, req->method_name, req->url, fwd, k,
                              body->data, body->len, &o, &cbs, pr, &pr->call);
     if (rc) {

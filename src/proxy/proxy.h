@@ -16,6 +16,7 @@
 #include "http/client.h"
 #include "http/http.h"
 #include "metrics/metrics.h"
+#include "pd/pd.h"
 #include "proxy/route_input.h"
 #include "router/pool.h"
 
@@ -51,6 +52,7 @@ struct kvg_proxy {
     int wants_tokens; /* the policy reads token ids: tokenize each request */
     int wants_text;   /* the policy reads the routing text */
     const struct kvg_proxy_metrics *m;
+    struct kvg_pd *pd; /* prefill/decode pairs (not owned); NULL: one leg per request */
     _Atomic uint64_t requests_total;
 };
 

@@ -41,6 +41,7 @@ struct proxy_req {
     const char *path; /* static string: the endpoint */
     enum kvg_proxy_route route;
     struct kvg_gate_req gate;    /* the gateway's view: key, priority, quota, usage */
+    struct kvg_pd_req pdr;       /* its PD legs, when the proxy has px->pd */
     struct proxy_req *next_free; /* on the loop's free list */
 };
 

@@ -49,6 +49,14 @@ struct kvg_route_ctx {
      * refuses is no candidate. Called under the pool's read lock. */
     int (*filter)(void *ud, struct kvg_worker *w);
     void *filter_ud;
+    /* Disaggregated serving (pd/): the roles a candidate may have (a mask
+     * of 1 << enum kvg_worker_role; 0: any), the policy to run instead of
+     * the pool's (NULL: the pool's; also told on_done at release), and
+     * the labels of the worker the request's KV comes from (a decode pick
+     * prefers a near one), NULL none. */
+    unsigned roles;
+    struct kvg_policy *policy;
+    const char *near_labels;
 };
 
 /* Everything a policy may be configured with; each reads its own fields.

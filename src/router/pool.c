@@ -2,6 +2,7 @@
 #include "router/pool.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -121,6 +122,15 @@ int kvg_pool_set_role(struct kvg_pool *p, const char *url, int role, int dp_rank
     return i < 0 ? KVG_ENOTFOUND : 0;
 }
 
+int kvg_pool_set_labels(struct kvg_pool *p, const char *url, const char *labels)
+{
+    pthread_rwlock_wrlock(&p->lock); /* labels are read under the read lock */
+    int i = find(p, url);
+    if (i >= 0) snprintf(p->w[i]->labels, sizeof p->w[i]->labels, "%s", labels ? labels : "");
+    pthread_rwlock_unlock(&p->lock);
+    return i < 0 ? KVG_ENOTFOUND : 0;
+}
+
 int kvg_pool_set(struct kvg_pool *p, char *const *urls, size_t n)
 {
     return kvg_pool_set_ex(p, urls, NULL, NULL, n);
@@ -209,6 +219,7 @@ int kvg_pool_pick(struct kvg_pool *p, const struct kvg_route_ctx *ctx,
         known = 1;
         if (!atomic_load_explicit(&w->healthy, memory_order_relaxed)) continue;
         if (!kvg_cb_allows(&p->cb, w, ctx->now_ms)) continue;
+        if (ctx->roles && !(ctx->roles & (1u << atomic_load(&w->role)))) continue;
         if (ctx->filter && !ctx->filter(ctx->filter_ud, w)) continue;
         size_t k = 0;
         while (k < nexclude && exclude[k] != w) k++;
@@ -226,7 +237,8 @@ int kvg_pool_pick(struct kvg_pool *p, const struct kvg_route_ctx *ctx,
                 kvg_worker_ref(cand[i]);
             }
         }
-        rc = p->policy->ops->select(p->policy, cand, n, ctx, ex);
+        struct kvg_policy *pol = ctx->policy ? ctx->policy : p->policy;
+        rc = pol->ops->select(pol, cand, n, ctx, ex);
         if (rc >= 0 && (size_t)rc < n) {
             struct kvg_worker *w = cand[rc];
             double mb = ex->scores[rc].matched_blocks;
@@ -308,7 +320,8 @@ void kvg_pool_release(struct kvg_pool *p, struct kvg_pick *pick, enum kvg_outcom
     if (outcome == KVG_OUT_OK) atomic_fetch_add_explicit(&w->ok_requests, 1, memory_order_relaxed);
     if (outcome == KVG_OUT_OK || outcome == KVG_OUT_FAIL)
         kvg_cb_record(&p->cb, w, outcome == KVG_OUT_OK, kvg_now_ms());
-    if (p->policy->ops->on_done) p->policy->ops->on_done(p->policy, w, ctx);
+    struct kvg_policy *pol = ctx && ctx->policy ? ctx->policy : p->policy;
+    if (pol->ops->on_done) pol->ops->on_done(pol, w, ctx);
     kvg_worker_unref(w);
 }
 

@@ -42,8 +42,11 @@ int kvg_pool_add_ex(struct kvg_pool *p, const char *url, const char *kv_endpoint
 /* Removes by URL; KVG_ENOTFOUND if absent. In-flight requests finish. */
 int kvg_pool_remove(struct kvg_pool *p, const char *url);
 /* Records a worker's role and DP rank (-1 none); KVG_ENOTFOUND if absent.
- * Routing does not read them yet. */
+ * A pick reads the role when its context asks for some (ctx->roles). */
 int kvg_pool_set_role(struct kvg_pool *p, const char *url, int role, int dp_rank);
+/* Sets a worker's locality labels ("node=n1,rack=r1,zone=z1"; NULL none);
+ * KVG_ENOTFOUND if absent. */
+int kvg_pool_set_labels(struct kvg_pool *p, const char *url, const char *labels);
 /* Makes the pool hold exactly these URLs (SIGHUP reload): adds the new ones,
  * removes the missing ones, keeps the rest with their state. A list naming
  * one worker twice (trailing '/' aside) is refused whole with -EEXIST and

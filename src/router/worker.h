@@ -49,8 +49,8 @@ enum kvg_scrape_state {
 /* "never", "ok", "no_signals", "unreachable", "http_error", "bad_body". */
 const char *kvg_worker_scrape_state_name(int state);
 
-/* What a worker does in a serving mode (seed 004): recorded for the PD work
- * to come; routing does not read it yet. */
+/* What a worker does in a serving mode (seed 004). A pick whose context
+ * names roles (kvg_route_ctx.roles, the PD legs) only sees those. */
 enum kvg_worker_role {
     KVG_ROLE_REGULAR = 0,
     KVG_ROLE_PREFILL,
@@ -78,6 +78,7 @@ struct kvg_worker {
         max_model_len[KVG_MAX_MODELS_PER_WORKER]; /* its context (vLLM, SGLang say); 0 unknown */
     uint8_t model_adapter[KVG_MAX_MODELS_PER_WORKER]; /* listed with a `parent`: a LoRA adapter */
     int nmodels;
+    char labels[256];  /* locality, "node=..,rack=..,zone=.." (under the pool's lock) */
     char api_key[256]; /* the engine's own API key ("" none), sent on every call to it */
     struct kvg_engine_load load;
     /* LoRA adapters the engine has active (vLLM's vllm:lora_requests_info:
@@ -103,6 +104,8 @@ struct kvg_worker {
     _Atomic uint64_t cached_blocks; /* prefix blocks routed to where they were cached */
     _Atomic uint64_t active_prefill_tokens;
     _Atomic uint64_t active_decode_blocks;
+    _Atomic uint64_t pd_prefill_requests; /* PD legs sent here (kvgate_pd_requests_total) */
+    _Atomic uint64_t pd_decode_requests;
     _Atomic uint64_t ok_requests;      /* requests it answered 2xx (pool release, KVG_OUT_OK) */
     _Atomic uint64_t usage_checks;     /* answers whose usage.prompt_tokens kvgate compared */
     _Atomic uint64_t usage_mismatches; /* ... and found different from its own count */

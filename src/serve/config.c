@@ -26,6 +26,7 @@ enum ftype {
     F_BOOL,
     F_NBOOL,
     F_LIST,
+    F_LIST_APPEND, /* repeatable: each use adds (vllm-router's --prefill/--decode) */
     F_LEVEL
 };
 
@@ -209,6 +210,26 @@ static const struct flag flags[] = {
      "find workers in Kubernetes: watch EndpointSlices, pods matching the selectors"},
     {"selector", NULL, F_LIST, O(selector), 0,
      "discovery: labels (key=value...) of regular worker pods"},
+    {"vllm-pd-disaggregation", NULL, F_BOOL, O(vllm_pd), 0,
+     "prefill/decode pairs, vLLM's NIXL two-hop protocol (vllm-router's flag)"},
+    {"prefill", NULL, F_LIST_APPEND, O(prefill_urls), 0,
+     "prefill worker URL [BOOTSTRAP_PORT|none], repeatable"},
+    {"decode", NULL, F_LIST_APPEND, O(decode_urls), 0, "decode worker URL, repeatable"},
+    {"worker-roles", NULL, F_LIST, O(worker_roles), 0,
+     "regular|prefill|decode per --worker-urls entry, same order (YAML workers' role:)"},
+    {"worker-labels", NULL, F_LIST, O(worker_labels), 0,
+     "node=..,rack=..,zone=.. per --worker-urls entry, same order, none for none (YAML "
+     "labels:)"},
+    {"prefill-policy", NULL, F_STR, O(pd.prefill_policy), S(pd.prefill_policy),
+     "policy over prefill workers (unset: --policy)"},
+    {"decode-policy", NULL, F_STR, O(pd.decode_policy), S(pd.decode_policy),
+     "policy over decode workers (unset: kvgate's decode pick, pd_decode)"},
+    {"pd-threshold-tokens", NULL, F_U32, O(pd.threshold_tokens), 0,
+     "fewer uncached prompt tokens than this go to a decode worker alone (512)"},
+    {"pd-prefill-timeout-secs", NULL, F_SECS_MS, O(pd.prefill_timeout_ms), 0,
+     "a prefill leg's deadline from its dispatch (300)"},
+    {"pd-kv-hold-timeout-secs", NULL, F_SECS_MS, O(pd.hold_timeout_ms), 0,
+     "how long prefill engines hold unread KV (vLLM's 480): a decode retry only within it"},
     {"prefill-selector", NULL, F_LIST, O(prefill_selector), 0,
      "discovery: labels of prefill worker pods"},
     {"decode-selector", NULL, F_LIST, O(decode_selector), 0,
@@ -242,6 +263,7 @@ void kvg_serve_config_default(struct kvg_serve_config *c)
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     c->threads = n > 0 ? (int)n : 1;
     snprintf(c->policy, sizeof c->policy, "%s", KVG_POLICY_DEFAULT);
+    kvg_pd_config_default(&c->pd);
     kvg_http_limits_default(&c->limits);
     c->proxy.request_timeout_ms = 1800 * 1000;
     c->proxy.stream_idle_timeout_ms = 600 * 1000;
@@ -292,6 +314,10 @@ void kvg_serve_config_free(struct kvg_serve_config *c)
     kvg_strlist_free(&c->selector);
     kvg_strlist_free(&c->prefill_selector);
     kvg_strlist_free(&c->decode_selector);
+    kvg_strlist_free(&c->prefill_urls);
+    kvg_strlist_free(&c->decode_urls);
+    kvg_strlist_free(&c->worker_roles);
+    kvg_strlist_free(&c->worker_labels);
 }
 
 void kvg_serve_usage(void)
@@ -328,12 +354,13 @@ static int apply(struct kvg_serve_config *c, const struct flag *f, int argc, cha
     case F_NBOOL:
         *(int *)base = 0;
         return 0;
-    case F_LIST: {
+    case F_LIST:
+    case F_LIST_APPEND: {
         int k = 0;
         if (!has_v)
             return kvg_err_set(err, errlen, KVG_ECONFIG, "--%s needs at least one value", f->name);
         struct kvg_strlist *l = (struct kvg_strlist *)base;
-        kvg_strlist_free(l); /* a later list replaces an earlier one (file, then flags) */
+        if (f->type == F_LIST) kvg_strlist_free(l); /* a later list replaces an earlier one */
         while (i + 1 + k < argc && strncmp(argv[i + 1 + k], "--", 2)) {
             int rc = kvg_strlist_add(l, argv[i + 1 + k]);
             if (rc == -ENOSPC)
@@ -543,7 +570,8 @@ int kvg_serve_config_parse(struct kvg_serve_config *c, int argc, char **argv, ch
         return kvg_err_set(err, errlen, KVG_ECONFIG, "--router-lora-load-cost: at least 0");
     if (c->health_failure_threshold == 0 || c->health_success_threshold == 0)
         return kvg_err_set(err, errlen, KVG_ECONFIG, "health thresholds must be at least 1");
-    return check_discovery(c, err, errlen);
+    rc = kvg_serve_config_pd(c, err, errlen);
+    return rc ? rc : check_discovery(c, err, errlen);
 }
 
 int kvg_serve_config_load_file(const char *path, struct kvg_serve_config *out, char *err,
@@ -568,7 +596,8 @@ static int field_equal(const struct flag *f, const struct kvg_serve_config *a,
     switch (f->type) {
     case F_STR:
         return strcmp(x, y) == 0;
-    case F_LIST: {
+    case F_LIST:
+    case F_LIST_APPEND: {
         const struct kvg_strlist *l = (const void *)x, *m = (const void *)y;
         if (l->n != m->n) return 0;
         for (size_t i = 0; i < l->n; i++)

@@ -10,6 +10,7 @@
 
 #include "http/http.h"
 #include "router/circuit.h"
+#include "pd/pd.h"
 #include "proxy/proxy.h"
 #include "router/policy.h"
 #define KVG_CFG_MAX_WORKERS 256
@@ -74,7 +75,18 @@ struct kvg_serve_config {
     int spawn_sims;           /* embedded default: local simulated engines when no workers */
     char autoscale_path[512]; /* --autoscale FILE: the embedded autoscaler */
     int autoscale_dry_run;    /* --dry-run: it plans and reports, acts on nothing */
+    /* Disaggregated serving (config_pd.c): vllm-router's flags. --prefill
+     * and --decode add workers with their role to --worker-urls; the roles
+     * and labels of every worker end up in worker_roles / worker_labels,
+     * parallel to workers ("regular" / "none" for the unsaid). */
+    int vllm_pd;
+    struct kvg_strlist prefill_urls, decode_urls, worker_roles, worker_labels;
+    struct kvg_pd_config pd;
 };
+
+/* Folds --prefill/--decode into the worker list, checks the roles and the PD
+ * settings (config_pd.c). KVG_ECONFIG with a message. */
+int kvg_serve_config_pd(struct kvg_serve_config *c, char *err, size_t errlen);
 
 void kvg_serve_config_default(struct kvg_serve_config *c);
 void kvg_serve_config_free(struct kvg_serve_config *c);

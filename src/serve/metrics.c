@@ -109,6 +109,10 @@ int kvg_serve_metrics_init(struct kvg_serve_metrics *m, const char *policy)
         (rc = kvg_metrics_gauge(m->reg, "kvgate_worker_processed_requests",
                                 "Requests ever sent to the worker (since it joined).", wl, 1,
                                 &m->w_processed)) ||
+        (rc = kvg_metrics_counter(m->reg, "kvgate_pd_requests_total",
+                                  "PD legs sent to each worker (leg prefill or decode; since it "
+                                  "joined).",
+                                  (const char *[]){"worker", "leg"}, 2, &m->pd_requests)) ||
         (rc = kvg_metrics_gauge(m->reg, "kvgate_policy_decisions",
                                 "Routing decisions per policy and worker (since it joined).", dl, 2,
                                 &m->decisions)) ||
@@ -331,6 +335,12 @@ int kvg_serve_metrics_render(struct kvg_serve *sv, struct kvg_buf *out)
         mirror_series(m->w_tok_mis, v, 1, atomic_load(&ws[i]->usage_mismatches));
         set_series(m->w_cb, v, 1, atomic_load(&ws[i]->cb_state));
         set_series(m->w_processed, v, 1, (double)atomic_load(&ws[i]->processed));
+        if (sv->pd) {
+            mirror_series(m->pd_requests, (const char *[]){ws[i]->url, "prefill"}, 2,
+                          atomic_load(&ws[i]->pd_prefill_requests));
+            mirror_series(m->pd_requests, (const char *[]){ws[i]->url, "decode"}, 2,
+                          atomic_load(&ws[i]->pd_decode_requests));
+        }
         set_series(m->decisions, d, 2, (double)atomic_load(&ws[i]->processed));
         set_series(m->w_cached, v, 1, (double)atomic_load(&ws[i]->cached_blocks));
         if (kv && ws[i]->slot >= 0)

@@ -175,6 +175,22 @@ int kvg_serve_router_init(struct kvg_serve *sv, char *err, size_t errlen)
             return rc;
         }
     }
+    for (size_t i = 0; i < c->workers.n; i++) {
+        const char *r = i < c->worker_roles.n ? c->worker_roles.v[i] : "regular";
+        int role = !strcmp(r, "prefill")  ? KVG_ROLE_PREFILL
+                   : !strcmp(r, "decode") ? KVG_ROLE_DECODE
+                                          : KVG_ROLE_REGULAR;
+        const char *l = i < c->worker_labels.n ? c->worker_labels.v[i] : "none";
+        if ((rc = kvg_pool_set_role(&sv->pool, c->workers.v[i], role, -1)) ||
+            (rc = kvg_pool_set_labels(&sv->pool, c->workers.v[i], strcmp(l, "none") ? l : "")))
+            return rc;
+    }
+    if (c->pd.mode != KVG_PD_OFF) {
+        if ((rc = kvg_pd_new(&c->pd, &c->policy_opts, &sv->pool, sv->metrics.reg, &sv->pd, err,
+                             errlen)))
+            return rc;
+        sv->proxy.pd = sv->pd;
+    }
     if (policy->ops->wants_tokens && !sv->kv && strcmp(c->policy, "prefix_hash"))
         KVG_INFO("policy %s: no worker publishes KV events (--kv-events-endpoints): prefix "
                  "knowledge is approximate, from this router's own routing",
@@ -255,6 +271,8 @@ void kvg_serve_router_free(struct kvg_serve *sv)
 {
     kvg_discovery_free(sv->disc);          /* stopped already; its workers go with the pool */
     if (sv->sub) kvg_kv_sub_free(sv->sub); /* stops its threads first */
+    kvg_pd_free(sv->pd);
+    sv->pd = NULL;
     kvg_pool_destroy(&sv->pool);
     if (sv->kv) kvg_kv_index_free(sv->kv);
     if (sv->chat) kvg_jinja_chat_free(sv->chat);

@@ -53,6 +53,7 @@ struct kvg_serve_autoscale;
 struct kvg_serve {
     struct kvg_serve_config cfg;
     struct kvg_pool pool;
+    struct kvg_pd *pd;                /* prefill/decode pairing, NULL when not disaggregated */
     struct kvg_tok *tok;              /* the served model's tokenizer (builtin:bytes by default) */
     struct kvg_tok_pcache *tok_cache; /* its prefix cache (NULL: off) */
     struct kvg_jinja_chat *chat;      /* its chat template */

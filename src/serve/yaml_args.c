@@ -50,7 +50,7 @@ static const char *scalar(yaml_document_t *d, yaml_node_t *n)
 }
 
 /* workers: [{url: ..., kv_events_endpoint: ..., replay_endpoint: ...,
- * upstream_api_key: ...}] (or
+ * upstream_api_key: ..., role: prefill|decode|regular, labels: k=v,...}] (or
  * plain URL strings) -> --worker-urls url..., and when any worker names KV
  * endpoints, --kv-events-endpoints / --replay-endpoints in the same order
  * with "none" for the others. */
@@ -61,11 +61,11 @@ static int add_workers(struct argv_buf *a, yaml_document_t *d, yaml_node_t *seq,
         snprintf(err, errlen, "config: 'workers' must be a list");
         return KVG_ECONFIG;
     }
-    static const char *keys[] = {"url", "kv_events_endpoint", "replay_endpoint",
-                                 "upstream_api_key"};
-    static const char *flags[] = {"worker_urls", "kv_events_endpoints", "replay_endpoints",
-                                  "upstream_api_keys"};
-    for (int col = 0; col < 4; col++) {
+    static const char *keys[] = {
+        "url", "kv_events_endpoint", "replay_endpoint", "upstream_api_key", "role", "labels"};
+    static const char *flags[] = {"worker_urls",       "kv_events_endpoints", "replay_endpoints",
+                                  "upstream_api_keys", "worker_roles",        "worker_labels"};
+    for (int col = 0; col < 6; col++) {
         int any = 0, rc;
         for (yaml_node_item_t *it = seq->data.sequence.items.start;
              it < seq->data.sequence.items.top; it++) {

@@ -1,0 +1,366 @@
+/* The PD lifecycle of one request (pd.h has the state machine): the
+ * decision, the prefill pick and leg, and what the decode leg needs.
+ *
+ * The prefill leg follows vllm-router and vLLM's toy proxy
+ * (../shared/reference/routers.md §3.2, gateway-admission-autoscale.md §5):
+ * the client's body with max_tokens 1 (max_completion_tokens 1 when the
+ * client used it), stream false, no stream_options, no min_tokens, and
+ * kv_transfer_params {do_remote_decode: true, do_remote_prefill: false,
+ * remote_*: null}; its JSON answer's kv_transfer_params go into the
+ * client's body for the decode. Its deadline runs from its dispatch, so a
+ * prefill stuck in an engine queue ends the request instead of leaving the
+ * decode side waiting (users-and-features.md finding 7). */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/err.h"
+#include "base/log.h"
+#include "base/util.h"
+#include "pd/pd.h"
+
+/* A prefill answer is one small JSON document (one token). */
+#define MAX_PREFILL_ANSWER (1u << 20)
+
+void kvg_pd_config_default(struct kvg_pd_config *c)
+{
+    memset(c, 0, sizeof *c);
+    c->threshold_tokens = 512; /* llm-d's prefix-based decider default */
+    c->prefill_timeout_ms = 300000;
+    c->hold_timeout_ms = 480000; /* VLLM_NIXL_ABORT_REQUEST_TIMEOUT */
+    c->locality_load_bound = 1.5;
+}
+
+const char *kvg_pd_state_name(int s)
+{
+    static const char *n[] = {"decide", "prefill", "decode", "done", "failed", "cancelled"};
+    return s >= 0 && s <= KVG_PD_CANCELLED ? n[s] : "?";
+}
+
+int kvg_pd_new(const struct kvg_pd_config *c, const struct kvg_policy_opts *popts,
+               struct kvg_pool *pool, struct kvg_metrics_registry *reg, struct kvg_pd **out,
+               char *err, size_t errlen)
+{
+    struct kvg_pd *pd = calloc(1, sizeof *pd);
+    if (!pd) return -ENOMEM;
+    pd->cfg = *c;
+    pd->pool = pool;
+    int rc = 0;
+    if (c->prefill_policy[0] &&
+        (rc = kvg_policy_new(c->prefill_policy, popts, &pd->prefill_policy))) {
+        snprintf(err, errlen, "--prefill-policy: unknown policy '%s' (one of %s)",
+                 c->prefill_policy, kvg_policy_names());
+        free(pd);
+        return KVG_ECONFIG;
+    }
+    if (c->decode_policy[0] && strcmp(c->decode_policy, "pd_decode")) {
+        if ((rc = kvg_policy_new(c->decode_policy, popts, &pd->decode_policy))) {
+            snprintf(err, errlen, "--decode-policy: unknown policy '%s' (one of pd_decode, %s)",
+                     c->decode_policy, kvg_policy_names());
+            kvg_pd_free(pd);
+            return KVG_ECONFIG;
+        }
+    } else if ((rc = kvg_pd_decode_policy_new(c->locality_load_bound, &pd->decode_policy))) {
+        goto fail;
+    }
+    if (reg) {
+        struct kvg_metrics_family *f;
+        const char *dl[] = {"decision"};
+        double b[16];
+        kvg_metrics_buckets_exp(0.001, 2, 16, b);
+        if ((rc = kvg_metrics_counter(reg, "kvgate_pd_decisions_total",
+                                      "Disaggregation decisions: prefill then decode, or decode "
+                                      "alone (few uncached tokens).",
+                                      dl, 1, &f)) ||
+            (rc =
+                 kvg_metrics_series(f, (const char *[]){"prefill_decode"}, 1, &pd->decisions[0])) ||
+            (rc = kvg_metrics_series(f, (const char *[]){"decode_only"}, 1, &pd->decisions[1])) ||
+            (rc = kvg_metrics_histogram(reg, "kvgate_pd_kv_transfer_seconds",
+                                        "From a decode's dispatch to its first byte after a "
+                                        "prefill: the KV pull plus one decode step.",
+                                        NULL, 0, b, 16, &f)) ||
+            (rc = kvg_metrics_series(f, NULL, 0, &pd->transfer)) ||
+            (rc = kvg_metrics_counter(reg, "kvgate_pd_prefill_failures_total",
+                                      "Prefill legs that failed: their decode was never sent.",
+                                      NULL, 0, &f)) ||
+            (rc = kvg_metrics_series(f, NULL, 0, &pd->prefill_failures)) ||
+            (rc = kvg_metrics_counter(reg, "kvgate_pd_decode_retries_total",
+                                      "Decodes sent again to another decode worker after failing "
+                                      "before their first byte.",
+                                      NULL, 0, &f)) ||
+            (rc = kvg_metrics_series(f, NULL, 0, &pd->decode_retries)))
+            goto fail;
+    }
+    *out = pd;
+    return 0;
+fail:
+    snprintf(err, errlen, "pd: %s", kvg_strerror(rc));
+    kvg_pd_free(pd);
+    return rc;
+}
+
+void kvg_pd_free(struct kvg_pd *pd)
+{
+    if (!pd) return;
+    if (pd->prefill_policy) pd->prefill_policy->ops->destroy(pd->prefill_policy);
+    if (pd->decode_policy) pd->decode_policy->ops->destroy(pd->decode_policy);
+    for (int i = 0; i < 2; i++) kvg_metrics_series_release(pd->decisions[i]);
+    kvg_metrics_series_release(pd->transfer);
+    kvg_metrics_series_release(pd->prefill_failures);
+    kvg_metrics_series_release(pd->decode_retries);
+    free(pd);
+}
+
+/* ------------------------------------------------------------ bodies */
+
+/* The prefill leg's body; NULL when the client's is not a JSON object. */
+static char *prefill_body(const char *body, size_t len)
+{
+    cJSON *j = cJSON_ParseWithLength(body, len);
+    if (!cJSON_IsObject(j)) {
+        cJSON_Delete(j);
+        return NULL;
+    }
+    cJSON *one = cJSON_CreateNumber(1);
+    cJSON_ReplaceItemInObjectCaseSensitive(j, "max_tokens", one);
+    if (!cJSON_GetObjectItemCaseSensitive(j, "max_tokens"))
+        cJSON_AddNumberToObject(j, "max_tokens", 1);
+    if (cJSON_GetObjectItemCaseSensitive(j, "max_completion_tokens"))
+        cJSON_ReplaceItemInObjectCaseSensitive(j, "max_completion_tokens", cJSON_CreateNumber(1));
+    cJSON_DeleteItemFromObjectCaseSensitive(j, "stream");
+    cJSON_AddFalseToObject(j, "stream");
+    cJSON_DeleteItemFromObjectCaseSensitive(j, "stream_options");
+    cJSON_DeleteItemFromObjectCaseSensitive(j, "min_tokens"); /* P does not support them */
+    cJSON_DeleteItemFromObjectCaseSensitive(j, "min_completion_tokens");
+    cJSON_DeleteItemFromObjectCaseSensitive(j, "kv_transfer_params");
+    cJSON *p = cJSON_AddObjectToObject(j, "kv_transfer_params");
+    cJSON_AddTrueToObject(p, "do_remote_decode");
+    cJSON_AddFalseToObject(p, "do_remote_prefill");
+    static const char *nulls[] = {"remote_engine_id", "remote_block_ids", "remote_host",
+                                  "remote_port"};
+    for (size_t i = 0; i < KVG_ARRAY_LEN(nulls); i++) cJSON_AddNullToObject(p, nulls[i]);
+    char *s = cJSON_PrintUnformatted(j);
+    cJSON_Delete(j);
+    return s;
+}
+
+/* The decode leg's body: the client's with the prefill's params. */
+static int decode_body(struct kvg_pd_req *r, const char *body, size_t len, const cJSON *params)
+{
+    cJSON *j = cJSON_ParseWithLength(body, len);
+    if (!cJSON_IsObject(j)) {
+        cJSON_Delete(j);
+        return KVG_EPARSE;
+    }
+    cJSON_DeleteItemFromObjectCaseSensitive(j, "kv_transfer_params");
+    cJSON_AddItemToObject(j, "kv_transfer_params", cJSON_Duplicate(params, 1));
+    char *s = cJSON_PrintUnformatted(j);
+    cJSON_Delete(j);
+    if (!s) return -ENOMEM;
+    kvg_buf_reset(&r->decode_body);
+    int rc = kvg_buf_append(&r->decode_body, s, strlen(s));
+    free(s);
+    return rc;
+}
+
+/* ------------------------------------------------------------ prefill leg */
+
+static void finish_prefill(struct kvg_pd_req *r, struct kvg_pd *pd, enum kvg_outcome out,
+                           const struct kvg_pd_result *res)
+{
+    struct kvg_route_ctx ctx = {.policy = pd->prefill_policy};
+    if (r->prefill.w) kvg_pool_release(pd->pool, &r->prefill, out, &ctx);
+    r->state = res->ok ? KVG_PD_DECODE : KVG_PD_FAILED;
+    r->prefill_done_ms = kvg_now_ms();
+    if (!res->ok) {
+        kvg_metrics_inc(pd->prefill_failures);
+        KVG_WARN("pd: prefill on %s failed (%d %s): the decode is not sent", r->prefill_url,
+                 res->status, res->message);
+    }
+    r->cb(r->ud, res);
+}
+
+static void leg_head(void *ud, int status, const struct kvg_http_header *h, size_t n)
+{
+    (void)h;
+    (void)n;
+    ((struct kvg_pd_req *)ud)->status = status;
+}
+
+static void leg_body(void *ud, const char *p, size_t n)
+{
+    struct kvg_pd_req *r = ud;
+    if (kvg_buf_append(&r->answer, p, n)) r->status = -1; /* over the cap */
+}
+
+static void leg_done(void *ud, int err)
+{
+    struct kvg_pd_req *r = ud;
+    struct kvg_pd *pd = r->pd;
+    r->call = NULL;
+    struct kvg_pd_result res = {.status = 502, .code = "prefill_failed"};
+    enum kvg_outcome out = KVG_OUT_FAIL;
+    if (err) {
+        res.status = err == KVG_ETIMEOUT ? 504 : 502;
+        res.code = err == KVG_ETIMEOUT ? "prefill_timeout" : "prefill_failed";
+        res.message = err == KVG_ETIMEOUT ? "the prefill worker did not answer in time"
+                                          : "the prefill worker failed";
+    } else if (r->status >= 400 && r->status < 500) {
+        /* The request itself is at fault: the engine's answer says why. */
+        res.status = r->status;
+        res.code = "prefill_rejected";
+        res.message = "the prefill worker rejected the request";
+        res.body = r->answer.data;
+        res.body_len = r->answer.len;
+        out = KVG_OUT_CLIENT_ERROR;
+    } else if (r->status != 200) {
+        res.message = "the prefill worker answered with an error";
+    } else {
+        cJSON *j = cJSON_ParseWithLength(r->answer.data ? r->answer.data : "", r->answer.len);
+        const cJSON *p = cJSON_GetObjectItemCaseSensitive(j, "kv_transfer_params");
+        const cJSON *u = cJSON_GetObjectItemCaseSensitive(j, "usage");
+        const cJSON *pt = cJSON_GetObjectItemCaseSensitive(u, "prompt_tokens");
+        r->prompt_tokens = cJSON_IsNumber(pt) ? (int64_t)pt->valuedouble : -1;
+        if (!cJSON_IsObject(p)) {
+            res.message = "the prefill worker returned no kv_transfer_params (is it a NIXL "
+                          "KV producer?)";
+        } else if (decode_body(r, r->body, r->body_len, p)) {
+            res.message = "cannot build the decode request";
+        } else {
+            res.ok = 1;
+            res.status = 200;
+            res.code = NULL;
+            out = KVG_OUT_OK;
+        }
+        cJSON_Delete(j);
+    }
+    finish_prefill(r, pd, out, &res);
+}
+
+int kvg_pd_begin(struct kvg_pd *pd, struct kvg_pd_req *r, struct kvg_http_client *cl,
+                 struct kvg_route_ctx *ctx, const struct kvg_pd_input *in, kvg_pd_prefill_cb cb,
+                 void *ud)
+{
+    r->prompt_tokens = -1;
+    r->cb = cb;
+    r->ud = ud;
+    kvg_buf_init(&r->answer, MAX_PREFILL_ANSWER);
+    kvg_buf_init(&r->decode_body, 0);
+    /* What the decode side already has cached, as the pool's own KV
+     * knowledge sees it (a dry run of its policy over decode workers). */
+    uint64_t cached = 0;
+    if (ctx->block_size && ctx->ntokens) {
+        struct kvg_route_ctx dc = *ctx;
+        struct kvg_pick dp = {0};
+        dc.roles = 1u << KVG_ROLE_DECODE;
+        dc.dry_run = 1;
+        if (kvg_pool_pick(pd->pool, &dc, NULL, 0, &dp, NULL, NULL) == 0) {
+            cached = (uint64_t)dp.matched_blocks * ctx->block_size;
+            kvg_worker_unref(dp.w);
+        }
+    }
+    r->decision = kvg_pd_decide(in->prompt_tokens, cached, pd->cfg.threshold_tokens);
+    kvg_metrics_inc(pd->decisions[r->decision]);
+    if (r->decision == KVG_PD_DECODE_ONLY) {
+        r->state = KVG_PD_DECODE;
+        return 0;
+    }
+    char *body = prefill_body(in->body, in->body_len);
+    if (!body) return KVG_EPARSE;
+    ctx->roles = 1u << KVG_ROLE_PREFILL;
+    ctx->policy = pd->prefill_policy;
+    int rc = kvg_pool_pick(pd->pool, ctx, NULL, 0, &r->prefill, NULL, NULL);
+    ctx->roles = 0;
+    ctx->policy = NULL;
+    if (rc) {
+        free(body);
+        return rc;
+    }
+    struct kvg_worker *w = r->prefill.w;
+    atomic_fetch_add_explicit(&w->pd_prefill_requests, 1, memory_order_relaxed);
+    snprintf(r->prefill_url, sizeof r->prefill_url, "%s", w->url);
+    snprintf(r->prefill_labels, sizeof r->prefill_labels, "%s", w->labels);
+    struct kvg_http_header h[80];
+    size_t k = 0;
+    for (size_t i = 0; i < in->nheaders && k < 76; i++) h[k++] = in->headers[i];
+    char rank[16], bearer[300];
+    if (w->dp_rank >= 0) {
+        int rl = snprintf(rank, sizeof rank, "%d", w->dp_rank);
+        h[k++] = (struct kvg_http_header){KVG_STR("x-data-parallel-rank"), {rank, (size_t)rl}};
+    }
+    k += (size_t)kvg_worker_auth_header(w, bearer, sizeof bearer, &h[k]);
+    r->pd = pd;
+    r->body = in->body;
+    r->body_len = in->body_len;
+    struct kvg_http_call_opts o = {.connect_timeout_ms = in->connect_timeout_ms,
+                                   .first_byte_timeout_ms = pd->cfg.prefill_timeout_ms,
+                                   .idle_timeout_ms = pd->cfg.prefill_timeout_ms};
+    static const struct kvg_http_call_cbs cbs = {leg_head, leg_body, leg_done};
+    r->state = KVG_PD_PREFILL;
+    struct kvg_str path = {in->path, strlen(in->path)};
+    rc = kvg_http_call_start(cl, &w->target, "POST", path, h, k, body, strlen(body), &o, &cbs, r,
+                             &r->call);
+    free(body);
+    if (rc) {
+        r->call = NULL;
+        struct kvg_pd_result res = {.status = 503,
+                                    .code = "prefill_unreachable",
+                                    .message = "cannot reach the prefill worker"};
+        finish_prefill(r, pd, KVG_OUT_FAIL, &res);
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------ decode leg */
+
+void kvg_pd_decode_ctx(struct kvg_pd *pd, struct kvg_pd_req *r, struct kvg_route_ctx *ctx)
+{
+    ctx->roles = 1u << KVG_ROLE_DECODE;
+    ctx->policy = pd->decode_policy;
+    ctx->near_labels = r->prefill_labels[0] ? r->prefill_labels : NULL;
+}
+
+const struct kvg_buf *kvg_pd_decode_body(const struct kvg_pd_req *r)
+{
+    return r->decision == KVG_PD_PREFILL_DECODE && r->decode_body.len ? &r->decode_body : NULL;
+}
+
+void kvg_pd_decode_sent(struct kvg_pd *pd, struct kvg_pd_req *r, struct kvg_worker *w)
+{
+    if (r->decode_attempts++) kvg_metrics_inc(pd->decode_retries);
+    atomic_fetch_add_explicit(&w->pd_decode_requests, 1, memory_order_relaxed);
+    r->decode_sent_ns = kvg_now_ns();
+}
+
+void kvg_pd_decode_first_byte(struct kvg_pd *pd, struct kvg_pd_req *r)
+{
+    if (r->decision != KVG_PD_PREFILL_DECODE || !r->decode_sent_ns) return;
+    kvg_metrics_observe(pd->transfer, (double)(kvg_now_ns() - r->decode_sent_ns) / 1e9);
+    r->decode_sent_ns = 0;
+}
+
+int kvg_pd_decode_may_retry(struct kvg_pd *pd, struct kvg_pd_req *r, uint64_t now_ms)
+{
+    if (r->decision == KVG_PD_DECODE_ONLY) return 1; /* an ordinary request */
+    return r->decode_attempts < 2 && now_ms - r->prefill_done_ms < pd->cfg.hold_timeout_ms;
+}
+
+void kvg_pd_cancel(struct kvg_pd *pd, struct kvg_pd_req *r)
+{
+    if (r->state != KVG_PD_PREFILL) return;
+    if (r->call) { /* the engine sees the connection close and aborts the prefill */
+        kvg_http_call_cancel(r->call);
+        r->call = NULL;
+    }
+    struct kvg_route_ctx ctx = {.policy = pd->prefill_policy};
+    if (r->prefill.w) kvg_pool_release(pd->pool, &r->prefill, KVG_OUT_CLIENT_GONE, &ctx);
+    r->state = KVG_PD_CANCELLED;
+}
+
+void kvg_pd_req_free(struct kvg_pd_req *r)
+{
+    kvg_buf_free(&r->answer);
+    kvg_buf_free(&r->decode_body);
+}

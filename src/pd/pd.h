@@ -1,0 +1,172 @@
+/* Disaggregated serving: prefill/decode pairs (vLLM's NIXL two-hop protocol).
+ *
+ * The proxy calls this part for the PD legs of a request; it reads the
+ * router's pool (arrows proxy -> pd -> router). What it decides:
+ *   - per request, prefill then decode, or decode alone (llm-d's prefix
+ *     decider: few tokens left to compute -> no prefill hop);
+ *   - the prefill worker (the configured policy over prefill workers) and
+ *     the decode worker (kvgate's decode pick: no prefix chasing; KV blocks
+ *     in use plus this request's, requests in flight, and a preference for
+ *     the prefill's rack, then zone, within a load bound);
+ *   - the prefill leg itself (kvg_pd_req): its body (max_tokens 1, no
+ *     stream, kv_transfer_params asking for a remote decode), its deadline
+ *     from dispatch, its cancellation, and the kv_transfer_params its answer
+ *     hands to the decode leg.
+ * The decode leg runs on the proxy's ordinary single-leg path, with the body
+ * and pick context this part gives it. The lifecycle:
+ *
+ *   DECIDE --decode_only--------------------------> DECODE -> DONE
+ *     \--prefill_decode--> PREFILL --ok (params)---> DECODE -> DONE
+ *                            |  \--failed/timeout--> FAILED (decode never sent)
+ *                            \--client gone--------> CANCELLED (prefill aborted)
+ *   DECODE failing before its first byte is retried once on another decode
+ *   while the prefill still holds the blocks (kvg_pd_decode_may_retry). */
+#ifndef KVG_PD_PD_H
+#define KVG_PD_PD_H
+
+#include <stdint.h>
+
+#include "base/buf.h"
+#include "http/client.h"
+#include "metrics/metrics.h"
+#include "router/pool.h"
+
+enum kvg_pd_mode { KVG_PD_OFF = 0, KVG_PD_VLLM };
+
+struct kvg_pd_config {
+    enum kvg_pd_mode mode;
+    uint32_t threshold_tokens; /* --pd-threshold-tokens: fewer uncached -> decode alone (512) */
+    uint32_t
+        prefill_timeout_ms;     /* the prefill leg, from its dispatch (--pd-prefill-timeout-secs) */
+    uint32_t hold_timeout_ms;   /* the prefill engines' block hold (vLLM's 480 s) */
+    double locality_load_bound; /* a nearer decode is taken unless its cost exceeds the best's
+                                   by this factor (1.5) */
+    char prefill_policy[64];    /* "" : the pool's --policy */
+    char decode_policy[64];     /* "" or "pd_decode": kvgate's decode pick */
+};
+
+void kvg_pd_config_default(struct kvg_pd_config *c);
+
+/* ---- Pure parts (unit-tested). */
+
+enum kvg_pd_decision { KVG_PD_PREFILL_DECODE = 0, KVG_PD_DECODE_ONLY = 1 };
+/* "prefill_decode", "decode_only". */
+const char *kvg_pd_decision_name(int d);
+
+/* llm-d's prefix-based decider: the tokens the decode worker would still
+ * compute (prompt minus what it has cached) against the threshold. */
+enum kvg_pd_decision kvg_pd_decide(uint64_t prompt_tokens, uint64_t decode_cached_tokens,
+                                   uint32_t threshold_tokens);
+
+/* How near two workers' labels put them: 0 same node, 1 same rack, 2 same
+ * zone, 3 farther or unknown. */
+int kvg_pd_locality(const char *a, const char *b);
+
+/* kvgate's decode pick as a router policy ("pd_decode"): cost = KV blocks in
+ * use (active_decode_blocks, or the engine's KV usage in blocks when larger)
+ * plus this request's blocks, normalised by capacity when known, plus the
+ * requests in flight; the lowest cost wins, except that a candidate nearer
+ * to ctx->near_labels (rack, then zone) is taken while its cost is within
+ * load_bound x the best cost + 1. *out is the caller's (ops->destroy). */
+int kvg_pd_decode_policy_new(double load_bound, struct kvg_policy **out);
+
+/* ---- The live part. */
+
+struct kvg_pd {
+    struct kvg_pd_config cfg;
+    struct kvg_pool *pool;             /* not owned */
+    struct kvg_policy *prefill_policy; /* owned; NULL: the pool's */
+    struct kvg_policy *decode_policy;  /* owned */
+    struct kvg_metrics_series *decisions[2], *transfer, *prefill_failures, *decode_retries;
+};
+
+/* Builds the PD router over pool (whose workers carry roles). reg: where
+ * its metrics go (NULL none). *out is the caller's: kvg_pd_free. */
+int kvg_pd_new(const struct kvg_pd_config *c, const struct kvg_policy_opts *popts,
+               struct kvg_pool *pool, struct kvg_metrics_registry *reg, struct kvg_pd **out,
+               char *err, size_t errlen);
+void kvg_pd_free(struct kvg_pd *pd);
+
+enum kvg_pd_state {
+    KVG_PD_DECIDE = 0,
+    KVG_PD_PREFILL,
+    KVG_PD_DECODE,
+    KVG_PD_DONE,
+    KVG_PD_FAILED,
+    KVG_PD_CANCELLED,
+};
+
+/* How the prefill leg ended, for the proxy's answer to the client. */
+struct kvg_pd_result {
+    int ok;     /* params in hand: send the decode */
+    int status; /* else: the status to answer (the prefill's own 4xx, 502, 503, 504) */
+    const char *code, *message;
+    const char *body; /* the prefill's error body when it answered 4xx (passed through) */
+    size_t body_len;
+};
+
+typedef void (*kvg_pd_prefill_cb)(void *ud, const struct kvg_pd_result *res);
+
+/* One request's PD state, embedded in the proxy's request (zeroed). */
+struct kvg_pd_req {
+    enum kvg_pd_state state;
+    enum kvg_pd_decision decision;
+    struct kvg_pick prefill; /* while the prefill runs */
+    struct kvg_http_call *call;
+    struct kvg_buf answer;      /* the prefill's answer (capped) */
+    struct kvg_buf decode_body; /* the client's body + the prefill's kv_transfer_params */
+    int status;
+    char prefill_url[512];
+    char prefill_labels[256];
+    uint64_t prefill_done_ms; /* monotonic */
+    uint64_t decode_sent_ns;
+    int64_t prompt_tokens; /* usage.prompt_tokens of the prefill, -1 unknown */
+    uint32_t decode_attempts;
+    kvg_pd_prefill_cb cb;
+    void *ud;
+    struct kvg_pd *pd;
+    const char *body; /* the client's body, borrowed while the prefill runs */
+    size_t body_len;
+};
+
+/* What the proxy knows of the request. */
+struct kvg_pd_input {
+    const char *body; /* the client's JSON (borrowed for the call) */
+    size_t body_len;
+    uint64_t prompt_tokens;                /* tokenized count, or an estimate */
+    const char *path;                      /* "/v1/chat/completions" ... */
+    const struct kvg_http_header *headers; /* to forward (x-request-id included) */
+    size_t nheaders;
+    uint32_t connect_timeout_ms;
+};
+
+/* Decides the request (counts the decision) and, for prefill_decode, picks
+ * a prefill worker (ctx: the proxy's routing context; its roles and policy
+ * are set here) and sends the prefill leg; cb runs once when it ends (not
+ * after kvg_pd_cancel). Returns 0 when the leg is under way or the decision
+ * is decode_only (r->state DECODE, cb not called), else a negative code:
+ * KVG_ENOWORKER when no prefill worker can take it. */
+int kvg_pd_begin(struct kvg_pd *pd, struct kvg_pd_req *r, struct kvg_http_client *cl,
+                 struct kvg_route_ctx *ctx, const struct kvg_pd_input *in, kvg_pd_prefill_cb cb,
+                 void *ud);
+/* Sets ctx up for a decode pick (roles, policy, the prefill's labels). */
+void kvg_pd_decode_ctx(struct kvg_pd *pd, struct kvg_pd_req *r, struct kvg_route_ctx *ctx);
+/* The body to send the decode worker: the prefill's params spliced in, or
+ * NULL for the client's own (decode_only). */
+const struct kvg_buf *kvg_pd_decode_body(const struct kvg_pd_req *r);
+/* A decode attempt is being sent (counts it; starts the transfer clock). */
+void kvg_pd_decode_sent(struct kvg_pd *pd, struct kvg_pd_req *r, struct kvg_worker *w);
+/* The decode's first byte arrived: the KV transfer is over. */
+void kvg_pd_decode_first_byte(struct kvg_pd *pd, struct kvg_pd_req *r);
+/* May a decode that failed before its first byte go to another decode?
+ * Once, while the prefill's blocks are still held. */
+int kvg_pd_decode_may_retry(struct kvg_pd *pd, struct kvg_pd_req *r, uint64_t now_ms);
+/* The client left: the prefill leg is aborted (its engine frees the
+ * request), its pick released. Idempotent; cb is not called. */
+void kvg_pd_cancel(struct kvg_pd *pd, struct kvg_pd_req *r);
+/* Frees what r holds (after the request ended). */
+void kvg_pd_req_free(struct kvg_pd_req *r);
+/* "decide", "prefill", "decode", "done", "failed", "cancelled". */
+const char *kvg_pd_state_name(int s);
+
+#endif

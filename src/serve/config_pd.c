@@ -1,0 +1,76 @@
+/* The disaggregated-serving part of kvgate serve's configuration: vllm-router's
+ * --vllm-pd-disaggregation --prefill URL [PORT|none] --decode URL, and the
+ * per-worker roles and labels (YAML workers' role: and labels:). */
+#include <stdio.h>
+#include <string.h>
+
+#include "base/err.h"
+#include "base/util.h"
+#include "serve/config.h"
+
+/* A --prefill value that is not a URL: its bootstrap port (SGLang's), or
+ * none. The NIXL protocol needs none: vLLM's prefill names its side channel
+ * in its answer. */
+static int is_port(const char *s)
+{
+    uint64_t v;
+    return !strcmp(s, "none") || (!kvg_parse_u64(s, &v) && v > 0 && v < 65536);
+}
+
+static int add_role(struct kvg_serve_config *c, const char *url, const char *role)
+{
+    int rc;
+    if ((rc = kvg_strlist_add(&c->workers, url)) || (rc = kvg_strlist_add(&c->worker_roles, role)))
+        return rc;
+    /* KV endpoint lists are parallel to the workers: keep them so. */
+    if (c->kv_endpoints.n && (rc = kvg_strlist_add(&c->kv_endpoints, "none"))) return rc;
+    if (c->replay_endpoints.n && (rc = kvg_strlist_add(&c->replay_endpoints, "none"))) return rc;
+    if (c->upstream_keys.n && (rc = kvg_strlist_add(&c->upstream_keys, "none"))) return rc;
+    return 0;
+}
+
+int kvg_serve_config_pd(struct kvg_serve_config *c, char *err, size_t errlen)
+{
+    if ((c->prefill_urls.n || c->decode_urls.n) && !c->vllm_pd)
+        return kvg_err_set(err, errlen, KVG_ECONFIG,
+                           "--prefill and --decode need --vllm-pd-disaggregation");
+    if (c->worker_roles.n && c->worker_roles.n != c->workers.n)
+        return kvg_err_set(err, errlen, KVG_ECONFIG,
+                           "--worker-roles needs one role per --worker-urls entry");
+    int rc = 0;
+    while (!rc && c->worker_roles.n < c->workers.n)
+        rc = kvg_strlist_add(&c->worker_roles, "regular");
+    for (size_t i = 0; !rc && i < c->prefill_urls.n; i++)
+        if (!is_port(c->prefill_urls.v[i])) rc = add_role(c, c->prefill_urls.v[i], "prefill");
+    for (size_t i = 0; !rc && i < c->decode_urls.n; i++)
+        rc = add_role(c, c->decode_urls.v[i], "decode");
+    if (rc) return kvg_err_set(err, errlen, KVG_ECONFIG, "config: %s", kvg_strerror(rc));
+    kvg_strlist_free(&c->prefill_urls); /* folded in: a re-check adds nothing twice */
+    kvg_strlist_free(&c->decode_urls);
+    if (c->worker_labels.n && c->worker_labels.n != c->workers.n)
+        return kvg_err_set(err, errlen, KVG_ECONFIG,
+                           "--worker-labels needs one entry per worker (--worker-urls, then "
+                           "--prefill, then --decode)");
+    size_t np = 0, nd = 0;
+    for (size_t i = 0; i < c->worker_roles.n; i++) {
+        const char *r = c->worker_roles.v[i];
+        if (!strcmp(r, "prefill"))
+            np++;
+        else if (!strcmp(r, "decode"))
+            nd++;
+        else if (strcmp(r, "regular") && strcmp(r, "none"))
+            return kvg_err_set(err, errlen, KVG_ECONFIG,
+                               "worker role '%s': one of regular, prefill, decode", r);
+    }
+    if ((np || nd) && !c->vllm_pd)
+        return kvg_err_set(err, errlen, KVG_ECONFIG,
+                           "prefill and decode workers need --vllm-pd-disaggregation");
+    if (c->vllm_pd && (!np || !nd) && !c->service_discovery)
+        return kvg_err_set(err, errlen, KVG_ECONFIG,
+                           "--vllm-pd-disaggregation needs at least one --prefill and one "
+                           "--decode worker");
+    c->pd.mode = c->vllm_pd ? KVG_PD_VLLM : KVG_PD_OFF;
+    if (c->pd.prefill_timeout_ms == 0)
+        return kvg_err_set(err, errlen, KVG_ECONFIG, "--pd-prefill-timeout-secs: above 0");
+    return 0;
+}
