@@ -1,0 +1,150 @@
+#!/usr/bin/env bash
+# vLLM NIXL prefill/decode pairs end to end on loopback: kvgate serve
+# --vllm-pd-disaggregation over sims in roles (one prefill, two decodes).
+# The happy path (the stream comes from a decode with the prefill's KV:
+# cached_tokens shows the pulled blocks), decode_only for short prompts, and
+# the faults: client gone during the prefill, prefill killed mid-transfer,
+# prefill restarted with its held blocks gone, decode killed before its
+# first byte (retried on the other decode) and mid-stream. Each ends cleanly
+# and leaves in-flight at 0 on every worker.
+. "$KVG_ROOT/tests/integration/lib.sh"
+
+GW=$(free_port) P=$(free_port) PS=$(free_port) D1=$(free_port) D2=$(free_port)
+PROMPT=$(printf 'the quick brown fox jumps over the lazy dog %.0s' $(seq 1 12)) # ~530 tokens
+
+start_prefill() { # ARGS...
+  start_sim "$P" --role prefill --side-channel-port "$PS" --labels rack=r1,zone=z1 "$@"
+  P_PID=${PIDS[-1]}
+}
+start_prefill
+start_sim "$D1" --role decode --labels rack=r2,zone=z1
+D1_PID=${PIDS[-1]}
+start_sim "$D2" --role decode --labels rack=r1,zone=z1 # the prefill's rack: preferred
+D2_PID=${PIDS[-1]}
+start_serve "$GW" --vllm-pd-disaggregation --prefill "http://127.0.0.1:$P" none \
+  --decode "http://127.0.0.1:$D1" --decode "http://127.0.0.1:$D2" \
+  --worker-labels rack=r1,zone=z1 rack=r2,zone=z1 rack=r1,zone=z1 \
+  --pd-threshold-tokens 64 --disable-health-check --retry-initial-backoff-ms 10
+# No health checks: a killed decode stays a candidate, so the retry below
+# happens whatever the timing (a health check could otherwise get there first).
+G="http://127.0.0.1:$GW"
+
+wait_healthy() { # N: until N workers are healthy
+  local i
+  for i in $(seq 1 80); do
+    curl -s -m 1 "$G/workers" >"$TMP/w.json" 2>/dev/null &&
+      [ "$(json_get "$TMP/w.json" "sum(1 for w in j['workers'] if w['healthy'])")" = "$1" ] &&
+      return 0
+    sleep 0.1
+  done
+  return 1
+}
+in_flight_zero() { # until every worker's in_flight is 0 (bounded)
+  local i
+  for i in $(seq 1 50); do
+    curl -s -m 1 "$G/workers" >"$TMP/w.json" &&
+      [ "$(json_get "$TMP/w.json" "sum(w['in_flight'] for w in j['workers'])")" = 0 ] && return 0
+    sleep 0.1
+  done
+  cat "$TMP/w.json" >&2
+  return 1
+}
+metric() { curl -s -m 2 "$G/metrics" | awk -v k="$1" '$1 == k {print $2}'; }
+body() { # stream max_tokens
+  printf '{"model":"sim-model","prompt":"%s","max_tokens":%s,"ignore_eos":true,"stream":%s,"stream_options":{"include_usage":true}}' \
+    "$PROMPT" "$2" "$1"
+}
+check "all workers healthy" wait_healthy 3
+
+# --- happy path: streamed from a decode, its KV pulled from the prefill
+curl -s -N -m 20 -D "$TMP/h1" "$G/v1/completions" -d "$(body true 8)" >"$TMP/s1"
+check "stream ends with [DONE]" grep -q '^data: \[DONE\]' "$TMP/s1"
+check "served by the decode in the prefill's rack" grep -qi "x-kvgate-worker: http://127.0.0.1:$D2" "$TMP/h1"
+grep '"usage"' "$TMP/s1" | sed 's/^data: //' >"$TMP/u1.json"
+check "decode's usage shows the pulled KV as cached" \
+  test "$(json_get "$TMP/u1.json" "j['usage']['prompt_tokens_details']['cached_tokens'] >= j['usage']['prompt_tokens'] - 1")" = True
+check "prefill_decode counted" test "$(metric 'kvgate_pd_decisions_total{decision="prefill_decode"}')" = 1
+check "one prefill leg on the prefill" \
+  test "$(metric "kvgate_pd_requests_total{worker=\"http://127.0.0.1:$P\",leg=\"prefill\"}")" = 1
+check "transfer observed" test "$(metric kvgate_pd_kv_transfer_seconds_count)" = 1
+curl -s -m 20 "$G/v1/completions" -d "$(body false 4)" >"$TMP/j1"
+check "non-stream answer from decode" test "$(json_get "$TMP/j1" "j['usage']['completion_tokens']")" = 4
+check "in flight 0 after the happy path" in_flight_zero
+
+# --- a short prompt goes to a decode alone
+curl -s -m 10 "$G/v1/completions" -d '{"model":"sim-model","prompt":"hi","max_tokens":2}' >"$TMP/j2"
+check "short prompt answered" test "$(json_get "$TMP/j2" "j['usage']['completion_tokens']")" = 2
+check "decode_only counted" test "$(metric 'kvgate_pd_decisions_total{decision="decode_only"}')" = 1
+
+# --- client gone during the prefill: the prefill is aborted, nothing leaks
+kill -TERM "$P_PID"; wait "$P_PID" 2>/dev/null
+start_prefill --speed 0.005 # a ~530-token prefill now takes seconds
+wait_healthy 3
+curl -s -m 1 "$G/v1/completions" -d "$(body true 8)" >/dev/null 2>&1
+check "in flight 0 after a client left mid-prefill" in_flight_zero
+ok_running() { # the prefill engine dropped the request (bounded)
+  local i
+  for i in $(seq 1 50); do
+    curl -s -m 1 "http://127.0.0.1:$P/metrics" | grep -q '^vllm:num_requests_running{.*} 0' && return 0
+    sleep 0.1
+  done
+  return 1
+}
+check "the prefill engine aborted it" ok_running
+
+# --- prefill killed mid-transfer: the decode's pull fails, the client gets an SSE error
+kill -TERM "$P_PID"; wait "$P_PID" 2>/dev/null
+start_prefill --kv-transfer-extra-secs 30
+wait_healthy 3
+curl -s -N -m 20 "$G/v1/completions" -d "$(body true 8)" >"$TMP/s3" &
+CURL=$!
+for _ in $(seq 1 50); do # until the prefill answered (the decode leg is pulling)
+  [ "$(metric "kvgate_pd_requests_total{worker=\"http://127.0.0.1:$D2\",leg=\"decode\"}")" = 2 ] && break
+  sleep 0.1
+done
+sleep 0.3
+kill -KILL "$P_PID"; wait "$P_PID" 2>/dev/null
+wait "$CURL"
+check "mid-transfer kill: SSE error event" grep -q '"error"' "$TMP/s3"
+check "mid-transfer kill: then [DONE]" grep -q '^data: \[DONE\]' "$TMP/s3"
+check "in flight 0 after the prefill died mid-transfer" in_flight_zero
+
+# --- prefill restarted with its held blocks gone: the decode fails as vLLM does
+start_prefill
+wait_healthy 3
+curl -s -m 10 "http://127.0.0.1:$P/v1/completions" -d "{\"prompt\":\"$PROMPT\",\"max_tokens\":1,\"kv_transfer_params\":{\"do_remote_decode\":true}}" >"$TMP/pf"
+json_get "$TMP/pf" "json.dumps(j['kv_transfer_params'])" >"$TMP/kvp"
+kill -TERM "$P_PID"; wait "$P_PID" 2>/dev/null
+start_prefill
+code=$(curl -s -o "$TMP/stale" -w '%{http_code}' -m 10 "http://127.0.0.1:$D1/v1/completions" \
+  -d "{\"prompt\":\"$PROMPT\",\"max_tokens\":4,\"kv_transfer_params\":$(cat "$TMP/kvp")}")
+check "stale KV params: decode answers 500" test "$code" = 500
+check "stale KV params: engine id mismatch named" grep -q 'engine id mismatch' "$TMP/stale"
+wait_healthy 3
+curl -s -m 20 "$G/v1/completions" -d "$(body false 4)" >"$TMP/j4"
+check "the restarted prefill serves new requests" test "$(json_get "$TMP/j4" "j['usage']['completion_tokens']")" = 4
+
+# --- decode killed before its first byte: retried once on the other decode
+kill -KILL "$D2_PID"; wait "$D2_PID" 2>/dev/null
+curl -s -m 20 -D "$TMP/h5" "$G/v1/completions" -d "$(body false 4)" >"$TMP/j5"
+check "retried decode answered" test "$(json_get "$TMP/j5" "j['usage']['completion_tokens']")" = 4
+check "answered by the surviving decode" grep -qi "x-kvgate-worker: http://127.0.0.1:$D1" "$TMP/h5"
+check "decode retry counted" test "$(metric kvgate_pd_decode_retries_total)" = 1
+check "in flight 0 after the decode retry" in_flight_zero
+
+# --- decode killed mid-stream: SSE error event + [DONE] from kvgate
+kill -TERM "$D1_PID"; wait "$D1_PID" 2>/dev/null
+start_sim "$D1" --role decode --labels rack=r2,zone=z1 --speed 0.05
+D1_PID=${PIDS[-1]}
+wait_healthy 3
+curl -s -N -m 30 "$G/v1/completions" -d "$(body true 400)" >"$TMP/s6" &
+CURL=$!
+for _ in $(seq 1 100); do grep -q '"text"' "$TMP/s6" 2>/dev/null && break; sleep 0.1; done
+kill -KILL "$D1_PID"; wait "$D1_PID" 2>/dev/null
+wait "$CURL"
+check "mid-stream kill: tokens first" grep -q '"text"' "$TMP/s6"
+check "mid-stream kill: SSE error event" grep -q '"error"' "$TMP/s6"
+check "mid-stream kill: then [DONE]" grep -q '^data: \[DONE\]' "$TMP/s6"
+check "in flight 0 after the decode died mid-stream" in_flight_zero
+
+finish
