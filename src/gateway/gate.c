@@ -446,6 +446,14 @@ size_t kvg_gate_quota_headers(struct kvg_gate_req *gr, struct kvg_http_header *o
 }
 
 /* What the request cost (gate.h says why each case costs what it does). */
+void kvg_gate_usage_prefill(struct kvg_gate_req *gr, int64_t prompt_tokens, int64_t cached_tokens)
+{
+    if (prompt_tokens < 0) return;
+    gr->pd_set = 1;
+    gr->pd_prompt = prompt_tokens;
+    gr->pd_cached = cached_tokens > 0 ? cached_tokens : 0;
+}
+
 static int64_t final_cost(struct kvg_gate_req *gr, int answered)
 {
     const struct kvg_quota_counting *c = &gr->keys->counting;
@@ -456,6 +464,10 @@ static int64_t final_cost(struct kvg_gate_req *gr, int answered)
         if (!u.found) u = gr->sse_filter.usage; /* the stream ended early, after its usage */
     }
     int ok = gr->up_status >= 200 && gr->up_status < 300;
+    if (u.found && gr->pd_set) {
+        u.prompt_tokens = gr->pd_prompt;
+        u.cached_tokens = gr->pd_cached;
+    }
     if (u.found)
         return kvg_quota_cost_actual(c, u.prompt_tokens, u.cached_tokens,
                                      KVG_MAX(u.completion_tokens, (int64_t)relayed));

@@ -125,6 +125,11 @@ struct kvg_gate_req {
     int sse_filter_on;
     struct kvg_usage usage; /* what the engine reported */
     int up_status;          /* the engine's answer status; 0 before its head */
+    /* A PD request: the prompt and cached tokens its prefill leg reported
+     * (-1 unset; both only when pd_set). The decode's usage counts the KV it
+     * pulled as cached (vllm#44607): the prefill's numbers are the truth. */
+    int pd_set;
+    int64_t pd_prompt, pd_cached;
 };
 
 /* The request as admission sees it. */
@@ -161,6 +166,10 @@ int kvg_gate_filters_stream(const struct kvg_gate_req *gr);
 int kvg_gate_usage_feed(struct kvg_gate_req *gr, const char *p, size_t n, struct kvg_buf *out);
 /* The stream ended: what the filter still holds goes to out. */
 void kvg_gate_usage_end(struct kvg_gate_req *gr, struct kvg_buf *out);
+/* The prefill leg of a PD request answered with this usage: its prompt
+ * and cached tokens replace the decode's in the cost; output tokens stay
+ * the decode's. */
+void kvg_gate_usage_prefill(struct kvg_gate_req *gr, int64_t prompt_tokens, int64_t cached_tokens);
 /* A whole answer: its usage, when a quota counts this request. */
 void kvg_gate_usage_json(struct kvg_gate_req *gr, const char *body, size_t len);
 /* The usage the gate read so far (a stream's filter, or a whole answer a

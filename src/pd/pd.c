@@ -223,6 +223,9 @@ static void leg_done(void *ud, int err)
         const cJSON *u = cJSON_GetObjectItemCaseSensitive(j, "usage");
         const cJSON *pt = cJSON_GetObjectItemCaseSensitive(u, "prompt_tokens");
         r->prompt_tokens = cJSON_IsNumber(pt) ? (int64_t)pt->valuedouble : -1;
+        const cJSON *ct = cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(u, "prompt_tokens_details"), "cached_tokens");
+        r->prefill_cached = cJSON_IsNumber(ct) ? (int64_t)ct->valuedouble : 0;
         if (!cJSON_IsObject(p)) {
             res.message = "the prefill worker returned no kv_transfer_params (is it a NIXL "
                           "KV producer?)";

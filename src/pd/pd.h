@@ -120,7 +120,8 @@ struct kvg_pd_req {
     char prefill_labels[256];
     uint64_t prefill_done_ms; /* monotonic */
     uint64_t decode_sent_ns;
-    int64_t prompt_tokens; /* usage.prompt_tokens of the prefill, -1 unknown */
+    int64_t prompt_tokens;  /* usage.prompt_tokens of the prefill, -1 unknown */
+    int64_t prefill_cached; /* its prompt_tokens_details.cached_tokens (0 unsaid) */
     uint32_t decode_attempts;
     kvg_pd_prefill_cb cb;
     void *ud;

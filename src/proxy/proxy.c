@@ -617,6 +617,8 @@ static void on_prefilled(void *ud, const struct kvg_pd_result *res)
     struct proxy_req *pr = ud;
     if (!pr->req) return; /* cannot happen: a client gone cancels the leg */
     if (res->ok) {
+        /* Input accounting from the leg that computed it. */
+        kvg_gate_usage_prefill(&pr->gate, pr->pdr.prompt_tokens, pr->pdr.prefill_cached);
         attempt(pr); /* the decode leg */
         return;
     }

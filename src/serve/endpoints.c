@@ -250,6 +250,45 @@ static struct kvg_str hdr(const void *h, const char *name)
     return kvg_http_req_header(h, name);
 }
 
+/* Under PD, the pair: the prefill pick (a dry run over prefill workers),
+ * the decision, and the context for the decode pick that the caller then
+ * explains (near the prefill: labels[] must outlive the pick). */
+static cJSON *pd_explain(struct kvg_serve *sv, struct kvg_route_ctx *ctx, uint64_t tokens,
+                         char *labels, size_t cap)
+{
+    struct kvg_pd *pd = sv->pd;
+    cJSON *o = cJSON_CreateObject();
+    struct kvg_route_ctx pc = *ctx;
+    struct kvg_pick pp = {0}, dp = {0};
+    uint64_t cached = 0;
+    pc.roles = 1u << KVG_ROLE_DECODE; /* the decode side's cache, as the pool's policy sees it */
+    if (ctx->block_size && kvg_pool_pick(&sv->pool, &pc, NULL, 0, &dp, NULL, NULL) == 0) {
+        cached = (uint64_t)dp.matched_blocks * ctx->block_size;
+        kvg_worker_unref(dp.w);
+    }
+    enum kvg_pd_decision d = kvg_pd_decide(tokens, cached, pd->cfg.threshold_tokens);
+    cJSON_AddStringToObject(o, "decision", kvg_pd_decision_name(d));
+    cJSON_AddNumberToObject(o, "prompt_tokens", (double)tokens);
+    cJSON_AddNumberToObject(o, "decode_cached_tokens", (double)cached);
+    cJSON_AddNumberToObject(o, "threshold_tokens", pd->cfg.threshold_tokens);
+    labels[0] = 0;
+    pc.roles = 1u << KVG_ROLE_PREFILL;
+    pc.policy = pd->prefill_policy;
+    if (d == KVG_PD_PREFILL_DECODE &&
+        kvg_pool_pick(&sv->pool, &pc, NULL, 0, &pp, NULL, NULL) == 0) {
+        cJSON_AddStringToObject(o, "prefill", pp.w->url);
+        cJSON_AddStringToObject(o, "prefill_labels", pp.w->labels);
+        snprintf(labels, cap, "%s", pp.w->labels);
+        kvg_worker_unref(pp.w);
+    } else {
+        cJSON_AddNullToObject(o, "prefill");
+    }
+    ctx->roles = 1u << KVG_ROLE_DECODE;
+    ctx->policy = pd->decode_policy;
+    ctx->near_labels = labels[0] ? labels : NULL;
+    return o;
+}
+
 /* POST /debug/route: the routing decision for a request body, explained,
  * without forwarding it and without changing any routing state. */
 static void debug_route(struct kvg_serve_loop *lc, struct kvg_http_req *req)
@@ -274,6 +313,10 @@ static void debug_route(struct kvg_serve_loop *lc, struct kvg_http_req *req)
                                 .dry_run = 1};
     kvg_route_input_ctx(&ri, &ctx);
     kvg_serve_modes_refresh(sv);
+    char near[256];
+    cJSON *pdj = sv->pd
+                     ? pd_explain(sv, &ctx, ri.ids ? ri.nids : req->body.len / 4, near, sizeof near)
+                     : NULL;
     static _Thread_local struct kvg_route_score scores[KVG_POOL_MAX_WORKERS];
     static _Thread_local struct kvg_worker *cands[KVG_POOL_MAX_WORKERS];
     struct kvg_route_explain ex = {.scores = scores, .cands = cands};
@@ -281,7 +324,17 @@ static void debug_route(struct kvg_serve_loop *lc, struct kvg_http_req *req)
     int known = 0;
     int rc = kvg_pool_pick(&sv->pool, &ctx, NULL, 0, &pick, &known, &ex);
     cJSON *root = cJSON_CreateObject();
-    cJSON_AddStringToObject(root, "policy", sv->cfg.policy);
+    cJSON_AddStringToObject(root, "policy",
+                            sv->pd ? sv->pd->decode_policy->ops->name : sv->cfg.policy);
+    if (pdj) {
+        if (rc == 0) {
+            cJSON_AddStringToObject(pdj, "decode", pick.w->url);
+            if (near[0])
+                cJSON_AddNumberToObject(pdj, "decode_locality",
+                                        kvg_pd_locality(near, pick.w->labels));
+        }
+        cJSON_AddItemToObject(root, "pd", pdj);
+    }
     if (rc == 0)
         cJSON_AddStringToObject(root, "chosen", pick.w->url);
     else

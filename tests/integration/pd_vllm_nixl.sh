@@ -70,6 +70,10 @@ check "transfer observed" test "$(metric kvgate_pd_kv_transfer_seconds_count)" =
 curl -s -m 20 "$G/v1/completions" -d "$(body false 4)" >"$TMP/j1"
 check "non-stream answer from decode" test "$(json_get "$TMP/j1" "j['usage']['completion_tokens']")" = 4
 check "in flight 0 after the happy path" in_flight_zero
+curl -s -m 5 "$G/debug/route" -d "$(body false 4)" >"$TMP/dr"
+check "/debug/route: the pair's decision" test "$(json_get "$TMP/dr" "j['pd']['decision']")" = prefill_decode
+check "/debug/route: the prefill" test "$(json_get "$TMP/dr" "j['pd']['prefill']")" = "http://127.0.0.1:$P"
+check "/debug/route: the decode in its rack" test "$(json_get "$TMP/dr" "(j['pd']['decode'], j['pd']['decode_locality'])")" = "('http://127.0.0.1:$D2', 1)"
 
 # --- a short prompt goes to a decode alone
 curl -s -m 10 "$G/v1/completions" -d '{"model":"sim-model","prompt":"hi","max_tokens":2}' >"$TMP/j2"
