@@ -135,3 +135,18 @@ int kvg_pd_decode_policy_new(double load_bound, struct kvg_policy **out)
     *out = &p->base;
     return 0;
 }
+
+int kvg_pd_has_room(const struct kvg_pd_decode_view *v, size_t n, double req_blocks,
+                    double committed_blocks, double prefill_s, double decode_s, double max_frac)
+{
+    if (!n) return 1; /* no decode to judge: the pick will say */
+    double ending = decode_s > 0 ? prefill_s / decode_s : 1;
+    if (ending > 1) ending = 1;
+    double share = committed_blocks / (double)n;
+    for (size_t i = 0; i < n; i++) {
+        if (v[i].capacity_blocks <= 0) return 1;
+        double at = v[i].used_blocks * (1 - ending) + share + req_blocks;
+        if (at <= max_frac * v[i].capacity_blocks) return 1;
+    }
+    return 0;
+}

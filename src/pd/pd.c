@@ -31,6 +31,9 @@ void kvg_pd_config_default(struct kvg_pd_config *c)
     c->prefill_timeout_ms = 300000;
     c->hold_timeout_ms = 480000; /* VLLM_NIXL_ABORT_REQUEST_TIMEOUT */
     c->locality_load_bound = 1.5;
+    c->reject_kv_frac = 0.95;
+    c->prefill_tokens_per_s = 8000;
+    c->decode_secs = 10;
 }
 
 const char *kvg_pd_state_name(int s)
@@ -90,7 +93,17 @@ int kvg_pd_new(const struct kvg_pd_config *c, const struct kvg_policy_opts *popt
                                       "Decodes sent again to another decode worker after failing "
                                       "before their first byte.",
                                       NULL, 0, &f)) ||
-            (rc = kvg_metrics_series(f, NULL, 0, &pd->decode_retries)))
+            (rc = kvg_metrics_series(f, NULL, 0, &pd->decode_retries)) ||
+            (rc = kvg_metrics_counter(reg, "kvgate_pd_early_rejections_total",
+                                      "Requests rejected at the door: no decode was predicted to "
+                                      "have room when their prefill would finish (prefills "
+                                      "avoided).",
+                                      NULL, 0, &f)) ||
+            (rc = kvg_metrics_series(f, NULL, 0, &pd->early_rejections)) ||
+            (rc = kvg_metrics_counter(reg, "kvgate_pd_wasted_prefills_total",
+                                      "Prefills whose decode then refused the request (429/503).",
+                                      NULL, 0, &f)) ||
+            (rc = kvg_metrics_series(f, NULL, 0, &pd->wasted_prefills)))
             goto fail;
     }
     *out = pd;
@@ -110,6 +123,8 @@ void kvg_pd_free(struct kvg_pd *pd)
     kvg_metrics_series_release(pd->transfer);
     kvg_metrics_series_release(pd->prefill_failures);
     kvg_metrics_series_release(pd->decode_retries);
+    kvg_metrics_series_release(pd->early_rejections);
+    kvg_metrics_series_release(pd->wasted_prefills);
     free(pd);
 }
 
@@ -167,9 +182,34 @@ static int decode_body(struct kvg_pd_req *r, const char *body, size_t len, const
 
 /* ------------------------------------------------------------ prefill leg */
 
+/* Early rejection: will any decode have room when this prefill is done? */
+static int decode_room(struct kvg_pd *pd, const struct kvg_route_ctx *ctx, uint64_t tokens,
+                       uint64_t blocks)
+{
+    struct kvg_worker *ws[KVG_POOL_MAX_WORKERS];
+    static _Thread_local struct kvg_pd_decode_view v[KVG_POOL_MAX_WORKERS];
+    size_t n = kvg_pool_snapshot(pd->pool, ws, KVG_POOL_MAX_WORKERS), k = 0;
+    for (size_t i = 0; i < n; i++) {
+        struct kvg_worker *w = ws[i];
+        if (atomic_load(&w->role) == KVG_ROLE_DECODE && atomic_load(&w->healthy)) {
+            struct kvg_engine_load l = kvg_worker_load(w, ctx->now_ms, ctx->load_max_age_ms);
+            double used = (double)atomic_load(&w->active_decode_blocks);
+            if (l.kv_usage >= 0 && l.kv_blocks && l.kv_usage * (double)l.kv_blocks > used)
+                used = l.kv_usage * (double)l.kv_blocks;
+            v[k++] = (struct kvg_pd_decode_view){used, (double)l.kv_blocks};
+        }
+        kvg_worker_unref(w);
+    }
+    double prefill_s = (double)tokens / pd->cfg.prefill_tokens_per_s;
+    return kvg_pd_has_room(v, k, (double)blocks, (double)atomic_load(&pd->committed_blocks),
+                           prefill_s, pd->cfg.decode_secs, pd->cfg.reject_kv_frac);
+}
+
 static void finish_prefill(struct kvg_pd_req *r, struct kvg_pd *pd, enum kvg_outcome out,
                            const struct kvg_pd_result *res)
 {
+    atomic_fetch_sub(&pd->committed_blocks, r->committed);
+    r->committed = 0;
     struct kvg_route_ctx ctx = {.policy = pd->prefill_policy};
     if (r->prefill.w) kvg_pool_release(pd->pool, &r->prefill, out, &ctx);
     r->state = res->ok ? KVG_PD_DECODE : KVG_PD_FAILED;
@@ -270,6 +310,15 @@ int kvg_pd_begin(struct kvg_pd *pd, struct kvg_pd_req *r, struct kvg_http_client
         r->state = KVG_PD_DECODE;
         return 0;
     }
+    /* The blocks the request will hold on its decode (16-token blocks when
+     * the prompt was not tokenized). */
+    uint32_t bs = ctx->block_size ? ctx->block_size : 16;
+    uint64_t blocks = (in->prompt_tokens + bs - 1) / bs;
+    if (pd->cfg.early_rejection && !decode_room(pd, ctx, in->prompt_tokens, blocks)) {
+        kvg_metrics_inc(pd->early_rejections);
+        r->state = KVG_PD_FAILED;
+        return -EBUSY;
+    }
     char *body = prefill_body(in->body, in->body_len);
     if (!body) return KVG_EPARSE;
     ctx->roles = 1u << KVG_ROLE_PREFILL;
@@ -294,6 +343,8 @@ int kvg_pd_begin(struct kvg_pd *pd, struct kvg_pd_req *r, struct kvg_http_client
         h[k++] = (struct kvg_http_header){KVG_STR("x-data-parallel-rank"), {rank, (size_t)rl}};
     }
     k += (size_t)kvg_worker_auth_header(w, bearer, sizeof bearer, &h[k]);
+    r->committed = blocks;
+    atomic_fetch_add(&pd->committed_blocks, blocks);
     r->pd = pd;
     r->body = in->body;
     r->body_len = in->body_len;
@@ -337,6 +388,11 @@ void kvg_pd_decode_sent(struct kvg_pd *pd, struct kvg_pd_req *r, struct kvg_work
     r->decode_sent_ns = kvg_now_ns();
 }
 
+void kvg_pd_decode_refused(struct kvg_pd *pd, struct kvg_pd_req *r)
+{
+    if (r->decision == KVG_PD_PREFILL_DECODE) kvg_metrics_inc(pd->wasted_prefills);
+}
+
 void kvg_pd_decode_first_byte(struct kvg_pd *pd, struct kvg_pd_req *r)
 {
     if (r->decision != KVG_PD_PREFILL_DECODE || !r->decode_sent_ns) return;
@@ -359,6 +415,8 @@ void kvg_pd_cancel(struct kvg_pd *pd, struct kvg_pd_req *r)
     }
     struct kvg_route_ctx ctx = {.policy = pd->prefill_policy};
     if (r->prefill.w) kvg_pool_release(pd->pool, &r->prefill, KVG_OUT_CLIENT_GONE, &ctx);
+    atomic_fetch_sub(&pd->committed_blocks, r->committed);
+    r->committed = 0;
     r->state = KVG_PD_CANCELLED;
 }
 

@@ -42,7 +42,13 @@ struct kvg_pd_config {
     double locality_load_bound; /* a nearer decode is taken unless its cost exceeds the best's
                                    by this factor (1.5) */
     char prefill_policy[64];    /* "" : the pool's --policy */
-    char decode_policy[64];     /* "" or "pd_decode": kvgate's decode pick */
+    char decode_policy[64];
+    /* Early rejection (Mooncake §7.4), off unless early_rejection: */
+    int early_rejection;
+    double reject_kv_frac;       /* a decode has room below this share of its KV (0.95) */
+    double prefill_tokens_per_s; /* to predict when a prefill finishes (8000) */
+    double decode_secs; /* Mooncake's uniform decode time t_d (10 s) */ /* "" or "pd_decode":
+                                                                           kvgate's decode pick */
 };
 
 void kvg_pd_config_default(struct kvg_pd_config *c);
@@ -70,6 +76,19 @@ int kvg_pd_locality(const char *a, const char *b);
  * load_bound x the best cost + 1. *out is the caller's (ops->destroy). */
 int kvg_pd_decode_policy_new(double load_bound, struct kvg_policy **out);
 
+/* Mooncake's early rejection based on prediction: each decode's KV blocks
+ * when a prefill starting now would finish (prefill_s from now): its blocks
+ * in use, minus the share its running requests release by then (decode
+ * durations taken uniform, decode_s: a fraction prefill_s / decode_s ends),
+ * plus an even share of the blocks already committed to prefills in flight,
+ * plus this request's. 1 when some decode would stay within max_frac of its
+ * capacity, or when a capacity is unknown (nothing to predict with). */
+struct kvg_pd_decode_view {
+    double used_blocks, capacity_blocks; /* capacity 0: unknown */
+};
+int kvg_pd_has_room(const struct kvg_pd_decode_view *v, size_t n, double req_blocks,
+                    double committed_blocks, double prefill_s, double decode_s, double max_frac);
+
 /* ---- The live part. */
 
 struct kvg_pd {
@@ -78,6 +97,8 @@ struct kvg_pd {
     struct kvg_policy *prefill_policy; /* owned; NULL: the pool's */
     struct kvg_policy *decode_policy;  /* owned */
     struct kvg_metrics_series *decisions[2], *transfer, *prefill_failures, *decode_retries;
+    struct kvg_metrics_series *early_rejections, *wasted_prefills;
+    _Atomic uint64_t committed_blocks; /* KV of the prefills in flight, bound for a decode */
 };
 
 /* Builds the PD router over pool (whose workers carry roles). reg: where
@@ -123,6 +144,7 @@ struct kvg_pd_req {
     int64_t prompt_tokens;  /* usage.prompt_tokens of the prefill, -1 unknown */
     int64_t prefill_cached; /* its prompt_tokens_details.cached_tokens (0 unsaid) */
     uint32_t decode_attempts;
+    uint64_t committed; /* this request's share of pd->committed_blocks */
     kvg_pd_prefill_cb cb;
     void *ud;
     struct kvg_pd *pd;
@@ -146,7 +168,8 @@ struct kvg_pd_input {
  * are set here) and sends the prefill leg; cb runs once when it ends (not
  * after kvg_pd_cancel). Returns 0 when the leg is under way or the decision
  * is decode_only (r->state DECODE, cb not called), else a negative code:
- * KVG_ENOWORKER when no prefill worker can take it. */
+ * KVG_ENOWORKER when no prefill worker can take it, -EBUSY when early
+ * rejection predicts no decode will have room (counted; nothing sent). */
 int kvg_pd_begin(struct kvg_pd *pd, struct kvg_pd_req *r, struct kvg_http_client *cl,
                  struct kvg_route_ctx *ctx, const struct kvg_pd_input *in, kvg_pd_prefill_cb cb,
                  void *ud);
@@ -159,6 +182,9 @@ const struct kvg_buf *kvg_pd_decode_body(const struct kvg_pd_req *r);
 void kvg_pd_decode_sent(struct kvg_pd *pd, struct kvg_pd_req *r, struct kvg_worker *w);
 /* The decode's first byte arrived: the KV transfer is over. */
 void kvg_pd_decode_first_byte(struct kvg_pd *pd, struct kvg_pd_req *r);
+/* The decode refused the request (429/503) after its prefill ran: the
+ * prefill was wasted (counted; what early rejection avoids). */
+void kvg_pd_decode_refused(struct kvg_pd *pd, struct kvg_pd_req *r);
 /* May a decode that failed before its first byte go to another decode?
  * Once, while the prefill's blocks are still held. */
 int kvg_pd_decode_may_retry(struct kvg_pd *pd, struct kvg_pd_req *r, uint64_t now_ms);

@@ -380,6 +380,8 @@ static void up_head(void *ud, int status, const struct kvg_http_header *h, size_
         pr->call = NULL;
         release_worker(pr, status == 429 ? KVG_OUT_CLIENT_ERROR : KVG_OUT_FAIL);
         if (schedule_retry(pr) == 0) return;
+        if (pr->pl->px->pd && (status == 429 || status == 503))
+            kvg_pd_decode_refused(pr->pl->px->pd, &pr->pdr);
         client_error(pr, 502, "upstream_unavailable", "all workers failed");
         return;
     }
@@ -658,6 +660,11 @@ static int pd_start(struct proxy_req *pr, struct kvg_route_ctx *ctx)
     if (rc == KVG_ENOWORKER) {
         kvg_metrics_inc(px->m->no_worker);
         client_error(pr, 503, "no_prefill_worker", "no healthy prefill worker is available");
+        return 1;
+    }
+    if (rc == -EBUSY) { /* early rejection: no prefill is wasted on it */
+        client_error(pr, 503, "decode_capacity",
+                     "no decode worker is predicted to have room for this request: retry later");
         return 1;
     }
     if (rc) {

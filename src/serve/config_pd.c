@@ -70,6 +70,11 @@ int kvg_serve_config_pd(struct kvg_serve_config *c, char *err, size_t errlen)
                            "--vllm-pd-disaggregation needs at least one --prefill and one "
                            "--decode worker");
     c->pd.mode = c->vllm_pd ? KVG_PD_VLLM : KVG_PD_OFF;
+    if (!(c->pd.reject_kv_frac > 0 && c->pd.reject_kv_frac <= 1) ||
+        !(c->pd.prefill_tokens_per_s > 0) || !(c->pd.decode_secs > 0))
+        return kvg_err_set(err, errlen, KVG_ECONFIG,
+                           "--pd-reject-kv-frac: (0, 1]; --pd-prefill-tokens-per-sec and "
+                           "--pd-decode-time-secs: above 0");
     if (c->pd.prefill_timeout_ms == 0)
         return kvg_err_set(err, errlen, KVG_ECONFIG, "--pd-prefill-timeout-secs: above 0");
     return 0;

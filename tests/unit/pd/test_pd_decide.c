@@ -87,3 +87,21 @@ TEST(pd_config_defaults)
     CHECK_INT(c.hold_timeout_ms, 480000);
     CHECK_STR(kvg_pd_state_name(KVG_PD_CANCELLED), "cancelled");
 }
+
+TEST(early_rejection_prediction)
+{
+    struct kvg_pd_decode_view v[2] = {{90, 100}, {40, 100}};
+    /* 40 in use + 10 for the request fits under 95. */
+    CHECK_INT(kvg_pd_has_room(v, 2, 10, 0, 0.1, 10, 0.95), 1);
+    /* Blocks committed to prefills in flight land on the decodes too. */
+    CHECK_INT(kvg_pd_has_room(v, 2, 10, 100, 0.1, 10, 0.95), 0);
+    /* ...unless the running requests finish first: a prefill as long as a
+     * decode frees everything running now. */
+    CHECK_INT(kvg_pd_has_room(v, 2, 10, 100, 10, 10, 0.95), 1);
+    v[1].used_blocks = 90;
+    CHECK_INT(kvg_pd_has_room(v, 2, 10, 0, 0.1, 10, 0.95), 0);
+    /* An unknown capacity predicts nothing: admit. */
+    v[1].capacity_blocks = 0;
+    CHECK_INT(kvg_pd_has_room(v, 2, 10, 0, 0.1, 10, 0.95), 1);
+    CHECK_INT(kvg_pd_has_room(NULL, 0, 10, 0, 0.1, 10, 0.95), 1);
+}

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Early rejection (Mooncake §7.4) in front of a vLLM PD pair: with one decode
+# busy holding most of its KV, a request whose prefill would land on it finds
+# no room when predicted and is rejected at the door (503 + Retry-After)
+# instead of wasting a prefill; the decode's running stream is unharmed and
+# in-flight returns to 0 on every worker.
+. "$KVG_ROOT/tests/integration/lib.sh"
+
+GW=$(free_port) P=$(free_port) PS=$(free_port) D=$(free_port)
+PROMPT=$(printf 'the quick brown fox jumps over the lazy dog %.0s' $(seq 1 12)) # ~530 tokens: 34 blocks
+start_sim "$P" --role prefill --side-channel-port "$PS"
+start_sim "$D" --role decode --kv-capacity-tokens 2048 --speed 0.05 # 128 blocks, slow tokens
+start_serve "$GW" --vllm-pd-disaggregation --prefill "http://127.0.0.1:$P" \
+  --decode "http://127.0.0.1:$D" --pd-threshold-tokens 16 --pd-early-rejection \
+  --pd-reject-kv-frac 0.5 --disable-health-check --metrics-scrape-interval-ms 100
+G="http://127.0.0.1:$GW"
+metric() { curl -s -m 2 "$G/metrics" | awk -v k="$1" '$1 == k {print $2}'; }
+body() { printf '{"model":"sim-model","prompt":"%s","max_tokens":%s,"ignore_eos":true,"stream":true}' "$PROMPT" "$1"; }
+scraped() { # the decode's KV capacity is known (bounded)
+  local i
+  for i in $(seq 1 50); do
+    curl -s -m 1 "$G/workers" | grep -q '"block_size":16' && return 0
+    sleep 0.1
+  done
+  return 1
+}
+check "engine capacities scraped" scraped
+
+curl -s -N -m 60 "$G/v1/completions" -d "$(body 300)" >"$TMP/s1" &
+CURL=$!
+for _ in $(seq 1 100); do grep -q '"text"' "$TMP/s1" 2>/dev/null && break; sleep 0.1; done
+check "the first request streams from the decode" grep -q '"text"' "$TMP/s1"
+code=$(curl -s -D "$TMP/h2" -o "$TMP/b2" -w '%{http_code}' -m 10 "$G/v1/completions" -d "$(body 300)")
+check "second request rejected at the door" test "$code" = 503
+check "with Retry-After" grep -qi '^retry-after:' "$TMP/h2"
+check "naming decode capacity" grep -q decode_capacity "$TMP/b2"
+check "early rejection counted" test "$(metric kvgate_pd_early_rejections_total)" = 1
+check "no prefill was sent for it" \
+  test "$(metric "kvgate_pd_requests_total{worker=\"http://127.0.0.1:$P\",leg=\"prefill\"}")" = 1
+check "no prefill wasted" test "$(metric kvgate_pd_wasted_prefills_total)" = 0
+kill "$CURL" 2>/dev/null
+wait "$CURL" 2>/dev/null
+in_flight_zero() {
+  local i
+  for i in $(seq 1 50); do
+    curl -s -m 1 "$G/workers" >"$TMP/w.json" &&
+      [ "$(json_get "$TMP/w.json" "sum(w['in_flight'] for w in j['workers'])")" = 0 ] && return 0
+    sleep 0.1
+  done
+  return 1
+}
+check "in flight 0 on every worker" in_flight_zero
+finish
