@@ -93,6 +93,20 @@ start_redis() {
   return 1
 }
 
+# workers_idle GATEWAY_URL: until every worker's in_flight in GET /workers is
+# 0 (bounded); prints the last answer when it never gets there.
+workers_idle() {
+  local i
+  for i in $(seq 1 50); do
+    curl -s -m 1 "$1/workers" >"$TMP/workers.json" &&
+      [ "$(json_get "$TMP/workers.json" "sum(w['in_flight'] for w in j['workers'])")" = 0 ] &&
+      return 0
+    sleep 0.1
+  done
+  cat "$TMP/workers.json" >&2
+  return 1
+}
+
 json_get() { # json_get FILE EXPR  (EXPR in python, `j` is the document)
   /usr/bin/python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print($2)" "$1"
 }

@@ -40,14 +40,5 @@ check "no prefill was sent for it" \
 check "no prefill wasted" test "$(metric kvgate_pd_wasted_prefills_total)" = 0
 kill "$CURL" 2>/dev/null
 wait "$CURL" 2>/dev/null
-in_flight_zero() {
-  local i
-  for i in $(seq 1 50); do
-    curl -s -m 1 "$G/workers" >"$TMP/w.json" &&
-      [ "$(json_get "$TMP/w.json" "sum(w['in_flight'] for w in j['workers'])")" = 0 ] && return 0
-    sleep 0.1
-  done
-  return 1
-}
-check "in flight 0 on every worker" in_flight_zero
+check "in flight 0 on every worker" workers_idle "$G"
 finish

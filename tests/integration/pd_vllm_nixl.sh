@@ -39,16 +39,6 @@ wait_healthy() { # N: until N workers are healthy
   done
   return 1
 }
-in_flight_zero() { # until every worker's in_flight is 0 (bounded)
-  local i
-  for i in $(seq 1 50); do
-    curl -s -m 1 "$G/workers" >"$TMP/w.json" &&
-      [ "$(json_get "$TMP/w.json" "sum(w['in_flight'] for w in j['workers'])")" = 0 ] && return 0
-    sleep 0.1
-  done
-  cat "$TMP/w.json" >&2
-  return 1
-}
 metric() { curl -s -m 2 "$G/metrics" | awk -v k="$1" '$1 == k {print $2}'; }
 body() { # stream max_tokens
   printf '{"model":"sim-model","prompt":"%s","max_tokens":%s,"ignore_eos":true,"stream":%s,"stream_options":{"include_usage":true}}' \
@@ -69,7 +59,7 @@ check "one prefill leg on the prefill" \
 check "transfer observed" test "$(metric kvgate_pd_kv_transfer_seconds_count)" = 1
 curl -s -m 20 "$G/v1/completions" -d "$(body false 4)" >"$TMP/j1"
 check "non-stream answer from decode" test "$(json_get "$TMP/j1" "j['usage']['completion_tokens']")" = 4
-check "in flight 0 after the happy path" in_flight_zero
+check "in flight 0 after the happy path" workers_idle "$G"
 curl -s -m 5 "$G/debug/route" -d "$(body false 4)" >"$TMP/dr"
 check "/debug/route: the pair's decision" test "$(json_get "$TMP/dr" "j['pd']['decision']")" = prefill_decode
 check "/debug/route: the prefill" test "$(json_get "$TMP/dr" "j['pd']['prefill']")" = "http://127.0.0.1:$P"
@@ -85,7 +75,7 @@ kill -TERM "$P_PID"; wait "$P_PID" 2>/dev/null
 start_prefill --speed 0.005 # a ~530-token prefill now takes seconds
 wait_healthy 3
 curl -s -m 1 "$G/v1/completions" -d "$(body true 8)" >/dev/null 2>&1
-check "in flight 0 after a client left mid-prefill" in_flight_zero
+check "in flight 0 after a client left mid-prefill" workers_idle "$G"
 ok_running() { # the prefill engine dropped the request (bounded)
   local i
   for i in $(seq 1 50); do
@@ -111,7 +101,7 @@ kill -KILL "$P_PID"; wait "$P_PID" 2>/dev/null
 wait "$CURL"
 check "mid-transfer kill: SSE error event" grep -q '"error"' "$TMP/s3"
 check "mid-transfer kill: then [DONE]" grep -q '^data: \[DONE\]' "$TMP/s3"
-check "in flight 0 after the prefill died mid-transfer" in_flight_zero
+check "in flight 0 after the prefill died mid-transfer" workers_idle "$G"
 
 # --- prefill restarted with its held blocks gone: the decode fails as vLLM does
 start_prefill
@@ -134,7 +124,7 @@ curl -s -m 20 -D "$TMP/h5" "$G/v1/completions" -d "$(body false 4)" >"$TMP/j5"
 check "retried decode answered" test "$(json_get "$TMP/j5" "j['usage']['completion_tokens']")" = 4
 check "answered by the surviving decode" grep -qi "x-kvgate-worker: http://127.0.0.1:$D1" "$TMP/h5"
 check "decode retry counted" test "$(metric kvgate_pd_decode_retries_total)" = 1
-check "in flight 0 after the decode retry" in_flight_zero
+check "in flight 0 after the decode retry" workers_idle "$G"
 
 # --- decode killed mid-stream: SSE error event + [DONE] from kvgate
 kill -TERM "$D1_PID"; wait "$D1_PID" 2>/dev/null
@@ -149,6 +139,6 @@ wait "$CURL"
 check "mid-stream kill: tokens first" grep -q '"text"' "$TMP/s6"
 check "mid-stream kill: SSE error event" grep -q '"error"' "$TMP/s6"
 check "mid-stream kill: then [DONE]" grep -q '^data: \[DONE\]' "$TMP/s6"
-check "in flight 0 after the decode died mid-stream" in_flight_zero
+check "in flight 0 after the decode died mid-stream" workers_idle "$G"
 
 finish
