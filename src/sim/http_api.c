@@ -170,7 +170,8 @@ static void finish_json(struct sim_req *r, enum kvg_sim_finish fin)
                    "\"usage\":",
                    finish_name(fin));
     usage_json(&b, r, s->o.flavor != KVG_SIM_FLAVOR_LLAMACPP);
-    if (r->pd.do_remote_decode) kvg_sim_pd_prefill_done(r, fin == KVG_SIM_FINISH_LENGTH, &b);
+    if (r->pd.do_remote_decode || r->pd.bootstrap_prefill)
+        kvg_sim_pd_prefill_done(r, fin == KVG_SIM_FINISH_LENGTH, &b);
     kvg_buf_append_str(&b, "}");
     kvg_http_res_send(r->req, 200, "application/json", NULL, 0, b.data, b.len);
     kvg_buf_free(&b);
@@ -263,6 +264,7 @@ static void publish_events(struct kvg_sim_rank *rk)
 static void on_abort(struct kvg_http_req *req, void *ud)
 {
     struct sim_req *r = ud;
+    if (r->pd.bootstrap_prefill) kvg_sim_pd_room_aborted(r);
     if (r->pull) {
         kvg_sim_pd_pull_abort(r);
     } else if (!r->hung && !r->pending_ids) {
@@ -449,6 +451,7 @@ static void completion(struct kvg_sim_server *s, struct kvg_http_req *req, int c
         return;
     }
     if (max_tokens < 0) max_tokens = (int64_t)s->max_model_len - (int64_t)nids;
+    if (pdp.bootstrap_prefill) max_tokens = 1; /* SGLang's prefill computes the first token only */
     if (max_tokens == 0 || (int64_t)nids + max_tokens > (int64_t)s->max_model_len) {
         snprintf(msg, sizeof msg,
                  "This model's maximum context length is %u tokens. However, you requested "
@@ -494,16 +497,17 @@ static void completion(struct kvg_sim_server *s, struct kvg_http_req *req, int c
     }
     r->pd = pdp;
     snprintf(r->pending_salt, sizeof r->pending_salt, "%s", salt_s);
-    r->pending = (struct kvg_sim_request){.id = r->id,
-                                          .prompt_len = (uint32_t)nids,
-                                          .max_tokens = (uint32_t)max_tokens,
-                                          .ignore_eos = ignore_eos,
-                                          .has_seed = seed >= 0,
-                                          .seed = (uint64_t)(seed >= 0 ? seed : 0),
-                                          .arrival = r->arrival,
-                                          .lora_name = lora >= 0 ? s->adapters[lora] : NULL,
-                                          .lora_id = lora + 1,
-                                          .hold_blocks = pdp.do_remote_decode};
+    r->pending =
+        (struct kvg_sim_request){.id = r->id,
+                                 .prompt_len = (uint32_t)nids,
+                                 .max_tokens = (uint32_t)max_tokens,
+                                 .ignore_eos = ignore_eos,
+                                 .has_seed = seed >= 0,
+                                 .seed = (uint64_t)(seed >= 0 ? seed : 0),
+                                 .arrival = r->arrival,
+                                 .lora_name = lora >= 0 ? s->adapters[lora] : NULL,
+                                 .lora_id = lora + 1,
+                                 .hold_blocks = pdp.do_remote_decode || pdp.bootstrap_prefill};
     r->pending_ids = ids;
     if (r->stream) {
         /* vLLM's streaming response starts before the engine runs it (a
@@ -512,7 +516,7 @@ static void completion(struct kvg_sim_server *s, struct kvg_http_req *req, int c
         struct kvg_http_header hs[2] = {{KVG_STR("content-type"), KVG_STR("text/event-stream")}, h};
         kvg_http_res_start(req, 200, hs, 2, -1);
     }
-    if (pdp.do_remote_prefill) {
+    if (pdp.do_remote_prefill || pdp.bootstrap_decode) {
         kvg_sim_pd_pull(r);
         return;
     }

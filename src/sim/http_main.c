@@ -52,6 +52,8 @@ static void usage(void)
         "  --labels k=v,...            node=, rack=, zone=: the KV link's bandwidth\n"
         "  --kv-load-failure-policy fail|recompute   a failed KV pull (fail, vLLM's default)\n"
         "  --kv-transfer-extra-secs S  fault: every KV transfer takes S longer\n"
+        "  --bootstrap-port N          SGLang's protocol: a prefill's bootstrap listener\n"
+        "  --bootstrap-timeout-secs S  a decode waits this long for its room's KV (120)\n"
         "fault injection:\n"
         "  --fail-rate P               answer 500 to this fraction of requests\n"
         "  --hang-rate P               never answer this fraction (socket kept open)\n"
@@ -125,6 +127,8 @@ static int parse(struct kvg_sim_opts *o, int argc, char **argv)
         NUM("--side-channel-port", side_channel_port, 65535)
         DBL("--kv-hold-timeout-secs", kv_hold_timeout_s, 0, 1e7)
         DBL("--kv-transfer-extra-secs", kv_transfer_extra_s, 0, 1e6)
+        NUM("--bootstrap-port", bootstrap_port, 65535)
+        DBL("--bootstrap-timeout-secs", bootstrap_timeout_s, 0, 1e6)
         STR("--labels", labels);
         else if (!strcmp(a, "--role"))
         {
@@ -296,6 +300,7 @@ int kvg_sim_main(int argc, char **argv)
     o->log_level = KVG_LOG_INFO;
     o->kv_hold_timeout_s = 480;
     o->kv_load_fail = 1;
+    o->bootstrap_timeout_s = 120;
     o->side_channel_port = -1;
     int rc = parse(o, argc, argv);
     if (rc) return rc > 0 ? 0 : 2;

@@ -70,6 +70,8 @@ struct kvg_sim_opts {
     int side_channel_port;      /* the prefill's KV side channel (0: none unless --role prefill) */
     double kv_transfer_extra_s; /* fault: every transfer takes this much longer */
     int kv_load_fail;           /* vLLM's kv_load_failure_policy: 1 fail (default), 0 recompute */
+    int bootstrap_port;         /* an SGLang-flavor prefill's bootstrap listener (0: none) */
+    double bootstrap_timeout_s; /* a decode waits this long for its room's KV (120) */
 };
 
 /* What a simulated engine is in a disaggregated deployment. both: today's
@@ -86,6 +88,13 @@ struct kvg_sim_pd_params {
     int remote_port;
     int tp_size;
     uint32_t n_remote_blocks;
+    /* SGLang's bootstrap protocol: the router put bootstrap_host/port/room
+     * in the same body to both legs. On a prefill: hold the KV for the room;
+     * on a decode: wait (bounded) for it on the prefill's bootstrap port. */
+    int bootstrap_prefill, bootstrap_decode;
+    char bootstrap_host[64];
+    int bootstrap_port;
+    char room[32]; /* the room as both legs print it (JSON numbers are doubles) */
 };
 
 struct kvg_sim_pd;
@@ -175,6 +184,9 @@ void kvg_sim_pd_prefill_done(struct sim_req *r, int length_capped, struct kvg_bu
 /* A decode with do_remote_prefill: pulls the blocks, then submits r
  * (kvg_sim_srv_submit) or fails it the way vLLM does. Takes r->pending*. */
 void kvg_sim_pd_pull(struct sim_req *r);
+/* A bootstrap prefill ended before its KV was held (client gone): a decode
+ * waiting for its room is told at once. */
+void kvg_sim_pd_room_aborted(struct sim_req *r);
 /* The client left while r was pulling: the pull is cancelled (the prefill
  * then frees its blocks, as vLLM's decode notifies it). */
 void kvg_sim_pd_pull_abort(struct sim_req *r);

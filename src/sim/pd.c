@@ -18,7 +18,16 @@
  * decodes. A pull that fails (blocks expired, prefill restarted: another
  * engine id, prefill gone mid-transfer) ends the request as vLLM's default
  * kv_load_failure_policy "fail" does (vLLM PR #34896): a 500, or an SSE
- * error event once the stream has started; "recompute" prefills locally. */
+ * error event once the stream has started; "recompute" prefills locally.
+ *
+ * SGLang's bootstrap protocol (routers.md §3.1): the router sends the same
+ * body, with bootstrap_host, bootstrap_port and bootstrap_room, to both
+ * legs at once. The prefill (--bootstrap-port) computes the prompt and
+ * holds its KV for the room; the decode asks the prefill's bootstrap port
+ * for the room (POST /v1/bootstrap/read) and waits, bounded by
+ * --bootstrap-timeout-secs, until the prefill has it, then the transfer
+ * runs as above. A prefill that ends without the KV (its client gone)
+ * fails the waiting decode at once, as does a prefill that dies. */
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <math.h>
@@ -43,7 +52,9 @@ static const struct {
 struct held {
     struct kvg_sim_pd *pd;
     struct kvg_sim_rank *rk;   /* the data-parallel rank whose engine holds the blocks */
-    char rid[64];              /* the prefill's request id (remote_request_id) */
+    char rid[64];              /* the prefill's request id (remote_request_id), or "room:<r>" */
+    int parked;                /* a decode asked for a room whose prefill has not finished */
+    char labels[128];          /* a parked read's labels */
     uint64_t engine_id;        /* the engine's id of the finished request */
     uint32_t tokens;           /* prompt tokens whose KV is held */
     uv_timer_t timer;          /* hold timeout, then the transfer */
@@ -57,7 +68,7 @@ struct held {
 struct kvg_sim_pd {
     struct kvg_sim_server *s;
     char engine_id[40];
-    struct kvg_http_server *side;
+    struct kvg_http_server *side, *boot;
     struct kvg_http_client *cl;
     struct held *held;
     uint32_t next_block;
@@ -115,7 +126,7 @@ static void held_drop(struct held *h)
             *p = h->next;
             break;
         }
-    kvg_sim_release(h->rk->engine, h->engine_id);
+    if (h->rk) kvg_sim_release(h->rk->engine, h->engine_id); /* a parked read holds none */
     uv_timer_stop(&h->timer);
     uv_close((uv_handle_t *)&h->timer, held_closed);
 }
@@ -135,6 +146,26 @@ static struct held *held_find(struct kvg_sim_pd *pd, const char *rid)
     return NULL;
 }
 
+static void on_xfer_done(uv_timer_t *t);
+static void on_xfer_abort(struct kvg_http_req *req, void *ud);
+static void boot_read(struct kvg_sim_pd *pd, struct kvg_http_req *req);
+
+/* Serves req (a decode's read) from h after the transfer time over the link
+ * named by the decode's labels. */
+static void start_transfer(struct held *h, struct kvg_http_req *req, const char *labels)
+{
+    struct kvg_sim_server *s = h->pd->s;
+    int l = link_of(s->o.labels, labels);
+    snprintf(h->link, sizeof h->link, "%s", g_links[l].name);
+    h->bytes = (uint64_t)h->tokens * s->kv_bytes_per_token;
+    h->secs = (double)h->bytes / g_links[l].bw + s->o.kv_transfer_extra_s;
+    h->xfer = req;
+    req->ud = h;
+    req->on_abort = on_xfer_abort;
+    uv_timer_stop(&h->timer);
+    uv_timer_start(&h->timer, on_xfer_done, (uint64_t)ceil(h->secs / s->o.speed * 1000.0), 0);
+}
+
 void kvg_sim_pd_prefill_done(struct sim_req *r, int length_capped, struct kvg_buf *b)
 {
     struct kvg_sim_server *s = r->s;
@@ -148,15 +179,28 @@ void kvg_sim_pd_prefill_done(struct sim_req *r, int length_capped, struct kvg_bu
     }
     h->pd = pd;
     h->rk = r->rk;
-    snprintf(h->rid, sizeof h->rid, "%s", r->rid);
+    if (r->pd.bootstrap_prefill)
+        snprintf(h->rid, sizeof h->rid, "room:%s", r->pd.room);
+    else
+        snprintf(h->rid, sizeof h->rid, "%s", r->rid);
     h->engine_id = r->id;
     h->tokens = r->prompt_len;
+    struct held *waiting = held_find(pd, h->rid);
     uv_timer_init(s->loop, &h->timer);
     h->timer.data = h;
     uv_timer_start(&h->timer, on_hold_expired,
                    (uint64_t)ceil(s->o.kv_hold_timeout_s / s->o.speed * 1000.0), 0);
     h->next = pd->held;
     pd->held = h;
+    if (waiting && waiting->parked) { /* the decode is already asking: serve it now */
+        struct kvg_http_req *req = waiting->xfer;
+        char labels[128];
+        snprintf(labels, sizeof labels, "%s", waiting->labels);
+        waiting->xfer = NULL;
+        held_drop(waiting);
+        start_transfer(h, req, labels);
+    }
+    if (r->pd.bootstrap_prefill) return; /* SGLang's answer carries no params */
     struct kvg_sim_metrics m;
     kvg_sim_get_metrics(r->rk->engine, &m);
     uint32_t nblocks = (r->prompt_len + m.block_size - 1) / m.block_size;
@@ -209,9 +253,12 @@ static void on_xfer_abort(struct kvg_http_req *req, void *ud)
 static void side_handle(struct kvg_http_req *req, void *ud)
 {
     struct kvg_sim_pd *pd = ud;
-    struct kvg_sim_server *s = pd->s;
     if (kvg_str_eq(req->path, "/health")) {
         kvg_http_res_send(req, 200, NULL, NULL, 0, NULL, 0);
+        return;
+    }
+    if (kvg_str_eq(req->path, "/v1/bootstrap/read") && !strcmp(req->method_name, "POST")) {
+        boot_read(pd, req);
         return;
     }
     if (!kvg_str_eq(req->path, "/v1/nixl/read") || strcmp(req->method_name, "POST")) {
@@ -237,19 +284,77 @@ static void side_handle(struct kvg_http_req *req, void *ud)
                      rid->valuestring);
             side_error(req, 404, msg);
         } else {
-            int l = link_of(s->o.labels, cJSON_IsString(lab) ? lab->valuestring : "");
-            snprintf(h->link, sizeof h->link, "%s", g_links[l].name);
-            h->bytes = (uint64_t)h->tokens * s->kv_bytes_per_token;
-            h->secs = (double)h->bytes / g_links[l].bw + s->o.kv_transfer_extra_s;
-            h->xfer = req;
-            req->ud = h;
-            req->on_abort = on_xfer_abort;
-            uv_timer_stop(&h->timer);
-            uv_timer_start(&h->timer, on_xfer_done, (uint64_t)ceil(h->secs / s->o.speed * 1000.0),
-                           0);
+            start_transfer(h, req, cJSON_IsString(lab) ? lab->valuestring : "");
         }
     }
     cJSON_Delete(j);
+}
+
+/* A parked read whose room never got its KV. */
+static void on_park_expired(uv_timer_t *t)
+{
+    struct held *h = t->data;
+    struct kvg_http_req *req = h->xfer;
+    h->xfer = NULL;
+    req->on_abort = NULL;
+    char msg[128];
+    snprintf(msg, sizeof msg, "bootstrap room %.40s: no KV within %.0f s", h->rid + 5,
+             h->pd->s->o.bootstrap_timeout_s);
+    side_error(req, 408, msg);
+    held_drop(h);
+}
+
+static void boot_read(struct kvg_sim_pd *pd, struct kvg_http_req *req)
+{
+    struct kvg_sim_server *s = pd->s;
+    cJSON *j = cJSON_ParseWithLength(req->body.data ? req->body.data : "", req->body.len);
+    const cJSON *room = cJSON_GetObjectItemCaseSensitive(j, "room");
+    const cJSON *lab = cJSON_GetObjectItemCaseSensitive(j, "labels");
+    const char *labels = cJSON_IsString(lab) ? lab->valuestring : "";
+    char key[64];
+    if (!cJSON_IsString(room)) {
+        side_error(req, 400, "room is required");
+        cJSON_Delete(j);
+        return;
+    }
+    snprintf(key, sizeof key, "room:%.40s", room->valuestring);
+    struct held *h = held_find(pd, key);
+    if (h && !h->parked && !h->xfer) {
+        start_transfer(h, req, labels);
+    } else if (h) {
+        side_error(req, 409, "bootstrap room already being read");
+    } else if ((h = calloc(1, sizeof *h))) { /* the prefill is still running: wait */
+        h->pd = pd;
+        h->parked = 1;
+        snprintf(h->rid, sizeof h->rid, "%s", key);
+        snprintf(h->labels, sizeof h->labels, "%s", labels);
+        h->xfer = req;
+        req->ud = h;
+        req->on_abort = on_xfer_abort;
+        uv_timer_init(s->loop, &h->timer);
+        h->timer.data = h;
+        uv_timer_start(&h->timer, on_park_expired,
+                       (uint64_t)ceil(s->o.bootstrap_timeout_s / s->o.speed * 1000.0), 0);
+        h->next = pd->held;
+        pd->held = h;
+    } else {
+        side_error(req, 500, "out of memory");
+    }
+    cJSON_Delete(j);
+}
+
+void kvg_sim_pd_room_aborted(struct sim_req *r)
+{
+    struct kvg_sim_pd *pd = r->s->pd;
+    char key[64];
+    snprintf(key, sizeof key, "room:%s", r->pd.room);
+    struct held *h = pd ? held_find(pd, key) : NULL;
+    if (!h || !h->parked) return;
+    struct kvg_http_req *req = h->xfer;
+    h->xfer = NULL;
+    req->on_abort = NULL;
+    side_error(req, 410, "the prefill for this bootstrap room was aborted");
+    held_drop(h);
 }
 
 /* ------------------------------------------------------------ pull (decode) */
@@ -311,8 +416,10 @@ void kvg_sim_pd_pull(struct sim_req *r)
 {
     struct kvg_sim_server *s = r->s;
     struct kvg_sim_pd *pd = s->pd;
+    int boot = r->pd.bootstrap_decode;
     char url[128];
-    snprintf(url, sizeof url, "http://%s:%d", r->pd.remote_host, r->pd.remote_port);
+    snprintf(url, sizeof url, "http://%s:%d", boot ? r->pd.bootstrap_host : r->pd.remote_host,
+             boot ? r->pd.bootstrap_port : r->pd.remote_port);
     struct kvg_http_target t;
     if (!pd || kvg_http_target_parse(url, &t)) {
         pull_failed(r, "cannot resolve the prefill's side channel");
@@ -320,6 +427,26 @@ void kvg_sim_pd_pull(struct sim_req *r)
     }
     struct kvg_buf b;
     kvg_buf_init(&b, 0);
+    struct kvg_http_header h[1] = {{KVG_STR("content-type"), KVG_STR("application/json")}};
+    static const struct kvg_http_call_cbs cbs = {pull_head, pull_body, pull_done};
+    if (boot) {
+        kvg_buf_printf(&b, "{\"room\":\"%s\",\"labels\":", r->pd.room);
+        kvg_buf_append_json_str(&b, s->o.labels, strlen(s->o.labels));
+        kvg_buf_append_str(&b, "}");
+        /* Bounded by the prefill's answer or the bootstrap timeout, plus the transfer. */
+        struct kvg_http_call_opts bo = {
+            .connect_timeout_ms = 5000,
+            .first_byte_timeout_ms =
+                (uint32_t)((s->o.bootstrap_timeout_s + 60) / s->o.speed * 1000)};
+        int rc = kvg_http_call_start(pd->cl, &t, "POST", KVG_STR("/v1/bootstrap/read"), h, 1,
+                                     b.data, b.len, &bo, &cbs, r, &r->pull);
+        kvg_buf_free(&b);
+        if (rc) {
+            r->pull = NULL;
+            pull_failed(r, kvg_strerror(rc));
+        }
+        return;
+    }
     kvg_buf_append_str(&b, "{\"remote_engine_id\":");
     kvg_buf_append_json_str(&b, r->pd.remote_engine_id, strlen(r->pd.remote_engine_id));
     kvg_buf_append_str(&b, ",\"remote_request_id\":");
@@ -327,9 +454,7 @@ void kvg_sim_pd_pull(struct sim_req *r)
     kvg_buf_printf(&b, ",\"engine_id\":\"%s\",\"tp_size\":1,\"labels\":", pd->engine_id);
     kvg_buf_append_json_str(&b, s->o.labels, strlen(s->o.labels));
     kvg_buf_append_str(&b, "}");
-    struct kvg_http_header h[1] = {{KVG_STR("content-type"), KVG_STR("application/json")}};
     struct kvg_http_call_opts o = {.connect_timeout_ms = 5000};
-    static const struct kvg_http_call_cbs cbs = {pull_head, pull_body, pull_done};
     int rc = kvg_http_call_start(pd->cl, &t, "POST", KVG_STR("/v1/nixl/read"), h, 1, b.data, b.len,
                                  &o, &cbs, r, &r->pull);
     kvg_buf_free(&b);
@@ -358,6 +483,23 @@ int kvg_sim_pd_parse(struct kvg_sim_server *s, const cJSON *j, struct kvg_sim_pd
                      char *msg, size_t msglen)
 {
     memset(out, 0, sizeof *out);
+    const cJSON *room = cJSON_GetObjectItemCaseSensitive(j, "bootstrap_room");
+    if (room && !cJSON_IsNull(room) && s->o.role != KVG_SIM_ROLE_BOTH) {
+        const cJSON *host = cJSON_GetObjectItemCaseSensitive(j, "bootstrap_host");
+        const cJSON *port = cJSON_GetObjectItemCaseSensitive(j, "bootstrap_port");
+        if (!cJSON_IsNumber(room) || !cJSON_IsString(host) || !cJSON_IsNumber(port)) {
+            snprintf(msg, msglen,
+                     "bootstrap_room needs a number, bootstrap_host a string and bootstrap_port "
+                     "a port");
+            return -1;
+        }
+        snprintf(out->room, sizeof out->room, "%.0f", room->valuedouble);
+        snprintf(out->bootstrap_host, sizeof out->bootstrap_host, "%s", host->valuestring);
+        out->bootstrap_port = (int)port->valuedouble;
+        out->bootstrap_prefill = s->o.role == KVG_SIM_ROLE_PREFILL;
+        out->bootstrap_decode = s->o.role == KVG_SIM_ROLE_DECODE;
+        return 0;
+    }
     const cJSON *p = cJSON_GetObjectItemCaseSensitive(j, "kv_transfer_params");
     if (!p || cJSON_IsNull(p)) return 0;
     if (!cJSON_IsObject(p)) {
@@ -422,6 +564,20 @@ int kvg_sim_pd_start(struct kvg_sim_server *s, char *err, size_t errlen)
             return rc;
         }
     }
+    if (s->o.bootstrap_port > 0) {
+        struct kvg_http_limits lim;
+        kvg_http_limits_default(&lim);
+        rc = kvg_http_server_start(s->loop, s->o.host, s->o.bootstrap_port, KVG_HTTP_BIND_EXCLUSIVE,
+                                   &lim, side_handle, pd, &pd->boot);
+        if (rc) {
+            snprintf(err, errlen, "cannot listen on the bootstrap port %s:%d: %s", s->o.host,
+                     s->o.bootstrap_port, kvg_strerror(rc));
+            if (pd->side) kvg_http_server_close(pd->side);
+            kvg_http_client_close(pd->cl);
+            free(pd);
+            return rc;
+        }
+    }
     s->pd = pd;
     return 0;
 }
@@ -432,6 +588,7 @@ void kvg_sim_pd_stop(struct kvg_sim_server *s)
     if (!pd) return;
     while (pd->held) held_drop(pd->held);
     if (pd->side) kvg_http_server_close(pd->side);
+    if (pd->boot) kvg_http_server_close(pd->boot);
     kvg_http_client_close(pd->cl);
     free(pd);
     s->pd = NULL;
