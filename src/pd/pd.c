@@ -180,6 +180,42 @@ static int decode_body(struct kvg_pd_req *r, const char *body, size_t len, const
     return rc;
 }
 
+/* SGLang's body for both legs: the client's with bootstrap_host (the
+ * prefill's host), bootstrap_port (its configured port, or null) and
+ * bootstrap_room (a random u63, as sglang's router draws it), written as an
+ * integer literal: a JSON double would lose its low bits. */
+static char *bootstrap_body(const char *body, size_t len, struct kvg_worker *w, uint64_t room)
+{
+    cJSON *j = cJSON_ParseWithLength(body, len);
+    if (!cJSON_IsObject(j)) {
+        cJSON_Delete(j);
+        return NULL;
+    }
+    char host[300];
+    snprintf(host, sizeof host, "%s", w->target.hostport);
+    char *colon = strrchr(host, ':');
+    if (colon) *colon = 0;
+    if (host[0] == '[' && colon && colon[-1] == ']') { /* [v6]:port */
+        colon[-1] = 0;
+        memmove(host, host + 1, strlen(host));
+    }
+    static const char *keys[] = {"bootstrap_host", "bootstrap_port", "bootstrap_room"};
+    for (size_t i = 0; i < KVG_ARRAY_LEN(keys); i++)
+        cJSON_DeleteItemFromObjectCaseSensitive(j, keys[i]);
+    cJSON_AddStringToObject(j, "bootstrap_host", host);
+    int port = atomic_load(&w->bootstrap_port);
+    if (port)
+        cJSON_AddNumberToObject(j, "bootstrap_port", port);
+    else
+        cJSON_AddNullToObject(j, "bootstrap_port");
+    char r[24];
+    snprintf(r, sizeof r, "%llu", (unsigned long long)(room & 0x7fffffffffffffffull));
+    cJSON_AddRawToObject(j, "bootstrap_room", r);
+    char *s = cJSON_PrintUnformatted(j);
+    cJSON_Delete(j);
+    return s;
+}
+
 /* ------------------------------------------------------------ prefill leg */
 
 /* Early rejection: will any decode have room when this prefill is done? */
@@ -257,6 +293,15 @@ static void leg_done(void *ud, int err)
         out = KVG_OUT_CLIENT_ERROR;
     } else if (r->status != 200) {
         res.message = "the prefill worker answered with an error";
+    } else if (r->concurrent) {
+        /* SGLang: the answer only says the prefill went well (and its usage). */
+        cJSON *j = cJSON_ParseWithLength(r->answer.data ? r->answer.data : "", r->answer.len);
+        const cJSON *pt = cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(j, "usage"), "prompt_tokens");
+        r->prompt_tokens = cJSON_IsNumber(pt) ? (int64_t)pt->valuedouble : -1;
+        cJSON_Delete(j);
+        res = (struct kvg_pd_result){.ok = 1, .status = 200};
+        out = KVG_OUT_OK;
     } else {
         cJSON *j = cJSON_ParseWithLength(r->answer.data ? r->answer.data : "", r->answer.len);
         const cJSON *p = cJSON_GetObjectItemCaseSensitive(j, "kv_transfer_params");
@@ -304,7 +349,10 @@ int kvg_pd_begin(struct kvg_pd *pd, struct kvg_pd_req *r, struct kvg_http_client
             kvg_worker_unref(dp.w);
         }
     }
-    r->decision = kvg_pd_decide(in->prompt_tokens, cached, pd->cfg.threshold_tokens);
+    /* An SGLang decode cannot prefill: every request is split (seed 004). */
+    r->decision = pd->cfg.mode == KVG_PD_SGLANG
+                      ? KVG_PD_PREFILL_DECODE
+                      : kvg_pd_decide(in->prompt_tokens, cached, pd->cfg.threshold_tokens);
     kvg_metrics_inc(pd->decisions[r->decision]);
     if (r->decision == KVG_PD_DECODE_ONLY) {
         r->state = KVG_PD_DECODE;
@@ -319,18 +367,22 @@ int kvg_pd_begin(struct kvg_pd *pd, struct kvg_pd_req *r, struct kvg_http_client
         r->state = KVG_PD_FAILED;
         return -EBUSY;
     }
-    char *body = prefill_body(in->body, in->body_len);
-    if (!body) return KVG_EPARSE;
     ctx->roles = 1u << KVG_ROLE_PREFILL;
     ctx->policy = pd->prefill_policy;
     int rc = kvg_pool_pick(pd->pool, ctx, NULL, 0, &r->prefill, NULL, NULL);
     ctx->roles = 0;
     ctx->policy = NULL;
-    if (rc) {
-        free(body);
-        return rc;
-    }
+    if (rc) return rc;
     struct kvg_worker *w = r->prefill.w;
+    r->concurrent = pd->cfg.mode == KVG_PD_SGLANG;
+    char *body = r->concurrent ? bootstrap_body(in->body, in->body_len, w, kvg_rng_next(ctx->rng))
+                               : prefill_body(in->body, in->body_len);
+    if (!body || (r->concurrent && kvg_buf_append(&r->decode_body, body, strlen(body)))) {
+        free(body);
+        struct kvg_route_ctx rctx = {.policy = pd->prefill_policy};
+        kvg_pool_release(pd->pool, &r->prefill, KVG_OUT_LOCAL, &rctx);
+        return body ? -ENOMEM : KVG_EPARSE;
+    }
     atomic_fetch_add_explicit(&w->pd_prefill_requests, 1, memory_order_relaxed);
     snprintf(r->prefill_url, sizeof r->prefill_url, "%s", w->url);
     snprintf(r->prefill_labels, sizeof r->prefill_labels, "%s", w->labels);
@@ -402,6 +454,7 @@ void kvg_pd_decode_first_byte(struct kvg_pd *pd, struct kvg_pd_req *r)
 
 int kvg_pd_decode_may_retry(struct kvg_pd *pd, struct kvg_pd_req *r, uint64_t now_ms)
 {
+    if (r->concurrent) return 0; /* the room is this pair's: another decode cannot join it */
     if (r->decision == KVG_PD_DECODE_ONLY) return 1; /* an ordinary request */
     return r->decode_attempts < 2 && now_ms - r->prefill_done_ms < pd->cfg.hold_timeout_ms;
 }

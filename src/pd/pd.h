@@ -31,7 +31,10 @@
 #include "metrics/metrics.h"
 #include "router/pool.h"
 
-enum kvg_pd_mode { KVG_PD_OFF = 0, KVG_PD_VLLM };
+/* VLLM: the NIXL two-hop protocol (prefill first, then the decode with its
+ * kv_transfer_params); SGLANG: the bootstrap protocol (both legs at once,
+ * the same body with bootstrap_host/port/room). */
+enum kvg_pd_mode { KVG_PD_OFF = 0, KVG_PD_VLLM, KVG_PD_SGLANG };
 
 struct kvg_pd_config {
     enum kvg_pd_mode mode;
@@ -145,6 +148,7 @@ struct kvg_pd_req {
     int64_t prefill_cached; /* its prompt_tokens_details.cached_tokens (0 unsaid) */
     uint32_t decode_attempts;
     uint64_t committed; /* this request's share of pd->committed_blocks */
+    int concurrent;     /* SGLang: the decode runs while the prefill does */
     kvg_pd_prefill_cb cb;
     void *ud;
     struct kvg_pd *pd;

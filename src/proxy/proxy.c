@@ -165,6 +165,7 @@ static void access_log(struct proxy_req *pr, int status)
 /* Ends the proxy request's life: the retry timer closes, then pr is freed. */
 static void pr_finish(struct proxy_req *pr, int status)
 {
+    if (pr->pl->px->pd) kvg_pd_cancel(pr->pl->px->pd, &pr->pdr); /* an SGLang prefill still on */
     kvg_gate_account(&pr->gate, pr->bytes_up != 0, pr->attempts != 0);
     access_log(pr, status);
     uint64_t now = kvg_now_ns();
@@ -621,8 +622,22 @@ static void on_prefilled(void *ud, const struct kvg_pd_result *res)
     if (res->ok) {
         /* Input accounting from the leg that computed it. */
         kvg_gate_usage_prefill(&pr->gate, pr->pdr.prompt_tokens, pr->pdr.prefill_cached);
-        attempt(pr); /* the decode leg */
+        if (!pr->pdr.concurrent) attempt(pr); /* the decode leg (SGLang's runs already) */
         return;
+    }
+    if (pr->pdr.concurrent) {
+        /* SGLang: the decode would wait for a bootstrap that never comes. */
+        uv_timer_stop(&pr->retry_timer);
+        if (pr->call) {
+            kvg_http_call_cancel(pr->call);
+            pr->call = NULL;
+        }
+        release_worker(pr, KVG_OUT_CLIENT_GONE);
+        if (pr->relayed) {
+            sse_error_end(pr, res->message);
+            pr_finish(pr, 502);
+            return;
+        }
     }
     snprintf(pr->worker_url, sizeof pr->worker_url, "%s", pr->pdr.prefill_url);
     if (res->body && res->body_len) { /* the engine's 4xx says what is wrong */
@@ -671,7 +686,7 @@ static int pd_start(struct proxy_req *pr, struct kvg_route_ctx *ctx)
         client_error(pr, 500, "pd_error", kvg_strerror(rc));
         return 1;
     }
-    return pr->pdr.state != KVG_PD_DECODE;
+    return pr->pdr.state != KVG_PD_DECODE && !pr->pdr.concurrent;
 }
 
 static void route_work(uv_work_t *w)

@@ -131,6 +131,15 @@ int kvg_pool_set_labels(struct kvg_pool *p, const char *url, const char *labels)
     return i < 0 ? KVG_ENOTFOUND : 0;
 }
 
+int kvg_pool_set_bootstrap_port(struct kvg_pool *p, const char *url, int port)
+{
+    pthread_rwlock_rdlock(&p->lock);
+    int i = find(p, url);
+    if (i >= 0) atomic_store(&p->w[i]->bootstrap_port, port);
+    pthread_rwlock_unlock(&p->lock);
+    return i < 0 ? KVG_ENOTFOUND : 0;
+}
+
 int kvg_pool_set(struct kvg_pool *p, char *const *urls, size_t n)
 {
     return kvg_pool_set_ex(p, urls, NULL, NULL, n);

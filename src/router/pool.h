@@ -47,6 +47,8 @@ int kvg_pool_set_role(struct kvg_pool *p, const char *url, int role, int dp_rank
 /* Sets a worker's locality labels ("node=n1,rack=r1,zone=z1"; NULL none);
  * KVG_ENOTFOUND if absent. */
 int kvg_pool_set_labels(struct kvg_pool *p, const char *url, const char *labels);
+/* Sets an SGLang prefill's bootstrap port (0 none); KVG_ENOTFOUND if absent. */
+int kvg_pool_set_bootstrap_port(struct kvg_pool *p, const char *url, int port);
 /* Makes the pool hold exactly these URLs (SIGHUP reload): adds the new ones,
  * removes the missing ones, keeps the rest with their state. A list naming
  * one worker twice (trailing '/' aside) is refused whole with -EEXIST and

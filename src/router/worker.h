@@ -78,8 +78,9 @@ struct kvg_worker {
         max_model_len[KVG_MAX_MODELS_PER_WORKER]; /* its context (vLLM, SGLang say); 0 unknown */
     uint8_t model_adapter[KVG_MAX_MODELS_PER_WORKER]; /* listed with a `parent`: a LoRA adapter */
     int nmodels;
-    char labels[256];  /* locality, "node=..,rack=..,zone=.." (under the pool's lock) */
-    char api_key[256]; /* the engine's own API key ("" none), sent on every call to it */
+    _Atomic int bootstrap_port; /* an SGLang prefill's bootstrap port, 0 none */
+    char labels[256];           /* locality, "node=..,rack=..,zone=.." (under the pool's lock) */
+    char api_key[256];          /* the engine's own API key ("" none), sent on every call to it */
     struct kvg_engine_load load;
     /* LoRA adapters the engine has active (vLLM's vllm:lora_requests_info:
      * running and waiting, comma-separated), from the last scrape. */

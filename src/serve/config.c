@@ -212,6 +212,8 @@ static const struct flag flags[] = {
      "discovery: labels (key=value...) of regular worker pods"},
     {"vllm-pd-disaggregation", NULL, F_BOOL, O(vllm_pd), 0,
      "prefill/decode pairs, vLLM's NIXL two-hop protocol (vllm-router's flag)"},
+    {"pd-disaggregation", NULL, F_BOOL, O(sglang_pd), 0,
+     "prefill/decode pairs, SGLang's bootstrap protocol (sglang's flag)"},
     {"prefill", NULL, F_LIST_APPEND, O(prefill_urls), 0,
      "prefill worker URL [BOOTSTRAP_PORT|none], repeatable"},
     {"decode", NULL, F_LIST_APPEND, O(decode_urls), 0, "decode worker URL, repeatable"},
@@ -327,6 +329,7 @@ void kvg_serve_config_free(struct kvg_serve_config *c)
     kvg_strlist_free(&c->decode_urls);
     kvg_strlist_free(&c->worker_roles);
     kvg_strlist_free(&c->worker_labels);
+    kvg_strlist_free(&c->worker_bootstrap);
 }
 
 void kvg_serve_usage(void)

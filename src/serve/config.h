@@ -79,8 +79,9 @@ struct kvg_serve_config {
      * and --decode add workers with their role to --worker-urls; the roles
      * and labels of every worker end up in worker_roles / worker_labels,
      * parallel to workers ("regular" / "none" for the unsaid). */
-    int vllm_pd;
+    int vllm_pd, sglang_pd; /* --vllm-pd-disaggregation, --pd-disaggregation */
     struct kvg_strlist prefill_urls, decode_urls, worker_roles, worker_labels;
+    struct kvg_strlist worker_bootstrap; /* per worker: bootstrap port or "none" (--prefill) */
     struct kvg_pd_config pd;
 };
 

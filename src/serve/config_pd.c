@@ -17,10 +17,15 @@ static int is_port(const char *s)
     return !strcmp(s, "none") || (!kvg_parse_u64(s, &v) && v > 0 && v < 65536);
 }
 
-static int add_role(struct kvg_serve_config *c, const char *url, const char *role)
+static int add_role(struct kvg_serve_config *c, const char *url, const char *role,
+                    const char *bootstrap)
 {
     int rc;
-    if ((rc = kvg_strlist_add(&c->workers, url)) || (rc = kvg_strlist_add(&c->worker_roles, role)))
+    while (c->worker_bootstrap.n < c->workers.n)
+        if ((rc = kvg_strlist_add(&c->worker_bootstrap, "none"))) return rc;
+    if ((rc = kvg_strlist_add(&c->workers, url)) ||
+        (rc = kvg_strlist_add(&c->worker_roles, role)) ||
+        (rc = kvg_strlist_add(&c->worker_bootstrap, bootstrap)))
         return rc;
     /* KV endpoint lists are parallel to the workers: keep them so. */
     if (c->kv_endpoints.n && (rc = kvg_strlist_add(&c->kv_endpoints, "none"))) return rc;
@@ -31,19 +36,29 @@ static int add_role(struct kvg_serve_config *c, const char *url, const char *rol
 
 int kvg_serve_config_pd(struct kvg_serve_config *c, char *err, size_t errlen)
 {
-    if ((c->prefill_urls.n || c->decode_urls.n) && !c->vllm_pd)
+    int pd = c->vllm_pd || c->sglang_pd;
+    if (c->vllm_pd && c->sglang_pd)
         return kvg_err_set(err, errlen, KVG_ECONFIG,
-                           "--prefill and --decode need --vllm-pd-disaggregation");
+                           "--vllm-pd-disaggregation (vLLM engines) and --pd-disaggregation "
+                           "(SGLang engines) exclude each other");
+    if ((c->prefill_urls.n || c->decode_urls.n) && !pd)
+        return kvg_err_set(err, errlen, KVG_ECONFIG,
+                           "--prefill and --decode need --vllm-pd-disaggregation or "
+                           "--pd-disaggregation");
     if (c->worker_roles.n && c->worker_roles.n != c->workers.n)
         return kvg_err_set(err, errlen, KVG_ECONFIG,
                            "--worker-roles needs one role per --worker-urls entry");
     int rc = 0;
     while (!rc && c->worker_roles.n < c->workers.n)
         rc = kvg_strlist_add(&c->worker_roles, "regular");
-    for (size_t i = 0; !rc && i < c->prefill_urls.n; i++)
-        if (!is_port(c->prefill_urls.v[i])) rc = add_role(c, c->prefill_urls.v[i], "prefill");
+    for (size_t i = 0; !rc && i < c->prefill_urls.n; i++) {
+        const char *u = c->prefill_urls.v[i];
+        const char *next = i + 1 < c->prefill_urls.n ? c->prefill_urls.v[i + 1] : NULL;
+        if (is_port(u)) continue; /* taken with its URL */
+        rc = add_role(c, u, "prefill", next && is_port(next) ? next : "none");
+    }
     for (size_t i = 0; !rc && i < c->decode_urls.n; i++)
-        rc = add_role(c, c->decode_urls.v[i], "decode");
+        rc = add_role(c, c->decode_urls.v[i], "decode", "none");
     if (rc) return kvg_err_set(err, errlen, KVG_ECONFIG, "config: %s", kvg_strerror(rc));
     kvg_strlist_free(&c->prefill_urls); /* folded in: a re-check adds nothing twice */
     kvg_strlist_free(&c->decode_urls);
@@ -62,14 +77,15 @@ int kvg_serve_config_pd(struct kvg_serve_config *c, char *err, size_t errlen)
             return kvg_err_set(err, errlen, KVG_ECONFIG,
                                "worker role '%s': one of regular, prefill, decode", r);
     }
-    if ((np || nd) && !c->vllm_pd)
+    if ((np || nd) && !pd)
         return kvg_err_set(err, errlen, KVG_ECONFIG,
-                           "prefill and decode workers need --vllm-pd-disaggregation");
-    if (c->vllm_pd && (!np || !nd) && !c->service_discovery)
+                           "prefill and decode workers need --vllm-pd-disaggregation or "
+                           "--pd-disaggregation");
+    if (pd && (!np || !nd) && !c->service_discovery)
         return kvg_err_set(err, errlen, KVG_ECONFIG,
-                           "--vllm-pd-disaggregation needs at least one --prefill and one "
-                           "--decode worker");
-    c->pd.mode = c->vllm_pd ? KVG_PD_VLLM : KVG_PD_OFF;
+                           "PD disaggregation needs at least one --prefill and one --decode "
+                           "worker");
+    c->pd.mode = c->vllm_pd ? KVG_PD_VLLM : c->sglang_pd ? KVG_PD_SGLANG : KVG_PD_OFF;
     if (!(c->pd.reject_kv_frac > 0 && c->pd.reject_kv_frac <= 1) ||
         !(c->pd.prefill_tokens_per_s > 0) || !(c->pd.decode_secs > 0))
         return kvg_err_set(err, errlen, KVG_ECONFIG,

@@ -181,6 +181,11 @@ int kvg_serve_router_init(struct kvg_serve *sv, char *err, size_t errlen)
                    : !strcmp(r, "decode") ? KVG_ROLE_DECODE
                                           : KVG_ROLE_REGULAR;
         const char *l = i < c->worker_labels.n ? c->worker_labels.v[i] : "none";
+        uint64_t bport = 0;
+        if (i < c->worker_bootstrap.n && strcmp(c->worker_bootstrap.v[i], "none"))
+            kvg_parse_u64(c->worker_bootstrap.v[i], &bport);
+        if (bport && (rc = kvg_pool_set_bootstrap_port(&sv->pool, c->workers.v[i], (int)bport)))
+            return rc;
         if ((rc = kvg_pool_set_role(&sv->pool, c->workers.v[i], role, -1)) ||
             (rc = kvg_pool_set_labels(&sv->pool, c->workers.v[i], strcmp(l, "none") ? l : "")))
             return rc;

@@ -220,6 +220,8 @@ static void deliver(struct kvg_sim_rank *rk, const struct kvg_sim_step *st, doub
         if (u->flags & KVG_SIM_UP_FINISHED) {
             kvg_sim_srv_observe_e2e(rk, now - r->arrival, u->finish == KVG_SIM_FINISH_LENGTH);
             live_del(s, r);
+            if (r->stream && (r->pd.do_remote_decode || r->pd.bootstrap_prefill))
+                kvg_sim_pd_prefill_done(r, u->finish == KVG_SIM_FINISH_LENGTH, NULL);
             if (r->stream)
                 finish_stream(r);
             else

@@ -178,7 +178,8 @@ struct cJSON;
 int kvg_sim_pd_parse(struct kvg_sim_server *s, const struct cJSON *j, struct kvg_sim_pd_params *out,
                      char *msg, size_t msglen);
 /* A prefill finished: keep its blocks for the decode (when the finish was
- * length-capped, as vLLM) and write its kv_transfer_params into b (a JSON
+ * length-capped, as vLLM) and write its kv_transfer_params into b (NULL: a
+ * stream, none written) (a JSON
  * member ",\"kv_transfer_params\":{...}"). */
 void kvg_sim_pd_prefill_done(struct sim_req *r, int length_capped, struct kvg_buf *b);
 /* A decode with do_remote_prefill: pulls the blocks, then submits r

@@ -200,7 +200,7 @@ void kvg_sim_pd_prefill_done(struct sim_req *r, int length_capped, struct kvg_bu
         held_drop(waiting);
         start_transfer(h, req, labels);
     }
-    if (r->pd.bootstrap_prefill) return; /* SGLang's answer carries no params */
+    if (r->pd.bootstrap_prefill || !b) return; /* SGLang's answer (or a stream) has no params */
     struct kvg_sim_metrics m;
     kvg_sim_get_metrics(r->rk->engine, &m);
     uint32_t nblocks = (r->prompt_len + m.block_size - 1) / m.block_size;
@@ -298,8 +298,7 @@ static void on_park_expired(uv_timer_t *t)
     h->xfer = NULL;
     req->on_abort = NULL;
     char msg[128];
-    snprintf(msg, sizeof msg, "bootstrap room %.40s: no KV within %.0f s", h->rid + 5,
-             h->pd->s->o.bootstrap_timeout_s);
+    snprintf(msg, sizeof msg, "bootstrap room %.40s: no KV within %.3g s", h->rid + 5, h->secs);
     side_error(req, 408, msg);
     held_drop(h);
 }
@@ -310,7 +309,10 @@ static void boot_read(struct kvg_sim_pd *pd, struct kvg_http_req *req)
     cJSON *j = cJSON_ParseWithLength(req->body.data ? req->body.data : "", req->body.len);
     const cJSON *room = cJSON_GetObjectItemCaseSensitive(j, "room");
     const cJSON *lab = cJSON_GetObjectItemCaseSensitive(j, "labels");
+    const cJSON *to = cJSON_GetObjectItemCaseSensitive(j, "timeout_s");
     const char *labels = cJSON_IsString(lab) ? lab->valuestring : "";
+    double wait_s =
+        cJSON_IsNumber(to) && to->valuedouble >= 0 ? to->valuedouble : s->o.bootstrap_timeout_s;
     char key[64];
     if (!cJSON_IsString(room)) {
         side_error(req, 400, "room is required");
@@ -333,8 +335,8 @@ static void boot_read(struct kvg_sim_pd *pd, struct kvg_http_req *req)
         req->on_abort = on_xfer_abort;
         uv_timer_init(s->loop, &h->timer);
         h->timer.data = h;
-        uv_timer_start(&h->timer, on_park_expired,
-                       (uint64_t)ceil(s->o.bootstrap_timeout_s / s->o.speed * 1000.0), 0);
+        h->secs = wait_s;
+        uv_timer_start(&h->timer, on_park_expired, (uint64_t)ceil(wait_s / s->o.speed * 1000.0), 0);
         h->next = pd->held;
         pd->held = h;
     } else {
@@ -430,7 +432,9 @@ void kvg_sim_pd_pull(struct sim_req *r)
     struct kvg_http_header h[1] = {{KVG_STR("content-type"), KVG_STR("application/json")}};
     static const struct kvg_http_call_cbs cbs = {pull_head, pull_body, pull_done};
     if (boot) {
-        kvg_buf_printf(&b, "{\"room\":\"%s\",\"labels\":", r->pd.room);
+        /* The decode's own bound: the prefill parks the read that long. */
+        kvg_buf_printf(&b, "{\"room\":\"%s\",\"timeout_s\":%.3f,\"labels\":", r->pd.room,
+                       s->o.bootstrap_timeout_s);
         kvg_buf_append_json_str(&b, s->o.labels, strlen(s->o.labels));
         kvg_buf_append_str(&b, "}");
         /* Bounded by the prefill's answer or the bootstrap timeout, plus the transfer. */

@@ -107,6 +107,13 @@ workers_idle() {
   return 1
 }
 
+# kv_was_pulled SSE_FILE: the stream's usage chunk counts every prompt token
+# but the last as cached (a PD decode's KV came from its prefill).
+kv_was_pulled() {
+  grep '"usage"' "$1" | sed 's/^data: //' >"$1.usage"
+  [ "$(json_get "$1.usage" "j['usage']['prompt_tokens_details']['cached_tokens'] >= j['usage']['prompt_tokens'] - 1")" = True ]
+}
+
 json_get() { # json_get FILE EXPR  (EXPR in python, `j` is the document)
   /usr/bin/python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print($2)" "$1"
 }
