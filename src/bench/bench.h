@@ -48,6 +48,9 @@ struct kvg_bench_cfg {
  * every run finished (unknown policies are reported, not fatal), 1 on a
  * failed run, 2 on bad usage. */
 int kvg_bench_main(int argc, char **argv);
+/* kvgate bench --scenario pd (bench/pd.c): aggregated vs P:D splits, offline,
+ * written to --out (bench/results/pd.md). */
+int kvg_bench_pd_main(int argc, char **argv);
 
 /* Parses flags into c (the scenario first, then the rest override it).
  * 0, 1 for --help (printed), or -1 with the reason on stderr. */

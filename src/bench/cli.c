@@ -24,6 +24,9 @@ static void usage(FILE *f)
         "What does kvgate's routing buy on a workload? The router's own policy code, measured\n"
         "offline (engine models in virtual time, deterministic per --seed) or live over HTTP.\n\n"
         "  --scenario NAME             llmd-73 (llm-d's 8-pod benchmark, offline), llmd-73-mini\n"
+        "                              pd (aggregated vs prefill/decode splits, offline: its own\n"
+        "                              flags --out, --requests, --seed, --prompt-len, "
+        "--output-len)\n"
         "                              (its scaled-down live version), smoke (seconds, for tests)\n"
         "  --mode offline|live         (offline)\n"
         "  --policies LIST             comma-separated policy names (the scenario's set; kvgate\n"
@@ -435,6 +438,9 @@ int kvg_bench_main(int argc, char **argv)
     for (int i = 1; i + 1 < argc; i++)
         if (!strcmp(argv[i], "--scenario") && !strcmp(argv[i + 1], "diurnal"))
             return kvg_bench_scale_main(argc, argv);
+    for (int i = 1; i + 1 < argc; i++)
+        if (!strcmp(argv[i], "--scenario") && !strcmp(argv[i + 1], "pd"))
+            return kvg_bench_pd_main(argc, argv); /* its own engines and report */
     struct kvg_bench_cfg *c = calloc(1, sizeof *c);
     struct kvg_bench_summary *sum = NULL;
     char *setup = NULL;
