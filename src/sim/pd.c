@@ -590,9 +590,11 @@ void kvg_sim_pd_stop(struct kvg_sim_server *s)
 {
     struct kvg_sim_pd *pd = s->pd;
     if (!pd) return;
-    while (pd->held) held_drop(pd->held);
+    /* The listeners first: their reads in flight drop their entries (their
+     * on_abort runs now), then what is left. */
     if (pd->side) kvg_http_server_close(pd->side);
     if (pd->boot) kvg_http_server_close(pd->boot);
+    while (pd->held) held_drop(pd->held);
     kvg_http_client_close(pd->cl);
     free(pd);
     s->pd = NULL;
