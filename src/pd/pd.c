@@ -268,6 +268,10 @@ static void leg_head(void *ud, int status, const struct kvg_http_header *h, size
 static void leg_body(void *ud, const char *p, size_t n)
 {
     struct kvg_pd_req *r = ud;
+    /* The prefill's first token (its whole answer when not streamed): the
+     * prefill policy learns its time (predicted_latency) and the worker's
+     * prefill charge ends. */
+    if (!r->answer.len) kvg_pool_first_token_at(r->pd->pool, &r->prefill, kvg_now_ms());
     if (kvg_buf_append(&r->answer, p, n)) r->status = -1; /* over the cap */
 }
 

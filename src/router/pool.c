@@ -267,6 +267,7 @@ int kvg_pool_pick(struct kvg_pool *p, const struct kvg_route_ctx *ctx,
             out->matched_blocks = mb > 0 ? (uint32_t)mb : 0;
             out->prefill_tokens = out->decode_blocks = 0;
             out->picked_ms = ctx->now_ms;
+            out->policy = ctx->policy;
             out->work_tokens =
                 atomic_load_explicit(&w->active_prefill_tokens, memory_order_relaxed);
             if (ctx->block_size && ctx->ntokens) {
@@ -298,9 +299,9 @@ void kvg_pool_first_token_at(struct kvg_pool *p, struct kvg_pick *pick, uint64_t
 {
     /* Only a pick still waiting for its first token teaches anything; a
      * retry's or a release's call comes after. */
-    if (pick->w && pick->picked_ms && now_ms >= pick->picked_ms && p->policy->ops->on_first_token)
-        p->policy->ops->on_first_token(p->policy, pick->w, pick->work_tokens,
-                                       now_ms - pick->picked_ms);
+    struct kvg_policy *pol = pick->policy ? pick->policy : p->policy;
+    if (pick->w && pick->picked_ms && now_ms >= pick->picked_ms && pol->ops->on_first_token)
+        pol->ops->on_first_token(pol, pick->w, pick->work_tokens, now_ms - pick->picked_ms);
     pick->picked_ms = 0;
     kvg_pool_first_token(p, pick);
 }

@@ -84,12 +84,13 @@ size_t kvg_pool_size(struct kvg_pool *p);
  * the KV blocks the request occupies (charged until it ends). The caller
  * keeps it for the request's life and hands it back. */
 struct kvg_pick {
-    struct kvg_worker *w;    /* holds a reference */
-    uint32_t matched_blocks; /* prefix blocks the policy believes w has cached */
-    uint64_t prefill_tokens; /* still charged to w->active_prefill_tokens */
-    uint64_t decode_blocks;  /* still charged to w->active_decode_blocks */
-    uint64_t picked_ms;      /* ctx->now_ms of the pick */
-    uint64_t work_tokens;    /* prefill ahead of it on w at the pick + its own */
+    struct kvg_worker *w;      /* holds a reference */
+    uint32_t matched_blocks;   /* prefix blocks the policy believes w has cached */
+    uint64_t prefill_tokens;   /* still charged to w->active_prefill_tokens */
+    uint64_t decode_blocks;    /* still charged to w->active_decode_blocks */
+    uint64_t picked_ms;        /* ctx->now_ms of the pick */
+    uint64_t work_tokens;      /* prefill ahead of it on w at the pick + its own */
+    struct kvg_policy *policy; /* ctx->policy of the pick (NULL: the pool's): the one that learns */
 };
 
 /* Picks a worker. exclude[] lists workers already tried by this request.
