@@ -25,55 +25,6 @@
 #include "proxy/proxy_int.h"
 #include "router/mode.h"
 
-static const char *hop_by_hop[] = {"connection",
-                                   "keep-alive",
-                                   "transfer-encoding",
-                                   "te",
-                                   "trailer",
-                                   "upgrade",
-                                   "proxy-connection",
-                                   "proxy-authenticate",
-                                   "proxy-authorization",
-                                   "host",
-                                   "content-length",
-                                   "expect",
-                                   "x-request-id",
-                                   "x-data-parallel-rank"}; /* kvgate's to set (URL@rank) */
-
-static int is_hop(struct kvg_str name)
-{
-    for (size_t i = 0; i < KVG_ARRAY_LEN(hop_by_hop); i++)
-        if (kvg_str_eq_nocase(name, hop_by_hop[i])) return 1;
-    return 0;
-}
-
-/* Is `name` one of the comma-separated tokens of a Connection header? Those
- * headers are for this hop only (RFC 9110 7.6.1). */
-static int named_by(struct kvg_str connection, struct kvg_str name)
-{
-    const char *p = connection.p, *end = connection.p + connection.len;
-    while (p < end) {
-        while (p < end && (*p == ' ' || *p == '\t' || *p == ',')) p++;
-        const char *t = p;
-        while (p < end && *p != ',') p++;
-        const char *e = p;
-        while (e > t && (e[-1] == ' ' || e[-1] == '\t')) e--;
-        if ((size_t)(e - t) == name.len && name.len && !strncasecmp(t, name.p, name.len)) return 1;
-    }
-    return 0;
-}
-
-/* What the client sent that no engine sees: hop-by-hop headers, the headers
- * its Connection header names, its credentials (kvgate's keys are kvgate's;
- * an engine gets --upstream-api-key instead) and kvgate's own x-kvgate-*
- * controls. */
-static int not_forwarded(struct kvg_str name, struct kvg_str connection)
-{
-    if (is_hop(name) || kvg_str_eq_nocase(name, "authorization")) return 1;
-    if (name.len >= 9 && !strncasecmp(name.p, "x-kvgate-", 9)) return 1;
-    return connection.len && named_by(connection, name);
-}
-
 static struct kvg_str header_of(const void *hctx, const char *name)
 {
     return kvg_http_req_header(hctx, name);
@@ -127,50 +78,15 @@ void kvg_proxy_loop_free(struct kvg_proxy_loop *pl)
     pl->nfree = 0;
 }
 
-const char *const kvg_proxy_route_paths[KVG_PROXY_NROUTES] = {"/v1/chat/completions",
-                                                              "/v1/completions"};
-
-static void metrics_request(const struct kvg_proxy_metrics *m, enum kvg_proxy_route r, int status,
-                            double duration_s, double ttfb_s)
-{
-    int c = status >= 100 && status < 600 ? status / 100 - 1 : 5;
-    kvg_metrics_inc(m->requests[r][c]);
-    kvg_metrics_observe(m->duration[r], duration_s);
-    if (ttfb_s >= 0) kvg_metrics_observe(m->ttfb[r], ttfb_s);
-}
-
-static void access_log(struct proxy_req *pr, int status)
-{
-    if (!pr->pl->px->cfg->access_log) return;
-    struct kvg_buf b;
-    kvg_buf_init(&b, 0);
-    uint64_t now = kvg_now_ns();
-    double lat = (double)(now - pr->t0_ns) / 1e6;
-    double ttfb = pr->ttfb_ns ? (double)(pr->ttfb_ns - pr->t0_ns) / 1e6 : -1;
-    kvg_buf_printf(&b, "{\"ts\":%.3f,\"request_id\":", kvg_wall_s());
-    kvg_buf_append_json_str(&b, pr->request_id, strlen(pr->request_id));
-    kvg_buf_printf(&b, ",\"path\":\"%s\",\"stream\":%s,\"model\":", pr->path,
-                   pr->ri.stream ? "true" : "false");
-    kvg_buf_append_json_str(&b, pr->ri.model, pr->ri.model_len);
-    kvg_buf_append_str(&b, ",\"worker\":");
-    kvg_buf_append_json_str(&b, pr->worker_url, strlen(pr->worker_url));
-    kvg_buf_printf(&b,
-                   ",\"status\":%d,\"attempts\":%u,\"bytes\":%llu,\"latency_ms\":%.3f,"
-                   "\"ttfb_ms\":%.3f}",
-                   status, pr->attempts, (unsigned long long)pr->bytes_up, lat, ttfb);
-    kvg_log_raw(b.data, b.len);
-    kvg_buf_free(&b);
-}
-
 /* Ends the proxy request's life: the retry timer closes, then pr is freed. */
 static void pr_finish(struct proxy_req *pr, int status)
 {
     if (pr->pl->px->pd) kvg_pd_cancel(pr->pl->px->pd, &pr->pdr); /* an SGLang prefill still on */
     kvg_gate_account(&pr->gate, pr->bytes_up != 0, pr->attempts != 0);
-    access_log(pr, status);
+    kvg_proxy__access_log(pr, status);
     uint64_t now = kvg_now_ns();
-    metrics_request(pr->pl->px->m, pr->route, status, (double)(now - pr->t0_ns) / 1e9,
-                    pr->ttfb_ns ? (double)(pr->ttfb_ns - pr->t0_ns) / 1e9 : -1);
+    kvg_proxy__metrics_request(pr->pl->px->m, pr->route, status, (double)(now - pr->t0_ns) / 1e9,
+                               pr->ttfb_ns ? (double)(pr->ttfb_ns - pr->t0_ns) / 1e9 : -1);
     uv_close((uv_handle_t *)&pr->retry_timer, pr_closed);
 }
 
@@ -358,7 +274,8 @@ static void relay_head(struct proxy_req *pr, int status, const struct kvg_http_h
     struct kvg_quota_headers qh;
     size_t k = 0;
     for (size_t i = 0; i < n && k < MAX_FWD_HEADERS; i++)
-        if (!is_hop(h[i].name) && !kvg_str_eq_nocase(h[i].name, "x-kvgate-worker")) out[k++] = h[i];
+        if (!kvg_proxy__is_hop(h[i].name) && !kvg_str_eq_nocase(h[i].name, "x-kvgate-worker"))
+            out[k++] = h[i];
     out[k++] = (struct kvg_http_header){KVG_STR("x-kvgate-worker"),
                                         {pr->worker_url, strlen(pr->worker_url)}};
     out[k++] =
@@ -545,20 +462,6 @@ static void on_client_abort(struct kvg_http_req *req, void *ud)
     pr_finish(pr, 499);
 }
 
-/* The client's headers an engine gets, and kvgate's x-request-id (on the
- * loop: it reads the client's request). */
-static size_t forward_headers(struct proxy_req *pr, struct kvg_http_header *fwd, size_t cap)
-{
-    struct kvg_http_req *req = pr->req;
-    size_t k = 0;
-    struct kvg_str connection = kvg_http_req_header(req, "connection");
-    for (size_t i = 0; i < req->nheaders && k + 1 < cap; i++)
-        if (!not_forwarded(req->headers[i].name, connection)) fwd[k++] = req->headers[i];
-    fwd[k++] =
-        (struct kvg_http_header){KVG_STR("x-request-id"), {pr->request_id, strlen(pr->request_id)}};
-    return k;
-}
-
 /* The body the engine gets: the gateway's rewrite (usage asked for) or the
  * client's own. */
 static const struct kvg_buf *forward_body(struct proxy_req *pr)
@@ -669,7 +572,7 @@ static int pd_start(struct proxy_req *pr, struct kvg_route_ctx *ctx)
         .prompt_tokens = pr->ri.ids ? pr->ri.nids : req_body(pr)->len / 4,
         .path = pr->path,
         .headers = fwd,
-        .nheaders = forward_headers(pr, fwd, MAX_FWD_HEADERS + 1),
+        .nheaders = kvg_proxy__forward_headers(pr, fwd, MAX_FWD_HEADERS + 1),
         .connect_timeout_ms = px->cfg->connect_timeout_ms};
     int rc = kvg_pd_begin(px->pd, &pr->pdr, pr->pl->client, ctx, &in, on_prefilled, pr);
     if (rc == KVG_ENOWORKER) {
@@ -767,7 +670,7 @@ static void picked(struct proxy_req *pr)
     if (pr->ntried < MAX_TRIED) pr->tried[pr->ntried++] = w;
 
     struct kvg_http_header fwd[MAX_FWD_HEADERS + 3];
-    size_t k = forward_headers(pr, fwd, MAX_FWD_HEADERS + 1);
+    size_t k = kvg_proxy__forward_headers(pr, fwd, MAX_FWD_HEADERS + 1);
     if (px->pd) kvg_pd_decode_sent(px->pd, &pr->pdr, w);
     /* A URL@rank worker: vLLM's API server sends the request to that
      * data-parallel rank's engine (the header sglang's router also sends). */
@@ -800,26 +703,6 @@ static void picked(struct proxy_req *pr)
         if (schedule_retry(pr) == 0) return;
         upstream_failed(pr, "cannot reach the engine");
     }
-}
-
-/* x-request-id: the client's (one of the usual headers) or a new one with the
- * prefix OpenAI-compatible servers use for the endpoint. */
-static void request_id(struct proxy_req *pr, struct kvg_http_req *req)
-{
-    static const char *names[] = {"x-request-id", "x-correlation-id", "x-trace-id", "request-id"};
-    for (size_t i = 0; i < KVG_ARRAY_LEN(names); i++) {
-        struct kvg_str v = kvg_http_req_header(req, names[i]);
-        if (v.p && v.len && v.len < sizeof pr->request_id) {
-            memcpy(pr->request_id, v.p, v.len);
-            pr->request_id[v.len] = 0;
-            return;
-        }
-    }
-    static const char al[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
-    const char *prefix = kvg_str_eq(req->path, "/v1/chat/completions") ? "chatcmpl-" : "cmpl-";
-    size_t n = (size_t)snprintf(pr->request_id, sizeof pr->request_id, "%s", prefix);
-    for (int i = 0; i < 24; i++) pr->request_id[n++] = al[kvg_rng_below(pr->pl->rng, 62)];
-    pr->request_id[n] = 0;
 }
 
 /* Parses the body and computes the routing text (thread-safe). */
@@ -894,7 +777,7 @@ void kvg_proxy_handle(struct kvg_proxy_loop *pl, struct kvg_http_req *req)
     kvg_buf_init(&pr->body, MAX_NONSTREAM_BODY);
     uv_timer_init(pl->loop, &pr->retry_timer);
     pr->retry_timer.data = pr;
-    request_id(pr, req);
+    kvg_proxy__request_id(pr, req);
     atomic_fetch_add_explicit(&px->requests_total, 1, memory_order_relaxed);
 
     req->ud = pr;

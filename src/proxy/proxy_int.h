@@ -53,4 +53,12 @@ int kvg_proxy_snap_headers(struct kvg_buf *b, const struct kvg_http_req *req);
  * header of that name, case-insensitive; empty when there is none. */
 struct kvg_str kvg_proxy_snap_header(const void *hctx, const char *name);
 
+/* wire.c: headers, request ids, metrics and the access log. */
+int kvg_proxy__is_hop(struct kvg_str name);
+size_t kvg_proxy__forward_headers(struct proxy_req *pr, struct kvg_http_header *fwd, size_t cap);
+void kvg_proxy__request_id(struct proxy_req *pr, struct kvg_http_req *req);
+void kvg_proxy__metrics_request(const struct kvg_proxy_metrics *m, enum kvg_proxy_route r,
+                                int status, double duration_s, double ttfb_s);
+void kvg_proxy__access_log(struct proxy_req *pr, int status);
+
 #endif

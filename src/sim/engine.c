@@ -28,69 +28,7 @@
 #include "sim/kv_cache.h"
 #include "sim/lora_slots.h"
 
-enum { ST_WAITING, ST_RUNNING, ST_DONE, ST_HELD };
-
-struct req {
-    uint64_t id;
-    uint32_t *tokens; /* prompt then output; room for prompt_len + max_tokens */
-    uint64_t *hashes; /* chain hash of each full block, n_hashed of them */
-    int32_t *blocks;  /* blocks held, in token order */
-    uint32_t prompt_len, max_tokens, target_len;
-    uint32_t num_tokens, num_computed, num_output;
-    uint32_t n_hashed, n_blocks, n_stored; /* blocks [0, n_stored) are resident in the cache */
-    uint32_t cached_tokens, preemptions;
-    uint8_t state, ever_scheduled, finish;
-    struct kvg_rng rng;
-    struct req *wprev, *wnext;
-    double arrival;
-    uint64_t root;           /* chain root: the engine's, seeded by adapter and salt */
-    const char *lora, *salt; /* interned (the engine's), NULL none */
-    int lora_id;
-    uint32_t remote_tokens; /* prompt tokens whose KV a remote prefill supplies */
-    uint8_t hold;           /* keep the blocks after finishing (a PD prefill) */
-};
-
-struct sched {
-    struct req *r;
-    uint32_t n;
-    uint32_t flags;
-    uint32_t loaded; /* tokens copied back from the CPU tier for it */
-};
-
-struct kvg_sim {
-    struct kvg_sim_profile p;
-    uint32_t bs, nb;
-    uint64_t seed, root;
-    uint32_t *vocab;
-    size_t nvocab;
-    double mean_out;
-    struct kvg_sim_kvc *kvc;
-
-    struct req **map; /* id -> request, open addressing; NULL = empty */
-    size_t mcap, mcount;
-
-    struct req *whead, *wtail;
-    uint32_t nwaiting;
-    struct req **running;
-    uint32_t nrunning;
-
-    struct sched *sched;
-    int32_t *hits;
-    struct kvg_sim_update *ups;
-    size_t nups;
-
-    uint64_t q_tokens, h_tokens, cpu_h_tokens, preemptions, prompt_tokens, gen_tokens;
-    uint64_t fin_length, fin_stop, aborted, steps;
-    double busy;
-    uint32_t nheld; /* finished requests still holding their blocks */
-    char **strs;    /* interned adapter names and salts, freed with the engine */
-    size_t nstrs, capstrs;
-    /* LoRA slots (max_loras) and the adapters of the batch being built */
-    struct kvg_sim_lora_slots slots;
-    const char **active; /* slots.cap entries */
-    uint32_t nactive, step_loads;
-    double lora_load_s;
-};
+#include "sim/engine_int.h"
 
 /* The engine's copy of s (NULL for NULL/empty, or when out of memory: the
  * request then runs untagged, which only costs cache sharing). */
@@ -135,7 +73,7 @@ uint64_t kvg_sim_root_hash(uint64_t hash_seed)
 
 /* ---- id map */
 
-static size_t map_find(const struct kvg_sim *e, uint64_t id)
+size_t kvg_sim__map_find(const struct kvg_sim *e, uint64_t id)
 {
     size_t mask = e->mcap - 1;
     for (size_t i = mix64(id) & mask; e->map[i]; i = (i + 1) & mask)
@@ -169,7 +107,7 @@ static int map_insert(struct kvg_sim *e, struct req *r)
 
 static void map_remove(struct kvg_sim *e, uint64_t id)
 {
-    size_t mask = e->mcap - 1, i = map_find(e, id);
+    size_t mask = e->mcap - 1, i = kvg_sim__map_find(e, id);
     if (i == SIZE_MAX) return;
     /* Backward-shift deletion keeps probe runs unbroken without tombstones. */
     for (size_t j = i;;) {
@@ -351,7 +289,7 @@ int kvg_sim_submit(struct kvg_sim *e, const struct kvg_sim_request *in)
 {
     if (!in->prompt || !in->prompt_len || !in->max_tokens) return -EINVAL;
     if ((uint64_t)in->prompt_len + in->max_tokens > e->p.max_model_len) return KVG_ETOOBIG;
-    if (map_find(e, in->id) != SIZE_MAX) return -EEXIST;
+    if (kvg_sim__map_find(e, in->id) != SIZE_MAX) return -EEXIST;
     struct req *r = calloc(1, sizeof *r);
     if (!r) return -ENOMEM;
     uint32_t cap = in->prompt_len + in->max_tokens;
@@ -404,7 +342,7 @@ static void drop_blocks(struct kvg_sim *e, struct req *r)
 
 int kvg_sim_abort(struct kvg_sim *e, uint64_t id)
 {
-    size_t i = map_find(e, id);
+    size_t i = kvg_sim__map_find(e, id);
     if (i == SIZE_MAX) return KVG_ENOTFOUND;
     struct req *r = e->map[i];
     if (r->state == ST_WAITING) {
@@ -428,7 +366,7 @@ int kvg_sim_abort(struct kvg_sim *e, uint64_t id)
 
 int kvg_sim_release(struct kvg_sim *e, uint64_t id)
 {
-    size_t i = map_find(e, id);
+    size_t i = kvg_sim__map_find(e, id);
     if (i == SIZE_MAX || e->map[i]->state != ST_HELD) return KVG_ENOTFOUND;
     struct req *r = e->map[i];
     drop_blocks(e, r);
@@ -717,104 +655,4 @@ void kvg_sim_events_clear(struct kvg_sim *e)
 int kvg_sim_reset_prefix_cache(struct kvg_sim *e)
 {
     return kvg_sim_kvc_reset(e->kvc);
-}
-
-void kvg_sim_get_metrics(const struct kvg_sim *e, struct kvg_sim_metrics *m)
-{
-    memset(m, 0, sizeof *m);
-    m->num_waiting = e->nwaiting;
-    m->num_running = e->nrunning;
-    m->num_blocks = e->nb;
-    m->block_size = e->bs;
-    m->kv_usage = (double)(e->nb - kvg_sim_kvc_num_free(e->kvc)) / e->nb;
-    m->num_cached_blocks = kvg_sim_kvc_num_cached(e->kvc);
-    m->prefix_cache_queries = e->q_tokens;
-    m->prefix_cache_hits = e->h_tokens;
-    m->cpu_num_blocks = kvg_sim_kvc_cpu_num_blocks(e->kvc);
-    m->cpu_cached_blocks = kvg_sim_kvc_cpu_num_cached(e->kvc);
-    m->cpu_hit_tokens = e->cpu_h_tokens;
-    m->num_preemptions = e->preemptions;
-    m->prompt_tokens = e->prompt_tokens;
-    m->generation_tokens = e->gen_tokens;
-    m->finished_length = e->fin_length;
-    m->finished_stop = e->fin_stop;
-    m->aborted = e->aborted;
-    m->steps = e->steps;
-    m->busy_time = e->busy;
-    m->max_num_seqs = e->p.max_num_seqs;
-    m->max_num_batched_tokens = e->p.max_num_batched_tokens;
-    m->max_model_len = e->p.max_model_len;
-    m->max_loras = e->slots.cap;
-    m->lora_loads = e->slots.loads;
-    m->lora_evictions = e->slots.evictions;
-}
-
-int kvg_sim_request_get(const struct kvg_sim *e, uint64_t id, struct kvg_sim_request_info *out)
-{
-    size_t i = map_find(e, id);
-    if (i == SIZE_MAX) return KVG_ENOTFOUND;
-    const struct req *r = e->map[i];
-    out->state = r->state == ST_WAITING ? KVG_SIM_WAITING : KVG_SIM_RUNNING;
-    out->prompt_len = r->prompt_len;
-    out->max_tokens = r->max_tokens;
-    out->target_len = r->target_len;
-    out->num_computed = r->num_computed;
-    out->num_output = r->num_output;
-    out->cached_tokens = r->cached_tokens;
-    out->num_blocks = r->n_blocks;
-    out->num_preemptions = r->preemptions;
-    out->arrival = r->arrival;
-    return 0;
-}
-
-size_t kvg_sim_cached_hashes(const struct kvg_sim *e, uint64_t *out, size_t cap)
-{
-    return kvg_sim_kvc_cached_hashes(e->kvc, out, cap);
-}
-
-size_t kvg_sim_eviction_order(const struct kvg_sim *e, uint64_t *out, size_t cap)
-{
-    return kvg_sim_kvc_eviction_order(e->kvc, out, cap);
-}
-
-size_t kvg_sim_cpu_cached_hashes(const struct kvg_sim *e, uint64_t *out, size_t cap)
-{
-    return kvg_sim_kvc_cpu_hashes(e->kvc, out, cap);
-}
-
-/* Appends name to a comma-separated list unless it is there or would not fit. */
-static void list_add(char *list, size_t cap, const char *name)
-{
-    size_t n = strlen(list), k = strlen(name);
-    for (const char *p = list; *p;) {
-        const char *c = strchr(p, ',');
-        size_t len = c ? (size_t)(c - p) : strlen(p);
-        if (len == k && !memcmp(p, name, k)) return;
-        p += len + (c ? 1 : 0);
-    }
-    if (n + k + 2 > cap) return;
-    if (n) list[n++] = ',';
-    memcpy(list + n, name, k + 1);
-}
-
-void kvg_sim_lora_requests(const struct kvg_sim *e, char *running, size_t rcap, char *waiting,
-                           size_t wcap)
-{
-    if (rcap) running[0] = 0;
-    if (wcap) waiting[0] = 0;
-    for (uint32_t i = 0; rcap && i < e->nrunning; i++)
-        if (e->running[i]->lora) list_add(running, rcap, e->running[i]->lora);
-    for (const struct req *r = e->whead; wcap && r; r = r->wnext)
-        if (r->lora) list_add(waiting, wcap, r->lora);
-}
-
-size_t kvg_sim_lora_resident(const struct kvg_sim *e, const char **out, size_t cap)
-{
-    size_t n = 0;
-    for (uint32_t i = 0; i < e->slots.cap; i++) {
-        if (!e->slots.name[i]) continue;
-        if (n < cap) out[n] = e->slots.name[i];
-        n++;
-    }
-    return n;
 }

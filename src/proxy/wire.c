@@ -1,0 +1,128 @@
+/* What goes on the wire around a proxied request: which of the client's
+ * headers an engine gets (none of its credentials, kvgate's own controls, or
+ * hop-by-hop headers), the x-request-id, the per-request metrics and the
+ * access-log line. */
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "base/log.h"
+#include "proxy/proxy_int.h"
+
+static const char *hop_by_hop[] = {"connection",
+                                   "keep-alive",
+                                   "transfer-encoding",
+                                   "te",
+                                   "trailer",
+                                   "upgrade",
+                                   "proxy-connection",
+                                   "proxy-authenticate",
+                                   "proxy-authorization",
+                                   "host",
+                                   "content-length",
+                                   "expect",
+                                   "x-request-id",
+                                   "x-data-parallel-rank"}; /* kvgate's to set (URL@rank) */
+
+int kvg_proxy__is_hop(struct kvg_str name)
+{
+    for (size_t i = 0; i < KVG_ARRAY_LEN(hop_by_hop); i++)
+        if (kvg_str_eq_nocase(name, hop_by_hop[i])) return 1;
+    return 0;
+}
+
+/* Is `name` one of the comma-separated tokens of a Connection header? Those
+ * headers are for this hop only (RFC 9110 7.6.1). */
+static int named_by(struct kvg_str connection, struct kvg_str name)
+{
+    const char *p = connection.p, *end = connection.p + connection.len;
+    while (p < end) {
+        while (p < end && (*p == ' ' || *p == '\t' || *p == ',')) p++;
+        const char *t = p;
+        while (p < end && *p != ',') p++;
+        const char *e = p;
+        while (e > t && (e[-1] == ' ' || e[-1] == '\t')) e--;
+        if ((size_t)(e - t) == name.len && name.len && !strncasecmp(t, name.p, name.len)) return 1;
+    }
+    return 0;
+}
+
+/* What the client sent that no engine sees: hop-by-hop headers, the headers
+ * its Connection header names, its credentials (kvgate's keys are kvgate's;
+ * an engine gets --upstream-api-key instead) and kvgate's own x-kvgate-*
+ * controls. */
+static int not_forwarded(struct kvg_str name, struct kvg_str connection)
+{
+    if (kvg_proxy__is_hop(name) || kvg_str_eq_nocase(name, "authorization")) return 1;
+    if (name.len >= 9 && !strncasecmp(name.p, "x-kvgate-", 9)) return 1;
+    return connection.len && named_by(connection, name);
+}
+
+const char *const kvg_proxy_route_paths[KVG_PROXY_NROUTES] = {"/v1/chat/completions",
+                                                              "/v1/completions"};
+
+void kvg_proxy__metrics_request(const struct kvg_proxy_metrics *m, enum kvg_proxy_route r,
+                                int status, double duration_s, double ttfb_s)
+{
+    int c = status >= 100 && status < 600 ? status / 100 - 1 : 5;
+    kvg_metrics_inc(m->requests[r][c]);
+    kvg_metrics_observe(m->duration[r], duration_s);
+    if (ttfb_s >= 0) kvg_metrics_observe(m->ttfb[r], ttfb_s);
+}
+
+void kvg_proxy__access_log(struct proxy_req *pr, int status)
+{
+    if (!pr->pl->px->cfg->access_log) return;
+    struct kvg_buf b;
+    kvg_buf_init(&b, 0);
+    uint64_t now = kvg_now_ns();
+    double lat = (double)(now - pr->t0_ns) / 1e6;
+    double ttfb = pr->ttfb_ns ? (double)(pr->ttfb_ns - pr->t0_ns) / 1e6 : -1;
+    kvg_buf_printf(&b, "{\"ts\":%.3f,\"request_id\":", kvg_wall_s());
+    kvg_buf_append_json_str(&b, pr->request_id, strlen(pr->request_id));
+    kvg_buf_printf(&b, ",\"path\":\"%s\",\"stream\":%s,\"model\":", pr->path,
+                   pr->ri.stream ? "true" : "false");
+    kvg_buf_append_json_str(&b, pr->ri.model, pr->ri.model_len);
+    kvg_buf_append_str(&b, ",\"worker\":");
+    kvg_buf_append_json_str(&b, pr->worker_url, strlen(pr->worker_url));
+    kvg_buf_printf(&b,
+                   ",\"status\":%d,\"attempts\":%u,\"bytes\":%llu,\"latency_ms\":%.3f,"
+                   "\"ttfb_ms\":%.3f}",
+                   status, pr->attempts, (unsigned long long)pr->bytes_up, lat, ttfb);
+    kvg_log_raw(b.data, b.len);
+    kvg_buf_free(&b);
+}
+
+/* The client's headers an engine gets, and kvgate's x-request-id (on the
+ * loop: it reads the client's request). */
+size_t kvg_proxy__forward_headers(struct proxy_req *pr, struct kvg_http_header *fwd, size_t cap)
+{
+    struct kvg_http_req *req = pr->req;
+    size_t k = 0;
+    struct kvg_str connection = kvg_http_req_header(req, "connection");
+    for (size_t i = 0; i < req->nheaders && k + 1 < cap; i++)
+        if (!not_forwarded(req->headers[i].name, connection)) fwd[k++] = req->headers[i];
+    fwd[k++] =
+        (struct kvg_http_header){KVG_STR("x-request-id"), {pr->request_id, strlen(pr->request_id)}};
+    return k;
+}
+
+/* x-request-id: the client's (one of the usual headers) or a new one with the
+ * prefix OpenAI-compatible servers use for the endpoint. */
+void kvg_proxy__request_id(struct proxy_req *pr, struct kvg_http_req *req)
+{
+    static const char *names[] = {"x-request-id", "x-correlation-id", "x-trace-id", "request-id"};
+    for (size_t i = 0; i < KVG_ARRAY_LEN(names); i++) {
+        struct kvg_str v = kvg_http_req_header(req, names[i]);
+        if (v.p && v.len && v.len < sizeof pr->request_id) {
+            memcpy(pr->request_id, v.p, v.len);
+            pr->request_id[v.len] = 0;
+            return;
+        }
+    }
+    static const char al[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+    const char *prefix = kvg_str_eq(req->path, "/v1/chat/completions") ? "chatcmpl-" : "cmpl-";
+    size_t n = (size_t)snprintf(pr->request_id, sizeof pr->request_id, "%s", prefix);
+    for (int i = 0; i < 24; i++) pr->request_id[n++] = al[kvg_rng_below(pr->pl->rng, 62)];
+    pr->request_id[n] = 0;
+}
