@@ -601,6 +601,38 @@ size_t kvg_keys_scopes(const struct kvg_keys_set *s, const struct kvg_keys_entry
     return r->nscopes;
 }
 
+/* One scope to fn if its limits are any; 1 when it was. */
+static size_t each_one(kvg_keys_scope_fn fn, void *ud, const struct kvg_quota_req *r,
+                       enum kvg_keys_scope_kind kind, const char *owner, const char *pattern)
+{
+    if (!r->nscopes) return 0;
+    fn(ud, &r->scope[0], kind, owner, pattern);
+    return 1;
+}
+
+size_t kvg_keys_each_scope(const struct kvg_keys_set *s, kvg_keys_scope_fn fn, void *ud)
+{
+    size_t n = 0;
+    struct kvg_quota_req r;
+    for (size_t i = 0; i < s->nkeys; i++) {
+        r.nscopes = 0;
+        add_scope(&r, &s->keys[i].limits, "key:%s", s->keys[i].name);
+        n += each_one(fn, ud, &r, KVG_KEYS_SCOPE_KEY, s->keys[i].name, NULL);
+    }
+    for (size_t i = 0; i < s->ntenants; i++) {
+        const struct kvg_keys_tenant *t = &s->tenants[i];
+        r.nscopes = 0;
+        add_scope(&r, &t->limits, "tenant:%s", t->name);
+        n += each_one(fn, ud, &r, KVG_KEYS_SCOPE_TENANT, t->name, NULL);
+        for (size_t m = 0; m < t->nmodels; m++) {
+            r.nscopes = 0;
+            add_scope(&r, &t->models[m].limits, "model:%s:%s", t->name, t->models[m].pattern);
+            n += each_one(fn, ud, &r, KVG_KEYS_SCOPE_MODEL, t->name, t->models[m].pattern);
+        }
+    }
+    return n;
+}
+
 void kvg_keys_holder_init(struct kvg_keys_holder *h, struct kvg_keys_set *s)
 {
     pthread_mutex_init(&h->mu, NULL);

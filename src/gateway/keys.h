@@ -139,6 +139,17 @@ int kvg_keys_model_allowed(const struct kvg_keys_entry *e, const char *model, si
 size_t kvg_keys_scopes(const struct kvg_keys_set *s, const struct kvg_keys_entry *e,
                        const char *model, size_t len, struct kvg_quota_req *r);
 
+/* Every scope of the set that has limits, once each, with the ids
+ * kvg_keys_scopes gives requests: each key's own ("key:NAME"; owner = the
+ * key's name), each tenant's ("tenant:T"; owner = T) and each tenant model
+ * pattern's ("model:T:PATTERN"; owner = T, pattern set). sc is valid during
+ * the call only. Returns the count. */
+enum kvg_keys_scope_kind { KVG_KEYS_SCOPE_KEY, KVG_KEYS_SCOPE_TENANT, KVG_KEYS_SCOPE_MODEL };
+typedef void (*kvg_keys_scope_fn)(void *ud, const struct kvg_quota_scope *sc,
+                                  enum kvg_keys_scope_kind kind, const char *owner,
+                                  const char *pattern);
+size_t kvg_keys_each_scope(const struct kvg_keys_set *s, kvg_keys_scope_fn fn, void *ud);
+
 /* The current set, swapped atomically on reload. */
 struct kvg_keys_holder {
     pthread_mutex_t mu; /* held only to copy the pointer and take a reference */

@@ -423,9 +423,19 @@ static uint64_t wall_ms(void)
     return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-int kvg_quota_reserve(struct kvg_quota_loop *lq, const struct kvg_quota_req *r,
-                      struct kvg_quota_lease *lease, kvg_quota_cb cb, void *ud,
-                      struct kvg_quota_op **op)
+/* A peek the store could not answer: nothing was reserved or counted. */
+static void peek_failed(struct kvg_quota_result *res)
+{
+    memset(res, 0, sizeof *res);
+    res->store_error = 1;
+    res->limited_kind = res->limited_scope = res->limited_win = -1;
+}
+
+/* Reserve or peek (lease->peek after the first lines): one path, so a peek
+ * sees exactly the counters and verdict a reservation would. */
+static int start(struct kvg_quota_loop *lq, const struct kvg_quota_req *r,
+                 struct kvg_quota_lease *lease, kvg_quota_cb cb, void *ud, struct kvg_quota_op **op,
+                 int peek)
 {
     struct kvg_quota *q = lq->q;
     if (op) *op = NULL;
@@ -437,16 +447,20 @@ int kvg_quota_reserve(struct kvg_quota_loop *lq, const struct kvg_quota_req *r,
     snprintf(lease->id, sizeof lease->id, "%016llx%llx", (unsigned long long)q->lease_salt,
              (unsigned long long)seq);
     struct kvg_quota_result res;
-    if (kvg_quota_build_items(r, now, lease) == 0) {
+    size_t nitems = kvg_quota_build_items(r, now, lease);
+    lease->peek = peek;
+    if (nitems == 0) {
         kvg_quota_make_result(lease, 1, &res);
-        kvg_quota_count(q, &res);
+        if (!peek) kvg_quota_count(q, &res);
         cb(ud, &res);
         return 0;
     }
     if (q->store == QS_MEM) {
-        int admitted = kvg_qmem_reserve(q->mem, lease);
+        int admitted = peek ? kvg_qmem_peek(q->mem, lease) : kvg_qmem_reserve(q->mem, lease);
         if (admitted < 0) {
             kvg_quota_store_failed(q, NULL, lease, admitted, &res);
+        } else if (peek) {
+            kvg_quota_make_result(lease, admitted, &res);
         } else {
             lease->reserved = lease->active = admitted;
             kvg_quota_make_result(lease, admitted, &res);
@@ -465,7 +479,10 @@ int kvg_quota_reserve(struct kvg_quota_loop *lq, const struct kvg_quota_req *r,
     int rc = kvg_qredis_reserve(lq, o);
     if (rc) {
         free(o);
-        kvg_quota_store_failed(q, lq, lease, rc, &res);
+        if (peek)
+            peek_failed(&res);
+        else
+            kvg_quota_store_failed(q, lq, lease, rc, &res);
         cb(ud, &res);
         return 0;
     }
@@ -477,12 +494,75 @@ int kvg_quota_reserve(struct kvg_quota_loop *lq, const struct kvg_quota_req *r,
     return 0;
 }
 
+int kvg_quota_reserve(struct kvg_quota_loop *lq, const struct kvg_quota_req *r,
+                      struct kvg_quota_lease *lease, kvg_quota_cb cb, void *ud,
+                      struct kvg_quota_op **op)
+{
+    return start(lq, r, lease, cb, ud, op, 0);
+}
+
+int kvg_quota_peek(struct kvg_quota_loop *lq, const struct kvg_quota_req *r,
+                   struct kvg_quota_lease *lease, kvg_quota_cb cb, void *ud,
+                   struct kvg_quota_op **op)
+{
+    return start(lq, r, lease, cb, ud, op, 1);
+}
+
+size_t kvg_quota_lease_usage(const struct kvg_quota_lease *l, struct kvg_quota_usage *out,
+                             size_t cap)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < l->nitems && n < cap; i++) {
+        const struct kvg_quota_item *it = &l->item[i];
+        struct kvg_quota_eval ev;
+        kvg_quota_item_eval(it, l->now_ms, 0, &ev);
+        struct kvg_quota_usage *u = &out[n++];
+        u->scope = l->scope_id[it->scope];
+        u->kind = it->kind;
+        u->limit = it->limit;
+        u->remaining = ev.remaining;
+        u->reset_ms = ev.reset_ms;
+        if (it->kind == KVG_QK_CONCURRENT) {
+            u->win = -1;
+            u->used = KVG_MAX(it->cur, 0);
+            continue;
+        }
+        struct kvg_quota_span sp;
+        kvg_quota_win_span((enum kvg_quota_win)it->win, l->now_ms, &sp);
+        u->win = it->win;
+        u->used =
+            kvg_quota_win_used(it->cur, it->prev, l->now_ms - sp.start_ms, sp.len_ms, sp.fixed);
+    }
+    return n;
+}
+
+const char *kvg_quota_win_name(enum kvg_quota_win w)
+{
+    static const char *const names[KVG_QW_N] = {"minute", "hour", "day", "month"};
+    return (unsigned)w < KVG_QW_N ? names[w] : "?";
+}
+
 void kvg_quota_op_done(struct kvg_quota_op *o, int admitted, int err)
 {
     struct kvg_quota_loop *lq = o->lq;
     *o->pprev = o->next;
     if (o->next) o->next->pprev = o->pprev;
     struct kvg_quota_result res;
+    if (o->copy.peek) {
+        /* Read only: nothing to give back whatever happened. */
+        if (o->lease) {
+            if (err)
+                peek_failed(&res);
+            else
+                kvg_quota_make_result(&o->copy, admitted, &res);
+            *o->lease = o->copy;
+        }
+        kvg_quota_cb cb = o->lease ? o->cb : NULL;
+        void *ud = o->ud;
+        free(o);
+        if (cb) cb(ud, &res);
+        return;
+    }
     if (!o->lease) {
         /* Cancelled: the client is gone, give back what landed, and release
          * what may still land (no answer: Redis may run it late). */

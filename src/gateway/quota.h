@@ -144,6 +144,7 @@ struct kvg_quota_lease {
     int uncertain;     /* the reservation was sent but not answered: it may land */
     int active;        /* 1 until reconciled */
     int explicit_time; /* reserved at the request's now_ms (tests): reconciled then too */
+    int peek;          /* kvg_quota_peek: read only, never reserved, never reconciled */
     char id[40];       /* lease id (the Redis store's concurrency slot member) */
 };
 
@@ -228,6 +229,32 @@ typedef void (*kvg_quota_cb)(void *ud, const struct kvg_quota_result *res);
 int kvg_quota_reserve(struct kvg_quota_loop *lq, const struct kvg_quota_req *r,
                       struct kvg_quota_lease *lease, kvg_quota_cb cb, void *ud,
                       struct kvg_quota_op **op);
+/* Read only: the counters every limit of r's scopes sees now, into
+ * lease->item[], writing nothing to the store (no reservation, no counter
+ * moved to a new window, no operation mark, no expired slot swept): what
+ * the status page shows. Called and answered as kvg_quota_reserve, except
+ * that res->admitted only says whether a request of r->est_cost would be
+ * admitted now, the lease is never active (nothing to reconcile), and the
+ * limiter's admitted/limited counters do not move. */
+int kvg_quota_peek(struct kvg_quota_loop *lq, const struct kvg_quota_req *r,
+                   struct kvg_quota_lease *lease, kvg_quota_cb cb, void *ud,
+                   struct kvg_quota_op **op);
+
+/* One limit's state in a peeked (or reserved) lease. */
+struct kvg_quota_usage {
+    const char *scope; /* points into the lease */
+    int kind;          /* enum kvg_quota_kind */
+    int win;           /* enum kvg_quota_win; -1 for concurrency */
+    int64_t limit, used, remaining;
+    uint64_t reset_ms; /* until the counters are back to zero (0: already) */
+};
+/* The usage of each of the lease's limits at its time, at most cap; returns
+ * the count. */
+size_t kvg_quota_lease_usage(const struct kvg_quota_lease *l, struct kvg_quota_usage *out,
+                             size_t cap);
+/* "minute", "hour", "day", "month". */
+const char *kvg_quota_win_name(enum kvg_quota_win w);
+
 /* The client went away while the reservation was pending: cb will not run,
  * and a reservation that still lands is given back. Loop thread only. */
 void kvg_quota_cancel(struct kvg_quota_op *op);

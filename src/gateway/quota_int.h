@@ -86,6 +86,8 @@ void kvg_qmem_free(struct qmem *m);
 /* Atomic check-and-reserve: fills each item's cur/prev; returns 1 admitted,
  * 0 limited, -ENOMEM. */
 int kvg_qmem_reserve(struct qmem *m, struct kvg_quota_lease *lease);
+/* The same counters and verdict, changing nothing (lease->peek). */
+int kvg_qmem_peek(struct qmem *m, struct kvg_quota_lease *lease);
 /* Takes the reservation back from its windows, charges actual to the
  * windows current at now_ms, frees the slots. */
 void kvg_qmem_reconcile(struct qmem *m, const struct kvg_quota_lease *lease, int64_t actual,
@@ -95,6 +97,7 @@ size_t kvg_qmem_entries(struct qmem *m);
 /* Redis store (quota_redis.c). */
 int kvg_qredis_loop_open(struct kvg_quota_loop *lq);
 void kvg_qredis_loop_close(struct kvg_quota_loop *lq);
+/* Sends the reserve script, or with op->copy.peek its read-only form. */
 int kvg_qredis_reserve(struct kvg_quota_loop *lq, struct kvg_quota_op *op);
 /* The loop's connection's last connect error, "" if none. */
 const char *kvg_qredis_last_error(struct kvg_quota_loop *lq);

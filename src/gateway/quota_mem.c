@@ -202,6 +202,38 @@ int kvg_qmem_reserve(struct qmem *m, struct kvg_quota_lease *l)
     return ok;
 }
 
+int kvg_qmem_peek(struct qmem *m, struct kvg_quota_lease *l)
+{
+    char key[KVG_QUOTA_SCOPE_ID_MAX + 4];
+    int ok = 1;
+    pthread_mutex_lock(&m->mu);
+    for (size_t i = 0; i < l->nitems; i++) {
+        struct kvg_quota_item *it = &l->item[i];
+        size_t kl = make_key(key, sizeof key, l->scope_id[it->scope], it);
+        const struct entry *e = find(m, key, kl, fnv(key, kl, 14695981039346656037ull));
+        if (it->kind == KVG_QK_CONCURRENT) {
+            it->cur = e ? e->conc : 0;
+            it->prev = 0;
+            ok &= it->cur < it->limit;
+            continue;
+        }
+        /* What roll() would make of the entry, without moving it. */
+        it->cur = it->prev = 0;
+        if (e && it->widx <= e->idx) {
+            it->cur = e->cur;
+            it->prev = e->prev;
+        } else if (e && it->widx == e->idx + 1) {
+            it->prev = e->cur;
+        }
+        struct kvg_quota_span sp;
+        kvg_quota_win_span((enum kvg_quota_win)it->win, l->now_ms, &sp);
+        ok &= kvg_quota_win_admits(it->cur, it->prev, l->now_ms - sp.start_ms, sp.len_ms, sp.fixed,
+                                   it->limit, it->cost);
+    }
+    pthread_mutex_unlock(&m->mu);
+    return ok;
+}
+
 void kvg_qmem_reconcile(struct qmem *m, const struct kvg_quota_lease *l, int64_t actual,
                         uint64_t now_ms)
 {

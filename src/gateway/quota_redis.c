@@ -36,28 +36,35 @@
 #include "base/log.h"
 #include "gateway/quota_int.h"
 
-/* ARGV: now, lease id, lease ttl, n, then per item: kind, limit, window
- * length, ms into the window, fixed (1: a month, the previous window does
- * not count), cost. KEYS: per item its current and previous counters (a
- * concurrency item: its set), then the operation's mark. An id already
- * marked (released, or a duplicate) is not applied again: {-1}. */
+/* ARGV: now, lease id, lease ttl, n, peek ('1': read only), then per item:
+ * kind, limit, window length, ms into the window, fixed (1: a month, the
+ * previous window does not count), cost. KEYS: per item its current and
+ * previous counters (a concurrency item: its set), then the operation's
+ * mark. An id already marked (released, or a duplicate) is not applied
+ * again: {-1}. A peek writes nothing: it counts live slots instead of
+ * sweeping the expired ones, and neither reserves nor marks. */
 static const char reserve_lua[] =
     "local now = tonumber(ARGV[1])\n"
     "local lease = ARGV[2]\n"
     "local ttl = tonumber(ARGV[3])\n"
     "local n = tonumber(ARGV[4])\n"
+    "local peek = ARGV[5] == '1'\n"
     "local opkey = KEYS[#KEYS]\n"
-    "if redis.call('EXISTS', opkey) == 1 then return {-1} end\n"
+    "if not peek and redis.call('EXISTS', opkey) == 1 then return {-1} end\n"
     "local out = {0}\n"
     "local ok = 1\n"
     "local k = 1\n"
     "for i = 0, n - 1 do\n"
-    "  local a = 5 + i * 6\n"
+    "  local a = 6 + i * 6\n"
     "  local kind, lim, w, e, fixed, cost = ARGV[a], tonumber(ARGV[a+1]), tonumber(ARGV[a+2]), "
     "tonumber(ARGV[a+3]), ARGV[a+4], tonumber(ARGV[a+5])\n"
     "  if kind == 'c' then\n"
-    "    redis.call('ZREMRANGEBYSCORE', KEYS[k], '-inf', now)\n"
-    "    local used = redis.call('ZCARD', KEYS[k])\n"
+    "    local used\n"
+    "    if peek then used = redis.call('ZCOUNT', KEYS[k], '(' .. now, '+inf')\n"
+    "    else\n"
+    "      redis.call('ZREMRANGEBYSCORE', KEYS[k], '-inf', now)\n"
+    "      used = redis.call('ZCARD', KEYS[k])\n"
+    "    end\n"
     "    out[#out+1] = used\n"
     "    out[#out+1] = 0\n"
     "    if used >= lim then ok = 0 end\n"
@@ -74,10 +81,10 @@ static const char reserve_lua[] =
     "    k = k + 2\n"
     "  end\n"
     "end\n"
-    "if ok == 1 then\n"
+    "if ok == 1 and not peek then\n"
     "  k = 1\n"
     "  for i = 0, n - 1 do\n"
-    "    local a = 5 + i * 6\n"
+    "    local a = 6 + i * 6\n"
     "    if ARGV[a] == 'c' then\n"
     "      redis.call('ZADD', KEYS[k], now + ttl, lease)\n"
     "      redis.call('PEXPIRE', KEYS[k], ttl)\n"
@@ -231,6 +238,7 @@ int kvg_qredis_reserve(struct kvg_quota_loop *lq, struct kvg_quota_op *op)
     arg_add(argv, "%s", l->id);
     arg_add(argv, "%u", lq->q->o.lease_ttl_ms);
     arg_add(argv, "%zu", l->nitems);
+    arg_add(argv, "%d", l->peek ? 1 : 0);
     for (size_t i = 0; i < l->nitems; i++) {
         const struct kvg_quota_item *it = &l->item[i];
         if (it->kind == KVG_QK_CONCURRENT) {

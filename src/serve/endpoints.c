@@ -8,6 +8,7 @@
 
 #include "base/err.h"
 #include "base/log.h"
+#include "gateway/quota_view.h"
 #include "serve/serve.h"
 #include "kv/index.h"
 #include "proxy/route_input.h"
@@ -368,6 +369,38 @@ static void debug_route(struct kvg_serve_loop *lc, struct kvg_http_req *req)
     send_cjson(req, rc == 0 ? 200 : 503, root);
 }
 
+static void quota_usage_done(void *ud, cJSON *j)
+{
+    struct kvg_http_req *req = ud;
+    req->on_abort = NULL;
+    if (!j)
+        kvg_http_res_error(req, 500, NULL, NULL, "out of memory", NULL, 0);
+    else
+        send_cjson(req, 200, j);
+}
+
+static void quota_usage_abort(struct kvg_http_req *req, void *ud)
+{
+    (void)req;
+    kvg_gate_quota_view_cancel(ud);
+}
+
+/* GET /quota/usage: what every quota sees now, read without charging. */
+static void quota_usage(struct kvg_serve_loop *lc, struct kvg_http_req *req)
+{
+    struct kvg_gate_quota_view *v;
+    int rc = kvg_gate_quota_view(&lc->gate, quota_usage_done, req, &v);
+    if (rc == KVG_ENOTFOUND) {
+        kvg_http_res_error(req, 404, NULL, NULL, "no keys: quotas are off (start with --keys FILE)",
+                           NULL, 0);
+    } else if (rc) {
+        kvg_http_res_error(req, 500, NULL, NULL, "cannot read the quotas", NULL, 0);
+    } else if (v) {
+        req->ud = v;
+        req->on_abort = quota_usage_abort;
+    }
+}
+
 static int is(const struct kvg_http_req *req, const char *path)
 {
     return kvg_str_eq(req->path, path);
@@ -386,7 +419,8 @@ static enum kvg_gate_access access_of(struct kvg_str path)
     if (kvg_str_eq(path, "/ui") || kvg_str_eq(path, "/ui/state")) return KVG_GATE_ADMIN;
     if (kvg_str_eq(path, "/autoscale/metrics")) return KVG_GATE_READ; /* KEDA reads it */
     if (kvg_str_eq(path, "/workers") || (path.len > 9 && !memcmp(path.p, "/workers/", 9)) ||
-        kvg_str_eq(path, "/autoscale") || (path.len >= 7 && !memcmp(path.p, "/debug/", 7)))
+        kvg_str_eq(path, "/autoscale") || kvg_str_eq(path, "/quota/usage") ||
+        (path.len >= 7 && !memcmp(path.p, "/debug/", 7)))
         return KVG_GATE_ADMIN;
     return KVG_GATE_API;
 }
@@ -432,6 +466,10 @@ void kvg_serve_handle(struct kvg_http_req *req, void *ud)
     }
     if (is(req, "/serving") && get) {
         kvg_serve_serving(lc->sv, req);
+        return;
+    }
+    if (is(req, "/quota/usage") && get) {
+        quota_usage(lc, req);
         return;
     }
     if (is(req, "/v1/models") && get) {

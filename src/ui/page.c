@@ -1,6 +1,7 @@
 /* The status page (GET /ui): one self-contained HTML document, no external
  * assets (styles, script and SVG charts inline), that reads GET /ui/state and
- * GET /autoscale every two seconds and posts to /debug/route. The browser
+ * GET /autoscale every two seconds (GET /quota/usage every five: it reads
+ * every scope from the quota store) and posts to /debug/route. The browser
  * sends the same credentials to those as to the page (HTTP Basic with an
  * admin key as the password, when keys are on). */
 #include "ui/page.h"
@@ -44,6 +45,9 @@ static const char page[] =
     "<div><b>engine queue per worker</b><svg id=\"c_waiting\"></svg></div>\n"
     "</div></section>\n"
     "<section><h2>Autoscaler</h2><pre id=\"autoscale\">not configured</pre></section>\n"
+    "<section><h2>Quota usage</h2><p id=\"quota_note\">no keys: quotas are off</p><table id=\"quota\"><thead><tr>\n"
+    "<th>scope</th><th>keys</th><th>limit</th><th>used</th><th>remaining</th><th>of limit</th><th>resets in</th>\n"
+    "</tr></thead><tbody></tbody></table></section>\n"
     "<section><h2>Where would this request go?</h2>\n"
     "<textarea id=\"body\">{\"model\": \"kvgate-sim\", \"messages\": [{\"role\": \"user\", \"content\": \"Hello!\"}]}</textarea>\n"
     "<button id=\"route\">Route</button> <span id=\"chosen\"></span>\n"
@@ -102,6 +106,26 @@ static const char page[] =
     "  }catch(e){document.getElementById(\"err\").textContent=String(e.message||e);}\n"
     "  try{const r=await fetch(\"/autoscale\",{credentials:\"same-origin\"});if(r.ok)document.getElementById(\"autoscale\").textContent=JSON.stringify(await r.json(),null,2);}catch(e){}\n"
     "}\n"
+    "function dur(s){return s<120?Math.round(s)+\" s\":s<7200?Math.round(s/60)+\" min\":s<172800?Math.round(s/3600)+\" h\":Math.round(s/86400)+\" days\";}\n"
+    "async function quota(){\n"
+    "  const note=document.getElementById(\"quota_note\"),tb=document.querySelector(\"#quota tbody\");\n"
+    "  try{\n"
+    "    const r=await fetch(\"/quota/usage\",{credentials:\"same-origin\"});\n"
+    "    if(r.status===404){note.textContent=\"no keys: quotas are off\";tb.textContent=\"\";return;}\n"
+    "    if(!r.ok){note.textContent=\"/quota/usage: HTTP \"+r.status;return;}\n"
+    "    const j=await r.json();tb.textContent=\"\";\n"
+    "    note.textContent=\"store \"+j.store+\", \"+j.scopes.length+\" scopes\"+(j.truncated?\" (of \"+j.scopes_total+\")\":\"\")+\", read without charging\";\n"
+    "    for(const s of j.scopes){\n"
+    "      if(s.error){const tr=el(\"tr\");tr.append(el(\"td\",s.scope),el(\"td\",s.keys.join(\", \")),el(\"td\",s.error,\"bad\"));tb.appendChild(tr);continue;}\n"
+    "      for(const l of s.limits){\n"
+    "        const tr=el(\"tr\");tr.dataset.scope=s.scope;const pct=l.limit>0?l.used/l.limit*100:100;\n"
+    "        tr.append(el(\"td\",s.scope),el(\"td\",s.keys.join(\", \")),el(\"td\",l.kind+(l.window?\" per \"+l.window:\" at once\")+\": \"+l.limit),\n"
+    "          el(\"td\",fmt(l.used,0)),el(\"td\",fmt(l.remaining,0)),el(\"td\",fmt(pct,1)+\"%\",pct>=100?\"bad\":pct>=80?\"warn\":\"ok\"),el(\"td\",l.reset_ms?dur(l.reset_ms/1000):\"-\"));\n"
+    "        tb.appendChild(tr);\n"
+    "      }\n"
+    "    }\n"
+    "  }catch(e){note.textContent=String(e.message||e);}\n"
+    "}\n"
     "document.getElementById(\"route\").onclick=async()=>{\n"
     "  const out=document.getElementById(\"chosen\"),tb=document.querySelector(\"#scores tbody\");tb.textContent=\"\";\n"
     "  try{\n"
@@ -113,7 +137,7 @@ static const char page[] =
     "    for(const w of j.workers){const tr=el(\"tr\");tr.append(el(\"td\",w.url),el(\"td\",fmt(w.matched_blocks,0)),el(\"td\",fmt(w.prefill_blocks,0)),el(\"td\",fmt(w.waiting,0)),el(\"td\",fmt(w.kv_usage,3)),el(\"td\",fmt(w.in_flight,0)),el(\"td\",fmt(w.score,3)));tb.appendChild(tr);}\n"
     "  }catch(e){out.textContent=String(e);}\n"
     "};\n"
-    "refresh();setInterval(refresh,2000);\n"
+    "refresh();setInterval(refresh,2000);quota();setInterval(quota,5000);\n"
     "</script></body></html>\n"
     "\n";
 

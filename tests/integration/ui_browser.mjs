@@ -1,7 +1,8 @@
 // The status page in a real browser: headless Chromium (Debian's) driven by
 // playwright-core, against kvgate serve with API keys in front of two
 // `kvgate sim` engines. The page must load nothing from outside, show both
-// workers and charts with data, answer the /debug/route form, and be closed
+// workers and charts with data, the quota table with what the app key used
+// (read without charging), answer the /debug/route form, and be closed
 // to a browser without the admin key. A screenshot goes to $KVG_UI_SHOT (or
 // the temp folder). Processes start on 127.0.0.1 and are stopped by PID.
 import { execFileSync } from 'node:child_process';
@@ -33,17 +34,21 @@ try {
   const user = 'sk-user-' + Math.random().toString(36).slice(2);
   const hash = (k) => execFileSync(BIN, ['keys', 'hash', k]).toString().trim();
   fs.writeFileSync(path.join(tmp, 'keys.yaml'),
-    `keys:\n  - name: ops\n    hash: ${hash(admin)}\n    admin: true\n  - name: app\n    hash: ${hash(user)}\n`);
+    `keys:\n  - name: ops\n    hash: ${hash(admin)}\n    admin: true\n  - name: app\n    hash: ${hash(user)}\n` +
+    // A calendar month is a fixed window: its count is exact, whenever the test runs.
+    `    limits: {requests_per_month: 1000000}\n`);
   start(['serve', '--port', String(gw), '--keys', path.join(tmp, 'keys.yaml'),
          '--health-check-interval-secs', '1',
          '--worker-urls', `http://127.0.0.1:${s1}`, `http://127.0.0.1:${s2}`]);
   const G = `http://127.0.0.1:${gw}`;
   check('gateway ready', await waitHttp(`${G}/readiness`, 10000));
   // Some traffic, so the charts have something to draw.
+  let sent = 0;
   for (let i = 0; i < 12; i++) {
-    await fetch(`${G}/v1/completions`, { method: 'POST',
+    const r = await fetch(`${G}/v1/completions`, { method: 'POST',
       headers: { authorization: `Bearer ${user}`, 'content-type': 'application/json' },
       body: JSON.stringify({ model: 'm', prompt: 'hello ' + i, max_tokens: 4 }) });
+    sent += r.status === 200;
   }
 
   const plain = await fetch(`${G}/ui`);
@@ -80,9 +85,10 @@ try {
   const load = (async () => {
     const end = Date.now() + 4000;
     for (let i = 0; i < 400 && Date.now() < end; i++) {
-      await fetch(`${G}/v1/completions`, { method: 'POST',
+      const r = await fetch(`${G}/v1/completions`, { method: 'POST',
         headers: { authorization: `Bearer ${user}`, 'content-type': 'application/json' },
-        body: JSON.stringify({ model: 'm', prompt: 'load ' + i, max_tokens: 8 }) }).catch(() => {});
+        body: JSON.stringify({ model: 'm', prompt: 'load ' + i, max_tokens: 8 }) }).catch(() => null);
+      if (r) sent += r.status === 200;
     }
   })();
   await load;
@@ -95,6 +101,20 @@ try {
   check('the TTFT chart draws the traffic it saw', (await page.evaluate(drawn, '#c_ttft')) >= 1);
   check('the per-worker chart draws one line per worker',
         (await page.evaluate(drawn, '#c_inflight')) >= 2);
+  // The quota table: the app key's monthly requests, as many as were answered.
+  const quotaRow = () => {
+    const tr = document.querySelector('#quota tbody tr[data-scope="key:app"]');
+    return tr ? Array.from(tr.children).map((td) => td.textContent) : null;
+  };
+  await page.waitForFunction((n) => {
+    const tr = document.querySelector('#quota tbody tr[data-scope="key:app"]');
+    return tr && tr.children[3].textContent === String(n);
+  }, sent, { timeout: 15000 }).catch(() => {});
+  const qr = await page.evaluate(quotaRow);
+  check('the quota table shows the app key\'s requests this month', qr !== null &&
+        qr[1] === 'app' && /requests per month: 1000000/.test(qr[2]) && qr[3] === String(sent),
+        JSON.stringify({ qr, sent }));
+  check('... and the store it read', /store memory/.test(await page.textContent('#quota_note')));
   await page.fill('#body', JSON.stringify({ model: 'm', prompt: 'hello 1' }));
   await page.click('#route');
   await page.waitForFunction(() => document.querySelectorAll('#scores tbody tr').length >= 2, null, { timeout: 10000 }).catch(() => {});

@@ -355,3 +355,35 @@ TEST(monthly_limits_parse)
     parse_bad("keys:\n  - name: m\n    hash: " ABC_HASH "\n    limits: {tokens_per_year: 1}\n",
               "tokens_per_{minute,hour,day,month}");
 }
+
+static void collect(void *ud, const struct kvg_quota_scope *sc, enum kvg_keys_scope_kind kind,
+                    const char *owner, const char *pattern)
+{
+    char *out = ud;
+    size_t n = strlen(out);
+    snprintf(out + n, 512 - n, "%d %s %s %s|", (int)kind, sc->id, owner, pattern ? pattern : "-");
+}
+
+/* Each scope with limits once, with the ids requests are charged to. */
+TEST(each_scope_lists_the_scopes_requests_are_charged_to)
+{
+    const char *y =
+        "keys:\n"
+        "  - {name: a, hash: \"" ABC_HASH "\", tenant: t, limits: {tokens_per_minute: 5}}\n"
+        "  - {name: b, hash: \"sha256:"
+        "0000000000000000000000000000000000000000000000000000000000000001\", tenant: t}\n"
+        "tenants:\n"
+        "  t:\n"
+        "    limits: {requests_per_day: 9}\n"
+        "    models: {\"m*\": {max_concurrent: 1}, other: {}}\n";
+    struct kvg_keys_set *s;
+    char err[256];
+    CHECK_INT(kvg_keys_parse(y, strlen(y), "t.yaml", &s, err, sizeof err), 0);
+    char out[512] = "";
+    CHECK_INT(kvg_keys_each_scope(s, collect, out), 3);
+    CHECK_STR(out, "0 key:a a -|1 tenant:t t -|2 model:t:m* t m*|");
+    struct kvg_quota_req r;
+    CHECK_INT(kvg_keys_scopes(s, &s->keys[0], "m1", 2, &r), 3);
+    CHECK_STR(r.scope[2].id, "model:t:m*");
+    kvg_keys_unref(s);
+}

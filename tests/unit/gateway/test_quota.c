@@ -502,3 +502,70 @@ TEST(reconcile_charges_the_window_where_tokens_were_produced)
     CHECK_INT(res.tokens.remaining, 700); /* 300 now, nothing left in the previous window */
     fx_close(&f);
 }
+
+/* A peek sees exactly what a reservation would, across a window boundary
+ * too, and changes nothing: the next reservation gets the same answer as
+ * if no peek had happened. */
+TEST(peek_reads_without_writing)
+{
+    struct fx f;
+    fx_open(&f);
+    struct kvg_quota_req r;
+    struct kvg_quota_lease l, lp;
+    one_scope(&r, "key:p", 70, T0 + 30000);
+    r.scope[0].lim.tokens[KVG_QW_MINUTE] = 100;
+    r.scope[0].lim.requests[KVG_QW_MINUTE] = 2;
+    r.scope[0].lim.max_concurrent = 1;
+    CHECK_INT(reserve(&f, &r, &l).admitted, 1);
+
+    struct kvg_quota_result res;
+    struct kvg_quota_op *op = (void *)1;
+    for (int i = 0; i < 5; i++) {
+        CHECK_INT(kvg_quota_peek(f.lq, &r, &lp, on_res, &res, &op), 0);
+        CHECK(op == NULL);
+        CHECK_INT(res.admitted, 0); /* the one slot is taken */
+        CHECK_INT(lp.active, 0);
+        CHECK_INT(lp.reserved, 0);
+    }
+    struct kvg_quota_usage u[8];
+    size_t n = kvg_quota_lease_usage(&lp, u, 8);
+    CHECK_INT(n, 3);
+    CHECK_STR(u[0].scope, "key:p");
+    CHECK_INT(u[0].kind, KVG_QK_TOKENS);
+    CHECK_INT(u[0].used, 70);
+    CHECK_INT(u[0].remaining, 30);
+    CHECK_INT(u[1].kind, KVG_QK_REQUESTS);
+    CHECK_INT(u[1].used, 1);
+    CHECK_INT(u[2].kind, KVG_QK_CONCURRENT);
+    CHECK_INT(u[2].win, -1);
+    CHECK_INT(u[2].used, 1);
+    CHECK_INT(u[2].remaining, 0);
+    /* Reconciling a peeked lease is a no-op. */
+    kvg_quota_reconcile(f.lq, &lp, 1000);
+
+    kvg_quota_reconcile(f.lq, &l, 60);
+    /* 15 s into the next window: 60 * 45/60 = 45 seen, as a reservation
+     * would see it, and the entry has not been moved to that window. */
+    r.now_ms = T0 + 75000;
+    r.est_cost = 0;
+    CHECK_INT(kvg_quota_peek(f.lq, &r, &lp, on_res, &res, NULL), 0);
+    CHECK_INT(res.admitted, 1);
+    n = kvg_quota_lease_usage(&lp, u, 8);
+    CHECK_INT(u[0].used, 45);
+    CHECK_INT(u[1].used, 0); /* floor(1 * 45/60) */
+    CHECK_INT(u[2].used, 0);
+    /* Peeks do not count as admitted requests. */
+    struct kvg_quota_stats st;
+    kvg_quota_stats(f.q, &st);
+    CHECK_INT(st.admitted, 1);
+    CHECK_INT(st.limited, 0);
+    /* Back in the first window a reservation still sees its state intact. */
+    one_scope(&r, "key:p", 40, T0 + 40000);
+    r.scope[0].lim.tokens[KVG_QW_MINUTE] = 100;
+    r.scope[0].lim.requests[KVG_QW_MINUTE] = 2;
+    r.scope[0].lim.max_concurrent = 1;
+    res = reserve(&f, &r, &l);
+    CHECK_INT(res.admitted, 1); /* 60 + 40 <= 100, second request, slot free */
+    CHECK_INT(res.tokens.remaining, 0);
+    fx_close(&f);
+}

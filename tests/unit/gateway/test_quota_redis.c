@@ -101,6 +101,17 @@ static struct kvg_quota_result reserve(uv_loop_t *loop, struct store *s,
     return w.res;
 }
 
+static struct kvg_quota_result peek(uv_loop_t *loop, struct store *s, const struct kvg_quota_req *r,
+                                    struct kvg_quota_lease *l)
+{
+    struct waitres w = {0};
+    CHECK_INT(kvg_quota_peek(s->lq, r, l, on_res, &w, NULL), 0);
+    run_until(loop, &w.done, 3000);
+    CHECK_INT(w.done, 1);
+    CHECK_INT(l->active, 0);
+    return w.res;
+}
+
 static void one_scope(struct kvg_quota_req *r, const char *name, int64_t est, uint64_t now)
 {
     memset(r, 0, sizeof *r);
@@ -178,9 +189,23 @@ static void agree_run(int edge)
             r.scope[1].lim.tokens[KVG_QW_MONTH] = 200000;
             r.scope[1].lim.requests[KVG_QW_MONTH] = 150;
         }
+        /* Peeks first: both stores read the same counters, and what they
+         * read is what the reservation then sees (the peek wrote nothing). */
+        static struct kvg_quota_lease pm, pr;
+        struct kvg_quota_result pa = peek(&loop, &mem, &r, &pm);
+        struct kvg_quota_result pb = peek(&loop, &red, &r, &pr);
+        same_result(&pa, &pb);
         struct kvg_quota_result a = reserve(&loop, &mem, &r, &lm[i]);
         struct kvg_quota_result b = reserve(&loop, &red, &r, &lr[i]);
         same_result(&a, &b);
+        CHECK_INT(pa.admitted, a.admitted);
+        CHECK_INT(pm.nitems, lm[i].nitems);
+        for (size_t k = 0; k < pm.nitems; k++) {
+            CHECK_INT(pm.item[k].cur, lm[i].item[k].cur);
+            CHECK_INT(pr.item[k].cur, lr[i].item[k].cur);
+            CHECK_INT(pm.item[k].prev, lm[i].item[k].prev);
+            CHECK_INT(pr.item[k].prev, lr[i].item[k].prev);
+        }
         if (a.admitted) {
             live[nlive++] = i;
             admitted++;
