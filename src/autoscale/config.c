@@ -23,6 +23,21 @@
  *   # zero_idle_secs, static_replicas, queue_preset (llm-d | waiting),
  *   # sla_predictor (constant | moving_average | seasonal_trend),
  *   # cold_share, fetch_share, itl_per_seq_secs, slo_goal, cold_cache_penalty
+ *       target:               # actuator kubernetes: the workload to scale
+ *         kind: Deployment    # Deployment | StatefulSet | LeaderWorkerSet
+ *         namespace: llm
+ *         name: vllm-qwen
+ *       engines: [http://10.0.0.5:8000]   # kvgate autoscale: /health and /metrics
+ *   gateways: [http://kvgate:8080]        # kvgate autoscale: their /metrics
+ *   kubernetes:               # optional: in-cluster defaults
+ *     api_url: https://10.96.0.1:443
+ *     token_file: /var/run/secrets/kubernetes.io/serviceaccount/token
+ *     ca_file: /var/run/secrets/kubernetes.io/serviceaccount/ca.crt
+ *     timeout_ms: 5000
+ *   lease:                    # several kvgate autoscale replicas: one acts
+ *     redis: redis://redis:6379
+ *     key: kvgate:autoscale:leader
+ *     ttl_ms: 15000
  *
  * Unknown keys are errors (a typo should not pass silently). */
 #include <errno.h>
@@ -146,6 +161,119 @@ static void pool_default(struct kvg_autoscale_pool_cfg *p, size_t i)
     p->node = KVG_AUTOSCALE_COLD;
 }
 
+/* A mapping of scalars, each handed to set(o, key, value). */
+static int sub_map(yaml_document_t *d, yaml_node_t *n, const char *what,
+                   int (*set)(void *o, const char *k, const char *v, char *err, size_t errlen),
+                   void *o, char *err, size_t errlen)
+{
+    if (!n || n->type != YAML_MAPPING_NODE)
+        return kvg_err_set(err, errlen, KVG_ECONFIG, "%s: a mapping", what);
+    for (yaml_node_pair_t *p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top; p++) {
+        const char *k = scalar(d, yaml_document_get_node(d, p->key));
+        const char *v = scalar(d, yaml_document_get_node(d, p->value));
+        if (!k || !v)
+            return kvg_err_set(err, errlen, KVG_ECONFIG, "%s: scalar keys and values", what);
+        int rc = set(o, k, v, err, errlen);
+        if (rc) return rc;
+    }
+    return 0;
+}
+
+/* A list of http:// URLs (a scalar is a list of one). */
+static int url_list(yaml_document_t *d, yaml_node_t *n, const char *what, char (*dst)[128],
+                    size_t *count, char *err, size_t errlen)
+{
+    yaml_node_item_t one = 0, *it = &one, *end = &one + 1;
+    if (n && n->type == YAML_SEQUENCE_NODE) {
+        it = n->data.sequence.items.start;
+        end = n->data.sequence.items.top;
+    } else if (!n || n->type != YAML_SCALAR_NODE) {
+        return kvg_err_set(err, errlen, KVG_ECONFIG, "%s: a list of URLs", what);
+    }
+    *count = 0;
+    for (; it < end; it++) {
+        const char *u = it == &one ? scalar(d, n) : scalar(d, yaml_document_get_node(d, *it));
+        if (!u || strncmp(u, "http://", 7) || strlen(u) >= 128)
+            return kvg_err_set(err, errlen, KVG_ECONFIG, "%s: '%s' is not an http:// URL", what,
+                               u ? u : "?");
+        if (*count == KVG_AUTOSCALE_MAX_SOURCES)
+            return kvg_err_set(err, errlen, KVG_ECONFIG, "%s: at most %d", what,
+                               KVG_AUTOSCALE_MAX_SOURCES);
+        size_t ul = strlen(u);
+        while (ul > 7 && u[ul - 1] == '/') ul--; /* paths are appended */
+        snprintf(dst[(*count)++], 128, "%.*s", (int)ul, u);
+    }
+    return 0;
+}
+
+static int target_key(void *o, const char *k, const char *v, char *err, size_t errlen)
+{
+    struct kvg_autoscale_target *t = o;
+    if (!strcmp(k, "kind")) {
+        t->kind = !strcmp(v, "Deployment")        ? KVG_AUTOSCALE_KIND_DEPLOYMENT
+                  : !strcmp(v, "StatefulSet")     ? KVG_AUTOSCALE_KIND_STATEFULSET
+                  : !strcmp(v, "LeaderWorkerSet") ? KVG_AUTOSCALE_KIND_LWS
+                                                  : KVG_AUTOSCALE_KIND_NONE;
+        if (!t->kind)
+            return kvg_err_set(err, errlen, KVG_ECONFIG,
+                               "target kind '%s': Deployment, StatefulSet or LeaderWorkerSet", v);
+        return 0;
+    }
+    char *dst = !strcmp(k, "namespace") ? t->ns : !strcmp(k, "name") ? t->name : NULL;
+    size_t cap = dst == t->ns ? sizeof t->ns : sizeof t->name;
+    if (!dst) return kvg_err_set(err, errlen, KVG_ECONFIG, "unknown target key '%s'", k);
+    /* Names go into the request path: DNS names only, nothing to escape. */
+    if (!v[0] || strlen(v) >= cap ||
+        strspn(v, "abcdefghijklmnopqrstuvwxyz0123456789-.") != strlen(v))
+        return kvg_err_set(err, errlen, KVG_ECONFIG, "target %s '%s': a DNS name (a-z 0-9 - .)", k,
+                           v);
+    snprintf(dst, cap, "%s", v);
+    return 0;
+}
+
+static int k8s_key(void *o, const char *k, const char *v, char *err, size_t errlen)
+{
+    struct kvg_autoscale_k8s_cfg *c = o;
+    double x;
+    if (!strcmp(k, "timeout_ms")) {
+        if (num(v, &x) || x < 100 || x > 120000)
+            return kvg_err_set(err, errlen, KVG_ECONFIG, "kubernetes timeout_ms: 100..120000");
+        c->timeout_ms = (uint32_t)x;
+        return 0;
+    }
+    char *dst = !strcmp(k, "api_url")      ? c->api_url
+                : !strcmp(k, "token_file") ? c->token_file
+                : !strcmp(k, "ca_file")    ? c->ca_file
+                                           : NULL;
+    if (!dst) return kvg_err_set(err, errlen, KVG_ECONFIG, "unknown kubernetes key '%s'", k);
+    if (strlen(v) >= 256)
+        return kvg_err_set(err, errlen, KVG_ECONFIG, "kubernetes %s: too long", k);
+    snprintf(dst, 256, "%s", v);
+    return 0;
+}
+
+static int lease_key(void *o, const char *k, const char *v, char *err, size_t errlen)
+{
+    struct kvg_autoscale_lease_cfg *c = o;
+    double x;
+    if (!strcmp(k, "ttl_ms")) {
+        if (num(v, &x) || x < 300 || x > 600000)
+            return kvg_err_set(err, errlen, KVG_ECONFIG, "lease ttl_ms: 300..600000");
+        c->ttl_ms = (uint32_t)x;
+    } else if (!strcmp(k, "redis")) {
+        if (strncmp(v, "redis://", 8) || strlen(v) >= sizeof c->redis)
+            return kvg_err_set(err, errlen, KVG_ECONFIG, "lease redis: a redis:// URL");
+        snprintf(c->redis, sizeof c->redis, "%s", v);
+    } else if (!strcmp(k, "key")) {
+        if (!v[0] || strlen(v) >= sizeof c->key)
+            return kvg_err_set(err, errlen, KVG_ECONFIG, "lease key: 1..127 bytes");
+        snprintf(c->key, sizeof c->key, "%s", v);
+    } else {
+        return kvg_err_set(err, errlen, KVG_ECONFIG, "unknown lease key '%s'", k);
+    }
+    return 0;
+}
+
 static int walk(yaml_document_t *d, struct kvg_autoscale_config *c, char *err, size_t errlen)
 {
     yaml_node_t *root = yaml_document_get_root_node(d);
@@ -169,6 +297,17 @@ static int walk(yaml_document_t *d, struct kvg_autoscale_config *c, char *err, s
         } else if (!strcmp(k, "dry_run")) {
             if (set_bool(v, &c->dry_run))
                 return kvg_err_set(err, errlen, KVG_ECONFIG, "dry_run: true or false");
+        } else if (!strcmp(k, "kubernetes")) {
+            int rc = sub_map(d, vn, "kubernetes", k8s_key, &c->kubernetes, err, errlen);
+            if (rc) return rc;
+        } else if (!strcmp(k, "lease")) {
+            int rc = sub_map(d, vn, "lease", lease_key, &c->lease, err, errlen);
+            if (rc) return rc;
+            if (!c->lease.redis[0])
+                return kvg_err_set(err, errlen, KVG_ECONFIG, "lease: needs redis: URL");
+        } else if (!strcmp(k, "gateways")) {
+            int rc = url_list(d, vn, "gateways", c->gateways, &c->ngateways, err, errlen);
+            if (rc) return rc;
         } else if (!strcmp(k, "pools")) {
             if (!vn || vn->type != YAML_SEQUENCE_NODE)
                 return kvg_err_set(err, errlen, KVG_ECONFIG, "pools: a list of mappings");
@@ -185,11 +324,19 @@ static int walk(yaml_document_t *d, struct kvg_autoscale_config *c, char *err, s
                 for (yaml_node_pair_t *pp = pn->data.mapping.pairs.start;
                      pp < pn->data.mapping.pairs.top; pp++) {
                     const char *pk = scalar(d, yaml_document_get_node(d, pp->key));
-                    const char *pv = scalar(d, yaml_document_get_node(d, pp->value));
-                    int rc = pk ? pool_key(p, pk, pv, err, errlen)
-                                : kvg_err_set(err, errlen, KVG_ECONFIG, "keys must be scalars");
+                    yaml_node_t *pvn = yaml_document_get_node(d, pp->value);
+                    const char *pv = scalar(d, pvn);
+                    int rc = !pk ? kvg_err_set(err, errlen, KVG_ECONFIG, "keys must be scalars")
+                             : !strcmp(pk, "target")
+                                 ? sub_map(d, pvn, "target", target_key, &p->target, err, errlen)
+                             : !strcmp(pk, "engines") ? url_list(d, pvn, "engines", p->engines,
+                                                                 &p->nengines, err, errlen)
+                                                      : pool_key(p, pk, pv, err, errlen);
                     if (rc) return rc;
                 }
+                if (p->target.kind && (!p->target.ns[0] || !p->target.name[0]))
+                    return kvg_err_set(err, errlen, KVG_ECONFIG,
+                                       "pool %s: target needs kind, namespace and name", p->name);
                 if (p->opts.min_replicas > p->opts.max_replicas)
                     return kvg_err_set(err, errlen, KVG_ECONFIG,
                                        "pool %s: min_replicas over max_replicas", p->name);
@@ -212,6 +359,9 @@ int kvg_autoscale_config_parse(const char *text, size_t len, struct kvg_autoscal
     memset(out, 0, sizeof *out);
     out->interval_s = 5;
     snprintf(out->actuator, sizeof out->actuator, "external");
+    out->kubernetes.timeout_ms = 5000;
+    snprintf(out->lease.key, sizeof out->lease.key, "kvgate:autoscale:leader");
+    out->lease.ttl_ms = 15000;
     yaml_parser_t yp;
     yaml_document_t doc;
     if (!yaml_parser_initialize(&yp)) return -ENOMEM;
@@ -225,6 +375,11 @@ int kvg_autoscale_config_parse(const char *text, size_t len, struct kvg_autoscal
     int rc = walk(&doc, out, err, errlen);
     yaml_document_delete(&doc);
     yaml_parser_delete(&yp);
+    for (size_t i = 0; !rc && !strcmp(out->actuator, "kubernetes") && i < out->npools; i++)
+        if (!out->pools[i].target.kind)
+            rc = kvg_err_set(err, errlen, KVG_ECONFIG,
+                             "pool %s: actuator kubernetes needs target: {kind, namespace, name}",
+                             out->pools[i].name);
     return rc;
 }
 

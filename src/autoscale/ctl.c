@@ -13,9 +13,9 @@
 int kvg_autoscale_ctl_new(const struct kvg_autoscale_config *cfg, struct kvg_autoscale_ctl **out,
                           char *err, size_t errlen)
 {
-    if (strcmp(cfg->actuator, "external"))
+    if (strcmp(cfg->actuator, "external") && strcmp(cfg->actuator, "kubernetes"))
         return kvg_err_set(err, errlen, KVG_ECONFIG,
-                           "actuator '%s': only 'external' is built (local and kubernetes are not)",
+                           "actuator '%s': 'external' or 'kubernetes' (local is not built)",
                            cfg->actuator);
     struct kvg_autoscale_ctl *c = calloc(1, sizeof *c);
     if (!c) return -ENOMEM;
@@ -95,7 +95,7 @@ int kvg_autoscale_ctl_tick(struct kvg_autoscale_ctl *c, size_t i, struct kvg_aut
         pthread_mutex_unlock(&c->mu);
         return rc;
     }
-    if (!c->cfg.dry_run) {
+    if (!c->cfg.dry_run && !atomic_load(&c->standby)) {
         uint32_t cur = s->ready + p->nstart;
         for (; cur < d->desired && p->nstart < KVG_AUTOSCALE_MAX_STARTS; cur++)
             p->start_at[p->nstart++] = s->now;
@@ -175,6 +175,7 @@ cJSON *kvg_autoscale_ctl_json(struct kvg_autoscale_ctl *c)
     pthread_mutex_lock(&c->mu);
     cJSON_AddStringToObject(root, "actuator", c->cfg.actuator);
     cJSON_AddBoolToObject(root, "dry_run", c->cfg.dry_run);
+    cJSON_AddBoolToObject(root, "standby", atomic_load(&c->standby));
     add_num(root, "interval_s", c->cfg.interval_s);
     cJSON *pools = cJSON_AddArrayToObject(root, "pools");
     for (size_t i = 0; pools && i < c->npools; i++) {
@@ -257,4 +258,9 @@ void kvg_autoscale_ctl_counts(struct kvg_autoscale_ctl *c, size_t i, double *des
         *ready = c->pools[i].sig.ready;
     }
     pthread_mutex_unlock(&c->mu);
+}
+
+void kvg_autoscale_ctl_set_standby(struct kvg_autoscale_ctl *c, int standby)
+{
+    atomic_store(&c->standby, standby != 0);
 }

@@ -6,7 +6,7 @@
  * the caller (kvgate serve's autoscale_setup, the benchmark) fills each
  * pool's signals and calls kvg_autoscale_ctl_tick with the time.
  *
- * Actuators: `external` (the only one so far) acts on nothing: the desired
+ * Actuators: `external` acts on nothing: the desired
  * count is exported (GET /autoscale/metrics for KEDA, the gauges for HPA
  * via an adapter) and something else scales. The controller then infers
  * the replicas starting: when the desired count rises above ready +
@@ -21,6 +21,7 @@
 #define KVG_AUTOSCALE_CTL_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -33,12 +34,50 @@ struct cJSON;
 #define KVG_AUTOSCALE_HISTORY 16
 #define KVG_AUTOSCALE_MAX_STARTS 64
 
+#define KVG_AUTOSCALE_MAX_SOURCES 8
+
+/* The workload a pool's replicas are (the kubernetes actuator's target). */
+enum kvg_autoscale_kind {
+    KVG_AUTOSCALE_KIND_NONE = 0,
+    KVG_AUTOSCALE_KIND_DEPLOYMENT,
+    KVG_AUTOSCALE_KIND_STATEFULSET,
+    KVG_AUTOSCALE_KIND_LWS, /* LeaderWorkerSet */
+};
+
+struct kvg_autoscale_target {
+    enum kvg_autoscale_kind kind;
+    char ns[64];    /* a DNS label: 63 characters at most */
+    char name[254]; /* a DNS subdomain: 253 at most */
+};
+
 struct kvg_autoscale_pool_cfg {
     char name[64];
     char planner[32];
     struct kvg_autoscale_opts opts; /* startup is set by the controller */
     double isl, osl;                /* assumed tokens per request (token rates) */
     enum kvg_autoscale_node node;   /* where new replicas land */
+    struct kvg_autoscale_target target;
+    /* kvgate autoscale reads these engines' /health and /metrics. */
+    char engines[KVG_AUTOSCALE_MAX_SOURCES][128];
+    size_t nengines;
+};
+
+/* The API server (actuator: kubernetes). Empty fields take the in-cluster
+ * defaults: https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT and
+ * the service account's token and ca.crt. */
+struct kvg_autoscale_k8s_cfg {
+    char api_url[256];
+    char token_file[512];
+    char ca_file[512];
+    uint32_t timeout_ms; /* one request, connect to last byte (5000) */
+};
+
+/* Several autoscalers: one holds this Redis key and acts (redis "" = no
+ * lease: this one acts alone). */
+struct kvg_autoscale_lease_cfg {
+    char redis[256]; /* redis://host:port[/db] */
+    char key[128];   /* "kvgate:autoscale:leader" */
+    uint32_t ttl_ms; /* 15000 */
 };
 
 struct kvg_autoscale_config {
@@ -47,6 +86,12 @@ struct kvg_autoscale_config {
     int dry_run;
     struct kvg_autoscale_pool_cfg pools[KVG_AUTOSCALE_MAX_POOLS];
     size_t npools;
+    struct kvg_autoscale_k8s_cfg kubernetes;
+    struct kvg_autoscale_lease_cfg lease;
+    /* kvgate autoscale reads these gateways' /metrics (every pool sees
+     * their whole traffic, as kvgate serve --autoscale does). */
+    char gateways[KVG_AUTOSCALE_MAX_SOURCES][128];
+    size_t ngateways;
 };
 
 /* Parses YAML text (config.c documents the keys). 0 or KVG_ECONFIG /
@@ -77,6 +122,7 @@ struct kvg_autoscale_ctl {
     struct kvg_autoscale_pool pools[KVG_AUTOSCALE_MAX_POOLS];
     size_t npools;
     pthread_mutex_t mu;
+    _Atomic int standby; /* another autoscaler holds the lease: plan, act on nothing */
 };
 
 /* *out is the caller's: kvg_autoscale_ctl_free. KVG_ECONFIG (err says) for a
@@ -99,6 +145,10 @@ struct cJSON *kvg_autoscale_ctl_json(struct kvg_autoscale_ctl *c);
  * "pools": {name: {"desiredReplicas", "readyReplicas", ...}}}, so a trigger's
  * valueLocation is "pools.NAME.desiredReplicas". Caller owns it. */
 struct cJSON *kvg_autoscale_ctl_keda_json(struct kvg_autoscale_ctl *c);
+/* While standby (kvgate autoscale without the lease) the controller plans
+ * and reports as in a dry run: it infers no starts, since nothing it
+ * decides is acted on. Any thread. */
+void kvg_autoscale_ctl_set_standby(struct kvg_autoscale_ctl *c, int standby);
 /* Desired and ready of pool i (for the gauges); -1 before the first tick. */
 void kvg_autoscale_ctl_counts(struct kvg_autoscale_ctl *c, size_t i, double *desired,
                               double *ready);

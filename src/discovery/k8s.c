@@ -271,6 +271,13 @@ static int read_head(struct kvg_discovery_resp *r)
 int kvg_discovery_api_get(struct kvg_discovery_api *a, const char *path, uint32_t read_timeout_ms,
                           struct kvg_discovery_resp *r)
 {
+    return kvg_discovery_api_request(a, "GET", path, NULL, NULL, 0, read_timeout_ms, r);
+}
+
+int kvg_discovery_api_request(struct kvg_discovery_api *a, const char *method, const char *path,
+                              const char *content_type, const char *body, size_t body_len,
+                              uint32_t read_timeout_ms, struct kvg_discovery_resp *r)
+{
     memset(r, 0, sizeof *r);
     r->fd = -1;
     int fd = dial(a);
@@ -284,15 +291,19 @@ int kvg_discovery_api_get(struct kvg_discovery_api *a, const char *path, uint32_
     if (a->tls && (rc = tls_start(a, r))) return rc;
     char tok[4096];
     read_token(a->token_file, tok, sizeof tok);
-    char req[8192];
+    char req[8192], clen[96] = "";
     int host_v6 = strchr(a->host, ':') != NULL;
+    if (content_type)
+        snprintf(clen, sizeof clen, "Content-Type: %s\r\nContent-Length: %zu\r\n", content_type,
+                 body_len);
     int n = snprintf(req, sizeof req,
-                     "GET %s HTTP/1.1\r\nHost: %s%s%s:%d\r\nAccept: application/json\r\n"
-                     "User-Agent: kvgate-discovery\r\nConnection: close\r\n%s%s%s\r\n",
-                     path, host_v6 ? "[" : "", a->host, host_v6 ? "]" : "", a->port,
-                     tok[0] ? "Authorization: Bearer " : "", tok, tok[0] ? "\r\n" : "");
+                     "%s %s HTTP/1.1\r\nHost: %s%s%s:%d\r\nAccept: application/json\r\n"
+                     "User-Agent: kvgate\r\nConnection: close\r\n%s%s%s%s\r\n",
+                     method, path, host_v6 ? "[" : "", a->host, host_v6 ? "]" : "", a->port,
+                     tok[0] ? "Authorization: Bearer " : "", tok, tok[0] ? "\r\n" : "", clen);
     if (n < 0 || (size_t)n >= sizeof req) return KVG_ETOOBIG;
     if ((rc = io_write_all(r, req, (size_t)n))) return rc;
+    if (body_len && (rc = io_write_all(r, body, body_len))) return rc;
     if ((rc = read_head(r))) return rc;
     if (!r->chunked && r->left == 0) r->eof = 1;
     return 0;

@@ -2,7 +2,8 @@
  * discovery thread only: one request at a time, HTTPS (OpenSSL, verifying
  * the server against the service account's CA) or plain HTTP (tests),
  * Content-Length, chunked or close-delimited bodies, read whole (lists, pods)
- * or line by line (watch streams).
+ * or line by line (watch streams). The autoscaler's kubernetes actuator
+ * uses it too, on its own thread, for the scale subresource.
  *
  * Why not src/http/client.c: that client is the loops' non-blocking upstream
  * client, plain HTTP only, built for many short calls to engines. Discovery
@@ -52,6 +53,12 @@ void kvg_discovery_api_free(struct kvg_discovery_api *a);
  * closes r with kvg_discovery_resp_close. */
 int kvg_discovery_api_get(struct kvg_discovery_api *a, const char *path, uint32_t read_timeout_ms,
                           struct kvg_discovery_resp *r);
+/* The same with any method, and a body of content_type when that is not
+ * NULL (Content-Length framed): the autoscaler's PATCH of a scale
+ * subresource. */
+int kvg_discovery_api_request(struct kvg_discovery_api *a, const char *method, const char *path,
+                              const char *content_type, const char *body, size_t body_len,
+                              uint32_t read_timeout_ms, struct kvg_discovery_resp *r);
 /* Any thread: makes the open request's reads fail now (shutdown). */
 void kvg_discovery_api_abort(struct kvg_discovery_api *a);
 /* The whole body, up to cap bytes: *out malloc'd and NUL-terminated (caller

@@ -107,6 +107,10 @@ say("RBAC: list and watch endpointslices",
 say("RBAC: get pods (their labels)", allowed("", "pods", "get"))
 say("RBAC: scale subresource", allowed("apps", "deployments/scale", "update")
     and allowed("leaderworkerset.x-k8s.io", "leaderworkersets/scale", "patch"))
+say("RBAC: the kubernetes actuator's get and patch on every kind's scale",
+    all(allowed(g, r, v) for g, r in (("apps", "deployments/scale"), ("apps", "statefulsets/scale"),
+                                      ("leaderworkerset.x-k8s.io", "leaderworkersets/scale"))
+        for v in ("get", "patch")))
 ns_arg = args[args.index("--service-discovery-namespace") + 1] if "--service-discovery-namespace" in args else None
 say("discovery on, in the RBAC's namespace", "--service-discovery" in args and ns_arg == dep["metadata"]["namespace"])
 for so in objs("ScaledObject"):

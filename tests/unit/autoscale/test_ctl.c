@@ -61,7 +61,7 @@ TEST(ctl_refuses_unknown_planner_and_actuator)
     struct kvg_autoscale_ctl *ctl;
     CHECK_INT(kvg_autoscale_ctl_new(&c, &ctl, err, sizeof err), KVG_ECONFIG);
     CHECK(strstr(err, "hpa") != NULL);
-    y = "actuator: kubernetes\n";
+    y = "actuator: hpa\n";
     CHECK_INT(kvg_autoscale_config_parse(y, strlen(y), &c, err, sizeof err), 0);
     CHECK_INT(kvg_autoscale_ctl_new(&c, &ctl, err, sizeof err), KVG_ECONFIG);
 }

@@ -1,0 +1,34 @@
+/* The `kubernetes` actuator (actuator.h): each pool's target workload
+ * (Deployment, StatefulSet or LeaderWorkerSet) is scaled through its scale
+ * subresource, PATCH .../scale with a JSON merge patch
+ * {"spec":{"replicas":N}}, as `kubectl scale` and the HPA do. The service
+ * account's token (re-read on every request: projected tokens rotate) is
+ * the Bearer, its CA verifies the API server. One blocking request per
+ * apply(), bounded by the configured timeout, on the caller's thread
+ * (kvgate autoscale's tick thread), through discovery's API client.
+ *
+ * RBAC (deploy/base/rbac.yaml): get and patch on deployments/scale and
+ * statefulsets/scale in apps, leaderworkersets/scale in
+ * leaderworkerset.x-k8s.io, in the targets' namespace. */
+#ifndef KVG_AUTOSCALE_ACTUATOR_K8S_H
+#define KVG_AUTOSCALE_ACTUATOR_K8S_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "autoscale/actuator.h"
+#include "autoscale/ctl.h"
+
+/* Reads the API server's address from kc (or KUBERNETES_SERVICE_HOST and
+ * _PORT) and loads its CA. *out is the caller's (ops->destroy). 0 or
+ * KVG_ECONFIG with the reason in err. */
+int kvg_autoscale_k8s_new(const struct kvg_autoscale_k8s_cfg *kc,
+                          struct kvg_autoscale_actuator **out, char *err, size_t errlen);
+/* The scale subresource's path for a target into buf: 0 or KVG_ETOOBIG. */
+int kvg_autoscale_k8s_path(const struct kvg_autoscale_target *t, char *buf, size_t cap);
+/* GET the pool's scale subresource: spec.replicas and status.replicas. 0 or
+ * a code with the reason in err. */
+int kvg_autoscale_k8s_get(struct kvg_autoscale_actuator *a, const struct kvg_autoscale_pool_cfg *pc,
+                          uint32_t *spec, uint32_t *status, char *err, size_t errlen);
+
+#endif

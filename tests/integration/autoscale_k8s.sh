@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# The kubernetes actuator against a check server (no API server runs here):
+# tests/fixtures/k8s/scale_server.py verifies each request as the API server
+# documents it (method, path per kind, Bearer token, Content-Type
+# application/merge-patch+json, body exactly {"spec":{"replicas":N}}) and
+# answers 200 / 401 / 404 / 409 with Scale or Status objects.
+# tests/tools/k8s_scale drives the actuator's apply() directly. Over HTTPS
+# with the server's CA, then with a wrong CA; a rotated token is used at once.
+source "$(dirname "$0")/lib.sh"
+TOOL="$KVG_TOOLS/k8s_scale"
+[ -x "$TOOL" ] || { echo "no $TOOL"; exit 1; }
+FIX="$KVG_ROOT/tests/fixtures/k8s"
+echo -n "tok-1" >"$TMP/token"
+
+# start_api NAME ARGS...: the check server; its port in $API_PORT.
+start_api() {
+  local name=$1; shift
+  /usr/bin/python3 "$FIX/scale_server.py" --port-file "$TMP/$name.port" --log "$TMP/$name.req" --token tok-1 \
+    --object deployments/llm/vllm-agg=1 --object statefulsets/llm/sgl-decode=2 \
+    --object leaderworkersets/llm/lws-prefill=1 "$@" >"$TMP/$name.log" 2>&1 &
+  PIDS+=($!)
+  for _ in $(seq 1 50); do [ -f "$TMP/$name.port" ] && break; sleep 0.1; done
+  API_PORT=$(cat "$TMP/$name.port" 2>/dev/null)
+  [ -n "$API_PORT" ]
+}
+# conf FILE URL [CA]: an autoscale config with one pool per kind and a missing one.
+conf() {
+  cat >"$1" <<YAML
+actuator: kubernetes
+kubernetes:
+  api_url: $2
+  token_file: $TMP/token
+  ca_file: ${3:-/nonexistent}
+  timeout_ms: 2000
+pools:
+  - {name: agg, target: {kind: Deployment, namespace: llm, name: vllm-agg}}
+  - {name: dec, target: {kind: StatefulSet, namespace: llm, name: sgl-decode}}
+  - {name: pre, target: {kind: LeaderWorkerSet, namespace: llm, name: lws-prefill}}
+  - {name: gone, target: {kind: Deployment, namespace: llm, name: nope}}
+YAML
+}
+state() { curl -s -m 2 "http://127.0.0.1:$API_PORT/_ctl/state"; }
+last_req() { tail -1 "$TMP/$1.req"; }
+
+start_api api --conflict 1 || { bad "check server started"; finish; }
+conf "$TMP/a.yaml" "http://127.0.0.1:$API_PORT"
+out=$("$TOOL" "$TMP/a.yaml" agg 3)
+check "409 Conflict is an error that says so" \
+  eval '[[ $out == *"HTTP 409, conflict"*"has been modified"* ]]'
+check "Deployment: PATCH apps/v1 .../deployments/NAME/scale, exact headers and body" \
+  [ "$("$TOOL" "$TMP/a.yaml" agg 3)" = ok -a "$(last_req api)" = \
+    'PATCH /apis/apps/v1/namespaces/llm/deployments/vllm-agg/scale auth=ok ctype=application/merge-patch+json body={"spec":{"replicas":3}} -> 200' ]
+check "StatefulSet: .../statefulsets/NAME/scale" \
+  [ "$("$TOOL" "$TMP/a.yaml" dec 0)" = ok -a "$(last_req api)" = \
+    'PATCH /apis/apps/v1/namespaces/llm/statefulsets/sgl-decode/scale auth=ok ctype=application/merge-patch+json body={"spec":{"replicas":0}} -> 200' ]
+check "LeaderWorkerSet: leaderworkerset.x-k8s.io/v1 .../leaderworkersets/NAME/scale" \
+  [ "$("$TOOL" "$TMP/a.yaml" pre 5)" = ok -a "$(last_req api)" = \
+    'PATCH /apis/leaderworkerset.x-k8s.io/v1/namespaces/llm/leaderworkersets/lws-prefill/scale auth=ok ctype=application/merge-patch+json body={"spec":{"replicas":5}} -> 200' ]
+check "the objects now have those replicas" \
+  [ "$(state)" = '{"deployments/llm/vllm-agg": 3, "statefulsets/llm/sgl-decode": 0, "leaderworkersets/llm/lws-prefill": 5}' ]
+check "GET the scale subresource: spec and status replicas" \
+  [ "$("$TOOL" "$TMP/a.yaml" pre get)" = "spec 5 status 5" ]
+out=$("$TOOL" "$TMP/a.yaml" gone 2)
+check "404: the workload and the API server's message are named" \
+  eval '[[ $out == "error: Deployment llm/nope: HTTP 404, not found"*"deployments.apps \"nope\" not found"* ]]'
+echo -n "tok-stale" >"$TMP/token"
+out=$("$TOOL" "$TMP/a.yaml" agg 1)
+check "401 with a refused token: said so, nothing changed" \
+  eval '[[ $out == *"HTTP 401, unauthorized"* ]] && grep -q "\"deployments/llm/vllm-agg\": 3" <(state)'
+echo -n "tok-1" >"$TMP/token"
+check "the token file is re-read on every request (rotation)" [ "$("$TOOL" "$TMP/a.yaml" agg 1)" = ok ]
+check "no request went out without the token but the stale one" \
+  [ "$(grep -v _ctl "$TMP/api.req" | grep -c 'auth=bad')" = 1 ]
+kill "${PIDS[0]}"; wait "${PIDS[0]}" 2>/dev/null
+out=$("$TOOL" "$TMP/a.yaml" agg 2)
+check "API server down: a clear connection error, no hang" eval '[[ $out == "error: PATCH 127.0.0.1:"* ]]'
+
+if openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=kube-apiserver \
+  -addext "subjectAltName=IP:127.0.0.1" -keyout "$TMP/key.pem" -out "$TMP/cert.pem" \
+  >/dev/null 2>&1; then
+  start_api tls --cert "$TMP/cert.pem" --key "$TMP/key.pem" || bad "TLS check server started"
+  conf "$TMP/t.yaml" "https://127.0.0.1:$API_PORT" "$TMP/cert.pem"
+  check "https with the service account CA: PATCH accepted" [ "$("$TOOL" "$TMP/t.yaml" dec 4)" = ok ]
+  check "... and applied" grep -q '"statefulsets/llm/sgl-decode": 4' <(curl -sk -m 2 "https://127.0.0.1:$API_PORT/_ctl/state")
+  openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=other \
+    -keyout "$TMP/k2.pem" -out "$TMP/other.pem" >/dev/null 2>&1
+  conf "$TMP/w.yaml" "https://127.0.0.1:$API_PORT" "$TMP/other.pem"
+  n0=$(wc -l <"$TMP/tls.req")
+  out=$("$TOOL" "$TMP/w.yaml" dec 1)
+  check "https with a wrong CA: refused before any request" \
+    eval '[[ $out == error:* ]] && [ "$(wc -l <"$TMP/tls.req")" = "$n0" ]'
+else
+  bad "openssl could not make a test certificate"
+fi
+
+# Configuration errors are reported, not guessed around.
+printf 'actuator: kubernetes\nkubernetes: {api_url: "http://127.0.0.1:1"}\npools:\n  - {name: a}\n' >"$TMP/bad1.yaml"
+check "actuator kubernetes without a target: refused" eval '[[ $("$TOOL" "$TMP/bad1.yaml" a 1) == *"needs target"* ]]'
+printf 'pools:\n  - {name: a, target: {kind: DaemonSet, namespace: llm, name: x}}\n' >"$TMP/bad2.yaml"
+check "an unknown kind: refused" eval '[[ $("$TOOL" "$TMP/bad2.yaml" a 1) == *"Deployment, StatefulSet or LeaderWorkerSet"* ]]'
+printf 'pools:\n  - {name: a, target: {kind: Deployment, namespace: llm, name: "a/../b"}}\n' >"$TMP/bad3.yaml"
+check "a name that is not a DNS name: refused" eval '[[ $("$TOOL" "$TMP/bad3.yaml" a 1) == *"a DNS name"* ]]'
+printf 'actuator: kubernetes\npools:\n  - {name: a, target: {kind: Deployment, namespace: llm, name: x}}\n' >"$TMP/bad4.yaml"
+check "no api_url outside a cluster: said so" \
+  eval '[[ $(env -u KUBERNETES_SERVICE_HOST "$TOOL" "$TMP/bad4.yaml" a 1) == *"KUBERNETES_SERVICE_HOST"* ]]'
+finish
