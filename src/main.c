@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "autoscaled/autoscaled.h"
 #include "bench/bench.h"
 #include "gateway/keys.h"
 #include "serve/serve.h"
@@ -26,6 +27,8 @@ static int version_main(int argc, char **argv)
 
 static const struct subcommand commands[] = {
     {"serve", kvg_serve_main, "run the gateway and router in front of engines"},
+    {"autoscale", kvg_autoscaled_main,
+     "the autoscaler as its own process: signals over HTTP, a Redis lease, actuators"},
     {"bench", kvg_bench_main, "measure routing policies: offline simulation or live HTTP load"},
     {"keys", kvg_keys_cli_main, "API keys: hash KEY prints the hash: line for the keys file"},
     {"sim", kvg_sim_main, "run a simulated inference engine (vLLM's API, metrics, KV events)"},

@@ -47,6 +47,11 @@ int kvg_serve_autoscale_init(struct kvg_serve *sv, char *err, size_t errlen)
     int rc = kvg_autoscale_config_load(c->autoscale_path, &cfg, err, errlen);
     if (rc) return rc;
     if (c->autoscale_dry_run) cfg.dry_run = 1;
+    if (strcmp(cfg.actuator, "external"))
+        return kvg_err_set(err, errlen, KVG_ECONFIG,
+                           "%s: actuator %s runs in kvgate autoscale (serve --autoscale exports "
+                           "its counts: actuator external)",
+                           c->autoscale_path, cfg.actuator);
     if (!cfg.npools)
         return kvg_err_set(err, errlen, KVG_ECONFIG, "%s: no pools", c->autoscale_path);
     struct kvg_serve_autoscale *a = calloc(1, sizeof *a);

@@ -1,0 +1,134 @@
+#!/usr/bin/env bash
+# kvgate autoscale as its own process: two replicas share a lease in a real
+# Redis and act through the kubernetes actuator on the check server
+# (tests/fixtures/k8s/scale_server.py; no API server runs here). Signals
+# come over HTTP from a sim engine (/health, /metrics) and a kvgate serve in
+# front of it (/metrics). Checked: only the lease holder PATCHes; killed by
+# SIGKILL, the other takes over once the key expires (within one interval
+# plus the ttl) and PATCHes; a renew that finds the key taken stops acting;
+# SIGTERM releases the key so a third replica takes over before the ttl;
+# Redis gone stops actuation; a dry run PATCHes nothing and takes no lease.
+source "$(dirname "$0")/lib.sh"
+FIX="$KVG_ROOT/tests/fixtures/k8s"
+INTERVAL=1 TTL_MS=3000
+echo -n "sa-token" >"$TMP/token"
+
+RP=$(free_port)
+start_redis "$RP" || { bad "redis started"; finish; }
+/usr/bin/python3 "$FIX/scale_server.py" --port-file "$TMP/api.port" --log "$TMP/api.req" \
+  --token sa-token --object deployments/llm/vllm-qwen=1 >"$TMP/api.log" 2>&1 &
+PIDS+=($!)
+for _ in $(seq 1 50); do [ -f "$TMP/api.port" ] && break; sleep 0.1; done
+API=$(cat "$TMP/api.port")
+SIM=$(free_port)
+start_sim "$SIM" || { bad "sim started"; finish; }
+GW=$(free_port)
+start_serve "$GW" --worker-urls "http://127.0.0.1:$SIM" --threads 1 || { bad "serve started"; finish; }
+
+cat >"$TMP/as.yaml" <<YAML
+interval_secs: $INTERVAL
+actuator: kubernetes
+kubernetes: {api_url: "http://127.0.0.1:$API", token_file: "$TMP/token", timeout_ms: 1000}
+lease: {redis: "redis://127.0.0.1:$RP", key: "kvgate-test:$$", ttl_ms: $TTL_MS}
+gateways: [http://127.0.0.1:$GW]
+pools:
+  - name: qwen
+    planner: queue
+    min_replicas: 2
+    max_replicas: 4
+    engines: [http://127.0.0.1:$SIM]
+    target: {kind: Deployment, namespace: llm, name: vllm-qwen}
+YAML
+
+# start_as NAME [ARGS...]: a kvgate autoscale; its port in PORT_NAME, pid in PID_NAME.
+start_as() {
+  local name=$1 port; shift
+  port=$(free_port)
+  "$KVG_BIN" autoscale --config "$TMP/as.yaml" --port "$port" --host 127.0.0.1 --id "$name" "$@" \
+    >"$TMP/as-$name.out" 2>"$TMP/as-$name.log" &
+  PIDS+=($!)
+  eval "PID_$name=$! PORT_$name=$port"
+  wait_http "http://127.0.0.1:$port/health" 10
+}
+metric() { # metric NAME 'series' -> value or 0
+  local p; eval "p=\$PORT_$1"
+  curl -s -m 2 "http://127.0.0.1:$p/metrics" | awk -v k="$2" '$1 == k {v=$2} END {print v ? v : 0}'
+}
+acts() { metric "$1" 'kvgate_autoscale_actuations_total{pool="qwen",result="ok"}'; }
+leader() { metric "$1" kvgate_autoscale_leader; }
+patches() { grep -c '^PATCH ' "$TMP/api.req" 2>/dev/null || true; }
+holder() { redis-cli -p "$RP" GET "kvgate-test:$$"; }
+# until SECONDS CMD...: CMD true within SECONDS (bounded poll).
+until_true() {
+  local secs=$1 i; shift
+  for i in $(seq 1 $((secs * 10))); do "$@" && return 0; sleep 0.1; done
+  return 1
+}
+is() { [ "$($1 "$2")" = "$3" ]; }
+fails() { ! "$@"; }
+
+start_as A || bad "A started"
+until_true 5 is leader A 1
+start_as B || bad "B started"
+start_as D --dry-run || bad "dry run D started"
+until_true 5 is acts A 1
+sleep $((INTERVAL * 3)) # a few ticks of all three
+check "A holds the lease (Redis says A)" [ "$(holder)" = A ]
+check "A acts, B and the dry run stand by" [ "$(leader A)$(leader B)$(leader D)" = 100 ]
+check "only the leader PATCHed: the server's PATCHes are A's ($(patches) = $(acts A))" \
+  [ "$(patches)" -ge 1 -a "$(patches)" = "$(acts A)" -a "$(acts B)" = 0 -a "$(acts D)" = 0 ]
+check "the PATCH is the planner's count (min_replicas 2)" \
+  grep -q '^PATCH /apis/apps/v1/namespaces/llm/deployments/vllm-qwen/scale auth=ok ctype=application/merge-patch+json body={"spec":{"replicas":2}} -> 200$' "$TMP/api.req"
+curl -s -m 2 "http://127.0.0.1:$PORT_B/autoscale" >"$TMP/b.json"
+check "B's /autoscale: standby, the holder is A, it still plans from the sim" \
+  [ "$(json_get "$TMP/b.json" "(j['standby'], j['lease']['holder'], j['lease']['held'], j['pools'][0]['signals']['ready'], j['pools'][0]['desired'])")" = "(True, 'A', False, 1, 2)" ]
+curl -s -m 2 "http://127.0.0.1:$PORT_D/autoscale" >"$TMP/d.json"
+check "D's /autoscale: dry run, no lease key, nothing actuated" \
+  [ "$(json_get "$TMP/d.json" "(j['dry_run'], j['lease']['key'], j['pools'][0]['actuation']['ok'])")" = "(True, None, 0)" ]
+check "the gateway's /metrics is read (no source error)" \
+  [ "$(json_get "$TMP/b.json" "j['pools'][0]['signals']['queued']")" = 0 ]
+
+# The leader dies without releasing: B takes over once the key expires.
+n0=$(patches)
+kill -KILL "$PID_A"; wait "$PID_A" 2>/dev/null
+bound=$((INTERVAL + TTL_MS / 1000 + 3))
+check "A killed: B takes over within interval + ttl (+3 s slack)" until_true "$bound" is leader B 1
+check "B PATCHes as the new leader" until_true $((INTERVAL + 3)) is acts B 1
+check "Redis says B" [ "$(holder)" = B ]
+check "the new PATCHes are B's" [ "$(( $(patches) - n0 ))" = "$(acts B)" ]
+check "the dry run never PATCHed nor held" [ "$(acts D)$(leader D)" = 00 ]
+
+# Someone else takes the key: B's next renew finds it gone and stops acting.
+redis-cli -p "$RP" SET "kvgate-test:$$" intruder PX 4000 >/dev/null
+check "key taken: B stops acting within one interval (+1 s)" until_true $((INTERVAL + 1)) is leader B 0
+n1=$(patches)
+sleep $((INTERVAL * 2))
+check "... and PATCHes nothing more" [ "$(patches)" = "$n1" ]
+check "B reacquires once the intruder's key expires" until_true $((TTL_MS / 1000 + 4)) is leader B 1
+
+# SIGTERM releases the key: C takes over before the ttl could expire it.
+start_as C || bad "C started"
+until_true 3 is leader C 0
+kill -TERM "$PID_B"
+for _ in $(seq 1 50); do kill -0 "$PID_B" 2>/dev/null || break; sleep 0.1; done
+check "B stopped on SIGTERM" fails kill -0 "$PID_B" 2>/dev/null
+check "B released the lease on exit (logged)" grep -q 'lease kvgate-test:.* released' "$TMP/as-B.log"
+check "C holds it next" until_true $((INTERVAL + 2)) eval '[ "$(holder)" = C ]'
+check "C acts" until_true $((INTERVAL + 2)) is acts C 1
+
+# Redis gone: C cannot renew and stops acting within one interval.
+kill -KILL "$REDIS_PID"; wait "$REDIS_PID" 2>/dev/null
+check "Redis unreachable: C stops acting within one interval (+1 s)" until_true $((INTERVAL + 1)) is leader C 0
+n2=$(patches)
+sleep $((INTERVAL * 2))
+check "... and PATCHes nothing more" [ "$(patches)" = "$n2" ]
+curl -s -m 2 "http://127.0.0.1:$PORT_C/autoscale" >"$TMP/c.json"
+check "C's /autoscale says why" [ "$(json_get "$TMP/c.json" "j['lease']['error'] is not None and not j['lease']['held']")" = True ]
+
+# Bad invocations.
+check "--config is required" fails "$KVG_BIN" autoscale --port 0 2>/dev/null
+check "an unknown option is refused" fails "$KVG_BIN" autoscale --config "$TMP/as.yaml" --nope 2>/dev/null
+printf 'pools:\n  - {name: a}\nlease: {redis: "redis://127.0.0.1:1", ttl_ms: 5}\n' >"$TMP/bad.yaml"
+check "a bad lease is refused with the reason" \
+  eval '"$KVG_BIN" autoscale --config "$TMP/bad.yaml" --port 0 2>&1 | grep -q "lease ttl_ms"'
+finish
