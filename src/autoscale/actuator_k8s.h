@@ -4,8 +4,9 @@
  * {"spec":{"replicas":N}}, as `kubectl scale` and the HPA do. The service
  * account's token (re-read on every request: projected tokens rotate) is
  * the Bearer, its CA verifies the API server. One blocking request per
- * apply(), bounded by the configured timeout, on the caller's thread
- * (kvgate autoscale's tick thread), through discovery's API client.
+ * apply(), on the caller's thread (kvgate autoscale's tick thread), through
+ * discovery's API client: the connect and each wait for bytes are bounded
+ * by the configured timeout, the answer by 1 MiB.
  *
  * RBAC (deploy/base/rbac.yaml): get and patch on deployments/scale and
  * statefulsets/scale in apps, leaderworkersets/scale in

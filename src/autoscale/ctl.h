@@ -8,7 +8,9 @@
  *
  * Actuators: `external` acts on nothing: the desired
  * count is exported (GET /autoscale/metrics for KEDA, the gauges for HPA
- * via an adapter) and something else scales. The controller then infers
+ * via an adapter) and something else scales; `kubernetes` (kvgate
+ * autoscale applies it) sets the count but does not see the pods start
+ * either. For both the controller infers
  * the replicas starting: when the desired count rises above ready +
  * starting, that many starts are assumed asked for at that moment, expected
  * ready at the start-up model's p90; each replica that becomes ready ends

@@ -71,6 +71,37 @@ echo -n "tok-1" >"$TMP/token"
 check "the token file is re-read on every request (rotation)" [ "$("$TOOL" "$TMP/a.yaml" agg 1)" = ok ]
 check "no request went out without the token but the stale one" \
   [ "$(grep -v _ctl "$TMP/api.req" | grep -c 'auth=bad')" = 1 ]
+# kvgate autoscale with no lease acts alone; a missing target's error is
+# shown in /autoscale and counted, the good target is scaled.
+cat >"$TMP/d.yaml" <<YAML
+interval_secs: 0.5
+actuator: kubernetes
+kubernetes: {api_url: "http://127.0.0.1:$API_PORT", token_file: "$TMP/token", timeout_ms: 1000}
+pools:
+  - {name: ok, planner: static, static_replicas: 2, target: {kind: Deployment, namespace: llm, name: vllm-agg}}
+  - {name: gone, planner: static, static_replicas: 2, target: {kind: StatefulSet, namespace: llm, name: nope}}
+YAML
+AP=$(free_port)
+"$KVG_BIN" autoscale --config "$TMP/d.yaml" --port "$AP" --host 127.0.0.1 >"$TMP/as.out" 2>"$TMP/as.log" &
+PIDS+=($!)
+wait_http "http://127.0.0.1:$AP/health" 10
+for _ in $(seq 1 50); do grep -q 'sgl-decode\|nope' "$TMP/api.req" && grep -q 'vllm-agg/scale.*:2}} -> 200' "$TMP/api.req" && break; sleep 0.1; done
+for _ in $(seq 1 30); do
+  curl -s -m 2 "http://127.0.0.1:$AP/autoscale" >"$TMP/as.json"
+  [ "$(json_get "$TMP/as.json" "j['pools'][1]['actuation']['errors'] >= 1")" = True ] && break; sleep 0.1
+done
+check "kvgate autoscale without a lease acts: the Deployment is scaled to the plan" \
+  grep -q '"deployments/llm/vllm-agg": 2' <(state)
+check "a missing target's error is in /autoscale, naming it and the 404" \
+  [ "$(json_get "$TMP/as.json" "'StatefulSet llm/nope: HTTP 404, not found' in j['pools'][1]['actuation']['error'] and j['pools'][0]['actuation']['error'] is None")" = True ]
+check "... and counted by result" \
+  curl -s -m 2 "http://127.0.0.1:$AP/metrics" -o "$TMP/as.prom"
+check "... ok for one pool, error for the other" \
+  eval 'grep -q "kvgate_autoscale_actuations_total{pool=\"ok\",result=\"ok\"} [1-9]" "$TMP/as.prom" && grep -q "kvgate_autoscale_actuations_total{pool=\"gone\",result=\"error\"} [1-9]" "$TMP/as.prom"'
+check "... and logged" grep -q 'pool gone: kubernetes to 2 replicas failed: StatefulSet llm/nope: HTTP 404' "$TMP/as.log"
+check "serve --autoscale leaves kubernetes to kvgate autoscale, and says so" \
+  eval '[[ $("$KVG_BIN" serve --port 0 --worker-urls http://127.0.0.1:1 --autoscale "$TMP/d.yaml" 2>&1) == *"runs in kvgate autoscale"* ]]'
+
 kill "${PIDS[0]}"; wait "${PIDS[0]}" 2>/dev/null
 out=$("$TOOL" "$TMP/a.yaml" agg 2)
 check "API server down: a clear connection error, no hang" eval '[[ $out == "error: PATCH 127.0.0.1:"* ]]'
