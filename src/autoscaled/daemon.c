@@ -41,6 +41,7 @@ struct daemon {
     struct kvg_autoscaled_lease *lease; /* NULL: no lease configured (or dry run) */
     struct kvg_autoscaled_sources src;
     int src_ok;
+    struct kvg_autoscale_signals sigs[KVG_AUTOSCALE_MAX_POOLS]; /* the tick thread's */
     char id[128];
     double t0;
     uv_loop_t loop;
@@ -119,7 +120,7 @@ static void tick(struct daemon *d)
         pthread_mutex_unlock(&d->mu);
     }
     if (d->lease) kvg_autoscale_ctl_set_standby(d->ctl, !leader);
-    static struct kvg_autoscale_signals sigs[KVG_AUTOSCALE_MAX_POOLS];
+    struct kvg_autoscale_signals *sigs = d->sigs;
     kvg_autoscaled_sources_read(&d->src, &d->cfg, now, sigs);
     for (size_t i = 0; i < d->ctl->npools; i++) {
         struct kvg_autoscale_decision dec;
