@@ -109,6 +109,7 @@ check "B reacquires once the intruder's key expires" until_true $((TTL_MS / 1000
 # SIGTERM releases the key: C takes over before the ttl could expire it.
 start_as C || bad "C started"
 until_true 3 is leader C 0
+nb=$(acts B) # B is a steady leader here: it pushes again only on a new plan
 kill -TERM "$PID_B"
 for _ in $(seq 1 50); do kill -0 "$PID_B" 2>/dev/null || break; sleep 0.1; done
 check "B stopped on SIGTERM" fails kill -0 "$PID_B" 2>/dev/null
@@ -124,6 +125,8 @@ sleep $((INTERVAL * 2))
 check "... and PATCHes nothing more" [ "$(patches)" = "$n2" ]
 curl -s -m 2 "http://127.0.0.1:$PORT_C/autoscale" >"$TMP/c.json"
 check "C's /autoscale says why" [ "$(json_get "$TMP/c.json" "j['lease']['error'] is not None and not j['lease']['held']")" = True ]
+check "every PATCH the server got was a leader's: A's, B's, C's ($(patches) = $n0 + $nb + $(acts C))" \
+  [ "$(patches)" = "$((n0 + nb + $(acts C)))" ]
 
 # Bad invocations.
 check "--config is required" fails "$KVG_BIN" autoscale --port 0 2>/dev/null
