@@ -581,8 +581,13 @@ static int pd_start(struct proxy_req *pr, struct kvg_route_ctx *ctx)
         return 1;
     }
     if (rc == -EBUSY) { /* early rejection: no prefill is wasted on it */
-        client_error(pr, 503, "decode_capacity",
-                     "no decode worker is predicted to have room for this request: retry later");
+        /* By priority, as GIE sheds (pd.h): a sheddable request is dropped
+         * with 429, the others get 503; both with Retry-After. */
+        static const struct kvg_http_header ra = {KVG_STR("retry-after"), KVG_STR("1")};
+        int shed = kvg_adm_class(pr->gate.prio) == KVG_ADM_SHEDDABLE;
+        proxy_error(pr, shed ? 429 : 503, NULL, "decode_capacity",
+                    "no decode worker is predicted to have room for this request: retry later",
+                    NULL, &ra, 1);
         return 1;
     }
     if (rc) {

@@ -3,7 +3,9 @@
 # busy holding most of its KV, a request whose prefill would land on it finds
 # no room when predicted and is rejected at the door (503 + Retry-After)
 # instead of wasting a prefill; the decode's running stream is unharmed and
-# in-flight returns to 0 on every worker.
+# in-flight returns to 0 on every worker. By priority: sheddable requests
+# (priority < 0) get 429, standard and critical ones 503, all with
+# Retry-After.
 . "$KVG_ROOT/tests/integration/lib.sh"
 
 GW=$(free_port) P=$(free_port) PS=$(free_port) D=$(free_port)
@@ -34,7 +36,20 @@ code=$(curl -s -D "$TMP/h2" -o "$TMP/b2" -w '%{http_code}' -m 10 "$G/v1/completi
 check "second request rejected at the door" test "$code" = 503
 check "with Retry-After" grep -qi '^retry-after:' "$TMP/h2"
 check "naming decode capacity" grep -q decode_capacity "$TMP/b2"
-check "early rejection counted" test "$(metric kvgate_pd_early_rejections_total)" = 1
+# By priority: a sheddable request is shed with 429, a critical one 503.
+code=$(curl -s -D "$TMP/h3" -o "$TMP/b3" -w '%{http_code}' -m 10 "$G/v1/completions" \
+  -H 'x-kvgate-priority: sheddable' -d "$(body 300)")
+check "a sheddable request is rejected with 429" test "$code" = 429
+check "with Retry-After" grep -qi '^retry-after:' "$TMP/h3"
+check "naming decode capacity" grep -q decode_capacity "$TMP/b3"
+code=$(curl -s -D "$TMP/h4" -o "$TMP/b4" -w '%{http_code}' -m 10 "$G/v1/completions" \
+  -H 'x-kvgate-priority: -5' -d "$(body 300)")
+check "any negative priority is sheddable: 429" test "$code" = 429
+code=$(curl -s -D "$TMP/h5" -o "$TMP/b5" -w '%{http_code}' -m 10 "$G/v1/completions" \
+  -H 'x-kvgate-priority: critical' -d "$(body 300)")
+check "a critical request is rejected with 503" test "$code" = 503
+check "with Retry-After" grep -qi '^retry-after:' "$TMP/h5"
+check "early rejections counted" test "$(metric kvgate_pd_early_rejections_total)" = 4
 check "no prefill was sent for it" \
   test "$(metric "kvgate_pd_requests_total{worker=\"http://127.0.0.1:$P\",leg=\"prefill\"}")" = 1
 check "no prefill wasted" test "$(metric kvgate_pd_wasted_prefills_total)" = 0
