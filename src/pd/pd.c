@@ -389,7 +389,7 @@ int kvg_pd_begin(struct kvg_pd *pd, struct kvg_pd_req *r, struct kvg_http_client
     }
     atomic_fetch_add_explicit(&w->pd_prefill_requests, 1, memory_order_relaxed);
     snprintf(r->prefill_url, sizeof r->prefill_url, "%s", w->url);
-    snprintf(r->prefill_labels, sizeof r->prefill_labels, "%s", w->labels);
+    kvg_pool_labels(pd->pool, w, r->prefill_labels, sizeof r->prefill_labels);
     struct kvg_http_header h[80];
     size_t k = 0;
     for (size_t i = 0; i < in->nheaders && k < 76; i++) h[k++] = in->headers[i];

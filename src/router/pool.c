@@ -131,6 +131,13 @@ int kvg_pool_set_labels(struct kvg_pool *p, const char *url, const char *labels)
     return i < 0 ? KVG_ENOTFOUND : 0;
 }
 
+void kvg_pool_labels(struct kvg_pool *p, const struct kvg_worker *w, char *out, size_t cap)
+{
+    pthread_rwlock_rdlock(&p->lock);
+    snprintf(out, cap, "%s", w->labels);
+    pthread_rwlock_unlock(&p->lock);
+}
+
 int kvg_pool_set_bootstrap_port(struct kvg_pool *p, const char *url, int port)
 {
     pthread_rwlock_rdlock(&p->lock);

@@ -47,6 +47,9 @@ int kvg_pool_set_role(struct kvg_pool *p, const char *url, int role, int dp_rank
 /* Sets a worker's locality labels ("node=n1,rack=r1,zone=z1"; NULL none);
  * KVG_ENOTFOUND if absent. */
 int kvg_pool_set_labels(struct kvg_pool *p, const char *url, const char *labels);
+/* Copies w's labels into out (cap bytes) under the pool's lock, as a reload
+ * may be changing them. */
+void kvg_pool_labels(struct kvg_pool *p, const struct kvg_worker *w, char *out, size_t cap);
 /* Sets an SGLang prefill's bootstrap port (0 none); KVG_ENOTFOUND if absent. */
 int kvg_pool_set_bootstrap_port(struct kvg_pool *p, const char *url, int port);
 /* Makes the pool hold exactly these URLs (SIGHUP reload): adds the new ones,

@@ -222,6 +222,9 @@ static const struct flag flags[] = {
     {"worker-labels", NULL, F_LIST, O(worker_labels), 0,
      "node=..,rack=..,zone=.. per --worker-urls entry, same order, none for none (YAML "
      "labels:)"},
+    {"worker-bootstrap-ports", NULL, F_LIST, O(worker_bootstrap), 0,
+     "an SGLang prefill's bootstrap port per --worker-urls entry, same order, none for none "
+     "(YAML bootstrap_port:)"},
     {"prefill-policy", NULL, F_STR, O(pd.prefill_policy), S(pd.prefill_policy),
      "policy over prefill workers (unset: --policy)"},
     {"decode-policy", NULL, F_STR, O(pd.decode_policy), S(pd.decode_policy),
@@ -639,9 +642,12 @@ size_t kvg_serve_config_diff_restart(const struct kvg_serve_config *a,
     if (cap) out[0] = 0;
     for (size_t i = 0; i < KVG_ARRAY_LEN(flags); i++) {
         const struct flag *f = &flags[i];
-        /* What SIGHUP applies: the worker list with its event endpoints. */
+        /* What SIGHUP applies: the worker list with its event endpoints,
+         * roles, labels and bootstrap ports. */
         if (f->off == O(workers) || f->off == O(kv_endpoints) || f->off == O(replay_endpoints) ||
-            f->off == O(config_path))
+            f->off == O(worker_roles) || f->off == O(worker_labels) ||
+            f->off == O(worker_bootstrap) || f->off == O(prefill_urls) ||
+            f->off == O(decode_urls) || f->off == O(config_path))
             continue;
         if (field_equal(f, a, b)) continue;
         size_t j = 0;

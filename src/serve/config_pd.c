@@ -48,6 +48,14 @@ int kvg_serve_config_pd(struct kvg_serve_config *c, char *err, size_t errlen)
     if (c->worker_roles.n && c->worker_roles.n != c->workers.n)
         return kvg_err_set(err, errlen, KVG_ECONFIG,
                            "--worker-roles needs one role per --worker-urls entry");
+    if (c->worker_bootstrap.n && c->worker_bootstrap.n != c->workers.n)
+        return kvg_err_set(err, errlen, KVG_ECONFIG,
+                           "--worker-bootstrap-ports needs one entry per --worker-urls entry");
+    for (size_t i = 0; i < c->worker_bootstrap.n; i++)
+        if (!is_port(c->worker_bootstrap.v[i]))
+            return kvg_err_set(err, errlen, KVG_ECONFIG,
+                               "worker bootstrap port '%s': 1..65535 or none",
+                               c->worker_bootstrap.v[i]);
     int rc = 0;
     while (!rc && c->worker_roles.n < c->workers.n)
         rc = kvg_strlist_add(&c->worker_roles, "regular");

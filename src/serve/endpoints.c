@@ -99,6 +99,11 @@ cJSON *kvg_serve_workers_json(struct kvg_serve *sv)
         cJSON_AddStringToObject(o, "url", w->url);
         cJSON_AddNumberToObject(o, "slot", w->slot);
         cJSON_AddStringToObject(o, "role", kvg_worker_role_name(atomic_load(&w->role)));
+        char labels[sizeof w->labels];
+        kvg_pool_labels(&sv->pool, w, labels, sizeof labels);
+        if (labels[0]) cJSON_AddStringToObject(o, "labels", labels);
+        if (atomic_load(&w->bootstrap_port))
+            cJSON_AddNumberToObject(o, "bootstrap_port", atomic_load(&w->bootstrap_port));
         if (w->dp_rank >= 0) cJSON_AddNumberToObject(o, "dp_rank", w->dp_rank);
         if (atomic_load(&w->member_rank) >= 0)
             cJSON_AddNumberToObject(o, "member_rank", atomic_load(&w->member_rank));

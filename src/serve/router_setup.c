@@ -81,6 +81,26 @@ static void on_batch(void *arg, uint32_t slot, int64_t dp_rank, const struct kvg
                  slot, (long long)dp_rank, (unsigned long long)n);
 }
 
+int kvg_serve_apply_roles(struct kvg_pool *pool, const struct kvg_serve_config *c)
+{
+    for (size_t i = 0; i < c->workers.n; i++) {
+        const char *r = i < c->worker_roles.n ? c->worker_roles.v[i] : "regular";
+        int role = !strcmp(r, "prefill")  ? KVG_ROLE_PREFILL
+                   : !strcmp(r, "decode") ? KVG_ROLE_DECODE
+                                          : KVG_ROLE_REGULAR;
+        const char *l = i < c->worker_labels.n ? c->worker_labels.v[i] : "none";
+        uint64_t bport = 0;
+        if (i < c->worker_bootstrap.n && strcmp(c->worker_bootstrap.v[i], "none"))
+            kvg_parse_u64(c->worker_bootstrap.v[i], &bport);
+        int rc;
+        if ((rc = kvg_pool_set_bootstrap_port(pool, c->workers.v[i], (int)bport)) ||
+            (rc = kvg_pool_set_role(pool, c->workers.v[i], role, -1)) ||
+            (rc = kvg_pool_set_labels(pool, c->workers.v[i], strcmp(l, "none") ? l : "")))
+            return rc;
+    }
+    return 0;
+}
+
 int kvg_serve_router_init(struct kvg_serve *sv, char *err, size_t errlen)
 {
     struct kvg_serve_config *c = &sv->cfg;
@@ -175,21 +195,7 @@ int kvg_serve_router_init(struct kvg_serve *sv, char *err, size_t errlen)
             return rc;
         }
     }
-    for (size_t i = 0; i < c->workers.n; i++) {
-        const char *r = i < c->worker_roles.n ? c->worker_roles.v[i] : "regular";
-        int role = !strcmp(r, "prefill")  ? KVG_ROLE_PREFILL
-                   : !strcmp(r, "decode") ? KVG_ROLE_DECODE
-                                          : KVG_ROLE_REGULAR;
-        const char *l = i < c->worker_labels.n ? c->worker_labels.v[i] : "none";
-        uint64_t bport = 0;
-        if (i < c->worker_bootstrap.n && strcmp(c->worker_bootstrap.v[i], "none"))
-            kvg_parse_u64(c->worker_bootstrap.v[i], &bport);
-        if (bport && (rc = kvg_pool_set_bootstrap_port(&sv->pool, c->workers.v[i], (int)bport)))
-            return rc;
-        if ((rc = kvg_pool_set_role(&sv->pool, c->workers.v[i], role, -1)) ||
-            (rc = kvg_pool_set_labels(&sv->pool, c->workers.v[i], strcmp(l, "none") ? l : "")))
-            return rc;
-    }
+    if ((rc = kvg_serve_apply_roles(&sv->pool, c))) return rc;
     if (c->pd.mode != KVG_PD_OFF) {
         if ((rc = kvg_pd_new(&c->pd, &c->policy_opts, &sv->pool, sv->metrics.reg, &sv->pd, err,
                              errlen)))

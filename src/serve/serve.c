@@ -227,6 +227,11 @@ static void on_signal(uv_signal_t *h, int signum)
                      strchr(changed, ',') ? "s" : "", s->sv.cfg.policy, s->sv.cfg.port);
         rc = kvg_pool_set_ex(&s->sv.pool, f.workers.v, f.kv_endpoints.n ? f.kv_endpoints.v : NULL,
                              f.replay_endpoints.n ? f.replay_endpoints.v : NULL, f.workers.n);
+        /* Roles, labels and bootstrap ports, of the new workers and of
+         * those that stayed (the file may have changed them). */
+        int rrc = kvg_serve_apply_roles(&s->sv.pool, &f);
+        if (rrc)
+            KVG_WARN("SIGHUP: some workers' roles or labels not applied: %s", kvg_strerror(rrc));
         /* Keys may have changed for workers that stayed; a common key given
          * as a flag, not in the file, stays. */
         if (!f.upstream_api_key[0])

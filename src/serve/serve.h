@@ -117,6 +117,10 @@ int kvg_serve_head_check(const struct kvg_http_req *req, void *ud, struct kvg_ht
  * subscribers, the policy and the pool with its hooks. Message in err. */
 int kvg_serve_router_init(struct kvg_serve *sv, char *err, size_t errlen);
 void kvg_serve_router_free(struct kvg_serve *sv);
+/* Gives c's workers in pool their role, labels and bootstrap port (none
+ * unless c names them): at startup and on every SIGHUP reload. 0, or
+ * KVG_ENOTFOUND for a worker of c the pool does not hold (not added). */
+int kvg_serve_apply_roles(struct kvg_pool *pool, const struct kvg_serve_config *c);
 /* Starts Kubernetes discovery into the pool when --service-discovery is on
  * (after health_kick is initialised: joins kick a health check). */
 int kvg_serve_discovery_start(struct kvg_serve *sv, char *err, size_t errlen);

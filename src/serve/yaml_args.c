@@ -10,6 +10,7 @@
 #include <yaml.h>
 
 #include "base/err.h"
+#include "base/util.h"
 #include "serve/config.h"
 
 struct argv_buf {
@@ -50,7 +51,8 @@ static const char *scalar(yaml_document_t *d, yaml_node_t *n)
 }
 
 /* workers: [{url: ..., kv_events_endpoint: ..., replay_endpoint: ...,
- * upstream_api_key: ..., role: prefill|decode|regular, labels: k=v,...}] (or
+ * upstream_api_key: ..., role: prefill|decode|regular, labels: k=v,...,
+ * bootstrap_port: N}] (or
  * plain URL strings) -> --worker-urls url..., and when any worker names KV
  * endpoints, --kv-events-endpoints / --replay-endpoints in the same order
  * with "none" for the others. */
@@ -62,10 +64,12 @@ static int add_workers(struct argv_buf *a, yaml_document_t *d, yaml_node_t *seq,
         return KVG_ECONFIG;
     }
     static const char *keys[] = {
-        "url", "kv_events_endpoint", "replay_endpoint", "upstream_api_key", "role", "labels"};
-    static const char *flags[] = {"worker_urls",       "kv_events_endpoints", "replay_endpoints",
-                                  "upstream_api_keys", "worker_roles",        "worker_labels"};
-    for (int col = 0; col < 6; col++) {
+        "url",    "kv_events_endpoint", "replay_endpoint", "upstream_api_key", "role",
+        "labels", "bootstrap_port"};
+    static const char *flags[] = {
+        "worker_urls",  "kv_events_endpoints", "replay_endpoints",      "upstream_api_keys",
+        "worker_roles", "worker_labels",       "worker_bootstrap_ports"};
+    for (size_t col = 0; col < KVG_ARRAY_LEN(keys); col++) {
         int any = 0, rc;
         for (yaml_node_item_t *it = seq->data.sequence.items.start;
              it < seq->data.sequence.items.top; it++) {
