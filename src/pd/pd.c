@@ -19,7 +19,7 @@
 #include "base/err.h"
 #include "base/log.h"
 #include "base/util.h"
-#include "pd/pd.h"
+#include "pd/pd_int.h"
 
 /* A prefill answer is one small JSON document (one token). */
 #define MAX_PREFILL_ANSWER (1u << 20)
@@ -68,6 +68,7 @@ int kvg_pd_new(const struct kvg_pd_config *c, const struct kvg_policy_opts *popt
     } else if ((rc = kvg_pd_decode_policy_new(c->locality_load_bound, &pd->decode_policy))) {
         goto fail;
     }
+    if ((rc = kvg_pd__engines_new(pd, reg))) goto fail;
     if (reg) {
         struct kvg_metrics_family *f;
         const char *dl[] = {"decision"};
@@ -125,6 +126,7 @@ void kvg_pd_free(struct kvg_pd *pd)
     kvg_metrics_series_release(pd->decode_retries);
     kvg_metrics_series_release(pd->early_rejections);
     kvg_metrics_series_release(pd->wasted_prefills);
+    kvg_pd__engines_free(pd);
     free(pd);
 }
 
@@ -321,6 +323,10 @@ static void leg_done(void *ud, int err)
         } else if (decode_body(r, r->body, r->body_len, p)) {
             res.message = "cannot build the decode request";
         } else {
+            const cJSON *eid = cJSON_GetObjectItemCaseSensitive(p, "remote_engine_id");
+            snprintf(r->engine_id, sizeof r->engine_id, "%s",
+                     cJSON_IsString(eid) ? eid->valuestring : "");
+            kvg_pd__engine_seen(pd, r->prefill_url, r->engine_id); /* a restart shows here */
             res.ok = 1;
             res.status = 200;
             res.code = NULL;

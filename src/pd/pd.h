@@ -20,7 +20,9 @@
  *                            |  \--failed/timeout--> FAILED (decode never sent)
  *                            \--client gone--------> CANCELLED (prefill aborted)
  *   DECODE failing before its first byte is retried once on another decode
- *   while the prefill still holds the blocks (kvg_pd_decode_may_retry). */
+ *   while the prefill still holds the blocks (kvg_pd_decode_may_retry); when
+ *   the prefill's engine restarted meanwhile (its engine id changed), the
+ *   retry goes back to DECIDE and prefills again (kvg_pd_decode_recheck). */
 #ifndef KVG_PD_PD_H
 #define KVG_PD_PD_H
 
@@ -102,6 +104,7 @@ struct kvg_pd {
     struct kvg_metrics_series *decisions[2], *transfer, *prefill_failures, *decode_retries;
     struct kvg_metrics_series *early_rejections, *wasted_prefills;
     _Atomic uint64_t committed_blocks; /* KV of the prefills in flight, bound for a decode */
+    struct kvg_pd_engines *engines;    /* owned: each prefill worker's engine id (engines.c) */
 };
 
 /* Builds the PD router over pool (whose workers carry roles). reg: where
@@ -142,6 +145,7 @@ struct kvg_pd_req {
     int status;
     char prefill_url[512];
     char prefill_labels[256];
+    char engine_id[64];       /* the prefill engine holding the blocks (its remote_engine_id) */
     uint64_t prefill_done_ms; /* monotonic */
     uint64_t decode_sent_ns;
     int64_t prompt_tokens;  /* usage.prompt_tokens of the prefill, -1 unknown */
@@ -198,6 +202,15 @@ void kvg_pd_decode_refused(struct kvg_pd *pd, struct kvg_pd_req *r);
 /* May a decode that failed before its first byte go to another decode?
  * Once, while the prefill's blocks are still held. */
 int kvg_pd_decode_may_retry(struct kvg_pd *pd, struct kvg_pd_req *r, uint64_t now_ms);
+/* Before a decode is sent again (a retry): when the prefill's engine has
+ * restarted since it ran (the worker's engine id changed, as a later
+ * prefill answer showed), its blocks are gone and no decode may pull them:
+ * r is set back to DECIDE (returns 1, counted, logged) so the caller runs
+ * kvg_pd_begin again; else 0. */
+int kvg_pd_decode_recheck(struct kvg_pd *pd, struct kvg_pd_req *r);
+/* The engine id last seen from the prefill worker at url into out; 0 when
+ * none was seen (then out is ""). Any thread. */
+int kvg_pd_engine_id(struct kvg_pd *pd, const char *url, char *out, size_t cap);
 /* The client left: the prefill leg is aborted (its engine frees the
  * request), its pick released. Idempotent; cb is not called. */
 void kvg_pd_cancel(struct kvg_pd *pd, struct kvg_pd_req *r);

@@ -627,6 +627,7 @@ static void attempt(struct proxy_req *pr)
          * HTTP calls. */
         struct kvg_route_ctx ctx;
         route_ctx(pr, &ctx);
+        if (pr->attempts) kvg_pd_decode_recheck(px->pd, &pr->pdr); /* prefill restarted? */
         if (pr->pdr.state == KVG_PD_DECIDE && pd_start(pr, &ctx)) return;
         kvg_pd_decode_ctx(px->pd, &pr->pdr, &ctx); /* decode workers, kvgate's decode pick */
         pr->attempts++;

@@ -102,6 +102,9 @@ cJSON *kvg_serve_workers_json(struct kvg_serve *sv)
         char labels[sizeof w->labels];
         kvg_pool_labels(&sv->pool, w, labels, sizeof labels);
         if (labels[0]) cJSON_AddStringToObject(o, "labels", labels);
+        char eid[64];
+        if (sv->pd && kvg_pd_engine_id(sv->pd, w->url, eid, sizeof eid))
+            cJSON_AddStringToObject(o, "engine_id", eid); /* a prefill's, from its answers */
         if (atomic_load(&w->bootstrap_port))
             cJSON_AddNumberToObject(o, "bootstrap_port", atomic_load(&w->bootstrap_port));
         if (w->dp_rank >= 0) cJSON_AddNumberToObject(o, "dp_rank", w->dp_rank);

@@ -1,0 +1,16 @@
+/* What the PD part's files share (not its public face: pd.h). */
+#ifndef KVG_PD_PD_INT_H
+#define KVG_PD_PD_INT_H
+
+#include "metrics/metrics.h"
+#include "pd/pd.h"
+
+/* engines.c: each prefill worker's engine id, as its answers name it. */
+int kvg_pd__engines_new(struct kvg_pd *pd, struct kvg_metrics_registry *reg);
+void kvg_pd__engines_free(struct kvg_pd *pd);
+/* A prefill answer from url named engine_id (its remote_engine_id): learnt;
+ * a different id than the one known means the engine restarted and the
+ * blocks it held are gone (counted, logged). Any thread. */
+void kvg_pd__engine_seen(struct kvg_pd *pd, const char *url, const char *engine_id);
+
+#endif
