@@ -40,15 +40,6 @@
 #include "http/client.h"
 #include "sim/http_sim.h"
 
-/* Link bandwidths, bytes/s, by how close the two engines are. Typical
- * figures, not measurements: NVLink 4 within a node (~450 GB/s per
- * direction per H100), a 400 Gb/s RDMA NIC per GPU within a rack,
- * 100 Gb/s between racks of a zone, 10 Gb/s across zones. */
-static const struct {
-    const char *name;
-    double bw;
-} g_links[] = {{"node", 450e9}, {"rack", 50e9}, {"zone", 12.5e9}, {"across", 1.25e9}};
-
 struct held {
     struct kvg_sim_pd *pd;
     struct kvg_sim_rank *rk;   /* the data-parallel rank whose engine holds the blocks */
@@ -73,42 +64,6 @@ struct kvg_sim_pd {
     struct held *held;
     uint32_t next_block;
 };
-
-/* ---------------------------------------------------------------- labels */
-
-/* The value of key in "k=v,k2=v2" into out ("" when absent). */
-static void label(const char *labels, const char *key, char *out, size_t cap)
-{
-    out[0] = 0;
-    size_t kl = strlen(key);
-    for (const char *p = labels; p && *p;) {
-        const char *e = strchr(p, ',');
-        size_t n = e ? (size_t)(e - p) : strlen(p);
-        if (n > kl && !strncmp(p, key, kl) && p[kl] == '=') {
-            size_t vl = KVG_MIN(n - kl - 1, cap - 1);
-            memcpy(out, p + kl + 1, vl);
-            out[vl] = 0;
-            return;
-        }
-        p = e ? e + 1 : NULL;
-    }
-}
-
-/* The link between engines labelled a and b: the first of node, rack, zone
- * both name alike; two engines that say nothing count as one zone. */
-static int link_of(const char *a, const char *b)
-{
-    static const char *keys[] = {"node", "rack", "zone"};
-    int any = 0;
-    for (int i = 0; i < 3; i++) {
-        char va[64], vb[64];
-        label(a, keys[i], va, sizeof va);
-        label(b, keys[i], vb, sizeof vb);
-        if (va[0] && vb[0] && !strcmp(va, vb)) return i;
-        any |= va[0] || vb[0];
-    }
-    return any ? 3 : 2;
-}
 
 /* ------------------------------------------------------------ held blocks */
 
@@ -155,10 +110,10 @@ static void boot_read(struct kvg_sim_pd *pd, struct kvg_http_req *req);
 static void start_transfer(struct held *h, struct kvg_http_req *req, const char *labels)
 {
     struct kvg_sim_server *s = h->pd->s;
-    int l = link_of(s->o.labels, labels);
-    snprintf(h->link, sizeof h->link, "%s", g_links[l].name);
+    int l = kvg_sim_link_of(s->o.labels, labels);
+    snprintf(h->link, sizeof h->link, "%s", kvg_sim_link_name(l));
     h->bytes = (uint64_t)h->tokens * s->kv_bytes_per_token;
-    h->secs = (double)h->bytes / g_links[l].bw + s->o.kv_transfer_extra_s;
+    h->secs = (double)h->bytes / kvg_sim_link_bw(l) + s->o.kv_transfer_extra_s;
     h->xfer = req;
     req->ud = h;
     req->on_abort = on_xfer_abort;

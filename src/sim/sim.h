@@ -67,6 +67,14 @@ struct kvg_sim_profile {
 /* KV bytes one token occupies (kvg_sim_profile's shape; 0 if unknown). */
 uint64_t kvg_sim_kv_bytes_per_token(const struct kvg_sim_profile *p);
 
+/* The KV link between two engines by their labels ("node=..,rack=..,zone=.."),
+ * as a PD transfer takes it (link.c): 0 same node, 1 same rack, 2 same zone
+ * (also two engines that say nothing), 3 across zones. Its bandwidth in
+ * bytes/s and its name ("node", "rack", "zone", "across"). */
+int kvg_sim_link_of(const char *a, const char *b);
+double kvg_sim_link_bw(int link);
+const char *kvg_sim_link_name(int link);
+
 /* The built-in profiles ("tiny", "qwen3-32b-h100-tp2", ...), static storage.
  * kvg_sim_profile_find returns NULL for an unknown name; kvg_sim_profile_at
  * enumerates them (NULL past the end). */
