@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Prefill/decode disaggregation, offline: aggregated vs 1P:1D, 1P:2D, 2P:1D at
-# equal pod counts, and 1P:1D by KV link, in virtual time (deterministic).
-# Writes bench/results/pd.md.
+# Prefill/decode disaggregation, offline, in virtual time (deterministic):
+# aggregated vs P:D splits at 2, 3 and 4 pods (and a decode-heavy workload
+# at 3), 1P:1D by KV link, the decode pick with and without locality, and
+# overload with and without early rejection. Writes bench/results/pd.md.
+# bench/pd/live.sh then appends the live miniature over HTTP.
 #   bash bench/pd/run.sh
 set -euo pipefail
 cd "$(dirname "$0")/../.."
