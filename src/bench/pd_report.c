@@ -206,9 +206,9 @@ static int overload(FILE *f, const struct opts *o)
     fprintf(f, "\nWhat to read: past the decode's ~1.7 req/s, without early rejection the decode "
                "refuses a growing share after their prefill ran (164 of 300 at 4 req/s: 1.3 M "
                "prefill tokens wasted). kvgate's predictor rejects at the door instead and cuts "
-               "the wasted tokens 3-4x; some refusals remain because its default decode time "
-               "(10 s) is half this workload's (~20 s), so it expects blocks to free sooner than "
-               "they do (`--pd-decode-time-secs` set to the workload's would tighten it). Goodput "
+               "the wasted tokens 3-4x; some refusals remain (its default decode time, 10 s, "
+               "`--pd-decode-time-secs`, is half this workload's ~20 s, so it counts on blocks "
+               "freeing sooner than they do; other values are not run here). Goodput "
                "is about equal at 2-3 req/s (the decode is the bottleneck either way) and higher "
                "with it at 4 req/s, where wasted prefills start delaying useful ones (TTFT p99 "
                "3.5 s off, 1.8 s on).\n");
