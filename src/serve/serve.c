@@ -208,6 +208,18 @@ static void on_signal(uv_signal_t *h, int signum)
             KVG_ERROR("SIGHUP: reload failed, keeping the current workers: %s", err);
             return;
         }
+        /* As at startup: the file's prefill: and decode: entries join the
+         * worker list with their roles, under the running PD mode (a flag's
+         * when the file names none; the mode itself needs a restart). */
+        if (!f.vllm_pd && !f.sglang_pd) {
+            f.vllm_pd = s->sv.cfg.vllm_pd;
+            f.sglang_pd = s->sv.cfg.sglang_pd;
+        }
+        if ((rc = kvg_serve_config_pd(&f, err, sizeof err))) {
+            KVG_ERROR("SIGHUP: reload refused, keeping the current workers: %s", err);
+            kvg_serve_config_free(&f);
+            return;
+        }
         int dup = kvg_pool_find_duplicate(f.workers.v, f.workers.n);
         if (dup >= 0) {
             /* As at startup: two entries would silently become one worker. */

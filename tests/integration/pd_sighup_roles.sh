@@ -4,6 +4,8 @@
 # the prefill's rack becomes a decode candidate (before the fix it joined as a
 # regular worker and no decode pick could take it) and is preferred for its
 # locality; a worker that stayed takes its changed labels; in-flight 0 after.
+# A file's prefill:/decode: lists survive a reload (folded in as at
+# startup); bad bootstrap ports are refused.
 . "$KVG_ROOT/tests/integration/lib.sh"
 
 GW=$(free_port) P=$(free_port) PS=$(free_port) D1=$(free_port) D2=$(free_port)
@@ -60,4 +62,47 @@ check "a request after the reload is served" test "$code" = 200
 check "by the new decode, in the prefill's rack" grep -qi "x-kvgate-worker: http://127.0.0.1:$D2" "$TMP/h1"
 check "with the prefill's KV pulled" kv_was_pulled "$TMP/b1"
 check "in flight 0 on every worker" workers_idle "$G"
+
+# A file listing prefill: and decode: (sglang's and vllm-router's shape) with
+# the PD mode given as a flag: a reload folds them into the workers as
+# startup does (they are not dropped) and the added decode is a decode.
+GW2=$(free_port)
+conf2() { # DECODE_URL...
+  { printf 'pd_threshold_tokens: 64\nprefill: ["http://127.0.0.1:%s", "none"]\ndecode: [' "$P"
+    local sep="" u
+    for u in "$@"; do printf '%s"%s"' "$sep" "$u"; sep=", "; done
+    printf ']\n'; } >"$TMP/gw2.yaml"
+}
+conf2 "http://127.0.0.1:$D1"
+start_serve "$GW2" --config "$TMP/gw2.yaml" --vllm-pd-disaggregation
+SERVE2=$SERVE_PID
+G="http://127.0.0.1:$GW2"
+conf2 "http://127.0.0.1:$D1" "http://127.0.0.1:$D2"
+kill -HUP "$SERVE2"
+three() {
+  local i
+  for i in $(seq 1 50); do
+    curl -s -m 1 "$G/workers" >"$TMP/w2.json" &&
+      [ "$(json_get "$TMP/w2.json" "len(j['workers'])")" = 3 ] && return 0
+    sleep 0.1
+  done
+  return 1
+}
+check "SIGHUP with prefill:/decode: keys: three workers" three
+check "the prefill stays a prefill" test "$(worker "http://127.0.0.1:$P" role)" = prefill
+check "the added decode is a decode" test "$(worker "http://127.0.0.1:$D2" role)" = decode
+check "no reload refused" bash -c "! grep -q 'reload refused' '$TMP/serve-$GW2.log'"
+
+# Bad bootstrap ports are refused at startup, with what is wrong.
+bad_cfg() { # EXPECTED_MESSAGE ARGS...
+  local want=$1; shift
+  ! "$KVG_BIN" serve --port "$(free_port)" "$@" >/dev/null 2>"$TMP/bad.err" &&
+    grep -q "$want" "$TMP/bad.err"
+}
+check "a bootstrap port that is none is refused" bad_cfg "worker bootstrap port 'abc'" \
+  --pd-disaggregation --worker-urls "http://127.0.0.1:$P" "http://127.0.0.1:$D1" \
+  --worker-roles prefill decode --worker-bootstrap-ports abc none
+check "one bootstrap port per worker" bad_cfg "one entry per --worker-urls entry" \
+  --pd-disaggregation --worker-urls "http://127.0.0.1:$P" "http://127.0.0.1:$D1" \
+  --worker-roles prefill decode --worker-bootstrap-ports 8998
 finish
