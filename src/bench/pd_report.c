@@ -283,6 +283,13 @@ int kvg_bench_pd_main(int argc, char **argv)
                      .seed = 1,
                      .profile = "qwen3-32b-h100-tp2-roofline"};
     if (parse(argc, argv, &o)) return 2;
+    if (!kvg_sim_profile_find(o.profile)) {
+        fprintf(stderr,
+                "kvgate bench --scenario pd: unknown --profile '%s' (kvgate sim --help "
+                "lists them)\n",
+                o.profile);
+        return 2;
+    }
     FILE *f = fopen(o.out, "w");
     if (!f) {
         perror(o.out);
