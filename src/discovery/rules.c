@@ -125,8 +125,10 @@ int kvg_discovery_slice_endpoints(const cJSON *slice, struct kvg_discovery_endpo
 int kvg_discovery_classify(const struct kvg_discovery_rules *r, const cJSON *labels, int *role,
                            int *dp_rank)
 {
-    int ro;
-    if (kvg_discovery_selector_matches(&r->prefill, labels))
+    int ro, stage = 0;
+    if (kvg_discovery_selector_matches(&r->encode, labels))
+        ro = KVG_ROLE_ENCODE, stage = 1;
+    else if (kvg_discovery_selector_matches(&r->prefill, labels))
         ro = KVG_ROLE_PREFILL;
     else if (kvg_discovery_selector_matches(&r->decode, labels))
         ro = KVG_ROLE_DECODE;
@@ -135,7 +137,8 @@ int kvg_discovery_classify(const struct kvg_discovery_rules *r, const cJSON *lab
     else
         return KVG_DISCOVERY_NO_MATCH;
     const cJSON *kind = cJSON_GetObjectItemCaseSensitive(labels, KVG_DISCOVERY_ROLE_KIND_LABEL);
-    if (cJSON_IsString(kind) && !strcmp(kind->valuestring, "encode")) return KVG_DISCOVERY_ENCODE;
+    if (!stage && cJSON_IsString(kind) && !strcmp(kind->valuestring, "encode"))
+        return KVG_DISCOVERY_ENCODE;
     const cJSON *wi = cJSON_GetObjectItemCaseSensitive(labels, KVG_DISCOVERY_WORKER_INDEX_LABEL);
     long index = 0;
     if (cJSON_IsString(wi)) {

@@ -7,7 +7,11 @@
  * LeaderWorkerSet group. The rules:
  *  - a pod matching --prefill-selector is a prefill worker, --decode-selector
  *    a decode worker, --selector a regular one (first match in that order);
- *  - a pod whose role-kind label says encode never joins the answering set;
+ *  - a pod matching --encode-selector (checked first) is an encode worker:
+ *    discovered for the encode stage only (the pool never picks it to
+ *    answer, pd/encode.c sends it the encode leg);
+ *  - any other pod whose role-kind label says encode never joins the
+ *    answering set;
  *  - in a group (LeaderWorkerSet's worker-index label), only member 0 answers
  *    HTTP, for server and prefill/decode groups alike, whatever the size;
  *  - with --dp-aware (the External DP shape), every member matching the
@@ -39,7 +43,7 @@ int kvg_discovery_selector_parse(const char *const *terms, size_t n,
 int kvg_discovery_selector_matches(const struct kvg_discovery_selector *s, const cJSON *labels);
 
 struct kvg_discovery_rules {
-    struct kvg_discovery_selector regular, prefill, decode;
+    struct kvg_discovery_selector regular, prefill, decode, encode;
     int dp_aware; /* External DP: every qualified member is a rank */
     int port;     /* the serving port of every pod (--service-discovery-port) */
 };

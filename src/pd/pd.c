@@ -38,8 +38,9 @@ void kvg_pd_config_default(struct kvg_pd_config *c)
 
 const char *kvg_pd_state_name(int s)
 {
-    static const char *n[] = {"decide", "prefill", "decode", "done", "failed", "cancelled"};
-    return s >= 0 && s <= KVG_PD_CANCELLED ? n[s] : "?";
+    static const char *n[] = {"decide", "prefill",   "decode", "done",
+                              "failed", "cancelled", "encode"};
+    return s >= 0 && s <= KVG_PD_ENCODE ? n[s] : "?";
 }
 
 int kvg_pd_new(const struct kvg_pd_config *c, const struct kvg_policy_opts *popts,
@@ -69,6 +70,10 @@ int kvg_pd_new(const struct kvg_pd_config *c, const struct kvg_policy_opts *popt
         goto fail;
     }
     if ((rc = kvg_pd__engines_new(pd, reg))) goto fail;
+    if ((rc = kvg_pd__encode_init(pd, popts, reg, err, errlen))) {
+        kvg_pd_free(pd);
+        return rc;
+    }
     if (reg) {
         struct kvg_metrics_family *f;
         const char *dl[] = {"decision"};
@@ -127,6 +132,7 @@ void kvg_pd_free(struct kvg_pd *pd)
     kvg_metrics_series_release(pd->early_rejections);
     kvg_metrics_series_release(pd->wasted_prefills);
     kvg_pd__engines_free(pd);
+    kvg_pd__encode_free(pd);
     free(pd);
 }
 
@@ -152,6 +158,7 @@ static char *prefill_body(const char *body, size_t len)
     cJSON_DeleteItemFromObjectCaseSensitive(j, "min_tokens"); /* P does not support them */
     cJSON_DeleteItemFromObjectCaseSensitive(j, "min_completion_tokens");
     cJSON_DeleteItemFromObjectCaseSensitive(j, "kv_transfer_params");
+    cJSON_DeleteItemFromObjectCaseSensitive(j, "ec_transfer_params"); /* only an encoder's */
     cJSON *p = cJSON_AddObjectToObject(j, "kv_transfer_params");
     cJSON_AddTrueToObject(p, "do_remote_decode");
     cJSON_AddFalseToObject(p, "do_remote_prefill");
@@ -172,6 +179,7 @@ static int decode_body(struct kvg_pd_req *r, const char *body, size_t len, const
         return KVG_EPARSE;
     }
     cJSON_DeleteItemFromObjectCaseSensitive(j, "kv_transfer_params");
+    cJSON_DeleteItemFromObjectCaseSensitive(j, "ec_transfer_params"); /* the prefill's alone */
     cJSON_AddItemToObject(j, "kv_transfer_params", cJSON_Duplicate(params, 1));
     char *s = cJSON_PrintUnformatted(j);
     cJSON_Delete(j);
@@ -359,8 +367,15 @@ int kvg_pd_begin(struct kvg_pd *pd, struct kvg_pd_req *r, struct kvg_http_client
             kvg_worker_unref(dp.w);
         }
     }
+    /* vLLM EPD: media need the encoder, whose embeddings only a prefill
+     * takes (ec_transfer_params are stripped before the decode). */
+    if (pd->cfg.epd && pd->cfg.mode == KVG_PD_VLLM) {
+        cJSON *j = cJSON_ParseWithLength(in->body, in->body_len);
+        r->media_items = kvg_pd_media_items(j);
+        cJSON_Delete(j);
+    }
     /* An SGLang decode cannot prefill: every request is split (seed 004). */
-    r->decision = pd->cfg.mode == KVG_PD_SGLANG
+    r->decision = pd->cfg.mode == KVG_PD_SGLANG || r->media_items
                       ? KVG_PD_PREFILL_DECODE
                       : kvg_pd_decide(in->prompt_tokens, cached, pd->cfg.threshold_tokens);
     kvg_metrics_inc(pd->decisions[r->decision]);
@@ -393,7 +408,6 @@ int kvg_pd_begin(struct kvg_pd *pd, struct kvg_pd_req *r, struct kvg_http_client
         kvg_pool_release(pd->pool, &r->prefill, KVG_OUT_LOCAL, &rctx);
         return body ? -ENOMEM : KVG_EPARSE;
     }
-    atomic_fetch_add_explicit(&w->pd_prefill_requests, 1, memory_order_relaxed);
     snprintf(r->prefill_url, sizeof r->prefill_url, "%s", w->url);
     kvg_pool_labels(pd->pool, w, r->prefill_labels, sizeof r->prefill_labels);
     struct kvg_http_header h[80];
@@ -408,17 +422,40 @@ int kvg_pd_begin(struct kvg_pd *pd, struct kvg_pd_req *r, struct kvg_http_client
     r->committed = blocks;
     atomic_fetch_add(&pd->committed_blocks, blocks);
     r->pd = pd;
+    r->cl = cl;
     r->body = in->body;
     r->body_len = in->body_len;
-    struct kvg_http_call_opts o = {.connect_timeout_ms = in->connect_timeout_ms,
+    if (r->media_items) { /* EPD: the encoder first; the prefill leg waits for its params */
+        rc = kvg_pd__encode_begin(pd, r, ctx, in, body, h, k);
+        free(body);
+        if (rc < 0) {
+            atomic_fetch_sub(&pd->committed_blocks, r->committed);
+            r->committed = 0;
+            struct kvg_route_ctx rctx = {.policy = pd->prefill_policy};
+            kvg_pool_release(pd->pool, &r->prefill, KVG_OUT_LOCAL, &rctx);
+            r->state = KVG_PD_FAILED;
+        }
+        return rc < 0 ? rc : 0;
+    }
+    kvg_pd__prefill_send(r, in->path, h, k, body, in->connect_timeout_ms);
+    free(body);
+    return 0;
+}
+
+void kvg_pd__prefill_send(struct kvg_pd_req *r, const char *path, const struct kvg_http_header *h,
+                          size_t nh, const char *body, uint32_t connect_timeout_ms)
+{
+    struct kvg_pd *pd = r->pd;
+    struct kvg_worker *w = r->prefill.w;
+    struct kvg_http_call_opts o = {.connect_timeout_ms = connect_timeout_ms,
                                    .first_byte_timeout_ms = pd->cfg.prefill_timeout_ms,
                                    .idle_timeout_ms = pd->cfg.prefill_timeout_ms};
     static const struct kvg_http_call_cbs cbs = {leg_head, leg_body, leg_done};
     r->state = KVG_PD_PREFILL;
-    struct kvg_str path = {in->path, strlen(in->path)};
-    rc = kvg_http_call_start(cl, &w->target, "POST", path, h, k, body, strlen(body), &o, &cbs, r,
-                             &r->call);
-    free(body);
+    atomic_fetch_add_explicit(&w->pd_prefill_requests, 1, memory_order_relaxed);
+    struct kvg_str p = {path, strlen(path)};
+    int rc = kvg_http_call_start(r->cl, &w->target, "POST", p, h, nh, body, strlen(body), &o, &cbs,
+                                 r, &r->call);
     if (rc) {
         r->call = NULL;
         struct kvg_pd_result res = {.status = 503,
@@ -426,7 +463,6 @@ int kvg_pd_begin(struct kvg_pd *pd, struct kvg_pd_req *r, struct kvg_http_client
                                     .message = "cannot reach the prefill worker"};
         finish_prefill(r, pd, KVG_OUT_FAIL, &res);
     }
-    return 0;
 }
 
 /* ------------------------------------------------------------ decode leg */
@@ -471,6 +507,10 @@ int kvg_pd_decode_may_retry(struct kvg_pd *pd, struct kvg_pd_req *r, uint64_t no
 
 void kvg_pd_cancel(struct kvg_pd *pd, struct kvg_pd_req *r)
 {
+    if (r->state == KVG_PD_ENCODE) {
+        kvg_pd__encode_cancel(pd, r);
+        return;
+    }
     if (r->state != KVG_PD_PREFILL) return;
     if (r->call) { /* the engine sees the connection close and aborts the prefill */
         kvg_http_call_cancel(r->call);
@@ -485,6 +525,9 @@ void kvg_pd_cancel(struct kvg_pd *pd, struct kvg_pd_req *r)
 
 void kvg_pd_req_free(struct kvg_pd_req *r)
 {
+    free(r->held_body);
+    r->held_body = NULL;
+    kvg_buf_free(&r->held_hdrs);
     kvg_buf_free(&r->answer);
     kvg_buf_free(&r->decode_body);
 }

@@ -28,6 +28,8 @@
 
 #include <stdint.h>
 
+#include <cjson/cJSON.h>
+
 #include "base/buf.h"
 #include "http/client.h"
 #include "metrics/metrics.h"
@@ -54,6 +56,12 @@ struct kvg_pd_config {
     double prefill_tokens_per_s; /* to predict when a prefill finishes (8000) */
     double decode_secs; /* Mooncake's uniform decode time t_d (10 s) */ /* "" or "pd_decode":
                                                                            kvgate's decode pick */
+    /* EPD (--epd-disaggregation, pd/encode.c): under VLLM, requests with
+     * media go to an encode worker first; under SGLANG the prefill engines
+     * call their encoders themselves (--encoder-urls) and the router only
+     * keeps encode workers out of every pick. */
+    int epd;
+    char encode_policy[64]; /* "" : least_load */
 };
 
 void kvg_pd_config_default(struct kvg_pd_config *c);
@@ -105,6 +113,8 @@ struct kvg_pd {
     struct kvg_metrics_series *early_rejections, *wasted_prefills;
     _Atomic uint64_t committed_blocks; /* KV of the prefills in flight, bound for a decode */
     struct kvg_pd_engines *engines;    /* owned: each prefill worker's engine id (engines.c) */
+    struct kvg_policy *encode_policy;  /* owned; EPD only */
+    struct kvg_metrics_series *encode_failures, *encode_seconds;
 };
 
 /* Builds the PD router over pool (whose workers carry roles). reg: where
@@ -121,6 +131,7 @@ enum kvg_pd_state {
     KVG_PD_DONE,
     KVG_PD_FAILED,
     KVG_PD_CANCELLED,
+    KVG_PD_ENCODE, /* EPD: the encode leg runs; the prefill is picked, not sent */
 };
 
 /* How the prefill leg ended, for the proxy's answer to the client. */
@@ -158,6 +169,20 @@ struct kvg_pd_req {
     struct kvg_pd *pd;
     const char *body; /* the client's body, borrowed while the prefill runs */
     size_t body_len;
+    /* EPD (pd/encode.c): the encode leg, and the prefill leg it holds back
+     * (its body, headers and path copied: the caller's are gone by then). */
+    struct kvg_pick encoder;
+    struct kvg_http_call *ecall;
+    char encoder_url[512];
+    uint32_t media_items;     /* image parts in the request's messages */
+    uint64_t encode_sent_ns;  /* monotonic */
+    char *held_body;          /* owned: the prefill leg's body, without ec_transfer_params */
+    struct kvg_buf held_hdrs; /* the prefill leg's header bytes */
+    struct kvg_http_header held_h[80];
+    size_t held_nh;
+    char held_path[64];
+    uint32_t held_connect_ms;
+    struct kvg_http_client *cl; /* not owned */
 };
 
 /* What the proxy knows of the request. */
@@ -216,7 +241,45 @@ int kvg_pd_engine_id(struct kvg_pd *pd, const char *url, char *out, size_t cap);
 void kvg_pd_cancel(struct kvg_pd *pd, struct kvg_pd_req *r);
 /* Frees what r holds (after the request ended). */
 void kvg_pd_req_free(struct kvg_pd_req *r);
-/* "decide", "prefill", "decode", "done", "failed", "cancelled". */
+/* "decide", "prefill", "decode", "done", "failed", "cancelled", "encode". */
 const char *kvg_pd_state_name(int s);
+
+/* ---- EPD, the encode stage (pd/encode.c). */
+
+/* Image parts in a chat request's messages (content parts of type
+ * image_url, input_image or image_embeds, or carrying such a member): the
+ * media an encoder turns into embeddings. 0 for text-only requests and for
+ * anything that is not a chat body. */
+uint32_t kvg_pd_media_items(const cJSON *req);
+
+/* Reads an encoder's answer (bytes from the engine): 0 and *out (the
+ * caller's: cJSON_Delete) the ec_transfer_params object when it has one with
+ * a non-empty mm_hashes list of strings, *nitems their count; else an error
+ * with why in err. */
+int kvg_pd_ec_params_parse(const char *body, size_t len, cJSON **out, size_t *nitems, char *err,
+                           size_t errlen);
+
+/* Under VLLM EPD, for a request with media: picks an encode worker and
+ * sends it the request (max_tokens 1, no stream); the prefill leg r holds
+ * (picked, body built) goes out when the encoder's ec_transfer_params are
+ * in, spliced into its body. 1 when the encode leg was started (r->cb
+ * follows), 0 when the request needs none (text, or SGLANG), or a negative
+ * code (KVG_ENOWORKER: no healthy encoder). Called by kvg_pd_begin. */
+int kvg_pd__encode_begin(struct kvg_pd *pd, struct kvg_pd_req *r, struct kvg_route_ctx *ctx,
+                         const struct kvg_pd_input *in, const char *prefill_body,
+                         const struct kvg_http_header *h, size_t nh);
+/* Sends r's prefill leg (r->prefill picked, r->pd and r->cl set). */
+void kvg_pd__prefill_send(struct kvg_pd_req *r, const char *path, const struct kvg_http_header *h,
+                          size_t nh, const char *body, uint32_t connect_timeout_ms);
+/* The client left during the encode leg: aborts it, releases both picks. */
+void kvg_pd__encode_cancel(struct kvg_pd *pd, struct kvg_pd_req *r);
+/* Policy and metrics of the encode stage (from kvg_pd_new). */
+int kvg_pd__encode_init(struct kvg_pd *pd, const struct kvg_policy_opts *popts,
+                        struct kvg_metrics_registry *reg, char *err, size_t errlen);
+void kvg_pd__encode_free(struct kvg_pd *pd);
+/* /debug/route: the encode stage of a request (its media items and the
+ * encoder a pick would choose now) into o. */
+void kvg_pd_encode_explain(struct kvg_pd *pd, const struct kvg_route_ctx *ctx, const cJSON *req,
+                           cJSON *o);
 
 #endif

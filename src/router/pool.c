@@ -236,6 +236,8 @@ int kvg_pool_pick(struct kvg_pool *p, const struct kvg_route_ctx *ctx,
         if (!atomic_load_explicit(&w->healthy, memory_order_relaxed)) continue;
         if (!kvg_cb_allows(&p->cb, w, ctx->now_ms)) continue;
         if (ctx->roles && !(ctx->roles & (1u << atomic_load(&w->role)))) continue;
+        /* An encoder produces no tokens: only the encode stage asks for it. */
+        if (!ctx->roles && atomic_load(&w->role) == KVG_ROLE_ENCODE) continue;
         if (ctx->filter && !ctx->filter(ctx->filter_ud, w)) continue;
         size_t k = 0;
         while (k < nexclude && exclude[k] != w) k++;

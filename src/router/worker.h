@@ -107,9 +107,10 @@ struct kvg_worker {
     _Atomic uint64_t active_decode_blocks;
     _Atomic uint64_t pd_prefill_requests; /* PD legs sent here (kvgate_pd_requests_total) */
     _Atomic uint64_t pd_decode_requests;
-    _Atomic uint64_t ok_requests;      /* requests it answered 2xx (pool release, KVG_OUT_OK) */
-    _Atomic uint64_t usage_checks;     /* answers whose usage.prompt_tokens kvgate compared */
-    _Atomic uint64_t usage_mismatches; /* ... and found different from its own count */
+    _Atomic uint64_t pd_encode_requests; /* EPD encode legs sent here */
+    _Atomic uint64_t ok_requests;        /* requests it answered 2xx (pool release, KVG_OUT_OK) */
+    _Atomic uint64_t usage_checks;       /* answers whose usage.prompt_tokens kvgate compared */
+    _Atomic uint64_t usage_mismatches;   /* ... and found different from its own count */
 
     /* Routing mode (router/mode.h), guarded by mu. */
     struct kvg_worker_mode {

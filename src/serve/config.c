@@ -217,8 +217,14 @@ static const struct flag flags[] = {
     {"prefill", NULL, F_LIST_APPEND, O(prefill_urls), 0,
      "prefill worker URL [BOOTSTRAP_PORT|none], repeatable"},
     {"decode", NULL, F_LIST_APPEND, O(decode_urls), 0, "decode worker URL, repeatable"},
+    {"epd-disaggregation", NULL, F_BOOL, O(pd.epd), 0,
+     "an encode stage: vLLM (--vllm-pd-disaggregation) sends media to an --encode worker "
+     "first; SGLang's prefills call their encoders themselves"},
+    {"encode", NULL, F_LIST_APPEND, O(encode_urls), 0, "encode worker URL, repeatable"},
+    {"encode-policy", NULL, F_STR, O(pd.encode_policy), S(pd.encode_policy),
+     "policy over encode workers (least_load)"},
     {"worker-roles", NULL, F_LIST, O(worker_roles), 0,
-     "regular|prefill|decode per --worker-urls entry, same order (YAML workers' role:)"},
+     "regular|prefill|decode|encode per --worker-urls entry, same order (YAML workers' role:)"},
     {"worker-labels", NULL, F_LIST, O(worker_labels), 0,
      "node=..,rack=..,zone=.. per --worker-urls entry, same order, none for none (YAML "
      "labels:)"},
@@ -248,6 +254,8 @@ static const struct flag flags[] = {
      "discovery: labels of prefill worker pods"},
     {"decode-selector", NULL, F_LIST, O(decode_selector), 0,
      "discovery: labels of decode worker pods"},
+    {"encode-selector", NULL, F_LIST, O(encode_selector), 0,
+     "discovery: labels of encode worker pods (the encode stage only, never answering)"},
     {"service-discovery-namespace", NULL, F_STR, O(sd_namespace), S(sd_namespace),
      "discovery: the namespace to watch (every namespace)"},
     {"service-discovery-port", NULL, F_INT, O(sd_port), 0,
@@ -328,6 +336,8 @@ void kvg_serve_config_free(struct kvg_serve_config *c)
     kvg_strlist_free(&c->selector);
     kvg_strlist_free(&c->prefill_selector);
     kvg_strlist_free(&c->decode_selector);
+    kvg_strlist_free(&c->encode_selector);
+    kvg_strlist_free(&c->encode_urls);
     kvg_strlist_free(&c->prefill_urls);
     kvg_strlist_free(&c->decode_urls);
     kvg_strlist_free(&c->worker_roles);
@@ -452,10 +462,11 @@ static int apply(struct kvg_serve_config *c, const struct flag *f, int argc, cha
 
 static int check_discovery(const struct kvg_serve_config *c, char *err, size_t errlen)
 {
-    const struct kvg_strlist *sel[] = {&c->selector, &c->prefill_selector, &c->decode_selector};
-    const char *names[] = {"selector", "prefill-selector", "decode-selector"};
+    const struct kvg_strlist *sel[] = {&c->selector, &c->prefill_selector, &c->decode_selector,
+                                       &c->encode_selector};
+    const char *names[] = {"selector", "prefill-selector", "decode-selector", "encode-selector"};
     size_t given = 0;
-    for (size_t i = 0; i < 3; i++) {
+    for (size_t i = 0; i < 4; i++) {
         struct kvg_discovery_selector s;
         char why[256];
         if (kvg_discovery_selector_parse((const char *const *)sel[i]->v, sel[i]->n, &s, why,
@@ -466,8 +477,8 @@ static int check_discovery(const struct kvg_serve_config *c, char *err, size_t e
     if (!c->service_discovery) {
         if (given || c->dp_aware)
             return kvg_err_set(err, errlen, KVG_ECONFIG,
-                               "--selector, --prefill-selector, --decode-selector and --dp-aware "
-                               "need --service-discovery");
+                               "--selector, --prefill-selector, --decode-selector, "
+                               "--encode-selector and --dp-aware need --service-discovery");
         return 0;
     }
     if (!given)

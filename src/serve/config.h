@@ -67,10 +67,11 @@ struct kvg_serve_config {
     int log_level;
     /* Kubernetes discovery (sglang's flag names) */
     int service_discovery;
-    struct kvg_strlist selector, prefill_selector, decode_selector; /* key=value terms */
-    char sd_namespace[64];                                          /* "": every namespace */
-    int sd_port;                                                    /* pods' serving port */
-    char sd_api_url[256], sd_ca_file[512], sd_token_file[512];      /* "": in-cluster */
+    struct kvg_strlist selector, prefill_selector, decode_selector,
+        encode_selector;                                       /* key=value terms */
+    char sd_namespace[64];                                     /* "": every namespace */
+    int sd_port;                                               /* pods' serving port */
+    char sd_api_url[256], sd_ca_file[512], sd_token_file[512]; /* "": in-cluster */
     int dp_aware;             /* External DP: every qualified group member is a rank */
     int spawn_sims;           /* embedded default: local simulated engines when no workers */
     char autoscale_path[512]; /* --autoscale FILE: the embedded autoscaler */
@@ -81,6 +82,7 @@ struct kvg_serve_config {
      * parallel to workers ("regular" / "none" for the unsaid). */
     int vllm_pd, sglang_pd; /* --vllm-pd-disaggregation, --pd-disaggregation */
     struct kvg_strlist prefill_urls, decode_urls, worker_roles, worker_labels;
+    struct kvg_strlist encode_urls;      /* --encode (EPD) */
     struct kvg_strlist worker_bootstrap; /* per worker: bootstrap port or "none" (--prefill) */
     struct kvg_pd_config pd;
 };

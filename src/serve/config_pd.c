@@ -1,6 +1,7 @@
 /* The disaggregated-serving part of kvgate serve's configuration: vllm-router's
- * --vllm-pd-disaggregation --prefill URL [PORT|none] --decode URL, and the
- * per-worker roles and labels (YAML workers' role: and labels:). */
+ * --vllm-pd-disaggregation --prefill URL [PORT|none] --decode URL, sglang's
+ * --epd-disaggregation --encode URL [PORT], and the per-worker roles and
+ * labels (YAML workers' role: and labels:). */
 #include <stdio.h>
 #include <string.h>
 
@@ -41,6 +42,10 @@ int kvg_serve_config_pd(struct kvg_serve_config *c, char *err, size_t errlen)
         return kvg_err_set(err, errlen, KVG_ECONFIG,
                            "--vllm-pd-disaggregation (vLLM engines) and --pd-disaggregation "
                            "(SGLang engines) exclude each other");
+    if (c->pd.epd && !pd)
+        return kvg_err_set(err, errlen, KVG_ECONFIG,
+                           "--epd-disaggregation needs --vllm-pd-disaggregation or "
+                           "--pd-disaggregation (the encode stage sits before a PD pair)");
     if ((c->prefill_urls.n || c->decode_urls.n) && !pd)
         return kvg_err_set(err, errlen, KVG_ECONFIG,
                            "--prefill and --decode need --vllm-pd-disaggregation or "
@@ -67,24 +72,37 @@ int kvg_serve_config_pd(struct kvg_serve_config *c, char *err, size_t errlen)
     }
     for (size_t i = 0; !rc && i < c->decode_urls.n; i++)
         rc = add_role(c, c->decode_urls.v[i], "decode", "none");
+    /* sglang's --encode URL [PORT]: the port is its encoder's, not the router's. */
+    for (size_t i = 0; !rc && i < c->encode_urls.n; i++)
+        if (!is_port(c->encode_urls.v[i])) rc = add_role(c, c->encode_urls.v[i], "encode", "none");
     if (rc) return kvg_err_set(err, errlen, KVG_ECONFIG, "config: %s", kvg_strerror(rc));
     kvg_strlist_free(&c->prefill_urls); /* folded in: a re-check adds nothing twice */
     kvg_strlist_free(&c->decode_urls);
+    kvg_strlist_free(&c->encode_urls);
     if (c->worker_labels.n && c->worker_labels.n != c->workers.n)
         return kvg_err_set(err, errlen, KVG_ECONFIG,
                            "--worker-labels needs one entry per worker (--worker-urls, then "
-                           "--prefill, then --decode)");
-    size_t np = 0, nd = 0;
+                           "--prefill, then --decode, then --encode)");
+    size_t np = 0, nd = 0, ne = 0;
     for (size_t i = 0; i < c->worker_roles.n; i++) {
         const char *r = c->worker_roles.v[i];
         if (!strcmp(r, "prefill"))
             np++;
         else if (!strcmp(r, "decode"))
             nd++;
+        else if (!strcmp(r, "encode"))
+            ne++;
         else if (strcmp(r, "regular") && strcmp(r, "none"))
             return kvg_err_set(err, errlen, KVG_ECONFIG,
-                               "worker role '%s': one of regular, prefill, decode", r);
+                               "worker role '%s': one of regular, prefill, decode, encode", r);
     }
+    if (ne && !c->pd.epd)
+        return kvg_err_set(err, errlen, KVG_ECONFIG,
+                           "encode workers (--encode, role: encode) need --epd-disaggregation");
+    if (c->pd.epd && c->vllm_pd && !ne && !c->service_discovery)
+        return kvg_err_set(err, errlen, KVG_ECONFIG,
+                           "--epd-disaggregation with --vllm-pd-disaggregation needs at least "
+                           "one --encode worker");
     if ((np || nd) && !pd)
         return kvg_err_set(err, errlen, KVG_ECONFIG,
                            "prefill and decode workers need --vllm-pd-disaggregation or "

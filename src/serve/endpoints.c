@@ -262,8 +262,8 @@ static struct kvg_str hdr(const void *h, const char *name)
 /* Under PD, the pair: the prefill pick (a dry run over prefill workers),
  * the decision, and the context for the decode pick that the caller then
  * explains (near the prefill: labels[] must outlive the pick). */
-static cJSON *pd_explain(struct kvg_serve *sv, struct kvg_route_ctx *ctx, uint64_t tokens,
-                         char *labels, size_t cap)
+static cJSON *pd_explain(struct kvg_serve *sv, struct kvg_route_ctx *ctx, const cJSON *req,
+                         uint64_t tokens, char *labels, size_t cap)
 {
     struct kvg_pd *pd = sv->pd;
     cJSON *o = cJSON_CreateObject();
@@ -276,6 +276,9 @@ static cJSON *pd_explain(struct kvg_serve *sv, struct kvg_route_ctx *ctx, uint64
         kvg_worker_unref(dp.w);
     }
     enum kvg_pd_decision d = kvg_pd_decide(tokens, cached, pd->cfg.threshold_tokens);
+    /* vLLM EPD: media always take the prefill leg (pd/encode.c). */
+    if (pd->cfg.epd && pd->cfg.mode == KVG_PD_VLLM && kvg_pd_media_items(req))
+        d = KVG_PD_PREFILL_DECODE;
     cJSON_AddStringToObject(o, "decision", kvg_pd_decision_name(d));
     cJSON_AddNumberToObject(o, "prompt_tokens", (double)tokens);
     cJSON_AddNumberToObject(o, "decode_cached_tokens", (double)cached);
@@ -292,6 +295,7 @@ static cJSON *pd_explain(struct kvg_serve *sv, struct kvg_route_ctx *ctx, uint64
     } else {
         cJSON_AddNullToObject(o, "prefill");
     }
+    kvg_pd_encode_explain(pd, ctx, req, o);
     ctx->roles = 1u << KVG_ROLE_DECODE;
     ctx->policy = pd->decode_policy;
     ctx->near_labels = labels[0] ? labels : NULL;
@@ -323,9 +327,9 @@ static void debug_route(struct kvg_serve_loop *lc, struct kvg_http_req *req)
     kvg_route_input_ctx(&ri, &ctx);
     kvg_serve_modes_refresh(sv);
     char near[256];
-    cJSON *pdj = sv->pd
-                     ? pd_explain(sv, &ctx, ri.ids ? ri.nids : req->body.len / 4, near, sizeof near)
-                     : NULL;
+    cJSON *pdj = sv->pd ? pd_explain(sv, &ctx, ri.json, ri.ids ? ri.nids : req->body.len / 4, near,
+                                     sizeof near)
+                        : NULL;
     static _Thread_local struct kvg_route_score scores[KVG_POOL_MAX_WORKERS];
     static _Thread_local struct kvg_worker *cands[KVG_POOL_MAX_WORKERS];
     struct kvg_route_explain ex = {.scores = scores, .cands = cands};

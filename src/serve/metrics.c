@@ -340,6 +340,9 @@ int kvg_serve_metrics_render(struct kvg_serve *sv, struct kvg_buf *out)
                           atomic_load(&ws[i]->pd_prefill_requests));
             mirror_series(m->pd_requests, (const char *[]){ws[i]->url, "decode"}, 2,
                           atomic_load(&ws[i]->pd_decode_requests));
+            if (atomic_load(&ws[i]->role) == KVG_ROLE_ENCODE)
+                mirror_series(m->pd_requests, (const char *[]){ws[i]->url, "encode"}, 2,
+                              atomic_load(&ws[i]->pd_encode_requests));
         }
         set_series(m->decisions, d, 2, (double)atomic_load(&ws[i]->processed));
         set_series(m->w_cached, v, 1, (double)atomic_load(&ws[i]->cached_blocks));

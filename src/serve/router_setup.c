@@ -87,6 +87,7 @@ int kvg_serve_apply_roles(struct kvg_pool *pool, const struct kvg_serve_config *
         const char *r = i < c->worker_roles.n ? c->worker_roles.v[i] : "regular";
         int role = !strcmp(r, "prefill")  ? KVG_ROLE_PREFILL
                    : !strcmp(r, "decode") ? KVG_ROLE_DECODE
+                   : !strcmp(r, "encode") ? KVG_ROLE_ENCODE
                                           : KVG_ROLE_REGULAR;
         const char *l = i < c->worker_labels.n ? c->worker_labels.v[i] : "none";
         uint64_t bport = 0;
@@ -274,6 +275,9 @@ int kvg_serve_discovery_start(struct kvg_serve *sv, char *err, size_t errlen)
     if (!rc)
         rc = kvg_discovery_selector_parse((const char *const *)c->decode_selector.v,
                                           c->decode_selector.n, &o.rules.decode, err, errlen);
+    if (!rc)
+        rc = kvg_discovery_selector_parse((const char *const *)c->encode_selector.v,
+                                          c->encode_selector.n, &o.rules.encode, err, errlen);
     if (!rc) rc = kvg_discovery_start(&o, &sv->pool, &sv->disc, err, errlen);
     return rc;
 }

@@ -51,7 +51,7 @@ static const char *scalar(yaml_document_t *d, yaml_node_t *n)
 }
 
 /* workers: [{url: ..., kv_events_endpoint: ..., replay_endpoint: ...,
- * upstream_api_key: ..., role: prefill|decode|regular, labels: k=v,...,
+ * upstream_api_key: ..., role: prefill|decode|encode|regular, labels: k=v,...,
  * bootstrap_port: N}] (or
  * plain URL strings) -> --worker-urls url..., and when any worker names KV
  * endpoints, --kv-events-endpoints / --replay-endpoints in the same order
