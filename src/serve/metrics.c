@@ -110,8 +110,8 @@ int kvg_serve_metrics_init(struct kvg_serve_metrics *m, const char *policy)
                                 "Requests ever sent to the worker (since it joined).", wl, 1,
                                 &m->w_processed)) ||
         (rc = kvg_metrics_counter(m->reg, "kvgate_pd_requests_total",
-                                  "PD legs sent to each worker (leg prefill or decode; since it "
-                                  "joined).",
+                                  "PD legs sent to each worker (leg prefill, decode or encode; "
+                                  "since it joined).",
                                   (const char *[]){"worker", "leg"}, 2, &m->pd_requests)) ||
         (rc = kvg_metrics_gauge(m->reg, "kvgate_policy_decisions",
                                 "Routing decisions per policy and worker (since it joined).", dl, 2,

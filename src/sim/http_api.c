@@ -55,7 +55,7 @@ static void sr_free(struct sim_req *r)
 /* ------------------------------------------------------------------ errors */
 
 /* vLLM's error body: {"error": {"message", "type", "param", "code": int}}. */
-static void vllm_error(struct kvg_http_req *req, int status, const char *type, const char *msg)
+void kvg_sim_srv_error(struct kvg_http_req *req, int status, const char *type, const char *msg)
 {
     struct kvg_buf b;
     kvg_buf_init(&b, 0);
@@ -70,7 +70,7 @@ static void vllm_error(struct kvg_http_req *req, int status, const char *type, c
 
 static void bad_request(struct kvg_http_req *req, const char *msg)
 {
-    vllm_error(req, 400, "BadRequestError", msg);
+    kvg_sim_srv_error(req, 400, "BadRequestError", msg);
 }
 
 /* --------------------------------------------------------------- responses */
@@ -383,7 +383,7 @@ static void completion(struct kvg_sim_server *s, struct kvg_http_req *req, int c
         return;
     }
     if (s->o.fail_rate > 0 && kvg_rng_double(&s->rng) < s->o.fail_rate) {
-        vllm_error(req, 500, "InternalServerError", "injected failure (--fail-rate)");
+        kvg_sim_srv_error(req, 500, "InternalServerError", "injected failure (--fail-rate)");
         return;
     }
     cJSON *j = cJSON_ParseWithLength(req->body.data ? req->body.data : "", req->body.len);
@@ -401,12 +401,17 @@ static void completion(struct kvg_sim_server *s, struct kvg_http_req *req, int c
         snprintf(msg, sizeof msg, "The model `%s` does not exist.",
                  cJSON_IsString(model) ? model->valuestring : "?");
         cJSON_Delete(j);
-        vllm_error(req, 404, "NotFoundError", msg);
+        kvg_sim_srv_error(req, 404, "NotFoundError", msg);
         return;
     }
     if (chat && !cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(j, "messages"))) {
         cJSON_Delete(j);
         bad_request(req, "'messages' must be a list");
+        return;
+    }
+    if (s->o.role == KVG_SIM_ROLE_ENCODE) { /* an encoder-only engine (sim/encode.c) */
+        kvg_sim_ec_encode(s, req, j, chat);
+        cJSON_Delete(j);
         return;
     }
     int64_t max_tokens, n_choices, seed;
@@ -428,7 +433,9 @@ static void completion(struct kvg_sim_server *s, struct kvg_http_req *req, int c
     char salt_s[256] = "";
     if (cJSON_IsString(salt)) snprintf(salt_s, sizeof salt_s, "%s", salt->valuestring);
     struct kvg_sim_pd_params pdp;
-    if (kvg_sim_pd_parse(s, j, &pdp, msg, sizeof msg)) {
+    struct kvg_sim_ec_req ecp;
+    if (kvg_sim_pd_parse(s, j, &pdp, msg, sizeof msg) ||
+        kvg_sim_ec_parse(s, j, &ecp, msg, sizeof msg)) {
         cJSON_Delete(j);
         bad_request(req, msg);
         return;
@@ -440,7 +447,10 @@ static void completion(struct kvg_sim_server *s, struct kvg_http_req *req, int c
     }
     uint32_t *ids = NULL;
     size_t nids = 0;
-    int rc = prompt_ids(s, j, chat, req->body.data, req->body.len, &ids, &nids, msg, sizeof msg);
+    char *tb = chat ? kvg_sim_ec_text_body(j) : NULL; /* images as placeholder texts */
+    int rc = prompt_ids(s, j, chat, tb ? tb : req->body.data, tb ? strlen(tb) : req->body.len, &ids,
+                        &nids, msg, sizeof msg);
+    free(tb);
     if (rc) {
         cJSON_Delete(j);
         bad_request(req, msg[0] ? msg : "invalid request");
@@ -471,7 +481,7 @@ static void completion(struct kvg_sim_server *s, struct kvg_http_req *req, int c
     if (!r) {
         free(ids);
         cJSON_Delete(j);
-        vllm_error(req, 500, "InternalServerError", "out of memory");
+        kvg_sim_srv_error(req, 500, "InternalServerError", "out of memory");
         return;
     }
     r->s = s;
@@ -498,6 +508,7 @@ static void completion(struct kvg_sim_server *s, struct kvg_http_req *req, int c
         return;
     }
     r->pd = pdp;
+    r->ec = ecp;
     snprintf(r->pending_salt, sizeof r->pending_salt, "%s", salt_s);
     r->pending =
         (struct kvg_sim_request){.id = r->id,
@@ -520,6 +531,10 @@ static void completion(struct kvg_sim_server *s, struct kvg_http_req *req, int c
     }
     if (pdp.do_remote_prefill || pdp.bootstrap_decode) {
         kvg_sim_pd_pull(r);
+        return;
+    }
+    if (kvg_sim_ec_wanted(r)) { /* the embeddings from an encoder first */
+        kvg_sim_ec_fetch(r);
         return;
     }
     kvg_sim_srv_submit(r, 0);
@@ -552,7 +567,7 @@ void kvg_sim_srv_fail(struct sim_req *r, const char *msg)
     struct kvg_http_req *req = r->req;
     req->on_abort = NULL;
     if (!r->stream) {
-        vllm_error(req, 500, "InternalServerError", msg);
+        kvg_sim_srv_error(req, 500, "InternalServerError", msg);
     } else {
         struct kvg_buf b;
         kvg_buf_init(&b, 0);
@@ -603,14 +618,14 @@ void kvg_sim_srv_handle(struct kvg_http_req *req, void *ud)
 {
     struct kvg_sim_server *s = ud;
     if (live_init(s)) {
-        vllm_error(req, 500, "InternalServerError", "out of memory");
+        kvg_sim_srv_error(req, 500, "InternalServerError", "out of memory");
         return;
     }
     int post = !strcmp(req->method_name, "POST");
     int cold = kvg_wall_s() - s->t0_wall < s->o.cold_start_s;
     if (kvg_str_eq(req->path, "/health")) {
         if (cold)
-            vllm_error(req, 503, "ServiceUnavailableError", "Loading model");
+            kvg_sim_srv_error(req, 503, "ServiceUnavailableError", "Loading model");
         else
             kvg_http_res_send(req, 200, NULL, NULL, 0, NULL, 0);
         return;
@@ -623,14 +638,22 @@ void kvg_sim_srv_handle(struct kvg_http_req *req, void *ud)
         models(s, req);
         return;
     }
+    if (kvg_str_eq(req->path, "/debug/ec")) {
+        kvg_sim_ec_debug(s, req);
+        return;
+    }
+    if (kvg_str_eq(req->path, "/encode") && post && !cold) {
+        kvg_sim_ec_encode_call(s, req); /* SGLang's encoder endpoint */
+        return;
+    }
     int chat = kvg_str_eq(req->path, "/v1/chat/completions");
     if (chat || kvg_str_eq(req->path, "/v1/completions")) {
         if (!post) {
-            vllm_error(req, 405, "MethodNotAllowed", "Method Not Allowed");
+            kvg_sim_srv_error(req, 405, "MethodNotAllowed", "Method Not Allowed");
             return;
         }
         if (cold) {
-            vllm_error(req, 503, "ServiceUnavailableError", "Loading model");
+            kvg_sim_srv_error(req, 503, "ServiceUnavailableError", "Loading model");
             return;
         }
         completion(s, req, chat);
@@ -644,12 +667,12 @@ void kvg_sim_srv_handle(struct kvg_http_req *req, void *ud)
             publish_events(&s->ranks[i]);
         }
         if (rc)
-            vllm_error(req, 409, "ConflictError", "requests are running");
+            kvg_sim_srv_error(req, 409, "ConflictError", "requests are running");
         else
             kvg_http_res_send(req, 200, NULL, NULL, 0, NULL, 0);
         return;
     }
-    vllm_error(req, 404, "NotFoundError", "Not Found");
+    kvg_sim_srv_error(req, 404, "NotFoundError", "Not Found");
 }
 
 /* Appends name to a comma-separated list once. */

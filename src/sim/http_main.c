@@ -44,8 +44,9 @@ static void usage(void)
         "  --tokenizer FILE|builtin:bytes   (builtin:bytes)\n"
         "  --tokenizer-config FILE     tokenizer_config.json (chat template)\n"
         "disaggregated serving (vLLM NixlConnector protocol):\n"
-        "  --role prefill|decode|both  what the engine does (both: aggregated, answers either "
-        "leg)\n"
+        "  --role prefill|decode|encode|both  what the engine does (both: aggregated, answers "
+        "either\n"
+        "                              leg; encode: an encoder-only engine for EPD)\n"
         "  --side-channel-port P       a prefill's KV side channel (default 5600 with --role\n"
         "                              prefill, as VLLM_NIXL_SIDE_CHANNEL_PORT)\n"
         "  --kv-hold-timeout-secs S    free a prefill's unread blocks after S (480)\n"
@@ -54,6 +55,7 @@ static void usage(void)
         "  --kv-transfer-extra-secs S  fault: every KV transfer takes S longer\n"
         "  --bootstrap-port N          SGLang's protocol: a prefill's bootstrap listener\n"
         "  --bootstrap-timeout-secs S  a decode waits this long for its room's KV (120)\n"
+        "  --encoder-urls URL[,URL]    SGLang's EPD: a prefill calls these encoders for media\n"
         "fault injection:\n"
         "  --fail-rate P               answer 500 to this fraction of requests\n"
         "  --hang-rate P               never answer this fraction (socket kept open)\n"
@@ -130,6 +132,7 @@ static int parse(struct kvg_sim_opts *o, int argc, char **argv)
         NUM("--bootstrap-port", bootstrap_port, 65535)
         DBL("--bootstrap-timeout-secs", bootstrap_timeout_s, 0, 1e6)
         STR("--labels", labels);
+        STR("--encoder-urls", encoder_urls);
         else if (!strcmp(a, "--role"))
         {
             if (!strcmp(v, "both"))
@@ -138,6 +141,8 @@ static int parse(struct kvg_sim_opts *o, int argc, char **argv)
                 o->role = KVG_SIM_ROLE_PREFILL;
             else if (!strcmp(v, "decode"))
                 o->role = KVG_SIM_ROLE_DECODE;
+            else if (!strcmp(v, "encode"))
+                o->role = KVG_SIM_ROLE_ENCODE;
             else
                 bad = 1;
         }
@@ -304,7 +309,9 @@ int kvg_sim_main(int argc, char **argv)
     o->side_channel_port = -1;
     int rc = parse(o, argc, argv);
     if (rc) return rc > 0 ? 0 : 2;
-    if (o->side_channel_port < 0) o->side_channel_port = o->role == KVG_SIM_ROLE_PREFILL ? 5600 : 0;
+    if (o->side_channel_port < 0)
+        o->side_channel_port =
+            o->role == KVG_SIM_ROLE_PREFILL || o->role == KVG_SIM_ROLE_ENCODE ? 5600 : 0;
     kvg_log_set_level(o->log_level);
     signal(SIGPIPE, SIG_IGN);
     const struct kvg_sim_profile *prof = kvg_sim_profile_find(o->profile);
@@ -353,6 +360,7 @@ int kvg_sim_main(int argc, char **argv)
     kvg_sim_get_metrics(s.ranks[0].engine, &em);
     s.max_model_len = em.max_model_len;
     s.kv_bytes_per_token = kvg_sim_kv_bytes_per_token(&cfg.profile);
+    s.t_encode_image = cfg.profile.t_encode_image;
     for (const char *p = o->lora_adapters; *p;) {
         const char *e = strchr(p, ',');
         size_t n = e ? (size_t)(e - p) : strlen(p);
@@ -391,7 +399,8 @@ int kvg_sim_main(int argc, char **argv)
                 kvg_strerror(rc));
         return 1;
     }
-    if ((rc = kvg_sim_pd_start(&s, err, sizeof err))) {
+    if ((rc = kvg_sim_pd_start(&s, err, sizeof err)) ||
+        (rc = kvg_sim_ec_start(&s, err, sizeof err))) {
         fprintf(stderr, "kvgate sim: %s\n", err);
         return 1;
     }
@@ -400,7 +409,7 @@ int kvg_sim_main(int argc, char **argv)
     uv_signal_init(loop, &si);
     uv_signal_start(&st, on_signal, SIGTERM);
     uv_signal_start(&si, on_signal, SIGINT);
-    static const char *roles[] = {"both", "prefill", "decode"};
+    static const char *roles[] = {"both", "prefill", "decode", "encode"};
     KVG_INFO(
         "kvgate sim: model %s, profile %s, flavor %d, block %u, %u blocks, %u CPU-tier blocks, %d "
         "rank%s, role %s, on http://%s:%d%s%s",
@@ -412,6 +421,7 @@ int kvg_sim_main(int argc, char **argv)
     /* Stopped by a signal: close everything and let the callbacks run. */
     kvg_http_server_close(s.http);
     kvg_sim_pd_stop(&s);
+    kvg_sim_ec_stop(&s);
     for (int r = 0; r < s.ndp; r++) uv_close((uv_handle_t *)&s.ranks[r].step_timer, NULL);
     uv_close((uv_handle_t *)&st, NULL);
     uv_close((uv_handle_t *)&si, NULL);

@@ -72,11 +72,29 @@ struct kvg_sim_opts {
     int kv_load_fail;           /* vLLM's kv_load_failure_policy: 1 fail (default), 0 recompute */
     int bootstrap_port;         /* an SGLang-flavor prefill's bootstrap listener (0: none) */
     double bootstrap_timeout_s; /* a decode waits this long for its room's KV (120) */
+    char encoder_urls[1024];    /* SGLang: a prefill's encoders, URL[,URL] (sim/encode.c) */
 };
 
 /* What a simulated engine is in a disaggregated deployment. both: today's
  * aggregated engine (it also answers either PD leg, as vLLM's kv_both). */
-enum kvg_sim_role { KVG_SIM_ROLE_BOTH, KVG_SIM_ROLE_PREFILL, KVG_SIM_ROLE_DECODE };
+enum kvg_sim_role {
+    KVG_SIM_ROLE_BOTH,
+    KVG_SIM_ROLE_PREFILL,
+    KVG_SIM_ROLE_DECODE,
+    KVG_SIM_ROLE_ENCODE, /* an encoder-only engine (sim/encode.c): media in, embeddings held */
+};
+
+#define KVG_SIM_MAX_MEDIA 16
+
+/* A request's media and its ec_transfer_params (sim/encode.c). */
+struct kvg_sim_ec_req {
+    uint32_t n;                       /* image parts in its messages */
+    uint64_t hash[KVG_SIM_MAX_MEDIA]; /* each one's mm_hash (of its URL or data) */
+    int has_params;                   /* ec_transfer_params came with it */
+    char remote_engine_id[64];
+    char remote_host[64];
+    int remote_port;
+};
 
 /* A request's kv_transfer_params (vLLM NixlConnector's fields). */
 struct kvg_sim_pd_params {
@@ -123,6 +141,7 @@ struct sim_req {
     int pull_status;
     char pull_body[512];
     size_t pull_len;
+    struct kvg_sim_ec_req ec; /* its media (sim/encode.c) */
 };
 
 struct sim_metrics;
@@ -164,7 +183,43 @@ struct kvg_sim_server {
     int nadapters;
     uint64_t kv_bytes_per_token; /* the profile's KV shape (a PD transfer's size) */
     struct kvg_sim_pd *pd;       /* PD state (sim/pd.c); NULL until kvg_sim_pd_start */
+    struct kvg_sim_ec *ec;       /* encode state (sim/encode.c); NULL until kvg_sim_ec_start */
+    double t_encode_image;       /* the profile's encode time per image, engine seconds */
 };
+
+/* ---- sim/encode.c: the encode stage (EPD).
+ * Starts the encoder state (every role: an encoder's cache and queue, a
+ * prefill's --encoder-urls and HTTP client, everyone's counters). */
+struct kvg_sim_ec;
+struct cJSON;
+int kvg_sim_ec_start(struct kvg_sim_server *s, char *err, size_t errlen);
+void kvg_sim_ec_stop(struct kvg_sim_server *s);
+/* Reads a request's media and ec_transfer_params into out; -1 with msg
+ * when the params are malformed. Counts params seen (GET /debug/ec). */
+int kvg_sim_ec_parse(struct kvg_sim_server *s, const struct cJSON *j, struct kvg_sim_ec_req *out,
+                     char *msg, size_t msglen);
+/* The chat body with each image part turned into a placeholder text part
+ * naming its mm_hash (what the template renders and the tokenizer counts
+ * in place of the image's tokens); NULL when it has no media. Caller frees. */
+char *kvg_sim_ec_text_body(const struct cJSON *j);
+/* An encode-role engine answers a completion: encodes the media (the
+ * profile's t_encode_image each, one at a time) and answers with
+ * ec_transfer_params (vLLM's EPD). */
+void kvg_sim_ec_encode(struct kvg_sim_server *s, struct kvg_http_req *req, const struct cJSON *j,
+                       int chat);
+/* SGLang's encoder endpoint (POST /encode), called by prefills. */
+void kvg_sim_ec_encode_call(struct kvg_sim_server *s, struct kvg_http_req *req);
+/* The side channel's POST /v1/ec/read on an encoder (sim/pd.c routes it). */
+void kvg_sim_ec_read(struct kvg_sim_server *s, struct kvg_http_req *req);
+/* 1 when r must get its embeddings before it runs: vLLM's (its
+ * ec_transfer_params name an encoder) or SGLang's (a prefill with
+ * --encoder-urls and media). */
+int kvg_sim_ec_wanted(const struct sim_req *r);
+/* Gets them (a real call to the encoder), then kvg_sim_srv_submit(r, 0),
+ * or fails r the way vLLM does (a 500). Uses r->pull. */
+void kvg_sim_ec_fetch(struct sim_req *r);
+/* GET /debug/ec: what this engine did in the encode stage. */
+void kvg_sim_ec_debug(struct kvg_sim_server *s, struct kvg_http_req *req);
 
 /* ---- sim/pd.c: the vLLM NIXL two-hop protocol.
  * Starts the PD state: an engine id (new at every start, as vLLM's), the
@@ -172,6 +227,9 @@ struct kvg_sim_server {
  * pull KV blocks from. 0 or a negative code (message in err). */
 int kvg_sim_pd_start(struct kvg_sim_server *s, char *err, size_t errlen);
 void kvg_sim_pd_stop(struct kvg_sim_server *s);
+/* The engine's id (new at every start) and its side channel's port (0: none). */
+const char *kvg_sim_pd_engine_id(const struct kvg_sim_server *s);
+int kvg_sim_pd_side_port(const struct kvg_sim_server *s);
 /* Reads a request's kv_transfer_params into out (zeroed when absent); -1
  * with msg when they are malformed or the role refuses the leg. */
 struct cJSON;
@@ -194,6 +252,8 @@ void kvg_sim_pd_pull_abort(struct sim_req *r);
 /* http_api.c: hands r->pending to the engine and makes r live; on failure
  * answers the client. remote_tokens: prompt tokens the pull supplied. */
 void kvg_sim_srv_submit(struct sim_req *r, uint32_t remote_tokens);
+/* http_api.c: vLLM's error body {"error": {message, type, param, code}}. */
+void kvg_sim_srv_error(struct kvg_http_req *req, int status, const char *type, const char *msg);
 /* http_api.c: ends r with vLLM's 500 (JSON, or an SSE error event and
  * [DONE] once the stream has started) and frees it. */
 void kvg_sim_srv_fail(struct sim_req *r, const char *msg);

@@ -216,6 +216,10 @@ static void side_handle(struct kvg_http_req *req, void *ud)
         boot_read(pd, req);
         return;
     }
+    if (kvg_str_eq(req->path, "/v1/ec/read") && !strcmp(req->method_name, "POST")) {
+        kvg_sim_ec_read(pd->s, req); /* an encoder's embeddings (sim/encode.c) */
+        return;
+    }
     if (!kvg_str_eq(req->path, "/v1/nixl/read") || strcmp(req->method_name, "POST")) {
         side_error(req, 404, "not found");
         return;
@@ -493,6 +497,16 @@ int kvg_sim_pd_parse(struct kvg_sim_server *s, const cJSON *j, struct kvg_sim_pd
 }
 
 /* ---------------------------------------------------------------- life */
+
+const char *kvg_sim_pd_engine_id(const struct kvg_sim_server *s)
+{
+    return s->pd ? s->pd->engine_id : "";
+}
+
+int kvg_sim_pd_side_port(const struct kvg_sim_server *s)
+{
+    return s->pd && s->pd->side ? kvg_http_server_port(s->pd->side) : 0;
+}
 
 int kvg_sim_pd_start(struct kvg_sim_server *s, char *err, size_t errlen)
 {

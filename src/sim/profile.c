@@ -60,6 +60,12 @@
  *   step under 10 us is not waited for in real time), 1 M-token context, a large KV
  *   cache and batch, so the gateway is the bottleneck, not the engine.
  *
+ * t_encode_image (EPD, --role encode): one image through the vision
+ *   encoder. The Qwen3 profiles: a Qwen2.5-VL-class ViT (675 M parameters)
+ *   on a 1,024-token image (4,096 patches before the 2x2 merge): 2 x
+ *   0.675e9 x 4,096 = 5.5 TFLOP at the profiles' effective 178 TFLOP/s =
+ *   31 ms. tiny: 5 ms (arbitrary, for tests). instant: none.
+ *
  * KV shape (a PD transfer's bytes per token = layers x KV heads x head dim x
  *   2 x dtype bytes): Qwen3-32B's config.json, 64 layers, 8 KV heads, head
  *   dim 128, bf16: 256 KiB per token (split over the TP ranks, moved in
@@ -75,7 +81,7 @@
     .block_size = 64, .kv_capacity_tokens = 307328, .max_num_seqs = 1024,                          \
     .max_num_batched_tokens = 8192, .max_model_len = 40960, .t_fixed = 12e-3, .t_seq = 50e-6,      \
     .t_decode_ctx = 20e-9, .t_cpu_load_token = 131072.0 / 25e9, .n_layers = 64, .n_kv_heads = 8,   \
-    .head_dim = 128, .kv_dtype_bytes = 2
+    .head_dim = 128, .kv_dtype_bytes = 2, .t_encode_image = 31e-3
 
 static const struct kvg_sim_profile g_profiles[] = {
     {
@@ -96,6 +102,7 @@ static const struct kvg_sim_profile g_profiles[] = {
         .n_kv_heads = 2,
         .head_dim = 128,
         .kv_dtype_bytes = 2,
+        .t_encode_image = 5e-3,
     },
     {
         .name = "instant",
