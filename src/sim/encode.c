@@ -81,6 +81,7 @@ struct kvg_sim_ec {
     /* GET /debug/ec */
     uint64_t encode_requests, encode_items, params_received, reads_ok, reads_failed;
     uint64_t encoder_calls, encoder_calls_failed, fetches_ok, fetches_failed;
+    uint32_t encoding; /* jobs queued or running */
 };
 
 /* ------------------------------------------------------------ media */
@@ -277,6 +278,7 @@ static void on_encoded(uv_timer_t *t)
     for (uint32_t i = 0; i < jb->items.n; i++)
         cache_put(ec, jb->items.hash[i], now + ec->s->o.kv_hold_timeout_s);
     jb->req->on_abort = NULL;
+    ec->encoding--;
     job_answer(jb);
     uv_close((uv_handle_t *)&jb->timer, job_closed);
 }
@@ -286,6 +288,7 @@ static void on_job_abort(struct kvg_http_req *req, void *ud)
 {
     (void)req;
     struct ec_job *jb = ud;
+    jb->ec->encoding--;
     uv_timer_stop(&jb->timer);
     uv_close((uv_handle_t *)&jb->timer, job_closed);
 }
@@ -301,6 +304,7 @@ static void job_start(struct ec_job *jb)
     ec->busy_until = start + jb->secs;
     ec->encode_requests++;
     ec->encode_items += jb->items.n;
+    ec->encoding++;
     uv_timer_init(s->loop, &jb->timer);
     jb->timer.data = jb;
     jb->req->ud = jb;
@@ -483,7 +487,7 @@ static void fetch_done(void *ud, int err)
         r->s->ec->reads_ok++;
     else
         r->s->ec->encoder_calls++;
-    kvg_sim_srv_submit(r, 0);
+    kvg_sim_srv_run(r);
 }
 
 void kvg_sim_ec_fetch(struct sim_req *r)
@@ -536,21 +540,24 @@ void kvg_sim_ec_debug(struct kvg_sim_server *s, struct kvg_http_req *req)
 {
     static const char *roles[] = {"both", "prefill", "decode", "encode"};
     const struct kvg_sim_ec *ec = s->ec;
-    struct kvg_sim_ec z = {0};
-    if (!ec) ec = &z;
-    char body[640];
-    int n = snprintf(
-        body, sizeof body,
-        "{\"role\":\"%s\",\"encode_requests\":%llu,\"encode_items\":%llu,"
-        "\"cached_items\":%zu,\"ec_params_received\":%llu,\"ec_reads_ok\":%llu,"
-        "\"ec_reads_failed\":%llu,\"encoder_calls\":%llu,"
-        "\"encoder_calls_failed\":%llu,\"fetches_ok\":%llu,\"fetches_failed\":%llu,"
-        "\"encoders\":%d}",
-        roles[s->o.role], (unsigned long long)ec->encode_requests,
-        (unsigned long long)ec->encode_items, ec->ncache, (unsigned long long)ec->params_received,
-        (unsigned long long)ec->reads_ok, (unsigned long long)ec->reads_failed,
-        (unsigned long long)ec->encoder_calls, (unsigned long long)ec->encoder_calls_failed,
-        (unsigned long long)ec->fetches_ok, (unsigned long long)ec->fetches_failed, ec->nencoders);
+    if (!ec) {
+        kvg_sim_srv_error(req, 503, "ServiceUnavailableError", "starting");
+        return;
+    }
+    char body[700];
+    int n =
+        snprintf(body, sizeof body,
+                 "{\"role\":\"%s\",\"encode_requests\":%llu,\"encode_items\":%llu,"
+                 "\"cached_items\":%zu,\"ec_params_received\":%llu,\"ec_reads_ok\":%llu,"
+                 "\"ec_reads_failed\":%llu,\"encoder_calls\":%llu,"
+                 "\"encoder_calls_failed\":%llu,\"fetches_ok\":%llu,\"fetches_failed\":%llu,"
+                 "\"encoders\":%d,\"encoding\":%u}",
+                 roles[s->o.role], (unsigned long long)ec->encode_requests,
+                 (unsigned long long)ec->encode_items, ec->ncache,
+                 (unsigned long long)ec->params_received, (unsigned long long)ec->reads_ok,
+                 (unsigned long long)ec->reads_failed, (unsigned long long)ec->encoder_calls,
+                 (unsigned long long)ec->encoder_calls_failed, (unsigned long long)ec->fetches_ok,
+                 (unsigned long long)ec->fetches_failed, ec->nencoders, ec->encoding);
     kvg_http_res_send(req, 200, "application/json", NULL, 0, body, (size_t)n);
 }
 

@@ -522,19 +522,28 @@ static void completion(struct kvg_sim_server *s, struct kvg_http_req *req, int c
                                  .lora_id = lora + 1,
                                  .hold_blocks = pdp.do_remote_decode || pdp.bootstrap_prefill};
     r->pending_ids = ids;
+    /* The embeddings from an encoder first: a failure there is the
+     * request's input processing failing, an error answer (JSON) before
+     * any stream starts, which the router sees as the leg's failure. */
+    if (kvg_sim_ec_wanted(r)) {
+        kvg_sim_ec_fetch(r);
+        return;
+    }
+    kvg_sim_srv_run(r);
+}
+
+void kvg_sim_srv_run(struct sim_req *r)
+{
     if (r->stream) {
         /* vLLM's streaming response starts before the engine runs it (a
          * decode's KV pull included): a later failure is an SSE event. */
         struct kvg_http_header h = {KVG_STR("cache-control"), KVG_STR("no-cache")};
         struct kvg_http_header hs[2] = {{KVG_STR("content-type"), KVG_STR("text/event-stream")}, h};
-        kvg_http_res_start(req, 200, hs, 2, -1);
+        kvg_http_res_start(r->req, 200, hs, 2, -1);
+        r->started = 1;
     }
-    if (pdp.do_remote_prefill || pdp.bootstrap_decode) {
+    if (r->pd.do_remote_prefill || r->pd.bootstrap_decode) {
         kvg_sim_pd_pull(r);
-        return;
-    }
-    if (kvg_sim_ec_wanted(r)) { /* the embeddings from an encoder first */
-        kvg_sim_ec_fetch(r);
         return;
     }
     kvg_sim_srv_submit(r, 0);
@@ -566,7 +575,7 @@ void kvg_sim_srv_fail(struct sim_req *r, const char *msg)
 {
     struct kvg_http_req *req = r->req;
     req->on_abort = NULL;
-    if (!r->stream) {
+    if (!r->stream || !r->started) {
         kvg_sim_srv_error(req, 500, "InternalServerError", msg);
     } else {
         struct kvg_buf b;

@@ -142,6 +142,7 @@ struct sim_req {
     char pull_body[512];
     size_t pull_len;
     struct kvg_sim_ec_req ec; /* its media (sim/encode.c) */
+    int started;              /* its stream's head was sent */
 };
 
 struct sim_metrics;
@@ -215,7 +216,7 @@ void kvg_sim_ec_read(struct kvg_sim_server *s, struct kvg_http_req *req);
  * ec_transfer_params name an encoder) or SGLang's (a prefill with
  * --encoder-urls and media). */
 int kvg_sim_ec_wanted(const struct sim_req *r);
-/* Gets them (a real call to the encoder), then kvg_sim_srv_submit(r, 0),
+/* Gets them (a real call to the encoder), then kvg_sim_srv_run(r),
  * or fails r the way vLLM does (a 500). Uses r->pull. */
 void kvg_sim_ec_fetch(struct sim_req *r);
 /* GET /debug/ec: what this engine did in the encode stage. */
@@ -252,6 +253,9 @@ void kvg_sim_pd_pull_abort(struct sim_req *r);
 /* http_api.c: hands r->pending to the engine and makes r live; on failure
  * answers the client. remote_tokens: prompt tokens the pull supplied. */
 void kvg_sim_srv_submit(struct sim_req *r, uint32_t remote_tokens);
+/* http_api.c: starts r's answer (a stream's head), then its KV pull or
+ * kvg_sim_srv_submit. */
+void kvg_sim_srv_run(struct sim_req *r);
 /* http_api.c: vLLM's error body {"error": {message, type, param, code}}. */
 void kvg_sim_srv_error(struct kvg_http_req *req, int status, const char *type, const char *msg);
 /* http_api.c: ends r with vLLM's 500 (JSON, or an SSE error event and
