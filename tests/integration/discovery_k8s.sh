@@ -101,6 +101,23 @@ kill -TERM "$SERVE_PID"
 for _ in $(seq 1 50); do kill -0 "$SERVE_PID" 2>/dev/null || break; sleep 0.1; done
 check "SIGTERM stops serve while a watch is open" fails kill -0 "$SERVE_PID" 2>/dev/null
 
+# --encode-selector: the encode pod becomes an encode worker (the encode
+# stage's only; it is never picked to answer), the rest as before.
+start_api enc || bad "second replay server started"
+GWE=$(free_port)
+start_serve "$GWE" --service-discovery --selector app=llm --prefill-selector app=llm-prefill \
+  --encode-selector modeldeployment.gpustack.ai/role-kind=encode \
+  --service-discovery-namespace llm --service-discovery-port 8000 \
+  --service-discovery-api-url "http://127.0.0.1:$API_PORT" \
+  --service-discovery-token-file "$TMP/token" \
+  --disable-health-check --load-monitor-interval-ms 0 --threads 1
+check "--encode-selector: enc-0 discovered as an encode worker" wait_workers "$GWE" "$W10 regular
+$W20 regular
+http://192.0.2.30:8000 encode
+$W40 prefill"
+check "--encode-selector needs --service-discovery" \
+  fails "$KVG_BIN" serve --encode-selector a=b --port 0 2>/dev/null
+
 # HTTPS: a certificate for 127.0.0.1, as the API server's names its IP.
 if openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=kube-apiserver \
   -addext "subjectAltName=IP:127.0.0.1" -keyout "$TMP/key.pem" -out "$TMP/cert.pem" \

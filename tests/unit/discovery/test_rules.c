@@ -198,3 +198,32 @@ TEST(removal_reasons_and_urls)
     CHECK_STR(url, "http://[fd00::7]:80");
     CHECK_INT(kvg_discovery_worker_url("10.1.2.3", 8000, url, 10), -ENOSPC);
 }
+
+TEST(encode_selector_makes_stage_workers)
+{
+    cJSON *pods = load("pods.json");
+    CHECK(pods);
+    struct kvg_discovery_rules r;
+    rules(&r, 0);
+    const char *enc[] = {KVG_DISCOVERY_ROLE_KIND_LABEL "=encode"};
+    CHECK_INT(kvg_discovery_selector_parse(enc, 1, &r.encode, NULL, 0), 0);
+    int role = -1, rank = -2;
+    /* Matched by --encode-selector first: an encode worker (its leader). */
+    CHECK_INT(kvg_discovery_classify(&r, labels_of(pods, "enc-0"), &role, &rank),
+              KVG_DISCOVERY_CANDIDATE);
+    CHECK_INT(role, KVG_ROLE_ENCODE);
+    CHECK_INT(rank, -1);
+    /* The others are unchanged. */
+    CHECK_INT(kvg_discovery_classify(&r, labels_of(pods, "srv-0"), &role, &rank),
+              KVG_DISCOVERY_CANDIDATE);
+    CHECK_INT(role, KVG_ROLE_REGULAR);
+    CHECK_INT(kvg_discovery_classify(&r, labels_of(pods, "pf-0"), &role, &rank),
+              KVG_DISCOVERY_CANDIDATE);
+    CHECK_INT(role, KVG_ROLE_PREFILL);
+    /* An encode group's member 1 exposes no endpoint either. */
+    cJSON *e1 = cJSON_Parse("{\"" KVG_DISCOVERY_ROLE_KIND_LABEL
+                            "\":\"encode\",\"" KVG_DISCOVERY_WORKER_INDEX_LABEL "\":\"1\"}");
+    CHECK_INT(kvg_discovery_classify(&r, e1, &role, &rank), KVG_DISCOVERY_SUBORDINATE);
+    cJSON_Delete(e1);
+    cJSON_Delete(pods);
+}
