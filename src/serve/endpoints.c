@@ -276,8 +276,10 @@ static cJSON *pd_explain(struct kvg_serve *sv, struct kvg_route_ctx *ctx, const 
         kvg_worker_unref(dp.w);
     }
     enum kvg_pd_decision d = kvg_pd_decide(tokens, cached, pd->cfg.threshold_tokens);
-    /* vLLM EPD: media always take the prefill leg (pd/encode.c). */
-    if (pd->cfg.epd && pd->cfg.mode == KVG_PD_VLLM && kvg_pd_media_items(req))
+    /* vLLM EPD: media always take the prefill leg (pd/encode.c); SGLang
+     * splits every request, as kvg_pd_begin does. */
+    if ((pd->cfg.epd && pd->cfg.mode == KVG_PD_VLLM && kvg_pd_media_items(req)) ||
+        pd->cfg.mode == KVG_PD_SGLANG)
         d = KVG_PD_PREFILL_DECODE;
     cJSON_AddStringToObject(o, "decision", kvg_pd_decision_name(d));
     cJSON_AddNumberToObject(o, "prompt_tokens", (double)tokens);
