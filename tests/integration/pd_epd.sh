@@ -166,4 +166,23 @@ check "sglang encoder killed: in flight 0 on every leg" workers_idle "$G2"
 curl -s -m 20 "$G2/v1/chat/completions" -d "$(text_body false)" >"$TMP/j11"
 check "sglang encoder killed: text still answered" \
   test "$(json_get "$TMP/j11" "j['usage']['completion_tokens']")" = 6
+
+# --- the YAML config's role: encode
+GW3=$(free_port)
+cat >"$TMP/epd.yaml" <<EOF
+vllm_pd_disaggregation: true
+epd_disaggregation: true
+disable_health_check: true
+workers:
+  - url: http://127.0.0.1:$P
+    role: prefill
+  - url: http://127.0.0.1:$D
+    role: decode
+  - url: http://127.0.0.1:$E2
+    role: encode
+EOF
+start_serve "$GW3" --config "$TMP/epd.yaml"
+curl -s -m 2 "http://127.0.0.1:$GW3/workers" >"$TMP/w3"
+check "yaml: role encode" \
+  test "$(json_get "$TMP/w3" "[w['role'] for w in j['workers'] if w['url'].endswith(':$E2')]")" = "['encode']"
 finish
