@@ -221,6 +221,9 @@ static const struct flag flags[] = {
      "an encode stage: vLLM (--vllm-pd-disaggregation) sends media to an --encode worker "
      "first; SGLang's prefills call their encoders themselves"},
     {"encode", NULL, F_LIST_APPEND, O(encode_urls), 0, "encode worker URL, repeatable"},
+    {"epd-config", NULL, F_STR, O(epd_config), S(epd_config),
+     "vllm-router's EPD config, {\"encoder_urls\": [URL, ...]}: --epd-disaggregation with those "
+     "--encode workers"},
     {"encode-policy", NULL, F_STR, O(pd.encode_policy), S(pd.encode_policy),
      "policy over encode workers (least_load)"},
     {"worker-roles", NULL, F_LIST, O(worker_roles), 0,

@@ -83,6 +83,7 @@ struct kvg_serve_config {
     int vllm_pd, sglang_pd; /* --vllm-pd-disaggregation, --pd-disaggregation */
     struct kvg_strlist prefill_urls, decode_urls, worker_roles, worker_labels;
     struct kvg_strlist encode_urls;      /* --encode (EPD) */
+    char epd_config[4096];               /* vllm-router's --epd-config JSON, "" none */
     struct kvg_strlist worker_bootstrap; /* per worker: bootstrap port or "none" (--prefill) */
     struct kvg_pd_config pd;
 };

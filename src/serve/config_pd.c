@@ -2,6 +2,7 @@
  * --vllm-pd-disaggregation --prefill URL [PORT|none] --decode URL, sglang's
  * --epd-disaggregation --encode URL [PORT], and the per-worker roles and
  * labels (YAML workers' role: and labels:). */
+#include <cjson/cJSON.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -35,8 +36,39 @@ static int add_role(struct kvg_serve_config *c, const char *url, const char *rol
     return 0;
 }
 
+/* vllm-router's --epd-config {"encoder_urls": [URL, ...]} (the form seed
+ * 004's operator renders): EPD with those encode workers. */
+static int epd_config(struct kvg_serve_config *c, char *err, size_t errlen)
+{
+    cJSON *j = cJSON_Parse(c->epd_config);
+    const cJSON *urls = cJSON_GetObjectItemCaseSensitive(j, "encoder_urls");
+    int rc = cJSON_IsArray(urls) && cJSON_GetArraySize(urls) > 0 ? 0 : KVG_ECONFIG;
+    const cJSON *list = rc ? NULL : urls, *u;
+    cJSON_ArrayForEach(u, list)
+    {
+        if (!cJSON_IsString(u) || !u->valuestring[0]) {
+            rc = KVG_ECONFIG;
+            break;
+        }
+        if ((rc = kvg_strlist_add(&c->encode_urls, u->valuestring))) break;
+    }
+    cJSON_Delete(j);
+    if (rc == KVG_ECONFIG)
+        return kvg_err_set(err, errlen, rc,
+                           "--epd-config: a JSON object with encoder_urls, a non-empty list of "
+                           "URLs");
+    if (rc) return kvg_err_set(err, errlen, rc, "--epd-config: %s", kvg_strerror(rc));
+    c->pd.epd = 1;
+    c->epd_config[0] = 0; /* folded in: a re-check adds nothing twice */
+    return 0;
+}
+
 int kvg_serve_config_pd(struct kvg_serve_config *c, char *err, size_t errlen)
 {
+    if (c->epd_config[0]) {
+        int rc = epd_config(c, err, errlen);
+        if (rc) return rc;
+    }
     int pd = c->vllm_pd || c->sglang_pd;
     if (c->vllm_pd && c->sglang_pd)
         return kvg_err_set(err, errlen, KVG_ECONFIG,

@@ -46,10 +46,17 @@ start_encoder
 start_sim "$P" --role prefill --side-channel-port "$PS"
 start_sim "$D" --role decode
 # Threshold 0: every request takes the prefill leg, so "text skips the
-# encoder" is checked on a request that does go through a prefill.
+# encoder" is checked on a request that does go through a prefill. The
+# encoder comes in vllm-router's --epd-config (the SGLang gateway below
+# uses --epd-disaggregation --encode).
 start_serve "$GW" --vllm-pd-disaggregation --prefill "http://127.0.0.1:$P" \
-  --decode "http://127.0.0.1:$D" --epd-disaggregation --encode "http://127.0.0.1:$E" \
+  --decode "http://127.0.0.1:$D" --epd-config "{\"encoder_urls\":[\"http://127.0.0.1:$E\"]}" \
   --pd-threshold-tokens 0 --disable-health-check
+fails() { ! "$@"; }
+check "--epd-config needs encoder_urls" fails "$KVG_BIN" serve --port 0 --vllm-pd-disaggregation \
+  --prefill http://127.0.0.1:1 --decode http://127.0.0.1:2 --epd-config '{"encoders":[]}' 2>/dev/null
+check "--epd-disaggregation needs a PD mode" \
+  fails "$KVG_BIN" serve --port 0 --epd-disaggregation --encode http://127.0.0.1:1 2>/dev/null
 
 # --- text: no encoder
 curl -s -N -m 20 "$G/v1/chat/completions" -d "$(text_body true)" >"$TMP/t1"
