@@ -137,6 +137,41 @@ static double forecast(const struct kvp *q, double now, double horizon)
     return f > 0 ? f : 0;
 }
 
+/* The profile's correction on the SLO the gateway observes. A one-replica
+ * profile misjudges a pool both ways (multiplexing, routing, cache), so the
+ * factor is learned, with two guards that keep it a measure of capacity:
+ *   - up (each replica worth less, 2% an interval, to 2x) when the last
+ *     minute's misses pass 80% of the error budget (1 - slo_goal), and not
+ *     while replicas start (misses then are the ramp's, which the forecast
+ *     answers): a minute's memory, so a burst's misses stop raising it
+ *     once the burst is over;
+ *   - down (1% an interval, to 0.5x) when misses stay under 40% of the
+ *     budget, but never below what the pool in service proves: few misses
+ *     on a pool held above its size (hysteresis, a trough) say nothing about
+ *     a tighter one, so the factor stops where the pool as it is would be
+ *     the planner's own answer. */
+static void correct(struct kvp *q, const struct kvg_autoscale_signals *s, double raw, double goal,
+                    double interval)
+{
+    const struct kvg_autoscale_opts *o = &q->base.o;
+    if (s->slo_miss >= 0) {
+        double a = fmin(1.0, interval / 60);
+        q->miss = q->miss < 0 ? s->slo_miss : (1 - a) * q->miss + a * s->slo_miss;
+    }
+    if (q->miss < 0 || s->starting > 0) return;
+    double budget = 1 - goal;
+    if (q->miss > budget * 0.8) {
+        q->corr = fmin(2.0, q->corr * 1.02);
+    } else if (q->miss < budget * 0.4 && s->ready > 0 && raw > 0) {
+        /* corr at which one replica fewer would just fit at down_util */
+        double du = o->down_util > 0 && o->down_util <= 1 ? o->down_util : 0.8;
+        double proven = ((double)s->ready - 1) * du / (raw * (1 + o->headroom));
+        double c = fmax(0.5, q->corr * 0.99);
+        if (c < proven) c = fmin(q->corr, proven);
+        q->corr = c;
+    }
+}
+
 static int kvgate_plan(struct kvg_autoscale_planner *p, const struct kvg_autoscale_signals *s,
                        struct kvg_autoscale_decision *d)
 {
@@ -146,25 +181,15 @@ static int kvgate_plan(struct kvg_autoscale_planner *p, const struct kvg_autosca
     if (!kvg_autoscale_due(p, s, interval, &q->next_at, d)) return 0;
     uint32_t cur = s->ready + s->starting;
     double hit = s->cache_hit > 0 && s->cache_hit < 1 ? s->cache_hit : 0;
-    /* Correction on the SLO the gateway observes (not while replicas start:
-     * misses then are the ramp's, which the forecast answers). */
     double goal = o->slo_goal > 0 && o->slo_goal < 1 ? o->slo_goal : 0.99;
-    if (s->slo_miss >= 0) {
-        /* ~5 minutes of memory: one window's misses are a handful of requests. */
-        double a = fmin(1.0, interval / 300);
-        q->miss = q->miss < 0 ? s->slo_miss : (1 - a) * q->miss + a * s->slo_miss;
-    }
-    if (q->miss >= 0 && s->starting == 0) {
-        if (q->miss > (1 - goal) * 0.8)
-            q->corr = fmin(2.0, q->corr * 1.05);
-        else if (q->miss < (1 - goal) * 0.5)
-            q->corr = fmax(0.6, q->corr * 0.99);
-    }
-    double load =
-        q->corr * kvg_autoscale_load(o, s->input_tps * (1 - hit), s->output_tps, o->itl_target_s);
-    hist_put(q, s->now, load);
+    double raw = kvg_autoscale_load(o, s->input_tps * (1 - hit), s->output_tps, o->itl_target_s);
+    correct(q, s, raw, goal, interval);
+    double load = q->corr * raw;
+    /* The history is the uncorrected load: a correction that moves must not
+     * read as a trend. */
+    hist_put(q, s->now, raw);
     double lead = lead_time(q);
-    double fc = forecast(q, s->now, lead + interval);
+    double fc = q->corr * forecast(q, s->now, lead + interval);
     d->horizon_s = lead + interval;
     d->forecast = fc;
     /* Reactive floor: the waiting prompt tokens cleared within the TTFT target. */

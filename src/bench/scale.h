@@ -85,6 +85,8 @@ struct kvg_bench_scale_result {
      * ready and starting replicas. */
     size_t n;
     double *t_h, *rate, *desired, *ready, *starting;
+    double *arrived, *missed; /* requests arriving in each point's span, and those of them
+                                 that missed the SLO */
     char last_reason[KVG_AUTOSCALE_REASON];
 };
 
@@ -122,6 +124,9 @@ int kvg_bench_scale_md(const struct kvg_bench_scale_result *r, size_t n,
  * bullet per check into f (may be NULL); the number failed, or -1 when
  * kvgate, sla, static and queue did not all run. */
 int kvg_bench_scale_goal(const struct kvg_bench_scale_result *r, size_t n, FILE *f);
+/* The timeline as CSV, one row per (planner, point): hour, arrivals/s,
+ * desired, ready, starting, arrived, missed. */
+int kvg_bench_scale_timeline_csv(const struct kvg_bench_scale_result *r, size_t n, FILE *f);
 /* Replicas (ready solid, desired dashed) and the load over the day, one
  * panel per planner. */
 int kvg_bench_scale_svg(const struct kvg_bench_scale_result *r, size_t n, FILE *f);

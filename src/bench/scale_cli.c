@@ -14,7 +14,7 @@ struct cfg {
     struct kvg_bench_scale_opts o;
     char planners[KVG_BENCH_SCALE_MAX_PLANNERS][32];
     size_t n;
-    char json[512], md[512], svg[512], command[2048];
+    char json[512], md[512], svg[512], csv[512], command[2048];
     int jobs, quiet;
 };
 
@@ -35,7 +35,9 @@ static void usage(FILE *f)
         "  --queue-preset P    llm-d (default) or waiting\n"
         "  --sla-predictor P   constant (default), moving_average, seasonal_trend\n"
         "  --json FILE --markdown FILE --svg FILE   reports\n"
+        "  --timeline FILE     per planner and 5-minute point: load, replicas, misses (CSV)\n"
         "  --static-replicas N static's count (default: the day's peak by the profile)\n"
+        "  --knee-rps R        the profile's req/s per replica (default: measured)\n"
         "  --jobs N            planners run at once (2)\n"
         "  --trace             every planner decision and its reason to stderr\n",
         kvg_autoscale_planner_names());
@@ -82,6 +84,8 @@ static int parse(struct cfg *c, int argc, char **argv)
             snprintf(c->json, sizeof c->json, "%s", v);
         } else if (!strcmp(a, "--markdown")) {
             snprintf(c->md, sizeof c->md, "%s", v);
+        } else if (!strcmp(a, "--timeline")) {
+            snprintf(c->csv, sizeof c->csv, "%s", v);
         } else if (!strcmp(a, "--svg")) {
             snprintf(c->svg, sizeof c->svg, "%s", v);
         } else if (!strcmp(a, "--queue-preset")) {
@@ -122,6 +126,8 @@ static int parse(struct cfg *c, int argc, char **argv)
             o->aopts.itl_target_s = d;
         } else if (!strcmp(a, "--static-replicas") && d >= 1 && d <= KVG_BENCH_SCALE_MAX_REPLICAS) {
             o->aopts.static_replicas = (uint32_t)d;
+        } else if (!strcmp(a, "--knee-rps") && d > 0) {
+            o->knee_rps = d;
         } else if (!strcmp(a, "--jobs") && d >= 1 && d <= 64) {
             c->jobs = (int)d;
         } else {
@@ -200,6 +206,12 @@ static int svg_of(const struct kvg_bench_scale_result *r, size_t n, const struct
     return kvg_bench_scale_svg(r, n, f);
 }
 
+static int csv_of(const struct kvg_bench_scale_result *r, size_t n, const struct cfg *c, FILE *f)
+{
+    (void)c;
+    return kvg_bench_scale_timeline_csv(r, n, f);
+}
+
 static int md_of(const struct kvg_bench_scale_result *r, size_t n, const struct cfg *c, FILE *f)
 {
     const char *svg = NULL;
@@ -272,6 +284,7 @@ int kvg_bench_scale_main(int argc, char **argv)
     if (res && !status) {
         if (c->json[0] && write_file(c->json, json_of, res, c->n, c)) status = 1;
         if (c->svg[0] && write_file(c->svg, svg_of, res, c->n, c)) status = 1;
+        if (c->csv[0] && write_file(c->csv, csv_of, res, c->n, c)) status = 1;
         if (c->md[0] && write_file(c->md, md_of, res, c->n, c)) status = 1;
     }
     for (size_t i = 0; i < c->n; i++) kvg_bench_scale_result_free(&p.jobs[i].r);

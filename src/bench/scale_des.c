@@ -16,7 +16,7 @@ enum { Q_GATEWAY, Q_ENGINE, Q_DONE, Q_FAILED };
 struct rq {
     struct scale_req r;
     int rep;
-    uint8_t state, first;
+    uint8_t state, first, ok;
     uint32_t ntok;
     double t_first, t_last;
 };
@@ -330,6 +330,7 @@ static void finish(struct run *R, struct rq *q, double t)
     kvg_bench_samples_add(&R->all_itl, itl);
     int ok = ttft <= o->aopts.ttft_target_s && itl <= o->aopts.itl_target_s;
     R->out->met += ok;
+    q->ok = (uint8_t)ok;
     b->missed += !ok;
     double h = q->r.arrival / o->day_s * 24;
     if (h >= o->ramp_from_h && h < o->ramp_to_h) R->out->ramp_met += ok;
@@ -604,8 +605,10 @@ static int setup(struct run *R, char *err, size_t errlen)
     out->desired = calloc(out->n, sizeof(double));
     out->ready = calloc(out->n, sizeof(double));
     out->starting = calloc(out->n, sizeof(double));
-    if (!R->b || !R->ttft || !R->itl || !R->scratch || !R->act || !R->prompt || !out->t_h ||
-        !out->rate || !out->desired || !out->ready || !out->starting)
+    out->arrived = calloc(out->n, sizeof(double));
+    out->missed = calloc(out->n, sizeof(double));
+    if (!out->arrived || !out->missed || !R->b || !R->ttft || !R->itl || !R->scratch || !R->act ||
+        !R->prompt || !out->t_h || !out->rate || !out->desired || !out->ready || !out->starting)
         return -ENOMEM;
     kvg_bench_samples_init(&R->all_ttft);
     kvg_bench_samples_init(&R->ramp_ttft);
@@ -676,6 +679,10 @@ static void summarize(struct run *R)
         double h = q->r.arrival / o->day_s * 24;
         int ramp = h >= o->ramp_from_h && h < o->ramp_to_h;
         out->ramp_requests += ramp;
+        size_t pt = (size_t)(q->r.arrival / o->day_s * (double)out->n);
+        if (pt >= out->n) pt = out->n - 1;
+        out->arrived[pt]++;
+        out->missed[pt] += !q->ok;
         if (q->state == Q_FAILED && !q->first) {
             /* Given up without a token: its TTFT is at least the timeout. */
             kvg_bench_samples_add(&R->all_ttft, o->timeout_s);
@@ -779,5 +786,7 @@ void kvg_bench_scale_result_free(struct kvg_bench_scale_result *r)
     free(r->desired);
     free(r->ready);
     free(r->starting);
-    r->t_h = r->rate = r->desired = r->ready = r->starting = NULL;
+    free(r->arrived);
+    free(r->missed);
+    r->t_h = r->rate = r->desired = r->ready = r->starting = r->arrived = r->missed = NULL;
 }

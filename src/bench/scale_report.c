@@ -70,6 +70,17 @@ int kvg_bench_scale_json(const struct kvg_bench_scale_result *r, size_t n,
     return rc;
 }
 
+int kvg_bench_scale_timeline_csv(const struct kvg_bench_scale_result *r, size_t n, FILE *f)
+{
+    fprintf(f, "planner,hour,rate,desired,ready,starting,arrived,missed\n");
+    for (size_t k = 0; k < n; k++)
+        for (size_t i = 0; !r[k].status && i < r[k].n; i++)
+            fprintf(f, "%s,%.3f,%.3f,%.0f,%.0f,%.0f,%.0f,%.0f\n", r[k].planner, r[k].t_h[i],
+                    r[k].rate[i], r[k].desired[i], r[k].ready[i], r[k].starting[i], r[k].arrived[i],
+                    r[k].missed[i]);
+    return ferror(f) ? -EIO : 0;
+}
+
 static void check(FILE *f, int *failed, int ok, const char *fmt, double a, double b)
 {
     if (!ok) (*failed)++;
