@@ -113,17 +113,25 @@ static double median(double *v, size_t n)
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-/* Level (median of the last 5 minutes) plus the Theil-Sen slope of the
- * last 15 times the horizon. */
-static double forecast(const struct kvp *q, double now, double horizon)
+/* The level: the median of the last 5 minutes (a burst shorter than half
+ * of that does not move it). */
+static double level_of(const struct kvp *q, double now)
 {
-    if (!q->nhist) return 0;
-    double tmp[KV_HIST * (KV_HIST - 1) / 2];
+    double tmp[KV_HIST];
     size_t n = 0;
     for (size_t i = 0; i < q->nhist; i++)
         if (q->hist_t[i] >= now - 300) tmp[n++] = q->hist_v[i];
-    double level = median(tmp, n);
-    n = 0;
+    return n ? median(tmp, n) : 0;
+}
+
+/* The level plus the Theil-Sen slope of the last 15 minutes times the
+ * horizon. */
+static double forecast(const struct kvp *q, double now, double horizon)
+{
+    if (!q->nhist) return 0;
+    double level = level_of(q, now);
+    double tmp[KV_HIST * (KV_HIST - 1) / 2];
+    size_t n = 0;
     for (size_t i = 0; i < q->nhist; i++)
         for (size_t j = i + 1; j < q->nhist; j++)
             if (q->hist_t[j] > q->hist_t[i])
@@ -200,7 +208,11 @@ static int kvgate_plan(struct kvg_autoscale_planner *p, const struct kvg_autosca
     double react = backlog + (o->role == KVG_AUTOSCALE_PREFILL ? 0 : decode_share);
     const char *why = "forecast";
     if (s->starting > 0 && react > cur && react < 1.5 * cur) react = cur;
-    double need = fmax(load, fc);
+    /* Sized on the level and the forecast, not the last window: replicas
+     * asked for a burst shorter than their start-up arrive after it (bursts
+     * are the headroom's and the backlog floor's). */
+    double lvl = q->corr * level_of(q, s->now);
+    double need = fmax(lvl, fc);
     if (react > need) {
         need = react;
         why = "backlog";
