@@ -74,9 +74,12 @@ virtual time; deterministic per seed). Each table below is what
   vs TTFT target - uncached ISL / V_P, KV usage vs 0.8); queue-waiting = the
   same HPA on requests waiting per replica vs 5; sla = Dynamo's classic SLA
   planner, 180 s interval, constant predictor, p_corr/d_corr; kvgate = 15 s
-  interval, robust forecast at the start-up model's p90 lead time, starting
-  replicas counted, cache hits priced, backlog floor, scale-down one replica
-  per interval after a 300 s hold, SLO feedback on the profile.
+  interval, sized on the 5-minute median load and a forecast at the start-up
+  model's p90 lead time (never on the last window: a burst shorter than a
+  start-up orders nothing), starting replicas counted, cache hits priced,
+  backlog floor, scale-down one replica per interval after a 300 s hold, and
+  an SLO correction on the profile that learns capacity only from a pool run
+  near its size and forgets a burst's misses within a minute.
 
 ## Half cold, half warm nodes (seed 1)
 

@@ -62,6 +62,12 @@ struct kvg_bench_scale_opts {
     double young_s;   /* a replica is young (empty cache) this long after ready, 60 s */
     double drain_s;   /* 120 s */
     double timeout_s; /* a request without a first token is given up after this, 120 s */
+    /* kvgate's prewarm (planner "kvgate"; "kvgate-noprewarm" runs without):
+     * a replica that becomes ready first replays the prewarm_prefixes
+     * hottest prefixes of the routing history, prefill-only, then its share
+     * ramps up over young_s (slow start). */
+    int prewarm;                   /* 1 */
+    uint32_t prewarm_prefixes;     /* 8 */
     double ramp_from_h, ramp_to_h; /* the morning ramp, 05:00-11:00 */
     uint32_t timeline_points;      /* 288 */
     int flat;                      /* calibration: the rate is mean_rate all day, no bursts */
@@ -80,6 +86,12 @@ struct kvg_bench_scale_result {
     uint32_t scale_events, added, removed, cancelled, max_replicas;
     double ttft_p50_s, ttft_p90_s, ttft_p99_s, itl_p90_s, ramp_ttft_p90_s;
     double cache_hit;
+    /* Replicas added by scale-out: seconds from ready until their hit rate
+     * over SCALE_REC_N requests reaches 90% of the pool's; TTFT p90 of the
+     * requests they served in their first young_s. */
+    uint32_t recovered, scaled_out;
+    double recovery_mean_s, recovery_p90_s, young_ttft_p90_s;
+    int prewarmed; /* this run prewarmed new replicas */
     double wall_s;
     /* Timeline: n points over the day (owned): arrival rate, desired,
      * ready and starting replicas. */

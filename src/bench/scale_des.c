@@ -10,73 +10,6 @@
 #include "bench/scale_int.h"
 #include "bench/stats.h"
 
-enum { R_STARTING, R_READY, R_DRAINING, R_GONE };
-enum { Q_GATEWAY, Q_ENGINE, Q_DONE, Q_FAILED };
-
-struct rq {
-    struct scale_req r;
-    int rep;
-    uint8_t state, first, ok;
-    uint32_t ntok;
-    double t_first, t_last;
-};
-
-struct rep {
-    int state;
-    enum kvg_autoscale_node node;
-    double asked, ready_at, drain_at, gone;
-    struct kvg_sim *e;
-    int stepping;
-    double busy_until;
-    struct kvg_sim_step st;
-    uint32_t inflight;
-    uint64_t groups; /* prefixes routed here: what a router would believe is cached */
-};
-
-/* One tick's sums, for windowed rates. */
-struct bucket {
-    double arrivals, prompt_tokens, max_tokens, out_tokens;
-    double firsts, ttft_sum, cached, first_prompt, finished, itl_sum, missed;
-};
-
-/* Latency samples with their times, for windowed percentiles. */
-struct lat_ring {
-    double t[1 << 16], v[1 << 16];
-    size_t n, head;
-};
-
-struct run {
-    const struct kvg_bench_scale_opts *o;
-    struct kvg_bench_scale_result *out;
-    struct scale_wl wl;
-    struct scale_req next;
-    int have_next;
-    struct rq *rq;
-    size_t nrq, caprq;
-    struct rep *rep;
-    size_t nrep, caprep;
-    int *act; /* indices of reps not gone */
-    size_t nact;
-    uint64_t *gq; /* gateway queue: request ids, FIFO */
-    size_t gq_head, gq_tail, gq_cap;
-    uint64_t sweep;
-    uint32_t *prompt;
-    struct kvg_autoscale_planner *pl;
-    struct kvg_autoscale_startup su;
-    struct kvg_rng rng;
-    struct bucket *b;
-    size_t nb, bcur;
-    struct lat_ring *ttft, *itl;
-    double *scratch;
-    double inflight_prompt;
-    uint32_t last_desired;
-    int have_desired;
-    struct kvg_bench_samples all_ttft, ramp_ttft, all_itl;
-    double hit_cached, hit_prompt;
-    size_t tl_next;
-    double tl_arrivals;
-};
-
 static void lat_put(struct lat_ring *L, double t, double v)
 {
     size_t cap = sizeof L->t / sizeof L->t[0];
@@ -211,26 +144,28 @@ static int route(struct run *R, uint64_t id, double t)
     size_t n = 0;
     for (size_t i = 0; i < R->nact; i++) {
         struct rep *p = &R->rep[R->act[i]];
-        if (p->state != R_READY) continue;
+        if (p->state != R_READY || p->warming) continue;
         sum += p->inflight;
         n++;
     }
     double bound = 1.5 * (n ? sum / (double)n : 0) + 4;
     int best = -1, any = -1;
+    double best_l = 0, any_l = 0;
     uint64_t bit = 1ull << q->r.group;
     for (size_t i = 0; i < R->nact; i++) {
         int k = R->act[i];
         struct rep *p = &R->rep[k];
-        if (p->state != R_READY) continue;
-        if (any < 0 || p->inflight < R->rep[any].inflight) any = k;
-        if ((p->groups & bit) && p->inflight <= bound &&
-            (best < 0 || p->inflight < R->rep[best].inflight))
-            best = k;
+        if (p->state != R_READY || p->warming) continue;
+        /* Slow start: a prewarmed replica looks busier while its share ramps. */
+        double l = (double)p->inflight / scale_share(R, p, t);
+        if (any < 0 || l < any_l) any = k, any_l = l;
+        if ((p->groups & bit) && l <= bound && (best < 0 || l < best_l)) best = k, best_l = l;
     }
     if (best < 0) best = any;
     if (best < 0) return KVG_ENOWORKER;
     struct rep *p = &R->rep[best];
     p->groups |= bit;
+    R->group_routed[q->r.group]++;
     scale_wl_prompt(&R->wl, &q->r, R->prompt);
     struct kvg_sim_request sr = {.id = id,
                                  .prompt = R->prompt,
@@ -254,7 +189,7 @@ static int route(struct run *R, uint64_t id, double t)
 static int has_ready(const struct run *R)
 {
     for (size_t i = 0; i < R->nact; i++)
-        if (R->rep[R->act[i]].state == R_READY) return 1;
+        if (R->rep[R->act[i]].state == R_READY && !R->rep[R->act[i]].warming) return 1;
     return 0;
 }
 
@@ -339,8 +274,16 @@ static void finish(struct run *R, struct rq *q, double t)
 static int step_end(struct run *R, int k, double t)
 {
     struct rep *p = &R->rep[k];
+    int warmed = 0;
     for (size_t i = 0; i < p->st.n_updates; i++) {
         const struct kvg_sim_update *u = &p->st.updates[i];
+        if (u->id & SCALE_PREWARM_ID) {
+            if (u->flags & KVG_SIM_UP_FINISHED) {
+                scale_prewarm_done(R, k, t);
+                if (!p->warming) warmed = 1;
+            }
+            continue;
+        }
         struct rq *q = &R->rq[u->id];
         if (q->state != Q_ENGINE) continue;
         if (u->flags & KVG_SIM_UP_TOKEN) {
@@ -358,6 +301,7 @@ static int step_end(struct run *R, int k, double t)
                 R->hit_cached += u->cached_tokens;
                 R->hit_prompt += q->r.prompt_len;
                 lat_put(R->ttft, t, ttft);
+                scale_recovery_note(R, p, t, u->cached_tokens, q->r.prompt_len, ttft);
                 kvg_bench_samples_add(&R->all_ttft, ttft);
                 double h = q->r.arrival / R->o->day_s * 24;
                 if (h >= R->o->ramp_from_h && h < R->o->ramp_to_h)
@@ -372,6 +316,11 @@ static int step_end(struct run *R, int k, double t)
         }
     }
     p->st.n_updates = 0;
+    /* Warm: what waited in the gateway for a routable replica goes now. */
+    if (warmed) {
+        int rc = gq_drain(R, t);
+        if (rc) return rc;
+    }
     if (kvg_sim_idle(p->e)) {
         p->stepping = 0;
         if (p->state == R_DRAINING && p->inflight == 0) gone(R, k, t);
@@ -580,8 +529,11 @@ static int setup(struct run *R, char *err, size_t errlen)
     if (!a.static_replicas) a.static_replicas = peak;
     if (a.max_replicas > KVG_BENCH_SCALE_MAX_REPLICAS)
         a.max_replicas = KVG_BENCH_SCALE_MAX_REPLICAS;
-    /* "queue-waiting": the queue planner with another preset. */
+    /* "queue-waiting": the queue planner with another preset;
+     * "kvgate-noprewarm": kvgate's planner, new replicas not prewarmed. */
     const char *name = o->planner;
+    R->prewarmed = o->prewarm && !strcmp(name, "kvgate");
+    if (!strcmp(name, "kvgate-noprewarm")) name = "kvgate";
     if (!strncmp(name, "queue-", 6)) {
         snprintf(a.queue_preset, sizeof a.queue_preset, "%s", name + 6);
         name = "queue";
@@ -613,6 +565,7 @@ static int setup(struct run *R, char *err, size_t errlen)
     kvg_bench_samples_init(&R->all_ttft);
     kvg_bench_samples_init(&R->ramp_ttft);
     kvg_bench_samples_init(&R->all_itl);
+    kvg_bench_samples_init(&R->young_ttft);
     /* The day starts with the pool its first hour needs (static: its count),
      * ready, with empty caches. */
     uint32_t n0 = !strcmp(o->planner, "static")
@@ -626,6 +579,7 @@ static int setup(struct run *R, char *err, size_t errlen)
         struct rep *p = &R->rep[R->nrep - 1];
         p->ready_at = 0;
         if ((rc = make_ready(R, p, o->seed * 1000003ull + R->nrep))) return rc;
+        if ((rc = scale_prewarm_start(R, (int)R->nrep - 1, 0))) return rc;
     }
     out->added = 0;
     return 0;
@@ -652,6 +606,8 @@ static int loop(struct run *R)
             rc = step_end(R, ke, te);
         } else if (kr >= 0 && tr <= tt && tr <= ta) {
             rc = make_ready(R, &R->rep[kr], o->seed * 1000003ull + (uint64_t)kr + 1);
+            if (!rc) rc = scale_prewarm_start(R, kr, tr);
+            if (!rc && R->rep[kr].warming) start_step(&R->rep[kr], tr);
             if (!rc) rc = gq_drain(R, tr);
         } else if (tt < INFINITY && tt <= ta) {
             rc = tick(R, tt);
@@ -712,6 +668,7 @@ static void summarize(struct run *R)
     out->ramp_ttft_p90_s = kvg_bench_samples_pct(&R->ramp_ttft, 90);
     out->itl_p90_s = kvg_bench_samples_pct(&R->all_itl, 90);
     out->cache_hit = R->hit_prompt > 0 ? R->hit_cached / R->hit_prompt : 0;
+    scale_recovery_summary(R);
 }
 
 static void teardown(struct run *R)
@@ -730,6 +687,7 @@ static void teardown(struct run *R)
     kvg_bench_samples_free(&R->all_ttft);
     kvg_bench_samples_free(&R->ramp_ttft);
     kvg_bench_samples_free(&R->all_itl);
+    kvg_bench_samples_free(&R->young_ttft);
     kvg_autoscale_planner_free(R->pl);
     scale_wl_free(&R->wl);
 }

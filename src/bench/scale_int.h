@@ -5,6 +5,7 @@
 
 #include "base/util.h"
 #include "bench/scale.h"
+#include "bench/stats.h"
 
 /* The day's arrivals, generated lazily in time order. */
 struct scale_wl {
@@ -31,6 +32,103 @@ double scale_wl_rate(const struct scale_wl *w, double t);
 int scale_wl_next(struct scale_wl *w, struct scale_req *r);
 /* Writes r's prompt into buf (prompt_len ids). */
 void scale_wl_prompt(const struct scale_wl *w, const struct scale_req *r, uint32_t *buf);
+
+/* The event loop's state (scale_des.c), shared with scale_warm.c. */
+#define SCALE_REC_N 8                 /* requests a replica's hit rate is judged over */
+#define SCALE_PREWARM_ID (1ull << 62) /* prewarm request ids: this bit set */
+enum { R_STARTING, R_READY, R_DRAINING, R_GONE };
+enum { Q_GATEWAY, Q_ENGINE, Q_DONE, Q_FAILED };
+
+struct rq {
+    struct scale_req r;
+    int rep;
+    uint8_t state, first, ok;
+    uint32_t ntok;
+    double t_first, t_last;
+};
+
+struct rep {
+    int state;
+    enum kvg_autoscale_node node;
+    double asked, ready_at, drain_at, gone;
+    struct kvg_sim *e;
+    int stepping;
+    double busy_until;
+    struct kvg_sim_step st;
+    uint32_t inflight;
+    uint64_t groups; /* prefixes routed here: what a router would believe is cached */
+    /* Prewarm (scale_warm.c): prefill-only replays still running (not
+     * routable while > 0), when it took its first routed request, and its
+     * hit rate's recovery. */
+    uint32_t warming;
+    double warm_at;
+    double rec_cached[SCALE_REC_N], rec_prompt[SCALE_REC_N];
+    uint32_t rec_n;
+    double recovered_s; /* seconds from ready to recovered, < 0 not yet */
+};
+
+/* One tick's sums, for windowed rates. */
+struct bucket {
+    double arrivals, prompt_tokens, max_tokens, out_tokens;
+    double firsts, ttft_sum, cached, first_prompt, finished, itl_sum, missed;
+};
+
+/* Latency samples with their times, for windowed percentiles. */
+struct lat_ring {
+    double t[1 << 16], v[1 << 16];
+    size_t n, head;
+};
+
+struct run {
+    const struct kvg_bench_scale_opts *o;
+    struct kvg_bench_scale_result *out;
+    struct scale_wl wl;
+    struct scale_req next;
+    int have_next;
+    struct rq *rq;
+    size_t nrq, caprq;
+    struct rep *rep;
+    size_t nrep, caprep;
+    int *act; /* indices of reps not gone */
+    size_t nact;
+    uint64_t *gq; /* gateway queue: request ids, FIFO */
+    size_t gq_head, gq_tail, gq_cap;
+    uint64_t sweep;
+    uint32_t *prompt;
+    struct kvg_autoscale_planner *pl;
+    struct kvg_autoscale_startup su;
+    struct kvg_rng rng;
+    struct bucket *b;
+    size_t nb, bcur;
+    struct lat_ring *ttft, *itl;
+    double *scratch;
+    double inflight_prompt;
+    uint32_t last_desired;
+    int have_desired;
+    struct kvg_bench_samples all_ttft, ramp_ttft, all_itl;
+    double hit_cached, hit_prompt;
+    double group_routed[KVG_BENCH_SCALE_GROUPS]; /* requests routed per prefix: the hottest */
+    uint64_t prewarm_next;                       /* ids of prewarm requests */
+    int prewarmed;                               /* this run prewarms (planner "kvgate") */
+    struct kvg_bench_samples young_ttft;         /* TTFT on replicas in their first young_s */
+    size_t tl_next;
+    double tl_arrivals;
+};
+
+/* Prewarm and slow start (scale_warm.c). On ready: replays the hottest
+ * prefixes (prefill-only, max_tokens 1) when o->prewarm; 0 or a negative
+ * code. */
+int scale_prewarm_start(struct run *R, int k, double t);
+/* A prewarm request finished on replica k. */
+void scale_prewarm_done(struct run *R, int k, double t);
+/* Replica p's share of traffic at t: 1, or ramping up from 0.25 over
+ * young_s after its prewarm (slow start). */
+double scale_share(const struct run *R, const struct rep *p, double t);
+/* A first token on replica p: its hit-rate recovery and young-TTFT. */
+void scale_recovery_note(struct run *R, struct rep *p, double t, double cached, double prompt,
+                         double ttft);
+/* Recovery figures into R->out. */
+void scale_recovery_summary(struct run *R);
 
 /* The planners' profile for knee requests/s a replica (scale_opts.c). */
 void scale_derive_profile(const struct kvg_bench_scale_opts *o, double knee,

@@ -37,6 +37,8 @@ void kvg_bench_scale_opts_default(struct kvg_bench_scale_opts *o)
     o->young_s = 60;
     o->drain_s = 120;
     o->timeout_s = 120;
+    o->prewarm = 1;
+    o->prewarm_prefixes = 8;
     o->ramp_from_h = 5;
     o->ramp_to_h = 11;
     o->timeline_points = 288;

@@ -57,6 +57,12 @@ int kvg_bench_scale_json(const struct kvg_bench_scale_result *r, size_t n,
         cJSON_AddNumberToObject(j, "ramp_ttft_p90_s", num(x->ramp_ttft_p90_s));
         cJSON_AddNumberToObject(j, "itl_p90_s", num(x->itl_p90_s));
         cJSON_AddNumberToObject(j, "cache_hit", x->cache_hit);
+        cJSON_AddBoolToObject(j, "prewarm", x->prewarmed);
+        cJSON_AddNumberToObject(j, "replicas_scaled_out", x->scaled_out);
+        cJSON_AddNumberToObject(j, "replicas_hit_recovered", x->recovered);
+        cJSON_AddNumberToObject(j, "hit_recovery_mean_s", num(x->recovery_mean_s));
+        cJSON_AddNumberToObject(j, "hit_recovery_p90_s", num(x->recovery_p90_s));
+        cJSON_AddNumberToObject(j, "new_replica_ttft_p90_s", num(x->young_ttft_p90_s));
         cJSON_AddNumberToObject(j, "requests", (double)x->requests);
         cJSON_AddNumberToObject(j, "failed", (double)x->failed);
         cJSON_AddNumberToObject(j, "static_peak_replicas", x->static_peak);
@@ -121,19 +127,28 @@ int kvg_bench_scale_md(const struct kvg_bench_scale_result *r, size_t n,
 {
     fprintf(f, "| planner | SLO attainment | morning ramp | GPU-hours | mean / max replicas | "
                "scale events | TTFT p90 (s) | ramp TTFT p90 (s) | ITL p90 (s) | cache hit | "
-               "failed |\n|---|---|---|---|---|---|---|---|---|---|---|\n");
+               "failed | hit recovery mean / p90 (s) | new-replica TTFT p90 (s) |\n"
+               "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     for (size_t i = 0; i < n; i++) {
         const struct kvg_bench_scale_result *x = &r[i];
         if (x->status) {
-            fprintf(f, "| %s | not in this build | | | | | | | | | |\n", x->planner);
+            fprintf(f, "| %s | not in this build | | | | | | | | | | | |\n", x->planner);
             continue;
         }
         fprintf(f,
-                "| %s | %.4f | %.4f | %.1f | %.2f / %u | %u | %.3f | %.3f | %.4f | %.3f | %llu "
-                "|\n",
+                "| %s | %.4f | %.4f | %.1f | %.2f / %u | %u | %.3f | %.3f | %.4f | %.3f | %llu | ",
                 x->planner, x->slo_attainment, x->ramp_slo_attainment, x->gpu_hours,
                 x->mean_replicas, x->max_replicas, x->scale_events, x->ttft_p90_s,
                 x->ramp_ttft_p90_s, x->itl_p90_s, x->cache_hit, (unsigned long long)x->failed);
+        if (x->recovered)
+            fprintf(f, "%.1f / %.1f (%u of %u) | ", x->recovery_mean_s, x->recovery_p90_s,
+                    x->recovered, x->scaled_out);
+        else
+            fprintf(f, "- (%u scaled out) | ", x->scaled_out);
+        if (x->young_ttft_p90_s >= 0)
+            fprintf(f, "%.3f |\n", x->young_ttft_p90_s);
+        else
+            fprintf(f, "- |\n");
     }
     fprintf(f,
             "\nSeed %llu; %s. SLO: TTFT <= %.2f s and mean inter-token latency <= %.3f s per "

@@ -359,3 +359,104 @@ TEST(kvgate_corrects_on_the_observed_slo)
     CHECK(ready >= 3); /* the correction stops at 0.6x: 3.6 x 0.6 = 2.2, over 0.8 */
     kvg_autoscale_planner_free(p);
 }
+
+/* The correction factor the last decision used ("x%.2f" in its reason). */
+static double corr_of(const struct kvg_autoscale_decision *d)
+{
+    const char *x = strstr(d->reason, "%, x");
+    double c = -1;
+    if (x) sscanf(x + 4, "%lf", &c);
+    return c;
+}
+
+TEST(kvgate_correction_goes_down_only_as_far_as_the_pool_proves)
+{
+    struct kvg_autoscale_opts o = opts();
+    o.cold_cache_penalty = 0;
+    struct kvg_autoscale_planner *p = make("kvgate", &o);
+    struct kvg_autoscale_decision d;
+    /* 10 req/s (load 3.0) on 10 replicas held there (a trough, hysteresis):
+     * no misses, but one replica fewer is nowhere near tight, so nothing
+     * is learned about capacity. */
+    for (int t = 0; t < 1800; t += 15) {
+        struct kvg_autoscale_signals s = steady(t, 10, 10);
+        s.slo_miss = 0;
+        kvg_autoscale_plan(p, &s, &d);
+    }
+    CHECK_NEAR(corr_of(&d), 1.0, 1e-9);
+    kvg_autoscale_planner_free(p);
+    /* The same load on 4 held replicas: it walks down to where 3 would just
+     * fit at down_util (3 x 0.8 / (3.0 x 1.1) = 0.73), not to its 0.5 floor. */
+    p = make("kvgate", &o);
+    for (int t = 0; t < 3600; t += 15) {
+        struct kvg_autoscale_signals s = steady(t, 4, 10);
+        s.slo_miss = 0;
+        kvg_autoscale_plan(p, &s, &d);
+    }
+    CHECK_NEAR(corr_of(&d), 3 * 0.8 / 3.3, 0.01);
+    /* Misses over 80% of the budget raise it again, 2% an interval. */
+    double before = corr_of(&d);
+    struct kvg_autoscale_signals s = steady(3600, 4, 10);
+    s.slo_miss = 0.05;
+    kvg_autoscale_plan(p, &s, &d);
+    CHECK_NEAR(corr_of(&d), before * 1.02, 0.005);
+    /* ... but not while replicas start: those misses are the ramp's. */
+    before = corr_of(&d);
+    s.now = 3615;
+    s.starting = 2;
+    kvg_autoscale_plan(p, &s, &d);
+    CHECK_NEAR(corr_of(&d), before, 1e-9);
+    kvg_autoscale_planner_free(p);
+}
+
+TEST(kvgate_correction_forgets_a_burst_within_a_minute)
+{
+    struct kvg_autoscale_opts o = opts();
+    o.headroom = 0;
+    o.cold_cache_penalty = 0;
+    struct kvg_autoscale_planner *p = make("kvgate", &o);
+    struct kvg_autoscale_decision d;
+    /* One minute at 5% misses (a burst), then none: the factor rises while
+     * the last minute's misses are over budget and stops soon after (no
+     * windup: 4 + 7 rises at most, 1.02^11 = 1.24). */
+    int t = 0, rises = 0;
+    double last = 1;
+    for (; t < 900; t += 15) {
+        struct kvg_autoscale_signals s = steady(t, 8, 20);
+        s.slo_miss = t < 60 ? 0.05 : 0;
+        kvg_autoscale_plan(p, &s, &d);
+        if (corr_of(&d) > last + 1e-9) rises++;
+        last = corr_of(&d);
+    }
+    CHECK(rises >= 4);
+    CHECK(rises <= 11);
+    CHECK(last < 1.25);
+    kvg_autoscale_planner_free(p);
+}
+
+TEST(kvgate_sizes_on_the_level_not_a_burst)
+{
+    struct kvg_autoscale_opts o = opts();
+    o.cold_cache_penalty = 0;
+    struct kvg_autoscale_planner *p = make("kvgate", &o);
+    struct kvg_autoscale_decision d;
+    /* 20 req/s (load 6.0, 6.6 with headroom) on 7 replicas for 5 minutes */
+    int t = 0;
+    for (; t < 300; t += 15) {
+        struct kvg_autoscale_signals s = steady(t, 7, 20);
+        kvg_autoscale_plan(p, &s, &d);
+    }
+    CHECK_INT(d.desired, 7);
+    /* A window at twice the rate without a backlog: the 5-minute median does
+     * not move, and no replica is asked for that would come after it. */
+    struct kvg_autoscale_signals s = steady(t, 7, 40);
+    kvg_autoscale_plan(p, &s, &d);
+    CHECK_INT(d.desired, 7);
+    /* The same rate held for over half the window moves the level: it scales. */
+    for (t += 15; t < 600; t += 15) {
+        s = steady(t, 7, 40);
+        kvg_autoscale_plan(p, &s, &d);
+    }
+    CHECK(d.desired >= 13);
+    kvg_autoscale_planner_free(p);
+}
