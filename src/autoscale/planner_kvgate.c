@@ -1,18 +1,17 @@
 /* `kvgate`: kvgate's own planner. Every interval (15 s):
  *   - load in replicas' worth from the token rates, prefill priced at the
  *     observed cache hit rate (only uncached prompt tokens cost prefill);
- *   - a forecast of that load at the horizon a replica takes to become
- *     useful: the start-up model's p90 lead time for the node states new
- *     replicas land on (the longest of those with a share). Robust on
- *     purpose: the level is the median of the last 5 minutes and the trend
- *     the median of pairwise slopes (Theil-Sen) over the last 15, so a burst
- *     shorter than the lead time (which no new replica could reach in time)
- *     moves neither; bursts are the headroom's and the backlog floor's;
- *   - the profile corrected by what the gateway observes, on a ~5-minute
- *     average of the share of requests missing a target: past 80% of the
- *     error budget (1 - slo_goal) each replica is assumed worth 5% less
- *     (up to 2x), under half of it 1% more (down to 0.6x); the margin is
- *     the ramps'. Dynamo's correction factors, but on the SLO itself;
+ *   - the pool is sized on the larger of the load's level (the median of
+ *     the last 5 minutes) and a forecast at the horizon a replica takes to
+ *     become useful: the start-up model's p90 lead time for the node states
+ *     new replicas land on (the longest of those with a share), the level
+ *     plus the median of pairwise slopes (Theil-Sen) over the last 15
+ *     minutes. Never on the last window alone: a burst shorter than the lead
+ *     time (which no new replica could reach in time) moves neither;
+ *     bursts are the headroom's and the backlog floor's. The history is the
+ *     uncorrected load, so a moving correction never reads as a trend;
+ *   - the profile corrected by what the gateway observes (Dynamo's
+ *     correction factors, but on the SLO itself): see correct() below;
  *   - the reactive floor: prompt tokens waiting (engines and the gateway
  *     queue) that the pool must clear within the TTFT target;
  *   - replicas already starting count: the deficit is against ready +

@@ -145,3 +145,54 @@ TEST(reports_have_the_fields)
     CHECK_INT(kvg_bench_scale_goal(r, 2, NULL), -1);
     for (int i = 0; i < 4; i++) kvg_bench_scale_result_free(&r[i]);
 }
+
+TEST(prewarm_warms_new_replicas_before_they_take_traffic)
+{
+    struct kvg_bench_scale_opts o = short_day();
+    o.mean_rate = 12; /* a ramp that needs new replicas */
+    struct kvg_bench_scale_result a, b;
+    run(&o, "kvgate", &a);
+    run(&o, "kvgate-noprewarm", &b);
+    CHECK_INT(a.prewarmed, 1);
+    CHECK_INT(b.prewarmed, 0);
+    CHECK(a.scaled_out > 0);
+    CHECK(b.scaled_out > 0);
+    /* Prewarmed: the hottest prefixes are cached before the first request,
+     * so the first requests already hit; without, it takes traffic to fill. */
+    CHECK(a.recovered > 0);
+    CHECK(a.recovery_mean_s >= 0);
+    CHECK(b.recovered == 0 || a.recovery_mean_s < b.recovery_mean_s);
+    CHECK(a.young_ttft_p90_s > 0);
+    /* The baselines never prewarm. */
+    struct kvg_bench_scale_result s;
+    run(&o, "sla", &s);
+    CHECK_INT(s.prewarmed, 0);
+    /* The per-point misses add up to the run's. */
+    double missed = 0, arrived = 0;
+    for (size_t i = 0; i < a.n; i++) missed += a.missed[i], arrived += a.arrived[i];
+    CHECK_NEAR(arrived, (double)a.requests, 0);
+    CHECK_NEAR(missed, (double)(a.requests - a.met), 0);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    struct kvg_bench_scale_result r[2] = {a, b};
+    CHECK_INT(kvg_bench_scale_json(r, 2, &o, f), 0);
+    fclose(f);
+    cJSON *j = cJSON_Parse(buf);
+    CHECK(j != NULL);
+    cJSON *k = cJSON_GetArrayItem(j, 0);
+    CHECK(cJSON_IsTrue(cJSON_GetObjectItem(k, "prewarm")));
+    CHECK(cJSON_GetObjectItem(k, "hit_recovery_mean_s") != NULL);
+    CHECK(cJSON_GetObjectItem(k, "new_replica_ttft_p90_s") != NULL);
+    cJSON_Delete(j);
+    free(buf);
+    f = open_memstream(&buf, &len);
+    CHECK_INT(kvg_bench_scale_timeline_csv(r, 2, f), 0);
+    fclose(f);
+    CHECK(strncmp(buf, "planner,hour,", 13) == 0);
+    CHECK(strstr(buf, "\nkvgate-noprewarm,") != NULL);
+    free(buf);
+    kvg_bench_scale_result_free(&a);
+    kvg_bench_scale_result_free(&b);
+    kvg_bench_scale_result_free(&s);
+}
