@@ -23,7 +23,8 @@ static void usage(FILE *f)
     fprintf(
         f,
         "usage: kvgate bench --scenario diurnal [--planners static,queue,sla,kvgate] [flags]\n"
-        "  --planners LIST     planners to compare (%s; queue-waiting: queue's waiting preset)\n"
+        "  --planners LIST     planners to compare (%s; queue-waiting: queue's waiting preset;\n"
+        "                      kvgate-noprewarm: kvgate without prewarming new replicas)\n"
         "  --seed N            workload, start-ups and engines (1)\n"
         "  --day-secs S        virtual seconds for 24 h (8640)\n"
         "  --mean-rate R       requests/s at the day's mean (40)\n"
