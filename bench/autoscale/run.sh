@@ -94,7 +94,10 @@ virtual time; deterministic per seed). Each table below is what
   prewarms (no peer does).
 - **Hit-rate recovery**: for each replica scale-out added, the seconds from
   ready until its hit rate over 8 requests reaches 90% of the pool's; the
-  new-replica TTFT is the p90 of requests it served in its first 60 s.
+  new-replica TTFT is the p90 of requests it served in its first 60 s ("-":
+  none did; the affinity routing keeps traffic on replicas that hold a
+  prefix while they are under its load bound, so an unwarmed replica in a
+  provisioned pool can wait minutes for its first request).
 
 ## Half cold, half warm nodes (seed 1)
 
