@@ -18,7 +18,11 @@
  *   - scale-down cancels replicas still starting first (the latest), then
  *     drains the ready replica with the fewest requests in flight: no new
  *     requests, removed when idle (at most drain_s, then its rest is cut);
- *   - every tick the planner gets the pool's signals over its window.
+ *   - every tick the planner gets the pool's signals over its window;
+ *   - planner "kvgate" prewarms (scale_warm.c): a replica that becomes ready
+ *     first replays the hottest prefixes, prefill-only, and then takes a
+ *     share of traffic that ramps up; "kvgate-noprewarm" and the baselines
+ *     do not. Aggregated pools only (no separate prefill and decode pools).
  * A request meets the SLO when it finishes with TTFT and its mean
  * inter-token latency within the targets. Deterministic per seed: the same
  * options give the same results (but wall_s). */
