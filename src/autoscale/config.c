@@ -1,7 +1,17 @@
 /* The autoscaler's YAML file:
  *
  *   interval_secs: 5          # tick period
- *   actuator: external        # desired replicas exported (KEDA / HPA)
+ *   actuator: external        # desired replicas exported (KEDA / HPA), or local
+ *   local:                    # actuator local (actuator_local.h): engine processes
+ *     command: "kvgate sim --port {port} --model {model} --cold-start-secs {cold_start}"
+ *     ports: 8100-8199        # {port} is the next free one
+ *     host: 127.0.0.1
+ *     cold_start_scale: 1     # {cold_start} = a start-up model draw x this
+ *     drain_timeout_secs: 60  # a draining replica's streams get this long
+ *     start_timeout_secs: 1800
+ *     kill_grace_secs: 5
+ *     prewarm_prompts: 8      # hottest prefixes replayed to a new replica (0: none)
+ *     slow_start_secs: 30     # then its share of traffic ramps up over this
  *   dry_run: false            # plan and report, act on nothing
  *   pools:
  *     - name: qwen            # the pool's name in /autoscale and the gauges
@@ -145,6 +155,52 @@ static int pool_key(struct kvg_autoscale_pool_cfg *p, const char *k, const char 
             return 0;
         }
         return kvg_err_set(err, errlen, KVG_ECONFIG, "unknown pool key '%s'", k);
+    }
+    return 0;
+}
+
+/* The `local:` mapping. */
+static int local_keys(yaml_document_t *d, yaml_node_t *m, struct kvg_autoscale_local_cfg *l,
+                      char *err, size_t errlen)
+{
+    if (!m || m->type != YAML_MAPPING_NODE)
+        return kvg_err_set(err, errlen, KVG_ECONFIG, "local: a mapping");
+    for (yaml_node_pair_t *kp = m->data.mapping.pairs.start; kp < m->data.mapping.pairs.top; kp++) {
+        const char *k = scalar(d, yaml_document_get_node(d, kp->key));
+        const char *v = scalar(d, yaml_document_get_node(d, kp->value));
+        double x;
+        if (!k || !v) return kvg_err_set(err, errlen, KVG_ECONFIG, "local: scalar keys and values");
+        if (!strcmp(k, "command")) {
+            if (strlen(v) >= sizeof l->command)
+                return kvg_err_set(err, errlen, KVG_ECONFIG, "local.command: too long");
+            snprintf(l->command, sizeof l->command, "%s", v);
+        } else if (!strcmp(k, "host")) {
+            if (!v[0] || strlen(v) >= sizeof l->host)
+                return kvg_err_set(err, errlen, KVG_ECONFIG, "local.host: a host name");
+            snprintf(l->host, sizeof l->host, "%s", v);
+        } else if (!strcmp(k, "ports")) {
+            unsigned lo, hi;
+            char extra;
+            if (sscanf(v, "%u-%u%c", &lo, &hi, &extra) != 2 || !lo || hi < lo || hi > 65535)
+                return kvg_err_set(err, errlen, KVG_ECONFIG, "local.ports: LO-HI (8100-8199)");
+            l->port_lo = lo;
+            l->port_hi = hi;
+        } else if (!strcmp(k, "prewarm_prompts")) {
+            if (num(v, &x) || x < 0 || x > 64)
+                return kvg_err_set(err, errlen, KVG_ECONFIG, "local.prewarm_prompts: 0..64");
+            l->prewarm_prompts = (uint32_t)x;
+        } else {
+            double *dst = !strcmp(k, "cold_start_scale")     ? &l->cold_start_scale
+                          : !strcmp(k, "drain_timeout_secs") ? &l->drain_timeout_s
+                          : !strcmp(k, "start_timeout_secs") ? &l->start_timeout_s
+                          : !strcmp(k, "kill_grace_secs")    ? &l->kill_grace_s
+                          : !strcmp(k, "slow_start_secs")    ? &l->slow_start_s
+                                                             : NULL;
+            if (!dst) return kvg_err_set(err, errlen, KVG_ECONFIG, "unknown local key '%s'", k);
+            if (num(v, &x) || x < 0 || x > 86400)
+                return kvg_err_set(err, errlen, KVG_ECONFIG, "local.%s: 0..86400 seconds", k);
+            *dst = x;
+        }
     }
     return 0;
 }
@@ -294,6 +350,9 @@ static int walk(yaml_document_t *d, struct kvg_autoscale_config *c, char *err, s
         } else if (!strcmp(k, "actuator")) {
             if (!v) return kvg_err_set(err, errlen, KVG_ECONFIG, "actuator: a name");
             snprintf(c->actuator, sizeof c->actuator, "%s", v);
+        } else if (!strcmp(k, "local")) {
+            int rc = local_keys(d, vn, &c->local, err, errlen);
+            if (rc) return rc;
         } else if (!strcmp(k, "dry_run")) {
             if (set_bool(v, &c->dry_run))
                 return kvg_err_set(err, errlen, KVG_ECONFIG, "dry_run: true or false");
@@ -362,6 +421,7 @@ int kvg_autoscale_config_parse(const char *text, size_t len, struct kvg_autoscal
     out->kubernetes.timeout_ms = 5000;
     snprintf(out->lease.key, sizeof out->lease.key, "kvgate:autoscale:leader");
     out->lease.ttl_ms = 15000;
+    kvg_autoscale_local_cfg_default(&out->local);
     yaml_parser_t yp;
     yaml_document_t doc;
     if (!yaml_parser_initialize(&yp)) return -ENOMEM;

@@ -13,12 +13,17 @@
 int kvg_autoscale_ctl_new(const struct kvg_autoscale_config *cfg, struct kvg_autoscale_ctl **out,
                           char *err, size_t errlen)
 {
-    if (strcmp(cfg->actuator, "external") && strcmp(cfg->actuator, "kubernetes"))
+    int ext = !strcmp(cfg->actuator, "external");
+    if (!ext && strcmp(cfg->actuator, "local") && strcmp(cfg->actuator, "kubernetes"))
         return kvg_err_set(err, errlen, KVG_ECONFIG,
-                           "actuator '%s': 'external' or 'kubernetes' (local is not built)",
+                           "actuator '%s': 'external', 'local' or 'kubernetes'",
                            cfg->actuator);
     struct kvg_autoscale_ctl *c = calloc(1, sizeof *c);
     if (!c) return -ENOMEM;
+    if (ext && kvg_autoscale_external_new(&c->act)) {
+        free(c);
+        return -ENOMEM;
+    }
     c->cfg = *cfg;
     kvg_autoscale_startup_init(&c->su);
     pthread_mutex_init(&c->mu, NULL);
@@ -50,9 +55,43 @@ int kvg_autoscale_ctl_new(const struct kvg_autoscale_config *cfg, struct kvg_aut
 void kvg_autoscale_ctl_free(struct kvg_autoscale_ctl *c)
 {
     if (!c) return;
+    /* The actuator first: it may borrow c->su. */
+    if (c->act) c->act->ops->destroy(c->act);
     for (size_t i = 0; i < c->npools; i++) kvg_autoscale_planner_free(c->pools[i].pl);
     pthread_mutex_destroy(&c->mu);
     free(c);
+}
+
+static int ext_apply(struct kvg_autoscale_actuator *a, const struct kvg_autoscale_pool_cfg *pc,
+                     uint32_t desired, double now, char *err, size_t errlen)
+{
+    (void)a, (void)pc, (void)desired, (void)now, (void)err, (void)errlen;
+    return 0; /* the count is exported; something else scales */
+}
+
+static void ext_destroy(struct kvg_autoscale_actuator *a)
+{
+    free(a);
+}
+
+static const struct kvg_autoscale_actuator_ops g_external = {"external", ext_apply, NULL,
+                                                             ext_destroy};
+
+int kvg_autoscale_external_new(struct kvg_autoscale_actuator **out)
+{
+    struct kvg_autoscale_actuator *a = calloc(1, sizeof *a);
+    if (!a) return -ENOMEM;
+    a->ops = &g_external;
+    *out = a;
+    return 0;
+}
+
+void kvg_autoscale_ctl_set_actuator(struct kvg_autoscale_ctl *c, struct kvg_autoscale_actuator *a)
+{
+    pthread_mutex_lock(&c->mu);
+    if (c->act && c->act != a) c->act->ops->destroy(c->act);
+    c->act = a;
+    pthread_mutex_unlock(&c->mu);
 }
 
 int kvg_autoscale_ctl_find(const struct kvg_autoscale_ctl *c, const char *name)
@@ -67,6 +106,21 @@ static double lead_of(const struct kvg_autoscale_ctl *c, const struct kvg_autosc
     return kvg_autoscale_startup_lead(&c->su, p->cfg.opts.model, p->cfg.node);
 }
 
+/* Inferred starts (external): replicas that became ready end the oldest,
+ * and their time is what the start-up model learns. */
+static void infer_ready(struct kvg_autoscale_ctl *c, struct kvg_autoscale_pool *p,
+                        const struct kvg_autoscale_signals *s)
+{
+    if (!p->ticked || s->ready <= p->last_ready) return;
+    uint32_t k = s->ready - p->last_ready;
+    for (; k && p->nstart; k--) {
+        kvg_autoscale_startup_observe(&c->su, p->cfg.opts.model, p->cfg.node,
+                                      s->now - p->start_at[0], -1);
+        memmove(p->start_at, p->start_at + 1, (p->nstart - 1) * sizeof *p->start_at);
+        p->nstart--;
+    }
+}
+
 int kvg_autoscale_ctl_tick(struct kvg_autoscale_ctl *c, size_t i, struct kvg_autoscale_signals *s,
                            struct kvg_autoscale_decision *d)
 {
@@ -75,19 +129,21 @@ int kvg_autoscale_ctl_tick(struct kvg_autoscale_ctl *c, size_t i, struct kvg_aut
     if (!d) d = &tmp;
     pthread_mutex_lock(&c->mu);
     struct kvg_autoscale_pool *p = &c->pools[i];
-    /* Replicas that became ready end the oldest inferred starts: their time
-     * is what the start-up model learns. */
-    if (p->ticked && s->ready > p->last_ready) {
-        uint32_t k = s->ready - p->last_ready;
-        for (; k && p->nstart; k--) {
-            kvg_autoscale_startup_observe(&c->su, p->cfg.opts.model, p->cfg.node,
-                                          s->now - p->start_at[0], -1);
-            memmove(p->start_at, p->start_at + 1, (p->nstart - 1) * sizeof *p->start_at);
-            p->nstart--;
-        }
-    }
     double lead = lead_of(c, p);
-    for (uint32_t j = 0; j < p->nstart; j++) p->eta[j] = p->start_at[j] + lead;
+    /* An actuator that knows its starts reports them (and teaches the
+     * start-up model itself); otherwise they are inferred. */
+    int known =
+        c->act && c->act->ops->starting
+            ? c->act->ops->starting(c->act, &p->cfg, s->now, p->eta, KVG_AUTOSCALE_MAX_STARTS)
+            : -1;
+    if (known >= 0) {
+        p->nstart = (uint32_t)known;
+        for (uint32_t j = 0; j < p->nstart; j++) p->start_at[j] = p->eta[j] - lead;
+    } else {
+        infer_ready(c, p, s);
+        lead = lead_of(c, p);
+        for (uint32_t j = 0; j < p->nstart; j++) p->eta[j] = p->start_at[j] + lead;
+    }
     s->starting = p->nstart;
     s->starting_eta = p->eta;
     int rc = kvg_autoscale_plan(p->pl, s, d);
@@ -96,11 +152,21 @@ int kvg_autoscale_ctl_tick(struct kvg_autoscale_ctl *c, size_t i, struct kvg_aut
         return rc;
     }
     if (!c->cfg.dry_run && !atomic_load(&c->standby)) {
-        uint32_t cur = s->ready + p->nstart;
-        for (; cur < d->desired && p->nstart < KVG_AUTOSCALE_MAX_STARTS; cur++)
-            p->start_at[p->nstart++] = s->now;
-        /* Fewer wanted: the newest starts are the ones given up. */
-        while (p->nstart && s->ready + p->nstart > d->desired) p->nstart--;
+        if (known < 0) {
+            uint32_t cur = s->ready + p->nstart;
+            for (; cur < d->desired && p->nstart < KVG_AUTOSCALE_MAX_STARTS; cur++)
+                p->start_at[p->nstart++] = s->now;
+            /* Fewer wanted: the newest starts are the ones given up. */
+            while (p->nstart && s->ready + p->nstart > d->desired) p->nstart--;
+        }
+        /* Every tick, not only on a new recommendation: the actuator
+         * converges (a child that died is replaced) and retries. */
+        p->act_err[0] = 0;
+        if (c->act && c->act->ops->apply &&
+            c->act->ops->apply(c->act, &p->cfg, d->desired, s->now, p->act_err,
+                               sizeof p->act_err) &&
+            !p->act_err[0])
+            snprintf(p->act_err, sizeof p->act_err, "failed");
     }
     p->sig = *s;
     p->sig.starting = p->nstart;
@@ -188,6 +254,10 @@ cJSON *kvg_autoscale_ctl_json(struct kvg_autoscale_ctl *c)
         cJSON_AddStringToObject(j, "role", kvg_autoscale_role_name(p->cfg.opts.role));
         cJSON_AddStringToObject(j, "planner", p->cfg.planner);
         cJSON_AddStringToObject(j, "node", kvg_autoscale_node_name(p->cfg.node));
+        if (p->act_err[0])
+            cJSON_AddStringToObject(j, "actuator_error", p->act_err);
+        else
+            cJSON_AddNullToObject(j, "actuator_error");
         double lead = lead_of(c, p);
         add_num(j, "lead_time_s", lead);
         add_num(j, "startup_samples",

@@ -6,11 +6,16 @@
  * the caller (kvgate serve's autoscale_setup, the benchmark) fills each
  * pool's signals and calls kvg_autoscale_ctl_tick with the time.
  *
- * Actuators: `external` acts on nothing: the desired
- * count is exported (GET /autoscale/metrics for KEDA, the gauges for HPA
- * via an adapter) and something else scales; `kubernetes` (kvgate
- * autoscale applies it) sets the count but does not see the pods start
- * either. For both the controller infers
+ * Actuators (actuator.h): the controller holds one and, unless dry_run or
+ * standby (another autoscaler holds the lease), calls its apply() with each
+ * pool's standing recommendation every tick (an actuator converges and
+ * retries; a failure is kept in the pool's act_err and shown in GET
+ * /autoscale). An actuator that knows its starts (starting() >= 0, `local`)
+ * reports them and teaches the start-up model itself. `external` acts on
+ * nothing: the desired count is exported (GET /autoscale/metrics for KEDA,
+ * the gauges for HPA via an adapter) and something else scales;
+ * `kubernetes` (kvgate autoscale applies it) sets the count but does not
+ * see the pods start either. For those the controller then infers
  * the replicas starting: when the desired count rises above ready +
  * starting, that many starts are assumed asked for at that moment, expected
  * ready at the start-up model's p90; each replica that becomes ready ends
@@ -27,6 +32,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "autoscale/actuator.h"
+#include "autoscale/actuator_local.h"
 #include "autoscale/planner.h"
 #include "autoscale/startup.h"
 
@@ -83,8 +90,9 @@ struct kvg_autoscale_lease_cfg {
 };
 
 struct kvg_autoscale_config {
-    double interval_s; /* tick period (5) */
-    char actuator[32]; /* "external" */
+    double interval_s;                    /* tick period (5) */
+    char actuator[32];                    /* "external" | "local" */
+    struct kvg_autoscale_local_cfg local; /* the `local:` mapping */
     int dry_run;
     struct kvg_autoscale_pool_cfg pools[KVG_AUTOSCALE_MAX_POOLS];
     size_t npools;
@@ -116,6 +124,7 @@ struct kvg_autoscale_pool {
     struct kvg_autoscale_decision cur;
     struct kvg_autoscale_decision hist[KVG_AUTOSCALE_HISTORY]; /* acted decisions, ring */
     size_t nhist;
+    char act_err[200]; /* the actuator's last failure, "" none */
 };
 
 struct kvg_autoscale_ctl {
@@ -123,15 +132,24 @@ struct kvg_autoscale_ctl {
     struct kvg_autoscale_startup su;
     struct kvg_autoscale_pool pools[KVG_AUTOSCALE_MAX_POOLS];
     size_t npools;
+    struct kvg_autoscale_actuator *act; /* owned; `external` unless the caller sets one */
     pthread_mutex_t mu;
     _Atomic int standby; /* another autoscaler holds the lease: plan, act on nothing */
 };
 
 /* *out is the caller's: kvg_autoscale_ctl_free. KVG_ECONFIG (err says) for a
- * planner or actuator it does not know. */
+ * planner or actuator it does not know. An `external` controller holds its
+ * actuator already; for the others the caller builds one (with the hooks
+ * only it has, and &c->su for `local`) and hands it over with
+ * kvg_autoscale_ctl_set_actuator before the first tick. */
 int kvg_autoscale_ctl_new(const struct kvg_autoscale_config *cfg, struct kvg_autoscale_ctl **out,
                           char *err, size_t errlen);
 void kvg_autoscale_ctl_free(struct kvg_autoscale_ctl *c);
+/* c takes a (destroying any it held). */
+void kvg_autoscale_ctl_set_actuator(struct kvg_autoscale_ctl *c, struct kvg_autoscale_actuator *a);
+/* The `external` actuator: apply() does nothing (the count is exported),
+ * starting() is unknown. *out is the caller's. */
+int kvg_autoscale_external_new(struct kvg_autoscale_actuator **out);
 /* The pool's index by name, or -1. */
 int kvg_autoscale_ctl_find(const struct kvg_autoscale_ctl *c, const char *name);
 /* One tick of pool i at s->now: the caller's signals (ready, engine load,

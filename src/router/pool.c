@@ -219,6 +219,25 @@ int kvg_pool_model_is_adapter(struct kvg_pool *p, const char *model, size_t len)
     return v;
 }
 
+/* Slow start: a candidate with a partial share stays one with that
+ * probability, unless no full-share worker is a candidate (then every
+ * candidate stays: a pool of young replicas still serves). Returns the new
+ * count; order is kept. */
+static size_t slow_start(struct kvg_worker **cand, size_t n, struct kvg_rng *rng)
+{
+    size_t full = 0;
+    for (size_t i = 0; i < n; i++)
+        full += atomic_load_explicit(&cand[i]->share_permille, memory_order_relaxed) >= 1000;
+    if (!full || full == n) return n;
+    if (!rng) rng = kvg_rand_thread();
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t sh = atomic_load_explicit(&cand[i]->share_permille, memory_order_relaxed);
+        if (sh >= 1000 || kvg_rng_below(rng, 1000) < sh) cand[k++] = cand[i];
+    }
+    return k;
+}
+
 int kvg_pool_pick(struct kvg_pool *p, const struct kvg_route_ctx *ctx,
                   struct kvg_worker *const *exclude, size_t nexclude, struct kvg_pick *out,
                   int *model_known, struct kvg_route_explain *ex)
@@ -234,6 +253,7 @@ int kvg_pool_pick(struct kvg_pool *p, const struct kvg_route_ctx *ctx,
         if (!kvg_worker_serves(w, ctx->model.p, ctx->model.len)) continue;
         known = 1;
         if (!atomic_load_explicit(&w->healthy, memory_order_relaxed)) continue;
+        if (atomic_load_explicit(&w->draining, memory_order_relaxed)) continue;
         if (!kvg_cb_allows(&p->cb, w, ctx->now_ms)) continue;
         if (ctx->roles && !(ctx->roles & (1u << atomic_load(&w->role)))) continue;
         /* An encoder produces no tokens: only the encode stage asks for it. */
@@ -244,6 +264,7 @@ int kvg_pool_pick(struct kvg_pool *p, const struct kvg_route_ctx *ctx,
         if (k < nexclude) continue;
         cand[n++] = w;
     }
+    n = slow_start(cand, n, ctx->rng);
     int rc = KVG_ENOWORKER;
     if (!ex || !ex->scores) ex = &local; /* policies always report; only /debug/route reads */
     if (n) {

@@ -49,6 +49,7 @@ int kvg_worker_new(const char *url, struct kvg_worker **out)
     w->rmode.mode = -1;
     atomic_store(&w->member_rank, -1);
     atomic_store(&w->healthy, 1);
+    atomic_store(&w->share_permille, 1000);
     atomic_store(&w->refs, 1);
     *out = w;
     return 0;

@@ -100,6 +100,14 @@ struct kvg_worker {
     _Atomic int member_rank; /* a discovered pod's index in its group (--dp-aware), else -1 */
     _Atomic int healthy;
     _Atomic int removed;
+    /* Scale-down (the autoscaler): a draining worker takes no new request,
+     * its requests in flight finish. */
+    _Atomic int draining;
+    /* Slow start: the share of its candidacies a worker takes, in 1/1000
+     * (1000, the default: all). A newly ready replica is ramped up from
+     * below 1000 while its cache warms; it still takes every request when
+     * no full-share worker is a candidate. */
+    _Atomic uint32_t share_permille;
     _Atomic uint32_t in_flight; /* router-side: +1 at dispatch, -1 at every end */
     _Atomic uint64_t processed;
     _Atomic uint64_t cached_blocks; /* prefix blocks routed to where they were cached */

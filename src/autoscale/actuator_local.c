@@ -1,0 +1,379 @@
+/* The `local` actuator (actuator_local.h). */
+#include "autoscale/actuator_local.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "autoscale/ctl.h"
+#include "base/err.h"
+#include "base/log.h"
+#include "base/util.h"
+
+enum rep_state { REP_FREE, REP_STARTING, REP_READY, REP_DRAINING, REP_STOPPING };
+
+struct replica {
+    enum rep_state st;
+    pid_t pid;
+    uint32_t port;
+    char url[96];
+    char pool[64];
+    double asked_at, ready_at, drain_at, stop_at;
+};
+
+struct local {
+    struct kvg_autoscale_actuator base;
+    struct kvg_autoscale_local_cfg cfg;
+    struct kvg_autoscale_local_hooks h;
+    struct kvg_autoscale_startup *su; /* borrowed */
+    struct kvg_rng rng;
+    struct replica r[KVG_AUTOSCALE_LOCAL_MAX];
+    uint32_t next_port, spawned;
+};
+
+void kvg_autoscale_local_cfg_default(struct kvg_autoscale_local_cfg *c)
+{
+    memset(c, 0, sizeof *c);
+    /* The embedded default: kvgate's own simulated engine (the binary
+     * running, whatever its path). */
+    snprintf(c->command, sizeof c->command,
+             "/proc/self/exe sim --host {host} --port {port} --model {model} "
+             "--cold-start-secs {cold_start}");
+    snprintf(c->host, sizeof c->host, "127.0.0.1");
+    c->port_lo = 8100;
+    c->port_hi = 8199;
+    c->cold_start_scale = 1;
+    c->drain_timeout_s = 60;
+    c->start_timeout_s = 1800;
+    c->kill_grace_s = 5;
+    c->prewarm_prompts = 8;
+    c->slow_start_s = 30;
+}
+
+int kvg_autoscale_local_expand(const char *tmpl, const struct kvg_autoscale_local_vars *v,
+                               char *out, size_t cap, char *err, size_t errlen)
+{
+    size_t k = 0;
+    for (const char *p = tmpl; *p;) {
+        char piece[128];
+        const char *add = piece;
+        if (*p != '{') {
+            piece[0] = *p++;
+            piece[1] = 0;
+        } else {
+            const char *e = strchr(p, '}');
+            if (!e) return kvg_err_set(err, errlen, KVG_ECONFIG, "command: unclosed '{'");
+            size_t n = (size_t)(e - p - 1);
+            const char *name = p + 1;
+#define IS(s) (n == sizeof(s) - 1 && !memcmp(name, s, n))
+            if (IS("port"))
+                snprintf(piece, sizeof piece, "%u", v->port);
+            else if (IS("n"))
+                snprintf(piece, sizeof piece, "%u", v->n);
+            else if (IS("cold_start"))
+                snprintf(piece, sizeof piece, "%.3f", v->cold_start);
+            else if (IS("host"))
+                add = v->host ? v->host : "";
+            else if (IS("model"))
+                add = v->model ? v->model : "";
+            else if (IS("pool"))
+                add = v->pool ? v->pool : "";
+            else
+                return kvg_err_set(err, errlen, KVG_ECONFIG,
+                                   "command: unknown {%.*s} (port, host, cold_start, model, "
+                                   "pool, n)",
+                                   (int)n, name);
+#undef IS
+            p = e + 1;
+        }
+        size_t al = strlen(add);
+        if (k + al + 1 > cap) return kvg_err_set(err, errlen, KVG_ETOOBIG, "command: too long");
+        memcpy(out + k, add, al);
+        k += al;
+    }
+    if (!cap) return KVG_ETOOBIG;
+    out[k] = 0;
+    return 0;
+}
+
+int kvg_autoscale_local_split(char *line, char **argv, size_t cap)
+{
+    size_t n = 0;
+    char *r = line, *w = line;
+    while (*r) {
+        while (*r == ' ' || *r == '\t' || *r == '\n') r++;
+        if (!*r) break;
+        if (n + 1 >= cap) return KVG_ECONFIG;
+        argv[n++] = w;
+        while (*r && *r != ' ' && *r != '\t' && *r != '\n') {
+            if (*r == '\'' || *r == '"') {
+                char q = *r++;
+                while (*r && *r != q) *w++ = *r++;
+                if (*r != q) return KVG_ECONFIG;
+                r++;
+            } else {
+                *w++ = *r++;
+            }
+        }
+        /* r may sit on the blank that ended the word: step over it before
+         * the terminator lands (w <= r always). */
+        if (*r) r++;
+        *w++ = 0;
+    }
+    if (!n) return KVG_ECONFIG;
+    argv[n] = NULL;
+    return (int)n;
+}
+
+static int port_in_use(const struct local *l, uint32_t port)
+{
+    for (size_t i = 0; i < KVG_AUTOSCALE_LOCAL_MAX; i++)
+        if (l->r[i].st != REP_FREE && l->r[i].port == port) return 1;
+    return 0;
+}
+
+static uint32_t next_port(struct local *l)
+{
+    uint32_t span = l->cfg.port_hi - l->cfg.port_lo + 1;
+    for (uint32_t k = 0; k < span; k++) {
+        uint32_t p = l->cfg.port_lo + (l->next_port + k) % span;
+        if (!port_in_use(l, p)) {
+            l->next_port = (l->next_port + k + 1) % span;
+            return p;
+        }
+    }
+    return 0;
+}
+
+static int spawn(struct local *l, const struct kvg_autoscale_pool_cfg *pc, double now, char *err,
+                 size_t errlen)
+{
+    struct replica *r = NULL;
+    for (size_t i = 0; i < KVG_AUTOSCALE_LOCAL_MAX && !r; i++)
+        if (l->r[i].st == REP_FREE) r = &l->r[i];
+    uint32_t port = r ? next_port(l) : 0;
+    if (!r || !port)
+        return kvg_err_set(err, errlen, KVG_ETOOBIG, "no free %s",
+                           r ? "port in the range" : "replica slot");
+    double cold = kvg_autoscale_startup_draw(l->su, pc->opts.model, pc->node, &l->rng) *
+                  l->cfg.cold_start_scale;
+    struct kvg_autoscale_local_vars v = {l->cfg.host, pc->opts.model, pc->name,
+                                         port,        l->spawned + 1, cold};
+    char line[2048], *argv[128];
+    int rc = kvg_autoscale_local_expand(l->cfg.command, &v, line, sizeof line, err, errlen);
+    if (rc) return rc;
+    if (kvg_autoscale_local_split(line, argv, 128) < 0)
+        return kvg_err_set(err, errlen, KVG_ECONFIG, "command: unclosed quote or too many words");
+    pid_t parent = getpid();
+    pid_t pid = fork();
+    if (pid < 0) return kvg_err_set(err, errlen, -errno, "fork: %s", strerror(errno));
+    if (!pid) {
+        /* The child dies with the thread that spawned it: never orphaned. */
+        prctl(PR_SET_PDEATHSIG, SIGTERM);
+        if (getppid() != parent) _exit(127);
+        execvp(argv[0], argv);
+        _exit(127);
+    }
+    memset(r, 0, sizeof *r);
+    r->pid = pid;
+    r->port = port;
+    snprintf(r->url, sizeof r->url, "http://%s:%u", l->cfg.host, port);
+    snprintf(r->pool, sizeof r->pool, "%s", pc->name);
+    r->asked_at = now;
+    r->st = REP_STARTING;
+    l->spawned++;
+    if ((rc = l->h.add(l->h.ud, r->url))) {
+        KVG_WARN("autoscale local: cannot register %s: %s", r->url, kvg_strerror(rc));
+        kill(pid, SIGTERM);
+        r->st = REP_STOPPING;
+        r->stop_at = now;
+        return kvg_err_set(err, errlen, rc, "register %s: %s", r->url, kvg_strerror(rc));
+    }
+    KVG_INFO("autoscale local: pool %s: started %s (pid %d, cold start %.1f s)", pc->name, r->url,
+             (int)pid, cold);
+    return 0;
+}
+
+static void stop(struct local *l, struct replica *r, double now)
+{
+    l->h.remove(l->h.ud, r->url);
+    if (r->pid > 0) kill(r->pid, SIGTERM);
+    r->st = REP_STOPPING;
+    r->stop_at = now;
+}
+
+static int mine(const struct replica *r, const struct kvg_autoscale_pool_cfg *pc, enum rep_state st)
+{
+    return r->st == st && !strcmp(r->pool, pc->name);
+}
+
+static int apply(struct kvg_autoscale_actuator *a, const struct kvg_autoscale_pool_cfg *pc,
+                 uint32_t desired, double now, char *err, size_t errlen)
+{
+    struct local *l = (struct local *)a;
+    uint32_t live = 0;
+    for (size_t i = 0; i < KVG_AUTOSCALE_LOCAL_MAX; i++)
+        live += mine(&l->r[i], pc, REP_STARTING) || mine(&l->r[i], pc, REP_READY);
+    /* More wanted: a draining replica comes back first (its cache is warm). */
+    for (size_t i = 0; i < KVG_AUTOSCALE_LOCAL_MAX && live < desired; i++) {
+        if (!mine(&l->r[i], pc, REP_DRAINING)) continue;
+        l->h.drain(l->h.ud, l->r[i].url, 0);
+        l->r[i].st = REP_READY;
+        live++;
+        KVG_INFO("autoscale local: pool %s: %s taken back from draining", pc->name, l->r[i].url);
+    }
+    while (live < desired) {
+        int rc = spawn(l, pc, now, err, errlen);
+        if (rc) return rc;
+        live++;
+    }
+    /* Fewer: starting replicas go first (newest first, nothing cached). */
+    for (size_t i = KVG_AUTOSCALE_LOCAL_MAX; i-- > 0 && live > desired;) {
+        if (!mine(&l->r[i], pc, REP_STARTING)) continue;
+        KVG_INFO("autoscale local: pool %s: start of %s given up", pc->name, l->r[i].url);
+        stop(l, &l->r[i], now);
+        live--;
+    }
+    while (live > desired) {
+        const char *urls[KVG_AUTOSCALE_LOCAL_MAX];
+        struct replica *rs[KVG_AUTOSCALE_LOCAL_MAX];
+        size_t n = 0;
+        for (size_t i = 0; i < KVG_AUTOSCALE_LOCAL_MAX; i++)
+            if (mine(&l->r[i], pc, REP_READY)) {
+                rs[n] = &l->r[i];
+                urls[n++] = l->r[i].url;
+            }
+        if (!n) break;
+        int v = l->h.victim ? l->h.victim(l->h.ud, urls, n) : (int)n - 1;
+        if (v < 0 || (size_t)v >= n) v = (int)n - 1;
+        struct replica *r = rs[v];
+        l->h.drain(l->h.ud, r->url, 1);
+        r->st = REP_DRAINING;
+        r->drain_at = now;
+        live--;
+        KVG_INFO("autoscale local: pool %s: draining %s", pc->name, r->url);
+    }
+    return 0;
+}
+
+/* A child that exited: reaped, its slot freed (and dropped from the
+ * gateway when it died on its own). */
+static int reaped(struct local *l, struct replica *r)
+{
+    int status;
+    if (r->pid <= 0 || waitpid(r->pid, &status, WNOHANG) != r->pid) return 0;
+    if (r->st != REP_STOPPING) {
+        KVG_WARN("autoscale local: %s (pid %d) exited on its own (status %d)", r->url, (int)r->pid,
+                 status);
+        l->h.remove(l->h.ud, r->url);
+    }
+    r->st = REP_FREE;
+    r->pid = 0;
+    return 1;
+}
+
+static int starting(struct kvg_autoscale_actuator *a, const struct kvg_autoscale_pool_cfg *pc,
+                    double now, double *eta, uint32_t cap)
+{
+    struct local *l = (struct local *)a;
+    double lead = kvg_autoscale_startup_lead(l->su, pc->opts.model, pc->node);
+    uint32_t n = 0;
+    for (size_t i = 0; i < KVG_AUTOSCALE_LOCAL_MAX; i++) {
+        struct replica *r = &l->r[i];
+        if (r->st == REP_FREE || strcmp(r->pool, pc->name) || reaped(l, r)) continue;
+        uint32_t infl = 0;
+        int st = r->st == REP_STOPPING ? -1 : l->h.state(l->h.ud, r->url, &infl);
+        if (r->st == REP_STARTING && st == 1) {
+            r->st = REP_READY;
+            r->ready_at = now;
+            kvg_autoscale_startup_observe(l->su, pc->opts.model, pc->node, now - r->asked_at, -1);
+            KVG_INFO("autoscale local: pool %s: %s healthy after %.2f s", pc->name, r->url,
+                     now - r->asked_at);
+            if (l->h.ready) l->h.ready(l->h.ud, r->url);
+        } else if (r->st == REP_STARTING && now - r->asked_at > l->cfg.start_timeout_s) {
+            KVG_WARN("autoscale local: %s not healthy after %.0f s: stopped", r->url,
+                     now - r->asked_at);
+            stop(l, r, now);
+        } else if (r->st == REP_DRAINING &&
+                   (infl == 0 || st < 0 || now - r->drain_at > l->cfg.drain_timeout_s)) {
+            KVG_INFO("autoscale local: pool %s: %s drained (%u in flight left after %.2f s): "
+                     "removed and stopped",
+                     pc->name, r->url, infl, now - r->drain_at);
+            stop(l, r, now);
+        } else if (r->st == REP_STOPPING && now - r->stop_at > l->cfg.kill_grace_s) {
+            kill(r->pid, SIGKILL);
+        }
+        if (r->st == REP_STARTING && n < cap) eta[n++] = r->asked_at + lead;
+    }
+    return (int)n;
+}
+
+static void destroy(struct kvg_autoscale_actuator *a)
+{
+    struct local *l = (struct local *)a;
+    for (size_t i = 0; i < KVG_AUTOSCALE_LOCAL_MAX; i++)
+        if (l->r[i].st != REP_FREE && l->r[i].pid > 0) kill(l->r[i].pid, SIGTERM);
+    /* Bounded: kill_grace_s for all of them together, then SIGKILL. */
+    double t0 = kvg_wall_s();
+    for (;;) {
+        int left = 0;
+        for (size_t i = 0; i < KVG_AUTOSCALE_LOCAL_MAX; i++) {
+            struct replica *r = &l->r[i];
+            if (r->st == REP_FREE || r->pid <= 0) continue;
+            pid_t w = waitpid(r->pid, NULL, WNOHANG);
+            if (w == r->pid || (w < 0 && errno == ECHILD))
+                r->st = REP_FREE;
+            else
+                left++;
+        }
+        if (!left) break;
+        if (kvg_wall_s() - t0 > l->cfg.kill_grace_s) {
+            for (size_t i = 0; i < KVG_AUTOSCALE_LOCAL_MAX; i++)
+                if (l->r[i].st != REP_FREE && l->r[i].pid > 0) {
+                    kill(l->r[i].pid, SIGKILL);
+                    waitpid(l->r[i].pid, NULL, 0);
+                }
+            break;
+        }
+        nanosleep(&(struct timespec){0, 20 * 1000 * 1000}, NULL);
+    }
+    free(l);
+}
+
+static const struct kvg_autoscale_actuator_ops g_ops = {"local", apply, starting, destroy};
+
+int kvg_autoscale_local_new(const struct kvg_autoscale_local_cfg *cfg,
+                            const struct kvg_autoscale_local_hooks *hooks,
+                            struct kvg_autoscale_startup *su, uint64_t seed,
+                            struct kvg_autoscale_actuator **out, char *err, size_t errlen)
+{
+    if (!cfg->command[0])
+        return kvg_err_set(err, errlen, KVG_ECONFIG, "actuator local needs local.command");
+    if (!cfg->port_lo || cfg->port_hi < cfg->port_lo || cfg->port_hi > 65535)
+        return kvg_err_set(err, errlen, KVG_ECONFIG, "local.ports: LO-HI within 1..65535");
+    if (!hooks->add || !hooks->state || !hooks->drain || !hooks->remove)
+        return kvg_err_set(err, errlen, KVG_ECONFIG, "actuator local: the host gave no hooks");
+    /* A template that cannot expand fails here, not at the first scale-up. */
+    struct kvg_autoscale_local_vars v = {"h", "m", "p", 1, 1, 1};
+    char line[2048], *argv[128];
+    int rc = kvg_autoscale_local_expand(cfg->command, &v, line, sizeof line, err, errlen);
+    if (rc) return rc;
+    if (kvg_autoscale_local_split(line, argv, 128) < 0)
+        return kvg_err_set(err, errlen, KVG_ECONFIG, "local.command: unclosed quote or no words");
+    struct local *l = calloc(1, sizeof *l);
+    if (!l) return -ENOMEM;
+    l->base.ops = &g_ops;
+    l->cfg = *cfg;
+    l->h = *hooks;
+    l->su = su;
+    kvg_rng_seed(&l->rng, seed);
+    *out = &l->base;
+    return 0;
+}
