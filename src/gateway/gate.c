@@ -35,6 +35,12 @@ struct kvg_gate_quota {
     struct kvg_quota_result res;
 };
 
+/* Healthy and not draining: a worker a new request may go to. */
+static int serving(struct kvg_worker *w)
+{
+    return atomic_load(&w->healthy) && !atomic_load(&w->draining);
+}
+
 /* The queue's question: can some healthy worker take a request of this
  * priority now? (Called with the queue's lock held; takes the pool's.) */
 static int probe(void *ud, int prio)
@@ -43,7 +49,7 @@ static int probe(void *ud, int prio)
     struct kvg_worker *all[KVG_POOL_MAX_WORKERS], *ws[KVG_POOL_MAX_WORKERS];
     size_t na = kvg_pool_snapshot(g->pool, all, KVG_POOL_MAX_WORKERS), n = 0, ok = 0;
     for (size_t i = 0; i < na; i++)
-        if (atomic_load(&all[i]->healthy)) ws[n++] = all[i];
+        if (serving(all[i])) ws[n++] = all[i];
     kvg_adm_decide_workers(&g->o.adm, prio, ws, n, kvg_now_ms(), &ok);
     for (size_t i = 0; i < na; i++) kvg_worker_unref(all[i]);
     return ok > 0;
@@ -299,10 +305,12 @@ static void admission(struct kvg_gate_req *gr, int front)
 {
     struct kvg_gate *g = gr->gl->g;
     struct kvg_worker *all[KVG_POOL_MAX_WORKERS], *ws[KVG_POOL_MAX_WORKERS];
-    size_t na = kvg_pool_snapshot(g->pool, all, KVG_POOL_MAX_WORKERS), n = 0;
-    for (size_t i = 0; i < na; i++)
-        if (atomic_load(&all[i]->healthy) && kvg_worker_serves(all[i], gr->model, gr->model_len))
-            ws[n++] = all[i];
+    size_t na = kvg_pool_snapshot(g->pool, all, KVG_POOL_MAX_WORKERS), n = 0, up = 0;
+    for (size_t i = 0; i < na; i++) {
+        if (!serving(all[i])) continue;
+        up++;
+        if (kvg_worker_serves(all[i], gr->model, gr->model_len)) ws[n++] = all[i];
+    }
     gr->inflight_sum = 0;
     gr->inflight_n = (uint32_t)n;
     for (size_t i = 0; i < n; i++) gr->inflight_sum += atomic_load(&ws[i]->in_flight);
@@ -310,7 +318,10 @@ static void admission(struct kvg_gate_req *gr, int front)
      * pool without engine metrics is judged by kvgate's own counts, which
      * never hold a request by themselves (admission.h). */
     enum kvg_adm_verdict v = KVG_ADM_ADMIT;
-    if (n) v = kvg_adm_decide_workers(&g->o.adm, gr->prio, ws, n, kvg_now_ms(), NULL);
+    if (n)
+        v = kvg_adm_decide_workers(&g->o.adm, gr->prio, ws, n, kvg_now_ms(), NULL);
+    else if (!up && g->o.hold_when_empty)
+        v = KVG_ADM_QUEUE; /* scaling from zero: wait for the first replica */
     for (size_t i = 0; i < na; i++) kvg_worker_unref(all[i]);
     struct kvg_gate_deny d;
     if (v == KVG_ADM_ADMIT) {
@@ -342,8 +353,16 @@ static void on_grant(void *ud, int status)
     gr->waiter = NULL;
     if (status) {
         struct kvg_gate_deny d;
+        struct kvg_worker *all[KVG_POOL_MAX_WORKERS];
+        size_t na = kvg_pool_snapshot(gr->gl->g->pool, all, KVG_POOL_MAX_WORKERS), up = 0;
+        for (size_t i = 0; i < na; i++) {
+            up += serving(all[i]);
+            kvg_worker_unref(all[i]);
+        }
         deny(&d, 503, "service_unavailable", "queue_timeout",
-             "Every worker stayed saturated for the whole queue timeout.");
+             up ? "Every worker stayed saturated for the whole queue timeout."
+                : "No worker became ready within the queue timeout (the pool is scaling up "
+                  "from zero): retry later.");
         snprintf(d.retry_after, sizeof d.retry_after, "%u", gr->gl->g->o.adm.retry_after_s);
         deny_header(&d, KVG_STR("retry-after"),
                     (struct kvg_str){d.retry_after, strlen(d.retry_after)});

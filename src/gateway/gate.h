@@ -43,6 +43,11 @@ struct kvg_gate_opts {
      * require_max_tokens, a request a token limit applies to must say. */
     int require_max_tokens;
     struct kvg_adm_config adm;
+    /* Scale from zero: with no healthy worker at all, a request waits in the
+     * queue (its length is the autoscaler's demand signal) instead of the
+     * router's 503; past the queue timeout it gets 503 + Retry-After. The
+     * host wakes the queue when a worker becomes ready. */
+    int hold_when_empty;
 };
 
 /* Shared by every loop thread. */

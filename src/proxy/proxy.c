@@ -667,6 +667,8 @@ static void picked(struct proxy_req *pr)
         }
         return;
     }
+    if (px->on_routed && pr->attempts == 1 && pr->ri.json)
+        px->on_routed(px->on_routed_ud, &pr->ri, pr->pick.w);
     kvg_route_input_drop_json(&pr->ri); /* routing is done: no tree held during the answer */
     if (pr->attempts == 1 && pr->ri.nhashes)
         kvg_metrics_observe(px->m->match_ratio,

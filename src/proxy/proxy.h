@@ -54,6 +54,11 @@ struct kvg_proxy {
     const struct kvg_proxy_metrics *m;
     struct kvg_pd *pd; /* prefill/decode pairs (not owned); NULL: one leg per request */
     _Atomic uint64_t requests_total;
+    /* Optional, set before serving: told each request's first pick, on its
+     * loop thread, with the parsed request (borrowed; ri->json still held)
+     * and the worker (the autoscaler's routing history). */
+    void (*on_routed)(void *ud, const struct kvg_route_input *ri, struct kvg_worker *w);
+    void *on_routed_ud;
 };
 
 /* One per loop thread: its loop, upstream client, gate end and random

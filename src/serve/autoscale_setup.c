@@ -5,7 +5,10 @@
  * admission queue) and ticks the controller (autoscale/ctl.h); the
  * `external` actuator then exports the result: GET /autoscale,
  * GET /autoscale/metrics (KEDA metrics-api) and the gauges
- * kvgate_autoscale_desired_replicas{pool} / _ready_replicas{pool}.
+ * kvgate_autoscale_desired_replicas{pool} / _ready_replicas{pool}. The
+ * `local` actuator starts and stops engine processes and registers them
+ * in the router pool (autoscale_local.c: hooks, prewarm, slow start,
+ * cache-aware scale-down, requests held at zero replicas).
  *
  * Every autoscale pool reads the whole router pool (one kvgate serve fronts
  * one pool of workers). Token rates are the request rate times the pool's
@@ -21,19 +24,16 @@
 #include "base/err.h"
 #include "base/log.h"
 #include "base/util.h"
-#include "serve/serve.h"
+#include "serve/autoscale_int.h"
 
-struct kvg_serve_autoscale {
-    struct kvg_autoscale_ctl *ctl;
-    uv_timer_t timer;
-    int timer_on;
-    struct kvg_serve *sv;
-    double t0, last_t;
-    uint64_t last_requests;
-    uint64_t last_ttfb_n;
-    double last_ttfb_sum;
-    struct kvg_metrics_family *desired_f, *ready_f;
-};
+int kvg_serve_autoscale_is_local(const struct kvg_serve_config *c)
+{
+    struct kvg_autoscale_config cfg;
+    char err[256];
+    return c->autoscale_path[0] &&
+           !kvg_autoscale_config_load(c->autoscale_path, &cfg, err, sizeof err) &&
+           !strcmp(cfg.actuator, "local");
+}
 
 int kvg_serve_autoscale_init(struct kvg_serve *sv, char *err, size_t errlen)
 {
@@ -58,6 +58,13 @@ int kvg_serve_autoscale_init(struct kvg_serve *sv, char *err, size_t errlen)
     if (!a) return -ENOMEM;
     a->sv = sv;
     if ((rc = kvg_autoscale_ctl_new(&cfg, &a->ctl, err, errlen))) {
+        free(a);
+        return rc;
+    }
+    a->lcfg = cfg.local;
+    if (!strcmp(cfg.actuator, "local") && (rc = kvg_serve_autoscale_local_init(a, err, errlen))) {
+        kvg_autoscale_ctl_free(a->ctl);
+        kvg_serve_autoscale_local_free(a);
         free(a);
         return rc;
     }
@@ -90,7 +97,10 @@ static void fill(struct kvg_serve_autoscale *a, double now, const struct kvg_aut
     uint64_t now_ms = kvg_now_ms();
     for (size_t i = 0; i < n; i++) {
         struct kvg_worker *w = ws[i];
-        if (atomic_load(&w->healthy)) s->ready++;
+        if (atomic_load(&w->draining))
+            s->draining++; /* leaving: not capacity */
+        else if (atomic_load(&w->healthy))
+            s->ready++;
         s->inflight_prompt_tokens += (double)atomic_load(&w->active_prefill_tokens);
         struct kvg_engine_load l =
             kvg_worker_load(w, now_ms, 2 * sv->cfg.scrape_interval_ms + 1000);
@@ -99,7 +109,11 @@ static void fill(struct kvg_serve_autoscale *a, double now, const struct kvg_aut
         if (l.kv_usage >= 0) s->kv_usage_sum += l.kv_usage;
         kvg_worker_unref(w);
     }
-    if (sv->metrics.adm_waiting) s->queued = kvg_metrics_value(sv->metrics.adm_waiting);
+    if (sv->gate.adm) { /* the queue itself: the gauge is only refreshed when scraped */
+        struct kvg_adm_stats as;
+        kvg_adm_stats(sv->gate.adm, &as);
+        s->queued = (double)as.waiting;
+    }
     double dt = now - a->last_t;
     uint64_t req = atomic_load(&sv->proxy.requests_total);
     uint64_t tn = 0;
@@ -148,7 +162,11 @@ static void tick(uv_timer_t *t)
         if (d.acted && d.desired != d.current)
             KVG_INFO("autoscale: pool %s: %u -> %u (%s)%s", a->ctl->pools[i].cfg.name, d.current,
                      d.desired, d.reason, a->ctl->cfg.dry_run ? " [dry run]" : "");
+        if (a->ctl->pools[i].act_err[0])
+            KVG_WARN("autoscale: pool %s: actuator: %s", a->ctl->pools[i].cfg.name,
+                     a->ctl->pools[i].act_err);
     }
+    if (a->local) kvg_serve_autoscale_local_tick(a, now);
 }
 
 int kvg_serve_autoscale_start(struct kvg_serve *sv, uv_loop_t *loop)
@@ -159,6 +177,8 @@ int kvg_serve_autoscale_start(struct kvg_serve *sv, uv_loop_t *loop)
     a->last_requests = atomic_load(&sv->proxy.requests_total);
     uint64_t ms = (uint64_t)(a->ctl->cfg.interval_s * 1000);
     if (ms < 100) ms = 100;
+    int rc = kvg_serve_autoscale_local_start(a, loop);
+    if (rc) return rc;
     uv_timer_init(loop, &a->timer);
     a->timer.data = a;
     a->timer_on = 1;
@@ -171,13 +191,15 @@ void kvg_serve_autoscale_stop(struct kvg_serve *sv)
     if (!a || !a->timer_on) return;
     a->timer_on = 0;
     uv_close((uv_handle_t *)&a->timer, NULL);
+    kvg_serve_autoscale_local_stop(a);
 }
 
 void kvg_serve_autoscale_free(struct kvg_serve *sv)
 {
     struct kvg_serve_autoscale *a = sv->autoscale;
     if (!a) return;
-    kvg_autoscale_ctl_free(a->ctl);
+    kvg_autoscale_ctl_free(a->ctl); /* a local actuator stops its children */
+    kvg_serve_autoscale_local_free(a);
     free(a);
     sv->autoscale = NULL;
 }

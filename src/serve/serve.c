@@ -306,7 +306,8 @@ int kvg_serve_main(int argc, char **argv)
     }
     uv_loop_init(&s.main_loop);
     const char *model_hint = "MODEL";
-    if (c->workers.n == 0 && !c->service_discovery) {
+    /* The local actuator brings its own workers: the pool starts empty. */
+    if (c->workers.n == 0 && !c->service_discovery && !kvg_serve_autoscale_is_local(c)) {
         /* The embedded default: a few local simulated engines. */
         if ((rc = kvg_spawn_sims(&s.sims, &s.main_loop, 4, NULL))) return 1;
         for (int i = 0; i < s.sims.n; i++) {

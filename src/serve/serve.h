@@ -137,6 +137,9 @@ int kvg_serve_gate_init(struct kvg_serve *sv, char *err, size_t errlen);
  * its gauges registered (nothing without the flag); its timer on loop;
  * stopped with the main loop; freed at exit. Message in err. */
 int kvg_serve_autoscale_init(struct kvg_serve *sv, char *err, size_t errlen);
+/* 1 when --autoscale names a file whose actuator is `local` (read early:
+ * the embedded default then starts no simulated engines of its own). */
+int kvg_serve_autoscale_is_local(const struct kvg_serve_config *c);
 int kvg_serve_autoscale_start(struct kvg_serve *sv, uv_loop_t *loop);
 void kvg_serve_autoscale_stop(struct kvg_serve *sv);
 void kvg_serve_autoscale_free(struct kvg_serve *sv);

@@ -1,0 +1,58 @@
+/* The embedded autoscaler's state, shared by autoscale_setup.c (the
+ * controller's tick, GET /autoscale) and autoscale_local.c (the local
+ * actuator's hooks into the router pool, the routing history, prewarm and
+ * slow start). Main-loop thread only, but for the routing history (its own
+ * mutex, recorded from every loop). */
+#ifndef KVG_SERVE_AUTOSCALE_INT_H
+#define KVG_SERVE_AUTOSCALE_INT_H
+
+#include "autoscale/ctl.h"
+#include "autoscale/warm.h"
+#include "serve/serve.h"
+
+#define KVG_SERVE_WARMUPS 16
+
+/* A new replica being prewarmed, then ramped up (slow start). */
+struct kvg_serve_warmup {
+    int on;
+    char url[96];
+    struct kvg_http_target t;
+    char (*bodies)[KVG_AUTOSCALE_HOT_BODY]; /* owned: 'C'/'P' + the request's JSON */
+    size_t lens[64];
+    size_t n, next, ok;
+    int ramping;
+    double t0, ramp_t0;
+    struct kvg_http_call *call;
+    struct kvg_serve_autoscale *a;
+};
+
+struct kvg_serve_autoscale {
+    struct kvg_autoscale_ctl *ctl;
+    uv_timer_t timer;
+    int timer_on;
+    struct kvg_serve *sv;
+    double t0, last_t;
+    uint64_t last_requests;
+    uint64_t last_ttfb_n;
+    double last_ttfb_sum;
+    struct kvg_metrics_family *desired_f, *ready_f;
+    /* actuator local */
+    int local;
+    struct kvg_autoscale_local_cfg lcfg;
+    struct kvg_autoscale_hot *hot;  /* owned */
+    struct kvg_http_client *client; /* the prewarm's, on the main loop */
+    struct kvg_serve_warmup warm[KVG_SERVE_WARMUPS];
+};
+
+/* Builds the local actuator with its hooks and hands it to a->ctl; hooks
+ * the proxy's routing history and the gate's hold-when-empty. */
+int kvg_serve_autoscale_local_init(struct kvg_serve_autoscale *a, char *err, size_t errlen);
+/* Per tick (main loop): slow-start ramps, and the gateway queue woken when
+ * a replica is ready. */
+void kvg_serve_autoscale_local_tick(struct kvg_serve_autoscale *a, double now);
+int kvg_serve_autoscale_local_start(struct kvg_serve_autoscale *a, uv_loop_t *loop);
+/* Cancels prewarms in flight and closes the client (before the loop ends). */
+void kvg_serve_autoscale_local_stop(struct kvg_serve_autoscale *a);
+void kvg_serve_autoscale_local_free(struct kvg_serve_autoscale *a);
+
+#endif

@@ -1,0 +1,298 @@
+/* kvgate serve's side of the `local` actuator (autoscale_int.h): the hooks
+ * that register, drain and remove its replicas in the router pool; the
+ * routing history (each request's first pick: its prompt prefix, the
+ * worker, a replay body) behind the cache-aware scale-down choice and the
+ * prewarm; the prewarm itself (the hottest prefixes sent to a replica that
+ * just became healthy, prefill only: max_tokens 1, one at a time, before it
+ * takes traffic) and its slow start (its share of picks ramps from 10% to
+ * all over slow_start_secs); and the gateway queue held while the pool has
+ * no ready replica (scale from zero), woken when one is ready. */
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/buf.h"
+#include "base/err.h"
+#include "base/log.h"
+#include "router/route_text.h"
+#include "serve/autoscale_int.h"
+
+/* A reference to the pool's worker named url, or NULL. */
+static struct kvg_worker *find(struct kvg_serve *sv, const char *url)
+{
+    struct kvg_worker *ws[KVG_POOL_MAX_WORKERS], *hit = NULL;
+    size_t n = kvg_pool_snapshot(&sv->pool, ws, KVG_POOL_MAX_WORKERS);
+    for (size_t i = 0; i < n; i++) {
+        if (!hit && !strcmp(ws[i]->url, url))
+            hit = ws[i];
+        else
+            kvg_worker_unref(ws[i]);
+    }
+    return hit;
+}
+
+static double now_s(struct kvg_serve_autoscale *a)
+{
+    return kvg_wall_s() - a->t0;
+}
+
+static int h_add(void *ud, const char *url)
+{
+    struct kvg_serve_autoscale *a = ud;
+    int rc = kvg_pool_add(&a->sv->pool, url);
+    if (rc) return rc;
+    struct kvg_worker *w = find(a->sv, url);
+    if (w) {
+        /* No share until prewarmed (a pool with no other ready worker
+         * still uses it: router/worker.h). */
+        atomic_store(&w->share_permille, 0);
+        kvg_worker_unref(w);
+    }
+    uv_async_send(&a->sv->health_kick); /* its first check now */
+    return 0;
+}
+
+static int h_state(void *ud, const char *url, uint32_t *in_flight)
+{
+    struct kvg_serve_autoscale *a = ud;
+    struct kvg_worker *w = find(a->sv, url);
+    if (!w) return -1;
+    *in_flight = atomic_load(&w->in_flight);
+    int up = atomic_load(&w->healthy);
+    kvg_worker_unref(w);
+    return up;
+}
+
+static void h_drain(void *ud, const char *url, int on)
+{
+    struct kvg_serve_autoscale *a = ud;
+    struct kvg_worker *w = find(a->sv, url);
+    if (!w) return;
+    atomic_store(&w->draining, on);
+    kvg_worker_unref(w);
+}
+
+static void warm_end(struct kvg_serve_warmup *wu)
+{
+    if (wu->call) kvg_http_call_cancel(wu->call);
+    wu->call = NULL;
+    free(wu->bodies);
+    wu->bodies = NULL;
+    wu->on = 0;
+}
+
+static void h_remove(void *ud, const char *url)
+{
+    struct kvg_serve_autoscale *a = ud;
+    for (size_t i = 0; i < KVG_SERVE_WARMUPS; i++)
+        if (a->warm[i].on && !strcmp(a->warm[i].url, url)) warm_end(&a->warm[i]);
+    struct kvg_worker *w = find(a->sv, url);
+    if (!w) return;
+    kvg_autoscale_hot_forget(a->hot, w->slot); /* its cache goes with it */
+    kvg_worker_unref(w);
+    kvg_pool_remove(&a->sv->pool, url);
+}
+
+static int h_victim(void *ud, const char *const *urls, size_t n)
+{
+    struct kvg_serve_autoscale *a = ud;
+    int slots[KVG_AUTOSCALE_LOCAL_MAX];
+    uint32_t infl[KVG_AUTOSCALE_LOCAL_MAX];
+    if (n > KVG_AUTOSCALE_LOCAL_MAX) n = KVG_AUTOSCALE_LOCAL_MAX;
+    for (size_t i = 0; i < n; i++) {
+        struct kvg_worker *w = find(a->sv, urls[i]);
+        slots[i] = w ? w->slot : -1;
+        infl[i] = w ? atomic_load(&w->in_flight) : 0;
+        if (w) kvg_worker_unref(w);
+    }
+    return kvg_autoscale_hot_victim(a->hot, now_s(a), slots, infl, n);
+}
+
+static void warm_next(struct kvg_serve_warmup *wu);
+
+static void warm_head(void *ud, int status, const struct kvg_http_header *h, size_t n)
+{
+    struct kvg_serve_warmup *wu = ud;
+    (void)h, (void)n;
+    if (status == 200) wu->ok++;
+}
+
+static void warm_body(void *ud, const char *p, size_t n)
+{
+    (void)ud, (void)p, (void)n; /* the answer is one token: nothing to keep */
+}
+
+static void warm_done(void *ud, int err)
+{
+    struct kvg_serve_warmup *wu = ud;
+    wu->call = NULL;
+    if (err) KVG_DEBUG("autoscale: prewarm of %s: a call failed: %s", wu->url, kvg_strerror(err));
+    warm_next(wu);
+}
+
+static void ramp_start(struct kvg_serve_warmup *wu)
+{
+    wu->ramping = 1;
+    wu->ramp_t0 = now_s(wu->a);
+    free(wu->bodies);
+    wu->bodies = NULL;
+}
+
+/* The next replay, or the ramp once all were sent. */
+static void warm_next(struct kvg_serve_warmup *wu)
+{
+    static const struct kvg_http_call_cbs cbs = {warm_head, warm_body, warm_done};
+    while (wu->next < wu->n) {
+        size_t i = wu->next++;
+        const char *b = wu->bodies[i];
+        struct kvg_str path =
+            b[0] == 'C' ? KVG_STR("/v1/chat/completions") : KVG_STR("/v1/completions");
+        struct kvg_http_header hd = {KVG_STR("content-type"), KVG_STR("application/json")};
+        struct kvg_http_call_opts o = {2000, 30000, 30000};
+        if (!kvg_http_call_start(wu->a->client, &wu->t, "POST", path, &hd, 1, b + 1,
+                                 wu->lens[i] - 1, &o, &cbs, wu, &wu->call))
+            return;
+    }
+    KVG_INFO("autoscale: prewarmed %s with %zu of the hottest prefixes (%zu answered 200) in "
+             "%.2f s; slow start over %.1f s",
+             wu->url, wu->n, wu->ok, now_s(wu->a) - wu->t0, wu->a->lcfg.slow_start_s);
+    ramp_start(wu);
+}
+
+static void h_ready(void *ud, const char *url)
+{
+    struct kvg_serve_autoscale *a = ud;
+    struct kvg_serve_warmup *wu = NULL;
+    for (size_t i = 0; i < KVG_SERVE_WARMUPS && !wu; i++)
+        if (!a->warm[i].on) wu = &a->warm[i];
+    struct kvg_worker *w = find(a->sv, url);
+    if (!wu || !w || !a->client) { /* no room to track it: full share at once */
+        if (w) atomic_store(&w->share_permille, 1000);
+        if (w) kvg_worker_unref(w);
+        return;
+    }
+    memset(wu, 0, sizeof *wu);
+    wu->on = 1;
+    wu->a = a;
+    wu->t = w->target;
+    kvg_worker_unref(w);
+    snprintf(wu->url, sizeof wu->url, "%s", url);
+    wu->t0 = now_s(a);
+    size_t k = a->lcfg.prewarm_prompts < 64 ? a->lcfg.prewarm_prompts : 64;
+    if (k && (wu->bodies = malloc(k * sizeof *wu->bodies)))
+        wu->n = kvg_autoscale_hot_top(a->hot, wu->t0, k, wu->bodies, wu->lens);
+    warm_next(wu);
+}
+
+void kvg_serve_autoscale_local_tick(struct kvg_serve_autoscale *a, double now)
+{
+    for (size_t i = 0; i < KVG_SERVE_WARMUPS; i++) {
+        struct kvg_serve_warmup *wu = &a->warm[i];
+        if (!wu->on || !wu->ramping) continue;
+        double f = a->lcfg.slow_start_s > 0 ? (now - wu->ramp_t0) / a->lcfg.slow_start_s : 1;
+        uint32_t sh = f >= 1 ? 1000 : 100 + (uint32_t)(900 * f);
+        struct kvg_worker *w = find(a->sv, wu->url);
+        if (w) {
+            atomic_store(&w->share_permille, sh);
+            kvg_worker_unref(w);
+        }
+        if (!w || sh >= 1000) warm_end(wu);
+    }
+    /* Requests held at zero replicas: a ready one takes them now. */
+    struct kvg_worker *ws[KVG_POOL_MAX_WORKERS];
+    size_t n = kvg_pool_snapshot(&a->sv->pool, ws, KVG_POOL_MAX_WORKERS), up = 0;
+    for (size_t i = 0; i < n; i++) {
+        up += atomic_load(&ws[i]->healthy) && !atomic_load(&ws[i]->draining);
+        kvg_worker_unref(ws[i]);
+    }
+    if (up && a->sv->gate.adm) kvg_adm_capacity_available(a->sv->gate.adm, 1024);
+}
+
+static uint64_t fnv1a(const char *p, size_t n)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)p[i]) * 1099511628211ull;
+    return h;
+}
+
+/* Routing history: a prefix is the routing text's first 1024 bytes (a
+ * shared system prompt and its first turn), its replay the request itself
+ * with max_tokens 1, no stream. */
+static void on_routed(void *ud, const struct kvg_route_input *ri, struct kvg_worker *w)
+{
+    struct kvg_serve_autoscale *a = ud;
+    struct kvg_buf text;
+    kvg_buf_init(&text, 1 << 20);
+    const struct kvg_buf *t = &ri->text;
+    if (!t->len) {
+        if (kvg_route_text(ri->json, ri->chat, &text)) {
+            kvg_buf_free(&text);
+            return;
+        }
+        t = &text;
+    }
+    uint64_t key = fnv1a(t->data, t->len < 1024 ? t->len : 1024);
+    kvg_buf_free(&text);
+    cJSON *j = cJSON_Duplicate(ri->json, 1);
+    char *s = NULL;
+    if (j) {
+        cJSON_DeleteItemFromObjectCaseSensitive(j, "stream");
+        cJSON_DeleteItemFromObjectCaseSensitive(j, "stream_options");
+        cJSON_DeleteItemFromObjectCaseSensitive(j, "max_completion_tokens");
+        cJSON_DeleteItemFromObjectCaseSensitive(j, "max_tokens");
+        cJSON_DeleteItemFromObjectCaseSensitive(j, "n");
+        cJSON_AddNumberToObject(j, "max_tokens", 1);
+        s = cJSON_PrintUnformatted(j);
+        cJSON_Delete(j);
+    }
+    char body[KVG_AUTOSCALE_HOT_BODY];
+    size_t len = 0;
+    if (s && strlen(s) + 1 < sizeof body) { /* a longer one keeps its heat, not a replay */
+        body[0] = ri->chat ? 'C' : 'P';
+        len = strlen(s) + 1;
+        memcpy(body + 1, s, len - 1);
+    }
+    free(s);
+    kvg_autoscale_hot_record(a->hot, key, w->slot, now_s(a), len ? body : NULL, len);
+}
+
+int kvg_serve_autoscale_local_init(struct kvg_serve_autoscale *a, char *err, size_t errlen)
+{
+    struct kvg_autoscale_local_hooks h = {a, h_add, h_state, h_drain, h_remove, h_victim, h_ready};
+    a->hot = malloc(sizeof *a->hot);
+    if (!a->hot) return -ENOMEM;
+    kvg_autoscale_hot_init(a->hot, 120);
+    struct kvg_autoscale_actuator *act;
+    int rc = kvg_autoscale_local_new(&a->lcfg, &h, &a->ctl->su, (uint64_t)kvg_now_ms(), &act, err,
+                                     errlen);
+    if (rc) return rc;
+    kvg_autoscale_ctl_set_actuator(a->ctl, act);
+    a->local = 1;
+    a->sv->proxy.on_routed = on_routed;
+    a->sv->proxy.on_routed_ud = a;
+    a->sv->gate.o.hold_when_empty = 1;
+    return 0;
+}
+
+int kvg_serve_autoscale_local_start(struct kvg_serve_autoscale *a, uv_loop_t *loop)
+{
+    if (!a->local) return 0;
+    return kvg_http_client_new(loop, NULL, &a->client);
+}
+
+void kvg_serve_autoscale_local_stop(struct kvg_serve_autoscale *a)
+{
+    for (size_t i = 0; i < KVG_SERVE_WARMUPS; i++)
+        if (a->warm[i].on) warm_end(&a->warm[i]);
+    if (a->client) kvg_http_client_close(a->client);
+    a->client = NULL;
+}
+
+void kvg_serve_autoscale_local_free(struct kvg_serve_autoscale *a)
+{
+    if (!a->hot) return;
+    kvg_autoscale_hot_destroy(a->hot);
+    free(a->hot);
+    a->hot = NULL;
+}
