@@ -1,0 +1,111 @@
+# kvgate serve --autoscale with the local actuator: sims started from the
+# command template with short cold starts. Scale from zero with a held
+# request, a load ramp asks for more (a new sim is spawned, prewarmed with
+# the hottest prefixes: its own request count shows them), scale-down
+# drains a replica without dropping its streams, then scale to zero and
+# back with a held request. Every wait is bounded; the sims are the
+# gateway's children (stopped by it, and PDEATHSIG if it dies).
+. "$(dirname "$0")/lib.sh"
+GW=$(free_port); BASE=$(( ( $(free_port) % 20000 ) + 30000 ))
+cat >"$TMP/as.yaml" <<YAML
+interval_secs: 0.3
+actuator: local
+local:
+  command: "$KVG_BIN sim --host {host} --port {port} --model m --cold-start-secs {cold_start}"
+  ports: $BASE-$((BASE + 7))
+  cold_start_scale: 0.01
+  prewarm_prompts: 4
+  slow_start_secs: 1
+  drain_timeout_secs: 30
+pools:
+  - name: agg
+    model: qwen2.5-7b
+    planner: kvgate
+    interval_secs: 0.3
+    min_replicas: 0
+    max_replicas: 2
+    ttft_secs: 1.0
+    itl_secs: 0.05
+    isl: 1000
+    osl: 100
+    prefill_tokens_per_sec: 500
+    decode_tokens_per_sec: 100
+    node: warm
+    down_hold_secs: 2
+    zero_idle_secs: 4
+YAML
+start_serve "$GW" --autoscale "$TMP/as.yaml" --health-check-interval-secs 0.3 \
+  --load-monitor-interval-ms 100 --queue-timeout-secs 30 || exit 1
+G=http://127.0.0.1:$GW
+LOG=$TMP/serve-$GW.log
+nworkers() { curl -s -m 2 "$G/workers" >"$TMP/w.json" && json_get "$TMP/w.json" "len(j['workers'])"; }
+# until GREP_PATTERN appears in the log N times (bounded, 30 s)
+wait_log() {
+  local i
+  for i in $(seq 1 300); do
+    [ "$(grep -c -- "$1" "$LOG")" -ge "${2:-1}" ] && return 0
+    sleep 0.1
+  done
+  return 1
+}
+check "no replica at start" [ "$(nworkers)" = 0 ]
+
+# 1. From zero: the request waits in the gateway queue, a sim starts, it answers.
+code=$(curl -s -m 30 -o "$TMP/held1.json" -w '%{http_code}' "$G/v1/completions" \
+  -d '{"model":"m","prompt":"a held request","max_tokens":4}')
+check "held request at zero replicas succeeds (200)" [ "$code" = 200 ]
+check "scaled from zero (0 -> 1) while the request was held" grep -q "autoscale: pool agg: 0 -> 1 " "$LOG"
+check "a sim was started and became healthy" grep -q 'autoscale local: pool agg: http://127.0.0.1:[0-9]* healthy after' "$LOG"
+check "the start-up model learned it" [ "$(curl -s -m 2 "$G/autoscale" >"$TMP/a.json"; json_get "$TMP/a.json" "j['pools'][0]['startup_samples']")" -ge 1 ]
+
+# 2. Load ramp with shared prefixes: a second replica, prewarmed.
+load() { # rounds: 8 requests at once over 4 prompts
+  local r i cp=()
+  for r in $(seq 1 "$1"); do
+    for i in 1 2 3 4 5 6 7 8; do
+      curl -s -m 20 -o /dev/null "$G/v1/completions" \
+        -d "{\"model\":\"m\",\"prompt\":\"shared system prompt number $((i % 4)) with some words\",\"max_tokens\":8}" &
+      cp+=($!)
+    done
+    wait "${cp[@]}"; cp=()
+    [ "$(grep -c 'autoscale: prewarmed' "$LOG")" -ge 2 ] && return 0
+  done
+}
+load 40
+check "scaled up under load to a second sim" wait_log 'autoscale local: pool agg: started' 2
+check "the second was prewarmed with hot prefixes" wait_log 'prewarmed .* with [1-4] of the hottest prefixes ([1-4] answered 200)' 1
+new=$(grep 'prewarmed .* with [1-4]' "$LOG" | head -1 | sed 's/.*prewarmed \(http[^ ]*\) with.*/\1/')
+n=$(grep 'prewarmed .* with [1-4]' "$LOG" | head -1 | sed 's/.*(\([0-9]*\) answered.*/\1/')
+curl -s -m 2 "$new/metrics" >"$TMP/new.m"
+got=$(awk '/^vllm:request_success_total/ {s += $2} END {print s + 0}' "$TMP/new.m")
+check "the new sim ($new) served the $n prewarm requests (it counts $got)" [ "${got%.*}" -ge "${n:-99}" ]
+check "two replicas in the pool" [ "$(nworkers)" = 2 ]
+
+# 3. Load stops; long streams on both replicas; the scale-down drains one
+# and its streams end with [DONE], not an error.
+sp=()
+for i in 1 2 3 4; do
+  curl -s -N -m 60 "$G/v1/completions" \
+    -d "{\"model\":\"m\",\"prompt\":\"stream $i\",\"max_tokens\":400,\"stream\":true}" >"$TMP/s$i.sse" &
+  sp+=($!)
+done
+check "a replica is drained" wait_log 'autoscale local: pool agg: draining' 1
+wait "${sp[@]}"
+okstreams=0
+for i in 1 2 3 4; do
+  tail -c 200 "$TMP/s$i.sse" | grep -q 'data: \[DONE\]' && ! grep -q '"error"' "$TMP/s$i.sse" && okstreams=$((okstreams + 1))
+done
+check "every stream finished ([DONE], no error): $okstreams of 4" [ "$okstreams" = 4 ]
+check "drained with nothing cut, then stopped" wait_log 'drained (0 in flight left' 1
+
+# 4. To zero, then back with a held request.
+for _ in $(seq 1 200); do [ "$(nworkers)" = 0 ] && break; sleep 0.1; done
+check "scaled to zero" [ "$(nworkers)" = 0 ]
+alive=0
+for p in $(grep -o 'pid [0-9]*' "$LOG" | awk '{print $2}'); do kill -0 "$p" 2>/dev/null && alive=$((alive + 1)); done
+check "every sim process stopped by its PID ($alive alive)" [ "$alive" = 0 ]
+code=$(curl -s -m 30 -o "$TMP/held2.json" -w '%{http_code}' "$G/v1/completions" \
+  -d '{"model":"m","prompt":"held again","max_tokens":4}')
+check "back from zero: the held request succeeds" [ "$code" = 200 ]
+check "and was answered by a sim" grep -q '"text_completion"' "$TMP/held2.json"
+finish
