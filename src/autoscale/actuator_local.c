@@ -258,7 +258,9 @@ static int apply(struct kvg_autoscale_actuator *a, const struct kvg_autoscale_po
         r->st = REP_DRAINING;
         r->drain_at = now;
         live--;
-        KVG_INFO("autoscale local: pool %s: draining %s", pc->name, r->url);
+        uint32_t infl = 0;
+        l->h.state(l->h.ud, r->url, &infl);
+        KVG_INFO("autoscale local: pool %s: draining %s (%u in flight)", pc->name, r->url, infl);
     }
     return 0;
 }

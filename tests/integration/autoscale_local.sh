@@ -26,8 +26,8 @@ pools:
     max_replicas: 2
     ttft_secs: 1.0
     itl_secs: 0.05
-    isl: 1000
-    osl: 100
+    isl: 20
+    osl: 8
     prefill_tokens_per_sec: 500
     decode_tokens_per_sec: 100
     node: warm
@@ -86,10 +86,10 @@ check "two replicas in the pool" [ "$(nworkers)" = 2 ]
 sp=()
 for i in 1 2 3 4; do
   curl -s -N -m 60 "$G/v1/completions" \
-    -d "{\"model\":\"m\",\"prompt\":\"stream $i\",\"max_tokens\":400,\"stream\":true}" >"$TMP/s$i.sse" &
+    -d "{\"model\":\"m\",\"prompt\":\"stream $i\",\"max_tokens\":1500,\"stream\":true}" >"$TMP/s$i.sse" &
   sp+=($!)
 done
-check "a replica is drained" wait_log 'autoscale local: pool agg: draining' 1
+check "a replica is drained with streams in flight" wait_log 'autoscale local: pool agg: draining .* ([1-9][0-9]* in flight)' 1
 wait "${sp[@]}"
 okstreams=0
 for i in 1 2 3 4; do
@@ -101,11 +101,16 @@ check "drained with nothing cut, then stopped" wait_log 'drained (0 in flight le
 # 4. To zero, then back with a held request.
 for _ in $(seq 1 200); do [ "$(nworkers)" = 0 ] && break; sleep 0.1; done
 check "scaled to zero" [ "$(nworkers)" = 0 ]
-alive=0
-for p in $(grep -o 'pid [0-9]*' "$LOG" | awk '{print $2}'); do kill -0 "$p" 2>/dev/null && alive=$((alive + 1)); done
+for _ in $(seq 1 50); do # stopped: SIGTERM then, bounded, SIGKILL
+  alive=0
+  for p in $(grep -o 'pid [0-9]*' "$LOG" | awk '{print $2}'); do kill -0 "$p" 2>/dev/null && alive=$((alive + 1)); done
+  [ "$alive" = 0 ] && break
+  sleep 0.2
+done
 check "every sim process stopped by its PID ($alive alive)" [ "$alive" = 0 ]
 code=$(curl -s -m 30 -o "$TMP/held2.json" -w '%{http_code}' "$G/v1/completions" \
   -d '{"model":"m","prompt":"held again","max_tokens":4}')
 check "back from zero: the held request succeeds" [ "$code" = 200 ]
 check "and was answered by a sim" grep -q '"text_completion"' "$TMP/held2.json"
+[ -n "${KVG_KEEP_LOG:-}" ] && cp "$LOG" "$KVG_KEEP_LOG"
 finish
