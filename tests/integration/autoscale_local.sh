@@ -86,7 +86,7 @@ check "two replicas in the pool" [ "$(nworkers)" = 2 ]
 sp=()
 for i in 1 2 3 4; do
   curl -s -N -m 60 "$G/v1/completions" \
-    -d "{\"model\":\"m\",\"prompt\":\"stream $i\",\"max_tokens\":1500,\"stream\":true}" >"$TMP/s$i.sse" &
+    -d "{\"model\":\"m\",\"prompt\":\"stream $i\",\"max_tokens\":1500,\"ignore_eos\":true,\"stream\":true}" >"$TMP/s$i.sse" &
   sp+=($!)
 done
 check "a replica is drained with streams in flight" wait_log 'autoscale local: pool agg: draining .* ([1-9][0-9]* in flight)' 1
