@@ -12,19 +12,29 @@
 
 #define KVG_SERVE_WARMUPS 16
 
-/* A new replica being prewarmed, then ramped up (slow start). */
+struct kvg_serve_warmup;
+/* One prewarm call's context. */
+struct kvg_serve_warm_call {
+    struct kvg_serve_warmup *wu;
+    size_t i;
+};
+
+/* A new replica being prewarmed (its replays sent at once: the engine
+ * batches their prefills), then ramped up (slow start). */
 struct kvg_serve_warmup {
     int on;
     char url[96];
     struct kvg_http_target t;
     char (*bodies)[KVG_AUTOSCALE_HOT_BODY]; /* owned: 'C'/'P' + the request's JSON */
     size_t lens[64];
-    size_t n, next, ok;
+    size_t n, next, ok, pending;
     int ramping;
     double t0, ramp_t0;
-    struct kvg_http_call *call;
+    struct kvg_http_call *call[64]; /* in flight, by body index */
+    struct kvg_serve_warm_call ctx[64];
     struct kvg_serve_autoscale *a;
 };
+
 
 struct kvg_serve_autoscale {
     struct kvg_autoscale_ctl *ctl;

@@ -75,8 +75,11 @@ static void h_drain(void *ud, const char *url, int on)
 
 static void warm_end(struct kvg_serve_warmup *wu)
 {
-    if (wu->call) kvg_http_call_cancel(wu->call);
-    wu->call = NULL;
+    for (size_t i = 0; i < 64; i++) {
+        if (wu->call[i]) kvg_http_call_cancel(wu->call[i]);
+        wu->call[i] = NULL;
+    }
+    wu->pending = 0;
     free(wu->bodies);
     wu->bodies = NULL;
     wu->on = 0;
@@ -109,13 +112,13 @@ static int h_victim(void *ud, const char *const *urls, size_t n)
     return kvg_autoscale_hot_victim(a->hot, now_s(a), slots, infl, n);
 }
 
-static void warm_next(struct kvg_serve_warmup *wu);
+static void warm_finish(struct kvg_serve_warmup *wu);
 
 static void warm_head(void *ud, int status, const struct kvg_http_header *h, size_t n)
 {
-    struct kvg_serve_warmup *wu = ud;
+    struct kvg_serve_warm_call *c = ud;
     (void)h, (void)n;
-    if (status == 200) wu->ok++;
+    if (status == 200) c->wu->ok++;
 }
 
 static void warm_body(void *ud, const char *p, size_t n)
@@ -125,10 +128,11 @@ static void warm_body(void *ud, const char *p, size_t n)
 
 static void warm_done(void *ud, int err)
 {
-    struct kvg_serve_warmup *wu = ud;
-    wu->call = NULL;
+    struct kvg_serve_warm_call *c = ud;
+    struct kvg_serve_warmup *wu = c->wu;
+    wu->call[c->i] = NULL;
     if (err) KVG_DEBUG("autoscale: prewarm of %s: a call failed: %s", wu->url, kvg_strerror(err));
-    warm_next(wu);
+    if (--wu->pending == 0) warm_finish(wu);
 }
 
 static void ramp_start(struct kvg_serve_warmup *wu)
@@ -139,25 +143,33 @@ static void ramp_start(struct kvg_serve_warmup *wu)
     wu->bodies = NULL;
 }
 
-/* The next replay, or the ramp once all were sent. */
-static void warm_next(struct kvg_serve_warmup *wu)
+static void warm_finish(struct kvg_serve_warmup *wu)
 {
-    static const struct kvg_http_call_cbs cbs = {warm_head, warm_body, warm_done};
-    while (wu->next < wu->n) {
-        size_t i = wu->next++;
-        const char *b = wu->bodies[i];
-        struct kvg_str path =
-            b[0] == 'C' ? KVG_STR("/v1/chat/completions") : KVG_STR("/v1/completions");
-        struct kvg_http_header hd = {KVG_STR("content-type"), KVG_STR("application/json")};
-        struct kvg_http_call_opts o = {2000, 30000, 30000};
-        if (!kvg_http_call_start(wu->a->client, &wu->t, "POST", path, &hd, 1, b + 1,
-                                 wu->lens[i] - 1, &o, &cbs, wu, &wu->call))
-            return;
-    }
     KVG_INFO("autoscale: prewarmed %s with %zu of the hottest prefixes (%zu answered 200) in "
              "%.2f s; slow start over %.1f s",
              wu->url, wu->n, wu->ok, now_s(wu->a) - wu->t0, wu->a->lcfg.slow_start_s);
     ramp_start(wu);
+}
+
+/* Every replay at once (the engine batches them), then the ramp when the
+ * last one ends. */
+static void warm_send(struct kvg_serve_warmup *wu)
+{
+    static const struct kvg_http_call_cbs cbs = {warm_head, warm_body, warm_done};
+    wu->pending = 1; /* the loop's own hold: no finish while it runs */
+    for (size_t i = 0; i < wu->n; i++) {
+        const char *b = wu->bodies[i];
+        struct kvg_str path = b[0] == 'C' ? KVG_STR("/v1/chat/completions")
+                                          : KVG_STR("/v1/completions");
+        struct kvg_http_header hd = {KVG_STR("content-type"), KVG_STR("application/json")};
+        struct kvg_http_call_opts o = {2000, 30000, 30000};
+        wu->ctx[i] = (struct kvg_serve_warm_call){wu, i};
+        wu->pending++;
+        if (kvg_http_call_start(wu->a->client, &wu->t, "POST", path, &hd, 1, b + 1,
+                                wu->lens[i] - 1, &o, &cbs, &wu->ctx[i], &wu->call[i]))
+            wu->pending--;
+    }
+    if (--wu->pending == 0) warm_finish(wu);
 }
 
 static void h_ready(void *ud, const char *url)
@@ -182,7 +194,7 @@ static void h_ready(void *ud, const char *url)
     size_t k = a->lcfg.prewarm_prompts < 64 ? a->lcfg.prewarm_prompts : 64;
     if (k && (wu->bodies = malloc(k * sizeof *wu->bodies)))
         wu->n = kvg_autoscale_hot_top(a->hot, wu->t0, k, wu->bodies, wu->lens);
-    warm_next(wu);
+    warm_send(wu);
 }
 
 void kvg_serve_autoscale_local_tick(struct kvg_serve_autoscale *a, double now)
