@@ -10,10 +10,11 @@ from the client's side (x-kvgate-worker, usage.cached_tokens): the latency
 requests, and the time from its /health to 5 requests in a row with >= 90%
 of the prompt cached. Phase 1: one client, a request a second, for 8 s on the one replica; phase 2: six clients.
 Run with prewarm_prompts 8 and 0, slow start 3 s both.
-Usage: live.py KVGATE_BIN SEED OUT_JSON"""
+Usage: live.py KVGATE_BIN SEED OUT_JSON [POLICY (least_load)]"""
 import json, os, random, socket, subprocess, sys, tempfile, threading, time, urllib.request
 
 BIN, SEED, OUT = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+POLICY = sys.argv[4] if len(sys.argv) > 4 else "least_load"
 
 def free_port():
     s = socket.socket(); s.bind(("127.0.0.1", 0)); p = s.getsockname()[1]; s.close(); return p
@@ -51,7 +52,7 @@ pools:
     open(f"{tmp}/as.yaml", "w").write(yaml)
     log = open(f"{tmp}/serve.log", "w")
     sv = subprocess.Popen([BIN, "serve", "--port", str(gw), "--autoscale", f"{tmp}/as.yaml",
-                           "--health-check-interval-secs", "0.2", "--block-size", "64"], stdout=log, stderr=log)
+                           "--health-check-interval-secs", "0.2", "--block-size", "64", "--policy", POLICY], stdout=log, stderr=log)
     G = f"http://127.0.0.1:{gw}"
     try:
         for _ in range(100):
