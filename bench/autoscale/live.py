@@ -7,8 +7,8 @@ closed-loop client sends prompts over 8 shared 6000-token prefixes; the
 kvgate planner scales 1 -> 2 under that load. For the replica that joins,
 from the client's side (x-kvgate-worker, usage.cached_tokens): the latency
 (max_tokens 1: time to first token) and cached share of its first 20
-requests, and the time from its /health to 5 requests in a row with >= 90%
-of the prompt cached. Phase 1: one client, a request a second, for 8 s on the one replica; phase 2: six clients.
+requests, the time from its /health to its first request, and to 5 requests in a
+row with >= 90% of the prompt cached. Phase 1: one client, a request a second, for 8 s on the one replica; phase 2: six clients.
 Run with prewarm_prompts 8 and 0, slow start 3 s both.
 Usage: live.py KVGATE_BIN SEED OUT_JSON [POLICY (least_load)]"""
 import json, os, random, socket, subprocess, sys, tempfile, threading, time, urllib.request
@@ -122,6 +122,7 @@ pools:
                 "old_replica_ttft_mean_s": mean([o[1] for o in old]),
                 "old_replica_cached_mean": mean([o[3] for o in old]),
                 "hit_recovery_s": rec,
+                "first_request_after_s": mine[0][0] - healthy_at if mine else None,
                 "prewarm_log": [l.strip()[25:] for l in open(f"{tmp}/serve.log") if "prewarmed" in l]}
     finally:
         sv.terminate()

@@ -159,14 +159,14 @@ static void warm_send(struct kvg_serve_warmup *wu)
     wu->pending = 1; /* the loop's own hold: no finish while it runs */
     for (size_t i = 0; i < wu->n; i++) {
         const char *b = wu->bodies[i];
-        struct kvg_str path = b[0] == 'C' ? KVG_STR("/v1/chat/completions")
-                                          : KVG_STR("/v1/completions");
+        struct kvg_str path =
+            b[0] == 'C' ? KVG_STR("/v1/chat/completions") : KVG_STR("/v1/completions");
         struct kvg_http_header hd = {KVG_STR("content-type"), KVG_STR("application/json")};
         struct kvg_http_call_opts o = {2000, 30000, 30000};
         wu->ctx[i] = (struct kvg_serve_warm_call){wu, i};
         wu->pending++;
-        if (kvg_http_call_start(wu->a->client, &wu->t, "POST", path, &hd, 1, b + 1,
-                                wu->lens[i] - 1, &o, &cbs, &wu->ctx[i], &wu->call[i]))
+        if (kvg_http_call_start(wu->a->client, &wu->t, "POST", path, &hd, 1, b + 1, wu->lens[i] - 1,
+                                &o, &cbs, &wu->ctx[i], &wu->call[i]))
             wu->pending--;
     }
     if (--wu->pending == 0) warm_finish(wu);
