@@ -111,6 +111,8 @@ cJSON *kvg_serve_workers_json(struct kvg_serve *sv)
         if (atomic_load(&w->member_rank) >= 0)
             cJSON_AddNumberToObject(o, "member_rank", atomic_load(&w->member_rank));
         cJSON_AddBoolToObject(o, "healthy", atomic_load(&w->healthy));
+        cJSON_AddBoolToObject(o, "draining", atomic_load(&w->draining));
+        cJSON_AddNumberToObject(o, "share", atomic_load(&w->share_permille) / 1000.0);
         cJSON_AddNumberToObject(o, "in_flight", atomic_load(&w->in_flight));
         cJSON_AddNumberToObject(o, "processed", (double)atomic_load(&w->processed));
         cJSON_AddNumberToObject(o, "cached_blocks", (double)atomic_load(&w->cached_blocks));
