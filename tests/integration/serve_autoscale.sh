@@ -16,6 +16,7 @@ pools:
   - name: agg
     model: qwen2.5-7b
     planner: kvgate
+    interval_secs: 0.3
     min_replicas: 1
     max_replicas: 6
     ttft_secs: 1.0
@@ -41,14 +42,17 @@ traffic() {
   done
   wait "${cp[@]}"
 }
-# Some traffic, so the arrival rate is above zero for a few ticks.
-traffic "$G"
+# Some traffic, so the arrival rate is above zero for a few ticks (again,
+# bounded, when a burst fell across two ticks' windows).
 desired=0
-for _ in $(seq 1 50); do
-  curl -s -m 2 "$G/autoscale" >"$TMP/as.json"
-  desired=$(json "$TMP/as.json" 'j["pools"][0]["desired"] or 0')
-  [ "${desired:-0}" -gt 2 ] 2>/dev/null && break
-  sleep 0.1
+for _ in 1 2 3 4 5; do
+  traffic "$G"
+  for _ in $(seq 1 10); do
+    curl -s -m 2 "$G/autoscale" >"$TMP/as.json"
+    desired=$(json "$TMP/as.json" 'j["pools"][0]["desired"] or 0')
+    [ "${desired:-0}" -gt 2 ] 2>/dev/null && break 2
+    sleep 0.1
+  done
 done
 check "GET /autoscale is JSON with the pool" [ "$(json "$TMP/as.json" 'j["pools"][0]["name"]')" = agg ]
 check "actuator external, not a dry run" [ "$(json "$TMP/as.json" 'j["actuator"], j["dry_run"]')" = "external False" ]
@@ -69,11 +73,13 @@ check "decisions are logged" grep -q 'autoscale: pool agg: 2 -> ' "$TMP/serve-$G
 # --dry-run: the same plan, nothing inferred as starting.
 start_serve "$GD" --worker-urls "$W1" "$W2" --health-check-interval-secs 1 \
   --autoscale "$TMP/as.yaml" --dry-run || exit 1
-traffic "http://127.0.0.1:$GD"
-for _ in $(seq 1 50); do
-  curl -s -m 2 "http://127.0.0.1:$GD/autoscale" >"$TMP/dry.json"
-  [ "$(json "$TMP/dry.json" '(j["pools"][0]["desired"] or 0) > 2')" = True ] && break
-  sleep 0.1
+for _ in 1 2 3 4 5; do
+  traffic "http://127.0.0.1:$GD"
+  for _ in $(seq 1 10); do
+    curl -s -m 2 "http://127.0.0.1:$GD/autoscale" >"$TMP/dry.json"
+    [ "$(json "$TMP/dry.json" '(j["pools"][0]["desired"] or 0) > 2')" = True ] && break 2
+    sleep 0.1
+  done
 done
 check "dry run: reported as such" [ "$(json "$TMP/dry.json" 'j["dry_run"]')" = True ]
 check "dry run: plans more replicas" [ "$(json "$TMP/dry.json" '(j["pools"][0]["desired"] or 0) > 2')" = True ]
