@@ -3,8 +3,9 @@
 # request, a load ramp asks for more (a new sim is spawned, prewarmed with
 # the hottest prefixes: its own request count shows them), scale-down
 # drains a replica without dropping its streams, then scale to zero and
-# back with a held request. Every wait is bounded; the sims are the
-# gateway's children (stopped by it, and PDEATHSIG if it dies).
+# back with a held request; the gateway's exit stops every sim; the embedded
+# default (no command: kvgate's own sim). Every wait is bounded; the sims
+# are the gateway's children (stopped by it by PID, PDEATHSIG if it dies).
 . "$(dirname "$0")/lib.sh"
 GW=$(free_port); BASE=$(( ( $(free_port) % 20000 ) + 30000 ))
 cat >"$TMP/as.yaml" <<YAML
@@ -113,4 +114,35 @@ code=$(curl -s -m 30 -o "$TMP/held2.json" -w '%{http_code}' "$G/v1/completions" 
 check "back from zero: the held request succeeds" [ "$code" = 200 ]
 check "and was answered by a sim" grep -q '"text_completion"' "$TMP/held2.json"
 [ -n "${KVG_KEEP_LOG:-}" ] && cp "$LOG" "$KVG_KEEP_LOG"
+
+# 5. The gateway stops: its children go with it (by PID, bounded).
+kill -TERM "$SERVE_PID"
+for _ in $(seq 1 100); do kill -0 "$SERVE_PID" 2>/dev/null || break; sleep 0.1; done
+check "the gateway exited" bash -c "! kill -0 $SERVE_PID 2>/dev/null"
+alive=0
+for p in $(grep -o 'pid [0-9]*' "$LOG" | awk '{print $2}'); do kill -0 "$p" 2>/dev/null && alive=$((alive + 1)); done
+check "no sim outlives the gateway ($alive alive)" [ "$alive" = 0 ]
+
+# 6. The embedded default: no command, kvgate's own sim serving the pool's model.
+GW2=$(free_port); BASE2=$(( BASE + 10 ))
+cat >"$TMP/def.yaml" <<YAML
+interval_secs: 0.3
+actuator: local
+local:
+  ports: $BASE2-$((BASE2 + 3))
+  cold_start_scale: 0.01
+pools:
+  - name: agg
+    model: qwen2.5-7b
+    interval_secs: 0.3
+    min_replicas: 1
+    max_replicas: 1
+    node: warm
+YAML
+start_serve "$GW2" --autoscale "$TMP/def.yaml" --health-check-interval-secs 0.3 || exit 1
+code=$(curl -s -m 30 -o "$TMP/def.json" -w '%{http_code}' "http://127.0.0.1:$GW2/v1/completions" \
+  -d '{"model":"qwen2.5-7b","prompt":"hello","max_tokens":2}')
+check "embedded default: kvgate sim started, answers ($code)" [ "$code" = 200 ]
+check "embedded default: one worker, from the port range" \
+  [ "$(curl -s -m 2 "http://127.0.0.1:$GW2/workers" >"$TMP/w2.json"; json_get "$TMP/w2.json" "[w['url'] for w in j['workers']]")" = "['http://127.0.0.1:$BASE2']" ]
 finish
