@@ -35,7 +35,6 @@ struct kvg_serve_warmup {
     struct kvg_serve_autoscale *a;
 };
 
-
 struct kvg_serve_autoscale {
     struct kvg_autoscale_ctl *ctl;
     uv_timer_t timer;
@@ -52,6 +51,7 @@ struct kvg_serve_autoscale {
     struct kvg_autoscale_hot *hot;  /* owned */
     struct kvg_http_client *client; /* the prewarm's, on the main loop */
     struct kvg_serve_warmup warm[KVG_SERVE_WARMUPS];
+    char logged_err[KVG_AUTOSCALE_MAX_POOLS][200]; /* the actuator errors last logged */
 };
 
 /* Builds the local actuator with its hooks and hands it to a->ctl; hooks

@@ -283,7 +283,8 @@ int kvg_serve_autoscale_local_init(struct kvg_serve_autoscale *a, char *err, siz
     a->local = 1;
     a->sv->proxy.on_routed = on_routed;
     a->sv->proxy.on_routed_ud = a;
-    a->sv->gate.o.hold_when_empty = 1;
+    /* Held requests wait for a replica only when one can come. */
+    a->sv->gate.o.hold_when_empty = !a->ctl->cfg.dry_run;
     return 0;
 }
 

@@ -162,9 +162,11 @@ static void tick(uv_timer_t *t)
         if (d.acted && d.desired != d.current)
             KVG_INFO("autoscale: pool %s: %u -> %u (%s)%s", a->ctl->pools[i].cfg.name, d.current,
                      d.desired, d.reason, a->ctl->cfg.dry_run ? " [dry run]" : "");
-        if (a->ctl->pools[i].act_err[0])
-            KVG_WARN("autoscale: pool %s: actuator: %s", a->ctl->pools[i].cfg.name,
-                     a->ctl->pools[i].act_err);
+        /* Once per new failure: an actuator retries every tick. */
+        const char *ae = a->ctl->pools[i].act_err;
+        if (ae[0] && strcmp(ae, a->logged_err[i]))
+            KVG_WARN("autoscale: pool %s: actuator: %s", a->ctl->pools[i].cfg.name, ae);
+        snprintf(a->logged_err[i], sizeof a->logged_err[i], "%s", ae);
     }
     if (a->local) kvg_serve_autoscale_local_tick(a, now);
 }
