@@ -335,6 +335,11 @@ static int setup(struct daemon *d, const char *path, int dry, const char *id, ch
     if (rc) return rc;
     if (dry) d->cfg.dry_run = 1;
     if (!d->cfg.npools) return kvg_err_set(err, errlen, KVG_ECONFIG, "%s: no pools", path);
+    if (!strcmp(d->cfg.actuator, "local"))
+        return kvg_err_set(err, errlen, KVG_ECONFIG,
+                           "%s: actuator local runs embedded (kvgate serve --autoscale FILE): it "
+                           "registers engines in that gateway's pool",
+                           path);
     if ((rc = kvg_autoscale_ctl_new(&d->cfg, &d->ctl, err, errlen))) return rc;
     if (!d->cfg.dry_run && !strcmp(d->cfg.actuator, "kubernetes") &&
         (rc = kvg_autoscale_k8s_new(&d->cfg.kubernetes, &d->act, err, errlen)))

@@ -47,11 +47,11 @@ int kvg_serve_autoscale_init(struct kvg_serve *sv, char *err, size_t errlen)
     int rc = kvg_autoscale_config_load(c->autoscale_path, &cfg, err, errlen);
     if (rc) return rc;
     if (c->autoscale_dry_run) cfg.dry_run = 1;
-    if (strcmp(cfg.actuator, "external"))
+    if (!strcmp(cfg.actuator, "kubernetes"))
         return kvg_err_set(err, errlen, KVG_ECONFIG,
-                           "%s: actuator %s runs in kvgate autoscale (serve --autoscale exports "
-                           "its counts: actuator external)",
-                           c->autoscale_path, cfg.actuator);
+                           "%s: actuator kubernetes runs in kvgate autoscale (serve --autoscale "
+                           "takes external or local)",
+                           c->autoscale_path);
     if (!cfg.npools)
         return kvg_err_set(err, errlen, KVG_ECONFIG, "%s: no pools", c->autoscale_path);
     struct kvg_serve_autoscale *a = calloc(1, sizeof *a);
