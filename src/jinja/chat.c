@@ -120,8 +120,16 @@ int kvg_jinja_chat_json_mask(const char *json, size_t len, struct kvg_buf *out, 
 
 size_t kvg_jinja_chat_unmask(char *s, size_t n)
 {
-    size_t w = 0;
-    for (size_t r = 0; r < n;) {
+    /* Masks are rare: memchr jumps to the next candidate lead byte and the
+     * text between moves in one memmove (nothing moves before the first). */
+    size_t w = 0, r = 0;
+    while (r < n) {
+        const char *q = memchr(s + r, KVG_JINJA_NUL_MASK[0], n - r);
+        size_t at = q ? (size_t)(q - s) : n;
+        if (w != r) memmove(s + w, s + r, at - r);
+        w += at - r;
+        r = at;
+        if (r == n) break;
         if (r + 4 <= n && !memcmp(s + r, KVG_JINJA_NUL_MASK, 4)) {
             s[w++] = 0;
             r += 4;

@@ -550,12 +550,16 @@ int kvg_kv_index_match_tiers(struct kvg_kv_index *idx, const uint64_t *seq, size
     if (nslots > 64 && !(lv = malloc(3 * nslots * sizeof *lv))) return -ENOMEM;
     atomic_fetch_add_explicit(&idx->lookups, 1, memory_order_relaxed);
     rd_lock(idx);
-    uint32_t best = match_class(idx, 0, seq, n, lv, nslots);
+    /* GPU only (no offload events seen): the one-table walk, which keeps
+     * several cache misses in flight, instead of three tables per block. */
+    int one = single_tier(idx);
+    uint32_t best = one ? kvg_kv_tab_match(&idx->t[0], seq, n, lv, nslots, 1, idx->clock)
+                        : match_class(idx, 0, seq, n, lv, nslots);
     unlock(idx);
     for (size_t w = 0; w < nslots; w++) {
         out[w].gpu = lv[w];
-        out[w].host = lv[nslots + w] - lv[w];
-        out[w].other = lv[2 * nslots + w] - lv[nslots + w];
+        out[w].host = one ? 0 : lv[nslots + w] - lv[w];
+        out[w].other = one ? 0 : lv[2 * nslots + w] - lv[nslots + w];
     }
     if (lv != stack) free(lv);
     return (int)best;

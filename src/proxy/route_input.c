@@ -157,6 +157,15 @@ static int request_shape(struct kvg_route_input *ri, const cJSON *j, char *msg, 
     return 0;
 }
 
+/* Whether the body holds the text \\u0000 (memchr to each backslash: glibc's
+ * memmem is several times slower on a big body). */
+static int has_nul_escape(const char *b, size_t n)
+{
+    for (const char *p = b, *e = b + n; (p = memchr(p, '\\', (size_t)(e - p))); p++)
+        if ((size_t)(e - p) >= 6 && !memcmp(p, "\\u0000", 6)) return 1;
+    return 0;
+}
+
 int kvg_route_input_parse(struct kvg_route_input *ri, const char *body, size_t len, int chat,
                           char *msg, size_t msglen)
 {
@@ -167,7 +176,7 @@ int kvg_route_input_parse(struct kvg_route_input *ri, const char *body, size_t l
      * back into NUL in the text that is tokenized. */
     struct kvg_buf masked;
     kvg_buf_init(&masked, 0);
-    int mk = body && memmem(body, len, "\\u0000", 6)
+    int mk = body && has_nul_escape(body, len)
                  ? kvg_jinja_chat_json_mask(body, len, &masked, NULL, 0)
                  : 0;
     if (mk < 0) ri->tokenize_error = mk; /* cannot be read exactly: no tokens */

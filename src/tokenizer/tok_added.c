@@ -123,9 +123,15 @@ static int trie_build(struct kvg_tok_trie *t, const struct kvg_tok *tok, const u
     t->edge_mask = (uint32_t)cap - 1;
     t->nodes = 1; /* node 0 is the root */
     t->term[0] = -1;
+    t->first = -1;
+    int firsts = 0;
     for (size_t i = 0; i < n; i++) {
         const uint8_t *s = (const uint8_t *)tok->arena.p + off[i];
         if (len[i] == 0) continue;
+        if (t->root[s[0]] < 0) {
+            firsts++;
+            t->first = s[0];
+        }
         int32_t node = t->root[s[0]];
         if (node < 0) {
             node = (int32_t)t->nodes++;
@@ -148,6 +154,7 @@ static int trie_build(struct kvg_tok_trie *t, const struct kvg_tok *tok, const u
         /* Same content twice: HF's automaton reports the first pattern. */
         if (t->term[node] < 0) t->term[node] = (int32_t)idx[i];
     }
+    if (firsts != 1) t->first = -1;
     return 0;
 }
 
@@ -229,6 +236,11 @@ int kvg_tok_added_split(const struct kvg_tok *tok, const struct kvg_tok_trie *t,
     size_t start_offset = 0, i = 0;
     int rc;
     while (t->nodes > 1 && i < n) {
+        if (t->first >= 0) { /* one start byte (Qwen's '<'): the text between is skipped at once */
+            const char *q = memchr(p + i, t->first, n - i);
+            if (!q) break;
+            i = (size_t)(q - p);
+        }
         int32_t node = t->root[(uint8_t)p[i]];
         if (node < 0) {
             i++;

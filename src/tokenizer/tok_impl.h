@@ -250,6 +250,7 @@ struct kvg_tok_trie {
     uint64_t *edges;     /* open addressing: (node << 8 | byte) + 1 -> slot */
     int32_t *edge_child; /* child per edge slot */
     uint32_t nodes, edge_mask;
+    int first; /* the one byte every string starts with, -1 several: memchr skips to it */
 };
 
 /* How the BPE model starts a word from one input byte (byte-level mode). */
