@@ -160,7 +160,7 @@ int kvg_gate_peer_loopback(const char *peer)
 }
 
 int kvg_gate_check_head(struct kvg_gate *g, enum kvg_gate_access a, struct kvg_str authorization,
-                        const char *peer, struct kvg_gate_deny *d)
+                        const char *peer, struct kvg_http_note *note, struct kvg_gate_deny *d)
 {
     if (a == KVG_GATE_PUBLIC) return 0;
     if (!g->auth_on) {
@@ -172,8 +172,9 @@ int kvg_gate_check_head(struct kvg_gate *g, enum kvg_gate_access a, struct kvg_s
     if (a == KVG_GATE_READ && !g->o.metrics_require_key) return 0;
     struct kvg_keys_set *set = kvg_keys_acquire(&g->keys);
     const struct kvg_keys_entry *e = NULL;
-    enum kvg_keys_auth r =
-        set ? kvg_keys_authenticate(set, authorization, &e) : KVG_KEYS_AUTH_UNKNOWN;
+    struct kvg_http_note scratch = {0}, *n = note ? note : &scratch;
+    enum kvg_keys_auth r = set ? kvg_keys_authenticate_memo(set, authorization, n->b, &n->set, &e)
+                               : KVG_KEYS_AUTH_UNKNOWN;
     int admin = e && e->admin;
     if (set) kvg_keys_unref(set);
     if (r != KVG_KEYS_AUTH_OK) {
@@ -189,8 +190,9 @@ int kvg_gate_check_head(struct kvg_gate *g, enum kvg_gate_access a, struct kvg_s
 }
 
 int kvg_gate_authorize(struct kvg_gate_loop *gl, struct kvg_gate_req *gr,
-                       struct kvg_str authorization, struct kvg_str priority, const char *model,
-                       size_t model_len, struct kvg_gate_deny *d)
+                       struct kvg_str authorization, struct kvg_http_note *note,
+                       struct kvg_str priority, const char *model, size_t model_len,
+                       struct kvg_gate_deny *d)
 {
     struct kvg_gate *g = gl->g;
     gr->gl = gl;
@@ -200,7 +202,9 @@ int kvg_gate_authorize(struct kvg_gate_loop *gl, struct kvg_gate_req *gr,
     if (g->auth_on) gr->keys = kvg_keys_acquire(&g->keys);
     if (gr->keys) {
         const struct kvg_keys_entry *e = NULL;
-        enum kvg_keys_auth a = kvg_keys_authenticate(gr->keys, authorization, &e);
+        struct kvg_http_note scratch = {0}, *n = note ? note : &scratch;
+        enum kvg_keys_auth a =
+            kvg_keys_authenticate_memo(gr->keys, authorization, n->b, &n->set, &e);
         if (a != KVG_KEYS_AUTH_OK) {
             deny_key(d, a);
             return 1;
@@ -272,7 +276,7 @@ void kvg_gate_usage_end(struct kvg_gate_req *gr, struct kvg_buf *out)
 
 void kvg_gate_usage_json(struct kvg_gate_req *gr, const char *body, size_t len)
 {
-    if (gr->quota) kvg_usage_from_json(body, len, &gr->usage); /* only a quota reads it */
+    if (gr->quota) kvg_usage_scan_json(body, len, &gr->usage); /* only a quota reads it */
 }
 
 const struct kvg_usage *kvg_gate_usage_seen(const struct kvg_gate_req *gr)

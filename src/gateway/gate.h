@@ -96,9 +96,10 @@ enum kvg_gate_access { KVG_GATE_PUBLIC, KVG_GATE_READ, KVG_GATE_API, KVG_GATE_AD
 
 /* Checks a request head before its body is read: 0 to read on, 1 denied
  * (d filled: 401 without a valid key, 403 without the admin role or off
- * loopback). peer is the client's "ip:port". */
+ * loopback). peer is the client's "ip:port". note (may be NULL) keeps the
+ * key's digest for kvg_gate_authorize of the same request. */
 int kvg_gate_check_head(struct kvg_gate *g, enum kvg_gate_access a, struct kvg_str authorization,
-                        const char *peer, struct kvg_gate_deny *d);
+                        const char *peer, struct kvg_http_note *note, struct kvg_gate_deny *d);
 /* 1 when peer ("ip:port", "[ip6]:port") is on the loopback interface. */
 int kvg_gate_peer_loopback(const char *peer);
 
@@ -149,12 +150,14 @@ struct kvg_gate_request {
 
 /* Keys and priority: 0 to go on, 1 when the request is denied (deny
  * filled): 401 without a valid key, 403 for a model the key may not use or a
- * priority above the key's max_priority, 400 for a priority that is none. authorization and
+ * priority above the key's max_priority, 400 for a priority that is none. note (may be
+ * NULL): the head check's digest of the same header, reused. authorization and
  * priority are the headers' values ({NULL, 0} when absent); model stays the caller's while gr
  * lives. */
 int kvg_gate_authorize(struct kvg_gate_loop *gl, struct kvg_gate_req *gr,
-                       struct kvg_str authorization, struct kvg_str priority, const char *model,
-                       size_t model_len, struct kvg_gate_deny *deny);
+                       struct kvg_str authorization, struct kvg_http_note *note,
+                       struct kvg_str priority, const char *model, size_t model_len,
+                       struct kvg_gate_deny *deny);
 /* Quota reservation, then priority admission; cb says the outcome. */
 void kvg_gate_admit(struct kvg_gate_req *gr, const struct kvg_gate_request *rq,
                     kvg_gate_admit_cb cb, void *ud);

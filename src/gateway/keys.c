@@ -511,6 +511,7 @@ const struct kvg_keys_entry *kvg_keys_lookup(const struct kvg_keys_set *s,
 /* "Basic base64(user:key)": what a browser sends after its own login
  * prompt (the status page); the key is the password, the user is ignored. */
 static enum kvg_keys_auth basic(const struct kvg_keys_set *s, struct kvg_str b64,
+                                unsigned char md[32], int *md_set,
                                 const struct kvg_keys_entry **out)
 {
     while (b64.len && (*b64.p == ' ' || *b64.p == '\t')) b64.p++, b64.len--;
@@ -528,9 +529,10 @@ static enum kvg_keys_auth basic(const struct kvg_keys_set *s, struct kvg_str b64
     int bl = snprintf(bearer, sizeof bearer, "Bearer %.*s", (int)(dec + n - colon - 1),
                       (const char *)colon + 1);
     OPENSSL_cleanse(dec, sizeof dec);
-    enum kvg_keys_auth a = bl > 7
-                               ? kvg_keys_authenticate(s, (struct kvg_str){bearer, (size_t)bl}, out)
-                               : KVG_KEYS_AUTH_MALFORMED;
+    enum kvg_keys_auth a =
+        bl > 7
+            ? kvg_keys_authenticate_memo(s, (struct kvg_str){bearer, (size_t)bl}, md, md_set, out)
+            : KVG_KEYS_AUTH_MALFORMED;
     OPENSSL_cleanse(bearer, sizeof bearer);
     return a;
 }
@@ -538,11 +540,22 @@ static enum kvg_keys_auth basic(const struct kvg_keys_set *s, struct kvg_str b64
 enum kvg_keys_auth kvg_keys_authenticate(const struct kvg_keys_set *s, struct kvg_str h,
                                          const struct kvg_keys_entry **out)
 {
+    unsigned char md[32];
+    int set = 0;
+    enum kvg_keys_auth a = kvg_keys_authenticate_memo(s, h, md, &set, out);
+    OPENSSL_cleanse(md, sizeof md);
+    return a;
+}
+
+enum kvg_keys_auth kvg_keys_authenticate_memo(const struct kvg_keys_set *s, struct kvg_str h,
+                                              unsigned char memo[32], int *memo_set,
+                                              const struct kvg_keys_entry **out)
+{
     *out = NULL;
     if (!h.p) return KVG_KEYS_AUTH_MISSING;
     while (h.len && (*h.p == ' ' || *h.p == '\t')) h.p++, h.len--;
     if (h.len >= 6 && !strncasecmp(h.p, "basic", 5) && (h.p[5] == ' ' || h.p[5] == '\t'))
-        return basic(s, (struct kvg_str){h.p + 6, h.len - 6}, out);
+        return basic(s, (struct kvg_str){h.p + 6, h.len - 6}, memo, memo_set, out);
     if (h.len < 7 || strncasecmp(h.p, "bearer", 6) || (h.p[6] != ' ' && h.p[6] != '\t'))
         return KVG_KEYS_AUTH_MALFORMED;
     h.p += 7;
@@ -550,12 +563,16 @@ enum kvg_keys_auth kvg_keys_authenticate(const struct kvg_keys_set *s, struct kv
     while (h.len && (*h.p == ' ' || *h.p == '\t')) h.p++, h.len--;
     while (h.len && (h.p[h.len - 1] == ' ' || h.p[h.len - 1] == '\t')) h.len--;
     if (!h.len) return KVG_KEYS_AUTH_MALFORMED;
-    unsigned char md[EVP_MAX_MD_SIZE];
-    unsigned int n = 0;
-    if (!EVP_Digest(h.p, h.len, md, &n, EVP_sha256(), NULL) || n != 32)
-        return KVG_KEYS_AUTH_UNKNOWN;
-    *out = kvg_keys_lookup(s, md);
-    OPENSSL_cleanse(md, sizeof md);
+    if (!*memo_set) {
+        unsigned char md[EVP_MAX_MD_SIZE];
+        unsigned int n = 0;
+        if (!EVP_Digest(h.p, h.len, md, &n, EVP_sha256(), NULL) || n != 32)
+            return KVG_KEYS_AUTH_UNKNOWN;
+        memcpy(memo, md, 32);
+        OPENSSL_cleanse(md, sizeof md);
+        *memo_set = 1;
+    }
+    *out = kvg_keys_lookup(s, memo);
     return *out ? KVG_KEYS_AUTH_OK : KVG_KEYS_AUTH_UNKNOWN;
 }
 

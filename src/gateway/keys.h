@@ -128,6 +128,12 @@ enum kvg_keys_auth {
 /* Authenticates an Authorization header value (a NULL view when absent). */
 enum kvg_keys_auth kvg_keys_authenticate(const struct kvg_keys_set *s, struct kvg_str authorization,
                                          const struct kvg_keys_entry **out);
+/* The same, remembering the key's SHA-256 in md/md_set: when *md_set is
+ * already 1, md is taken as the digest of this header's key and no hash is
+ * computed (a request's head and body checks hash its key once). */
+enum kvg_keys_auth kvg_keys_authenticate_memo(const struct kvg_keys_set *s,
+                                              struct kvg_str authorization, unsigned char md[32],
+                                              int *md_set, const struct kvg_keys_entry **out);
 
 /* May this key use `model`? An empty model name is allowed only to keys
  * that allow every model. */

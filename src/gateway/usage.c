@@ -71,9 +71,8 @@ static int64_t num(const cJSON *o, const char *name)
     return (int64_t)n->valuedouble;
 }
 
-int kvg_usage_from_cjson(const cJSON *root, struct kvg_usage *u)
+static int from_usage(const cJSON *us, struct kvg_usage *u)
 {
-    const cJSON *us = cJSON_GetObjectItemCaseSensitive(root, "usage");
     if (!cJSON_IsObject(us)) return 0;
     int64_t p = num(us, "prompt_tokens"), c = num(us, "completion_tokens");
     int64_t t = num(us, "total_tokens");
@@ -87,6 +86,92 @@ int kvg_usage_from_cjson(const cJSON *root, struct kvg_usage *u)
     int64_t ca = cJSON_IsObject(d) ? num(d, "cached_tokens") : -1;
     u->cached_tokens = KVG_MIN(KVG_MAX(ca, 0), u->prompt_tokens);
     return 1;
+}
+
+int kvg_usage_from_cjson(const cJSON *root, struct kvg_usage *u)
+{
+    return from_usage(cJSON_GetObjectItemCaseSensitive(root, "usage"), u);
+}
+
+/* ---- the targeted scan of an answer: find the top-level "usage" ---- */
+
+static size_t skip_ws(const char *s, size_t n, size_t i)
+{
+    while (i < n && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r')) i++;
+    return i;
+}
+
+/* s[i] is '"': the index after the closing quote, or n when unterminated.
+ * *esc is set when the string holds an escape. */
+static size_t skip_string(const char *s, size_t n, size_t i, int *esc)
+{
+    for (i++; i < n;) {
+        const char *q = memchr(s + i, '"', n - i);
+        if (!q) return n;
+        size_t at = (size_t)(q - s), bs = 0;
+        while (at - bs > i && s[at - bs - 1] == '\\') bs++;
+        if (memchr(s + i, '\\', at - i)) *esc = 1;
+        i = at + 1;
+        if (bs % 2 == 0) return i;
+    }
+    return n;
+}
+
+/* A value from s[i]: the index after it, or n when it does not end. */
+static size_t skip_value(const char *s, size_t n, size_t i)
+{
+    int esc = 0;
+    if (i < n && s[i] == '"') return skip_string(s, n, i, &esc);
+    if (i < n && (s[i] == '{' || s[i] == '[')) {
+        size_t depth = 0;
+        while (i < n) {
+            char c = s[i];
+            if (c == '"') {
+                i = skip_string(s, n, i, &esc);
+                continue;
+            }
+            if (c == '{' || c == '[') depth++;
+            if ((c == '}' || c == ']') && --depth == 0) return i + 1;
+            i++;
+        }
+        return n;
+    }
+    while (i < n && !strchr(",}] \t\r\n", s[i])) i++;
+    return i;
+}
+
+int kvg_usage_scan_json(const char *body, size_t len, struct kvg_usage *u)
+{
+    const char *s = body ? body : "";
+    size_t n = body ? len : 0, i = skip_ws(s, n, 0), us = 0, ue = 0;
+    if (i == n || s[i] != '{') return kvg_usage_from_json(body, len, u); /* not an object */
+    i = skip_ws(s, n, i + 1);
+    while (i < n && s[i] != '}') {
+        int esc = 0;
+        if (s[i] != '"') return KVG_EPARSE;
+        size_t k = i + 1, ke = skip_string(s, n, i, &esc);
+        if (ke >= n) return KVG_EPARSE;
+        if (esc) return kvg_usage_from_json(body, len, u); /* a key to decode: the full parse */
+        i = skip_ws(s, n, ke);
+        if (i == n || s[i] != ':') return KVG_EPARSE;
+        size_t v = skip_ws(s, n, i + 1), ve = skip_value(s, n, v);
+        if (ve == v || ve >= n) return KVG_EPARSE;
+        if (!ue && ke - 1 - k == 5 && !memcmp(s + k, "usage", 5)) us = v, ue = ve;
+        i = skip_ws(s, n, ve);
+        if (i < n && s[i] == ',') {
+            i = skip_ws(s, n, i + 1);
+            if (i < n && s[i] == '}') return KVG_EPARSE; /* a trailing comma */
+        } else if (i == n || s[i] != '}') {
+            return KVG_EPARSE;
+        }
+    }
+    if (i == n) return KVG_EPARSE; /* what follows the object is ignored, as cJSON does */
+    if (!ue) return 0;
+    cJSON *j = cJSON_ParseWithLength(s + us, ue - us);
+    if (!j) return KVG_EPARSE;
+    int rc = from_usage(j, u);
+    cJSON_Delete(j);
+    return rc;
 }
 
 int kvg_usage_from_json(const char *body, size_t len, struct kvg_usage *u)

@@ -55,6 +55,12 @@ int kvg_usage_request_rewrite(const char *body, size_t len, const cJSON *root, s
 int kvg_usage_from_cjson(const cJSON *root, struct kvg_usage *u);
 /* The same from bytes: 1 found, 0 absent, KVG_EPARSE not JSON. */
 int kvg_usage_from_json(const char *body, size_t len, struct kvg_usage *u);
+/* The same without parsing the whole answer (a 2xx answer can be big): the
+ * top-level object's structure is scanned (strings, nesting, commas, colons;
+ * scalars are not validated) to the first "usage" member, and only that
+ * value is parsed. Same result as kvg_usage_from_json on valid JSON; a key
+ * with an escape falls back to it. */
+int kvg_usage_scan_json(const char *body, size_t len, struct kvg_usage *u);
 
 #define KVG_USAGE_SSE_MAX_EVENT (256u * 1024)
 

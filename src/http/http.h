@@ -75,6 +75,12 @@ struct kvg_http_req {
     int keep_alive;    /* client wants keep-alive */
     uint64_t start_ns; /* monotonic time the request head was complete */
     char peer[64];     /* "ip:port" or "[ip6]:port" of the client */
+    /* What the head check leaves the handler (zeroed per request): kvgate's
+     * gateway keeps the API key's digest there, so a key is hashed once. */
+    struct kvg_http_note {
+        int set;
+        unsigned char b[32];
+    } head_note;
 
     /* Set by the handler. */
     void *ud;
@@ -109,8 +115,8 @@ int kvg_http_server_start(uv_loop_t *loop, const char *host, int port, enum kvg_
 /* Called once a request's head is complete, before its body is read or
  * `100 Continue` is sent: return 0 to read on, or non-zero with *out filled
  * to refuse the request (the connection then closes). Runs on the server's
- * loop with the server's ud. */
-typedef int (*kvg_http_head_check)(const struct kvg_http_req *req, void *ud,
+ * loop with the server's ud; it may write req->head_note only. */
+typedef int (*kvg_http_head_check)(struct kvg_http_req *req, void *ud,
                                    struct kvg_http_refusal *out);
 void kvg_http_server_set_head_check(struct kvg_http_server *srv, kvg_http_head_check cb);
 /* Request body bytes held by every server of the process now. */

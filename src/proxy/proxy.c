@@ -169,6 +169,7 @@ static void admit(struct proxy_req *pr)
 static void tokenize_work(uv_work_t *w)
 {
     struct proxy_req *pr = w->data;
+    kvg_proxy__pool_thread();
     kvg_route_input_tokenize(&pr->ri, &pr->pl->px->rt);
 }
 
@@ -369,13 +370,11 @@ static void sse_error_end(struct proxy_req *pr, const char *msg)
     kvg_http_res_end(req);
 }
 
-/* Answers above this size are not parsed just for the self-check. */
-#define CHECK_MAX_BODY (1u << 20)
-
 /* The self-check behind the routing mode (router/mode.h): the engine's
  * usage.prompt_tokens against kvgate's own count for the same request, on
  * 2xx answers of tokenized requests. A stream is checked when the gate
- * filtered its usage (quota'd or include_usage asked for). */
+ * filtered its usage (quota'd or include_usage asked for). The answer is
+ * scanned, not parsed: only its usage member is. */
 static void check_prompt_tokens(struct proxy_req *pr, int status)
 {
     if (!pr->pick.w || !pr->ri.ids || status < 200 || status >= 300) return;
@@ -383,8 +382,7 @@ static void check_prompt_tokens(struct proxy_req *pr, int status)
     struct kvg_usage u = {0};
     if (seen)
         u = *seen;
-    else if (pr->sse || pr->body.len > CHECK_MAX_BODY ||
-             kvg_usage_from_json(pr->body.data, pr->body.len, &u) != 1)
+    else if (pr->sse || kvg_usage_scan_json(pr->body.data, pr->body.len, &u) != 1)
         return;
     if (u.found) kvg_route_mode_usage(pr->pick.w, u.prompt_tokens, (int64_t)pr->ri.nids);
 }
@@ -599,6 +597,7 @@ static int pd_start(struct proxy_req *pr, struct kvg_route_ctx *ctx)
 
 static void route_work(uv_work_t *w)
 {
+    kvg_proxy__pool_thread();
     route(w->data);
 }
 
@@ -717,6 +716,7 @@ static void picked(struct proxy_req *pr)
 static void parse_work(uv_work_t *w)
 {
     struct proxy_req *pr = w->data;
+    if (pr->working) kvg_proxy__pool_thread(); /* also called inline for small bodies */
     const struct kvg_buf *body = req_body(pr);
     pr->parse_rc =
         kvg_route_input_parse(&pr->ri, body->data, body->len, pr->route == KVG_PROXY_CHAT,
@@ -738,8 +738,8 @@ static void parsed(struct proxy_req *pr)
     }
     struct kvg_gate_deny d;
     if (kvg_gate_authorize(pl->gate, &pr->gate, kvg_http_req_header(req, "authorization"),
-                           kvg_http_req_header(req, "x-kvgate-priority"), pr->ri.model,
-                           pr->ri.model_len, &d)) {
+                           &req->head_note, kvg_http_req_header(req, "x-kvgate-priority"),
+                           pr->ri.model, pr->ri.model_len, &d)) {
         answer_deny(pr, &d);
         return;
     }

@@ -73,6 +73,11 @@ struct kvg_proxy_loop {
     unsigned nfree;
 };
 
+/* Niceness added to libuv's pool threads when they first run proxy work
+ * (long prompts' parse, render, tokenizing, routing), clamped to 0..19; 0
+ * leaves them as they are. Process-wide, as the pool is. */
+void kvg_proxy_pool_nice(int n);
+
 /* Takes over req: it is answered, or aborted, by the proxy. */
 void kvg_proxy_handle(struct kvg_proxy_loop *pl, struct kvg_http_req *req);
 /* Frees the loop's cached request state (after its loop stopped). */

@@ -61,4 +61,7 @@ void kvg_proxy__metrics_request(const struct kvg_proxy_metrics *m, enum kvg_prox
                                 int status, double duration_s, double ttfb_s);
 void kvg_proxy__access_log(struct proxy_req *pr, int status);
 
+/* pool_nice.c: a pool thread's first proxy work item lowers its priority. */
+void kvg_proxy__pool_thread(void);
+
 #endif

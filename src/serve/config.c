@@ -48,6 +48,9 @@ static const struct flag flags[] = {
     {"tokenizer-threads", NULL, F_INT, O(tokenizer_threads), 0,
      "threads that tokenize long prompts off the loops (libuv's pool; 0 = UV_THREADPOOL_SIZE or "
      "libuv's 4)"},
+    {"tokenizer-nice", NULL, F_INT, O(tokenizer_nice), 0,
+     "niceness added to the tokenizer threads, so long prompts yield the CPU to the loops "
+     "(10; 0 = as the loops)"},
     {"worker-urls", NULL, F_LIST, O(workers), 0, "engine URLs (http://host:port)"},
     {"kv-events-endpoints", NULL, F_LIST, O(kv_endpoints), 0,
      "each worker's KV event ZMQ endpoint, same order as --worker-urls ('none': no events)"},
@@ -322,6 +325,7 @@ void kvg_serve_config_default(struct kvg_serve_config *c)
     snprintf(c->tokenizer, sizeof c->tokenizer, "builtin:bytes");
     c->kv_index_max_entries = 1u << 23;
     c->tokenizer_cache_bytes = 64u << 20;
+    c->tokenizer_nice = 10;
     kvg_policy_opts_default(&c->policy_opts);
     snprintf(c->assignment_mode, sizeof c->assignment_mode, "random");
     snprintf(c->cache_aware_miss, sizeof c->cache_aware_miss, "min_load");
@@ -566,6 +570,8 @@ int kvg_serve_config_parse(struct kvg_serve_config *c, int argc, char **argv, ch
         return kvg_err_set(err, errlen, KVG_ECONFIG, "--port: out of range");
     if (c->threads < 1 || c->threads > 256)
         return kvg_err_set(err, errlen, KVG_ECONFIG, "--threads: 1..256");
+    if (c->tokenizer_nice < 0 || c->tokenizer_nice > 19)
+        return kvg_err_set(err, errlen, KVG_ECONFIG, "--tokenizer-nice: 0..19");
     if (c->tokenizer_threads < 0 || c->tokenizer_threads > 1024)
         return kvg_err_set(err, errlen, KVG_ECONFIG, "--tokenizer-threads: 0..1024");
     if (strcmp(c->cache_aware_miss, "min_load") && strcmp(c->cache_aware_miss, "smallest_tree"))

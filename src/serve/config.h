@@ -27,6 +27,7 @@ struct kvg_serve_config {
     char host[128];
     int port;
     int threads;
+    int tokenizer_nice;              /* niceness added to the pool threads (10) */
     int tokenizer_threads;           /* libuv pool size, 0: UV_THREADPOOL_SIZE / libuv default */
     struct kvg_strlist workers;      /* --worker-urls */
     struct kvg_strlist kv_endpoints; /* --kv-events-endpoints, same order ("none": no events) */

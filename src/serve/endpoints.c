@@ -441,12 +441,13 @@ static enum kvg_gate_access access_of(struct kvg_str path)
     return KVG_GATE_API;
 }
 
-int kvg_serve_head_check(const struct kvg_http_req *req, void *ud, struct kvg_http_refusal *out)
+int kvg_serve_head_check(struct kvg_http_req *req, void *ud, struct kvg_http_refusal *out)
 {
     struct kvg_serve_loop *lc = ud;
     struct kvg_gate_deny d;
     if (!kvg_gate_check_head(&lc->sv->gate, access_of(req->path),
-                             kvg_http_req_header(req, "authorization"), req->peer, &d))
+                             kvg_http_req_header(req, "authorization"), req->peer, &req->head_note,
+                             &d))
         return 0;
     *out = d.r; /* its headers are static strings */
     /* A browser opening the status page gets its login prompt (the admin

@@ -299,6 +299,7 @@ int kvg_serve_main(int argc, char **argv)
         s.have_file = 1;
     /* libuv sizes its pool from the environment at its first use, which
      * comes later (the first long prompt, or a DNS lookup). */
+    kvg_proxy_pool_nice(c->tokenizer_nice);
     if (c->tokenizer_threads > 0) {
         char n[16];
         snprintf(n, sizeof n, "%d", c->tokenizer_threads);

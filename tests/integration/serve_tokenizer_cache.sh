@@ -3,7 +3,9 @@
 # and reused tokens in /metrics and route as without the cache (same
 # prompt_tokens from the engine, same debug route ids); --tokenizer-cache-bytes 0
 # turns it off; --tokenizer-threads N sizes the pool (its threads appear when
-# the first long prompt is tokenized); a bad value is refused.
+# the first long prompt is tokenized) and they run at nice 10 (--tokenizer-nice;
+# the loop threads stay at 0, --tokenizer-nice 0 leaves the pool there too); a
+# bad value is refused.
 . "$(dirname "$0")/lib.sh"
 S=$(free_port)
 start_sim "$S" --model m --profile instant || exit 1
@@ -12,6 +14,13 @@ body() { echo "{\"model\":\"m\",\"messages\":[{\"role\":\"system\",\"content\":\
 metric() { curl -s "$1/metrics" | awk -v k="$2" '$1==k{print $2}'; }
 
 threads_of() { ls "/proc/$1/task" | wc -l; }
+niced() { # PID NICE: how many of its threads run at NICE (field 19 of stat)
+  local n=0 t
+  for t in /proc/$1/task/*/stat; do
+    [ "$(sed 's/.*) //' "$t" | awk '{print $17}')" = "$2" ] && n=$((n + 1))
+  done
+  echo "$n"
+}
 G1=$(free_port)
 start_serve "$G1" --threads 1 --tokenizer-threads 3 --policy prefix_affinity --worker-urls "http://127.0.0.1:$S" || exit 1
 G=http://127.0.0.1:$G1
@@ -19,6 +28,9 @@ before=$(threads_of "$SERVE_PID")
 for q in 1 2 3; do body "$q" >"$TMP/b$q"; curl -s -o "$TMP/r$q" "$G/v1/chat/completions" -d @"$TMP/b$q"; done
 after=$(threads_of "$SERVE_PID")
 check "--tokenizer-threads 3: three pool threads ($before -> $after)" [ $((after - before)) = 3 ]
+n10=$(niced "$SERVE_PID" 10)
+check "pool threads that ran a prompt at nice 10 ($n10), the main thread at 0" \
+  [ "$n10" -ge 1 -a "$n10" -le 3 -a "$(niced "$SERVE_PID" 0)" -ge 1 ]
 hits=$(metric "$G" 'kvgate_tokenizer_cache_total{event="hit"}')
 miss=$(metric "$G" 'kvgate_tokenizer_cache_total{event="miss"}')
 reused=$(metric "$G" 'kvgate_tokenizer_cache_total{event="reused_tokens"}')
@@ -28,7 +40,7 @@ check "cache bytes reported" [ "$(metric "$G" kvgate_tokenizer_cache_bytes)" -gt
 curl -s -o "$TMP/d1" "$G/debug/route" -d @"$TMP/b3" -H 'content-type: application/json'
 
 G2=$(free_port)
-start_serve "$G2" --threads 1 --tokenizer-cache-bytes 0 --policy prefix_affinity --worker-urls "http://127.0.0.1:$S" || exit 1
+start_serve "$G2" --threads 1 --tokenizer-cache-bytes 0 --tokenizer-nice 0 --policy prefix_affinity --worker-urls "http://127.0.0.1:$S" || exit 1
 curl -s -o "$TMP/n3" "http://127.0.0.1:$G2/v1/chat/completions" -d @"$TMP/b3"
 curl -s -o "$TMP/d2" "http://127.0.0.1:$G2/debug/route" -d @"$TMP/b3" -H 'content-type: application/json'
 check "same prompt_tokens with and without the cache" [ "$(json_get "$TMP/r3" 'j["usage"]["prompt_tokens"]')" = "$(json_get "$TMP/n3" 'j["usage"]["prompt_tokens"]')" ]
@@ -40,7 +52,10 @@ sys.exit(0 if strip(a) == strip(b) and strip(a) else 1)
 PY
 }
 check "debug route: same tokens and blocks with and without the cache" same_route
+check "--tokenizer-nice 0: no thread niced" [ "$(niced "$SERVE_PID" 10)" = 0 ]
 check "cache off: no hit series" [ -z "$(metric "http://127.0.0.1:$G2" 'kvgate_tokenizer_cache_total{event="hit"}')" ]
 "$KVG_BIN" serve --tokenizer-threads -1 >/dev/null 2>"$TMP/bad.err"
 check "--tokenizer-threads -1 refused" [ $? = 2 ]
+"$KVG_BIN" serve --tokenizer-nice 20 >/dev/null 2>"$TMP/bad.err"
+check "--tokenizer-nice 20 refused" [ $? = 2 ]
 finish

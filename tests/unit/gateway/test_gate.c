@@ -24,11 +24,11 @@ TEST(no_keys_admin_loopback_only)
     memset(&g, 0, sizeof g); /* auth_on 0: no keys file */
     struct kvg_gate_deny d;
     struct kvg_str none = {NULL, 0};
-    CHECK_INT(kvg_gate_check_head(&g, KVG_GATE_ADMIN, none, "127.0.0.1:4000", &d), 0);
-    CHECK_INT(kvg_gate_check_head(&g, KVG_GATE_ADMIN, none, "192.168.1.9:4000", &d), 1);
+    CHECK_INT(kvg_gate_check_head(&g, KVG_GATE_ADMIN, none, "127.0.0.1:4000", NULL, &d), 0);
+    CHECK_INT(kvg_gate_check_head(&g, KVG_GATE_ADMIN, none, "192.168.1.9:4000", NULL, &d), 1);
     CHECK_INT(d.r.status, 403);
     CHECK_STR(d.r.code, "admin_loopback_only");
-    CHECK_INT(kvg_gate_check_head(&g, KVG_GATE_API, none, "192.168.1.9:4000", &d), 0);
-    CHECK_INT(kvg_gate_check_head(&g, KVG_GATE_READ, none, "192.168.1.9:4000", &d), 0);
-    CHECK_INT(kvg_gate_check_head(&g, KVG_GATE_PUBLIC, none, "192.168.1.9:4000", &d), 0);
+    CHECK_INT(kvg_gate_check_head(&g, KVG_GATE_API, none, "192.168.1.9:4000", NULL, &d), 0);
+    CHECK_INT(kvg_gate_check_head(&g, KVG_GATE_READ, none, "192.168.1.9:4000", NULL, &d), 0);
+    CHECK_INT(kvg_gate_check_head(&g, KVG_GATE_PUBLIC, none, "192.168.1.9:4000", NULL, &d), 0);
 }

@@ -246,6 +246,32 @@ TEST(bearer_authentication)
     kvg_keys_unref(s);
 }
 
+/* The memo: the first call hashes and remembers the digest, the next one
+ * takes it as given (a wrong memo is believed: no second hash). */
+TEST(memo_hashes_once)
+{
+    struct kvg_keys_set *s = parse_ok(GOOD);
+    const struct kvg_keys_entry *e;
+    unsigned char md[32], want[32];
+    int set = 0;
+    CHECK_INT(kvg_keys_authenticate_memo(s, KVG_STR("Bearer abc"), md, &set, &e), KVG_KEYS_AUTH_OK);
+    CHECK_INT(set, 1);
+    CHECK_STR(e->name, "alice");
+    char hex[72];
+    kvg_keys_hash("abc", 3, hex);
+    for (int i = 0; i < 32; i++) sscanf(hex + 7 + 2 * i, "%2hhx", &want[i]);
+    CHECK_INT(memcmp(md, want, 32), 0);
+    CHECK_INT(kvg_keys_authenticate_memo(s, KVG_STR("Bearer abc"), md, &set, &e), KVG_KEYS_AUTH_OK);
+    md[0] ^= 1;
+    CHECK_INT(kvg_keys_authenticate_memo(s, KVG_STR("Bearer abc"), md, &set, &e),
+              KVG_KEYS_AUTH_UNKNOWN);
+    set = 0;
+    CHECK_INT(kvg_keys_authenticate_memo(s, KVG_STR("Bearer   "), md, &set, &e),
+              KVG_KEYS_AUTH_MALFORMED);
+    CHECK_INT(set, 0);
+    kvg_keys_unref(s);
+}
+
 /* A browser's login prompt sends Basic user:key; the key is the password. */
 TEST(basic_authentication)
 {

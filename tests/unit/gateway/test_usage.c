@@ -76,6 +76,44 @@ TEST(usage_from_non_stream_answers)
     CHECK_INT(kvg_usage_from_json("nope", 4, &u), KVG_EPARSE);
 }
 
+/* The targeted scan agrees with the full parse: on answers whose strings
+ * hold braces, quotes and escapes, a nested "usage" that is not the
+ * top-level one, duplicate keys, escaped keys, and on broken JSON. */
+TEST(usage_scan_agrees_with_the_parse)
+{
+    const char *cases[] = {
+        "{\"id\":\"x\",\"choices\":[{\"index\":0}],\"usage\":{\"prompt_tokens\":12,"
+        "\"completion_tokens\":7,\"prompt_tokens_details\":{\"cached_tokens\":8}}}",
+        " {\"choices\":[{\"message\":{\"content\":\"\\\"usage\\\":{} }]\\\\\",\"usage\":"
+        "{\"prompt_tokens\":1}}}] ,\"usage\" : {\"prompt_tokens\" : 5 , \"total_tokens\":6} }\n",
+        "{\"a\":{\"usage\":{\"prompt_tokens\":9}},\"b\":[1,2,[3,{\"usage\":2}]]}",
+        "{\"usage\":{\"prompt_tokens\":3},\"usage\":{\"prompt_tokens\":4}}",
+        "{\"usag\\u0065\":{\"prompt_tokens\":3}}",
+        "{\"usage\":null,\"x\":true,\"y\":-1.5e3}",
+        "{}",
+        " { } ",
+        "{\"usage\":{\"prompt_tokens\":2}",
+        "{\"usage\":{\"prompt_tokens\":2}}}",
+        "{\"usage\":{\"prompt_tokens\":2},}",
+        "{\"usage\" {\"prompt_tokens\":2}}",
+        "{\"usage\":{\"prompt_tokens\":2}} x",
+        "[{\"usage\":{\"prompt_tokens\":2}}]",
+        "{\"s\":\"unterminated}",
+        "",
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        struct kvg_usage a = {0}, b = {0};
+        int ra = kvg_usage_from_json(cases[i], strlen(cases[i]), &a);
+        int rb = kvg_usage_scan_json(cases[i], strlen(cases[i]), &b);
+        if (ra != rb) kvg_test_fail(__FILE__, __LINE__, "case %zu: parse %d, scan %d", i, ra, rb);
+        CHECK_INT(memcmp(&a, &b, sizeof a), 0);
+    }
+    struct kvg_usage u;
+    CHECK_INT(kvg_usage_scan_json(cases[1], strlen(cases[1]), &u), 1);
+    CHECK_INT(u.prompt_tokens, 5);
+    CHECK_INT(u.total_tokens, 6);
+}
+
 /* ---- streams ---- */
 
 #define CHUNK(content)                                                                             \
