@@ -27,7 +27,7 @@
 #define EV_BLOCKS 32 /* blocks per BlockStored: one scheduler step of prefill */
 
 static uint32_t g_workers = 64, g_capacity = 16384, g_lookups = 20000;
-static uint64_t g_ingest_events = 4000000;
+static uint64_t g_ingest_events = 4000000, g_max_entries = 0; /* 0: the index's default */
 static double g_contention_s = 2.0;
 
 /* ---- a synthetic engine fleet producing vLLM batches ---- */
@@ -370,7 +370,7 @@ static struct conc_result contention(struct kvg_kv_index *idx, struct engine *f,
 static void usage(void)
 {
     fprintf(stderr, "bench_kv_index [--workers N] [--capacity BLOCKS_PER_WORKER] [--events N]\n"
-                    "               [--lookups N] [--contention-seconds S]\n");
+                    "               [--lookups N] [--contention-seconds S] [--max-entries N]\n");
     exit(2);
 }
 
@@ -384,6 +384,8 @@ int main(int argc, char **argv)
             g_capacity = (uint32_t)atoi(argv[++i]);
         else if (!strcmp(argv[i], "--events"))
             g_ingest_events = (uint64_t)atoll(argv[++i]);
+        else if (!strcmp(argv[i], "--max-entries"))
+            g_max_entries = (uint64_t)atoll(argv[++i]);
         else if (!strcmp(argv[i], "--lookups"))
             g_lookups = (uint32_t)atoi(argv[++i]);
         else if (!strcmp(argv[i], "--contention-seconds"))
@@ -397,7 +399,7 @@ int main(int argc, char **argv)
     /* 1. Ingest into an index whose workers fill to capacity and then evict
      * as LRU-full engines do (BlockRemoved): the steady state. */
     struct engine *fleet = fleet_new();
-    struct kvg_kv_index *idx = index_new(0);
+    struct kvg_kv_index *idx = index_new(g_max_entries);
     struct ingest_result ing = ingest(idx, fleet, g_ingest_events);
 
     /* 2. Lookups. Background: the ingest index (every worker full of unique

@@ -335,6 +335,7 @@ void kvg_kv_tab_worker_close(struct kvg_kv_tab *t, uint32_t w)
 {
     struct kvg_kv_wslot *ws = &t->w[w];
     chain_free(&ws->kc);
+    if (t->age_on && ws->tail != KVG_KV_NIL) t->age_slots--; /* its heap element goes stale */
     ws->head = ws->tail = KVG_KV_NIL;
     ws->count = 0;
     ws->state = KVG_KV_W_FREE;
