@@ -9,11 +9,12 @@
 # the engines' CPU per request, p50/p99 latency and what the gateway adds to
 # the same workload sent straight to one engine. Then the head-of-line
 # effect: the p99 of short requests (8 connections) alone and while 30k and
-# 100k requests load the same gateway (prefix_affinity). Then a callgrind profile of a few
-# requests per workload (kv_aware): the top functions. Writes
+# 100k requests load the same gateway (prefix_affinity). Then a perf profile of the
+# load phase per workload (kv_aware): phases and top functions. Writes
 # bench/results/gateway-cost.md.
 #   bash bench/gateway/cost.sh [SECONDS per wrk run, default 4] [POLICIES] [THREADS]
-#   KVG_COST_PROFILE=0 skips the profile; KVG_COST_OUT sets the result file.
+#   KVG_COST_PROFILE=0 skips the profile; KVG_COST_OUT sets the result file;
+#   KVG_COST_REPS sets the head-of-line repetitions (3).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 DUR=${1:-4}
@@ -65,16 +66,21 @@ run_wrk() {
   BODIES="$W/wl/$wl.tsv" wrk -t1 -c"$c" -d"${d}s" --timeout 30s -s bench/gateway/body.lua "$url" |
     grep '^RESULT' || echo "RESULT reqs=0 secs=1 errs=1 p50=nan p99=nan"
 }
+# GET /health (the gateway's loop only) at 1 connection for D seconds -> RESULT line
+run_health() {
+  wrk -t1 -c1 -d"${2}s" --timeout 30s -s bench/gateway/health.lua "$1/health" |
+    grep '^RESULT' || echo "RESULT reqs=0 secs=1 errs=1 p50=nan p99=nan"
+}
 field() { sed -n "s/.*$1=\([^ ]*\).*/\1/p" <<<"$2"; }
 
-start_gw() { # policy[:nocache] threads
+start_gw() { # policy[:nocache] threads [serve args...]
   local extra=(--worker-urls "${CURLS[@]}") pol=${1%%:*}
   [ "$pol" = kv_aware ] && extra=(--worker-urls "${URLS[@]}" --kv-events-endpoints "${EPS[@]}")
   [ "$pol" != "$1" ] && extra+=(--tokenizer-cache-bytes 0)
   GWP=$(port)
   "$BIN" serve --port "$GWP" --threads "$2" --policy "$pol" \
     "${extra[@]}" "${TOK[@]}" --block-size 16 --no-access-log --log-level warn \
-    ${KVG_COST_SERVE_ARGS:-} >/dev/null & GWPID=$!
+    ${KVG_COST_SERVE_ARGS:-} "${@:3}" >/dev/null & GWPID=$!
   wait_url "http://127.0.0.1:$GWP/readiness"
 }
 
@@ -123,64 +129,102 @@ PY
   done
 done
 
-# Head-of-line: short requests' p99 alone and beside long ones (prefix_affinity: the gateway tokenizes, the engines do not).
+# Head-of-line: short requests' p99 alone and beside long ones (prefix_affinity:
+# the gateway tokenizes, the engines do not), with the tokenizer pool at the
+# loops' priority (--tokenizer-nice 0, the old behaviour) and below it (10, the
+# default), side by side, REPS times.
 HOL=()
-for th in $THREADS; do
-  start_gw prefix_affinity "$th"
-  run_wrk "http://127.0.0.1:$GWP" short 8 1 >/dev/null
-  run_wrk "http://127.0.0.1:$GWP" 30k 4 1 >/dev/null
-  alone=$(run_wrk "http://127.0.0.1:$GWP" short 8 "$DUR")
-  run_wrk "http://127.0.0.1:$GWP" 30k 8 $((DUR + 2)) >"$W/l30" &
-  l1=$!
-  run_wrk "http://127.0.0.1:$GWP" 100k 8 $((DUR + 2)) >"$W/l100" &
-  l2=$!
-  sleep 1
-  busy=$(run_wrk "http://127.0.0.1:$GWP" short 8 "$DUR")
-  wait $l1 $l2 || true
-  HOL+=("$(python3 - "$th" "$(field p50 "$alone")" "$(field p99 "$alone")" "$(field p50 "$busy")" \
-    "$(field p99 "$busy")" "$(field reqs "$(cat "$W/l30")")" "$(field reqs "$(cat "$W/l100")")" "$DUR" <<'PY'
+REPS=${KVG_COST_REPS:-3}
+for rep in $(seq 1 "$REPS"); do
+  for th in $THREADS; do
+    for nice in 0 10; do
+      start_gw prefix_affinity "$th" --tokenizer-nice "$nice"
+      run_wrk "http://127.0.0.1:$GWP" short 8 1 >/dev/null
+      run_wrk "http://127.0.0.1:$GWP" 30k 4 1 >/dev/null
+      run_health "http://127.0.0.1:$GWP" "$DUR" >"$W/h0" &
+      hp=$!
+      alone=$(run_wrk "http://127.0.0.1:$GWP" short 8 "$DUR")
+      wait $hp || true
+      run_wrk "http://127.0.0.1:$GWP" 30k 8 $((DUR + 2)) >"$W/l30" &
+      l1=$!
+      run_wrk "http://127.0.0.1:$GWP" 100k 8 $((DUR + 2)) >"$W/l100" &
+      l2=$!
+      sleep 1
+      run_health "http://127.0.0.1:$GWP" "$DUR" >"$W/h1" &
+      hp=$!
+      busy=$(run_wrk "http://127.0.0.1:$GWP" short 8 "$DUR")
+      wait $hp $l1 $l2 || true
+      HOL+=("$(python3 - "$th" "$nice" "$rep" "$(field p50 "$alone")" "$(field p99 "$alone")" \
+        "$(field p50 "$busy")" "$(field p99 "$busy")" "$(field reqs "$(cat "$W/l30")")" \
+        "$(field reqs "$(cat "$W/l100")")" "$DUR" "$(field p99 "$(cat "$W/h0")")" \
+        "$(field p99 "$(cat "$W/h1")")" <<'PY'
 import sys
-th, a50, a99, b50, b99, n30, n100, d = sys.argv[1:]
-a50, a99, b50, b99 = map(float, (a50, a99, b50, b99))
-print(f"| {th} | {a50:.2f} | {a99:.2f} | {b50:.2f} | {b99:.2f} | {b99 / a99:.2f}x | {int(n30) / (int(d) + 2):.0f} | {int(n100) / (int(d) + 2):.0f} |")
+th, nice, rep, a50, a99, b50, b99, n30, n100, d, h0, h1 = sys.argv[1:]
+a50, a99, b50, b99, h0, h1 = map(float, (a50, a99, b50, b99, h0, h1))
+print(f"| {th} | {nice} | {rep} | {a50:.2f} | {a99:.2f} | {b50:.2f} | {b99:.2f} | {b99 / a99:.2f}x "
+      f"| {h0:.2f} | {h1:.2f} | {h1 / h0:.2f}x | {int(n30) / (int(d) + 2):.0f} | {int(n100) / (int(d) + 2):.0f} |")
 PY
 )")
-  echo "${HOL[-1]}" >&2
-  stop_gw
+      echo "${HOL[-1]}" >&2
+      stop_gw
+    done
+  done
 done
-
-# Profile: callgrind on a few requests of each workload through kv_aware.
-PROF=()
-if [ "$PROFILE" = 1 ] && command -v valgrind >/dev/null; then
-  for wl in $WORKLOADS; do
-    GWP=$(port)
-    valgrind --tool=callgrind --callgrind-out-file="$W/cg.$wl" "$BIN" serve --port "$GWP" \
-      --threads 1 --policy kv_aware --worker-urls "${URLS[@]}" --kv-events-endpoints "${EPS[@]}" \
-      "${TOK[@]}" --block-size 16 --no-access-log --log-level warn ${KVG_COST_SERVE_ARGS:-} \
-      >/dev/null 2>&1 & GWPID=$!
-    for _ in $(seq 1 600); do curl -sf -o /dev/null "http://127.0.0.1:$GWP/readiness" && break; sleep 0.1; done
-    n=$([ "$wl" = 100k ] && echo 3 || echo 12)
-    python3 - "$W/wl/$wl.tsv" "$n" "$GWP" <<'PY'
-import http.client, sys
-lines = open(sys.argv[1]).read().splitlines()
-for i in range(int(sys.argv[2])):
-    a, b = lines[i % len(lines)].split("\t")
-    c = http.client.HTTPConnection("127.0.0.1", int(sys.argv[3]), timeout=300)
-    c.request("POST", "/v1/chat/completions", a + f"p{i}" + b, {"content-type": "application/json"})
-    c.getresponse().read()
-PY
-    stop_gw
-    top=$(callgrind_annotate --inclusive=no "$W/cg.$wl" 2>/dev/null | python3 -c '
-import re, sys
-out = []
+# Per (threads, nice): the median p99 ratio and its range over the repetitions.
+HOLSUM=$(printf '%s\n' "${HOL[@]}" | python3 -c '
+import sys, statistics
+by = {}
 for line in sys.stdin:
-    m = re.match(r"\s*([\d,]+) \(\s*([\d.]+)%\)\s+\S*:(\S+)", line)
-    if m and len(out) < 8:
-        out.append(f"{m.group(3)} {m.group(2)}%")
-print("; ".join(out))' || true)
-    PROF+=("| $wl | $n | $top |")
+    f = [x.strip() for x in line.strip().strip("|").split("|")]
+    by.setdefault((f[0], f[1]), []).append((float(f[7].rstrip("x")), float(f[10].rstrip("x"))))
+for (th, nice), v in sorted(by.items()):
+    s, h = [x[0] for x in v], [x[1] for x in v]
+    print(f"| {th} | {nice} | {statistics.median(s):.2f}x | {min(s):.2f}x - {max(s):.2f}x "
+          f"| {statistics.median(h):.2f}x | {min(h):.2f}x - {max(h):.2f}x | {len(v)} |")')
+
+# Profile: perf on the running gateway (kv_aware, 1 thread) during the load
+# phase only (after start-up and a warm-up): the top functions by own
+# samples, and the phases' inclusive shares from the call graphs.
+PROF=()
+PHASES="kvg_route_input_parse:JSON-parse kvg_jinja_chat_render_json:render kvg_tok_encode_cached:tokenize kvg_kv_hash_request:block-hash kvg_kv_index_match_tiers:index-lookup kvg_pool_pick:pick"
+if [ "$PROFILE" = 1 ] && perf stat -e task-clock true >/dev/null 2>&1; then
+  for wl in $WORKLOADS; do
+    start_gw kv_aware 1
+    run_wrk "http://127.0.0.1:$GWP" "$wl" 16 1 >/dev/null
+    run_wrk "http://127.0.0.1:$GWP" "$wl" 16 $((DUR + 2)) >"$W/prof.wrk" &
+    l=$!
+    sleep 1
+    perf record -q -F 499 --call-graph dwarf,16384 -p "$GWPID" -o "$W/perf.$wl" -- sleep "$DUR" \
+      >/dev/null 2>&1 || true
+    wait $l || true
+    stop_gw
+    top=$(perf report -i "$W/perf.$wl" --no-children --stdio -g none 2>/dev/null | python3 -c '
+import re, sys
+share = {}
+for line in sys.stdin:
+    m = re.match(r"\s*([\d.]+)%\s+\S+\s+(\S+)\s+\[.\]\s+(\S+)", line)
+    if m:
+        sym = m.group(3) if not m.group(3).startswith("0x") else m.group(2) + ":?"
+        share[sym] = share.get(sym, 0.0) + float(m.group(1))
+top = sorted(share.items(), key=lambda kv: -kv[1])[:8]
+print("; ".join(f"{k} {v:.1f}%" for k, v in top))' || true)
+    phases=$(perf report -i "$W/perf.$wl" --children --stdio -g none 2>/dev/null | python3 -c '
+import re, sys
+want = dict(p.split(":") for p in sys.argv[1].split())
+got = {}
+for line in sys.stdin:
+    m = re.match(r"\s*([\d.]+)%\s+([\d.]+)%\s+\S+\s+\S+\s+\[.\]\s+(\S+)", line)
+    if m and m.group(3) in want and m.group(3) not in got:
+        got[m.group(3)] = m.group(1)
+none = "0"
+print("; ".join(want[k] + " " + got.get(k, none) + "%" for k in want))' "$PHASES" || true)
+    PROF+=("| $wl | $(field reqs "$(cat "$W/prof.wrk")") | $phases | $top |")
+    echo "${PROF[-1]}" >&2
   done
 fi
+
+# The issue's targets against this run's own baselines.
+TARGETS=$({ printf '%s\n' "${ROWS[@]}"; echo "--"; echo "$HOLSUM"; } | python3 bench/gateway/targets.py)
 
 {
   echo "# Gateway cost per request"
@@ -208,20 +252,40 @@ fi
   echo "## Head-of-line: short requests beside long ones (prefix_affinity)"
   echo
   echo "Short requests at 8 connections, alone, then while 8 connections of 30k and 8 of 100k"
-  echo "requests load the same gateway."
+  echo "requests load the same gateway (libuv's default 4 tokenizer threads), with the"
+  echo "tokenizer threads at the loops' priority (nice 0) and below them (--tokenizer-nice 10,"
+  echo "the default); ${REPS} repetitions, configurations interleaved. Latencies in ms."
+  echo "The short requests' latency holds the engines' too (the four sims share the 2 cores and"
+  echo "take the 100k prompts); GET /health at 1 connection beside them is the gateway's loop"
+  echo "alone (answered by the gateway, no engine)."
   echo
-  echo "| threads | short p50 alone | p99 alone | p50 loaded | p99 loaded | p99 ratio | 30k req/s | 100k req/s |"
-  echo "|---:|---:|---:|---:|---:|---:|---:|---:|"
+  echo "| threads | tokenizer nice | rep | short p50 alone | p99 alone | p50 loaded | p99 loaded | p99 ratio | /health p99 alone | loaded | ratio | 30k req/s | 100k req/s |"
+  echo "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
   printf '%s\n' "${HOL[@]}"
+  echo
+  echo "| threads | tokenizer nice | short: median p99 ratio | range | /health: median p99 ratio | range | runs |"
+  echo "|---:|---:|---:|---|---:|---|---:|"
+  echo "$HOLSUM"
+  echo
+  echo "## Against the issue's targets (this run)"
+  echo
+  echo "Baselines from the same run: kv_aware:nocache (--tokenizer-cache-bytes 0), round_robin"
+  echo "(the plain proxy hop), the tokenizer pool at the loops' priority (--tokenizer-nice 0)."
+  echo
+  echo "| target | baseline, 1 / 2 threads | kvgate, 1 / 2 threads | met |"
+  echo "|---|---|---|---|"
+  echo "$TARGETS"
   if [ ${#PROF[@]} -gt 0 ]; then
     echo
-    echo "## Profile (callgrind, kv_aware, 1 thread): top functions by own instructions"
+    echo "## Profile (perf, kv_aware, 1 thread, 16 connections): where the gateway's CPU goes"
     echo
-    echo "The whole process over the requests (start-up included: tokenizer loading shows up"
-    echo "in the short workload, which has few instructions per request)."
+    echo "\`perf record -F 499 --call-graph dwarf -p GATEWAY\` for ${DUR} s of load, after start-up and"
+    echo "a warm-up (no start-up in the samples). Phases: inclusive share of the gateway's samples"
+    echo "(kernel and libuv included in the total: the sockets, the thread hand-offs); top"
+    echo "functions: own samples (?: a symbol-less libcjson/libc address)."
     echo
-    echo "| workload | requests | top functions (share of instructions) |"
-    echo "|---|---:|---|"
+    echo "| workload | requests in the run | phases (inclusive) | top functions (own samples) |"
+    echo "|---|---:|---|---|"
     printf '%s\n' "${PROF[@]}"
   fi
 } >"$OUT"
