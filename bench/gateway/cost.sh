@@ -224,7 +224,7 @@ print("; ".join(want[k] + " " + got.get(k, none) + "%" for k in want))' "$PHASES
 fi
 
 # The issue's targets against this run's own baselines.
-TARGETS=$({ printf '%s\n' "${ROWS[@]}"; echo "--"; echo "$HOLSUM"; } | python3 bench/gateway/targets.py)
+TARGETS=$({ printf '%s\n' "${ROWS[@]}"; echo "--"; echo "$HOLSUM"; } | python3 bench/gateway/targets.py "$DUR")
 
 {
   echo "# Gateway cost per request"
