@@ -90,10 +90,13 @@ static int scale_of(const char *body, uint32_t *spec, uint32_t *status)
         cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, "spec"), "replicas");
     cJSON *st =
         cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, "status"), "replicas");
-    int ok = cJSON_IsNumber(sp) && sp->valuedouble >= 0;
+    /* Counts outside uint32 are not counts (and their cast would be UB). */
+    int ok = cJSON_IsNumber(sp) && sp->valuedouble >= 0 && sp->valuedouble <= UINT32_MAX;
     if (ok && spec) *spec = (uint32_t)sp->valuedouble;
     if (status)
-        *status = cJSON_IsNumber(st) && st->valuedouble >= 0 ? (uint32_t)st->valuedouble : 0;
+        *status = cJSON_IsNumber(st) && st->valuedouble >= 0 && st->valuedouble <= UINT32_MAX
+                      ? (uint32_t)st->valuedouble
+                      : 0;
     cJSON_Delete(j);
     return ok ? 0 : KVG_EPARSE;
 }

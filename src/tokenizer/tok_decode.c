@@ -195,7 +195,8 @@ static int step(const struct kvg_tok_dec_step *st, const struct tl *in, struct t
                 struct kvg_buf *tmp)
 {
     int rc = 0;
-    const char *base = in->text.data;
+    /* Only empty pieces when nothing was ever appended: offsets are all 0. */
+    const char *base = in->text.data ? in->text.data : "";
     switch (st->kind) {
     case KVG_TOK_D_BYTELEVEL:
     case KVG_TOK_D_FUSE:
