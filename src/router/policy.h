@@ -174,6 +174,12 @@ struct kvg_policy_ops {
     /* 1 when it matches on the engines' KV events (the precise index), not on
      * its own routing history (optional: absent means 0). */
     int (*reads_events)(const struct kvg_policy *p);
+    /* ctx's prompt is now cached on w although no pick sent it there (a
+     * prewarm replayed it straight to the engine): remember it exactly as a
+     * pick of w would (the same approximate index, the same placement
+     * count). What engine KV events already tell (the precise index) is
+     * not recorded again. Optional: policies without routing history. */
+    void (*place)(struct kvg_policy *p, struct kvg_worker *w, const struct kvg_route_ctx *ctx);
 };
 
 struct kvg_policy {

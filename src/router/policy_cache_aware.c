@@ -47,6 +47,14 @@ static void maybe_evict(struct cachep *c, uint64_t now)
     kvg_kv_radix_forest_evict(c->forest, c->max_chars);
 }
 
+/* The request's model's tree (created on first use), NULL without memory. */
+static struct kvg_kv_radix *tree_of(struct cachep *c, const struct kvg_route_ctx *ctx)
+{
+    char model[160];
+    snprintf(model, sizeof model, "%.*s", (int)ctx->model.len, ctx->model.p ? ctx->model.p : "");
+    return kvg_kv_radix_forest_get(c->forest, model, 1);
+}
+
 static int select_cache(struct kvg_policy *p, struct kvg_worker *const *cand, size_t n,
                         const struct kvg_route_ctx *ctx, struct kvg_route_explain *ex)
 {
@@ -59,9 +67,7 @@ static int select_cache(struct kvg_policy *p, struct kvg_worker *const *cand, si
         if (l < lo) lo = l;
         if (l > hi) hi = l;
     }
-    char model[160];
-    snprintf(model, sizeof model, "%.*s", (int)ctx->model.len, ctx->model.p ? ctx->model.p : "");
-    struct kvg_kv_radix *tree = kvg_kv_radix_forest_get(c->forest, model, 1);
+    struct kvg_kv_radix *tree = tree_of(c, ctx);
     const char *text = ctx->text ? ctx->text : "";
     size_t tlen = ctx->text ? ctx->text_len : 0;
     int chosen = -1;
@@ -95,6 +101,15 @@ static int select_cache(struct kvg_policy *p, struct kvg_worker *const *cand, si
     return chosen;
 }
 
+/* As a pick of w: its tree holds the routing text. */
+static void place_on(struct kvg_policy *p, struct kvg_worker *w, const struct kvg_route_ctx *ctx)
+{
+    struct cachep *c = (struct cachep *)p;
+    struct kvg_kv_radix *tree = tree_of(c, ctx);
+    if (tree && ctx->text && ctx->text_len && w->slot >= 0)
+        kvg_kv_radix_insert(tree, ctx->text, ctx->text_len, w->slot);
+}
+
 static void on_remove(struct kvg_policy *p, struct kvg_worker *w)
 {
     if (w->slot >= 0) kvg_kv_radix_forest_remove_tenant(((struct cachep *)p)->forest, w->slot);
@@ -111,7 +126,8 @@ static const struct kvg_policy_ops ops = {.name = "cache_aware",
                                           .wants_text = 1,
                                           .select = select_cache,
                                           .on_remove = on_remove,
-                                          .destroy = destroy};
+                                          .destroy = destroy,
+                                          .place = place_on};
 
 int kvg_policy_cache_aware_new(const struct kvg_policy_opts *o, struct kvg_policy **out)
 {

@@ -90,6 +90,16 @@ static int break_tie(struct kvaware *k, struct kvg_worker *const *cand, size_t n
     return best;
 }
 
+/* A pick of w, w holding `matched` leading blocks, places a prefix when w
+ * holds less than half of the request (mu held). */
+static void count_place(struct kvaware *k, struct kvg_worker *w, const struct kvg_route_ctx *ctx,
+                        uint32_t matched)
+{
+    uint32_t bs = ctx->block_size ? ctx->block_size : 16;
+    if (w->slot >= 0 && w->slot < KVG_POLICY_MAX_SLOTS && 2.0 * matched * bs < (double)ctx->ntokens)
+        kvg_policy_place(&k->placed[w->slot], ctx->now_ms);
+}
+
 static int select_kv(struct kvg_policy *p, struct kvg_worker *const *cand, size_t n,
                      const struct kvg_route_ctx *ctx, struct kvg_route_explain *ex)
 {
@@ -133,17 +143,25 @@ static int select_kv(struct kvg_policy *p, struct kvg_worker *const *cand, size_
     }
     pthread_mutex_lock(&k->mu);
     if (best < 0) best = break_tie(k, cand, n, cost, cmin, ctx);
-    /* A request the chosen worker holds less than half of places a prefix. */
-    int slot = cand[best]->slot;
-    if (!ctx->dry_run && slot >= 0 && slot < KVG_POLICY_MAX_SLOTS &&
-        2.0 * matched[best] * bs < (double)ctx->ntokens)
-        kvg_policy_place(&k->placed[slot], ctx->now_ms);
+    if (!ctx->dry_run) count_place(k, cand[best], ctx, matched[best]);
     pthread_mutex_unlock(&k->mu);
     if (!k->kv && !ctx->dry_run) kvg_policy_record(k->approx, cand[best], ctx);
     if (ex)
         snprintf(ex->note, sizeof ex->note, "%s, cost %.1f", k->kv ? "precise" : "approximate",
                  cost[best]);
     return best;
+}
+
+/* As a pick of w (policy.h, place). */
+static void place_on(struct kvg_policy *p, struct kvg_worker *w, const struct kvg_route_ctx *ctx)
+{
+    struct kvaware *k = (struct kvaware *)p;
+    uint32_t matched;
+    kvg_policy_matched(k->kv, k->approx, &w, 1, ctx, 0, &matched, NULL);
+    pthread_mutex_lock(&k->mu);
+    count_place(k, w, ctx, matched);
+    pthread_mutex_unlock(&k->mu);
+    if (!k->kv) kvg_policy_record(k->approx, w, ctx); /* the precise index has w's events */
 }
 
 static void on_remove(struct kvg_policy *p, struct kvg_worker *w)
@@ -176,7 +194,8 @@ static const struct kvg_policy_ops ops = {.name = "kv_aware",
                                           .select = select_kv,
                                           .on_remove = on_remove,
                                           .destroy = destroy,
-                                          .reads_events = reads_events};
+                                          .reads_events = reads_events,
+                                          .place = place_on};
 
 int kvg_policy_kv_aware_new(const struct kvg_policy_opts *o, struct kvg_policy **out)
 {

@@ -161,6 +161,14 @@ static void on_first_token(struct kvg_policy *p, struct kvg_worker *w, uint64_t 
     pthread_mutex_unlock(&d->mu);
 }
 
+/* As a pick of w: in approximate mode its blocks are recorded (the precise
+ * index learns them from w's events). */
+static void place_on(struct kvg_policy *p, struct kvg_worker *w, const struct kvg_route_ctx *ctx)
+{
+    struct predp *d = (struct predp *)p;
+    if (!d->kv) kvg_policy_record(d->approx, w, ctx);
+}
+
 static void on_remove(struct kvg_policy *p, struct kvg_worker *w)
 {
     struct predp *d = (struct predp *)p;
@@ -186,7 +194,8 @@ static const struct kvg_policy_ops ops = {.name = "predicted_latency",
                                           .select = select_pred,
                                           .on_first_token = on_first_token,
                                           .on_remove = on_remove,
-                                          .destroy = destroy};
+                                          .destroy = destroy,
+                                          .place = place_on};
 
 int kvg_policy_predicted_latency_new(const struct kvg_policy_opts *o, struct kvg_policy **out)
 {

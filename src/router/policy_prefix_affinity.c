@@ -118,6 +118,21 @@ static int select_affinity(struct kvg_policy *p, struct kvg_worker *const *cand,
     return best;
 }
 
+/* As a pick of w: a placement unless w already held the prompt (a hit), and
+ * in approximate mode the blocks recorded; the precise index learns them
+ * from w's own events. */
+static void place_on(struct kvg_policy *p, struct kvg_worker *w, const struct kvg_route_ctx *ctx)
+{
+    struct affp *a = (struct affp *)p;
+    uint32_t bs = ctx->block_size ? ctx->block_size : 16, matched;
+    kvg_policy_matched(a->kv, a->approx, &w, 1, ctx, 0, &matched, NULL);
+    int held = matched > 0 && (double)matched * bs >= a->min_match * (double)ctx->ntokens;
+    pthread_mutex_lock(&a->mu);
+    if (!held) place(a, w->slot, ctx->now_ms);
+    pthread_mutex_unlock(&a->mu);
+    if (!a->kv) kvg_policy_record(a->approx, w, ctx);
+}
+
 static void on_remove(struct kvg_policy *p, struct kvg_worker *w)
 {
     struct affp *a = (struct affp *)p;
@@ -149,7 +164,8 @@ static const struct kvg_policy_ops ops = {.name = "prefix_affinity",
                                           .select = select_affinity,
                                           .on_remove = on_remove,
                                           .destroy = destroy,
-                                          .reads_events = reads_events};
+                                          .reads_events = reads_events,
+                                          .place = place_on};
 
 int kvg_policy_prefix_affinity_new(const struct kvg_policy_opts *o, struct kvg_policy **out)
 {

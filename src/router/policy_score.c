@@ -114,6 +114,14 @@ static int select_score(struct kvg_policy *p, struct kvg_worker *const *cand, si
     return best;
 }
 
+/* As a pick of w: the approximate prefix scorer's index records it (the
+ * precise scorer reads w's events). */
+static void place_on(struct kvg_policy *p, struct kvg_worker *w, const struct kvg_route_ctx *ctx)
+{
+    struct scorep *s = (struct scorep *)p;
+    if (s->wa > 0) kvg_policy_record(s->approx, w, ctx);
+}
+
 static void on_remove(struct kvg_policy *p, struct kvg_worker *w)
 {
     struct scorep *s = (struct scorep *)p;
@@ -137,7 +145,8 @@ static const struct kvg_policy_ops ops = {.name = "score",
                                           .select = select_score,
                                           .on_remove = on_remove,
                                           .destroy = destroy,
-                                          .reads_events = reads_events};
+                                          .reads_events = reads_events,
+                                          .place = place_on};
 
 static int make(const struct kvg_policy_opts *o, const char *name, double wp, double wa, double wq,
                 double wk, double wl, struct kvg_policy **out)

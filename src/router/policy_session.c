@@ -113,6 +113,12 @@ static void on_remove(struct kvg_policy *p, struct kvg_worker *w)
     if (s->inner->ops->on_remove) s->inner->ops->on_remove(s->inner, w);
 }
 
+static void place_on(struct kvg_policy *p, struct kvg_worker *w, const struct kvg_route_ctx *ctx)
+{
+    struct sessp *s = (struct sessp *)p;
+    if (s->inner->ops->place) s->inner->ops->place(s->inner, w, ctx);
+}
+
 static void destroy(struct kvg_policy *p)
 {
     struct sessp *s = (struct sessp *)p;
@@ -128,7 +134,8 @@ static const struct kvg_policy_ops ops = {.name = "session_affinity",
                                           .on_done = on_done,
                                           .on_first_token = on_first_token,
                                           .on_remove = on_remove,
-                                          .destroy = destroy};
+                                          .destroy = destroy,
+                                          .place = place_on};
 
 int kvg_policy_session_affinity_new(const struct kvg_policy_opts *o, struct kvg_policy **out)
 {

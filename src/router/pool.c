@@ -372,3 +372,13 @@ size_t kvg_pool_size(struct kvg_pool *p)
     pthread_rwlock_unlock(&p->lock);
     return n;
 }
+
+int kvg_pool_place(struct kvg_pool *p, const char *url, const struct kvg_route_ctx *ctx)
+{
+    pthread_rwlock_rdlock(&p->lock); /* as a pick: the worker stays while the policy reads it */
+    int i = find(p, url);
+    struct kvg_policy *pol = ctx->policy ? ctx->policy : p->policy;
+    if (i >= 0 && pol->ops->place) pol->ops->place(pol, p->w[i], ctx);
+    pthread_rwlock_unlock(&p->lock);
+    return i >= 0 ? 0 : KVG_ENOTFOUND;
+}

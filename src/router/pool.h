@@ -104,6 +104,12 @@ int kvg_pool_pick(struct kvg_pool *p, const struct kvg_route_ctx *ctx,
                   struct kvg_worker *const *exclude, size_t nexclude, struct kvg_pick *out,
                   int *model_known, struct kvg_route_explain *ex);
 
+/* The worker named url now caches ctx's prompt although no pick sent it
+ * there (a prewarm's replay answered 200): the policy (ctx->policy, else the
+ * pool's) records it as a pick of that worker would (policy.h, place).
+ * Charges nothing. KVG_ENOTFOUND when no worker has that url. */
+int kvg_pool_place(struct kvg_pool *p, const char *url, const struct kvg_route_ctx *ctx);
+
 /* The first output token arrived: the prefill charge ends. Idempotent. */
 void kvg_pool_first_token(struct kvg_pool *p, struct kvg_pick *pick);
 /* The same at now_ms (the clock of the pick's ctx->now_ms): the policy also

@@ -3,8 +3,10 @@
  * routing history (each request's first pick: its prompt prefix, the
  * worker, a replay body) behind the cache-aware scale-down choice and the
  * prewarm; the prewarm itself (the hottest prefixes sent to a replica that
- * just became healthy, prefill only: max_tokens 1, one at a time, before it
- * takes traffic) and its slow start (its share of picks ramps from 10% to
+ * just became healthy, prefill only: max_tokens 1, all at once, before it
+ * takes traffic; each replay that answers 200 is placed on it in the
+ * router's policy, kvg_proxy_place, so that its prefix's traffic follows)
+ * and its slow start (its share of picks ramps from 10% to
  * all over slow_start_secs); and the gateway queue held while the pool has
  * no ready replica (scale from zero), woken when one is ready. */
 #include <cjson/cJSON.h>
@@ -117,8 +119,15 @@ static void warm_finish(struct kvg_serve_warmup *wu);
 static void warm_head(void *ud, int status, const struct kvg_http_header *h, size_t n)
 {
     struct kvg_serve_warm_call *c = ud;
+    struct kvg_serve_warmup *wu = c->wu;
     (void)h, (void)n;
-    if (status == 200) c->wu->ok++;
+    if (status != 200) return;
+    wu->ok++;
+    /* The replica holds the prompt now, but no pick sent it there: without
+     * KV events the router would never send it that prefix's traffic. */
+    const char *b = wu->bodies[c->i];
+    int rc = kvg_proxy_place(&wu->a->sv->proxy, wu->url, b + 1, wu->lens[c->i] - 1, b[0] == 'C');
+    if (rc) KVG_DEBUG("autoscale: prewarm of %s: not placed: %s", wu->url, kvg_strerror(rc));
 }
 
 static void warm_body(void *ud, const char *p, size_t n)

@@ -1,7 +1,8 @@
 # kvgate serve --autoscale with the local actuator: sims started from the
 # command template with short cold starts. Scale from zero with a held
 # request, a load ramp asks for more (a new sim is spawned, prewarmed with
-# the hottest prefixes: its own request count shows them), scale-down
+# the hottest prefixes: its own request count shows them, and placed on it
+# in the router's index: requests with those prefixes go there), scale-down
 # drains a replica without dropping its streams, then scale to zero and
 # back with a held request; the gateway's exit stops every sim; the embedded
 # default (no command: kvgate's own sim). Every wait is bounded; the sims
@@ -81,6 +82,31 @@ curl -s -m 2 "$new/metrics" >"$TMP/new.m"
 got=$(awk '/^vllm:request_success_total/ {s += $2} END {print s + 0}' "$TMP/new.m")
 check "the new sim ($new) served the $n prewarm requests (it counts $got)" [ "${got%.*}" -ge "${n:-99}" ]
 check "two replicas in the pool" [ "$(nworkers)" = 2 ]
+
+# 2b. Each replay that answered 200 was placed on the new replica in the
+# router's own index (no KV events: approximate mode), so the default policy
+# (prefix_affinity) sends it those prefixes' traffic. Without the placement
+# the first replica alone holds them and, with two workers, never spills
+# (in flight > 2 x mean + 1 cannot hold): the new one would get none.
+share() { curl -s -m 2 "$G/workers" >"$TMP/ws.json" && json_get "$TMP/ws.json" "[w['share'] for w in j['workers'] if w['url'] == '$new'][0]"; }
+for _ in $(seq 1 100); do [ "$(share)" = 1 ] && break; sleep 0.1; done # slow start done: a candidate
+curl -s -m 5 "$G/debug/route" -d '{"model":"m","prompt":"shared system prompt number 1 with some words","max_tokens":8}' >"$TMP/dr.json"
+mb=$(json_get "$TMP/dr.json" "[w['matched_blocks'] for w in j['workers'] if w['url'] == '$new'][0]")
+check "the router's index holds a prewarmed prefix on the new replica ($mb blocks matched)" [ "${mb%.*}" -ge 1 ]
+processed() { curl -s -m 2 "$G/workers" >"$TMP/wp.json" && json_get "$TMP/wp.json" "[w['processed'] for w in j['workers'] if w['url'] == '$1'][0]"; }
+p0=$(processed "$new"); p1=$p0
+for _ in $(seq 1 20); do
+  cp=()
+  for i in 1 2 3 4 5 6 7 8; do
+    curl -s -m 20 -o /dev/null "$G/v1/completions" \
+      -d "{\"model\":\"m\",\"prompt\":\"shared system prompt number $((i % 4)) with some words\",\"max_tokens\":32}" &
+    cp+=($!)
+  done
+  wait "${cp[@]}"
+  p1=$(processed "$new")
+  [ "${p1%.*}" -gt "${p0%.*}" ] && break
+done
+check "requests with prewarmed prefixes are routed to the new replica ($((${p1%.*} - ${p0%.*})) of them)" [ "${p1%.*}" -gt "${p0%.*}" ]
 
 # 3. Load stops; long streams on both replicas; the scale-down drains one
 # and its streams end with [DONE], not an error.
