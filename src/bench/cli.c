@@ -24,12 +24,14 @@ static void usage(FILE *f)
         "What does kvgate's routing buy on a workload? The router's own policy code, measured\n"
         "offline (engine models in virtual time, deterministic per --seed) or live over HTTP.\n\n"
         "  --scenario NAME             llmd-73 (llm-d's 8-pod benchmark, offline), llmd-73-mini\n"
-        "                              (its scaled-down live version), smoke (seconds, for tests),\n"
+        "                              (its scaled-down live version), smoke (seconds, for "
+        "tests),\n"
         "                              pd (aggregated vs prefill/decode splits, offline: its own\n"
         "                              flags --out, --requests, --seed, --prompt-len, "
         "--output-len),\n"
         "                              diurnal (the autoscaling day: --planners, see\n"
-        "                              docs/autoscale.md)\n"
+        "                              docs/autoscale.md), diurnal-pd (that day on separate\n"
+        "                              prefill and decode pools)\n"
         "  --mode offline|live         (offline)\n"
         "  --policies LIST             comma-separated policy names (the scenario's set; kvgate\n"
         "                              serve --help lists them); live without --spawn-sims: a\n"
@@ -192,7 +194,9 @@ int kvg_bench_parse(struct kvg_bench_cfg *c, int argc, char **argv)
     /* The scenario first: the other flags override it wherever they are. */
     for (int i = 1; i + 1 < argc; i++)
         if (!strcmp(argv[i], "--scenario") && kvg_bench_scenario(c, argv[i + 1])) {
-            fprintf(stderr, "kvgate bench: unknown scenario '%s' (llmd-73, llmd-73-mini, smoke, pd, diurnal)\n",
+            fprintf(stderr,
+                    "kvgate bench: unknown scenario '%s' (llmd-73, llmd-73-mini, smoke, pd, "
+                    "diurnal, diurnal-pd)\n",
                     argv[i + 1]);
             return -1;
         }
@@ -438,7 +442,8 @@ int kvg_bench_main(int argc, char **argv)
         if (!strcmp(argv[i], "--suite")) return kvg_bench_suite_main(argc, argv);
     /* The autoscaling scenario has its own engine loop and report (scale.h). */
     for (int i = 1; i + 1 < argc; i++)
-        if (!strcmp(argv[i], "--scenario") && !strcmp(argv[i + 1], "diurnal"))
+        if (!strcmp(argv[i], "--scenario") &&
+            (!strcmp(argv[i + 1], "diurnal") || !strcmp(argv[i + 1], "diurnal-pd")))
             return kvg_bench_scale_main(argc, argv);
     for (int i = 1; i + 1 < argc; i++)
         if (!strcmp(argv[i], "--scenario") && !strcmp(argv[i + 1], "pd"))

@@ -22,7 +22,7 @@
  *   - planner "kvgate" prewarms (scale_warm.c): a replica that becomes ready
  *     first replays the hottest prefixes, prefill-only, and then takes a
  *     share of traffic that ramps up; "kvgate-noprewarm" and the baselines
- *     do not. Aggregated pools only (no separate prefill and decode pools).
+ *     do not. Aggregated pools; the PD day is below (kvg_bench_scale_pd_run).
  * A request meets the SLO when it finishes with TTFT and its mean
  * inter-token latency within the targets. Deterministic per seed: the same
  * options give the same results (but wall_s). */
@@ -146,6 +146,54 @@ int kvg_bench_scale_timeline_csv(const struct kvg_bench_scale_result *r, size_t 
 /* Replicas (ready solid, desired dashed) and the load over the day, one
  * panel per planner. */
 int kvg_bench_scale_svg(const struct kvg_bench_scale_result *r, size_t n, FILE *f);
+
+/* The PD day (`--scenario diurnal-pd`, scale_pd.c): the same traffic and
+ * start-up model, but separate prefill and decode pools, each sized by its
+ * own instance of the planner (role prefill / decode, the aggregated runs'
+ * planner options). A request's prefill runs on a prefill replica
+ * (max_tokens 1, its KV blocks held, prefix cache as the aggregated pool's,
+ * routed to a replica that served its prefix unless loaded past 1.5x the
+ * mean + 4); then it waits for a ready decode replica (the fewest requests),
+ * its KV moves over a same-rack link (bench/pd.c's transfer: KV bytes / the
+ * link's bandwidth), the prefill's blocks are freed, and the decode computes
+ * the output in its batch (ITL grows with running sequences, KV capacity
+ * bound). TTFT: arrival to the decode's first token. The planners' profile
+ * is the engine model's own per role at batch size 1 and the scenario's
+ * mean ISL / OSL (decode: its throughput at the ITL target), not scaled to a
+ * measured knee. No prewarm: "kvgate" here is kvgate's planner only. */
+struct kvg_bench_scale_pd_pool {
+    uint32_t static_peak, scale_events, added, removed, cancelled, max_replicas;
+    double gpu_hours, mean_replicas;
+};
+
+struct kvg_bench_scale_pd_result {
+    char planner[32];
+    int status; /* 0 ran; KVG_ENOTFOUND unknown planner */
+    uint64_t requests, met, ttft_met, itl_met, failed;
+    double slo_attainment, ttft_attainment, itl_attainment;
+    double gpu_hours; /* prefill + decode */
+    double ttft_p50_s, ttft_p90_s, ttft_p99_s, itl_p90_s, xfer_p90_s, cache_hit;
+    struct kvg_bench_scale_pd_pool pool[2]; /* [0] prefill, [1] decode */
+    /* Timeline: n points (owned): arrivals/s, ready and desired per pool. */
+    size_t n;
+    double *t_h, *rate, *ready[2], *desired[2];
+    double wall_s;
+};
+
+/* Runs one planner over the PD day; as kvg_bench_scale_run (knee_rps is
+ * not used). out: kvg_bench_scale_pd_result_free. */
+int kvg_bench_scale_pd_run(const struct kvg_bench_scale_opts *o,
+                           struct kvg_bench_scale_pd_result *out, char *err, size_t errlen);
+void kvg_bench_scale_pd_result_free(struct kvg_bench_scale_pd_result *r);
+/* Reports (scale_pd_report.c): one JSON object per planner; the markdown
+ * table and the goal's checks (kvg_bench_scale_pd_goal: as
+ * kvg_bench_scale_goal's first three, over prefill + decode GPU-hours: the
+ * number failed, -1 when kvgate, sla and static did not all run). */
+int kvg_bench_scale_pd_json(const struct kvg_bench_scale_pd_result *r, size_t n,
+                            const struct kvg_bench_scale_opts *o, FILE *f);
+int kvg_bench_scale_pd_md(const struct kvg_bench_scale_pd_result *r, size_t n,
+                          const struct kvg_bench_scale_opts *o, const char *command, FILE *f);
+int kvg_bench_scale_pd_goal(const struct kvg_bench_scale_pd_result *r, size_t n, FILE *f);
 
 /* `kvgate bench --scenario diurnal ...` (scale_cli.c): exit status. */
 int kvg_bench_scale_main(int argc, char **argv);

@@ -16,13 +16,17 @@ struct cfg {
     size_t n;
     char json[512], md[512], svg[512], csv[512], command[2048];
     int jobs, quiet;
+    int pd; /* --scenario diurnal-pd: separate prefill and decode pools */
 };
 
 static void usage(FILE *f)
 {
     fprintf(
         f,
-        "usage: kvgate bench --scenario diurnal [--planners static,queue,sla,kvgate] [flags]\n"
+        "usage: kvgate bench --scenario diurnal|diurnal-pd [--planners static,queue,sla,kvgate]\n"
+        "                    [flags]\n"
+        "  diurnal-pd          the same day on separate prefill and decode pools, each sized by\n"
+        "                      its own planner instance (--json, --markdown only; no prewarm)\n"
         "  --planners LIST     planners to compare (%s; queue-waiting: queue's waiting preset;\n"
         "                      kvgate-noprewarm: kvgate without prewarming new replicas)\n"
         "  --seed N            workload, start-ups and engines (1)\n"
@@ -78,7 +82,8 @@ static int parse(struct cfg *c, int argc, char **argv)
         int num = kvg_parse_double(v, &d) == 0;
         struct kvg_bench_scale_opts *o = &c->o;
         if (!strcmp(a, "--scenario")) {
-            if (strcmp(v, "diurnal")) return -1;
+            if (strcmp(v, "diurnal") && strcmp(v, "diurnal-pd")) return -1;
+            c->pd = !strcmp(v, "diurnal-pd");
         } else if (!strcmp(a, "--planners")) {
             planners = v;
         } else if (!strcmp(a, "--json")) {
@@ -155,7 +160,8 @@ static int parse(struct cfg *c, int argc, char **argv)
 struct job {
     struct kvg_bench_scale_opts o;
     struct kvg_bench_scale_result r;
-    int rc;
+    struct kvg_bench_scale_pd_result pr;
+    int pd, rc;
     char err[256];
 };
 
@@ -174,7 +180,8 @@ static void *worker(void *arg)
         pthread_mutex_unlock(&p->mu);
         if (i >= p->n) return NULL;
         struct job *j = &p->jobs[i];
-        j->rc = kvg_bench_scale_run(&j->o, &j->r, j->err, sizeof j->err);
+        j->rc = j->pd ? kvg_bench_scale_pd_run(&j->o, &j->pr, j->err, sizeof j->err)
+                      : kvg_bench_scale_run(&j->o, &j->r, j->err, sizeof j->err);
     }
 }
 
@@ -223,6 +230,48 @@ static int md_of(const struct kvg_bench_scale_result *r, size_t n, const struct 
     return kvg_bench_scale_md(r, n, &c->o, c->command, svg, f);
 }
 
+/* The PD day's results: a line per planner, then --json and --markdown. */
+static int pd_report(const struct cfg *c, struct job *jobs)
+{
+    int status = 0;
+    struct kvg_bench_scale_pd_result *res = calloc(c->n, sizeof *res);
+    if (!res) status = 1;
+    for (size_t i = 0; res && i < c->n; i++) {
+        const struct job *j = &jobs[i];
+        res[i] = j->pr;
+        if (j->rc) {
+            fprintf(stderr, "kvgate bench: %s: %s\n", c->planners[i], j->err);
+            status = 1;
+        } else if (j->pr.status == KVG_ENOTFOUND) {
+            fprintf(stderr, "kvgate bench: planner '%s' is not in this build (known: %s)\n",
+                    c->planners[i], kvg_autoscale_planner_names());
+        } else if (!c->quiet) {
+            const struct kvg_bench_scale_pd_result *r = &j->pr;
+            printf("%-8s slo %.4f (ttft %.4f itl %.4f)  gpu-h %.2f (prefill %.2f decode %.2f)  "
+                   "events %u/%u  ttft p90 %.3f s  itl p90 %.4f s  failed %llu  (%.1f s)\n",
+                   r->planner, r->slo_attainment, r->ttft_attainment, r->itl_attainment,
+                   r->gpu_hours, r->pool[0].gpu_hours, r->pool[1].gpu_hours,
+                   r->pool[0].scale_events, r->pool[1].scale_events, r->ttft_p90_s, r->itl_p90_s,
+                   (unsigned long long)r->failed, r->wall_s);
+        }
+    }
+    for (int w = 0; res && !status && w < 2; w++) {
+        const char *path = w ? c->md : c->json;
+        if (!path[0]) continue;
+        FILE *f = fopen(path, "w");
+        int rc = !f  ? -1
+                 : w ? kvg_bench_scale_pd_md(res, c->n, &c->o, c->command, f)
+                     : kvg_bench_scale_pd_json(res, c->n, &c->o, f);
+        if (!f || fclose(f) || rc) {
+            fprintf(stderr, "kvgate bench: writing %s failed\n", path);
+            status = 1;
+        }
+    }
+    for (size_t i = 0; i < c->n; i++) kvg_bench_scale_pd_result_free(&jobs[i].pr);
+    free(res);
+    return status;
+}
+
 int kvg_bench_scale_main(int argc, char **argv)
 {
     struct cfg *c = calloc(1, sizeof *c);
@@ -234,13 +283,14 @@ int kvg_bench_scale_main(int argc, char **argv)
         return rc > 0 ? 0 : 2;
     }
     kvg_log_set_level(KVG_LOG_WARN);
-    /* One calibration for every planner: they share the profile. */
-    if (!(c->o.knee_rps > 0) && kvg_bench_scale_calibrate(&c->o, &c->o.knee_rps)) {
+    /* One calibration for every planner: they share the profile (the PD
+     * day's profile is the engine model's per role, not a knee). */
+    if (!c->pd && !(c->o.knee_rps > 0) && kvg_bench_scale_calibrate(&c->o, &c->o.knee_rps)) {
         fprintf(stderr, "kvgate bench: calibrating one replica failed\n");
         free(c);
         return 1;
     }
-    if (!c->quiet)
+    if (!c->quiet && !c->pd)
         printf("one replica meets the SLO up to %.2f req/s of this workload (the planners' "
                "profile)\n",
                c->o.knee_rps);
@@ -253,6 +303,7 @@ int kvg_bench_scale_main(int argc, char **argv)
     for (size_t i = 0; i < c->n; i++) {
         p.jobs[i].o = c->o;
         snprintf(p.jobs[i].o.planner, sizeof p.jobs[i].o.planner, "%s", c->planners[i]);
+        p.jobs[i].pd = c->pd;
     }
     int nt = c->jobs < (int)c->n ? c->jobs : (int)c->n;
     pthread_t th[64];
@@ -261,6 +312,12 @@ int kvg_bench_scale_main(int argc, char **argv)
         if (!pthread_create(&th[i], NULL, worker, &p)) started++;
     if (!started) worker(&p);
     for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
+    if (c->pd) {
+        int st = pd_report(c, p.jobs);
+        free(p.jobs);
+        free(c);
+        return st;
+    }
     int status = 0;
     struct kvg_bench_scale_result *res = calloc(c->n, sizeof *res);
     if (!res) status = 1;

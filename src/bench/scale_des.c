@@ -10,7 +10,7 @@
 #include "bench/scale_int.h"
 #include "bench/stats.h"
 
-static void lat_put(struct lat_ring *L, double t, double v)
+void scale_lat_put(struct lat_ring *L, double t, double v)
 {
     size_t cap = sizeof L->t / sizeof L->t[0];
     size_t i = (L->head + L->n) % cap;
@@ -28,29 +28,43 @@ static int cmp_d(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* Mean and p90 of the samples since `since`; -1 when none. */
-static void lat_window(struct run *R, struct lat_ring *L, double since, double *mean, double *p90)
+void scale_lat_window(const struct lat_ring *L, double *scratch, double since, double *mean,
+                      double *p90)
 {
     size_t cap = sizeof L->t / sizeof L->t[0], k = 0;
     double s = 0;
     for (size_t j = L->n; j-- > 0;) {
         size_t i = (L->head + j) % cap;
         if (L->t[i] < since) break;
-        R->scratch[k++] = L->v[i];
+        scratch[k++] = L->v[i];
         s += L->v[i];
     }
     if (!k) {
         *mean = *p90 = -1;
         return;
     }
-    qsort(R->scratch, k, sizeof *R->scratch, cmp_d);
+    qsort(scratch, k, sizeof *scratch, cmp_d);
     *mean = s / (double)k;
-    *p90 = R->scratch[(size_t)ceil(0.9 * (double)k) - 1];
+    *p90 = scratch[(size_t)ceil(0.9 * (double)k) - 1];
 }
 
 static struct bucket *cur_bucket(struct run *R)
 {
     return &R->b[R->bcur % R->nb];
+}
+
+void scale_rep_ask(const struct kvg_bench_scale_opts *o, struct kvg_autoscale_startup *su,
+                   struct kvg_rng *rng, struct rep *p, double t)
+{
+    double u = kvg_rng_double(rng);
+    p->node = u < o->cold_share                    ? KVG_AUTOSCALE_COLD
+              : u < o->cold_share + o->fetch_share ? KVG_AUTOSCALE_FETCH
+                                                   : KVG_AUTOSCALE_WARM;
+    double s = o->startup_fixed_s > 0
+                   ? o->startup_fixed_s
+                   : kvg_autoscale_startup_draw(su, o->startup_model, p->node, rng);
+    p->asked = t;
+    p->ready_at = t + s;
 }
 
 static int add_rep(struct run *R, double t)
@@ -65,16 +79,7 @@ static int add_rep(struct run *R, double t)
     }
     struct rep *p = &R->rep[R->nrep];
     memset(p, 0, sizeof *p);
-    const struct kvg_bench_scale_opts *o = R->o;
-    double u = kvg_rng_double(&R->rng);
-    p->node = u < o->cold_share                    ? KVG_AUTOSCALE_COLD
-              : u < o->cold_share + o->fetch_share ? KVG_AUTOSCALE_FETCH
-                                                   : KVG_AUTOSCALE_WARM;
-    double su = o->startup_fixed_s > 0
-                    ? o->startup_fixed_s
-                    : kvg_autoscale_startup_draw(&R->su, o->startup_model, p->node, &R->rng);
-    p->asked = t;
-    p->ready_at = t + su;
+    scale_rep_ask(R->o, &R->su, &R->rng, p, t);
     p->state = R_STARTING;
     R->act[R->nact++] = (int)R->nrep++;
     R->out->added++;
@@ -261,7 +266,7 @@ static void finish(struct run *R, struct rq *q, double t)
     struct bucket *b = cur_bucket(R);
     b->finished++;
     b->itl_sum += itl;
-    lat_put(R->itl, t, itl);
+    scale_lat_put(R->itl, t, itl);
     kvg_bench_samples_add(&R->all_itl, itl);
     int ok = ttft <= o->aopts.ttft_target_s && itl <= o->aopts.itl_target_s;
     R->out->met += ok;
@@ -300,7 +305,7 @@ static int step_end(struct run *R, int k, double t)
                 b->first_prompt += q->r.prompt_len;
                 R->hit_cached += u->cached_tokens;
                 R->hit_prompt += q->r.prompt_len;
-                lat_put(R->ttft, t, ttft);
+                scale_lat_put(R->ttft, t, ttft);
                 scale_recovery_note(R, p, t, u->cached_tokens, q->r.prompt_len, ttft);
                 kvg_bench_samples_add(&R->all_ttft, ttft);
                 double h = q->r.arrival / R->o->day_s * 24;
@@ -355,6 +360,37 @@ static void expire(struct run *R, double t)
     }
 }
 
+void scale_window_signals(const struct bucket *bk, size_t nbk, size_t bcur, double tick_s,
+                          double window, const struct lat_ring *ttft, const struct lat_ring *itl,
+                          double *scratch, struct kvg_autoscale_signals *s)
+{
+    size_t nb = (size_t)ceil(window / tick_s);
+    if (nb > nbk - 1) nb = nbk - 1;
+    if (nb > bcur) nb = bcur;
+    struct bucket sum = {0};
+    for (size_t j = 1; j <= nb; j++) {
+        const struct bucket *b = &bk[(bcur - j) % nbk];
+        sum.arrivals += b->arrivals;
+        sum.prompt_tokens += b->prompt_tokens;
+        sum.max_tokens += b->max_tokens;
+        sum.out_tokens += b->out_tokens;
+        sum.cached += b->cached;
+        sum.first_prompt += b->first_prompt;
+        sum.finished += b->finished;
+        sum.missed += b->missed;
+    }
+    double w = nb ? (double)nb * tick_s : 1;
+    s->arrival_rate = sum.arrivals / w;
+    s->input_tps = sum.prompt_tokens / w;
+    s->output_tps = sum.out_tokens / w;
+    s->isl = sum.arrivals ? sum.prompt_tokens / sum.arrivals : 0;
+    s->osl = sum.arrivals ? sum.max_tokens / sum.arrivals : 0;
+    s->cache_hit = sum.first_prompt > 0 ? sum.cached / sum.first_prompt : 0;
+    s->slo_miss = sum.finished > 0 ? sum.missed / sum.finished : -1;
+    scale_lat_window(ttft, scratch, s->now - w, &s->ttft_mean, &s->ttft_p90);
+    scale_lat_window(itl, scratch, s->now - w, &s->itl_mean, &s->itl_p90);
+}
+
 static void signals(struct run *R, double t, double window, struct kvg_autoscale_signals *s,
                     double *eta)
 {
@@ -383,31 +419,8 @@ static void signals(struct run *R, double t, double window, struct kvg_autoscale
     s->starting_eta = eta;
     s->queued = (double)gq_len(R);
     s->inflight_prompt_tokens = R->inflight_prompt;
-    size_t nb = (size_t)ceil(window / R->o->tick_s);
-    if (nb > R->nb - 1) nb = R->nb - 1;
-    if (nb > R->bcur) nb = R->bcur;
-    struct bucket sum = {0};
-    for (size_t j = 1; j <= nb; j++) {
-        const struct bucket *b = &R->b[(R->bcur - j) % R->nb];
-        sum.arrivals += b->arrivals;
-        sum.prompt_tokens += b->prompt_tokens;
-        sum.max_tokens += b->max_tokens;
-        sum.out_tokens += b->out_tokens;
-        sum.cached += b->cached;
-        sum.first_prompt += b->first_prompt;
-        sum.finished += b->finished;
-        sum.missed += b->missed;
-    }
-    double w = nb ? (double)nb * R->o->tick_s : 1;
-    s->arrival_rate = sum.arrivals / w;
-    s->input_tps = sum.prompt_tokens / w;
-    s->output_tps = sum.out_tokens / w;
-    s->isl = sum.arrivals ? sum.prompt_tokens / sum.arrivals : 0;
-    s->osl = sum.arrivals ? sum.max_tokens / sum.arrivals : 0;
-    s->cache_hit = sum.first_prompt > 0 ? sum.cached / sum.first_prompt : 0;
-    s->slo_miss = sum.finished > 0 ? sum.missed / sum.finished : -1;
-    lat_window(R, R->ttft, t - w, &s->ttft_mean, &s->ttft_p90);
-    lat_window(R, R->itl, t - w, &s->itl_mean, &s->itl_p90);
+    scale_window_signals(R->b, R->nb, R->bcur, R->o->tick_s, window, R->ttft, R->itl, R->scratch,
+                         s);
 }
 
 /* Moves the pool toward `desired`: asks for replicas, or cancels starting

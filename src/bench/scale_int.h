@@ -115,6 +115,23 @@ struct run {
     double tl_arrivals;
 };
 
+/* Shared with the PD day (scale_pd.c), in scale_des.c. */
+void scale_lat_put(struct lat_ring *L, double t, double v);
+/* Mean and p90 of L's samples since `since` (-1 when none); scratch holds
+ * 1 << 16 doubles. */
+void scale_lat_window(const struct lat_ring *L, double *scratch, double since, double *mean,
+                      double *p90);
+/* A replica asked for at t: its node (a seeded draw over the opts' mix) and
+ * ready time from the start-up model. */
+void scale_rep_ask(const struct kvg_bench_scale_opts *o, struct kvg_autoscale_startup *su,
+                   struct kvg_rng *rng, struct rep *p, double t);
+/* The gateway's observations over the last window of ticks (buckets bk,
+ * nbk of them, bcur the one filling) into s (s->now set): rates, ISL, OSL,
+ * hit rate, misses, TTFT and ITL. */
+void scale_window_signals(const struct bucket *bk, size_t nbk, size_t bcur, double tick_s,
+                          double window, const struct lat_ring *ttft, const struct lat_ring *itl,
+                          double *scratch, struct kvg_autoscale_signals *s);
+
 /* Prewarm and slow start (scale_warm.c). On ready: replays the hottest
  * prefixes (prefill-only, max_tokens 1) when o->prewarm; 0 or a negative
  * code. */
