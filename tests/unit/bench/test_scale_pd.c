@@ -1,0 +1,157 @@
+/* The PD day on a short day: both pools' figures, the reports, and each
+ * pool sized by its own planner (prefill and decode counts move
+ * independently). Structure and determinism, not timing. */
+#include "support/test.h"
+
+#include <cjson/cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/err.h"
+#include "bench/scale.h"
+
+static struct kvg_bench_scale_opts short_day(void)
+{
+    struct kvg_bench_scale_opts o;
+    kvg_bench_scale_opts_default(&o);
+    o.day_s = 1800;
+    o.mean_rate = 8;
+    o.bursts = 2;
+    o.burst_s = 30;
+    o.osl = 800; /* decode load enough for a few decode replicas */
+    o.startup_fixed_s = 60;
+    o.timeline_points = 96;
+    return o;
+}
+
+static void run(const struct kvg_bench_scale_opts *o, const char *planner,
+                struct kvg_bench_scale_pd_result *r)
+{
+    struct kvg_bench_scale_opts c = *o;
+    snprintf(c.planner, sizeof c.planner, "%s", planner);
+    char err[256] = "";
+    CHECK_INT(kvg_bench_scale_pd_run(&c, r, err, sizeof err), 0);
+    CHECK_INT(r->status, 0);
+}
+
+TEST(each_planner_fills_both_pools)
+{
+    struct kvg_bench_scale_opts o = short_day();
+    const char *names[] = {"static", "queue", "sla", "kvgate"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        struct kvg_bench_scale_pd_result r;
+        run(&o, names[i], &r);
+        CHECK_STR(r.planner, names[i]);
+        CHECK(r.requests > 5000);
+        CHECK(r.met <= r.ttft_met && r.met <= r.itl_met && r.ttft_met <= r.requests);
+        CHECK(r.slo_attainment >= 0 && r.slo_attainment <= 1);
+        for (int pi = 0; pi < 2; pi++) {
+            CHECK(r.pool[pi].gpu_hours > 0);
+            CHECK(r.pool[pi].max_replicas >= 1);
+            CHECK(r.pool[pi].static_peak >= 1);
+        }
+        CHECK_NEAR(r.gpu_hours, r.pool[0].gpu_hours + r.pool[1].gpu_hours, 1e-9);
+        CHECK(r.ttft_p90_s > 0);
+        CHECK(r.xfer_p90_s > 0); /* every request's KV moved */
+        CHECK(r.cache_hit > 0.2); /* the prefill side's prefix cache works */
+        if (!strcmp(names[i], "static"))
+            for (int pi = 0; pi < 2; pi++) CHECK_INT(r.pool[pi].scale_events, 0);
+        kvg_bench_scale_pd_result_free(&r);
+    }
+    struct kvg_bench_scale_pd_result u;
+    struct kvg_bench_scale_opts c = o;
+    snprintf(c.planner, sizeof c.planner, "nope");
+    char err[256] = "";
+    CHECK_INT(kvg_bench_scale_pd_run(&c, &u, err, sizeof err), 0);
+    CHECK_INT(u.status, KVG_ENOTFOUND);
+    kvg_bench_scale_pd_result_free(&u);
+}
+
+/* Points where one pool's ready count changed and the other's did not. */
+static void moves(const struct kvg_bench_scale_pd_result *r, int *p_only, int *d_only)
+{
+    *p_only = *d_only = 0;
+    for (size_t i = 1; i < r->n; i++) {
+        int dp = r->ready[0][i] != r->ready[0][i - 1], dd = r->ready[1][i] != r->ready[1][i - 1];
+        *p_only += dp && !dd;
+        *d_only += dd && !dp;
+    }
+}
+
+TEST(prefill_and_decode_move_independently)
+{
+    struct kvg_bench_scale_opts o = short_day();
+    const char *names[] = {"kvgate", "queue"};
+    for (size_t i = 0; i < 2; i++) {
+        struct kvg_bench_scale_pd_result r;
+        run(&o, names[i], &r);
+        CHECK(r.pool[0].scale_events > 0);
+        CHECK(r.pool[1].scale_events > 0);
+        int p_only, d_only;
+        moves(&r, &p_only, &d_only);
+        CHECK(p_only > 0);
+        CHECK(d_only > 0);
+        kvg_bench_scale_pd_result_free(&r);
+    }
+}
+
+TEST(deterministic_per_seed)
+{
+    struct kvg_bench_scale_opts o = short_day();
+    struct kvg_bench_scale_pd_result a, b;
+    run(&o, "kvgate", &a);
+    run(&o, "kvgate", &b);
+    CHECK_INT(a.requests, b.requests);
+    CHECK_INT(a.met, b.met);
+    CHECK_NEAR(a.gpu_hours, b.gpu_hours, 1e-12);
+    CHECK_INT(a.pool[0].scale_events, b.pool[0].scale_events);
+    CHECK_INT(a.pool[1].scale_events, b.pool[1].scale_events);
+    for (size_t i = 0; i < a.n; i++) CHECK_NEAR(a.ready[1][i], b.ready[1][i], 0);
+    kvg_bench_scale_pd_result_free(&a);
+    kvg_bench_scale_pd_result_free(&b);
+}
+
+TEST(reports_have_both_pools)
+{
+    struct kvg_bench_scale_opts o = short_day();
+    struct kvg_bench_scale_pd_result r[3];
+    run(&o, "static", &r[0]);
+    run(&o, "sla", &r[1]);
+    run(&o, "kvgate", &r[2]);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    CHECK_INT(kvg_bench_scale_pd_json(r, 3, &o, f), 0);
+    fclose(f);
+    cJSON *j = cJSON_Parse(buf);
+    CHECK(cJSON_IsArray(j));
+    CHECK_INT(cJSON_GetArraySize(j), 3);
+    cJSON *k = cJSON_GetArrayItem(j, 2);
+    CHECK_STR(cJSON_GetStringValue(cJSON_GetObjectItem(k, "planner")), "kvgate");
+    CHECK_STR(cJSON_GetStringValue(cJSON_GetObjectItem(k, "scenario")), "diurnal-pd");
+    const char *keys[] = {"slo_attainment", "ttft_attainment", "itl_attainment", "gpu_hours",
+                          "scale_events", "ttft_p90_s"};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+        CHECK(cJSON_IsNumber(cJSON_GetObjectItem(k, keys[i])));
+    const char *pools[] = {"prefill", "decode"};
+    for (int pi = 0; pi < 2; pi++) {
+        cJSON *p = cJSON_GetObjectItem(k, pools[pi]);
+        CHECK(cJSON_IsObject(p));
+        CHECK_NEAR(cJSON_GetNumberValue(cJSON_GetObjectItem(p, "gpu_hours")),
+                   r[2].pool[pi].gpu_hours, 1e-9);
+        CHECK_NEAR(cJSON_GetNumberValue(cJSON_GetObjectItem(p, "scale_events")),
+                   r[2].pool[pi].scale_events, 0);
+    }
+    cJSON_Delete(j);
+    free(buf);
+    f = open_memstream(&buf, &len);
+    CHECK_INT(kvg_bench_scale_pd_md(r, 3, &o, "kvgate bench --scenario diurnal-pd", f), 0);
+    fclose(f);
+    CHECK(strstr(buf, "| kvgate |") != NULL);
+    CHECK(strstr(buf, "GPU-h (P + D)") != NULL);
+    int g = kvg_bench_scale_pd_goal(r, 3, NULL);
+    CHECK(g >= 0 && g <= 3);
+    CHECK_INT(kvg_bench_scale_pd_goal(r, 2, NULL), -1); /* no kvgate */
+    free(buf);
+    for (int i = 0; i < 3; i++) kvg_bench_scale_pd_result_free(&r[i]);
+}
