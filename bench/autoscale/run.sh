@@ -6,9 +6,12 @@
 # a start-up drawn from seed 000's vLLM figures and start with empty caches.
 # Three start-up settings: half cold / half warm nodes (the default), every
 # node cold (the 32B's 430 s median), and exactly 430 s every time.
-# Writes bench/results/autoscale.md, autoscale.svg and autoscale.json.
+# The same day on separate prefill and decode pools (--scenario diurnal-pd),
+# each pool sized by its own planner instance: the "PD:" sections.
+# Writes bench/results/autoscale.md, autoscale.svg, autoscale.json and
+# autoscale-pd.json.
 #
-#   bash bench/autoscale/run.sh          # about 6 minutes on 2 cores
+#   bash bench/autoscale/run.sh          # about 10 minutes on 2 cores
 # The analysis of why kvgate used to miss is bench/autoscale/why.md (static:
 # it describes the planner before the change, measured then).
 # KVG_BIN=path overrides the kvgate binary (default build/release/kvgate).
@@ -33,6 +36,14 @@ for s in 2 3; do
   "$BIN" bench --scenario diurnal --planners $PLANNERS --seed $s \
     --markdown "$TMP/seed$s.md" --timeline "$TMP/seed$s.csv" > /dev/null
 done
+# The PD day: separate prefill and decode pools, each its own planner.
+PD_PLANNERS=static,queue,queue-waiting,sla,kvgate
+"$BIN" bench --scenario diurnal-pd --planners $PD_PLANNERS --seed 1 \
+  --json "$OUT/autoscale-pd.json" --markdown "$TMP/pdmix.md" > /dev/null
+"$BIN" bench --scenario diurnal-pd --planners $PD_PLANNERS --seed 1 --startup-secs 430 \
+  --markdown "$TMP/pdfixed.md" > /dev/null
+"$BIN" bench --scenario diurnal-pd --planners $PD_PLANNERS --seed 2 \
+  --markdown "$TMP/pdseed2.md" > /dev/null
 # Where each setting's misses and GPU-hours are, from its timeline.
 bands() {
   printf '\nWhere the misses and GPU-hours are (bench/autoscale/bands.sh on --timeline):\n\n'
@@ -117,6 +128,14 @@ for s in 2 3; do
   sed '/^!\[/d' "$TMP/seed$s.md"
   bands seed$s
 done
+cat bench/autoscale/pd.md
+printf '\n## PD: half cold, half warm nodes (seed 1)\n\n'
+cat "$TMP/pdmix.md"
+printf '\n## PD: exactly 430 s every start-up (seed 1)\n\n'
+cat "$TMP/pdfixed.md"
+printf '\n## PD: half cold, half warm, seed 2\n\n'
+cat "$TMP/pdseed2.md"
+echo
 cat bench/autoscale/why.md
 cat <<'MD'
 
@@ -129,9 +148,9 @@ cat <<'MD'
   real engine the same bisection (or Dynamo's profiler) gives the profile.
 - The day is compressed 10x but start-ups are not, so ramps are 10x steeper
   relative to start-up than in a real day: a harder test for every planner.
-- PD (separate prefill and decode pools, each with its own planner) is not
-  in this benchmark yet: every setting here is aggregated. The planners
-  size prefill and decode roles (unit-tested), the offline day does not.
+- PD (the "PD:" sections) has no prewarm, a per-role profile from the
+  engine model at batch size 1 rather than a measured knee, and one link
+  (same rack) for every KV transfer; see "The PD day" above.
 - The routing is the benchmark's own approximate prefix affinity, not the
   router's policy code (the autoscaling DES adds and removes replicas, which
   the routing DES does not).

@@ -53,69 +53,19 @@ static struct bucket *cur_bucket(struct run *R)
     return &R->b[R->bcur % R->nb];
 }
 
-void scale_rep_ask(const struct kvg_bench_scale_opts *o, struct kvg_autoscale_startup *su,
-                   struct kvg_rng *rng, struct rep *p, double t)
-{
-    double u = kvg_rng_double(rng);
-    p->node = u < o->cold_share                    ? KVG_AUTOSCALE_COLD
-              : u < o->cold_share + o->fetch_share ? KVG_AUTOSCALE_FETCH
-                                                   : KVG_AUTOSCALE_WARM;
-    double s = o->startup_fixed_s > 0
-                   ? o->startup_fixed_s
-                   : kvg_autoscale_startup_draw(su, o->startup_model, p->node, rng);
-    p->asked = t;
-    p->ready_at = t + s;
-}
-
 static int add_rep(struct run *R, double t)
 {
-    if (R->nact >= KVG_BENCH_SCALE_MAX_REPLICAS) return 0;
-    if (R->nrep == R->caprep) {
-        size_t c = R->caprep ? R->caprep * 2 : 64;
-        struct rep *v = realloc(R->rep, c * sizeof *v);
-        if (!v) return -ENOMEM;
-        R->rep = v;
-        R->caprep = c;
-    }
-    struct rep *p = &R->rep[R->nrep];
-    memset(p, 0, sizeof *p);
-    scale_rep_ask(R->o, &R->su, &R->rng, p, t);
-    p->state = R_STARTING;
-    R->act[R->nact++] = (int)R->nrep++;
-    R->out->added++;
-    return 0;
+    return scale_reps_add(&R->pool, R->o, &R->su, &R->rng, t);
 }
 
-static int make_ready(struct run *R, struct rep *p, uint64_t seed)
+static int make_ready(struct run *R, int k, uint64_t seed)
 {
-    struct kvg_sim_config c;
-    kvg_sim_config_init(&c, &R->o->profile);
-    c.seed = seed;
-    c.emit_events = 0;
-    int rc = kvg_sim_create(&c, &p->e);
-    if (rc) return rc;
-    p->state = R_READY;
-    return 0;
+    return scale_reps_ready(&R->pool, k, &R->o->profile, seed);
 }
 
-static void drop_act(struct run *R, int idx)
+static void gone(struct run *R, int k, double t)
 {
-    for (size_t i = 0; i < R->nact; i++)
-        if (R->act[i] == idx) {
-            memmove(R->act + i, R->act + i + 1, (R->nact - i - 1) * sizeof *R->act);
-            R->nact--;
-            return;
-        }
-}
-
-static void gone(struct run *R, int idx, double t)
-{
-    struct rep *p = &R->rep[idx];
-    p->state = R_GONE;
-    p->gone = t;
-    if (p->e) kvg_sim_free(p->e);
-    p->e = NULL;
-    drop_act(R, idx);
+    scale_reps_gone(&R->pool, k, t);
 }
 
 /* A request that will not be served: counted as missed. */
@@ -123,7 +73,7 @@ static void fail(struct run *R, struct rq *q)
 {
     if (!q->first) R->inflight_prompt -= q->r.prompt_len;
     if (q->state == Q_ENGINE && q->rep >= 0) {
-        struct rep *p = &R->rep[q->rep];
+        struct rep *p = &R->pool.rep[q->rep];
         if (p->e) kvg_sim_abort(p->e, (uint64_t)(q - R->rq));
         if (p->inflight) p->inflight--;
     }
@@ -147,8 +97,8 @@ static int route(struct run *R, uint64_t id, double t)
     struct rq *q = &R->rq[id];
     double sum = 0;
     size_t n = 0;
-    for (size_t i = 0; i < R->nact; i++) {
-        struct rep *p = &R->rep[R->act[i]];
+    for (size_t i = 0; i < R->pool.nact; i++) {
+        struct rep *p = &R->pool.rep[R->pool.act[i]];
         if (p->state != R_READY || p->warming) continue;
         sum += p->inflight;
         n++;
@@ -157,9 +107,9 @@ static int route(struct run *R, uint64_t id, double t)
     int best = -1, any = -1;
     double best_l = 0, any_l = 0;
     uint64_t bit = 1ull << q->r.group;
-    for (size_t i = 0; i < R->nact; i++) {
-        int k = R->act[i];
-        struct rep *p = &R->rep[k];
+    for (size_t i = 0; i < R->pool.nact; i++) {
+        int k = R->pool.act[i];
+        struct rep *p = &R->pool.rep[k];
         if (p->state != R_READY || p->warming) continue;
         /* Slow start: a prewarmed replica looks busier while its share ramps. */
         double l = (double)p->inflight / scale_share(R, p, t);
@@ -168,7 +118,7 @@ static int route(struct run *R, uint64_t id, double t)
     }
     if (best < 0) best = any;
     if (best < 0) return KVG_ENOWORKER;
-    struct rep *p = &R->rep[best];
+    struct rep *p = &R->pool.rep[best];
     p->groups |= bit;
     R->group_routed[q->r.group]++;
     scale_wl_prompt(&R->wl, &q->r, R->prompt);
@@ -193,8 +143,9 @@ static int route(struct run *R, uint64_t id, double t)
 
 static int has_ready(const struct run *R)
 {
-    for (size_t i = 0; i < R->nact; i++)
-        if (R->rep[R->act[i]].state == R_READY && !R->rep[R->act[i]].warming) return 1;
+    for (size_t i = 0; i < R->pool.nact; i++)
+        if (R->pool.rep[R->pool.act[i]].state == R_READY && !R->pool.rep[R->pool.act[i]].warming)
+            return 1;
     return 0;
 }
 
@@ -278,7 +229,7 @@ static void finish(struct run *R, struct rq *q, double t)
 
 static int step_end(struct run *R, int k, double t)
 {
-    struct rep *p = &R->rep[k];
+    struct rep *p = &R->pool.rep[k];
     int warmed = 0;
     for (size_t i = 0; i < p->st.n_updates; i++) {
         const struct kvg_sim_update *u = &p->st.updates[i];
@@ -344,9 +295,9 @@ static void expire(struct run *R, double t)
         if (q->r.arrival + o->timeout_s > t) break;
         fail(R, q);
     }
-    for (size_t i = 0; i < R->nact;) {
-        int k = R->act[i];
-        struct rep *p = &R->rep[k];
+    for (size_t i = 0; i < R->pool.nact;) {
+        int k = R->pool.act[i];
+        struct rep *p = &R->pool.rep[k];
         if (p->state == R_DRAINING && t >= p->drain_at + o->drain_s) {
             /* Bounded drain: what is still running is cut. */
             for (uint64_t id = 0; p->inflight && id < R->nrq; id++) {
@@ -397,8 +348,8 @@ static void signals(struct run *R, double t, double window, struct kvg_autoscale
     memset(s, 0, sizeof *s);
     s->now = t;
     uint32_t ns = 0;
-    for (size_t i = 0; i < R->nact; i++) {
-        struct rep *p = &R->rep[R->act[i]];
+    for (size_t i = 0; i < R->pool.nact; i++) {
+        struct rep *p = &R->pool.rep[R->pool.act[i]];
         if (p->state == R_STARTING) {
             eta[ns++] = p->ready_at;
             continue;
@@ -423,50 +374,6 @@ static void signals(struct run *R, double t, double window, struct kvg_autoscale
                          s);
 }
 
-/* Moves the pool toward `desired`: asks for replicas, or cancels starting
- * ones (the latest first), then drains the least busy ready ones. */
-static int actuate(struct run *R, uint32_t desired, double t)
-{
-    uint32_t ready = 0, starting = 0;
-    for (size_t i = 0; i < R->nact; i++) {
-        int st = R->rep[R->act[i]].state;
-        ready += st == R_READY;
-        starting += st == R_STARTING;
-    }
-    uint32_t cur = ready + starting;
-    int rc;
-    for (; cur < desired; cur++)
-        if ((rc = add_rep(R, t))) return rc;
-    while (cur > desired) {
-        int pick = -1;
-        for (size_t i = 0; i < R->nact; i++) {
-            int k = R->act[i];
-            const struct rep *p = &R->rep[k];
-            if (p->state == R_STARTING && (pick < 0 || p->ready_at > R->rep[pick].ready_at))
-                pick = k;
-        }
-        if (pick >= 0) {
-            gone(R, pick, t);
-            R->out->cancelled++;
-            cur--;
-            continue;
-        }
-        for (size_t i = 0; i < R->nact; i++) {
-            int k = R->act[i];
-            const struct rep *p = &R->rep[k];
-            if (p->state == R_READY && (pick < 0 || p->inflight < R->rep[pick].inflight)) pick = k;
-        }
-        if (pick < 0) break;
-        struct rep *p = &R->rep[pick];
-        p->state = R_DRAINING;
-        p->drain_at = t;
-        R->out->removed++;
-        if (p->inflight == 0 && !p->stepping) gone(R, pick, t);
-        cur--;
-    }
-    return 0;
-}
-
 static void timeline(struct run *R, double t, uint32_t desired)
 {
     struct kvg_bench_scale_result *r = R->out;
@@ -474,9 +381,9 @@ static void timeline(struct run *R, double t, uint32_t desired)
     while (R->tl_next < r->n && t >= (double)(R->tl_next + 1) * step) {
         size_t i = R->tl_next++;
         uint32_t ready = 0, starting = 0;
-        for (size_t j = 0; j < R->nact; j++) {
-            ready += R->rep[R->act[j]].state == R_READY;
-            starting += R->rep[R->act[j]].state == R_STARTING;
+        for (size_t j = 0; j < R->pool.nact; j++) {
+            ready += R->pool.rep[R->pool.act[j]].state == R_READY;
+            starting += R->pool.rep[R->pool.act[j]].state == R_STARTING;
         }
         r->t_h[i] = (double)(i + 1) * step / R->o->day_s * 24;
         r->rate[i] = R->tl_arrivals / step;
@@ -507,7 +414,7 @@ static int tick(struct run *R, double t)
     if (d.acted && R->o->trace) fprintf(stderr, "%s %.0f s: %s\n", R->o->planner, t, d.reason);
     R->last_desired = d.desired;
     R->have_desired = 1;
-    if ((rc = actuate(R, d.desired, t))) return rc;
+    if ((rc = scale_reps_actuate(&R->pool, R->o, &R->su, &R->rng, d.desired, t))) return rc;
     timeline(R, t, d.desired);
     R->bcur++;
     memset(cur_bucket(R), 0, sizeof(struct bucket));
@@ -562,7 +469,6 @@ static int setup(struct run *R, char *err, size_t errlen)
     R->ttft = calloc(1, sizeof *R->ttft);
     R->itl = calloc(1, sizeof *R->itl);
     R->scratch = malloc((1 << 16) * sizeof *R->scratch);
-    R->act = calloc(KVG_BENCH_SCALE_MAX_REPLICAS + 1, sizeof *R->act);
     R->prompt = malloc(((size_t)o->prefix_len + o->suffix_max + 1) * sizeof *R->prompt);
     out->n = o->timeline_points ? o->timeline_points : 288;
     out->t_h = calloc(out->n, sizeof(double));
@@ -572,7 +478,7 @@ static int setup(struct run *R, char *err, size_t errlen)
     out->starting = calloc(out->n, sizeof(double));
     out->arrived = calloc(out->n, sizeof(double));
     out->missed = calloc(out->n, sizeof(double));
-    if (!out->arrived || !out->missed || !R->b || !R->ttft || !R->itl || !R->scratch || !R->act ||
+    if (!out->arrived || !out->missed || !R->b || !R->ttft || !R->itl || !R->scratch ||
         !R->prompt || !out->t_h || !out->rate || !out->desired || !out->ready || !out->starting)
         return -ENOMEM;
     kvg_bench_samples_init(&R->all_ttft);
@@ -589,12 +495,13 @@ static int setup(struct run *R, char *err, size_t errlen)
     if (n0 < 1) n0 = 1;
     for (uint32_t i = 0; i < n0; i++) {
         if ((rc = add_rep(R, 0))) return rc;
-        struct rep *p = &R->rep[R->nrep - 1];
+        struct rep *p = &R->pool.rep[R->pool.nrep - 1];
         p->ready_at = 0;
-        if ((rc = make_ready(R, p, o->seed * 1000003ull + R->nrep))) return rc;
-        if ((rc = scale_prewarm_start(R, (int)R->nrep - 1, 0))) return rc;
+        if ((rc = make_ready(R, (int)R->pool.nrep - 1, o->seed * 1000003ull + R->pool.nrep)))
+            return rc;
+        if ((rc = scale_prewarm_start(R, (int)R->pool.nrep - 1, 0))) return rc;
     }
-    out->added = 0;
+    R->pool.added = 0;
     return 0;
 }
 
@@ -607,9 +514,9 @@ static int loop(struct run *R)
         double tt = next_tick <= o->day_s ? next_tick : INFINITY;
         double te = INFINITY, tr = INFINITY;
         int ke = -1, kr = -1;
-        for (size_t i = 0; i < R->nact; i++) {
-            int k = R->act[i];
-            const struct rep *p = &R->rep[k];
+        for (size_t i = 0; i < R->pool.nact; i++) {
+            int k = R->pool.act[i];
+            const struct rep *p = &R->pool.rep[k];
             if (p->stepping && p->busy_until < te) te = p->busy_until, ke = k;
             if (p->state == R_STARTING && p->ready_at < tr && p->ready_at <= o->day_s)
                 tr = p->ready_at, kr = k;
@@ -618,9 +525,9 @@ static int loop(struct run *R)
         if (ke >= 0 && te <= tr && te <= tt && te <= ta) {
             rc = step_end(R, ke, te);
         } else if (kr >= 0 && tr <= tt && tr <= ta) {
-            rc = make_ready(R, &R->rep[kr], o->seed * 1000003ull + (uint64_t)kr + 1);
+            rc = make_ready(R, kr, o->seed * 1000003ull + (uint64_t)kr + 1);
             if (!rc) rc = scale_prewarm_start(R, kr, tr);
-            if (!rc && R->rep[kr].warming) start_step(&R->rep[kr], tr);
+            if (!rc && R->pool.rep[kr].warming) start_step(&R->pool.rep[kr], tr);
             if (!rc) rc = gq_drain(R, tr);
         } else if (tt < INFINITY && tt <= ta) {
             rc = tick(R, tt);
@@ -658,13 +565,11 @@ static void summarize(struct run *R)
             if (ramp) kvg_bench_samples_add(&R->ramp_ttft, o->timeout_s);
         }
     }
-    double rh = 0;
+    double rh = scale_reps_seconds(&R->pool, o->day_s);
     uint32_t mx = 0;
-    for (size_t i = 0; i < R->nrep; i++) {
-        const struct rep *p = &R->rep[i];
-        double end = p->state == R_GONE && p->gone < o->day_s ? p->gone : o->day_s;
-        if (end > p->asked) rh += end - p->asked;
-    }
+    out->added = R->pool.added;
+    out->removed = R->pool.removed;
+    out->cancelled = R->pool.cancelled;
     for (size_t i = 0; i < out->n; i++)
         mx = out->ready[i] + out->starting[i] > mx ? (uint32_t)(out->ready[i] + out->starting[i])
                                                    : mx;
@@ -686,11 +591,8 @@ static void summarize(struct run *R)
 
 static void teardown(struct run *R)
 {
-    for (size_t i = 0; i < R->nrep; i++)
-        if (R->rep[i].e) kvg_sim_free(R->rep[i].e);
-    free(R->rep);
+    scale_reps_free(&R->pool);
     free(R->rq);
-    free(R->act);
     free(R->gq);
     free(R->prompt);
     free(R->b);

@@ -67,6 +67,36 @@ struct rep {
     double recovered_s; /* seconds from ready to recovered, < 0 not yet */
 };
 
+/* A pool's replicas (scale_reps.c): rep holds every one asked for (owned,
+ * indices stay valid), act the indices of those not gone. */
+struct scale_reps {
+    struct rep *rep;
+    size_t nrep, caprep;
+    int act[KVG_BENCH_SCALE_MAX_REPLICAS + 1];
+    size_t nact;
+    uint32_t added, removed, cancelled; /* by actuation (the day's first pool not counted) */
+};
+
+/* A replica asked for at t (none past KVG_BENCH_SCALE_MAX_REPLICAS): its
+ * node and ready time drawn; 0 or -ENOMEM. */
+int scale_reps_add(struct scale_reps *P, const struct kvg_bench_scale_opts *o,
+                   struct kvg_autoscale_startup *su, struct kvg_rng *rng, double t);
+/* Replica k's engine (the profile, seed) created: it is ready. 0 or a code. */
+int scale_reps_ready(struct scale_reps *P, int k, const struct kvg_sim_profile *prof,
+                     uint64_t seed);
+/* Replica k removed at t (its engine freed). */
+void scale_reps_gone(struct scale_reps *P, int k, double t);
+void scale_reps_count(const struct scale_reps *P, uint32_t *ready, uint32_t *starting);
+/* Moves the pool toward desired: asks for replicas, or cancels starting
+ * ones (the latest first), then drains the ready one with the fewest
+ * requests in flight (gone at once when idle). 0 or -ENOMEM. */
+int scale_reps_actuate(struct scale_reps *P, const struct kvg_bench_scale_opts *o,
+                       struct kvg_autoscale_startup *su, struct kvg_rng *rng, uint32_t desired,
+                       double t);
+/* Replica-seconds held over the day, from each request to its removal. */
+double scale_reps_seconds(const struct scale_reps *P, double day_s);
+void scale_reps_free(struct scale_reps *P);
+
 /* One tick's sums, for windowed rates. */
 struct bucket {
     double arrivals, prompt_tokens, max_tokens, out_tokens;
@@ -87,10 +117,7 @@ struct run {
     int have_next;
     struct rq *rq;
     size_t nrq, caprq;
-    struct rep *rep;
-    size_t nrep, caprep;
-    int *act; /* indices of reps not gone */
-    size_t nact;
+    struct scale_reps pool;
     uint64_t *gq; /* gateway queue: request ids, FIFO */
     size_t gq_head, gq_tail, gq_cap;
     uint64_t sweep;

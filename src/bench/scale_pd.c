@@ -28,10 +28,7 @@ struct pq {
 struct pool {
     enum kvg_autoscale_role role;
     struct kvg_autoscale_planner *pl;
-    struct rep *rep; /* owned; indices stay valid (gone ones are kept) */
-    size_t nrep, caprep;
-    int act[KVG_BENCH_SCALE_MAX_REPLICAS + 1]; /* reps not gone */
-    size_t nact;
+    struct scale_reps r;
     uint32_t last_desired;
     int have_desired;
     struct kvg_bench_scale_pd_pool *out;
@@ -84,50 +81,10 @@ static int push(uint64_t **v, size_t *tail, size_t *cap, uint64_t id)
     return 0;
 }
 
-static int add_rep(struct pdrun *R, struct pool *P, double t)
-{
-    if (P->nact >= KVG_BENCH_SCALE_MAX_REPLICAS) return 0;
-    if (P->nrep == P->caprep) {
-        size_t c = P->caprep ? P->caprep * 2 : 64;
-        struct rep *v = realloc(P->rep, c * sizeof *v);
-        if (!v) return -ENOMEM;
-        P->rep = v;
-        P->caprep = c;
-    }
-    struct rep *p = &P->rep[P->nrep];
-    memset(p, 0, sizeof *p);
-    scale_rep_ask(R->o, &R->su, &R->rng, p, t);
-    p->state = R_STARTING;
-    P->act[P->nact++] = (int)P->nrep++;
-    P->out->added++;
-    return 0;
-}
-
 static int make_ready(struct pdrun *R, struct pool *P, int k)
 {
-    struct kvg_sim_config c;
-    kvg_sim_config_init(&c, &R->o->profile);
-    c.seed = R->o->seed * 1000003ull + (uint64_t)k * 2 + (P->role == KVG_AUTOSCALE_DECODE);
-    c.emit_events = 0;
-    int rc = kvg_sim_create(&c, &P->rep[k].e);
-    if (rc) return rc;
-    P->rep[k].state = R_READY;
-    return 0;
-}
-
-static void gone(struct pool *P, int k, double t)
-{
-    struct rep *p = &P->rep[k];
-    p->state = R_GONE;
-    p->gone = t;
-    if (p->e) kvg_sim_free(p->e);
-    p->e = NULL;
-    for (size_t i = 0; i < P->nact; i++)
-        if (P->act[i] == k) {
-            memmove(P->act + i, P->act + i + 1, (P->nact - i - 1) * sizeof *P->act);
-            P->nact--;
-            return;
-        }
+    uint64_t seed = R->o->seed * 1000003ull + (uint64_t)k * 2 + (P->role == KVG_AUTOSCALE_DECODE);
+    return scale_reps_ready(&P->r, k, &R->o->profile, seed);
 }
 
 static void kick(struct rep *p, double t)
@@ -142,7 +99,7 @@ static void kick(struct rep *p, double t)
 static void leave_prefill(struct pdrun *R, struct pq *q, uint64_t id, int abort)
 {
     if (q->pre < 0) return;
-    struct rep *p = &R->pool[0].rep[q->pre];
+    struct rep *p = &R->pool[0].r.rep[q->pre];
     if (p->e) {
         if (abort)
             kvg_sim_abort(p->e, id);
@@ -160,7 +117,7 @@ static void fail(struct pdrun *R, uint64_t id)
     if (q->state == P_PREFILL) leave_prefill(R, q, id, 1);
     if (q->state == P_WAIT || q->state == P_XFER) leave_prefill(R, q, id, 0);
     if ((q->state == P_XFER || q->state == P_DECODE) && q->dec >= 0) {
-        struct rep *p = &R->pool[1].rep[q->dec];
+        struct rep *p = &R->pool[1].r.rep[q->dec];
         if (p->e && q->state == P_DECODE) kvg_sim_abort(p->e, id);
         if (p->inflight) p->inflight--;
     }
@@ -182,18 +139,18 @@ static int pick_prefill(struct pdrun *R, const struct pq *q)
     struct pool *P = &R->pool[0];
     double sum = 0;
     size_t n = 0;
-    for (size_t i = 0; i < P->nact; i++)
-        if (routable(&P->rep[P->act[i]])) sum += P->rep[P->act[i]].inflight, n++;
+    for (size_t i = 0; i < P->r.nact; i++)
+        if (routable(&P->r.rep[P->r.act[i]])) sum += P->r.rep[P->r.act[i]].inflight, n++;
     double bound = 1.5 * (n ? sum / (double)n : 0) + 4;
     uint64_t bit = 1ull << q->r.group;
     int best = -1, any = -1;
-    for (size_t i = 0; i < P->nact; i++) {
-        int k = P->act[i];
-        const struct rep *p = &P->rep[k];
+    for (size_t i = 0; i < P->r.nact; i++) {
+        int k = P->r.act[i];
+        const struct rep *p = &P->r.rep[k];
         if (!routable(p)) continue;
-        if (any < 0 || p->inflight < P->rep[any].inflight) any = k;
+        if (any < 0 || p->inflight < P->r.rep[any].inflight) any = k;
         if ((p->groups & bit) && p->inflight <= bound &&
-            (best < 0 || p->inflight < P->rep[best].inflight))
+            (best < 0 || p->inflight < P->r.rep[best].inflight))
             best = k;
     }
     return best >= 0 ? best : any;
@@ -203,9 +160,9 @@ static int pick_decode(struct pdrun *R)
 {
     struct pool *P = &R->pool[1];
     int best = -1;
-    for (size_t i = 0; i < P->nact; i++) {
-        int k = P->act[i];
-        if (routable(&P->rep[k]) && (best < 0 || P->rep[k].inflight < P->rep[best].inflight))
+    for (size_t i = 0; i < P->r.nact; i++) {
+        int k = P->r.act[i];
+        if (routable(&P->r.rep[k]) && (best < 0 || P->r.rep[k].inflight < P->r.rep[best].inflight))
             best = k;
     }
     return best;
@@ -217,7 +174,7 @@ static int to_prefill(struct pdrun *R, uint64_t id, double t)
     struct pq *q = &R->q[id];
     int k = pick_prefill(R, q);
     if (k < 0) return push(&R->gq, &R->gq_tail, &R->gq_cap, id);
-    struct rep *p = &R->pool[0].rep[k];
+    struct rep *p = &R->pool[0].r.rep[k];
     p->groups |= 1ull << q->r.group;
     scale_wl_prompt(&R->wl, &q->r, R->prompt);
     struct kvg_sim_request sr = {.id = id,
@@ -250,7 +207,7 @@ static int to_decode(struct pdrun *R, uint64_t id, double t)
         return push(&R->dq, &R->dq_tail, &R->dq_cap, id);
     }
     q->dec = k;
-    R->pool[1].rep[k].inflight++;
+    R->pool[1].r.rep[k].inflight++;
     double xs = R->kv_bytes_tok * q->r.prompt_len / R->link_bw;
     q->xfer_done = t + xs;
     q->state = P_XFER;
@@ -274,7 +231,7 @@ static int xfer_done(struct pdrun *R, size_t i, double t)
     struct pq *q = &R->q[id];
     if (q->state != P_XFER) return 0;
     leave_prefill(R, q, id, 0);
-    struct rep *p = &R->pool[1].rep[q->dec];
+    struct rep *p = &R->pool[1].r.rep[q->dec];
     if (!p->e) {
         fail(R, id);
         return 0;
@@ -360,7 +317,7 @@ static void finish(struct pdrun *R, struct pq *q, double t)
 
 static int step_end(struct pdrun *R, struct pool *P, int k, double t)
 {
-    struct rep *p = &P->rep[k];
+    struct rep *p = &P->r.rep[k];
     p->stepping = 0;
     int rc;
     for (size_t i = 0; i < p->st.n_updates; i++) {
@@ -398,7 +355,7 @@ static int step_end(struct pdrun *R, struct pool *P, int k, double t)
     }
     p->st.n_updates = 0;
     kick(p, t);
-    if (p->state == R_DRAINING && p->inflight == 0 && !p->stepping) gone(P, k, t);
+    if (p->state == R_DRAINING && p->inflight == 0 && !p->stepping) scale_reps_gone(&P->r, k, t);
     return 0;
 }
 
@@ -414,9 +371,9 @@ static void expire(struct pdrun *R, double t)
     }
     for (int pi = 0; pi < 2; pi++) {
         struct pool *P = &R->pool[pi];
-        for (size_t i = 0; i < P->nact;) {
-            int k = P->act[i];
-            struct rep *p = &P->rep[k];
+        for (size_t i = 0; i < P->r.nact;) {
+            int k = P->r.act[i];
+            struct rep *p = &P->r.rep[k];
             if (p->state == R_DRAINING && (t >= p->drain_at + o->drain_s || !p->inflight)) {
                 /* Bounded drain: what still holds this replica is cut. */
                 for (uint64_t id = 0; p->inflight && id < R->nq; id++) {
@@ -425,53 +382,12 @@ static void expire(struct pdrun *R, double t)
                     if ((pi == 0 && q->pre == k) || (pi == 1 && q->dec == k && q->state >= P_XFER))
                         fail(R, id);
                 }
-                gone(P, k, t);
+                scale_reps_gone(&P->r, k, t);
                 continue;
             }
             i++;
         }
     }
-}
-
-/* Moves pool P toward desired: asks, or cancels the latest starts, then
- * drains the least busy ready ones. */
-static int actuate(struct pdrun *R, struct pool *P, uint32_t desired, double t)
-{
-    uint32_t n = 0;
-    for (size_t i = 0; i < P->nact; i++)
-        n += P->rep[P->act[i]].state == R_READY || P->rep[P->act[i]].state == R_STARTING;
-    int rc;
-    for (; n < desired; n++)
-        if ((rc = add_rep(R, P, t))) return rc;
-    while (n > desired) {
-        int pick = -1;
-        for (size_t i = 0; i < P->nact; i++) {
-            int k = P->act[i];
-            if (P->rep[k].state == R_STARTING &&
-                (pick < 0 || P->rep[k].ready_at > P->rep[pick].ready_at))
-                pick = k;
-        }
-        if (pick >= 0) {
-            gone(P, pick, t);
-            P->out->cancelled++;
-            n--;
-            continue;
-        }
-        for (size_t i = 0; i < P->nact; i++) {
-            int k = P->act[i];
-            if (P->rep[k].state == R_READY &&
-                (pick < 0 || P->rep[k].inflight < P->rep[pick].inflight))
-                pick = k;
-        }
-        if (pick < 0) break;
-        struct rep *p = &P->rep[pick];
-        p->state = R_DRAINING;
-        p->drain_at = t;
-        P->out->removed++;
-        if (p->inflight == 0 && !p->stepping) gone(P, pick, t);
-        n--;
-    }
-    return 0;
 }
 
 static void pool_signals(struct pdrun *R, struct pool *P, double t, double window,
@@ -480,8 +396,8 @@ static void pool_signals(struct pdrun *R, struct pool *P, double t, double windo
     memset(s, 0, sizeof *s);
     s->now = t;
     uint32_t ns = 0;
-    for (size_t i = 0; i < P->nact; i++) {
-        struct rep *p = &P->rep[P->act[i]];
+    for (size_t i = 0; i < P->r.nact; i++) {
+        struct rep *p = &P->r.rep[P->r.act[i]];
         if (p->state == R_STARTING) {
             eta[ns++] = p->ready_at;
             continue;
@@ -525,7 +441,7 @@ static void timeline(struct pdrun *R, double t)
         for (int pi = 0; pi < 2; pi++) {
             const struct pool *P = &R->pool[pi];
             uint32_t n = 0;
-            for (size_t j = 0; j < P->nact; j++) n += P->rep[P->act[j]].state == R_READY;
+            for (size_t j = 0; j < P->r.nact; j++) n += P->r.rep[P->r.act[j]].state == R_READY;
             r->ready[pi][i] = n;
             r->desired[pi][i] = P->last_desired;
         }
@@ -556,7 +472,7 @@ static int tick(struct pdrun *R, double t)
                     t, d.reason);
         P->last_desired = d.desired;
         P->have_desired = 1;
-        if ((rc = actuate(R, P, d.desired, t))) return rc;
+        if ((rc = scale_reps_actuate(&P->r, R->o, &R->su, &R->rng, d.desired, t))) return rc;
     }
     timeline(R, t);
     R->bcur++;
@@ -656,11 +572,11 @@ static int setup(struct pdrun *R, char *err, size_t errlen)
         if (n0 < a->min_replicas) n0 = a->min_replicas;
         if (n0 < 1) n0 = 1;
         for (uint32_t i = 0; i < n0; i++) {
-            if ((rc = add_rep(R, P, 0))) return rc;
-            P->rep[P->nrep - 1].ready_at = 0;
-            if ((rc = make_ready(R, P, (int)P->nrep - 1))) return rc;
+            if ((rc = scale_reps_add(&P->r, o, &R->su, &R->rng, 0))) return rc;
+            P->r.rep[P->r.nrep - 1].ready_at = 0;
+            if ((rc = make_ready(R, P, (int)P->r.nrep - 1))) return rc;
         }
-        P->out->added = 0;
+        P->r.added = 0;
     }
     return 0;
 }
@@ -677,9 +593,9 @@ static int loop(struct pdrun *R)
         size_t kx = 0;
         for (int pi = 0; pi < 2; pi++) {
             const struct pool *P = &R->pool[pi];
-            for (size_t i = 0; i < P->nact; i++) {
-                int k = P->act[i];
-                const struct rep *p = &P->rep[k];
+            for (size_t i = 0; i < P->r.nact; i++) {
+                int k = P->r.act[i];
+                const struct rep *p = &P->r.rep[k];
                 if (p->stepping && p->busy_until < te) te = p->busy_until, pe = pi, ke = k;
                 if (p->state == R_STARTING && p->ready_at < tr && p->ready_at <= o->day_s)
                     tr = p->ready_at, pr = pi, kr = k;
@@ -722,12 +638,10 @@ static void summarize(struct pdrun *R)
     double gpus = o->gpus_per_replica ? o->gpus_per_replica : 1;
     for (int pi = 0; pi < 2; pi++) {
         const struct pool *P = &R->pool[pi];
-        double rh = 0;
-        for (size_t i = 0; i < P->nrep; i++) {
-            const struct rep *p = &P->rep[i];
-            double end = p->state == R_GONE && p->gone < o->day_s ? p->gone : o->day_s;
-            if (end > p->asked) rh += end - p->asked;
-        }
+        double rh = scale_reps_seconds(&P->r, o->day_s);
+        P->out->added = P->r.added;
+        P->out->removed = P->r.removed;
+        P->out->cancelled = P->r.cancelled;
         P->out->gpu_hours = rh / 3600 * gpus;
         P->out->mean_replicas = rh / o->day_s;
         for (size_t i = 0; i < out->n; i++)
@@ -751,9 +665,7 @@ static void teardown(struct pdrun *R)
 {
     for (int pi = 0; pi < 2; pi++) {
         struct pool *P = &R->pool[pi];
-        for (size_t i = 0; i < P->nrep; i++)
-            if (P->rep[i].e) kvg_sim_free(P->rep[i].e);
-        free(P->rep);
+        scale_reps_free(&P->r);
         kvg_autoscale_planner_free(P->pl);
     }
     free(R->q);

@@ -132,7 +132,10 @@ int kvg_bench_scale_pd_md(const struct kvg_bench_scale_pd_result *r, size_t n,
                 (unsigned long long)x->failed);
     }
     fprintf(f, "\nThe goal on the PD day (computed by `kvg_bench_scale_pd_goal`):\n\n");
-    if (kvg_bench_scale_pd_goal(r, n, f) < 0)
+    int g = kvg_bench_scale_pd_goal(r, n, f);
+    if (g < 0)
         fprintf(f, "- not checked: kvgate, sla and static must all run\n");
+    else
+        fprintf(f, "\n**%s**\n", g ? "The goal is not met." : "The goal is met.");
     return ferror(f) ? -EIO : 0;
 }

@@ -17,7 +17,7 @@
 int scale_prewarm_start(struct run *R, int k, double t)
 {
     const struct kvg_bench_scale_opts *o = R->o;
-    struct rep *p = &R->rep[k];
+    struct rep *p = &R->pool.rep[k];
     p->warm_at = t;
     p->recovered_s = -1;
     if (!R->prewarmed || !o->prewarm_prefixes || !o->prefix_len) return 0;
@@ -52,7 +52,7 @@ int scale_prewarm_start(struct run *R, int k, double t)
 
 void scale_prewarm_done(struct run *R, int k, double t)
 {
-    struct rep *p = &R->rep[k];
+    struct rep *p = &R->pool.rep[k];
     (void)R;
     if (p->warming && --p->warming == 0) p->warm_at = t;
 }
@@ -88,11 +88,11 @@ static int cmp_d(const void *a, const void *b)
 void scale_recovery_summary(struct run *R)
 {
     struct kvg_bench_scale_result *out = R->out;
-    double *v = malloc((R->nrep + 1) * sizeof *v);
+    double *v = malloc((R->pool.nrep + 1) * sizeof *v);
     size_t n = 0;
     double sum = 0;
-    for (size_t i = 0; i < R->nrep; i++) {
-        const struct rep *p = &R->rep[i];
+    for (size_t i = 0; i < R->pool.nrep; i++) {
+        const struct rep *p = &R->pool.rep[i];
         if (p->ready_at <= 0 || p->rec_n == 0) continue; /* served nothing after ready */
         out->scaled_out++;
         if (p->recovered_s < 0) continue;

@@ -1,0 +1,138 @@
+/* A pool's replicas in the offline day (scale_int.h, struct scale_reps):
+ * asked for, ready, drained and gone, shared by the aggregated day
+ * (scale_des.c) and the PD day's two pools (scale_pd.c). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench/scale_int.h"
+
+void scale_rep_ask(const struct kvg_bench_scale_opts *o, struct kvg_autoscale_startup *su,
+                   struct kvg_rng *rng, struct rep *p, double t)
+{
+    double u = kvg_rng_double(rng);
+    p->node = u < o->cold_share                    ? KVG_AUTOSCALE_COLD
+              : u < o->cold_share + o->fetch_share ? KVG_AUTOSCALE_FETCH
+                                                   : KVG_AUTOSCALE_WARM;
+    double s = o->startup_fixed_s > 0
+                   ? o->startup_fixed_s
+                   : kvg_autoscale_startup_draw(su, o->startup_model, p->node, rng);
+    p->asked = t;
+    p->ready_at = t + s;
+}
+
+int scale_reps_add(struct scale_reps *P, const struct kvg_bench_scale_opts *o,
+                   struct kvg_autoscale_startup *su, struct kvg_rng *rng, double t)
+{
+    if (P->nact >= KVG_BENCH_SCALE_MAX_REPLICAS) return 0;
+    if (P->nrep == P->caprep) {
+        size_t c = P->caprep ? P->caprep * 2 : 64;
+        struct rep *v = realloc(P->rep, c * sizeof *v);
+        if (!v) return -ENOMEM;
+        P->rep = v;
+        P->caprep = c;
+    }
+    struct rep *p = &P->rep[P->nrep];
+    memset(p, 0, sizeof *p);
+    scale_rep_ask(o, su, rng, p, t);
+    p->state = R_STARTING;
+    P->act[P->nact++] = (int)P->nrep++;
+    P->added++;
+    return 0;
+}
+
+int scale_reps_ready(struct scale_reps *P, int k, const struct kvg_sim_profile *prof, uint64_t seed)
+{
+    struct kvg_sim_config c;
+    kvg_sim_config_init(&c, prof);
+    c.seed = seed;
+    c.emit_events = 0;
+    int rc = kvg_sim_create(&c, &P->rep[k].e);
+    if (rc) return rc;
+    P->rep[k].state = R_READY;
+    return 0;
+}
+
+void scale_reps_gone(struct scale_reps *P, int k, double t)
+{
+    struct rep *p = &P->rep[k];
+    p->state = R_GONE;
+    p->gone = t;
+    if (p->e) kvg_sim_free(p->e);
+    p->e = NULL;
+    for (size_t i = 0; i < P->nact; i++)
+        if (P->act[i] == k) {
+            memmove(P->act + i, P->act + i + 1, (P->nact - i - 1) * sizeof *P->act);
+            P->nact--;
+            return;
+        }
+}
+
+void scale_reps_count(const struct scale_reps *P, uint32_t *ready, uint32_t *starting)
+{
+    *ready = *starting = 0;
+    for (size_t i = 0; i < P->nact; i++) {
+        int st = P->rep[P->act[i]].state;
+        *ready += st == R_READY;
+        *starting += st == R_STARTING;
+    }
+}
+
+int scale_reps_actuate(struct scale_reps *P, const struct kvg_bench_scale_opts *o,
+                       struct kvg_autoscale_startup *su, struct kvg_rng *rng, uint32_t desired,
+                       double t)
+{
+    uint32_t ready, starting;
+    scale_reps_count(P, &ready, &starting);
+    uint32_t cur = ready + starting;
+    int rc;
+    for (; cur < desired; cur++)
+        if ((rc = scale_reps_add(P, o, su, rng, t))) return rc;
+    while (cur > desired) {
+        int pick = -1;
+        for (size_t i = 0; i < P->nact; i++) {
+            int k = P->act[i];
+            const struct rep *p = &P->rep[k];
+            if (p->state == R_STARTING && (pick < 0 || p->ready_at > P->rep[pick].ready_at))
+                pick = k;
+        }
+        if (pick >= 0) {
+            scale_reps_gone(P, pick, t);
+            P->cancelled++;
+            cur--;
+            continue;
+        }
+        for (size_t i = 0; i < P->nact; i++) {
+            int k = P->act[i];
+            const struct rep *p = &P->rep[k];
+            if (p->state == R_READY && (pick < 0 || p->inflight < P->rep[pick].inflight)) pick = k;
+        }
+        if (pick < 0) break;
+        struct rep *p = &P->rep[pick];
+        p->state = R_DRAINING;
+        p->drain_at = t;
+        P->removed++;
+        if (p->inflight == 0 && !p->stepping) scale_reps_gone(P, pick, t);
+        cur--;
+    }
+    return 0;
+}
+
+double scale_reps_seconds(const struct scale_reps *P, double day_s)
+{
+    double s = 0;
+    for (size_t i = 0; i < P->nrep; i++) {
+        const struct rep *p = &P->rep[i];
+        double end = p->state == R_GONE && p->gone < day_s ? p->gone : day_s;
+        if (end > p->asked) s += end - p->asked;
+    }
+    return s;
+}
+
+void scale_reps_free(struct scale_reps *P)
+{
+    for (size_t i = 0; i < P->nrep; i++)
+        if (P->rep[i].e) kvg_sim_free(P->rep[i].e);
+    free(P->rep);
+    P->rep = NULL;
+}
