@@ -345,29 +345,7 @@ void scale_window_signals(const struct bucket *bk, size_t nbk, size_t bcur, doub
 static void signals(struct run *R, double t, double window, struct kvg_autoscale_signals *s,
                     double *eta)
 {
-    memset(s, 0, sizeof *s);
-    s->now = t;
-    uint32_t ns = 0;
-    for (size_t i = 0; i < R->pool.nact; i++) {
-        struct rep *p = &R->pool.rep[R->pool.act[i]];
-        if (p->state == R_STARTING) {
-            eta[ns++] = p->ready_at;
-            continue;
-        }
-        if (p->state == R_READY) {
-            s->ready++;
-            if (t - p->ready_at < R->o->young_s) s->young++;
-        } else {
-            s->draining++;
-        }
-        struct kvg_sim_metrics m;
-        kvg_sim_get_metrics(p->e, &m);
-        s->waiting += m.num_waiting;
-        s->running += m.num_running;
-        s->kv_usage_sum += m.kv_usage;
-    }
-    s->starting = ns;
-    s->starting_eta = eta;
+    scale_reps_signals(&R->pool, t, R->o->young_s, s, eta);
     s->queued = (double)gq_len(R);
     s->inflight_prompt_tokens = R->inflight_prompt;
     scale_window_signals(R->b, R->nb, R->bcur, R->o->tick_s, window, R->ttft, R->itl, R->scratch,
@@ -449,21 +427,11 @@ static int setup(struct run *R, char *err, size_t errlen)
     if (!a.static_replicas) a.static_replicas = peak;
     if (a.max_replicas > KVG_BENCH_SCALE_MAX_REPLICAS)
         a.max_replicas = KVG_BENCH_SCALE_MAX_REPLICAS;
-    /* "queue-waiting": the queue planner with another preset;
-     * "kvgate-noprewarm": kvgate's planner, new replicas not prewarmed. */
-    const char *name = o->planner;
-    R->prewarmed = o->prewarm && !strcmp(name, "kvgate");
-    if (!strcmp(name, "kvgate-noprewarm")) name = "kvgate";
-    if (!strncmp(name, "queue-", 6)) {
-        snprintf(a.queue_preset, sizeof a.queue_preset, "%s", name + 6);
-        name = "queue";
-    }
-    rc = kvg_autoscale_planner_new(name, &a, &R->pl);
-    if (rc == KVG_ENOTFOUND) {
-        out->status = KVG_ENOTFOUND;
-        return 1;
-    }
-    if (rc) return kvg_err_set(err, errlen, rc, "planner %s: %s", o->planner, kvg_strerror(rc));
+    /* "kvgate-noprewarm": kvgate's planner, new replicas not prewarmed. */
+    R->prewarmed = o->prewarm && !strcmp(o->planner, "kvgate");
+    rc = scale_planner_new(o->planner, &a, &R->pl, err, errlen);
+    if (rc == KVG_ENOTFOUND) out->status = KVG_ENOTFOUND;
+    if (rc) return rc == KVG_ENOTFOUND ? 1 : rc;
     R->nb = 512;
     R->b = calloc(R->nb, sizeof *R->b);
     R->ttft = calloc(1, sizeof *R->ttft);

@@ -96,6 +96,16 @@ int scale_reps_actuate(struct scale_reps *P, const struct kvg_bench_scale_opts *
 /* Replica-seconds held over the day, from each request to its removal. */
 double scale_reps_seconds(const struct scale_reps *P, double day_s);
 void scale_reps_free(struct scale_reps *P);
+/* The pool's replica and engine signals at t into s (zeroed first; s->now
+ * set; young: ready less than young_s ago); eta gets starting replicas'
+ * ready times (KVG_BENCH_SCALE_MAX_REPLICAS of room). */
+void scale_reps_signals(const struct scale_reps *P, double t, double young_s,
+                        struct kvg_autoscale_signals *s, double *eta);
+/* The planner a benchmark name stands for: "queue-P" is queue with preset
+ * P (set in a), "kvgate-noprewarm" kvgate's planner. 0, KVG_ENOTFOUND, or
+ * another code with err set. */
+int scale_planner_new(const char *planner, struct kvg_autoscale_opts *a,
+                      struct kvg_autoscale_planner **out, char *err, size_t errlen);
 
 /* One tick's sums, for windowed rates. */
 struct bucket {

@@ -393,29 +393,8 @@ static void expire(struct pdrun *R, double t)
 static void pool_signals(struct pdrun *R, struct pool *P, double t, double window,
                          struct kvg_autoscale_signals *s, double *eta)
 {
-    memset(s, 0, sizeof *s);
-    s->now = t;
-    uint32_t ns = 0;
-    for (size_t i = 0; i < P->r.nact; i++) {
-        struct rep *p = &P->r.rep[P->r.act[i]];
-        if (p->state == R_STARTING) {
-            eta[ns++] = p->ready_at;
-            continue;
-        }
-        if (p->state == R_READY) {
-            s->ready++;
-            if (P->role == KVG_AUTOSCALE_PREFILL && t - p->ready_at < R->o->young_s) s->young++;
-        } else {
-            s->draining++;
-        }
-        struct kvg_sim_metrics m;
-        kvg_sim_get_metrics(p->e, &m);
-        s->waiting += m.num_waiting;
-        s->running += m.num_running;
-        s->kv_usage_sum += m.kv_usage;
-    }
-    s->starting = ns;
-    s->starting_eta = eta;
+    /* A decode replica has no prefix cache to warm: never young. */
+    scale_reps_signals(&P->r, t, P->role == KVG_AUTOSCALE_PREFILL ? R->o->young_s : 0, s, eta);
     /* The queue in front of this pool: the gateway's, or prefilled requests
      * awaiting a decode replica. */
     size_t nq = 0;
@@ -519,28 +498,17 @@ static int setup(struct pdrun *R, char *err, size_t errlen)
     double mx = 0;
     for (int i = 0; i < 24 * 60; i++) mx = fmax(mx, kvg_bench_scale_shape(i / 60.0));
     double peak = o->mean_rate * mx * (o->bursts ? o->burst_mult : 1);
-    /* "kvgate-noprewarm" is kvgate's planner; the PD day prewarms nothing. */
-    const char *name = !strcmp(o->planner, "kvgate-noprewarm") ? "kvgate" : o->planner;
-    char preset[16] = "";
-    if (!strncmp(name, "queue-", 6)) {
-        snprintf(preset, sizeof preset, "%s", name + 6);
-        name = "queue";
-    }
     for (int pi = 0; pi < 2; pi++) {
         struct pool *P = &R->pool[pi];
         P->role = pi ? KVG_AUTOSCALE_DECODE : KVG_AUTOSCALE_PREFILL;
         P->out = &out->pool[pi];
         struct kvg_autoscale_opts a;
         pool_opts(o, P->role, &R->su, &a);
-        if (preset[0]) snprintf(a.queue_preset, sizeof a.queue_preset, "%s", preset);
         P->out->static_peak = kvg_autoscale_ceil(pool_need(o, &a, peak));
         if (!a.static_replicas) a.static_replicas = P->out->static_peak;
-        rc = kvg_autoscale_planner_new(name, &a, &P->pl);
-        if (rc == KVG_ENOTFOUND) {
-            out->status = KVG_ENOTFOUND;
-            return 1;
-        }
-        if (rc) return kvg_err_set(err, errlen, rc, "planner %s: %s", o->planner, kvg_strerror(rc));
+        rc = scale_planner_new(o->planner, &a, &P->pl, err, errlen);
+        if (rc == KVG_ENOTFOUND) out->status = KVG_ENOTFOUND;
+        if (rc) return rc == KVG_ENOTFOUND ? 1 : rc;
     }
     R->nb = 512;
     R->b = calloc(R->nb, sizeof *R->b);

@@ -2,9 +2,11 @@
  * asked for, ready, drained and gone, shared by the aggregated day
  * (scale_des.c) and the PD day's two pools (scale_pd.c). */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/err.h"
 #include "bench/scale_int.h"
 
 void scale_rep_ask(const struct kvg_bench_scale_opts *o, struct kvg_autoscale_startup *su,
@@ -135,4 +137,46 @@ void scale_reps_free(struct scale_reps *P)
         if (P->rep[i].e) kvg_sim_free(P->rep[i].e);
     free(P->rep);
     P->rep = NULL;
+}
+
+void scale_reps_signals(const struct scale_reps *P, double t, double young_s,
+                        struct kvg_autoscale_signals *s, double *eta)
+{
+    memset(s, 0, sizeof *s);
+    s->now = t;
+    uint32_t ns = 0;
+    for (size_t i = 0; i < P->nact; i++) {
+        const struct rep *p = &P->rep[P->act[i]];
+        if (p->state == R_STARTING) {
+            eta[ns++] = p->ready_at;
+            continue;
+        }
+        if (p->state == R_READY) {
+            s->ready++;
+            if (t - p->ready_at < young_s) s->young++;
+        } else {
+            s->draining++;
+        }
+        struct kvg_sim_metrics m;
+        kvg_sim_get_metrics(p->e, &m);
+        s->waiting += m.num_waiting;
+        s->running += m.num_running;
+        s->kv_usage_sum += m.kv_usage;
+    }
+    s->starting = ns;
+    s->starting_eta = eta;
+}
+
+int scale_planner_new(const char *planner, struct kvg_autoscale_opts *a,
+                      struct kvg_autoscale_planner **out, char *err, size_t errlen)
+{
+    const char *name = !strcmp(planner, "kvgate-noprewarm") ? "kvgate" : planner;
+    if (!strncmp(name, "queue-", 6)) {
+        snprintf(a->queue_preset, sizeof a->queue_preset, "%s", name + 6);
+        name = "queue";
+    }
+    int rc = kvg_autoscale_planner_new(name, a, out);
+    if (rc && rc != KVG_ENOTFOUND)
+        return kvg_err_set(err, errlen, rc, "planner %s: %s", planner, kvg_strerror(rc));
+    return rc;
 }
