@@ -282,6 +282,11 @@ int kvg_bench_scale_main(int argc, char **argv)
         free(c);
         return rc > 0 ? 0 : 2;
     }
+    if (c->pd && (c->svg[0] || c->csv[0])) {
+        fprintf(stderr, "kvgate bench: --scenario diurnal-pd writes --json and --markdown only\n");
+        free(c);
+        return 2;
+    }
     kvg_log_set_level(KVG_LOG_WARN);
     /* One calibration for every planner: they share the profile (the PD
      * day's profile is the engine model's per role, not a knee). */
