@@ -50,7 +50,7 @@ void scale_lat_window(const struct lat_ring *L, double *scratch, double since, d
 
 static struct bucket *cur_bucket(struct run *R)
 {
-    return &R->b[R->bcur % R->nb];
+    return scale_obs_cur(&R->ob);
 }
 
 static int add_rep(struct run *R, double t)
@@ -217,7 +217,7 @@ static void finish(struct run *R, struct rq *q, double t)
     struct bucket *b = cur_bucket(R);
     b->finished++;
     b->itl_sum += itl;
-    scale_lat_put(R->itl, t, itl);
+    scale_lat_put(R->ob.itl, t, itl);
     kvg_bench_samples_add(&R->all_itl, itl);
     int ok = ttft <= o->aopts.ttft_target_s && itl <= o->aopts.itl_target_s;
     R->out->met += ok;
@@ -256,7 +256,7 @@ static int step_end(struct run *R, int k, double t)
                 b->first_prompt += q->r.prompt_len;
                 R->hit_cached += u->cached_tokens;
                 R->hit_prompt += q->r.prompt_len;
-                scale_lat_put(R->ttft, t, ttft);
+                scale_lat_put(R->ob.ttft, t, ttft);
                 scale_recovery_note(R, p, t, u->cached_tokens, q->r.prompt_len, ttft);
                 kvg_bench_samples_add(&R->all_ttft, ttft);
                 double h = q->r.arrival / R->o->day_s * 24;
@@ -311,16 +311,46 @@ static void expire(struct run *R, double t)
     }
 }
 
-void scale_window_signals(const struct bucket *bk, size_t nbk, size_t bcur, double tick_s,
-                          double window, const struct lat_ring *ttft, const struct lat_ring *itl,
-                          double *scratch, struct kvg_autoscale_signals *s)
+int scale_obs_init(struct scale_obs *ob)
+{
+    ob->nb = 512;
+    ob->bcur = 0;
+    ob->b = calloc(ob->nb, sizeof *ob->b);
+    ob->ttft = calloc(1, sizeof *ob->ttft);
+    ob->itl = calloc(1, sizeof *ob->itl);
+    ob->scratch = malloc((1 << 16) * sizeof *ob->scratch);
+    return ob->b && ob->ttft && ob->itl && ob->scratch ? 0 : -ENOMEM;
+}
+
+void scale_obs_free(struct scale_obs *ob)
+{
+    free(ob->b);
+    free(ob->ttft);
+    free(ob->itl);
+    free(ob->scratch);
+    memset(ob, 0, sizeof *ob);
+}
+
+struct bucket *scale_obs_cur(struct scale_obs *ob)
+{
+    return &ob->b[ob->bcur % ob->nb];
+}
+
+void scale_obs_next(struct scale_obs *ob)
+{
+    ob->bcur++;
+    memset(scale_obs_cur(ob), 0, sizeof(struct bucket));
+}
+
+void scale_window_signals(struct scale_obs *ob, double tick_s, double window,
+                          struct kvg_autoscale_signals *s)
 {
     size_t nb = (size_t)ceil(window / tick_s);
-    if (nb > nbk - 1) nb = nbk - 1;
-    if (nb > bcur) nb = bcur;
+    if (nb > ob->nb - 1) nb = ob->nb - 1;
+    if (nb > ob->bcur) nb = ob->bcur;
     struct bucket sum = {0};
     for (size_t j = 1; j <= nb; j++) {
-        const struct bucket *b = &bk[(bcur - j) % nbk];
+        const struct bucket *b = &ob->b[(ob->bcur - j) % ob->nb];
         sum.arrivals += b->arrivals;
         sum.prompt_tokens += b->prompt_tokens;
         sum.max_tokens += b->max_tokens;
@@ -338,8 +368,8 @@ void scale_window_signals(const struct bucket *bk, size_t nbk, size_t bcur, doub
     s->osl = sum.arrivals ? sum.max_tokens / sum.arrivals : 0;
     s->cache_hit = sum.first_prompt > 0 ? sum.cached / sum.first_prompt : 0;
     s->slo_miss = sum.finished > 0 ? sum.missed / sum.finished : -1;
-    scale_lat_window(ttft, scratch, s->now - w, &s->ttft_mean, &s->ttft_p90);
-    scale_lat_window(itl, scratch, s->now - w, &s->itl_mean, &s->itl_p90);
+    scale_lat_window(ob->ttft, ob->scratch, s->now - w, &s->ttft_mean, &s->ttft_p90);
+    scale_lat_window(ob->itl, ob->scratch, s->now - w, &s->itl_mean, &s->itl_p90);
 }
 
 static void signals(struct run *R, double t, double window, struct kvg_autoscale_signals *s,
@@ -348,8 +378,7 @@ static void signals(struct run *R, double t, double window, struct kvg_autoscale
     scale_reps_signals(&R->pool, t, R->o->young_s, s, eta);
     s->queued = (double)gq_len(R);
     s->inflight_prompt_tokens = R->inflight_prompt;
-    scale_window_signals(R->b, R->nb, R->bcur, R->o->tick_s, window, R->ttft, R->itl, R->scratch,
-                         s);
+    scale_window_signals(&R->ob, R->o->tick_s, window, s);
 }
 
 static void timeline(struct run *R, double t, uint32_t desired)
@@ -394,8 +423,7 @@ static int tick(struct run *R, double t)
     R->have_desired = 1;
     if ((rc = scale_reps_actuate(&R->pool, R->o, &R->su, &R->rng, d.desired, t))) return rc;
     timeline(R, t, d.desired);
-    R->bcur++;
-    memset(cur_bucket(R), 0, sizeof(struct bucket));
+    scale_obs_next(&R->ob);
     return 0;
 }
 
@@ -432,11 +460,7 @@ static int setup(struct run *R, char *err, size_t errlen)
     rc = scale_planner_new(o->planner, &a, &R->pl, err, errlen);
     if (rc == KVG_ENOTFOUND) out->status = KVG_ENOTFOUND;
     if (rc) return rc == KVG_ENOTFOUND ? 1 : rc;
-    R->nb = 512;
-    R->b = calloc(R->nb, sizeof *R->b);
-    R->ttft = calloc(1, sizeof *R->ttft);
-    R->itl = calloc(1, sizeof *R->itl);
-    R->scratch = malloc((1 << 16) * sizeof *R->scratch);
+    if (scale_obs_init(&R->ob)) return -ENOMEM;
     R->prompt = malloc(((size_t)o->prefix_len + o->suffix_max + 1) * sizeof *R->prompt);
     out->n = o->timeline_points ? o->timeline_points : 288;
     out->t_h = calloc(out->n, sizeof(double));
@@ -446,8 +470,8 @@ static int setup(struct run *R, char *err, size_t errlen)
     out->starting = calloc(out->n, sizeof(double));
     out->arrived = calloc(out->n, sizeof(double));
     out->missed = calloc(out->n, sizeof(double));
-    if (!out->arrived || !out->missed || !R->b || !R->ttft || !R->itl || !R->scratch ||
-        !R->prompt || !out->t_h || !out->rate || !out->desired || !out->ready || !out->starting)
+    if (!out->arrived || !out->missed || !R->prompt || !out->t_h || !out->rate || !out->desired ||
+        !out->ready || !out->starting)
         return -ENOMEM;
     kvg_bench_samples_init(&R->all_ttft);
     kvg_bench_samples_init(&R->ramp_ttft);
@@ -563,10 +587,7 @@ static void teardown(struct run *R)
     free(R->rq);
     free(R->gq);
     free(R->prompt);
-    free(R->b);
-    free(R->ttft);
-    free(R->itl);
-    free(R->scratch);
+    scale_obs_free(&R->ob);
     kvg_bench_samples_free(&R->all_ttft);
     kvg_bench_samples_free(&R->ramp_ttft);
     kvg_bench_samples_free(&R->all_itl);

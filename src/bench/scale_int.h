@@ -119,6 +119,16 @@ struct lat_ring {
     size_t n, head;
 };
 
+/* The gateway's own observations (owned): per-tick sums in a ring of nb
+ * buckets (bcur filling), TTFT and ITL samples, and scratch for
+ * percentiles. */
+struct scale_obs {
+    struct bucket *b;
+    size_t nb, bcur;
+    struct lat_ring *ttft, *itl;
+    double *scratch;
+};
+
 struct run {
     const struct kvg_bench_scale_opts *o;
     struct kvg_bench_scale_result *out;
@@ -135,10 +145,7 @@ struct run {
     struct kvg_autoscale_planner *pl;
     struct kvg_autoscale_startup su;
     struct kvg_rng rng;
-    struct bucket *b;
-    size_t nb, bcur;
-    struct lat_ring *ttft, *itl;
-    double *scratch;
+    struct scale_obs ob;
     double inflight_prompt;
     uint32_t last_desired;
     int have_desired;
@@ -162,12 +169,16 @@ void scale_lat_window(const struct lat_ring *L, double *scratch, double since, d
  * ready time from the start-up model. */
 void scale_rep_ask(const struct kvg_bench_scale_opts *o, struct kvg_autoscale_startup *su,
                    struct kvg_rng *rng, struct rep *p, double t);
-/* The gateway's observations over the last window of ticks (buckets bk,
- * nbk of them, bcur the one filling) into s (s->now set): rates, ISL, OSL,
- * hit rate, misses, TTFT and ITL. */
-void scale_window_signals(const struct bucket *bk, size_t nbk, size_t bcur, double tick_s,
-                          double window, const struct lat_ring *ttft, const struct lat_ring *itl,
-                          double *scratch, struct kvg_autoscale_signals *s);
+int scale_obs_init(struct scale_obs *ob); /* 0 or -ENOMEM (free it anyway) */
+void scale_obs_free(struct scale_obs *ob);
+/* The bucket filling now. */
+struct bucket *scale_obs_cur(struct scale_obs *ob);
+/* The tick is over: the next bucket starts empty. */
+void scale_obs_next(struct scale_obs *ob);
+/* The observations over the last window seconds of ticks into s (s->now
+ * set): rates, ISL, OSL, hit rate, misses, TTFT and ITL. */
+void scale_window_signals(struct scale_obs *ob, double tick_s, double window,
+                          struct kvg_autoscale_signals *s);
 
 /* Prewarm and slow start (scale_warm.c). On ready: replays the hottest
  * prefixes (prefill-only, max_tokens 1) when o->prewarm; 0 or a negative

@@ -52,10 +52,7 @@ struct pdrun {
     uint32_t *prompt;
     struct kvg_autoscale_startup su;
     struct kvg_rng rng;
-    struct bucket *b;
-    size_t nb, bcur;
-    struct lat_ring *ttft, *itl;
-    double *scratch;
+    struct scale_obs ob;
     double inflight_prompt, kv_bytes_tok, link_bw;
     struct kvg_bench_samples all_ttft, all_itl, xfer;
     double hit_cached, hit_prompt;
@@ -65,7 +62,7 @@ struct pdrun {
 
 static struct bucket *cur(struct pdrun *R)
 {
-    return &R->b[R->bcur % R->nb];
+    return scale_obs_cur(&R->ob);
 }
 
 static int push(uint64_t **v, size_t *tail, size_t *cap, uint64_t id)
@@ -306,7 +303,7 @@ static void finish(struct pdrun *R, struct pq *q, double t)
     struct bucket *b = cur(R);
     b->finished++;
     b->itl_sum += itl;
-    scale_lat_put(R->itl, t, itl);
+    scale_lat_put(R->ob.itl, t, itl);
     kvg_bench_samples_add(&R->all_itl, itl);
     int tok = ttft <= a->ttft_target_s, iok = itl <= a->itl_target_s;
     R->out->ttft_met += tok;
@@ -342,7 +339,7 @@ static int step_end(struct pdrun *R, struct pool *P, int k, double t)
                 double ttft = t - q->r.arrival;
                 cur(R)->firsts++;
                 cur(R)->ttft_sum += ttft;
-                scale_lat_put(R->ttft, t, ttft);
+                scale_lat_put(R->ob.ttft, t, ttft);
                 kvg_bench_samples_add(&R->all_ttft, ttft);
             }
             q->t_last = t;
@@ -405,8 +402,7 @@ static void pool_signals(struct pdrun *R, struct pool *P, double t, double windo
         for (size_t i = R->dq_head; i < R->dq_tail; i++) nq += R->q[R->dq[i]].state == P_WAIT;
     }
     s->queued = (double)nq;
-    scale_window_signals(R->b, R->nb, R->bcur, R->o->tick_s, window, R->ttft, R->itl, R->scratch,
-                         s);
+    scale_window_signals(&R->ob, R->o->tick_s, window, s);
 }
 
 static void timeline(struct pdrun *R, double t)
@@ -454,8 +450,7 @@ static int tick(struct pdrun *R, double t)
         if ((rc = scale_reps_actuate(&P->r, R->o, &R->su, &R->rng, d.desired, t))) return rc;
     }
     timeline(R, t);
-    R->bcur++;
-    memset(cur(R), 0, sizeof(struct bucket));
+    scale_obs_next(&R->ob);
     return 0;
 }
 
@@ -510,16 +505,12 @@ static int setup(struct pdrun *R, char *err, size_t errlen)
         if (rc == KVG_ENOTFOUND) out->status = KVG_ENOTFOUND;
         if (rc) return rc == KVG_ENOTFOUND ? 1 : rc;
     }
-    R->nb = 512;
-    R->b = calloc(R->nb, sizeof *R->b);
-    R->ttft = calloc(1, sizeof *R->ttft);
-    R->itl = calloc(1, sizeof *R->itl);
-    R->scratch = malloc((1 << 16) * sizeof *R->scratch);
+    if (scale_obs_init(&R->ob)) return -ENOMEM;
     R->prompt = malloc(((size_t)o->prefix_len + o->suffix_max + 1) * sizeof *R->prompt);
     out->n = o->timeline_points ? o->timeline_points : 288;
     out->t_h = calloc(out->n, sizeof(double));
     out->rate = calloc(out->n, sizeof(double));
-    int ok = R->b && R->ttft && R->itl && R->scratch && R->prompt && out->t_h && out->rate;
+    int ok = R->prompt && out->t_h && out->rate;
     for (int pi = 0; pi < 2; pi++) {
         out->ready[pi] = calloc(out->n, sizeof(double));
         out->desired[pi] = calloc(out->n, sizeof(double));
@@ -641,10 +632,7 @@ static void teardown(struct pdrun *R)
     free(R->dq);
     free(R->xf);
     free(R->prompt);
-    free(R->b);
-    free(R->ttft);
-    free(R->itl);
-    free(R->scratch);
+    scale_obs_free(&R->ob);
     kvg_bench_samples_free(&R->all_ttft);
     kvg_bench_samples_free(&R->all_itl);
     kvg_bench_samples_free(&R->xfer);
