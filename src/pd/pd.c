@@ -191,10 +191,17 @@ static int decode_body(struct kvg_pd_req *r, const char *body, size_t len, const
 }
 
 /* SGLang's body for both legs: the client's with bootstrap_host (the
- * prefill's host), bootstrap_port (its configured port, or null) and
- * bootstrap_room (a random u63, as sglang's router draws it), written as an
- * integer literal: a JSON double would lose its low bits. */
-static char *bootstrap_body(const char *body, size_t len, struct kvg_worker *w, uint64_t room)
+ * prefill's host: its dial target's, never the "@rank" of a URL@rank
+ * worker, seed 004's invalid decode destination), bootstrap_port (its
+ * configured port, or null) and bootstrap_room (a random u63, as sglang's
+ * router draws it), written as an integer literal: a JSON double would
+ * lose its low bits (so the body is never parsed again: the decode's is
+ * the same text). SGLang's --dp-aware router puts the leg's data-parallel
+ * rank in the body as data_parallel_rank (routers.md §3); with_rank sets
+ * the prefill's, the decode's is added when the decode is picked
+ * (kvg_pd_decode_sent), so one leg's rank never steers the other. */
+static char *bootstrap_body(const char *body, size_t len, struct kvg_worker *w, uint64_t room,
+                            int with_rank)
 {
     cJSON *j = cJSON_ParseWithLength(body, len);
     if (!cJSON_IsObject(j)) {
@@ -221,6 +228,8 @@ static char *bootstrap_body(const char *body, size_t len, struct kvg_worker *w, 
     char r[24];
     snprintf(r, sizeof r, "%llu", (unsigned long long)(room & 0x7fffffffffffffffull));
     cJSON_AddRawToObject(j, "bootstrap_room", r);
+    cJSON_DeleteItemFromObjectCaseSensitive(j, "data_parallel_rank");
+    if (with_rank && w->dp_rank >= 0) cJSON_AddNumberToObject(j, "data_parallel_rank", w->dp_rank);
     char *s = cJSON_PrintUnformatted(j);
     cJSON_Delete(j);
     return s;
@@ -400,9 +409,14 @@ int kvg_pd_begin(struct kvg_pd *pd, struct kvg_pd_req *r, struct kvg_http_client
     if (rc) return rc;
     struct kvg_worker *w = r->prefill.w;
     r->concurrent = pd->cfg.mode == KVG_PD_SGLANG;
-    char *body = r->concurrent ? bootstrap_body(in->body, in->body_len, w, kvg_rng_next(ctx->rng))
+    uint64_t room = kvg_rng_next(ctx->rng);
+    char *body = r->concurrent ? bootstrap_body(in->body, in->body_len, w, room, 1)
                                : prefill_body(in->body, in->body_len);
-    if (!body || (r->concurrent && kvg_buf_append(&r->decode_body, body, strlen(body)))) {
+    char *dbody = r->concurrent ? bootstrap_body(in->body, in->body_len, w, room, 0) : NULL;
+    int brc = r->concurrent && dbody ? kvg_buf_append(&r->decode_body, dbody, strlen(dbody)) : 0;
+    r->decode_base_len = r->decode_body.len;
+    free(dbody);
+    if (!body || (r->concurrent && (!dbody || brc))) {
         free(body);
         struct kvg_route_ctx rctx = {.policy = pd->prefill_policy};
         kvg_pool_release(pd->pool, &r->prefill, KVG_OUT_LOCAL, &rctx);
@@ -414,7 +428,7 @@ int kvg_pd_begin(struct kvg_pd *pd, struct kvg_pd_req *r, struct kvg_http_client
     size_t k = 0;
     for (size_t i = 0; i < in->nheaders && k < 76; i++) h[k++] = in->headers[i];
     char rank[16], bearer[300];
-    if (w->dp_rank >= 0) {
+    if (w->dp_rank >= 0 && !r->concurrent) { /* SGLang's rank is in the body */
         int rl = snprintf(rank, sizeof rank, "%d", w->dp_rank);
         h[k++] = (struct kvg_http_header){KVG_STR("x-data-parallel-rank"), {rank, (size_t)rl}};
     }
@@ -479,11 +493,22 @@ const struct kvg_buf *kvg_pd_decode_body(const struct kvg_pd_req *r)
     return r->decision == KVG_PD_PREFILL_DECODE && r->decode_body.len ? &r->decode_body : NULL;
 }
 
-void kvg_pd_decode_sent(struct kvg_pd *pd, struct kvg_pd_req *r, struct kvg_worker *w)
+int kvg_pd_decode_sent(struct kvg_pd *pd, struct kvg_pd_req *r, struct kvg_worker *w)
 {
+    /* SGLang: the decode's own rank goes into the body built without one
+     * (an object's text, ending in '}'), by text: the room is an integer
+     * no JSON double holds. */
+    if (r->concurrent && r->decode_base_len > 1) {
+        r->decode_body.len = r->decode_base_len - 1;
+        int rc = w->dp_rank >= 0
+                     ? kvg_buf_printf(&r->decode_body, ",\"data_parallel_rank\":%d}", w->dp_rank)
+                     : kvg_buf_append(&r->decode_body, "}", 1);
+        if (rc) return rc;
+    }
     if (r->decode_attempts++) kvg_metrics_inc(pd->decode_retries);
     atomic_fetch_add_explicit(&w->pd_decode_requests, 1, memory_order_relaxed);
     r->decode_sent_ns = kvg_now_ns();
+    return 0;
 }
 
 void kvg_pd_decode_refused(struct kvg_pd *pd, struct kvg_pd_req *r)
@@ -530,4 +555,9 @@ void kvg_pd_req_free(struct kvg_pd_req *r)
     kvg_buf_free(&r->held_hdrs);
     kvg_buf_free(&r->answer);
     kvg_buf_free(&r->decode_body);
+}
+
+int kvg_pd_rank_in_body(const struct kvg_pd *pd)
+{
+    return pd->cfg.mode == KVG_PD_SGLANG;
 }

@@ -153,6 +153,7 @@ struct kvg_pd_req {
     struct kvg_http_call *call;
     struct kvg_buf answer;      /* the prefill's answer (capped) */
     struct kvg_buf decode_body; /* the client's body + the prefill's kv_transfer_params */
+    size_t decode_base_len;     /* SGLang: decode_body's length before the decode's rank */
     int status;
     char prefill_url[512];
     char prefill_labels[256];
@@ -217,8 +218,15 @@ void kvg_pd_decode_ctx(struct kvg_pd *pd, struct kvg_pd_req *r, struct kvg_route
 /* The body to send the decode worker: the prefill's params spliced in, or
  * NULL for the client's own (decode_only). */
 const struct kvg_buf *kvg_pd_decode_body(const struct kvg_pd_req *r);
-/* A decode attempt is being sent (counts it; starts the transfer clock). */
-void kvg_pd_decode_sent(struct kvg_pd *pd, struct kvg_pd_req *r, struct kvg_worker *w);
+/* A decode attempt to w is being sent (counts it; starts the transfer
+ * clock). Under SGLANG the shared body gets w's data-parallel rank (or
+ * none) in place of the prefill's. 0, or -ENOMEM (nothing sent, nothing
+ * counted). */
+int kvg_pd_decode_sent(struct kvg_pd *pd, struct kvg_pd_req *r, struct kvg_worker *w);
+/* Whether a URL@rank worker's rank goes in the body (SGLang's
+ * data_parallel_rank, set by this part) rather than the
+ * X-data-parallel-rank header (vLLM's, set by the caller). */
+int kvg_pd_rank_in_body(const struct kvg_pd *pd);
 /* The decode's first byte arrived: the KV transfer is over. */
 void kvg_pd_decode_first_byte(struct kvg_pd *pd, struct kvg_pd_req *r);
 /* The decode refused the request (429/503) after its prefill ran: the

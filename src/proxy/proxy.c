@@ -678,11 +678,15 @@ static void picked(struct proxy_req *pr)
 
     struct kvg_http_header fwd[MAX_FWD_HEADERS + 3];
     size_t k = kvg_proxy__forward_headers(pr, fwd, MAX_FWD_HEADERS + 1);
-    if (px->pd) kvg_pd_decode_sent(px->pd, &pr->pdr, w);
+    if (px->pd && (rc = kvg_pd_decode_sent(px->pd, &pr->pdr, w))) {
+        local_failure(pr, rc);
+        return;
+    }
     /* A URL@rank worker: vLLM's API server sends the request to that
-     * data-parallel rank's engine (the header sglang's router also sends). */
+     * data-parallel rank's engine (the header sglang's router also sends);
+     * SGLang's PD legs carry it in the body instead (pd.c). */
     char rank[16];
-    if (w->dp_rank >= 0) {
+    if (w->dp_rank >= 0 && !(px->pd && kvg_pd_rank_in_body(px->pd))) {
         int rl = snprintf(rank, sizeof rank, "%d", w->dp_rank);
         fwd[k++] = (struct kvg_http_header){KVG_STR("x-data-parallel-rank"), {rank, (size_t)rl}};
     }

@@ -261,6 +261,21 @@ static struct kvg_str hdr(const void *h, const char *name)
     return kvg_http_req_header(h, name);
 }
 
+/* A leg's worker ("prefill" or "decode"): its data-parallel rank (null for
+ * a plain URL) and the host:port kvgate dials, which for a URL@rank worker
+ * is the member's one listener (the rank is no part of it). */
+static void explain_leg(cJSON *o, const char *leg, const struct kvg_worker *w)
+{
+    char k[32];
+    snprintf(k, sizeof k, "%s_dp_rank", leg);
+    if (w->dp_rank >= 0)
+        cJSON_AddNumberToObject(o, k, w->dp_rank);
+    else
+        cJSON_AddNullToObject(o, k);
+    snprintf(k, sizeof k, "%s_target", leg);
+    cJSON_AddStringToObject(o, k, w->target.hostport);
+}
+
 /* Under PD, the pair: the prefill pick (a dry run over prefill workers),
  * the decision, and the context for the decode pick that the caller then
  * explains (near the prefill: labels[] must outlive the pick). */
@@ -294,6 +309,7 @@ static cJSON *pd_explain(struct kvg_serve *sv, struct kvg_route_ctx *ctx, const 
         kvg_pool_pick(&sv->pool, &pc, NULL, 0, &pp, NULL, NULL) == 0) {
         cJSON_AddStringToObject(o, "prefill", pp.w->url);
         cJSON_AddStringToObject(o, "prefill_labels", pp.w->labels);
+        explain_leg(o, "prefill", pp.w);
         snprintf(labels, cap, "%s", pp.w->labels);
         kvg_worker_unref(pp.w);
     } else {
@@ -346,6 +362,7 @@ static void debug_route(struct kvg_serve_loop *lc, struct kvg_http_req *req)
     if (pdj) {
         if (rc == 0) {
             cJSON_AddStringToObject(pdj, "decode", pick.w->url);
+            explain_leg(pdj, "decode", pick.w);
             if (near[0])
                 cJSON_AddNumberToObject(pdj, "decode_locality",
                                         kvg_pd_locality(near, pick.w->labels));

@@ -339,13 +339,25 @@ static int get_uint(cJSON *j, const char *key, int64_t dflt, int64_t *out, char 
     return 0;
 }
 
-/* The rank a request runs on: the one its X-data-parallel-rank header names
- * (vLLM's API server honours it, an external DP router sets it), else the
- * least loaded (waiting + running), as vLLM's DP client balances. NULL and
- * a message for a header that names no rank. */
-static struct kvg_sim_rank *pick_rank(struct kvg_sim_server *s, struct kvg_http_req *req, char *msg,
-                                      size_t msglen)
+/* The rank a request runs on: the one the request names, else the least
+ * loaded (waiting + running), as vLLM's DP client balances. vLLM's API
+ * server takes it from the X-data-parallel-rank header (what an external DP
+ * router sets); SGLang's from data_parallel_rank in the body (what its
+ * router's --dp-aware injects), the header still honoured when the body
+ * names none. NULL and a message for a rank this server does not have. */
+static struct kvg_sim_rank *pick_rank(struct kvg_sim_server *s, struct kvg_http_req *req,
+                                      const cJSON *j, char *msg, size_t msglen)
 {
+    const cJSON *br = cJSON_GetObjectItemCaseSensitive(j, "data_parallel_rank");
+    if (s->o.flavor == KVG_SIM_FLAVOR_SGLANG && br && !cJSON_IsNull(br)) {
+        if (!cJSON_IsNumber(br) || br->valuedouble != floor(br->valuedouble) ||
+            br->valuedouble < 0 || br->valuedouble >= s->ndp) {
+            snprintf(msg, msglen, "data_parallel_rank must be a rank of this server (0..%d)",
+                     s->ndp - 1);
+            return NULL;
+        }
+        return &s->ranks[(int)br->valuedouble];
+    }
     struct kvg_str h = kvg_http_req_header(req, "x-data-parallel-rank");
     if (h.len) {
         char v[24];
@@ -377,16 +389,18 @@ static struct kvg_sim_rank *pick_rank(struct kvg_sim_server *s, struct kvg_http_
 static void completion(struct kvg_sim_server *s, struct kvg_http_req *req, int chat)
 {
     char msg[512] = "";
-    struct kvg_sim_rank *rk = pick_rank(s, req, msg, sizeof msg);
+    cJSON *j = cJSON_ParseWithLength(req->body.data ? req->body.data : "", req->body.len);
+    struct kvg_sim_rank *rk = pick_rank(s, req, j, msg, sizeof msg);
     if (!rk) {
+        cJSON_Delete(j);
         bad_request(req, msg);
         return;
     }
     if (s->o.fail_rate > 0 && kvg_rng_double(&s->rng) < s->o.fail_rate) {
+        cJSON_Delete(j);
         kvg_sim_srv_error(req, 500, "InternalServerError", "injected failure (--fail-rate)");
         return;
     }
-    cJSON *j = cJSON_ParseWithLength(req->body.data ? req->body.data : "", req->body.len);
     if (!j || !cJSON_IsObject(j)) {
         cJSON_Delete(j);
         bad_request(req, "the request body is not valid JSON");
@@ -623,6 +637,29 @@ static void models(struct kvg_sim_server *s, struct kvg_http_req *req)
     kvg_buf_free(&b);
 }
 
+/* GET /debug/ranks (the sim's own, for tests: no engine has it): each
+ * data-parallel rank's requests finished (length, stop or aborted), running
+ * and waiting, and the prefills whose KV it holds for a decode. */
+static void debug_ranks(struct kvg_sim_server *s, struct kvg_http_req *req)
+{
+    struct kvg_buf b;
+    kvg_buf_init(&b, 0);
+    kvg_buf_append_str(&b, "{\"ranks\":[");
+    for (int i = 0; i < s->ndp; i++) {
+        struct kvg_sim_metrics m;
+        kvg_sim_get_metrics(s->ranks[i].engine, &m);
+        kvg_buf_printf(&b,
+                       "%s{\"rank\":%d,\"finished\":%llu,\"running\":%u,\"waiting\":%u,"
+                       "\"held\":%u}",
+                       i ? "," : "", i,
+                       (unsigned long long)(m.finished_length + m.finished_stop + m.aborted),
+                       m.num_running, m.num_waiting, kvg_sim_pd_held(s, i));
+    }
+    kvg_buf_append_str(&b, "]}");
+    kvg_http_res_send(req, 200, "application/json", NULL, 0, b.data, b.len);
+    kvg_buf_free(&b);
+}
+
 void kvg_sim_srv_handle(struct kvg_http_req *req, void *ud)
 {
     struct kvg_sim_server *s = ud;
@@ -645,6 +682,10 @@ void kvg_sim_srv_handle(struct kvg_http_req *req, void *ud)
     }
     if (kvg_str_eq(req->path, "/v1/models")) {
         models(s, req);
+        return;
+    }
+    if (kvg_str_eq(req->path, "/debug/ranks")) {
+        debug_ranks(s, req);
         return;
     }
     if (kvg_str_eq(req->path, "/debug/ec")) {

@@ -231,6 +231,8 @@ void kvg_sim_pd_stop(struct kvg_sim_server *s);
 /* The engine's id (new at every start) and its side channel's port (0: none). */
 const char *kvg_sim_pd_engine_id(const struct kvg_sim_server *s);
 int kvg_sim_pd_side_port(const struct kvg_sim_server *s);
+/* Prefills whose KV rank holds for a decode (read or not yet). */
+unsigned kvg_sim_pd_held(const struct kvg_sim_server *s, int rank);
 /* Reads a request's kv_transfer_params into out (zeroed when absent); -1
  * with msg when they are malformed or the role refuses the leg. */
 struct cJSON;

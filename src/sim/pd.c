@@ -20,6 +20,12 @@
  * kv_load_failure_policy "fail" does (vLLM PR #34896): a 500, or an SSE
  * error event once the stream has started; "recompute" prefills locally.
  *
+ * Under data parallelism (--dp-size N) every rank is its own engine, as in
+ * vLLM: its own engine id ("{base}_dp{rank}") and its own side channel on
+ * the side-channel port + rank (VLLM_NIXL_SIDE_CHANNEL_PORT + dp_rank); a
+ * read on rank r's channel finds only the blocks rank r holds, so a decode
+ * given another rank's params fails as a wrong NIXL peer would.
+ *
  * SGLang's bootstrap protocol (routers.md §3.1): the router sends the same
  * body, with bootstrap_host, bootstrap_port and bootstrap_room, to both
  * legs at once. The prefill (--bootstrap-port) computes the prompt and
@@ -56,10 +62,19 @@ struct held {
     struct held *next;
 };
 
+/* One rank's side channel: what its requests reach. */
+struct side_ep {
+    struct kvg_sim_pd *pd;
+    int rank;
+    char engine_id[48]; /* the base id, "_dp<rank>" appended under --dp-size */
+    struct kvg_http_server *srv;
+};
+
 struct kvg_sim_pd {
     struct kvg_sim_server *s;
     char engine_id[40];
-    struct kvg_http_server *side, *boot;
+    struct side_ep side[KVG_SIM_MAX_DP];
+    struct kvg_http_server *boot;
     struct kvg_http_client *cl;
     struct held *held;
     uint32_t next_block;
@@ -164,12 +179,13 @@ void kvg_sim_pd_prefill_done(struct sim_req *r, int length_capped, struct kvg_bu
     for (uint32_t i = 0; i < nblocks; i++)
         kvg_buf_printf(b, "%s%u", i ? "," : "", (pd->next_block + i) % m.num_blocks);
     pd->next_block += nblocks;
-    kvg_buf_printf(b, "],\"remote_engine_id\":\"%s\",\"remote_request_id\":\"%s\",", pd->engine_id,
+    const struct side_ep *ep = &pd->side[r->rk->rank];
+    kvg_buf_printf(b, "],\"remote_engine_id\":\"%s\",\"remote_request_id\":\"%s\",", ep->engine_id,
                    r->rid);
     kvg_buf_append_str(b, "\"remote_host\":");
     kvg_buf_append_json_str(b, s->o.host, strlen(s->o.host));
     kvg_buf_printf(b, ",\"remote_port\":%d,\"tp_size\":1}",
-                   pd->side ? kvg_http_server_port(pd->side) : 0);
+                   ep->srv ? kvg_http_server_port(ep->srv) : 0);
 }
 
 /* ------------------------------------------------- side channel (prefill) */
@@ -207,7 +223,8 @@ static void on_xfer_abort(struct kvg_http_req *req, void *ud)
 
 static void side_handle(struct kvg_http_req *req, void *ud)
 {
-    struct kvg_sim_pd *pd = ud;
+    struct side_ep *ep = ud;
+    struct kvg_sim_pd *pd = ep->pd;
     if (kvg_str_eq(req->path, "/health")) {
         kvg_http_res_send(req, 200, NULL, NULL, 0, NULL, 0);
         return;
@@ -231,14 +248,15 @@ static void side_handle(struct kvg_http_req *req, void *ud)
     char msg[256];
     if (!cJSON_IsString(eid) || !cJSON_IsString(rid)) {
         side_error(req, 400, "remote_engine_id and remote_request_id are required");
-    } else if (strcmp(eid->valuestring, pd->engine_id)) {
-        /* A restarted prefill: vLLM's handshake finds another engine id. */
+    } else if (strcmp(eid->valuestring, ep->engine_id)) {
+        /* A restarted prefill (or another rank's channel): vLLM's
+         * handshake finds another engine id. */
         snprintf(msg, sizeof msg, "remote engine id mismatch: asked %.64s, this engine is %s",
-                 eid->valuestring, pd->engine_id);
+                 eid->valuestring, ep->engine_id);
         side_error(req, 409, msg);
     } else {
         struct held *h = held_find(pd, rid->valuestring);
-        if (!h || h->xfer) {
+        if (!h || h->xfer || !h->rk || h->rk->rank != ep->rank) {
             snprintf(msg, sizeof msg, "no KV blocks held for request %.64s (expired or freed)",
                      rid->valuestring);
             side_error(req, 404, msg);
@@ -456,6 +474,14 @@ int kvg_sim_pd_parse(struct kvg_sim_server *s, const cJSON *j, struct kvg_sim_pd
                      "a port");
             return -1;
         }
+        /* A host, not a URL nor a URL@rank worker's name: the decode dials
+         * it (seed 004's invalid decode destination was such a name). */
+        if (!host->valuestring[0] || strpbrk(host->valuestring, "@/[] ") ||
+            strlen(host->valuestring) >= sizeof out->bootstrap_host) {
+            snprintf(msg, msglen, "bootstrap_host '%.200s' is not a host name or address",
+                     host->valuestring);
+            return -1;
+        }
         snprintf(out->room, sizeof out->room, "%.0f", room->valuedouble);
         snprintf(out->bootstrap_host, sizeof out->bootstrap_host, "%s", host->valuestring);
         out->bootstrap_port = (int)port->valuedouble;
@@ -505,7 +531,24 @@ const char *kvg_sim_pd_engine_id(const struct kvg_sim_server *s)
 
 int kvg_sim_pd_side_port(const struct kvg_sim_server *s)
 {
-    return s->pd && s->pd->side ? kvg_http_server_port(s->pd->side) : 0;
+    return s->pd && s->pd->side[0].srv ? kvg_http_server_port(s->pd->side[0].srv) : 0;
+}
+
+unsigned kvg_sim_pd_held(const struct kvg_sim_server *s, int rank)
+{
+    unsigned n = 0;
+    for (const struct held *h = s->pd ? s->pd->held : NULL; h; h = h->next)
+        n += h->rk && h->rk->rank == rank;
+    return n;
+}
+
+/* Closes what kvg_sim_pd_start opened before failing, and frees pd. */
+static void pd_abandon(struct kvg_sim_pd *pd)
+{
+    for (int r = 0; r < KVG_SIM_MAX_DP; r++)
+        if (pd->side[r].srv) kvg_http_server_close(pd->side[r].srv);
+    kvg_http_client_close(pd->cl);
+    free(pd);
 }
 
 int kvg_sim_pd_start(struct kvg_sim_server *s, char *err, size_t errlen)
@@ -524,16 +567,24 @@ int kvg_sim_pd_start(struct kvg_sim_server *s, char *err, size_t errlen)
         return rc;
     }
     int port = s->o.side_channel_port;
-    if (port > 0) {
+    for (int r = 0; r < s->ndp; r++) {
+        struct side_ep *ep = &pd->side[r];
+        ep->pd = pd;
+        ep->rank = r;
+        if (s->ndp > 1)
+            snprintf(ep->engine_id, sizeof ep->engine_id, "%s_dp%d", pd->engine_id, r);
+        else
+            snprintf(ep->engine_id, sizeof ep->engine_id, "%s", pd->engine_id);
+        if (port <= 0) continue;
         struct kvg_http_limits lim;
         kvg_http_limits_default(&lim);
-        rc = kvg_http_server_start(s->loop, s->o.host, port, KVG_HTTP_BIND_EXCLUSIVE, &lim,
-                                   side_handle, pd, &pd->side);
+        rc = kvg_http_server_start(s->loop, s->o.host, port + r, KVG_HTTP_BIND_EXCLUSIVE, &lim,
+                                   side_handle, ep, &ep->srv);
         if (rc) {
-            snprintf(err, errlen, "cannot listen on the side channel %s:%d: %s", s->o.host, port,
-                     kvg_strerror(rc));
-            kvg_http_client_close(pd->cl);
-            free(pd);
+            snprintf(err, errlen, "cannot listen on the side channel of rank %d %s:%d: %s", r,
+                     s->o.host, port + r, kvg_strerror(rc));
+            ep->srv = NULL;
+            pd_abandon(pd);
             return rc;
         }
     }
@@ -541,13 +592,11 @@ int kvg_sim_pd_start(struct kvg_sim_server *s, char *err, size_t errlen)
         struct kvg_http_limits lim;
         kvg_http_limits_default(&lim);
         rc = kvg_http_server_start(s->loop, s->o.host, s->o.bootstrap_port, KVG_HTTP_BIND_EXCLUSIVE,
-                                   &lim, side_handle, pd, &pd->boot);
+                                   &lim, side_handle, &pd->side[0], &pd->boot);
         if (rc) {
             snprintf(err, errlen, "cannot listen on the bootstrap port %s:%d: %s", s->o.host,
                      s->o.bootstrap_port, kvg_strerror(rc));
-            if (pd->side) kvg_http_server_close(pd->side);
-            kvg_http_client_close(pd->cl);
-            free(pd);
+            pd_abandon(pd);
             return rc;
         }
     }
@@ -561,7 +610,8 @@ void kvg_sim_pd_stop(struct kvg_sim_server *s)
     if (!pd) return;
     /* The listeners first: their reads in flight drop their entries (their
      * on_abort runs now), then what is left. */
-    if (pd->side) kvg_http_server_close(pd->side);
+    for (int r = 0; r < KVG_SIM_MAX_DP; r++)
+        if (pd->side[r].srv) kvg_http_server_close(pd->side[r].srv);
     if (pd->boot) kvg_http_server_close(pd->boot);
     while (pd->held) held_drop(pd->held);
     kvg_http_client_close(pd->cl);
