@@ -66,7 +66,7 @@ struct held {
 struct side_ep {
     struct kvg_sim_pd *pd;
     int rank;
-    char engine_id[48]; /* the base id, "_dp<rank>" appended under --dp-size */
+    char engine_id[64]; /* the base id, "_dp<rank>" appended under --dp-size */
     struct kvg_http_server *srv;
 };
 
