@@ -1,0 +1,351 @@
+/* Fast JSON reader; see json.h. It accepts a subset of what cJSON 1.7
+ * accepts (strict JSON) and builds the identical tree for it; whatever it
+ * declines goes to cJSON, which gives the verdict. */
+#include "base/json.h"
+
+#include <limits.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Well under cJSON's CJSON_NESTING_LIMIT (1000): deeper input is cJSON's
+ * to accept or refuse. */
+#define JSON_MAX_DEPTH 512
+/* cJSON copies at most 63 number bytes before strtod: longer numbers are
+ * cJSON's to read. */
+#define JSON_NUM_MAX 48
+
+struct jr {
+    const char *p, *e;
+};
+
+static cJSON *new_node(int type)
+{
+    cJSON *n = cJSON_malloc(sizeof *n);
+    if (n) {
+        memset(n, 0, sizeof *n);
+        n->type = type;
+    }
+    return n;
+}
+
+static void skip_ws(struct jr *r)
+{
+    while (r->p < r->e && (*r->p == ' ' || *r->p == '\n' || *r->p == '\r' || *r->p == '\t')) r->p++;
+}
+
+static int hex4(const char *p, unsigned *out)
+{
+    unsigned v = 0;
+    for (int i = 0; i < 4; i++) {
+        char c = p[i];
+        v <<= 4;
+        if (c >= '0' && c <= '9')
+            v |= (unsigned)(c - '0');
+        else if (c >= 'a' && c <= 'f')
+            v |= (unsigned)(c - 'a' + 10);
+        else if (c >= 'A' && c <= 'F')
+            v |= (unsigned)(c - 'A' + 10);
+        else
+            return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+static size_t put_utf8(char *o, uint32_t cp)
+{
+    if (cp < 0x80) {
+        o[0] = (char)cp;
+        return 1;
+    }
+    if (cp < 0x800) {
+        o[0] = (char)(0xC0 | (cp >> 6));
+        o[1] = (char)(0x80 | (cp & 0x3F));
+        return 2;
+    }
+    if (cp < 0x10000) {
+        o[0] = (char)(0xE0 | (cp >> 12));
+        o[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
+        o[2] = (char)(0x80 | (cp & 0x3F));
+        return 3;
+    }
+    o[0] = (char)(0xF0 | (cp >> 18));
+    o[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
+    o[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
+    o[3] = (char)(0x80 | (cp & 0x3F));
+    return 4;
+}
+
+/* One \uXXXX (or a surrogate pair) at *pp, before q (the closing quote):
+ * its UTF-8 at o, the bytes written, or 0 to decline (bad hex, a lone or
+ * reversed surrogate, U+0000). */
+static size_t unicode_escape(const char **pp, const char *q, char *o)
+{
+    const char *p = *pp; /* at the 'u' */
+    unsigned hi, lo;
+    if (q - p < 5 || hex4(p + 1, &hi)) return 0;
+    p += 5;
+    uint32_t cp = hi;
+    if (hi == 0 || (hi >= 0xDC00 && hi <= 0xDFFF)) return 0;
+    if (hi >= 0xD800 && hi <= 0xDBFF) {
+        if (q - p < 6 || p[0] != '\\' || p[1] != 'u' || hex4(p + 2, &lo)) return 0;
+        if (lo < 0xDC00 || lo > 0xDFFF) return 0;
+        p += 6;
+        cp = 0x10000 + (((hi & 0x3FF) << 10) | (lo & 0x3FF));
+    }
+    *pp = p;
+    return put_utf8(o, cp);
+}
+
+/* The string whose opening quote is at r->p: a cJSON_malloc'd copy, or
+ * NULL (unterminated, an escape cJSON would refuse or read otherwise, no
+ * memory). Raw bytes, control characters included, are copied as cJSON
+ * copies them. */
+static char *read_string(struct jr *r)
+{
+    const char *s = r->p + 1, *q = s;
+    for (;;) { /* the closing quote: one not escaped by an odd run of '\' */
+        q = memchr(q, '"', (size_t)(r->e - q));
+        if (!q) return NULL;
+        const char *b = q;
+        while (b > s && b[-1] == '\\') b--;
+        if (((q - b) & 1) == 0) break;
+        q++;
+    }
+    char *out = cJSON_malloc((size_t)(q - s) + 1);
+    if (!out) return NULL;
+    char *o = out;
+    const char *p = s;
+    while (p < q) {
+        const char *bs = memchr(p, '\\', (size_t)(q - p));
+        size_t run = (size_t)((bs ? bs : q) - p);
+        memcpy(o, p, run);
+        o += run;
+        if (!bs) break;
+        p = bs + 1; /* bs + 1 < q: an escaping '\' never precedes q */
+        char c = *p;
+        switch (c) {
+        case '"':
+        case '\\':
+        case '/':
+            *o++ = c;
+            break;
+        case 'b':
+            *o++ = '\b';
+            break;
+        case 'f':
+            *o++ = '\f';
+            break;
+        case 'n':
+            *o++ = '\n';
+            break;
+        case 'r':
+            *o++ = '\r';
+            break;
+        case 't':
+            *o++ = '\t';
+            break;
+        case 'u': {
+            size_t w = unicode_escape(&p, q, o);
+            if (!w) goto decline;
+            o += w;
+            continue;
+        }
+        default:
+            goto decline;
+        }
+        p++;
+    }
+    *o = '\0';
+    r->p = q + 1;
+    return out;
+decline:
+    cJSON_free(out);
+    return NULL;
+}
+
+static int num_char(char c)
+{
+    return (c >= '0' && c <= '9') || c == '+' || c == '-' || c == 'e' || c == 'E' || c == '.';
+}
+
+static int digits(struct jr *r)
+{
+    const char *s = r->p;
+    while (r->p < r->e && *r->p >= '0' && *r->p <= '9') r->p++;
+    return r->p > s;
+}
+
+/* RFC 8259's number grammar, followed by no byte cJSON would take into
+ * the number: then cJSON's strtod reads exactly these bytes. */
+static int read_number(struct jr *r, cJSON *n)
+{
+    const char *s = r->p;
+    if (r->p < r->e && *r->p == '-') r->p++;
+    if (r->p < r->e && *r->p == '0')
+        r->p++;
+    else if (!digits(r))
+        return -1;
+    if (r->p < r->e && *r->p == '.') {
+        r->p++;
+        if (!digits(r)) return -1;
+    }
+    if (r->p < r->e && (*r->p == 'e' || *r->p == 'E')) {
+        r->p++;
+        if (r->p < r->e && (*r->p == '+' || *r->p == '-')) r->p++;
+        if (!digits(r)) return -1;
+    }
+    size_t len = (size_t)(r->p - s);
+    if (len > JSON_NUM_MAX || (r->p < r->e && num_char(*r->p))) return -1;
+    char buf[JSON_NUM_MAX + 1], *end = NULL;
+    memcpy(buf, s, len);
+    buf[len] = '\0';
+    double d = strtod(buf, &end);
+    if (end != buf + len) return -1;
+    n->valuedouble = d;
+    n->valueint = d >= INT_MAX ? INT_MAX : d <= (double)INT_MIN ? INT_MIN : (int)d;
+    return 0;
+}
+
+static cJSON *read_value(struct jr *r, int depth);
+
+/* An array or object at r->p ('[' or '{'): children linked as cJSON links
+ * them (next/prev, the first's prev is the last). */
+static cJSON *read_container(struct jr *r, int depth, int obj)
+{
+    if (depth >= JSON_MAX_DEPTH) return NULL;
+    cJSON *n = new_node(obj ? cJSON_Object : cJSON_Array), *tail = NULL;
+    if (!n) return NULL;
+    char close = obj ? '}' : ']';
+    r->p++;
+    skip_ws(r);
+    if (r->p < r->e && *r->p == close) {
+        r->p++;
+        return n;
+    }
+    for (;;) {
+        char *key = NULL;
+        if (obj) {
+            if (r->p >= r->e || *r->p != '"' || !(key = read_string(r))) goto fail;
+            skip_ws(r);
+            if (r->p >= r->e || *r->p != ':') {
+                cJSON_free(key);
+                goto fail;
+            }
+            r->p++;
+            skip_ws(r);
+        }
+        cJSON *c = read_value(r, depth + 1);
+        if (!c) {
+            cJSON_free(key);
+            goto fail;
+        }
+        c->string = key;
+        if (tail) {
+            tail->next = c;
+            c->prev = tail;
+        } else {
+            n->child = c;
+        }
+        tail = c;
+        n->child->prev = tail;
+        skip_ws(r);
+        if (r->p >= r->e) goto fail;
+        if (*r->p == close) {
+            r->p++;
+            return n;
+        }
+        if (*r->p != ',') goto fail;
+        r->p++;
+        skip_ws(r);
+    }
+fail:
+    cJSON_Delete(n);
+    return NULL;
+}
+
+static int literal(struct jr *r, const char *w, size_t len)
+{
+    if ((size_t)(r->e - r->p) < len || memcmp(r->p, w, len)) return 0;
+    r->p += len;
+    return 1;
+}
+
+static cJSON *read_value(struct jr *r, int depth)
+{
+    if (r->p >= r->e) return NULL;
+    char c = *r->p;
+    if (c == '{' || c == '[') return read_container(r, depth, c == '{');
+    if (c == '"') {
+        char *s = read_string(r);
+        cJSON *n = s ? new_node(cJSON_String) : NULL;
+        if (!n) {
+            cJSON_free(s);
+            return NULL;
+        }
+        n->valuestring = s;
+        return n;
+    }
+    if (c == '-' || (c >= '0' && c <= '9')) {
+        cJSON *n = new_node(cJSON_Number);
+        if (n && read_number(r, n)) {
+            cJSON_Delete(n);
+            return NULL;
+        }
+        return n;
+    }
+    cJSON *n = NULL;
+    if (literal(r, "null", 4))
+        n = new_node(cJSON_NULL);
+    else if (literal(r, "false", 5))
+        n = new_node(cJSON_False);
+    else if (literal(r, "true", 4) && (n = new_node(cJSON_True)))
+        n->valueint = 1;
+    return n;
+}
+
+cJSON *kvg_json_parse_strict(const char *s, size_t n)
+{
+    if (!s || !n) return NULL;
+    struct jr r = {s, s + n};
+    skip_ws(&r);
+    /* What follows the value is not read: cJSON_ParseWithLength ignores it. */
+    return read_value(&r, 0);
+}
+
+cJSON *kvg_json_parse(const char *s, size_t n)
+{
+    cJSON *j = kvg_json_parse_strict(s, n);
+    return j ? j : cJSON_ParseWithLength(s, n);
+}
+
+static int same_str(const char *a, const char *b)
+{
+    return a == b || (a && b && !strcmp(a, b));
+}
+
+/* Whether o's children are linked as cJSON links them: each one's prev is
+ * the one before, the first's is the last. */
+static int linked(const cJSON *o)
+{
+    const cJSON *prev = NULL, *c;
+    for (c = o->child; c; prev = c, c = c->next)
+        if (prev && c->prev != prev) return 0;
+    return !o->child || o->child->prev == prev;
+}
+
+int kvg_json_same(const cJSON *a, const cJSON *b)
+{
+    if (!a || !b) return a == b;
+    /* -0 and 0 differ as bytes: compare the doubles bit for bit. */
+    if (a->type != b->type || a->valueint != b->valueint ||
+        memcmp(&a->valuedouble, &b->valuedouble, sizeof a->valuedouble) ||
+        !same_str(a->string, b->string) || !same_str(a->valuestring, b->valuestring) ||
+        linked(a) != linked(b))
+        return 0;
+    const cJSON *x = a->child, *y = b->child;
+    for (; x && y; x = x->next, y = y->next)
+        if (!kvg_json_same(x, y)) return 0;
+    return !x && !y;
+}
