@@ -14,7 +14,10 @@
 # bench/results/gateway-cost.md.
 #   bash bench/gateway/cost.sh [SECONDS per wrk run, default 4] [POLICIES] [THREADS]
 #   KVG_COST_PROFILE=0 skips the profile; KVG_COST_OUT sets the result file;
-#   KVG_COST_REPS sets the head-of-line repetitions (3).
+#   KVG_COST_REPS sets the head-of-line repetitions (3); KVG_COST_WORKLOADS
+#   the workloads (short 6k 30k 100k). A policy POL@base runs the gateway
+#   binary KVG_COST_BASE_BIN instead of KVG_BIN: a before/after of one change
+#   in one run, e.g. KVG_COST_BASE_BIN=/tmp/kvgate-old cost.sh 3 "kv_aware@base kv_aware".
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 DUR=${1:-4}
@@ -44,7 +47,7 @@ ticks() { # PIDs... -> utime+stime in clock ticks, summed
 }
 HZ=$(getconf CLK_TCK)
 python3 bench/gateway/workloads.py "$W/wl"
-WORKLOADS="short 6k 30k 100k"
+WORKLOADS=${KVG_COST_WORKLOADS:-"short 6k 30k 100k"}
 
 # Engines: four with the Qwen3 tokenizer and KV events (for kv_aware, whose
 # index must see the same block hashes), four with the byte tokenizer and no
@@ -73,12 +76,15 @@ run_health() {
 }
 field() { sed -n "s/.*$1=\([^ ]*\).*/\1/p" <<<"$2"; }
 
-start_gw() { # policy[:nocache] threads [serve args...]
+start_gw() { # policy[:nocache][@base] threads [serve args...]
+  local bin=$BIN p1=${1%@base}
+  [ "$p1" != "$1" ] && bin=${KVG_COST_BASE_BIN:?POL@base needs KVG_COST_BASE_BIN}
+  set -- "$p1" "${@:2}"
   local extra=(--worker-urls "${CURLS[@]}") pol=${1%%:*}
   [ "$pol" = kv_aware ] && extra=(--worker-urls "${URLS[@]}" --kv-events-endpoints "${EPS[@]}")
   [ "$pol" != "$1" ] && extra+=(--tokenizer-cache-bytes 0)
   GWP=$(port)
-  "$BIN" serve --port "$GWP" --threads "$2" --policy "$pol" \
+  "$bin" serve --port "$GWP" --threads "$2" --policy "$pol" \
     "${extra[@]}" "${TOK[@]}" --block-size 16 --no-access-log --log-level warn \
     ${KVG_COST_SERVE_ARGS:-} "${@:3}" >/dev/null & GWPID=$!
   wait_url "http://127.0.0.1:$GWP/readiness"
@@ -104,7 +110,8 @@ for pol in $POLICIES; do
     for wl in $WORKLOADS; do
       run_wrk "http://127.0.0.1:$GWP" "$wl" 64 1 >/dev/null # warm-up: earlier turns seen
       es=("${CSIMS[@]}") kind=c
-      [ "${pol%%:*}" = kv_aware ] && es=("${SIMS[@]}") kind=q
+      p0=${pol%@base}
+      [ "${p0%%:*}" = kv_aware ] && es=("${SIMS[@]}") kind=q
       g0=$(ticks "$GWPID"); e0=$(ticks "${es[@]}")
       r=$(run_wrk "http://127.0.0.1:$GWP" "$wl" 64 "$DUR")
       g1=$(ticks "$GWPID"); e1=$(ticks "${es[@]}")
@@ -175,6 +182,7 @@ HOLSUM=$(printf '%s\n' "${HOL[@]}" | python3 -c '
 import sys, statistics
 by = {}
 for line in sys.stdin:
+    if not line.strip(): continue  # KVG_COST_REPS=0
     f = [x.strip() for x in line.strip().strip("|").split("|")]
     by.setdefault((f[0], f[1]), []).append((float(f[7].rstrip("x")), float(f[10].rstrip("x"))))
 for (th, nice), v in sorted(by.items()):

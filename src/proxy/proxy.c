@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "base/err.h"
+#include "base/json.h"
 #include "base/log.h"
 #include "gateway/keys.h"
 #include "proxy/proxy_int.h"
@@ -475,7 +476,7 @@ static void route_ctx(struct proxy_req *pr, struct kvg_route_ctx *ctx)
 {
     struct kvg_proxy *px = pr->pl->px;
     const struct kvg_buf *body = req_body(pr);
-    if (!pr->ri.json) pr->ri.json = cJSON_ParseWithLength(body->data, body->len);
+    if (!pr->ri.json) pr->ri.json = kvg_json_parse(body->data, body->len);
     *ctx = (struct kvg_route_ctx){.body = {body->data, body->len},
                                   .load_max_age_ms = px->cfg->metrics_staleness_ms,
                                   .header = pr->offloop ? kvg_proxy_snap_header : header_of,

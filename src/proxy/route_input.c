@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "base/err.h"
+#include "base/json.h"
 #include "base/log.h"
 #include "kv/hash.h"
 #include "router/route_text.h"
@@ -180,8 +181,10 @@ int kvg_route_input_parse(struct kvg_route_input *ri, const char *body, size_t l
                  ? kvg_jinja_chat_json_mask(body, len, &masked, NULL, 0)
                  : 0;
     if (mk < 0) ri->tokenize_error = mk; /* cannot be read exactly: no tokens */
-    cJSON *j = mk > 0 ? cJSON_ParseWithLength(masked.data, masked.len)
-                      : cJSON_ParseWithLength(body ? body : "", len);
+    /* cJSON's tree and verdict, with a big body's strings copied by memchr
+     * (base/json.h): the parse is most of a long conversation's CPU here. */
+    cJSON *j =
+        mk > 0 ? kvg_json_parse(masked.data, masked.len) : kvg_json_parse(body ? body : "", len);
     kvg_buf_free(&masked);
     if (!j || !cJSON_IsObject(j)) {
         cJSON_Delete(j);
