@@ -16,7 +16,7 @@ end with [DONE] (cut), by worker.
 Usage: live_ramp.py KVGATE_BIN PLANNER OUT_PREFIX [SEED]
 PLANNER: kvgate | queue | static (one replica: where the SLO breaks unscaled)
 Writes OUT_PREFIX.json and OUT_PREFIX.svg."""
-import http.client, json, math, os, random, re, socket, subprocess, sys, tempfile, threading, time
+import calendar, http.client, json, math, os, random, re, socket, subprocess, sys, tempfile, threading, time
 import urllib.request
 
 BIN, PLANNER, OUT = sys.argv[1], sys.argv[2], sys.argv[3]
@@ -210,7 +210,6 @@ def stamp(line, t0):
     m = re.match(r"(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)\.(\d+)Z", line)
     if not m:
         return None
-    import calendar
     y, mo, d, h, mi, s, frac = m.groups()
     e = calendar.timegm((int(y), int(mo), int(d), int(h), int(mi), int(s)))
     return round(e + float("0." + frac) - t0, 2)
