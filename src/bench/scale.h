@@ -76,7 +76,9 @@ struct kvg_bench_scale_opts {
     uint32_t timeline_points;      /* 288 */
     int flat;                      /* calibration: the rate is mean_rate all day, no bursts */
     double knee_rps; /* requests/s one replica serves within the SLO (0: measure it) */
-    int trace;       /* every decision and its reason to stderr */
+    /* The PD day's per-role profile (0: measure it, kvg_bench_scale_pd_calibrate). */
+    double pd_prefill_tps, pd_decode_tps;
+    int trace; /* every decision and its reason to stderr */
 };
 
 struct kvg_bench_scale_result {
@@ -158,9 +160,8 @@ int kvg_bench_scale_svg(const struct kvg_bench_scale_result *r, size_t n, FILE *
  * link's bandwidth), the prefill's blocks are freed, and the decode computes
  * the output in its batch (ITL grows with running sequences, KV capacity
  * bound). TTFT: arrival to the decode's first token. The planners' profile
- * is the engine model's own per role at batch size 1 and the scenario's
- * mean ISL / OSL (decode: its throughput at the ITL target), not scaled to a
- * measured knee. No prewarm: "kvgate" here is kvgate's planner only. */
+ * is measured per role (kvg_bench_scale_pd_calibrate), one figure for every
+ * planner. No prewarm: "kvgate" here is kvgate's planner only. */
 struct kvg_bench_scale_pd_pool {
     uint32_t static_peak, scale_events, added, removed, cancelled, max_replicas;
     double gpu_hours, mean_replicas;
@@ -174,14 +175,33 @@ struct kvg_bench_scale_pd_result {
     double gpu_hours; /* prefill + decode */
     double ttft_p50_s, ttft_p90_s, ttft_p99_s, itl_p90_s, xfer_p90_s, cache_hit;
     struct kvg_bench_scale_pd_pool pool[2]; /* [0] prefill, [1] decode */
+    double prefill_tps, decode_tps;         /* the per-role profile the planners had */
     /* Timeline: n points (owned): arrivals/s, ready and desired per pool. */
     size_t n;
     double *t_h, *rate, *ready[2], *desired[2];
     double wall_s;
 };
 
+/* The PD day's per-role profile, measured as Dynamo's profiler measures
+ * its engines: one prefill replica's highest input tokens/s (Poisson, flat
+ * rate, bisection, 600 s a step) whose TTFT p90 (arrival to the prefill's
+ * token) is within the TTFT target, and one decode replica's highest output
+ * tokens/s (the prompt's KV remote) whose per-request ITL p90 is within the
+ * ITL target; the scenario's mean ISL and OSL, prompts that miss the cache,
+ * deterministic per seed. The batch-1 figures are the engine model's own
+ * (what the profile was before). */
+struct kvg_bench_scale_pd_profile {
+    double prefill_tps, decode_tps;               /* measured */
+    double prefill_ttft_p90_s, decode_itl_p90_s;  /* at the measured rates */
+    double batch1_prefill_tps, batch1_decode_tps; /* the engine model at batch size 1 */
+};
+/* 0, KVG_ECONFIG when even the lowest rate misses a target, or -ENOMEM. */
+int kvg_bench_scale_pd_calibrate(const struct kvg_bench_scale_opts *o,
+                                 struct kvg_bench_scale_pd_profile *out);
+
 /* Runs one planner over the PD day; as kvg_bench_scale_run (knee_rps is
- * not used). out: kvg_bench_scale_pd_result_free. */
+ * not used; pd_prefill_tps / pd_decode_tps 0: calibrated first).
+ * out: kvg_bench_scale_pd_result_free. */
 int kvg_bench_scale_pd_run(const struct kvg_bench_scale_opts *o,
                            struct kvg_bench_scale_pd_result *out, char *err, size_t errlen);
 void kvg_bench_scale_pd_result_free(struct kvg_bench_scale_pd_result *r);

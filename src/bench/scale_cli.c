@@ -272,6 +272,26 @@ static int pd_report(const struct cfg *c, struct job *jobs)
     return status;
 }
 
+/* The PD day's per-role profile, measured once for every planner. */
+static int pd_calibrate(struct cfg *c)
+{
+    struct kvg_bench_scale_pd_profile pr;
+    if (c->o.pd_prefill_tps > 0 && c->o.pd_decode_tps > 0) return 0;
+    if (kvg_bench_scale_pd_calibrate(&c->o, &pr)) {
+        fprintf(stderr, "kvgate bench: calibrating one prefill and one decode replica failed\n");
+        return 1;
+    }
+    c->o.pd_prefill_tps = pr.prefill_tps;
+    c->o.pd_decode_tps = pr.decode_tps;
+    if (!c->quiet)
+        printf("one prefill replica: %.0f input tokens/s within TTFT p90 %.2f s (batch 1: %.0f); "
+               "one decode replica: %.0f output tokens/s within ITL p90 %.3f s (batch 1: %.0f) "
+               "(the planners' profile)\n",
+               pr.prefill_tps, pr.prefill_ttft_p90_s, pr.batch1_prefill_tps, pr.decode_tps,
+               pr.decode_itl_p90_s, pr.batch1_decode_tps);
+    return 0;
+}
+
 int kvg_bench_scale_main(int argc, char **argv)
 {
     struct cfg *c = calloc(1, sizeof *c);
@@ -289,7 +309,7 @@ int kvg_bench_scale_main(int argc, char **argv)
     }
     kvg_log_set_level(KVG_LOG_WARN);
     /* One calibration for every planner: they share the profile (the PD
-     * day's profile is the engine model's per role, not a knee). */
+     * day's: one prefill and one decode replica measured). */
     if (!c->pd && !(c->o.knee_rps > 0) && kvg_bench_scale_calibrate(&c->o, &c->o.knee_rps)) {
         fprintf(stderr, "kvgate bench: calibrating one replica failed\n");
         free(c);
@@ -299,6 +319,10 @@ int kvg_bench_scale_main(int argc, char **argv)
         printf("one replica meets the SLO up to %.2f req/s of this workload (the planners' "
                "profile)\n",
                c->o.knee_rps);
+    if (c->pd && pd_calibrate(c)) {
+        free(c);
+        return 1;
+    }
     struct pool p = {.n = c->n, .mu = PTHREAD_MUTEX_INITIALIZER};
     p.jobs = calloc(c->n, sizeof *p.jobs);
     if (!p.jobs) {

@@ -455,7 +455,8 @@ static int tick(struct pdrun *R, double t)
 }
 
 /* Each pool's planner options: the aggregated runs' own, the role's, and
- * the engine model's per-role profile. */
+ * the measured per-role profile (queue's V_P stays the batch-1 peak, as in
+ * the aggregated runs: llm-d's calibrate.sh measures a peak). */
 static void pool_opts(const struct kvg_bench_scale_opts *o, enum kvg_autoscale_role role,
                       struct kvg_autoscale_startup *su, struct kvg_autoscale_opts *a)
 {
@@ -463,6 +464,9 @@ static void pool_opts(const struct kvg_bench_scale_opts *o, enum kvg_autoscale_r
     a->role = role;
     scale_derive_profile(o, 0, &a->prof);
     if (!(a->queue_peak_prefill_tps > 0)) a->queue_peak_prefill_tps = a->prof.prefill_tps;
+    a->prof.prefill_tps = o->pd_prefill_tps;
+    a->prof.decode_tps = o->pd_decode_tps;
+    a->prof.itl_per_seq_s = 0; /* decode_tps is the measured one */
     snprintf(a->model, sizeof a->model, "%s", o->startup_model);
     a->cold_share = o->cold_share;
     a->fetch_share = o->fetch_share;
@@ -646,9 +650,19 @@ int kvg_bench_scale_pd_run(const struct kvg_bench_scale_opts *o,
     snprintf(out->planner, sizeof out->planner, "%s", o->planner);
     if (!(o->tick_s > 0) || !(o->day_s > 0))
         return kvg_err_set(err, errlen, KVG_ECONFIG, "tick and day must be > 0");
+    struct kvg_bench_scale_opts c = *o;
+    if (!(c.pd_prefill_tps > 0) || !(c.pd_decode_tps > 0)) {
+        struct kvg_bench_scale_pd_profile pr;
+        int rc = kvg_bench_scale_pd_calibrate(o, &pr);
+        if (rc) return kvg_err_set(err, errlen, rc, "calibration: %s", kvg_strerror(rc));
+        c.pd_prefill_tps = pr.prefill_tps;
+        c.pd_decode_tps = pr.decode_tps;
+    }
+    out->prefill_tps = c.pd_prefill_tps;
+    out->decode_tps = c.pd_decode_tps;
     struct pdrun *R = calloc(1, sizeof *R);
     if (!R) return -ENOMEM;
-    R->o = o;
+    R->o = &c;
     R->out = out;
     uint64_t w0 = kvg_now_ns();
     int rc = setup(R, err, errlen);

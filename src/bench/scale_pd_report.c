@@ -54,6 +54,8 @@ int kvg_bench_scale_pd_json(const struct kvg_bench_scale_pd_result *r, size_t n,
         cJSON_AddNumberToObject(j, "itl_p90_s", num(x->itl_p90_s));
         cJSON_AddNumberToObject(j, "kv_transfer_p90_s", num(x->xfer_p90_s));
         cJSON_AddNumberToObject(j, "cache_hit", x->cache_hit);
+        cJSON_AddNumberToObject(j, "profile_prefill_tps", x->prefill_tps);
+        cJSON_AddNumberToObject(j, "profile_decode_tps", x->decode_tps);
         cJSON_AddNumberToObject(j, "requests", (double)x->requests);
         cJSON_AddNumberToObject(j, "failed", (double)x->failed);
         for (int pi = 0; pi < 2; pi++) {
@@ -114,6 +116,15 @@ int kvg_bench_scale_pd_md(const struct kvg_bench_scale_pd_result *r, size_t n,
 {
     fprintf(f, "Command: `%s` (seed %llu)\n\n", command ? command : "kvgate bench",
             (unsigned long long)o->seed);
+    for (size_t i = 0; i < n; i++)
+        if (!r[i].status) {
+            fprintf(f,
+                    "Per-role profile (measured, every planner's): a prefill replica %.0f input "
+                    "tokens/s within the TTFT target, a decode replica %.0f output tokens/s "
+                    "within the ITL target.\n\n",
+                    r[i].prefill_tps, r[i].decode_tps);
+            break;
+        }
     fprintf(f, "| planner | SLO | TTFT ok | ITL ok | GPU-h (P + D) | prefill mean / max | "
                "decode mean / max | events P / D | TTFT p90 s | ITL p90 s | KV xfer p90 s | "
                "hit | failed |\n");

@@ -21,6 +21,11 @@ static struct kvg_bench_scale_opts short_day(void)
     o.osl = 800; /* decode load enough for a few decode replicas */
     o.startup_fixed_s = 60;
     o.timeline_points = 96;
+    /* The per-role profile measured once for this day (what the CLI does). */
+    static struct kvg_bench_scale_pd_profile pr;
+    if (!(pr.prefill_tps > 0)) CHECK_INT(kvg_bench_scale_pd_calibrate(&o, &pr), 0);
+    o.pd_prefill_tps = pr.prefill_tps;
+    o.pd_decode_tps = pr.decode_tps;
     return o;
 }
 
@@ -32,6 +37,46 @@ static void run(const struct kvg_bench_scale_opts *o, const char *planner,
     char err[256] = "";
     CHECK_INT(kvg_bench_scale_pd_run(&c, r, err, sizeof err), 0);
     CHECK_INT(r->status, 0);
+}
+
+/* The measured per-role profile is below the engine model's batch-1
+ * figures (queueing within the TTFT / ITL targets), within the targets,
+ * tighter for a tighter target, and the same for the same seed. */
+TEST(calibration_per_role_below_batch1_and_deterministic)
+{
+    struct kvg_bench_scale_opts o;
+    kvg_bench_scale_opts_default(&o);
+    struct kvg_bench_scale_pd_profile a, b, t;
+    CHECK_INT(kvg_bench_scale_pd_calibrate(&o, &a), 0);
+    CHECK(a.prefill_tps > 0 && a.decode_tps > 0);
+    CHECK(a.prefill_tps < a.batch1_prefill_tps);
+    CHECK(a.decode_tps < a.batch1_decode_tps);
+    CHECK(a.prefill_ttft_p90_s > 0 && a.prefill_ttft_p90_s <= o.aopts.ttft_target_s);
+    CHECK(a.decode_itl_p90_s > 0 && a.decode_itl_p90_s <= o.aopts.itl_target_s);
+    CHECK_INT(kvg_bench_scale_pd_calibrate(&o, &b), 0);
+    CHECK_NEAR(a.prefill_tps, b.prefill_tps, 0);
+    CHECK_NEAR(a.decode_tps, b.decode_tps, 0);
+    CHECK_NEAR(a.prefill_ttft_p90_s, b.prefill_ttft_p90_s, 0);
+    CHECK_NEAR(a.decode_itl_p90_s, b.decode_itl_p90_s, 0);
+    o.aopts.ttft_target_s = 0.5;
+    o.aopts.itl_target_s = 0.03;
+    CHECK_INT(kvg_bench_scale_pd_calibrate(&o, &t), 0);
+    CHECK(t.prefill_tps < a.prefill_tps);
+    CHECK(t.decode_tps < a.decode_tps);
+}
+
+/* A day run without a profile measures it first and hands it to the planners. */
+TEST(run_calibrates_when_not_given)
+{
+    struct kvg_bench_scale_opts o = short_day();
+    double p = o.pd_prefill_tps, d = o.pd_decode_tps;
+    o.pd_prefill_tps = o.pd_decode_tps = 0;
+    o.day_s = 300;
+    struct kvg_bench_scale_pd_result r;
+    run(&o, "static", &r);
+    CHECK_NEAR(r.prefill_tps, p, 0);
+    CHECK_NEAR(r.decode_tps, d, 0);
+    kvg_bench_scale_pd_result_free(&r);
 }
 
 TEST(each_planner_fills_both_pools)
@@ -52,7 +97,7 @@ TEST(each_planner_fills_both_pools)
         }
         CHECK_NEAR(r.gpu_hours, r.pool[0].gpu_hours + r.pool[1].gpu_hours, 1e-9);
         CHECK(r.ttft_p90_s > 0);
-        CHECK(r.xfer_p90_s > 0); /* every request's KV moved */
+        CHECK(r.xfer_p90_s > 0);  /* every request's KV moved */
         CHECK(r.cache_hit > 0.2); /* the prefill side's prefix cache works */
         if (!strcmp(names[i], "static"))
             for (int pi = 0; pi < 2; pi++) CHECK_INT(r.pool[pi].scale_events, 0);
@@ -129,8 +174,8 @@ TEST(reports_have_both_pools)
     cJSON *k = cJSON_GetArrayItem(j, 2);
     CHECK_STR(cJSON_GetStringValue(cJSON_GetObjectItem(k, "planner")), "kvgate");
     CHECK_STR(cJSON_GetStringValue(cJSON_GetObjectItem(k, "scenario")), "diurnal-pd");
-    const char *keys[] = {"slo_attainment", "ttft_attainment", "itl_attainment", "gpu_hours",
-                          "scale_events", "ttft_p90_s"};
+    const char *keys[] = {"slo_attainment", "ttft_attainment", "itl_attainment",
+                          "gpu_hours",      "scale_events",    "ttft_p90_s"};
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
         CHECK(cJSON_IsNumber(cJSON_GetObjectItem(k, keys[i])));
     const char *pools[] = {"prefill", "decode"};
