@@ -148,9 +148,10 @@ cat <<'MD'
   real engine the same bisection (or Dynamo's profiler) gives the profile.
 - The day is compressed 10x but start-ups are not, so ramps are 10x steeper
   relative to start-up than in a real day: a harder test for every planner.
-- PD (the "PD:" sections) has no prewarm, a per-role profile from the
-  engine model at batch size 1 rather than a measured knee, and one link
-  (same rack) for every KV transfer; see "The PD day" above.
+- PD (the "PD:" sections) has no prewarm, a per-role profile measured on
+  one prefill and one decode replica (prompts that miss the cache, as
+  Dynamo's profiler) rather than on the day's mix, and one link (same
+  rack) for every KV transfer; see "The PD day" above.
 - The routing is the benchmark's own approximate prefix affinity, not the
   router's policy code (the autoscaling DES adds and removes replicas, which
   the routing DES does not).
