@@ -3,6 +3,8 @@
  * declines goes to cJSON, which gives the verdict. */
 #include "base/json.h"
 
+#include "base/utf8.h"
+
 #include <limits.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -53,49 +55,18 @@ static int hex4(const char *p, unsigned *out)
     return 0;
 }
 
-static size_t put_utf8(char *o, uint32_t cp)
+size_t kvg_json_u_escape(const char *p, const char *end, uint32_t *cp)
 {
-    if (cp < 0x80) {
-        o[0] = (char)cp;
-        return 1;
-    }
-    if (cp < 0x800) {
-        o[0] = (char)(0xC0 | (cp >> 6));
-        o[1] = (char)(0x80 | (cp & 0x3F));
-        return 2;
-    }
-    if (cp < 0x10000) {
-        o[0] = (char)(0xE0 | (cp >> 12));
-        o[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
-        o[2] = (char)(0x80 | (cp & 0x3F));
-        return 3;
-    }
-    o[0] = (char)(0xF0 | (cp >> 18));
-    o[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
-    o[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
-    o[3] = (char)(0x80 | (cp & 0x3F));
-    return 4;
-}
-
-/* One \uXXXX (or a surrogate pair) at *pp, before q (the closing quote):
- * its UTF-8 at o, the bytes written, or 0 to decline (bad hex, a lone or
- * reversed surrogate, U+0000). */
-static size_t unicode_escape(const char **pp, const char *q, char *o)
-{
-    const char *p = *pp; /* at the 'u' */
     unsigned hi, lo;
-    if (q - p < 5 || hex4(p + 1, &hi)) return 0;
-    p += 5;
-    uint32_t cp = hi;
-    if (hi == 0 || (hi >= 0xDC00 && hi <= 0xDFFF)) return 0;
-    if (hi >= 0xD800 && hi <= 0xDBFF) {
-        if (q - p < 6 || p[0] != '\\' || p[1] != 'u' || hex4(p + 2, &lo)) return 0;
-        if (lo < 0xDC00 || lo > 0xDFFF) return 0;
-        p += 6;
-        cp = 0x10000 + (((hi & 0x3FF) << 10) | (lo & 0x3FF));
-    }
-    *pp = p;
-    return put_utf8(o, cp);
+    if (end - p < 4 || hex4(p, &hi)) return 0;
+    if (hi >= 0xDC00 && hi <= 0xDFFF) return 0;
+    *cp = hi;
+    if (hi < 0xD800 || hi > 0xDBFF) return 4;
+    p += 4;
+    if (end - p < 6 || p[0] != '\\' || p[1] != 'u' || hex4(p + 2, &lo)) return 0;
+    if (lo < 0xDC00 || lo > 0xDFFF) return 0;
+    *cp = 0x10000 + (((hi & 0x3FF) << 10) | (lo & 0x3FF));
+    return 10;
 }
 
 /* The string whose opening quote is at r->p: a cJSON_malloc'd copy, or
@@ -125,36 +96,18 @@ static char *read_string(struct jr *r)
         if (!bs) break;
         p = bs + 1; /* bs + 1 < q: an escaping '\' never precedes q */
         char c = *p;
-        switch (c) {
-        case '"':
-        case '\\':
-        case '/':
-            *o++ = c;
-            break;
-        case 'b':
-            *o++ = '\b';
-            break;
-        case 'f':
-            *o++ = '\f';
-            break;
-        case 'n':
-            *o++ = '\n';
-            break;
-        case 'r':
-            *o++ = '\r';
-            break;
-        case 't':
-            *o++ = '\t';
-            break;
-        case 'u': {
-            size_t w = unicode_escape(&p, q, o);
-            if (!w) goto decline;
-            o += w;
+        if (c == 'u') {
+            /* U+0000 is declined too: cJSON ends the string there. */
+            uint32_t cp;
+            size_t k = kvg_json_u_escape(p + 1, q, &cp);
+            if (!k || cp == 0) goto decline;
+            p += 1 + k;
+            o += kvg_utf8_put(cp, o);
             continue;
         }
-        default:
-            goto decline;
-        }
+        int b = kvg_json_unescape(c);
+        if (b < 0) goto decline;
+        *o++ = (char)b;
         p++;
     }
     *o = '\0';
@@ -163,6 +116,28 @@ static char *read_string(struct jr *r)
 decline:
     cJSON_free(out);
     return NULL;
+}
+
+int kvg_json_unescape(char c)
+{
+    switch (c) {
+    case '"':
+    case '\\':
+    case '/':
+        return c;
+    case 'b':
+        return '\b';
+    case 'f':
+        return '\f';
+    case 'n':
+        return '\n';
+    case 'r':
+        return '\r';
+    case 't':
+        return '\t';
+    default:
+        return -1;
+    }
 }
 
 static int num_char(char c)

@@ -17,5 +17,8 @@ size_t kvg_utf8_decode(const char *p, size_t left, uint32_t *cp);
  * 80..BF after E0, ED, F0 and F4: that is what rules out overlongs,
  * surrogates and code points past U+10FFFF). */
 size_t kvg_utf8_lead(uint8_t b, uint8_t *lo, uint8_t *hi);
+/* Writes code point cp (<= U+10FFFF) at out (room for 4) and returns its
+ * length (1-4). Callers pass no surrogates. */
+size_t kvg_utf8_put(uint32_t cp, char *out);
 
 #endif

@@ -75,8 +75,6 @@ static inline size_t kvg_tok_utf8_len(uint8_t b)
 {
     return b < 0xC0 ? 1 : b < 0xE0 ? 2 : b < 0xF0 ? 3 : 4;
 }
-/* Writes cp as UTF-8 into out (room for 4); returns the length. */
-size_t kvg_tok_utf8_put(uint32_t cp, char *out);
 /* Unicode White_Space (Rust char::is_whitespace, regex \s). */
 int kvg_tok_is_space(uint32_t cp);
 /* Rust regex \w: Alphabetic, marks, decimal digits, connector punctuation,

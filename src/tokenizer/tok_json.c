@@ -14,31 +14,13 @@
 #include <string.h>
 
 #include "base/err.h"
+#include "base/json.h"
 #include "tokenizer/tok_impl.h"
 
 void kvg_tok_js_ws(struct kvg_tok_js *js)
 {
     while (js->p < js->end && (*js->p == ' ' || *js->p == '\n' || *js->p == '\r' || *js->p == '\t'))
         js->p++;
-}
-
-static int hex4(const char *p, uint32_t *out)
-{
-    uint32_t v = 0;
-    for (int i = 0; i < 4; i++) {
-        char c = p[i];
-        v <<= 4;
-        if (c >= '0' && c <= '9')
-            v |= (uint32_t)(c - '0');
-        else if (c >= 'a' && c <= 'f')
-            v |= (uint32_t)(c - 'a' + 10);
-        else if (c >= 'A' && c <= 'F')
-            v |= (uint32_t)(c - 'A' + 10);
-        else
-            return KVG_EPARSE;
-    }
-    *out = v;
-    return 0;
 }
 
 /* Decodes the string at js->p (at its opening quote) into dst, which has room
@@ -61,50 +43,18 @@ static long decode_into(struct kvg_tok_js *js, char *dst)
         if (q + 1 >= end) return KVG_EPARSE;
         char c = q[1];
         p = q + 2;
-        switch (c) {
-        case '"':
-            *w++ = '"';
-            break;
-        case '\\':
-            *w++ = '\\';
-            break;
-        case '/':
-            *w++ = '/';
-            break;
-        case 'b':
-            *w++ = '\b';
-            break;
-        case 'f':
-            *w++ = '\f';
-            break;
-        case 'n':
-            *w++ = '\n';
-            break;
-        case 'r':
-            *w++ = '\r';
-            break;
-        case 't':
-            *w++ = '\t';
-            break;
-        case 'u': {
-            uint32_t cp, lo;
-            if (end - p < 4 || hex4(p, &cp)) return KVG_EPARSE;
-            p += 4;
-            if (cp >= 0xDC00 && cp <= 0xDFFF) return KVG_EPARSE; /* lone trailing surrogate */
-            if (cp >= 0xD800 && cp <= 0xDBFF) {
-                if (end - p < 6 || p[0] != '\\' || p[1] != 'u' || hex4(p + 2, &lo) || lo < 0xDC00 ||
-                    lo > 0xDFFF)
-                    return KVG_EPARSE;
-                p += 6;
-                cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
-            }
-            /* \uXXXX is 6 raw bytes and at most 3 decoded (4 for a 12-byte pair). */
-            w += kvg_tok_utf8_put(cp, w);
-            break;
+        if (c != 'u') {
+            int d = kvg_json_unescape(c);
+            if (d < 0) return KVG_EPARSE;
+            *w++ = (char)d;
+            continue;
         }
-        default:
-            return KVG_EPARSE;
-        }
+        uint32_t cp;
+        size_t k = kvg_json_u_escape(p, end, &cp);
+        if (!k) return KVG_EPARSE;
+        p += k;
+        /* \uXXXX is 6 raw bytes and at most 3 decoded (4 for a 12-byte pair). */
+        w += kvg_utf8_put(cp, w);
     }
 }
 

@@ -127,7 +127,7 @@ int kvg_tok_model_finish(struct kvg_tok *tok, char *err, size_t errlen)
          * character's UTF-8 bytes as <0xXX> (byte_fallback), else none. */
         for (int b = 0; b < 256; b++) {
             char c[4];
-            size_t cl = kvg_tok_utf8_put(kvg_tok_bl_char((uint8_t)b), c);
+            size_t cl = kvg_utf8_put(kvg_tok_bl_char((uint8_t)b), c);
             int64_t id = kvg_tok_smap_get(&tok->vocab, tok->arena.p, c, cl);
             struct kvg_tok_bsym *s = &tok->bsym[b];
             s->n = 0;

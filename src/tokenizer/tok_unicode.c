@@ -27,30 +27,6 @@
 #define HANGUL_N (HANGUL_VN * HANGUL_TN)
 #define HANGUL_SN (HANGUL_LN * HANGUL_N)
 
-size_t kvg_tok_utf8_put(uint32_t cp, char *out)
-{
-    if (cp < 0x80) {
-        out[0] = (char)cp;
-        return 1;
-    }
-    if (cp < 0x800) {
-        out[0] = (char)(0xC0 | (cp >> 6));
-        out[1] = (char)(0x80 | (cp & 0x3F));
-        return 2;
-    }
-    if (cp < 0x10000) {
-        out[0] = (char)(0xE0 | (cp >> 12));
-        out[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
-        out[2] = (char)(0x80 | (cp & 0x3F));
-        return 3;
-    }
-    out[0] = (char)(0xF0 | (cp >> 18));
-    out[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
-    out[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
-    out[3] = (char)(0x80 | (cp & 0x3F));
-    return 4;
-}
-
 /* Binary search in a table of rows [first, last, ...] of `stride` entries:
  * the row whose range holds cp, or NULL. */
 static const uint32_t *find_row(const uint32_t *r, size_t len, size_t stride, uint32_t cp)
@@ -93,14 +69,14 @@ int kvg_tok_lower_append(uint32_t cp, struct kvg_buf *out)
     char tmp[8];
     size_t n;
     if (cp == 0x130) { /* the one unconditional multi-char lowercase: i + dot above */
-        n = kvg_tok_utf8_put('i', tmp);
-        n += kvg_tok_utf8_put(0x307, tmp + n);
+        n = kvg_utf8_put('i', tmp);
+        n += kvg_utf8_put(0x307, tmp + n);
         return kvg_buf_append(out, tmp, n);
     }
     uint32_t lc = cp;
     const uint32_t *row = find_row(kvg_tok_ucd_lower, kvg_tok_ucd_lower_len, 4, cp);
     if (row && (row[2] == 0 || (cp - row[0]) % row[2] == 0)) lc = cp + row[3];
-    n = kvg_tok_utf8_put(lc, tmp);
+    n = kvg_utf8_put(lc, tmp);
     return kvg_buf_append(out, tmp, n);
 }
 
@@ -309,7 +285,7 @@ static int nf_region(const char *s, size_t n, int do_compose, struct kvg_buf *ou
     }
     for (size_t i = 0; i < len && !rc; i++) {
         char tmp[4];
-        rc = kvg_buf_append(out, tmp, kvg_tok_utf8_put(b.v[i], tmp));
+        rc = kvg_buf_append(out, tmp, kvg_utf8_put(b.v[i], tmp));
     }
     if (b.v != b.local) free(b.v);
     return rc;

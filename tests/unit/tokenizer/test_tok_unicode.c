@@ -10,7 +10,7 @@ TEST(utf8_put_roundtrip)
     static const uint32_t cps[] = {0, 0x41, 0x7F, 0x80, 0x7FF, 0x800, 0xFFFF, 0x10000, 0x10FFFF};
     for (size_t i = 0; i < sizeof cps / sizeof cps[0]; i++) {
         char b[4];
-        size_t n = kvg_tok_utf8_put(cps[i], b);
+        size_t n = kvg_utf8_put(cps[i], b);
         CHECK(kvg_utf8_valid(b, n));
         uint32_t back;
         CHECK_INT(kvg_tok_utf8_next(b, &back), n);
@@ -107,7 +107,7 @@ static void hex_to_utf8(const char *hex, struct kvg_buf *out)
         unsigned long cp = strtoul(p, &end, 16);
         if (end == p) break;
         char b[4];
-        kvg_buf_append(out, b, kvg_tok_utf8_put((uint32_t)cp, b));
+        kvg_buf_append(out, b, kvg_utf8_put((uint32_t)cp, b));
         p = end;
     }
 }

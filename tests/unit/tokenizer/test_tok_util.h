@@ -66,7 +66,7 @@ static inline char *tt_bl_vocab(const char *const *extra, size_t n)
     kvg_buf_append(&b, "{", 1);
     for (int i = 0; i < 256; i++) {
         char c[4];
-        size_t l = kvg_tok_utf8_put(kvg_tok_bl_char((uint8_t)i), c);
+        size_t l = kvg_utf8_put(kvg_tok_bl_char((uint8_t)i), c);
         kvg_buf_append_json_str(&b, c, l);
         kvg_buf_printf(&b, ":%d,", i);
     }
