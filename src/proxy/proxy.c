@@ -32,7 +32,7 @@ static struct kvg_str header_of(const void *hctx, const char *name)
 }
 
 /* The request body: taken into pr when its work goes off the loop. */
-static const struct kvg_buf *req_body(const struct proxy_req *pr)
+const struct kvg_buf *kvg_proxy__req_body(const struct proxy_req *pr)
 {
     return pr->offloop ? &pr->rbody : &pr->req->body;
 }
@@ -80,7 +80,7 @@ void kvg_proxy_loop_free(struct kvg_proxy_loop *pl)
 }
 
 /* Ends the proxy request's life: the retry timer closes, then pr is freed. */
-static void pr_finish(struct proxy_req *pr, int status)
+void kvg_proxy__finish(struct proxy_req *pr, int status)
 {
     if (pr->pl->px->pd) kvg_pd_cancel(pr->pl->px->pd, &pr->pdr); /* an SGLang prefill still on */
     kvg_gate_account(&pr->gate, pr->bytes_up != 0, pr->attempts != 0);
@@ -91,7 +91,7 @@ static void pr_finish(struct proxy_req *pr, int status)
     uv_close((uv_handle_t *)&pr->retry_timer, pr_closed);
 }
 
-static void release_worker(struct proxy_req *pr, enum kvg_outcome out)
+void kvg_proxy__release_worker(struct proxy_req *pr, enum kvg_outcome out)
 {
     if (!pr->pick.w) return;
     struct kvg_route_ctx ctx = {.model = {pr->ri.model, pr->ri.model_len}};
@@ -100,9 +100,9 @@ static void release_worker(struct proxy_req *pr, enum kvg_outcome out)
 }
 
 /* Answers with an OpenAI-style error and ends the request. */
-static void proxy_error(struct proxy_req *pr, int status, const char *type, const char *code,
-                        const char *msg, const char *param, const struct kvg_http_header *extra,
-                        size_t nextra)
+void kvg_proxy__error(struct proxy_req *pr, int status, const char *type, const char *code,
+                      const char *msg, const char *param, const struct kvg_http_header *extra,
+                      size_t nextra)
 {
     struct kvg_http_header h[16];
     size_t n = 0;
@@ -121,21 +121,19 @@ static void proxy_error(struct proxy_req *pr, int status, const char *type, cons
     struct kvg_http_req *req = pr->req;
     pr->req = NULL;
     kvg_http_res_error_param(req, status, type, code, msg, param, h, n);
-    pr_finish(pr, status);
+    kvg_proxy__finish(pr, status);
 }
 
-static void client_error(struct proxy_req *pr, int status, const char *code, const char *msg)
+void kvg_proxy__client_error(struct proxy_req *pr, int status, const char *code, const char *msg)
 {
-    proxy_error(pr, status, NULL, code, msg, NULL, NULL, 0);
+    kvg_proxy__error(pr, status, NULL, code, msg, NULL, NULL, 0);
 }
 
 static void answer_deny(struct proxy_req *pr, const struct kvg_gate_deny *d)
 {
-    proxy_error(pr, d->r.status, d->r.type, d->r.code, d->r.message, d->r.param, d->r.headers,
-                d->r.nheaders);
+    kvg_proxy__error(pr, d->r.status, d->r.type, d->r.code, d->r.message, d->r.param, d->r.headers,
+                     d->r.nheaders);
 }
-
-static void attempt(struct proxy_req *pr);
 
 static void on_admit(void *ud, const struct kvg_gate_deny *d)
 {
@@ -144,13 +142,13 @@ static void on_admit(void *ud, const struct kvg_gate_deny *d)
     if (d)
         answer_deny(pr, d);
     else
-        attempt(pr);
+        kvg_proxy__attempt(pr);
 }
 
 /* The gateway's quota and admission, then the first attempt. */
 static void admit(struct proxy_req *pr)
 {
-    const struct kvg_buf *body = req_body(pr);
+    const struct kvg_buf *body = kvg_proxy__req_body(pr);
     struct kvg_gate_request rq = {.body = body->data,
                                   .body_len = body->len,
                                   .json = pr->ri.json,
@@ -181,7 +179,7 @@ static struct proxy_req *work_back(uv_work_t *w)
     struct proxy_req *pr = w->data;
     pr->working = 0;
     if (pr->req) return pr;
-    pr_finish(pr, 499);
+    kvg_proxy__finish(pr, 499);
     return NULL;
 }
 
@@ -222,9 +220,10 @@ static void local_failure(struct proxy_req *pr, int err)
     } else {
         suppressed++;
     }
-    release_worker(pr, KVG_OUT_LOCAL);
-    client_error(pr, 503, "local_resources_exhausted",
-                 "kvgate is out of local resources (file descriptors or memory): retry later");
+    kvg_proxy__release_worker(pr, KVG_OUT_LOCAL);
+    kvg_proxy__client_error(
+        pr, 503, "local_resources_exhausted",
+        "kvgate is out of local resources (file descriptors or memory): retry later");
 }
 
 /* No attempt left: 503 when no attempt could even connect (engines just
@@ -232,14 +231,15 @@ static void local_failure(struct proxy_req *pr, int err)
 static void upstream_failed(struct proxy_req *pr, const char *msg)
 {
     if (pr->connect_fails && pr->connect_fails == pr->attempts)
-        client_error(pr, 503, "upstream_unreachable", "no engine could be reached: retry later");
+        kvg_proxy__client_error(pr, 503, "upstream_unreachable",
+                                "no engine could be reached: retry later");
     else
-        client_error(pr, 502, "upstream_error", msg);
+        kvg_proxy__client_error(pr, 502, "upstream_error", msg);
 }
 
 static void on_retry_timer(uv_timer_t *t)
 {
-    attempt(t->data);
+    kvg_proxy__attempt(t->data);
 }
 
 /* Retry after backoff, if allowed; returns 0 when a retry was scheduled. */
@@ -298,11 +298,11 @@ static void up_head(void *ud, int status, const struct kvg_http_header *h, size_
         /* Nothing reached the client: try elsewhere. */
         kvg_http_call_cancel(pr->call);
         pr->call = NULL;
-        release_worker(pr, status == 429 ? KVG_OUT_CLIENT_ERROR : KVG_OUT_FAIL);
+        kvg_proxy__release_worker(pr, status == 429 ? KVG_OUT_CLIENT_ERROR : KVG_OUT_FAIL);
         if (schedule_retry(pr) == 0) return;
         if (pr->pl->px->pd && (status == 429 || status == 503))
             kvg_pd_decode_refused(pr->pl->px->pd, &pr->pdr);
-        client_error(pr, 502, "upstream_unavailable", "all workers failed");
+        kvg_proxy__client_error(pr, 502, "upstream_unavailable", "all workers failed");
         return;
     }
     pr->up_status = status;
@@ -351,12 +351,12 @@ static void up_body(void *ud, const char *p, size_t n)
     if (kvg_buf_append(&pr->body, p, n)) {
         kvg_http_call_cancel(pr->call);
         pr->call = NULL;
-        release_worker(pr, KVG_OUT_FAIL);
-        client_error(pr, 502, "upstream_too_large", "the engine's answer is too large");
+        kvg_proxy__release_worker(pr, KVG_OUT_FAIL);
+        kvg_proxy__client_error(pr, 502, "upstream_too_large", "the engine's answer is too large");
     }
 }
 
-static void sse_error_end(struct proxy_req *pr, const char *msg)
+void kvg_proxy__sse_error_end(struct proxy_req *pr, const char *msg)
 {
     struct kvg_buf b;
     kvg_buf_init(&b, 0);
@@ -395,9 +395,9 @@ static void up_done(void *ud, int err)
     if (err == 0) {
         int status = pr->up_status;
         check_prompt_tokens(pr, status);
-        release_worker(pr, status >= 500   ? KVG_OUT_FAIL
-                           : status >= 400 ? KVG_OUT_CLIENT_ERROR
-                                           : KVG_OUT_OK);
+        kvg_proxy__release_worker(pr, status >= 500   ? KVG_OUT_FAIL
+                                      : status >= 400 ? KVG_OUT_CLIENT_ERROR
+                                                      : KVG_OUT_OK);
         struct kvg_http_req *req = pr->req;
         pr->req = NULL;
         if (pr->relayed) {
@@ -419,28 +419,29 @@ static void up_done(void *ud, int err)
             kvg_http_res_send(req, status, pr->content_type[0] ? pr->content_type : NULL, h, nh,
                               pr->body.data, pr->body.len);
         }
-        pr_finish(pr, status);
+        kvg_proxy__finish(pr, status);
         return;
     }
     if (local_error(err) && pr->up_status == 0) {
         local_failure(pr, err);
         return;
     }
-    release_worker(pr, KVG_OUT_FAIL);
+    kvg_proxy__release_worker(pr, KVG_OUT_FAIL);
     kvg_metrics_inc(pr->pl->px->m->upstream_errors);
     KVG_WARN("proxy %s: worker %s failed: %s", pr->request_id, pr->worker_url, kvg_strerror(err));
     if (pr->up_status == 0 && connect_error(err)) pr->connect_fails++;
     if (pr->relayed) {
-        sse_error_end(pr, err == KVG_ETIMEOUT ? "the engine stopped sending (idle timeout)"
-                                              : "the engine's stream broke off");
-        pr_finish(pr, 502);
+        kvg_proxy__sse_error_end(pr, err == KVG_ETIMEOUT
+                                         ? "the engine stopped sending (idle timeout)"
+                                         : "the engine's stream broke off");
+        kvg_proxy__finish(pr, 502);
         return;
     }
     if (pr->up_status == 0 && err != KVG_ETIMEOUT && schedule_retry(pr) == 0) return;
     if (err == KVG_ETIMEOUT)
-        client_error(pr, 504, "upstream_timeout", "the engine timed out");
+        kvg_proxy__client_error(pr, 504, "upstream_timeout", "the engine timed out");
     else if (pr->up_status)
-        client_error(pr, 502, "upstream_error", "the engine's answer was cut");
+        kvg_proxy__client_error(pr, 502, "upstream_error", "the engine's answer was cut");
     else
         upstream_failed(pr, "the engine failed before answering");
 }
@@ -457,16 +458,16 @@ static void on_client_abort(struct kvg_http_req *req, void *ud)
     if (pr->pl->px->pd) kvg_pd_cancel(pr->pl->px->pd, &pr->pdr); /* a prefill in flight */
     kvg_metrics_inc(pr->pl->px->m->client_gone);
     if (pr->working) return; /* the work's done callback finishes it */
-    release_worker(pr, KVG_OUT_CLIENT_GONE);
-    pr_finish(pr, 499);
+    kvg_proxy__release_worker(pr, KVG_OUT_CLIENT_GONE);
+    kvg_proxy__finish(pr, 499);
 }
 
 /* The body the engine gets: the gateway's rewrite (usage asked for) or the
  * client's own. */
-static const struct kvg_buf *forward_body(struct proxy_req *pr)
+const struct kvg_buf *kvg_proxy__forward_body(struct proxy_req *pr)
 {
     const struct kvg_buf *body = kvg_gate_forward_body(&pr->gate);
-    return body ? body : req_body(pr);
+    return body ? body : kvg_proxy__req_body(pr);
 }
 
 /* The routing context of the request (thread-safe: on the loop, or on the
@@ -475,7 +476,7 @@ static const struct kvg_buf *forward_body(struct proxy_req *pr)
 static void route_ctx(struct proxy_req *pr, struct kvg_route_ctx *ctx)
 {
     struct kvg_proxy *px = pr->pl->px;
-    const struct kvg_buf *body = req_body(pr);
+    const struct kvg_buf *body = kvg_proxy__req_body(pr);
     if (!pr->ri.json) pr->ri.json = kvg_json_parse(body->data, body->len);
     *ctx = (struct kvg_route_ctx){.body = {body->data, body->len},
                                   .load_max_age_ms = px->cfg->metrics_staleness_ms,
@@ -517,85 +518,6 @@ static void route(struct proxy_req *pr)
 
 static void picked(struct proxy_req *pr);
 
-static void on_prefilled(void *ud, const struct kvg_pd_result *res)
-{
-    struct proxy_req *pr = ud;
-    if (!pr->req) return; /* cannot happen: a client gone cancels the leg */
-    if (res->ok) {
-        /* Input accounting from the leg that computed it. */
-        kvg_gate_usage_prefill(&pr->gate, pr->pdr.prompt_tokens, pr->pdr.prefill_cached);
-        if (!pr->pdr.concurrent) attempt(pr); /* the decode leg (SGLang's runs already) */
-        return;
-    }
-    if (pr->pdr.concurrent) {
-        /* SGLang: the decode would wait for a bootstrap that never comes. */
-        uv_timer_stop(&pr->retry_timer);
-        if (pr->call) {
-            kvg_http_call_cancel(pr->call);
-            pr->call = NULL;
-        }
-        release_worker(pr, KVG_OUT_CLIENT_GONE);
-        if (pr->relayed) {
-            sse_error_end(pr, res->message);
-            pr_finish(pr, 502);
-            return;
-        }
-    }
-    snprintf(pr->worker_url, sizeof pr->worker_url, "%s", pr->pdr.prefill_url);
-    if (res->body && res->body_len) { /* the engine's 4xx says what is wrong */
-        struct kvg_http_header h[2] = {
-            {KVG_STR("x-kvgate-worker"), {pr->worker_url, strlen(pr->worker_url)}},
-            {KVG_STR("x-request-id"), {pr->request_id, strlen(pr->request_id)}}};
-        struct kvg_http_req *req = pr->req;
-        pr->req = NULL;
-        kvg_http_res_send(req, res->status, "application/json", h, 2, res->body, res->body_len);
-        pr_finish(pr, res->status);
-        return;
-    }
-    client_error(pr, res->status, res->code, res->message);
-}
-
-/* The PD decision and, for prefill_decode, the prefill leg (pd/pd.h), on
- * the loop (a pool pick and an HTTP call). 1 when the request went on (or
- * was answered) elsewhere, 0 when the decode pick follows now
- * (decode_only). */
-static int pd_start(struct proxy_req *pr, struct kvg_route_ctx *ctx)
-{
-    struct kvg_proxy *px = pr->pl->px;
-    struct kvg_http_header fwd[MAX_FWD_HEADERS + 1];
-    const struct kvg_buf *body = forward_body(pr);
-    struct kvg_pd_input in = {
-        .body = body->data,
-        .body_len = body->len,
-        /* Untokenized: ~4 bytes a token, an overestimate that errs on prefilling. */
-        .prompt_tokens = pr->ri.ids ? pr->ri.nids : req_body(pr)->len / 4,
-        .path = pr->path,
-        .headers = fwd,
-        .nheaders = kvg_proxy__forward_headers(pr, fwd, MAX_FWD_HEADERS + 1),
-        .connect_timeout_ms = px->cfg->connect_timeout_ms};
-    int rc = kvg_pd_begin(px->pd, &pr->pdr, pr->pl->client, ctx, &in, on_prefilled, pr);
-    if (rc == KVG_ENOWORKER) {
-        kvg_metrics_inc(px->m->no_worker);
-        client_error(pr, 503, "no_prefill_worker", "no healthy prefill worker is available");
-        return 1;
-    }
-    if (rc == -EBUSY) { /* early rejection: no prefill is wasted on it */
-        /* By priority, as GIE sheds (pd.h): a sheddable request is dropped
-         * with 429, the others get 503; both with Retry-After. */
-        static const struct kvg_http_header ra = {KVG_STR("retry-after"), KVG_STR("1")};
-        int shed = kvg_adm_class(pr->gate.prio) == KVG_ADM_SHEDDABLE;
-        proxy_error(pr, shed ? 429 : 503, NULL, "decode_capacity",
-                    "no decode worker is predicted to have room for this request: retry later",
-                    NULL, &ra, 1);
-        return 1;
-    }
-    if (rc) {
-        client_error(pr, 500, "pd_error", kvg_strerror(rc));
-        return 1;
-    }
-    return pr->pdr.state != KVG_PD_DECODE && !pr->pdr.concurrent;
-}
-
 static void route_work(uv_work_t *w)
 {
     kvg_proxy__pool_thread();
@@ -608,14 +530,14 @@ static void route_done(uv_work_t *w, int status)
     (void)status;
     pr->working = 0;
     if (!pr->req) { /* the client left meanwhile */
-        if (!pr->pick_rc) release_worker(pr, KVG_OUT_CLIENT_GONE);
-        pr_finish(pr, 499);
+        if (!pr->pick_rc) kvg_proxy__release_worker(pr, KVG_OUT_CLIENT_GONE);
+        kvg_proxy__finish(pr, 499);
         return;
     }
     picked(pr);
 }
 
-static void attempt(struct proxy_req *pr)
+void kvg_proxy__attempt(struct proxy_req *pr)
 {
     struct kvg_proxy *px = pr->pl->px;
     pr->up_status = 0;
@@ -628,7 +550,7 @@ static void attempt(struct proxy_req *pr)
         struct kvg_route_ctx ctx;
         route_ctx(pr, &ctx);
         if (pr->attempts) kvg_pd_decode_recheck(px->pd, &pr->pdr); /* prefill restarted? */
-        if (pr->pdr.state == KVG_PD_DECIDE && pd_start(pr, &ctx)) return;
+        if (pr->pdr.state == KVG_PD_DECIDE && kvg_proxy__pd_start(pr, &ctx)) return;
         kvg_pd_decode_ctx(px->pd, &pr->pdr, &ctx); /* decode workers, kvgate's decode pick */
         pr->attempts++;
         route_pick(pr, &ctx);
@@ -655,15 +577,15 @@ static void picked(struct proxy_req *pr)
     if (rc) {
         if (kvg_pool_size(px->pool) == 0) {
             kvg_metrics_inc(px->m->no_worker);
-            client_error(pr, 503, "no_workers", "the pool has no workers");
+            kvg_proxy__client_error(pr, 503, "no_workers", "the pool has no workers");
         } else if (!known && pr->ri.model_len) {
             char msg[400];
             snprintf(msg, sizeof msg, "The model `%.*s` does not exist.", (int)pr->ri.model_len,
                      pr->ri.model);
-            client_error(pr, 404, "model_not_found", msg);
+            kvg_proxy__client_error(pr, 404, "model_not_found", msg);
         } else {
             kvg_metrics_inc(px->m->no_worker);
-            client_error(pr, 503, "no_healthy_worker", "no healthy worker is available");
+            kvg_proxy__client_error(pr, 503, "no_healthy_worker", "no healthy worker is available");
         }
         return;
     }
@@ -701,7 +623,7 @@ static void picked(struct proxy_req *pr)
     };
     static const struct kvg_http_call_cbs cbs = {up_head, up_body, up_done};
     const struct kvg_buf *body = px->pd ? kvg_pd_decode_body(&pr->pdr) : NULL;
-    if (!body) body = forward_body(pr);
+    if (!body) body = kvg_proxy__forward_body(pr);
     rc = kvg_http_call_start(pr->pl->client, &w->target, req->method_name, req->url, fwd, k,
                              body->data, body->len, &o, &cbs, pr, &pr->call);
     if (rc) {
@@ -710,7 +632,7 @@ static void picked(struct proxy_req *pr)
             local_failure(pr, rc);
             return;
         }
-        release_worker(pr, KVG_OUT_FAIL);
+        kvg_proxy__release_worker(pr, KVG_OUT_FAIL);
         pr->connect_fails++;
         if (schedule_retry(pr) == 0) return;
         upstream_failed(pr, "cannot reach the engine");
@@ -722,7 +644,7 @@ static void parse_work(uv_work_t *w)
 {
     struct proxy_req *pr = w->data;
     if (pr->working) kvg_proxy__pool_thread(); /* also called inline for small bodies */
-    const struct kvg_buf *body = req_body(pr);
+    const struct kvg_buf *body = kvg_proxy__req_body(pr);
     pr->parse_rc =
         kvg_route_input_parse(&pr->ri, body->data, body->len, pr->route == KVG_PROXY_CHAT,
                               pr->parse_msg, sizeof pr->parse_msg);
@@ -737,8 +659,8 @@ static void parsed(struct proxy_req *pr)
     struct kvg_proxy *px = pl->px;
     struct kvg_http_req *req = pr->req;
     if (pr->parse_rc) {
-        proxy_error(pr, 400, NULL, pr->ri.bad_code ? pr->ri.bad_code : "invalid_request",
-                    pr->parse_msg, pr->ri.bad_param, NULL, 0);
+        kvg_proxy__error(pr, 400, NULL, pr->ri.bad_code ? pr->ri.bad_code : "invalid_request",
+                         pr->parse_msg, pr->ri.bad_param, NULL, 0);
         return;
     }
     struct kvg_gate_deny d;
@@ -803,7 +725,7 @@ void kvg_proxy_handle(struct kvg_proxy_loop *pl, struct kvg_http_req *req)
         kvg_buf_init(&req->body, pr->rbody.limit);
         kvg_rng_seed(&pr->rng, kvg_rng_next(pl->rng));
         if (kvg_proxy_snap_headers(&pr->hdrs, req)) {
-            client_error(pr, 500, "out_of_memory", "out of memory");
+            kvg_proxy__client_error(pr, 500, "out_of_memory", "out of memory");
             return;
         }
         pr->work.data = pr;

@@ -61,6 +61,29 @@ void kvg_proxy__metrics_request(const struct kvg_proxy_metrics *m, enum kvg_prox
                                 int status, double duration_s, double ttfb_s);
 void kvg_proxy__access_log(struct proxy_req *pr, int status);
 
+/* proxy.c: a request's life, shared with pd_legs.c. */
+const struct kvg_buf *kvg_proxy__req_body(const struct proxy_req *pr); /* the client's */
+const struct kvg_buf *kvg_proxy__forward_body(struct proxy_req *pr);   /* what the engine gets */
+/* The next attempt: a pick (or the PD decision first) and the upstream call. */
+void kvg_proxy__attempt(struct proxy_req *pr);
+/* Gives the pick back to the pool with this outcome (none held: nothing). */
+void kvg_proxy__release_worker(struct proxy_req *pr, enum kvg_outcome out);
+/* Ends pr's life: accounting, access log, metrics; pr is freed after. */
+void kvg_proxy__finish(struct proxy_req *pr, int status);
+/* An OpenAI-style error answer (extra headers first), then finish. */
+void kvg_proxy__error(struct proxy_req *pr, int status, const char *type, const char *code,
+                      const char *msg, const char *param, const struct kvg_http_header *extra,
+                      size_t nextra);
+void kvg_proxy__client_error(struct proxy_req *pr, int status, const char *code, const char *msg);
+/* After the stream started: an SSE error event and [DONE] (the caller finishes). */
+void kvg_proxy__sse_error_end(struct proxy_req *pr, const char *msg);
+
+/* pd_legs.c: the PD decision and, for prefill_decode, the prefill leg (on
+ * the loop: a pool pick and an HTTP call). 1 when the request went on (or
+ * was answered) elsewhere, 0 when the decode pick follows now
+ * (decode_only). */
+int kvg_proxy__pd_start(struct proxy_req *pr, struct kvg_route_ctx *ctx);
+
 /* pool_nice.c: a pool thread's first proxy work item lowers its priority. */
 void kvg_proxy__pool_thread(void);
 
