@@ -190,6 +190,32 @@ static int decode_body(struct kvg_pd_req *r, const char *body, size_t len, const
     return rc;
 }
 
+/* A decode_only request's body: the transfer is kvgate's to arrange, so a
+ * client's own kv_transfer_params (a remote_host of its choosing for the
+ * decode to pull from) or ec_transfer_params never reach the engine, as the
+ * two legs' bodies drop them. The client's text is kept unless the object
+ * has one of them. */
+static int own_transfer_only(struct kvg_pd_req *r, const char *body, size_t len)
+{
+    if (!memmem(body, len, "_transfer_params", 16)) return 0;
+    cJSON *j = cJSON_ParseWithLength(body, len);
+    int has = cJSON_IsObject(j) && (cJSON_GetObjectItemCaseSensitive(j, "kv_transfer_params") ||
+                                    cJSON_GetObjectItemCaseSensitive(j, "ec_transfer_params"));
+    char *s = NULL;
+    if (has) {
+        cJSON_DeleteItemFromObjectCaseSensitive(j, "kv_transfer_params");
+        cJSON_DeleteItemFromObjectCaseSensitive(j, "ec_transfer_params");
+        s = cJSON_PrintUnformatted(j);
+    }
+    cJSON_Delete(j);
+    if (!has) return 0;
+    if (!s) return -ENOMEM;
+    kvg_buf_reset(&r->decode_body);
+    int rc = kvg_buf_append(&r->decode_body, s, strlen(s));
+    free(s);
+    return rc;
+}
+
 /* SGLang's body for both legs: the client's with bootstrap_host (the
  * prefill's host: its dial target's, never the "@rank" of a URL@rank
  * worker, seed 004's invalid decode destination), bootstrap_port (its
@@ -390,7 +416,7 @@ int kvg_pd_begin(struct kvg_pd *pd, struct kvg_pd_req *r, struct kvg_http_client
     kvg_metrics_inc(pd->decisions[r->decision]);
     if (r->decision == KVG_PD_DECODE_ONLY) {
         r->state = KVG_PD_DECODE;
-        return 0;
+        return own_transfer_only(r, in->body, in->body_len);
     }
     /* The blocks the request will hold on its decode (16-token blocks when
      * the prompt was not tokenized). */
@@ -490,7 +516,7 @@ void kvg_pd_decode_ctx(struct kvg_pd *pd, struct kvg_pd_req *r, struct kvg_route
 
 const struct kvg_buf *kvg_pd_decode_body(const struct kvg_pd_req *r)
 {
-    return r->decision == KVG_PD_PREFILL_DECODE && r->decode_body.len ? &r->decode_body : NULL;
+    return r->decode_body.len ? &r->decode_body : NULL; /* either decision's, when rewritten */
 }
 
 int kvg_pd_decode_sent(struct kvg_pd *pd, struct kvg_pd_req *r, struct kvg_worker *w)

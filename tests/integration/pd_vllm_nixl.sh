@@ -67,6 +67,13 @@ check "/debug/route: the decode in its rack" test "$(json_get "$TMP/dr" "(j['pd'
 curl -s -m 10 "$G/v1/completions" -d '{"model":"sim-model","prompt":"hi","max_tokens":2}' >"$TMP/j2"
 check "short prompt answered" test "$(json_get "$TMP/j2" "j['usage']['completion_tokens']")" = 2
 check "decode_only counted" test "$(metric 'kvgate_pd_decisions_total{decision="decode_only"}')" = 1
+# A client's own kv_transfer_params would send the decode to pull from a host
+# of the client's choosing (here a closed port): kvgate arranges transfers,
+# so they never reach the engine.
+CLOSED=$(free_port)
+curl -s -m 10 "$G/v1/completions" -d '{"model":"sim-model","prompt":"hi","max_tokens":2,"kv_transfer_params":{"do_remote_prefill":true,"do_remote_decode":false,"remote_engine_id":"evil","remote_block_ids":[1],"remote_host":"127.0.0.1","remote_port":'"$CLOSED"',"remote_request_id":"x","tp_size":1},"ec_transfer_params":{"mm_hashes":["h"]}}' >"$TMP/j3"
+check "a client's kv_transfer_params do not steer the decode" test "$(json_get "$TMP/j3" "j['usage']['completion_tokens']")" = 2
+check "... and decode_only counted it" test "$(metric 'kvgate_pd_decisions_total{decision="decode_only"}')" = 2
 
 # --- client gone during the prefill: the prefill is aborted, nothing leaks
 kill -TERM "$P_PID"; wait "$P_PID" 2>/dev/null
