@@ -124,6 +124,19 @@ curl -s -m 20 "$G/v1/completions" -d "$(body false 4)" >"$TMP/j4"
 check "the restarted prefill serves new requests" test "$(json_get "$TMP/j4" "j['usage']['completion_tokens']")" = 4
 
 # --- decode killed before its first byte: retried once on the other decode
+# The decode pick weighs the engines' scraped load; a scrape taken while the
+# last request ran can make D1 look lighter for a moment. Wait (bounded) until
+# the gateway would send to D2, so the request below is the one that retries.
+decode_is_d2() {
+  local i
+  for i in $(seq 1 50); do
+    curl -s -m 2 "$G/debug/route" -d "$(body false 4)" >"$TMP/dr2" &&
+      [ "$(json_get "$TMP/dr2" "j['pd']['decode']")" = "http://127.0.0.1:$D2" ] && return 0
+    sleep 0.1
+  done
+  return 1
+}
+check "the gateway would send the next decode to D2" decode_is_d2
 kill -KILL "$D2_PID"; wait "$D2_PID" 2>/dev/null
 curl -s -m 20 -D "$TMP/h5" "$G/v1/completions" -d "$(body false 4)" >"$TMP/j5"
 check "retried decode answered" test "$(json_get "$TMP/j5" "j['usage']['completion_tokens']")" = 4
