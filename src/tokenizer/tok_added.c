@@ -58,7 +58,7 @@ int kvg_tok_added_load(struct kvg_tok *tok, const cJSON *arr, char *err, size_t 
         int64_t id = have >= 0 ? have : kvg_tok_smap_get(&tok->vocab, tok->arena.p, content, len);
         if (id < 0)
             id = !any_added ? vsize : (max_added >= vsize || vsize == 0) ? max_added + 1 : vsize;
-        if (id >= (1 << 30))
+        if (id > KVG_TOK_MAX_ID)
             return kvg_err_set(err, errlen, KVG_EPARSE, "added_tokens: id out of range");
         int64_t off = kvg_tok_arena_str(&tok->arena, content, len);
         if (off < 0) return (int)off;

@@ -33,6 +33,10 @@
 #include "tokenizer/tokenizer.h"
 
 #define KVG_TOK_NONE UINT32_MAX
+/* Ids index dense per-id arrays (13 bytes each), so an id is bounded: the
+ * largest real vocabularies are ~262k; 2^24 keeps a hostile file's
+ * "id": 2147483647 from reserving gigabytes. */
+#define KVG_TOK_MAX_ID ((1u << 24) - 1)
 
 /* ---- Unicode (tok_unicode.c; generated tables in tok_ucd.c) ---- */
 

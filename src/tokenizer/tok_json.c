@@ -189,9 +189,9 @@ int kvg_tok_js_vocab(struct kvg_tok *tok, struct kvg_tok_js *jsp, char *err, siz
         /* A bounded parse: the text need not be NUL-terminated. */
         if (js.p >= js.end || *js.p < '0' || *js.p > '9') goto bad;
         uint64_t id = 0;
-        while (js.p < js.end && *js.p >= '0' && *js.p <= '9' && id < (1ull << 31))
+        while (js.p < js.end && *js.p >= '0' && *js.p <= '9' && id <= KVG_TOK_MAX_ID)
             id = id * 10 + (uint64_t)(*js.p++ - '0');
-        if (id >= (1ull << 31) || (js.p < js.end && (*js.p == '.' || *js.p == 'e')))
+        if (id > KVG_TOK_MAX_ID || (js.p < js.end && (*js.p == '.' || *js.p == 'e')))
             return kvg_err_set(err, errlen, KVG_EPARSE, "model.vocab: bad id");
         if ((rc = kvg_tok_ids_reserve(tok, (uint32_t)id + 1))) return rc;
         tok->vocab_off[id] = (uint32_t)off;

@@ -51,7 +51,7 @@ static int pair_id(const cJSON *j, const char *name, uint32_t *id)
 {
     const cJSON *p = cJSON_GetObjectItemCaseSensitive(j, name);
     const cJSON *v = cJSON_GetArrayItem(p, 1);
-    if (!cJSON_IsArray(p) || !cJSON_IsNumber(v) || v->valuedouble < 0 || v->valuedouble >= 1 << 30)
+    if (!cJSON_IsArray(p) || !cJSON_IsNumber(v) || v->valuedouble < 0 || v->valuedouble > KVG_TOK_MAX_ID)
         return KVG_EPARSE;
     *id = (uint32_t)v->valuedouble;
     return 0;
@@ -87,7 +87,7 @@ static int template_list(const cJSON *j, struct list *out, char *err, size_t err
                                    name ? name : "?");
             cJSON_ArrayForEach(x, ids)
             {
-                if (!cJSON_IsNumber(x) || x->valuedouble < 0 || x->valuedouble >= 1 << 30)
+                if (!cJSON_IsNumber(x) || x->valuedouble < 0 || x->valuedouble > KVG_TOK_MAX_ID)
                     return kvg_err_set(err, errlen, KVG_EPARSE, "TemplateProcessing: bad id");
                 if ((rc = push(out, (uint32_t)x->valuedouble))) return rc;
             }

@@ -52,6 +52,24 @@ TEST(duplicate_merge_later_wins_and_version_line)
     free(j);
 }
 
+/* An id past KVG_TOK_MAX_ID is refused before anything is sized by it (a
+ * hostile "id": 2147483647 once reserved per-id arrays of 2^31 entries). */
+TEST(vocab_id_bound)
+{
+    struct kvg_tok *t = NULL;
+    char *j = tt_json("{\"a\":0,\"b\":2147483647}", "[]", NULL, NULL, NULL, NULL, NULL, NULL);
+    CHECK_INT(tt_load_json(j, &t), KVG_EPARSE);
+    CHECK(strstr(tt_err, "bad id") != NULL);
+    free(j);
+    j = tt_json("{\"a\":0,\"b\":16777216}", "[]", NULL, NULL, NULL, NULL, NULL, NULL);
+    CHECK_INT(tt_load_json(j, &t), KVG_EPARSE);
+    free(j);
+    j = tt_json("{\"a\":0,\"b\":70000}", "[]", NULL, NULL, NULL, NULL, NULL, NULL);
+    CHECK_INT(tt_load_json(j, &t), 0); /* sparse but plausible ids load */
+    kvg_tok_free(t);
+    free(j);
+}
+
 TEST(merge_errors)
 {
     struct kvg_tok *t = NULL;
