@@ -85,6 +85,7 @@ static int from_usage(const cJSON *us, struct kvg_usage *u)
     const cJSON *d = cJSON_GetObjectItemCaseSensitive(us, "prompt_tokens_details");
     int64_t ca = cJSON_IsObject(d) ? num(d, "cached_tokens") : -1;
     u->cached_tokens = KVG_MIN(KVG_MAX(ca, 0), u->prompt_tokens);
+    u->cached_found = ca >= 0;
     return 1;
 }
 

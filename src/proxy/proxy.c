@@ -385,7 +385,9 @@ static void check_prompt_tokens(struct proxy_req *pr, int status)
         u = *seen;
     else if (pr->sse || kvg_usage_scan_json(pr->body.data, pr->body.len, &u) != 1)
         return;
-    if (u.found) kvg_route_mode_usage(pr->pick.w, u.prompt_tokens, (int64_t)pr->ri.nids);
+    if (u.found)
+        kvg_route_mode_usage(pr->pick.w, u.prompt_tokens, u.cached_found ? u.cached_tokens : -1,
+                             (int64_t)pr->ri.nids, pr->ri.block_size);
 }
 
 static void up_done(void *ud, int err)

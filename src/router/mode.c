@@ -99,10 +99,15 @@ static int judge(struct kvg_worker *w, const struct kvg_route_mode_in *in,
                  (unsigned long long)st->restarts, (unsigned long long)st->decode_errors);
         return KVG_MODE_DEGRADED;
     }
-    uint64_t ok = atomic_load(&w->ok_requests);
-    if (!st->batches && ok >= lim->no_events_after) {
-        snprintf(why, cap, "KV events configured but none applied after %llu successful requests",
-                 (unsigned long long)ok);
+    /* Only answers that stored a new full block owed an event: one served
+     * from the engine's cache entirely did not. */
+    uint64_t ok = atomic_load(&w->ok_requests), nostore = atomic_load(&w->no_store_answers);
+    uint64_t owed = ok > nostore ? ok - nostore : 0;
+    if (!st->batches && owed >= lim->no_events_after) {
+        snprintf(why, cap,
+                 "KV events configured but none applied after %llu successful requests that "
+                 "stored new blocks",
+                 (unsigned long long)owed);
         return KVG_MODE_DEGRADED;
     }
     if (tok_bad) {
@@ -158,9 +163,12 @@ int kvg_route_mode_get(struct kvg_worker *w, char *reason, size_t cap)
     return mode;
 }
 
-void kvg_route_mode_usage(struct kvg_worker *w, int64_t engine_prompt, int64_t ours)
+void kvg_route_mode_usage(struct kvg_worker *w, int64_t engine_prompt, int64_t engine_cached,
+                          int64_t ours, uint32_t block_size)
 {
     if (engine_prompt <= 0 || ours < 0) return;
+    if (block_size && engine_cached >= 0 && engine_prompt - engine_cached < (int64_t)block_size)
+        atomic_fetch_add_explicit(&w->no_store_answers, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&w->usage_checks, 1, memory_order_relaxed);
     if (engine_prompt != ours)
         atomic_fetch_add_explicit(&w->usage_mismatches, 1, memory_order_relaxed);

@@ -60,8 +60,12 @@ int kvg_route_mode_update(struct kvg_worker *w, const struct kvg_route_mode_in *
 /* Copies w's current mode and reason (reason may be NULL). -1 before any
  * evaluation. */
 int kvg_route_mode_get(struct kvg_worker *w, char *reason, size_t cap);
-/* One answer's self-check: the engine said engine_prompt prompt tokens, kvgate
- * counted ours for the same request. Counts a check, and a mismatch. */
-void kvg_route_mode_usage(struct kvg_worker *w, int64_t engine_prompt, int64_t ours);
+/* One answer's self-check: the engine said engine_prompt prompt tokens (of
+ * which engine_cached, -1 unknown, came from its cache), kvgate counted ours
+ * for the same request. Counts a check, and a mismatch; and an answer that
+ * left fewer than block_size tokens uncached, which stored no new full block
+ * and so owed no KV event (a warm engine behind a fresh gateway). */
+void kvg_route_mode_usage(struct kvg_worker *w, int64_t engine_prompt, int64_t engine_cached,
+                          int64_t ours, uint32_t block_size);
 
 #endif

@@ -117,6 +117,7 @@ struct kvg_worker {
     _Atomic uint64_t pd_decode_requests;
     _Atomic uint64_t pd_encode_requests; /* EPD encode legs sent here */
     _Atomic uint64_t ok_requests;        /* requests it answered 2xx (pool release, KVG_OUT_OK) */
+    _Atomic uint64_t no_store_answers;   /* ... whose usage showed < 1 uncached block */
     _Atomic uint64_t usage_checks;       /* answers whose usage.prompt_tokens kvgate compared */
     _Atomic uint64_t usage_mismatches;   /* ... and found different from its own count */
 

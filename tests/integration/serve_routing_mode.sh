@@ -27,11 +27,11 @@ gateway() {
 }
 
 # send GW N: N chat requests, each a distinct 100-character prompt.
-send() {
+send() { # GW N [TAG]: N distinct prompts (TAG keeps them apart from another batch's)
   local i
   for i in $(seq 1 "$2"); do
     curl -s -o /dev/null -m 5 "$1/v1/chat/completions" \
-      -d "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"request $i: $(printf 'x%.0s' $(seq 1 90))\"}],\"max_tokens\":2}"
+      -d "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"request ${3:-}$i: $(printf 'x%.0s' $(seq 1 90))\"}],\"max_tokens\":2}"
   done
 }
 
@@ -75,7 +75,11 @@ check "the change is logged once" [ "$(grep -c 'routing mode exact -> degraded: 
 
 send "$SILENT" 10
 check "events configured, none yet after 10 answers: still exact" wait_mode "$SILENT" exact
-send "$SILENT" 12
+send "$SILENT" 10 # the same ten again: 20 answers, but the repeats stored nothing
+check "repeats served from the engine's cache owe no event: still exact" wait_mode "$SILENT" exact
+# Distinct from the first ten: a repeated prompt is served from the engine's
+# cache, stores no block and owes no event, so it does not count.
+send "$SILENT" 12 b
 check "events configured, none applied after 20+ answers: degraded" wait_mode "$SILENT" degraded
 check "degraded: the reason says no events were applied" grep -q "none applied after" <<<"$(mode_of "$SILENT")"
 

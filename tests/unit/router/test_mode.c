@@ -34,7 +34,7 @@ TEST(load_only_and_approximate)
     CHECK_INT(kvg_route_mode_get(w, why, sizeof why), KVG_MODE_APPROXIMATE);
     CHECK(strstr(why, "no KV events") != NULL);
     /* Token counts that differ do not degrade a view built from our own ids. */
-    for (int i = 0; i < 50; i++) kvg_route_mode_usage(w, 10, 11);
+    for (int i = 0; i < 50; i++) kvg_route_mode_usage(w, 10, -1, 11, 16);
     CHECK_INT(kvg_route_mode_update(w, &in, NULL), KVG_MODE_APPROXIMATE);
     CHECK_STR(kvg_route_mode_name(KVG_MODE_LOAD_ONLY), "load_only");
     kvg_worker_unref(w);
@@ -69,6 +69,20 @@ TEST(no_events_after_n_good_answers)
     CHECK_INT(kvg_route_mode_update(w, &in, NULL), KVG_MODE_DEGRADED);
     st.batches = 1;
     CHECK_INT(kvg_route_mode_update(w, &in, NULL), KVG_MODE_EXACT);
+    st.batches = 0;
+    /* Answers served from the engine's cache (under one block left to
+     * compute) stored nothing, so they owed no event: a warm engine behind a
+     * fresh gateway is not degraded for its silence. */
+    for (int i = 0; i < 15; i++) kvg_route_mode_usage(w, 100, 90, 100, 16);
+    CHECK_INT(kvg_route_mode_update(w, &in, NULL), KVG_MODE_EXACT);
+    kvg_route_mode_usage(w, 100, 84, 100, 16); /* 16 uncached: a full block stored */
+    kvg_route_mode_usage(w, 100, -1, 100, 16); /* cached not reported: it may have */
+    atomic_store(&w->ok_requests, 35);         /* 35 - 15 = 20 owed an event */
+    CHECK_INT(kvg_route_mode_update(w, &in, NULL), KVG_MODE_DEGRADED);
+    char why[200];
+    kvg_route_mode_get(w, why, sizeof why);
+    CHECK(strstr(why, "after 20 successful requests that stored new blocks") != NULL);
+    st.batches = 1;
     /* A worker the pool routes on events for, but which has none configured. */
     in.events = NULL;
     CHECK_INT(kvg_route_mode_update(w, &in, NULL), KVG_MODE_DEGRADED);
@@ -104,10 +118,10 @@ TEST(token_count_mismatch_share)
     struct kvg_kv_sub_stats st = {.batches = 5, .last_seq = 4, .active = 1};
     struct kvg_route_mode_in in = precise(&st, 1000);
     struct kvg_route_mode_limits lim = {.check_window = 100};
-    for (int i = 0; i < 95; i++) kvg_route_mode_usage(w, 100, 100);
-    for (int i = 0; i < 5; i++) kvg_route_mode_usage(w, 100, 101); /* 5%: a few */
+    for (int i = 0; i < 95; i++) kvg_route_mode_usage(w, 100, -1, 100, 16);
+    for (int i = 0; i < 5; i++) kvg_route_mode_usage(w, 100, -1, 101, 16); /* 5%: a few */
     CHECK_INT(kvg_route_mode_update(w, &in, &lim), KVG_MODE_EXACT);
-    for (int i = 0; i < 10; i++) kvg_route_mode_usage(w, 100, 90);
+    for (int i = 0; i < 10; i++) kvg_route_mode_usage(w, 100, -1, 90, 16);
     CHECK_INT(kvg_route_mode_update(w, &in, &lim), KVG_MODE_DEGRADED);
     char why[200];
     kvg_route_mode_get(w, why, sizeof why);
@@ -115,13 +129,13 @@ TEST(token_count_mismatch_share)
     CHECK_INT(atomic_load(&w->usage_mismatches), 15);
     /* Counts that agree again age the mismatches out (two windows). */
     for (int r = 0; r < 3; r++) {
-        for (int i = 0; i < 100; i++) kvg_route_mode_usage(w, 100, 100);
+        for (int i = 0; i < 100; i++) kvg_route_mode_usage(w, 100, -1, 100, 16);
         kvg_route_mode_update(w, &in, &lim);
     }
     CHECK_INT(kvg_route_mode_update(w, &in, &lim), KVG_MODE_EXACT);
     /* An engine that reports no usage (0) is not checked. */
     uint64_t c = atomic_load(&w->usage_checks);
-    kvg_route_mode_usage(w, 0, 12);
+    kvg_route_mode_usage(w, 0, -1, 12, 16);
     CHECK_INT(atomic_load(&w->usage_checks), c);
     kvg_worker_unref(w);
 }
