@@ -81,7 +81,14 @@ start_gw() { # policy[:nocache][@base] threads [serve args...]
   [ "$p1" != "$1" ] && bin=${KVG_COST_BASE_BIN:?POL@base needs KVG_COST_BASE_BIN}
   set -- "$p1" "${@:2}"
   local extra=(--worker-urls "${CURLS[@]}") pol=${1%%:*}
-  [ "$pol" = kv_aware ] && extra=(--worker-urls "${URLS[@]}" --kv-events-endpoints "${EPS[@]}")
+  if [ "$pol" = kv_aware ]; then
+    extra=(--worker-urls "${URLS[@]}" --kv-events-endpoints "${EPS[@]}")
+    # A gateway that subscribes to warm engines cannot index what they cached
+    # before it listened (a stored block's parent it never saw has no chained
+    # hash), so each kv_aware gateway starts with the engines' caches empty:
+    # its index then holds what they hold, and its lookups find it.
+    for u in "${URLS[@]}"; do curl -sf -o /dev/null -X POST "$u/reset_prefix_cache"; done
+  fi
   [ "$pol" != "$1" ] && extra+=(--tokenizer-cache-bytes 0)
   GWP=$(port)
   "$bin" serve --port "$GWP" --threads "$2" --policy "$pol" \
