@@ -25,6 +25,8 @@
 #include <string.h>
 
 #include "base/err.h"
+#include "base/json.h"
+#include "base/json_scan.h"
 #include "base/log.h"
 
 /* Quota state (a few KB): allocated only when a key with limits is used. */
@@ -239,14 +241,95 @@ int kvg_gate_authorize(struct kvg_gate_loop *gl, struct kvg_gate_req *gr,
     return 0;
 }
 
+/* Members that tell an engine where to move KV or encoder caches from or to
+ * (vLLM's NIXL and EC connectors, SGLang's bootstrap). kvgate's PD routing
+ * sets them on its legs; from a client they would point an engine at a host
+ * of the client's choosing, so they never reach one as sent. */
+static const char *const ENGINE_ONLY[] = {"kv_transfer_params", "ec_transfer_params",
+                                          "bootstrap_host", "bootstrap_port", "bootstrap_room"};
+
+static int engine_only(const char *k, size_t n)
+{
+    for (size_t i = 0; i < KVG_ARRAY_LEN(ENGINE_ONLY); i++)
+        if (strlen(ENGINE_ONLY[i]) == n && !memcmp(k, ENGINE_ONLY[i], n)) return 1;
+    return 0;
+}
+
+struct strip {
+    struct kvg_buf *out;
+    int kept, escaped;
+};
+
+static int keep_member(void *ud, const char *s, const struct kvg_json_member *m)
+{
+    struct strip *st = ud;
+    /* An escape or a raw control byte (cJSON's key ends at a NUL) makes the
+     * key's bytes differ from its text: no exact cut is possible. */
+    int opaque = m->key_escaped;
+    for (size_t i = m->key; i < m->key_end && !opaque; i++) opaque = (unsigned char)s[i] < 0x20;
+    if (opaque) st->escaped = 1;
+    if (opaque || engine_only(s + m->key, m->key_end - m->key)) return 0;
+    int rc = st->kept++ ? kvg_buf_append(st->out, ",", 1) : 0;
+    /* The member as the client wrote it, from its key's opening quote. */
+    return rc ? rc : kvg_buf_append(st->out, s + m->key - 1, m->val_end - (m->key - 1));
+}
+
+/* The client's body without ENGINE_ONLY members, into gr->fwd_body: 0 (the
+ * body had none: fwd_body stays empty), 1 (cut out, every other member as
+ * the client wrote it; only the whitespace between members goes),
+ * KVG_EPARSE (one is there but the body is not strict JSON or its keys are
+ * escaped, so the cut could not be exact: refused), or -ENOMEM. */
+static int strip_engine_only(struct kvg_gate_req *gr, const struct kvg_gate_request *rq)
+{
+    int found = 0;
+    for (const cJSON *it = rq->json ? rq->json->child : NULL; it && !found; it = it->next)
+        found = it->string && engine_only(it->string, strlen(it->string));
+    if (!found) return 0;
+    /* The cut follows the scan's reading of the bytes, which is cJSON's only
+     * for strict JSON: a lenient body (a BOM, control bytes as whitespace)
+     * is refused rather than cut where cJSON might not see the members. */
+    cJSON *strict = kvg_json_parse_strict(rq->body, rq->body_len);
+    int exact = cJSON_IsObject(strict);
+    cJSON_Delete(strict);
+    if (!exact) return KVG_EPARSE;
+    kvg_buf_init(&gr->fwd_body, 0);
+    struct strip st = {.out = &gr->fwd_body};
+    size_t open = 0, close = 0;
+    /* Everything before the brace, the kept members, then from the closing one. */
+    int rc = kvg_json_members(rq->body, rq->body_len, keep_member, &st, &open, &close);
+    if (!rc) {
+        struct kvg_buf b;
+        kvg_buf_init(&b, 0);
+        rc = kvg_buf_append(&b, rq->body, open + 1);
+        if (!rc) rc = kvg_buf_append(&b, gr->fwd_body.data, gr->fwd_body.len);
+        if (!rc) rc = kvg_buf_append(&b, rq->body + close, rq->body_len - close);
+        kvg_buf_free(&gr->fwd_body);
+        gr->fwd_body = b;
+    }
+    if (rc || st.escaped) {
+        kvg_buf_free(&gr->fwd_body);
+        return rc < 0 ? rc : KVG_EPARSE;
+    }
+    return 1;
+}
+
 /* Rewrites a stream request to ask for usage when the client did not: the
- * reconciliation needs the engine's count. */
+ * reconciliation needs the engine's count. Works on the body already
+ * stripped of engine-only members when there is one. */
 static void prepare_usage(struct kvg_gate_req *gr, const struct kvg_gate_request *rq)
 {
     if (!rq->stream) return;
-    kvg_buf_init(&gr->fwd_body, 0);
-    int rewrote = kvg_usage_request_rewrite(rq->body, rq->body_len, rq->json, &gr->fwd_body);
-    if (rewrote != 1) kvg_buf_free(&gr->fwd_body); /* forward the client's bytes as they are */
+    struct kvg_buf out;
+    kvg_buf_init(&out, 0);
+    int rewrote = gr->fwd_body.len
+                      ? kvg_usage_request_rewrite(gr->fwd_body.data, gr->fwd_body.len, NULL, &out)
+                      : kvg_usage_request_rewrite(rq->body, rq->body_len, rq->json, &out);
+    if (rewrote == 1) {
+        kvg_buf_free(&gr->fwd_body);
+        gr->fwd_body = out;
+    } else {
+        kvg_buf_free(&out); /* forward the body as it is */
+    }
     kvg_usage_sse_init(&gr->sse_filter, rewrote == 1, 0);
     gr->sse_filter_on = 1;
 }
@@ -415,6 +498,19 @@ void kvg_gate_admit(struct kvg_gate_req *gr, const struct kvg_gate_request *rq,
     struct kvg_gate *g = gr->gl->g;
     gr->cb = cb;
     gr->ud = ud;
+    int st = strip_engine_only(gr, rq);
+    if (st < 0) {
+        struct kvg_gate_deny d;
+        if (st == KVG_EPARSE)
+            deny(&d, 400, "invalid_request_error", "invalid_request",
+                 "kv_transfer_params, ec_transfer_params and bootstrap_* are set by kvgate, not "
+                 "by clients; in a body that is not strict JSON or has escaped keys they "
+                 "cannot be removed exactly.");
+        else
+            deny(&d, 500, "server_error", "out_of_memory", "out of memory");
+        cb(ud, &d);
+        return;
+    }
     struct kvg_quota_req qr = {0}; /* now_ms 0: the store reads the clock */
     if (gr->keys && gr->key &&
         kvg_keys_scopes(gr->keys, gr->key, gr->model, gr->model_len, &qr) > 0) {

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "base/err.h"
+#include "base/json_scan.h"
 #include "base/util.h"
 #include "gateway/usage.h"
 
@@ -96,81 +97,35 @@ int kvg_usage_from_cjson(const cJSON *root, struct kvg_usage *u)
 
 /* ---- the targeted scan of an answer: find the top-level "usage" ---- */
 
-static size_t skip_ws(const char *s, size_t n, size_t i)
-{
-    while (i < n && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r')) i++;
-    return i;
-}
+#define SCAN_ESCAPED 1 /* a key to decode: the full parse decides */
 
-/* s[i] is '"': the index after the closing quote, or n when unterminated.
- * *esc is set when the string holds an escape. */
-static size_t skip_string(const char *s, size_t n, size_t i, int *esc)
-{
-    for (i++; i < n;) {
-        const char *q = memchr(s + i, '"', n - i);
-        if (!q) return n;
-        size_t at = (size_t)(q - s), bs = 0;
-        while (at - bs > i && s[at - bs - 1] == '\\') bs++;
-        if (memchr(s + i, '\\', at - i)) *esc = 1;
-        i = at + 1;
-        if (bs % 2 == 0) return i;
-    }
-    return n;
-}
+struct usage_at {
+    size_t v, ve; /* the first "usage" member's value, ve 0 when none */
+};
 
-/* A value from s[i]: the index after it, or n when it does not end. */
-static size_t skip_value(const char *s, size_t n, size_t i)
+static int find_usage(void *ud, const char *s, const struct kvg_json_member *m)
 {
-    int esc = 0;
-    if (i < n && s[i] == '"') return skip_string(s, n, i, &esc);
-    if (i < n && (s[i] == '{' || s[i] == '[')) {
-        size_t depth = 0;
-        while (i < n) {
-            char c = s[i];
-            if (c == '"') {
-                i = skip_string(s, n, i, &esc);
-                continue;
-            }
-            if (c == '{' || c == '[') depth++;
-            if ((c == '}' || c == ']') && --depth == 0) return i + 1;
-            i++;
-        }
-        return n;
-    }
-    while (i < n && !strchr(",}] \t\r\n", s[i])) i++;
-    return i;
+    struct usage_at *at = ud;
+    if (m->key_escaped) return SCAN_ESCAPED;
+    if (!at->ve && m->key_end - m->key == 5 && !memcmp(s + m->key, "usage", 5))
+        at->v = m->val, at->ve = m->val_end;
+    return 0;
 }
 
 int kvg_usage_scan_json(const char *body, size_t len, struct kvg_usage *u)
 {
     const char *s = body ? body : "";
-    size_t n = body ? len : 0, i = skip_ws(s, n, 0), us = 0, ue = 0;
+    size_t n = body ? len : 0, i = 0;
+    while (i < n && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r')) i++;
     if (i == n || s[i] != '{') return kvg_usage_from_json(body, len, u); /* not an object */
-    i = skip_ws(s, n, i + 1);
-    while (i < n && s[i] != '}') {
-        int esc = 0;
-        if (s[i] != '"') return KVG_EPARSE;
-        size_t k = i + 1, ke = skip_string(s, n, i, &esc);
-        if (ke >= n) return KVG_EPARSE;
-        if (esc) return kvg_usage_from_json(body, len, u); /* a key to decode: the full parse */
-        i = skip_ws(s, n, ke);
-        if (i == n || s[i] != ':') return KVG_EPARSE;
-        size_t v = skip_ws(s, n, i + 1), ve = skip_value(s, n, v);
-        if (ve == v || ve >= n) return KVG_EPARSE;
-        if (!ue && ke - 1 - k == 5 && !memcmp(s + k, "usage", 5)) us = v, ue = ve;
-        i = skip_ws(s, n, ve);
-        if (i < n && s[i] == ',') {
-            i = skip_ws(s, n, i + 1);
-            if (i < n && s[i] == '}') return KVG_EPARSE; /* a trailing comma */
-        } else if (i == n || s[i] != '}') {
-            return KVG_EPARSE;
-        }
-    }
-    if (i == n) return KVG_EPARSE; /* what follows the object is ignored, as cJSON does */
-    if (!ue) return 0;
-    cJSON *j = cJSON_ParseWithLength(s + us, ue - us);
+    struct usage_at at = {0};
+    int rc = kvg_json_members(s, n, find_usage, &at, NULL, NULL);
+    if (rc == SCAN_ESCAPED) return kvg_usage_from_json(body, len, u);
+    if (rc) return KVG_EPARSE; /* what follows the object is ignored, as cJSON does */
+    if (!at.ve) return 0;
+    cJSON *j = cJSON_ParseWithLength(s + at.v, at.ve - at.v);
     if (!j) return KVG_EPARSE;
-    int rc = from_usage(j, u);
+    rc = from_usage(j, u);
     cJSON_Delete(j);
     return rc;
 }

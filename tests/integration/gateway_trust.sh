@@ -53,6 +53,18 @@ check "the client's key is not forwarded" [ "$(hdr authorization)" = "Bearer eng
 check "x-kvgate-* is not forwarded" [ "$(hdr x-kvgate-debug)" = - ]
 check "a header Connection names is not forwarded" [ "$(hdr x-secret)" = - ]
 check "other headers are" [ "$(hdr x-other)" = kept ]
+# Members that would point an engine's KV or encoder transfer at a host of the
+# client's choosing are cut out; every other member reaches the engine as
+# written (its bytes, so a 20-digit seed is not rounded through a double).
+EVIL='{"model":"m", "prompt":"x","kv_transfer_params":{"do_remote_prefill":true,"remote_host":"10.9.9.9","remote_port":1},"max_tokens":1 ,"bootstrap_host":"10.9.9.9","bootstrap_room":7,"ec_transfer_params":{"mm_hashes":["h"]},"seed":12345678901234567890}'
+check "engine-only members: answered" [ "$(code "$G/v1/completions" -H "authorization: Bearer $KU" -d "$EVIL")" = 200 ]
+body_seen() { /usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["body"])' "$TMP/b"; }
+check "... the engine got the body without them, the other members as sent" \
+  [ "$(body_seen)" = '{"model":"m","prompt":"x","max_tokens":1,"seed":12345678901234567890}' ]
+check "a body without them is forwarded as sent" [ "$(code "$G/v1/completions" -H "authorization: Bearer $KU" -d '{"model":"m","prompt":"x" , "max_tokens":1}')" = 200 ]
+check "... byte for byte" [ "$(body_seen)" = '{"model":"m","prompt":"x" , "max_tokens":1}' ]
+check "an escaped engine-only key: 400" [ "$(code "$G/v1/completions" -H "authorization: Bearer $KU" -d '{"model":"m","prompt":"x","kv\u005ftransfer_params":{"remote_host":"10.9.9.9"}}')" = 400 ]
+check "... OpenAI-style, naming the members" grep -q '"type":"invalid_request_error".*\|kv_transfer_params' "$TMP/b"
 
 # 3. Priorities.
 sp() { code "$G/v1/completions" -H "authorization: Bearer $KS" -H "x-kvgate-priority: $1" -d '{"model":"m","prompt":"x","max_tokens":1}'; }
