@@ -242,11 +242,15 @@ int kvg_gate_authorize(struct kvg_gate_loop *gl, struct kvg_gate_req *gr,
 }
 
 /* Members that tell an engine where to move KV or encoder caches from or to
- * (vLLM's NIXL and EC connectors, SGLang's bootstrap). kvgate's PD routing
- * sets them on its legs; from a client they would point an engine at a host
- * of the client's choosing, so they never reach one as sent. */
-static const char *const ENGINE_ONLY[] = {"kv_transfer_params", "ec_transfer_params",
-                                          "bootstrap_host", "bootstrap_port", "bootstrap_room"};
+ * (vLLM's NIXL and EC connectors, SGLang's bootstrap), or which of its
+ * data-parallel ranks runs the request. kvgate sets them on its PD legs and
+ * rank workers; from a client the first would point an engine at a host of
+ * the client's choosing, the second would run the request on a rank other
+ * than the one kvgate picked and recorded its blocks on. They never reach an
+ * engine as sent. */
+static const char *const ENGINE_ONLY[] = {
+    "kv_transfer_params", "ec_transfer_params", "bootstrap_host", "bootstrap_port",
+    "bootstrap_room",     "data_parallel_rank", "routed_dp_rank"};
 
 static int engine_only(const char *k, size_t n)
 {
@@ -503,8 +507,9 @@ void kvg_gate_admit(struct kvg_gate_req *gr, const struct kvg_gate_request *rq,
         struct kvg_gate_deny d;
         if (st == KVG_EPARSE)
             deny(&d, 400, "invalid_request_error", "invalid_request",
-                 "kv_transfer_params, ec_transfer_params and bootstrap_* are set by kvgate, not "
-                 "by clients; in a body that is not strict JSON or has escaped keys they "
+                 "kv_transfer_params, ec_transfer_params, bootstrap_* and data_parallel_rank "
+                 "are set by kvgate, not by clients; in a body that is not strict JSON or has "
+                 "escaped keys they "
                  "cannot be removed exactly.");
         else
             deny(&d, 500, "server_error", "out_of_memory", "out of memory");

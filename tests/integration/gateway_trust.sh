@@ -56,7 +56,7 @@ check "other headers are" [ "$(hdr x-other)" = kept ]
 # Members that would point an engine's KV or encoder transfer at a host of the
 # client's choosing are cut out; every other member reaches the engine as
 # written (its bytes, so a 20-digit seed is not rounded through a double).
-EVIL='{"model":"m", "prompt":"x","kv_transfer_params":{"do_remote_prefill":true,"remote_host":"10.9.9.9","remote_port":1},"max_tokens":1 ,"bootstrap_host":"10.9.9.9","bootstrap_room":7,"ec_transfer_params":{"mm_hashes":["h"]},"seed":12345678901234567890}'
+EVIL='{"model":"m", "prompt":"x","kv_transfer_params":{"do_remote_prefill":true,"remote_host":"10.9.9.9","remote_port":1},"max_tokens":1 ,"bootstrap_host":"10.9.9.9","bootstrap_room":7,"ec_transfer_params":{"mm_hashes":["h"]},"seed":12345678901234567890,"data_parallel_rank":3}'
 check "engine-only members: answered" [ "$(code "$G/v1/completions" -H "authorization: Bearer $KU" -d "$EVIL")" = 200 ]
 body_seen() { /usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["body"])' "$TMP/b"; }
 check "... the engine got the body without them, the other members as sent" \
