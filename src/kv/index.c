@@ -422,6 +422,24 @@ static int apply_copy(struct kvg_kv_index *idx, uint32_t slot, const struct kvg_
 
 /* BlockRemoved: from its tier, both classes (the group key tells groups
  * apart). */
+/* Prefetch distances of the BlockRemoved loop, in hashes, per stage of
+ * kvg_kv_tab_prefetch_remove (bucket, entry, node, node bucket). */
+static const uint32_t RM_AHEAD[4] = {16, 8, 4, 2};
+
+static void remove_prefetch(const struct kvg_kv_index *idx, uint32_t slot,
+                            const struct kvg_kv_event *ev, const uint64_t *eh, uint32_t h)
+{
+    for (int s = 0; s < 4; s++) {
+        uint32_t a = h + RM_AHEAD[s];
+        if (a >= ev->n_hashes) continue;
+        uint64_t key = group_key(eh[a], ev->group_idx);
+        for (int c = 0; c < NTAB; c += AUX) {
+            const struct kvg_kv_tab *t = &idx->t[(int)ev->tier + c];
+            if (t->w[slot].count) kvg_kv_tab_prefetch_remove(t, slot, key, s);
+        }
+    }
+}
+
 static uint32_t remove_hash(struct kvg_kv_index *idx, uint32_t slot, const struct kvg_kv_event *ev,
                             uint64_t h)
 {
@@ -485,6 +503,7 @@ int kvg_kv_index_apply(struct kvg_kv_index *idx, uint32_t slot, struct kvg_kv_ba
         }
         case KVG_KV_EV_REMOVED:
             for (uint32_t h = 0; h < ev->n_hashes && !rc; h++) {
+                remove_prefetch(idx, slot, ev, eh, h);
                 res->removed_blocks += remove_hash(idx, slot, ev, eh[h]);
                 if (++budget >= KVG_KV_APPLY_CHUNK) {
                     relock(idx);

@@ -384,6 +384,38 @@ static uint32_t key_scan(const struct kvg_kv_tab *t, uint32_t i, uint64_t key, i
     return KVG_KV_NIL;
 }
 
+/* The removal path's misses, staged so that each stage only reads what an
+ * earlier stage (a few keys before) has fetched: 0 the key's bucket, 1 its
+ * first entry, 2 the matching entry's node and list neighbours, 3 the
+ * node's bucket. Hints only: an entry still in an old bucket is skipped. */
+void kvg_kv_tab_prefetch_remove(const struct kvg_kv_tab *t, uint32_t w, uint64_t key, int stage)
+{
+    const struct kvg_kv_chain *c = &t->w[w].kc;
+    if (!c->b) return;
+    const uint32_t *h = &c->b[bucket(key, c->mask)];
+    if (stage == 0) {
+        __builtin_prefetch(h);
+        return;
+    }
+    if (*h == KVG_KV_NIL) return;
+    if (stage == 1) {
+        __builtin_prefetch(E(t, *h));
+        return;
+    }
+    uint32_t i = key_scan(t, *h, key, 0);
+    if (i == KVG_KV_NIL) return;
+    const struct kvg_kv_entry *e = E(t, i);
+    const struct kvg_kv_node *n = N(t, e->node & KVG_KV_NODE_MASK);
+    if (stage == 2) {
+        __builtin_prefetch(n);
+        __builtin_prefetch(&n->bits[w / 64]);
+        if (e->prev != KVG_KV_NIL) __builtin_prefetch(E(t, e->prev));
+        if (e->next != KVG_KV_NIL) __builtin_prefetch(E(t, e->next));
+        return;
+    }
+    __builtin_prefetch(&t->nc.b[bucket(n->key, t->nc.mask)]);
+}
+
 uint32_t kvg_kv_tab_key_find_at(const struct kvg_kv_tab *t, uint32_t w, uint64_t key, uint64_t seq)
 {
     const struct kvg_kv_chain *c = &t->w[w].kc;

@@ -147,6 +147,9 @@ uint32_t kvg_kv_tab_find_node(const struct kvg_kv_tab *t, uint64_t seq);
  * callers know a whole event's keys ahead and can overlap the misses. */
 void kvg_kv_tab_prefetch_key(const struct kvg_kv_tab *t, uint32_t w, uint64_t key);
 void kvg_kv_tab_prefetch_node(const struct kvg_kv_tab *t, uint64_t seq);
+/* Cache hints for a coming kvg_kv_tab_remove_key(t, w, key), in stages 0..3
+ * issued a few keys apart, earliest stage furthest ahead (see table.c). */
+void kvg_kv_tab_prefetch_remove(const struct kvg_kv_tab *t, uint32_t w, uint64_t key, int stage);
 /* Entry of worker w with this key; want_last picks the one flagged LAST. */
 uint32_t kvg_kv_tab_key_find(const struct kvg_kv_tab *t, uint32_t w, uint64_t key, int want_last);
 /* Every entry of worker w with this key (the router blocks of one engine
