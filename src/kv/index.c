@@ -310,6 +310,22 @@ static int is_own_hash(const struct kvg_kv_batch *b, const struct kvg_kv_event *
 /* Inserts one BlockStored whose local hashes are in seq[0..R). Called with
  * the lock held; may release and retake it between chunks (*budget counts
  * the blocks done in this hold). Returns 0, KVG_ENOTFOUND or -ENOMEM. */
+/* Prefetch distances of the BlockStored loop (it runs deepest first), in
+ * blocks, per chain depth (kvg_kv_tab_prefetch_node / _key). */
+static const uint32_t ST_AHEAD[4] = {16, 11, 7, 3};
+
+static void store_prefetch(const struct kvg_kv_tab *t, uint32_t slot, const struct kvg_kv_event *ev,
+                           const uint64_t *eh, uint32_t k, const uint64_t *seq, uint32_t r)
+{
+    for (int d = 0; d < 4; d++) {
+        if (r < ST_AHEAD[d]) continue;
+        uint32_t a = r - ST_AHEAD[d];
+        kvg_kv_tab_prefetch_node(t, seq[a], d);
+        if (d < KVG_KV_PF_KEY_DEPTH)
+            kvg_kv_tab_prefetch_key(t, slot, group_key(eh[a / k], ev->group_idx), d);
+    }
+}
+
 static int apply_stored(struct kvg_kv_index *idx, uint32_t slot, const struct kvg_kv_batch *b,
                         const struct kvg_kv_event *ev, uint32_t k, uint64_t *seq,
                         struct kvg_kv_apply_result *res, uint32_t *budget)
@@ -351,10 +367,7 @@ static int apply_stored(struct kvg_kv_index *idx, uint32_t slot, const struct kv
         uint64_t key = group_key(eh[i], ev->group_idx);
         uint32_t flags =
             (j == k - 1 ? KVG_KV_LAST : 0) | (salted || r >= salt_from ? KVG_KV_SALTED : 0);
-        if (r >= 8) { /* overlap the cache misses of the next blocks */
-            kvg_kv_tab_prefetch_node(t, seq[r - 8]);
-            kvg_kv_tab_prefetch_key(t, slot, group_key(eh[(r - 8) / k], ev->group_idx));
-        }
+        store_prefetch(t, slot, ev, eh, k, seq, r);
         uint32_t e = kvg_kv_tab_key_find_at(t, slot, key, seq[r]);
         if (e != KVG_KV_NIL) { /* stored again: refresh */
             kvg_kv_tab_touch(t, slot, e, idx->clock);
@@ -423,13 +436,13 @@ static int apply_copy(struct kvg_kv_index *idx, uint32_t slot, const struct kvg_
 /* BlockRemoved: from its tier, both classes (the group key tells groups
  * apart). */
 /* Prefetch distances of the BlockRemoved loop, in hashes, per stage of
- * kvg_kv_tab_prefetch_remove (bucket, entry, node, node bucket). */
-static const uint32_t RM_AHEAD[4] = {16, 8, 4, 2};
+ * kvg_kv_tab_prefetch_remove (key chain, node and neighbours, node chain). */
+static const uint32_t RM_AHEAD[KVG_KV_PF_REMOVE_STAGES] = {16, 14, 12, 10, 7, 4, 2};
 
 static void remove_prefetch(const struct kvg_kv_index *idx, uint32_t slot,
                             const struct kvg_kv_event *ev, const uint64_t *eh, uint32_t h)
 {
-    for (int s = 0; s < 4; s++) {
+    for (int s = 0; s < KVG_KV_PF_REMOVE_STAGES; s++) {
         uint32_t a = h + RM_AHEAD[s];
         if (a >= ev->n_hashes) continue;
         uint64_t key = group_key(eh[a], ev->group_idx);

@@ -362,17 +362,6 @@ uint32_t kvg_kv_tab_find_node(const struct kvg_kv_tab *t, uint64_t seq)
     return i;
 }
 
-void kvg_kv_tab_prefetch_key(const struct kvg_kv_tab *t, uint32_t w, uint64_t key)
-{
-    const struct kvg_kv_chain *c = &t->w[w].kc;
-    if (c->b) __builtin_prefetch(&c->b[bucket(key, c->mask)]);
-}
-
-void kvg_kv_tab_prefetch_node(const struct kvg_kv_tab *t, uint64_t seq)
-{
-    __builtin_prefetch(&t->nc.b[bucket(seq, t->nc.mask)]);
-}
-
 static uint32_t key_scan(const struct kvg_kv_tab *t, uint32_t i, uint64_t key, int want_last)
 {
     uint32_t lo = (uint32_t)key, hi = (uint32_t)(key >> 32);
@@ -384,36 +373,85 @@ static uint32_t key_scan(const struct kvg_kv_tab *t, uint32_t i, uint64_t key, i
     return KVG_KV_NIL;
 }
 
-/* The removal path's misses, staged so that each stage only reads what an
- * earlier stage (a few keys before) has fetched: 0 the key's bucket, 1 its
- * first entry, 2 the matching entry's node and list neighbours, 3 the
- * node's bucket. Hints only: an entry still in an old bucket is skipped. */
+/* Chain prefetches by depth: 0 fetches the bucket, d >= 1 walks the first
+ * d - 1 items (fetched by the call of depth d - 1 a few keys earlier) and
+ * fetches item d, unless the walk met the key or the end. A chain walk is a
+ * series of dependent misses; issued at decreasing distances ahead, the
+ * depths overlap them with the work on the keys in between. Hints only: a
+ * key still in an old bucket (mid-doubling) is not followed there. */
+static uint32_t node_chain_at(const struct kvg_kv_tab *t, uint64_t seq, uint32_t stop, int depth)
+{
+    uint32_t i = t->nc.b[bucket(seq, t->nc.mask)];
+    for (int d = 1; d < depth && i != KVG_KV_NIL; d++) {
+        const struct kvg_kv_node *n = N(t, i);
+        if (i == stop || n->key == seq) return KVG_KV_NIL;
+        i = n->next;
+    }
+    return i;
+}
+
+void kvg_kv_tab_prefetch_node(const struct kvg_kv_tab *t, uint64_t seq, int depth)
+{
+    if (!depth) {
+        __builtin_prefetch(&t->nc.b[bucket(seq, t->nc.mask)]);
+        return;
+    }
+    uint32_t i = node_chain_at(t, seq, KVG_KV_NIL, depth);
+    if (i != KVG_KV_NIL) __builtin_prefetch(N(t, i));
+}
+
+static uint32_t key_chain_at(const struct kvg_kv_tab *t, const struct kvg_kv_chain *c, uint64_t key,
+                             int depth)
+{
+    uint32_t i = c->b[bucket(key, c->mask)];
+    for (int d = 1; d < depth && i != KVG_KV_NIL; d++) {
+        const struct kvg_kv_entry *e = E(t, i);
+        if (kvg_kv_entry_key(e) == key) return KVG_KV_NIL;
+        i = e->chain;
+    }
+    return i;
+}
+
+void kvg_kv_tab_prefetch_key(const struct kvg_kv_tab *t, uint32_t w, uint64_t key, int depth)
+{
+    const struct kvg_kv_chain *c = &t->w[w].kc;
+    if (!c->b) return;
+    if (!depth) {
+        __builtin_prefetch(&c->b[bucket(key, c->mask)]);
+        return;
+    }
+    uint32_t i = key_chain_at(t, c, key, depth);
+    if (i != KVG_KV_NIL) __builtin_prefetch(E(t, i));
+}
+
 void kvg_kv_tab_prefetch_remove(const struct kvg_kv_tab *t, uint32_t w, uint64_t key, int stage)
 {
     const struct kvg_kv_chain *c = &t->w[w].kc;
     if (!c->b) return;
-    const uint32_t *h = &c->b[bucket(key, c->mask)];
-    if (stage == 0) {
-        __builtin_prefetch(h);
+    if (stage < KVG_KV_PF_KEY_DEPTH) {
+        kvg_kv_tab_prefetch_key(t, w, key, stage);
         return;
     }
-    if (*h == KVG_KV_NIL) return;
-    if (stage == 1) {
-        __builtin_prefetch(E(t, *h));
-        return;
-    }
-    uint32_t i = key_scan(t, *h, key, 0);
-    if (i == KVG_KV_NIL) return;
-    const struct kvg_kv_entry *e = E(t, i);
-    const struct kvg_kv_node *n = N(t, e->node & KVG_KV_NODE_MASK);
-    if (stage == 2) {
+    uint32_t ei = key_scan(t, c->b[bucket(key, c->mask)], key, 0);
+    if (ei == KVG_KV_NIL) return;
+    const struct kvg_kv_entry *e = E(t, ei);
+    uint32_t ni = e->node & KVG_KV_NODE_MASK;
+    const struct kvg_kv_node *n = N(t, ni);
+    if (stage == KVG_KV_PF_KEY_DEPTH) { /* what kvg_kv_tab_remove writes */
         __builtin_prefetch(n);
         __builtin_prefetch(&n->bits[w / 64]);
         if (e->prev != KVG_KV_NIL) __builtin_prefetch(E(t, e->prev));
         if (e->next != KVG_KV_NIL) __builtin_prefetch(E(t, e->next));
         return;
     }
-    __builtin_prefetch(&t->nc.b[bucket(n->key, t->nc.mask)]);
+    /* The node's chain up to the node: its unlink walks it. */
+    int depth = stage - KVG_KV_PF_KEY_DEPTH - 1;
+    if (!depth) {
+        __builtin_prefetch(&t->nc.b[bucket(n->key, t->nc.mask)]);
+        return;
+    }
+    uint32_t i = node_chain_at(t, n->key, ni, depth);
+    if (i != KVG_KV_NIL) __builtin_prefetch(N(t, i));
 }
 
 uint32_t kvg_kv_tab_key_find_at(const struct kvg_kv_tab *t, uint32_t w, uint64_t key, uint64_t seq)

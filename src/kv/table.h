@@ -144,11 +144,17 @@ void kvg_kv_tab_worker_close(struct kvg_kv_tab *t, uint32_t w);
 
 uint32_t kvg_kv_tab_find_node(const struct kvg_kv_tab *t, uint64_t seq);
 /* Cache hints for a coming find/add/remove by key or by sequence hash: the
- * callers know a whole event's keys ahead and can overlap the misses. */
-void kvg_kv_tab_prefetch_key(const struct kvg_kv_tab *t, uint32_t w, uint64_t key);
-void kvg_kv_tab_prefetch_node(const struct kvg_kv_tab *t, uint64_t seq);
-/* Cache hints for a coming kvg_kv_tab_remove_key(t, w, key), in stages 0..3
- * issued a few keys apart, earliest stage furthest ahead (see table.c). */
+ * callers know a whole event's keys ahead and can overlap the misses. Each
+ * walks a chain to a depth: 0 fetches the bucket, d >= 1 the chain's item d
+ * (the items before it having been fetched by depth d - 1 earlier).
+ * Removal: stages 0 .. KVG_KV_PF_KEY_DEPTH - 1 walk the key chain, the next
+ * fetches the entry's node and list neighbours, the next the node's bucket
+ * and the last KVG_KV_PF_REMOVE_STAGES - KVG_KV_PF_KEY_DEPTH - 2 the node's
+ * chain. Earliest stage furthest ahead. */
+#define KVG_KV_PF_KEY_DEPTH 3
+#define KVG_KV_PF_REMOVE_STAGES 7
+void kvg_kv_tab_prefetch_key(const struct kvg_kv_tab *t, uint32_t w, uint64_t key, int depth);
+void kvg_kv_tab_prefetch_node(const struct kvg_kv_tab *t, uint64_t seq, int depth);
 void kvg_kv_tab_prefetch_remove(const struct kvg_kv_tab *t, uint32_t w, uint64_t key, int stage);
 /* Entry of worker w with this key; want_last picks the one flagged LAST. */
 uint32_t kvg_kv_tab_key_find(const struct kvg_kv_tab *t, uint32_t w, uint64_t key, int want_last);
