@@ -312,14 +312,15 @@ static int is_own_hash(const struct kvg_kv_batch *b, const struct kvg_kv_event *
  * the blocks done in this hold). Returns 0, KVG_ENOTFOUND or -ENOMEM. */
 /* Prefetch distances of the BlockStored loop (it runs deepest first), in
  * blocks, per chain depth (kvg_kv_tab_prefetch_node / _key). */
-static const uint32_t ST_AHEAD[4] = {16, 11, 7, 3};
+static const int64_t ST_AHEAD[4] = {16, 11, 7, 3};
 
 static void store_prefetch(const struct kvg_kv_tab *t, uint32_t slot, const struct kvg_kv_event *ev,
-                           const uint64_t *eh, uint32_t k, const uint64_t *seq, uint32_t r)
+                           const uint64_t *eh, uint32_t k, const uint64_t *seq, uint32_t R,
+                           int64_t r)
 {
     for (int d = 0; d < 4; d++) {
-        if (r < ST_AHEAD[d]) continue;
-        uint32_t a = r - ST_AHEAD[d];
+        int64_t a = r - ST_AHEAD[d];
+        if (a < 0 || a >= R) continue;
         kvg_kv_tab_prefetch_node(t, seq[a], d);
         if (d < KVG_KV_PF_KEY_DEPTH)
             kvg_kv_tab_prefetch_key(t, slot, group_key(eh[a / k], ev->group_idx), d);
@@ -361,13 +362,15 @@ static int apply_stored(struct kvg_kv_index *idx, uint32_t slot, const struct kv
         if (r == salt_from) seq[r] = kvg_kv_seq_salted(seq[r], salt);
     }
     const uint64_t *eh = b->hashes + ev->hash_off;
+    for (int64_t r = (int64_t)R - 1 + ST_AHEAD[0]; r >= R; r--)
+        store_prefetch(t, slot, ev, eh, k, seq, R, r);
     /* Deepest first, so that the chain's head ends up newest in the list. */
     for (uint32_t r = R; r-- > 0;) {
         uint32_t i = r / k, j = r % k;
         uint64_t key = group_key(eh[i], ev->group_idx);
         uint32_t flags =
             (j == k - 1 ? KVG_KV_LAST : 0) | (salted || r >= salt_from ? KVG_KV_SALTED : 0);
-        store_prefetch(t, slot, ev, eh, k, seq, r);
+        store_prefetch(t, slot, ev, eh, k, seq, R, r);
         uint32_t e = kvg_kv_tab_key_find_at(t, slot, key, seq[r]);
         if (e != KVG_KV_NIL) { /* stored again: refresh */
             kvg_kv_tab_touch(t, slot, e, idx->clock);
@@ -437,14 +440,14 @@ static int apply_copy(struct kvg_kv_index *idx, uint32_t slot, const struct kvg_
  * apart). */
 /* Prefetch distances of the BlockRemoved loop, in hashes, per stage of
  * kvg_kv_tab_prefetch_remove (key chain, node and neighbours, node chain). */
-static const uint32_t RM_AHEAD[KVG_KV_PF_REMOVE_STAGES] = {16, 14, 12, 10, 7, 4, 2};
+static const int64_t RM_AHEAD[KVG_KV_PF_REMOVE_STAGES] = {24, 20, 16, 12, 8, 5, 2};
 
 static void remove_prefetch(const struct kvg_kv_index *idx, uint32_t slot,
-                            const struct kvg_kv_event *ev, const uint64_t *eh, uint32_t h)
+                            const struct kvg_kv_event *ev, const uint64_t *eh, int64_t h)
 {
     for (int s = 0; s < KVG_KV_PF_REMOVE_STAGES; s++) {
-        uint32_t a = h + RM_AHEAD[s];
-        if (a >= ev->n_hashes) continue;
+        int64_t a = h + RM_AHEAD[s];
+        if (a < 0 || a >= ev->n_hashes) continue;
         uint64_t key = group_key(eh[a], ev->group_idx);
         for (int c = 0; c < NTAB; c += AUX) {
             const struct kvg_kv_tab *t = &idx->t[(int)ev->tier + c];
@@ -515,6 +518,8 @@ int kvg_kv_index_apply(struct kvg_kv_index *idx, uint32_t slot, struct kvg_kv_ba
             break;
         }
         case KVG_KV_EV_REMOVED:
+            /* The first hashes' stages, then each hash's further ones. */
+            for (int64_t h = -RM_AHEAD[0]; h < 0; h++) remove_prefetch(idx, slot, ev, eh, h);
             for (uint32_t h = 0; h < ev->n_hashes && !rc; h++) {
                 remove_prefetch(idx, slot, ev, eh, h);
                 res->removed_blocks += remove_hash(idx, slot, ev, eh[h]);
