@@ -13,10 +13,11 @@
  *   - the profile corrected by what the gateway observes (Dynamo's
  *     correction factors, but on the SLO itself): see correct() below;
  *   - the reactive floor: prompt tokens waiting (engines and the gateway
- *     queue) that the pool must clear within the TTFT target;
+ *     queue) drained within a minute on top of the window's load, against
+ *     the replicas ready and starting, growing the pool at most twofold an
+ *     interval: see backlog_floor() below;
  *   - replicas already starting count: the deficit is against ready +
- *     starting, and while some start, a growing backlog alone adds nothing
- *     (it is what they are coming for) unless it outgrows them by half;
+ *     starting;
  *   - a young replica (empty prefix cache) and every one still to come is
  *     priced at 1 - cold_cache_penalty of a replica;
  *   - starting replicas the last minute's need no longer justifies are
@@ -146,17 +147,60 @@ static double forecast(const struct kvp *q, double now, double horizon)
 
 /* The profile's correction on the SLO the gateway observes. A one-replica
  * profile misjudges a pool both ways (multiplexing, routing, cache), so the
- * factor is learned, with two guards that keep it a measure of capacity:
+ * factor is learned:
  *   - up (each replica worth less, 2% an interval, to 2x) when the last
  *     minute's misses pass 80% of the error budget (1 - slo_goal), and not
  *     while replicas start (misses then are the ramp's, which the forecast
  *     answers): a minute's memory, so a burst's misses stop raising it
  *     once the burst is over;
  *   - down (1% an interval, to 0.5x) when misses stay under 40% of the
- *     budget, but never below what the pool in service proves: few misses
- *     on a pool held above its size (hysteresis, a trough) say nothing about
- *     a tighter one, so the factor stops where the pool as it is would be
- *     the planner's own answer. */
+ *     budget. How far depends on the pool; see correct_split() for a
+ *     prefill or decode pool. An aggregated pool goes no lower than what
+ *     the pool in service proves: few misses on a pool held above its size
+ *     (hysteresis, a trough) say nothing about a tighter one, so the factor
+ *     stops where the pool as it is would be the planner's own answer,
+ *     which lets the hysteresis try one replica fewer: an aggregated pool
+ *     meets its SLO well above its one-replica profile (on the offline
+ *     day the factor sits at 0.52-0.64x) and this is how it finds that;
+ *     the split-pool rule there kept it at 1 and cost GPU-hours. */
+static void correct(struct kvp *q, const struct kvg_autoscale_signals *s, double raw, double goal,
+                    double interval);
+
+/* A prefill or decode pool learns only from intervals that can say
+ * something about its capacity. u is the window's load over the ready
+ * replicas' profiled capacity (raw / ready):
+ *   - up only while the pool runs near what it is believed to hold (corr x
+ *     u >= KV_UP_UTIL): misses on a pool far under that are not its own
+ *     capacity's but the other pool's (TTFT includes the wait for a decode
+ *     replica) or a backlog's;
+ *   - down only while u >= KV_LEARN_UTIL, and never below 1 / u: a pool
+ *     meeting the SLO at u proves a replica holds u of its profile, no
+ *     more. A lightly loaded pool (a trough, a pool held above its size)
+ *     proves nothing: learning "capacity is higher than profiled" from its
+ *     low latency drifted the prefill factor to 0.56x through the quiet
+ *     hours, and the morning ramp, sized by it, built a backlog. The
+ *     aggregated rule's step ahead of the proof (one replica fewer at
+ *     down_util) is what does that on a pool this small, whose prefill
+ *     knee is sharp;
+ *   - otherwise it holds; a factor above 1 decays toward 1 (1% an
+ *     interval) while misses stay low, giving the slack back. */
+#define KV_UP_UTIL 0.7
+#define KV_LEARN_UTIL 0.8
+
+static void correct_split(struct kvp *q, const struct kvg_autoscale_signals *s, double raw,
+                          double budget)
+{
+    double u = raw / (double)s->ready;
+    if (q->miss > budget * 0.8) {
+        if (q->corr * u >= KV_UP_UTIL) q->corr = fmin(2.0, q->corr * 1.02);
+    } else if (q->miss < budget * 0.4) {
+        if (u >= KV_LEARN_UTIL && q->corr > 1 / u)
+            q->corr = fmax(fmax(0.5, 1 / u), q->corr * 0.99);
+        else if (q->corr > 1)
+            q->corr = fmax(1.0, q->corr * 0.99);
+    }
+}
+
 static void correct(struct kvp *q, const struct kvg_autoscale_signals *s, double raw, double goal,
                     double interval)
 {
@@ -167,6 +211,10 @@ static void correct(struct kvp *q, const struct kvg_autoscale_signals *s, double
     }
     if (q->miss < 0 || s->starting > 0) return;
     double budget = 1 - goal;
+    if (o->role != KVG_AUTOSCALE_AGGREGATED) {
+        if (s->ready > 0 && raw > 0) correct_split(q, s, raw, budget);
+        return;
+    }
     if (q->miss > budget * 0.8) {
         q->corr = fmin(2.0, q->corr * 1.02);
     } else if (q->miss < budget * 0.4 && s->ready > 0 && raw > 0) {
@@ -177,6 +225,28 @@ static void correct(struct kvp *q, const struct kvg_autoscale_signals *s, double
         if (c < proven) c = fmin(q->corr, proven);
         q->corr = c;
     }
+}
+
+/* The backlog floor: the replicas that carry the window's load and drain
+ * the waiting uncached prompt work (backlog_rs replica-seconds, corrected)
+ * within KV_DRAIN_S: load + backlog_rs / KV_DRAIN_S, against the replicas
+ * ready and starting (the starting ones are what the backlog waits for:
+ * they count, and the floor keeps them from being cancelled). None when the
+ * ready ones do it. At most twice the pool per interval, so one interval's
+ * backlog cannot order the cap before what it already ordered has had a
+ * chance. Sized on the TTFT target instead (drain it within 1 s), a backlog
+ * the pool clears in seconds ordered dozens of replicas that came minutes
+ * later. */
+#define KV_DRAIN_S 60.0
+
+static double backlog_floor(const struct kvg_autoscale_signals *s, double backlog_rs, double load)
+{
+    if (!(backlog_rs > 0)) return 0;
+    double n = load + backlog_rs / KV_DRAIN_S;
+    if (n <= (double)s->ready) return 0;
+    double cur = (double)(s->ready + s->starting);
+    double bound = 2 * (cur > 1 ? cur : 1);
+    return n < bound ? n : bound;
 }
 
 static int kvgate_plan(struct kvg_autoscale_planner *p, const struct kvg_autoscale_signals *s,
@@ -199,14 +269,16 @@ static int kvgate_plan(struct kvg_autoscale_planner *p, const struct kvg_autosca
     double fc = q->corr * forecast(q, s->now, lead + interval);
     d->horizon_s = lead + interval;
     d->forecast = fc;
-    /* Reactive floor: the waiting prompt tokens cleared within the TTFT target. */
+    /* Reactive floor: the waiting prompt work drained by the replicas that
+     * will be ready (see backlog_floor()); decode's own share of the window. */
     double backlog = 0;
-    if (o->prof.prefill_tps > 0 && o->role != KVG_AUTOSCALE_DECODE)
-        backlog = s->inflight_prompt_tokens * (1 - hit) / (o->prof.prefill_tps * o->ttft_target_s);
+    if (o->prof.prefill_tps > 0 && o->role != KVG_AUTOSCALE_DECODE) {
+        double rs = q->corr * s->inflight_prompt_tokens * (1 - hit) / o->prof.prefill_tps;
+        backlog = backlog_floor(s, rs, load);
+    }
     double decode_share = q->corr * kvg_autoscale_load(o, 0, s->output_tps, o->itl_target_s);
-    double react = backlog + (o->role == KVG_AUTOSCALE_PREFILL ? 0 : decode_share);
+    double react = o->role == KVG_AUTOSCALE_PREFILL ? backlog : fmax(backlog, decode_share);
     const char *why = "forecast";
-    if (s->starting > 0 && react > cur && react < 1.5 * cur) react = cur;
     /* Sized on the level and the forecast, not the last window: replicas
      * asked for a burst shorter than their start-up arrive after it (bursts
      * are the headroom's and the backlog floor's). */

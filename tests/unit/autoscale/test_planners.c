@@ -242,27 +242,47 @@ TEST(kvgate_prices_cache_hits_and_young_replicas)
     kvg_autoscale_planner_free(p);
 }
 
-TEST(kvgate_backlog_floor_and_no_overshoot_while_starting)
+/* One decision of a fresh kvgate planner on `s`. */
+static struct kvg_autoscale_decision kvgate_once(const struct kvg_autoscale_opts *o,
+                                                 const struct kvg_autoscale_signals *s)
+{
+    struct kvg_autoscale_planner *p = make("kvgate", o);
+    struct kvg_autoscale_decision d;
+    CHECK_INT(kvg_autoscale_plan(p, s, &d), 0);
+    kvg_autoscale_planner_free(p);
+    return d;
+}
+
+TEST(kvgate_backlog_floor_drains_within_a_minute_bounded)
 {
     struct kvg_autoscale_opts o = opts();
     o.headroom = 0;
     o.cold_cache_penalty = 0;
-    struct kvg_autoscale_planner *p = make("kvgate", &o);
-    struct kvg_autoscale_decision d;
-    struct kvg_autoscale_signals s = steady(0, 2, 1); /* load 0.3 */
-    /* 120k uncached prompt tokens must clear in 2 s at 10k tok/s a replica: 6 */
+    /* Load 0.3 (1 req/s) on 2 ready replicas. */
+    struct kvg_autoscale_signals s = steady(0, 2, 1);
+    /* 120k uncached tokens (12 replica-seconds): the 2 ready replicas drain
+     * it within the minute. (Sized on the 2 s TTFT target it asked for 6.) */
     s.inflight_prompt_tokens = 120000;
-    kvg_autoscale_plan(p, &s, &d);
-    CHECK(d.desired >= 6);
-    CHECK(strstr(d.reason, "backlog") != NULL);
-    /* While those start, a backlog up to 1.5x them adds nothing. */
-    s.now = 15;
-    s.starting = d.desired - 2;
-    s.inflight_prompt_tokens = 160000;
-    uint32_t before = d.desired;
-    kvg_autoscale_plan(p, &s, &d);
-    CHECK_INT(d.desired, before);
-    kvg_autoscale_planner_free(p);
+    struct kvg_autoscale_decision d = kvgate_once(&o, &s);
+    CHECK(d.desired <= 2);
+    CHECK(strncmp(d.reason, "backlog:", 8) != 0);
+    /* 1.5M (150 replica-seconds): 0.3 + 150 / 60 = 2.8 -> 3 (on the TTFT
+     * target: 75, the cap 32). */
+    s.inflight_prompt_tokens = 1.5e6;
+    d = kvgate_once(&o, &s);
+    CHECK_INT(d.desired, 3);
+    CHECK(strncmp(d.reason, "backlog:", 8) == 0);
+    /* 10M (1,000 replica-seconds would be 17): one interval grows the pool
+     * at most twofold. */
+    s.inflight_prompt_tokens = 10e6;
+    d = kvgate_once(&o, &s);
+    CHECK_INT(d.desired, 4);
+    /* The 1.5M backlog with one replica already starting: it counts (no
+     * more is asked for) and is kept (not cancelled as unneeded). */
+    s.inflight_prompt_tokens = 1.5e6;
+    s.starting = 1;
+    d = kvgate_once(&o, &s);
+    CHECK_INT(d.desired, 3);
 }
 
 TEST(kvgate_scale_down_hysteresis_one_at_a_time)
@@ -406,6 +426,63 @@ TEST(kvgate_correction_goes_down_only_as_far_as_the_pool_proves)
     s.starting = 2;
     kvg_autoscale_plan(p, &s, &d);
     CHECK_NEAR(corr_of(&d), before, 1e-9);
+    kvg_autoscale_planner_free(p);
+}
+
+/* kvgate on a pool held at `ready` replicas at `rate` req/s with `miss`
+ * from t0 for n intervals; the last factor. */
+static double corr_after(struct kvg_autoscale_planner *p, int t0, int n, uint32_t ready,
+                         double rate, double miss)
+{
+    struct kvg_autoscale_decision d;
+    for (int i = 0; i < n; i++) {
+        struct kvg_autoscale_signals s = steady(t0 + 15 * i, ready, rate);
+        s.slo_miss = miss;
+        kvg_autoscale_plan(p, &s, &d);
+    }
+    return corr_of(&d);
+}
+
+TEST(kvgate_split_pool_correction_learns_only_near_capacity)
+{
+    struct kvg_autoscale_opts o = opts();
+    o.cold_cache_penalty = 0;
+    o.role = KVG_AUTOSCALE_PREFILL; /* load 0.2 a req/s: 15 req/s is 3.0 */
+    /* Load 3.0 on 4 replicas (75% of their profile), no misses for an hour:
+     * a pool under its profiled capacity does not prove it higher, so the
+     * factor stays 1 (the aggregated rule walks it down to 3 x 0.8 / 3.3 =
+     * 0.73, and the pool after it). */
+    struct kvg_autoscale_planner *p = make("kvgate", &o);
+    CHECK_NEAR(corr_after(p, 0, 240, 4, 15, 0), 1.0, 1e-9);
+    kvg_autoscale_planner_free(p);
+    /* On 2 (150% of their profile) without misses it does: down to what
+     * the pool proves, 1 / 1.5, not to its 0.5 floor. */
+    p = make("kvgate", &o);
+    double c = corr_after(p, 0, 240, 2, 15, 0);
+    CHECK_NEAR(c, 1 / 1.5, 0.005);
+    /* Misses over 80% of the budget there raise it again, 2% an interval. */
+    CHECK_NEAR(corr_after(p, 3600, 1, 2, 15, 0.05), c * 1.02, 0.005);
+    /* ... but not while replicas start: those misses are the ramp's. */
+    struct kvg_autoscale_decision d;
+    struct kvg_autoscale_signals s = steady(3615, 2, 15);
+    s.slo_miss = 0.05;
+    s.starting = 2;
+    kvg_autoscale_plan(p, &s, &d);
+    double before = corr_of(&d);
+    s.now = 3630;
+    kvg_autoscale_plan(p, &s, &d);
+    CHECK_NEAR(corr_of(&d), before, 1e-9);
+    kvg_autoscale_planner_free(p);
+    /* Misses on a pool far under what it is believed to hold (10 replicas
+     * at 30%: the decode pool's wait, say) are not its capacity's: the
+     * factor does not rise (the aggregated rule raises it 2% an interval). */
+    p = make("kvgate", &o);
+    CHECK_NEAR(corr_after(p, 0, 40, 10, 15, 0.05), 1.0, 1e-9);
+    kvg_autoscale_planner_free(p);
+    /* A factor raised near capacity is given back once misses stop. */
+    p = make("kvgate", &o);
+    CHECK(corr_after(p, 0, 20, 4, 15, 0.05) > 1.2);
+    CHECK_NEAR(corr_after(p, 300, 120, 4, 15, 0), 1.0, 1e-9);
     kvg_autoscale_planner_free(p);
 }
 
