@@ -64,7 +64,7 @@ check "... the engine got the body without them, the other members as sent" \
 check "a body without them is forwarded as sent" [ "$(code "$G/v1/completions" -H "authorization: Bearer $KU" -d '{"model":"m","prompt":"x" , "max_tokens":1}')" = 200 ]
 check "... byte for byte" [ "$(body_seen)" = '{"model":"m","prompt":"x" , "max_tokens":1}' ]
 check "an escaped engine-only key: 400" [ "$(code "$G/v1/completions" -H "authorization: Bearer $KU" -d '{"model":"m","prompt":"x","kv\u005ftransfer_params":{"remote_host":"10.9.9.9"}}')" = 400 ]
-check "... OpenAI-style, naming the members" grep -q '"type":"invalid_request_error".*\|kv_transfer_params' "$TMP/b"
+check "... OpenAI-style, naming the members" grep -q '"message":"kv_transfer_params.*"type":"invalid_request_error"' "$TMP/b"
 
 # 3. Priorities.
 sp() { code "$G/v1/completions" -H "authorization: Bearer $KS" -H "x-kvgate-priority: $1" -d '{"model":"m","prompt":"x","max_tokens":1}'; }
