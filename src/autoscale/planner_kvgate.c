@@ -145,27 +145,6 @@ static double forecast(const struct kvp *q, double now, double horizon)
     return f > 0 ? f : 0;
 }
 
-/* The profile's correction on the SLO the gateway observes. A one-replica
- * profile misjudges a pool both ways (multiplexing, routing, cache), so the
- * factor is learned:
- *   - up (each replica worth less, 2% an interval, to 2x) when the last
- *     minute's misses pass 80% of the error budget (1 - slo_goal), and not
- *     while replicas start (misses then are the ramp's, which the forecast
- *     answers): a minute's memory, so a burst's misses stop raising it
- *     once the burst is over;
- *   - down (1% an interval, to 0.5x) when misses stay under 40% of the
- *     budget. How far depends on the pool; see correct_split() for a
- *     prefill or decode pool. An aggregated pool goes no lower than what
- *     the pool in service proves: few misses on a pool held above its size
- *     (hysteresis, a trough) say nothing about a tighter one, so the factor
- *     stops where the pool as it is would be the planner's own answer,
- *     which lets the hysteresis try one replica fewer: an aggregated pool
- *     meets its SLO well above its one-replica profile (on the offline
- *     day the factor sits at 0.52-0.64x) and this is how it finds that;
- *     the split-pool rule there kept it at 1 and cost GPU-hours. */
-static void correct(struct kvp *q, const struct kvg_autoscale_signals *s, double raw, double goal,
-                    double interval);
-
 /* A prefill or decode pool learns only from intervals that can say
  * something about its capacity. u is the window's load over the ready
  * replicas' profiled capacity (raw / ready):
@@ -201,6 +180,24 @@ static void correct_split(struct kvp *q, const struct kvg_autoscale_signals *s, 
     }
 }
 
+/* The profile's correction on the SLO the gateway observes. A one-replica
+ * profile misjudges a pool both ways (multiplexing, routing, cache), so the
+ * factor is learned:
+ *   - up (each replica worth less, 2% an interval, to 2x) when the last
+ *     minute's misses pass 80% of the error budget (1 - slo_goal), and not
+ *     while replicas start (misses then are the ramp's, which the forecast
+ *     answers): a minute's memory, so a burst's misses stop raising it
+ *     once the burst is over;
+ *   - down (1% an interval, to 0.5x) when misses stay under 40% of the
+ *     budget. How far depends on the pool; see correct_split() for a
+ *     prefill or decode pool. An aggregated pool goes no lower than what
+ *     the pool in service proves: few misses on a pool held above its size
+ *     (hysteresis, a trough) say nothing about a tighter one, so the factor
+ *     stops where the pool as it is would be the planner's own answer,
+ *     which lets the hysteresis try one replica fewer: an aggregated pool
+ *     meets its SLO well above its one-replica profile (on the offline
+ *     day the factor sits at 0.52-0.64x) and this is how it finds that;
+ *     the split-pool rule there kept it at 1 and cost GPU-hours. */
 static void correct(struct kvp *q, const struct kvg_autoscale_signals *s, double raw, double goal,
                     double interval)
 {

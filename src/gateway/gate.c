@@ -248,34 +248,37 @@ int kvg_gate_authorize(struct kvg_gate_loop *gl, struct kvg_gate_req *gr,
  * the client's choosing, the second would run the request on a rank other
  * than the one kvgate picked and recorded its blocks on. They never reach an
  * engine as sent. */
-static const char *const ENGINE_ONLY[] = {
-    "kv_transfer_params", "ec_transfer_params", "bootstrap_host", "bootstrap_port",
-    "bootstrap_room",     "data_parallel_rank", "routed_dp_rank"};
+static const struct kvg_str ENGINE_ONLY[] = {
+    KVG_STR("kv_transfer_params"), KVG_STR("ec_transfer_params"), KVG_STR("bootstrap_host"),
+    KVG_STR("bootstrap_port"),     KVG_STR("bootstrap_room"),     KVG_STR("data_parallel_rank"),
+    KVG_STR("routed_dp_rank")};
 
 static int engine_only(const char *k, size_t n)
 {
     for (size_t i = 0; i < KVG_ARRAY_LEN(ENGINE_ONLY); i++)
-        if (strlen(ENGINE_ONLY[i]) == n && !memcmp(k, ENGINE_ONLY[i], n)) return 1;
+        if (ENGINE_ONLY[i].len == n && !memcmp(k, ENGINE_ONLY[i].p, n)) return 1;
     return 0;
 }
 
-struct strip {
-    struct kvg_buf *out;
-    int kept, escaped;
-};
+#define STRIP_OPAQUE 1 /* a key whose bytes are not its text: the cut stops */
 
+/* Appends each member but the engine-only ones to *ud (a kvg_buf holding
+ * the body up to its opening brace), as the client wrote it,
+ * comma-separated. */
 static int keep_member(void *ud, const char *s, const struct kvg_json_member *m)
 {
-    struct strip *st = ud;
+    struct kvg_buf *out = ud;
     /* An escape or a raw control byte (cJSON's key ends at a NUL) makes the
      * key's bytes differ from its text: no exact cut is possible. */
-    int opaque = m->key_escaped;
-    for (size_t i = m->key; i < m->key_end && !opaque; i++) opaque = (unsigned char)s[i] < 0x20;
-    if (opaque) st->escaped = 1;
-    if (opaque || engine_only(s + m->key, m->key_end - m->key)) return 0;
-    int rc = st->kept++ ? kvg_buf_append(st->out, ",", 1) : 0;
-    /* The member as the client wrote it, from its key's opening quote. */
-    return rc ? rc : kvg_buf_append(st->out, s + m->key - 1, m->val_end - (m->key - 1));
+    if (m->key_escaped) return STRIP_OPAQUE;
+    for (size_t i = m->key; i < m->key_end; i++)
+        if ((unsigned char)s[i] < 0x20) return STRIP_OPAQUE;
+    if (engine_only(s + m->key, m->key_end - m->key)) return 0;
+    /* A comma unless this is the first kept member (the buffer then ends
+     * with the object's brace; no value ends with one). */
+    int rc = out->data[out->len - 1] != '{' ? kvg_buf_append(out, ",", 1) : 0;
+    /* From the key's opening quote to the value's end. */
+    return rc ? rc : kvg_buf_append(out, s + m->key - 1, m->val_end - (m->key - 1));
 }
 
 /* The client's body without ENGINE_ONLY members, into gr->fwd_body: 0 (the
@@ -296,23 +299,18 @@ static int strip_engine_only(struct kvg_gate_req *gr, const struct kvg_gate_requ
     int exact = cJSON_IsObject(strict);
     cJSON_Delete(strict);
     if (!exact) return KVG_EPARSE;
-    kvg_buf_init(&gr->fwd_body, 0);
-    struct strip st = {.out = &gr->fwd_body};
+    /* The object's opening brace (strict: only whitespace before it), the
+     * kept members, then everything from its closing brace. */
     size_t open = 0, close = 0;
-    /* Everything before the brace, the kept members, then from the closing one. */
-    int rc = kvg_json_members(rq->body, rq->body_len, keep_member, &st, &open, &close);
-    if (!rc) {
-        struct kvg_buf b;
-        kvg_buf_init(&b, 0);
-        rc = kvg_buf_append(&b, rq->body, open + 1);
-        if (!rc) rc = kvg_buf_append(&b, gr->fwd_body.data, gr->fwd_body.len);
-        if (!rc) rc = kvg_buf_append(&b, rq->body + close, rq->body_len - close);
+    while (rq->body[open] != '{') open++;
+    kvg_buf_init(&gr->fwd_body, 0);
+    int rc = kvg_buf_append(&gr->fwd_body, rq->body, open + 1);
+    if (!rc)
+        rc = kvg_json_members(rq->body, rq->body_len, keep_member, &gr->fwd_body, NULL, &close);
+    if (!rc) rc = kvg_buf_append(&gr->fwd_body, rq->body + close, rq->body_len - close);
+    if (rc) {
         kvg_buf_free(&gr->fwd_body);
-        gr->fwd_body = b;
-    }
-    if (rc || st.escaped) {
-        kvg_buf_free(&gr->fwd_body);
-        return rc < 0 ? rc : KVG_EPARSE;
+        return rc == STRIP_OPAQUE ? KVG_EPARSE : rc;
     }
     return 1;
 }
@@ -509,8 +507,7 @@ void kvg_gate_admit(struct kvg_gate_req *gr, const struct kvg_gate_request *rq,
             deny(&d, 400, "invalid_request_error", "invalid_request",
                  "kv_transfer_params, ec_transfer_params, bootstrap_* and data_parallel_rank "
                  "are set by kvgate, not by clients; in a body that is not strict JSON or has "
-                 "escaped keys they "
-                 "cannot be removed exactly.");
+                 "escaped keys they cannot be removed exactly.");
         else
             deny(&d, 500, "server_error", "out_of_memory", "out of memory");
         cb(ud, &d);

@@ -307,9 +307,6 @@ static int is_own_hash(const struct kvg_kv_batch *b, const struct kvg_kv_event *
     return 0;
 }
 
-/* Inserts one BlockStored whose local hashes are in seq[0..R). Called with
- * the lock held; may release and retake it between chunks (*budget counts
- * the blocks done in this hold). Returns 0, KVG_ENOTFOUND or -ENOMEM. */
 /* Prefetch distances of the BlockStored loop (it runs deepest first), in
  * blocks, per chain depth (kvg_kv_tab_prefetch_node / _key). */
 static const int64_t ST_AHEAD[4] = {16, 11, 7, 3};
@@ -327,6 +324,9 @@ static void store_prefetch(const struct kvg_kv_tab *t, uint32_t slot, const stru
     }
 }
 
+/* Inserts one BlockStored whose local hashes are in seq[0..R). Called with
+ * the lock held; may release and retake it between chunks (*budget counts
+ * the blocks done in this hold). Returns 0, KVG_ENOTFOUND or -ENOMEM. */
 static int apply_stored(struct kvg_kv_index *idx, uint32_t slot, const struct kvg_kv_batch *b,
                         const struct kvg_kv_event *ev, uint32_t k, uint64_t *seq,
                         struct kvg_kv_apply_result *res, uint32_t *budget)
@@ -436,8 +436,6 @@ static int apply_copy(struct kvg_kv_index *idx, uint32_t slot, const struct kvg_
     return 0;
 }
 
-/* BlockRemoved: from its tier, both classes (the group key tells groups
- * apart). */
 /* Prefetch distances of the BlockRemoved loop, in hashes, per stage of
  * kvg_kv_tab_prefetch_remove (key chain, node and neighbours, node chain). */
 static const int64_t RM_AHEAD[KVG_KV_PF_REMOVE_STAGES] = {24, 20, 16, 12, 8, 5, 2};
@@ -456,6 +454,8 @@ static void remove_prefetch(const struct kvg_kv_index *idx, uint32_t slot,
     }
 }
 
+/* BlockRemoved: from its tier, both classes (the group key tells groups
+ * apart). */
 static uint32_t remove_hash(struct kvg_kv_index *idx, uint32_t slot, const struct kvg_kv_event *ev,
                             uint64_t h)
 {
