@@ -65,6 +65,11 @@ check "a body without them is forwarded as sent" [ "$(code "$G/v1/completions" -
 check "... byte for byte" [ "$(body_seen)" = '{"model":"m","prompt":"x" , "max_tokens":1}' ]
 check "an escaped engine-only key: 400" [ "$(code "$G/v1/completions" -H "authorization: Bearer $KU" -d '{"model":"m","prompt":"x","kv\u005ftransfer_params":{"remote_host":"10.9.9.9"}}')" = 400 ]
 check "... OpenAI-style, naming the members" grep -q '"message":"kv_transfer_params.*"type":"invalid_request_error"' "$TMP/b"
+# cJSON reads a control byte as whitespace, the strict reader does not: such a
+# body cannot be cut where cJSON sees its members, so it is refused too.
+printf '{"model":"m",\001"prompt":"x","kv_transfer_params":{"remote_host":"10.9.9.9"}}' >"$TMP/lenient"
+check "a lenient body with an engine-only member: 400" [ "$(code "$G/v1/completions" -H "authorization: Bearer $KU" --data-binary @"$TMP/lenient")" = 400 ]
+check "... for that reason" grep -q 'not strict JSON' "$TMP/b"
 
 # 3. Priorities.
 sp() { code "$G/v1/completions" -H "authorization: Bearer $KS" -H "x-kvgate-priority: $1" -d '{"model":"m","prompt":"x","max_tokens":1}'; }
