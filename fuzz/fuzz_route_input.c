@@ -28,7 +28,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         struct kvg_route_input ri;
         if (kvg_route_input_parse(&ri, (const char *)data, size, chat, err, sizeof err)) continue;
         kvg_route_input_text(&ri);
-        kvg_route_input_tokenize(&ri, &rt);
+        kvg_route_input_tokenize(&ri, &rt, 0);
         kvg_route_input_free(&ri);
     }
     return 0;

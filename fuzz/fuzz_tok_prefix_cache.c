@@ -90,7 +90,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         uint32_t *a = NULL, *x = NULL;
         size_t na = 0, nx = 0, reused = 0;
         int ra = kvg_tok_encode(t, text, cur.len, k & 1, &a, &na);
-        int rx = kvg_tok_encode_cached(t, c, text, cur.len, k & 1, &x, &nx, &reused);
+        int rx = kvg_tok_encode_cached(t, c, text, cur.len, k & 1, &x, &nx, &reused, (k >> 1) & 1);
         if (ra != rx || na != nx || (na && memcmp(a, x, na * sizeof *a)) || reused > nx) abort();
         free(a);
         free(x);

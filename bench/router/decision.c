@@ -78,7 +78,7 @@ int main(int argc, char **argv)
     }
     struct kvg_route_input ri;
     kvg_route_input_parse(&ri, body.data, body.len, 1, err, sizeof err);
-    kvg_route_input_tokenize(&ri, &rt);
+    kvg_route_input_tokenize(&ri, &rt, 0);
     printf("prompt: %zu tokens, %zu blocks of 16; tokenizer load %.1f ms\n", ri.nids, ri.nhashes,
            load_ms);
     /* Fill the index through its event path: a BlockStored per worker. */
@@ -124,7 +124,7 @@ int main(int argc, char **argv)
     for (int i = 0; i < iters; i++) {
         uint64_t a = kvg_now_ns();
         kvg_route_input_parse(&ri, body.data, body.len, 1, err, sizeof err);
-        kvg_route_input_tokenize(&ri, &rt);
+        kvg_route_input_tokenize(&ri, &rt, 0);
         struct kvg_route_ctx ctx = {.rng = &rng, .now_ms = kvg_now_ms(), .load_max_age_ms = 5000};
         kvg_route_input_ctx(&ri, &ctx);
         struct kvg_pick pick;

@@ -12,7 +12,28 @@
 #include <string.h>
 
 #include "base/err.h"
+#include "base/util.h"
 #include "kv/table.h"
+
+/* A record an event loop could not make at once (see approx.h): the next
+ * holder of the exclusive lock makes it. */
+struct deferred {
+    struct deferred *next;
+    uint32_t slot;
+    uint32_t now;
+    size_t n;
+    uint64_t seq[];
+};
+
+/* Blocks waiting in deferred records at most: past it a loop's record is
+ * dropped (counted), as the index is approximate anyway. */
+#define DEFER_MAX_BLOCKS (1u << 16)
+/* Blocks added or pruned per hold of the exclusive lock: a big prompt's
+ * record lets the lookups of other requests in between, and a hold (tens of
+ * microseconds at most) ends within TRY_NS unless its thread is preempted. */
+#define HOLD_BLOCKS 128
+/* How long a caller that must not wait tries the lock. */
+#define TRY_NS 20000
 
 struct kvg_kv_approx {
     pthread_rwlock_t lock;
@@ -24,6 +45,10 @@ struct kvg_kv_approx {
      * see without the exclusive lock that nothing has expired yet. */
     _Atomic uint32_t next_exp;
     _Atomic int have_exp;
+    uint32_t latest;                     /* the latest now a change brought (exclusive lock) */
+    _Atomic(struct deferred *) deferred; /* newest first */
+    _Atomic uint64_t deferred_blocks;
+    _Atomic uint64_t busy_lookups, deferred_records, dropped_records;
 };
 
 int kvg_kv_approx_new(const struct kvg_kv_approx_opts *o, struct kvg_kv_approx **out)
@@ -55,6 +80,10 @@ int kvg_kv_approx_new(const struct kvg_kv_approx_opts *o, struct kvg_kv_approx *
 void kvg_kv_approx_free(struct kvg_kv_approx *a)
 {
     if (!a) return;
+    for (struct deferred *d = atomic_exchange(&a->deferred, NULL), *next; d; d = next) {
+        next = d->next;
+        free(d);
+    }
     pthread_rwlock_destroy(&a->lock);
     kvg_kv_tab_free(&a->t);
     free(a);
@@ -81,9 +110,85 @@ static uint64_t expire_locked(struct kvg_kv_approx *a, uint32_t now)
     return n;
 }
 
-int kvg_kv_approx_add_worker(struct kvg_kv_approx *a, uint32_t slot)
+/* Adds or renews slot's records of seq[0..n), deepest first: when pruning
+ * takes this worker's oldest records, the tail of a prompt goes before its
+ * head. With `chunked`, the exclusive lock is let go every HOLD_BLOCKS
+ * (lock_ex on re-entry). 0, or -ENOMEM. */
+static void lock_ex(struct kvg_kv_approx *a);
+static int record_locked(struct kvg_kv_approx *a, uint32_t slot, const uint64_t *seq, size_t n,
+                         uint32_t now, int chunked)
+{
+    uint32_t exp = now + a->ttl_ms;
+    size_t held = 0;
+    for (size_t i = n; i-- > 0;) {
+        if (chunked && ++held > HOLD_BLOCKS) {
+            held = 0;
+            pthread_rwlock_unlock(&a->lock);
+            lock_ex(a);
+            if (a->t.w[slot].state != KVG_KV_W_LIVE) break; /* removed meanwhile */
+        }
+        uint32_t e = kvg_kv_tab_key_find(&a->t, slot, seq[i], 0);
+        if (e != KVG_KV_NIL)
+            kvg_kv_tab_touch(&a->t, slot, e, exp);
+        else if (kvg_kv_tab_add(&a->t, slot, seq[i], seq[i], KVG_KV_LAST, exp) == KVG_KV_NIL)
+            return -ENOMEM;
+    }
+    return 0;
+}
+
+/* The records loops deferred, oldest first (exclusive lock held). Each is
+ * made as of the latest time a change brought if that is later than when it
+ * was routed, so that every worker's list stays in expiry order. */
+static void apply_deferred(struct kvg_kv_approx *a)
+{
+    if (!atomic_load_explicit(&a->deferred, memory_order_relaxed)) return;
+    struct deferred *d = atomic_exchange_explicit(&a->deferred, NULL, memory_order_acquire),
+                    *r = NULL;
+    while (d) { /* newest first -> oldest first */
+        struct deferred *next = d->next;
+        d->next = r;
+        r = d;
+        d = next;
+    }
+    while (r) {
+        struct deferred *next = r->next;
+        if ((int32_t)(r->now - a->latest) > 0) a->latest = r->now;
+        if (a->t.w[r->slot].state == KVG_KV_W_LIVE)
+            record_locked(a, r->slot, r->seq, r->n, a->latest, 0);
+        atomic_fetch_sub_explicit(&a->deferred_blocks, r->n, memory_order_relaxed);
+        free(r);
+        r = next;
+    }
+}
+
+static void lock_ex(struct kvg_kv_approx *a)
 {
     pthread_rwlock_wrlock(&a->lock);
+    apply_deferred(a);
+}
+
+/* Tries the lock for up to TRY_NS, for a caller that must not wait for a
+ * thread that may be preempted while it holds the lock. 0 or -EBUSY. */
+static int lock_try(struct kvg_kv_approx *a, int excl)
+{
+    uint64_t t0 = 0;
+    for (;;) {
+        if ((excl ? pthread_rwlock_trywrlock(&a->lock) : pthread_rwlock_tryrdlock(&a->lock)) == 0) {
+            if (excl) apply_deferred(a);
+            return 0;
+        }
+        uint64_t t = kvg_now_ns();
+        if (!t0)
+            t0 = t;
+        else if (t - t0 > TRY_NS)
+            return -EBUSY;
+        __builtin_ia32_pause();
+    }
+}
+
+int kvg_kv_approx_add_worker(struct kvg_kv_approx *a, uint32_t slot)
+{
+    lock_ex(a);
     int rc = kvg_kv_tab_worker_open(&a->t, slot);
     pthread_rwlock_unlock(&a->lock);
     return rc;
@@ -92,7 +197,7 @@ int kvg_kv_approx_add_worker(struct kvg_kv_approx *a, uint32_t slot)
 int kvg_kv_approx_remove_worker(struct kvg_kv_approx *a, uint32_t slot)
 {
     if (slot >= a->t.max_workers) return -EINVAL;
-    pthread_rwlock_wrlock(&a->lock);
+    lock_ex(a);
     if (a->t.w[slot].state != KVG_KV_W_LIVE) {
         pthread_rwlock_unlock(&a->lock);
         return -ENOENT;
@@ -102,11 +207,6 @@ int kvg_kv_approx_remove_worker(struct kvg_kv_approx *a, uint32_t slot)
     pthread_rwlock_unlock(&a->lock);
     return n;
 }
-
-/* Blocks added or pruned per hold of the exclusive lock: a big prompt's
- * record lets the lookups of other requests in between (a hold stays in the
- * milliseconds, where the whole record of a 50 MB prompt took seconds). */
-#define HOLD_BLOCKS 4096
 
 /* Prunes the oldest records down to prune_to once over max_blocks, letting
  * lookups in every HOLD_BLOCKS (exclusive lock held on entry and exit). */
@@ -122,68 +222,112 @@ static void prune_locked(struct kvg_kv_approx *a, uint32_t now)
         if (++held == HOLD_BLOCKS) {
             held = 0;
             pthread_rwlock_unlock(&a->lock);
-            pthread_rwlock_wrlock(&a->lock);
+            lock_ex(a);
         }
     }
 }
 
-int kvg_kv_approx_record(struct kvg_kv_approx *a, uint32_t slot, const uint64_t *seq, size_t n,
-                         uint64_t now_ms)
+static int defer(struct kvg_kv_approx *a, uint32_t slot, const uint64_t *seq, size_t n,
+                 uint32_t now)
+{
+    uint64_t before = atomic_fetch_add_explicit(&a->deferred_blocks, n, memory_order_relaxed);
+    struct deferred *d = before + n > DEFER_MAX_BLOCKS ? NULL : malloc(sizeof *d + n * sizeof *seq);
+    if (!d) {
+        atomic_fetch_sub_explicit(&a->deferred_blocks, n, memory_order_relaxed);
+        atomic_fetch_add_explicit(&a->dropped_records, 1, memory_order_relaxed);
+        return before + n > DEFER_MAX_BLOCKS ? -EBUSY : -ENOMEM;
+    }
+    *d = (struct deferred){.slot = slot, .now = now, .n = n};
+    memcpy(d->seq, seq, n * sizeof *seq);
+    struct deferred *old = atomic_load_explicit(&a->deferred, memory_order_relaxed);
+    do {
+        d->next = old;
+    } while (!atomic_compare_exchange_weak_explicit(&a->deferred, &old, d, memory_order_release,
+                                                    memory_order_relaxed));
+    atomic_fetch_add_explicit(&a->deferred_records, 1, memory_order_relaxed);
+    return (int)n;
+}
+
+static int record(struct kvg_kv_approx *a, uint32_t slot, const uint64_t *seq, size_t n,
+                  uint64_t now_ms, int nowait)
 {
     if (slot >= a->t.max_workers) return -EINVAL;
-    uint32_t now = (uint32_t)now_ms, exp = now + a->ttl_ms;
-    int rc = 0;
-    pthread_rwlock_wrlock(&a->lock);
+    uint32_t now = (uint32_t)now_ms;
+    if (nowait && lock_try(a, 1)) return defer(a, slot, seq, n, now);
+    if (!nowait) lock_ex(a);
     if (a->t.w[slot].state != KVG_KV_W_LIVE) {
         pthread_rwlock_unlock(&a->lock);
         return KVG_ENOTFOUND;
     }
+    if ((int32_t)(now - a->latest) > 0) a->latest = now;
     expire_locked(a, now);
-    /* Deepest first: when pruning takes this worker's oldest records, the
-     * tail of a prompt goes before its head. */
-    size_t held = 0;
-    for (size_t i = n; i-- > 0;) {
-        if (++held > HOLD_BLOCKS) {
-            held = 0;
-            pthread_rwlock_unlock(&a->lock);
-            pthread_rwlock_wrlock(&a->lock);
-            if (a->t.w[slot].state != KVG_KV_W_LIVE) break; /* removed meanwhile */
-        }
-        uint32_t e = kvg_kv_tab_key_find(&a->t, slot, seq[i], 0);
-        if (e != KVG_KV_NIL) {
-            kvg_kv_tab_touch(&a->t, slot, e, exp);
-        } else if (kvg_kv_tab_add(&a->t, slot, seq[i], seq[i], KVG_KV_LAST, exp) == KVG_KV_NIL) {
-            rc = -ENOMEM;
-            break;
-        }
-    }
+    int rc = record_locked(a, slot, seq, n, now, !nowait);
     prune_locked(a, now);
     note_next(a, now);
     pthread_rwlock_unlock(&a->lock);
     return rc ? rc : (int)n;
 }
 
+int kvg_kv_approx_record(struct kvg_kv_approx *a, uint32_t slot, const uint64_t *seq, size_t n,
+                         uint64_t now_ms)
+{
+    return record(a, slot, seq, n, now_ms, 0);
+}
+
+int kvg_kv_approx_record_nowait(struct kvg_kv_approx *a, uint32_t slot, const uint64_t *seq,
+                                size_t n, uint64_t now_ms)
+{
+    return record(a, slot, seq, n, now_ms, 1);
+}
+
 int kvg_kv_approx_expire(struct kvg_kv_approx *a, uint64_t now_ms)
 {
     uint32_t now = (uint32_t)now_ms;
-    pthread_rwlock_wrlock(&a->lock);
+    lock_ex(a);
     uint64_t n = expire_locked(a, now);
     note_next(a, now);
     pthread_rwlock_unlock(&a->lock);
     return (int)n;
 }
 
-int kvg_kv_approx_match(struct kvg_kv_approx *a, const uint64_t *seq, size_t n, uint32_t *matched,
-                        size_t nslots, uint64_t now_ms)
+static int match(struct kvg_kv_approx *a, const uint64_t *seq, size_t n, uint32_t *matched,
+                 size_t nslots, uint64_t now_ms, int nowait)
 {
     uint32_t now = (uint32_t)now_ms;
-    if (atomic_load_explicit(&a->have_exp, memory_order_acquire) &&
-        (int32_t)(now - atomic_load_explicit(&a->next_exp, memory_order_relaxed)) >= 0)
-        kvg_kv_approx_expire(a, now_ms);
-    pthread_rwlock_rdlock(&a->lock);
+    int due = atomic_load_explicit(&a->have_exp, memory_order_acquire) &&
+              (int32_t)(now - atomic_load_explicit(&a->next_exp, memory_order_relaxed)) >= 0;
+    if (due || (nowait && atomic_load_explicit(&a->deferred, memory_order_relaxed))) {
+        /* Expiry, and the loops' deferred records, need the exclusive lock:
+         * a caller that must not wait leaves them to the next one. */
+        if (!nowait) {
+            kvg_kv_approx_expire(a, now_ms);
+        } else if (lock_try(a, 1) == 0) {
+            if (due) expire_locked(a, now);
+            note_next(a, now);
+            pthread_rwlock_unlock(&a->lock);
+        }
+    }
+    if (nowait && lock_try(a, 0)) {
+        memset(matched, 0, nslots * sizeof *matched);
+        atomic_fetch_add_explicit(&a->busy_lookups, 1, memory_order_relaxed);
+        return -EBUSY;
+    }
+    if (!nowait) pthread_rwlock_rdlock(&a->lock);
     uint32_t best = kvg_kv_tab_match(&a->t, seq, n, matched, nslots, 0, 0);
     pthread_rwlock_unlock(&a->lock);
     return (int)best;
+}
+
+int kvg_kv_approx_match(struct kvg_kv_approx *a, const uint64_t *seq, size_t n, uint32_t *matched,
+                        size_t nslots, uint64_t now_ms)
+{
+    return match(a, seq, n, matched, nslots, now_ms, 0);
+}
+
+int kvg_kv_approx_match_nowait(struct kvg_kv_approx *a, const uint64_t *seq, size_t n,
+                               uint32_t *matched, size_t nslots, uint64_t now_ms)
+{
+    return match(a, seq, n, matched, nslots, now_ms, 1);
 }
 
 void kvg_kv_approx_stats(struct kvg_kv_approx *a, struct kvg_kv_approx_stats *st)
@@ -195,6 +339,9 @@ void kvg_kv_approx_stats(struct kvg_kv_approx *a, struct kvg_kv_approx_stats *st
     st->bytes = kvg_kv_tab_bytes(&a->t) + sizeof *a;
     st->expired = a->expired;
     st->pruned = a->pruned;
+    st->busy_lookups = atomic_load_explicit(&a->busy_lookups, memory_order_relaxed);
+    st->deferred_records = atomic_load_explicit(&a->deferred_records, memory_order_relaxed);
+    st->dropped_records = atomic_load_explicit(&a->dropped_records, memory_order_relaxed);
     for (uint32_t w = 0; w < a->t.max_workers; w++) st->workers += a->t.w[w].state == KVG_KV_W_LIVE;
     pthread_rwlock_unlock(&a->lock);
 }

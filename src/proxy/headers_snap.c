@@ -1,5 +1,5 @@
 /* A copy of a request's headers for work that may outlive the request (a
- * big request's pick on libuv's thread pool); see proxy_int.h. */
+ * big request's pick on a work thread); see proxy_int.h. */
 #include <errno.h>
 #include <string.h>
 

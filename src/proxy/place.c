@@ -18,7 +18,7 @@ int kvg_proxy_place(struct kvg_proxy *px, const char *url, const char *body, siz
         return rc;
     }
     ri.adapter = kvg_pool_model_is_adapter(px->pool, ri.model, ri.model_len);
-    if (px->wants_tokens) kvg_route_input_tokenize(&ri, &px->rt);
+    if (px->wants_tokens) kvg_route_input_tokenize(&ri, &px->rt, 0);
     struct kvg_route_ctx ctx = {.body = {body, len},
                                 .rng = kvg_rand_thread(),
                                 .now_ms = kvg_now_ms(),

@@ -160,21 +160,29 @@ static void admit(struct proxy_req *pr)
 
 /* Bodies below this many bytes are parsed, tokenized and routed on the
  * loop: that is tens of microseconds, less than a thread hop. Bigger ones do
- * each of those steps on libuv's thread pool, so that no request's size
+ * each of those steps on the work threads (workq.h), so that no request's size
  * shows in another's latency (a 50 MB prompt held its loop for seconds:
  * parse, hashing, the approximate index's record of 3 M blocks). */
 #define INLINE_BYTES (16 * 1024)
 
-static void tokenize_work(uv_work_t *w)
+static void tokenize_work(struct kvg_proxy_wq_item *w)
 {
     struct proxy_req *pr = w->data;
-    kvg_proxy__pool_thread();
-    kvg_route_input_tokenize(&pr->ri, &pr->pl->px->rt);
+    kvg_route_input_tokenize(&pr->ri, &pr->pl->px->rt, 0);
+}
+
+/* Runs work off the loop, then done on it; pr outlives both. */
+static void offload(struct proxy_req *pr, void (*work)(struct kvg_proxy_wq_item *),
+                    void (*done)(struct kvg_proxy_wq_item *))
+{
+    pr->work = (struct kvg_proxy_wq_item){.data = pr, .work = work, .done = done};
+    pr->working = 1;
+    kvg_proxy_wq_submit(pr->pl->wq, &pr->work);
 }
 
 /* A work item is back on the loop: pr, or NULL when its client left
  * meanwhile (then the request is finished here). */
-static struct proxy_req *work_back(uv_work_t *w)
+static struct proxy_req *work_back(struct kvg_proxy_wq_item *w)
 {
     struct proxy_req *pr = w->data;
     pr->working = 0;
@@ -183,9 +191,8 @@ static struct proxy_req *work_back(uv_work_t *w)
     return NULL;
 }
 
-static void tokenize_done(uv_work_t *w, int status)
+static void tokenize_done(struct kvg_proxy_wq_item *w)
 {
-    (void)status;
     struct proxy_req *pr = work_back(w);
     if (pr) admit(pr);
 }
@@ -485,7 +492,8 @@ static void route_ctx(struct proxy_req *pr, struct kvg_route_ctx *ctx)
                                   .header = pr->offloop ? kvg_proxy_snap_header : header_of,
                                   .hctx = pr->offloop ? (const void *)&pr->hdrs : pr->req,
                                   .rng = pr->offloop ? &pr->rng : pr->pl->rng,
-                                  .now_ms = kvg_now_ms()};
+                                  .now_ms = kvg_now_ms(),
+                                  .nowait = !pr->working}; /* working: on a work thread */
     kvg_route_input_ctx(&pr->ri, ctx);
     if (pr->gate.key) { /* the key's user: its tenant, else its name */
         const char *u = pr->gate.key->tenant[0] ? pr->gate.key->tenant : pr->gate.key->name;
@@ -520,16 +528,14 @@ static void route(struct proxy_req *pr)
 
 static void picked(struct proxy_req *pr);
 
-static void route_work(uv_work_t *w)
+static void route_work(struct kvg_proxy_wq_item *w)
 {
-    kvg_proxy__pool_thread();
     route(w->data);
 }
 
-static void route_done(uv_work_t *w, int status)
+static void route_done(struct kvg_proxy_wq_item *w)
 {
     struct proxy_req *pr = w->data;
-    (void)status;
     pr->working = 0;
     if (!pr->req) { /* the client left meanwhile */
         if (!pr->pick_rc) kvg_proxy__release_worker(pr, KVG_OUT_CLIENT_GONE);
@@ -560,11 +566,9 @@ void kvg_proxy__attempt(struct proxy_req *pr)
         return;
     }
     pr->attempts++;
-    if (pr->offloop) {
-        pr->work.data = pr;
-        pr->working = 1;
-        if (!uv_queue_work(pr->pl->loop, &pr->work, route_work, route_done)) return;
-        pr->working = 0;
+    if (pr->offloop && pr->pl->wq) {
+        offload(pr, route_work, route_done);
+        return;
     }
     route(pr);
     picked(pr);
@@ -642,10 +646,9 @@ static void picked(struct proxy_req *pr)
 }
 
 /* Parses the body and computes the routing text (thread-safe). */
-static void parse_work(uv_work_t *w)
+static void parse_work(struct kvg_proxy_wq_item *w)
 {
-    struct proxy_req *pr = w->data;
-    if (pr->working) kvg_proxy__pool_thread(); /* also called inline for small bodies */
+    struct proxy_req *pr = w->data; /* also called inline for small bodies */
     const struct kvg_buf *body = kvg_proxy__req_body(pr);
     pr->parse_rc =
         kvg_route_input_parse(&pr->ri, body->data, body->len, pr->route == KVG_PROXY_CHAT,
@@ -675,24 +678,16 @@ static void parsed(struct proxy_req *pr)
     pr->ri.adapter = kvg_pool_model_is_adapter(px->pool, pr->ri.model, pr->ri.model_len);
     if (!px->wants_tokens) {
         admit(pr);
-    } else if (!pr->offloop) {
-        kvg_route_input_tokenize(&pr->ri, &px->rt);
+    } else if (!pr->offloop || !pl->wq) {
+        kvg_route_input_tokenize(&pr->ri, &px->rt, 1); /* on the loop */
         admit(pr);
     } else {
-        /* A long prompt: tokenize on libuv's thread pool, the loop goes on. */
-        pr->work.data = pr;
-        pr->working = 1;
-        if (uv_queue_work(pl->loop, &pr->work, tokenize_work, tokenize_done)) {
-            pr->working = 0;
-            kvg_route_input_tokenize(&pr->ri, &px->rt);
-            admit(pr);
-        }
+        offload(pr, tokenize_work, tokenize_done); /* a long prompt: the loop goes on */
     }
 }
 
-static void parse_done(uv_work_t *w, int status)
+static void parse_done(struct kvg_proxy_wq_item *w)
 {
-    (void)status;
     struct proxy_req *pr = work_back(w);
     if (pr) parsed(pr);
 }
@@ -730,10 +725,10 @@ void kvg_proxy_handle(struct kvg_proxy_loop *pl, struct kvg_http_req *req)
             kvg_proxy__client_error(pr, 500, "out_of_memory", "out of memory");
             return;
         }
-        pr->work.data = pr;
-        pr->working = 1;
-        if (!uv_queue_work(pl->loop, &pr->work, parse_work, parse_done)) return;
-        pr->working = 0;
+        if (pl->wq) {
+            offload(pr, parse_work, parse_done);
+            return;
+        }
     }
     pr->work.data = pr;
     parse_work(&pr->work);

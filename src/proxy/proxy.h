@@ -18,6 +18,7 @@
 #include "metrics/metrics.h"
 #include "pd/pd.h"
 #include "proxy/route_input.h"
+#include "proxy/workq.h"
 #include "router/pool.h"
 
 struct kvg_proxy_config {
@@ -80,12 +81,8 @@ struct kvg_proxy_loop {
     struct kvg_rng *rng;
     struct proxy_req *free_list;
     unsigned nfree;
+    struct kvg_proxy_wq_home *wq; /* the caller's; NULL: every step on the loop */
 };
-
-/* Niceness added to libuv's pool threads when they first run proxy work
- * (long prompts' parse, render, tokenizing, routing), clamped to 0..19; 0
- * leaves them as they are. Process-wide, as the pool is. */
-void kvg_proxy_pool_nice(int n);
 
 /* Takes over req: it is answered, or aborted, by the proxy. */
 void kvg_proxy_handle(struct kvg_proxy_loop *pl, struct kvg_http_req *req);

@@ -12,14 +12,14 @@
 
 struct proxy_req {
     struct kvg_proxy_loop *pl;
-    struct kvg_http_req *req;  /* NULL once answered or aborted */
-    struct kvg_route_input ri; /* parsed request, routing text, token ids */
-    uv_work_t work;            /* a big request's parse, tokenizing or pick off the loop */
-    int working;               /* work queued: pr must outlive it */
-    int offloop;               /* a big body: its CPU work runs on libuv's thread pool */
-    struct kvg_buf rbody;      /* offloop: the body, taken from req (an abort frees req) */
-    struct kvg_buf hdrs;       /* offloop: the request headers copied for the pick */
-    struct kvg_rng rng;        /* offloop: the pick's (the loop's is the loop thread's) */
+    struct kvg_http_req *req;      /* NULL once answered or aborted */
+    struct kvg_route_input ri;     /* parsed request, routing text, token ids */
+    struct kvg_proxy_wq_item work; /* a big request's parse, tokenizing or pick off the loop */
+    int working;                   /* work queued: pr must outlive it */
+    int offloop;                   /* a big body: its CPU work runs on the work threads */
+    struct kvg_buf rbody;          /* offloop: the body, taken from req (an abort frees req) */
+    struct kvg_buf hdrs;           /* offloop: the request headers copied for the pick */
+    struct kvg_rng rng;            /* offloop: the pick's (the loop's is the loop thread's) */
     int parse_rc, pick_rc, pick_known;
     char parse_msg[256];
     char request_id[80];
@@ -83,8 +83,5 @@ void kvg_proxy__sse_error_end(struct proxy_req *pr, const char *msg);
  * was answered) elsewhere, 0 when the decode pick follows now
  * (decode_only). */
 int kvg_proxy__pd_start(struct proxy_req *pr, struct kvg_route_ctx *ctx);
-
-/* pool_nice.c: a pool thread's first proxy work item lowers its priority. */
-void kvg_proxy__pool_thread(void);
 
 #endif

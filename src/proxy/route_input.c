@@ -246,7 +246,7 @@ int kvg_route_input_text(struct kvg_route_input *ri)
     return kvg_route_text(ri->json, ri->chat, &ri->text);
 }
 
-static int prompt_ids(struct kvg_route_input *ri, const struct kvg_route_tokenizer *rt)
+static int prompt_ids(struct kvg_route_input *ri, const struct kvg_route_tokenizer *rt, int nowait)
 {
     if (ri->chat) {
         struct kvg_buf out;
@@ -257,7 +257,7 @@ static int prompt_ids(struct kvg_route_input *ri, const struct kvg_route_tokeniz
         if (!rc && out.len) out.len = kvg_jinja_chat_unmask(out.data, out.len);
         if (!rc)
             rc = kvg_tok_encode_cached(rt->tok, rt->cache, out.data ? out.data : "", out.len,
-                                       info.add_special_tokens, &ri->ids, &ri->nids, NULL);
+                                       info.add_special_tokens, &ri->ids, &ri->nids, NULL, nowait);
         kvg_buf_free(&out);
         return rc;
     }
@@ -268,12 +268,12 @@ static int prompt_ids(struct kvg_route_input *ri, const struct kvg_route_tokeniz
         size_t n = strlen(p->valuestring);
         if (!memmem(p->valuestring, n, KVG_JINJA_NUL_MASK, 4))
             return kvg_tok_encode_cached(rt->tok, rt->cache, p->valuestring, n, 1, &ri->ids,
-                                         &ri->nids, NULL);
+                                         &ri->nids, NULL, nowait);
         char *t = malloc(n + 1); /* the tree stays as parsed (a retry reads it) */
         if (!t) return -ENOMEM;
         memcpy(t, p->valuestring, n);
         int rc = kvg_tok_encode_cached(rt->tok, rt->cache, t, kvg_jinja_chat_unmask(t, n), 1,
-                                       &ri->ids, &ri->nids, NULL);
+                                       &ri->ids, &ri->nids, NULL, nowait);
         free(t);
         return rc;
     }
@@ -290,10 +290,11 @@ static int prompt_ids(struct kvg_route_input *ri, const struct kvg_route_tokeniz
     return 0;
 }
 
-void kvg_route_input_tokenize(struct kvg_route_input *ri, const struct kvg_route_tokenizer *rt)
+void kvg_route_input_tokenize(struct kvg_route_input *ri, const struct kvg_route_tokenizer *rt,
+                              int nowait)
 {
     ri->block_size = rt->block_size;
-    int rc = ri->tokenize_error ? ri->tokenize_error : prompt_ids(ri, rt);
+    int rc = ri->tokenize_error ? ri->tokenize_error : prompt_ids(ri, rt, nowait);
     if (rc) {
         free(ri->ids);
         ri->ids = NULL;

@@ -61,9 +61,12 @@ int kvg_route_input_parse(struct kvg_route_input *ri, const char *body, size_t l
 /* Computes the routing text (only policies that match on text need it). */
 int kvg_route_input_text(struct kvg_route_input *ri);
 /* Renders and tokenizes the prompt and hashes its blocks (CPU work: run it
- * off the loop for long prompts). Thread-safe. Failures are not errors for
- * the request: ri->tokenize_error is set and routing goes on without tokens. */
-void kvg_route_input_tokenize(struct kvg_route_input *ri, const struct kvg_route_tokenizer *rt);
+ * off the loop for long prompts). Thread-safe; nowait on an event loop (the
+ * tokenizer cache is then only tried: kvg_tok_encode_cached). Failures are
+ * not errors for the request: ri->tokenize_error is set and routing goes on
+ * without tokens. */
+void kvg_route_input_tokenize(struct kvg_route_input *ri, const struct kvg_route_tokenizer *rt,
+                              int nowait);
 /* Fills the routing context's request fields from ri. */
 void kvg_route_input_ctx(const struct kvg_route_input *ri, struct kvg_route_ctx *ctx);
 /* Frees the parsed tree only (routing is done; ids and text may still serve

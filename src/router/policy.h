@@ -45,6 +45,10 @@ struct kvg_route_ctx {
     uint64_t now_ms;
     uint64_t load_max_age_ms; /* engine metrics older than this are unknown */
     int dry_run;              /* explain only (POST /debug/route): policies change no state */
+    /* Routing on an event loop: the policies' shared locks are tried, not
+     * waited for, as a lower-priority work thread may hold them
+     * (kv/approx.h's _nowait calls). */
+    int nowait;
     /* Optional per-request eligibility (priority admission): a worker it
      * refuses is no candidate. Called under the pool's read lock. */
     int (*filter)(void *ud, struct kvg_worker *w);

@@ -38,7 +38,11 @@ void kvg_policy_matched(struct kvg_kv_index *kv, struct kvg_kv_approx *approx,
     }
     if (!approx) return;
     uint32_t per_slot[nslots ? nslots : 1];
-    kvg_kv_approx_match(approx, ctx->block_hashes, ctx->nblocks, per_slot, nslots, ctx->now_ms);
+    if (ctx->nowait)
+        kvg_kv_approx_match_nowait(approx, ctx->block_hashes, ctx->nblocks, per_slot, nslots,
+                                   ctx->now_ms);
+    else
+        kvg_kv_approx_match(approx, ctx->block_hashes, ctx->nblocks, per_slot, nslots, ctx->now_ms);
     for (size_t i = 0; i < n; i++) {
         if (cand[i]->slot < 0 || (size_t)cand[i]->slot >= nslots) continue;
         matched[i] = per_slot[cand[i]->slot];
@@ -50,6 +54,10 @@ void kvg_policy_record(struct kvg_kv_approx *approx, struct kvg_worker *w,
                        const struct kvg_route_ctx *ctx)
 {
     if (!approx || !ctx->block_hashes || !ctx->nblocks || w->slot < 0) return;
+    if (ctx->nowait && kvg_kv_approx_record_nowait(approx, (uint32_t)w->slot, ctx->block_hashes,
+                                                   ctx->nblocks, ctx->now_ms) != KVG_ENOTFOUND)
+        return;
+    /* A worker's first record opens its slot (once: the loop may wait then). */
     if (kvg_kv_approx_record(approx, (uint32_t)w->slot, ctx->block_hashes, ctx->nblocks,
                              ctx->now_ms) == KVG_ENOTFOUND &&
         kvg_kv_approx_add_worker(approx, (uint32_t)w->slot) >= 0)

@@ -46,8 +46,7 @@ static const struct flag flags[] = {
     {"port", NULL, F_INT, O(port), 0, "port to listen on (8080)"},
     {"threads", NULL, F_INT, O(threads), 0, "event-loop threads (number of cores)"},
     {"tokenizer-threads", NULL, F_INT, O(tokenizer_threads), 0,
-     "threads that tokenize long prompts off the loops (libuv's pool; 0 = UV_THREADPOOL_SIZE or "
-     "libuv's 4)"},
+     "threads that parse, tokenize and route long prompts off the loops (0 = 4)"},
     {"tokenizer-nice", NULL, F_INT, O(tokenizer_nice), 0,
      "niceness added to the tokenizer threads, so long prompts yield the CPU to the loops "
      "(10; 0 = as the loops)"},

@@ -27,10 +27,10 @@ struct kvg_serve_config {
     char host[128];
     int port;
     int threads;
-    int tokenizer_nice;              /* niceness added to the pool threads (10) */
-    int tokenizer_threads;           /* libuv pool size, 0: UV_THREADPOOL_SIZE / libuv default */
-    struct kvg_strlist workers;      /* --worker-urls */
-    struct kvg_strlist kv_endpoints; /* --kv-events-endpoints, same order ("none": no events) */
+    int tokenizer_nice;                  /* niceness added to the pool threads (10) */
+    int tokenizer_threads;               /* the proxy's work threads, 0: 4 */
+    struct kvg_strlist workers;          /* --worker-urls */
+    struct kvg_strlist kv_endpoints;     /* --kv-events-endpoints, same order ("none": no events) */
     struct kvg_strlist replay_endpoints; /* --replay-endpoints, same order ("none") */
     char tokenizer[512], tokenizer_config[512];
     char chat_template[512]; /* --chat-template: overrides the tokenizer config's */

@@ -336,7 +336,7 @@ static void debug_route(struct kvg_serve_loop *lc, struct kvg_http_req *req)
     }
     kvg_route_input_text(&ri);
     ri.adapter = kvg_pool_model_is_adapter(&sv->pool, ri.model, ri.model_len);
-    if (sv->proxy.wants_tokens) kvg_route_input_tokenize(&ri, &sv->proxy.rt);
+    if (sv->proxy.wants_tokens) kvg_route_input_tokenize(&ri, &sv->proxy.rt, 1);
     struct kvg_route_ctx ctx = {.body = {req->body.data, req->body.len},
                                 .load_max_age_ms = sv->cfg.proxy.metrics_staleness_ms,
                                 .header = hdr,

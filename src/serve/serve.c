@@ -50,6 +50,7 @@ static void drain_poll(uv_timer_t *t)
         if (lc->srv_tls) kvg_http_server_close(lc->srv_tls);
         kvg_http_client_close(lc->client);
         kvg_gate_loop_close(&lc->gate);
+        kvg_proxy_wq_home_close(&lc->wq); /* once the work out is back */
         uv_close((uv_handle_t *)&lc->wake, NULL);
         uv_close((uv_handle_t *)&lc->drain_timer, NULL);
     }
@@ -115,11 +116,13 @@ static int start_loops(struct serve *s)
         }
         if ((rc = kvg_http_client_new(&lc->loop, NULL, &lc->client))) return rc;
         if ((rc = kvg_gate_loop_open(&s->sv.gate, &lc->loop, &lc->gate))) return rc;
+        if ((rc = kvg_proxy_wq_home_init(&lc->wq, s->sv.wq, &lc->loop))) return rc;
         lc->proxy = (struct kvg_proxy_loop){.px = &s->sv.proxy,
                                             .loop = &lc->loop,
                                             .client = lc->client,
                                             .gate = &lc->gate,
-                                            .rng = &lc->rng};
+                                            .rng = &lc->rng,
+                                            .wq = &lc->wq};
         uv_async_init(&lc->loop, &lc->wake, loop_wake);
         lc->wake.data = lc;
         uv_timer_init(&lc->loop, &lc->drain_timer);
@@ -297,14 +300,6 @@ int kvg_serve_main(int argc, char **argv)
     if (c->config_path[0] &&
         kvg_serve_config_load_file(c->config_path, &s.file, err, sizeof err) == 0)
         s.have_file = 1;
-    /* libuv sizes its pool from the environment at its first use, which
-     * comes later (the first long prompt, or a DNS lookup). */
-    kvg_proxy_pool_nice(c->tokenizer_nice);
-    if (c->tokenizer_threads > 0) {
-        char n[16];
-        snprintf(n, sizeof n, "%d", c->tokenizer_threads);
-        setenv("UV_THREADPOOL_SIZE", n, 1);
-    }
     uv_loop_init(&s.main_loop);
     const char *model_hint = "MODEL";
     /* The local actuator brings its own workers: the pool starts empty. */
@@ -339,6 +334,12 @@ int kvg_serve_main(int argc, char **argv)
         (rc = kvg_tls_server_ctx(c->tls_cert, c->tls_key, &s.sv.tls, err, sizeof err))) {
         fprintf(stderr, "kvgate serve: TLS: %s\n", err);
         return 2;
+    }
+    rc = kvg_proxy_wq_new(c->tokenizer_threads > 0 ? (unsigned)c->tokenizer_threads : 4,
+                          c->tokenizer_nice, &s.sv.wq);
+    if (rc) {
+        fprintf(stderr, "kvgate serve: work threads: %s\n", kvg_strerror(rc));
+        return 1;
     }
     if ((rc = start_loops(&s))) return 1;
     kvg_health_start(&s.health, &s.main_loop, &s.sv.pool);
@@ -376,6 +377,7 @@ int kvg_serve_main(int argc, char **argv)
     fflush(stdout);
     uv_run(&s.main_loop, UV_RUN_DEFAULT);
     for (int i = 0; i < s.nloops; i++) pthread_join(s.lcs[i].thread, NULL);
+    kvg_proxy_wq_free(s.sv.wq);
     uv_run(&s.main_loop, UV_RUN_DEFAULT);
     uv_loop_close(&s.main_loop);
     free(s.lcs);

@@ -66,6 +66,7 @@ struct kvg_serve {
     _Atomic uint64_t dp_rank_mismatches; /* batches of another rank than their worker's */
     struct kvg_gate gate;                /* keys, quotas, admission */
     struct kvg_proxy proxy;              /* what every loop's proxy shares */
+    struct kvg_proxy_wq *wq;             /* the proxy's work threads (owned) */
     _Atomic int draining;
     double started_s;
     uv_async_t health_kick; /* any thread: "check the workers now" (main loop) */
@@ -87,6 +88,7 @@ struct kvg_serve_loop {
     struct kvg_http_client *client;
     struct kvg_gate_loop gate;   /* this loop's end of the quota store and admission queue */
     struct kvg_proxy_loop proxy; /* this loop's proxy */
+    struct kvg_proxy_wq_home wq; /* its work threads' way back */
     uv_async_t wake;             /* "look at sv->draining / force_close" */
     uv_timer_t drain_timer;
     _Atomic int force_close;

@@ -24,6 +24,7 @@
  * (a memcpy per hit), so the tokenizer pool threads hold it briefly. */
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <xxhash.h>
@@ -50,6 +51,7 @@ struct kvg_tok_pcache {
     size_t bytes, max_bytes;
     struct pc_entry *lru_head, *lru_tail;
     uint64_t hits, misses, reused_tokens, evictions;
+    _Atomic uint64_t busy; /* nowait encodes that found the mutex taken */
 };
 
 #define PC_OVERHEAD (sizeof(struct pc_entry) + 2 * sizeof(void *))
@@ -97,6 +99,7 @@ void kvg_tok_pcache_stats(struct kvg_tok_pcache *c, struct kvg_tok_pcache_stats 
     st->misses = c->misses;
     st->reused_tokens = c->reused_tokens;
     st->evictions = c->evictions;
+    st->busy = atomic_load_explicit(&c->busy, memory_order_relaxed);
     st->entries = c->nentries;
     st->bytes = c->bytes;
     st->max_bytes = c->max_bytes;
@@ -208,7 +211,17 @@ static uint64_t chain_key(uint64_t prev, const char *seg, size_t len, size_t cut
 struct pc_call {
     struct kvg_tok_pcache *c;
     size_t reused; /* ids taken from the cache */
+    int nowait;    /* an event loop's: the mutex is tried, never waited for */
 };
+
+/* 0 with the mutex held. A caller that must not wait (an event loop: the
+ * holder may be a work thread at a lower priority, preempted) only tries
+ * it, and goes without the cache when it is taken: the ids are the same. */
+static int pc_lock(struct kvg_tok_pcache *c, int nowait)
+{
+    if (!nowait) return pthread_mutex_lock(&c->mu);
+    return pthread_mutex_trylock(&c->mu);
+}
 
 static int cached_text(const struct kvg_tok *tok, struct kvg_tok_scratch *s, const char *text,
                        size_t len, void *ud)
@@ -240,9 +253,9 @@ static int cached_text(const struct kvg_tok *tok, struct kvg_tok_scratch *s, con
     }
     /* The longest run of cached cuts from the start, verified byte for byte. */
     size_t hit = 0, first_span = 0, text_start = s->out->n;
-    pthread_mutex_lock(&c->mu);
+    int locked = pc_lock(c, call->nowait) == 0;
     prev = 0;
-    for (; hit < ncut; hit++) {
+    for (; locked && hit < ncut; hit++) {
         size_t cut = raw->v[span_end[hit] - 1].b;
         struct pc_entry *e = find(c, keys[hit], cut);
         if (!e || e->seg_len != cut - prev || memcmp(e->seg, text + prev, e->seg_len)) break;
@@ -253,14 +266,16 @@ static int cached_text(const struct kvg_tok *tok, struct kvg_tok_scratch *s, con
         lru_front(c, e);
         prev = cut;
     }
-    if (hit) {
+    if (!locked) {
+        atomic_fetch_add_explicit(&c->busy, 1, memory_order_relaxed);
+    } else if (hit) {
         c->hits++;
         c->reused_tokens += s->out->n - text_start;
         first_span = span_end[hit - 1];
     } else {
         c->misses++;
     }
-    pthread_mutex_unlock(&c->mu);
+    if (locked) pthread_mutex_unlock(&c->mu);
     call->reused = s->out->n - text_start;
     /* The rest, piece by piece; each new cut's segment is kept. */
     size_t seg_ids = s->out->n, seg_start = prev, cut_ix = hit;
@@ -268,10 +283,11 @@ static int cached_text(const struct kvg_tok *tok, struct kvg_tok_scratch *s, con
         rc = kvg_tok_encode_piece(tok, s, text, &raw->v[i]);
         if (rc || raw->v[i].id < 0) continue;
         size_t cut = raw->v[i].b;
-        pthread_mutex_lock(&c->mu);
-        insert(c, keys[cut_ix], cut, text + seg_start, cut - seg_start, s->out->v + seg_ids,
-               s->out->n - seg_ids);
-        pthread_mutex_unlock(&c->mu);
+        if (pc_lock(c, call->nowait) == 0) { /* a loop that finds it taken keeps no segment */
+            insert(c, keys[cut_ix], cut, text + seg_start, cut - seg_start, s->out->v + seg_ids,
+                   s->out->n - seg_ids);
+            pthread_mutex_unlock(&c->mu);
+        }
         cut_ix++;
         seg_start = cut;
         seg_ids = s->out->n;
@@ -282,12 +298,13 @@ static int cached_text(const struct kvg_tok *tok, struct kvg_tok_scratch *s, con
 }
 
 int kvg_tok_encode_cached(const struct kvg_tok *tok, struct kvg_tok_pcache *c, const char *text,
-                          size_t len, int add_special, uint32_t **ids, size_t *n, size_t *reused)
+                          size_t len, int add_special, uint32_t **ids, size_t *n, size_t *reused,
+                          int nowait)
 {
     if (reused) *reused = 0;
     if (!c || c->tok != tok || !c->max_bytes || tok->trie_raw.nodes <= 1)
         return kvg_tok_encode(tok, text, len, add_special, ids, n);
-    struct pc_call call = {.c = c};
+    struct pc_call call = {.c = c, .nowait = nowait};
     int rc = kvg_tok_encode_run(tok, text, len, add_special, ids, n, cached_text, &call);
     if (!rc && reused) *reused = call.reused;
     return rc;

@@ -75,6 +75,7 @@ struct kvg_tok_pcache_stats {
     uint64_t hits, misses;  /* encodes that reused a prefix / reused nothing */
     uint64_t reused_tokens; /* ids taken from the cache */
     uint64_t evictions;
+    uint64_t busy; /* nowait encodes that went without the cache: it was in use */
     size_t entries, bytes, max_bytes;
 };
 /* *out owned by the caller: kvg_tok_pcache_free(). max_bytes 0 keeps
@@ -83,9 +84,12 @@ int kvg_tok_pcache_new(const struct kvg_tok *tok, size_t max_bytes, struct kvg_t
 void kvg_tok_pcache_free(struct kvg_tok_pcache *c);
 void kvg_tok_pcache_stats(struct kvg_tok_pcache *c, struct kvg_tok_pcache_stats *st);
 /* kvg_tok_encode through the cache c (NULL: uncached); *reused (nullable)
- * is the number of text ids that came from the cache. */
+ * is the number of text ids that came from the cache. With nowait (an event
+ * loop's call) the cache's mutex is only tried: when another thread holds
+ * it, the text is encoded without the cache (the same ids). */
 int kvg_tok_encode_cached(const struct kvg_tok *tok, struct kvg_tok_pcache *c, const char *text,
-                          size_t len, int add_special, uint32_t **ids, size_t *n, size_t *reused);
+                          size_t len, int add_special, uint32_t **ids, size_t *n, size_t *reused,
+                          int nowait);
 
 /* `kvgate tokenize` (tok_cli.c, which lists its options and output).
  * argv[0] is the program or subcommand name; a leading "tokenize" in argv[1]

@@ -13,24 +13,23 @@ sysp=$(/usr/bin/python3 -c "import random; r=random.Random(3); print(' '.join(''
 body() { echo "{\"model\":\"m\",\"messages\":[{\"role\":\"system\",\"content\":\"$sysp\"},{\"role\":\"user\",\"content\":\"question $1\"}],\"max_tokens\":1}"; }
 metric() { curl -s "$1/metrics" | awk -v k="$2" '$1==k{print $2}'; }
 
-threads_of() { ls "/proc/$1/task" | wc -l; }
-niced() { # PID NICE: how many of its threads run at NICE (field 19 of stat)
+workers_of() { grep -lx kvg-work /proc/$1/task/*/comm 2>/dev/null | wc -l; }
+niced() { # PID NICE [COMM]: how many of its threads (named COMM) run at NICE (field 19 of stat)
   local n=0 t
-  for t in /proc/$1/task/*/stat; do
-    [ "$(sed 's/.*) //' "$t" | awk '{print $17}')" = "$2" ] && n=$((n + 1))
+  for t in /proc/$1/task/*; do
+    [ -n "${3:-}" ] && [ "$(cat "$t/comm")" != "$3" ] && continue
+    [ "$(sed 's/.*) //' "$t/stat" | awk '{print $17}')" = "$2" ] && n=$((n + 1))
   done
   echo "$n"
 }
 G1=$(free_port)
 start_serve "$G1" --threads 1 --tokenizer-threads 3 --policy prefix_affinity --worker-urls "http://127.0.0.1:$S" || exit 1
 G=http://127.0.0.1:$G1
-before=$(threads_of "$SERVE_PID")
 for q in 1 2 3; do body "$q" >"$TMP/b$q"; curl -s -o "$TMP/r$q" "$G/v1/chat/completions" -d @"$TMP/b$q"; done
-after=$(threads_of "$SERVE_PID")
-check "--tokenizer-threads 3: three pool threads ($before -> $after)" [ $((after - before)) = 3 ]
-n10=$(niced "$SERVE_PID" 10)
-check "pool threads that ran a prompt at nice 10 ($n10), the main thread at 0" \
-  [ "$n10" -ge 1 -a "$n10" -le 3 -a "$(niced "$SERVE_PID" 0)" -ge 1 ]
+check "--tokenizer-threads 3: three work threads ($(workers_of "$SERVE_PID"))" [ "$(workers_of "$SERVE_PID")" = 3 ]
+n10=$(niced "$SERVE_PID" 10 kvg-work)
+check "work threads at nice 10 ($n10), the main thread at 0" \
+  [ "$n10" = 3 -a "$(niced "$SERVE_PID" 0 kvgate)" -ge 1 ]
 hits=$(metric "$G" 'kvgate_tokenizer_cache_total{event="hit"}')
 miss=$(metric "$G" 'kvgate_tokenizer_cache_total{event="miss"}')
 reused=$(metric "$G" 'kvgate_tokenizer_cache_total{event="reused_tokens"}')

@@ -1,6 +1,10 @@
 /* Dynamo's approximate mode: records of routed blocks with a TTL, renewal,
  * longest prefix, pruning to the size bound, worker removal. */
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <unistd.h>
 
 #include "base/err.h"
 #include "kv/approx.h"
@@ -99,5 +103,106 @@ TEST(expire_call_and_bad_options)
     kvg_kv_approx_record(a, 0, A, 1, 1000);
     CHECK_INT(kvg_kv_approx_match(a, A, 1, out, 1, 120999), 1);
     CHECK_INT(kvg_kv_approx_match(a, A, 1, out, 1, 121000), 0);
+    kvg_kv_approx_free(a);
+}
+
+/* The _nowait calls (an event loop's): with the lock held elsewhere for
+ * long, a record is deferred, not lost, and made by the next holder of the
+ * exclusive lock; a lookup gives up with -EBUSY and no match. The long
+ * holder here is a lookup of a 300,000-block chain (shared lock) and an
+ * expiry of 300,000 records (exclusive lock); each attempt is retried up to
+ * 20 times, in case the holder had not taken the lock yet. */
+#define LONG_N 300000
+
+    struct holder {
+    struct kvg_kv_approx *a;
+    const uint64_t *seq;
+    int expire; /* else a lookup */
+    _Atomic int started;
+};
+
+static void *hold(void *arg)
+{
+    struct holder *h = arg;
+    uint32_t out[2];
+    atomic_store(&h->started, 1);
+    if (h->expire)
+        kvg_kv_approx_expire(h->a, 1000000);
+    else
+        kvg_kv_approx_match(h->a, h->seq, LONG_N, out, 2, 100);
+    return NULL;
+}
+
+static uint64_t *long_chain(void)
+{
+    uint64_t *seq = malloc(LONG_N * sizeof *seq);
+    CHECK(seq != NULL);
+    for (size_t i = 0; i < LONG_N; i++) seq[i] = 1000000 + i;
+    return seq;
+}
+
+TEST(nowait_record_is_deferred_then_made)
+{
+    struct kvg_kv_approx *a = mk(2, 60000, 1u << 22, 0);
+    uint64_t *seq = long_chain();
+    CHECK_INT(kvg_kv_approx_record(a, 1, seq, LONG_N, 100), LONG_N);
+    struct kvg_kv_approx_stats st;
+    int deferred = 0;
+    for (int attempt = 0; attempt < 20 && !deferred; attempt++) {
+        struct holder h = {.a = a, .seq = seq};
+        pthread_t th;
+        CHECK_INT(pthread_create(&th, NULL, hold, &h), 0);
+        while (!atomic_load(&h.started)) usleep(100);
+        usleep(2000);
+        CHECK_INT(kvg_kv_approx_record_nowait(a, 0, A, 6, 200), 6);
+        pthread_join(th, NULL);
+        kvg_kv_approx_stats(a, &st);
+        deferred = st.deferred_records > 0;
+    }
+    CHECK(deferred);
+    CHECK_INT(st.dropped_records, 0);
+    /* The next exclusive holder (here a nowait lookup's) makes it. */
+    uint32_t out[2];
+    CHECK_INT(kvg_kv_approx_match_nowait(a, A, 6, out, 2, 300), 6);
+    CHECK_INT(out[0], 6);
+    CHECK_INT(out[1], 0);
+    kvg_kv_approx_stats(a, &st);
+    CHECK_INT(st.entries, LONG_N + 6);
+    free(seq);
+    kvg_kv_approx_free(a);
+}
+
+TEST(nowait_lookup_gives_up_on_a_long_hold)
+{
+    struct kvg_kv_approx *a = mk(2, 1000, 1u << 22, 0);
+    uint64_t *seq = long_chain();
+    CHECK_INT(kvg_kv_approx_record(a, 0, B, 6, 2000000), 6); /* after the holder's now */
+    int busy = 0;
+    for (int attempt = 0; attempt < 20 && !busy; attempt++) {
+        /* Records that the holder's expiry drops, under the exclusive lock. */
+        CHECK_INT(kvg_kv_approx_record(a, 1, seq, LONG_N, 100), LONG_N);
+        struct holder h = {.a = a, .expire = 1};
+        pthread_t th;
+        CHECK_INT(pthread_create(&th, NULL, hold, &h), 0);
+        while (!atomic_load(&h.started)) usleep(100);
+        usleep(2000);
+        uint32_t out[2] = {7, 7};
+        int rc = kvg_kv_approx_match_nowait(a, B, 6, out, 2, 2000100);
+        pthread_join(th, NULL);
+        if (rc == -EBUSY) {
+            busy = 1;
+            CHECK_INT(out[0], 0);
+            CHECK_INT(out[1], 0);
+        } else {
+            CHECK_INT(rc, 6); /* the holder had not started, or was done: a plain lookup */
+        }
+    }
+    CHECK(busy);
+    struct kvg_kv_approx_stats st;
+    kvg_kv_approx_stats(a, &st);
+    CHECK(st.busy_lookups >= 1);
+    uint32_t out[2];
+    CHECK_INT(kvg_kv_approx_match_nowait(a, B, 6, out, 2, 2000200), 6); /* free again: found */
+    free(seq);
     kvg_kv_approx_free(a);
 }

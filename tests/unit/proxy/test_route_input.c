@@ -71,9 +71,9 @@ TEST(cache_salt_seeds_hashes)
     CHECK_INT(parse(plain, &a), 0);
     CHECK_INT(parse(salted, &b), 0);
     CHECK_INT(parse(other, &c), 0);
-    kvg_route_input_tokenize(&a, &rt);
-    kvg_route_input_tokenize(&b, &rt);
-    kvg_route_input_tokenize(&c, &rt);
+    kvg_route_input_tokenize(&a, &rt, 0);
+    kvg_route_input_tokenize(&b, &rt, 0);
+    kvg_route_input_tokenize(&c, &rt, 0);
     CHECK(a.nhashes > 0);
     CHECK_INT(a.nhashes, b.nhashes);
     CHECK(a.hashes[0] != b.hashes[0]);
@@ -101,8 +101,8 @@ TEST(adapter_model_seeds_hashes)
     CHECK_INT(parse(body, &base), 0);
     CHECK_INT(parse(body, &lora), 0);
     lora.adapter = 1;
-    kvg_route_input_tokenize(&base, &rt);
-    kvg_route_input_tokenize(&lora, &rt);
+    kvg_route_input_tokenize(&base, &rt, 0);
+    kvg_route_input_tokenize(&lora, &rt, 0);
     CHECK(lora.nhashes > 0);
     CHECK(base.hashes[0] != lora.hashes[0]);
     uint64_t want[16];
@@ -164,7 +164,7 @@ TEST(nul_in_prompt_is_data)
     struct kvg_route_input ri;
     const char body[] = "{\"model\":\"m\",\"prompt\":\"a\\u0000b\"}";
     CHECK_INT(parse(body, &ri), 0);
-    kvg_route_input_tokenize(&ri, &rt);
+    kvg_route_input_tokenize(&ri, &rt, 0);
     CHECK_INT(ri.tokenize_error, 0);
     CHECK_INT((int)ri.nids, 4); /* builtin:bytes: BOS, a, NUL, b */
     CHECK_INT((int)ri.ids[1], 'a');
@@ -174,7 +174,7 @@ TEST(nul_in_prompt_is_data)
     /* One that cannot be read exactly is routed without tokens, not wrongly. */
     const char odd[] = "{\"model\":\"m\",\"prompt\":\"a\\u0000\\udbff\\udfff\"}";
     CHECK_INT(parse(odd, &ri), 0);
-    kvg_route_input_tokenize(&ri, &rt);
+    kvg_route_input_tokenize(&ri, &rt, 0);
     CHECK(ri.tokenize_error != 0);
     CHECK_INT((int)ri.nids, 0);
     kvg_route_input_free(&ri);

@@ -89,10 +89,10 @@ TEST(shared_system_prompt_reused)
     const char *b = "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nho<|im_end|>\n";
     uint32_t *ids;
     size_t n, reused;
-    CHECK_INT(kvg_tok_encode_cached(t, c, a, strlen(a), 0, &ids, &n, &reused), 0);
+    CHECK_INT(kvg_tok_encode_cached(t, c, a, strlen(a), 0, &ids, &n, &reused, 0), 0);
     CHECK_INT(reused, 0);
     free(ids);
-    CHECK_INT(kvg_tok_encode_cached(t, c, b, strlen(b), 1, &ids, &n, &reused), 0);
+    CHECK_INT(kvg_tok_encode_cached(t, c, b, strlen(b), 1, &ids, &n, &reused, 0), 0);
     /* <|im_start|> system\n Be brief. <|im_end|> \n <|im_start|>: 1+7+9+1+1+1 */
     CHECK_INT(reused, 20);
     CHECK_INT(n, strlen(b) - 4 * 11 + 4 + 1); /* four specials, one BOS */
@@ -106,7 +106,7 @@ TEST(shared_system_prompt_reused)
     kvg_tok_pcache_free(c);
     /* max_bytes 0: the uncached path, nothing kept. */
     CHECK_INT(kvg_tok_pcache_new(t, 0, &c), 0);
-    CHECK_INT(kvg_tok_encode_cached(t, c, a, strlen(a), 0, &ids, &n, &reused), 0);
+    CHECK_INT(kvg_tok_encode_cached(t, c, a, strlen(a), 0, &ids, &n, &reused, 0), 0);
     free(ids);
     kvg_tok_pcache_stats(c, &st);
     CHECK_INT(st.entries, 0);
@@ -119,6 +119,7 @@ struct thr {
     struct kvg_tok_pcache *c;
     int bad;
     unsigned seed;
+    int nowait; /* as an event loop calls it: the cache only tried */
 };
 
 static void *hammer(void *arg)
@@ -134,7 +135,7 @@ static void *hammer(void *arg)
         uint32_t *a, *b;
         size_t na, nb;
         if (kvg_tok_encode(h->t, text, (size_t)len, 0, &a, &na) ||
-            kvg_tok_encode_cached(h->t, h->c, text, (size_t)len, 0, &b, &nb, NULL)) {
+            kvg_tok_encode_cached(h->t, h->c, text, (size_t)len, 0, &b, &nb, NULL, h->nowait)) {
             h->bad++;
             continue;
         }
@@ -155,7 +156,7 @@ TEST(threads_share_one_cache)
     pthread_t th[4];
     struct thr h[4];
     for (int i = 0; i < 4; i++) {
-        h[i] = (struct thr){.t = t, .c = c, .seed = (unsigned)i + 1};
+        h[i] = (struct thr){.t = t, .c = c, .seed = (unsigned)i + 1, .nowait = i & 1};
         CHECK_INT(pthread_create(&th[i], NULL, hammer, &h[i]), 0);
     }
     for (int i = 0; i < 4; i++) pthread_join(th[i], NULL);

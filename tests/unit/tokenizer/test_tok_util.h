@@ -155,7 +155,7 @@ static inline int tt_check_prefix_cache(const struct kvg_tok *t, const char *con
         uint32_t *a = NULL, *x = NULL;
         size_t na = 0, nx = 0, got = 0;
         int ra = kvg_tok_encode(t, b.data ? b.data : "", b.len, r & 1, &a, &na);
-        int rx = kvg_tok_encode_cached(t, c, b.data ? b.data : "", b.len, r & 1, &x, &nx, &got);
+        int rx = kvg_tok_encode_cached(t, c, b.data ? b.data : "", b.len, r & 1, &x, &nx, &got, 0);
         if (ra != rx || na != nx || (na && memcmp(a, x, na * sizeof *a))) bad++;
         used += got;
         free(a);
