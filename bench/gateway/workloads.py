@@ -35,7 +35,7 @@ def text(tokens):
 
 def split(msgs, where):
     """PRE/POST around the marker @N@ inside the body."""
-    body = json.dumps({"model": "m", "messages": msgs, "max_tokens": 1}, ensure_ascii=False)
+    body = json.dumps({"model": os.environ.get("KVG_WL_MODEL", "m"), "messages": msgs, "max_tokens": 1}, ensure_ascii=False)
     a, b = body.split("@N@")
     assert "\t" not in a and "\t" not in b
     return a + "\t" + b
