@@ -11,7 +11,11 @@
  * Work out: the thread pushes the item onto its home's `back` stack and, if
  * that stack was empty, writes the home's eventfd. The loop reads the
  * eventfd, then swaps `back` out: an item pushed after the swap finds the
- * stack empty and writes again, so none is left unannounced. */
+ * stack empty and writes again, so none is left unannounced. A thread may
+ * write after the loop has taken its item (it was preempted in between), so
+ * an eventfd stays open until the threads are joined (kvg_proxy_wq_free):
+ * closing it with the home would let that write land in a file or socket
+ * that reused the number. */
 #include "proxy/workq.h"
 
 #include <errno.h>
@@ -31,6 +35,9 @@ struct kvg_proxy_wq {
     pthread_mutex_t mu; /* the work threads': fifo */
     struct kvg_proxy_wq_item *fifo;
     _Atomic int stop;
+    pthread_mutex_t fd_mu; /* fds: every home's eventfd, closed at free */
+    int *fds;
+    size_t nfds;
     int nice, base_nice;
     unsigned n;
     pthread_t *th;
@@ -127,6 +134,7 @@ int kvg_proxy_wq_new(unsigned threads, int nice, struct kvg_proxy_wq **out)
         return -errno;
     }
     int rc = pthread_mutex_init(&wq->mu, NULL);
+    if (!rc && (rc = pthread_mutex_init(&wq->fd_mu, NULL))) pthread_mutex_destroy(&wq->mu);
     if (rc) {
         sem_destroy(&wq->ready);
         free(wq->th);
@@ -150,23 +158,19 @@ void kvg_proxy_wq_free(struct kvg_proxy_wq *wq)
     atomic_store_explicit(&wq->stop, 1, memory_order_release);
     for (unsigned i = 0; i < wq->n; i++) sem_post(&wq->ready);
     for (unsigned i = 0; i < wq->n; i++) pthread_join(wq->th[i], NULL);
+    for (size_t i = 0; i < wq->nfds; i++) close(wq->fds[i]);
+    free(wq->fds);
+    pthread_mutex_destroy(&wq->fd_mu);
     pthread_mutex_destroy(&wq->mu);
     sem_destroy(&wq->ready);
     free(wq->th);
     free(wq);
 }
 
-static void home_closed(uv_handle_t *hd)
-{
-    struct kvg_proxy_wq_home *h = hd->data;
-    close(h->efd);
-    h->efd = -1;
-}
-
 static void home_close_now(struct kvg_proxy_wq_home *h)
 {
     uv_poll_stop(&h->poll);
-    uv_close((uv_handle_t *)&h->poll, home_closed);
+    uv_close((uv_handle_t *)&h->poll, NULL); /* the eventfd is the queue's (top) */
 }
 
 /* On the loop: every finished item's done, oldest first. */
@@ -197,17 +201,29 @@ int kvg_proxy_wq_home_init(struct kvg_proxy_wq_home *h, struct kvg_proxy_wq *wq,
 {
     *h = (struct kvg_proxy_wq_home){.wq = wq, .efd = -1};
     atomic_init(&h->back, NULL);
-    h->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    if (h->efd < 0) return -errno;
+    int fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (fd < 0) return -errno;
+    pthread_mutex_lock(&wq->fd_mu);
+    int *fds = realloc(wq->fds, (wq->nfds + 1) * sizeof *fds);
+    if (fds) {
+        wq->fds = fds;
+        wq->fds[wq->nfds++] = fd;
+    }
+    pthread_mutex_unlock(&wq->fd_mu);
+    if (!fds) {
+        close(fd);
+        return -ENOMEM;
+    }
+    h->efd = fd;
     int rc = uv_poll_init(loop, &h->poll, h->efd);
     if (rc) {
-        close(h->efd);
-        h->efd = -1;
+        h->efd = -1; /* never opened: close does nothing */
         return rc;
     }
     h->poll.data = h;
     if ((rc = uv_poll_start(&h->poll, UV_READABLE, home_ready))) {
-        uv_close((uv_handle_t *)&h->poll, home_closed);
+        h->efd = -1;
+        uv_close((uv_handle_t *)&h->poll, NULL);
         return rc;
     }
     uv_unref((uv_handle_t *)&h->poll);
@@ -216,7 +232,7 @@ int kvg_proxy_wq_home_init(struct kvg_proxy_wq_home *h, struct kvg_proxy_wq *wq,
 
 void kvg_proxy_wq_home_close(struct kvg_proxy_wq_home *h)
 {
-    if (h->closing || h->efd < 0) return;
+    if (h->closing || h->efd < 0) return; /* closed, or never opened */
     h->closing = 1;
     if (h->pending == 0) home_close_now(h);
 }

@@ -38,9 +38,10 @@ struct kvg_proxy_wq_item {
 struct kvg_proxy_wq_home {
     struct kvg_proxy_wq *wq;
     uv_poll_t poll;
-    int efd;
-    _Atomic(struct kvg_proxy_wq_item *) back; /* finished, newest first */
-    unsigned pending;                         /* submitted, done not yet run */
+    int efd; /* the queue's: closed by kvg_proxy_wq_free */ /* the queue's: closed by
+                                                               kvg_proxy_wq_free */
+    _Atomic(struct kvg_proxy_wq_item *) back;               /* finished, newest first */
+    unsigned pending;                                       /* submitted, done not yet run */
     int closing;
 };
 
@@ -53,7 +54,8 @@ unsigned kvg_proxy_wq_threads(const struct kvg_proxy_wq *wq);
 
 int kvg_proxy_wq_home_init(struct kvg_proxy_wq_home *h, struct kvg_proxy_wq *wq, uv_loop_t *loop);
 /* Closes the home's handle once every submitted item's done has run (until
- * then the loop stays alive, as it does for uv_queue_work). */
+ * then the loop stays alive, as it does for uv_queue_work). The home's
+ * memory may go once the handle is closed. */
 void kvg_proxy_wq_home_close(struct kvg_proxy_wq_home *h);
 
 /* Queues it->work; it->done follows on h's loop. Never blocks. */
