@@ -38,10 +38,9 @@ struct kvg_proxy_wq_item {
 struct kvg_proxy_wq_home {
     struct kvg_proxy_wq *wq;
     uv_poll_t poll;
-    int efd; /* the queue's: closed by kvg_proxy_wq_free */ /* the queue's: closed by
-                                                               kvg_proxy_wq_free */
-    _Atomic(struct kvg_proxy_wq_item *) back;               /* finished, newest first */
-    unsigned pending;                                       /* submitted, done not yet run */
+    int efd;                                  /* the queue's: closed by kvg_proxy_wq_free */
+    _Atomic(struct kvg_proxy_wq_item *) back; /* finished, newest first */
+    unsigned pending;                         /* submitted, done not yet run */
     int closing;
 };
 
