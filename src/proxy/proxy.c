@@ -530,7 +530,12 @@ static void picked(struct proxy_req *pr);
 
 static void route_work(struct kvg_proxy_wq_item *w)
 {
-    route(w->data);
+    struct proxy_req *pr = w->data;
+    route(pr);
+    /* The tree was built here, so it is freed here: on the loop, its chunks
+     * would take the allocator arena of a work thread that may hold it,
+     * preempted. The hook reads it on the loop (picked). */
+    if (!pr->pl->px->on_routed) kvg_route_input_drop_json(&pr->ri);
 }
 
 static void route_done(struct kvg_proxy_wq_item *w)
