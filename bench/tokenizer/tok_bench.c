@@ -2,7 +2,7 @@
  * bench/tokenizer/run.sh (which runs the reference tokenizers beside it).
  *
  *   tok_bench TOKENIZER FILE [--chunk N] [--reps R] [--threads T] [--no-cache]
- *             [--warm]
+ *             [--warm] [--prefix-cache BYTES]
  *       encodes FILE in chunks of N bytes (default 4096, cut at UTF-8
  *       boundaries), R passes (default 5); T threads each do every pass on
  *       the same tokenizer. Prints "bytes tokens seconds cpu_seconds": the fastest pass
@@ -11,12 +11,17 @@
  *       not grow when other processes take the CPU, so it shows contention
  *       between the threads). Each pass starts with an empty
  *       word cache (a pass never profits from having seen the file before)
- *       unless --warm.
+ *       unless --warm. With --prefix-cache, each chunk is a one-turn chat
+ *       prompt ("<|im_start|>user\n" CHUNK "<|im_end|>\n<|im_start|>assistant\n",
+ *       the rendered form the gateway tokenizes) encoded through a tokenizer
+ *       prefix cache of BYTES (0: the same text without one), emptied before
+ *       every pass: chunks are unique, so this is the cache's cost on misses.
  *   tok_bench TOKENIZER --load R
  *       loads R times; prints "min_ms median_ms".
  *
  * Best-of-R is reported because the machines are shared: the fastest pass is
  * the one least disturbed by other work. */
+#include <errno.h>
 #include <pthread.h>
 #include <time.h>
 #include <stdio.h>
@@ -31,6 +36,8 @@
 
 struct job {
     const struct kvg_tok *tok;
+    struct kvg_tok_pcache *pc; /* with chat */
+    int chat;                  /* wrap each chunk as a chat prompt */
     const char *data;
     size_t len, chunk, tokens;
     double cpu; /* this thread's CPU seconds */
@@ -54,7 +61,24 @@ static void *encode_all(void *arg)
         while (at + n < j->len && ((uint8_t)j->data[at + n] & 0xC0) == 0x80) n--;
         uint32_t *ids;
         size_t k;
-        if ((j->rc = kvg_tok_encode(j->tok, j->data + at, n, 0, &ids, &k))) return NULL;
+        if (j->chat) {
+            static const char pre[] = "<|im_start|>user\n",
+                              post[] = "<|im_end|>\n<|im_start|>assistant\n";
+            char *t = malloc(sizeof pre + n + sizeof post);
+            if (!t) {
+                j->rc = -ENOMEM;
+                return NULL;
+            }
+            size_t len = 0;
+            memcpy(t, pre, sizeof pre - 1), len += sizeof pre - 1;
+            memcpy(t + len, j->data + at, n), len += n;
+            memcpy(t + len, post, sizeof post - 1), len += sizeof post - 1;
+            j->rc = kvg_tok_encode_cached(j->tok, j->pc, t, len, 0, &ids, &k, NULL, 0);
+            free(t);
+        } else {
+            j->rc = kvg_tok_encode(j->tok, j->data + at, n, 0, &ids, &k);
+        }
+        if (j->rc) return NULL;
         j->tokens += k;
         free(ids);
         at += n;
@@ -98,7 +122,8 @@ int main(int argc, char **argv)
         return 0;
     }
     size_t chunk = 4096;
-    int reps = 5, threads = 1, cache = 1, warm = 0;
+    int reps = 5, threads = 1, cache = 1, warm = 0, chat = 0;
+    size_t pc_bytes = 0;
     for (int i = 3; i < argc; i++) {
         if (!strcmp(argv[i], "--chunk") && i + 1 < argc)
             chunk = strtoul(argv[++i], NULL, 10);
@@ -110,6 +135,8 @@ int main(int argc, char **argv)
             cache = 0;
         else if (!strcmp(argv[i], "--warm"))
             warm = 1;
+        else if (!strcmp(argv[i], "--prefix-cache") && i + 1 < argc)
+            chat = 1, pc_bytes = strtoul(argv[++i], NULL, 10);
     }
     if (chunk == 0) chunk = 4096;
     if (reps < 1) reps = 1;
@@ -138,9 +165,12 @@ int main(int argc, char **argv)
     for (int r = 0; r < reps; r++) {
         if ((r == 0 || !warm) && kvg_tok_cache_alloc(tok, cache ? KVG_TOK_CACHE_ENTRIES : 0))
             return 1;
+        struct kvg_tok_pcache *pc = NULL;
+        if (chat && pc_bytes && kvg_tok_pcache_new(tok, pc_bytes, &pc)) return 1;
         uint64_t t0 = kvg_now_ns();
         for (int t = 0; t < threads; t++) {
-            jobs[t] = (struct job){.tok = tok, .data = b.data, .len = b.len, .chunk = chunk};
+            jobs[t] = (struct job){
+                .tok = tok, .pc = pc, .chat = chat, .data = b.data, .len = b.len, .chunk = chunk};
             pthread_create(&tids[t], NULL, encode_all, &jobs[t]);
         }
         tokens = 0;
@@ -156,6 +186,7 @@ int main(int argc, char **argv)
         }
         if (cpu < best_cpu) best_cpu = cpu;
         double s = (double)(kvg_now_ns() - t0) / 1e9;
+        kvg_tok_pcache_free(pc);
         if (s < best) best = s;
     }
     printf("%zu %zu %.6f %.6f\n", b.len * (size_t)threads, tokens, best, best_cpu);
