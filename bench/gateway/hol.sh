@@ -20,6 +20,7 @@
 #   bash bench/gateway/hol.sh [SECONDS per phase, default 5] [REPS, default 3]
 #   KVG_HOL_BASE_BIN=path adds that binary's rows (a before/after in one run);
 #   KVG_HOL_THREADS the --tokenizer-threads values (default "4 1");
+#   KVG_HOL_POLICY the policy (default prefix_affinity, the default's);
 #   KVG_HOL_OUT the result file.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -29,6 +30,7 @@ PACE=5
 BIN=${KVG_BIN:-build/release/kvgate}
 BASE=${KVG_HOL_BASE_BIN:-}
 TH=${KVG_HOL_THREADS:-"4 1"}
+POL=${KVG_HOL_POLICY:-prefix_affinity}
 OUT=${KVG_HOL_OUT:-bench/results/gateway-hol.md}
 [ -x "$BIN" ] || make -s -j2 BUILD=release build/release/kvgate
 . bench/gateway/common.sh
@@ -48,7 +50,7 @@ for u in "${URLS[@]}"; do wait_url "$u/health"; done
 
 start_gw() { # binary tokenizer-threads
   GWP=$(port)
-  "$1" serve --port "$GWP" --threads 1 --policy prefix_affinity --worker-urls "${URLS[@]}" \
+  "$1" serve --port "$GWP" --threads 1 --policy "$POL" --worker-urls "${URLS[@]}" \
     "${TOK[@]}" --block-size 16 --no-access-log --log-level warn --tokenizer-threads "$2" \
     >/dev/null & GWPID=$!
   wait_url "http://127.0.0.1:$GWP/readiness"
@@ -129,7 +131,7 @@ for (b, th), v in by.items():
   echo "with other work; load average at the end: $(cut -d' ' -f1-3 /proc/loadavg))."
   echo "Short requests: 2 connections, each ${PACE} ms between requests (a latency probe, not a"
   echo "load), to their own engine; long: 8 connections of 30k and 8 of 100k (closed loop) to four"
-  echo "others, through one \`kvgate serve --threads 1 --policy prefix_affinity\` with the Qwen3"
+  echo "others, through one \`kvgate serve --threads 1 --policy $POL\` with the Qwen3"
   echo "tokenizer (the gateway tokenizes; the engines use the byte tokenizer). The long traffic's"
   echo "engines and clients run at nice 19 (in a fleet they have machines of their own); the"
   echo "gateway, the probe and its engine at 0; the work threads at the default --tokenizer-nice 10."
