@@ -12,13 +12,14 @@
 #include <string.h>
 
 #include "base/err.h"
-#include "base/util.h"
+#include "base/lfstack.h"
+#include "base/lock.h"
 #include "kv/table.h"
 
 /* A record an event loop could not make at once (see approx.h): the next
  * holder of the exclusive lock makes it. */
 struct deferred {
-    struct deferred *next;
+    struct kvg_lfs_node link; /* first */
     uint32_t slot;
     uint32_t now;
     size_t n;
@@ -30,10 +31,9 @@ struct deferred {
 #define DEFER_MAX_BLOCKS (1u << 16)
 /* Blocks added or pruned per hold of the exclusive lock: a big prompt's
  * record lets the lookups of other requests in between, and a hold (tens of
- * microseconds at most) ends within TRY_NS unless its thread is preempted. */
+ * microseconds at most) ends within KVG_LOCK_TRY_NS unless its thread is
+ * preempted. */
 #define HOLD_BLOCKS 128
-/* How long a caller that must not wait tries the lock. */
-#define TRY_NS 20000
 
 struct kvg_kv_approx {
     pthread_rwlock_t lock;
@@ -45,8 +45,8 @@ struct kvg_kv_approx {
      * see without the exclusive lock that nothing has expired yet. */
     _Atomic uint32_t next_exp;
     _Atomic int have_exp;
-    uint32_t latest;                     /* the latest now a change brought (exclusive lock) */
-    _Atomic(struct deferred *) deferred; /* newest first */
+    uint32_t latest; /* the latest now a change brought (exclusive lock) */
+    kvg_lfs deferred;
     _Atomic uint64_t deferred_blocks;
     _Atomic uint64_t busy_lookups, deferred_records, dropped_records;
 };
@@ -80,7 +80,7 @@ int kvg_kv_approx_new(const struct kvg_kv_approx_opts *o, struct kvg_kv_approx *
 void kvg_kv_approx_free(struct kvg_kv_approx *a)
 {
     if (!a) return;
-    for (struct deferred *d = atomic_exchange(&a->deferred, NULL), *next; d; d = next) {
+    for (struct kvg_lfs_node *d = kvg_lfs_take(&a->deferred), *next; d; d = next) {
         next = d->next;
         free(d);
     }
@@ -141,23 +141,13 @@ static int record_locked(struct kvg_kv_approx *a, uint32_t slot, const uint64_t 
  * was routed, so that every worker's list stays in expiry order. */
 static void apply_deferred(struct kvg_kv_approx *a)
 {
-    if (!atomic_load_explicit(&a->deferred, memory_order_relaxed)) return;
-    struct deferred *d = atomic_exchange_explicit(&a->deferred, NULL, memory_order_acquire),
-                    *r = NULL;
-    while (d) { /* newest first -> oldest first */
-        struct deferred *next = d->next;
-        d->next = r;
-        r = d;
-        d = next;
-    }
-    while (r) {
-        struct deferred *next = r->next;
+    for (struct deferred *r = (struct deferred *)kvg_lfs_take(&a->deferred), *next; r; r = next) {
+        next = (struct deferred *)r->link.next;
         if ((int32_t)(r->now - a->latest) > 0) a->latest = r->now;
         if (a->t.w[r->slot].state == KVG_KV_W_LIVE)
             record_locked(a, r->slot, r->seq, r->n, a->latest, 0);
         atomic_fetch_sub_explicit(&a->deferred_blocks, r->n, memory_order_relaxed);
         free(r);
-        r = next;
     }
 }
 
@@ -167,23 +157,12 @@ static void lock_ex(struct kvg_kv_approx *a)
     apply_deferred(a);
 }
 
-/* Tries the lock for up to TRY_NS, for a caller that must not wait for a
- * thread that may be preempted while it holds the lock. 0 or -EBUSY. */
+/* For a caller that must not wait (base/lock.h). 0 or -EBUSY. */
 static int lock_try(struct kvg_kv_approx *a, int excl)
 {
-    uint64_t t0 = 0;
-    for (;;) {
-        if ((excl ? pthread_rwlock_trywrlock(&a->lock) : pthread_rwlock_tryrdlock(&a->lock)) == 0) {
-            if (excl) apply_deferred(a);
-            return 0;
-        }
-        uint64_t t = kvg_now_ns();
-        if (!t0)
-            t0 = t;
-        else if (t - t0 > TRY_NS)
-            return -EBUSY;
-        __builtin_ia32_pause();
-    }
+    if (kvg_rwlock_try_for(&a->lock, excl, KVG_LOCK_TRY_NS)) return -EBUSY;
+    if (excl) apply_deferred(a);
+    return 0;
 }
 
 int kvg_kv_approx_add_worker(struct kvg_kv_approx *a, uint32_t slot)
@@ -239,11 +218,7 @@ static int defer(struct kvg_kv_approx *a, uint32_t slot, const uint64_t *seq, si
     }
     *d = (struct deferred){.slot = slot, .now = now, .n = n};
     memcpy(d->seq, seq, n * sizeof *seq);
-    struct deferred *old = atomic_load_explicit(&a->deferred, memory_order_relaxed);
-    do {
-        d->next = old;
-    } while (!atomic_compare_exchange_weak_explicit(&a->deferred, &old, d, memory_order_release,
-                                                    memory_order_relaxed));
+    kvg_lfs_push(&a->deferred, &d->link);
     atomic_fetch_add_explicit(&a->deferred_records, 1, memory_order_relaxed);
     return (int)n;
 }
@@ -296,7 +271,7 @@ static int match(struct kvg_kv_approx *a, const uint64_t *seq, size_t n, uint32_
     uint32_t now = (uint32_t)now_ms;
     int due = atomic_load_explicit(&a->have_exp, memory_order_acquire) &&
               (int32_t)(now - atomic_load_explicit(&a->next_exp, memory_order_relaxed)) >= 0;
-    if (due || (nowait && atomic_load_explicit(&a->deferred, memory_order_relaxed))) {
+    if (due || (nowait && !kvg_lfs_empty(&a->deferred))) {
         /* Expiry, and the loops' deferred records, need the exclusive lock:
          * a caller that must not wait leaves them to the next one. */
         if (!nowait) {

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/lock.h"
 #include "base/utf8.h"
 
 uint32_t kvg_kv_utf8_next(const unsigned char *p, const unsigned char *end, uint32_t *cp)
@@ -246,10 +247,9 @@ static struct kvg_kv_rnode *split(struct kvg_kv_rnode *parent, struct kvg_kv_rno
     return mid;
 }
 
-int kvg_kv_radix_insert(struct kvg_kv_radix *t, const char *text, size_t len, int tenant)
+/* mu held. */
+static int insert_locked(struct kvg_kv_radix *t, const char *text, size_t len, int tenant)
 {
-    if (tenant < 0 || tenant > KVG_KV_RADIX_MAX_TENANT || (!text && len)) return -EINVAL;
-    pthread_mutex_lock(&t->mu);
     int rc = tenant_slot(t, tenant);
     if (rc) goto out;
     uint64_t ts = ++t->clock;
@@ -284,8 +284,68 @@ int kvg_kv_radix_insert(struct kvg_kv_radix *t, const char *text, size_t len, in
     }
     rc = 0;
 out:
-    pthread_mutex_unlock(&t->mu);
     return rc < 0 ? rc : 0;
+}
+
+/* Inserts the deferred texts, oldest first (mu held). */
+static void apply_deferred(struct kvg_kv_radix *t)
+{
+    for (struct kvg_kv_rdefer *r = (struct kvg_kv_rdefer *)kvg_lfs_take(&t->deferred), *next; r;
+         r = next) {
+        next = (struct kvg_kv_rdefer *)r->link.next;
+        insert_locked(t, r->text, r->len, r->tenant);
+        atomic_fetch_sub_explicit(&t->deferred_bytes, r->len, memory_order_relaxed);
+        free(r);
+    }
+}
+
+void kvg_kv_radix__lock(struct kvg_kv_radix *t)
+{
+    pthread_mutex_lock(&t->mu);
+    apply_deferred(t);
+}
+
+static int lock_try(struct kvg_kv_radix *t)
+{
+    if (kvg_mutex_try_for(&t->mu, KVG_LOCK_TRY_NS)) {
+        atomic_fetch_add_explicit(&t->busy, 1, memory_order_relaxed);
+        return -EBUSY;
+    }
+    apply_deferred(t);
+    return 0;
+}
+
+int kvg_kv_radix_insert(struct kvg_kv_radix *t, const char *text, size_t len, int tenant)
+{
+    if (tenant < 0 || tenant > KVG_KV_RADIX_MAX_TENANT || (!text && len)) return -EINVAL;
+    kvg_kv_radix__lock(t);
+    int rc = insert_locked(t, text, len, tenant);
+    pthread_mutex_unlock(&t->mu);
+    return rc;
+}
+
+int kvg_kv_radix_insert_nowait(struct kvg_kv_radix *t, const char *text, size_t len, int tenant)
+{
+    if (tenant < 0 || tenant > KVG_KV_RADIX_MAX_TENANT || (!text && len)) return -EINVAL;
+    if (lock_try(t) == 0) {
+        int rc = insert_locked(t, text, len, tenant);
+        pthread_mutex_unlock(&t->mu);
+        return rc;
+    }
+    uint64_t before = atomic_fetch_add_explicit(&t->deferred_bytes, len, memory_order_relaxed);
+    struct kvg_kv_rdefer *d =
+        before + len > KVG_KV_RADIX_DEFER_MAX ? NULL : malloc(sizeof *d + (len ? len : 1));
+    if (!d) {
+        atomic_fetch_sub_explicit(&t->deferred_bytes, len, memory_order_relaxed);
+        atomic_fetch_add_explicit(&t->dropped_inserts, 1, memory_order_relaxed);
+        return before + len > KVG_KV_RADIX_DEFER_MAX ? -EBUSY : -ENOMEM;
+    }
+    d->tenant = tenant;
+    d->len = len;
+    if (len) memcpy(d->text, text, len);
+    kvg_lfs_push(&t->deferred, &d->link);
+    atomic_fetch_add_explicit(&t->deferred_inserts, 1, memory_order_relaxed);
+    return 0;
 }
 
 /* The walk shared by both matches: only through nodes carrying `only` when
@@ -318,13 +378,17 @@ static void refresh(struct kvg_kv_rnode *n, int tenant, uint64_t ts)
     }
 }
 
-int kvg_kv_radix_prefix_match(struct kvg_kv_radix *t, const char *text, size_t len,
-                              struct kvg_kv_radix_match *m)
+static int prefix_match(struct kvg_kv_radix *t, const char *text, size_t len,
+                        struct kvg_kv_radix_match *m, int nowait)
 {
     if (!text && len) return -EINVAL;
     memset(m, 0, sizeof *m);
     m->text_chars = kvg_kv_utf8_chars(text, len);
-    pthread_mutex_lock(&t->mu);
+    m->tenant = -1;
+    if (!nowait)
+        kvg_kv_radix__lock(t);
+    else if (lock_try(t))
+        return -EBUSY;
     uint64_t ts = ++t->clock;
     struct kvg_kv_rnode *node = walk(t, text, len, -1, &m->matched_chars, &m->matched_bytes);
     m->tenant = -1;
@@ -340,12 +404,24 @@ int kvg_kv_radix_prefix_match(struct kvg_kv_radix *t, const char *text, size_t l
     return 0;
 }
 
+int kvg_kv_radix_prefix_match(struct kvg_kv_radix *t, const char *text, size_t len,
+                              struct kvg_kv_radix_match *m)
+{
+    return prefix_match(t, text, len, m, 0);
+}
+
+int kvg_kv_radix_prefix_match_nowait(struct kvg_kv_radix *t, const char *text, size_t len,
+                                     struct kvg_kv_radix_match *m)
+{
+    return prefix_match(t, text, len, m, 1);
+}
+
 size_t kvg_kv_radix_prefix_match_tenant(struct kvg_kv_radix *t, const char *text, size_t len,
                                         int tenant)
 {
     size_t chars = 0, bytes;
     if (tenant < 0 || (!text && len)) return 0;
-    pthread_mutex_lock(&t->mu);
+    kvg_kv_radix__lock(t);
     uint64_t ts = ++t->clock;
     struct kvg_kv_rnode *node = walk(t, text, len, tenant, &chars, &bytes);
     refresh(node, tenant, ts);
@@ -353,10 +429,13 @@ size_t kvg_kv_radix_prefix_match_tenant(struct kvg_kv_radix *t, const char *text
     return chars;
 }
 
-int kvg_kv_radix_smallest_tenant(struct kvg_kv_radix *t)
+static int smallest_tenant(struct kvg_kv_radix *t, int nowait)
 {
     int best = -1;
-    pthread_mutex_lock(&t->mu);
+    if (!nowait)
+        kvg_kv_radix__lock(t);
+    else if (lock_try(t))
+        return -EBUSY;
     for (uint32_t i = 0; i < t->ntc; i++) {
         if (!t->tc[i].present) continue;
         if (best < 0 || t->tc[i].chars < t->tc[best].chars) best = (int)i;
@@ -365,10 +444,20 @@ int kvg_kv_radix_smallest_tenant(struct kvg_kv_radix *t)
     return best;
 }
 
+int kvg_kv_radix_smallest_tenant(struct kvg_kv_radix *t)
+{
+    return smallest_tenant(t, 0);
+}
+
+int kvg_kv_radix_smallest_tenant_nowait(struct kvg_kv_radix *t)
+{
+    return smallest_tenant(t, 1);
+}
+
 uint64_t kvg_kv_radix_tenant_chars(struct kvg_kv_radix *t, int tenant)
 {
     uint64_t n = 0;
-    pthread_mutex_lock(&t->mu);
+    kvg_kv_radix__lock(t);
     if (tenant >= 0 && (uint32_t)tenant < t->ntc) n = t->tc[tenant].chars;
     pthread_mutex_unlock(&t->mu);
     return n;
@@ -377,7 +466,7 @@ uint64_t kvg_kv_radix_tenant_chars(struct kvg_kv_radix *t, int tenant)
 int kvg_kv_radix_has_tenant(struct kvg_kv_radix *t, int tenant)
 {
     int r = 0;
-    pthread_mutex_lock(&t->mu);
+    kvg_kv_radix__lock(t);
     if (tenant >= 0 && (uint32_t)tenant < t->ntc) r = t->tc[tenant].present;
     pthread_mutex_unlock(&t->mu);
     return r;

@@ -47,6 +47,7 @@ struct kvg_kv_radix_match {
 struct kvg_kv_radix_stats {
     uint64_t nodes, bytes, total_chars;
     uint32_t tenants;
+    uint64_t busy, deferred_inserts, dropped_inserts; /* the _nowait calls' */
 };
 
 /* *out is owned by the caller: kvg_kv_radix_free. */
@@ -57,6 +58,17 @@ void kvg_kv_radix_free(struct kvg_kv_radix *t);
 int kvg_kv_radix_insert(struct kvg_kv_radix *t, const char *text, size_t len, int tenant);
 int kvg_kv_radix_prefix_match(struct kvg_kv_radix *t, const char *text, size_t len,
                               struct kvg_kv_radix_match *m);
+/* For an event loop, which must not wait for the tree's lock (a work thread
+ * at a lower priority may hold it, preempted): the lock is tried for
+ * KVG_LOCK_TRY_NS (base/lock.h). When it is not had, a match answers -EBUSY
+ * with nothing matched (tenant -1), the smallest tenant -EBUSY, and an
+ * insert is deferred: the next holder of the lock makes it first (up to
+ * KVG_KV_RADIX_DEFER_MAX bytes waiting; past it, -EBUSY and dropped). */
+#define KVG_KV_RADIX_DEFER_MAX (4u << 20)
+int kvg_kv_radix_insert_nowait(struct kvg_kv_radix *t, const char *text, size_t len, int tenant);
+int kvg_kv_radix_prefix_match_nowait(struct kvg_kv_radix *t, const char *text, size_t len,
+                                     struct kvg_kv_radix_match *m);
+int kvg_kv_radix_smallest_tenant_nowait(struct kvg_kv_radix *t);
 /* Match walking only nodes that carry tenant; returns matched characters
  * (refreshing that tenant's timestamps on the walked path). */
 size_t kvg_kv_radix_prefix_match_tenant(struct kvg_kv_radix *t, const char *text, size_t len,

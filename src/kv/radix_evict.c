@@ -39,6 +39,10 @@ static struct kvg_kv_rnode **collect(struct kvg_kv_rnode *root, int only, size_t
 void kvg_kv_radix_free(struct kvg_kv_radix *t)
 {
     if (!t) return;
+    for (struct kvg_lfs_node *d = kvg_lfs_take(&t->deferred), *next; d; d = next) {
+        next = d->next;
+        free(d);
+    }
     /* Free children before parents without recursion: detach as we go. */
     struct kvg_kv_rnode *n = t->root;
     while (n) {
@@ -83,7 +87,7 @@ int kvg_kv_radix_evict_by_size(struct kvg_kv_radix *t, uint64_t max_chars)
     kvg_heap_init(&h, sizeof(struct leaf), leaf_older);
     size_t count;
     int evicted = 0, rc = 0;
-    pthread_mutex_lock(&t->mu);
+    kvg_kv_radix__lock(t);
     struct kvg_kv_rnode **all = collect(t->root, -1, &count);
     if (!all) {
         rc = -ENOMEM;
@@ -129,7 +133,7 @@ int kvg_kv_radix_remove_tenant(struct kvg_kv_radix *t, int tenant)
 {
     size_t count;
     int rc = 0;
-    pthread_mutex_lock(&t->mu);
+    kvg_kv_radix__lock(t);
     if (tenant < 0 || (uint32_t)tenant >= t->ntc || !t->tc[tenant].present) {
         rc = -ENOENT;
         goto out;
@@ -159,7 +163,7 @@ void kvg_kv_radix_stats(struct kvg_kv_radix *t, struct kvg_kv_radix_stats *st)
 {
     size_t count = 0;
     memset(st, 0, sizeof *st);
-    pthread_mutex_lock(&t->mu);
+    kvg_kv_radix__lock(t);
     struct kvg_kv_rnode **v = collect(t->root, -1, &count);
     st->bytes = sizeof *t + (uint64_t)t->ntc * sizeof *t->tc;
     for (size_t i = 0; v && i < count; i++) {
@@ -171,6 +175,9 @@ void kvg_kv_radix_stats(struct kvg_kv_radix *t, struct kvg_kv_radix_stats *st)
         st->tenants += t->tc[i].present != 0;
         st->total_chars += t->tc[i].chars;
     }
+    st->busy = atomic_load_explicit(&t->busy, memory_order_relaxed);
+    st->deferred_inserts = atomic_load_explicit(&t->deferred_inserts, memory_order_relaxed);
+    st->dropped_inserts = atomic_load_explicit(&t->dropped_inserts, memory_order_relaxed);
     pthread_mutex_unlock(&t->mu);
     free(v);
 }
@@ -243,21 +250,43 @@ out:
     return t;
 }
 
+/* The trees as they are now (a tree lives until the forest is freed), so
+ * that work on each runs without the forest's lock, which every pick takes.
+ * *n 0 without memory. */
+static struct kvg_kv_radix **trees(struct kvg_kv_radix_forest *f, size_t *n)
+{
+    pthread_mutex_lock(&f->mu);
+    struct kvg_kv_radix **v = malloc((f->n ? f->n : 1) * sizeof *v);
+    *n = v ? f->n : 0;
+    for (size_t i = 0; i < *n; i++) v[i] = f->v[i].tree;
+    pthread_mutex_unlock(&f->mu);
+    return v;
+}
+
 int kvg_kv_radix_forest_evict(struct kvg_kv_radix_forest *f, uint64_t max_chars)
 {
     int total = 0;
-    pthread_mutex_lock(&f->mu);
-    for (size_t i = 0; i < f->n; i++) {
-        int n = kvg_kv_radix_evict_by_size(f->v[i].tree, max_chars);
-        if (n > 0) total += n;
+    size_t n;
+    struct kvg_kv_radix **v = trees(f, &n);
+    if (!v) return -ENOMEM;
+    for (size_t i = 0; i < n; i++) {
+        int k = kvg_kv_radix_evict_by_size(v[i], max_chars);
+        if (k > 0) total += k;
     }
-    pthread_mutex_unlock(&f->mu);
+    free(v);
     return total;
 }
 
 void kvg_kv_radix_forest_remove_tenant(struct kvg_kv_radix_forest *f, int tenant)
 {
-    pthread_mutex_lock(&f->mu);
-    for (size_t i = 0; i < f->n; i++) kvg_kv_radix_remove_tenant(f->v[i].tree, tenant);
-    pthread_mutex_unlock(&f->mu);
+    size_t n;
+    struct kvg_kv_radix **v = trees(f, &n);
+    if (!v) { /* no memory for the list: under the forest's lock, as it must happen */
+        pthread_mutex_lock(&f->mu);
+        for (size_t i = 0; i < f->n; i++) kvg_kv_radix_remove_tenant(f->v[i].tree, tenant);
+        pthread_mutex_unlock(&f->mu);
+        return;
+    }
+    for (size_t i = 0; i < n; i++) kvg_kv_radix_remove_tenant(v[i], tenant);
+    free(v);
 }

@@ -4,9 +4,11 @@
 #define KVG_KV_RADIX_INT_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/lfstack.h"
 #include "kv/radix.h"
 
 struct kvg_kv_rten {
@@ -36,13 +38,27 @@ struct kvg_kv_rtc {
     int present;
 };
 
+/* An insert an event loop could not make at once (radix.h's _nowait). */
+struct kvg_kv_rdefer {
+    struct kvg_lfs_node link; /* first */
+    int tenant;
+    size_t len;
+    char text[];
+};
+
 struct kvg_kv_radix {
     pthread_mutex_t mu;
     struct kvg_kv_rnode *root;
     uint64_t clock;
     struct kvg_kv_rtc *tc; /* per tenant id */
     uint32_t ntc;
+    kvg_lfs deferred; /* made by the next holder of mu */
+    _Atomic uint64_t deferred_bytes;
+    _Atomic uint64_t busy, deferred_inserts, dropped_inserts;
 };
+
+/* mu, then the deferred inserts (every holder of mu takes it this way). */
+void kvg_kv_radix__lock(struct kvg_kv_radix *t);
 
 /* Length in bytes of the character at p (1 for an invalid byte) and its
  * code point in *cp (0x110000 + byte for an invalid byte). */

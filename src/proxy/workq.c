@@ -30,7 +30,7 @@
 #include "base/log.h"
 
 struct kvg_proxy_wq {
-    _Atomic(struct kvg_proxy_wq_item *) in; /* pushed by loops, newest first */
+    kvg_lfs in; /* pushed by loops */
     sem_t ready;
     pthread_mutex_t mu; /* the work threads': fifo */
     struct kvg_proxy_wq_item *fifo;
@@ -43,36 +43,12 @@ struct kvg_proxy_wq {
     pthread_t *th;
 };
 
-static struct kvg_proxy_wq_item *reverse(struct kvg_proxy_wq_item *l)
-{
-    struct kvg_proxy_wq_item *r = NULL;
-    while (l) {
-        struct kvg_proxy_wq_item *next = l->next;
-        l->next = r;
-        r = l;
-        l = next;
-    }
-    return r;
-}
-
-static void push(_Atomic(struct kvg_proxy_wq_item *) *top, struct kvg_proxy_wq_item *it,
-                 struct kvg_proxy_wq_item **was)
-{
-    struct kvg_proxy_wq_item *old = atomic_load_explicit(top, memory_order_relaxed);
-    do {
-        it->next = old;
-    } while (!atomic_compare_exchange_weak_explicit(top, &old, it, memory_order_release,
-                                                    memory_order_relaxed));
-    *was = old;
-}
-
 static struct kvg_proxy_wq_item *take(struct kvg_proxy_wq *wq)
 {
     pthread_mutex_lock(&wq->mu);
-    if (!wq->fifo)
-        wq->fifo = reverse(atomic_exchange_explicit(&wq->in, NULL, memory_order_acquire));
+    if (!wq->fifo) wq->fifo = (struct kvg_proxy_wq_item *)kvg_lfs_take(&wq->in);
     struct kvg_proxy_wq_item *it = wq->fifo;
-    if (it) wq->fifo = it->next;
+    if (it) wq->fifo = (struct kvg_proxy_wq_item *)it->link.next;
     pthread_mutex_unlock(&wq->mu);
     return it;
 }
@@ -102,9 +78,7 @@ static void *worker(void *arg)
         if (!it) continue; /* cannot happen: a post follows every push */
         struct kvg_proxy_wq_home *h = it->home;
         it->work(it);
-        struct kvg_proxy_wq_item *was;
-        push(&h->back, it, &was);
-        if (!was) announce(h);
+        if (kvg_lfs_push(&h->back, &it->link)) announce(h);
     }
     return NULL;
 }
@@ -181,10 +155,9 @@ static void home_ready(uv_poll_t *p, int status, int events)
     struct kvg_proxy_wq_home *h = p->data;
     uint64_t v;
     while (read(h->efd, &v, sizeof v) < 0 && errno == EINTR) continue;
-    struct kvg_proxy_wq_item *l =
-        reverse(atomic_exchange_explicit(&h->back, NULL, memory_order_acquire));
+    struct kvg_proxy_wq_item *l = (struct kvg_proxy_wq_item *)kvg_lfs_take(&h->back);
     while (l) {
-        struct kvg_proxy_wq_item *next = l->next;
+        struct kvg_proxy_wq_item *next = (struct kvg_proxy_wq_item *)l->link.next;
         h->pending--;
         l->done(l); /* may free l, may submit again */
         l = next;
@@ -200,7 +173,6 @@ static void home_ready(uv_poll_t *p, int status, int events)
 int kvg_proxy_wq_home_init(struct kvg_proxy_wq_home *h, struct kvg_proxy_wq *wq, uv_loop_t *loop)
 {
     *h = (struct kvg_proxy_wq_home){.wq = wq, .efd = -1};
-    atomic_init(&h->back, NULL);
     int fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (fd < 0) return -errno;
     pthread_mutex_lock(&wq->fd_mu);
@@ -242,7 +214,6 @@ void kvg_proxy_wq_submit(struct kvg_proxy_wq_home *h, struct kvg_proxy_wq_item *
     struct kvg_proxy_wq *wq = h->wq;
     it->home = h;
     if (h->pending++ == 0) uv_ref((uv_handle_t *)&h->poll); /* as uv_queue_work keeps it */
-    struct kvg_proxy_wq_item *was;
-    push(&wq->in, it, &was);
+    kvg_lfs_push(&wq->in, &it->link);
     sem_post(&wq->ready);
 }

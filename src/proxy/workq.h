@@ -18,15 +18,16 @@
 #ifndef KVG_PROXY_WORKQ_H
 #define KVG_PROXY_WORKQ_H
 
-#include <stdatomic.h>
 #include <uv.h>
+
+#include "base/lfstack.h"
 
 struct kvg_proxy_wq;
 struct kvg_proxy_wq_home;
 
 /* Owned by the submitter, which must keep it alive until done runs. */
 struct kvg_proxy_wq_item {
-    struct kvg_proxy_wq_item *next; /* the queue's */
+    struct kvg_lfs_node link;       /* the queue's; first */
     struct kvg_proxy_wq_home *home; /* set by submit */
     void *data;                     /* the submitter's */
     void (*work)(struct kvg_proxy_wq_item *it);
@@ -38,9 +39,9 @@ struct kvg_proxy_wq_item {
 struct kvg_proxy_wq_home {
     struct kvg_proxy_wq *wq;
     uv_poll_t poll;
-    int efd;                                  /* the queue's: closed by kvg_proxy_wq_free */
-    _Atomic(struct kvg_proxy_wq_item *) back; /* finished, newest first */
-    unsigned pending;                         /* submitted, done not yet run */
+    int efd;          /* the queue's: closed by kvg_proxy_wq_free */
+    kvg_lfs back;     /* finished */
+    unsigned pending; /* submitted, done not yet run */
     int closing;
 };
 

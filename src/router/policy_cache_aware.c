@@ -77,7 +77,11 @@ static int select_cache(struct kvg_policy *p, struct kvg_worker *const *cand, si
         why = "imbalanced: least loaded";
     } else if (tree && tlen) {
         struct kvg_kv_radix_match m;
-        kvg_kv_radix_prefix_match(tree, text, tlen, &m);
+        /* On a loop, a tree held elsewhere reads as a miss (radix.h). */
+        if (ctx->nowait)
+            kvg_kv_radix_prefix_match_nowait(tree, text, tlen, &m);
+        else
+            kvg_kv_radix_prefix_match(tree, text, tlen, &m);
         double rate = m.text_chars ? (double)m.matched_chars / (double)m.text_chars : 0;
         for (size_t i = 0; ex && ex->scores && i < n; i++) ex->scores[i].score = 0;
         if (rate > c->threshold && m.tenant >= 0) chosen = find_slot(cand, n, m.tenant);
@@ -85,7 +89,9 @@ static int select_cache(struct kvg_policy *p, struct kvg_worker *const *cand, si
             why = "cache hit";
             if (ex && ex->scores) ex->scores[chosen].score = rate;
         } else if (c->miss_smallest) {
-            chosen = find_slot(cand, n, kvg_kv_radix_smallest_tenant(tree));
+            chosen = find_slot(cand, n,
+                               ctx->nowait ? kvg_kv_radix_smallest_tenant_nowait(tree)
+                                           : kvg_kv_radix_smallest_tenant(tree));
             why = "cache miss: smallest tree";
         } else {
             why = "cache miss: least loaded";
@@ -95,8 +101,12 @@ static int select_cache(struct kvg_policy *p, struct kvg_worker *const *cand, si
         chosen = kvg_policy_min_load(cand, n, ctx);
         why = "no text: least loaded";
     }
-    if (tree && tlen && cand[chosen]->slot >= 0 && !ctx->dry_run)
-        kvg_kv_radix_insert(tree, text, tlen, cand[chosen]->slot);
+    if (tree && tlen && cand[chosen]->slot >= 0 && !ctx->dry_run) {
+        if (ctx->nowait)
+            kvg_kv_radix_insert_nowait(tree, text, tlen, cand[chosen]->slot); /* or deferred */
+        else
+            kvg_kv_radix_insert(tree, text, tlen, cand[chosen]->slot);
+    }
     if (ex) snprintf(ex->note, sizeof ex->note, "%s", why);
     return chosen;
 }

@@ -3,7 +3,9 @@
  * per-tenant LRU-leaf eviction, remove_tenant, the per-model forest. */
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
+#include <unistd.h>
 
 #include "kv/radix.h"
 #include "support/test.h"
@@ -304,5 +306,66 @@ TEST(concurrent_use)
     uint64_t sum = 0;
     for (int i = 0; i < 3; i++) sum += kvg_kv_radix_tenant_chars(t, i);
     CHECK_INT(sum, st.total_chars);
+    kvg_kv_radix_free(t);
+}
+
+/* The _nowait calls (an event loop's) while another thread holds the tree
+ * for long (an eviction over 100,000 nodes): a match gives up with -EBUSY
+ * and no tenant, an insert is deferred and made by the next holder, so the
+ * tree ends as if it had been made at once. Retried up to 20 times, in case
+ * the eviction had not taken the lock yet. */
+struct evictor {
+    struct kvg_kv_radix *t;
+    _Atomic int started;
+};
+
+static void *evict_all(void *arg)
+{
+    struct evictor *e = arg;
+    atomic_store(&e->started, 1);
+    kvg_kv_radix_evict_by_size(e->t, 0);
+    return NULL;
+}
+
+TEST(nowait_calls_do_not_wait_and_lose_nothing)
+{
+    struct kvg_kv_radix *t = mk();
+    int busy = 0, deferred = 0;
+    char s[32];
+    for (int attempt = 0; attempt < 20 && !(busy && deferred); attempt++) {
+        for (int i = 0; i < 100000; i++) {
+            snprintf(s, sizeof s, "k%d-%d", attempt, i * 7919);
+            CHECK_INT(ins(t, s, 1), 0);
+        }
+        struct evictor e = {.t = t};
+        pthread_t th;
+        CHECK_INT(pthread_create(&th, NULL, evict_all, &e), 0);
+        while (!atomic_load(&e.started)) usleep(100);
+        usleep(2000);
+        struct kvg_kv_radix_match m;
+        int rc = kvg_kv_radix_prefix_match_nowait(t, "zz-probe", 8, &m);
+        if (rc == -EBUSY) {
+            busy = 1;
+            CHECK_INT(m.tenant, -1);
+            CHECK_INT(m.matched_chars, 0);
+        } else {
+            CHECK_INT(rc, 0);
+        }
+        CHECK_INT(kvg_kv_radix_insert_nowait(t, "zz-deferred", 11, 2), 0);
+        pthread_join(th, NULL);
+        struct kvg_kv_radix_stats st;
+        kvg_kv_radix_stats(t, &st);
+        deferred = st.deferred_inserts > 0;
+    }
+    CHECK(busy);
+    CHECK(deferred);
+    struct kvg_kv_radix_match m;
+    CHECK_INT(kvg_kv_radix_prefix_match_nowait(t, "zz-deferred", 11, &m), 0);
+    CHECK_INT(m.tenant, 2);
+    CHECK_INT(m.matched_chars, 11);
+    struct kvg_kv_radix_stats st;
+    kvg_kv_radix_stats(t, &st);
+    CHECK(st.busy >= 1);
+    CHECK_INT(st.dropped_inserts, 0);
     kvg_kv_radix_free(t);
 }
