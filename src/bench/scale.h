@@ -78,6 +78,16 @@ struct kvg_bench_scale_opts {
     double knee_rps; /* requests/s one replica serves within the SLO (0: measure it) */
     /* The PD day's per-role profile (0: measure it, kvg_bench_scale_pd_calibrate). */
     double pd_prefill_tps, pd_decode_tps;
+    /* Bench-only experiment knobs of the PD day (bench/results/autoscale.md,
+     * "PD seed 2"): the planner option `headroom` of the prefill [0] and
+     * decode [1] pool (< 0: aopts.headroom; only kvgate and oracle read it;
+     * static's count stays the default's), and the oracle's look-ahead
+     * (0: the start-up model's p90 lead for where replicas land, + a tick). */
+    double pd_headroom[2];
+    double pd_headroom_from_s; /* > 0: pd_headroom applies only from this virtual second on
+                                  (before: aopts.headroom); an instant, never-forgetting
+                                  learner's bound when set to the first burst's start */
+    double oracle_lead_s;
     int trace; /* every decision and its reason to stderr */
 };
 
@@ -162,6 +172,13 @@ int kvg_bench_scale_svg(const struct kvg_bench_scale_result *r, size_t n, FILE *
  * bound). TTFT: arrival to the decode's first token. The planners' profile
  * is measured per role (kvg_bench_scale_pd_calibrate), one figure for every
  * planner. No prewarm: "kvgate" here is kvgate's planner only. */
+/* Planner "oracle" (PD day only, bench-only, scale_pd_oracle.c): not a
+ * planner any live system could run. It reads the day's rate function,
+ * bursts included, and sizes each pool every tick for the highest rate over
+ * the next oracle_lead_s (time for what it asks to be ready) by the per-role
+ * profile at the window's observed cache hit rate, plus the pool's
+ * headroom: what knowing the future buys, a reference for what SLO a
+ * GPU-hour budget allows. */
 struct kvg_bench_scale_pd_pool {
     uint32_t static_peak, scale_events, added, removed, cancelled, max_replicas;
     double gpu_hours, mean_replicas;
@@ -176,9 +193,13 @@ struct kvg_bench_scale_pd_result {
     double ttft_p50_s, ttft_p90_s, ttft_p99_s, itl_p90_s, xfer_p90_s, cache_hit;
     struct kvg_bench_scale_pd_pool pool[2]; /* [0] prefill, [1] decode */
     double prefill_tps, decode_tps;         /* the per-role profile the planners had */
-    /* Timeline: n points (owned): arrivals/s, ready and desired per pool. */
+    /* Timeline: n points (owned): arrivals/s, ready, starting and desired
+     * per pool at each point's end; requests arriving in each point's span,
+     * those of them that missed the SLO, and those that missed with their
+     * prefill (queue included) finished past the TTFT target or never. */
     size_t n;
-    double *t_h, *rate, *ready[2], *desired[2];
+    double *t_h, *rate, *ready[2], *desired[2], *starting[2];
+    double *arrived, *missed, *missed_prefill;
     double wall_s;
 };
 
@@ -214,6 +235,10 @@ int kvg_bench_scale_pd_json(const struct kvg_bench_scale_pd_result *r, size_t n,
 int kvg_bench_scale_pd_md(const struct kvg_bench_scale_pd_result *r, size_t n,
                           const struct kvg_bench_scale_opts *o, const char *command, FILE *f);
 int kvg_bench_scale_pd_goal(const struct kvg_bench_scale_pd_result *r, size_t n, FILE *f);
+/* The PD timeline as CSV, one row per (planner, point): hour, arrivals/s,
+ * arrived, missed, missed_prefill, then desired, ready, starting of the
+ * prefill pool and of the decode pool. */
+int kvg_bench_scale_pd_timeline_csv(const struct kvg_bench_scale_pd_result *r, size_t n, FILE *f);
 
 /* `kvgate bench --scenario diurnal ...` (scale_cli.c): exit status. */
 int kvg_bench_scale_main(int argc, char **argv);

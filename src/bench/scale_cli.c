@@ -26,7 +26,7 @@ static void usage(FILE *f)
         "usage: kvgate bench --scenario diurnal|diurnal-pd [--planners static,queue,sla,kvgate]\n"
         "                    [flags]\n"
         "  diurnal-pd          the same day on separate prefill and decode pools, each sized by\n"
-        "                      its own planner instance (--json, --markdown only; no prewarm)\n"
+        "                      its own planner instance (no --svg; no prewarm)\n"
         "  --planners LIST     planners to compare (%s; queue-waiting: queue's waiting preset;\n"
         "                      kvgate-noprewarm: kvgate without prewarming new replicas)\n"
         "  --seed N            workload, start-ups and engines (1)\n"
@@ -44,7 +44,13 @@ static void usage(FILE *f)
         "  --static-replicas N static's count (default: the day's peak by the profile)\n"
         "  --knee-rps R        the profile's req/s per replica (default: measured)\n"
         "  --jobs N            planners run at once (2)\n"
-        "  --trace             every planner decision and its reason to stderr\n",
+        "  --trace             every planner decision and its reason to stderr\n"
+        "diurnal-pd experiments (bench-only, not planner options a deployment has):\n"
+        "  --prefill-headroom X / --decode-headroom X   that pool's planner headroom (0.1;\n"
+        "                      kvgate and oracle read it; static's count is unchanged)\n"
+        "  --headroom-from S   those headrooms apply from virtual second S on (before: 0.1)\n"
+        "  planner oracle      sizes each pool for the day's true rate (bursts included)\n"
+        "                      over the next --oracle-lead S (the start-up p90 lead)\n",
         kvg_autoscale_planner_names());
 }
 
@@ -132,6 +138,14 @@ static int parse(struct cfg *c, int argc, char **argv)
             o->aopts.itl_target_s = d;
         } else if (!strcmp(a, "--static-replicas") && d >= 1 && d <= KVG_BENCH_SCALE_MAX_REPLICAS) {
             o->aopts.static_replicas = (uint32_t)d;
+        } else if (!strcmp(a, "--prefill-headroom") && d >= 0 && d <= 10) {
+            o->pd_headroom[0] = d;
+        } else if (!strcmp(a, "--decode-headroom") && d >= 0 && d <= 10) {
+            o->pd_headroom[1] = d;
+        } else if (!strcmp(a, "--headroom-from") && d >= 0) {
+            o->pd_headroom_from_s = d;
+        } else if (!strcmp(a, "--oracle-lead") && d >= 0) {
+            o->oracle_lead_s = d;
         } else if (!strcmp(a, "--knee-rps") && d > 0) {
             o->knee_rps = d;
         } else if (!strcmp(a, "--jobs") && d >= 1 && d <= 64) {
@@ -255,13 +269,14 @@ static int pd_report(const struct cfg *c, struct job *jobs)
                    (unsigned long long)r->failed, r->wall_s);
         }
     }
-    for (int w = 0; res && !status && w < 2; w++) {
-        const char *path = w ? c->md : c->json;
+    for (int w = 0; res && !status && w < 3; w++) {
+        const char *path = w == 2 ? c->csv : w ? c->md : c->json;
         if (!path[0]) continue;
         FILE *f = fopen(path, "w");
-        int rc = !f  ? -1
-                 : w ? kvg_bench_scale_pd_md(res, c->n, &c->o, c->command, f)
-                     : kvg_bench_scale_pd_json(res, c->n, &c->o, f);
+        int rc = !f       ? -1
+                 : w == 2 ? kvg_bench_scale_pd_timeline_csv(res, c->n, f)
+                 : w      ? kvg_bench_scale_pd_md(res, c->n, &c->o, c->command, f)
+                          : kvg_bench_scale_pd_json(res, c->n, &c->o, f);
         if (!f || fclose(f) || rc) {
             fprintf(stderr, "kvgate bench: writing %s failed\n", path);
             status = 1;
@@ -302,8 +317,17 @@ int kvg_bench_scale_main(int argc, char **argv)
         free(c);
         return rc > 0 ? 0 : 2;
     }
-    if (c->pd && (c->svg[0] || c->csv[0])) {
-        fprintf(stderr, "kvgate bench: --scenario diurnal-pd writes --json and --markdown only\n");
+    int pd_only = c->o.pd_headroom[0] >= 0 || c->o.pd_headroom[1] >= 0 || c->o.oracle_lead_s > 0 ||
+                  c->o.pd_headroom_from_s > 0;
+    for (size_t i = 0; i < c->n; i++) pd_only |= !strcmp(c->planners[i], "oracle");
+    if (!c->pd && pd_only) {
+        fprintf(stderr, "kvgate bench: planner oracle, --prefill-headroom, --decode-headroom, "
+                        "--headroom-from and --oracle-lead are --scenario diurnal-pd's\n");
+        free(c);
+        return 2;
+    }
+    if (c->pd && c->svg[0]) {
+        fprintf(stderr, "kvgate bench: --scenario diurnal-pd writes no --svg\n");
         free(c);
         return 2;
     }

@@ -195,6 +195,17 @@ void scale_recovery_note(struct run *R, struct rep *p, double t, double cached, 
 /* Recovery figures into R->out. */
 void scale_recovery_summary(struct run *R);
 
+/* The PD day's oracle (scale_pd_oracle.c; scale.h says what it is). Its
+ * look-ahead: o->oracle_lead_s, else the fixed start-up or the start-up
+ * model's longest p90 lead among the node states replicas land on, plus a
+ * tick. */
+double scale_pd_oracle_lead(const struct kvg_bench_scale_opts *o,
+                            const struct kvg_autoscale_startup *su);
+/* Replicas pool a (role, profile, headroom, limits) needs at t: the highest
+ * rate of w over [t, t + lead] by the profile at cache hit rate hit. */
+uint32_t scale_pd_oracle_desired(const struct scale_wl *w, const struct kvg_autoscale_opts *a,
+                                 double lead, double hit, double t);
+
 /* The planners' profile for knee requests/s a replica (scale_opts.c). */
 void scale_derive_profile(const struct kvg_bench_scale_opts *o, double knee,
                           struct kvg_autoscale_profile *pr);

@@ -42,6 +42,7 @@ void kvg_bench_scale_opts_default(struct kvg_bench_scale_opts *o)
     o->ramp_from_h = 5;
     o->ramp_to_h = 11;
     o->timeline_points = 288;
+    o->pd_headroom[0] = o->pd_headroom[1] = -1;
 }
 
 /* The planners' profile of one replica. The prefill and decode costs are

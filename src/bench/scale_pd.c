@@ -23,6 +23,7 @@ struct pq {
     uint8_t state, first;
     uint32_t ntok;
     double t_first, t_last, xfer_done;
+    double t_pre; /* its prefill finished (0: not yet), for the timeline's miss split */
 };
 
 struct pool {
@@ -32,6 +33,7 @@ struct pool {
     uint32_t last_desired;
     int have_desired;
     struct kvg_bench_scale_pd_pool *out;
+    double headroom; /* the planner's headroom (from o->pd_headroom_from_s when that is set) */
 };
 
 struct pdrun {
@@ -58,6 +60,8 @@ struct pdrun {
     double hit_cached, hit_prompt;
     size_t tl_next;
     double tl_arrivals;
+    int oracle; /* planner "oracle": scale_pd_oracle_desired() sizes the pools */
+    double oracle_lead;
 };
 
 static struct bucket *cur(struct pdrun *R)
@@ -326,6 +330,7 @@ static int step_end(struct pdrun *R, struct pool *P, int k, double t)
             R->hit_prompt += q->r.prompt_len;
             cur(R)->cached += u->cached_tokens;
             cur(R)->first_prompt += q->r.prompt_len;
+            q->t_pre = t;
             if ((rc = to_decode(R, u->id, t))) return rc;
             continue;
         }
@@ -415,9 +420,10 @@ static void timeline(struct pdrun *R, double t)
         r->rate[i] = R->tl_arrivals / step;
         for (int pi = 0; pi < 2; pi++) {
             const struct pool *P = &R->pool[pi];
-            uint32_t n = 0;
-            for (size_t j = 0; j < P->r.nact; j++) n += P->r.rep[P->r.act[j]].state == R_READY;
+            uint32_t n = 0, st = 0;
+            scale_reps_count(&P->r, &n, &st);
             r->ready[pi][i] = n;
+            r->starting[pi][i] = st;
             r->desired[pi][i] = P->last_desired;
         }
         R->tl_arrivals = 0;
@@ -438,9 +444,19 @@ static int tick(struct pdrun *R, double t)
         double eta[KVG_BENCH_SCALE_MAX_REPLICAS];
         struct kvg_autoscale_signals s;
         pool_signals(R, P, t, window, &s, eta);
+        /* --headroom-from: the experiment's headroom from then on (the
+         * bench owns the planner and its copy of the options). */
+        if (R->o->pd_headroom_from_s > 0 && t >= R->o->pd_headroom_from_s)
+            P->pl->o.headroom = P->headroom;
         struct kvg_autoscale_decision d;
         int rc = kvg_autoscale_plan(P->pl, &s, &d);
         if (rc) return rc;
+        if (R->oracle) {
+            d.desired = scale_pd_oracle_desired(&R->wl, &P->pl->o, R->oracle_lead, s.cache_hit, t);
+            d.acted = 1;
+            snprintf(d.reason, sizeof d.reason, "oracle: the true rate's peak over +%.0f s -> %u",
+                     R->oracle_lead, d.desired);
+        }
         if (d.acted && P->have_desired && d.desired != P->last_desired) P->out->scale_events++;
         if (d.acted && R->o->trace)
             fprintf(stderr, "%s/%s %.0f s: %s\n", R->o->planner, kvg_autoscale_role_name(P->role),
@@ -492,6 +508,11 @@ static int setup(struct pdrun *R, char *err, size_t errlen)
     R->have_next = scale_wl_next(&R->wl, &R->next) == 0;
     kvg_autoscale_startup_init(&R->su);
     kvg_rng_seed(&R->rng, o->seed * 31 + 7);
+    R->oracle = !strcmp(o->planner, "oracle");
+    R->oracle_lead = scale_pd_oracle_lead(o, &R->su);
+    for (uint32_t b = 0; o->trace && b < o->bursts && b < 64; b++)
+        fprintf(stderr, "%s: burst %u at %.0f s (%.0f s, x%.2f)\n", o->planner, b,
+                R->wl.burst_at[b], o->burst_s, o->burst_mult);
     R->kv_bytes_tok = (double)kvg_sim_kv_bytes_per_token(&o->profile);
     R->link_bw = kvg_sim_link_bw(1); /* prefill and decode in one rack */
     double mx = 0;
@@ -505,7 +526,12 @@ static int setup(struct pdrun *R, char *err, size_t errlen)
         pool_opts(o, P->role, &R->su, &a);
         P->out->static_peak = kvg_autoscale_ceil(pool_need(o, &a, peak));
         if (!a.static_replicas) a.static_replicas = P->out->static_peak;
-        rc = scale_planner_new(o->planner, &a, &P->pl, err, errlen);
+        P->headroom = a.headroom;
+        if (o->pd_headroom[pi] >= 0) P->headroom = o->pd_headroom[pi];
+        if (!(o->pd_headroom_from_s > 0)) a.headroom = P->headroom;
+        /* The oracle is the bench's, not a planner: a static instance holds
+         * its options and interval; tick() asks the oracle instead. */
+        rc = scale_planner_new(R->oracle ? "static" : o->planner, &a, &P->pl, err, errlen);
         if (rc == KVG_ENOTFOUND) out->status = KVG_ENOTFOUND;
         if (rc) return rc == KVG_ENOTFOUND ? 1 : rc;
     }
@@ -515,10 +541,15 @@ static int setup(struct pdrun *R, char *err, size_t errlen)
     out->t_h = calloc(out->n, sizeof(double));
     out->rate = calloc(out->n, sizeof(double));
     int ok = R->prompt && out->t_h && out->rate;
+    out->arrived = calloc(out->n, sizeof(double));
+    out->missed = calloc(out->n, sizeof(double));
+    out->missed_prefill = calloc(out->n, sizeof(double));
+    ok = ok && out->arrived && out->missed && out->missed_prefill;
     for (int pi = 0; pi < 2; pi++) {
         out->ready[pi] = calloc(out->n, sizeof(double));
         out->desired[pi] = calloc(out->n, sizeof(double));
-        ok = ok && out->ready[pi] && out->desired[pi];
+        out->starting[pi] = calloc(out->n, sizeof(double));
+        ok = ok && out->ready[pi] && out->desired[pi] && out->starting[pi];
     }
     if (!ok) return -ENOMEM;
     kvg_bench_samples_init(&R->all_ttft);
@@ -532,6 +563,7 @@ static int setup(struct pdrun *R, char *err, size_t errlen)
         uint32_t n0 = !strcmp(o->planner, "static")
                           ? a->static_replicas
                           : kvg_autoscale_ceil(pool_need(o, a, scale_wl_rate(&R->wl, 0)));
+        if (R->oracle) n0 = scale_pd_oracle_desired(&R->wl, a, R->oracle_lead, 0, 0);
         if (n0 < a->min_replicas) n0 = a->min_replicas;
         if (n0 < 1) n0 = 1;
         for (uint32_t i = 0; i < n0; i++) {
@@ -590,6 +622,29 @@ static int loop(struct pdrun *R)
     return 0;
 }
 
+/* Each request into the timeline point of its arrival: arrived, missed,
+ * and missed on the prefill side (its prefill, queue included, finished
+ * past the TTFT target or never): the rest waited for or on a decode. */
+static void timeline_misses(struct pdrun *R)
+{
+    const struct kvg_bench_scale_opts *o = R->o;
+    struct kvg_bench_scale_pd_result *out = R->out;
+    double step = o->day_s / (double)out->n;
+    for (size_t id = 0; id < R->nq; id++) {
+        const struct pq *q = &R->q[id];
+        size_t i = (size_t)(q->r.arrival / step);
+        if (i >= out->n) i = out->n - 1;
+        out->arrived[i]++;
+        int ok =
+            q->state == P_DONE && q->t_first - q->r.arrival <= o->aopts.ttft_target_s &&
+            (q->ntok > 1 ? (q->t_last - q->t_first) / (q->ntok - 1) : 0) <= o->aopts.itl_target_s;
+        if (ok) continue;
+        out->missed[i]++;
+        if (!(q->t_pre > 0) || q->t_pre - q->r.arrival > o->aopts.ttft_target_s)
+            out->missed_prefill[i]++;
+    }
+}
+
 static void summarize(struct pdrun *R)
 {
     const struct kvg_bench_scale_opts *o = R->o;
@@ -598,6 +653,7 @@ static void summarize(struct pdrun *R)
     for (size_t i = 0; i < R->nq; i++)
         if (R->q[i].state == P_FAILED && !R->q[i].first)
             kvg_bench_samples_add(&R->all_ttft, o->timeout_s); /* at least the timeout */
+    timeline_misses(R);
     double gpus = o->gpus_per_replica ? o->gpus_per_replica : 1;
     for (int pi = 0; pi < 2; pi++) {
         const struct pool *P = &R->pool[pi];
@@ -682,10 +738,14 @@ void kvg_bench_scale_pd_result_free(struct kvg_bench_scale_pd_result *r)
 {
     free(r->t_h);
     free(r->rate);
-    r->t_h = r->rate = NULL;
+    free(r->arrived);
+    free(r->missed);
+    free(r->missed_prefill);
+    r->t_h = r->rate = r->arrived = r->missed = r->missed_prefill = NULL;
     for (int pi = 0; pi < 2; pi++) {
         free(r->ready[pi]);
         free(r->desired[pi]);
-        r->ready[pi] = r->desired[pi] = NULL;
+        free(r->starting[pi]);
+        r->ready[pi] = r->desired[pi] = r->starting[pi] = NULL;
     }
 }

@@ -150,3 +150,16 @@ int kvg_bench_scale_pd_md(const struct kvg_bench_scale_pd_result *r, size_t n,
         fprintf(f, "\n**%s**\n", g ? "The goal is not met." : "The goal is met.");
     return ferror(f) ? -EIO : 0;
 }
+
+int kvg_bench_scale_pd_timeline_csv(const struct kvg_bench_scale_pd_result *r, size_t n, FILE *f)
+{
+    fprintf(f, "planner,hour,rate,arrived,missed,missed_prefill,p_desired,p_ready,p_starting,"
+               "d_desired,d_ready,d_starting\n");
+    for (size_t k = 0; k < n; k++)
+        for (size_t i = 0; !r[k].status && i < r[k].n; i++)
+            fprintf(f, "%s,%.3f,%.3f,%.0f,%.0f,%.0f,%.0f,%.0f,%.0f,%.0f,%.0f,%.0f\n", r[k].planner,
+                    r[k].t_h[i], r[k].rate[i], r[k].arrived[i], r[k].missed[i],
+                    r[k].missed_prefill[i], r[k].desired[0][i], r[k].ready[0][i],
+                    r[k].starting[0][i], r[k].desired[1][i], r[k].ready[1][i], r[k].starting[1][i]);
+    return ferror(f) ? -EIO : 0;
+}
