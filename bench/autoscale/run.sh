@@ -136,6 +136,8 @@ cat "$TMP/pdfixed.md"
 printf '\n## PD: half cold, half warm, seed 2\n\n'
 cat "$TMP/pdseed2.md"
 echo
+cat bench/autoscale/pd-seed2.md
+echo
 cat bench/autoscale/why.md
 cat <<'MD'
 
