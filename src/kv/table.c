@@ -88,10 +88,6 @@ static void chain_done_bucket(struct kvg_kv_chain *c)
     }
 }
 
-/* Prefetch distances of the lookup walk, in blocks (measured on a cold
- * 64-worker index: 8/4 gave p50 13.7 us, 32/16 about 7 us). */
-#define PF_BUCKET 32
-#define PF_NODE 16
 #define MIGRATE_STEPS 8 /* old buckets moved per write */
 
 static void node_migrate(struct kvg_kv_tab *t)
@@ -714,60 +710,4 @@ uint32_t kvg_kv_tab_drain(struct kvg_kv_tab *t, uint32_t w, uint32_t max)
         n++;
     }
     return n;
-}
-
-uint32_t kvg_kv_tab_match(const struct kvg_kv_tab *t, const uint64_t *seq, size_t n, uint32_t *out,
-                          size_t nslots, int stamp_used, uint32_t stamp)
-{
-    uint64_t cand[KVG_KV_MAX_WORKERS / 64];
-    if (nslots > t->max_workers) {
-        memset(out + t->max_workers, 0, (nslots - t->max_workers) * sizeof *out);
-        nslots = t->max_workers;
-    }
-    memset(out, 0, nslots * sizeof *out);
-    uint32_t words = (uint32_t)((nslots + 63) / 64);
-    uint64_t any = 0;
-    for (uint32_t j = 0; j < words; j++) {
-        cand[j] = t->live[j];
-        if (j == words - 1 && nslots % 64) cand[j] &= (1ull << (nslots % 64)) - 1;
-        any |= cand[j];
-    }
-    /* The walk is a chain of dependent cache misses (bucket, then node) when
-     * the blocks are cold: fetch buckets 8 blocks ahead and, once a bucket
-     * has had time to arrive, its first node 4 blocks ahead, so that several
-     * misses are in flight at once. */
-    for (size_t k = 0; k < PF_BUCKET && k < n; k++)
-        __builtin_prefetch(&t->nc.b[bucket(seq[k], t->nc.mask)]);
-    size_t i = 0;
-    for (; i < n && any; i++) {
-        if (i + PF_BUCKET < n) __builtin_prefetch(&t->nc.b[bucket(seq[i + PF_BUCKET], t->nc.mask)]);
-        if (i + PF_NODE < n) {
-            uint32_t ahead = t->nc.b[bucket(seq[i + PF_NODE], t->nc.mask)];
-            if (ahead != KVG_KV_NIL) __builtin_prefetch(N(t, ahead));
-        }
-        uint32_t ni = kvg_kv_tab_find_node(t, seq[i]);
-        if (ni == KVG_KV_NIL) break;
-        struct kvg_kv_node *nd = N(t, ni);
-        any = 0;
-        for (uint32_t j = 0; j < words; j++) {
-            uint64_t keep = nd->bits[j] & cand[j], drop = cand[j] & ~keep;
-            while (drop) {
-                out[j * 64 + (uint32_t)__builtin_ctzll(drop)] = (uint32_t)i;
-                drop &= drop - 1;
-            }
-            cand[j] = keep;
-            any |= keep;
-        }
-        if (!any) break;
-        if (stamp_used && atomic_load_explicit(&nd->used, memory_order_relaxed) != stamp)
-            atomic_store_explicit(&nd->used, stamp, memory_order_relaxed);
-    }
-    uint32_t best = 0;
-    for (uint32_t j = 0; j < words; j++) {
-        for (uint64_t c = cand[j]; c; c &= c - 1)
-            out[j * 64 + (uint32_t)__builtin_ctzll(c)] = (uint32_t)i;
-    }
-    for (size_t w = 0; w < nslots; w++)
-        if (out[w] > best) best = out[w];
-    return best;
 }

@@ -1,0 +1,166 @@
+/* kvg_kv_tab_match (the staged look-ahead walk of table_match.c) against a
+ * naive reference: per worker, count the leading blocks whose node holds
+ * its bit. Random tables of 1 to 1,100 slots (one bitmap word, sixteen,
+ * a partial last one), closed slots, slot counts below and above the
+ * table's, prefixes with holes, absent blocks, repeated blocks, and small
+ * keys that share buckets while the node chains double. The `used` stamps
+ * must land on exactly the nodes the reference says some candidate still
+ * matched, and the one-table kvg_kv_tab_match_levels must agree. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "kv/table.h"
+#include "support/test.h"
+
+#define KEYS                                                                                       \
+    3000 /* sequence hashes 1..KEYS-1: small keys share buckets; > 2,048 nodes double the chains   \
+          */
+#define MAXQ 300
+#define MAXW 1100
+
+static uint64_t rnd(uint64_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
+}
+
+static int holds(const struct kvg_kv_tab *t, uint64_t seq, uint32_t w)
+{
+    uint32_t ni = kvg_kv_tab_find_node(t, seq);
+    return ni != KVG_KV_NIL && (kvg_kv_tab_node(t, ni)->bits[w / 64] >> (w % 64) & 1);
+}
+
+/* Reference prefix of worker w over seq[0..n). */
+static uint32_t ref_prefix(const struct kvg_kv_tab *t, const uint64_t *seq, size_t n, uint32_t w)
+{
+    if (!(t->live[w / 64] >> (w % 64) & 1)) return 0;
+    uint32_t k = 0;
+    while (k < n && holds(t, seq[k], w)) k++;
+    return k;
+}
+
+static uint32_t used_of(const struct kvg_kv_tab *t, uint64_t seq)
+{
+    uint32_t ni = kvg_kv_tab_find_node(t, seq);
+    return ni == KVG_KV_NIL ? 0 : atomic_load(&kvg_kv_tab_node(t, ni)->used);
+}
+
+/* One query against the reference. */
+static void check_query(const struct kvg_kv_tab *t, const uint64_t *seq, size_t n, size_t nslots,
+                        uint32_t stamp)
+{
+    static uint32_t out[MAXW + 100], lv[MAXW + 100], ref[MAXW + 100], before[KEYS];
+    static uint8_t want[KEYS];
+    for (uint64_t k = 1; k < KEYS; k++) before[k] = used_of(t, k);
+    memset(want, 0, sizeof want);
+    uint32_t best = 0;
+    size_t walk = nslots < t->max_workers ? nslots : t->max_workers;
+    for (size_t w = 0; w < nslots; w++) {
+        ref[w] = w < walk ? ref_prefix(t, seq, n, (uint32_t)w) : 0;
+        if (ref[w] > best) best = ref[w];
+        /* Blocks 0..ref[w]-1 were walked with w still a candidate. */
+        for (uint32_t k = 0; k < ref[w]; k++) want[seq[k]] = 1;
+    }
+    for (size_t w = 0; w < nslots; w++) out[w] = 0xdeadbeef;
+    CHECK_INT(kvg_kv_tab_match(t, seq, n, out, nslots, 1, stamp), best);
+    for (size_t w = 0; w < nslots; w++) CHECK_INT(out[w], ref[w]);
+    for (uint64_t k = 1; k < KEYS; k++) {
+        if (kvg_kv_tab_find_node(t, k) == KVG_KV_NIL) continue;
+        CHECK_INT(used_of(t, k), want[k] ? stamp : before[k]);
+    }
+    const struct kvg_kv_tab *one[1] = {t};
+    CHECK_INT(kvg_kv_tab_match_levels(one, 1, seq, n, lv, nslots, 0, 0), best);
+    for (size_t w = 0; w < nslots; w++) CHECK_INT(lv[w], ref[w]);
+}
+
+/* A prompt-like query: a run of distinct keys from `from`, then maybe a
+ * repeat or an absent key, then more keys. */
+static size_t make_query(uint64_t *s, uint64_t *seq)
+{
+    size_t n = (size_t)(rnd(s) % MAXQ);
+    uint64_t from = 1 + rnd(s) % (KEYS - 1);
+    for (size_t i = 0; i < n; i++) {
+        uint32_t r = (uint32_t)(rnd(s) % 100);
+        if (r < 2 && i)
+            seq[i] = seq[rnd(s) % i];
+        else if (r < 3)
+            seq[i] = KEYS + rnd(s) % 1000000; /* no node */
+        else
+            seq[i] = 1 + (from + i) % (KEYS - 1);
+    }
+    return n;
+}
+
+static void random_tables(uint32_t workers, int rounds, uint64_t seed)
+{
+    static uint8_t held[MAXW][KEYS];
+    memset(held, 0, sizeof held);
+    struct kvg_kv_tab t;
+    CHECK_INT(kvg_kv_tab_init(&t, workers), 0);
+    uint64_t s = seed;
+    for (uint32_t w = 0; w < workers; w++)
+        if (rnd(&s) % 8) CHECK_INT(kvg_kv_tab_worker_open(&t, w), 0);
+    uint64_t seq[MAXQ];
+    uint32_t stamp = 1;
+    for (int round = 0; round < rounds; round++) {
+        /* Workers take runs of keys (prompts to some depth) and drop a few
+         * (holes in their prefixes); the node chains double meanwhile. */
+        int ops = (int)(rnd(&s) % 400);
+        for (int o = 0; o < ops; o++) {
+            uint32_t w = (uint32_t)(rnd(&s) % workers);
+            if (!(t.live[w / 64] >> (w % 64) & 1)) continue;
+            uint64_t k0 = 1 + rnd(&s) % (KEYS - 1), len = 1 + rnd(&s) % 200;
+            int add = rnd(&s) % 4 != 0;
+            for (uint64_t j = 0; j < (add ? len : 1 + len / 20); j++) {
+                uint64_t k = 1 + (k0 + j) % (KEYS - 1);
+                if (add && !held[w][k]) {
+                    CHECK(kvg_kv_tab_add(&t, w, k, k, KVG_KV_LAST, stamp) != KVG_KV_NIL);
+                    held[w][k] = 1;
+                } else if (!add && held[w][k]) {
+                    CHECK_INT(kvg_kv_tab_remove_key(&t, w, k), 1);
+                    held[w][k] = 0;
+                }
+            }
+        }
+        for (int q = 0; q < 4; q++) {
+            size_t n = make_query(&s, seq);
+            size_t nslots = (size_t)(rnd(&s) % (workers + 70));
+            check_query(&t, seq, n, nslots, ++stamp);
+        }
+    }
+    kvg_kv_tab_free(&t);
+}
+
+TEST(match_agrees_with_reference_one_word)
+{
+    random_tables(1, 60, 0x1234567);
+    random_tables(63, 120, 0x2345678);
+    random_tables(64, 120, 0x3456789);
+}
+
+TEST(match_agrees_with_reference_many_words)
+{
+    random_tables(130, 150, 0x456789a);
+    random_tables(1024, 80, 0x56789ab);
+    random_tables(1100, 60, 0x6789abc);
+}
+
+/* Every live worker holding every block: nobody drops out, the walk goes
+ * to the end with all candidates (the benchmark's worst case). */
+TEST(match_with_every_worker_holding_everything)
+{
+    struct kvg_kv_tab t;
+    CHECK_INT(kvg_kv_tab_init(&t, 1024), 0);
+    for (uint32_t w = 0; w < 1024; w++) CHECK_INT(kvg_kv_tab_worker_open(&t, w), 0);
+    uint64_t seq[MAXQ];
+    for (uint32_t k = 0; k < MAXQ; k++) seq[k] = 1 + k;
+    for (uint32_t w = 0; w < 1024; w++)
+        for (uint32_t k = 0; k < 200; k++)
+            CHECK(kvg_kv_tab_add(&t, w, seq[k], seq[k], KVG_KV_LAST, 1) != KVG_KV_NIL);
+    check_query(&t, seq, 200, 1024, 7);
+    check_query(&t, seq, MAXQ - 1, 1024, 8); /* stops at the first absent block */
+    check_query(&t, seq, 5, 1000, 9);
+    kvg_kv_tab_free(&t);
+}
