@@ -11,11 +11,16 @@
  * i + PF_FIND is looked up for good, its node's bitmap lines fetched, and
  * the node index kept for when the walk gets there. Each stage only touches
  * lines the stage before fetched, so several misses are in flight at once
- * instead of bucket, node, bitmap in a row per block. Distances measured at
- * 1,024 workers (bench/results/router.md, "Lookups (issue 19)"). */
+ * instead of bucket, node, bitmap in a row per block. A node that fits in
+ * one line (node_size <= 64: up to 384 slots) has no bitmap lines to fetch
+ * apart and is looked up where the walk is, as before: at 64 workers the
+ * staged lookup and the bitmap prefetch measured slower (p50 3.1-3.6 us
+ * against 2.6-2.9 us). The distances: bench/results/router.md, "Lookups
+ * (issue 19)". */
 #define PF_BUCKET 32
 #define PF_HEAD 16
-#define PF_FIND 8 /* a power of two: the ring of looked-up nodes */
+#define PF_FIND 8
+#define RING 16 /* looked-up nodes kept: > PF_FIND, a power of two */
 
 /* The lines of words [lo, hi) of nd's bitmap: only those the walk reads. */
 static inline void prefetch_bits(const struct kvg_kv_node *nd, uint32_t lo, uint32_t hi)
@@ -44,7 +49,7 @@ uint32_t kvg_kv_tab_match(const struct kvg_kv_tab *t, const uint64_t *seq, size_
                           size_t nslots, int stamp_used, uint32_t stamp)
 {
     uint64_t cand[KVG_KV_MAX_WORKERS / 64];
-    uint32_t found[PF_FIND];
+    uint32_t found[RING];
     if (nslots > t->max_workers) {
         memset(out + t->max_workers, 0, (nslots - t->max_workers) * sizeof *out);
         nslots = t->max_workers;
@@ -64,16 +69,20 @@ uint32_t kvg_kv_tab_match(const struct kvg_kv_tab *t, const uint64_t *seq, size_
     if (lo == hi) n = 0;
     for (size_t k = 0; k < PF_BUCKET && k < n; k++)
         __builtin_prefetch(&t->nc.b[kvg_kv_bucket(seq[k], t->nc.mask)]);
-    for (size_t k = PF_FIND; k < PF_HEAD && k < n; k++) prefetch_head(t, seq[k]);
-    for (size_t k = 0; k < PF_FIND && k < n; k++) found[k] = find_ahead(t, seq[k], lo, hi);
+    size_t fd = t->node_size > 64 ? PF_FIND : 0;
+    for (size_t k = fd; k < PF_HEAD && k < n; k++) prefetch_head(t, seq[k]);
+    for (size_t k = 0; k < fd && k < n; k++) found[k] = find_ahead(t, seq[k], lo, hi);
     uint32_t best = 0;
     size_t i = 0;
     for (; i < n; i++) {
         if (i + PF_BUCKET < n)
             __builtin_prefetch(&t->nc.b[kvg_kv_bucket(seq[i + PF_BUCKET], t->nc.mask)]);
         if (i + PF_HEAD < n) prefetch_head(t, seq[i + PF_HEAD]);
-        uint32_t ni = found[i % PF_FIND];
-        if (i + PF_FIND < n) found[i % PF_FIND] = find_ahead(t, seq[i + PF_FIND], lo, hi);
+        if (!fd)
+            found[i % RING] = kvg_kv_tab_find_node(t, seq[i]);
+        else if (i + fd < n)
+            found[(i + fd) % RING] = find_ahead(t, seq[i + fd], lo, hi);
+        uint32_t ni = found[i % RING];
         if (ni == KVG_KV_NIL) break;
         struct kvg_kv_node *nd = kvg_kv_tab_node(t, ni);
         /* Read-only first: on most blocks no candidate drops out, and then
