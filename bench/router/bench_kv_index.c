@@ -235,6 +235,39 @@ static void hold(struct kvg_kv_index *idx, uint32_t w, int p, int depth)
     msgpack_sbuffer_destroy(&sb);
 }
 
+/* Stores (on = 1) or removes one block on worker 0's host tier ("CPU"),
+ * outside every prompt: while it is there, lookups take the tier-aware walk
+ * over every tier (kvg_kv_tab_match_levels) with the same results. */
+static void host_block(struct kvg_kv_index *idx, int on)
+{
+    static const uint32_t tok[BS] = {1, 2, 3};
+    msgpack_sbuffer sb;
+    struct kvg_kv_batch b;
+    msgpack_packer pk;
+    msgpack_sbuffer_init(&sb);
+    kvg_kv_batch_init(&b, NULL);
+    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+    msgpack_pack_array(&pk, 2);
+    msgpack_pack_double(&pk, 1.0);
+    msgpack_pack_array(&pk, 1);
+    msgpack_pack_array(&pk, on ? 7 : 3);
+    str(&pk, on ? "BlockStored" : "BlockRemoved");
+    msgpack_pack_array(&pk, 1);
+    msgpack_pack_uint64(&pk, 0x5eed);
+    if (on) {
+        msgpack_pack_nil(&pk);
+        msgpack_pack_array(&pk, BS);
+        for (int i = 0; i < BS; i++) msgpack_pack_uint32(&pk, tok[i]);
+        msgpack_pack_uint32(&pk, BS);
+        msgpack_pack_nil(&pk);
+    }
+    str(&pk, "CPU");
+    if (kvg_kv_decode_batch(&b, sb.data, sb.size) < 0 || kvg_kv_index_apply(idx, 0, &b, NULL))
+        abort();
+    kvg_kv_batch_free(&b);
+    msgpack_sbuffer_destroy(&sb);
+}
+
 struct lat {
     double p50, p99, max, mean;
 };
@@ -250,11 +283,14 @@ static void flush_caches(void)
     for (size_t i = 0; i < FLUSH_BYTES; i += 64) g_flush[i]++;
 }
 
+/* from_tokens: 0 sequence hashes (kvg_kv_index_match), 1 token ids, 2
+ * sequence hashes through kvg_kv_index_match_tiers (the router's call). */
 static struct lat lookups(struct kvg_kv_index *idx, uint32_t n, int from_tokens, uint64_t *checksum,
                           int cold)
 {
     uint64_t *ns = malloc(n * sizeof *ns);
     uint32_t *out = malloc(g_workers * sizeof *out);
+    struct kvg_kv_tier_match *tm = malloc(g_workers * sizeof *tm);
     struct kvg_rng rng;
     struct lat l = {0};
     double sum = 0;
@@ -263,10 +299,13 @@ static struct lat lookups(struct kvg_kv_index *idx, uint32_t n, int from_tokens,
         int p = (int)kvg_rng_below(&rng, NPROMPTS);
         if (cold) flush_caches();
         uint64_t t0 = kvg_now_ns();
-        int m = from_tokens ? kvg_kv_index_match_tokens(idx, g_tok[p], PROMPT_BLOCKS * BS,
-                                                        KVG_KV_HASH_SEED, out, g_workers)
-                            : kvg_kv_index_match(idx, g_seq[p], PROMPT_BLOCKS, out, g_workers);
+        int m = from_tokens == 2
+                    ? kvg_kv_index_match_tiers(idx, g_seq[p], PROMPT_BLOCKS, tm, g_workers)
+                : from_tokens ? kvg_kv_index_match_tokens(idx, g_tok[p], PROMPT_BLOCKS * BS,
+                                                          KVG_KV_HASH_SEED, out, g_workers)
+                              : kvg_kv_index_match(idx, g_seq[p], PROMPT_BLOCKS, out, g_workers);
         ns[i] = kvg_now_ns() - t0;
+        if (from_tokens == 2) out[i % g_workers] = tm[i % g_workers].gpu;
         *checksum += (uint64_t)m + out[i % g_workers];
         sum += (double)ns[i];
     }
@@ -277,6 +316,7 @@ static struct lat lookups(struct kvg_kv_index *idx, uint32_t n, int from_tokens,
     l.mean = sum / n / 1000.0;
     free(ns);
     free(out);
+    free(tm);
     return l;
 }
 
@@ -423,6 +463,10 @@ int main(int argc, char **argv)
     struct lat full_tok = lookups(idx, g_lookups, 1, &checksum, 0);
     uint32_t ncold = g_lookups / 20 ? g_lookups / 20 : 1;
     struct lat cold = lookups(idx, ncold, 0, &checksum, 1);
+    struct lat gpu_tiers = lookups(idx, g_lookups, 2, &checksum, 0);
+    host_block(idx, 1);
+    struct lat host_tiers = lookups(idx, g_lookups, 2, &checksum, 0);
+    host_block(idx, 0);
 
     /* 3. The same worst-case lookups while another thread ingests, paced
      * like a busy pool and then as fast as it can. */
@@ -454,6 +498,10 @@ int main(int argc, char **argv)
     printf("| worst case with cold caches (64 MB streamed before each of %u lookups): p50 / "
            "p99 / max | %.2f / %.2f / %.2f us |\n",
            ncold, cold.p50, cold.p99, cold.max);
+    printf("| worst case through kvg_kv_index_match_tiers (the router's call), GPU tier only / "
+           "a host tier in use (the walk over every tier): p50 / p99 | %.2f / %.2f us; %.2f / "
+           "%.2f us |\n",
+           gpu_tiers.p50, gpu_tiers.p99, host_tiers.p50, host_tiers.p99);
     for (int i = 0; i < 3; i++) {
         char what[64];
         if (rates[i] > 0)
