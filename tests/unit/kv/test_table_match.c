@@ -5,7 +5,8 @@
  * table's, prefixes with holes, absent blocks, repeated blocks, and small
  * keys that share buckets while the node chains double. The `used` stamps
  * must land on exactly the nodes the reference says some candidate still
- * matched, and the one-table kvg_kv_tab_match_levels must agree. */
+ * matched, and the one-table kvg_kv_tab_match_levels must agree; the tier
+ * walk over three tables is checked against a reference of its own. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -163,4 +164,106 @@ TEST(match_with_every_worker_holding_everything)
     check_query(&t, seq, MAXQ - 1, 1024, 8); /* stops at the first absent block */
     check_query(&t, seq, 5, 1000, 9);
     kvg_kv_tab_free(&t);
+}
+
+/* ---- kvg_kv_tab_match_levels over three tiers against the reference ---- */
+
+#define TIERS 3
+
+/* Leading blocks of seq[0..n) that worker w holds in the union of tiers
+ * 0..l (0 unless w is live in tier 0, whose live slots count). */
+static uint32_t ref_level(const struct kvg_kv_tab *const *tabs, uint32_t l, const uint64_t *seq,
+                          size_t n, uint32_t w)
+{
+    if (!(tabs[0]->live[w / 64] >> (w % 64) & 1)) return 0;
+    uint32_t k = 0;
+    for (; k < n; k++) {
+        int in = 0;
+        for (uint32_t x = 0; x <= l && !in; x++) in = holds(tabs[x], seq[k], w);
+        if (!in) break;
+    }
+    return k;
+}
+
+static void check_levels(const struct kvg_kv_tab *const *tabs, const uint64_t *seq, size_t n,
+                         size_t nslots, uint32_t stamp)
+{
+    static uint32_t out[TIERS * (MAXW + 100)], ref[TIERS][MAXW + 100], before[TIERS][KEYS];
+    static uint8_t want[TIERS][KEYS];
+    memset(want, 0, sizeof want);
+    for (uint32_t l = 0; l < TIERS; l++)
+        for (uint64_t k = 1; k < KEYS; k++) before[l][k] = used_of(tabs[l], k);
+    size_t walk = nslots < tabs[0]->max_workers ? nslots : tabs[0]->max_workers;
+    uint32_t best = 0;
+    for (size_t w = 0; w < nslots; w++) {
+        for (uint32_t l = 0; l < TIERS; l++)
+            ref[l][w] = w < walk ? ref_level(tabs, l, seq, n, (uint32_t)w) : 0;
+        if (ref[TIERS - 1][w] > best) best = ref[TIERS - 1][w];
+        /* Block k is walked with w a candidate while w holds 0..k-1 in the
+         * union of every tier: each tier's node holding w gets the stamp. */
+        for (uint32_t k = 0; w < walk && k < n && k <= ref[TIERS - 1][w]; k++)
+            for (uint32_t l = 0; l < TIERS; l++)
+                if (holds(tabs[l], seq[k], (uint32_t)w)) want[l][seq[k]] = 1;
+    }
+    for (size_t x = 0; x < TIERS * nslots; x++) out[x] = 0xdeadbeef;
+    CHECK_INT(kvg_kv_tab_match_levels(tabs, TIERS, seq, n, out, nslots, 1, stamp), best);
+    for (uint32_t l = 0; l < TIERS; l++)
+        for (size_t w = 0; w < nslots; w++) CHECK_INT(out[l * nslots + w], ref[l][w]);
+    for (uint32_t l = 0; l < TIERS; l++)
+        for (uint64_t k = 1; k < KEYS; k++) {
+            if (kvg_kv_tab_find_node(tabs[l], k) == KVG_KV_NIL) continue;
+            CHECK_INT(used_of(tabs[l], k), want[l][k] ? stamp : before[l][k]);
+        }
+}
+
+static void random_tiers(uint32_t workers, int rounds, uint64_t seed)
+{
+    static uint8_t held[TIERS][MAXW][KEYS];
+    memset(held, 0, sizeof held);
+    struct kvg_kv_tab t[TIERS];
+    const struct kvg_kv_tab *tabs[TIERS];
+    uint64_t s = seed;
+    for (uint32_t l = 0; l < TIERS; l++) {
+        CHECK_INT(kvg_kv_tab_init(&t[l], workers), 0);
+        tabs[l] = &t[l];
+    }
+    for (uint32_t w = 0; w < workers; w++)
+        if (rnd(&s) % 8)
+            for (uint32_t l = 0; l < TIERS; l++) CHECK_INT(kvg_kv_tab_worker_open(&t[l], w), 0);
+    uint64_t seq[MAXQ];
+    uint32_t stamp = 1;
+    for (int round = 0; round < rounds; round++) {
+        int ops = (int)(rnd(&s) % 300);
+        for (int o = 0; o < ops; o++) {
+            uint32_t w = (uint32_t)(rnd(&s) % workers), l = (uint32_t)(rnd(&s) % 5);
+            l = l < 3 ? 0 : l - 2; /* tier 0 most often */
+            if (!(t[0].live[w / 64] >> (w % 64) & 1)) continue;
+            uint64_t k0 = 1 + rnd(&s) % (KEYS - 1), len = 1 + rnd(&s) % 200;
+            int add = rnd(&s) % 4 != 0;
+            for (uint64_t j = 0; j < (add ? len : 1 + len / 20); j++) {
+                uint64_t k = 1 + (k0 + j) % (KEYS - 1);
+                if (add && !held[l][w][k]) {
+                    CHECK(kvg_kv_tab_add(&t[l], w, k, k, KVG_KV_LAST, stamp) != KVG_KV_NIL);
+                    held[l][w][k] = 1;
+                } else if (!add && held[l][w][k]) {
+                    CHECK_INT(kvg_kv_tab_remove_key(&t[l], w, k), 1);
+                    held[l][w][k] = 0;
+                }
+            }
+        }
+        for (int q = 0; q < 3; q++) {
+            size_t n = make_query(&s, seq);
+            size_t nslots = (size_t)(rnd(&s) % (workers + 70));
+            check_levels(tabs, seq, n, nslots, ++stamp);
+        }
+    }
+    for (uint32_t l = 0; l < TIERS; l++) kvg_kv_tab_free(&t[l]);
+}
+
+TEST(match_levels_agrees_with_reference)
+{
+    random_tiers(1, 40, 0x789abcd);
+    random_tiers(64, 80, 0x89abcde);
+    random_tiers(130, 60, 0x9abcdef);
+    random_tiers(1024, 30, 0xabcdef1);
 }
