@@ -55,6 +55,7 @@ row() { grep -F "$2" "$1" | head -1 | awk -F'|' '{print $3}' | sed 's/^ *//; s/ 
   echo "|---|---|---|"
   for k in "ingest, block events/s" "msgpack decode alone" "lookup 375 blocks" "same, from 6,000 token ids" \
     "lookup worst case" "same, from token ids" "worst case with cold caches" \
+    "worst case through kvg_kv_index_match_tiers" \
     "ingests 0.25 M" "ingests 1.00 M" "ingests as fast" "bytes per (block, worker) entry, every" \
     "bytes per entry after"; do
     label=$(grep -F "$k" "$W/fleet" | head -1 | awk -F'|' '{print $2}' | sed 's/^ *//; s/ *$//' |
