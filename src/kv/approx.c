@@ -46,6 +46,7 @@ struct kvg_kv_approx {
     _Atomic uint32_t next_exp;
     _Atomic int have_exp;
     uint32_t latest; /* the latest now a change brought (exclusive lock) */
+    int pruning;     /* a prune is under way: down to prune_to, budget by budget */
     kvg_lfs deferred;
     _Atomic uint64_t deferred_blocks;
     _Atomic uint64_t busy_lookups, deferred_records, dropped_records;
@@ -97,12 +98,37 @@ static void note_next(struct kvg_kv_approx *a, uint32_t now)
     atomic_store_explicit(&a->have_exp, w >= 0, memory_order_release);
 }
 
-static uint64_t expire_locked(struct kvg_kv_approx *a, uint32_t now)
+static void lock_ex(struct kvg_kv_approx *a);
+
+/* What one hold of the exclusive lock may drop (expired or pruned records):
+ * a caller that must not wait drops a bounded share and leaves the rest to
+ * the next writer, so that a loop never does a million at once; the others
+ * drop everything, letting lookups in every HOLD_BLOCKS. */
+struct budget {
+    uint64_t left; /* UINT64_MAX: no bound */
+    int relock;    /* let go of the lock every HOLD_BLOCKS */
+    uint32_t held;
+};
+
+/* 1 when the caller may drop one more record (exclusive lock held). */
+static int spend(struct kvg_kv_approx *a, struct budget *b)
+{
+    if (!b->left) return 0;
+    if (b->left != UINT64_MAX) b->left--;
+    if (b->relock && ++b->held == HOLD_BLOCKS) {
+        b->held = 0;
+        pthread_rwlock_unlock(&a->lock);
+        lock_ex(a);
+    }
+    return 1;
+}
+
+static uint64_t expire_locked(struct kvg_kv_approx *a, uint32_t now, struct budget *b)
 {
     uint64_t n = 0;
     for (;;) {
         int w = kvg_kv_tab_oldest(&a->t, now);
-        if (w < 0 || (int32_t)(now - a->t.tail_stamp[w]) < 0) break;
+        if (w < 0 || (int32_t)(now - a->t.tail_stamp[w]) < 0 || !spend(a, b)) break;
         kvg_kv_tab_remove(&a->t, (uint32_t)w, a->t.w[w].tail);
         n++;
     }
@@ -114,7 +140,6 @@ static uint64_t expire_locked(struct kvg_kv_approx *a, uint32_t now)
  * takes this worker's oldest records, the tail of a prompt goes before its
  * head. With `chunked`, the exclusive lock is let go every HOLD_BLOCKS
  * (lock_ex on re-entry). 0, or -ENOMEM. */
-static void lock_ex(struct kvg_kv_approx *a);
 static int record_locked(struct kvg_kv_approx *a, uint32_t slot, const uint64_t *seq, size_t n,
                          uint32_t now, int chunked)
 {
@@ -187,23 +212,22 @@ int kvg_kv_approx_remove_worker(struct kvg_kv_approx *a, uint32_t slot)
     return n;
 }
 
-/* Prunes the oldest records down to prune_to once over max_blocks, letting
- * lookups in every HOLD_BLOCKS (exclusive lock held on entry and exit). */
-static void prune_locked(struct kvg_kv_approx *a, uint32_t now)
+/* Prunes the oldest records down to prune_to once over max_blocks, within
+ * the budget (exclusive lock held on entry and exit). A bounded caller goes
+ * on with a prune another began (still over prune_to), so that loop-only
+ * traffic keeps the index bounded too. */
+static void prune_locked(struct kvg_kv_approx *a, uint32_t now, struct budget *b)
 {
-    if (a->t.n_entries <= a->max_blocks) return;
-    uint32_t held = 0;
+    if (a->t.n_entries <= a->max_blocks && !a->pruning) return;
+    a->pruning = 1;
     while (a->t.n_entries > a->prune_to) {
         int w = kvg_kv_tab_oldest(&a->t, now);
         if (w < 0) break;
+        if (!spend(a, b)) return;
         kvg_kv_tab_remove(&a->t, (uint32_t)w, a->t.w[w].tail);
         a->pruned++;
-        if (++held == HOLD_BLOCKS) {
-            held = 0;
-            pthread_rwlock_unlock(&a->lock);
-            lock_ex(a);
-        }
     }
+    a->pruning = 0;
 }
 
 static int defer(struct kvg_kv_approx *a, uint32_t slot, const uint64_t *seq, size_t n,
@@ -230,14 +254,16 @@ static int record(struct kvg_kv_approx *a, uint32_t slot, const uint64_t *seq, s
     uint32_t now = (uint32_t)now_ms;
     if (nowait && lock_try(a, 1)) return defer(a, slot, seq, n, now);
     if (!nowait) lock_ex(a);
+    if ((int32_t)(now - a->latest) > 0) a->latest = now;
+    struct budget b = {nowait ? 2 * (uint64_t)n + HOLD_BLOCKS : UINT64_MAX, !nowait, 0};
+    expire_locked(a, now, &b); /* may let go of the lock: the slot is checked after */
     if (a->t.w[slot].state != KVG_KV_W_LIVE) {
+        note_next(a, now);
         pthread_rwlock_unlock(&a->lock);
         return KVG_ENOTFOUND;
     }
-    if ((int32_t)(now - a->latest) > 0) a->latest = now;
-    expire_locked(a, now);
     int rc = record_locked(a, slot, seq, n, now, !nowait);
-    prune_locked(a, now);
+    prune_locked(a, now, &b);
     note_next(a, now);
     pthread_rwlock_unlock(&a->lock);
     return rc ? rc : (int)n;
@@ -259,7 +285,8 @@ int kvg_kv_approx_expire(struct kvg_kv_approx *a, uint64_t now_ms)
 {
     uint32_t now = (uint32_t)now_ms;
     lock_ex(a);
-    uint64_t n = expire_locked(a, now);
+    struct budget b = {UINT64_MAX, 1, 0};
+    uint64_t n = expire_locked(a, now, &b);
     note_next(a, now);
     pthread_rwlock_unlock(&a->lock);
     return (int)n;
@@ -277,7 +304,8 @@ static int match(struct kvg_kv_approx *a, const uint64_t *seq, size_t n, uint32_
         if (!nowait) {
             kvg_kv_approx_expire(a, now_ms);
         } else if (lock_try(a, 1) == 0) {
-            if (due) expire_locked(a, now);
+            struct budget b = {HOLD_BLOCKS, 0, 0};
+            if (due) expire_locked(a, now, &b);
             note_next(a, now);
             pthread_rwlock_unlock(&a->lock);
         }

@@ -114,7 +114,7 @@ TEST(expire_call_and_bad_options)
  * 20 times, in case the holder had not taken the lock yet. */
 #define LONG_N 300000
 
-    struct holder {
+struct holder {
     struct kvg_kv_approx *a;
     const uint64_t *seq;
     int expire; /* else a lookup */
@@ -204,5 +204,31 @@ TEST(nowait_lookup_gives_up_on_a_long_hold)
     uint32_t out[2];
     CHECK_INT(kvg_kv_approx_match_nowait(a, B, 6, out, 2, 2000200), 6); /* free again: found */
     free(seq);
+    kvg_kv_approx_free(a);
+}
+
+/* A loop's record prunes a bounded share (twice its blocks + 128) and the
+ * next ones go on with it: loop-only traffic keeps the index bounded, and
+ * no single loop call drops a whole prune's worth. */
+TEST(nowait_record_prunes_in_bounded_steps)
+{
+    struct kvg_kv_approx *a = mk(1, 1000000, 1000, 0.5);
+    uint64_t seq[1000];
+    for (size_t i = 0; i < 1000; i++) seq[i] = 5000 + i;
+    CHECK_INT(kvg_kv_approx_record(a, 0, seq, 1000, 100), 1000); /* at max_blocks, not over */
+    struct kvg_kv_approx_stats st;
+    uint64_t more[10];
+    for (size_t i = 0; i < 10; i++) more[i] = 90000 + i;
+    CHECK_INT(kvg_kv_approx_record_nowait(a, 0, more, 10, 200), 10);
+    kvg_kv_approx_stats(a, &st);
+    CHECK_INT(st.entries, 1010 - (2 * 10 + 128)); /* the budget, not down to 500 */
+    for (int r = 0; r < 5; r++) {
+        for (size_t i = 0; i < 10; i++) more[i] = 100000 + (uint64_t)r * 10 + i;
+        CHECK_INT(kvg_kv_approx_record_nowait(a, 0, more, 10, 300 + (uint64_t)r), 10);
+    }
+    kvg_kv_approx_stats(a, &st);
+    /* 862, then 724, 586, 500 (prune_to: the prune is over), then 510, 520. */
+    CHECK_INT(st.entries, 520);
+    CHECK_INT(st.pruned, 1060 - 520);
     kvg_kv_approx_free(a);
 }
