@@ -110,7 +110,9 @@ struct budget {
     uint32_t held;
 };
 
-/* 1 when the caller may drop one more record (exclusive lock held). */
+/* Whether the caller may drop one more record (exclusive lock held). Every
+ * HOLD_BLOCKS it lets go of the lock and takes it again first; the caller
+ * then looks at the table again. */
 static int spend(struct kvg_kv_approx *a, struct budget *b)
 {
     if (!b->left) return 0;
@@ -129,6 +131,8 @@ static uint64_t expire_locked(struct kvg_kv_approx *a, uint32_t now, struct budg
     for (;;) {
         int w = kvg_kv_tab_oldest(&a->t, now);
         if (w < 0 || (int32_t)(now - a->t.tail_stamp[w]) < 0 || !spend(a, b)) break;
+        w = kvg_kv_tab_oldest(&a->t, now); /* spend may have let go of the lock */
+        if (w < 0 || (int32_t)(now - a->t.tail_stamp[w]) < 0) break;
         kvg_kv_tab_remove(&a->t, (uint32_t)w, a->t.w[w].tail);
         n++;
     }
@@ -221,9 +225,9 @@ static void prune_locked(struct kvg_kv_approx *a, uint32_t now, struct budget *b
     if (a->t.n_entries <= a->max_blocks && !a->pruning) return;
     a->pruning = 1;
     while (a->t.n_entries > a->prune_to) {
-        int w = kvg_kv_tab_oldest(&a->t, now);
+        if (!spend(a, b)) return;              /* first: it may let go of the lock */
+        int w = kvg_kv_tab_oldest(&a->t, now); /* then the table as it is */
         if (w < 0) break;
-        if (!spend(a, b)) return;
         kvg_kv_tab_remove(&a->t, (uint32_t)w, a->t.w[w].tail);
         a->pruned++;
     }
