@@ -73,21 +73,12 @@ static double hold_max(const struct kvp *q, double since)
     return mx;
 }
 
-/* The lead time for where new replicas land: the longest p90 among the
- * node states that get a share (a mixture's p90 is at most that). */
+/* The lead time for where new replicas land (startup.h). */
 static double lead_time(const struct kvp *q)
 {
     const struct kvg_autoscale_opts *o = &q->base.o;
-    const struct kvg_autoscale_startup *m = o->startup ? o->startup : &q->dflt;
-    double share[KVG_AUTOSCALE_NODE_STATES] = {1 - o->cold_share - o->fetch_share, o->cold_share,
-                                               o->fetch_share};
-    double lead = 0;
-    for (int st = 0; st < KVG_AUTOSCALE_NODE_STATES; st++) {
-        if (share[st] < 0.05) continue;
-        double l = kvg_autoscale_startup_lead(m, o->model, (enum kvg_autoscale_node)st);
-        if (l > lead) lead = l;
-    }
-    return lead;
+    return kvg_autoscale_startup_lead_mix(o->startup ? o->startup : &q->dflt, o->model,
+                                          o->cold_share, o->fetch_share);
 }
 
 static void hist_put(struct kvp *q, double t, double v)

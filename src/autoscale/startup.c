@@ -172,6 +172,20 @@ double kvg_autoscale_startup_lead(const struct kvg_autoscale_startup *m, const c
     return h;
 }
 
+double kvg_autoscale_startup_lead_mix(const struct kvg_autoscale_startup *m, const char *model,
+                                      double cold_share, double fetch_share)
+{
+    double share[KVG_AUTOSCALE_NODE_STATES] = {1 - cold_share - fetch_share, cold_share,
+                                               fetch_share};
+    double lead = 0;
+    for (int st = 0; st < KVG_AUTOSCALE_NODE_STATES; st++) {
+        if (share[st] < 0.05) continue;
+        double l = kvg_autoscale_startup_lead(m, model, (enum kvg_autoscale_node)st);
+        if (l > lead) lead = l;
+    }
+    return lead;
+}
+
 uint32_t kvg_autoscale_startup_samples(const struct kvg_autoscale_startup *m, const char *model,
                                        enum kvg_autoscale_node st)
 {

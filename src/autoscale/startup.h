@@ -73,6 +73,12 @@ double kvg_autoscale_startup_pct(const struct kvg_autoscale_startup *m, const ch
 /* The lead time planners use: p90 to /health plus p90 warm-up (0 until seen). */
 double kvg_autoscale_startup_lead(const struct kvg_autoscale_startup *m, const char *model,
                                   enum kvg_autoscale_node st);
+/* The lead time for where new replicas land when a cold_share of nodes is
+ * cold and a fetch_share must fetch the image and weights: the longest
+ * kvg_autoscale_startup_lead among the node states with at least 5% of the
+ * nodes (a mixture's p90 is at most that). */
+double kvg_autoscale_startup_lead_mix(const struct kvg_autoscale_startup *m, const char *model,
+                                      double cold_share, double fetch_share);
 /* Samples seen for (model, state). */
 uint32_t kvg_autoscale_startup_samples(const struct kvg_autoscale_startup *m, const char *model,
                                        enum kvg_autoscale_node st);

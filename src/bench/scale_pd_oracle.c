@@ -11,15 +11,8 @@ double scale_pd_oracle_lead(const struct kvg_bench_scale_opts *o,
 {
     if (o->oracle_lead_s > 0) return o->oracle_lead_s;
     if (o->startup_fixed_s > 0) return o->startup_fixed_s + o->tick_s;
-    double share[KVG_AUTOSCALE_NODE_STATES] = {1 - o->cold_share - o->fetch_share, o->cold_share,
-                                               o->fetch_share};
-    double lead = 0;
-    for (int st = 0; st < KVG_AUTOSCALE_NODE_STATES; st++) {
-        if (share[st] < 0.05) continue;
-        double l = kvg_autoscale_startup_lead(su, o->startup_model, (enum kvg_autoscale_node)st);
-        if (l > lead) lead = l;
-    }
-    return lead + o->tick_s;
+    return kvg_autoscale_startup_lead_mix(su, o->startup_model, o->cold_share, o->fetch_share) +
+           o->tick_s;
 }
 
 uint32_t scale_pd_oracle_desired(const struct scale_wl *w, const struct kvg_autoscale_opts *a,

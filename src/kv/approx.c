@@ -304,10 +304,12 @@ static int match(struct kvg_kv_approx *a, const uint64_t *seq, size_t n, uint32_
               (int32_t)(now - atomic_load_explicit(&a->next_exp, memory_order_relaxed)) >= 0;
     if (due || (nowait && !kvg_lfs_empty(&a->deferred))) {
         /* Expiry, and the loops' deferred records, need the exclusive lock:
-         * a caller that must not wait leaves them to the next one. */
+         * a caller that must not wait tries it once (no spin: it is only
+         * housekeeping) and leaves them to the next one. */
         if (!nowait) {
             kvg_kv_approx_expire(a, now_ms);
-        } else if (lock_try(a, 1) == 0) {
+        } else if (pthread_rwlock_trywrlock(&a->lock) == 0) {
+            apply_deferred(a);
             struct budget b = {HOLD_BLOCKS, 0, 0};
             if (due) expire_locked(a, now, &b);
             note_next(a, now);

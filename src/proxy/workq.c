@@ -53,11 +53,11 @@ static struct kvg_proxy_wq_item *take(struct kvg_proxy_wq *wq)
     return it;
 }
 
-static void announce(struct kvg_proxy_wq_home *h)
+static void announce(int efd)
 {
     uint64_t one = 1;
     /* Only a counter at 2^64-2 refuses: never in a process's life. */
-    while (write(h->efd, &one, sizeof one) < 0 && errno == EINTR) continue;
+    while (write(efd, &one, sizeof one) < 0 && errno == EINTR) continue;
 }
 
 static void *worker(void *arg)
@@ -78,7 +78,10 @@ static void *worker(void *arg)
         if (!it) continue; /* cannot happen: a post follows every push */
         struct kvg_proxy_wq_home *h = it->home;
         it->work(it);
-        if (kvg_lfs_push(&h->back, &it->link)) announce(h);
+        /* Once pushed, the item and its home may go (the loop takes it, and
+         * a closed home is freed): the eventfd's number is read first. */
+        int efd = h->efd;
+        if (kvg_lfs_push(&h->back, &it->link)) announce(efd);
     }
     return NULL;
 }

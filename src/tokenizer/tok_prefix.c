@@ -30,6 +30,7 @@
 #include <xxhash.h>
 
 #include "base/err.h"
+#include "base/lock.h"
 #include "tokenizer/tok_impl.h"
 
 struct pc_entry {
@@ -216,11 +217,12 @@ struct pc_call {
 
 /* 0 with the mutex held. A caller that must not wait (an event loop: the
  * holder may be a work thread at a lower priority, preempted) only tries
- * it, and goes without the cache when it is taken: the ids are the same. */
+ * it (base/lock.h), and goes without the cache when it is taken: the ids
+ * are the same. */
 static int pc_lock(struct kvg_tok_pcache *c, int nowait)
 {
     if (!nowait) return pthread_mutex_lock(&c->mu);
-    return pthread_mutex_trylock(&c->mu);
+    return kvg_mutex_try_for(&c->mu, KVG_LOCK_TRY_NS);
 }
 
 static int cached_text(const struct kvg_tok *tok, struct kvg_tok_scratch *s, const char *text,
