@@ -162,8 +162,7 @@ static int spawn(struct local *l, const struct kvg_autoscale_pool_cfg *pc, doubl
     if (!r || !port)
         return kvg_err_set(err, errlen, KVG_ETOOBIG, "no free %s",
                            r ? "port in the range" : "replica slot");
-    double cold = kvg_autoscale_startup_draw(l->su, pc->opts.model, pc->node, &l->rng) *
-                  l->cfg.cold_start_scale;
+    double cold = kvg_autoscale_startup_draw(l->su, pc->opts.model, pc->node, &l->rng);
     struct kvg_autoscale_local_vars v = {l->cfg.host, pc->opts.model, pc->name,
                                          port,        l->spawned + 1, cold};
     char line[2048], *argv[128];
@@ -375,6 +374,10 @@ int kvg_autoscale_local_new(const struct kvg_autoscale_local_cfg *cfg,
     l->cfg = *cfg;
     l->h = *hooks;
     l->su = su;
+    /* The scale is applied to the model, not to each draw, so that the
+     * planners' lead time reads the clock the children start on. */
+    if (cfg->cold_start_scale > 0 && cfg->cold_start_scale != 1)
+        kvg_autoscale_startup_scale(su, cfg->cold_start_scale);
     kvg_rng_seed(&l->rng, seed);
     *out = &l->base;
     return 0;

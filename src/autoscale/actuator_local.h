@@ -5,9 +5,10 @@
  * The template is split into words (single and double quotes group, no
  * shell) after expanding {port} (the next free port of the configured
  * range), {host}, {cold_start} (seconds drawn from the start-up model's
- * default distribution for the pool's model and node state, times
- * cold_start_scale: the embedded default runs `kvgate sim --cold-start-secs
- * {cold_start}`), {model}, {pool} and {n} (a running replica number).
+ * default distribution for the pool's model and node state, which
+ * cold_start_scale multiplies at creation, for the planners' lead time too:
+ * the embedded default runs `kvgate sim --cold-start-secs {cold_start}`),
+ * {model}, {pool} and {n} (a running replica number).
  *
  * A replica's life: spawned and registered (the gateway's health check
  * marks it healthy when its /health answers 200) -> ready (time from the
@@ -62,8 +63,9 @@ struct kvg_autoscale_local_hooks {
     void (*ready)(void *ud, const char *url); /* may be NULL */
 };
 
-/* su is borrowed (the controller's start-up model, taught here) and must
- * outlive the actuator. *out is the caller's (the controller destroys it). */
+/* su is borrowed (the controller's start-up model, taught here, its
+ * defaults scaled once by cold_start_scale) and must outlive the actuator. *out is the caller's
+ * (the controller destroys it). */
 int kvg_autoscale_local_new(const struct kvg_autoscale_local_cfg *cfg,
                             const struct kvg_autoscale_local_hooks *hooks,
                             struct kvg_autoscale_startup *su, uint64_t seed,

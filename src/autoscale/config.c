@@ -6,7 +6,7 @@
  *     command: "kvgate sim --port {port} --model {model} --cold-start-secs {cold_start}"
  *     ports: 8100-8199        # {port} is the next free one
  *     host: 127.0.0.1
- *     cold_start_scale: 1     # {cold_start} = a start-up model draw x this
+ *     cold_start_scale: 1     # the start-up model x this ({cold_start}, lead times)
  *     drain_timeout_secs: 60  # a draining replica's streams get this long
  *     start_timeout_secs: 1800
  *     kill_grace_secs: 5
@@ -30,7 +30,8 @@
  *       itl_idle_secs: 0.012
  *       node: cold            # warm | cold | fetch: where new replicas land
  *   # optional per pool: interval_secs, headroom, down_util, down_hold_secs,
- *   # zero_idle_secs, static_replicas, queue_preset (llm-d | waiting),
+ *   # zero_idle_secs, forecast_window_secs, static_replicas, queue_preset (llm-d | waiting),
+ *   # queue_down_window_secs, queue_cooldown_secs,
  *   # sla_predictor (constant | moving_average | seasonal_trend),
  *   # cold_share, fetch_share, itl_per_seq_secs, slo_goal, cold_cache_penalty
  *       target:               # actuator kubernetes: the workload to scale
@@ -111,6 +112,9 @@ static const struct numkey g_num[] = {
     {"down_util", PO(opts.down_util), 0, 0.05, 1},
     {"down_hold_secs", PO(opts.down_hold_s), 0, 0, 86400},
     {"zero_idle_secs", PO(opts.zero_idle_s), 0, 0, 86400 * 7},
+    {"forecast_window_secs", PO(opts.window_s), 0, 1, 86400},
+    {"queue_down_window_secs", PO(opts.queue_down_window_s), 0, 0, 86400},
+    {"queue_cooldown_secs", PO(opts.queue_cooldown_s), 0, 0, 86400},
     {"cold_share", PO(opts.cold_share), 0, 0, 1},
     {"fetch_share", PO(opts.fetch_share), 0, 0, 1},
     {"slo_goal", PO(opts.slo_goal), 0, 0.5, 0.99999},

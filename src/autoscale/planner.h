@@ -90,6 +90,7 @@ struct kvg_autoscale_opts {
     double cold_cache_penalty;      /* 0.15: capacity a young replica lacks (empty cache) */
     double slo_goal;                /* 0.99: the share of requests to keep within targets */
     double zero_idle_s;             /* 600: no demand this long -> zero (min_replicas 0) */
+    double window_s; /* 300: the level's window; trend over 3x, "recent" 1/5 (planner_kvgate.c) */
 };
 
 /* Defaults as commented above (aggregated, model "default"). */

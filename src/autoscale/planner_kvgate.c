@@ -1,26 +1,29 @@
-/* `kvgate`: kvgate's own planner. Every interval (15 s):
+/* `kvgate`: kvgate's own planner. Its clock is one window W
+ * (forecast_window_secs, 300 s; a miniature with start-ups of seconds sets
+ * it to seconds): the level's, the trend's (3W) and a "recent" span (W/5,
+ * a minute at the default). Every interval (15 s):
  *   - load in replicas' worth from the token rates, prefill priced at the
  *     observed cache hit rate (only uncached prompt tokens cost prefill);
  *   - the pool is sized on the larger of the load's level (the median of
- *     the last 5 minutes) and a forecast at the horizon a replica takes to
+ *     the last W) and a forecast at the horizon a replica takes to
  *     become useful: the start-up model's p90 lead time for the node states
  *     new replicas land on (the longest of those with a share), the level
- *     plus the median of pairwise slopes (Theil-Sen) over the last 15
- *     minutes. Never on the last window alone: a burst shorter than the lead
- *     time (which no new replica could reach in time) moves neither;
- *     bursts are the headroom's and the backlog floor's. The history is the
- *     uncorrected load, so a moving correction never reads as a trend;
+ *     plus the median of pairwise slopes (Theil-Sen) over the last 3W,
+ *     sampled at most every 3W / KV_HIST. Never on the last window alone: a burst shorter than the
+ * lead time (which no new replica could reach in time) moves neither; bursts are the headroom's and
+ * the backlog floor's. The history is the uncorrected load, so a moving correction never reads as a
+ * trend;
  *   - the profile corrected by what the gateway observes (Dynamo's
  *     correction factors, but on the SLO itself): see correct() below;
  *   - the reactive floor: prompt tokens waiting (engines and the gateway
- *     queue) drained within a minute on top of the window's load, against
+ *     queue) drained within W/5 on top of the window's load, against
  *     the replicas ready and starting, growing the pool at most twofold an
  *     interval: see backlog_floor() below;
  *   - replicas already starting count: the deficit is against ready +
  *     starting;
  *   - a young replica (empty prefix cache) and every one still to come is
  *     priced at 1 - cold_cache_penalty of a replica;
- *   - starting replicas the last minute's need no longer justifies are
+ *   - starting replicas the need of the last W/5 no longer justifies are
  *     cancelled at once (they hold GPUs and have nothing to drain);
  *   - scale-down with hysteresis: one replica per interval, only when the
  *     highest need over the last down_hold_s and the forecast still fit in
@@ -37,7 +40,7 @@
 #include "autoscale/planner.h"
 
 #define KV_HOLD 256
-#define KV_HIST 60 /* load samples kept: 15 minutes at 15 s */
+#define KV_HIST 60 /* load samples kept: 3W, one per interval or per 3W / 60 */
 
 struct kvp {
     struct kvg_autoscale_planner base;
@@ -81,8 +84,18 @@ static double lead_time(const struct kvp *q)
                                           o->cold_share, o->fetch_share);
 }
 
+/* The planner's window W (see the top). */
+static double window_of(const struct kvp *q)
+{
+    return q->base.o.window_s > 0 ? q->base.o.window_s : 300;
+}
+
+/* A load sample into the trend's history, thinned to one per 3W / KV_HIST:
+ * a short interval must not shrink the history's span below the trend's. */
 static void hist_put(struct kvp *q, double t, double v)
 {
+    double gap = 3 * window_of(q) / KV_HIST;
+    if (q->nhist && t - q->hist_t[q->nhist - 1] < gap * 0.999) return;
     if (q->nhist == KV_HIST) {
         memmove(q->hist_t, q->hist_t + 1, (KV_HIST - 1) * sizeof *q->hist_t);
         memmove(q->hist_v, q->hist_v + 1, (KV_HIST - 1) * sizeof *q->hist_v);
@@ -104,19 +117,18 @@ static double median(double *v, size_t n)
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-/* The level: the median of the last 5 minutes (a burst shorter than half
- * of that does not move it). */
+/* The level: the median of the last W (a burst shorter than half of that
+ * does not move it). */
 static double level_of(const struct kvp *q, double now)
 {
     double tmp[KV_HIST];
     size_t n = 0;
     for (size_t i = 0; i < q->nhist; i++)
-        if (q->hist_t[i] >= now - 300) tmp[n++] = q->hist_v[i];
+        if (q->hist_t[i] >= now - window_of(q)) tmp[n++] = q->hist_v[i];
     return n ? median(tmp, n) : 0;
 }
 
-/* The level plus the Theil-Sen slope of the last 15 minutes times the
- * horizon. */
+/* The level plus the Theil-Sen slope of the last 3W times the horizon. */
 static double forecast(const struct kvp *q, double now, double horizon)
 {
     if (!q->nhist) return 0;
@@ -127,12 +139,13 @@ static double forecast(const struct kvp *q, double now, double horizon)
         for (size_t j = i + 1; j < q->nhist; j++)
             if (q->hist_t[j] > q->hist_t[i])
                 tmp[n++] = (q->hist_v[j] - q->hist_v[i]) / (q->hist_t[j] - q->hist_t[i]);
-    /* No trend until the history spans 5 minutes: a few points at start-up
-     * would extrapolate noise over the whole lead time. */
-    int span = q->hist_t[q->nhist - 1] - q->hist_t[0] >= 300;
+    /* No trend until the history spans W: a few points at start-up would
+     * extrapolate noise over the whole lead time. */
+    double w = window_of(q);
+    int span = q->hist_t[q->nhist - 1] - q->hist_t[0] >= w * 0.999;
     double slope = span && n >= 10 ? median(tmp, n) : 0;
-    /* The level is the median of a 5-minute window: 150 s old on average. */
-    double f = level + slope * (horizon + 150);
+    /* The level is the median of the last W: W/2 old on average. */
+    double f = level + slope * (horizon + w / 2);
     return f > 0 ? f : 0;
 }
 
@@ -174,10 +187,10 @@ static void correct_split(struct kvp *q, const struct kvg_autoscale_signals *s, 
 /* The profile's correction on the SLO the gateway observes. A one-replica
  * profile misjudges a pool both ways (multiplexing, routing, cache), so the
  * factor is learned:
- *   - up (each replica worth less, 2% an interval, to 2x) when the last
- *     minute's misses pass 80% of the error budget (1 - slo_goal), and not
+ *   - up (each replica worth less, 2% an interval, to 2x) when the misses
+ *     of the last W/5 pass 80% of the error budget (1 - slo_goal), and not
  *     while replicas start (misses then are the ramp's, which the forecast
- *     answers): a minute's memory, so a burst's misses stop raising it
+ *     answers): a W/5 memory, so a burst's misses stop raising it
  *     once the burst is over;
  *   - down (1% an interval, to 0.5x) when misses stay under 40% of the
  *     budget. How far depends on the pool; see correct_split() for a
@@ -194,7 +207,7 @@ static void correct(struct kvp *q, const struct kvg_autoscale_signals *s, double
 {
     const struct kvg_autoscale_opts *o = &q->base.o;
     if (s->slo_miss >= 0) {
-        double a = fmin(1.0, interval / 60);
+        double a = fmin(1.0, interval / (window_of(q) / 5));
         q->miss = q->miss < 0 ? s->slo_miss : (1 - a) * q->miss + a * s->slo_miss;
     }
     if (q->miss < 0 || s->starting > 0) return;
@@ -217,7 +230,7 @@ static void correct(struct kvp *q, const struct kvg_autoscale_signals *s, double
 
 /* The backlog floor: the replicas that carry the window's load and drain
  * the waiting uncached prompt work (backlog_rs replica-seconds, corrected)
- * within KV_DRAIN_S: load + backlog_rs / KV_DRAIN_S, against the replicas
+ * within W/5 (drain_s): load + backlog_rs / drain_s, against the replicas
  * ready and starting (the starting ones are what the backlog waits for:
  * they count, and the floor keeps them from being cancelled). None when the
  * ready ones do it. At most twice the pool per interval, so one interval's
@@ -225,12 +238,11 @@ static void correct(struct kvp *q, const struct kvg_autoscale_signals *s, double
  * chance. Sized on the TTFT target instead (drain it within 1 s), a backlog
  * the pool clears in seconds ordered dozens of replicas that came minutes
  * later. */
-#define KV_DRAIN_S 60.0
-
-static double backlog_floor(const struct kvg_autoscale_signals *s, double backlog_rs, double load)
+static double backlog_floor(const struct kvg_autoscale_signals *s, double backlog_rs, double load,
+                            double drain_s)
 {
     if (!(backlog_rs > 0)) return 0;
-    double n = load + backlog_rs / KV_DRAIN_S;
+    double n = load + backlog_rs / drain_s;
     if (n <= (double)s->ready) return 0;
     double cur = (double)(s->ready + s->starting);
     double bound = 2 * (cur > 1 ? cur : 1);
@@ -262,7 +274,7 @@ static int kvgate_plan(struct kvg_autoscale_planner *p, const struct kvg_autosca
     double backlog = 0;
     if (o->prof.prefill_tps > 0 && o->role != KVG_AUTOSCALE_DECODE) {
         double rs = q->corr * s->inflight_prompt_tokens * (1 - hit) / o->prof.prefill_tps;
-        backlog = backlog_floor(s, rs, load);
+        backlog = backlog_floor(s, rs, load, window_of(q) / 5);
     }
     double decode_share = q->corr * kvg_autoscale_load(o, 0, s->output_tps, o->itl_target_s);
     double react = o->role == KVG_AUTOSCALE_PREFILL ? backlog : fmax(backlog, decode_share);
@@ -291,11 +303,11 @@ static int kvgate_plan(struct kvg_autoscale_planner *p, const struct kvg_autosca
     else if (q->idle_since < 0)
         q->idle_since = s->now;
     uint32_t want = cur;
-    double recent = hold_max(q, s->now - 60);
+    double recent = hold_max(q, s->now - window_of(q) / 5);
     if (up > cur) {
         want = up;
     } else if (s->starting > 0 && kvg_autoscale_ceil(recent) < cur) {
-        /* Starts the last minute's need no longer justifies are cancelled at
+        /* Starts the need of the last W/5 no longer justifies are cancelled at
          * once: nothing to drain, and each holds GPUs while it boots. */
         uint32_t keep =
             kvg_autoscale_ceil(recent) > s->ready ? kvg_autoscale_ceil(recent) : s->ready;

@@ -87,6 +87,18 @@ int kvg_autoscale_startup_set(struct kvg_autoscale_startup *m, const char *model
     return 0;
 }
 
+void kvg_autoscale_startup_scale(struct kvg_autoscale_startup *m, double f)
+{
+    if (!(f > 0)) return;
+    for (size_t i = 0; i < m->n; i++)
+        for (int s = 0; s < KVG_AUTOSCALE_NODE_STATES; s++) {
+            struct kvg_autoscale_startup_dist *d = &m->keys[i].dflt[s];
+            d->median *= f;
+            d->lo *= f;
+            d->hi *= f;
+        }
+}
+
 void kvg_autoscale_startup_observe(struct kvg_autoscale_startup *m, const char *model,
                                    enum kvg_autoscale_node st, double health_s, double warm_s)
 {

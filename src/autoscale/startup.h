@@ -62,6 +62,12 @@ void kvg_autoscale_startup_init(struct kvg_autoscale_startup *m);
 int kvg_autoscale_startup_set(struct kvg_autoscale_startup *m, const char *model,
                               enum kvg_autoscale_node st, struct kvg_autoscale_startup_dist d);
 
+/* Multiplies every default distribution by f > 0 (a miniature's compressed
+ * clock: its replicas start in seconds, and the planners must read the same
+ * clock from the model as the replicas are drawn from). Learned samples are
+ * not touched. */
+void kvg_autoscale_startup_scale(struct kvg_autoscale_startup *m, double f);
+
 /* Records one actuation: seconds from the scale request to /health 200, and
  * from /health to the cache hit rate recovering (< 0: not measured). */
 void kvg_autoscale_startup_observe(struct kvg_autoscale_startup *m, const char *model,

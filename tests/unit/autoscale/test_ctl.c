@@ -25,7 +25,9 @@ static const char *yaml_ok = "interval_secs: 2\n"
                              "    node: warm\n"
                              "  - name: q\n"
                              "    planner: queue\n"
-                             "    queue_preset: waiting\n";
+                             "    queue_preset: waiting\n"
+                             "    queue_down_window_secs: 15\n"
+                             "    forecast_window_secs: 20\n";
 
 TEST(config_parses_and_refuses)
 {
@@ -39,11 +41,16 @@ TEST(config_parses_and_refuses)
     CHECK_INT(c.pools[0].opts.max_replicas, 8);
     CHECK_INT(c.pools[0].node, KVG_AUTOSCALE_WARM);
     CHECK_STR(c.pools[1].opts.queue_preset, "waiting");
+    CHECK_NEAR(c.pools[1].opts.queue_down_window_s, 15, 0);
+    CHECK_NEAR(c.pools[1].opts.queue_cooldown_s, 300, 0); /* the default stays */
+    CHECK_NEAR(c.pools[1].opts.window_s, 20, 0);
+    CHECK_NEAR(c.pools[0].opts.window_s, 300, 0);
     const char *bad[] = {"pools:\n  - name: a\n    max_replica: 3\n", /* typo */
                          "pools:\n  - name: a\n    role: both\n",
                          "pools:\n  - name: a\n  - name: a\n",
                          "pools:\n  - name: a\n    min_replicas: 5\n    max_replicas: 2\n",
                          "interval_secs: fast\n",
+                         "pools:\n  - name: a\n    forecast_window_secs: 0\n", /* under 1 s */
                          "pools: [1, 2\n"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         err[0] = 0;

@@ -195,3 +195,38 @@ TEST(new_refuses_bad_config)
     cfg.port_hi = cfg.port_lo - 1;
     CHECK_INT(kvg_autoscale_local_new(&cfg, &h, &su, 1, &a, err, sizeof err), KVG_ECONFIG);
 }
+
+/* cold_start_scale scales the start-up model the actuator borrows: its
+ * children's {cold_start} and the planners' lead time read one clock. */
+TEST(cold_start_scale_scales_the_model_once)
+{
+    struct gw g;
+    memset(&g, 0, sizeof g);
+    struct kvg_autoscale_local_hooks h = {&g, g_add, g_state, g_drain, g_remove, NULL, NULL};
+    struct kvg_autoscale_local_cfg cfg;
+    kvg_autoscale_local_cfg_default(&cfg);
+    snprintf(cfg.command, sizeof cfg.command, "/bin/sh -c 'exec sleep 30' {port}");
+    cfg.port_lo = 9510;
+    cfg.port_hi = 9511;
+    cfg.kill_grace_s = 1;
+    cfg.cold_start_scale = 0.5;
+    struct kvg_autoscale_startup su;
+    kvg_autoscale_startup_init(&su);
+    struct kvg_autoscale_actuator *a;
+    char err[200] = "";
+    CHECK_INT(kvg_autoscale_local_new(&cfg, &h, &su, 1, &a, err, sizeof err), 0);
+    /* the 7B warm p90, 75 s, at half */
+    CHECK_NEAR(kvg_autoscale_startup_lead(&su, "qwen2.5-7b", KVG_AUTOSCALE_WARM), 37.5, 0.05);
+    struct kvg_autoscale_pool_cfg pc;
+    memset(&pc, 0, sizeof pc);
+    snprintf(pc.name, sizeof pc.name, "agg");
+    snprintf(pc.opts.model, sizeof pc.opts.model, "qwen2.5-7b");
+    pc.node = KVG_AUTOSCALE_WARM;
+    double eta[4];
+    CHECK_INT(a->ops->apply(a, &pc, 1, 10, err, sizeof err), 0);
+    /* the expected ready time is the scaled lead, not the unscaled one */
+    CHECK_INT(a->ops->starting(a, &pc, 10, eta, 4), 1);
+    CHECK(eta[0] > 10 + 37 && eta[0] < 10 + 38);
+    CHECK_INT(a->ops->apply(a, &pc, 0, 11, err, sizeof err), 0);
+    a->ops->destroy(a);
+}

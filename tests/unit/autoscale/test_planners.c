@@ -220,6 +220,68 @@ TEST(kvgate_forecasts_at_the_startup_horizon_and_counts_starting)
     kvg_autoscale_planner_free(p);
 }
 
+/* The same ramp on a clock 20x faster (a miniature): start-ups of seconds
+ * (the model scaled by 0.05), a 1 s interval and a 15 s window. The trend
+ * must come as early, in window terms, as it does at 300 s. */
+TEST(kvgate_window_sets_its_clock)
+{
+    struct kvg_autoscale_startup su;
+    kvg_autoscale_startup_init(&su);
+    kvg_autoscale_startup_scale(&su, 0.05);
+    struct kvg_autoscale_opts o = opts();
+    o.headroom = 0;
+    o.cold_cache_penalty = 0;
+    o.cold_share = 1; /* lead = 32B cold p90 x 0.05, 23.55 s */
+    o.startup = &su;
+    o.interval_s = 1;
+    o.window_s = 15;
+    struct kvg_autoscale_planner *p = make("kvgate", &o);
+    struct kvg_autoscale_decision d;
+    double rate = 10;
+    for (int t = 0; t <= 30; t++) {
+        rate = 10 + 0.4 * t; /* the ramp above, 20x faster */
+        struct kvg_autoscale_signals s = steady(t, 3, rate);
+        kvg_autoscale_plan(p, &s, &d);
+    }
+    /* at t = 30: rate 22 (load 6.6); at +24.55 s + 7.5 s of level lag the
+     * Theil-Sen line reads ~33 (load ~9.9), with the level at its median */
+    CHECK(d.horizon_s > 23 && d.horizon_s < 26);
+    CHECK(d.forecast > 8.5 && d.forecast < 10.5);
+    CHECK(d.desired >= 9 && d.desired <= 11);
+    kvg_autoscale_planner_free(p);
+    /* The default 300 s window on that 30 s ramp: no trend yet (the history
+     * spans less than the window), the level only. */
+    o.window_s = 300;
+    p = make("kvgate", &o);
+    for (int t = 0; t <= 30; t++) {
+        struct kvg_autoscale_signals s = steady(t, 3, 10 + 0.4 * t);
+        kvg_autoscale_plan(p, &s, &d);
+    }
+    CHECK(d.forecast < 6.7);
+    kvg_autoscale_planner_free(p);
+}
+
+/* A short interval does not shorten the trend's history: samples are kept
+ * one per 3W / 60, so at a 1 s interval the default window still sees its
+ * slope once the history spans 300 s. */
+TEST(kvgate_history_is_thinned_to_the_window)
+{
+    struct kvg_autoscale_opts o = opts();
+    o.headroom = 0;
+    o.cold_cache_penalty = 0;
+    o.cold_share = 1;
+    o.interval_s = 1;
+    struct kvg_autoscale_planner *p = make("kvgate", &o);
+    struct kvg_autoscale_decision d;
+    for (int t = 0; t <= 600; t++) {
+        struct kvg_autoscale_signals s = steady(t, 3, 10 + 0.02 * t);
+        kvg_autoscale_plan(p, &s, &d);
+    }
+    /* as in kvgate_forecasts_at_the_startup_horizon_and_counts_starting */
+    CHECK(d.forecast > 8.5 && d.forecast < 10.5);
+    kvg_autoscale_planner_free(p);
+}
+
 TEST(kvgate_prices_cache_hits_and_young_replicas)
 {
     struct kvg_autoscale_opts o = opts();

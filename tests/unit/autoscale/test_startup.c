@@ -76,3 +76,27 @@ TEST(set_validates_and_draws_follow_the_dist)
     kvg_rng_seed(&r, 7);
     CHECK_NEAR(kvg_autoscale_startup_draw(&m, "y", KVG_AUTOSCALE_COLD, &r), a, 0);
 }
+
+TEST(scale_moves_the_defaults_not_the_samples)
+{
+    struct kvg_autoscale_startup m;
+    kvg_autoscale_startup_init(&m);
+    kvg_autoscale_startup_observe(&m, "qwen2.5-32b", KVG_AUTOSCALE_COLD, 500, -1);
+    struct kvg_rng r;
+    kvg_rng_seed(&r, 3);
+    double a = kvg_autoscale_startup_draw(&m, "qwen2.5-7b", KVG_AUTOSCALE_WARM, &r);
+    kvg_autoscale_startup_scale(&m, 0.05);
+    /* The 7B warm p90 75 s reads 3.75 s, and draws follow (same rng: x0.05). */
+    CHECK_NEAR(kvg_autoscale_startup_lead(&m, "qwen2.5-7b", KVG_AUTOSCALE_WARM), 3.75, 0.05);
+    kvg_rng_seed(&r, 3);
+    CHECK_NEAR(kvg_autoscale_startup_draw(&m, "qwen2.5-7b", KVG_AUTOSCALE_WARM, &r), a * 0.05,
+               1e-9);
+    /* A model added later borrows the scaled 32B figures. */
+    CHECK_NEAR(kvg_autoscale_startup_pct(&m, "llama-70b", KVG_AUTOSCALE_COLD, 0.5), 21.5, 0.05);
+    /* The 500 s observation is kept as seen: it is no default. */
+    CHECK_NEAR(kvg_autoscale_startup_lead(&m, "qwen2.5-32b", KVG_AUTOSCALE_COLD), 500, 1e-9);
+    /* A factor that is not positive changes nothing. */
+    kvg_autoscale_startup_scale(&m, 0);
+    kvg_autoscale_startup_scale(&m, -1);
+    CHECK_NEAR(kvg_autoscale_startup_pct(&m, "qwen2.5-7b", KVG_AUTOSCALE_WARM, 0.5), 3.4, 1e-9);
+}
