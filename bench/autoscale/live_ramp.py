@@ -14,7 +14,8 @@ first second the 10 s rolling TTFT p90 passed the target, each replica's
 start/healthy/prewarm/drain/stop from the log, and every stream that did not
 end with [DONE] (cut), by worker.
 Usage: live_ramp.py KVGATE_BIN PLANNER OUT_PREFIX [SEED]
-PLANNER: kvgate | queue | static (one replica: where the SLO breaks unscaled)
+PLANNER: kvgate | queue (HPA stabilization on the miniature's clock, 15 s) | queue-300
+(HPA's 300 s) | static (one replica: where the SLO breaks unscaled)
 Writes OUT_PREFIX.json and OUT_PREFIX.svg."""
 import calendar, http.client, json, math, os, random, re, socket, subprocess, sys, tempfile, threading, time
 import urllib.request
@@ -61,7 +62,13 @@ def main():
     gw = free_port()
     base = 30000 + free_port() % 20000
     tmp = tempfile.mkdtemp(prefix="kvg-ramp-")
-    plan = {"kvgate": "planner: kvgate", "queue": "planner: queue\n    queue_preset: llm-d",
+    # The kvgate planner's window on the miniature's clock (start-ups x 0.05:
+    # 300 s x 0.05), as down_hold_secs below is.
+    # The same for queue's HPA scale-down stabilization (300 s x 0.05);
+    # queue-300 keeps HPA's 300 s.
+    plan = {"kvgate": "planner: kvgate\n    forecast_window_secs: 15",
+            "queue": "planner: queue\n    queue_preset: llm-d\n    queue_down_window_secs: 15",
+            "queue-300": "planner: queue\n    queue_preset: llm-d",
             "static": "planner: static\n    static_replicas: 1"}[PLANNER]
     yaml = f"""interval_secs: 1
 actuator: local

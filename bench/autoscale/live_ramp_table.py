@@ -7,15 +7,28 @@ import json, sys
 runs = [json.load(open(f)) for f in sys.argv[1:]]
 pct = lambda v: "n/a" if v is None else f"{100 * v:.1f}%"
 sec = lambda v: "never" if v is None else f"{v:.0f} s"
+SPAN = 180  # replica-seconds are summed over the same span for every run
+
+
+def replica_s(o):
+    """Replicas held (ready + starting + draining) x seconds over [0, SPAN)."""
+    sm = [x for x in o["samples"] if x["t"] < SPAN]
+    tot = 0.0
+    for a, b in zip(sm, sm[1:] + [{"t": SPAN}]):
+        tot += (a["ready"] + a["starting"] + a["draining"]) * (b["t"] - a["t"])
+    return tot
+
+
 print("| planner | requests | SLO met | ramp up | hold | ramp down | TTFT p50 / p90 | "
-      "10 s p90 first over target | peak ready | streams not ended by [DONE] | final replicas |")
-print("|---|---|---|---|---|---|---|---|---|---|---|")
+      f"10 s p90 first over target | peak ready | replica-s over {SPAN} s | "
+      "streams not ended by [DONE] | final replicas |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|")
 for o in runs:
     f = o["final"] or {}
     print(f"| {o['planner']} | {o['requests']} | {pct(o['slo_attainment'])} | "
           f"{pct(o['slo_attainment_ramp_up'])} | {pct(o['slo_attainment_hold'])} | "
           f"{pct(o['slo_attainment_ramp_down'])} | {o['ttft_p50_s']:.2f} / {o['ttft_p90_s']:.2f} s | "
-          f"{sec(o['slo_broke_at_s'])} | {o['peak_ready']} | {o['streams_not_done']} | "
+          f"{sec(o['slo_broke_at_s'])} | {o['peak_ready']} | {replica_s(o):.0f} | {o['streams_not_done']} | "
           f"{f.get('ready', '?')} ready, {f.get('draining', '?')} draining |")
 for o in runs:
     print(f"\n{o['planner']}: replicas (times in s from the load's start)\n")
