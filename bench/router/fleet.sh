@@ -4,7 +4,8 @@
 # workers x ~10 M blocks (9,766 blocks per worker, max_entries raised to 24 M
 # so the fleet's blocks and the lookup prompts fit without eviction churn),
 # then a perf profile of the fleet-scale ingest. Writes the "KV index at fleet
-# scale" section of bench/results/router.md (the file is this section).
+# scale" table at the top of bench/results/router.md and keeps the sections
+# written by hand below it (from the first "### " heading).
 #   bash bench/router/fleet.sh
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -69,5 +70,12 @@ row() { grep -F "$2" "$1" | head -1 | awk -F'|' '{print $3}' | sed 's/^ *//; s/ 
   echo
   echo "Ingest profile at 1,024 workers (perf, own samples, the ingest phase):"
   echo "${PROF:-not taken (perf unavailable)}."
-} >"$out"
+  # The hand-written sections after the generated one (from its first
+  # "### " heading on) are kept.
+  if [ -f "$out" ]; then
+    echo
+    sed -n '/^### /,$p' "$out"
+  fi
+} >"$W/out"
+mv "$W/out" "$out"
 cat "$out"

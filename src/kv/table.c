@@ -21,7 +21,7 @@
 /* Big arrays are walked at random by every lookup: on 2 MB pages (where the
  * kernel allows transparent huge pages on request) a cold walk costs cache
  * misses but no TLB misses. Freed with free(). */
-static void *big_alloc(size_t n)
+void *kvg_kv_big_alloc(size_t n)
 {
     if (n < HUGE) return malloc(n);
     void *p = NULL;
@@ -32,23 +32,23 @@ static void *big_alloc(size_t n)
 
 /* ---- incrementally doubling bucket arrays (see struct kvg_kv_chain) ---- */
 
-static int chain_init(struct kvg_kv_chain *c, uint32_t nbuckets)
+int kvg_kv_chain_init(struct kvg_kv_chain *c, uint32_t nbuckets)
 {
     memset(c, 0, sizeof *c);
-    if (!(c->b = big_alloc((size_t)nbuckets * sizeof *c->b))) return -ENOMEM;
+    if (!(c->b = kvg_kv_big_alloc((size_t)nbuckets * sizeof *c->b))) return -ENOMEM;
     memset(c->b, 0xff, (size_t)nbuckets * sizeof *c->b);
     c->mask = nbuckets - 1;
     return 0;
 }
 
-static void chain_free(struct kvg_kv_chain *c)
+void kvg_kv_chain_free(struct kvg_kv_chain *c)
 {
     free(c->b);
     free(c->ob);
     memset(c, 0, sizeof *c);
 }
 
-static size_t chain_bytes(const struct kvg_kv_chain *c)
+size_t kvg_kv_chain_bytes(const struct kvg_kv_chain *c)
 {
     if (!c->b) return 0;
     return ((size_t)c->mask + 1 + (c->ob ? (size_t)c->omask + 1 : 0)) * sizeof(uint32_t);
@@ -56,11 +56,11 @@ static size_t chain_bytes(const struct kvg_kv_chain *c)
 
 /* Starts doubling once there are more than `load` items per bucket. A
  * failed allocation only leaves chains longer. */
-static void chain_maybe_grow(struct kvg_kv_chain *c, uint32_t items, uint32_t load)
+void kvg_kv_chain_maybe_grow(struct kvg_kv_chain *c, uint32_t items, uint32_t load)
 {
     if (c->ob || items <= (uint64_t)load * (c->mask + 1) || c->mask >= 0x3fffffff) return;
     uint32_t nmask = c->mask * 2 + 1;
-    uint32_t *nb = big_alloc(((size_t)nmask + 1) * sizeof *nb);
+    uint32_t *nb = kvg_kv_big_alloc(((size_t)nmask + 1) * sizeof *nb);
     if (!nb) return;
     memset(nb, 0xff, ((size_t)nmask + 1) * sizeof *nb);
     c->ob = c->b;
@@ -70,15 +70,7 @@ static void chain_maybe_grow(struct kvg_kv_chain *c, uint32_t items, uint32_t lo
     c->mask = nmask;
 }
 
-/* The old bucket that still holds key's chain, or NULL. */
-static inline uint32_t *chain_old(const struct kvg_kv_chain *c, uint64_t key)
-{
-    if (!c->ob) return NULL;
-    uint32_t o = bucket(key, c->omask);
-    return o >= c->mpos ? &c->ob[o] : NULL;
-}
-
-static void chain_done_bucket(struct kvg_kv_chain *c)
+void kvg_kv_chain_done_bucket(struct kvg_kv_chain *c)
 {
     c->ob[c->mpos] = KVG_KV_NIL;
     if (++c->mpos > c->omask) {
@@ -101,7 +93,7 @@ static void node_migrate(struct kvg_kv_tab *t)
             n->next = *h;
             *h = i;
         }
-        chain_done_bucket(c);
+        kvg_kv_chain_done_bucket(c);
     }
 }
 
@@ -115,7 +107,7 @@ static void key_migrate(struct kvg_kv_tab *t, struct kvg_kv_chain *c)
             e->chain = *h;
             *h = i;
         }
-        chain_done_bucket(c);
+        kvg_kv_chain_done_bucket(c);
     }
 }
 
@@ -231,12 +223,13 @@ int kvg_kv_tab_init(struct kvg_kv_tab *t, uint32_t max_workers)
     if (max_workers == 0 || max_workers > KVG_KV_MAX_WORKERS) return -EINVAL;
     t->max_workers = max_workers;
     t->words = (max_workers + 63) / 64;
-    t->node_size = sizeof(struct kvg_kv_node) + 8 * (size_t)t->words;
+    t->node_size = sizeof(struct kvg_kv_node);
     t->node_free = t->entry_free = KVG_KV_NIL;
     t->w = calloc(max_workers, sizeof *t->w);
     t->tail_stamp = calloc(max_workers, sizeof *t->tail_stamp);
     t->live = calloc(t->words, sizeof *t->live);
-    if (chain_init(&t->nc, 1024) || !t->w || !t->tail_stamp || !t->live) {
+    if (kvg_kv_chain_init(&t->nc, 1024) || kvg_kv_tab_sets_init(t) || !t->w || !t->tail_stamp ||
+        !t->live) {
         kvg_kv_tab_free(t);
         return -ENOMEM;
     }
@@ -249,10 +242,11 @@ void kvg_kv_tab_free(struct kvg_kv_tab *t)
     for (uint32_t i = 0; i < t->n_npages; i++) free(t->npages[i]);
     for (uint32_t i = 0; i < t->n_epages; i++) free(t->epages[i]);
     if (t->w)
-        for (uint32_t i = 0; i < t->max_workers; i++) chain_free(&t->w[i].kc);
+        for (uint32_t i = 0; i < t->max_workers; i++) kvg_kv_chain_free(&t->w[i].kc);
     free(t->npages);
     free(t->epages);
-    chain_free(&t->nc);
+    kvg_kv_chain_free(&t->nc);
+    kvg_kv_tab_sets_free(t);
     free(t->w);
     free(t->tail_stamp);
     free(t->live);
@@ -267,10 +261,10 @@ size_t kvg_kv_tab_bytes(const struct kvg_kv_tab *t)
     size_t b = sizeof *t;
     b += (size_t)t->n_npages * (PAGE_ITEMS * t->node_size + sizeof(void *));
     b += (size_t)t->n_epages * (PAGE_ITEMS * sizeof(struct kvg_kv_entry) + sizeof(void *));
-    b += chain_bytes(&t->nc);
+    b += kvg_kv_chain_bytes(&t->nc) + kvg_kv_tab_sets_bytes(t);
     b += (size_t)t->max_workers * (sizeof *t->w + sizeof *t->tail_stamp);
     b += (size_t)t->words * 8;
-    for (uint32_t i = 0; i < t->max_workers; i++) b += chain_bytes(&t->w[i].kc);
+    for (uint32_t i = 0; i < t->max_workers; i++) b += kvg_kv_chain_bytes(&t->w[i].kc);
     b += cnt_bytes(&t->dup) + cnt_bytes(&t->refs);
     if (t->age_on) b += (t->age.cap + 1) * t->age.size;
     return b;
@@ -282,7 +276,7 @@ static int add_page(void ***pages, uint32_t *n, size_t page_bytes)
     void **p = realloc(*pages, ((size_t)*n + 1) * sizeof *p);
     if (!p) return -ENOMEM;
     *pages = p;
-    if (!(p[*n] = big_alloc(page_bytes))) return -ENOMEM;
+    if (!(p[*n] = kvg_kv_big_alloc(page_bytes))) return -ENOMEM;
     (*n)++;
     return 0;
 }
@@ -299,6 +293,16 @@ static uint32_t node_alloc(struct kvg_kv_tab *t)
         add_page((void ***)&t->npages, &t->n_npages, PAGE_ITEMS * t->node_size))
         return KVG_KV_NIL;
     return t->node_hw++;
+}
+
+/* A free node names no set: kvg_kv_tab_sets_check tells them apart so. */
+static void node_free(struct kvg_kv_tab *t, uint32_t i)
+{
+    struct kvg_kv_node *n = N(t, i);
+    n->set = KVG_KV_NIL;
+    n->next = t->node_free;
+    t->node_free = i;
+    t->n_nodes--;
 }
 
 static uint32_t entry_alloc(struct kvg_kv_tab *t)
@@ -321,7 +325,7 @@ int kvg_kv_tab_worker_open(struct kvg_kv_tab *t, uint32_t w)
     struct kvg_kv_wslot *ws = &t->w[w];
     if (ws->state == KVG_KV_W_LIVE) return -EEXIST;
     if (ws->state == KVG_KV_W_DRAINING) return -EBUSY;
-    if (!ws->kc.b && chain_init(&ws->kc, 16)) return -ENOMEM;
+    if (!ws->kc.b && kvg_kv_chain_init(&ws->kc, 16)) return -ENOMEM;
     ws->state = KVG_KV_W_LIVE;
     t->live[w / 64] |= 1ull << (w % 64);
     return 0;
@@ -330,7 +334,7 @@ int kvg_kv_tab_worker_open(struct kvg_kv_tab *t, uint32_t w)
 void kvg_kv_tab_worker_close(struct kvg_kv_tab *t, uint32_t w)
 {
     struct kvg_kv_wslot *ws = &t->w[w];
-    chain_free(&ws->kc);
+    kvg_kv_chain_free(&ws->kc);
     if (t->age_on && ws->tail != KVG_KV_NIL) t->age_slots--; /* its heap element goes stale */
     ws->head = ws->tail = KVG_KV_NIL;
     ws->count = 0;
@@ -352,7 +356,7 @@ uint32_t kvg_kv_tab_find_node(const struct kvg_kv_tab *t, uint64_t seq)
 {
     uint32_t i = node_scan(t, t->nc.b[bucket(seq, t->nc.mask)], seq);
     if (i == KVG_KV_NIL) {
-        const uint32_t *o = chain_old(&t->nc, seq);
+        const uint32_t *o = kvg_kv_chain_old(&t->nc, seq);
         if (o) i = node_scan(t, *o, seq);
     }
     return i;
@@ -435,7 +439,6 @@ void kvg_kv_tab_prefetch_remove(const struct kvg_kv_tab *t, uint32_t w, uint64_t
     const struct kvg_kv_node *n = N(t, ni);
     if (stage == KVG_KV_PF_KEY_DEPTH) { /* what kvg_kv_tab_remove writes */
         __builtin_prefetch(n);
-        __builtin_prefetch(&n->bits[w / 64]);
         if (e->prev != KVG_KV_NIL) __builtin_prefetch(E(t, e->prev));
         if (e->next != KVG_KV_NIL) __builtin_prefetch(E(t, e->next));
         return;
@@ -456,7 +459,7 @@ uint32_t kvg_kv_tab_key_find_at(const struct kvg_kv_tab *t, uint32_t w, uint64_t
     if (!c->b) return KVG_KV_NIL;
     uint32_t lo = (uint32_t)key, hi = (uint32_t)(key >> 32);
     for (int pass = 0; pass < 2; pass++) {
-        const uint32_t *h = pass ? chain_old(c, key) : &c->b[bucket(key, c->mask)];
+        const uint32_t *h = pass ? kvg_kv_chain_old(c, key) : &c->b[bucket(key, c->mask)];
         for (uint32_t i = h ? *h : KVG_KV_NIL; i != KVG_KV_NIL; i = E(t, i)->chain) {
             const struct kvg_kv_entry *e = E(t, i);
             if (e->key_lo == lo && e->key_hi == hi && N(t, e->node & KVG_KV_NODE_MASK)->key == seq)
@@ -473,7 +476,7 @@ uint32_t kvg_kv_tab_key_all(const struct kvg_kv_tab *t, uint32_t w, uint64_t key
     if (!c->b) return 0;
     uint32_t lo = (uint32_t)key, hi = (uint32_t)(key >> 32), n = 0;
     for (int pass = 0; pass < 2; pass++) {
-        const uint32_t *h = pass ? chain_old(c, key) : &c->b[bucket(key, c->mask)];
+        const uint32_t *h = pass ? kvg_kv_chain_old(c, key) : &c->b[bucket(key, c->mask)];
         for (uint32_t i = h ? *h : KVG_KV_NIL; i != KVG_KV_NIL; i = E(t, i)->chain) {
             const struct kvg_kv_entry *e = E(t, i);
             if (e->key_lo == lo && e->key_hi == hi && n < max) out[n++] = i;
@@ -488,7 +491,7 @@ uint32_t kvg_kv_tab_key_find(const struct kvg_kv_tab *t, uint32_t w, uint64_t ke
     if (!c->b) return KVG_KV_NIL;
     uint32_t i = key_scan(t, c->b[bucket(key, c->mask)], key, want_last);
     if (i == KVG_KV_NIL) {
-        const uint32_t *o = chain_old(c, key);
+        const uint32_t *o = kvg_kv_chain_old(c, key);
         if (o) i = key_scan(t, *o, key, want_last);
     }
     return i;
@@ -567,18 +570,21 @@ uint32_t kvg_kv_tab_add(struct kvg_kv_tab *t, uint32_t w, uint64_t seq, uint64_t
     struct kvg_kv_wslot *ws = &t->w[w];
     /* Key chains are only walked by writes: denser (4 per bucket) to save
      * memory. Node chains are walked by every lookup: 2 per bucket. */
-    chain_maybe_grow(&ws->kc, ws->count + 1, 4);
+    kvg_kv_chain_maybe_grow(&ws->kc, ws->count + 1, 4);
     key_migrate(t, &ws->kc);
-    chain_maybe_grow(&t->nc, t->n_nodes + 1, 2);
+    kvg_kv_chain_maybe_grow(&t->nc, t->n_nodes + 1, 2);
     node_migrate(t);
     uint32_t ni = kvg_kv_tab_find_node(t, seq), fresh = 0;
     struct kvg_kv_node *n;
     if (ni == KVG_KV_NIL) {
-        if ((ni = node_alloc(t)) == KVG_KV_NIL) return KVG_KV_NIL;
+        /* Room for a set per node first: a removal never needs memory. */
+        if (kvg_kv_tab_set_reserve(t, t->node_hw + 1) || (ni = node_alloc(t)) == KVG_KV_NIL)
+            return KVG_KV_NIL;
         n = N(t, ni);
         n->key = seq;
         atomic_store_explicit(&n->used, stamp - 1, memory_order_relaxed);
-        memset(n->bits, 0, 8 * (size_t)t->words);
+        n->set = KVG_KV_NIL;
+        n->spare = 0;
         uint32_t *head = &t->nc.b[bucket(seq, t->nc.mask)];
         n->next = *head;
         *head = ni;
@@ -587,8 +593,10 @@ uint32_t kvg_kv_tab_add(struct kvg_kv_tab *t, uint32_t w, uint64_t seq, uint64_t
     }
     n = N(t, ni);
     uint32_t ei = entry_alloc(t);
-    uint64_t bit = 1ull << (w % 64);
-    if (ei != KVG_KV_NIL && (n->bits[w / 64] & bit) && cnt_inc(&t->dup, dup_key(ni, w))) {
+    int dup = !fresh && kvg_kv_tab_node_has(t, ni, w);
+    uint32_t set = n->set;
+    if (ei != KVG_KV_NIL && (dup ? cnt_inc(&t->dup, dup_key(ni, w)) != 0
+                                 : (set = kvg_kv_tab_set_add(t, n->set, w)) == KVG_KV_NIL)) {
         /* Return the entry to the free list. */
         E(t, ei)->chain = t->entry_free;
         t->entry_free = ei;
@@ -597,14 +605,12 @@ uint32_t kvg_kv_tab_add(struct kvg_kv_tab *t, uint32_t w, uint64_t seq, uint64_t
     if (ei == KVG_KV_NIL) {
         if (fresh) { /* undo the node: it is the head of its bucket */
             t->nc.b[bucket(seq, t->nc.mask)] = n->next;
-            n->next = t->node_free;
-            t->node_free = ni;
-            t->n_nodes--;
+            node_free(t, ni);
         }
         return KVG_KV_NIL;
     }
-    if (n->bits[w / 64] & bit) t->dup_entries++;
-    n->bits[w / 64] |= bit;
+    if (dup) t->dup_entries++;
+    n->set = set;
     struct kvg_kv_entry *e = E(t, ei);
     e->key_lo = (uint32_t)key;
     e->key_hi = (uint32_t)(key >> 32);
@@ -626,7 +632,7 @@ void kvg_kv_tab_remove(struct kvg_kv_tab *t, uint32_t w, uint32_t ei)
     uint64_t key = kvg_kv_entry_key(e);
     list_unlink(t, w, ei);
     if (!key_unlink_from(t, &ws->kc.b[bucket(key, ws->kc.mask)], ei)) {
-        uint32_t *o = chain_old(&ws->kc, key);
+        uint32_t *o = kvg_kv_chain_old(&ws->kc, key);
         if (o) key_unlink_from(t, o, ei);
     }
     uint32_t ni = e->node & KVG_KV_NODE_MASK;
@@ -634,17 +640,12 @@ void kvg_kv_tab_remove(struct kvg_kv_tab *t, uint32_t w, uint32_t ei)
         t->dup_entries--;
     } else {
         struct kvg_kv_node *n = N(t, ni);
-        n->bits[w / 64] &= ~(1ull << (w % 64));
-        uint64_t any = 0;
-        for (uint32_t j = 0; j < t->words; j++) any |= n->bits[j];
-        if (!any) {
+        if ((n->set = kvg_kv_tab_set_del(t, n->set, w)) == KVG_KV_NIL) {
             if (!node_unlink_from(t, &t->nc.b[bucket(n->key, t->nc.mask)], ni)) {
-                uint32_t *o = chain_old(&t->nc, n->key);
+                uint32_t *o = kvg_kv_chain_old(&t->nc, n->key);
                 if (o) node_unlink_from(t, o, ni);
             }
-            n->next = t->node_free;
-            t->node_free = ni;
-            t->n_nodes--;
+            node_free(t, ni);
         }
     }
     e->chain = t->entry_free;

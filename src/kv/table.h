@@ -3,10 +3,16 @@
  * function except kvg_kv_tab_match, which only needs the read lock).
  *
  * What it stores: (block sequence hash, worker slot) entries.
- *   - A *node* per distinct sequence hash carries a bitmap of the worker slots
- *     holding that block, so the longest-prefix match walks the request's
- *     blocks once and ANDs bitmaps: O(blocks x bitmap words), whatever the
- *     number of workers.
+ *   - A *node* per distinct sequence hash names the *holder set* of the
+ *     worker slots holding that block, so the longest-prefix match walks the
+ *     request's blocks once and ANDs bitmaps: O(blocks x bitmap words),
+ *     whatever the number of workers.
+ *   - Holder sets are shared: every node held by the same workers names one
+ *     set (a bitmap, looked up by its content; table_set.c). A prompt's
+ *     blocks mostly have the holders of the block before them (workers store
+ *     prefixes), so the walk reads a bitmap only where the set changes: at
+ *     1,024 slots a node is 24 B instead of 16 B + 128 B, and a block held
+ *     as its parent is costs its node's line, not three.
  *   - An *entry* per (block, worker) carries the engine's key (its opaque
  *     block hash, or the sequence hash in approximate mode), a per-worker LRU
  *     list position and a stamp. Entries are found by (worker, key) through a
@@ -17,7 +23,8 @@
  * the <= 64 bytes per (block, worker) budget in the worst case where every
  * block sits on one worker: entry 28 B + node 16 B + 8 B per 64 worker slots +
  * two uint32 bucket arrays (nodes: 1-2 items per bucket, worker keys: 2-4;
- * both grow incrementally, see struct kvg_kv_chain).
+ * both grow incrementally, see struct kvg_kv_chain); the sets are few (at
+ * most one per node, in practice one per distinct holder pattern).
  *
  * Two entries of one worker can name the same node when the engine reports
  * the same tokens under two block hashes (extra keys the router does not
@@ -45,11 +52,26 @@
 #define KVG_KV_MAX_WORKERS 4096
 #define KVG_KV_PAGE_SHIFT 16 /* items per pool page: 1.5-1.8 MB, huge-page sized */
 
-struct kvg_kv_node {
+#define KVG_KV_SET_SHIFT 12 /* sets per set-pool page */
+
+struct kvg_kv_node {       /* 24 bytes */
     uint64_t key;          /* sequence hash */
     _Atomic uint32_t used; /* clock of the last lookup that matched it */
     uint32_t next;         /* bucket chain; free-list link when free */
-    uint64_t bits[];       /* worker slots holding the block */
+    uint32_t set;          /* holder set (never KVG_KV_NIL while the node lives) */
+    uint32_t spare;
+};
+
+/* A holder set's header; it follows the set's bitmap of t->words words, so
+ * that at >= 512 slots the bitmap starts on a cache line and spans whole
+ * lines. Sets are immutable while shared (refs > 1): a node whose holders
+ * change moves to the set of its new holders. */
+struct kvg_kv_set {
+    uint64_t hash;  /* XOR of its slots' keys: one slot in or out is O(1) */
+    uint32_t refs;  /* nodes naming it */
+    uint32_t next;  /* chain of sets by hash; free-list link when free */
+    uint32_t count; /* slots in it (> 0) */
+    uint32_t spare;
 };
 
 struct kvg_kv_entry { /* 28 bytes, 4-byte aligned */
@@ -86,7 +108,10 @@ struct kvg_kv_cnt {
 
 struct kvg_kv_tab {
     uint32_t max_workers, words;
-    size_t node_size;
+    size_t node_size, set_size;
+    uint8_t **spages; /* holder sets: SET_SHIFT per page */
+    uint32_t n_spages, set_hw, set_free, n_sets;
+    struct kvg_kv_chain sc; /* sets by hash */
     uint8_t **npages;
     uint32_t n_npages, node_hw, node_free, n_nodes;
     struct kvg_kv_chain nc; /* nodes by sequence hash */
@@ -111,6 +136,17 @@ struct kvg_kv_tab {
     uint32_t age_slots; /* slots with entries */
 };
 
+/* Shared by table.c and table_set.c: the doubling bucket arrays (see struct
+ * kvg_kv_chain) and allocations of big arrays on huge pages. */
+void *kvg_kv_big_alloc(size_t n);
+int kvg_kv_chain_init(struct kvg_kv_chain *c, uint32_t nbuckets);
+void kvg_kv_chain_free(struct kvg_kv_chain *c);
+size_t kvg_kv_chain_bytes(const struct kvg_kv_chain *c);
+/* Starts doubling once there are more than `load` items per bucket. */
+void kvg_kv_chain_maybe_grow(struct kvg_kv_chain *c, uint32_t items, uint32_t load);
+/* The bucket `mpos` of the old array has been moved. */
+void kvg_kv_chain_done_bucket(struct kvg_kv_chain *c);
+
 int kvg_kv_tab_init(struct kvg_kv_tab *t, uint32_t max_workers);
 void kvg_kv_tab_free(struct kvg_kv_tab *t);
 /* Bytes allocated (pools, buckets, side map, slot arrays). */
@@ -121,6 +157,14 @@ size_t kvg_kv_tab_bytes(const struct kvg_kv_tab *t);
 static inline uint32_t kvg_kv_bucket(uint64_t k, uint32_t mask)
 {
     return (uint32_t)((k * 0x9E3779B97F4A7C15ull) >> 32) & mask;
+}
+
+/* The old bucket that still holds key's chain, or NULL. */
+static inline uint32_t *kvg_kv_chain_old(const struct kvg_kv_chain *c, uint64_t key)
+{
+    if (!c->ob) return NULL;
+    uint32_t o = kvg_kv_bucket(key, c->omask);
+    return o >= c->mpos ? &c->ob[o] : NULL;
 }
 
 static inline struct kvg_kv_node *kvg_kv_tab_node(const struct kvg_kv_tab *t, uint32_t i)
@@ -136,6 +180,42 @@ static inline uint64_t kvg_kv_entry_key(const struct kvg_kv_entry *e)
 {
     return (uint64_t)e->key_hi << 32 | e->key_lo;
 }
+
+/* Holder set s's bitmap and header. */
+static inline uint64_t *kvg_kv_tab_set_bits(const struct kvg_kv_tab *t, uint32_t s)
+{
+    return (uint64_t *)(t->spages[s >> KVG_KV_SET_SHIFT] +
+                        (size_t)(s & ((1u << KVG_KV_SET_SHIFT) - 1)) * t->set_size);
+}
+static inline struct kvg_kv_set *kvg_kv_tab_set(const struct kvg_kv_tab *t, uint32_t s)
+{
+    return (struct kvg_kv_set *)(kvg_kv_tab_set_bits(t, s) + t->words);
+}
+/* Whether node ni's block is held by slot w. */
+static inline int kvg_kv_tab_node_has(const struct kvg_kv_tab *t, uint32_t ni, uint32_t w)
+{
+    const uint64_t *b = kvg_kv_tab_set_bits(t, kvg_kv_tab_node(t, ni)->set);
+    return (int)(b[w / 64] >> (w % 64) & 1);
+}
+
+/* Holder sets (table_set.c). init/free go with the table's. reserve makes
+ * room for as many sets as `nodes`: sets live only while a node names them,
+ * so with room for every node a removal never needs memory (-ENOMEM).
+ * set_add returns the set of s's slots and w (s = KVG_KV_NIL: none), or
+ * KVG_KV_NIL when out of memory (s unchanged); set_del the set of s's slots
+ * but w, or KVG_KV_NIL when that is empty. Both release the caller's
+ * reference to s and hand it one to the result. */
+int kvg_kv_tab_sets_init(struct kvg_kv_tab *t);
+void kvg_kv_tab_sets_free(struct kvg_kv_tab *t);
+size_t kvg_kv_tab_sets_bytes(const struct kvg_kv_tab *t);
+int kvg_kv_tab_set_reserve(struct kvg_kv_tab *t, uint32_t nodes);
+uint32_t kvg_kv_tab_set_add(struct kvg_kv_tab *t, uint32_t s, uint32_t w);
+uint32_t kvg_kv_tab_set_del(struct kvg_kv_tab *t, uint32_t s, uint32_t w);
+/* Consistency of the sets against the nodes (tests): every live node's set
+ * is live, refs equal the nodes naming each set, counts and hashes match
+ * the bitmaps, no two live sets are equal, and every set is in its hash
+ * chain. 0 or -1. */
+int kvg_kv_tab_sets_check(const struct kvg_kv_tab *t);
 
 /* Slot lifecycle: open makes a FREE slot LIVE (-EEXIST/-EBUSY otherwise),
  * close frees a slot's buckets once its entries are gone. */

@@ -6,7 +6,9 @@
  * keys that share buckets while the node chains double. The `used` stamps
  * must land on exactly the nodes the reference says some candidate still
  * matched, and the one-table kvg_kv_tab_match_levels must agree; the tier
- * walk over three tables is checked against a reference of its own. */
+ * walk over three tables is checked against a reference of its own. The
+ * holder sets the nodes share (table_set.c) are checked for consistency
+ * after every round of changes, and for sharing on their own. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,7 +32,7 @@ static uint64_t rnd(uint64_t *s)
 static int holds(const struct kvg_kv_tab *t, uint64_t seq, uint32_t w)
 {
     uint32_t ni = kvg_kv_tab_find_node(t, seq);
-    return ni != KVG_KV_NIL && (kvg_kv_tab_node(t, ni)->bits[w / 64] >> (w % 64) & 1);
+    return ni != KVG_KV_NIL && kvg_kv_tab_node_has(t, ni, w);
 }
 
 /* Reference prefix of worker w over seq[0..n). */
@@ -125,6 +127,8 @@ static void random_tables(uint32_t workers, int rounds, uint64_t seed)
                 }
             }
         }
+        CHECK_INT(kvg_kv_tab_sets_check(&t), 0);
+        CHECK(t.n_sets <= t.n_nodes);
         for (int q = 0; q < 4; q++) {
             size_t n = make_query(&s, seq);
             size_t nslots = (size_t)(rnd(&s) % (workers + 70));
@@ -163,6 +167,52 @@ TEST(match_with_every_worker_holding_everything)
     check_query(&t, seq, 200, 1024, 7);
     check_query(&t, seq, MAXQ - 1, 1024, 8); /* stops at the first absent block */
     check_query(&t, seq, 5, 1000, 9);
+    kvg_kv_tab_free(&t);
+}
+
+/* Nodes held by the same workers name one set; a change of holders moves a
+ * node to the set of its new holders, and a set goes with its last node. */
+TEST(holder_sets_are_shared)
+{
+    struct kvg_kv_tab t;
+    CHECK_INT(kvg_kv_tab_init(&t, 1024), 0);
+    for (uint32_t w = 0; w < 1024; w++) CHECK_INT(kvg_kv_tab_worker_open(&t, w), 0);
+    for (uint32_t w = 0; w < 10; w++)
+        for (uint64_t k = 1; k <= 100; k++)
+            CHECK(kvg_kv_tab_add(&t, w * 100, k, k, KVG_KV_LAST, 1) != KVG_KV_NIL);
+    CHECK_INT(t.n_nodes, 100);
+    CHECK_INT(t.n_sets, 1);
+    uint32_t s0 = kvg_kv_tab_node(&t, kvg_kv_tab_find_node(&t, 1))->set;
+    CHECK_INT(kvg_kv_tab_set(&t, s0)->refs, 100);
+    CHECK_INT(kvg_kv_tab_set(&t, s0)->count, 10);
+    /* Worker 300 drops blocks 51..100: those fifty share a second set. */
+    for (uint64_t k = 51; k <= 100; k++) CHECK_INT(kvg_kv_tab_remove_key(&t, 300, k), 1);
+    CHECK_INT(t.n_sets, 2);
+    uint32_t s1 = kvg_kv_tab_node(&t, kvg_kv_tab_find_node(&t, 100))->set;
+    CHECK(s1 != s0);
+    CHECK_INT(kvg_kv_tab_set(&t, s1)->refs, 50);
+    CHECK_INT(kvg_kv_tab_set(&t, s1)->count, 9);
+    CHECK_INT(kvg_kv_tab_sets_check(&t), 0);
+    /* It takes them back: the fifty return to the first set, the second goes. */
+    for (uint64_t k = 51; k <= 100; k++)
+        CHECK(kvg_kv_tab_add(&t, 300, k, k, KVG_KV_LAST, 2) != KVG_KV_NIL);
+    CHECK_INT(t.n_sets, 1);
+    CHECK_INT(kvg_kv_tab_node(&t, kvg_kv_tab_find_node(&t, 100))->set, s0);
+    /* A node alone in its set changes it in place: no new set is made. */
+    CHECK(kvg_kv_tab_add(&t, 7, 500, 500, KVG_KV_LAST, 3) != KVG_KV_NIL);
+    uint32_t s2 = kvg_kv_tab_node(&t, kvg_kv_tab_find_node(&t, 500))->set, hw = t.set_hw;
+    CHECK(kvg_kv_tab_add(&t, 8, 500, 500, KVG_KV_LAST, 3) != KVG_KV_NIL);
+    CHECK_INT(kvg_kv_tab_node(&t, kvg_kv_tab_find_node(&t, 500))->set, s2);
+    CHECK_INT(t.set_hw, hw);
+    CHECK_INT(kvg_kv_tab_set(&t, s2)->count, 2);
+    CHECK_INT(kvg_kv_tab_sets_check(&t), 0);
+    /* Every worker drained: no node, no set is left, and room for a set per
+     * node was kept all along. */
+    CHECK((uint64_t)t.n_spages << KVG_KV_SET_SHIFT >= t.node_hw);
+    for (uint32_t w = 0; w < 1024; w++) kvg_kv_tab_drain(&t, w, 1000);
+    CHECK_INT(t.n_nodes, 0);
+    CHECK_INT(t.n_sets, 0);
+    CHECK_INT(kvg_kv_tab_sets_check(&t), 0);
     kvg_kv_tab_free(&t);
 }
 
@@ -251,6 +301,7 @@ static void random_tiers(uint32_t workers, int rounds, uint64_t seed)
                 }
             }
         }
+        for (uint32_t l = 0; l < TIERS; l++) CHECK_INT(kvg_kv_tab_sets_check(&t[l]), 0);
         for (int q = 0; q < 3; q++) {
             size_t n = make_query(&s, seq);
             size_t nslots = (size_t)(rnd(&s) % (workers + 70));

@@ -49,7 +49,7 @@ static void check_model(const struct kvg_kv_tab *t, uint8_t (*held)[KEYS])
             if (!held[w][k]) continue;
             uint32_t ni = kvg_kv_tab_find_node(t, seq_of(w, k));
             CHECK(ni != KVG_KV_NIL);
-            CHECK(kvg_kv_tab_node(t, ni)->bits[w / 64] & 1ull << (w % 64));
+            CHECK(kvg_kv_tab_node_has(t, ni, w));
         }
         CHECK_INT(t->w[w].count, cnt);
         n += cnt;
