@@ -21,7 +21,18 @@
  * never a wrong id; the segments are what separate requests share, so the
  * memory is linear in what was seen, not quadratic. Entries are evicted least
  * recently used first, by bytes. One mutex: lookups copy ids out under it
- * (a memcpy per hit), so the tokenizer pool threads hold it briefly. */
+ * (a memcpy per hit), so the tokenizer pool threads hold it briefly.
+ *
+ * Admission on second sight: copying every segment of a prompt that never
+ * comes again (and evicting for it) cost unique prompts 4-5% of their speed.
+ * A new segment is kept only when its cut's key was seen before, which a
+ * Bloom filter of keys remembers (two generations: the older is dropped
+ * when the current one has taken its capacity, so it forgets). A shared
+ * system prompt is kept on its second request. A conversation's next turn
+ * resends the previous one and goes on from where it ended: a text whose
+ * known start (cached, or in the filter) ends at the last cut of an earlier
+ * text (marked in the filter and on the entry) is kept at once, so the turn
+ * after it reuses it. Lookups are as before; the filter is under the mutex. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -40,6 +51,7 @@ struct pc_entry {
     struct pc_entry *lru_prev; /* toward most recently used */
     struct pc_entry *lru_next; /* toward least recently used */
     uint32_t seg_len, n_ids;   /* segment bytes, its ids */
+    int ends_text;             /* a text's last cut: the next turn may go on here */
     uint32_t *ids;             /* points into the same allocation */
     char seg[];                /* the segment's bytes, then the ids (aligned) */
 };
@@ -51,11 +63,64 @@ struct kvg_tok_pcache {
     size_t nbuckets, nentries;
     size_t bytes, max_bytes;
     struct pc_entry *lru_head, *lru_tail;
-    uint64_t hits, misses, reused_tokens, evictions;
+    uint64_t hits, misses, reused_tokens, evictions, not_admitted;
     _Atomic uint64_t busy; /* nowait encodes that found the mutex taken */
+    /* The seen-once filter: two generations of nwords 64-bit words each. */
+    uint64_t *gen[2]; /* gen[cur] takes insertions, both answer */
+    size_t nwords, gen_added, gen_cap;
+    int cur;
 };
 
 #define PC_OVERHEAD (sizeof(struct pc_entry) + 2 * sizeof(void *))
+
+/* The filter's bytes for a cache of max_bytes: 1/256 of it, so its own
+ * memory stays small beside the cache, within [1 KiB, 2 MiB]. */
+static size_t filter_bytes(size_t max_bytes)
+{
+    size_t b = max_bytes / 256;
+    return b < 1024 ? 1024 : b > (2u << 20) ? (2u << 20) : b;
+}
+
+/* A key's word and its 4 bits (the key is an XXH3 hash: its bits are
+ * uniform). One word per key: one cache line touched per test. */
+static uint64_t *filter_word(const struct kvg_tok_pcache *c, int g, uint64_t key, uint64_t *mask)
+{
+    *mask = (1ull << (key & 63)) | (1ull << ((key >> 6) & 63)) | (1ull << ((key >> 12) & 63)) |
+            (1ull << ((key >> 18) & 63));
+    return &c->gen[g][(size_t)(((key >> 32) * (uint64_t)c->nwords) >> 32)];
+}
+
+static int filter_has(const struct kvg_tok_pcache *c, uint64_t key)
+{
+    uint64_t m;
+    for (int g = 0; g < 2; g++)
+        if ((*filter_word(c, g, key, &m) & m) == m) return 1;
+    return 0;
+}
+
+/* Adds key to the current generation; one that has taken its capacity (8
+ * bits a key: a few percent false positives) becomes the older, and the
+ * older one is emptied to be the current. */
+static void filter_add(struct kvg_tok_pcache *c, uint64_t key)
+{
+    if (c->gen_added >= c->gen_cap) {
+        c->cur ^= 1;
+        memset(c->gen[c->cur], 0, c->nwords * sizeof(uint64_t));
+        c->gen_added = 0;
+    }
+    uint64_t m, *w = filter_word(c, c->cur, key, &m);
+    c->gen_added += (*w & m) != m;
+    *w |= m;
+}
+
+/* The filter's key for "a text ended at the cut of key" (apart from the
+ * cut's own key). */
+static uint64_t end_key(uint64_t key)
+{
+    key ^= 0xD6E8FEB86659FD93ull;
+    key *= 0x9E3779B97F4A7C15ull;
+    return key ^ (key >> 29);
+}
 
 int kvg_tok_pcache_new(const struct kvg_tok *tok, size_t max_bytes, struct kvg_tok_pcache **out)
 {
@@ -65,12 +130,15 @@ int kvg_tok_pcache_new(const struct kvg_tok *tok, size_t max_bytes, struct kvg_t
     c->tok = tok;
     c->max_bytes = max_bytes;
     c->nbuckets = 1024;
-    if (!(c->buckets = calloc(c->nbuckets, sizeof *c->buckets))) {
-        free(c);
-        return -ENOMEM;
-    }
-    int rc = pthread_mutex_init(&c->mu, NULL);
+    c->nwords = filter_bytes(max_bytes) / 2 / sizeof(uint64_t);
+    c->gen_cap = c->nwords * 64 / 8;
+    c->buckets = calloc(c->nbuckets, sizeof *c->buckets);
+    c->gen[0] = calloc(c->nwords, sizeof(uint64_t));
+    c->gen[1] = calloc(c->nwords, sizeof(uint64_t));
+    int rc = c->buckets && c->gen[0] && c->gen[1] ? pthread_mutex_init(&c->mu, NULL) : ENOMEM;
     if (rc) {
+        free(c->gen[0]);
+        free(c->gen[1]);
         free(c->buckets);
         free(c);
         return -rc;
@@ -87,6 +155,8 @@ void kvg_tok_pcache_free(struct kvg_tok_pcache *c)
         free(e);
     }
     pthread_mutex_destroy(&c->mu);
+    free(c->gen[0]);
+    free(c->gen[1]);
     free(c->buckets);
     free(c);
 }
@@ -100,6 +170,8 @@ void kvg_tok_pcache_stats(struct kvg_tok_pcache *c, struct kvg_tok_pcache_stats 
     st->misses = c->misses;
     st->reused_tokens = c->reused_tokens;
     st->evictions = c->evictions;
+    st->not_admitted = c->not_admitted;
+    st->filter_bytes = 2 * c->nwords * sizeof(uint64_t);
     st->busy = atomic_load_explicit(&c->busy, memory_order_relaxed);
     st->entries = c->nentries;
     st->bytes = c->bytes;
@@ -173,18 +245,21 @@ static void maybe_grow(struct kvg_tok_pcache *c)
     c->nbuckets = nb;
 }
 
-/* Inserts a segment (copied) unless an entry for the cut is there already;
- * a segment larger than the whole cache is not kept. */
-static void insert(struct kvg_tok_pcache *c, uint64_t key, size_t cut, const char *seg,
-                   size_t seg_len, const uint32_t *ids, size_t n_ids)
+/* Inserts a segment (copied) unless an entry for the cut is there already
+ * (then returns that); a segment larger than the whole cache is not kept
+ * (NULL). */
+static struct pc_entry *insert(struct kvg_tok_pcache *c, uint64_t key, size_t cut, const char *seg,
+                               size_t seg_len, const uint32_t *ids, size_t n_ids)
 {
-    if (seg_len > UINT32_MAX || n_ids > UINT32_MAX) return;
+    if (seg_len > UINT32_MAX || n_ids > UINT32_MAX) return NULL;
     size_t ids_off = (seg_len + 3) & ~(size_t)3;
     size_t need = PC_OVERHEAD + seg_len + n_ids * sizeof *ids;
-    if (need > c->max_bytes || find(c, key, cut)) return;
-    struct pc_entry *e = malloc(sizeof *e + ids_off + n_ids * sizeof *ids);
-    if (!e) return;
+    if (need > c->max_bytes) return NULL;
+    struct pc_entry *e = find(c, key, cut);
+    if (e) return e;
+    if (!(e = malloc(sizeof *e + ids_off + n_ids * sizeof *ids))) return NULL;
     e->key = key;
+    e->ends_text = 0;
     e->cut = cut;
     e->seg_len = (uint32_t)seg_len;
     e->n_ids = (uint32_t)n_ids;
@@ -199,6 +274,7 @@ static void insert(struct kvg_tok_pcache *c, uint64_t key, size_t cut, const cha
     lru_front(c, e);
     c->bytes += need;
     c->nentries++;
+    return e;
 }
 
 /* The chained key of the text up to cut, from the key up to the previous
@@ -239,10 +315,10 @@ static int cached_text(const struct kvg_tok *tok, struct kvg_tok_scratch *s, con
     for (size_t i = 0; i < raw->n; i++) ncut += raw->v[i].id >= 0;
     uint64_t *keys = ncut ? malloc(ncut * sizeof *keys) : NULL;
     size_t *span_end = ncut ? malloc(ncut * sizeof *span_end) : NULL;
-    if (ncut && (!keys || !span_end)) {
-        free(keys);
-        free(span_end);
-        return -ENOMEM;
+    unsigned char *admit = ncut ? calloc(ncut, 1) : NULL; /* keep cut k's segment */
+    if (ncut && (!keys || !span_end || !admit)) {
+        rc = -ENOMEM;
+        goto out;
     }
     uint64_t key = 0;
     size_t prev = 0, k = 0;
@@ -255,6 +331,7 @@ static int cached_text(const struct kvg_tok *tok, struct kvg_tok_scratch *s, con
     }
     /* The longest run of cached cuts from the start, verified byte for byte. */
     size_t hit = 0, first_span = 0, text_start = s->out->n;
+    struct pc_entry *last = NULL;
     int locked = pc_lock(c, call->nowait) == 0;
     prev = 0;
     for (; locked && hit < ncut; hit++) {
@@ -266,36 +343,59 @@ static int cached_text(const struct kvg_tok *tok, struct kvg_tok_scratch *s, con
         s->out->n += e->n_ids;
         lru_unlink(c, e);
         lru_front(c, e);
+        last = e;
         prev = cut;
     }
     if (!locked) {
         atomic_fetch_add_explicit(&c->busy, 1, memory_order_relaxed);
-    } else if (hit) {
-        c->hits++;
-        c->reused_tokens += s->out->n - text_start;
-        first_span = span_end[hit - 1];
     } else {
-        c->misses++;
+        if (hit) {
+            c->hits++;
+            c->reused_tokens += s->out->n - text_start;
+            first_span = span_end[hit - 1];
+        } else {
+            c->misses++;
+        }
+        /* Which new segments to keep: those seen before, or all when the
+         * known start ends where an earlier text ended (a conversation's
+         * next turn). Two known cuts at least: one would be the lone
+         * <|im_start|> every chat prompt starts with. */
+        size_t known = hit;
+        while (known < ncut && filter_has(c, keys[known])) known++;
+        int goes_on = known >= 2 && ((known == hit && last->ends_text) ||
+                                     filter_has(c, end_key(keys[known - 1])));
+        for (size_t j = hit; j < ncut; j++) {
+            admit[j] = goes_on || j < known;
+            if (admit[j]) continue;
+            filter_add(c, keys[j]);
+            c->not_admitted++;
+        }
+        if (ncut) filter_add(c, end_key(keys[ncut - 1]));
+        if (hit && hit == ncut) last->ends_text = 1;
+        pthread_mutex_unlock(&c->mu);
     }
-    if (locked) pthread_mutex_unlock(&c->mu);
     call->reused = s->out->n - text_start;
-    /* The rest, piece by piece; each new cut's segment is kept. */
+    /* The rest, piece by piece; each admitted cut's segment is kept. */
     size_t seg_ids = s->out->n, seg_start = prev, cut_ix = hit;
     for (size_t i = first_span; i < raw->n && !rc; i++) {
         rc = kvg_tok_encode_piece(tok, s, text, &raw->v[i]);
         if (rc || raw->v[i].id < 0) continue;
         size_t cut = raw->v[i].b;
-        if (pc_lock(c, call->nowait) == 0) { /* a loop that finds it taken keeps no segment */
-            insert(c, keys[cut_ix], cut, text + seg_start, cut - seg_start, s->out->v + seg_ids,
-                   s->out->n - seg_ids);
+        /* a loop that finds the mutex taken keeps no segment */
+        if (admit[cut_ix] && pc_lock(c, call->nowait) == 0) {
+            struct pc_entry *e = insert(c, keys[cut_ix], cut, text + seg_start, cut - seg_start,
+                                        s->out->v + seg_ids, s->out->n - seg_ids);
+            if (e && cut_ix == ncut - 1) e->ends_text = 1;
             pthread_mutex_unlock(&c->mu);
         }
         cut_ix++;
         seg_start = cut;
         seg_ids = s->out->n;
     }
+out:
     free(keys);
     free(span_end);
+    free(admit);
     return rc;
 }
 

@@ -67,16 +67,21 @@ int kvg_tok_is_special(const struct kvg_tok *tok, uint32_t id);
 /* The exact prefix cache (tok_prefix.c): texts that start like a text
  * encoded before reuse that start's ids; the ids are always those of
  * kvg_tok_encode. Cuts only at added tokens (<|im_start|> in chat prompts),
- * so a tokenizer without added tokens gains nothing. Thread-safe (one
- * mutex); memory bounded by max_bytes (entries evicted least recently used
- * first). One cache serves one tokenizer, which must outlive it. */
+ * so a tokenizer without added tokens gains nothing. A segment is kept on
+ * its second sight (a filter of max_bytes/256, within [1 KiB, 2 MiB],
+ * remembers the first), or at once when the text goes on where an earlier
+ * text ended (a conversation's next turn). Thread-safe (one mutex); memory
+ * bounded by max_bytes (entries evicted least recently used first) plus the
+ * filter. One cache serves one tokenizer, which must outlive it. */
 struct kvg_tok_pcache;
 struct kvg_tok_pcache_stats {
     uint64_t hits, misses;  /* encodes that reused a prefix / reused nothing */
     uint64_t reused_tokens; /* ids taken from the cache */
     uint64_t evictions;
-    uint64_t busy; /* nowait encodes that went without the cache: it was in use */
+    uint64_t busy;         /* nowait encodes that went without the cache: it was in use */
+    uint64_t not_admitted; /* new segments not kept: seen for the first time */
     size_t entries, bytes, max_bytes;
+    size_t filter_bytes; /* the seen-once filter's memory (not in bytes) */
 };
 /* *out owned by the caller: kvg_tok_pcache_free(). max_bytes 0 keeps
  * nothing (every encode goes the uncached way). */

@@ -1,7 +1,8 @@
 /* The exact prefix cache (tok_prefix.c): ids equal to the uncached encoder's
  * on builtin:bytes and on the real Qwen3, Llama 3 and DeepSeek V3 tokenizers (when
  * installed by scripts/install-deps.sh), reuse of a shared chat prefix, the
- * byte bound and its counters, and many threads on one cache. */
+ * byte bound and its counters, admission on second sight and for a
+ * conversation's next turn, and many threads on one cache. */
 #include <pthread.h>
 #include <stdlib.h>
 
@@ -76,8 +77,8 @@ TEST(real_tokenizers_exact)
     }
 }
 
-/* A chat prompt: the shared system prompt comes from the cache, the rest is
- * encoded; the counters say so. */
+/* A chat prompt: the shared system prompt comes from the cache (kept on its
+ * second sight), the rest is encoded; the counters say so. */
 TEST(shared_system_prompt_reused)
 {
     struct kvg_tok *t;
@@ -87,9 +88,13 @@ TEST(shared_system_prompt_reused)
     CHECK_INT(kvg_tok_pcache_new(t, 1 << 20, &c), 0);
     const char *a = "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nhi<|im_end|>\n";
     const char *b = "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nho<|im_end|>\n";
+    const char *a2 = "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nha<|im_end|>\n";
     uint32_t *ids;
     size_t n, reused;
     CHECK_INT(kvg_tok_encode_cached(t, c, a, strlen(a), 0, &ids, &n, &reused, 0), 0);
+    CHECK_INT(reused, 0);
+    free(ids);
+    CHECK_INT(kvg_tok_encode_cached(t, c, a2, strlen(a2), 0, &ids, &n, &reused, 0), 0);
     CHECK_INT(reused, 0);
     free(ids);
     CHECK_INT(kvg_tok_encode_cached(t, c, b, strlen(b), 1, &ids, &n, &reused, 0), 0);
@@ -100,9 +105,10 @@ TEST(shared_system_prompt_reused)
     struct kvg_tok_pcache_stats st;
     kvg_tok_pcache_stats(c, &st);
     CHECK_INT(st.hits, 1);
-    CHECK_INT(st.misses, 1);
+    CHECK_INT(st.misses, 2);
     CHECK_INT(st.reused_tokens, 20);
-    CHECK(st.entries >= 4 && st.bytes <= st.max_bytes);
+    CHECK(st.entries >= 3 && st.bytes <= st.max_bytes);
+    CHECK_INT(st.filter_bytes, 4096); /* 1 MiB / 256 */
     kvg_tok_pcache_free(c);
     /* max_bytes 0: the uncached path, nothing kept. */
     CHECK_INT(kvg_tok_pcache_new(t, 0, &c), 0);
@@ -110,6 +116,98 @@ TEST(shared_system_prompt_reused)
     free(ids);
     kvg_tok_pcache_stats(c, &st);
     CHECK_INT(st.entries, 0);
+    kvg_tok_pcache_free(c);
+    kvg_tok_free(t);
+}
+
+/* Encodes text through c, checks the ids against the uncached encoder's,
+ * returns the ids taken from the cache (or -1). */
+static long encode_check(const struct kvg_tok *t, struct kvg_tok_pcache *c, const char *text,
+                         size_t *n_ids)
+{
+    uint32_t *a, *x;
+    size_t na, nx, reused;
+    if (kvg_tok_encode(t, text, strlen(text), 0, &a, &na)) return -1;
+    if (kvg_tok_encode_cached(t, c, text, strlen(text), 0, &x, &nx, &reused, 0)) {
+        free(a);
+        return -1;
+    }
+    int same = na == nx && !memcmp(a, x, na * sizeof *a);
+    free(a);
+    free(x);
+    if (n_ids) *n_ids = nx;
+    return same ? (long)reused : -1;
+}
+
+/* A prompt seen once is not kept (it may never come again); on its second
+ * sight it is, and the third reuses it. */
+TEST(admitted_on_second_sight)
+{
+    struct kvg_tok *t;
+    char err[256];
+    CHECK_INT(kvg_tok_load("builtin:bytes", NULL, &t, err, sizeof err), 0);
+    struct kvg_tok_pcache *c;
+    CHECK_INT(kvg_tok_pcache_new(t, 1 << 20, &c), 0);
+    const char *p = "<|im_start|>user\nonly once?<|im_end|>\n<|im_start|>assistant\n";
+    struct kvg_tok_pcache_stats st;
+    CHECK_INT(encode_check(t, c, p, NULL), 0);
+    kvg_tok_pcache_stats(c, &st);
+    CHECK_INT(st.entries, 0);
+    CHECK_INT(st.not_admitted, 3); /* <|im_start|> | user...<|im_end|> | \n<|im_start|> */
+    CHECK_INT(encode_check(t, c, p, NULL), 0);
+    kvg_tok_pcache_stats(c, &st);
+    CHECK_INT(st.entries, 3);
+    CHECK_INT(st.not_admitted, 3);
+    CHECK_INT(st.misses, 2);
+    CHECK_INT(encode_check(t, c, p, NULL), (long)strlen(p) - 34 + 3 - 10); /* all but assistant\n */
+    kvg_tok_pcache_stats(c, &st);
+    CHECK_INT(st.hits, 1);
+    CHECK_INT(st.filter_bytes, 4096);
+    kvg_tok_pcache_free(c);
+    kvg_tok_free(t);
+}
+
+/* A conversation: turn 2 resends turn 1 and goes on from its end, so it is
+ * kept at once (though turn 1 was seen only once), and turn 3 reuses all of
+ * turn 2 up to its last added token. Unrelated prompts sharing only the
+ * leading <|im_start|> are not taken for a continuation. */
+TEST(conversation_reuses_previous_request)
+{
+    struct kvg_tok *t;
+    char err[256];
+    CHECK_INT(kvg_tok_load("builtin:bytes", NULL, &t, err, sizeof err), 0);
+    struct kvg_tok_pcache *c;
+    CHECK_INT(kvg_tok_pcache_new(t, 1 << 20, &c), 0);
+    const char *t1 = "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nhi<|im_end|>\n"
+                     "<|im_start|>assistant\n";
+    char t2[256], t3[1024];
+    snprintf(t2, sizeof t2,
+             "%shello<|im_end|>\n<|im_start|>user\nhow are you<|im_end|>\n"
+             "<|im_start|>assistant\n",
+             t1);
+    snprintf(t3, sizeof t3,
+             "%sfine<|im_end|>\n<|im_start|>user\nbye<|im_end|>\n"
+             "<|im_start|>assistant\n",
+             t2);
+    size_t n2;
+    CHECK_INT(encode_check(t, c, t1, NULL), 0);
+    CHECK_INT(encode_check(t, c, t2, &n2), 0);
+    CHECK_INT(encode_check(t, c, t3, NULL), (long)n2 - 10); /* all of t2 but "assistant\n" */
+    struct kvg_tok_pcache_stats st;
+    kvg_tok_pcache_stats(c, &st);
+    CHECK_INT(st.hits, 1);
+    CHECK_INT(st.misses, 2);
+    /* Unique one-turn prompts: each keeps nothing new (their shared leading
+     * <|im_start|> is cached already); two segments each not admitted. */
+    const char *u[] = {"<|im_start|>user\nalpha<|im_end|>\n<|im_start|>assistant\n",
+                       "<|im_start|>user\nbeta<|im_end|>\n<|im_start|>assistant\n",
+                       "<|im_start|>user\ngamma<|im_end|>\n<|im_start|>assistant\n"};
+    size_t before = st.entries;
+    uint64_t refused = st.not_admitted;
+    for (size_t i = 0; i < KVG_ARRAY_LEN(u); i++) CHECK(encode_check(t, c, u[i], NULL) >= 0);
+    kvg_tok_pcache_stats(c, &st);
+    CHECK_INT(st.entries, before);
+    CHECK_INT(st.not_admitted, refused + 2 * KVG_ARRAY_LEN(u));
     kvg_tok_pcache_free(c);
     kvg_tok_free(t);
 }
