@@ -77,15 +77,23 @@ TEST(real_tokenizers_exact)
     }
 }
 
+/* builtin:bytes and a 1 MiB cache for it. */
+static int bytes_with_cache(struct kvg_tok **t, struct kvg_tok_pcache **c)
+{
+    char err[256];
+    if (kvg_tok_load("builtin:bytes", NULL, t, err, sizeof err)) return -1;
+    if (!kvg_tok_pcache_new(*t, 1 << 20, c)) return 0;
+    kvg_tok_free(*t);
+    return -1;
+}
+
 /* A chat prompt: the shared system prompt comes from the cache (kept on its
  * second sight), the rest is encoded; the counters say so. */
 TEST(shared_system_prompt_reused)
 {
     struct kvg_tok *t;
-    char err[256];
-    CHECK_INT(kvg_tok_load("builtin:bytes", NULL, &t, err, sizeof err), 0);
     struct kvg_tok_pcache *c;
-    CHECK_INT(kvg_tok_pcache_new(t, 1 << 20, &c), 0);
+    CHECK_INT(bytes_with_cache(&t, &c), 0);
     const char *a = "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nhi<|im_end|>\n";
     const char *b = "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nho<|im_end|>\n";
     const char *a2 = "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nha<|im_end|>\n";
@@ -144,10 +152,8 @@ static long encode_check(const struct kvg_tok *t, struct kvg_tok_pcache *c, cons
 TEST(admitted_on_second_sight)
 {
     struct kvg_tok *t;
-    char err[256];
-    CHECK_INT(kvg_tok_load("builtin:bytes", NULL, &t, err, sizeof err), 0);
     struct kvg_tok_pcache *c;
-    CHECK_INT(kvg_tok_pcache_new(t, 1 << 20, &c), 0);
+    CHECK_INT(bytes_with_cache(&t, &c), 0);
     const char *p = "<|im_start|>user\nonly once?<|im_end|>\n<|im_start|>assistant\n";
     struct kvg_tok_pcache_stats st;
     CHECK_INT(encode_check(t, c, p, NULL), 0);
@@ -174,10 +180,8 @@ TEST(admitted_on_second_sight)
 TEST(conversation_reuses_previous_request)
 {
     struct kvg_tok *t;
-    char err[256];
-    CHECK_INT(kvg_tok_load("builtin:bytes", NULL, &t, err, sizeof err), 0);
     struct kvg_tok_pcache *c;
-    CHECK_INT(kvg_tok_pcache_new(t, 1 << 20, &c), 0);
+    CHECK_INT(bytes_with_cache(&t, &c), 0);
     const char *t1 = "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nhi<|im_end|>\n"
                      "<|im_start|>assistant\n";
     char t2[256], t3[1024];
