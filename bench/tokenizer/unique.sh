@@ -32,7 +32,7 @@ CASES=("unique english, 64 MB cache (default)|english|67108864|"
   "shared 6000-byte system prompt, 1 KB chunks, english|english|67108864|--shared 6000 --chunk 1024"
   "4-turn conversations, english|english|67108864|--turns 4")
 : >"$tmp/runs"
-for r in $(seq 1 "$ROUNDS"); do
+for _ in $(seq 1 "$ROUNDS"); do
   for i in "${!CASES[@]}"; do
     IFS='|' read -r _ corpus bytes extra <<<"${CASES[$i]}"
     # shellcheck disable=SC2086 # extra is a list of options
