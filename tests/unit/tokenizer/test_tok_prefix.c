@@ -234,16 +234,26 @@ static void *hammer(void *arg)
             snprintf(text, sizeof text,
                      "<|im_start|>system\nshared %u<|im_end|>\n<|im_start|>user\n%u %u<|im_end|>",
                      x % 4, x % 97, (unsigned)r);
-        uint32_t *a, *b;
-        size_t na, nb;
-        if (kvg_tok_encode(h->t, text, (size_t)len, 0, &a, &na) ||
-            kvg_tok_encode_cached(h->t, h->c, text, (size_t)len, 0, &b, &nb, NULL, h->nowait)) {
+        uint32_t *a;
+        size_t na;
+        if (kvg_tok_encode(h->t, text, (size_t)len, 0, &a, &na)) {
             h->bad++;
             continue;
         }
-        h->bad += na != nb || memcmp(a, b, na * sizeof *a);
+        /* Twice: the second sight admits the text's segments, so the blocking
+         * threads alone fill the small cache past its bound whatever the
+         * interleaving. */
+        for (int pass = 0; pass < 2; pass++) {
+            uint32_t *b;
+            size_t nb;
+            if (kvg_tok_encode_cached(h->t, h->c, text, (size_t)len, 0, &b, &nb, NULL, h->nowait)) {
+                h->bad++;
+                continue;
+            }
+            h->bad += na != nb || memcmp(a, b, na * sizeof *a);
+            free(b);
+        }
         free(a);
-        free(b);
     }
     return NULL;
 }
