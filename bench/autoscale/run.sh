@@ -8,8 +8,8 @@
 # node cold (the 32B's 430 s median), and exactly 430 s every time.
 # The same day on separate prefill and decode pools (--scenario diurnal-pd),
 # each pool sized by its own planner instance: the "PD:" sections.
-# Writes bench/results/autoscale.md, autoscale.svg, autoscale.json and
-# autoscale-pd.json.
+# Writes bench/results/autoscale.md, autoscale.svg, autoscale.json,
+# autoscale-pd.json and autoscale-pd.svg.
 #
 #   bash bench/autoscale/run.sh          # about 10 minutes on 2 cores
 # The analysis of why kvgate used to miss is bench/autoscale/why.md (static:
@@ -39,7 +39,8 @@ done
 # The PD day: separate prefill and decode pools, each its own planner.
 PD_PLANNERS=static,queue,queue-waiting,sla,kvgate
 "$BIN" bench --scenario diurnal-pd --planners $PD_PLANNERS --seed 1 \
-  --json "$OUT/autoscale-pd.json" --markdown "$TMP/pdmix.md" > /dev/null
+  --json "$OUT/autoscale-pd.json" --svg "$OUT/autoscale-pd.svg" --markdown "$TMP/pdmix.md" \
+  > /dev/null
 "$BIN" bench --scenario diurnal-pd --planners $PD_PLANNERS --seed 1 --startup-secs 430 \
   --markdown "$TMP/pdfixed.md" > /dev/null
 "$BIN" bench --scenario diurnal-pd --planners $PD_PLANNERS --seed 2 \

@@ -232,13 +232,20 @@ void kvg_bench_scale_pd_result_free(struct kvg_bench_scale_pd_result *r);
  * number failed, -1 when kvgate, sla and static did not all run). */
 int kvg_bench_scale_pd_json(const struct kvg_bench_scale_pd_result *r, size_t n,
                             const struct kvg_bench_scale_opts *o, FILE *f);
+/* The markdown report links the plot when svg (a file name) is not NULL. */
 int kvg_bench_scale_pd_md(const struct kvg_bench_scale_pd_result *r, size_t n,
-                          const struct kvg_bench_scale_opts *o, const char *command, FILE *f);
+                          const struct kvg_bench_scale_opts *o, const char *command,
+                          const char *svg, FILE *f);
 int kvg_bench_scale_pd_goal(const struct kvg_bench_scale_pd_result *r, size_t n, FILE *f);
 /* The PD timeline as CSV, one row per (planner, point): hour, arrivals/s,
  * arrived, missed, missed_prefill, then desired, ready, starting of the
  * prefill pool and of the decode pool. */
 int kvg_bench_scale_pd_timeline_csv(const struct kvg_bench_scale_pd_result *r, size_t n, FILE *f);
+/* The PD day's plot (scale_svg.c): per planner a prefill and a decode
+ * panel, each pool's demand in replicas' worth by the per-role profile and
+ * o's mean ISL / OSL, ready, ready + starting and desired replicas. */
+int kvg_bench_scale_pd_svg(const struct kvg_bench_scale_pd_result *r, size_t n,
+                           const struct kvg_bench_scale_opts *o, FILE *f);
 
 /* `kvgate bench --scenario diurnal ...` (scale_cli.c): exit status. */
 int kvg_bench_scale_main(int argc, char **argv);

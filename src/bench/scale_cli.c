@@ -26,7 +26,8 @@ static void usage(FILE *f)
         "usage: kvgate bench --scenario diurnal|diurnal-pd [--planners static,queue,sla,kvgate]\n"
         "                    [flags]\n"
         "  diurnal-pd          the same day on separate prefill and decode pools, each sized by\n"
-        "                      its own planner instance (no --svg; no prewarm)\n"
+        "                      its own planner instance (no prewarm; --svg: a prefill and a\n"
+        "                      decode panel per planner)\n"
         "  --planners LIST     planners to compare (%s; queue-waiting: queue's waiting preset;\n"
         "                      kvgate-noprewarm: kvgate without prewarming new replicas)\n"
         "  --seed N            workload, start-ups and engines (1)\n"
@@ -244,7 +245,8 @@ static int md_of(const struct kvg_bench_scale_result *r, size_t n, const struct 
     return kvg_bench_scale_md(r, n, &c->o, c->command, svg, f);
 }
 
-/* The PD day's results: a line per planner, then --json and --markdown. */
+/* The PD day's results: a line per planner, then --json, --markdown,
+ * --timeline and --svg. */
 static int pd_report(const struct cfg *c, struct job *jobs)
 {
     int status = 0;
@@ -269,13 +271,19 @@ static int pd_report(const struct cfg *c, struct job *jobs)
                    (unsigned long long)r->failed, r->wall_s);
         }
     }
-    for (int w = 0; res && !status && w < 3; w++) {
-        const char *path = w == 2 ? c->csv : w ? c->md : c->json;
+    const char *svg = NULL;
+    if (c->svg[0]) {
+        svg = strrchr(c->svg, '/');
+        svg = svg ? svg + 1 : c->svg;
+    }
+    for (int w = 0; res && !status && w < 4; w++) {
+        const char *path = w == 3 ? c->svg : w == 2 ? c->csv : w ? c->md : c->json;
         if (!path[0]) continue;
         FILE *f = fopen(path, "w");
         int rc = !f       ? -1
+                 : w == 3 ? kvg_bench_scale_pd_svg(res, c->n, &c->o, f)
                  : w == 2 ? kvg_bench_scale_pd_timeline_csv(res, c->n, f)
-                 : w      ? kvg_bench_scale_pd_md(res, c->n, &c->o, c->command, f)
+                 : w      ? kvg_bench_scale_pd_md(res, c->n, &c->o, c->command, svg, f)
                           : kvg_bench_scale_pd_json(res, c->n, &c->o, f);
         if (!f || fclose(f) || rc) {
             fprintf(stderr, "kvgate bench: writing %s failed\n", path);
@@ -323,11 +331,6 @@ int kvg_bench_scale_main(int argc, char **argv)
     if (!c->pd && pd_only) {
         fprintf(stderr, "kvgate bench: planner oracle, --prefill-headroom, --decode-headroom, "
                         "--headroom-from and --oracle-lead are --scenario diurnal-pd's\n");
-        free(c);
-        return 2;
-    }
-    if (c->pd && c->svg[0]) {
-        fprintf(stderr, "kvgate bench: --scenario diurnal-pd writes no --svg\n");
         free(c);
         return 2;
     }

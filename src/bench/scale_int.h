@@ -209,6 +209,9 @@ uint32_t scale_pd_oracle_desired(const struct scale_wl *w, const struct kvg_auto
 /* The planners' profile for knee requests/s a replica (scale_opts.c). */
 void scale_derive_profile(const struct kvg_bench_scale_opts *o, double knee,
                           struct kvg_autoscale_profile *pr);
+/* The scenario's mean prompt tokens a request: the shared prefix and the
+ * mean of the uniform suffix. */
+double scale_isl_mean(const struct kvg_bench_scale_opts *o);
 /* Replicas' worth of one request per second (1 / knee_rps). */
 double scale_load_per_rps(const struct kvg_bench_scale_opts *o);
 

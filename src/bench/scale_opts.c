@@ -81,6 +81,11 @@ void scale_derive_profile(const struct kvg_bench_scale_opts *o, double knee,
     pr->itl_per_seq_s = 0; /* decode_tps is now the measured one */
 }
 
+double scale_isl_mean(const struct kvg_bench_scale_opts *o)
+{
+    return o->prefix_len + (o->suffix_min + o->suffix_max) / 2.0;
+}
+
 /* Replicas' worth of one request per second: 1 / the knee. */
 double scale_load_per_rps(const struct kvg_bench_scale_opts *o)
 {

@@ -112,7 +112,8 @@ int kvg_bench_scale_pd_goal(const struct kvg_bench_scale_pd_result *r, size_t n,
 }
 
 int kvg_bench_scale_pd_md(const struct kvg_bench_scale_pd_result *r, size_t n,
-                          const struct kvg_bench_scale_opts *o, const char *command, FILE *f)
+                          const struct kvg_bench_scale_opts *o, const char *command,
+                          const char *svg, FILE *f)
 {
     fprintf(f, "Command: `%s` (seed %llu)\n\n", command ? command : "kvgate bench",
             (unsigned long long)o->seed);
@@ -142,6 +143,8 @@ int kvg_bench_scale_pd_md(const struct kvg_bench_scale_pd_result *r, size_t n,
                 x->ttft_p90_s, x->itl_p90_s, x->xfer_p90_s, x->cache_hit,
                 (unsigned long long)x->failed);
     }
+    if (svg)
+        fprintf(f, "\n![prefill and decode replicas and load over the day per planner](%s)\n", svg);
     fprintf(f, "\nThe goal on the PD day (computed by `kvg_bench_scale_pd_goal`):\n\n");
     int g = kvg_bench_scale_pd_goal(r, n, f);
     if (g < 0)

@@ -190,7 +190,7 @@ TEST(reports_have_both_pools)
     cJSON_Delete(j);
     free(buf);
     f = open_memstream(&buf, &len);
-    CHECK_INT(kvg_bench_scale_pd_md(r, 3, &o, "kvgate bench --scenario diurnal-pd", f), 0);
+    CHECK_INT(kvg_bench_scale_pd_md(r, 3, &o, "kvgate bench --scenario diurnal-pd", NULL, f), 0);
     fclose(f);
     CHECK(strstr(buf, "| kvgate |") != NULL);
     CHECK(strstr(buf, "GPU-h (P + D)") != NULL);
@@ -273,4 +273,81 @@ TEST(prefill_headroom_knob_and_its_start)
     kvg_bench_scale_pd_result_free(&base);
     kvg_bench_scale_pd_result_free(&all);
     kvg_bench_scale_pd_result_free(&late);
+}
+
+static size_t count(const char *s, const char *what)
+{
+    size_t n = 0;
+    for (const char *p = strstr(s, what); p; p = strstr(p + 1, what)) n++;
+    return n;
+}
+
+/* The PD plot from a made-up result, no day run: one SVG document, a
+ * prefill and a decode panel for each planner that ran (none for one not
+ * in the build), each with its demand area and three lines of a point per
+ * timeline point; the markdown report links it by name. */
+TEST(pd_svg_has_a_prefill_and_a_decode_panel_per_planner)
+{
+    enum { N = 24 };
+    double t[N], rate[N], ready[2][N], starting[2][N], desired[2][N];
+    for (int i = 0; i < N; i++) {
+        t[i] = i + 1;
+        rate[i] = 10 + i;
+        ready[0][i] = 5 + i / 4;
+        starting[0][i] = i % 3 == 0;
+        desired[0][i] = ready[0][i] + starting[0][i];
+        ready[1][i] = desired[1][i] = 2;
+        starting[1][i] = 0;
+    }
+    struct kvg_bench_scale_pd_result r[3];
+    memset(r, 0, sizeof r);
+    const char *names[] = {"static", "not-built", "kvgate"};
+    for (int k = 0; k < 3; k++) {
+        snprintf(r[k].planner, sizeof r[k].planner, "%s", names[k]);
+        r[k].n = N;
+        r[k].t_h = t;
+        r[k].rate = rate;
+        for (int pi = 0; pi < 2; pi++) {
+            r[k].ready[pi] = ready[pi];
+            r[k].starting[pi] = starting[pi];
+            r[k].desired[pi] = desired[pi];
+        }
+        r[k].prefill_tps = 9000;
+        r[k].decode_tps = 4000;
+        r[k].slo_attainment = 0.99;
+    }
+    r[1].status = KVG_ENOTFOUND;
+    struct kvg_bench_scale_opts o;
+    kvg_bench_scale_opts_default(&o);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    CHECK_INT(kvg_bench_scale_pd_svg(r, 3, &o, f), 0);
+    fclose(f);
+    CHECK(strncmp(buf, "<svg", 4) == 0);
+    CHECK(len > 7 && strcmp(buf + len - 7, "</svg>\n") == 0);
+    CHECK_INT(count(buf, "<svg"), 1);
+    /* 2 planners x 2 pools: a frame and a demand area each, and the
+     * ready, ready + starting and desired lines. */
+    CHECK_INT(count(buf, "stroke=\"#999\""), 4);
+    CHECK_INT(count(buf, "<polygon"), 4);
+    CHECK_INT(count(buf, "<polyline"), 12);
+    const char *titles[] = {"static: prefill pool", "static: decode pool", "kvgate: prefill pool",
+                            "kvgate: decode pool"};
+    for (int i = 0; i < 4; i++) CHECK(strstr(buf, titles[i]) != NULL);
+    CHECK(strstr(buf, "not-built") == NULL);
+    /* Every line has a point per timeline point ("x,y " each). */
+    for (const char *p = strstr(buf, "<polyline"); p; p = strstr(p + 1, "<polyline")) {
+        const char *pts = strstr(p, "points=\"") + 8, *end = strchr(pts, '"');
+        size_t commas = 0;
+        for (const char *c = pts; c < end; c++) commas += *c == ',';
+        CHECK_INT(commas, N);
+    }
+    free(buf);
+    f = open_memstream(&buf, &len);
+    CHECK_INT(kvg_bench_scale_pd_md(r, 3, &o, "kvgate bench --scenario diurnal-pd", "pd.svg", f),
+              0);
+    fclose(f);
+    CHECK(strstr(buf, "](pd.svg)") != NULL);
+    free(buf);
 }
