@@ -1,5 +1,6 @@
 /* The autoscaling benchmark's event loop (scale.h): arrivals, engine steps,
- * replicas becoming ready, and planner ticks in virtual time. */
+ * replicas becoming ready, and planner ticks in virtual time, on one
+ * aggregated pool (what it shares with the PD day: scale_day.c). */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -9,54 +10,6 @@
 #include "base/err.h"
 #include "bench/scale_int.h"
 #include "bench/stats.h"
-
-void scale_lat_put(struct lat_ring *L, double t, double v)
-{
-    size_t cap = sizeof L->t / sizeof L->t[0];
-    size_t i = (L->head + L->n) % cap;
-    if (L->n == cap)
-        L->head = (L->head + 1) % cap;
-    else
-        L->n++;
-    L->t[i] = t;
-    L->v[i] = v;
-}
-
-static int cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-void scale_lat_window(const struct lat_ring *L, double *scratch, double since, double *mean,
-                      double *p90)
-{
-    size_t cap = sizeof L->t / sizeof L->t[0], k = 0;
-    double s = 0;
-    for (size_t j = L->n; j-- > 0;) {
-        size_t i = (L->head + j) % cap;
-        if (L->t[i] < since) break;
-        scratch[k++] = L->v[i];
-        s += L->v[i];
-    }
-    if (!k) {
-        *mean = *p90 = -1;
-        return;
-    }
-    qsort(scratch, k, sizeof *scratch, cmp_d);
-    *mean = s / (double)k;
-    *p90 = scratch[(size_t)ceil(0.9 * (double)k) - 1];
-}
-
-static struct bucket *cur_bucket(struct run *R)
-{
-    return scale_obs_cur(&R->ob);
-}
-
-static int add_rep(struct run *R, double t)
-{
-    return scale_reps_add(&R->pool, R->o, &R->su, &R->rng, t);
-}
 
 static int make_ready(struct run *R, int k, uint64_t seed)
 {
@@ -71,24 +24,14 @@ static void gone(struct run *R, int k, double t)
 /* A request that will not be served: counted as missed. */
 static void fail(struct run *R, struct rq *q)
 {
-    if (!q->first) R->inflight_prompt -= q->r.prompt_len;
     if (q->state == Q_ENGINE && q->rep >= 0) {
         struct rep *p = &R->pool.rep[q->rep];
         if (p->e) kvg_sim_abort(p->e, (uint64_t)(q - R->rq));
         if (p->inflight) p->inflight--;
     }
+    scale_day_fail(&R->d, &q->r, q->first);
     q->state = Q_FAILED;
     R->out->failed++;
-    cur_bucket(R)->missed++;
-    cur_bucket(R)->finished++;
-}
-
-static int start_step(struct rep *p, double t)
-{
-    kvg_sim_step(p->e, t, &p->st);
-    p->stepping = 1;
-    p->busy_until = t + p->st.duration;
-    return 0;
 }
 
 /* Sends request id to a ready replica (the caller knows one exists). */
@@ -121,9 +64,9 @@ static int route(struct run *R, uint64_t id, double t)
     struct rep *p = &R->pool.rep[best];
     p->groups |= bit;
     R->group_routed[q->r.group]++;
-    scale_wl_prompt(&R->wl, &q->r, R->prompt);
+    scale_wl_prompt(&R->d.wl, &q->r, R->d.prompt);
     struct kvg_sim_request sr = {.id = id,
-                                 .prompt = R->prompt,
+                                 .prompt = R->d.prompt,
                                  .prompt_len = q->r.prompt_len,
                                  .max_tokens = q->r.max_tokens,
                                  .ignore_eos = 1,
@@ -137,7 +80,7 @@ static int route(struct run *R, uint64_t id, double t)
     q->state = Q_ENGINE;
     q->rep = best;
     p->inflight++;
-    if (!p->stepping) start_step(p, t);
+    if (!p->stepping) scale_rep_step(p, t);
     return 0;
 }
 
@@ -146,19 +89,6 @@ static int has_ready(const struct run *R)
     for (size_t i = 0; i < R->pool.nact; i++)
         if (R->pool.rep[R->pool.act[i]].state == R_READY && !R->pool.rep[R->pool.act[i]].warming)
             return 1;
-    return 0;
-}
-
-static int gq_push(struct run *R, uint64_t id)
-{
-    if (R->gq_tail == R->gq_cap) {
-        size_t c = R->gq_cap ? R->gq_cap * 2 : 1024;
-        uint64_t *v = realloc(R->gq, c * sizeof *v);
-        if (!v) return -ENOMEM;
-        R->gq = v;
-        R->gq_cap = c;
-    }
-    R->gq[R->gq_tail++] = id;
     return 0;
 }
 
@@ -193,36 +123,23 @@ static int arrive(struct run *R)
     uint64_t id = R->nrq++;
     struct rq *q = &R->rq[id];
     memset(q, 0, sizeof *q);
-    q->r = R->next;
+    scale_day_arrive(&R->d, &q->r);
     q->rep = -1;
     q->state = Q_GATEWAY;
-    double t = q->r.arrival;
-    struct bucket *b = cur_bucket(R);
-    b->arrivals++;
-    b->prompt_tokens += q->r.prompt_len;
-    b->max_tokens += q->r.max_tokens;
-    R->tl_arrivals++;
-    R->inflight_prompt += q->r.prompt_len;
-    R->have_next = scale_wl_next(&R->wl, &R->next) == 0;
-    if (!has_ready(R)) return gq_push(R, id);
-    return route(R, id, t);
+    if (!has_ready(R)) return scale_ids_push(&R->gq, &R->gq_tail, &R->gq_cap, id);
+    return route(R, id, q->r.arrival);
 }
 
 static void finish(struct run *R, struct rq *q, double t)
 {
     const struct kvg_bench_scale_opts *o = R->o;
     q->state = Q_DONE;
-    double itl = q->ntok > 1 ? (q->t_last - q->t_first) / (q->ntok - 1) : 0;
+    double itl = scale_itl(q->ntok, q->t_first, q->t_last);
     double ttft = q->t_first - q->r.arrival;
-    struct bucket *b = cur_bucket(R);
-    b->finished++;
-    b->itl_sum += itl;
-    scale_lat_put(R->ob.itl, t, itl);
-    kvg_bench_samples_add(&R->all_itl, itl);
     int ok = ttft <= o->aopts.ttft_target_s && itl <= o->aopts.itl_target_s;
+    scale_day_done(&R->d, t, itl, ok);
     R->out->met += ok;
     q->ok = (uint8_t)ok;
-    b->missed += !ok;
     double h = q->r.arrival / o->day_s * 24;
     if (h >= o->ramp_from_h && h < o->ramp_to_h) R->out->ramp_met += ok;
 }
@@ -243,22 +160,13 @@ static int step_end(struct run *R, int k, double t)
         struct rq *q = &R->rq[u->id];
         if (q->state != Q_ENGINE) continue;
         if (u->flags & KVG_SIM_UP_TOKEN) {
-            struct bucket *b = cur_bucket(R);
-            b->out_tokens++;
+            scale_obs_cur(&R->d.ob)->out_tokens++;
             if (!q->first) {
                 q->first = 1;
                 q->t_first = t;
-                R->inflight_prompt -= q->r.prompt_len;
-                double ttft = t - q->r.arrival;
-                b->firsts++;
-                b->ttft_sum += ttft;
-                b->cached += u->cached_tokens;
-                b->first_prompt += q->r.prompt_len;
-                R->hit_cached += u->cached_tokens;
-                R->hit_prompt += q->r.prompt_len;
-                scale_lat_put(R->ob.ttft, t, ttft);
+                double ttft = scale_day_first(&R->d, &q->r, t);
+                scale_day_cached(&R->d, u->cached_tokens, q->r.prompt_len);
                 scale_recovery_note(R, p, t, u->cached_tokens, q->r.prompt_len, ttft);
-                kvg_bench_samples_add(&R->all_ttft, ttft);
                 double h = q->r.arrival / R->o->day_s * 24;
                 if (h >= R->o->ramp_from_h && h < R->o->ramp_to_h)
                     kvg_bench_samples_add(&R->ramp_ttft, ttft);
@@ -282,7 +190,8 @@ static int step_end(struct run *R, int k, double t)
         if (p->state == R_DRAINING && p->inflight == 0) gone(R, k, t);
         return 0;
     }
-    return start_step(p, t);
+    scale_rep_step(p, t);
+    return 0;
 }
 
 /* Requests past the timeout without a first token, and drains past theirs. */
@@ -311,105 +220,32 @@ static void expire(struct run *R, double t)
     }
 }
 
-int scale_obs_init(struct scale_obs *ob)
-{
-    ob->nb = 512;
-    ob->bcur = 0;
-    ob->b = calloc(ob->nb, sizeof *ob->b);
-    ob->ttft = calloc(1, sizeof *ob->ttft);
-    ob->itl = calloc(1, sizeof *ob->itl);
-    ob->scratch = malloc((1 << 16) * sizeof *ob->scratch);
-    return ob->b && ob->ttft && ob->itl && ob->scratch ? 0 : -ENOMEM;
-}
-
-void scale_obs_free(struct scale_obs *ob)
-{
-    free(ob->b);
-    free(ob->ttft);
-    free(ob->itl);
-    free(ob->scratch);
-    memset(ob, 0, sizeof *ob);
-}
-
-struct bucket *scale_obs_cur(struct scale_obs *ob)
-{
-    return &ob->b[ob->bcur % ob->nb];
-}
-
-void scale_obs_next(struct scale_obs *ob)
-{
-    ob->bcur++;
-    memset(scale_obs_cur(ob), 0, sizeof(struct bucket));
-}
-
-void scale_window_signals(struct scale_obs *ob, double tick_s, double window,
-                          struct kvg_autoscale_signals *s)
-{
-    size_t nb = (size_t)ceil(window / tick_s);
-    if (nb > ob->nb - 1) nb = ob->nb - 1;
-    if (nb > ob->bcur) nb = ob->bcur;
-    struct bucket sum = {0};
-    for (size_t j = 1; j <= nb; j++) {
-        const struct bucket *b = &ob->b[(ob->bcur - j) % ob->nb];
-        sum.arrivals += b->arrivals;
-        sum.prompt_tokens += b->prompt_tokens;
-        sum.max_tokens += b->max_tokens;
-        sum.out_tokens += b->out_tokens;
-        sum.cached += b->cached;
-        sum.first_prompt += b->first_prompt;
-        sum.finished += b->finished;
-        sum.missed += b->missed;
-    }
-    double w = nb ? (double)nb * tick_s : 1;
-    s->arrival_rate = sum.arrivals / w;
-    s->input_tps = sum.prompt_tokens / w;
-    s->output_tps = sum.out_tokens / w;
-    s->isl = sum.arrivals ? sum.prompt_tokens / sum.arrivals : 0;
-    s->osl = sum.arrivals ? sum.max_tokens / sum.arrivals : 0;
-    s->cache_hit = sum.first_prompt > 0 ? sum.cached / sum.first_prompt : 0;
-    s->slo_miss = sum.finished > 0 ? sum.missed / sum.finished : -1;
-    scale_lat_window(ob->ttft, ob->scratch, s->now - w, &s->ttft_mean, &s->ttft_p90);
-    scale_lat_window(ob->itl, ob->scratch, s->now - w, &s->itl_mean, &s->itl_p90);
-}
-
 static void signals(struct run *R, double t, double window, struct kvg_autoscale_signals *s,
                     double *eta)
 {
     scale_reps_signals(&R->pool, t, R->o->young_s, s, eta);
     s->queued = (double)gq_len(R);
-    s->inflight_prompt_tokens = R->inflight_prompt;
-    scale_window_signals(&R->ob, R->o->tick_s, window, s);
+    s->inflight_prompt_tokens = R->d.inflight_prompt;
+    scale_window_signals(&R->d.ob, R->o->tick_s, window, s);
 }
 
 static void timeline(struct run *R, double t, uint32_t desired)
 {
     struct kvg_bench_scale_result *r = R->out;
-    double step = R->o->day_s / (double)r->n;
-    while (R->tl_next < r->n && t >= (double)(R->tl_next + 1) * step) {
-        size_t i = R->tl_next++;
-        uint32_t ready = 0, starting = 0;
-        for (size_t j = 0; j < R->pool.nact; j++) {
-            ready += R->pool.rep[R->pool.act[j]].state == R_READY;
-            starting += R->pool.rep[R->pool.act[j]].state == R_STARTING;
-        }
-        r->t_h[i] = (double)(i + 1) * step / R->o->day_s * 24;
-        r->rate[i] = R->tl_arrivals / step;
+    size_t i = 0;
+    while (scale_day_point(&R->d, t, r->n, r->t_h, r->rate, &i)) {
+        uint32_t ready, starting;
+        scale_reps_count(&R->pool, &ready, &starting);
         r->desired[i] = desired;
         r->ready[i] = ready;
         r->starting[i] = starting;
-        R->tl_arrivals = 0;
     }
 }
 
 static int tick(struct run *R, double t)
 {
     expire(R, t);
-    double window = R->o->window_s;
-    if (!(window > 0)) {
-        double iv = R->pl->o.interval_s;
-        if (!(iv > 0)) iv = !strcmp(R->o->planner, "sla") ? 180 : 30;
-        window = iv > 30 ? iv : 30;
-    }
+    double window = scale_day_window(&R->d, R->pl);
     double eta[KVG_BENCH_SCALE_MAX_REPLICAS];
     struct kvg_autoscale_signals s;
     signals(R, t, window, &s, eta);
@@ -421,9 +257,9 @@ static int tick(struct run *R, double t)
     if (d.acted && R->o->trace) fprintf(stderr, "%s %.0f s: %s\n", R->o->planner, t, d.reason);
     R->last_desired = d.desired;
     R->have_desired = 1;
-    if ((rc = scale_reps_actuate(&R->pool, R->o, &R->su, &R->rng, d.desired, t))) return rc;
+    if ((rc = scale_reps_actuate(&R->pool, R->o, &R->d.su, &R->d.rng, d.desired, t))) return rc;
     timeline(R, t, d.desired);
-    scale_obs_next(&R->ob);
+    scale_obs_next(&R->d.ob);
     return 0;
 }
 
@@ -431,11 +267,8 @@ static int setup(struct run *R, char *err, size_t errlen)
 {
     const struct kvg_bench_scale_opts *o = R->o;
     struct kvg_bench_scale_result *out = R->out;
-    int rc = scale_wl_init(&R->wl, o);
-    if (rc) return kvg_err_set(err, errlen, rc, "workload: %s", kvg_strerror(rc));
-    R->have_next = scale_wl_next(&R->wl, &R->next) == 0;
-    kvg_autoscale_startup_init(&R->su);
-    kvg_rng_seed(&R->rng, o->seed * 31 + 7);
+    int rc = scale_day_init(&R->d, o, err, errlen);
+    if (rc) return rc;
     struct kvg_autoscale_opts a = o->aopts;
     scale_derive_profile(o, o->knee_rps, &a.prof);
     /* The llm-d recipe calibrates V_P as the peak prefill throughput. */
@@ -447,7 +280,7 @@ static int setup(struct run *R, char *err, size_t errlen)
     snprintf(a.model, sizeof a.model, "%s", o->startup_model);
     a.cold_share = o->cold_share;
     a.fetch_share = o->fetch_share;
-    a.startup = &R->su;
+    a.startup = &R->d.su;
     uint32_t peak = kvg_bench_scale_static_peak(o);
     out->static_peak = peak;
     out->load_per_rps = scale_load_per_rps(o);
@@ -460,40 +293,23 @@ static int setup(struct run *R, char *err, size_t errlen)
     rc = scale_planner_new(o->planner, &a, &R->pl, err, errlen);
     if (rc == KVG_ENOTFOUND) out->status = KVG_ENOTFOUND;
     if (rc) return rc == KVG_ENOTFOUND ? 1 : rc;
-    if (scale_obs_init(&R->ob)) return -ENOMEM;
-    R->prompt = malloc(((size_t)o->prefix_len + o->suffix_max + 1) * sizeof *R->prompt);
     out->n = o->timeline_points ? o->timeline_points : 288;
-    out->t_h = calloc(out->n, sizeof(double));
-    out->rate = calloc(out->n, sizeof(double));
-    out->desired = calloc(out->n, sizeof(double));
-    out->ready = calloc(out->n, sizeof(double));
-    out->starting = calloc(out->n, sizeof(double));
-    out->arrived = calloc(out->n, sizeof(double));
-    out->missed = calloc(out->n, sizeof(double));
-    if (!out->arrived || !out->missed || !R->prompt || !out->t_h || !out->rate || !out->desired ||
-        !out->ready || !out->starting)
-        return -ENOMEM;
-    kvg_bench_samples_init(&R->all_ttft);
+    double **tl[] = {&out->t_h,      &out->rate,    &out->desired, &out->ready,
+                     &out->starting, &out->arrived, &out->missed};
+    if (scale_timeline_alloc(out->n, tl, sizeof tl / sizeof tl[0])) return -ENOMEM;
     kvg_bench_samples_init(&R->ramp_ttft);
-    kvg_bench_samples_init(&R->all_itl);
     kvg_bench_samples_init(&R->young_ttft);
     /* The day starts with the pool its first hour needs (static: its count),
      * ready, with empty caches. */
     uint32_t n0 = !strcmp(o->planner, "static")
                       ? a.static_replicas
-                      : kvg_autoscale_ceil(scale_wl_rate(&R->wl, 0) * scale_load_per_rps(o) *
+                      : kvg_autoscale_ceil(scale_wl_rate(&R->d.wl, 0) * scale_load_per_rps(o) *
                                            (1 + a.headroom));
-    if (n0 < a.min_replicas) n0 = a.min_replicas;
-    if (n0 < 1) n0 = 1;
-    for (uint32_t i = 0; i < n0; i++) {
-        if ((rc = add_rep(R, 0))) return rc;
-        struct rep *p = &R->pool.rep[R->pool.nrep - 1];
-        p->ready_at = 0;
-        if ((rc = make_ready(R, (int)R->pool.nrep - 1, o->seed * 1000003ull + R->pool.nrep)))
-            return rc;
-        if ((rc = scale_prewarm_start(R, (int)R->pool.nrep - 1, 0))) return rc;
+    if ((rc = scale_reps_first(&R->pool, o, &R->d.su, &R->d.rng, n0, a.min_replicas))) return rc;
+    for (size_t k = 0; k < R->pool.nrep; k++) {
+        if ((rc = make_ready(R, (int)k, o->seed * 1000003ull + k + 1))) return rc;
+        if ((rc = scale_prewarm_start(R, (int)k, 0))) return rc;
     }
-    R->pool.added = 0;
     return 0;
 }
 
@@ -502,24 +318,18 @@ static int loop(struct run *R)
     const struct kvg_bench_scale_opts *o = R->o;
     double next_tick = o->tick_s;
     for (;;) {
-        double ta = R->have_next ? R->next.arrival : INFINITY;
+        double ta = R->d.have_next ? R->d.next.arrival : INFINITY;
         double tt = next_tick <= o->day_s ? next_tick : INFINITY;
         double te = INFINITY, tr = INFINITY;
         int ke = -1, kr = -1;
-        for (size_t i = 0; i < R->pool.nact; i++) {
-            int k = R->pool.act[i];
-            const struct rep *p = &R->pool.rep[k];
-            if (p->stepping && p->busy_until < te) te = p->busy_until, ke = k;
-            if (p->state == R_STARTING && p->ready_at < tr && p->ready_at <= o->day_s)
-                tr = p->ready_at, kr = k;
-        }
+        scale_reps_next(&R->pool, o->day_s, &te, &ke, &tr, &kr);
         int rc;
         if (ke >= 0 && te <= tr && te <= tt && te <= ta) {
             rc = step_end(R, ke, te);
         } else if (kr >= 0 && tr <= tt && tr <= ta) {
             rc = make_ready(R, kr, o->seed * 1000003ull + (uint64_t)kr + 1);
             if (!rc) rc = scale_prewarm_start(R, kr, tr);
-            if (!rc && R->pool.rep[kr].warming) start_step(&R->pool.rep[kr], tr);
+            if (!rc && R->pool.rep[kr].warming) scale_rep_step(&R->pool.rep[kr], tr);
             if (!rc) rc = gq_drain(R, tr);
         } else if (tt < INFINITY && tt <= ta) {
             rc = tick(R, tt);
@@ -553,7 +363,7 @@ static void summarize(struct run *R)
         out->missed[pt] += !q->ok;
         if (q->state == Q_FAILED && !q->first) {
             /* Given up without a token: its TTFT is at least the timeout. */
-            kvg_bench_samples_add(&R->all_ttft, o->timeout_s);
+            kvg_bench_samples_add(&R->d.all_ttft, o->timeout_s);
             if (ramp) kvg_bench_samples_add(&R->ramp_ttft, o->timeout_s);
         }
     }
@@ -572,12 +382,9 @@ static void summarize(struct run *R)
     out->slo_attainment = out->requests ? (double)out->met / (double)out->requests : 0;
     out->ramp_slo_attainment =
         out->ramp_requests ? (double)out->ramp_met / (double)out->ramp_requests : 0;
-    out->ttft_p50_s = kvg_bench_samples_pct(&R->all_ttft, 50);
-    out->ttft_p90_s = kvg_bench_samples_pct(&R->all_ttft, 90);
-    out->ttft_p99_s = kvg_bench_samples_pct(&R->all_ttft, 99);
+    scale_day_pcts(&R->d, &out->ttft_p50_s, &out->ttft_p90_s, &out->ttft_p99_s, &out->itl_p90_s,
+                   &out->cache_hit);
     out->ramp_ttft_p90_s = kvg_bench_samples_pct(&R->ramp_ttft, 90);
-    out->itl_p90_s = kvg_bench_samples_pct(&R->all_itl, 90);
-    out->cache_hit = R->hit_prompt > 0 ? R->hit_cached / R->hit_prompt : 0;
     scale_recovery_summary(R);
 }
 
@@ -586,14 +393,10 @@ static void teardown(struct run *R)
     scale_reps_free(&R->pool);
     free(R->rq);
     free(R->gq);
-    free(R->prompt);
-    scale_obs_free(&R->ob);
-    kvg_bench_samples_free(&R->all_ttft);
+    scale_day_free(&R->d);
     kvg_bench_samples_free(&R->ramp_ttft);
-    kvg_bench_samples_free(&R->all_itl);
     kvg_bench_samples_free(&R->young_ttft);
     kvg_autoscale_planner_free(R->pl);
-    scale_wl_free(&R->wl);
 }
 
 static int run_one(const struct kvg_bench_scale_opts *o, struct kvg_bench_scale_result *out,

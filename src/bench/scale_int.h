@@ -1,5 +1,6 @@
 /* Shared between the autoscaling benchmark's files (scale_wl.c: the day's
- * traffic; scale_des.c: the event loop); not a public face. */
+ * traffic; scale_day.c: what both days keep alike; scale_des.c and
+ * scale_pd.c: their event loops); not a public face. */
 #ifndef KVG_BENCH_SCALE_INT_H
 #define KVG_BENCH_SCALE_INT_H
 
@@ -107,6 +108,19 @@ void scale_reps_signals(const struct scale_reps *P, double t, double young_s,
 int scale_planner_new(const char *planner, struct kvg_autoscale_opts *a,
                       struct kvg_autoscale_planner **out, char *err, size_t errlen);
 
+/* Replica p's next engine step from t (p->e has work). */
+void scale_rep_step(struct rep *p, double t);
+/* The earliest step end (*te, replica *ke) and start-up done by day_s
+ * (*tr, *kr) among P's replicas, where earlier than the ones given. */
+void scale_reps_next(const struct scale_reps *P, double day_s, double *te, int *ke, double *tr,
+                     int *kr);
+/* The pool a day starts with: n replicas (at least min and 1), asked for
+ * and ready at 0 but their engines not made (the caller's
+ * scale_reps_ready, with its seed), not counted as added. 0 or -ENOMEM. */
+int scale_reps_first(struct scale_reps *P, const struct kvg_bench_scale_opts *o,
+                     struct kvg_autoscale_startup *su, struct kvg_rng *rng, uint32_t n,
+                     uint32_t min);
+
 /* One tick's sums, for windowed rates. */
 struct bucket {
     double arrivals, prompt_tokens, max_tokens, out_tokens;
@@ -129,37 +143,82 @@ struct scale_obs {
     double *scratch;
 };
 
-struct run {
+/* What both days keep alike (scale_day.c): the traffic and its next
+ * arrival, the start-up draws, the gateway's observations, prompt tokens
+ * sent without a first token yet, the day's TTFT and ITL samples, the
+ * prompt cache's hits, the timeline's next point and the arrivals since
+ * the last, and a buffer for the prompt being submitted. */
+struct scale_day {
     const struct kvg_bench_scale_opts *o;
-    struct kvg_bench_scale_result *out;
     struct scale_wl wl;
     struct scale_req next;
     int have_next;
+    struct kvg_autoscale_startup su;
+    struct kvg_rng rng;
+    struct scale_obs ob;
+    double inflight_prompt;
+    struct kvg_bench_samples all_ttft, all_itl;
+    double hit_cached, hit_prompt;
+    size_t tl_next;
+    double tl_arrivals;
+    uint32_t *prompt;
+};
+
+/* All of d set up for a day of o (the first arrival drawn); 0, or a code
+ * (err set for the workload's). scale_day_free either way. */
+int scale_day_init(struct scale_day *d, const struct kvg_bench_scale_opts *o, char *err,
+                   size_t errlen);
+void scale_day_free(struct scale_day *d);
+/* The window the gateway's signals to planner pl cover: o->window_s, else
+ * its interval (sla's default 180 s, others 30 s), at least 30 s. */
+double scale_day_window(const struct scale_day *d, const struct kvg_autoscale_planner *pl);
+/* The next arrival into *r, counted (tick, in-flight prompt tokens,
+ * timeline), and the one after drawn. */
+void scale_day_arrive(struct scale_day *d, struct scale_req *r);
+/* A prefill of prompt tokens found cached of them in the prefix cache. */
+void scale_day_cached(struct scale_day *d, double cached, double prompt);
+/* r's first token at t: its TTFT counted and returned. */
+double scale_day_first(struct scale_day *d, const struct scale_req *r, double t);
+/* A request finished at t with mean inter-token latency itl; ok: within
+ * the SLO. */
+void scale_day_done(struct scale_day *d, double t, double itl, int ok);
+/* Request r will not be served (first: it had its first token). */
+void scale_day_fail(struct scale_day *d, const struct scale_req *r, int first);
+/* The mean inter-token latency of ntok tokens from t_first to t_last. */
+double scale_itl(uint32_t ntok, double t_first, double t_last);
+/* The next of n timeline points that ended by t: 1 with *i, t_h[*i] and
+ * rate[*i] set (the arrivals count restarts), or 0 when none has. */
+int scale_day_point(struct scale_day *d, double t, size_t n, double *t_h, double *rate, size_t *i);
+/* The day's TTFT p50 / p90 / p99, ITL p90 and prompt cache hit rate. */
+void scale_day_pcts(struct scale_day *d, double *ttft_p50, double *ttft_p90, double *ttft_p99,
+                    double *itl_p90, double *cache_hit);
+/* *v[0..nv) each a zeroed array of n doubles: 0 or -ENOMEM (the rest
+ * still allocated, the caller frees them all). */
+int scale_timeline_alloc(size_t n, double **v[], size_t nv);
+/* id onto the end of a growing array of *tail of *cap; 0 or -ENOMEM. */
+int scale_ids_push(uint64_t **v, size_t *tail, size_t *cap, uint64_t id);
+
+struct run {
+    const struct kvg_bench_scale_opts *o;
+    struct kvg_bench_scale_result *out;
+    struct scale_day d;
     struct rq *rq;
     size_t nrq, caprq;
     struct scale_reps pool;
     uint64_t *gq; /* gateway queue: request ids, FIFO */
     size_t gq_head, gq_tail, gq_cap;
     uint64_t sweep;
-    uint32_t *prompt;
     struct kvg_autoscale_planner *pl;
-    struct kvg_autoscale_startup su;
-    struct kvg_rng rng;
-    struct scale_obs ob;
-    double inflight_prompt;
     uint32_t last_desired;
     int have_desired;
-    struct kvg_bench_samples all_ttft, ramp_ttft, all_itl;
-    double hit_cached, hit_prompt;
+    struct kvg_bench_samples ramp_ttft;
     double group_routed[KVG_BENCH_SCALE_GROUPS]; /* requests routed per prefix: the hottest */
     uint64_t prewarm_next;                       /* ids of prewarm requests */
     int prewarmed;                               /* this run prewarms (planner "kvgate") */
     struct kvg_bench_samples young_ttft;         /* TTFT on replicas in their first young_s */
-    size_t tl_next;
-    double tl_arrivals;
 };
 
-/* Shared with the PD day (scale_pd.c), in scale_des.c. */
+/* Both days' gateway observations, in scale_day.c. */
 void scale_lat_put(struct lat_ring *L, double t, double v);
 /* Mean and p90 of L's samples since `since` (-1 when none); scratch holds
  * 1 << 16 doubles. */
@@ -212,6 +271,9 @@ void scale_derive_profile(const struct kvg_bench_scale_opts *o, double knee,
 /* The scenario's mean prompt tokens a request: the shared prefix and the
  * mean of the uniform suffix. */
 double scale_isl_mean(const struct kvg_bench_scale_opts *o);
+/* The day's highest rate, bursts included (the day curve sampled per
+ * minute). */
+double scale_peak_rate(const struct kvg_bench_scale_opts *o);
 /* Replicas' worth of one request per second (1 / knee_rps). */
 double scale_load_per_rps(const struct kvg_bench_scale_opts *o);
 

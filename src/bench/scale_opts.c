@@ -55,7 +55,7 @@ void scale_derive_profile(const struct kvg_bench_scale_opts *o, double knee,
                           struct kvg_autoscale_profile *pr)
 {
     const struct kvg_sim_profile *p = &o->profile;
-    double isl = o->prefix_len + (o->suffix_min + o->suffix_max) / 2.0;
+    double isl = scale_isl_mean(o);
     double t = 0, done = 0, chunk = p->max_num_batched_tokens ? p->max_num_batched_tokens : isl;
     while (done < isl) {
         double n = fmin(chunk, isl - done);
@@ -92,11 +92,16 @@ double scale_load_per_rps(const struct kvg_bench_scale_opts *o)
     return o->knee_rps > 0 ? 1.0 / o->knee_rps : 0;
 }
 
-uint32_t kvg_bench_scale_static_peak(const struct kvg_bench_scale_opts *o)
+double scale_peak_rate(const struct kvg_bench_scale_opts *o)
 {
     double mx = 0;
     for (int i = 0; i < 24 * 60; i++) mx = fmax(mx, kvg_bench_scale_shape(i / 60.0));
-    double peak = o->mean_rate * mx * (o->bursts ? o->burst_mult : 1);
+    return o->mean_rate * mx * (o->bursts ? o->burst_mult : 1);
+}
+
+uint32_t kvg_bench_scale_static_peak(const struct kvg_bench_scale_opts *o)
+{
+    double peak = scale_peak_rate(o);
     return kvg_autoscale_ceil(peak * scale_load_per_rps(o) * (1 + o->aopts.headroom));
 }
 

@@ -4,7 +4,7 @@
  * prefill with max_tokens 1 and its blocks held, the transfer, the decode
  * with the prompt's KV remote); the traffic, start-up draws and the
  * gateway's windowed observations are the aggregated day's (scale_wl.c,
- * scale_des.c). */
+ * scale_day.c). */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -39,9 +39,7 @@ struct pool {
 struct pdrun {
     const struct kvg_bench_scale_opts *o;
     struct kvg_bench_scale_pd_result *out;
-    struct scale_wl wl;
-    struct scale_req next;
-    int have_next;
+    struct scale_day d;
     struct pq *q;
     size_t nq, capq;
     struct pool pool[2];
@@ -51,36 +49,11 @@ struct pdrun {
     uint64_t *xf; /* requests whose KV is moving */
     size_t nxf, capxf;
     uint64_t sweep;
-    uint32_t *prompt;
-    struct kvg_autoscale_startup su;
-    struct kvg_rng rng;
-    struct scale_obs ob;
-    double inflight_prompt, kv_bytes_tok, link_bw;
-    struct kvg_bench_samples all_ttft, all_itl, xfer;
-    double hit_cached, hit_prompt;
-    size_t tl_next;
-    double tl_arrivals;
+    double kv_bytes_tok, link_bw;
+    struct kvg_bench_samples xfer;
     int oracle; /* planner "oracle": scale_pd_oracle_desired() sizes the pools */
     double oracle_lead;
 };
-
-static struct bucket *cur(struct pdrun *R)
-{
-    return scale_obs_cur(&R->ob);
-}
-
-static int push(uint64_t **v, size_t *tail, size_t *cap, uint64_t id)
-{
-    if (*tail == *cap) {
-        size_t c = *cap ? *cap * 2 : 1024;
-        uint64_t *n = realloc(*v, c * sizeof *n);
-        if (!n) return -ENOMEM;
-        *v = n;
-        *cap = c;
-    }
-    (*v)[(*tail)++] = id;
-    return 0;
-}
 
 static int make_ready(struct pdrun *R, struct pool *P, int k)
 {
@@ -91,9 +64,7 @@ static int make_ready(struct pdrun *R, struct pool *P, int k)
 static void kick(struct rep *p, double t)
 {
     if (p->stepping || !p->e || kvg_sim_idle(p->e)) return;
-    kvg_sim_step(p->e, t, &p->st);
-    p->stepping = 1;
-    p->busy_until = t + p->st.duration;
+    scale_rep_step(p, t);
 }
 
 /* Frees what request q holds on its prefill replica (blocks, in flight). */
@@ -114,7 +85,6 @@ static void leave_prefill(struct pdrun *R, struct pq *q, uint64_t id, int abort)
 static void fail(struct pdrun *R, uint64_t id)
 {
     struct pq *q = &R->q[id];
-    if (!q->first) R->inflight_prompt -= q->r.prompt_len;
     if (q->state == P_PREFILL) leave_prefill(R, q, id, 1);
     if (q->state == P_WAIT || q->state == P_XFER) leave_prefill(R, q, id, 0);
     if ((q->state == P_XFER || q->state == P_DECODE) && q->dec >= 0) {
@@ -122,10 +92,9 @@ static void fail(struct pdrun *R, uint64_t id)
         if (p->e && q->state == P_DECODE) kvg_sim_abort(p->e, id);
         if (p->inflight) p->inflight--;
     }
+    scale_day_fail(&R->d, &q->r, q->first);
     q->state = P_FAILED;
     R->out->failed++;
-    cur(R)->missed++;
-    cur(R)->finished++;
 }
 
 static int routable(const struct rep *p)
@@ -174,12 +143,12 @@ static int to_prefill(struct pdrun *R, uint64_t id, double t)
 {
     struct pq *q = &R->q[id];
     int k = pick_prefill(R, q);
-    if (k < 0) return push(&R->gq, &R->gq_tail, &R->gq_cap, id);
+    if (k < 0) return scale_ids_push(&R->gq, &R->gq_tail, &R->gq_cap, id);
     struct rep *p = &R->pool[0].r.rep[k];
     p->groups |= 1ull << q->r.group;
-    scale_wl_prompt(&R->wl, &q->r, R->prompt);
+    scale_wl_prompt(&R->d.wl, &q->r, R->d.prompt);
     struct kvg_sim_request sr = {.id = id,
-                                 .prompt = R->prompt,
+                                 .prompt = R->d.prompt,
                                  .prompt_len = q->r.prompt_len,
                                  .max_tokens = 1,
                                  .ignore_eos = 1,
@@ -205,7 +174,7 @@ static int to_decode(struct pdrun *R, uint64_t id, double t)
     int k = pick_decode(R);
     if (k < 0) {
         q->state = P_WAIT;
-        return push(&R->dq, &R->dq_tail, &R->dq_cap, id);
+        return scale_ids_push(&R->dq, &R->dq_tail, &R->dq_cap, id);
     }
     q->dec = k;
     R->pool[1].r.rep[k].inflight++;
@@ -213,15 +182,7 @@ static int to_decode(struct pdrun *R, uint64_t id, double t)
     q->xfer_done = t + xs;
     q->state = P_XFER;
     kvg_bench_samples_add(&R->xfer, xs);
-    if (R->nxf == R->capxf) {
-        size_t c = R->capxf ? R->capxf * 2 : 256;
-        uint64_t *v = realloc(R->xf, c * sizeof *v);
-        if (!v) return -ENOMEM;
-        R->xf = v;
-        R->capxf = c;
-    }
-    R->xf[R->nxf++] = id;
-    return 0;
+    return scale_ids_push(&R->xf, &R->nxf, &R->capxf, id);
 }
 
 /* The KV of xf[i] has arrived: the prefill's blocks go, the decode starts. */
@@ -237,9 +198,9 @@ static int xfer_done(struct pdrun *R, size_t i, double t)
         fail(R, id);
         return 0;
     }
-    scale_wl_prompt(&R->wl, &q->r, R->prompt);
+    scale_wl_prompt(&R->d.wl, &q->r, R->d.prompt);
     struct kvg_sim_request sr = {.id = id,
-                                 .prompt = R->prompt,
+                                 .prompt = R->d.prompt,
                                  .prompt_len = q->r.prompt_len,
                                  .max_tokens = q->r.max_tokens,
                                  .ignore_eos = 1,
@@ -285,16 +246,9 @@ static int arrive(struct pdrun *R)
     uint64_t id = R->nq++;
     struct pq *q = &R->q[id];
     memset(q, 0, sizeof *q);
-    q->r = R->next;
+    scale_day_arrive(&R->d, &q->r);
     q->pre = q->dec = -1;
     q->state = P_GATEWAY;
-    struct bucket *b = cur(R);
-    b->arrivals++;
-    b->prompt_tokens += q->r.prompt_len;
-    b->max_tokens += q->r.max_tokens;
-    R->tl_arrivals++;
-    R->inflight_prompt += q->r.prompt_len;
-    R->have_next = scale_wl_next(&R->wl, &R->next) == 0;
     return to_prefill(R, id, q->r.arrival);
 }
 
@@ -302,18 +256,13 @@ static void finish(struct pdrun *R, struct pq *q, double t)
 {
     const struct kvg_autoscale_opts *a = &R->o->aopts;
     q->state = P_DONE;
-    double itl = q->ntok > 1 ? (q->t_last - q->t_first) / (q->ntok - 1) : 0;
+    double itl = scale_itl(q->ntok, q->t_first, q->t_last);
     double ttft = q->t_first - q->r.arrival;
-    struct bucket *b = cur(R);
-    b->finished++;
-    b->itl_sum += itl;
-    scale_lat_put(R->ob.itl, t, itl);
-    kvg_bench_samples_add(&R->all_itl, itl);
     int tok = ttft <= a->ttft_target_s, iok = itl <= a->itl_target_s;
+    scale_day_done(&R->d, t, itl, tok && iok);
     R->out->ttft_met += tok;
     R->out->itl_met += iok;
     R->out->met += tok && iok;
-    b->missed += !(tok && iok);
 }
 
 static int step_end(struct pdrun *R, struct pool *P, int k, double t)
@@ -326,26 +275,18 @@ static int step_end(struct pdrun *R, struct pool *P, int k, double t)
         struct pq *q = &R->q[u->id];
         if (P->role == KVG_AUTOSCALE_PREFILL) {
             if (q->state != P_PREFILL || !(u->flags & KVG_SIM_UP_FINISHED)) continue;
-            R->hit_cached += u->cached_tokens;
-            R->hit_prompt += q->r.prompt_len;
-            cur(R)->cached += u->cached_tokens;
-            cur(R)->first_prompt += q->r.prompt_len;
+            scale_day_cached(&R->d, u->cached_tokens, q->r.prompt_len);
             q->t_pre = t;
             if ((rc = to_decode(R, u->id, t))) return rc;
             continue;
         }
         if (q->state != P_DECODE) continue;
         if (u->flags & KVG_SIM_UP_TOKEN) {
-            cur(R)->out_tokens++;
+            scale_obs_cur(&R->d.ob)->out_tokens++;
             if (!q->first) {
                 q->first = 1;
                 q->t_first = t;
-                R->inflight_prompt -= q->r.prompt_len;
-                double ttft = t - q->r.arrival;
-                cur(R)->firsts++;
-                cur(R)->ttft_sum += ttft;
-                scale_lat_put(R->ob.ttft, t, ttft);
-                kvg_bench_samples_add(&R->all_ttft, ttft);
+                scale_day_first(&R->d, &q->r, t);
             }
             q->t_last = t;
             q->ntok++;
@@ -402,22 +343,19 @@ static void pool_signals(struct pdrun *R, struct pool *P, double t, double windo
     size_t nq = 0;
     if (P->role == KVG_AUTOSCALE_PREFILL) {
         for (size_t i = R->gq_head; i < R->gq_tail; i++) nq += R->q[R->gq[i]].state == P_GATEWAY;
-        s->inflight_prompt_tokens = R->inflight_prompt;
+        s->inflight_prompt_tokens = R->d.inflight_prompt;
     } else {
         for (size_t i = R->dq_head; i < R->dq_tail; i++) nq += R->q[R->dq[i]].state == P_WAIT;
     }
     s->queued = (double)nq;
-    scale_window_signals(&R->ob, R->o->tick_s, window, s);
+    scale_window_signals(&R->d.ob, R->o->tick_s, window, s);
 }
 
 static void timeline(struct pdrun *R, double t)
 {
     struct kvg_bench_scale_pd_result *r = R->out;
-    double step = R->o->day_s / (double)r->n;
-    while (R->tl_next < r->n && t >= (double)(R->tl_next + 1) * step) {
-        size_t i = R->tl_next++;
-        r->t_h[i] = (double)(i + 1) * step / R->o->day_s * 24;
-        r->rate[i] = R->tl_arrivals / step;
+    size_t i = 0;
+    while (scale_day_point(&R->d, t, r->n, r->t_h, r->rate, &i)) {
         for (int pi = 0; pi < 2; pi++) {
             const struct pool *P = &R->pool[pi];
             uint32_t n = 0, st = 0;
@@ -426,7 +364,6 @@ static void timeline(struct pdrun *R, double t)
             r->starting[pi][i] = st;
             r->desired[pi][i] = P->last_desired;
         }
-        R->tl_arrivals = 0;
     }
 }
 
@@ -435,12 +372,7 @@ static int tick(struct pdrun *R, double t)
     expire(R, t);
     for (int pi = 0; pi < 2; pi++) {
         struct pool *P = &R->pool[pi];
-        double window = R->o->window_s;
-        if (!(window > 0)) {
-            double iv = P->pl->o.interval_s;
-            if (!(iv > 0)) iv = !strcmp(R->o->planner, "sla") ? 180 : 30;
-            window = iv > 30 ? iv : 30;
-        }
+        double window = scale_day_window(&R->d, P->pl);
         double eta[KVG_BENCH_SCALE_MAX_REPLICAS];
         struct kvg_autoscale_signals s;
         pool_signals(R, P, t, window, &s, eta);
@@ -452,7 +384,8 @@ static int tick(struct pdrun *R, double t)
         int rc = kvg_autoscale_plan(P->pl, &s, &d);
         if (rc) return rc;
         if (R->oracle) {
-            d.desired = scale_pd_oracle_desired(&R->wl, &P->pl->o, R->oracle_lead, s.cache_hit, t);
+            d.desired =
+                scale_pd_oracle_desired(&R->d.wl, &P->pl->o, R->oracle_lead, s.cache_hit, t);
             d.acted = 1;
             snprintf(d.reason, sizeof d.reason, "oracle: the true rate's peak over +%.0f s -> %u",
                      R->oracle_lead, d.desired);
@@ -463,10 +396,10 @@ static int tick(struct pdrun *R, double t)
                     t, d.reason);
         P->last_desired = d.desired;
         P->have_desired = 1;
-        if ((rc = scale_reps_actuate(&P->r, R->o, &R->su, &R->rng, d.desired, t))) return rc;
+        if ((rc = scale_reps_actuate(&P->r, R->o, &R->d.su, &R->d.rng, d.desired, t))) return rc;
     }
     timeline(R, t);
-    scale_obs_next(&R->ob);
+    scale_obs_next(&R->d.ob);
     return 0;
 }
 
@@ -495,7 +428,7 @@ static void pool_opts(const struct kvg_bench_scale_opts *o, enum kvg_autoscale_r
 static double pool_need(const struct kvg_bench_scale_opts *o, const struct kvg_autoscale_opts *a,
                         double rate)
 {
-    double isl = o->prefix_len + (o->suffix_min + o->suffix_max) / 2.0;
+    double isl = scale_isl_mean(o);
     return kvg_autoscale_load(a, rate * isl, rate * o->osl, a->itl_target_s) * (1 + a->headroom);
 }
 
@@ -503,27 +436,22 @@ static int setup(struct pdrun *R, char *err, size_t errlen)
 {
     const struct kvg_bench_scale_opts *o = R->o;
     struct kvg_bench_scale_pd_result *out = R->out;
-    int rc = scale_wl_init(&R->wl, o);
-    if (rc) return kvg_err_set(err, errlen, rc, "workload: %s", kvg_strerror(rc));
-    R->have_next = scale_wl_next(&R->wl, &R->next) == 0;
-    kvg_autoscale_startup_init(&R->su);
-    kvg_rng_seed(&R->rng, o->seed * 31 + 7);
+    int rc = scale_day_init(&R->d, o, err, errlen);
+    if (rc) return rc;
     R->oracle = !strcmp(o->planner, "oracle");
-    R->oracle_lead = scale_pd_oracle_lead(o, &R->su);
+    R->oracle_lead = scale_pd_oracle_lead(o, &R->d.su);
     for (uint32_t b = 0; o->trace && b < o->bursts && b < 64; b++)
         fprintf(stderr, "%s: burst %u at %.0f s (%.0f s, x%.2f)\n", o->planner, b,
-                R->wl.burst_at[b], o->burst_s, o->burst_mult);
+                R->d.wl.burst_at[b], o->burst_s, o->burst_mult);
     R->kv_bytes_tok = (double)kvg_sim_kv_bytes_per_token(&o->profile);
     R->link_bw = kvg_sim_link_bw(1); /* prefill and decode in one rack */
-    double mx = 0;
-    for (int i = 0; i < 24 * 60; i++) mx = fmax(mx, kvg_bench_scale_shape(i / 60.0));
-    double peak = o->mean_rate * mx * (o->bursts ? o->burst_mult : 1);
+    double peak = scale_peak_rate(o);
     for (int pi = 0; pi < 2; pi++) {
         struct pool *P = &R->pool[pi];
         P->role = pi ? KVG_AUTOSCALE_DECODE : KVG_AUTOSCALE_PREFILL;
         P->out = &out->pool[pi];
         struct kvg_autoscale_opts a;
-        pool_opts(o, P->role, &R->su, &a);
+        pool_opts(o, P->role, &R->d.su, &a);
         P->out->static_peak = kvg_autoscale_ceil(pool_need(o, &a, peak));
         if (!a.static_replicas) a.static_replicas = P->out->static_peak;
         P->headroom = a.headroom;
@@ -535,25 +463,12 @@ static int setup(struct pdrun *R, char *err, size_t errlen)
         if (rc == KVG_ENOTFOUND) out->status = KVG_ENOTFOUND;
         if (rc) return rc == KVG_ENOTFOUND ? 1 : rc;
     }
-    if (scale_obs_init(&R->ob)) return -ENOMEM;
-    R->prompt = malloc(((size_t)o->prefix_len + o->suffix_max + 1) * sizeof *R->prompt);
     out->n = o->timeline_points ? o->timeline_points : 288;
-    out->t_h = calloc(out->n, sizeof(double));
-    out->rate = calloc(out->n, sizeof(double));
-    int ok = R->prompt && out->t_h && out->rate;
-    out->arrived = calloc(out->n, sizeof(double));
-    out->missed = calloc(out->n, sizeof(double));
-    out->missed_prefill = calloc(out->n, sizeof(double));
-    ok = ok && out->arrived && out->missed && out->missed_prefill;
-    for (int pi = 0; pi < 2; pi++) {
-        out->ready[pi] = calloc(out->n, sizeof(double));
-        out->desired[pi] = calloc(out->n, sizeof(double));
-        out->starting[pi] = calloc(out->n, sizeof(double));
-        ok = ok && out->ready[pi] && out->desired[pi] && out->starting[pi];
-    }
-    if (!ok) return -ENOMEM;
-    kvg_bench_samples_init(&R->all_ttft);
-    kvg_bench_samples_init(&R->all_itl);
+    double **tl[] = {&out->t_h,        &out->rate,           &out->arrived,
+                     &out->missed,     &out->missed_prefill, &out->ready[0],
+                     &out->desired[0], &out->starting[0],    &out->ready[1],
+                     &out->desired[1], &out->starting[1]};
+    if (scale_timeline_alloc(out->n, tl, sizeof tl / sizeof tl[0])) return -ENOMEM;
     kvg_bench_samples_init(&R->xfer);
     /* The day starts with what its first hour needs (static: its count),
      * ready, with empty caches. */
@@ -562,16 +477,11 @@ static int setup(struct pdrun *R, char *err, size_t errlen)
         const struct kvg_autoscale_opts *a = &P->pl->o;
         uint32_t n0 = !strcmp(o->planner, "static")
                           ? a->static_replicas
-                          : kvg_autoscale_ceil(pool_need(o, a, scale_wl_rate(&R->wl, 0)));
-        if (R->oracle) n0 = scale_pd_oracle_desired(&R->wl, a, R->oracle_lead, 0, 0);
-        if (n0 < a->min_replicas) n0 = a->min_replicas;
-        if (n0 < 1) n0 = 1;
-        for (uint32_t i = 0; i < n0; i++) {
-            if ((rc = scale_reps_add(&P->r, o, &R->su, &R->rng, 0))) return rc;
-            P->r.rep[P->r.nrep - 1].ready_at = 0;
-            if ((rc = make_ready(R, P, (int)P->r.nrep - 1))) return rc;
-        }
-        P->r.added = 0;
+                          : kvg_autoscale_ceil(pool_need(o, a, scale_wl_rate(&R->d.wl, 0)));
+        if (R->oracle) n0 = scale_pd_oracle_desired(&R->d.wl, a, R->oracle_lead, 0, 0);
+        if ((rc = scale_reps_first(&P->r, o, &R->d.su, &R->d.rng, n0, a->min_replicas))) return rc;
+        for (size_t k = 0; k < P->r.nrep; k++)
+            if ((rc = make_ready(R, P, (int)k))) return rc;
     }
     return 0;
 }
@@ -581,20 +491,16 @@ static int loop(struct pdrun *R)
     const struct kvg_bench_scale_opts *o = R->o;
     double next_tick = o->tick_s;
     for (;;) {
-        double ta = R->have_next ? R->next.arrival : INFINITY;
+        double ta = R->d.have_next ? R->d.next.arrival : INFINITY;
         double tt = next_tick <= o->day_s ? next_tick : INFINITY;
         double te = INFINITY, tr = INFINITY, tx = INFINITY;
         int pe = -1, ke = -1, pr = -1, kr = -1;
         size_t kx = 0;
         for (int pi = 0; pi < 2; pi++) {
-            const struct pool *P = &R->pool[pi];
-            for (size_t i = 0; i < P->r.nact; i++) {
-                int k = P->r.act[i];
-                const struct rep *p = &P->r.rep[k];
-                if (p->stepping && p->busy_until < te) te = p->busy_until, pe = pi, ke = k;
-                if (p->state == R_STARTING && p->ready_at < tr && p->ready_at <= o->day_s)
-                    tr = p->ready_at, pr = pi, kr = k;
-            }
+            double te0 = te, tr0 = tr;
+            scale_reps_next(&R->pool[pi].r, o->day_s, &te, &ke, &tr, &kr);
+            if (te < te0) pe = pi;
+            if (tr < tr0) pr = pi;
         }
         for (size_t i = 0; i < R->nxf; i++)
             if (R->q[R->xf[i]].xfer_done < tx) tx = R->q[R->xf[i]].xfer_done, kx = i;
@@ -635,9 +541,8 @@ static void timeline_misses(struct pdrun *R)
         size_t i = (size_t)(q->r.arrival / step);
         if (i >= out->n) i = out->n - 1;
         out->arrived[i]++;
-        int ok =
-            q->state == P_DONE && q->t_first - q->r.arrival <= o->aopts.ttft_target_s &&
-            (q->ntok > 1 ? (q->t_last - q->t_first) / (q->ntok - 1) : 0) <= o->aopts.itl_target_s;
+        int ok = q->state == P_DONE && q->t_first - q->r.arrival <= o->aopts.ttft_target_s &&
+                 scale_itl(q->ntok, q->t_first, q->t_last) <= o->aopts.itl_target_s;
         if (ok) continue;
         out->missed[i]++;
         if (!(q->t_pre > 0) || q->t_pre - q->r.arrival > o->aopts.ttft_target_s)
@@ -652,7 +557,7 @@ static void summarize(struct pdrun *R)
     out->requests = R->nq;
     for (size_t i = 0; i < R->nq; i++)
         if (R->q[i].state == P_FAILED && !R->q[i].first)
-            kvg_bench_samples_add(&R->all_ttft, o->timeout_s); /* at least the timeout */
+            kvg_bench_samples_add(&R->d.all_ttft, o->timeout_s); /* at least the timeout */
     timeline_misses(R);
     double gpus = o->gpus_per_replica ? o->gpus_per_replica : 1;
     for (int pi = 0; pi < 2; pi++) {
@@ -672,12 +577,9 @@ static void summarize(struct pdrun *R)
     out->slo_attainment = (double)out->met / n;
     out->ttft_attainment = (double)out->ttft_met / n;
     out->itl_attainment = (double)out->itl_met / n;
-    out->ttft_p50_s = kvg_bench_samples_pct(&R->all_ttft, 50);
-    out->ttft_p90_s = kvg_bench_samples_pct(&R->all_ttft, 90);
-    out->ttft_p99_s = kvg_bench_samples_pct(&R->all_ttft, 99);
-    out->itl_p90_s = kvg_bench_samples_pct(&R->all_itl, 90);
+    scale_day_pcts(&R->d, &out->ttft_p50_s, &out->ttft_p90_s, &out->ttft_p99_s, &out->itl_p90_s,
+                   &out->cache_hit);
     out->xfer_p90_s = kvg_bench_samples_pct(&R->xfer, 90);
-    out->cache_hit = R->hit_prompt > 0 ? R->hit_cached / R->hit_prompt : 0;
 }
 
 static void teardown(struct pdrun *R)
@@ -691,12 +593,8 @@ static void teardown(struct pdrun *R)
     free(R->gq);
     free(R->dq);
     free(R->xf);
-    free(R->prompt);
-    scale_obs_free(&R->ob);
-    kvg_bench_samples_free(&R->all_ttft);
-    kvg_bench_samples_free(&R->all_itl);
+    scale_day_free(&R->d);
     kvg_bench_samples_free(&R->xfer);
-    scale_wl_free(&R->wl);
 }
 
 int kvg_bench_scale_pd_run(const struct kvg_bench_scale_opts *o,

@@ -19,7 +19,7 @@ uint32_t scale_pd_oracle_desired(const struct scale_wl *w, const struct kvg_auto
                                  double lead, double hit, double t)
 {
     const struct kvg_bench_scale_opts *o = w->o;
-    double isl = o->prefix_len + (o->suffix_min + o->suffix_max) / 2.0;
+    double isl = scale_isl_mean(o);
     if (!(hit > 0 && hit < 1)) hit = 0;
     /* The day curve moves slowly: sampled every second, and each burst
      * starting in the window at its start. */

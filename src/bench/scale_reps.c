@@ -180,3 +180,37 @@ int scale_planner_new(const char *planner, struct kvg_autoscale_opts *a,
         return kvg_err_set(err, errlen, rc, "planner %s: %s", planner, kvg_strerror(rc));
     return rc;
 }
+
+void scale_rep_step(struct rep *p, double t)
+{
+    kvg_sim_step(p->e, t, &p->st);
+    p->stepping = 1;
+    p->busy_until = t + p->st.duration;
+}
+
+void scale_reps_next(const struct scale_reps *P, double day_s, double *te, int *ke, double *tr,
+                     int *kr)
+{
+    for (size_t i = 0; i < P->nact; i++) {
+        int k = P->act[i];
+        const struct rep *p = &P->rep[k];
+        if (p->stepping && p->busy_until < *te) *te = p->busy_until, *ke = k;
+        if (p->state == R_STARTING && p->ready_at < *tr && p->ready_at <= day_s)
+            *tr = p->ready_at, *kr = k;
+    }
+}
+
+int scale_reps_first(struct scale_reps *P, const struct kvg_bench_scale_opts *o,
+                     struct kvg_autoscale_startup *su, struct kvg_rng *rng, uint32_t n,
+                     uint32_t min)
+{
+    if (n < min) n = min;
+    if (n < 1) n = 1;
+    for (uint32_t i = 0; i < n && P->nact < KVG_BENCH_SCALE_MAX_REPLICAS; i++) {
+        int rc = scale_reps_add(P, o, su, rng, 0);
+        if (rc) return rc;
+        P->rep[P->nrep - 1].ready_at = 0;
+    }
+    P->added = 0;
+    return 0;
+}

@@ -33,9 +33,9 @@ int scale_prewarm_start(struct run *R, int k, double t)
         if (best < 0) break;
         taken |= 1ull << best;
         struct scale_req r = {.group = (uint32_t)best, .prompt_len = o->prefix_len};
-        scale_wl_prompt(&R->wl, &r, R->prompt);
+        scale_wl_prompt(&R->d.wl, &r, R->d.prompt);
         struct kvg_sim_request sr = {.id = SCALE_PREWARM_ID | R->prewarm_next++,
-                                     .prompt = R->prompt,
+                                     .prompt = R->d.prompt,
                                      .prompt_len = o->prefix_len,
                                      .max_tokens = 1,
                                      .ignore_eos = 1,
@@ -73,10 +73,11 @@ void scale_recovery_note(struct run *R, struct rep *p, double t, double cached, 
     p->rec_cached[p->rec_n % SCALE_REC_N] = cached;
     p->rec_prompt[p->rec_n % SCALE_REC_N] = prompt;
     p->rec_n++;
-    if (p->rec_n < SCALE_REC_N || !(R->hit_prompt > 0)) return;
+    if (p->rec_n < SCALE_REC_N || !(R->d.hit_prompt > 0)) return;
     double c = 0, pr = 0;
     for (int i = 0; i < SCALE_REC_N; i++) c += p->rec_cached[i], pr += p->rec_prompt[i];
-    if (pr > 0 && c / pr >= 0.9 * R->hit_cached / R->hit_prompt) p->recovered_s = t - p->ready_at;
+    if (pr > 0 && c / pr >= 0.9 * R->d.hit_cached / R->d.hit_prompt)
+        p->recovered_s = t - p->ready_at;
 }
 
 static int cmp_d(const void *a, const void *b)
