@@ -21,7 +21,7 @@
 /* Big arrays are walked at random by every lookup: on 2 MB pages (where the
  * kernel allows transparent huge pages on request) a cold walk costs cache
  * misses but no TLB misses. Freed with free(). */
-void *kvg_kv_big_alloc(size_t n)
+static void *big_alloc(size_t n)
 {
     if (n < HUGE) return malloc(n);
     void *p = NULL;
@@ -35,7 +35,7 @@ void *kvg_kv_big_alloc(size_t n)
 int kvg_kv_chain_init(struct kvg_kv_chain *c, uint32_t nbuckets)
 {
     memset(c, 0, sizeof *c);
-    if (!(c->b = kvg_kv_big_alloc((size_t)nbuckets * sizeof *c->b))) return -ENOMEM;
+    if (!(c->b = big_alloc((size_t)nbuckets * sizeof *c->b))) return -ENOMEM;
     memset(c->b, 0xff, (size_t)nbuckets * sizeof *c->b);
     c->mask = nbuckets - 1;
     return 0;
@@ -60,7 +60,7 @@ void kvg_kv_chain_maybe_grow(struct kvg_kv_chain *c, uint32_t items, uint32_t lo
 {
     if (c->ob || items <= (uint64_t)load * (c->mask + 1) || c->mask >= 0x3fffffff) return;
     uint32_t nmask = c->mask * 2 + 1;
-    uint32_t *nb = kvg_kv_big_alloc(((size_t)nmask + 1) * sizeof *nb);
+    uint32_t *nb = big_alloc(((size_t)nmask + 1) * sizeof *nb);
     if (!nb) return;
     memset(nb, 0xff, ((size_t)nmask + 1) * sizeof *nb);
     c->ob = c->b;
@@ -276,7 +276,7 @@ static int add_page(void ***pages, uint32_t *n, size_t page_bytes)
     void **p = realloc(*pages, ((size_t)*n + 1) * sizeof *p);
     if (!p) return -ENOMEM;
     *pages = p;
-    if (!(p[*n] = kvg_kv_big_alloc(page_bytes))) return -ENOMEM;
+    if (!(p[*n] = big_alloc(page_bytes))) return -ENOMEM;
     (*n)++;
     return 0;
 }

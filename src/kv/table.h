@@ -21,10 +21,11 @@
  * Nodes and entries live in paged pools indexed by uint32 (stable addresses,
  * no big reallocs) and are recycled through free lists. Sizes are chosen for
  * the <= 64 bytes per (block, worker) budget in the worst case where every
- * block sits on one worker: entry 28 B + node 16 B + 8 B per 64 worker slots +
- * two uint32 bucket arrays (nodes: 1-2 items per bucket, worker keys: 2-4;
- * both grow incrementally, see struct kvg_kv_chain); the sets are few (at
- * most one per node, in practice one per distinct holder pattern).
+ * block sits on one worker: entry 28 B + node 24 B + two uint32 bucket
+ * arrays (nodes: 1-2 items per bucket, worker keys: 2-4; both grow
+ * incrementally, see struct kvg_kv_chain) + the holder sets, which are few
+ * (at most one per node, in practice one per distinct holder pattern: one
+ * per worker here).
  *
  * Two entries of one worker can name the same node when the engine reports
  * the same tokens under two block hashes (extra keys the router does not
@@ -109,7 +110,7 @@ struct kvg_kv_cnt {
 struct kvg_kv_tab {
     uint32_t max_workers, words;
     size_t node_size, set_size;
-    uint8_t **spages; /* holder sets: SET_SHIFT per page */
+    uint8_t **spages; /* holder sets: 1 << KVG_KV_SET_SHIFT per page */
     uint32_t n_spages, set_hw, set_free, n_sets;
     struct kvg_kv_chain sc; /* sets by hash */
     uint8_t **npages;
@@ -137,8 +138,7 @@ struct kvg_kv_tab {
 };
 
 /* Shared by table.c and table_set.c: the doubling bucket arrays (see struct
- * kvg_kv_chain) and allocations of big arrays on huge pages. */
-void *kvg_kv_big_alloc(size_t n);
+ * kvg_kv_chain). */
 int kvg_kv_chain_init(struct kvg_kv_chain *c, uint32_t nbuckets);
 void kvg_kv_chain_free(struct kvg_kv_chain *c);
 size_t kvg_kv_chain_bytes(const struct kvg_kv_chain *c);
