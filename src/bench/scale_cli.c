@@ -235,14 +235,18 @@ static int csv_of(const struct kvg_bench_scale_result *r, size_t n, const struct
     return kvg_bench_scale_timeline_csv(r, n, f);
 }
 
+/* The plot's file name as the markdown links it (beside the report), or
+ * NULL without --svg. */
+static const char *svg_link(const struct cfg *c)
+{
+    if (!c->svg[0]) return NULL;
+    const char *s = strrchr(c->svg, '/');
+    return s ? s + 1 : c->svg;
+}
+
 static int md_of(const struct kvg_bench_scale_result *r, size_t n, const struct cfg *c, FILE *f)
 {
-    const char *svg = NULL;
-    if (c->svg[0]) {
-        svg = strrchr(c->svg, '/');
-        svg = svg ? svg + 1 : c->svg;
-    }
-    return kvg_bench_scale_md(r, n, &c->o, c->command, svg, f);
+    return kvg_bench_scale_md(r, n, &c->o, c->command, svg_link(c), f);
 }
 
 /* The PD day's results: a line per planner, then --json, --markdown,
@@ -271,11 +275,7 @@ static int pd_report(const struct cfg *c, struct job *jobs)
                    (unsigned long long)r->failed, r->wall_s);
         }
     }
-    const char *svg = NULL;
-    if (c->svg[0]) {
-        svg = strrchr(c->svg, '/');
-        svg = svg ? svg + 1 : c->svg;
-    }
+    const char *svg = svg_link(c);
     for (int w = 0; res && !status && w < 4; w++) {
         const char *path = w == 3 ? c->svg : w == 2 ? c->csv : w ? c->md : c->json;
         if (!path[0]) continue;
