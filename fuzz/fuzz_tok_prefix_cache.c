@@ -10,12 +10,16 @@
  * piece i's first byte says) followed by the rest of piece i, so texts share
  * starts and their cuts land anywhere. Each text goes through the cache (twice
  * when its piece ends in an odd byte: the cache keeps a segment on its second
- * sight) and through kvg_tok_encode; a difference aborts. */
+ * sight) and through kvg_tok_encode; a difference aborts. Its block hashes
+ * (block size 1, 8 or 15 and one of two tags, by text) must be those of the
+ * uncached ids. Bit 3 of byte 0 narrows the cache's keys to 2 bits, so that
+ * segments collide and only the cache's checks keep it exact. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../tests/unit/tokenizer/test_block_hash.h"
 #include "base/buf.h"
 #include "tokenizer/tok_impl.h"
 #include "tokenizer/tokenizer.h"
@@ -72,6 +76,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t max_bytes = (size_t)64 << (data[0] >> 4); /* 64 B .. 2 MiB */
     struct kvg_tok_pcache *c;
     if (kvg_tok_pcache_new(t, max_bytes, &c)) abort();
+    if (data[0] & 8) kvg_tok_pcache_test_key_mask(c, 3);
     struct kvg_buf prev, cur;
     kvg_buf_init(&prev, 0);
     kvg_buf_init(&cur, 0);
@@ -96,10 +101,26 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         for (int v = 0; v < sights; v++) {
             uint32_t *x = NULL;
             size_t nx = 0, reused = 0;
-            int rx =
-                kvg_tok_encode_cached(t, c, text, cur.len, k & 1, &x, &nx, &reused, (k >> 1) & 1);
+            uint64_t tag[2] = {(uint64_t)k & 1, 0};
+            struct kvg_tok_blocks bl = {.block_size = 1 + (uint32_t)(k % 3) * 7,
+                                        .tag = {tag[0], 0},
+                                        .hash = tt_block_hash,
+                                        .ud = tag};
+            int rx = kvg_tok_encode_blocks(t, c, text, cur.len, k & 1, &x, &nx, &reused,
+                                           (k >> 1) & 1, &bl);
             if (ra != rx || na != nx || (na && memcmp(a, x, na * sizeof *a)) || reused > nx)
                 abort();
+            if (!rx) {
+                size_t nb = na / bl.block_size;
+                uint64_t *want = malloc((nb ? nb : 1) * sizeof *want);
+                if (!want) abort();
+                tt_block_hash(tag, a, bl.block_size, 0, nb, want);
+                if (bl.nhashes != nb || bl.reused > nb ||
+                    (nb && memcmp(want, bl.hashes, nb * sizeof *want)))
+                    abort();
+                free(want);
+            }
+            free(bl.hashes);
             free(x);
         }
         free(a);

@@ -104,17 +104,26 @@ uint64_t kvg_kv_seq_salted(uint64_t seq, uint64_t salt_hash)
     return XXH3_64bits_withSeed(b, sizeof b, KVG_KV_SALT_SEED);
 }
 
+void kvg_kv_hash_range(const uint32_t *tokens, uint32_t block_size, uint64_t seed,
+                       uint64_t salt_hash, size_t from, size_t to, uint64_t *out)
+{
+    for (size_t i = from; i < to; i++) {
+        uint64_t l = kvg_kv_local_hash(tokens + i * block_size, block_size, seed);
+        /* The salt enters at block 0; every later block chains from it. */
+        out[i] = i           ? kvg_kv_seq_next(out[i - 1], l)
+                 : salt_hash ? kvg_kv_seq_salted(l, salt_hash)
+                             : l;
+    }
+}
+
 int kvg_kv_hash_request(const uint32_t *tokens, size_t n, uint32_t block_size,
                         const char *lora_name, size_t lora_len, const char *cache_salt,
                         size_t salt_len, uint64_t *out, size_t max)
 {
-    uint64_t seed = kvg_kv_lora_seed(lora_name, lora_len);
-    int nb = kvg_kv_local_hashes(tokens, n, block_size, seed, out, max);
-    if (nb < 0) return nb;
-    if ((size_t)nb > max) nb = (int)max;
-    uint64_t sh = kvg_kv_salt_hash(cache_salt, salt_len);
-    /* The salt enters at block 0; every later block chains from it. */
-    if (nb && sh) out[0] = kvg_kv_seq_salted(out[0], sh);
-    for (int i = 1; i < nb; i++) out[i] = kvg_kv_seq_next(out[i - 1], out[i]);
-    return nb;
+    if (!block_size) return -EINVAL;
+    size_t nb = n / block_size < max ? n / block_size : max;
+    if (nb > INT_MAX) return -E2BIG;
+    kvg_kv_hash_range(tokens, block_size, kvg_kv_lora_seed(lora_name, lora_len),
+                      kvg_kv_salt_hash(cache_salt, salt_len), 0, nb, out);
+    return (int)nb;
 }

@@ -78,6 +78,15 @@ int kvg_kv_hash_request(const uint32_t *tokens, size_t n, uint32_t block_size,
                         const char *lora_name, size_t lora_len, const char *cache_salt,
                         size_t salt_len, uint64_t *out, size_t max);
 
+/* The hashes kvg_kv_hash_request gives blocks [from, to) of tokens (block i
+ * is tokens[i * block_size ..][..block_size]), seeded by `seed`
+ * (kvg_kv_lora_seed) and salted by salt_hash (kvg_kv_salt_hash, 0 for none),
+ * chained from out[from - 1] when from > 0: a prompt's hashes can be
+ * computed in parts (the tokenizer's prefix cache keeps those of a known
+ * start). */
+void kvg_kv_hash_range(const uint32_t *tokens, uint32_t block_size, uint64_t seed,
+                       uint64_t salt_hash, size_t from, size_t to, uint64_t *out);
+
 /* The request side: sequence hashes of the full blocks of a prompt, ready for
  * kvg_kv_index_match. Writes at most max; returns the number written
  * (min(n / block_size, max)), or -EINVAL when block_size is 0. */

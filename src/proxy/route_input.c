@@ -246,7 +246,21 @@ int kvg_route_input_text(struct kvg_route_input *ri)
     return kvg_route_text(ri->json, ri->chat, &ri->text);
 }
 
-static int prompt_ids(struct kvg_route_input *ri, const struct kvg_route_tokenizer *rt, int nowait)
+/* A request's block-hash parameters: its adapter's seed and its salt. They
+ * are the tokenizer cache's tag for the hashes (equal tags, equal hashes). */
+struct block_params {
+    uint64_t seed, salt;
+};
+
+static void block_hashes(void *ud, const uint32_t *ids, uint32_t block_size, size_t from, size_t to,
+                         uint64_t *hashes)
+{
+    const struct block_params *p = ud;
+    kvg_kv_hash_range(ids, block_size, p->seed, p->salt, from, to, hashes);
+}
+
+static int prompt_ids(struct kvg_route_input *ri, const struct kvg_route_tokenizer *rt, int nowait,
+                      struct kvg_tok_blocks *b)
 {
     if (ri->chat) {
         struct kvg_buf out;
@@ -256,8 +270,9 @@ static int prompt_ids(struct kvg_route_input *ri, const struct kvg_route_tokeniz
         int rc = kvg_jinja_chat_render_json(rt->chat, ri->json, NULL, &out, &info, err, sizeof err);
         if (!rc && out.len) out.len = kvg_jinja_chat_unmask(out.data, out.len);
         if (!rc)
-            rc = kvg_tok_encode_cached(rt->tok, rt->cache, out.data ? out.data : "", out.len,
-                                       info.add_special_tokens, &ri->ids, &ri->nids, NULL, nowait);
+            rc = kvg_tok_encode_blocks(rt->tok, rt->cache, out.data ? out.data : "", out.len,
+                                       info.add_special_tokens, &ri->ids, &ri->nids, NULL, nowait,
+                                       b);
         kvg_buf_free(&out);
         return rc;
     }
@@ -267,13 +282,13 @@ static int prompt_ids(struct kvg_route_input *ri, const struct kvg_route_tokeniz
     if (cJSON_IsString(p)) {
         size_t n = strlen(p->valuestring);
         if (!memmem(p->valuestring, n, KVG_JINJA_NUL_MASK, 4))
-            return kvg_tok_encode_cached(rt->tok, rt->cache, p->valuestring, n, 1, &ri->ids,
-                                         &ri->nids, NULL, nowait);
+            return kvg_tok_encode_blocks(rt->tok, rt->cache, p->valuestring, n, 1, &ri->ids,
+                                         &ri->nids, NULL, nowait, b);
         char *t = malloc(n + 1); /* the tree stays as parsed (a retry reads it) */
         if (!t) return -ENOMEM;
         memcpy(t, p->valuestring, n);
-        int rc = kvg_tok_encode_cached(rt->tok, rt->cache, t, kvg_jinja_chat_unmask(t, n), 1,
-                                       &ri->ids, &ri->nids, NULL, nowait);
+        int rc = kvg_tok_encode_blocks(rt->tok, rt->cache, t, kvg_jinja_chat_unmask(t, n), 1,
+                                       &ri->ids, &ri->nids, NULL, nowait, b);
         free(t);
         return rc;
     }
@@ -294,7 +309,15 @@ void kvg_route_input_tokenize(struct kvg_route_input *ri, const struct kvg_route
                               int nowait)
 {
     ri->block_size = rt->block_size;
-    int rc = ri->tokenize_error ? ri->tokenize_error : prompt_ids(ri, rt, nowait);
+    struct block_params bp = {
+        kvg_kv_lora_seed(ri->adapter ? ri->model : NULL, ri->adapter ? ri->model_len : 0),
+        kvg_kv_salt_hash(ri->cache_salt_len ? ri->cache_salt : NULL, ri->cache_salt_len)};
+    /* Tokenized prompts get their hashes from the tokenizer (a cached start's
+     * are reused); token-id prompts are hashed here. */
+    struct kvg_tok_blocks b = {
+        .block_size = rt->block_size, .tag = {bp.seed, bp.salt}, .hash = block_hashes, .ud = &bp};
+    int rc = ri->tokenize_error ? ri->tokenize_error
+                                : prompt_ids(ri, rt, nowait, rt->block_size ? &b : NULL);
     if (rc) {
         free(ri->ids);
         ri->ids = NULL;
@@ -303,14 +326,15 @@ void kvg_route_input_tokenize(struct kvg_route_input *ri, const struct kvg_route
         KVG_DEBUG("routing without tokens: %s", kvg_strerror(rc));
         return;
     }
-    size_t nb = ri->nids / ri->block_size;
-    if (!nb) return;
-    if (!(ri->hashes = malloc(nb * sizeof *ri->hashes))) return;
-    int n = kvg_kv_hash_request(ri->ids, ri->nids, ri->block_size, ri->adapter ? ri->model : NULL,
-                                ri->adapter ? ri->model_len : 0,
-                                ri->cache_salt_len ? ri->cache_salt : NULL, ri->cache_salt_len,
-                                ri->hashes, nb);
-    ri->nhashes = n > 0 ? (size_t)n : 0;
+    if (b.hashes || b.nhashes) {
+        ri->hashes = b.hashes;
+        ri->nhashes = b.nhashes;
+        return;
+    }
+    size_t nb = ri->block_size ? ri->nids / ri->block_size : 0;
+    if (!nb || !(ri->hashes = malloc(nb * sizeof *ri->hashes))) return;
+    kvg_kv_hash_range(ri->ids, ri->block_size, bp.seed, bp.salt, 0, nb, ri->hashes);
+    ri->nhashes = nb;
 }
 
 void kvg_route_input_ctx(const struct kvg_route_input *ri, struct kvg_route_ctx *ctx)

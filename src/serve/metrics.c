@@ -156,7 +156,8 @@ int kvg_serve_metrics_init(struct kvg_serve_metrics *m, const char *policy)
                                   "(hit) or none (miss), ids reused (reused_tokens), entries "
                                   "evicted (eviction), loop encodes that went without the cache "
                                   "because a work thread held it (busy), new segments not kept "
-                                  "because they were seen for the first time (not_admitted).",
+                                  "because they were seen for the first time (not_admitted), "
+                                  "block hashes reused with the ids (reused_blocks).",
                                   (const char *const[]){"event"}, 1, &m->tokc)) ||
         (rc = kvg_metrics_gauge(m->reg, "kvgate_tokenizer_cache_bytes",
                                 "Memory held by the tokenizer prefix cache.", NULL, 0, &f)) ||
@@ -287,8 +288,10 @@ int kvg_serve_metrics_render(struct kvg_serve *sv, struct kvg_buf *out)
     if (sv->tok_cache) {
         struct kvg_tok_pcache_stats t;
         kvg_tok_pcache_stats(sv->tok_cache, &t);
-        const char *names[] = {"hit", "miss", "reused_tokens", "eviction", "busy", "not_admitted"};
-        uint64_t vals[] = {t.hits, t.misses, t.reused_tokens, t.evictions, t.busy, t.not_admitted};
+        const char *names[] = {"hit",  "miss",         "reused_tokens", "eviction",
+                               "busy", "not_admitted", "reused_blocks"};
+        uint64_t vals[] = {t.hits, t.misses,       t.reused_tokens, t.evictions,
+                           t.busy, t.not_admitted, t.reused_blocks};
         for (size_t i = 0; i < KVG_ARRAY_LEN(names); i++)
             mirror_series(m->tokc, &names[i], 1, vals[i]);
         kvg_metrics_set(m->tokc_bytes, (double)t.bytes);

@@ -419,6 +419,11 @@ void kvg_tok_pre_free(struct kvg_tok *tok);
  * independently of each other (which makes the prefix cache exact). */
 int kvg_tok_encode_piece(const struct kvg_tok *tok, struct kvg_tok_scratch *s, const char *text,
                          const struct kvg_tok_span *r);
+/* tok_prefix.c: keeps only the key bits in mask (tests: colliding keys must
+ * cost misses, never a wrong id or hash). Before the cache's first use. */
+struct kvg_tok_pcache;
+void kvg_tok_pcache_test_key_mask(struct kvg_tok_pcache *c, uint64_t mask);
+
 /* Produces the ids of the text part (no post-processor) into s->out. */
 typedef int (*kvg_tok_text_fn)(const struct kvg_tok *tok, struct kvg_tok_scratch *s,
                                const char *text, size_t len, void *ud);

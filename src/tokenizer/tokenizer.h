@@ -78,8 +78,9 @@ struct kvg_tok_pcache_stats {
     uint64_t hits, misses;  /* encodes that reused a prefix / reused nothing */
     uint64_t reused_tokens; /* ids taken from the cache */
     uint64_t evictions;
-    uint64_t busy;         /* nowait encodes that went without the cache: it was in use */
-    uint64_t not_admitted; /* new segments not kept: seen for the first time */
+    uint64_t reused_blocks; /* block hashes taken from the cache (kvg_tok_encode_blocks) */
+    uint64_t busy;          /* nowait encodes that went without the cache: it was in use */
+    uint64_t not_admitted;  /* new segments not kept: seen for the first time */
     size_t entries, bytes, max_bytes;
     size_t filter_bytes; /* the seen-once filter's memory (not in bytes) */
 };
@@ -95,6 +96,35 @@ void kvg_tok_pcache_stats(struct kvg_tok_pcache *c, struct kvg_tok_pcache_stats 
 int kvg_tok_encode_cached(const struct kvg_tok *tok, struct kvg_tok_pcache *c, const char *text,
                           size_t len, int add_special, uint32_t **ids, size_t *n, size_t *reused,
                           int nowait);
+
+/* Block hashes through the cache: the caller's chained hash over fixed
+ * blocks of the ids (the KV router's; the tokenizer knows only its shape).
+ * hash(ud, ids, block_size, from, to, hashes) writes hashes[from..to) for
+ * the blocks ids[i * block_size ..][..block_size], chaining from
+ * hashes[from - 1] when from > 0; equal tags name equal functions (the
+ * caller puts every parameter of its hash in tag: adapter seed, salt).
+ *
+ * kvg_tok_encode_blocks is kvg_tok_encode_cached that also hands back the
+ * hashes of all n / block_size full blocks of the ids (b->hashes, malloc'd,
+ * caller frees; NULL when there is no full block) in b->nhashes. Segments
+ * the cache holds also keep the hashes of the blocks that end in them, per
+ * tag, so a reused prefix reuses its hashes (b->reused of them) and hash()
+ * runs only on the rest. Exact: a segment's hashes are reused only when every
+ * segment before it was, in the same chain of entries that computed them
+ * (see tok_prefix.c), so they are the hashes hash() gives for these ids. */
+typedef void (*kvg_tok_block_hash_fn)(void *ud, const uint32_t *ids, uint32_t block_size,
+                                      size_t from, size_t to, uint64_t *hashes);
+struct kvg_tok_blocks {
+    uint32_t block_size; /* in, > 0 */
+    uint64_t tag[2];     /* in */
+    kvg_tok_block_hash_fn hash;
+    void *ud;
+    uint64_t *hashes; /* out, owned by the caller */
+    size_t nhashes, reused;
+};
+int kvg_tok_encode_blocks(const struct kvg_tok *tok, struct kvg_tok_pcache *c, const char *text,
+                          size_t len, int add_special, uint32_t **ids, size_t *n, size_t *reused,
+                          int nowait, struct kvg_tok_blocks *b);
 
 /* `kvgate tokenize` (tok_cli.c, which lists its options and output).
  * argv[0] is the program or subcommand name; a leading "tokenize" in argv[1]

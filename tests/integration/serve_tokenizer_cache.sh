@@ -1,6 +1,6 @@
 # The tokenizer prefix cache and pool in kvgate serve: chat requests sharing
 # a long system prompt (over 16 KiB: tokenized on the pool) count cache hits
-# and reused tokens in /metrics (the prompt is kept on its second sight, so
+# and reused tokens and block hashes in /metrics (the prompt is kept on its second sight, so
 # the third request hits; the unique questions are not admitted) and route as without the cache (same
 # prompt_tokens from the engine, same debug route ids); --tokenizer-cache-bytes 0
 # turns it off; --tokenizer-threads N sizes the pool (its threads appear when
@@ -35,9 +35,11 @@ hits=$(metric "$G" 'kvgate_tokenizer_cache_total{event="hit"}')
 miss=$(metric "$G" 'kvgate_tokenizer_cache_total{event="miss"}')
 reused=$(metric "$G" 'kvgate_tokenizer_cache_total{event="reused_tokens"}')
 nadm=$(metric "$G" 'kvgate_tokenizer_cache_total{event="not_admitted"}')
+rblocks=$(metric "$G" 'kvgate_tokenizer_cache_total{event="reused_blocks"}')
 check "one hit, two misses ($hits, $miss)" [ "$hits" = 1 -a "$miss" = 2 ]
 check "first-sight segments not admitted ($nadm)" [ "${nadm:-0}" -ge 3 ]
 check "the system prompt's tokens reused ($reused)" [ "${reused:-0}" -gt 10000 ]
+check "and their block hashes ($rblocks)" [ "${rblocks:-0}" -gt 500 ]
 check "cache bytes reported" [ "$(metric "$G" kvgate_tokenizer_cache_bytes)" -gt 0 ]
 curl -s -o "$TMP/d1" "$G/debug/route" -d @"$TMP/b3" -H 'content-type: application/json'
 

@@ -97,9 +97,10 @@ TEST(prefix_cache_exact_around_added_tokens)
                                        "  ",       "[M]", "[m]", "<y>",  "q",  "\xC3\xA9",
                                        "\xC2\xA0", "_",   ".",   "a",    "<",  "x>"};
     uint64_t reused = 0;
-    CHECK_INT(tt_check_prefix_cache(t, frag, KVG_ARRAY_LEN(frag), 3000, 1 << 20, 7, &reused), 0);
+    CHECK_INT(tt_check_prefix_cache(t, frag, KVG_ARRAY_LEN(frag), 3000, 1 << 20, 7, &reused, NULL),
+              0);
     CHECK(reused > 0);
     /* A cache too small for most segments: still exact, still bounded. */
-    CHECK_INT(tt_check_prefix_cache(t, frag, KVG_ARRAY_LEN(frag), 1000, 600, 8, NULL), 0);
+    CHECK_INT(tt_check_prefix_cache(t, frag, KVG_ARRAY_LEN(frag), 1000, 600, 8, NULL, NULL), 0);
     kvg_tok_free(t);
 }

@@ -23,12 +23,14 @@ TEST(builtin_exact_and_bounded)
     struct kvg_tok *t;
     char err[256];
     CHECK_INT(kvg_tok_load("builtin:bytes", NULL, &t, err, sizeof err), 0);
-    uint64_t reused = 0;
-    CHECK_INT(
-        tt_check_prefix_cache(t, chat_frag, KVG_ARRAY_LEN(chat_frag), 2000, 1 << 20, 1, &reused),
-        0);
+    uint64_t reused = 0, blocks = 0;
+    CHECK_INT(tt_check_prefix_cache(t, chat_frag, KVG_ARRAY_LEN(chat_frag), 2000, 1 << 20, 1,
+                                    &reused, &blocks),
+              0);
     CHECK(reused > 0);
-    CHECK_INT(tt_check_prefix_cache(t, chat_frag, KVG_ARRAY_LEN(chat_frag), 500, 300, 2, NULL), 0);
+    CHECK(blocks > 0);
+    CHECK_INT(
+        tt_check_prefix_cache(t, chat_frag, KVG_ARRAY_LEN(chat_frag), 500, 300, 2, NULL, NULL), 0);
     kvg_tok_free(t);
 }
 
@@ -70,11 +72,36 @@ TEST(real_tokenizers_exact)
         size_t n = 0;
         for (size_t k = 0; k < KVG_ARRAY_LEN(chat_frag); k++) frag[n++] = chat_frag[k];
         for (size_t k = 0; k < KVG_ARRAY_LEN(extra); k++) frag[n++] = extra[k];
-        uint64_t reused = 0;
-        CHECK_INT(tt_check_prefix_cache(t, frag, n, 1500, 4 << 20, 3 + (unsigned)i, &reused), 0);
+        uint64_t reused = 0, blocks = 0;
+        CHECK_INT(
+            tt_check_prefix_cache(t, frag, n, 1500, 4 << 20, 3 + (unsigned)i, &reused, &blocks), 0);
         CHECK(reused > 0);
+        CHECK(blocks > 0);
         kvg_tok_free(t);
     }
+}
+
+/* With keys narrowed to 2 bits, segments of different texts share keys all
+ * the time: the byte checks and the chains of entries and attachments must
+ * turn every collision into a miss. Ids and hashes stay exact, and hashes
+ * are still reused. */
+TEST(colliding_keys_stay_exact)
+{
+    struct kvg_tok *t;
+    char err[256];
+    CHECK_INT(kvg_tok_load("builtin:bytes", NULL, &t, err, sizeof err), 0);
+    uint64_t reused = 0, blocks = 0;
+    CHECK_INT(tt_check_prefix_cache_keys(t, chat_frag, KVG_ARRAY_LEN(chat_frag), 3000, 1 << 20, 11,
+                                         &reused, &blocks, 3),
+              0);
+    CHECK(reused > 0);
+    CHECK(blocks > 0);
+    kvg_tok_free(t);
+    if (!(t = real_tok("qwen3"))) return;
+    CHECK_INT(tt_check_prefix_cache_keys(t, chat_frag, KVG_ARRAY_LEN(chat_frag), 1500, 4 << 20, 12,
+                                         &reused, &blocks, 3),
+              0);
+    kvg_tok_free(t);
 }
 
 /* builtin:bytes and a 1 MiB cache for it. */
@@ -85,6 +112,46 @@ static int bytes_with_cache(struct kvg_tok **t, struct kvg_tok_pcache **c)
     if (!kvg_tok_pcache_new(*t, 1 << 20, c)) return 0;
     kvg_tok_free(*t);
     return -1;
+}
+
+/* Texts whose first segments differ but have one length, and whose second
+ * segment is shared: with keys of 2 bits, the second cut's entry is reached
+ * from different first entries, and the hashes on it (block size 1: every
+ * one depends on the first segment) were computed on another chain. They
+ * must not be reused across chains; the ids may. */
+TEST(hashes_follow_their_chain)
+{
+    struct kvg_tok *t;
+    struct kvg_tok_pcache *c;
+    CHECK_INT(bytes_with_cache(&t, &c), 0);
+    kvg_tok_pcache_test_key_mask(c, 3);
+    uint64_t blocks = 0, ids = 0;
+    int bad = 0;
+    for (int pass = 0; pass < 3; pass++)
+        for (int i = 0; i < 24; i++) {
+            char text[128];
+            int len = snprintf(text, sizeof text, "p%03d<|im_end|>the shared part<|im_end|>", i);
+            uint32_t *a, *x;
+            size_t na, nx, reused;
+            uint64_t tag[2] = {0, 0}, want[128];
+            struct kvg_tok_blocks bl = {
+                .block_size = 1, .tag = {0, 0}, .hash = tt_block_hash, .ud = tag};
+            CHECK_INT(kvg_tok_encode(t, text, (size_t)len, 0, &a, &na), 0);
+            CHECK_INT(kvg_tok_encode_blocks(t, c, text, (size_t)len, 0, &x, &nx, &reused, 0, &bl),
+                      0);
+            tt_block_hash(tag, a, 1, 0, na, want);
+            bad += na != nx || memcmp(a, x, na * sizeof *a) || bl.nhashes != na ||
+                   memcmp(want, bl.hashes, na * sizeof *want);
+            blocks += bl.reused;
+            ids += reused;
+            free(a);
+            free(x);
+            free(bl.hashes);
+        }
+    CHECK_INT(bad, 0);
+    CHECK(blocks > 0 && ids > blocks);
+    kvg_tok_pcache_free(c);
+    kvg_tok_free(t);
 }
 
 /* A chat prompt: the shared system prompt comes from the cache (kept on its
@@ -222,6 +289,7 @@ struct thr {
     int bad;
     unsigned seed;
     int nowait; /* as an event loop calls it: the cache only tried */
+    uint64_t reused_blocks;
 };
 
 static void *hammer(void *arg)
@@ -246,11 +314,19 @@ static void *hammer(void *arg)
         for (int pass = 0; pass < 2; pass++) {
             uint32_t *b;
             size_t nb;
-            if (kvg_tok_encode_cached(h->t, h->c, text, (size_t)len, 0, &b, &nb, NULL, h->nowait)) {
+            uint64_t tag[2] = {x % 2, 0}, want[256];
+            struct kvg_tok_blocks bl = {
+                .block_size = 2, .tag = {tag[0], 0}, .hash = tt_block_hash, .ud = tag};
+            if (kvg_tok_encode_blocks(h->t, h->c, text, (size_t)len, 0, &b, &nb, NULL, h->nowait,
+                                      &bl)) {
                 h->bad++;
                 continue;
             }
             h->bad += na != nb || memcmp(a, b, na * sizeof *a);
+            tt_block_hash(tag, a, 2, 0, na / 2, want);
+            h->bad += bl.nhashes != na / 2 || memcmp(want, bl.hashes, bl.nhashes * sizeof *want);
+            h->reused_blocks += bl.reused;
+            free(bl.hashes);
             free(b);
         }
         free(a);
@@ -258,24 +334,35 @@ static void *hammer(void *arg)
     return NULL;
 }
 
+/* Ids and block hashes (two tags) exact from four threads on a small
+ * cache, with all key bits and with keys that collide (mask 3). */
 TEST(threads_share_one_cache)
 {
     struct kvg_tok *t;
     char err[256];
     CHECK_INT(kvg_tok_load("builtin:bytes", NULL, &t, err, sizeof err), 0);
-    struct kvg_tok_pcache *c;
-    CHECK_INT(kvg_tok_pcache_new(t, 8192, &c), 0); /* small: evictions race with lookups */
-    pthread_t th[4];
-    struct thr h[4];
-    for (int i = 0; i < 4; i++) {
-        h[i] = (struct thr){.t = t, .c = c, .seed = (unsigned)i + 1, .nowait = i & 1};
-        CHECK_INT(pthread_create(&th[i], NULL, hammer, &h[i]), 0);
+    for (int m = 0; m < 2; m++) {
+        struct kvg_tok_pcache *c;
+        /* small: evictions race with lookups (smaller with colliding keys) */
+        CHECK_INT(kvg_tok_pcache_new(t, m ? 1536 : 8192, &c), 0);
+        kvg_tok_pcache_test_key_mask(c, m ? 3 : ~0ull);
+        pthread_t th[4];
+        struct thr h[4];
+        for (int i = 0; i < 4; i++) {
+            h[i] = (struct thr){.t = t, .c = c, .seed = (unsigned)i + 1, .nowait = i & 1};
+            CHECK_INT(pthread_create(&th[i], NULL, hammer, &h[i]), 0);
+        }
+        for (int i = 0; i < 4; i++) pthread_join(th[i], NULL);
+        uint64_t blocks = 0;
+        for (int i = 0; i < 4; i++) {
+            CHECK_INT(h[i].bad, 0);
+            blocks += h[i].reused_blocks;
+        }
+        struct kvg_tok_pcache_stats st;
+        kvg_tok_pcache_stats(c, &st);
+        CHECK(st.hits > 0 && st.evictions > 0 && st.bytes <= 8192);
+        CHECK(blocks > 0 && st.reused_blocks == blocks);
+        kvg_tok_pcache_free(c);
     }
-    for (int i = 0; i < 4; i++) pthread_join(th[i], NULL);
-    for (int i = 0; i < 4; i++) CHECK_INT(h[i].bad, 0);
-    struct kvg_tok_pcache_stats st;
-    kvg_tok_pcache_stats(c, &st);
-    CHECK(st.hits > 0 && st.evictions > 0 && st.bytes <= 8192);
-    kvg_tok_pcache_free(c);
     kvg_tok_free(t);
 }

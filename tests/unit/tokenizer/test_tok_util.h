@@ -13,6 +13,7 @@
 #include "base/err.h"
 #include "base/util.h"
 #include "support/test.h"
+#include "test_block_hash.h"
 #include "tokenizer/tok_impl.h"
 #include "tokenizer/tokenizer.h"
 
@@ -129,21 +130,26 @@ static inline const char *tt_dec(const struct kvg_tok *tok, const char *ids_text
 }
 
 /* Encodes `rounds` texts through one prefix cache of max_bytes and checks
- * each against kvg_tok_encode. The texts are random runs of the fragments,
+ * each against kvg_tok_encode, and its block hashes (block size 1, 3 or 16
+ * and one of three tags, by round) against tt_block_hash on the uncached
+ * ids. The texts are random runs of the fragments,
  * each sharing a random start with an earlier one (truncated anywhere, so
  * cuts land inside tokens, before lstrip spaces, etc.). Returns the number
- * of mismatches; *reused (nullable) the ids the cache supplied. */
-static inline int tt_check_prefix_cache(const struct kvg_tok *t, const char *const *frag,
-                                        size_t nfrag, int rounds, size_t max_bytes, unsigned seed,
-                                        uint64_t *reused)
+ * of mismatches; *reused and *blocks_reused (nullable) the ids and the
+ * block hashes the cache supplied. */
+static inline int tt_check_prefix_cache_keys(const struct kvg_tok *t, const char *const *frag,
+                                             size_t nfrag, int rounds, size_t max_bytes,
+                                             unsigned seed, uint64_t *reused,
+                                             uint64_t *blocks_reused, uint64_t key_mask)
 {
     struct kvg_tok_pcache *c;
     if (kvg_tok_pcache_new(t, max_bytes, &c)) return -1;
+    kvg_tok_pcache_test_key_mask(c, key_mask);
     struct kvg_buf prev[8], b;
     for (int i = 0; i < 8; i++) kvg_buf_init(&prev[i], 0);
     kvg_buf_init(&b, 0);
     int bad = 0;
-    uint64_t used = 0;
+    uint64_t used = 0, bused = 0;
     srand(seed);
     for (int r = 0; r < rounds; r++) {
         struct kvg_buf *base = &prev[rand() % 8];
@@ -155,8 +161,24 @@ static inline int tt_check_prefix_cache(const struct kvg_tok *t, const char *con
         uint32_t *a = NULL, *x = NULL;
         size_t na = 0, nx = 0, got = 0;
         int ra = kvg_tok_encode(t, b.data ? b.data : "", b.len, r & 1, &a, &na);
-        int rx = kvg_tok_encode_cached(t, c, b.data ? b.data : "", b.len, r & 1, &x, &nx, &got, 0);
+        static const uint32_t sizes[] = {1, 3, 16};
+        uint64_t tag[2] = {(uint64_t)(r / 3 % 3), 7};
+        struct kvg_tok_blocks bl = {
+            .block_size = sizes[r % 3], .tag = {tag[0], tag[1]}, .hash = tt_block_hash, .ud = tag};
+        int rx =
+            kvg_tok_encode_blocks(t, c, b.data ? b.data : "", b.len, r & 1, &x, &nx, &got, 0, &bl);
         if (ra != rx || na != nx || (na && memcmp(a, x, na * sizeof *a))) bad++;
+        if (!rx) {
+            size_t nb = na / bl.block_size;
+            uint64_t *want = malloc((nb ? nb : 1) * sizeof *want);
+            tt_block_hash(tag, a, bl.block_size, 0, nb, want);
+            if (bl.nhashes != nb || bl.reused > nb ||
+                (nb && memcmp(want, bl.hashes, nb * sizeof *want)))
+                bad++;
+            bused += bl.reused;
+            free(want);
+        }
+        free(bl.hashes);
         used += got;
         free(a);
         free(x);
@@ -171,7 +193,17 @@ static inline int tt_check_prefix_cache(const struct kvg_tok *t, const char *con
     kvg_buf_free(&b);
     kvg_tok_pcache_free(c);
     if (reused) *reused = used;
+    if (blocks_reused) *blocks_reused = bused;
     return bad;
+}
+
+/* The same with all key bits. */
+static inline int tt_check_prefix_cache(const struct kvg_tok *t, const char *const *frag,
+                                        size_t nfrag, int rounds, size_t max_bytes, unsigned seed,
+                                        uint64_t *reused, uint64_t *blocks_reused)
+{
+    return tt_check_prefix_cache_keys(t, frag, nfrag, rounds, max_bytes, seed, reused,
+                                      blocks_reused, ~0ull);
 }
 
 #endif
