@@ -73,13 +73,9 @@ int kvg_kv_hash_tokens_seeded(const uint32_t *tokens, size_t n, uint32_t block_s
                               uint64_t *out, size_t max)
 {
     if (!block_size) return -EINVAL;
-    size_t blocks = n / block_size;
-    if (blocks > max) blocks = max;
+    size_t blocks = n / block_size < max ? n / block_size : max;
     if (blocks > INT_MAX) return -E2BIG;
-    for (size_t i = 0; i < blocks; i++) {
-        uint64_t l = kvg_kv_local_hash(tokens + i * block_size, block_size, seed);
-        out[i] = i ? kvg_kv_seq_next(out[i - 1], l) : l;
-    }
+    kvg_kv_hash_range(tokens, block_size, seed, 0, 0, blocks, out);
     return (int)blocks;
 }
 

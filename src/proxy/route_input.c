@@ -326,7 +326,7 @@ void kvg_route_input_tokenize(struct kvg_route_input *ri, const struct kvg_route
         KVG_DEBUG("routing without tokens: %s", kvg_strerror(rc));
         return;
     }
-    if (b.hashes || b.nhashes) {
+    if (b.hashes) {
         ri->hashes = b.hashes;
         ri->nhashes = b.nhashes;
         return;
