@@ -30,6 +30,7 @@ struct uconn {
     int keep;                           /* response allows reuse */
     int done;                           /* message complete */
     int reading;                        /* uv_read_start in effect (toggling costs an epoll_ctl) */
+    int writes;                         /* uv_writes not yet called back */
     uint64_t deadline_ms, timer_due_ms; /* see timer_set */
     struct kvg_buf head;
     struct kvg_http__hdrs hacc; /* where in head each header is */
@@ -39,7 +40,9 @@ struct uconn {
 struct kvg_http_call {
     struct kvg_http_client *cl;
     struct kvg_http_target target;
-    struct kvg_buf req; /* the whole request, kept for one retry */
+    struct kvg_buf req; /* the request (its body too unless lent), kept for one retry */
+    const char *body;   /* the lent body (opts.borrow_body), NULL when in req */
+    size_t body_len;
     struct kvg_http_call_cbs cbs;
     struct kvg_http_call_opts opts;
     void *ud;
@@ -302,7 +305,10 @@ static void call_complete(struct uconn *c)
     call->conn = NULL;
     c->call = NULL;
     c->done = 0;
-    if (c->keep && !cl->closing && !call->paused) {
+    /* An engine may answer before it has read the whole request (an early
+     * error): the rest still being written makes the connection unusable,
+     * and closing it stops the write before the request's bytes are freed. */
+    if (c->keep && !c->writes && !cl->closing && !call->paused) {
         llhttp_init(&c->parser, HTTP_RESPONSE, &cl->settings);
         c->parser.data = c;
         c->reused = 1;
@@ -372,6 +378,7 @@ static void on_written(uv_write_t *w, int status)
 {
     struct uconn *c = w->data;
     free(w);
+    c->writes--;
     if (status < 0 && !c->closing && c->call) conn_failed(c, status);
 }
 
@@ -385,14 +392,24 @@ static void conn_start_call(struct uconn *c)
     }
     w->data = c;
     /* As in the server: write at once when the socket takes it all. */
-    uv_buf_t b = uv_buf_init(call->req.data, (unsigned)call->req.len);
-    int n = uv_try_write((uv_stream_t *)&c->tcp, &b, 1);
+    uv_buf_t b[2] = {uv_buf_init(call->req.data, (unsigned)call->req.len),
+                     uv_buf_init((char *)call->body, (unsigned)call->body_len)};
+    unsigned nb = call->body_len ? 2 : 1;
+    int n = uv_try_write((uv_stream_t *)&c->tcp, b, nb);
+    size_t sent = n > 0 ? (size_t)n : 0, total = call->req.len + call->body_len;
     int rc = 0;
-    if (n == (int)call->req.len) {
+    if (sent == total) {
         free(w);
     } else {
-        if (n > 0) b = uv_buf_init(call->req.data + n, (unsigned)(call->req.len - (size_t)n));
-        rc = uv_write(w, (uv_stream_t *)&c->tcp, &b, 1, on_written);
+        unsigned i = 0; /* the rest: from where the socket stopped */
+        if (sent >= b[0].len) {
+            sent -= b[0].len;
+            i = 1;
+        }
+        b[i].base += sent;
+        b[i].len -= (unsigned)sent;
+        rc = uv_write(w, (uv_stream_t *)&c->tcp, b + i, nb - i, on_written);
+        if (rc == 0) c->writes++;
     }
     if (rc < 0) {
         free(w);
@@ -474,7 +491,11 @@ int kvg_http_call_start(struct kvg_http_client *cl, const struct kvg_http_target
     call->ud = ud;
     kvg_buf_init(&call->req, 0);
     struct kvg_buf *b = &call->req;
-    int rc = kvg_buf_reserve(b, 512 + path.len + len);
+    if (opts->borrow_body && len) {
+        call->body = body;
+        call->body_len = len;
+    }
+    int rc = kvg_buf_reserve(b, 512 + path.len + (call->body ? 0 : len));
     if (!rc) rc = kvg_buf_append_str(b, method);
     if (!rc) rc = kvg_buf_append(b, " ", 1);
     if (!rc) rc = kvg_buf_append_str(b, t->base_path);
@@ -490,7 +511,7 @@ int kvg_http_call_start(struct kvg_http_client *cl, const struct kvg_http_target
         if (!rc) rc = kvg_buf_append(b, "\r\n", 2);
     }
     if (!rc) rc = kvg_buf_append(b, "\r\n", 2);
-    if (!rc && len) rc = kvg_buf_append(b, body, len);
+    if (!rc && len && !call->body) rc = kvg_buf_append(b, body, len);
     if (rc) {
         kvg_buf_free(b);
         free(call);

@@ -53,6 +53,10 @@ struct kvg_http_call_opts {
     uint32_t connect_timeout_ms;
     uint32_t first_byte_timeout_ms; /* until the response head; 0 = none */
     uint32_t idle_timeout_ms;       /* between body pieces; 0 = none */
+    /* The body is lent, not copied: the caller keeps it unchanged until the
+     * call's on_done or kvg_http_call_cancel (a big body is then written
+     * from where it lies). */
+    int borrow_body;
 };
 
 void kvg_http_client_opts_default(struct kvg_http_client_opts *o);
@@ -63,7 +67,8 @@ int kvg_http_client_new(uv_loop_t *loop, const struct kvg_http_client_opts *o,
 void kvg_http_client_close(struct kvg_http_client *cl);
 
 /* Starts a request. `path` (the target's base path comes first), `headers`
- * and `body` are copied; Host, Content-Length and Connection are added.
+ * and `body` (unless opts->borrow_body) are copied; Host, Content-Length and
+ * Connection are added.
  * *out (optional) lets the caller cancel. */
 int kvg_http_call_start(struct kvg_http_client *cl, const struct kvg_http_target *t,
                         const char *method, struct kvg_str path,

@@ -631,6 +631,7 @@ static void picked(struct proxy_req *pr)
         .connect_timeout_ms = c->connect_timeout_ms,
         .first_byte_timeout_ms = pr->ri.stream ? c->stream_idle_timeout_ms : c->request_timeout_ms,
         .idle_timeout_ms = c->stream_idle_timeout_ms,
+        .borrow_body = 1, /* pr holds it past the call (a client's abort cancels the call first) */
     };
     static const struct kvg_http_call_cbs cbs = {up_head, up_body, up_done};
     const struct kvg_buf *body = px->pd ? kvg_pd_decode_body(&pr->pdr) : NULL;

@@ -90,7 +90,9 @@ static void start_call(struct kvg_health *h, struct kvg_worker *w, int models)
     c->models = models;
     kvg_buf_init(&c->body, 1 << 20);
     kvg_worker_ref(w);
-    struct kvg_http_call_opts o = {h->timeout_ms, h->timeout_ms, h->timeout_ms};
+    struct kvg_http_call_opts o = {.connect_timeout_ms = h->timeout_ms,
+                                   .first_byte_timeout_ms = h->timeout_ms,
+                                   .idle_timeout_ms = h->timeout_ms};
     static const struct kvg_http_call_cbs check_cbs = {check_head, check_body, check_done};
     static const struct kvg_http_call_cbs models_cbs = {check_head, check_body, models_done};
     h->inflight++;

@@ -156,7 +156,9 @@ static void tick(uv_timer_t *t)
     struct kvg_worker *ws[KVG_POOL_MAX_WORKERS];
     size_t n = kvg_pool_snapshot(s->pool, ws, KVG_POOL_MAX_WORKERS);
     static const struct kvg_http_call_cbs cbs = {on_head, on_body, on_done};
-    struct kvg_http_call_opts o = {s->timeout_ms, s->timeout_ms, s->timeout_ms};
+    struct kvg_http_call_opts o = {.connect_timeout_ms = s->timeout_ms,
+                                   .first_byte_timeout_ms = s->timeout_ms,
+                                   .idle_timeout_ms = s->timeout_ms};
     for (size_t i = 0; i < n; i++) {
         struct scrape *sc = calloc(1, sizeof *sc);
         if (!sc) {

@@ -171,7 +171,8 @@ static void warm_send(struct kvg_serve_warmup *wu)
         struct kvg_str path =
             b[0] == 'C' ? KVG_STR("/v1/chat/completions") : KVG_STR("/v1/completions");
         struct kvg_http_header hd = {KVG_STR("content-type"), KVG_STR("application/json")};
-        struct kvg_http_call_opts o = {2000, 30000, 30000};
+        struct kvg_http_call_opts o = {
+            .connect_timeout_ms = 2000, .first_byte_timeout_ms = 30000, .idle_timeout_ms = 30000};
         wu->ctx[i] = (struct kvg_serve_warm_call){wu, i};
         wu->pending++;
         if (kvg_http_call_start(wu->a->client, &wu->t, "POST", path, &hd, 1, b + 1, wu->lens[i] - 1,

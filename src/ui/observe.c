@@ -164,7 +164,9 @@ static void collect(struct kvg_ui_view *v, size_t nv)
     }
     unsigned pending = 0;
     static const struct kvg_http_call_cbs cbs = {on_head, on_body, on_done};
-    struct kvg_http_call_opts o = {KVG_UI_FETCH_MS, KVG_UI_FETCH_MS, KVG_UI_FETCH_MS};
+    struct kvg_http_call_opts o = {.connect_timeout_ms = KVG_UI_FETCH_MS,
+                                   .first_byte_timeout_ms = KVG_UI_FETCH_MS,
+                                   .idle_timeout_ms = KVG_UI_FETCH_MS};
     for (size_t i = 0; i < nv; i++) {
         struct fetch *f = &fs[i];
         f->v = &v[i];
