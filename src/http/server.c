@@ -226,6 +226,13 @@ static int on_headers_complete(llhttp_t *p)
         c->err_status = 503;
         return HPE_USER;
     }
+    /* Its room too, in one allocation: growing by doubling copied a big body
+     * once more on the loop. Within the limit and the budget just taken. */
+    if ((p->flags & F_CONTENT_LENGTH) && p->content_length &&
+        kvg_buf_reserve(&r->body, (size_t)p->content_length)) {
+        c->err_status = 503;
+        return HPE_USER;
+    }
     c->body_due_ms = lim->body_deadline_ms ? uv_now(c->srv->loop) + lim->body_deadline_ms : 0;
     struct kvg_str expect = kvg_http_req_header(r, "expect");
     if (expect.p && r->http_minor >= 1) {

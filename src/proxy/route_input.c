@@ -173,6 +173,7 @@ int kvg_route_input_parse(struct kvg_route_input *ri, const char *body, size_t l
     memset(ri, 0, sizeof *ri);
     kvg_buf_init(&ri->text, 0);
     ri->chat = chat;
+    ri->body_len = len;
     /* A \u0000 in a string is data: masked for cJSON (jinja/chat.h), turned
      * back into NUL in the text that is tokenized. */
     struct kvg_buf masked;
@@ -267,7 +268,11 @@ static int prompt_ids(struct kvg_route_input *ri, const struct kvg_route_tokeniz
         kvg_buf_init(&out, 0);
         struct kvg_jinja_chat_info info = {0};
         char err[256];
-        int rc = kvg_jinja_chat_render_json(rt->chat, ri->json, NULL, &out, &info, err, sizeof err);
+        /* The prompt is about the body's size (its contents, unescaped, and
+         * the template's markers): one allocation, not a copy per doubling. */
+        int rc = kvg_buf_reserve(&out, ri->body_len + 1024);
+        if (!rc)
+            rc = kvg_jinja_chat_render_json(rt->chat, ri->json, NULL, &out, &info, err, sizeof err);
         if (!rc && out.len) out.len = kvg_jinja_chat_unmask(out.data, out.len);
         if (!rc)
             rc = kvg_tok_encode_blocks(rt->tok, rt->cache, out.data ? out.data : "", out.len,

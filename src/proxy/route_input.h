@@ -30,6 +30,7 @@ struct kvg_route_tokenizer {
 struct kvg_route_input {
     struct cJSON *json; /* owned */
     int chat;
+    size_t body_len; /* the request body's bytes: the rendered prompt's expected size */
     char model[256];
     size_t model_len;
     int stream;
