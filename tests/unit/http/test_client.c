@@ -2,11 +2,16 @@
  * the response shapes engines send (length, chunked, close-delimited,
  * interim 100) and the malformed ones that must end the call with
  * KVG_EUPSTREAM instead of reaching the proxy (a status llhttp accepts but
- * HTTP does not, a body cut short, an oversized head). */
+ * HTTP does not, a body cut short, an oversized head); and lent request
+ * bodies, written whole, and never left half-written on a pooled connection
+ * by an engine that answers early. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -175,10 +180,6 @@ TEST(interim_response_has_no_body)
 }
 
 /* ------------------------------------------------ lent bodies (borrow_body) */
-
-#include <poll.h>
-#include <pthread.h>
-#include <stdlib.h>
 
 /* An engine on its own thread, with blocking sockets bounded by timeouts.
  * early: answers 413 after the first bytes of the first request's body and
