@@ -21,6 +21,9 @@
 #include "http/server_int.h"
 
 static void kvg_http__tls_read(struct kvg_http_conn *c, const char *p, size_t n);
+static void resume_reading(struct kvg_http_conn *c);
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf);
+static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
 
 /* The server is freed once it was asked to close and its last handle is. */
 static void server_maybe_free(struct kvg_http_server *srv)
@@ -256,7 +259,10 @@ static int on_body(llhttp_t *p, const char *at, size_t n)
         c->err_status = 503;
         return HPE_USER;
     }
-    if (kvg_buf_append(&c->req->body, at, n)) {
+    struct kvg_buf *b = &c->req->body;
+    if (b->data && at == b->data + b->len) {
+        b->len += n; /* read in place (on_alloc) */
+    } else if (kvg_buf_append(b, at, n)) {
         c->err_status = 413;
         return HPE_USER;
     }
@@ -280,19 +286,17 @@ static void dispatch(struct kvg_http_conn *c)
     c->srv->handler(r, c->srv->ud);
 }
 
-/* Parses buffered input while the connection is ready for a request. */
-void kvg_http__process(struct kvg_http_conn *c)
+/* Parses data: requests are dispatched as their heads and bodies complete
+ * (the parser pauses after each: one request at a time). Returns how many
+ * bytes were used; the rest waits until the answer ends. */
+static size_t parse_bytes(struct kvg_http_conn *c, const char *data, size_t len)
 {
-    c->processing = 1;
-    while ((c->state == ST_IDLE || c->state == ST_HEAD || c->state == ST_BODY) && c->inbuf.len) {
-        llhttp_errno_t e = llhttp_execute(&c->parser, c->inbuf.data, c->inbuf.len);
-        if (e == HPE_OK) {
-            kvg_buf_reset(&c->inbuf);
-            break;
-        }
+    size_t off = 0;
+    while ((c->state == ST_IDLE || c->state == ST_HEAD || c->state == ST_BODY) && off < len) {
+        llhttp_errno_t e = llhttp_execute(&c->parser, data + off, len - off);
+        if (e == HPE_OK) return len;
         if (e == HPE_PAUSED) {
-            size_t used = (size_t)(llhttp_get_error_pos(&c->parser) - c->inbuf.data);
-            kvg_buf_consume(&c->inbuf, used);
+            off = (size_t)(llhttp_get_error_pos(&c->parser) - data);
             llhttp_resume(&c->parser);
             dispatch(c); /* may answer at once and set state back to ST_IDLE */
             continue;
@@ -300,10 +304,9 @@ void kvg_http__process(struct kvg_http_conn *c)
         if (c->refusal) {
             struct kvg_http_refusal *rf = c->refusal;
             c->refusal = NULL;
-            kvg_buf_reset(&c->inbuf);
             kvg_http__refuse(c, rf);
             free(rf);
-            break;
+            return len;
         }
         int status = c->err_status ? c->err_status : 400;
         const char *msg = status == 431   ? "request header fields too large"
@@ -314,11 +317,21 @@ void kvg_http__process(struct kvg_http_conn *c)
         if (e == HPE_PAUSED_UPGRADE) msg = "protocol upgrades are not supported";
         if (c->state == ST_IDLE && !c->req && status == 400 && e != HPE_PAUSED_UPGRADE)
             msg = llhttp_get_error_reason(&c->parser);
-        kvg_buf_reset(&c->inbuf);
         kvg_http__reject(c, status, msg ? msg : "malformed HTTP request");
-        break;
+        return len;
     }
+    return off;
+}
+
+void kvg_http__process(struct kvg_http_conn *c)
+{
+    c->processing = 1;
+    /* inbuf is not touched while its bytes are parsed: nothing appends to it
+     * while processing is set (on_read parses in place then). */
+    size_t used = parse_bytes(c, c->inbuf.data, c->inbuf.len);
+    kvg_buf_consume(&c->inbuf, used);
     c->processing = 0;
+    resume_reading(c);
 }
 
 /* --------------------------------------------------------------- lifetime */
@@ -402,11 +415,53 @@ void kvg_http__timer_set(struct kvg_http_conn *c, uint32_t ms)
     uv_timer_start(&c->timer, on_timer, ms, 0);
 }
 
+/* Pipelined bytes that arrive while a request is answered wait in inbuf,
+ * bounded by the head limit plus one read (a client may pipeline, not
+ * flood). Reading stops before a read could overflow it, and starts again
+ * once the answer has ended and inbuf been parsed: no byte is dropped, but
+ * meanwhile a client that goes away is not noticed. */
+static void pause_reading(struct kvg_http_conn *c)
+{
+    if (c->read_paused || c->state == ST_CLOSING) return;
+    uv_read_stop((uv_stream_t *)&c->tcp);
+    c->read_paused = 1;
+}
+
+static void pause_if_full(struct kvg_http_conn *c)
+{
+    if (c->state == ST_HANDLING && c->inbuf.len + READ_BUF_SIZE > c->inbuf.limit) pause_reading(c);
+}
+
+static void resume_reading(struct kvg_http_conn *c)
+{
+    if (!c->read_paused || c->state == ST_HANDLING || c->state == ST_CLOSING) return;
+    c->read_paused = 0;
+    if (uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read)) {
+        kvg_http__close(c);
+        return;
+    }
+    if (c->ssl) kvg_http__tls_read(c, NULL, 0); /* what OpenSSL still holds */
+}
+
+/* A declared body whose room is reserved is read straight into it, no more
+ * than what is left of it (the next request's bytes never land there):
+ * otherwise a big body was copied twice on the loop, read buffer to inbuf to
+ * body. Everything else goes through the loop's read buffer. */
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 {
     struct kvg_http_conn *c = h->data;
+    (void)suggested;
     buf->base = c->srv->rbuf;
     buf->len = sizeof c->srv->rbuf;
+    if (c->state != ST_BODY || c->ssl || c->inbuf.len || !c->req ||
+        !(c->parser.flags & F_CONTENT_LENGTH))
+        return;
+    struct kvg_buf *b = &c->req->body;
+    size_t room = b->data ? b->cap - b->len : 0;
+    uint64_t left = c->parser.content_length;
+    if (room < 4096 || left < 4096) return; /* the tail of a body: the usual way */
+    buf->base = b->data + b->len;
+    buf->len = left < room ? (size_t)left : room;
 }
 
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
@@ -427,33 +482,48 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
         kvg_http__tls_read(c, buf->base, (size_t)nread);
         return;
     }
-    /* Bytes that arrive while a request is answered wait in inbuf (bounded by
-     * the head limit: a client may pipeline, not flood). */
-    if (kvg_buf_append(&c->inbuf, buf->base, (size_t)nread)) {
-        if (c->state == ST_HANDLING) {
-            uv_read_stop(s); /* resumes when the answer ends; we lose abort detection */
+    if (buf->base != c->srv->rbuf || (!c->inbuf.len && !c->processing)) {
+        /* Parsed where they were read (a body's room, or the read buffer);
+         * what a request being answered leaves waits in inbuf, which is
+         * empty here and holds a read buffer's worth. */
+        c->processing = 1;
+        size_t used = parse_bytes(c, buf->base, (size_t)nread);
+        c->processing = 0;
+        if (used < (size_t)nread && c->state != ST_CLOSING &&
+            kvg_buf_append(&c->inbuf, buf->base + used, (size_t)nread - used)) {
+            kvg_http__close(c);
             return;
         }
+    } else if (kvg_buf_append(&c->inbuf, buf->base, (size_t)nread)) {
+        /* Not while an answer is under way: reading paused before this. */
         kvg_http__reject(c, 431, "request header fields too large");
         return;
+    } else if (!c->processing) {
+        kvg_http__process(c);
     }
-    if (!c->processing) kvg_http__process(c);
+    pause_if_full(c);
 }
 
 /* TLS: ciphertext in, plaintext appended to inbuf and parsed. Handshake
  * answers go out at once. */
 static void kvg_http__tls_read(struct kvg_http_conn *c, const char *p, size_t n)
 {
-    if (BIO_write(c->rbio, p, (int)n) != (int)n) {
+    if (n && BIO_write(c->rbio, p, (int)n) != (int)n) {
         kvg_http__close(c);
         return;
     }
     char plain[16384];
     for (;;) {
+        /* While an answer is under way the plaintext waits in inbuf; when
+         * that cannot take another record, the rest waits in OpenSSL, and
+         * reading pauses until the answer ends (resume_reading). */
+        if (c->state == ST_HANDLING && c->inbuf.len + sizeof plain > c->inbuf.limit) {
+            pause_reading(c);
+            break;
+        }
         int r = SSL_read(c->ssl, plain, sizeof plain);
         if (r > 0) {
             if (kvg_buf_append(&c->inbuf, plain, (size_t)r)) {
-                if (c->state == ST_HANDLING) break; /* paused: resumes after the answer */
                 kvg_http__reject(c, 431, "request header fields too large");
                 return;
             }

@@ -32,6 +32,7 @@ struct kvg_http_conn {
     int err_status;                   /* set by a parser callback that rejects the request */
     struct kvg_http_refusal *refusal; /* owned: the head check's answer, when it refused */
     int processing;                   /* inside kvg_http__process: no recursion */
+    int read_paused;                  /* reading stopped: inbuf full while answering */
     size_t wq_bytes;                  /* bytes handed to libuv, not yet written */
     struct kvg_buf out;               /* bytes not handed to libuv yet (coalesced per loop turn) */
     int dirty;                        /* on the server's flush list */
