@@ -165,12 +165,6 @@ static void admit(struct proxy_req *pr)
  * parse, hashing, the approximate index's record of 3 M blocks). */
 #define INLINE_BYTES (16 * 1024)
 
-static void tokenize_work(struct kvg_proxy_wq_item *w)
-{
-    struct proxy_req *pr = w->data;
-    kvg_route_input_tokenize(&pr->ri, &pr->pl->px->rt, 0);
-}
-
 /* Runs work off the loop, then done on it; pr outlives both. */
 static void offload(struct proxy_req *pr, void (*work)(struct kvg_proxy_wq_item *),
                     void (*done)(struct kvg_proxy_wq_item *))
@@ -189,12 +183,6 @@ static struct proxy_req *work_back(struct kvg_proxy_wq_item *w)
     if (pr->req) return pr;
     kvg_proxy__finish(pr, 499);
     return NULL;
-}
-
-static void tokenize_done(struct kvg_proxy_wq_item *w)
-{
-    struct proxy_req *pr = work_back(w);
-    if (pr) admit(pr);
 }
 
 /* kvgate's own resources ran out (descriptors, memory, socket buffers):
@@ -651,19 +639,35 @@ static void picked(struct proxy_req *pr)
     }
 }
 
-/* Parses the body and computes the routing text (thread-safe). */
-static void parse_work(struct kvg_proxy_wq_item *w)
+/* Parses the body and computes the routing text (thread-safe). On a work
+ * thread, also tokenizes: one hand-off instead of two, and the render reads
+ * the strings the parse has just written while they are in this core's
+ * cache. So a long prompt is tokenized before its key's model list and
+ * priority are checked (its key itself was, with the head): a denied one
+ * costs its tokenizing, as one over its quota does. */
+static void parse_body(struct proxy_req *pr, int on_worker)
 {
-    struct proxy_req *pr = w->data; /* also called inline for small bodies */
+    struct kvg_proxy *px = pr->pl->px;
     const struct kvg_buf *body = kvg_proxy__req_body(pr);
     pr->parse_rc =
         kvg_route_input_parse(&pr->ri, body->data, body->len, pr->route == KVG_PROXY_CHAT,
                               pr->parse_msg, sizeof pr->parse_msg);
-    if (!pr->parse_rc && pr->pl->px->wants_text) kvg_route_input_text(&pr->ri);
+    if (pr->parse_rc) return;
+    if (px->wants_text) kvg_route_input_text(&pr->ri);
+    pr->ri.adapter = kvg_pool_model_is_adapter(px->pool, pr->ri.model, pr->ri.model_len);
+    if (px->wants_tokens && on_worker) {
+        kvg_route_input_tokenize(&pr->ri, &px->rt, 0);
+        pr->tokenized = 1;
+    }
 }
 
-/* After the parse: the gateway's authorization, then tokenizing, then
- * admission. */
+static void parse_work(struct kvg_proxy_wq_item *w)
+{
+    parse_body(w->data, 1);
+}
+
+/* After the parse: the gateway's authorization, then tokenizing (unless a
+ * work thread did it with the parse), then admission. */
 static void parsed(struct proxy_req *pr)
 {
     struct kvg_proxy_loop *pl = pr->pl;
@@ -681,15 +685,9 @@ static void parsed(struct proxy_req *pr)
         answer_deny(pr, &d);
         return;
     }
-    pr->ri.adapter = kvg_pool_model_is_adapter(px->pool, pr->ri.model, pr->ri.model_len);
-    if (!px->wants_tokens) {
-        admit(pr);
-    } else if (!pr->offloop || !pl->wq) {
+    if (px->wants_tokens && !pr->tokenized)
         kvg_route_input_tokenize(&pr->ri, &px->rt, 1); /* on the loop */
-        admit(pr);
-    } else {
-        offload(pr, tokenize_work, tokenize_done); /* a long prompt: the loop goes on */
-    }
+    admit(pr);
 }
 
 static void parse_done(struct kvg_proxy_wq_item *w)
@@ -736,7 +734,6 @@ void kvg_proxy_handle(struct kvg_proxy_loop *pl, struct kvg_http_req *req)
             return;
         }
     }
-    pr->work.data = pr;
-    parse_work(&pr->work);
+    parse_body(pr, 0);
     parsed(pr);
 }

@@ -77,4 +77,43 @@ for k in alpha beta gamma delta; do
   [ -n "$a" ] && [ "$a" = "$b" ] && same=$((same + 1))
 done
 check "routing key header honoured for big requests ($same/4)" [ "$same" = 4 ]
+stop_all
+
+# A big body is parsed and tokenized in one work item, before the key's
+# model list and the priority header are checked on the loop: those checks
+# still answer it (403, 400), and an allowed one is routed.
+start_sim "$S1" --model m || exit 1
+start_sim "$S2" --model m || exit 1
+KM=sk-m-$RANDOM$RANDOM; KO=sk-other-$RANDOM$RANDOM
+cat >"$TMP/keys.yaml" <<YAML
+keys:
+  - name: m-user
+    hash: $("$KVG_BIN" keys hash "$KM")
+    models: ["m"]
+  - name: other-user
+    hash: $("$KVG_BIN" keys hash "$KO")
+    models: ["other"]
+YAML
+GW3=$(free_port)
+start_serve "$GW3" --threads 1 --policy kv_aware --block-size 16 --keys "$TMP/keys.yaml" \
+  --worker-urls "${URLS[@]}" || exit 1
+G3=http://127.0.0.1:$GW3
+wait_http "$G3/readiness" 10 || exit 1
+big_req() { # key, extra curl args... -> status
+  local k=$1
+  shift
+  curl -s -D "$TMP/h3" -o "$TMP/r3" -w '%{http_code}' "$G3/v1/completions" \
+    -H "Authorization: Bearer $k" "$@" \
+    --data-binary "@$TMP/big.json"
+}
+code=$(big_req "$KO")
+check "big body, model the key may not use: 403 ($code)" [ "$code" = 403 ]
+check "big body, 403 is an OpenAI error" json_get "$TMP/r3" 'j["error"]["message"]'
+code=$(big_req "$KM" -H 'x-kvgate-priority: nonsense')
+check "big body, bad priority header: 400 ($code)" [ "$code" = 400 ]
+code=$(big_req "$KM")
+w=$(tr -d '\r' <"$TMP/h3" | awk -F': ' 'tolower($1)=="x-kvgate-worker"{print $2}')
+check "big body, allowed key: routed to an engine (status $code, worker $w)" [ -n "$w" ]
+code=$(big_req sk-nobody)
+check "big body, unknown key: 401 ($code)" [ "$code" = 401 ]
 finish
