@@ -50,6 +50,9 @@ static const struct flag flags[] = {
     {"tokenizer-nice", NULL, F_INT, O(tokenizer_nice), 0,
      "niceness added to the tokenizer threads, so long prompts yield the CPU to the loops "
      "(10; 0 = as the loops)"},
+    {"loop-slice-us", NULL, F_INT, O(loop_slice_us), 0,
+     "time slice the loop threads ask the scheduler for, so a woken loop preempts a busy "
+     "tokenizer thread or neighbour at once (Linux 6.12+; 100; 0 = the kernel's)"},
     {"worker-urls", NULL, F_LIST, O(workers), 0, "engine URLs (http://host:port)"},
     {"kv-events-endpoints", NULL, F_LIST, O(kv_endpoints), 0,
      "each worker's KV event ZMQ endpoint, same order as --worker-urls ('none': no events)"},
@@ -325,6 +328,7 @@ void kvg_serve_config_default(struct kvg_serve_config *c)
     c->kv_index_max_entries = 1u << 23;
     c->tokenizer_cache_bytes = 64u << 20;
     c->tokenizer_nice = 10;
+    c->loop_slice_us = 100;
     kvg_policy_opts_default(&c->policy_opts);
     snprintf(c->assignment_mode, sizeof c->assignment_mode, "random");
     snprintf(c->cache_aware_miss, sizeof c->cache_aware_miss, "min_load");
@@ -571,6 +575,9 @@ int kvg_serve_config_parse(struct kvg_serve_config *c, int argc, char **argv, ch
         return kvg_err_set(err, errlen, KVG_ECONFIG, "--threads: 1..256");
     if (c->tokenizer_nice < 0 || c->tokenizer_nice > 19)
         return kvg_err_set(err, errlen, KVG_ECONFIG, "--tokenizer-nice: 0..19");
+    if (c->loop_slice_us && (c->loop_slice_us < 100 || c->loop_slice_us > 100000))
+        return kvg_err_set(err, errlen, KVG_ECONFIG,
+                           "--loop-slice-us: 100..100000 (the kernel's range), or 0");
     if (c->tokenizer_threads < 0 || c->tokenizer_threads > 1024)
         return kvg_err_set(err, errlen, KVG_ECONFIG, "--tokenizer-threads: 0..1024");
     if (strcmp(c->cache_aware_miss, "min_load") && strcmp(c->cache_aware_miss, "smallest_tree"))
