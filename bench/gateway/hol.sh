@@ -46,8 +46,8 @@ for i in 1 2 3 4; do
   nice -n 19 "$BIN" sim --port "$p" --model m --profile instant --log-level warn & PIDS+=($!)
   URLS+=("http://127.0.0.1:$p")
 done
-# The probe's engine and clients ask for the loops' short slice
-# (short_slice.py): on these 2 shared cores they otherwise waited for a CPU
+# The probe's engine and clients ask for a short slice (short_slice.py, as
+# --loop-slice-us 100 does for the gateway's loops): on these 2 shared cores they otherwise waited for a CPU
 # behind the long traffic (sched trace: the probe client's p99 wait 1.6-9 ms),
 # which then showed as the gateway's latency in every phase alike.
 SS=(python3 bench/gateway/short_slice.py 100)
@@ -161,6 +161,9 @@ for (b, th), v in by.items():
   echo "tokenizer (the gateway tokenizes; the engines use the byte tokenizer). The long traffic's"
   echo "engines and clients run at nice 19 (in a fleet they have machines of their own); the"
   echo "gateway, the probe and its engine at 0; the work threads at the default --tokenizer-nice 10."
+  echo "The probe's clients and its engine run with 100 us scheduler slices (short_slice.py), as the"
+  echo "gateway's loops can ask for (--loop-slice-us), so that they do not wait for a CPU behind the long"
+  echo "traffic; the gateway runs with its defaults."
   echo "${DUR} s per phase; GET /health at 1 connection, paced the same, is the gateway's loop"
   echo "alone. Latencies in ms; configurations interleaved, ${REPS} repetitions."
   [ -n "$BASE" ] && echo "base = \`$BASE\` (the build before the change), kvgate = \`$BIN\`."

@@ -51,8 +51,9 @@ static const struct flag flags[] = {
      "niceness added to the tokenizer threads, so long prompts yield the CPU to the loops "
      "(10; 0 = as the loops)"},
     {"loop-slice-us", NULL, F_INT, O(loop_slice_us), 0,
-     "time slice the loop threads ask the scheduler for, so a woken loop preempts a busy "
-     "tokenizer thread or neighbour at once (Linux 6.12+; 100; 0 = the kernel's)"},
+     "time slice the loop threads ask the scheduler for: under 1 ms, a woken loop preempts a "
+     "busy tokenizer thread or neighbour at once, for some CPU (Linux 6.12+; 0 = the "
+     "kernel's, the default)"},
     {"worker-urls", NULL, F_LIST, O(workers), 0, "engine URLs (http://host:port)"},
     {"kv-events-endpoints", NULL, F_LIST, O(kv_endpoints), 0,
      "each worker's KV event ZMQ endpoint, same order as --worker-urls ('none': no events)"},
@@ -328,7 +329,6 @@ void kvg_serve_config_default(struct kvg_serve_config *c)
     c->kv_index_max_entries = 1u << 23;
     c->tokenizer_cache_bytes = 64u << 20;
     c->tokenizer_nice = 10;
-    c->loop_slice_us = 100;
     kvg_policy_opts_default(&c->policy_opts);
     snprintf(c->assignment_mode, sizeof c->assignment_mode, "random");
     snprintf(c->cache_aware_miss, sizeof c->cache_aware_miss, "min_load");

@@ -28,7 +28,7 @@ struct kvg_serve_config {
     int port;
     int threads;
     int tokenizer_nice;                  /* niceness added to the pool threads (10) */
-    int loop_slice_us;                   /* the loops' scheduler slice (100), 0: the kernel's */
+    int loop_slice_us;                   /* the loops' scheduler slice, 0: the kernel's (0) */
     int tokenizer_threads;               /* the proxy's work threads, 0: 4 */
     struct kvg_strlist workers;          /* --worker-urls */
     struct kvg_strlist kv_endpoints;     /* --kv-events-endpoints, same order ("none": no events) */
