@@ -165,6 +165,13 @@ static void admit(struct proxy_req *pr)
  * parse, hashing, the approximate index's record of 3 M blocks). */
 #define INLINE_BYTES (16 * 1024)
 
+/* Whether pr's CPU work (parse and tokenizing, the pick) runs on the work
+ * threads: a big body, and a pool of them. */
+static int on_workers(const struct proxy_req *pr)
+{
+    return pr->offloop && pr->pl->wq;
+}
+
 /* Runs work off the loop, then done on it; pr outlives both. */
 static void offload(struct proxy_req *pr, void (*work)(struct kvg_proxy_wq_item *),
                     void (*done)(struct kvg_proxy_wq_item *))
@@ -559,7 +566,7 @@ void kvg_proxy__attempt(struct proxy_req *pr)
         return;
     }
     pr->attempts++;
-    if (pr->offloop && pr->pl->wq) {
+    if (on_workers(pr)) {
         offload(pr, route_work, route_done);
         return;
     }
@@ -645,7 +652,7 @@ static void picked(struct proxy_req *pr)
  * cache. So a long prompt is tokenized before its key's model list and
  * priority are checked (its key itself was, with the head): a denied one
  * costs its tokenizing, as one over its quota does. */
-static void parse_body(struct proxy_req *pr, int on_worker)
+static void parse_body(struct proxy_req *pr)
 {
     struct kvg_proxy *px = pr->pl->px;
     const struct kvg_buf *body = kvg_proxy__req_body(pr);
@@ -655,15 +662,12 @@ static void parse_body(struct proxy_req *pr, int on_worker)
     if (pr->parse_rc) return;
     if (px->wants_text) kvg_route_input_text(&pr->ri);
     pr->ri.adapter = kvg_pool_model_is_adapter(px->pool, pr->ri.model, pr->ri.model_len);
-    if (px->wants_tokens && on_worker) {
-        kvg_route_input_tokenize(&pr->ri, &px->rt, 0);
-        pr->tokenized = 1;
-    }
+    if (px->wants_tokens && on_workers(pr)) kvg_route_input_tokenize(&pr->ri, &px->rt, 0);
 }
 
 static void parse_work(struct kvg_proxy_wq_item *w)
 {
-    parse_body(w->data, 1);
+    parse_body(w->data);
 }
 
 /* After the parse: the gateway's authorization, then tokenizing (unless a
@@ -685,7 +689,7 @@ static void parsed(struct proxy_req *pr)
         answer_deny(pr, &d);
         return;
     }
-    if (px->wants_tokens && !pr->tokenized)
+    if (px->wants_tokens && !on_workers(pr))
         kvg_route_input_tokenize(&pr->ri, &px->rt, 1); /* on the loop */
     admit(pr);
 }
@@ -729,11 +733,11 @@ void kvg_proxy_handle(struct kvg_proxy_loop *pl, struct kvg_http_req *req)
             kvg_proxy__client_error(pr, 500, "out_of_memory", "out of memory");
             return;
         }
-        if (pl->wq) {
+        if (on_workers(pr)) {
             offload(pr, parse_work, parse_done);
             return;
         }
     }
-    parse_body(pr, 0);
+    parse_body(pr);
     parsed(pr);
 }

@@ -21,7 +21,6 @@ struct proxy_req {
     struct kvg_buf hdrs;           /* offloop: the request headers copied for the pick */
     struct kvg_rng rng;            /* offloop: the pick's (the loop's is the loop thread's) */
     int parse_rc, pick_rc, pick_known;
-    int tokenized; /* ri's tokens were made with the parse, on a work thread */
     char parse_msg[256];
     char request_id[80];
     struct kvg_pick pick; /* current pick (pick.w holds a reference) */
