@@ -88,6 +88,12 @@ struct kvg_bench_scale_opts {
                                   (before: aopts.headroom); an instant, never-forgetting
                                   learner's bound when set to the first burst's start */
     double oracle_lead_s;
+    /* The PD day's router, an experiment: a request prefills on a decode
+     * replica when the prefill pool's predicted wait is past this many
+     * seconds and that decode's is shorter (0: never); and the decode
+     * replicas' per-step token budget (0: the profile's). */
+    double pd_local_wait_s;
+    uint32_t pd_decode_batched_tokens;
     int trace; /* every decision and its reason to stderr */
 };
 
@@ -188,6 +194,7 @@ struct kvg_bench_scale_pd_result {
     char planner[32];
     int status; /* 0 ran; KVG_ENOTFOUND unknown planner */
     uint64_t requests, met, ttft_met, itl_met, failed;
+    uint64_t local_prefills; /* requests prefilled on a decode replica (pd_local_wait_s) */
     double slo_attainment, ttft_attainment, itl_attainment;
     double gpu_hours; /* prefill + decode */
     double ttft_p50_s, ttft_p90_s, ttft_p99_s, itl_p90_s, xfer_p90_s, cache_hit;

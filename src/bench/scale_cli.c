@@ -50,6 +50,11 @@ static void usage(FILE *f)
         "  --prefill-headroom X / --decode-headroom X   that pool's planner headroom (0.1;\n"
         "                      kvgate and oracle read it; static's count is unchanged)\n"
         "  --headroom-from S   those headrooms apply from virtual second S on (before: 0.1)\n"
+        "  --pd-local-prefill-wait S   prefill on a decode replica when the prefill pool's\n"
+        "                      predicted wait is past S seconds and the decode's is\n"
+        "                      shorter (0: never; not a serve option)\n"
+        "  --decode-batched-tokens N   the decode replicas' token budget per step\n"
+        "                      (default: the profile's max_num_batched_tokens)\n"
         "  planner oracle      sizes each pool for the day's true rate (bursts included)\n"
         "                      over the next --oracle-lead S (the start-up p90 lead)\n",
         kvg_autoscale_planner_names());
@@ -145,6 +150,10 @@ static int parse(struct cfg *c, int argc, char **argv)
             o->pd_headroom[1] = d;
         } else if (!strcmp(a, "--headroom-from") && d >= 0) {
             o->pd_headroom_from_s = d;
+        } else if (!strcmp(a, "--pd-local-prefill-wait") && d >= 0 && d <= 3600) {
+            o->pd_local_wait_s = d;
+        } else if (!strcmp(a, "--decode-batched-tokens") && d >= 1 && d <= 1 << 20) {
+            o->pd_decode_batched_tokens = (uint32_t)d;
         } else if (!strcmp(a, "--oracle-lead") && d >= 0) {
             o->oracle_lead_s = d;
         } else if (!strcmp(a, "--knee-rps") && d > 0) {
@@ -268,11 +277,12 @@ static int pd_report(const struct cfg *c, struct job *jobs)
         } else if (!c->quiet) {
             const struct kvg_bench_scale_pd_result *r = &j->pr;
             printf("%-8s slo %.4f (ttft %.4f itl %.4f)  gpu-h %.2f (prefill %.2f decode %.2f)  "
-                   "events %u/%u  ttft p90 %.3f s  itl p90 %.4f s  failed %llu  (%.1f s)\n",
+                   "events %u/%u  ttft p90 %.3f s  itl p90 %.4f s  failed %llu  local %llu  "
+                   "(%.1f s)\n",
                    r->planner, r->slo_attainment, r->ttft_attainment, r->itl_attainment,
                    r->gpu_hours, r->pool[0].gpu_hours, r->pool[1].gpu_hours,
                    r->pool[0].scale_events, r->pool[1].scale_events, r->ttft_p90_s, r->itl_p90_s,
-                   (unsigned long long)r->failed, r->wall_s);
+                   (unsigned long long)r->failed, (unsigned long long)r->local_prefills, r->wall_s);
         }
     }
     const char *svg = svg_link(c);
@@ -326,11 +336,13 @@ int kvg_bench_scale_main(int argc, char **argv)
         return rc > 0 ? 0 : 2;
     }
     int pd_only = c->o.pd_headroom[0] >= 0 || c->o.pd_headroom[1] >= 0 || c->o.oracle_lead_s > 0 ||
-                  c->o.pd_headroom_from_s > 0;
+                  c->o.pd_headroom_from_s > 0 || c->o.pd_local_wait_s > 0 ||
+                  c->o.pd_decode_batched_tokens;
     for (size_t i = 0; i < c->n; i++) pd_only |= !strcmp(c->planners[i], "oracle");
     if (!c->pd && pd_only) {
         fprintf(stderr, "kvgate bench: planner oracle, --prefill-headroom, --decode-headroom, "
-                        "--headroom-from and --oracle-lead are --scenario diurnal-pd's\n");
+                        "--headroom-from, --oracle-lead, --pd-local-prefill-wait and "
+                        "--decode-batched-tokens are --scenario diurnal-pd's\n");
         free(c);
         return 2;
     }

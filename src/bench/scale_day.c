@@ -158,6 +158,21 @@ void scale_day_arrive(struct scale_day *d, struct scale_req *r)
     d->have_next = scale_wl_next(&d->wl, &d->next) == 0;
 }
 
+int scale_day_submit(struct scale_day *d, struct kvg_sim *e, uint64_t id, const struct scale_req *r,
+                     uint32_t max_tokens, uint32_t remote_tokens, int hold)
+{
+    scale_wl_prompt(&d->wl, r, d->prompt);
+    struct kvg_sim_request sr = {.id = id,
+                                 .prompt = d->prompt,
+                                 .prompt_len = r->prompt_len,
+                                 .max_tokens = max_tokens ? max_tokens : r->max_tokens,
+                                 .ignore_eos = 1,
+                                 .arrival = r->arrival,
+                                 .remote_tokens = remote_tokens,
+                                 .hold_blocks = hold};
+    return kvg_sim_submit(e, &sr);
+}
+
 void scale_day_cached(struct scale_day *d, double cached, double prompt)
 {
     struct bucket *b = scale_obs_cur(&d->ob);

@@ -64,14 +64,7 @@ static int route(struct run *R, uint64_t id, double t)
     struct rep *p = &R->pool.rep[best];
     p->groups |= bit;
     R->group_routed[q->r.group]++;
-    scale_wl_prompt(&R->d.wl, &q->r, R->d.prompt);
-    struct kvg_sim_request sr = {.id = id,
-                                 .prompt = R->d.prompt,
-                                 .prompt_len = q->r.prompt_len,
-                                 .max_tokens = q->r.max_tokens,
-                                 .ignore_eos = 1,
-                                 .arrival = q->r.arrival};
-    int rc = kvg_sim_submit(p->e, &sr);
+    int rc = scale_day_submit(&R->d, p->e, id, &q->r, 0, 0, 0);
     if (rc == -ENOMEM) return rc;
     if (rc) {
         fail(R, q);

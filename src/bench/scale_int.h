@@ -58,6 +58,7 @@ struct rep {
     struct kvg_sim_step st;
     uint32_t inflight;
     uint64_t groups; /* prefixes routed here: what a router would believe is cached */
+    double pend_tok; /* PD day: prompt tokens routed here whose prefill has not finished */
     /* Prewarm (scale_warm.c): prefill-only replays still running (not
      * routable while > 0), when it took its first routed request, and its
      * hit rate's recovery. */
@@ -175,6 +176,12 @@ double scale_day_window(const struct scale_day *d, const struct kvg_autoscale_pl
 /* The next arrival into *r, counted (tick, in-flight prompt tokens,
  * timeline), and the one after drawn. */
 void scale_day_arrive(struct scale_day *d, struct scale_req *r);
+/* Request r (its prompt rendered into d's buffer) submitted to engine e as
+ * id: max_tokens (0: r's own), the last remote_tokens of its prompt's KV
+ * from a prefill (PD decode), hold: keep its blocks after it finishes (PD
+ * prefill). kvg_sim_submit's result. */
+int scale_day_submit(struct scale_day *d, struct kvg_sim *e, uint64_t id, const struct scale_req *r,
+                     uint32_t max_tokens, uint32_t remote_tokens, int hold);
 /* A prefill of prompt tokens found cached of them in the prefix cache. */
 void scale_day_cached(struct scale_day *d, double cached, double prompt);
 /* r's first token at t: its TTFT counted and returned. */

@@ -21,7 +21,9 @@ struct pq {
     struct scale_req r;
     int pre, dec; /* replica indices in their pools, -1 none */
     uint8_t state, first;
+    uint8_t local; /* prefilled on its decode replica (local_decode) */
     uint32_t ntok;
+    double pend; /* tokens counted in its replica's pend_tok until its prefill ends */
     double t_first, t_last, xfer_done;
     double t_pre; /* its prefill finished (0: not yet), for the timeline's miss split */
 };
@@ -58,7 +60,10 @@ struct pdrun {
 static int make_ready(struct pdrun *R, struct pool *P, int k)
 {
     uint64_t seed = R->o->seed * 1000003ull + (uint64_t)k * 2 + (P->role == KVG_AUTOSCALE_DECODE);
-    return scale_reps_ready(&P->r, k, &R->o->profile, seed);
+    struct kvg_sim_profile pr = R->o->profile;
+    if (P->role == KVG_AUTOSCALE_DECODE && R->o->pd_decode_batched_tokens)
+        pr.max_num_batched_tokens = R->o->pd_decode_batched_tokens;
+    return scale_reps_ready(&P->r, k, &pr, seed);
 }
 
 static void kick(struct rep *p, double t)
@@ -67,10 +72,21 @@ static void kick(struct rep *p, double t)
     scale_rep_step(p, t);
 }
 
+/* q's prefill ended or was dropped: its tokens leave its replica's queue. */
+static void unpend(struct pdrun *R, struct pq *q, int pi, int k)
+{
+    if (k >= 0 && q->pend > 0) {
+        struct rep *p = &R->pool[pi].r.rep[k];
+        p->pend_tok = p->pend_tok > q->pend ? p->pend_tok - q->pend : 0;
+    }
+    q->pend = 0;
+}
+
 /* Frees what request q holds on its prefill replica (blocks, in flight). */
 static void leave_prefill(struct pdrun *R, struct pq *q, uint64_t id, int abort)
 {
     if (q->pre < 0) return;
+    unpend(R, q, 0, q->pre);
     struct rep *p = &R->pool[0].r.rep[q->pre];
     if (p->e) {
         if (abort)
@@ -91,6 +107,7 @@ static void fail(struct pdrun *R, uint64_t id)
         struct rep *p = &R->pool[1].r.rep[q->dec];
         if (p->e && q->state == P_DECODE) kvg_sim_abort(p->e, id);
         if (p->inflight) p->inflight--;
+        if (q->local) unpend(R, q, 1, q->dec);
     }
     scale_day_fail(&R->d, &q->r, q->first);
     q->state = P_FAILED;
@@ -138,23 +155,82 @@ static int pick_decode(struct pdrun *R)
     return best;
 }
 
-/* Request id onto a prefill replica, or the gateway queue when none is ready. */
+/* The prompt tokens q would compute on p, as a router that remembers what
+ * it routed where believes (its group's prefix cached once routed there). */
+static double uncached(const struct pdrun *R, const struct pq *q, const struct rep *p)
+{
+    uint32_t pre = R->o->prefix_len < q->r.prompt_len ? R->o->prefix_len : q->r.prompt_len;
+    return (double)q->r.prompt_len - ((p->groups >> q->r.group) & 1 ? pre : 0);
+}
+
+/* Experiment (--pd-local-prefill-wait, "PD seed 2" in autoscale.md): the
+ * load half of Dynamo's conditional disaggregation. The decode replica q
+ * prefills on itself instead of prefill replica k (-1: none ready) when
+ * k's predicted wait (its queued prefill tokens and q's over the profiled
+ * rate) is past the bound and the decode's is shorter: the routable decode
+ * with the shortest queued local prefill and KV room for the prompt. -1:
+ * split as usual. */
+static int local_decode(struct pdrun *R, const struct pq *q, int k)
+{
+    double bound = R->o->pd_local_wait_s, tps = R->o->pd_prefill_tps;
+    if (!(bound > 0) || !(tps > 0)) return -1;
+    const struct rep *pp = k >= 0 ? &R->pool[0].r.rep[k] : NULL;
+    double wp = pp ? (pp->pend_tok + uncached(R, q, pp)) / tps : INFINITY;
+    if (!(wp > bound)) return -1;
+    struct pool *P = &R->pool[1];
+    int best = -1;
+    double wbest = INFINITY;
+    for (size_t i = 0; i < P->r.nact; i++) {
+        int d = P->r.act[i];
+        const struct rep *p = &P->r.rep[d];
+        if (!routable(p) || !p->e) continue;
+        struct kvg_sim_metrics m;
+        kvg_sim_get_metrics(p->e, &m);
+        double need = (double)q->r.prompt_len / (m.block_size ? m.block_size : 16);
+        if (m.kv_usage + need / (m.num_blocks ? m.num_blocks : 1) > 0.9) continue;
+        double w = (p->pend_tok + uncached(R, q, p)) / tps;
+        if (w < wbest) best = d, wbest = w;
+    }
+    return best >= 0 && wbest < wp ? best : -1;
+}
+
+/* Request id prefilled and decoded on decode replica d. */
+static int to_local(struct pdrun *R, uint64_t id, int d, double t)
+{
+    struct pq *q = &R->q[id];
+    struct rep *p = &R->pool[1].r.rep[d];
+    q->pend = uncached(R, q, p);
+    p->groups |= 1ull << q->r.group;
+    int rc = scale_day_submit(&R->d, p->e, id, &q->r, 0, 0, 0);
+    if (rc == -ENOMEM) return rc;
+    if (rc) {
+        q->pend = 0;
+        fail(R, id);
+        return 0;
+    }
+    q->state = P_DECODE;
+    q->local = 1;
+    q->dec = d;
+    p->inflight++;
+    p->pend_tok += q->pend;
+    R->out->local_prefills++;
+    kick(p, t);
+    return 0;
+}
+
+/* Request id onto a prefill replica, or its decode's when the prefill side
+ * is backed up, or the gateway queue when none is ready. */
 static int to_prefill(struct pdrun *R, uint64_t id, double t)
 {
     struct pq *q = &R->q[id];
     int k = pick_prefill(R, q);
+    int d = local_decode(R, q, k);
+    if (d >= 0) return to_local(R, id, d, t);
     if (k < 0) return scale_ids_push(&R->gq, &R->gq_tail, &R->gq_cap, id);
     struct rep *p = &R->pool[0].r.rep[k];
+    double pend = uncached(R, q, p);
     p->groups |= 1ull << q->r.group;
-    scale_wl_prompt(&R->d.wl, &q->r, R->d.prompt);
-    struct kvg_sim_request sr = {.id = id,
-                                 .prompt = R->d.prompt,
-                                 .prompt_len = q->r.prompt_len,
-                                 .max_tokens = 1,
-                                 .ignore_eos = 1,
-                                 .arrival = q->r.arrival,
-                                 .hold_blocks = 1};
-    int rc = kvg_sim_submit(p->e, &sr);
+    int rc = scale_day_submit(&R->d, p->e, id, &q->r, 1, 0, 1);
     if (rc == -ENOMEM) return rc;
     if (rc) {
         fail(R, id);
@@ -162,6 +238,8 @@ static int to_prefill(struct pdrun *R, uint64_t id, double t)
     }
     q->state = P_PREFILL;
     q->pre = k;
+    q->pend = pend;
+    p->pend_tok += pend;
     p->inflight++;
     kick(p, t);
     return 0;
@@ -198,15 +276,7 @@ static int xfer_done(struct pdrun *R, size_t i, double t)
         fail(R, id);
         return 0;
     }
-    scale_wl_prompt(&R->d.wl, &q->r, R->d.prompt);
-    struct kvg_sim_request sr = {.id = id,
-                                 .prompt = R->d.prompt,
-                                 .prompt_len = q->r.prompt_len,
-                                 .max_tokens = q->r.max_tokens,
-                                 .ignore_eos = 1,
-                                 .arrival = q->r.arrival,
-                                 .remote_tokens = q->r.prompt_len};
-    int rc = kvg_sim_submit(p->e, &sr);
+    int rc = scale_day_submit(&R->d, p->e, id, &q->r, 0, q->r.prompt_len, 0);
     if (rc == -ENOMEM) return rc;
     q->state = P_DECODE;
     if (rc) {
@@ -277,6 +347,7 @@ static int step_end(struct pdrun *R, struct pool *P, int k, double t)
             if (q->state != P_PREFILL || !(u->flags & KVG_SIM_UP_FINISHED)) continue;
             scale_day_cached(&R->d, u->cached_tokens, q->r.prompt_len);
             q->t_pre = t;
+            unpend(R, q, 0, q->pre);
             if ((rc = to_decode(R, u->id, t))) return rc;
             continue;
         }
@@ -284,6 +355,11 @@ static int step_end(struct pdrun *R, struct pool *P, int k, double t)
         if (u->flags & KVG_SIM_UP_TOKEN) {
             scale_obs_cur(&R->d.ob)->out_tokens++;
             if (!q->first) {
+                if (q->local) { /* its prefill ran here */
+                    scale_day_cached(&R->d, u->cached_tokens, q->r.prompt_len);
+                    q->t_pre = t;
+                    unpend(R, q, 1, q->dec);
+                }
                 q->first = 1;
                 q->t_first = t;
                 scale_day_first(&R->d, &q->r, t);

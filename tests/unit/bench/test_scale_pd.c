@@ -275,6 +275,38 @@ TEST(prefill_headroom_knob_and_its_start)
     kvg_bench_scale_pd_result_free(&late);
 }
 
+/* --pd-local-prefill-wait: on a day of 2x bursts, requests whose prefill
+ * pool is backed up prefill on a decode replica; every request is still
+ * counted once, it costs ITL (the decode batches carry the prefills), and
+ * the same seed gives the same day. Off: none moves. */
+TEST(local_prefill_knob_moves_prefills_to_decode_under_bursts)
+{
+    struct kvg_bench_scale_opts o = short_day();
+    o.bursts = 3;
+    o.burst_s = 60;
+    o.burst_mult = 2;
+    struct kvg_bench_scale_pd_result off, on, again;
+    run(&o, "kvgate", &off);
+    o.pd_local_wait_s = 0.5;
+    run(&o, "kvgate", &on);
+    run(&o, "kvgate", &again);
+    CHECK_INT(off.local_prefills, 0);
+    CHECK(on.local_prefills > 0 && on.local_prefills < on.requests);
+    CHECK_INT(on.local_prefills, again.local_prefills);
+    CHECK_NEAR(on.slo_attainment, again.slo_attainment, 0);
+    double arrived = 0;
+    for (size_t i = 0; i < on.n; i++) arrived += on.arrived[i];
+    CHECK_NEAR(arrived, (double)on.requests, 0);
+    CHECK(on.met <= on.ttft_met && on.met <= on.itl_met);
+    /* Measured: 1,983 of 16,394 moved, ITL attainment 99.99% -> 99.93%;
+     * TTFT's 90.25% fell to 88.97% on this day (a gain is not assured:
+     * bench/autoscale/pd-seed2.md). */
+    CHECK(on.itl_attainment < off.itl_attainment);
+    kvg_bench_scale_pd_result_free(&off);
+    kvg_bench_scale_pd_result_free(&on);
+    kvg_bench_scale_pd_result_free(&again);
+}
+
 static size_t count(const char *s, const char *what)
 {
     size_t n = 0;
