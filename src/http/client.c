@@ -14,6 +14,10 @@
 #include "http/headers.h"
 
 #define READ_BUF_SIZE (64 * 1024)
+/* A request bigger than this is handed to the socket this much per loop
+ * turn: on loopback the kernel runs the receiver's side inside the
+ * sender's write, and one 400 KB write held the loop for ~1 ms. */
+#define WRITE_CHUNK (64 * 1024)
 #define MAX_RESP_HEADERS 100
 
 struct uconn {
@@ -27,10 +31,12 @@ struct uconn {
     int reused;
     int handles;
     int closing;
-    int keep;                           /* response allows reuse */
-    int done;                           /* message complete */
-    int reading;                        /* uv_read_start in effect (toggling costs an epoll_ctl) */
-    int writes;                         /* uv_writes not yet called back */
+    int keep;          /* response allows reuse */
+    int done;          /* message complete */
+    int reading;       /* uv_read_start in effect (toggling costs an epoll_ctl) */
+    int writes;        /* uv_writes not yet called back */
+    const char *wnext; /* the body's bytes not yet given to a write */
+    size_t wleft;
     uint64_t deadline_ms, timer_due_ms; /* see timer_set */
     struct kvg_buf head;
     struct kvg_http__hdrs hacc; /* where in head each header is */
@@ -308,6 +314,7 @@ static void call_complete(struct uconn *c)
     /* An engine may answer before it has read the whole request (an early
      * error): the rest still being written makes the connection unusable,
      * and closing it stops the write before the request's bytes are freed. */
+    c->wleft = 0; /* no further piece of this request's body is written */
     if (c->keep && !c->writes && !cl->closing && !call->paused) {
         llhttp_init(&c->parser, HTTP_RESPONSE, &cl->settings);
         c->parser.data = c;
@@ -374,12 +381,40 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
     }
 }
 
+static void write_piece(struct uconn *c);
+
 static void on_written(uv_write_t *w, int status)
 {
     struct uconn *c = w->data;
     free(w);
     c->writes--;
-    if (status < 0 && !c->closing && c->call) conn_failed(c, status);
+    if (status < 0 && !c->closing && c->call)
+        conn_failed(c, status);
+    else if (status == 0 && !c->closing && c->call && c->wleft)
+        write_piece(c);
+}
+
+/* The next WRITE_CHUNK of a big body; its callback, a loop turn later,
+ * writes the one after. */
+static void write_piece(struct uconn *c)
+{
+    uv_write_t *w = malloc(sizeof *w);
+    if (!w) {
+        conn_failed(c, -ENOMEM);
+        return;
+    }
+    w->data = c;
+    size_t n = c->wleft < WRITE_CHUNK ? c->wleft : WRITE_CHUNK;
+    uv_buf_t b = uv_buf_init((char *)c->wnext, (unsigned)n);
+    c->wnext += n;
+    c->wleft -= n;
+    int rc = uv_write(w, (uv_stream_t *)&c->tcp, &b, 1, on_written);
+    if (rc < 0) {
+        free(w);
+        conn_failed(c, rc);
+        return;
+    }
+    c->writes++;
 }
 
 static void conn_start_call(struct uconn *c)
@@ -395,8 +430,14 @@ static void conn_start_call(struct uconn *c)
     uv_buf_t b[2] = {uv_buf_init(call->req.data, (unsigned)call->req.len),
                      uv_buf_init((char *)call->body, (unsigned)call->body_len)};
     unsigned nb = call->body_len ? 2 : 1;
-    int n = uv_try_write((uv_stream_t *)&c->tcp, b, nb);
-    size_t sent = n > 0 ? (size_t)n : 0, total = call->req.len + call->body_len;
+    c->wleft = 0;
+    if (call->body_len > WRITE_CHUNK) { /* the head and a first piece now, the rest later */
+        b[1].len = WRITE_CHUNK;
+        c->wnext = call->body + WRITE_CHUNK;
+        c->wleft = call->body_len - WRITE_CHUNK;
+    }
+    int n = c->wleft ? 0 : uv_try_write((uv_stream_t *)&c->tcp, b, nb);
+    size_t sent = n > 0 ? (size_t)n : 0, total = b[0].len + (nb > 1 ? b[1].len : 0);
     int rc = 0;
     if (sent == total) {
         free(w);

@@ -334,6 +334,23 @@ TEST(lent_body_is_written_whole_and_connection_reused)
     CHECK_INT(e.accepts, 1);
 }
 
+TEST(lent_bodies_around_the_write_piece_size_arrive_whole)
+{
+    /* A body over 64 KB goes to the socket a piece per loop turn: one byte
+     * past a piece, an exact two pieces and a ragged tail all arrive byte
+     * for byte, and the connection is reused once the last piece is out. */
+    static const size_t lens[] = {(64u << 10) + 1, 128u << 10, (400u << 10) + 123};
+    for (size_t k = 0; k < sizeof lens / sizeof lens[0]; k++) {
+        struct engine e = {0};
+        struct outcome o[2] = {{0}};
+        lend_twice(&e, lens[k], o);
+        CHECK_INT(o[0].status, 200);
+        CHECK_INT(o[1].status, 200);
+        CHECK_INT(e.body_ok, 2);
+        CHECK_INT(e.accepts, 1);
+    }
+}
+
 TEST(early_answer_does_not_reuse_a_connection_mid_write)
 {
     /* The engine refuses the body after its first bytes and answers with
