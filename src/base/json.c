@@ -17,13 +17,63 @@
  * cJSON's to read. */
 #define JSON_NUM_MAX 48
 
-struct jr {
-    const char *p, *e;
+struct kvg_json_block {
+    struct kvg_json_block *next;
+    size_t cap, used;
+    _Alignas(cJSON) char data[];
 };
 
-static cJSON *new_node(int type)
+/* The reader's place in the bytes, and where its tree goes: a (not NULL)
+ * an arena, first the size of the arena's first block; else cJSON's heap. */
+struct jr {
+    const char *p, *e;
+    struct kvg_json_arena *a;
+    size_t first;
+};
+
+/* size bytes at an align-aligned address, from the arena's newest block or a
+ * new one of twice its size (at least size); NULL when out of memory. */
+static void *arena_alloc(struct jr *r, size_t size, size_t align)
 {
-    cJSON *n = cJSON_malloc(sizeof *n);
+    struct kvg_json_block *b = r->a->blocks;
+    if (b) {
+        size_t at = (b->used + align - 1) & ~(align - 1);
+        if (at <= b->cap && size <= b->cap - at) {
+            b->used = at + size;
+            return b->data + at;
+        }
+    }
+    size_t cap = b ? b->cap * 2 : r->first;
+    if (cap < size) cap = size;
+    struct kvg_json_block *nb = malloc(sizeof *nb + cap);
+    if (!nb) return NULL;
+    nb->next = b;
+    nb->cap = cap;
+    nb->used = size;
+    r->a->blocks = nb;
+    return nb->data;
+}
+
+static void *jr_alloc(struct jr *r, size_t size, size_t align)
+{
+    return r->a ? arena_alloc(r, size, align) : cJSON_malloc(size);
+}
+
+/* A failed read lets go of what it built: on the heap piece by piece, in an
+ * arena all at once when the whole parse gives up (kvg_json_parse_in). */
+static void jr_free_string(struct jr *r, char *s)
+{
+    if (!r->a) cJSON_free(s);
+}
+
+static void jr_delete(struct jr *r, cJSON *n)
+{
+    if (!r->a) cJSON_Delete(n);
+}
+
+static cJSON *new_node(struct jr *r, int type)
+{
+    cJSON *n = jr_alloc(r, sizeof *n, _Alignof(cJSON));
     if (n) {
         memset(n, 0, sizeof *n);
         n->type = type;
@@ -69,7 +119,7 @@ size_t kvg_json_u_escape(const char *p, const char *end, uint32_t *cp)
     return 10;
 }
 
-/* The string whose opening quote is at r->p: a cJSON_malloc'd copy, or
+/* The string whose opening quote is at r->p: a copy (jr_alloc), or
  * NULL (unterminated, an escape cJSON would refuse or read otherwise, no
  * memory). Raw bytes, control characters included, are copied as cJSON
  * copies them. */
@@ -84,7 +134,7 @@ static char *read_string(struct jr *r)
         if (((q - b) & 1) == 0) break;
         q++;
     }
-    char *out = cJSON_malloc((size_t)(q - s) + 1);
+    char *out = jr_alloc(r, (size_t)(q - s) + 1, 1);
     if (!out) return NULL;
     char *o = out;
     const char *p = s;
@@ -114,7 +164,7 @@ static char *read_string(struct jr *r)
     r->p = q + 1;
     return out;
 decline:
-    cJSON_free(out);
+    jr_free_string(r, out);
     return NULL;
 }
 
@@ -190,7 +240,7 @@ static cJSON *read_value(struct jr *r, int depth);
 static cJSON *read_container(struct jr *r, int depth, int obj)
 {
     if (depth >= JSON_MAX_DEPTH) return NULL;
-    cJSON *n = new_node(obj ? cJSON_Object : cJSON_Array), *tail = NULL;
+    cJSON *n = new_node(r, obj ? cJSON_Object : cJSON_Array), *tail = NULL;
     if (!n) return NULL;
     char close = obj ? '}' : ']';
     r->p++;
@@ -205,7 +255,7 @@ static cJSON *read_container(struct jr *r, int depth, int obj)
             if (r->p >= r->e || *r->p != '"' || !(key = read_string(r))) goto fail;
             skip_ws(r);
             if (r->p >= r->e || *r->p != ':') {
-                cJSON_free(key);
+                jr_free_string(r, key);
                 goto fail;
             }
             r->p++;
@@ -213,7 +263,7 @@ static cJSON *read_container(struct jr *r, int depth, int obj)
         }
         cJSON *c = read_value(r, depth + 1);
         if (!c) {
-            cJSON_free(key);
+            jr_free_string(r, key);
             goto fail;
         }
         c->string = key;
@@ -236,7 +286,7 @@ static cJSON *read_container(struct jr *r, int depth, int obj)
         skip_ws(r);
     }
 fail:
-    cJSON_Delete(n);
+    jr_delete(r, n);
     return NULL;
 }
 
@@ -254,45 +304,83 @@ static cJSON *read_value(struct jr *r, int depth)
     if (c == '{' || c == '[') return read_container(r, depth, c == '{');
     if (c == '"') {
         char *s = read_string(r);
-        cJSON *n = s ? new_node(cJSON_String) : NULL;
+        cJSON *n = s ? new_node(r, cJSON_String) : NULL;
         if (!n) {
-            cJSON_free(s);
+            jr_free_string(r, s);
             return NULL;
         }
         n->valuestring = s;
         return n;
     }
     if (c == '-' || (c >= '0' && c <= '9')) {
-        cJSON *n = new_node(cJSON_Number);
+        cJSON *n = new_node(r, cJSON_Number);
         if (n && read_number(r, n)) {
-            cJSON_Delete(n);
+            jr_delete(r, n);
             return NULL;
         }
         return n;
     }
     cJSON *n = NULL;
     if (literal(r, "null", 4))
-        n = new_node(cJSON_NULL);
+        n = new_node(r, cJSON_NULL);
     else if (literal(r, "false", 5))
-        n = new_node(cJSON_False);
-    else if (literal(r, "true", 4) && (n = new_node(cJSON_True)))
+        n = new_node(r, cJSON_False);
+    else if (literal(r, "true", 4) && (n = new_node(r, cJSON_True)))
         n->valueint = 1;
     return n;
 }
 
-cJSON *kvg_json_parse_strict(const char *s, size_t n)
+static void arena_release(struct kvg_json_arena *a)
+{
+    for (struct kvg_json_block *b = a->blocks, *next; b; b = next) {
+        next = b->next;
+        free(b);
+    }
+    a->blocks = NULL;
+}
+
+static cJSON *parse_strict(struct kvg_json_arena *a, const char *s, size_t n)
 {
     if (!s || !n) return NULL;
-    struct jr r = {s, s + n};
+    /* The strings are at most the input's bytes; the rest is nodes. A chat
+     * body (long strings, few nodes) then takes one block. */
+    struct jr r = {s, s + n, a, n + n / 4 + 1024};
     skip_ws(&r);
     /* What follows the value is not read: cJSON_ParseWithLength ignores it. */
-    return read_value(&r, 0);
+    cJSON *j = read_value(&r, 0);
+    if (!j && a) arena_release(a);
+    return j;
+}
+
+cJSON *kvg_json_parse_strict(const char *s, size_t n)
+{
+    return parse_strict(NULL, s, n);
 }
 
 cJSON *kvg_json_parse(const char *s, size_t n)
 {
     cJSON *j = kvg_json_parse_strict(s, n);
     return j ? j : cJSON_ParseWithLength(s, n);
+}
+
+cJSON *kvg_json_parse_strict_in(struct kvg_json_arena *a, const char *s, size_t n)
+{
+    return a->blocks ? NULL : parse_strict(a, s, n);
+}
+
+cJSON *kvg_json_parse_in(struct kvg_json_arena *a, const char *s, size_t n)
+{
+    if (a->blocks) return NULL;
+    cJSON *j = parse_strict(a, s, n);
+    return j ? j : cJSON_ParseWithLength(s, n);
+}
+
+void kvg_json_free(struct kvg_json_arena *a, cJSON *tree)
+{
+    if (a->blocks)
+        arena_release(a);
+    else
+        cJSON_Delete(tree);
 }
 
 static int same_str(const char *a, const char *b)

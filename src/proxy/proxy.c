@@ -481,7 +481,7 @@ static void route_ctx(struct proxy_req *pr, struct kvg_route_ctx *ctx)
 {
     struct kvg_proxy *px = pr->pl->px;
     const struct kvg_buf *body = kvg_proxy__req_body(pr);
-    if (!pr->ri.json) pr->ri.json = kvg_json_parse(body->data, body->len);
+    if (!pr->ri.json) pr->ri.json = kvg_json_parse_in(&pr->ri.json_mem, body->data, body->len);
     *ctx = (struct kvg_route_ctx){.body = {body->data, body->len},
                                   .load_max_age_ms = px->cfg->metrics_staleness_ms,
                                   .header = pr->offloop ? kvg_proxy_snap_header : header_of,

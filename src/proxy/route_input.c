@@ -180,7 +180,7 @@ int kvg_route_input_parse(struct kvg_route_input *ri, const char *body, size_t l
      * cJSON would); only then is the body scanned for one: a \u0000 in a
      * string is data, masked for cJSON (jinja/chat.h) and turned back into
      * NUL in the text that is tokenized. */
-    cJSON *j = body ? kvg_json_parse_strict(body, len) : NULL;
+    cJSON *j = body ? kvg_json_parse_strict_in(&ri->json_mem, body, len) : NULL;
     if (!j) {
         struct kvg_buf masked;
         kvg_buf_init(&masked, 0);
@@ -193,19 +193,19 @@ int kvg_route_input_parse(struct kvg_route_input *ri, const char *body, size_t l
         kvg_buf_free(&masked);
     }
     if (!j || !cJSON_IsObject(j)) {
-        cJSON_Delete(j);
+        kvg_json_free(&ri->json_mem, j);
         snprintf(msg, msglen, "the request body is not a JSON object");
         return KVG_EPARSE;
     }
     const char *dup = duplicate_key(j);
     if (dup) {
         snprintf(msg, msglen, "the key '%.64s' appears twice in one object", dup);
-        cJSON_Delete(j);
+        kvg_json_free(&ri->json_mem, j);
         return KVG_EPARSE;
     }
     cJSON *m = cJSON_GetObjectItemCaseSensitive(j, "model");
     if (m && (!cJSON_IsString(m) || strlen(m->valuestring) >= sizeof ri->model)) {
-        cJSON_Delete(j);
+        kvg_json_free(&ri->json_mem, j);
         snprintf(msg, msglen,
                  m && cJSON_IsString(m) ? "'model' is longer than 255 bytes"
                                         : "'model' must be a string");
@@ -221,7 +221,7 @@ int kvg_route_input_parse(struct kvg_route_input *ri, const char *body, size_t l
     if (salt && !cJSON_IsNull(salt)) {
         if (!cJSON_IsString(salt) || !salt->valuestring[0] ||
             strlen(salt->valuestring) >= sizeof ri->cache_salt) {
-            cJSON_Delete(j);
+            kvg_json_free(&ri->json_mem, j);
             snprintf(msg, msglen, "'cache_salt' must be a non-empty string under 256 bytes");
             return KVG_EPARSE;
         }
@@ -233,13 +233,13 @@ int kvg_route_input_parse(struct kvg_route_input *ri, const char *body, size_t l
     int64_t mct, mt;
     if (max_tokens_field(ri, j, "max_completion_tokens", &mct, msg, msglen) ||
         max_tokens_field(ri, j, "max_tokens", &mt, msg, msglen)) {
-        cJSON_Delete(j);
+        kvg_json_free(&ri->json_mem, j);
         return KVG_EPARSE;
     }
     mt = mct >= 0 ? mct : mt;
     if (mt > 0) ri->max_tokens = (uint32_t)mt;
     if (request_shape(ri, j, msg, msglen)) {
-        cJSON_Delete(j);
+        kvg_json_free(&ri->json_mem, j);
         return KVG_EPARSE;
     }
     ri->json = j;
@@ -364,7 +364,7 @@ void kvg_route_input_ctx(const struct kvg_route_input *ri, struct kvg_route_ctx 
 
 void kvg_route_input_drop_json(struct kvg_route_input *ri)
 {
-    cJSON_Delete(ri->json);
+    kvg_json_free(&ri->json_mem, ri->json);
     ri->json = NULL;
 }
 

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "base/buf.h"
+#include "base/json.h"
 #include "router/policy.h"
 
 struct cJSON;
@@ -28,7 +29,8 @@ struct kvg_route_tokenizer {
 };
 
 struct kvg_route_input {
-    struct cJSON *json; /* owned */
+    struct cJSON *json;             /* owned: in json_mem, or cJSON's (kvg_json_free) */
+    struct kvg_json_arena json_mem; /* the fast reader's tree's memory */
     int chat;
     size_t body_len; /* the request body's bytes: the rendered prompt's expected size */
     char model[256];

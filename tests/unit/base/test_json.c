@@ -16,11 +16,21 @@ static int agrees(const char *s, size_t n, int *took)
     cJSON *ref = cJSON_ParseWithLength(s, n);
     cJSON *fast = kvg_json_parse(s, n);
     cJSON *strict = kvg_json_parse_strict(s, n);
-    int ok = kvg_json_same(ref, fast) && (!strict || kvg_json_same(ref, strict));
+    /* The same readers with the tree in an arena: the same trees, and the
+     * arena holds one exactly when the fast reader built it. */
+    struct kvg_json_arena a = {0}, sa = {0};
+    cJSON *in = kvg_json_parse_in(&a, s, n);
+    cJSON *strict_in = kvg_json_parse_strict_in(&sa, s, n);
+    int ok = kvg_json_same(ref, fast) && (!strict || kvg_json_same(ref, strict)) &&
+             kvg_json_same(ref, in) && kvg_json_same(strict, strict_in) &&
+             (a.blocks != NULL) == (strict != NULL) && (sa.blocks != NULL) == (strict != NULL);
     if (took) *took = strict != NULL;
     cJSON_Delete(ref);
     cJSON_Delete(fast);
     cJSON_Delete(strict);
+    kvg_json_free(&a, in);
+    kvg_json_free(&sa, strict_in);
+    ok = ok && !a.blocks && !sa.blocks;
     return ok;
 }
 
@@ -129,6 +139,32 @@ TEST(json_nesting)
         memset(buf + depth, ']', (size_t)depth);
         CHECK(agrees(buf, (size_t)depth * 2, NULL));
     }
+}
+
+/* Many small nodes outgrow the arena's first block (sized for strings):
+ * the tree spans several blocks and is still cJSON's; a body that fails
+ * after that (truncated) leaves the arena empty. */
+TEST(json_arena_grows)
+{
+    enum { N = 20000 };
+    static char buf[2 * N + 2];
+    size_t n = 0;
+    buf[n++] = '[';
+    for (int i = 0; i < N; i++) {
+        buf[n++] = (char)('0' + i % 10);
+        buf[n++] = i + 1 < N ? ',' : ']';
+    }
+    int took = 0;
+    CHECK(agrees(buf, n, &took));
+    CHECK(took);
+    CHECK(agrees(buf, n - 1, &took)); /* no closing bracket */
+    CHECK(!took);
+    struct kvg_json_arena a = {0};
+    cJSON *t = kvg_json_parse_in(&a, buf, n);
+    CHECK_INT(cJSON_GetArraySize(t), N);
+    CHECK(kvg_json_parse_in(&a, buf, n) == NULL); /* the arena is taken */
+    kvg_json_free(&a, t);
+    CHECK(a.blocks == NULL);
 }
 
 static const char *const PIECES[] = {
