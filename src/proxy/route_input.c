@@ -124,18 +124,21 @@ static int request_shape(struct kvg_route_input *ri, const cJSON *j, char *msg, 
         if (!cJSON_IsArray(ms)) return bad_shape(ri, "invalid_type", msg, msglen, inv, "an array");
         int i = 0;
         const cJSON *m;
+        /* The field is named only for an error: a long conversation has
+         * hundreds of messages. */
         cJSON_ArrayForEach(m, ms)
         {
-            snprintf(pb, sizeof ri->bad_param_buf, "messages[%d]", i);
-            if (!cJSON_IsObject(m))
+            if (!cJSON_IsObject(m)) {
+                snprintf(pb, sizeof ri->bad_param_buf, "messages[%d]", i);
                 return bad_shape(ri, "invalid_type", msg, msglen, inv, "an object");
+            }
             const cJSON *role = cJSON_GetObjectItemCaseSensitive(m, "role");
-            snprintf(pb, sizeof ri->bad_param_buf, "messages[%d].role", i);
-            if (!role)
-                return bad_shape(ri, "missing_required_parameter", msg, msglen,
-                                 "Missing required parameter: '%s'.%s", "");
-            if (!cJSON_IsString(role))
-                return bad_shape(ri, "invalid_type", msg, msglen, inv, "a string");
+            if (!cJSON_IsString(role)) {
+                snprintf(pb, sizeof ri->bad_param_buf, "messages[%d].role", i);
+                return role ? bad_shape(ri, "invalid_type", msg, msglen, inv, "a string")
+                            : bad_shape(ri, "missing_required_parameter", msg, msglen,
+                                        "Missing required parameter: '%s'.%s", "");
+            }
             i++;
         }
         return 0;
