@@ -191,6 +191,20 @@ static inline struct kvg_kv_set *kvg_kv_tab_set(const struct kvg_kv_tab *t, uint
 {
     return (struct kvg_kv_set *)(kvg_kv_tab_set_bits(t, s) + t->words);
 }
+/* out[k] = v for each bit k set in bits: the walks' answer for the slots of
+ * one bitmap word. A full word (every slot of it still a candidate, the
+ * common case of a fleet that holds a shared prefix) is 64 stores in a row,
+ * which the compiler turns into a few vector stores; bit by bit they were a
+ * third of a 1,024-slot walk over the tiers. */
+static inline void kvg_kv_put_bits(uint32_t *out, uint64_t bits, uint32_t v)
+{
+    if (bits == ~0ull) {
+        for (int k = 0; k < 64; k++) out[k] = v;
+        return;
+    }
+    for (; bits; bits &= bits - 1) out[__builtin_ctzll(bits)] = v;
+}
+
 /* Whether node ni's block is held by slot w. */
 static inline int kvg_kv_tab_node_has(const struct kvg_kv_tab *t, uint32_t ni, uint32_t w)
 {

@@ -106,8 +106,7 @@ uint32_t kvg_kv_tab_match(const struct kvg_kv_tab *t, const uint64_t *seq, size_
         if (lost) {
             for (uint32_t j = lo; j < hi; j++) {
                 uint64_t keep = bits[j] & cand[j];
-                for (uint64_t drop = cand[j] & ~keep; drop; drop &= drop - 1)
-                    out[j * 64 + (uint32_t)__builtin_ctzll(drop)] = (uint32_t)i;
+                kvg_kv_put_bits(out + j * 64, cand[j] & ~keep, (uint32_t)i);
                 cand[j] = keep;
             }
             best = (uint32_t)i; /* values written only grow along the walk */
@@ -119,9 +118,7 @@ uint32_t kvg_kv_tab_match(const struct kvg_kv_tab *t, const uint64_t *seq, size_
             atomic_store_explicit(&nd->used, stamp, memory_order_relaxed);
     }
     if (lo < hi) {
-        for (uint32_t j = lo; j < hi; j++)
-            for (uint64_t c = cand[j]; c; c &= c - 1)
-                out[j * 64 + (uint32_t)__builtin_ctzll(c)] = (uint32_t)i;
+        for (uint32_t j = lo; j < hi; j++) kvg_kv_put_bits(out + j * 64, cand[j], (uint32_t)i);
         best = (uint32_t)i;
     }
     return best;

@@ -75,8 +75,7 @@ uint32_t kvg_kv_tab_match_levels(const struct kvg_kv_tab *const *tabs, uint32_t 
             for (uint32_t l = 0; l < ntabs; l++) {
                 acc |= bits[l][j];
                 uint64_t keep = acc & cand[l][j];
-                for (uint64_t drop = cand[l][j] & ~keep; drop; drop &= drop - 1)
-                    out[l * stride + j * 64 + (uint32_t)__builtin_ctzll(drop)] = (uint32_t)i;
+                kvg_kv_put_bits(out + l * stride + j * 64, cand[l][j] & ~keep, (uint32_t)i);
                 cand[l][j] = keep;
             }
             any |= cand[last][j];
@@ -84,8 +83,7 @@ uint32_t kvg_kv_tab_match_levels(const struct kvg_kv_tab *const *tabs, uint32_t 
     }
     for (uint32_t l = 0; l < ntabs; l++)
         for (uint32_t j = 0; j < words; j++)
-            for (uint64_t c = cand[l][j]; c; c &= c - 1)
-                out[l * stride + j * 64 + (uint32_t)__builtin_ctzll(c)] = (uint32_t)i;
+            kvg_kv_put_bits(out + l * stride + j * 64, cand[l][j], (uint32_t)i);
     uint32_t best = 0;
     for (size_t w = 0; w < nslots; w++)
         if (out[last * stride + w] > best) best = out[last * stride + w];
