@@ -212,6 +212,11 @@ void kvg_proxy_wq_home_close(struct kvg_proxy_wq_home *h)
     if (h->pending == 0) home_close_now(h);
 }
 
+int kvg_proxy_wq_home_closing(const struct kvg_proxy_wq_home *h)
+{
+    return h->closing || h->efd < 0;
+}
+
 void kvg_proxy_wq_submit(struct kvg_proxy_wq_home *h, struct kvg_proxy_wq_item *it)
 {
     struct kvg_proxy_wq *wq = h->wq;

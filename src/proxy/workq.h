@@ -58,6 +58,10 @@ int kvg_proxy_wq_home_init(struct kvg_proxy_wq_home *h, struct kvg_proxy_wq *wq,
  * memory may go once the handle is closed. */
 void kvg_proxy_wq_home_close(struct kvg_proxy_wq_home *h);
 
+/* Whether h takes no more work (kvg_proxy_wq_home_close was called): what
+ * would have gone to the work threads is done on the loop. */
+int kvg_proxy_wq_home_closing(const struct kvg_proxy_wq_home *h);
+
 /* Queues it->work; it->done follows on h's loop. Never blocks. */
 void kvg_proxy_wq_submit(struct kvg_proxy_wq_home *h, struct kvg_proxy_wq_item *it);
 

@@ -201,7 +201,9 @@ TEST(close_with_work_out_waits_for_it)
         xs[i].it.work = slow_work;
         kvg_proxy_wq_submit(&home, &xs[i].it);
     }
+    CHECK(!kvg_proxy_wq_home_closing(&home));
     kvg_proxy_wq_home_close(&home);
+    CHECK(kvg_proxy_wq_home_closing(&home)); /* the caller does the rest itself */
     uv_run(&loop, UV_RUN_DEFAULT);
     CHECK_INT(count, 3);
     for (int i = 0; i < 3; i++) CHECK(xs[i].on_loop && xs[i].on_worker);
