@@ -15,7 +15,8 @@
 # its loops against its work threads (--tokenizer-nice, default 10). GET
 # /health at 1 paced connection is the loop alone (no engine). A control
 # phase sends the same long traffic through a second gateway process while
-# the probe goes through the first: the machine as busy, the probe's own
+# the probe (and the /health client) go through the first: the machine as
+# busy, the probe's own
 # gateway not, so loaded over control is kvgate's own head-of-line.
 #
 # Each configuration (binary x --tokenizer-threads) is measured REPS times,
@@ -106,6 +107,8 @@ for rep in $(seq 1 "$REPS"); do
     # Control: the same long traffic through a second gateway process (its
     # own loop and work threads, the same flags) while the probe goes through
     # this one, idle: what the machine's contention alone does to the probe.
+    # The paced /health client runs here too, as in the loaded phase: the
+    # two phases then differ only in where the long traffic goes.
     G1=$GWP P1=$GWPID
     start_gw "$b" "${cfg#*:}"
     G2=$GWP P2=$GWPID
@@ -114,8 +117,10 @@ for rep in $(seq 1 "$REPS"); do
     GWP=$G2 long 100k $((DUR + 2)) >/dev/null &
     l2=$!
     sleep 1
+    GWP=$G1 health "$DUR" >/dev/null &
+    hp=$!
     ctl=$(GWP=$G1 probe "$DUR")
-    wait $l1 $l2 || true
+    wait $hp $l1 $l2 || true
     GWPID=$P2 && stop_gw
     GWP=$G1 GWPID=$P1
     ROWS+=("$(python3 - "${cfg%%:*}" "${cfg#*:}" "$rep" "$(field p50 "$alone")" "$(field p99 "$alone")" \
@@ -175,8 +180,9 @@ for (b, th), v in by.items():
   echo "Target (issue 19): short requests' p99 within 20% while 30k/100k-token requests load the"
   echo "work threads: the median of the p99 ratios <= 1.20. The control (\"long traffic on another"
   echo "gateway\"): the same long traffic through a second gateway process with the same flags while"
-  echo "the probe goes through the first, idle one; the 2 cores are as busy, but nothing the probe"
-  echo "meets in its own gateway is. Loaded over control is the head-of-line of kvgate itself; the"
+  echo "the probe goes through the first, idle one, and the paced /health client runs as in the"
+  echo "loaded phase; the 2 cores are as busy, but nothing the probe meets in its own gateway is."
+  echo "Loaded over control is the head-of-line of kvgate itself; the"
   echo "control over alone is what the machine's contention costs any process on it."
   echo
   echo "| build | work threads | median p99 loaded (ms) | short: median p99 ratio | range | /health: median p99 ratio | range | met | short: loaded / control | range | within 20% of the control | runs |"
