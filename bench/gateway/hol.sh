@@ -16,8 +16,8 @@
 # /health at 1 paced connection is the loop alone (no engine). A control
 # phase sends the same long traffic through a second gateway process while
 # the probe (and the /health client) go through the first: the machine as
-# busy, the probe's own
-# gateway not, so loaded over control is kvgate's own head-of-line.
+# busy, the probe's own gateway not, so loaded over control is kvgate's own
+# head-of-line.
 #
 # Each configuration (binary x --tokenizer-threads) is measured REPS times,
 # configurations interleaved. Writes bench/results/gateway-hol.md.
@@ -182,8 +182,8 @@ for (b, th), v in by.items():
   echo "gateway\"): the same long traffic through a second gateway process with the same flags while"
   echo "the probe goes through the first, idle one, and the paced /health client runs as in the"
   echo "loaded phase; the 2 cores are as busy, but nothing the probe meets in its own gateway is."
-  echo "Loaded over control is the head-of-line of kvgate itself; the"
-  echo "control over alone is what the machine's contention costs any process on it."
+  echo "Loaded over control is the head-of-line of kvgate itself; the control over alone is what"
+  echo "the machine's contention costs any process on it."
   echo
   echo "| build | work threads | median p99 loaded (ms) | short: median p99 ratio | range | /health: median p99 ratio | range | met | short: loaded / control | range | within 20% of the control | runs |"
   echo "|---|---:|---:|---:|---|---:|---|---|---:|---|---|---:|"

@@ -53,7 +53,12 @@ static void pr_recycle(struct proxy_req *pr)
     free(pr);
 }
 
-static int on_workers(const struct proxy_req *pr);
+/* Whether pr's CPU work (parse and tokenizing, the pick) runs on the work
+ * threads: a big body, and a pool of them. */
+static int on_workers(const struct proxy_req *pr)
+{
+    return pr->offloop && pr->pl->wq;
+}
 
 static void release_work(struct kvg_proxy_wq_item *w)
 {
@@ -194,13 +199,6 @@ static void admit(struct proxy_req *pr)
  * shows in another's latency (a 50 MB prompt held its loop for seconds:
  * parse, hashing, the approximate index's record of 3 M blocks). */
 #define INLINE_BYTES (16 * 1024)
-
-/* Whether pr's CPU work (parse and tokenizing, the pick) runs on the work
- * threads: a big body, and a pool of them. */
-static int on_workers(const struct proxy_req *pr)
-{
-    return pr->offloop && pr->pl->wq;
-}
 
 /* Runs work off the loop, then done on it; pr outlives both. */
 static void offload(struct proxy_req *pr, void (*work)(struct kvg_proxy_wq_item *),

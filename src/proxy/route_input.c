@@ -191,7 +191,7 @@ int kvg_route_input_parse(struct kvg_route_input *ri, const char *body, size_t l
                      ? kvg_jinja_chat_json_mask(body, len, &masked, NULL, 0)
                      : 0;
         if (mk < 0) ri->tokenize_error = mk; /* cannot be read exactly: no tokens */
-        j = mk > 0 ? kvg_json_parse(masked.data, masked.len)
+        j = mk > 0 ? kvg_json_parse_in(&ri->json_mem, masked.data, masked.len)
                    : cJSON_ParseWithLength(body ? body : "", len);
         kvg_buf_free(&masked);
     }

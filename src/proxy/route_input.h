@@ -13,7 +13,6 @@
 #include "base/json.h"
 #include "router/policy.h"
 
-struct cJSON;
 struct kvg_tok;
 struct kvg_tok_pcache;
 struct kvg_jinja_chat;
