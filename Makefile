@@ -1,5 +1,6 @@
-# kvgate build. Sources are discovered: every src/<part>/*.c goes into
-# libkvgate.a, every tests/unit/<part>/test_*.c becomes one test program,
+# kvgate build. Sources are discovered: every src/<part>/*.c and
+# src/<part>/<family>/*.c goes into libkvgate.a, every src/cmd/*.c (the
+# commands) into libkvgate_cmd.a, every tests/unit/<part>/test_*.c becomes one test program,
 # every fuzz/fuzz_*.c one libFuzzer target. Adding a file needs no edit here.
 #
 #   make                 release build   -> build/release/kvgate
@@ -38,7 +39,9 @@ endif
 
 CFLAGS_ALL = $(CSTD) $(OPT) $(WARN) -Isrc -I$(LLHTTP_INC) $(PKG_CFLAGS) $(CFLAGS)
 
-LIB_SRCS   := $(filter-out src/main.c,$(wildcard src/*/*.c))
+CMD_SRCS   := $(wildcard src/cmd/*.c)
+CMD_OBJS   := $(CMD_SRCS:%.c=$(OUT)/%.o)
+LIB_SRCS   := $(filter-out $(CMD_SRCS),$(wildcard src/*/*.c src/*/*/*.c))
 LIB_OBJS   := $(LIB_SRCS:%.c=$(OUT)/%.o)
 LLHTTP_OBJS := $(OUT)/llhttp/api.o $(OUT)/llhttp/http.o $(OUT)/llhttp/llhttp.o
 TEST_SRCS  := $(wildcard tests/unit/*/test_*.c)
@@ -57,7 +60,11 @@ $(OUT)/libkvgate.a: $(LIB_OBJS) $(LLHTTP_OBJS)
 	@mkdir -p $(@D)
 	ar rcs $@ $^
 
-$(OUT)/kvgate: $(OUT)/src/main.o $(OUT)/libkvgate.a
+$(OUT)/libkvgate_cmd.a: $(CMD_OBJS)
+	@mkdir -p $(@D)
+	ar rcs $@ $^
+
+$(OUT)/kvgate: $(OUT)/src/main.o $(OUT)/libkvgate_cmd.a $(OUT)/libkvgate.a
 	$(CC) $(LDOPT) -o $@ $^ $(LIBS)
 
 $(OUT)/src/%.o: src/%.c
@@ -74,7 +81,7 @@ $(OUT)/llhttp/%.o: $(LLHTTP_DIR)/%.c
 	@mkdir -p $(@D)
 	$(CC) $(CSTD) $(OPT) -w -I$(LLHTTP_INC) -c -o $@ $<
 
-$(OUT)/t/%: $(OUT)/tests/unit/%.o $(TEST_SUPPORT_OBJS) $(OUT)/libkvgate.a
+$(OUT)/t/%: $(OUT)/tests/unit/%.o $(TEST_SUPPORT_OBJS) $(OUT)/libkvgate_cmd.a $(OUT)/libkvgate.a
 	@mkdir -p $(@D)
 	$(CC) $(LDOPT) -o $@ $^ $(LIBS)
 

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "pd/pd.h"
-#include "sim/http_sim.h"
+#include "simsrv/simsrv.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

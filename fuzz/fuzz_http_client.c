@@ -1,4 +1,4 @@
-/* libFuzzer target for kvgate's upstream HTTP client (src/http/client.c):
+/* libFuzzer target for kvgate's upstream HTTP client (src/net/http_client.c):
  * an engine's response head, chunked framing and body are outside bytes.
  * A plain loopback socket plays the engine: it accepts the client's
  * connection, reads its request, answers with the input verbatim and hangs
@@ -19,7 +19,7 @@
 #include <unistd.h>
 #include <uv.h>
 
-#include "http/client.h"
+#include "net/http_client.h"
 
 static uv_loop_t loop;
 static struct kvg_http_client *client;

@@ -1,4 +1,4 @@
-/* libFuzzer target for kvgate's HTTP/1.1 server (src/http/server.c and its
+/* libFuzzer target for kvgate's HTTP/1.1 server (src/net/server.c and its
  * response writers): every byte a client sends reaches llhttp and our parser
  * callbacks (header accumulation, limits, pipelining, Expect, upgrades), so
  * the input is sent as-is over a real loopback connection to a server on
@@ -19,7 +19,7 @@
 #include <unistd.h>
 #include <uv.h>
 
-#include "http/http.h"
+#include "net/http.h"
 
 static uv_loop_t loop;
 static struct kvg_http_server *srv;

@@ -18,7 +18,7 @@ LIVE=1
 BIN=${KVG_BIN:-build/release/kvgate}
 if [ -z "${KVG_BIN:-}" ]; then make -s -j2 BUILD=release build/release/kvgate; fi
 if ! "$BIN" bench --help >/dev/null 2>&1; then
-  echo "run.sh: $BIN has no 'bench' subcommand (src/main.c must dispatch it to kvg_bench_main)" >&2
+  echo "run.sh: $BIN has no 'bench' subcommand (src/main.c must dispatch it to kvg_cmd_bench_main)" >&2
   exit 1
 fi
 OUT=bench/results

@@ -9,13 +9,13 @@
 
 #include "base/err.h"
 #include "base/log.h"
-#include "discovery/k8s.h"
+#include "net/https.h"
 
 #define SA_DIR "/var/run/secrets/kubernetes.io/serviceaccount"
 
 struct k8s_act {
     struct kvg_autoscale_actuator base; /* first: the ops' pointer is this */
-    struct kvg_discovery_api api;
+    struct kvg_https api;
     uint32_t timeout_ms;
 };
 
@@ -69,14 +69,14 @@ static int call(struct k8s_act *k, const struct kvg_autoscale_pool_cfg *pc, cons
     *body = NULL;
     if (kvg_autoscale_k8s_path(&pc->target, path, sizeof path))
         return kvg_err_set(err, errlen, KVG_ECONFIG, "pool %s: no kubernetes target", pc->name);
-    struct kvg_discovery_resp r;
-    int rc = kvg_discovery_api_request(&k->api, method, path,
+    struct kvg_https_resp r;
+    int rc = kvg_https_request(&k->api, method, path,
                                        patch ? "application/merge-patch+json" : NULL, patch,
                                        patch ? strlen(patch) : 0, k->timeout_ms, &r);
     size_t len;
-    if (!rc) rc = kvg_discovery_resp_body(&r, 1 << 20, body, &len);
+    if (!rc) rc = kvg_https_resp_body(&r, 1 << 20, body, &len);
     *status = r.status;
-    kvg_discovery_resp_close(&k->api, &r);
+    kvg_https_resp_close(&k->api, &r);
     if (rc)
         return kvg_err_set(err, errlen, rc, "%s %s:%d%s: %s", method, k->api.host, k->api.port,
                            path, kvg_strerror(rc));
@@ -137,7 +137,7 @@ int kvg_autoscale_k8s_get(struct kvg_autoscale_actuator *a, const struct kvg_aut
 static void k8s_destroy(struct kvg_autoscale_actuator *a)
 {
     struct k8s_act *k = (struct k8s_act *)a;
-    kvg_discovery_api_free(&k->api);
+    kvg_https_free(&k->api);
     free(k);
 }
 
@@ -166,7 +166,7 @@ int kvg_autoscale_k8s_new(const struct kvg_autoscale_k8s_cfg *kc,
     k->timeout_ms = kc->timeout_ms ? kc->timeout_ms : 5000;
     const char *tok = kc->token_file[0] ? kc->token_file : SA_DIR "/token";
     const char *ca = kc->ca_file[0] ? kc->ca_file : SA_DIR "/ca.crt";
-    int rc = kvg_discovery_api_init(&k->api, url, ca, tok, err, errlen);
+    int rc = kvg_https_init(&k->api, url, ca, tok, err, errlen);
     if (rc) {
         free(k);
         return rc;

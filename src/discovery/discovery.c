@@ -15,7 +15,7 @@
 #include "base/err.h"
 #include "base/log.h"
 #include "base/util.h"
-#include "discovery/k8s.h"
+#include "net/https.h"
 
 #define LIST_CAP (64u << 20) /* a list or pod body larger than this is refused */
 #define LINE_CAP (16u << 20) /* one watch event */
@@ -44,7 +44,7 @@ struct kvg_discovery {
     void (*on_change)(void *ud);
     void *ud;
     struct kvg_pool *pool;
-    struct kvg_discovery_api api;
+    struct kvg_https api;
     pthread_t thread;
     int started;
     pthread_mutex_t mu; /* guards stop, for the backoff's timed wait */
@@ -175,15 +175,15 @@ static void url_escape(const char *in, char *out, size_t cap)
  * *status, or a transport/parse error. */
 static int get_json(struct kvg_discovery *d, const char *path, int *status, cJSON **json)
 {
-    struct kvg_discovery_resp *r = malloc(sizeof *r);
+    struct kvg_https_resp *r = malloc(sizeof *r);
     if (!r) return -ENOMEM;
     *json = NULL;
-    int rc = kvg_discovery_api_get(&d->api, path, 30000, r);
+    int rc = kvg_https_get(&d->api, path, 30000, r);
     char *body = NULL;
     size_t len = 0;
-    if (!rc) rc = kvg_discovery_resp_body(r, LIST_CAP, &body, &len);
+    if (!rc) rc = kvg_https_resp_body(r, LIST_CAP, &body, &len);
     *status = r->status;
-    kvg_discovery_resp_close(&d->api, r);
+    kvg_https_resp_close(&d->api, r);
     free(r);
     if (rc) return rc;
     *json = cJSON_ParseWithLength(body, len);
@@ -418,18 +418,18 @@ static int do_watch(struct kvg_discovery *d)
              "%s?watch=1&allowWatchBookmarks=true&resourceVersion=%s"
              "&timeoutSeconds=%u",
              base, d->rv, d->watch_timeout_s);
-    struct kvg_discovery_resp *r = malloc(sizeof *r);
+    struct kvg_https_resp *r = malloc(sizeof *r);
     if (!r) return -ENOMEM;
     /* Bookmarks come about once a minute; a silence much longer is a dead
      * connection. */
-    int rc = kvg_discovery_api_get(&d->api, path, (d->watch_timeout_s + 60) * 1000, r);
+    int rc = kvg_https_get(&d->api, path, (d->watch_timeout_s + 60) * 1000, r);
     if (!rc && r->status != 200) {
         rc = r->status == 410 ? KVG_ECLOSED : KVG_EUPSTREAM;
         if (rc != KVG_ECLOSED) KVG_WARN("discovery: watch answered HTTP %d", r->status);
     }
     int events = 0;
     while (!rc && !stopping(d)) {
-        int n = kvg_discovery_resp_line(r, d->line, LINE_CAP);
+        int n = kvg_https_resp_line(r, d->line, LINE_CAP);
         if (n == KVG_ECLOSED) break; /* ended or dropped: resume from rv */
         if (n < 0) {
             rc = n;
@@ -462,7 +462,7 @@ static int do_watch(struct kvg_discovery *d)
         }
         cJSON_Delete(ev);
     }
-    kvg_discovery_resp_close(&d->api, r);
+    kvg_https_resp_close(&d->api, r);
     free(r);
     KVG_DEBUG("discovery: watch ended after %d events: %s", events, rc ? kvg_strerror(rc) : "ok");
     return rc;
@@ -538,7 +538,7 @@ int kvg_discovery_start(const struct kvg_discovery_opts *o, struct kvg_pool *poo
         snprintf(url, sizeof url, "https://%s%s%s:%s", v6 ? "[" : "", h, v6 ? "]" : "",
                  p && p[0] ? p : "443");
     }
-    int rc = kvg_discovery_api_init(
+    int rc = kvg_https_init(
         &d->api, url, o->ca_file ? o->ca_file : KVG_DISCOVERY_SA_DIR "/ca.crt",
         o->token_file ? o->token_file : KVG_DISCOVERY_SA_DIR "/token", err, errlen);
     if (rc) {
@@ -570,7 +570,7 @@ void kvg_discovery_stop(struct kvg_discovery *d)
     d->stop = 1;
     pthread_cond_broadcast(&d->cv);
     pthread_mutex_unlock(&d->mu);
-    kvg_discovery_api_abort(&d->api);
+    kvg_https_abort(&d->api);
     pthread_join(d->thread, NULL);
     d->started = 0;
 }
@@ -582,7 +582,7 @@ void kvg_discovery_free(struct kvg_discovery *d)
     slices_clear(d);
     pods_clear(d);
     free(d->members);
-    kvg_discovery_api_free(&d->api);
+    kvg_https_free(&d->api);
     pthread_mutex_destroy(&d->mu);
     pthread_cond_destroy(&d->cv);
     free(d->line);

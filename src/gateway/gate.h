@@ -26,7 +26,7 @@
 #include "gateway/keys.h"
 #include "gateway/quota.h"
 #include "gateway/usage.h"
-#include "http/http.h"
+#include "net/http.h"
 #include "metrics/metrics.h"
 #include "router/pool.h"
 

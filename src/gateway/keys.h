@@ -171,11 +171,4 @@ struct kvg_keys_set *kvg_keys_acquire(struct kvg_keys_holder *h);
  * reference to the previous set. */
 void kvg_keys_swap(struct kvg_keys_holder *h, struct kvg_keys_set *s);
 
-/* `kvgate keys ...`: argv[0] is "keys".
- *   keys hash KEY     prints the file's hash: value for KEY ("-": read stdin)
- *   keys new [NAME]   makes a random key; prints it and a ready keys entry
- *   keys check FILE   validates a keys file
- * Returns the process exit code. */
-int kvg_keys_cli_main(int argc, char **argv);
-
 #endif

@@ -57,7 +57,7 @@
 #include <stdint.h>
 #include <uv.h>
 
-#include "http/http.h"
+#include "net/http.h"
 
 #define KVG_QUOTA_NONE (-1) /* a limit that is not set */
 

@@ -8,7 +8,7 @@
 #include <stdatomic.h>
 
 #include "gateway/quota.h"
-#include "gateway/redis.h"
+#include "net/redis.h"
 
 enum { QS_MEM, QS_REDIS };
 

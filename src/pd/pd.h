@@ -31,7 +31,7 @@
 #include <cjson/cJSON.h>
 
 #include "base/buf.h"
-#include "http/client.h"
+#include "net/http_client.h"
 #include "metrics/metrics.h"
 #include "router/pool.h"
 

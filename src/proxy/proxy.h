@@ -13,8 +13,8 @@
 
 #include "base/util.h"
 #include "gateway/gate.h"
-#include "http/client.h"
-#include "http/http.h"
+#include "net/http_client.h"
+#include "net/http.h"
 #include "metrics/metrics.h"
 #include "pd/pd.h"
 #include "proxy/route_input.h"

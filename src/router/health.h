@@ -4,7 +4,7 @@
 
 #include <uv.h>
 
-#include "http/client.h"
+#include "net/http_client.h"
 #include "router/pool.h"
 
 struct kvg_health {

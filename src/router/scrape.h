@@ -12,7 +12,7 @@
 #include <stdatomic.h>
 #include <uv.h>
 
-#include "http/client.h"
+#include "net/http_client.h"
 #include "router/pool.h"
 
 struct kvg_scraper {

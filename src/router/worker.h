@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "http/client.h"
+#include "net/http_client.h"
 
 #define KVG_MAX_MODELS_PER_WORKER 8
 #define KVG_WORKER_LORA_SENT 8

@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "http/http.h"
+#include "net/http.h"
 #include "router/circuit.h"
 #include "pd/pd.h"
 #include "proxy/proxy.h"

@@ -292,19 +292,15 @@ static void on_health_kick(uv_async_t *a)
     kvg_health_check_now(&s->health);
 }
 
-int kvg_serve_main(int argc, char **argv)
+int kvg_serve_run(struct kvg_serve_config *cfg)
 {
     static struct serve s; /* one per process; signal handlers find it */
     memset(&s, 0, sizeof s);
     struct kvg_serve_config *c = &s.sv.cfg;
-    kvg_serve_config_default(c);
+    *c = *cfg; /* takes over its lists */
+    memset(cfg, 0, sizeof *cfg);
     char err[512];
-    int rc = kvg_serve_config_parse(c, argc, argv, err, sizeof err);
-    if (rc == 1) return 0;
-    if (rc) {
-        fprintf(stderr, "kvgate serve: %s\n", err);
-        return 2;
-    }
+    int rc;
     kvg_log_set_level(c->log_level);
     signal(SIGPIPE, SIG_IGN);
     if (c->config_path[0] &&

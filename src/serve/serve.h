@@ -11,8 +11,8 @@
 
 #include "base/util.h"
 #include "gateway/gate.h"
-#include "http/client.h"
-#include "http/http.h"
+#include "net/http_client.h"
+#include "net/http.h"
 #include "proxy/proxy.h"
 #include "router/pool.h"
 #include "serve/config.h"
@@ -150,7 +150,10 @@ void kvg_serve_autoscale_refresh_metrics(struct kvg_serve *sv);
 /* GET /autoscale (keda 0) or /autoscale/metrics (keda 1) into out;
  * KVG_ENOTFOUND without --autoscale. */
 int kvg_serve_autoscale_body(struct kvg_serve *sv, int keda, struct kvg_buf *out);
-/* kvgate serve's entry point (serve.c). */
-int kvg_serve_main(int argc, char **argv);
+/* Runs the gateway with cfg (parsed by src/cmd/serve.c; this takes over its
+ * lists and leaves cfg zeroed) until drained. Returns the process exit
+ * status: 0 after a drain, 1 or 2 when it could not start (the reason on
+ * stderr). */
+int kvg_serve_run(struct kvg_serve_config *cfg);
 
 #endif

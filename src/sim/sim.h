@@ -31,7 +31,7 @@
  * KV events: every block stored into or evicted from the prefix cache, and
  * every reset, is appended to an event log (when config.emit_events is set).
  * After a step the caller reads it with kvg_sim_events(), encodes it
- * (sim/kv_events.h) and publishes it (sim/kv_publisher.h), then calls
+ * (sim/kv_events.h) and publishes it (src/simsrv/kvpub.h), then calls
  * kvg_sim_events_clear(). The log grows until cleared.
  *
  * An engine is not thread-safe: one thread (the loop) owns it. */

@@ -126,10 +126,4 @@ int kvg_tok_encode_blocks(const struct kvg_tok *tok, struct kvg_tok_pcache *c, c
                           size_t len, int add_special, uint32_t **ids, size_t *n, size_t *reused,
                           int nowait, struct kvg_tok_blocks *b);
 
-/* `kvgate tokenize` (tok_cli.c, which lists its options and output).
- * argv[0] is the program or subcommand name; a leading "tokenize" in argv[1]
- * is skipped too. Returns the process exit code: 0; 1 on a failed input (not
- * in --jsonl mode) or an unusable tokenizer or template; 2 on bad usage. */
-int kvg_tok_cli_main(int argc, char **argv);
-
 #endif

@@ -14,6 +14,7 @@
 #define KVG_UI_FETCH_MS 2000
 #define KVG_UI_COLLECT_MS 14000
 #define KVG_UI_FRESH_S 15.0
+#define KVG_UI_VIEW_MAX_WORKERS 1024 /* workers kept per view, and judged at once */
 
 struct kvg_ui_view_worker {
     char url[512];
@@ -42,7 +43,9 @@ void kvg_ui_view_free(struct kvg_ui_view *v);
 /* The verdict on url from the views. */
 enum kvg_ui_obs kvg_ui_observe_worker(const struct kvg_ui_view *v, size_t nv, const char *url);
 
-/* `kvgate observe --routers URL... [--workers URL...] [--json | --prometheus]`. */
-int kvg_ui_observe_main(int argc, char **argv);
+/* Fetches GET /serving from each v[i].router (set by the caller) within the
+ * bounds above, on a loop of its own, and fills each view or its error.
+ * Blocks for at most KVG_UI_COLLECT_MS. */
+void kvg_ui_observe_collect(struct kvg_ui_view *v, size_t nv);
 
 #endif

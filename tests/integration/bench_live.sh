@@ -5,7 +5,7 @@
 . "$(dirname "$0")/lib.sh"
 
 if ! "$KVG_BIN" bench --help >/dev/null 2>&1; then
-  bad "kvgate has a bench subcommand" "src/main.c must dispatch 'bench' to kvg_bench_main"
+  bad "kvgate has a bench subcommand" "src/main.c must dispatch 'bench' to kvg_cmd_bench_main"
   finish
 fi
 

@@ -24,7 +24,7 @@
 
 #include "base/util.h"
 #include "sim/kv_events.h"
-#include "sim/kv_publisher.h"
+#include "simsrv/kvpub.h"
 #include "sim/sim.h"
 
 static int wait_file(const char *dir, const char *name, double seconds, struct kvg_sim_kvpub *hello)

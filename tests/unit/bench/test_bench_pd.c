@@ -4,7 +4,7 @@
  * pick's locality shows in the links the transfers take. */
 #include "support/test.h"
 
-#include "bench/pd_int.h"
+#include "bench/pd/pd_int.h"
 
 static struct kvg_bench_pd_setup tiny(void)
 {

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "base/err.h"
-#include "bench/scale.h"
+#include "bench/scale/scale.h"
 
 static struct kvg_bench_scale_opts short_day(void)
 {

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "base/err.h"
+#include "cmd/cmd.h"
 #include "gateway/admission.h"
 #include "gateway/keys.h"
 #include "support/test.h"
@@ -167,7 +168,7 @@ static char *run_cli(int argc, char **argv, int *rc)
     fflush(stdout);
     int saved = dup(1);
     dup2(fd, 1);
-    *rc = kvg_keys_cli_main(argc, argv);
+    *rc = kvg_cmd_keys_main(argc, argv);
     fflush(stdout);
     dup2(saved, 1);
     close(saved);

@@ -9,7 +9,7 @@
 #include "base/err.h"
 #include "base/util.h"
 #include "gateway/quota.h"
-#include "gateway/redis.h"
+#include "net/redis.h"
 #include "redis_proc.h"
 #include "support/test.h"
 

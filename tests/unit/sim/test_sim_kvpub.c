@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <zmq.h>
 
-#include "sim/kv_publisher.h"
+#include "simsrv/kvpub.h"
 
 static uint64_t be64(const void *p)
 {

@@ -1,0 +1,218 @@
+/* Live mode's runner: against --target as it is (one run), or, with
+ * --spawn-sims N, for each policy a fresh cluster on 127.0.0.1 (N `kvgate
+ * sim` publishing KV events, one `kvgate serve` with that policy in front),
+ * the run, and the cluster stopped again. Fresh processes per policy: no
+ * policy inherits another's warm caches. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/err.h"
+#include "bench/routing/live_int.h"
+#include "bench/procs.h"
+
+#define MAX_ARGS 200 /* serve with 64 engines takes ~165 */
+
+struct argv_b {
+    char *v[MAX_ARGS + 1];
+    char store[MAX_ARGS][160];
+    int n;
+};
+
+static void add(struct argv_b *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void add(struct argv_b *a, const char *fmt, ...)
+{
+    if (a->n >= MAX_ARGS) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(a->store[a->n], sizeof a->store[a->n], fmt, ap);
+    va_end(ap);
+    a->v[a->n] = a->store[a->n];
+    a->v[++a->n] = NULL;
+}
+
+/* Starts the engines and the gateway for one policy; fills tg. */
+static int start_cluster(const struct kvg_bench_cfg *c, const char *policy,
+                         struct kvg_bench_procs *P, struct kvg_bench_live_target *tg, char *err,
+                         size_t errlen, const char *logdir)
+{
+    uint32_t n = c->spawn_sims;
+    int sim_port[KVG_BENCH_LIVE_MAX_ENGINES], ev_port[KVG_BENCH_LIVE_MAX_ENGINES];
+    const struct kvg_sim_profile *p = &c->des.profile;
+    char log[600];
+    int rc;
+    for (uint32_t i = 0; i < n; i++) {
+        sim_port[i] = kvg_bench_free_port();
+        ev_port[i] = kvg_bench_free_port();
+        if (!sim_port[i] || !ev_port[i]) {
+            snprintf(err, errlen, "no free port on 127.0.0.1");
+            return -EADDRINUSE;
+        }
+        struct argv_b a = {0};
+        add(&a, "kvgate");
+        add(&a, "sim");
+        add(&a, "--host");
+        add(&a, "127.0.0.1");
+        add(&a, "--port");
+        add(&a, "%d", sim_port[i]);
+        add(&a, "--model");
+        add(&a, "%s", c->model);
+        add(&a, "--profile");
+        add(&a, "%s", p->name);
+        add(&a, "--block-size");
+        add(&a, "%u", p->block_size);
+        add(&a, "--kv-capacity-tokens");
+        add(&a, "%llu", (unsigned long long)p->kv_capacity_tokens);
+        add(&a, "--max-num-seqs");
+        add(&a, "%u", p->max_num_seqs);
+        add(&a, "--speed");
+        add(&a, "%g", c->speed);
+        add(&a, "--seed");
+        add(&a, "%llu", (unsigned long long)(c->des.seed * 1000003ull + i));
+        add(&a, "--kv-events-endpoint");
+        add(&a, "tcp://127.0.0.1:%d", ev_port[i]);
+        add(&a, "--log-level");
+        add(&a, "warn");
+        snprintf(log, sizeof log, "%s/sim-%s-%u.log", logdir, policy, i);
+        if ((rc = kvg_bench_spawn(P, c->kvgate_bin, a.v, logdir[0] ? log : NULL))) {
+            snprintf(err, errlen, "starting kvgate sim: %s", kvg_strerror(rc));
+            return rc;
+        }
+    }
+    for (uint32_t i = 0; i < n; i++)
+        if ((rc = kvg_bench_wait_http(sim_port[i], "/v1/models", 200, 20000))) {
+            snprintf(err, errlen, "kvgate sim on port %d did not come up: %s", sim_port[i],
+                     kvg_strerror(rc));
+            return rc;
+        }
+    int gw = kvg_bench_free_port();
+    struct argv_b a = {0};
+    add(&a, "kvgate");
+    add(&a, "serve");
+    add(&a, "--host");
+    add(&a, "127.0.0.1");
+    add(&a, "--port");
+    add(&a, "%d", gw);
+    add(&a, "--threads");
+    add(&a, "1");
+    add(&a, "--policy");
+    add(&a, "%s", policy);
+    add(&a, "--block-size");
+    add(&a, "%u", p->block_size);
+    /* The policy options the bench was given (or their defaults). */
+    const struct kvg_policy_opts *po = &c->des.popts;
+    const struct {
+        const char *flag;
+        double v;
+    } popt[] = {{"--router-kv-overlap-score-weight", po->overlap_weight},
+                {"--router-temperature", po->temperature},
+                {"--affinity-min-match", po->affinity_min_match},
+                {"--affinity-load-bound", po->affinity_load_bound},
+                {"--cache-threshold", po->cache_threshold},
+                {"--balance-abs-threshold", po->balance_abs},
+                {"--balance-rel-threshold", po->balance_rel},
+                {"--session-load-bound", po->session_load_bound},
+                {"--predict-prefill-tps", po->predict_prefill_tps},
+                {"--predict-itl-bound", po->predict_itl_bound}};
+    for (size_t i = 0; i < sizeof popt / sizeof popt[0]; i++) {
+        add(&a, "%s", popt[i].flag);
+        add(&a, "%.17g", popt[i].v);
+    }
+    add(&a, "--session-fallback");
+    add(&a, "%s", po->session_fallback);
+    if (po->session_header[0]) {
+        add(&a, "--session-header");
+        add(&a, "%s", po->session_header);
+    }
+    /* Engine load as fresh as llm-d's EPP sees it (50-100 ms of engine time). */
+    uint32_t scrape = c->serve_scrape_ms
+                          ? c->serve_scrape_ms
+                          : (uint32_t)(100.0 / c->speed < 20 ? 20 : 100.0 / c->speed);
+    add(&a, "--load-monitor-interval-ms");
+    add(&a, "%u", scrape);
+    add(&a, "--health-check-interval-secs");
+    add(&a, "1");
+    add(&a, "--no-access-log");
+    add(&a, "--log-level");
+    add(&a, "warn");
+    add(&a, "--worker-urls");
+    for (uint32_t i = 0; i < n; i++) add(&a, "http://127.0.0.1:%d", sim_port[i]);
+    add(&a, "--kv-events-endpoints");
+    for (uint32_t i = 0; i < n; i++) add(&a, "tcp://127.0.0.1:%d", ev_port[i]);
+    snprintf(log, sizeof log, "%s/serve-%s.log", logdir, policy);
+    if ((rc = kvg_bench_spawn(P, c->kvgate_bin, a.v, logdir[0] ? log : NULL))) {
+        snprintf(err, errlen, "starting kvgate serve: %s", kvg_strerror(rc));
+        return rc;
+    }
+    if ((rc = kvg_bench_wait_http(gw, "/readiness", 200, 20000))) {
+        snprintf(err, errlen, "kvgate serve on port %d did not become ready: %s", gw,
+                 kvg_strerror(rc));
+        return rc;
+    }
+    char url[64];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d", gw);
+    if ((rc = kvg_http_target_parse(url, &tg->target))) return rc;
+    tg->nengines = (int)n;
+    for (uint32_t i = 0; i < n; i++)
+        snprintf(tg->engines[i], sizeof tg->engines[i], "http://127.0.0.1:%d", sim_port[i]);
+    return 0;
+}
+
+int kvg_bench_run_live(const struct kvg_bench_cfg *c, struct kvg_bench_summary *out)
+{
+    kvg_bench_catch_signals();
+    struct kvg_bench_live_target *tg = calloc(1, sizeof *tg);
+    if (!tg) return -ENOMEM;
+    /* Children's logs go to $KVG_BENCH_LOGDIR when set (tests read them). */
+    const char *logdir = getenv("KVG_BENCH_LOGDIR");
+    if (!logdir) logdir = "";
+    int rc = 0;
+    size_t runs = c->spawn_sims ? c->npolicies : 1;
+    for (size_t i = 0; i < runs && !rc; i++) {
+        const char *policy = c->policies[i];
+        char err[1024] = "";
+        struct kvg_bench_procs P = {0};
+        memset(tg, 0, sizeof *tg);
+        snprintf(tg->path, sizeof tg->path, "%s",
+                 c->chat_api ? "/v1/chat/completions" : "/v1/completions");
+        snprintf(tg->label, sizeof tg->label, "%s", policy);
+        tg->drain_s = c->des.timeout_s > 0 ? c->des.timeout_s * 2 + 60 : 600;
+        memset(&out[i], 0, sizeof out[i]);
+        snprintf(out[i].policy, sizeof out[i].policy, "%s", policy);
+        if (c->spawn_sims) {
+            if (c->spawn_sims > KVG_BENCH_LIVE_MAX_ENGINES) {
+                snprintf(err, sizeof err, "at most %d engines", KVG_BENCH_LIVE_MAX_ENGINES);
+                rc = KVG_ECONFIG;
+            } else {
+                rc = start_cluster(c, policy, &P, tg, err, sizeof err, logdir);
+            }
+        } else {
+            rc = kvg_http_target_parse(c->target, &tg->target);
+            if (rc) snprintf(err, sizeof err, "--target %s: %s", c->target, kvg_strerror(rc));
+        }
+        if (!rc) rc = kvg_bench_live_run(c, tg, &out[i], err, sizeof err);
+        /* A policy the gateway does not know makes it exit at start: say so
+         * and go on with the others, as offline mode does. */
+        if (rc && c->spawn_sims && P.n == (int)c->spawn_sims + 1 &&
+            !kvg_bench_proc_alive(&P, P.n - 1) && !kvg_bench_interrupted()) {
+            out[i].status = KVG_ENOTFOUND;
+            snprintf(out[i].note, sizeof out[i].note,
+                     "kvgate serve refused policy '%s' (see its --help)", policy);
+            fprintf(stderr, "kvgate bench: %s\n", out[i].note);
+            rc = 0;
+        }
+        kvg_bench_procs_stop(&P, 5000);
+        if (rc) fprintf(stderr, "kvgate bench: %s: %s\n", policy, err);
+        if (kvg_bench_interrupted() && !rc) rc = -EINTR;
+    }
+    for (size_t i = runs; i < c->npolicies; i++) {
+        snprintf(out[i].policy, sizeof out[i].policy, "%s", c->policies[i]);
+        out[i].status = KVG_ENOTFOUND;
+        snprintf(out[i].note, sizeof out[i].note,
+                 "live without --spawn-sims measures one endpoint");
+    }
+    free(tg);
+    return rc;
+}

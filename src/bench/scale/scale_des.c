@@ -1,0 +1,450 @@
+/* The autoscaling benchmark's event loop (scale.h): arrivals, engine steps,
+ * replicas becoming ready, and planner ticks in virtual time, on one
+ * aggregated pool (what it shares with the PD day: scale_day.c). */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/err.h"
+#include "bench/scale/scale_int.h"
+#include "bench/stats.h"
+
+static int make_ready(struct run *R, int k, uint64_t seed)
+{
+    return scale_reps_ready(&R->pool, k, &R->o->profile, seed);
+}
+
+static void gone(struct run *R, int k, double t)
+{
+    scale_reps_gone(&R->pool, k, t);
+}
+
+/* A request that will not be served: counted as missed. */
+static void fail(struct run *R, struct rq *q)
+{
+    if (q->state == Q_ENGINE && q->rep >= 0) {
+        struct rep *p = &R->pool.rep[q->rep];
+        if (p->e) kvg_sim_abort(p->e, (uint64_t)(q - R->rq));
+        if (p->inflight) p->inflight--;
+    }
+    scale_day_fail(&R->d, &q->r, q->first);
+    q->state = Q_FAILED;
+    R->out->failed++;
+}
+
+/* Sends request id to a ready replica (the caller knows one exists). */
+static int route(struct run *R, uint64_t id, double t)
+{
+    struct rq *q = &R->rq[id];
+    double sum = 0;
+    size_t n = 0;
+    for (size_t i = 0; i < R->pool.nact; i++) {
+        struct rep *p = &R->pool.rep[R->pool.act[i]];
+        if (p->state != R_READY || p->warming) continue;
+        sum += p->inflight;
+        n++;
+    }
+    double bound = 1.5 * (n ? sum / (double)n : 0) + 4;
+    int best = -1, any = -1;
+    double best_l = 0, any_l = 0;
+    uint64_t bit = 1ull << q->r.group;
+    for (size_t i = 0; i < R->pool.nact; i++) {
+        int k = R->pool.act[i];
+        struct rep *p = &R->pool.rep[k];
+        if (p->state != R_READY || p->warming) continue;
+        /* Slow start: a prewarmed replica looks busier while its share ramps. */
+        double l = (double)p->inflight / scale_share(R, p, t);
+        if (any < 0 || l < any_l) any = k, any_l = l;
+        if ((p->groups & bit) && l <= bound && (best < 0 || l < best_l)) best = k, best_l = l;
+    }
+    if (best < 0) best = any;
+    if (best < 0) return KVG_ENOWORKER;
+    struct rep *p = &R->pool.rep[best];
+    p->groups |= bit;
+    R->group_routed[q->r.group]++;
+    int rc = scale_day_submit(&R->d, p->e, id, &q->r, 0, 0, 0);
+    if (rc == -ENOMEM) return rc;
+    if (rc) {
+        fail(R, q);
+        return 0;
+    }
+    q->state = Q_ENGINE;
+    q->rep = best;
+    p->inflight++;
+    if (!p->stepping) scale_rep_step(p, t);
+    return 0;
+}
+
+static int has_ready(const struct run *R)
+{
+    for (size_t i = 0; i < R->pool.nact; i++)
+        if (R->pool.rep[R->pool.act[i]].state == R_READY && !R->pool.rep[R->pool.act[i]].warming)
+            return 1;
+    return 0;
+}
+
+static int gq_drain(struct run *R, double t)
+{
+    while (R->gq_head < R->gq_tail && has_ready(R)) {
+        uint64_t id = R->gq[R->gq_head++];
+        if (R->rq[id].state != Q_GATEWAY) continue;
+        int rc = route(R, id, t);
+        if (rc) return rc;
+    }
+    if (R->gq_head == R->gq_tail) R->gq_head = R->gq_tail = 0;
+    return 0;
+}
+
+static size_t gq_len(const struct run *R)
+{
+    size_t n = 0;
+    for (size_t i = R->gq_head; i < R->gq_tail; i++) n += R->rq[R->gq[i]].state == Q_GATEWAY;
+    return n;
+}
+
+static int arrive(struct run *R)
+{
+    if (R->nrq == R->caprq) {
+        size_t c = R->caprq ? R->caprq * 2 : 65536;
+        struct rq *v = realloc(R->rq, c * sizeof *v);
+        if (!v) return -ENOMEM;
+        R->rq = v;
+        R->caprq = c;
+    }
+    uint64_t id = R->nrq++;
+    struct rq *q = &R->rq[id];
+    memset(q, 0, sizeof *q);
+    scale_day_arrive(&R->d, &q->r);
+    q->rep = -1;
+    q->state = Q_GATEWAY;
+    if (!has_ready(R)) return scale_ids_push(&R->gq, &R->gq_tail, &R->gq_cap, id);
+    return route(R, id, q->r.arrival);
+}
+
+static void finish(struct run *R, struct rq *q, double t)
+{
+    const struct kvg_bench_scale_opts *o = R->o;
+    q->state = Q_DONE;
+    double itl = scale_itl(q->ntok, q->t_first, q->t_last);
+    double ttft = q->t_first - q->r.arrival;
+    int ok = ttft <= o->aopts.ttft_target_s && itl <= o->aopts.itl_target_s;
+    scale_day_done(&R->d, t, itl, ok);
+    R->out->met += ok;
+    q->ok = (uint8_t)ok;
+    double h = q->r.arrival / o->day_s * 24;
+    if (h >= o->ramp_from_h && h < o->ramp_to_h) R->out->ramp_met += ok;
+}
+
+static int step_end(struct run *R, int k, double t)
+{
+    struct rep *p = &R->pool.rep[k];
+    int warmed = 0;
+    for (size_t i = 0; i < p->st.n_updates; i++) {
+        const struct kvg_sim_update *u = &p->st.updates[i];
+        if (u->id & SCALE_PREWARM_ID) {
+            if (u->flags & KVG_SIM_UP_FINISHED) {
+                scale_prewarm_done(R, k, t);
+                if (!p->warming) warmed = 1;
+            }
+            continue;
+        }
+        struct rq *q = &R->rq[u->id];
+        if (q->state != Q_ENGINE) continue;
+        if (u->flags & KVG_SIM_UP_TOKEN) {
+            scale_obs_cur(&R->d.ob)->out_tokens++;
+            if (!q->first) {
+                q->first = 1;
+                q->t_first = t;
+                double ttft = scale_day_first(&R->d, &q->r, t);
+                scale_day_cached(&R->d, u->cached_tokens, q->r.prompt_len);
+                scale_recovery_note(R, p, t, u->cached_tokens, q->r.prompt_len, ttft);
+                double h = q->r.arrival / R->o->day_s * 24;
+                if (h >= R->o->ramp_from_h && h < R->o->ramp_to_h)
+                    kvg_bench_samples_add(&R->ramp_ttft, ttft);
+            }
+            q->t_last = t;
+            q->ntok++;
+        }
+        if (u->flags & KVG_SIM_UP_FINISHED) {
+            finish(R, q, t);
+            if (p->inflight) p->inflight--;
+        }
+    }
+    p->st.n_updates = 0;
+    /* Warm: what waited in the gateway for a routable replica goes now. */
+    if (warmed) {
+        int rc = gq_drain(R, t);
+        if (rc) return rc;
+    }
+    if (kvg_sim_idle(p->e)) {
+        p->stepping = 0;
+        if (p->state == R_DRAINING && p->inflight == 0) gone(R, k, t);
+        return 0;
+    }
+    scale_rep_step(p, t);
+    return 0;
+}
+
+/* Requests past the timeout without a first token, and drains past theirs. */
+static void expire(struct run *R, double t)
+{
+    const struct kvg_bench_scale_opts *o = R->o;
+    for (; R->sweep < R->nrq; R->sweep++) {
+        struct rq *q = &R->rq[R->sweep];
+        if (q->state == Q_DONE || q->state == Q_FAILED || q->first) continue;
+        if (q->r.arrival + o->timeout_s > t) break;
+        fail(R, q);
+    }
+    for (size_t i = 0; i < R->pool.nact;) {
+        int k = R->pool.act[i];
+        struct rep *p = &R->pool.rep[k];
+        if (p->state == R_DRAINING && t >= p->drain_at + o->drain_s) {
+            /* Bounded drain: what is still running is cut. */
+            for (uint64_t id = 0; p->inflight && id < R->nrq; id++) {
+                struct rq *q = &R->rq[id];
+                if (q->state == Q_ENGINE && q->rep == k) fail(R, q);
+            }
+            gone(R, k, t);
+            continue;
+        }
+        i++;
+    }
+}
+
+static void signals(struct run *R, double t, double window, struct kvg_autoscale_signals *s,
+                    double *eta)
+{
+    scale_reps_signals(&R->pool, t, R->o->young_s, s, eta);
+    s->queued = (double)gq_len(R);
+    s->inflight_prompt_tokens = R->d.inflight_prompt;
+    scale_window_signals(&R->d.ob, R->o->tick_s, window, s);
+}
+
+static void timeline(struct run *R, double t, uint32_t desired)
+{
+    struct kvg_bench_scale_result *r = R->out;
+    size_t i = 0;
+    while (scale_day_point(&R->d, t, r->n, r->t_h, r->rate, &i)) {
+        uint32_t ready, starting;
+        scale_reps_count(&R->pool, &ready, &starting);
+        r->desired[i] = desired;
+        r->ready[i] = ready;
+        r->starting[i] = starting;
+    }
+}
+
+static int tick(struct run *R, double t)
+{
+    expire(R, t);
+    double window = scale_day_window(&R->d, R->pl);
+    double eta[KVG_BENCH_SCALE_MAX_REPLICAS];
+    struct kvg_autoscale_signals s;
+    signals(R, t, window, &s, eta);
+    struct kvg_autoscale_decision d;
+    int rc = kvg_autoscale_plan(R->pl, &s, &d);
+    if (rc) return rc;
+    if (d.acted && R->have_desired && d.desired != R->last_desired) R->out->scale_events++;
+    if (d.acted) snprintf(R->out->last_reason, sizeof R->out->last_reason, "%s", d.reason);
+    if (d.acted && R->o->trace) fprintf(stderr, "%s %.0f s: %s\n", R->o->planner, t, d.reason);
+    R->last_desired = d.desired;
+    R->have_desired = 1;
+    if ((rc = scale_reps_actuate(&R->pool, R->o, &R->d.su, &R->d.rng, d.desired, t))) return rc;
+    timeline(R, t, d.desired);
+    scale_obs_next(&R->d.ob);
+    return 0;
+}
+
+static int setup(struct run *R, char *err, size_t errlen)
+{
+    const struct kvg_bench_scale_opts *o = R->o;
+    struct kvg_bench_scale_result *out = R->out;
+    int rc = scale_day_init(&R->d, o, err, errlen);
+    if (rc) return rc;
+    struct kvg_autoscale_opts a = o->aopts;
+    scale_derive_profile(o, o->knee_rps, &a.prof);
+    /* The llm-d recipe calibrates V_P as the peak prefill throughput. */
+    if (!(a.queue_peak_prefill_tps > 0)) {
+        struct kvg_autoscale_profile raw;
+        scale_derive_profile(o, 0, &raw);
+        a.queue_peak_prefill_tps = raw.prefill_tps;
+    }
+    snprintf(a.model, sizeof a.model, "%s", o->startup_model);
+    a.cold_share = o->cold_share;
+    a.fetch_share = o->fetch_share;
+    a.startup = &R->d.su;
+    uint32_t peak = kvg_bench_scale_static_peak(o);
+    out->static_peak = peak;
+    out->load_per_rps = scale_load_per_rps(o);
+    out->knee_rps = o->knee_rps;
+    if (!a.static_replicas) a.static_replicas = peak;
+    if (a.max_replicas > KVG_BENCH_SCALE_MAX_REPLICAS)
+        a.max_replicas = KVG_BENCH_SCALE_MAX_REPLICAS;
+    /* "kvgate-noprewarm": kvgate's planner, new replicas not prewarmed. */
+    R->prewarmed = o->prewarm && !strcmp(o->planner, "kvgate");
+    rc = scale_planner_new(o->planner, &a, &R->pl, err, errlen);
+    if (rc == KVG_ENOTFOUND) out->status = KVG_ENOTFOUND;
+    if (rc) return rc == KVG_ENOTFOUND ? 1 : rc;
+    out->n = o->timeline_points ? o->timeline_points : 288;
+    double **tl[] = {&out->t_h,      &out->rate,    &out->desired, &out->ready,
+                     &out->starting, &out->arrived, &out->missed};
+    if (scale_timeline_alloc(out->n, tl, sizeof tl / sizeof tl[0])) return -ENOMEM;
+    kvg_bench_samples_init(&R->ramp_ttft);
+    kvg_bench_samples_init(&R->young_ttft);
+    /* The day starts with the pool its first hour needs (static: its count),
+     * ready, with empty caches. */
+    uint32_t n0 = !strcmp(o->planner, "static")
+                      ? a.static_replicas
+                      : kvg_autoscale_ceil(scale_wl_rate(&R->d.wl, 0) * scale_load_per_rps(o) *
+                                           (1 + a.headroom));
+    if ((rc = scale_reps_first(&R->pool, o, &R->d.su, &R->d.rng, n0, a.min_replicas))) return rc;
+    for (size_t k = 0; k < R->pool.nrep; k++) {
+        if ((rc = make_ready(R, (int)k, o->seed * 1000003ull + k + 1))) return rc;
+        if ((rc = scale_prewarm_start(R, (int)k, 0))) return rc;
+    }
+    return 0;
+}
+
+static int loop(struct run *R)
+{
+    const struct kvg_bench_scale_opts *o = R->o;
+    double next_tick = o->tick_s;
+    for (;;) {
+        double ta = R->d.have_next ? R->d.next.arrival : INFINITY;
+        double tt = next_tick <= o->day_s ? next_tick : INFINITY;
+        double te = INFINITY, tr = INFINITY;
+        int ke = -1, kr = -1;
+        scale_reps_next(&R->pool, o->day_s, &te, &ke, &tr, &kr);
+        int rc;
+        if (ke >= 0 && te <= tr && te <= tt && te <= ta) {
+            rc = step_end(R, ke, te);
+        } else if (kr >= 0 && tr <= tt && tr <= ta) {
+            rc = make_ready(R, kr, o->seed * 1000003ull + (uint64_t)kr + 1);
+            if (!rc) rc = scale_prewarm_start(R, kr, tr);
+            if (!rc && R->pool.rep[kr].warming) scale_rep_step(&R->pool.rep[kr], tr);
+            if (!rc) rc = gq_drain(R, tr);
+        } else if (tt < INFINITY && tt <= ta) {
+            rc = tick(R, tt);
+            next_tick += o->tick_s;
+        } else if (ta < INFINITY) {
+            rc = arrive(R);
+        } else {
+            break;
+        }
+        if (rc) return rc;
+    }
+    /* The day is over: what still waits in the gateway is not served. */
+    for (size_t i = R->gq_head; i < R->gq_tail; i++)
+        if (R->rq[R->gq[i]].state == Q_GATEWAY) fail(R, &R->rq[R->gq[i]]);
+    return 0;
+}
+
+static void summarize(struct run *R)
+{
+    const struct kvg_bench_scale_opts *o = R->o;
+    struct kvg_bench_scale_result *out = R->out;
+    out->requests = R->nrq;
+    for (size_t i = 0; i < R->nrq; i++) {
+        const struct rq *q = &R->rq[i];
+        double h = q->r.arrival / o->day_s * 24;
+        int ramp = h >= o->ramp_from_h && h < o->ramp_to_h;
+        out->ramp_requests += ramp;
+        size_t pt = (size_t)(q->r.arrival / o->day_s * (double)out->n);
+        if (pt >= out->n) pt = out->n - 1;
+        out->arrived[pt]++;
+        out->missed[pt] += !q->ok;
+        if (q->state == Q_FAILED && !q->first) {
+            /* Given up without a token: its TTFT is at least the timeout. */
+            kvg_bench_samples_add(&R->d.all_ttft, o->timeout_s);
+            if (ramp) kvg_bench_samples_add(&R->ramp_ttft, o->timeout_s);
+        }
+    }
+    double rh = scale_reps_seconds(&R->pool, o->day_s);
+    uint32_t mx = 0;
+    out->added = R->pool.added;
+    out->removed = R->pool.removed;
+    out->cancelled = R->pool.cancelled;
+    for (size_t i = 0; i < out->n; i++)
+        mx = out->ready[i] + out->starting[i] > mx ? (uint32_t)(out->ready[i] + out->starting[i])
+                                                   : mx;
+    out->max_replicas = mx;
+    out->replica_hours = rh / 3600;
+    out->gpu_hours = out->replica_hours * (o->gpus_per_replica ? o->gpus_per_replica : 1);
+    out->mean_replicas = rh / o->day_s;
+    out->slo_attainment = out->requests ? (double)out->met / (double)out->requests : 0;
+    out->ramp_slo_attainment =
+        out->ramp_requests ? (double)out->ramp_met / (double)out->ramp_requests : 0;
+    scale_day_pcts(&R->d, &out->ttft_p50_s, &out->ttft_p90_s, &out->ttft_p99_s, &out->itl_p90_s,
+                   &out->cache_hit);
+    out->ramp_ttft_p90_s = kvg_bench_samples_pct(&R->ramp_ttft, 90);
+    scale_recovery_summary(R);
+}
+
+static void teardown(struct run *R)
+{
+    scale_reps_free(&R->pool);
+    free(R->rq);
+    free(R->gq);
+    scale_day_free(&R->d);
+    kvg_bench_samples_free(&R->ramp_ttft);
+    kvg_bench_samples_free(&R->young_ttft);
+    kvg_autoscale_planner_free(R->pl);
+}
+
+static int run_one(const struct kvg_bench_scale_opts *o, struct kvg_bench_scale_result *out,
+                   char *err, size_t errlen);
+
+int kvg_bench_scale_run(const struct kvg_bench_scale_opts *o, struct kvg_bench_scale_result *out,
+                        char *err, size_t errlen)
+{
+    if (o->knee_rps > 0) return run_one(o, out, err, errlen);
+    struct kvg_bench_scale_opts c = *o;
+    int rc = kvg_bench_scale_calibrate(o, &c.knee_rps);
+    if (rc) {
+        memset(out, 0, sizeof *out);
+        return kvg_err_set(err, errlen, rc, "calibration: %s", kvg_strerror(rc));
+    }
+    return run_one(&c, out, err, errlen);
+}
+
+static int run_one(const struct kvg_bench_scale_opts *o, struct kvg_bench_scale_result *out,
+                   char *err, size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    snprintf(out->planner, sizeof out->planner, "%s", o->planner);
+    if (!(o->tick_s > 0) || !(o->day_s > 0))
+        return kvg_err_set(err, errlen, KVG_ECONFIG, "tick and day must be > 0");
+    struct run *R = calloc(1, sizeof *R);
+    if (!R) return -ENOMEM;
+    R->o = o;
+    R->out = out;
+    uint64_t w0 = kvg_now_ns();
+    int rc = setup(R, err, errlen);
+    if (rc == 1) {
+        teardown(R);
+        free(R);
+        return 0;
+    }
+    if (!rc) rc = loop(R);
+    if (!rc)
+        summarize(R);
+    else if (!err[0])
+        snprintf(err, errlen, "simulation: %s", kvg_strerror(rc));
+    out->wall_s = (double)(kvg_now_ns() - w0) / 1e9;
+    teardown(R);
+    free(R);
+    return rc;
+}
+
+void kvg_bench_scale_result_free(struct kvg_bench_scale_result *r)
+{
+    free(r->t_h);
+    free(r->rate);
+    free(r->desired);
+    free(r->ready);
+    free(r->starting);
+    free(r->arrived);
+    free(r->missed);
+    r->t_h = r->rate = r->desired = r->ready = r->starting = r->arrived = r->missed = NULL;
+}

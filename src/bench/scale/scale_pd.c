@@ -1,0 +1,725 @@
+/* The PD day (scale.h, kvg_bench_scale_pd_run): the diurnal traffic on two
+ * pools, prefill and decode, each sized by its own planner instance. The
+ * engines are the simulator's model driven as bench/pd.c drives it (a
+ * prefill with max_tokens 1 and its blocks held, the transfer, the decode
+ * with the prompt's KV remote); the traffic, start-up draws and the
+ * gateway's windowed observations are the aggregated day's (scale_wl.c,
+ * scale_day.c). */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/err.h"
+#include "bench/scale/scale_int.h"
+#include "bench/stats.h"
+
+enum { P_GATEWAY, P_PREFILL, P_WAIT, P_XFER, P_DECODE, P_DONE, P_FAILED };
+
+struct pq {
+    struct scale_req r;
+    int pre, dec; /* replica indices in their pools, -1 none */
+    uint8_t state, first;
+    uint8_t local; /* prefilled on its decode replica (local_decode) */
+    uint32_t ntok;
+    double pend; /* tokens counted in its replica's pend_tok until its prefill ends */
+    double t_first, t_last, xfer_done;
+    double t_pre; /* its prefill finished (0: not yet), for the timeline's miss split */
+};
+
+struct pool {
+    enum kvg_autoscale_role role;
+    struct kvg_autoscale_planner *pl;
+    struct scale_reps r;
+    uint32_t last_desired;
+    int have_desired;
+    struct kvg_bench_scale_pd_pool *out;
+    double headroom; /* the planner's headroom (from o->pd_headroom_from_s when that is set) */
+};
+
+struct pdrun {
+    const struct kvg_bench_scale_opts *o;
+    struct kvg_bench_scale_pd_result *out;
+    struct scale_day d;
+    struct pq *q;
+    size_t nq, capq;
+    struct pool pool[2];
+    uint64_t *gq,
+        *dq; /* FIFOs of request ids: the gateway's, and prefilled ones awaiting a decode */
+    size_t gq_head, gq_tail, gq_cap, dq_head, dq_tail, dq_cap;
+    uint64_t *xf; /* requests whose KV is moving */
+    size_t nxf, capxf;
+    uint64_t sweep;
+    double kv_bytes_tok, link_bw;
+    struct kvg_bench_samples xfer;
+    int oracle; /* planner "oracle": scale_pd_oracle_desired() sizes the pools */
+    double oracle_lead;
+};
+
+static int make_ready(struct pdrun *R, struct pool *P, int k)
+{
+    uint64_t seed = R->o->seed * 1000003ull + (uint64_t)k * 2 + (P->role == KVG_AUTOSCALE_DECODE);
+    struct kvg_sim_profile pr = R->o->profile;
+    if (P->role == KVG_AUTOSCALE_DECODE && R->o->pd_decode_batched_tokens)
+        pr.max_num_batched_tokens = R->o->pd_decode_batched_tokens;
+    return scale_reps_ready(&P->r, k, &pr, seed);
+}
+
+static void kick(struct rep *p, double t)
+{
+    if (p->stepping || !p->e || kvg_sim_idle(p->e)) return;
+    scale_rep_step(p, t);
+}
+
+/* q's prefill ended or was dropped: its tokens leave its replica's queue. */
+static void unpend(struct pdrun *R, struct pq *q, int pi, int k)
+{
+    if (k >= 0 && q->pend > 0) {
+        struct rep *p = &R->pool[pi].r.rep[k];
+        p->pend_tok = p->pend_tok > q->pend ? p->pend_tok - q->pend : 0;
+    }
+    q->pend = 0;
+}
+
+/* Frees what request q holds on its prefill replica (blocks, in flight). */
+static void leave_prefill(struct pdrun *R, struct pq *q, uint64_t id, int abort)
+{
+    if (q->pre < 0) return;
+    unpend(R, q, 0, q->pre);
+    struct rep *p = &R->pool[0].r.rep[q->pre];
+    if (p->e) {
+        if (abort)
+            kvg_sim_abort(p->e, id);
+        else
+            kvg_sim_release(p->e, id);
+    }
+    if (p->inflight) p->inflight--;
+    q->pre = -1;
+}
+
+static void fail(struct pdrun *R, uint64_t id)
+{
+    struct pq *q = &R->q[id];
+    if (q->state == P_PREFILL) leave_prefill(R, q, id, 1);
+    if (q->state == P_WAIT || q->state == P_XFER) leave_prefill(R, q, id, 0);
+    if ((q->state == P_XFER || q->state == P_DECODE) && q->dec >= 0) {
+        struct rep *p = &R->pool[1].r.rep[q->dec];
+        if (p->e && q->state == P_DECODE) kvg_sim_abort(p->e, id);
+        if (p->inflight) p->inflight--;
+        if (q->local) unpend(R, q, 1, q->dec);
+    }
+    scale_day_fail(&R->d, &q->r, q->first);
+    q->state = P_FAILED;
+    R->out->failed++;
+}
+
+static int routable(const struct rep *p)
+{
+    return p->state == R_READY;
+}
+
+/* The prefill replica for q: one that served its prefix unless loaded past
+ * 1.5x the mean + 4, else the least loaded (the aggregated day's rule). */
+static int pick_prefill(struct pdrun *R, const struct pq *q)
+{
+    struct pool *P = &R->pool[0];
+    double sum = 0;
+    size_t n = 0;
+    for (size_t i = 0; i < P->r.nact; i++)
+        if (routable(&P->r.rep[P->r.act[i]])) sum += P->r.rep[P->r.act[i]].inflight, n++;
+    double bound = 1.5 * (n ? sum / (double)n : 0) + 4;
+    uint64_t bit = 1ull << q->r.group;
+    int best = -1, any = -1;
+    for (size_t i = 0; i < P->r.nact; i++) {
+        int k = P->r.act[i];
+        const struct rep *p = &P->r.rep[k];
+        if (!routable(p)) continue;
+        if (any < 0 || p->inflight < P->r.rep[any].inflight) any = k;
+        if ((p->groups & bit) && p->inflight <= bound &&
+            (best < 0 || p->inflight < P->r.rep[best].inflight))
+            best = k;
+    }
+    return best >= 0 ? best : any;
+}
+
+static int pick_decode(struct pdrun *R)
+{
+    struct pool *P = &R->pool[1];
+    int best = -1;
+    for (size_t i = 0; i < P->r.nact; i++) {
+        int k = P->r.act[i];
+        if (routable(&P->r.rep[k]) && (best < 0 || P->r.rep[k].inflight < P->r.rep[best].inflight))
+            best = k;
+    }
+    return best;
+}
+
+/* The prompt tokens q would compute on p, as a router that remembers what
+ * it routed where believes (its group's prefix cached once routed there). */
+static double uncached(const struct pdrun *R, const struct pq *q, const struct rep *p)
+{
+    uint32_t pre = R->o->prefix_len < q->r.prompt_len ? R->o->prefix_len : q->r.prompt_len;
+    return (double)q->r.prompt_len - ((p->groups >> q->r.group) & 1 ? pre : 0);
+}
+
+/* Experiment (--pd-local-prefill-wait, "PD seed 2" in autoscale.md): the
+ * load half of Dynamo's conditional disaggregation. The decode replica q
+ * prefills on itself instead of prefill replica k (-1: none ready) when
+ * k's predicted wait (its queued prefill tokens and q's over the profiled
+ * rate) is past the bound and the decode's is shorter: the routable decode
+ * with the shortest queued local prefill and KV room for the prompt. -1:
+ * split as usual. */
+static int local_decode(struct pdrun *R, const struct pq *q, int k)
+{
+    double bound = R->o->pd_local_wait_s, tps = R->o->pd_prefill_tps;
+    if (!(bound > 0) || !(tps > 0)) return -1;
+    const struct rep *pp = k >= 0 ? &R->pool[0].r.rep[k] : NULL;
+    double wp = pp ? (pp->pend_tok + uncached(R, q, pp)) / tps : INFINITY;
+    if (!(wp > bound)) return -1;
+    struct pool *P = &R->pool[1];
+    int best = -1;
+    double wbest = INFINITY;
+    for (size_t i = 0; i < P->r.nact; i++) {
+        int d = P->r.act[i];
+        const struct rep *p = &P->r.rep[d];
+        if (!routable(p) || !p->e) continue;
+        struct kvg_sim_metrics m;
+        kvg_sim_get_metrics(p->e, &m);
+        double need = (double)q->r.prompt_len / (m.block_size ? m.block_size : 16);
+        if (m.kv_usage + need / (m.num_blocks ? m.num_blocks : 1) > 0.9) continue;
+        double w = (p->pend_tok + uncached(R, q, p)) / tps;
+        if (w < wbest) best = d, wbest = w;
+    }
+    return best >= 0 && wbest < wp ? best : -1;
+}
+
+/* Request id prefilled and decoded on decode replica d. */
+static int to_local(struct pdrun *R, uint64_t id, int d, double t)
+{
+    struct pq *q = &R->q[id];
+    struct rep *p = &R->pool[1].r.rep[d];
+    q->pend = uncached(R, q, p);
+    p->groups |= 1ull << q->r.group;
+    int rc = scale_day_submit(&R->d, p->e, id, &q->r, 0, 0, 0);
+    if (rc == -ENOMEM) return rc;
+    if (rc) {
+        q->pend = 0;
+        fail(R, id);
+        return 0;
+    }
+    q->state = P_DECODE;
+    q->local = 1;
+    q->dec = d;
+    p->inflight++;
+    p->pend_tok += q->pend;
+    R->out->local_prefills++;
+    kick(p, t);
+    return 0;
+}
+
+/* Request id onto a prefill replica, or its decode's when the prefill side
+ * is backed up, or the gateway queue when none is ready. */
+static int to_prefill(struct pdrun *R, uint64_t id, double t)
+{
+    struct pq *q = &R->q[id];
+    int k = pick_prefill(R, q);
+    int d = local_decode(R, q, k);
+    if (d >= 0) return to_local(R, id, d, t);
+    if (k < 0) return scale_ids_push(&R->gq, &R->gq_tail, &R->gq_cap, id);
+    struct rep *p = &R->pool[0].r.rep[k];
+    double pend = uncached(R, q, p);
+    p->groups |= 1ull << q->r.group;
+    int rc = scale_day_submit(&R->d, p->e, id, &q->r, 1, 0, 1);
+    if (rc == -ENOMEM) return rc;
+    if (rc) {
+        fail(R, id);
+        return 0;
+    }
+    q->state = P_PREFILL;
+    q->pre = k;
+    q->pend = pend;
+    p->pend_tok += pend;
+    p->inflight++;
+    kick(p, t);
+    return 0;
+}
+
+/* A prefilled request to a decode replica: its KV starts moving. */
+static int to_decode(struct pdrun *R, uint64_t id, double t)
+{
+    struct pq *q = &R->q[id];
+    int k = pick_decode(R);
+    if (k < 0) {
+        q->state = P_WAIT;
+        return scale_ids_push(&R->dq, &R->dq_tail, &R->dq_cap, id);
+    }
+    q->dec = k;
+    R->pool[1].r.rep[k].inflight++;
+    double xs = R->kv_bytes_tok * q->r.prompt_len / R->link_bw;
+    q->xfer_done = t + xs;
+    q->state = P_XFER;
+    kvg_bench_samples_add(&R->xfer, xs);
+    return scale_ids_push(&R->xf, &R->nxf, &R->capxf, id);
+}
+
+/* The KV of xf[i] has arrived: the prefill's blocks go, the decode starts. */
+static int xfer_done(struct pdrun *R, size_t i, double t)
+{
+    uint64_t id = R->xf[i];
+    R->xf[i] = R->xf[--R->nxf];
+    struct pq *q = &R->q[id];
+    if (q->state != P_XFER) return 0;
+    leave_prefill(R, q, id, 0);
+    struct rep *p = &R->pool[1].r.rep[q->dec];
+    if (!p->e) {
+        fail(R, id);
+        return 0;
+    }
+    int rc = scale_day_submit(&R->d, p->e, id, &q->r, 0, q->r.prompt_len, 0);
+    if (rc == -ENOMEM) return rc;
+    q->state = P_DECODE;
+    if (rc) {
+        fail(R, id);
+        return 0;
+    }
+    kick(p, t);
+    return 0;
+}
+
+/* Queued work to replicas that became ready. */
+static int drain_queues(struct pdrun *R, double t)
+{
+    int rc;
+    while (R->gq_head < R->gq_tail && pick_prefill(R, &R->q[R->gq[R->gq_head]]) >= 0) {
+        uint64_t id = R->gq[R->gq_head++];
+        if (R->q[id].state == P_GATEWAY && (rc = to_prefill(R, id, t))) return rc;
+    }
+    if (R->gq_head == R->gq_tail) R->gq_head = R->gq_tail = 0;
+    while (R->dq_head < R->dq_tail && pick_decode(R) >= 0) {
+        uint64_t id = R->dq[R->dq_head++];
+        if (R->q[id].state == P_WAIT && (rc = to_decode(R, id, t))) return rc;
+    }
+    if (R->dq_head == R->dq_tail) R->dq_head = R->dq_tail = 0;
+    return 0;
+}
+
+static int arrive(struct pdrun *R)
+{
+    if (R->nq == R->capq) {
+        size_t c = R->capq ? R->capq * 2 : 65536;
+        struct pq *v = realloc(R->q, c * sizeof *v);
+        if (!v) return -ENOMEM;
+        R->q = v;
+        R->capq = c;
+    }
+    uint64_t id = R->nq++;
+    struct pq *q = &R->q[id];
+    memset(q, 0, sizeof *q);
+    scale_day_arrive(&R->d, &q->r);
+    q->pre = q->dec = -1;
+    q->state = P_GATEWAY;
+    return to_prefill(R, id, q->r.arrival);
+}
+
+static void finish(struct pdrun *R, struct pq *q, double t)
+{
+    const struct kvg_autoscale_opts *a = &R->o->aopts;
+    q->state = P_DONE;
+    double itl = scale_itl(q->ntok, q->t_first, q->t_last);
+    double ttft = q->t_first - q->r.arrival;
+    int tok = ttft <= a->ttft_target_s, iok = itl <= a->itl_target_s;
+    scale_day_done(&R->d, t, itl, tok && iok);
+    R->out->ttft_met += tok;
+    R->out->itl_met += iok;
+    R->out->met += tok && iok;
+}
+
+static int step_end(struct pdrun *R, struct pool *P, int k, double t)
+{
+    struct rep *p = &P->r.rep[k];
+    p->stepping = 0;
+    int rc;
+    for (size_t i = 0; i < p->st.n_updates; i++) {
+        const struct kvg_sim_update *u = &p->st.updates[i];
+        struct pq *q = &R->q[u->id];
+        if (P->role == KVG_AUTOSCALE_PREFILL) {
+            if (q->state != P_PREFILL || !(u->flags & KVG_SIM_UP_FINISHED)) continue;
+            scale_day_cached(&R->d, u->cached_tokens, q->r.prompt_len);
+            q->t_pre = t;
+            unpend(R, q, 0, q->pre);
+            if ((rc = to_decode(R, u->id, t))) return rc;
+            continue;
+        }
+        if (q->state != P_DECODE) continue;
+        if (u->flags & KVG_SIM_UP_TOKEN) {
+            scale_obs_cur(&R->d.ob)->out_tokens++;
+            if (!q->first) {
+                if (q->local) { /* its prefill ran here */
+                    scale_day_cached(&R->d, u->cached_tokens, q->r.prompt_len);
+                    q->t_pre = t;
+                    unpend(R, q, 1, q->dec);
+                }
+                q->first = 1;
+                q->t_first = t;
+                scale_day_first(&R->d, &q->r, t);
+            }
+            q->t_last = t;
+            q->ntok++;
+        }
+        if (u->flags & KVG_SIM_UP_FINISHED) {
+            finish(R, q, t);
+            if (p->inflight) p->inflight--;
+        }
+    }
+    p->st.n_updates = 0;
+    kick(p, t);
+    if (p->state == R_DRAINING && p->inflight == 0 && !p->stepping) scale_reps_gone(&P->r, k, t);
+    return 0;
+}
+
+/* Requests without a first token past the timeout; drains past theirs. */
+static void expire(struct pdrun *R, double t)
+{
+    const struct kvg_bench_scale_opts *o = R->o;
+    for (; R->sweep < R->nq; R->sweep++) {
+        struct pq *q = &R->q[R->sweep];
+        if (q->state == P_DONE || q->state == P_FAILED || q->first) continue;
+        if (q->r.arrival + o->timeout_s > t) break;
+        fail(R, R->sweep);
+    }
+    for (int pi = 0; pi < 2; pi++) {
+        struct pool *P = &R->pool[pi];
+        for (size_t i = 0; i < P->r.nact;) {
+            int k = P->r.act[i];
+            struct rep *p = &P->r.rep[k];
+            if (p->state == R_DRAINING && (t >= p->drain_at + o->drain_s || !p->inflight)) {
+                /* Bounded drain: what still holds this replica is cut. */
+                for (uint64_t id = 0; p->inflight && id < R->nq; id++) {
+                    const struct pq *q = &R->q[id];
+                    if (q->state == P_DONE || q->state == P_FAILED) continue;
+                    if ((pi == 0 && q->pre == k) || (pi == 1 && q->dec == k && q->state >= P_XFER))
+                        fail(R, id);
+                }
+                scale_reps_gone(&P->r, k, t);
+                continue;
+            }
+            i++;
+        }
+    }
+}
+
+static void pool_signals(struct pdrun *R, struct pool *P, double t, double window,
+                         struct kvg_autoscale_signals *s, double *eta)
+{
+    /* A decode replica has no prefix cache to warm: never young. */
+    scale_reps_signals(&P->r, t, P->role == KVG_AUTOSCALE_PREFILL ? R->o->young_s : 0, s, eta);
+    /* The queue in front of this pool: the gateway's, or prefilled requests
+     * awaiting a decode replica. */
+    size_t nq = 0;
+    if (P->role == KVG_AUTOSCALE_PREFILL) {
+        for (size_t i = R->gq_head; i < R->gq_tail; i++) nq += R->q[R->gq[i]].state == P_GATEWAY;
+        s->inflight_prompt_tokens = R->d.inflight_prompt;
+    } else {
+        for (size_t i = R->dq_head; i < R->dq_tail; i++) nq += R->q[R->dq[i]].state == P_WAIT;
+    }
+    s->queued = (double)nq;
+    scale_window_signals(&R->d.ob, R->o->tick_s, window, s);
+}
+
+static void timeline(struct pdrun *R, double t)
+{
+    struct kvg_bench_scale_pd_result *r = R->out;
+    size_t i = 0;
+    while (scale_day_point(&R->d, t, r->n, r->t_h, r->rate, &i)) {
+        for (int pi = 0; pi < 2; pi++) {
+            const struct pool *P = &R->pool[pi];
+            uint32_t n = 0, st = 0;
+            scale_reps_count(&P->r, &n, &st);
+            r->ready[pi][i] = n;
+            r->starting[pi][i] = st;
+            r->desired[pi][i] = P->last_desired;
+        }
+    }
+}
+
+static int tick(struct pdrun *R, double t)
+{
+    expire(R, t);
+    for (int pi = 0; pi < 2; pi++) {
+        struct pool *P = &R->pool[pi];
+        double window = scale_day_window(&R->d, P->pl);
+        double eta[KVG_BENCH_SCALE_MAX_REPLICAS];
+        struct kvg_autoscale_signals s;
+        pool_signals(R, P, t, window, &s, eta);
+        /* --headroom-from: the experiment's headroom from then on (the
+         * bench owns the planner and its copy of the options). */
+        if (R->o->pd_headroom_from_s > 0 && t >= R->o->pd_headroom_from_s)
+            P->pl->o.headroom = P->headroom;
+        struct kvg_autoscale_decision d;
+        int rc = kvg_autoscale_plan(P->pl, &s, &d);
+        if (rc) return rc;
+        if (R->oracle) {
+            d.desired =
+                scale_pd_oracle_desired(&R->d.wl, &P->pl->o, R->oracle_lead, s.cache_hit, t);
+            d.acted = 1;
+            snprintf(d.reason, sizeof d.reason, "oracle: the true rate's peak over +%.0f s -> %u",
+                     R->oracle_lead, d.desired);
+        }
+        if (d.acted && P->have_desired && d.desired != P->last_desired) P->out->scale_events++;
+        if (d.acted && R->o->trace)
+            fprintf(stderr, "%s/%s %.0f s: %s\n", R->o->planner, kvg_autoscale_role_name(P->role),
+                    t, d.reason);
+        P->last_desired = d.desired;
+        P->have_desired = 1;
+        if ((rc = scale_reps_actuate(&P->r, R->o, &R->d.su, &R->d.rng, d.desired, t))) return rc;
+    }
+    timeline(R, t);
+    scale_obs_next(&R->d.ob);
+    return 0;
+}
+
+/* Each pool's planner options: the aggregated runs' own, the role's, and
+ * the measured per-role profile (queue's V_P stays the batch-1 peak, as in
+ * the aggregated runs: llm-d's calibrate.sh measures a peak). */
+static void pool_opts(const struct kvg_bench_scale_opts *o, enum kvg_autoscale_role role,
+                      struct kvg_autoscale_startup *su, struct kvg_autoscale_opts *a)
+{
+    *a = o->aopts;
+    a->role = role;
+    scale_derive_profile(o, 0, &a->prof);
+    if (!(a->queue_peak_prefill_tps > 0)) a->queue_peak_prefill_tps = a->prof.prefill_tps;
+    a->prof.prefill_tps = o->pd_prefill_tps;
+    a->prof.decode_tps = o->pd_decode_tps;
+    a->prof.itl_per_seq_s = 0; /* decode_tps is the measured one */
+    snprintf(a->model, sizeof a->model, "%s", o->startup_model);
+    a->cold_share = o->cold_share;
+    a->fetch_share = o->fetch_share;
+    a->startup = su;
+    if (a->max_replicas > KVG_BENCH_SCALE_MAX_REPLICAS)
+        a->max_replicas = KVG_BENCH_SCALE_MAX_REPLICAS;
+}
+
+/* Replicas a pool needs at rate req/s by its profile, headroom included. */
+static double pool_need(const struct kvg_bench_scale_opts *o, const struct kvg_autoscale_opts *a,
+                        double rate)
+{
+    double isl = scale_isl_mean(o);
+    return kvg_autoscale_load(a, rate * isl, rate * o->osl, a->itl_target_s) * (1 + a->headroom);
+}
+
+static int setup(struct pdrun *R, char *err, size_t errlen)
+{
+    const struct kvg_bench_scale_opts *o = R->o;
+    struct kvg_bench_scale_pd_result *out = R->out;
+    int rc = scale_day_init(&R->d, o, err, errlen);
+    if (rc) return rc;
+    R->oracle = !strcmp(o->planner, "oracle");
+    R->oracle_lead = scale_pd_oracle_lead(o, &R->d.su);
+    for (uint32_t b = 0; o->trace && b < o->bursts && b < 64; b++)
+        fprintf(stderr, "%s: burst %u at %.0f s (%.0f s, x%.2f)\n", o->planner, b,
+                R->d.wl.burst_at[b], o->burst_s, o->burst_mult);
+    R->kv_bytes_tok = (double)kvg_sim_kv_bytes_per_token(&o->profile);
+    R->link_bw = kvg_sim_link_bw(1); /* prefill and decode in one rack */
+    double peak = scale_peak_rate(o);
+    for (int pi = 0; pi < 2; pi++) {
+        struct pool *P = &R->pool[pi];
+        P->role = pi ? KVG_AUTOSCALE_DECODE : KVG_AUTOSCALE_PREFILL;
+        P->out = &out->pool[pi];
+        struct kvg_autoscale_opts a;
+        pool_opts(o, P->role, &R->d.su, &a);
+        P->out->static_peak = kvg_autoscale_ceil(pool_need(o, &a, peak));
+        if (!a.static_replicas) a.static_replicas = P->out->static_peak;
+        P->headroom = a.headroom;
+        if (o->pd_headroom[pi] >= 0) P->headroom = o->pd_headroom[pi];
+        if (!(o->pd_headroom_from_s > 0)) a.headroom = P->headroom;
+        /* The oracle is the bench's, not a planner: a static instance holds
+         * its options and interval; tick() asks the oracle instead. */
+        rc = scale_planner_new(R->oracle ? "static" : o->planner, &a, &P->pl, err, errlen);
+        if (rc == KVG_ENOTFOUND) out->status = KVG_ENOTFOUND;
+        if (rc) return rc == KVG_ENOTFOUND ? 1 : rc;
+    }
+    out->n = o->timeline_points ? o->timeline_points : 288;
+    double **tl[] = {&out->t_h,        &out->rate,           &out->arrived,
+                     &out->missed,     &out->missed_prefill, &out->ready[0],
+                     &out->desired[0], &out->starting[0],    &out->ready[1],
+                     &out->desired[1], &out->starting[1]};
+    if (scale_timeline_alloc(out->n, tl, sizeof tl / sizeof tl[0])) return -ENOMEM;
+    kvg_bench_samples_init(&R->xfer);
+    /* The day starts with what its first hour needs (static: its count),
+     * ready, with empty caches. */
+    for (int pi = 0; pi < 2; pi++) {
+        struct pool *P = &R->pool[pi];
+        const struct kvg_autoscale_opts *a = &P->pl->o;
+        uint32_t n0 = !strcmp(o->planner, "static")
+                          ? a->static_replicas
+                          : kvg_autoscale_ceil(pool_need(o, a, scale_wl_rate(&R->d.wl, 0)));
+        if (R->oracle) n0 = scale_pd_oracle_desired(&R->d.wl, a, R->oracle_lead, 0, 0);
+        if ((rc = scale_reps_first(&P->r, o, &R->d.su, &R->d.rng, n0, a->min_replicas))) return rc;
+        for (size_t k = 0; k < P->r.nrep; k++)
+            if ((rc = make_ready(R, P, (int)k))) return rc;
+    }
+    return 0;
+}
+
+static int loop(struct pdrun *R)
+{
+    const struct kvg_bench_scale_opts *o = R->o;
+    double next_tick = o->tick_s;
+    for (;;) {
+        double ta = R->d.have_next ? R->d.next.arrival : INFINITY;
+        double tt = next_tick <= o->day_s ? next_tick : INFINITY;
+        double te = INFINITY, tr = INFINITY, tx = INFINITY;
+        int pe = -1, ke = -1, pr = -1, kr = -1;
+        size_t kx = 0;
+        for (int pi = 0; pi < 2; pi++) {
+            double te0 = te, tr0 = tr;
+            scale_reps_next(&R->pool[pi].r, o->day_s, &te, &ke, &tr, &kr);
+            if (te < te0) pe = pi;
+            if (tr < tr0) pr = pi;
+        }
+        for (size_t i = 0; i < R->nxf; i++)
+            if (R->q[R->xf[i]].xfer_done < tx) tx = R->q[R->xf[i]].xfer_done, kx = i;
+        int rc;
+        if (tx < INFINITY && tx <= te && tx <= tr && tx <= tt && tx <= ta) {
+            rc = xfer_done(R, kx, tx);
+        } else if (ke >= 0 && te <= tr && te <= tt && te <= ta) {
+            rc = step_end(R, &R->pool[pe], ke, te);
+        } else if (kr >= 0 && tr <= tt && tr <= ta) {
+            rc = make_ready(R, &R->pool[pr], kr);
+            if (!rc) rc = drain_queues(R, tr);
+        } else if (tt < INFINITY && tt <= ta) {
+            rc = tick(R, tt);
+            next_tick += o->tick_s;
+        } else if (ta < INFINITY) {
+            rc = arrive(R);
+        } else {
+            break;
+        }
+        if (rc) return rc;
+    }
+    /* The day is over: what still waits for a replica is not served. */
+    for (uint64_t id = 0; id < R->nq; id++)
+        if (R->q[id].state == P_GATEWAY || R->q[id].state == P_WAIT) fail(R, id);
+    return 0;
+}
+
+/* Each request into the timeline point of its arrival: arrived, missed,
+ * and missed on the prefill side (its prefill, queue included, finished
+ * past the TTFT target or never): the rest waited for or on a decode. */
+static void timeline_misses(struct pdrun *R)
+{
+    const struct kvg_bench_scale_opts *o = R->o;
+    struct kvg_bench_scale_pd_result *out = R->out;
+    double step = o->day_s / (double)out->n;
+    for (size_t id = 0; id < R->nq; id++) {
+        const struct pq *q = &R->q[id];
+        size_t i = (size_t)(q->r.arrival / step);
+        if (i >= out->n) i = out->n - 1;
+        out->arrived[i]++;
+        int ok = q->state == P_DONE && q->t_first - q->r.arrival <= o->aopts.ttft_target_s &&
+                 scale_itl(q->ntok, q->t_first, q->t_last) <= o->aopts.itl_target_s;
+        if (ok) continue;
+        out->missed[i]++;
+        if (!(q->t_pre > 0) || q->t_pre - q->r.arrival > o->aopts.ttft_target_s)
+            out->missed_prefill[i]++;
+    }
+}
+
+static void summarize(struct pdrun *R)
+{
+    const struct kvg_bench_scale_opts *o = R->o;
+    struct kvg_bench_scale_pd_result *out = R->out;
+    out->requests = R->nq;
+    for (size_t i = 0; i < R->nq; i++)
+        if (R->q[i].state == P_FAILED && !R->q[i].first)
+            kvg_bench_samples_add(&R->d.all_ttft, o->timeout_s); /* at least the timeout */
+    timeline_misses(R);
+    double gpus = o->gpus_per_replica ? o->gpus_per_replica : 1;
+    for (int pi = 0; pi < 2; pi++) {
+        const struct pool *P = &R->pool[pi];
+        double rh = scale_reps_seconds(&P->r, o->day_s);
+        P->out->added = P->r.added;
+        P->out->removed = P->r.removed;
+        P->out->cancelled = P->r.cancelled;
+        P->out->gpu_hours = rh / 3600 * gpus;
+        P->out->mean_replicas = rh / o->day_s;
+        for (size_t i = 0; i < out->n; i++)
+            if (out->ready[pi][i] > P->out->max_replicas)
+                P->out->max_replicas = (uint32_t)out->ready[pi][i];
+        out->gpu_hours += P->out->gpu_hours;
+    }
+    double n = out->requests ? (double)out->requests : 1;
+    out->slo_attainment = (double)out->met / n;
+    out->ttft_attainment = (double)out->ttft_met / n;
+    out->itl_attainment = (double)out->itl_met / n;
+    scale_day_pcts(&R->d, &out->ttft_p50_s, &out->ttft_p90_s, &out->ttft_p99_s, &out->itl_p90_s,
+                   &out->cache_hit);
+    out->xfer_p90_s = kvg_bench_samples_pct(&R->xfer, 90);
+}
+
+static void teardown(struct pdrun *R)
+{
+    for (int pi = 0; pi < 2; pi++) {
+        struct pool *P = &R->pool[pi];
+        scale_reps_free(&P->r);
+        kvg_autoscale_planner_free(P->pl);
+    }
+    free(R->q);
+    free(R->gq);
+    free(R->dq);
+    free(R->xf);
+    scale_day_free(&R->d);
+    kvg_bench_samples_free(&R->xfer);
+}
+
+int kvg_bench_scale_pd_run(const struct kvg_bench_scale_opts *o,
+                           struct kvg_bench_scale_pd_result *out, char *err, size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    snprintf(out->planner, sizeof out->planner, "%s", o->planner);
+    if (!(o->tick_s > 0) || !(o->day_s > 0))
+        return kvg_err_set(err, errlen, KVG_ECONFIG, "tick and day must be > 0");
+    struct kvg_bench_scale_opts c = *o;
+    if (!(c.pd_prefill_tps > 0) || !(c.pd_decode_tps > 0)) {
+        struct kvg_bench_scale_pd_profile pr;
+        int rc = kvg_bench_scale_pd_calibrate(o, &pr);
+        if (rc) return kvg_err_set(err, errlen, rc, "calibration: %s", kvg_strerror(rc));
+        c.pd_prefill_tps = pr.prefill_tps;
+        c.pd_decode_tps = pr.decode_tps;
+    }
+    out->prefill_tps = c.pd_prefill_tps;
+    out->decode_tps = c.pd_decode_tps;
+    struct pdrun *R = calloc(1, sizeof *R);
+    if (!R) return -ENOMEM;
+    R->o = &c;
+    R->out = out;
+    uint64_t w0 = kvg_now_ns();
+    int rc = setup(R, err, errlen);
+    if (rc == 1)
+        rc = 0;
+    else if (!rc && !(rc = loop(R)))
+        summarize(R);
+    else if (rc && !err[0])
+        snprintf(err, errlen, "simulation: %s", kvg_strerror(rc));
+    out->wall_s = (double)(kvg_now_ns() - w0) / 1e9;
+    teardown(R);
+    free(R);
+    return rc;
+}
+
+void kvg_bench_scale_pd_result_free(struct kvg_bench_scale_pd_result *r)
+{
+    free(r->t_h);
+    free(r->rate);
+    free(r->arrived);
+    free(r->missed);
+    free(r->missed_prefill);
+    r->t_h = r->rate = r->arrived = r->missed = r->missed_prefill = NULL;
+    for (int pi = 0; pi < 2; pi++) {
+        free(r->ready[pi]);
+        free(r->desired[pi]);
+        free(r->starting[pi]);
+        r->ready[pi] = r->desired[pi] = r->starting[pi] = NULL;
+    }
+}

@@ -1,0 +1,216 @@
+/* A pool's replicas in the offline day (scale_int.h, struct scale_reps):
+ * asked for, ready, drained and gone, shared by the aggregated day
+ * (scale_des.c) and the PD day's two pools (scale_pd.c). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/err.h"
+#include "bench/scale/scale_int.h"
+
+void scale_rep_ask(const struct kvg_bench_scale_opts *o, struct kvg_autoscale_startup *su,
+                   struct kvg_rng *rng, struct rep *p, double t)
+{
+    double u = kvg_rng_double(rng);
+    p->node = u < o->cold_share                    ? KVG_AUTOSCALE_COLD
+              : u < o->cold_share + o->fetch_share ? KVG_AUTOSCALE_FETCH
+                                                   : KVG_AUTOSCALE_WARM;
+    double s = o->startup_fixed_s > 0
+                   ? o->startup_fixed_s
+                   : kvg_autoscale_startup_draw(su, o->startup_model, p->node, rng);
+    p->asked = t;
+    p->ready_at = t + s;
+}
+
+int scale_reps_add(struct scale_reps *P, const struct kvg_bench_scale_opts *o,
+                   struct kvg_autoscale_startup *su, struct kvg_rng *rng, double t)
+{
+    if (P->nact >= KVG_BENCH_SCALE_MAX_REPLICAS) return 0;
+    if (P->nrep == P->caprep) {
+        size_t c = P->caprep ? P->caprep * 2 : 64;
+        struct rep *v = realloc(P->rep, c * sizeof *v);
+        if (!v) return -ENOMEM;
+        P->rep = v;
+        P->caprep = c;
+    }
+    struct rep *p = &P->rep[P->nrep];
+    memset(p, 0, sizeof *p);
+    scale_rep_ask(o, su, rng, p, t);
+    p->state = R_STARTING;
+    P->act[P->nact++] = (int)P->nrep++;
+    P->added++;
+    return 0;
+}
+
+int scale_reps_ready(struct scale_reps *P, int k, const struct kvg_sim_profile *prof, uint64_t seed)
+{
+    struct kvg_sim_config c;
+    kvg_sim_config_init(&c, prof);
+    c.seed = seed;
+    c.emit_events = 0;
+    int rc = kvg_sim_create(&c, &P->rep[k].e);
+    if (rc) return rc;
+    P->rep[k].state = R_READY;
+    return 0;
+}
+
+void scale_reps_gone(struct scale_reps *P, int k, double t)
+{
+    struct rep *p = &P->rep[k];
+    p->state = R_GONE;
+    p->gone = t;
+    if (p->e) kvg_sim_free(p->e);
+    p->e = NULL;
+    for (size_t i = 0; i < P->nact; i++)
+        if (P->act[i] == k) {
+            memmove(P->act + i, P->act + i + 1, (P->nact - i - 1) * sizeof *P->act);
+            P->nact--;
+            return;
+        }
+}
+
+void scale_reps_count(const struct scale_reps *P, uint32_t *ready, uint32_t *starting)
+{
+    *ready = *starting = 0;
+    for (size_t i = 0; i < P->nact; i++) {
+        int st = P->rep[P->act[i]].state;
+        *ready += st == R_READY;
+        *starting += st == R_STARTING;
+    }
+}
+
+int scale_reps_actuate(struct scale_reps *P, const struct kvg_bench_scale_opts *o,
+                       struct kvg_autoscale_startup *su, struct kvg_rng *rng, uint32_t desired,
+                       double t)
+{
+    uint32_t ready, starting;
+    scale_reps_count(P, &ready, &starting);
+    uint32_t cur = ready + starting;
+    int rc;
+    for (; cur < desired; cur++)
+        if ((rc = scale_reps_add(P, o, su, rng, t))) return rc;
+    while (cur > desired) {
+        int pick = -1;
+        for (size_t i = 0; i < P->nact; i++) {
+            int k = P->act[i];
+            const struct rep *p = &P->rep[k];
+            if (p->state == R_STARTING && (pick < 0 || p->ready_at > P->rep[pick].ready_at))
+                pick = k;
+        }
+        if (pick >= 0) {
+            scale_reps_gone(P, pick, t);
+            P->cancelled++;
+            cur--;
+            continue;
+        }
+        for (size_t i = 0; i < P->nact; i++) {
+            int k = P->act[i];
+            const struct rep *p = &P->rep[k];
+            if (p->state == R_READY && (pick < 0 || p->inflight < P->rep[pick].inflight)) pick = k;
+        }
+        if (pick < 0) break;
+        struct rep *p = &P->rep[pick];
+        p->state = R_DRAINING;
+        p->drain_at = t;
+        P->removed++;
+        if (p->inflight == 0 && !p->stepping) scale_reps_gone(P, pick, t);
+        cur--;
+    }
+    return 0;
+}
+
+double scale_reps_seconds(const struct scale_reps *P, double day_s)
+{
+    double s = 0;
+    for (size_t i = 0; i < P->nrep; i++) {
+        const struct rep *p = &P->rep[i];
+        double end = p->state == R_GONE && p->gone < day_s ? p->gone : day_s;
+        if (end > p->asked) s += end - p->asked;
+    }
+    return s;
+}
+
+void scale_reps_free(struct scale_reps *P)
+{
+    for (size_t i = 0; i < P->nrep; i++)
+        if (P->rep[i].e) kvg_sim_free(P->rep[i].e);
+    free(P->rep);
+    P->rep = NULL;
+}
+
+void scale_reps_signals(const struct scale_reps *P, double t, double young_s,
+                        struct kvg_autoscale_signals *s, double *eta)
+{
+    memset(s, 0, sizeof *s);
+    s->now = t;
+    uint32_t ns = 0;
+    for (size_t i = 0; i < P->nact; i++) {
+        const struct rep *p = &P->rep[P->act[i]];
+        if (p->state == R_STARTING) {
+            eta[ns++] = p->ready_at;
+            continue;
+        }
+        if (p->state == R_READY) {
+            s->ready++;
+            if (t - p->ready_at < young_s) s->young++;
+        } else {
+            s->draining++;
+        }
+        struct kvg_sim_metrics m;
+        kvg_sim_get_metrics(p->e, &m);
+        s->waiting += m.num_waiting;
+        s->running += m.num_running;
+        s->kv_usage_sum += m.kv_usage;
+    }
+    s->starting = ns;
+    s->starting_eta = eta;
+}
+
+int scale_planner_new(const char *planner, struct kvg_autoscale_opts *a,
+                      struct kvg_autoscale_planner **out, char *err, size_t errlen)
+{
+    const char *name = !strcmp(planner, "kvgate-noprewarm") ? "kvgate" : planner;
+    if (!strncmp(name, "queue-", 6)) {
+        snprintf(a->queue_preset, sizeof a->queue_preset, "%s", name + 6);
+        name = "queue";
+    }
+    int rc = kvg_autoscale_planner_new(name, a, out);
+    if (rc && rc != KVG_ENOTFOUND)
+        return kvg_err_set(err, errlen, rc, "planner %s: %s", planner, kvg_strerror(rc));
+    return rc;
+}
+
+void scale_rep_step(struct rep *p, double t)
+{
+    kvg_sim_step(p->e, t, &p->st);
+    p->stepping = 1;
+    p->busy_until = t + p->st.duration;
+}
+
+void scale_reps_next(const struct scale_reps *P, double day_s, double *te, int *ke, double *tr,
+                     int *kr)
+{
+    for (size_t i = 0; i < P->nact; i++) {
+        int k = P->act[i];
+        const struct rep *p = &P->rep[k];
+        if (p->stepping && p->busy_until < *te) *te = p->busy_until, *ke = k;
+        if (p->state == R_STARTING && p->ready_at < *tr && p->ready_at <= day_s)
+            *tr = p->ready_at, *kr = k;
+    }
+}
+
+int scale_reps_first(struct scale_reps *P, const struct kvg_bench_scale_opts *o,
+                     struct kvg_autoscale_startup *su, struct kvg_rng *rng, uint32_t n,
+                     uint32_t min)
+{
+    if (n < min) n = min;
+    if (n < 1) n = 1;
+    for (uint32_t i = 0; i < n && P->nact < KVG_BENCH_SCALE_MAX_REPLICAS; i++) {
+        int rc = scale_reps_add(P, o, su, rng, 0);
+        if (rc) return rc;
+        P->rep[P->nrep - 1].ready_at = 0;
+    }
+    P->added = 0;
+    return 0;
+}

@@ -1,0 +1,236 @@
+/* `kvgate tokenize`: token ids (or the rendered chat prompt) for text or
+ * OpenAI chat requests read on stdin, so that kvgate's view of a prompt can
+ * be checked against an engine's by hand or by scripts.
+ *
+ *   kvgate tokenize --tokenizer tokenizer.json|builtin:bytes
+ *       [--tokenizer-config tokenizer_config.json] [--chat-template FILE]
+ *       [--chat] [--render] [--jsonl] [--add-special-tokens]
+ *
+ * Input is all of stdin, or with --jsonl one input per line: a JSON-encoded
+ * string (text mode) or a chat request object (--chat). Output is one line
+ * per input: {"ids":[...]}, {"text":"..."} with --render, or {"error":"..."};
+ * in --jsonl mode an error on one line does not stop the others.
+ *
+ * Special tokens: text is encoded without the post-processor's BOS/EOS unless
+ * --add-special-tokens. A chat prompt is encoded without them too (as vLLM
+ * does: the template already wrote BOS where the model wants it) unless
+ * --add-special-tokens or the request's "add_special_tokens": true.
+ *
+ * The chat template is --chat-template FILE, else the tokenizer config's,
+ * else for builtin:bytes the built-in ChatML template (chat.h). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "cmd/cmd.h"
+#include "base/buf.h"
+#include "base/err.h"
+#include "jinja/chat.h"
+#include "tokenizer/tokenizer.h"
+
+#define MAX_PROMPT (256u << 20)
+
+struct cli {
+    struct kvg_tok *tok;
+    struct kvg_jinja_chat *chat;
+    int chat_mode, render, jsonl, add_special;
+    struct kvg_buf out; /* one output line */
+    struct kvg_buf text;
+};
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: kvgate tokenize --tokenizer tokenizer.json|builtin:bytes\n"
+               "         [--tokenizer-config tokenizer_config.json] [--chat-template FILE]\n"
+               "         [--chat] [--render] [--jsonl] [--add-special-tokens]\n"
+               "Reads text (or with --chat an OpenAI chat request) on stdin and prints\n"
+               "{\"ids\":[...]}, or {\"text\":...} with --render; --jsonl: one JSON input per "
+               "line.\n");
+}
+
+static void emit_error(struct cli *c, const char *msg)
+{
+    kvg_buf_reset(&c->out);
+    kvg_buf_append_str(&c->out, "{\"error\":");
+    kvg_buf_append_json_str(&c->out, msg, strlen(msg));
+    kvg_buf_append_str(&c->out, "}\n");
+}
+
+/* Renders or encodes one input into c->out. 0, or an error already put in
+ * c->out as {"error":...}. */
+static int process(struct cli *c, const char *in, size_t len, int json_text)
+{
+    char err[1024];
+    int rc, add_special = c->add_special;
+    const char *text = in;
+    size_t tlen = len;
+    cJSON *str = NULL;
+    kvg_buf_reset(&c->text);
+    if (c->chat_mode) {
+        struct kvg_jinja_chat_info info;
+        rc = kvg_jinja_chat_render(c->chat, in, len, NULL, &c->text, &info, err, sizeof(err));
+        if (rc) {
+            emit_error(c, err[0] ? err : kvg_strerror(rc));
+            return rc;
+        }
+        add_special = add_special || info.add_special_tokens;
+        text = c->text.data ? c->text.data : "";
+        tlen = c->text.len;
+    } else if (json_text) {
+        struct kvg_buf masked;
+        kvg_buf_init(&masked, 0);
+        if ((rc = kvg_jinja_chat_json_mask(in, len, &masked, err, sizeof(err))) < 0) {
+            kvg_buf_free(&masked);
+            emit_error(c, err[0] ? err : kvg_strerror(rc));
+            return rc;
+        }
+        str = rc ? cJSON_ParseWithLength(masked.data, masked.len) : cJSON_ParseWithLength(in, len);
+        kvg_buf_free(&masked);
+        if (!cJSON_IsString(str)) {
+            cJSON_Delete(str);
+            emit_error(c, "each --jsonl line must be a JSON string");
+            return KVG_EPARSE;
+        }
+        text = str->valuestring;
+        tlen = kvg_jinja_chat_unmask(str->valuestring, strlen(text)); /* NULs are data */
+    }
+    kvg_buf_reset(&c->out);
+    if (c->render) {
+        kvg_buf_append_str(&c->out, "{\"text\":");
+        kvg_buf_append_json_str(&c->out, text, tlen);
+        kvg_buf_append_str(&c->out, "}\n");
+        cJSON_Delete(str);
+        return 0;
+    }
+    uint32_t *ids = NULL;
+    size_t n = 0;
+    rc = kvg_tok_encode(c->tok, text, tlen, add_special, &ids, &n);
+    cJSON_Delete(str);
+    if (rc) {
+        emit_error(c, kvg_strerror(rc));
+        return rc;
+    }
+    kvg_buf_append_str(&c->out, "{\"ids\":[");
+    for (size_t i = 0; i < n; i++) kvg_buf_printf(&c->out, i ? ",%u" : "%u", ids[i]);
+    kvg_buf_append_str(&c->out, "]}\n");
+    free(ids);
+    return 0;
+}
+
+static int load_template(const char *path, char **out)
+{
+    struct kvg_buf b;
+    kvg_buf_init(&b, 16u << 20);
+    int rc = kvg_buf_read_file(&b, path);
+    if (!rc && !(*out = kvg_buf_cstr(&b))) rc = -ENOMEM;
+    if (rc) kvg_buf_free(&b);
+    return rc;
+}
+
+int kvg_cmd_tokenize_main(int argc, char **argv)
+{
+    const char *tok_path = NULL, *cfg_path = NULL, *tpl_path = NULL;
+    struct cli c = {0};
+    char err[1024];
+    int i = 1, rc = 1;
+    if (argc > 1 && !strcmp(argv[1], "tokenize")) i = 2;
+    for (; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--tokenizer") && i + 1 < argc)
+            tok_path = argv[++i];
+        else if (!strcmp(a, "--tokenizer-config") && i + 1 < argc)
+            cfg_path = argv[++i];
+        else if (!strcmp(a, "--chat-template") && i + 1 < argc)
+            tpl_path = argv[++i];
+        else if (!strcmp(a, "--chat"))
+            c.chat_mode = 1;
+        else if (!strcmp(a, "--render"))
+            c.render = 1;
+        else if (!strcmp(a, "--jsonl"))
+            c.jsonl = 1;
+        else if (!strcmp(a, "--add-special-tokens"))
+            c.add_special = 1;
+        else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage(stdout);
+            return 0;
+        } else {
+            fprintf(stderr, "kvgate tokenize: unknown option %s\n", a);
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (!tok_path) {
+        usage(stderr);
+        return 2;
+    }
+    kvg_buf_init(&c.out, 0);
+    kvg_buf_init(&c.text, MAX_PROMPT);
+    if ((rc = kvg_tok_load(tok_path, cfg_path, &c.tok, err, sizeof(err)))) {
+        fprintf(stderr, "kvgate tokenize: %s: %s\n", tok_path, err[0] ? err : kvg_strerror(rc));
+        rc = 1;
+        goto out;
+    }
+    if (c.chat_mode) {
+        char *tpl = NULL;
+        const char *src = NULL;
+        if (tpl_path) {
+            if ((rc = load_template(tpl_path, &tpl))) {
+                fprintf(stderr, "kvgate tokenize: %s: %s\n", tpl_path, kvg_strerror(rc));
+                rc = 1;
+                goto out;
+            }
+            src = tpl;
+        } else {
+            src = kvg_tok_chat_template(c.tok);
+            if (!src && strcmp(tok_path, "builtin:bytes")) {
+                fprintf(stderr, "kvgate tokenize: the tokenizer config has no chat_template "
+                                "(give --tokenizer-config or --chat-template)\n");
+                rc = 1;
+                goto out;
+            }
+        }
+        rc = kvg_jinja_chat_new(src, kvg_tok_bos_token(c.tok), kvg_tok_eos_token(c.tok), &c.chat,
+                                err, sizeof(err));
+        free(tpl);
+        if (rc) {
+            fprintf(stderr, "kvgate tokenize: chat template: %s\n", err);
+            rc = 1;
+            goto out;
+        }
+    }
+    if (c.jsonl) {
+        char *line = NULL;
+        size_t cap = 0;
+        ssize_t n;
+        rc = 0;
+        while ((n = getline(&line, &cap, stdin)) >= 0) {
+            while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r')) n--;
+            process(&c, line, (size_t)n, 1);
+            if (fwrite(c.out.data, 1, c.out.len, stdout) != c.out.len) rc = 1;
+        }
+        free(line);
+        if (ferror(stdin)) rc = 1;
+    } else {
+        struct kvg_buf in;
+        kvg_buf_init(&in, MAX_PROMPT);
+        if ((rc = kvg_buf_read_stream(&in, stdin))) {
+            fprintf(stderr, "kvgate tokenize: reading stdin: %s\n", kvg_strerror(rc));
+            kvg_buf_free(&in);
+            rc = 1;
+            goto out;
+        }
+        rc = process(&c, in.data ? in.data : "", in.len, 0) ? 1 : 0;
+        fwrite(c.out.data, 1, c.out.len, stdout);
+        kvg_buf_free(&in);
+    }
+    if (fflush(stdout)) rc = 1;
+out:
+    kvg_jinja_chat_free(c.chat);
+    kvg_tok_free(c.tok);
+    kvg_buf_free(&c.out);
+    kvg_buf_free(&c.text);
+    return rc;
+}
