@@ -348,27 +348,30 @@ const struct kvg_opt *kvg__opt_find(const struct kvg_opt *t, const char *name, i
     return NULL;
 }
 
-/* Edit distance with '_' and '-' alike; names are short. */
+static int same_char(char x, char y)
+{
+    return x == y || ((x == '-' || x == '_') && (y == '-' || y == '_'));
+}
+
+/* Edit distance, a swap of neighbours counting as one edit ('_' and '-'
+ * alike); names are short. */
 static size_t distance(const char *a, const char *b)
 {
-    size_t la = strlen(a), lb = strlen(b), row[65];
+    size_t la = strlen(a), lb = strlen(b), m[65][65];
     if (la > 64 || lb > 64) return SIZE_MAX;
-    for (size_t j = 0; j <= lb; j++) row[j] = j;
-    for (size_t i = 1; i <= la; i++) {
-        size_t diag = row[0];
-        row[0] = i;
+    for (size_t i = 0; i <= la; i++) m[i][0] = i;
+    for (size_t j = 0; j <= lb; j++) m[0][j] = j;
+    for (size_t i = 1; i <= la; i++)
         for (size_t j = 1; j <= lb; j++) {
-            size_t up = row[j];
-            int same = a[i - 1] == b[j - 1] || ((a[i - 1] == '-' || a[i - 1] == '_') &&
-                                                (b[j - 1] == '-' || b[j - 1] == '_'));
-            size_t best = diag + (same ? 0 : 1);
-            if (row[j] + 1 < best) best = row[j] + 1;
-            if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
-            row[j] = best;
-            diag = up;
+            size_t best = m[i - 1][j - 1] + !same_char(a[i - 1], b[j - 1]);
+            if (m[i - 1][j] + 1 < best) best = m[i - 1][j] + 1;
+            if (m[i][j - 1] + 1 < best) best = m[i][j - 1] + 1;
+            if (i > 1 && j > 1 && same_char(a[i - 1], b[j - 2]) && same_char(a[i - 2], b[j - 1]) &&
+                m[i - 2][j - 2] + 1 < best)
+                best = m[i - 2][j - 2] + 1;
+            m[i][j] = best;
         }
-    }
-    return row[lb];
+    return m[la][lb];
 }
 
 static void nearest(const struct kvg_opt *t, const char *name, int yaml, const char **best,
@@ -416,6 +419,39 @@ static int values_after(int argc, char **argv, int i)
     return k;
 }
 
+int kvg_opt_parse_one(const struct kvg_opt *t, void *obj, int argc, char **argv, int *i, char *err,
+                      size_t errlen)
+{
+    const char *a = argv[*i];
+    if (strncmp(a, "--", 2)) return 1;
+    char name[128], who[140];
+    const char *eq = strchr(a + 2, '=');
+    size_t nl = eq ? (size_t)(eq - a - 2) : strlen(a + 2);
+    if (nl >= sizeof name) return 1;
+    memcpy(name, a + 2, nl);
+    name[nl] = 0;
+    size_t base = 0;
+    const struct kvg_opt *o = kvg__opt_find(t, name, 0, &base);
+    if (!o) return 1;
+    snprintf(who, sizeof who, "--%s", o->name);
+    char *at = (char *)obj + base;
+    int multi = o->type == KVG_OPT_LIST || o->type == KVG_OPT_LIST_APPEND ||
+                (o->type == KVG_OPT_CUSTOM && (o->flags & KVG_OPT_F_MULTI));
+    if (eq) return kvg__opt_set(o, at, eq + 1, 0, who, err, errlen);
+    if (o->type == KVG_OPT_BOOL || o->type == KVG_OPT_NBOOL)
+        return kvg__opt_set(o, at, "true", 0, who, err, errlen);
+    int k = multi ? values_after(argc, argv, *i) : *i + 1 < argc && strncmp(argv[*i + 1], "--", 2);
+    if (!k)
+        return kvg_err_set(err, errlen, KVG_ECONFIG, "%s: needs %s", who,
+                           multi ? "at least one value" : "a value");
+    for (int j = 0; j < k; j++) {
+        int rc = kvg__opt_set(o, at, argv[*i + 1 + j], (size_t)j, who, err, errlen);
+        if (rc) return rc;
+    }
+    *i += k;
+    return 0;
+}
+
 int kvg_opt_parse_argv(const struct kvg_opt *t, void *obj, int argc, char **argv, int first,
                        char *err, size_t errlen)
 {
@@ -423,43 +459,18 @@ int kvg_opt_parse_argv(const struct kvg_opt *t, void *obj, int argc, char **argv
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return 1;
     for (int i = first; i < argc; i++) {
         const char *a = argv[i];
+        int rc = kvg_opt_parse_one(t, obj, argc, argv, &i, err, errlen);
+        if (rc < 0) return rc;
+        if (!rc) continue;
         if (strncmp(a, "--", 2))
             return kvg_err_set(err, errlen, KVG_ECONFIG,
                                "unexpected argument '%s' (flags start with --)", a);
-        char name[128], who[140];
-        const char *eq = strchr(a + 2, '=');
-        size_t nl = eq ? (size_t)(eq - a - 2) : strlen(a + 2);
-        if (nl >= sizeof name) return kvg_err_set(err, errlen, KVG_ECONFIG, "unknown flag '%s'", a);
-        memcpy(name, a + 2, nl);
-        name[nl] = 0;
-        size_t base = 0;
-        const struct kvg_opt *o = kvg__opt_find(t, name, 0, &base);
-        if (!o) {
-            char hint[200];
-            kvg__opt_suggest(t, name, 0, "--", hint, sizeof hint);
-            return kvg_err_set(err, errlen, KVG_ECONFIG, "unknown flag '--%s'%s", name,
-                               hint[0] ? hint : " (see --help)");
-        }
-        snprintf(who, sizeof who, "--%s", o->name);
-        char *at = (char *)obj + base;
-        int rc, multi = o->type == KVG_OPT_LIST || o->type == KVG_OPT_LIST_APPEND ||
-                        (o->type == KVG_OPT_CUSTOM && (o->flags & KVG_OPT_F_MULTI));
-        if (eq) {
-            rc = kvg__opt_set(o, at, eq + 1, 0, who, err, errlen);
-        } else if (o->type == KVG_OPT_BOOL || o->type == KVG_OPT_NBOOL) {
-            rc = kvg__opt_set(o, at, "true", 0, who, err, errlen);
-        } else {
-            int k =
-                multi ? values_after(argc, argv, i) : i + 1 < argc && strncmp(argv[i + 1], "--", 2);
-            if (!k)
-                return kvg_err_set(err, errlen, KVG_ECONFIG, "%s: needs %s", who,
-                                   multi ? "at least one value" : "a value");
-            rc = 0;
-            for (int j = 0; j < k && !rc; j++)
-                rc = kvg__opt_set(o, at, argv[i + 1 + j], (size_t)j, who, err, errlen);
-            i += k;
-        }
-        if (rc) return rc;
+        char name[128], hint[200];
+        size_t nl = strcspn(a + 2, "=");
+        snprintf(name, sizeof name, "%.*s", (int)(nl < sizeof name ? nl : sizeof name - 1), a + 2);
+        kvg__opt_suggest(t, name, 0, "--", hint, sizeof hint);
+        return kvg_err_set(err, errlen, KVG_ECONFIG, "unknown flag '--%s'%s", name,
+                           hint[0] ? hint : " (see --help)");
     }
     return 0;
 }

@@ -133,6 +133,12 @@ static inline int kvg__opt_end(const struct kvg_opt *o)
 int kvg_opt_parse_argv(const struct kvg_opt *t, void *obj, int argc, char **argv, int first,
                        char *err, size_t errlen);
 
+/* Parses the one flag at argv[*i] (with its values) when the table has it:
+ * 0 with *i on its last value, 1 when argv[*i] is not one of the table's
+ * flags (for commands that parse some flags by hand), or KVG_ECONFIG. */
+int kvg_opt_parse_one(const struct kvg_opt *t, void *obj, int argc, char **argv, int *i,
+                      char *err, size_t errlen);
+
 /* Loads a YAML file (its top level a mapping of the table's names) into
  * obj: scalars, sequences for lists, true/false for booleans, nested
  * mappings for named includes, lists of mappings for rows. An empty file

@@ -146,8 +146,15 @@ static int rows_columns(struct ys *s, const struct kvg_opt *o, char *obj, yaml_n
         }
         if (!r || r->type != YAML_MAPPING_NODE)
             return yerr(s, r, rp, "expects a mapping, got %s", kind(r));
-        int rc = mapping(s, o->sub, NULL, r, rp); /* keys and kinds only */
+        int rc = mapping(s, o->sub, NULL, r, rp); /* keys only */
         if (rc) return rc;
+        for (yaml_node_pair_t *p = r->data.mapping.pairs.start; p < r->data.mapping.pairs.top;
+             p++) {
+            yaml_node_t *v = node(s, p->value);
+            char kp[400];
+            text(kp, sizeof kp, "%s.%s", rp, scalar(node(s, p->key)));
+            if (!scalar(v)) return yerr(s, v, kp, "expects a value, got %s", kind(v));
+        }
         const char *need = missing(s, o->sub, r);
         if (need) return yerr(s, r, rp, "needs %s", need);
     }
