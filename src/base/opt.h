@@ -32,8 +32,9 @@
  *                  LIST_APPEND at the parent's offset, and a key any row has
  *                  gives that list one value per row, "none" where a row
  *                  lacks it (serve's workers:). size > 0: an array of structs
- *                  at off, size bytes each, its size_t count at count_off,
- *                  at most max_rows; init() then the row's keys then check()
+ *                  at off, size bytes each, its size_t count at count_off
+ *                  (rows add to it), at most max_rows; init() then the row's
+ *                  keys then check()
  *
  * Names are flag names without "--" ('-' between words); a YAML key matches
  * with '_' or '-'. Errors name the flag or the file:line: path of the key and
@@ -113,7 +114,7 @@ struct kvg_opt {
     kvg_opt_format_fn format;   /* CUSTOM, optional */
     kvg_opt_item_fn init;       /* ROWS of structs, optional */
     kvg_opt_item_fn check;      /* ROWS of structs, named INCLUDE; optional */
-    size_t count_off;           /* ROWS of structs: the size_t row count */
+    size_t count_off;           /* ROWS of structs: the size_t row count (a CUSTOM may use it) */
     size_t max_rows;            /* ROWS of structs */
     unsigned flags;             /* KVG_OPT_F_* */
 };
@@ -136,8 +137,8 @@ int kvg_opt_parse_argv(const struct kvg_opt *t, void *obj, int argc, char **argv
 /* Parses the one flag at argv[*i] (with its values) when the table has it:
  * 0 with *i on its last value, 1 when argv[*i] is not one of the table's
  * flags (for commands that parse some flags by hand), or KVG_ECONFIG. */
-int kvg_opt_parse_one(const struct kvg_opt *t, void *obj, int argc, char **argv, int *i,
-                      char *err, size_t errlen);
+int kvg_opt_parse_one(const struct kvg_opt *t, void *obj, int argc, char **argv, int *i, char *err,
+                      size_t errlen);
 
 /* Loads a YAML file (its top level a mapping of the table's names) into
  * obj: scalars, sequences for lists, true/false for booleans, nested

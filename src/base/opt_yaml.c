@@ -181,7 +181,6 @@ static int rows_structs(struct ys *s, const struct kvg_opt *o, char *obj, yaml_n
                         const char *path)
 {
     size_t *count = (size_t *)(void *)(obj + o->count_off);
-    *count = 0; /* the file's list is the list */
     yaml_node_item_t *first = n->data.sequence.items.start;
     for (yaml_node_item_t *it = first; it < n->data.sequence.items.top; it++) {
         yaml_node_t *r = node(s, *it);
