@@ -34,7 +34,19 @@
  *                  lacks it (serve's workers:). size > 0: an array of structs
  *                  at off, size bytes each, its size_t count at count_off
  *                  (rows add to it), at most max_rows; init() then the row's
- *                  keys then check()
+ *                  keys then check(). In both, KVG_OPT_F_REQUIRED keys must be
+ *                  in every row; in columns, a row that is a plain scalar is
+ *                  the KVG_OPT_F_PRIMARY key's value (workers: [http://a:8000])
+ *
+ * For example (serve/config.c has the full one):
+ *
+ *   static const struct kvg_opt flags[] = {
+ *       {"port", NULL, KVG_OPT_INT, offsetof(struct cfg, port), .min = 0, .max = 65535,
+ *        .help = "port to listen on", .section = "listening"},
+ *       {NULL, NULL, KVG_OPT_INCLUDE, offsetof(struct cfg, policy_opts),
+ *        .sub = kvg_policy_opt_table},
+ *       KVG_OPT_END,
+ *   };
  *
  * Names are flag names without "--" ('-' between words); a YAML key matches
  * with '_' or '-'. Errors name the flag or the file:line: path of the key and
