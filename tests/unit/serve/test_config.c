@@ -124,3 +124,51 @@ TEST(flag_errors_say_what_is_expected)
     kvg_serve_config_free(c);
     free(c);
 }
+
+struct argv_acc {
+    char *v[80];
+    int n;
+};
+
+static int acc_add(void *ud, const char *arg)
+{
+    struct argv_acc *a = ud;
+    if (a->n == 80) return -1;
+    if (!(a->v[a->n] = strdup(arg))) return -1;
+    a->n++;
+    return 0;
+}
+
+/* What the bench's live mode does: the policy options it was given, emitted
+ * by the shared table, are what the spawned kvgate serve ends up with. */
+TEST(policy_options_emitted_are_serves)
+{
+    struct kvg_policy_opts want, dflt;
+    kvg_policy_opts_default(&dflt);
+    want = dflt;
+    want.lora_max_workers = 5;
+    want.lora_load_cost = 3.25;
+    want.affinity_min_match = 0.7;
+    want.approx_ttl_ms = 1234;
+    want.max_idle_ms = 1;
+    want.assignment_min_load = 1;
+    want.miss_to_smallest_tree = 1;
+    snprintf(want.session_header, sizeof want.session_header, "x-user");
+    struct argv_acc a = {.v = {"serve"}, .n = 1};
+    CHECK_INT(kvg_opt_emit(kvg_policy_opt_table, &want, &dflt, acc_add, &a), 0);
+    CHECK_INT(a.n, 1 + 8); /* --name=value, one per changed option */
+    struct kvg_serve_config *c = calloc(1, sizeof *c);
+    char err[512] = "";
+    CHECK(c != NULL);
+    kvg_serve_config_default(c);
+    CHECK_INT(kvg_serve_config_parse(c, a.n, a.v, err, sizeof err), 0);
+    CHECK_STR(err, "");
+    char diff[256];
+    CHECK_INT(
+        kvg_opt_diff(kvg_policy_opt_table, &want, &c->policy_opts, NULL, NULL, diff, sizeof diff),
+        0);
+    CHECK_STR(diff, "");
+    kvg_serve_config_free(c);
+    free(c);
+    for (int i = 1; i < a.n; i++) free(a.v[i]);
+}
