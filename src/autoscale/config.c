@@ -50,162 +50,114 @@
  *     key: kvgate:autoscale:leader
  *     ttl_ms: 15000
  *
- * Unknown keys are errors (a typo should not pass silently). */
+ * Unknown keys are errors (a typo should not pass silently). The keys are
+ * option tables (base/opt.h), so an error names file:line: pools[0].key. */
 #include <errno.h>
+#include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <yaml.h>
 
 #include "autoscale/ctl.h"
 #include "base/err.h"
+#include "base/opt.h"
 #include "base/util.h"
 
-static const char *scalar(yaml_document_t *d, yaml_node_t *n)
-{
-    (void)d;
-    return n && n->type == YAML_SCALAR_NODE ? (const char *)n->data.scalar.value : NULL;
-}
-
-static int num(const char *v, double *out)
-{
-    return v && kvg_parse_double(v, out) == 0 ? 0 : -1;
-}
-
-static int set_bool(const char *v, int *out)
-{
-    if (!v) return -1;
-    if (!strcmp(v, "true") || !strcmp(v, "yes") || !strcmp(v, "1"))
-        *out = 1;
-    else if (!strcmp(v, "false") || !strcmp(v, "no") || !strcmp(v, "0"))
-        *out = 0;
-    else
-        return -1;
-    return 0;
-}
-
-/* Numeric pool keys and where they go. */
-struct numkey {
-    const char *key;
-    size_t off;
-    int is_u32;
-    double lo, hi;
-};
-
-#define PO(f) offsetof(struct kvg_autoscale_pool_cfg, f)
-static const struct numkey g_num[] = {
-    {"min_replicas", PO(opts.min_replicas), 1, 0, 100000},
-    {"max_replicas", PO(opts.max_replicas), 1, 1, 100000},
-    {"static_replicas", PO(opts.static_replicas), 1, 0, 100000},
-    {"ttft_secs", PO(opts.ttft_target_s), 0, 1e-3, 3600},
-    {"itl_secs", PO(opts.itl_target_s), 0, 1e-4, 60},
-    {"interval_secs", PO(opts.interval_s), 0, 0, 86400},
-    {"isl", PO(isl), 0, 1, 1e7},
-    {"osl", PO(osl), 0, 1, 1e7},
-    {"prefill_tokens_per_sec", PO(opts.prof.prefill_tps), 0, 1e-3, 1e9},
-    {"decode_tokens_per_sec", PO(opts.prof.decode_tps), 0, 1e-3, 1e9},
-    {"ttft_idle_secs", PO(opts.prof.ttft_idle_s), 0, 0, 3600},
-    {"itl_idle_secs", PO(opts.prof.itl_idle_s), 0, 0, 60},
-    {"itl_per_seq_secs", PO(opts.prof.itl_per_seq_s), 0, 0, 60},
-    {"headroom", PO(opts.headroom), 0, 0, 10},
-    {"down_util", PO(opts.down_util), 0, 0.05, 1},
-    {"down_hold_secs", PO(opts.down_hold_s), 0, 0, 86400},
-    {"zero_idle_secs", PO(opts.zero_idle_s), 0, 0, 86400 * 7},
-    {"forecast_window_secs", PO(opts.window_s), 0, 1, 86400},
-    {"queue_down_window_secs", PO(opts.queue_down_window_s), 0, 0, 86400},
-    {"queue_cooldown_secs", PO(opts.queue_cooldown_s), 0, 0, 86400},
-    {"cold_share", PO(opts.cold_share), 0, 0, 1},
-    {"fetch_share", PO(opts.fetch_share), 0, 0, 1},
-    {"slo_goal", PO(opts.slo_goal), 0, 0.5, 0.99999},
-    {"cold_cache_penalty", PO(opts.cold_cache_penalty), 0, 0, 0.89},
-};
-
-static int pool_key(struct kvg_autoscale_pool_cfg *p, const char *k, const char *v, char *err,
+/* role:, node:, sla_predictor: by their own parsers (an enum each). */
+static int enum_key(void *obj, const struct kvg_opt *o, const char *v, size_t index, char *err,
                     size_t errlen)
 {
-    if (!v) return kvg_err_set(err, errlen, KVG_ECONFIG, "pool key %s: needs a scalar value", k);
-    if (!strcmp(k, "name")) {
-        snprintf(p->name, sizeof p->name, "%s", v);
-    } else if (!strcmp(k, "model")) {
-        snprintf(p->opts.model, sizeof p->opts.model, "%s", v);
-    } else if (!strcmp(k, "planner")) {
-        snprintf(p->planner, sizeof p->planner, "%s", v);
-    } else if (!strcmp(k, "queue_preset")) {
-        snprintf(p->opts.queue_preset, sizeof p->opts.queue_preset, "%s", v);
-    } else if (!strcmp(k, "role")) {
-        int r = kvg_autoscale_role_parse(v);
-        if (r < 0) return kvg_err_set(err, errlen, KVG_ECONFIG, "role: unknown '%s'", v);
-        p->opts.role = (enum kvg_autoscale_role)r;
-    } else if (!strcmp(k, "node")) {
-        int r = kvg_autoscale_node_parse(v);
-        if (r < 0) return kvg_err_set(err, errlen, KVG_ECONFIG, "node: warm, cold or fetch");
-        p->node = (enum kvg_autoscale_node)r;
-    } else if (!strcmp(k, "sla_predictor")) {
-        int r = kvg_autoscale_pred_parse(v);
-        if (r < 0) return kvg_err_set(err, errlen, KVG_ECONFIG, "sla_predictor: unknown '%s'", v);
-        p->opts.sla_predictor = (enum kvg_autoscale_pred_kind)r;
-    } else {
-        for (size_t i = 0; i < sizeof g_num / sizeof g_num[0]; i++) {
-            if (strcmp(k, g_num[i].key)) continue;
-            double d;
-            if (num(v, &d) || d < g_num[i].lo || d > g_num[i].hi)
-                return kvg_err_set(err, errlen, KVG_ECONFIG, "%s: '%s' is out of range", k, v);
-            char *dst = (char *)p + g_num[i].off;
-            if (g_num[i].is_u32)
-                *(uint32_t *)(void *)dst = (uint32_t)d;
-            else
-                *(double *)(void *)dst = d;
-            return 0;
-        }
-        return kvg_err_set(err, errlen, KVG_ECONFIG, "unknown pool key '%s'", k);
-    }
+    (void)index;
+    int r = !strcmp(o->name, "role")   ? kvg_autoscale_role_parse(v)
+            : !strcmp(o->name, "node") ? kvg_autoscale_node_parse(v)
+                                       : kvg_autoscale_pred_parse(v);
+    if (r < 0)
+        return kvg_err_set(err, errlen, KVG_ECONFIG, "unknown '%s'%s", v,
+                           !strcmp(o->name, "node") ? " (warm, cold or fetch)" : "");
+    *(int *)(void *)((char *)obj + o->off) = r; /* the enums are int-sized */
     return 0;
 }
 
-/* The `local:` mapping. */
-static int local_keys(yaml_document_t *d, yaml_node_t *m, struct kvg_autoscale_local_cfg *l,
-                      char *err, size_t errlen)
+/* A list of http:// URLs (a scalar is a list of one) into char[8][128] with
+ * its size_t count at o->size bytes after the array. */
+static int url_item(void *obj, const struct kvg_opt *o, const char *u, size_t index, char *err,
+                    size_t errlen)
 {
-    if (!m || m->type != YAML_MAPPING_NODE)
-        return kvg_err_set(err, errlen, KVG_ECONFIG, "local: a mapping");
-    for (yaml_node_pair_t *kp = m->data.mapping.pairs.start; kp < m->data.mapping.pairs.top; kp++) {
-        const char *k = scalar(d, yaml_document_get_node(d, kp->key));
-        const char *v = scalar(d, yaml_document_get_node(d, kp->value));
-        double x;
-        if (!k || !v) return kvg_err_set(err, errlen, KVG_ECONFIG, "local: scalar keys and values");
-        if (!strcmp(k, "command")) {
-            if (strlen(v) >= sizeof l->command)
-                return kvg_err_set(err, errlen, KVG_ECONFIG, "local.command: too long");
-            snprintf(l->command, sizeof l->command, "%s", v);
-        } else if (!strcmp(k, "host")) {
-            if (!v[0] || strlen(v) >= sizeof l->host)
-                return kvg_err_set(err, errlen, KVG_ECONFIG, "local.host: a host name");
-            snprintf(l->host, sizeof l->host, "%s", v);
-        } else if (!strcmp(k, "ports")) {
-            unsigned lo, hi;
-            char extra;
-            if (sscanf(v, "%u-%u%c", &lo, &hi, &extra) != 2 || !lo || hi < lo || hi > 65535)
-                return kvg_err_set(err, errlen, KVG_ECONFIG, "local.ports: LO-HI (8100-8199)");
-            l->port_lo = lo;
-            l->port_hi = hi;
-        } else if (!strcmp(k, "prewarm_prompts")) {
-            if (num(v, &x) || x < 0 || x > 64)
-                return kvg_err_set(err, errlen, KVG_ECONFIG, "local.prewarm_prompts: 0..64");
-            l->prewarm_prompts = (uint32_t)x;
-        } else {
-            double *dst = !strcmp(k, "cold_start_scale")     ? &l->cold_start_scale
-                          : !strcmp(k, "drain_timeout_secs") ? &l->drain_timeout_s
-                          : !strcmp(k, "start_timeout_secs") ? &l->start_timeout_s
-                          : !strcmp(k, "kill_grace_secs")    ? &l->kill_grace_s
-                          : !strcmp(k, "slow_start_secs")    ? &l->slow_start_s
-                                                             : NULL;
-            if (!dst) return kvg_err_set(err, errlen, KVG_ECONFIG, "unknown local key '%s'", k);
-            if (num(v, &x) || x < 0 || x > 86400)
-                return kvg_err_set(err, errlen, KVG_ECONFIG, "local.%s: 0..86400 seconds", k);
-            *dst = x;
-        }
-    }
+    char(*dst)[128] = (void *)((char *)obj + o->off);
+    size_t *count = (size_t *)(void *)((char *)obj + o->count_off);
+    if (index == 0) *count = 0;
+    if (strncmp(u, "http://", 7) || strlen(u) >= 128)
+        return kvg_err_set(err, errlen, KVG_ECONFIG, "'%s' is not an http:// URL", u);
+    if (*count == KVG_AUTOSCALE_MAX_SOURCES)
+        return kvg_err_set(err, errlen, KVG_ECONFIG, "at most %d", KVG_AUTOSCALE_MAX_SOURCES);
+    size_t ul = strlen(u);
+    while (ul > 7 && u[ul - 1] == '/') ul--; /* paths are appended */
+    snprintf(dst[(*count)++], 128, "%.*s", (int)ul, u);
+    return 0;
+}
+
+static int target_kind(void *obj, const struct kvg_opt *o, const char *v, size_t index, char *err,
+                       size_t errlen)
+{
+    (void)o;
+    (void)index;
+    struct kvg_autoscale_target *t = obj;
+    t->kind = !strcmp(v, "Deployment")        ? KVG_AUTOSCALE_KIND_DEPLOYMENT
+              : !strcmp(v, "StatefulSet")     ? KVG_AUTOSCALE_KIND_STATEFULSET
+              : !strcmp(v, "LeaderWorkerSet") ? KVG_AUTOSCALE_KIND_LWS
+                                              : KVG_AUTOSCALE_KIND_NONE;
+    if (!t->kind)
+        return kvg_err_set(err, errlen, KVG_ECONFIG,
+                           "'%s': Deployment, StatefulSet or LeaderWorkerSet", v);
+    return 0;
+}
+
+/* Names go into the request path: DNS names only, nothing to escape. */
+static int dns_name(void *obj, const struct kvg_opt *o, const char *v, size_t index, char *err,
+                    size_t errlen)
+{
+    (void)index;
+    if (!v[0] || strlen(v) >= o->size ||
+        strspn(v, "abcdefghijklmnopqrstuvwxyz0123456789-.") != strlen(v))
+        return kvg_err_set(err, errlen, KVG_ECONFIG, "'%s': a DNS name (a-z 0-9 - .)", v);
+    snprintf((char *)obj + o->off, o->size, "%s", v);
+    return 0;
+}
+
+static int port_range(void *obj, const struct kvg_opt *o, const char *v, size_t index, char *err,
+                      size_t errlen)
+{
+    (void)o;
+    (void)index;
+    struct kvg_autoscale_local_cfg *l = obj;
+    unsigned lo, hi;
+    char extra;
+    if (sscanf(v, "%u-%u%c", &lo, &hi, &extra) != 2 || !lo || hi < lo || hi > 65535)
+        return kvg_err_set(err, errlen, KVG_ECONFIG, "LO-HI (8100-8199)");
+    l->port_lo = lo;
+    l->port_hi = hi;
+    return 0;
+}
+
+static int local_check(void *parent, void *item, size_t index, char *err, size_t errlen)
+{
+    (void)parent;
+    (void)index;
+    const struct kvg_autoscale_local_cfg *l = item;
+    return l->host[0] ? 0 : kvg_err_set(err, errlen, KVG_ECONFIG, "host: a host name");
+}
+
+static int lease_check(void *parent, void *item, size_t index, char *err, size_t errlen)
+{
+    (void)parent;
+    (void)index;
+    const struct kvg_autoscale_lease_cfg *c = item;
+    if (!c->redis[0] || strncmp(c->redis, "redis://", 8))
+        return kvg_err_set(err, errlen, KVG_ECONFIG, "needs redis: a redis:// URL");
+    if (!c->key[0]) return kvg_err_set(err, errlen, KVG_ECONFIG, "lease key: 1..127 bytes");
+    if (c->ttl_ms < 300 || c->ttl_ms > 600000)
+        return kvg_err_set(err, errlen, KVG_ECONFIG, "lease ttl_ms: 300..600000");
     return 0;
 }
 
@@ -221,203 +173,157 @@ static void pool_default(struct kvg_autoscale_pool_cfg *p, size_t i)
     p->node = KVG_AUTOSCALE_COLD;
 }
 
-/* A mapping of scalars, each handed to set(o, key, value). */
-static int sub_map(yaml_document_t *d, yaml_node_t *n, const char *what,
-                   int (*set)(void *o, const char *k, const char *v, char *err, size_t errlen),
-                   void *o, char *err, size_t errlen)
+static int pool_init(void *parent, void *item, size_t index, char *err, size_t errlen)
 {
-    if (!n || n->type != YAML_MAPPING_NODE)
-        return kvg_err_set(err, errlen, KVG_ECONFIG, "%s: a mapping", what);
-    for (yaml_node_pair_t *p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top; p++) {
-        const char *k = scalar(d, yaml_document_get_node(d, p->key));
-        const char *v = scalar(d, yaml_document_get_node(d, p->value));
-        if (!k || !v)
-            return kvg_err_set(err, errlen, KVG_ECONFIG, "%s: scalar keys and values", what);
-        int rc = set(o, k, v, err, errlen);
-        if (rc) return rc;
-    }
+    (void)parent;
+    (void)err;
+    (void)errlen;
+    pool_default(item, index);
     return 0;
 }
 
-/* A list of http:// URLs (a scalar is a list of one). */
-static int url_list(yaml_document_t *d, yaml_node_t *n, const char *what, char (*dst)[128],
-                    size_t *count, char *err, size_t errlen)
+static int pool_check(void *parent, void *item, size_t index, char *err, size_t errlen)
 {
-    yaml_node_item_t one = 0, *it = &one, *end = &one + 1;
-    if (n && n->type == YAML_SEQUENCE_NODE) {
-        it = n->data.sequence.items.start;
-        end = n->data.sequence.items.top;
-    } else if (!n || n->type != YAML_SCALAR_NODE) {
-        return kvg_err_set(err, errlen, KVG_ECONFIG, "%s: a list of URLs", what);
-    }
-    *count = 0;
-    for (; it < end; it++) {
-        const char *u = it == &one ? scalar(d, n) : scalar(d, yaml_document_get_node(d, *it));
-        if (!u || strncmp(u, "http://", 7) || strlen(u) >= 128)
-            return kvg_err_set(err, errlen, KVG_ECONFIG, "%s: '%s' is not an http:// URL", what,
-                               u ? u : "?");
-        if (*count == KVG_AUTOSCALE_MAX_SOURCES)
-            return kvg_err_set(err, errlen, KVG_ECONFIG, "%s: at most %d", what,
-                               KVG_AUTOSCALE_MAX_SOURCES);
-        size_t ul = strlen(u);
-        while (ul > 7 && u[ul - 1] == '/') ul--; /* paths are appended */
-        snprintf(dst[(*count)++], 128, "%.*s", (int)ul, u);
-    }
+    const struct kvg_autoscale_config *c = parent;
+    const struct kvg_autoscale_pool_cfg *p = item;
+    if (p->target.kind && (!p->target.ns[0] || !p->target.name[0]))
+        return kvg_err_set(err, errlen, KVG_ECONFIG,
+                           "pool %s: target needs kind, namespace and name", p->name);
+    if (p->opts.min_replicas > p->opts.max_replicas)
+        return kvg_err_set(err, errlen, KVG_ECONFIG, "pool %s: min_replicas over max_replicas",
+                           p->name);
+    for (size_t j = 0; j < index; j++)
+        if (!strcmp(c->pools[j].name, p->name))
+            return kvg_err_set(err, errlen, KVG_ECONFIG, "pool %s: named twice", p->name);
     return 0;
 }
 
-static int target_key(void *o, const char *k, const char *v, char *err, size_t errlen)
-{
-    struct kvg_autoscale_target *t = o;
-    if (!strcmp(k, "kind")) {
-        t->kind = !strcmp(v, "Deployment")        ? KVG_AUTOSCALE_KIND_DEPLOYMENT
-                  : !strcmp(v, "StatefulSet")     ? KVG_AUTOSCALE_KIND_STATEFULSET
-                  : !strcmp(v, "LeaderWorkerSet") ? KVG_AUTOSCALE_KIND_LWS
-                                                  : KVG_AUTOSCALE_KIND_NONE;
-        if (!t->kind)
-            return kvg_err_set(err, errlen, KVG_ECONFIG,
-                               "target kind '%s': Deployment, StatefulSet or LeaderWorkerSet", v);
-        return 0;
-    }
-    char *dst = !strcmp(k, "namespace") ? t->ns : !strcmp(k, "name") ? t->name : NULL;
-    size_t cap = dst == t->ns ? sizeof t->ns : sizeof t->name;
-    if (!dst) return kvg_err_set(err, errlen, KVG_ECONFIG, "unknown target key '%s'", k);
-    /* Names go into the request path: DNS names only, nothing to escape. */
-    if (!v[0] || strlen(v) >= cap ||
-        strspn(v, "abcdefghijklmnopqrstuvwxyz0123456789-.") != strlen(v))
-        return kvg_err_set(err, errlen, KVG_ECONFIG, "target %s '%s': a DNS name (a-z 0-9 - .)", k,
-                           v);
-    snprintf(dst, cap, "%s", v);
-    return 0;
-}
+#define TG(f) offsetof(struct kvg_autoscale_target, f)
+static const struct kvg_opt target_keys[] = {
+    {"kind", NULL, KVG_OPT_CUSTOM, 0, .parse = target_kind, .help = "the workload's kind"},
+    {"namespace", NULL, KVG_OPT_CUSTOM, TG(ns), sizeof(((struct kvg_autoscale_target *)0)->ns),
+     .parse = dns_name, .help = "its namespace"},
+    {"name", NULL, KVG_OPT_CUSTOM, TG(name), sizeof(((struct kvg_autoscale_target *)0)->name),
+     .parse = dns_name, .help = "its name"},
+    KVG_OPT_END,
+};
 
-static int k8s_key(void *o, const char *k, const char *v, char *err, size_t errlen)
-{
-    struct kvg_autoscale_k8s_cfg *c = o;
-    double x;
-    if (!strcmp(k, "timeout_ms")) {
-        if (num(v, &x) || x < 100 || x > 120000)
-            return kvg_err_set(err, errlen, KVG_ECONFIG, "kubernetes timeout_ms: 100..120000");
-        c->timeout_ms = (uint32_t)x;
-        return 0;
+#define PO(f) offsetof(struct kvg_autoscale_pool_cfg, f)
+#define PS(f) sizeof(((struct kvg_autoscale_pool_cfg *)0)->f)
+#define NUM(key, field, lo, hi)                                                                    \
+    {                                                                                              \
+        key, NULL, KVG_OPT_DOUBLE, PO(field), .help = "", .min = lo, .max = hi                     \
     }
-    char *dst = !strcmp(k, "api_url")      ? c->api_url
-                : !strcmp(k, "token_file") ? c->token_file
-                : !strcmp(k, "ca_file")    ? c->ca_file
-                                           : NULL;
-    if (!dst) return kvg_err_set(err, errlen, KVG_ECONFIG, "unknown kubernetes key '%s'", k);
-    if (strlen(v) >= 256)
-        return kvg_err_set(err, errlen, KVG_ECONFIG, "kubernetes %s: too long", k);
-    snprintf(dst, 256, "%s", v);
-    return 0;
-}
-
-static int lease_key(void *o, const char *k, const char *v, char *err, size_t errlen)
-{
-    struct kvg_autoscale_lease_cfg *c = o;
-    double x;
-    if (!strcmp(k, "ttl_ms")) {
-        if (num(v, &x) || x < 300 || x > 600000)
-            return kvg_err_set(err, errlen, KVG_ECONFIG, "lease ttl_ms: 300..600000");
-        c->ttl_ms = (uint32_t)x;
-    } else if (!strcmp(k, "redis")) {
-        if (strncmp(v, "redis://", 8) || strlen(v) >= sizeof c->redis)
-            return kvg_err_set(err, errlen, KVG_ECONFIG, "lease redis: a redis:// URL");
-        snprintf(c->redis, sizeof c->redis, "%s", v);
-    } else if (!strcmp(k, "key")) {
-        if (!v[0] || strlen(v) >= sizeof c->key)
-            return kvg_err_set(err, errlen, KVG_ECONFIG, "lease key: 1..127 bytes");
-        snprintf(c->key, sizeof c->key, "%s", v);
-    } else {
-        return kvg_err_set(err, errlen, KVG_ECONFIG, "unknown lease key '%s'", k);
+#define CNT(key, field, lo, hi)                                                                    \
+    {                                                                                              \
+        key, NULL, KVG_OPT_U32, PO(field), .help = "", .min = lo, .max = hi                        \
     }
-    return 0;
-}
+static const struct kvg_opt pool_keys[] = {
+    {"name", NULL, KVG_OPT_STR, PO(name), PS(name), .help = "the pool's name"},
+    {"model", NULL, KVG_OPT_STR, PO(opts.model), PS(opts.model), .help = "start-up model key"},
+    {"planner", NULL, KVG_OPT_STR, PO(planner), PS(planner), .help = "static|queue|sla|kvgate"},
+    {"queue_preset", NULL, KVG_OPT_STR, PO(opts.queue_preset), PS(opts.queue_preset),
+     .help = "llm-d|waiting"},
+    {"role", NULL, KVG_OPT_CUSTOM, PO(opts.role), .parse = enum_key, .help = "aggregated..."},
+    {"node", NULL, KVG_OPT_CUSTOM, PO(node), .parse = enum_key, .help = "warm|cold|fetch"},
+    {"sla_predictor", NULL, KVG_OPT_CUSTOM, PO(opts.sla_predictor), .parse = enum_key,
+     .help = "constant|moving_average|seasonal_trend"},
+    CNT("min_replicas", opts.min_replicas, 0, 100000),
+    CNT("max_replicas", opts.max_replicas, 1, 100000),
+    CNT("static_replicas", opts.static_replicas, 0, 100000),
+    NUM("ttft_secs", opts.ttft_target_s, 1e-3, 3600),
+    NUM("itl_secs", opts.itl_target_s, 1e-4, 60),
+    NUM("interval_secs", opts.interval_s, 0, 86400),
+    NUM("isl", isl, 1, 1e7),
+    NUM("osl", osl, 1, 1e7),
+    NUM("prefill_tokens_per_sec", opts.prof.prefill_tps, 1e-3, 1e9),
+    NUM("decode_tokens_per_sec", opts.prof.decode_tps, 1e-3, 1e9),
+    NUM("ttft_idle_secs", opts.prof.ttft_idle_s, 0, 3600),
+    NUM("itl_idle_secs", opts.prof.itl_idle_s, 0, 60),
+    NUM("itl_per_seq_secs", opts.prof.itl_per_seq_s, 0, 60),
+    NUM("headroom", opts.headroom, 0, 10),
+    NUM("down_util", opts.down_util, 0.05, 1),
+    NUM("down_hold_secs", opts.down_hold_s, 0, 86400),
+    NUM("zero_idle_secs", opts.zero_idle_s, 0, 86400 * 7),
+    NUM("forecast_window_secs", opts.window_s, 1, 86400),
+    NUM("queue_down_window_secs", opts.queue_down_window_s, 0, 86400),
+    NUM("queue_cooldown_secs", opts.queue_cooldown_s, 0, 86400),
+    NUM("cold_share", opts.cold_share, 0, 1),
+    NUM("fetch_share", opts.fetch_share, 0, 1),
+    NUM("slo_goal", opts.slo_goal, 0.5, 0.99999),
+    NUM("cold_cache_penalty", opts.cold_cache_penalty, 0, 0.89),
+    {"target", NULL, KVG_OPT_INCLUDE, PO(target), .sub = target_keys,
+     .help = "actuator kubernetes: the workload to scale"},
+    {"engines", NULL, KVG_OPT_CUSTOM, PO(engines), .count_off = PO(nengines), .parse = url_item,
+     .flags = KVG_OPT_F_MULTI, .help = "their /health and /metrics"},
+    KVG_OPT_END,
+};
 
-static int walk(yaml_document_t *d, struct kvg_autoscale_config *c, char *err, size_t errlen)
-{
-    yaml_node_t *root = yaml_document_get_root_node(d);
-    if (!root) return 0; /* an empty file: no pools */
-    if (root->type != YAML_MAPPING_NODE)
-        return kvg_err_set(err, errlen, KVG_ECONFIG, "the top level must be a mapping");
-    for (yaml_node_pair_t *kp = root->data.mapping.pairs.start; kp < root->data.mapping.pairs.top;
-         kp++) {
-        const char *k = scalar(d, yaml_document_get_node(d, kp->key));
-        yaml_node_t *vn = yaml_document_get_node(d, kp->value);
-        const char *v = scalar(d, vn);
-        if (!k) return kvg_err_set(err, errlen, KVG_ECONFIG, "keys must be scalars");
-        double x;
-        if (!strcmp(k, "interval_secs")) {
-            if (num(v, &x) || x < 0.1 || x > 3600)
-                return kvg_err_set(err, errlen, KVG_ECONFIG, "interval_secs: 0.1..3600");
-            c->interval_s = x;
-        } else if (!strcmp(k, "actuator")) {
-            if (!v) return kvg_err_set(err, errlen, KVG_ECONFIG, "actuator: a name");
-            snprintf(c->actuator, sizeof c->actuator, "%s", v);
-        } else if (!strcmp(k, "local")) {
-            int rc = local_keys(d, vn, &c->local, err, errlen);
-            if (rc) return rc;
-        } else if (!strcmp(k, "dry_run")) {
-            if (set_bool(v, &c->dry_run))
-                return kvg_err_set(err, errlen, KVG_ECONFIG, "dry_run: true or false");
-        } else if (!strcmp(k, "kubernetes")) {
-            int rc = sub_map(d, vn, "kubernetes", k8s_key, &c->kubernetes, err, errlen);
-            if (rc) return rc;
-        } else if (!strcmp(k, "lease")) {
-            int rc = sub_map(d, vn, "lease", lease_key, &c->lease, err, errlen);
-            if (rc) return rc;
-            if (!c->lease.redis[0])
-                return kvg_err_set(err, errlen, KVG_ECONFIG, "lease: needs redis: URL");
-        } else if (!strcmp(k, "gateways")) {
-            int rc = url_list(d, vn, "gateways", c->gateways, &c->ngateways, err, errlen);
-            if (rc) return rc;
-        } else if (!strcmp(k, "pools")) {
-            if (!vn || vn->type != YAML_SEQUENCE_NODE)
-                return kvg_err_set(err, errlen, KVG_ECONFIG, "pools: a list of mappings");
-            for (yaml_node_item_t *it = vn->data.sequence.items.start;
-                 it < vn->data.sequence.items.top; it++) {
-                yaml_node_t *pn = yaml_document_get_node(d, *it);
-                if (!pn || pn->type != YAML_MAPPING_NODE)
-                    return kvg_err_set(err, errlen, KVG_ECONFIG, "each pool is a mapping");
-                if (c->npools == KVG_AUTOSCALE_MAX_POOLS)
-                    return kvg_err_set(err, errlen, KVG_ECONFIG, "at most %d pools",
-                                       KVG_AUTOSCALE_MAX_POOLS);
-                struct kvg_autoscale_pool_cfg *p = &c->pools[c->npools];
-                pool_default(p, c->npools);
-                for (yaml_node_pair_t *pp = pn->data.mapping.pairs.start;
-                     pp < pn->data.mapping.pairs.top; pp++) {
-                    const char *pk = scalar(d, yaml_document_get_node(d, pp->key));
-                    yaml_node_t *pvn = yaml_document_get_node(d, pp->value);
-                    const char *pv = scalar(d, pvn);
-                    int rc = !pk ? kvg_err_set(err, errlen, KVG_ECONFIG, "keys must be scalars")
-                             : !strcmp(pk, "target")
-                                 ? sub_map(d, pvn, "target", target_key, &p->target, err, errlen)
-                             : !strcmp(pk, "engines") ? url_list(d, pvn, "engines", p->engines,
-                                                                 &p->nengines, err, errlen)
-                                                      : pool_key(p, pk, pv, err, errlen);
-                    if (rc) return rc;
-                }
-                if (p->target.kind && (!p->target.ns[0] || !p->target.name[0]))
-                    return kvg_err_set(err, errlen, KVG_ECONFIG,
-                                       "pool %s: target needs kind, namespace and name", p->name);
-                if (p->opts.min_replicas > p->opts.max_replicas)
-                    return kvg_err_set(err, errlen, KVG_ECONFIG,
-                                       "pool %s: min_replicas over max_replicas", p->name);
-                for (size_t j = 0; j < c->npools; j++)
-                    if (!strcmp(c->pools[j].name, p->name))
-                        return kvg_err_set(err, errlen, KVG_ECONFIG, "pool %s: named twice",
-                                           p->name);
-                c->npools++;
-            }
-        } else {
-            return kvg_err_set(err, errlen, KVG_ECONFIG, "unknown key '%s'", k);
-        }
-    }
-    return 0;
-}
+#define LO(f) offsetof(struct kvg_autoscale_local_cfg, f)
+#define LS(f) sizeof(((struct kvg_autoscale_local_cfg *)0)->f)
+static const struct kvg_opt local_keys[] = {
+    {"command", NULL, KVG_OPT_STR, LO(command), LS(command), .help = "the engine's command"},
+    {"host", NULL, KVG_OPT_STR, LO(host), LS(host), .help = "where engines listen"},
+    {"ports", NULL, KVG_OPT_CUSTOM, 0, .parse = port_range, .help = "LO-HI"},
+    {"prewarm_prompts", NULL, KVG_OPT_U32, LO(prewarm_prompts), .min = 0, .max = 64,
+     .help = "hottest prefixes replayed to a new replica"},
+    {"cold_start_scale", NULL, KVG_OPT_DOUBLE, LO(cold_start_scale), .min = 0, .max = 86400,
+     .help = "the start-up model x this"},
+    {"drain_timeout_secs", NULL, KVG_OPT_DOUBLE, LO(drain_timeout_s), .min = 0, .max = 86400,
+     .help = "a draining replica's streams get this long"},
+    {"start_timeout_secs", NULL, KVG_OPT_DOUBLE, LO(start_timeout_s), .min = 0, .max = 86400,
+     .help = "never healthy by then: stopped"},
+    {"kill_grace_secs", NULL, KVG_OPT_DOUBLE, LO(kill_grace_s), .min = 0, .max = 86400,
+     .help = "SIGTERM, then SIGKILL after this"},
+    {"slow_start_secs", NULL, KVG_OPT_DOUBLE, LO(slow_start_s), .min = 0, .max = 86400,
+     .help = "a new replica's share ramps up over this"},
+    KVG_OPT_END,
+};
 
-int kvg_autoscale_config_parse(const char *text, size_t len, struct kvg_autoscale_config *out,
-                               char *err, size_t errlen)
+#define KO(f) offsetof(struct kvg_autoscale_k8s_cfg, f)
+#define KS(f) sizeof(((struct kvg_autoscale_k8s_cfg *)0)->f)
+static const struct kvg_opt k8s_keys[] = {
+    {"api_url", NULL, KVG_OPT_STR, KO(api_url), KS(api_url), .help = "the API server"},
+    {"token_file", NULL, KVG_OPT_STR, KO(token_file), KS(token_file), .help = "bearer token"},
+    {"ca_file", NULL, KVG_OPT_STR, KO(ca_file), KS(ca_file), .help = "the server's CA"},
+    {"timeout_ms", NULL, KVG_OPT_MS, KO(timeout_ms), .min = 100, .max = 120000,
+     .help = "one request's deadline"},
+    KVG_OPT_END,
+};
+
+#define LE(f) offsetof(struct kvg_autoscale_lease_cfg, f)
+#define LES(f) sizeof(((struct kvg_autoscale_lease_cfg *)0)->f)
+static const struct kvg_opt lease_keys[] = {
+    {"redis", NULL, KVG_OPT_STR, LE(redis), LES(redis), .help = "redis:// URL"},
+    {"key", NULL, KVG_OPT_STR, LE(key), LES(key), .help = "the lease's key"},
+    {"ttl_ms", NULL, KVG_OPT_MS, LE(ttl_ms), .help = "the lease's lifetime"},
+    KVG_OPT_END,
+};
+
+#define CO(f) offsetof(struct kvg_autoscale_config, f)
+#define CS(f) sizeof(((struct kvg_autoscale_config *)0)->f)
+static const struct kvg_opt config_keys[] = {
+    {"interval_secs", NULL, KVG_OPT_DOUBLE, CO(interval_s), .min = 0.1, .max = 3600,
+     .help = "tick period"},
+    {"actuator", NULL, KVG_OPT_STR, CO(actuator), CS(actuator), .help = "external|local|..."},
+    {"local", NULL, KVG_OPT_INCLUDE, CO(local), .sub = local_keys, .check = local_check,
+     .help = "actuator local: engine processes"},
+    {"dry_run", NULL, KVG_OPT_BOOL, CO(dry_run), .help = "plan and report, act on nothing"},
+    {"kubernetes", NULL, KVG_OPT_INCLUDE, CO(kubernetes), .sub = k8s_keys,
+     .help = "in-cluster defaults"},
+    {"lease", NULL, KVG_OPT_INCLUDE, CO(lease), .sub = lease_keys, .check = lease_check,
+     .help = "several replicas: one acts"},
+    {"gateways", NULL, KVG_OPT_CUSTOM, CO(gateways), .count_off = CO(ngateways), .parse = url_item,
+     .flags = KVG_OPT_F_MULTI, .help = "their /metrics"},
+    {"pools", NULL, KVG_OPT_ROWS, CO(pools), sizeof(struct kvg_autoscale_pool_cfg),
+     .sub = pool_keys, .count_off = CO(npools), .max_rows = KVG_AUTOSCALE_MAX_POOLS,
+     .init = pool_init, .check = pool_check, .help = "the pools"},
+    KVG_OPT_END,
+};
+
+/* name stands for the file in errors. */
+static int parse_named(const char *text, size_t len, const char *name,
+                       struct kvg_autoscale_config *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
     out->interval_s = 5;
@@ -426,25 +332,19 @@ int kvg_autoscale_config_parse(const char *text, size_t len, struct kvg_autoscal
     snprintf(out->lease.key, sizeof out->lease.key, "kvgate:autoscale:leader");
     out->lease.ttl_ms = 15000;
     kvg_autoscale_local_cfg_default(&out->local);
-    yaml_parser_t yp;
-    yaml_document_t doc;
-    if (!yaml_parser_initialize(&yp)) return -ENOMEM;
-    yaml_parser_set_input_string(&yp, (const unsigned char *)text, len);
-    if (!yaml_parser_load(&yp, &doc)) {
-        int rc = kvg_err_set(err, errlen, KVG_EPARSE, "YAML: %s at line %zu",
-                             yp.problem ? yp.problem : "error", yp.problem_mark.line + 1);
-        yaml_parser_delete(&yp);
-        return rc;
-    }
-    int rc = walk(&doc, out, err, errlen);
-    yaml_document_delete(&doc);
-    yaml_parser_delete(&yp);
+    int rc = kvg_opt_load_yaml_text(config_keys, out, text, len, name, err, errlen);
     for (size_t i = 0; !rc && !strcmp(out->actuator, "kubernetes") && i < out->npools; i++)
         if (!out->pools[i].target.kind)
             rc = kvg_err_set(err, errlen, KVG_ECONFIG,
                              "pool %s: actuator kubernetes needs target: {kind, namespace, name}",
                              out->pools[i].name);
     return rc;
+}
+
+int kvg_autoscale_config_parse(const char *text, size_t len, struct kvg_autoscale_config *out,
+                               char *err, size_t errlen)
+{
+    return parse_named(text, len, "config", out, err, errlen);
 }
 
 int kvg_autoscale_config_load(const char *path, struct kvg_autoscale_config *out, char *err,
@@ -461,7 +361,7 @@ int kvg_autoscale_config_load(const char *path, struct kvg_autoscale_config *out
     int big = !feof(f);
     fclose(f);
     int rc = big ? kvg_err_set(err, errlen, KVG_ETOOBIG, "%s: over 1 MiB", path)
-                 : kvg_autoscale_config_parse(buf, n, out, err, errlen);
+                 : parse_named(buf, n, path, out, err, errlen);
     free(buf);
     return rc;
 }

@@ -1,5 +1,6 @@
 /* `kvgate bench`: flags, the run, the reports. */
 #include <errno.h>
+#include <stddef.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,10 +10,21 @@
 #include "cmd/cmd.h"
 #include "base/err.h"
 #include "base/log.h"
+#include "base/opt.h"
 #include "base/util.h"
 #include "bench/routing/routing.h"
 #include "bench/routing/suite.h"
 #include "bench/scale/scale.h"
+
+static void cfg_default(struct kvg_bench_cfg *c);
+
+/* The flags that go through the option mechanism (base/opt.h); the others are
+ * parsed by hand below, for now. */
+static const struct kvg_opt opt_table[] = {
+    {NULL, NULL, KVG_OPT_INCLUDE, offsetof(struct kvg_bench_cfg, des.popts),
+     .sub = kvg_policy_opt_table},
+    KVG_OPT_END,
+};
 
 static void usage(FILE *f)
 {
@@ -85,14 +97,6 @@ static void usage(FILE *f)
         "  --scrape-ms N               offline: engine load refresh, virtual ms (50)\n"
         "  --load-max-age-ms N         offline: older load samples are unknown (2000)\n"
         "  --kv-path direct|wire|none  offline: KV events into the index (direct)\n"
-        "policy options:\n"
-        "  --router-kv-overlap-score-weight X --router-temperature X (kv_aware)\n"
-        "  --affinity-min-match X --affinity-load-bound X (prefix_affinity)\n"
-        "  --session-header H --session-load-bound X --session-fallback P (session_affinity)\n"
-        "  --predict-prefill-tps X --predict-itl-bound X (predicted_latency)\n"
-        "  --cache-threshold X --balance-abs-threshold N --balance-rel-threshold X (cache_aware)\n"
-        "  --router-lora-load-cost X --router-lora-max-workers N (kv_aware, score presets;\n"
-        "                              0 and 0 turn the LoRA term off)\n"
         "live:\n"
         "  --target URL                an OpenAI-compatible endpoint (http://host:port)\n"
         "  --model NAME                model field of the requests (kvgate-sim)\n"
@@ -104,7 +108,13 @@ static void usage(FILE *f)
         "                              compressed by X and times are reported in engine time\n"
         "  --kvgate-bin PATH           the kvgate binary to spawn (/proc/self/exe)\n"
         "  --max-inflight N            client cap on open requests (4096)\n"
-        "  --serve-scrape-ms N         spawned serve's engine metrics interval (wall ms)\n");
+        "  --serve-scrape-ms N         spawned serve's engine metrics interval (wall ms)\n\n");
+    /* The policy options are serve's (router/policy_opts.c): same names, same
+     * checks, passed on to the gateways live mode spawns. */
+    struct kvg_bench_cfg *d = calloc(1, sizeof *d);
+    if (d) cfg_default(d);
+    kvg_opt_help(opt_table, d, f);
+    free(d);
 }
 
 /* "15x50,3x20,c16x60" -> stages. */
@@ -210,6 +220,13 @@ int kvg_cmd_bench_parse(struct kvg_bench_cfg *c, int argc, char **argv)
             usage(stdout);
             return 1;
         }
+        char why[512];
+        int orc = kvg_opt_parse_one(opt_table, c, argc, argv, &i, why, sizeof why);
+        if (orc < 0) {
+            fprintf(stderr, "kvgate bench: %s\n", why);
+            return -1;
+        }
+        if (!orc) continue;
         /* Flags without a value. */
         if (!strcmp(a, "--ignore-eos")) {
             w->ignore_eos = 1;
@@ -354,20 +371,6 @@ int kvg_cmd_bench_parse(struct kvg_bench_cfg *c, int argc, char **argv)
         DBL("--prefill-scale", explicit_scale, 1e-3, 1e3)
         U32("--scrape-ms", c->des.scrape_ms, 1, 3600000)
         U32("--load-max-age-ms", c->des.load_max_age_ms, 1, 86400000)
-        DBL("--router-kv-overlap-score-weight", c->des.popts.overlap_weight, 0, 1e6)
-        DBL("--router-temperature", c->des.popts.temperature, 0, 1e6)
-        DBL("--affinity-min-match", c->des.popts.affinity_min_match, 0, 1)
-        DBL("--affinity-load-bound", c->des.popts.affinity_load_bound, 1, 1e6)
-        STR("--session-header", c->des.popts.session_header);
-        DBL("--session-load-bound", c->des.popts.session_load_bound, 1, 1e6)
-        STR("--session-fallback", c->des.popts.session_fallback);
-        DBL("--predict-prefill-tps", c->des.popts.predict_prefill_tps, 1e-3, 1e12)
-        DBL("--predict-itl-bound", c->des.popts.predict_itl_bound, 1, 1e6)
-        DBL("--cache-threshold", c->des.popts.cache_threshold, 0, 1)
-        U32("--balance-abs-threshold", c->des.popts.balance_abs, 0, UINT32_MAX)
-        DBL("--balance-rel-threshold", c->des.popts.balance_rel, 0, 1e6)
-        DBL("--router-lora-load-cost", c->des.popts.lora_load_cost, 0, 1e9)
-        U32("--router-lora-max-workers", c->des.popts.lora_max_workers, 0, 1024)
         STR("--target", c->target);
         STR("--model", c->model);
         U32("--spawn-sims", c->spawn_sims, 0, 64)

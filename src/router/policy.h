@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "base/buf.h"
+#include "base/opt.h"
 #include "base/util.h"
 #include "router/worker.h"
 
@@ -136,6 +137,10 @@ struct kvg_policy_opts {
 #define KVG_POLICY_HOST_TIER_COST (131072.0 / 25e9 * 6000.0)
 
 void kvg_policy_opts_default(struct kvg_policy_opts *o);
+/* The options above that commands take, as one option table (policy_opts.c):
+ * their flag and YAML names, checks and help. Include it (KVG_OPT_INCLUDE at
+ * the offset of a struct kvg_policy_opts) rather than naming them again. */
+extern const struct kvg_opt kvg_policy_opt_table[];
 
 /* Per-candidate explanation; fields a policy does not use stay < 0. */
 struct kvg_route_score {

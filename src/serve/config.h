@@ -1,7 +1,9 @@
 /* kvgate serve's configuration: command-line flags, named as in sglang's and
  * vLLM's routers where the meaning is the same, and an optional YAML file
- * (--config) whose keys are the same names with '_' for '-'. The file is read
- * first and flags override it; SIGHUP re-reads the file. */
+ * (--config) whose keys are the same names with '_' for '-' (and workers:, a
+ * list of {url, kv_events_endpoint, ...}). The file is read first and flags
+ * override it; SIGHUP re-reads the file. config.c's option table (base/opt.h)
+ * is the one list of both. */
 #ifndef KVG_SERVE_CONFIG_H
 #define KVG_SERVE_CONFIG_H
 
@@ -13,16 +15,8 @@
 #include "pd/pd.h"
 #include "proxy/proxy.h"
 #include "router/policy.h"
-#define KVG_CFG_MAX_WORKERS 256
-
-/* A list flag's values (owned strings). */
-struct kvg_strlist {
-    char *v[KVG_CFG_MAX_WORKERS];
-    size_t n;
-};
-void kvg_strlist_free(struct kvg_strlist *l);
-/* Appends a copy of s; -ENOSPC when full, -ENOMEM. */
-int kvg_strlist_add(struct kvg_strlist *l, const char *s);
+#include "base/opt.h"
+#define KVG_CFG_MAX_WORKERS KVG_OPT_LIST_MAX /* a list flag's values: struct kvg_strlist */
 struct kvg_serve_config {
     char host[128];
     int port;
@@ -53,8 +47,6 @@ struct kvg_serve_config {
     char tls_cert[512], tls_key[512];
     int tls_port; /* HTTPS listener (plain HTTP stays on port) */
     struct kvg_policy_opts policy_opts;
-    char assignment_mode[16];
-    char cache_aware_miss[16];
     char keys_path[512];
     char upstream_api_key[256];       /* every engine's key, unless its own is given */
     struct kvg_strlist upstream_keys; /* --upstream-api-keys, same order ("none") */
@@ -111,9 +103,5 @@ void kvg_serve_usage(void);
  * and its KV event endpoints. Returns how many. */
 size_t kvg_serve_config_diff_restart(const struct kvg_serve_config *a,
                                      const struct kvg_serve_config *b, char *out, size_t cap);
-
-/* Turns a YAML mapping file into "--key value..." arguments (caller frees
- * each string and the array): one mechanism for files and flags. */
-int kvg_yaml_to_args(const char *path, char ***args, int *nargs, char *err, size_t errlen);
 
 #endif

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "base/err.h"
+#include "base/opt.h"
 #include "bench/routing/live_int.h"
 #include "bench/procs.h"
 
@@ -31,6 +32,14 @@ static void add(struct argv_b *a, const char *fmt, ...)
     va_end(ap);
     a->v[a->n] = a->store[a->n];
     a->v[++a->n] = NULL;
+}
+
+static int add_arg(void *ud, const char *arg)
+{
+    struct argv_b *a = ud;
+    if (a->n >= MAX_ARGS || strlen(arg) >= sizeof a->store[0]) return -E2BIG;
+    add(a, "%s", arg);
+    return 0;
 }
 
 /* Starts the engines and the gateway for one policy; fills tg. */
@@ -101,30 +110,13 @@ static int start_cluster(const struct kvg_bench_cfg *c, const char *policy,
     add(&a, "%s", policy);
     add(&a, "--block-size");
     add(&a, "%u", p->block_size);
-    /* The policy options the bench was given (or their defaults). */
-    const struct kvg_policy_opts *po = &c->des.popts;
-    const struct {
-        const char *flag;
-        double v;
-    } popt[] = {{"--router-kv-overlap-score-weight", po->overlap_weight},
-                {"--router-temperature", po->temperature},
-                {"--affinity-min-match", po->affinity_min_match},
-                {"--affinity-load-bound", po->affinity_load_bound},
-                {"--cache-threshold", po->cache_threshold},
-                {"--balance-abs-threshold", po->balance_abs},
-                {"--balance-rel-threshold", po->balance_rel},
-                {"--session-load-bound", po->session_load_bound},
-                {"--predict-prefill-tps", po->predict_prefill_tps},
-                {"--predict-itl-bound", po->predict_itl_bound}};
-    for (size_t i = 0; i < sizeof popt / sizeof popt[0]; i++) {
-        add(&a, "%s", popt[i].flag);
-        add(&a, "%.17g", popt[i].v);
-    }
-    add(&a, "--session-fallback");
-    add(&a, "%s", po->session_fallback);
-    if (po->session_header[0]) {
-        add(&a, "--session-header");
-        add(&a, "%s", po->session_header);
+    /* The policy options the bench was given, those that are not serve's
+     * defaults anyway, by the table both parse them with. */
+    struct kvg_policy_opts dflt;
+    kvg_policy_opts_default(&dflt);
+    if ((rc = kvg_opt_emit(kvg_policy_opt_table, &c->des.popts, &dflt, add_arg, &a))) {
+        snprintf(err, errlen, "kvgate serve's arguments: %s", kvg_strerror(rc));
+        return rc;
     }
     /* Engine load as fresh as llm-d's EPP sees it (50-100 ms of engine time). */
     uint32_t scrape = c->serve_scrape_ms

@@ -1,0 +1,118 @@
+/* --help from an option table (base/opt.h): the options grouped by section in
+ * the order sections first appear, each with its value placeholder, its help
+ * line, the default read from a defaults instance of the struct (the value
+ * the code really starts with) and, for enumerations, the valid values. */
+#include <stdio.h>
+#include <string.h>
+
+#include "base/opt.h"
+
+#define MAX_LINES 512
+
+struct line {
+    const struct kvg_opt *o;
+    size_t base; /* offset of the entry's table in the struct */
+    const char *section;
+};
+
+static size_t collect(const struct kvg_opt *t, size_t base, struct line *out, size_t n)
+{
+    const char *section = "options";
+    for (const struct kvg_opt *o = t; !kvg__opt_end(o) && n < MAX_LINES; o++) {
+        if (o->type == KVG_OPT_INCLUDE && !o->name) {
+            n = collect(o->sub, base + o->off, out, n);
+            continue;
+        }
+        if (o->section) section = o->section;
+        out[n++] = (struct line){o, base, section};
+    }
+    return n;
+}
+
+static void meta_of(const struct kvg_opt *o, char *out, size_t cap)
+{
+    if (o->meta) {
+        snprintf(out, cap, "%s", o->meta);
+        return;
+    }
+    switch (o->type) {
+    case KVG_OPT_ENUM:
+    case KVG_OPT_LEVEL:
+        kvg__opt_choices_text(o, "|", out, cap);
+        return;
+    case KVG_OPT_INT:
+    case KVG_OPT_U32:
+    case KVG_OPT_SIZE:
+    case KVG_OPT_U64:
+        snprintf(out, cap, "N");
+        return;
+    case KVG_OPT_SECS_MS:
+    case KVG_OPT_SECS_MS64:
+        snprintf(out, cap, "SECS");
+        return;
+    case KVG_OPT_MS:
+        snprintf(out, cap, "MS");
+        return;
+    case KVG_OPT_DOUBLE:
+        snprintf(out, cap, "X");
+        return;
+    case KVG_OPT_BOOL:
+    case KVG_OPT_NBOOL:
+        out[0] = 0;
+        return;
+    case KVG_OPT_LIST:
+    case KVG_OPT_LIST_APPEND:
+        snprintf(out, cap, "VALUE...");
+        return;
+    default:
+        snprintf(out, cap, "VALUE");
+        return;
+    }
+}
+
+/* "{a, b, c}": a nested table's keys, for YAML-only entries. */
+static void keys_of(const struct kvg_opt *t, char *out, size_t cap)
+{
+    size_t n = (size_t)snprintf(out, cap, "{");
+    for (const struct kvg_opt *o = t; !kvg__opt_end(o) && n < cap; o++)
+        if (o->name) n += (size_t)snprintf(out + n, cap - n, "%s%s", o == t ? "" : ", ", o->name);
+    if (n < cap) snprintf(out + n, cap - n, "}");
+}
+
+static void print_one(const struct line *l, const void *defaults, FILE *out)
+{
+    const struct kvg_opt *o = l->o;
+    char head[600], meta[256], def[600] = "";
+    if (o->type == KVG_OPT_ROWS || o->type == KVG_OPT_INCLUDE) {
+        keys_of(o->sub, meta, sizeof meta);
+        snprintf(head, sizeof head, "%s: %s%s%s", o->name, o->type == KVG_OPT_ROWS ? "[" : "", meta,
+                 o->type == KVG_OPT_ROWS ? ", ...]" : "");
+        fprintf(out, "  %-32s %s (YAML file only)\n", head, o->help ? o->help : "");
+        return;
+    }
+    meta_of(o, meta, sizeof meta);
+    snprintf(head, sizeof head, "--%s%s%s", o->name, meta[0] ? " " : "", meta);
+    if (defaults && !(o->flags & KVG_OPT_F_NODEFAULT) && o->type != KVG_OPT_BOOL &&
+        o->type != KVG_OPT_NBOOL) {
+        char v[500];
+        if (!kvg__opt_format(o, (const char *)defaults + l->base, v, sizeof v) && v[0])
+            snprintf(def, sizeof def, " (default: %s)", v);
+    }
+    char alias[160] = "";
+    if (o->alias) snprintf(alias, sizeof alias, " (also --%s)", o->alias);
+    fprintf(out, "  %-32s %s%s%s\n", head, o->help ? o->help : "", def, alias);
+}
+
+void kvg_opt_help(const struct kvg_opt *t, const void *defaults, FILE *out)
+{
+    struct line lines[MAX_LINES];
+    size_t n = collect(t, 0, lines, 0);
+    for (size_t i = 0; i < n; i++) {
+        size_t j = 0;
+        while (j < i && strcmp(lines[j].section, lines[i].section)) j++;
+        if (j < i) continue; /* this section was printed with its first entry */
+        fprintf(out, "%s%s:\n", i ? "\n" : "", lines[i].section);
+        for (size_t k = i; k < n; k++)
+            if (!strcmp(lines[k].section, lines[i].section)) print_one(&lines[k], defaults, out);
+    }
+}
