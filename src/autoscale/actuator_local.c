@@ -6,15 +6,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/types.h>
-#include <sys/wait.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "autoscale/ctl.h"
 #include "base/err.h"
 #include "base/log.h"
+#include "base/proc.h"
 #include "base/util.h"
 
 enum rep_state { REP_FREE, REP_STARTING, REP_READY, REP_DRAINING, REP_STOPPING };
@@ -170,16 +167,12 @@ static int spawn(struct local *l, const struct kvg_autoscale_pool_cfg *pc, doubl
     if (rc) return rc;
     if (kvg_autoscale_local_split(line, argv, 128) < 0)
         return kvg_err_set(err, errlen, KVG_ECONFIG, "command: unclosed quote or too many words");
-    pid_t parent = getpid();
-    pid_t pid = fork();
-    if (pid < 0) return kvg_err_set(err, errlen, -errno, "fork: %s", strerror(errno));
-    if (!pid) {
-        /* The child dies with the thread that spawned it: never orphaned. */
-        prctl(PR_SET_PDEATHSIG, SIGTERM);
-        if (getppid() != parent) _exit(127);
-        execvp(argv[0], argv);
-        _exit(127);
-    }
+    /* The child gets SIGTERM when the gateway dies, even by SIGKILL; the
+     * ticks that get here run on kvgate serve's main thread, which lives
+     * as long as the process (base/proc.h says why that matters). */
+    pid_t pid;
+    if ((rc = kvg_proc_start(argv[0], argv, NULL, KVG_PROC_PATH, &pid)))
+        return kvg_err_set(err, errlen, rc, "fork: %s", kvg_strerror(rc));
     memset(r, 0, sizeof *r);
     r->pid = pid;
     r->port = port;
@@ -268,8 +261,8 @@ static int apply(struct kvg_autoscale_actuator *a, const struct kvg_autoscale_po
  * gateway when it died on its own). */
 static int reaped(struct local *l, struct replica *r)
 {
-    int status;
-    if (r->pid <= 0 || waitpid(r->pid, &status, WNOHANG) != r->pid) return 0;
+    int status = 0;
+    if (r->pid <= 0 || kvg_proc_reap(r->pid, &status) != 1) return 0;
     if (r->st != REP_STOPPING) {
         KVG_WARN("autoscale local: %s (pid %d) exited on its own (status %d)", r->url, (int)r->pid,
                  status);
@@ -319,32 +312,13 @@ static int starting(struct kvg_autoscale_actuator *a, const struct kvg_autoscale
 static void destroy(struct kvg_autoscale_actuator *a)
 {
     struct local *l = (struct local *)a;
-    for (size_t i = 0; i < KVG_AUTOSCALE_LOCAL_MAX; i++)
-        if (l->r[i].st != REP_FREE && l->r[i].pid > 0) kill(l->r[i].pid, SIGTERM);
     /* Bounded: kill_grace_s for all of them together, then SIGKILL. */
-    double t0 = kvg_wall_s();
-    for (;;) {
-        int left = 0;
-        for (size_t i = 0; i < KVG_AUTOSCALE_LOCAL_MAX; i++) {
-            struct replica *r = &l->r[i];
-            if (r->st == REP_FREE || r->pid <= 0) continue;
-            pid_t w = waitpid(r->pid, NULL, WNOHANG);
-            if (w == r->pid || (w < 0 && errno == ECHILD))
-                r->st = REP_FREE;
-            else
-                left++;
-        }
-        if (!left) break;
-        if (kvg_wall_s() - t0 > l->cfg.kill_grace_s) {
-            for (size_t i = 0; i < KVG_AUTOSCALE_LOCAL_MAX; i++)
-                if (l->r[i].st != REP_FREE && l->r[i].pid > 0) {
-                    kill(l->r[i].pid, SIGKILL);
-                    waitpid(l->r[i].pid, NULL, 0);
-                }
-            break;
-        }
-        nanosleep(&(struct timespec){0, 20 * 1000 * 1000}, NULL);
-    }
+    _Static_assert(KVG_AUTOSCALE_LOCAL_MAX <= KVG_PROC_MAX, "a set holds every replica");
+    struct kvg_proc_set ps = {0};
+    for (size_t i = 0; i < KVG_AUTOSCALE_LOCAL_MAX; i++)
+        if (l->r[i].st != REP_FREE && l->r[i].pid > 0) ps.pid[ps.n++] = l->r[i].pid;
+    double grace = l->cfg.kill_grace_s < 3600 ? l->cfg.kill_grace_s : 3600;
+    kvg_proc_stop_all(&ps, (int)(grace * 1000));
     free(l);
 }
 

@@ -292,6 +292,15 @@ static void on_health_kick(uv_async_t *a)
     kvg_health_check_now(&s->health);
 }
 
+/* The way out of kvg_serve_run once the embedded engines may run: they
+ * are stopped here, not left holding their ports (the parent-death signal
+ * would reach them too, but unwaited). */
+static int serve_fail(struct serve *s, int code)
+{
+    kvg_spawn_stop(&s->sims);
+    return code;
+}
+
 int kvg_serve_run(struct kvg_serve_config *cfg)
 {
     static struct serve s; /* one per process; signal handlers find it */
@@ -311,7 +320,7 @@ int kvg_serve_run(struct kvg_serve_config *cfg)
     /* The local actuator brings its own workers: the pool starts empty. */
     if (c->workers.n == 0 && !c->service_discovery && !kvg_serve_autoscale_is_local(c)) {
         /* The embedded default: a few local simulated engines. */
-        if ((rc = kvg_spawn_sims(&s.sims, &s.main_loop, 4, NULL))) return 1;
+        if ((rc = kvg_spawn_sims(&s.sims, 4, NULL))) return 1;
         for (int i = 0; i < s.sims.n; i++) {
             kvg_strlist_add(&c->workers, s.sims.urls[i]);
             kvg_strlist_add(&c->kv_endpoints, s.sims.kv_endpoints[i]);
@@ -321,13 +330,13 @@ int kvg_serve_run(struct kvg_serve_config *cfg)
     }
     if ((rc = kvg_serve_metrics_init(&s.sv.metrics, c->policy))) {
         fprintf(stderr, "kvgate serve: metrics: %s\n", kvg_strerror(rc));
-        return 1;
+        return serve_fail(&s, 1);
     }
     if ((rc = kvg_serve_router_init(&s.sv, err, sizeof err)) ||
         (rc = kvg_serve_gate_init(&s.sv, err, sizeof err)) ||
         (rc = kvg_serve_autoscale_init(&s.sv, err, sizeof err))) {
         fprintf(stderr, "kvgate serve: %s\n", err);
-        return 2;
+        return serve_fail(&s, 2);
     }
     s.sv.started_s = kvg_wall_s();
     s.health = (struct kvg_health){.enabled = c->health_enabled,
@@ -339,15 +348,15 @@ int kvg_serve_run(struct kvg_serve_config *cfg)
     if (c->tls_cert[0] &&
         (rc = kvg_tls_server_ctx(c->tls_cert, c->tls_key, &s.sv.tls, err, sizeof err))) {
         fprintf(stderr, "kvgate serve: TLS: %s\n", err);
-        return 2;
+        return serve_fail(&s, 2);
     }
     rc = kvg_proxy_wq_new(c->tokenizer_threads > 0 ? (unsigned)c->tokenizer_threads : 4,
                           c->tokenizer_nice, &s.sv.wq);
     if (rc) {
         fprintf(stderr, "kvgate serve: work threads: %s\n", kvg_strerror(rc));
-        return 1;
+        return serve_fail(&s, 1);
     }
-    if ((rc = start_loops(&s))) return 1;
+    if ((rc = start_loops(&s))) return serve_fail(&s, 1);
     kvg_health_start(&s.health, &s.main_loop, &s.sv.pool);
     s.scraper.interval_ms = c->scrape_interval_ms;
     s.scraper.timeout_ms = c->health_timeout_ms;
@@ -360,7 +369,7 @@ int kvg_serve_run(struct kvg_serve_config *cfg)
     s.sv.health_kick.data = &s;
     if ((rc = kvg_serve_discovery_start(&s.sv, err, sizeof err))) {
         fprintf(stderr, "kvgate serve: %s\n", err);
-        return 2;
+        return serve_fail(&s, 2);
     }
     uv_timer_init(&s.main_loop, &s.drain_deadline);
     uv_timer_init(&s.main_loop, &s.mode_timer);
@@ -373,6 +382,8 @@ int kvg_serve_run(struct kvg_serve_config *cfg)
     uv_signal_start(&s.sigterm, on_signal, SIGTERM);
     uv_signal_start(&s.sigint, on_signal, SIGINT);
     uv_signal_start(&s.sighup, on_signal, SIGHUP);
+    if ((rc = kvg_spawn_watch(&s.sims, &s.main_loop)))
+        KVG_WARN("simulated engines: an exit will not be logged (%s)", kvg_strerror(rc));
     KVG_INFO("kvgate serve listening on http://%s:%d (%d threads, policy %s, %zu workers)", c->host,
              c->port, s.nloops, c->policy, c->workers.n);
     if (s.sv.tls) KVG_INFO("kvgate serve listening on https://%s:%d", c->host, c->tls_port);

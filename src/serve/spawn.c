@@ -1,50 +1,25 @@
 /* Child simulated engines for the embedded default; see spawn.h. */
 #include "serve/spawn.h"
 
-#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <unistd.h>
+#include <sys/wait.h>
 
+#include "base/err.h"
 #include "base/log.h"
 
-/* A port the kernel says is free now (bind to 0, read it, close). */
-static int free_port(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    if (fd < 0) return -errno;
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof a;
-    int rc =
-        bind(fd, (struct sockaddr *)&a, sizeof a) || getsockname(fd, (struct sockaddr *)&a, &len);
-    close(fd);
-    return rc ? -EADDRNOTAVAIL : ntohs(a.sin_port);
-}
-
-static void on_exit_cb(uv_process_t *p, int64_t status, int sig)
-{
-    struct kvg_spawned *s = p->data;
-    s->alive--;
-    if (sig != SIGTERM && (status || sig))
-        KVG_WARN("simulated engine (pid %d) exited: status %lld, signal %d", p->pid,
-                 (long long)status, sig);
-    uv_close((uv_handle_t *)p, NULL);
-}
-
-int kvg_spawn_sims(struct kvg_spawned *s, uv_loop_t *loop, int n, const char *const *extra)
+int kvg_spawn_sims(struct kvg_spawned *s, int n, const char *const *extra)
 {
     char exe[4096];
     size_t exelen = sizeof exe;
+    memset(s, 0, sizeof *s);
     int rc = uv_exepath(exe, &exelen);
     if (rc) return rc;
-    memset(s, 0, sizeof *s);
     if (n > KVG_SPAWN_MAX) n = KVG_SPAWN_MAX;
     for (int i = 0; i < n; i++) {
-        int port = free_port(), evport = free_port();
-        if (port < 0) return port;
-        if (evport < 0) return evport;
+        int port = kvg_proc_free_port(), evport = kvg_proc_free_port();
+        if ((rc = port < 0 ? port : evport < 0 ? evport : 0)) goto fail;
         char ports[16], seed[16];
         snprintf(ports, sizeof ports, "%d", port);
         snprintf(seed, sizeof seed, "%d", i + 1);
@@ -64,25 +39,54 @@ int kvg_spawn_sims(struct kvg_spawned *s, uv_loop_t *loop, int n, const char *co
         int k = 12;
         for (int e = 0; extra && extra[e] && k < 39; e++) args[k++] = (char *)extra[e];
         args[k] = NULL;
-        uv_stdio_container_t stdio[3] = {{.flags = UV_IGNORE},
-                                         {.flags = UV_INHERIT_FD, .data.fd = 2},
-                                         {.flags = UV_INHERIT_FD, .data.fd = 2}};
-        uv_process_options_t o = {
-            .exit_cb = on_exit_cb, .file = exe, .args = args, .stdio_count = 3, .stdio = stdio};
-        s->proc[i].data = s;
-        if ((rc = uv_spawn(loop, &s->proc[i], &o))) {
-            KVG_ERROR("cannot start a simulated engine: %s", uv_strerror(rc));
-            return rc;
+        /* The engines' lines go to the gateway's stderr; its stdout stays
+         * for its own "ready" banner. */
+        if ((rc = kvg_proc_spawn(&s->procs, exe, args, NULL,
+                                 KVG_PROC_STDIN_NULL | KVG_PROC_OUT_TO_ERR))) {
+            KVG_ERROR("cannot start a simulated engine: %s", kvg_strerror(rc));
+            goto fail;
         }
         snprintf(s->urls[i], sizeof s->urls[i], "http://127.0.0.1:%d", port);
         s->n++;
-        s->alive++;
     }
     return 0;
+fail:
+    kvg_spawn_stop(s);
+    return rc;
+}
+
+/* An engine that exits while the gateway runs is reaped here; one that did
+ * not go by SIGTERM (the stop's, or a parent-death one) is worth a line. */
+static void on_reap(uv_timer_t *t)
+{
+    struct kvg_spawned *s = t->data;
+    for (int i = 0; i < s->procs.n; i++) {
+        pid_t pid = s->procs.pid[i];
+        if (pid <= 0 || kvg_proc_alive(&s->procs, i)) continue;
+        int st = s->procs.status[i];
+        int status = WIFEXITED(st) ? WEXITSTATUS(st) : 0, sig = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
+        if (sig != SIGTERM && (status || sig))
+            KVG_WARN("simulated engine (pid %d) exited: status %d, signal %d", (int)pid, status,
+                     sig);
+    }
+}
+
+int kvg_spawn_watch(struct kvg_spawned *s, uv_loop_t *loop)
+{
+    if (!s->n) return 0;
+    int rc = uv_timer_init(loop, &s->reap);
+    if (rc) return rc;
+    s->reap.data = s;
+    s->watching = 1;
+    uv_unref((uv_handle_t *)&s->reap); /* never what keeps the loop running */
+    return uv_timer_start(&s->reap, on_reap, 1000, 1000);
 }
 
 void kvg_spawn_stop(struct kvg_spawned *s)
 {
-    for (int i = 0; i < s->n; i++)
-        if (!uv_is_closing((uv_handle_t *)&s->proc[i])) uv_process_kill(&s->proc[i], SIGTERM);
+    if (s->watching) {
+        uv_close((uv_handle_t *)&s->reap, NULL);
+        s->watching = 0;
+    }
+    kvg_proc_stop_all(&s->procs, KVG_SPAWN_GRACE_MS);
 }

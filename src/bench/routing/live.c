@@ -16,7 +16,7 @@
  * the schedule is played X times faster and every measured time is
  * multiplied by X: reports are in engine time, comparable with offline runs.
  *
- * With --spawn-sims N every policy gets fresh processes (procs.h): N
+ * With --spawn-sims N every policy gets fresh processes (base/proc.h): N
  * `kvgate sim` with KV events on loopback ZMQ ports and a `kvgate serve` in
  * front of them with that policy; they are stopped (by PID) after the
  * policy's run, on any error, and on SIGINT. Their /metrics are scraped for
@@ -34,7 +34,7 @@
 #include "bench/acc.h"
 #include "bench/routing/routing.h"
 #include "bench/routing/live_int.h"
-#include "bench/procs.h"
+#include "bench/interrupt.h"
 #include "bench/sse.h"
 #include "net/http_client.h"
 #include "metrics/load.h"

@@ -11,8 +11,9 @@
 
 #include "base/err.h"
 #include "base/opt.h"
+#include "base/proc.h"
+#include "bench/interrupt.h"
 #include "bench/routing/live_int.h"
-#include "bench/procs.h"
 
 #define MAX_ARGS 200 /* serve with 64 engines takes ~165 */
 
@@ -43,9 +44,9 @@ static int add_arg(void *ud, const char *arg)
 }
 
 /* Starts the engines and the gateway for one policy; fills tg. */
-static int start_cluster(const struct kvg_bench_cfg *c, const char *policy,
-                         struct kvg_bench_procs *P, struct kvg_bench_live_target *tg, char *err,
-                         size_t errlen, const char *logdir)
+static int start_cluster(const struct kvg_bench_cfg *c, const char *policy, struct kvg_proc_set *P,
+                         struct kvg_bench_live_target *tg, char *err, size_t errlen,
+                         const char *logdir)
 {
     uint32_t n = c->spawn_sims;
     int sim_port[KVG_BENCH_LIVE_MAX_ENGINES], ev_port[KVG_BENCH_LIVE_MAX_ENGINES];
@@ -53,9 +54,9 @@ static int start_cluster(const struct kvg_bench_cfg *c, const char *policy,
     char log[600];
     int rc;
     for (uint32_t i = 0; i < n; i++) {
-        sim_port[i] = kvg_bench_free_port();
-        ev_port[i] = kvg_bench_free_port();
-        if (!sim_port[i] || !ev_port[i]) {
+        sim_port[i] = kvg_proc_free_port();
+        ev_port[i] = kvg_proc_free_port();
+        if (sim_port[i] <= 0 || ev_port[i] <= 0) {
             snprintf(err, errlen, "no free port on 127.0.0.1");
             return -EADDRINUSE;
         }
@@ -85,18 +86,23 @@ static int start_cluster(const struct kvg_bench_cfg *c, const char *policy,
         add(&a, "--log-level");
         add(&a, "warn");
         snprintf(log, sizeof log, "%s/sim-%s-%u.log", logdir, policy, i);
-        if ((rc = kvg_bench_spawn(P, c->kvgate_bin, a.v, logdir[0] ? log : NULL))) {
+        if ((rc = kvg_proc_spawn(P, c->kvgate_bin, a.v, logdir[0] ? log : "/dev/null", 0))) {
             snprintf(err, errlen, "starting kvgate sim: %s", kvg_strerror(rc));
             return rc;
         }
     }
     for (uint32_t i = 0; i < n; i++)
-        if ((rc = kvg_bench_wait_http(sim_port[i], "/v1/models", 200, 20000))) {
+        if ((rc = kvg_proc_wait_http(sim_port[i], "/v1/models", 200, 20000,
+                                     kvg_bench_interrupted))) {
             snprintf(err, errlen, "kvgate sim on port %d did not come up: %s", sim_port[i],
                      kvg_strerror(rc));
             return rc;
         }
-    int gw = kvg_bench_free_port();
+    int gw = kvg_proc_free_port();
+    if (gw <= 0) {
+        snprintf(err, errlen, "no free port on 127.0.0.1");
+        return -EADDRINUSE;
+    }
     struct argv_b a = {0};
     add(&a, "kvgate");
     add(&a, "serve");
@@ -134,11 +140,11 @@ static int start_cluster(const struct kvg_bench_cfg *c, const char *policy,
     add(&a, "--kv-events-endpoints");
     for (uint32_t i = 0; i < n; i++) add(&a, "tcp://127.0.0.1:%d", ev_port[i]);
     snprintf(log, sizeof log, "%s/serve-%s.log", logdir, policy);
-    if ((rc = kvg_bench_spawn(P, c->kvgate_bin, a.v, logdir[0] ? log : NULL))) {
+    if ((rc = kvg_proc_spawn(P, c->kvgate_bin, a.v, logdir[0] ? log : "/dev/null", 0))) {
         snprintf(err, errlen, "starting kvgate serve: %s", kvg_strerror(rc));
         return rc;
     }
-    if ((rc = kvg_bench_wait_http(gw, "/readiness", 200, 20000))) {
+    if ((rc = kvg_proc_wait_http(gw, "/readiness", 200, 20000, kvg_bench_interrupted))) {
         snprintf(err, errlen, "kvgate serve on port %d did not become ready: %s", gw,
                  kvg_strerror(rc));
         return rc;
@@ -165,7 +171,7 @@ int kvg_bench_run_live(const struct kvg_bench_cfg *c, struct kvg_bench_summary *
     for (size_t i = 0; i < runs && !rc; i++) {
         const char *policy = c->policies[i];
         char err[1024] = "";
-        struct kvg_bench_procs P = {0};
+        struct kvg_proc_set P = {0};
         memset(tg, 0, sizeof *tg);
         snprintf(tg->path, sizeof tg->path, "%s",
                  c->chat_api ? "/v1/chat/completions" : "/v1/completions");
@@ -187,15 +193,15 @@ int kvg_bench_run_live(const struct kvg_bench_cfg *c, struct kvg_bench_summary *
         if (!rc) rc = kvg_bench_live_run(c, tg, &out[i], err, sizeof err);
         /* A policy the gateway does not know makes it exit at start: say so
          * and go on with the others, as offline mode does. */
-        if (rc && c->spawn_sims && P.n == (int)c->spawn_sims + 1 &&
-            !kvg_bench_proc_alive(&P, P.n - 1) && !kvg_bench_interrupted()) {
+        if (rc && c->spawn_sims && P.n == (int)c->spawn_sims + 1 && !kvg_proc_alive(&P, P.n - 1) &&
+            !kvg_bench_interrupted()) {
             out[i].status = KVG_ENOTFOUND;
             snprintf(out[i].note, sizeof out[i].note,
                      "kvgate serve refused policy '%s' (see its --help)", policy);
             fprintf(stderr, "kvgate bench: %s\n", out[i].note);
             rc = 0;
         }
-        kvg_bench_procs_stop(&P, 5000);
+        kvg_proc_stop_all(&P, 5000);
         if (rc) fprintf(stderr, "kvgate bench: %s: %s\n", policy, err);
         if (kvg_bench_interrupted() && !rc) rc = -EINTR;
     }

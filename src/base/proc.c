@@ -1,0 +1,187 @@
+/* Child processes started and stopped by PID; see proc.h. */
+#include "base/proc.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/err.h"
+#include "base/util.h"
+
+/* fd becomes the child's descriptor `to`; dup2 onto itself would keep
+ * O_CLOEXEC, so that case clears the flag instead. */
+static void child_fd(int fd, int to)
+{
+    if (fd == to)
+        fcntl(to, F_SETFD, 0);
+    else
+        dup2(fd, to);
+}
+
+/* Between fork and exec: only async-signal-safe calls (the parent may
+ * have other threads, whose locks the child inherits held). */
+static void child(pid_t parent, const char *file, char *const *argv, int out, int in,
+                  unsigned flags)
+{
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    for (int sig = 1; sig < NSIG; sig++) sigaction(sig, &dfl, NULL); /* some refuse: fine */
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    /* The parent may have died between fork and prctl: then nothing will
+     * ever send the signal. */
+    if (getppid() != parent) _exit(127);
+    if (in >= 0) child_fd(in, 0);
+    if (out >= 0) {
+        child_fd(out, 1);
+        child_fd(out, 2);
+    } else if (flags & KVG_PROC_OUT_TO_ERR) {
+        dup2(2, 1);
+    }
+    if (flags & KVG_PROC_PATH)
+        execvp(file, argv);
+    else
+        execv(file, argv);
+    _exit(127);
+}
+
+int kvg_proc_start(const char *file, char *const *argv, const char *log, unsigned flags, pid_t *pid)
+{
+    /* Files are opened before forking: the child only dup2s and execs. */
+    int out = -1, in = -1, rc;
+    if (log && (out = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644)) < 0)
+        return -errno;
+    if ((flags & KVG_PROC_STDIN_NULL) && (in = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0) {
+        rc = -errno;
+        goto out;
+    }
+    pid_t parent = getpid();
+    pid_t p = fork();
+    if (p < 0) {
+        rc = -errno;
+        goto out;
+    }
+    if (p == 0) child(parent, file, argv, out, in, flags);
+    *pid = p;
+    rc = 0;
+out:
+    if (out >= 0) close(out);
+    if (in >= 0) close(in);
+    return rc;
+}
+
+int kvg_proc_reap(pid_t pid, int *wstatus)
+{
+    int st = 0;
+    pid_t r = waitpid(pid, &st, WNOHANG);
+    if (r < 0) return -errno;
+    if (r == 0) return 0;
+    if (wstatus) *wstatus = st;
+    return 1;
+}
+
+int kvg_proc_spawn(struct kvg_proc_set *s, const char *file, char *const *argv, const char *log,
+                   unsigned flags)
+{
+    if (s->n == KVG_PROC_MAX) return -ENOSPC;
+    pid_t pid;
+    int rc = kvg_proc_start(file, argv, log, flags, &pid);
+    if (rc) return rc;
+    s->status[s->n] = 0;
+    s->pid[s->n++] = pid;
+    return 0;
+}
+
+int kvg_proc_alive(struct kvg_proc_set *s, int i)
+{
+    if (i < 0 || i >= s->n || s->pid[i] <= 0) return 0;
+    int rc = kvg_proc_reap(s->pid[i], &s->status[i]);
+    if (rc == 0) return 1;
+    s->pid[i] = -s->pid[i];
+    return 0;
+}
+
+void kvg_proc_stop_all(struct kvg_proc_set *s, int grace_ms)
+{
+    for (int i = 0; i < s->n; i++)
+        if (s->pid[i] > 0) kill(s->pid[i], SIGTERM);
+    uint64_t until = kvg_now_ms() + (uint64_t)(grace_ms > 0 ? grace_ms : 0);
+    struct timespec ts = {0, 20 * 1000 * 1000};
+    for (;;) {
+        int left = 0;
+        for (int i = 0; i < s->n; i++) left += kvg_proc_alive(s, i);
+        if (!left || kvg_now_ms() >= until) break;
+        nanosleep(&ts, NULL);
+    }
+    for (int i = 0; i < s->n; i++)
+        if (s->pid[i] > 0) {
+            kill(s->pid[i], SIGKILL);
+            waitpid(s->pid[i], NULL, 0);
+        }
+    s->n = 0;
+}
+
+int kvg_proc_free_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return -errno;
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = 0};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    int port = -EADDRNOTAVAIL;
+    if (!bind(fd, (struct sockaddr *)&a, sizeof a) && !getsockname(fd, (struct sockaddr *)&a, &len))
+        port = ntohs(a.sin_port);
+    close(fd);
+    return port;
+}
+
+/* One GET with a 1 s budget; the status code or -1. */
+static int get_status(int port, const char *path)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return -1;
+    struct timeval tv = {1, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    int status = -1;
+    char req[512], resp[64];
+    int n = snprintf(req, sizeof req,
+                     "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n", path);
+    if (!connect(fd, (struct sockaddr *)&a, sizeof a) && n > 0 && n < (int)sizeof req &&
+        write(fd, req, (size_t)n) == n) {
+        ssize_t got = read(fd, resp, sizeof resp - 1);
+        if (got > 12) {
+            resp[got] = 0;
+            if (!strncmp(resp, "HTTP/1.", 7)) status = atoi(resp + 9);
+        }
+    }
+    close(fd);
+    return status;
+}
+
+int kvg_proc_wait_http(int port, const char *path, int status, int timeout_ms, int (*stop)(void))
+{
+    uint64_t until = kvg_now_ms() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0);
+    struct timespec ts = {0, 50 * 1000 * 1000};
+    for (;;) {
+        if (stop && stop()) return -EINTR;
+        if (get_status(port, path) == status) return 0;
+        if (kvg_now_ms() >= until) return KVG_ETIMEOUT;
+        nanosleep(&ts, NULL);
+    }
+}
