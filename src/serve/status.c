@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/hash.h"
 #include "base/log.h"
 #include "router/mode.h"
 #include "serve/serve.h"
@@ -207,10 +208,8 @@ uint64_t kvg_serve_generation(struct kvg_serve *sv)
     uint64_t h = n;
     for (size_t i = 0; i < n; i++) {
         const char *state = worker_state(ws[i]);
-        uint64_t x = 1469598103934665603ull;
-        for (const char *p = ws[i]->url; *p; p++) x = (x ^ (uint8_t)*p) * 1099511628211ull;
-        for (const char *p = state; *p; p++) x = (x ^ (uint8_t)*p) * 1099511628211ull;
-        h += x;
+        uint64_t x = kvg_hash_fnv1a64_str(KVG_HASH_FNV1A64_SEED_SHORT, ws[i]->url);
+        h += kvg_hash_fnv1a64_str(x, state);
         kvg_worker_unref(ws[i]);
     }
     if (!st->mu_ok) return 0;
