@@ -17,6 +17,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/stats.h"
+
 static volatile sig_atomic_t stop;
 
 static void on_sig(int s)
@@ -30,12 +32,6 @@ static double now_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-static int cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
 }
 
 static int dial(const char *host, int port)
@@ -117,9 +113,9 @@ int main(int argc, char **argv)
         printf("probes 0 max_ms 0 p99_ms 0 p50_ms 0\n");
         return 1;
     }
-    qsort(lat, n, sizeof *lat, cmp_d);
-    size_t i99 = (size_t)((double)(n - 1) * 0.99), i50 = (n - 1) / 2;
-    printf("probes %zu max_ms %.1f p99_ms %.1f p50_ms %.2f\n", n, lat[n - 1], lat[i99], lat[i50]);
+    kvg_stats_sort(lat, n);
+    printf("probes %zu max_ms %.1f p99_ms %.1f p50_ms %.2f\n", n, lat[n - 1],
+           kvg_stats_pct_sorted(lat, n, 99), kvg_stats_pct_sorted(lat, n, 50));
     free(lat);
     close(fd);
     return 0;

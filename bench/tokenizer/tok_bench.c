@@ -36,6 +36,7 @@
 
 #include "base/buf.h"
 #include "base/err.h"
+#include "base/stats.h"
 #include "base/util.h"
 #include "tokenizer/tok_impl.h"
 #include "tokenizer/tokenizer.h"
@@ -136,12 +137,6 @@ static void *encode_all(void *arg)
     return NULL;
 }
 
-static int cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 int main(int argc, char **argv)
 {
     if (argc < 3) {
@@ -166,8 +161,8 @@ int main(int argc, char **argv)
             }
             kvg_tok_free(tok);
         }
-        qsort(ms, (size_t)reps, sizeof *ms, cmp_d);
-        printf("%.1f %.1f\n", ms[0], ms[reps / 2]);
+        kvg_stats_sort(ms, (size_t)reps);
+        printf("%.1f %.1f\n", ms[0], kvg_stats_pct_sorted(ms, (size_t)reps, 50));
         free(ms);
         return 0;
     }

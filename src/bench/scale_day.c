@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "base/err.h"
+#include "base/stats.h"
 #include "bench/scale_int.h"
 
 void scale_lat_put(struct lat_ring *L, double t, double v)
@@ -22,12 +23,6 @@ void scale_lat_put(struct lat_ring *L, double t, double v)
         L->n++;
     L->t[i] = t;
     L->v[i] = v;
-}
-
-static int cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
 }
 
 void scale_lat_window(const struct lat_ring *L, double *scratch, double since, double *mean,
@@ -45,9 +40,8 @@ void scale_lat_window(const struct lat_ring *L, double *scratch, double since, d
         *mean = *p90 = -1;
         return;
     }
-    qsort(scratch, k, sizeof *scratch, cmp_d);
     *mean = s / (double)k;
-    *p90 = scratch[(size_t)ceil(0.9 * (double)k) - 1];
+    *p90 = kvg_stats_pct(scratch, k, 90);
 }
 
 int scale_obs_init(struct scale_obs *ob)
