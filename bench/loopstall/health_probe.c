@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "base/stats.h"
+#include "base/util.h"
 
 static volatile sig_atomic_t stop;
 
@@ -25,13 +26,6 @@ static void on_sig(int s)
 {
     (void)s;
     stop = 1;
-}
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
 static int dial(const char *host, int port)
@@ -95,7 +89,7 @@ int main(int argc, char **argv)
     double *lat = malloc(cap * sizeof *lat);
     if (!lat) return 1;
     while (!stop) {
-        double t0 = now_ms();
+        double t0 = (double)kvg_now_ns() / 1e6;
         if (write(fd, q, sizeof q - 1) != (ssize_t)(sizeof q - 1)) break;
         int rc = read_answer(fd);
         if (n == cap) {
@@ -104,7 +98,7 @@ int main(int argc, char **argv)
             lat = nl;
             cap *= 2;
         }
-        lat[n++] = now_ms() - t0; /* an interrupted probe counts what it waited */
+        lat[n++] = (double)kvg_now_ns() / 1e6 - t0; /* an interrupted probe counts what it waited */
         if (rc) break;
         struct timespec pause = {0, 1000000};
         nanosleep(&pause, NULL);

@@ -137,15 +137,6 @@ static double pct(uint64_t *v, size_t n, double p)
 
 /* ---- 1. ingest ---- */
 
-/* This thread's CPU time: unlike the wall clock it does not count time the
- * thread spent descheduled, which on a shared machine is most of the noise. */
-static uint64_t cpu_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 struct ingest_result {
     double events_per_s, events_per_cpu_s, decode_mb_per_s, decode_events_per_s;
     uint64_t events;
@@ -164,10 +155,10 @@ static struct ingest_result ingest(struct kvg_kv_index *idx, struct engine *f, u
         uint32_t n = engine_step(&f[w], &sb);
         uint64_t t0 = kvg_now_ns();
         if (kvg_kv_decode_batch(&b, sb.data, sb.size) < 0) abort();
-        uint64_t c1 = cpu_ns(), t1 = kvg_now_ns();
+        uint64_t c1 = kvg_thread_cpu_ns(), t1 = kvg_now_ns();
         if (kvg_kv_index_apply(idx, w, &b, NULL)) abort();
         uint64_t t2 = kvg_now_ns();
-        apply_cpu += cpu_ns() - c1;
+        apply_cpu += kvg_thread_cpu_ns() - c1;
         decode_ns += t1 - t0;
         apply_ns += t2 - t1;
         bytes += sb.size;

@@ -54,13 +54,6 @@ struct job {
     int rc;
 };
 
-static double thread_cpu(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 /* Appends n bytes to the growing prompt p (*len used, *cap allocated). */
 static int put(char **p, size_t *len, size_t *cap, const char *s, size_t n)
 {
@@ -102,7 +95,7 @@ static int chat_prompt(const struct job *j, const size_t *chunk_at, const size_t
 static void *encode_all(void *arg)
 {
     struct job *j = arg;
-    double c0 = thread_cpu();
+    double c0 = (double)kvg_thread_cpu_ns() / 1e9;
     j->tokens = j->bytes = 0;
     size_t chunk_at[64], chunk_n[64], cap = 0;
     char *t = NULL;
@@ -133,7 +126,7 @@ static void *encode_all(void *arg)
         at += n;
     }
     free(t);
-    j->cpu = thread_cpu() - c0;
+    j->cpu = (double)kvg_thread_cpu_ns() / 1e9 - c0;
     return NULL;
 }
 

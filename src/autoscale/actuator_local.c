@@ -322,7 +322,7 @@ static void destroy(struct kvg_autoscale_actuator *a)
     for (size_t i = 0; i < KVG_AUTOSCALE_LOCAL_MAX; i++)
         if (l->r[i].st != REP_FREE && l->r[i].pid > 0) kill(l->r[i].pid, SIGTERM);
     /* Bounded: kill_grace_s for all of them together, then SIGKILL. */
-    double t0 = kvg_wall_s();
+    double t0 = kvg_now_s();
     for (;;) {
         int left = 0;
         for (size_t i = 0; i < KVG_AUTOSCALE_LOCAL_MAX; i++) {
@@ -335,7 +335,7 @@ static void destroy(struct kvg_autoscale_actuator *a)
                 left++;
         }
         if (!left) break;
-        if (kvg_wall_s() - t0 > l->cfg.kill_grace_s) {
+        if (kvg_now_s() - t0 > l->cfg.kill_grace_s) {
             for (size_t i = 0; i < KVG_AUTOSCALE_LOCAL_MAX; i++)
                 if (l->r[i].st != REP_FREE && l->r[i].pid > 0) {
                     kill(l->r[i].pid, SIGKILL);

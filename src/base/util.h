@@ -5,16 +5,29 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #define KVG_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 #define KVG_MIN(a, b) ((a) < (b) ? (a) : (b))
 #define KVG_MAX(a, b) ((a) > (b) ? (a) : (b))
 
-/* Monotonic clock in nanoseconds / milliseconds. */
+/* Monotonic clock in nanoseconds / milliseconds / seconds (with fraction):
+ * for elapsed intervals and rates, which a step of the wall clock (NTP, an
+ * operator) must not skew. */
 uint64_t kvg_now_ns(void);
 uint64_t kvg_now_ms(void);
-/* Wall clock, seconds since the epoch (with fraction). */
+double kvg_now_s(void);
+/* Wall clock, seconds (with fraction) / whole milliseconds since the epoch:
+ * only for timestamps shown, exported or shared with other processes. */
 double kvg_wall_s(void);
+uint64_t kvg_wall_ms(void);
+/* This thread's CPU time in nanoseconds: unlike the clocks above it does not
+ * count time the thread spent descheduled (benchmarks on shared machines). */
+uint64_t kvg_thread_cpu_ns(void);
+/* The absolute time ns from now on clock (CLOCK_MONOTONIC or
+ * CLOCK_REALTIME), as pthread_cond_timedwait takes it on a condition
+ * variable using that clock. */
+struct timespec kvg_deadline_after(int clock, uint64_t ns);
 
 /* xoshiro-style generator. A state is owned by one thread; kvg_rand_thread()
  * returns the calling thread's, seeded from the clock and thread id. */

@@ -37,7 +37,7 @@ static struct kvg_worker *find(struct kvg_serve *sv, const char *url)
 
 static double now_s(struct kvg_serve_autoscale *a)
 {
-    return kvg_wall_s() - a->t0;
+    return kvg_now_s() - a->t0;
 }
 
 static int h_add(void *ud, const char *url)

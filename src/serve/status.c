@@ -86,7 +86,7 @@ static void tick(uv_timer_t *t)
     struct kvg_serve_status *st = &sv->status;
     const struct kvg_proxy_metrics *pm = &sv->metrics.proxy;
     struct kvg_ui_sample *s = st->scratch;
-    double now = kvg_wall_s();
+    double now = kvg_now_s(); /* the rate's interval: monotonic */
     double dt = st->last_t > 0 ? now - st->last_t : SAMPLE_MS / 1000.0;
     uint64_t req = requests_answered(pm);
     uint64_t b[MAX_BUCKETS], d[MAX_BUCKETS];
@@ -94,7 +94,7 @@ static void tick(uv_timer_t *t)
     size_t nb = ttfb_buckets(pm, b, &bounds);
     for (size_t i = 0; i < nb; i++) d[i] = b[i] - st->prev_buckets[i];
     memset(s, 0, sizeof *s);
-    s->t = now;
+    s->t = kvg_wall_s(); /* the sample's timestamp, shown */
     s->req_rate = st->last_t > 0 && dt > 0 ? (double)(req - st->prev_requests) / dt : 0;
     double p50 = nb ? kvg_metrics_quantile(d, bounds, nb, 0.5) : NAN;
     double p90 = nb ? kvg_metrics_quantile(d, bounds, nb, 0.9) : NAN;

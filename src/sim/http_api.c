@@ -668,7 +668,7 @@ void kvg_sim_srv_handle(struct kvg_http_req *req, void *ud)
         return;
     }
     int post = !strcmp(req->method_name, "POST");
-    int cold = kvg_wall_s() - s->t0_wall < s->o.cold_start_s;
+    int cold = kvg_now_s() - s->t0 < s->o.cold_start_s;
     if (kvg_str_eq(req->path, "/health")) {
         if (cold)
             kvg_sim_srv_error(req, 503, "ServiceUnavailableError", "Loading model");

@@ -172,7 +172,7 @@ struct kvg_sim_server {
     int ndp;
     struct kvg_tok *tok;
     struct kvg_jinja_chat *tmpl;
-    double t0_wall; /* wall clock at start */
+    double t0; /* kvg_now_s() at start: the sim clock runs from it */
     double started_wall;
     uint64_t next_id;
     struct sim_req **live; /* by id & mask: open addressing */
