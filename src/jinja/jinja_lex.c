@@ -410,7 +410,7 @@ static int tokenize(const char *s, size_t n, struct jarena *a, struct jtoks *out
             continue;
         }
         if ((unsigned char)c >= 0x80) {
-            size_t l = utf8_seq_len(s + i, n - i);
+            size_t l = kvg_utf8_decode_fast(s + i, n - i, NULL);
             return kvg_err_set(err, errlen, KVG_ETEMPLATE, "Unexpected character: %.*s", (int)l,
                                s + i);
         }
