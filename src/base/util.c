@@ -1,10 +1,11 @@
-/* Clocks, PRNG, number parsing; see util.h. */
+/* Clocks, PRNG, number parsing, comma-separated lists; see util.h. */
 #include "base/util.h"
 
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 uint64_t kvg_now_ns(void)
@@ -145,4 +146,18 @@ int kvg_parse_double(const char *s, double *out)
     if (*end) return -EINVAL;
     *out = v;
     return 0;
+}
+
+void kvg_list_add_once(char *list, size_t cap, const char *name)
+{
+    size_t n = strlen(list), k = strlen(name);
+    for (const char *p = list; *p;) {
+        const char *c = strchr(p, ',');
+        size_t len = c ? (size_t)(c - p) : strlen(p);
+        if (len == k && !memcmp(p, name, k)) return;
+        p += len + (c ? 1 : 0);
+    }
+    if (n + k + 2 > cap) return;
+    if (n) list[n++] = ',';
+    memcpy(list + n, name, k + 1);
 }

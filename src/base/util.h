@@ -1,5 +1,5 @@
 /* Small helpers with no better home: clocks, a fast per-thread PRNG, parsing
- * numbers from text with range checks. */
+ * numbers from text with range checks, comma-separated name lists. */
 #ifndef KVG_BASE_UTIL_H
 #define KVG_BASE_UTIL_H
 
@@ -46,6 +46,10 @@ struct kvg_rng *kvg_rand_thread(void);
 int kvg_parse_i64(const char *s, int64_t *out);
 int kvg_parse_u64(const char *s, uint64_t *out);
 int kvg_parse_double(const char *s, double *out);
+/* Appends name to the comma-separated list in list (cap bytes, a string)
+ * unless an item of the list equals it or it would not fit. */
+void kvg_list_add_once(char *list, size_t cap, const char *name);
+
 /* 64-bit big-endian integers, as ZMQ frames of vLLM's KV events carry
  * sequence numbers. */
 static inline uint64_t kvg_be64_get(const void *p)

@@ -1,6 +1,7 @@
-/* Unit tests for base/util's clocks: the deadline's arithmetic (carry into
- * seconds, normalised nanoseconds) and that each clock's units agree with its
- * other form. Ordering only, no durations: the machines are shared. */
+/* Unit tests for base/util: the comma-separated list helper, and the clocks:
+ * the deadline's arithmetic (carry into seconds, normalised nanoseconds) and
+ * that each clock's units agree with its other form. Ordering only, no
+ * durations: the machines are shared. */
 #include "support/test.h"
 
 #include "base/util.h"
@@ -46,4 +47,22 @@ TEST(thread_cpu_time_moves_forward)
     for (uint64_t i = 0; i < 5000000; i++) x += i;
     uint64_t b = kvg_thread_cpu_ns();
     CHECK(b > a);
+}
+
+TEST(list_add_once_keeps_items_unique_and_fits)
+{
+    char l[12] = "";
+    kvg_list_add_once(l, sizeof l, "ab");
+    CHECK_STR(l, "ab");
+    kvg_list_add_once(l, sizeof l, "a"); /* a prefix of an item is not that item */
+    CHECK_STR(l, "ab,a");
+    kvg_list_add_once(l, sizeof l, "ab");
+    kvg_list_add_once(l, sizeof l, "a");
+    CHECK_STR(l, "ab,a");
+    kvg_list_add_once(l, sizeof l, "cde");
+    CHECK_STR(l, "ab,a,cde");              /* 8 bytes + NUL */
+    kvg_list_add_once(l, sizeof l, "fgh"); /* would need 13 bytes with the NUL */
+    CHECK_STR(l, "ab,a,cde");
+    kvg_list_add_once(l, sizeof l, "f");
+    CHECK_STR(l, "ab,a,cde,f");
 }
