@@ -29,18 +29,16 @@ void scale_lat_window(const struct lat_ring *L, double *scratch, double since, d
                       double *p90)
 {
     size_t cap = sizeof L->t / sizeof L->t[0], k = 0;
-    double s = 0;
     for (size_t j = L->n; j-- > 0;) {
         size_t i = (L->head + j) % cap;
         if (L->t[i] < since) break;
         scratch[k++] = L->v[i];
-        s += L->v[i];
     }
     if (!k) {
         *mean = *p90 = -1;
         return;
     }
-    *mean = s / (double)k;
+    *mean = kvg_stats_mean(scratch, k); /* before the sort: the same sum, in arrival order */
     *p90 = kvg_stats_pct(scratch, k, 90);
 }
 
