@@ -43,7 +43,7 @@ struct daemon {
     int src_ok;
     struct kvg_autoscale_signals sigs[KVG_AUTOSCALE_MAX_POOLS]; /* the tick thread's */
     char id[128];
-    double t0;
+    double t0; /* kvg_now_s() at start: ticks' times count from it */
     uv_loop_t loop;
     struct kvg_http_server *srv;
     uv_signal_t sigterm, sigint;

@@ -60,7 +60,7 @@ struct kvg_sim_opts {
     double cold_start_s;      /* /health 503 this long after start */
     double kv_events_drop;    /* drop event batches with this probability */
     int metrics_mode;         /* enum kvg_sim_metrics_mode, from the start */
-    int metrics_later;        /* the mode after metrics_after_s wall seconds (none|error|garbage) */
+    int metrics_later;        /* the mode after metrics_after_s real seconds (none|error|garbage) */
     double metrics_after_s;   /* < 0: never switch */
     int log_level;
     /* disaggregated serving (sim/pd.c) */
