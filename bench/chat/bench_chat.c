@@ -13,6 +13,7 @@
 #include <cjson/cJSON.h>
 
 #include "base/buf.h"
+#include "base/util.h"
 #include "jinja/chat.h"
 
 static const char g_req[] =
@@ -22,13 +23,6 @@ static const char g_req[] =
     "{\"role\":\"assistant\",\"content\":\"I am fine, thanks. How can I help?\"},"
     "{\"role\":\"user\",\"content\":\"Tell me a joke about routers.\"}],"
     "\"add_generation_prompt\":true}";
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 static char *slurp(const char *path)
 {
@@ -73,7 +67,8 @@ int main(int argc, char **argv)
         struct kvg_jinja_chat *chat;
         if (!cJSON_IsString(ct) ||
             kvg_jinja_chat_new(ct->valuestring, tok(cJSON_GetObjectItem(cfg, "bos_token")),
-                         tok(cJSON_GetObjectItem(cfg, "eos_token")), &chat, err, sizeof(err))) {
+                               tok(cJSON_GetObjectItem(cfg, "eos_token")), &chat, err,
+                               sizeof(err))) {
             fprintf(stderr, "bench_chat: %s: cannot load the template\n", argv[i]);
             return 1;
         }
@@ -83,21 +78,21 @@ int main(int argc, char **argv)
         double rate[2];
         for (int mode = 0; mode < 2; mode++) {
             long n = 0;
-            double t0 = now(), t;
+            double t0 = kvg_now_s(), t;
             do {
                 for (int k = 0; k < 1000; k++) {
                     kvg_buf_reset(&out);
-                    int rc = mode == 0 ? kvg_jinja_chat_render(chat, g_req, sizeof(g_req) - 1, NULL, &out,
-                                                         NULL, err, sizeof(err))
-                                       : kvg_jinja_chat_render_json(chat, req, NULL, &out, NULL, err,
-                                                              sizeof(err));
+                    int rc = mode == 0 ? kvg_jinja_chat_render(chat, g_req, sizeof(g_req) - 1, NULL,
+                                                               &out, NULL, err, sizeof(err))
+                                       : kvg_jinja_chat_render_json(chat, req, NULL, &out, NULL,
+                                                                    err, sizeof(err));
                     if (rc) {
                         fprintf(stderr, "bench_chat: %s: %s\n", argv[i], err);
                         return 1;
                     }
                 }
                 n += 1000;
-            } while ((t = now()) - t0 < secs);
+            } while ((t = kvg_now_s()) - t0 < secs);
             rate[mode] = n / (t - t0);
         }
         printf("%s %.0f %.0f %zu\n", argv[i], rate[0], rate[1], out.len);

@@ -15,16 +15,10 @@
 #include <time.h>
 
 #include "base/buf.h"
+#include "base/util.h"
 #include "jinja/chat.h"
 #include "proxy/route_input.h"
 #include "tokenizer/tokenizer.h"
-
-static double cpu_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
-}
 
 struct body {
     char *pre, *post;
@@ -112,20 +106,20 @@ int main(int argc, char **argv)
                 return 1;
             struct kvg_route_input ri;
             char msg[256];
-            double t0 = cpu_us();
+            double t0 = (double)kvg_thread_cpu_ns() / 1e3;
             if (kvg_route_input_parse(&ri, req.data, req.len, 1, msg, sizeof msg)) {
                 fprintf(stderr, "parse: %s\n", msg);
                 return 1;
             }
-            double t1 = cpu_us();
+            double t1 = (double)kvg_thread_cpu_ns() / 1e3;
             kvg_route_input_tokenize(&ri, &rt, 0);
-            double t2 = cpu_us();
+            double t2 = (double)kvg_thread_cpu_ns() / 1e3;
             if (ri.tokenize_error || !ri.nhashes) {
                 fprintf(stderr, "tokenize failed (%d)\n", ri.tokenize_error);
                 return 1;
             }
             kvg_route_input_free(&ri);
-            double t3 = cpu_us();
+            double t3 = (double)kvg_thread_cpu_ns() / 1e3;
             t[0] += t1 - t0, t[1] += t2 - t1, t[2] += t3 - t2;
         }
         double total = t[0] + t[1] + t[2];

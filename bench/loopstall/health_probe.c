@@ -17,25 +17,15 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/stats.h"
+#include "base/util.h"
+
 static volatile sig_atomic_t stop;
 
 static void on_sig(int s)
 {
     (void)s;
     stop = 1;
-}
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-static int cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
 }
 
 static int dial(const char *host, int port)
@@ -99,7 +89,7 @@ int main(int argc, char **argv)
     double *lat = malloc(cap * sizeof *lat);
     if (!lat) return 1;
     while (!stop) {
-        double t0 = now_ms();
+        double t0 = (double)kvg_now_ns() / 1e6;
         if (write(fd, q, sizeof q - 1) != (ssize_t)(sizeof q - 1)) break;
         int rc = read_answer(fd);
         if (n == cap) {
@@ -108,7 +98,7 @@ int main(int argc, char **argv)
             lat = nl;
             cap *= 2;
         }
-        lat[n++] = now_ms() - t0; /* an interrupted probe counts what it waited */
+        lat[n++] = (double)kvg_now_ns() / 1e6 - t0; /* an interrupted probe counts what it waited */
         if (rc) break;
         struct timespec pause = {0, 1000000};
         nanosleep(&pause, NULL);
@@ -117,9 +107,9 @@ int main(int argc, char **argv)
         printf("probes 0 max_ms 0 p99_ms 0 p50_ms 0\n");
         return 1;
     }
-    qsort(lat, n, sizeof *lat, cmp_d);
-    size_t i99 = (size_t)((double)(n - 1) * 0.99), i50 = (n - 1) / 2;
-    printf("probes %zu max_ms %.1f p99_ms %.1f p50_ms %.2f\n", n, lat[n - 1], lat[i99], lat[i50]);
+    kvg_stats_sort(lat, n);
+    printf("probes %zu max_ms %.1f p99_ms %.1f p50_ms %.2f\n", n, lat[n - 1],
+           kvg_stats_pct_sorted(lat, n, 99), kvg_stats_pct_sorted(lat, n, 50));
     free(lat);
     close(fd);
     return 0;

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/stats.h"
 #include "base/util.h"
 #include "kv/events.h"
 #include "kv/hash.h"
@@ -123,28 +124,7 @@ static struct kvg_kv_index *index_new(uint64_t max_entries)
     return idx;
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double pct(uint64_t *v, size_t n, double p)
-{
-    size_t i = (size_t)(p * (double)(n - 1) + 0.5);
-    return (double)v[i] / 1000.0;
-}
-
 /* ---- 1. ingest ---- */
-
-/* This thread's CPU time: unlike the wall clock it does not count time the
- * thread spent descheduled, which on a shared machine is most of the noise. */
-static uint64_t cpu_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 struct ingest_result {
     double events_per_s, events_per_cpu_s, decode_mb_per_s, decode_events_per_s;
@@ -164,10 +144,10 @@ static struct ingest_result ingest(struct kvg_kv_index *idx, struct engine *f, u
         uint32_t n = engine_step(&f[w], &sb);
         uint64_t t0 = kvg_now_ns();
         if (kvg_kv_decode_batch(&b, sb.data, sb.size) < 0) abort();
-        uint64_t c1 = cpu_ns(), t1 = kvg_now_ns();
+        uint64_t c1 = kvg_thread_cpu_ns(), t1 = kvg_now_ns();
         if (kvg_kv_index_apply(idx, w, &b, NULL)) abort();
         uint64_t t2 = kvg_now_ns();
-        apply_cpu += cpu_ns() - c1;
+        apply_cpu += kvg_thread_cpu_ns() - c1;
         decode_ns += t1 - t0;
         apply_ns += t2 - t1;
         bytes += sb.size;
@@ -288,7 +268,7 @@ static void flush_caches(void)
 static struct lat lookups(struct kvg_kv_index *idx, uint32_t n, int from_tokens, uint64_t *checksum,
                           int cold)
 {
-    uint64_t *ns = malloc(n * sizeof *ns);
+    double *ns = malloc(n * sizeof *ns); /* exact: durations far below 2^53 ns */
     uint32_t *out = malloc(g_workers * sizeof *out);
     struct kvg_kv_tier_match *tm = malloc(g_workers * sizeof *tm);
     struct kvg_rng rng;
@@ -304,15 +284,15 @@ static struct lat lookups(struct kvg_kv_index *idx, uint32_t n, int from_tokens,
                 : from_tokens ? kvg_kv_index_match_tokens(idx, g_tok[p], PROMPT_BLOCKS * BS,
                                                           KVG_KV_HASH_SEED, out, g_workers)
                               : kvg_kv_index_match(idx, g_seq[p], PROMPT_BLOCKS, out, g_workers);
-        ns[i] = kvg_now_ns() - t0;
+        ns[i] = (double)(kvg_now_ns() - t0);
         if (from_tokens == 2) out[i % g_workers] = tm[i % g_workers].gpu;
         *checksum += (uint64_t)m + out[i % g_workers];
-        sum += (double)ns[i];
+        sum += ns[i];
     }
-    qsort(ns, n, sizeof *ns, cmp_u64);
-    l.p50 = pct(ns, n, 0.50);
-    l.p99 = pct(ns, n, 0.99);
-    l.max = (double)ns[n - 1] / 1000.0;
+    kvg_stats_sort(ns, n);
+    l.p50 = kvg_stats_pct_sorted(ns, n, 50) / 1000.0;
+    l.p99 = kvg_stats_pct_sorted(ns, n, 99) / 1000.0;
+    l.max = ns[n - 1] / 1000.0;
     l.mean = sum / n / 1000.0;
     free(ns);
     free(out);
@@ -372,7 +352,8 @@ static struct conc_result contention(struct kvg_kv_index *idx, struct engine *f,
     struct writer_arg wa = {.idx = idx, .f = f, .rate = rate};
     struct kvg_kv_index_stats before, after;
     size_t cap = 1u << 22, n = 0;
-    uint64_t *ns = malloc(cap * sizeof *ns), sum = 0, sink = 0;
+    double *ns = malloc(cap * sizeof *ns);
+    uint64_t sum = 0, sink = 0;
     uint32_t *out = malloc(g_workers * sizeof *out);
     struct kvg_rng rng;
     kvg_rng_seed(&rng, 11);
@@ -384,17 +365,18 @@ static struct conc_result contention(struct kvg_kv_index *idx, struct engine *f,
         int p = (int)kvg_rng_below(&rng, NPROMPTS);
         uint64_t a = kvg_now_ns();
         sink += (uint64_t)kvg_kv_index_match(idx, g_seq[p], PROMPT_BLOCKS, out, g_workers);
-        ns[n] = kvg_now_ns() - a;
-        sum += ns[n++];
+        uint64_t d = kvg_now_ns() - a;
+        ns[n++] = (double)d;
+        sum += d;
     }
     wa.stop = 1;
     pthread_join(th, NULL);
     r.wall_s = (double)(kvg_now_ns() - t0) / 1e9;
     kvg_kv_index_stats(idx, &after);
-    qsort(ns, n, sizeof *ns, cmp_u64);
-    r.l.p50 = pct(ns, n, 0.50);
-    r.l.p99 = pct(ns, n, 0.99);
-    r.l.max = (double)ns[n - 1] / 1000.0;
+    kvg_stats_sort(ns, n);
+    r.l.p50 = kvg_stats_pct_sorted(ns, n, 50) / 1000.0;
+    r.l.p99 = kvg_stats_pct_sorted(ns, n, 99) / 1000.0;
+    r.l.max = ns[n - 1] / 1000.0;
     r.l.mean = (double)sum / (double)n / 1000.0;
     r.lookups = n;
     r.lookups_per_s = (double)n / r.wall_s;

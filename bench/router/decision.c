@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "base/log.h"
+#include "base/stats.h"
 #include "base/util.h"
 #include "kv/index.h"
 #include "proxy/route_input.h"
@@ -19,12 +20,6 @@
 #include "tokenizer/tokenizer.h"
 
 #define NW 64
-
-static int cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
 
 int main(int argc, char **argv)
 {
@@ -136,11 +131,12 @@ int main(int argc, char **argv)
         kvg_route_input_free(&ri);
         lat[i] = (double)(kvg_now_ns() - a) / 1e3;
     }
-    qsort(lat, (size_t)iters, sizeof *lat, cmp);
+    kvg_stats_sort(lat, (size_t)iters);
     printf("decisions: %d; chosen worker %d (holds the longest prefix: %d)\n", iters, chosen,
            NW - 1);
-    printf("latency us: p50 %.1f  p99 %.1f  max %.1f\n", lat[iters / 2], lat[iters * 99 / 100],
-           lat[iters - 1]);
+    printf("latency us: p50 %.1f  p99 %.1f  max %.1f\n",
+           kvg_stats_pct_sorted(lat, (size_t)iters, 50),
+           kvg_stats_pct_sorted(lat, (size_t)iters, 99), lat[iters - 1]);
     free(lat);
     kvg_pool_destroy(&pool);
     kvg_kv_index_free(idx);

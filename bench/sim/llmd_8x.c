@@ -23,6 +23,7 @@
 #include <string.h>
 #include <sys/resource.h>
 
+#include "base/stats.h"
 #include "base/util.h"
 #include "sim/kv_events.h"
 #include "sim/sim.h"
@@ -184,12 +185,6 @@ static int simulate(struct bench *b, uint64_t seed)
     }
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 int main(int argc, char **argv)
 {
     const char *profile = "qwen3-32b-h100-tp2";
@@ -259,7 +254,7 @@ int main(int argc, char **argv)
     size_t n = 0;
     for (size_t i = warm; i < b.nreq && tt; i++) sum += tt[n++] = b.reqs[i].ttft;
     if (!tt || !n) return 1;
-    qsort(tt, n, sizeof *tt, cmp_double);
+    kvg_stats_sort(tt, n);
     printf("profile %s, %d engines, %zu requests (%zu after warm-up), %llu tokens out%s\n", profile,
            b.neng, b.nreq, n, (unsigned long long)b.out_tokens,
            b.events ? ", KV events encoded" : "");
@@ -270,8 +265,8 @@ int main(int argc, char **argv)
                (double)b.event_bytes / 1e6);
     printf("simulated: TTFT mean %.3f s, p50 %.3f s, p90 %.3f s; ITL mean %.4f s; "
            "output %.0f tok/s over %.0f s; prefix hit %.1f%%; preemptions %llu; done %llu\n",
-           sum / (double)n, tt[n / 2], tt[(size_t)(n * 0.9)], b.itl_sum / (double)b.itl_n,
-           (double)b.out_tokens / b.last_finish, b.last_finish,
+           sum / (double)n, kvg_stats_pct_sorted(tt, n, 50), kvg_stats_pct_sorted(tt, n, 90),
+           b.itl_sum / (double)b.itl_n, (double)b.out_tokens / b.last_finish, b.last_finish,
            q ? 100.0 * (double)h / (double)q : 0, (unsigned long long)pre,
            (unsigned long long)b.done);
     free(tt);

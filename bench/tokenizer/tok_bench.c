@@ -36,6 +36,7 @@
 
 #include "base/buf.h"
 #include "base/err.h"
+#include "base/stats.h"
 #include "base/util.h"
 #include "tokenizer/tok_impl.h"
 #include "tokenizer/tokenizer.h"
@@ -52,13 +53,6 @@ struct job {
     double cpu;    /* this thread's CPU seconds */
     int rc;
 };
-
-static double thread_cpu(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 /* Appends n bytes to the growing prompt p (*len used, *cap allocated). */
 static int put(char **p, size_t *len, size_t *cap, const char *s, size_t n)
@@ -101,7 +95,7 @@ static int chat_prompt(const struct job *j, const size_t *chunk_at, const size_t
 static void *encode_all(void *arg)
 {
     struct job *j = arg;
-    double c0 = thread_cpu();
+    double c0 = (double)kvg_thread_cpu_ns() / 1e9;
     j->tokens = j->bytes = 0;
     size_t chunk_at[64], chunk_n[64], cap = 0;
     char *t = NULL;
@@ -132,14 +126,8 @@ static void *encode_all(void *arg)
         at += n;
     }
     free(t);
-    j->cpu = thread_cpu() - c0;
+    j->cpu = (double)kvg_thread_cpu_ns() / 1e9 - c0;
     return NULL;
-}
-
-static int cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
 }
 
 int main(int argc, char **argv)
@@ -166,8 +154,8 @@ int main(int argc, char **argv)
             }
             kvg_tok_free(tok);
         }
-        qsort(ms, (size_t)reps, sizeof *ms, cmp_d);
-        printf("%.1f %.1f\n", ms[0], ms[reps / 2]);
+        kvg_stats_sort(ms, (size_t)reps);
+        printf("%.1f %.1f\n", ms[0], kvg_stats_pct_sorted(ms, (size_t)reps, 50));
         free(ms);
         return 0;
     }

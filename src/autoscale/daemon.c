@@ -43,7 +43,7 @@ struct daemon {
     int src_ok;
     struct kvg_autoscale_signals sigs[KVG_AUTOSCALE_MAX_POOLS]; /* the tick thread's */
     char id[128];
-    double t0;
+    double t0; /* kvg_now_s() at start: ticks' times count from it */
     uv_loop_t loop;
     struct kvg_http_server *srv;
     uv_signal_t sigterm, sigint;
@@ -111,7 +111,7 @@ static void actuate(struct daemon *d, size_t i, const struct kvg_autoscale_decis
 
 static void tick(struct daemon *d)
 {
-    double now = kvg_wall_s() - d->t0;
+    double now = kvg_now_s() - d->t0; /* monotonic: a clock step must not skew rates */
     int leader = may_act(d);
     if (atomic_exchange(&d->leader, leader) != leader) {
         KVG_INFO("autoscale: %s", leader ? "acting" : "standing by (another holds the lease)");
@@ -142,11 +142,7 @@ static void *tick_thread(void *ud)
         pthread_mutex_unlock(&d->mu);
         tick(d);
         pthread_mutex_lock(&d->mu);
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        uint64_t t = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec + every_ns;
-        ts.tv_sec = (time_t)(t / 1000000000u);
-        ts.tv_nsec = (long)(t % 1000000000u);
+        struct timespec ts = kvg_deadline_after(CLOCK_MONOTONIC, every_ns);
         while (!d->stop && pthread_cond_timedwait(&d->cv, &d->mu, &ts) != ETIMEDOUT) {
         }
     }
@@ -383,7 +379,7 @@ int kvg_autoscale_daemon_run(const struct kvg_autoscale_daemon_opts *o)
                                            handle, d, &d->srv)))
         snprintf(err, sizeof err, "listen %s:%d: %s", host, (int)port, kvg_strerror(rc));
     if (!rc) {
-        d->t0 = kvg_wall_s();
+        d->t0 = kvg_now_s();
         uv_signal_init(&d->loop, &d->sigterm);
         uv_signal_init(&d->loop, &d->sigint);
         d->sigterm.data = d->sigint.data = d;

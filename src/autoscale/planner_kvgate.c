@@ -38,6 +38,7 @@
 #include <string.h>
 
 #include "autoscale/planner.h"
+#include "base/stats.h"
 
 #define KV_HOLD 256
 #define KV_HIST 60 /* load samples kept: 3W, one per interval or per 3W / 60 */
@@ -105,15 +106,11 @@ static void hist_put(struct kvp *q, double t, double v)
     q->hist_v[q->nhist++] = v;
 }
 
-static int cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
+/* base/stats.h's p50, written as the mean of the middle two: that
+ * interpolation's rounding could move the level by an ulp. */
 static double median(double *v, size_t n)
 {
-    qsort(v, n, sizeof *v, cmp_d);
+    kvg_stats_sort(v, n);
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 

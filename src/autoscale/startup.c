@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "base/err.h"
+#include "base/stats.h"
 
 #define Z90 1.2815515655446004 /* the standard normal's 90th percentile */
 
@@ -108,19 +109,15 @@ void kvg_autoscale_startup_observe(struct kvg_autoscale_startup *m, const char *
     if (warm_s >= 0) k->warm[st][k->nwarm[st]++ % KVG_AUTOSCALE_STARTUP_KEEP] = warm_s;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-/* Nearest-rank p-quantile of the kept samples (n of them ever seen). */
+/* Nearest-rank p-quantile of the kept samples (n of them ever seen). Not
+ * base/stats.h's interpolation: the lead is a start-up time actually seen
+ * (tests/unit/autoscale/test_startup.c asserts such figures). */
 static double sample_pct(const double *ring, uint32_t seen, double p)
 {
     size_t n = seen < KVG_AUTOSCALE_STARTUP_KEEP ? seen : KVG_AUTOSCALE_STARTUP_KEEP;
     double v[KVG_AUTOSCALE_STARTUP_KEEP];
     memcpy(v, ring, n * sizeof *v);
-    qsort(v, n, sizeof *v, cmp_double);
+    kvg_stats_sort(v, n);
     size_t r = (size_t)ceil(p * (double)n);
     return v[r ? r - 1 : 0];
 }

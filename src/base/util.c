@@ -1,10 +1,11 @@
-/* Clocks, PRNG, number parsing; see util.h. */
+/* Clocks, PRNG, number parsing, comma-separated lists; see util.h. */
 #include "base/util.h"
 
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 uint64_t kvg_now_ns(void)
@@ -19,11 +20,42 @@ uint64_t kvg_now_ms(void)
     return kvg_now_ns() / 1000000ull;
 }
 
+double kvg_now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
 double kvg_wall_s(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+uint64_t kvg_wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+uint64_t kvg_thread_cpu_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+struct timespec kvg_deadline_after(int clock, uint64_t ns)
+{
+    struct timespec ts;
+    clock_gettime((clockid_t)clock, &ts);
+    uint64_t t = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec + ns;
+    ts.tv_sec = (time_t)(t / 1000000000ull);
+    ts.tv_nsec = (long)(t % 1000000000ull);
+    return ts;
 }
 
 static uint64_t splitmix(uint64_t *x)
@@ -114,4 +146,18 @@ int kvg_parse_double(const char *s, double *out)
     if (*end) return -EINVAL;
     *out = v;
     return 0;
+}
+
+void kvg_list_add_once(char *list, size_t cap, const char *name)
+{
+    size_t n = strlen(list), k = strlen(name);
+    for (const char *p = list; *p;) {
+        const char *c = strchr(p, ',');
+        size_t len = c ? (size_t)(c - p) : strlen(p);
+        if (len == k && !memcmp(p, name, k)) return;
+        p += len + (c ? 1 : 0);
+    }
+    if (n + k + 2 > cap) return;
+    if (n) list[n++] = ',';
+    memcpy(list + n, name, k + 1);
 }

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/stats.h"
+
 void kvg_bench_samples_init(struct kvg_bench_samples *s)
 {
     memset(s, 0, sizeof *s);
@@ -33,25 +35,14 @@ int kvg_bench_samples_add(struct kvg_bench_samples *s, double x)
     return 0;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 double kvg_bench_samples_pct(struct kvg_bench_samples *s, double p)
 {
     if (!s->n) return NAN;
     if (!s->sorted) {
-        qsort(s->v, s->n, sizeof *s->v, cmp_double);
+        kvg_stats_sort(s->v, s->n);
         s->sorted = 1;
     }
-    if (p <= 0) return s->v[0];
-    if (p >= 100) return s->v[s->n - 1];
-    double h = p / 100.0 * (double)(s->n - 1);
-    size_t i = (size_t)h;
-    if (i + 1 >= s->n) return s->v[s->n - 1];
-    return s->v[i] + (h - (double)i) * (s->v[i + 1] - s->v[i]);
+    return kvg_stats_pct_sorted(s->v, s->n, p);
 }
 
 double kvg_bench_samples_mean(const struct kvg_bench_samples *s)
@@ -126,7 +117,7 @@ void kvg_bench_hist_merge(struct kvg_bench_hist *a, const struct kvg_bench_hist 
 /* Median of n values picked by an accessor, lower middle for an even n. */
 static double median_of(double *v, size_t n)
 {
-    qsort(v, n, sizeof *v, cmp_double);
+    kvg_stats_sort(v, n);
     return v[(n - 1) / 2];
 }
 

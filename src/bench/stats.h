@@ -3,9 +3,8 @@
  * would cost too much (inter-token latency: one gap per output token), and the
  * summary figures the report prints for one policy.
  *
- * Percentiles use linear interpolation between closest ranks (numpy's default,
- * which inference-perf uses): p of n sorted values is v[floor(h)] +
- * (h - floor(h)) * (v[floor(h) + 1] - v[floor(h)]) with h = p / 100 * (n - 1).
+ * Exact percentiles are base/stats.h's: linear interpolation between closest
+ * ranks (numpy's default, which inference-perf uses).
  *
  * Nothing here is thread-safe: each run owns its own accumulators. */
 #ifndef KVG_BENCH_STATS_H

@@ -28,6 +28,7 @@
 #include <cjson/cJSON.h>
 
 #include "base/err.h"
+#include "base/hash.h"
 #include "bench/workload.h"
 
 #define MAX_LINE (64u << 20) /* one request's JSON */
@@ -37,11 +38,7 @@
 /* FNV-1a 64 of a name, never 0 (0 means "no prefix"). */
 static uint64_t name_hash(const char *s, size_t n)
 {
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (size_t i = 0; i < n; i++) {
-        h ^= (unsigned char)s[i];
-        h *= 0x100000001b3ull;
-    }
+    uint64_t h = kvg_hash_fnv1a64(KVG_HASH_FNV1A64_SEED, s, n);
     return h ? h : 1;
 }
 

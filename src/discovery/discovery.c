@@ -70,17 +70,11 @@ static int stopping(struct kvg_discovery *d)
     return s;
 }
 
-/* Waits ms unless stopped first. */
+/* Waits ms unless stopped first; on the monotonic clock (d->cv uses it), so
+ * a step of the wall clock does not stretch or cut the wait. */
 static void nap(struct kvg_discovery *d, uint32_t ms)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_sec += ms / 1000;
-    ts.tv_nsec += (long)(ms % 1000) * 1000000L;
-    if (ts.tv_nsec >= 1000000000L) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000L;
-    }
+    struct timespec ts = kvg_deadline_after(CLOCK_MONOTONIC, (uint64_t)ms * 1000000u);
     pthread_mutex_lock(&d->mu);
     while (!d->stop && pthread_cond_timedwait(&d->cv, &d->mu, &ts) != ETIMEDOUT) {
     }
@@ -552,7 +546,11 @@ int kvg_discovery_start(const struct kvg_discovery_opts *o, struct kvg_pool *poo
     if (!d->ns[0] && !read_file_line(KVG_DISCOVERY_SA_DIR "/namespace", own, sizeof own))
         KVG_INFO("discovery: watching every namespace (this pod is in %s)", own);
     pthread_mutex_init(&d->mu, NULL);
-    pthread_cond_init(&d->cv, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* nap()'s deadlines */
+    pthread_cond_init(&d->cv, &ca);
+    pthread_condattr_destroy(&ca);
     if (pthread_create(&d->thread, NULL, run, d)) {
         kvg_discovery_free(d);
         return -EAGAIN;

@@ -416,13 +416,6 @@ int kvg_quota_loop_connected(const struct kvg_quota_loop *lq)
     return lq->q->store == QS_MEM || (lq->rc && kvg_redis_connected(lq->rc));
 }
 
-static uint64_t wall_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 /* A peek the store could not answer: nothing was reserved or counted. */
 static void peek_failed(struct kvg_quota_result *res)
 {
@@ -442,7 +435,7 @@ static int start(struct kvg_quota_loop *lq, const struct kvg_quota_req *r,
     if (!r || !lease || !cb || r->nscopes > KVG_QUOTA_MAX_SCOPES || r->est_cost < 0) return -EINVAL;
     memset(lease, 0, sizeof *lease);
     lease->explicit_time = r->now_ms != 0;
-    uint64_t now = r->now_ms ? r->now_ms : wall_ms();
+    uint64_t now = r->now_ms ? r->now_ms : kvg_wall_ms();
     uint64_t seq = atomic_fetch_add_explicit(&q->lease_seq, 1, memory_order_relaxed);
     snprintf(lease->id, sizeof lease->id, "%016llx%llx", (unsigned long long)q->lease_salt,
              (unsigned long long)seq);
@@ -605,7 +598,7 @@ void kvg_quota_reconcile_at(struct kvg_quota_loop *lq, struct kvg_quota_lease *l
     if (!lease || !lease->active) return;
     lease->active = 0;
     actual_cost = clamp_tokens(actual_cost);
-    if (!now_ms) now_ms = lease->explicit_time ? lease->now_ms : wall_ms();
+    if (!now_ms) now_ms = lease->explicit_time ? lease->now_ms : kvg_wall_ms();
     if (lq->q->store == QS_MEM)
         kvg_qmem_reconcile(lq->q->mem, lease, actual_cost, now_ms);
     else

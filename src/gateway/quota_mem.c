@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/hash.h"
 #include "gateway/quota_int.h"
 
 #define SWEEP_EVERY 4096
@@ -35,12 +36,6 @@ struct qmem {
     size_t nbuckets, n;
     uint64_t ops;
 };
-
-static uint64_t fnv(const char *s, size_t n, uint64_t h)
-{
-    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
-    return h;
-}
 
 static size_t make_key(char *out, size_t cap, const char *scope, const struct kvg_quota_item *it)
 {
@@ -114,7 +109,7 @@ static struct entry *find(struct qmem *m, const char *key, size_t klen, uint64_t
 static struct entry *find_or_add(struct qmem *m, const char *key, size_t klen,
                                  const struct kvg_quota_item *it)
 {
-    uint64_t h = fnv(key, klen, 14695981039346656037ull);
+    uint64_t h = kvg_hash_fnv1a64(KVG_HASH_FNV1A64_SEED, key, klen);
     struct entry *e = find(m, key, klen, h);
     if (e) return e;
     e = calloc(1, sizeof *e + klen);
@@ -210,7 +205,7 @@ int kvg_qmem_peek(struct qmem *m, struct kvg_quota_lease *l)
     for (size_t i = 0; i < l->nitems; i++) {
         struct kvg_quota_item *it = &l->item[i];
         size_t kl = make_key(key, sizeof key, l->scope_id[it->scope], it);
-        const struct entry *e = find(m, key, kl, fnv(key, kl, 14695981039346656037ull));
+        const struct entry *e = find(m, key, kl, kvg_hash_fnv1a64(KVG_HASH_FNV1A64_SEED, key, kl));
         if (it->kind == KVG_QK_CONCURRENT) {
             it->cur = e ? e->conc : 0;
             it->prev = 0;
@@ -243,7 +238,7 @@ void kvg_qmem_reconcile(struct qmem *m, const struct kvg_quota_lease *l, int64_t
         const struct kvg_quota_item *it = &l->item[i];
         if (it->kind == KVG_QK_REQUESTS) continue; /* a request counts once it was admitted */
         size_t kl = make_key(key, sizeof key, l->scope_id[it->scope], it);
-        struct entry *e = find(m, key, kl, fnv(key, kl, 14695981039346656037ull));
+        struct entry *e = find(m, key, kl, kvg_hash_fnv1a64(KVG_HASH_FNV1A64_SEED, key, kl));
         if (!e) continue;
         if (it->kind == KVG_QK_CONCURRENT) {
             if (l->reserved && e->conc > 0) e->conc--;

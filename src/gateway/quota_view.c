@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "base/err.h"
+#include "base/util.h"
 #include "gateway/quota_view.h"
 
 struct slot {
@@ -110,10 +111,8 @@ static void finish(struct kvg_gate_quota_view *v)
 {
     cJSON *j = cJSON_CreateObject();
     if (j) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
         cJSON_AddStringToObject(j, "store", kvg_quota_store_name(v->gl->g->quota));
-        cJSON_AddNumberToObject(j, "at_ms", (double)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
+        cJSON_AddNumberToObject(j, "at_ms", (double)kvg_wall_ms());
         cJSON *a = cJSON_AddArrayToObject(j, "scopes");
         for (size_t i = 0; a && i < v->n; i++) {
             cJSON *o = slot_json(v, &v->slots[i]);

@@ -419,7 +419,7 @@ static int str_at(struct jrender *r, struct jv s, double idx, struct jv *out)
     }
     size_t want = (size_t)k, u = 0;
     for (size_t i = 0; i < s.n;) {
-        size_t l = utf8_seq_len(s.u.s + i, s.n - i);
+        size_t l = kvg_utf8_decode_fast(s.u.s + i, s.n - i, NULL);
         size_t w = l == 4 ? 2 : 1;
         if (want < u + w) {
             if (w == 2)

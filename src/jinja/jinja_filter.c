@@ -208,7 +208,7 @@ static int str_chars(struct jrender *r, struct jv s, struct jarr **out)
     struct jarr *a = jarr_new(r, s.n);
     if (!a) return r->err;
     for (size_t i = 0; i < s.n;) {
-        size_t l = utf8_seq_len(s.u.s + i, s.n - i);
+        size_t l = kvg_utf8_decode_fast(s.u.s + i, s.n - i, NULL);
         a->v[a->n++] = jv_str(s.u.s + i, l);
         i += l;
     }

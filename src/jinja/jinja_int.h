@@ -25,6 +25,7 @@
 #include <cjson/cJSON.h>
 
 #include "base/buf.h"
+#include "base/utf8.h"
 #include "jinja/jinja.h"
 
 /* ---- arena ---------------------------------------------------------------- */
@@ -431,8 +432,6 @@ size_t js_ws_len(const char *p, const char *end);          /* JS \s at p, else 0
 size_t js_ws_len_before(const char *start, const char *p); /* JS \s ending at p */
 void js_trim(const char **s, size_t *n, int left, int right);
 size_t js_utf16_len(const char *s, size_t n);
-size_t utf8_seq_len(const char *s, size_t n);                /* bytes of the code point at s */
-uint32_t utf8_decode_at(const unsigned char *p, size_t len); /* len from utf8_seq_len */
 
 /* ---- evaluation (jinja_eval.c) and builtins (jinja_filter.c) --------- */
 

@@ -134,32 +134,6 @@ static int push_tok(struct jtoks *t, int type, const char *s, size_t len)
     return 0;
 }
 
-static int put_utf8(struct kvg_buf *b, uint32_t cp)
-{
-    char u[4];
-    size_t n;
-    if (cp < 0x80) {
-        u[0] = (char)cp;
-        n = 1;
-    } else if (cp < 0x800) {
-        u[0] = (char)(0xC0 | (cp >> 6));
-        u[1] = (char)(0x80 | (cp & 0x3F));
-        n = 2;
-    } else if (cp < 0x10000) {
-        u[0] = (char)(0xE0 | (cp >> 12));
-        u[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
-        u[2] = (char)(0x80 | (cp & 0x3F));
-        n = 3;
-    } else {
-        u[0] = (char)(0xF0 | (cp >> 18));
-        u[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
-        u[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
-        u[3] = (char)(0x80 | (cp & 0x3F));
-        n = 4;
-    }
-    return kvg_buf_append(b, u, n);
-}
-
 /* A quoted literal from s[*pi] (just after the quote); decodes escapes the
  * way the reference's consumeWhile does. */
 static int lex_string(const char *s, size_t n, size_t *pi, char quote, struct jarena *a,
@@ -207,7 +181,8 @@ static int lex_string(const char *s, size_t n, size_t *pi, char quote, struct ja
                     pending_hi = 1; /* reported below */
                     break;
                 }
-                if (put_utf8(&b, cp)) goto nomem;
+                char u[4];
+                if (kvg_buf_append(&b, u, kvg_utf8_put(cp, u))) goto nomem;
                 continue;
             }
             if (pending_hi) break;
@@ -410,7 +385,7 @@ static int tokenize(const char *s, size_t n, struct jarena *a, struct jtoks *out
             continue;
         }
         if ((unsigned char)c >= 0x80) {
-            size_t l = utf8_seq_len(s + i, n - i);
+            size_t l = kvg_utf8_decode_fast(s + i, n - i, NULL);
             return kvg_err_set(err, errlen, KVG_ETEMPLATE, "Unexpected character: %.*s", (int)l,
                                s + i);
         }

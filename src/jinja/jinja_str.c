@@ -14,9 +14,9 @@
 
 static uint32_t cp_at(const char *s, size_t n, size_t *len)
 {
-    size_t l = utf8_seq_len(s, n);
-    *len = l;
-    return utf8_decode_at((const unsigned char *)s, l);
+    uint32_t cp;
+    *len = kvg_utf8_decode_fast(s, n, &cp);
+    return cp;
 }
 
 /* Code points known to have no case mapping (so JS toUpperCase and
@@ -130,7 +130,7 @@ int js_slice(struct jrender *r, struct jv obj, struct jv start, struct jv stop, 
         off = jarena_alloc(&r->arena, (obj.n + 1) * sizeof(*off));
         if (!off) return jr_fail(r, KVG_ETOOBIG, "template render memory limit reached");
         len = 0;
-        for (size_t i = 0; i < obj.n; i += utf8_seq_len(obj.u.s + i, obj.n - i))
+        for (size_t i = 0; i < obj.n; i += kvg_utf8_decode_fast(obj.u.s + i, obj.n - i, NULL))
             off[len++] = (uint32_t)i;
         off[len] = obj.n;
     } else {
@@ -375,7 +375,7 @@ static int str_split(struct jrender *r, struct jv self, struct jv *args, size_t 
         while (s < e) {
             const char *w = s;
             size_t k;
-            while (w < e && !js_ws_len(w, e)) w += utf8_seq_len(w, (size_t)(e - w));
+            while (w < e && !js_ws_len(w, e)) w += kvg_utf8_decode_fast(w, (size_t)(e - w), NULL);
             if (maxsplit != -1 && res->n >= maxsplit) { /* the rest, trailing blanks too */
                 if ((rc = push_str(r, res, s, (size_t)(e - s)))) return rc;
                 break;
@@ -427,7 +427,7 @@ int js_replace(struct jrender *r, struct jv self, struct jv old, struct jv nw, s
                 remaining--;
             }
             if (s >= e) break;
-            size_t l = utf8_seq_len(s, (size_t)(e - s));
+            size_t l = kvg_utf8_decode_fast(s, (size_t)(e - s), NULL);
             rc |= kvg_buf_append(&b, s, l);
             s += l;
         }

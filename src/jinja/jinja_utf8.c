@@ -6,23 +6,6 @@
 
 #include "jinja/jinja_int.h"
 
-size_t utf8_seq_len(const char *s, size_t n)
-{
-    unsigned char c = (unsigned char)s[0];
-    size_t l = c < 0x80 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
-    return l > n ? n : l;
-}
-
-uint32_t utf8_decode_at(const unsigned char *p, size_t l)
-{
-    if (l == 1) return p[0];
-    if (l == 2) return ((uint32_t)(p[0] & 0x1F) << 6) | (p[1] & 0x3F);
-    if (l == 3)
-        return ((uint32_t)(p[0] & 0x0F) << 12) | ((uint32_t)(p[1] & 0x3F) << 6) | (p[2] & 0x3F);
-    return ((uint32_t)(p[0] & 0x07) << 18) | ((uint32_t)(p[1] & 0x3F) << 12) |
-           ((uint32_t)(p[2] & 0x3F) << 6) | (p[3] & 0x3F);
-}
-
 static int is_js_space(uint32_t c)
 {
     return (c >= 9 && c <= 13) || c == 0x20 || c == 0xA0 || c == 0x1680 ||
@@ -35,8 +18,9 @@ size_t js_ws_len(const char *p, const char *end)
     if (p >= end) return 0;
     unsigned char c = (unsigned char)*p;
     if (c < 0x80) return (c >= 9 && c <= 13) || c == ' ' ? 1 : 0;
-    size_t l = utf8_seq_len(p, (size_t)(end - p));
-    return is_js_space(utf8_decode_at((const unsigned char *)p, l)) ? l : 0;
+    uint32_t cp;
+    size_t l = kvg_utf8_decode_fast(p, (size_t)(end - p), &cp);
+    return is_js_space(cp) ? l : 0;
 }
 
 size_t js_ws_len_before(const char *start, const char *p)
@@ -101,8 +85,8 @@ int js_json_str(struct kvg_buf *b, const char *s, size_t n, int ensure_ascii)
         } else if (c == 0xF4 && n - i >= 4 && !memcmp(s + i, KVG_JINJA_NUL_MASK, 4)) {
             esc = "\\u0000", el = 6, adv = 4; /* a masked NUL (chat.h) */
         } else if (ensure_ascii && c >= 0x80) {
-            adv = utf8_seq_len(s + i, n - i);
-            uint32_t cp = utf8_decode_at((const unsigned char *)s + i, adv);
+            uint32_t cp;
+            adv = kvg_utf8_decode_fast(s + i, n - i, &cp);
             if (cp >= 0x10000) {
                 uint32_t v = cp - 0x10000, hi = 0xD800 + (v >> 10), lo = 0xDC00 + (v & 0x3FF);
                 sprintf(tmp, "\\u%04x\\u%04x", hi, lo);

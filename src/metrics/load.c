@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "base/err.h"
+#include "base/hash.h"
 #include "metrics/load.h"
 #include "metrics/parse.h"
 
@@ -102,12 +103,6 @@ static uint64_t mix(uint64_t h)
     return h ^ (h >> 33);
 }
 
-static uint64_t fnv(uint64_t h, const char *p, size_t n)
-{
-    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)p[i]) * 0x100000001b3ull;
-    return h;
-}
-
 static int str_is(struct kvg_str s, const char *lit)
 {
     size_t n = strlen(lit);
@@ -125,9 +120,10 @@ static uint64_t group_key(const struct kvg_metrics_sample *s)
         for (size_t r = 0; r < sizeof replica_labels / sizeof *replica_labels; r++)
             replica |= str_is(s->labels[i].name, replica_labels[r]);
         if (replica) continue;
-        uint64_t h = fnv(0xcbf29ce484222325ull, s->labels[i].name.p, s->labels[i].name.len);
-        h = (h ^ 0xff) * 0x100000001b3ull; /* 0xff: never in a name, splits name from value */
-        h = fnv(h, s->labels[i].value.p, s->labels[i].value.len);
+        uint64_t h =
+            kvg_hash_fnv1a64(KVG_HASH_FNV1A64_SEED, s->labels[i].name.p, s->labels[i].name.len);
+        h = kvg_hash_fnv1a64(h, "\xff", 1); /* 0xff: never in a name, splits name from value */
+        h = kvg_hash_fnv1a64(h, s->labels[i].value.p, s->labels[i].value.len);
         key ^= mix(h);
     }
     return key;

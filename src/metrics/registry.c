@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "base/err.h"
+#include "base/hash.h"
 #include "metrics/internal.h"
 
 /* Series are allocated on their own cache lines so that two hot counters
@@ -45,11 +46,10 @@ static void atomic_add_double(_Atomic uint64_t *a, double v)
  * contains, so ("ab","c") and ("a","bc") hash apart. */
 static uint64_t hash_values(const char *const *values, size_t n)
 {
-    uint64_t h = 0xcbf29ce484222325ull;
+    uint64_t h = KVG_HASH_FNV1A64_SEED;
     for (size_t i = 0; i < n; i++) {
-        for (const unsigned char *p = (const unsigned char *)values[i]; *p; p++)
-            h = (h ^ *p) * 0x100000001b3ull;
-        h = (h ^ 0xff) * 0x100000001b3ull;
+        h = kvg_hash_fnv1a64_str(h, values[i]);
+        h = kvg_hash_fnv1a64(h, "\xff", 1);
     }
     return h;
 }

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/hash.h"
+
 /* The rank of a "URL@r" (r: 1 to 4 digits after the last '@', past the
  * host), with *base_len the length of URL; -1 for a plain URL. */
 static int url_rank(const char *url, size_t *base_len)
@@ -167,8 +169,7 @@ int kvg_worker_model_is_adapter(struct kvg_worker *w, const char *model, size_t 
 /* FNV-1a: names of adapters recently routed, compared by hash only. */
 static uint64_t name_hash(const char *p, size_t n)
 {
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)p[i]) * 0x100000001b3ull;
+    uint64_t h = kvg_hash_fnv1a64(KVG_HASH_FNV1A64_SEED, p, n);
     return h ? h : 1;
 }
 

@@ -40,7 +40,7 @@ struct kvg_serve_autoscale {
     uv_timer_t timer;
     int timer_on;
     struct kvg_serve *sv;
-    double t0, last_t;
+    double t0, last_t; /* t0: kvg_now_s() at start; times count from it */
     uint64_t last_requests;
     uint64_t last_ttfb_n;
     double last_ttfb_sum;

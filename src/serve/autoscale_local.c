@@ -16,6 +16,7 @@
 
 #include "base/buf.h"
 #include "base/err.h"
+#include "base/hash.h"
 #include "base/log.h"
 #include "router/route_text.h"
 #include "serve/autoscale_int.h"
@@ -36,7 +37,7 @@ static struct kvg_worker *find(struct kvg_serve *sv, const char *url)
 
 static double now_s(struct kvg_serve_autoscale *a)
 {
-    return kvg_wall_s() - a->t0;
+    return kvg_now_s() - a->t0;
 }
 
 static int h_add(void *ud, const char *url)
@@ -231,13 +232,6 @@ void kvg_serve_autoscale_local_tick(struct kvg_serve_autoscale *a, double now)
     if (up && a->sv->gate.adm) kvg_adm_capacity_available(a->sv->gate.adm, 1024);
 }
 
-static uint64_t fnv1a(const char *p, size_t n)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)p[i]) * 1099511628211ull;
-    return h;
-}
-
 /* Routing history: a prefix is the routing text's first 1024 bytes (a
  * shared system prompt and its first turn), its replay the request itself
  * with max_tokens 1, no stream. */
@@ -254,7 +248,8 @@ static void on_routed(void *ud, const struct kvg_route_input *ri, struct kvg_wor
         }
         t = &text;
     }
-    uint64_t key = fnv1a(t->data, t->len < 1024 ? t->len : 1024);
+    uint64_t key =
+        kvg_hash_fnv1a64(KVG_HASH_FNV1A64_SEED_SHORT, t->data, t->len < 1024 ? t->len : 1024);
     kvg_buf_free(&text);
     cJSON *j = cJSON_Duplicate(ri->json, 1);
     char *s = NULL;

@@ -138,7 +138,7 @@ static void fill(struct kvg_serve_autoscale *a, double now, const struct kvg_aut
 static void tick(uv_timer_t *t)
 {
     struct kvg_serve_autoscale *a = t->data;
-    double now = kvg_wall_s() - a->t0;
+    double now = kvg_now_s() - a->t0; /* monotonic: a clock step must not skew rates */
     struct kvg_autoscale_signals sigs[KVG_AUTOSCALE_MAX_POOLS];
     for (size_t i = 0; i < a->ctl->npools; i++) fill(a, now, &a->ctl->pools[i].cfg, &sigs[i]);
     /* The counters' new bases, after every pool read the same deltas. */
@@ -175,7 +175,7 @@ int kvg_serve_autoscale_start(struct kvg_serve *sv, uv_loop_t *loop)
 {
     struct kvg_serve_autoscale *a = sv->autoscale;
     if (!a) return 0;
-    a->t0 = kvg_wall_s();
+    a->t0 = kvg_now_s();
     a->last_requests = atomic_load(&sv->proxy.requests_total);
     uint64_t ms = (uint64_t)(a->ctl->cfg.interval_s * 1000);
     if (ms < 100) ms = 100;

@@ -37,7 +37,7 @@ struct kvg_serve_status {
     uv_timer_t timer;              /* main loop, once a second */
     int timer_on;
     uint64_t ticks;
-    double last_t;
+    double last_t; /* kvg_now_s() of the last sample */
     uint64_t prev_requests;
     uint64_t prev_buckets[32];
     pthread_mutex_t mu; /* guards sent[], view_hash, generation */

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/hash.h"
 #include "base/log.h"
 #include "router/mode.h"
 #include "serve/serve.h"
@@ -85,7 +86,7 @@ static void tick(uv_timer_t *t)
     struct kvg_serve_status *st = &sv->status;
     const struct kvg_proxy_metrics *pm = &sv->metrics.proxy;
     struct kvg_ui_sample *s = st->scratch;
-    double now = kvg_wall_s();
+    double now = kvg_now_s(); /* the rate's interval: monotonic */
     double dt = st->last_t > 0 ? now - st->last_t : SAMPLE_MS / 1000.0;
     uint64_t req = requests_answered(pm);
     uint64_t b[MAX_BUCKETS], d[MAX_BUCKETS];
@@ -93,7 +94,7 @@ static void tick(uv_timer_t *t)
     size_t nb = ttfb_buckets(pm, b, &bounds);
     for (size_t i = 0; i < nb; i++) d[i] = b[i] - st->prev_buckets[i];
     memset(s, 0, sizeof *s);
-    s->t = now;
+    s->t = kvg_wall_s(); /* the sample's timestamp, shown */
     s->req_rate = st->last_t > 0 && dt > 0 ? (double)(req - st->prev_requests) / dt : 0;
     double p50 = nb ? kvg_metrics_quantile(d, bounds, nb, 0.5) : NAN;
     double p90 = nb ? kvg_metrics_quantile(d, bounds, nb, 0.9) : NAN;
@@ -207,10 +208,8 @@ uint64_t kvg_serve_generation(struct kvg_serve *sv)
     uint64_t h = n;
     for (size_t i = 0; i < n; i++) {
         const char *state = worker_state(ws[i]);
-        uint64_t x = 1469598103934665603ull;
-        for (const char *p = ws[i]->url; *p; p++) x = (x ^ (uint8_t)*p) * 1099511628211ull;
-        for (const char *p = state; *p; p++) x = (x ^ (uint8_t)*p) * 1099511628211ull;
-        h += x;
+        uint64_t x = kvg_hash_fnv1a64_str(KVG_HASH_FNV1A64_SEED_SHORT, ws[i]->url);
+        h += kvg_hash_fnv1a64_str(x, state);
         kvg_worker_unref(ws[i]);
     }
     if (!st->mu_ok) return 0;

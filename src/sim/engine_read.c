@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "base/err.h"
+#include "base/util.h"
 #include "sim/engine_int.h"
 
 void kvg_sim_get_metrics(const struct kvg_sim *e, struct kvg_sim_metrics *m)
@@ -69,30 +70,15 @@ size_t kvg_sim_cpu_cached_hashes(const struct kvg_sim *e, uint64_t *out, size_t 
     return kvg_sim_kvc_cpu_hashes(e->kvc, out, cap);
 }
 
-/* Appends name to a comma-separated list unless it is there or would not fit. */
-static void list_add(char *list, size_t cap, const char *name)
-{
-    size_t n = strlen(list), k = strlen(name);
-    for (const char *p = list; *p;) {
-        const char *c = strchr(p, ',');
-        size_t len = c ? (size_t)(c - p) : strlen(p);
-        if (len == k && !memcmp(p, name, k)) return;
-        p += len + (c ? 1 : 0);
-    }
-    if (n + k + 2 > cap) return;
-    if (n) list[n++] = ',';
-    memcpy(list + n, name, k + 1);
-}
-
 void kvg_sim_lora_requests(const struct kvg_sim *e, char *running, size_t rcap, char *waiting,
                            size_t wcap)
 {
     if (rcap) running[0] = 0;
     if (wcap) waiting[0] = 0;
     for (uint32_t i = 0; rcap && i < e->nrunning; i++)
-        if (e->running[i]->lora) list_add(running, rcap, e->running[i]->lora);
+        if (e->running[i]->lora) kvg_list_add_once(running, rcap, e->running[i]->lora);
     for (const struct req *r = e->whead; wcap && r; r = r->wnext)
-        if (r->lora) list_add(waiting, wcap, r->lora);
+        if (r->lora) kvg_list_add_once(waiting, wcap, r->lora);
 }
 
 size_t kvg_sim_lora_resident(const struct kvg_sim *e, const char **out, size_t cap)

@@ -12,6 +12,7 @@
 
 #include "base/err.h"
 #include "base/log.h"
+#include "base/util.h"
 #include "simsrv/simsrv.h"
 
 #define LIVE_BUCKETS 4096
@@ -668,7 +669,7 @@ void kvg_sim_srv_handle(struct kvg_http_req *req, void *ud)
         return;
     }
     int post = !strcmp(req->method_name, "POST");
-    int cold = kvg_wall_s() - s->t0_wall < s->o.cold_start_s;
+    int cold = kvg_now_s() - s->t0 < s->o.cold_start_s;
     if (kvg_str_eq(req->path, "/health")) {
         if (cold)
             kvg_sim_srv_error(req, 503, "ServiceUnavailableError", "Loading model");
@@ -725,19 +726,6 @@ void kvg_sim_srv_handle(struct kvg_http_req *req, void *ud)
     kvg_sim_srv_error(req, 404, "NotFoundError", "Not Found");
 }
 
-/* Appends name to a comma-separated list once. */
-static void list_add(char *list, size_t cap, const char *name)
-{
-    size_t n = strlen(list), k = strlen(name);
-    for (const char *p = list; (p = strstr(p, name));) {
-        if ((p == list || p[-1] == ',') && (p[k] == ',' || !p[k])) return;
-        p += k;
-    }
-    if (n + k + 2 > cap) return;
-    if (n) list[n++] = ',';
-    memcpy(list + n, name, k + 1);
-}
-
 void kvg_sim_srv_lora_active(struct kvg_sim_server *s, char *running, size_t rcap, char *waiting,
                              size_t wcap)
 {
@@ -748,8 +736,8 @@ void kvg_sim_srv_lora_active(struct kvg_sim_server *s, char *running, size_t rca
             struct kvg_sim_request_info info;
             if (r->lora < 0 || kvg_sim_request_get(r->rk->engine, r->id, &info)) continue;
             if (info.state == KVG_SIM_RUNNING)
-                list_add(running, rcap, s->adapters[r->lora]);
+                kvg_list_add_once(running, rcap, s->adapters[r->lora]);
             else
-                list_add(waiting, wcap, s->adapters[r->lora]);
+                kvg_list_add_once(waiting, wcap, s->adapters[r->lora]);
         }
 }

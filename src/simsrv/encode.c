@@ -45,6 +45,7 @@
 #include <string.h>
 
 #include "base/err.h"
+#include "base/hash.h"
 #include "base/log.h"
 #include "net/http_client.h"
 #include "simsrv/simsrv.h"
@@ -86,13 +87,6 @@ struct kvg_sim_ec {
 
 /* ------------------------------------------------------------ media */
 
-static uint64_t fnv1a(const char *p, size_t n)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)p[i]) * 1099511628211ull;
-    return h;
-}
-
 static int is_media(const cJSON *p)
 {
     static const char *types[] = {"image_url", "input_image", "image_embeds", "image_pil"};
@@ -112,10 +106,11 @@ static uint64_t media_hash(const cJSON *p)
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
         const cJSON *v = cJSON_GetObjectItemCaseSensitive(p, keys[i]);
         if (cJSON_IsObject(v)) v = cJSON_GetObjectItemCaseSensitive(v, "url");
-        if (cJSON_IsString(v)) return fnv1a(v->valuestring, strlen(v->valuestring));
+        if (cJSON_IsString(v))
+            return kvg_hash_fnv1a64_str(KVG_HASH_FNV1A64_SEED_SHORT, v->valuestring);
     }
     char *s = cJSON_PrintUnformatted(p);
-    uint64_t h = s ? fnv1a(s, strlen(s)) : 0;
+    uint64_t h = s ? kvg_hash_fnv1a64_str(KVG_HASH_FNV1A64_SEED_SHORT, s) : 0;
     free(s);
     return h;
 }

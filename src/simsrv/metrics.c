@@ -244,7 +244,7 @@ static void update_rank(struct sim_metrics *m, const struct kvg_sim *e, double u
 void kvg_sim_srv_metrics_render(struct kvg_sim_server *s, struct kvg_http_req *req)
 {
     int mode = s->o.metrics_mode;
-    if (s->o.metrics_after_s >= 0 && kvg_wall_s() - s->t0_wall >= s->o.metrics_after_s)
+    if (s->o.metrics_after_s >= 0 && kvg_now_s() - s->t0 >= s->o.metrics_after_s)
         mode = s->o.metrics_later;
     if (render_fault(req, mode)) return;
     double up = kvg_sim_srv_now(s);

@@ -15,7 +15,7 @@
 
 double kvg_sim_srv_now(const struct kvg_sim_server *s)
 {
-    return (kvg_wall_s() - s->t0_wall) * s->o.speed;
+    return (kvg_now_s() - s->t0) * s->o.speed;
 }
 
 void kvg_sim_srv_publish(struct kvg_sim_rank *rk)
@@ -195,7 +195,8 @@ int kvg_sim_srv_main(const struct kvg_sim_opts *opts)
         return 2;
     }
     kvg_rng_seed(&s.rng, o->seed ^ 0x5eed);
-    s.t0_wall = s.started_wall = kvg_wall_s();
+    s.t0 = kvg_now_s();
+    s.started_wall = kvg_wall_s();
     uv_loop_t *loop = uv_default_loop();
     s.loop = loop;
     for (int r = 0; r < s.ndp; r++) {

@@ -60,7 +60,7 @@ struct kvg_sim_opts {
     double cold_start_s;      /* /health 503 this long after start */
     double kv_events_drop;    /* drop event batches with this probability */
     int metrics_mode;         /* enum kvg_sim_metrics_mode, from the start */
-    int metrics_later;        /* the mode after metrics_after_s wall seconds (none|error|garbage) */
+    int metrics_later;        /* the mode after metrics_after_s real seconds (none|error|garbage) */
     double metrics_after_s;   /* < 0: never switch */
     int log_level;
     /* disaggregated serving (sim/pd.c) */
@@ -172,7 +172,7 @@ struct kvg_sim_server {
     int ndp;
     struct kvg_tok *tok;
     struct kvg_jinja_chat *tmpl;
-    double t0_wall; /* wall clock at start */
+    double t0; /* kvg_now_s() at start: the sim clock runs from it */
     double started_wall;
     uint64_t next_id;
     struct sim_req **live; /* by id & mask: open addressing */

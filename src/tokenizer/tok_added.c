@@ -216,7 +216,7 @@ int kvg_tok_added_build(struct kvg_tok *tok, char *err, size_t errlen)
 static int is_word_at(const char *p, size_t i)
 {
     uint32_t cp;
-    kvg_tok_utf8_next(p + i, &cp);
+    kvg_utf8_decode_fast(p + i, SIZE_MAX, &cp);
     return kvg_tok_is_word(cp);
 }
 
@@ -275,7 +275,7 @@ int kvg_tok_added_split(const struct kvg_tok *tok, const struct kvg_tok_trie *t,
             while (k > 0) {
                 size_t c = prev_char(p, k);
                 uint32_t cp;
-                kvg_tok_utf8_next(p + c, &cp);
+                kvg_utf8_decode_fast(p + c, SIZE_MAX, &cp);
                 if (!kvg_tok_is_space(cp)) break;
                 k = c;
             }
@@ -284,7 +284,7 @@ int kvg_tok_added_split(const struct kvg_tok *tok, const struct kvg_tok_trie *t,
         if (a->rstrip)
             while (stop < n) {
                 uint32_t cp;
-                size_t l = kvg_tok_utf8_next(p + stop, &cp);
+                size_t l = kvg_utf8_decode_fast(p + stop, SIZE_MAX, &cp);
                 if (!kvg_tok_is_space(cp)) break;
                 stop += l;
             }

@@ -262,7 +262,7 @@ static int initial_symbols(const struct kvg_tok *tok, const char *w, size_t n, u
         }
     } else {
         for (size_t i = 0; i < n;) {
-            size_t l = kvg_tok_utf8_len((uint8_t)w[i]);
+            size_t l = kvg_utf8_len_fast((uint8_t)w[i], 1);
             int64_t id = kvg_tok_smap_get(&tok->vocab, tok->arena.p, w + i, l);
             if (id >= 0) {
                 unk_flush(tok, &u, sym, &m);

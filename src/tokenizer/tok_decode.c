@@ -36,7 +36,7 @@ static int dup_into(const char *s, char **out, size_t *len)
 
 static int one_char(const char *s)
 {
-    return s && s[0] && kvg_tok_utf8_len((uint8_t)s[0]) == strlen(s);
+    return s && s[0] && kvg_utf8_len_fast((uint8_t)s[0], 1) == strlen(s);
 }
 
 static int load_one(struct kvg_tok *tok, const cJSON *j, int depth, char *err, size_t errlen)
@@ -213,7 +213,7 @@ static int step(const struct kvg_tok_dec_step *st, const struct tl *in, struct t
             int all = 1;
             for (size_t k = 0; k < n && !rc && all;) {
                 uint32_t cp;
-                k += kvg_tok_utf8_next(s + k, &cp);
+                k += kvg_utf8_decode_fast(s + k, SIZE_MAX, &cp);
                 int b = kvg_tok_bl_byte(cp);
                 if (b < 0)
                     all = 0;
@@ -257,7 +257,7 @@ static int step(const struct kvg_tok_dec_step *st, const struct tl *in, struct t
         if ((rc = tl_start(o))) return rc;
         if (st->kind == KVG_TOK_D_METASPACE) {
             for (size_t k = 0; k < n && !rc;) {
-                size_t l = kvg_tok_utf8_len((uint8_t)s[k]);
+                size_t l = kvg_utf8_len_fast((uint8_t)s[k], 1);
                 if (l == st->alen && !memcmp(s + k, st->a, l)) {
                     if (!(i == 0 && st->prepend_scheme != KVG_TOK_PS_NEVER))
                         rc = kvg_buf_append(&o->text, " ", 1);

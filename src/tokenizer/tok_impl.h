@@ -53,32 +53,6 @@ extern const size_t kvg_tok_ucd_lower_len;
 extern const uint32_t kvg_tok_ucd_age15[];
 extern const size_t kvg_tok_ucd_age15_len;
 
-/* Decodes the code point at s (valid UTF-8 with at least one byte left);
- * returns its length in bytes. */
-static inline size_t kvg_tok_utf8_next(const char *s, uint32_t *cp)
-{
-    const uint8_t *u = (const uint8_t *)s;
-    if (u[0] < 0x80) {
-        *cp = u[0];
-        return 1;
-    }
-    if (u[0] < 0xE0) {
-        *cp = ((uint32_t)(u[0] & 0x1F) << 6) | (u[1] & 0x3F);
-        return 2;
-    }
-    if (u[0] < 0xF0) {
-        *cp = ((uint32_t)(u[0] & 0x0F) << 12) | ((uint32_t)(u[1] & 0x3F) << 6) | (u[2] & 0x3F);
-        return 3;
-    }
-    *cp = ((uint32_t)(u[0] & 0x07) << 18) | ((uint32_t)(u[1] & 0x3F) << 12) |
-          ((uint32_t)(u[2] & 0x3F) << 6) | (u[3] & 0x3F);
-    return 4;
-}
-/* Length of the UTF-8 sequence whose lead byte is b (1 for stray bytes). */
-static inline size_t kvg_tok_utf8_len(uint8_t b)
-{
-    return b < 0xC0 ? 1 : b < 0xE0 ? 2 : b < 0xF0 ? 3 : 4;
-}
 /* Unicode White_Space (Rust char::is_whitespace, regex \s). */
 int kvg_tok_is_space(uint32_t cp);
 /* Rust regex \w: Alphabetic, marks, decimal digits, connector punctuation,

@@ -79,7 +79,7 @@ static long to_raw(const char *s, size_t n, char *out)
     size_t w = 0;
     for (size_t i = 0; i < n;) {
         uint32_t cp;
-        i += kvg_tok_utf8_next(s + i, &cp);
+        i += kvg_utf8_decode_fast(s + i, SIZE_MAX, &cp);
         int b = kvg_tok_bl_byte(cp);
         if (b < 0) return -1;
         out[w++] = (char)b;

@@ -156,7 +156,7 @@ static int strip(const struct kvg_tok_norm_step *st, const char *p, size_t n, si
     if (st->left)
         while (i < n) {
             uint32_t cp;
-            size_t l = kvg_tok_utf8_next(p + i, &cp);
+            size_t l = kvg_utf8_decode_fast(p + i, SIZE_MAX, &cp);
             if (!kvg_tok_is_space(cp)) break;
             i += l;
         }
@@ -165,7 +165,7 @@ static int strip(const struct kvg_tok_norm_step *st, const char *p, size_t n, si
             size_t k = j - 1;
             while (k > i && ((uint8_t)p[k] & 0xC0) == 0x80) k--;
             uint32_t cp;
-            kvg_tok_utf8_next(p + k, &cp);
+            kvg_utf8_decode_fast(p + k, SIZE_MAX, &cp);
             if (!kvg_tok_is_space(cp)) break;
             j = k;
         }
@@ -195,7 +195,7 @@ int kvg_tok_normalize(const struct kvg_tok *tok, struct kvg_tok_scratch *s, cons
         case KVG_TOK_N_LOWER:
             for (size_t i = 0; i < curn && !rc;) {
                 uint32_t cp;
-                size_t l = kvg_tok_utf8_next(cur + i, &cp);
+                size_t l = kvg_utf8_decode_fast(cur + i, SIZE_MAX, &cp);
                 if (cp < 0x80) {
                     char c = (char)(cp >= 'A' && cp <= 'Z' ? cp + 32 : cp);
                     rc = kvg_buf_append(dst, &c, 1);

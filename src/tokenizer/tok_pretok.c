@@ -99,7 +99,7 @@ static int load_one(struct kvg_tok *tok, const cJSON *j, int depth, char *err, s
     if (!strcmp(type, "Metaspace")) {
         struct kvg_tok_pre_step st = {.kind = KVG_TOK_P_METASPACE};
         const char *r = kvg_tok_jstr(j, "replacement");
-        if (!r || !r[0] || kvg_tok_utf8_len((uint8_t)r[0]) != strlen(r))
+        if (!r || !r[0] || kvg_utf8_len_fast((uint8_t)r[0], 1) != strlen(r))
             return kvg_err_set(err, errlen, KVG_EPARSE, "Metaspace: replacement must be 1 char");
         memcpy(st.repl, r, strlen(r));
         st.repl_len = strlen(r);
@@ -221,7 +221,7 @@ static int split_char(const char *p, size_t n, const char *c, size_t cl, int beh
     size_t last = 0, i = 0;
     int rc;
     while (i < n) {
-        size_t l = kvg_tok_utf8_len((uint8_t)p[i]);
+        size_t l = kvg_utf8_len_fast((uint8_t)p[i], 1);
         if (l == cl && !memcmp(p + i, c, cl)) {
             if (last < i && (rc = kvg_tok_spans_push(sp, last, i, -1, 0))) return rc;
             if ((rc = kvg_tok_spans_push(sp, i, i + l, -1, 1))) return rc;

@@ -169,7 +169,7 @@ static int translate(const char *p, size_t n, int widen, struct kvg_buf *o, char
                 /* Same meaning in both: copy the escape (and a multi-byte char). */
                 char tmp[2] = {'\\', e};
                 rc = kvg_buf_append(o, tmp, 2);
-                size_t l = kvg_tok_utf8_len((uint8_t)e);
+                size_t l = kvg_utf8_len_fast((uint8_t)e, 1);
                 if (!rc && l > 1) {
                     rc = kvg_buf_append(o, p + i, l - 1);
                     i += l - 1;
@@ -327,7 +327,7 @@ int kvg_tok_regex_next(const struct kvg_tok_regex *re, int wide, pcre2_match_dat
         if (e < st) e = st; /* \K tricks; never in tokenizer patterns */
         /* No empty match right where the previous match ended: step one char. */
         if (e == st && *last_match_end == e) {
-            *last_end += *last_end < n ? kvg_tok_utf8_len((uint8_t)s[*last_end]) : 1;
+            *last_end += *last_end < n ? kvg_utf8_len_fast((uint8_t)s[*last_end], 1) : 1;
             continue;
         }
         *last_end = e;

@@ -249,7 +249,7 @@ static int nf_region(const char *s, size_t n, int do_compose, struct kvg_buf *ou
     int rc = 0;
     for (size_t i = 0; i < n && !rc;) {
         uint32_t cp;
-        i += kvg_tok_utf8_next(s + i, &cp);
+        i += kvg_utf8_decode_fast(s + i, SIZE_MAX, &cp);
         rc = decompose(&b, cp);
     }
     /* Canonical ordering: stable insertion sort of each run of non-starters. */
@@ -302,7 +302,7 @@ int kvg_tok_unicode_nfc_quick(const char *s, size_t n)
             continue;
         }
         uint32_t cp;
-        i += kvg_tok_utf8_next(s + i, &cp);
+        i += kvg_utf8_decode_fast(s + i, SIZE_MAX, &cp);
         if (is_unsafe(cp)) return 0;
     }
     return 1;
@@ -316,7 +316,7 @@ int kvg_tok_unicode_nf(const char *s, size_t n, int do_compose, struct kvg_buf *
     size_t i = 0, copied = 0, last_safe = SIZE_MAX;
     while (i < n) {
         uint32_t cp;
-        size_t l = kvg_tok_utf8_next(s + i, &cp);
+        size_t l = kvg_utf8_decode_fast(s + i, SIZE_MAX, &cp);
         /* NFD must also take Hangul syllables apart (NFC leaves them). */
         int hangul = !do_compose && cp >= HANGUL_S && cp < HANGUL_S + HANGUL_SN;
         if (cp < 0x80 || (!is_unsafe(cp) && !hangul)) {
@@ -330,7 +330,7 @@ int kvg_tok_unicode_nf(const char *s, size_t n, int do_compose, struct kvg_buf *
         size_t end = i + l;
         while (end < n) {
             uint32_t c2;
-            size_t l2 = kvg_tok_utf8_next(s + end, &c2);
+            size_t l2 = kvg_utf8_decode_fast(s + end, SIZE_MAX, &c2);
             if (c2 < 0x80 ||
                 (!is_unsafe(c2) && (do_compose || c2 < HANGUL_S || c2 >= HANGUL_S + HANGUL_SN)))
                 break;
@@ -354,7 +354,7 @@ int kvg_tok_unicode_has_age15(const char *s, size_t n)
         if (u[i] != 0xF0 && u[i] != 0xE0) continue;
         if (i + 1 >= n) break;
         uint32_t cp;
-        kvg_tok_utf8_next(s + i, &cp);
+        kvg_utf8_decode_fast(s + i, SIZE_MAX, &cp);
         if (find_row(kvg_tok_ucd_age15, kvg_tok_ucd_age15_len, 3, cp)) return 1;
     }
     return 0;

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "base/err.h"
+#include "base/stats.h"
 #include "bench/scale/scale_int.h"
 
 void scale_lat_put(struct lat_ring *L, double t, double v)
@@ -24,30 +25,21 @@ void scale_lat_put(struct lat_ring *L, double t, double v)
     L->v[i] = v;
 }
 
-static int cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 void scale_lat_window(const struct lat_ring *L, double *scratch, double since, double *mean,
                       double *p90)
 {
     size_t cap = sizeof L->t / sizeof L->t[0], k = 0;
-    double s = 0;
     for (size_t j = L->n; j-- > 0;) {
         size_t i = (L->head + j) % cap;
         if (L->t[i] < since) break;
         scratch[k++] = L->v[i];
-        s += L->v[i];
     }
     if (!k) {
         *mean = *p90 = -1;
         return;
     }
-    qsort(scratch, k, sizeof *scratch, cmp_d);
-    *mean = s / (double)k;
-    *p90 = scratch[(size_t)ceil(0.9 * (double)k) - 1];
+    *mean = kvg_stats_mean(scratch, k); /* before the sort: the same sum, in arrival order */
+    *p90 = kvg_stats_pct(scratch, k, 90);
 }
 
 int scale_obs_init(struct scale_obs *ob)

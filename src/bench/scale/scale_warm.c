@@ -12,6 +12,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "base/stats.h"
 #include "bench/scale/scale_int.h"
 
 int scale_prewarm_start(struct run *R, int k, double t)
@@ -80,12 +81,6 @@ void scale_recovery_note(struct run *R, struct rep *p, double t, double cached, 
         p->recovered_s = t - p->ready_at;
 }
 
-static int cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 void scale_recovery_summary(struct run *R)
 {
     struct kvg_bench_scale_result *out = R->out;
@@ -104,8 +99,7 @@ void scale_recovery_summary(struct run *R)
     out->recovery_mean_s = n ? sum / (double)n : -1;
     out->recovery_p90_s = -1;
     if (v && n) {
-        qsort(v, n, sizeof *v, cmp_d);
-        out->recovery_p90_s = v[(size_t)ceil(0.9 * (double)n) - 1];
+        out->recovery_p90_s = kvg_stats_pct(v, n, 90);
     }
     free(v);
     out->young_ttft_p90_s = R->young_ttft.n ? kvg_bench_samples_pct(&R->young_ttft, 90) : -1;

@@ -22,6 +22,7 @@
 #include <openssl/x509.h>
 #include <uv.h>
 
+#include "base/hash.h"
 #include "net/http.h"
 #include "support/test.h"
 
@@ -37,9 +38,7 @@ struct fixture {
 
 static uint64_t fnv(const char *p, size_t n)
 {
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)p[i]) * 1099511628211ull;
-    return h;
+    return kvg_hash_fnv1a64(KVG_HASH_FNV1A64_SEED_SHORT, p, n);
 }
 
 static void answer(struct kvg_http_req *req)

@@ -13,7 +13,7 @@ TEST(utf8_put_roundtrip)
         size_t n = kvg_utf8_put(cps[i], b);
         CHECK(kvg_utf8_valid(b, n));
         uint32_t back;
-        CHECK_INT(kvg_tok_utf8_next(b, &back), n);
+        CHECK_INT(kvg_utf8_decode_fast(b, SIZE_MAX, &back), n);
         CHECK_INT(back, cps[i]);
     }
 }
@@ -77,7 +77,7 @@ static const char *lower(const char *s)
     kvg_buf_init(&b, 0);
     for (size_t i = 0; s[i];) {
         uint32_t cp;
-        i += kvg_tok_utf8_next(s + i, &cp);
+        i += kvg_utf8_decode_fast(s + i, SIZE_MAX, &cp);
         CHECK_INT(kvg_tok_lower_append(cp, &b), 0);
     }
     snprintf(out, sizeof out, "%.*s", (int)b.len, b.data ? b.data : "");
