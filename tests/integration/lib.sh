@@ -1,11 +1,13 @@
 # Shared helpers for integration tests (sourced, not run). Every process a
 # test starts is recorded and stopped by its PID on exit; every wait is
-# bounded; results are counted and the closing "# N passed, N failed" line is
-# printed by finish.
+# bounded; results are counted and the closing "# N passed, N failed, N
+# skipped" line is printed by finish. A check whose precondition the machine
+# lacks (a tool not installed) is reported with skip: counted, never a pass.
 set -u
 : "${KVG_BIN:?set by tests/run.sh}"
 PASSED=0
 FAILED=0
+SKIPPED=0
 PIDS=()
 TMP=$(mktemp -d /tmp/kvgate-it.XXXXXX)
 
@@ -26,6 +28,7 @@ trap cleanup EXIT
 
 ok() { PASSED=$((PASSED + 1)); echo "ok $1"; }
 bad() { FAILED=$((FAILED + 1)); echo "FAIL $1${2:+: $2}"; }
+skip() { SKIPPED=$((SKIPPED + 1)); echo "skip $1: ${2:-no reason given}"; }
 check() { # name, command...
   local name=$1; shift
   if "$@"; then ok "$name"; else bad "$name"; fi
@@ -42,7 +45,7 @@ finish() {
       grep -E -A30 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$f" | head -60
     fi
   done
-  echo "# $PASSED passed, $FAILED failed"
+  echo "# $PASSED passed, $FAILED failed, $SKIPPED skipped"
   [ "$FAILED" = 0 ]
   exit $?
 }

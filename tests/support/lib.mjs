@@ -1,18 +1,26 @@
 // Shared helpers for the Node integration tests (imported, not run): the
-// count of checks with its closing line, free loopback ports, bounded waits,
-// and processes started from the kvgate binary and stopped by PID.
+// count of checks (passed, failed, skipped) with its closing line, free
+// loopback ports, bounded waits, and processes started from the kvgate
+// binary and stopped by PID.
 import { spawn } from 'node:child_process';
 import net from 'node:net';
 
-export const counts = { passed: 0, failed: 0 };
+export const counts = { passed: 0, failed: 0, skipped: 0 };
 
 export function check(name, cond, extra = '') {
   if (cond) { counts.passed++; console.log('ok ' + name); }
   else { counts.failed++; console.log('FAIL ' + name + (extra ? ': ' + extra : '')); }
 }
 
+// A check whose precondition the machine lacks (a reference tool not
+// installed): counted and printed, never a pass.
+export function skip(name, reason) {
+  counts.skipped++;
+  console.log('skip ' + name + ': ' + reason);
+}
+
 export function summary() {
-  console.log(`# ${counts.passed} passed, ${counts.failed} failed`);
+  console.log(`# ${counts.passed} passed, ${counts.failed} failed, ${counts.skipped} skipped`);
   return counts.failed ? 1 : 0;
 }
 
