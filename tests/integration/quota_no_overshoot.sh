@@ -29,7 +29,7 @@ start_serve "$G2" "${common[@]}" --quota-store "redis://127.0.0.1:$RP" --quota-f
 start_serve "$GM" "${common[@]}" || exit 1
 start_serve "$GR" "${common[@]}" --require-max-tokens || exit 1
 for g in $G1 $G2 $GM $GR; do wait_http "http://127.0.0.1:$g/readiness" 10 || exit 1; done
-sleep 1.5 # the health checker has read max_model_len from /v1/models
+sleep "$(scaled 1.5)" # the health checker has read max_model_len from /v1/models
 
 # counter NAME: the tokens the Redis store holds for key NAME (every window).
 counter() {
@@ -43,7 +43,7 @@ counter() {
 settle() {
   local a b i
   a=$(counter "$1")
-  for i in $(seq 1 40); do
+  for i in $(seq 1 "$(scaled 40)"); do
     sleep 0.25; b=$(counter "$1")
     [ "$a" = "$b" ] && [ "$i" -gt 4 ] && break
     a=$b

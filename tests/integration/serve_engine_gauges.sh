@@ -22,7 +22,7 @@ for i in 1 2 3; do
     -d '{"model":"m","prompt":"x","max_tokens":1500,"ignore_eos":true}' &
   CP+=($!)
 done
-for _ in $(seq 1 50); do
+for _ in $(seq 1 "$(scaled 50)"); do
   curl -s -m 2 "$G/metrics" >"$TMP/m"
   grep -q "^kvgate_worker_engine_running{worker=\"$W1\"} [1-9]" "$TMP/m" &&
     grep -q "^kvgate_worker_engine_running{worker=\"$W2\"} [1-9]" "$TMP/m" && break
