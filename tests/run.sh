@@ -51,6 +51,7 @@ fi
 if [ "$WHAT" = all ] || [ "$WHAT" = integration ]; then
   for t in $(ls tests/integration/*.sh tests/integration/*.mjs 2>/dev/null | sort); do
     name=$(basename "$t")
+    [ "$name" = lib.sh ] && continue # the helpers every script sources, not a test
     if [ ${#ONLY[@]} -gt 0 ]; then
       keep=0; for o in "${ONLY[@]}"; do [[ $name == *"$o"* ]] && keep=1; done
       [ $keep = 1 ] || continue
