@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs kvgate's tests against one build folder and ends with a plain
-# "N passed, N failed" line.
+# "N passed, N failed, N skipped" line, after the names of the skipped ones.
 #   tests/run.sh build/release            unit + integration
 #   tests/run.sh build/release unit       unit only
 #   tests/run.sh build/release integration [NAME...]
@@ -8,6 +8,8 @@
 # Unit programs (build/X/t/<part>/test_*) each run in their own process with a
 # time limit and count their cases; each integration script
 # (tests/integration/*.sh or *.mjs) counts as the cases it reports, or as one.
+# A program's count line is "# N passed, N failed" with an optional
+# ", N skipped"; its "skip NAME: REASON" lines are listed at the end.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${1:?build folder}
@@ -15,22 +17,26 @@ WHAT=${2:-all}
 shift $(( $# >= 2 ? 2 : 1 ))
 ONLY=("$@")
 export KVG_BUILD="$OUT" KVG_BIN="$PWD/$OUT/kvgate" KVG_TOOLS="$PWD/$OUT/tools" KVG_ROOT="$PWD"
-passed=0; failed=0; failures=()
+passed=0; failed=0; skipped=0; failures=(); skips=()
 log=$(mktemp -d /tmp/kvgate-tests.XXXXXX)
 
 count_output() { # file name rc
-  local line p f
+  local line p f s l
   line=$(grep -E '^# [0-9]+ passed, [0-9]+ failed' "$1" | tail -1)
+  s=0
   if [ -n "$line" ]; then
     p=$(echo "$line" | awk '{print $2}'); f=$(echo "$line" | awk '{print $4}')
+    s=$(echo "$line" | sed -nE 's/^# [0-9]+ passed, [0-9]+ failed, ([0-9]+) skipped.*/\1/p')
+    s=${s:-0}
   elif [ "$3" = 0 ]; then p=1; f=0; else p=0; f=1; fi
   if [ "$3" != 0 ] && [ "$f" = 0 ]; then f=1; fi  # crashed after its summary, or timed out
-  passed=$((passed + p)); failed=$((failed + f))
+  passed=$((passed + p)); failed=$((failed + f)); skipped=$((skipped + s))
+  while IFS= read -r l; do skips+=("$2: ${l#skip }"); done < <(grep -E '^skip ' "$1")
   if [ "$f" != 0 ]; then
     failures+=("$2")
     echo "---- FAILED: $2 (rc $3)"; grep -v '^ok ' "$1" | tail -60
   elif [ -z "${KVG_SUMMARY_ONLY:-}" ]; then
-    echo "ok   $2 ($p)"
+    if [ "$s" = 0 ]; then echo "ok   $2 ($p)"; else echo "ok   $2 ($p, $s skipped)"; fi
   fi
 }
 
@@ -45,6 +51,7 @@ fi
 if [ "$WHAT" = all ] || [ "$WHAT" = integration ]; then
   for t in $(ls tests/integration/*.sh tests/integration/*.mjs 2>/dev/null | sort); do
     name=$(basename "$t")
+    [ "$name" = lib.sh ] && continue # the helpers every script sources, not a test
     if [ ${#ONLY[@]} -gt 0 ]; then
       keep=0; for o in "${ONLY[@]}"; do [[ $name == *"$o"* ]] && keep=1; done
       [ $keep = 1 ] || continue
@@ -74,5 +81,7 @@ fi
 
 rm -rf "$log"
 echo "[$OUT] failures: ${failures[*]:-none}"
-echo "$passed passed, $failed failed"
+if [ ${#skips[@]} = 0 ]; then echo "[$OUT] skipped: none"; else echo "[$OUT] skipped:"; fi
+for l in "${skips[@]}"; do echo "  $l"; done
+echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" = 0 ]

@@ -19,7 +19,7 @@ start_api() {
     --object deployments/llm/vllm-agg=1 --object statefulsets/llm/sgl-decode=2 \
     --object leaderworkersets/llm/lws-prefill=1 "$@" >"$TMP/$name.log" 2>&1 &
   PIDS+=($!)
-  for _ in $(seq 1 50); do [ -f "$TMP/$name.port" ] && break; sleep 0.1; done
+  for _ in $(seq 1 "$(scaled 50)"); do [ -f "$TMP/$name.port" ] && break; sleep 0.1; done
   API_PORT=$(cat "$TMP/$name.port" 2>/dev/null)
   [ -n "$API_PORT" ]
 }
@@ -85,8 +85,8 @@ AP=$(free_port)
 "$KVG_BIN" autoscale --config "$TMP/d.yaml" --port "$AP" --host 127.0.0.1 >"$TMP/as.out" 2>"$TMP/as.log" &
 PIDS+=($!)
 wait_http "http://127.0.0.1:$AP/health" 10
-for _ in $(seq 1 50); do grep -q 'sgl-decode\|nope' "$TMP/api.req" && grep -q 'vllm-agg/scale.*:2}} -> 200' "$TMP/api.req" && break; sleep 0.1; done
-for _ in $(seq 1 30); do
+for _ in $(seq 1 "$(scaled 50)"); do grep -q 'sgl-decode\|nope' "$TMP/api.req" && grep -q 'vllm-agg/scale.*:2}} -> 200' "$TMP/api.req" && break; sleep 0.1; done
+for _ in $(seq 1 "$(scaled 30)"); do
   curl -s -m 2 "http://127.0.0.1:$AP/autoscale" >"$TMP/as.json"
   [ "$(json_get "$TMP/as.json" "j['pools'][1]['actuation']['errors'] >= 1")" = True ] && break; sleep 0.1
 done

@@ -18,7 +18,7 @@ start_redis "$RP" || { bad "redis started"; finish; }
 /usr/bin/python3 "$FIX/scale_server.py" --port-file "$TMP/api.port" --log "$TMP/api.req" \
   --token sa-token --object deployments/llm/vllm-qwen=1 >"$TMP/api.log" 2>&1 &
 PIDS+=($!)
-for _ in $(seq 1 50); do [ -f "$TMP/api.port" ] && break; sleep 0.1; done
+for _ in $(seq 1 "$(scaled 50)"); do [ -f "$TMP/api.port" ] && break; sleep 0.1; done
 API=$(cat "$TMP/api.port")
 SIM=$(free_port)
 start_sim "$SIM" || { bad "sim started"; finish; }
@@ -111,7 +111,7 @@ start_as C || bad "C started"
 until_true 3 is leader C 0
 nb=$(acts B) # B is a steady leader here: it pushes again only on a new plan
 kill -TERM "$PID_B"
-for _ in $(seq 1 50); do kill -0 "$PID_B" 2>/dev/null || break; sleep 0.1; done
+for _ in $(seq 1 "$(scaled 50)"); do kill -0 "$PID_B" 2>/dev/null || break; sleep 0.1; done
 check "B stopped on SIGTERM" fails kill -0 "$PID_B" 2>/dev/null
 check "B released the lease on exit (logged)" grep -q 'lease kvgate-test:.* released' "$TMP/as-B.log"
 check "C holds it next" until_true $((INTERVAL + 2)) eval '[ "$(holder)" = C ]'

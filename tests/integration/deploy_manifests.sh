@@ -187,7 +187,7 @@ if [ -s "$TMP/aggregated.yaml.dashboard.json" ]; then
   /usr/bin/python3 "$KVG_ROOT/tests/fixtures/k8s/replay.py" --dir "$KVG_ROOT/tests/fixtures/k8s" \
     --port-file "$TMP/api.port" --log "$TMP/api.req" >"$TMP/api.log" 2>&1 &
   PIDS+=($!)
-  for _ in $(seq 1 50); do [ -f "$TMP/api.port" ] && break; sleep 0.1; done
+  for _ in $(seq 1 "$(scaled 50)"); do [ -f "$TMP/api.port" ] && break; sleep 0.1; done
   cat >"$TMP/qkeys.yaml" <<YAML
 keys:
   - name: dash
@@ -203,7 +203,7 @@ YAML
   wait_http "http://127.0.0.1:$GW/readiness" 10
   curl -s -o /dev/null "http://127.0.0.1:$GW/v1/completions" -H 'authorization: Bearer dash-key' \
     -d '{"model":"m1","prompt":"hello","max_tokens":4}'
-  for _ in $(seq 1 50); do
+  for _ in $(seq 1 "$(scaled 50)"); do
     curl -s "http://127.0.0.1:$GW/metrics" -H 'authorization: Bearer dash-key' >"$TMP/metrics"
     grep -q '^kvgate_worker_engine_waiting' "$TMP/metrics" && grep -q '^kvgate_discovery_workers' "$TMP/metrics" && break
     sleep 0.2

@@ -18,7 +18,7 @@ start_api() {
   /usr/bin/python3 "$FIX/replay.py" --dir "$FIX" --port-file "$TMP/$name.port" \
     --log "$TMP/$name.req" --token sekret-token "$@" >"$TMP/$name.log" 2>&1 &
   PIDS+=($!)
-  for _ in $(seq 1 50); do [ -f "$TMP/$name.port" ] && break; sleep 0.1; done
+  for _ in $(seq 1 "$(scaled 50)"); do [ -f "$TMP/$name.port" ] && break; sleep 0.1; done
   API_PORT=$(cat "$TMP/$name.port" 2>/dev/null)
   [ -n "$API_PORT" ]
 }
@@ -31,7 +31,7 @@ workers() {
 # wait_workers PORT EXPECTED: until workers PORT prints EXPECTED (10 s).
 wait_workers() {
   local i
-  for i in $(seq 1 100); do
+  for i in $(seq 1 "$(scaled 100)"); do
     [ "$(workers "$1")" = "$2" ] && return 0
     sleep 0.1
   done
@@ -77,7 +77,7 @@ $W40 prefill"
 check "deregistration counted as not_ready" [ "$(metric "$GW" 'kvgate_discovery_deregistrations_total{reason="not_ready"}')" = 1 ]
 check "its worker series are gone" [ -z "$(curl -s "http://127.0.0.1:$GW/metrics" | grep "worker=\"$W10\"")" ]
 next_step # the drop
-for _ in $(seq 1 50); do grep -q 'resourceVersion=106&' "$TMP/api.req" && break; sleep 0.1; done
+for _ in $(seq 1 "$(scaled 50)"); do grep -q 'resourceVersion=106&' "$TMP/api.req" && break; sleep 0.1; done
 check "a dropped watch resumes from the last resourceVersion (106), no relist" \
   grep -q 'watch=1&allowWatchBookmarks=true&resourceVersion=106&' "$TMP/api.req"
 check "... without listing again" [ "$(grep -c 'endpointslices?limit=500' "$TMP/api.req")" = 2 ]
@@ -93,12 +93,12 @@ check "deregistration counted as pod_deleted" \
 check "relists counted" [ "$(metric "$GW" kvgate_discovery_relists_total)" = 1 ]
 check "registrations: srv-0, srv-1, pf-0, srv-0 again" [ "$(metric "$GW" kvgate_discovery_registrations_total)" = 4 ]
 check "workers gauge" [ "$(metric "$GW" kvgate_discovery_workers)" = 1 ]
-for _ in $(seq 1 50); do grep -q 'resourceVersion=200&' "$TMP/api.req" && break; sleep 0.1; done
+for _ in $(seq 1 "$(scaled 50)"); do grep -q 'resourceVersion=200&' "$TMP/api.req" && break; sleep 0.1; done
 check "watch again from the relist's resourceVersion" grep -q 'resourceVersion=200&' "$TMP/api.req"
 check "no series of removed workers" \
   [ -z "$(curl -s "http://127.0.0.1:$GW/metrics" | grep -e "worker=\"$W20\"" -e "worker=\"$W40\"")" ]
 kill -TERM "$SERVE_PID"
-for _ in $(seq 1 50); do kill -0 "$SERVE_PID" 2>/dev/null || break; sleep 0.1; done
+for _ in $(seq 1 "$(scaled 50)"); do kill -0 "$SERVE_PID" 2>/dev/null || break; sleep 0.1; done
 check "SIGTERM stops serve while a watch is open" fails kill -0 "$SERVE_PID" 2>/dev/null
 
 # --encode-selector: the encode pod becomes an encode worker (the encode
@@ -137,7 +137,7 @@ $W20 regular"
     --service-discovery-port 8000 --service-discovery-api-url "https://127.0.0.1:$API_PORT" \
     --service-discovery-ca-file "$TMP/other.pem" --service-discovery-token-file "$TMP/token" \
     --disable-health-check --load-monitor-interval-ms 0 --threads 1
-  for _ in $(seq 1 50); do [ "$(metric "$GW3" kvgate_discovery_errors_total)" ] && break; sleep 0.1; done
+  for _ in $(seq 1 "$(scaled 50)"); do [ "$(metric "$GW3" kvgate_discovery_errors_total)" ] && break; sleep 0.1; done
   check "https with a wrong CA: refused, counted, no workers" \
     [ "$(metric "$GW3" kvgate_discovery_errors_total)" -ge 1 -a -z "$(workers "$GW3")" ]
 else

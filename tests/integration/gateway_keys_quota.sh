@@ -35,7 +35,7 @@ start_serve "$GW" --threads 2 --keys "$TMP/keys.yaml" --tls-cert "$TMP/cert.pem"
   --worker-urls "http://127.0.0.1:$V" "http://127.0.0.1:$SG" "http://127.0.0.1:$L" || exit 1
 G=http://127.0.0.1:$GW
 wait_http "$G/readiness" 10 || exit 1
-sleep 0.5
+sleep "$(scaled 0.5)"
 req() { # key body -> status; headers in $TMP/h, body in $TMP/b
   curl -s -m 20 -D "$TMP/h" -o "$TMP/b" -w '%{http_code}' "$G/v1/completions" -H "authorization: Bearer $1" -d "$2"
 }

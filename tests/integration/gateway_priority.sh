@@ -22,7 +22,7 @@ done
 # Waits (bounded) until every engine's scraped queue is at least $1; sets w.
 wait_waiting() {
   local i
-  for i in $(seq 1 50); do
+  for i in $(seq 1 "$(scaled 50)"); do
     w=$(curl -s "$G/workers" | /usr/bin/python3 -c 'import json,sys; print(min((w["engine"]["waiting"] or 0) for w in json.load(sys.stdin)["workers"]))')
     [ "${w%.*}" -ge "$1" ] && return 0
     sleep 0.1

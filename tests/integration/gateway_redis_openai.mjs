@@ -3,61 +3,31 @@
 // over the shared limit gets a RateLimitError (429, Retry-After,
 // rate_limit_exceeded); with Redis gone the replicas fail open, at once.
 // Every process is started here on 127.0.0.1 and stopped by PID.
-import { spawn, execFileSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { createRequire } from 'node:module';
-import net from 'node:net';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { check, freePort, sleep, start, startCmd, stopAll, summary, waitHttp, waitPort, waitScale } from '../support/lib.mjs';
 
 const require = createRequire(process.env.KVG_ROOT + '/tests/node/');
 const OpenAI = require('openai').default ?? require('openai');
 const BIN = process.env.KVG_BIN;
-const procs = [];
-let passed = 0, failed = 0;
-const check = (name, cond, extra = '') => {
-  if (cond) { passed++; console.log('ok ' + name); } else { failed++; console.log('FAIL ' + name + (extra ? ': ' + extra : '')); }
-};
-const freePort = () => new Promise((res, rej) => {
-  const s = net.createServer();
-  s.listen(0, '127.0.0.1', () => { const p = s.address().port; s.close(() => res(p)); });
-  s.on('error', rej);
-});
-const start = (cmd, args) => { const p = spawn(cmd, args, { stdio: ['ignore', 'ignore', 'ignore'] }); procs.push(p); return p; };
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-async function waitHttp(url, ms) {
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    try { if ((await fetch(url)).status === 200) return true; } catch {}
-    await sleep(100);
-  }
-  return false;
-}
-async function waitPort(port, ms) {
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    const ok = await new Promise((r) => { const c = net.connect(port, '127.0.0.1', () => { c.end(); r(true); }); c.on('error', () => r(false)); });
-    if (ok) return true;
-    await sleep(100);
-  }
-  return false;
-}
-const stopAll = () => { for (const p of procs) { try { process.kill(p.pid, 'SIGTERM'); } catch {} } };
-const timer = setTimeout(() => { console.log('FAIL timeout'); stopAll(); process.exit(1); }, 90000);
+const timer = setTimeout(() => { console.log('FAIL timeout'); stopAll(); process.exit(1); }, 90000 * waitScale);
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'kvgate-redis-'));
 
 try {
   const [rp, sp, g1, g2] = [await freePort(), await freePort(), await freePort(), await freePort()];
-  const redis = start('redis-server', ['--port', String(rp), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no']);
+  const redis = startCmd('redis-server', ['--port', String(rp), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no']);
   check('redis up', await waitPort(rp, 10000));
-  start(BIN, ['sim', '--port', String(sp), '--model', 'm', '--speed', '50']);
+  start(['sim', '--port', String(sp), '--model', 'm', '--speed', '50']);
   await waitHttp(`http://127.0.0.1:${sp}/v1/models`, 10000);
   const key = 'sk-shared-' + Math.random().toString(36).slice(2);
   const hash = execFileSync(BIN, ['keys', 'hash', key]).toString().trim();
   fs.writeFileSync(path.join(tmp, 'keys.yaml'),
     `keys:\n  - name: team\n    hash: ${hash}\n    limits: {tokens_per_minute: 300}\n`);
   for (const g of [g1, g2])
-    start(BIN, ['serve', '--port', String(g), '--threads', '1', '--keys', path.join(tmp, 'keys.yaml'),
+    start(['serve', '--port', String(g), '--threads', '1', '--keys', path.join(tmp, 'keys.yaml'),
                 '--quota-store', `redis://127.0.0.1:${rp}`, '--worker-urls', `http://127.0.0.1:${sp}`]);
   check('replica 1 ready', await waitHttp(`http://127.0.0.1:${g1}/readiness`, 10000));
   check('replica 2 ready', await waitHttp(`http://127.0.0.1:${g2}/readiness`, 10000));
@@ -99,5 +69,4 @@ try {
   stopAll();
   fs.rmSync(tmp, { recursive: true, force: true });
 }
-console.log(`# ${passed} passed, ${failed} failed`);
-process.exit(failed ? 1 : 0);
+process.exit(summary());

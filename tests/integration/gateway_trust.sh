@@ -88,7 +88,7 @@ check "duplicate in a message: 400" [ "$(code "$G/v1/chat/completions" -H "autho
 # 5. A second kvgate on the same port.
 "$KVG_BIN" serve --port "$GW" --worker-urls "http://127.0.0.1:$E" >"$TMP/second.out" 2>"$TMP/second.log" &
 P2=$!; PIDS+=($P2)
-for _ in $(seq 1 50); do kill -0 "$P2" 2>/dev/null || break; sleep 0.1; done
+for _ in $(seq 1 "$(scaled 50)"); do kill -0 "$P2" 2>/dev/null || break; sleep 0.1; done
 wait "$P2"; rc=$?
 check "a second kvgate on the port exits non-zero" [ "$rc" != 0 ]
 check "... saying address in use" grep -qi 'address already in use' "$TMP/second.log"
@@ -137,7 +137,7 @@ upstream_api_key: common-secret
 YAML
 start_serve "$GW3" --config "$TMP/serve.yaml" --health-check-interval-secs 1 || exit 1
 wait_http "http://127.0.0.1:$GW3/readiness" 10
-for _ in $(seq 1 50); do curl -s "http://127.0.0.1:$GW3/v1/models" | grep -q '"m"' && break; sleep 0.1; done
+for _ in $(seq 1 "$(scaled 50)"); do curl -s "http://127.0.0.1:$GW3/v1/models" | grep -q '"m"' && break; sleep 0.1; done
 curl -s "http://127.0.0.1:$GW3/v1/models" -o "$TMP/models"
 check "the worker's own key opens its model list" grep -q '"m"' "$TMP/models"
 check "a request goes with the worker's own key" [ "$(code "http://127.0.0.1:$GW3/v1/completions" -d '{"model":"m","prompt":"x","max_tokens":1}')" = 200 ]

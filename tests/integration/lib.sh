@@ -1,11 +1,32 @@
 # Shared helpers for integration tests (sourced, not run). Every process a
 # test starts is recorded and stopped by its PID on exit; every wait is
-# bounded; results are counted and the closing "# N passed, N failed" line is
-# printed by finish.
+# bounded; results are counted and the closing "# N passed, N failed, N
+# skipped" line is printed by finish. A check whose precondition the machine
+# lacks (a tool not installed) is reported with skip: counted, never a pass.
 set -u
 : "${KVG_BIN:?set by tests/run.sh}"
+
+# Waits (never assertions) scale with the build: an ASan or fuzz binary starts
+# and answers several times slower. KVG_WAIT_SCALE if set, else 4 when
+# KVG_BUILD (exported by tests/run.sh) names an asan or fuzz build, else 1.
+if [ -n "${KVG_WAIT_SCALE:-}" ]; then
+  WAIT_SCALE=$KVG_WAIT_SCALE
+else
+  case "${KVG_BUILD:-}" in *asan* | *fuzz*) WAIT_SCALE=4 ;; *) WAIT_SCALE=1 ;; esac
+fi
+if ! awk -v k="$WAIT_SCALE" 'BEGIN { exit !(k ~ /^[0-9]*\.?[0-9]+$/ && k > 0) }'; then
+  echo "KVG_WAIT_SCALE must be a positive number, not '$WAIT_SCALE'" >&2
+  exit 1
+fi
+# scaled N: N times the wait scale, for a wait's bound: the seconds of a
+# sleep or timeout, or the count of a polling loop (seq takes either).
+scaled() {
+  awk -v n="$1" -v k="$WAIT_SCALE" 'BEGIN { v = n * k; if (v == int(v)) printf "%d\n", v; else printf "%g\n", v }'
+}
+
 PASSED=0
 FAILED=0
+SKIPPED=0
 PIDS=()
 TMP=$(mktemp -d /tmp/kvgate-it.XXXXXX)
 
@@ -13,7 +34,7 @@ stop_all() {
   local p
   for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null; done
   for p in "${PIDS[@]}"; do
-    for _ in $(seq 1 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+    for _ in $(seq 1 "$(scaled 50)"); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
     kill -KILL "$p" 2>/dev/null
   done
   PIDS=()
@@ -26,6 +47,7 @@ trap cleanup EXIT
 
 ok() { PASSED=$((PASSED + 1)); echo "ok $1"; }
 bad() { FAILED=$((FAILED + 1)); echo "FAIL $1${2:+: $2}"; }
+skip() { SKIPPED=$((SKIPPED + 1)); echo "skip $1: ${2:-no reason given}"; }
 check() { # name, command...
   local name=$1; shift
   if "$@"; then ok "$name"; else bad "$name"; fi
@@ -42,7 +64,7 @@ finish() {
       grep -E -A30 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$f" | head -60
     fi
   done
-  echo "# $PASSED passed, $FAILED failed"
+  echo "# $PASSED passed, $FAILED failed, $SKIPPED skipped"
   [ "$FAILED" = 0 ]
   exit $?
 }
@@ -51,10 +73,11 @@ free_port() {
   /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
 }
 
-# wait_http URL [SECONDS] [STATUS]: until URL answers STATUS (default 200).
+# wait_http URL [SECONDS] [STATUS]: until URL answers STATUS (default 200),
+# for SECONDS (default 10) times the wait scale.
 wait_http() {
   local url=$1 secs=${2:-10} want=${3:-200} i
-  for i in $(seq 1 $((secs * 10))); do
+  for i in $(seq 1 "$(scaled "$((secs * 10))")"); do
     [ "$(curl -s -o /dev/null -w '%{http_code}' -m 1 "$url")" = "$want" ] && return 0
     sleep 0.1
   done
@@ -86,7 +109,7 @@ start_redis() {
   REDIS_PID=$!
   PIDS+=($REDIS_PID)
   local i
-  for i in $(seq 1 100); do
+  for i in $(seq 1 "$(scaled 100)"); do
     redis-cli -p "$1" ping 2>/dev/null | grep -q PONG && return 0
     sleep 0.05
   done
@@ -97,7 +120,7 @@ start_redis() {
 # 0 (bounded); prints the last answer when it never gets there.
 workers_idle() {
   local i
-  for i in $(seq 1 50); do
+  for i in $(seq 1 "$(scaled 50)"); do
     curl -s -m 1 "$1/workers" >"$TMP/workers.json" &&
       [ "$(json_get "$TMP/workers.json" "sum(w['in_flight'] for w in j['workers'])")" = 0 ] &&
       return 0

@@ -9,34 +9,26 @@
 #  3. kvgate's parser must agree with promtool on the engine fixtures and on
 #     a table of valid and malformed lines; the two documented differences
 #     (parse.h) are checked as differences.
-set -uo pipefail
+. "$(dirname "$0")/lib.sh"
+set -o pipefail
 TOOL="$KVG_TOOLS/metrics_dump"
 FIX="$KVG_ROOT/tests/fixtures/metrics"
-tmp=$(mktemp -d /tmp/kvg-metrics.XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
-passed=0
-failed=0
-ok() { echo "ok $1"; passed=$((passed + 1)); }
-bad() { echo "FAIL $1"; failed=$((failed + 1)); }
-check() { # name, then a command that must succeed
-  local name=$1; shift
-  if "$@"; then ok "$name"; else bad "$name"; fi
-}
-promtool_rc() { timeout 30 promtool check metrics <"$1" >"$tmp/prom.out" 2>&1; echo $?; }
+# promtool's report goes to prom.txt: finish scans *.out and *.log for
+# sanitizer reports, which are kvgate's, not promtool's.
+promtool_rc() { timeout 30 promtool check metrics <"$1" >"$TMP/prom.txt" 2>&1; echo $?; }
 
 if ! command -v promtool >/dev/null; then
-  echo "promtool not installed"
-  echo "# 0 passed, 1 failed"
-  exit 1
+  bad "promtool is installed"
+  finish
 fi
 
 # ---- 1. our rendering passes clean ------------------------------------------
-timeout 60 "$TOOL" >"$tmp/dump.txt"
+timeout 60 "$TOOL" >"$TMP/dump.txt"
 check "dump runs" test $? = 0
-rc=$(promtool_rc "$tmp/dump.txt")
-if [ "$rc" = 0 ]; then ok "promtool clean (rc 0)"; else bad "promtool rc $rc"; cat "$tmp/prom.out"; fi
+rc=$(promtool_rc "$TMP/dump.txt")
+if [ "$rc" = 0 ]; then ok "promtool clean (rc 0)"; else bad "promtool rc $rc"; cat "$TMP/prom.txt"; fi
 
-has() { grep -qF -- "$1" "$tmp/dump.txt"; }
+has() { grep -qF -- "$1" "$TMP/dump.txt"; }
 # 3 threads x 10000 iterations spread over 10 workers: 3000 each.
 check "counter, escaped backslash" has 'kvgate_requests_total{worker="back\\slash",code="200"} 3000'
 check "counter, escaped quote" has 'kvgate_requests_total{worker="dq\"uote",code="429"} 3000'
@@ -50,8 +42,8 @@ check "histogram count" has 'kvgate_ttft_seconds_count{worker="http://10.0.0.7:8
 check "unlabelled histogram" has 'kvgate_request_bytes_bucket{le="65536"} 1'
 check "inc/dec pairs net zero" has 'kvgate_inflight_requests 0'
 check "fractional counter exact" has 'kvgate_busy_seconds_total 3750'
-check "removed worker absent" bash -c "! grep -q 'removed:8000' '$tmp/dump.txt'"
-check "empty family absent" bash -c "! grep -q kvgate_never_used '$tmp/dump.txt'"
+check "removed worker absent" bash -c "! grep -q 'removed:8000' '$TMP/dump.txt'"
+check "empty family absent" bash -c "! grep -q kvgate_never_used '$TMP/dump.txt'"
 # Every histogram series: buckets never decrease, +Inf equals _count. Label
 # values hold blanks, so the value is the last field and the series the rest.
 check "histogram invariants" awk '
@@ -73,24 +65,24 @@ check "histogram invariants" awk '
     n = 0
     for (k in inf) { n++; if (!(k in cnt) || cnt[k] != inf[k]) { print "mismatch " k; bad = 1 } }
     exit (bad || n != 11)
-  }' "$tmp/dump.txt"
+  }' "$TMP/dump.txt"
 # Our parser reads back every sample line.
-want=$(grep -vc '^#' "$tmp/dump.txt")
-got=$("$TOOL" --parse <"$tmp/dump.txt")
+want=$(grep -vc '^#' "$TMP/dump.txt")
+got=$("$TOOL" --parse <"$TMP/dump.txt")
 check "kvgate parser reads the dump ($want samples)" test "$got" = "samples $want"
 
 # ---- 2. negative controls ---------------------------------------------------
-head -c -1 "$tmp/dump.txt" >"$tmp/cut.txt" # last line loses its newline
-rc=$(promtool_rc "$tmp/cut.txt")
+head -c -1 "$TMP/dump.txt" >"$TMP/cut.txt" # last line loses its newline
+rc=$(promtool_rc "$TMP/cut.txt")
 check "control: truncated dump fails promtool" test "$rc" = 1
-check "control: truncated dump fails kvgate parser" bash -c "! '$TOOL' --parse <'$tmp/cut.txt' >/dev/null"
-sed 's/back\\\\slash/back\\qslash/' "$tmp/dump.txt" >"$tmp/esc.txt"
-rc=$(promtool_rc "$tmp/esc.txt")
+check "control: truncated dump fails kvgate parser" bash -c "! '$TOOL' --parse <'$TMP/cut.txt' >/dev/null"
+sed 's/back\\\\slash/back\\qslash/' "$TMP/dump.txt" >"$TMP/esc.txt"
+rc=$(promtool_rc "$TMP/esc.txt")
 check "control: bad escape fails promtool" test "$rc" = 1
-check "control: bad escape fails kvgate parser" bash -c "! '$TOOL' --parse <'$tmp/esc.txt' >/dev/null"
+check "control: bad escape fails kvgate parser" bash -c "! '$TOOL' --parse <'$TMP/esc.txt' >/dev/null"
 sed 's/^kvgate_up 1$/kvgate_up_total 1/; s/# TYPE kvgate_up gauge/# TYPE kvgate_up_total gauge/' \
-  "$tmp/dump.txt" >"$tmp/lint.txt"
-rc=$(promtool_rc "$tmp/lint.txt")
+  "$TMP/dump.txt" >"$TMP/lint.txt"
+rc=$(promtool_rc "$TMP/lint.txt")
 check "control: a lint problem is rc 3" test "$rc" = 3
 
 # ---- 3. kvgate's parser vs promtool -----------------------------------------
@@ -109,16 +101,16 @@ rc=$(promtool_rc "$FIX/llamacpp_nokv.txt")
 check "difference: promtool rejects -nan" test "$rc" = 1
 check "difference: kvgate accepts -nan" bash -c "'$TOOL' --load <'$FIX/llamacpp_nokv.txt' | grep -qx 'kv_usage unknown'"
 # A value glued to a bare name: promtool takes "m-1" as m = -1, we refuse.
-printf 'm-1\n' >"$tmp/glued.txt"
-rc=$(promtool_rc "$tmp/glued.txt")
+printf 'm-1\n' >"$TMP/glued.txt"
+rc=$(promtool_rc "$TMP/glued.txt")
 check "difference: promtool accepts m-1" test "$rc" = 0 -o "$rc" = 3
-check "difference: kvgate rejects m-1" bash -c "! '$TOOL' --parse <'$tmp/glued.txt' >/dev/null"
+check "difference: kvgate rejects m-1" bash -c "! '$TOOL' --parse <'$TMP/glued.txt' >/dev/null"
 
 agree() { # expected (valid|invalid), then the text with printf escapes
   local want=$1 text=$2 rc ours
-  printf '%b' "$text" >"$tmp/case.txt"
-  rc=$(promtool_rc "$tmp/case.txt")
-  if "$TOOL" --parse <"$tmp/case.txt" >/dev/null; then ours=valid; else ours=invalid; fi
+  printf '%b' "$text" >"$TMP/case.txt"
+  rc=$(promtool_rc "$TMP/case.txt")
+  if "$TOOL" --parse <"$TMP/case.txt" >/dev/null; then ours=valid; else ours=invalid; fi
   local theirs=invalid
   [ "$rc" = 0 ] || [ "$rc" = 3 ] && theirs=valid
   if [ "$ours" = "$want" ] && [ "$theirs" = "$want" ]; then
@@ -155,5 +147,4 @@ agree invalid 'm 1'
 agree invalid '# TYPE m countr\n'
 agree invalid '# HELP m bad \\t escape\n'
 
-echo "# $passed passed, $failed failed"
-[ "$failed" = 0 ]
+finish

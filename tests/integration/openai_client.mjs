@@ -3,12 +3,12 @@
 // and the SDK's typed errors. Processes are started here on 127.0.0.1 and
 // stopped by PID; every wait is bounded.
 import { createRequire } from 'node:module';
-import { check, freePort, start, stopAll, summary, waitHttp } from '../support/lib.mjs';
+import { check, freePort, start, stopAll, summary, waitHttp, waitScale } from '../support/lib.mjs';
 
 const require = createRequire(process.env.KVG_ROOT + '/tests/node/');
 const OpenAI = require('openai').default ?? require('openai');
 
-const timer = setTimeout(() => { console.log('FAIL timeout'); stopAll(); process.exit(1); }, 60000);
+const timer = setTimeout(() => { console.log('FAIL timeout'); stopAll(); process.exit(1); }, 60000 * waitScale);
 
 try {
   const [s1, s2, gw] = [await freePort(), await freePort(), await freePort()];

@@ -51,14 +51,14 @@ busy_pair() { # P D: during one long stream, in flight 1 on the picked prefill r
   # (SGLang: both legs run together) and decode rank, 0 on the others
   curl -s -N -m 30 -D "$TMP/hb" "$G/v1/completions" -d "$(body true 1500)" >"$TMP/sb" &
   local c=$! i dec=""
-  for i in $(seq 1 500); do
+  for i in $(seq 1 "$(scaled 500)"); do
     grep -q '"text"' "$TMP/sb" 2>/dev/null && break
     sleep 0.02
   done
   dec=$(tr -d '\r' <"$TMP/hb" | awk 'tolower($1) == "x-kvgate-worker:" {print $2}')
   # SGLang's prefill leg may end a moment after the first token: read until
   # only the decode is busy (bounded; the stream runs for seconds).
-  for i in $(seq 1 20); do
+  for i in $(seq 1 "$(scaled 20)"); do
     curl -s -m 1 "$G/workers" >"$TMP/wb.json"
     json_get "$TMP/wb.json" "sorted((w['url'], w['in_flight']) for w in j['workers'] if w['in_flight'])" >"$TMP/busy"
     [ "$(cat "$TMP/busy")" = "[('$dec', 1)]" ] && break

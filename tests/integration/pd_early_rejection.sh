@@ -20,7 +20,7 @@ metric() { curl -s -m 2 "$G/metrics" | awk -v k="$1" '$1 == k {print $2}'; }
 body() { printf '{"model":"sim-model","prompt":"%s","max_tokens":%s,"ignore_eos":true,"stream":true}' "$PROMPT" "$1"; }
 scraped() { # the decode's KV capacity is known (bounded)
   local i
-  for i in $(seq 1 50); do
+  for i in $(seq 1 "$(scaled 50)"); do
     curl -s -m 1 "$G/workers" | grep -q '"block_size":16' && return 0
     sleep 0.1
   done
@@ -30,7 +30,7 @@ check "engine capacities scraped" scraped
 
 curl -s -N -m 60 "$G/v1/completions" -d "$(body 300)" >"$TMP/s1" &
 CURL=$!
-for _ in $(seq 1 100); do grep -q '"text"' "$TMP/s1" 2>/dev/null && break; sleep 0.1; done
+for _ in $(seq 1 "$(scaled 100)"); do grep -q '"text"' "$TMP/s1" 2>/dev/null && break; sleep 0.1; done
 check "the first request streams from the decode" grep -q '"text"' "$TMP/s1"
 code=$(curl -s -D "$TMP/h2" -o "$TMP/b2" -w '%{http_code}' -m 10 "$G/v1/completions" -d "$(body 300)")
 check "second request rejected at the door" test "$code" = 503

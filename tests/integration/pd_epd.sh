@@ -31,7 +31,7 @@ status_of() { # FILE: the HTTP status line's code of a curl -D dump
 }
 wait_encoding_zero() { # PORT: the encoder has no job left (bounded)
   local i
-  for i in $(seq 1 50); do
+  for i in $(seq 1 "$(scaled 50)"); do
     [ "$(ec "$1" encoding)" = 0 ] && return 0
     sleep 0.1
   done

@@ -39,7 +39,7 @@ curl -s -N -m 40 -D "$TMP/hA" "$G/v1/completions" -d "$body" >"$TMP/sA" &
 CURL_A=$!
 waiting_retry() { # A prefilled and its decode failed: a retry is pending
   local i
-  for i in $(seq 1 50); do
+  for i in $(seq 1 "$(scaled 50)"); do
     [ "$(metric "$PREFILLS")" = 1 ] && [ "$(metric kvgate_retries_total)" = 1 ] && return 0
     sleep 0.1
   done

@@ -57,7 +57,7 @@ check "failed prefill counted" test "$(metric kvgate_pd_prefill_failures_total)"
 check "in flight 0 after failed prefills" workers_idle "$G"
 idle_engine() { # PORT: the engine runs and waits for nothing (bounded)
   local i
-  for i in $(seq 1 50); do
+  for i in $(seq 1 "$(scaled 50)"); do
     curl -s -m 1 "http://127.0.0.1:$1/metrics" | grep -q '^sglang:num_running_reqs{.*} 0' && return 0
     sleep 0.1
   done

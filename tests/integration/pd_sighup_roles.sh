@@ -42,7 +42,7 @@ conf rack=r3,zone=z2 with
 kill -HUP "$SERVE_PID"
 joined() {
   local i
-  for i in $(seq 1 50); do
+  for i in $(seq 1 "$(scaled 50)"); do
     [ "$(worker "http://127.0.0.1:$D2" healthy)" = True ] && return 0
     sleep 0.1
   done
@@ -81,7 +81,7 @@ conf2 "http://127.0.0.1:$D1" "http://127.0.0.1:$D2"
 kill -HUP "$SERVE2"
 three() {
   local i
-  for i in $(seq 1 50); do
+  for i in $(seq 1 "$(scaled 50)"); do
     curl -s -m 1 "$G/workers" >"$TMP/w2.json" &&
       [ "$(json_get "$TMP/w2.json" "len(j['workers'])")" = 3 ] && return 0
     sleep 0.1

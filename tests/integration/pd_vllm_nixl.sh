@@ -31,7 +31,7 @@ G="http://127.0.0.1:$GW"
 
 wait_healthy() { # N: until N workers are healthy
   local i
-  for i in $(seq 1 80); do
+  for i in $(seq 1 "$(scaled 80)"); do
     curl -s -m 1 "$G/workers" >"$TMP/w.json" 2>/dev/null &&
       [ "$(json_get "$TMP/w.json" "sum(1 for w in j['workers'] if w['healthy'])")" = "$1" ] &&
       return 0
@@ -83,7 +83,7 @@ curl -s -m 1 "$G/v1/completions" -d "$(body true 8)" >/dev/null 2>&1
 check "in flight 0 after a client left mid-prefill" workers_idle "$G"
 ok_running() { # the prefill engine dropped the request (bounded)
   local i
-  for i in $(seq 1 50); do
+  for i in $(seq 1 "$(scaled 50)"); do
     curl -s -m 1 "http://127.0.0.1:$P/metrics" | grep -q '^vllm:num_requests_running{.*} 0' && return 0
     sleep 0.1
   done
@@ -97,7 +97,7 @@ start_prefill --kv-transfer-extra-secs 30
 wait_healthy 3
 curl -s -N -m 20 "$G/v1/completions" -d "$(body true 8)" >"$TMP/s3" &
 CURL=$!
-for _ in $(seq 1 50); do # until the prefill answered (the decode leg is pulling)
+for _ in $(seq 1 "$(scaled 50)"); do # until the prefill answered (the decode leg is pulling)
   [ "$(metric "kvgate_pd_requests_total{worker=\"http://127.0.0.1:$D2\",leg=\"decode\"}")" = 2 ] && break
   sleep 0.1
 done
@@ -129,7 +129,7 @@ check "the restarted prefill serves new requests" test "$(json_get "$TMP/j4" "j[
 # the gateway would send to D2, so the request below is the one that retries.
 decode_is_d2() {
   local i
-  for i in $(seq 1 50); do
+  for i in $(seq 1 "$(scaled 50)"); do
     curl -s -m 2 "$G/debug/route" -d "$(body false 4)" >"$TMP/dr2" &&
       [ "$(json_get "$TMP/dr2" "j['pd']['decode']")" = "http://127.0.0.1:$D2" ] && return 0
     sleep 0.1
@@ -151,7 +151,7 @@ D1_PID=${PIDS[-1]}
 wait_healthy 3
 curl -s -N -m 30 "$G/v1/completions" -d "$(body true 400)" >"$TMP/s6" &
 CURL=$!
-for _ in $(seq 1 100); do grep -q '"text"' "$TMP/s6" 2>/dev/null && break; sleep 0.1; done
+for _ in $(seq 1 "$(scaled 100)"); do grep -q '"text"' "$TMP/s6" 2>/dev/null && break; sleep 0.1; done
 kill -KILL "$D1_PID"; wait "$D1_PID" 2>/dev/null
 wait "$CURL"
 check "mid-stream kill: tokens first" grep -q '"text"' "$TMP/s6"

@@ -29,7 +29,7 @@ start_serve "$G2" "${common[@]}" --quota-store "redis://127.0.0.1:$RP" --quota-f
 start_serve "$GM" "${common[@]}" || exit 1
 start_serve "$GR" "${common[@]}" --require-max-tokens || exit 1
 for g in $G1 $G2 $GM $GR; do wait_http "http://127.0.0.1:$g/readiness" 10 || exit 1; done
-sleep 1.5 # the health checker has read max_model_len from /v1/models
+sleep "$(scaled 1.5)" # the health checker has read max_model_len from /v1/models
 
 # counter NAME: the tokens the Redis store holds for key NAME (every window).
 counter() {
@@ -43,7 +43,7 @@ counter() {
 settle() {
   local a b i
   a=$(counter "$1")
-  for i in $(seq 1 40); do
+  for i in $(seq 1 "$(scaled 40)"); do
     sleep 0.25; b=$(counter "$1")
     [ "$a" = "$b" ] && [ "$i" -gt 4 ] && break
     a=$b
@@ -131,15 +131,17 @@ inproc mem plain '{"model":"m","prompt":"hi","ignore_eos":true}'
 inproc memst stream '{"model":"m","prompt":"hi","ignore_eos":true,'"$U"'}'
 
 # 8. A string or negative max_tokens is a 400 naming the parameter.
-bad() { # body -> status and param
+# post_bad BODY: POSTs BODY for key mem, prints the status; the answer is in
+# $TMP/bad. (Not named bad: that is lib.sh's failure count.)
+post_bad() {
   curl -s -m 10 -o "$TMP/bad" -w '%{http_code}' "http://127.0.0.1:$GM/v1/completions" \
     -H "authorization: Bearer $(key mem)" -d "$1"
 }
-check "max_tokens \"100\": 400" [ "$(bad '{"model":"m","prompt":"x","max_tokens":"100"}')" = 400 ]
+check "max_tokens \"100\": 400" [ "$(post_bad '{"model":"m","prompt":"x","max_tokens":"100"}')" = 400 ]
 check "  param max_tokens, code invalid_type" [ "$(json_get "$TMP/bad" 'j["error"]["param"]+" "+j["error"]["code"]')" = "max_tokens invalid_type" ]
-check "max_tokens -5: 400" [ "$(bad '{"model":"m","prompt":"x","max_tokens":-5}')" = 400 ]
+check "max_tokens -5: 400" [ "$(post_bad '{"model":"m","prompt":"x","max_tokens":-5}')" = 400 ]
 check "  code integer_below_min_value" [ "$(json_get "$TMP/bad" 'j["error"]["code"]')" = integer_below_min_value ]
-check "max_completion_tokens 1.5: 400 naming it" [ "$(bad '{"model":"m","prompt":"x","max_completion_tokens":1.5}')" = 400 -a "$(json_get "$TMP/bad" 'j["error"]["param"]')" = max_completion_tokens ]
+check "max_completion_tokens 1.5: 400 naming it" [ "$(post_bad '{"model":"m","prompt":"x","max_completion_tokens":1.5}')" = 400 -a "$(json_get "$TMP/bad" 'j["error"]["param"]')" = max_completion_tokens ]
 st=$(curl -s -m 10 -o "$TMP/req" -w '%{http_code}' "http://127.0.0.1:$GR/v1/completions" -H "authorization: Bearer $(key req)" -d '{"model":"m","prompt":"x"}')
 check "--require-max-tokens: a quota'd request without it is a 400" [ "$st" = 400 -a "$(json_get "$TMP/req" 'j["error"]["param"]')" = max_tokens ]
 st=$(curl -s -m 10 -o /dev/null -w '%{http_code}' "http://127.0.0.1:$GR/v1/completions" -H "authorization: Bearer $(key req)" -d '{"model":"m","prompt":"x","max_tokens":3}')

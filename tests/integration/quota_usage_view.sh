@@ -42,7 +42,7 @@ complete() { # port key -> status; body in $TMP/c
 
 slots_become() { # port "used remaining limit": the user's slots get there (5 s at most)
   local i
-  for i in $(seq 1 50); do
+  for i in $(seq 1 "$(scaled 50)"); do
     usage "$1" "$KA" >/dev/null
     [ "$(limit key:user concurrent None)" = "$2" ] && return 0
     sleep 0.1

@@ -32,7 +32,7 @@ for s in socks:
 PY
 HOLDER=$!
 PIDS+=($HOLDER)
-for _ in $(seq 1 50); do grep -q "accept failed" "$LOG" && break; sleep 0.1; done
+for _ in $(seq 1 "$(scaled 50)"); do grep -q "accept failed" "$LOG" && break; sleep 0.1; done
 check "out of descriptors: the accept failure is logged" grep -q "accept failed: too many open files" "$LOG"
 check "accepting pauses" grep -q "accepting paused" "$LOG"
 wait "$HOLDER"

@@ -47,7 +47,7 @@ traffic() {
 desired=0
 for _ in 1 2 3 4 5; do
   traffic "$G"
-  for _ in $(seq 1 10); do
+  for _ in $(seq 1 "$(scaled 10)"); do
     curl -s -m 2 "$G/autoscale" >"$TMP/as.json"
     desired=$(json "$TMP/as.json" 'j["pools"][0]["desired"] or 0')
     [ "${desired:-0}" -gt 2 ] 2>/dev/null && break 2
@@ -75,7 +75,7 @@ start_serve "$GD" --worker-urls "$W1" "$W2" --health-check-interval-secs 1 \
   --autoscale "$TMP/as.yaml" --dry-run || exit 1
 for _ in 1 2 3 4 5; do
   traffic "http://127.0.0.1:$GD"
-  for _ in $(seq 1 10); do
+  for _ in $(seq 1 "$(scaled 10)"); do
     curl -s -m 2 "http://127.0.0.1:$GD/autoscale" >"$TMP/dry.json"
     [ "$(json "$TMP/dry.json" '(j["pools"][0]["desired"] or 0) > 2')" = True ] && break 2
     sleep 0.1

@@ -43,7 +43,7 @@ curl -s -o /dev/null -m 0.3 "$G/v1/completions" --data-binary "@$TMP/huge.json"
 curl -s -o /dev/null -m 0.6 "$G/v1/completions" --data-binary "@$TMP/huge.json"
 inflight() { curl -s "$G/workers" | /usr/bin/python3 -c 'import json,sys; print(sum(w["in_flight"] for w in json.load(sys.stdin)["workers"]))'; }
 n=1
-for _ in $(seq 1 100); do n=$(inflight); [ "$n" = 0 ] && break; sleep 0.2; done
+for _ in $(seq 1 "$(scaled 100)"); do n=$(inflight); [ "$n" = 0 ] && break; sleep 0.2; done
 check "clients gone mid-work: in-flight back to 0 ($n)" [ "$n" = 0 ]
 check "clients gone mid-work: gateway alive" wait_http "$G/health" 5
 
@@ -51,7 +51,7 @@ check "clients gone mid-work: gateway alive" wait_http "$G/health" 5
 curl -s -o "$TMP/hr" -w '%{http_code}' "$G/v1/completions" --data-binary "@$TMP/huge.json" >"$TMP/hcode" &
 BIG=$!
 hc=000
-for _ in $(seq 1 50); do
+for _ in $(seq 1 "$(scaled 50)"); do
   hc=$(curl -s -o /dev/null -w '%{http_code}' -m 30 "$G/health")
   [ "$hc" = 200 ] && break
   sleep 0.05

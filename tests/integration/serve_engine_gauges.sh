@@ -4,7 +4,8 @@
 # does not report is absent, never 0; the text passes promtool clean.
 . "$(dirname "$0")/lib.sh"
 if ! command -v promtool >/dev/null; then
-  echo "promtool not installed"; echo "# 0 passed, 1 failed"; exit 1
+  bad "promtool is installed"
+  finish
 fi
 S1=$(free_port); S2=$(free_port); S3=$(free_port); GW=$(free_port)
 start_sim "$S1" --model m || exit 1
@@ -21,7 +22,7 @@ for i in 1 2 3; do
     -d '{"model":"m","prompt":"x","max_tokens":1500,"ignore_eos":true}' &
   CP+=($!)
 done
-for _ in $(seq 1 50); do
+for _ in $(seq 1 "$(scaled 50)"); do
   curl -s -m 2 "$G/metrics" >"$TMP/m"
   grep -q "^kvgate_worker_engine_running{worker=\"$W1\"} [1-9]" "$TMP/m" &&
     grep -q "^kvgate_worker_engine_running{worker=\"$W2\"} [1-9]" "$TMP/m" && break

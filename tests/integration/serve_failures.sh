@@ -14,7 +14,7 @@ start_serve "$GW" --threads 2 --worker-urls "http://127.0.0.1:$H" "http://127.0.
   --health-failure-threshold 1 --disable-retries || exit 1
 G=http://127.0.0.1:$GW
 wait_http "$G/readiness" 10 || exit 1
-sleep 0.5 # the first health round has seen every engine
+sleep "$(scaled 0.5)" # the first health round has seen every engine
 
 # A hung engine: the answer times out (504), the in-flight count returns to 0.
 t0=$(date +%s%N)

@@ -19,7 +19,7 @@ start_serve "$GW" --threads 2 --policy kv_aware --block-size 16 --worker-urls "$
 G=http://127.0.0.1:$GW
 wait_http "$G/readiness" 10 || exit 1
 # The adapters are learned from /v1/models (bounded wait).
-for _ in $(seq 1 50); do
+for _ in $(seq 1 "$(scaled 50)"); do
   curl -s "$G/v1/models" | grep -q '"sql"' && break
   sleep 0.1
 done
@@ -41,7 +41,7 @@ send() {
 # wait_match EXPECTED MODEL [SALT]: until the index shows it (events are async).
 wait_match() {
   local want=$1 got=0; shift
-  for _ in $(seq 1 50); do got=$(best_match "$@"); [ "$got" -ge "$want" ] && break; sleep 0.1; done
+  for _ in $(seq 1 "$(scaled 50)"); do got=$(best_match "$@"); [ "$got" -ge "$want" ] && break; sleep 0.1; done
   echo "$got"
 }
 

@@ -11,7 +11,7 @@ direct() { curl -s -o "$TMP/r" "$1/v1/completions" -H "X-data-parallel-rank: ${3
 worker_of() { curl -s -D - -o "$TMP/r" "$1/v1/completions" -d "$(body "$2")" | tr -d '\r' | awk -F': ' 'tolower($1)=="x-kvgate-worker"{print $2}'; }
 # poll_route GW PROMPT EXPR VALUE: /debug/route until EXPR is VALUE (events are asynchronous).
 poll_route() {
-  for _ in $(seq 1 50); do
+  for _ in $(seq 1 "$(scaled 50)"); do
     curl -s "$1/debug/route" -d "$(body "$2")" >"$TMP/d"
     [ "$(json_get "$TMP/d" "$3")" = "$4" ] && return 0
     sleep 0.1
@@ -32,7 +32,7 @@ start_serve "$GW" --policy kv_aware --block-size 16 --worker-urls "${URL[G]}" "$
   --kv-events-endpoints "${EV[G]}" "${EV[C]}" "${EV[M]}" --health-check-interval-secs 1 || exit 1
 G=http://127.0.0.1:$GW
 wait_http "$G/readiness" 10 || exit 1
-sleep 0.3 # the subscriptions settle before the first events
+sleep "$(scaled 0.3)" # the subscriptions settle before the first events
 P=$(words 1 100 6)      # ~700 tokens: 43 full blocks
 direct "${URL[C]}" "$P"
 # Three ~1,750-token prompts fill C's 4,096-token GPU cache: P moves to its CPU tier.
@@ -74,13 +74,13 @@ start_serve "$GR" --policy kv_aware --block-size 16 --worker-urls "$U@0" "$U@1" 
   --kv-events-endpoints "tcp://127.0.0.1:$E" "tcp://127.0.0.1:$E" --health-check-interval-secs 1 || exit 1
 R=http://127.0.0.1:$GR
 wait_http "$R/readiness" 10 || exit 1
-sleep 0.3
+sleep "$(scaled 0.3)"
 A=$(words 2 100 6); B=$(words 3 60 6)
 direct "$U" "$A" 0
 direct "$U" "$B" 1
 kvb() { echo "[w['kv_index_blocks'] for w in j['workers'] if w['url'] == '$1'][0]"; }
 poll_workers() {
-  for _ in $(seq 1 50); do
+  for _ in $(seq 1 "$(scaled 50)"); do
     curl -s "$R/workers" >"$TMP/w"
     [ "$(json_get "$TMP/w" "$(kvb "$U@0")") $(json_get "$TMP/w" "$(kvb "$U@1")")" = "$1" ] && return 0
     sleep 0.1
@@ -114,7 +114,7 @@ workers:
 YAML
 kill -HUP "$SERVE_PID"
 LOG=$TMP/serve-$GH.log
-for _ in $(seq 1 50); do grep -q "reload refused" "$LOG" && break; sleep 0.1; done
+for _ in $(seq 1 "$(scaled 50)"); do grep -q "reload refused" "$LOG" && break; sleep 0.1; done
 check "SIGHUP with a duplicate: refused and logged" grep -q "SIGHUP: reload refused, keeping the current workers: worker '${URL[C]}/' is listed twice" "$LOG"
 check "SIGHUP with a duplicate: both workers stay" [ "$(nworkers)" = 2 ]
 cat >"$TMP/w.yaml" <<YAML
@@ -123,6 +123,6 @@ workers:
   - url: ${URL[C]}
 YAML
 kill -HUP "$SERVE_PID"
-for _ in $(seq 1 50); do [ "$(nworkers)" = 1 ] && break; sleep 0.1; done
+for _ in $(seq 1 "$(scaled 50)"); do [ "$(nworkers)" = 1 ] && break; sleep 0.1; done
 check "a later valid SIGHUP applies" [ "$(nworkers)" = 1 ]
 finish

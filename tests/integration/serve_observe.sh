@@ -49,7 +49,7 @@ start_serve "$G4" --health-check-interval-secs 1 --health-failure-threshold 1 \
 wait_http "http://127.0.0.1:$G4/readiness" 10 || exit 1
 SIMPID=$(pgrep -f "sim --port $S2 " | head -1)
 kill -STOP "$SIMPID"
-for _ in $(seq 1 80); do
+for _ in $(seq 1 "$(scaled 80)"); do
   curl -s "http://127.0.0.1:$G4/serving" | grep -q '"state":"unhealthy"' && break; sleep 0.1
 done
 "$KVG_BIN" observe --routers "http://127.0.0.1:$G4" --prometheus >"$TMP/prom"

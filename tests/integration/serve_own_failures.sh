@@ -17,7 +17,7 @@ LOG="$TMP/serve-$GW.log"
 req() { curl -s -D "$TMP/h" -o "$TMP/b" -w '%{http_code}' -m 10 "$1/v1/completions" -d '{"model":"m","prompt":"x","max_tokens":2}'; }
 check "both engines answer" [ "$(req "$G")" = 200 ]
 kill -KILL "${SIMS[@]}"
-for p in "${SIMS[@]}"; do for _ in $(seq 1 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done; done
+for p in "${SIMS[@]}"; do for _ in $(seq 1 "$(scaled 50)"); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done; done
 code=$(req "$G")
 check "engines just killed: 503 (got $code)" [ "$code" = 503 ]
 check "engines just killed: Retry-After" grep -qi '^retry-after:' "$TMP/h"

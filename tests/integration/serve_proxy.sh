@@ -98,7 +98,7 @@ kill -TERM "$SERVE_PID"
 wait "$cpid"
 check "drain: stream completed" grep -q 'data: \[DONE\]' "$TMP/drain"
 check "drain: 40 chunks" [ "$(grep -c '"text"' "$TMP/drain")" = 40 ]
-for i in $(seq 1 50); do kill -0 "$SERVE_PID" 2>/dev/null || break; sleep 0.1; done
+for i in $(seq 1 "$(scaled 50)"); do kill -0 "$SERVE_PID" 2>/dev/null || break; sleep 0.1; done
 wait "$SERVE_PID"; rc=$?
 check "drain: exit 0" [ "$rc" = 0 ]
 finish

@@ -43,7 +43,7 @@ mode_of() { # mode_of GW: "mode|reason" of its only worker
 # wait_mode GW MODE: until the worker's mode is MODE (bounded: 10 s).
 wait_mode() {
   local i
-  for i in $(seq 1 50); do
+  for i in $(seq 1 "$(scaled 50)"); do
     case "$(mode_of "$1")" in "$2|"*) return 0 ;; esac
     sleep 0.2
   done

@@ -19,7 +19,7 @@ nworkers() { curl -s "http://127.0.0.1:$GW/workers" | /usr/bin/python3 -c 'impor
 
 conf random 2 $((GW + 1)) "http://127.0.0.1:$S1" "http://127.0.0.1:$S2"
 kill -HUP "$SERVE_PID"
-for _ in $(seq 1 30); do [ "$(nworkers)" = 2 ] && break; sleep 0.1; done
+for _ in $(seq 1 "$(scaled 30)"); do [ "$(nworkers)" = 2 ] && break; sleep 0.1; done
 check "SIGHUP: the worker list is applied" [ "$(nworkers)" = 2 ]
 check "SIGHUP: settings that need a restart are named" grep -q "SIGHUP: port, threads, policy changed in .* need a restart" "$LOG"
 check "SIGHUP: the workers are not among them" bash -c "! grep 'need a restart' '$LOG' | grep -q worker-urls"

@@ -28,7 +28,7 @@ done
 wfield() { curl -s -m 2 "$1/workers" | /usr/bin/python3 -c "import json,sys; w=json.load(sys.stdin)['workers'][0]; print($2)"; }
 # The metrics that stop: wait (bounded) until the last good sample is stale.
 for c in error garbage; do
-  for _ in $(seq 1 60); do
+  for _ in $(seq 1 "$(scaled 60)"); do
     [ "$(wfield "${GW[$c]}" "w['scrape']['state'] != 'ok' and w['engine'].get('age_ms', 0) > 1200")" = True ] && break
     sleep 0.1
   done

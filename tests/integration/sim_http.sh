@@ -66,7 +66,7 @@ except zmq.Again:
     print("timeout")
 PY
 sub=$!
-sleep 0.5
+sleep "$(scaled 0.5)"
 post /v1/completions "{\"model\":\"m\",\"prompt\":\"$(/usr/bin/python3 -c 'print("zebra " * 40)')\",\"max_tokens\":1}" >/dev/null
 wait $sub
 

@@ -179,7 +179,7 @@ run_case() {
   fi
   cat "$dir/sub.log"
   # the driver exits once it sees "done"; bounded wait, then it is killed by PID
-  for _ in $(seq 1 100); do kill -0 "$dpid" 2>/dev/null || break; sleep 0.1; done
+  for _ in $(seq 1 "$(scaled 100)"); do kill -0 "$dpid" 2>/dev/null || break; sleep 0.1; done
   if kill -0 "$dpid" 2>/dev/null; then
     bad "$name: driver exits" "still running"
     kill -TERM "$dpid" 2>/dev/null

@@ -11,11 +11,12 @@
 //   encode (no special tokens) on each corpus, encode with special tokens,
 //   decode (with and without skip_special) of HF's own ids;
 // for o200k also against tiktoken. A negative control proves the comparison
-// can fail. Prints "# N passed, N failed".
+// can fail. Counts with tests/support/lib.mjs.
 import { createRequire } from 'module';
 import { spawnSync, execSync } from 'child_process';
 import fs from 'fs';
 import path from 'path';
+import { check, summary } from '../support/lib.mjs';
 
 const ROOT = process.env.KVG_ROOT || path.resolve(path.dirname(new URL(import.meta.url).pathname), '../..');
 const TOOLS = process.env.KVG_TOOLS || `${ROOT}/build/release/tools`;
@@ -25,9 +26,8 @@ const DRIVER = `${TOOLS}/tok_encode`;
 const T0 = Date.now();
 const BUDGET_MS = 400000; // well under tests/run.sh's 600 s limit
 
-let passed = 0, failed = 0;
-const ok = (name) => { passed++; console.log(`ok ${name}`); };
-const bad = (name, why) => { failed++; console.log(`FAIL ${name}: ${why}`); };
+const ok = (name) => check(name, true);
+const bad = (name, why) => check(name, false, why);
 
 // ---- corpora ----
 function rng(seed) {
@@ -235,5 +235,4 @@ try {
 } catch (e) {
   bad('run', e.stack || String(e));
 }
-console.log(`# ${passed} passed, ${failed} failed`);
-process.exit(failed ? 1 : 0);
+process.exit(summary());

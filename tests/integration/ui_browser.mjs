@@ -10,7 +10,7 @@ import { createRequire } from 'node:module';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { check, freePort, start, stopAll as stopProcs, summary, waitHttp } from '../support/lib.mjs';
+import { check, freePort, start, stopAll as stopProcs, summary, waitHttp, waitScale } from '../support/lib.mjs';
 
 const require = createRequire(process.env.KVG_ROOT + '/tests/node/');
 const { chromium } = require('playwright-core');
@@ -21,7 +21,7 @@ async function stopAll() {
   if (browser) { try { await browser.close(); } catch {} }
   stopProcs();
 }
-const timer = setTimeout(async () => { console.log('FAIL timeout'); await stopAll(); process.exit(1); }, 90000);
+const timer = setTimeout(async () => { console.log('FAIL timeout'); await stopAll(); process.exit(1); }, 90000 * waitScale);
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'kvgate-ui-'));
 try {
@@ -73,7 +73,7 @@ try {
   const resp = await page.goto(`${G}/ui`);
   check('the admin opens /ui', resp.status() === 200);
   await page.waitForFunction(() => document.querySelectorAll('#workers tbody tr').length >= 2,
-                             null, { timeout: 15000 }).catch(() => {});
+                             null, { timeout: 15000 * waitScale }).catch(() => {});
   const rows = await page.$$eval('#workers tbody tr', (trs) => trs.map((t) => t.dataset.url));
   check('both workers listed', rows.includes(`http://127.0.0.1:${s1}`) && rows.includes(`http://127.0.0.1:${s2}`),
         JSON.stringify(rows));
@@ -95,9 +95,9 @@ try {
   // A line needs two samples or more (one a second, redrawn every two).
   const drawn = (sel) => Array.from(document.querySelectorAll(sel + ' path'))
     .filter((p) => (p.getAttribute('d') || '').includes('L')).length;
-  await page.waitForFunction(drawn, '#c_rate', { timeout: 15000 }).catch(() => {});
+  await page.waitForFunction(drawn, '#c_rate', { timeout: 15000 * waitScale }).catch(() => {});
   check('the request-rate chart draws a line', (await page.evaluate(drawn, '#c_rate')) >= 1);
-  await page.waitForFunction(drawn, '#c_ttft', { timeout: 15000 }).catch(() => {});
+  await page.waitForFunction(drawn, '#c_ttft', { timeout: 15000 * waitScale }).catch(() => {});
   check('the TTFT chart draws the traffic it saw', (await page.evaluate(drawn, '#c_ttft')) >= 1);
   check('the per-worker chart draws one line per worker',
         (await page.evaluate(drawn, '#c_inflight')) >= 2);
@@ -109,7 +109,7 @@ try {
   await page.waitForFunction((n) => {
     const tr = document.querySelector('#quota tbody tr[data-scope="key:app"]');
     return tr && tr.children[3].textContent === String(n);
-  }, sent, { timeout: 15000 }).catch(() => {});
+  }, sent, { timeout: 15000 * waitScale }).catch(() => {});
   const qr = await page.evaluate(quotaRow);
   check('the quota table shows the app key\'s requests this month', qr !== null &&
         qr[1] === 'app' && /requests per month: 1000000/.test(qr[2]) && qr[3] === String(sent),
@@ -117,7 +117,7 @@ try {
   check('... and the store it read', /store memory/.test(await page.textContent('#quota_note')));
   await page.fill('#body', JSON.stringify({ model: 'm', prompt: 'hello 1' }));
   await page.click('#route');
-  await page.waitForFunction(() => document.querySelectorAll('#scores tbody tr').length >= 2, null, { timeout: 10000 }).catch(() => {});
+  await page.waitForFunction(() => document.querySelectorAll('#scores tbody tr').length >= 2, null, { timeout: 10000 * waitScale }).catch(() => {});
   const chosen = await page.textContent('#chosen');
   check('the route form answers which worker', /chosen: http:\/\/127\.0\.0\.1:/.test(chosen || ''), chosen);
   check('... with a row per candidate', (await page.$$('#scores tbody tr')).length >= 2);

@@ -1,8 +1,11 @@
 /* A tiny unit-test harness. A test file defines cases with TEST(name) { ... };
  * tests/support/test_main.c runs them all in registration order (or the ones
- * named on the command line), prints "ok"/"FAIL" per case and a closing
- * "# N passed, N failed" line that tests/run.sh adds up. A failed CHECK ends
- * the case and moves on to the next. */
+ * named on the command line), prints "ok"/"FAIL"/"skip" per case and a
+ * closing "# N passed, N failed, N skipped" line that tests/run.sh adds up. A
+ * failed CHECK ends the case and moves on to the next. SKIP("reason") ends
+ * the case as skipped, for a precondition the machine lacks (a kernel
+ * feature, an installed tool): it is counted and printed, never a pass. Call
+ * it before the case allocates anything, as a failed CHECK would leak too. */
 #ifndef KVG_TEST_H
 #define KVG_TEST_H
 
@@ -15,6 +18,7 @@ typedef void (*kvg_test_fn)(void);
 void kvg_test_register(const char *name, kvg_test_fn fn);
 void kvg_test_fail(const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 3, 4), noreturn));
+void kvg_test_skip(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 
 #define TEST(name)                                                                                 \
     static void test_##name(void);                                                                 \
@@ -23,6 +27,9 @@ void kvg_test_fail(const char *file, int line, const char *fmt, ...)
         kvg_test_register(#name, test_##name);                                                     \
     }                                                                                              \
     static void test_##name(void)
+
+/* SKIP("reason") or SKIP("fmt", args...): ends the case as skipped. */
+#define SKIP(...) kvg_test_skip(__VA_ARGS__)
 
 #define CHECK(cond)                                                                                \
     do {                                                                                           \

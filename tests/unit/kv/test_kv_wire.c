@@ -1,9 +1,9 @@
-/* The engines' own KV-event payloads (../shared/reference/kv-wire/, made by
+/* The engines' own KV-event payloads (tests/fixtures/kv-wire/, made by
  * vLLM's and SGLang's encoders; its README says what each holds and what a
  * correct consumer does): every file is decoded and applied, and the index
  * state the README names is checked (held or not, per salt, adapter, tier,
- * group, rank). The folder sits beside the repository in CI: a missing one
- * fails, it does not skip. */
+ * group, rank). The folder is part of the repository: a missing file fails,
+ * it does not skip. */
 #include <dirent.h>
 #include <errno.h>
 #include <msgpack.h>
@@ -18,10 +18,12 @@
 #define BS 16
 #define MAXF 4096
 
+/* tests/fixtures/kv-wire from $KVG_ROOT (set by tests/run.sh), else from the
+ * current folder (the repository root). */
 static const char *wire_dir(char *buf, size_t n)
 {
     const char *root = getenv("KVG_ROOT");
-    snprintf(buf, n, "%s/../shared/reference/kv-wire", root ? root : ".");
+    snprintf(buf, n, "%s/tests/fixtures/kv-wire", root ? root : ".");
     return buf;
 }
 
