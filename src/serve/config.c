@@ -284,6 +284,9 @@ static const struct flag flags[] = {
      "YAML file of pools to autoscale (GET /autoscale, /autoscale/metrics)"},
     {"dry-run", NULL, F_BOOL, O(autoscale_dry_run), 0,
      "with --autoscale: plan and report, act on nothing"},
+    {"read-usage", NULL, F_BOOL, O(read_usage), 0,
+     "read every request's token usage (streams ask the engine for it) for kvgate_tokens_total "
+     "and the token latency histograms, as kvgate autoscale reads them (on with --autoscale)"},
 };
 
 void kvg_serve_config_default(struct kvg_serve_config *c)
