@@ -33,7 +33,9 @@
  *   # zero_idle_secs, forecast_window_secs, static_replicas, queue_preset (llm-d | waiting),
  *   # queue_down_window_secs, queue_cooldown_secs,
  *   # sla_predictor (constant | moving_average | seasonal_trend),
- *   # cold_share, fetch_share, itl_per_seq_secs, slo_goal, cold_cache_penalty
+ *   # cold_share, fetch_share, itl_per_seq_secs, slo_goal, cold_cache_penalty,
+ *   # signal_window_secs (the span the observed signals cover; default: the
+ *   # planner's interval, sla 180 s / others 30 s, at least 30 s)
  *       target:               # actuator kubernetes: the workload to scale
  *         kind: Deployment    # Deployment | StatefulSet | LeaderWorkerSet
  *         namespace: llm
@@ -103,6 +105,7 @@ static const struct numkey g_num[] = {
     {"interval_secs", PO(opts.interval_s), 0, 0, 86400},
     {"isl", PO(isl), 0, 1, 1e7},
     {"osl", PO(osl), 0, 1, 1e7},
+    {"signal_window_secs", PO(signal_window_s), 0, 0, 86400},
     {"prefill_tokens_per_sec", PO(opts.prof.prefill_tps), 0, 1e-3, 1e9},
     {"decode_tokens_per_sec", PO(opts.prof.decode_tps), 0, 1e-3, 1e9},
     {"ttft_idle_secs", PO(opts.prof.ttft_idle_s), 0, 0, 3600},

@@ -62,7 +62,7 @@ static double tick_s(const struct kvg_serve_autoscale *a)
 /* Pool i's window: the span its planner reads (autoscale/signals.h). */
 static double span_s(const struct kvg_autoscale_pool_cfg *pc)
 {
-    return kvg_autoscale_obs_span(pc->planner, pc->opts.interval_s, 0);
+    return kvg_autoscale_obs_span(pc->planner, pc->opts.interval_s, pc->signal_window_s);
 }
 
 /* From the proxy, on any loop thread: into this thread's shard. Requests
@@ -179,14 +179,7 @@ static void fill(struct kvg_serve_autoscale *a, size_t i, double now,
         s->queued = (double)as.waiting;
     }
     kvg_autoscale_obs_window(a->obs[i], tick_s(a), span_s(pc), s);
-    if (s->isl < 0) { /* no request finished in the window said its lengths */
-        s->isl = pc->isl;
-        s->input_tps = s->arrival_rate * pc->isl;
-    }
-    if (s->osl < 0) {
-        s->osl = pc->osl;
-        s->output_tps = s->arrival_rate * pc->osl;
-    }
+    kvg_autoscale_obs_assume(s, pc->isl, pc->osl);
 }
 
 static void tick(uv_timer_t *t)
