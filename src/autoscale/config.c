@@ -22,7 +22,7 @@
  *       max_replicas: 8
  *       ttft_secs: 1.0        # targets
  *       itl_secs: 0.05
- *       isl: 3000             # tokens per request assumed for the token rates
+ *       isl: 3000             # tokens per request assumed until requests are measured
  *       osl: 150
  *       prefill_tokens_per_sec: 12000   # the profile: one replica, uncached prompts
  *       decode_tokens_per_sec: 3000     #   at the ITL target
