@@ -22,7 +22,7 @@
  *       max_replicas: 8
  *       ttft_secs: 1.0        # targets
  *       itl_secs: 0.05
- *       isl: 3000             # tokens per request assumed for the token rates
+ *       isl: 3000             # tokens per request assumed until requests are measured
  *       osl: 150
  *       prefill_tokens_per_sec: 12000   # the profile: one replica, uncached prompts
  *       decode_tokens_per_sec: 3000     #   at the ITL target
@@ -33,7 +33,9 @@
  *   # zero_idle_secs, forecast_window_secs, static_replicas, queue_preset (llm-d | waiting),
  *   # queue_down_window_secs, queue_cooldown_secs,
  *   # sla_predictor (constant | moving_average | seasonal_trend),
- *   # cold_share, fetch_share, itl_per_seq_secs, slo_goal, cold_cache_penalty
+ *   # cold_share, fetch_share, itl_per_seq_secs, slo_goal, cold_cache_penalty,
+ *   # signal_window_secs (the span the observed signals cover; default: the
+ *   # planner's interval, sla 180 s / others 30 s, at least 30 s)
  *       target:               # actuator kubernetes: the workload to scale
  *         kind: Deployment    # Deployment | StatefulSet | LeaderWorkerSet
  *         namespace: llm
@@ -235,6 +237,7 @@ static const struct kvg_opt pool_keys[] = {
     NUM("itl_secs", opts.itl_target_s, 1e-4, 60),
     NUM("interval_secs", opts.interval_s, 0, 86400),
     NUM("isl", isl, 1, 1e7),
+    NUM("signal_window_secs", signal_window_s, 0, 86400),
     NUM("osl", osl, 1, 1e7),
     NUM("prefill_tokens_per_sec", opts.prof.prefill_tps, 1e-3, 1e9),
     NUM("decode_tokens_per_sec", opts.prof.decode_tps, 1e-3, 1e9),

@@ -16,8 +16,7 @@ int kvg_autoscale_ctl_new(const struct kvg_autoscale_config *cfg, struct kvg_aut
     int ext = !strcmp(cfg->actuator, "external");
     if (!ext && strcmp(cfg->actuator, "local") && strcmp(cfg->actuator, "kubernetes"))
         return kvg_err_set(err, errlen, KVG_ECONFIG,
-                           "actuator '%s': 'external', 'local' or 'kubernetes'",
-                           cfg->actuator);
+                           "actuator '%s': 'external', 'local' or 'kubernetes'", cfg->actuator);
     struct kvg_autoscale_ctl *c = calloc(1, sizeof *c);
     if (!c) return -ENOMEM;
     if (ext && kvg_autoscale_external_new(&c->act)) {
@@ -211,6 +210,8 @@ static cJSON *signals_json(const struct kvg_autoscale_signals *s)
     add_num(j, "arrival_rate", s->arrival_rate);
     add_num(j, "input_tokens_per_s", s->input_tps);
     add_num(j, "output_tokens_per_s", s->output_tps);
+    add_known(j, "isl", s->isl);
+    add_known(j, "osl", s->osl);
     add_known(j, "ttft_mean_s", s->ttft_mean);
     add_known(j, "ttft_p90_s", s->ttft_p90);
     add_known(j, "itl_mean_s", s->itl_mean);

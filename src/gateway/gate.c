@@ -361,7 +361,9 @@ void kvg_gate_usage_end(struct kvg_gate_req *gr, struct kvg_buf *out)
 
 void kvg_gate_usage_json(struct kvg_gate_req *gr, const char *body, size_t len)
 {
-    if (gr->quota) kvg_usage_scan_json(body, len, &gr->usage); /* only a quota reads it */
+    /* Only a quota, or the host's read_usage, reads it. */
+    if (gr->quota || (gr->gl && gr->gl->g->o.read_usage))
+        kvg_usage_scan_json(body, len, &gr->usage);
 }
 
 const struct kvg_usage *kvg_gate_usage_seen(const struct kvg_gate_req *gr)
@@ -552,6 +554,7 @@ void kvg_gate_admit(struct kvg_gate_req *gr, const struct kvg_gate_request *rq,
         if (!gr->quota_checked) gr->qop = op; /* the answer comes later */
         return;
     }
+    if (g->o.read_usage) prepare_usage(gr, rq);
     admission(gr, 0);
 }
 
@@ -575,20 +578,28 @@ void kvg_gate_usage_prefill(struct kvg_gate_req *gr, int64_t prompt_tokens, int6
     gr->pd_cached = cached_tokens > 0 ? cached_tokens : 0;
 }
 
-static int64_t final_cost(struct kvg_gate_req *gr, int answered)
+uint64_t kvg_gate_usage_final(const struct kvg_gate_req *gr, struct kvg_usage *u)
 {
-    const struct kvg_quota_counting *c = &gr->keys->counting;
-    struct kvg_usage u = gr->usage;
+    *u = gr->usage;
     uint64_t relayed = 0;
     if (gr->sse_filter_on) {
         relayed = gr->sse_filter.tokens;
-        if (!u.found) u = gr->sse_filter.usage; /* the stream ended early, after its usage */
+        if (!u->found) *u = gr->sse_filter.usage; /* the stream ended early, after its usage */
     }
+    if (u->found && gr->pd_set) {
+        u->prompt_tokens = gr->pd_prompt;
+        u->cached_tokens = gr->pd_cached;
+        u->cached_found = 1;
+    }
+    return relayed;
+}
+
+static int64_t final_cost(struct kvg_gate_req *gr, int answered)
+{
+    const struct kvg_quota_counting *c = &gr->keys->counting;
+    struct kvg_usage u;
+    uint64_t relayed = kvg_gate_usage_final(gr, &u);
     int ok = gr->up_status >= 200 && gr->up_status < 300;
-    if (u.found && gr->pd_set) {
-        u.prompt_tokens = gr->pd_prompt;
-        u.cached_tokens = gr->pd_cached;
-    }
     if (u.found)
         return kvg_quota_cost_actual(c, u.prompt_tokens, u.cached_tokens,
                                      KVG_MAX(u.completion_tokens, (int64_t)relayed));

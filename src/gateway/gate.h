@@ -10,7 +10,8 @@
  * the gate: kvg_gate_forward_body (the body rewritten to ask for stream usage),
  * kvg_gate_usage_feed / _end (a stream through the usage filter) and
  * kvg_gate_usage_json (a whole answer). A request no quota counts skips all
- * of that: its body and stream are relayed untouched.
+ * of that (its body and stream are relayed untouched) unless the host asks
+ * to read every request's usage (kvg_gate_opts.read_usage).
  *
  * The proxy includes this header and nothing else of the gateway; the gate
  * never calls the proxy but through the admit callback. */
@@ -48,6 +49,10 @@ struct kvg_gate_opts {
      * router's 503; past the queue timeout it gets 503 + Retry-After. The
      * host wakes the queue when a worker becomes ready. */
     int hold_when_empty;
+    /* Every request's usage is read, not only those a quota counts (a
+     * stream asks the engine for it, the extra chunk kept from the client):
+     * the host's token metrics and autoscale signals. */
+    int read_usage;
 };
 
 /* Shared by every loop thread. */
@@ -183,6 +188,11 @@ void kvg_gate_usage_json(struct kvg_gate_req *gr, const char *body, size_t len);
 /* The usage the gate read so far (a stream's filter, or a whole answer a
  * quota counts): NULL when it read none. */
 const struct kvg_usage *kvg_gate_usage_seen(const struct kvg_gate_req *gr);
+/* The usage the request ends with, before kvg_gate_account: the engine's
+ * (u->found 0 when it said none), a PD request's prompt and cached tokens
+ * from its prefill leg. Returns the completion tokens a stream relayed (0
+ * for a whole answer or an unfiltered stream). */
+uint64_t kvg_gate_usage_final(const struct kvg_gate_req *gr, struct kvg_usage *u);
 /* The status of the engine's answer that is relayed (not one retried). */
 void kvg_gate_upstream_status(struct kvg_gate_req *gr, int status);
 /* The request ends: cancel what is pending, reconcile the quota with the

@@ -118,6 +118,7 @@ void kvg_proxy_loop_free(struct kvg_proxy_loop *pl)
 void kvg_proxy__finish(struct proxy_req *pr, int status)
 {
     if (pr->pl->px->pd) kvg_pd_cancel(pr->pl->px->pd, &pr->pdr); /* an SGLang prefill still on */
+    kvg_proxy__observe_end(pr, status);
     kvg_gate_account(&pr->gate, pr->bytes_up != 0, pr->attempts != 0);
     kvg_proxy__access_log(pr, status);
     uint64_t now = kvg_now_ns();
@@ -359,9 +360,17 @@ static void up_head(void *ud, int status, const struct kvg_http_header *h, size_
 static void up_body(void *ud, const char *p, size_t n)
 {
     struct proxy_req *pr = ud;
+    struct kvg_proxy *px = pr->pl->px;
+    pr->last_ns = kvg_now_ns();
     if (!pr->bytes_up) {
-        kvg_pool_first_token_at(pr->pl->px->pool, &pr->pick, kvg_now_ms()); /* prefill is over */
-        if (pr->pl->px->pd) kvg_pd_decode_first_byte(pr->pl->px->pd, &pr->pdr);
+        kvg_pool_first_token_at(px->pool, &pr->pick, kvg_now_ms()); /* prefill is over */
+        if (px->pd) kvg_pd_decode_first_byte(px->pd, &pr->pdr);
+        pr->first_ns = pr->last_ns;
+        if (pr->sse && px->on_observe) {
+            struct kvg_proxy_obs o = {.kind = KVG_PROXY_OBS_FIRST,
+                                      .ttft_s = (double)(pr->first_ns - pr->t0_ns) / 1e9};
+            px->on_observe(px->on_observe_ud, &o);
+        }
     }
     pr->bytes_up += n;
     if (pr->relayed) {
@@ -747,6 +756,10 @@ void kvg_proxy_handle(struct kvg_proxy_loop *pl, struct kvg_http_req *req)
     pr->retry_timer.data = pr;
     kvg_proxy__request_id(pr, req);
     atomic_fetch_add_explicit(&px->requests_total, 1, memory_order_relaxed);
+    if (px->on_observe) {
+        struct kvg_proxy_obs o = {.kind = KVG_PROXY_OBS_ARRIVE, .prompt_tokens = -1};
+        px->on_observe(px->on_observe_ud, &o);
+    }
 
     req->ud = pr;
     req->on_abort = on_client_abort;

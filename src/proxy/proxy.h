@@ -42,6 +42,21 @@ struct kvg_proxy_metrics {
     struct kvg_metrics_series *ttfb[KVG_PROXY_NROUTES];
     struct kvg_metrics_series *retries, *client_gone, *upstream_errors, *no_worker;
     struct kvg_metrics_series *match_ratio;
+    /* From the engines' usage: prompt, cached (of the prompt), completion
+     * tokens; a stream's time to its first byte and mean gap between
+     * tokens. NULL: not kept. */
+    struct kvg_metrics_series *tokens[3], *ttft, *itl;
+};
+
+/* What the proxy saw of one request, for the host's observer. */
+enum kvg_proxy_obs_kind { KVG_PROXY_OBS_ARRIVE, KVG_PROXY_OBS_FIRST, KVG_PROXY_OBS_FINISH };
+struct kvg_proxy_obs {
+    enum kvg_proxy_obs_kind kind;
+    int status;    /* FINISH: the answer's status (499: the client left) */
+    int failed;    /* FINISH: a 5xx, or the client left before any byte */
+    double ttft_s; /* FIRST, FINISH: a stream's first body byte after arrival; < 0 none */
+    double itl_s;  /* FINISH: (last byte - first byte) / (tokens - 1) of a stream; < 0 none */
+    int64_t prompt_tokens, completion_tokens, cached_tokens; /* FINISH: usage, -1 unknown */
 };
 
 /* Shared by every loop thread; nothing in it is owned by the proxy. */
@@ -60,6 +75,11 @@ struct kvg_proxy {
      * and the worker (the autoscaler's routing history). */
     void (*on_routed)(void *ud, const struct kvg_route_input *ri, struct kvg_worker *w);
     void *on_routed_ud;
+    /* Optional, set before serving: told each request's arrival, a
+     * stream's first byte and the end, on its loop thread (the
+     * autoscaler's signals); must be cheap. */
+    void (*on_observe)(void *ud, const struct kvg_proxy_obs *o);
+    void *on_observe_ud;
 };
 
 /* A request served outside the proxy (the autoscaler's prewarm replays a

@@ -36,6 +36,7 @@ struct proxy_req {
     char content_type[128];
     struct kvg_buf body; /* non-stream answer; a relayed stream's filtered bytes */
     uint64_t t0_ns, ttfb_ns;
+    uint64_t first_ns, last_ns; /* the engine's first and last body bytes */
     uint64_t bytes_up;
     char worker_url[512];
     const char *path; /* static string: the endpoint */
@@ -60,6 +61,9 @@ void kvg_proxy__request_id(struct proxy_req *pr, struct kvg_http_req *req);
 void kvg_proxy__metrics_request(const struct kvg_proxy_metrics *m, enum kvg_proxy_route r,
                                 int status, double duration_s, double ttfb_s);
 void kvg_proxy__access_log(struct proxy_req *pr, int status);
+/* The request's usage and stream timing into the token and latency series
+ * and the host's observer (before the gate's accounting). */
+void kvg_proxy__observe_end(struct proxy_req *pr, int status);
 
 /* proxy.c: a request's life, shared with pd_legs.c. */
 const struct kvg_buf *kvg_proxy__req_body(const struct proxy_req *pr); /* the client's */

@@ -70,6 +70,37 @@ void kvg_proxy__metrics_request(const struct kvg_proxy_metrics *m, enum kvg_prox
     if (ttfb_s >= 0) kvg_metrics_observe(m->ttfb[r], ttfb_s);
 }
 
+void kvg_proxy__observe_end(struct proxy_req *pr, int status)
+{
+    const struct kvg_proxy *px = pr->pl->px;
+    const struct kvg_proxy_metrics *m = px->m;
+    struct kvg_usage u;
+    uint64_t relayed = kvg_gate_usage_final(&pr->gate, &u);
+    struct kvg_proxy_obs o = {.kind = KVG_PROXY_OBS_FINISH,
+                              .status = status,
+                              .failed = status >= 500 || (status == 499 && !pr->first_ns),
+                              .ttft_s = -1,
+                              .itl_s = -1,
+                              .prompt_tokens = u.found ? u.prompt_tokens : -1,
+                              .completion_tokens = u.found ? u.completion_tokens : -1,
+                              .cached_tokens = u.found && u.cached_found ? u.cached_tokens : -1};
+    if (pr->sse && pr->first_ns) {
+        o.ttft_s = (double)(pr->first_ns - pr->t0_ns) / 1e9;
+        /* vLLM's mean ITL: the stream's span over its gaps; the tokens the
+         * engine counted, else those relayed. */
+        int64_t n = u.found ? u.completion_tokens : (int64_t)relayed;
+        if (n > 1) o.itl_s = (double)(pr->last_ns - pr->first_ns) / 1e9 / (double)(n - 1);
+    }
+    if (u.found) {
+        if (m->tokens[0]) kvg_metrics_add(m->tokens[0], (double)u.prompt_tokens);
+        if (m->tokens[1] && u.cached_found) kvg_metrics_add(m->tokens[1], (double)u.cached_tokens);
+        if (m->tokens[2]) kvg_metrics_add(m->tokens[2], (double)u.completion_tokens);
+    }
+    if (m->ttft && o.ttft_s >= 0) kvg_metrics_observe(m->ttft, o.ttft_s);
+    if (m->itl && o.itl_s >= 0) kvg_metrics_observe(m->itl, o.itl_s);
+    if (px->on_observe) px->on_observe(px->on_observe_ud, &o);
+}
+
 void kvg_proxy__access_log(struct proxy_req *pr, int status)
 {
     if (!pr->pl->px->cfg->access_log) return;

@@ -2,11 +2,12 @@
  * controller's tick, GET /autoscale) and autoscale_local.c (the local
  * actuator's hooks into the router pool, the routing history, prewarm and
  * slow start). Main-loop thread only, but for the routing history (its own
- * mutex, recorded from every loop). */
+ * mutex, recorded from every loop) and the signal feed (its shards). */
 #ifndef KVG_SERVE_AUTOSCALE_INT_H
 #define KVG_SERVE_AUTOSCALE_INT_H
 
 #include "autoscale/ctl.h"
+#include "autoscale/signals.h"
 #include "autoscale/warm.h"
 #include "serve/serve.h"
 
@@ -40,10 +41,12 @@ struct kvg_serve_autoscale {
     uv_timer_t timer;
     int timer_on;
     struct kvg_serve *sv;
-    double t0, last_t; /* t0: kvg_now_s() at start; times count from it */
-    uint64_t last_requests;
-    uint64_t last_ttfb_n;
-    double last_ttfb_sum;
+    double t0; /* kvg_now_s() at start; tick times count from it */
+    /* The proxy's per-request observations (any loop thread), folded each
+     * tick into every pool's window (judged against its own targets). */
+    struct kvg_autoscale_feed feed;
+    int feed_ok;
+    struct kvg_autoscale_obs *obs[KVG_AUTOSCALE_MAX_POOLS]; /* owned */
     struct kvg_metrics_family *desired_f, *ready_f;
     /* actuator local */
     int local;

@@ -11,11 +11,17 @@
  * cache-aware scale-down, requests held at zero replicas).
  *
  * Every autoscale pool reads the whole router pool (one kvgate serve fronts
- * one pool of workers). Token rates are the request rate times the pool's
- * configured ISL and OSL: kvgate reads usage only for requests a quota
- * counts, so it has no token totals for all traffic yet; ITL and cache hits
- * are unknown here (null in /autoscale). */
+ * one pool of workers). The observed signals come from the signal builder
+ * (autoscale/signals.h), as in the offline benchmark: the proxy tells each
+ * request's arrival, a stream's first byte and the end with the engine's
+ * usage (serve reads every request's usage under --autoscale) into a
+ * sharded feed; each tick folds it into every pool's window, judged against
+ * that pool's targets. TTFT and ITL are measured on streams only (a whole
+ * answer's first byte is its last); ISL and OSL come from the usage of the
+ * requests finished in the window, the pool's configured isl / osl only
+ * before any did. */
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +39,59 @@ int kvg_serve_autoscale_is_local(const struct kvg_serve_config *c)
     return c->autoscale_path[0] &&
            !kvg_autoscale_config_load(c->autoscale_path, &cfg, err, sizeof err) &&
            !strcmp(cfg.actuator, "local");
+}
+
+/* Frees a half-built a: the controller (a local actuator stops its
+ * children), the local actuator's state, the feed and the windows. */
+static void discard(struct kvg_serve_autoscale *a)
+{
+    kvg_autoscale_ctl_free(a->ctl);
+    kvg_serve_autoscale_local_free(a);
+    if (a->feed_ok) kvg_autoscale_feed_destroy(&a->feed);
+    for (size_t i = 0; i < KVG_AUTOSCALE_MAX_POOLS; i++) kvg_autoscale_obs_free(a->obs[i]);
+    free(a);
+}
+
+/* The seconds between ticks (the timer's period). */
+static double tick_s(const struct kvg_serve_autoscale *a)
+{
+    double s = a->ctl->cfg.interval_s;
+    return s < 0.1 ? 0.1 : s;
+}
+
+/* Pool i's window: the span its planner reads (autoscale/signals.h). */
+static double span_s(const struct kvg_autoscale_pool_cfg *pc)
+{
+    return kvg_autoscale_obs_span(pc->planner, pc->opts.interval_s, pc->signal_window_s);
+}
+
+/* From the proxy, on any loop thread: into this thread's shard. Requests
+ * refused before an engine (4xx) are not counted as finished. */
+static void on_observe(void *ud, const struct kvg_proxy_obs *o)
+{
+    struct kvg_serve_autoscale *a = ud;
+    if (o->kind == KVG_PROXY_OBS_ARRIVE)
+        kvg_autoscale_feed_arrive(&a->feed, (double)o->prompt_tokens);
+    else if (o->kind == KVG_PROXY_OBS_FIRST)
+        kvg_autoscale_feed_first(&a->feed, o->ttft_s);
+    else if (o->failed || (o->status >= 200 && o->status < 300) || o->status == 499)
+        kvg_autoscale_feed_finish(&a->feed, o->failed, o->ttft_s, o->itl_s,
+                                  (double)o->prompt_tokens, (double)o->completion_tokens,
+                                  (double)o->cached_tokens);
+}
+
+/* The feed and each pool's window (enough ticks for its span). */
+static int obs_init(struct kvg_serve_autoscale *a)
+{
+    int rc = kvg_autoscale_feed_init(&a->feed);
+    if (rc) return rc;
+    a->feed_ok = 1;
+    for (size_t i = 0; i < a->ctl->npools; i++) {
+        double nb = ceil(span_s(&a->ctl->pools[i].cfg) / tick_s(a)) + 2;
+        if ((rc = kvg_autoscale_obs_new(nb < 4096 ? (size_t)nb : 4096, 1 << 14, &a->obs[i])))
+            return rc;
+    }
+    return 0;
 }
 
 int kvg_serve_autoscale_init(struct kvg_serve *sv, char *err, size_t errlen)
@@ -63,10 +122,12 @@ int kvg_serve_autoscale_init(struct kvg_serve *sv, char *err, size_t errlen)
     }
     a->lcfg = cfg.local;
     if (!strcmp(cfg.actuator, "local") && (rc = kvg_serve_autoscale_local_init(a, err, errlen))) {
-        kvg_autoscale_ctl_free(a->ctl);
-        kvg_serve_autoscale_local_free(a);
-        free(a);
+        discard(a);
         return rc;
+    }
+    if ((rc = obs_init(a))) {
+        discard(a);
+        return kvg_err_set(err, errlen, rc, "autoscale signals: %s", kvg_strerror(rc));
     }
     const char *lbl[] = {"pool"};
     struct kvg_metrics_registry *reg = sv->metrics.reg;
@@ -75,28 +136,31 @@ int kvg_serve_autoscale_init(struct kvg_serve *sv, char *err, size_t errlen)
         (rc = kvg_metrics_gauge(reg, "kvgate_autoscale_ready_replicas",
                                 "Replicas ready per pool, as the autoscaler last saw them", lbl, 1,
                                 &a->ready_f))) {
-        kvg_autoscale_ctl_free(a->ctl);
-        free(a);
+        discard(a);
         return kvg_err_set(err, errlen, rc, "autoscale gauges: %s", kvg_strerror(rc));
     }
     sv->autoscale = a;
+    sv->proxy.on_observe = on_observe;
+    sv->proxy.on_observe_ud = a;
     KVG_INFO("autoscale: %zu pools from %s, actuator %s%s", cfg.npools, c->autoscale_path,
              cfg.actuator, cfg.dry_run ? " (dry run: nothing acts)" : "");
     return 0;
 }
 
-/* The pool's signals now (all autoscale pools read the one router pool). */
-static void fill(struct kvg_serve_autoscale *a, double now, const struct kvg_autoscale_pool_cfg *pc,
+/* Pool i's signals now: the router pool's workers and the admission queue
+ * (all autoscale pools read the one router pool), then the pool's window. */
+static void fill(struct kvg_serve_autoscale *a, size_t i, double now,
                  struct kvg_autoscale_signals *s)
 {
     struct kvg_serve *sv = a->sv;
+    const struct kvg_autoscale_pool_cfg *pc = &a->ctl->pools[i].cfg;
     memset(s, 0, sizeof *s);
     s->now = now;
     struct kvg_worker *ws[KVG_POOL_MAX_WORKERS];
     size_t n = kvg_pool_snapshot(&sv->pool, ws, KVG_POOL_MAX_WORKERS);
     uint64_t now_ms = kvg_now_ms();
-    for (size_t i = 0; i < n; i++) {
-        struct kvg_worker *w = ws[i];
+    for (size_t k = 0; k < n; k++) {
+        struct kvg_worker *w = ws[k];
         if (atomic_load(&w->draining))
             s->draining++; /* leaving: not capacity */
         else if (atomic_load(&w->healthy))
@@ -114,44 +178,27 @@ static void fill(struct kvg_serve_autoscale *a, double now, const struct kvg_aut
         kvg_adm_stats(sv->gate.adm, &as);
         s->queued = (double)as.waiting;
     }
-    double dt = now - a->last_t;
-    uint64_t req = atomic_load(&sv->proxy.requests_total);
-    uint64_t tn = 0;
-    double tsum = 0;
-    for (int r = 0; r < KVG_PROXY_NROUTES; r++) {
-        const struct kvg_metrics_series *h = sv->metrics.proxy.ttfb[r];
-        if (!h) continue;
-        tn += kvg_metrics_hist_count(h);
-        tsum += kvg_metrics_hist_sum(h);
-    }
-    if (dt > 0) s->arrival_rate = (double)(req - a->last_requests) / dt;
-    s->isl = pc->isl;
-    s->osl = pc->osl;
-    s->input_tps = s->arrival_rate * pc->isl;
-    s->output_tps = s->arrival_rate * pc->osl;
-    s->ttft_mean =
-        tn > a->last_ttfb_n ? (tsum - a->last_ttfb_sum) / (double)(tn - a->last_ttfb_n) : -1;
-    s->ttft_p90 = s->itl_mean = s->itl_p90 = s->slo_miss = -1;
-    s->cache_hit = -1;
+    kvg_autoscale_obs_window(a->obs[i], tick_s(a), span_s(pc), s);
+    kvg_autoscale_obs_assume(s, pc->isl, pc->osl);
 }
 
 static void tick(uv_timer_t *t)
 {
     struct kvg_serve_autoscale *a = t->data;
     double now = kvg_now_s() - a->t0; /* monotonic: a clock step must not skew rates */
-    struct kvg_autoscale_signals sigs[KVG_AUTOSCALE_MAX_POOLS];
-    for (size_t i = 0; i < a->ctl->npools; i++) fill(a, now, &a->ctl->pools[i].cfg, &sigs[i]);
-    /* The counters' new bases, after every pool read the same deltas. */
-    a->last_t = now;
-    a->last_requests = atomic_load(&a->sv->proxy.requests_total);
-    a->last_ttfb_n = 0;
-    a->last_ttfb_sum = 0;
-    for (int r = 0; r < KVG_PROXY_NROUTES; r++) {
-        const struct kvg_metrics_series *h = a->sv->metrics.proxy.ttfb[r];
-        if (!h) continue;
-        a->last_ttfb_n += kvg_metrics_hist_count(h);
-        a->last_ttfb_sum += kvg_metrics_hist_sum(h);
+    /* The tick's observations close each pool's filling bucket (a failed
+     * take leaves them in the feed for the next tick). */
+    struct kvg_autoscale_feed_take tk;
+    int trc = kvg_autoscale_feed_take(&a->feed, &tk);
+    if (trc) KVG_WARN("autoscale: signals: %s", kvg_strerror(trc));
+    for (size_t i = 0; i < a->ctl->npools; i++) {
+        const struct kvg_autoscale_opts *o = &a->ctl->pools[i].cfg.opts;
+        if (!trc) kvg_autoscale_obs_fold(a->obs[i], &tk, now, o->ttft_target_s, o->itl_target_s);
+        kvg_autoscale_obs_next(a->obs[i]);
     }
+    if (!trc) kvg_autoscale_feed_take_free(&tk);
+    struct kvg_autoscale_signals sigs[KVG_AUTOSCALE_MAX_POOLS];
+    for (size_t i = 0; i < a->ctl->npools; i++) fill(a, i, now, &sigs[i]);
     for (size_t i = 0; i < a->ctl->npools; i++) {
         struct kvg_autoscale_decision d;
         int rc = kvg_autoscale_ctl_tick(a->ctl, i, &sigs[i], &d);
@@ -176,9 +223,7 @@ int kvg_serve_autoscale_start(struct kvg_serve *sv, uv_loop_t *loop)
     struct kvg_serve_autoscale *a = sv->autoscale;
     if (!a) return 0;
     a->t0 = kvg_now_s();
-    a->last_requests = atomic_load(&sv->proxy.requests_total);
-    uint64_t ms = (uint64_t)(a->ctl->cfg.interval_s * 1000);
-    if (ms < 100) ms = 100;
+    uint64_t ms = (uint64_t)(tick_s(a) * 1000);
     int rc = kvg_serve_autoscale_local_start(a, loop);
     if (rc) return rc;
     uv_timer_init(loop, &a->timer);
@@ -200,9 +245,8 @@ void kvg_serve_autoscale_free(struct kvg_serve *sv)
 {
     struct kvg_serve_autoscale *a = sv->autoscale;
     if (!a) return;
-    kvg_autoscale_ctl_free(a->ctl); /* a local actuator stops its children */
-    kvg_serve_autoscale_local_free(a);
-    free(a);
+    sv->proxy.on_observe = NULL; /* the loops have stopped */
+    discard(a);
     sv->autoscale = NULL;
 }
 

@@ -269,6 +269,10 @@ static const struct kvg_opt flags[] = {
      .help = "YAML file of pools to autoscale (GET /autoscale, /autoscale/metrics)"},
     {"dry-run", NULL, KVG_OPT_BOOL, O(autoscale_dry_run), 0,
      .help = "with --autoscale: plan and report, act on nothing"},
+    {"read-usage", NULL, KVG_OPT_BOOL, O(read_usage), 0,
+     .help = "read every request's token usage (streams ask the engine for it) for "
+             "kvgate_tokens_total and the token latency histograms, as kvgate autoscale reads "
+             "them (on with --autoscale)"},
     KVG_OPT_END,
 };
 

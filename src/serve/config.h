@@ -70,6 +70,7 @@ struct kvg_serve_config {
     int spawn_sims;           /* embedded default: local simulated engines when no workers */
     char autoscale_path[512]; /* --autoscale FILE: the embedded autoscaler */
     int autoscale_dry_run;    /* --dry-run: it plans and reports, acts on nothing */
+    int read_usage;           /* --read-usage: every request's usage (on with --autoscale) */
     /* Disaggregated serving (config_pd.c): vllm-router's flags. --prefill
      * and --decode add workers with their role to --worker-urls; the roles
      * and labels of every worker end up in worker_roles / worker_labels,

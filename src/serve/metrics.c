@@ -47,6 +47,30 @@ int kvg_serve_metrics_init(struct kvg_serve_metrics *m, const char *policy)
             (rc = kvg_metrics_series(ttfb, &kvg_proxy_route_paths[r], 1, &pm->ttfb[r])))
             return rc;
     }
+    /* What kvgate autoscale reads of a gateway (autoscale/sources.h): the
+     * engines' usage and the streams' timing. Buckets a factor sqrt(2)
+     * apart, so a quantile interpolated inside one is within ~20%. */
+    const char *kl[] = {"kind"};
+    const char *kinds[3] = {"prompt", "cached", "completion"};
+    double tb[28], ib[24];
+    kvg_metrics_buckets_exp(0.01, 1.4142135623730951, 28, tb);   /* 10 ms .. ~2 min */
+    kvg_metrics_buckets_exp(0.0025, 1.4142135623730951, 24, ib); /* 2.5 ms .. ~10 s */
+    struct kvg_metrics_family *tok, *ttft, *itl;
+    if ((rc = kvg_metrics_counter(m->reg, "kvgate_tokens_total",
+                                  "Tokens the engines' usage reported: prompt, cached (of the "
+                                  "prompt), completion.",
+                                  kl, 1, &tok)) ||
+        (rc = kvg_metrics_histogram(m->reg, "kvgate_time_to_first_token_seconds",
+                                    "A stream's time from the request head to its first token.",
+                                    NULL, 0, tb, 28, &ttft)) ||
+        (rc = kvg_metrics_histogram(m->reg, "kvgate_inter_token_latency_seconds",
+                                    "A stream's mean time between tokens.", NULL, 0, ib, 24,
+                                    &itl)) ||
+        (rc = kvg_metrics_series(ttft, NULL, 0, &pm->ttft)) ||
+        (rc = kvg_metrics_series(itl, NULL, 0, &pm->itl)))
+        return rc;
+    for (int k = 0; k < 3; k++)
+        if ((rc = kvg_metrics_series(tok, &kinds[k], 1, &pm->tokens[k]))) return rc;
     struct {
         const char *name, *help;
         struct kvg_metrics_series **out;
@@ -225,6 +249,9 @@ void kvg_serve_metrics_free(struct kvg_serve_metrics *m)
     kvg_metrics_series_release(m->adm_waiting);
     kvg_metrics_series_release(m->quota_pending);
     kvg_metrics_series_release(pm->match_ratio);
+    for (int k = 0; k < 3; k++) kvg_metrics_series_release(pm->tokens[k]);
+    kvg_metrics_series_release(pm->ttft);
+    kvg_metrics_series_release(pm->itl);
     kvg_metrics_series_release(m->tokenizer_fallback);
     kvg_metrics_series_release(m->block_size_mismatch);
     kvg_metrics_registry_free(m->reg);

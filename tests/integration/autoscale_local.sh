@@ -35,6 +35,7 @@ pools:
     node: warm
     down_hold_secs: 2
     zero_idle_secs: 4
+    signal_window_secs: 0.3
 YAML
 start_serve "$GW" --autoscale "$TMP/as.yaml" --health-check-interval-secs 0.3 \
   --load-monitor-interval-ms 100 --queue-timeout-secs 30 || exit 1

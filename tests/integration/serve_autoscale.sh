@@ -1,9 +1,10 @@
 # kvgate serve --autoscale FILE with the external actuator: GET /autoscale
 # (signals, forecast, desired vs current, inferred starts with their expected
 # ready times, decisions with reasons), GET /autoscale/metrics (KEDA
-# metrics-api), the gauges in /metrics, --dry-run, and the refusals. Loads
-# are tiny and nothing is timed: a small profile makes a few requests ask for
-# more replicas than the two sims.
+# metrics-api), the gauges in /metrics, the measured signals and the token
+# series, --dry-run, and the refusals. Loads are tiny and nothing is timed: a
+# small profile makes a few requests (their tokens measured, not the
+# configured isl / osl) ask for more replicas than the two sims.
 . "$(dirname "$0")/lib.sh"
 S1=$(free_port); S2=$(free_port); GW=$(free_port); GD=$(free_port); GN=$(free_port)
 start_sim "$S1" --model m || exit 1
@@ -23,8 +24,8 @@ pools:
     itl_secs: 0.05
     isl: 1000
     osl: 100
-    prefill_tokens_per_sec: 500
-    decode_tokens_per_sec: 100
+    prefill_tokens_per_sec: 20
+    decode_tokens_per_sec: 5
     node: warm
 YAML
 start_serve "$GW" --worker-urls "$W1" "$W2" --health-check-interval-secs 1 \
@@ -70,9 +71,45 @@ check "gauge kvgate_autoscale_desired_replicas{pool}" grep -q '^kvgate_autoscale
 check "gauge kvgate_autoscale_ready_replicas{pool}" grep -q '^kvgate_autoscale_ready_replicas{pool="agg"} 2' "$TMP/m"
 check "decisions are logged" grep -q 'autoscale: pool agg: 2 -> ' "$TMP/serve-$GW.log"
 
+# Measured signals (autoscale/signals.h): a few streams give TTFT and ITL,
+# the engine's usage ISL and OSL (not the configured 1000 / 100: a 25-byte
+# prompt, at most 8 tokens out).
+sp=()
+for _ in 1 2 3 4; do
+  curl -s -m 10 -o /dev/null "$G/v1/completions" \
+    -d '{"model":"m","prompt":"hello there, how are you","max_tokens":8,"stream":true}' &
+  sp+=($!)
+done
+wait "${sp[@]}"
+for _ in $(seq 1 30); do
+  curl -s -m 2 "$G/autoscale" >"$TMP/sig.json"
+  [ "$(json "$TMP/sig.json" 'j["pools"][0]["signals"]["itl_mean_s"] is not None')" = True ] && break
+  sleep 0.1
+done
+sig() { json "$TMP/sig.json" "j[\"pools\"][0][\"signals\"]$1"; }
+check "signals: TTFT mean and p90 measured" [ "$(sig '["ttft_mean_s"] > 0 and j["pools"][0]["signals"]["ttft_p90_s"] > 0')" = True ]
+check "signals: ITL mean and p90 measured" [ "$(sig '["itl_mean_s"] > 0 and j["pools"][0]["signals"]["itl_p90_s"] > 0')" = True ]
+check "signals: ISL from the usage ($(sig '["isl"]'))" [ "$(sig '["isl"] > 0 and j["pools"][0]["signals"]["isl"] < 1000')" = True ]
+check "signals: OSL from the usage ($(sig '["osl"]'))" [ "$(sig '["osl"] > 0 and j["pools"][0]["signals"]["osl"] <= 8')" = True ]
+check "signals: SLO misses judged" [ "$(sig '["slo_miss"] >= 0')" = True ]
+curl -s -m 2 "$G/metrics" >"$TMP/m2"
+mval() { awk -v k="$1" '$1 == k { print $2 }' "$TMP/m2"; }
+check "kvgate_tokens_total{kind=completion} counted" [ "$(mval 'kvgate_tokens_total{kind="completion"}' | cut -d. -f1)" -gt 0 ]
+check "kvgate_tokens_total{kind=prompt} counted" [ "$(mval 'kvgate_tokens_total{kind="prompt"}' | cut -d. -f1)" -gt 0 ]
+check "kvgate_time_to_first_token_seconds: the 4 streams" [ "$(mval kvgate_time_to_first_token_seconds_count)" = 4 ]
+check "kvgate_inter_token_latency_seconds: the 4 streams" [ "$(mval kvgate_inter_token_latency_seconds_count)" = 4 ]
+
 # --dry-run: the same plan, nothing inferred as starting.
 start_serve "$GD" --worker-urls "$W1" "$W2" --health-check-interval-secs 1 \
   --autoscale "$TMP/as.yaml" --dry-run || exit 1
+# Before any request: no latency measured (null), the configured lengths.
+for _ in $(seq 1 30); do
+  curl -s -m 2 "http://127.0.0.1:$GD/autoscale" >"$TMP/sig0.json"
+  [ "$(json "$TMP/sig0.json" '"signals" in j["pools"][0]')" = True ] && break
+  sleep 0.1
+done
+check "signals before requests: TTFT and ITL null" [ "$(json "$TMP/sig0.json" '[j["pools"][0]["signals"][k] for k in ("ttft_mean_s", "ttft_p90_s", "itl_mean_s", "itl_p90_s")]')" = "[None, None, None, None]" ]
+check "signals before requests: the configured isl / osl" [ "$(json "$TMP/sig0.json" 'j["pools"][0]["signals"]["isl"], j["pools"][0]["signals"]["osl"]')" = "1000 100" ]
 for _ in 1 2 3 4 5; do
   traffic "http://127.0.0.1:$GD"
   for _ in $(seq 1 "$(scaled 10)"); do

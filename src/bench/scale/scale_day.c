@@ -10,97 +10,16 @@
 #include <string.h>
 
 #include "base/err.h"
-#include "base/stats.h"
 #include "bench/scale/scale_int.h"
 
-void scale_lat_put(struct lat_ring *L, double t, double v)
+void scale_day_signals(struct scale_day *d, double window, struct kvg_autoscale_signals *s)
 {
-    size_t cap = sizeof L->t / sizeof L->t[0];
-    size_t i = (L->head + L->n) % cap;
-    if (L->n == cap)
-        L->head = (L->head + 1) % cap;
-    else
-        L->n++;
-    L->t[i] = t;
-    L->v[i] = v;
-}
-
-void scale_lat_window(const struct lat_ring *L, double *scratch, double since, double *mean,
-                      double *p90)
-{
-    size_t cap = sizeof L->t / sizeof L->t[0], k = 0;
-    for (size_t j = L->n; j-- > 0;) {
-        size_t i = (L->head + j) % cap;
-        if (L->t[i] < since) break;
-        scratch[k++] = L->v[i];
-    }
-    if (!k) {
-        *mean = *p90 = -1;
-        return;
-    }
-    *mean = kvg_stats_mean(scratch, k); /* before the sort: the same sum, in arrival order */
-    *p90 = kvg_stats_pct(scratch, k, 90);
-}
-
-int scale_obs_init(struct scale_obs *ob)
-{
-    ob->nb = 512;
-    ob->bcur = 0;
-    ob->b = calloc(ob->nb, sizeof *ob->b);
-    ob->ttft = calloc(1, sizeof *ob->ttft);
-    ob->itl = calloc(1, sizeof *ob->itl);
-    ob->scratch = malloc((1 << 16) * sizeof *ob->scratch);
-    return ob->b && ob->ttft && ob->itl && ob->scratch ? 0 : -ENOMEM;
-}
-
-void scale_obs_free(struct scale_obs *ob)
-{
-    free(ob->b);
-    free(ob->ttft);
-    free(ob->itl);
-    free(ob->scratch);
-    memset(ob, 0, sizeof *ob);
-}
-
-struct bucket *scale_obs_cur(struct scale_obs *ob)
-{
-    return &ob->b[ob->bcur % ob->nb];
-}
-
-void scale_obs_next(struct scale_obs *ob)
-{
-    ob->bcur++;
-    memset(scale_obs_cur(ob), 0, sizeof(struct bucket));
-}
-
-void scale_window_signals(struct scale_obs *ob, double tick_s, double window,
-                          struct kvg_autoscale_signals *s)
-{
-    size_t nb = (size_t)ceil(window / tick_s);
-    if (nb > ob->nb - 1) nb = ob->nb - 1;
-    if (nb > ob->bcur) nb = ob->bcur;
-    struct bucket sum = {0};
-    for (size_t j = 1; j <= nb; j++) {
-        const struct bucket *b = &ob->b[(ob->bcur - j) % ob->nb];
-        sum.arrivals += b->arrivals;
-        sum.prompt_tokens += b->prompt_tokens;
-        sum.max_tokens += b->max_tokens;
-        sum.out_tokens += b->out_tokens;
-        sum.cached += b->cached;
-        sum.first_prompt += b->first_prompt;
-        sum.finished += b->finished;
-        sum.missed += b->missed;
-    }
-    double w = nb ? (double)nb * tick_s : 1;
-    s->arrival_rate = sum.arrivals / w;
-    s->input_tps = sum.prompt_tokens / w;
-    s->output_tps = sum.out_tokens / w;
-    s->isl = sum.arrivals ? sum.prompt_tokens / sum.arrivals : 0;
-    s->osl = sum.arrivals ? sum.max_tokens / sum.arrivals : 0;
-    s->cache_hit = sum.first_prompt > 0 ? sum.cached / sum.first_prompt : 0;
-    s->slo_miss = sum.finished > 0 ? sum.missed / sum.finished : -1;
-    scale_lat_window(ob->ttft, ob->scratch, s->now - w, &s->ttft_mean, &s->ttft_p90);
-    scale_lat_window(ob->itl, ob->scratch, s->now - w, &s->itl_mean, &s->itl_p90);
+    kvg_autoscale_obs_window(d->ob, d->o->tick_s, window, s);
+    /* The planners here always saw 0 for a length or hit rate nothing in
+     * the window measured (serve takes its pool's configured isl / osl). */
+    if (s->isl < 0) s->isl = s->input_tps = 0;
+    if (s->osl < 0) s->osl = 0;
+    if (s->cache_hit < 0) s->cache_hit = 0;
 }
 
 int scale_day_init(struct scale_day *d, const struct kvg_bench_scale_opts *o, char *err,
@@ -114,7 +33,8 @@ int scale_day_init(struct scale_day *d, const struct kvg_bench_scale_opts *o, ch
     d->have_next = scale_wl_next(&d->wl, &d->next) == 0;
     kvg_autoscale_startup_init(&d->su);
     kvg_rng_seed(&d->rng, o->seed * 31 + 7);
-    if (scale_obs_init(&d->ob)) return -ENOMEM;
+    /* 512 ticks of window, the newest 65536 TTFT and ITL samples. */
+    if ((rc = kvg_autoscale_obs_new(512, 1 << 16, &d->ob))) return rc;
     d->prompt = malloc(((size_t)o->prefix_len + o->suffix_max + 1) * sizeof *d->prompt);
     return d->prompt ? 0 : -ENOMEM;
 }
@@ -123,7 +43,8 @@ void scale_day_free(struct scale_day *d)
 {
     free(d->prompt);
     d->prompt = NULL;
-    scale_obs_free(&d->ob);
+    kvg_autoscale_obs_free(d->ob);
+    d->ob = NULL;
     kvg_bench_samples_free(&d->all_ttft);
     kvg_bench_samples_free(&d->all_itl);
     scale_wl_free(&d->wl);
@@ -131,20 +52,13 @@ void scale_day_free(struct scale_day *d)
 
 double scale_day_window(const struct scale_day *d, const struct kvg_autoscale_planner *pl)
 {
-    if (d->o->window_s > 0) return d->o->window_s;
-    /* As the planner sees its own interval: sla's is 180 s by default. */
-    double iv = pl->o.interval_s;
-    if (!(iv > 0)) iv = !strcmp(d->o->planner, "sla") ? 180 : 30;
-    return iv > 30 ? iv : 30;
+    return kvg_autoscale_obs_span(d->o->planner, pl->o.interval_s, d->o->window_s);
 }
 
 void scale_day_arrive(struct scale_day *d, struct scale_req *r)
 {
     *r = d->next;
-    struct bucket *b = scale_obs_cur(&d->ob);
-    b->arrivals++;
-    b->prompt_tokens += r->prompt_len;
-    b->max_tokens += r->max_tokens;
+    kvg_autoscale_obs_arrive(d->ob, r->prompt_len);
     d->tl_arrivals++;
     d->inflight_prompt += r->prompt_len;
     d->have_next = scale_wl_next(&d->wl, &d->next) == 0;
@@ -167,21 +81,16 @@ int scale_day_submit(struct scale_day *d, struct kvg_sim *e, uint64_t id, const 
 
 void scale_day_cached(struct scale_day *d, double cached, double prompt)
 {
-    struct bucket *b = scale_obs_cur(&d->ob);
-    b->cached += cached;
-    b->first_prompt += prompt;
+    kvg_autoscale_obs_cached(d->ob, cached, prompt);
     d->hit_cached += cached;
     d->hit_prompt += prompt;
 }
 
 double scale_day_first(struct scale_day *d, const struct scale_req *r, double t)
 {
-    struct bucket *b = scale_obs_cur(&d->ob);
     d->inflight_prompt -= r->prompt_len;
     double ttft = t - r->arrival;
-    b->firsts++;
-    b->ttft_sum += ttft;
-    scale_lat_put(d->ob.ttft, t, ttft);
+    kvg_autoscale_obs_first(d->ob, t, ttft);
     kvg_bench_samples_add(&d->all_ttft, ttft);
     return ttft;
 }
@@ -191,22 +100,17 @@ double scale_itl(uint32_t ntok, double t_first, double t_last)
     return ntok > 1 ? (t_last - t_first) / (ntok - 1) : 0;
 }
 
-void scale_day_done(struct scale_day *d, double t, double itl, int ok)
+void scale_day_done(struct scale_day *d, const struct scale_req *r, uint32_t ntok, double t,
+                    double itl, int ok)
 {
-    struct bucket *b = scale_obs_cur(&d->ob);
-    b->finished++;
-    b->itl_sum += itl;
-    scale_lat_put(d->ob.itl, t, itl);
+    kvg_autoscale_obs_finish(d->ob, t, itl, !ok, r->prompt_len, ntok);
     kvg_bench_samples_add(&d->all_itl, itl);
-    b->missed += !ok;
 }
 
 void scale_day_fail(struct scale_day *d, const struct scale_req *r, int first)
 {
     if (!first) d->inflight_prompt -= r->prompt_len;
-    struct bucket *b = scale_obs_cur(&d->ob);
-    b->missed++;
-    b->finished++;
+    kvg_autoscale_obs_finish(d->ob, 0, -1, 1, -1, -1);
 }
 
 int scale_day_point(struct scale_day *d, double t, size_t n, double *t_h, double *rate, size_t *i)

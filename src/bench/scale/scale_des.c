@@ -130,7 +130,7 @@ static void finish(struct run *R, struct rq *q, double t)
     double itl = scale_itl(q->ntok, q->t_first, q->t_last);
     double ttft = q->t_first - q->r.arrival;
     int ok = ttft <= o->aopts.ttft_target_s && itl <= o->aopts.itl_target_s;
-    scale_day_done(&R->d, t, itl, ok);
+    scale_day_done(&R->d, &q->r, q->ntok, t, itl, ok);
     R->out->met += ok;
     q->ok = (uint8_t)ok;
     double h = q->r.arrival / o->day_s * 24;
@@ -153,7 +153,7 @@ static int step_end(struct run *R, int k, double t)
         struct rq *q = &R->rq[u->id];
         if (q->state != Q_ENGINE) continue;
         if (u->flags & KVG_SIM_UP_TOKEN) {
-            scale_obs_cur(&R->d.ob)->out_tokens++;
+            kvg_autoscale_obs_tokens(R->d.ob, 1);
             if (!q->first) {
                 q->first = 1;
                 q->t_first = t;
@@ -219,7 +219,7 @@ static void signals(struct run *R, double t, double window, struct kvg_autoscale
     scale_reps_signals(&R->pool, t, R->o->young_s, s, eta);
     s->queued = (double)gq_len(R);
     s->inflight_prompt_tokens = R->d.inflight_prompt;
-    scale_window_signals(&R->d.ob, R->o->tick_s, window, s);
+    scale_day_signals(&R->d, window, s);
 }
 
 static void timeline(struct run *R, double t, uint32_t desired)
@@ -252,7 +252,7 @@ static int tick(struct run *R, double t)
     R->have_desired = 1;
     if ((rc = scale_reps_actuate(&R->pool, R->o, &R->d.su, &R->d.rng, d.desired, t))) return rc;
     timeline(R, t, d.desired);
-    scale_obs_next(&R->d.ob);
+    kvg_autoscale_obs_next(R->d.ob);
     return 0;
 }
 

@@ -4,6 +4,7 @@
 #ifndef KVG_BENCH_SCALE_INT_H
 #define KVG_BENCH_SCALE_INT_H
 
+#include "autoscale/signals.h"
 #include "base/util.h"
 #include "bench/scale/scale.h"
 #include "bench/stats.h"
@@ -122,28 +123,6 @@ int scale_reps_first(struct scale_reps *P, const struct kvg_bench_scale_opts *o,
                      struct kvg_autoscale_startup *su, struct kvg_rng *rng, uint32_t n,
                      uint32_t min);
 
-/* One tick's sums, for windowed rates. */
-struct bucket {
-    double arrivals, prompt_tokens, max_tokens, out_tokens;
-    double firsts, ttft_sum, cached, first_prompt, finished, itl_sum, missed;
-};
-
-/* Latency samples with their times, for windowed percentiles. */
-struct lat_ring {
-    double t[1 << 16], v[1 << 16];
-    size_t n, head;
-};
-
-/* The gateway's own observations (owned): per-tick sums in a ring of nb
- * buckets (bcur filling), TTFT and ITL samples, and scratch for
- * percentiles. */
-struct scale_obs {
-    struct bucket *b;
-    size_t nb, bcur;
-    struct lat_ring *ttft, *itl;
-    double *scratch;
-};
-
 /* What both days keep alike (scale_day.c): the traffic and its next
  * arrival, the start-up draws, the gateway's observations, prompt tokens
  * sent without a first token yet, the day's TTFT and ITL samples, the
@@ -156,7 +135,7 @@ struct scale_day {
     int have_next;
     struct kvg_autoscale_startup su;
     struct kvg_rng rng;
-    struct scale_obs ob;
+    struct kvg_autoscale_obs *ob; /* the gateway's observations (owned) */
     double inflight_prompt;
     struct kvg_bench_samples all_ttft, all_itl;
     double hit_cached, hit_prompt;
@@ -186,9 +165,13 @@ int scale_day_submit(struct scale_day *d, struct kvg_sim *e, uint64_t id, const 
 void scale_day_cached(struct scale_day *d, double cached, double prompt);
 /* r's first token at t: its TTFT counted and returned. */
 double scale_day_first(struct scale_day *d, const struct scale_req *r, double t);
-/* A request finished at t with mean inter-token latency itl; ok: within
- * the SLO. */
-void scale_day_done(struct scale_day *d, double t, double itl, int ok);
+/* Request r finished at t after ntok tokens with mean inter-token latency
+ * itl; ok: within the SLO. */
+void scale_day_done(struct scale_day *d, const struct scale_req *r, uint32_t ntok, double t,
+                    double itl, int ok);
+/* The gateway's observed signals over the last window seconds of ticks
+ * into s (s->now set; autoscale/signals.h). */
+void scale_day_signals(struct scale_day *d, double window, struct kvg_autoscale_signals *s);
 /* Request r will not be served (first: it had its first token). */
 void scale_day_fail(struct scale_day *d, const struct scale_req *r, int first);
 /* The mean inter-token latency of ntok tokens from t_first to t_last. */
@@ -225,27 +208,10 @@ struct run {
     struct kvg_bench_samples young_ttft;         /* TTFT on replicas in their first young_s */
 };
 
-/* Both days' gateway observations, in scale_day.c. */
-void scale_lat_put(struct lat_ring *L, double t, double v);
-/* Mean and p90 of L's samples since `since` (-1 when none); scratch holds
- * 1 << 16 doubles. */
-void scale_lat_window(const struct lat_ring *L, double *scratch, double since, double *mean,
-                      double *p90);
 /* A replica asked for at t: its node (a seeded draw over the opts' mix) and
  * ready time from the start-up model. */
 void scale_rep_ask(const struct kvg_bench_scale_opts *o, struct kvg_autoscale_startup *su,
                    struct kvg_rng *rng, struct rep *p, double t);
-int scale_obs_init(struct scale_obs *ob); /* 0 or -ENOMEM (free it anyway) */
-void scale_obs_free(struct scale_obs *ob);
-/* The bucket filling now. */
-struct bucket *scale_obs_cur(struct scale_obs *ob);
-/* The tick is over: the next bucket starts empty. */
-void scale_obs_next(struct scale_obs *ob);
-/* The observations over the last window seconds of ticks into s (s->now
- * set): rates, ISL, OSL, hit rate, misses, TTFT and ITL. */
-void scale_window_signals(struct scale_obs *ob, double tick_s, double window,
-                          struct kvg_autoscale_signals *s);
-
 /* Prewarm and slow start (scale_warm.c). On ready: replays the hottest
  * prefixes (prefill-only, max_tokens 1) when o->prewarm; 0 or a negative
  * code. */

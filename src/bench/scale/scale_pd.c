@@ -329,7 +329,7 @@ static void finish(struct pdrun *R, struct pq *q, double t)
     double itl = scale_itl(q->ntok, q->t_first, q->t_last);
     double ttft = q->t_first - q->r.arrival;
     int tok = ttft <= a->ttft_target_s, iok = itl <= a->itl_target_s;
-    scale_day_done(&R->d, t, itl, tok && iok);
+    scale_day_done(&R->d, &q->r, q->ntok, t, itl, tok && iok);
     R->out->ttft_met += tok;
     R->out->itl_met += iok;
     R->out->met += tok && iok;
@@ -353,7 +353,7 @@ static int step_end(struct pdrun *R, struct pool *P, int k, double t)
         }
         if (q->state != P_DECODE) continue;
         if (u->flags & KVG_SIM_UP_TOKEN) {
-            scale_obs_cur(&R->d.ob)->out_tokens++;
+            kvg_autoscale_obs_tokens(R->d.ob, 1);
             if (!q->first) {
                 if (q->local) { /* its prefill ran here */
                     scale_day_cached(&R->d, u->cached_tokens, q->r.prompt_len);
@@ -424,7 +424,7 @@ static void pool_signals(struct pdrun *R, struct pool *P, double t, double windo
         for (size_t i = R->dq_head; i < R->dq_tail; i++) nq += R->q[R->dq[i]].state == P_WAIT;
     }
     s->queued = (double)nq;
-    scale_window_signals(&R->d.ob, R->o->tick_s, window, s);
+    scale_day_signals(&R->d, window, s);
 }
 
 static void timeline(struct pdrun *R, double t)
@@ -475,7 +475,7 @@ static int tick(struct pdrun *R, double t)
         if ((rc = scale_reps_actuate(&P->r, R->o, &R->d.su, &R->d.rng, d.desired, t))) return rc;
     }
     timeline(R, t);
-    scale_obs_next(&R->d.ob);
+    kvg_autoscale_obs_next(R->d.ob);
     return 0;
 }
 

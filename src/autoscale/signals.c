@@ -1,0 +1,334 @@
+/* The autoscale signal builder and its multi-thread feed; see signals.h. */
+#include "autoscale/signals.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/stats.h"
+
+/* Samples stamped with their time, oldest overwritten. */
+struct lat_ring {
+    double *t, *v; /* cap each, owned */
+    size_t cap, n, head;
+};
+
+struct kvg_autoscale_obs {
+    struct kvg_autoscale_obs_sums *b; /* nb, owned; b[bcur % nb] is filling */
+    size_t nb, bcur;
+    struct lat_ring ttft, itl;
+    double *scratch; /* the rings' cap, for percentiles */
+};
+
+static int ring_init(struct lat_ring *L, size_t cap)
+{
+    L->cap = cap;
+    L->t = malloc(cap * sizeof *L->t);
+    L->v = malloc(cap * sizeof *L->v);
+    return L->t && L->v ? 0 : -ENOMEM;
+}
+
+static void ring_put(struct lat_ring *L, double t, double v)
+{
+    size_t i = (L->head + L->n) % L->cap;
+    if (L->n == L->cap)
+        L->head = (L->head + 1) % L->cap;
+    else
+        L->n++;
+    L->t[i] = t;
+    L->v[i] = v;
+}
+
+/* Mean and p90 of L's samples stamped at or after since, -1 when none. */
+static void ring_window(const struct lat_ring *L, double *scratch, double since, double *mean,
+                        double *p90)
+{
+    size_t k = 0;
+    double s = 0;
+    for (size_t j = L->n; j-- > 0;) {
+        size_t i = (L->head + j) % L->cap;
+        if (L->t[i] < since) break;
+        scratch[k++] = L->v[i];
+        s += L->v[i];
+    }
+    if (!k) {
+        *mean = *p90 = -1;
+        return;
+    }
+    *mean = s / (double)k;
+    *p90 = kvg_stats_pct(scratch, k, 90);
+}
+
+int kvg_autoscale_obs_new(size_t nbuckets, size_t nsamples, struct kvg_autoscale_obs **out)
+{
+    *out = NULL;
+    if (nbuckets < 2 || !nsamples) return -EINVAL;
+    struct kvg_autoscale_obs *o = calloc(1, sizeof *o);
+    if (!o) return -ENOMEM;
+    o->nb = nbuckets;
+    o->b = calloc(nbuckets, sizeof *o->b);
+    o->scratch = malloc(nsamples * sizeof *o->scratch);
+    int rc = ring_init(&o->ttft, nsamples);
+    if (!rc) rc = ring_init(&o->itl, nsamples);
+    if (rc || !o->b || !o->scratch) {
+        kvg_autoscale_obs_free(o);
+        return -ENOMEM;
+    }
+    *out = o;
+    return 0;
+}
+
+void kvg_autoscale_obs_free(struct kvg_autoscale_obs *o)
+{
+    if (!o) return;
+    free(o->b);
+    free(o->scratch);
+    free(o->ttft.t);
+    free(o->ttft.v);
+    free(o->itl.t);
+    free(o->itl.v);
+    free(o);
+}
+
+static struct kvg_autoscale_obs_sums *cur(struct kvg_autoscale_obs *o)
+{
+    return &o->b[o->bcur % o->nb];
+}
+
+void kvg_autoscale_obs_arrive(struct kvg_autoscale_obs *o, double prompt_tokens)
+{
+    struct kvg_autoscale_obs_sums *b = cur(o);
+    b->arrivals++;
+    if (prompt_tokens >= 0) {
+        b->sized++;
+        b->prompt_tokens += prompt_tokens;
+    }
+}
+
+void kvg_autoscale_obs_tokens(struct kvg_autoscale_obs *o, double n)
+{
+    cur(o)->out_tokens += n;
+}
+
+void kvg_autoscale_obs_cached(struct kvg_autoscale_obs *o, double cached, double prompt)
+{
+    struct kvg_autoscale_obs_sums *b = cur(o);
+    b->cached += cached;
+    b->prefilled += prompt;
+}
+
+void kvg_autoscale_obs_first(struct kvg_autoscale_obs *o, double t, double ttft)
+{
+    ring_put(&o->ttft, t, ttft);
+}
+
+void kvg_autoscale_obs_finish(struct kvg_autoscale_obs *o, double t, double itl, int missed,
+                              double prompt_tokens, double out_tokens)
+{
+    struct kvg_autoscale_obs_sums *b = cur(o);
+    b->finished++;
+    b->missed += missed != 0;
+    if (itl >= 0) ring_put(&o->itl, t, itl);
+    if (prompt_tokens >= 0 && out_tokens >= 0) {
+        b->done_n++;
+        b->done_prompt += prompt_tokens;
+        b->done_out += out_tokens;
+    }
+}
+
+static void sums_add(struct kvg_autoscale_obs_sums *a, const struct kvg_autoscale_obs_sums *s)
+{
+    a->arrivals += s->arrivals;
+    a->sized += s->sized;
+    a->prompt_tokens += s->prompt_tokens;
+    a->out_tokens += s->out_tokens;
+    a->cached += s->cached;
+    a->prefilled += s->prefilled;
+    a->finished += s->finished;
+    a->missed += s->missed;
+    a->done_n += s->done_n;
+    a->done_prompt += s->done_prompt;
+    a->done_out += s->done_out;
+}
+
+void kvg_autoscale_obs_add(struct kvg_autoscale_obs *o, const struct kvg_autoscale_obs_sums *s)
+{
+    sums_add(cur(o), s);
+}
+
+void kvg_autoscale_obs_next(struct kvg_autoscale_obs *o)
+{
+    o->bcur++;
+    memset(cur(o), 0, sizeof *cur(o));
+}
+
+void kvg_autoscale_obs_window(struct kvg_autoscale_obs *o, double tick_s, double window,
+                              struct kvg_autoscale_signals *s)
+{
+    size_t nb = (size_t)ceil(window / tick_s);
+    if (nb > o->nb - 1) nb = o->nb - 1;
+    if (nb > o->bcur) nb = o->bcur;
+    struct kvg_autoscale_obs_sums sum = {0};
+    for (size_t j = 1; j <= nb; j++) sums_add(&sum, &o->b[(o->bcur - j) % o->nb]);
+    double w = nb ? (double)nb * tick_s : 1;
+    s->arrival_rate = sum.arrivals / w;
+    s->output_tps = sum.out_tokens / w;
+    if (sum.sized > 0 && sum.sized == sum.arrivals) {
+        s->isl = sum.prompt_tokens / sum.arrivals;
+        s->input_tps = sum.prompt_tokens / w;
+    } else if (sum.done_n > 0) {
+        s->isl = sum.done_prompt / sum.done_n;
+        s->input_tps = s->isl * s->arrival_rate;
+    } else {
+        s->isl = s->input_tps = -1;
+    }
+    s->osl = sum.done_n > 0 ? sum.done_out / sum.done_n : -1;
+    s->cache_hit = sum.prefilled > 0 ? sum.cached / sum.prefilled : -1;
+    s->slo_miss = sum.finished > 0 ? sum.missed / sum.finished : -1;
+    ring_window(&o->ttft, o->scratch, s->now - w, &s->ttft_mean, &s->ttft_p90);
+    ring_window(&o->itl, o->scratch, s->now - w, &s->itl_mean, &s->itl_p90);
+}
+
+void kvg_autoscale_obs_assume(struct kvg_autoscale_signals *s, double isl, double osl)
+{
+    if (s->isl < 0) {
+        s->isl = isl;
+        s->input_tps = s->arrival_rate * isl;
+    }
+    if (s->osl < 0) {
+        s->osl = osl;
+        s->output_tps = s->arrival_rate * osl;
+    }
+}
+
+double kvg_autoscale_obs_span(const char *planner, double interval_s, double window_s)
+{
+    if (window_s > 0) return window_s;
+    double iv = interval_s;
+    if (!(iv > 0)) iv = !strcmp(planner, "sla") ? 180 : 30;
+    return iv > 30 ? iv : 30;
+}
+
+/* ---------------------------------------------------------------- the feed */
+
+int kvg_autoscale_feed_init(struct kvg_autoscale_feed *f)
+{
+    memset(f, 0, sizeof *f);
+    for (size_t i = 0; i < KVG_AUTOSCALE_FEED_SHARDS; i++) {
+        int rc = pthread_mutex_init(&f->shard[i].mu, NULL);
+        if (rc) {
+            while (i-- > 0) pthread_mutex_destroy(&f->shard[i].mu);
+            return -rc;
+        }
+    }
+    return 0;
+}
+
+void kvg_autoscale_feed_destroy(struct kvg_autoscale_feed *f)
+{
+    for (size_t i = 0; i < KVG_AUTOSCALE_FEED_SHARDS; i++) pthread_mutex_destroy(&f->shard[i].mu);
+}
+
+/* The calling thread's shard, locked: each thread takes the next index on
+ * its first call, so the serving loops (fewer than the shards) never meet. */
+static struct kvg_autoscale_feed_shard *shard_lock(struct kvg_autoscale_feed *f)
+{
+    static _Atomic unsigned next;
+    static _Thread_local int mine = -1;
+    if (mine < 0) mine = (int)(atomic_fetch_add(&next, 1) % KVG_AUTOSCALE_FEED_SHARDS);
+    struct kvg_autoscale_feed_shard *sh = &f->shard[mine];
+    pthread_mutex_lock(&sh->mu);
+    return sh;
+}
+
+void kvg_autoscale_feed_arrive(struct kvg_autoscale_feed *f, double prompt_tokens)
+{
+    struct kvg_autoscale_feed_shard *sh = shard_lock(f);
+    sh->sums.arrivals++;
+    if (prompt_tokens >= 0) {
+        sh->sums.sized++;
+        sh->sums.prompt_tokens += prompt_tokens;
+    }
+    pthread_mutex_unlock(&sh->mu);
+}
+
+void kvg_autoscale_feed_first(struct kvg_autoscale_feed *f, double ttft)
+{
+    struct kvg_autoscale_feed_shard *sh = shard_lock(f);
+    if (sh->nttft < KVG_AUTOSCALE_FEED_SAMPLES) sh->ttft[sh->nttft++] = ttft; /* else dropped */
+    pthread_mutex_unlock(&sh->mu);
+}
+
+void kvg_autoscale_feed_finish(struct kvg_autoscale_feed *f, int failed, double ttft, double itl,
+                               double prompt_tokens, double out_tokens, double cached)
+{
+    struct kvg_autoscale_feed_shard *sh = shard_lock(f);
+    struct kvg_autoscale_obs_sums *s = &sh->sums;
+    if (sh->ndone < KVG_AUTOSCALE_FEED_SAMPLES) {
+        sh->done[sh->ndone++] = (struct kvg_autoscale_feed_done){ttft, itl, failed};
+    } else { /* no room to judge it later: counted, missed only when failed */
+        s->finished++;
+        s->missed += failed != 0;
+    }
+    if (out_tokens >= 0) s->out_tokens += out_tokens;
+    if (prompt_tokens >= 0 && out_tokens >= 0) {
+        s->done_n++;
+        s->done_prompt += prompt_tokens;
+        s->done_out += out_tokens;
+    }
+    if (prompt_tokens > 0 && cached >= 0) {
+        s->cached += cached;
+        s->prefilled += prompt_tokens;
+    }
+    pthread_mutex_unlock(&sh->mu);
+}
+
+int kvg_autoscale_feed_take(struct kvg_autoscale_feed *f, struct kvg_autoscale_feed_take *t)
+{
+    memset(t, 0, sizeof *t);
+    size_t cap = KVG_AUTOSCALE_FEED_SHARDS * KVG_AUTOSCALE_FEED_SAMPLES;
+    t->ttft = malloc(cap * sizeof *t->ttft);
+    t->done = malloc(cap * sizeof *t->done);
+    if (!t->ttft || !t->done) {
+        kvg_autoscale_feed_take_free(t);
+        return -ENOMEM;
+    }
+    for (size_t i = 0; i < KVG_AUTOSCALE_FEED_SHARDS; i++) {
+        struct kvg_autoscale_feed_shard *sh = &f->shard[i];
+        pthread_mutex_lock(&sh->mu);
+        sums_add(&t->sums, &sh->sums);
+        memcpy(t->ttft + t->nttft, sh->ttft, sh->nttft * sizeof *sh->ttft);
+        t->nttft += sh->nttft;
+        memcpy(t->done + t->ndone, sh->done, sh->ndone * sizeof *sh->done);
+        t->ndone += sh->ndone;
+        memset(&sh->sums, 0, sizeof sh->sums);
+        sh->nttft = sh->ndone = 0;
+        pthread_mutex_unlock(&sh->mu);
+    }
+    return 0;
+}
+
+void kvg_autoscale_feed_take_free(struct kvg_autoscale_feed_take *t)
+{
+    free(t->ttft);
+    free(t->done);
+    memset(t, 0, sizeof *t);
+}
+
+void kvg_autoscale_obs_fold(struct kvg_autoscale_obs *o, const struct kvg_autoscale_feed_take *tk,
+                            double t, double ttft_target, double itl_target)
+{
+    kvg_autoscale_obs_add(o, &tk->sums);
+    for (size_t i = 0; i < tk->nttft; i++) kvg_autoscale_obs_first(o, t, tk->ttft[i]);
+    struct kvg_autoscale_obs_sums *b = cur(o);
+    for (size_t i = 0; i < tk->ndone; i++) {
+        const struct kvg_autoscale_feed_done *d = &tk->done[i];
+        int missed = d->failed || (d->ttft >= 0 && d->ttft > ttft_target) ||
+                     (d->itl >= 0 && d->itl > itl_target);
+        b->finished++;
+        b->missed += missed;
+        if (d->itl >= 0) ring_put(&o->itl, t, d->itl);
+    }
+}

@@ -1,0 +1,150 @@
+/* The one builder of a pool's observed signals (struct kvg_autoscale_signals
+ * in planner.h): kvgate serve --autoscale feeds it from the proxy's
+ * per-request observations, kvgate autoscale's gateway reading and the
+ * offline benchmark (src/bench/scale/) from their own, so a planner is
+ * graded offline on the inputs it gets in production.
+ *
+ * A windowed accumulator: per-tick sums in a ring of buckets (the caller
+ * closes the filling one with kvg_autoscale_obs_next once per tick) and
+ * TTFT / ITL samples stamped with the caller's clock. The window's signals
+ * are the sums of the last closed buckets and the samples of the last
+ * window seconds. A signal nothing in the window measured stays < 0
+ * (unknown): never a made-up value. The engine snapshot (replicas,
+ * waiting, running, KV usage, gateway queue, in-flight prompt tokens) is
+ * the caller's to set in the same struct.
+ *
+ * kvg_autoscale_feed is the cheap front for many threads: each thread adds
+ * to its own shard (a mutex nobody else takes but the fold), and the tick
+ * folds every shard into a builder.
+ *
+ * Not thread-safe itself: one owner (the bench's run, serve's main loop). */
+#ifndef KVG_AUTOSCALE_SIGNALS_H
+#define KVG_AUTOSCALE_SIGNALS_H
+
+#include <pthread.h>
+#include <stddef.h>
+
+#include "autoscale/planner.h"
+
+/* One tick's sums. Prompt lengths are known at arrival (a tokenized
+ * request, the bench) or only from the engine's usage at the finish; the
+ * window's ISL takes the arrivals' when every arrival said its own. */
+struct kvg_autoscale_obs_sums {
+    double arrivals;      /* requests arrived (queued ones included) */
+    double sized;         /* of them, with their prompt length known */
+    double prompt_tokens; /* the sized arrivals' prompt tokens */
+    double out_tokens;    /* output tokens emitted */
+    double cached;        /* prompt tokens found in a prefix cache ... */
+    double prefilled;     /* ... of these prompt tokens prefilled */
+    double finished;      /* requests ended (served or failed) */
+    double missed;        /* of them, over the TTFT or ITL target, or failed */
+    double done_n;        /* finished requests whose lengths the engine said */
+    double done_prompt;   /* their prompt tokens */
+    double done_out;      /* their output tokens */
+};
+
+struct kvg_autoscale_obs;
+
+/* A builder of nbuckets ticks (at least 2; a window covers nbuckets - 1)
+ * and nsamples TTFT and nsamples ITL samples (the newest kept). *out is the
+ * caller's: kvg_autoscale_obs_free. 0 or -ENOMEM / -EINVAL. */
+int kvg_autoscale_obs_new(size_t nbuckets, size_t nsamples, struct kvg_autoscale_obs **out);
+void kvg_autoscale_obs_free(struct kvg_autoscale_obs *o);
+
+/* Observations into the filling bucket. */
+/* A request arrived: its prompt tokens (< 0 unknown). */
+void kvg_autoscale_obs_arrive(struct kvg_autoscale_obs *o, double prompt_tokens);
+/* n output tokens emitted. */
+void kvg_autoscale_obs_tokens(struct kvg_autoscale_obs *o, double n);
+/* A prefill found cached of its prompt tokens in a prefix cache. */
+void kvg_autoscale_obs_cached(struct kvg_autoscale_obs *o, double cached, double prompt);
+/* A first token at t (the caller's clock) after ttft seconds. */
+void kvg_autoscale_obs_first(struct kvg_autoscale_obs *o, double t, double ttft);
+/* A request ended at t: its mean inter-token latency itl (< 0 none: it
+ * failed or had one token), whether it missed its targets, and the
+ * prompt / output tokens the engine said (< 0 unknown). */
+void kvg_autoscale_obs_finish(struct kvg_autoscale_obs *o, double t, double itl, int missed,
+                              double prompt_tokens, double out_tokens);
+/* Adds a shard's sums into the filling bucket. */
+void kvg_autoscale_obs_add(struct kvg_autoscale_obs *o, const struct kvg_autoscale_obs_sums *s);
+/* The tick is over: the filling bucket closes, the next starts empty. */
+void kvg_autoscale_obs_next(struct kvg_autoscale_obs *o);
+
+/* The window's observed fields of s, at s->now: the sums of the last
+ * ceil(window / tick_s) closed buckets (fewer at the start) and the TTFT
+ * and ITL samples stamped after s->now - that span. Rates are per second
+ * over the span (0 when no bucket closed yet); isl / osl, the token rates
+ * they stand for, cache_hit, slo_miss and the latencies are < 0 when
+ * nothing in the window measured them. ISL: the arrivals' prompt tokens
+ * when each arrival's was known, else the finished requests' usage; OSL:
+ * the finished requests' output tokens. The rest of s is untouched. */
+void kvg_autoscale_obs_window(struct kvg_autoscale_obs *o, double tick_s, double window,
+                              struct kvg_autoscale_signals *s);
+
+/* Where the window measured no ISL / OSL (no request finished in it that
+ * said its lengths): the assumed isl / osl (a pool's configuration), and
+ * the token rates the arrival rate stands for with them. */
+void kvg_autoscale_obs_assume(struct kvg_autoscale_signals *s, double isl, double osl);
+
+/* The span a planner's signals cover: window_s when > 0, else its interval
+ * (interval_s when > 0, else sla's 180 s and the others' 30 s), at least
+ * 30 s. */
+double kvg_autoscale_obs_span(const char *planner, double interval_s, double window_s);
+
+/* ---- The feed: many threads record, the tick folds. */
+#define KVG_AUTOSCALE_FEED_SHARDS 16
+/* TTFT samples and finishes a shard keeps between folds: past that a TTFT
+ * is dropped and a finish counted without its latencies. */
+#define KVG_AUTOSCALE_FEED_SAMPLES 1024
+
+/* A finished request as the feed keeps it until the fold, which judges it
+ * against each pool's own targets. */
+struct kvg_autoscale_feed_done {
+    double ttft, itl; /* seconds, < 0 not seen */
+    int failed;       /* the gateway or engine failed it */
+};
+
+struct kvg_autoscale_feed_shard {
+    pthread_mutex_t mu;
+    struct kvg_autoscale_obs_sums sums; /* finished / missed are judged at the fold */
+    double ttft[KVG_AUTOSCALE_FEED_SAMPLES];
+    size_t nttft;
+    struct kvg_autoscale_feed_done done[KVG_AUTOSCALE_FEED_SAMPLES];
+    size_t ndone;
+};
+
+struct kvg_autoscale_feed {
+    struct kvg_autoscale_feed_shard shard[KVG_AUTOSCALE_FEED_SHARDS];
+};
+
+/* 0 or a pthread code. kvg_autoscale_feed_destroy after. */
+int kvg_autoscale_feed_init(struct kvg_autoscale_feed *f);
+void kvg_autoscale_feed_destroy(struct kvg_autoscale_feed *f);
+/* From any thread (each thread keeps to one shard). Arguments as the
+ * builder's: prompt_tokens / out_tokens / cached < 0 unknown. */
+void kvg_autoscale_feed_arrive(struct kvg_autoscale_feed *f, double prompt_tokens);
+void kvg_autoscale_feed_first(struct kvg_autoscale_feed *f, double ttft);
+/* A request ended: failed, its TTFT and mean ITL (< 0 not seen), and the
+ * engine's usage (< 0 unknown); output tokens count as emitted now. */
+void kvg_autoscale_feed_finish(struct kvg_autoscale_feed *f, int failed, double ttft, double itl,
+                               double prompt_tokens, double out_tokens, double cached);
+
+/* What one fold took out of a feed. */
+struct kvg_autoscale_feed_take {
+    struct kvg_autoscale_obs_sums sums;
+    double *ttft; /* owned by the take: kvg_autoscale_feed_take_free */
+    size_t nttft;
+    struct kvg_autoscale_feed_done *done;
+    size_t ndone;
+};
+
+/* Empties every shard into *t. 0 or -ENOMEM (the feed untouched). */
+int kvg_autoscale_feed_take(struct kvg_autoscale_feed *f, struct kvg_autoscale_feed_take *t);
+void kvg_autoscale_feed_take_free(struct kvg_autoscale_feed_take *t);
+/* Adds a take into o's filling bucket, its samples stamped at t: a finish
+ * misses when it failed or its TTFT / ITL is over ttft_target /
+ * itl_target. */
+void kvg_autoscale_obs_fold(struct kvg_autoscale_obs *o, const struct kvg_autoscale_feed_take *tk,
+                            double t, double ttft_target, double itl_target);
+
+#endif

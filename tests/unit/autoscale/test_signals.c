@@ -1,0 +1,183 @@
+/* The autoscale signal builder (autoscale/signals.h): windows over recorded
+ * ticks, their edges, unknown fields when nothing was observed, measured
+ * ISL / OSL, and the multi-thread feed folded against a pool's targets. */
+#include <pthread.h>
+#include <stdlib.h>
+
+#include "autoscale/signals.h"
+#include "support/test.h"
+
+static struct kvg_autoscale_obs *mk(size_t nb)
+{
+    struct kvg_autoscale_obs *o = NULL;
+    CHECK_INT(kvg_autoscale_obs_new(nb, 64, &o), 0);
+    return o;
+}
+
+static void window(struct kvg_autoscale_obs *o, double now, double tick, double span,
+                   struct kvg_autoscale_signals *s)
+{
+    memset(s, 0, sizeof *s);
+    s->now = now;
+    kvg_autoscale_obs_window(o, tick, span, s);
+}
+
+TEST(signals_empty_window_is_unknown)
+{
+    struct kvg_autoscale_obs *o = mk(8);
+    struct kvg_autoscale_signals s;
+    window(o, 0, 1, 4, &s); /* no bucket closed yet */
+    CHECK_NEAR(s.arrival_rate, 0, 0);
+    CHECK(s.isl < 0 && s.osl < 0 && s.input_tps < 0);
+    CHECK(s.ttft_mean < 0 && s.ttft_p90 < 0 && s.itl_mean < 0 && s.itl_p90 < 0);
+    CHECK(s.cache_hit < 0 && s.slo_miss < 0);
+    for (int i = 0; i < 3; i++) kvg_autoscale_obs_next(o); /* quiet ticks */
+    window(o, 3, 1, 4, &s);
+    CHECK_NEAR(s.arrival_rate, 0, 0);
+    CHECK_NEAR(s.output_tps, 0, 0);
+    CHECK(s.isl < 0 && s.osl < 0 && s.ttft_mean < 0 && s.slo_miss < 0 && s.cache_hit < 0);
+    kvg_autoscale_obs_free(o);
+}
+
+/* Ticks of 1 s: tick k's events at k + 0.5, the tick closed at k + 1. */
+TEST(signals_window_over_ticks)
+{
+    struct kvg_autoscale_obs *o = mk(16);
+    for (int k = 0; k < 6; k++) {
+        double t = k + 0.5;
+        /* tick k: k + 1 arrivals of 100 prompt tokens, 10 tokens out,
+         * one first token with TTFT k / 10, one finish with ITL k / 100. */
+        for (int i = 0; i <= k; i++) kvg_autoscale_obs_arrive(o, 100);
+        kvg_autoscale_obs_tokens(o, 10);
+        kvg_autoscale_obs_cached(o, 25, 100);
+        kvg_autoscale_obs_first(o, t, k / 10.0);
+        kvg_autoscale_obs_finish(o, t, k / 100.0, k == 5, 100, 20);
+        kvg_autoscale_obs_next(o);
+    }
+    struct kvg_autoscale_signals s;
+    /* A 3 s window at 6: ticks 3, 4, 5 (4 + 5 + 6 arrivals over 3 s). */
+    window(o, 6, 1, 3, &s);
+    CHECK_NEAR(s.arrival_rate, 15.0 / 3, 1e-12);
+    CHECK_NEAR(s.input_tps, 1500.0 / 3, 1e-9);
+    CHECK_NEAR(s.output_tps, 30.0 / 3, 1e-12);
+    CHECK_NEAR(s.isl, 100, 1e-12);
+    CHECK_NEAR(s.osl, 20, 1e-12);
+    CHECK_NEAR(s.cache_hit, 0.25, 1e-12);
+    CHECK_NEAR(s.slo_miss, 1.0 / 3, 1e-12);
+    CHECK_NEAR(s.ttft_mean, 0.4, 1e-12);
+    /* p90 of 0.3, 0.4, 0.5 interpolated: 0.3 + 1.8 * 0.1. */
+    CHECK_NEAR(s.ttft_p90, 0.48, 1e-12);
+    CHECK_NEAR(s.itl_mean, 0.04, 1e-12);
+    /* Edges: a 2.5 s window covers 3 ticks (rounded up), samples from 3.0
+     * on; a window longer than the ring covers what it holds. */
+    window(o, 6, 1, 2.5, &s);
+    CHECK_NEAR(s.arrival_rate, 5, 1e-12);
+    CHECK_NEAR(s.ttft_mean, 0.4, 1e-12);
+    window(o, 6, 1, 100, &s); /* 6 closed ticks: 21 arrivals over 6 s */
+    CHECK_NEAR(s.arrival_rate, 21.0 / 6, 1e-12);
+    CHECK_NEAR(s.ttft_mean, 0.25, 1e-12);
+    /* The filling bucket is not in the window. */
+    for (int i = 0; i < 50; i++) kvg_autoscale_obs_arrive(o, 100);
+    window(o, 6.5, 1, 1, &s);
+    CHECK_NEAR(s.arrival_rate, 6, 1e-12);
+    kvg_autoscale_obs_free(o);
+}
+
+TEST(signals_ring_wraps)
+{
+    struct kvg_autoscale_obs *o = mk(4); /* windows of at most 3 ticks */
+    for (int k = 0; k < 10; k++) {
+        kvg_autoscale_obs_arrive(o, k);
+        kvg_autoscale_obs_next(o);
+    }
+    struct kvg_autoscale_signals s;
+    window(o, 10, 1, 60, &s);
+    CHECK_NEAR(s.arrival_rate, 1, 1e-12);
+    CHECK_NEAR(s.isl, (7 + 8 + 9) / 3.0, 1e-12);
+    kvg_autoscale_obs_free(o);
+}
+
+/* Prompt lengths unknown at arrival: ISL from the finished requests'
+ * usage; one arrival of unknown length in the window makes the arrivals'
+ * own sum partial, so the finishes' figure stands. */
+TEST(signals_isl_osl_measured_at_finish)
+{
+    struct kvg_autoscale_obs *o = mk(8);
+    for (int i = 0; i < 4; i++) kvg_autoscale_obs_arrive(o, -1);
+    kvg_autoscale_obs_arrive(o, 999);
+    kvg_autoscale_obs_finish(o, 0.5, 0.01, 0, 300, 40);
+    kvg_autoscale_obs_finish(o, 0.5, 0.02, 0, 500, 60);
+    kvg_autoscale_obs_finish(o, 0.5, -1, 1, -1, -1); /* failed: no lengths, no ITL */
+    kvg_autoscale_obs_next(o);
+    struct kvg_autoscale_signals s;
+    window(o, 1, 1, 1, &s);
+    CHECK_NEAR(s.arrival_rate, 5, 1e-12);
+    CHECK_NEAR(s.isl, 400, 1e-12);
+    CHECK_NEAR(s.input_tps, 2000, 1e-9);
+    CHECK_NEAR(s.osl, 50, 1e-12);
+    CHECK_NEAR(s.slo_miss, 1.0 / 3, 1e-12);
+    CHECK_NEAR(s.itl_mean, 0.015, 1e-12);
+    CHECK(s.ttft_mean < 0); /* no first token seen */
+    CHECK(s.cache_hit < 0);
+    kvg_autoscale_obs_free(o);
+}
+
+TEST(signals_span)
+{
+    CHECK_NEAR(kvg_autoscale_obs_span("sla", 0, 0), 180, 0);
+    CHECK_NEAR(kvg_autoscale_obs_span("kvgate", 0, 0), 30, 0);
+    CHECK_NEAR(kvg_autoscale_obs_span("queue", 5, 0), 30, 0);
+    CHECK_NEAR(kvg_autoscale_obs_span("queue", 60, 0), 60, 0);
+    CHECK_NEAR(kvg_autoscale_obs_span("sla", 60, 7), 7, 0);
+}
+
+static void *feeder(void *arg)
+{
+    struct kvg_autoscale_feed *f = arg;
+    for (int i = 0; i < 100; i++) {
+        kvg_autoscale_feed_arrive(f, -1);
+        kvg_autoscale_feed_first(f, 0.2);
+        /* Every tenth over the 0.5 s TTFT target, every fifth over ITL. */
+        kvg_autoscale_feed_finish(f, 0, i % 10 ? 0.2 : 0.9, i % 5 ? 0.01 : 0.2, 100, 10,
+                                  i % 2 ? 50 : -1);
+    }
+    kvg_autoscale_feed_finish(f, 1, -1, -1, -1, -1, -1);
+    return NULL;
+}
+
+TEST(signals_feed_threads_fold)
+{
+    struct kvg_autoscale_feed *f = malloc(sizeof *f);
+    CHECK(f);
+    CHECK_INT(kvg_autoscale_feed_init(f), 0);
+    pthread_t th[4];
+    for (int i = 0; i < 4; i++) CHECK_INT(pthread_create(&th[i], NULL, feeder, f), 0);
+    for (int i = 0; i < 4; i++) pthread_join(th[i], NULL);
+    struct kvg_autoscale_feed_take tk;
+    CHECK_INT(kvg_autoscale_feed_take(f, &tk), 0);
+    CHECK_INT(tk.nttft, 400);
+    CHECK_INT(tk.ndone, 404);
+    struct kvg_autoscale_obs *o = mk(8);
+    kvg_autoscale_obs_fold(o, &tk, 1.0, 0.5, 0.1);
+    kvg_autoscale_feed_take_free(&tk);
+    kvg_autoscale_obs_next(o);
+    struct kvg_autoscale_signals s;
+    window(o, 2, 2, 2, &s); /* one 2 s tick */
+    CHECK_NEAR(s.arrival_rate, 200, 1e-9);
+    CHECK_NEAR(s.output_tps, 2000, 1e-9);
+    CHECK_NEAR(s.isl, 100, 1e-12);
+    CHECK_NEAR(s.osl, 10, 1e-12);
+    CHECK_NEAR(s.cache_hit, 0.5, 1e-12); /* only the requests that said their cache */
+    /* Per thread: 20 over ITL (i % 5 == 0, the 10 over TTFT among them) and
+     * the failed one. */
+    CHECK_NEAR(s.slo_miss, 4 * 21.0 / 404, 1e-12);
+    CHECK_NEAR(s.ttft_mean, 0.2, 1e-12);
+    /* Taken: the next take is empty. */
+    CHECK_INT(kvg_autoscale_feed_take(f, &tk), 0);
+    CHECK_INT(tk.nttft + tk.ndone, 0);
+    CHECK_NEAR(tk.sums.arrivals, 0, 0);
+    kvg_autoscale_feed_take_free(&tk);
+    kvg_autoscale_feed_destroy(f);
+    free(f);
+    kvg_autoscale_obs_free(o);
+}
