@@ -30,6 +30,7 @@ extern const struct kvg_opt kvg__bench_jobs_table[];
  * the simulator's profiles); filled by kvg__bench_names_init. */
 extern char kvg__bench_policy_help[512];
 extern char kvg__bench_profile_help[512];
+extern char kvg__bench_profile_names[400]; /* "tiny, ..." for errors */
 void kvg__bench_names_init(void);
 
 /* A CUSTOM parse of a double > 0 at the entry's offset, and its format. */

@@ -36,6 +36,7 @@ const struct kvg_opt kvg__bench_jobs_table[] = {
 
 char kvg__bench_policy_help[512];
 char kvg__bench_profile_help[512];
+char kvg__bench_profile_names[400];
 
 void kvg__bench_names_init(void)
 {
@@ -43,12 +44,13 @@ void kvg__bench_names_init(void)
              "comma-separated routing policies: %s; offline also oracle (a placement no "
              "router can make: the bound)",
              kvg_policy_names());
-    size_t n = (size_t)snprintf(kvg__bench_profile_help, sizeof kvg__bench_profile_help,
-                                "the engines' simulator profile:");
+    size_t n = 0;
     const struct kvg_sim_profile *p;
-    for (size_t i = 0; (p = kvg_sim_profile_at(i)) && n < sizeof kvg__bench_profile_help; i++)
-        n += (size_t)snprintf(kvg__bench_profile_help + n, sizeof kvg__bench_profile_help - n,
-                              "%s %s", i ? "," : "", p->name);
+    for (size_t i = 0; (p = kvg_sim_profile_at(i)) && n < sizeof kvg__bench_profile_names; i++)
+        n += (size_t)snprintf(kvg__bench_profile_names + n, sizeof kvg__bench_profile_names - n,
+                              "%s%s", i ? ", " : "", p->name);
+    snprintf(kvg__bench_profile_help, sizeof kvg__bench_profile_help,
+             "the engines' simulator profile: %s", kvg__bench_profile_names);
 }
 
 int kvg__bench_parse_positive(void *obj, const struct kvg_opt *o, const char *value, size_t index,
