@@ -141,10 +141,7 @@ static int policies_text(const void *obj, const struct kvg_opt *o, char *out, si
 {
     (void)o;
     const struct kvg_bench_cfg *c = &((const struct args *)obj)->c;
-    size_t n = 0;
-    out[0] = 0;
-    for (size_t i = 0; i < c->npolicies && n < cap; i++)
-        n += (size_t)snprintf(out + n, cap - n, "%s%s", i ? "," : "", c->policies[i]);
+    kvg__bench_join(out, cap, c->policies[0], sizeof c->policies[0], c->npolicies);
     return 0;
 }
 

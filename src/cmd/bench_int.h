@@ -56,6 +56,9 @@ int kvg__bench_write(const char *path, int (*fn)(const void *ud, FILE *f), const
  * "--scenario=X"), or NULL. */
 const char *kvg__bench_scenario_of(int argc, char **argv);
 
+/* The n names at names, names + stride, ... joined by ',' into out. */
+void kvg__bench_join(char *out, size_t cap, const char *names, size_t stride, size_t n);
+
 /* "kvgate bench" and argv[1..] joined by spaces, cut at cap. */
 void kvg__bench_command(char *out, size_t cap, int argc, char **argv);
 

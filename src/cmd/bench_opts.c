@@ -137,3 +137,11 @@ void kvg__bench_command(char *out, size_t cap, int argc, char **argv)
     for (int i = 1; i < argc && n < cap; i++)
         n += (size_t)snprintf(out + n, cap - n, " %s", argv[i]);
 }
+
+void kvg__bench_join(char *out, size_t cap, const char *names, size_t stride, size_t n)
+{
+    size_t k = 0;
+    out[0] = 0;
+    for (size_t i = 0; i < n && k < cap; i++)
+        k += (size_t)snprintf(out + k, cap - k, "%s%s", i ? "," : "", names + i * stride);
+}
