@@ -56,6 +56,12 @@ int kvg__bench_write(const char *path, int (*fn)(const void *ud, FILE *f), const
  * "--scenario=X"), or NULL. */
 const char *kvg__bench_scenario_of(int argc, char **argv);
 
+/* Calls fn(ud, name, err, errlen) for each comma-separated name in list:
+ * 0, its first failure, or KVG_ECONFIG when list is too long or empty. */
+int kvg__bench_each_name(const char *list,
+                         int (*fn)(void *ud, const char *name, char *err, size_t errlen), void *ud,
+                         char *err, size_t errlen);
+
 /* The n names at names, names + stride, ... joined by ',' into out. */
 void kvg__bench_join(char *out, size_t cap, const char *names, size_t stride, size_t n);
 

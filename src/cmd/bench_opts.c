@@ -145,3 +145,20 @@ void kvg__bench_join(char *out, size_t cap, const char *names, size_t stride, si
     for (size_t i = 0; i < n && k < cap; i++)
         k += (size_t)snprintf(out + k, cap - k, "%s%s", i ? "," : "", names + i * stride);
 }
+
+int kvg__bench_each_name(const char *list,
+                         int (*fn)(void *ud, const char *name, char *err, size_t errlen), void *ud,
+                         char *err, size_t errlen)
+{
+    char buf[1024];
+    if (snprintf(buf, sizeof buf, "%s", list) >= (int)sizeof buf)
+        return kvg_err_set(err, errlen, KVG_ECONFIG, "too long (at most %zu bytes)",
+                           sizeof buf - 1);
+    int n = 0;
+    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        int rc = fn(ud, t, err, errlen);
+        if (rc) return rc;
+        n++;
+    }
+    return n ? 0 : kvg_err_set(err, errlen, KVG_ECONFIG, "expects at least one name");
+}

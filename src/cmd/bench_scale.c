@@ -55,28 +55,28 @@ static int planner_known(const char *name)
     return !rc;
 }
 
+static int add_planner(void *ud, const char *name, char *err, size_t errlen)
+{
+    struct cfg *c = ud;
+    if (c->n == KVG_BENCH_SCALE_MAX_PLANNERS)
+        return kvg_err_set(err, errlen, KVG_ECONFIG, "at most %d planners",
+                           KVG_BENCH_SCALE_MAX_PLANNERS);
+    if (!planner_known(name) || strlen(name) >= sizeof c->planners[0])
+        return kvg_err_set(err, errlen, KVG_ECONFIG,
+                           "unknown planner '%s' (known: %s, queue-waiting, kvgate-noprewarm; "
+                           "diurnal-pd also oracle)",
+                           name, kvg_autoscale_planner_names());
+    snprintf(c->planners[c->n++], sizeof c->planners[0], "%s", name);
+    return 0;
+}
+
 static int planners_opt(void *obj, const struct kvg_opt *o, const char *v, size_t index, char *err,
                         size_t errlen)
 {
     (void)o, (void)index;
     struct cfg *c = obj;
-    char buf[512];
-    if (snprintf(buf, sizeof buf, "%s", v) >= (int)sizeof buf)
-        return kvg_err_set(err, errlen, KVG_ECONFIG, "too long");
     c->n = 0;
-    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-        if (c->n == KVG_BENCH_SCALE_MAX_PLANNERS)
-            return kvg_err_set(err, errlen, KVG_ECONFIG, "at most %d planners",
-                               KVG_BENCH_SCALE_MAX_PLANNERS);
-        if (!planner_known(t) || strlen(t) >= sizeof c->planners[0])
-            return kvg_err_set(err, errlen, KVG_ECONFIG,
-                               "unknown planner '%s' (known: %s, queue-waiting, "
-                               "kvgate-noprewarm; diurnal-pd also oracle)",
-                               t, kvg_autoscale_planner_names());
-        snprintf(c->planners[c->n++], sizeof c->planners[0], "%s", t);
-    }
-    if (!c->n) return kvg_err_set(err, errlen, KVG_ECONFIG, "expects at least one planner");
-    return 0;
+    return kvg__bench_each_name(v, add_planner, c, err, errlen);
 }
 
 static int planners_text(const void *obj, const struct kvg_opt *o, char *out, size_t cap)
