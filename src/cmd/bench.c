@@ -151,11 +151,9 @@ static int profile_opt(void *obj, const struct kvg_opt *o, const char *v, size_t
     (void)o, (void)index;
     struct args *a = obj;
     const struct kvg_sim_profile *p = kvg_sim_profile_find(v);
-    if (!p) {
-        kvg__bench_names_init();
+    if (!p)
         return kvg_err_set(err, errlen, KVG_ECONFIG, "expects one of %s, got '%s'",
                            kvg__bench_profile_names, v);
-    }
     a->c.des.profile = *p;
     a->c.prefill_scale = 1; /* the named profile as it is */
     return 0;
