@@ -1,185 +1,216 @@
-/* `kvgate bench --scenario diurnal`: flags, one run per planner (a few at a
- * time on threads), and the reports. */
+/* `kvgate bench --scenario diurnal|diurnal-pd`: the flags (an option table,
+ * base/opt.h, with the output flags every scenario shares), one run per
+ * planner (a few at a time on threads), and the reports. */
 #include <errno.h>
+#include <math.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cmd/cmd.h"
+#include "cmd/bench_int.h"
 #include "base/err.h"
 #include "base/log.h"
+#include "base/util.h"
 #include "bench/scale/scale.h"
 
 struct cfg {
     struct kvg_bench_scale_opts o;
+    struct kvg__bench_common com;
     char planners[KVG_BENCH_SCALE_MAX_PLANNERS][32];
     size_t n;
-    char json[512], md[512], svg[512], csv[512], command[2048];
-    int jobs, quiet;
+    char svg[512], csv[512], command[2048];
+    int jobs;
     int pd; /* --scenario diurnal-pd: separate prefill and decode pools */
+};
+
+#define A(field) offsetof(struct cfg, field)
+#define AS(field) sizeof(((struct cfg *)0)->field)
+#define O(field) A(o.field)
+#define POSITIVE .parse = kvg__bench_parse_positive, .format = kvg__bench_format_double
+#define FROM(lo) .min = (lo), .max = INFINITY
+
+/* In the order of cfg.pd. */
+static const char *const scenarios[] = {"diurnal", "diurnal-pd", NULL};
+static const char *const queue_presets[] = {"llm-d", "waiting", NULL};
+static char planner_help[512];
+
+/* A planner the day can run: the autoscaler's, a bench variant of one
+ * (queue-<preset>, kvgate-noprewarm), or the PD day's oracle. */
+static int planner_known(const char *name)
+{
+    if (!strcmp(name, "oracle")) return 1;
+    struct kvg_autoscale_opts a;
+    kvg_autoscale_opts_default(&a);
+    const char *base = !strcmp(name, "kvgate-noprewarm") ? "kvgate" : name;
+    if (!strncmp(base, "queue-", 6)) {
+        snprintf(a.queue_preset, sizeof a.queue_preset, "%s", base + 6);
+        base = "queue";
+    }
+    struct kvg_autoscale_planner *p = NULL;
+    int rc = kvg_autoscale_planner_new(base, &a, &p);
+    if (!rc) kvg_autoscale_planner_free(p);
+    return !rc;
+}
+
+static int add_planner(void *ud, const char *name, char *err, size_t errlen)
+{
+    struct cfg *c = ud;
+    if (c->n == KVG_BENCH_SCALE_MAX_PLANNERS)
+        return kvg_err_set(err, errlen, KVG_ECONFIG, "at most %d planners",
+                           KVG_BENCH_SCALE_MAX_PLANNERS);
+    if (!planner_known(name) || strlen(name) >= sizeof c->planners[0])
+        return kvg_err_set(err, errlen, KVG_ECONFIG,
+                           "unknown planner '%s' (known: %s, queue-waiting, kvgate-noprewarm; "
+                           "diurnal-pd also oracle)",
+                           name, kvg_autoscale_planner_names());
+    snprintf(c->planners[c->n++], sizeof c->planners[0], "%s", name);
+    return 0;
+}
+
+static int planners_opt(void *obj, const struct kvg_opt *o, const char *v, size_t index, char *err,
+                        size_t errlen)
+{
+    (void)o, (void)index;
+    struct cfg *c = obj;
+    c->n = 0;
+    return kvg__bench_each_name(v, add_planner, c, err, errlen);
+}
+
+static int planners_text(const void *obj, const struct kvg_opt *o, char *out, size_t cap)
+{
+    (void)o;
+    const struct cfg *c = obj;
+    kvg__bench_join(out, cap, c->planners[0], sizeof c->planners[0], c->n);
+    return 0;
+}
+
+static int predictor_opt(void *obj, const struct kvg_opt *o, const char *v, size_t index, char *err,
+                         size_t errlen)
+{
+    (void)o, (void)index;
+    struct kvg_bench_scale_opts *so = &((struct cfg *)obj)->o;
+    int k = kvg_autoscale_pred_parse(v);
+    if (k < 0)
+        return kvg_err_set(err, errlen, KVG_ECONFIG,
+                           "expects one of constant, moving_average, seasonal_trend, got '%s'", v);
+    so->aopts.sla_predictor = (enum kvg_autoscale_pred_kind)k;
+    /* A season is a day: in sla intervals. */
+    so->aopts.sla_period = (uint32_t)(so->day_s / 180);
+    return 0;
+}
+
+static int predictor_text(const void *obj, const struct kvg_opt *o, char *out, size_t cap)
+{
+    (void)o;
+    snprintf(out, cap, "%s",
+             kvg_autoscale_pred_name(((const struct cfg *)obj)->o.aopts.sla_predictor));
+    return 0;
+}
+
+static const struct kvg_opt opt_table[] = {
+    {"scenario", NULL, KVG_OPT_ENUM, A(pd), .choices = scenarios, .section = "scenario",
+     .help = "the autoscaling day (docs/autoscale.md); diurnal-pd: the same day on separate "
+             "prefill and decode pools, each sized by its own planner instance (no prewarm; "
+             "--svg: a prefill and a decode panel per planner)"},
+    {"planners", NULL, KVG_OPT_CUSTOM, 0, .meta = "LIST", .parse = planners_opt,
+     .format = planners_text, .help = planner_help},
+    {"day-secs", NULL, KVG_OPT_DOUBLE, O(day_s), FROM(60), .meta = "SECS",
+     .help = "virtual seconds for 24 h"},
+    {"mean-rate", NULL, KVG_OPT_CUSTOM, O(mean_rate), .meta = "R", POSITIVE,
+     .help = "requests/s at the day's mean"},
+    {"bursts", NULL, KVG_OPT_U32, O(bursts), .min = 0, .max = 64, .help = "bursts per day"},
+    {"burst-secs", NULL, KVG_OPT_CUSTOM, O(burst_s), .meta = "SECS", POSITIVE,
+     .help = "each burst's length"},
+    {"burst-mult", NULL, KVG_OPT_DOUBLE, O(burst_mult), FROM(1),
+     .help = "each burst's rate factor"},
+    {"cold-share", NULL, KVG_OPT_DOUBLE, O(cold_share), .min = 0, .max = 1,
+     .help = "share of new replicas on cold nodes (the rest warm)"},
+    {"fetch-share", NULL, KVG_OPT_DOUBLE, O(fetch_share), .min = 0, .max = 1,
+     .help = "share on nodes that fetch image and weights"},
+    {"startup-secs", NULL, KVG_OPT_DOUBLE, O(startup_fixed_s), FROM(0), .meta = "SECS",
+     .help = "every start-up takes exactly SECS (0: drawn)"},
+    {"ttft", NULL, KVG_OPT_CUSTOM, O(aopts.ttft_target_s), .meta = "SECS", POSITIVE,
+     .help = "SLO: time to first token"},
+    {"itl", NULL, KVG_OPT_CUSTOM, O(aopts.itl_target_s), .meta = "SECS", POSITIVE,
+     .help = "SLO: inter-token latency"},
+    {"queue-preset", NULL, KVG_OPT_ENUM, O(aopts.queue_preset), AS(o.aopts.queue_preset),
+     .choices = queue_presets, .help = "the queue planner's preset"},
+    {"sla-predictor", NULL, KVG_OPT_CUSTOM, 0, .meta = "constant|moving_average|seasonal_trend",
+     .parse = predictor_opt, .format = predictor_text,
+     .help = "the sla planner's load predictor (its season: a day)"},
+    {"static-replicas", NULL, KVG_OPT_U32, O(aopts.static_replicas), .min = 1,
+     .max = KVG_BENCH_SCALE_MAX_REPLICAS, .flags = KVG_OPT_F_NODEFAULT,
+     .help = "static's count (default: the day's peak by the profile)"},
+    {"knee-rps", NULL, KVG_OPT_CUSTOM, O(knee_rps), .meta = "R", POSITIVE,
+     .flags = KVG_OPT_F_NODEFAULT, .help = "the profile's req/s per replica (default: measured)"},
+    {"trace", NULL, KVG_OPT_BOOL, O(trace),
+     .help = "every planner decision and its reason to stderr"},
+    {NULL, NULL, KVG_OPT_INCLUDE, A(com), .sub = kvg__bench_common_table},
+    {NULL, NULL, KVG_OPT_INCLUDE, A(jobs), .sub = kvg__bench_jobs_table},
+    {"svg", NULL, KVG_OPT_STR, A(svg), AS(svg), .meta = "FILE", .section = "output",
+     .help = "the plot"},
+    {"timeline", NULL, KVG_OPT_STR, A(csv), AS(csv), .meta = "FILE",
+     .help = "per planner and 5-minute point: load, replicas, misses (CSV)"},
+    {"prefill-headroom", NULL, KVG_OPT_DOUBLE, O(pd_headroom[0]), .min = 0, .max = 10,
+     .section = "diurnal-pd experiments (bench-only, not planner options a deployment has)",
+     .flags = KVG_OPT_F_NODEFAULT,
+     .help = "the prefill pool's planner headroom (default: the planner's, 0.1; kvgate and "
+             "oracle read it; static's count is unchanged)"},
+    {"decode-headroom", NULL, KVG_OPT_DOUBLE, O(pd_headroom[1]), .min = 0, .max = 10,
+     .flags = KVG_OPT_F_NODEFAULT, .help = "the same for the decode pool"},
+    {"headroom-from", NULL, KVG_OPT_DOUBLE, O(pd_headroom_from_s), FROM(0), .meta = "SECS",
+     .help = "those headrooms apply from virtual second SECS on (before: 0.1)"},
+    {"pd-local-prefill-wait", NULL, KVG_OPT_DOUBLE, O(pd_local_wait_s), .min = 0, .max = 3600,
+     .meta = "SECS",
+     .help = "prefill on a decode replica when the prefill pool's predicted wait is past SECS "
+             "and the decode's is shorter (0: never; not a serve option)"},
+    {"decode-batched-tokens", NULL, KVG_OPT_U32, O(pd_decode_batched_tokens), .min = 1,
+     .max = 1 << 20, .flags = KVG_OPT_F_NODEFAULT,
+     .help = "the decode replicas' token budget per step (default: the profile's "
+             "max_num_batched_tokens)"},
+    {"oracle-lead", NULL, KVG_OPT_DOUBLE, O(oracle_lead_s), FROM(0), .meta = "SECS",
+     .help = "planner oracle sizes each pool for the day's true rate (bursts included) over the "
+             "next SECS (0: the start-up p90 lead)"},
+    KVG_OPT_END,
 };
 
 static void usage(FILE *f)
 {
-    fprintf(
-        f,
-        "usage: kvgate bench --scenario diurnal|diurnal-pd [--planners static,queue,sla,kvgate]\n"
-        "                    [flags]\n"
-        "  diurnal-pd          the same day on separate prefill and decode pools, each sized by\n"
-        "                      its own planner instance (no prewarm; --svg: a prefill and a\n"
-        "                      decode panel per planner)\n"
-        "  --planners LIST     planners to compare (%s; queue-waiting: queue's waiting preset;\n"
-        "                      kvgate-noprewarm: kvgate without prewarming new replicas)\n"
-        "  --seed N            workload, start-ups and engines (1)\n"
-        "  --day-secs S        virtual seconds for 24 h (8640)\n"
-        "  --mean-rate R       requests/s at the day's mean (40)\n"
-        "  --bursts N          bursts per day (6), --burst-secs S (90), --burst-mult X (1.5)\n"
-        "  --cold-share X      share of new replicas on cold nodes (0.5; the rest warm)\n"
-        "  --fetch-share X     share on nodes that fetch image and weights (0)\n"
-        "  --startup-secs S    every start-up takes exactly S (default: drawn)\n"
-        "  --ttft S / --itl S  SLO targets (1.0 / 0.05)\n"
-        "  --queue-preset P    llm-d (default) or waiting\n"
-        "  --sla-predictor P   constant (default), moving_average, seasonal_trend\n"
-        "  --json FILE --markdown FILE --svg FILE   reports\n"
-        "  --timeline FILE     per planner and 5-minute point: load, replicas, misses (CSV)\n"
-        "  --static-replicas N static's count (default: the day's peak by the profile)\n"
-        "  --knee-rps R        the profile's req/s per replica (default: measured)\n"
-        "  --jobs N            planners run at once (2)\n"
-        "  --trace             every planner decision and its reason to stderr\n"
-        "diurnal-pd experiments (bench-only, not planner options a deployment has):\n"
-        "  --prefill-headroom X / --decode-headroom X   that pool's planner headroom (0.1;\n"
-        "                      kvgate and oracle read it; static's count is unchanged)\n"
-        "  --headroom-from S   those headrooms apply from virtual second S on (before: 0.1)\n"
-        "  --pd-local-prefill-wait S   prefill on a decode replica when the prefill pool's\n"
-        "                      predicted wait is past S seconds and the decode's is\n"
-        "                      shorter (0: never; not a serve option)\n"
-        "  --decode-batched-tokens N   the decode replicas' token budget per step\n"
-        "                      (default: the profile's max_num_batched_tokens)\n"
-        "  planner oracle      sizes each pool for the day's true rate (bursts included)\n"
-        "                      over the next --oracle-lead S (the start-up p90 lead)\n",
-        kvg_autoscale_planner_names());
+    fprintf(f, "usage: kvgate bench --scenario diurnal|diurnal-pd [--planners LIST] [flags]\n\n"
+               "A day of load against each planner, offline in virtual time (deterministic per "
+               "--seed):\n"
+               "SLO attainment against GPU-hours. A line per planner on stdout, then the report "
+               "(or\n"
+               "to --out FILE).\n\n");
 }
 
+/* Defaults, then argv: 0, 1 for --help (printed), or 2 with the reason on
+ * stderr. */
 static int parse(struct cfg *c, int argc, char **argv)
 {
     kvg_bench_scale_opts_default(&c->o);
     c->jobs = 2;
-    size_t off = 0;
-    for (int i = 0; i < argc; i++) {
-        int k = snprintf(c->command + off, sizeof c->command - off, "%s%s", i ? " " : "", argv[i]);
-        if (k > 0 && off + (size_t)k < sizeof c->command) off += (size_t)k;
-    }
-    const char *planners = "static,queue,sla,kvgate";
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            usage(stdout);
-            return 1;
-        }
-        if (!strcmp(a, "--quiet")) {
-            c->quiet = 1;
-            continue;
-        }
-        if (!strcmp(a, "--trace")) {
-            c->o.trace = 1;
-            continue;
-        }
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!v) {
-            fprintf(stderr, "kvgate bench: %s needs a value\n", a);
-            return -1;
-        }
-        i++;
-        double d = 0;
-        int num = kvg_parse_double(v, &d) == 0;
-        struct kvg_bench_scale_opts *o = &c->o;
-        if (!strcmp(a, "--scenario")) {
-            if (strcmp(v, "diurnal") && strcmp(v, "diurnal-pd")) return -1;
-            c->pd = !strcmp(v, "diurnal-pd");
-        } else if (!strcmp(a, "--planners")) {
-            planners = v;
-        } else if (!strcmp(a, "--json")) {
-            snprintf(c->json, sizeof c->json, "%s", v);
-        } else if (!strcmp(a, "--markdown")) {
-            snprintf(c->md, sizeof c->md, "%s", v);
-        } else if (!strcmp(a, "--timeline")) {
-            snprintf(c->csv, sizeof c->csv, "%s", v);
-        } else if (!strcmp(a, "--svg")) {
-            snprintf(c->svg, sizeof c->svg, "%s", v);
-        } else if (!strcmp(a, "--queue-preset")) {
-            snprintf(o->aopts.queue_preset, sizeof o->aopts.queue_preset, "%s", v);
-        } else if (!strcmp(a, "--sla-predictor")) {
-            int k = kvg_autoscale_pred_parse(v);
-            if (k < 0) {
-                fprintf(stderr, "kvgate bench: unknown predictor '%s'\n", v);
-                return -1;
-            }
-            o->aopts.sla_predictor = (enum kvg_autoscale_pred_kind)k;
-            /* A season is a day: in sla intervals. */
-            o->aopts.sla_period = (uint32_t)(o->day_s / 180);
-        } else if (!num) {
-            fprintf(stderr, "kvgate bench: %s: '%s' is not a number (or unknown flag)\n", a, v);
-            return -1;
-        } else if (!strcmp(a, "--seed") && d >= 0) {
-            o->seed = (uint64_t)d;
-        } else if (!strcmp(a, "--day-secs") && d >= 60) {
-            o->day_s = d;
-        } else if (!strcmp(a, "--mean-rate") && d > 0) {
-            o->mean_rate = d;
-        } else if (!strcmp(a, "--bursts") && d >= 0 && d <= 64) {
-            o->bursts = (uint32_t)d;
-        } else if (!strcmp(a, "--burst-secs") && d > 0) {
-            o->burst_s = d;
-        } else if (!strcmp(a, "--burst-mult") && d >= 1) {
-            o->burst_mult = d;
-        } else if (!strcmp(a, "--cold-share") && d >= 0 && d <= 1) {
-            o->cold_share = d;
-        } else if (!strcmp(a, "--fetch-share") && d >= 0 && d <= 1) {
-            o->fetch_share = d;
-        } else if (!strcmp(a, "--startup-secs") && d >= 0) {
-            o->startup_fixed_s = d;
-        } else if (!strcmp(a, "--ttft") && d > 0) {
-            o->aopts.ttft_target_s = d;
-        } else if (!strcmp(a, "--itl") && d > 0) {
-            o->aopts.itl_target_s = d;
-        } else if (!strcmp(a, "--static-replicas") && d >= 1 && d <= KVG_BENCH_SCALE_MAX_REPLICAS) {
-            o->aopts.static_replicas = (uint32_t)d;
-        } else if (!strcmp(a, "--prefill-headroom") && d >= 0 && d <= 10) {
-            o->pd_headroom[0] = d;
-        } else if (!strcmp(a, "--decode-headroom") && d >= 0 && d <= 10) {
-            o->pd_headroom[1] = d;
-        } else if (!strcmp(a, "--headroom-from") && d >= 0) {
-            o->pd_headroom_from_s = d;
-        } else if (!strcmp(a, "--pd-local-prefill-wait") && d >= 0 && d <= 3600) {
-            o->pd_local_wait_s = d;
-        } else if (!strcmp(a, "--decode-batched-tokens") && d >= 1 && d <= 1 << 20) {
-            o->pd_decode_batched_tokens = (uint32_t)d;
-        } else if (!strcmp(a, "--oracle-lead") && d >= 0) {
-            o->oracle_lead_s = d;
-        } else if (!strcmp(a, "--knee-rps") && d > 0) {
-            o->knee_rps = d;
-        } else if (!strcmp(a, "--jobs") && d >= 1 && d <= 64) {
-            c->jobs = (int)d;
-        } else {
-            fprintf(stderr, "kvgate bench: bad flag or value: %s %s\n", a, v);
-            return -1;
-        }
-    }
+    c->com.seed = c->o.seed;
+    static const char *const defaults[] = {"static", "queue", "sla", "kvgate"};
+    for (size_t i = 0; i < KVG_ARRAY_LEN(defaults); i++)
+        snprintf(c->planners[c->n++], sizeof c->planners[0], "%s", defaults[i]);
+    kvg__bench_command(c->command, sizeof c->command, argc, argv);
+    snprintf(planner_help, sizeof planner_help,
+             "comma-separated planners to compare: %s; queue-waiting: queue's waiting preset; "
+             "kvgate-noprewarm: kvgate without prewarming new replicas; oracle (diurnal-pd)",
+             kvg_autoscale_planner_names());
+    kvg__bench_names_init();
+    int rc = kvg__bench_parse(opt_table, c, c, argc, argv, usage, "kvgate bench");
+    if (rc) return rc;
+    c->o.seed = c->com.seed;
     if (c->o.cold_share + c->o.fetch_share > 1) {
         fprintf(stderr, "kvgate bench: --cold-share + --fetch-share > 1\n");
-        return -1;
+        return 2;
     }
-    char buf[512];
-    snprintf(buf, sizeof buf, "%s", planners);
-    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-        if (c->n == KVG_BENCH_SCALE_MAX_PLANNERS) {
-            fprintf(stderr, "kvgate bench: at most %d planners\n", KVG_BENCH_SCALE_MAX_PLANNERS);
-            return -1;
-        }
-        snprintf(c->planners[c->n++], sizeof c->planners[0], "%s", t);
-    }
-    return c->n ? 0 : -1;
+    return 0;
 }
 
 struct job {
@@ -210,19 +241,20 @@ static void *worker(void *arg)
     }
 }
 
+/* Writes fn's output to path, or to stdout when path is "" (the report). */
 static int write_file(const char *path,
                       int (*fn)(const struct kvg_bench_scale_result *, size_t, const struct cfg *,
                                 FILE *),
                       const struct kvg_bench_scale_result *r, size_t n, const struct cfg *c)
 {
-    FILE *f = fopen(path, "w");
+    FILE *f = path[0] ? fopen(path, "w") : stdout;
     if (!f) {
         fprintf(stderr, "kvgate bench: %s: %s\n", path, strerror(errno));
         return -1;
     }
     int rc = fn(r, n, c, f);
-    if (fclose(f) || rc) {
-        fprintf(stderr, "kvgate bench: writing %s failed\n", path);
+    if ((path[0] ? fclose(f) : fflush(f)) || rc) {
+        fprintf(stderr, "kvgate bench: writing %s failed\n", path[0] ? path : "stdout");
         return -1;
     }
     return 0;
@@ -259,8 +291,8 @@ static int md_of(const struct kvg_bench_scale_result *r, size_t n, const struct 
     return kvg_bench_scale_md(r, n, &c->o, c->command, svg_link(c), f);
 }
 
-/* The PD day's results: a line per planner, then --json, --markdown,
- * --timeline and --svg. */
+/* The PD day's results: a line per planner, then --json, the report
+ * (--out, else stdout), --timeline and --svg. */
 static int pd_report(const struct cfg *c, struct job *jobs)
 {
     int status = 0;
@@ -275,7 +307,7 @@ static int pd_report(const struct cfg *c, struct job *jobs)
         } else if (j->pr.status == KVG_ENOTFOUND) {
             fprintf(stderr, "kvgate bench: planner '%s' is not in this build (known: %s)\n",
                     c->planners[i], kvg_autoscale_planner_names());
-        } else if (!c->quiet) {
+        } else if (!c->com.quiet) {
             const struct kvg_bench_scale_pd_result *r = &j->pr;
             printf("%-8s slo %.4f (ttft %.4f itl %.4f)  gpu-h %.2f (prefill %.2f decode %.2f)  "
                    "events %u/%u  ttft p90 %.3f s  itl p90 %.4f s  failed %llu  local %llu  "
@@ -288,16 +320,17 @@ static int pd_report(const struct cfg *c, struct job *jobs)
     }
     const char *svg = svg_link(c);
     for (int w = 0; res && !status && w < 4; w++) {
-        const char *path = w == 3 ? c->svg : w == 2 ? c->csv : w ? c->md : c->json;
-        if (!path[0]) continue;
-        FILE *f = fopen(path, "w");
+        const char *path = w == 3 ? c->svg : w == 2 ? c->csv : w ? c->com.out : c->com.json;
+        int to_stdout = w == 1 && !path[0]; /* the report's default */
+        if (!path[0] && !to_stdout) continue;
+        FILE *f = to_stdout ? stdout : fopen(path, "w");
         int rc = !f       ? -1
                  : w == 3 ? kvg_bench_scale_pd_svg(res, c->n, &c->o, f)
                  : w == 2 ? kvg_bench_scale_pd_timeline_csv(res, c->n, f)
                  : w      ? kvg_bench_scale_pd_md(res, c->n, &c->o, c->command, svg, f)
                           : kvg_bench_scale_pd_json(res, c->n, &c->o, f);
-        if (!f || fclose(f) || rc) {
-            fprintf(stderr, "kvgate bench: writing %s failed\n", path);
+        if (!f || (to_stdout ? fflush(f) : fclose(f)) || rc) {
+            fprintf(stderr, "kvgate bench: writing %s failed\n", to_stdout ? "stdout" : path);
             status = 1;
         }
     }
@@ -317,7 +350,7 @@ static int pd_calibrate(struct cfg *c)
     }
     c->o.pd_prefill_tps = pr.prefill_tps;
     c->o.pd_decode_tps = pr.decode_tps;
-    if (!c->quiet)
+    if (!c->com.quiet)
         printf("one prefill replica: %.0f input tokens/s within TTFT p90 %.2f s (batch 1: %.0f); "
                "one decode replica: %.0f output tokens/s within ITL p90 %.3f s (batch 1: %.0f) "
                "(the planners' profile)\n",
@@ -332,9 +365,8 @@ int kvg_cmd_bench_scale_main(int argc, char **argv)
     if (!c) return 1;
     int rc = parse(c, argc, argv);
     if (rc) {
-        if (rc < 0) usage(stderr);
         free(c);
-        return rc > 0 ? 0 : 2;
+        return rc == 1 ? 0 : 2;
     }
     int pd_only = c->o.pd_headroom[0] >= 0 || c->o.pd_headroom[1] >= 0 || c->o.oracle_lead_s > 0 ||
                   c->o.pd_headroom_from_s > 0 || c->o.pd_local_wait_s > 0 ||
@@ -355,7 +387,7 @@ int kvg_cmd_bench_scale_main(int argc, char **argv)
         free(c);
         return 1;
     }
-    if (!c->quiet && !c->pd)
+    if (!c->com.quiet && !c->pd)
         printf("one replica meets the SLO up to %.2f req/s of this workload (the planners' "
                "profile)\n",
                c->o.knee_rps);
@@ -399,7 +431,7 @@ int kvg_cmd_bench_scale_main(int argc, char **argv)
         } else if (j->r.status == KVG_ENOTFOUND) {
             fprintf(stderr, "kvgate bench: planner '%s' is not in this build (known: %s)\n",
                     c->planners[i], kvg_autoscale_planner_names());
-        } else if (!c->quiet) {
+        } else if (!c->com.quiet) {
             const struct kvg_bench_scale_result *r = &j->r;
             printf("%-8s slo %.4f (ramp %.4f)  gpu-h %.2f  replicas mean %.2f max %u  events %u  "
                    "ttft p90 %.3f s  itl p90 %.4f s  hit %.2f  failed %llu  (%.1f s)\n",
@@ -409,10 +441,10 @@ int kvg_cmd_bench_scale_main(int argc, char **argv)
         }
     }
     if (res && !status) {
-        if (c->json[0] && write_file(c->json, json_of, res, c->n, c)) status = 1;
+        if (c->com.json[0] && write_file(c->com.json, json_of, res, c->n, c)) status = 1;
         if (c->svg[0] && write_file(c->svg, svg_of, res, c->n, c)) status = 1;
         if (c->csv[0] && write_file(c->csv, csv_of, res, c->n, c)) status = 1;
-        if (c->md[0] && write_file(c->md, md_of, res, c->n, c)) status = 1;
+        if (write_file(c->com.out, md_of, res, c->n, c)) status = 1;
     }
     for (size_t i = 0; i < c->n; i++) kvg_bench_scale_result_free(&p.jobs[i].r);
     free(res);

@@ -13,14 +13,18 @@
  * default (kv_aware: Dynamo's, cache_aware: sglang's and vllm-router's,
  * precise: llm-d's profile) by more than that peer's own seed spread. */
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cjson/cJSON.h>
 
 #include "cmd/cmd.h"
+#include "cmd/bench_int.h"
 #include "base/err.h"
 #include "base/log.h"
 #include "base/util.h"
@@ -35,6 +39,10 @@
 #define CHAT_SMOKE                                                                                 \
     "--workload chat --engines 2 --profile tiny --turns 3 --user-len 32 --chat-groups 3 "          \
     "--chat-system-len 96 --think-secs 0.5 --output-len 8 --max-context 1000 --warmup-stages 1 "
+
+/* A file of the repository (bench/routing/make-trace.py wrote it); the
+ * workloads name it relative to the repository's root, trace_sample() finds it. */
+#define TRACE_SAMPLE "bench/routing/trace-sample.jsonl"
 
 struct workload {
     const char *name;
@@ -80,9 +88,9 @@ static const struct workload workloads[] = {
     {"trace",
      "replay of bench/routing/trace-sample.jsonl (3,297 multi-turn requests, Mooncake-style "
      "hash_ids) on 4 engines",
-     "--workload trace --trace bench/routing/trace-sample.jsonl --trace-block 512 --engines 4 "
+     "--workload trace --trace " TRACE_SAMPLE " --trace-block 512 --engines 4 "
      "--profile qwen3-32b-h100-tp2-roofline",
-     "--workload trace --trace bench/routing/trace-sample.jsonl --trace-block 16 --trace-speed 20 "
+     "--workload trace --trace " TRACE_SAMPLE " --trace-block 16 --trace-speed 20 "
      "--engines 2 --profile tiny --max-model-len 4096"},
     {"multi-lora",
      "multi-LoRA chat: 40 adapters (4 hot with 80% of the sessions, 36 cold), each its own "
@@ -118,10 +126,14 @@ static const char *const peers[][2] = {
     {"kv_aware", "Dynamo"}, {"cache_aware", "sglang, vllm-router"}, {"precise", "llm-d"}};
 
 struct suite_opts {
-    char json[512], md[512], only[512], policies[1024];
-    char extra[512]; /* --bench-flags: appended to every workload's flags */
+    struct kvg__bench_common com;
+    char suite[16];
+    char only[512]; /* --workloads: ",a,b," ("" all) */
+    char policies[1024];
+    char extra[512];      /* --bench-flags: appended to every workload's flags */
+    char trace[PATH_MAX]; /* where TRACE_SAMPLE is, from any working directory */
     uint32_t seeds;
-    int jobs, smoke, quiet;
+    int jobs, smoke;
 };
 
 struct wl_result {
@@ -131,65 +143,136 @@ struct wl_result {
     double wall_s;
 };
 
+#define A(field) offsetof(struct suite_opts, field)
+#define AS(field) sizeof(((struct suite_opts *)0)->field)
+
+static const char *const suites[] = {"routing", NULL};
+static char workload_names[400], workloads_help[512];
+
+/* TRACE_SAMPLE in the tree the binary was built in (build/<mode>/kvgate),
+ * else under the working directory (an installed binary run in the tree). */
+static void trace_sample(char *out, size_t cap)
+{
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    char *slash = n > 0 ? (exe[n] = 0, strrchr(exe, '/')) : NULL;
+    if (slash) {
+        *slash = 0;
+        if (snprintf(out, cap, "%s/../../%s", exe, TRACE_SAMPLE) < (int)cap && !access(out, R_OK))
+            return;
+    }
+    snprintf(out, cap, "%s", TRACE_SAMPLE);
+}
+
+static int add_workload(void *ud, const char *name, char *err, size_t errlen)
+{
+    struct suite_opts *so = ud;
+    size_t i = 0, n = strlen(so->only);
+    while (i < NWL && strcmp(workloads[i].name, name)) i++;
+    if (i == NWL)
+        return kvg_err_set(err, errlen, KVG_ECONFIG, "unknown workload '%s' (known: %s)", name,
+                           workload_names);
+    if (n < sizeof so->only) snprintf(so->only + n, sizeof so->only - n, "%s,", name);
+    return 0;
+}
+
+static int workloads_opt(void *obj, const struct kvg_opt *o, const char *v, size_t index, char *err,
+                         size_t errlen)
+{
+    (void)o, (void)index;
+    struct suite_opts *so = obj;
+    snprintf(so->only, sizeof so->only, ",");
+    return kvg__bench_each_name(v, add_workload, so, err, errlen);
+}
+
+static int check_policy(void *ud, const char *name, char *err, size_t errlen)
+{
+    (void)ud;
+    return kvg__bench_check_policy(name, 1, err, errlen);
+}
+
+static int policies_opt(void *obj, const struct kvg_opt *o, const char *v, size_t index, char *err,
+                        size_t errlen)
+{
+    (void)o, (void)index;
+    struct suite_opts *so = obj;
+    int rc = kvg__bench_each_name(v, check_policy, NULL, err, errlen);
+    if (!rc && snprintf(so->policies, sizeof so->policies, "%s", v) >= (int)sizeof so->policies)
+        rc = kvg_err_set(err, errlen, KVG_ECONFIG, "too long");
+    return rc;
+}
+
+static int policies_text(const void *obj, const struct kvg_opt *o, char *out, size_t cap)
+{
+    (void)o;
+    snprintf(out, cap, "%s", ((const struct suite_opts *)obj)->policies);
+    return 0;
+}
+
+static const struct kvg_opt opt_table[] = {
+    {"suite", NULL, KVG_OPT_ENUM, A(suite), AS(suite), .choices = suites, .section = "suite",
+     .help = "the suite to run"},
+    {"workloads", NULL, KVG_OPT_CUSTOM, 0, .meta = "LIST", .parse = workloads_opt,
+     .flags = KVG_OPT_F_NODEFAULT, .help = workloads_help},
+    {"policies", NULL, KVG_OPT_CUSTOM, 0, .meta = "LIST", .parse = policies_opt,
+     .format = policies_text, .help = kvg__bench_policy_help},
+    {"seeds", NULL, KVG_OPT_U32, A(seeds), .min = 1, .max = KVG_BENCH_MAX_SEEDS,
+     .help = "seeds per workload and policy (from --seed on): medians and spreads"},
+    {"smoke", NULL, KVG_OPT_BOOL, A(smoke),
+     .help = "a tiny version of each workload (seconds; figures meaningless)"},
+    {"bench-flags", NULL, KVG_OPT_STR, A(extra), AS(extra), .meta = "\"FLAGS\"",
+     .help = "kvgate bench flags appended to every workload (e.g. the LoRA term off: "
+             "\"--router-lora-load-cost 0 --router-lora-max-workers 0\")"},
+    {NULL, NULL, KVG_OPT_INCLUDE, A(com), .sub = kvg__bench_common_table},
+    {NULL, NULL, KVG_OPT_INCLUDE, A(jobs), .sub = kvg__bench_jobs_table},
+    KVG_OPT_END,
+};
+
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: kvgate bench --suite routing [--json FILE] [--markdown FILE] [--seeds N]\n"
+    fprintf(f, "usage: kvgate bench --suite routing [--json FILE] [--out FILE] [--seeds N]\n"
                "                    [--policies P,...] [--workloads W,...] [--jobs N] [--smoke]\n"
                "                    [--bench-flags \"FLAGS\"]\n\n"
                "Every workload against every policy, offline (deterministic per seed), medians\n"
-               "and spreads over --seeds (3) seeds. Workloads:");
-    for (size_t i = 0; i < NWL; i++) fprintf(f, "%s %s", i ? "," : "", workloads[i].name);
-    fprintf(f, ".\n--smoke runs a tiny version of each (seconds; figures meaningless).\n"
-               "--bench-flags appends kvgate bench flags to every workload (e.g. the LoRA term\n"
-               "off: \"--router-lora-load-cost 0 --router-lora-max-workers 0\").\n");
+               "and spreads over --seeds seeds. The report is printed on stdout (and written to\n"
+               "--out FILE).\n\n");
 }
 
+/* 0, 1 for --help (printed), 2 with the reason on stderr. */
 static int parse(struct suite_opts *o, int argc, char **argv)
 {
     memset(o, 0, sizeof *o);
     o->seeds = 3;
     o->jobs = 2;
+    o->com.seed = 1;
     snprintf(o->policies, sizeof o->policies, "%s", default_policies);
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        uint64_t u;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            usage(stdout);
-            return 1;
-        } else if (!strcmp(a, "--smoke")) {
-            o->smoke = 1;
-        } else if (!strcmp(a, "--quiet")) {
-            o->quiet = 1;
-        } else if (!v) {
-            fprintf(stderr, "kvgate bench: %s needs a value\n", a);
-            return -1;
-        } else if (!strcmp(a, "--suite")) {
-            if (strcmp(v, "routing")) {
-                fprintf(stderr, "kvgate bench: unknown suite '%s' (routing)\n", v);
-                return -1;
-            }
-            i++;
-        } else if (!strcmp(a, "--seeds") && !kvg_parse_u64(v, &u) && u >= 1 &&
-                   u <= KVG_BENCH_MAX_SEEDS) {
-            o->seeds = (uint32_t)u, i++;
-        } else if (!strcmp(a, "--jobs") && !kvg_parse_u64(v, &u) && u >= 1 && u <= 256) {
-            o->jobs = (int)u, i++;
-        } else if (!strcmp(a, "--json") && strlen(v) < sizeof o->json) {
-            snprintf(o->json, sizeof o->json, "%s", v), i++;
-        } else if (!strcmp(a, "--markdown") && strlen(v) < sizeof o->md) {
-            snprintf(o->md, sizeof o->md, "%s", v), i++;
-        } else if (!strcmp(a, "--workloads") && strlen(v) + 2 < sizeof o->only) {
-            snprintf(o->only, sizeof o->only, ",%.500s,", v), i++;
-        } else if (!strcmp(a, "--bench-flags") && strlen(v) < sizeof o->extra) {
-            snprintf(o->extra, sizeof o->extra, "%s", v), i++;
-        } else if (!strcmp(a, "--policies") && strlen(v) < sizeof o->policies) {
-            snprintf(o->policies, sizeof o->policies, "%s", v), i++;
+    size_t n = 0;
+    for (size_t i = 0; i < NWL && n < sizeof workload_names; i++)
+        n += (size_t)snprintf(workload_names + n, sizeof workload_names - n, "%s%s", i ? ", " : "",
+                              workloads[i].name);
+    snprintf(workloads_help, sizeof workloads_help,
+             "comma-separated workloads to run (default: all): %s", workload_names);
+    trace_sample(o->trace, sizeof o->trace);
+    kvg__bench_names_init();
+    /* --bench-flags' value starts with "--", which the option mechanism
+     * reads as the next flag: joined to it with '=', it is a value. */
+    char **args = calloc((size_t)argc + 1, sizeof *args), *joined = NULL;
+    if (!args) return 2;
+    int k = 0;
+    for (int i = 0; i < argc; i++) {
+        if (!joined && !strcmp(argv[i], "--bench-flags") && i + 1 < argc) {
+            size_t len = strlen(argv[i + 1]) + sizeof "--bench-flags=";
+            if (!(joined = malloc(len))) break;
+            snprintf(joined, len, "--bench-flags=%s", argv[++i]);
+            args[k++] = joined;
         } else {
-            fprintf(stderr, "kvgate bench --suite: bad flag or value: %s %s\n", a, v);
-            return -1;
+            args[k++] = argv[i];
         }
     }
-    return 0;
+    int rc = kvg__bench_parse(opt_table, o, o, k, args, usage, "kvgate bench --suite");
+    free(joined);
+    free(args);
+    return rc;
 }
 
 /* Splits flags (spaces) into argv after argv[0] and appends the suite's own. */
@@ -205,7 +288,8 @@ static int build_cfg(const struct suite_opts *o, const char *flags, struct kvg_b
     char *argv[128];
     int argc = 0;
     argv[argc++] = "bench";
-    for (char *t = strtok(buf, " "); t && argc < 118; t = strtok(NULL, " ")) argv[argc++] = t;
+    for (char *t = strtok(buf, " "); t && argc < 118; t = strtok(NULL, " "))
+        argv[argc++] = strcmp(t, TRACE_SAMPLE) ? t : (char *)o->trace;
     argv[argc++] = "--policies";
     argv[argc++] = (char *)o->policies;
     argv[argc++] = "--repeat";
@@ -213,8 +297,16 @@ static int build_cfg(const struct suite_opts *o, const char *flags, struct kvg_b
     argv[argc++] = "--jobs";
     argv[argc++] = jobs;
     argv[argc++] = "--quiet";
-    snprintf(shown, cap, "kvgate bench %s%s%s --repeat %u", flags, o->extra[0] ? " " : "", o->extra,
-             o->seeds);
+    char seed[24];
+    if (o->com.seed != 1) { /* else the workload's own */
+        snprintf(seed, sizeof seed, "%llu", (unsigned long long)o->com.seed);
+        argv[argc++] = "--seed";
+        argv[argc++] = seed;
+    }
+    int k = snprintf(shown, cap, "kvgate bench %s%s%s --repeat %u", flags, o->extra[0] ? " " : "",
+                     o->extra, o->seeds);
+    if (o->com.seed != 1 && k > 0 && (size_t)k < cap)
+        snprintf(shown + k, cap - (size_t)k, " --seed %llu", (unsigned long long)o->com.seed);
     return kvg_cmd_bench_parse(c, argc, argv);
 }
 
@@ -222,7 +314,7 @@ int kvg_cmd_bench_suite_main(int argc, char **argv)
 {
     struct suite_opts o;
     int rc = parse(&o, argc, argv);
-    if (rc) return rc > 0 ? 0 : 2;
+    if (rc) return rc == 1 ? 0 : 2;
     kvg_log_set_level(KVG_LOG_WARN);
     struct kvg_bench_cfg *c = calloc(1, sizeof *c);
     struct wl_result *res = calloc(NWL, sizeof *res);
@@ -245,7 +337,7 @@ int kvg_cmd_bench_suite_main(int argc, char **argv)
         if (!(r->s = calloc(npol, sizeof *r->s))) goto out;
         nres++;
         uint64_t t0 = kvg_now_ns();
-        if (!o.quiet)
+        if (!o.com.quiet)
             fprintf(stderr, "suite: %s (%zu policies x %u seeds)...\n", w->name, npol, o.seeds);
         if ((rc = kvg_bench_run_offline(c, r->s))) {
             fprintf(stderr, "kvgate bench --suite: %s: %s\n", w->name, kvg_strerror(rc));
@@ -265,13 +357,13 @@ int kvg_cmd_bench_suite_main(int argc, char **argv)
         rep.nwl++;
     }
     int wrc = 0;
-    if (o.json[0]) {
-        FILE *f = fopen(o.json, "w");
+    if (o.com.json[0]) {
+        FILE *f = fopen(o.com.json, "w");
         wrc |= !f || kvg_bench_suite_json(&rep, f);
         if (f && fclose(f)) wrc = 1;
     }
-    if (o.md[0]) {
-        FILE *f = fopen(o.md, "w");
+    if (o.com.out[0]) {
+        FILE *f = fopen(o.com.out, "w");
         wrc |= !f || kvg_bench_suite_md(&rep, f);
         if (f && fclose(f)) wrc = 1;
     }

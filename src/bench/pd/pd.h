@@ -7,15 +7,18 @@
 #include <stdint.h>
 #include <stdio.h>
 
+struct cJSON;
+
 struct kvg_bench_pd_opts {
-    const char *out; /* the report file */
     uint32_t requests, prompt, output;
     uint64_t seed;
     const char *profile; /* a kvgate sim profile */
+    struct cJSON *rows;  /* optional, the caller's array: each run appends its figures */
 };
 
 void kvg_bench_pd_opts_default(struct kvg_bench_pd_opts *o);
-/* Writes the whole report to f. 0, or -1 when an engine cannot be built. */
+/* Writes the whole report to f (and a row per run into o->rows when set).
+ * 0, or -1 when an engine cannot be built or memory runs out. */
 int kvg_bench_pd_report(FILE *f, const struct kvg_bench_pd_opts *o);
 
 #endif

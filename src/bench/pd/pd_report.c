@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cjson/cJSON.h>
+
 #include "base/util.h"
 #include "bench/pd/pd.h"
 #include "bench/pd/pd_int.h"
@@ -48,12 +50,56 @@ static void row(FILE *f, const char *name, double rate, struct kvg_bench_pd_stat
             pct(&st->itl, 99) * 1e3, st->good / dur, 100.0 * st->good / (requests ? requests : 1));
 }
 
-/* One run into a row of the main table; -1 when it cannot run. */
-static int run_row(FILE *f, const char *name, const struct kvg_bench_pd_setup *s)
+/* The run's figures as one object of o->rows (when set), whichever table
+ * shows them; -1 when memory runs out. */
+static int json_row(const struct kvg_bench_pd_opts *o, const char *section, const char *name,
+                    const struct kvg_bench_pd_setup *s, struct kvg_bench_pd_stats *st)
+{
+    if (!o->rows) return 0;
+    cJSON *r = cJSON_CreateObject();
+    if (!r) return -1;
+    cJSON_AddItemToArray(o->rows, r);
+    double dur = st->duration > 0 ? st->duration : 1;
+    int ok = cJSON_AddStringToObject(r, "section", section) &&
+             cJSON_AddStringToObject(r, "setup", name) &&
+             cJSON_AddNumberToObject(r, "prefills", s->np) &&
+             cJSON_AddNumberToObject(r, "decodes", s->nd) &&
+             cJSON_AddNumberToObject(r, "rate", s->rate) &&
+             cJSON_AddNumberToObject(r, "requests", s->requests) &&
+             cJSON_AddNumberToObject(r, "prompt", s->prompt) &&
+             cJSON_AddNumberToObject(r, "output", s->output) &&
+             cJSON_AddBoolToObject(r, "early_rejection", s->early_rejection) &&
+             cJSON_AddNumberToObject(r, "ttft_p50_s", pct(&st->ttft, 50)) &&
+             cJSON_AddNumberToObject(r, "ttft_p90_s", pct(&st->ttft, 90)) &&
+             cJSON_AddNumberToObject(r, "ttft_p99_s", pct(&st->ttft, 99)) &&
+             cJSON_AddNumberToObject(r, "itl_p50_s", pct(&st->itl, 50)) &&
+             cJSON_AddNumberToObject(r, "itl_p99_s", pct(&st->itl, 99)) &&
+             cJSON_AddNumberToObject(r, "transfer_mean_s",
+                                     st->xfer.n ? kvg_bench_samples_mean(&st->xfer) : 0) &&
+             cJSON_AddNumberToObject(r, "transfer_p99_s", pct(&st->xfer, 99)) &&
+             cJSON_AddNumberToObject(r, "goodput_rps", st->good / dur) &&
+             cJSON_AddNumberToObject(r, "within_slo", (double)st->good / s->requests) &&
+             cJSON_AddNumberToObject(r, "served", st->served) &&
+             cJSON_AddNumberToObject(r, "door_rejected", st->door_rejected) &&
+             cJSON_AddNumberToObject(r, "decode_refused", st->decode_refused) &&
+             cJSON_AddNumberToObject(r, "wasted_prefill_tokens", (double)st->wasted_prefill_tokens);
+    cJSON *links = ok ? cJSON_AddArrayToObject(r, "transfers_by_link") : NULL;
+    for (int l = 0; links && l < 4; l++) {
+        cJSON *n = cJSON_CreateNumber(st->by_link[l]);
+        if (!n) return -1;
+        cJSON_AddItemToArray(links, n);
+    }
+    return links ? 0 : -1;
+}
+
+/* One run into a row of a table of the main columns; -1 when it cannot run. */
+static int run_row(FILE *f, const struct kvg_bench_pd_opts *o, const char *section,
+                   const char *name, const struct kvg_bench_pd_setup *s)
 {
     struct kvg_bench_pd_stats st;
     int rc = kvg_bench_pd_run(s, &st);
     if (!rc) row(f, name, s->rate, &st, s->requests);
+    if (!rc) rc = json_row(o, section, name, s, &st);
     kvg_bench_pd_stats_free(&st);
     return rc;
 }
@@ -77,7 +123,7 @@ static int table(FILE *f, const char *title, const struct kvg_bench_pd_opts *o,
             s.rate = rates[k];
             s.prompt = prompt;
             s.output = output;
-            if (run_row(f, sp[i].name, &s)) return -1;
+            if (run_row(f, o, title, sp[i].name, &s)) return -1;
         }
     if (note) fprintf(f, "\n%s\n", note);
     return 0;
@@ -128,6 +174,7 @@ static int locality(FILE *f, const struct kvg_bench_pd_opts *o)
             struct kvg_bench_pd_stats st;
             int rc = kvg_bench_pd_run(&s, &st);
             pol->ops->destroy(pol);
+            if (!rc) rc = json_row(o, "decode pick", picks[i].name, &s, &st);
             if (rc) {
                 kvg_bench_pd_stats_free(&st);
                 return -1;
@@ -186,7 +233,9 @@ static int overload(FILE *f, const struct kvg_bench_pd_opts *o)
             s.decode_admission = 1;
             s.early_rejection = er;
             struct kvg_bench_pd_stats st;
-            if (kvg_bench_pd_run(&s, &st)) {
+            if (kvg_bench_pd_run(&s, &st) ||
+                json_row(o, "overload", er ? "early rejection on" : "early rejection off", &s,
+                         &st)) {
                 kvg_bench_pd_stats_free(&st);
                 return -1;
             }
@@ -238,8 +287,7 @@ static void intro(FILE *f, const struct kvg_bench_pd_opts *o)
 
 void kvg_bench_pd_opts_default(struct kvg_bench_pd_opts *o)
 {
-    *o = (struct kvg_bench_pd_opts){.out = "bench/results/pd.md",
-                                    .requests = 200,
+    *o = (struct kvg_bench_pd_opts){.requests = 200,
                                     .prompt = 8000,
                                     .output = 300,
                                     .seed = 1,
@@ -290,7 +338,7 @@ int kvg_bench_pd_report(FILE *f, const struct kvg_bench_pd_opts *o)
             s.np = s.nd = 1;
             s.rate = 1.0;
             s.link_bw = kvg_sim_link_bw(l);
-            rc = run_row(f, names[l], &s);
+            rc = run_row(f, o, "1P:1D by link", names[l], &s);
         }
     }
     if (!rc) rc = locality(f, o);
