@@ -6,14 +6,14 @@
 
 #include "jinja/jinja_int.h"
 
-size_t utf8_seq_len(const char *s, size_t n)
+size_t kvg__jinja_utf8_seq_len(const char *s, size_t n)
 {
     unsigned char c = (unsigned char)s[0];
     size_t l = c < 0x80 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
     return l > n ? n : l;
 }
 
-uint32_t utf8_decode_at(const unsigned char *p, size_t l)
+uint32_t kvg__jinja_utf8_decode_at(const unsigned char *p, size_t l)
 {
     if (l == 1) return p[0];
     if (l == 2) return ((uint32_t)(p[0] & 0x1F) << 6) | (p[1] & 0x3F);
@@ -30,37 +30,37 @@ static int is_js_space(uint32_t c)
            c == 0x205F || c == 0x3000 || c == 0xFEFF;
 }
 
-size_t js_ws_len(const char *p, const char *end)
+size_t kvg__jinja_str_ws_len(const char *p, const char *end)
 {
     if (p >= end) return 0;
     unsigned char c = (unsigned char)*p;
     if (c < 0x80) return (c >= 9 && c <= 13) || c == ' ' ? 1 : 0;
-    size_t l = utf8_seq_len(p, (size_t)(end - p));
-    return is_js_space(utf8_decode_at((const unsigned char *)p, l)) ? l : 0;
+    size_t l = kvg__jinja_utf8_seq_len(p, (size_t)(end - p));
+    return is_js_space(kvg__jinja_utf8_decode_at((const unsigned char *)p, l)) ? l : 0;
 }
 
-size_t js_ws_len_before(const char *start, const char *p)
+size_t kvg__jinja_str_ws_len_before(const char *start, const char *p)
 {
     if (p <= start) return 0;
     const char *q = p - 1;
     while (q > start && ((unsigned char)*q & 0xC0) == 0x80 && p - q < 4) q--;
     size_t l = (size_t)(p - q);
-    return js_ws_len(q, p) == l ? l : 0;
+    return kvg__jinja_str_ws_len(q, p) == l ? l : 0;
 }
 
-void js_trim(const char **s, size_t *n, int left, int right)
+void kvg__jinja_str_trim(const char **s, size_t *n, int left, int right)
 {
     const char *b = *s, *e = *s + *n;
     size_t w;
     if (left)
-        while ((w = js_ws_len(b, e)) > 0) b += w;
+        while ((w = kvg__jinja_str_ws_len(b, e)) > 0) b += w;
     if (right)
-        while ((w = js_ws_len_before(b, e)) > 0) e -= w;
+        while ((w = kvg__jinja_str_ws_len_before(b, e)) > 0) e -= w;
     *s = b;
     *n = (size_t)(e - b);
 }
 
-size_t js_utf16_len(const char *s, size_t n)
+size_t kvg__jinja_str_utf16_len(const char *s, size_t n)
 {
     size_t u = 0;
     for (size_t i = 0; i < n; i++) {
@@ -70,7 +70,7 @@ size_t js_utf16_len(const char *s, size_t n)
     return u;
 }
 
-int js_json_str(struct kvg_buf *b, const char *s, size_t n, int ensure_ascii)
+int kvg__jinja_str_json(struct kvg_buf *b, const char *s, size_t n, int ensure_ascii)
 {
     static const char hex[] = "0123456789abcdef";
     char tmp[16];
@@ -101,8 +101,8 @@ int js_json_str(struct kvg_buf *b, const char *s, size_t n, int ensure_ascii)
         } else if (c == 0xF4 && n - i >= 4 && !memcmp(s + i, KVG_JINJA_NUL_MASK, 4)) {
             esc = "\\u0000", el = 6, adv = 4; /* a masked NUL (chat.h) */
         } else if (ensure_ascii && c >= 0x80) {
-            adv = utf8_seq_len(s + i, n - i);
-            uint32_t cp = utf8_decode_at((const unsigned char *)s + i, adv);
+            adv = kvg__jinja_utf8_seq_len(s + i, n - i);
+            uint32_t cp = kvg__jinja_utf8_decode_at((const unsigned char *)s + i, adv);
             if (cp >= 0x10000) {
                 uint32_t v = cp - 0x10000, hi = 0xD800 + (v >> 10), lo = 0xDC00 + (v & 0x3FF);
                 sprintf(tmp, "\\u%04x\\u%04x", hi, lo);

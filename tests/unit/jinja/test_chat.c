@@ -182,12 +182,12 @@ TEST(error_kinds)
 
 TEST(strict_json_for_tool_arguments)
 {
-    CHECK_INT(chat_json_strict("{\"a\": [1, 2.5e3, -0.5]}", 21), 1);
-    CHECK_INT(chat_json_strict("{\"a\": 01}", 9), 0);
-    CHECK_INT(chat_json_strict("[1.]", 4), 0);
-    CHECK_INT(chat_json_strict("\"a\tb\"", 5), 0);
-    CHECK_INT(chat_json_strict("\"a\\u0000\"", 9), -1);
-    CHECK_INT(chat_json_strict("\"unterminated", 13), 0);
+    CHECK_INT(kvg__jinja_chat_json_strict("{\"a\": [1, 2.5e3, -0.5]}", 21), 1);
+    CHECK_INT(kvg__jinja_chat_json_strict("{\"a\": 01}", 9), 0);
+    CHECK_INT(kvg__jinja_chat_json_strict("[1.]", 4), 0);
+    CHECK_INT(kvg__jinja_chat_json_strict("\"a\tb\"", 5), 0);
+    CHECK_INT(kvg__jinja_chat_json_strict("\"a\\u0000\"", 9), -1);
+    CHECK_INT(kvg__jinja_chat_json_strict("\"unterminated", 13), 0);
 }
 
 struct worker {
