@@ -12,7 +12,7 @@
 #include "base/err.h"
 #include "bench/scale/scale_int.h"
 
-void scale_lat_put(struct lat_ring *L, double t, double v)
+static void scale_lat_put(struct lat_ring *L, double t, double v)
 {
     size_t cap = sizeof L->t / sizeof L->t[0];
     size_t i = (L->head + L->n) % cap;
@@ -30,8 +30,10 @@ static int cmp_d(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-void scale_lat_window(const struct lat_ring *L, double *scratch, double since, double *mean,
-                      double *p90)
+/* Mean and p90 of L's samples since `since` (-1 when none); scratch holds
+ * 1 << 16 doubles. */
+static void scale_lat_window(const struct lat_ring *L, double *scratch, double since, double *mean,
+                             double *p90)
 {
     size_t cap = sizeof L->t / sizeof L->t[0], k = 0;
     double s = 0;
@@ -50,7 +52,8 @@ void scale_lat_window(const struct lat_ring *L, double *scratch, double since, d
     *p90 = scratch[(size_t)ceil(0.9 * (double)k) - 1];
 }
 
-int scale_obs_init(struct scale_obs *ob)
+/* 0 or -ENOMEM (free it anyway). */
+static int scale_obs_init(struct scale_obs *ob)
 {
     ob->nb = 512;
     ob->bcur = 0;
@@ -61,7 +64,7 @@ int scale_obs_init(struct scale_obs *ob)
     return ob->b && ob->ttft && ob->itl && ob->scratch ? 0 : -ENOMEM;
 }
 
-void scale_obs_free(struct scale_obs *ob)
+static void scale_obs_free(struct scale_obs *ob)
 {
     free(ob->b);
     free(ob->ttft);
@@ -70,19 +73,19 @@ void scale_obs_free(struct scale_obs *ob)
     memset(ob, 0, sizeof *ob);
 }
 
-struct bucket *scale_obs_cur(struct scale_obs *ob)
+struct bucket *kvg__scale_obs_cur(struct scale_obs *ob)
 {
     return &ob->b[ob->bcur % ob->nb];
 }
 
-void scale_obs_next(struct scale_obs *ob)
+void kvg__scale_obs_next(struct scale_obs *ob)
 {
     ob->bcur++;
-    memset(scale_obs_cur(ob), 0, sizeof(struct bucket));
+    memset(kvg__scale_obs_cur(ob), 0, sizeof(struct bucket));
 }
 
-void scale_window_signals(struct scale_obs *ob, double tick_s, double window,
-                          struct kvg_autoscale_signals *s)
+void kvg__scale_window_signals(struct scale_obs *ob, double tick_s, double window,
+                               struct kvg_autoscale_signals *s)
 {
     size_t nb = (size_t)ceil(window / tick_s);
     if (nb > ob->nb - 1) nb = ob->nb - 1;
@@ -111,15 +114,15 @@ void scale_window_signals(struct scale_obs *ob, double tick_s, double window,
     scale_lat_window(ob->itl, ob->scratch, s->now - w, &s->itl_mean, &s->itl_p90);
 }
 
-int scale_day_init(struct scale_day *d, const struct kvg_bench_scale_opts *o, char *err,
-                   size_t errlen)
+int kvg__scale_day_init(struct scale_day *d, const struct kvg_bench_scale_opts *o, char *err,
+                        size_t errlen)
 {
     d->o = o;
     kvg_bench_samples_init(&d->all_ttft);
     kvg_bench_samples_init(&d->all_itl);
-    int rc = scale_wl_init(&d->wl, o);
+    int rc = kvg__scale_wl_init(&d->wl, o);
     if (rc) return kvg_err_set(err, errlen, rc, "workload: %s", kvg_strerror(rc));
-    d->have_next = scale_wl_next(&d->wl, &d->next) == 0;
+    d->have_next = kvg__scale_wl_next(&d->wl, &d->next) == 0;
     kvg_autoscale_startup_init(&d->su);
     kvg_rng_seed(&d->rng, o->seed * 31 + 7);
     if (scale_obs_init(&d->ob)) return -ENOMEM;
@@ -127,17 +130,17 @@ int scale_day_init(struct scale_day *d, const struct kvg_bench_scale_opts *o, ch
     return d->prompt ? 0 : -ENOMEM;
 }
 
-void scale_day_free(struct scale_day *d)
+void kvg__scale_day_free(struct scale_day *d)
 {
     free(d->prompt);
     d->prompt = NULL;
     scale_obs_free(&d->ob);
     kvg_bench_samples_free(&d->all_ttft);
     kvg_bench_samples_free(&d->all_itl);
-    scale_wl_free(&d->wl);
+    kvg__scale_wl_free(&d->wl);
 }
 
-double scale_day_window(const struct scale_day *d, const struct kvg_autoscale_planner *pl)
+double kvg__scale_day_window(const struct scale_day *d, const struct kvg_autoscale_planner *pl)
 {
     if (d->o->window_s > 0) return d->o->window_s;
     /* As the planner sees its own interval: sla's is 180 s by default. */
@@ -146,22 +149,23 @@ double scale_day_window(const struct scale_day *d, const struct kvg_autoscale_pl
     return iv > 30 ? iv : 30;
 }
 
-void scale_day_arrive(struct scale_day *d, struct scale_req *r)
+void kvg__scale_day_arrive(struct scale_day *d, struct scale_req *r)
 {
     *r = d->next;
-    struct bucket *b = scale_obs_cur(&d->ob);
+    struct bucket *b = kvg__scale_obs_cur(&d->ob);
     b->arrivals++;
     b->prompt_tokens += r->prompt_len;
     b->max_tokens += r->max_tokens;
     d->tl_arrivals++;
     d->inflight_prompt += r->prompt_len;
-    d->have_next = scale_wl_next(&d->wl, &d->next) == 0;
+    d->have_next = kvg__scale_wl_next(&d->wl, &d->next) == 0;
 }
 
-int scale_day_submit(struct scale_day *d, struct kvg_sim *e, uint64_t id, const struct scale_req *r,
-                     uint32_t max_tokens, uint32_t remote_tokens, int hold)
+int kvg__scale_day_submit(struct scale_day *d, struct kvg_sim *e, uint64_t id,
+                          const struct scale_req *r, uint32_t max_tokens, uint32_t remote_tokens,
+                          int hold)
 {
-    scale_wl_prompt(&d->wl, r, d->prompt);
+    kvg__scale_wl_prompt(&d->wl, r, d->prompt);
     struct kvg_sim_request sr = {.id = id,
                                  .prompt = d->prompt,
                                  .prompt_len = r->prompt_len,
@@ -173,18 +177,18 @@ int scale_day_submit(struct scale_day *d, struct kvg_sim *e, uint64_t id, const 
     return kvg_sim_submit(e, &sr);
 }
 
-void scale_day_cached(struct scale_day *d, double cached, double prompt)
+void kvg__scale_day_cached(struct scale_day *d, double cached, double prompt)
 {
-    struct bucket *b = scale_obs_cur(&d->ob);
+    struct bucket *b = kvg__scale_obs_cur(&d->ob);
     b->cached += cached;
     b->first_prompt += prompt;
     d->hit_cached += cached;
     d->hit_prompt += prompt;
 }
 
-double scale_day_first(struct scale_day *d, const struct scale_req *r, double t)
+double kvg__scale_day_first(struct scale_day *d, const struct scale_req *r, double t)
 {
-    struct bucket *b = scale_obs_cur(&d->ob);
+    struct bucket *b = kvg__scale_obs_cur(&d->ob);
     d->inflight_prompt -= r->prompt_len;
     double ttft = t - r->arrival;
     b->firsts++;
@@ -194,14 +198,14 @@ double scale_day_first(struct scale_day *d, const struct scale_req *r, double t)
     return ttft;
 }
 
-double scale_itl(uint32_t ntok, double t_first, double t_last)
+double kvg__scale_itl(uint32_t ntok, double t_first, double t_last)
 {
     return ntok > 1 ? (t_last - t_first) / (ntok - 1) : 0;
 }
 
-void scale_day_done(struct scale_day *d, double t, double itl, int ok)
+void kvg__scale_day_done(struct scale_day *d, double t, double itl, int ok)
 {
-    struct bucket *b = scale_obs_cur(&d->ob);
+    struct bucket *b = kvg__scale_obs_cur(&d->ob);
     b->finished++;
     b->itl_sum += itl;
     scale_lat_put(d->ob.itl, t, itl);
@@ -209,15 +213,16 @@ void scale_day_done(struct scale_day *d, double t, double itl, int ok)
     b->missed += !ok;
 }
 
-void scale_day_fail(struct scale_day *d, const struct scale_req *r, int first)
+void kvg__scale_day_fail(struct scale_day *d, const struct scale_req *r, int first)
 {
     if (!first) d->inflight_prompt -= r->prompt_len;
-    struct bucket *b = scale_obs_cur(&d->ob);
+    struct bucket *b = kvg__scale_obs_cur(&d->ob);
     b->missed++;
     b->finished++;
 }
 
-int scale_day_point(struct scale_day *d, double t, size_t n, double *t_h, double *rate, size_t *i)
+int kvg__scale_day_point(struct scale_day *d, double t, size_t n, double *t_h, double *rate,
+                         size_t *i)
 {
     double step = d->o->day_s / (double)n;
     if (d->tl_next >= n || t < (double)(d->tl_next + 1) * step) return 0;
@@ -228,8 +233,8 @@ int scale_day_point(struct scale_day *d, double t, size_t n, double *t_h, double
     return 1;
 }
 
-void scale_day_pcts(struct scale_day *d, double *ttft_p50, double *ttft_p90, double *ttft_p99,
-                    double *itl_p90, double *cache_hit)
+void kvg__scale_day_pcts(struct scale_day *d, double *ttft_p50, double *ttft_p90, double *ttft_p99,
+                         double *itl_p90, double *cache_hit)
 {
     *ttft_p50 = kvg_bench_samples_pct(&d->all_ttft, 50);
     *ttft_p90 = kvg_bench_samples_pct(&d->all_ttft, 90);
@@ -238,7 +243,7 @@ void scale_day_pcts(struct scale_day *d, double *ttft_p50, double *ttft_p90, dou
     *cache_hit = d->hit_prompt > 0 ? d->hit_cached / d->hit_prompt : 0;
 }
 
-int scale_timeline_alloc(size_t n, double **v[], size_t nv)
+int kvg__scale_timeline_alloc(size_t n, double **v[], size_t nv)
 {
     int rc = 0;
     for (size_t k = 0; k < nv; k++)
@@ -246,7 +251,7 @@ int scale_timeline_alloc(size_t n, double **v[], size_t nv)
     return rc;
 }
 
-int scale_ids_push(uint64_t **v, size_t *tail, size_t *cap, uint64_t id)
+int kvg__scale_ids_push(uint64_t **v, size_t *tail, size_t *cap, uint64_t id)
 {
     if (*tail == *cap) {
         size_t c = *cap ? *cap * 2 : 1024;

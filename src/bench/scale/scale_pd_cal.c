@@ -85,7 +85,7 @@ static int cal_run(const struct kvg_bench_scale_opts *o, int decode, double rate
                    double *p90)
 {
     struct cal c = {.decode = decode};
-    c.isl = (uint32_t)lround(scale_isl_mean(o));
+    c.isl = (uint32_t)lround(kvg__scale_isl_mean(o));
     c.osl = o->osl > 1 ? o->osl : 2;
     struct kvg_sim_config sc;
     kvg_sim_config_init(&sc, &o->profile);
@@ -168,8 +168,8 @@ int kvg_bench_scale_pd_calibrate(const struct kvg_bench_scale_opts *o,
 {
     memset(out, 0, sizeof *out);
     struct kvg_autoscale_profile b1;
-    scale_derive_profile(o, 0, &b1);
-    double isl = round(scale_isl_mean(o));
+    kvg__scale_derive_profile(o, 0, &b1);
+    double isl = round(kvg__scale_isl_mean(o));
     double osl = o->osl > 1 ? o->osl : 2;
     out->batch1_prefill_tps = b1.prefill_tps;
     out->batch1_decode_tps = b1.decode_tps;
