@@ -63,7 +63,7 @@ static int on_workers(const struct proxy_req *pr)
 static void release_work(struct kvg_proxy_wq_item *w)
 {
     struct proxy_req *pr = w->data;
-    kvg_route_input_free(&pr->ri);
+    kvg_rinput_free(&pr->ri);
 }
 
 static void release_done(struct kvg_proxy_wq_item *w)
@@ -76,7 +76,7 @@ static void release_done(struct kvg_proxy_wq_item *w)
  * thread too. A free from the loop takes the arena's lock, and a work
  * thread at a lower priority preempted while holding it held the loop for
  * milliseconds (sched trace of the head-of-line bench: 13 such waits in 5 s,
- * in kvg_route_input_free). What the loop allocated it frees itself. */
+ * in kvg_rinput_free). What the loop allocated it frees itself. */
 static void pr_closed(uv_handle_t *h)
 {
     struct proxy_req *pr = h->data;
@@ -90,7 +90,7 @@ static void pr_closed(uv_handle_t *h)
         kvg_proxy_wq_submit(pr->pl->wq, &pr->work);
         return;
     }
-    kvg_route_input_free(&pr->ri);
+    kvg_rinput_free(&pr->ri);
     pr_recycle(pr);
 }
 
@@ -517,7 +517,7 @@ static void route_ctx(struct proxy_req *pr, struct kvg_route_ctx *ctx)
                                   .rng = pr->offloop ? &pr->rng : pr->pl->rng,
                                   .now_ms = kvg_now_ms(),
                                   .nowait = !pr->working}; /* working: on a work thread */
-    kvg_route_input_ctx(&pr->ri, ctx);
+    kvg_rinput_ctx(&pr->ri, ctx);
     if (pr->gate.key) { /* the key's user: its tenant, else its name */
         const char *u = pr->gate.key->tenant[0] ? pr->gate.key->tenant : pr->gate.key->name;
         ctx->user = (struct kvg_str){u, strlen(u)};
@@ -558,7 +558,7 @@ static void route_work(struct kvg_proxy_wq_item *w)
     /* The tree was built here, so it is freed here: on the loop, its chunks
      * would take the allocator arena of a work thread that may hold it,
      * preempted. The hook reads it on the loop (picked). */
-    if (!pr->pl->px->on_routed) kvg_route_input_drop_json(&pr->ri);
+    if (!pr->pl->px->on_routed) kvg_rinput_drop_json(&pr->ri);
 }
 
 static void route_done(struct kvg_proxy_wq_item *w)
@@ -625,7 +625,7 @@ static void picked(struct proxy_req *pr)
     }
     if (px->on_routed && pr->attempts == 1 && pr->ri.json)
         px->on_routed(px->on_routed_ud, &pr->ri, pr->pick.w);
-    kvg_route_input_drop_json(&pr->ri); /* routing is done: no tree held during the answer */
+    kvg_rinput_drop_json(&pr->ri); /* routing is done: no tree held during the answer */
     if (pr->attempts == 1 && pr->ri.nhashes)
         kvg_metrics_observe(px->m->match_ratio,
                             (double)pr->pick.matched_blocks / (double)pr->ri.nhashes);
@@ -684,13 +684,12 @@ static void parse_body(struct proxy_req *pr)
 {
     struct kvg_proxy *px = pr->pl->px;
     const struct kvg_buf *body = kvg_proxy__req_body(pr);
-    pr->parse_rc =
-        kvg_route_input_parse(&pr->ri, body->data, body->len, pr->route == KVG_PROXY_CHAT,
-                              pr->parse_msg, sizeof pr->parse_msg);
+    pr->parse_rc = kvg_rinput_parse(&pr->ri, body->data, body->len, pr->route == KVG_PROXY_CHAT,
+                                    pr->parse_msg, sizeof pr->parse_msg);
     if (pr->parse_rc) return;
-    if (px->wants_text) kvg_route_input_text(&pr->ri);
+    if (px->wants_text) kvg_rinput_text(&pr->ri);
     pr->ri.adapter = kvg_pool_model_is_adapter(px->pool, pr->ri.model, pr->ri.model_len);
-    if (px->wants_tokens && on_workers(pr)) kvg_route_input_tokenize(&pr->ri, &px->rt, 0);
+    if (px->wants_tokens && on_workers(pr)) kvg_rinput_tokenize(&pr->ri, &px->rt, 0);
 }
 
 static void parse_work(struct kvg_proxy_wq_item *w)
@@ -718,7 +717,7 @@ static void parsed(struct proxy_req *pr)
         return;
     }
     if (px->wants_tokens && !on_workers(pr))
-        kvg_route_input_tokenize(&pr->ri, &px->rt, 1); /* on the loop */
+        kvg_rinput_tokenize(&pr->ri, &px->rt, 1); /* on the loop */
     admit(pr);
 }
 

@@ -241,7 +241,7 @@ static uint64_t fnv1a(const char *p, size_t n)
 /* Routing history: a prefix is the routing text's first 1024 bytes (a
  * shared system prompt and its first turn), its replay the request itself
  * with max_tokens 1, no stream. */
-static void on_routed(void *ud, const struct kvg_route_input *ri, struct kvg_worker *w)
+static void on_routed(void *ud, const struct kvg_rinput *ri, struct kvg_worker *w)
 {
     struct kvg_serve_autoscale *a = ud;
     struct kvg_buf text;

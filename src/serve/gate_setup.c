@@ -42,7 +42,7 @@ int kvg_serve_gate_init(struct kvg_serve *sv, char *err, size_t errlen)
     px->cfg = &c->proxy;
     px->pool = &sv->pool;
     px->gate = &sv->gate;
-    px->rt = (struct kvg_route_tokenizer){sv->tok, sv->chat, c->block_size, sv->tok_cache};
+    px->rt = (struct kvg_rinput_tokenizer){sv->tok, sv->chat, c->block_size, sv->tok_cache};
     px->m = &sv->metrics.proxy;
     return 0;
 }
