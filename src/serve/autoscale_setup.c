@@ -187,6 +187,8 @@ int kvg_serve_autoscale_start(struct kvg_serve *sv, uv_loop_t *loop)
     return uv_timer_start(&a->timer, tick, ms, ms);
 }
 
+/* No close callback: the timer is in sv->autoscale, freed by
+ * kvg_serve_autoscale_free only after the loop's run has ended. */
 void kvg_serve_autoscale_stop(struct kvg_serve *sv)
 {
     struct kvg_serve_autoscale *a = sv->autoscale;
