@@ -69,8 +69,8 @@ int kvg_pd_new(const struct kvg_pd_config *c, const struct kvg_policy_opts *popt
     } else if ((rc = kvg_pd_decode_policy_new(c->locality_load_bound, &pd->decode_policy))) {
         goto fail;
     }
-    if ((rc = kvg_pd__engines_new(pd, reg))) goto fail;
-    if ((rc = kvg_pd__encode_init(pd, popts, reg, err, errlen))) {
+    if ((rc = kvg__pd_engines_new(pd, reg))) goto fail;
+    if ((rc = kvg__pd_encode_init(pd, popts, reg, err, errlen))) {
         kvg_pd_free(pd);
         return rc;
     }
@@ -131,8 +131,8 @@ void kvg_pd_free(struct kvg_pd *pd)
     kvg_metrics_series_release(pd->decode_retries);
     kvg_metrics_series_release(pd->early_rejections);
     kvg_metrics_series_release(pd->wasted_prefills);
-    kvg_pd__engines_free(pd);
-    kvg_pd__encode_free(pd);
+    kvg__pd_engines_free(pd);
+    kvg__pd_encode_free(pd);
     free(pd);
 }
 
@@ -369,7 +369,7 @@ static void leg_done(void *ud, int err)
             const cJSON *eid = cJSON_GetObjectItemCaseSensitive(p, "remote_engine_id");
             snprintf(r->engine_id, sizeof r->engine_id, "%s",
                      cJSON_IsString(eid) ? eid->valuestring : "");
-            kvg_pd__engine_seen(pd, r->prefill_url, r->engine_id); /* a restart shows here */
+            kvg__pd_engine_seen(pd, r->prefill_url, r->engine_id); /* a restart shows here */
             res.ok = 1;
             res.status = 200;
             res.code = NULL;
@@ -466,7 +466,7 @@ int kvg_pd_begin(struct kvg_pd *pd, struct kvg_pd_req *r, struct kvg_http_client
     r->body = in->body;
     r->body_len = in->body_len;
     if (r->media_items) { /* EPD: the encoder first; the prefill leg waits for its params */
-        rc = kvg_pd__encode_begin(pd, r, ctx, in, body, h, k);
+        rc = kvg__pd_encode_begin(pd, r, ctx, in, body, h, k);
         free(body);
         if (rc < 0) {
             atomic_fetch_sub(&pd->committed_blocks, r->committed);
@@ -477,12 +477,12 @@ int kvg_pd_begin(struct kvg_pd *pd, struct kvg_pd_req *r, struct kvg_http_client
         }
         return rc < 0 ? rc : 0;
     }
-    kvg_pd__prefill_send(r, in->path, h, k, body, in->connect_timeout_ms);
+    kvg__pd_prefill_send(r, in->path, h, k, body, in->connect_timeout_ms);
     free(body);
     return 0;
 }
 
-void kvg_pd__prefill_send(struct kvg_pd_req *r, const char *path, const struct kvg_http_header *h,
+void kvg__pd_prefill_send(struct kvg_pd_req *r, const char *path, const struct kvg_http_header *h,
                           size_t nh, const char *body, uint32_t connect_timeout_ms)
 {
     struct kvg_pd *pd = r->pd;
@@ -559,7 +559,7 @@ int kvg_pd_decode_may_retry(struct kvg_pd *pd, struct kvg_pd_req *r, uint64_t no
 void kvg_pd_cancel(struct kvg_pd *pd, struct kvg_pd_req *r)
 {
     if (r->state == KVG_PD_ENCODE) {
-        kvg_pd__encode_cancel(pd, r);
+        kvg__pd_encode_cancel(pd, r);
         return;
     }
     if (r->state != KVG_PD_PREFILL) return;
