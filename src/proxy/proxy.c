@@ -512,7 +512,7 @@ static void route_ctx(struct proxy_req *pr, struct kvg_route_ctx *ctx)
     if (!pr->ri.json) pr->ri.json = kvg_json_parse_in(&pr->ri.json_mem, body->data, body->len);
     *ctx = (struct kvg_route_ctx){.body = {body->data, body->len},
                                   .load_max_age_ms = px->cfg->metrics_staleness_ms,
-                                  .header = pr->offloop ? kvg_proxy_snap_header : header_of,
+                                  .header = pr->offloop ? kvg__proxy_snap_header : header_of,
                                   .hctx = pr->offloop ? (const void *)&pr->hdrs : pr->req,
                                   .rng = pr->offloop ? &pr->rng : pr->pl->rng,
                                   .now_ms = kvg_now_ms(),
@@ -756,7 +756,7 @@ void kvg_proxy_handle(struct kvg_proxy_loop *pl, struct kvg_http_req *req)
         pr->rbody = req->body;
         kvg_buf_init(&req->body, pr->rbody.limit);
         kvg_rng_seed(&pr->rng, kvg_rng_next(pl->rng));
-        if (kvg_proxy_snap_headers(&pr->hdrs, req)) {
+        if (kvg__proxy_snap_headers(&pr->hdrs, req)) {
             kvg__proxy_client_error(pr, 500, "out_of_memory", "out of memory");
             return;
         }

@@ -48,10 +48,10 @@ struct proxy_req {
 /* Copies req's headers into b (initialised here; the caller frees it):
  * (u32 name length, name, u32 value length, value) one after the other.
  * 0 or -ENOMEM. */
-int kvg_proxy_snap_headers(struct kvg_buf *b, const struct kvg_http_req *req);
+int kvg__proxy_snap_headers(struct kvg_buf *b, const struct kvg_http_req *req);
 /* kvg_http_req_header over such a copy (hctx is the kvg_buf): the first
  * header of that name, case-insensitive; empty when there is none. */
-struct kvg_str kvg_proxy_snap_header(const void *hctx, const char *name);
+struct kvg_str kvg__proxy_snap_header(const void *hctx, const char *name);
 
 /* wire.c: headers, request ids, metrics and the access log. */
 int kvg__proxy_is_hop(struct kvg_str name);
