@@ -62,9 +62,9 @@ int kvg_serve_autoscale_init(struct kvg_serve *sv, char *err, size_t errlen)
         return rc;
     }
     a->lcfg = cfg.local;
-    if (!strcmp(cfg.actuator, "local") && (rc = kvg_serve_autoscale_local_init(a, err, errlen))) {
+    if (!strcmp(cfg.actuator, "local") && (rc = kvg__serve_autoscale_local_init(a, err, errlen))) {
         kvg_autoscale_ctl_free(a->ctl);
-        kvg_serve_autoscale_local_free(a);
+        kvg__serve_autoscale_local_free(a);
         free(a);
         return rc;
     }
@@ -168,7 +168,7 @@ static void tick(uv_timer_t *t)
             KVG_WARN("autoscale: pool %s: actuator: %s", a->ctl->pools[i].cfg.name, ae);
         snprintf(a->logged_err[i], sizeof a->logged_err[i], "%s", ae);
     }
-    if (a->local) kvg_serve_autoscale_local_tick(a, now);
+    if (a->local) kvg__serve_autoscale_local_tick(a, now);
 }
 
 int kvg_serve_autoscale_start(struct kvg_serve *sv, uv_loop_t *loop)
@@ -179,7 +179,7 @@ int kvg_serve_autoscale_start(struct kvg_serve *sv, uv_loop_t *loop)
     a->last_requests = atomic_load(&sv->proxy.requests_total);
     uint64_t ms = (uint64_t)(a->ctl->cfg.interval_s * 1000);
     if (ms < 100) ms = 100;
-    int rc = kvg_serve_autoscale_local_start(a, loop);
+    int rc = kvg__serve_autoscale_local_start(a, loop);
     if (rc) return rc;
     uv_timer_init(loop, &a->timer);
     a->timer.data = a;
@@ -195,7 +195,7 @@ void kvg_serve_autoscale_stop(struct kvg_serve *sv)
     if (!a || !a->timer_on) return;
     a->timer_on = 0;
     uv_close((uv_handle_t *)&a->timer, NULL);
-    kvg_serve_autoscale_local_stop(a);
+    kvg__serve_autoscale_local_stop(a);
 }
 
 void kvg_serve_autoscale_free(struct kvg_serve *sv)
@@ -203,7 +203,7 @@ void kvg_serve_autoscale_free(struct kvg_serve *sv)
     struct kvg_serve_autoscale *a = sv->autoscale;
     if (!a) return;
     kvg_autoscale_ctl_free(a->ctl); /* a local actuator stops its children */
-    kvg_serve_autoscale_local_free(a);
+    kvg__serve_autoscale_local_free(a);
     free(a);
     sv->autoscale = NULL;
 }
