@@ -20,7 +20,7 @@ struct kvg_bench_live_target {
 
 /* One run of c's workload against tg; the figures into out. 0 or a
  * negative code (err says why; -EINTR after SIGINT/SIGTERM). */
-int kvg_bench_live_run(const struct kvg_bench_cfg *c, const struct kvg_bench_live_target *tg,
-                       struct kvg_bench_summary *out, char *err, size_t errlen);
+int kvg__bench_live_run(const struct kvg_bench_cfg *c, const struct kvg_bench_live_target *tg,
+                        struct kvg_bench_summary *out, char *err, size_t errlen);
 
 #endif
