@@ -1,6 +1,6 @@
 /* One proxied request's state (proxy.c). Not a public face. */
-#ifndef KVG_PROXY_INT_H
-#define KVG_PROXY_INT_H
+#ifndef KVG_PROXY_PROXY_INT_H
+#define KVG_PROXY_PROXY_INT_H
 
 #include "gateway/gate.h"
 #include "proxy/proxy.h"

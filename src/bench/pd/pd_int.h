@@ -1,7 +1,7 @@
 /* Between the offline PD benchmark's engine model (pd.c) and its report
  * (pd_report.c); not a public face. */
-#ifndef KVG_BENCH_PD_INT_H
-#define KVG_BENCH_PD_INT_H
+#ifndef KVG_BENCH_PD_PD_INT_H
+#define KVG_BENCH_PD_PD_INT_H
 
 #include <stdint.h>
 

@@ -1,7 +1,7 @@
 /* Between the live client (live.c) and the live runner that starts and
  * stops processes per policy (live_spawn.c); not a public face. */
-#ifndef KVG_BENCH_LIVE_INT_H
-#define KVG_BENCH_LIVE_INT_H
+#ifndef KVG_BENCH_ROUTING_LIVE_INT_H
+#define KVG_BENCH_ROUTING_LIVE_INT_H
 
 #include "bench/routing/routing.h"
 #include "net/http_client.h"

@@ -3,8 +3,8 @@
  * virtual time, a discrete-event simulation, des.h) and live (an open-loop
  * HTTP load client against any OpenAI-compatible endpoint, live.h), with one
  * report (report.h). `kvgate bench --help` lists every flag. */
-#ifndef KVG_BENCH_BENCH_H
-#define KVG_BENCH_BENCH_H
+#ifndef KVG_BENCH_ROUTING_ROUTING_H
+#define KVG_BENCH_ROUTING_ROUTING_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,7 +1,7 @@
 /* The routing suite of kvgate bench (suite.c runs it, suite_report.c writes
  * it): every workload against every policy, offline, several seeds. */
-#ifndef KVG_BENCH_SUITE_H
-#define KVG_BENCH_SUITE_H
+#ifndef KVG_BENCH_ROUTING_SUITE_H
+#define KVG_BENCH_ROUTING_SUITE_H
 
 #include <stdio.h>
 

@@ -26,8 +26,8 @@
  * A request meets the SLO when it finishes with TTFT and its mean
  * inter-token latency within the targets. Deterministic per seed: the same
  * options give the same results (but wall_s). */
-#ifndef KVG_BENCH_SCALE_H
-#define KVG_BENCH_SCALE_H
+#ifndef KVG_BENCH_SCALE_SCALE_H
+#define KVG_BENCH_SCALE_SCALE_H
 
 #include <stddef.h>
 #include <stdio.h>

@@ -1,8 +1,8 @@
 /* Shared between the autoscaling benchmark's files (scale_wl.c: the day's
  * traffic; scale_day.c: what both days keep alike; scale_des.c and
  * scale_pd.c: their event loops); not a public face. */
-#ifndef KVG_BENCH_SCALE_INT_H
-#define KVG_BENCH_SCALE_INT_H
+#ifndef KVG_BENCH_SCALE_SCALE_INT_H
+#define KVG_BENCH_SCALE_SCALE_INT_H
 
 #include "base/util.h"
 #include "bench/scale/scale.h"
