@@ -1,6 +1,6 @@
-/* libFuzzer target for the exact tokenizer prefix cache (tok_prefix.c):
- * whatever texts come through one cache, in whatever order, each encodes to
- * exactly the ids of the uncached encoder.
+/* libFuzzer target for the exact tokenizer prefix cache
+ * (tokenizer/tok_prefix.c): whatever texts come through one cache, in
+ * whatever order, each encodes to exactly the ids of the uncached encoder.
  *
  * Input: byte 0 picks the tokenizer (builtin:bytes; a char-level one whose
  * added tokens have lstrip, rstrip, single_word and overlapping contents;

@@ -1,6 +1,6 @@
 /* Speed benchmark of the simulated engine model: 8 engines of the
  * qwen3-32b-h100-tp2 profile serve the llm-d "KV-cache wins you can see"
- * workload (../shared/reference/kv-routing.md §5.2) in virtual time, routed
+ * workload (llm-d.ai/blog/kvcache-wins-you-can-see) in virtual time, routed
  * at random, and the program reports the wall and CPU time that took. The
  * target is under 30 s on one core for the ~17,000 requests x 1,000 output
  * tokens, with KV events recorded and msgpack-encoded as a `kvgate sim` or

@@ -441,7 +441,8 @@ int kvg_cmd_bench_main(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++) /* the suite has flags of its own */
         if (!strcmp(argv[i], "--suite")) return kvg_cmd_bench_suite_main(argc, argv);
-    /* The autoscaling scenario has its own engine loop and report (scale.h). */
+    /* The autoscaling scenario has its own engine loop and report
+     * (bench/scale/scale.h). */
     for (int i = 1; i + 1 < argc; i++)
         if (!strcmp(argv[i], "--scenario") &&
             (!strcmp(argv[i + 1], "diurnal") || !strcmp(argv[i + 1], "diurnal-pd")))

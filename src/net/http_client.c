@@ -1,4 +1,4 @@
-/* Upstream HTTP/1.1 client with per-loop keep-alive pools; see client.h. */
+/* Upstream HTTP/1.1 client with per-loop keep-alive pools; see net/http_client.h. */
 #include "net/http_client.h"
 
 #include <errno.h>

@@ -1,13 +1,12 @@
 /* EPD, the encode stage of disaggregated serving (pd.h has the lifecycle).
  *
- * Seed 004 (../shared/seeds, "Encode stage routing"): with vllm-router and
- * vLLM, the router calls an encoder first for a request with media,
- * forwards the encoder's ec_transfer_params to the prefill worker (which
- * pulls the embeddings from that encoder, over NIXL in vLLM's
- * ECCPUConnector) and strips them before the decode. With SGLang the
- * prefill engine calls its encoders itself (--encoder-urls) and the router
- * routes the pair as without EPD; encode workers are then only kept out of
- * every pick (an encoder produces no tokens and no KV blocks).
+ * With vllm-router and vLLM, the router calls an encoder first for a request
+ * with media, forwards the encoder's ec_transfer_params to the prefill worker
+ * (which pulls the embeddings from that encoder, over NIXL in vLLM's
+ * ECCPUConnector) and strips them before the decode. With SGLang the prefill
+ * engine calls its encoders itself (--encoder-urls) and the router routes the
+ * pair as without EPD; encode workers are then only kept out of every pick
+ * (an encoder produces no tokens and no KV blocks).
  *
  *   DECIDE --media--> ENCODE --ec_transfer_params--> PREFILL -> DECODE
  *                       |  \--failed/timeout--------> FAILED (502/503/504, nothing else sent)

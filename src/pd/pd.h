@@ -206,10 +206,10 @@ struct kvg_pd_input {
  * rejection predicts no decode will have room (counted; nothing sent).
  * The proxy answers an early rejection by the request's priority (the
  * gateway's classes, gateway/admission.h): sheddable (priority < 0) gets
- * 429, as GIE drops a sheddable request and Mooncake's Conductor rejects
- * (gateway-admission-autoscale.md); standard and critical get 503 (the
- * service is short of decode room, not the client over a limit); both carry
- * Retry-After: 1 and the code decode_capacity. */
+ * 429, as GIE drops a sheddable request and Mooncake's Conductor rejects;
+ * standard and critical get 503 (the service is short of decode room, not
+ * the client over a limit); both carry Retry-After: 1 and the code
+ * decode_capacity. */
 int kvg_pd_begin(struct kvg_pd *pd, struct kvg_pd_req *r, struct kvg_http_client *cl,
                  struct kvg_route_ctx *ctx, const struct kvg_pd_input *in, kvg_pd_prefill_cb cb,
                  void *ud);

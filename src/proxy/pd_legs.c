@@ -70,7 +70,7 @@ int kvg__proxy_pd_start(struct proxy_req *pr, struct kvg_route_ctx *ctx)
         return 1;
     }
     if (rc == -EBUSY) { /* early rejection: no prefill is wasted on it */
-        /* By priority, as GIE sheds (pd.h): a sheddable request is dropped
+        /* By priority, as GIE sheds (pd/pd.h): a sheddable request is dropped
          * with 429, the others get 503; both with Retry-After. */
         static const struct kvg_http_header ra = {KVG_STR("retry-after"), KVG_STR("1")};
         int shed = kvg_adm_class(pr->gate.prio) == KVG_ADM_SHEDDABLE;

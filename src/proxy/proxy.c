@@ -641,7 +641,7 @@ static void picked(struct proxy_req *pr)
     }
     /* A URL@rank worker: vLLM's API server sends the request to that
      * data-parallel rank's engine (the header sglang's router also sends);
-     * SGLang's PD legs carry it in the body instead (pd.c). */
+     * SGLang's PD legs carry it in the body instead (pd/pd.c). */
     char rank[16];
     if (w->dp_rank >= 0 && !(px->pd && kvg_pd_rank_in_body(px->pd))) {
         int rl = snprintf(rank, sizeof rank, "%d", w->dp_rank);

@@ -49,7 +49,7 @@ enum kvg_scrape_state {
 /* "never", "ok", "no_signals", "unreachable", "http_error", "bad_body". */
 const char *kvg_worker_scrape_state_name(int state);
 
-/* What a worker does in a serving mode (seed 004). A pick whose context
+/* What a worker does in a serving mode (docs/design.md). A pick whose context
  * names roles (kvg_route_ctx.roles, the PD legs) only sees those. */
 enum kvg_worker_role {
     KVG_ROLE_REGULAR = 0,

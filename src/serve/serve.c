@@ -76,7 +76,8 @@ static void *loop_thread(void *arg)
      * waits for each one: with the kernel's slice a woken loop waits for a
      * tokenizer thread's or a neighbour's slice to end (p99 1.6 ms measured,
      * 0.14-0.35 ms with 100 us), at some CPU cost under saturation; both in
-     * bench/results/gateway-hol.md and gateway-cost.md. */
+     * bench/results/gateway-hol.md and
+     * bench/results/gateway-cost.md. */
     pthread_setname_np(pthread_self(), "kvg-loop"); /* for top -H, ps -L, /proc */
     int us = lc->sv->cfg.loop_slice_us, rc;
     if (us && (rc = kvg_sched_set_slice((uint64_t)us * 1000)))

@@ -423,7 +423,7 @@ static void completion(struct kvg_simsrv_server *s, struct kvg_http_req *req, in
         bad_request(req, "'messages' must be a list");
         return;
     }
-    if (s->o.role == KVG_SIMSRV_ROLE_ENCODE) { /* an encoder-only engine (sim/encode.c) */
+    if (s->o.role == KVG_SIMSRV_ROLE_ENCODE) { /* an encoder-only engine (simsrv/encode.c) */
         kvg_simsrv_ec_encode(s, req, j, chat);
         cJSON_Delete(j);
         return;

@@ -1,5 +1,5 @@
-/* kvgate sim in the encode stage of EPD disaggregation (seed 004, "Encode
- * stage routing"; ../shared/reference/routers.md §3).
+/* kvgate sim in the encode stage of EPD disaggregation (the router's side is
+ * pd/encode.c).
  *
  * Media: an image part of a chat message (type image_url, input_image,
  * image_embeds or image_pil) is one item; its mm_hash is FNV-1a 64 of its

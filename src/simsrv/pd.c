@@ -1,5 +1,5 @@
 /* kvgate sim in a disaggregated deployment: the vLLM NixlConnector two-hop
- * protocol (../shared/reference/gateway-admission-autoscale.md §5).
+ * protocol (the router's side is pd/pd.c).
  *
  * Prefill leg: a request with kv_transfer_params {do_remote_decode: true}
  * runs as usual (the router caps it at max_tokens 1); when it finishes
@@ -26,7 +26,7 @@
  * read on rank r's channel finds only the blocks rank r holds, so a decode
  * given another rank's params fails as a wrong NIXL peer would.
  *
- * SGLang's bootstrap protocol (routers.md §3.1): the router sends the same
+ * SGLang's bootstrap protocol: the router sends the same
  * body, with bootstrap_host, bootstrap_port and bootstrap_room, to both
  * legs at once. The prefill (--bootstrap-port) computes the prompt and
  * holds its KV for the room; the decode asks the prefill's bootstrap port
@@ -234,7 +234,7 @@ static void side_handle(struct kvg_http_req *req, void *ud)
         return;
     }
     if (kvg_str_eq(req->path, "/v1/ec/read") && !strcmp(req->method_name, "POST")) {
-        kvg_simsrv_ec_read(pd->s, req); /* an encoder's embeddings (sim/encode.c) */
+        kvg_simsrv_ec_read(pd->s, req); /* an encoder's embeddings (simsrv/encode.c) */
         return;
     }
     if (!kvg_str_eq(req->path, "/v1/nixl/read") || strcmp(req->method_name, "POST")) {
@@ -474,8 +474,9 @@ int kvg_simsrv_pd_parse(struct kvg_simsrv_server *s, const cJSON *j,
                      "a port");
             return -1;
         }
-        /* A host, not a URL nor a URL@rank worker's name: the decode dials
-         * it (seed 004's invalid decode destination was such a name). */
+        /* A host, not a URL nor a URL@rank worker's name: the decode dials it
+         * (SGLang with --dp-aware was seen to send such a name, which no
+         * decode can dial). */
         if (!host->valuestring[0] || strpbrk(host->valuestring, "@/[] ") ||
             strlen(host->valuestring) >= sizeof out->bootstrap_host) {
             snprintf(msg, msglen, "bootstrap_host '%.200s' is not a host name or address",

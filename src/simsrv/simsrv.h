@@ -1,5 +1,5 @@
 /* kvgate sim's HTTP front end: shared between its files, not a public face.
- * The engine model (sim.h) runs in real time here: a libuv timer steps it,
+ * The engine model (sim/sim.h) runs in real time here: a libuv timer steps it,
  * scaled by --speed, and every step's tokens are written to the waiting
  * clients as vLLM (or SGLang, or llama.cpp's server) would write them. */
 #ifndef KVG_SIMSRV_SIMSRV_H
@@ -67,7 +67,7 @@ struct kvg_simsrv_opts {
     int metrics_later;        /* the mode after metrics_after_s wall seconds (none|error|garbage) */
     double metrics_after_s;   /* < 0: never switch */
     int log_level;
-    /* disaggregated serving (sim/pd.c) */
+    /* disaggregated serving (simsrv/pd.c) */
     int role;                   /* enum kvg_simsrv_role */
     double kv_hold_timeout_s;   /* a prefill's unpulled blocks are freed after this (480) */
     char labels[256];           /* k=v,...: node, rack, zone pick the KV link's bandwidth */
@@ -76,7 +76,7 @@ struct kvg_simsrv_opts {
     int kv_load_fail;           /* vLLM's kv_load_failure_policy: 1 fail (default), 0 recompute */
     int bootstrap_port;         /* an SGLang-flavor prefill's bootstrap listener (0: none) */
     double bootstrap_timeout_s; /* a decode waits this long for its room's KV (120) */
-    char encoder_urls[1024];    /* SGLang: a prefill's encoders, URL[,URL] (sim/encode.c) */
+    char encoder_urls[1024];    /* SGLang: a prefill's encoders, URL[,URL] (simsrv/encode.c) */
 };
 
 /* What a simulated engine is in a disaggregated deployment. both: today's
@@ -85,12 +85,13 @@ enum kvg_simsrv_role {
     KVG_SIMSRV_ROLE_BOTH,
     KVG_SIMSRV_ROLE_PREFILL,
     KVG_SIMSRV_ROLE_DECODE,
-    KVG_SIMSRV_ROLE_ENCODE, /* an encoder-only engine (sim/encode.c): media in, embeddings held */
+    KVG_SIMSRV_ROLE_ENCODE, /* an encoder-only engine (simsrv/encode.c): media in, embeddings held
+                             */
 };
 
 #define KVG_SIMSRV_MAX_MEDIA 16
 
-/* A request's media and its ec_transfer_params (sim/encode.c). */
+/* A request's media and its ec_transfer_params (simsrv/encode.c). */
 struct kvg_simsrv_ec_req {
     uint32_t n;                          /* image parts in its messages */
     uint64_t hash[KVG_SIMSRV_MAX_MEDIA]; /* each one's mm_hash (of its URL or data) */
@@ -145,7 +146,7 @@ struct sim_req {
     int pull_status;
     char pull_body[512];
     size_t pull_len;
-    struct kvg_simsrv_ec_req ec; /* its media (sim/encode.c) */
+    struct kvg_simsrv_ec_req ec; /* its media (simsrv/encode.c) */
     int started;                 /* its stream's head was sent */
 };
 
@@ -187,12 +188,12 @@ struct kvg_simsrv_server {
     char adapters[KVG_SIMSRV_MAX_ADAPTERS][64]; /* from --lora-adapters */
     int nadapters;
     uint64_t kv_bytes_per_token; /* the profile's KV shape (a PD transfer's size) */
-    struct kvg_simsrv_pd *pd;    /* PD state (sim/pd.c); NULL until kvg_simsrv_pd_start */
-    struct kvg_simsrv_ec *ec;    /* encode state (sim/encode.c); NULL until kvg_simsrv_ec_start */
-    double t_encode_image;       /* the profile's encode time per image, engine seconds */
+    struct kvg_simsrv_pd *pd;    /* PD state (simsrv/pd.c); NULL until kvg_simsrv_pd_start */
+    struct kvg_simsrv_ec *ec; /* encode state (simsrv/encode.c); NULL until kvg_simsrv_ec_start */
+    double t_encode_image;    /* the profile's encode time per image, engine seconds */
 };
 
-/* ---- sim/encode.c: the encode stage (EPD).
+/* ---- simsrv/encode.c: the encode stage (EPD).
  * Starts the encoder state (every role: an encoder's cache and queue, a
  * prefill's --encoder-urls and HTTP client, everyone's counters). */
 struct kvg_simsrv_ec;
@@ -214,7 +215,7 @@ void kvg_simsrv_ec_encode(struct kvg_simsrv_server *s, struct kvg_http_req *req,
                           const struct cJSON *j, int chat);
 /* SGLang's encoder endpoint (POST /encode), called by prefills. */
 void kvg_simsrv_ec_encode_call(struct kvg_simsrv_server *s, struct kvg_http_req *req);
-/* The side channel's POST /v1/ec/read on an encoder (sim/pd.c routes it). */
+/* The side channel's POST /v1/ec/read on an encoder (simsrv/pd.c routes it). */
 void kvg_simsrv_ec_read(struct kvg_simsrv_server *s, struct kvg_http_req *req);
 /* 1 when r must get its embeddings before it runs: vLLM's (its
  * ec_transfer_params name an encoder) or SGLang's (a prefill with
@@ -226,7 +227,7 @@ void kvg_simsrv_ec_fetch(struct sim_req *r);
 /* GET /debug/ec: what this engine did in the encode stage. */
 void kvg_simsrv_ec_debug(struct kvg_simsrv_server *s, struct kvg_http_req *req);
 
-/* ---- sim/pd.c: the vLLM NIXL two-hop protocol.
+/* ---- simsrv/pd.c: the vLLM NIXL two-hop protocol.
  * Starts the PD state: an engine id (new at every start, as vLLM's), the
  * held-block table and, for a prefill, the side-channel listener decodes
  * pull KV blocks from. 0 or a negative code (message in err). */

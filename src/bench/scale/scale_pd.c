@@ -1,6 +1,6 @@
 /* The PD day (scale.h, kvg_bench_scale_pd_run): the diurnal traffic on two
  * pools, prefill and decode, each sized by its own planner instance. The
- * engines are the simulator's model driven as bench/pd.c drives it (a
+ * engines are the simulator's model driven as bench/pd/pd.c drives it (a
  * prefill with max_tokens 1 and its blocks held, the transfer, the decode
  * with the prompt's KV remote); the traffic, start-up draws and the
  * gateway's windowed observations are the aggregated day's (scale_wl.c,
@@ -163,7 +163,7 @@ static double uncached(const struct pdrun *R, const struct pq *q, const struct r
     return (double)q->r.prompt_len - ((p->groups >> q->r.group) & 1 ? pre : 0);
 }
 
-/* Experiment (--pd-local-prefill-wait, "PD seed 2" in autoscale.md): the
+/* Experiment (--pd-local-prefill-wait, bench/autoscale/pd-seed2.md): the
  * load half of Dynamo's conditional disaggregation. The decode replica q
  * prefills on itself instead of prefill replica k (-1: none ready) when
  * k's predicted wait (its queued prefill tokens and q's over the profiled
@@ -483,7 +483,7 @@ static int tick(struct pdrun *R, double t)
 
 /* Each pool's planner options: the aggregated runs' own, the role's, and
  * the measured per-role profile (queue's V_P stays the batch-1 peak, as in
- * the aggregated runs: llm-d's calibrate.sh measures a peak). */
+ * the aggregated runs: llm-d's calibration measures a peak). */
 static void pool_opts(const struct kvg_bench_scale_opts *o, enum kvg_autoscale_role role,
                       struct kvg_autoscale_startup *su, struct kvg_autoscale_opts *a)
 {

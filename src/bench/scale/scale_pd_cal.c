@@ -1,9 +1,9 @@
 /* The PD day's per-role profile, measured in advance as Dynamo's profiler
- * does (gateway-admission-autoscale.md §4): one prefill replica's highest
- * input tokens/s whose TTFT p90 stays within the TTFT target, and one
- * decode replica's highest output tokens/s whose ITL p90 stays within the
- * ITL target. Each at the scenario's mean ISL / OSL, on prompts that miss
- * the cache, Poisson arrivals at a flat rate (bisection), seeded. */
+ * does: one prefill replica's highest input tokens/s whose TTFT p90 stays
+ * within the TTFT target, and one decode replica's highest output tokens/s
+ * whose ITL p90 stays within the ITL target. Each at the scenario's mean
+ * ISL / OSL, on prompts that miss the cache, Poisson arrivals at a flat rate
+ * (bisection), seeded. */
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>

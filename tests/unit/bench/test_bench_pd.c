@@ -1,4 +1,4 @@
-/* The offline PD benchmark's engine model (bench/pd.c): every request is
+/* The offline PD benchmark's engine model (bench/pd/pd.c): every request is
  * accounted for once, a refused decode wastes exactly its prefill, early
  * rejection turns decode refusals into door rejections, and the decode
  * pick's locality shows in the links the transfers take. */

@@ -1,4 +1,4 @@
-/* Unit tests of chat request rendering (chat.c, chat_request.c): the
+/* Unit tests of chat request rendering (jinja/chat.c, jinja/chat_request.c): the
  * built-in ChatML template, the OpenAI request -> template context
  * conversion that mirrors vLLM (content parts, tool calls and their
  * arguments, tools, chat_template_kwargs, add_generation_prompt), the error

@@ -1,9 +1,10 @@
 /* Unit tests of the template interpreter (jinja*.c): preprocessing and
- * lexing, expressions, statements, filters and methods, and the failures.
- * The cases are hand-picked; their expected output is what
- * @huggingface/jinja 0.5.11 renders for them (the integration test
- * chat_vs_jinja.mjs compares thousands more against the live reference).
- * Error cases expect KVG_ETEMPLATE, and raise_exception's message verbatim. */
+ * lexing, expressions, statements, filters and methods, and the failures. The
+ * cases are hand-picked; their expected output is what @huggingface/jinja
+ * 0.5.11 renders for them (the integration test
+ * tests/integration/chat_vs_jinja.mjs compares thousands more against the
+ * live reference). Error cases expect KVG_ETEMPLATE, and raise_exception's
+ * message verbatim. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,4 +1,4 @@
-/* The exact prefix cache (tok_prefix.c): ids equal to the uncached encoder's
+/* The exact prefix cache (tokenizer/tok_prefix.c): ids equal to the uncached encoder's
  * on builtin:bytes and on the real Qwen3, Llama 3 and DeepSeek V3 tokenizers (when
  * installed by scripts/install-deps.sh), reuse of a shared chat prefix, the
  * byte bound and its counters, admission on second sight and for a
