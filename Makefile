@@ -56,13 +56,14 @@ BENCH_BINS := $(BENCH_SRCS:bench/%.c=$(OUT)/bench/%)
 .PHONY: all test unit clean fuzz fuzz-bins format format-check bench bench-suite
 all: $(OUT)/kvgate $(TEST_BINS) $(TOOL_BINS) $(BENCH_BINS)
 
+# Made anew each time: ar would keep the objects of files since moved or deleted.
 $(OUT)/libkvgate.a: $(LIB_OBJS) $(LLHTTP_OBJS)
 	@mkdir -p $(@D)
-	ar rcs $@ $^
+	rm -f $@ && ar rcs $@ $^
 
 $(OUT)/libkvgate_cmd.a: $(CMD_OBJS)
 	@mkdir -p $(@D)
-	ar rcs $@ $^
+	rm -f $@ && ar rcs $@ $^
 
 $(OUT)/kvgate: $(OUT)/src/main.o $(OUT)/libkvgate_cmd.a $(OUT)/libkvgate.a
 	$(CC) $(LDOPT) -o $@ $^ $(LIBS)

@@ -22,13 +22,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     cJSON *j = cJSON_ParseWithLength((const char *)data, size);
     if (!j) return 0;
     (void)kvg_pd_media_items(j);
-    static struct kvg_sim_server s; /* no engine: the parse reads the options only */
-    struct kvg_sim_ec_req e;
-    for (int role = KVG_SIM_ROLE_BOTH; role <= KVG_SIM_ROLE_ENCODE; role++) {
+    static struct kvg_simsrv_server s; /* no engine: the parse reads the options only */
+    struct kvg_simsrv_ec_req e;
+    for (int role = KVG_SIMSRV_ROLE_BOTH; role <= KVG_SIMSRV_ROLE_ENCODE; role++) {
         s.o.role = role;
-        (void)kvg_sim_ec_parse(&s, j, &e, err, sizeof err);
+        (void)kvg_simsrv_ec_parse(&s, j, &e, err, sizeof err);
     }
-    free(kvg_sim_ec_text_body(j));
+    free(kvg_simsrv_ec_text_body(j));
     cJSON_Delete(j);
     return 0;
 }

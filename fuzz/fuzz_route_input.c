@@ -12,7 +12,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    static struct kvg_route_tokenizer rt;
+    static struct kvg_rinput_tokenizer rt;
     static int init;
     char err[256];
     if (!init) {
@@ -21,15 +21,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (kvg_tok_load("builtin:bytes", NULL, &tok, err, sizeof err) ||
             kvg_jinja_chat_new(NULL, NULL, NULL, &chat, err, sizeof err))
             return 0;
-        rt = (struct kvg_route_tokenizer){tok, chat, 16, NULL};
+        rt = (struct kvg_rinput_tokenizer){tok, chat, 16, NULL};
         init = 1;
     }
     for (int chat = 0; chat < 2; chat++) {
-        struct kvg_route_input ri;
-        if (kvg_route_input_parse(&ri, (const char *)data, size, chat, err, sizeof err)) continue;
-        kvg_route_input_text(&ri);
-        kvg_route_input_tokenize(&ri, &rt, 0);
-        kvg_route_input_free(&ri);
+        struct kvg_rinput ri;
+        if (kvg_rinput_parse(&ri, (const char *)data, size, chat, err, sizeof err)) continue;
+        kvg_rinput_text(&ri);
+        kvg_rinput_tokenize(&ri, &rt, 0);
+        kvg_rinput_free(&ri);
     }
     return 0;
 }

@@ -42,7 +42,7 @@ static char *bytelevel_json(void)
                        "\"ByteLevel\"},\"model\":{\"type\":\"BPE\",\"vocab\":{");
     for (int i = 0; i < 256; i++) {
         char c[4];
-        size_t l = kvg_utf8_put(kvg_tok_bl_char((uint8_t)i), c);
+        size_t l = kvg_utf8_put(kvg__tok_bl_char((uint8_t)i), c);
         kvg_buf_append_json_str(&b, c, l);
         kvg_buf_printf(&b, ":%d,", i);
     }
@@ -83,12 +83,12 @@ static void init(void)
     char err[256];
     if (kvg_tok_load("builtin:bytes", NULL, &toks[0], err, sizeof err)) abort();
     char *bl = bytelevel_json();
-    if (kvg_tok_load_mem(bl, strlen(bl), &toks[1], err, sizeof err)) {
+    if (kvg__tok_load_mem(bl, strlen(bl), &toks[1], err, sizeof err)) {
         fprintf(stderr, "%s\n", err);
         abort();
     }
     free(bl);
-    if (kvg_tok_load_mem(SP_JSON, sizeof SP_JSON - 1, &toks[2], err, sizeof err)) {
+    if (kvg__tok_load_mem(SP_JSON, sizeof SP_JSON - 1, &toks[2], err, sizeof err)) {
         fprintf(stderr, "%s\n", err);
         abort();
     }

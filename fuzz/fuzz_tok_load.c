@@ -2,7 +2,7 @@
  * outside bytes: downloaded with a model, named on the command line).
  * Seeds: tests/fixtures/tokenizer/sp_*.json.
  *
- * The input is loaded from memory (kvg_tok_load_mem, the same code as a file
+ * The input is loaded from memory (kvg__tok_load_mem, the same code as a file
  * load), copied into an exactly sized heap buffer so ASan flags any read past
  * its end. A load either fails with a message or gives a tokenizer that then
  * encodes and decodes a few fixed texts without error beyond the documented
@@ -24,7 +24,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct kvg_tok *tok = NULL;
     char err[256];
     err[0] = 0;
-    int rc = kvg_tok_load_mem(json, size, &tok, err, sizeof err);
+    int rc = kvg__tok_load_mem(json, size, &tok, err, sizeof err);
     if (rc) {
         if (tok || !err[0]) abort(); /* a failure always says why */
     } else {

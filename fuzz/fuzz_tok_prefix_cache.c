@@ -1,6 +1,6 @@
-/* libFuzzer target for the exact tokenizer prefix cache (tok_prefix.c):
- * whatever texts come through one cache, in whatever order, each encodes to
- * exactly the ids of the uncached encoder.
+/* libFuzzer target for the exact tokenizer prefix cache
+ * (tokenizer/tok_prefix.c): whatever texts come through one cache, in
+ * whatever order, each encodes to exactly the ids of the uncached encoder.
  *
  * Input: byte 0 picks the tokenizer (builtin:bytes; a char-level one whose
  * added tokens have lstrip, rstrip, single_word and overlapping contents;
@@ -54,7 +54,7 @@ static void init(void)
         kvg_buf_printf(&b, ":%d%s", c - 32, c < 126 ? "," : "");
     }
     kvg_buf_append_str(&b, "},\"merges\":[]}}");
-    if (kvg_tok_load_mem(b.data, b.len, &toks[ntoks], err, sizeof err)) {
+    if (kvg__tok_load_mem(b.data, b.len, &toks[ntoks], err, sizeof err)) {
         fprintf(stderr, "fuzz_tok_prefix_cache: %s\n", err);
         abort();
     }
@@ -76,7 +76,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t max_bytes = (size_t)64 << (data[0] >> 4); /* 64 B .. 2 MiB */
     struct kvg_tok_pcache *c;
     if (kvg_tok_pcache_new(t, max_bytes, &c)) abort();
-    if (data[0] & 8) kvg_tok_pcache_test_key_mask(c, 3);
+    if (data[0] & 8) kvg__tok_pcache_test_key_mask(c, 3);
     struct kvg_buf prev, cur;
     kvg_buf_init(&prev, 0);
     kvg_buf_init(&cur, 0);

@@ -1,5 +1,5 @@
 /* kvgate: one binary, one subcommand per job. This file only dispatches; each
- * command's flags and entry point are in src/cmd/ (cmd.h). */
+ * command's flags and entry point are in src/cmd/ (cmd/cmd.h). */
 #include <stdio.h>
 #include <string.h>
 

@@ -133,7 +133,7 @@ done
 # phase only (after start-up and a warm-up): the top functions by own
 # samples, and the phases' inclusive shares from the call graphs.
 PROF=()
-PHASES="kvg_route_input_parse:JSON-parse kvg_jinja_chat_render_json:render kvg_tok_encode_blocks:tokenize kvg_kv_hash_range:block-hash kvg_kv_index_match_tiers:index-lookup kvg_pool_pick:pick"
+PHASES="kvg_rinput_parse:JSON-parse kvg_jinja_chat_render_json:render kvg_tok_encode_blocks:tokenize kvg_kv_hash_range:block-hash kvg_kv_index_match_tiers:index-lookup kvg_pool_pick:pick"
 if [ "$PROFILE" = 1 ] && perf stat -e task-clock true >/dev/null 2>&1; then
   for wl in $WORKLOADS; do
     start_gw kv_aware 1

@@ -79,7 +79,7 @@ int main(int argc, char **argv)
         return 1;
     }
     if (cache_bytes && kvg_tok_pcache_new(tok, cache_bytes, &cache)) return 1;
-    struct kvg_route_tokenizer rt = {tok, chat, block, cache};
+    struct kvg_rinput_tokenizer rt = {tok, chat, block, cache};
     struct body *b = NULL;
     struct kvg_buf file;
     size_t nb = read_bodies(argv[3], &file, &b);
@@ -104,21 +104,21 @@ int main(int argc, char **argv)
             if (kvg_buf_append(&req, x->pre, x->npre) || kvg_buf_append(&req, num, (size_t)nl) ||
                 kvg_buf_append(&req, x->post, x->npost))
                 return 1;
-            struct kvg_route_input ri;
+            struct kvg_rinput ri;
             char msg[256];
             double t0 = (double)kvg_thread_cpu_ns() / 1e3;
-            if (kvg_route_input_parse(&ri, req.data, req.len, 1, msg, sizeof msg)) {
+            if (kvg_rinput_parse(&ri, req.data, req.len, 1, msg, sizeof msg)) {
                 fprintf(stderr, "parse: %s\n", msg);
                 return 1;
             }
             double t1 = (double)kvg_thread_cpu_ns() / 1e3;
-            kvg_route_input_tokenize(&ri, &rt, 0);
+            kvg_rinput_tokenize(&ri, &rt, 0);
             double t2 = (double)kvg_thread_cpu_ns() / 1e3;
             if (ri.tokenize_error || !ri.nhashes) {
                 fprintf(stderr, "tokenize failed (%d)\n", ri.tokenize_error);
                 return 1;
             }
-            kvg_route_input_free(&ri);
+            kvg_rinput_free(&ri);
             double t3 = (double)kvg_thread_cpu_ns() / 1e3;
             t[0] += t1 - t0, t[1] += t2 - t1, t[2] += t3 - t2;
         }

@@ -40,7 +40,7 @@ int main(int argc, char **argv)
         return 1;
     }
     double load_ms = (double)(kvg_now_ns() - t0) / 1e6;
-    const struct kvg_route_tokenizer rt = {tok, chat, 16, NULL};
+    const struct kvg_rinput_tokenizer rt = {tok, chat, 16, NULL};
     /* A chat request of ~6,000 tokens: a long system prompt and a question. */
     struct kvg_buf text, body;
     kvg_buf_init(&text, 0);
@@ -71,9 +71,9 @@ int main(int argc, char **argv)
         kvg_pool_add(&pool, url);
         kvg_kv_index_add_worker(idx, (uint32_t)w);
     }
-    struct kvg_route_input ri;
-    kvg_route_input_parse(&ri, body.data, body.len, 1, err, sizeof err);
-    kvg_route_input_tokenize(&ri, &rt, 0);
+    struct kvg_rinput ri;
+    kvg_rinput_parse(&ri, body.data, body.len, 1, err, sizeof err);
+    kvg_rinput_tokenize(&ri, &rt, 0);
     printf("prompt: %zu tokens, %zu blocks of 16; tokenizer load %.1f ms\n", ri.nids, ri.nhashes,
            load_ms);
     /* Fill the index through its event path: a BlockStored per worker. */
@@ -113,22 +113,22 @@ int main(int argc, char **argv)
         kvg_kv_batch_free(&b);
         kvg_buf_free(&mp);
     }
-    kvg_route_input_free(&ri);
+    kvg_rinput_free(&ri);
     double *lat = malloc((size_t)iters * sizeof *lat);
     int chosen = -1;
     for (int i = 0; i < iters; i++) {
         uint64_t a = kvg_now_ns();
-        kvg_route_input_parse(&ri, body.data, body.len, 1, err, sizeof err);
-        kvg_route_input_tokenize(&ri, &rt, 0);
+        kvg_rinput_parse(&ri, body.data, body.len, 1, err, sizeof err);
+        kvg_rinput_tokenize(&ri, &rt, 0);
         struct kvg_route_ctx ctx = {.rng = &rng, .now_ms = kvg_now_ms(), .load_max_age_ms = 5000};
-        kvg_route_input_ctx(&ri, &ctx);
+        kvg_rinput_ctx(&ri, &ctx);
         struct kvg_pick pick;
         int known;
         if (kvg_pool_pick(&pool, &ctx, NULL, 0, &pick, &known, NULL) == 0) {
             chosen = pick.w->slot;
             kvg_pool_release(&pool, &pick, KVG_OUT_OK, &ctx);
         }
-        kvg_route_input_free(&ri);
+        kvg_rinput_free(&ri);
         lat[i] = (double)(kvg_now_ns() - a) / 1e3;
     }
     kvg_stats_sort(lat, (size_t)iters);

@@ -209,7 +209,7 @@ int main(int argc, char **argv)
     double best = 1e30, best_cpu = 1e30;
     size_t tokens = 0, bytes = 0;
     for (int r = 0; r < reps; r++) {
-        if ((r == 0 || !warm) && kvg_tok_cache_alloc(tok, cache ? KVG_TOK_CACHE_ENTRIES : 0))
+        if ((r == 0 || !warm) && kvg__tok_cache_alloc(tok, cache ? KVG_TOK_CACHE_ENTRIES : 0))
             return 1;
         struct kvg_tok_pcache *pc = NULL;
         if (chat && pc_bytes && kvg_tok_pcache_new(tok, pc_bytes, &pc)) return 1;

@@ -399,6 +399,10 @@ int kvg_autoscale_daemon_run(const struct kvg_autoscale_daemon_opts *o)
         fprintf(stderr, "kvgate autoscale: %s\n", err);
         if (d->srv) kvg_http_server_close(d->srv);
         if (d->lease) kvg_autoscale_lease_close(d->lease, lease_closed, d);
+        if (d->sigterm.loop) { /* started before the tick thread failed: the run would not end */
+            uv_close((uv_handle_t *)&d->sigterm, NULL);
+            uv_close((uv_handle_t *)&d->sigint, NULL);
+        }
         uv_run(&d->loop, UV_RUN_DEFAULT);
     }
     uv_loop_close(&d->loop);

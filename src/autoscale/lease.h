@@ -16,8 +16,8 @@
  *
  * Runs on one libuv loop (the Redis connection's); held() may be called
  * from any thread. */
-#ifndef KVG_AUTOSCALED_LEASE_H
-#define KVG_AUTOSCALED_LEASE_H
+#ifndef KVG_AUTOSCALE_LEASE_H
+#define KVG_AUTOSCALE_LEASE_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -82,7 +82,7 @@ struct kvg_autoscale_opts {
     enum kvg_autoscale_pred_kind sla_predictor; /* constant */
     uint32_t sla_period;                        /* seasonal_trend: intervals per season */
     /* kvgate */
-    const struct kvg_autoscale_startup *startup; /* borrowed; NULL: seed 000's defaults */
+    const struct kvg_autoscale_startup *startup; /* borrowed; NULL: the measured defaults */
     double cold_share, fetch_share; /* where new replicas land (the rest: warm nodes) */
     double headroom;                /* 0.1: capacity kept above the forecast */
     double down_util;               /* 0.8: remove one only if the rest stay under this */

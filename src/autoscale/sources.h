@@ -20,8 +20,8 @@
  * adds nothing; the last error is kept for GET /autoscale.
  *
  * Blocking, on kvgate autoscale's tick thread only (discovery's client). */
-#ifndef KVG_AUTOSCALED_SOURCES_H
-#define KVG_AUTOSCALED_SOURCES_H
+#ifndef KVG_AUTOSCALE_SOURCES_H
+#define KVG_AUTOSCALE_SOURCES_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,4 +1,4 @@
-/* The start-up model (startup.h): seed 000's table as defaults, learned
+/* The start-up model (startup.h): measured start-ups as defaults, learned
  * p90s from observed actuations. */
 #include "autoscale/startup.h"
 
@@ -12,7 +12,8 @@
 
 #define Z90 1.2815515655446004 /* the standard normal's 90th percentile */
 
-/* Seed 000: vLLM on Modal H100s, median (range) of four starts to /health.
+/* Measured: vLLM on Modal H100s, each start in a fresh container, median
+ * (range) of four starts from `vllm serve` to /health.
  * fetch = cold + image pull and extract (BentoML: 5-6 + 3-4 min, so 480-600 s,
  * 540 median) + weights download (65.5 GB in 143 s; the 7B's 15 GB at that
  * rate is 33 s). */

@@ -2,16 +2,18 @@
  * (model, node state), as a distribution the planners read their lead time
  * from (its p90) and the offline benchmark draws start-ups from.
  *
- * Node states (seed 000's measurements, vLLM on H100):
+ * Node states (measured with vLLM on Modal H100s, Qwen2.5-7B on one GPU and
+ * 32B on two; the table is in startup.c):
  *   warm  — the node has served the model and the compile caches are kept
- *           (image and weights local): "caches kept" columns;
+ *           (image and weights local): measured as a second start with
+ *           the caches kept;
  *   cold  — image and weights local but vLLM's compile caches lost with the
- *           pod (the default): "time to /health" columns;
+ *           pod (the default): measured as a start in a fresh container;
  *   fetch — image and weights to fetch first: cold plus the image pull and
  *           extract BentoML measured (5-6 + 3-4 min) and the weights download
  *           (the 32B took 143 s from Hugging Face for 65.5 GB).
- * Each default is a median with a low and high (seed 000's range over four
- * runs), read as a split log-normal: median m, p10 = low, p90 = high.
+ * Each default is a median with a low and high (the range over four runs),
+ * read as a split log-normal: median m, p10 = low, p90 = high.
  *
  * Learning: every observed actuation (the scale request to the engine's
  * /health 200, and optionally on to its cache hit rate recovering) is kept,
@@ -52,8 +54,9 @@ struct kvg_autoscale_startup {
     uint32_t min_samples; /* 5 */
 };
 
-/* Loads seed 000's defaults: "qwen2.5-7b", "qwen2.5-32b"; any other model
- * name gets the 32B's figures (the larger, so lead times err long). */
+/* Loads the measured defaults (startup.c): "qwen2.5-7b", "qwen2.5-32b"; any
+ * other model name gets the 32B's figures (the larger, so lead times err
+ * long). */
 void kvg_autoscale_startup_init(struct kvg_autoscale_startup *m);
 
 /* Sets a model's default for one node state (adds the model if new).

@@ -260,7 +260,7 @@ static int step_end(struct run *R, uint32_t k, double t)
     }
     g->st.n_updates = 0;
     if (R->kv.path != KVG_BENCH_KV_NONE &&
-        (rc = kvg_bench_des_kv_publish(&R->kv, g->e, (uint32_t)g->w->slot, t)))
+        (rc = kvg__bench_des_kv_publish(&R->kv, g->e, (uint32_t)g->w->slot, t)))
         return rc;
     if (kvg_sim_idle(g->e)) {
         g->stepping = 0;
@@ -320,7 +320,7 @@ static int setup(struct run *R, struct kvg_bench_summary *out, char *err, size_t
     if (rc) return rc;
     R->want_out = kvg_bench_wl_wants_output(R->wl);
     if ((rc = kvg_bench_acc_init(&R->acc, R->wl))) return rc;
-    if ((rc = kvg_bench_des_kv_init(&R->kv, o->kv_path, o->profile.block_size, o->engines))) {
+    if ((rc = kvg__bench_des_kv_init(&R->kv, o->kv_path, o->profile.block_size, o->engines))) {
         snprintf(err, errlen, "KV index: %s", kvg_strerror(rc));
         return rc;
     }
@@ -419,7 +419,7 @@ static void teardown(struct run *R)
         if (R->eng[i].e) kvg_sim_free(R->eng[i].e);
     free(R->eng);
     free(R->exclude);
-    kvg_bench_des_kv_free(&R->kv);
+    kvg__bench_des_kv_free(&R->kv);
     kvg_bench_acc_free(&R->acc);
     kvg_bench_wl_free(R->wl);
 }

@@ -61,7 +61,7 @@ struct kvg_bench_des_opts {
     uint32_t engines;
     enum kvg_bench_hetero hetero;
     double mean_output; /* engines' EOS length (geometric mean) for requests without ignore_eos */
-    uint32_t max_loras; /* engines' adapter slots (vLLM --max-loras; sim.h) */
+    uint32_t max_loras; /* engines' adapter slots (vLLM --max-loras; sim/sim.h) */
     double lora_load_s; /* seconds a step pays per cold adapter loaded */
     char policy[64];
     struct kvg_policy_opts popts; /* kv and block_size are set by the run */

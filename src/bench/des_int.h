@@ -26,11 +26,11 @@ struct des_kv {
     uint64_t events, batches, bytes;
 };
 
-int kvg_bench_des_kv_init(struct des_kv *k, enum kvg_bench_kv_path path, uint32_t block_size,
-                          uint32_t engines);
-void kvg_bench_des_kv_free(struct des_kv *k);
+int kvg__bench_des_kv_init(struct des_kv *k, enum kvg_bench_kv_path path, uint32_t block_size,
+                           uint32_t engines);
+void kvg__bench_des_kv_free(struct des_kv *k);
 /* Publishes the engine's logged events (at virtual time ts) into slot's
  * entries of the index, then clears the log. 0 or a negative code. */
-int kvg_bench_des_kv_publish(struct des_kv *k, struct kvg_sim *e, uint32_t slot, double ts);
+int kvg__bench_des_kv_publish(struct des_kv *k, struct kvg_sim *e, uint32_t slot, double ts);
 
 #endif

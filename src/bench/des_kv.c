@@ -11,8 +11,8 @@
 #include "bench/des_int.h"
 #include "sim/kv_events.h"
 
-int kvg_bench_des_kv_init(struct des_kv *k, enum kvg_bench_kv_path path, uint32_t block_size,
-                          uint32_t engines)
+int kvg__bench_des_kv_init(struct des_kv *k, enum kvg_bench_kv_path path, uint32_t block_size,
+                           uint32_t engines)
 {
     memset(k, 0, sizeof *k);
     k->path = path;
@@ -26,7 +26,7 @@ int kvg_bench_des_kv_init(struct des_kv *k, enum kvg_bench_kv_path path, uint32_
     return 0;
 }
 
-void kvg_bench_des_kv_free(struct des_kv *k)
+void kvg__bench_des_kv_free(struct des_kv *k)
 {
     kvg_kv_batch_free(&k->batch);
     if (k->idx) kvg_kv_index_free(k->idx);
@@ -86,7 +86,7 @@ static int fill_direct(struct kvg_kv_batch *b, const struct kvg_sim_events *ev, 
     return 0;
 }
 
-int kvg_bench_des_kv_publish(struct des_kv *k, struct kvg_sim *e, uint32_t slot, double ts)
+int kvg__bench_des_kv_publish(struct des_kv *k, struct kvg_sim *e, uint32_t slot, double ts)
 {
     struct kvg_sim_events ev;
     kvg_sim_events(e, &ev);

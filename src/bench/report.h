@@ -9,7 +9,7 @@
 
 #include "bench/stats.h"
 
-/* A published row to compare with (llm-d's report, kv-routing.md §5.4). */
+/* A published row to compare with (llm-d's 73-capacity report). */
 struct kvg_bench_published {
     const char *policy; /* the kvgate policy name that reproduces it */
     const char *label;  /* the publisher's name for it */

@@ -1,12 +1,12 @@
 /* `kvgate bench --suite routing`: every workload a user meets against every
  * routing policy, offline, several seeds each, in one report.
  *
- * Each workload is a `kvgate bench` command line (flags of cli.c), so any
- * row of the report can be re-run alone; the suite adds the seeds and the
- * policies, runs them with the offline runner (offline.c) and writes one
- * markdown report and one JSON array (an object per workload and policy).
- * `--smoke` swaps each workload for a tiny one with the same shape: seconds
- * of CPU, for the test suite; its figures mean nothing.
+ * Each workload is a `kvgate bench` command line (flags of cmd/bench.c), so
+ * any row of the report can be re-run alone; the suite adds the seeds and the
+ * policies, runs them with the offline runner (bench/routing/offline.c) and
+ * writes one markdown report and one JSON array (an object per workload and
+ * policy). `--smoke` swaps each workload for a tiny one with the same shape:
+ * seconds of CPU, for the test suite; its figures mean nothing.
  *
  * The verdict compares every policy with the best on each workload: p90
  * TTFT within 2% of the best, and output tokens/s not below the best peer

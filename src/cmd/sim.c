@@ -66,7 +66,7 @@ static void usage(void)
         printf("  %-24s %s\n", kvg_sim_profile_at(i)->name, kvg_sim_profile_at(i)->description);
 }
 
-static int parse(struct kvg_sim_opts *o, int argc, char **argv)
+static int parse(struct kvg_simsrv_opts *o, int argc, char **argv)
 {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -109,7 +109,7 @@ static int parse(struct kvg_sim_opts *o, int argc, char **argv)
         NUM("--max-num-seqs", max_num_seqs, 1u << 20)
         NUM("--cpu-kv-capacity-tokens", cpu_kv_capacity_tokens, 1ull << 40)
         DBL("--cpu-kv-load-secs-per-token", cpu_load_s_per_token, 0, 1)
-        NUM("--dp-size", dp_size, KVG_SIM_MAX_DP)
+        NUM("--dp-size", dp_size, KVG_SIMSRV_MAX_DP)
         STR("--kv-events-endpoint", kv_events_endpoint);
         STR("--lora-adapters", lora_adapters);
         STR("--kv-events-topic", kv_topic);
@@ -133,13 +133,13 @@ static int parse(struct kvg_sim_opts *o, int argc, char **argv)
         else if (!strcmp(a, "--role"))
         {
             if (!strcmp(v, "both"))
-                o->role = KVG_SIM_ROLE_BOTH;
+                o->role = KVG_SIMSRV_ROLE_BOTH;
             else if (!strcmp(v, "prefill"))
-                o->role = KVG_SIM_ROLE_PREFILL;
+                o->role = KVG_SIMSRV_ROLE_PREFILL;
             else if (!strcmp(v, "decode"))
-                o->role = KVG_SIM_ROLE_DECODE;
+                o->role = KVG_SIMSRV_ROLE_DECODE;
             else if (!strcmp(v, "encode"))
-                o->role = KVG_SIM_ROLE_ENCODE;
+                o->role = KVG_SIMSRV_ROLE_ENCODE;
             else
                 bad = 1;
         }
@@ -151,17 +151,17 @@ static int parse(struct kvg_sim_opts *o, int argc, char **argv)
         else if (!strcmp(a, "--flavor"))
         {
             if (!strcmp(v, "vllm"))
-                o->flavor = KVG_SIM_FLAVOR_VLLM;
+                o->flavor = KVG_SIMSRV_FLAVOR_VLLM;
             else if (!strcmp(v, "sglang"))
-                o->flavor = KVG_SIM_FLAVOR_SGLANG;
+                o->flavor = KVG_SIMSRV_FLAVOR_SGLANG;
             else if (!strcmp(v, "llamacpp"))
-                o->flavor = KVG_SIM_FLAVOR_LLAMACPP;
+                o->flavor = KVG_SIMSRV_FLAVOR_LLAMACPP;
             else
                 bad = 1;
         }
         else if (!strcmp(a, "--metrics-mode"))
         {
-            o->metrics_mode = kvg_sim_metrics_mode_parse(v);
+            o->metrics_mode = kvg_simsrv_metrics_mode_parse(v);
             bad = o->metrics_mode < 0;
         }
         else if (!strcmp(a, "--metrics-fail-after"))
@@ -172,9 +172,9 @@ static int parse(struct kvg_sim_opts *o, int argc, char **argv)
             if (!bad) {
                 memcpy(secs, v, (size_t)(colon - v));
                 secs[colon - v] = 0;
-                o->metrics_later = kvg_sim_metrics_mode_parse(colon + 1);
+                o->metrics_later = kvg_simsrv_metrics_mode_parse(colon + 1);
                 bad = kvg_parse_double(secs, &o->metrics_after_s) || o->metrics_after_s < 0 ||
-                      o->metrics_later < KVG_SIM_METRICS_NONE;
+                      o->metrics_later < KVG_SIMSRV_METRICS_NONE;
             }
         }
         else if (!strcmp(a, "--kv-events-encoding"))
@@ -206,9 +206,9 @@ static int parse(struct kvg_sim_opts *o, int argc, char **argv)
 
 int kvg_cmd_sim_main(int argc, char **argv)
 {
-    struct kvg_sim_opts o;
-    kvg_sim_opts_default(&o);
+    struct kvg_simsrv_opts o;
+    kvg_simsrv_opts_default(&o);
     int rc = parse(&o, argc, argv);
     if (rc) return rc > 0 ? 0 : 2;
-    return kvg_sim_srv_main(&o);
+    return kvg_simsrv_main(&o);
 }

@@ -17,7 +17,7 @@
  * --add-special-tokens or the request's "add_special_tokens": true.
  *
  * The chat template is --chat-template FILE, else the tokenizer config's,
- * else for builtin:bytes the built-in ChatML template (chat.h). */
+ * else for builtin:bytes the built-in ChatML template (jinja/chat.h). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,6 +1,6 @@
 /* Which discovered pods become workers: the candidate rules of the serving
- * modes (seed 004), as pure functions over the Kubernetes JSON, so that they
- * are tested without an API server.
+ * modes (docs/design.md), as pure functions over the Kubernetes JSON, so that
+ * they are tested without an API server.
  *
  * An EndpointSlice says where a pod listens and whether it is ready; the
  * pod's own labels (read from the pod) say its role and its place in a

@@ -14,10 +14,10 @@
  * kvgate asks for it with stream_options.include_usage and hides the extra
  * chunk from a client that did not ask), and a queue slot is released.
  *
- * Admission defaults (seed 000 / the Gateway API Inference Extension):
- * critical (and standard) requests only to workers with fewer than 50
- * waiting, sheddable ones only to workers with fewer than 5 waiting and KV
- * below 80%. */
+ * Admission defaults (an earlier design of the Gateway API Inference
+ * Extension): critical (and standard) requests only to workers with fewer
+ * than 50 waiting, sheddable ones only to workers with fewer than 5 waiting
+ * and KV below 80%. */
 #include "gateway/gate.h"
 
 #include <stdio.h>

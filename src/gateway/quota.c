@@ -124,17 +124,17 @@ int64_t kvg_quota_cost_actual(const struct kvg_quota_counting *c, int64_t prompt
 /* ---- window arithmetic (mirrored operation for operation in the Redis
  * store's Lua script: keep the two in step) ---- */
 
-int64_t kvg_quota_win_used(int64_t cur, int64_t prev, uint64_t e, uint64_t w, int fixed)
+int64_t kvg__quota_win_used(int64_t cur, int64_t prev, uint64_t e, uint64_t w, int fixed)
 {
     if (cur < 0) cur = 0;
     if (prev < 0 || fixed) prev = 0;
     return cur + (int64_t)floor((double)prev * (double)(w - e) / (double)w);
 }
 
-int kvg_quota_win_admits(int64_t cur, int64_t prev, uint64_t e, uint64_t w, int fixed, int64_t lim,
-                         int64_t cost)
+int kvg__quota_win_admits(int64_t cur, int64_t prev, uint64_t e, uint64_t w, int fixed, int64_t lim,
+                          int64_t cost)
 {
-    int64_t used = kvg_quota_win_used(cur, prev, e, w, fixed);
+    int64_t used = kvg__quota_win_used(cur, prev, e, w, fixed);
     return used < lim && used + cost <= lim;
 }
 
@@ -162,8 +162,8 @@ static uint64_t retry_ms(int64_t cur, int64_t prev, uint64_t e, uint64_t w, int6
     return (w - e) + (uint64_t)s;
 }
 
-void kvg_quota_item_eval(const struct kvg_quota_item *it, uint64_t now_ms, int admitted,
-                         struct kvg_quota_eval *out)
+void kvg__quota_item_eval(const struct kvg_quota_item *it, uint64_t now_ms, int admitted,
+                          struct kvg_quota_eval *out)
 {
     memset(out, 0, sizeof *out);
     if (it->kind == KVG_QK_CONCURRENT) {
@@ -175,7 +175,7 @@ void kvg_quota_item_eval(const struct kvg_quota_item *it, uint64_t now_ms, int a
     struct kvg_quota_span sp;
     kvg_quota_win_span((enum kvg_quota_win)it->win, now_ms, &sp);
     uint64_t w = sp.len_ms, e = now_ms - sp.start_ms;
-    int64_t used = kvg_quota_win_used(it->cur, it->prev, e, w, sp.fixed);
+    int64_t used = kvg__quota_win_used(it->cur, it->prev, e, w, sp.fixed);
     out->ok = used < it->limit && used + it->cost <= it->limit;
     int64_t after = used + (admitted ? it->cost : 0);
     out->remaining = KVG_MAX(0, it->limit - after);
@@ -207,8 +207,8 @@ static void add_item(struct kvg_quota_lease *l, size_t scope, int kind, int win,
     }
 }
 
-size_t kvg_quota_build_items(const struct kvg_quota_req *r, uint64_t now_ms,
-                             struct kvg_quota_lease *l)
+size_t kvg__quota_build_items(const struct kvg_quota_req *r, uint64_t now_ms,
+                              struct kvg_quota_lease *l)
 {
     l->nscopes = r->nscopes;
     l->nitems = 0;
@@ -255,8 +255,8 @@ static void pick_hval(const struct kvg_quota_lease *l, int kind, int admitted,
     hv->reset_ms = ev[best].reset_ms;
 }
 
-void kvg_quota_make_result(const struct kvg_quota_lease *l, int admitted,
-                           struct kvg_quota_result *res)
+void kvg__quota_make_result(const struct kvg_quota_lease *l, int admitted,
+                            struct kvg_quota_result *res)
 {
     struct kvg_quota_eval ev[KVG_QUOTA_MAX_ITEMS];
     memset(res, 0, sizeof *res);
@@ -264,7 +264,7 @@ void kvg_quota_make_result(const struct kvg_quota_lease *l, int admitted,
     res->limited_kind = res->limited_scope = res->limited_win = -1;
     uint64_t worst = 0;
     for (size_t i = 0; i < l->nitems; i++) {
-        kvg_quota_item_eval(&l->item[i], l->now_ms, admitted, &ev[i]);
+        kvg__quota_item_eval(&l->item[i], l->now_ms, admitted, &ev[i]);
         if (!admitted && !ev[i].ok && (res->limited_kind < 0 || ev[i].retry_ms > worst)) {
             worst = ev[i].retry_ms;
             res->limited_kind = l->item[i].kind;
@@ -277,7 +277,7 @@ void kvg_quota_make_result(const struct kvg_quota_lease *l, int admitted,
     pick_hval(l, KVG_QK_REQUESTS, admitted, ev, &res->requests);
 }
 
-void kvg_quota_count(struct kvg_quota *q, const struct kvg_quota_result *res)
+void kvg__quota_count(struct kvg_quota *q, const struct kvg_quota_result *res)
 {
     if (res->admitted)
         atomic_fetch_add_explicit(&q->st_admitted, 1, memory_order_relaxed);
@@ -285,8 +285,8 @@ void kvg_quota_count(struct kvg_quota *q, const struct kvg_quota_result *res)
         atomic_fetch_add_explicit(&q->st_limited, 1, memory_order_relaxed);
 }
 
-void kvg_quota_store_failed(struct kvg_quota *q, struct kvg_quota_loop *lq,
-                            struct kvg_quota_lease *l, int err, struct kvg_quota_result *res)
+void kvg__quota_store_failed(struct kvg_quota *q, struct kvg_quota_loop *lq,
+                             struct kvg_quota_lease *l, int err, struct kvg_quota_result *res)
 {
     atomic_fetch_add_explicit(&q->st_store_errors, 1, memory_order_relaxed);
     if (err == KVG_ETIMEOUT) atomic_fetch_add_explicit(&q->st_timeouts, 1, memory_order_relaxed);
@@ -294,7 +294,7 @@ void kvg_quota_store_failed(struct kvg_quota *q, struct kvg_quota_loop *lq,
                               memory_order_relaxed);
     /* One line per interval across all threads, however many requests fail. */
     uint64_t now = kvg_now_ms(), last = atomic_load_explicit(&q->last_log_ms, memory_order_relaxed);
-    const char *why = lq && q->store == QS_REDIS ? kvg_qredis_last_error(lq) : "";
+    const char *why = lq && q->store == QS_REDIS ? kvg__qredis_last_error(lq) : "";
     if (!why[0]) why = kvg_strerror(err);
     if ((last == 0 || now - last >= q->o.log_interval_ms) &&
         atomic_compare_exchange_strong(&q->last_log_ms, &last, now ? now : 1))
@@ -341,7 +341,7 @@ int kvg_quota_new(const char *store, const struct kvg_quota_opts *o, struct kvg_
     int rc;
     if (!store || !*store || !strcmp(store, "memory")) {
         q->store = QS_MEM;
-        rc = kvg_qmem_new(&q->mem);
+        rc = kvg__qmem_new(&q->mem);
     } else if (!strncmp(store, "redis://", 8)) {
         q->store = QS_REDIS;
         q->ropts.timeout_ms = q->o.timeout_ms;
@@ -364,7 +364,7 @@ int kvg_quota_new(const char *store, const struct kvg_quota_opts *o, struct kvg_
 void kvg_quota_free(struct kvg_quota *q)
 {
     if (!q) return;
-    if (q->mem) kvg_qmem_free(q->mem);
+    if (q->mem) kvg__qmem_free(q->mem);
     free(q);
 }
 
@@ -394,7 +394,7 @@ int kvg_quota_loop_open(struct kvg_quota *q, uv_loop_t *loop, struct kvg_quota_l
     lq->q = q;
     lq->loop = loop;
     if (q->store == QS_REDIS) {
-        int rc = kvg_qredis_loop_open(lq);
+        int rc = kvg__qredis_loop_open(lq);
         if (rc) {
             free(lq);
             return rc;
@@ -407,7 +407,7 @@ int kvg_quota_loop_open(struct kvg_quota *q, uv_loop_t *loop, struct kvg_quota_l
 void kvg_quota_loop_close(struct kvg_quota_loop *lq)
 {
     if (!lq) return;
-    if (lq->q->store == QS_REDIS) kvg_qredis_loop_close(lq);
+    if (lq->q->store == QS_REDIS) kvg__qredis_loop_close(lq);
     free(lq);
 }
 
@@ -440,24 +440,24 @@ static int start(struct kvg_quota_loop *lq, const struct kvg_quota_req *r,
     snprintf(lease->id, sizeof lease->id, "%016llx%llx", (unsigned long long)q->lease_salt,
              (unsigned long long)seq);
     struct kvg_quota_result res;
-    size_t nitems = kvg_quota_build_items(r, now, lease);
+    size_t nitems = kvg__quota_build_items(r, now, lease);
     lease->peek = peek;
     if (nitems == 0) {
-        kvg_quota_make_result(lease, 1, &res);
-        if (!peek) kvg_quota_count(q, &res);
+        kvg__quota_make_result(lease, 1, &res);
+        if (!peek) kvg__quota_count(q, &res);
         cb(ud, &res);
         return 0;
     }
     if (q->store == QS_MEM) {
-        int admitted = peek ? kvg_qmem_peek(q->mem, lease) : kvg_qmem_reserve(q->mem, lease);
+        int admitted = peek ? kvg__qmem_peek(q->mem, lease) : kvg__qmem_reserve(q->mem, lease);
         if (admitted < 0) {
-            kvg_quota_store_failed(q, NULL, lease, admitted, &res);
+            kvg__quota_store_failed(q, NULL, lease, admitted, &res);
         } else if (peek) {
-            kvg_quota_make_result(lease, admitted, &res);
+            kvg__quota_make_result(lease, admitted, &res);
         } else {
             lease->reserved = lease->active = admitted;
-            kvg_quota_make_result(lease, admitted, &res);
-            kvg_quota_count(q, &res);
+            kvg__quota_make_result(lease, admitted, &res);
+            kvg__quota_count(q, &res);
         }
         cb(ud, &res);
         return 0;
@@ -469,13 +469,13 @@ static int start(struct kvg_quota_loop *lq, const struct kvg_quota_req *r,
     o->copy = *lease;
     o->cb = cb;
     o->ud = ud;
-    int rc = kvg_qredis_reserve(lq, o);
+    int rc = kvg__qredis_reserve(lq, o);
     if (rc) {
         free(o);
         if (peek)
             peek_failed(&res);
         else
-            kvg_quota_store_failed(q, lq, lease, rc, &res);
+            kvg__quota_store_failed(q, lq, lease, rc, &res);
         cb(ud, &res);
         return 0;
     }
@@ -508,7 +508,7 @@ size_t kvg_quota_lease_usage(const struct kvg_quota_lease *l, struct kvg_quota_u
     for (size_t i = 0; i < l->nitems && n < cap; i++) {
         const struct kvg_quota_item *it = &l->item[i];
         struct kvg_quota_eval ev;
-        kvg_quota_item_eval(it, l->now_ms, 0, &ev);
+        kvg__quota_item_eval(it, l->now_ms, 0, &ev);
         struct kvg_quota_usage *u = &out[n++];
         u->scope = l->scope_id[it->scope];
         u->kind = it->kind;
@@ -524,7 +524,7 @@ size_t kvg_quota_lease_usage(const struct kvg_quota_lease *l, struct kvg_quota_u
         kvg_quota_win_span((enum kvg_quota_win)it->win, l->now_ms, &sp);
         u->win = it->win;
         u->used =
-            kvg_quota_win_used(it->cur, it->prev, l->now_ms - sp.start_ms, sp.len_ms, sp.fixed);
+            kvg__quota_win_used(it->cur, it->prev, l->now_ms - sp.start_ms, sp.len_ms, sp.fixed);
     }
     return n;
 }
@@ -535,7 +535,7 @@ const char *kvg_quota_win_name(enum kvg_quota_win w)
     return (unsigned)w < KVG_QW_N ? names[w] : "?";
 }
 
-void kvg_quota_op_done(struct kvg_quota_op *o, int admitted, int err)
+void kvg__quota_op_done(struct kvg_quota_op *o, int admitted, int err)
 {
     struct kvg_quota_loop *lq = o->lq;
     *o->pprev = o->next;
@@ -547,7 +547,7 @@ void kvg_quota_op_done(struct kvg_quota_op *o, int admitted, int err)
             if (err)
                 peek_failed(&res);
             else
-                kvg_quota_make_result(&o->copy, admitted, &res);
+                kvg__quota_make_result(&o->copy, admitted, &res);
             *o->lease = o->copy;
         }
         kvg_quota_cb cb = o->lease ? o->cb : NULL;
@@ -571,14 +571,14 @@ void kvg_quota_op_done(struct kvg_quota_op *o, int admitted, int err)
         return;
     }
     if (err) {
-        kvg_quota_store_failed(lq->q, lq, &o->copy, err, &res);
+        kvg__quota_store_failed(lq->q, lq, &o->copy, err, &res);
         /* The script was sent and may yet run: the lease stays active even
          * when failing closed, so the request's end releases it. */
         o->copy.uncertain = o->copy.active = 1;
     } else {
         o->copy.reserved = o->copy.active = admitted;
-        kvg_quota_make_result(&o->copy, admitted, &res);
-        kvg_quota_count(lq->q, &res);
+        kvg__quota_make_result(&o->copy, admitted, &res);
+        kvg__quota_count(lq->q, &res);
     }
     *o->lease = o->copy;
     kvg_quota_cb cb = o->cb;
@@ -600,9 +600,9 @@ void kvg_quota_reconcile_at(struct kvg_quota_loop *lq, struct kvg_quota_lease *l
     actual_cost = clamp_tokens(actual_cost);
     if (!now_ms) now_ms = lease->explicit_time ? lease->now_ms : kvg_wall_ms();
     if (lq->q->store == QS_MEM)
-        kvg_qmem_reconcile(lq->q->mem, lease, actual_cost, now_ms);
+        kvg__qmem_reconcile(lq->q->mem, lease, actual_cost, now_ms);
     else
-        kvg_qredis_reconcile(lq, lease, actual_cost, now_ms);
+        kvg__qredis_reconcile(lq, lease, actual_cost, now_ms);
 }
 
 void kvg_quota_reconcile(struct kvg_quota_loop *lq, struct kvg_quota_lease *lease,

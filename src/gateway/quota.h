@@ -19,8 +19,9 @@
  *   - two integer counters per limit, keyed by the window index, are trivial
  *     to keep atomically in a Redis Lua script and expire with their windows,
  *     and both stores evaluate the very same formula in IEEE doubles in the
- *     same order of operations (quota_window.c in C, the script in Lua), so
- *     the in-process and Redis stores agree decision for decision.
+ *     same order of operations (kvg__quota_win_admits in quota.c, the
+ *     script in Lua), so the in-process and Redis stores agree decision
+ *     for decision.
  * Windows are aligned to the wall clock (epoch milliseconds), so replicas
  * whose clocks agree (NTP) share window boundaries.
  *

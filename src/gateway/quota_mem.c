@@ -48,7 +48,7 @@ static size_t make_key(char *out, size_t cap, const char *scope, const struct kv
     return n;
 }
 
-int kvg_qmem_new(struct qmem **out)
+int kvg__qmem_new(struct qmem **out)
 {
     struct qmem *m = calloc(1, sizeof *m);
     if (!m) return -ENOMEM;
@@ -63,7 +63,7 @@ int kvg_qmem_new(struct qmem **out)
     return 0;
 }
 
-void kvg_qmem_free(struct qmem *m)
+void kvg__qmem_free(struct qmem *m)
 {
     for (size_t b = 0; b < m->nbuckets; b++)
         for (struct entry *e = m->tab[b], *nx; e; e = nx) {
@@ -75,7 +75,7 @@ void kvg_qmem_free(struct qmem *m)
     free(m);
 }
 
-size_t kvg_qmem_entries(struct qmem *m)
+size_t kvg__qmem_entries(struct qmem *m)
 {
     pthread_mutex_lock(&m->mu);
     size_t n = m->n;
@@ -156,7 +156,7 @@ static void sweep(struct qmem *m, uint64_t now_ms)
     }
 }
 
-int kvg_qmem_reserve(struct qmem *m, struct kvg_quota_lease *l)
+int kvg__qmem_reserve(struct qmem *m, struct kvg_quota_lease *l)
 {
     struct entry *ents[KVG_QUOTA_MAX_ITEMS];
     char key[KVG_QUOTA_SCOPE_ID_MAX + 4];
@@ -181,8 +181,8 @@ int kvg_qmem_reserve(struct qmem *m, struct kvg_quota_lease *l)
             roll(e, it->widx);
             it->cur = e->cur;
             it->prev = e->prev;
-            ok &= kvg_quota_win_admits(e->cur, e->prev, l->now_ms - sp.start_ms, sp.len_ms,
-                                       sp.fixed, it->limit, it->cost);
+            ok &= kvg__quota_win_admits(e->cur, e->prev, l->now_ms - sp.start_ms, sp.len_ms,
+                                        sp.fixed, it->limit, it->cost);
         }
     }
     if (ok)
@@ -197,7 +197,7 @@ int kvg_qmem_reserve(struct qmem *m, struct kvg_quota_lease *l)
     return ok;
 }
 
-int kvg_qmem_peek(struct qmem *m, struct kvg_quota_lease *l)
+int kvg__qmem_peek(struct qmem *m, struct kvg_quota_lease *l)
 {
     char key[KVG_QUOTA_SCOPE_ID_MAX + 4];
     int ok = 1;
@@ -222,15 +222,15 @@ int kvg_qmem_peek(struct qmem *m, struct kvg_quota_lease *l)
         }
         struct kvg_quota_span sp;
         kvg_quota_win_span((enum kvg_quota_win)it->win, l->now_ms, &sp);
-        ok &= kvg_quota_win_admits(it->cur, it->prev, l->now_ms - sp.start_ms, sp.len_ms, sp.fixed,
-                                   it->limit, it->cost);
+        ok &= kvg__quota_win_admits(it->cur, it->prev, l->now_ms - sp.start_ms, sp.len_ms, sp.fixed,
+                                    it->limit, it->cost);
     }
     pthread_mutex_unlock(&m->mu);
     return ok;
 }
 
-void kvg_qmem_reconcile(struct qmem *m, const struct kvg_quota_lease *l, int64_t actual,
-                        uint64_t now_ms)
+void kvg__qmem_reconcile(struct qmem *m, const struct kvg_quota_lease *l, int64_t actual,
+                         uint64_t now_ms)
 {
     char key[KVG_QUOTA_SCOPE_ID_MAX + 4];
     pthread_mutex_lock(&m->mu);

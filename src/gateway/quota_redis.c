@@ -13,7 +13,7 @@
  *       ttl), 'd' done (for op_ttl_ms): what makes each script apply once.
  *
  * reserve: reads every counter involved, applies the admission rule of
- * quota.h to each (the same formula as kvg_quota_win_admits, in the same
+ * quota.h to each (the same formula as kvg__quota_win_admits, in the same
  * order of double operations), and only if all admit, adds the cost to every
  * counter and a lease to every concurrency set. Atomic: Redis runs a script
  * alone. It answers the counters as they were before, so the C side computes
@@ -198,7 +198,7 @@ static void on_state(void *ud, int connected, const char *why)
     }
 }
 
-const char *kvg_qredis_last_error(struct kvg_quota_loop *lq)
+const char *kvg__qredis_last_error(struct kvg_quota_loop *lq)
 {
     return lq->rc ? kvg_redis_last_error(lq->rc) : "";
 }
@@ -208,27 +208,27 @@ static void on_reserve(void *ud, redisReply *r, int err)
     struct kvg_quota_op *op = ud;
     struct kvg_quota_lease *l = &op->copy;
     if (err) {
-        kvg_quota_op_done(op, 0, err);
+        kvg__quota_op_done(op, 0, err);
         return;
     }
     if (r->type != REDIS_REPLY_ARRAY || r->elements != 1 + 2 * l->nitems) {
         if (r->type == REDIS_REPLY_ERROR) KVG_DEBUG("quota: redis script error: %s", r->str);
-        kvg_quota_op_done(op, 0, KVG_EUPSTREAM);
+        kvg__quota_op_done(op, 0, KVG_EUPSTREAM);
         return;
     }
     for (size_t i = 0; i < r->elements; i++)
         if (r->element[i]->type != REDIS_REPLY_INTEGER) {
-            kvg_quota_op_done(op, 0, KVG_EUPSTREAM);
+            kvg__quota_op_done(op, 0, KVG_EUPSTREAM);
             return;
         }
     for (size_t i = 0; i < l->nitems; i++) {
         l->item[i].cur = r->element[1 + 2 * i]->integer;
         l->item[i].prev = r->element[2 + 2 * i]->integer;
     }
-    kvg_quota_op_done(op, r->element[0]->integer == 1, 0);
+    kvg__quota_op_done(op, r->element[0]->integer == 1, 0);
 }
 
-int kvg_qredis_reserve(struct kvg_quota_loop *lq, struct kvg_quota_op *op)
+int kvg__qredis_reserve(struct kvg_quota_loop *lq, struct kvg_quota_op *op)
 {
     const struct kvg_quota_lease *l = &op->copy;
     struct args *keys = &t_keys, *argv = &t_argv;
@@ -391,8 +391,8 @@ static int send_reconcile(struct qretry *rt)
     return rc;
 }
 
-void kvg_qredis_reconcile(struct kvg_quota_loop *lq, const struct kvg_quota_lease *l,
-                          int64_t actual, uint64_t now_ms)
+void kvg__qredis_reconcile(struct kvg_quota_loop *lq, const struct kvg_quota_lease *l,
+                           int64_t actual, uint64_t now_ms)
 {
     int any = 0;
     for (size_t i = 0; i < l->nitems; i++)
@@ -416,7 +416,7 @@ void kvg_qredis_reconcile(struct kvg_quota_loop *lq, const struct kvg_quota_leas
     send_reconcile(rt);
 }
 
-int kvg_qredis_loop_open(struct kvg_quota_loop *lq)
+int kvg__qredis_loop_open(struct kvg_quota_loop *lq)
 {
     pthread_once(&scripts_once, init_scripts);
     lq->retry = NULL;
@@ -433,7 +433,7 @@ int kvg_qredis_loop_open(struct kvg_quota_loop *lq)
     return rc;
 }
 
-void kvg_qredis_loop_close(struct kvg_quota_loop *lq)
+void kvg__qredis_loop_close(struct kvg_quota_loop *lq)
 {
     /* Reconciliations still waiting are lost with the process (counted);
      * with the timer gone, those failing below are dropped, not queued. */

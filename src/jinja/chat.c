@@ -31,13 +31,13 @@ static const char g_builtin[] =
     "{%- endfor -%}\n"
     "{%- if add_generation_prompt -%}{{- '<|im_start|>assistant\\n' -}}{%- endif -%}\n";
 
-const char *const chat_var_names[CV_COUNT] = {"messages",
-                                              "tools",
-                                              "bos_token",
-                                              "eos_token",
-                                              "documents",
-                                              "reasoning_effort",
-                                              "add_generation_prompt"};
+const char *const kvg__jinja_chat_var_names[CV_COUNT] = {"messages",
+                                                         "tools",
+                                                         "bos_token",
+                                                         "eos_token",
+                                                         "documents",
+                                                         "reasoning_effort",
+                                                         "add_generation_prompt"};
 
 const char *kvg_jinja_chat_builtin_template(void)
 {
@@ -61,7 +61,8 @@ int kvg_jinja_chat_new(const char *template_src, const char *bos_token, const ch
         return -ENOMEM;
     }
     for (int i = 0; i < CV_COUNT; i++)
-        c->sym[i] = jinja_sym_find(c->tpl, chat_var_names[i], strlen(chat_var_names[i]));
+        c->sym[i] = kvg__jinja_sym_find(c->tpl, kvg__jinja_chat_var_names[i],
+                                        strlen(kvg__jinja_chat_var_names[i]));
     *out = c;
     return 0;
 }
@@ -140,7 +141,7 @@ size_t kvg_jinja_chat_unmask(char *s, size_t n)
     return w;
 }
 
-cJSON *chat_parse_json(const char *s, size_t n)
+cJSON *kvg__jinja_chat_parse_json(const char *s, size_t n)
 {
     const char *end = NULL;
     cJSON *j = cJSON_ParseWithLengthOpts(s, n, &end, 0);
@@ -161,12 +162,12 @@ int kvg_jinja_chat_render_json(const struct kvg_jinja_chat *c, const cJSON *req,
     struct chat_scratch s = {0};
     struct kvg_jinja_chat_info tmp;
     if (err && errlen) err[0] = 0;
-    int rc = jr_init(&r, c->tpl, lim);
-    if (!rc) rc = chat_build_context(&r, c, req, &s, info ? info : &tmp);
-    if (!rc) rc = jr_run(&r, out);
+    int rc = kvg__jinja_run_init(&r, c->tpl, lim);
+    if (!rc) rc = kvg__jinja_chat_build_context(&r, c, req, &s, info ? info : &tmp);
+    if (!rc) rc = kvg__jinja_run(&r, out);
     if (rc && err && errlen) snprintf(err, errlen, "%s", r.msg[0] ? r.msg : "out of memory");
-    jr_free(&r);
-    chat_scratch_free(&s);
+    kvg__jinja_run_free(&r);
+    kvg__jinja_chat_scratch_free(&s);
     return rc;
 }
 
@@ -181,7 +182,8 @@ int kvg_jinja_chat_render(const struct kvg_jinja_chat *c, const char *body, size
         kvg_buf_free(&masked);
         return rc;
     }
-    cJSON *req = rc ? chat_parse_json(masked.data, masked.len) : chat_parse_json(body, len);
+    cJSON *req = rc ? kvg__jinja_chat_parse_json(masked.data, masked.len)
+                    : kvg__jinja_chat_parse_json(body, len);
     kvg_buf_free(&masked);
     if (!req) {
         if (err && errlen) snprintf(err, errlen, "request is not valid JSON");

@@ -10,7 +10,7 @@
 
 /* The variables every request sets, in struct kvg_jinja_chat's sym[]. */
 enum { CV_MESSAGES, CV_TOOLS, CV_BOS, CV_EOS, CV_DOCUMENTS, CV_EFFORT, CV_AGP, CV_COUNT };
-extern const char *const chat_var_names[CV_COUNT];
+extern const char *const kvg__jinja_chat_var_names[CV_COUNT];
 
 struct kvg_jinja_chat {
     struct kvg_jinja *tpl;
@@ -24,22 +24,23 @@ struct chat_scratch {
     cJSON **trees;
     size_t n, cap;
 };
-void chat_scratch_free(struct chat_scratch *s);
+void kvg__jinja_chat_scratch_free(struct chat_scratch *s);
 
 /* Declares the template variables for request `req` in r (see chat.h for
  * the exact rules). Errors set r->msg. */
-int chat_build_context(struct jrender *r, const struct kvg_jinja_chat *c, const cJSON *req,
-                       struct chat_scratch *s, struct kvg_jinja_chat_info *info);
+int kvg__jinja_chat_build_context(struct jrender *r, const struct kvg_jinja_chat *c,
+                                  const cJSON *req, struct chat_scratch *s,
+                                  struct kvg_jinja_chat_info *info);
 
 /* Is `s` JSON that JavaScript's JSON.parse (and Python's json.loads) would
  * accept, as far as cJSON is more lenient: no raw control characters inside
  * strings, no leading zeros or bare trailing dots in numbers. Returns 1 when
  * it may be handed to cJSON, 0 when it is invalid, -1 when it holds a \u0000
  * escape (which cJSON would cut the string at). */
-int chat_json_strict(const char *s, size_t n);
+int kvg__jinja_chat_json_strict(const char *s, size_t n);
 
 /* cJSON_Parse of exactly n bytes, refusing anything but whitespace after
  * the value (as JSON.parse does). NULL when invalid; caller frees. */
-cJSON *chat_parse_json(const char *s, size_t n);
+cJSON *kvg__jinja_chat_parse_json(const char *s, size_t n);
 
 #endif

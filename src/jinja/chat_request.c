@@ -12,7 +12,7 @@
 #include "base/err.h"
 #include "jinja/chat_int.h"
 
-void chat_scratch_free(struct chat_scratch *s)
+void kvg__jinja_chat_scratch_free(struct chat_scratch *s)
 {
     for (size_t i = 0; i < s->n; i++) cJSON_Delete(s->trees[i]);
     free(s->trees);
@@ -27,7 +27,7 @@ static int keep_tree(struct jrender *r, struct chat_scratch *s, cJSON *t)
         cJSON **v = realloc(s->trees, nc * sizeof(*v));
         if (!v) {
             cJSON_Delete(t);
-            return jr_fail(r, -ENOMEM, "out of memory");
+            return kvg__jinja_run_fail(r, -ENOMEM, "out of memory");
         }
         s->trees = v;
         s->cap = nc;
@@ -36,7 +36,7 @@ static int keep_tree(struct jrender *r, struct chat_scratch *s, cJSON *t)
     return 0;
 }
 
-int chat_json_strict(const char *s, size_t n)
+int kvg__jinja_chat_json_strict(const char *s, size_t n)
 {
     size_t i = 0;
     while (i < n) {
@@ -103,7 +103,8 @@ static int conv_content(struct jrender *r, const cJSON *content, struct jv *out)
         return 0;
     }
     if (!cJSON_IsArray(content))
-        return jr_fail(r, KVG_EPARSE, "message content must be a string or an array of parts");
+        return kvg__jinja_run_fail(r, KVG_EPARSE,
+                                   "message content must be a string or an array of parts");
     const char *texts[64], **tv = texts;
     size_t nt = 0, cap = 64, total = 0;
     for (const cJSON *p = content->child; p; p = p->next) {
@@ -127,31 +128,38 @@ static int conv_content(struct jrender *r, const cJSON *content, struct jv *out)
                          !strcmp(ty, "input_audio") || !strcmp(ty, "image_embeds") ||
                          !strcmp(ty, "audio_embeds") || !strcmp(ty, "prompt_embeds") ||
                          !strcmp(ty, "image_pil") || !strcmp(ty, "tool_reference"))
-                    return jr_fail(r, KVG_EUNSUPP, "unsupported: content part type '%s'", ty);
+                    return kvg__jinja_run_fail(r, KVG_EUNSUPP,
+                                               "unsupported: content part type '%s'", ty);
                 else
-                    return jr_fail(r, KVG_EPARSE, "Unsupported chat content part type: '%s'", ty);
+                    return kvg__jinja_run_fail(r, KVG_EPARSE,
+                                               "Unsupported chat content part type: '%s'", ty);
                 const cJSON *f = jget(p, field);
                 if (f && !cJSON_IsNull(f) && !cJSON_IsString(f))
-                    return jr_fail(r, KVG_EPARSE, "content part %s must be a string", field);
+                    return kvg__jinja_run_fail(r, KVG_EPARSE, "content part %s must be a string",
+                                               field);
                 if (cJSON_IsString(f)) t = f->valuestring;
             } else if (type && !cJSON_IsNull(type) && !cJSON_IsString(type)) {
-                return jr_fail(r, KVG_EPARSE, "Invalid 'type' field in multimodal part.");
+                return kvg__jinja_run_fail(r, KVG_EPARSE,
+                                           "Invalid 'type' field in multimodal part.");
             } else {
                 static const char *media[] = {"image_url",    "image_pil",     "image_embeds",
                                               "audio_embeds", "prompt_embeds", "audio_url",
                                               "input_audio",  "video_url",     "tool_reference"};
                 for (size_t k = 0; k < sizeof(media) / sizeof(media[0]); k++)
                     if (jget(p, media[k]))
-                        return jr_fail(r, KVG_EUNSUPP, "unsupported: content part '%s'", media[k]);
-                return jr_fail(r, KVG_EPARSE, "Missing 'type' field in multimodal part.");
+                        return kvg__jinja_run_fail(r, KVG_EUNSUPP, "unsupported: content part '%s'",
+                                                   media[k]);
+                return kvg__jinja_run_fail(r, KVG_EPARSE,
+                                           "Missing 'type' field in multimodal part.");
             }
         } else {
-            return jr_fail(r, KVG_EPARSE, "content parts must be strings or objects");
+            return kvg__jinja_run_fail(r, KVG_EPARSE, "content parts must be strings or objects");
         }
         if (!t || !*t) continue;
         if (nt == cap) {
-            const char **nv = jarena_alloc(&r->arena, cap * 2 * sizeof(*nv));
-            if (!nv) return jr_fail(r, KVG_ETOOBIG, "template render memory limit reached");
+            const char **nv = kvg__jinja_arena_alloc(&r->arena, cap * 2 * sizeof(*nv));
+            if (!nv)
+                return kvg__jinja_run_fail(r, KVG_ETOOBIG, "template render memory limit reached");
             memcpy(nv, tv, nt * sizeof(*nv));
             tv = nv;
             cap *= 2;
@@ -167,8 +175,8 @@ static int conv_content(struct jrender *r, const cJSON *content, struct jv *out)
         *out = sv(tv[0]);
         return 0;
     }
-    char *d = jarena_alloc(&r->arena, total);
-    if (!d) return jr_fail(r, KVG_ETOOBIG, "template render memory limit reached");
+    char *d = kvg__jinja_arena_alloc(&r->arena, total);
+    if (!d) return kvg__jinja_run_fail(r, KVG_ETOOBIG, "template render memory limit reached");
     size_t off = 0;
     for (size_t i = 0; i < nt; i++) {
         size_t l = strlen(tv[i]);
@@ -187,17 +195,19 @@ static int conv_arguments(struct jrender *r, struct chat_scratch *s, const cJSON
     if (cJSON_IsString(a)) {
         const char *txt = a->valuestring;
         size_t n = strlen(txt);
-        int ok = chat_json_strict(txt, n);
-        if (ok < 0) return jr_fail(r, KVG_EUNSUPP, "unsupported: \\u0000 in tool call arguments");
-        cJSON *t = ok ? chat_parse_json(txt, n) : NULL;
+        int ok = kvg__jinja_chat_json_strict(txt, n);
+        if (ok < 0)
+            return kvg__jinja_run_fail(r, KVG_EUNSUPP,
+                                       "unsupported: \\u0000 in tool call arguments");
+        cJSON *t = ok ? kvg__jinja_chat_parse_json(txt, n) : NULL;
         if (t) {
             int rc = keep_tree(r, s, t);
-            return rc ? rc : jv_from_json(r, t, out);
+            return rc ? rc : kvg__jinja_value_from_json(r, t, out);
         }
     } else if (cJSON_IsObject(a) || cJSON_IsArray(a)) {
-        return jv_from_json(r, a, out);
+        return kvg__jinja_value_from_json(r, a, out);
     }
-    if (!(empty = jobj_new(r, 0))) return r->err;
+    if (!(empty = kvg__jinja_obj_new(r, 0))) return r->err;
     out->t = JV_OBJ;
     out->u.o = empty;
     return 0;
@@ -206,10 +216,12 @@ static int conv_arguments(struct jrender *r, struct chat_scratch *s, const cJSON
 static int conv_tool_call(struct jrender *r, struct chat_scratch *s, const cJSON *tc,
                           struct jv *out)
 {
-    if (!cJSON_IsObject(tc)) return jr_fail(r, KVG_EPARSE, "each tool call must be an object");
+    if (!cJSON_IsObject(tc))
+        return kvg__jinja_run_fail(r, KVG_EPARSE, "each tool call must be an object");
     const cJSON *fn = jget(tc, "function");
-    if (!cJSON_IsObject(fn)) return jr_fail(r, KVG_EPARSE, "tool call without a function object");
-    struct jobj *o = jobj_new(r, 4), *fo = jobj_new(r, 3);
+    if (!cJSON_IsObject(fn))
+        return kvg__jinja_run_fail(r, KVG_EPARSE, "tool call without a function object");
+    struct jobj *o = kvg__jinja_obj_new(r, 4), *fo = kvg__jinja_obj_new(r, 3);
     int rc, seen_args = 0;
     struct jv v;
     if (!o || !fo) return r->err;
@@ -219,22 +231,23 @@ static int conv_tool_call(struct jrender *r, struct chat_scratch *s, const cJSON
             seen_args = 1;
             rc = conv_arguments(r, s, jget(fn, "arguments"), &v);
         } else {
-            rc = jv_from_json(r, k, &v);
+            rc = kvg__jinja_value_from_json(r, k, &v);
         }
-        if (rc || (rc = jobj_set(r, fo, k->string, strlen(k->string), v))) return rc;
+        if (rc || (rc = kvg__jinja_obj_set(r, fo, k->string, strlen(k->string), v))) return rc;
     }
     if (!seen_args) {
-        if ((rc = conv_arguments(r, s, NULL, &v)) || (rc = jobj_push(r, fo, "arguments", 9, v)))
+        if ((rc = conv_arguments(r, s, NULL, &v)) ||
+            (rc = kvg__jinja_obj_push(r, fo, "arguments", 9, v)))
             return rc;
     }
     for (const cJSON *k = tc->child; k; k = k->next) {
         if (!strcmp(k->string, "function")) {
             v.t = JV_OBJ;
             v.u.o = fo;
-        } else if ((rc = jv_from_json(r, k, &v))) {
+        } else if ((rc = kvg__jinja_value_from_json(r, k, &v))) {
             return rc;
         }
-        if ((rc = jobj_set(r, o, k->string, strlen(k->string), v))) return rc;
+        if ((rc = kvg__jinja_obj_set(r, o, k->string, strlen(k->string), v))) return rc;
     }
     out->t = JV_OBJ;
     out->u.o = o;
@@ -243,7 +256,8 @@ static int conv_tool_call(struct jrender *r, struct chat_scratch *s, const cJSON
 
 static int conv_message(struct jrender *r, struct chat_scratch *s, const cJSON *m, struct jv *out)
 {
-    if (!cJSON_IsObject(m)) return jr_fail(r, KVG_EPARSE, "each message must be an object");
+    if (!cJSON_IsObject(m))
+        return kvg__jinja_run_fail(r, KVG_EPARSE, "each message must be an object");
     /* one pass over the keys (the last of a repeated key wins, as in JS) */
     const cJSON *role = NULL, *content = NULL, *tcs = NULL, *rs = NULL, *id = NULL, *name = NULL,
                 *task = NULL, *tools = NULL;
@@ -274,13 +288,14 @@ static int conv_message(struct jrender *r, struct chat_scratch *s, const cJSON *
             break;
         }
     }
-    if (!cJSON_IsString(role)) return jr_fail(r, KVG_EPARSE, "message role must be a string");
-    struct jobj *o = jobj_new(r, 6);
+    if (!cJSON_IsString(role))
+        return kvg__jinja_run_fail(r, KVG_EPARSE, "message role must be a string");
+    struct jobj *o = kvg__jinja_obj_new(r, 6);
     struct jv v;
     int rc;
     if (!o) return r->err;
-    if ((rc = jobj_push(r, o, "role", 4, sv(role->valuestring))) ||
-        (rc = conv_content(r, content, &v)) || (rc = jobj_push(r, o, "content", 7, v)))
+    if ((rc = kvg__jinja_obj_push(r, o, "role", 4, sv(role->valuestring))) ||
+        (rc = conv_content(r, content, &v)) || (rc = kvg__jinja_obj_push(r, o, "content", 7, v)))
         return rc;
     const char *ro = role->valuestring;
     int is_assistant = ro[0] == 'a' && !strcmp(ro, "assistant");
@@ -288,9 +303,10 @@ static int conv_message(struct jrender *r, struct chat_scratch *s, const cJSON *
     int is_developer = ro[0] == 'd' && !strcmp(ro, "developer");
     if (is_assistant) {
         if (tcs && !cJSON_IsNull(tcs)) {
-            if (!cJSON_IsArray(tcs)) return jr_fail(r, KVG_EPARSE, "tool_calls must be an array");
+            if (!cJSON_IsArray(tcs))
+                return kvg__jinja_run_fail(r, KVG_EPARSE, "tool_calls must be an array");
             if (tcs->child) { /* an empty list is dropped */
-                struct jarr *a = jarr_new(r, (size_t)cJSON_GetArraySize(tcs));
+                struct jarr *a = kvg__jinja_arr_new(r, (size_t)cJSON_GetArraySize(tcs));
                 if (!a) return r->err;
                 for (const cJSON *tc = tcs->child; tc; tc = tc->next) {
                     if ((rc = conv_tool_call(r, s, tc, &a->v[a->n]))) return rc;
@@ -298,25 +314,29 @@ static int conv_message(struct jrender *r, struct chat_scratch *s, const cJSON *
                 }
                 v.t = JV_ARR;
                 v.u.a = a;
-                if ((rc = jobj_push(r, o, "tool_calls", 10, v))) return rc;
+                if ((rc = kvg__jinja_obj_push(r, o, "tool_calls", 10, v))) return rc;
             }
         }
         if (rs && !cJSON_IsNull(rs)) {
-            if (!cJSON_IsString(rs)) return jr_fail(r, KVG_EPARSE, "reasoning must be a string");
-            if ((rc = jobj_push(r, o, "reasoning", 9, sv(rs->valuestring))) ||
-                (rc = jobj_push(r, o, "reasoning_content", 17, sv(rs->valuestring))))
+            if (!cJSON_IsString(rs))
+                return kvg__jinja_run_fail(r, KVG_EPARSE, "reasoning must be a string");
+            if ((rc = kvg__jinja_obj_push(r, o, "reasoning", 9, sv(rs->valuestring))) ||
+                (rc = kvg__jinja_obj_push(r, o, "reasoning_content", 17, sv(rs->valuestring))))
                 return rc;
         }
     } else if (is_tool) {
-        if (id && ((rc = jv_from_json(r, id, &v)) || (rc = jobj_push(r, o, "tool_call_id", 12, v))))
+        if (id && ((rc = kvg__jinja_value_from_json(r, id, &v)) ||
+                   (rc = kvg__jinja_obj_push(r, o, "tool_call_id", 12, v))))
             return rc;
     }
-    if (cJSON_IsString(name) && (rc = jobj_push(r, o, "name", 4, sv(name->valuestring)))) return rc;
-    if (cJSON_IsString(task) && (rc = jobj_push(r, o, "task", 4, sv(task->valuestring)))) return rc;
+    if (cJSON_IsString(name) && (rc = kvg__jinja_obj_push(r, o, "name", 4, sv(name->valuestring))))
+        return rc;
+    if (cJSON_IsString(task) && (rc = kvg__jinja_obj_push(r, o, "task", 4, sv(task->valuestring))))
+        return rc;
     if (is_developer) {
         v = jv_null();
-        if (tools && (rc = jv_from_json(r, tools, &v))) return rc;
-        if ((rc = jobj_push(r, o, "tools", 5, v))) return rc;
+        if (tools && (rc = kvg__jinja_value_from_json(r, tools, &v))) return rc;
+        if ((rc = kvg__jinja_obj_push(r, o, "tools", 5, v))) return rc;
     }
     out->t = JV_OBJ;
     out->u.o = o;
@@ -326,21 +346,24 @@ static int conv_message(struct jrender *r, struct chat_scratch *s, const cJSON *
 /* A tool as pydantic's model_dump() of ChatCompletionToolsParam gives it. */
 static int conv_tool(struct jrender *r, const cJSON *t, struct jv *out)
 {
-    if (!cJSON_IsObject(t)) return jr_fail(r, KVG_EPARSE, "each tool must be an object");
+    if (!cJSON_IsObject(t))
+        return kvg__jinja_run_fail(r, KVG_EPARSE, "each tool must be an object");
     const cJSON *type = jget(t, "type");
     const cJSON *fn = jget(t, "function");
     if (type && !is_str(type, "function"))
-        return jr_fail(r, KVG_EPARSE, "tool type must be \"function\"");
-    if (!cJSON_IsObject(fn)) return jr_fail(r, KVG_EPARSE, "tool without a function object");
+        return kvg__jinja_run_fail(r, KVG_EPARSE, "tool type must be \"function\"");
+    if (!cJSON_IsObject(fn))
+        return kvg__jinja_run_fail(r, KVG_EPARSE, "tool without a function object");
     const cJSON *name = jget(fn, "name");
     const cJSON *desc = jget(fn, "description");
     const cJSON *par = jget(fn, "parameters");
-    if (!cJSON_IsString(name)) return jr_fail(r, KVG_EPARSE, "tool function name must be a string");
+    if (!cJSON_IsString(name))
+        return kvg__jinja_run_fail(r, KVG_EPARSE, "tool function name must be a string");
     if (desc && !cJSON_IsNull(desc) && !cJSON_IsString(desc))
-        return jr_fail(r, KVG_EPARSE, "tool function description must be a string");
+        return kvg__jinja_run_fail(r, KVG_EPARSE, "tool function description must be a string");
     if (par && !cJSON_IsNull(par) && !cJSON_IsObject(par))
-        return jr_fail(r, KVG_EPARSE, "tool function parameters must be an object");
-    struct jobj *o = jobj_new(r, 2), *fo = jobj_new(r, 3);
+        return kvg__jinja_run_fail(r, KVG_EPARSE, "tool function parameters must be an object");
+    struct jobj *o = kvg__jinja_obj_new(r, 2), *fo = kvg__jinja_obj_new(r, 3);
     struct jv v;
     int rc;
     if (!o || !fo) return r->err;
@@ -348,24 +371,25 @@ static int conv_tool(struct jrender *r, const cJSON *t, struct jv *out)
     for (int i = 0; i < 3; i++) {
         const cJSON *x = jget(fn, fixed[i]);
         v = jv_null();
-        if (x && (rc = jv_from_json(r, x, &v))) return rc;
-        if ((rc = jobj_push(r, fo, fixed[i], strlen(fixed[i]), v))) return rc;
+        if (x && (rc = kvg__jinja_value_from_json(r, x, &v))) return rc;
+        if ((rc = kvg__jinja_obj_push(r, fo, fixed[i], strlen(fixed[i]), v))) return rc;
     }
     for (const cJSON *k = fn->child; k; k = k->next) {
         if (!strcmp(k->string, "name") || !strcmp(k->string, "description") ||
             !strcmp(k->string, "parameters"))
             continue;
-        if ((rc = jv_from_json(r, k, &v)) ||
-            (rc = jobj_set(r, fo, k->string, strlen(k->string), v)))
+        if ((rc = kvg__jinja_value_from_json(r, k, &v)) ||
+            (rc = kvg__jinja_obj_set(r, fo, k->string, strlen(k->string), v)))
             return rc;
     }
-    if ((rc = jobj_push(r, o, "type", 4, jv_str("function", 8)))) return rc;
+    if ((rc = kvg__jinja_obj_push(r, o, "type", 4, jv_str("function", 8)))) return rc;
     v.t = JV_OBJ;
     v.u.o = fo;
-    if ((rc = jobj_push(r, o, "function", 8, v))) return rc;
+    if ((rc = kvg__jinja_obj_push(r, o, "function", 8, v))) return rc;
     for (const cJSON *k = t->child; k; k = k->next) {
         if (!strcmp(k->string, "type") || !strcmp(k->string, "function")) continue;
-        if ((rc = jv_from_json(r, k, &v)) || (rc = jobj_set(r, o, k->string, strlen(k->string), v)))
+        if ((rc = kvg__jinja_value_from_json(r, k, &v)) ||
+            (rc = kvg__jinja_obj_set(r, o, k->string, strlen(k->string), v)))
             return rc;
     }
     out->t = JV_OBJ;
@@ -373,12 +397,14 @@ static int conv_tool(struct jrender *r, const cJSON *t, struct jv *out)
     return 0;
 }
 
-int chat_build_context(struct jrender *r, const struct kvg_jinja_chat *c, const cJSON *req,
-                       struct chat_scratch *s, struct kvg_jinja_chat_info *info)
+int kvg__jinja_chat_build_context(struct jrender *r, const struct kvg_jinja_chat *c,
+                                  const cJSON *req, struct chat_scratch *s,
+                                  struct kvg_jinja_chat_info *info)
 {
     int rc, agp, cont, addsp;
     struct jv v;
-    if (!cJSON_IsObject(req)) return jr_fail(r, KVG_EPARSE, "request must be a JSON object");
+    if (!cJSON_IsObject(req))
+        return kvg__jinja_run_fail(r, KVG_EPARSE, "request must be a JSON object");
     const cJSON *msgs = NULL, *kw = NULL, *tools = NULL, *passed_v[2] = {NULL, NULL},
                 *flags[3] = {NULL, NULL, NULL};
     static const char *flag_names[3] = {"add_generation_prompt", "continue_final_message",
@@ -404,19 +430,20 @@ int chat_build_context(struct jrender *r, const struct kvg_jinja_chat *c, const 
         *fv[i] = i == 0;
         if (!flags[i]) continue;
         if (!cJSON_IsBool(flags[i]))
-            return jr_fail(r, KVG_EPARSE, "%s must be a boolean", flag_names[i]);
+            return kvg__jinja_run_fail(r, KVG_EPARSE, "%s must be a boolean", flag_names[i]);
         *fv[i] = cJSON_IsTrue(flags[i]);
     }
     if (cont && agp)
-        return jr_fail(r, KVG_EPARSE,
-                       "Cannot set both `continue_final_message` and "
-                       "`add_generation_prompt` to True.");
-    if (cont) return jr_fail(r, KVG_EUNSUPP, "unsupported: continue_final_message");
+        return kvg__jinja_run_fail(r, KVG_EPARSE,
+                                   "Cannot set both `continue_final_message` and "
+                                   "`add_generation_prompt` to True.");
+    if (cont) return kvg__jinja_run_fail(r, KVG_EUNSUPP, "unsupported: continue_final_message");
     info->add_generation_prompt = agp;
     info->add_special_tokens = addsp;
 
-    if (!cJSON_IsArray(msgs)) return jr_fail(r, KVG_EPARSE, "messages must be an array");
-    struct jarr *ma = jarr_new(r, (size_t)cJSON_GetArraySize(msgs));
+    if (!cJSON_IsArray(msgs))
+        return kvg__jinja_run_fail(r, KVG_EPARSE, "messages must be an array");
+    struct jarr *ma = kvg__jinja_arr_new(r, (size_t)cJSON_GetArraySize(msgs));
     if (!ma) return r->err;
     for (const cJSON *m = msgs->child; m; m = m->next) {
         if ((rc = conv_message(r, s, m, &ma->v[ma->n]))) return rc;
@@ -424,7 +451,7 @@ int chat_build_context(struct jrender *r, const struct kvg_jinja_chat *c, const 
     }
 
     if (kw && !cJSON_IsNull(kw) && !cJSON_IsObject(kw))
-        return jr_fail(r, KVG_EPARSE, "chat_template_kwargs must be an object");
+        return kvg__jinja_run_fail(r, KVG_EPARSE, "chat_template_kwargs must be an object");
     struct jv vals[CV_COUNT];
     uint8_t have[CV_COUNT] = {0};
     vals[CV_MESSAGES].t = JV_ARR;
@@ -433,8 +460,9 @@ int chat_build_context(struct jrender *r, const struct kvg_jinja_chat *c, const 
     vals[CV_TOOLS] = jv_null();
     have[CV_TOOLS] = 1;
     if (tools && !cJSON_IsNull(tools)) {
-        if (!cJSON_IsArray(tools)) return jr_fail(r, KVG_EPARSE, "tools must be an array");
-        struct jarr *ta = jarr_new(r, (size_t)cJSON_GetArraySize(tools));
+        if (!cJSON_IsArray(tools))
+            return kvg__jinja_run_fail(r, KVG_EPARSE, "tools must be an array");
+        struct jarr *ta = kvg__jinja_arr_new(r, (size_t)cJSON_GetArraySize(tools));
         if (!ta) return r->err;
         for (const cJSON *t = tools->child; t; t = t->next) {
             if ((rc = conv_tool(r, t, &ta->v[ta->n]))) return rc;
@@ -448,7 +476,7 @@ int chat_build_context(struct jrender *r, const struct kvg_jinja_chat *c, const 
     for (int i = 0; i < 2; i++) {
         const cJSON *x = passed_v[i];
         if (x && !cJSON_IsNull(x)) {
-            if ((rc = jv_from_json(r, x, &vals[CV_DOCUMENTS + i]))) return rc;
+            if ((rc = kvg__jinja_value_from_json(r, x, &vals[CV_DOCUMENTS + i]))) return rc;
             have[CV_DOCUMENTS + i] = 1;
         }
     }
@@ -458,18 +486,18 @@ int chat_build_context(struct jrender *r, const struct kvg_jinja_chat *c, const 
             !strcmp(ks, "add_generation_prompt") || !strcmp(ks, "continue_final_message"))
             continue; /* vLLM drops or overrides these */
         if (!strcmp(ks, "messages"))
-            return jr_fail(r, KVG_EPARSE, "chat_template_kwargs may not set messages");
+            return kvg__jinja_run_fail(r, KVG_EPARSE, "chat_template_kwargs may not set messages");
         int later = 0; /* a repeated key: the last one counts */
         for (const cJSON *d = k->next; d && !later; d = d->next) later = !strcmp(ks, d->string);
         if (later) continue;
         int fixed = -1;
         for (int i = 0; i < CV_COUNT; i++)
-            if (!strcmp(ks, chat_var_names[i])) fixed = i;
-        if ((rc = jv_from_json(r, k, &v))) return rc;
+            if (!strcmp(ks, kvg__jinja_chat_var_names[i])) fixed = i;
+        if ((rc = kvg__jinja_value_from_json(r, k, &v))) return rc;
         if (fixed >= 0) {
             vals[fixed] = v;
             have[fixed] = 1;
-        } else if ((rc = jr_set_global(r, ks, strlen(ks), v))) {
+        } else if ((rc = kvg__jinja_run_set_global(r, ks, strlen(ks), v))) {
             return rc;
         }
     }

@@ -17,9 +17,9 @@ int kvg_jinja_compile(const char *src, size_t len, struct kvg_jinja **out, char 
     int rc;
     if (err && errlen) err[0] = 0;
     if (!t) return -ENOMEM;
-    jarena_init(&t->arena, 0);
-    if ((rc = jinja_lex(src, len, &t->arena, &toks, err, errlen)) ||
-        (rc = jinja_parse(t, &toks, err, errlen))) {
+    kvg__jinja_arena_init(&t->arena, 0);
+    if ((rc = kvg__jinja_lex(src, len, &t->arena, &toks, err, errlen)) ||
+        (rc = kvg__jinja_parse(t, &toks, err, errlen))) {
         free(toks.v);
         kvg_jinja_free(t);
         if (rc == -ENOMEM && err && errlen) snprintf(err, errlen, "out of memory");
@@ -33,7 +33,7 @@ int kvg_jinja_compile(const char *src, size_t len, struct kvg_jinja **out, char 
 void kvg_jinja_free(struct kvg_jinja *t)
 {
     if (!t) return;
-    jarena_free(&t->arena);
+    kvg__jinja_arena_free(&t->arena);
     free(t->syms);
     free(t->symlen);
     free(t);
@@ -44,14 +44,14 @@ int kvg_jinja_render_json(const struct kvg_jinja *t, const cJSON *ctx,
                           size_t errlen)
 {
     struct jrender r;
-    int rc = jr_init(&r, t, lim);
+    int rc = kvg__jinja_run_init(&r, t, lim);
     if (err && errlen) err[0] = 0;
     if (rc) {
-        jr_free(&r);
+        kvg__jinja_run_free(&r);
         return rc;
     }
     if (ctx && !cJSON_IsObject(ctx)) {
-        rc = jr_fail(&r, KVG_EPARSE, "template context must be a JSON object");
+        rc = kvg__jinja_run_fail(&r, KVG_EPARSE, "template context must be a JSON object");
         goto out;
     }
     for (const cJSON *c = ctx ? ctx->child : NULL; c && !rc; c = c->next) {
@@ -60,12 +60,12 @@ int kvg_jinja_render_json(const struct kvg_jinja *t, const cJSON *ctx,
             later = !strcmp(c->string, d->string);
         if (later) continue;
         struct jv v;
-        if (!(rc = jv_from_json(&r, c, &v)))
-            rc = jr_set_global(&r, c->string, strlen(c->string), v);
+        if (!(rc = kvg__jinja_value_from_json(&r, c, &v)))
+            rc = kvg__jinja_run_set_global(&r, c->string, strlen(c->string), v);
     }
-    if (!rc) rc = jr_run(&r, out);
+    if (!rc) rc = kvg__jinja_run(&r, out);
 out:
     if (rc && err && errlen) snprintf(err, errlen, "%s", r.msg[0] ? r.msg : "out of memory");
-    jr_free(&r);
+    kvg__jinja_run_free(&r);
     return rc;
 }

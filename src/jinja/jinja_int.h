@@ -37,11 +37,11 @@ struct jarena {
     size_t used;  /* bytes handed out, for the memory limit */
     size_t limit; /* 0 = unlimited */
 };
-void jarena_init(struct jarena *a, size_t limit);
-void jarena_free(struct jarena *a);
+void kvg__jinja_arena_init(struct jarena *a, size_t limit);
+void kvg__jinja_arena_free(struct jarena *a);
 /* NULL when out of memory or over the limit. 8-byte aligned. */
-void *jarena_alloc(struct jarena *a, size_t n);
-char *jarena_strdup(struct jarena *a, const char *s, size_t n);
+void *kvg__jinja_arena_alloc(struct jarena *a, size_t n);
+char *kvg__jinja_arena_strdup(struct jarena *a, const char *s, size_t n);
 
 /* ---- values ------------------------------------------------------------- */
 
@@ -209,7 +209,7 @@ struct jtoks {
  * lstrip_blocks, trim_blocks, the transformers `generation` tag) and splits
  * into tokens. Token text points into `a`. 0, KVG_ETEMPLATE (syntax, message
  * in err) or -ENOMEM. */
-int jinja_lex(const char *src, size_t len, struct jarena *a, struct jtoks *out, char *err,
+int kvg__jinja_lex(const char *src, size_t len, struct jarena *a, struct jtoks *out, char *err,
               size_t errlen);
 
 /* ---- AST ---------------------------------------------------------------- */
@@ -249,7 +249,7 @@ enum jnode_kind {
     N_TERNARY, /* a=cond, b=true, c=false */
 };
 
-enum jbinop {
+enum kvg__jinja_binop {
     OP_ADD,
     OP_SUB,
     OP_CONCAT,
@@ -317,14 +317,14 @@ struct kvg_jinja {
     uint32_t nsyms;
 };
 
-int jinja_parse(struct kvg_jinja *t, const struct jtoks *toks, char *err, size_t errlen);
+int kvg__jinja_parse(struct kvg_jinja *t, const struct jtoks *toks, char *err, size_t errlen);
 /* Symbol number of a name, or -1 when the template never mentions it. */
-int64_t jinja_sym_find(const struct kvg_jinja *t, const char *name, size_t len);
+int64_t kvg__jinja_sym_find(const struct kvg_jinja *t, const char *name, size_t len);
 
 /* Filter and test names resolved at compile time; an unknown name only
  * fails when evaluated, as in the reference. */
-int jinja_filter_id(const char *name, size_t len);
-int jinja_test_id(const char *name, size_t len);
+int kvg__jinja_filter_id(const char *name, size_t len);
+int kvg__jinja_test_id(const char *name, size_t len);
 #define JFILTER_UNKNOWN 255
 #define JTEST_UNKNOWN 255
 
@@ -356,13 +356,13 @@ struct jrender {
     char msg[512];
 };
 
-int jr_init(struct jrender *r, const struct kvg_jinja *t, const struct kvg_jinja_limits *lim);
-void jr_free(struct jrender *r);
+int kvg__jinja_run_init(struct jrender *r, const struct kvg_jinja *t, const struct kvg_jinja_limits *lim);
+void kvg__jinja_run_free(struct jrender *r);
 /* Declares a context variable; names the template never uses are skipped.
  * Fails (KVG_ETEMPLATE) on a name the globals already hold, as the
  * reference's Environment.set does. */
-int jr_set_global(struct jrender *r, const char *name, size_t len, struct jv v);
-/* Sets a global by symbol number (from jinja_sym_find), replacing any. */
+int kvg__jinja_run_set_global(struct jrender *r, const char *name, size_t len, struct jv v);
+/* Sets a global by symbol number (from kvg__jinja_sym_find), replacing any. */
 static inline void jr_put_global(struct jrender *r, uint32_t sym, struct jv v)
 {
     r->gvals[sym] = v;
@@ -370,43 +370,43 @@ static inline void jr_put_global(struct jrender *r, uint32_t sym, struct jv v)
 }
 /* Runs the template into out (appending). On failure out is restored to its
  * old length and r->msg says why. */
-int jr_run(struct jrender *r, struct kvg_buf *out);
+int kvg__jinja_run(struct jrender *r, struct kvg_buf *out);
 /* Records an error (message formatted into r->msg) and returns code. */
-int jr_fail(struct jrender *r, int code, const char *fmt, ...)
+int kvg__jinja_run_fail(struct jrender *r, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 /* ---- values (jinja_value.c) ------------------------------------------- */
 
-struct jarr *jarr_new(struct jrender *r, size_t cap);
-int jarr_push(struct jrender *r, struct jarr *a, struct jv v);
-struct jobj *jobj_new(struct jrender *r, size_t cap);
+struct jarr *kvg__jinja_arr_new(struct jrender *r, size_t cap);
+int kvg__jinja_arr_push(struct jrender *r, struct jarr *a, struct jv v);
+struct jobj *kvg__jinja_obj_new(struct jrender *r, size_t cap);
 /* Sets key (replacing an existing one in place, as a JS Map does). */
-int jobj_set(struct jrender *r, struct jobj *o, const char *k, size_t klen, struct jv v);
+int kvg__jinja_obj_set(struct jrender *r, struct jobj *o, const char *k, size_t klen, struct jv v);
 /* Appends without looking for an existing key (caller knows it is new). */
-int jobj_push(struct jrender *r, struct jobj *o, const char *k, size_t klen, struct jv v);
-const struct jv *jobj_get(const struct jobj *o, const char *k, size_t klen);
+int kvg__jinja_obj_push(struct jrender *r, struct jobj *o, const char *k, size_t klen, struct jv v);
+const struct jv *kvg__jinja_obj_get(const struct jobj *o, const char *k, size_t klen);
 
 /* Converts parsed JSON as JS's JSON.parse + the reference's
  * convertToRuntimeValues would: integral numbers are integers, object keys
  * that are array indices come first in ascending order, a repeated key keeps
  * its first position and its last value. Strings point into the cJSON tree. */
-int jv_from_json(struct jrender *r, const cJSON *j, struct jv *out);
+int kvg__jinja_value_from_json(struct jrender *r, const cJSON *j, struct jv *out);
 
 /* Turns a JV_LOOP into the plain object the reference builds. */
-struct jv jv_loop_object(struct jrender *r, struct jv v);
+struct jv kvg__jinja_value_loop_object(struct jrender *r, struct jv v);
 static inline struct jv jv_norm(struct jrender *r, struct jv v)
 {
-    return v.t == JV_LOOP ? jv_loop_object(r, v) : v;
+    return v.t == JV_LOOP ? kvg__jinja_value_loop_object(r, v) : v;
 }
-int jv_truthy(struct jv v);
-const char *jv_type_name(struct jv v);
+int kvg__jinja_value_truthy(struct jv v);
+const char *kvg__jinja_value_type_name(struct jv v);
 
 /* Appends the reference's toString() of v (what {{ v }} prints). */
-int jv_print(struct jrender *r, struct kvg_buf *b, struct jv v);
+int kvg__jinja_value_print(struct jrender *r, struct kvg_buf *b, struct jv v);
 /* Appends JS String(v.value): what `~` and string `+` use. */
-int jv_print_raw(struct jrender *r, struct kvg_buf *b, struct jv v);
-/* Makes the jv_print / jv_print_raw text a string value in the arena. */
-int jv_to_string(struct jrender *r, struct jv v, int raw, struct jv *out);
+int kvg__jinja_value_print_raw(struct jrender *r, struct kvg_buf *b, struct jv v);
+/* Makes the kvg__jinja_value_print / kvg__jinja_value_print_raw text a string value in the arena. */
+int kvg__jinja_value_to_string(struct jrender *r, struct jv v, int raw, struct jv *out);
 
 struct jjson_opts {
     int indent; /* <= 0: none */
@@ -415,31 +415,31 @@ struct jjson_opts {
     size_t item_len, key_len;
     int undef_as_null;
 };
-int jv_tojson(struct jrender *r, struct kvg_buf *b, struct jv v, const struct jjson_opts *o,
+int kvg__jinja_value_tojson(struct jrender *r, struct kvg_buf *b, struct jv v, const struct jjson_opts *o,
               int depth);
 
 /* JS Number.prototype.toString(); buf needs 32 bytes. */
-size_t js_num_str(double d, char *buf);
+size_t kvg__jinja_str_num(double d, char *buf);
 /* JSON.stringify of a string. */
-int js_json_str(struct kvg_buf *b, const char *s, size_t n, int ensure_ascii);
+int kvg__jinja_str_json(struct kvg_buf *b, const char *s, size_t n, int ensure_ascii);
 
 /* JS loose (==) and strict (===) equality of the reference's .value. */
-int jv_loose_eq(struct jrender *r, struct jv a, struct jv b, int *eq);
-int jv_strict_eq(struct jv a, struct jv b);
+int kvg__jinja_value_loose_eq(struct jrender *r, struct jv a, struct jv b, int *eq);
+int kvg__jinja_value_strict_eq(struct jv a, struct jv b);
 
 /* UTF-8 helpers with JS semantics. */
-size_t js_ws_len(const char *p, const char *end);          /* JS \s at p, else 0 */
-size_t js_ws_len_before(const char *start, const char *p); /* JS \s ending at p */
-void js_trim(const char **s, size_t *n, int left, int right);
-size_t js_utf16_len(const char *s, size_t n);
+size_t kvg__jinja_str_ws_len(const char *p, const char *end);          /* JS \s at p, else 0 */
+size_t kvg__jinja_str_ws_len_before(const char *start, const char *p); /* JS \s ending at p */
+void kvg__jinja_str_trim(const char **s, size_t *n, int left, int right);
+size_t kvg__jinja_str_utf16_len(const char *s, size_t n);
 
 /* ---- evaluation (jinja_eval.c) and builtins (jinja_filter.c) --------- */
 
-int jeval(struct jrender *r, struct jscope *env, const struct jnode *n, struct jv *out);
+int kvg__jinja_eval(struct jrender *r, struct jscope *env, const struct jnode *n, struct jv *out);
 /* Sets a variable in env (NULL: the global scope). */
-int jscope_set(struct jrender *r, struct jscope *env, uint32_t sym, struct jv v);
+int kvg__jinja_scope_set(struct jrender *r, struct jscope *env, uint32_t sym, struct jv v);
 /* Renders a block into a fresh string value (set blocks, macros, filters). */
-int jblock_string(struct jrender *r, struct jscope *env, struct jnode **body, uint32_t n,
+int kvg__jinja_block_string(struct jrender *r, struct jscope *env, struct jnode **body, uint32_t n,
                   struct jv *res);
 struct jargs {
     struct jarr *pos;
@@ -447,22 +447,22 @@ struct jargs {
 };
 /* A call's arguments: every positional (spreads expanded) first, then the
  * keywords, as the reference evaluates them. */
-int jeval_args(struct jrender *r, struct jscope *env, struct jnode **list, uint32_t n,
+int kvg__jinja_eval_args(struct jrender *r, struct jscope *env, struct jnode **list, uint32_t n,
                struct jargs *a);
 /* a op b on evaluated operands (not and/or, which short-circuit). */
-int jbinop(struct jrender *r, int op, struct jv a, struct jv b, struct jv *out);
+int kvg__jinja_binop(struct jrender *r, int op, struct jv a, struct jv b, struct jv *out);
 /* A + / ~ chain as a value, building a concatenated string in one copy. */
-int jconcat_chain(struct jrender *r, struct jscope *env, const struct jnode *n, struct jv *out);
+int kvg__jinja_concat_chain(struct jrender *r, struct jscope *env, const struct jnode *n, struct jv *out);
 /* A + / ~ chain printed: *done is 1 when its string went straight to out,
  * else 0 and *acc holds the (non-string) value to print. */
-int jprint_chain(struct jrender *r, struct jscope *env, const struct jnode *n, struct kvg_buf *out,
+int kvg__jinja_print_chain(struct jrender *r, struct jscope *env, const struct jnode *n, struct kvg_buf *out,
                  struct jv *acc, int *done);
-int jcall_value(struct jrender *r, struct jscope *env, struct jv fn, struct jv *args, size_t nargs,
+int kvg__jinja_call_value(struct jrender *r, struct jscope *env, struct jv fn, struct jv *args, size_t nargs,
                 struct jv *out);
 
-int jfilter_apply(struct jrender *r, struct jscope *env, struct jv operand, const struct jnode *f,
+int kvg__jinja_filter_apply(struct jrender *r, struct jscope *env, struct jv operand, const struct jnode *f,
                   struct jv *out);
-int jtest_apply(struct jrender *r, int id, const char *name, size_t nlen, struct jv v,
+int kvg__jinja_test_apply(struct jrender *r, int id, const char *name, size_t nlen, struct jv v,
                 struct jv *extra, int *res);
 
 enum jmethod {
@@ -488,22 +488,22 @@ enum jmethod {
 };
 /* The builtin attribute `name` of a string, array or object (JS .builtins):
  * methods become bound functions, `length` an integer. 0 when absent. */
-int jbuiltin_attr(struct jrender *r, struct jv self, const char *name, size_t nlen, struct jv *out);
-int jmethod_call(struct jrender *r, int method, struct jv self, struct jv *args, size_t nargs,
+int kvg__jinja_builtin_attr(struct jrender *r, struct jv self, const char *name, size_t nlen, struct jv *out);
+int kvg__jinja_method_call(struct jrender *r, int method, struct jv self, struct jv *args, size_t nargs,
                  struct jv *out);
 
 /* The reference's compareRuntimeValues (-1, 0, 1 in *res). */
-int jv_compare(struct jrender *r, struct jv a, struct jv b, int case_sensitive, int *res);
-/* Stable sort (as V8's TimSort) of v by key(v[i]) with jv_compare. */
+int kvg__jinja_value_compare(struct jrender *r, struct jv a, struct jv b, int case_sensitive, int *res);
+/* Stable sort (as V8's TimSort) of v by key(v[i]) with kvg__jinja_value_compare. */
 typedef int (*jv_key_fn)(struct jrender *r, struct jv v, void *ctx, struct jv *out);
-int jv_sort(struct jrender *r, struct jv *v, size_t n, jv_key_fn key, void *ctx, int case_sensitive,
+int kvg__jinja_value_sort(struct jrender *r, struct jv *v, size_t n, jv_key_fn key, void *ctx, int case_sensitive,
             int reverse);
 int js_replace(struct jrender *r, struct jv self, struct jv old, struct jv nw, struct jv count,
                struct jv *out);
 
 /* String operations shared by filters and methods. */
 int js_str_upper_lower(struct jrender *r, struct jv s, int upper, struct jv *out);
-int js_slice(struct jrender *r, struct jv obj, struct jv start, struct jv stop, struct jv step,
+int kvg__jinja_str_slice(struct jrender *r, struct jv obj, struct jv start, struct jv stop, struct jv step,
              struct jv *out);
 
 #endif

@@ -65,7 +65,7 @@ static int pass_trim(struct kvg_buf *o, const char *s, size_t n)
 static size_t skip_ws(const char *s, size_t n, size_t i)
 {
     size_t w;
-    while (i < n && (w = js_ws_len(s + i, s + n)) > 0) i += w;
+    while (i < n && (w = kvg__jinja_str_ws_len(s + i, s + n)) > 0) i += w;
     return i;
 }
 
@@ -108,7 +108,7 @@ static int pass_generation(struct kvg_buf *o, const char *s, size_t n)
             continue;
         }
         size_t before = qi, w;
-        while (before > pos && (w = js_ws_len_before(s + pos, s + before)) > 0) before -= w;
+        while (before > pos && (w = kvg__jinja_str_ws_len_before(s + pos, s + before)) > 0) before -= w;
         size_t after = skip_ws(s, n, end);
         if (kvg_buf_append(o, s + copied, before - copied)) return -ENOMEM;
         if (!ls && kvg_buf_append(o, s + before, qi - before)) return -ENOMEM;
@@ -211,7 +211,7 @@ static int lex_string(const char *s, size_t n, size_t *pi, char quote, struct ja
                          "unsupported: string literal with an unpaired surrogate escape");
         goto out;
     }
-    char *txt = jarena_strdup(a, b.data ? b.data : "", b.len);
+    char *txt = kvg__jinja_arena_strdup(a, b.data ? b.data : "", b.len);
     if (!txt || push_tok(out, JT_STR, txt, b.len)) goto nomem;
     *pi = i + 1;
     goto out;
@@ -282,7 +282,7 @@ static int tokenize(const char *s, size_t n, struct jarena *a, struct jtoks *out
             if (strip_before && LAST == JT_TEXT) {
                 struct jtok *t = &out->v[out->n - 1];
                 size_t tl = t->len;
-                js_trim(&t->s, &tl, 0, 1);
+                kvg__jinja_str_trim(&t->s, &tl, 0, 1);
                 t->len = (uint32_t)tl;
                 if (!tl) out->n--;
             }
@@ -295,7 +295,7 @@ static int tokenize(const char *s, size_t n, struct jarena *a, struct jtoks *out
             if (LAST == JT_TEXT) {
                 struct jtok *t = &out->v[out->n - 1];
                 size_t tl = t->len;
-                js_trim(&t->s, &tl, 0, 1);
+                kvg__jinja_str_trim(&t->s, &tl, 0, 1);
                 t->len = (uint32_t)tl;
                 if (!tl) out->n--;
             }
@@ -308,7 +308,7 @@ static int tokenize(const char *s, size_t n, struct jarena *a, struct jtoks *out
         /* whitespace inside a tag; running into the end is an error there */
         {
             size_t w;
-            while (i < n && (w = js_ws_len(s + i, s + n)) > 0) {
+            while (i < n && (w = kvg__jinja_str_ws_len(s + i, s + n)) > 0) {
                 i += w;
                 if (i >= n)
                     return kvg_err_set(err, errlen, KVG_ETEMPLATE, "Unexpected end of input");
@@ -395,7 +395,7 @@ static int tokenize(const char *s, size_t n, struct jarena *a, struct jtoks *out
     return 0;
 }
 
-int jinja_lex(const char *src, size_t len, struct jarena *a, struct jtoks *out, char *err,
+int kvg__jinja_lex(const char *src, size_t len, struct jarena *a, struct jtoks *out, char *err,
               size_t errlen)
 {
     struct kvg_buf b1, b2;
@@ -409,7 +409,7 @@ int jinja_lex(const char *src, size_t len, struct jarena *a, struct jtoks *out, 
     if ((rc = pass_trim(&b2, b1.data ? b1.data : "", b1.len))) goto out;
     kvg_buf_reset(&b1);
     if ((rc = pass_generation(&b1, b2.data ? b2.data : "", b2.len))) goto out;
-    char *s = jarena_strdup(a, b1.data ? b1.data : "", b1.len);
+    char *s = kvg__jinja_arena_strdup(a, b1.data ? b1.data : "", b1.len);
     if (!s) {
         rc = -ENOMEM;
         goto out;

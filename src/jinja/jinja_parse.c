@@ -22,7 +22,7 @@ static const char *g_builtin_syms[SYM_NBUILTIN] = {
     "raise_exception", "range", "strftime_now", "namespace", "loop",
 };
 
-void *jp_fail(struct parser *p, int code, const char *fmt, ...)
+void *kvg__jinja_parse_fail(struct parser *p, int code, const char *fmt, ...)
 {
     if (!p->rc) {
         p->rc = code;
@@ -36,22 +36,22 @@ void *jp_fail(struct parser *p, int code, const char *fmt, ...)
     return NULL;
 }
 
-struct jnode *jp_node(struct parser *p, int kind)
+struct jnode *kvg__jinja_parse_node(struct parser *p, int kind)
 {
-    struct jnode *n = jarena_alloc(&p->t->arena, sizeof(*n));
-    if (!n) return jp_fail(p, -ENOMEM, "out of memory");
+    struct jnode *n = kvg__jinja_arena_alloc(&p->t->arena, sizeof(*n));
+    if (!n) return kvg__jinja_parse_fail(p, -ENOMEM, "out of memory");
     memset(n, 0, sizeof(*n));
     n->kind = (uint8_t)kind;
     return n;
 }
 
-int jp_push(struct parser *p, struct nlist *l, struct jnode *x)
+int kvg__jinja_parse_push(struct parser *p, struct nlist *l, struct jnode *x)
 {
     if (l->n == l->cap) {
         size_t nc = l->cap ? l->cap * 2 : 8;
         struct jnode **v = realloc(l->v, nc * sizeof(*v));
         if (!v) {
-            jp_fail(p, -ENOMEM, "out of memory");
+            kvg__jinja_parse_fail(p, -ENOMEM, "out of memory");
             return -1;
         }
         l->v = v;
@@ -62,14 +62,14 @@ int jp_push(struct parser *p, struct nlist *l, struct jnode *x)
 }
 
 /* Moves the list into the arena (freeing the temporary). */
-struct jnode **jp_done(struct parser *p, struct nlist *l, uint32_t *count)
+struct jnode **kvg__jinja_parse_done(struct parser *p, struct nlist *l, uint32_t *count)
 {
     struct jnode **v = NULL;
     *count = (uint32_t)l->n;
     if (l->n) {
-        v = jarena_alloc(&p->t->arena, l->n * sizeof(*v));
+        v = kvg__jinja_arena_alloc(&p->t->arena, l->n * sizeof(*v));
         if (!v)
-            jp_fail(p, -ENOMEM, "out of memory");
+            kvg__jinja_parse_fail(p, -ENOMEM, "out of memory");
         else
             memcpy(v, l->v, l->n * sizeof(*v));
     }
@@ -79,17 +79,17 @@ struct jnode **jp_done(struct parser *p, struct nlist *l, uint32_t *count)
     return v;
 }
 
-int64_t jinja_sym_find(const struct kvg_jinja *t, const char *name, size_t len)
+int64_t kvg__jinja_sym_find(const struct kvg_jinja *t, const char *name, size_t len)
 {
     for (uint32_t i = 0; i < t->nsyms; i++)
         if (t->symlen[i] == len && !memcmp(t->syms[i], name, len)) return i;
     return -1;
 }
 
-int jp_intern(struct parser *p, const char *name, size_t len, uint32_t *out)
+int kvg__jinja_parse_intern(struct parser *p, const char *name, size_t len, uint32_t *out)
 {
     struct kvg_jinja *t = p->t;
-    int64_t f = jinja_sym_find(t, name, len);
+    int64_t f = kvg__jinja_sym_find(t, name, len);
     if (f >= 0) {
         *out = (uint32_t)f;
         return 0;
@@ -103,7 +103,7 @@ int jp_intern(struct parser *p, const char *name, size_t len, uint32_t *out)
         if (!l) return -1;
         t->symlen = l;
     }
-    char *c = jarena_strdup(&t->arena, name, len);
+    char *c = kvg__jinja_arena_strdup(&t->arena, name, len);
     if (!c) return -1;
     t->syms[t->nsyms] = c;
     t->symlen[t->nsyms] = (uint32_t)len;
@@ -111,12 +111,12 @@ int jp_intern(struct parser *p, const char *name, size_t len, uint32_t *out)
     return 0;
 }
 
-int jp_peek(struct parser *p, size_t off)
+int kvg__jinja_parse_peek(struct parser *p, size_t off)
 {
     return p->cur + off < p->n ? p->tk[p->cur + off].type : -1;
 }
 
-int jp_is_ident(struct parser *p, size_t off, const char *name)
+int kvg__jinja_parse_is_ident(struct parser *p, size_t off, const char *name)
 {
     if (p->cur + off >= p->n || p->tk[p->cur + off].type != JT_IDENT) return 0;
     size_t l = strlen(name);
@@ -125,19 +125,20 @@ int jp_is_ident(struct parser *p, size_t off, const char *name)
 
 static int is_statement(struct parser *p, const char *a, const char *b, const char *c)
 {
-    if (jp_peek(p, 0) != JT_OPEN_STMT) return 0;
-    return jp_is_ident(p, 1, a) || (b && jp_is_ident(p, 1, b)) || (c && jp_is_ident(p, 1, c));
+    if (kvg__jinja_parse_peek(p, 0) != JT_OPEN_STMT) return 0;
+    return kvg__jinja_parse_is_ident(p, 1, a) || (b && kvg__jinja_parse_is_ident(p, 1, b)) ||
+           (c && kvg__jinja_parse_is_ident(p, 1, c));
 }
 
-int jp_expect(struct parser *p, int type, const char *what)
+int kvg__jinja_parse_expect(struct parser *p, int type, const char *what)
 {
     if (p->cur >= p->n) {
-        jp_fail(p, KVG_ETEMPLATE, "Parser Error: %s (end of template)", what);
+        kvg__jinja_parse_fail(p, KVG_ETEMPLATE, "Parser Error: %s (end of template)", what);
         return -1;
     }
     if (p->tk[p->cur].type != type) {
-        jp_fail(p, KVG_ETEMPLATE, "Parser Error: %s, got '%.*s'", what, (int)p->tk[p->cur].len,
-                p->tk[p->cur].s);
+        kvg__jinja_parse_fail(p, KVG_ETEMPLATE, "Parser Error: %s, got '%.*s'", what,
+                              (int)p->tk[p->cur].len, p->tk[p->cur].s);
         return -1;
     }
     p->cur++;
@@ -146,8 +147,8 @@ int jp_expect(struct parser *p, int type, const char *what)
 
 static int expect_ident(struct parser *p, const char *name)
 {
-    if (!jp_is_ident(p, 0, name)) {
-        jp_fail(p, KVG_ETEMPLATE, "Expected %s", name);
+    if (!kvg__jinja_parse_is_ident(p, 0, name)) {
+        kvg__jinja_parse_fail(p, KVG_ETEMPLATE, "Expected %s", name);
         return -1;
     }
     p->cur++;
@@ -163,38 +164,40 @@ static struct jnode **parse_block_until(struct parser *p, const char *a, const c
     struct nlist l = {0};
     while (!is_statement(p, a, b, c)) {
         if (p->cur >= p->n) {
-            jp_fail(p, KVG_ETEMPLATE, "Unexpected end of template: missing {%% %s %%}", a);
+            kvg__jinja_parse_fail(p, KVG_ETEMPLATE,
+                                  "Unexpected end of template: missing {%% %s %%}", a);
             break;
         }
         struct jnode *x = parse_any(p);
         if (p->rc) break;
-        if (x && jp_push(p, &l, x)) break;
+        if (x && kvg__jinja_parse_push(p, &l, x)) break;
     }
     if (p->rc) {
         free(l.v);
         return NULL;
     }
-    return jp_done(p, &l, count);
+    return kvg__jinja_parse_done(p, &l, count);
 }
 
 static struct jnode *parse_if(struct parser *p)
 {
-    struct jnode *n = jp_node(p, N_IF);
-    if (!n || !(n->a = jp_expression(p))) return NULL;
-    if (jp_expect(p, JT_CLOSE_STMT, "Expected closing statement token")) return NULL;
+    struct jnode *n = kvg__jinja_parse_node(p, N_IF);
+    if (!n || !(n->a = kvg__jinja_parse_expression(p))) return NULL;
+    if (kvg__jinja_parse_expect(p, JT_CLOSE_STMT, "Expected closing statement token")) return NULL;
     n->body = parse_block_until(p, "elif", "else", "endif", &n->nbody);
     if (p->rc) return NULL;
     if (is_statement(p, "elif", NULL, NULL)) {
         p->cur += 2;
         struct jnode *e = parse_if(p);
         if (!e) return NULL;
-        n->alt = jarena_alloc(&p->t->arena, sizeof(*n->alt));
-        if (!n->alt) return jp_fail(p, -ENOMEM, "out of memory");
+        n->alt = kvg__jinja_arena_alloc(&p->t->arena, sizeof(*n->alt));
+        if (!n->alt) return kvg__jinja_parse_fail(p, -ENOMEM, "out of memory");
         n->alt[0] = e;
         n->nalt = 1;
     } else if (is_statement(p, "else", NULL, NULL)) {
         p->cur += 2;
-        if (jp_expect(p, JT_CLOSE_STMT, "Expected closing statement token")) return NULL;
+        if (kvg__jinja_parse_expect(p, JT_CLOSE_STMT, "Expected closing statement token"))
+            return NULL;
         n->alt = parse_block_until(p, "endif", NULL, NULL, &n->nalt);
     }
     return p->rc ? NULL : n;
@@ -202,8 +205,8 @@ static struct jnode *parse_if(struct parser *p)
 
 static int end_tag(struct parser *p, const char *name)
 {
-    if (jp_expect(p, JT_OPEN_STMT, "Expected {% token") || expect_ident(p, name) ||
-        jp_expect(p, JT_CLOSE_STMT, "Expected %} token"))
+    if (kvg__jinja_parse_expect(p, JT_OPEN_STMT, "Expected {% token") || expect_ident(p, name) ||
+        kvg__jinja_parse_expect(p, JT_CLOSE_STMT, "Expected %} token"))
         return -1;
     return 0;
 }
@@ -242,39 +245,44 @@ static void scan_special(const struct jnode *n, const struct kvg_jinja *t, uint1
 static struct jnode *parse_statement(struct parser *p)
 {
     p->cur++; /* {% */
-    if (jp_peek(p, 0) != JT_IDENT) return jp_fail(p, KVG_ETEMPLATE, "Unknown statement");
+    if (kvg__jinja_parse_peek(p, 0) != JT_IDENT)
+        return kvg__jinja_parse_fail(p, KVG_ETEMPLATE, "Unknown statement");
     const struct jtok *nt = &p->tk[p->cur];
     struct jnode *n = NULL;
-    if (++p->depth > MAX_NESTING) return jp_fail(p, KVG_EUNSUPP, "template nesting too deep");
-    if (jp_is_ident(p, 0, "set")) {
+    if (++p->depth > MAX_NESTING)
+        return kvg__jinja_parse_fail(p, KVG_EUNSUPP, "template nesting too deep");
+    if (kvg__jinja_parse_is_ident(p, 0, "set")) {
         p->cur++;
-        n = jp_node(p, N_SET);
-        if (!n || !(n->a = jp_sequence(p, 0))) return NULL;
-        if (jp_peek(p, 0) == JT_EQUALS) {
+        n = kvg__jinja_parse_node(p, N_SET);
+        if (!n || !(n->a = kvg__jinja_parse_sequence(p, 0))) return NULL;
+        if (kvg__jinja_parse_peek(p, 0) == JT_EQUALS) {
             p->cur++;
-            if (!(n->b = jp_sequence(p, 0))) return NULL;
+            if (!(n->b = kvg__jinja_parse_sequence(p, 0))) return NULL;
         } else {
-            if (jp_expect(p, JT_CLOSE_STMT, "Expected %} token")) return NULL;
+            if (kvg__jinja_parse_expect(p, JT_CLOSE_STMT, "Expected %} token")) return NULL;
             n->body = parse_block_until(p, "endset", NULL, NULL, &n->nbody);
-            if (p->rc || jp_expect(p, JT_OPEN_STMT, "Expected {% token") ||
+            if (p->rc || kvg__jinja_parse_expect(p, JT_OPEN_STMT, "Expected {% token") ||
                 expect_ident(p, "endset"))
                 return NULL;
         }
-        if (jp_expect(p, JT_CLOSE_STMT, "Expected closing statement token")) return NULL;
-    } else if (jp_is_ident(p, 0, "if")) {
+        if (kvg__jinja_parse_expect(p, JT_CLOSE_STMT, "Expected closing statement token"))
+            return NULL;
+    } else if (kvg__jinja_parse_is_ident(p, 0, "if")) {
         p->cur++;
         if (!(n = parse_if(p)) || end_tag(p, "endif")) return NULL;
-    } else if (jp_is_ident(p, 0, "macro")) {
+    } else if (kvg__jinja_parse_is_ident(p, 0, "macro")) {
         p->cur++;
-        struct jnode *name = jp_primary(p);
+        struct jnode *name = kvg__jinja_parse_primary(p);
         if (!name) return NULL;
         if (name->kind != N_IDENT)
-            return jp_fail(p, KVG_ETEMPLATE, "Expected identifier following macro statement");
-        n = jp_node(p, N_MACRO);
+            return kvg__jinja_parse_fail(p, KVG_ETEMPLATE,
+                                         "Expected identifier following macro statement");
+        n = kvg__jinja_parse_node(p, N_MACRO);
         if (!n) return NULL;
         n->sym = name->sym;
-        if (!jp_args(p, 1, &n->list, &n->n)) return NULL;
-        if (jp_expect(p, JT_CLOSE_STMT, "Expected closing statement token")) return NULL;
+        if (!kvg__jinja_parse_args(p, 1, &n->list, &n->n)) return NULL;
+        if (kvg__jinja_parse_expect(p, JT_CLOSE_STMT, "Expected closing statement token"))
+            return NULL;
         n->body = parse_block_until(p, "endmacro", NULL, NULL, &n->nbody);
         if (p->rc || end_tag(p, "endmacro")) return NULL;
         for (uint32_t i = 0; i < n->nbody; i++) scan_special(n->body[i], p->t, &n->flags);
@@ -283,16 +291,18 @@ static struct jnode *parse_statement(struct parser *p)
             if (!strcmp(s, "kwargs") || !strcmp(s, "varargs")) n->flags |= FL_MACRO_DECL;
             if (n->list[i]->kind == N_KWARG) scan_special(n->list[i]->a, p->t, &n->flags);
         }
-    } else if (jp_is_ident(p, 0, "for")) {
+    } else if (kvg__jinja_parse_is_ident(p, 0, "for")) {
         p->cur++;
-        n = jp_node(p, N_FOR);
-        if (!n || !(n->a = jp_sequence(p, 1))) return NULL;
+        n = kvg__jinja_parse_node(p, N_FOR);
+        if (!n || !(n->a = kvg__jinja_parse_sequence(p, 1))) return NULL;
         if (n->a->kind != N_IDENT && n->a->kind != N_TUPLE)
-            return jp_fail(p, KVG_ETEMPLATE, "Expected identifier/tuple for the loop variable");
-        if (!jp_is_ident(p, 0, "in"))
-            return jp_fail(p, KVG_ETEMPLATE, "Expected `in` keyword following loop variable");
+            return kvg__jinja_parse_fail(p, KVG_ETEMPLATE,
+                                         "Expected identifier/tuple for the loop variable");
+        if (!kvg__jinja_parse_is_ident(p, 0, "in"))
+            return kvg__jinja_parse_fail(p, KVG_ETEMPLATE,
+                                         "Expected `in` keyword following loop variable");
         p->cur++;
-        struct jnode *it = jp_expression(p);
+        struct jnode *it = kvg__jinja_parse_expression(p);
         if (!it) return NULL;
         if (it->kind == N_SELECT) {
             n->b = it->a;
@@ -300,57 +310,66 @@ static struct jnode *parse_statement(struct parser *p)
         } else {
             n->b = it;
         }
-        if (jp_expect(p, JT_CLOSE_STMT, "Expected closing statement token")) return NULL;
+        if (kvg__jinja_parse_expect(p, JT_CLOSE_STMT, "Expected closing statement token"))
+            return NULL;
         n->body = parse_block_until(p, "endfor", "else", NULL, &n->nbody);
         if (p->rc) return NULL;
         if (is_statement(p, "else", NULL, NULL)) {
             p->cur += 2;
-            if (jp_expect(p, JT_CLOSE_STMT, "Expected closing statement token")) return NULL;
+            if (kvg__jinja_parse_expect(p, JT_CLOSE_STMT, "Expected closing statement token"))
+                return NULL;
             n->alt = parse_block_until(p, "endfor", NULL, NULL, &n->nalt);
             if (p->rc) return NULL;
         }
         if (end_tag(p, "endfor")) return NULL;
-    } else if (jp_is_ident(p, 0, "call")) {
+    } else if (kvg__jinja_parse_is_ident(p, 0, "call")) {
         /* Parsed in full so a template that merely contains one compiles;
          * rendering one fails with KVG_EUNSUPP. */
         p->cur++;
         struct jnode **unused;
         uint32_t nu;
-        if (jp_peek(p, 0) == JT_LPAREN && !jp_args(p, 1, &unused, &nu)) return NULL;
-        struct jnode *callee = jp_primary(p);
+        if (kvg__jinja_parse_peek(p, 0) == JT_LPAREN && !kvg__jinja_parse_args(p, 1, &unused, &nu))
+            return NULL;
+        struct jnode *callee = kvg__jinja_parse_primary(p);
         if (!callee) return NULL;
         if (callee->kind != N_IDENT)
-            return jp_fail(p, KVG_ETEMPLATE, "Expected identifier following call statement");
-        if (!jp_args(p, 0, &unused, &nu)) return NULL;
-        if (jp_expect(p, JT_CLOSE_STMT, "Expected closing statement token")) return NULL;
-        n = jp_node(p, N_CALL_BLOCK);
+            return kvg__jinja_parse_fail(p, KVG_ETEMPLATE,
+                                         "Expected identifier following call statement");
+        if (!kvg__jinja_parse_args(p, 0, &unused, &nu)) return NULL;
+        if (kvg__jinja_parse_expect(p, JT_CLOSE_STMT, "Expected closing statement token"))
+            return NULL;
+        n = kvg__jinja_parse_node(p, N_CALL_BLOCK);
         if (!n) return NULL;
         n->body = parse_block_until(p, "endcall", NULL, NULL, &n->nbody);
         if (p->rc || end_tag(p, "endcall")) return NULL;
-    } else if (jp_is_ident(p, 0, "break") || jp_is_ident(p, 0, "continue")) {
-        n = jp_node(p, jp_is_ident(p, 0, "break") ? N_BREAK : N_CONTINUE);
+    } else if (kvg__jinja_parse_is_ident(p, 0, "break") ||
+               kvg__jinja_parse_is_ident(p, 0, "continue")) {
+        n = kvg__jinja_parse_node(p,
+                                  kvg__jinja_parse_is_ident(p, 0, "break") ? N_BREAK : N_CONTINUE);
         p->cur++;
-        if (!n || jp_expect(p, JT_CLOSE_STMT, "Expected closing statement token")) return NULL;
-    } else if (jp_is_ident(p, 0, "filter")) {
+        if (!n || kvg__jinja_parse_expect(p, JT_CLOSE_STMT, "Expected closing statement token"))
+            return NULL;
+    } else if (kvg__jinja_parse_is_ident(p, 0, "filter")) {
         p->cur++;
-        n = jp_node(p, N_FILTER_BLOCK);
+        n = kvg__jinja_parse_node(p, N_FILTER_BLOCK);
         if (!n) return NULL;
-        struct jnode *f = jp_primary(p);
+        struct jnode *f = kvg__jinja_parse_primary(p);
         if (!f) return NULL;
-        if (f->kind == N_IDENT && jp_peek(p, 0) == JT_LPAREN) f = jp_call(p, f);
+        if (f->kind == N_IDENT && kvg__jinja_parse_peek(p, 0) == JT_LPAREN)
+            f = kvg__jinja_parse_call(p, f);
         if (!f) return NULL;
         /* the body's text becomes the operand of an ordinary filter node */
-        struct jnode *fx = jp_node(p, N_FILTER);
+        struct jnode *fx = kvg__jinja_parse_node(p, N_FILTER);
         if (!fx) return NULL;
         fx->sym = UINT32_MAX;
         if (f->kind == N_IDENT) {
             fx->str = p->t->syms[f->sym];
             fx->n = p->t->symlen[f->sym];
-            fx->op = (uint8_t)jinja_filter_id(fx->str, fx->n);
+            fx->op = (uint8_t)kvg__jinja_filter_id(fx->str, fx->n);
         } else if (f->kind == N_CALL && f->a->kind == N_IDENT) {
             fx->str = p->t->syms[f->a->sym];
             fx->n = p->t->symlen[f->a->sym];
-            fx->op = (uint8_t)jinja_filter_id(fx->str, fx->n);
+            fx->op = (uint8_t)kvg__jinja_filter_id(fx->str, fx->n);
             fx->flags |= FL_CALL;
             fx->list = f->list;
             fx->nbody = f->n;
@@ -359,11 +378,13 @@ static struct jnode *parse_statement(struct parser *p)
             fx->b = f;
         }
         n->a = fx;
-        if (jp_expect(p, JT_CLOSE_STMT, "Expected closing statement token")) return NULL;
+        if (kvg__jinja_parse_expect(p, JT_CLOSE_STMT, "Expected closing statement token"))
+            return NULL;
         n->body = parse_block_until(p, "endfilter", NULL, NULL, &n->nbody);
         if (p->rc || end_tag(p, "endfilter")) return NULL;
     } else {
-        return jp_fail(p, KVG_ETEMPLATE, "Unknown statement type: %.*s", (int)nt->len, nt->s);
+        return kvg__jinja_parse_fail(p, KVG_ETEMPLATE, "Unknown statement type: %.*s", (int)nt->len,
+                                     nt->s);
     }
     p->depth--;
     return n;
@@ -380,7 +401,7 @@ static struct jnode *parse_any(struct parser *p)
         return NULL;
     case JT_TEXT:
         p->cur++;
-        n = jp_node(p, N_TEXT);
+        n = kvg__jinja_parse_node(p, N_TEXT);
         if (n) {
             n->str = tk->s;
             n->n = tk->len;
@@ -390,31 +411,34 @@ static struct jnode *parse_any(struct parser *p)
         return parse_statement(p);
     case JT_OPEN_EXPR:
         p->cur++;
-        n = jp_expression(p);
-        if (n && jp_expect(p, JT_CLOSE_EXPR, "Expected closing expression token")) return NULL;
+        n = kvg__jinja_parse_expression(p);
+        if (n && kvg__jinja_parse_expect(p, JT_CLOSE_EXPR, "Expected closing expression token"))
+            return NULL;
         return n;
     default:
-        return jp_fail(p, KVG_ETEMPLATE, "Unexpected token: '%.*s'", (int)tk->len, tk->s);
+        return kvg__jinja_parse_fail(p, KVG_ETEMPLATE, "Unexpected token: '%.*s'", (int)tk->len,
+                                     tk->s);
     }
 }
 
-int jinja_parse(struct kvg_jinja *t, const struct jtoks *toks, char *err, size_t errlen)
+int kvg__jinja_parse(struct kvg_jinja *t, const struct jtoks *toks, char *err, size_t errlen)
 {
     struct parser p = {.t = t, .tk = toks->v, .n = toks->n, .err = err, .errlen = errlen};
     struct nlist l = {0};
     for (int i = 0; i < SYM_NBUILTIN; i++) {
         uint32_t s;
-        if (jp_intern(&p, g_builtin_syms[i], strlen(g_builtin_syms[i]), &s)) return -ENOMEM;
+        if (kvg__jinja_parse_intern(&p, g_builtin_syms[i], strlen(g_builtin_syms[i]), &s))
+            return -ENOMEM;
     }
     while (p.cur < p.n) {
         struct jnode *x = parse_any(&p);
         if (p.rc) break;
-        if (x && jp_push(&p, &l, x)) break;
+        if (x && kvg__jinja_parse_push(&p, &l, x)) break;
     }
     if (p.rc) {
         free(l.v);
         return p.rc;
     }
-    t->body = jp_done(&p, &l, &t->nbody);
+    t->body = kvg__jinja_parse_done(&p, &l, &t->nbody);
     return p.rc;
 }

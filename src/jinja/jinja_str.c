@@ -38,7 +38,7 @@ static int case_check(struct jrender *r, const char *s, size_t n)
         size_t l;
         uint32_t c = cp_at(s + i, n - i, &l);
         if (c >= 0x80 && !caseless(c))
-            return jr_fail(r, KVG_EUNSUPP, "unsupported: Unicode case mapping of U+%04X", c);
+            return kvg__jinja_run_fail(r, KVG_EUNSUPP, "unsupported: Unicode case mapping of U+%04X", c);
         i += l;
     }
     return 0;
@@ -48,8 +48,8 @@ int js_str_upper_lower(struct jrender *r, struct jv s, int upper, struct jv *out
 {
     int rc = case_check(r, s.u.s, s.n);
     if (rc) return rc;
-    char *d = jarena_alloc(&r->arena, s.n + 1);
-    if (!d) return jr_fail(r, KVG_ETOOBIG, "template render memory limit reached");
+    char *d = kvg__jinja_arena_alloc(&r->arena, s.n + 1);
+    if (!d) return kvg__jinja_run_fail(r, KVG_ETOOBIG, "template render memory limit reached");
     for (size_t i = 0; i < s.n; i++) {
         char c = s.u.s[i];
         if (upper && c >= 'a' && c <= 'z') c = (char)(c - 32);
@@ -82,7 +82,7 @@ static int js_str_cmp(const char *a, size_t an, const char *b, size_t bn)
 }
 
 /* The reference's compareRuntimeValues. */
-int jv_compare(struct jrender *r, struct jv a, struct jv b, int case_sensitive, int *res)
+int kvg__jinja_value_compare(struct jrender *r, struct jv a, struct jv b, int case_sensitive, int *res)
 {
     a = jv_norm(r, a);
     b = jv_norm(r, b);
@@ -92,8 +92,8 @@ int jv_compare(struct jrender *r, struct jv a, struct jv b, int case_sensitive, 
             *res = 0;
             return 0;
         }
-        return jr_fail(r, KVG_ETEMPLATE, "Cannot compare %s with %s", jv_type_name(a),
-                       jv_type_name(b));
+        return kvg__jinja_run_fail(r, KVG_ETEMPLATE, "Cannot compare %s with %s", kvg__jinja_value_type_name(a),
+                       kvg__jinja_value_type_name(b));
     }
     int an = jv_is_num(a) || a.t == JV_BOOL, bn = jv_is_num(b) || b.t == JV_BOOL;
     if (an && bn) {
@@ -102,9 +102,9 @@ int jv_compare(struct jrender *r, struct jv a, struct jv b, int case_sensitive, 
         return 0;
     }
     if (a.t != b.t)
-        return jr_fail(r, KVG_ETEMPLATE, "Cannot compare different types: %s and %s",
-                       jv_type_name(a), jv_type_name(b));
-    if (a.t != JV_STR) return jr_fail(r, KVG_ETEMPLATE, "Cannot compare type: %s", jv_type_name(a));
+        return kvg__jinja_run_fail(r, KVG_ETEMPLATE, "Cannot compare different types: %s and %s",
+                       kvg__jinja_value_type_name(a), kvg__jinja_value_type_name(b));
+    if (a.t != JV_STR) return kvg__jinja_run_fail(r, KVG_ETEMPLATE, "Cannot compare type: %s", kvg__jinja_value_type_name(a));
     int rc;
     if (!case_sensitive &&
         ((rc = js_str_upper_lower(r, a, 0, &a)) || (rc = js_str_upper_lower(r, b, 0, &b))))
@@ -115,20 +115,20 @@ int jv_compare(struct jrender *r, struct jv a, struct jv b, int case_sensitive, 
 
 /* ---- slicing ---- */
 
-int js_slice(struct jrender *r, struct jv obj, struct jv start, struct jv stop, struct jv step,
+int kvg__jinja_str_slice(struct jrender *r, struct jv obj, struct jv start, struct jv stop, struct jv step,
              struct jv *out)
 {
     if (!jv_is_arr(obj) && obj.t != JV_STR)
-        return jr_fail(r, KVG_ETEMPLATE, "Slice object must be an array or string");
+        return kvg__jinja_run_fail(r, KVG_ETEMPLATE, "Slice object must be an array or string");
     if ((start.t != JV_INT && start.t != JV_UNDEF) || (stop.t != JV_INT && stop.t != JV_UNDEF) ||
         (step.t != JV_INT && step.t != JV_UNDEF))
-        return jr_fail(r, KVG_ETEMPLATE, "Slice start, stop and step must be numeric or undefined");
+        return kvg__jinja_run_fail(r, KVG_ETEMPLATE, "Slice start, stop and step must be numeric or undefined");
     /* code point offsets of a string, so both cases index an array */
     size_t len;
     uint32_t *off = NULL;
     if (obj.t == JV_STR) {
-        off = jarena_alloc(&r->arena, (obj.n + 1) * sizeof(*off));
-        if (!off) return jr_fail(r, KVG_ETOOBIG, "template render memory limit reached");
+        off = kvg__jinja_arena_alloc(&r->arena, (obj.n + 1) * sizeof(*off));
+        if (!off) return kvg__jinja_run_fail(r, KVG_ETOOBIG, "template render memory limit reached");
         len = 0;
         for (size_t i = 0; i < obj.n; i += kvg_utf8_decode_fast(obj.u.s + i, obj.n - i, NULL))
             off[len++] = (uint32_t)i;
@@ -157,15 +157,15 @@ int js_slice(struct jrender *r, struct jv obj, struct jv start, struct jv stop, 
             size_t k = (size_t)i;
             rc = kvg_buf_append(&buf, obj.u.s + off[k], off[k + 1] - off[k]);
         }
-        char *d = rc ? NULL : jarena_strdup(&r->arena, buf.data ? buf.data : "", buf.len);
+        char *d = rc ? NULL : kvg__jinja_arena_strdup(&r->arena, buf.data ? buf.data : "", buf.len);
         if (d) *out = jv_str(d, buf.len);
         kvg_buf_free(&buf);
-        return d ? 0 : jr_fail(r, KVG_ETOOBIG, "template render memory limit reached");
+        return d ? 0 : kvg__jinja_run_fail(r, KVG_ETOOBIG, "template render memory limit reached");
     }
-    struct jarr *res = jarr_new(r, 0);
+    struct jarr *res = kvg__jinja_arr_new(r, 0);
     if (!res) return r->err;
     for (double i = a; dir * i < dir * b; i += st) {
-        int rc = jarr_push(r, res, obj.u.a->v[(size_t)i]);
+        int rc = kvg__jinja_arr_push(r, res, obj.u.a->v[(size_t)i]);
         if (rc) return rc;
     }
     out->t = JV_ARR;
@@ -202,14 +202,14 @@ enum {
     T_COUNT
 };
 
-int jinja_test_id(const char *name, size_t len)
+int kvg__jinja_test_id(const char *name, size_t len)
 {
     for (int i = 0; i < T_COUNT; i++)
         if (strlen(g_tests[i]) == len && !memcmp(g_tests[i], name, len)) return i;
     return JTEST_UNKNOWN;
 }
 
-int jtest_apply(struct jrender *r, int id, const char *name, size_t nlen, struct jv v,
+int kvg__jinja_test_apply(struct jrender *r, int id, const char *name, size_t nlen, struct jv v,
                 struct jv *extra, int *res)
 {
     int rc;
@@ -225,7 +225,7 @@ int jtest_apply(struct jrender *r, int id, const char *name, size_t nlen, struct
     case T_ODD:
     case T_EVEN:
         if (v.t != JV_INT)
-            return jr_fail(r, KVG_ETEMPLATE, "cannot %s on %s", g_tests[id], jv_type_name(v));
+            return kvg__jinja_run_fail(r, KVG_ETEMPLATE, "cannot %s on %s", g_tests[id], kvg__jinja_value_type_name(v));
         *res = (fmod(v.u.d, 2) != 0) == (id == T_ODD);
         return 0;
     case T_FALSE:
@@ -270,11 +270,11 @@ int jtest_apply(struct jrender *r, int id, const char *name, size_t nlen, struct
         return 0;
     case T_EQUALTO:
     case T_EQ:
-        if (!extra) return jr_fail(r, KVG_ETEMPLATE, "Cannot read properties of undefined");
-        *res = jv_strict_eq(v, jv_norm(r, *extra));
+        if (!extra) return kvg__jinja_run_fail(r, KVG_ETEMPLATE, "Cannot read properties of undefined");
+        *res = kvg__jinja_value_strict_eq(v, jv_norm(r, *extra));
         return 0;
     default:
-        return jr_fail(r, KVG_ETEMPLATE, "Unknown test: %.*s", (int)nlen, name);
+        return kvg__jinja_run_fail(r, KVG_ETEMPLATE, "Unknown test: %.*s", (int)nlen, name);
     }
 }
 
@@ -297,11 +297,11 @@ static const struct {
                      M("values", JM_VALUES), M("dictsort", JM_DICTSORT)};
 #undef M
 
-int jbuiltin_attr(struct jrender *r, struct jv self, const char *name, size_t nlen, struct jv *out)
+int kvg__jinja_builtin_attr(struct jrender *r, struct jv self, const char *name, size_t nlen, struct jv *out)
 {
     int method = JM_NONE;
     if ((self.t == JV_STR || jv_is_arr(self)) && nlen == 6 && !memcmp(name, "length", 6)) {
-        *out = jv_int(self.t == JV_STR ? (double)js_utf16_len(self.u.s, self.n) : self.u.a->n);
+        *out = jv_int(self.t == JV_STR ? (double)kvg__jinja_str_utf16_len(self.u.s, self.n) : self.u.a->n);
         return 1;
     }
     if (self.t == JV_STR) {
@@ -314,8 +314,8 @@ int jbuiltin_attr(struct jrender *r, struct jv self, const char *name, size_t nl
                 method = g_obj_methods[i].id;
     }
     if (method == JM_NONE) return 0;
-    struct jfunc *f = jarena_alloc(&r->arena, sizeof(*f));
-    if (!f) return jr_fail(r, KVG_ETOOBIG, "template render memory limit reached");
+    struct jfunc *f = kvg__jinja_arena_alloc(&r->arena, sizeof(*f));
+    if (!f) return kvg__jinja_run_fail(r, KVG_ETOOBIG, "template render memory limit reached");
     memset(f, 0, sizeof(*f));
     f->kind = JF_METHOD;
     f->method = (uint8_t)method;
@@ -334,16 +334,16 @@ static int affix(struct jrender *r, struct jv self, struct jv *args, size_t n, i
                  struct jv *out)
 {
     const char *what = end ? "endswith" : "startswith";
-    if (!n) return jr_fail(r, KVG_ETEMPLATE, "%s() requires at least one argument", what);
+    if (!n) return kvg__jinja_run_fail(r, KVG_ETEMPLATE, "%s() requires at least one argument", what);
     struct jv p = args[0];
     size_t cnt = p.t == JV_STR ? 1 : jv_is_arr(p) ? p.u.a->n : 0;
     if (p.t != JV_STR && !jv_is_arr(p))
-        return jr_fail(r, KVG_ETEMPLATE, "%s() argument must be a string or tuple of strings",
+        return kvg__jinja_run_fail(r, KVG_ETEMPLATE, "%s() argument must be a string or tuple of strings",
                        what);
     for (size_t i = 0; i < cnt; i++) {
         struct jv s = p.t == JV_STR ? p : p.u.a->v[i];
         if (s.t != JV_STR)
-            return jr_fail(r, KVG_ETEMPLATE, "%s() tuple elements must be strings", what);
+            return kvg__jinja_run_fail(r, KVG_ETEMPLATE, "%s() tuple elements must be strings", what);
         if (s.n <= self.n && !memcmp(end ? self.u.s + self.n - s.n : self.u.s, s.u.s, s.n)) {
             *out = jv_bool(1);
             return 0;
@@ -355,37 +355,37 @@ static int affix(struct jrender *r, struct jv self, struct jv *args, size_t n, i
 
 static int push_str(struct jrender *r, struct jarr *a, const char *s, size_t n)
 {
-    return jarr_push(r, a, jv_str(s, n));
+    return kvg__jinja_arr_push(r, a, jv_str(s, n));
 }
 
 static int str_split(struct jrender *r, struct jv self, struct jv *args, size_t n, struct jv *out)
 {
     struct jv sep = n > 0 ? args[0] : jv_null(), mx = n > 1 ? args[1] : jv_int(-1);
     if (sep.t != JV_STR && sep.t != JV_NULL)
-        return jr_fail(r, KVG_ETEMPLATE, "sep argument must be a string or null");
-    if (mx.t != JV_INT) return jr_fail(r, KVG_ETEMPLATE, "maxsplit argument must be a number");
+        return kvg__jinja_run_fail(r, KVG_ETEMPLATE, "sep argument must be a string or null");
+    if (mx.t != JV_INT) return kvg__jinja_run_fail(r, KVG_ETEMPLATE, "maxsplit argument must be a number");
     double maxsplit = mx.u.d;
-    struct jarr *res = jarr_new(r, 4);
+    struct jarr *res = kvg__jinja_arr_new(r, 4);
     int rc;
     if (!res) return r->err;
     if (sep.t == JV_NULL) {
         const char *s = self.u.s, *e = self.u.s + self.n;
         size_t l = self.n;
-        js_trim(&s, &l, 1, 0);
+        kvg__jinja_str_trim(&s, &l, 1, 0);
         while (s < e) {
             const char *w = s;
             size_t k;
-            while (w < e && !js_ws_len(w, e)) w += kvg_utf8_decode_fast(w, (size_t)(e - w), NULL);
+            while (w < e && !kvg__jinja_str_ws_len(w, e)) w += kvg_utf8_decode_fast(w, (size_t)(e - w), NULL);
             if (maxsplit != -1 && res->n >= maxsplit) { /* the rest, trailing blanks too */
                 if ((rc = push_str(r, res, s, (size_t)(e - s)))) return rc;
                 break;
             }
             if ((rc = push_str(r, res, s, (size_t)(w - s)))) return rc;
             s = w;
-            while (s < e && (k = js_ws_len(s, e)) > 0) s += k;
+            while (s < e && (k = kvg__jinja_str_ws_len(s, e)) > 0) s += k;
         }
     } else {
-        if (!sep.n) return jr_fail(r, KVG_ETEMPLATE, "empty separator");
+        if (!sep.n) return kvg__jinja_run_fail(r, KVG_ETEMPLATE, "empty separator");
         const char *s = self.u.s, *e = self.u.s + self.n, *q;
         while ((q = memmem(s, (size_t)(e - s), sep.u.s, sep.n)) != NULL) {
             if ((rc = push_str(r, res, s, (size_t)(q - s)))) return rc;
@@ -441,15 +441,15 @@ int js_replace(struct jrender *r, struct jv self, struct jv old, struct jv nw, s
         }
         rc |= kvg_buf_append(&b, s, (size_t)(e - s));
     }
-    char *d = rc ? NULL : jarena_strdup(&r->arena, b.data ? b.data : "", b.len);
+    char *d = rc ? NULL : kvg__jinja_arena_strdup(&r->arena, b.data ? b.data : "", b.len);
     if (d) *out = jv_str(d, b.len);
     kvg_buf_free(&b);
-    return d ? 0 : jr_fail(r, KVG_ETOOBIG, "template render memory limit reached");
+    return d ? 0 : kvg__jinja_run_fail(r, KVG_ETOOBIG, "template render memory limit reached");
 }
 
 static int obj_pairs(struct jrender *r, const struct jobj *o, int what, struct jv *out)
 {
-    struct jarr *a = jarr_new(r, o->n);
+    struct jarr *a = kvg__jinja_arr_new(r, o->n);
     if (!a) return r->err;
     for (uint32_t i = 0; i < o->n; i++) {
         struct jv k = jv_str(o->kv[i].k, o->kv[i].klen);
@@ -458,7 +458,7 @@ static int obj_pairs(struct jrender *r, const struct jobj *o, int what, struct j
         else if (what == JM_VALUES)
             a->v[i] = o->kv[i].v;
         else {
-            struct jarr *p = jarr_new(r, 2);
+            struct jarr *p = kvg__jinja_arr_new(r, 2);
             if (!p) return r->err;
             p->v[0] = k;
             p->v[1] = o->kv[i].v;
@@ -480,7 +480,7 @@ static int pair_key(struct jrender *r, struct jv v, void *ctx, struct jv *out)
     return 0;
 }
 
-int jmethod_call(struct jrender *r, int method, struct jv self, struct jv *args, size_t n,
+int kvg__jinja_method_call(struct jrender *r, int method, struct jv self, struct jv *args, size_t n,
                  struct jv *out)
 {
     int rc;
@@ -493,13 +493,13 @@ int jmethod_call(struct jrender *r, int method, struct jv self, struct jv *args,
     case JM_STRIP:
     case JM_LSTRIP:
     case JM_RSTRIP: /* the reference ignores the characters argument */
-        js_trim(&s, &l, method != JM_RSTRIP, method != JM_LSTRIP);
+        kvg__jinja_str_trim(&s, &l, method != JM_RSTRIP, method != JM_LSTRIP);
         *out = jv_str(s, l);
         return 0;
     case JM_TITLE:
     case JM_CAPITALIZE: {
-        char *d = jarena_alloc(&r->arena, l + 1);
-        if (!d) return jr_fail(r, KVG_ETOOBIG, "template render memory limit reached");
+        char *d = kvg__jinja_arena_alloc(&r->arena, l + 1);
+        if (!d) return kvg__jinja_run_fail(r, KVG_ETOOBIG, "template render memory limit reached");
         memcpy(d, s, l);
         if (method == JM_TITLE) {
             for (size_t i = 0; i < l; i++)
@@ -509,7 +509,7 @@ int jmethod_call(struct jrender *r, int method, struct jv self, struct jv *args,
             size_t cl;
             uint32_t c = cp_at(s, l, &cl);
             if (c >= 0x80 && c < 0x10000 && !caseless(c))
-                return jr_fail(r, KVG_EUNSUPP, "unsupported: Unicode case mapping of U+%04X", c);
+                return kvg__jinja_run_fail(r, KVG_EUNSUPP, "unsupported: Unicode case mapping of U+%04X", c);
             if (c >= 'a' && c <= 'z') d[0] = (char)(d[0] - 32);
         }
         *out = jv_str(d, l);
@@ -521,27 +521,27 @@ int jmethod_call(struct jrender *r, int method, struct jv self, struct jv *args,
     case JM_SPLIT:
         return str_split(r, self, args, n, out);
     case JM_REPLACE: {
-        if (n < 2) return jr_fail(r, KVG_ETEMPLATE, "replace() requires at least two arguments");
+        if (n < 2) return kvg__jinja_run_fail(r, KVG_ETEMPLATE, "replace() requires at least two arguments");
         if (args[0].t != JV_STR || args[1].t != JV_STR)
-            return jr_fail(r, KVG_ETEMPLATE, "replace() arguments must be strings");
+            return kvg__jinja_run_fail(r, KVG_ETEMPLATE, "replace() arguments must be strings");
         struct jv count = jv_null();
         if (n > 2) {
             if (args[2].t == JV_KWARGS) {
-                const struct jv *c = jobj_get(args[2].u.o, "count", 5);
+                const struct jv *c = kvg__jinja_obj_get(args[2].u.o, "count", 5);
                 count = c ? *c : jv_null();
             } else {
                 count = args[2];
             }
         }
         if (count.t != JV_INT && count.t != JV_NULL)
-            return jr_fail(r, KVG_ETEMPLATE, "replace() count argument must be a number or null");
+            return kvg__jinja_run_fail(r, KVG_ETEMPLATE, "replace() count argument must be a number or null");
         return js_replace(r, self, args[0], args[1], count, out);
     }
     case JM_GET: {
         if (!n || args[0].t != JV_STR)
-            return jr_fail(r, KVG_ETEMPLATE, "Object key must be a string: got %s",
-                           n ? jv_type_name(args[0]) : "undefined");
-        const struct jv *v = jobj_get(self.u.o, args[0].u.s, args[0].n);
+            return kvg__jinja_run_fail(r, KVG_ETEMPLATE, "Object key must be a string: got %s",
+                           n ? kvg__jinja_value_type_name(args[0]) : "undefined");
+        const struct jv *v = kvg__jinja_obj_get(self.u.o, args[0].u.s, args[0].n);
         *out = v ? *v : n > 1 ? args[1] : jv_null();
         return 0;
     }
@@ -561,25 +561,25 @@ int jmethod_call(struct jrender *r, int method, struct jv self, struct jv *args,
         }
         const struct jv *k;
         struct jv cs = np > 0                                             ? pos[0]
-                       : (kw && (k = jobj_get(kw, "case_sensitive", 14))) ? *k
+                       : (kw && (k = kvg__jinja_obj_get(kw, "case_sensitive", 14))) ? *k
                                                                           : jv_bool(0);
         struct jv by = np > 1                                ? pos[1]
-                       : (kw && (k = jobj_get(kw, "by", 2))) ? *k
+                       : (kw && (k = kvg__jinja_obj_get(kw, "by", 2))) ? *k
                                                              : jv_str("key", 3);
         struct jv rev = np > 2                                     ? pos[2]
-                        : (kw && (k = jobj_get(kw, "reverse", 7))) ? *k
+                        : (kw && (k = kvg__jinja_obj_get(kw, "reverse", 7))) ? *k
                                                                    : jv_bool(0);
-        if (cs.t != JV_BOOL) return jr_fail(r, KVG_ETEMPLATE, "case_sensitive must be a boolean");
-        if (by.t != JV_STR) return jr_fail(r, KVG_ETEMPLATE, "by must be a string");
+        if (cs.t != JV_BOOL) return kvg__jinja_run_fail(r, KVG_ETEMPLATE, "case_sensitive must be a boolean");
+        if (by.t != JV_STR) return kvg__jinja_run_fail(r, KVG_ETEMPLATE, "by must be a string");
         int idx = by.n == 3 && !memcmp(by.u.s, "key", 3)     ? 0
                   : by.n == 5 && !memcmp(by.u.s, "value", 5) ? 1
                                                              : -1;
-        if (idx < 0) return jr_fail(r, KVG_ETEMPLATE, "by must be either 'key' or 'value'");
-        if (rev.t != JV_BOOL) return jr_fail(r, KVG_ETEMPLATE, "reverse must be a boolean");
+        if (idx < 0) return kvg__jinja_run_fail(r, KVG_ETEMPLATE, "by must be either 'key' or 'value'");
+        if (rev.t != JV_BOOL) return kvg__jinja_run_fail(r, KVG_ETEMPLATE, "reverse must be a boolean");
         if ((rc = obj_pairs(r, self.u.o, JM_ITEMS, out))) return rc;
-        return jv_sort(r, out->u.a->v, out->u.a->n, pair_key, &idx, cs.u.b, rev.u.b);
+        return kvg__jinja_value_sort(r, out->u.a->v, out->u.a->n, pair_key, &idx, cs.u.b, rev.u.b);
     }
     default:
-        return jr_fail(r, KVG_ETEMPLATE, "unknown method");
+        return kvg__jinja_run_fail(r, KVG_ETEMPLATE, "unknown method");
     }
 }

@@ -13,7 +13,7 @@ static int is_js_space(uint32_t c)
            c == 0x205F || c == 0x3000 || c == 0xFEFF;
 }
 
-size_t js_ws_len(const char *p, const char *end)
+size_t kvg__jinja_str_ws_len(const char *p, const char *end)
 {
     if (p >= end) return 0;
     unsigned char c = (unsigned char)*p;
@@ -23,28 +23,28 @@ size_t js_ws_len(const char *p, const char *end)
     return is_js_space(cp) ? l : 0;
 }
 
-size_t js_ws_len_before(const char *start, const char *p)
+size_t kvg__jinja_str_ws_len_before(const char *start, const char *p)
 {
     if (p <= start) return 0;
     const char *q = p - 1;
     while (q > start && ((unsigned char)*q & 0xC0) == 0x80 && p - q < 4) q--;
     size_t l = (size_t)(p - q);
-    return js_ws_len(q, p) == l ? l : 0;
+    return kvg__jinja_str_ws_len(q, p) == l ? l : 0;
 }
 
-void js_trim(const char **s, size_t *n, int left, int right)
+void kvg__jinja_str_trim(const char **s, size_t *n, int left, int right)
 {
     const char *b = *s, *e = *s + *n;
     size_t w;
     if (left)
-        while ((w = js_ws_len(b, e)) > 0) b += w;
+        while ((w = kvg__jinja_str_ws_len(b, e)) > 0) b += w;
     if (right)
-        while ((w = js_ws_len_before(b, e)) > 0) e -= w;
+        while ((w = kvg__jinja_str_ws_len_before(b, e)) > 0) e -= w;
     *s = b;
     *n = (size_t)(e - b);
 }
 
-size_t js_utf16_len(const char *s, size_t n)
+size_t kvg__jinja_str_utf16_len(const char *s, size_t n)
 {
     size_t u = 0;
     for (size_t i = 0; i < n; i++) {
@@ -54,7 +54,7 @@ size_t js_utf16_len(const char *s, size_t n)
     return u;
 }
 
-int js_json_str(struct kvg_buf *b, const char *s, size_t n, int ensure_ascii)
+int kvg__jinja_str_json(struct kvg_buf *b, const char *s, size_t n, int ensure_ascii)
 {
     static const char hex[] = "0123456789abcdef";
     char tmp[16];

@@ -22,7 +22,7 @@ struct jarena_chunk {
     char data[];
 };
 
-void jarena_init(struct jarena *a, size_t limit)
+void kvg__jinja_arena_init(struct jarena *a, size_t limit)
 {
     memset(a, 0, sizeof(*a));
     a->limit = limit;
@@ -54,7 +54,7 @@ static void cache_key_init(void)
     pthread_key_create(&g_cache_key, cache_release);
 }
 
-void jarena_free(struct jarena *a)
+void kvg__jinja_arena_free(struct jarena *a)
 {
     struct jarena_chunk *c = a->head;
     while (c) {
@@ -90,7 +90,7 @@ static struct jarena_chunk *chunk_get(size_t sz)
     return c;
 }
 
-void *jarena_alloc(struct jarena *a, size_t n)
+void *kvg__jinja_arena_alloc(struct jarena *a, size_t n)
 {
     n = (n + 7) & ~(size_t)7;
     if (a->limit && a->used + n > a->limit) return NULL;
@@ -112,9 +112,9 @@ void *jarena_alloc(struct jarena *a, size_t n)
     return p;
 }
 
-char *jarena_strdup(struct jarena *a, const char *s, size_t n)
+char *kvg__jinja_arena_strdup(struct jarena *a, const char *s, size_t n)
 {
-    char *d = jarena_alloc(a, n + 1);
+    char *d = kvg__jinja_arena_alloc(a, n + 1);
     if (!d) return NULL;
     if (n) memcpy(d, s, n);
     d[n] = 0;
@@ -125,14 +125,15 @@ char *jarena_strdup(struct jarena *a, const char *s, size_t n)
 
 static void *ralloc(struct jrender *r, size_t n)
 {
-    void *p = jarena_alloc(&r->arena, n);
+    void *p = kvg__jinja_arena_alloc(&r->arena, n);
     if (!p)
-        jr_fail(r, r->arena.limit && r->arena.used + n > r->arena.limit ? KVG_ETOOBIG : -ENOMEM,
-                "template render memory limit reached");
+        kvg__jinja_run_fail(
+            r, r->arena.limit && r->arena.used + n > r->arena.limit ? KVG_ETOOBIG : -ENOMEM,
+            "template render memory limit reached");
     return p;
 }
 
-struct jarr *jarr_new(struct jrender *r, size_t cap)
+struct jarr *kvg__jinja_arr_new(struct jrender *r, size_t cap)
 {
     struct jarr *a = ralloc(r, sizeof(*a));
     if (!a) return NULL;
@@ -143,7 +144,7 @@ struct jarr *jarr_new(struct jrender *r, size_t cap)
     return a;
 }
 
-int jarr_push(struct jrender *r, struct jarr *a, struct jv v)
+int kvg__jinja_arr_push(struct jrender *r, struct jarr *a, struct jv v)
 {
     if (a->n == a->cap) {
         uint32_t nc = a->cap ? a->cap * 2 : 4;
@@ -157,7 +158,7 @@ int jarr_push(struct jrender *r, struct jarr *a, struct jv v)
     return 0;
 }
 
-struct jobj *jobj_new(struct jrender *r, size_t cap)
+struct jobj *kvg__jinja_obj_new(struct jrender *r, size_t cap)
 {
     struct jobj *o = ralloc(r, sizeof(*o));
     if (!o) return NULL;
@@ -168,7 +169,7 @@ struct jobj *jobj_new(struct jrender *r, size_t cap)
     return o;
 }
 
-int jobj_push(struct jrender *r, struct jobj *o, const char *k, size_t klen, struct jv v)
+int kvg__jinja_obj_push(struct jrender *r, struct jobj *o, const char *k, size_t klen, struct jv v)
 {
     if (o->n == o->cap) {
         uint32_t nc = o->cap ? o->cap * 2 : 4;
@@ -185,21 +186,21 @@ int jobj_push(struct jrender *r, struct jobj *o, const char *k, size_t klen, str
     return 0;
 }
 
-const struct jv *jobj_get(const struct jobj *o, const char *k, size_t klen)
+const struct jv *kvg__jinja_obj_get(const struct jobj *o, const char *k, size_t klen)
 {
     for (uint32_t i = 0; i < o->n; i++)
         if (o->kv[i].klen == klen && !memcmp(o->kv[i].k, k, klen)) return &o->kv[i].v;
     return NULL;
 }
 
-int jobj_set(struct jrender *r, struct jobj *o, const char *k, size_t klen, struct jv v)
+int kvg__jinja_obj_set(struct jrender *r, struct jobj *o, const char *k, size_t klen, struct jv v)
 {
     for (uint32_t i = 0; i < o->n; i++)
         if (o->kv[i].klen == klen && !memcmp(o->kv[i].k, k, klen)) {
             o->kv[i].v = v;
             return 0;
         }
-    return jobj_push(r, o, k, klen, v);
+    return kvg__jinja_obj_push(r, o, k, klen, v);
 }
 
 /* ---- JSON -> values ---- */
@@ -219,9 +220,9 @@ static int index_key(const char *k, size_t n, uint64_t *val)
     return 1;
 }
 
-int jv_from_json(struct jrender *r, const cJSON *j, struct jv *out)
+int kvg__jinja_value_from_json(struct jrender *r, const cJSON *j, struct jv *out)
 {
-    if (++r->depth > 1000) return jr_fail(r, KVG_EUNSUPP, "JSON nested too deeply");
+    if (++r->depth > 1000) return kvg__jinja_run_fail(r, KVG_EUNSUPP, "JSON nested too deeply");
     int rc = 0;
     switch (j->type & 0xFF) {
     case cJSON_False:
@@ -244,10 +245,10 @@ int jv_from_json(struct jrender *r, const cJSON *j, struct jv *out)
     case cJSON_Array: {
         size_t n = 0;
         for (const cJSON *c = j->child; c; c = c->next) n++;
-        struct jarr *a = jarr_new(r, n);
+        struct jarr *a = kvg__jinja_arr_new(r, n);
         if (!a) return r->err;
         for (const cJSON *c = j->child; c; c = c->next) {
-            if ((rc = jv_from_json(r, c, &a->v[a->n]))) return rc;
+            if ((rc = kvg__jinja_value_from_json(r, c, &a->v[a->n]))) return rc;
             a->n++;
         }
         out->t = JV_ARR;
@@ -262,13 +263,13 @@ int jv_from_json(struct jrender *r, const cJSON *j, struct jv *out)
             n++;
             if (!has_index && index_key(c->string, strlen(c->string), &iv)) has_index = 1;
         }
-        struct jobj *o = jobj_new(r, n);
+        struct jobj *o = kvg__jinja_obj_new(r, n);
         if (!o) return r->err;
         for (const cJSON *c = j->child; c; c = c->next) {
             struct jv v;
-            if ((rc = jv_from_json(r, c, &v))) return rc;
+            if ((rc = kvg__jinja_value_from_json(r, c, &v))) return rc;
             /* JSON.parse: a repeated key keeps its first place, last value */
-            if ((rc = jobj_set(r, o, c->string, strlen(c->string), v))) return rc;
+            if ((rc = kvg__jinja_obj_set(r, o, c->string, strlen(c->string), v))) return rc;
         }
         if (has_index) { /* index keys ascending first, then the rest in order */
             struct jkv *tmp = ralloc(r, o->n * sizeof(*tmp));
@@ -294,7 +295,7 @@ int jv_from_json(struct jrender *r, const cJSON *j, struct jv *out)
         break;
     }
     default:
-        rc = jr_fail(r, KVG_EPARSE, "unsupported JSON value");
+        rc = kvg__jinja_run_fail(r, KVG_EPARSE, "unsupported JSON value");
     }
     r->depth--;
     return rc;
@@ -302,27 +303,27 @@ int jv_from_json(struct jrender *r, const cJSON *j, struct jv *out)
 
 /* ---- loop objects ---- */
 
-struct jv jv_loop_object(struct jrender *r, struct jv v)
+struct jv kvg__jinja_value_loop_object(struct jrender *r, struct jv v)
 {
     const struct jarr *it = v.u.lp->items;
     uint32_t i = v.n, n = it->n;
-    struct jobj *o = jobj_new(r, 9);
+    struct jobj *o = kvg__jinja_obj_new(r, 9);
     if (!o) return jv_undef(); /* r->err is set; callers check it */
-    jobj_push(r, o, "index", 5, jv_int(i + 1));
-    jobj_push(r, o, "index0", 6, jv_int(i));
-    jobj_push(r, o, "revindex", 8, jv_int(n - i));
-    jobj_push(r, o, "revindex0", 9, jv_int((double)n - i - 1));
-    jobj_push(r, o, "first", 5, jv_bool(i == 0));
-    jobj_push(r, o, "last", 4, jv_bool(i == n - 1));
-    jobj_push(r, o, "length", 6, jv_int(n));
-    jobj_push(r, o, "previtem", 8, i > 0 ? it->v[i - 1] : jv_undef());
-    jobj_push(r, o, "nextitem", 8, i + 1 < n ? it->v[i + 1] : jv_undef());
+    kvg__jinja_obj_push(r, o, "index", 5, jv_int(i + 1));
+    kvg__jinja_obj_push(r, o, "index0", 6, jv_int(i));
+    kvg__jinja_obj_push(r, o, "revindex", 8, jv_int(n - i));
+    kvg__jinja_obj_push(r, o, "revindex0", 9, jv_int((double)n - i - 1));
+    kvg__jinja_obj_push(r, o, "first", 5, jv_bool(i == 0));
+    kvg__jinja_obj_push(r, o, "last", 4, jv_bool(i == n - 1));
+    kvg__jinja_obj_push(r, o, "length", 6, jv_int(n));
+    kvg__jinja_obj_push(r, o, "previtem", 8, i > 0 ? it->v[i - 1] : jv_undef());
+    kvg__jinja_obj_push(r, o, "nextitem", 8, i + 1 < n ? it->v[i + 1] : jv_undef());
     struct jv out = {.t = JV_OBJ};
     out.u.o = o;
     return out;
 }
 
-int jv_truthy(struct jv v)
+int kvg__jinja_value_truthy(struct jv v)
 {
     switch (v.t) {
     case JV_UNDEF:
@@ -346,7 +347,7 @@ int jv_truthy(struct jv v)
     }
 }
 
-const char *jv_type_name(struct jv v)
+const char *kvg__jinja_value_type_name(struct jv v)
 {
     static const char *names[] = {
         "UndefinedValue", "NullValue",     "BooleanValue", "IntegerValue", "FloatValue",
@@ -357,7 +358,7 @@ const char *jv_type_name(struct jv v)
 
 /* ---- numbers ---- */
 
-size_t js_num_str(double d, char *buf)
+size_t kvg__jinja_str_num(double d, char *buf)
 {
     if (isnan(d)) return (size_t)sprintf(buf, "NaN");
     if (isinf(d)) return (size_t)sprintf(buf, d < 0 ? "-Infinity" : "Infinity");
@@ -417,7 +418,7 @@ static size_t float_str(double d, char *buf)
 {
     if (d == 0 && signbit(d)) return (size_t)sprintf(buf, "-0.0");
     if (isfinite(d) && d == floor(d) && fabs(d) < 1e21) return (size_t)sprintf(buf, "%.1f", d);
-    return js_num_str(d, buf);
+    return kvg__jinja_str_num(d, buf);
 }
 
 /* ---- text forms ---- */
@@ -425,11 +426,12 @@ static size_t float_str(double d, char *buf)
 static int bufrc(struct jrender *r, int rc)
 {
     if (!rc) return 0;
-    return jr_fail(r, rc == KVG_ETOOBIG ? KVG_ETOOBIG : -ENOMEM, "template output limit reached");
+    return kvg__jinja_run_fail(r, rc == KVG_ETOOBIG ? KVG_ETOOBIG : -ENOMEM,
+                               "template output limit reached");
 }
 
-int jv_tojson(struct jrender *r, struct kvg_buf *b, struct jv v, const struct jjson_opts *o,
-              int depth)
+int kvg__jinja_value_tojson(struct jrender *r, struct kvg_buf *b, struct jv v,
+                            const struct jjson_opts *o, int depth)
 {
     char num[40];
     const char *isep = o->item_sep, *ksep = o->key_sep;
@@ -442,7 +444,8 @@ int jv_tojson(struct jrender *r, struct kvg_buf *b, struct jv v, const struct jj
         ksep = ": ";
         kl = 2;
     }
-    if (depth > 512) return jr_fail(r, KVG_EUNSUPP, "value nested too deeply for tojson");
+    if (depth > 512)
+        return kvg__jinja_run_fail(r, KVG_EUNSUPP, "value nested too deeply for tojson");
     v = jv_norm(r, v);
     if (r->err) return r->err;
     switch (v.t) {
@@ -456,9 +459,9 @@ int jv_tojson(struct jrender *r, struct kvg_buf *b, struct jv v, const struct jj
     case JV_INT:
     case JV_FLOAT:
         if (!isfinite(v.u.d)) return bufrc(r, kvg_buf_append(b, "null", 4));
-        return bufrc(r, kvg_buf_append(b, num, js_num_str(v.u.d, num)));
+        return bufrc(r, kvg_buf_append(b, num, kvg__jinja_str_num(v.u.d, num)));
     case JV_STR:
-        return bufrc(r, js_json_str(b, v.u.s, v.n, o->ensure_ascii));
+        return bufrc(r, kvg__jinja_str_json(b, v.u.s, v.n, o->ensure_ascii));
     case JV_ARR:
     case JV_OBJ:
     case JV_NS: { /* tuples and keyword arguments are not serialisable there */
@@ -475,13 +478,13 @@ int jv_tojson(struct jrender *r, struct kvg_buf *b, struct jv v, const struct jj
                     if ((rc = bufrc(r, kvg_buf_append(b, " ", 1)))) return rc;
             }
             if (arr) {
-                rc = jv_tojson(r, b, v.u.a->v[i], o, depth + 1);
+                rc = kvg__jinja_value_tojson(r, b, v.u.a->v[i], o, depth + 1);
             } else {
                 const struct jkv *kv = &v.u.o->kv[i];
-                if ((rc = bufrc(r, js_json_str(b, kv->k, kv->klen, o->ensure_ascii))) ||
+                if ((rc = bufrc(r, kvg__jinja_str_json(b, kv->k, kv->klen, o->ensure_ascii))) ||
                     (rc = bufrc(r, kvg_buf_append(b, ksep, kl))))
                     return rc;
-                rc = jv_tojson(r, b, kv->v, o, depth + 1);
+                rc = kvg__jinja_value_tojson(r, b, kv->v, o, depth + 1);
             }
             if (rc) return rc;
         }
@@ -493,13 +496,14 @@ int jv_tojson(struct jrender *r, struct kvg_buf *b, struct jv v, const struct jj
         return bufrc(r, kvg_buf_append(b, arr ? "]" : "}", 1));
     }
     default:
-        return jr_fail(r, KVG_ETEMPLATE, "Cannot convert to JSON: %s", jv_type_name(v));
+        return kvg__jinja_run_fail(r, KVG_ETEMPLATE, "Cannot convert to JSON: %s",
+                                   kvg__jinja_value_type_name(v));
     }
 }
 
 static const struct jjson_opts g_print_json = {.undef_as_null = 0};
 
-int jv_print(struct jrender *r, struct kvg_buf *b, struct jv v)
+int kvg__jinja_value_print(struct jrender *r, struct kvg_buf *b, struct jv v)
 {
     char num[40];
     switch (v.t) {
@@ -510,32 +514,32 @@ int jv_print(struct jrender *r, struct kvg_buf *b, struct jv v)
     case JV_BOOL:
         return bufrc(r, v.u.b ? kvg_buf_append(b, "true", 4) : kvg_buf_append(b, "false", 5));
     case JV_INT:
-        return bufrc(r, kvg_buf_append(b, num, js_num_str(v.u.d, num)));
+        return bufrc(r, kvg_buf_append(b, num, kvg__jinja_str_num(v.u.d, num)));
     case JV_FLOAT:
         return bufrc(r, kvg_buf_append(b, num, float_str(v.u.d, num)));
     case JV_STR:
         return bufrc(r, kvg_buf_append(b, v.u.s, v.n));
     case JV_FUNC:
-        return jr_fail(r, KVG_EUNSUPP, "unsupported: printing a function");
+        return kvg__jinja_run_fail(r, KVG_EUNSUPP, "unsupported: printing a function");
     default:
-        return jv_tojson(r, b, v, &g_print_json, 0);
+        return kvg__jinja_value_tojson(r, b, v, &g_print_json, 0);
     }
 }
 
 /* JS String(array): elements' toString() joined with ",". */
-int jv_print_raw(struct jrender *r, struct kvg_buf *b, struct jv v)
+int kvg__jinja_value_print_raw(struct jrender *r, struct kvg_buf *b, struct jv v)
 {
     char num[40];
     int rc;
     switch (v.t) {
     case JV_INT:
     case JV_FLOAT:
-        return bufrc(r, kvg_buf_append(b, num, js_num_str(v.u.d, num)));
+        return bufrc(r, kvg_buf_append(b, num, kvg__jinja_str_num(v.u.d, num)));
     case JV_ARR:
     case JV_TUPLE:
         for (uint32_t i = 0; i < v.u.a->n; i++) {
             if (i && (rc = bufrc(r, kvg_buf_append(b, ",", 1)))) return rc;
-            if ((rc = jv_print(r, b, v.u.a->v[i]))) return rc;
+            if ((rc = kvg__jinja_value_print(r, b, v.u.a->v[i]))) return rc;
         }
         return 0;
     case JV_OBJ:
@@ -544,11 +548,11 @@ int jv_print_raw(struct jrender *r, struct kvg_buf *b, struct jv v)
     case JV_LOOP:
         return bufrc(r, kvg_buf_append(b, "[object Map]", 12));
     default:
-        return jv_print(r, b, v);
+        return kvg__jinja_value_print(r, b, v);
     }
 }
 
-int jv_to_string(struct jrender *r, struct jv v, int raw, struct jv *out)
+int kvg__jinja_value_to_string(struct jrender *r, struct jv v, int raw, struct jv *out)
 {
     if (v.t == JV_STR) {
         *out = v;
@@ -556,7 +560,7 @@ int jv_to_string(struct jrender *r, struct jv v, int raw, struct jv *out)
     }
     struct kvg_buf b;
     kvg_buf_init(&b, r->max_output);
-    int rc = raw ? jv_print_raw(r, &b, v) : jv_print(r, &b, v);
+    int rc = raw ? kvg__jinja_value_print_raw(r, &b, v) : kvg__jinja_value_print(r, &b, v);
     if (!rc) {
         char *s = b.len ? ralloc(r, b.len) : (char *)"";
         if (!s)
@@ -575,7 +579,7 @@ int jv_to_string(struct jrender *r, struct jv v, int raw, struct jv *out)
 /* JS ToNumber(string). */
 static double js_str_to_num(const char *s, size_t n)
 {
-    js_trim(&s, &n, 1, 1);
+    kvg__jinja_str_trim(&s, &n, 1, 1);
     if (!n) return 0;
     char buf[128];
     if (n >= sizeof(buf)) return NAN; /* longer literals never compare equal in practice */
@@ -620,7 +624,7 @@ static double js_str_to_num(const char *s, size_t n)
 /* JS ToPrimitive for our values as a string (arrays join, maps print). */
 static int prim_string(struct jrender *r, struct jv v, struct jv *out)
 {
-    return jv_to_string(r, v, 1, out);
+    return kvg__jinja_value_to_string(r, v, 1, out);
 }
 
 static int is_object_like(struct jv v)
@@ -637,7 +641,7 @@ static int same_ref(struct jv a, struct jv b)
     return 0;
 }
 
-int jv_strict_eq(struct jv a, struct jv b)
+int kvg__jinja_value_strict_eq(struct jv a, struct jv b)
 {
     if (jv_is_num(a) && jv_is_num(b)) return a.u.d == b.u.d;
     if (is_object_like(a) || is_object_like(b)) return same_ref(a, b);
@@ -655,7 +659,7 @@ int jv_strict_eq(struct jv a, struct jv b)
     }
 }
 
-int jv_loose_eq(struct jrender *r, struct jv a, struct jv b, int *eq)
+int kvg__jinja_value_loose_eq(struct jrender *r, struct jv a, struct jv b, int *eq)
 {
     for (int round = 0; round < 4; round++) {
         int ao = is_object_like(a), bo = is_object_like(b);
@@ -664,7 +668,7 @@ int jv_loose_eq(struct jrender *r, struct jv a, struct jv b, int *eq)
             return 0;
         }
         if (a.t == b.t || (jv_is_num(a) && jv_is_num(b))) {
-            *eq = jv_strict_eq(a, b);
+            *eq = kvg__jinja_value_strict_eq(a, b);
             return 0;
         }
         int an = a.t == JV_UNDEF || a.t == JV_NULL, bn = b.t == JV_UNDEF || b.t == JV_NULL;
@@ -690,12 +694,14 @@ int jv_loose_eq(struct jrender *r, struct jv a, struct jv b, int *eq)
         }
         int rc;
         if (ao) {
-            if (a.t == JV_FUNC) return jr_fail(r, KVG_EUNSUPP, "unsupported: comparing a function");
+            if (a.t == JV_FUNC)
+                return kvg__jinja_run_fail(r, KVG_EUNSUPP, "unsupported: comparing a function");
             if ((rc = prim_string(r, a, &a))) return rc;
             continue;
         }
         if (bo) {
-            if (b.t == JV_FUNC) return jr_fail(r, KVG_EUNSUPP, "unsupported: comparing a function");
+            if (b.t == JV_FUNC)
+                return kvg__jinja_run_fail(r, KVG_EUNSUPP, "unsupported: comparing a function");
             if ((rc = prim_string(r, b, &b))) return rc;
             continue;
         }

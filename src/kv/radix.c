@@ -10,7 +10,7 @@
 #include "base/lock.h"
 #include "base/utf8.h"
 
-uint32_t kvg_kv_utf8_next(const unsigned char *p, const unsigned char *end, uint32_t *cp)
+uint32_t kvg__kv_utf8_next(const unsigned char *p, const unsigned char *end, uint32_t *cp)
 {
     size_t l = kvg_utf8_decode((const char *)p, (size_t)(end - p), cp);
     if (l) return (uint32_t)l;
@@ -27,7 +27,7 @@ size_t kvg_kv_utf8_chars(const char *s, size_t len)
         if (*p < 0x80) { /* ASCII runs are the common case */
             p++;
         } else {
-            p += kvg_kv_utf8_next(p, end, &cp);
+            p += kvg__kv_utf8_next(p, end, &cp);
         }
         n++;
     }
@@ -48,7 +48,7 @@ static uint32_t common_prefix(const char *a, size_t alen, const char *b, size_t 
             chars++;
             continue;
         }
-        uint32_t l1 = kvg_kv_utf8_next(p, pe, &c1), l2 = kvg_kv_utf8_next(q, qe, &c2);
+        uint32_t l1 = kvg__kv_utf8_next(p, pe, &c1), l2 = kvg__kv_utf8_next(q, qe, &c2);
         if (l1 != l2 || c1 != c2 || memcmp(p, q, l1)) break;
         p += l1;
         q += l1;
@@ -61,18 +61,18 @@ static uint32_t common_prefix(const char *a, size_t alen, const char *b, size_t 
 static uint32_t first_cp(const char *s, size_t len)
 {
     uint32_t cp;
-    kvg_kv_utf8_next((const unsigned char *)s, (const unsigned char *)s + len, &cp);
+    kvg__kv_utf8_next((const unsigned char *)s, (const unsigned char *)s + len, &cp);
     return cp;
 }
 
-struct kvg_kv_rten *kvg_kv_rnode_tenant(struct kvg_kv_rnode *n, int tenant)
+struct kvg_kv_rten *kvg__kv_rnode_tenant(struct kvg_kv_rnode *n, int tenant)
 {
     for (uint32_t i = 0; i < n->nten; i++)
         if (n->ten[i].tenant == tenant) return &n->ten[i];
     return NULL;
 }
 
-void kvg_kv_rnode_drop_tenant(struct kvg_kv_rnode *n, int tenant)
+void kvg__kv_rnode_drop_tenant(struct kvg_kv_rnode *n, int tenant)
 {
     for (uint32_t i = 0; i < n->nten; i++) {
         if (n->ten[i].tenant == tenant) {
@@ -123,7 +123,7 @@ static int kid_add(struct kvg_kv_rnode *n, uint32_t cp, struct kvg_kv_rnode *chi
     return 0;
 }
 
-void kvg_kv_rnode_free_one(struct kvg_kv_rnode *n)
+void kvg__kv_rnode_free_one(struct kvg_kv_rnode *n)
 {
     free(n->text);
     free(n->kids);
@@ -131,7 +131,7 @@ void kvg_kv_rnode_free_one(struct kvg_kv_rnode *n)
     free(n);
 }
 
-void kvg_kv_rnode_delete(struct kvg_kv_rnode *n)
+void kvg__kv_rnode_delete(struct kvg_kv_rnode *n)
 {
     struct kvg_kv_rnode *p = n->parent;
     if (p) {
@@ -143,7 +143,7 @@ void kvg_kv_rnode_delete(struct kvg_kv_rnode *n)
             }
         }
     }
-    kvg_kv_rnode_free_one(n);
+    kvg__kv_rnode_free_one(n);
 }
 
 static struct kvg_kv_rnode *node_new(const char *text, size_t len)
@@ -163,7 +163,7 @@ static struct kvg_kv_rnode *node_new(const char *text, size_t len)
 /* Stamps tenant on n; returns 1 if it was not there yet, -ENOMEM. */
 static int attach(struct kvg_kv_rnode *n, int tenant, uint64_t ts)
 {
-    struct kvg_kv_rten *r = kvg_kv_rnode_tenant(n, tenant);
+    struct kvg_kv_rten *r = kvg__kv_rnode_tenant(n, tenant);
     if (r) {
         r->ts = ts;
         return 0;
@@ -220,7 +220,7 @@ static struct kvg_kv_rnode *split(struct kvg_kv_rnode *parent, struct kvg_kv_rno
     struct kvg_kv_rkid *kids = malloc(sizeof *kids);
     struct kvg_kv_rten *ten = malloc((child->nten ? child->nten : 1) * sizeof *ten);
     if (!mid || !rest || !kids || !ten) {
-        if (mid) kvg_kv_rnode_free_one(mid);
+        if (mid) kvg__kv_rnode_free_one(mid);
         free(rest);
         free(kids);
         free(ten);
@@ -263,7 +263,7 @@ static int insert_locked(struct kvg_kv_radix *t, const char *text, size_t len, i
         if (!child) {
             struct kvg_kv_rnode *leaf = node_new(text, len);
             if (!leaf || attach(leaf, tenant, ts) < 0 || kid_add(node, cp, leaf)) {
-                if (leaf) kvg_kv_rnode_free_one(leaf);
+                if (leaf) kvg__kv_rnode_free_one(leaf);
                 rc = -ENOMEM;
                 goto out;
             }
@@ -299,7 +299,7 @@ static void apply_deferred(struct kvg_kv_radix *t)
     }
 }
 
-void kvg_kv_radix__lock(struct kvg_kv_radix *t)
+void kvg__kv_radix_lock(struct kvg_kv_radix *t)
 {
     pthread_mutex_lock(&t->mu);
     apply_deferred(t);
@@ -318,7 +318,7 @@ static int lock_try(struct kvg_kv_radix *t)
 int kvg_kv_radix_insert(struct kvg_kv_radix *t, const char *text, size_t len, int tenant)
 {
     if (tenant < 0 || tenant > KVG_KV_RADIX_MAX_TENANT || (!text && len)) return -EINVAL;
-    kvg_kv_radix__lock(t);
+    kvg__kv_radix_lock(t);
     int rc = insert_locked(t, text, len, tenant);
     pthread_mutex_unlock(&t->mu);
     return rc;
@@ -357,7 +357,7 @@ static struct kvg_kv_rnode *walk(struct kvg_kv_radix *t, const char *text, size_
     size_t chars = 0, done = 0;
     while (done < len) {
         struct kvg_kv_rnode *child = kid_find(node, first_cp(text + done, len - done));
-        if (!child || (only >= 0 && !kvg_kv_rnode_tenant(child, only))) break;
+        if (!child || (only >= 0 && !kvg__kv_rnode_tenant(child, only))) break;
         size_t bytes;
         chars += common_prefix(child->text, child->len, text + done, len - done, &bytes);
         done += bytes;
@@ -373,7 +373,7 @@ static struct kvg_kv_rnode *walk(struct kvg_kv_radix *t, const char *text, size_
 static void refresh(struct kvg_kv_rnode *n, int tenant, uint64_t ts)
 {
     for (; n; n = n->parent) {
-        struct kvg_kv_rten *r = kvg_kv_rnode_tenant(n, tenant);
+        struct kvg_kv_rten *r = kvg__kv_rnode_tenant(n, tenant);
         if (r) r->ts = ts;
     }
 }
@@ -386,7 +386,7 @@ static int prefix_match(struct kvg_kv_radix *t, const char *text, size_t len,
     m->text_chars = kvg_kv_utf8_chars(text, len);
     m->tenant = -1;
     if (!nowait)
-        kvg_kv_radix__lock(t);
+        kvg__kv_radix_lock(t);
     else if (lock_try(t))
         return -EBUSY;
     uint64_t ts = ++t->clock;
@@ -421,7 +421,7 @@ size_t kvg_kv_radix_prefix_match_tenant(struct kvg_kv_radix *t, const char *text
 {
     size_t chars = 0, bytes;
     if (tenant < 0 || (!text && len)) return 0;
-    kvg_kv_radix__lock(t);
+    kvg__kv_radix_lock(t);
     uint64_t ts = ++t->clock;
     struct kvg_kv_rnode *node = walk(t, text, len, tenant, &chars, &bytes);
     refresh(node, tenant, ts);
@@ -433,7 +433,7 @@ static int smallest_tenant(struct kvg_kv_radix *t, int nowait)
 {
     int best = -1;
     if (!nowait)
-        kvg_kv_radix__lock(t);
+        kvg__kv_radix_lock(t);
     else if (lock_try(t))
         return -EBUSY;
     for (uint32_t i = 0; i < t->ntc; i++) {
@@ -457,7 +457,7 @@ int kvg_kv_radix_smallest_tenant_nowait(struct kvg_kv_radix *t)
 uint64_t kvg_kv_radix_tenant_chars(struct kvg_kv_radix *t, int tenant)
 {
     uint64_t n = 0;
-    kvg_kv_radix__lock(t);
+    kvg__kv_radix_lock(t);
     if (tenant >= 0 && (uint32_t)tenant < t->ntc) n = t->tc[tenant].chars;
     pthread_mutex_unlock(&t->mu);
     return n;
@@ -466,7 +466,7 @@ uint64_t kvg_kv_radix_tenant_chars(struct kvg_kv_radix *t, int tenant)
 int kvg_kv_radix_has_tenant(struct kvg_kv_radix *t, int tenant)
 {
     int r = 0;
-    kvg_kv_radix__lock(t);
+    kvg__kv_radix_lock(t);
     if (tenant >= 0 && (uint32_t)tenant < t->ntc) r = t->tc[tenant].present;
     pthread_mutex_unlock(&t->mu);
     return r;

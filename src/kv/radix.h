@@ -1,8 +1,7 @@
 /* The approximate, text-keyed radix tree of sglang's and vllm-router's
- * `cache_aware` policy, with the classic semantics (sgl-router tree.rs; see
- * ../shared/reference/routers.md §1.4-1.5): what text was routed to which
- * worker ("tenant"), so that a request sharing a long prefix with earlier
- * ones can go where that prefix was sent.
+ * `cache_aware` policy, with the classic semantics (sgl-router's tree.rs):
+ * what text was routed to which worker ("tenant"), so that a request
+ * sharing a long prefix with earlier ones can go where that prefix was sent.
  *
  *   - Keyed by Unicode characters: edges are UTF-8 text, lengths and match
  *     counts are in characters (code points), never bytes. Invalid UTF-8

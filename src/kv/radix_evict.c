@@ -19,7 +19,7 @@ static struct kvg_kv_rnode **collect(struct kvg_kv_rnode *root, int only, size_t
     for (size_t i = 0; i < n; i++) {
         struct kvg_kv_rnode *x = v[i];
         for (uint32_t k = 0; k < x->nkids; k++) {
-            if (only >= 0 && !kvg_kv_rnode_tenant(x->kids[k].n, only)) continue;
+            if (only >= 0 && !kvg__kv_rnode_tenant(x->kids[k].n, only)) continue;
             if (n == cap) {
                 struct kvg_kv_rnode **nv = realloc(v, cap * 2 * sizeof *nv);
                 if (!nv) {
@@ -53,7 +53,7 @@ void kvg_kv_radix_free(struct kvg_kv_radix *t)
             continue;
         }
         struct kvg_kv_rnode *p = n->parent;
-        kvg_kv_rnode_free_one(n);
+        kvg__kv_rnode_free_one(n);
         n = p;
     }
     free(t->tc);
@@ -65,7 +65,7 @@ void kvg_kv_radix_free(struct kvg_kv_radix *t)
 static int leaf_for(const struct kvg_kv_rnode *n, int tenant)
 {
     for (uint32_t i = 0; i < n->nkids; i++)
-        if (kvg_kv_rnode_tenant(n->kids[i].n, tenant)) return 0;
+        if (kvg__kv_rnode_tenant(n->kids[i].n, tenant)) return 0;
     return 1;
 }
 
@@ -87,7 +87,7 @@ int kvg_kv_radix_evict_by_size(struct kvg_kv_radix *t, uint64_t max_chars)
     kvg_heap_init(&h, sizeof(struct leaf), leaf_older);
     size_t count;
     int evicted = 0, rc = 0;
-    kvg_kv_radix__lock(t);
+    kvg__kv_radix_lock(t);
     struct kvg_kv_rnode **all = collect(t->root, -1, &count);
     if (!all) {
         rc = -ENOMEM;
@@ -108,16 +108,16 @@ int kvg_kv_radix_evict_by_size(struct kvg_kv_radix *t, uint64_t max_chars)
         struct kvg_kv_rnode *n = it.n;
         struct kvg_kv_rtc *tc = &t->tc[it.tenant];
         if (tc->chars <= max_chars) continue;
-        if (!kvg_kv_rnode_tenant(n, it.tenant)) continue;
+        if (!kvg__kv_rnode_tenant(n, it.tenant)) continue;
         tc->chars -= n->chars;
-        kvg_kv_rnode_drop_tenant(n, it.tenant);
+        kvg__kv_rnode_drop_tenant(n, it.tenant);
         evicted++;
         struct kvg_kv_rnode *p = n->parent;
         /* n has no tenants left only after all its queue items were popped,
          * so deleting it cannot leave a dangling item behind. */
-        if (p && !n->nkids && !n->nten) kvg_kv_rnode_delete(n);
+        if (p && !n->nkids && !n->nten) kvg__kv_rnode_delete(n);
         if (p) {
-            struct kvg_kv_rten *pr = kvg_kv_rnode_tenant(p, it.tenant);
+            struct kvg_kv_rten *pr = kvg__kv_rnode_tenant(p, it.tenant);
             struct leaf l = {pr ? pr->ts : 0, p, it.tenant};
             if (pr && leaf_for(p, it.tenant) && (rc = kvg_heap_push(&h, &l))) goto out;
         }
@@ -133,7 +133,7 @@ int kvg_kv_radix_remove_tenant(struct kvg_kv_radix *t, int tenant)
 {
     size_t count;
     int rc = 0;
-    kvg_kv_radix__lock(t);
+    kvg__kv_radix_lock(t);
     if (tenant < 0 || (uint32_t)tenant >= t->ntc || !t->tc[tenant].present) {
         rc = -ENOENT;
         goto out;
@@ -148,8 +148,8 @@ int kvg_kv_radix_remove_tenant(struct kvg_kv_radix *t, int tenant)
     }
     for (size_t i = count; i-- > 0;) {
         struct kvg_kv_rnode *n = v[i];
-        kvg_kv_rnode_drop_tenant(n, tenant);
-        if (n->parent && !n->nkids && !n->nten) kvg_kv_rnode_delete(n);
+        kvg__kv_rnode_drop_tenant(n, tenant);
+        if (n->parent && !n->nkids && !n->nten) kvg__kv_rnode_delete(n);
     }
     free(v);
     t->tc[tenant].present = 0;
@@ -163,7 +163,7 @@ void kvg_kv_radix_stats(struct kvg_kv_radix *t, struct kvg_kv_radix_stats *st)
 {
     size_t count = 0;
     memset(st, 0, sizeof *st);
-    kvg_kv_radix__lock(t);
+    kvg__kv_radix_lock(t);
     struct kvg_kv_rnode **v = collect(t->root, -1, &count);
     st->bytes = sizeof *t + (uint64_t)t->ntc * sizeof *t->tc;
     for (size_t i = 0; v && i < count; i++) {

@@ -58,15 +58,15 @@ struct kvg_kv_radix {
 };
 
 /* mu, then the deferred inserts (every holder of mu takes it this way). */
-void kvg_kv_radix__lock(struct kvg_kv_radix *t);
+void kvg__kv_radix_lock(struct kvg_kv_radix *t);
 
 /* Length in bytes of the character at p (1 for an invalid byte) and its
  * code point in *cp (0x110000 + byte for an invalid byte). */
-uint32_t kvg_kv_utf8_next(const unsigned char *p, const unsigned char *end, uint32_t *cp);
-struct kvg_kv_rten *kvg_kv_rnode_tenant(struct kvg_kv_rnode *n, int tenant);
-void kvg_kv_rnode_drop_tenant(struct kvg_kv_rnode *n, int tenant);
+uint32_t kvg__kv_utf8_next(const unsigned char *p, const unsigned char *end, uint32_t *cp);
+struct kvg_kv_rten *kvg__kv_rnode_tenant(struct kvg_kv_rnode *n, int tenant);
+void kvg__kv_rnode_drop_tenant(struct kvg_kv_rnode *n, int tenant);
 /* Unlinks n from its parent's children and frees it (its children must be gone). */
-void kvg_kv_rnode_delete(struct kvg_kv_rnode *n);
-void kvg_kv_rnode_free_one(struct kvg_kv_rnode *n);
+void kvg__kv_rnode_delete(struct kvg_kv_rnode *n);
+void kvg__kv_rnode_free_one(struct kvg_kv_rnode *n);
 
 #endif

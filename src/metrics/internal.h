@@ -66,10 +66,10 @@ struct kvg_metrics_series {
 };
 
 /* 1 if the name matches the label-name grammar [a-zA-Z_][a-zA-Z0-9_]*. */
-int kvg_metrics__label_name_ok(const char *p, size_t n);
+int kvg__metrics_label_name_ok(const char *p, size_t n);
 /* Writes v as the exposition format spells it ("NaN", "+Inf", "-Inf", or the
  * shortest decimal that reads back to the same double) into buf, which must
  * hold 32 bytes; returns the length. */
-size_t kvg_metrics__fmt_double(char *buf, double v);
+size_t kvg__metrics_fmt_double(char *buf, double v);
 
 #endif

@@ -212,7 +212,7 @@ static int validate_definition(enum kvg_metrics_kind kind, const char *name, con
     if (nlabels > KVG_METRICS_MAX_LABEL_NAMES) return -EINVAL;
     for (size_t i = 0; i < nlabels; i++) {
         const char *l = labels[i];
-        if (!l || !kvg_metrics__label_name_ok(l, strlen(l))) return -EINVAL;
+        if (!l || !kvg__metrics_label_name_ok(l, strlen(l))) return -EINVAL;
         if (!strncmp(l, "__", 2)) return -EINVAL; /* reserved for Prometheus itself */
         if (kind == KVG_METRICS_HISTOGRAM && !strcmp(l, "le")) return -EINVAL;
         for (size_t j = 0; j < i; j++)

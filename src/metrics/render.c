@@ -94,11 +94,11 @@ static int render_series(struct kvg_buf *out, const struct kvg_metrics_family *f
         if (frac == 0)
             snprintf(v, sizeof v, "%" PRIu64, whole);
         else
-            kvg_metrics__fmt_double(v, (double)whole + frac);
+            kvg__metrics_fmt_double(v, (double)whole + frac);
         return append_sample(out, f, s, NULL, NULL, v);
     }
     if (f->kind == KVG_METRICS_GAUGE) {
-        kvg_metrics__fmt_double(v, load_double(&s->a));
+        kvg__metrics_fmt_double(v, load_double(&s->a));
         return append_sample(out, f, s, NULL, NULL, v);
     }
 
@@ -110,14 +110,14 @@ static int render_series(struct kvg_buf *out, const struct kvg_metrics_family *f
     for (size_t i = 0; !rc && i <= f->nbounds; i++) {
         cum += load_u64(&s->buckets[i]);
         if (i < f->nbounds)
-            kvg_metrics__fmt_double(le, f->bounds[i]);
+            kvg__metrics_fmt_double(le, f->bounds[i]);
         else
             memcpy(le, "+Inf", 5);
         snprintf(v, sizeof v, "%" PRIu64, cum);
         rc = append_sample(out, f, s, "_bucket", le, v);
     }
     if (rc) return rc;
-    kvg_metrics__fmt_double(v, load_double(&s->a));
+    kvg__metrics_fmt_double(v, load_double(&s->a));
     if ((rc = append_sample(out, f, s, "_sum", NULL, v))) return rc;
     snprintf(v, sizeof v, "%" PRIu64, cum);
     return append_sample(out, f, s, "_count", NULL, v);

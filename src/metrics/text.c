@@ -18,7 +18,7 @@ static int is_digit(unsigned char c)
     return c >= '0' && c <= '9';
 }
 
-int kvg_metrics__label_name_ok(const char *p, size_t n)
+int kvg__metrics_label_name_ok(const char *p, size_t n)
 {
     if (n == 0 || !is_alpha_((unsigned char)p[0])) return 0;
     for (size_t i = 1; i < n; i++) {
@@ -28,7 +28,7 @@ int kvg_metrics__label_name_ok(const char *p, size_t n)
     return 1;
 }
 
-size_t kvg_metrics__fmt_double(char *buf, double v)
+size_t kvg__metrics_fmt_double(char *buf, double v)
 {
     if (isnan(v)) return (size_t)snprintf(buf, 32, "NaN");
     if (isinf(v)) return (size_t)snprintf(buf, 32, v > 0 ? "+Inf" : "-Inf");

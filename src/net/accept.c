@@ -59,7 +59,7 @@ static void on_readable(uv_poll_t *h, int status, int events)
     for (int i = 0; i < ACCEPT_BATCH && !srv->stopping; i++) {
         int fd = accept4(srv->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd >= 0) {
-            kvg_http__conn_accepted(srv, fd);
+            kvg__http_conn_accepted(srv, fd);
             continue;
         }
         int e = errno;
@@ -74,15 +74,15 @@ static void on_readable(uv_poll_t *h, int status, int events)
     }
 }
 
-int kvg_http__accept_start(struct kvg_http_server *srv)
+int kvg__http_accept_start(struct kvg_http_server *srv)
 {
     return uv_poll_start(&srv->listener, UV_READABLE, on_readable);
 }
 
-void kvg_http__accept_stop(struct kvg_http_server *srv, int close_timer)
+void kvg__http_accept_stop(struct kvg_http_server *srv, int close_timer)
 {
     uv_timer_stop(&srv->pause_timer);
     srv->paused = 0;
     if (close_timer && !uv_is_closing((uv_handle_t *)&srv->pause_timer))
-        uv_close((uv_handle_t *)&srv->pause_timer, kvg_http__on_aux_closed);
+        uv_close((uv_handle_t *)&srv->pause_timer, kvg__http_on_aux_closed);
 }

@@ -6,37 +6,37 @@
 
 #include "base/err.h"
 
-void kvg_http__hdrs_init(struct kvg_http__hdrs *h, struct kvg_buf *buf, size_t max)
+void kvg__http_hdrs_init(struct kvg__http_hdrs *h, struct kvg_buf *buf, size_t max)
 {
-    *h = (struct kvg_http__hdrs){.buf = buf, .max = max};
+    *h = (struct kvg__http_hdrs){.buf = buf, .max = max};
 }
 
-void kvg_http__hdrs_reset(struct kvg_http__hdrs *h)
+void kvg__http_hdrs_reset(struct kvg__http_hdrs *h)
 {
     h->n = 0;
     h->state = 0;
 }
 
-int kvg_http__hdrs_name(struct kvg_http__hdrs *h, const char *at, size_t n)
+int kvg__http_hdrs_name(struct kvg__http_hdrs *h, const char *at, size_t n)
 {
     if (h->state != 1) {
         if (h->n == h->max) return KVG_ETOOBIG;
         if (h->n == h->cap) {
             size_t cap = h->cap ? h->cap * 2 : 16;
             if (cap > h->max) cap = h->max;
-            struct kvg_http__hoff *o = realloc(h->off, cap * sizeof *o);
+            struct kvg__http_hoff *o = realloc(h->off, cap * sizeof *o);
             if (!o) return -ENOMEM;
             h->off = o;
             h->cap = cap;
         }
-        h->off[h->n++] = (struct kvg_http__hoff){h->buf->len, 0, 0, 0};
+        h->off[h->n++] = (struct kvg__http_hoff){h->buf->len, 0, 0, 0};
         h->state = 1;
     }
     h->off[h->n - 1].name_len += n;
     return kvg_buf_append(h->buf, at, n);
 }
 
-int kvg_http__hdrs_value(struct kvg_http__hdrs *h, const char *at, size_t n)
+int kvg__http_hdrs_value(struct kvg__http_hdrs *h, const char *at, size_t n)
 {
     if (!h->n) return KVG_EPARSE; /* llhttp gives a name first; never here */
     if (h->state != 2) {
@@ -47,7 +47,7 @@ int kvg_http__hdrs_value(struct kvg_http__hdrs *h, const char *at, size_t n)
     return kvg_buf_append(h->buf, at, n);
 }
 
-void kvg_http__hdrs_views(const struct kvg_http__hdrs *h, struct kvg_http_header *out)
+void kvg__http_hdrs_views(const struct kvg__http_hdrs *h, struct kvg_http_header *out)
 {
     const char *base = h->buf->data;
     for (size_t i = 0; i < h->n; i++) {
@@ -56,7 +56,7 @@ void kvg_http__hdrs_views(const struct kvg_http__hdrs *h, struct kvg_http_header
     }
 }
 
-void kvg_http__hdrs_free(struct kvg_http__hdrs *h)
+void kvg__http_hdrs_free(struct kvg__http_hdrs *h)
 {
     free(h->off);
     h->off = NULL;

@@ -1,4 +1,4 @@
-/* Upstream HTTP/1.1 client with per-loop keep-alive pools; see client.h. */
+/* Upstream HTTP/1.1 client with per-loop keep-alive pools; see net/http_client.h. */
 #include "net/http_client.h"
 
 #include <errno.h>
@@ -39,7 +39,7 @@ struct uconn {
     size_t wleft;
     uint64_t deadline_ms, timer_due_ms; /* see timer_set */
     struct kvg_buf head;
-    struct kvg_http__hdrs hacc; /* where in head each header is */
+    struct kvg__http_hdrs hacc; /* where in head each header is */
     struct uconn *prev, *next;  /* idle list */
 };
 
@@ -145,7 +145,7 @@ static void on_closed(uv_handle_t *h)
     if (--c->handles > 0) return;
     struct kvg_http_client *cl = c->cl;
     kvg_buf_free(&c->head);
-    kvg_http__hdrs_free(&c->hacc);
+    kvg__http_hdrs_free(&c->hacc);
     free(c);
     cl->nconns--;
     if (cl->closing && cl->nconns == 0) free(cl);
@@ -254,18 +254,18 @@ static int on_message_begin(llhttp_t *p)
 {
     struct uconn *c = uc(p);
     kvg_buf_reset(&c->head);
-    kvg_http__hdrs_reset(&c->hacc);
+    kvg__http_hdrs_reset(&c->hacc);
     return 0;
 }
 
 static int on_header_field(llhttp_t *p, const char *at, size_t n)
 {
-    return kvg_http__hdrs_name(&uc(p)->hacc, at, n) ? HPE_USER : 0;
+    return kvg__http_hdrs_name(&uc(p)->hacc, at, n) ? HPE_USER : 0;
 }
 
 static int on_header_value(llhttp_t *p, const char *at, size_t n)
 {
-    return kvg_http__hdrs_value(&uc(p)->hacc, at, n) ? HPE_USER : 0;
+    return kvg__http_hdrs_value(&uc(p)->hacc, at, n) ? HPE_USER : 0;
 }
 
 static int on_headers_complete(llhttp_t *p)
@@ -279,7 +279,7 @@ static int on_headers_complete(llhttp_t *p)
      * llhttp so); wait for the real response. */
     if (status < 200) return 1;
     struct kvg_http_header hs[MAX_RESP_HEADERS];
-    kvg_http__hdrs_views(&c->hacc, hs);
+    kvg__http_hdrs_views(&c->hacc, hs);
     timer_set(c, call->opts.idle_timeout_ms);
     if (call->cbs.on_head) call->cbs.on_head(call->ud, status, hs, c->hacc.n);
     return c->call == call ? 0 : HPE_USER; /* cancelled inside the callback */
@@ -488,7 +488,7 @@ static struct uconn *conn_new(struct kvg_http_client *cl, struct kvg_http_call *
     c->handles = 2;
     cl->nconns++;
     kvg_buf_init(&c->head, cl->opts.max_response_head);
-    kvg_http__hdrs_init(&c->hacc, &c->head, MAX_RESP_HEADERS);
+    kvg__http_hdrs_init(&c->hacc, &c->head, MAX_RESP_HEADERS);
     llhttp_init(&c->parser, HTTP_RESPONSE, &cl->settings);
     c->parser.data = c;
     return c;

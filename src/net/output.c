@@ -23,7 +23,7 @@ static void on_write(uv_write_t *w, int status)
     free(ch->data);
     free(ch);
     if (status < 0) {
-        kvg_http__close(c);
+        kvg__http_close(c);
         return;
     }
     if (c->want_drain && c->wq_bytes + c->out.len < WRITE_HIGH_WATER / 2 && c->req &&
@@ -33,7 +33,7 @@ static void on_write(uv_write_t *w, int status)
     }
 }
 
-void kvg_http__dirty_unlink(struct kvg_http_conn *c)
+void kvg__http_dirty_unlink(struct kvg_http_conn *c)
 {
     if (!c->dirty) return;
     if (c->dprev)
@@ -82,7 +82,7 @@ static int sock_send(struct kvg_http_conn *c, struct kvg_buf *b)
 
 /* TLS: moves what OpenSSL wrote into the outgoing memory BIO (records,
  * handshake messages, alerts) onto the socket. */
-int kvg_http__tls_pump(struct kvg_http_conn *c)
+int kvg__http_tls_pump(struct kvg_http_conn *c)
 {
     struct kvg_buf b;
     kvg_buf_init(&b, 0);
@@ -101,15 +101,15 @@ int kvg_http__tls_pump(struct kvg_http_conn *c)
 
 /* Hands the connection's pending output to the socket as one write
  * (encrypted first on a TLS connection). */
-int kvg_http__flush(struct kvg_http_conn *c)
+int kvg__http_flush(struct kvg_http_conn *c)
 {
-    kvg_http__dirty_unlink(c);
+    kvg__http_dirty_unlink(c);
     if (!c->out.len || c->state == ST_CLOSING) return 0;
     if (!c->ssl) return sock_send(c, &c->out);
     int r = SSL_write(c->ssl, c->out.data, (int)c->out.len); /* memory BIO: all or error */
     kvg_buf_reset(&c->out);
     if (r <= 0) return KVG_EUPSTREAM;
-    return kvg_http__tls_pump(c);
+    return kvg__http_tls_pump(c);
 }
 
 /* Output is coalesced: every write made during one loop turn goes out in a
@@ -120,22 +120,22 @@ static void flush_dirty(struct kvg_http_server *srv)
 {
     while (srv->dirty) {
         struct kvg_http_conn *c = srv->dirty;
-        if (kvg_http__flush(c) < 0) kvg_http__close(c);
+        if (kvg__http_flush(c) < 0) kvg__http_close(c);
     }
 }
 
-void kvg_http__on_prepare(uv_prepare_t *h)
+void kvg__http_on_prepare(uv_prepare_t *h)
 {
     flush_dirty(h->data);
 }
 
-void kvg_http__on_check(uv_check_t *h)
+void kvg__http_on_check(uv_check_t *h)
 {
     flush_dirty(h->data);
 }
 
 /* Queues len bytes (copied) made of up to three pieces. */
-int kvg_http__write3(struct kvg_http_conn *c, const void *a, size_t alen, const void *b,
+int kvg__http_write3(struct kvg_http_conn *c, const void *a, size_t alen, const void *b,
                      size_t blen, const void *d, size_t dlen)
 {
     if (c->state == ST_CLOSING) return KVG_ECLOSED;
@@ -144,7 +144,7 @@ int kvg_http__write3(struct kvg_http_conn *c, const void *a, size_t alen, const 
     if (alen) kvg_buf_append(&c->out, a, alen);
     if (blen) kvg_buf_append(&c->out, b, blen);
     if (dlen) kvg_buf_append(&c->out, d, dlen);
-    if (c->out.len >= 64 * 1024) return kvg_http__flush(c);
+    if (c->out.len >= 64 * 1024) return kvg__http_flush(c);
     if (!c->dirty) {
         c->dirty = 1;
         c->dprev = NULL;
@@ -155,7 +155,7 @@ int kvg_http__write3(struct kvg_http_conn *c, const void *a, size_t alen, const 
     return 0;
 }
 
-int kvg_http__write(struct kvg_http_conn *c, const void *p, size_t n)
+int kvg__http_write(struct kvg_http_conn *c, const void *p, size_t n)
 {
-    return kvg_http__write3(c, p, n, NULL, 0, NULL, 0);
+    return kvg__http_write3(c, p, n, NULL, 0, NULL, 0);
 }

@@ -60,7 +60,7 @@ int kvg_http_res_start(struct kvg_http_req *req, int status, const struct kvg_ht
         rc = kvg_buf_append_str(&b, "connection: keep-alive\r\n");
     }
     if (!rc) rc = kvg_buf_append(&b, "\r\n", 2);
-    if (!rc) rc = kvg_http__write(req->conn, b.data, b.len);
+    if (!rc) rc = kvg__http_write(req->conn, b.data, b.len);
     *sb = b; /* keep the (possibly grown) scratch for the next response */
     if (rc) return rc;
     req->status = status;
@@ -77,9 +77,9 @@ int kvg_http_res_write(struct kvg_http_req *req, const void *data, size_t len)
     if (req->chunked) {
         char pre[24];
         int n = snprintf(pre, sizeof pre, "%zx\r\n", len);
-        rc = kvg_http__write3(req->conn, pre, (size_t)n, data, len, "\r\n", 2);
+        rc = kvg__http_write3(req->conn, pre, (size_t)n, data, len, "\r\n", 2);
     } else {
-        rc = kvg_http__write(req->conn, data, len);
+        rc = kvg__http_write(req->conn, data, len);
     }
     if (rc) return rc;
     req->bytes_out += len;
@@ -94,25 +94,25 @@ static void on_shutdown(uv_shutdown_t *s, int status)
 {
     struct kvg_http_conn *c = s->data;
     free(s);
-    kvg_http__close(c);
+    kvg__http_close(c);
 }
 
 /* Closes after the queued writes have gone out, or after the idle timeout
  * if the client never takes them. */
-void kvg_http__close_gracefully(struct kvg_http_conn *c)
+void kvg__http_close_gracefully(struct kvg_http_conn *c)
 {
     if (c->state == ST_CLOSING) return;
-    kvg_http__flush(c);
+    kvg__http_flush(c);
     uv_shutdown_t *s = malloc(sizeof *s);
     uv_read_stop((uv_stream_t *)&c->tcp);
     if (!s || uv_shutdown(s, (uv_stream_t *)&c->tcp, on_shutdown) < 0) {
         free(s);
-        kvg_http__close(c);
+        kvg__http_close(c);
         return;
     }
     s->data = c;
     c->state = ST_CLOSING;
-    kvg_http__timer_set(c, c->srv->limits.idle_timeout_ms);
+    kvg__http_timer_set(c, c->srv->limits.idle_timeout_ms);
 }
 
 int kvg_http_res_end(struct kvg_http_req *req)
@@ -120,20 +120,20 @@ int kvg_http_res_end(struct kvg_http_req *req)
     if (!req->head_sent || req->ended) return -EINVAL;
     struct kvg_http_conn *c = req->conn;
     int rc = 0;
-    if (req->chunked && req->method != HTTP_HEAD) rc = kvg_http__write(c, "0\r\n\r\n", 5);
+    if (req->chunked && req->method != HTTP_HEAD) rc = kvg__http_write(c, "0\r\n\r\n", 5);
     req->ended = 1;
     int close_now = req->close_after || rc;
     c->srv->nactive--;
     c->req = NULL;
     c->dispatched = 0;
     c->want_drain = 0;
-    kvg_http__req_free(req);
+    kvg__http_req_free(req);
     if (close_now) {
-        kvg_http__close_gracefully(c);
+        kvg__http_close_gracefully(c);
         return rc;
     }
-    kvg_http__reset_for_next(c);
-    if (!c->processing) kvg_http__process(c);
+    kvg__http_reset_for_next(c);
+    if (!c->processing) kvg__http_process(c);
     return 0;
 }
 
@@ -182,7 +182,7 @@ void kvg_http_res_abort(struct kvg_http_req *req)
 {
     struct kvg_http_conn *c = req->conn;
     req->on_abort = NULL;
-    kvg_http__close(c);
+    kvg__http_close(c);
 }
 
 void kvg_http_res_close_after(struct kvg_http_req *req)
@@ -192,7 +192,7 @@ void kvg_http_res_close_after(struct kvg_http_req *req)
 
 /* A response the server makes itself, for a request the handler never saw
  * (malformed, over a limit): written raw, then the connection closes. */
-void kvg_http__refuse(struct kvg_http_conn *c, const struct kvg_http_refusal *r)
+void kvg__http_refuse(struct kvg_http_conn *c, const struct kvg_http_refusal *r)
 {
     struct kvg_buf body, b;
     kvg_buf_init(&body, 0);
@@ -208,19 +208,19 @@ void kvg_http__refuse(struct kvg_http_conn *c, const struct kvg_http_refusal *r)
                             "content-type: application/json\r\ncontent-length: %zu\r\n"
                             "connection: close\r\n\r\n",
                             body.len);
-    if (!rc && !kvg_buf_append(&b, body.data, body.len)) kvg_http__write(c, b.data, b.len);
+    if (!rc && !kvg_buf_append(&b, body.data, body.len)) kvg__http_write(c, b.data, b.len);
     kvg_buf_free(&body);
     kvg_buf_free(&b);
     if (c->req) {
-        kvg_http__req_free(c->req);
+        kvg__http_req_free(c->req);
         c->req = NULL;
     }
-    kvg_http__close_gracefully(c);
+    kvg__http_close_gracefully(c);
 }
 
-void kvg_http__reject(struct kvg_http_conn *c, int status, const char *message)
+void kvg__http_reject(struct kvg_http_conn *c, int status, const char *message)
 {
     struct kvg_http_refusal r = {.status = status};
     snprintf(r.message, sizeof r.message, "%s", message);
-    kvg_http__refuse(c, &r);
+    kvg__http_refuse(c, &r);
 }

@@ -20,7 +20,7 @@
 #include "base/util.h"
 #include "net/server_int.h"
 
-static void kvg_http__tls_read(struct kvg_http_conn *c, const char *p, size_t n);
+static void kvg__http_tls_read(struct kvg_http_conn *c, const char *p, size_t n);
 static void resume_reading(struct kvg_http_conn *c);
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf);
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
@@ -34,7 +34,7 @@ static void server_maybe_free(struct kvg_http_server *srv)
     }
 }
 
-void kvg_http__on_listener_closed(uv_handle_t *h)
+void kvg__http_on_listener_closed(uv_handle_t *h)
 {
     struct kvg_http_server *srv = h->data;
     close(srv->listen_fd); /* a poll handle leaves its descriptor open */
@@ -43,7 +43,7 @@ void kvg_http__on_listener_closed(uv_handle_t *h)
     server_maybe_free(srv);
 }
 
-void kvg_http__on_aux_closed(uv_handle_t *h)
+void kvg__http_on_aux_closed(uv_handle_t *h)
 {
     struct kvg_http_server *srv = h->data;
     srv->open_handles--;
@@ -101,7 +101,7 @@ static int body_take(struct kvg_http_conn *c, uint64_t n)
     return 0;
 }
 
-void kvg_http__req_free(struct kvg_http_req *r)
+void kvg__http_req_free(struct kvg_http_req *r)
 {
     if (!r) return;
     if (r->conn) body_release(r->conn);
@@ -110,14 +110,14 @@ void kvg_http__req_free(struct kvg_http_req *r)
     r->on_abort = r->on_drain = NULL;
 }
 
-void kvg_http__reset_for_next(struct kvg_http_conn *c)
+void kvg__http_reset_for_next(struct kvg_http_conn *c)
 {
     kvg_buf_reset(&c->head);
-    kvg_http__hdrs_reset(&c->hacc);
+    kvg__http_hdrs_reset(&c->hacc);
     c->url_len = 0;
     c->err_status = 0;
     c->state = ST_IDLE;
-    kvg_http__timer_set(c, c->srv->limits.idle_timeout_ms);
+    kvg__http_timer_set(c, c->srv->limits.idle_timeout_ms);
 }
 
 /* ---------------------------------------------------------------- parsing */
@@ -140,7 +140,7 @@ static int on_message_begin(llhttp_t *p)
     memcpy(r->peer, c->peer, sizeof c->peer);
     c->req = r;
     c->state = ST_HEAD;
-    kvg_http__timer_set(c, c->srv->limits.header_timeout_ms);
+    kvg__http_timer_set(c, c->srv->limits.header_timeout_ms);
     return 0;
 }
 
@@ -162,13 +162,13 @@ static int on_url(llhttp_t *p, const char *at, size_t n)
 static int on_header_field(llhttp_t *p, const char *at, size_t n)
 {
     struct kvg_http_conn *c = conn_of(p);
-    return head_piece(c, kvg_http__hdrs_name(&c->hacc, at, n));
+    return head_piece(c, kvg__http_hdrs_name(&c->hacc, at, n));
 }
 
 static int on_header_value(llhttp_t *p, const char *at, size_t n)
 {
     struct kvg_http_conn *c = conn_of(p);
-    return head_piece(c, kvg_http__hdrs_value(&c->hacc, at, n));
+    return head_piece(c, kvg__http_hdrs_value(&c->hacc, at, n));
 }
 
 /* While a body is read: the idle timer between its bytes, and never past
@@ -181,7 +181,7 @@ static void body_timer(struct kvg_http_conn *c)
         uint64_t left = c->body_due_ms > now ? c->body_due_ms - now : 1;
         if (!ms || left < ms) ms = (uint32_t)left;
     }
-    kvg_http__timer_set(c, ms);
+    kvg__http_timer_set(c, ms);
 }
 
 static int on_headers_complete(llhttp_t *p)
@@ -202,7 +202,7 @@ static int on_headers_complete(llhttp_t *p)
     }
     r->headers = c->hdrs;
     r->nheaders = nh;
-    kvg_http__hdrs_views(&c->hacc, c->hdrs);
+    kvg__http_hdrs_views(&c->hacc, c->hdrs);
     const char *base = c->head.data;
     r->url = (struct kvg_str){base, c->url_len};
     const char *q = memchr(base, '?', c->url_len);
@@ -244,7 +244,7 @@ static int on_headers_complete(llhttp_t *p)
             return HPE_USER;
         }
         static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
-        kvg_http__write(c, cont, sizeof cont - 1);
+        kvg__http_write(c, cont, sizeof cont - 1);
     }
     c->state = ST_BODY;
     body_timer(c);
@@ -304,7 +304,7 @@ static size_t parse_bytes(struct kvg_http_conn *c, const char *data, size_t len)
         if (c->refusal) {
             struct kvg_http_refusal *rf = c->refusal;
             c->refusal = NULL;
-            kvg_http__refuse(c, rf);
+            kvg__http_refuse(c, rf);
             free(rf);
             return len;
         }
@@ -317,13 +317,13 @@ static size_t parse_bytes(struct kvg_http_conn *c, const char *data, size_t len)
         if (e == HPE_PAUSED_UPGRADE) msg = "protocol upgrades are not supported";
         if (c->state == ST_IDLE && !c->req && status == 400 && e != HPE_PAUSED_UPGRADE)
             msg = llhttp_get_error_reason(&c->parser);
-        kvg_http__reject(c, status, msg ? msg : "malformed HTTP request");
+        kvg__http_reject(c, status, msg ? msg : "malformed HTTP request");
         return len;
     }
     return off;
 }
 
-void kvg_http__process(struct kvg_http_conn *c)
+void kvg__http_process(struct kvg_http_conn *c)
 {
     c->processing = 1;
     /* inbuf is not touched while its bytes are parsed: nothing appends to it
@@ -349,13 +349,13 @@ static void on_handle_closed(uv_handle_t *h)
     kvg_buf_free(&c->reqbuf.body);
     free(c->hdrs);
     if (c->ssl) SSL_free(c->ssl); /* frees both BIOs */
-    kvg_http__hdrs_free(&c->hacc);
+    kvg__http_hdrs_free(&c->hacc);
     free(c);
     srv->nconns--;
     server_maybe_free(srv);
 }
 
-void kvg_http__close(struct kvg_http_conn *c)
+void kvg__http_close(struct kvg_http_conn *c)
 {
     if (uv_is_closing((uv_handle_t *)&c->tcp)) return;
     struct kvg_http_server *srv = c->srv;
@@ -369,8 +369,8 @@ void kvg_http__close(struct kvg_http_conn *c)
         srv->nactive--;
         if (r->on_abort) r->on_abort(r, r->ud);
     }
-    kvg_http__req_free(r);
-    kvg_http__dirty_unlink(c);
+    kvg__http_req_free(r);
+    kvg__http_dirty_unlink(c);
     if (c->prev)
         c->prev->next = c->next;
     else
@@ -390,16 +390,16 @@ static void on_timer(uv_timer_t *t)
         return;
     }
     if (c->state == ST_HEAD || c->state == ST_BODY) {
-        kvg_http__reject(c, 408, "timed out reading the request");
+        kvg__http_reject(c, 408, "timed out reading the request");
         return;
     }
-    if (c->state == ST_IDLE || c->state == ST_CLOSING) kvg_http__close(c);
+    if (c->state == ST_IDLE || c->state == ST_CLOSING) kvg__http_close(c);
 }
 
 /* Timers move on every read; rather than re-arming the libuv timer each
  * time, the deadline is stored and the timer re-armed only when it fires
  * early or must fire sooner. */
-void kvg_http__timer_set(struct kvg_http_conn *c, uint32_t ms)
+void kvg__http_timer_set(struct kvg_http_conn *c, uint32_t ms)
 {
     if (!ms) {
         c->deadline_ms = 0;
@@ -437,10 +437,10 @@ static void resume_reading(struct kvg_http_conn *c)
     if (!c->read_paused || c->state == ST_HANDLING || c->state == ST_CLOSING) return;
     c->read_paused = 0;
     if (uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read)) {
-        kvg_http__close(c);
+        kvg__http_close(c);
         return;
     }
-    if (c->ssl) kvg_http__tls_read(c, NULL, 0); /* what OpenSSL still holds */
+    if (c->ssl) kvg__http_tls_read(c, NULL, 0); /* what OpenSSL still holds */
 }
 
 /* A declared body whose room is reserved is read straight into it, no more
@@ -472,14 +472,14 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
          * aborted (nginx's default: the client is gone); answers already
          * written still go out, then the connection closes. */
         if (nread == UV_EOF && !c->dispatched)
-            kvg_http__close_gracefully(c);
+            kvg__http_close_gracefully(c);
         else
-            kvg_http__close(c);
+            kvg__http_close(c);
         return;
     }
     if (nread == 0 || c->state == ST_CLOSING) return;
     if (c->ssl) {
-        kvg_http__tls_read(c, buf->base, (size_t)nread);
+        kvg__http_tls_read(c, buf->base, (size_t)nread);
         return;
     }
     if (buf->base != c->srv->rbuf || (!c->inbuf.len && !c->processing)) {
@@ -491,25 +491,25 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
         c->processing = 0;
         if (used < (size_t)nread && c->state != ST_CLOSING &&
             kvg_buf_append(&c->inbuf, buf->base + used, (size_t)nread - used)) {
-            kvg_http__close(c);
+            kvg__http_close(c);
             return;
         }
     } else if (kvg_buf_append(&c->inbuf, buf->base, (size_t)nread)) {
         /* Not while an answer is under way: reading paused before this. */
-        kvg_http__reject(c, 431, "request header fields too large");
+        kvg__http_reject(c, 431, "request header fields too large");
         return;
     } else if (!c->processing) {
-        kvg_http__process(c);
+        kvg__http_process(c);
     }
     pause_if_full(c);
 }
 
 /* TLS: ciphertext in, plaintext appended to inbuf and parsed. Handshake
  * answers go out at once. */
-static void kvg_http__tls_read(struct kvg_http_conn *c, const char *p, size_t n)
+static void kvg__http_tls_read(struct kvg_http_conn *c, const char *p, size_t n)
 {
     if (n && BIO_write(c->rbio, p, (int)n) != (int)n) {
-        kvg_http__close(c);
+        kvg__http_close(c);
         return;
     }
     char plain[16384];
@@ -524,7 +524,7 @@ static void kvg_http__tls_read(struct kvg_http_conn *c, const char *p, size_t n)
         int r = SSL_read(c->ssl, plain, sizeof plain);
         if (r > 0) {
             if (kvg_buf_append(&c->inbuf, plain, (size_t)r)) {
-                kvg_http__reject(c, 431, "request header fields too large");
+                kvg__http_reject(c, 431, "request header fields too large");
                 return;
             }
             continue;
@@ -533,18 +533,18 @@ static void kvg_http__tls_read(struct kvg_http_conn *c, const char *p, size_t n)
         if (e == SSL_ERROR_WANT_READ) break;
         /* Closed, or a handshake/record error: nothing more to say. */
         ERR_clear_error();
-        kvg_http__tls_pump(c);
-        kvg_http__close(c);
+        kvg__http_tls_pump(c);
+        kvg__http_close(c);
         return;
     }
-    if (kvg_http__tls_pump(c) < 0) {
-        kvg_http__close(c);
+    if (kvg__http_tls_pump(c) < 0) {
+        kvg__http_close(c);
         return;
     }
-    if (!c->processing) kvg_http__process(c);
+    if (!c->processing) kvg__http_process(c);
 }
 
-void kvg_http__conn_accepted(struct kvg_http_server *srv, int fd)
+void kvg__http_conn_accepted(struct kvg_http_server *srv, int fd)
 {
     struct kvg_http_conn *c = calloc(1, sizeof *c);
     if (!c) {
@@ -561,7 +561,7 @@ void kvg_http__conn_accepted(struct kvg_http_server *srv, int fd)
     if (c->next) c->next->prev = c;
     srv->conns = c;
     kvg_buf_init(&c->head, srv->limits.max_header_bytes);
-    kvg_http__hdrs_init(&c->hacc, &c->head, srv->limits.max_headers);
+    kvg__http_hdrs_init(&c->hacc, &c->head, srv->limits.max_headers);
     kvg_buf_init(&c->inbuf, srv->limits.max_header_bytes + READ_BUF_SIZE);
     kvg_buf_init(&c->out, 0);
     kvg_buf_init(&c->reqbuf.body, srv->limits.max_body_bytes);
@@ -569,11 +569,11 @@ void kvg_http__conn_accepted(struct kvg_http_server *srv, int fd)
     c->parser.data = c;
     if (uv_tcp_open(&c->tcp, fd) < 0) {
         close(fd);
-        kvg_http__close(c);
+        kvg__http_close(c);
         return;
     }
     if (srv->stopping || (srv->limits.max_conns && srv->nconns > srv->limits.max_conns)) {
-        kvg_http__close(c);
+        kvg__http_close(c);
         return;
     }
     uv_tcp_nodelay(&c->tcp, 1);
@@ -605,14 +605,14 @@ void kvg_http__conn_accepted(struct kvg_http_server *srv, int fd)
             else
                 BIO_free(c->rbio), BIO_free(c->wbio);
             c->ssl = NULL;
-            kvg_http__close(c);
+            kvg__http_close(c);
             return;
         }
         SSL_set_bio(c->ssl, c->rbio, c->wbio);
         SSL_set_accept_state(c->ssl);
     }
     c->state = ST_IDLE;
-    kvg_http__timer_set(c, srv->limits.header_timeout_ms);
+    kvg__http_timer_set(c, srv->limits.header_timeout_ms);
     uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
 }
 
@@ -680,8 +680,8 @@ int kvg_http_server_start(uv_loop_t *loop, const char *host, int port, enum kvg_
     uv_prepare_init(loop, &srv->prepare);
     uv_check_init(loop, &srv->check);
     srv->prepare.data = srv->check.data = srv;
-    uv_prepare_start(&srv->prepare, kvg_http__on_prepare);
-    uv_check_start(&srv->check, kvg_http__on_check);
+    uv_prepare_start(&srv->prepare, kvg__http_on_prepare);
+    uv_check_start(&srv->check, kvg__http_on_check);
     uv_timer_init(loop, &srv->pause_timer);
     srv->pause_timer.data = srv;
     srv->open_handles = 3;
@@ -691,17 +691,17 @@ int kvg_http_server_start(uv_loop_t *loop, const char *host, int port, enum kvg_
     } else if ((rc = uv_poll_init(loop, &srv->listener, fd)) == 0) {
         srv->listener.data = srv;
         srv->listener_open = 1;
-        rc = kvg_http__accept_start(srv);
+        rc = kvg__http_accept_start(srv);
     }
     if (rc < 0) {
         srv->closing = 1; /* freed when the handles have closed */
-        kvg_http__accept_stop(srv, 1);
+        kvg__http_accept_stop(srv, 1);
         if (srv->listener_open)
-            uv_close((uv_handle_t *)&srv->listener, kvg_http__on_listener_closed);
+            uv_close((uv_handle_t *)&srv->listener, kvg__http_on_listener_closed);
         else
             close(fd);
-        uv_close((uv_handle_t *)&srv->prepare, kvg_http__on_aux_closed);
-        uv_close((uv_handle_t *)&srv->check, kvg_http__on_aux_closed);
+        uv_close((uv_handle_t *)&srv->prepare, kvg__http_on_aux_closed);
+        uv_close((uv_handle_t *)&srv->check, kvg__http_on_aux_closed);
         *out = NULL;
         return rc;
     }
@@ -727,15 +727,15 @@ void kvg_http_server_stop_accepting(struct kvg_http_server *srv)
 {
     if (srv->stopping) return;
     srv->stopping = 1;
-    kvg_http__accept_stop(srv, 0); /* the socket closes with its handle, not held by a dup */
+    kvg__http_accept_stop(srv, 0); /* the socket closes with its handle, not held by a dup */
     if (srv->listening) {
         srv->listening = 0;
-        uv_close((uv_handle_t *)&srv->listener, kvg_http__on_listener_closed);
+        uv_close((uv_handle_t *)&srv->listener, kvg__http_on_listener_closed);
     }
     /* Idle keep-alive connections go now; busy ones close after their answer. */
     for (struct kvg_http_conn *c = srv->conns, *next; c; c = next) {
         next = c->next;
-        if (c->state == ST_IDLE && !c->inbuf.len) kvg_http__close(c);
+        if (c->state == ST_IDLE && !c->inbuf.len) kvg__http_close(c);
     }
 }
 
@@ -753,13 +753,13 @@ void kvg_http_server_close(struct kvg_http_server *srv)
 {
     kvg_http_server_stop_accepting(srv);
     srv->closing = 1;
-    kvg_http__accept_stop(srv, 1);
+    kvg__http_accept_stop(srv, 1);
     for (struct kvg_http_conn *c = srv->conns, *next; c; c = next) {
         next = c->next;
-        kvg_http__close(c);
+        kvg__http_close(c);
     }
-    uv_close((uv_handle_t *)&srv->prepare, kvg_http__on_aux_closed);
-    uv_close((uv_handle_t *)&srv->check, kvg_http__on_aux_closed);
+    uv_close((uv_handle_t *)&srv->prepare, kvg__http_on_aux_closed);
+    uv_close((uv_handle_t *)&srv->check, kvg__http_on_aux_closed);
     server_maybe_free(srv);
 }
 

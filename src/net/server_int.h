@@ -1,7 +1,7 @@
 /* The HTTP server's connection and server objects, shared by its files:
  * server.c (accepting, parsing, lifetime), output.c (the coalesced write
  * path, TLS records out) and response.c (the kvg_http_res_* answers).
- * Internal names carry kvg_http__ (two underscores): not a public face. */
+ * Internal names carry kvg__http_ (two underscores): not a public face. */
 #ifndef KVG_NET_SERVER_INT_H
 #define KVG_NET_SERVER_INT_H
 
@@ -25,13 +25,13 @@ struct kvg_http_conn {
     llhttp_t parser;
     enum conn_state state;
     struct kvg_buf head;        /* url + header names and values of the current request */
-    struct kvg_http__hdrs hacc; /* where in head each header is */
+    struct kvg__http_hdrs hacc; /* where in head each header is */
     size_t url_len;
     struct kvg_buf inbuf;             /* bytes received but not parsed yet */
     struct kvg_http_req *req;         /* request being read or answered */
     int err_status;                   /* set by a parser callback that rejects the request */
     struct kvg_http_refusal *refusal; /* owned: the head check's answer, when it refused */
-    int processing;                   /* inside kvg_http__process: no recursion */
+    int processing;                   /* inside kvg__http_process: no recursion */
     int read_paused;                  /* reading stopped: inbuf full while answering */
     size_t wq_bytes;                  /* bytes handed to libuv, not yet written */
     struct kvg_buf out;               /* bytes not handed to libuv yet (coalesced per loop turn) */
@@ -91,38 +91,38 @@ struct write_chunk {
 };
 
 /* server.c: a connection accepted on fd (owned: closed on failure). */
-void kvg_http__conn_accepted(struct kvg_http_server *srv, int fd);
-void kvg_http__on_listener_closed(uv_handle_t *h);
-void kvg_http__on_aux_closed(uv_handle_t *h);
+void kvg__http_conn_accepted(struct kvg_http_server *srv, int fd);
+void kvg__http_on_listener_closed(uv_handle_t *h);
+void kvg__http_on_aux_closed(uv_handle_t *h);
 /* accept.c */
 #define KVG_HTTP_ACCEPT_PAUSE_MS 200
 /* Starts polling srv->listen_fd (listening already) for connections. */
-int kvg_http__accept_start(struct kvg_http_server *srv);
+int kvg__http_accept_start(struct kvg_http_server *srv);
 /* The server stops accepting or closes: no more polling or back-off; with
  * close_timer the timer handle is closed (counted in open_handles). */
-void kvg_http__accept_stop(struct kvg_http_server *srv, int close_timer);
+void kvg__http_accept_stop(struct kvg_http_server *srv, int close_timer);
 
 /* output.c */
-int kvg_http__write3(struct kvg_http_conn *c, const void *a, size_t alen, const void *b,
+int kvg__http_write3(struct kvg_http_conn *c, const void *a, size_t alen, const void *b,
                      size_t blen, const void *d, size_t dlen);
-int kvg_http__write(struct kvg_http_conn *c, const void *p, size_t n);
-int kvg_http__flush(struct kvg_http_conn *c);
-void kvg_http__dirty_unlink(struct kvg_http_conn *c);
-int kvg_http__tls_pump(struct kvg_http_conn *c);
-void kvg_http__on_prepare(uv_prepare_t *h);
-void kvg_http__on_check(uv_check_t *h);
+int kvg__http_write(struct kvg_http_conn *c, const void *p, size_t n);
+int kvg__http_flush(struct kvg_http_conn *c);
+void kvg__http_dirty_unlink(struct kvg_http_conn *c);
+int kvg__http_tls_pump(struct kvg_http_conn *c);
+void kvg__http_on_prepare(uv_prepare_t *h);
+void kvg__http_on_check(uv_check_t *h);
 
 /* response.c */
-void kvg_http__close_gracefully(struct kvg_http_conn *c);
-void kvg_http__reject(struct kvg_http_conn *c, int status, const char *message);
+void kvg__http_close_gracefully(struct kvg_http_conn *c);
+void kvg__http_reject(struct kvg_http_conn *c, int status, const char *message);
 /* The same with the type, code and headers of a refusal. */
-void kvg_http__refuse(struct kvg_http_conn *c, const struct kvg_http_refusal *r);
+void kvg__http_refuse(struct kvg_http_conn *c, const struct kvg_http_refusal *r);
 
 /* server.c */
-void kvg_http__close(struct kvg_http_conn *c);
-void kvg_http__process(struct kvg_http_conn *c);
-void kvg_http__reset_for_next(struct kvg_http_conn *c);
-void kvg_http__req_free(struct kvg_http_req *r);
-void kvg_http__timer_set(struct kvg_http_conn *c, uint32_t ms);
+void kvg__http_close(struct kvg_http_conn *c);
+void kvg__http_process(struct kvg_http_conn *c);
+void kvg__http_reset_for_next(struct kvg_http_conn *c);
+void kvg__http_req_free(struct kvg_http_req *r);
+void kvg__http_timer_set(struct kvg_http_conn *c, uint32_t ms);
 
 #endif

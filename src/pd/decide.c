@@ -3,7 +3,7 @@
  * locality labels), and kvgate's decode pick as a router policy.
  *
  * Why the decode pick chases no prefix: a decode's KV arrives from the
- * prefill (seed 000; Dynamo turns overlap scoring off for decode), so what
+ * prefill (so Dynamo turns overlap scoring off for decode), so what
  * matters there is room: KV blocks in use plus what this request adds, and
  * requests in flight (DeepSeek balances both across decode GPUs). A decode
  * in the prefill's rack or zone pulls the KV over a faster link, so it is

@@ -1,13 +1,12 @@
 /* EPD, the encode stage of disaggregated serving (pd.h has the lifecycle).
  *
- * Seed 004 (../shared/seeds, "Encode stage routing"): with vllm-router and
- * vLLM, the router calls an encoder first for a request with media,
- * forwards the encoder's ec_transfer_params to the prefill worker (which
- * pulls the embeddings from that encoder, over NIXL in vLLM's
- * ECCPUConnector) and strips them before the decode. With SGLang the
- * prefill engine calls its encoders itself (--encoder-urls) and the router
- * routes the pair as without EPD; encode workers are then only kept out of
- * every pick (an encoder produces no tokens and no KV blocks).
+ * With vllm-router and vLLM, the router calls an encoder first for a request
+ * with media, forwards the encoder's ec_transfer_params to the prefill worker
+ * (which pulls the embeddings from that encoder, over NIXL in vLLM's
+ * ECCPUConnector) and strips them before the decode. With SGLang the prefill
+ * engine calls its encoders itself (--encoder-urls) and the router routes the
+ * pair as without EPD; encode workers are then only kept out of every pick
+ * (an encoder produces no tokens and no KV blocks).
  *
  *   DECIDE --media--> ENCODE --ec_transfer_params--> PREFILL -> DECODE
  *                       |  \--failed/timeout--------> FAILED (502/503/504, nothing else sent)
@@ -97,7 +96,7 @@ int kvg_pd_ec_params_parse(const char *body, size_t len, cJSON **out, size_t *ni
 
 /* ------------------------------------------------------------ life */
 
-int kvg_pd__encode_init(struct kvg_pd *pd, const struct kvg_policy_opts *popts,
+int kvg__pd_encode_init(struct kvg_pd *pd, const struct kvg_policy_opts *popts,
                         struct kvg_metrics_registry *reg, char *err, size_t errlen)
 {
     if (!pd->cfg.epd) return 0;
@@ -128,7 +127,7 @@ int kvg_pd__encode_init(struct kvg_pd *pd, const struct kvg_policy_opts *popts,
     return 0;
 }
 
-void kvg_pd__encode_free(struct kvg_pd *pd)
+void kvg__pd_encode_free(struct kvg_pd *pd)
 {
     if (pd->encode_policy) pd->encode_policy->ops->destroy(pd->encode_policy);
     kvg_metrics_series_release(pd->encode_failures);
@@ -245,7 +244,7 @@ static void enc_done(void *ud, int err)
     struct kvg_route_ctx ectx = {.policy = pd->encode_policy};
     kvg_pool_release(pd->pool, &r->encoder, KVG_OUT_OK, &ectx);
     kvg_buf_reset(&r->answer); /* the prefill's answer goes there next */
-    kvg_pd__prefill_send(r, r->held_path, r->held_h, r->held_nh, body, r->held_connect_ms);
+    kvg__pd_prefill_send(r, r->held_path, r->held_h, r->held_nh, body, r->held_connect_ms);
     free(body);
 }
 
@@ -272,7 +271,7 @@ static int hold_headers(struct kvg_pd_req *r, const struct kvg_http_header *h, s
     return 0;
 }
 
-int kvg_pd__encode_begin(struct kvg_pd *pd, struct kvg_pd_req *r, struct kvg_route_ctx *ctx,
+int kvg__pd_encode_begin(struct kvg_pd *pd, struct kvg_pd_req *r, struct kvg_route_ctx *ctx,
                          const struct kvg_pd_input *in, const char *prefill_body,
                          const struct kvg_http_header *h, size_t nh)
 {
@@ -322,7 +321,7 @@ int kvg_pd__encode_begin(struct kvg_pd *pd, struct kvg_pd_req *r, struct kvg_rou
     return 1;
 }
 
-void kvg_pd__encode_cancel(struct kvg_pd *pd, struct kvg_pd_req *r)
+void kvg__pd_encode_cancel(struct kvg_pd *pd, struct kvg_pd_req *r)
 {
     if (r->ecall) { /* the encoder sees the connection close and drops the request */
         kvg_http_call_cancel(r->ecall);

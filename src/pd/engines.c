@@ -34,7 +34,7 @@ struct kvg_pd_engines {
     struct kvg_metrics_series *restarts, *reruns;
 };
 
-int kvg_pd__engines_new(struct kvg_pd *pd, struct kvg_metrics_registry *reg)
+int kvg__pd_engines_new(struct kvg_pd *pd, struct kvg_metrics_registry *reg)
 {
     struct kvg_pd_engines *t = calloc(1, sizeof *t);
     if (!t) return -ENOMEM;
@@ -58,7 +58,7 @@ int kvg_pd__engines_new(struct kvg_pd *pd, struct kvg_metrics_registry *reg)
     return 0;
 }
 
-void kvg_pd__engines_free(struct kvg_pd *pd)
+void kvg__pd_engines_free(struct kvg_pd *pd)
 {
     struct kvg_pd_engines *t = pd->engines;
     if (!t) return;
@@ -77,7 +77,7 @@ static struct engine *find(struct kvg_pd_engines *t, const char *url)
     return NULL;
 }
 
-void kvg_pd__engine_seen(struct kvg_pd *pd, const char *url, const char *engine_id)
+void kvg__pd_engine_seen(struct kvg_pd *pd, const char *url, const char *engine_id)
 {
     struct kvg_pd_engines *t = pd->engines;
     if (!t || !engine_id[0]) return;

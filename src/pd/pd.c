@@ -1,15 +1,14 @@
 /* The PD lifecycle of one request (pd.h has the state machine): the
  * decision, the prefill pick and leg, and what the decode leg needs.
  *
- * The prefill leg follows vllm-router and vLLM's toy proxy
- * (../shared/reference/routers.md §3.2, gateway-admission-autoscale.md §5):
- * the client's body with max_tokens 1 (max_completion_tokens 1 when the
- * client used it), stream false, no stream_options, no min_tokens, and
- * kv_transfer_params {do_remote_decode: true, do_remote_prefill: false,
- * remote_*: null}; its JSON answer's kv_transfer_params go into the
- * client's body for the decode. Its deadline runs from its dispatch, so a
- * prefill stuck in an engine queue ends the request instead of leaving the
- * decode side waiting (users-and-features.md finding 7). */
+ * The prefill leg follows vllm-router and vLLM's toy proxy: the client's body
+ * with max_tokens 1 (max_completion_tokens 1 when the client used it), stream
+ * false, no stream_options, no min_tokens, and kv_transfer_params
+ * {do_remote_decode: true, do_remote_prefill: false, remote_*: null}; its
+ * JSON answer's kv_transfer_params go into the client's body for the decode.
+ * Its deadline runs from its dispatch, so a prefill stuck in an engine queue
+ * ends the request instead of leaving the decode side waiting (as SGLang's
+ * decode once waited 10 minutes for a failed prefill, sglang#9726). */
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <stdio.h>
@@ -69,8 +68,8 @@ int kvg_pd_new(const struct kvg_pd_config *c, const struct kvg_policy_opts *popt
     } else if ((rc = kvg_pd_decode_policy_new(c->locality_load_bound, &pd->decode_policy))) {
         goto fail;
     }
-    if ((rc = kvg_pd__engines_new(pd, reg))) goto fail;
-    if ((rc = kvg_pd__encode_init(pd, popts, reg, err, errlen))) {
+    if ((rc = kvg__pd_engines_new(pd, reg))) goto fail;
+    if ((rc = kvg__pd_encode_init(pd, popts, reg, err, errlen))) {
         kvg_pd_free(pd);
         return rc;
     }
@@ -131,8 +130,8 @@ void kvg_pd_free(struct kvg_pd *pd)
     kvg_metrics_series_release(pd->decode_retries);
     kvg_metrics_series_release(pd->early_rejections);
     kvg_metrics_series_release(pd->wasted_prefills);
-    kvg_pd__engines_free(pd);
-    kvg_pd__encode_free(pd);
+    kvg__pd_engines_free(pd);
+    kvg__pd_encode_free(pd);
     free(pd);
 }
 
@@ -217,15 +216,15 @@ static int own_transfer_only(struct kvg_pd_req *r, const char *body, size_t len)
 }
 
 /* SGLang's body for both legs: the client's with bootstrap_host (the
- * prefill's host: its dial target's, never the "@rank" of a URL@rank
- * worker, seed 004's invalid decode destination), bootstrap_port (its
- * configured port, or null) and bootstrap_room (a random u63, as sglang's
- * router draws it), written as an integer literal: a JSON double would
- * lose its low bits (so the body is never parsed again: the decode's is
- * the same text). SGLang's --dp-aware router puts the leg's data-parallel
- * rank in the body as data_parallel_rank (routers.md §3); with_rank sets
- * the prefill's, the decode's is added when the decode is picked
- * (kvg_pd_decode_sent), so one leg's rank never steers the other. */
+ * prefill's host: its dial target's, never the "@rank" of a URL@rank worker:
+ * SGLang's --pd-disaggregation with --dp-aware was seen to send the decode
+ * such an invalid destination), bootstrap_port (its configured port, or null)
+ * and bootstrap_room (a random u63, as sglang's router draws it), written as
+ * an integer literal: a JSON double would lose its low bits (so the body is
+ * never parsed again: the decode's is the same text). SGLang's --dp-aware
+ * router puts the leg's data-parallel rank in the body as data_parallel_rank;
+ * with_rank sets the prefill's, the decode's is added when the decode is
+ * picked (kvg_pd_decode_sent), so one leg's rank never steers the other. */
 static char *bootstrap_body(const char *body, size_t len, struct kvg_worker *w, uint64_t room,
                             int with_rank)
 {
@@ -369,7 +368,7 @@ static void leg_done(void *ud, int err)
             const cJSON *eid = cJSON_GetObjectItemCaseSensitive(p, "remote_engine_id");
             snprintf(r->engine_id, sizeof r->engine_id, "%s",
                      cJSON_IsString(eid) ? eid->valuestring : "");
-            kvg_pd__engine_seen(pd, r->prefill_url, r->engine_id); /* a restart shows here */
+            kvg__pd_engine_seen(pd, r->prefill_url, r->engine_id); /* a restart shows here */
             res.ok = 1;
             res.status = 200;
             res.code = NULL;
@@ -409,7 +408,7 @@ int kvg_pd_begin(struct kvg_pd *pd, struct kvg_pd_req *r, struct kvg_http_client
         r->media_items = kvg_pd_media_items(j);
         cJSON_Delete(j);
     }
-    /* An SGLang decode cannot prefill: every request is split (seed 004). */
+    /* An SGLang decode cannot prefill: every request is split. */
     r->decision = pd->cfg.mode == KVG_PD_SGLANG || r->media_items
                       ? KVG_PD_PREFILL_DECODE
                       : kvg_pd_decide(in->prompt_tokens, cached, pd->cfg.threshold_tokens);
@@ -466,7 +465,7 @@ int kvg_pd_begin(struct kvg_pd *pd, struct kvg_pd_req *r, struct kvg_http_client
     r->body = in->body;
     r->body_len = in->body_len;
     if (r->media_items) { /* EPD: the encoder first; the prefill leg waits for its params */
-        rc = kvg_pd__encode_begin(pd, r, ctx, in, body, h, k);
+        rc = kvg__pd_encode_begin(pd, r, ctx, in, body, h, k);
         free(body);
         if (rc < 0) {
             atomic_fetch_sub(&pd->committed_blocks, r->committed);
@@ -477,12 +476,12 @@ int kvg_pd_begin(struct kvg_pd *pd, struct kvg_pd_req *r, struct kvg_http_client
         }
         return rc < 0 ? rc : 0;
     }
-    kvg_pd__prefill_send(r, in->path, h, k, body, in->connect_timeout_ms);
+    kvg__pd_prefill_send(r, in->path, h, k, body, in->connect_timeout_ms);
     free(body);
     return 0;
 }
 
-void kvg_pd__prefill_send(struct kvg_pd_req *r, const char *path, const struct kvg_http_header *h,
+void kvg__pd_prefill_send(struct kvg_pd_req *r, const char *path, const struct kvg_http_header *h,
                           size_t nh, const char *body, uint32_t connect_timeout_ms)
 {
     struct kvg_pd *pd = r->pd;
@@ -559,7 +558,7 @@ int kvg_pd_decode_may_retry(struct kvg_pd *pd, struct kvg_pd_req *r, uint64_t no
 void kvg_pd_cancel(struct kvg_pd *pd, struct kvg_pd_req *r)
 {
     if (r->state == KVG_PD_ENCODE) {
-        kvg_pd__encode_cancel(pd, r);
+        kvg__pd_encode_cancel(pd, r);
         return;
     }
     if (r->state != KVG_PD_PREFILL) return;

@@ -206,10 +206,10 @@ struct kvg_pd_input {
  * rejection predicts no decode will have room (counted; nothing sent).
  * The proxy answers an early rejection by the request's priority (the
  * gateway's classes, gateway/admission.h): sheddable (priority < 0) gets
- * 429, as GIE drops a sheddable request and Mooncake's Conductor rejects
- * (gateway-admission-autoscale.md); standard and critical get 503 (the
- * service is short of decode room, not the client over a limit); both carry
- * Retry-After: 1 and the code decode_capacity. */
+ * 429, as GIE drops a sheddable request and Mooncake's Conductor rejects;
+ * standard and critical get 503 (the service is short of decode room, not
+ * the client over a limit); both carry Retry-After: 1 and the code
+ * decode_capacity. */
 int kvg_pd_begin(struct kvg_pd *pd, struct kvg_pd_req *r, struct kvg_http_client *cl,
                  struct kvg_route_ctx *ctx, const struct kvg_pd_input *in, kvg_pd_prefill_cb cb,
                  void *ud);
@@ -273,18 +273,18 @@ int kvg_pd_ec_params_parse(const char *body, size_t len, cJSON **out, size_t *ni
  * in, spliced into its body. 1 when the encode leg was started (r->cb
  * follows), 0 when the request needs none (text, or SGLANG), or a negative
  * code (KVG_ENOWORKER: no healthy encoder). Called by kvg_pd_begin. */
-int kvg_pd__encode_begin(struct kvg_pd *pd, struct kvg_pd_req *r, struct kvg_route_ctx *ctx,
+int kvg__pd_encode_begin(struct kvg_pd *pd, struct kvg_pd_req *r, struct kvg_route_ctx *ctx,
                          const struct kvg_pd_input *in, const char *prefill_body,
                          const struct kvg_http_header *h, size_t nh);
 /* Sends r's prefill leg (r->prefill picked, r->pd and r->cl set). */
-void kvg_pd__prefill_send(struct kvg_pd_req *r, const char *path, const struct kvg_http_header *h,
+void kvg__pd_prefill_send(struct kvg_pd_req *r, const char *path, const struct kvg_http_header *h,
                           size_t nh, const char *body, uint32_t connect_timeout_ms);
 /* The client left during the encode leg: aborts it, releases both picks. */
-void kvg_pd__encode_cancel(struct kvg_pd *pd, struct kvg_pd_req *r);
+void kvg__pd_encode_cancel(struct kvg_pd *pd, struct kvg_pd_req *r);
 /* Policy and metrics of the encode stage (from kvg_pd_new). */
-int kvg_pd__encode_init(struct kvg_pd *pd, const struct kvg_policy_opts *popts,
+int kvg__pd_encode_init(struct kvg_pd *pd, const struct kvg_policy_opts *popts,
                         struct kvg_metrics_registry *reg, char *err, size_t errlen);
-void kvg_pd__encode_free(struct kvg_pd *pd);
+void kvg__pd_encode_free(struct kvg_pd *pd);
 /* /debug/route: the encode stage of a request (its media items and the
  * encoder a pick would choose now) into o. */
 void kvg_pd_encode_explain(struct kvg_pd *pd, const struct kvg_route_ctx *ctx, const cJSON *req,

@@ -6,11 +6,11 @@
 #include "pd/pd.h"
 
 /* engines.c: each prefill worker's engine id, as its answers name it. */
-int kvg_pd__engines_new(struct kvg_pd *pd, struct kvg_metrics_registry *reg);
-void kvg_pd__engines_free(struct kvg_pd *pd);
+int kvg__pd_engines_new(struct kvg_pd *pd, struct kvg_metrics_registry *reg);
+void kvg__pd_engines_free(struct kvg_pd *pd);
 /* A prefill answer from url named engine_id (its remote_engine_id): learnt;
  * a different id than the one known means the engine restarted and the
  * blocks it held are gone (counted, logged). Any thread. */
-void kvg_pd__engine_seen(struct kvg_pd *pd, const char *url, const char *engine_id);
+void kvg__pd_engine_seen(struct kvg_pd *pd, const char *url, const char *engine_id);
 
 #endif

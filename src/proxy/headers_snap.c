@@ -5,7 +5,7 @@
 
 #include "proxy/proxy_int.h"
 
-int kvg_proxy_snap_headers(struct kvg_buf *b, const struct kvg_http_req *req)
+int kvg__proxy_snap_headers(struct kvg_buf *b, const struct kvg_http_req *req)
 {
     kvg_buf_init(b, 0);
     for (size_t i = 0; i < req->nheaders; i++) {
@@ -18,7 +18,7 @@ int kvg_proxy_snap_headers(struct kvg_buf *b, const struct kvg_http_req *req)
     return 0;
 }
 
-struct kvg_str kvg_proxy_snap_header(const void *hctx, const char *name)
+struct kvg_str kvg__proxy_snap_header(const void *hctx, const char *name)
 {
     const struct kvg_buf *b = hctx;
     size_t at = 0;

@@ -17,7 +17,7 @@ static void on_prefilled(void *ud, const struct kvg_pd_result *res)
         /* Input accounting from the leg that computed it. */
         kvg_gate_usage_prefill(&pr->gate, pr->pdr.prompt_tokens, pr->pdr.prefill_cached);
         if (!pr->pdr.concurrent)
-            kvg_proxy__attempt(pr); /* the decode leg (SGLang's runs already) */
+            kvg__proxy_attempt(pr); /* the decode leg (SGLang's runs already) */
         return;
     }
     if (pr->pdr.concurrent) {
@@ -27,10 +27,10 @@ static void on_prefilled(void *ud, const struct kvg_pd_result *res)
             kvg_http_call_cancel(pr->call);
             pr->call = NULL;
         }
-        kvg_proxy__release_worker(pr, KVG_OUT_CLIENT_GONE);
+        kvg__proxy_release_worker(pr, KVG_OUT_CLIENT_GONE);
         if (pr->relayed) {
-            kvg_proxy__sse_error_end(pr, res->message);
-            kvg_proxy__finish(pr, 502);
+            kvg__proxy_sse_error_end(pr, res->message);
+            kvg__proxy_finish(pr, 502);
             return;
         }
     }
@@ -42,45 +42,45 @@ static void on_prefilled(void *ud, const struct kvg_pd_result *res)
         struct kvg_http_req *req = pr->req;
         pr->req = NULL;
         kvg_http_res_send(req, res->status, "application/json", h, 2, res->body, res->body_len);
-        kvg_proxy__finish(pr, res->status);
+        kvg__proxy_finish(pr, res->status);
         return;
     }
-    kvg_proxy__client_error(pr, res->status, res->code, res->message);
+    kvg__proxy_client_error(pr, res->status, res->code, res->message);
 }
 
-int kvg_proxy__pd_start(struct proxy_req *pr, struct kvg_route_ctx *ctx)
+int kvg__proxy_pd_start(struct proxy_req *pr, struct kvg_route_ctx *ctx)
 {
     struct kvg_proxy *px = pr->pl->px;
     struct kvg_http_header fwd[MAX_FWD_HEADERS + 1];
-    const struct kvg_buf *body = kvg_proxy__forward_body(pr);
+    const struct kvg_buf *body = kvg__proxy_forward_body(pr);
     struct kvg_pd_input in = {
         .body = body->data,
         .body_len = body->len,
         /* Untokenized: ~4 bytes a token, an overestimate that errs on prefilling. */
-        .prompt_tokens = pr->ri.ids ? pr->ri.nids : kvg_proxy__req_body(pr)->len / 4,
+        .prompt_tokens = pr->ri.ids ? pr->ri.nids : kvg__proxy_req_body(pr)->len / 4,
         .path = pr->path,
         .headers = fwd,
-        .nheaders = kvg_proxy__forward_headers(pr, fwd, MAX_FWD_HEADERS + 1),
+        .nheaders = kvg__proxy_forward_headers(pr, fwd, MAX_FWD_HEADERS + 1),
         .connect_timeout_ms = px->cfg->connect_timeout_ms};
     int rc = kvg_pd_begin(px->pd, &pr->pdr, pr->pl->client, ctx, &in, on_prefilled, pr);
     if (rc == KVG_ENOWORKER) {
         kvg_metrics_inc(px->m->no_worker);
-        kvg_proxy__client_error(pr, 503, "no_prefill_worker",
+        kvg__proxy_client_error(pr, 503, "no_prefill_worker",
                                 "no healthy prefill worker is available");
         return 1;
     }
     if (rc == -EBUSY) { /* early rejection: no prefill is wasted on it */
-        /* By priority, as GIE sheds (pd.h): a sheddable request is dropped
+        /* By priority, as GIE sheds (pd/pd.h): a sheddable request is dropped
          * with 429, the others get 503; both with Retry-After. */
         static const struct kvg_http_header ra = {KVG_STR("retry-after"), KVG_STR("1")};
         int shed = kvg_adm_class(pr->gate.prio) == KVG_ADM_SHEDDABLE;
-        kvg_proxy__error(pr, shed ? 429 : 503, NULL, "decode_capacity",
+        kvg__proxy_error(pr, shed ? 429 : 503, NULL, "decode_capacity",
                          "no decode worker is predicted to have room for this request: retry later",
                          NULL, &ra, 1);
         return 1;
     }
     if (rc) {
-        kvg_proxy__client_error(pr, 500, "pd_error", kvg_strerror(rc));
+        kvg__proxy_client_error(pr, 500, "pd_error", kvg_strerror(rc));
         return 1;
     }
     return pr->pdr.state != KVG_PD_DECODE && !pr->pdr.concurrent;

@@ -9,22 +9,22 @@
 
 int kvg_proxy_place(struct kvg_proxy *px, const char *url, const char *body, size_t len, int chat)
 {
-    struct kvg_route_input ri;
+    struct kvg_rinput ri;
     char msg[128];
-    int rc = kvg_route_input_parse(&ri, body, len, chat, msg, sizeof msg);
+    int rc = kvg_rinput_parse(&ri, body, len, chat, msg, sizeof msg);
     if (rc) return rc;
-    if (px->wants_text && (rc = kvg_route_input_text(&ri))) {
-        kvg_route_input_free(&ri);
+    if (px->wants_text && (rc = kvg_rinput_text(&ri))) {
+        kvg_rinput_free(&ri);
         return rc;
     }
     ri.adapter = kvg_pool_model_is_adapter(px->pool, ri.model, ri.model_len);
-    if (px->wants_tokens) kvg_route_input_tokenize(&ri, &px->rt, 0);
+    if (px->wants_tokens) kvg_rinput_tokenize(&ri, &px->rt, 0);
     struct kvg_route_ctx ctx = {.body = {body, len},
                                 .rng = kvg_rand_thread(),
                                 .now_ms = kvg_now_ms(),
                                 .load_max_age_ms = px->cfg ? px->cfg->metrics_staleness_ms : 0};
-    kvg_route_input_ctx(&ri, &ctx);
+    kvg_rinput_ctx(&ri, &ctx);
     rc = kvg_pool_place(px->pool, url, &ctx);
-    kvg_route_input_free(&ri);
+    kvg_rinput_free(&ri);
     return rc;
 }

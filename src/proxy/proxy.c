@@ -32,7 +32,7 @@ static struct kvg_str header_of(const void *hctx, const char *name)
 }
 
 /* The request body: taken into pr when its work goes off the loop. */
-const struct kvg_buf *kvg_proxy__req_body(const struct proxy_req *pr)
+const struct kvg_buf *kvg__proxy_req_body(const struct proxy_req *pr)
 {
     return pr->offloop ? &pr->rbody : &pr->req->body;
 }
@@ -63,7 +63,7 @@ static int on_workers(const struct proxy_req *pr)
 static void release_work(struct kvg_proxy_wq_item *w)
 {
     struct proxy_req *pr = w->data;
-    kvg_route_input_free(&pr->ri);
+    kvg_rinput_free(&pr->ri);
 }
 
 static void release_done(struct kvg_proxy_wq_item *w)
@@ -76,7 +76,7 @@ static void release_done(struct kvg_proxy_wq_item *w)
  * thread too. A free from the loop takes the arena's lock, and a work
  * thread at a lower priority preempted while holding it held the loop for
  * milliseconds (sched trace of the head-of-line bench: 13 such waits in 5 s,
- * in kvg_route_input_free). What the loop allocated it frees itself. */
+ * in kvg_rinput_free). What the loop allocated it frees itself. */
 static void pr_closed(uv_handle_t *h)
 {
     struct proxy_req *pr = h->data;
@@ -90,7 +90,7 @@ static void pr_closed(uv_handle_t *h)
         kvg_proxy_wq_submit(pr->pl->wq, &pr->work);
         return;
     }
-    kvg_route_input_free(&pr->ri);
+    kvg_rinput_free(&pr->ri);
     pr_recycle(pr);
 }
 
@@ -115,19 +115,19 @@ void kvg_proxy_loop_free(struct kvg_proxy_loop *pl)
 }
 
 /* Ends the proxy request's life: the retry timer closes, then pr is freed. */
-void kvg_proxy__finish(struct proxy_req *pr, int status)
+void kvg__proxy_finish(struct proxy_req *pr, int status)
 {
     if (pr->pl->px->pd) kvg_pd_cancel(pr->pl->px->pd, &pr->pdr); /* an SGLang prefill still on */
     kvg_proxy__observe_end(pr, status);
     kvg_gate_account(&pr->gate, pr->bytes_up != 0, pr->attempts != 0);
-    kvg_proxy__access_log(pr, status);
+    kvg__proxy_access_log(pr, status);
     uint64_t now = kvg_now_ns();
-    kvg_proxy__metrics_request(pr->pl->px->m, pr->route, status, (double)(now - pr->t0_ns) / 1e9,
+    kvg__proxy_metrics_request(pr->pl->px->m, pr->route, status, (double)(now - pr->t0_ns) / 1e9,
                                pr->ttfb_ns ? (double)(pr->ttfb_ns - pr->t0_ns) / 1e9 : -1);
     uv_close((uv_handle_t *)&pr->retry_timer, pr_closed);
 }
 
-void kvg_proxy__release_worker(struct proxy_req *pr, enum kvg_outcome out)
+void kvg__proxy_release_worker(struct proxy_req *pr, enum kvg_outcome out)
 {
     if (!pr->pick.w) return;
     struct kvg_route_ctx ctx = {.model = {pr->ri.model, pr->ri.model_len}};
@@ -136,7 +136,7 @@ void kvg_proxy__release_worker(struct proxy_req *pr, enum kvg_outcome out)
 }
 
 /* Answers with an OpenAI-style error and ends the request. */
-void kvg_proxy__error(struct proxy_req *pr, int status, const char *type, const char *code,
+void kvg__proxy_error(struct proxy_req *pr, int status, const char *type, const char *code,
                       const char *msg, const char *param, const struct kvg_http_header *extra,
                       size_t nextra)
 {
@@ -157,17 +157,17 @@ void kvg_proxy__error(struct proxy_req *pr, int status, const char *type, const 
     struct kvg_http_req *req = pr->req;
     pr->req = NULL;
     kvg_http_res_error_param(req, status, type, code, msg, param, h, n);
-    kvg_proxy__finish(pr, status);
+    kvg__proxy_finish(pr, status);
 }
 
-void kvg_proxy__client_error(struct proxy_req *pr, int status, const char *code, const char *msg)
+void kvg__proxy_client_error(struct proxy_req *pr, int status, const char *code, const char *msg)
 {
-    kvg_proxy__error(pr, status, NULL, code, msg, NULL, NULL, 0);
+    kvg__proxy_error(pr, status, NULL, code, msg, NULL, NULL, 0);
 }
 
 static void answer_deny(struct proxy_req *pr, const struct kvg_gate_deny *d)
 {
-    kvg_proxy__error(pr, d->r.status, d->r.type, d->r.code, d->r.message, d->r.param, d->r.headers,
+    kvg__proxy_error(pr, d->r.status, d->r.type, d->r.code, d->r.message, d->r.param, d->r.headers,
                      d->r.nheaders);
 }
 
@@ -178,13 +178,13 @@ static void on_admit(void *ud, const struct kvg_gate_deny *d)
     if (d)
         answer_deny(pr, d);
     else
-        kvg_proxy__attempt(pr);
+        kvg__proxy_attempt(pr);
 }
 
 /* The gateway's quota and admission, then the first attempt. */
 static void admit(struct proxy_req *pr)
 {
-    const struct kvg_buf *body = kvg_proxy__req_body(pr);
+    const struct kvg_buf *body = kvg__proxy_req_body(pr);
     struct kvg_gate_request rq = {.body = body->data,
                                   .body_len = body->len,
                                   .json = pr->ri.json,
@@ -217,7 +217,7 @@ static struct proxy_req *work_back(struct kvg_proxy_wq_item *w)
     struct proxy_req *pr = w->data;
     pr->working = 0;
     if (pr->req) return pr;
-    kvg_proxy__finish(pr, 499);
+    kvg__proxy_finish(pr, 499);
     return NULL;
 }
 
@@ -251,8 +251,8 @@ static void local_failure(struct proxy_req *pr, int err)
     } else {
         suppressed++;
     }
-    kvg_proxy__release_worker(pr, KVG_OUT_LOCAL);
-    kvg_proxy__client_error(
+    kvg__proxy_release_worker(pr, KVG_OUT_LOCAL);
+    kvg__proxy_client_error(
         pr, 503, "local_resources_exhausted",
         "kvgate is out of local resources (file descriptors or memory): retry later");
 }
@@ -262,15 +262,15 @@ static void local_failure(struct proxy_req *pr, int err)
 static void upstream_failed(struct proxy_req *pr, const char *msg)
 {
     if (pr->connect_fails && pr->connect_fails == pr->attempts)
-        kvg_proxy__client_error(pr, 503, "upstream_unreachable",
+        kvg__proxy_client_error(pr, 503, "upstream_unreachable",
                                 "no engine could be reached: retry later");
     else
-        kvg_proxy__client_error(pr, 502, "upstream_error", msg);
+        kvg__proxy_client_error(pr, 502, "upstream_error", msg);
 }
 
 static void on_retry_timer(uv_timer_t *t)
 {
-    kvg_proxy__attempt(t->data);
+    kvg__proxy_attempt(t->data);
 }
 
 /* Retry after backoff, if allowed; returns 0 when a retry was scheduled. */
@@ -307,7 +307,7 @@ static void relay_head(struct proxy_req *pr, int status, const struct kvg_http_h
     struct kvg_quota_headers qh;
     size_t k = 0;
     for (size_t i = 0; i < n && k < MAX_FWD_HEADERS; i++)
-        if (!kvg_proxy__is_hop(h[i].name) && !kvg_str_eq_nocase(h[i].name, "x-kvgate-worker"))
+        if (!kvg__proxy_is_hop(h[i].name) && !kvg_str_eq_nocase(h[i].name, "x-kvgate-worker"))
             out[k++] = h[i];
     out[k++] = (struct kvg_http_header){KVG_STR("x-kvgate-worker"),
                                         {pr->worker_url, strlen(pr->worker_url)}};
@@ -329,11 +329,11 @@ static void up_head(void *ud, int status, const struct kvg_http_header *h, size_
         /* Nothing reached the client: try elsewhere. */
         kvg_http_call_cancel(pr->call);
         pr->call = NULL;
-        kvg_proxy__release_worker(pr, status == 429 ? KVG_OUT_CLIENT_ERROR : KVG_OUT_FAIL);
+        kvg__proxy_release_worker(pr, status == 429 ? KVG_OUT_CLIENT_ERROR : KVG_OUT_FAIL);
         if (schedule_retry(pr) == 0) return;
         if (pr->pl->px->pd && (status == 429 || status == 503))
             kvg_pd_decode_refused(pr->pl->px->pd, &pr->pdr);
-        kvg_proxy__client_error(pr, 502, "upstream_unavailable", "all workers failed");
+        kvg__proxy_client_error(pr, 502, "upstream_unavailable", "all workers failed");
         return;
     }
     pr->up_status = status;
@@ -390,12 +390,12 @@ static void up_body(void *ud, const char *p, size_t n)
     if (kvg_buf_append(&pr->body, p, n)) {
         kvg_http_call_cancel(pr->call);
         pr->call = NULL;
-        kvg_proxy__release_worker(pr, KVG_OUT_FAIL);
-        kvg_proxy__client_error(pr, 502, "upstream_too_large", "the engine's answer is too large");
+        kvg__proxy_release_worker(pr, KVG_OUT_FAIL);
+        kvg__proxy_client_error(pr, 502, "upstream_too_large", "the engine's answer is too large");
     }
 }
 
-void kvg_proxy__sse_error_end(struct proxy_req *pr, const char *msg)
+void kvg__proxy_sse_error_end(struct proxy_req *pr, const char *msg)
 {
     struct kvg_buf b;
     kvg_buf_init(&b, 0);
@@ -436,7 +436,7 @@ static void up_done(void *ud, int err)
     if (err == 0) {
         int status = pr->up_status;
         check_prompt_tokens(pr, status);
-        kvg_proxy__release_worker(pr, status >= 500   ? KVG_OUT_FAIL
+        kvg__proxy_release_worker(pr, status >= 500   ? KVG_OUT_FAIL
                                       : status >= 400 ? KVG_OUT_CLIENT_ERROR
                                                       : KVG_OUT_OK);
         struct kvg_http_req *req = pr->req;
@@ -460,29 +460,29 @@ static void up_done(void *ud, int err)
             kvg_http_res_send(req, status, pr->content_type[0] ? pr->content_type : NULL, h, nh,
                               pr->body.data, pr->body.len);
         }
-        kvg_proxy__finish(pr, status);
+        kvg__proxy_finish(pr, status);
         return;
     }
     if (local_error(err) && pr->up_status == 0) {
         local_failure(pr, err);
         return;
     }
-    kvg_proxy__release_worker(pr, KVG_OUT_FAIL);
+    kvg__proxy_release_worker(pr, KVG_OUT_FAIL);
     kvg_metrics_inc(pr->pl->px->m->upstream_errors);
     KVG_WARN("proxy %s: worker %s failed: %s", pr->request_id, pr->worker_url, kvg_strerror(err));
     if (pr->up_status == 0 && connect_error(err)) pr->connect_fails++;
     if (pr->relayed) {
-        kvg_proxy__sse_error_end(pr, err == KVG_ETIMEOUT
+        kvg__proxy_sse_error_end(pr, err == KVG_ETIMEOUT
                                          ? "the engine stopped sending (idle timeout)"
                                          : "the engine's stream broke off");
-        kvg_proxy__finish(pr, 502);
+        kvg__proxy_finish(pr, 502);
         return;
     }
     if (pr->up_status == 0 && err != KVG_ETIMEOUT && schedule_retry(pr) == 0) return;
     if (err == KVG_ETIMEOUT)
-        kvg_proxy__client_error(pr, 504, "upstream_timeout", "the engine timed out");
+        kvg__proxy_client_error(pr, 504, "upstream_timeout", "the engine timed out");
     else if (pr->up_status)
-        kvg_proxy__client_error(pr, 502, "upstream_error", "the engine's answer was cut");
+        kvg__proxy_client_error(pr, 502, "upstream_error", "the engine's answer was cut");
     else
         upstream_failed(pr, "the engine failed before answering");
 }
@@ -499,16 +499,16 @@ static void on_client_abort(struct kvg_http_req *req, void *ud)
     if (pr->pl->px->pd) kvg_pd_cancel(pr->pl->px->pd, &pr->pdr); /* a prefill in flight */
     kvg_metrics_inc(pr->pl->px->m->client_gone);
     if (pr->working) return; /* the work's done callback finishes it */
-    kvg_proxy__release_worker(pr, KVG_OUT_CLIENT_GONE);
-    kvg_proxy__finish(pr, 499);
+    kvg__proxy_release_worker(pr, KVG_OUT_CLIENT_GONE);
+    kvg__proxy_finish(pr, 499);
 }
 
 /* The body the engine gets: the gateway's rewrite (usage asked for) or the
  * client's own. */
-const struct kvg_buf *kvg_proxy__forward_body(struct proxy_req *pr)
+const struct kvg_buf *kvg__proxy_forward_body(struct proxy_req *pr)
 {
     const struct kvg_buf *body = kvg_gate_forward_body(&pr->gate);
-    return body ? body : kvg_proxy__req_body(pr);
+    return body ? body : kvg__proxy_req_body(pr);
 }
 
 /* The routing context of the request (thread-safe: on the loop, or on the
@@ -517,16 +517,16 @@ const struct kvg_buf *kvg_proxy__forward_body(struct proxy_req *pr)
 static void route_ctx(struct proxy_req *pr, struct kvg_route_ctx *ctx)
 {
     struct kvg_proxy *px = pr->pl->px;
-    const struct kvg_buf *body = kvg_proxy__req_body(pr);
+    const struct kvg_buf *body = kvg__proxy_req_body(pr);
     if (!pr->ri.json) pr->ri.json = kvg_json_parse_in(&pr->ri.json_mem, body->data, body->len);
     *ctx = (struct kvg_route_ctx){.body = {body->data, body->len},
                                   .load_max_age_ms = px->cfg->metrics_staleness_ms,
-                                  .header = pr->offloop ? kvg_proxy_snap_header : header_of,
+                                  .header = pr->offloop ? kvg__proxy_snap_header : header_of,
                                   .hctx = pr->offloop ? (const void *)&pr->hdrs : pr->req,
                                   .rng = pr->offloop ? &pr->rng : pr->pl->rng,
                                   .now_ms = kvg_now_ms(),
                                   .nowait = !pr->working}; /* working: on a work thread */
-    kvg_route_input_ctx(&pr->ri, ctx);
+    kvg_rinput_ctx(&pr->ri, ctx);
     if (pr->gate.key) { /* the key's user: its tenant, else its name */
         const char *u = pr->gate.key->tenant[0] ? pr->gate.key->tenant : pr->gate.key->name;
         ctx->user = (struct kvg_str){u, strlen(u)};
@@ -567,7 +567,7 @@ static void route_work(struct kvg_proxy_wq_item *w)
     /* The tree was built here, so it is freed here: on the loop, its chunks
      * would take the allocator arena of a work thread that may hold it,
      * preempted. The hook reads it on the loop (picked). */
-    if (!pr->pl->px->on_routed) kvg_route_input_drop_json(&pr->ri);
+    if (!pr->pl->px->on_routed) kvg_rinput_drop_json(&pr->ri);
 }
 
 static void route_done(struct kvg_proxy_wq_item *w)
@@ -575,14 +575,14 @@ static void route_done(struct kvg_proxy_wq_item *w)
     struct proxy_req *pr = w->data;
     pr->working = 0;
     if (!pr->req) { /* the client left meanwhile */
-        if (!pr->pick_rc) kvg_proxy__release_worker(pr, KVG_OUT_CLIENT_GONE);
-        kvg_proxy__finish(pr, 499);
+        if (!pr->pick_rc) kvg__proxy_release_worker(pr, KVG_OUT_CLIENT_GONE);
+        kvg__proxy_finish(pr, 499);
         return;
     }
     picked(pr);
 }
 
-void kvg_proxy__attempt(struct proxy_req *pr)
+void kvg__proxy_attempt(struct proxy_req *pr)
 {
     struct kvg_proxy *px = pr->pl->px;
     pr->up_status = 0;
@@ -595,7 +595,7 @@ void kvg_proxy__attempt(struct proxy_req *pr)
         struct kvg_route_ctx ctx;
         route_ctx(pr, &ctx);
         if (pr->attempts) kvg_pd_decode_recheck(px->pd, &pr->pdr); /* prefill restarted? */
-        if (pr->pdr.state == KVG_PD_DECIDE && kvg_proxy__pd_start(pr, &ctx)) return;
+        if (pr->pdr.state == KVG_PD_DECIDE && kvg__proxy_pd_start(pr, &ctx)) return;
         kvg_pd_decode_ctx(px->pd, &pr->pdr, &ctx); /* decode workers, kvgate's decode pick */
         pr->attempts++;
         route_pick(pr, &ctx);
@@ -620,21 +620,21 @@ static void picked(struct proxy_req *pr)
     if (rc) {
         if (kvg_pool_size(px->pool) == 0) {
             kvg_metrics_inc(px->m->no_worker);
-            kvg_proxy__client_error(pr, 503, "no_workers", "the pool has no workers");
+            kvg__proxy_client_error(pr, 503, "no_workers", "the pool has no workers");
         } else if (!known && pr->ri.model_len) {
             char msg[400];
             snprintf(msg, sizeof msg, "The model `%.*s` does not exist.", (int)pr->ri.model_len,
                      pr->ri.model);
-            kvg_proxy__client_error(pr, 404, "model_not_found", msg);
+            kvg__proxy_client_error(pr, 404, "model_not_found", msg);
         } else {
             kvg_metrics_inc(px->m->no_worker);
-            kvg_proxy__client_error(pr, 503, "no_healthy_worker", "no healthy worker is available");
+            kvg__proxy_client_error(pr, 503, "no_healthy_worker", "no healthy worker is available");
         }
         return;
     }
     if (px->on_routed && pr->attempts == 1 && pr->ri.json)
         px->on_routed(px->on_routed_ud, &pr->ri, pr->pick.w);
-    kvg_route_input_drop_json(&pr->ri); /* routing is done: no tree held during the answer */
+    kvg_rinput_drop_json(&pr->ri); /* routing is done: no tree held during the answer */
     if (pr->attempts == 1 && pr->ri.nhashes)
         kvg_metrics_observe(px->m->match_ratio,
                             (double)pr->pick.matched_blocks / (double)pr->ri.nhashes);
@@ -643,14 +643,14 @@ static void picked(struct proxy_req *pr)
     if (pr->ntried < MAX_TRIED) pr->tried[pr->ntried++] = w;
 
     struct kvg_http_header fwd[MAX_FWD_HEADERS + 3];
-    size_t k = kvg_proxy__forward_headers(pr, fwd, MAX_FWD_HEADERS + 1);
+    size_t k = kvg__proxy_forward_headers(pr, fwd, MAX_FWD_HEADERS + 1);
     if (px->pd && (rc = kvg_pd_decode_sent(px->pd, &pr->pdr, w))) {
         local_failure(pr, rc);
         return;
     }
     /* A URL@rank worker: vLLM's API server sends the request to that
      * data-parallel rank's engine (the header sglang's router also sends);
-     * SGLang's PD legs carry it in the body instead (pd.c). */
+     * SGLang's PD legs carry it in the body instead (pd/pd.c). */
     char rank[16];
     if (w->dp_rank >= 0 && !(px->pd && kvg_pd_rank_in_body(px->pd))) {
         int rl = snprintf(rank, sizeof rank, "%d", w->dp_rank);
@@ -667,7 +667,7 @@ static void picked(struct proxy_req *pr)
     };
     static const struct kvg_http_call_cbs cbs = {up_head, up_body, up_done};
     const struct kvg_buf *body = px->pd ? kvg_pd_decode_body(&pr->pdr) : NULL;
-    if (!body) body = kvg_proxy__forward_body(pr);
+    if (!body) body = kvg__proxy_forward_body(pr);
     rc = kvg_http_call_start(pr->pl->client, &w->target, req->method_name, req->url, fwd, k,
                              body->data, body->len, &o, &cbs, pr, &pr->call);
     if (rc) {
@@ -676,7 +676,7 @@ static void picked(struct proxy_req *pr)
             local_failure(pr, rc);
             return;
         }
-        kvg_proxy__release_worker(pr, KVG_OUT_FAIL);
+        kvg__proxy_release_worker(pr, KVG_OUT_FAIL);
         pr->connect_fails++;
         if (schedule_retry(pr) == 0) return;
         upstream_failed(pr, "cannot reach the engine");
@@ -692,14 +692,13 @@ static void picked(struct proxy_req *pr)
 static void parse_body(struct proxy_req *pr)
 {
     struct kvg_proxy *px = pr->pl->px;
-    const struct kvg_buf *body = kvg_proxy__req_body(pr);
-    pr->parse_rc =
-        kvg_route_input_parse(&pr->ri, body->data, body->len, pr->route == KVG_PROXY_CHAT,
-                              pr->parse_msg, sizeof pr->parse_msg);
+    const struct kvg_buf *body = kvg__proxy_req_body(pr);
+    pr->parse_rc = kvg_rinput_parse(&pr->ri, body->data, body->len, pr->route == KVG_PROXY_CHAT,
+                                    pr->parse_msg, sizeof pr->parse_msg);
     if (pr->parse_rc) return;
-    if (px->wants_text) kvg_route_input_text(&pr->ri);
+    if (px->wants_text) kvg_rinput_text(&pr->ri);
     pr->ri.adapter = kvg_pool_model_is_adapter(px->pool, pr->ri.model, pr->ri.model_len);
-    if (px->wants_tokens && on_workers(pr)) kvg_route_input_tokenize(&pr->ri, &px->rt, 0);
+    if (px->wants_tokens && on_workers(pr)) kvg_rinput_tokenize(&pr->ri, &px->rt, 0);
 }
 
 static void parse_work(struct kvg_proxy_wq_item *w)
@@ -715,7 +714,7 @@ static void parsed(struct proxy_req *pr)
     struct kvg_proxy *px = pl->px;
     struct kvg_http_req *req = pr->req;
     if (pr->parse_rc) {
-        kvg_proxy__error(pr, 400, NULL, pr->ri.bad_code ? pr->ri.bad_code : "invalid_request",
+        kvg__proxy_error(pr, 400, NULL, pr->ri.bad_code ? pr->ri.bad_code : "invalid_request",
                          pr->parse_msg, pr->ri.bad_param, NULL, 0);
         return;
     }
@@ -727,7 +726,7 @@ static void parsed(struct proxy_req *pr)
         return;
     }
     if (px->wants_tokens && !on_workers(pr))
-        kvg_route_input_tokenize(&pr->ri, &px->rt, 1); /* on the loop */
+        kvg_rinput_tokenize(&pr->ri, &px->rt, 1); /* on the loop */
     admit(pr);
 }
 
@@ -754,7 +753,7 @@ void kvg_proxy_handle(struct kvg_proxy_loop *pl, struct kvg_http_req *req)
     kvg_buf_init(&pr->body, MAX_NONSTREAM_BODY);
     uv_timer_init(pl->loop, &pr->retry_timer);
     pr->retry_timer.data = pr;
-    kvg_proxy__request_id(pr, req);
+    kvg__proxy_request_id(pr, req);
     atomic_fetch_add_explicit(&px->requests_total, 1, memory_order_relaxed);
     if (px->on_observe) {
         struct kvg_proxy_obs o = {.kind = KVG_PROXY_OBS_ARRIVE, .prompt_tokens = -1};
@@ -770,8 +769,8 @@ void kvg_proxy_handle(struct kvg_proxy_loop *pl, struct kvg_http_req *req)
         pr->rbody = req->body;
         kvg_buf_init(&req->body, pr->rbody.limit);
         kvg_rng_seed(&pr->rng, kvg_rng_next(pl->rng));
-        if (kvg_proxy_snap_headers(&pr->hdrs, req)) {
-            kvg_proxy__client_error(pr, 500, "out_of_memory", "out of memory");
+        if (kvg__proxy_snap_headers(&pr->hdrs, req)) {
+            kvg__proxy_client_error(pr, 500, "out_of_memory", "out of memory");
             return;
         }
         if (on_workers(pr)) {

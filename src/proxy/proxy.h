@@ -64,7 +64,7 @@ struct kvg_proxy {
     const struct kvg_proxy_config *cfg;
     struct kvg_pool *pool;
     struct kvg_gate *gate;
-    struct kvg_route_tokenizer rt;
+    struct kvg_rinput_tokenizer rt;
     int wants_tokens; /* the policy reads token ids: tokenize each request */
     int wants_text;   /* the policy reads the routing text */
     const struct kvg_proxy_metrics *m;
@@ -73,7 +73,7 @@ struct kvg_proxy {
     /* Optional, set before serving: told each request's first pick, on its
      * loop thread, with the parsed request (borrowed; ri->json still held)
      * and the worker (the autoscaler's routing history). */
-    void (*on_routed)(void *ud, const struct kvg_route_input *ri, struct kvg_worker *w);
+    void (*on_routed)(void *ud, const struct kvg_rinput *ri, struct kvg_worker *w);
     void *on_routed_ud;
     /* Optional, set before serving: told each request's arrival, a
      * stream's first byte and the end, on its loop thread (the

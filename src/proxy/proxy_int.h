@@ -1,6 +1,6 @@
 /* One proxied request's state (proxy.c). Not a public face. */
-#ifndef KVG_PROXY_INT_H
-#define KVG_PROXY_INT_H
+#ifndef KVG_PROXY_PROXY_INT_H
+#define KVG_PROXY_PROXY_INT_H
 
 #include "gateway/gate.h"
 #include "proxy/proxy.h"
@@ -13,7 +13,7 @@
 struct proxy_req {
     struct kvg_proxy_loop *pl;
     struct kvg_http_req *req;      /* NULL once answered or aborted */
-    struct kvg_route_input ri;     /* parsed request, routing text, token ids */
+    struct kvg_rinput ri;     /* parsed request, routing text, token ids */
     struct kvg_proxy_wq_item work; /* a big request's parse, tokenizing or pick off the loop */
     int working;                   /* work queued: pr must outlive it */
     int offloop;                   /* a big body: its CPU work runs on the work threads */
@@ -49,43 +49,43 @@ struct proxy_req {
 /* Copies req's headers into b (initialised here; the caller frees it):
  * (u32 name length, name, u32 value length, value) one after the other.
  * 0 or -ENOMEM. */
-int kvg_proxy_snap_headers(struct kvg_buf *b, const struct kvg_http_req *req);
+int kvg__proxy_snap_headers(struct kvg_buf *b, const struct kvg_http_req *req);
 /* kvg_http_req_header over such a copy (hctx is the kvg_buf): the first
  * header of that name, case-insensitive; empty when there is none. */
-struct kvg_str kvg_proxy_snap_header(const void *hctx, const char *name);
+struct kvg_str kvg__proxy_snap_header(const void *hctx, const char *name);
 
 /* wire.c: headers, request ids, metrics and the access log. */
-int kvg_proxy__is_hop(struct kvg_str name);
-size_t kvg_proxy__forward_headers(struct proxy_req *pr, struct kvg_http_header *fwd, size_t cap);
-void kvg_proxy__request_id(struct proxy_req *pr, struct kvg_http_req *req);
-void kvg_proxy__metrics_request(const struct kvg_proxy_metrics *m, enum kvg_proxy_route r,
+int kvg__proxy_is_hop(struct kvg_str name);
+size_t kvg__proxy_forward_headers(struct proxy_req *pr, struct kvg_http_header *fwd, size_t cap);
+void kvg__proxy_request_id(struct proxy_req *pr, struct kvg_http_req *req);
+void kvg__proxy_metrics_request(const struct kvg_proxy_metrics *m, enum kvg_proxy_route r,
                                 int status, double duration_s, double ttfb_s);
-void kvg_proxy__access_log(struct proxy_req *pr, int status);
+void kvg__proxy_access_log(struct proxy_req *pr, int status);
 /* The request's usage and stream timing into the token and latency series
  * and the host's observer (before the gate's accounting). */
 void kvg_proxy__observe_end(struct proxy_req *pr, int status);
 
 /* proxy.c: a request's life, shared with pd_legs.c. */
-const struct kvg_buf *kvg_proxy__req_body(const struct proxy_req *pr); /* the client's */
-const struct kvg_buf *kvg_proxy__forward_body(struct proxy_req *pr);   /* what the engine gets */
+const struct kvg_buf *kvg__proxy_req_body(const struct proxy_req *pr); /* the client's */
+const struct kvg_buf *kvg__proxy_forward_body(struct proxy_req *pr);   /* what the engine gets */
 /* The next attempt: a pick (or the PD decision first) and the upstream call. */
-void kvg_proxy__attempt(struct proxy_req *pr);
+void kvg__proxy_attempt(struct proxy_req *pr);
 /* Gives the pick back to the pool with this outcome (none held: nothing). */
-void kvg_proxy__release_worker(struct proxy_req *pr, enum kvg_outcome out);
+void kvg__proxy_release_worker(struct proxy_req *pr, enum kvg_outcome out);
 /* Ends pr's life: accounting, access log, metrics; pr is freed after. */
-void kvg_proxy__finish(struct proxy_req *pr, int status);
+void kvg__proxy_finish(struct proxy_req *pr, int status);
 /* An OpenAI-style error answer (extra headers first), then finish. */
-void kvg_proxy__error(struct proxy_req *pr, int status, const char *type, const char *code,
+void kvg__proxy_error(struct proxy_req *pr, int status, const char *type, const char *code,
                       const char *msg, const char *param, const struct kvg_http_header *extra,
                       size_t nextra);
-void kvg_proxy__client_error(struct proxy_req *pr, int status, const char *code, const char *msg);
+void kvg__proxy_client_error(struct proxy_req *pr, int status, const char *code, const char *msg);
 /* After the stream started: an SSE error event and [DONE] (the caller finishes). */
-void kvg_proxy__sse_error_end(struct proxy_req *pr, const char *msg);
+void kvg__proxy_sse_error_end(struct proxy_req *pr, const char *msg);
 
 /* pd_legs.c: the PD decision and, for prefill_decode, the prefill leg (on
  * the loop: a pool pick and an HTTP call). 1 when the request went on (or
  * was answered) elsewhere, 0 when the decode pick follows now
  * (decode_only). */
-int kvg_proxy__pd_start(struct proxy_req *pr, struct kvg_route_ctx *ctx);
+int kvg__proxy_pd_start(struct proxy_req *pr, struct kvg_route_ctx *ctx);
 
 #endif

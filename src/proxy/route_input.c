@@ -68,8 +68,8 @@ static const char *json_kind(const cJSON *v)
  * non-negative integer. Anything else is the client's error, named as
  * OpenAI names it: the quota reserves what the field says, so kvgate must
  * read it as the engine will, not skip what it cannot read. */
-static int max_tokens_field(struct kvg_route_input *ri, const cJSON *j, const char *name,
-                            int64_t *out, char *msg, size_t msglen)
+static int max_tokens_field(struct kvg_rinput *ri, const cJSON *j, const char *name, int64_t *out,
+                            char *msg, size_t msglen)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, name);
     *out = -1;
@@ -94,7 +94,7 @@ static int max_tokens_field(struct kvg_route_input *ri, const cJSON *j, const ch
     return 0;
 }
 
-static int bad_shape(struct kvg_route_input *ri, const char *code, char *msg, size_t msglen,
+static int bad_shape(struct kvg_rinput *ri, const char *code, char *msg, size_t msglen,
                      const char *fmt, const char *what)
 {
     ri->bad_param = ri->bad_param_buf;
@@ -111,7 +111,7 @@ static int is_int(const cJSON *v)
 /* The request shape kvgate reads (routing text, tokens, template): a body
  * the engine would refuse is the client's 400 here, naming the field, not
  * the engine's 500 relayed. */
-static int request_shape(struct kvg_route_input *ri, const cJSON *j, char *msg, size_t msglen)
+static int request_shape(struct kvg_rinput *ri, const cJSON *j, char *msg, size_t msglen)
 {
     const char *inv = "Invalid type for '%s': expected %s.";
     char *pb = ri->bad_param_buf;
@@ -170,8 +170,8 @@ static int has_nul_escape(const char *b, size_t n)
     return 0;
 }
 
-int kvg_route_input_parse(struct kvg_route_input *ri, const char *body, size_t len, int chat,
-                          char *msg, size_t msglen)
+int kvg_rinput_parse(struct kvg_rinput *ri, const char *body, size_t len, int chat, char *msg,
+                     size_t msglen)
 {
     memset(ri, 0, sizeof *ri);
     kvg_buf_init(&ri->text, 0);
@@ -249,7 +249,7 @@ int kvg_route_input_parse(struct kvg_route_input *ri, const char *body, size_t l
     return 0;
 }
 
-int kvg_route_input_text(struct kvg_route_input *ri)
+int kvg_rinput_text(struct kvg_rinput *ri)
 {
     if (ri->text.len || !ri->json) return 0;
     return kvg_route_text(ri->json, ri->chat, &ri->text);
@@ -268,7 +268,7 @@ static void block_hashes(void *ud, const uint32_t *ids, uint32_t block_size, siz
     kvg_kv_hash_range(ids, block_size, p->seed, p->salt, from, to, hashes);
 }
 
-static int prompt_ids(struct kvg_route_input *ri, const struct kvg_route_tokenizer *rt, int nowait,
+static int prompt_ids(struct kvg_rinput *ri, const struct kvg_rinput_tokenizer *rt, int nowait,
                       struct kvg_tok_blocks *b)
 {
     if (ri->chat) {
@@ -318,8 +318,7 @@ static int prompt_ids(struct kvg_route_input *ri, const struct kvg_route_tokeniz
     return 0;
 }
 
-void kvg_route_input_tokenize(struct kvg_route_input *ri, const struct kvg_route_tokenizer *rt,
-                              int nowait)
+void kvg_rinput_tokenize(struct kvg_rinput *ri, const struct kvg_rinput_tokenizer *rt, int nowait)
 {
     ri->block_size = rt->block_size;
     struct block_params bp = {
@@ -350,7 +349,7 @@ void kvg_route_input_tokenize(struct kvg_route_input *ri, const struct kvg_route
     ri->nhashes = nb;
 }
 
-void kvg_route_input_ctx(const struct kvg_route_input *ri, struct kvg_route_ctx *ctx)
+void kvg_rinput_ctx(const struct kvg_rinput *ri, struct kvg_route_ctx *ctx)
 {
     ctx->model = (struct kvg_str){ri->model, ri->model_len};
     ctx->json = ri->json;
@@ -365,15 +364,15 @@ void kvg_route_input_ctx(const struct kvg_route_input *ri, struct kvg_route_ctx 
     ctx->lora = ri->adapter ? (struct kvg_str){ri->model, ri->model_len} : (struct kvg_str){0};
 }
 
-void kvg_route_input_drop_json(struct kvg_route_input *ri)
+void kvg_rinput_drop_json(struct kvg_rinput *ri)
 {
     kvg_json_free(&ri->json_mem, ri->json);
     ri->json = NULL;
 }
 
-void kvg_route_input_free(struct kvg_route_input *ri)
+void kvg_rinput_free(struct kvg_rinput *ri)
 {
-    kvg_route_input_drop_json(ri);
+    kvg_rinput_drop_json(ri);
     kvg_buf_free(&ri->text);
     free(ri->ids);
     free(ri->hashes);

@@ -20,14 +20,14 @@ struct kvg_jinja_chat;
 /* What turns a request into the engine's token ids: the served model's
  * tokenizer and chat template (not owned, immutable, shared by threads) and
  * the engines' KV block size. */
-struct kvg_route_tokenizer {
+struct kvg_rinput_tokenizer {
     const struct kvg_tok *tok;
     const struct kvg_jinja_chat *chat;
     uint32_t block_size;
     struct kvg_tok_pcache *cache; /* the tokenizer's prefix cache (nullable, thread-safe) */
 };
 
-struct kvg_route_input {
+struct kvg_rinput {
     struct cJSON *json;             /* owned: in json_mem, or cJSON's (kvg_json_free) */
     struct kvg_json_arena json_mem; /* the fast reader's tree's memory */
     int chat;
@@ -58,22 +58,21 @@ struct kvg_route_input {
  * strings, token ids or arrays of token ids;
  * for a bad parameter, its name and OpenAI's code in ri->bad_param and
  * ri->bad_code). On error ri holds nothing to free. */
-int kvg_route_input_parse(struct kvg_route_input *ri, const char *body, size_t len, int chat,
-                          char *msg, size_t msglen);
+int kvg_rinput_parse(struct kvg_rinput *ri, const char *body, size_t len, int chat, char *msg,
+                     size_t msglen);
 /* Computes the routing text (only policies that match on text need it). */
-int kvg_route_input_text(struct kvg_route_input *ri);
+int kvg_rinput_text(struct kvg_rinput *ri);
 /* Renders and tokenizes the prompt and hashes its blocks (CPU work: run it
  * off the loop for long prompts). Thread-safe; nowait on an event loop (the
  * tokenizer cache is then only tried: kvg_tok_encode_cached). Failures are
  * not errors for the request: ri->tokenize_error is set and routing goes on
  * without tokens. */
-void kvg_route_input_tokenize(struct kvg_route_input *ri, const struct kvg_route_tokenizer *rt,
-                              int nowait);
+void kvg_rinput_tokenize(struct kvg_rinput *ri, const struct kvg_rinput_tokenizer *rt, int nowait);
 /* Fills the routing context's request fields from ri. */
-void kvg_route_input_ctx(const struct kvg_route_input *ri, struct kvg_route_ctx *ctx);
+void kvg_rinput_ctx(const struct kvg_rinput *ri, struct kvg_route_ctx *ctx);
 /* Frees the parsed tree only (routing is done; ids and text may still serve
  * a retry). */
-void kvg_route_input_drop_json(struct kvg_route_input *ri);
-void kvg_route_input_free(struct kvg_route_input *ri);
+void kvg_rinput_drop_json(struct kvg_rinput *ri);
+void kvg_rinput_free(struct kvg_rinput *ri);
 
 #endif

@@ -24,7 +24,7 @@ static const char *hop_by_hop[] = {"connection",
                                    "x-request-id",
                                    "x-data-parallel-rank"}; /* kvgate's to set (URL@rank) */
 
-int kvg_proxy__is_hop(struct kvg_str name)
+int kvg__proxy_is_hop(struct kvg_str name)
 {
     for (size_t i = 0; i < KVG_ARRAY_LEN(hop_by_hop); i++)
         if (kvg_str_eq_nocase(name, hop_by_hop[i])) return 1;
@@ -53,7 +53,7 @@ static int named_by(struct kvg_str connection, struct kvg_str name)
  * controls. */
 static int not_forwarded(struct kvg_str name, struct kvg_str connection)
 {
-    if (kvg_proxy__is_hop(name) || kvg_str_eq_nocase(name, "authorization")) return 1;
+    if (kvg__proxy_is_hop(name) || kvg_str_eq_nocase(name, "authorization")) return 1;
     if (name.len >= 9 && !strncasecmp(name.p, "x-kvgate-", 9)) return 1;
     return connection.len && named_by(connection, name);
 }
@@ -61,7 +61,7 @@ static int not_forwarded(struct kvg_str name, struct kvg_str connection)
 const char *const kvg_proxy_route_paths[KVG_PROXY_NROUTES] = {"/v1/chat/completions",
                                                               "/v1/completions"};
 
-void kvg_proxy__metrics_request(const struct kvg_proxy_metrics *m, enum kvg_proxy_route r,
+void kvg__proxy_metrics_request(const struct kvg_proxy_metrics *m, enum kvg_proxy_route r,
                                 int status, double duration_s, double ttfb_s)
 {
     int c = status >= 100 && status < 600 ? status / 100 - 1 : 5;
@@ -101,7 +101,7 @@ void kvg_proxy__observe_end(struct proxy_req *pr, int status)
     if (px->on_observe) px->on_observe(px->on_observe_ud, &o);
 }
 
-void kvg_proxy__access_log(struct proxy_req *pr, int status)
+void kvg__proxy_access_log(struct proxy_req *pr, int status)
 {
     if (!pr->pl->px->cfg->access_log) return;
     struct kvg_buf b;
@@ -126,7 +126,7 @@ void kvg_proxy__access_log(struct proxy_req *pr, int status)
 
 /* The client's headers an engine gets, and kvgate's x-request-id (on the
  * loop: it reads the client's request). */
-size_t kvg_proxy__forward_headers(struct proxy_req *pr, struct kvg_http_header *fwd, size_t cap)
+size_t kvg__proxy_forward_headers(struct proxy_req *pr, struct kvg_http_header *fwd, size_t cap)
 {
     struct kvg_http_req *req = pr->req;
     size_t k = 0;
@@ -140,7 +140,7 @@ size_t kvg_proxy__forward_headers(struct proxy_req *pr, struct kvg_http_header *
 
 /* x-request-id: the client's (one of the usual headers) or a new one with the
  * prefix OpenAI-compatible servers use for the endpoint. */
-void kvg_proxy__request_id(struct proxy_req *pr, struct kvg_http_req *req)
+void kvg__proxy_request_id(struct proxy_req *pr, struct kvg_http_req *req)
 {
     static const char *names[] = {"x-request-id", "x-correlation-id", "x-trace-id", "request-id"};
     for (size_t i = 0; i < KVG_ARRAY_LEN(names); i++) {

@@ -164,6 +164,9 @@ int kvg_health_start(struct kvg_health *h, uv_loop_t *loop, struct kvg_pool *poo
     return 0;
 }
 
+/* No close callback: h (the timers' memory) is the caller's and outlives
+ * the loop's run (serve/serve.c: in kvg_serve_run's frame until uv_run has
+ * returned), as health.h asks. */
 void kvg_health_stop(struct kvg_health *h)
 {
     uv_timer_stop(&h->timer);

@@ -19,11 +19,14 @@ struct kvg_health {
     unsigned inflight;
 };
 
-/* Starts checking on `loop` (the caller fills the settings first). */
+/* Starts checking on `loop` (the caller fills the settings first). 0, or a
+ * negative code with nothing started (do not call kvg_health_stop then). */
 int kvg_health_start(struct kvg_health *h, uv_loop_t *loop, struct kvg_pool *pool);
 /* Checks every worker now (a worker was added, or a reload happened). */
 void kvg_health_check_now(struct kvg_health *h);
-/* Stops the timer; calls in flight finish on the loop. */
+/* Stops the timers; calls in flight finish on the loop. h is the caller's
+ * and the timers in it close without a callback: h must stay valid until the
+ * loop has run again (the closes and those calls end there). */
 void kvg_health_stop(struct kvg_health *h);
 
 #endif

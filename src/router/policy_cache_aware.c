@@ -1,5 +1,5 @@
 /* cache_aware: sglang's and vllm-router's approximate cache-aware policy,
- * classic semantics (../shared/reference/routers.md §1.4):
+ * with the classic semantics:
  *  - loads are the router's in-flight counts over the candidates; when
  *    (max - min) > balance_abs AND max > min * balance_rel the pool is
  *    imbalanced: the least loaded worker takes the request (and its text is
@@ -77,7 +77,7 @@ static int select_cache(struct kvg_policy *p, struct kvg_worker *const *cand, si
         why = "imbalanced: least loaded";
     } else if (tree && tlen) {
         struct kvg_kv_radix_match m;
-        /* On a loop, a tree held elsewhere reads as a miss (radix.h). */
+        /* On a loop, a tree held elsewhere reads as a miss (kv/radix.h). */
         if (ctx->nowait)
             kvg_kv_radix_prefix_match_nowait(tree, text, tlen, &m);
         else

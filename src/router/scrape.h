@@ -25,7 +25,12 @@ struct kvg_scraper {
     _Atomic uint64_t scrapes, failures, block_size_mismatches;
 };
 
+/* Starts scraping on `loop` (the caller fills the settings first). 0, or a
+ * negative code with nothing started (do not call kvg_scraper_stop then). */
 int kvg_scraper_start(struct kvg_scraper *s, uv_loop_t *loop, struct kvg_pool *pool);
+/* Stops the timer and closes the client; scrapes in flight end on the loop.
+ * s is the caller's and its timer closes without a callback: s must stay
+ * valid until the loop has run again. */
 void kvg_scraper_stop(struct kvg_scraper *s);
 
 #endif

@@ -237,7 +237,7 @@ void kvg_worker_set_models(struct kvg_worker *w, const cJSON *data)
     cJSON_ArrayForEach(it, data)
     {
         const cJSON *id = cJSON_GetObjectItemCaseSensitive(it, "id");
-        if (!cJSON_IsString(id) || w->nmodels == KVG_MAX_MODELS_PER_WORKER) continue;
+        if (!cJSON_IsString(id) || w->nmodels == KVG_WORKER_MAX_MODELS) continue;
         /* vLLM and SGLang say their context; the quota reserves it for a
          * request without max_tokens. */
         const cJSON *ml = cJSON_GetObjectItemCaseSensitive(it, "max_model_len");

@@ -17,7 +17,7 @@
 
 #include "net/http_client.h"
 
-#define KVG_MAX_MODELS_PER_WORKER 8
+#define KVG_WORKER_MAX_MODELS 8
 #define KVG_WORKER_LORA_SENT 8
 
 enum kvg_cb_state { KVG_CB_CLOSED = 0, KVG_CB_OPEN = 1, KVG_CB_HALF_OPEN = 2 };
@@ -49,7 +49,7 @@ enum kvg_scrape_state {
 /* "never", "ok", "no_signals", "unreachable", "http_error", "bad_body". */
 const char *kvg_worker_scrape_state_name(int state);
 
-/* What a worker does in a serving mode (seed 004). A pick whose context
+/* What a worker does in a serving mode (docs/design.md). A pick whose context
  * names roles (kvg_route_ctx.roles, the PD legs) only sees those. */
 enum kvg_worker_role {
     KVG_ROLE_REGULAR = 0,
@@ -73,10 +73,9 @@ struct kvg_worker {
 
     /* Models served, from the engine's /v1/models (or configured). */
     pthread_mutex_t mu; /* guards models[], load and scrape_* */
-    char models[KVG_MAX_MODELS_PER_WORKER][128];
-    uint32_t
-        max_model_len[KVG_MAX_MODELS_PER_WORKER]; /* its context (vLLM, SGLang say); 0 unknown */
-    uint8_t model_adapter[KVG_MAX_MODELS_PER_WORKER]; /* listed with a `parent`: a LoRA adapter */
+    char models[KVG_WORKER_MAX_MODELS][128];
+    uint32_t max_model_len[KVG_WORKER_MAX_MODELS]; /* its context (vLLM, SGLang say); 0 unknown */
+    uint8_t model_adapter[KVG_WORKER_MAX_MODELS];  /* listed with a `parent`: a LoRA adapter */
     int nmodels;
     _Atomic int bootstrap_port; /* an SGLang prefill's bootstrap port, 0 none */
     char labels[256];           /* locality, "node=..,rack=..,zone=.." (under the pool's lock) */

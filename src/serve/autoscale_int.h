@@ -59,13 +59,13 @@ struct kvg_serve_autoscale {
 
 /* Builds the local actuator with its hooks and hands it to a->ctl; hooks
  * the proxy's routing history and the gate's hold-when-empty. */
-int kvg_serve_autoscale_local_init(struct kvg_serve_autoscale *a, char *err, size_t errlen);
+int kvg__serve_autoscale_local_init(struct kvg_serve_autoscale *a, char *err, size_t errlen);
 /* Per tick (main loop): slow-start ramps, and the gateway queue woken when
  * a replica is ready. */
-void kvg_serve_autoscale_local_tick(struct kvg_serve_autoscale *a, double now);
-int kvg_serve_autoscale_local_start(struct kvg_serve_autoscale *a, uv_loop_t *loop);
+void kvg__serve_autoscale_local_tick(struct kvg_serve_autoscale *a, double now);
+int kvg__serve_autoscale_local_start(struct kvg_serve_autoscale *a, uv_loop_t *loop);
 /* Cancels prewarms in flight and closes the client (before the loop ends). */
-void kvg_serve_autoscale_local_stop(struct kvg_serve_autoscale *a);
-void kvg_serve_autoscale_local_free(struct kvg_serve_autoscale *a);
+void kvg__serve_autoscale_local_stop(struct kvg_serve_autoscale *a);
+void kvg__serve_autoscale_local_free(struct kvg_serve_autoscale *a);
 
 #endif

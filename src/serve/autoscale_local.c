@@ -208,7 +208,7 @@ static void h_ready(void *ud, const char *url)
     warm_send(wu);
 }
 
-void kvg_serve_autoscale_local_tick(struct kvg_serve_autoscale *a, double now)
+void kvg__serve_autoscale_local_tick(struct kvg_serve_autoscale *a, double now)
 {
     for (size_t i = 0; i < KVG_SERVE_WARMUPS; i++) {
         struct kvg_serve_warmup *wu = &a->warm[i];
@@ -235,7 +235,7 @@ void kvg_serve_autoscale_local_tick(struct kvg_serve_autoscale *a, double now)
 /* Routing history: a prefix is the routing text's first 1024 bytes (a
  * shared system prompt and its first turn), its replay the request itself
  * with max_tokens 1, no stream. */
-static void on_routed(void *ud, const struct kvg_route_input *ri, struct kvg_worker *w)
+static void on_routed(void *ud, const struct kvg_rinput *ri, struct kvg_worker *w)
 {
     struct kvg_serve_autoscale *a = ud;
     struct kvg_buf text;
@@ -274,7 +274,7 @@ static void on_routed(void *ud, const struct kvg_route_input *ri, struct kvg_wor
     kvg_autoscale_hot_record(a->hot, key, w->slot, now_s(a), len ? body : NULL, len);
 }
 
-int kvg_serve_autoscale_local_init(struct kvg_serve_autoscale *a, char *err, size_t errlen)
+int kvg__serve_autoscale_local_init(struct kvg_serve_autoscale *a, char *err, size_t errlen)
 {
     struct kvg_autoscale_local_hooks h = {a, h_add, h_state, h_drain, h_remove, h_victim, h_ready};
     a->hot = malloc(sizeof *a->hot);
@@ -293,13 +293,13 @@ int kvg_serve_autoscale_local_init(struct kvg_serve_autoscale *a, char *err, siz
     return 0;
 }
 
-int kvg_serve_autoscale_local_start(struct kvg_serve_autoscale *a, uv_loop_t *loop)
+int kvg__serve_autoscale_local_start(struct kvg_serve_autoscale *a, uv_loop_t *loop)
 {
     if (!a->local) return 0;
     return kvg_http_client_new(loop, NULL, &a->client);
 }
 
-void kvg_serve_autoscale_local_stop(struct kvg_serve_autoscale *a)
+void kvg__serve_autoscale_local_stop(struct kvg_serve_autoscale *a)
 {
     for (size_t i = 0; i < KVG_SERVE_WARMUPS; i++)
         if (a->warm[i].on) warm_end(&a->warm[i]);
@@ -307,7 +307,7 @@ void kvg_serve_autoscale_local_stop(struct kvg_serve_autoscale *a)
     a->client = NULL;
 }
 
-void kvg_serve_autoscale_local_free(struct kvg_serve_autoscale *a)
+void kvg__serve_autoscale_local_free(struct kvg_serve_autoscale *a)
 {
     if (!a->hot) return;
     kvg_autoscale_hot_destroy(a->hot);

@@ -46,7 +46,7 @@ int kvg_serve_autoscale_is_local(const struct kvg_serve_config *c)
 static void discard(struct kvg_serve_autoscale *a)
 {
     kvg_autoscale_ctl_free(a->ctl);
-    kvg_serve_autoscale_local_free(a);
+    kvg__serve_autoscale_local_free(a);
     if (a->feed_ok) kvg_autoscale_feed_destroy(&a->feed);
     for (size_t i = 0; i < KVG_AUTOSCALE_MAX_POOLS; i++) kvg_autoscale_obs_free(a->obs[i]);
     free(a);
@@ -121,7 +121,7 @@ int kvg_serve_autoscale_init(struct kvg_serve *sv, char *err, size_t errlen)
         return rc;
     }
     a->lcfg = cfg.local;
-    if (!strcmp(cfg.actuator, "local") && (rc = kvg_serve_autoscale_local_init(a, err, errlen))) {
+    if (!strcmp(cfg.actuator, "local") && (rc = kvg__serve_autoscale_local_init(a, err, errlen))) {
         discard(a);
         return rc;
     }
@@ -215,7 +215,7 @@ static void tick(uv_timer_t *t)
             KVG_WARN("autoscale: pool %s: actuator: %s", a->ctl->pools[i].cfg.name, ae);
         snprintf(a->logged_err[i], sizeof a->logged_err[i], "%s", ae);
     }
-    if (a->local) kvg_serve_autoscale_local_tick(a, now);
+    if (a->local) kvg__serve_autoscale_local_tick(a, now);
 }
 
 int kvg_serve_autoscale_start(struct kvg_serve *sv, uv_loop_t *loop)
@@ -224,7 +224,7 @@ int kvg_serve_autoscale_start(struct kvg_serve *sv, uv_loop_t *loop)
     if (!a) return 0;
     a->t0 = kvg_now_s();
     uint64_t ms = (uint64_t)(tick_s(a) * 1000);
-    int rc = kvg_serve_autoscale_local_start(a, loop);
+    int rc = kvg__serve_autoscale_local_start(a, loop);
     if (rc) return rc;
     uv_timer_init(loop, &a->timer);
     a->timer.data = a;
@@ -238,7 +238,7 @@ void kvg_serve_autoscale_stop(struct kvg_serve *sv)
     if (!a || !a->timer_on) return;
     a->timer_on = 0;
     uv_close((uv_handle_t *)&a->timer, NULL);
-    kvg_serve_autoscale_local_stop(a);
+    kvg__serve_autoscale_local_stop(a);
 }
 
 void kvg_serve_autoscale_free(struct kvg_serve *sv)

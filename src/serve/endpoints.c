@@ -327,16 +327,16 @@ static cJSON *pd_explain(struct kvg_serve *sv, struct kvg_route_ctx *ctx, const 
 static void debug_route(struct kvg_serve_loop *lc, struct kvg_http_req *req)
 {
     struct kvg_serve *sv = lc->sv;
-    struct kvg_route_input ri;
+    struct kvg_rinput ri;
     char msg[128];
     int chat = !req->body.len || memmem(req->body.data, req->body.len, "\"messages\"", 10);
-    if (kvg_route_input_parse(&ri, req->body.data, req->body.len, chat, msg, sizeof msg)) {
+    if (kvg_rinput_parse(&ri, req->body.data, req->body.len, chat, msg, sizeof msg)) {
         kvg_http_res_error(req, 400, NULL, NULL, msg, NULL, 0);
         return;
     }
-    kvg_route_input_text(&ri);
+    kvg_rinput_text(&ri);
     ri.adapter = kvg_pool_model_is_adapter(&sv->pool, ri.model, ri.model_len);
-    if (sv->proxy.wants_tokens) kvg_route_input_tokenize(&ri, &sv->proxy.rt, 1);
+    if (sv->proxy.wants_tokens) kvg_rinput_tokenize(&ri, &sv->proxy.rt, 1);
     struct kvg_route_ctx ctx = {.body = {req->body.data, req->body.len},
                                 .load_max_age_ms = sv->cfg.proxy.metrics_staleness_ms,
                                 .header = hdr,
@@ -344,7 +344,7 @@ static void debug_route(struct kvg_serve_loop *lc, struct kvg_http_req *req)
                                 .rng = &lc->rng,
                                 .now_ms = kvg_now_ms(),
                                 .dry_run = 1};
-    kvg_route_input_ctx(&ri, &ctx);
+    kvg_rinput_ctx(&ri, &ctx);
     kvg_serve_modes_refresh(sv);
     char near[256];
     cJSON *pdj = sv->pd ? pd_explain(sv, &ctx, ri.json, ri.ids ? ri.nids : req->body.len / 4, near,
@@ -398,7 +398,7 @@ static void debug_route(struct kvg_serve_loop *lc, struct kvg_http_req *req)
     }
     for (size_t i = 0; i < ex.n; i++) kvg_worker_unref(cands[i]);
     if (pick.w) kvg_worker_unref(pick.w);
-    kvg_route_input_free(&ri);
+    kvg_rinput_free(&ri);
     send_cjson(req, rc == 0 ? 200 : 503, root);
 }
 

@@ -1,9 +1,9 @@
 /* kvgate serve's gateway policy and proxy, from the configuration: the API
  * keys and quota store (gateway/gate.h), the priority admission thresholds
- * (seed 000 / the Gateway API Inference Extension: critical and standard
- * requests go to workers with fewer than 50 waiting, sheddable ones to
- * workers with fewer than 5 waiting and KV below 80%), and what the proxy of
- * every loop shares. */
+ * (an earlier design of the Gateway API Inference Extension: critical and
+ * standard requests go to workers with fewer than 50 waiting, sheddable ones
+ * to workers with fewer than 5 waiting and KV below 80%), and what the proxy
+ * of every loop shares. */
 #include <stdio.h>
 #include <string.h>
 
@@ -43,7 +43,7 @@ int kvg_serve_gate_init(struct kvg_serve *sv, char *err, size_t errlen)
     px->cfg = &c->proxy;
     px->pool = &sv->pool;
     px->gate = &sv->gate;
-    px->rt = (struct kvg_route_tokenizer){sv->tok, sv->chat, c->block_size, sv->tok_cache};
+    px->rt = (struct kvg_rinput_tokenizer){sv->tok, sv->chat, c->block_size, sv->tok_cache};
     px->m = &sv->metrics.proxy;
     return 0;
 }

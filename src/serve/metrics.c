@@ -1,4 +1,4 @@
-/* kvgate serve's metrics; see gw_metrics.h. Names follow the routers users
+/* kvgate serve's metrics; see serve/metrics.h. Names follow the routers users
  * know (sglang's smg_*, vllm-router's vllm_router_*) with the kvgate_ prefix. */
 #include "serve/metrics.h"
 

@@ -357,11 +357,16 @@ int kvg_serve_run(struct kvg_serve_config *cfg)
         return serve_fail(&s, 1);
     }
     if ((rc = start_loops(&s))) return serve_fail(&s, 1);
-    kvg_health_start(&s.health, &s.main_loop, &s.sv.pool);
+    /* Both stay in this frame, which outlives the main loop's run: their
+     * stop functions close timers in them without callbacks. */
     s.scraper.interval_ms = c->scrape_interval_ms;
     s.scraper.timeout_ms = c->health_timeout_ms;
     s.scraper.block_size = c->block_size;
-    kvg_scraper_start(&s.scraper, &s.main_loop, &s.sv.pool);
+    if ((rc = kvg_health_start(&s.health, &s.main_loop, &s.sv.pool)) ||
+        (rc = kvg_scraper_start(&s.scraper, &s.main_loop, &s.sv.pool))) {
+        fprintf(stderr, "kvgate serve: health checks, load scrapes: %s\n", kvg_strerror(rc));
+        return serve_fail(&s, 1);
+    }
     if ((rc = kvg_serve_status_start(&s.sv, &s.main_loop)))
         KVG_WARN("status page: no history (%s)", kvg_strerror(rc));
     kvg_serve_autoscale_start(&s.sv, &s.main_loop);

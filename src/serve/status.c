@@ -129,6 +129,8 @@ int kvg_serve_status_start(struct kvg_serve *sv, uv_loop_t *loop)
     return 0;
 }
 
+/* No close callback: the timer is in sv, which outlives the loop's run
+ * (kvg_serve_status_free comes after uv_run has returned). */
 void kvg_serve_status_stop(struct kvg_serve *sv)
 {
     if (!sv->status.timer_on) return;

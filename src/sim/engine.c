@@ -73,7 +73,7 @@ uint64_t kvg_sim_root_hash(uint64_t hash_seed)
 
 /* ---- id map */
 
-size_t kvg_sim__map_find(const struct kvg_sim *e, uint64_t id)
+size_t kvg__sim_map_find(const struct kvg_sim *e, uint64_t id)
 {
     size_t mask = e->mcap - 1;
     for (size_t i = mix64(id) & mask; e->map[i]; i = (i + 1) & mask)
@@ -107,7 +107,7 @@ static int map_insert(struct kvg_sim *e, struct req *r)
 
 static void map_remove(struct kvg_sim *e, uint64_t id)
 {
-    size_t mask = e->mcap - 1, i = kvg_sim__map_find(e, id);
+    size_t mask = e->mcap - 1, i = kvg__sim_map_find(e, id);
     if (i == SIZE_MAX) return;
     /* Backward-shift deletion keeps probe runs unbroken without tombstones. */
     for (size_t j = i;;) {
@@ -289,7 +289,7 @@ int kvg_sim_submit(struct kvg_sim *e, const struct kvg_sim_request *in)
 {
     if (!in->prompt || !in->prompt_len || !in->max_tokens) return -EINVAL;
     if ((uint64_t)in->prompt_len + in->max_tokens > e->p.max_model_len) return KVG_ETOOBIG;
-    if (kvg_sim__map_find(e, in->id) != SIZE_MAX) return -EEXIST;
+    if (kvg__sim_map_find(e, in->id) != SIZE_MAX) return -EEXIST;
     struct req *r = calloc(1, sizeof *r);
     if (!r) return -ENOMEM;
     uint32_t cap = in->prompt_len + in->max_tokens;
@@ -342,7 +342,7 @@ static void drop_blocks(struct kvg_sim *e, struct req *r)
 
 int kvg_sim_abort(struct kvg_sim *e, uint64_t id)
 {
-    size_t i = kvg_sim__map_find(e, id);
+    size_t i = kvg__sim_map_find(e, id);
     if (i == SIZE_MAX) return KVG_ENOTFOUND;
     struct req *r = e->map[i];
     if (r->state == ST_WAITING) {
@@ -366,7 +366,7 @@ int kvg_sim_abort(struct kvg_sim *e, uint64_t id)
 
 int kvg_sim_release(struct kvg_sim *e, uint64_t id)
 {
-    size_t i = kvg_sim__map_find(e, id);
+    size_t i = kvg__sim_map_find(e, id);
     if (i == SIZE_MAX || e->map[i]->state != ST_HELD) return KVG_ENOTFOUND;
     struct req *r = e->map[i];
     drop_blocks(e, r);

@@ -74,6 +74,6 @@ struct kvg_sim {
 };
 
 /* The slot of request id in the engine's map, SIZE_MAX when absent. */
-size_t kvg_sim__map_find(const struct kvg_sim *e, uint64_t id);
+size_t kvg__sim_map_find(const struct kvg_sim *e, uint64_t id);
 
 #endif

@@ -39,7 +39,7 @@ void kvg_sim_get_metrics(const struct kvg_sim *e, struct kvg_sim_metrics *m)
 
 int kvg_sim_request_get(const struct kvg_sim *e, uint64_t id, struct kvg_sim_request_info *out)
 {
-    size_t i = kvg_sim__map_find(e, id);
+    size_t i = kvg__sim_map_find(e, id);
     if (i == SIZE_MAX) return KVG_ENOTFOUND;
     const struct req *r = e->map[i];
     out->state = r->state == ST_WAITING ? KVG_SIM_WAITING : KVG_SIM_RUNNING;

@@ -40,7 +40,7 @@ int kvg_sim_kv_encoding_parse(const char *s);
 /* Encodes ev[0..n) as one EventBatch stamped ts (seconds, the caller's
  * clock). dp_rank < 0 leaves data_parallel_rank out (a 2-element batch, as
  * msgspec omits a None default). On success *out is malloc'd and owned by the
- * caller (free(), or hand it to kvg_sim_kvpub_publish) and *len is its size;
+ * caller (free(), or hand it to kvg_simsrv_kvpub_publish) and *len is its size;
  * -ENOMEM otherwise. */
 int kvg_sim_kv_encode(const struct kvg_sim_event *ev, size_t n, double ts, int dp_rank,
                       enum kvg_sim_kv_encoding enc, void **out, size_t *len);

@@ -1,6 +1,6 @@
 /* The KV link model of a PD transfer: which link two engines share, by
  * their locality labels, and its bandwidth. kvgate sim's transfers
- * (sim/pd.c) and the offline PD benchmark (bench/pd.c) both take it. */
+ * (simsrv/pd.c) and the offline PD benchmark (bench/pd/pd.c) both take it. */
 #include <string.h>
 
 #include "base/util.h"

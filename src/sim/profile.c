@@ -12,7 +12,7 @@
  * Where the constants come from
  *
  * qwen3-32b-h100-tp2 — llm-d's "KV-cache wins you can see" setup
- * (../shared/reference/kv-routing.md §5): Qwen3-32B on 2 H100 (TP=2) per pod.
+ * (llm-d.ai/blog/kvcache-wins-you-can-see): Qwen3-32B on 2 H100 (TP=2) per pod.
  *   | constant               | value     | source / derivation                                   |
  *   |------------------------|-----------|-------------------------------------------------------|
  *   | block_size             | 64        | the guide's `--block-size 64` (scorer blockSize 64)   |
@@ -55,8 +55,8 @@
  *   arbitrary, chosen so a test runs thousands of requests in milliseconds of
  *   CPU and so a real-time `kvgate sim --profile tiny` streams ~250 tokens/s.
  *
- * instant — for measuring what sits in front of the engine (bench/gateway/
- *   cost.sh): every step takes 1 us (a
+ * instant — for measuring what sits in front of the engine
+ *   (bench/gateway/cost.sh): every step takes 1 us (a
  *   step under 10 us is not waited for in real time), 1 M-token context, a large KV
  *   cache and batch, so the gateway is the bottleneck, not the engine.
  *

@@ -62,7 +62,7 @@ struct kvg_sim_profile {
     /* The model's KV shape, for the bytes a PD transfer moves per token:
      * layers x KV heads x head dim x 2 (K and V) x dtype bytes. */
     uint32_t n_layers, n_kv_heads, head_dim, kv_dtype_bytes;
-    /* EPD: a vision encoder's time per image (sim/encode.c), seconds. */
+    /* EPD: a vision encoder's time per image (simsrv/encode.c), seconds. */
     double t_encode_image;
 };
 

@@ -19,26 +19,26 @@
 
 /* ---------------------------------------------------------- live requests */
 
-static struct sim_req **bucket(struct kvg_sim_server *s, uint64_t id)
+static struct sim_req **bucket(struct kvg_simsrv_server *s, uint64_t id)
 {
     return &s->live[id % LIVE_BUCKETS];
 }
 
-static int live_init(struct kvg_sim_server *s)
+static int live_init(struct kvg_simsrv_server *s)
 {
     if (s->live) return 0;
     s->live = calloc(LIVE_BUCKETS, sizeof *s->live);
     return s->live ? 0 : -ENOMEM;
 }
 
-static struct sim_req *live_get(struct kvg_sim_server *s, uint64_t id)
+static struct sim_req *live_get(struct kvg_simsrv_server *s, uint64_t id)
 {
     struct sim_req *r = *bucket(s, id);
     while (r && r->id != id) r = r->next;
     return r;
 }
 
-static void live_del(struct kvg_sim_server *s, struct sim_req *r)
+static void live_del(struct kvg_simsrv_server *s, struct sim_req *r)
 {
     struct sim_req **p = bucket(s, r->id);
     while (*p && *p != r) p = &(*p)->next;
@@ -56,7 +56,7 @@ static void sr_free(struct sim_req *r)
 /* ------------------------------------------------------------------ errors */
 
 /* vLLM's error body: {"error": {"message", "type", "param", "code": int}}. */
-void kvg_sim_srv_error(struct kvg_http_req *req, int status, const char *type, const char *msg)
+void kvg_simsrv_error(struct kvg_http_req *req, int status, const char *type, const char *msg)
 {
     struct kvg_buf b;
     kvg_buf_init(&b, 0);
@@ -71,7 +71,7 @@ void kvg_sim_srv_error(struct kvg_http_req *req, int status, const char *type, c
 
 static void bad_request(struct kvg_http_req *req, const char *msg)
 {
-    kvg_sim_srv_error(req, 400, "BadRequestError", msg);
+    kvg_simsrv_error(req, 400, "BadRequestError", msg);
 }
 
 /* --------------------------------------------------------------- responses */
@@ -91,7 +91,7 @@ static const char *finish_name(enum kvg_sim_finish f)
 
 static void chunk_begin(struct kvg_buf *b, const struct sim_req *r)
 {
-    const struct kvg_sim_server *s = r->s;
+    const struct kvg_simsrv_server *s = r->s;
     kvg_buf_printf(b, "data: {\"id\":\"%s\",\"object\":\"%s\",\"created\":%lld,\"model\":", r->rid,
                    r->chat ? "chat.completion.chunk" : "text_completion",
                    (long long)s->started_wall);
@@ -123,7 +123,7 @@ static void write_chunk(struct sim_req *r, const char *text, size_t len, int rol
         kvg_buf_append_str(&b, "null");
     kvg_buf_append_str(&b, "}]");
     /* llama.cpp's server puts usage on the final chunk whatever was asked. */
-    if (fin && r->s->o.flavor == KVG_SIM_FLAVOR_LLAMACPP) {
+    if (fin && r->s->o.flavor == KVG_SIMSRV_FLAVOR_LLAMACPP) {
         kvg_buf_append_str(&b, ",\"usage\":");
         usage_json(&b, r, 0);
     }
@@ -136,7 +136,7 @@ static void finish_stream(struct sim_req *r)
 {
     struct kvg_buf b;
     kvg_buf_init(&b, 0);
-    if (r->include_usage && r->s->o.flavor != KVG_SIM_FLAVOR_LLAMACPP) {
+    if (r->include_usage && r->s->o.flavor != KVG_SIMSRV_FLAVOR_LLAMACPP) {
         chunk_begin(&b, r);
         kvg_buf_append_str(&b, "],\"usage\":");
         usage_json(&b, r, 1);
@@ -150,7 +150,7 @@ static void finish_stream(struct sim_req *r)
 
 static void finish_json(struct sim_req *r, enum kvg_sim_finish fin)
 {
-    const struct kvg_sim_server *s = r->s;
+    const struct kvg_simsrv_server *s = r->s;
     struct kvg_buf b;
     kvg_buf_init(&b, 0);
     kvg_buf_printf(&b, "{\"id\":\"%s\",\"object\":\"%s\",\"created\":%lld,\"model\":", r->rid,
@@ -170,9 +170,9 @@ static void finish_json(struct sim_req *r, enum kvg_sim_finish fin)
                    "\"logprobs\":null,\"finish_reason\":\"%s\",\"stop_reason\":null}],"
                    "\"usage\":",
                    finish_name(fin));
-    usage_json(&b, r, s->o.flavor != KVG_SIM_FLAVOR_LLAMACPP);
+    usage_json(&b, r, s->o.flavor != KVG_SIMSRV_FLAVOR_LLAMACPP);
     if (r->pd.do_remote_decode || r->pd.bootstrap_prefill)
-        kvg_sim_pd_prefill_done(r, fin == KVG_SIM_FINISH_LENGTH, &b);
+        kvg_simsrv_pd_prefill_done(r, fin == KVG_SIM_FINISH_LENGTH, &b);
     kvg_buf_append_str(&b, "}");
     kvg_http_res_send(r->req, 200, "application/json", NULL, 0, b.data, b.len);
     kvg_buf_free(&b);
@@ -180,11 +180,11 @@ static void finish_json(struct sim_req *r, enum kvg_sim_finish fin)
 
 /* ----------------------------------------------------------------- stepping */
 
-static void step_now(struct kvg_sim_rank *rk);
+static void step_now(struct kvg_simsrv_rank *rk);
 
-static void deliver(struct kvg_sim_rank *rk, const struct kvg_sim_step *st, double now)
+static void deliver(struct kvg_simsrv_rank *rk, const struct kvg_sim_step *st, double now)
 {
-    struct kvg_sim_server *s = rk->s;
+    struct kvg_simsrv_server *s = rk->s;
     for (size_t i = 0; i < st->n_updates; i++) {
         const struct kvg_sim_update *u = &st->updates[i];
         struct sim_req *r = live_get(s, u->id);
@@ -192,9 +192,9 @@ static void deliver(struct kvg_sim_rank *rk, const struct kvg_sim_step *st, doub
         if (u->flags & KVG_SIM_UP_SCHEDULED) r->cached = u->cached_tokens;
         if (u->flags & KVG_SIM_UP_TOKEN) {
             if (u->flags & KVG_SIM_UP_FIRST)
-                kvg_sim_srv_observe_ttft(rk, now - r->arrival);
+                kvg_simsrv_observe_ttft(rk, now - r->arrival);
             else
-                kvg_sim_srv_observe_itl(rk, now - r->last_token_t);
+                kvg_simsrv_observe_itl(rk, now - r->last_token_t);
             r->last_token_t = now;
             r->ntok = u->num_output;
             char *t = NULL;
@@ -219,10 +219,10 @@ static void deliver(struct kvg_sim_rank *rk, const struct kvg_sim_step *st, doub
             }
         }
         if (u->flags & KVG_SIM_UP_FINISHED) {
-            kvg_sim_srv_observe_e2e(rk, now - r->arrival, u->finish == KVG_SIM_FINISH_LENGTH);
+            kvg_simsrv_observe_e2e(rk, now - r->arrival, u->finish == KVG_SIM_FINISH_LENGTH);
             live_del(s, r);
             if (r->stream && (r->pd.do_remote_decode || r->pd.bootstrap_prefill))
-                kvg_sim_pd_prefill_done(r, u->finish == KVG_SIM_FINISH_LENGTH, NULL);
+                kvg_simsrv_pd_prefill_done(r, u->finish == KVG_SIM_FINISH_LENGTH, NULL);
             if (r->stream)
                 finish_stream(r);
             else
@@ -232,23 +232,23 @@ static void deliver(struct kvg_sim_rank *rk, const struct kvg_sim_step *st, doub
     }
 }
 
-static void publish_events(struct kvg_sim_rank *rk);
+static void publish_events(struct kvg_simsrv_rank *rk);
 
 static void on_step_done(uv_timer_t *t)
 {
-    struct kvg_sim_rank *rk = t->data;
+    struct kvg_simsrv_rank *rk = t->data;
     rk->stepping = 0;
-    deliver(rk, &rk->pending, kvg_sim_srv_now(rk->s));
+    deliver(rk, &rk->pending, kvg_simsrv_now(rk->s));
     publish_events(rk);
     if (!kvg_sim_idle(rk->engine)) step_now(rk);
 }
 
 /* Starts one engine iteration; its outcome becomes visible after its
  * duration (scaled by --speed) has passed. */
-static void step_now(struct kvg_sim_rank *rk)
+static void step_now(struct kvg_simsrv_rank *rk)
 {
     if (rk->stepping) return;
-    if (kvg_sim_step(rk->engine, kvg_sim_srv_now(rk->s), &rk->pending)) return;
+    if (kvg_sim_step(rk->engine, kvg_simsrv_now(rk->s), &rk->pending)) return;
     rk->stepping = 1;
     double ms = rk->pending.duration / rk->s->o.speed * 1000.0;
     /* Steps far below the timer's 1 ms resolution (the instant profile)
@@ -256,9 +256,9 @@ static void step_now(struct kvg_sim_rank *rk)
     uv_timer_start(&rk->step_timer, on_step_done, ms < 0.01 ? 0 : (uint64_t)ceil(ms), 0);
 }
 
-static void publish_events(struct kvg_sim_rank *rk)
+static void publish_events(struct kvg_simsrv_rank *rk)
 {
-    if (rk->pub) kvg_sim_srv_publish(rk);
+    if (rk->pub) kvg_simsrv_publish(rk);
     kvg_sim_events_clear(rk->engine);
 }
 
@@ -267,9 +267,9 @@ static void publish_events(struct kvg_sim_rank *rk)
 static void on_abort(struct kvg_http_req *req, void *ud)
 {
     struct sim_req *r = ud;
-    if (r->pd.bootstrap_prefill) kvg_sim_pd_room_aborted(r);
+    if (r->pd.bootstrap_prefill) kvg_simsrv_pd_room_aborted(r);
     if (r->pull) {
-        kvg_sim_pd_pull_abort(r);
+        kvg_simsrv_pd_pull_abort(r);
     } else if (!r->hung && !r->pending_ids) {
         kvg_sim_abort(r->rk->engine, r->id);
         live_del(r->s, r);
@@ -279,7 +279,7 @@ static void on_abort(struct kvg_http_req *req, void *ud)
 
 /* Prompt token ids for the request (chat: template, then tokenizer). On
  * error writes a message and returns non-zero. */
-static int prompt_ids(struct kvg_sim_server *s, cJSON *j, int chat, const char *raw, size_t rawlen,
+static int prompt_ids(struct kvg_simsrv_server *s, cJSON *j, int chat, const char *raw, size_t rawlen,
                       uint32_t **ids, size_t *n, char *msg, size_t msglen)
 {
     if (chat) {
@@ -346,11 +346,11 @@ static int get_uint(cJSON *j, const char *key, int64_t dflt, int64_t *out, char 
  * router sets); SGLang's from data_parallel_rank in the body (what its
  * router's --dp-aware injects), the header still honoured when the body
  * names none. NULL and a message for a rank this server does not have. */
-static struct kvg_sim_rank *pick_rank(struct kvg_sim_server *s, struct kvg_http_req *req,
+static struct kvg_simsrv_rank *pick_rank(struct kvg_simsrv_server *s, struct kvg_http_req *req,
                                       const cJSON *j, char *msg, size_t msglen)
 {
     const cJSON *br = cJSON_GetObjectItemCaseSensitive(j, "data_parallel_rank");
-    if (s->o.flavor == KVG_SIM_FLAVOR_SGLANG && br && !cJSON_IsNull(br)) {
+    if (s->o.flavor == KVG_SIMSRV_FLAVOR_SGLANG && br && !cJSON_IsNull(br)) {
         if (!cJSON_IsNumber(br) || br->valuedouble != floor(br->valuedouble) ||
             br->valuedouble < 0 || br->valuedouble >= s->ndp) {
             snprintf(msg, msglen, "data_parallel_rank must be a rank of this server (0..%d)",
@@ -373,7 +373,7 @@ static struct kvg_sim_rank *pick_rank(struct kvg_sim_server *s, struct kvg_http_
         }
         return &s->ranks[r];
     }
-    struct kvg_sim_rank *best = &s->ranks[0];
+    struct kvg_simsrv_rank *best = &s->ranks[0];
     uint64_t best_load = UINT64_MAX;
     for (int i = 0; i < s->ndp; i++) {
         struct kvg_sim_metrics m;
@@ -387,11 +387,11 @@ static struct kvg_sim_rank *pick_rank(struct kvg_sim_server *s, struct kvg_http_
     return best;
 }
 
-static void completion(struct kvg_sim_server *s, struct kvg_http_req *req, int chat)
+static void completion(struct kvg_simsrv_server *s, struct kvg_http_req *req, int chat)
 {
     char msg[512] = "";
     cJSON *j = cJSON_ParseWithLength(req->body.data ? req->body.data : "", req->body.len);
-    struct kvg_sim_rank *rk = pick_rank(s, req, j, msg, sizeof msg);
+    struct kvg_simsrv_rank *rk = pick_rank(s, req, j, msg, sizeof msg);
     if (!rk) {
         cJSON_Delete(j);
         bad_request(req, msg);
@@ -399,7 +399,7 @@ static void completion(struct kvg_sim_server *s, struct kvg_http_req *req, int c
     }
     if (s->o.fail_rate > 0 && kvg_rng_double(&s->rng) < s->o.fail_rate) {
         cJSON_Delete(j);
-        kvg_sim_srv_error(req, 500, "InternalServerError", "injected failure (--fail-rate)");
+        kvg_simsrv_error(req, 500, "InternalServerError", "injected failure (--fail-rate)");
         return;
     }
     if (!j || !cJSON_IsObject(j)) {
@@ -416,7 +416,7 @@ static void completion(struct kvg_sim_server *s, struct kvg_http_req *req, int c
         snprintf(msg, sizeof msg, "The model `%s` does not exist.",
                  cJSON_IsString(model) ? model->valuestring : "?");
         cJSON_Delete(j);
-        kvg_sim_srv_error(req, 404, "NotFoundError", msg);
+        kvg_simsrv_error(req, 404, "NotFoundError", msg);
         return;
     }
     if (chat && !cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(j, "messages"))) {
@@ -424,8 +424,8 @@ static void completion(struct kvg_sim_server *s, struct kvg_http_req *req, int c
         bad_request(req, "'messages' must be a list");
         return;
     }
-    if (s->o.role == KVG_SIM_ROLE_ENCODE) { /* an encoder-only engine (sim/encode.c) */
-        kvg_sim_ec_encode(s, req, j, chat);
+    if (s->o.role == KVG_SIMSRV_ROLE_ENCODE) { /* an encoder-only engine (sim/encode.c) */
+        kvg_simsrv_ec_encode(s, req, j, chat);
         cJSON_Delete(j);
         return;
     }
@@ -447,10 +447,10 @@ static void completion(struct kvg_sim_server *s, struct kvg_http_req *req, int c
     }
     char salt_s[256] = "";
     if (cJSON_IsString(salt)) snprintf(salt_s, sizeof salt_s, "%s", salt->valuestring);
-    struct kvg_sim_pd_params pdp;
-    struct kvg_sim_ec_req ecp;
-    if (kvg_sim_pd_parse(s, j, &pdp, msg, sizeof msg) ||
-        kvg_sim_ec_parse(s, j, &ecp, msg, sizeof msg)) {
+    struct kvg_simsrv_pd_params pdp;
+    struct kvg_simsrv_ec_req ecp;
+    if (kvg_simsrv_pd_parse(s, j, &pdp, msg, sizeof msg) ||
+        kvg_simsrv_ec_parse(s, j, &ecp, msg, sizeof msg)) {
         cJSON_Delete(j);
         bad_request(req, msg);
         return;
@@ -462,7 +462,7 @@ static void completion(struct kvg_sim_server *s, struct kvg_http_req *req, int c
     }
     uint32_t *ids = NULL;
     size_t nids = 0;
-    char *tb = chat ? kvg_sim_ec_text_body(j) : NULL; /* images as placeholder texts */
+    char *tb = chat ? kvg_simsrv_ec_text_body(j) : NULL; /* images as placeholder texts */
     int rc = prompt_ids(s, j, chat, tb ? tb : req->body.data, tb ? strlen(tb) : req->body.len, &ids,
                         &nids, msg, sizeof msg);
     free(tb);
@@ -496,7 +496,7 @@ static void completion(struct kvg_sim_server *s, struct kvg_http_req *req, int c
     if (!r) {
         free(ids);
         cJSON_Delete(j);
-        kvg_sim_srv_error(req, 500, "InternalServerError", "out of memory");
+        kvg_simsrv_error(req, 500, "InternalServerError", "out of memory");
         return;
     }
     r->s = s;
@@ -513,7 +513,7 @@ static void completion(struct kvg_sim_server *s, struct kvg_http_req *req, int c
     snprintf(r->rid, sizeof r->rid, "%s-%016llx", chat ? "chatcmpl" : "cmpl",
              (unsigned long long)(kvg_rng_next(&s->rng)));
     r->prompt_len = (uint32_t)nids;
-    r->arrival = kvg_sim_srv_now(s);
+    r->arrival = kvg_simsrv_now(s);
     kvg_buf_init(&r->text, 0);
     req->ud = r;
     req->on_abort = on_abort;
@@ -540,14 +540,14 @@ static void completion(struct kvg_sim_server *s, struct kvg_http_req *req, int c
     /* The embeddings from an encoder first: a failure there is the
      * request's input processing failing, an error answer (JSON) before
      * any stream starts, which the router sees as the leg's failure. */
-    if (kvg_sim_ec_wanted(r)) {
-        kvg_sim_ec_fetch(r);
+    if (kvg_simsrv_ec_wanted(r)) {
+        kvg_simsrv_ec_fetch(r);
         return;
     }
-    kvg_sim_srv_run(r);
+    kvg_simsrv_run(r);
 }
 
-void kvg_sim_srv_run(struct sim_req *r)
+void kvg_simsrv_run(struct sim_req *r)
 {
     if (r->stream) {
         /* vLLM's streaming response starts before the engine runs it (a
@@ -558,15 +558,15 @@ void kvg_sim_srv_run(struct sim_req *r)
         r->started = 1;
     }
     if (r->pd.do_remote_prefill || r->pd.bootstrap_decode) {
-        kvg_sim_pd_pull(r);
+        kvg_simsrv_pd_pull(r);
         return;
     }
-    kvg_sim_srv_submit(r, 0);
+    kvg_simsrv_submit(r, 0);
 }
 
-void kvg_sim_srv_submit(struct sim_req *r, uint32_t remote_tokens)
+void kvg_simsrv_submit(struct sim_req *r, uint32_t remote_tokens)
 {
-    struct kvg_sim_server *s = r->s;
+    struct kvg_simsrv_server *s = r->s;
     struct kvg_sim_request sreq = r->pending;
     sreq.prompt = r->pending_ids;
     sreq.cache_salt = r->pending_salt[0] ? r->pending_salt : NULL;
@@ -575,7 +575,7 @@ void kvg_sim_srv_submit(struct sim_req *r, uint32_t remote_tokens)
     free(r->pending_ids);
     r->pending_ids = NULL;
     if (rc) {
-        kvg_sim_srv_fail(r, rc == KVG_ETOOBIG ? "the request does not fit the model's context"
+        kvg_simsrv_fail(r, rc == KVG_ETOOBIG ? "the request does not fit the model's context"
                                               : kvg_strerror(rc));
         return;
     }
@@ -586,12 +586,12 @@ void kvg_sim_srv_submit(struct sim_req *r, uint32_t remote_tokens)
     step_now(r->rk);
 }
 
-void kvg_sim_srv_fail(struct sim_req *r, const char *msg)
+void kvg_simsrv_fail(struct sim_req *r, const char *msg)
 {
     struct kvg_http_req *req = r->req;
     req->on_abort = NULL;
     if (!r->stream || !r->started) {
-        kvg_sim_srv_error(req, 500, "InternalServerError", msg);
+        kvg_simsrv_error(req, 500, "InternalServerError", msg);
     } else {
         struct kvg_buf b;
         kvg_buf_init(&b, 0);
@@ -606,7 +606,7 @@ void kvg_sim_srv_fail(struct sim_req *r, const char *msg)
     sr_free(r);
 }
 
-static void models(struct kvg_sim_server *s, struct kvg_http_req *req)
+static void models(struct kvg_simsrv_server *s, struct kvg_http_req *req)
 {
     struct kvg_buf b;
     kvg_buf_init(&b, 0);
@@ -614,8 +614,8 @@ static void models(struct kvg_sim_server *s, struct kvg_http_req *req)
     kvg_buf_append_json_str(&b, s->o.model, strlen(s->o.model));
     kvg_buf_printf(&b, ",\"object\":\"model\",\"created\":%lld,\"owned_by\":\"%s\",\"root\":",
                    (long long)s->started_wall,
-                   s->o.flavor == KVG_SIM_FLAVOR_VLLM     ? "vllm"
-                   : s->o.flavor == KVG_SIM_FLAVOR_SGLANG ? "sglang"
+                   s->o.flavor == KVG_SIMSRV_FLAVOR_VLLM     ? "vllm"
+                   : s->o.flavor == KVG_SIMSRV_FLAVOR_SGLANG ? "sglang"
                                                           : "llamacpp");
     kvg_buf_append_json_str(&b, s->o.model, strlen(s->o.model));
     kvg_buf_printf(&b, ",\"parent\":null,\"max_model_len\":%u}", s->max_model_len);
@@ -641,7 +641,7 @@ static void models(struct kvg_sim_server *s, struct kvg_http_req *req)
 /* GET /debug/ranks (the sim's own, for tests: no engine has it): each
  * data-parallel rank's requests finished (length, stop or aborted), running
  * and waiting, and the prefills whose KV it holds for a decode. */
-static void debug_ranks(struct kvg_sim_server *s, struct kvg_http_req *req)
+static void debug_ranks(struct kvg_simsrv_server *s, struct kvg_http_req *req)
 {
     struct kvg_buf b;
     kvg_buf_init(&b, 0);
@@ -654,31 +654,31 @@ static void debug_ranks(struct kvg_sim_server *s, struct kvg_http_req *req)
                        "\"held\":%u}",
                        i ? "," : "", i,
                        (unsigned long long)(m.finished_length + m.finished_stop + m.aborted),
-                       m.num_running, m.num_waiting, kvg_sim_pd_held(s, i));
+                       m.num_running, m.num_waiting, kvg_simsrv_pd_held(s, i));
     }
     kvg_buf_append_str(&b, "]}");
     kvg_http_res_send(req, 200, "application/json", NULL, 0, b.data, b.len);
     kvg_buf_free(&b);
 }
 
-void kvg_sim_srv_handle(struct kvg_http_req *req, void *ud)
+void kvg_simsrv_handle(struct kvg_http_req *req, void *ud)
 {
-    struct kvg_sim_server *s = ud;
+    struct kvg_simsrv_server *s = ud;
     if (live_init(s)) {
-        kvg_sim_srv_error(req, 500, "InternalServerError", "out of memory");
+        kvg_simsrv_error(req, 500, "InternalServerError", "out of memory");
         return;
     }
     int post = !strcmp(req->method_name, "POST");
     int cold = kvg_now_s() - s->t0 < s->o.cold_start_s;
     if (kvg_str_eq(req->path, "/health")) {
         if (cold)
-            kvg_sim_srv_error(req, 503, "ServiceUnavailableError", "Loading model");
+            kvg_simsrv_error(req, 503, "ServiceUnavailableError", "Loading model");
         else
             kvg_http_res_send(req, 200, NULL, NULL, 0, NULL, 0);
         return;
     }
     if (kvg_str_eq(req->path, "/metrics")) {
-        kvg_sim_srv_metrics_render(s, req);
+        kvg_simsrv_metrics_render(s, req);
         return;
     }
     if (kvg_str_eq(req->path, "/v1/models")) {
@@ -690,21 +690,21 @@ void kvg_sim_srv_handle(struct kvg_http_req *req, void *ud)
         return;
     }
     if (kvg_str_eq(req->path, "/debug/ec")) {
-        kvg_sim_ec_debug(s, req);
+        kvg_simsrv_ec_debug(s, req);
         return;
     }
     if (kvg_str_eq(req->path, "/encode") && post && !cold) {
-        kvg_sim_ec_encode_call(s, req); /* SGLang's encoder endpoint */
+        kvg_simsrv_ec_encode_call(s, req); /* SGLang's encoder endpoint */
         return;
     }
     int chat = kvg_str_eq(req->path, "/v1/chat/completions");
     if (chat || kvg_str_eq(req->path, "/v1/completions")) {
         if (!post) {
-            kvg_sim_srv_error(req, 405, "MethodNotAllowed", "Method Not Allowed");
+            kvg_simsrv_error(req, 405, "MethodNotAllowed", "Method Not Allowed");
             return;
         }
         if (cold) {
-            kvg_sim_srv_error(req, 503, "ServiceUnavailableError", "Loading model");
+            kvg_simsrv_error(req, 503, "ServiceUnavailableError", "Loading model");
             return;
         }
         completion(s, req, chat);
@@ -718,15 +718,15 @@ void kvg_sim_srv_handle(struct kvg_http_req *req, void *ud)
             publish_events(&s->ranks[i]);
         }
         if (rc)
-            kvg_sim_srv_error(req, 409, "ConflictError", "requests are running");
+            kvg_simsrv_error(req, 409, "ConflictError", "requests are running");
         else
             kvg_http_res_send(req, 200, NULL, NULL, 0, NULL, 0);
         return;
     }
-    kvg_sim_srv_error(req, 404, "NotFoundError", "Not Found");
+    kvg_simsrv_error(req, 404, "NotFoundError", "Not Found");
 }
 
-void kvg_sim_srv_lora_active(struct kvg_sim_server *s, char *running, size_t rcap, char *waiting,
+void kvg_simsrv_lora_active(struct kvg_simsrv_server *s, char *running, size_t rcap, char *waiting,
                              size_t wcap)
 {
     running[0] = waiting[0] = 0;

@@ -1,5 +1,5 @@
-/* kvgate sim in the encode stage of EPD disaggregation (seed 004, "Encode
- * stage routing"; ../shared/reference/routers.md §3).
+/* kvgate sim in the encode stage of EPD disaggregation (the router's side is
+ * pd/encode.c).
  *
  * Media: an image part of a chat message (type image_url, input_image,
  * image_embeds or image_pil) is one item; its mm_hash is FNV-1a 64 of its
@@ -60,19 +60,19 @@ struct ec_entry {
 
 /* An encode in the queue: an HTTP request waiting for its items. */
 struct ec_job {
-    struct kvg_sim_ec *ec;
+    struct kvg_simsrv_ec *ec;
     struct kvg_http_req *req;
     uv_timer_t timer;
     int sglang; /* POST /encode: the answer is SGLang's */
     int chat;
-    struct kvg_sim_ec_req items;
+    struct kvg_simsrv_ec_req items;
     uint32_t prompt_tokens;
     double secs;
     char rid[48];
 };
 
-struct kvg_sim_ec {
-    struct kvg_sim_server *s;
+struct kvg_simsrv_ec {
+    struct kvg_simsrv_server *s;
     struct ec_entry cache[EC_CACHE_CAP]; /* a ring: the oldest entries go first */
     size_t ncache, next;
     double busy_until; /* engine time the encoder queue is free */
@@ -137,8 +137,8 @@ static uint32_t each_media(const cJSON *j, void (*fn)(cJSON *part, void *ud), vo
 
 static void collect(cJSON *part, void *ud)
 {
-    struct kvg_sim_ec_req *e = ud;
-    if (e->n < KVG_SIM_MAX_MEDIA) e->hash[e->n] = media_hash(part);
+    struct kvg_simsrv_ec_req *e = ud;
+    if (e->n < KVG_SIMSRV_MAX_MEDIA) e->hash[e->n] = media_hash(part);
     e->n++;
 }
 
@@ -152,7 +152,7 @@ static void to_text(cJSON *part, void *ud)
     cJSON_AddStringToObject(part, "text", t);
 }
 
-char *kvg_sim_ec_text_body(const cJSON *j)
+char *kvg_simsrv_ec_text_body(const cJSON *j)
 {
     if (!each_media(j, NULL, NULL)) return NULL;
     cJSON *d = cJSON_Duplicate(j, 1);
@@ -163,13 +163,13 @@ char *kvg_sim_ec_text_body(const cJSON *j)
     return s;
 }
 
-int kvg_sim_ec_parse(struct kvg_sim_server *s, const cJSON *j, struct kvg_sim_ec_req *out,
-                     char *msg, size_t msglen)
+int kvg_simsrv_ec_parse(struct kvg_simsrv_server *s, const cJSON *j, struct kvg_simsrv_ec_req *out,
+                        char *msg, size_t msglen)
 {
     memset(out, 0, sizeof *out);
     each_media(j, collect, out);
-    if (out->n > KVG_SIM_MAX_MEDIA) {
-        snprintf(msg, msglen, "at most %d images per request", KVG_SIM_MAX_MEDIA);
+    if (out->n > KVG_SIMSRV_MAX_MEDIA) {
+        snprintf(msg, msglen, "at most %d images per request", KVG_SIMSRV_MAX_MEDIA);
         return -1;
     }
     const cJSON *p = cJSON_GetObjectItemCaseSensitive(j, "ec_transfer_params");
@@ -179,7 +179,7 @@ int kvg_sim_ec_parse(struct kvg_sim_server *s, const cJSON *j, struct kvg_sim_ec
         snprintf(msg, msglen, "'ec_transfer_params' must be an object");
         return -1;
     }
-    if (s->o.role == KVG_SIM_ROLE_DECODE) return 0; /* a decode has no use for embeddings */
+    if (s->o.role == KVG_SIMSRV_ROLE_DECODE) return 0; /* a decode has no use for embeddings */
     const cJSON *eid = cJSON_GetObjectItemCaseSensitive(p, "remote_engine_id");
     const cJSON *host = cJSON_GetObjectItemCaseSensitive(p, "remote_host");
     const cJSON *port = cJSON_GetObjectItemCaseSensitive(p, "remote_port");
@@ -198,7 +198,7 @@ int kvg_sim_ec_parse(struct kvg_sim_server *s, const cJSON *j, struct kvg_sim_ec
 
 /* ------------------------------------------------------------ the encoder cache */
 
-static void cache_put(struct kvg_sim_ec *ec, uint64_t hash, double expires)
+static void cache_put(struct kvg_simsrv_ec *ec, uint64_t hash, double expires)
 {
     for (size_t i = 0; i < ec->ncache; i++)
         if (ec->cache[i].hash == hash) {
@@ -210,7 +210,7 @@ static void cache_put(struct kvg_sim_ec *ec, uint64_t hash, double expires)
     if (ec->ncache < EC_CACHE_CAP) ec->ncache++;
 }
 
-static int cache_has(const struct kvg_sim_ec *ec, uint64_t hash, double now)
+static int cache_has(const struct kvg_simsrv_ec *ec, uint64_t hash, double now)
 {
     for (size_t i = 0; i < ec->ncache; i++)
         if (ec->cache[i].hash == hash) return ec->cache[i].expires > now;
@@ -226,8 +226,8 @@ static void job_closed(uv_handle_t *h)
 
 static void job_answer(struct ec_job *jb)
 {
-    struct kvg_sim_ec *ec = jb->ec;
-    struct kvg_sim_server *s = ec->s;
+    struct kvg_simsrv_ec *ec = jb->ec;
+    struct kvg_simsrv_server *s = ec->s;
     struct kvg_buf b;
     kvg_buf_init(&b, 0);
     if (jb->sglang) {
@@ -246,14 +246,14 @@ static void job_answer(struct ec_job *jb)
                        ",\"usage\":{\"prompt_tokens\":%u,\"completion_tokens\":0,"
                        "\"total_tokens\":%u},\"ec_transfer_params\":{\"remote_engine_id\":",
                        jb->prompt_tokens, jb->prompt_tokens);
-        const char *eid = kvg_sim_pd_engine_id(s);
+        const char *eid = kvg_simsrv_pd_engine_id(s);
         kvg_buf_append_json_str(&b, eid, strlen(eid));
         kvg_buf_append_str(&b, ",\"remote_host\":");
         kvg_buf_append_json_str(&b, s->o.host, strlen(s->o.host));
         kvg_buf_printf(&b,
                        ",\"remote_port\":%d,\"remote_request_id\":\"%s\",\"tp_size\":1,"
                        "\"mm_hashes\":[",
-                       kvg_sim_pd_side_port(s), jb->rid);
+                       kvg_simsrv_pd_side_port(s), jb->rid);
     }
     for (uint32_t i = 0; i < jb->items.n; i++)
         kvg_buf_printf(&b, "%s\"%016llx\"", i ? "," : "", (unsigned long long)jb->items.hash[i]);
@@ -268,8 +268,8 @@ static void job_answer(struct ec_job *jb)
 static void on_encoded(uv_timer_t *t)
 {
     struct ec_job *jb = t->data;
-    struct kvg_sim_ec *ec = jb->ec;
-    double now = kvg_sim_srv_now(ec->s);
+    struct kvg_simsrv_ec *ec = jb->ec;
+    double now = kvg_simsrv_now(ec->s);
     for (uint32_t i = 0; i < jb->items.n; i++)
         cache_put(ec, jb->items.hash[i], now + ec->s->o.kv_hold_timeout_s);
     jb->req->on_abort = NULL;
@@ -291,9 +291,9 @@ static void on_job_abort(struct kvg_http_req *req, void *ud)
 /* Queues jb behind the encoder's earlier work. */
 static void job_start(struct ec_job *jb)
 {
-    struct kvg_sim_ec *ec = jb->ec;
-    struct kvg_sim_server *s = ec->s;
-    double now = kvg_sim_srv_now(s);
+    struct kvg_simsrv_ec *ec = jb->ec;
+    struct kvg_simsrv_server *s = ec->s;
+    double now = kvg_simsrv_now(s);
     double start = ec->busy_until > now ? ec->busy_until : now;
     jb->secs = jb->items.n * s->t_encode_image;
     ec->busy_until = start + jb->secs;
@@ -308,21 +308,22 @@ static void job_start(struct ec_job *jb)
                    (uint64_t)ceil((ec->busy_until - now) / s->o.speed * 1e3), 0);
 }
 
-void kvg_sim_ec_encode(struct kvg_sim_server *s, struct kvg_http_req *req, const cJSON *j, int chat)
+void kvg_simsrv_ec_encode(struct kvg_simsrv_server *s, struct kvg_http_req *req, const cJSON *j,
+                          int chat)
 {
     struct ec_job *jb = calloc(1, sizeof *jb);
     char msg[128] = "";
     if (!jb || !s->ec) {
         free(jb);
-        kvg_sim_srv_error(req, 500, "InternalServerError", "out of memory");
+        kvg_simsrv_error(req, 500, "InternalServerError", "out of memory");
         return;
     }
-    if (kvg_sim_ec_parse(s, j, &jb->items, msg, sizeof msg) || !jb->items.n) {
+    if (kvg_simsrv_ec_parse(s, j, &jb->items, msg, sizeof msg) || !jb->items.n) {
         free(jb);
-        kvg_sim_srv_error(req, 400, "BadRequestError",
-                          msg[0] ? msg
-                                 : "this engine only encodes (--role encode): the request has no "
-                                   "image to encode");
+        kvg_simsrv_error(req, 400, "BadRequestError",
+                         msg[0] ? msg
+                                : "this engine only encodes (--role encode): the request has no "
+                                  "image to encode");
         return;
     }
     jb->ec = s->ec;
@@ -334,14 +335,14 @@ void kvg_sim_ec_encode(struct kvg_sim_server *s, struct kvg_http_req *req, const
     job_start(jb);
 }
 
-void kvg_sim_ec_encode_call(struct kvg_sim_server *s, struct kvg_http_req *req)
+void kvg_simsrv_ec_encode_call(struct kvg_simsrv_server *s, struct kvg_http_req *req)
 {
     cJSON *j = cJSON_ParseWithLength(req->body.data ? req->body.data : "", req->body.len);
     const cJSON *h = cJSON_GetObjectItemCaseSensitive(j, "mm_hashes");
-    struct ec_job *jb = s->ec && s->o.role == KVG_SIM_ROLE_ENCODE ? calloc(1, sizeof *jb) : NULL;
+    struct ec_job *jb = s->ec && s->o.role == KVG_SIMSRV_ROLE_ENCODE ? calloc(1, sizeof *jb) : NULL;
     const cJSON *it;
     int ok = jb && cJSON_IsArray(h) && cJSON_GetArraySize(h) > 0 &&
-             cJSON_GetArraySize(h) <= KVG_SIM_MAX_MEDIA;
+             cJSON_GetArraySize(h) <= KVG_SIMSRV_MAX_MEDIA;
     const cJSON *list = ok ? h : NULL;
     cJSON_ArrayForEach(it, list)
     {
@@ -356,11 +357,11 @@ void kvg_sim_ec_encode_call(struct kvg_sim_server *s, struct kvg_http_req *req)
     cJSON_Delete(j);
     if (!ok) {
         free(jb);
-        kvg_sim_srv_error(req, s->o.role == KVG_SIM_ROLE_ENCODE ? 400 : 404,
-                          s->o.role == KVG_SIM_ROLE_ENCODE ? "BadRequestError" : "NotFoundError",
-                          s->o.role == KVG_SIM_ROLE_ENCODE
-                              ? "/encode needs mm_hashes: 1 to 16 hex strings"
-                              : "not an encoder (--role encode)");
+        kvg_simsrv_error(req, s->o.role == KVG_SIMSRV_ROLE_ENCODE ? 400 : 404,
+                         s->o.role == KVG_SIMSRV_ROLE_ENCODE ? "BadRequestError" : "NotFoundError",
+                         s->o.role == KVG_SIMSRV_ROLE_ENCODE
+                             ? "/encode needs mm_hashes: 1 to 16 hex strings"
+                             : "not an encoder (--role encode)");
         return;
     }
     jb->ec = s->ec;
@@ -369,19 +370,19 @@ void kvg_sim_ec_encode_call(struct kvg_sim_server *s, struct kvg_http_req *req)
     job_start(jb);
 }
 
-void kvg_sim_ec_read(struct kvg_sim_server *s, struct kvg_http_req *req)
+void kvg_simsrv_ec_read(struct kvg_simsrv_server *s, struct kvg_http_req *req)
 {
-    struct kvg_sim_ec *ec = s->ec;
+    struct kvg_simsrv_ec *ec = s->ec;
     cJSON *j = cJSON_ParseWithLength(req->body.data ? req->body.data : "", req->body.len);
     const cJSON *eid = cJSON_GetObjectItemCaseSensitive(j, "remote_engine_id");
     const cJSON *h = cJSON_GetObjectItemCaseSensitive(j, "mm_hashes");
-    const char *me = kvg_sim_pd_engine_id(s);
+    const char *me = kvg_simsrv_pd_engine_id(s);
     char msg[200] = "";
     int status = 200;
-    double now = kvg_sim_srv_now(s);
+    double now = kvg_simsrv_now(s);
     const cJSON *it;
     size_t n = 0;
-    if (!ec || s->o.role != KVG_SIM_ROLE_ENCODE) {
+    if (!ec || s->o.role != KVG_SIMSRV_ROLE_ENCODE) {
         status = 404, snprintf(msg, sizeof msg, "not an encoder");
     } else if (!cJSON_IsString(eid) || !cJSON_IsArray(h)) {
         status = 400, snprintf(msg, sizeof msg, "remote_engine_id and mm_hashes are required");
@@ -420,10 +421,10 @@ void kvg_sim_ec_read(struct kvg_sim_server *s, struct kvg_http_req *req)
 
 /* ------------------------------------------------------------ fetch (prefill) */
 
-int kvg_sim_ec_wanted(const struct sim_req *r)
+int kvg_simsrv_ec_wanted(const struct sim_req *r)
 {
-    const struct kvg_sim_ec *ec = r->s->ec;
-    if (!r->ec.n || !ec || r->s->o.role == KVG_SIM_ROLE_DECODE) return 0;
+    const struct kvg_simsrv_ec *ec = r->s->ec;
+    if (!r->ec.n || !ec || r->s->o.role == KVG_SIMSRV_ROLE_DECODE) return 0;
     return r->ec.has_params || ec->nencoders > 0;
 }
 
@@ -445,7 +446,7 @@ static void fetch_body(void *ud, const char *p, size_t n)
 
 static void fetch_failed(struct sim_req *r, const char *why)
 {
-    struct kvg_sim_ec *ec = r->s->ec;
+    struct kvg_simsrv_ec *ec = r->s->ec;
     char msg[640];
     snprintf(msg, sizeof msg, "encoder cache transfer for request %s failed: %s", r->rid, why);
     KVG_WARN("sim ec: %s", msg);
@@ -454,8 +455,8 @@ static void fetch_failed(struct sim_req *r, const char *why)
         ec->reads_failed++;
     else
         ec->encoder_calls_failed++;
-    if (r->pd.bootstrap_prefill) kvg_sim_pd_room_aborted(r); /* its decode waits no longer */
-    kvg_sim_srv_fail(r, msg);
+    if (r->pd.bootstrap_prefill) kvg_simsrv_pd_room_aborted(r); /* its decode waits no longer */
+    kvg_simsrv_fail(r, msg);
 }
 
 static void fetch_done(void *ud, int err)
@@ -482,13 +483,13 @@ static void fetch_done(void *ud, int err)
         r->s->ec->reads_ok++;
     else
         r->s->ec->encoder_calls++;
-    kvg_sim_srv_run(r);
+    kvg_simsrv_run(r);
 }
 
-void kvg_sim_ec_fetch(struct sim_req *r)
+void kvg_simsrv_ec_fetch(struct sim_req *r)
 {
-    struct kvg_sim_server *s = r->s;
-    struct kvg_sim_ec *ec = s->ec;
+    struct kvg_simsrv_server *s = r->s;
+    struct kvg_simsrv_ec *ec = s->ec;
     char url[300];
     const char *path;
     if (r->ec.has_params) {
@@ -531,12 +532,12 @@ void kvg_sim_ec_fetch(struct sim_req *r)
 
 /* ------------------------------------------------------------ life */
 
-void kvg_sim_ec_debug(struct kvg_sim_server *s, struct kvg_http_req *req)
+void kvg_simsrv_ec_debug(struct kvg_simsrv_server *s, struct kvg_http_req *req)
 {
     static const char *roles[] = {"both", "prefill", "decode", "encode"};
-    const struct kvg_sim_ec *ec = s->ec;
+    const struct kvg_simsrv_ec *ec = s->ec;
     if (!ec) {
-        kvg_sim_srv_error(req, 503, "ServiceUnavailableError", "starting");
+        kvg_simsrv_error(req, 503, "ServiceUnavailableError", "starting");
         return;
     }
     char body[700];
@@ -556,9 +557,9 @@ void kvg_sim_ec_debug(struct kvg_sim_server *s, struct kvg_http_req *req)
     kvg_http_res_send(req, 200, "application/json", NULL, 0, body, (size_t)n);
 }
 
-int kvg_sim_ec_start(struct kvg_sim_server *s, char *err, size_t errlen)
+int kvg_simsrv_ec_start(struct kvg_simsrv_server *s, char *err, size_t errlen)
 {
-    struct kvg_sim_ec *ec = calloc(1, sizeof *ec);
+    struct kvg_simsrv_ec *ec = calloc(1, sizeof *ec);
     if (!ec) return -ENOMEM;
     ec->s = s;
     for (const char *p = s->o.encoder_urls; *p;) {
@@ -592,7 +593,7 @@ int kvg_sim_ec_start(struct kvg_sim_server *s, char *err, size_t errlen)
     return 0;
 }
 
-void kvg_sim_ec_stop(struct kvg_sim_server *s)
+void kvg_simsrv_ec_stop(struct kvg_simsrv_server *s)
 {
     if (!s->ec) return;
     kvg_http_client_close(s->ec->cl);

@@ -26,7 +26,7 @@ struct item {
     size_t len;
 };
 
-struct kvg_sim_kvpub {
+struct kvg_simsrv_kvpub {
     void *ctx, *pub, *router;
     char *topic;
     size_t topic_len;
@@ -40,7 +40,7 @@ struct kvg_sim_kvpub {
     size_t qcap, qhead, qlen;
     uint64_t next_seq;
     int stopping;
-    struct kvg_sim_kvpub_stats st;
+    struct kvg_simsrv_kvpub_stats st;
 
     /* publisher thread only */
     struct item *ring;
@@ -49,7 +49,7 @@ struct kvg_sim_kvpub {
     struct kvg_rng rng;
 };
 
-void kvg_sim_kvpub_config_init(struct kvg_sim_kvpub_config *c)
+void kvg_simsrv_kvpub_config_init(struct kvg_simsrv_kvpub_config *c)
 {
     memset(c, 0, sizeof *c);
     c->buffer_steps = 10000;
@@ -58,7 +58,7 @@ void kvg_sim_kvpub_config_init(struct kvg_sim_kvpub_config *c)
 }
 
 /* Keeps a sent batch for replay (or frees it when there is no ring). */
-static void ring_push(struct kvg_sim_kvpub *p, struct item it)
+static void ring_push(struct kvg_simsrv_kvpub *p, struct item it)
 {
     if (!p->rcap) {
         free(it.data);
@@ -73,7 +73,7 @@ static void ring_push(struct kvg_sim_kvpub *p, struct item it)
     p->rlen++;
 }
 
-static void send_batch(struct kvg_sim_kvpub *p, struct item it)
+static void send_batch(struct kvg_simsrv_kvpub *p, struct item it)
 {
     int drop = p->drop > 0 && kvg_rng_double(&p->rng) < p->drop;
     int ok = 0;
@@ -105,7 +105,7 @@ static int send_frames(void *s, const void *id, size_t idlen, const uint8_t seq[
 /* Answers one replay request: [identity, "", start_seq]. Anything else is
  * read to its end and ignored, as vLLM does. Returns 0 when no message was
  * waiting. */
-static int replay_one(struct kvg_sim_kvpub *p)
+static int replay_one(struct kvg_simsrv_kvpub *p)
 {
     zmq_msg_t f[3];
     int nf = 0, more = 1, got = 0;
@@ -160,7 +160,7 @@ static void poke(int efd)
 
 static void *run(void *arg)
 {
-    struct kvg_sim_kvpub *p = arg;
+    struct kvg_simsrv_kvpub *p = arg;
     zmq_pollitem_t items[2] = {{NULL, p->efd, ZMQ_POLLIN, 0}, {p->router, 0, ZMQ_POLLIN, 0}};
     int nitems = p->router ? 2 : 1;
     for (;;) {
@@ -188,7 +188,7 @@ static void *run(void *arg)
     return NULL;
 }
 
-int64_t kvg_sim_kvpub_publish(struct kvg_sim_kvpub *p, void *payload, size_t len)
+int64_t kvg_simsrv_kvpub_publish(struct kvg_simsrv_kvpub *p, void *payload, size_t len)
 {
     pthread_mutex_lock(&p->mu);
     uint64_t seq = p->next_seq++;
@@ -213,7 +213,7 @@ static int zfail(const char *what, const char *ep, char *err, size_t errlen)
     return e > 0 ? -e : -EINVAL;
 }
 
-static void destroy(struct kvg_sim_kvpub *p)
+static void destroy(struct kvg_simsrv_kvpub *p)
 {
     if (p->pub) zmq_close(p->pub);
     if (p->router) zmq_close(p->router);
@@ -228,15 +228,15 @@ static void destroy(struct kvg_sim_kvpub *p)
     free(p);
 }
 
-int kvg_sim_kvpub_start(const struct kvg_sim_kvpub_config *c, struct kvg_sim_kvpub **out, char *err,
-                        size_t errlen)
+int kvg_simsrv_kvpub_start(const struct kvg_simsrv_kvpub_config *c, struct kvg_simsrv_kvpub **out,
+                           char *err, size_t errlen)
 {
     if (!c->endpoint || !*c->endpoint || !c->max_queue || c->hwm < 0 || !(c->drop_prob >= 0) ||
         c->drop_prob > 1) {
         if (err && errlen) snprintf(err, errlen, "invalid KV publisher configuration");
         return -EINVAL;
     }
-    struct kvg_sim_kvpub *p = calloc(1, sizeof *p);
+    struct kvg_simsrv_kvpub *p = calloc(1, sizeof *p);
     if (!p) return -ENOMEM;
     p->efd = -1;
     pthread_mutex_init(&p->mu, NULL);
@@ -303,24 +303,24 @@ fail:
     return rc;
 }
 
-const char *kvg_sim_kvpub_endpoint(const struct kvg_sim_kvpub *p)
+const char *kvg_simsrv_kvpub_endpoint(const struct kvg_simsrv_kvpub *p)
 {
     return p->endpoint;
 }
 
-const char *kvg_sim_kvpub_replay_endpoint(const struct kvg_sim_kvpub *p)
+const char *kvg_simsrv_kvpub_replay_endpoint(const struct kvg_simsrv_kvpub *p)
 {
     return p->router ? p->replay_endpoint : NULL;
 }
 
-void kvg_sim_kvpub_get_stats(struct kvg_sim_kvpub *p, struct kvg_sim_kvpub_stats *s)
+void kvg_simsrv_kvpub_get_stats(struct kvg_simsrv_kvpub *p, struct kvg_simsrv_kvpub_stats *s)
 {
     pthread_mutex_lock(&p->mu);
     *s = p->st;
     pthread_mutex_unlock(&p->mu);
 }
 
-void kvg_sim_kvpub_stop(struct kvg_sim_kvpub *p)
+void kvg_simsrv_kvpub_stop(struct kvg_simsrv_kvpub *p)
 {
     if (!p) return;
     if (p->thread_started) {

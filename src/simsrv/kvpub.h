@@ -7,7 +7,7 @@
  *     [identity, "", start_seq], and answers every buffered batch with
  *     seq >= start_seq as [identity, "", seq, payload], then the end marker
  *     [identity, "", FF FF FF FF FF FF FF FF, ""].
- * Sockets live on a publisher thread; kvg_sim_kvpub_publish() only queues the
+ * Sockets live on a publisher thread; kvg_simsrv_kvpub_publish() only queues the
  * payload (bounded, never blocks), so the caller's loop never waits on the
  * network.
  *
@@ -17,7 +17,7 @@
  * `kvgate sim` on tcp://127.0.0.1:5557 then behaves like a vLLM bound to its
  * default wildcard endpoint on port 5557, which is what tests want. A
  * wildcard port (tcp://HOST:*) binds an ephemeral port;
- * kvg_sim_kvpub_endpoint() tells which. The replay socket is always bound.
+ * kvg_simsrv_kvpub_endpoint() tells which. The replay socket is always bound.
  *
  * drop_prob > 0 skips sending a batch with that probability (the sequence
  * number is still used, so subscribers see a gap). A dropped batch is still
@@ -28,7 +28,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct kvg_sim_kvpub_config {
+struct kvg_simsrv_kvpub_config {
     const char *endpoint;        /* e.g. "tcp://127.0.0.1:5557"; required */
     int connect;                 /* connect the PUB socket instead of binding it */
     const char *replay_endpoint; /* ROUTER; NULL for none */
@@ -41,29 +41,29 @@ struct kvg_sim_kvpub_config {
 };
 
 /* vLLM's defaults, no endpoint. */
-void kvg_sim_kvpub_config_init(struct kvg_sim_kvpub_config *c);
+void kvg_simsrv_kvpub_config_init(struct kvg_simsrv_kvpub_config *c);
 
-struct kvg_sim_kvpub;
+struct kvg_simsrv_kvpub;
 
 /* Creates the sockets, binds/connects them (errors are reported here, with a
  * message in err[errlen]: -EINVAL for a bad config, ZeroMQ's -errno such as
  * -EADDRINUSE) and starts the thread. On success *out is the caller's:
- * kvg_sim_kvpub_stop(). */
-int kvg_sim_kvpub_start(const struct kvg_sim_kvpub_config *c, struct kvg_sim_kvpub **out, char *err,
-                        size_t errlen);
+ * kvg_simsrv_kvpub_stop(). */
+int kvg_simsrv_kvpub_start(const struct kvg_simsrv_kvpub_config *c, struct kvg_simsrv_kvpub **out,
+                           char *err, size_t errlen);
 
 /* The endpoints actually bound (wildcard ports resolved); valid until stop. */
-const char *kvg_sim_kvpub_endpoint(const struct kvg_sim_kvpub *p);
-const char *kvg_sim_kvpub_replay_endpoint(const struct kvg_sim_kvpub *p);
+const char *kvg_simsrv_kvpub_endpoint(const struct kvg_simsrv_kvpub *p);
+const char *kvg_simsrv_kvpub_replay_endpoint(const struct kvg_simsrv_kvpub *p);
 
 /* Queues one encoded batch (kvg_sim_kv_encode) and takes ownership of
  * payload (malloc'd; freed by the publisher in every case). Returns the
  * batch's sequence number, or -EAGAIN when the queue is full: the batch is
  * dropped but its sequence number is used up, so subscribers see the gap.
  * Safe to call from any thread. */
-int64_t kvg_sim_kvpub_publish(struct kvg_sim_kvpub *p, void *payload, size_t len);
+int64_t kvg_simsrv_kvpub_publish(struct kvg_simsrv_kvpub *p, void *payload, size_t len);
 
-struct kvg_sim_kvpub_stats {
+struct kvg_simsrv_kvpub_stats {
     uint64_t published;       /* batches accepted by publish() */
     uint64_t sent;            /* sent on PUB */
     uint64_t dropped_random;  /* skipped by drop_prob */
@@ -71,10 +71,10 @@ struct kvg_sim_kvpub_stats {
     uint64_t replay_requests; /* well-formed replay requests answered */
     uint64_t replayed;        /* batches sent on the replay socket */
 };
-void kvg_sim_kvpub_get_stats(struct kvg_sim_kvpub *p, struct kvg_sim_kvpub_stats *s);
+void kvg_simsrv_kvpub_get_stats(struct kvg_simsrv_kvpub *p, struct kvg_simsrv_kvpub_stats *s);
 
 /* Sends what is queued, stops the thread, closes the sockets (waiting at
  * most ~1 s for unsent messages) and frees p. NULL is a no-op. */
-void kvg_sim_kvpub_stop(struct kvg_sim_kvpub *p);
+void kvg_simsrv_kvpub_stop(struct kvg_simsrv_kvpub *p);
 
 #endif

@@ -17,15 +17,15 @@ struct sim_metrics {
 };
 
 /* Creates one series, unless --metrics-mode leaves it out (*out NULL). */
-static int series(struct kvg_sim_server *sv, struct sim_metrics *m, int kind, const char *name,
+static int series(struct kvg_simsrv_server *sv, struct sim_metrics *m, int kind, const char *name,
                   const char *help, const char *const *lnames, const char *const *lvals, size_t nl,
                   struct kvg_metrics_series **out)
 {
     struct kvg_metrics_registry *r = sv->reg;
     int mode = sv->o.metrics_mode;
     *out = NULL;
-    if (mode == KVG_SIM_METRICS_NO_KV && out == &m->kv) return 0;
-    if (mode == KVG_SIM_METRICS_WAITING_ONLY && out != &m->waiting) return 0;
+    if (mode == KVG_SIMSRV_METRICS_NO_KV && out == &m->kv) return 0;
+    if (mode == KVG_SIMSRV_METRICS_WAITING_ONLY && out != &m->waiting) return 0;
     static const double lat[] = {0.001, 0.005, 0.01, 0.02,  0.04,  0.06,  0.08, 0.1,
                                  0.25,  0.5,   0.75, 1.0,   2.5,   5.0,   7.5,  10.0,
                                  20.0,  40.0,  80.0, 160.0, 640.0, 2560.0};
@@ -39,7 +39,7 @@ static int series(struct kvg_sim_server *sv, struct sim_metrics *m, int kind, co
 }
 
 /* One rank's series: vLLM labels each engine core's by engine="rank". */
-static int rank_metrics_init(struct kvg_sim_server *s, struct kvg_sim_rank *rk)
+static int rank_metrics_init(struct kvg_simsrv_server *s, struct kvg_simsrv_rank *rk)
 {
     struct sim_metrics *m = calloc(1, sizeof *m);
     if (!m) return -12;
@@ -54,7 +54,7 @@ static int rank_metrics_init(struct kvg_sim_server *s, struct kvg_sim_rank *rk)
     char bs[16], nb[16];
     snprintf(bs, sizeof bs, "%u", em.block_size);
     snprintf(nb, sizeof nb, "%u", em.num_blocks);
-    if (s->o.flavor == KVG_SIM_FLAVOR_VLLM) {
+    if (s->o.flavor == KVG_SIMSRV_FLAVOR_VLLM) {
         const char *cn[] = {"block_size", "num_gpu_blocks", "enable_prefix_caching", "engine"};
         const char *cv[] = {bs, nb, "True", eng};
         const char *fn[] = {"model_name", "engine", "finished_reason"};
@@ -104,7 +104,7 @@ static int rank_metrics_init(struct kvg_sim_server *s, struct kvg_sim_rank *rk)
                           "sharing, in terms of number of cached tokens.",
                           ln, lv, 2, &m->ext_hits))))
             return rc;
-    } else if (s->o.flavor == KVG_SIM_FLAVOR_SGLANG) {
+    } else if (s->o.flavor == KVG_SIMSRV_FLAVOR_SGLANG) {
         const char *cn[] = {"page_size", "num_pages"};
         const char *cv[] = {bs, nb};
         if ((rc = series(s, m, 0, "sglang:num_running_reqs", "The number of running requests.", ln,
@@ -150,7 +150,7 @@ static int rank_metrics_init(struct kvg_sim_server *s, struct kvg_sim_rank *rk)
     return 0;
 }
 
-int kvg_sim_srv_metrics_init(struct kvg_sim_server *s)
+int kvg_simsrv_metrics_init(struct kvg_simsrv_server *s)
 {
     int rc = kvg_metrics_registry_new(0, &s->reg);
     if (rc) return rc;
@@ -160,7 +160,7 @@ int kvg_sim_srv_metrics_init(struct kvg_sim_server *s)
     return 0;
 }
 
-void kvg_sim_srv_metrics_free(struct kvg_sim_server *s)
+void kvg_simsrv_metrics_free(struct kvg_simsrv_server *s)
 {
     for (int r = 0; r < s->ndp; r++) {
         struct sim_metrics *m = s->ranks[r].m;
@@ -185,7 +185,7 @@ static void bump(struct kvg_metrics_series *c, double now, double *last)
     *last = now;
 }
 
-int kvg_sim_metrics_mode_parse(const char *v)
+int kvg_simsrv_metrics_mode_parse(const char *v)
 {
     static const char *names[] = {"full", "no-kv", "waiting-only", "none", "error", "garbage"};
     for (int i = 0; i < (int)(sizeof names / sizeof *names); i++)
@@ -201,15 +201,15 @@ static void set_gauge(struct kvg_metrics_series *g, double v)
 /* The fault modes of /metrics; 1 when one answered. */
 static int render_fault(struct kvg_http_req *req, int mode)
 {
-    if (mode == KVG_SIM_METRICS_NONE) {
+    if (mode == KVG_SIMSRV_METRICS_NONE) {
         kvg_http_res_send(req, 404, "text/plain", NULL, 0, "Not Found", 9);
         return 1;
     }
-    if (mode == KVG_SIM_METRICS_ERROR) {
+    if (mode == KVG_SIMSRV_METRICS_ERROR) {
         kvg_http_res_send(req, 500, "text/plain", NULL, 0, "Internal Server Error", 21);
         return 1;
     }
-    if (mode == KVG_SIM_METRICS_GARBAGE) {
+    if (mode == KVG_SIMSRV_METRICS_GARBAGE) {
         static const char page[] = "<html><body><h1>Metrics</h1><p>see the dashboard</p>"
                                    "</body></html>\n";
         kvg_http_res_send(req, 200, "text/html", NULL, 0, page, sizeof page - 1);
@@ -241,13 +241,13 @@ static void update_rank(struct sim_metrics *m, const struct kvg_sim *e, double u
     bump(m->ext_hits, (double)em.cpu_hit_tokens, &m->last_ext_h);
 }
 
-void kvg_sim_srv_metrics_render(struct kvg_sim_server *s, struct kvg_http_req *req)
+void kvg_simsrv_metrics_render(struct kvg_simsrv_server *s, struct kvg_http_req *req)
 {
     int mode = s->o.metrics_mode;
     if (s->o.metrics_after_s >= 0 && kvg_now_s() - s->t0 >= s->o.metrics_after_s)
         mode = s->o.metrics_later;
     if (render_fault(req, mode)) return;
-    double up = kvg_sim_srv_now(s);
+    double up = kvg_simsrv_now(s);
     for (int r = 0; r < s->ndp; r++) update_rank(s->ranks[r].m, s->ranks[r].engine, up);
     struct kvg_buf b;
     kvg_buf_init(&b, 0);
@@ -256,11 +256,11 @@ void kvg_sim_srv_metrics_render(struct kvg_sim_server *s, struct kvg_http_req *r
         kvg_http_res_send(req, 500, "text/plain", NULL, 0, "render failed", 13);
         return;
     }
-    if (s->nadapters && s->o.flavor == KVG_SIM_FLAVOR_VLLM) {
+    if (s->nadapters && s->o.flavor == KVG_SIMSRV_FLAVOR_VLLM) {
         /* vLLM's gauge: labels say which adapters are active, the value is
          * when that was last updated (wall seconds). */
         char run[512], wait[512];
-        kvg_sim_srv_lora_active(s, run, sizeof run, wait, sizeof wait);
+        kvg_simsrv_lora_active(s, run, sizeof run, wait, sizeof wait);
         kvg_buf_printf(&b,
                        "# HELP vllm:lora_requests_info Running stats on lora requests.\n"
                        "# TYPE vllm:lora_requests_info gauge\n"
@@ -272,17 +272,17 @@ void kvg_sim_srv_metrics_render(struct kvg_sim_server *s, struct kvg_http_req *r
     kvg_buf_free(&b);
 }
 
-void kvg_sim_srv_observe_ttft(struct kvg_sim_rank *rk, double secs)
+void kvg_simsrv_observe_ttft(struct kvg_simsrv_rank *rk, double secs)
 {
     if (rk->m->ttft) kvg_metrics_observe(rk->m->ttft, secs);
 }
 
-void kvg_sim_srv_observe_itl(struct kvg_sim_rank *rk, double secs)
+void kvg_simsrv_observe_itl(struct kvg_simsrv_rank *rk, double secs)
 {
     if (rk->m->itl) kvg_metrics_observe(rk->m->itl, secs);
 }
 
-void kvg_sim_srv_observe_e2e(struct kvg_sim_rank *rk, double secs, int finish_length)
+void kvg_simsrv_observe_e2e(struct kvg_simsrv_rank *rk, double secs, int finish_length)
 {
     if (rk->m->e2e) kvg_metrics_observe(rk->m->e2e, secs);
     struct kvg_metrics_series *ok = finish_length ? rk->m->ok_length : rk->m->ok_stop;

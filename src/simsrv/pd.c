@@ -1,5 +1,5 @@
 /* kvgate sim in a disaggregated deployment: the vLLM NixlConnector two-hop
- * protocol (../shared/reference/gateway-admission-autoscale.md §5).
+ * protocol (the router's side is pd/pd.c).
  *
  * Prefill leg: a request with kv_transfer_params {do_remote_decode: true}
  * runs as usual (the router caps it at max_tokens 1); when it finishes
@@ -26,7 +26,7 @@
  * read on rank r's channel finds only the blocks rank r holds, so a decode
  * given another rank's params fails as a wrong NIXL peer would.
  *
- * SGLang's bootstrap protocol (routers.md §3.1): the router sends the same
+ * SGLang's bootstrap protocol: the router sends the same
  * body, with bootstrap_host, bootstrap_port and bootstrap_room, to both
  * legs at once. The prefill (--bootstrap-port) computes the prompt and
  * holds its KV for the room; the decode asks the prefill's bootstrap port
@@ -47,15 +47,15 @@
 #include "simsrv/simsrv.h"
 
 struct held {
-    struct kvg_sim_pd *pd;
-    struct kvg_sim_rank *rk;   /* the data-parallel rank whose engine holds the blocks */
-    char rid[64];              /* the prefill's request id (remote_request_id), or "room:<r>" */
-    int parked;                /* a decode asked for a room whose prefill has not finished */
-    char labels[128];          /* a parked read's labels */
-    uint64_t engine_id;        /* the engine's id of the finished request */
-    uint32_t tokens;           /* prompt tokens whose KV is held */
-    uv_timer_t timer;          /* hold timeout, then the transfer */
-    struct kvg_http_req *xfer; /* the decode reading it, NULL before */
+    struct kvg_simsrv_pd *pd;
+    struct kvg_simsrv_rank *rk; /* the data-parallel rank whose engine holds the blocks */
+    char rid[64];               /* the prefill's request id (remote_request_id), or "room:<r>" */
+    int parked;                 /* a decode asked for a room whose prefill has not finished */
+    char labels[128];           /* a parked read's labels */
+    uint64_t engine_id;         /* the engine's id of the finished request */
+    uint32_t tokens;            /* prompt tokens whose KV is held */
+    uv_timer_t timer;           /* hold timeout, then the transfer */
+    struct kvg_http_req *xfer;  /* the decode reading it, NULL before */
     char link[16];
     double secs;
     uint64_t bytes;
@@ -64,16 +64,16 @@ struct held {
 
 /* One rank's side channel: what its requests reach. */
 struct side_ep {
-    struct kvg_sim_pd *pd;
+    struct kvg_simsrv_pd *pd;
     int rank;
     char engine_id[64]; /* the base id, "_dp<rank>" appended under --dp-size */
     struct kvg_http_server *srv;
 };
 
-struct kvg_sim_pd {
-    struct kvg_sim_server *s;
+struct kvg_simsrv_pd {
+    struct kvg_simsrv_server *s;
     char engine_id[40];
-    struct side_ep side[KVG_SIM_MAX_DP];
+    struct side_ep side[KVG_SIMSRV_MAX_DP];
     struct kvg_http_server *boot;
     struct kvg_http_client *cl;
     struct held *held;
@@ -90,7 +90,7 @@ static void held_closed(uv_handle_t *h)
 /* Frees the held blocks and the entry. */
 static void held_drop(struct held *h)
 {
-    struct kvg_sim_pd *pd = h->pd;
+    struct kvg_simsrv_pd *pd = h->pd;
     for (struct held **p = &pd->held; *p; p = &(*p)->next)
         if (*p == h) {
             *p = h->next;
@@ -109,7 +109,7 @@ static void on_hold_expired(uv_timer_t *t)
     held_drop(h);
 }
 
-static struct held *held_find(struct kvg_sim_pd *pd, const char *rid)
+static struct held *held_find(struct kvg_simsrv_pd *pd, const char *rid)
 {
     for (struct held *h = pd->held; h; h = h->next)
         if (!strcmp(h->rid, rid)) return h;
@@ -118,13 +118,13 @@ static struct held *held_find(struct kvg_sim_pd *pd, const char *rid)
 
 static void on_xfer_done(uv_timer_t *t);
 static void on_xfer_abort(struct kvg_http_req *req, void *ud);
-static void boot_read(struct kvg_sim_pd *pd, struct kvg_http_req *req);
+static void boot_read(struct kvg_simsrv_pd *pd, struct kvg_http_req *req);
 
 /* Serves req (a decode's read) from h after the transfer time over the link
  * named by the decode's labels. */
 static void start_transfer(struct held *h, struct kvg_http_req *req, const char *labels)
 {
-    struct kvg_sim_server *s = h->pd->s;
+    struct kvg_simsrv_server *s = h->pd->s;
     int l = kvg_sim_link_of(s->o.labels, labels);
     snprintf(h->link, sizeof h->link, "%s", kvg_sim_link_name(l));
     h->bytes = (uint64_t)h->tokens * s->kv_bytes_per_token;
@@ -136,10 +136,10 @@ static void start_transfer(struct held *h, struct kvg_http_req *req, const char 
     uv_timer_start(&h->timer, on_xfer_done, (uint64_t)ceil(h->secs / s->o.speed * 1000.0), 0);
 }
 
-void kvg_sim_pd_prefill_done(struct sim_req *r, int length_capped, struct kvg_buf *b)
+void kvg_simsrv_pd_prefill_done(struct sim_req *r, int length_capped, struct kvg_buf *b)
 {
-    struct kvg_sim_server *s = r->s;
-    struct kvg_sim_pd *pd = s->pd;
+    struct kvg_simsrv_server *s = r->s;
+    struct kvg_simsrv_pd *pd = s->pd;
     /* vLLM returns params only for a length-capped prefill; anything else
      * is not tracked and its blocks go at once. */
     struct held *h = length_capped && pd ? calloc(1, sizeof *h) : NULL;
@@ -224,7 +224,7 @@ static void on_xfer_abort(struct kvg_http_req *req, void *ud)
 static void side_handle(struct kvg_http_req *req, void *ud)
 {
     struct side_ep *ep = ud;
-    struct kvg_sim_pd *pd = ep->pd;
+    struct kvg_simsrv_pd *pd = ep->pd;
     if (kvg_str_eq(req->path, "/health")) {
         kvg_http_res_send(req, 200, NULL, NULL, 0, NULL, 0);
         return;
@@ -234,7 +234,7 @@ static void side_handle(struct kvg_http_req *req, void *ud)
         return;
     }
     if (kvg_str_eq(req->path, "/v1/ec/read") && !strcmp(req->method_name, "POST")) {
-        kvg_sim_ec_read(pd->s, req); /* an encoder's embeddings (sim/encode.c) */
+        kvg_simsrv_ec_read(pd->s, req); /* an encoder's embeddings (simsrv/encode.c) */
         return;
     }
     if (!kvg_str_eq(req->path, "/v1/nixl/read") || strcmp(req->method_name, "POST")) {
@@ -280,9 +280,9 @@ static void on_park_expired(uv_timer_t *t)
     held_drop(h);
 }
 
-static void boot_read(struct kvg_sim_pd *pd, struct kvg_http_req *req)
+static void boot_read(struct kvg_simsrv_pd *pd, struct kvg_http_req *req)
 {
-    struct kvg_sim_server *s = pd->s;
+    struct kvg_simsrv_server *s = pd->s;
     cJSON *j = cJSON_ParseWithLength(req->body.data ? req->body.data : "", req->body.len);
     const cJSON *room = cJSON_GetObjectItemCaseSensitive(j, "room");
     const cJSON *lab = cJSON_GetObjectItemCaseSensitive(j, "labels");
@@ -322,9 +322,9 @@ static void boot_read(struct kvg_sim_pd *pd, struct kvg_http_req *req)
     cJSON_Delete(j);
 }
 
-void kvg_sim_pd_room_aborted(struct sim_req *r)
+void kvg_simsrv_pd_room_aborted(struct sim_req *r)
 {
-    struct kvg_sim_pd *pd = r->s->pd;
+    struct kvg_simsrv_pd *pd = r->s->pd;
     char key[64];
     snprintf(key, sizeof key, "room:%s", r->pd.room);
     struct held *h = pd ? held_find(pd, key) : NULL;
@@ -361,9 +361,9 @@ static void pull_failed(struct sim_req *r, const char *why)
              r->pd.remote_port, r->pd.remote_request_id, why);
     KVG_WARN("sim pd: %s", msg);
     if (r->s->o.kv_load_fail)
-        kvg_sim_srv_fail(r, msg);
+        kvg_simsrv_fail(r, msg);
     else
-        kvg_sim_srv_submit(r, 0); /* "recompute": prefill here instead */
+        kvg_simsrv_submit(r, 0); /* "recompute": prefill here instead */
 }
 
 static void pull_done(void *ud, int err)
@@ -388,13 +388,13 @@ static void pull_done(void *ud, int err)
     const cJSON *t = cJSON_GetObjectItemCaseSensitive(j, "tokens");
     uint32_t tokens = cJSON_IsNumber(t) && t->valuedouble > 0 ? (uint32_t)t->valuedouble : 0;
     cJSON_Delete(j);
-    kvg_sim_srv_submit(r, KVG_MIN(tokens, r->pending.prompt_len));
+    kvg_simsrv_submit(r, KVG_MIN(tokens, r->pending.prompt_len));
 }
 
-void kvg_sim_pd_pull(struct sim_req *r)
+void kvg_simsrv_pd_pull(struct sim_req *r)
 {
-    struct kvg_sim_server *s = r->s;
-    struct kvg_sim_pd *pd = s->pd;
+    struct kvg_simsrv_server *s = r->s;
+    struct kvg_simsrv_pd *pd = s->pd;
     int boot = r->pd.bootstrap_decode;
     char url[128];
     snprintf(url, sizeof url, "http://%s:%d", boot ? r->pd.bootstrap_host : r->pd.remote_host,
@@ -445,7 +445,7 @@ void kvg_sim_pd_pull(struct sim_req *r)
     }
 }
 
-void kvg_sim_pd_pull_abort(struct sim_req *r)
+void kvg_simsrv_pd_pull_abort(struct sim_req *r)
 {
     if (r->pull) kvg_http_call_cancel(r->pull);
     r->pull = NULL;
@@ -460,12 +460,12 @@ static void copy_str(const cJSON *o, const char *key, char *out, size_t cap)
     if (cJSON_IsString(v)) snprintf(out, cap, "%s", v->valuestring);
 }
 
-int kvg_sim_pd_parse(struct kvg_sim_server *s, const cJSON *j, struct kvg_sim_pd_params *out,
-                     char *msg, size_t msglen)
+int kvg_simsrv_pd_parse(struct kvg_simsrv_server *s, const cJSON *j,
+                        struct kvg_simsrv_pd_params *out, char *msg, size_t msglen)
 {
     memset(out, 0, sizeof *out);
     const cJSON *room = cJSON_GetObjectItemCaseSensitive(j, "bootstrap_room");
-    if (room && !cJSON_IsNull(room) && s->o.role != KVG_SIM_ROLE_BOTH) {
+    if (room && !cJSON_IsNull(room) && s->o.role != KVG_SIMSRV_ROLE_BOTH) {
         const cJSON *host = cJSON_GetObjectItemCaseSensitive(j, "bootstrap_host");
         const cJSON *port = cJSON_GetObjectItemCaseSensitive(j, "bootstrap_port");
         if (!cJSON_IsNumber(room) || !cJSON_IsString(host) || !cJSON_IsNumber(port)) {
@@ -474,8 +474,9 @@ int kvg_sim_pd_parse(struct kvg_sim_server *s, const cJSON *j, struct kvg_sim_pd
                      "a port");
             return -1;
         }
-        /* A host, not a URL nor a URL@rank worker's name: the decode dials
-         * it (seed 004's invalid decode destination was such a name). */
+        /* A host, not a URL nor a URL@rank worker's name: the decode dials it
+         * (SGLang with --dp-aware was seen to send such a name, which no
+         * decode can dial). */
         if (!host->valuestring[0] || strpbrk(host->valuestring, "@/[] ") ||
             strlen(host->valuestring) >= sizeof out->bootstrap_host) {
             snprintf(msg, msglen, "bootstrap_host '%.200s' is not a host name or address",
@@ -485,8 +486,8 @@ int kvg_sim_pd_parse(struct kvg_sim_server *s, const cJSON *j, struct kvg_sim_pd
         snprintf(out->room, sizeof out->room, "%.0f", room->valuedouble);
         snprintf(out->bootstrap_host, sizeof out->bootstrap_host, "%s", host->valuestring);
         out->bootstrap_port = (int)port->valuedouble;
-        out->bootstrap_prefill = s->o.role == KVG_SIM_ROLE_PREFILL;
-        out->bootstrap_decode = s->o.role == KVG_SIM_ROLE_DECODE;
+        out->bootstrap_prefill = s->o.role == KVG_SIMSRV_ROLE_PREFILL;
+        out->bootstrap_decode = s->o.role == KVG_SIMSRV_ROLE_DECODE;
         return 0;
     }
     const cJSON *p = cJSON_GetObjectItemCaseSensitive(j, "kv_transfer_params");
@@ -497,7 +498,7 @@ int kvg_sim_pd_parse(struct kvg_sim_server *s, const cJSON *j, struct kvg_sim_pd
     }
     out->do_remote_decode = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(p, "do_remote_decode"));
     out->do_remote_prefill = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(p, "do_remote_prefill"));
-    if (out->do_remote_decode && s->o.role == KVG_SIM_ROLE_DECODE) {
+    if (out->do_remote_decode && s->o.role == KVG_SIMSRV_ROLE_DECODE) {
         snprintf(msg, msglen,
                  "this engine is a KV consumer: it cannot prefill for a remote decode");
         return -1;
@@ -524,17 +525,17 @@ int kvg_sim_pd_parse(struct kvg_sim_server *s, const cJSON *j, struct kvg_sim_pd
 
 /* ---------------------------------------------------------------- life */
 
-const char *kvg_sim_pd_engine_id(const struct kvg_sim_server *s)
+const char *kvg_simsrv_pd_engine_id(const struct kvg_simsrv_server *s)
 {
     return s->pd ? s->pd->engine_id : "";
 }
 
-int kvg_sim_pd_side_port(const struct kvg_sim_server *s)
+int kvg_simsrv_pd_side_port(const struct kvg_simsrv_server *s)
 {
     return s->pd && s->pd->side[0].srv ? kvg_http_server_port(s->pd->side[0].srv) : 0;
 }
 
-unsigned kvg_sim_pd_held(const struct kvg_sim_server *s, int rank)
+unsigned kvg_simsrv_pd_held(const struct kvg_simsrv_server *s, int rank)
 {
     unsigned n = 0;
     for (const struct held *h = s->pd ? s->pd->held : NULL; h; h = h->next)
@@ -542,18 +543,18 @@ unsigned kvg_sim_pd_held(const struct kvg_sim_server *s, int rank)
     return n;
 }
 
-/* Closes what kvg_sim_pd_start opened before failing, and frees pd. */
-static void pd_abandon(struct kvg_sim_pd *pd)
+/* Closes what kvg_simsrv_pd_start opened before failing, and frees pd. */
+static void pd_abandon(struct kvg_simsrv_pd *pd)
 {
-    for (int r = 0; r < KVG_SIM_MAX_DP; r++)
+    for (int r = 0; r < KVG_SIMSRV_MAX_DP; r++)
         if (pd->side[r].srv) kvg_http_server_close(pd->side[r].srv);
     kvg_http_client_close(pd->cl);
     free(pd);
 }
 
-int kvg_sim_pd_start(struct kvg_sim_server *s, char *err, size_t errlen)
+int kvg_simsrv_pd_start(struct kvg_simsrv_server *s, char *err, size_t errlen)
 {
-    struct kvg_sim_pd *pd = calloc(1, sizeof *pd);
+    struct kvg_simsrv_pd *pd = calloc(1, sizeof *pd);
     if (!pd) return -ENOMEM;
     pd->s = s;
     /* A new id at every start: a decode sent to a restarted prefill sees it. */
@@ -604,13 +605,13 @@ int kvg_sim_pd_start(struct kvg_sim_server *s, char *err, size_t errlen)
     return 0;
 }
 
-void kvg_sim_pd_stop(struct kvg_sim_server *s)
+void kvg_simsrv_pd_stop(struct kvg_simsrv_server *s)
 {
-    struct kvg_sim_pd *pd = s->pd;
+    struct kvg_simsrv_pd *pd = s->pd;
     if (!pd) return;
     /* The listeners first: their reads in flight drop their entries (their
      * on_abort runs now), then what is left. */
-    for (int r = 0; r < KVG_SIM_MAX_DP; r++)
+    for (int r = 0; r < KVG_SIMSRV_MAX_DP; r++)
         if (pd->side[r].srv) kvg_http_server_close(pd->side[r].srv);
     if (pd->boot) kvg_http_server_close(pd->boot);
     while (pd->held) held_drop(pd->held);

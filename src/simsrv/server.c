@@ -13,12 +13,12 @@
 #include "sim/kv_events.h"
 #include "simsrv/kvpub.h"
 
-double kvg_sim_srv_now(const struct kvg_sim_server *s)
+double kvg_simsrv_now(const struct kvg_simsrv_server *s)
 {
     return (kvg_now_s() - s->t0) * s->o.speed;
 }
 
-void kvg_sim_srv_publish(struct kvg_sim_rank *rk)
+void kvg_simsrv_publish(struct kvg_simsrv_rank *rk)
 {
     struct kvg_sim_events ev;
     kvg_sim_events(rk->engine, &ev);
@@ -29,7 +29,7 @@ void kvg_sim_srv_publish(struct kvg_sim_rank *rk)
     if (kvg_sim_kv_encode(ev.ev, ev.n, kvg_wall_s(), rk->rank,
                           rk->s->o.kv_events_map ? KVG_SIM_KV_MAP : KVG_SIM_KV_ARRAY, &payload,
                           &len) == 0)
-        kvg_sim_kvpub_publish(rk->pub, payload, len);
+        kvg_simsrv_kvpub_publish(rk->pub, payload, len);
 }
 
 /* Rank r's endpoint: the port plus r, as vLLM offsets each DP rank's
@@ -47,24 +47,24 @@ static int rank_endpoint(const char *ep, int r, char *out, size_t cap)
 }
 
 /* Starts rank rk's KV event publisher on the configured endpoints + rank. */
-static int start_publisher(struct kvg_sim_server *s, struct kvg_sim_rank *rk, char *err,
+static int start_publisher(struct kvg_simsrv_server *s, struct kvg_simsrv_rank *rk, char *err,
                            size_t errlen)
 {
-    const struct kvg_sim_opts *o = &s->o;
+    const struct kvg_simsrv_opts *o = &s->o;
     char ep[256], rep[256] = "";
     if (rank_endpoint(o->kv_events_endpoint, rk->rank, ep, sizeof ep) ||
         (o->replay_endpoint[0] && rank_endpoint(o->replay_endpoint, rk->rank, rep, sizeof rep))) {
         snprintf(err, errlen, "--dp-size needs endpoints with a numeric port (rank r on port + r)");
         return -EINVAL;
     }
-    struct kvg_sim_kvpub_config pc;
-    kvg_sim_kvpub_config_init(&pc);
+    struct kvg_simsrv_kvpub_config pc;
+    kvg_simsrv_kvpub_config_init(&pc);
     pc.endpoint = ep;
     pc.replay_endpoint = rep[0] ? rep : NULL;
     pc.topic = o->kv_topic;
     pc.drop_prob = o->kv_events_drop;
     pc.seed = o->seed + (uint64_t)rk->rank;
-    return kvg_sim_kvpub_start(&pc, &rk->pub, err, errlen);
+    return kvg_simsrv_kvpub_start(&pc, &rk->pub, err, errlen);
 }
 
 /* Output token ids: the vocabulary entries that decode to short lowercase
@@ -94,7 +94,7 @@ static void on_signal(uv_signal_t *h, int sig)
     uv_stop(h->loop);
 }
 
-void kvg_sim_opts_default(struct kvg_sim_opts *o)
+void kvg_simsrv_opts_default(struct kvg_simsrv_opts *o)
 {
     memset(o, 0, sizeof *o);
     snprintf(o->host, sizeof o->host, "127.0.0.1");
@@ -113,16 +113,16 @@ void kvg_sim_opts_default(struct kvg_sim_opts *o)
     o->side_channel_port = -1;
 }
 
-int kvg_sim_srv_main(const struct kvg_sim_opts *opts)
+int kvg_simsrv_main(const struct kvg_simsrv_opts *opts)
 {
-    static struct kvg_sim_server s;
-    struct kvg_sim_opts *o = &s.o;
+    static struct kvg_simsrv_server s;
+    struct kvg_simsrv_opts *o = &s.o;
     memset(&s, 0, sizeof s);
     *o = *opts;
     int rc;
     if (o->side_channel_port < 0)
         o->side_channel_port =
-            o->role == KVG_SIM_ROLE_PREFILL || o->role == KVG_SIM_ROLE_ENCODE ? 5600 : 0;
+            o->role == KVG_SIMSRV_ROLE_PREFILL || o->role == KVG_SIMSRV_ROLE_ENCODE ? 5600 : 0;
     kvg_log_set_level(o->log_level);
     signal(SIGPIPE, SIG_IGN);
     const struct kvg_sim_profile *prof = kvg_sim_profile_find(o->profile);
@@ -157,7 +157,7 @@ int kvg_sim_srv_main(const struct kvg_sim_opts *opts)
     cfg.output_vocab = vocab;
     s.ndp = o->dp_size ? (int)o->dp_size : 1;
     for (int r = 0; r < s.ndp; r++) {
-        struct kvg_sim_rank *rk = &s.ranks[r];
+        struct kvg_simsrv_rank *rk = &s.ranks[r];
         rk->s = &s;
         rk->rank = r;
         cfg.seed = o->seed + (uint64_t)r; /* ranks sample apart, as separate engine cores */
@@ -175,12 +175,12 @@ int kvg_sim_srv_main(const struct kvg_sim_opts *opts)
     for (const char *p = o->lora_adapters; *p;) {
         const char *e = strchr(p, ',');
         size_t n = e ? (size_t)(e - p) : strlen(p);
-        if (n && n < sizeof s.adapters[0] && s.nadapters < KVG_SIM_MAX_ADAPTERS) {
+        if (n && n < sizeof s.adapters[0] && s.nadapters < KVG_SIMSRV_MAX_ADAPTERS) {
             memcpy(s.adapters[s.nadapters], p, n);
             s.adapters[s.nadapters++][n] = 0;
         } else if (n) {
             fprintf(stderr, "kvgate sim: --lora-adapters: at most %d names under 64 bytes\n",
-                    KVG_SIM_MAX_ADAPTERS);
+                    KVG_SIMSRV_MAX_ADAPTERS);
             return 2;
         }
         p += n + (e != NULL);
@@ -190,7 +190,7 @@ int kvg_sim_srv_main(const struct kvg_sim_opts *opts)
             fprintf(stderr, "kvgate sim: KV events of rank %d: %s\n", r, err);
             return 2;
         }
-    if ((rc = kvg_sim_srv_metrics_init(&s))) {
+    if ((rc = kvg_simsrv_metrics_init(&s))) {
         fprintf(stderr, "kvgate sim: metrics: %s\n", kvg_strerror(rc));
         return 2;
     }
@@ -206,13 +206,13 @@ int kvg_sim_srv_main(const struct kvg_sim_opts *opts)
     struct kvg_http_limits lim;
     kvg_http_limits_default(&lim);
     if ((rc = kvg_http_server_start(loop, o->host, o->port, KVG_HTTP_BIND_EXCLUSIVE, &lim,
-                                    kvg_sim_srv_handle, &s, &s.http))) {
+                                    kvg_simsrv_handle, &s, &s.http))) {
         fprintf(stderr, "kvgate sim: cannot listen on %s:%d: %s\n", o->host, o->port,
                 kvg_strerror(rc));
         return 1;
     }
-    if ((rc = kvg_sim_pd_start(&s, err, sizeof err)) ||
-        (rc = kvg_sim_ec_start(&s, err, sizeof err))) {
+    if ((rc = kvg_simsrv_pd_start(&s, err, sizeof err)) ||
+        (rc = kvg_simsrv_ec_start(&s, err, sizeof err))) {
         fprintf(stderr, "kvgate sim: %s\n", err);
         return 1;
     }
@@ -228,20 +228,20 @@ int kvg_sim_srv_main(const struct kvg_sim_opts *opts)
         o->model, prof->name, (int)o->flavor, em.block_size, em.num_blocks, em.cpu_num_blocks,
         s.ndp, s.ndp > 1 ? "s" : "", roles[o->role], o->host, kvg_http_server_port(s.http),
         s.ranks[0].pub ? ", KV events on " : "",
-        s.ranks[0].pub ? kvg_sim_kvpub_endpoint(s.ranks[0].pub) : "");
+        s.ranks[0].pub ? kvg_simsrv_kvpub_endpoint(s.ranks[0].pub) : "");
     uv_run(loop, UV_RUN_DEFAULT);
     /* Stopped by a signal: close everything and let the callbacks run. */
     kvg_http_server_close(s.http);
-    kvg_sim_pd_stop(&s);
-    kvg_sim_ec_stop(&s);
+    kvg_simsrv_pd_stop(&s);
+    kvg_simsrv_ec_stop(&s);
     for (int r = 0; r < s.ndp; r++) uv_close((uv_handle_t *)&s.ranks[r].step_timer, NULL);
     uv_close((uv_handle_t *)&st, NULL);
     uv_close((uv_handle_t *)&si, NULL);
     uv_run(loop, UV_RUN_DEFAULT);
     uv_loop_close(loop);
-    kvg_sim_srv_metrics_free(&s);
+    kvg_simsrv_metrics_free(&s);
     for (int r = 0; r < s.ndp; r++) {
-        kvg_sim_kvpub_stop(s.ranks[r].pub);
+        kvg_simsrv_kvpub_stop(s.ranks[r].pub);
         kvg_sim_free(s.ranks[r].engine);
     }
     kvg_tok_free(s.tok);

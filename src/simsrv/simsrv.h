@@ -15,29 +15,29 @@
 #include "jinja/chat.h"
 #include "tokenizer/tokenizer.h"
 
-enum kvg_sim_flavor { KVG_SIM_FLAVOR_VLLM, KVG_SIM_FLAVOR_SGLANG, KVG_SIM_FLAVOR_LLAMACPP };
+enum kvg_simsrv_flavor { KVG_SIMSRV_FLAVOR_VLLM, KVG_SIMSRV_FLAVOR_SGLANG, KVG_SIMSRV_FLAVOR_LLAMACPP };
 
 /* What /metrics serves, to stand in for engines as they really are: full
  * (the flavor's set), no-kv (no KV usage gauge: current llama.cpp, many
  * OpenAI-compatible servers), waiting-only (the queue gauge alone), none
  * (404: no metrics endpoint), error (500), garbage (200 with an HTML page). */
-enum kvg_sim_metrics_mode {
-    KVG_SIM_METRICS_FULL,
-    KVG_SIM_METRICS_NO_KV,
-    KVG_SIM_METRICS_WAITING_ONLY,
-    KVG_SIM_METRICS_NONE,
-    KVG_SIM_METRICS_ERROR,
-    KVG_SIM_METRICS_GARBAGE,
+enum kvg_simsrv_metrics_mode {
+    KVG_SIMSRV_METRICS_FULL,
+    KVG_SIMSRV_METRICS_NO_KV,
+    KVG_SIMSRV_METRICS_WAITING_ONLY,
+    KVG_SIMSRV_METRICS_NONE,
+    KVG_SIMSRV_METRICS_ERROR,
+    KVG_SIMSRV_METRICS_GARBAGE,
 };
 /* "full", "no-kv", ...: the mode, or -1. */
-int kvg_sim_metrics_mode_parse(const char *s);
+int kvg_simsrv_metrics_mode_parse(const char *s);
 
-struct kvg_sim_opts {
+struct kvg_simsrv_opts {
     char host[64];
     int port;
     char model[128];
     char profile[64];
-    enum kvg_sim_flavor flavor;
+    enum kvg_simsrv_flavor flavor;
     uint32_t block_size;             /* 0: the profile's */
     uint64_t kv_capacity_tokens;     /* 0: the profile's */
     uint32_t max_num_seqs;           /* 0: the profile's */
@@ -59,12 +59,12 @@ struct kvg_sim_opts {
     int64_t disconnect_after; /* cut streams after K tokens; -1 off */
     double cold_start_s;      /* /health 503 this long after start */
     double kv_events_drop;    /* drop event batches with this probability */
-    int metrics_mode;         /* enum kvg_sim_metrics_mode, from the start */
+    int metrics_mode;         /* enum kvg_simsrv_metrics_mode, from the start */
     int metrics_later;        /* the mode after metrics_after_s real seconds (none|error|garbage) */
     double metrics_after_s;   /* < 0: never switch */
     int log_level;
     /* disaggregated serving (sim/pd.c) */
-    int role;                   /* enum kvg_sim_role */
+    int role;                   /* enum kvg_simsrv_role */
     double kv_hold_timeout_s;   /* a prefill's unpulled blocks are freed after this (480) */
     char labels[256];           /* k=v,...: node, rack, zone pick the KV link's bandwidth */
     int side_channel_port;      /* the prefill's KV side channel (0: none unless --role prefill) */
@@ -77,19 +77,19 @@ struct kvg_sim_opts {
 
 /* What a simulated engine is in a disaggregated deployment. both: today's
  * aggregated engine (it also answers either PD leg, as vLLM's kv_both). */
-enum kvg_sim_role {
-    KVG_SIM_ROLE_BOTH,
-    KVG_SIM_ROLE_PREFILL,
-    KVG_SIM_ROLE_DECODE,
-    KVG_SIM_ROLE_ENCODE, /* an encoder-only engine (sim/encode.c): media in, embeddings held */
+enum kvg_simsrv_role {
+    KVG_SIMSRV_ROLE_BOTH,
+    KVG_SIMSRV_ROLE_PREFILL,
+    KVG_SIMSRV_ROLE_DECODE,
+    KVG_SIMSRV_ROLE_ENCODE, /* an encoder-only engine (sim/encode.c): media in, embeddings held */
 };
 
-#define KVG_SIM_MAX_MEDIA 16
+#define KVG_SIMSRV_MAX_MEDIA 16
 
 /* A request's media and its ec_transfer_params (sim/encode.c). */
-struct kvg_sim_ec_req {
+struct kvg_simsrv_ec_req {
     uint32_t n;                       /* image parts in its messages */
-    uint64_t hash[KVG_SIM_MAX_MEDIA]; /* each one's mm_hash (of its URL or data) */
+    uint64_t hash[KVG_SIMSRV_MAX_MEDIA]; /* each one's mm_hash (of its URL or data) */
     int has_params;                   /* ec_transfer_params came with it */
     char remote_engine_id[64];
     char remote_host[64];
@@ -97,7 +97,7 @@ struct kvg_sim_ec_req {
 };
 
 /* A request's kv_transfer_params (vLLM NixlConnector's fields). */
-struct kvg_sim_pd_params {
+struct kvg_simsrv_pd_params {
     int do_remote_decode;  /* a prefill whose decode happens elsewhere: hold the blocks */
     int do_remote_prefill; /* a decode whose prompt KV is pulled from remote_* */
     char remote_engine_id[64];
@@ -115,14 +115,14 @@ struct kvg_sim_pd_params {
     char room[32]; /* the room as both legs print it (JSON numbers are doubles) */
 };
 
-struct kvg_sim_pd;
-struct kvg_sim_rank;
+struct kvg_simsrv_pd;
+struct kvg_simsrv_rank;
 struct kvg_http_call;
 
 /* One request in flight (api.c; pd.c for its PD leg). */
 struct sim_req {
-    struct kvg_sim_server *s;
-    struct kvg_sim_rank *rk; /* the data-parallel rank running it */
+    struct kvg_simsrv_server *s;
+    struct kvg_simsrv_rank *rk; /* the data-parallel rank running it */
     struct kvg_http_req *req;
     uint64_t id;
     int chat, stream, include_usage, hung;
@@ -132,7 +132,7 @@ struct sim_req {
     struct kvg_buf text;  /* non-stream: the answer so far */
     struct sim_req *next; /* live bucket chain */
     int lora;             /* index in s->adapters, -1 for the base model */
-    struct kvg_sim_pd_params pd;
+    struct kvg_simsrv_pd_params pd;
     /* A decode pulling its KV: the engine request waits here (ids owned). */
     struct kvg_sim_request pending;
     uint32_t *pending_ids;
@@ -141,34 +141,34 @@ struct sim_req {
     int pull_status;
     char pull_body[512];
     size_t pull_len;
-    struct kvg_sim_ec_req ec; /* its media (sim/encode.c) */
+    struct kvg_simsrv_ec_req ec; /* its media (sim/encode.c) */
     int started;              /* its stream's head was sent */
 };
 
 struct sim_metrics;
 
-#define KVG_SIM_MAX_ADAPTERS 16
-#define KVG_SIM_MAX_DP 16
+#define KVG_SIMSRV_MAX_ADAPTERS 16
+#define KVG_SIMSRV_MAX_DP 16
 
 /* One data-parallel rank (vLLM's engine core): its own cache, batch, step
  * timer, KV event publisher (endpoint port + rank) and metric series (label
  * engine="rank"). Without --dp-size there is one, rank 0. */
-struct kvg_sim_rank {
-    struct kvg_sim_server *s;
+struct kvg_simsrv_rank {
+    struct kvg_simsrv_server *s;
     int rank;
     struct kvg_sim *engine;
     uv_timer_t step_timer;
     int stepping;                /* a step is "on the GPU" */
     struct kvg_sim_step pending; /* its outcome, delivered when the timer fires */
-    struct kvg_sim_kvpub *pub;   /* NULL without --kv-events-endpoint */
+    struct kvg_simsrv_kvpub *pub;   /* NULL without --kv-events-endpoint */
     struct sim_metrics *m;
 };
 
-struct kvg_sim_server {
-    struct kvg_sim_opts o;
+struct kvg_simsrv_server {
+    struct kvg_simsrv_opts o;
     uv_loop_t *loop;
     struct kvg_http_server *http;
-    struct kvg_sim_rank ranks[KVG_SIM_MAX_DP];
+    struct kvg_simsrv_rank ranks[KVG_SIMSRV_MAX_DP];
     int ndp;
     struct kvg_tok *tok;
     struct kvg_jinja_chat *tmpl;
@@ -180,113 +180,113 @@ struct kvg_sim_server {
     struct kvg_rng rng;
     struct kvg_metrics_registry *reg;
     uint32_t max_model_len;
-    char adapters[KVG_SIM_MAX_ADAPTERS][64]; /* from --lora-adapters */
+    char adapters[KVG_SIMSRV_MAX_ADAPTERS][64]; /* from --lora-adapters */
     int nadapters;
     uint64_t kv_bytes_per_token; /* the profile's KV shape (a PD transfer's size) */
-    struct kvg_sim_pd *pd;       /* PD state (sim/pd.c); NULL until kvg_sim_pd_start */
-    struct kvg_sim_ec *ec;       /* encode state (sim/encode.c); NULL until kvg_sim_ec_start */
+    struct kvg_simsrv_pd *pd;       /* PD state (sim/pd.c); NULL until kvg_simsrv_pd_start */
+    struct kvg_simsrv_ec *ec;       /* encode state (sim/encode.c); NULL until kvg_simsrv_ec_start */
     double t_encode_image;       /* the profile's encode time per image, engine seconds */
 };
 
 /* ---- sim/encode.c: the encode stage (EPD).
  * Starts the encoder state (every role: an encoder's cache and queue, a
  * prefill's --encoder-urls and HTTP client, everyone's counters). */
-struct kvg_sim_ec;
+struct kvg_simsrv_ec;
 struct cJSON;
-int kvg_sim_ec_start(struct kvg_sim_server *s, char *err, size_t errlen);
-void kvg_sim_ec_stop(struct kvg_sim_server *s);
+int kvg_simsrv_ec_start(struct kvg_simsrv_server *s, char *err, size_t errlen);
+void kvg_simsrv_ec_stop(struct kvg_simsrv_server *s);
 /* Reads a request's media and ec_transfer_params into out; -1 with msg
  * when the params are malformed. Counts params seen (GET /debug/ec). */
-int kvg_sim_ec_parse(struct kvg_sim_server *s, const struct cJSON *j, struct kvg_sim_ec_req *out,
+int kvg_simsrv_ec_parse(struct kvg_simsrv_server *s, const struct cJSON *j, struct kvg_simsrv_ec_req *out,
                      char *msg, size_t msglen);
 /* The chat body with each image part turned into a placeholder text part
  * naming its mm_hash (what the template renders and the tokenizer counts
  * in place of the image's tokens); NULL when it has no media. Caller frees. */
-char *kvg_sim_ec_text_body(const struct cJSON *j);
+char *kvg_simsrv_ec_text_body(const struct cJSON *j);
 /* An encode-role engine answers a completion: encodes the media (the
  * profile's t_encode_image each, one at a time) and answers with
  * ec_transfer_params (vLLM's EPD). */
-void kvg_sim_ec_encode(struct kvg_sim_server *s, struct kvg_http_req *req, const struct cJSON *j,
+void kvg_simsrv_ec_encode(struct kvg_simsrv_server *s, struct kvg_http_req *req, const struct cJSON *j,
                        int chat);
 /* SGLang's encoder endpoint (POST /encode), called by prefills. */
-void kvg_sim_ec_encode_call(struct kvg_sim_server *s, struct kvg_http_req *req);
+void kvg_simsrv_ec_encode_call(struct kvg_simsrv_server *s, struct kvg_http_req *req);
 /* The side channel's POST /v1/ec/read on an encoder (sim/pd.c routes it). */
-void kvg_sim_ec_read(struct kvg_sim_server *s, struct kvg_http_req *req);
+void kvg_simsrv_ec_read(struct kvg_simsrv_server *s, struct kvg_http_req *req);
 /* 1 when r must get its embeddings before it runs: vLLM's (its
  * ec_transfer_params name an encoder) or SGLang's (a prefill with
  * --encoder-urls and media). */
-int kvg_sim_ec_wanted(const struct sim_req *r);
-/* Gets them (a real call to the encoder), then kvg_sim_srv_run(r),
+int kvg_simsrv_ec_wanted(const struct sim_req *r);
+/* Gets them (a real call to the encoder), then kvg_simsrv_run(r),
  * or fails r the way vLLM does (a 500). Uses r->pull. */
-void kvg_sim_ec_fetch(struct sim_req *r);
+void kvg_simsrv_ec_fetch(struct sim_req *r);
 /* GET /debug/ec: what this engine did in the encode stage. */
-void kvg_sim_ec_debug(struct kvg_sim_server *s, struct kvg_http_req *req);
+void kvg_simsrv_ec_debug(struct kvg_simsrv_server *s, struct kvg_http_req *req);
 
 /* ---- sim/pd.c: the vLLM NIXL two-hop protocol.
  * Starts the PD state: an engine id (new at every start, as vLLM's), the
  * held-block table and, for a prefill, the side-channel listener decodes
  * pull KV blocks from. 0 or a negative code (message in err). */
-int kvg_sim_pd_start(struct kvg_sim_server *s, char *err, size_t errlen);
-void kvg_sim_pd_stop(struct kvg_sim_server *s);
+int kvg_simsrv_pd_start(struct kvg_simsrv_server *s, char *err, size_t errlen);
+void kvg_simsrv_pd_stop(struct kvg_simsrv_server *s);
 /* The engine's id (new at every start) and its side channel's port (0: none). */
-const char *kvg_sim_pd_engine_id(const struct kvg_sim_server *s);
-int kvg_sim_pd_side_port(const struct kvg_sim_server *s);
+const char *kvg_simsrv_pd_engine_id(const struct kvg_simsrv_server *s);
+int kvg_simsrv_pd_side_port(const struct kvg_simsrv_server *s);
 /* Prefills whose KV rank holds for a decode (read or not yet). */
-unsigned kvg_sim_pd_held(const struct kvg_sim_server *s, int rank);
+unsigned kvg_simsrv_pd_held(const struct kvg_simsrv_server *s, int rank);
 /* Reads a request's kv_transfer_params into out (zeroed when absent); -1
  * with msg when they are malformed or the role refuses the leg. */
 struct cJSON;
-int kvg_sim_pd_parse(struct kvg_sim_server *s, const struct cJSON *j, struct kvg_sim_pd_params *out,
+int kvg_simsrv_pd_parse(struct kvg_simsrv_server *s, const struct cJSON *j, struct kvg_simsrv_pd_params *out,
                      char *msg, size_t msglen);
 /* A prefill finished: keep its blocks for the decode (when the finish was
  * length-capped, as vLLM) and write its kv_transfer_params into b (NULL: a
  * stream, none written) (a JSON
  * member ",\"kv_transfer_params\":{...}"). */
-void kvg_sim_pd_prefill_done(struct sim_req *r, int length_capped, struct kvg_buf *b);
+void kvg_simsrv_pd_prefill_done(struct sim_req *r, int length_capped, struct kvg_buf *b);
 /* A decode with do_remote_prefill: pulls the blocks, then submits r
- * (kvg_sim_srv_submit) or fails it the way vLLM does. Takes r->pending*. */
-void kvg_sim_pd_pull(struct sim_req *r);
+ * (kvg_simsrv_submit) or fails it the way vLLM does. Takes r->pending*. */
+void kvg_simsrv_pd_pull(struct sim_req *r);
 /* A bootstrap prefill ended before its KV was held (client gone): a decode
  * waiting for its room is told at once. */
-void kvg_sim_pd_room_aborted(struct sim_req *r);
+void kvg_simsrv_pd_room_aborted(struct sim_req *r);
 /* The client left while r was pulling: the pull is cancelled (the prefill
  * then frees its blocks, as vLLM's decode notifies it). */
-void kvg_sim_pd_pull_abort(struct sim_req *r);
+void kvg_simsrv_pd_pull_abort(struct sim_req *r);
 /* api.c: hands r->pending to the engine and makes r live; on failure
  * answers the client. remote_tokens: prompt tokens the pull supplied. */
-void kvg_sim_srv_submit(struct sim_req *r, uint32_t remote_tokens);
+void kvg_simsrv_submit(struct sim_req *r, uint32_t remote_tokens);
 /* api.c: starts r's answer (a stream's head), then its KV pull or
- * kvg_sim_srv_submit. */
-void kvg_sim_srv_run(struct sim_req *r);
+ * kvg_simsrv_submit. */
+void kvg_simsrv_run(struct sim_req *r);
 /* api.c: vLLM's error body {"error": {message, type, param, code}}. */
-void kvg_sim_srv_error(struct kvg_http_req *req, int status, const char *type, const char *msg);
+void kvg_simsrv_error(struct kvg_http_req *req, int status, const char *type, const char *msg);
 /* api.c: ends r with vLLM's 500 (JSON, or an SSE error event and
  * [DONE] once the stream has started) and frees it. */
-void kvg_sim_srv_fail(struct sim_req *r, const char *msg);
+void kvg_simsrv_fail(struct sim_req *r, const char *msg);
 
 /* Adapters of the live requests, comma-separated, each once: those running
  * and those waiting (vLLM's vllm:lora_requests_info labels). */
-void kvg_sim_srv_lora_active(struct kvg_sim_server *s, char *running, size_t rcap, char *waiting,
+void kvg_simsrv_lora_active(struct kvg_simsrv_server *s, char *running, size_t rcap, char *waiting,
                              size_t wcap);
 
 /* Engine clock: seconds since start, times --speed. */
-double kvg_sim_srv_now(const struct kvg_sim_server *s);
+double kvg_simsrv_now(const struct kvg_simsrv_server *s);
 /* The request handler (api.c). */
-void kvg_sim_srv_handle(struct kvg_http_req *req, void *ud);
+void kvg_simsrv_handle(struct kvg_http_req *req, void *ud);
 /* Metrics (metrics.c). */
-int kvg_sim_srv_metrics_init(struct kvg_sim_server *s);
-void kvg_sim_srv_metrics_free(struct kvg_sim_server *s);
-void kvg_sim_srv_metrics_render(struct kvg_sim_server *s, struct kvg_http_req *req);
-void kvg_sim_srv_observe_ttft(struct kvg_sim_rank *rk, double secs);
-void kvg_sim_srv_observe_itl(struct kvg_sim_rank *rk, double secs);
-void kvg_sim_srv_observe_e2e(struct kvg_sim_rank *rk, double secs, int finish_length);
+int kvg_simsrv_metrics_init(struct kvg_simsrv_server *s);
+void kvg_simsrv_metrics_free(struct kvg_simsrv_server *s);
+void kvg_simsrv_metrics_render(struct kvg_simsrv_server *s, struct kvg_http_req *req);
+void kvg_simsrv_observe_ttft(struct kvg_simsrv_rank *rk, double secs);
+void kvg_simsrv_observe_itl(struct kvg_simsrv_rank *rk, double secs);
+void kvg_simsrv_observe_e2e(struct kvg_simsrv_rank *rk, double secs, int finish_length);
 /* Encodes and publishes the rank's pending KV events (server.c). */
-void kvg_sim_srv_publish(struct kvg_sim_rank *rk);
+void kvg_simsrv_publish(struct kvg_simsrv_rank *rk);
 /* kvgate sim's defaults (server.c). */
-void kvg_sim_opts_default(struct kvg_sim_opts *o);
+void kvg_simsrv_opts_default(struct kvg_simsrv_opts *o);
 /* Runs the simulated engine with o until SIGTERM/SIGINT (server.c). Returns
  * the process exit status: 0, 1 when it cannot listen, 2 on a rejected
  * configuration (the reason on stderr). */
-int kvg_sim_srv_main(const struct kvg_sim_opts *o);
+int kvg_simsrv_main(const struct kvg_simsrv_opts *o);
 
 #endif

@@ -188,21 +188,21 @@ def main():
     flat = []
     for a, b, c in ccc_runs:
         flat += [a, b, c]
-    emit_array("kvg_tok_ucd_ccc", "uint32_t", flat,
+    emit_array("kvg__tok_ucd_ccc", "uint32_t", flat,
                "Canonical combining class runs (Unicode <= 9.0): first, last, class.")
-    emit_array("kvg_tok_ucd_decomp", "uint32_t", decomp,
+    emit_array("kvg__tok_ucd_decomp", "uint32_t", decomp,
                "Canonical decompositions (Unicode <= 9.0), sorted: code point "
                "(bit 31: composition-excluded), first, second (0 if singleton).")
     flat = []
     for a, b in to_ranges(white):
         flat += [a, b]
-    emit_array("kvg_tok_ucd_space", "uint32_t", flat, "White_Space ranges: first, last.")
+    emit_array("kvg__tok_ucd_space", "uint32_t", flat, "White_Space ranges: first, last.")
     flat = []
     for a, b in to_ranges(word):
         flat += [a, b]
-    emit_array("kvg_tok_ucd_word", "uint32_t", flat,
+    emit_array("kvg__tok_ucd_word", "uint32_t", flat,
                "Word characters (Rust regex \\w) ranges: first, last.")
-    emit_array("kvg_tok_ucd_lower", "uint32_t", lower_flat,
+    emit_array("kvg__tok_ucd_lower", "uint32_t", lower_flat,
                "Simple lowercase runs: first, last, stride (0: single), delta (mod 2^32).")
     new = sorted(with_age(lambda a: a == (15, 0)))
     runs = []
@@ -216,7 +216,7 @@ def main():
     flat = []
     for a, b, c in runs:
         flat += [a, b, c]
-    emit_array("kvg_tok_ucd_age15", "uint32_t", flat,
+    emit_array("kvg__tok_ucd_age15", "uint32_t", flat,
                "Code points new in Unicode 15.0: first, last, general category "
                "(two ASCII letters, first << 8 | second).")
     print("// clang-format on")

@@ -19,7 +19,7 @@
 #include "base/err.h"
 #include "tokenizer/tok_impl.h"
 
-int kvg_tok_added_load(struct kvg_tok *tok, const cJSON *arr, char *err, size_t errlen)
+int kvg__tok_added_load(struct kvg_tok *tok, const cJSON *arr, char *err, size_t errlen)
 {
     if (cJSON_IsNull(arr)) return 0;
     if (!cJSON_IsArray(arr))
@@ -27,7 +27,7 @@ int kvg_tok_added_load(struct kvg_tok *tok, const cJSON *arr, char *err, size_t 
     size_t n = (size_t)cJSON_GetArraySize(arr);
     if (n == 0) return 0;
     tok->added = calloc(n, sizeof *tok->added);
-    int rc = kvg_tok_smap_init(&tok->added_map, n);
+    int rc = kvg__tok_smap_init(&tok->added_map, n);
     if (!tok->added || rc) return -ENOMEM;
     const cJSON *e;
     /* New ids continue after the model vocabulary, as HF's add_tokens does;
@@ -36,37 +36,37 @@ int kvg_tok_added_load(struct kvg_tok *tok, const cJSON *arr, char *err, size_t 
     int any_added = 0;
     cJSON_ArrayForEach(e, arr)
     {
-        const char *content = kvg_tok_jstr(e, "content");
+        const char *content = kvg__tok_jstr(e, "content");
         if (!content) return kvg_err_set(err, errlen, KVG_EPARSE, "added_tokens: no content");
         size_t len = strlen(content);
         struct kvg_tok_added a = {
-            .special = (uint8_t)kvg_tok_jbool(e, "special", 0),
-            .lstrip = (uint8_t)kvg_tok_jbool(e, "lstrip", 0),
-            .rstrip = (uint8_t)kvg_tok_jbool(e, "rstrip", 0),
-            .single_word = (uint8_t)kvg_tok_jbool(e, "single_word", 0),
+            .special = (uint8_t)kvg__tok_jbool(e, "special", 0),
+            .lstrip = (uint8_t)kvg__tok_jbool(e, "lstrip", 0),
+            .rstrip = (uint8_t)kvg__tok_jbool(e, "rstrip", 0),
+            .single_word = (uint8_t)kvg__tok_jbool(e, "single_word", 0),
         };
-        a.normalized = (uint8_t)kvg_tok_jbool(e, "normalized", !a.special);
+        a.normalized = (uint8_t)kvg__tok_jbool(e, "normalized", !a.special);
         if (len == 0) continue;
         /* An identical token (content and flags) is ignored. */
-        int64_t have = kvg_tok_smap_get(&tok->added_map, tok->arena.p, content, len);
+        int64_t have = kvg__tok_smap_get(&tok->added_map, tok->arena.p, content, len);
         if (have >= 0) {
             const struct kvg_tok_added *o = &tok->added[tok->added_ix[have]];
             if (o->special == a.special && o->lstrip == a.lstrip && o->rstrip == a.rstrip &&
                 o->single_word == a.single_word && o->normalized == a.normalized)
                 continue;
         }
-        int64_t id = have >= 0 ? have : kvg_tok_smap_get(&tok->vocab, tok->arena.p, content, len);
+        int64_t id = have >= 0 ? have : kvg__tok_smap_get(&tok->vocab, tok->arena.p, content, len);
         if (id < 0)
             id = !any_added ? vsize : (max_added >= vsize || vsize == 0) ? max_added + 1 : vsize;
         if (id > KVG_TOK_MAX_ID)
             return kvg_err_set(err, errlen, KVG_EPARSE, "added_tokens: id out of range");
-        int64_t off = kvg_tok_arena_str(&tok->arena, content, len);
+        int64_t off = kvg__tok_arena_str(&tok->arena, content, len);
         if (off < 0) return (int)off;
         a.id = (uint32_t)id;
         a.off = (uint32_t)off;
         a.len = (uint32_t)len;
-        if ((rc = kvg_tok_ids_reserve(tok, a.id + 1))) return rc;
-        if ((rc = kvg_tok_smap_put(&tok->added_map, tok->arena.p, a.off, a.len, a.id))) return rc;
+        if ((rc = kvg__tok_ids_reserve(tok, a.id + 1))) return rc;
+        if ((rc = kvg__tok_smap_put(&tok->added_map, tok->arena.p, a.off, a.len, a.id))) return rc;
         if (!any_added || a.id > max_added) max_added = a.id;
         any_added = 1;
         tok->added_ix[a.id] = (int32_t)tok->n_added;
@@ -76,7 +76,7 @@ int kvg_tok_added_load(struct kvg_tok *tok, const cJSON *arr, char *err, size_t 
     return 0;
 }
 
-void kvg_tok_added_free(struct kvg_tok *tok)
+void kvg__tok_added_free(struct kvg_tok *tok)
 {
     struct kvg_tok_trie *t[2] = {&tok->trie_raw, &tok->trie_norm};
     for (int i = 0; i < 2; i++) {
@@ -85,7 +85,7 @@ void kvg_tok_added_free(struct kvg_tok *tok)
         free(t[i]->edge_child);
         memset(t[i], 0, sizeof *t[i]);
     }
-    kvg_tok_smap_free(&tok->added_map);
+    kvg__tok_smap_free(&tok->added_map);
     free(tok->added);
     free(tok->norm_off);
     free(tok->norm_len);
@@ -158,7 +158,7 @@ static int trie_build(struct kvg_tok_trie *t, const struct kvg_tok *tok, const u
     return 0;
 }
 
-int kvg_tok_added_build(struct kvg_tok *tok, char *err, size_t errlen)
+int kvg__tok_added_build(struct kvg_tok *tok, char *err, size_t errlen)
 {
     size_t n = tok->n_added;
     if (n == 0) return 0;
@@ -167,7 +167,7 @@ int kvg_tok_added_build(struct kvg_tok *tok, char *err, size_t errlen)
     size_t *idx = malloc(n * sizeof *idx);
     uint32_t *off = malloc(n * sizeof *off), *len = malloc(n * sizeof *len);
     struct kvg_tok_scratch s;
-    int rc = kvg_tok_scratch_init(&s, 4096);
+    int rc = kvg__tok_scratch_init(&s, 4096);
     if (!tok->norm_off || !tok->norm_len || !idx || !off || !len) rc = rc ? rc : -ENOMEM;
     for (size_t pass = 0; pass < 2 && !rc; pass++) {
         size_t m = 0;
@@ -185,8 +185,8 @@ int kvg_tok_added_build(struct kvg_tok *tok, char *err, size_t errlen)
                     break;
                 }
                 memcpy(copy, tok->arena.p + a->off, a->len);
-                rc = kvg_tok_normalize(tok, &s, copy, a->len, &np, &nl);
-                int64_t no = rc ? -1 : kvg_tok_arena_add(&tok->arena, np, nl);
+                rc = kvg__tok_normalize(tok, &s, copy, a->len, &np, &nl);
+                int64_t no = rc ? -1 : kvg__tok_arena_add(&tok->arena, np, nl);
                 free(copy);
                 if (rc) break;
                 if (no < 0) {
@@ -205,7 +205,7 @@ int kvg_tok_added_build(struct kvg_tok *tok, char *err, size_t errlen)
         }
         if (!rc) rc = trie_build(pass ? &tok->trie_norm : &tok->trie_raw, tok, off, len, idx, m);
     }
-    kvg_tok_scratch_free(&s);
+    kvg__tok_scratch_free(&s);
     free(idx);
     free(off);
     free(len);
@@ -217,7 +217,7 @@ static int is_word_at(const char *p, size_t i)
 {
     uint32_t cp;
     kvg_utf8_decode_fast(p + i, SIZE_MAX, &cp);
-    return kvg_tok_is_word(cp);
+    return kvg__tok_is_word(cp);
 }
 
 /* Start of the last char of p[0..end). */
@@ -228,7 +228,7 @@ static size_t prev_char(const char *p, size_t end)
     return k;
 }
 
-int kvg_tok_added_split(const struct kvg_tok *tok, const struct kvg_tok_trie *t, const char *p,
+int kvg__tok_added_split(const struct kvg_tok *tok, const struct kvg_tok_trie *t, const char *p,
                         size_t n, struct kvg_tok_spans *sp)
 {
     sp->n = 0;
@@ -276,7 +276,7 @@ int kvg_tok_added_split(const struct kvg_tok *tok, const struct kvg_tok_trie *t,
                 size_t c = prev_char(p, k);
                 uint32_t cp;
                 kvg_utf8_decode_fast(p + c, SIZE_MAX, &cp);
-                if (!kvg_tok_is_space(cp)) break;
+                if (!kvg__tok_is_space(cp)) break;
                 k = c;
             }
             start = k > start_offset ? k : start_offset;
@@ -285,14 +285,14 @@ int kvg_tok_added_split(const struct kvg_tok *tok, const struct kvg_tok_trie *t,
             while (stop < n) {
                 uint32_t cp;
                 size_t l = kvg_utf8_decode_fast(p + stop, SIZE_MAX, &cp);
-                if (!kvg_tok_is_space(cp)) break;
+                if (!kvg__tok_is_space(cp)) break;
                 stop += l;
             }
-        if (start_offset < start && (rc = kvg_tok_spans_push(sp, start_offset, start, -1, 0)))
+        if (start_offset < start && (rc = kvg__tok_spans_push(sp, start_offset, start, -1, 0)))
             return rc;
-        if ((rc = kvg_tok_spans_push(sp, start, stop, (int32_t)id, 0))) return rc;
+        if ((rc = kvg__tok_spans_push(sp, start, stop, (int32_t)id, 0))) return rc;
         start_offset = stop;
     }
-    if (start_offset < n && (rc = kvg_tok_spans_push(sp, start_offset, n, -1, 0))) return rc;
+    if (start_offset < n && (rc = kvg__tok_spans_push(sp, start_offset, n, -1, 0))) return rc;
     return 0;
 }

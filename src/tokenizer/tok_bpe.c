@@ -24,7 +24,7 @@
 
 #define SMALL_WORD 48
 
-int kvg_tok_cache_alloc(struct kvg_tok *tok, uint32_t entries)
+int kvg__tok_cache_alloc(struct kvg_tok *tok, uint32_t entries)
 {
     free(tok->cache);
     tok->cache = NULL;
@@ -58,7 +58,7 @@ static int cache_get(const struct kvg_tok *tok, const uint64_t k[3], size_t n, u
     if (atomic_load_explicit(&e->w[0], memory_order_relaxed) != m1) return 0;
     if (d[0] != k[0] || d[1] != k[1] || d[2] != k[2]) return 0;
     size_t nids = (m1 >> 40) & 0xFF;
-    if (out->n + nids > out->cap && kvg_tok_ids_grow(out, nids)) return -ENOMEM;
+    if (out->n + nids > out->cap && kvg__tok_ids_grow(out, nids)) return -ENOMEM;
     for (size_t i = 0; i < nids; i++) out->v[out->n++] = (uint32_t)(d[3 + i / 2] >> (32 * (i & 1)));
     return 1;
 }
@@ -213,7 +213,7 @@ static size_t merge_heap(const struct kvg_tok_mmap *mm, struct kvg_tok_scratch *
     return w;
 }
 
-size_t kvg_tok_bpe_merge(const struct kvg_tok *tok, struct kvg_tok_scratch *s, uint32_t *syms,
+size_t kvg__tok_bpe_merge(const struct kvg_tok *tok, struct kvg_tok_scratch *s, uint32_t *syms,
                          size_t m, int force_heap)
 {
     if (m < 2 || !tok->merges.slots) return m;
@@ -263,7 +263,7 @@ static int initial_symbols(const struct kvg_tok *tok, const char *w, size_t n, u
     } else {
         for (size_t i = 0; i < n;) {
             size_t l = kvg_utf8_len_fast((uint8_t)w[i], 1);
-            int64_t id = kvg_tok_smap_get(&tok->vocab, tok->arena.p, w + i, l);
+            int64_t id = kvg__tok_smap_get(&tok->vocab, tok->arena.p, w + i, l);
             if (id >= 0) {
                 unk_flush(tok, &u, sym, &m);
                 sym[m++] = (uint32_t)id;
@@ -284,7 +284,7 @@ static int initial_symbols(const struct kvg_tok *tok, const char *w, size_t n, u
     return 0;
 }
 
-int kvg_tok_bpe_word(const struct kvg_tok *tok, struct kvg_tok_scratch *s, const char *w, size_t n)
+int kvg__tok_bpe_word(const struct kvg_tok *tok, struct kvg_tok_scratch *s, const char *w, size_t n)
 {
     struct kvg_tok_ids *out = s->out;
     int rc;
@@ -292,7 +292,7 @@ int kvg_tok_bpe_word(const struct kvg_tok *tok, struct kvg_tok_scratch *s, const
     if (tok->merges.count == 0 && !tok->ignore_merges) {
         /* No merges (builtin:bytes): the initial symbols are the answer. */
         size_t m;
-        if ((rc = kvg_tok_ids_grow(out, 2 * n + 2))) return rc;
+        if ((rc = kvg__tok_ids_grow(out, 2 * n + 2))) return rc;
         if ((rc = initial_symbols(tok, w, n, out->v + out->n, &m))) return rc;
         out->n += m;
         return 0;
@@ -308,7 +308,7 @@ int kvg_tok_bpe_word(const struct kvg_tok *tok, struct kvg_tok_scratch *s, const
      * cache probe is cheaper than a vocabulary lookup. */
     if (tok->ignore_merges) {
         const struct kvg_tok_smap *map = tok->byte_level ? &tok->raw : &tok->vocab;
-        int64_t id = kvg_tok_smap_get(map, tok->arena.p, w, n);
+        int64_t id = kvg__tok_smap_get(map, tok->arena.p, w, n);
         if (id >= 0) {
             uint32_t one = (uint32_t)id;
             if (cacheable) cache_put(tok, key, n, h, &one, 1);
@@ -319,8 +319,8 @@ int kvg_tok_bpe_word(const struct kvg_tok *tok, struct kvg_tok_scratch *s, const
     if ((rc = reserve_work(s, 2 * n + 2))) return rc;
     size_t m;
     if ((rc = initial_symbols(tok, w, n, s->sym, &m))) return rc;
-    m = kvg_tok_bpe_merge(tok, s, s->sym, m, 0);
-    if (out->n + m > out->cap && (rc = kvg_tok_ids_grow(out, m))) return rc;
+    m = kvg__tok_bpe_merge(tok, s, s->sym, m, 0);
+    if (out->n + m > out->cap && (rc = kvg__tok_ids_grow(out, m))) return rc;
     memcpy(out->v + out->n, s->sym, m * sizeof *s->sym);
     out->n += m;
     if (cacheable && m <= KVG_TOK_CACHE_IDS) cache_put(tok, key, n, h, s->sym, m);

@@ -22,22 +22,22 @@
 
 static const char *const SPECIALS[] = {"<|bos|>", "<|eos|>", "<|im_start|>", "<|im_end|>"};
 
-int kvg_tok_builtin_init(struct kvg_tok *tok, char *err, size_t errlen)
+int kvg__tok_builtin_init(struct kvg_tok *tok, char *err, size_t errlen)
 {
-    int rc = kvg_tok_ids_reserve(tok, 256 + 4);
-    if (!rc) rc = kvg_tok_smap_init(&tok->vocab, 256);
-    if (!rc) rc = kvg_tok_smap_init(&tok->added_map, 4);
+    int rc = kvg__tok_ids_reserve(tok, 256 + 4);
+    if (!rc) rc = kvg__tok_smap_init(&tok->vocab, 256);
+    if (!rc) rc = kvg__tok_smap_init(&tok->added_map, 4);
     if (rc) return rc;
     tok->kind = KVG_TOK_BUILTIN;
     tok->byte_level = 1;
     tok->builtin_decoder = 1;
     for (int b = 0; b < 256; b++) {
         char c = (char)b;
-        int64_t off = kvg_tok_arena_str(&tok->arena, &c, 1);
+        int64_t off = kvg__tok_arena_str(&tok->arena, &c, 1);
         if (off < 0) return (int)off;
         tok->vocab_off[b] = (uint32_t)off;
         tok->vocab_len[b] = 1;
-        if ((rc = kvg_tok_smap_put(&tok->vocab, tok->arena.p, (uint32_t)off, 1, (uint32_t)b)))
+        if ((rc = kvg__tok_smap_put(&tok->vocab, tok->arena.p, (uint32_t)off, 1, (uint32_t)b)))
             return rc;
         tok->bsym[b] = (struct kvg_tok_bsym){.n = 1, .ids = {(uint32_t)b, 0}};
         tok->fallback[b] = KVG_TOK_NONE;
@@ -49,14 +49,14 @@ int kvg_tok_builtin_init(struct kvg_tok *tok, char *err, size_t errlen)
     if (!tok->added || !tok->post || !tok->bos || !tok->eos) return -ENOMEM;
     for (uint32_t i = 0; i < 4; i++) {
         size_t len = strlen(SPECIALS[i]);
-        int64_t off = kvg_tok_arena_str(&tok->arena, SPECIALS[i], len);
+        int64_t off = kvg__tok_arena_str(&tok->arena, SPECIALS[i], len);
         if (off < 0) return (int)off;
         tok->added[i] = (struct kvg_tok_added){
             .id = 256 + i, .off = (uint32_t)off, .len = (uint32_t)len, .special = 1};
         tok->added_ix[256 + i] = (int32_t)i;
         tok->special[256 + i] = 1;
-        if ((rc = kvg_tok_smap_put(&tok->added_map, tok->arena.p, (uint32_t)off, (uint32_t)len,
-                                   256 + i)))
+        if ((rc = kvg__tok_smap_put(&tok->added_map, tok->arena.p, (uint32_t)off, (uint32_t)len,
+                                    256 + i)))
             return rc;
     }
     tok->n_added = 4;
@@ -64,5 +64,5 @@ int kvg_tok_builtin_init(struct kvg_tok *tok, char *err, size_t errlen)
     tok->post[1] = KVG_TOK_NONE;
     tok->n_post = 2;
     tok->has_post = 1;
-    return kvg_tok_added_build(tok, err, errlen);
+    return kvg__tok_added_build(tok, err, errlen);
 }

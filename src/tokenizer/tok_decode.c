@@ -42,7 +42,7 @@ static int one_char(const char *s)
 static int load_one(struct kvg_tok *tok, const cJSON *j, int depth, char *err, size_t errlen)
 {
     if (cJSON_IsNull(j)) return 0;
-    const char *type = kvg_tok_jstr(j, "type");
+    const char *type = kvg__tok_jstr(j, "type");
     if (!type) return kvg_err_set(err, errlen, KVG_EPARSE, "decoder: no \"type\"");
     struct kvg_tok_dec_step st = {0};
     int rc = 0;
@@ -63,7 +63,7 @@ static int load_one(struct kvg_tok *tok, const cJSON *j, int depth, char *err, s
     else if (!strcmp(type, "Fuse"))
         st.kind = KVG_TOK_D_FUSE;
     else if (!strcmp(type, "Metaspace")) {
-        const char *r = kvg_tok_jstr(j, "replacement"), *ps = kvg_tok_jstr(j, "prepend_scheme");
+        const char *r = kvg__tok_jstr(j, "replacement"), *ps = kvg__tok_jstr(j, "prepend_scheme");
         if (!one_char(r))
             return kvg_err_set(err, errlen, KVG_EPARSE, "decoder Metaspace: bad replacement");
         st.kind = KVG_TOK_D_METASPACE;
@@ -71,11 +71,11 @@ static int load_one(struct kvg_tok *tok, const cJSON *j, int depth, char *err, s
             st.prepend_scheme = !strcmp(ps, "never") ? KVG_TOK_PS_NEVER : KVG_TOK_PS_ALWAYS;
         else
             st.prepend_scheme =
-                kvg_tok_jbool(j, "add_prefix_space", 1) ? KVG_TOK_PS_ALWAYS : KVG_TOK_PS_NEVER;
+                kvg__tok_jbool(j, "add_prefix_space", 1) ? KVG_TOK_PS_ALWAYS : KVG_TOK_PS_NEVER;
         rc = dup_into(r, &st.a, &st.alen);
     } else if (!strcmp(type, "Replace")) {
         const cJSON *pat = cJSON_GetObjectItemCaseSensitive(j, "pattern");
-        const char *lit = kvg_tok_jstr(pat, "String"), *content = kvg_tok_jstr(j, "content");
+        const char *lit = kvg__tok_jstr(pat, "String"), *content = kvg__tok_jstr(j, "content");
         if (!lit || !lit[0] || !content)
             return kvg_err_set(err, errlen, KVG_EUNSUPP,
                                "unsupported component: decoder Replace without a string pattern");
@@ -83,7 +83,7 @@ static int load_one(struct kvg_tok *tok, const cJSON *j, int depth, char *err, s
         rc = dup_into(lit, &st.a, &st.alen);
         if (!rc) rc = dup_into(content, &st.b, &st.blen);
     } else if (!strcmp(type, "Strip")) {
-        const char *c = kvg_tok_jstr(j, "content");
+        const char *c = kvg__tok_jstr(j, "content");
         const cJSON *a = cJSON_GetObjectItemCaseSensitive(j, "start");
         const cJSON *b = cJSON_GetObjectItemCaseSensitive(j, "stop");
         if (!one_char(c) || !cJSON_IsNumber(a) || !cJSON_IsNumber(b) || a->valuedouble < 0 ||
@@ -103,13 +103,13 @@ static int load_one(struct kvg_tok *tok, const cJSON *j, int depth, char *err, s
     return add_step(tok, st);
 }
 
-int kvg_tok_dec_load(struct kvg_tok *tok, const cJSON *j, char *err, size_t errlen)
+int kvg__tok_dec_load(struct kvg_tok *tok, const cJSON *j, char *err, size_t errlen)
 {
     tok->has_decoder = !cJSON_IsNull(j);
     return load_one(tok, j, 0, err, errlen);
 }
 
-void kvg_tok_dec_free(struct kvg_tok *tok)
+void kvg__tok_dec_free(struct kvg_tok *tok)
 {
     for (size_t i = 0; i < tok->n_dec; i++) {
         free(tok->dec[i].a);
@@ -214,7 +214,7 @@ static int step(const struct kvg_tok_dec_step *st, const struct tl *in, struct t
             for (size_t k = 0; k < n && !rc && all;) {
                 uint32_t cp;
                 k += kvg_utf8_decode_fast(s + k, SIZE_MAX, &cp);
-                int b = kvg_tok_bl_byte(cp);
+                int b = kvg__tok_bl_byte(cp);
                 if (b < 0)
                     all = 0;
                 else {
@@ -232,7 +232,7 @@ static int step(const struct kvg_tok_dec_step *st, const struct tl *in, struct t
         if (st->kind == KVG_TOK_D_FUSE)
             rc = kvg_buf_append(&o->text, tmp->data, tmp->len);
         else
-            rc = kvg_tok_utf8_lossy(tmp->data ? tmp->data : "", tmp->len, &o->text);
+            rc = kvg__tok_utf8_lossy(tmp->data ? tmp->data : "", tmp->len, &o->text);
         if (!rc) tl_end(o);
         return rc;
     case KVG_TOK_D_BYTEFALLBACK:
@@ -324,7 +324,7 @@ int kvg_tok_decode(const struct kvg_tok *tok, const uint32_t *ids, size_t n, int
     if (!rc && tok->builtin_decoder) {
         /* builtin:bytes tokens are raw bytes: make the result valid UTF-8. */
         kvg_buf_reset(&tmp);
-        rc = kvg_tok_utf8_lossy(out.data ? out.data : "", out.len, &tmp);
+        rc = kvg__tok_utf8_lossy(out.data ? out.data : "", out.len, &tmp);
         if (!rc) {
             struct kvg_buf t = out;
             out = tmp;

@@ -16,23 +16,23 @@
 #include "base/err.h"
 #include "tokenizer/tok_impl.h"
 
-int kvg_tok_encode_piece(const struct kvg_tok *tok, struct kvg_tok_scratch *s, const char *text,
-                         const struct kvg_tok_span *r)
+int kvg__tok_encode_piece(const struct kvg_tok *tok, struct kvg_tok_scratch *s, const char *text,
+                          const struct kvg_tok_span *r)
 {
     struct kvg_tok_spans *norm = &s->spans[KVG_TOK_MAX_PRE + 1];
     if (r->id >= 0) return kvg_tok_ids_push(s->out, (uint32_t)r->id);
     const char *np;
     size_t nn;
-    int rc = kvg_tok_normalize(tok, s, text + r->a, r->b - r->a, &np, &nn);
+    int rc = kvg__tok_normalize(tok, s, text + r->a, r->b - r->a, &np, &nn);
     if (rc) return rc;
-    if (tok->trie_norm.nodes <= 1) return kvg_tok_pre_run(tok, s, np, nn, r->a == 0);
-    if ((rc = kvg_tok_added_split(tok, &tok->trie_norm, np, nn, norm))) return rc;
+    if (tok->trie_norm.nodes <= 1) return kvg__tok_pre_run(tok, s, np, nn, r->a == 0);
+    if ((rc = kvg__tok_added_split(tok, &tok->trie_norm, np, nn, norm))) return rc;
     for (size_t k = 0; k < norm->n && !rc; k++) {
         const struct kvg_tok_span *q = &norm->v[k];
         if (q->id >= 0)
             rc = kvg_tok_ids_push(s->out, (uint32_t)q->id);
         else
-            rc = kvg_tok_pre_run(tok, s, np + q->a, q->b - q->a, r->a == 0 && q->a == 0);
+            rc = kvg__tok_pre_run(tok, s, np + q->a, q->b - q->a, r->a == 0 && q->a == 0);
     }
     return rc;
 }
@@ -42,13 +42,13 @@ static int encode_text(const struct kvg_tok *tok, struct kvg_tok_scratch *s, con
 {
     (void)ud;
     struct kvg_tok_spans *raw = &s->spans[KVG_TOK_MAX_PRE];
-    int rc = kvg_tok_added_split(tok, &tok->trie_raw, text, len, raw);
-    for (size_t i = 0; i < raw->n && !rc; i++) rc = kvg_tok_encode_piece(tok, s, text, &raw->v[i]);
+    int rc = kvg__tok_added_split(tok, &tok->trie_raw, text, len, raw);
+    for (size_t i = 0; i < raw->n && !rc; i++) rc = kvg__tok_encode_piece(tok, s, text, &raw->v[i]);
     return rc;
 }
 
-int kvg_tok_encode_run(const struct kvg_tok *tok, const char *text, size_t len, int add_special,
-                       uint32_t **ids, size_t *n, kvg_tok_text_fn fn, void *ud)
+int kvg__tok_encode_run(const struct kvg_tok *tok, const char *text, size_t len, int add_special,
+                        uint32_t **ids, size_t *n, kvg_tok_text_fn fn, void *ud)
 {
     *ids = NULL;
     *n = 0;
@@ -57,10 +57,10 @@ int kvg_tok_encode_run(const struct kvg_tok *tok, const char *text, size_t len, 
     if (!kvg_utf8_valid(text, len)) return KVG_EUTF8;
     struct kvg_tok_ids out = {0};
     struct kvg_tok_scratch s;
-    int rc = kvg_tok_scratch_init(&s, len);
+    int rc = kvg__tok_scratch_init(&s, len);
     s.out = &out;
     /* Always hand back an allocation, even for no ids. */
-    if (!rc) rc = kvg_tok_ids_grow(&out, len / 3 + 8);
+    if (!rc) rc = kvg__tok_ids_grow(&out, len / 3 + 8);
     size_t p = 0, text_start = 0, text_end = 0;
     int wrap = add_special && tok->has_post;
     if (wrap)
@@ -78,12 +78,12 @@ int kvg_tok_encode_run(const struct kvg_tok *tok, const char *text, size_t len, 
                 continue;
             }
             /* The text again (a template naming it twice). */
-            if (!(rc = kvg_tok_ids_grow(&out, text_end - text_start))) {
+            if (!(rc = kvg__tok_ids_grow(&out, text_end - text_start))) {
                 memcpy(out.v + out.n, out.v + text_start, (text_end - text_start) * sizeof *out.v);
                 out.n += text_end - text_start;
             }
         }
-    kvg_tok_scratch_free(&s);
+    kvg__tok_scratch_free(&s);
     if (rc) {
         free(out.v);
         return rc;
@@ -96,5 +96,5 @@ int kvg_tok_encode_run(const struct kvg_tok *tok, const char *text, size_t len, 
 int kvg_tok_encode(const struct kvg_tok *tok, const char *text, size_t len, int add_special,
                    uint32_t **ids, size_t *n)
 {
-    return kvg_tok_encode_run(tok, text, len, add_special, ids, n, encode_text, NULL);
+    return kvg__tok_encode_run(tok, text, len, add_special, ids, n, encode_text, NULL);
 }

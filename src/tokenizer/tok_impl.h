@@ -40,42 +40,42 @@
 
 /* ---- Unicode (tok_unicode.c; generated tables in tok_ucd.c) ---- */
 
-extern const uint32_t kvg_tok_ucd_ccc[];
-extern const size_t kvg_tok_ucd_ccc_len;
-extern const uint32_t kvg_tok_ucd_decomp[];
-extern const size_t kvg_tok_ucd_decomp_len;
-extern const uint32_t kvg_tok_ucd_space[];
-extern const size_t kvg_tok_ucd_space_len;
-extern const uint32_t kvg_tok_ucd_word[];
-extern const size_t kvg_tok_ucd_word_len;
-extern const uint32_t kvg_tok_ucd_lower[];
-extern const size_t kvg_tok_ucd_lower_len;
-extern const uint32_t kvg_tok_ucd_age15[];
-extern const size_t kvg_tok_ucd_age15_len;
+extern const uint32_t kvg__tok_ucd_ccc[];
+extern const size_t kvg__tok_ucd_ccc_len;
+extern const uint32_t kvg__tok_ucd_decomp[];
+extern const size_t kvg__tok_ucd_decomp_len;
+extern const uint32_t kvg__tok_ucd_space[];
+extern const size_t kvg__tok_ucd_space_len;
+extern const uint32_t kvg__tok_ucd_word[];
+extern const size_t kvg__tok_ucd_word_len;
+extern const uint32_t kvg__tok_ucd_lower[];
+extern const size_t kvg__tok_ucd_lower_len;
+extern const uint32_t kvg__tok_ucd_age15[];
+extern const size_t kvg__tok_ucd_age15_len;
 
 /* Unicode White_Space (Rust char::is_whitespace, regex \s). */
-int kvg_tok_is_space(uint32_t cp);
+int kvg__tok_is_space(uint32_t cp);
 /* Rust regex \w: Alphabetic, marks, decimal digits, connector punctuation,
  * Join_Control. */
-int kvg_tok_is_word(uint32_t cp);
+int kvg__tok_is_word(uint32_t cp);
 /* Appends the lowercase of cp (Rust char::to_lowercase) to out. */
-int kvg_tok_lower_append(uint32_t cp, struct kvg_buf *out);
+int kvg__tok_lower_append(uint32_t cp, struct kvg_buf *out);
 /* Appends NFC (compose=1) or NFD (compose=0) of the valid UTF-8 s[0..n) to
  * out, with HF tokenizers' Unicode 9.0 data. */
-int kvg_tok_unicode_nf(const char *s, size_t n, int compose, struct kvg_buf *out);
+int kvg__tok_unicode_nf(const char *s, size_t n, int compose, struct kvg_buf *out);
 /* 1 when NFC(s) == s is certain without normalizing (the common case). */
-int kvg_tok_unicode_nfc_quick(const char *s, size_t n);
+int kvg__tok_unicode_nfc_quick(const char *s, size_t n);
 /* 1 when s[0..n) (valid UTF-8) holds a code point Unicode 15.0 assigned. */
-int kvg_tok_unicode_has_age15(const char *s, size_t n);
+int kvg__tok_unicode_has_age15(const char *s, size_t n);
 /* Appends s[0..n) to out with every invalid UTF-8 subsequence replaced by
  * U+FFFD, as Rust's String::from_utf8_lossy does. */
-int kvg_tok_utf8_lossy(const char *s, size_t n, struct kvg_buf *out);
+int kvg__tok_utf8_lossy(const char *s, size_t n, struct kvg_buf *out);
 
 /* ---- Strings, maps (tok_vocab.c) ---- */
 
 /* A growable byte arena: strings are referred to by offset, so growth never
  * invalidates them. Owned by the tokenizer. */
-/* Token strings added with kvg_tok_arena_str are NUL-terminated (the NUL is
+/* Token strings added with kvg__tok_arena_str are NUL-terminated (the NUL is
  * not part of their length) so accessors can hand them out as C strings. */
 struct kvg_tok_arena {
     char *p;
@@ -83,9 +83,9 @@ struct kvg_tok_arena {
 };
 /* Appends s[0..n) (or reserves n bytes when s is NULL); returns the offset or
  * -ENOMEM / KVG_ETOOBIG. */
-int64_t kvg_tok_arena_add(struct kvg_tok_arena *a, const char *s, size_t n);
+int64_t kvg__tok_arena_add(struct kvg_tok_arena *a, const char *s, size_t n);
 /* Appends s[0..n) and a NUL; returns the offset of s. */
-int64_t kvg_tok_arena_str(struct kvg_tok_arena *a, const char *s, size_t n);
+int64_t kvg__tok_arena_str(struct kvg_tok_arena *a, const char *s, size_t n);
 
 /* String -> id, open addressing. Keys live in an arena (offset, length): the
  * map does not own them. */
@@ -96,17 +96,17 @@ struct kvg_tok_smap {
     struct kvg_tok_slot *slots;
     uint32_t mask, count;
 };
-uint32_t kvg_tok_hash(const char *s, size_t n);
-/* Allocates the slots (freed by kvg_tok_smap_free); the map grows as needed. */
-int kvg_tok_smap_init(struct kvg_tok_smap *m, size_t expected);
-void kvg_tok_smap_free(struct kvg_tok_smap *m);
+uint32_t kvg__tok_hash(const char *s, size_t n);
+/* Allocates the slots (freed by kvg__tok_smap_free); the map grows as needed. */
+int kvg__tok_smap_init(struct kvg_tok_smap *m, size_t expected);
+void kvg__tok_smap_free(struct kvg_tok_smap *m);
 /* Maps the arena string at (off, len) to id, replacing an existing mapping
  * of the same string (a JSON object's later duplicate key wins, as in serde). */
-int kvg_tok_smap_put(struct kvg_tok_smap *m, const char *arena, uint32_t off, uint32_t len,
-                     uint32_t id);
+int kvg__tok_smap_put(struct kvg_tok_smap *m, const char *arena, uint32_t off, uint32_t len,
+                      uint32_t id);
 /* Id of key[0..n), or -1. */
-int64_t kvg_tok_smap_get(const struct kvg_tok_smap *m, const char *arena, const char *key,
-                         size_t n);
+int64_t kvg__tok_smap_get(const struct kvg_tok_smap *m, const char *arena, const char *key,
+                          size_t n);
 
 /* (left id, right id) -> (rank, merged id), open addressing. */
 struct kvg_tok_mslot {
@@ -117,11 +117,11 @@ struct kvg_tok_mmap {
     struct kvg_tok_mslot *slots;
     uint32_t mask, count;
 };
-/* Allocates the slots (freed by kvg_tok_mmap_free); the map grows as needed. */
-int kvg_tok_mmap_init(struct kvg_tok_mmap *m, size_t expected);
-void kvg_tok_mmap_free(struct kvg_tok_mmap *m);
+/* Allocates the slots (freed by kvg__tok_mmap_free); the map grows as needed. */
+int kvg__tok_mmap_init(struct kvg_tok_mmap *m, size_t expected);
+void kvg__tok_mmap_free(struct kvg_tok_mmap *m);
 /* A later duplicate pair replaces the earlier one (HF builds a HashMap). */
-int kvg_tok_mmap_put(struct kvg_tok_mmap *m, uint32_t a, uint32_t b, uint32_t rank, uint32_t id);
+int kvg__tok_mmap_put(struct kvg_tok_mmap *m, uint32_t a, uint32_t b, uint32_t rank, uint32_t id);
 static inline const struct kvg_tok_mslot *kvg_tok_mmap_get(const struct kvg_tok_mmap *m, uint32_t a,
                                                            uint32_t b)
 {
@@ -147,19 +147,19 @@ struct kvg_tok_regex {
 /* Compiles an Oniguruma-syntax pattern; a literal (escaped) one when
  * literal != 0. KVG_EUNSUPP (with the construct in err) for syntax whose
  * meaning differs between the engines. *out owned by the caller:
- * kvg_tok_regex_free(). */
-int kvg_tok_regex_compile(const char *pat, size_t n, int literal, struct kvg_tok_regex **out,
-                          char *err, size_t errlen);
-void kvg_tok_regex_free(struct kvg_tok_regex *re);
+ * kvg__tok_regex_free(). */
+int kvg__tok_regex_compile(const char *pat, size_t n, int literal, struct kvg_tok_regex **out,
+                           char *err, size_t errlen);
+void kvg__tok_regex_free(struct kvg_tok_regex *re);
 /* 1 when s[0..n) needs the widened variant (pass it as `wide` below). */
-int kvg_tok_regex_wide(const struct kvg_tok_regex *re, const char *s, size_t n);
+int kvg__tok_regex_wide(const struct kvg_tok_regex *re, const char *s, size_t n);
 /* Finds the next match at or after start, with the empty-match rules of
  * the onig crate's find_iter (the caller keeps *last_end / *last_match_end,
  * initialised to 0 / SIZE_MAX). Returns 1 with [*ms, *me), 0 at the end, or
  * a negative code (regex resource limits). */
-int kvg_tok_regex_next(const struct kvg_tok_regex *re, int wide, pcre2_match_data *md,
-                       const char *s, size_t n, size_t *last_end, size_t *last_match_end,
-                       size_t *ms, size_t *me);
+int kvg__tok_regex_next(const struct kvg_tok_regex *re, int wide, pcre2_match_data *md,
+                        const char *s, size_t n, size_t *last_end, size_t *last_match_end,
+                        size_t *ms, size_t *me);
 
 /* ---- Components ---- */
 
@@ -327,16 +327,16 @@ struct kvg_tok_scratch {
 };
 
 /* Prepares s for one call on input_len bytes (buffers grow on demand, capped
- * relative to the input); kvg_tok_scratch_free releases everything but
+ * relative to the input); kvg__tok_scratch_free releases everything but
  * s->out, which the caller owns. */
-int kvg_tok_scratch_init(struct kvg_tok_scratch *s, size_t input_len);
-void kvg_tok_scratch_free(struct kvg_tok_scratch *s);
-int kvg_tok_spans_push(struct kvg_tok_spans *sp, size_t a, size_t b, int32_t id, int m);
-int kvg_tok_ids_grow(struct kvg_tok_ids *a, size_t more);
+int kvg__tok_scratch_init(struct kvg_tok_scratch *s, size_t input_len);
+void kvg__tok_scratch_free(struct kvg_tok_scratch *s);
+int kvg__tok_spans_push(struct kvg_tok_spans *sp, size_t a, size_t b, int32_t id, int m);
+int kvg__tok_ids_grow(struct kvg_tok_ids *a, size_t more);
 static inline int kvg_tok_ids_push(struct kvg_tok_ids *a, uint32_t id)
 {
     if (a->n == a->cap) {
-        int rc = kvg_tok_ids_grow(a, 1);
+        int rc = kvg__tok_ids_grow(a, 1);
         if (rc) return rc;
     }
     a->v[a->n++] = id;
@@ -352,37 +352,37 @@ static inline int kvg_tok_ids_push(struct kvg_tok_ids *a, uint32_t id)
 struct kvg_tok_js {
     const char *p, *end;
 };
-void kvg_tok_js_ws(struct kvg_tok_js *js);
+void kvg__tok_js_ws(struct kvg_tok_js *js);
 /* Reads a JSON string at js->p into out (reset first); KVG_EPARSE. */
-int kvg_tok_js_string(struct kvg_tok_js *js, struct kvg_buf *out);
+int kvg__tok_js_string(struct kvg_tok_js *js, struct kvg_buf *out);
 /* Same, appending to out. */
-int kvg_tok_js_string_append(struct kvg_tok_js *js, struct kvg_buf *out);
+int kvg__tok_js_string_append(struct kvg_tok_js *js, struct kvg_buf *out);
 /* Skips one JSON value of any kind. */
-int kvg_tok_js_skip(struct kvg_tok_js *js);
+int kvg__tok_js_skip(struct kvg_tok_js *js);
 /* Parses model.vocab (an object of string -> id) at js into tok; js moves
  * past it. */
-int kvg_tok_js_vocab(struct kvg_tok *tok, struct kvg_tok_js *js, char *err, size_t errlen);
+int kvg__tok_js_vocab(struct kvg_tok *tok, struct kvg_tok_js *js, char *err, size_t errlen);
 /* Parses model.merges (strings "a b" or pairs [a, b]) at js into
  * tok->merges (the vocabulary must be in); js moves past it. */
-int kvg_tok_js_merges(struct kvg_tok *tok, struct kvg_tok_js *js, char *err, size_t errlen);
+int kvg__tok_js_merges(struct kvg_tok *tok, struct kvg_tok_js *js, char *err, size_t errlen);
 
 /* tok_model.c: the rest of the BPE model once the vocabulary is in, and
  * GPT-2's byte <-> char mapping (byte-level vocabularies). */
-uint32_t kvg_tok_bl_char(uint8_t b);
-int kvg_tok_bl_byte(uint32_t cp); /* -1 when cp is no byte's char */
-int kvg_tok_model_options(struct kvg_tok *tok, const cJSON *model, char *err, size_t errlen);
-int kvg_tok_model_finish(struct kvg_tok *tok, char *err, size_t errlen);
+uint32_t kvg__tok_bl_char(uint8_t b);
+int kvg__tok_bl_byte(uint32_t cp); /* -1 when cp is no byte's char */
+int kvg__tok_model_options(struct kvg_tok *tok, const cJSON *model, char *err, size_t errlen);
+int kvg__tok_model_finish(struct kvg_tok *tok, char *err, size_t errlen);
 
 /* tok_norm.c */
-int kvg_tok_norm_load(struct kvg_tok *tok, const cJSON *j, char *err, size_t errlen);
-void kvg_tok_norm_free(struct kvg_tok *tok);
+int kvg__tok_norm_load(struct kvg_tok *tok, const cJSON *j, char *err, size_t errlen);
+void kvg__tok_norm_free(struct kvg_tok *tok);
 /* Normalizes p[0..n); *out points at p itself or into scratch. */
-int kvg_tok_normalize(const struct kvg_tok *tok, struct kvg_tok_scratch *s, const char *p, size_t n,
-                      const char **out, size_t *outn);
+int kvg__tok_normalize(const struct kvg_tok *tok, struct kvg_tok_scratch *s, const char *p,
+                       size_t n, const char **out, size_t *outn);
 
 /* tok_pretok.c */
-int kvg_tok_pre_load(struct kvg_tok *tok, const cJSON *j, char *err, size_t errlen);
-void kvg_tok_pre_free(struct kvg_tok *tok);
+int kvg__tok_pre_load(struct kvg_tok *tok, const cJSON *j, char *err, size_t errlen);
+void kvg__tok_pre_free(struct kvg_tok *tok);
 /* Pre-tokenizes p[0..n) and runs the model on every piece, appending ids to
  * s->out. at_origin: the text starts at offset 0 of the original input. */
 /* ---- Encoding (tok_encode.c) ---- */
@@ -391,65 +391,66 @@ void kvg_tok_pre_free(struct kvg_tok *tok);
  * s->out: the added token's id, or the piece normalized, split on normalized
  * added tokens, pre-tokenized and run through the model. Pieces are encoded
  * independently of each other (which makes the prefix cache exact). */
-int kvg_tok_encode_piece(const struct kvg_tok *tok, struct kvg_tok_scratch *s, const char *text,
-                         const struct kvg_tok_span *r);
+int kvg__tok_encode_piece(const struct kvg_tok *tok, struct kvg_tok_scratch *s, const char *text,
+                          const struct kvg_tok_span *r);
 /* tok_prefix.c: keeps only the key bits in mask (tests: colliding keys must
  * cost misses, never a wrong id or hash). Before the cache's first use. */
 struct kvg_tok_pcache;
-void kvg_tok_pcache_test_key_mask(struct kvg_tok_pcache *c, uint64_t mask);
+void kvg__tok_pcache_test_key_mask(struct kvg_tok_pcache *c, uint64_t mask);
 
 /* Produces the ids of the text part (no post-processor) into s->out. */
 typedef int (*kvg_tok_text_fn)(const struct kvg_tok *tok, struct kvg_tok_scratch *s,
                                const char *text, size_t len, void *ud);
 /* kvg_tok_encode with the text part computed by fn: UTF-8 check, scratch,
  * the post-processor around it. */
-int kvg_tok_encode_run(const struct kvg_tok *tok, const char *text, size_t len, int add_special,
-                       uint32_t **ids, size_t *n, kvg_tok_text_fn fn, void *ud);
+int kvg__tok_encode_run(const struct kvg_tok *tok, const char *text, size_t len, int add_special,
+                        uint32_t **ids, size_t *n, kvg_tok_text_fn fn, void *ud);
 
-int kvg_tok_pre_run(const struct kvg_tok *tok, struct kvg_tok_scratch *s, const char *p, size_t n,
-                    int at_origin);
+int kvg__tok_pre_run(const struct kvg_tok *tok, struct kvg_tok_scratch *s, const char *p, size_t n,
+                     int at_origin);
 /* Splits with the onig find_iter rules, then applies a Split behaviour:
  * leaves the kept ranges in sp. */
-int kvg_tok_split_regex(const struct kvg_tok_regex *re, pcre2_match_data *md, const char *p,
-                        size_t n, int behavior, int invert, struct kvg_tok_spans *sp);
+int kvg__tok_split_regex(const struct kvg_tok_regex *re, pcre2_match_data *md, const char *p,
+                         size_t n, int behavior, int invert, struct kvg_tok_spans *sp);
 
 /* tok_bpe.c */
-int kvg_tok_bpe_word(const struct kvg_tok *tok, struct kvg_tok_scratch *s, const char *w, size_t n);
+int kvg__tok_bpe_word(const struct kvg_tok *tok, struct kvg_tok_scratch *s, const char *w,
+                      size_t n);
 /* Merges syms[0..m) in place (lowest rank first, leftmost on ties); returns
  * the new count. Exposed so tests can check both strategies agree. */
-size_t kvg_tok_bpe_merge(const struct kvg_tok *tok, struct kvg_tok_scratch *s, uint32_t *syms,
-                         size_t m, int force_heap);
+size_t kvg__tok_bpe_merge(const struct kvg_tok *tok, struct kvg_tok_scratch *s, uint32_t *syms,
+                          size_t m, int force_heap);
 /* Replaces the word cache with one of `entries` (a power of two), or none
  * with 0. Load time only (the benchmark measures with and without). */
-int kvg_tok_cache_alloc(struct kvg_tok *tok, uint32_t entries);
+int kvg__tok_cache_alloc(struct kvg_tok *tok, uint32_t entries);
 
 /* tok_added.c */
-int kvg_tok_added_load(struct kvg_tok *tok, const cJSON *arr, char *err, size_t errlen);
+int kvg__tok_added_load(struct kvg_tok *tok, const cJSON *arr, char *err, size_t errlen);
 /* Builds both tries (normalizes the contents of normalized tokens). */
-int kvg_tok_added_build(struct kvg_tok *tok, char *err, size_t errlen);
-void kvg_tok_added_free(struct kvg_tok *tok);
+int kvg__tok_added_build(struct kvg_tok *tok, char *err, size_t errlen);
+void kvg__tok_added_free(struct kvg_tok *tok);
 /* Splits p[0..n) around the added tokens of one trie (HF find_matches). */
-int kvg_tok_added_split(const struct kvg_tok *tok, const struct kvg_tok_trie *t, const char *p,
-                        size_t n, struct kvg_tok_spans *sp);
+int kvg__tok_added_split(const struct kvg_tok *tok, const struct kvg_tok_trie *t, const char *p,
+                         size_t n, struct kvg_tok_spans *sp);
 
 /* tok_post.c */
-int kvg_tok_post_load(struct kvg_tok *tok, const cJSON *j, char *err, size_t errlen);
+int kvg__tok_post_load(struct kvg_tok *tok, const cJSON *j, char *err, size_t errlen);
 
 /* tok_decode.c */
-int kvg_tok_dec_load(struct kvg_tok *tok, const cJSON *j, char *err, size_t errlen);
-void kvg_tok_dec_free(struct kvg_tok *tok);
+int kvg__tok_dec_load(struct kvg_tok *tok, const cJSON *j, char *err, size_t errlen);
+void kvg__tok_dec_free(struct kvg_tok *tok);
 
 /* tok_builtin.c */
-int kvg_tok_builtin_init(struct kvg_tok *tok, char *err, size_t errlen);
+int kvg__tok_builtin_init(struct kvg_tok *tok, char *err, size_t errlen);
 
 /* tok_load.c: loads tokenizer.json text from memory (the loader fuzz
  * target); as kvg_tok_load otherwise. */
-int kvg_tok_load_mem(const char *json, size_t len, struct kvg_tok **out, char *err, size_t errlen);
+int kvg__tok_load_mem(const char *json, size_t len, struct kvg_tok **out, char *err, size_t errlen);
 /* tok_load.c helpers used by the component loaders. */
 /* Sizes the per-id tables for ids < n (keeps existing entries). */
-int kvg_tok_ids_reserve(struct kvg_tok *tok, uint32_t n);
+int kvg__tok_ids_reserve(struct kvg_tok *tok, uint32_t n);
 /* A JSON string member (NULL if absent or not a string); valid while obj lives. */
-const char *kvg_tok_jstr(const cJSON *obj, const char *name);
-int kvg_tok_jbool(const cJSON *obj, const char *name, int dflt);
+const char *kvg__tok_jstr(const cJSON *obj, const char *name);
+int kvg__tok_jbool(const cJSON *obj, const char *name, int dflt);
 
 #endif

@@ -17,7 +17,7 @@
 #include "base/json.h"
 #include "tokenizer/tok_impl.h"
 
-void kvg_tok_js_ws(struct kvg_tok_js *js)
+void kvg__tok_js_ws(struct kvg_tok_js *js)
 {
     while (js->p < js->end && (*js->p == ' ' || *js->p == '\n' || *js->p == '\r' || *js->p == '\t'))
         js->p++;
@@ -58,13 +58,13 @@ static long decode_into(struct kvg_tok_js *js, char *dst)
     }
 }
 
-int kvg_tok_js_string(struct kvg_tok_js *js, struct kvg_buf *out)
+int kvg__tok_js_string(struct kvg_tok_js *js, struct kvg_buf *out)
 {
     kvg_buf_reset(out);
-    return kvg_tok_js_string_append(js, out);
+    return kvg__tok_js_string_append(js, out);
 }
 
-int kvg_tok_js_string_append(struct kvg_tok_js *js, struct kvg_buf *out)
+int kvg__tok_js_string_append(struct kvg_tok_js *js, struct kvg_buf *out)
 {
     if (js->p >= js->end || *js->p != '"') return KVG_EPARSE;
     const char *q = js->p + 1;
@@ -79,9 +79,9 @@ int kvg_tok_js_string_append(struct kvg_tok_js *js, struct kvg_buf *out)
     return 0;
 }
 
-int kvg_tok_js_skip(struct kvg_tok_js *js)
+int kvg__tok_js_skip(struct kvg_tok_js *js)
 {
-    kvg_tok_js_ws(js);
+    kvg__tok_js_ws(js);
     if (js->p >= js->end) return KVG_EPARSE;
     char c = *js->p;
     if (c == '"') {
@@ -106,7 +106,7 @@ int kvg_tok_js_skip(struct kvg_tok_js *js)
         while (js->p < js->end) {
             c = *js->p;
             if (c == '"') {
-                int rc = kvg_tok_js_skip(js);
+                int rc = kvg__tok_js_skip(js);
                 if (rc) return rc;
                 continue;
             }
@@ -129,7 +129,7 @@ int kvg_tok_js_skip(struct kvg_tok_js *js)
 
 static int expect(struct kvg_tok_js *js, char c)
 {
-    kvg_tok_js_ws(js);
+    kvg__tok_js_ws(js);
     if (js->p >= js->end || *js->p != c) return KVG_EPARSE;
     js->p++;
     return 0;
@@ -138,7 +138,7 @@ static int expect(struct kvg_tok_js *js, char c)
 /* After an element: 1 for ',' (more), 0 for the closing bracket. */
 static int next_or_close(struct kvg_tok_js *js, char close)
 {
-    kvg_tok_js_ws(js);
+    kvg__tok_js_ws(js);
     if (js->p < js->end && *js->p == ',') {
         js->p++;
         return 1;
@@ -150,7 +150,7 @@ static int next_or_close(struct kvg_tok_js *js, char close)
     return KVG_EPARSE;
 }
 
-int kvg_tok_js_vocab(struct kvg_tok *tok, struct kvg_tok_js *jsp, char *err, size_t errlen)
+int kvg__tok_js_vocab(struct kvg_tok *tok, struct kvg_tok_js *jsp, char *err, size_t errlen)
 {
     struct kvg_tok_js js = *jsp;
     const char *p = js.p;
@@ -158,34 +158,34 @@ int kvg_tok_js_vocab(struct kvg_tok *tok, struct kvg_tok_js *jsp, char *err, siz
     const char *end = js.p;
     {
         struct kvg_tok_js probe = js;
-        if (kvg_tok_js_skip(&probe) == 0) end = probe.p;
+        if (kvg__tok_js_skip(&probe) == 0) end = probe.p;
     }
-    int rc = kvg_tok_smap_init(&tok->vocab, (size_t)(end - p) / 14 + 16);
+    int rc = kvg__tok_smap_init(&tok->vocab, (size_t)(end - p) / 14 + 16);
     if (rc) return rc;
     if (expect(&js, '{')) goto bad;
-    kvg_tok_js_ws(&js);
+    kvg__tok_js_ws(&js);
     if (js.p < js.end && *js.p == '}') {
         jsp->p = js.p + 1;
         return 0;
     }
     for (;;) {
-        kvg_tok_js_ws(&js);
+        kvg__tok_js_ws(&js);
         if (js.p >= js.end || *js.p != '"') goto bad;
         /* Decode straight into the arena: reserve the raw length first. */
         const char *q = js.p + 1;
         while (q < js.end && *q != '"') q += (*q == '\\') ? 2 : 1;
         if (q >= js.end) goto bad;
-        int64_t off = kvg_tok_arena_add(&tok->arena, NULL, 0);
+        int64_t off = kvg__tok_arena_add(&tok->arena, NULL, 0);
         if (off < 0) return (int)off;
         size_t raw = (size_t)(q - js.p);
-        int64_t room = kvg_tok_arena_add(&tok->arena, NULL, raw + 1);
+        int64_t room = kvg__tok_arena_add(&tok->arena, NULL, raw + 1);
         if (room < 0) return (int)room;
         long len = decode_into(&js, tok->arena.p + off);
         if (len < 0) goto bad;
         tok->arena.p[off + len] = 0; /* token strings are C strings too */
         tok->arena.len = (size_t)off + (size_t)len + 1;
         if (expect(&js, ':')) goto bad;
-        kvg_tok_js_ws(&js);
+        kvg__tok_js_ws(&js);
         /* A bounded parse: the text need not be NUL-terminated. */
         if (js.p >= js.end || *js.p < '0' || *js.p > '9') goto bad;
         uint64_t id = 0;
@@ -193,11 +193,11 @@ int kvg_tok_js_vocab(struct kvg_tok *tok, struct kvg_tok_js *jsp, char *err, siz
             id = id * 10 + (uint64_t)(*js.p++ - '0');
         if (id > KVG_TOK_MAX_ID || (js.p < js.end && (*js.p == '.' || *js.p == 'e')))
             return kvg_err_set(err, errlen, KVG_EPARSE, "model.vocab: bad id");
-        if ((rc = kvg_tok_ids_reserve(tok, (uint32_t)id + 1))) return rc;
+        if ((rc = kvg__tok_ids_reserve(tok, (uint32_t)id + 1))) return rc;
         tok->vocab_off[id] = (uint32_t)off;
         tok->vocab_len[id] = (uint32_t)len;
-        rc =
-            kvg_tok_smap_put(&tok->vocab, tok->arena.p, (uint32_t)off, (uint32_t)len, (uint32_t)id);
+        rc = kvg__tok_smap_put(&tok->vocab, tok->arena.p, (uint32_t)off, (uint32_t)len,
+                               (uint32_t)id);
         if (rc) return rc;
         rc = next_or_close(&js, '}');
         if (rc < 0) goto bad;
@@ -217,9 +217,9 @@ static int add_merge(struct kvg_tok *tok, struct kvg_buf *buf, size_t la, uint32
 {
     const char *s = buf->data;
     size_t lb = buf->len - la;
-    int64_t a = kvg_tok_smap_get(&tok->vocab, tok->arena.p, s, la);
-    int64_t b = kvg_tok_smap_get(&tok->vocab, tok->arena.p, s + la, lb);
-    int64_t ab = kvg_tok_smap_get(&tok->vocab, tok->arena.p, s, la + lb);
+    int64_t a = kvg__tok_smap_get(&tok->vocab, tok->arena.p, s, la);
+    int64_t b = kvg__tok_smap_get(&tok->vocab, tok->arena.p, s + la, lb);
+    int64_t ab = kvg__tok_smap_get(&tok->vocab, tok->arena.p, s, la + lb);
     if (a < 0 || b < 0 || ab < 0) {
         const char *which = a < 0 ? s : b < 0 ? s + la : s;
         int wl = (int)(a < 0 ? la : b < 0 ? lb : la + lb);
@@ -227,22 +227,22 @@ static int add_merge(struct kvg_tok *tok, struct kvg_buf *buf, size_t la, uint32
                            "model.merges[%u]: token \"%.*s\" is not in the vocabulary", rank,
                            wl > 64 ? 64 : wl, which);
     }
-    return kvg_tok_mmap_put(&tok->merges, (uint32_t)a, (uint32_t)b, rank, (uint32_t)ab);
+    return kvg__tok_mmap_put(&tok->merges, (uint32_t)a, (uint32_t)b, rank, (uint32_t)ab);
 }
 
-int kvg_tok_js_merges(struct kvg_tok *tok, struct kvg_tok_js *jsp, char *err, size_t errlen)
+int kvg__tok_js_merges(struct kvg_tok *tok, struct kvg_tok_js *jsp, char *err, size_t errlen)
 {
     struct kvg_tok_js js = *jsp;
     const char *p = js.p;
     struct kvg_buf buf;
     kvg_buf_init(&buf, 1 << 20);
     /* About one merge per vocabulary entry. */
-    int rc = kvg_tok_mmap_init(&tok->merges, tok->vocab.count + 16), form = 0; /* 1 str, 2 pairs */
+    int rc = kvg__tok_mmap_init(&tok->merges, tok->vocab.count + 16), form = 0; /* 1 str, 2 pairs */
     uint32_t rank = 0;
     if (rc) goto out;
     rc = KVG_EPARSE;
     if (expect(&js, '[')) goto bad;
-    kvg_tok_js_ws(&js);
+    kvg__tok_js_ws(&js);
     if (js.p < js.end && *js.p == ']') {
         js.p++;
         jsp->p = js.p;
@@ -250,7 +250,7 @@ int kvg_tok_js_merges(struct kvg_tok *tok, struct kvg_tok_js *jsp, char *err, si
         goto out;
     }
     for (;;) {
-        kvg_tok_js_ws(&js);
+        kvg__tok_js_ws(&js);
         if (js.p >= js.end) goto bad;
         size_t la = 0;
         int skip = 0;
@@ -258,7 +258,7 @@ int kvg_tok_js_merges(struct kvg_tok *tok, struct kvg_tok_js *jsp, char *err, si
             /* Legacy form "a b": exactly one space (HF splits on ' '). */
             if (form == 2) goto mixed;
             form = 1;
-            if ((rc = kvg_tok_js_string(&js, &buf))) goto bad;
+            if ((rc = kvg__tok_js_string(&js, &buf))) goto bad;
             if (buf.len >= 8 && !memcmp(buf.data, "#version", 8)) skip = 1;
             const char *sp = memchr(buf.data, ' ', buf.len);
             if (!skip && (!sp || memchr(sp + 1, ' ', buf.len - (size_t)(sp + 1 - buf.data)))) {
@@ -275,12 +275,12 @@ int kvg_tok_js_merges(struct kvg_tok *tok, struct kvg_tok_js *jsp, char *err, si
             if (form == 1) goto mixed;
             form = 2;
             js.p++;
-            kvg_tok_js_ws(&js);
-            if ((rc = kvg_tok_js_string(&js, &buf))) goto bad;
+            kvg__tok_js_ws(&js);
+            if ((rc = kvg__tok_js_string(&js, &buf))) goto bad;
             la = buf.len;
             if (expect(&js, ',')) goto bad;
-            kvg_tok_js_ws(&js);
-            if ((rc = kvg_tok_js_string_append(&js, &buf))) goto bad;
+            kvg__tok_js_ws(&js);
+            if ((rc = kvg__tok_js_string_append(&js, &buf))) goto bad;
             if (expect(&js, ']')) goto bad;
         } else
             goto bad;

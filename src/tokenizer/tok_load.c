@@ -19,20 +19,20 @@
 
 #define MAX_FILE (1u << 30)
 
-const char *kvg_tok_jstr(const cJSON *obj, const char *name)
+const char *kvg__tok_jstr(const cJSON *obj, const char *name)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, name);
     return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
-int kvg_tok_jbool(const cJSON *obj, const char *name, int dflt)
+int kvg__tok_jbool(const cJSON *obj, const char *name, int dflt)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, name);
     if (cJSON_IsBool(v)) return cJSON_IsTrue(v);
     return dflt;
 }
 
-int kvg_tok_ids_reserve(struct kvg_tok *tok, uint32_t n)
+int kvg__tok_ids_reserve(struct kvg_tok *tok, uint32_t n)
 {
     if (n <= tok->n_ids) return 0;
     /* Capacity grows by doubling; entries in [n_ids, cap) are initialised. */
@@ -111,27 +111,27 @@ static int walk_object(struct kvg_tok_js *js,
     struct kvg_buf key;
     kvg_buf_init(&key, 1 << 16);
     int rc = KVG_EPARSE;
-    kvg_tok_js_ws(js);
+    kvg__tok_js_ws(js);
     if (js->p >= js->end || *js->p != '{') goto out;
     js->p++;
-    kvg_tok_js_ws(js);
+    kvg__tok_js_ws(js);
     if (js->p < js->end && *js->p == '}') {
         js->p++;
         rc = 0;
         goto out;
     }
     for (;;) {
-        kvg_tok_js_ws(js);
+        kvg__tok_js_ws(js);
         const char *kstart = js->p;
-        if ((rc = kvg_tok_js_string(js, &key)) || !kvg_buf_cstr(&key)) goto out;
+        if ((rc = kvg__tok_js_string(js, &key)) || !kvg_buf_cstr(&key)) goto out;
         struct span kraw = {kstart, (size_t)(js->p - kstart)};
-        kvg_tok_js_ws(js);
+        kvg__tok_js_ws(js);
         rc = KVG_EPARSE;
         if (js->p >= js->end || *js->p != ':') goto out;
         js->p++;
-        kvg_tok_js_ws(js);
+        kvg__tok_js_ws(js);
         if ((rc = fn(ctx, key.data, kraw, js))) goto out;
-        kvg_tok_js_ws(js);
+        kvg__tok_js_ws(js);
         rc = KVG_EPARSE;
         if (js->p < js->end && *js->p == ',') {
             js->p++;
@@ -153,7 +153,7 @@ out:
 static int skip_span(struct kvg_tok_js *js, struct span *out)
 {
     const char *start = js->p;
-    int rc = kvg_tok_js_skip(js);
+    int rc = kvg__tok_js_skip(js);
     *out = (struct span){start, (size_t)(js->p - start)};
     return rc;
 }
@@ -181,12 +181,12 @@ static int model_member(void *ctx, const char *key, struct span kraw, struct kvg
     if (!strcmp(key, "vocab")) {
         if (js->p >= js->end || *js->p != '{') return skip_span(js, &ignored);
         t->have_vocab = 1;
-        return kvg_tok_js_vocab(t->tok, js, t->err, t->errlen);
+        return kvg__tok_js_vocab(t->tok, js, t->err, t->errlen);
     }
     if (!strcmp(key, "merges")) {
         t->have_merges = 1;
         if (!t->have_vocab) return skip_span(js, &t->merges);
-        return kvg_tok_js_merges(t->tok, js, t->err, t->errlen);
+        return kvg__tok_js_merges(t->tok, js, t->err, t->errlen);
     }
     struct span val;
     int rc = skip_span(js, &val);
@@ -281,7 +281,7 @@ static int load_hf(struct kvg_tok *tok, const char *data, size_t len, const char
         if (!err || !err[0]) kvg_err_set(err, errlen, rc, "%s: malformed JSON", path);
         goto out;
     }
-    kvg_tok_js_ws(&js);
+    kvg__tok_js_ws(&js);
     if (js.p != js.end) {
         rc = kvg_err_set(err, errlen, KVG_EPARSE, "%s: text after the JSON object", path);
         goto out;
@@ -294,25 +294,25 @@ static int load_hf(struct kvg_tok *tok, const char *data, size_t len, const char
     if ((rc = check_absent_or_null(t.truncation, "truncation", err, errlen))) goto out;
     if ((rc = check_absent_or_null(t.padding, "padding", err, errlen))) goto out;
     struct span rest = {t.model_rest.data, t.model_rest.len};
-    if ((rc = load_section(tok, rest, "model", kvg_tok_model_options, err, errlen))) goto out;
+    if ((rc = load_section(tok, rest, "model", kvg__tok_model_options, err, errlen))) goto out;
     if (!t.have_vocab || !t.have_merges) {
         rc = kvg_err_set(err, errlen, KVG_EPARSE, "model: BPE needs \"vocab\" and \"merges\"");
         goto out;
     }
     if (t.merges.p) {
         struct kvg_tok_js mj = {t.merges.p, t.merges.p + t.merges.n};
-        if ((rc = kvg_tok_js_merges(tok, &mj, err, errlen))) goto out;
+        if ((rc = kvg__tok_js_merges(tok, &mj, err, errlen))) goto out;
     }
-    if ((rc = load_section(tok, t.pre, "pre_tokenizer", kvg_tok_pre_load, err, errlen))) goto out;
-    if ((rc = load_section(tok, t.normalizer, "normalizer", kvg_tok_norm_load, err, errlen)))
+    if ((rc = load_section(tok, t.pre, "pre_tokenizer", kvg__tok_pre_load, err, errlen))) goto out;
+    if ((rc = load_section(tok, t.normalizer, "normalizer", kvg__tok_norm_load, err, errlen)))
         goto out;
-    if ((rc = kvg_tok_model_finish(tok, err, errlen))) goto out;
-    if ((rc = load_section(tok, t.added, "added_tokens", kvg_tok_added_load, err, errlen)))
+    if ((rc = kvg__tok_model_finish(tok, err, errlen))) goto out;
+    if ((rc = load_section(tok, t.added, "added_tokens", kvg__tok_added_load, err, errlen)))
         goto out;
-    if ((rc = kvg_tok_added_build(tok, err, errlen))) goto out;
-    if ((rc = load_section(tok, t.post, "post_processor", kvg_tok_post_load, err, errlen)))
+    if ((rc = kvg__tok_added_build(tok, err, errlen))) goto out;
+    if ((rc = load_section(tok, t.post, "post_processor", kvg__tok_post_load, err, errlen)))
         goto out;
-    rc = load_section(tok, t.decoder, "decoder", kvg_tok_dec_load, err, errlen);
+    rc = load_section(tok, t.decoder, "decoder", kvg__tok_dec_load, err, errlen);
 out:
     kvg_buf_free(&t.model_rest);
     return rc;
@@ -339,13 +339,13 @@ static int llama_post(struct kvg_tok *tok, const cJSON *cfg, char *err, size_t e
     static const char *const classes[] = {"LlamaTokenizer",     "LlamaTokenizerFast",
                                           "CodeLlamaTokenizer", "CodeLlamaTokenizerFast",
                                           "GemmaTokenizer",     "GemmaTokenizerFast"};
-    const char *cls = kvg_tok_jstr(cfg, "tokenizer_class");
+    const char *cls = kvg__tok_jstr(cfg, "tokenizer_class");
     int match = 0;
     for (size_t i = 0; cls && i < sizeof classes / sizeof classes[0]; i++)
         match |= !strcmp(cls, classes[i]);
     if (!match) return 0;
-    int add_bos = kvg_tok_jbool(cfg, "add_bos_token", 1);
-    int add_eos = kvg_tok_jbool(cfg, "add_eos_token", 0);
+    int add_bos = kvg__tok_jbool(cfg, "add_bos_token", 1);
+    int add_eos = kvg__tok_jbool(cfg, "add_eos_token", 0);
     int64_t bos = tok->bos ? kvg_tok_token_to_id(tok, tok->bos) : -1;
     int64_t eos = tok->eos ? kvg_tok_token_to_id(tok, tok->eos) : -1;
     if ((add_bos && bos < 0) || (add_eos && eos < 0))
@@ -389,7 +389,7 @@ static int load_config(struct kvg_tok *tok, const char *path, char *err, size_t 
         const cJSON *e;
         cJSON_ArrayForEach(e, ct)
         {
-            const char *name = kvg_tok_jstr(e, "name"), *t = kvg_tok_jstr(e, "template");
+            const char *name = kvg__tok_jstr(e, "name"), *t = kvg__tok_jstr(e, "template");
             if (t && (!tpl || (name && !strcmp(name, "default")))) tpl = t;
             if (t && name && !strcmp(name, "default")) break;
         }
@@ -415,7 +415,7 @@ int kvg_tok_load(const char *path, const char *config_path, struct kvg_tok **out
     tok->unk_id = -1;
     int rc;
     if (!strcmp(path, "builtin:bytes"))
-        rc = kvg_tok_builtin_init(tok, err, errlen);
+        rc = kvg__tok_builtin_init(tok, err, errlen);
     else if (!strncmp(path, "builtin:", 8))
         rc = kvg_err_set(err, errlen, KVG_EUNSUPP, "unsupported builtin tokenizer: %s", path);
     else {
@@ -435,7 +435,7 @@ int kvg_tok_load(const char *path, const char *config_path, struct kvg_tok **out
     return 0;
 }
 
-int kvg_tok_load_mem(const char *json, size_t len, struct kvg_tok **out, char *err, size_t errlen)
+int kvg__tok_load_mem(const char *json, size_t len, struct kvg_tok **out, char *err, size_t errlen)
 {
     *out = NULL;
     if (err && errlen) err[0] = 0;
@@ -455,13 +455,13 @@ int kvg_tok_load_mem(const char *json, size_t len, struct kvg_tok **out, char *e
 void kvg_tok_free(struct kvg_tok *tok)
 {
     if (!tok) return;
-    kvg_tok_norm_free(tok);
-    kvg_tok_pre_free(tok);
-    kvg_tok_dec_free(tok);
-    kvg_tok_added_free(tok);
-    kvg_tok_smap_free(&tok->vocab);
-    kvg_tok_smap_free(&tok->raw);
-    kvg_tok_mmap_free(&tok->merges);
+    kvg__tok_norm_free(tok);
+    kvg__tok_pre_free(tok);
+    kvg__tok_dec_free(tok);
+    kvg__tok_added_free(tok);
+    kvg__tok_smap_free(&tok->vocab);
+    kvg__tok_smap_free(&tok->raw);
+    kvg__tok_mmap_free(&tok->merges);
     free(tok->cache);
     free(tok->post);
     free(tok->vocab_off);
@@ -498,8 +498,8 @@ const char *kvg_tok_chat_template(const struct kvg_tok *tok)
 int64_t kvg_tok_token_to_id(const struct kvg_tok *tok, const char *token)
 {
     size_t n = strlen(token);
-    int64_t id = kvg_tok_smap_get(&tok->added_map, tok->arena.p, token, n);
-    if (id < 0) id = kvg_tok_smap_get(&tok->vocab, tok->arena.p, token, n);
+    int64_t id = kvg__tok_smap_get(&tok->added_map, tok->arena.p, token, n);
+    if (id < 0) id = kvg__tok_smap_get(&tok->vocab, tok->arena.p, token, n);
     return id;
 }
 

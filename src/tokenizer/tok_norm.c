@@ -37,7 +37,7 @@ static char *dup_n(const char *s, size_t n)
 static int load_one(struct kvg_tok *tok, const cJSON *j, int depth, char *err, size_t errlen)
 {
     if (cJSON_IsNull(j)) return 0;
-    const char *type = kvg_tok_jstr(j, "type");
+    const char *type = kvg__tok_jstr(j, "type");
     if (!type) return kvg_err_set(err, errlen, KVG_EPARSE, "normalizer: no \"type\"");
     struct kvg_tok_norm_step st = {0};
     if (!strcmp(type, "Sequence")) {
@@ -58,19 +58,19 @@ static int load_one(struct kvg_tok *tok, const cJSON *j, int depth, char *err, s
     else if (!strcmp(type, "Lowercase"))
         st.kind = KVG_TOK_N_LOWER;
     else if (!strcmp(type, "Prepend")) {
-        const char *s = kvg_tok_jstr(j, "prepend");
+        const char *s = kvg__tok_jstr(j, "prepend");
         if (!s) return kvg_err_set(err, errlen, KVG_EPARSE, "normalizer Prepend: no prepend");
         st.kind = KVG_TOK_N_PREPEND;
         st.alen = strlen(s);
         if (!(st.a = dup_n(s, st.alen))) return -ENOMEM;
     } else if (!strcmp(type, "Strip")) {
         st.kind = KVG_TOK_N_STRIP;
-        st.left = kvg_tok_jbool(j, "strip_left", 0);
-        st.right = kvg_tok_jbool(j, "strip_right", 0);
+        st.left = kvg__tok_jbool(j, "strip_left", 0);
+        st.right = kvg__tok_jbool(j, "strip_right", 0);
     } else if (!strcmp(type, "Replace")) {
         const cJSON *pat = cJSON_GetObjectItemCaseSensitive(j, "pattern");
-        const char *content = kvg_tok_jstr(j, "content");
-        const char *lit = kvg_tok_jstr(pat, "String"), *rx = kvg_tok_jstr(pat, "Regex");
+        const char *content = kvg__tok_jstr(j, "content");
+        const char *lit = kvg__tok_jstr(pat, "String"), *rx = kvg__tok_jstr(pat, "Regex");
         if (!content || (!lit && !rx))
             return kvg_err_set(err, errlen, KVG_EPARSE, "normalizer Replace: bad pattern");
         if ((lit && !lit[0]) || (rx && !rx[0]))
@@ -86,7 +86,7 @@ static int load_one(struct kvg_tok *tok, const cJSON *j, int depth, char *err, s
                 return -ENOMEM;
             }
         } else {
-            int rc = kvg_tok_regex_compile(rx, strlen(rx), 0, &st.re, err, errlen);
+            int rc = kvg__tok_regex_compile(rx, strlen(rx), 0, &st.re, err, errlen);
             if (rc) {
                 free(st.b);
                 return rc;
@@ -98,22 +98,22 @@ static int load_one(struct kvg_tok *tok, const cJSON *j, int depth, char *err, s
     if (rc) {
         free(st.a);
         free(st.b);
-        kvg_tok_regex_free(st.re);
+        kvg__tok_regex_free(st.re);
     }
     return rc;
 }
 
-int kvg_tok_norm_load(struct kvg_tok *tok, const cJSON *j, char *err, size_t errlen)
+int kvg__tok_norm_load(struct kvg_tok *tok, const cJSON *j, char *err, size_t errlen)
 {
     return load_one(tok, j, 0, err, errlen);
 }
 
-void kvg_tok_norm_free(struct kvg_tok *tok)
+void kvg__tok_norm_free(struct kvg_tok *tok)
 {
     for (size_t i = 0; i < tok->n_norm; i++) {
         free(tok->norm[i].a);
         free(tok->norm[i].b);
-        kvg_tok_regex_free(tok->norm[i].re);
+        kvg__tok_regex_free(tok->norm[i].re);
     }
     free(tok->norm);
     tok->norm = NULL;
@@ -136,10 +136,10 @@ static int replace(const struct kvg_tok_norm_step *st, struct kvg_tok_scratch *s
         }
     } else {
         size_t last_end = 0, last_match_end = SIZE_MAX, ms, me;
-        int wide = kvg_tok_regex_wide(st->re, p, n);
+        int wide = kvg__tok_regex_wide(st->re, p, n);
         for (;;) {
             rc =
-                kvg_tok_regex_next(st->re, wide, s->md, p, n, &last_end, &last_match_end, &ms, &me);
+                kvg__tok_regex_next(st->re, wide, s->md, p, n, &last_end, &last_match_end, &ms, &me);
             if (rc < 0) return rc;
             if (rc == 0) break;
             if ((rc = kvg_buf_append(dst, p + prev, ms - prev))) return rc;
@@ -157,7 +157,7 @@ static int strip(const struct kvg_tok_norm_step *st, const char *p, size_t n, si
         while (i < n) {
             uint32_t cp;
             size_t l = kvg_utf8_decode_fast(p + i, SIZE_MAX, &cp);
-            if (!kvg_tok_is_space(cp)) break;
+            if (!kvg__tok_is_space(cp)) break;
             i += l;
         }
     if (st->right)
@@ -166,7 +166,7 @@ static int strip(const struct kvg_tok_norm_step *st, const char *p, size_t n, si
             while (k > i && ((uint8_t)p[k] & 0xC0) == 0x80) k--;
             uint32_t cp;
             kvg_utf8_decode_fast(p + k, SIZE_MAX, &cp);
-            if (!kvg_tok_is_space(cp)) break;
+            if (!kvg__tok_is_space(cp)) break;
             j = k;
         }
     *a = i;
@@ -174,7 +174,7 @@ static int strip(const struct kvg_tok_norm_step *st, const char *p, size_t n, si
     return 0;
 }
 
-int kvg_tok_normalize(const struct kvg_tok *tok, struct kvg_tok_scratch *s, const char *p, size_t n,
+int kvg__tok_normalize(const struct kvg_tok *tok, struct kvg_tok_scratch *s, const char *p, size_t n,
                       const char **out, size_t *outn)
 {
     const char *cur = p;
@@ -186,11 +186,11 @@ int kvg_tok_normalize(const struct kvg_tok *tok, struct kvg_tok_scratch *s, cons
         kvg_buf_reset(dst);
         switch (st->kind) {
         case KVG_TOK_N_NFC:
-            if (kvg_tok_unicode_nfc_quick(cur, curn)) continue;
-            rc = kvg_tok_unicode_nf(cur, curn, 1, dst);
+            if (kvg__tok_unicode_nfc_quick(cur, curn)) continue;
+            rc = kvg__tok_unicode_nf(cur, curn, 1, dst);
             break;
         case KVG_TOK_N_NFD:
-            rc = kvg_tok_unicode_nf(cur, curn, 0, dst);
+            rc = kvg__tok_unicode_nf(cur, curn, 0, dst);
             break;
         case KVG_TOK_N_LOWER:
             for (size_t i = 0; i < curn && !rc;) {
@@ -200,7 +200,7 @@ int kvg_tok_normalize(const struct kvg_tok *tok, struct kvg_tok_scratch *s, cons
                     char c = (char)(cp >= 'A' && cp <= 'Z' ? cp + 32 : cp);
                     rc = kvg_buf_append(dst, &c, 1);
                 } else
-                    rc = kvg_tok_lower_append(cp, dst);
+                    rc = kvg__tok_lower_append(cp, dst);
                 i += l;
             }
             break;

@@ -51,7 +51,8 @@ static int pair_id(const cJSON *j, const char *name, uint32_t *id)
 {
     const cJSON *p = cJSON_GetObjectItemCaseSensitive(j, name);
     const cJSON *v = cJSON_GetArrayItem(p, 1);
-    if (!cJSON_IsArray(p) || !cJSON_IsNumber(v) || v->valuedouble < 0 || v->valuedouble > KVG_TOK_MAX_ID)
+    if (!cJSON_IsArray(p) || !cJSON_IsNumber(v) || v->valuedouble < 0 ||
+        v->valuedouble > KVG_TOK_MAX_ID)
         return KVG_EPARSE;
     *id = (uint32_t)v->valuedouble;
     return 0;
@@ -70,7 +71,7 @@ static int template_list(const cJSON *j, struct list *out, char *err, size_t err
         const cJSON *seq = cJSON_GetObjectItemCaseSensitive(e, "Sequence");
         const cJSON *sp = cJSON_GetObjectItemCaseSensitive(e, "SpecialToken");
         if (seq) {
-            const char *which = kvg_tok_jstr(seq, "id");
+            const char *which = kvg__tok_jstr(seq, "id");
             if (!which || strcmp(which, "A"))
                 return kvg_err_set(err, errlen, KVG_EUNSUPP,
                                    "unsupported component: TemplateProcessing single template "
@@ -78,7 +79,7 @@ static int template_list(const cJSON *j, struct list *out, char *err, size_t err
                                    which ? which : "?");
             rc = push(out, KVG_TOK_NONE);
         } else if (sp) {
-            const char *name = kvg_tok_jstr(sp, "id");
+            const char *name = kvg__tok_jstr(sp, "id");
             const cJSON *st = name ? cJSON_GetObjectItemCaseSensitive(specials, name) : NULL;
             const cJSON *ids = cJSON_GetObjectItemCaseSensitive(st, "ids"), *x;
             if (!cJSON_IsArray(ids))
@@ -101,7 +102,7 @@ static int template_list(const cJSON *j, struct list *out, char *err, size_t err
 static int load_one(const cJSON *j, struct list *cur, int depth, char *err, size_t errlen)
 {
     if (cJSON_IsNull(j)) return 0;
-    const char *type = kvg_tok_jstr(j, "type");
+    const char *type = kvg__tok_jstr(j, "type");
     if (!type) return kvg_err_set(err, errlen, KVG_EPARSE, "post_processor: no \"type\"");
     if (!strcmp(type, "ByteLevel")) return 0;
     if (!strcmp(type, "Sequence")) {
@@ -135,7 +136,7 @@ static int load_one(const cJSON *j, struct list *cur, int depth, char *err, size
     return rc;
 }
 
-int kvg_tok_post_load(struct kvg_tok *tok, const cJSON *j, char *err, size_t errlen)
+int kvg__tok_post_load(struct kvg_tok *tok, const cJSON *j, char *err, size_t errlen)
 {
     struct list cur = {0};
     int rc = push(&cur, KVG_TOK_NONE);

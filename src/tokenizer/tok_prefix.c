@@ -516,7 +516,7 @@ static int cached_text(const struct kvg_tok *tok, struct kvg_tok_scratch *s, con
     struct pc_call *call = ud;
     struct kvg_tok_pcache *c = call->c;
     struct kvg_tok_spans *raw = &s->spans[KVG_TOK_MAX_PRE];
-    int rc = kvg_tok_added_split(tok, &tok->trie_raw, text, len, raw);
+    int rc = kvg__tok_added_split(tok, &tok->trie_raw, text, len, raw);
     if (rc) return rc;
     /* The cuts: ends of the added-token spans (a text has as many as it has
      * added tokens). */
@@ -544,7 +544,7 @@ static int cached_text(const struct kvg_tok *tok, struct kvg_tok_scratch *s, con
         size_t cut = raw->v[cuts[hit].span_end - 1].b;
         struct pc_entry *e = find(c, cuts[hit].key, cut);
         if (!e || e->seg_len != cut - prev || memcmp(e->seg, text + prev, e->seg_len)) break;
-        if ((rc = kvg_tok_ids_grow(s->out, e->n_ids))) break;
+        if ((rc = kvg__tok_ids_grow(s->out, e->n_ids))) break;
         memcpy(s->out->v + s->out->n, e->ids, e->n_ids * sizeof *e->ids);
         s->out->n += e->n_ids;
         cuts[hit].id_end = s->out->n;
@@ -591,7 +591,7 @@ static int cached_text(const struct kvg_tok *tok, struct kvg_tok_scratch *s, con
     /* The rest, piece by piece. */
     size_t cut_ix = hit;
     for (size_t i = first_span; i < raw->n && !rc; i++) {
-        rc = kvg_tok_encode_piece(tok, s, text, &raw->v[i]);
+        rc = kvg__tok_encode_piece(tok, s, text, &raw->v[i]);
         if (!rc && raw->v[i].id >= 0) cuts[cut_ix++].id_end = s->out->n;
     }
     /* The hashes of the text's blocks, then what is to be kept. */
@@ -601,7 +601,7 @@ static int cached_text(const struct kvg_tok *tok, struct kvg_tok_scratch *s, con
     return rc;
 }
 
-void kvg_tok_pcache_test_key_mask(struct kvg_tok_pcache *c, uint64_t mask)
+void kvg__tok_pcache_test_key_mask(struct kvg_tok_pcache *c, uint64_t mask)
 {
     c->key_mask = mask;
 }
@@ -621,7 +621,7 @@ int kvg_tok_encode_blocks(const struct kvg_tok *tok, struct kvg_tok_pcache *c, c
     if (!c || c->tok != tok || !c->max_bytes || tok->trie_raw.nodes <= 1) {
         rc = kvg_tok_encode(tok, text, len, add_special, ids, n);
     } else {
-        rc = kvg_tok_encode_run(tok, text, len, add_special, ids, n, cached_text, &call);
+        rc = kvg__tok_encode_run(tok, text, len, add_special, ids, n, cached_text, &call);
         if (!rc && reused) *reused = call.reused;
     }
     /* The blocks the post-processor's ids end (or all, uncached). */

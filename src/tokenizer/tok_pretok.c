@@ -23,13 +23,13 @@ static const char GPT2_RE[] =
 static int add_step(struct kvg_tok *tok, struct kvg_tok_pre_step st, char *err, size_t errlen)
 {
     if (tok->n_pre >= KVG_TOK_MAX_PRE) {
-        kvg_tok_regex_free(st.re);
+        kvg__tok_regex_free(st.re);
         return kvg_err_set(err, errlen, KVG_EUNSUPP,
                            "unsupported component: more than %d pre-tokenizers", KVG_TOK_MAX_PRE);
     }
     struct kvg_tok_pre_step *v = realloc(tok->pre, (tok->n_pre + 1) * sizeof *v);
     if (!v) {
-        kvg_tok_regex_free(st.re);
+        kvg__tok_regex_free(st.re);
         return -ENOMEM;
     }
     tok->pre = v;
@@ -41,7 +41,7 @@ static int split_step(struct kvg_tok *tok, const char *pat, int literal, int beh
                       char *err, size_t errlen)
 {
     struct kvg_tok_pre_step st = {.kind = KVG_TOK_P_SPLIT, .behavior = behavior, .invert = invert};
-    int rc = kvg_tok_regex_compile(pat, strlen(pat), literal, &st.re, err, errlen);
+    int rc = kvg__tok_regex_compile(pat, strlen(pat), literal, &st.re, err, errlen);
     return rc ? rc : add_step(tok, st, err, errlen);
 }
 
@@ -57,7 +57,7 @@ static int behavior_of(const char *b)
 static int load_one(struct kvg_tok *tok, const cJSON *j, int depth, char *err, size_t errlen)
 {
     if (cJSON_IsNull(j)) return 0;
-    const char *type = kvg_tok_jstr(j, "type");
+    const char *type = kvg__tok_jstr(j, "type");
     if (!type) return kvg_err_set(err, errlen, KVG_EPARSE, "pre_tokenizer: no \"type\"");
     if (!strcmp(type, "Sequence")) {
         const cJSON *arr = cJSON_GetObjectItemCaseSensitive(j, "pretokenizers"), *e;
@@ -72,38 +72,38 @@ static int load_one(struct kvg_tok *tok, const cJSON *j, int depth, char *err, s
     }
     if (!strcmp(type, "Split")) {
         const cJSON *pat = cJSON_GetObjectItemCaseSensitive(j, "pattern");
-        const char *lit = kvg_tok_jstr(pat, "String"), *rx = kvg_tok_jstr(pat, "Regex");
-        int b = behavior_of(kvg_tok_jstr(j, "behavior"));
+        const char *lit = kvg__tok_jstr(pat, "String"), *rx = kvg__tok_jstr(pat, "Regex");
+        int b = behavior_of(kvg__tok_jstr(j, "behavior"));
         if ((!lit && !rx) || b < 0)
             return kvg_err_set(err, errlen, KVG_EPARSE, "pre_tokenizer Split: bad pattern");
         if (lit && !lit[0])
             return kvg_err_set(err, errlen, KVG_EUNSUPP,
                                "unsupported component: Split with an empty pattern");
-        return split_step(tok, lit ? lit : rx, lit != NULL, b, kvg_tok_jbool(j, "invert", 0), err,
+        return split_step(tok, lit ? lit : rx, lit != NULL, b, kvg__tok_jbool(j, "invert", 0), err,
                           errlen);
     }
     if (!strcmp(type, "Digits"))
-        return split_step(tok, kvg_tok_jbool(j, "individual_digits", 0) ? "\\p{N}" : "\\p{N}+", 0,
+        return split_step(tok, kvg__tok_jbool(j, "individual_digits", 0) ? "\\p{N}" : "\\p{N}+", 0,
                           KVG_TOK_B_ISOLATED, 0, err, errlen);
     if (!strcmp(type, "WhitespaceSplit"))
         return split_step(tok, "\\s+", 0, KVG_TOK_B_REMOVED, 0, err, errlen);
     if (!strcmp(type, "ByteLevel")) {
         struct kvg_tok_pre_step st = {.kind = KVG_TOK_P_BYTELEVEL};
-        st.add_prefix_space = kvg_tok_jbool(j, "add_prefix_space", 1);
-        if (kvg_tok_jbool(j, "use_regex", 1)) {
-            int rc = kvg_tok_regex_compile(GPT2_RE, sizeof GPT2_RE - 1, 0, &st.re, err, errlen);
+        st.add_prefix_space = kvg__tok_jbool(j, "add_prefix_space", 1);
+        if (kvg__tok_jbool(j, "use_regex", 1)) {
+            int rc = kvg__tok_regex_compile(GPT2_RE, sizeof GPT2_RE - 1, 0, &st.re, err, errlen);
             if (rc) return rc;
         }
         return add_step(tok, st, err, errlen);
     }
     if (!strcmp(type, "Metaspace")) {
         struct kvg_tok_pre_step st = {.kind = KVG_TOK_P_METASPACE};
-        const char *r = kvg_tok_jstr(j, "replacement");
+        const char *r = kvg__tok_jstr(j, "replacement");
         if (!r || !r[0] || kvg_utf8_len_fast((uint8_t)r[0], 1) != strlen(r))
             return kvg_err_set(err, errlen, KVG_EPARSE, "Metaspace: replacement must be 1 char");
         memcpy(st.repl, r, strlen(r));
         st.repl_len = strlen(r);
-        const char *ps = kvg_tok_jstr(j, "prepend_scheme");
+        const char *ps = kvg__tok_jstr(j, "prepend_scheme");
         if (ps) {
             if (!strcmp(ps, "always"))
                 st.prepend_scheme = KVG_TOK_PS_ALWAYS;
@@ -116,14 +116,14 @@ static int load_one(struct kvg_tok *tok, const cJSON *j, int depth, char *err, s
                                    "unsupported component: Metaspace prepend_scheme %s", ps);
         } else /* legacy files: add_prefix_space */
             st.prepend_scheme =
-                kvg_tok_jbool(j, "add_prefix_space", 1) ? KVG_TOK_PS_ALWAYS : KVG_TOK_PS_NEVER;
-        st.split = kvg_tok_jbool(j, "split", 1);
+                kvg__tok_jbool(j, "add_prefix_space", 1) ? KVG_TOK_PS_ALWAYS : KVG_TOK_PS_NEVER;
+        st.split = kvg__tok_jbool(j, "split", 1);
         return add_step(tok, st, err, errlen);
     }
     return kvg_err_set(err, errlen, KVG_EUNSUPP, "unsupported component: pre_tokenizer %s", type);
 }
 
-int kvg_tok_pre_load(struct kvg_tok *tok, const cJSON *j, char *err, size_t errlen)
+int kvg__tok_pre_load(struct kvg_tok *tok, const cJSON *j, char *err, size_t errlen)
 {
     int rc = load_one(tok, j, 0, err, errlen);
     if (rc) return rc;
@@ -135,9 +135,9 @@ int kvg_tok_pre_load(struct kvg_tok *tok, const cJSON *j, char *err, size_t errl
     return 0;
 }
 
-void kvg_tok_pre_free(struct kvg_tok *tok)
+void kvg__tok_pre_free(struct kvg_tok *tok)
 {
-    for (size_t i = 0; i < tok->n_pre; i++) kvg_tok_regex_free(tok->pre[i].re);
+    for (size_t i = 0; i < tok->n_pre; i++) kvg__tok_regex_free(tok->pre[i].re);
     free(tok->pre);
     tok->pre = NULL;
     tok->n_pre = 0;
@@ -194,21 +194,21 @@ static void apply_behavior(struct kvg_tok_spans *sp, int behavior)
     sp->n = w;
 }
 
-int kvg_tok_split_regex(const struct kvg_tok_regex *re, pcre2_match_data *md, const char *p,
+int kvg__tok_split_regex(const struct kvg_tok_regex *re, pcre2_match_data *md, const char *p,
                         size_t n, int behavior, int invert, struct kvg_tok_spans *sp)
 {
     sp->n = 0;
     size_t prev = 0, last_end = 0, last_match_end = SIZE_MAX, ms, me;
-    int rc, wide = kvg_tok_regex_wide(re, p, n);
+    int rc, wide = kvg__tok_regex_wide(re, p, n);
     for (;;) {
-        rc = kvg_tok_regex_next(re, wide, md, p, n, &last_end, &last_match_end, &ms, &me);
+        rc = kvg__tok_regex_next(re, wide, md, p, n, &last_end, &last_match_end, &ms, &me);
         if (rc < 0) return rc;
         if (rc == 0) break;
-        if (prev != ms && (rc = kvg_tok_spans_push(sp, prev, ms, -1, invert))) return rc;
-        if ((rc = kvg_tok_spans_push(sp, ms, me, -1, !invert))) return rc;
+        if (prev != ms && (rc = kvg__tok_spans_push(sp, prev, ms, -1, invert))) return rc;
+        if ((rc = kvg__tok_spans_push(sp, ms, me, -1, !invert))) return rc;
         prev = me;
     }
-    if (prev != n && (rc = kvg_tok_spans_push(sp, prev, n, -1, invert))) return rc;
+    if (prev != n && (rc = kvg__tok_spans_push(sp, prev, n, -1, invert))) return rc;
     apply_behavior(sp, behavior);
     return 0;
 }
@@ -223,13 +223,13 @@ static int split_char(const char *p, size_t n, const char *c, size_t cl, int beh
     while (i < n) {
         size_t l = kvg_utf8_len_fast((uint8_t)p[i], 1);
         if (l == cl && !memcmp(p + i, c, cl)) {
-            if (last < i && (rc = kvg_tok_spans_push(sp, last, i, -1, 0))) return rc;
-            if ((rc = kvg_tok_spans_push(sp, i, i + l, -1, 1))) return rc;
+            if (last < i && (rc = kvg__tok_spans_push(sp, last, i, -1, 0))) return rc;
+            if ((rc = kvg__tok_spans_push(sp, i, i + l, -1, 1))) return rc;
             last = i + l;
         }
         i += l;
     }
-    if (n > last && (rc = kvg_tok_spans_push(sp, last, n, -1, 0))) return rc;
+    if (n > last && (rc = kvg__tok_spans_push(sp, last, n, -1, 0))) return rc;
     apply_behavior(sp, behavior);
     return 0;
 }
@@ -254,13 +254,13 @@ static int run(const struct kvg_tok *tok, struct kvg_tok_scratch *s, size_t k, c
 {
     if (n == 0) return 0; /* HF drops empty pieces */
     if (k == tok->n_pre)
-        return s->emit ? s->emit(s->emit_ctx, p, n) : kvg_tok_bpe_word(tok, s, p, n);
+        return s->emit ? s->emit(s->emit_ctx, p, n) : kvg__tok_bpe_word(tok, s, p, n);
     const struct kvg_tok_pre_step *st = &tok->pre[k];
     struct kvg_buf *b = &s->pre[k];
     int rc;
     switch (st->kind) {
     case KVG_TOK_P_SPLIT:
-        if ((rc = kvg_tok_split_regex(st->re, s->md, p, n, st->behavior, st->invert, &s->spans[k])))
+        if ((rc = kvg__tok_split_regex(st->re, s->md, p, n, st->behavior, st->invert, &s->spans[k])))
             return rc;
         return run_spans(tok, s, k, p, at_origin);
     case KVG_TOK_P_BYTELEVEL:
@@ -271,7 +271,7 @@ static int run(const struct kvg_tok *tok, struct kvg_tok_scratch *s, size_t k, c
             n = b->len;
         }
         if (!st->re) return run(tok, s, k + 1, p, n, at_origin);
-        if ((rc = kvg_tok_split_regex(st->re, s->md, p, n, KVG_TOK_B_ISOLATED, 0, &s->spans[k])))
+        if ((rc = kvg__tok_split_regex(st->re, s->md, p, n, KVG_TOK_B_ISOLATED, 0, &s->spans[k])))
             return rc;
         return run_spans(tok, s, k, p, at_origin);
     case KVG_TOK_P_METASPACE: {
@@ -306,7 +306,7 @@ static int run(const struct kvg_tok *tok, struct kvg_tok_scratch *s, size_t k, c
     return KVG_EUNSUPP;
 }
 
-int kvg_tok_pre_run(const struct kvg_tok *tok, struct kvg_tok_scratch *s, const char *p, size_t n,
+int kvg__tok_pre_run(const struct kvg_tok *tok, struct kvg_tok_scratch *s, const char *p, size_t n,
                     int at_origin)
 {
     return run(tok, s, 0, p, n, at_origin);

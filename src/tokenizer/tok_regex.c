@@ -52,13 +52,13 @@ static int unsupported(char *err, size_t errlen, const char *what)
 static int age15_ranges(const char *gc, size_t gl, struct kvg_buf *o, int *rc)
 {
     int runs = 0;
-    for (size_t i = 0; i + 3 <= kvg_tok_ucd_age15_len; i += 3) {
-        char c0 = (char)(kvg_tok_ucd_age15[i + 2] >> 8), c1 = (char)kvg_tok_ucd_age15[i + 2];
+    for (size_t i = 0; i + 3 <= kvg__tok_ucd_age15_len; i += 3) {
+        char c0 = (char)(kvg__tok_ucd_age15[i + 2] >> 8), c1 = (char)kvg__tok_ucd_age15[i + 2];
         if (c0 != gc[0] || (gl == 2 && c1 != gc[1])) continue;
         runs++;
         if (o && !*rc)
-            *rc = kvg_buf_printf(o, "\\x{%X}-\\x{%X}", kvg_tok_ucd_age15[i],
-                                 kvg_tok_ucd_age15[i + 1]);
+            *rc = kvg_buf_printf(o, "\\x{%X}-\\x{%X}", kvg__tok_ucd_age15[i],
+                                 kvg__tok_ucd_age15[i + 1]);
     }
     return runs;
 }
@@ -254,8 +254,8 @@ static int compile_one(const char *pat, size_t n, const struct kvg_buf *b, int l
     return 0;
 }
 
-int kvg_tok_regex_compile(const char *pat, size_t n, int literal, struct kvg_tok_regex **out,
-                          char *err, size_t errlen)
+int kvg__tok_regex_compile(const char *pat, size_t n, int literal, struct kvg_tok_regex **out,
+                           char *err, size_t errlen)
 {
     *out = NULL;
     struct kvg_buf b[2];
@@ -276,14 +276,14 @@ int kvg_tok_regex_compile(const char *pat, size_t n, int literal, struct kvg_tok
     kvg_buf_free(&b[0]);
     kvg_buf_free(&b[1]);
     if (rc) {
-        kvg_tok_regex_free(re);
+        kvg__tok_regex_free(re);
         return rc;
     }
     *out = re;
     return 0;
 }
 
-void kvg_tok_regex_free(struct kvg_tok_regex *re)
+void kvg__tok_regex_free(struct kvg_tok_regex *re)
 {
     if (!re) return;
     pcre2_code_free(re->code[0]);
@@ -291,9 +291,9 @@ void kvg_tok_regex_free(struct kvg_tok_regex *re)
     free(re);
 }
 
-int kvg_tok_regex_wide(const struct kvg_tok_regex *re, const char *s, size_t n)
+int kvg__tok_regex_wide(const struct kvg_tok_regex *re, const char *s, size_t n)
 {
-    return re->code[1] && kvg_tok_unicode_has_age15(s, n);
+    return re->code[1] && kvg__tok_unicode_has_age15(s, n);
 }
 
 static int match_at(const struct kvg_tok_regex *re, int wide, pcre2_match_data *md, const char *s,
@@ -310,9 +310,9 @@ static int match_at(const struct kvg_tok_regex *re, int wide, pcre2_match_data *
     return rc;
 }
 
-int kvg_tok_regex_next(const struct kvg_tok_regex *re, int wide, pcre2_match_data *md,
-                       const char *s, size_t n, size_t *last_end, size_t *last_match_end,
-                       size_t *ms, size_t *me)
+int kvg__tok_regex_next(const struct kvg_tok_regex *re, int wide, pcre2_match_data *md,
+                        const char *s, size_t n, size_t *last_end, size_t *last_match_end,
+                        size_t *ms, size_t *me)
 {
     for (;;) {
         if (*last_end > n) return 0;

@@ -7,7 +7,7 @@
 /* Dense data (decimal code points), one generator-formatted block. */
 // clang-format off
 /* Canonical combining class runs (Unicode <= 9.0): first, last, class. */
-const uint32_t kvg_tok_ucd_ccc[] = {
+const uint32_t kvg__tok_ucd_ccc[] = {
     768, 788, 230, 789, 789, 232, 790, 793, 220, 794, 794, 232, 795, 795, 216, 796, 800, 220, 801,
     802, 202, 803, 806, 220, 807, 808, 202, 809, 819, 220, 820, 824, 1, 825, 828, 220, 829, 836,
     230, 837, 837, 240, 838, 838, 230, 839, 841, 220, 842, 844, 230, 845, 846, 220, 848, 850, 230,
@@ -71,10 +71,10 @@ const uint32_t kvg_tok_ucd_ccc[] = {
     122915, 122916, 230, 122918, 122922, 230, 125136, 125142, 220, 125252, 125257, 230, 125258,
     125258, 7,
 };
-const size_t kvg_tok_ucd_ccc_len = 999;
+const size_t kvg__tok_ucd_ccc_len = 999;
 
 /* Canonical decompositions (Unicode <= 9.0), sorted: code point (bit 31: composition-excluded), first, second (0 if singleton). */
-const uint32_t kvg_tok_ucd_decomp[] = {
+const uint32_t kvg__tok_ucd_decomp[] = {
     192, 65, 768, 193, 65, 769, 194, 65, 770, 195, 65, 771, 196, 65, 776, 197, 65, 778, 199, 67,
     807, 200, 69, 768, 201, 69, 769, 202, 69, 770, 203, 69, 776, 204, 73, 768, 205, 73, 769, 206,
     73, 770, 207, 73, 776, 209, 78, 771, 210, 79, 768, 211, 79, 769, 212, 79, 770, 213, 79, 771,
@@ -523,17 +523,17 @@ const uint32_t kvg_tok_ucd_decomp[] = {
     2147678744, 40702, 0, 2147678745, 40709, 0, 2147678746, 40719, 0, 2147678747, 40726, 0,
     2147678748, 40763, 0, 2147678749, 173568, 0,
 };
-const size_t kvg_tok_ucd_decomp_len = 6180;
+const size_t kvg__tok_ucd_decomp_len = 6180;
 
 /* White_Space ranges: first, last. */
-const uint32_t kvg_tok_ucd_space[] = {
+const uint32_t kvg__tok_ucd_space[] = {
     9, 13, 32, 32, 133, 133, 160, 160, 5760, 5760, 8192, 8202, 8232, 8233, 8239, 8239, 8287, 8287,
     12288, 12288,
 };
-const size_t kvg_tok_ucd_space_len = 20;
+const size_t kvg__tok_ucd_space_len = 20;
 
 /* Word characters (Rust regex \w) ranges: first, last. */
-const uint32_t kvg_tok_ucd_word[] = {
+const uint32_t kvg__tok_ucd_word[] = {
     48, 57, 65, 90, 95, 95, 97, 122, 170, 170, 181, 181, 186, 186, 192, 214, 216, 246, 248, 705,
     710, 721, 736, 740, 748, 748, 750, 750, 768, 884, 886, 887, 890, 893, 895, 895, 902, 902, 904,
     906, 908, 908, 910, 929, 931, 1013, 1015, 1153, 1155, 1327, 1329, 1366, 1369, 1369, 1376,
@@ -650,10 +650,10 @@ const uint32_t kvg_tok_ucd_word[] = {
     127344, 127369, 130032, 130041, 131072, 173791, 173824, 177977, 177984, 178205, 178208,
     183969, 183984, 191456, 194560, 195101, 196608, 201546, 201552, 205743, 917760, 917999,
 };
-const size_t kvg_tok_ucd_word_len = 1542;
+const size_t kvg__tok_ucd_word_len = 1542;
 
 /* Simple lowercase runs: first, last, stride (0: single), delta (mod 2^32). */
-const uint32_t kvg_tok_ucd_lower[] = {
+const uint32_t kvg__tok_ucd_lower[] = {
     65, 90, 1, 32, 192, 214, 1, 32, 216, 222, 1, 32, 256, 302, 2, 1, 304, 304, 0, 4294967097, 306,
     310, 2, 1, 313, 327, 2, 1, 330, 374, 2, 1, 376, 376, 0, 4294967175, 377, 381, 2, 1, 385, 385,
     0, 210, 386, 388, 2, 1, 390, 390, 0, 206, 391, 391, 0, 1, 393, 394, 1, 205, 395, 395, 0, 1,
@@ -698,10 +698,10 @@ const uint32_t kvg_tok_ucd_lower[] = {
     39, 66964, 66965, 1, 39, 68736, 68786, 1, 64, 71840, 71871, 1, 32, 93760, 93791, 1, 32,
     125184, 125217, 1, 34,
 };
-const size_t kvg_tok_ucd_lower_len = 728;
+const size_t kvg__tok_ucd_lower_len = 728;
 
 /* Code points new in Unicode 15.0: first, last, general category (two ASCII letters, first << 8 | second). */
-const uint32_t kvg_tok_ucd_age15[] = {
+const uint32_t kvg__tok_ucd_age15[] = {
     3315, 3315, 19811, 3790, 3790, 19822, 69373, 69375, 19822, 70207, 70208, 19567, 70209, 70209,
     19822, 72448, 72457, 20591, 73472, 73473, 19822, 73474, 73474, 19567, 73475, 73475, 19811,
     73476, 73488, 19567, 73490, 73523, 19567, 73524, 73525, 19811, 73526, 73530, 19822, 73534,
@@ -715,6 +715,6 @@ const uint32_t kvg_tok_ucd_age15[] = {
     129727, 129727, 21359, 129742, 129743, 21359, 129754, 129755, 21359, 129768, 129768, 21359,
     129783, 129784, 21359, 177977, 177977, 19567, 201552, 205743, 19567,
 };
-const size_t kvg_tok_ucd_age15_len = 147;
+const size_t kvg__tok_ucd_age15_len = 147;
 
 // clang-format on

@@ -3,7 +3,7 @@
  * NFC/NFD normalization and Rust's lossy UTF-8 decoding.
  *
  * Normalization follows HF tokenizers, whose crate has Unicode 9.0 tables
- * (see gen_ucd.py). Most text needs no work, so kvg_tok_unicode_nf copies
+ * (see gen_ucd.py). Most text needs no work, so kvg__tok_unicode_nf copies
  * "safe" characters (combining class 0, no decomposition, never the second
  * half of a composition) as they are and runs the full decompose / reorder /
  * compose algorithm only on the short regions around the others: NFC of a
@@ -50,21 +50,21 @@ static int in_ranges(const uint32_t *r, size_t len, uint32_t cp)
     return find_row(r, len, 2, cp) != NULL;
 }
 
-int kvg_tok_is_space(uint32_t cp)
+int kvg__tok_is_space(uint32_t cp)
 {
     if (cp < 0x80) return cp == ' ' || (cp >= 9 && cp <= 13);
-    return in_ranges(kvg_tok_ucd_space, kvg_tok_ucd_space_len, cp);
+    return in_ranges(kvg__tok_ucd_space, kvg__tok_ucd_space_len, cp);
 }
 
-int kvg_tok_is_word(uint32_t cp)
+int kvg__tok_is_word(uint32_t cp)
 {
     if (cp < 0x80)
         return (cp >= 'a' && cp <= 'z') || (cp >= 'A' && cp <= 'Z') || (cp >= '0' && cp <= '9') ||
                cp == '_';
-    return in_ranges(kvg_tok_ucd_word, kvg_tok_ucd_word_len, cp);
+    return in_ranges(kvg__tok_ucd_word, kvg__tok_ucd_word_len, cp);
 }
 
-int kvg_tok_lower_append(uint32_t cp, struct kvg_buf *out)
+int kvg__tok_lower_append(uint32_t cp, struct kvg_buf *out)
 {
     char tmp[8];
     size_t n;
@@ -74,7 +74,7 @@ int kvg_tok_lower_append(uint32_t cp, struct kvg_buf *out)
         return kvg_buf_append(out, tmp, n);
     }
     uint32_t lc = cp;
-    const uint32_t *row = find_row(kvg_tok_ucd_lower, kvg_tok_ucd_lower_len, 4, cp);
+    const uint32_t *row = find_row(kvg__tok_ucd_lower, kvg__tok_ucd_lower_len, 4, cp);
     if (row && (row[2] == 0 || (cp - row[0]) % row[2] == 0)) lc = cp + row[3];
     n = kvg_utf8_put(lc, tmp);
     return kvg_buf_append(out, tmp, n);
@@ -104,15 +104,15 @@ static int cmp_u32(const void *a, const void *b)
 static uint32_t ccc_of(uint32_t cp)
 {
     if (cp < 0x300) return 0;
-    const uint32_t *row = find_row(kvg_tok_ucd_ccc, kvg_tok_ucd_ccc_len, 3, cp);
+    const uint32_t *row = find_row(kvg__tok_ucd_ccc, kvg__tok_ucd_ccc_len, 3, cp);
     return row ? row[2] : 0;
 }
 
-/* Index into kvg_tok_ucd_decomp (in entries of 3) or -1. */
+/* Index into kvg__tok_ucd_decomp (in entries of 3) or -1. */
 static long decomp_of(uint32_t cp)
 {
-    const uint32_t *d = kvg_tok_ucd_decomp;
-    size_t lo = 0, hi = kvg_tok_ucd_decomp_len / 3;
+    const uint32_t *d = kvg__tok_ucd_decomp;
+    size_t lo = 0, hi = kvg__tok_ucd_decomp_len / 3;
     while (lo < hi) {
         size_t mid = (lo + hi) / 2;
         uint32_t c = d[3 * mid] & 0x7FFFFFFF;
@@ -136,7 +136,7 @@ static void mark_unsafe(uint32_t cp, uint32_t *hi, size_t *nhi)
 
 static void nf_init(void)
 {
-    size_t nd = kvg_tok_ucd_decomp_len / 3, nc = kvg_tok_ucd_ccc_len / 3;
+    size_t nd = kvg__tok_ucd_decomp_len / 3, nc = kvg__tok_ucd_ccc_len / 3;
     size_t hicap = 2 * nd + 4096;
     g_comp = malloc(nd * sizeof *g_comp);
     g_unsafe_hi = malloc(hicap * sizeof *g_unsafe_hi);
@@ -145,7 +145,7 @@ static void nf_init(void)
         return;
     }
     for (size_t i = 0; i < nd; i++) {
-        const uint32_t *e = &kvg_tok_ucd_decomp[3 * i];
+        const uint32_t *e = &kvg__tok_ucd_decomp[3 * i];
         uint32_t cp = e[0] & 0x7FFFFFFF;
         mark_unsafe(cp, g_unsafe_hi, &g_nunsafe_hi);
         if (e[2] && !(e[0] >> 31)) {
@@ -154,7 +154,7 @@ static void nf_init(void)
         }
     }
     for (size_t i = 0; i < nc; i++)
-        for (uint32_t cp = kvg_tok_ucd_ccc[3 * i]; cp <= kvg_tok_ucd_ccc[3 * i + 1]; cp++) {
+        for (uint32_t cp = kvg__tok_ucd_ccc[3 * i]; cp <= kvg__tok_ucd_ccc[3 * i + 1]; cp++) {
             if (cp >= 0x10000 && g_nunsafe_hi == hicap) {
                 g_init_rc = -ENOMEM;
                 return;
@@ -235,7 +235,7 @@ static int decompose(struct cpbuf *b, uint32_t cp)
     }
     long i = cp >= 0xC0 ? decomp_of(cp) : -1;
     if (i < 0) return cp_push(b, cp);
-    const uint32_t *e = &kvg_tok_ucd_decomp[3 * i];
+    const uint32_t *e = &kvg__tok_ucd_decomp[3 * i];
     int rc = decompose(b, e[1]);
     if (!rc && e[2]) rc = decompose(b, e[2]);
     return rc;
@@ -291,7 +291,7 @@ static int nf_region(const char *s, size_t n, int do_compose, struct kvg_buf *ou
     return rc;
 }
 
-int kvg_tok_unicode_nfc_quick(const char *s, size_t n)
+int kvg__tok_unicode_nfc_quick(const char *s, size_t n)
 {
     if (nf_ready()) return 0;
     size_t i = 0;
@@ -308,7 +308,7 @@ int kvg_tok_unicode_nfc_quick(const char *s, size_t n)
     return 1;
 }
 
-int kvg_tok_unicode_nf(const char *s, size_t n, int do_compose, struct kvg_buf *out)
+int kvg__tok_unicode_nf(const char *s, size_t n, int do_compose, struct kvg_buf *out)
 {
     int rc = nf_ready();
     if (rc) return rc;
@@ -345,7 +345,7 @@ int kvg_tok_unicode_nf(const char *s, size_t n, int do_compose, struct kvg_buf *
     return kvg_buf_append(out, s + copied, n - copied);
 }
 
-int kvg_tok_unicode_has_age15(const char *s, size_t n)
+int kvg__tok_unicode_has_age15(const char *s, size_t n)
 {
     const uint8_t *u = (const uint8_t *)s;
     for (size_t i = 0; i < n; i++) {
@@ -355,12 +355,12 @@ int kvg_tok_unicode_has_age15(const char *s, size_t n)
         if (i + 1 >= n) break;
         uint32_t cp;
         kvg_utf8_decode_fast(s + i, SIZE_MAX, &cp);
-        if (find_row(kvg_tok_ucd_age15, kvg_tok_ucd_age15_len, 3, cp)) return 1;
+        if (find_row(kvg__tok_ucd_age15, kvg__tok_ucd_age15_len, 3, cp)) return 1;
     }
     return 0;
 }
 
-int kvg_tok_utf8_lossy(const char *s, size_t n, struct kvg_buf *out)
+int kvg__tok_utf8_lossy(const char *s, size_t n, struct kvg_buf *out)
 {
     static const char fffd[] = "\xEF\xBF\xBD";
     const uint8_t *u = (const uint8_t *)s;

@@ -13,7 +13,7 @@
 #include "base/err.h"
 #include "tokenizer/tok_impl.h"
 
-int64_t kvg_tok_arena_add(struct kvg_tok_arena *a, const char *s, size_t n)
+int64_t kvg__tok_arena_add(struct kvg_tok_arena *a, const char *s, size_t n)
 {
     if (n > UINT32_MAX - a->len) return KVG_ETOOBIG; /* offsets are 32-bit */
     if (a->len + n > a->cap) {
@@ -30,15 +30,15 @@ int64_t kvg_tok_arena_add(struct kvg_tok_arena *a, const char *s, size_t n)
     return off;
 }
 
-int64_t kvg_tok_arena_str(struct kvg_tok_arena *a, const char *s, size_t n)
+int64_t kvg__tok_arena_str(struct kvg_tok_arena *a, const char *s, size_t n)
 {
-    int64_t off = kvg_tok_arena_add(a, s, n);
+    int64_t off = kvg__tok_arena_add(a, s, n);
     if (off < 0) return off;
-    int64_t z = kvg_tok_arena_add(a, "", 1);
+    int64_t z = kvg__tok_arena_add(a, "", 1);
     return z < 0 ? z : off;
 }
 
-uint32_t kvg_tok_hash(const char *s, size_t n)
+uint32_t kvg__tok_hash(const char *s, size_t n)
 {
     return (uint32_t)XXH3_64bits(s, n);
 }
@@ -50,7 +50,7 @@ static uint32_t table_size(size_t expected)
     return size;
 }
 
-int kvg_tok_smap_init(struct kvg_tok_smap *m, size_t expected)
+int kvg__tok_smap_init(struct kvg_tok_smap *m, size_t expected)
 {
     uint32_t size = table_size(expected);
     m->slots = malloc((size_t)size * sizeof *m->slots);
@@ -61,7 +61,7 @@ int kvg_tok_smap_init(struct kvg_tok_smap *m, size_t expected)
     return 0;
 }
 
-void kvg_tok_smap_free(struct kvg_tok_smap *m)
+void kvg__tok_smap_free(struct kvg_tok_smap *m)
 {
     free(m->slots);
     m->slots = NULL;
@@ -71,7 +71,7 @@ void kvg_tok_smap_free(struct kvg_tok_smap *m)
 static int smap_grow(struct kvg_tok_smap *m)
 {
     struct kvg_tok_smap bigger;
-    int rc = kvg_tok_smap_init(&bigger, (size_t)(m->mask + 1));
+    int rc = kvg__tok_smap_init(&bigger, (size_t)(m->mask + 1));
     if (rc) return rc;
     for (uint32_t i = 0; i <= m->mask; i++) {
         struct kvg_tok_slot *s = &m->slots[i];
@@ -86,14 +86,14 @@ static int smap_grow(struct kvg_tok_smap *m)
     return 0;
 }
 
-int kvg_tok_smap_put(struct kvg_tok_smap *m, const char *arena, uint32_t off, uint32_t len,
-                     uint32_t id)
+int kvg__tok_smap_put(struct kvg_tok_smap *m, const char *arena, uint32_t off, uint32_t len,
+                      uint32_t id)
 {
     if ((m->count + 1) * 2 > m->mask + 1) {
         int rc = smap_grow(m);
         if (rc) return rc;
     }
-    uint32_t h = kvg_tok_hash(arena + off, len), i = h & m->mask;
+    uint32_t h = kvg__tok_hash(arena + off, len), i = h & m->mask;
     for (;;) {
         struct kvg_tok_slot *s = &m->slots[i];
         if (s->id == KVG_TOK_NONE) {
@@ -109,10 +109,11 @@ int kvg_tok_smap_put(struct kvg_tok_smap *m, const char *arena, uint32_t off, ui
     }
 }
 
-int64_t kvg_tok_smap_get(const struct kvg_tok_smap *m, const char *arena, const char *key, size_t n)
+int64_t kvg__tok_smap_get(const struct kvg_tok_smap *m, const char *arena, const char *key,
+                          size_t n)
 {
     if (!m->slots) return -1;
-    uint32_t h = kvg_tok_hash(key, n), i = h & m->mask;
+    uint32_t h = kvg__tok_hash(key, n), i = h & m->mask;
     for (;;) {
         const struct kvg_tok_slot *s = &m->slots[i];
         if (s->id == KVG_TOK_NONE) return -1;
@@ -130,7 +131,7 @@ static uint32_t merge_table_size(size_t expected)
     return size;
 }
 
-int kvg_tok_mmap_init(struct kvg_tok_mmap *m, size_t expected)
+int kvg__tok_mmap_init(struct kvg_tok_mmap *m, size_t expected)
 {
     uint32_t size = merge_table_size(expected);
     m->slots = malloc((size_t)size * sizeof *m->slots);
@@ -141,7 +142,7 @@ int kvg_tok_mmap_init(struct kvg_tok_mmap *m, size_t expected)
     return 0;
 }
 
-void kvg_tok_mmap_free(struct kvg_tok_mmap *m)
+void kvg__tok_mmap_free(struct kvg_tok_mmap *m)
 {
     free(m->slots);
     m->slots = NULL;
@@ -151,7 +152,7 @@ void kvg_tok_mmap_free(struct kvg_tok_mmap *m)
 static int mmap_grow(struct kvg_tok_mmap *m)
 {
     struct kvg_tok_mmap bigger;
-    int rc = kvg_tok_mmap_init(&bigger, (size_t)(m->mask + 1) * 7 / 10 + 1);
+    int rc = kvg__tok_mmap_init(&bigger, (size_t)(m->mask + 1) * 7 / 10 + 1);
     if (rc) return rc;
     for (uint32_t i = 0; i <= m->mask; i++) {
         struct kvg_tok_mslot *s = &m->slots[i];
@@ -166,7 +167,7 @@ static int mmap_grow(struct kvg_tok_mmap *m)
     return 0;
 }
 
-int kvg_tok_mmap_put(struct kvg_tok_mmap *m, uint32_t a, uint32_t b, uint32_t rank, uint32_t id)
+int kvg__tok_mmap_put(struct kvg_tok_mmap *m, uint32_t a, uint32_t b, uint32_t rank, uint32_t id)
 {
     if ((size_t)(m->count + 1) * 10 > (size_t)(m->mask + 1) * 7) {
         int rc = mmap_grow(m);
@@ -190,7 +191,7 @@ int kvg_tok_mmap_put(struct kvg_tok_mmap *m, uint32_t a, uint32_t b, uint32_t ra
     }
 }
 
-int kvg_tok_ids_grow(struct kvg_tok_ids *a, size_t more)
+int kvg__tok_ids_grow(struct kvg_tok_ids *a, size_t more)
 {
     size_t cap = a->cap ? a->cap : 64;
     while (cap < a->n + more) cap *= 2;
@@ -201,7 +202,7 @@ int kvg_tok_ids_grow(struct kvg_tok_ids *a, size_t more)
     return 0;
 }
 
-int kvg_tok_spans_push(struct kvg_tok_spans *sp, size_t a, size_t b, int32_t id, int m)
+int kvg__tok_spans_push(struct kvg_tok_spans *sp, size_t a, size_t b, int32_t id, int m)
 {
     if (sp->n == sp->cap) {
         size_t cap = sp->cap ? sp->cap * 2 : 64;
@@ -214,7 +215,7 @@ int kvg_tok_spans_push(struct kvg_tok_spans *sp, size_t a, size_t b, int32_t id,
     return 0;
 }
 
-int kvg_tok_scratch_init(struct kvg_tok_scratch *s, size_t input_len)
+int kvg__tok_scratch_init(struct kvg_tok_scratch *s, size_t input_len)
 {
     memset(s, 0, sizeof *s);
     /* Normalizers and Metaspace can grow the text (NFD, Prepend, Replace with
@@ -226,7 +227,7 @@ int kvg_tok_scratch_init(struct kvg_tok_scratch *s, size_t input_len)
     return s->md ? 0 : -ENOMEM;
 }
 
-void kvg_tok_scratch_free(struct kvg_tok_scratch *s)
+void kvg__tok_scratch_free(struct kvg_tok_scratch *s)
 {
     for (int i = 0; i < 2; i++) kvg_buf_free(&s->norm[i]);
     for (int i = 0; i < KVG_TOK_MAX_PRE; i++) kvg_buf_free(&s->pre[i]);

@@ -1,6 +1,6 @@
 /* `kvgate observe`: what an operator can say of each worker from the serving
  * views of every gateway replica (GET /serving), read from each replica
- * directly with seed 004's bounds: 2 s per fetch, 14 s for the whole
+ * directly within fixed bounds: 2 s per fetch, 14 s for the whole
  * collection, and a view older than 15 s is no view. A worker is Confirmed
  * when a fresh view shows it serving, NotServing when fresh views list it and
  * none shows it serving, Unknown when no fresh view lists it: a stopped or

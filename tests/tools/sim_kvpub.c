@@ -27,7 +27,8 @@
 #include "simsrv/kvpub.h"
 #include "sim/sim.h"
 
-static int wait_file(const char *dir, const char *name, double seconds, struct kvg_sim_kvpub *hello)
+static int wait_file(const char *dir, const char *name, double seconds,
+                     struct kvg_simsrv_kvpub *hello)
 {
     char path[512];
     snprintf(path, sizeof path, "%s/%s", dir, name);
@@ -37,7 +38,7 @@ static int wait_file(const char *dir, const char *name, double seconds, struct k
             void *buf;
             size_t len;
             if (kvg_sim_kv_encode(NULL, 0, kvg_wall_s(), 0, KVG_SIM_KV_ARRAY, &buf, &len) == 0)
-                kvg_sim_kvpub_publish(hello, buf, len);
+                kvg_simsrv_kvpub_publish(hello, buf, len);
         }
         struct timespec ts = {0, 50 * 1000 * 1000};
         nanosleep(&ts, NULL);
@@ -60,7 +61,7 @@ static int write_file(const char *dir, const char *name, const char *text)
 
 struct ctx {
     struct kvg_sim *e;
-    struct kvg_sim_kvpub *pub;
+    struct kvg_simsrv_kvpub *pub;
     enum kvg_sim_kv_encoding enc;
     int64_t last_seq;
     double t;
@@ -79,7 +80,7 @@ static int flush_events(struct ctx *c)
     if (rc) return rc;
     c->events += ev.n;
     kvg_sim_events_clear(c->e);
-    int64_t seq = kvg_sim_kvpub_publish(c->pub, buf, len);
+    int64_t seq = kvg_simsrv_kvpub_publish(c->pub, buf, len);
     if (seq < 0) return (int)seq;
     c->last_seq = seq;
     c->batches++;
@@ -215,8 +216,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "sim_kvpub: engine: %d\n", rc);
         return 1;
     }
-    struct kvg_sim_kvpub_config pc;
-    kvg_sim_kvpub_config_init(&pc);
+    struct kvg_simsrv_kvpub_config pc;
+    kvg_simsrv_kvpub_config_init(&pc);
     pc.endpoint = "tcp://127.0.0.1:*";
     pc.replay_endpoint = want_replay ? "tcp://127.0.0.1:*" : NULL;
     pc.topic = "kv@sim-test@tiny";
@@ -224,18 +225,18 @@ int main(int argc, char **argv)
     pc.seed = seed;
     pc.buffer_steps = 200000;
     char err[256] = "";
-    if ((rc = kvg_sim_kvpub_start(&pc, &c.pub, err, sizeof err))) {
+    if ((rc = kvg_simsrv_kvpub_start(&pc, &c.pub, err, sizeof err))) {
         fprintf(stderr, "sim_kvpub: publisher: %s\n", err);
         kvg_sim_free(c.e);
         return 1;
     }
     char ready[600];
-    const char *rep = kvg_sim_kvpub_replay_endpoint(c.pub);
-    snprintf(ready, sizeof ready, "%s %s\n", kvg_sim_kvpub_endpoint(c.pub), rep ? rep : "-");
+    const char *rep = kvg_simsrv_kvpub_replay_endpoint(c.pub);
+    snprintf(ready, sizeof ready, "%s %s\n", kvg_simsrv_kvpub_endpoint(c.pub), rep ? rep : "-");
     if (!(rc = write_file(dir, "ready", ready)) && !(rc = wait_file(dir, "go", 20, c.pub)) &&
         !(rc = run_model(&c, nreq, seed)) && !(rc = dump(&c, dir)))
         rc = wait_file(dir, "done", 60, NULL);
-    kvg_sim_kvpub_stop(c.pub);
+    kvg_simsrv_kvpub_stop(c.pub);
     kvg_sim_free(c.e);
     if (rc) fprintf(stderr, "sim_kvpub: failed: %d\n", rc);
     return rc ? 1 : 0;

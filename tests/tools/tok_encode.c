@@ -24,8 +24,8 @@ static int encode_line(const struct kvg_tok *tok, const char *line, size_t len, 
                        struct kvg_buf *text, struct kvg_buf *out)
 {
     struct kvg_tok_js js = {line, line + len};
-    kvg_tok_js_ws(&js);
-    int rc = kvg_tok_js_string(&js, text);
+    kvg__tok_js_ws(&js);
+    int rc = kvg__tok_js_string(&js, text);
     if (rc) return kvg_buf_printf(out, "ERR %d bad JSON string\n", rc);
     uint32_t *ids;
     size_t n;

@@ -263,7 +263,7 @@ static int setup_run(const struct kvg_bench_pd_setup *s, struct run *R)
     return 0;
 }
 
-int kvg_bench_pd_run(const struct kvg_bench_pd_setup *s, struct kvg_bench_pd_stats *st)
+int kvg__bench_pd_run(const struct kvg_bench_pd_setup *s, struct kvg_bench_pd_stats *st)
 {
     struct run *R = calloc(1, sizeof *R);
     if (!R) return -1;
@@ -316,7 +316,7 @@ int kvg_bench_pd_run(const struct kvg_bench_pd_setup *s, struct kvg_bench_pd_sta
     return rc;
 }
 
-void kvg_bench_pd_stats_free(struct kvg_bench_pd_stats *st)
+void kvg__bench_pd_stats_free(struct kvg_bench_pd_stats *st)
 {
     kvg_bench_samples_free(&st->ttft);
     kvg_bench_samples_free(&st->itl);

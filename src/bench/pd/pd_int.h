@@ -1,7 +1,7 @@
 /* Between the offline PD benchmark's engine model (pd.c) and its report
  * (pd_report.c); not a public face. */
-#ifndef KVG_BENCH_PD_INT_H
-#define KVG_BENCH_PD_INT_H
+#ifndef KVG_BENCH_PD_PD_INT_H
+#define KVG_BENCH_PD_PD_INT_H
 
 #include <stdint.h>
 
@@ -43,9 +43,9 @@ struct kvg_bench_pd_stats {
 };
 
 /* Runs s in virtual time (deterministic for its seed); st is the caller's,
- * freed with kvg_bench_pd_stats_free. 0 or -1 (an unknown profile, too
+ * freed with kvg__bench_pd_stats_free. 0 or -1 (an unknown profile, too
  * many engines, no memory). */
-int kvg_bench_pd_run(const struct kvg_bench_pd_setup *s, struct kvg_bench_pd_stats *st);
-void kvg_bench_pd_stats_free(struct kvg_bench_pd_stats *st);
+int kvg__bench_pd_run(const struct kvg_bench_pd_setup *s, struct kvg_bench_pd_stats *st);
+void kvg__bench_pd_stats_free(struct kvg_bench_pd_stats *st);
 
 #endif

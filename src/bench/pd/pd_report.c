@@ -97,10 +97,10 @@ static int run_row(FILE *f, const struct kvg_bench_pd_opts *o, const char *secti
                    const char *name, const struct kvg_bench_pd_setup *s)
 {
     struct kvg_bench_pd_stats st;
-    int rc = kvg_bench_pd_run(s, &st);
+    int rc = kvg__bench_pd_run(s, &st);
     if (!rc) row(f, name, s->rate, &st, s->requests);
     if (!rc) rc = json_row(o, section, name, s, &st);
-    kvg_bench_pd_stats_free(&st);
+    kvg__bench_pd_stats_free(&st);
     return rc;
 }
 
@@ -172,11 +172,11 @@ static int locality(FILE *f, const struct kvg_bench_pd_opts *o)
             s.decode_pick = pol;
             s.near = picks[i].near;
             struct kvg_bench_pd_stats st;
-            int rc = kvg_bench_pd_run(&s, &st);
+            int rc = kvg__bench_pd_run(&s, &st);
             pol->ops->destroy(pol);
             if (!rc) rc = json_row(o, "decode pick", picks[i].name, &s, &st);
             if (rc) {
-                kvg_bench_pd_stats_free(&st);
+                kvg__bench_pd_stats_free(&st);
                 return -1;
             }
             double dur = st.duration > 0 ? st.duration : 1;
@@ -187,7 +187,7 @@ static int locality(FILE *f, const struct kvg_bench_pd_opts *o)
                     st.by_link[3], kvg_bench_samples_mean(&st.xfer), pct(&st.xfer, 99),
                     pct(&st.ttft, 50), pct(&st.ttft, 90), pct(&st.ttft, 99), pct(&st.itl, 99) * 1e3,
                     st.good / dur, 100.0 * st.good / s.requests);
-            kvg_bench_pd_stats_free(&st);
+            kvg__bench_pd_stats_free(&st);
         }
     fprintf(f, "\nWhat to read: without locality about half the transfers cross zones (8k tokens "
                "= 2 GB at 1.25 GB/s: 1.68 s each) and TTFT p90 passes 2 s. kvgate's pick with "
@@ -233,10 +233,10 @@ static int overload(FILE *f, const struct kvg_bench_pd_opts *o)
             s.decode_admission = 1;
             s.early_rejection = er;
             struct kvg_bench_pd_stats st;
-            if (kvg_bench_pd_run(&s, &st) ||
+            if (kvg__bench_pd_run(&s, &st) ||
                 json_row(o, "overload", er ? "early rejection on" : "early rejection off", &s,
                          &st)) {
-                kvg_bench_pd_stats_free(&st);
+                kvg__bench_pd_stats_free(&st);
                 return -1;
             }
             double dur = st.duration > 0 ? st.duration : 1;
@@ -244,7 +244,7 @@ static int overload(FILE *f, const struct kvg_bench_pd_opts *o)
                     er ? "on" : "off", s.rate, st.served, st.door_rejected, st.decode_refused,
                     (unsigned long long)st.wasted_prefill_tokens, pct(&st.ttft, 50),
                     pct(&st.ttft, 99), st.good / dur, 100.0 * st.good / s.requests);
-            kvg_bench_pd_stats_free(&st);
+            kvg__bench_pd_stats_free(&st);
         }
     fprintf(f, "\nWhat to read: past the decode's ~1.7 req/s, without early rejection the decode "
                "refuses a growing share after their prefill ran (164 of 300 at 4 req/s: 1.3 M "

@@ -355,8 +355,8 @@ static void close_cb(uv_handle_t *h)
     (void)h;
 }
 
-int kvg_bench_live_run(const struct kvg_bench_cfg *c, const struct kvg_bench_live_target *tg,
-                       struct kvg_bench_summary *out, char *err, size_t errlen)
+int kvg__bench_live_run(const struct kvg_bench_cfg *c, const struct kvg_bench_live_target *tg,
+                        struct kvg_bench_summary *out, char *err, size_t errlen)
 {
     struct lrun *L = calloc(1, sizeof *L);
     if (!L) return -ENOMEM;

@@ -1,7 +1,7 @@
 /* Between the live client (live.c) and the live runner that starts and
  * stops processes per policy (live_spawn.c); not a public face. */
-#ifndef KVG_BENCH_LIVE_INT_H
-#define KVG_BENCH_LIVE_INT_H
+#ifndef KVG_BENCH_ROUTING_LIVE_INT_H
+#define KVG_BENCH_ROUTING_LIVE_INT_H
 
 #include "bench/routing/routing.h"
 #include "net/http_client.h"
@@ -20,7 +20,7 @@ struct kvg_bench_live_target {
 
 /* One run of c's workload against tg; the figures into out. 0 or a
  * negative code (err says why; -EINTR after SIGINT/SIGTERM). */
-int kvg_bench_live_run(const struct kvg_bench_cfg *c, const struct kvg_bench_live_target *tg,
-                       struct kvg_bench_summary *out, char *err, size_t errlen);
+int kvg__bench_live_run(const struct kvg_bench_cfg *c, const struct kvg_bench_live_target *tg,
+                        struct kvg_bench_summary *out, char *err, size_t errlen);
 
 #endif

@@ -190,7 +190,7 @@ int kvg_bench_run_live(const struct kvg_bench_cfg *c, struct kvg_bench_summary *
             rc = kvg_http_target_parse(c->target, &tg->target);
             if (rc) snprintf(err, sizeof err, "--target %s: %s", c->target, kvg_strerror(rc));
         }
-        if (!rc) rc = kvg_bench_live_run(c, tg, &out[i], err, sizeof err);
+        if (!rc) rc = kvg__bench_live_run(c, tg, &out[i], err, sizeof err);
         /* A policy the gateway does not know makes it exit at start: say so
          * and go on with the others, as offline mode does. */
         if (rc && c->spawn_sims && P.n == (int)c->spawn_sims + 1 && !kvg_proc_alive(&P, P.n - 1) &&

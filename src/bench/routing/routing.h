@@ -1,10 +1,10 @@
 /* kvgate bench: what does kvgate's routing buy on a workload? The same router
  * code that serves traffic, measured two ways: offline (engine models in
  * virtual time, a discrete-event simulation, des.h) and live (an open-loop
- * HTTP load client against any OpenAI-compatible endpoint, live.h), with one
+ * HTTP load client against any OpenAI-compatible endpoint, live.c), with one
  * report (report.h). `kvgate bench --help` lists every flag. */
-#ifndef KVG_BENCH_BENCH_H
-#define KVG_BENCH_BENCH_H
+#ifndef KVG_BENCH_ROUTING_ROUTING_H
+#define KVG_BENCH_ROUTING_ROUTING_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -43,9 +43,6 @@ struct kvg_bench_cfg {
     const char *notes; /* the scenario's calibration notes (static text) */
     char command[2048];
 };
-
-
-
 
 /* Applies a named scenario preset. KVG_ENOTFOUND for an unknown name. */
 int kvg_bench_scenario(struct kvg_bench_cfg *c, const char *name);

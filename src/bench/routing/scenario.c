@@ -2,13 +2,14 @@
  * compared with.
  *
  * llmd-73 reproduces llm-d's "KV-cache wins you can see" benchmark
- * (../shared/reference/kv-routing.md §5; llm-d-kv-cache
- * benchmarking/73-capacity/README.md): 8 vLLM pods of Qwen3-32B on 2 H100
- * each, KV 307,328 tokens per pod in blocks of 64; inference-perf
- * shared_prefix with 150 groups x 5 prompts of 6,000 + 1,200 tokens,
- * output_len 1,000 with ignore_eos; Poisson stages warm-up 15 QPS x 50 s, then
- * 3..60 QPS. Two parameters are calibrated, not copied (the report's
- * `calibration` section says why, and bench/routing/notes.md in detail):
+ * (llm-d.ai/blog/kvcache-wins-you-can-see; the full report is the
+ * llm-d-kv-cache repository's 73-capacity benchmark): 8 vLLM pods of
+ * Qwen3-32B on 2 H100 each, KV 307,328 tokens per pod in blocks of 64;
+ * inference-perf shared_prefix with 150 groups x 5 prompts of 6,000 + 1,200
+ * tokens, output_len 1,000 with ignore_eos; Poisson stages warm-up 15 QPS x
+ * 50 s, then 3..60 QPS. Two parameters are calibrated, not copied (the
+ * report's `calibration` section says why, and bench/routing/notes.md in
+ * detail):
  *   - output tokens per request: 500, the length at which the simulated
  *     precise run reproduces the report's engine-side figures for precise
  *     (KV usage, ITL, empty queue), not the 1,000 asked (which overloads

@@ -1,7 +1,8 @@
-/* The routing suite of kvgate bench (suite.c runs it, suite_report.c writes
- * it): every workload against every policy, offline, several seeds. */
-#ifndef KVG_BENCH_SUITE_H
-#define KVG_BENCH_SUITE_H
+/* The routing suite of kvgate bench (cmd/bench_suite.c runs it,
+ * suite_report.c writes it): every workload against every policy, offline,
+ * several seeds. */
+#ifndef KVG_BENCH_ROUTING_SUITE_H
+#define KVG_BENCH_ROUTING_SUITE_H
 
 #include <stdio.h>
 
@@ -27,8 +28,6 @@ struct kvg_bench_suite_report {
     struct kvg_bench_suite_wl wl[KVG_BENCH_SUITE_MAX];
     size_t nwl;
 };
-
-
 
 /* The markdown report / the JSON array (one object per workload and policy:
  * workload, policy, status, ttft_p90_s, ttft_p99_s, itl_p90_s,

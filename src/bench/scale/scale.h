@@ -9,7 +9,7 @@
  *     so the prefix cache matters;
  *   - a replica asked for lands on a warm or cold node (a seeded draw) and
  *     becomes ready after a start-up drawn from the start-up model
- *     (autoscale/startup.h, seed 000's vLLM figures); it holds its GPUs from
+ *     (autoscale/startup.h, measured vLLM figures); it holds its GPUs from
  *     the request on, and starts with an empty cache;
  *   - routing: to a ready replica that served the request's prefix before
  *     (the approximate knowledge of kvgate's cache-aware policies), unless it
@@ -26,8 +26,8 @@
  * A request meets the SLO when it finishes with TTFT and its mean
  * inter-token latency within the targets. Deterministic per seed: the same
  * options give the same results (but wall_s). */
-#ifndef KVG_BENCH_SCALE_H
-#define KVG_BENCH_SCALE_H
+#ifndef KVG_BENCH_SCALE_SCALE_H
+#define KVG_BENCH_SCALE_SCALE_H
 
 #include <stddef.h>
 #include <stdio.h>
@@ -172,7 +172,7 @@ int kvg_bench_scale_svg(const struct kvg_bench_scale_result *r, size_t n, FILE *
  * (max_tokens 1, its KV blocks held, prefix cache as the aggregated pool's,
  * routed to a replica that served its prefix unless loaded past 1.5x the
  * mean + 4); then it waits for a ready decode replica (the fewest requests),
- * its KV moves over a same-rack link (bench/pd.c's transfer: KV bytes / the
+ * its KV moves over a same-rack link (bench/pd/pd.c's transfer: KV bytes / the
  * link's bandwidth), the prefill's blocks are freed, and the decode computes
  * the output in its batch (ITL grows with running sequences, KV capacity
  * bound). TTFT: arrival to the decode's first token. The planners' profile
@@ -253,7 +253,5 @@ int kvg_bench_scale_pd_timeline_csv(const struct kvg_bench_scale_pd_result *r, s
  * o's mean ISL / OSL, ready, ready + starting and desired replicas. */
 int kvg_bench_scale_pd_svg(const struct kvg_bench_scale_pd_result *r, size_t n,
                            const struct kvg_bench_scale_opts *o, FILE *f);
-
-
 
 #endif

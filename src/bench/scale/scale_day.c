@@ -22,15 +22,15 @@ void scale_day_signals(struct scale_day *d, double window, struct kvg_autoscale_
     if (s->cache_hit < 0) s->cache_hit = 0;
 }
 
-int scale_day_init(struct scale_day *d, const struct kvg_bench_scale_opts *o, char *err,
+int kvg__scale_day_init(struct scale_day *d, const struct kvg_bench_scale_opts *o, char *err,
                    size_t errlen)
 {
     d->o = o;
     kvg_bench_samples_init(&d->all_ttft);
     kvg_bench_samples_init(&d->all_itl);
-    int rc = scale_wl_init(&d->wl, o);
+    int rc = kvg__scale_wl_init(&d->wl, o);
     if (rc) return kvg_err_set(err, errlen, rc, "workload: %s", kvg_strerror(rc));
-    d->have_next = scale_wl_next(&d->wl, &d->next) == 0;
+    d->have_next = kvg__scale_wl_next(&d->wl, &d->next) == 0;
     kvg_autoscale_startup_init(&d->su);
     kvg_rng_seed(&d->rng, o->seed * 31 + 7);
     /* 512 ticks of window, the newest 65536 TTFT and ITL samples. */
@@ -39,7 +39,7 @@ int scale_day_init(struct scale_day *d, const struct kvg_bench_scale_opts *o, ch
     return d->prompt ? 0 : -ENOMEM;
 }
 
-void scale_day_free(struct scale_day *d)
+void kvg__scale_day_free(struct scale_day *d)
 {
     free(d->prompt);
     d->prompt = NULL;
@@ -47,27 +47,27 @@ void scale_day_free(struct scale_day *d)
     d->ob = NULL;
     kvg_bench_samples_free(&d->all_ttft);
     kvg_bench_samples_free(&d->all_itl);
-    scale_wl_free(&d->wl);
+    kvg__scale_wl_free(&d->wl);
 }
 
-double scale_day_window(const struct scale_day *d, const struct kvg_autoscale_planner *pl)
+double kvg__scale_day_window(const struct scale_day *d, const struct kvg_autoscale_planner *pl)
 {
     return kvg_autoscale_obs_span(d->o->planner, pl->o.interval_s, d->o->window_s);
 }
 
-void scale_day_arrive(struct scale_day *d, struct scale_req *r)
+void kvg__scale_day_arrive(struct scale_day *d, struct scale_req *r)
 {
     *r = d->next;
     kvg_autoscale_obs_arrive(d->ob, r->prompt_len);
     d->tl_arrivals++;
     d->inflight_prompt += r->prompt_len;
-    d->have_next = scale_wl_next(&d->wl, &d->next) == 0;
+    d->have_next = kvg__scale_wl_next(&d->wl, &d->next) == 0;
 }
 
-int scale_day_submit(struct scale_day *d, struct kvg_sim *e, uint64_t id, const struct scale_req *r,
+int kvg__scale_day_submit(struct scale_day *d, struct kvg_sim *e, uint64_t id, const struct scale_req *r,
                      uint32_t max_tokens, uint32_t remote_tokens, int hold)
 {
-    scale_wl_prompt(&d->wl, r, d->prompt);
+    kvg__scale_wl_prompt(&d->wl, r, d->prompt);
     struct kvg_sim_request sr = {.id = id,
                                  .prompt = d->prompt,
                                  .prompt_len = r->prompt_len,
@@ -79,14 +79,14 @@ int scale_day_submit(struct scale_day *d, struct kvg_sim *e, uint64_t id, const 
     return kvg_sim_submit(e, &sr);
 }
 
-void scale_day_cached(struct scale_day *d, double cached, double prompt)
+void kvg__scale_day_cached(struct scale_day *d, double cached, double prompt)
 {
     kvg_autoscale_obs_cached(d->ob, cached, prompt);
     d->hit_cached += cached;
     d->hit_prompt += prompt;
 }
 
-double scale_day_first(struct scale_day *d, const struct scale_req *r, double t)
+double kvg__scale_day_first(struct scale_day *d, const struct scale_req *r, double t)
 {
     d->inflight_prompt -= r->prompt_len;
     double ttft = t - r->arrival;
@@ -95,25 +95,25 @@ double scale_day_first(struct scale_day *d, const struct scale_req *r, double t)
     return ttft;
 }
 
-double scale_itl(uint32_t ntok, double t_first, double t_last)
+double kvg__scale_itl(uint32_t ntok, double t_first, double t_last)
 {
     return ntok > 1 ? (t_last - t_first) / (ntok - 1) : 0;
 }
 
-void scale_day_done(struct scale_day *d, const struct scale_req *r, uint32_t ntok, double t,
+void kvg__scale_day_done(struct scale_day *d, const struct scale_req *r, uint32_t ntok, double t,
                     double itl, int ok)
 {
     kvg_autoscale_obs_finish(d->ob, t, itl, !ok, r->prompt_len, ntok);
     kvg_bench_samples_add(&d->all_itl, itl);
 }
 
-void scale_day_fail(struct scale_day *d, const struct scale_req *r, int first)
+void kvg__scale_day_fail(struct scale_day *d, const struct scale_req *r, int first)
 {
     if (!first) d->inflight_prompt -= r->prompt_len;
     kvg_autoscale_obs_finish(d->ob, 0, -1, 1, -1, -1);
 }
 
-int scale_day_point(struct scale_day *d, double t, size_t n, double *t_h, double *rate, size_t *i)
+int kvg__scale_day_point(struct scale_day *d, double t, size_t n, double *t_h, double *rate, size_t *i)
 {
     double step = d->o->day_s / (double)n;
     if (d->tl_next >= n || t < (double)(d->tl_next + 1) * step) return 0;
@@ -124,7 +124,7 @@ int scale_day_point(struct scale_day *d, double t, size_t n, double *t_h, double
     return 1;
 }
 
-void scale_day_pcts(struct scale_day *d, double *ttft_p50, double *ttft_p90, double *ttft_p99,
+void kvg__scale_day_pcts(struct scale_day *d, double *ttft_p50, double *ttft_p90, double *ttft_p99,
                     double *itl_p90, double *cache_hit)
 {
     *ttft_p50 = kvg_bench_samples_pct(&d->all_ttft, 50);
@@ -134,7 +134,7 @@ void scale_day_pcts(struct scale_day *d, double *ttft_p50, double *ttft_p90, dou
     *cache_hit = d->hit_prompt > 0 ? d->hit_cached / d->hit_prompt : 0;
 }
 
-int scale_timeline_alloc(size_t n, double **v[], size_t nv)
+int kvg__scale_timeline_alloc(size_t n, double **v[], size_t nv)
 {
     int rc = 0;
     for (size_t k = 0; k < nv; k++)
@@ -142,7 +142,7 @@ int scale_timeline_alloc(size_t n, double **v[], size_t nv)
     return rc;
 }
 
-int scale_ids_push(uint64_t **v, size_t *tail, size_t *cap, uint64_t id)
+int kvg__scale_ids_push(uint64_t **v, size_t *tail, size_t *cap, uint64_t id)
 {
     if (*tail == *cap) {
         size_t c = *cap ? *cap * 2 : 1024;

@@ -13,12 +13,12 @@
 
 static int make_ready(struct run *R, int k, uint64_t seed)
 {
-    return scale_reps_ready(&R->pool, k, &R->o->profile, seed);
+    return kvg__scale_reps_ready(&R->pool, k, &R->o->profile, seed);
 }
 
 static void gone(struct run *R, int k, double t)
 {
-    scale_reps_gone(&R->pool, k, t);
+    kvg__scale_reps_gone(&R->pool, k, t);
 }
 
 /* A request that will not be served: counted as missed. */
@@ -29,7 +29,7 @@ static void fail(struct run *R, struct rq *q)
         if (p->e) kvg_sim_abort(p->e, (uint64_t)(q - R->rq));
         if (p->inflight) p->inflight--;
     }
-    scale_day_fail(&R->d, &q->r, q->first);
+    kvg__scale_day_fail(&R->d, &q->r, q->first);
     q->state = Q_FAILED;
     R->out->failed++;
 }
@@ -55,7 +55,7 @@ static int route(struct run *R, uint64_t id, double t)
         struct rep *p = &R->pool.rep[k];
         if (p->state != R_READY || p->warming) continue;
         /* Slow start: a prewarmed replica looks busier while its share ramps. */
-        double l = (double)p->inflight / scale_share(R, p, t);
+        double l = (double)p->inflight / kvg__scale_share(R, p, t);
         if (any < 0 || l < any_l) any = k, any_l = l;
         if ((p->groups & bit) && l <= bound && (best < 0 || l < best_l)) best = k, best_l = l;
     }
@@ -64,7 +64,7 @@ static int route(struct run *R, uint64_t id, double t)
     struct rep *p = &R->pool.rep[best];
     p->groups |= bit;
     R->group_routed[q->r.group]++;
-    int rc = scale_day_submit(&R->d, p->e, id, &q->r, 0, 0, 0);
+    int rc = kvg__scale_day_submit(&R->d, p->e, id, &q->r, 0, 0, 0);
     if (rc == -ENOMEM) return rc;
     if (rc) {
         fail(R, q);
@@ -73,7 +73,7 @@ static int route(struct run *R, uint64_t id, double t)
     q->state = Q_ENGINE;
     q->rep = best;
     p->inflight++;
-    if (!p->stepping) scale_rep_step(p, t);
+    if (!p->stepping) kvg__scale_rep_step(p, t);
     return 0;
 }
 
@@ -116,10 +116,10 @@ static int arrive(struct run *R)
     uint64_t id = R->nrq++;
     struct rq *q = &R->rq[id];
     memset(q, 0, sizeof *q);
-    scale_day_arrive(&R->d, &q->r);
+    kvg__scale_day_arrive(&R->d, &q->r);
     q->rep = -1;
     q->state = Q_GATEWAY;
-    if (!has_ready(R)) return scale_ids_push(&R->gq, &R->gq_tail, &R->gq_cap, id);
+    if (!has_ready(R)) return kvg__scale_ids_push(&R->gq, &R->gq_tail, &R->gq_cap, id);
     return route(R, id, q->r.arrival);
 }
 
@@ -127,10 +127,10 @@ static void finish(struct run *R, struct rq *q, double t)
 {
     const struct kvg_bench_scale_opts *o = R->o;
     q->state = Q_DONE;
-    double itl = scale_itl(q->ntok, q->t_first, q->t_last);
+    double itl = kvg__scale_itl(q->ntok, q->t_first, q->t_last);
     double ttft = q->t_first - q->r.arrival;
     int ok = ttft <= o->aopts.ttft_target_s && itl <= o->aopts.itl_target_s;
-    scale_day_done(&R->d, &q->r, q->ntok, t, itl, ok);
+    kvg__scale_day_done(&R->d, &q->r, q->ntok, t, itl, ok);
     R->out->met += ok;
     q->ok = (uint8_t)ok;
     double h = q->r.arrival / o->day_s * 24;
@@ -145,7 +145,7 @@ static int step_end(struct run *R, int k, double t)
         const struct kvg_sim_update *u = &p->st.updates[i];
         if (u->id & SCALE_PREWARM_ID) {
             if (u->flags & KVG_SIM_UP_FINISHED) {
-                scale_prewarm_done(R, k, t);
+                kvg__scale_prewarm_done(R, k, t);
                 if (!p->warming) warmed = 1;
             }
             continue;
@@ -157,9 +157,9 @@ static int step_end(struct run *R, int k, double t)
             if (!q->first) {
                 q->first = 1;
                 q->t_first = t;
-                double ttft = scale_day_first(&R->d, &q->r, t);
-                scale_day_cached(&R->d, u->cached_tokens, q->r.prompt_len);
-                scale_recovery_note(R, p, t, u->cached_tokens, q->r.prompt_len, ttft);
+                double ttft = kvg__scale_day_first(&R->d, &q->r, t);
+                kvg__scale_day_cached(&R->d, u->cached_tokens, q->r.prompt_len);
+                kvg__scale_recovery_note(R, p, t, u->cached_tokens, q->r.prompt_len, ttft);
                 double h = q->r.arrival / R->o->day_s * 24;
                 if (h >= R->o->ramp_from_h && h < R->o->ramp_to_h)
                     kvg_bench_samples_add(&R->ramp_ttft, ttft);
@@ -183,7 +183,7 @@ static int step_end(struct run *R, int k, double t)
         if (p->state == R_DRAINING && p->inflight == 0) gone(R, k, t);
         return 0;
     }
-    scale_rep_step(p, t);
+    kvg__scale_rep_step(p, t);
     return 0;
 }
 
@@ -216,7 +216,7 @@ static void expire(struct run *R, double t)
 static void signals(struct run *R, double t, double window, struct kvg_autoscale_signals *s,
                     double *eta)
 {
-    scale_reps_signals(&R->pool, t, R->o->young_s, s, eta);
+    kvg__scale_reps_signals(&R->pool, t, R->o->young_s, s, eta);
     s->queued = (double)gq_len(R);
     s->inflight_prompt_tokens = R->d.inflight_prompt;
     scale_day_signals(&R->d, window, s);
@@ -226,9 +226,9 @@ static void timeline(struct run *R, double t, uint32_t desired)
 {
     struct kvg_bench_scale_result *r = R->out;
     size_t i = 0;
-    while (scale_day_point(&R->d, t, r->n, r->t_h, r->rate, &i)) {
+    while (kvg__scale_day_point(&R->d, t, r->n, r->t_h, r->rate, &i)) {
         uint32_t ready, starting;
-        scale_reps_count(&R->pool, &ready, &starting);
+        kvg__scale_reps_count(&R->pool, &ready, &starting);
         r->desired[i] = desired;
         r->ready[i] = ready;
         r->starting[i] = starting;
@@ -238,7 +238,7 @@ static void timeline(struct run *R, double t, uint32_t desired)
 static int tick(struct run *R, double t)
 {
     expire(R, t);
-    double window = scale_day_window(&R->d, R->pl);
+    double window = kvg__scale_day_window(&R->d, R->pl);
     double eta[KVG_BENCH_SCALE_MAX_REPLICAS];
     struct kvg_autoscale_signals s;
     signals(R, t, window, &s, eta);
@@ -250,7 +250,7 @@ static int tick(struct run *R, double t)
     if (d.acted && R->o->trace) fprintf(stderr, "%s %.0f s: %s\n", R->o->planner, t, d.reason);
     R->last_desired = d.desired;
     R->have_desired = 1;
-    if ((rc = scale_reps_actuate(&R->pool, R->o, &R->d.su, &R->d.rng, d.desired, t))) return rc;
+    if ((rc = kvg__scale_reps_actuate(&R->pool, R->o, &R->d.su, &R->d.rng, d.desired, t))) return rc;
     timeline(R, t, d.desired);
     kvg_autoscale_obs_next(R->d.ob);
     return 0;
@@ -260,14 +260,14 @@ static int setup(struct run *R, char *err, size_t errlen)
 {
     const struct kvg_bench_scale_opts *o = R->o;
     struct kvg_bench_scale_result *out = R->out;
-    int rc = scale_day_init(&R->d, o, err, errlen);
+    int rc = kvg__scale_day_init(&R->d, o, err, errlen);
     if (rc) return rc;
     struct kvg_autoscale_opts a = o->aopts;
-    scale_derive_profile(o, o->knee_rps, &a.prof);
+    kvg__scale_derive_profile(o, o->knee_rps, &a.prof);
     /* The llm-d recipe calibrates V_P as the peak prefill throughput. */
     if (!(a.queue_peak_prefill_tps > 0)) {
         struct kvg_autoscale_profile raw;
-        scale_derive_profile(o, 0, &raw);
+        kvg__scale_derive_profile(o, 0, &raw);
         a.queue_peak_prefill_tps = raw.prefill_tps;
     }
     snprintf(a.model, sizeof a.model, "%s", o->startup_model);
@@ -276,32 +276,32 @@ static int setup(struct run *R, char *err, size_t errlen)
     a.startup = &R->d.su;
     uint32_t peak = kvg_bench_scale_static_peak(o);
     out->static_peak = peak;
-    out->load_per_rps = scale_load_per_rps(o);
+    out->load_per_rps = kvg__scale_load_per_rps(o);
     out->knee_rps = o->knee_rps;
     if (!a.static_replicas) a.static_replicas = peak;
     if (a.max_replicas > KVG_BENCH_SCALE_MAX_REPLICAS)
         a.max_replicas = KVG_BENCH_SCALE_MAX_REPLICAS;
     /* "kvgate-noprewarm": kvgate's planner, new replicas not prewarmed. */
     R->prewarmed = o->prewarm && !strcmp(o->planner, "kvgate");
-    rc = scale_planner_new(o->planner, &a, &R->pl, err, errlen);
+    rc = kvg__scale_planner_new(o->planner, &a, &R->pl, err, errlen);
     if (rc == KVG_ENOTFOUND) out->status = KVG_ENOTFOUND;
     if (rc) return rc == KVG_ENOTFOUND ? 1 : rc;
     out->n = o->timeline_points ? o->timeline_points : 288;
     double **tl[] = {&out->t_h,      &out->rate,    &out->desired, &out->ready,
                      &out->starting, &out->arrived, &out->missed};
-    if (scale_timeline_alloc(out->n, tl, sizeof tl / sizeof tl[0])) return -ENOMEM;
+    if (kvg__scale_timeline_alloc(out->n, tl, sizeof tl / sizeof tl[0])) return -ENOMEM;
     kvg_bench_samples_init(&R->ramp_ttft);
     kvg_bench_samples_init(&R->young_ttft);
     /* The day starts with the pool its first hour needs (static: its count),
      * ready, with empty caches. */
     uint32_t n0 = !strcmp(o->planner, "static")
                       ? a.static_replicas
-                      : kvg_autoscale_ceil(scale_wl_rate(&R->d.wl, 0) * scale_load_per_rps(o) *
+                      : kvg_autoscale_ceil(kvg__scale_wl_rate(&R->d.wl, 0) * kvg__scale_load_per_rps(o) *
                                            (1 + a.headroom));
-    if ((rc = scale_reps_first(&R->pool, o, &R->d.su, &R->d.rng, n0, a.min_replicas))) return rc;
+    if ((rc = kvg__scale_reps_first(&R->pool, o, &R->d.su, &R->d.rng, n0, a.min_replicas))) return rc;
     for (size_t k = 0; k < R->pool.nrep; k++) {
         if ((rc = make_ready(R, (int)k, o->seed * 1000003ull + k + 1))) return rc;
-        if ((rc = scale_prewarm_start(R, (int)k, 0))) return rc;
+        if ((rc = kvg__scale_prewarm_start(R, (int)k, 0))) return rc;
     }
     return 0;
 }
@@ -315,14 +315,14 @@ static int loop(struct run *R)
         double tt = next_tick <= o->day_s ? next_tick : INFINITY;
         double te = INFINITY, tr = INFINITY;
         int ke = -1, kr = -1;
-        scale_reps_next(&R->pool, o->day_s, &te, &ke, &tr, &kr);
+        kvg__scale_reps_next(&R->pool, o->day_s, &te, &ke, &tr, &kr);
         int rc;
         if (ke >= 0 && te <= tr && te <= tt && te <= ta) {
             rc = step_end(R, ke, te);
         } else if (kr >= 0 && tr <= tt && tr <= ta) {
             rc = make_ready(R, kr, o->seed * 1000003ull + (uint64_t)kr + 1);
-            if (!rc) rc = scale_prewarm_start(R, kr, tr);
-            if (!rc && R->pool.rep[kr].warming) scale_rep_step(&R->pool.rep[kr], tr);
+            if (!rc) rc = kvg__scale_prewarm_start(R, kr, tr);
+            if (!rc && R->pool.rep[kr].warming) kvg__scale_rep_step(&R->pool.rep[kr], tr);
             if (!rc) rc = gq_drain(R, tr);
         } else if (tt < INFINITY && tt <= ta) {
             rc = tick(R, tt);
@@ -360,7 +360,7 @@ static void summarize(struct run *R)
             if (ramp) kvg_bench_samples_add(&R->ramp_ttft, o->timeout_s);
         }
     }
-    double rh = scale_reps_seconds(&R->pool, o->day_s);
+    double rh = kvg__scale_reps_seconds(&R->pool, o->day_s);
     uint32_t mx = 0;
     out->added = R->pool.added;
     out->removed = R->pool.removed;
@@ -375,18 +375,18 @@ static void summarize(struct run *R)
     out->slo_attainment = out->requests ? (double)out->met / (double)out->requests : 0;
     out->ramp_slo_attainment =
         out->ramp_requests ? (double)out->ramp_met / (double)out->ramp_requests : 0;
-    scale_day_pcts(&R->d, &out->ttft_p50_s, &out->ttft_p90_s, &out->ttft_p99_s, &out->itl_p90_s,
+    kvg__scale_day_pcts(&R->d, &out->ttft_p50_s, &out->ttft_p90_s, &out->ttft_p99_s, &out->itl_p90_s,
                    &out->cache_hit);
     out->ramp_ttft_p90_s = kvg_bench_samples_pct(&R->ramp_ttft, 90);
-    scale_recovery_summary(R);
+    kvg__scale_recovery_summary(R);
 }
 
 static void teardown(struct run *R)
 {
-    scale_reps_free(&R->pool);
+    kvg__scale_reps_free(&R->pool);
     free(R->rq);
     free(R->gq);
-    scale_day_free(&R->d);
+    kvg__scale_day_free(&R->d);
     kvg_bench_samples_free(&R->ramp_ttft);
     kvg_bench_samples_free(&R->young_ttft);
     kvg_autoscale_planner_free(R->pl);

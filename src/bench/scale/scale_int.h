@@ -1,8 +1,8 @@
 /* Shared between the autoscaling benchmark's files (scale_wl.c: the day's
  * traffic; scale_day.c: what both days keep alike; scale_des.c and
  * scale_pd.c: their event loops); not a public face. */
-#ifndef KVG_BENCH_SCALE_INT_H
-#define KVG_BENCH_SCALE_INT_H
+#ifndef KVG_BENCH_SCALE_SCALE_INT_H
+#define KVG_BENCH_SCALE_SCALE_INT_H
 
 #include "autoscale/signals.h"
 #include "base/util.h"
@@ -26,14 +26,14 @@ struct scale_req {
     uint64_t suffix_seed;
 };
 
-int scale_wl_init(struct scale_wl *w, const struct kvg_bench_scale_opts *o);
-void scale_wl_free(struct scale_wl *w);
+int kvg__scale_wl_init(struct scale_wl *w, const struct kvg_bench_scale_opts *o);
+void kvg__scale_wl_free(struct scale_wl *w);
 /* The arrival rate at virtual time t (bursts included). */
-double scale_wl_rate(const struct scale_wl *w, double t);
+double kvg__scale_wl_rate(const struct scale_wl *w, double t);
 /* The next request (arrival < day_s), 1 when the day is over. */
-int scale_wl_next(struct scale_wl *w, struct scale_req *r);
+int kvg__scale_wl_next(struct scale_wl *w, struct scale_req *r);
 /* Writes r's prompt into buf (prompt_len ids). */
-void scale_wl_prompt(const struct scale_wl *w, const struct scale_req *r, uint32_t *buf);
+void kvg__scale_wl_prompt(const struct scale_wl *w, const struct scale_req *r, uint32_t *buf);
 
 /* The event loop's state (scale_des.c), shared with scale_warm.c. */
 #define SCALE_REC_N 8                 /* requests a replica's hit rate is judged over */
@@ -80,46 +80,42 @@ struct scale_reps {
     uint32_t added, removed, cancelled; /* by actuation (the day's first pool not counted) */
 };
 
-/* A replica asked for at t (none past KVG_BENCH_SCALE_MAX_REPLICAS): its
- * node and ready time drawn; 0 or -ENOMEM. */
-int scale_reps_add(struct scale_reps *P, const struct kvg_bench_scale_opts *o,
-                   struct kvg_autoscale_startup *su, struct kvg_rng *rng, double t);
 /* Replica k's engine (the profile, seed) created: it is ready. 0 or a code. */
-int scale_reps_ready(struct scale_reps *P, int k, const struct kvg_sim_profile *prof,
+int kvg__scale_reps_ready(struct scale_reps *P, int k, const struct kvg_sim_profile *prof,
                      uint64_t seed);
 /* Replica k removed at t (its engine freed). */
-void scale_reps_gone(struct scale_reps *P, int k, double t);
-void scale_reps_count(const struct scale_reps *P, uint32_t *ready, uint32_t *starting);
+void kvg__scale_reps_gone(struct scale_reps *P, int k, double t);
+void kvg__scale_reps_count(const struct scale_reps *P, uint32_t *ready, uint32_t *starting);
 /* Moves the pool toward desired: asks for replicas, or cancels starting
  * ones (the latest first), then drains the ready one with the fewest
  * requests in flight (gone at once when idle). 0 or -ENOMEM. */
-int scale_reps_actuate(struct scale_reps *P, const struct kvg_bench_scale_opts *o,
+int kvg__scale_reps_actuate(struct scale_reps *P, const struct kvg_bench_scale_opts *o,
                        struct kvg_autoscale_startup *su, struct kvg_rng *rng, uint32_t desired,
                        double t);
 /* Replica-seconds held over the day, from each request to its removal. */
-double scale_reps_seconds(const struct scale_reps *P, double day_s);
-void scale_reps_free(struct scale_reps *P);
+double kvg__scale_reps_seconds(const struct scale_reps *P, double day_s);
+void kvg__scale_reps_free(struct scale_reps *P);
 /* The pool's replica and engine signals at t into s (zeroed first; s->now
  * set; young: ready less than young_s ago); eta gets starting replicas'
  * ready times (KVG_BENCH_SCALE_MAX_REPLICAS of room). */
-void scale_reps_signals(const struct scale_reps *P, double t, double young_s,
+void kvg__scale_reps_signals(const struct scale_reps *P, double t, double young_s,
                         struct kvg_autoscale_signals *s, double *eta);
 /* The planner a benchmark name stands for: "queue-P" is queue with preset
  * P (set in a), "kvgate-noprewarm" kvgate's planner. 0, KVG_ENOTFOUND, or
  * another code with err set. */
-int scale_planner_new(const char *planner, struct kvg_autoscale_opts *a,
+int kvg__scale_planner_new(const char *planner, struct kvg_autoscale_opts *a,
                       struct kvg_autoscale_planner **out, char *err, size_t errlen);
 
 /* Replica p's next engine step from t (p->e has work). */
-void scale_rep_step(struct rep *p, double t);
+void kvg__scale_rep_step(struct rep *p, double t);
 /* The earliest step end (*te, replica *ke) and start-up done by day_s
  * (*tr, *kr) among P's replicas, where earlier than the ones given. */
-void scale_reps_next(const struct scale_reps *P, double day_s, double *te, int *ke, double *tr,
+void kvg__scale_reps_next(const struct scale_reps *P, double day_s, double *te, int *ke, double *tr,
                      int *kr);
 /* The pool a day starts with: n replicas (at least min and 1), asked for
  * and ready at 0 but their engines not made (the caller's
- * scale_reps_ready, with its seed), not counted as added. 0 or -ENOMEM. */
-int scale_reps_first(struct scale_reps *P, const struct kvg_bench_scale_opts *o,
+ * kvg__scale_reps_ready, with its seed), not counted as added. 0 or -ENOMEM. */
+int kvg__scale_reps_first(struct scale_reps *P, const struct kvg_bench_scale_opts *o,
                      struct kvg_autoscale_startup *su, struct kvg_rng *rng, uint32_t n,
                      uint32_t min);
 
@@ -145,48 +141,48 @@ struct scale_day {
 };
 
 /* All of d set up for a day of o (the first arrival drawn); 0, or a code
- * (err set for the workload's). scale_day_free either way. */
-int scale_day_init(struct scale_day *d, const struct kvg_bench_scale_opts *o, char *err,
+ * (err set for the workload's). kvg__scale_day_free either way. */
+int kvg__scale_day_init(struct scale_day *d, const struct kvg_bench_scale_opts *o, char *err,
                    size_t errlen);
-void scale_day_free(struct scale_day *d);
+void kvg__scale_day_free(struct scale_day *d);
 /* The window the gateway's signals to planner pl cover: o->window_s, else
  * its interval (sla's default 180 s, others 30 s), at least 30 s. */
-double scale_day_window(const struct scale_day *d, const struct kvg_autoscale_planner *pl);
+double kvg__scale_day_window(const struct scale_day *d, const struct kvg_autoscale_planner *pl);
 /* The next arrival into *r, counted (tick, in-flight prompt tokens,
  * timeline), and the one after drawn. */
-void scale_day_arrive(struct scale_day *d, struct scale_req *r);
+void kvg__scale_day_arrive(struct scale_day *d, struct scale_req *r);
 /* Request r (its prompt rendered into d's buffer) submitted to engine e as
  * id: max_tokens (0: r's own), the last remote_tokens of its prompt's KV
  * from a prefill (PD decode), hold: keep its blocks after it finishes (PD
  * prefill). kvg_sim_submit's result. */
-int scale_day_submit(struct scale_day *d, struct kvg_sim *e, uint64_t id, const struct scale_req *r,
+int kvg__scale_day_submit(struct scale_day *d, struct kvg_sim *e, uint64_t id, const struct scale_req *r,
                      uint32_t max_tokens, uint32_t remote_tokens, int hold);
 /* A prefill of prompt tokens found cached of them in the prefix cache. */
-void scale_day_cached(struct scale_day *d, double cached, double prompt);
+void kvg__scale_day_cached(struct scale_day *d, double cached, double prompt);
 /* r's first token at t: its TTFT counted and returned. */
-double scale_day_first(struct scale_day *d, const struct scale_req *r, double t);
+double kvg__scale_day_first(struct scale_day *d, const struct scale_req *r, double t);
 /* Request r finished at t after ntok tokens with mean inter-token latency
  * itl; ok: within the SLO. */
-void scale_day_done(struct scale_day *d, const struct scale_req *r, uint32_t ntok, double t,
+void kvg__scale_day_done(struct scale_day *d, const struct scale_req *r, uint32_t ntok, double t,
                     double itl, int ok);
 /* The gateway's observed signals over the last window seconds of ticks
  * into s (s->now set; autoscale/signals.h). */
 void scale_day_signals(struct scale_day *d, double window, struct kvg_autoscale_signals *s);
 /* Request r will not be served (first: it had its first token). */
-void scale_day_fail(struct scale_day *d, const struct scale_req *r, int first);
+void kvg__scale_day_fail(struct scale_day *d, const struct scale_req *r, int first);
 /* The mean inter-token latency of ntok tokens from t_first to t_last. */
-double scale_itl(uint32_t ntok, double t_first, double t_last);
+double kvg__scale_itl(uint32_t ntok, double t_first, double t_last);
 /* The next of n timeline points that ended by t: 1 with *i, t_h[*i] and
  * rate[*i] set (the arrivals count restarts), or 0 when none has. */
-int scale_day_point(struct scale_day *d, double t, size_t n, double *t_h, double *rate, size_t *i);
+int kvg__scale_day_point(struct scale_day *d, double t, size_t n, double *t_h, double *rate, size_t *i);
 /* The day's TTFT p50 / p90 / p99, ITL p90 and prompt cache hit rate. */
-void scale_day_pcts(struct scale_day *d, double *ttft_p50, double *ttft_p90, double *ttft_p99,
+void kvg__scale_day_pcts(struct scale_day *d, double *ttft_p50, double *ttft_p90, double *ttft_p99,
                     double *itl_p90, double *cache_hit);
 /* *v[0..nv) each a zeroed array of n doubles: 0 or -ENOMEM (the rest
  * still allocated, the caller frees them all). */
-int scale_timeline_alloc(size_t n, double **v[], size_t nv);
+int kvg__scale_timeline_alloc(size_t n, double **v[], size_t nv);
 /* id onto the end of a growing array of *tail of *cap; 0 or -ENOMEM. */
-int scale_ids_push(uint64_t **v, size_t *tail, size_t *cap, uint64_t id);
+int kvg__scale_ids_push(uint64_t **v, size_t *tail, size_t *cap, uint64_t id);
 
 struct run {
     const struct kvg_bench_scale_opts *o;
@@ -208,46 +204,42 @@ struct run {
     struct kvg_bench_samples young_ttft;         /* TTFT on replicas in their first young_s */
 };
 
-/* A replica asked for at t: its node (a seeded draw over the opts' mix) and
- * ready time from the start-up model. */
-void scale_rep_ask(const struct kvg_bench_scale_opts *o, struct kvg_autoscale_startup *su,
-                   struct kvg_rng *rng, struct rep *p, double t);
 /* Prewarm and slow start (scale_warm.c). On ready: replays the hottest
  * prefixes (prefill-only, max_tokens 1) when o->prewarm; 0 or a negative
  * code. */
-int scale_prewarm_start(struct run *R, int k, double t);
+int kvg__scale_prewarm_start(struct run *R, int k, double t);
 /* A prewarm request finished on replica k. */
-void scale_prewarm_done(struct run *R, int k, double t);
+void kvg__scale_prewarm_done(struct run *R, int k, double t);
 /* Replica p's share of traffic at t: 1, or ramping up from 0.25 over
  * young_s after its prewarm (slow start). */
-double scale_share(const struct run *R, const struct rep *p, double t);
+double kvg__scale_share(const struct run *R, const struct rep *p, double t);
 /* A first token on replica p: its hit-rate recovery and young-TTFT. */
-void scale_recovery_note(struct run *R, struct rep *p, double t, double cached, double prompt,
+void kvg__scale_recovery_note(struct run *R, struct rep *p, double t, double cached, double prompt,
                          double ttft);
 /* Recovery figures into R->out. */
-void scale_recovery_summary(struct run *R);
+void kvg__scale_recovery_summary(struct run *R);
 
 /* The PD day's oracle (scale_pd_oracle.c; scale.h says what it is). Its
  * look-ahead: o->oracle_lead_s, else the fixed start-up or the start-up
  * model's longest p90 lead among the node states replicas land on, plus a
  * tick. */
-double scale_pd_oracle_lead(const struct kvg_bench_scale_opts *o,
+double kvg__scale_pd_oracle_lead(const struct kvg_bench_scale_opts *o,
                             const struct kvg_autoscale_startup *su);
 /* Replicas pool a (role, profile, headroom, limits) needs at t: the highest
  * rate of w over [t, t + lead] by the profile at cache hit rate hit. */
-uint32_t scale_pd_oracle_desired(const struct scale_wl *w, const struct kvg_autoscale_opts *a,
+uint32_t kvg__scale_pd_oracle_desired(const struct scale_wl *w, const struct kvg_autoscale_opts *a,
                                  double lead, double hit, double t);
 
 /* The planners' profile for knee requests/s a replica (scale_opts.c). */
-void scale_derive_profile(const struct kvg_bench_scale_opts *o, double knee,
+void kvg__scale_derive_profile(const struct kvg_bench_scale_opts *o, double knee,
                           struct kvg_autoscale_profile *pr);
 /* The scenario's mean prompt tokens a request: the shared prefix and the
  * mean of the uniform suffix. */
-double scale_isl_mean(const struct kvg_bench_scale_opts *o);
+double kvg__scale_isl_mean(const struct kvg_bench_scale_opts *o);
 /* The day's highest rate, bursts included (the day curve sampled per
  * minute). */
-double scale_peak_rate(const struct kvg_bench_scale_opts *o);
+double kvg__scale_peak_rate(const struct kvg_bench_scale_opts *o);
 /* Replicas' worth of one request per second (1 / knee_rps). */
-double scale_load_per_rps(const struct kvg_bench_scale_opts *o);
+double kvg__scale_load_per_rps(const struct kvg_bench_scale_opts *o);
 
 #endif

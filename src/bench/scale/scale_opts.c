@@ -51,11 +51,11 @@ void kvg_bench_scale_opts_default(struct kvg_bench_scale_opts *o)
  * then scaled by one factor so that a replica's load at the measured knee
  * (knee_rps, the prefix priced as cached) is exactly one replica: the
  * throughput "at the targets" Dynamo's planner divides by. */
-void scale_derive_profile(const struct kvg_bench_scale_opts *o, double knee,
-                          struct kvg_autoscale_profile *pr)
+void kvg__scale_derive_profile(const struct kvg_bench_scale_opts *o, double knee,
+                               struct kvg_autoscale_profile *pr)
 {
     const struct kvg_sim_profile *p = &o->profile;
-    double isl = scale_isl_mean(o);
+    double isl = kvg__scale_isl_mean(o);
     double t = 0, done = 0, chunk = p->max_num_batched_tokens ? p->max_num_batched_tokens : isl;
     while (done < isl) {
         double n = fmin(chunk, isl - done);
@@ -81,18 +81,18 @@ void scale_derive_profile(const struct kvg_bench_scale_opts *o, double knee,
     pr->itl_per_seq_s = 0; /* decode_tps is now the measured one */
 }
 
-double scale_isl_mean(const struct kvg_bench_scale_opts *o)
+double kvg__scale_isl_mean(const struct kvg_bench_scale_opts *o)
 {
     return o->prefix_len + (o->suffix_min + o->suffix_max) / 2.0;
 }
 
 /* Replicas' worth of one request per second: 1 / the knee. */
-double scale_load_per_rps(const struct kvg_bench_scale_opts *o)
+double kvg__scale_load_per_rps(const struct kvg_bench_scale_opts *o)
 {
     return o->knee_rps > 0 ? 1.0 / o->knee_rps : 0;
 }
 
-double scale_peak_rate(const struct kvg_bench_scale_opts *o)
+double kvg__scale_peak_rate(const struct kvg_bench_scale_opts *o)
 {
     double mx = 0;
     for (int i = 0; i < 24 * 60; i++) mx = fmax(mx, kvg_bench_scale_shape(i / 60.0));
@@ -101,8 +101,8 @@ double scale_peak_rate(const struct kvg_bench_scale_opts *o)
 
 uint32_t kvg_bench_scale_static_peak(const struct kvg_bench_scale_opts *o)
 {
-    double peak = scale_peak_rate(o);
-    return kvg_autoscale_ceil(peak * scale_load_per_rps(o) * (1 + o->aopts.headroom));
+    double peak = kvg__scale_peak_rate(o);
+    return kvg_autoscale_ceil(peak * kvg__scale_load_per_rps(o) * (1 + o->aopts.headroom));
 }
 
 int kvg_bench_scale_calibrate(const struct kvg_bench_scale_opts *o, double *knee_rps)

@@ -53,7 +53,7 @@ struct pdrun {
     uint64_t sweep;
     double kv_bytes_tok, link_bw;
     struct kvg_bench_samples xfer;
-    int oracle; /* planner "oracle": scale_pd_oracle_desired() sizes the pools */
+    int oracle; /* planner "oracle": kvg__scale_pd_oracle_desired() sizes the pools */
     double oracle_lead;
 };
 
@@ -63,13 +63,13 @@ static int make_ready(struct pdrun *R, struct pool *P, int k)
     struct kvg_sim_profile pr = R->o->profile;
     if (P->role == KVG_AUTOSCALE_DECODE && R->o->pd_decode_batched_tokens)
         pr.max_num_batched_tokens = R->o->pd_decode_batched_tokens;
-    return scale_reps_ready(&P->r, k, &pr, seed);
+    return kvg__scale_reps_ready(&P->r, k, &pr, seed);
 }
 
 static void kick(struct rep *p, double t)
 {
     if (p->stepping || !p->e || kvg_sim_idle(p->e)) return;
-    scale_rep_step(p, t);
+    kvg__scale_rep_step(p, t);
 }
 
 /* q's prefill ended or was dropped: its tokens leave its replica's queue. */
@@ -109,7 +109,7 @@ static void fail(struct pdrun *R, uint64_t id)
         if (p->inflight) p->inflight--;
         if (q->local) unpend(R, q, 1, q->dec);
     }
-    scale_day_fail(&R->d, &q->r, q->first);
+    kvg__scale_day_fail(&R->d, &q->r, q->first);
     q->state = P_FAILED;
     R->out->failed++;
 }
@@ -201,7 +201,7 @@ static int to_local(struct pdrun *R, uint64_t id, int d, double t)
     struct rep *p = &R->pool[1].r.rep[d];
     q->pend = uncached(R, q, p);
     p->groups |= 1ull << q->r.group;
-    int rc = scale_day_submit(&R->d, p->e, id, &q->r, 0, 0, 0);
+    int rc = kvg__scale_day_submit(&R->d, p->e, id, &q->r, 0, 0, 0);
     if (rc == -ENOMEM) return rc;
     if (rc) {
         q->pend = 0;
@@ -226,11 +226,11 @@ static int to_prefill(struct pdrun *R, uint64_t id, double t)
     int k = pick_prefill(R, q);
     int d = local_decode(R, q, k);
     if (d >= 0) return to_local(R, id, d, t);
-    if (k < 0) return scale_ids_push(&R->gq, &R->gq_tail, &R->gq_cap, id);
+    if (k < 0) return kvg__scale_ids_push(&R->gq, &R->gq_tail, &R->gq_cap, id);
     struct rep *p = &R->pool[0].r.rep[k];
     double pend = uncached(R, q, p);
     p->groups |= 1ull << q->r.group;
-    int rc = scale_day_submit(&R->d, p->e, id, &q->r, 1, 0, 1);
+    int rc = kvg__scale_day_submit(&R->d, p->e, id, &q->r, 1, 0, 1);
     if (rc == -ENOMEM) return rc;
     if (rc) {
         fail(R, id);
@@ -252,7 +252,7 @@ static int to_decode(struct pdrun *R, uint64_t id, double t)
     int k = pick_decode(R);
     if (k < 0) {
         q->state = P_WAIT;
-        return scale_ids_push(&R->dq, &R->dq_tail, &R->dq_cap, id);
+        return kvg__scale_ids_push(&R->dq, &R->dq_tail, &R->dq_cap, id);
     }
     q->dec = k;
     R->pool[1].r.rep[k].inflight++;
@@ -260,7 +260,7 @@ static int to_decode(struct pdrun *R, uint64_t id, double t)
     q->xfer_done = t + xs;
     q->state = P_XFER;
     kvg_bench_samples_add(&R->xfer, xs);
-    return scale_ids_push(&R->xf, &R->nxf, &R->capxf, id);
+    return kvg__scale_ids_push(&R->xf, &R->nxf, &R->capxf, id);
 }
 
 /* The KV of xf[i] has arrived: the prefill's blocks go, the decode starts. */
@@ -276,7 +276,7 @@ static int xfer_done(struct pdrun *R, size_t i, double t)
         fail(R, id);
         return 0;
     }
-    int rc = scale_day_submit(&R->d, p->e, id, &q->r, 0, q->r.prompt_len, 0);
+    int rc = kvg__scale_day_submit(&R->d, p->e, id, &q->r, 0, q->r.prompt_len, 0);
     if (rc == -ENOMEM) return rc;
     q->state = P_DECODE;
     if (rc) {
@@ -316,7 +316,7 @@ static int arrive(struct pdrun *R)
     uint64_t id = R->nq++;
     struct pq *q = &R->q[id];
     memset(q, 0, sizeof *q);
-    scale_day_arrive(&R->d, &q->r);
+    kvg__scale_day_arrive(&R->d, &q->r);
     q->pre = q->dec = -1;
     q->state = P_GATEWAY;
     return to_prefill(R, id, q->r.arrival);
@@ -326,10 +326,10 @@ static void finish(struct pdrun *R, struct pq *q, double t)
 {
     const struct kvg_autoscale_opts *a = &R->o->aopts;
     q->state = P_DONE;
-    double itl = scale_itl(q->ntok, q->t_first, q->t_last);
+    double itl = kvg__scale_itl(q->ntok, q->t_first, q->t_last);
     double ttft = q->t_first - q->r.arrival;
     int tok = ttft <= a->ttft_target_s, iok = itl <= a->itl_target_s;
-    scale_day_done(&R->d, &q->r, q->ntok, t, itl, tok && iok);
+    kvg__scale_day_done(&R->d, &q->r, q->ntok, t, itl, tok && iok);
     R->out->ttft_met += tok;
     R->out->itl_met += iok;
     R->out->met += tok && iok;
@@ -345,7 +345,7 @@ static int step_end(struct pdrun *R, struct pool *P, int k, double t)
         struct pq *q = &R->q[u->id];
         if (P->role == KVG_AUTOSCALE_PREFILL) {
             if (q->state != P_PREFILL || !(u->flags & KVG_SIM_UP_FINISHED)) continue;
-            scale_day_cached(&R->d, u->cached_tokens, q->r.prompt_len);
+            kvg__scale_day_cached(&R->d, u->cached_tokens, q->r.prompt_len);
             q->t_pre = t;
             unpend(R, q, 0, q->pre);
             if ((rc = to_decode(R, u->id, t))) return rc;
@@ -356,13 +356,13 @@ static int step_end(struct pdrun *R, struct pool *P, int k, double t)
             kvg_autoscale_obs_tokens(R->d.ob, 1);
             if (!q->first) {
                 if (q->local) { /* its prefill ran here */
-                    scale_day_cached(&R->d, u->cached_tokens, q->r.prompt_len);
+                    kvg__scale_day_cached(&R->d, u->cached_tokens, q->r.prompt_len);
                     q->t_pre = t;
                     unpend(R, q, 1, q->dec);
                 }
                 q->first = 1;
                 q->t_first = t;
-                scale_day_first(&R->d, &q->r, t);
+                kvg__scale_day_first(&R->d, &q->r, t);
             }
             q->t_last = t;
             q->ntok++;
@@ -374,7 +374,7 @@ static int step_end(struct pdrun *R, struct pool *P, int k, double t)
     }
     p->st.n_updates = 0;
     kick(p, t);
-    if (p->state == R_DRAINING && p->inflight == 0 && !p->stepping) scale_reps_gone(&P->r, k, t);
+    if (p->state == R_DRAINING && p->inflight == 0 && !p->stepping) kvg__scale_reps_gone(&P->r, k, t);
     return 0;
 }
 
@@ -401,7 +401,7 @@ static void expire(struct pdrun *R, double t)
                     if ((pi == 0 && q->pre == k) || (pi == 1 && q->dec == k && q->state >= P_XFER))
                         fail(R, id);
                 }
-                scale_reps_gone(&P->r, k, t);
+                kvg__scale_reps_gone(&P->r, k, t);
                 continue;
             }
             i++;
@@ -413,7 +413,7 @@ static void pool_signals(struct pdrun *R, struct pool *P, double t, double windo
                          struct kvg_autoscale_signals *s, double *eta)
 {
     /* A decode replica has no prefix cache to warm: never young. */
-    scale_reps_signals(&P->r, t, P->role == KVG_AUTOSCALE_PREFILL ? R->o->young_s : 0, s, eta);
+    kvg__scale_reps_signals(&P->r, t, P->role == KVG_AUTOSCALE_PREFILL ? R->o->young_s : 0, s, eta);
     /* The queue in front of this pool: the gateway's, or prefilled requests
      * awaiting a decode replica. */
     size_t nq = 0;
@@ -431,11 +431,11 @@ static void timeline(struct pdrun *R, double t)
 {
     struct kvg_bench_scale_pd_result *r = R->out;
     size_t i = 0;
-    while (scale_day_point(&R->d, t, r->n, r->t_h, r->rate, &i)) {
+    while (kvg__scale_day_point(&R->d, t, r->n, r->t_h, r->rate, &i)) {
         for (int pi = 0; pi < 2; pi++) {
             const struct pool *P = &R->pool[pi];
             uint32_t n = 0, st = 0;
-            scale_reps_count(&P->r, &n, &st);
+            kvg__scale_reps_count(&P->r, &n, &st);
             r->ready[pi][i] = n;
             r->starting[pi][i] = st;
             r->desired[pi][i] = P->last_desired;
@@ -448,7 +448,7 @@ static int tick(struct pdrun *R, double t)
     expire(R, t);
     for (int pi = 0; pi < 2; pi++) {
         struct pool *P = &R->pool[pi];
-        double window = scale_day_window(&R->d, P->pl);
+        double window = kvg__scale_day_window(&R->d, P->pl);
         double eta[KVG_BENCH_SCALE_MAX_REPLICAS];
         struct kvg_autoscale_signals s;
         pool_signals(R, P, t, window, &s, eta);
@@ -461,7 +461,7 @@ static int tick(struct pdrun *R, double t)
         if (rc) return rc;
         if (R->oracle) {
             d.desired =
-                scale_pd_oracle_desired(&R->d.wl, &P->pl->o, R->oracle_lead, s.cache_hit, t);
+                kvg__scale_pd_oracle_desired(&R->d.wl, &P->pl->o, R->oracle_lead, s.cache_hit, t);
             d.acted = 1;
             snprintf(d.reason, sizeof d.reason, "oracle: the true rate's peak over +%.0f s -> %u",
                      R->oracle_lead, d.desired);
@@ -472,7 +472,7 @@ static int tick(struct pdrun *R, double t)
                     t, d.reason);
         P->last_desired = d.desired;
         P->have_desired = 1;
-        if ((rc = scale_reps_actuate(&P->r, R->o, &R->d.su, &R->d.rng, d.desired, t))) return rc;
+        if ((rc = kvg__scale_reps_actuate(&P->r, R->o, &R->d.su, &R->d.rng, d.desired, t))) return rc;
     }
     timeline(R, t);
     kvg_autoscale_obs_next(R->d.ob);
@@ -487,7 +487,7 @@ static void pool_opts(const struct kvg_bench_scale_opts *o, enum kvg_autoscale_r
 {
     *a = o->aopts;
     a->role = role;
-    scale_derive_profile(o, 0, &a->prof);
+    kvg__scale_derive_profile(o, 0, &a->prof);
     if (!(a->queue_peak_prefill_tps > 0)) a->queue_peak_prefill_tps = a->prof.prefill_tps;
     a->prof.prefill_tps = o->pd_prefill_tps;
     a->prof.decode_tps = o->pd_decode_tps;
@@ -504,7 +504,7 @@ static void pool_opts(const struct kvg_bench_scale_opts *o, enum kvg_autoscale_r
 static double pool_need(const struct kvg_bench_scale_opts *o, const struct kvg_autoscale_opts *a,
                         double rate)
 {
-    double isl = scale_isl_mean(o);
+    double isl = kvg__scale_isl_mean(o);
     return kvg_autoscale_load(a, rate * isl, rate * o->osl, a->itl_target_s) * (1 + a->headroom);
 }
 
@@ -512,16 +512,16 @@ static int setup(struct pdrun *R, char *err, size_t errlen)
 {
     const struct kvg_bench_scale_opts *o = R->o;
     struct kvg_bench_scale_pd_result *out = R->out;
-    int rc = scale_day_init(&R->d, o, err, errlen);
+    int rc = kvg__scale_day_init(&R->d, o, err, errlen);
     if (rc) return rc;
     R->oracle = !strcmp(o->planner, "oracle");
-    R->oracle_lead = scale_pd_oracle_lead(o, &R->d.su);
+    R->oracle_lead = kvg__scale_pd_oracle_lead(o, &R->d.su);
     for (uint32_t b = 0; o->trace && b < o->bursts && b < 64; b++)
         fprintf(stderr, "%s: burst %u at %.0f s (%.0f s, x%.2f)\n", o->planner, b,
                 R->d.wl.burst_at[b], o->burst_s, o->burst_mult);
     R->kv_bytes_tok = (double)kvg_sim_kv_bytes_per_token(&o->profile);
     R->link_bw = kvg_sim_link_bw(1); /* prefill and decode in one rack */
-    double peak = scale_peak_rate(o);
+    double peak = kvg__scale_peak_rate(o);
     for (int pi = 0; pi < 2; pi++) {
         struct pool *P = &R->pool[pi];
         P->role = pi ? KVG_AUTOSCALE_DECODE : KVG_AUTOSCALE_PREFILL;
@@ -535,7 +535,7 @@ static int setup(struct pdrun *R, char *err, size_t errlen)
         if (!(o->pd_headroom_from_s > 0)) a.headroom = P->headroom;
         /* The oracle is the bench's, not a planner: a static instance holds
          * its options and interval; tick() asks the oracle instead. */
-        rc = scale_planner_new(R->oracle ? "static" : o->planner, &a, &P->pl, err, errlen);
+        rc = kvg__scale_planner_new(R->oracle ? "static" : o->planner, &a, &P->pl, err, errlen);
         if (rc == KVG_ENOTFOUND) out->status = KVG_ENOTFOUND;
         if (rc) return rc == KVG_ENOTFOUND ? 1 : rc;
     }
@@ -544,7 +544,7 @@ static int setup(struct pdrun *R, char *err, size_t errlen)
                      &out->missed,     &out->missed_prefill, &out->ready[0],
                      &out->desired[0], &out->starting[0],    &out->ready[1],
                      &out->desired[1], &out->starting[1]};
-    if (scale_timeline_alloc(out->n, tl, sizeof tl / sizeof tl[0])) return -ENOMEM;
+    if (kvg__scale_timeline_alloc(out->n, tl, sizeof tl / sizeof tl[0])) return -ENOMEM;
     kvg_bench_samples_init(&R->xfer);
     /* The day starts with what its first hour needs (static: its count),
      * ready, with empty caches. */
@@ -553,9 +553,9 @@ static int setup(struct pdrun *R, char *err, size_t errlen)
         const struct kvg_autoscale_opts *a = &P->pl->o;
         uint32_t n0 = !strcmp(o->planner, "static")
                           ? a->static_replicas
-                          : kvg_autoscale_ceil(pool_need(o, a, scale_wl_rate(&R->d.wl, 0)));
-        if (R->oracle) n0 = scale_pd_oracle_desired(&R->d.wl, a, R->oracle_lead, 0, 0);
-        if ((rc = scale_reps_first(&P->r, o, &R->d.su, &R->d.rng, n0, a->min_replicas))) return rc;
+                          : kvg_autoscale_ceil(pool_need(o, a, kvg__scale_wl_rate(&R->d.wl, 0)));
+        if (R->oracle) n0 = kvg__scale_pd_oracle_desired(&R->d.wl, a, R->oracle_lead, 0, 0);
+        if ((rc = kvg__scale_reps_first(&P->r, o, &R->d.su, &R->d.rng, n0, a->min_replicas))) return rc;
         for (size_t k = 0; k < P->r.nrep; k++)
             if ((rc = make_ready(R, P, (int)k))) return rc;
     }
@@ -574,7 +574,7 @@ static int loop(struct pdrun *R)
         size_t kx = 0;
         for (int pi = 0; pi < 2; pi++) {
             double te0 = te, tr0 = tr;
-            scale_reps_next(&R->pool[pi].r, o->day_s, &te, &ke, &tr, &kr);
+            kvg__scale_reps_next(&R->pool[pi].r, o->day_s, &te, &ke, &tr, &kr);
             if (te < te0) pe = pi;
             if (tr < tr0) pr = pi;
         }
@@ -618,7 +618,7 @@ static void timeline_misses(struct pdrun *R)
         if (i >= out->n) i = out->n - 1;
         out->arrived[i]++;
         int ok = q->state == P_DONE && q->t_first - q->r.arrival <= o->aopts.ttft_target_s &&
-                 scale_itl(q->ntok, q->t_first, q->t_last) <= o->aopts.itl_target_s;
+                 kvg__scale_itl(q->ntok, q->t_first, q->t_last) <= o->aopts.itl_target_s;
         if (ok) continue;
         out->missed[i]++;
         if (!(q->t_pre > 0) || q->t_pre - q->r.arrival > o->aopts.ttft_target_s)
@@ -638,7 +638,7 @@ static void summarize(struct pdrun *R)
     double gpus = o->gpus_per_replica ? o->gpus_per_replica : 1;
     for (int pi = 0; pi < 2; pi++) {
         const struct pool *P = &R->pool[pi];
-        double rh = scale_reps_seconds(&P->r, o->day_s);
+        double rh = kvg__scale_reps_seconds(&P->r, o->day_s);
         P->out->added = P->r.added;
         P->out->removed = P->r.removed;
         P->out->cancelled = P->r.cancelled;
@@ -653,7 +653,7 @@ static void summarize(struct pdrun *R)
     out->slo_attainment = (double)out->met / n;
     out->ttft_attainment = (double)out->ttft_met / n;
     out->itl_attainment = (double)out->itl_met / n;
-    scale_day_pcts(&R->d, &out->ttft_p50_s, &out->ttft_p90_s, &out->ttft_p99_s, &out->itl_p90_s,
+    kvg__scale_day_pcts(&R->d, &out->ttft_p50_s, &out->ttft_p90_s, &out->ttft_p99_s, &out->itl_p90_s,
                    &out->cache_hit);
     out->xfer_p90_s = kvg_bench_samples_pct(&R->xfer, 90);
 }
@@ -662,14 +662,14 @@ static void teardown(struct pdrun *R)
 {
     for (int pi = 0; pi < 2; pi++) {
         struct pool *P = &R->pool[pi];
-        scale_reps_free(&P->r);
+        kvg__scale_reps_free(&P->r);
         kvg_autoscale_planner_free(P->pl);
     }
     free(R->q);
     free(R->gq);
     free(R->dq);
     free(R->xf);
-    scale_day_free(&R->d);
+    kvg__scale_day_free(&R->d);
     kvg_bench_samples_free(&R->xfer);
 }
 

@@ -1,9 +1,9 @@
 /* The PD day's per-role profile, measured in advance as Dynamo's profiler
- * does (gateway-admission-autoscale.md §4): one prefill replica's highest
- * input tokens/s whose TTFT p90 stays within the TTFT target, and one
- * decode replica's highest output tokens/s whose ITL p90 stays within the
- * ITL target. Each at the scenario's mean ISL / OSL, on prompts that miss
- * the cache, Poisson arrivals at a flat rate (bisection), seeded. */
+ * does: one prefill replica's highest input tokens/s whose TTFT p90 stays
+ * within the TTFT target, and one decode replica's highest output tokens/s
+ * whose ITL p90 stays within the ITL target. Each at the scenario's mean
+ * ISL / OSL, on prompts that miss the cache, Poisson arrivals at a flat rate
+ * (bisection), seeded. */
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -85,7 +85,7 @@ static int cal_run(const struct kvg_bench_scale_opts *o, int decode, double rate
                    double *p90)
 {
     struct cal c = {.decode = decode};
-    c.isl = (uint32_t)lround(scale_isl_mean(o));
+    c.isl = (uint32_t)lround(kvg__scale_isl_mean(o));
     c.osl = o->osl > 1 ? o->osl : 2;
     struct kvg_sim_config sc;
     kvg_sim_config_init(&sc, &o->profile);
@@ -168,8 +168,8 @@ int kvg_bench_scale_pd_calibrate(const struct kvg_bench_scale_opts *o,
 {
     memset(out, 0, sizeof *out);
     struct kvg_autoscale_profile b1;
-    scale_derive_profile(o, 0, &b1);
-    double isl = round(scale_isl_mean(o));
+    kvg__scale_derive_profile(o, 0, &b1);
+    double isl = round(kvg__scale_isl_mean(o));
     double osl = o->osl > 1 ? o->osl : 2;
     out->batch1_prefill_tps = b1.prefill_tps;
     out->batch1_decode_tps = b1.decode_tps;

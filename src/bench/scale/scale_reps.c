@@ -9,8 +9,10 @@
 #include "base/err.h"
 #include "bench/scale/scale_int.h"
 
-void scale_rep_ask(const struct kvg_bench_scale_opts *o, struct kvg_autoscale_startup *su,
-                   struct kvg_rng *rng, struct rep *p, double t)
+/* A replica asked for at t: its node (a seeded draw over the opts' mix) and
+ * ready time from the start-up model. */
+static void scale_rep_ask(const struct kvg_bench_scale_opts *o, struct kvg_autoscale_startup *su,
+                          struct kvg_rng *rng, struct rep *p, double t)
 {
     double u = kvg_rng_double(rng);
     p->node = u < o->cold_share                    ? KVG_AUTOSCALE_COLD
@@ -23,8 +25,10 @@ void scale_rep_ask(const struct kvg_bench_scale_opts *o, struct kvg_autoscale_st
     p->ready_at = t + s;
 }
 
-int scale_reps_add(struct scale_reps *P, const struct kvg_bench_scale_opts *o,
-                   struct kvg_autoscale_startup *su, struct kvg_rng *rng, double t)
+/* A replica asked for at t (none past KVG_BENCH_SCALE_MAX_REPLICAS): its
+ * node and ready time drawn; 0 or -ENOMEM. */
+static int scale_reps_add(struct scale_reps *P, const struct kvg_bench_scale_opts *o,
+                          struct kvg_autoscale_startup *su, struct kvg_rng *rng, double t)
 {
     if (P->nact >= KVG_BENCH_SCALE_MAX_REPLICAS) return 0;
     if (P->nrep == P->caprep) {
@@ -43,7 +47,8 @@ int scale_reps_add(struct scale_reps *P, const struct kvg_bench_scale_opts *o,
     return 0;
 }
 
-int scale_reps_ready(struct scale_reps *P, int k, const struct kvg_sim_profile *prof, uint64_t seed)
+int kvg__scale_reps_ready(struct scale_reps *P, int k, const struct kvg_sim_profile *prof,
+                          uint64_t seed)
 {
     struct kvg_sim_config c;
     kvg_sim_config_init(&c, prof);
@@ -55,7 +60,7 @@ int scale_reps_ready(struct scale_reps *P, int k, const struct kvg_sim_profile *
     return 0;
 }
 
-void scale_reps_gone(struct scale_reps *P, int k, double t)
+void kvg__scale_reps_gone(struct scale_reps *P, int k, double t)
 {
     struct rep *p = &P->rep[k];
     p->state = R_GONE;
@@ -70,7 +75,7 @@ void scale_reps_gone(struct scale_reps *P, int k, double t)
         }
 }
 
-void scale_reps_count(const struct scale_reps *P, uint32_t *ready, uint32_t *starting)
+void kvg__scale_reps_count(const struct scale_reps *P, uint32_t *ready, uint32_t *starting)
 {
     *ready = *starting = 0;
     for (size_t i = 0; i < P->nact; i++) {
@@ -80,12 +85,12 @@ void scale_reps_count(const struct scale_reps *P, uint32_t *ready, uint32_t *sta
     }
 }
 
-int scale_reps_actuate(struct scale_reps *P, const struct kvg_bench_scale_opts *o,
-                       struct kvg_autoscale_startup *su, struct kvg_rng *rng, uint32_t desired,
-                       double t)
+int kvg__scale_reps_actuate(struct scale_reps *P, const struct kvg_bench_scale_opts *o,
+                            struct kvg_autoscale_startup *su, struct kvg_rng *rng, uint32_t desired,
+                            double t)
 {
     uint32_t ready, starting;
-    scale_reps_count(P, &ready, &starting);
+    kvg__scale_reps_count(P, &ready, &starting);
     uint32_t cur = ready + starting;
     int rc;
     for (; cur < desired; cur++)
@@ -99,7 +104,7 @@ int scale_reps_actuate(struct scale_reps *P, const struct kvg_bench_scale_opts *
                 pick = k;
         }
         if (pick >= 0) {
-            scale_reps_gone(P, pick, t);
+            kvg__scale_reps_gone(P, pick, t);
             P->cancelled++;
             cur--;
             continue;
@@ -114,13 +119,13 @@ int scale_reps_actuate(struct scale_reps *P, const struct kvg_bench_scale_opts *
         p->state = R_DRAINING;
         p->drain_at = t;
         P->removed++;
-        if (p->inflight == 0 && !p->stepping) scale_reps_gone(P, pick, t);
+        if (p->inflight == 0 && !p->stepping) kvg__scale_reps_gone(P, pick, t);
         cur--;
     }
     return 0;
 }
 
-double scale_reps_seconds(const struct scale_reps *P, double day_s)
+double kvg__scale_reps_seconds(const struct scale_reps *P, double day_s)
 {
     double s = 0;
     for (size_t i = 0; i < P->nrep; i++) {
@@ -131,7 +136,7 @@ double scale_reps_seconds(const struct scale_reps *P, double day_s)
     return s;
 }
 
-void scale_reps_free(struct scale_reps *P)
+void kvg__scale_reps_free(struct scale_reps *P)
 {
     for (size_t i = 0; i < P->nrep; i++)
         if (P->rep[i].e) kvg_sim_free(P->rep[i].e);
@@ -139,8 +144,8 @@ void scale_reps_free(struct scale_reps *P)
     P->rep = NULL;
 }
 
-void scale_reps_signals(const struct scale_reps *P, double t, double young_s,
-                        struct kvg_autoscale_signals *s, double *eta)
+void kvg__scale_reps_signals(const struct scale_reps *P, double t, double young_s,
+                             struct kvg_autoscale_signals *s, double *eta)
 {
     memset(s, 0, sizeof *s);
     s->now = t;
@@ -167,8 +172,8 @@ void scale_reps_signals(const struct scale_reps *P, double t, double young_s,
     s->starting_eta = eta;
 }
 
-int scale_planner_new(const char *planner, struct kvg_autoscale_opts *a,
-                      struct kvg_autoscale_planner **out, char *err, size_t errlen)
+int kvg__scale_planner_new(const char *planner, struct kvg_autoscale_opts *a,
+                           struct kvg_autoscale_planner **out, char *err, size_t errlen)
 {
     const char *name = !strcmp(planner, "kvgate-noprewarm") ? "kvgate" : planner;
     if (!strncmp(name, "queue-", 6)) {
@@ -181,15 +186,15 @@ int scale_planner_new(const char *planner, struct kvg_autoscale_opts *a,
     return rc;
 }
 
-void scale_rep_step(struct rep *p, double t)
+void kvg__scale_rep_step(struct rep *p, double t)
 {
     kvg_sim_step(p->e, t, &p->st);
     p->stepping = 1;
     p->busy_until = t + p->st.duration;
 }
 
-void scale_reps_next(const struct scale_reps *P, double day_s, double *te, int *ke, double *tr,
-                     int *kr)
+void kvg__scale_reps_next(const struct scale_reps *P, double day_s, double *te, int *ke, double *tr,
+                          int *kr)
 {
     for (size_t i = 0; i < P->nact; i++) {
         int k = P->act[i];
@@ -200,9 +205,9 @@ void scale_reps_next(const struct scale_reps *P, double day_s, double *te, int *
     }
 }
 
-int scale_reps_first(struct scale_reps *P, const struct kvg_bench_scale_opts *o,
-                     struct kvg_autoscale_startup *su, struct kvg_rng *rng, uint32_t n,
-                     uint32_t min)
+int kvg__scale_reps_first(struct scale_reps *P, const struct kvg_bench_scale_opts *o,
+                          struct kvg_autoscale_startup *su, struct kvg_rng *rng, uint32_t n,
+                          uint32_t min)
 {
     if (n < min) n = min;
     if (n < 1) n = 1;

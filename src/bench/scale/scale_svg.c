@@ -165,7 +165,7 @@ int kvg_bench_scale_pd_svg(const struct kvg_bench_scale_pd_result *r, size_t n,
      * not: the per-role profile was measured on prompts that miss) over a
      * prefill replica's tokens/s, and x the mean OSL over a decode
      * replica's. */
-    double per[2] = {scale_isl_mean(o), o->osl};
+    double per[2] = {kvg__scale_isl_mean(o), o->osl};
     double top = MT;
     int rc = 0;
     for (size_t k = 0; !rc && k < n; k++) {

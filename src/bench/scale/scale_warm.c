@@ -15,7 +15,7 @@
 #include "base/stats.h"
 #include "bench/scale/scale_int.h"
 
-int scale_prewarm_start(struct run *R, int k, double t)
+int kvg__scale_prewarm_start(struct run *R, int k, double t)
 {
     const struct kvg_bench_scale_opts *o = R->o;
     struct rep *p = &R->pool.rep[k];
@@ -34,7 +34,7 @@ int scale_prewarm_start(struct run *R, int k, double t)
         if (best < 0) break;
         taken |= 1ull << best;
         struct scale_req r = {.group = (uint32_t)best, .prompt_len = o->prefix_len};
-        scale_wl_prompt(&R->d.wl, &r, R->d.prompt);
+        kvg__scale_wl_prompt(&R->d.wl, &r, R->d.prompt);
         struct kvg_sim_request sr = {.id = SCALE_PREWARM_ID | R->prewarm_next++,
                                      .prompt = R->d.prompt,
                                      .prompt_len = o->prefix_len,
@@ -51,21 +51,21 @@ int scale_prewarm_start(struct run *R, int k, double t)
     return 0;
 }
 
-void scale_prewarm_done(struct run *R, int k, double t)
+void kvg__scale_prewarm_done(struct run *R, int k, double t)
 {
     struct rep *p = &R->pool.rep[k];
     (void)R;
     if (p->warming && --p->warming == 0) p->warm_at = t;
 }
 
-double scale_share(const struct run *R, const struct rep *p, double t)
+double kvg__scale_share(const struct run *R, const struct rep *p, double t)
 {
     double ss = R->o->young_s;
     if (!R->prewarmed || !(ss > 0) || p->ready_at <= 0 || t - p->warm_at >= ss) return 1;
     return 0.25 + 0.75 * (t - p->warm_at) / ss;
 }
 
-void scale_recovery_note(struct run *R, struct rep *p, double t, double cached, double prompt,
+void kvg__scale_recovery_note(struct run *R, struct rep *p, double t, double cached, double prompt,
                          double ttft)
 {
     if (p->ready_at <= 0) return; /* the pool the day started with */
@@ -81,7 +81,7 @@ void scale_recovery_note(struct run *R, struct rep *p, double t, double cached, 
         p->recovered_s = t - p->ready_at;
 }
 
-void scale_recovery_summary(struct run *R)
+void kvg__scale_recovery_summary(struct run *R)
 {
     struct kvg_bench_scale_result *out = R->out;
     double *v = malloc((R->pool.nrep + 1) * sizeof *v);

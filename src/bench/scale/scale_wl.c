@@ -39,7 +39,7 @@ static double shape_max(void)
     return mx / hourly_mean();
 }
 
-double scale_wl_rate(const struct scale_wl *w, double t)
+double kvg__scale_wl_rate(const struct scale_wl *w, double t)
 {
     const struct kvg_bench_scale_opts *o = w->o;
     if (o->flat) return o->mean_rate;
@@ -49,7 +49,7 @@ double scale_wl_rate(const struct scale_wl *w, double t)
     return r;
 }
 
-int scale_wl_init(struct scale_wl *w, const struct kvg_bench_scale_opts *o)
+int kvg__scale_wl_init(struct scale_wl *w, const struct kvg_bench_scale_opts *o)
 {
     memset(w, 0, sizeof *w);
     w->o = o;
@@ -73,13 +73,13 @@ int scale_wl_init(struct scale_wl *w, const struct kvg_bench_scale_opts *o)
     return 0;
 }
 
-void scale_wl_free(struct scale_wl *w)
+void kvg__scale_wl_free(struct scale_wl *w)
 {
     free(w->prefix);
     w->prefix = NULL;
 }
 
-int scale_wl_next(struct scale_wl *w, struct scale_req *r)
+int kvg__scale_wl_next(struct scale_wl *w, struct scale_req *r)
 {
     const struct kvg_bench_scale_opts *o = w->o;
     /* Thinning: candidates at the highest rate, kept at rate(t) / max. */
@@ -87,7 +87,7 @@ int scale_wl_next(struct scale_wl *w, struct scale_req *r)
         double u = 1.0 - kvg_rng_double(&w->rng);
         w->t += -log(u) / w->lambda_max;
         if (w->t >= o->day_s) return 1;
-        if (kvg_rng_double(&w->rng) * w->lambda_max <= scale_wl_rate(w, w->t)) break;
+        if (kvg_rng_double(&w->rng) * w->lambda_max <= kvg__scale_wl_rate(w, w->t)) break;
     }
     r->arrival = w->t;
     double u = kvg_rng_double(&w->rng);
@@ -107,7 +107,7 @@ int scale_wl_next(struct scale_wl *w, struct scale_req *r)
     return 0;
 }
 
-void scale_wl_prompt(const struct scale_wl *w, const struct scale_req *r, uint32_t *buf)
+void kvg__scale_wl_prompt(const struct scale_wl *w, const struct scale_req *r, uint32_t *buf)
 {
     const struct kvg_bench_scale_opts *o = w->o;
     uint32_t p = o->prefix_len < r->prompt_len ? o->prefix_len : r->prompt_len;

@@ -1,4 +1,4 @@
-/* The start-up model: seed 000's defaults, learning from actuations, draws. */
+/* The start-up model: its measured defaults, learning from actuations, draws. */
 #include "support/test.h"
 
 #include "autoscale/startup.h"

@@ -1,5 +1,6 @@
 /* Discovery's candidate rules on recorded EndpointSlice and Pod JSON
- * (tests/fixtures/k8s/) and on hand-made labels: seed 004's first table. */
+ * (tests/fixtures/k8s/) and on hand-made labels: the rules listed in
+ * src/discovery/rules.h. */
 #include "support/test.h"
 
 #include <cjson/cJSON.h>
@@ -36,7 +37,7 @@ static void rules(struct kvg_discovery_rules *r, int dp_aware)
     r->port = 8000;
 }
 
-/* A pod's labels from pods.json. */
+/* A pod's labels from tests/fixtures/k8s/pods.json. */
 static const cJSON *labels_of(const cJSON *pods, const char *name)
 {
     const cJSON *p = cJSON_GetObjectItemCaseSensitive(pods, name);

@@ -1,4 +1,4 @@
-/* Unit tests of chat request rendering (chat.c, chat_request.c): the
+/* Unit tests of chat request rendering (jinja/chat.c, jinja/chat_request.c): the
  * built-in ChatML template, the OpenAI request -> template context
  * conversion that mirrors vLLM (content parts, tool calls and their
  * arguments, tools, chat_template_kwargs, add_generation_prompt), the error
@@ -182,12 +182,12 @@ TEST(error_kinds)
 
 TEST(strict_json_for_tool_arguments)
 {
-    CHECK_INT(chat_json_strict("{\"a\": [1, 2.5e3, -0.5]}", 21), 1);
-    CHECK_INT(chat_json_strict("{\"a\": 01}", 9), 0);
-    CHECK_INT(chat_json_strict("[1.]", 4), 0);
-    CHECK_INT(chat_json_strict("\"a\tb\"", 5), 0);
-    CHECK_INT(chat_json_strict("\"a\\u0000\"", 9), -1);
-    CHECK_INT(chat_json_strict("\"unterminated", 13), 0);
+    CHECK_INT(kvg__jinja_chat_json_strict("{\"a\": [1, 2.5e3, -0.5]}", 21), 1);
+    CHECK_INT(kvg__jinja_chat_json_strict("{\"a\": 01}", 9), 0);
+    CHECK_INT(kvg__jinja_chat_json_strict("[1.]", 4), 0);
+    CHECK_INT(kvg__jinja_chat_json_strict("\"a\tb\"", 5), 0);
+    CHECK_INT(kvg__jinja_chat_json_strict("\"a\\u0000\"", 9), -1);
+    CHECK_INT(kvg__jinja_chat_json_strict("\"unterminated", 13), 0);
 }
 
 struct worker {

@@ -1,9 +1,10 @@
 /* Unit tests of the template interpreter (jinja*.c): preprocessing and
- * lexing, expressions, statements, filters and methods, and the failures.
- * The cases are hand-picked; their expected output is what
- * @huggingface/jinja 0.5.11 renders for them (the integration test
- * chat_vs_jinja.mjs compares thousands more against the live reference).
- * Error cases expect KVG_ETEMPLATE, and raise_exception's message verbatim. */
+ * lexing, expressions, statements, filters and methods, and the failures. The
+ * cases are hand-picked; their expected output is what @huggingface/jinja
+ * 0.5.11 renders for them (the integration test
+ * tests/integration/chat_vs_jinja.mjs compares thousands more against the
+ * live reference). Error cases expect KVG_ETEMPLATE, and raise_exception's
+ * message verbatim. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -365,7 +366,7 @@ TEST(js_number_format)
              {1.5e300, "1.5e+300"}};
     char buf[40];
     for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
-        js_num_str(c[i].d, buf);
+        kvg__jinja_str_num(c[i].d, buf);
         CHECK_STR(buf, c[i].s);
     }
 }
@@ -374,14 +375,14 @@ TEST(utf8_and_whitespace_helpers)
 {
     const char *s = "\xe3\x80\x80 a\xc2\xa0";
     size_t n = strlen(s);
-    js_trim(&s, &n, 1, 1);
+    kvg__jinja_str_trim(&s, &n, 1, 1);
     CHECK_INT(n, 1);
     CHECK(*s == 'a');
-    CHECK_INT(js_utf16_len("a\xf0\x9f\x98\x80", 5), 3);
+    CHECK_INT(kvg__jinja_str_utf16_len("a\xf0\x9f\x98\x80", 5), 3);
     CHECK(kvg_utf8_valid("ok \xe2\x82\xac", 6));
     CHECK(!kvg_utf8_valid("\xc0\x80", 2));     /* overlong */
     CHECK(!kvg_utf8_valid("\xed\xa0\x80", 3)); /* surrogate */
     CHECK(!kvg_utf8_valid("\xe2\x82", 2));     /* truncated */
-    CHECK_INT(js_ws_len("\xe2\x80\xa8x", "\xe2\x80\xa8x" + 4), 3);
-    CHECK_INT(js_ws_len("\xc2\x85", "\xc2\x85" + 2), 0); /* NEL is not JS whitespace */
+    CHECK_INT(kvg__jinja_str_ws_len("\xe2\x80\xa8x", "\xe2\x80\xa8x" + 4), 3);
+    CHECK_INT(kvg__jinja_str_ws_len("\xc2\x85", "\xc2\x85" + 2), 0); /* NEL is not JS whitespace */
 }

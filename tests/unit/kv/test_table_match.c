@@ -1,4 +1,4 @@
-/* kvg_kv_tab_match (the staged look-ahead walk of table_match.c) against a
+/* kvg_kv_tab_match (the staged look-ahead walk of kv/table_match.c) against a
  * naive reference: per worker, count the leading blocks whose node holds
  * its bit. Random tables of 1 to 1,100 slots (one bitmap word, sixteen,
  * a partial last one), closed slots, slot counts below and above the
@@ -7,7 +7,7 @@
  * must land on exactly the nodes the reference says some candidate still
  * matched, and the one-table kvg_kv_tab_match_levels must agree; the tier
  * walk over three tables is checked against a reference of its own. The
- * holder sets the nodes share (table_set.c) are checked for consistency
+ * holder sets the nodes share (kv/table_set.c) are checked for consistency
  * after every round of changes, and for sharing on their own. */
 #include <stdlib.h>
 #include <string.h>

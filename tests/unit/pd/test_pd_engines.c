@@ -18,13 +18,13 @@ static void decode_waiting(struct kvg_pd_req *r, const char *url, const char *en
 TEST(engine_ids_learnt_and_restart_detected)
 {
     struct kvg_pd pd = {0};
-    CHECK_INT(kvg_pd__engines_new(&pd, NULL), 0);
+    CHECK_INT(kvg__pd_engines_new(&pd, NULL), 0);
     char id[64];
     CHECK_INT(kvg_pd_engine_id(&pd, "http://p1", id, sizeof id), 0);
     CHECK_STR(id, "");
-    kvg_pd__engine_seen(&pd, "http://p1", "e1");
-    kvg_pd__engine_seen(&pd, "http://p2", "f1");
-    kvg_pd__engine_seen(&pd, "http://p1", ""); /* an answer naming none changes nothing */
+    kvg__pd_engine_seen(&pd, "http://p1", "e1");
+    kvg__pd_engine_seen(&pd, "http://p2", "f1");
+    kvg__pd_engine_seen(&pd, "http://p1", ""); /* an answer naming none changes nothing */
     CHECK_INT(kvg_pd_engine_id(&pd, "http://p1", id, sizeof id), 1);
     CHECK_STR(id, "e1");
 
@@ -32,7 +32,7 @@ TEST(engine_ids_learnt_and_restart_detected)
     decode_waiting(&r, "http://p1", "e1");
     CHECK_INT(kvg_pd_decode_recheck(&pd, &r), 0); /* same engine: the blocks are held */
     CHECK_INT(r.state, KVG_PD_DECODE);
-    kvg_pd__engine_seen(&pd, "http://p1", "e2"); /* p1 restarted */
+    kvg__pd_engine_seen(&pd, "http://p1", "e2"); /* p1 restarted */
     CHECK_INT(kvg_pd_decode_recheck(&pd, &r), 1);
     CHECK_INT(r.state, KVG_PD_DECIDE); /* its prefill runs again */
     CHECK_STR(r.engine_id, "");
@@ -48,5 +48,5 @@ TEST(engine_ids_learnt_and_restart_detected)
     CHECK_INT(kvg_pd_decode_recheck(&pd, &r), 0); /* SGLang pairs are never retried */
     decode_waiting(&r, "http://p3", "g1");
     CHECK_INT(kvg_pd_decode_recheck(&pd, &r), 0); /* an engine never seen: nothing known */
-    kvg_pd__engines_free(&pd);
+    kvg__pd_engines_free(&pd);
 }

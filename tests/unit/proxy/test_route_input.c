@@ -9,7 +9,7 @@
 #include "support/test.h"
 #include "tokenizer/tokenizer.h"
 
-static struct kvg_route_tokenizer rt;
+static struct kvg_rinput_tokenizer rt;
 
 static void setup(void)
 {
@@ -19,22 +19,22 @@ static void setup(void)
     if (tok) return;
     CHECK_INT(kvg_tok_load("builtin:bytes", NULL, &tok, err, sizeof err), 0);
     CHECK_INT(kvg_jinja_chat_new(NULL, NULL, NULL, &chat, err, sizeof err), 0);
-    rt = (struct kvg_route_tokenizer){tok, chat, 16, NULL};
+    rt = (struct kvg_rinput_tokenizer){tok, chat, 16, NULL};
 }
 
-static int parse(const char *body, struct kvg_route_input *ri)
+static int parse(const char *body, struct kvg_rinput *ri)
 {
     char msg[128];
-    return kvg_route_input_parse(ri, body, strlen(body), 0, msg, sizeof msg);
+    return kvg_rinput_parse(ri, body, strlen(body), 0, msg, sizeof msg);
 }
 
 TEST(duplicate_keys_refused)
 {
-    struct kvg_route_input ri;
+    struct kvg_rinput ri;
     CHECK(parse("{\"model\":\"a\",\"prompt\":\"x\",\"model\":\"b\"}", &ri) != 0);
     CHECK(parse("{\"model\":\"a\",\"prompt\":[{\"k\":1,\"k\":2}]}", &ri) != 0);
     CHECK(parse("{\"model\":\"a\",\"prompt\":\"x\",\"max_tokens\":1}", &ri) == 0);
-    kvg_route_input_free(&ri);
+    kvg_rinput_free(&ri);
     /* many keys: the sorted path */
     char big[4096];
     size_t n = (size_t)snprintf(big, sizeof big, "{\"prompt\":\"x\"");
@@ -44,12 +44,12 @@ TEST(duplicate_keys_refused)
     big[n] = 0;
     strcat(big, "}");
     CHECK(parse(big, &ri) == 0);
-    kvg_route_input_free(&ri);
+    kvg_rinput_free(&ri);
 }
 
 TEST(model_too_long_refused)
 {
-    struct kvg_route_input ri;
+    struct kvg_rinput ri;
     char body[600];
     snprintf(body, sizeof body, "{\"model\":\"%0300d\",\"prompt\":\"x\"}", 0);
     CHECK(parse(body, &ri) != 0);
@@ -67,13 +67,13 @@ TEST(cache_salt_seeds_hashes)
              prompt);
     snprintf(other, sizeof other, "{\"model\":\"m\",\"prompt\":\"%s\",\"cache_salt\":\"t-b\"}",
              prompt);
-    struct kvg_route_input a, b, c;
+    struct kvg_rinput a, b, c;
     CHECK_INT(parse(plain, &a), 0);
     CHECK_INT(parse(salted, &b), 0);
     CHECK_INT(parse(other, &c), 0);
-    kvg_route_input_tokenize(&a, &rt, 0);
-    kvg_route_input_tokenize(&b, &rt, 0);
-    kvg_route_input_tokenize(&c, &rt, 0);
+    kvg_rinput_tokenize(&a, &rt, 0);
+    kvg_rinput_tokenize(&b, &rt, 0);
+    kvg_rinput_tokenize(&c, &rt, 0);
     CHECK(a.nhashes > 0);
     CHECK_INT(a.nhashes, b.nhashes);
     CHECK(a.hashes[0] != b.hashes[0]);
@@ -82,10 +82,10 @@ TEST(cache_salt_seeds_hashes)
     int n = kvg_kv_hash_request(b.ids, b.nids, 16, NULL, 0, "t-a", 3, want, 16);
     CHECK_INT(n, (int)b.nhashes);
     CHECK(!memcmp(want, b.hashes, b.nhashes * sizeof *want));
-    kvg_route_input_free(&a);
-    kvg_route_input_free(&b);
-    kvg_route_input_free(&c);
-    struct kvg_route_input d;
+    kvg_rinput_free(&a);
+    kvg_rinput_free(&b);
+    kvg_rinput_free(&c);
+    struct kvg_rinput d;
     CHECK(parse("{\"model\":\"m\",\"prompt\":\"x\",\"cache_salt\":5}", &d) != 0);
     CHECK(parse("{\"model\":\"m\",\"prompt\":\"x\",\"cache_salt\":\"\"}", &d) != 0);
 }
@@ -97,12 +97,12 @@ TEST(adapter_model_seeds_hashes)
     setup();
     char body[256];
     snprintf(body, sizeof body, "{\"model\":\"sql-lora\",\"prompt\":\"%064d\"}", 0);
-    struct kvg_route_input base, lora;
+    struct kvg_rinput base, lora;
     CHECK_INT(parse(body, &base), 0);
     CHECK_INT(parse(body, &lora), 0);
     lora.adapter = 1;
-    kvg_route_input_tokenize(&base, &rt, 0);
-    kvg_route_input_tokenize(&lora, &rt, 0);
+    kvg_rinput_tokenize(&base, &rt, 0);
+    kvg_rinput_tokenize(&lora, &rt, 0);
     CHECK(lora.nhashes > 0);
     CHECK(base.hashes[0] != lora.hashes[0]);
     uint64_t want[16];
@@ -110,24 +110,24 @@ TEST(adapter_model_seeds_hashes)
     CHECK_INT(n, (int)lora.nhashes);
     CHECK(!memcmp(want, lora.hashes, lora.nhashes * sizeof *want));
     struct kvg_route_ctx ctx = {0};
-    kvg_route_input_ctx(&lora, &ctx);
+    kvg_rinput_ctx(&lora, &ctx);
     CHECK_INT(ctx.lora.len, 8);
-    kvg_route_input_ctx(&base, &ctx);
+    kvg_rinput_ctx(&base, &ctx);
     CHECK_INT(ctx.lora.len, 0);
-    kvg_route_input_free(&base);
-    kvg_route_input_free(&lora);
+    kvg_rinput_free(&base);
+    kvg_rinput_free(&lora);
 }
 
 /* The OpenAI shape kvgate relies on: a body the engine would answer with a
  * 500 is a 400 here, with the field at fault in param. */
 static const char *shape_param(const char *body, int chat)
 {
-    static struct kvg_route_input ri;
+    static struct kvg_rinput ri;
     static char param[48];
     char msg[128];
-    int rc = kvg_route_input_parse(&ri, body, strlen(body), chat, msg, sizeof msg);
+    int rc = kvg_rinput_parse(&ri, body, strlen(body), chat, msg, sizeof msg);
     if (rc == 0) {
-        kvg_route_input_free(&ri);
+        kvg_rinput_free(&ri);
         return "";
     }
     snprintf(param, sizeof param, "%s", ri.bad_param ? ri.bad_param : "?");
@@ -161,21 +161,21 @@ TEST(request_shape_checked_with_param)
 TEST(nul_in_prompt_is_data)
 {
     setup();
-    struct kvg_route_input ri;
+    struct kvg_rinput ri;
     const char body[] = "{\"model\":\"m\",\"prompt\":\"a\\u0000b\"}";
     CHECK_INT(parse(body, &ri), 0);
-    kvg_route_input_tokenize(&ri, &rt, 0);
+    kvg_rinput_tokenize(&ri, &rt, 0);
     CHECK_INT(ri.tokenize_error, 0);
     CHECK_INT((int)ri.nids, 4); /* builtin:bytes: BOS, a, NUL, b */
     CHECK_INT((int)ri.ids[1], 'a');
     CHECK_INT((int)ri.ids[2], 0);
     CHECK_INT((int)ri.ids[3], 'b');
-    kvg_route_input_free(&ri);
+    kvg_rinput_free(&ri);
     /* One that cannot be read exactly is routed without tokens, not wrongly. */
     const char odd[] = "{\"model\":\"m\",\"prompt\":\"a\\u0000\\udbff\\udfff\"}";
     CHECK_INT(parse(odd, &ri), 0);
-    kvg_route_input_tokenize(&ri, &rt, 0);
+    kvg_rinput_tokenize(&ri, &rt, 0);
     CHECK(ri.tokenize_error != 0);
     CHECK_INT((int)ri.nids, 0);
-    kvg_route_input_free(&ri);
+    kvg_rinput_free(&ri);
 }

@@ -185,7 +185,7 @@ TEST(cached_prompt_ttft_is_far_lower)
 
 TEST(decode_step_time_matches_the_itl_target)
 {
-    /* 60 sequences decoding at 7,500 tokens of context: ~24 ms (profile.c). */
+    /* 60 sequences decoding at 7,500 tokens of context: ~24 ms (sim/profile.c). */
     const struct kvg_sim_profile *p = kvg_sim_profile_find("qwen3-32b-h100-tp2");
     struct kvg_sim_batch_shape b = {.num_seqs = 60, .decode_ctx_tokens = 60 * 7500};
     double t = kvg_sim_step_time(p, &b);

@@ -24,11 +24,11 @@ static void put_be64(uint8_t *b, uint64_t v)
     for (int i = 7; i >= 0; i--, v >>= 8) b[i] = (uint8_t)v;
 }
 
-static int64_t pub_str(struct kvg_sim_kvpub *p, const char *s)
+static int64_t pub_str(struct kvg_simsrv_kvpub *p, const char *s)
 {
     char *d = strdup(s);
     CHECK(d);
-    return kvg_sim_kvpub_publish(p, d, strlen(s));
+    return kvg_simsrv_kvpub_publish(p, d, strlen(s));
 }
 
 struct got {
@@ -64,7 +64,7 @@ static int recv_msg(void *s, struct got *g)
 
 /* Publishes probes until the subscriber sees one (PUB/SUB joins are
  * asynchronous), then drains stragglers. Returns the last probe's seq. */
-static int64_t handshake(struct kvg_sim_kvpub *p, void *sub)
+static int64_t handshake(struct kvg_simsrv_kvpub *p, void *sub)
 {
     int64_t last = -1;
     int seen = 0;
@@ -119,18 +119,18 @@ static int replay(void *dealer, uint64_t start, uint64_t *seqs, int cap)
 
 TEST(pub_frames_sequence_and_replay)
 {
-    struct kvg_sim_kvpub_config c;
-    kvg_sim_kvpub_config_init(&c);
+    struct kvg_simsrv_kvpub_config c;
+    kvg_simsrv_kvpub_config_init(&c);
     c.endpoint = "tcp://127.0.0.1:*";
     c.replay_endpoint = "tcp://127.0.0.1:*";
     c.topic = "kv@pod-1@m";
     c.buffer_steps = 1000;
     char err[200] = "";
-    struct kvg_sim_kvpub *p = NULL;
-    CHECK_INT(kvg_sim_kvpub_start(&c, &p, err, sizeof err), 0);
-    CHECK(!strncmp(kvg_sim_kvpub_endpoint(p), "tcp://127.0.0.1:", 16));
+    struct kvg_simsrv_kvpub *p = NULL;
+    CHECK_INT(kvg_simsrv_kvpub_start(&c, &p, err, sizeof err), 0);
+    CHECK(!strncmp(kvg_simsrv_kvpub_endpoint(p), "tcp://127.0.0.1:", 16));
     void *ctx = zmq_ctx_new();
-    void *sub = mk_sub(ctx, kvg_sim_kvpub_endpoint(p), 0, NULL);
+    void *sub = mk_sub(ctx, kvg_simsrv_kvpub_endpoint(p), 0, NULL);
     int64_t base = handshake(p, sub) + 1;
 
     char buf[32];
@@ -153,7 +153,7 @@ TEST(pub_frames_sequence_and_replay)
     int to = 2000, linger = 0;
     zmq_setsockopt(dealer, ZMQ_RCVTIMEO, &to, sizeof to);
     zmq_setsockopt(dealer, ZMQ_LINGER, &linger, sizeof linger);
-    CHECK_INT(zmq_connect(dealer, kvg_sim_kvpub_replay_endpoint(p)), 0);
+    CHECK_INT(zmq_connect(dealer, kvg_simsrv_kvpub_replay_endpoint(p)), 0);
     /* malformed (4 frames on the server side): ignored, no answer */
     CHECK(zmq_send(dealer, "", 0, ZMQ_SNDMORE) == 0);
     CHECK(zmq_send(dealer, "x", 1, ZMQ_SNDMORE) == 1);
@@ -165,14 +165,14 @@ TEST(pub_frames_sequence_and_replay)
     /* from 0: everything kept, probes included */
     n = replay(dealer, 0, seqs, 2000);
     CHECK_INT(n, base + 100);
-    struct kvg_sim_kvpub_stats st;
-    kvg_sim_kvpub_get_stats(p, &st);
+    struct kvg_simsrv_kvpub_stats st;
+    kvg_simsrv_kvpub_get_stats(p, &st);
     CHECK_INT(st.published, base + 100);
     CHECK_INT(st.sent, base + 100);
     CHECK_INT(st.replay_requests, 2);
     CHECK_INT(st.replayed, 50 + base + 100);
     CHECK_INT(st.dropped_random + st.dropped_queue, 0);
-    kvg_sim_kvpub_stop(p);
+    kvg_simsrv_kvpub_stop(p);
     zmq_close(dealer);
     zmq_close(sub);
     zmq_ctx_term(ctx);
@@ -180,17 +180,17 @@ TEST(pub_frames_sequence_and_replay)
 
 TEST(random_drops_leave_gaps_that_replay_fills)
 {
-    struct kvg_sim_kvpub_config c;
-    kvg_sim_kvpub_config_init(&c);
+    struct kvg_simsrv_kvpub_config c;
+    kvg_simsrv_kvpub_config_init(&c);
     c.endpoint = "tcp://127.0.0.1:*";
     c.replay_endpoint = "tcp://127.0.0.1:*";
     c.topic = "kv@x";
     c.drop_prob = 0.3;
     c.seed = 99;
-    struct kvg_sim_kvpub *p = NULL;
-    CHECK_INT(kvg_sim_kvpub_start(&c, &p, NULL, 0), 0);
+    struct kvg_simsrv_kvpub *p = NULL;
+    CHECK_INT(kvg_simsrv_kvpub_start(&c, &p, NULL, 0), 0);
     void *ctx = zmq_ctx_new();
-    void *sub = mk_sub(ctx, kvg_sim_kvpub_endpoint(p), 0, NULL);
+    void *sub = mk_sub(ctx, kvg_simsrv_kvpub_endpoint(p), 0, NULL);
     int64_t base = handshake(p, sub) + 1;
     for (int i = 0; i < 1500; i++) CHECK_INT(pub_str(p, "b"), base + i);
     static uint8_t seen[1500];
@@ -211,16 +211,16 @@ TEST(random_drops_leave_gaps_that_replay_fills)
     int to = 2000, linger = 0;
     zmq_setsockopt(dealer, ZMQ_RCVTIMEO, &to, sizeof to);
     zmq_setsockopt(dealer, ZMQ_LINGER, &linger, sizeof linger);
-    CHECK_INT(zmq_connect(dealer, kvg_sim_kvpub_replay_endpoint(p)), 0);
+    CHECK_INT(zmq_connect(dealer, kvg_simsrv_kvpub_replay_endpoint(p)), 0);
     /* more than ZeroMQ's default high-water mark of 1000 messages */
     static uint64_t seqs[1600];
     CHECK_INT(replay(dealer, (uint64_t)base, seqs, 1600), 1500);
     for (int i = 0; i < 1500; i++) seen[seqs[i] - base] = 1;
     for (int i = 0; i < 1500; i++) CHECK(seen[i]);
-    struct kvg_sim_kvpub_stats st;
-    kvg_sim_kvpub_get_stats(p, &st);
+    struct kvg_simsrv_kvpub_stats st;
+    kvg_simsrv_kvpub_get_stats(p, &st);
     CHECK_INT(st.sent + st.dropped_random, st.published);
-    kvg_sim_kvpub_stop(p);
+    kvg_simsrv_kvpub_stop(p);
     zmq_close(dealer);
     zmq_close(sub);
     zmq_ctx_term(ctx);
@@ -231,42 +231,42 @@ TEST(connect_mode_reaches_a_bound_subscriber)
     void *ctx = zmq_ctx_new();
     char ep[256] = "";
     void *sub = mk_sub(ctx, "tcp://127.0.0.1:*", 1, ep);
-    struct kvg_sim_kvpub_config c;
-    kvg_sim_kvpub_config_init(&c);
+    struct kvg_simsrv_kvpub_config c;
+    kvg_simsrv_kvpub_config_init(&c);
     c.endpoint = ep;
     c.connect = 1;
     c.topic = "kv@c";
     c.buffer_steps = 0;
-    struct kvg_sim_kvpub *p = NULL;
-    CHECK_INT(kvg_sim_kvpub_start(&c, &p, NULL, 0), 0);
-    CHECK_STR(kvg_sim_kvpub_endpoint(p), ep);
-    CHECK(kvg_sim_kvpub_replay_endpoint(p) == NULL);
+    struct kvg_simsrv_kvpub *p = NULL;
+    CHECK_INT(kvg_simsrv_kvpub_start(&c, &p, NULL, 0), 0);
+    CHECK_STR(kvg_simsrv_kvpub_endpoint(p), ep);
+    CHECK(kvg_simsrv_kvpub_replay_endpoint(p) == NULL);
     CHECK(handshake(p, sub) >= 0);
-    kvg_sim_kvpub_stop(p);
+    kvg_simsrv_kvpub_stop(p);
     zmq_close(sub);
     zmq_ctx_term(ctx);
 }
 
 TEST(bind_errors_and_bad_config_are_reported)
 {
-    struct kvg_sim_kvpub_config c;
-    kvg_sim_kvpub_config_init(&c);
+    struct kvg_simsrv_kvpub_config c;
+    kvg_simsrv_kvpub_config_init(&c);
     char err[200] = "";
-    struct kvg_sim_kvpub *p = NULL, *q = NULL;
-    CHECK_INT(kvg_sim_kvpub_start(&c, &p, err, sizeof err), -EINVAL);
+    struct kvg_simsrv_kvpub *p = NULL, *q = NULL;
+    CHECK_INT(kvg_simsrv_kvpub_start(&c, &p, err, sizeof err), -EINVAL);
     c.endpoint = "tcp://127.0.0.1:*";
     c.drop_prob = 1.5;
-    CHECK_INT(kvg_sim_kvpub_start(&c, &p, err, sizeof err), -EINVAL);
+    CHECK_INT(kvg_simsrv_kvpub_start(&c, &p, err, sizeof err), -EINVAL);
     c.drop_prob = 0;
-    CHECK_INT(kvg_sim_kvpub_start(&c, &p, err, sizeof err), 0);
+    CHECK_INT(kvg_simsrv_kvpub_start(&c, &p, err, sizeof err), 0);
     char ep[256];
-    snprintf(ep, sizeof ep, "%s", kvg_sim_kvpub_endpoint(p));
+    snprintf(ep, sizeof ep, "%s", kvg_simsrv_kvpub_endpoint(p));
     c.endpoint = ep;
     err[0] = 0;
-    CHECK_INT(kvg_sim_kvpub_start(&c, &q, err, sizeof err), -EADDRINUSE);
+    CHECK_INT(kvg_simsrv_kvpub_start(&c, &q, err, sizeof err), -EADDRINUSE);
     CHECK(strstr(err, "bind") != NULL);
     c.endpoint = "nonsense://x";
-    CHECK(kvg_sim_kvpub_start(&c, &q, err, sizeof err) < 0);
-    kvg_sim_kvpub_stop(p);
-    kvg_sim_kvpub_stop(NULL);
+    CHECK(kvg_simsrv_kvpub_start(&c, &q, err, sizeof err) < 0);
+    kvg_simsrv_kvpub_stop(p);
+    kvg_simsrv_kvpub_stop(NULL);
 }

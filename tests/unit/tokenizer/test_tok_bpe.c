@@ -223,20 +223,20 @@ TEST(merge_strategies_match_definition)
     struct kvg_tok *t;
     CHECK_INT(tt_load_json(m.json, &t), 0);
     struct kvg_tok_scratch s;
-    CHECK_INT(kvg_tok_scratch_init(&s, 4096), 0);
+    CHECK_INT(kvg__tok_scratch_init(&s, 4096), 0);
     struct kvg_tok_ids out = {0};
     s.out = &out;
     for (int iter = 0; iter < 400; iter++) {
         size_t n = 1 + rnd(iter < 300 ? 40 : 300);
         uint32_t a[300], b[300], c[300];
         for (size_t i = 0; i < n; i++) a[i] = b[i] = c[i] = "abcd"[rnd(4)];
-        /* Sizes the work arrays, as kvg_tok_bpe_word does before merging. */
+        /* Sizes the work arrays, as kvg__tok_bpe_word does before merging. */
         out.n = 0;
         char w[300];
         for (size_t i = 0; i < n; i++) w[i] = (char)a[i];
-        CHECK_INT(kvg_tok_bpe_word(t, &s, w, n), 0);
-        size_t na = kvg_tok_bpe_merge(t, &s, a, n, 0);
-        size_t nb = kvg_tok_bpe_merge(t, &s, b, n, 1);
+        CHECK_INT(kvg__tok_bpe_word(t, &s, w, n), 0);
+        size_t na = kvg__tok_bpe_merge(t, &s, a, n, 0);
+        size_t nb = kvg__tok_bpe_merge(t, &s, b, n, 1);
         size_t nc = brute(&m, c, n);
         CHECK_INT(na, nc);
         CHECK_INT(nb, nc);
@@ -246,7 +246,7 @@ TEST(merge_strategies_match_definition)
         CHECK(!memcmp(out.v, c, nc * sizeof *c));
     }
     free(out.v);
-    kvg_tok_scratch_free(&s);
+    kvg__tok_scratch_free(&s);
     kvg_tok_free(t);
     free(m.json);
     free(m.pairs);
@@ -289,7 +289,7 @@ TEST(cache_concurrent_readers_and_writers)
     struct kvg_tok *t;
     CHECK_INT(tt_load_json(m.json, &t), 0);
     /* A tiny cache so that threads keep evicting each other's entries. */
-    CHECK_INT(kvg_tok_cache_alloc(t, 4), 0);
+    CHECK_INT(kvg__tok_cache_alloc(t, 4), 0);
     char text[4096];
     size_t n = 0;
     while (n < 3000) {
@@ -301,7 +301,7 @@ TEST(cache_concurrent_readers_and_writers)
     /* The reference: no cache at all. */
     struct kvg_tok *plain;
     CHECK_INT(tt_load_json(m.json, &plain), 0);
-    CHECK_INT(kvg_tok_cache_alloc(plain, 0), 0);
+    CHECK_INT(kvg__tok_cache_alloc(plain, 0), 0);
     char want[8192];
     snprintf(want, sizeof want, "%s", tt_encs(plain, text));
     struct worker w[4];

@@ -16,15 +16,15 @@ static const char *norm(const char *norm_json, const char *text)
         return out;
     }
     struct kvg_tok_scratch s;
-    CHECK_INT(kvg_tok_scratch_init(&s, strlen(text)), 0);
+    CHECK_INT(kvg__tok_scratch_init(&s, strlen(text)), 0);
     const char *p;
     size_t n;
-    rc = kvg_tok_normalize(t, &s, text, strlen(text), &p, &n);
+    rc = kvg__tok_normalize(t, &s, text, strlen(text), &p, &n);
     if (rc)
         snprintf(out, sizeof out, "ERR %d", rc);
     else
         snprintf(out, sizeof out, "%.*s", (int)n, p);
-    kvg_tok_scratch_free(&s);
+    kvg__tok_scratch_free(&s);
     kvg_tok_free(t);
     return out;
 }

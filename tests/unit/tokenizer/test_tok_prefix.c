@@ -1,4 +1,4 @@
-/* The exact prefix cache (tok_prefix.c): ids equal to the uncached encoder's
+/* The exact prefix cache (tokenizer/tok_prefix.c): ids equal to the uncached encoder's
  * on builtin:bytes and on the real Qwen3, Llama 3 and DeepSeek V3 tokenizers (when
  * installed by scripts/install-deps.sh), reuse of a shared chat prefix, the
  * byte bound and its counters, admission on second sight and for a
@@ -133,7 +133,7 @@ TEST(hashes_follow_their_chain)
     struct kvg_tok *t;
     struct kvg_tok_pcache *c;
     CHECK_INT(bytes_with_cache(&t, &c), 0);
-    kvg_tok_pcache_test_key_mask(c, 3);
+    kvg__tok_pcache_test_key_mask(c, 3);
     uint64_t blocks = 0, ids = 0;
     int bad = 0;
     for (int pass = 0; pass < 3; pass++)
@@ -354,7 +354,7 @@ TEST(threads_share_one_cache)
         struct kvg_tok_pcache *c;
         /* small: evictions race with lookups (smaller with colliding keys) */
         CHECK_INT(kvg_tok_pcache_new(t, m ? 1536 : 8192, &c), 0);
-        kvg_tok_pcache_test_key_mask(c, m ? 3 : ~0ull);
+        kvg__tok_pcache_test_key_mask(c, m ? 3 : ~0ull);
         pthread_t th[4];
         struct thr h[4];
         for (int i = 0; i < 4; i++) {

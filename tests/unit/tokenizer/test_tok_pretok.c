@@ -5,17 +5,17 @@
 
 #include "test_tok_util.h"
 
-/* ---- Split behaviours through kvg_tok_split_regex ---- */
+/* ---- Split behaviours through kvg__tok_split_regex ---- */
 
 static const char *split(const char *pat, int literal, const char *text, int behavior, int invert)
 {
     static char out[512];
     struct kvg_tok_regex *re;
     char err[256];
-    CHECK_INT(kvg_tok_regex_compile(pat, strlen(pat), literal, &re, err, sizeof err), 0);
+    CHECK_INT(kvg__tok_regex_compile(pat, strlen(pat), literal, &re, err, sizeof err), 0);
     pcre2_match_data *md = pcre2_match_data_create(1, NULL);
     struct kvg_tok_spans sp = {0};
-    CHECK_INT(kvg_tok_split_regex(re, md, text, strlen(text), behavior, invert, &sp), 0);
+    CHECK_INT(kvg__tok_split_regex(re, md, text, strlen(text), behavior, invert, &sp), 0);
     size_t w = 0;
     out[0] = 0;
     /* Empty pieces are dropped afterwards (by the caller, as in HF). */
@@ -25,7 +25,7 @@ static const char *split(const char *pat, int literal, const char *text, int beh
                                   (int)(sp.v[i].b - sp.v[i].a), text + sp.v[i].a);
     free(sp.v);
     pcre2_match_data_free(md);
-    kvg_tok_regex_free(re);
+    kvg__tok_regex_free(re);
     return out;
 }
 
@@ -126,14 +126,14 @@ TEST(regex_translation)
     for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
         struct kvg_tok_regex *re = NULL;
         char err[256];
-        CHECK_INT(kvg_tok_regex_compile(refused[i], strlen(refused[i]), 0, &re, err, sizeof err),
+        CHECK_INT(kvg__tok_regex_compile(refused[i], strlen(refused[i]), 0, &re, err, sizeof err),
                   KVG_EUNSUPP);
         CHECK(strstr(err, "Split regex") != NULL);
         CHECK(re == NULL);
     }
     struct kvg_tok_regex *re = NULL;
     char err[256];
-    CHECK_INT(kvg_tok_regex_compile("(ab", 3, 0, &re, err, sizeof err), KVG_EUNSUPP);
+    CHECK_INT(kvg__tok_regex_compile("(ab", 3, 0, &re, err, sizeof err), KVG_EUNSUPP);
 }
 
 /* ---- whole pre-tokenizers, pieces seen through the emit hook ---- */
@@ -163,13 +163,13 @@ static const char *pretok(const char *pre_json, const char *text)
         return p.buf;
     }
     struct kvg_tok_scratch s;
-    CHECK_INT(kvg_tok_scratch_init(&s, strlen(text)), 0);
+    CHECK_INT(kvg__tok_scratch_init(&s, strlen(text)), 0);
     p.n = 0;
     p.buf[0] = 0;
     s.emit = collect;
     s.emit_ctx = &p;
-    CHECK_INT(kvg_tok_pre_run(t, &s, text, strlen(text), 1), 0);
-    kvg_tok_scratch_free(&s);
+    CHECK_INT(kvg__tok_pre_run(t, &s, text, strlen(text), 1), 0);
+    kvg__tok_scratch_free(&s);
     kvg_tok_free(t);
     return p.buf;
 }

@@ -23,7 +23,7 @@ static const char *lossy(const char *s, size_t n)
     static char out[256];
     struct kvg_buf b;
     kvg_buf_init(&b, 0);
-    CHECK_INT(kvg_tok_utf8_lossy(s, n, &b), 0);
+    CHECK_INT(kvg__tok_utf8_lossy(s, n, &b), 0);
     snprintf(out, sizeof out, "%.*s", (int)b.len, b.data ? b.data : "");
     kvg_buf_free(&b);
     return out;
@@ -47,27 +47,27 @@ TEST(utf8_lossy_maximal_subparts)
 
 TEST(classes)
 {
-    CHECK(kvg_tok_is_space(' ') && kvg_tok_is_space('\t') && kvg_tok_is_space('\r'));
-    CHECK(kvg_tok_is_space(0x85) && kvg_tok_is_space(0xA0) && kvg_tok_is_space(0x3000));
-    CHECK(kvg_tok_is_space(0x2028) && kvg_tok_is_space(0x202F));
-    CHECK(!kvg_tok_is_space(0x180E) && !kvg_tok_is_space(0x200B) && !kvg_tok_is_space(0x1C));
-    CHECK(!kvg_tok_is_space('a'));
-    CHECK(kvg_tok_is_word('a') && kvg_tok_is_word('_') && kvg_tok_is_word('7'));
-    CHECK(kvg_tok_is_word(0xE9) && kvg_tok_is_word(0x4F60) && kvg_tok_is_word(0x0301));
-    CHECK(kvg_tok_is_word(0x200D)); /* Join_Control */
-    CHECK(kvg_tok_is_word(0x0663)); /* ARABIC-INDIC DIGIT THREE (Nd) */
-    CHECK(!kvg_tok_is_word('-') && !kvg_tok_is_word(' ') && !kvg_tok_is_word(0x1F600));
-    CHECK(!kvg_tok_is_word(0xBD)); /* VULGAR FRACTION ONE HALF: No, not \w */
+    CHECK(kvg__tok_is_space(' ') && kvg__tok_is_space('\t') && kvg__tok_is_space('\r'));
+    CHECK(kvg__tok_is_space(0x85) && kvg__tok_is_space(0xA0) && kvg__tok_is_space(0x3000));
+    CHECK(kvg__tok_is_space(0x2028) && kvg__tok_is_space(0x202F));
+    CHECK(!kvg__tok_is_space(0x180E) && !kvg__tok_is_space(0x200B) && !kvg__tok_is_space(0x1C));
+    CHECK(!kvg__tok_is_space('a'));
+    CHECK(kvg__tok_is_word('a') && kvg__tok_is_word('_') && kvg__tok_is_word('7'));
+    CHECK(kvg__tok_is_word(0xE9) && kvg__tok_is_word(0x4F60) && kvg__tok_is_word(0x0301));
+    CHECK(kvg__tok_is_word(0x200D)); /* Join_Control */
+    CHECK(kvg__tok_is_word(0x0663)); /* ARABIC-INDIC DIGIT THREE (Nd) */
+    CHECK(!kvg__tok_is_word('-') && !kvg__tok_is_word(' ') && !kvg__tok_is_word(0x1F600));
+    CHECK(!kvg__tok_is_word(0xBD)); /* VULGAR FRACTION ONE HALF: No, not \w */
 }
 
 TEST(unicode15_detection)
 {
-    CHECK(kvg_tok_unicode_has_age15("a\xF0\x9E\x93\xB0", 5)); /* U+1E4F0 */
-    CHECK(kvg_tok_unicode_has_age15("\xE0\xB3\xB3", 3));      /* U+0CF3 */
-    CHECK(kvg_tok_unicode_has_age15("x\xF0\xB1\x8D\x90", 5)); /* U+31350 */
-    CHECK(!kvg_tok_unicode_has_age15("abc \xE4\xBD\xA0 \xF0\x9F\x98\x80", 12));
-    CHECK(!kvg_tok_unicode_has_age15("\xE0\xB3\xB2", 3)); /* U+0CF2, older */
-    CHECK(!kvg_tok_unicode_has_age15("", 0));
+    CHECK(kvg__tok_unicode_has_age15("a\xF0\x9E\x93\xB0", 5)); /* U+1E4F0 */
+    CHECK(kvg__tok_unicode_has_age15("\xE0\xB3\xB3", 3));      /* U+0CF3 */
+    CHECK(kvg__tok_unicode_has_age15("x\xF0\xB1\x8D\x90", 5)); /* U+31350 */
+    CHECK(!kvg__tok_unicode_has_age15("abc \xE4\xBD\xA0 \xF0\x9F\x98\x80", 12));
+    CHECK(!kvg__tok_unicode_has_age15("\xE0\xB3\xB2", 3)); /* U+0CF2, older */
+    CHECK(!kvg__tok_unicode_has_age15("", 0));
 }
 
 static const char *lower(const char *s)
@@ -78,7 +78,7 @@ static const char *lower(const char *s)
     for (size_t i = 0; s[i];) {
         uint32_t cp;
         i += kvg_utf8_decode_fast(s + i, SIZE_MAX, &cp);
-        CHECK_INT(kvg_tok_lower_append(cp, &b), 0);
+        CHECK_INT(kvg__tok_lower_append(cp, &b), 0);
     }
     snprintf(out, sizeof out, "%.*s", (int)b.len, b.data ? b.data : "");
     kvg_buf_free(&b);
@@ -144,13 +144,13 @@ TEST(normalization_test_sample)
         hex_to_utf8(c3, &nfd);
         cases++;
         kvg_buf_reset(&got);
-        CHECK_INT(kvg_tok_unicode_nf(src.data, src.len, 1, &got), 0);
+        CHECK_INT(kvg__tok_unicode_nf(src.data, src.len, 1, &got), 0);
         int ok = got.len == nfc.len && !memcmp(got.data, nfc.data, got.len);
         kvg_buf_reset(&got);
-        CHECK_INT(kvg_tok_unicode_nf(src.data, src.len, 0, &got), 0);
+        CHECK_INT(kvg__tok_unicode_nf(src.data, src.len, 0, &got), 0);
         ok = ok && got.len == nfd.len && !memcmp(got.data, nfd.data, got.len);
         int same = src.len == nfc.len && !memcmp(src.data, nfc.data, src.len);
-        if (kvg_tok_unicode_nfc_quick(src.data, src.len) && !same) ok = 0;
+        if (kvg__tok_unicode_nfc_quick(src.data, src.len) && !same) ok = 0;
         if (!ok && bad++ < 5) fprintf(stderr, "normalization mismatch for %s\n", line);
     }
     fclose(f);
@@ -167,7 +167,7 @@ static const char *nf(const char *s, int compose)
     static char out[256];
     struct kvg_buf b;
     kvg_buf_init(&b, 0);
-    CHECK_INT(kvg_tok_unicode_nf(s, strlen(s), compose, &b), 0);
+    CHECK_INT(kvg__tok_unicode_nf(s, strlen(s), compose, &b), 0);
     snprintf(out, sizeof out, "%.*s", (int)b.len, b.data ? b.data : "");
     kvg_buf_free(&b);
     return out;
@@ -188,6 +188,6 @@ TEST(normalization_in_context)
     CHECK_STR(nf("a\xCC\xA3\xCC\x87 b", 1), "\xE1\xBA\xA1\xCC\x87 b"); /* reorder then compose */
     /* A character assigned after Unicode 9.0 is left alone (HF's tables). */
     CHECK_STR(nf("\xF0\x91\xA4\xB5\xF0\x91\xA4\xB0", 1), "\xF0\x91\xA4\xB5\xF0\x91\xA4\xB0");
-    CHECK(kvg_tok_unicode_nfc_quick("plain text \xE4\xBD\xA0\xE5\xA5\xBD", 17));
-    CHECK(!kvg_tok_unicode_nfc_quick("e\xCC\x81", 3));
+    CHECK(kvg__tok_unicode_nfc_quick("plain text \xE4\xBD\xA0\xE5\xA5\xBD", 17));
+    CHECK(!kvg__tok_unicode_nfc_quick("e\xCC\x81", 3));
 }

@@ -67,7 +67,7 @@ static inline char *tt_bl_vocab(const char *const *extra, size_t n)
     kvg_buf_append(&b, "{", 1);
     for (int i = 0; i < 256; i++) {
         char c[4];
-        size_t l = kvg_utf8_put(kvg_tok_bl_char((uint8_t)i), c);
+        size_t l = kvg_utf8_put(kvg__tok_bl_char((uint8_t)i), c);
         kvg_buf_append_json_str(&b, c, l);
         kvg_buf_printf(&b, ":%d,", i);
     }
@@ -144,7 +144,7 @@ static inline int tt_check_prefix_cache_keys(const struct kvg_tok *t, const char
 {
     struct kvg_tok_pcache *c;
     if (kvg_tok_pcache_new(t, max_bytes, &c)) return -1;
-    kvg_tok_pcache_test_key_mask(c, key_mask);
+    kvg__tok_pcache_test_key_mask(c, key_mask);
     struct kvg_buf prev[8], b;
     for (int i = 0; i < 8; i++) kvg_buf_init(&prev[i], 0);
     kvg_buf_init(&b, 0);
