@@ -70,9 +70,8 @@ static int call(struct k8s_act *k, const struct kvg_autoscale_pool_cfg *pc, cons
     if (kvg_autoscale_k8s_path(&pc->target, path, sizeof path))
         return kvg_err_set(err, errlen, KVG_ECONFIG, "pool %s: no kubernetes target", pc->name);
     struct kvg_https_resp r;
-    int rc = kvg_https_request(&k->api, method, path,
-                                       patch ? "application/merge-patch+json" : NULL, patch,
-                                       patch ? strlen(patch) : 0, k->timeout_ms, &r);
+    int rc = kvg_https_request(&k->api, method, path, patch ? "application/merge-patch+json" : NULL,
+                               patch, patch ? strlen(patch) : 0, k->timeout_ms, &r);
     size_t len;
     if (!rc) rc = kvg_https_resp_body(&r, 1 << 20, body, &len);
     *status = r.status;

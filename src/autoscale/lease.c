@@ -141,8 +141,8 @@ static void step(uv_timer_t *t)
 }
 
 int kvg_autoscale_lease_start(uv_loop_t *loop, const struct kvg_autoscale_lease_cfg *lc,
-                               const char *id, uint32_t every_ms, struct kvg_autoscale_lease **out,
-                               char *err, size_t errlen)
+                              const char *id, uint32_t every_ms, struct kvg_autoscale_lease **out,
+                              char *err, size_t errlen)
 {
     struct kvg_redis_opts o = {0};
     o.timeout_ms = KVG_MAX(100u, KVG_MIN(1000u, every_ms / 2));

@@ -31,8 +31,8 @@ struct kvg_autoscale_lease;
  * starts stepping. id names this replica (unique: host and pid). *out is
  * the caller's: kvg_autoscale_lease_close. 0 or KVG_ECONFIG with err. */
 int kvg_autoscale_lease_start(uv_loop_t *loop, const struct kvg_autoscale_lease_cfg *lc,
-                               const char *id, uint32_t every_ms, struct kvg_autoscale_lease **out,
-                               char *err, size_t errlen);
+                              const char *id, uint32_t every_ms, struct kvg_autoscale_lease **out,
+                              char *err, size_t errlen);
 /* 1 while this replica holds the lease at monotonic time now_ms. Any thread. */
 int kvg_autoscale_lease_held(const struct kvg_autoscale_lease *l, uint64_t now_ms);
 /* Times this replica acquired the lease. Any thread. */

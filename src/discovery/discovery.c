@@ -532,9 +532,9 @@ int kvg_discovery_start(const struct kvg_discovery_opts *o, struct kvg_pool *poo
         snprintf(url, sizeof url, "https://%s%s%s:%s", v6 ? "[" : "", h, v6 ? "]" : "",
                  p && p[0] ? p : "443");
     }
-    int rc = kvg_https_init(
-        &d->api, url, o->ca_file ? o->ca_file : KVG_DISCOVERY_SA_DIR "/ca.crt",
-        o->token_file ? o->token_file : KVG_DISCOVERY_SA_DIR "/token", err, errlen);
+    int rc =
+        kvg_https_init(&d->api, url, o->ca_file ? o->ca_file : KVG_DISCOVERY_SA_DIR "/ca.crt",
+                       o->token_file ? o->token_file : KVG_DISCOVERY_SA_DIR "/token", err, errlen);
     if (rc) {
         free(d->line);
         free(d);

@@ -40,10 +40,12 @@ int kvg__jinja_run_fail(struct jrender *r, int code, const char *fmt, ...)
 static int out_rc(struct jrender *r, int rc)
 {
     if (!rc) return 0;
-    return kvg__jinja_run_fail(r, rc == KVG_ETOOBIG ? KVG_ETOOBIG : -ENOMEM, "template output limit reached");
+    return kvg__jinja_run_fail(r, rc == KVG_ETOOBIG ? KVG_ETOOBIG : -ENOMEM,
+                               "template output limit reached");
 }
 
-int kvg__jinja_run_init(struct jrender *r, const struct kvg_jinja *t, const struct kvg_jinja_limits *lim)
+int kvg__jinja_run_init(struct jrender *r, const struct kvg_jinja *t,
+                        const struct kvg_jinja_limits *lim)
 {
     memset(r, 0, sizeof(*r));
     r->t = t;
@@ -66,7 +68,8 @@ int kvg__jinja_run_set_global(struct jrender *r, const char *name, size_t len, s
     int64_t s = kvg__jinja_sym_find(r->t, name, len);
     if (s < 0) return 0; /* the template never names it */
     if ((s < SYM_NBUILTIN && s != SYM_LOOP) || r->gset[s])
-        return kvg__jinja_run_fail(r, KVG_ETEMPLATE, "Variable already declared: %.*s", (int)len, name);
+        return kvg__jinja_run_fail(r, KVG_ETEMPLATE, "Variable already declared: %.*s", (int)len,
+                                   name);
     r->gvals[s] = v;
     r->gset[s] = 1;
     return 0;
@@ -163,7 +166,7 @@ static int exec_block(struct jrender *r, struct jscope *env, struct jnode **body
                       struct kvg_buf *out);
 
 int kvg__jinja_block_string(struct jrender *r, struct jscope *env, struct jnode **body, uint32_t n,
-                  struct jv *res)
+                            struct jv *res)
 {
     struct kvg_buf b;
     kvg_buf_init(&b, r->out ? r->out->limit : 0);
@@ -186,13 +189,14 @@ static int bind_target(struct jrender *r, struct jscope *env, const struct jnode
 {
     const char *what = in_set ? " in set" : "";
     if (target->kind == N_IDENT) return kvg__jinja_scope_set(r, env, target->sym, v);
-    if (target->kind != N_TUPLE) return kvg__jinja_run_fail(r, KVG_ETEMPLATE, "Invalid loop variable(s)");
+    if (target->kind != N_TUPLE)
+        return kvg__jinja_run_fail(r, KVG_ETEMPLATE, "Invalid loop variable(s)");
     if (v.t != JV_ARR && !(in_set && v.t == JV_TUPLE))
         return kvg__jinja_run_fail(r, KVG_ETEMPLATE, "Cannot unpack non-iterable type%s: %s", what,
-                       kvg__jinja_value_type_name(v));
+                                   kvg__jinja_value_type_name(v));
     if (v.u.a->n != target->n)
         return kvg__jinja_run_fail(r, KVG_ETEMPLATE, "Too %s items to unpack%s",
-                       target->n > v.u.a->n ? "few" : "many", what);
+                                   target->n > v.u.a->n ? "few" : "many", what);
     for (uint32_t i = 0; i < target->n; i++) {
         if (target->list[i]->kind != N_IDENT)
             return kvg__jinja_run_fail(r, KVG_ETEMPLATE, "Cannot unpack to non-identifier");
@@ -221,8 +225,9 @@ static int exec_for(struct jrender *r, struct jscope *env, const struct jnode *n
             keys->v[keys->n++] = jv_str(it.u.o->kv[i].k, it.u.o->kv[i].klen);
         src = keys;
     } else {
-        return kvg__jinja_run_fail(r, KVG_ETEMPLATE, "Expected iterable or object type in for loop: got %s",
-                       kvg__jinja_value_type_name(it));
+        return kvg__jinja_run_fail(r, KVG_ETEMPLATE,
+                                   "Expected iterable or object type in for loop: got %s",
+                                   kvg__jinja_value_type_name(it));
     }
     const struct jarr *items = src;
     if (n->c) { /* `for x in xs if test`: filter first, each in its own scope */
@@ -231,7 +236,8 @@ static int exec_for(struct jrender *r, struct jscope *env, const struct jnode *n
         for (uint32_t i = 0; i < src->n; i++) {
             struct jscope ls = {.parent = &scope};
             struct jv tv;
-            if ((rc = bind_target(r, &ls, n->a, src->v[i], 0)) || (rc = kvg__jinja_eval(r, &ls, n->c, &tv)))
+            if ((rc = bind_target(r, &ls, n->a, src->v[i], 0)) ||
+                (rc = kvg__jinja_eval(r, &ls, n->c, &tv)))
                 return rc;
             if (kvg__jinja_value_truthy(tv)) kept->v[kept->n++] = src->v[i];
         }
@@ -241,10 +247,10 @@ static int exec_for(struct jrender *r, struct jscope *env, const struct jnode *n
             struct jv v = src->v[i];
             if (v.t != JV_ARR)
                 return kvg__jinja_run_fail(r, KVG_ETEMPLATE, "Cannot unpack non-iterable type: %s",
-                               kvg__jinja_value_type_name(v));
+                                           kvg__jinja_value_type_name(v));
             if (v.u.a->n != n->a->n)
                 return kvg__jinja_run_fail(r, KVG_ETEMPLATE, "Too %s items to unpack",
-                               n->a->n > v.u.a->n ? "few" : "many");
+                                           n->a->n > v.u.a->n ? "few" : "many");
         }
     }
     struct jloop *lp = kvg__jinja_arena_alloc(&r->arena, sizeof(*lp));
@@ -274,24 +280,27 @@ static int exec_for(struct jrender *r, struct jscope *env, const struct jnode *n
 static int exec_set(struct jrender *r, struct jscope *env, const struct jnode *n)
 {
     struct jv v;
-    int rc = n->b ? kvg__jinja_eval(r, env, n->b, &v) : kvg__jinja_block_string(r, env, n->body, n->nbody, &v);
+    int rc = n->b ? kvg__jinja_eval(r, env, n->b, &v)
+                  : kvg__jinja_block_string(r, env, n->body, n->nbody, &v);
     if (rc) return rc;
     const struct jnode *t = n->a;
     if (t->kind == N_IDENT) return kvg__jinja_scope_set(r, env, t->sym, v);
     if (t->kind == N_TUPLE) {
         if (!jv_is_arr(v))
-            return kvg__jinja_run_fail(r, KVG_ETEMPLATE, "Cannot unpack non-iterable type in set: %s",
-                           kvg__jinja_value_type_name(v));
+            return kvg__jinja_run_fail(r, KVG_ETEMPLATE,
+                                       "Cannot unpack non-iterable type in set: %s",
+                                       kvg__jinja_value_type_name(v));
         return bind_target(r, env, t, v, 1);
     }
     if (t->kind == N_MEMBER) {
         struct jv obj;
         if ((rc = kvg__jinja_eval(r, env, t->a, &obj))) return rc;
         if (obj.t != JV_NS)
-            return kvg__jinja_run_fail(r, KVG_ETEMPLATE, "cannot assign attribute on non-namespace object");
+            return kvg__jinja_run_fail(r, KVG_ETEMPLATE,
+                                       "cannot assign attribute on non-namespace object");
         if ((t->flags & (FL_COMPUTED | FL_DOTINT)))
             return kvg__jinja_run_fail(r, KVG_ETEMPLATE,
-                           "Cannot assign to member with non-identifier property");
+                                       "Cannot assign to member with non-identifier property");
         return kvg__jinja_obj_set(r, obj.u.o, t->str, t->n, v);
     }
     return kvg__jinja_run_fail(r, KVG_ETEMPLATE, "Invalid LHS inside assignment expression");
@@ -302,7 +311,8 @@ static int exec_stmt(struct jrender *r, struct jscope *env, const struct jnode *
 {
     int rc;
     struct jv v;
-    if (++r->steps > r->max_steps) return kvg__jinja_run_fail(r, KVG_ETOOBIG, "template step budget exhausted");
+    if (++r->steps > r->max_steps)
+        return kvg__jinja_run_fail(r, KVG_ETOOBIG, "template step budget exhausted");
     switch (n->kind) {
     case N_TEXT:
         return out_rc(r, kvg_buf_append(out, n->str, n->n));
@@ -372,7 +382,7 @@ int kvg__jinja_run(struct jrender *r, struct kvg_buf *out)
     int rc = exec_block(r, NULL, r->t->body, r->t->nbody, out);
     if (rc == JR_BREAK || rc == JR_CONTINUE)
         rc = kvg__jinja_run_fail(r, KVG_ETEMPLATE, "%s outside of a loop",
-                     rc == JR_BREAK ? "break" : "continue");
+                                 rc == JR_BREAK ? "break" : "continue");
     if (rc) out->len = mark;
     return rc;
 }
@@ -423,7 +433,8 @@ static int str_at(struct jrender *r, struct jv s, double idx, struct jv *out)
         size_t w = l == 4 ? 2 : 1;
         if (want < u + w) {
             if (w == 2)
-                return kvg__jinja_run_fail(r, KVG_EUNSUPP, "unsupported: indexing half of a surrogate pair");
+                return kvg__jinja_run_fail(r, KVG_EUNSUPP,
+                                           "unsupported: indexing half of a surrogate pair");
             *out = jv_str(s.u.s + i, l);
             return 0;
         }
@@ -442,8 +453,9 @@ static int member_get(struct jrender *r, struct jv obj, struct jv prop, struct j
     *out = jv_undef();
     if (jv_is_obj(obj) || obj.t == JV_NS) {
         if (prop.t != JV_STR)
-            return kvg__jinja_run_fail(r, KVG_ETEMPLATE, "Cannot access property with non-string: got %s",
-                           kvg__jinja_value_type_name(prop));
+            return kvg__jinja_run_fail(r, KVG_ETEMPLATE,
+                                       "Cannot access property with non-string: got %s",
+                                       kvg__jinja_value_type_name(prop));
         const struct jv *v = kvg__jinja_obj_get(obj.u.o, prop.u.s, prop.n);
         if (v) {
             *out = *v;
@@ -459,14 +471,16 @@ static int member_get(struct jrender *r, struct jv obj, struct jv prop, struct j
             if (k >= 0 && k < obj.u.a->n) *out = obj.u.a->v[(size_t)k];
             return 0;
         }
-        if (prop.t == JV_STR) return kvg__jinja_builtin_attr(r, obj, prop.u.s, prop.n, out) < 0 ? r->err : 0;
+        if (prop.t == JV_STR)
+            return kvg__jinja_builtin_attr(r, obj, prop.u.s, prop.n, out) < 0 ? r->err : 0;
         return kvg__jinja_run_fail(r, KVG_ETEMPLATE,
-                       "Cannot access property with non-string/non-number: got %s",
-                       kvg__jinja_value_type_name(prop));
+                                   "Cannot access property with non-string/non-number: got %s",
+                                   kvg__jinja_value_type_name(prop));
     }
     if (prop.t != JV_STR)
-        return kvg__jinja_run_fail(r, KVG_ETEMPLATE, "Cannot access property with non-string: got %s",
-                       kvg__jinja_value_type_name(prop));
+        return kvg__jinja_run_fail(r, KVG_ETEMPLATE,
+                                   "Cannot access property with non-string: got %s",
+                                   kvg__jinja_value_type_name(prop));
     return 0; /* numbers, booleans, none, undefined, functions: no attributes */
 }
 
@@ -506,7 +520,8 @@ static int eval_call(struct jrender *r, struct jscope *env, const struct jnode *
     struct jv fn;
     if ((rc = kvg__jinja_eval(r, env, n->a, &fn))) return rc;
     if (++r->depth > JR_MAX_DEPTH)
-        return kvg__jinja_run_fail(r, KVG_EUNSUPP, "unsupported: calls nested deeper than %d", JR_MAX_DEPTH);
+        return kvg__jinja_run_fail(r, KVG_EUNSUPP, "unsupported: calls nested deeper than %d",
+                                   JR_MAX_DEPTH);
     rc = kvg__jinja_call_value(r, env, fn, a.pos->v, a.pos->n, out);
     r->depth--;
     return rc;
@@ -518,7 +533,8 @@ int kvg__jinja_eval(struct jrender *r, struct jscope *env, const struct jnode *n
 {
     int rc;
     struct jv v;
-    if (++r->steps > r->max_steps) return kvg__jinja_run_fail(r, KVG_ETOOBIG, "template step budget exhausted");
+    if (++r->steps > r->max_steps)
+        return kvg__jinja_run_fail(r, KVG_ETOOBIG, "template step budget exhausted");
     switch (n->kind) {
     case N_TEXT:
     case N_STR:
@@ -553,7 +569,7 @@ int kvg__jinja_eval(struct jrender *r, struct jscope *env, const struct jnode *n
             if ((rc = kvg__jinja_eval(r, env, n->list[2 * i], &k))) return rc;
             if (k.t != JV_STR)
                 return kvg__jinja_run_fail(r, KVG_ETEMPLATE, "Object keys must be strings: got %s",
-                               kvg__jinja_value_type_name(k));
+                                           kvg__jinja_value_type_name(k));
             if ((rc = kvg__jinja_eval(r, env, n->list[2 * i + 1], &v)) ||
                 (rc = kvg__jinja_obj_set(r, o, k.u.s, k.n, v)))
                 return rc;
@@ -570,7 +586,9 @@ int kvg__jinja_eval(struct jrender *r, struct jscope *env, const struct jnode *n
         if (n->op == OP_ADD || n->op == OP_CONCAT) return kvg__jinja_concat_chain(r, env, n, out);
         {
             struct jv a, b;
-            if ((rc = kvg__jinja_eval(r, env, n->a, &a)) || (rc = kvg__jinja_eval(r, env, n->b, &b))) return rc;
+            if ((rc = kvg__jinja_eval(r, env, n->a, &a)) ||
+                (rc = kvg__jinja_eval(r, env, n->b, &b)))
+                return rc;
             return kvg__jinja_binop(r, n->op, a, b, out);
         }
     case N_AND:
@@ -590,15 +608,16 @@ int kvg__jinja_eval(struct jrender *r, struct jscope *env, const struct jnode *n
         if (v.t == JV_BOOL) v = jv_int(v.u.b);
         if (!jv_is_num(v))
             return kvg__jinja_run_fail(r, KVG_ETEMPLATE, "Unknown operator \"%c\" for %s", n->op,
-                           kvg__jinja_value_type_name(v));
+                                       kvg__jinja_value_type_name(v));
         if (n->op == '-') v.u.d = -v.u.d;
         *out = v;
         return 0;
     case N_FILTER:
         if (++r->depth > JR_MAX_DEPTH)
-            return kvg__jinja_run_fail(r, KVG_EUNSUPP, "unsupported: expressions nested deeper than %d",
-                           JR_MAX_DEPTH);
-        if (!(rc = kvg__jinja_eval(r, env, n->a, &v))) rc = kvg__jinja_filter_apply(r, env, v, n, out);
+            return kvg__jinja_run_fail(
+                r, KVG_EUNSUPP, "unsupported: expressions nested deeper than %d", JR_MAX_DEPTH);
+        if (!(rc = kvg__jinja_eval(r, env, n->a, &v)))
+            rc = kvg__jinja_filter_apply(r, env, v, n, out);
         r->depth--;
         return rc;
     case N_TEST: {

@@ -62,8 +62,8 @@ int kvg__jinja_filter_id(const char *name, size_t len)
 
 /* ---- sorting ---- */
 
-int kvg__jinja_value_sort(struct jrender *r, struct jv *v, size_t n, jv_key_fn key, void *ctx, int case_sensitive,
-            int reverse)
+int kvg__jinja_value_sort(struct jrender *r, struct jv *v, size_t n, jv_key_fn key, void *ctx,
+                          int case_sensitive, int reverse)
 {
     if (n < 2) return 0;
     struct jv *tmp = kvg__jinja_arena_alloc(&r->arena, n * sizeof(*tmp));
@@ -251,8 +251,10 @@ static int tojson_filter(struct jrender *r, struct jv v, const struct jobj *kw, 
     struct jjson_opts o = {.undef_as_null = 1};
     const struct jv *x;
     if ((x = kwarg(kw, "indent")) && x->t != JV_NULL) {
-        if (x->t != JV_INT) return kvg__jinja_run_fail(r, KVG_ETEMPLATE, "If set, indent must be a number");
-        if (x->u.d < 0) return kvg__jinja_run_fail(r, KVG_ETEMPLATE, "Invalid count value: %g", x->u.d);
+        if (x->t != JV_INT)
+            return kvg__jinja_run_fail(r, KVG_ETEMPLATE, "If set, indent must be a number");
+        if (x->u.d < 0)
+            return kvg__jinja_run_fail(r, KVG_ETEMPLATE, "Invalid count value: %g", x->u.d);
         o.indent = x->u.d > 4096 ? 4096 : (int)x->u.d;
     }
     if ((x = kwarg(kw, "ensure_ascii"))) {
@@ -265,13 +267,15 @@ static int tojson_filter(struct jrender *r, struct jv v, const struct jobj *kw, 
             return kvg__jinja_run_fail(r, KVG_ETEMPLATE, "If set, sort_keys must be a boolean");
         if (x->u.b)
             return kvg__jinja_run_fail(r, KVG_EUNSUPP,
-                           "unsupported: tojson(sort_keys=true) (locale collation)");
+                                       "unsupported: tojson(sort_keys=true) (locale collation)");
     }
     if ((x = kwarg(kw, "separators")) && x->t != JV_NULL) {
         if (!jv_is_arr(*x))
-            return kvg__jinja_run_fail(r, KVG_ETEMPLATE, "If set, separators must be a tuple of two strings");
+            return kvg__jinja_run_fail(r, KVG_ETEMPLATE,
+                                       "If set, separators must be a tuple of two strings");
         if (x->u.a->n != 2 || x->u.a->v[0].t != JV_STR || x->u.a->v[1].t != JV_STR)
-            return kvg__jinja_run_fail(r, KVG_ETEMPLATE, "separators must be a tuple of two strings");
+            return kvg__jinja_run_fail(r, KVG_ETEMPLATE,
+                                       "separators must be a tuple of two strings");
         o.item_sep = x->u.a->v[0].u.s;
         o.item_len = x->u.a->v[0].n;
         o.key_sep = x->u.a->v[1].u.s;
@@ -313,21 +317,26 @@ static int select_attr(struct jrender *r, struct jscope *env, const struct jarr 
     for (uint32_t i = 0; i < a->n; i++) {
         struct jv x = a->v[i];
         if (!jv_is_obj(x) && x.t != JV_NS && x.t != JV_LOOP)
-            return kvg__jinja_run_fail(r, KVG_ETEMPLATE, "`%s` can only be applied to array of objects", fname);
+            return kvg__jinja_run_fail(r, KVG_ETEMPLATE,
+                                       "`%s` can only be applied to array of objects", fname);
     }
     struct jv args[3];
     size_t n = f->nbody;
     for (size_t i = 0; i < n; i++)
         if (f->list[i]->kind != N_STR)
-            return kvg__jinja_run_fail(r, KVG_ETEMPLATE, "arguments of `%s` must be strings", fname);
+            return kvg__jinja_run_fail(r, KVG_ETEMPLATE, "arguments of `%s` must be strings",
+                                       fname);
     for (size_t i = 0; i < n && i < 3; i++)
         if ((rc = kvg__jinja_eval(r, env, f->list[i], &args[i]))) return rc;
     if (!n) /* attr.value of undefined */
-        return kvg__jinja_run_fail(r, KVG_ETEMPLATE, "Cannot read properties of undefined (reading 'value')");
+        return kvg__jinja_run_fail(r, KVG_ETEMPLATE,
+                                   "Cannot read properties of undefined (reading 'value')");
     int tid =
-        n > 1 ? (f->sym != UINT32_MAX ? (int)f->sym : kvg__jinja_test_id(args[1].u.s, args[1].n)) : -1;
+        n > 1 ? (f->sym != UINT32_MAX ? (int)f->sym : kvg__jinja_test_id(args[1].u.s, args[1].n))
+              : -1;
     if (n > 1 && tid == JTEST_UNKNOWN)
-        return kvg__jinja_run_fail(r, KVG_ETEMPLATE, "Unknown test: %.*s", (int)args[1].n, args[1].u.s);
+        return kvg__jinja_run_fail(r, KVG_ETEMPLATE, "Unknown test: %.*s", (int)args[1].n,
+                                   args[1].u.s);
     struct jarr *res = kvg__jinja_arr_new(r, a->n);
     if (!res) return r->err;
     for (uint32_t i = 0; i < a->n; i++) {
@@ -338,8 +347,8 @@ static int select_attr(struct jrender *r, struct jscope *env, const struct jarr 
         if (v) {
             if (tid < 0)
                 ok = kvg__jinja_value_truthy(*v);
-            else if ((rc = kvg__jinja_test_apply(r, tid, args[1].u.s, args[1].n, *v, n > 2 ? &args[2] : NULL,
-                                       &ok)))
+            else if ((rc = kvg__jinja_test_apply(r, tid, args[1].u.s, args[1].n, *v,
+                                                 n > 2 ? &args[2] : NULL, &ok)))
                 return rc;
         }
         if (ok == select) res->v[res->n++] = a->v[i];
@@ -374,7 +383,9 @@ static int filter_plain(struct jrender *r, struct jv v, int id, const char *name
             return 0;
         case F_FIRST:
         case F_LAST:
-            if (!a->n) return kvg__jinja_run_fail(r, KVG_EUNSUPP, "unsupported: %s of an empty list", name);
+            if (!a->n)
+                return kvg__jinja_run_fail(r, KVG_EUNSUPP, "unsupported: %s of an empty list",
+                                           name);
             *out = a->v[id == F_FIRST ? 0 : a->n - 1];
             return 0;
         case F_LENGTH:
@@ -405,7 +416,8 @@ static int filter_plain(struct jrender *r, struct jv v, int id, const char *name
         case F_UNIQUE:
             return unique(r, a, out);
         }
-        return kvg__jinja_run_fail(r, KVG_ETEMPLATE, "Unknown ArrayValue filter: %.*s", (int)nl, name);
+        return kvg__jinja_run_fail(r, KVG_ETEMPLATE, "Unknown ArrayValue filter: %.*s", (int)nl,
+                                   name);
     }
     if (v.t == JV_STR) {
         switch (id) {
@@ -439,7 +451,8 @@ static int filter_plain(struct jrender *r, struct jv v, int id, const char *name
             return 0;
         }
         }
-        return kvg__jinja_run_fail(r, KVG_ETEMPLATE, "Unknown StringValue filter: %.*s", (int)nl, name);
+        return kvg__jinja_run_fail(r, KVG_ETEMPLATE, "Unknown StringValue filter: %.*s", (int)nl,
+                                   name);
     }
     if (jv_is_num(v)) {
         switch (id) {
@@ -456,7 +469,8 @@ static int filter_plain(struct jrender *r, struct jv v, int id, const char *name
         case F_STRING:
             return kvg__jinja_value_to_string(r, v, 0, out);
         }
-        return kvg__jinja_run_fail(r, KVG_ETEMPLATE, "Unknown NumericValue filter: %.*s", (int)nl, name);
+        return kvg__jinja_run_fail(r, KVG_ETEMPLATE, "Unknown NumericValue filter: %.*s", (int)nl,
+                                   name);
     }
     if (jv_is_obj(v)) {
         switch (id) {
@@ -469,7 +483,8 @@ static int filter_plain(struct jrender *r, struct jv v, int id, const char *name
         struct jv m;
         if ((rc = kvg__jinja_builtin_attr(r, v, name, nl, &m)) < 0) return rc;
         if (rc) return kvg__jinja_method_call(r, m.u.f->method, v, NULL, 0, out);
-        return kvg__jinja_run_fail(r, KVG_ETEMPLATE, "Unknown ObjectValue filter: %.*s", (int)nl, name);
+        return kvg__jinja_run_fail(r, KVG_ETEMPLATE, "Unknown ObjectValue filter: %.*s", (int)nl,
+                                   name);
     }
     if (v.t == JV_BOOL) {
         switch (id) {
@@ -486,10 +501,11 @@ static int filter_plain(struct jrender *r, struct jv v, int id, const char *name
             *out = v.u.b ? jv_str("true", 4) : jv_str("false", 5);
             return 0;
         }
-        return kvg__jinja_run_fail(r, KVG_ETEMPLATE, "Unknown BooleanValue filter: %.*s", (int)nl, name);
+        return kvg__jinja_run_fail(r, KVG_ETEMPLATE, "Unknown BooleanValue filter: %.*s", (int)nl,
+                                   name);
     }
-    return kvg__jinja_run_fail(r, KVG_ETEMPLATE, "Cannot apply filter \"%.*s\" to type: %s", (int)nl, name,
-                   kvg__jinja_value_type_name(v));
+    return kvg__jinja_run_fail(r, KVG_ETEMPLATE, "Cannot apply filter \"%.*s\" to type: %s",
+                               (int)nl, name, kvg__jinja_value_type_name(v));
 }
 
 /* ---- the call form: x|name(args) ---- */
@@ -529,10 +545,11 @@ static int filter_call(struct jrender *r, struct jscope *env, struct jv v, const
             items = v.u.a;
         } else {
             return kvg__jinja_run_fail(r, KVG_ETEMPLATE, "Cannot apply filter \"join\" to type: %s",
-                           kvg__jinja_value_type_name(v));
+                                       kvg__jinja_value_type_name(v));
         }
         struct jv sep = n > 0 ? a[0] : (x = kwarg(kw, "separator")) ? *x : jv_str("", 0);
-        if (sep.t != JV_STR) return kvg__jinja_run_fail(r, KVG_ETEMPLATE, "separator must be a string");
+        if (sep.t != JV_STR)
+            return kvg__jinja_run_fail(r, KVG_ETEMPLATE, "separator must be a string");
         return join_values(r, items, sep, out);
     }
     if (id == F_INT || id == F_FLOAT) {
@@ -548,8 +565,8 @@ static int filter_call(struct jrender *r, struct jscope *env, struct jv v, const
         } else if (v.t == JV_BOOL) {
             *out = id == F_INT ? jv_int(v.u.b) : jv_float(v.u.b);
         } else {
-            return kvg__jinja_run_fail(r, KVG_ETEMPLATE, "Cannot apply filter \"%.*s\" to type: %s", (int)nl,
-                           name, kvg__jinja_value_type_name(v));
+            return kvg__jinja_run_fail(r, KVG_ETEMPLATE, "Cannot apply filter \"%.*s\" to type: %s",
+                                       (int)nl, name, kvg__jinja_value_type_name(v));
         }
         return 0;
     }
@@ -558,11 +575,13 @@ static int filter_call(struct jrender *r, struct jscope *env, struct jv v, const
             struct jv rev = n > 0 ? a[0] : (x = kwarg(kw, "reverse")) ? *x : jv_bool(0);
             struct jv cs = n > 1 ? a[1] : (x = kwarg(kw, "case_sensitive")) ? *x : jv_bool(0);
             struct jv at = n > 2 ? a[2] : (x = kwarg(kw, "attribute")) ? *x : jv_null();
-            if (rev.t != JV_BOOL) return kvg__jinja_run_fail(r, KVG_ETEMPLATE, "reverse must be a boolean");
+            if (rev.t != JV_BOOL)
+                return kvg__jinja_run_fail(r, KVG_ETEMPLATE, "reverse must be a boolean");
             if (cs.t != JV_BOOL)
                 return kvg__jinja_run_fail(r, KVG_ETEMPLATE, "case_sensitive must be a boolean");
             if (at.t != JV_STR && at.t != JV_INT && at.t != JV_NULL)
-                return kvg__jinja_run_fail(r, KVG_ETEMPLATE, "attribute must be a string, integer, or null");
+                return kvg__jinja_run_fail(r, KVG_ETEMPLATE,
+                                           "attribute must be a string, integer, or null");
             struct jarr *res = kvg__jinja_arr_new(r, v.u.a->n);
             if (!res) return r->err;
             if (v.u.a->n) memcpy(res->v, v.u.a->v, v.u.a->n * sizeof(struct jv));
@@ -575,20 +594,22 @@ static int filter_call(struct jrender *r, struct jscope *env, struct jv v, const
                 sa.len = kvg__jinja_str_num(at.u.d, num);
                 sa.path = kvg__jinja_arena_strdup(&r->arena, num, sa.len);
                 if (!sa.path)
-                    return kvg__jinja_run_fail(r, KVG_ETOOBIG, "template render memory limit reached");
+                    return kvg__jinja_run_fail(r, KVG_ETOOBIG,
+                                               "template render memory limit reached");
             } else if (at.t == JV_STR) {
                 sa.path = at.u.s;
                 sa.len = at.n;
             }
-            return kvg__jinja_value_sort(r, res->v, res->n, at.t == JV_NULL ? NULL : sort_key, &sa, cs.u.b,
-                           rev.u.b);
+            return kvg__jinja_value_sort(r, res->v, res->n, at.t == JV_NULL ? NULL : sort_key, &sa,
+                                         cs.u.b, rev.u.b);
         }
         if (id == F_MAP) {
             if (!(x = kwarg(kw, "attribute")))
                 return kvg__jinja_run_fail(r, KVG_ETEMPLATE,
-                               "`map` expressions without `attribute` set are "
-                               "not currently supported.");
-            if (x->t != JV_STR) return kvg__jinja_run_fail(r, KVG_ETEMPLATE, "attribute must be a string");
+                                           "`map` expressions without `attribute` set are "
+                                           "not currently supported.");
+            if (x->t != JV_STR)
+                return kvg__jinja_run_fail(r, KVG_ETEMPLATE, "attribute must be a string");
             struct jv attr = *x;
             const struct jv *dflt = kwarg(kw, "default");
             struct jarr *res = kvg__jinja_arr_new(r, v.u.a->n);
@@ -605,25 +626,29 @@ static int filter_call(struct jrender *r, struct jscope *env, struct jv v, const
             out->u.a = res;
             return 0;
         }
-        return kvg__jinja_run_fail(r, KVG_ETEMPLATE, "Unknown ArrayValue filter: %.*s", (int)nl, name);
+        return kvg__jinja_run_fail(r, KVG_ETEMPLATE, "Unknown ArrayValue filter: %.*s", (int)nl,
+                                   name);
     }
     if (v.t == JV_STR) {
         if (id == F_INDENT) {
             struct jv w = n > 0 ? a[0] : (x = kwarg(kw, "width")) ? *x : jv_int(4);
             struct jv first = n > 1 ? a[1] : (x = kwarg(kw, "first")) ? *x : jv_bool(0);
             struct jv blank = n > 2 ? a[2] : (x = kwarg(kw, "blank")) ? *x : jv_bool(0);
-            if (w.t != JV_INT) return kvg__jinja_run_fail(r, KVG_ETEMPLATE, "width must be a number");
+            if (w.t != JV_INT)
+                return kvg__jinja_run_fail(r, KVG_ETEMPLATE, "width must be a number");
             return indent_str(r, v, w.u.d, raw_truthy(first), raw_truthy(blank), out);
         }
         if (id == F_REPLACE) {
             struct jv *args = kvg__jinja_arena_alloc(&r->arena, (n + 1) * sizeof(*args));
-            if (!args) return kvg__jinja_run_fail(r, KVG_ETOOBIG, "template render memory limit reached");
+            if (!args)
+                return kvg__jinja_run_fail(r, KVG_ETOOBIG, "template render memory limit reached");
             if (n) memcpy(args, a, n * sizeof(*args));
             args[n].t = JV_KWARGS;
             args[n].u.o = kw;
             return kvg__jinja_method_call(r, JM_REPLACE, v, args, n + 1, out);
         }
-        return kvg__jinja_run_fail(r, KVG_ETEMPLATE, "Unknown StringValue filter: %.*s", (int)nl, name);
+        return kvg__jinja_run_fail(r, KVG_ETEMPLATE, "Unknown StringValue filter: %.*s", (int)nl,
+                                   name);
     }
     if (jv_is_obj(v)) {
         struct jv m;
@@ -636,16 +661,18 @@ static int filter_call(struct jrender *r, struct jscope *env, struct jv v, const
             }
             return kvg__jinja_method_call(r, m.u.f->method, v, pos->v, pos->n, out);
         }
-        return kvg__jinja_run_fail(r, KVG_ETEMPLATE, "Unknown ObjectValue filter: %.*s", (int)nl, name);
+        return kvg__jinja_run_fail(r, KVG_ETEMPLATE, "Unknown ObjectValue filter: %.*s", (int)nl,
+                                   name);
     }
-    return kvg__jinja_run_fail(r, KVG_ETEMPLATE, "Cannot apply filter \"%.*s\" to type: %s", (int)nl, name,
-                   kvg__jinja_value_type_name(v));
+    return kvg__jinja_run_fail(r, KVG_ETEMPLATE, "Cannot apply filter \"%.*s\" to type: %s",
+                               (int)nl, name, kvg__jinja_value_type_name(v));
 }
 
-int kvg__jinja_filter_apply(struct jrender *r, struct jscope *env, struct jv v, const struct jnode *f,
-                  struct jv *out)
+int kvg__jinja_filter_apply(struct jrender *r, struct jscope *env, struct jv v,
+                            const struct jnode *f, struct jv *out)
 {
-    if (f->b) return kvg__jinja_run_fail(r, KVG_ETEMPLATE, "Unknown filter: not a name or a call of one");
+    if (f->b)
+        return kvg__jinja_run_fail(r, KVG_ETEMPLATE, "Unknown filter: not a name or a call of one");
     if (f->flags & FL_CALL) return filter_call(r, env, v, f, out);
     if (f->op == F_SAFE) {
         *out = v;

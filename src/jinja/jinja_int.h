@@ -210,7 +210,7 @@ struct jtoks {
  * into tokens. Token text points into `a`. 0, KVG_ETEMPLATE (syntax, message
  * in err) or -ENOMEM. */
 int kvg__jinja_lex(const char *src, size_t len, struct jarena *a, struct jtoks *out, char *err,
-              size_t errlen);
+                   size_t errlen);
 
 /* ---- AST ---------------------------------------------------------------- */
 
@@ -356,7 +356,8 @@ struct jrender {
     char msg[512];
 };
 
-int kvg__jinja_run_init(struct jrender *r, const struct kvg_jinja *t, const struct kvg_jinja_limits *lim);
+int kvg__jinja_run_init(struct jrender *r, const struct kvg_jinja *t,
+                        const struct kvg_jinja_limits *lim);
 void kvg__jinja_run_free(struct jrender *r);
 /* Declares a context variable; names the template never uses are skipped.
  * Fails (KVG_ETEMPLATE) on a name the globals already hold, as the
@@ -405,7 +406,8 @@ const char *kvg__jinja_value_type_name(struct jv v);
 int kvg__jinja_value_print(struct jrender *r, struct kvg_buf *b, struct jv v);
 /* Appends JS String(v.value): what `~` and string `+` use. */
 int kvg__jinja_value_print_raw(struct jrender *r, struct kvg_buf *b, struct jv v);
-/* Makes the kvg__jinja_value_print / kvg__jinja_value_print_raw text a string value in the arena. */
+/* Makes the kvg__jinja_value_print / kvg__jinja_value_print_raw text a string value in the arena.
+ */
 int kvg__jinja_value_to_string(struct jrender *r, struct jv v, int raw, struct jv *out);
 
 struct jjson_opts {
@@ -415,8 +417,8 @@ struct jjson_opts {
     size_t item_len, key_len;
     int undef_as_null;
 };
-int kvg__jinja_value_tojson(struct jrender *r, struct kvg_buf *b, struct jv v, const struct jjson_opts *o,
-              int depth);
+int kvg__jinja_value_tojson(struct jrender *r, struct kvg_buf *b, struct jv v,
+                            const struct jjson_opts *o, int depth);
 
 /* JS Number.prototype.toString(); buf needs 32 bytes. */
 size_t kvg__jinja_str_num(double d, char *buf);
@@ -440,7 +442,7 @@ int kvg__jinja_eval(struct jrender *r, struct jscope *env, const struct jnode *n
 int kvg__jinja_scope_set(struct jrender *r, struct jscope *env, uint32_t sym, struct jv v);
 /* Renders a block into a fresh string value (set blocks, macros, filters). */
 int kvg__jinja_block_string(struct jrender *r, struct jscope *env, struct jnode **body, uint32_t n,
-                  struct jv *res);
+                            struct jv *res);
 struct jargs {
     struct jarr *pos;
     struct jobj *kw; /* NULL when there are none */
@@ -448,22 +450,23 @@ struct jargs {
 /* A call's arguments: every positional (spreads expanded) first, then the
  * keywords, as the reference evaluates them. */
 int kvg__jinja_eval_args(struct jrender *r, struct jscope *env, struct jnode **list, uint32_t n,
-               struct jargs *a);
+                         struct jargs *a);
 /* a op b on evaluated operands (not and/or, which short-circuit). */
 int kvg__jinja_binop(struct jrender *r, int op, struct jv a, struct jv b, struct jv *out);
 /* A + / ~ chain as a value, building a concatenated string in one copy. */
-int kvg__jinja_concat_chain(struct jrender *r, struct jscope *env, const struct jnode *n, struct jv *out);
+int kvg__jinja_concat_chain(struct jrender *r, struct jscope *env, const struct jnode *n,
+                            struct jv *out);
 /* A + / ~ chain printed: *done is 1 when its string went straight to out,
  * else 0 and *acc holds the (non-string) value to print. */
-int kvg__jinja_print_chain(struct jrender *r, struct jscope *env, const struct jnode *n, struct kvg_buf *out,
-                 struct jv *acc, int *done);
-int kvg__jinja_call_value(struct jrender *r, struct jscope *env, struct jv fn, struct jv *args, size_t nargs,
-                struct jv *out);
+int kvg__jinja_print_chain(struct jrender *r, struct jscope *env, const struct jnode *n,
+                           struct kvg_buf *out, struct jv *acc, int *done);
+int kvg__jinja_call_value(struct jrender *r, struct jscope *env, struct jv fn, struct jv *args,
+                          size_t nargs, struct jv *out);
 
-int kvg__jinja_filter_apply(struct jrender *r, struct jscope *env, struct jv operand, const struct jnode *f,
-                  struct jv *out);
+int kvg__jinja_filter_apply(struct jrender *r, struct jscope *env, struct jv operand,
+                            const struct jnode *f, struct jv *out);
 int kvg__jinja_test_apply(struct jrender *r, int id, const char *name, size_t nlen, struct jv v,
-                struct jv *extra, int *res);
+                          struct jv *extra, int *res);
 
 enum jmethod {
     JM_NONE,
@@ -488,22 +491,21 @@ enum jmethod {
 };
 /* The builtin attribute `name` of a string, array or object (JS .builtins):
  * methods become bound functions, `length` an integer. 0 when absent. */
-int kvg__jinja_builtin_attr(struct jrender *r, struct jv self, const char *name, size_t nlen, struct jv *out);
-int kvg__jinja_method_call(struct jrender *r, int method, struct jv self, struct jv *args, size_t nargs,
-                 struct jv *out);
+int kvg__jinja_builtin_attr(struct jrender *r, struct jv self, const char *name, size_t nlen,
+                            struct jv *out);
+int kvg__jinja_method_call(struct jrender *r, int method, struct jv self, struct jv *args,
+                           size_t nargs, struct jv *out);
 
 /* The reference's compareRuntimeValues (-1, 0, 1 in *res). */
-int kvg__jinja_value_compare(struct jrender *r, struct jv a, struct jv b, int case_sensitive, int *res);
+int kvg__jinja_value_compare(struct jrender *r, struct jv a, struct jv b, int case_sensitive,
+                             int *res);
 /* Stable sort (as V8's TimSort) of v by key(v[i]) with kvg__jinja_value_compare. */
 typedef int (*jv_key_fn)(struct jrender *r, struct jv v, void *ctx, struct jv *out);
-int kvg__jinja_value_sort(struct jrender *r, struct jv *v, size_t n, jv_key_fn key, void *ctx, int case_sensitive,
-            int reverse);
-int js_replace(struct jrender *r, struct jv self, struct jv old, struct jv nw, struct jv count,
-               struct jv *out);
+int kvg__jinja_value_sort(struct jrender *r, struct jv *v, size_t n, jv_key_fn key, void *ctx,
+                          int case_sensitive, int reverse);
 
 /* String operations shared by filters and methods. */
-int js_str_upper_lower(struct jrender *r, struct jv s, int upper, struct jv *out);
-int kvg__jinja_str_slice(struct jrender *r, struct jv obj, struct jv start, struct jv stop, struct jv step,
-             struct jv *out);
+int kvg__jinja_str_slice(struct jrender *r, struct jv obj, struct jv start, struct jv stop,
+                         struct jv step, struct jv *out);
 
 #endif

@@ -108,7 +108,8 @@ static int pass_generation(struct kvg_buf *o, const char *s, size_t n)
             continue;
         }
         size_t before = qi, w;
-        while (before > pos && (w = kvg__jinja_str_ws_len_before(s + pos, s + before)) > 0) before -= w;
+        while (before > pos && (w = kvg__jinja_str_ws_len_before(s + pos, s + before)) > 0)
+            before -= w;
         size_t after = skip_ws(s, n, end);
         if (kvg_buf_append(o, s + copied, before - copied)) return -ENOMEM;
         if (!ls && kvg_buf_append(o, s + before, qi - before)) return -ENOMEM;
@@ -396,7 +397,7 @@ static int tokenize(const char *s, size_t n, struct jarena *a, struct jtoks *out
 }
 
 int kvg__jinja_lex(const char *src, size_t len, struct jarena *a, struct jtoks *out, char *err,
-              size_t errlen)
+                   size_t errlen)
 {
     struct kvg_buf b1, b2;
     int rc;

@@ -38,13 +38,14 @@ static int case_check(struct jrender *r, const char *s, size_t n)
         size_t l;
         uint32_t c = cp_at(s + i, n - i, &l);
         if (c >= 0x80 && !caseless(c))
-            return kvg__jinja_run_fail(r, KVG_EUNSUPP, "unsupported: Unicode case mapping of U+%04X", c);
+            return kvg__jinja_run_fail(r, KVG_EUNSUPP,
+                                       "unsupported: Unicode case mapping of U+%04X", c);
         i += l;
     }
     return 0;
 }
 
-int js_str_upper_lower(struct jrender *r, struct jv s, int upper, struct jv *out)
+static int js_str_upper_lower(struct jrender *r, struct jv s, int upper, struct jv *out)
 {
     int rc = case_check(r, s.u.s, s.n);
     if (rc) return rc;
@@ -82,7 +83,8 @@ static int js_str_cmp(const char *a, size_t an, const char *b, size_t bn)
 }
 
 /* The reference's compareRuntimeValues. */
-int kvg__jinja_value_compare(struct jrender *r, struct jv a, struct jv b, int case_sensitive, int *res)
+int kvg__jinja_value_compare(struct jrender *r, struct jv a, struct jv b, int case_sensitive,
+                             int *res)
 {
     a = jv_norm(r, a);
     b = jv_norm(r, b);
@@ -92,8 +94,8 @@ int kvg__jinja_value_compare(struct jrender *r, struct jv a, struct jv b, int ca
             *res = 0;
             return 0;
         }
-        return kvg__jinja_run_fail(r, KVG_ETEMPLATE, "Cannot compare %s with %s", kvg__jinja_value_type_name(a),
-                       kvg__jinja_value_type_name(b));
+        return kvg__jinja_run_fail(r, KVG_ETEMPLATE, "Cannot compare %s with %s",
+                                   kvg__jinja_value_type_name(a), kvg__jinja_value_type_name(b));
     }
     int an = jv_is_num(a) || a.t == JV_BOOL, bn = jv_is_num(b) || b.t == JV_BOOL;
     if (an && bn) {
@@ -103,8 +105,10 @@ int kvg__jinja_value_compare(struct jrender *r, struct jv a, struct jv b, int ca
     }
     if (a.t != b.t)
         return kvg__jinja_run_fail(r, KVG_ETEMPLATE, "Cannot compare different types: %s and %s",
-                       kvg__jinja_value_type_name(a), kvg__jinja_value_type_name(b));
-    if (a.t != JV_STR) return kvg__jinja_run_fail(r, KVG_ETEMPLATE, "Cannot compare type: %s", kvg__jinja_value_type_name(a));
+                                   kvg__jinja_value_type_name(a), kvg__jinja_value_type_name(b));
+    if (a.t != JV_STR)
+        return kvg__jinja_run_fail(r, KVG_ETEMPLATE, "Cannot compare type: %s",
+                                   kvg__jinja_value_type_name(a));
     int rc;
     if (!case_sensitive &&
         ((rc = js_str_upper_lower(r, a, 0, &a)) || (rc = js_str_upper_lower(r, b, 0, &b))))
@@ -115,20 +119,22 @@ int kvg__jinja_value_compare(struct jrender *r, struct jv a, struct jv b, int ca
 
 /* ---- slicing ---- */
 
-int kvg__jinja_str_slice(struct jrender *r, struct jv obj, struct jv start, struct jv stop, struct jv step,
-             struct jv *out)
+int kvg__jinja_str_slice(struct jrender *r, struct jv obj, struct jv start, struct jv stop,
+                         struct jv step, struct jv *out)
 {
     if (!jv_is_arr(obj) && obj.t != JV_STR)
         return kvg__jinja_run_fail(r, KVG_ETEMPLATE, "Slice object must be an array or string");
     if ((start.t != JV_INT && start.t != JV_UNDEF) || (stop.t != JV_INT && stop.t != JV_UNDEF) ||
         (step.t != JV_INT && step.t != JV_UNDEF))
-        return kvg__jinja_run_fail(r, KVG_ETEMPLATE, "Slice start, stop and step must be numeric or undefined");
+        return kvg__jinja_run_fail(r, KVG_ETEMPLATE,
+                                   "Slice start, stop and step must be numeric or undefined");
     /* code point offsets of a string, so both cases index an array */
     size_t len;
     uint32_t *off = NULL;
     if (obj.t == JV_STR) {
         off = kvg__jinja_arena_alloc(&r->arena, (obj.n + 1) * sizeof(*off));
-        if (!off) return kvg__jinja_run_fail(r, KVG_ETOOBIG, "template render memory limit reached");
+        if (!off)
+            return kvg__jinja_run_fail(r, KVG_ETOOBIG, "template render memory limit reached");
         len = 0;
         for (size_t i = 0; i < obj.n; i += kvg_utf8_decode_fast(obj.u.s + i, obj.n - i, NULL))
             off[len++] = (uint32_t)i;
@@ -210,7 +216,7 @@ int kvg__jinja_test_id(const char *name, size_t len)
 }
 
 int kvg__jinja_test_apply(struct jrender *r, int id, const char *name, size_t nlen, struct jv v,
-                struct jv *extra, int *res)
+                          struct jv *extra, int *res)
 {
     int rc;
     v = jv_norm(r, v);
@@ -225,7 +231,8 @@ int kvg__jinja_test_apply(struct jrender *r, int id, const char *name, size_t nl
     case T_ODD:
     case T_EVEN:
         if (v.t != JV_INT)
-            return kvg__jinja_run_fail(r, KVG_ETEMPLATE, "cannot %s on %s", g_tests[id], kvg__jinja_value_type_name(v));
+            return kvg__jinja_run_fail(r, KVG_ETEMPLATE, "cannot %s on %s", g_tests[id],
+                                       kvg__jinja_value_type_name(v));
         *res = (fmod(v.u.d, 2) != 0) == (id == T_ODD);
         return 0;
     case T_FALSE:
@@ -270,7 +277,8 @@ int kvg__jinja_test_apply(struct jrender *r, int id, const char *name, size_t nl
         return 0;
     case T_EQUALTO:
     case T_EQ:
-        if (!extra) return kvg__jinja_run_fail(r, KVG_ETEMPLATE, "Cannot read properties of undefined");
+        if (!extra)
+            return kvg__jinja_run_fail(r, KVG_ETEMPLATE, "Cannot read properties of undefined");
         *res = kvg__jinja_value_strict_eq(v, jv_norm(r, *extra));
         return 0;
     default:
@@ -297,11 +305,13 @@ static const struct {
                      M("values", JM_VALUES), M("dictsort", JM_DICTSORT)};
 #undef M
 
-int kvg__jinja_builtin_attr(struct jrender *r, struct jv self, const char *name, size_t nlen, struct jv *out)
+int kvg__jinja_builtin_attr(struct jrender *r, struct jv self, const char *name, size_t nlen,
+                            struct jv *out)
 {
     int method = JM_NONE;
     if ((self.t == JV_STR || jv_is_arr(self)) && nlen == 6 && !memcmp(name, "length", 6)) {
-        *out = jv_int(self.t == JV_STR ? (double)kvg__jinja_str_utf16_len(self.u.s, self.n) : self.u.a->n);
+        *out = jv_int(self.t == JV_STR ? (double)kvg__jinja_str_utf16_len(self.u.s, self.n)
+                                       : self.u.a->n);
         return 1;
     }
     if (self.t == JV_STR) {
@@ -334,16 +344,18 @@ static int affix(struct jrender *r, struct jv self, struct jv *args, size_t n, i
                  struct jv *out)
 {
     const char *what = end ? "endswith" : "startswith";
-    if (!n) return kvg__jinja_run_fail(r, KVG_ETEMPLATE, "%s() requires at least one argument", what);
+    if (!n)
+        return kvg__jinja_run_fail(r, KVG_ETEMPLATE, "%s() requires at least one argument", what);
     struct jv p = args[0];
     size_t cnt = p.t == JV_STR ? 1 : jv_is_arr(p) ? p.u.a->n : 0;
     if (p.t != JV_STR && !jv_is_arr(p))
-        return kvg__jinja_run_fail(r, KVG_ETEMPLATE, "%s() argument must be a string or tuple of strings",
-                       what);
+        return kvg__jinja_run_fail(r, KVG_ETEMPLATE,
+                                   "%s() argument must be a string or tuple of strings", what);
     for (size_t i = 0; i < cnt; i++) {
         struct jv s = p.t == JV_STR ? p : p.u.a->v[i];
         if (s.t != JV_STR)
-            return kvg__jinja_run_fail(r, KVG_ETEMPLATE, "%s() tuple elements must be strings", what);
+            return kvg__jinja_run_fail(r, KVG_ETEMPLATE, "%s() tuple elements must be strings",
+                                       what);
         if (s.n <= self.n && !memcmp(end ? self.u.s + self.n - s.n : self.u.s, s.u.s, s.n)) {
             *out = jv_bool(1);
             return 0;
@@ -363,7 +375,8 @@ static int str_split(struct jrender *r, struct jv self, struct jv *args, size_t 
     struct jv sep = n > 0 ? args[0] : jv_null(), mx = n > 1 ? args[1] : jv_int(-1);
     if (sep.t != JV_STR && sep.t != JV_NULL)
         return kvg__jinja_run_fail(r, KVG_ETEMPLATE, "sep argument must be a string or null");
-    if (mx.t != JV_INT) return kvg__jinja_run_fail(r, KVG_ETEMPLATE, "maxsplit argument must be a number");
+    if (mx.t != JV_INT)
+        return kvg__jinja_run_fail(r, KVG_ETEMPLATE, "maxsplit argument must be a number");
     double maxsplit = mx.u.d;
     struct jarr *res = kvg__jinja_arr_new(r, 4);
     int rc;
@@ -375,7 +388,8 @@ static int str_split(struct jrender *r, struct jv self, struct jv *args, size_t 
         while (s < e) {
             const char *w = s;
             size_t k;
-            while (w < e && !kvg__jinja_str_ws_len(w, e)) w += kvg_utf8_decode_fast(w, (size_t)(e - w), NULL);
+            while (w < e && !kvg__jinja_str_ws_len(w, e))
+                w += kvg_utf8_decode_fast(w, (size_t)(e - w), NULL);
             if (maxsplit != -1 && res->n >= maxsplit) { /* the rest, trailing blanks too */
                 if ((rc = push_str(r, res, s, (size_t)(e - s)))) return rc;
                 break;
@@ -408,8 +422,8 @@ static int str_split(struct jrender *r, struct jv self, struct jv *args, size_t 
     return 0;
 }
 
-int js_replace(struct jrender *r, struct jv self, struct jv old, struct jv nw, struct jv count,
-               struct jv *out)
+static int js_replace(struct jrender *r, struct jv self, struct jv old, struct jv nw,
+                      struct jv count, struct jv *out)
 {
     if (count.t == JV_INT && count.u.d == 0) {
         *out = self;
@@ -481,7 +495,7 @@ static int pair_key(struct jrender *r, struct jv v, void *ctx, struct jv *out)
 }
 
 int kvg__jinja_method_call(struct jrender *r, int method, struct jv self, struct jv *args, size_t n,
-                 struct jv *out)
+                           struct jv *out)
 {
     int rc;
     const char *s = self.u.s;
@@ -509,7 +523,8 @@ int kvg__jinja_method_call(struct jrender *r, int method, struct jv self, struct
             size_t cl;
             uint32_t c = cp_at(s, l, &cl);
             if (c >= 0x80 && c < 0x10000 && !caseless(c))
-                return kvg__jinja_run_fail(r, KVG_EUNSUPP, "unsupported: Unicode case mapping of U+%04X", c);
+                return kvg__jinja_run_fail(r, KVG_EUNSUPP,
+                                           "unsupported: Unicode case mapping of U+%04X", c);
             if (c >= 'a' && c <= 'z') d[0] = (char)(d[0] - 32);
         }
         *out = jv_str(d, l);
@@ -521,7 +536,9 @@ int kvg__jinja_method_call(struct jrender *r, int method, struct jv self, struct
     case JM_SPLIT:
         return str_split(r, self, args, n, out);
     case JM_REPLACE: {
-        if (n < 2) return kvg__jinja_run_fail(r, KVG_ETEMPLATE, "replace() requires at least two arguments");
+        if (n < 2)
+            return kvg__jinja_run_fail(r, KVG_ETEMPLATE,
+                                       "replace() requires at least two arguments");
         if (args[0].t != JV_STR || args[1].t != JV_STR)
             return kvg__jinja_run_fail(r, KVG_ETEMPLATE, "replace() arguments must be strings");
         struct jv count = jv_null();
@@ -534,13 +551,14 @@ int kvg__jinja_method_call(struct jrender *r, int method, struct jv self, struct
             }
         }
         if (count.t != JV_INT && count.t != JV_NULL)
-            return kvg__jinja_run_fail(r, KVG_ETEMPLATE, "replace() count argument must be a number or null");
+            return kvg__jinja_run_fail(r, KVG_ETEMPLATE,
+                                       "replace() count argument must be a number or null");
         return js_replace(r, self, args[0], args[1], count, out);
     }
     case JM_GET: {
         if (!n || args[0].t != JV_STR)
             return kvg__jinja_run_fail(r, KVG_ETEMPLATE, "Object key must be a string: got %s",
-                           n ? kvg__jinja_value_type_name(args[0]) : "undefined");
+                                       n ? kvg__jinja_value_type_name(args[0]) : "undefined");
         const struct jv *v = kvg__jinja_obj_get(self.u.o, args[0].u.s, args[0].n);
         *out = v ? *v : n > 1 ? args[1] : jv_null();
         return 0;
@@ -560,22 +578,25 @@ int kvg__jinja_method_call(struct jrender *r, int method, struct jv self, struct
                 pos[np++] = args[i];
         }
         const struct jv *k;
-        struct jv cs = np > 0                                             ? pos[0]
+        struct jv cs = np > 0                                                       ? pos[0]
                        : (kw && (k = kvg__jinja_obj_get(kw, "case_sensitive", 14))) ? *k
-                                                                          : jv_bool(0);
-        struct jv by = np > 1                                ? pos[1]
+                                                                                    : jv_bool(0);
+        struct jv by = np > 1                                          ? pos[1]
                        : (kw && (k = kvg__jinja_obj_get(kw, "by", 2))) ? *k
-                                                             : jv_str("key", 3);
-        struct jv rev = np > 2                                     ? pos[2]
+                                                                       : jv_str("key", 3);
+        struct jv rev = np > 2                                               ? pos[2]
                         : (kw && (k = kvg__jinja_obj_get(kw, "reverse", 7))) ? *k
-                                                                   : jv_bool(0);
-        if (cs.t != JV_BOOL) return kvg__jinja_run_fail(r, KVG_ETEMPLATE, "case_sensitive must be a boolean");
+                                                                             : jv_bool(0);
+        if (cs.t != JV_BOOL)
+            return kvg__jinja_run_fail(r, KVG_ETEMPLATE, "case_sensitive must be a boolean");
         if (by.t != JV_STR) return kvg__jinja_run_fail(r, KVG_ETEMPLATE, "by must be a string");
         int idx = by.n == 3 && !memcmp(by.u.s, "key", 3)     ? 0
                   : by.n == 5 && !memcmp(by.u.s, "value", 5) ? 1
                                                              : -1;
-        if (idx < 0) return kvg__jinja_run_fail(r, KVG_ETEMPLATE, "by must be either 'key' or 'value'");
-        if (rev.t != JV_BOOL) return kvg__jinja_run_fail(r, KVG_ETEMPLATE, "reverse must be a boolean");
+        if (idx < 0)
+            return kvg__jinja_run_fail(r, KVG_ETEMPLATE, "by must be either 'key' or 'value'");
+        if (rev.t != JV_BOOL)
+            return kvg__jinja_run_fail(r, KVG_ETEMPLATE, "reverse must be a boolean");
         if ((rc = obj_pairs(r, self.u.o, JM_ITEMS, out))) return rc;
         return kvg__jinja_value_sort(r, out->u.a->v, out->u.a->n, pair_key, &idx, cs.u.b, rev.u.b);
     }

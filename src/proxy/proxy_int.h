@@ -13,7 +13,7 @@
 struct proxy_req {
     struct kvg_proxy_loop *pl;
     struct kvg_http_req *req;      /* NULL once answered or aborted */
-    struct kvg_rinput ri;     /* parsed request, routing text, token ids */
+    struct kvg_rinput ri;          /* parsed request, routing text, token ids */
     struct kvg_proxy_wq_item work; /* a big request's parse, tokenizing or pick off the loop */
     int working;                   /* work queued: pr must outlive it */
     int offloop;                   /* a big body: its CPU work runs on the work threads */

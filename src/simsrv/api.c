@@ -279,8 +279,8 @@ static void on_abort(struct kvg_http_req *req, void *ud)
 
 /* Prompt token ids for the request (chat: template, then tokenizer). On
  * error writes a message and returns non-zero. */
-static int prompt_ids(struct kvg_simsrv_server *s, cJSON *j, int chat, const char *raw, size_t rawlen,
-                      uint32_t **ids, size_t *n, char *msg, size_t msglen)
+static int prompt_ids(struct kvg_simsrv_server *s, cJSON *j, int chat, const char *raw,
+                      size_t rawlen, uint32_t **ids, size_t *n, char *msg, size_t msglen)
 {
     if (chat) {
         struct kvg_buf text;
@@ -347,7 +347,7 @@ static int get_uint(cJSON *j, const char *key, int64_t dflt, int64_t *out, char 
  * router's --dp-aware injects), the header still honoured when the body
  * names none. NULL and a message for a rank this server does not have. */
 static struct kvg_simsrv_rank *pick_rank(struct kvg_simsrv_server *s, struct kvg_http_req *req,
-                                      const cJSON *j, char *msg, size_t msglen)
+                                         const cJSON *j, char *msg, size_t msglen)
 {
     const cJSON *br = cJSON_GetObjectItemCaseSensitive(j, "data_parallel_rank");
     if (s->o.flavor == KVG_SIMSRV_FLAVOR_SGLANG && br && !cJSON_IsNull(br)) {
@@ -576,7 +576,7 @@ void kvg_simsrv_submit(struct sim_req *r, uint32_t remote_tokens)
     r->pending_ids = NULL;
     if (rc) {
         kvg_simsrv_fail(r, rc == KVG_ETOOBIG ? "the request does not fit the model's context"
-                                              : kvg_strerror(rc));
+                                             : kvg_strerror(rc));
         return;
     }
     struct sim_req **b = bucket(s, r->id);
@@ -616,7 +616,7 @@ static void models(struct kvg_simsrv_server *s, struct kvg_http_req *req)
                    (long long)s->started_wall,
                    s->o.flavor == KVG_SIMSRV_FLAVOR_VLLM     ? "vllm"
                    : s->o.flavor == KVG_SIMSRV_FLAVOR_SGLANG ? "sglang"
-                                                          : "llamacpp");
+                                                             : "llamacpp");
     kvg_buf_append_json_str(&b, s->o.model, strlen(s->o.model));
     kvg_buf_printf(&b, ",\"parent\":null,\"max_model_len\":%u}", s->max_model_len);
     /* vLLM's model card of each adapter: its path as root, the base model
@@ -727,7 +727,7 @@ void kvg_simsrv_handle(struct kvg_http_req *req, void *ud)
 }
 
 void kvg_simsrv_lora_active(struct kvg_simsrv_server *s, char *running, size_t rcap, char *waiting,
-                             size_t wcap)
+                            size_t wcap)
 {
     running[0] = waiting[0] = 0;
     if (!s->live) return;

@@ -15,7 +15,11 @@
 #include "jinja/chat.h"
 #include "tokenizer/tokenizer.h"
 
-enum kvg_simsrv_flavor { KVG_SIMSRV_FLAVOR_VLLM, KVG_SIMSRV_FLAVOR_SGLANG, KVG_SIMSRV_FLAVOR_LLAMACPP };
+enum kvg_simsrv_flavor {
+    KVG_SIMSRV_FLAVOR_VLLM,
+    KVG_SIMSRV_FLAVOR_SGLANG,
+    KVG_SIMSRV_FLAVOR_LLAMACPP
+};
 
 /* What /metrics serves, to stand in for engines as they really are: full
  * (the flavor's set), no-kv (no KV usage gauge: current llama.cpp, many
@@ -88,9 +92,9 @@ enum kvg_simsrv_role {
 
 /* A request's media and its ec_transfer_params (sim/encode.c). */
 struct kvg_simsrv_ec_req {
-    uint32_t n;                       /* image parts in its messages */
+    uint32_t n;                          /* image parts in its messages */
     uint64_t hash[KVG_SIMSRV_MAX_MEDIA]; /* each one's mm_hash (of its URL or data) */
-    int has_params;                   /* ec_transfer_params came with it */
+    int has_params;                      /* ec_transfer_params came with it */
     char remote_engine_id[64];
     char remote_host[64];
     int remote_port;
@@ -142,7 +146,7 @@ struct sim_req {
     char pull_body[512];
     size_t pull_len;
     struct kvg_simsrv_ec_req ec; /* its media (sim/encode.c) */
-    int started;              /* its stream's head was sent */
+    int started;                 /* its stream's head was sent */
 };
 
 struct sim_metrics;
@@ -158,9 +162,9 @@ struct kvg_simsrv_rank {
     int rank;
     struct kvg_sim *engine;
     uv_timer_t step_timer;
-    int stepping;                /* a step is "on the GPU" */
-    struct kvg_sim_step pending; /* its outcome, delivered when the timer fires */
-    struct kvg_simsrv_kvpub *pub;   /* NULL without --kv-events-endpoint */
+    int stepping;                 /* a step is "on the GPU" */
+    struct kvg_sim_step pending;  /* its outcome, delivered when the timer fires */
+    struct kvg_simsrv_kvpub *pub; /* NULL without --kv-events-endpoint */
     struct sim_metrics *m;
 };
 
@@ -183,8 +187,8 @@ struct kvg_simsrv_server {
     char adapters[KVG_SIMSRV_MAX_ADAPTERS][64]; /* from --lora-adapters */
     int nadapters;
     uint64_t kv_bytes_per_token; /* the profile's KV shape (a PD transfer's size) */
-    struct kvg_simsrv_pd *pd;       /* PD state (sim/pd.c); NULL until kvg_simsrv_pd_start */
-    struct kvg_simsrv_ec *ec;       /* encode state (sim/encode.c); NULL until kvg_simsrv_ec_start */
+    struct kvg_simsrv_pd *pd;    /* PD state (sim/pd.c); NULL until kvg_simsrv_pd_start */
+    struct kvg_simsrv_ec *ec;    /* encode state (sim/encode.c); NULL until kvg_simsrv_ec_start */
     double t_encode_image;       /* the profile's encode time per image, engine seconds */
 };
 
@@ -197,8 +201,8 @@ int kvg_simsrv_ec_start(struct kvg_simsrv_server *s, char *err, size_t errlen);
 void kvg_simsrv_ec_stop(struct kvg_simsrv_server *s);
 /* Reads a request's media and ec_transfer_params into out; -1 with msg
  * when the params are malformed. Counts params seen (GET /debug/ec). */
-int kvg_simsrv_ec_parse(struct kvg_simsrv_server *s, const struct cJSON *j, struct kvg_simsrv_ec_req *out,
-                     char *msg, size_t msglen);
+int kvg_simsrv_ec_parse(struct kvg_simsrv_server *s, const struct cJSON *j,
+                        struct kvg_simsrv_ec_req *out, char *msg, size_t msglen);
 /* The chat body with each image part turned into a placeholder text part
  * naming its mm_hash (what the template renders and the tokenizer counts
  * in place of the image's tokens); NULL when it has no media. Caller frees. */
@@ -206,8 +210,8 @@ char *kvg_simsrv_ec_text_body(const struct cJSON *j);
 /* An encode-role engine answers a completion: encodes the media (the
  * profile's t_encode_image each, one at a time) and answers with
  * ec_transfer_params (vLLM's EPD). */
-void kvg_simsrv_ec_encode(struct kvg_simsrv_server *s, struct kvg_http_req *req, const struct cJSON *j,
-                       int chat);
+void kvg_simsrv_ec_encode(struct kvg_simsrv_server *s, struct kvg_http_req *req,
+                          const struct cJSON *j, int chat);
 /* SGLang's encoder endpoint (POST /encode), called by prefills. */
 void kvg_simsrv_ec_encode_call(struct kvg_simsrv_server *s, struct kvg_http_req *req);
 /* The side channel's POST /v1/ec/read on an encoder (sim/pd.c routes it). */
@@ -236,8 +240,8 @@ unsigned kvg_simsrv_pd_held(const struct kvg_simsrv_server *s, int rank);
 /* Reads a request's kv_transfer_params into out (zeroed when absent); -1
  * with msg when they are malformed or the role refuses the leg. */
 struct cJSON;
-int kvg_simsrv_pd_parse(struct kvg_simsrv_server *s, const struct cJSON *j, struct kvg_simsrv_pd_params *out,
-                     char *msg, size_t msglen);
+int kvg_simsrv_pd_parse(struct kvg_simsrv_server *s, const struct cJSON *j,
+                        struct kvg_simsrv_pd_params *out, char *msg, size_t msglen);
 /* A prefill finished: keep its blocks for the decode (when the finish was
  * length-capped, as vLLM) and write its kv_transfer_params into b (NULL: a
  * stream, none written) (a JSON
@@ -267,7 +271,7 @@ void kvg_simsrv_fail(struct sim_req *r, const char *msg);
 /* Adapters of the live requests, comma-separated, each once: those running
  * and those waiting (vLLM's vllm:lora_requests_info labels). */
 void kvg_simsrv_lora_active(struct kvg_simsrv_server *s, char *running, size_t rcap, char *waiting,
-                             size_t wcap);
+                            size_t wcap);
 
 /* Engine clock: seconds since start, times --speed. */
 double kvg_simsrv_now(const struct kvg_simsrv_server *s);

@@ -229,7 +229,7 @@ static size_t prev_char(const char *p, size_t end)
 }
 
 int kvg__tok_added_split(const struct kvg_tok *tok, const struct kvg_tok_trie *t, const char *p,
-                        size_t n, struct kvg_tok_spans *sp)
+                         size_t n, struct kvg_tok_spans *sp)
 {
     sp->n = 0;
     if (n == 0) return 0;

@@ -214,7 +214,7 @@ static size_t merge_heap(const struct kvg_tok_mmap *mm, struct kvg_tok_scratch *
 }
 
 size_t kvg__tok_bpe_merge(const struct kvg_tok *tok, struct kvg_tok_scratch *s, uint32_t *syms,
-                         size_t m, int force_heap)
+                          size_t m, int force_heap)
 {
     if (m < 2 || !tok->merges.slots) return m;
     if (m <= SMALL_WORD && !force_heap) return merge_small(&tok->merges, syms, s->rank, s->mid, m);

@@ -138,8 +138,8 @@ static int replace(const struct kvg_tok_norm_step *st, struct kvg_tok_scratch *s
         size_t last_end = 0, last_match_end = SIZE_MAX, ms, me;
         int wide = kvg__tok_regex_wide(st->re, p, n);
         for (;;) {
-            rc =
-                kvg__tok_regex_next(st->re, wide, s->md, p, n, &last_end, &last_match_end, &ms, &me);
+            rc = kvg__tok_regex_next(st->re, wide, s->md, p, n, &last_end, &last_match_end, &ms,
+                                     &me);
             if (rc < 0) return rc;
             if (rc == 0) break;
             if ((rc = kvg_buf_append(dst, p + prev, ms - prev))) return rc;
@@ -174,8 +174,8 @@ static int strip(const struct kvg_tok_norm_step *st, const char *p, size_t n, si
     return 0;
 }
 
-int kvg__tok_normalize(const struct kvg_tok *tok, struct kvg_tok_scratch *s, const char *p, size_t n,
-                      const char **out, size_t *outn)
+int kvg__tok_normalize(const struct kvg_tok *tok, struct kvg_tok_scratch *s, const char *p,
+                       size_t n, const char **out, size_t *outn)
 {
     const char *cur = p;
     size_t curn = n;

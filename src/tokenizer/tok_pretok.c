@@ -195,7 +195,7 @@ static void apply_behavior(struct kvg_tok_spans *sp, int behavior)
 }
 
 int kvg__tok_split_regex(const struct kvg_tok_regex *re, pcre2_match_data *md, const char *p,
-                        size_t n, int behavior, int invert, struct kvg_tok_spans *sp)
+                         size_t n, int behavior, int invert, struct kvg_tok_spans *sp)
 {
     sp->n = 0;
     size_t prev = 0, last_end = 0, last_match_end = SIZE_MAX, ms, me;
@@ -260,7 +260,8 @@ static int run(const struct kvg_tok *tok, struct kvg_tok_scratch *s, size_t k, c
     int rc;
     switch (st->kind) {
     case KVG_TOK_P_SPLIT:
-        if ((rc = kvg__tok_split_regex(st->re, s->md, p, n, st->behavior, st->invert, &s->spans[k])))
+        if ((rc =
+                 kvg__tok_split_regex(st->re, s->md, p, n, st->behavior, st->invert, &s->spans[k])))
             return rc;
         return run_spans(tok, s, k, p, at_origin);
     case KVG_TOK_P_BYTELEVEL:
@@ -307,7 +308,7 @@ static int run(const struct kvg_tok *tok, struct kvg_tok_scratch *s, size_t k, c
 }
 
 int kvg__tok_pre_run(const struct kvg_tok *tok, struct kvg_tok_scratch *s, const char *p, size_t n,
-                    int at_origin)
+                     int at_origin)
 {
     return run(tok, s, 0, p, n, at_origin);
 }

@@ -12,7 +12,7 @@
 #include "base/err.h"
 #include "bench/scale/scale_int.h"
 
-void scale_day_signals(struct scale_day *d, double window, struct kvg_autoscale_signals *s)
+void kvg__scale_day_signals(struct scale_day *d, double window, struct kvg_autoscale_signals *s)
 {
     kvg_autoscale_obs_window(d->ob, d->o->tick_s, window, s);
     /* The planners here always saw 0 for a length or hit rate nothing in
@@ -23,7 +23,7 @@ void scale_day_signals(struct scale_day *d, double window, struct kvg_autoscale_
 }
 
 int kvg__scale_day_init(struct scale_day *d, const struct kvg_bench_scale_opts *o, char *err,
-                   size_t errlen)
+                        size_t errlen)
 {
     d->o = o;
     kvg_bench_samples_init(&d->all_ttft);
@@ -64,8 +64,9 @@ void kvg__scale_day_arrive(struct scale_day *d, struct scale_req *r)
     d->have_next = kvg__scale_wl_next(&d->wl, &d->next) == 0;
 }
 
-int kvg__scale_day_submit(struct scale_day *d, struct kvg_sim *e, uint64_t id, const struct scale_req *r,
-                     uint32_t max_tokens, uint32_t remote_tokens, int hold)
+int kvg__scale_day_submit(struct scale_day *d, struct kvg_sim *e, uint64_t id,
+                          const struct scale_req *r, uint32_t max_tokens, uint32_t remote_tokens,
+                          int hold)
 {
     kvg__scale_wl_prompt(&d->wl, r, d->prompt);
     struct kvg_sim_request sr = {.id = id,
@@ -101,7 +102,7 @@ double kvg__scale_itl(uint32_t ntok, double t_first, double t_last)
 }
 
 void kvg__scale_day_done(struct scale_day *d, const struct scale_req *r, uint32_t ntok, double t,
-                    double itl, int ok)
+                         double itl, int ok)
 {
     kvg_autoscale_obs_finish(d->ob, t, itl, !ok, r->prompt_len, ntok);
     kvg_bench_samples_add(&d->all_itl, itl);
@@ -113,7 +114,8 @@ void kvg__scale_day_fail(struct scale_day *d, const struct scale_req *r, int fir
     kvg_autoscale_obs_finish(d->ob, 0, -1, 1, -1, -1);
 }
 
-int kvg__scale_day_point(struct scale_day *d, double t, size_t n, double *t_h, double *rate, size_t *i)
+int kvg__scale_day_point(struct scale_day *d, double t, size_t n, double *t_h, double *rate,
+                         size_t *i)
 {
     double step = d->o->day_s / (double)n;
     if (d->tl_next >= n || t < (double)(d->tl_next + 1) * step) return 0;
@@ -125,7 +127,7 @@ int kvg__scale_day_point(struct scale_day *d, double t, size_t n, double *t_h, d
 }
 
 void kvg__scale_day_pcts(struct scale_day *d, double *ttft_p50, double *ttft_p90, double *ttft_p99,
-                    double *itl_p90, double *cache_hit)
+                         double *itl_p90, double *cache_hit)
 {
     *ttft_p50 = kvg_bench_samples_pct(&d->all_ttft, 50);
     *ttft_p90 = kvg_bench_samples_pct(&d->all_ttft, 90);

@@ -219,7 +219,7 @@ static void signals(struct run *R, double t, double window, struct kvg_autoscale
     kvg__scale_reps_signals(&R->pool, t, R->o->young_s, s, eta);
     s->queued = (double)gq_len(R);
     s->inflight_prompt_tokens = R->d.inflight_prompt;
-    scale_day_signals(&R->d, window, s);
+    kvg__scale_day_signals(&R->d, window, s);
 }
 
 static void timeline(struct run *R, double t, uint32_t desired)
@@ -250,7 +250,8 @@ static int tick(struct run *R, double t)
     if (d.acted && R->o->trace) fprintf(stderr, "%s %.0f s: %s\n", R->o->planner, t, d.reason);
     R->last_desired = d.desired;
     R->have_desired = 1;
-    if ((rc = kvg__scale_reps_actuate(&R->pool, R->o, &R->d.su, &R->d.rng, d.desired, t))) return rc;
+    if ((rc = kvg__scale_reps_actuate(&R->pool, R->o, &R->d.su, &R->d.rng, d.desired, t)))
+        return rc;
     timeline(R, t, d.desired);
     kvg_autoscale_obs_next(R->d.ob);
     return 0;
@@ -296,9 +297,10 @@ static int setup(struct run *R, char *err, size_t errlen)
      * ready, with empty caches. */
     uint32_t n0 = !strcmp(o->planner, "static")
                       ? a.static_replicas
-                      : kvg_autoscale_ceil(kvg__scale_wl_rate(&R->d.wl, 0) * kvg__scale_load_per_rps(o) *
-                                           (1 + a.headroom));
-    if ((rc = kvg__scale_reps_first(&R->pool, o, &R->d.su, &R->d.rng, n0, a.min_replicas))) return rc;
+                      : kvg_autoscale_ceil(kvg__scale_wl_rate(&R->d.wl, 0) *
+                                           kvg__scale_load_per_rps(o) * (1 + a.headroom));
+    if ((rc = kvg__scale_reps_first(&R->pool, o, &R->d.su, &R->d.rng, n0, a.min_replicas)))
+        return rc;
     for (size_t k = 0; k < R->pool.nrep; k++) {
         if ((rc = make_ready(R, (int)k, o->seed * 1000003ull + k + 1))) return rc;
         if ((rc = kvg__scale_prewarm_start(R, (int)k, 0))) return rc;
@@ -375,8 +377,8 @@ static void summarize(struct run *R)
     out->slo_attainment = out->requests ? (double)out->met / (double)out->requests : 0;
     out->ramp_slo_attainment =
         out->ramp_requests ? (double)out->ramp_met / (double)out->ramp_requests : 0;
-    kvg__scale_day_pcts(&R->d, &out->ttft_p50_s, &out->ttft_p90_s, &out->ttft_p99_s, &out->itl_p90_s,
-                   &out->cache_hit);
+    kvg__scale_day_pcts(&R->d, &out->ttft_p50_s, &out->ttft_p90_s, &out->ttft_p99_s,
+                        &out->itl_p90_s, &out->cache_hit);
     out->ramp_ttft_p90_s = kvg_bench_samples_pct(&R->ramp_ttft, 90);
     kvg__scale_recovery_summary(R);
 }

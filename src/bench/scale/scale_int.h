@@ -82,7 +82,7 @@ struct scale_reps {
 
 /* Replica k's engine (the profile, seed) created: it is ready. 0 or a code. */
 int kvg__scale_reps_ready(struct scale_reps *P, int k, const struct kvg_sim_profile *prof,
-                     uint64_t seed);
+                          uint64_t seed);
 /* Replica k removed at t (its engine freed). */
 void kvg__scale_reps_gone(struct scale_reps *P, int k, double t);
 void kvg__scale_reps_count(const struct scale_reps *P, uint32_t *ready, uint32_t *starting);
@@ -90,8 +90,8 @@ void kvg__scale_reps_count(const struct scale_reps *P, uint32_t *ready, uint32_t
  * ones (the latest first), then drains the ready one with the fewest
  * requests in flight (gone at once when idle). 0 or -ENOMEM. */
 int kvg__scale_reps_actuate(struct scale_reps *P, const struct kvg_bench_scale_opts *o,
-                       struct kvg_autoscale_startup *su, struct kvg_rng *rng, uint32_t desired,
-                       double t);
+                            struct kvg_autoscale_startup *su, struct kvg_rng *rng, uint32_t desired,
+                            double t);
 /* Replica-seconds held over the day, from each request to its removal. */
 double kvg__scale_reps_seconds(const struct scale_reps *P, double day_s);
 void kvg__scale_reps_free(struct scale_reps *P);
@@ -99,25 +99,25 @@ void kvg__scale_reps_free(struct scale_reps *P);
  * set; young: ready less than young_s ago); eta gets starting replicas'
  * ready times (KVG_BENCH_SCALE_MAX_REPLICAS of room). */
 void kvg__scale_reps_signals(const struct scale_reps *P, double t, double young_s,
-                        struct kvg_autoscale_signals *s, double *eta);
+                             struct kvg_autoscale_signals *s, double *eta);
 /* The planner a benchmark name stands for: "queue-P" is queue with preset
  * P (set in a), "kvgate-noprewarm" kvgate's planner. 0, KVG_ENOTFOUND, or
  * another code with err set. */
 int kvg__scale_planner_new(const char *planner, struct kvg_autoscale_opts *a,
-                      struct kvg_autoscale_planner **out, char *err, size_t errlen);
+                           struct kvg_autoscale_planner **out, char *err, size_t errlen);
 
 /* Replica p's next engine step from t (p->e has work). */
 void kvg__scale_rep_step(struct rep *p, double t);
 /* The earliest step end (*te, replica *ke) and start-up done by day_s
  * (*tr, *kr) among P's replicas, where earlier than the ones given. */
 void kvg__scale_reps_next(const struct scale_reps *P, double day_s, double *te, int *ke, double *tr,
-                     int *kr);
+                          int *kr);
 /* The pool a day starts with: n replicas (at least min and 1), asked for
  * and ready at 0 but their engines not made (the caller's
  * kvg__scale_reps_ready, with its seed), not counted as added. 0 or -ENOMEM. */
 int kvg__scale_reps_first(struct scale_reps *P, const struct kvg_bench_scale_opts *o,
-                     struct kvg_autoscale_startup *su, struct kvg_rng *rng, uint32_t n,
-                     uint32_t min);
+                          struct kvg_autoscale_startup *su, struct kvg_rng *rng, uint32_t n,
+                          uint32_t min);
 
 /* What both days keep alike (scale_day.c): the traffic and its next
  * arrival, the start-up draws, the gateway's observations, prompt tokens
@@ -143,7 +143,7 @@ struct scale_day {
 /* All of d set up for a day of o (the first arrival drawn); 0, or a code
  * (err set for the workload's). kvg__scale_day_free either way. */
 int kvg__scale_day_init(struct scale_day *d, const struct kvg_bench_scale_opts *o, char *err,
-                   size_t errlen);
+                        size_t errlen);
 void kvg__scale_day_free(struct scale_day *d);
 /* The window the gateway's signals to planner pl cover: o->window_s, else
  * its interval (sla's default 180 s, others 30 s), at least 30 s. */
@@ -155,8 +155,9 @@ void kvg__scale_day_arrive(struct scale_day *d, struct scale_req *r);
  * id: max_tokens (0: r's own), the last remote_tokens of its prompt's KV
  * from a prefill (PD decode), hold: keep its blocks after it finishes (PD
  * prefill). kvg_sim_submit's result. */
-int kvg__scale_day_submit(struct scale_day *d, struct kvg_sim *e, uint64_t id, const struct scale_req *r,
-                     uint32_t max_tokens, uint32_t remote_tokens, int hold);
+int kvg__scale_day_submit(struct scale_day *d, struct kvg_sim *e, uint64_t id,
+                          const struct scale_req *r, uint32_t max_tokens, uint32_t remote_tokens,
+                          int hold);
 /* A prefill of prompt tokens found cached of them in the prefix cache. */
 void kvg__scale_day_cached(struct scale_day *d, double cached, double prompt);
 /* r's first token at t: its TTFT counted and returned. */
@@ -164,20 +165,21 @@ double kvg__scale_day_first(struct scale_day *d, const struct scale_req *r, doub
 /* Request r finished at t after ntok tokens with mean inter-token latency
  * itl; ok: within the SLO. */
 void kvg__scale_day_done(struct scale_day *d, const struct scale_req *r, uint32_t ntok, double t,
-                    double itl, int ok);
+                         double itl, int ok);
 /* The gateway's observed signals over the last window seconds of ticks
  * into s (s->now set; autoscale/signals.h). */
-void scale_day_signals(struct scale_day *d, double window, struct kvg_autoscale_signals *s);
+void kvg__scale_day_signals(struct scale_day *d, double window, struct kvg_autoscale_signals *s);
 /* Request r will not be served (first: it had its first token). */
 void kvg__scale_day_fail(struct scale_day *d, const struct scale_req *r, int first);
 /* The mean inter-token latency of ntok tokens from t_first to t_last. */
 double kvg__scale_itl(uint32_t ntok, double t_first, double t_last);
 /* The next of n timeline points that ended by t: 1 with *i, t_h[*i] and
  * rate[*i] set (the arrivals count restarts), or 0 when none has. */
-int kvg__scale_day_point(struct scale_day *d, double t, size_t n, double *t_h, double *rate, size_t *i);
+int kvg__scale_day_point(struct scale_day *d, double t, size_t n, double *t_h, double *rate,
+                         size_t *i);
 /* The day's TTFT p50 / p90 / p99, ITL p90 and prompt cache hit rate. */
 void kvg__scale_day_pcts(struct scale_day *d, double *ttft_p50, double *ttft_p90, double *ttft_p99,
-                    double *itl_p90, double *cache_hit);
+                         double *itl_p90, double *cache_hit);
 /* *v[0..nv) each a zeroed array of n doubles: 0 or -ENOMEM (the rest
  * still allocated, the caller frees them all). */
 int kvg__scale_timeline_alloc(size_t n, double **v[], size_t nv);
@@ -215,7 +217,7 @@ void kvg__scale_prewarm_done(struct run *R, int k, double t);
 double kvg__scale_share(const struct run *R, const struct rep *p, double t);
 /* A first token on replica p: its hit-rate recovery and young-TTFT. */
 void kvg__scale_recovery_note(struct run *R, struct rep *p, double t, double cached, double prompt,
-                         double ttft);
+                              double ttft);
 /* Recovery figures into R->out. */
 void kvg__scale_recovery_summary(struct run *R);
 
@@ -224,15 +226,15 @@ void kvg__scale_recovery_summary(struct run *R);
  * model's longest p90 lead among the node states replicas land on, plus a
  * tick. */
 double kvg__scale_pd_oracle_lead(const struct kvg_bench_scale_opts *o,
-                            const struct kvg_autoscale_startup *su);
+                                 const struct kvg_autoscale_startup *su);
 /* Replicas pool a (role, profile, headroom, limits) needs at t: the highest
  * rate of w over [t, t + lead] by the profile at cache hit rate hit. */
 uint32_t kvg__scale_pd_oracle_desired(const struct scale_wl *w, const struct kvg_autoscale_opts *a,
-                                 double lead, double hit, double t);
+                                      double lead, double hit, double t);
 
 /* The planners' profile for knee requests/s a replica (scale_opts.c). */
 void kvg__scale_derive_profile(const struct kvg_bench_scale_opts *o, double knee,
-                          struct kvg_autoscale_profile *pr);
+                               struct kvg_autoscale_profile *pr);
 /* The scenario's mean prompt tokens a request: the shared prefix and the
  * mean of the uniform suffix. */
 double kvg__scale_isl_mean(const struct kvg_bench_scale_opts *o);

@@ -374,7 +374,8 @@ static int step_end(struct pdrun *R, struct pool *P, int k, double t)
     }
     p->st.n_updates = 0;
     kick(p, t);
-    if (p->state == R_DRAINING && p->inflight == 0 && !p->stepping) kvg__scale_reps_gone(&P->r, k, t);
+    if (p->state == R_DRAINING && p->inflight == 0 && !p->stepping)
+        kvg__scale_reps_gone(&P->r, k, t);
     return 0;
 }
 
@@ -424,7 +425,7 @@ static void pool_signals(struct pdrun *R, struct pool *P, double t, double windo
         for (size_t i = R->dq_head; i < R->dq_tail; i++) nq += R->q[R->dq[i]].state == P_WAIT;
     }
     s->queued = (double)nq;
-    scale_day_signals(&R->d, window, s);
+    kvg__scale_day_signals(&R->d, window, s);
 }
 
 static void timeline(struct pdrun *R, double t)
@@ -472,7 +473,8 @@ static int tick(struct pdrun *R, double t)
                     t, d.reason);
         P->last_desired = d.desired;
         P->have_desired = 1;
-        if ((rc = kvg__scale_reps_actuate(&P->r, R->o, &R->d.su, &R->d.rng, d.desired, t))) return rc;
+        if ((rc = kvg__scale_reps_actuate(&P->r, R->o, &R->d.su, &R->d.rng, d.desired, t)))
+            return rc;
     }
     timeline(R, t);
     kvg_autoscale_obs_next(R->d.ob);
@@ -555,7 +557,8 @@ static int setup(struct pdrun *R, char *err, size_t errlen)
                           ? a->static_replicas
                           : kvg_autoscale_ceil(pool_need(o, a, kvg__scale_wl_rate(&R->d.wl, 0)));
         if (R->oracle) n0 = kvg__scale_pd_oracle_desired(&R->d.wl, a, R->oracle_lead, 0, 0);
-        if ((rc = kvg__scale_reps_first(&P->r, o, &R->d.su, &R->d.rng, n0, a->min_replicas))) return rc;
+        if ((rc = kvg__scale_reps_first(&P->r, o, &R->d.su, &R->d.rng, n0, a->min_replicas)))
+            return rc;
         for (size_t k = 0; k < P->r.nrep; k++)
             if ((rc = make_ready(R, P, (int)k))) return rc;
     }
@@ -653,8 +656,8 @@ static void summarize(struct pdrun *R)
     out->slo_attainment = (double)out->met / n;
     out->ttft_attainment = (double)out->ttft_met / n;
     out->itl_attainment = (double)out->itl_met / n;
-    kvg__scale_day_pcts(&R->d, &out->ttft_p50_s, &out->ttft_p90_s, &out->ttft_p99_s, &out->itl_p90_s,
-                   &out->cache_hit);
+    kvg__scale_day_pcts(&R->d, &out->ttft_p50_s, &out->ttft_p90_s, &out->ttft_p99_s,
+                        &out->itl_p90_s, &out->cache_hit);
     out->xfer_p90_s = kvg_bench_samples_pct(&R->xfer, 90);
 }
 

@@ -66,7 +66,7 @@ double kvg__scale_share(const struct run *R, const struct rep *p, double t)
 }
 
 void kvg__scale_recovery_note(struct run *R, struct rep *p, double t, double cached, double prompt,
-                         double ttft)
+                              double ttft)
 {
     if (p->ready_at <= 0) return; /* the pool the day started with */
     if (t - p->ready_at < R->o->young_s) kvg_bench_samples_add(&R->young_ttft, ttft);
