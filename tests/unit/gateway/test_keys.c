@@ -202,6 +202,18 @@ TEST(cli_hash_prints_the_file_value)
     CHECK_STR(hash, want);
 }
 
+/* `keys --help` names every subcommand on stdout and succeeds. */
+TEST(cli_help_lists_the_subcommands)
+{
+    int rc;
+    char *argv[] = {"keys", "--help", NULL};
+    char *out = run_cli(2, argv, &rc);
+    CHECK_INT(rc, 0);
+    CHECK(strstr(out, "kvgate keys hash KEY|-") != NULL);
+    CHECK(strstr(out, "kvgate keys new [NAME]") != NULL);
+    CHECK(strstr(out, "kvgate keys check FILE") != NULL);
+}
+
 /* 200 keys whose digests differ only in their last bytes: every one finds
  * its own entry, near misses find none. */
 TEST(lookup_finds_exactly_the_matching_entry)
