@@ -104,6 +104,29 @@ static int bad_value(const struct kvg_opt *o, const char *v, const char *who, ch
     return kvg_err_set(err, errlen, KVG_ECONFIG, "%s: expects %s%s, got '%s'", who, what, r, v);
 }
 
+/* v without its '_' separators into out (cap bytes): '_' may stand
+ * anywhere but first or last. -1 when it may not, or v is too long. */
+static int strip_separators(const char *v, char *out, size_t cap)
+{
+    size_t k = 0;
+    for (const char *c = v; *c; c++) {
+        if (*c == '_' && c != v && c[1]) continue;
+        if (*c == '_' || k + 1 >= cap) return -1;
+        out[k++] = *c;
+    }
+    out[k] = 0;
+    return 0;
+}
+
+int kvg_opt_parse_u64(const char *v, uint64_t *out)
+{
+    char digits[64];
+    if (strip_separators(v, digits, sizeof digits)) return -1;
+    for (const char *c = digits; *c; c++)
+        if (*c < '0' || *c > '9') return -1;
+    return digits[0] && !kvg_parse_u64(digits, out) ? 0 : -1;
+}
+
 static int parse_bool(const char *v, int *out)
 {
     if (!strcmp(v, "true") || !strcmp(v, "yes") || !strcmp(v, "on") || !strcmp(v, "1"))
@@ -138,6 +161,7 @@ int kvg__opt_set(const struct kvg_opt *o, void *obj, const char *v, size_t index
     uint64_t u;
     int64_t s;
     double d, lo, hi;
+    char digits[64]; /* an integer without its '_' separators */
     range_of(o, &lo, &hi);
     switch (o->type) {
     case KVG_OPT_STR:
@@ -147,7 +171,8 @@ int kvg__opt_set(const struct kvg_opt *o, void *obj, const char *v, size_t index
         memcpy(f, v, strlen(v) + 1);
         return 0;
     case KVG_OPT_INT:
-        if (kvg_parse_i64(v, &s) || (double)s < lo || (double)s > hi)
+        if (strip_separators(v, digits, sizeof digits) || kvg_parse_i64(digits, &s) ||
+            (double)s < lo || (double)s > hi)
             return bad_value(o, v, who, err, errlen);
         *(int *)(void *)f = (int)s;
         return 0;
@@ -155,7 +180,8 @@ int kvg__opt_set(const struct kvg_opt *o, void *obj, const char *v, size_t index
     case KVG_OPT_MS:
     case KVG_OPT_SIZE:
     case KVG_OPT_U64:
-        if (kvg_parse_u64(v, &u) || (double)u < lo || (double)u > hi)
+        if (strip_separators(v, digits, sizeof digits) || kvg_parse_u64(digits, &u) ||
+            (double)u < lo || (double)u > hi)
             return bad_value(o, v, who, err, errlen);
         if (o->type == KVG_OPT_SIZE)
             *(size_t *)(void *)f = (size_t)u;
@@ -342,7 +368,8 @@ const struct kvg_opt *kvg__opt_find(const struct kvg_opt *t, const char *name, i
             }
             continue;
         }
-        if (!yaml && (o->type == KVG_OPT_ROWS || o->type == KVG_OPT_INCLUDE)) continue;
+        if (!yaml && kvg__opt_yaml_only(o)) continue;
+        if (o->flags & (KVG_OPT_F_KEY | KVG_OPT_F_LINE)) continue; /* set by the rows, not keys */
         if (name_eq(o->name, name, yaml) || (o->alias && name_eq(o->alias, name, yaml))) return o;
     }
     return NULL;
@@ -382,7 +409,8 @@ static void nearest(const struct kvg_opt *t, const char *name, int yaml, const c
             nearest(o->sub, name, yaml, best, bd);
             continue;
         }
-        if (!yaml && (o->type == KVG_OPT_ROWS || o->type == KVG_OPT_INCLUDE)) continue;
+        if ((!yaml && kvg__opt_yaml_only(o)) || (o->flags & (KVG_OPT_F_KEY | KVG_OPT_F_LINE)))
+            continue;
         size_t d = distance(name, o->name);
         if (d < *bd) {
             *bd = d;
@@ -520,10 +548,13 @@ static int field_equal(const struct kvg_opt *o, const void *a, const void *b)
     }
     case KVG_OPT_INCLUDE:
         return table_equal(o->sub, x, y);
-    case KVG_OPT_ROWS: {
+    case KVG_OPT_ROWS:
+    case KVG_OPT_MAP: {
         if (!o->size) return table_equal(o->sub, a, b); /* columns live in the parent */
         size_t n = *(const size_t *)(const void *)((const char *)a + o->count_off);
         if (n != *(const size_t *)(const void *)((const char *)b + o->count_off)) return 0;
+        x = kvg__opt_rows(o, a);
+        y = kvg__opt_rows(o, b);
         for (size_t i = 0; i < n; i++)
             if (!table_equal(o->sub, x + i * o->size, y + i * o->size)) return 0;
         return 1;
@@ -569,8 +600,7 @@ int kvg_opt_emit(const struct kvg_opt *t, const void *obj, const void *defaults,
         if (o->type == KVG_OPT_INCLUDE && !o->name)
             rc = kvg_opt_emit(o->sub, (const char *)obj + o->off, (const char *)defaults + o->off,
                               add, ud);
-        else if (o->type != KVG_OPT_INCLUDE && o->type != KVG_OPT_ROWS &&
-                 !field_equal(o, obj, defaults))
+        else if (!kvg__opt_yaml_only(o) && !field_equal(o, obj, defaults))
             rc = emit_one(o, obj, add, ud);
         if (rc) return rc;
     }
@@ -631,8 +661,22 @@ void kvg_opt_free(const struct kvg_opt *t, void *obj)
             kvg_opt_free(o->sub, f);
         else if (o->type == KVG_OPT_ROWS && !o->size)
             kvg_opt_free(o->sub, obj); /* lists freed twice are empty the second time */
-        else if (o->type == KVG_OPT_ROWS)
-            for (size_t i = 0; i < *(size_t *)(void *)((char *)obj + o->count_off); i++)
-                kvg_opt_free(o->sub, f + i * o->size);
+        else if (o->type == KVG_OPT_ROWS || o->type == KVG_OPT_MAP) {
+            size_t *count = (size_t *)(void *)((char *)obj + o->count_off);
+            char *rows = kvg__opt_rows(o, obj);
+            for (size_t i = 0; rows && i < *count; i++) kvg_opt_free(o->sub, rows + i * o->size);
+            if (o->flags & KVG_OPT_F_ALLOC) {
+                free(rows);
+                *(char **)(void *)f = NULL;
+                *count = 0;
+            }
+        }
     }
+}
+
+char *kvg__opt_rows(const struct kvg_opt *o, const void *obj)
+{
+    const char *f = (const char *)obj + o->off;
+    if (o->flags & KVG_OPT_F_ALLOC) return *(char *const *)(const void *)f;
+    return (char *)(uintptr_t)f; /* the caller's obj says whether it may write */
 }

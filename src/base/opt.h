@@ -37,6 +37,24 @@
  *                  keys then check(). In both, KVG_OPT_F_REQUIRED keys must be
  *                  in every row; in columns, a row that is a plain scalar is
  *                  the KVG_OPT_F_PRIMARY key's value (workers: [http://a:8000])
+ *   MAP            a YAML mapping from names to rows (YAML only): rows of
+ *                  structs as ROWS has them, each key set through the sub
+ *                  entry flagged KVG_OPT_F_KEY (tenants: {team-a: {...}})
+ *
+ * Rows of structs (ROWS, MAP) with KVG_OPT_F_ALLOC: the field at off is a
+ * pointer to the array, grown (realloc) by the file's rows; the caller frees
+ * it (kvg_opt_free does). A sub entry flagged KVG_OPT_F_LINE (an INT) gets
+ * the row's line in the file. A grown array's row is counted before its
+ * keys are read, so a failure leaves what the row's CUSTOM parsers
+ * allocated where the caller's cleanup finds it (other rows count once
+ * checked).
+ *
+ * In YAML, every mapping's keys must be distinct; KVG_OPT_F_REQUIRED keys of
+ * a named include, a row or the file's top level must be there; integers
+ * (here and on the command line) may use '_' separators (100_000). An
+ * unknown key reads "path.key: unknown key (did you mean x?)", or, when the
+ * entry holding the table says what its keys are (noun, expect), "path:
+ * unknown limit 'x' (expected ...)".
  *
  * For example (serve/config.c has the full one):
  *
@@ -91,13 +109,18 @@ enum kvg_opt_type {
     KVG_OPT_CUSTOM,
     KVG_OPT_INCLUDE,
     KVG_OPT_ROWS,
+    KVG_OPT_MAP,
 };
 
 enum {
-    KVG_OPT_F_MULTI = 1,     /* CUSTOM: takes a list of values */
-    KVG_OPT_F_NODEFAULT = 2, /* --help shows no default (the help text says it) */
-    KVG_OPT_F_REQUIRED = 4,  /* a key every ROWS row must have */
-    KVG_OPT_F_PRIMARY = 8,   /* ROWS columns: a row that is a plain scalar is this key */
+    KVG_OPT_F_MULTI = 1,       /* CUSTOM: takes a list of values */
+    KVG_OPT_F_NODEFAULT = 2,   /* --help shows no default (the help text says it) */
+    KVG_OPT_F_REQUIRED = 4,    /* a key every ROWS row must have */
+    KVG_OPT_F_PRIMARY = 8,     /* ROWS columns: a row that is a plain scalar is this key */
+    KVG_OPT_F_KEY = 16,        /* MAP's row table: the entry the row's name is set through */
+    KVG_OPT_F_LINE = 32,       /* a row table's INT that gets the row's line */
+    KVG_OPT_F_ALLOC = 64,      /* ROWS of structs, MAP: off holds a pointer to a grown array */
+    KVG_OPT_F_LIST_ONLY = 128, /* MULTI in YAML: a list of one value or more, not a scalar */
 };
 
 struct kvg_opt;
@@ -127,8 +150,10 @@ struct kvg_opt {
     kvg_opt_item_fn init;       /* ROWS of structs, optional */
     kvg_opt_item_fn check;      /* ROWS of structs, named INCLUDE; optional */
     size_t count_off;           /* ROWS of structs: the size_t row count (a CUSTOM may use it) */
-    size_t max_rows;            /* ROWS of structs */
+    size_t max_rows;            /* ROWS of structs, MAP (0 with F_ALLOC: no bound) */
     unsigned flags;             /* KVG_OPT_F_* */
+    const char *noun;           /* INCLUDE, ROWS, MAP: their keys' name in errors ("limit") */
+    const char *expect;         /* ...: the valid keys as errors list them */
 };
 
 #define KVG_OPT_END                                                                                \
@@ -138,6 +163,12 @@ struct kvg_opt {
 static inline int kvg__opt_end(const struct kvg_opt *o)
 {
     return !o->name && o->type != KVG_OPT_INCLUDE;
+}
+/* Rows, maps and named includes: YAML only, no flag, nothing to emit. */
+static inline int kvg__opt_yaml_only(const struct kvg_opt *o)
+{
+    return o->type == KVG_OPT_ROWS || o->type == KVG_OPT_MAP ||
+           (o->type == KVG_OPT_INCLUDE && o->name);
 }
 
 /* Parses argv[first..argc) into obj: --name value, --name=value, list values
@@ -161,6 +192,17 @@ int kvg_opt_load_yaml(const struct kvg_opt *t, void *obj, const char *path, char
 /* The same from text in memory; name stands for the file in errors. */
 int kvg_opt_load_yaml_text(const struct kvg_opt *t, void *obj, const char *text, size_t len,
                            const char *name, char *err, size_t errlen);
+/* The same with doc, a named INCLUDE standing for the whole file: its sub
+ * the top-level table (at obj + off), its noun and expect for unknown
+ * top-level keys ("top-level key"), its check run last (parent and item
+ * both the top-level struct). An empty file with required top-level keys
+ * is an error. */
+int kvg_opt_load_yaml_doc(const struct kvg_opt *doc, void *obj, const char *text, size_t len,
+                          const char *name, char *err, size_t errlen);
+
+/* An unsigned integer as the tables read them: digits, '_' separators
+ * anywhere but first or last (100_000). 0, or -1 with *out untouched. */
+int kvg_opt_parse_u64(const char *v, uint64_t *out);
 
 /* Prints the table's options grouped by section ("section:" lines, then
  * "  --name META  help (default: X)"), the defaults read from defaults
@@ -183,7 +225,8 @@ size_t kvg_opt_diff(const struct kvg_opt *t, const void *a, const void *b,
                     int (*skip)(void *ud, const struct kvg_opt *o, size_t off), void *ud, char *out,
                     size_t cap);
 
-/* Frees every list value the table's entries hold in obj. */
+/* Frees every list value the table's entries hold in obj, and the arrays
+ * of F_ALLOC rows (their counts set to 0). */
 void kvg_opt_free(const struct kvg_opt *t, void *obj);
 
 /* Writes a field's value as text ("" for empty); 0, or < 0 when it has none
@@ -197,6 +240,8 @@ int kvg__opt_set(const struct kvg_opt *o, void *obj, const char *v, size_t index
  * includes and rows count too. */
 const struct kvg_opt *kvg__opt_find(const struct kvg_opt *t, const char *name, int yaml,
                                     size_t *base_off);
+/* The first row of a ROWS of structs or MAP entry in obj (NULL: none yet). */
+char *kvg__opt_rows(const struct kvg_opt *o, const void *obj);
 /* An ENUM's or LEVEL's valid values, joined by sep. */
 void kvg__opt_choices_text(const struct kvg_opt *o, const char *sep, char *out, size_t cap);
 /* " (did you mean X?)" for the nearest name to name, or "" when none is close. */

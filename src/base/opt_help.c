@@ -73,9 +73,10 @@ static void meta_of(const struct kvg_opt *o, char *out, size_t cap)
 /* "{a, b, c}": a nested table's keys, for YAML-only entries. */
 static void keys_of(const struct kvg_opt *t, char *out, size_t cap)
 {
-    size_t n = (size_t)snprintf(out, cap, "{");
+    size_t n = (size_t)snprintf(out, cap, "{"), k = 0;
     for (const struct kvg_opt *o = t; !kvg__opt_end(o) && n < cap; o++)
-        if (o->name) n += (size_t)snprintf(out + n, cap - n, "%s%s", o == t ? "" : ", ", o->name);
+        if (o->name && !(o->flags & (KVG_OPT_F_KEY | KVG_OPT_F_LINE)))
+            n += (size_t)snprintf(out + n, cap - n, "%s%s", k++ ? ", " : "", o->name);
     if (n < cap) snprintf(out + n, cap - n, "}");
 }
 
@@ -83,10 +84,16 @@ static void print_one(const struct line *l, const void *defaults, FILE *out)
 {
     const struct kvg_opt *o = l->o;
     char head[600], meta[256], def[600] = "";
-    if (o->type == KVG_OPT_ROWS || o->type == KVG_OPT_INCLUDE) {
+    if (kvg__opt_yaml_only(o)) {
         keys_of(o->sub, meta, sizeof meta);
-        snprintf(head, sizeof head, "%s: %s%s%s", o->name, o->type == KVG_OPT_ROWS ? "[" : "", meta,
-                 o->type == KVG_OPT_ROWS ? ", ...]" : "");
+        snprintf(head, sizeof head, "%s: %s%s%s", o->name,
+                 o->type == KVG_OPT_ROWS  ? "["
+                 : o->type == KVG_OPT_MAP ? "{NAME: "
+                                          : "",
+                 meta,
+                 o->type == KVG_OPT_ROWS  ? ", ...]"
+                 : o->type == KVG_OPT_MAP ? ", ...}"
+                                          : "");
         fprintf(out, "  %-32s %s (YAML file only)\n", head, o->help ? o->help : "");
         return;
     }

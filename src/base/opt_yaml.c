@@ -1,11 +1,14 @@
 /* YAML files through option tables (base/opt.h): the top-level mapping's keys
  * are the table's names ('_' or '-'), values go through the same setter as
  * flags, so a key means exactly what its flag means. Named includes are
- * nested mappings, rows are lists of mappings; an unknown key anywhere is an
- * error naming file:line: path.to.key and the nearest known key. */
+ * nested mappings, rows are lists of mappings, maps are mappings of named
+ * rows; an unknown or repeated key anywhere is an error naming file:line:
+ * path.to.key (with the nearest known key, or the valid ones). */
 #include <errno.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <yaml.h>
 
@@ -67,7 +70,7 @@ static const char *kind(const yaml_node_t *n)
 }
 
 static int mapping(struct ys *s, const struct kvg_opt *t, char *obj, yaml_node_t *m,
-                   const char *prefix);
+                   const char *prefix, const struct kvg_opt *owner);
 
 /* One value (or a list of them) for a non-structural entry. */
 static int values(struct ys *s, const struct kvg_opt *o, char *obj, yaml_node_t *n,
@@ -76,6 +79,13 @@ static int values(struct ys *s, const struct kvg_opt *o, char *obj, yaml_node_t 
     char who[400];
     int multi = o->type == KVG_OPT_LIST || o->type == KVG_OPT_LIST_APPEND ||
                 (o->type == KVG_OPT_CUSTOM && (o->flags & KVG_OPT_F_MULTI));
+    if (multi && (o->flags & KVG_OPT_F_LIST_ONLY)) {
+        if (!n || n->type != YAML_SEQUENCE_NODE)
+            return yerr(s, n, path, "expects a list of %s, got %s", o->meta ? o->meta : "values",
+                        kind(n));
+        if (n->data.sequence.items.start == n->data.sequence.items.top)
+            return yerr(s, n, path, "empty list: expects one value or more");
+    }
     if (n && n->type == YAML_SEQUENCE_NODE && multi) {
         if (o->type == KVG_OPT_LIST && n->data.sequence.items.start == n->data.sequence.items.top)
             kvg_strlist_free((struct kvg_strlist *)(void *)(obj + o->off)); /* [] empties it */
@@ -146,7 +156,7 @@ static int rows_columns(struct ys *s, const struct kvg_opt *o, char *obj, yaml_n
         }
         if (!r || r->type != YAML_MAPPING_NODE)
             return yerr(s, r, rp, "expects a mapping, got %s", kind(r));
-        int rc = mapping(s, o->sub, NULL, r, rp); /* keys only */
+        int rc = mapping(s, o->sub, NULL, r, rp, o); /* keys only */
         if (rc) return rc;
         for (yaml_node_pair_t *p = r->data.mapping.pairs.start; p < r->data.mapping.pairs.top;
              p++) {
@@ -176,38 +186,98 @@ static int rows_columns(struct ys *s, const struct kvg_opt *o, char *obj, yaml_n
     return 0;
 }
 
+/* Room for more rows in an F_ALLOC array (zeroed); -ENOMEM. */
+static int grow(const struct kvg_opt *o, char *obj, size_t more)
+{
+    if (!(o->flags & KVG_OPT_F_ALLOC) || !more) return 0;
+    size_t n = *(size_t *)(void *)(obj + o->count_off);
+    char **rows = (char **)(void *)(obj + o->off);
+    if (more > SIZE_MAX / o->size - n) return -ENOMEM;
+    char *p = realloc(*rows, (n + more) * o->size);
+    if (!p) return -ENOMEM;
+    memset(p + n * o->size, 0, more * o->size);
+    *rows = p;
+    return 0;
+}
+
+/* The row table's entry with flag f, or NULL. */
+static const struct kvg_opt *flagged(const struct kvg_opt *t, unsigned f)
+{
+    for (const struct kvg_opt *c = t; !kvg__opt_end(c); c++)
+        if (c->flags & f) return c;
+    return NULL;
+}
+
+/* One row of structs (ROWS, MAP): counted, init(), its line and its name
+ * (MAP: key, from the node kn, in the map at mpath), its keys, check(). */
+static int one_row(struct ys *s, const struct kvg_opt *o, char *obj, yaml_node_t *r, const char *rp,
+                   const char *key, yaml_node_t *kn, const char *mpath)
+{
+    size_t *count = (size_t *)(void *)(obj + o->count_off);
+    char why[400] = "";
+    if (!r || r->type != YAML_MAPPING_NODE)
+        return yerr(s, r, rp, "expects a mapping, got %s", kind(r));
+    if ((!(o->flags & KVG_OPT_F_ALLOC) || o->max_rows) && *count == o->max_rows)
+        return yerr(s, r, rp, "at most %zu entries", o->max_rows);
+    /* A grown array's row is counted first: the caller's cleanup sees what
+     * its parsers allocated even when it fails. */
+    int early = (o->flags & KVG_OPT_F_ALLOC) != 0;
+    size_t index = *count;
+    char *row = kvg__opt_rows(o, obj) + index * o->size;
+    int rc;
+    if (early) (*count)++;
+    if (o->init && (rc = o->init(obj, row, index, why, sizeof why)))
+        return rc == -ENOMEM ? rc : yerr(s, r, rp, "%s", why);
+    const struct kvg_opt *c = flagged(o->sub, KVG_OPT_F_LINE);
+    if (c) *(int *)(void *)(row + c->off) = (int)line_of(r);
+    if (key && (c = flagged(o->sub, KVG_OPT_F_KEY))) {
+        char who[400];
+        text(who, sizeof who, "%s:%zu: %s", s->file, line_of(kn), mpath);
+        if ((rc = kvg__opt_set(c, row, key, 0, who, s->err, s->errlen))) return rc;
+    }
+    if ((rc = mapping(s, o->sub, row, r, rp, o))) return rc;
+    if (o->check && (rc = o->check(obj, row, index, why, sizeof why)))
+        return rc == -ENOMEM ? rc : yerr(s, r, rp, "%s", why);
+    if (!early) (*count)++;
+    return 0;
+}
+
 /* Rows as an array of structs. */
 static int rows_structs(struct ys *s, const struct kvg_opt *o, char *obj, yaml_node_t *n,
                         const char *path)
 {
-    size_t *count = (size_t *)(void *)(obj + o->count_off);
-    yaml_node_item_t *first = n->data.sequence.items.start;
-    for (yaml_node_item_t *it = first; it < n->data.sequence.items.top; it++) {
-        yaml_node_t *r = node(s, *it);
-        char rp[300], why[400] = "";
+    yaml_node_item_t *first = n->data.sequence.items.start, *top = n->data.sequence.items.top;
+    int rc = grow(o, obj, (size_t)(top - first));
+    for (yaml_node_item_t *it = first; !rc && it < top; it++) {
+        char rp[300];
         text(rp, sizeof rp, "%s[%zu]", path, (size_t)(it - first));
-        if (!r || r->type != YAML_MAPPING_NODE)
-            return yerr(s, r, rp, "expects a mapping, got %s", kind(r));
-        if (*count == o->max_rows) return yerr(s, r, rp, "at most %zu entries", o->max_rows);
-        char *row = obj + o->off + *count * o->size;
-        int rc;
-        if (o->init && (rc = o->init(obj, row, *count, why, sizeof why)))
-            return rc == -ENOMEM ? rc : yerr(s, r, rp, "%s", why);
-        const char *need = missing(s, o->sub, r);
-        if (need) return yerr(s, r, rp, "needs %s", need);
-        if ((rc = mapping(s, o->sub, row, r, rp))) return rc;
-        if (o->check && (rc = o->check(obj, row, *count, why, sizeof why)))
-            return rc == -ENOMEM ? rc : yerr(s, r, rp, "%s", why);
-        (*count)++;
+        rc = one_row(s, o, obj, node(s, *it), rp, NULL, NULL, path);
     }
-    return 0;
+    return rc;
+}
+
+/* A mapping of named rows (MAP). */
+static int map_structs(struct ys *s, const struct kvg_opt *o, char *obj, yaml_node_t *n,
+                       const char *path)
+{
+    yaml_node_pair_t *first = n->data.mapping.pairs.start, *top = n->data.mapping.pairs.top;
+    int rc = grow(o, obj, (size_t)(top - first));
+    for (yaml_node_pair_t *p = first; !rc && p < top; p++) {
+        yaml_node_t *kn = node(s, p->key);
+        const char *k = scalar(kn);
+        char rp[300];
+        if (!k) return yerr(s, kn, path, "keys must be plain names, got %s", kind(kn));
+        text(rp, sizeof rp, "%s%s%s", path, path[0] ? "." : "", k);
+        rc = one_row(s, o, obj, node(s, p->value), rp, k, kn, path);
+    }
+    return rc;
 }
 
 static int entry(struct ys *s, const struct kvg_opt *o, char *obj, yaml_node_t *n, const char *path)
 {
     if (o->type == KVG_OPT_INCLUDE) { /* named: a nested mapping */
         char why[400] = "";
-        int rc = mapping(s, o->sub, obj ? obj + o->off : NULL, n, path);
+        int rc = mapping(s, o->sub, obj ? obj + o->off : NULL, n, path, o);
         if (rc || !obj || !o->check) return rc;
         if ((rc = o->check(obj, obj + o->off, 0, why, sizeof why)))
             return rc == -ENOMEM ? rc : yerr(s, n, path, "%s", why);
@@ -219,6 +289,13 @@ static int entry(struct ys *s, const struct kvg_opt *o, char *obj, yaml_node_t *
         if (!obj) return 0;
         return o->size ? rows_structs(s, o, obj, n, path) : rows_columns(s, o, obj, n, path);
     }
+    if (o->type == KVG_OPT_MAP) {
+        if (!n || n->type != YAML_MAPPING_NODE)
+            return yerr(s, n, path, "expects a mapping of names, got %s", kind(n));
+        int rc = mapping(s, NULL, NULL, n, path, NULL); /* plain, distinct names */
+        if (rc || !obj) return rc;
+        return map_structs(s, o, obj, n, path);
+    }
     if (!obj) { /* a shape check only: the kind of node */
         int multi = o->type == KVG_OPT_LIST || o->type == KVG_OPT_LIST_APPEND ||
                     (o->type == KVG_OPT_CUSTOM && (o->flags & KVG_OPT_F_MULTI));
@@ -229,9 +306,25 @@ static int entry(struct ys *s, const struct kvg_opt *o, char *obj, yaml_node_t *
     return values(s, o, obj, n, path);
 }
 
-/* The keys of mapping m against table t, into obj (NULL: check only). */
+/* "PREFIX: unknown key": the nearest name, or what the table's owner says
+ * its keys are. */
+static int unknown(struct ys *s, const struct kvg_opt *t, const struct kvg_opt *owner,
+                   yaml_node_t *kn, const char *k, const char *prefix, const char *path)
+{
+    if (owner && owner->noun)
+        return yerr(s, kn, prefix, "unknown %s '%s'%s%s%s", owner->noun, k,
+                    owner->expect ? " (expected " : "", owner->expect ? owner->expect : "",
+                    owner->expect ? ")" : "");
+    char hint[200];
+    kvg__opt_suggest(t, k, 1, "", hint, sizeof hint);
+    return yerr(s, kn, path, "unknown key%s", hint);
+}
+
+/* The keys of mapping m against table t, into obj (NULL: check only; t
+ * NULL: only that the keys are distinct names). owner is the entry whose
+ * table t is (NULL for none), for its noun in errors. */
 static int mapping(struct ys *s, const struct kvg_opt *t, char *obj, yaml_node_t *m,
-                   const char *prefix)
+                   const char *prefix, const struct kvg_opt *owner)
 {
     if (!m || m->type != YAML_MAPPING_NODE)
         return yerr(s, m, prefix, "expects a mapping, got %s", kind(m));
@@ -240,47 +333,68 @@ static int mapping(struct ys *s, const struct kvg_opt *t, char *obj, yaml_node_t
         const char *k = scalar(kn);
         char path[300];
         if (!k) return yerr(s, kn, prefix, "keys must be plain names, got %s", kind(kn));
+        for (yaml_node_pair_t *q = m->data.mapping.pairs.start; q < p; q++)
+            if (!strcmp(k, scalar(node(s, q->key))))
+                return yerr(s, kn, prefix, "duplicate key '%s'", k);
+        if (!t) continue;
         text(path, sizeof path, "%s%s%s", prefix, prefix[0] ? "." : "", k);
         size_t off = 0;
         const struct kvg_opt *o = kvg__opt_find(t, k, 1, &off);
-        if (!o) {
-            char hint[200];
-            kvg__opt_suggest(t, k, 1, "", hint, sizeof hint);
-            return yerr(s, kn, path, "unknown key%s", hint);
-        }
+        if (!o) return unknown(s, t, owner, kn, k, prefix, path);
         int rc = entry(s, o, obj ? obj + off : NULL, node(s, p->value), path);
         if (rc) return rc;
     }
+    const char *need = t && obj ? missing(s, t, m) : NULL;
+    if (need) return yerr(s, m, prefix, "needs %s", need);
     return 0;
 }
 
-static int load(const struct kvg_opt *t, void *obj, yaml_parser_t *yp, const char *name, char *err,
-                size_t errlen)
+static int load(const struct kvg_opt *doc, void *obj, yaml_parser_t *yp, const char *name,
+                char *err, size_t errlen)
 {
-    yaml_document_t doc;
-    if (!yaml_parser_load(yp, &doc))
+    yaml_document_t doc_;
+    if (!yaml_parser_load(yp, &doc_))
         return kvg_err_set(err, errlen, KVG_ECONFIG, "%s:%zu: invalid YAML: %s", name,
                            yp->problem_mark.line + 1, yp->problem ? yp->problem : "error");
-    struct ys s = {.d = &doc, .file = name, .err = err, .errlen = errlen};
-    yaml_node_t *root = yaml_document_get_root_node(&doc);
+    struct ys s = {.d = &doc_, .file = name, .err = err, .errlen = errlen};
+    yaml_node_t *root = yaml_document_get_root_node(&doc_);
+    const struct kvg_opt *need = flagged(doc->sub, KVG_OPT_F_REQUIRED);
+    char *top = (char *)obj + doc->off, why[400] = "";
     int rc = 0;
     if (root && root->type != YAML_MAPPING_NODE)
         rc = yerr(&s, root, "", "the top level must be a mapping, got %s", kind(root));
     else if (root)
-        rc = mapping(&s, t, obj, root, "");
-    yaml_document_delete(&doc);
+        rc = mapping(&s, doc->sub, top, root, "", doc);
+    else if (need)
+        rc = yerr(&s, NULL, "", "the file is empty (expected '%s')", need->name);
+    if (!rc && doc->check && (rc = doc->check(top, top, 0, why, sizeof why)) && rc != -ENOMEM)
+        rc = yerr(&s, root, "", "%s", why);
+    yaml_document_delete(&doc_);
     return rc;
+}
+
+static int load_text(const struct kvg_opt *doc, void *obj, const char *text, size_t len,
+                     const char *name, char *err, size_t errlen)
+{
+    yaml_parser_t yp;
+    if (!yaml_parser_initialize(&yp)) return -ENOMEM;
+    yaml_parser_set_input_string(&yp, (const unsigned char *)text, len);
+    int rc = load(doc, obj, &yp, name, err, errlen);
+    yaml_parser_delete(&yp);
+    return rc;
+}
+
+int kvg_opt_load_yaml_doc(const struct kvg_opt *doc, void *obj, const char *text, size_t len,
+                          const char *name, char *err, size_t errlen)
+{
+    return load_text(doc, obj, text, len, name, err, errlen);
 }
 
 int kvg_opt_load_yaml_text(const struct kvg_opt *t, void *obj, const char *text, size_t len,
                            const char *name, char *err, size_t errlen)
 {
-    yaml_parser_t yp;
-    if (!yaml_parser_initialize(&yp)) return -ENOMEM;
-    yaml_parser_set_input_string(&yp, (const unsigned char *)text, len);
-    int rc = load(t, obj, &yp, name, err, errlen);
-    yaml_parser_delete(&yp);
-    return rc;
+    const struct kvg_opt doc = {"", NULL, KVG_OPT_INCLUDE, 0, .sub = t};
+    return load_text(&doc, obj, text, len, name, err, errlen);
 }
 
 int kvg_opt_load_yaml(const struct kvg_opt *t, void *obj, const char *path, char *err,
@@ -295,7 +409,8 @@ int kvg_opt_load_yaml(const struct kvg_opt *t, void *obj, const char *path, char
         return -ENOMEM;
     }
     yaml_parser_set_input_file(&yp, f);
-    int rc = load(t, obj, &yp, path, err, errlen);
+    const struct kvg_opt doc = {"", NULL, KVG_OPT_INCLUDE, 0, .sub = t};
+    int rc = load(&doc, obj, &yp, path, err, errlen);
     yaml_parser_delete(&yp);
     fclose(f);
     return rc;

@@ -1,64 +1,79 @@
 /* `kvgate autoscale --config FILE [--dry-run]`: the autoscaler as its own
  * process (src/autoscale/daemon.h says what it does). This file holds the
- * command's flags only. */
+ * command's option table only. It listens on 127.0.0.1 unless --host says
+ * otherwise: every interface is a choice made on purpose (the manifests
+ * under deploy/ pass --host 0.0.0.0 when they run it). */
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "autoscale/daemon.h"
-#include "base/util.h"
+#include "base/err.h"
+#include "base/opt.h"
 #include "cmd/cmd.h"
 
-static void usage(FILE *f)
+#define F(field) offsetof(struct kvg_cmd_autoscale_opts, field)
+#define S(field) sizeof(((struct kvg_cmd_autoscale_opts *)0)->field)
+
+static const struct kvg_opt flags[] = {
+    {"config", NULL, KVG_OPT_STR, F(config), S(config), .meta = "FILE",
+     .help = "the autoscale YAML (docs/autoscale.md); required", .section = "options",
+     .flags = KVG_OPT_F_NODEFAULT},
+    {"dry-run", NULL, KVG_OPT_BOOL, F(dry_run),
+     .help = "plan and report, act on nothing, take "
+             "no lease"},
+    {"port", NULL, KVG_OPT_INT, F(port),
+     .help = "GET /autoscale, /autoscale/metrics, /metrics, "
+             "/health",
+     .min = 0, .max = 65535},
+    {"host", NULL, KVG_OPT_STR, F(host), S(host), .meta = "ADDR", .help = "listen address"},
+    {"id", NULL, KVG_OPT_STR, F(id), S(id), .meta = "NAME",
+     .help = "this replica's name in the lease (default: HOSTNAME-PID)"},
+    KVG_OPT_END,
+};
+
+#undef F
+#undef S
+
+static void defaults(struct kvg_cmd_autoscale_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    snprintf(o->host, sizeof o->host, "127.0.0.1");
+    o->port = 9090;
+}
+
+void kvg_cmd_autoscale_usage(FILE *out)
 {
     fprintf(
-        f,
+        out,
         "usage: kvgate autoscale --config FILE [--dry-run] [--port N] [--host ADDR] [--id NAME]\n"
         "\n"
         "The autoscaler as its own process: reads the pools' engines (/health, /metrics)\n"
         "and gateways (/metrics) over HTTP, plans each pool, and acts through the\n"
         "configured actuator (external: exported only; kubernetes: the scale subresource).\n"
-        "With lease: {redis: URL} in FILE, only the replica holding the lease acts.\n"
-        "\n"
-        "  --config FILE   the autoscale YAML (docs/autoscale.md)\n"
-        "  --dry-run       plan and report, act on nothing, take no lease\n"
-        "  --port N        GET /autoscale, /autoscale/metrics, /metrics, /health (9090)\n"
-        "  --host ADDR     listen address (0.0.0.0)\n"
-        "  --id NAME       this replica's name in the lease (HOSTNAME-PID)\n");
+        "With lease: {redis: URL} in FILE, only the replica holding the lease acts.\n\n");
+    struct kvg_cmd_autoscale_opts d;
+    defaults(&d);
+    kvg_opt_help(flags, &d, out);
+}
+
+int kvg_cmd_autoscale_parse(struct kvg_cmd_autoscale_opts *o, int argc, char **argv, char *err,
+                            size_t errlen)
+{
+    defaults(o);
+    int rc = kvg_opt_parse_argv(flags, o, argc, argv, 1, err, errlen);
+    if (rc) return rc;
+    if (!o->config[0]) return kvg_err_set(err, errlen, KVG_ECONFIG, "--config FILE is required");
+    return 0;
 }
 
 int kvg_cmd_autoscale_main(int argc, char **argv)
 {
-    struct kvg_autoscale_daemon_opts o = {.host = "0.0.0.0", .port = 9090};
-    uint64_t port = 9090;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            usage(stdout);
-            return 0;
-        } else if (!strcmp(a, "--dry-run")) {
-            o.dry_run = 1;
-        } else if (v && !strcmp(a, "--config")) {
-            o.config_path = argv[++i];
-        } else if (v && !strcmp(a, "--host")) {
-            o.host = argv[++i];
-        } else if (v && !strcmp(a, "--id")) {
-            o.id = argv[++i];
-        } else if (v && !strcmp(a, "--port")) {
-            if (kvg_parse_u64(argv[++i], &port) || port > 65535) {
-                fprintf(stderr, "kvgate autoscale: --port: 0..65535\n");
-                return 2;
-            }
-            o.port = (int)port;
-        } else {
-            fprintf(stderr, "kvgate autoscale: unknown or incomplete option '%s'\n\n", a);
-            usage(stderr);
-            return 2;
-        }
-    }
-    if (!o.config_path) {
-        fprintf(stderr, "kvgate autoscale: --config FILE is required\n\n");
-        usage(stderr);
-        return 2;
-    }
-    return kvg_autoscale_daemon_run(&o);
+    struct kvg_cmd_autoscale_opts o;
+    char err[600];
+    int rc = kvg_cmd_autoscale_parse(&o, argc, argv, err, sizeof err);
+    if ((rc = kvg__cmd_parsed(rc, "autoscale", err, kvg_cmd_autoscale_usage)) >= 0) return rc;
+    struct kvg_autoscale_daemon_opts d = {
+        .config_path = o.config, .host = o.host, .port = o.port, .id = o.id, .dry_run = o.dry_run};
+    return kvg_autoscale_daemon_run(&d);
 }

@@ -11,16 +11,26 @@
 #include "cmd/cmd.h"
 #include "gateway/keys.h"
 
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: kvgate keys hash KEY|-   print the keys-file hash of KEY ('-': stdin)\n"
+               "       kvgate keys new [NAME]   make a random key and its keys-file entry\n"
+               "       kvgate keys check FILE   validate a keys file\n"
+               "The keys file is YAML: keys, tenants, counting (src/gateway/keys.h).\n");
+}
+
 static int cli_usage(void)
 {
-    fprintf(stderr, "usage: kvgate keys hash KEY|-   print the keys-file hash of KEY ('-': stdin)\n"
-                    "       kvgate keys new [NAME]   make a random key and its keys-file entry\n"
-                    "       kvgate keys check FILE   validate a keys file\n");
+    usage(stderr);
     return 2;
 }
 
 int kvg_cmd_keys_main(int argc, char **argv)
 {
+    if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+        usage(stdout);
+        return 0;
+    }
     if (argc < 2) return cli_usage();
     char out[72];
     if (!strcmp(argv[1], "hash") && argc == 3) {

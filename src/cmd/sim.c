@@ -1,214 +1,210 @@
-/* `kvgate sim`: the simulated engine's flags (src/simsrv/simsrv.h runs it). */
+/* `kvgate sim`: the simulated engine's flags (src/simsrv/simsrv.h runs it),
+ * one option table over struct kvg_simsrv_opts: it parses the command line and
+ * prints --help with the defaults of kvg_simsrv_opts_default. */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/log.h"
+#include "base/err.h"
+#include "base/opt.h"
 #include "base/util.h"
 #include "cmd/cmd.h"
-#include "sim/kv_events.h"
+#include "sim/sim.h"
 #include "simsrv/simsrv.h"
 
-static void usage(void)
+/* ENUM entries kept as their index write an int. */
+_Static_assert(sizeof(enum kvg_simsrv_flavor) == sizeof(int), "flavor is an ENUM index");
+
+/* In the order of the enums they index (simsrv/simsrv.h; metrics modes as
+ * kvg_simsrv_metrics_mode_parse numbers them; kv_events_map: 0 array, 1 map). */
+static const char *const flavors[] = {"vllm", "sglang", "llamacpp", NULL};
+static const char *const roles[] = {"both", "prefill", "decode", "encode", NULL};
+static const char *const metrics_modes[] = {"full",    "no-kv", "waiting-only", "none", "error",
+                                            "garbage", NULL};
+static const char *const encodings[] = {"array", "map", NULL};
+static const char *const load_policies[] = {"recompute", "fail", NULL}; /* kv_load_fail 0, 1 */
+
+/* --disconnect-after-tokens K: an int64_t where -1 is off. */
+static int parse_disconnect(void *obj, const struct kvg_opt *o, const char *v, size_t index,
+                            char *err, size_t errlen)
 {
-    printf(
-        "usage: kvgate sim --port P --model NAME [options]\n\n"
-        "A simulated inference engine speaking vLLM's HTTP API, metrics and KV events.\n\n"
-        "  --host H                    listen address (127.0.0.1)\n"
-        "  --port P                    listen port (8000)\n"
-        "  --model NAME                served model name (sim-model)\n"
-        "  --profile NAME              engine profile (tiny; see below)\n"
-        "  --flavor vllm|sglang|llamacpp   wire and metrics dialect (vllm)\n"
-        "  --block-size N              KV block size in tokens (the profile's)\n"
-        "  --kv-capacity-tokens N      KV cache size (the profile's)\n"
-        "  --max-num-seqs N            running batch limit (the profile's)\n"
-        "  --cpu-kv-capacity-tokens N  CPU tier (vLLM's CPU offloading): GPU evictions move there\n"
-        "                              (events with medium CPU), hits come back at a copy cost\n"
-        "  --cpu-kv-load-secs-per-token S  that copy cost (the profile's)\n"
-        "  --dp-size N                 N data-parallel ranks behind this URL "
-        "(X-data-parallel-rank\n"
-        "                              picks one), each with its own cache, batch and events on\n"
-        "                              the endpoint's port + rank, metrics labelled engine=rank\n"
-        "  --lora-adapters a,b         LoRA adapters served on top of --model (in /v1/models with\n"
-        "                              a parent; their blocks seeded by name; "
-        "vllm:lora_requests_info)\n"
-        "  --kv-events-endpoint EP     publish KV events on a ZMQ PUB (e.g. tcp://127.0.0.1:5557)\n"
-        "  --kv-events-encoding array|map  event encoding (array)\n"
-        "  --kv-events-topic T         topic frame (\"\")\n"
-        "  --replay-endpoint EP        ZMQ ROUTER answering replay requests\n"
-        "  --speed X                   run the clock X times faster than real time (1)\n"
-        "  --seed S                    output seed (0)\n"
-        "  --tokenizer FILE|builtin:bytes   (builtin:bytes)\n"
-        "  --tokenizer-config FILE     tokenizer_config.json (chat template)\n"
-        "disaggregated serving (vLLM NixlConnector protocol):\n"
-        "  --role prefill|decode|encode|both  what the engine does (both: aggregated, answers "
-        "either\n"
-        "                              leg; encode: an encoder-only engine for EPD)\n"
-        "  --side-channel-port P       a prefill's KV side channel (default 5600 with --role\n"
-        "                              prefill, as VLLM_NIXL_SIDE_CHANNEL_PORT)\n"
-        "  --kv-hold-timeout-secs S    free a prefill's unread blocks after S (480)\n"
-        "  --labels k=v,...            node=, rack=, zone=: the KV link's bandwidth\n"
-        "  --kv-load-failure-policy fail|recompute   a failed KV pull (fail, vLLM's default)\n"
-        "  --kv-transfer-extra-secs S  fault: every KV transfer takes S longer\n"
-        "  --bootstrap-port N          SGLang's protocol: a prefill's bootstrap listener\n"
-        "  --bootstrap-timeout-secs S  a decode waits this long for its room's KV (120)\n"
-        "  --encoder-urls URL[,URL]    SGLang's EPD: a prefill calls these encoders for media\n"
-        "fault injection:\n"
-        "  --fail-rate P               answer 500 to this fraction of requests\n"
-        "  --hang-rate P               never answer this fraction (socket kept open)\n"
-        "  --disconnect-after-tokens K cut every stream after K tokens\n"
-        "  --cold-start-secs S         /health and completions answer 503 for S seconds\n"
-        "  --kv-events-drop P          drop KV event batches with probability P\n"
-        "  --metrics-mode M            full|no-kv|waiting-only|none|error|garbage (full)\n"
-        "  --metrics-fail-after S:M    after S seconds, /metrics turns to none|error|garbage\n"
-        "  --log-level L               debug|info|warn|error (info)\n\nprofiles:\n");
-    for (size_t i = 0; kvg_sim_profile_at(i); i++)
-        printf("  %-24s %s\n", kvg_sim_profile_at(i)->name, kvg_sim_profile_at(i)->description);
+    (void)o, (void)index;
+    uint64_t u;
+    if (kvg_parse_u64(v, &u) || u > (1u << 30))
+        return kvg_err_set(err, errlen, KVG_ECONFIG, "expects an integer 0..%u, got '%s'", 1u << 30,
+                           v);
+    ((struct kvg_simsrv_opts *)obj)->disconnect_after = (int64_t)u;
+    return 0;
 }
 
-static int parse(struct kvg_simsrv_opts *o, int argc, char **argv)
+static int format_disconnect(const void *obj, const struct kvg_opt *o, char *out, size_t cap)
 {
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            usage();
-            return 1;
-        }
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!v) {
-            fprintf(stderr, "kvgate sim: %s needs a value\n", a);
-            return -1;
-        }
-        i++;
-        uint64_t u;
-        double d;
-        int bad = 0;
-#define STR(flag, field)                                                                           \
-    else if (!strcmp(a, flag)) bad =                                                               \
-        snprintf(o->field, sizeof o->field, "%s", v) >= (int)sizeof o->field
-#define NUM(flag, field, max)                                                                      \
-    else if (!strcmp(a, flag))                                                                     \
-    {                                                                                              \
-        bad = kvg_parse_u64(v, &u) || u > (max);                                                   \
-        o->field = u;                                                                              \
-    }
-#define DBL(flag, field, lo, hi)                                                                   \
-    else if (!strcmp(a, flag))                                                                     \
-    {                                                                                              \
-        bad = kvg_parse_double(v, &d) || d < (lo) || d > (hi);                                     \
-        o->field = d;                                                                              \
-    }
-        if (0) {
-        }
-        STR("--host", host);
-        NUM("--port", port, 65535)
-        STR("--model", model);
-        STR("--profile", profile);
-        NUM("--block-size", block_size, 1u << 16)
-        NUM("--kv-capacity-tokens", kv_capacity_tokens, 1ull << 40)
-        NUM("--max-num-seqs", max_num_seqs, 1u << 20)
-        NUM("--cpu-kv-capacity-tokens", cpu_kv_capacity_tokens, 1ull << 40)
-        DBL("--cpu-kv-load-secs-per-token", cpu_load_s_per_token, 0, 1)
-        NUM("--dp-size", dp_size, KVG_SIMSRV_MAX_DP)
-        STR("--kv-events-endpoint", kv_events_endpoint);
-        STR("--lora-adapters", lora_adapters);
-        STR("--kv-events-topic", kv_topic);
-        STR("--replay-endpoint", replay_endpoint);
-        DBL("--speed", speed, 1e-3, 1e6)
-        NUM("--seed", seed, UINT64_MAX)
-        STR("--tokenizer", tokenizer);
-        STR("--tokenizer-config", tokenizer_config);
-        DBL("--fail-rate", fail_rate, 0, 1)
-        DBL("--hang-rate", hang_rate, 0, 1)
-        NUM("--disconnect-after-tokens", disconnect_after, 1u << 30)
-        DBL("--cold-start-secs", cold_start_s, 0, 1e6)
-        DBL("--kv-events-drop", kv_events_drop, 0, 1)
-        NUM("--side-channel-port", side_channel_port, 65535)
-        DBL("--kv-hold-timeout-secs", kv_hold_timeout_s, 0, 1e7)
-        DBL("--kv-transfer-extra-secs", kv_transfer_extra_s, 0, 1e6)
-        NUM("--bootstrap-port", bootstrap_port, 65535)
-        DBL("--bootstrap-timeout-secs", bootstrap_timeout_s, 0, 1e6)
-        STR("--labels", labels);
-        STR("--encoder-urls", encoder_urls);
-        else if (!strcmp(a, "--role"))
-        {
-            if (!strcmp(v, "both"))
-                o->role = KVG_SIMSRV_ROLE_BOTH;
-            else if (!strcmp(v, "prefill"))
-                o->role = KVG_SIMSRV_ROLE_PREFILL;
-            else if (!strcmp(v, "decode"))
-                o->role = KVG_SIMSRV_ROLE_DECODE;
-            else if (!strcmp(v, "encode"))
-                o->role = KVG_SIMSRV_ROLE_ENCODE;
-            else
-                bad = 1;
-        }
-        else if (!strcmp(a, "--kv-load-failure-policy"))
-        {
-            bad = strcmp(v, "fail") && strcmp(v, "recompute");
-            o->kv_load_fail = !strcmp(v, "fail");
-        }
-        else if (!strcmp(a, "--flavor"))
-        {
-            if (!strcmp(v, "vllm"))
-                o->flavor = KVG_SIMSRV_FLAVOR_VLLM;
-            else if (!strcmp(v, "sglang"))
-                o->flavor = KVG_SIMSRV_FLAVOR_SGLANG;
-            else if (!strcmp(v, "llamacpp"))
-                o->flavor = KVG_SIMSRV_FLAVOR_LLAMACPP;
-            else
-                bad = 1;
-        }
-        else if (!strcmp(a, "--metrics-mode"))
-        {
-            o->metrics_mode = kvg_simsrv_metrics_mode_parse(v);
-            bad = o->metrics_mode < 0;
-        }
-        else if (!strcmp(a, "--metrics-fail-after"))
-        {
-            const char *colon = strchr(v, ':');
-            char secs[32];
-            bad = !colon || (size_t)(colon - v) >= sizeof secs;
-            if (!bad) {
-                memcpy(secs, v, (size_t)(colon - v));
-                secs[colon - v] = 0;
-                o->metrics_later = kvg_simsrv_metrics_mode_parse(colon + 1);
-                bad = kvg_parse_double(secs, &o->metrics_after_s) || o->metrics_after_s < 0 ||
-                      o->metrics_later < KVG_SIMSRV_METRICS_NONE;
-            }
-        }
-        else if (!strcmp(a, "--kv-events-encoding"))
-        {
-            int e = kvg_sim_kv_encoding_parse(v);
-            bad = e < 0;
-            o->kv_events_map = e == KVG_SIM_KV_MAP;
-        }
-        else if (!strcmp(a, "--log-level"))
-        {
-            o->log_level = kvg_log_parse_level(v);
-            bad = o->log_level < 0;
-        }
-        else
-        {
-            fprintf(stderr, "kvgate sim: unknown flag '%s' (see kvgate sim --help)\n", a);
-            return -1;
-        }
-#undef STR
-#undef NUM
-#undef DBL
-        if (bad) {
-            fprintf(stderr, "kvgate sim: bad value for %s: '%s'\n", a, v);
-            return -1;
-        }
-    }
+    (void)o;
+    int64_t k = ((const struct kvg_simsrv_opts *)obj)->disconnect_after;
+    if (k < 0) return -1; /* off: nothing to show or emit */
+    snprintf(out, cap, "%lld", (long long)k);
     return 0;
+}
+
+/* --metrics-fail-after S:M: after S seconds /metrics turns to M. */
+static int parse_fail_after(void *obj, const struct kvg_opt *o, const char *v, size_t index,
+                            char *err, size_t errlen)
+{
+    (void)o, (void)index;
+    struct kvg_simsrv_opts *s = obj;
+    const char *colon = strchr(v, ':');
+    char secs[32];
+    double d;
+    int mode = -1;
+    if (colon && (size_t)(colon - v) < sizeof secs) {
+        memcpy(secs, v, (size_t)(colon - v));
+        secs[colon - v] = 0;
+        mode = kvg_simsrv_metrics_mode_parse(colon + 1);
+    }
+    if (mode < KVG_SIMSRV_METRICS_NONE || kvg_parse_double(secs, &d) || !(d >= 0))
+        return kvg_err_set(err, errlen, KVG_ECONFIG,
+                           "expects SECS:none|error|garbage (SECS >= 0), got '%s'", v);
+    s->metrics_after_s = d;
+    s->metrics_later = mode;
+    return 0;
+}
+
+static int format_fail_after(const void *obj, const struct kvg_opt *o, char *out, size_t cap)
+{
+    (void)o;
+    const struct kvg_simsrv_opts *s = obj;
+    if (s->metrics_after_s < 0) return -1; /* never */
+    snprintf(out, cap, "%g:%s", s->metrics_after_s, metrics_modes[s->metrics_later]);
+    return 0;
+}
+
+#define F(field) offsetof(struct kvg_simsrv_opts, field)
+#define S(field) sizeof(((struct kvg_simsrv_opts *)0)->field)
+
+static const struct kvg_opt flags[] = {
+    {"host", NULL, KVG_OPT_STR, F(host), S(host), .meta = "H", .help = "listen address",
+     .section = "engine"},
+    {"port", NULL, KVG_OPT_INT, F(port), .meta = "P", .help = "listen port", .min = 0,
+     .max = 65535},
+    {"model", NULL, KVG_OPT_STR, F(model), S(model), .meta = "NAME", .help = "served model name"},
+    {"profile", NULL, KVG_OPT_STR, F(profile), S(profile), .meta = "NAME",
+     .help = "engine profile (listed below)"},
+    {"flavor", NULL, KVG_OPT_ENUM, F(flavor), .help = "wire and metrics dialect",
+     .choices = flavors},
+    /* 0, the default of these three, stands for the profile's value. */
+    {"block-size", NULL, KVG_OPT_U32, F(block_size),
+     .help = "KV block size in tokens (default: the profile's)", .min = 0, .max = 1u << 16,
+     .flags = KVG_OPT_F_NODEFAULT},
+    {"kv-capacity-tokens", NULL, KVG_OPT_U64, F(kv_capacity_tokens),
+     .help = "KV cache size (default: the profile's)", .min = 0, .max = (double)(1ull << 40),
+     .flags = KVG_OPT_F_NODEFAULT},
+    {"max-num-seqs", NULL, KVG_OPT_U32, F(max_num_seqs),
+     .help = "running batch limit (default: the profile's)", .min = 0, .max = 1u << 20,
+     .flags = KVG_OPT_F_NODEFAULT},
+    {"cpu-kv-capacity-tokens", NULL, KVG_OPT_U64, F(cpu_kv_capacity_tokens),
+     .help = "CPU tier (vLLM's CPU offloading): GPU evictions move there (events with medium "
+             "CPU), hits come back at a copy cost (0: no CPU tier)",
+     .min = 0, .max = (double)(1ull << 40)},
+    {"cpu-kv-load-secs-per-token", NULL, KVG_OPT_DOUBLE, F(cpu_load_s_per_token), .meta = "S",
+     .help = "that copy cost (default: the profile's)", .min = 0, .max = 1,
+     .flags = KVG_OPT_F_NODEFAULT},
+    {"dp-size", NULL, KVG_OPT_U32, F(dp_size),
+     .help = "N data-parallel ranks behind this URL (X-data-parallel-rank picks one), each with "
+             "its own cache, batch and events on the endpoint's port + rank, metrics labelled "
+             "engine=rank",
+     .min = 0, .max = KVG_SIMSRV_MAX_DP},
+    {"lora-adapters", NULL, KVG_OPT_STR, F(lora_adapters), S(lora_adapters), .meta = "a,b",
+     .help =
+         "LoRA adapters served on top of --model (in /v1/models with a parent; their blocks seeded "
+         "by name; vllm:lora_requests_info)"},
+    {"speed", NULL, KVG_OPT_DOUBLE, F(speed), .help = "run the clock X times faster than real time",
+     .min = 1e-3, .max = 1e6},
+    {"seed", NULL, KVG_OPT_U64, F(seed), .meta = "S", .help = "output seed"},
+    {"tokenizer", NULL, KVG_OPT_STR, F(tokenizer), S(tokenizer), .meta = "FILE|builtin:bytes",
+     .help = "tokenizer.json"},
+    {"tokenizer-config", NULL, KVG_OPT_STR, F(tokenizer_config), S(tokenizer_config),
+     .meta = "FILE", .help = "tokenizer_config.json (chat template)"},
+    {"log-level", NULL, KVG_OPT_LEVEL, F(log_level), .help = "log threshold"},
+    {"kv-events-endpoint", NULL, KVG_OPT_STR, F(kv_events_endpoint), S(kv_events_endpoint),
+     .meta = "EP", .help = "publish KV events on a ZMQ PUB (e.g. tcp://127.0.0.1:5557)",
+     .section = "KV events"},
+    {"kv-events-encoding", NULL, KVG_OPT_ENUM, F(kv_events_map), .help = "event encoding",
+     .choices = encodings},
+    {"kv-events-topic", NULL, KVG_OPT_STR, F(kv_topic), S(kv_topic), .meta = "T",
+     .help = "topic frame (default: \"\")"},
+    {"replay-endpoint", NULL, KVG_OPT_STR, F(replay_endpoint), S(replay_endpoint), .meta = "EP",
+     .help = "ZMQ ROUTER answering replay requests"},
+    {"role", NULL, KVG_OPT_ENUM, F(role),
+     .help = "what the engine does (both: aggregated, answers either leg; encode: an "
+             "encoder-only engine for EPD)",
+     .section = "disaggregated serving (vLLM NixlConnector protocol)", .choices = roles},
+    {"side-channel-port", NULL, KVG_OPT_INT, F(side_channel_port), .meta = "P",
+     .help = "a prefill's KV side channel (default 5600 with --role prefill or encode, as "
+             "VLLM_NIXL_SIDE_CHANNEL_PORT; else none)",
+     .min = 0, .max = 65535, .flags = KVG_OPT_F_NODEFAULT},
+    {"kv-hold-timeout-secs", NULL, KVG_OPT_DOUBLE, F(kv_hold_timeout_s), .meta = "S",
+     .help = "free a prefill's unread blocks after S", .min = 0, .max = 1e7},
+    {"labels", NULL, KVG_OPT_STR, F(labels), S(labels), .meta = "k=v,...",
+     .help = "node=, rack=, zone=: the KV link's bandwidth"},
+    {"kv-load-failure-policy", NULL, KVG_OPT_ENUM, F(kv_load_fail),
+     .help = "a failed KV pull (fail: vLLM's default)", .choices = load_policies},
+    {"kv-transfer-extra-secs", NULL, KVG_OPT_DOUBLE, F(kv_transfer_extra_s), .meta = "S",
+     .help = "fault: every KV transfer takes S longer", .min = 0, .max = 1e6},
+    {"bootstrap-port", NULL, KVG_OPT_INT, F(bootstrap_port), .meta = "N",
+     .help = "SGLang's protocol: a prefill's bootstrap listener (0: none)", .min = 0, .max = 65535},
+    {"bootstrap-timeout-secs", NULL, KVG_OPT_DOUBLE, F(bootstrap_timeout_s), .meta = "S",
+     .help = "a decode waits this long for its room's KV", .min = 0, .max = 1e6},
+    {"encoder-urls", NULL, KVG_OPT_STR, F(encoder_urls), S(encoder_urls), .meta = "URL[,URL]",
+     .help = "SGLang's EPD: a prefill calls these encoders for media"},
+    {"fail-rate", NULL, KVG_OPT_DOUBLE, F(fail_rate), .meta = "P",
+     .help = "answer 500 to this fraction of requests", .section = "fault injection", .min = 0,
+     .max = 1},
+    {"hang-rate", NULL, KVG_OPT_DOUBLE, F(hang_rate), .meta = "P",
+     .help = "never answer this fraction (socket kept open)", .min = 0, .max = 1},
+    {"disconnect-after-tokens", NULL, KVG_OPT_CUSTOM, F(disconnect_after), .meta = "K",
+     .help = "cut every stream after K tokens (default: never)", .parse = parse_disconnect,
+     .format = format_disconnect},
+    {"cold-start-secs", NULL, KVG_OPT_DOUBLE, F(cold_start_s), .meta = "S",
+     .help = "/health and completions answer 503 for S seconds", .min = 0, .max = 1e6},
+    {"kv-events-drop", NULL, KVG_OPT_DOUBLE, F(kv_events_drop), .meta = "P",
+     .help = "drop KV event batches with probability P", .min = 0, .max = 1},
+    {"metrics-mode", NULL, KVG_OPT_ENUM, F(metrics_mode), .help = "what /metrics answers",
+     .choices = metrics_modes},
+    {"metrics-fail-after", NULL, KVG_OPT_CUSTOM, F(metrics_after_s), .meta = "S:M",
+     .help = "after S seconds, /metrics turns to M: none|error|garbage (default: never)",
+     .parse = parse_fail_after, .format = format_fail_after},
+    KVG_OPT_END,
+};
+
+#undef F
+#undef S
+
+void kvg_cmd_sim_usage(FILE *out)
+{
+    fprintf(out, "usage: kvgate sim --port P --model NAME [options]\n\n"
+                 "A simulated inference engine speaking vLLM's HTTP API, metrics and KV "
+                 "events.\n\n");
+    struct kvg_simsrv_opts d;
+    kvg_simsrv_opts_default(&d);
+    kvg_opt_help(flags, &d, out);
+    fprintf(out, "\nprofiles:\n");
+    for (size_t i = 0; kvg_sim_profile_at(i); i++)
+        fprintf(out, "  %-24s %s\n", kvg_sim_profile_at(i)->name,
+                kvg_sim_profile_at(i)->description);
+}
+
+int kvg_cmd_sim_parse(struct kvg_simsrv_opts *o, int argc, char **argv, char *err, size_t errlen)
+{
+    kvg_simsrv_opts_default(o);
+    return kvg_opt_parse_argv(flags, o, argc, argv, 1, err, errlen);
 }
 
 int kvg_cmd_sim_main(int argc, char **argv)
 {
     struct kvg_simsrv_opts o;
-    kvg_simsrv_opts_default(&o);
-    int rc = parse(&o, argc, argv);
-    if (rc) return rc > 0 ? 0 : 2;
+    char err[600];
+    int rc = kvg_cmd_sim_parse(&o, argc, argv, err, sizeof err);
+    if ((rc = kvg__cmd_parsed(rc, "sim", err, kvg_cmd_sim_usage)) >= 0) return rc;
     return kvg_simsrv_main(&o);
 }

@@ -19,6 +19,7 @@
  * The chat template is --chat-template FILE, else the tokenizer config's,
  * else for builtin:bytes the built-in ChatML template (jinja/chat.h). */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +29,7 @@
 #include "cmd/cmd.h"
 #include "base/buf.h"
 #include "base/err.h"
+#include "base/opt.h"
 #include "jinja/chat.h"
 #include "tokenizer/tokenizer.h"
 
@@ -41,14 +43,49 @@ struct cli {
     struct kvg_buf text;
 };
 
-static void usage(FILE *f)
+#define F(field) offsetof(struct kvg_cmd_tokenize_opts, field)
+#define S(field) sizeof(((struct kvg_cmd_tokenize_opts *)0)->field)
+
+static const struct kvg_opt flags[] = {
+    {"tokenizer", NULL, KVG_OPT_STR, F(tokenizer), S(tokenizer),
+     .meta = "tokenizer.json|builtin:bytes", .help = "the tokenizer (required)",
+     .section = "options"},
+    {"tokenizer-config", NULL, KVG_OPT_STR, F(tokenizer_config), S(tokenizer_config),
+     .meta = "tokenizer_config.json", .help = "its config (special tokens, chat template)"},
+    {"chat-template", NULL, KVG_OPT_STR, F(chat_template), S(chat_template), .meta = "FILE",
+     .help = "the chat template (default: the config's; ChatML for builtin:bytes)"},
+    {"chat", NULL, KVG_OPT_BOOL, F(chat), .help = "the input is an OpenAI chat request"},
+    {"render", NULL, KVG_OPT_BOOL, F(render), .help = "print the rendered prompt, not its ids"},
+    {"jsonl", NULL, KVG_OPT_BOOL, F(jsonl), .help = "one JSON input per line"},
+    {"add-special-tokens", NULL, KVG_OPT_BOOL, F(add_special_tokens),
+     .help = "add the post-processor's BOS/EOS"},
+    KVG_OPT_END,
+};
+
+#undef F
+#undef S
+
+void kvg_cmd_tokenize_usage(FILE *f)
 {
     fprintf(f, "usage: kvgate tokenize --tokenizer tokenizer.json|builtin:bytes\n"
                "         [--tokenizer-config tokenizer_config.json] [--chat-template FILE]\n"
                "         [--chat] [--render] [--jsonl] [--add-special-tokens]\n"
                "Reads text (or with --chat an OpenAI chat request) on stdin and prints\n"
                "{\"ids\":[...]}, or {\"text\":...} with --render; --jsonl: one JSON input per "
-               "line.\n");
+               "line.\n\n");
+    kvg_opt_help(flags, NULL, f);
+}
+
+int kvg_cmd_tokenize_parse(struct kvg_cmd_tokenize_opts *o, int argc, char **argv, char *err,
+                           size_t errlen)
+{
+    memset(o, 0, sizeof *o);
+    /* "kvgate tokenize tokenize ..." has always been accepted: skip it. */
+    int first = argc > 1 && !strcmp(argv[1], "tokenize") ? 2 : 1;
+    int rc = kvg_opt_parse_argv(flags, o, argc, argv, first, err, errlen);
+    if (rc) return rc;
+    if (!o->tokenizer[0]) return kvg_err_set(err, errlen, KVG_ECONFIG, "--tokenizer is required");
+    return 0;
 }
 
 static void emit_error(struct cli *c, const char *msg)
@@ -132,40 +169,18 @@ static int load_template(const char *path, char **out)
 
 int kvg_cmd_tokenize_main(int argc, char **argv)
 {
-    const char *tok_path = NULL, *cfg_path = NULL, *tpl_path = NULL;
+    struct kvg_cmd_tokenize_opts o;
     struct cli c = {0};
     char err[1024];
-    int i = 1, rc = 1;
-    if (argc > 1 && !strcmp(argv[1], "tokenize")) i = 2;
-    for (; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--tokenizer") && i + 1 < argc)
-            tok_path = argv[++i];
-        else if (!strcmp(a, "--tokenizer-config") && i + 1 < argc)
-            cfg_path = argv[++i];
-        else if (!strcmp(a, "--chat-template") && i + 1 < argc)
-            tpl_path = argv[++i];
-        else if (!strcmp(a, "--chat"))
-            c.chat_mode = 1;
-        else if (!strcmp(a, "--render"))
-            c.render = 1;
-        else if (!strcmp(a, "--jsonl"))
-            c.jsonl = 1;
-        else if (!strcmp(a, "--add-special-tokens"))
-            c.add_special = 1;
-        else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            usage(stdout);
-            return 0;
-        } else {
-            fprintf(stderr, "kvgate tokenize: unknown option %s\n", a);
-            usage(stderr);
-            return 2;
-        }
-    }
-    if (!tok_path) {
-        usage(stderr);
-        return 2;
-    }
+    int rc = kvg_cmd_tokenize_parse(&o, argc, argv, err, sizeof err);
+    if ((rc = kvg__cmd_parsed(rc, "tokenize", err, kvg_cmd_tokenize_usage)) >= 0) return rc;
+    const char *tok_path = o.tokenizer,
+               *cfg_path = o.tokenizer_config[0] ? o.tokenizer_config : NULL,
+               *tpl_path = o.chat_template[0] ? o.chat_template : NULL;
+    c.chat_mode = o.chat;
+    c.render = o.render;
+    c.jsonl = o.jsonl;
+    c.add_special = o.add_special_tokens;
     kvg_buf_init(&c.out, 0);
     kvg_buf_init(&c.text, MAX_PROMPT);
     if ((rc = kvg_tok_load(tok_path, cfg_path, &c.tok, err, sizeof(err)))) {

@@ -1,153 +1,40 @@
-/* API keys: loading and validating the keys file (shape in keys.h),
- * constant-time authentication, quota scopes, the reload holder and the
- * `kvgate keys` command. */
+/* API keys: the keys file (shape in keys.h) as base/opt.h tables whose
+ * CUSTOM parsers and row checks hold its rules, constant-time
+ * authentication, quota scopes and the reload holder. */
 #include <errno.h>
+#include <limits.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <yaml.h>
 
 #include "base/err.h"
+#include "base/opt.h"
 #include "base/util.h"
 #include "gateway/admission.h"
 #include "gateway/keys.h"
 
 #define MAX_FILE (16u * 1024 * 1024)
-#define LIMIT_MAX ((int64_t)1000000000000000) /* 1e15: any real budget fits */
+#define LIMIT_MAX ((uint64_t)1000000000000000) /* 1e15: any real budget fits */
 
-struct pctx {
-    yaml_document_t *d;
-    const char *file;
-    char *err;
-    size_t errlen;
+/* ENUM entries kept as their index write an int. */
+_Static_assert(sizeof(enum kvg_quota_mode) == sizeof(int), "mode is an ENUM index");
+
+/* What the file's tables fill: the set's arrays and counting, and whether
+ * counting had weights (they need mode: weighted). */
+struct kfile {
+    struct kvg_keys_entry *keys;
+    size_t nkeys;
+    struct kvg_keys_tenant *tenants;
+    size_t ntenants;
+    struct kvg_quota_counting counting;
+    int have_weights;
 };
-
-static int fail(struct pctx *p, const yaml_node_t *n, const char *path, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static int fail(struct pctx *p, const yaml_node_t *n, const char *path, const char *fmt, ...)
-{
-    int k = snprintf(p->err, p->errlen, "%s:%d: %s%s", p->file, n ? (int)n->start_mark.line + 1 : 0,
-                     path ? path : "", path ? ": " : "");
-    if (k < 0 || (size_t)k >= p->errlen) return KVG_ECONFIG;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(p->err + k, p->errlen - (size_t)k, fmt, ap);
-    va_end(ap);
-    return KVG_ECONFIG;
-}
-
-static yaml_node_t *node(struct pctx *p, int id)
-{
-    return yaml_document_get_node(p->d, id);
-}
-
-static const char *sval(const yaml_node_t *n)
-{
-    return n && n->type == YAML_SCALAR_NODE ? (const char *)n->data.scalar.value : NULL;
-}
-
-static const char *type_name(const yaml_node_t *n)
-{
-    return !n                              ? "nothing"
-           : n->type == YAML_SCALAR_NODE   ? "a scalar"
-           : n->type == YAML_SEQUENCE_NODE ? "a list"
-                                           : "a mapping";
-}
-
-/* Checks that n is a mapping whose keys are scalars, each once. */
-static int check_map(struct pctx *p, yaml_node_t *n, const char *path)
-{
-    if (!n || n->type != YAML_MAPPING_NODE)
-        return fail(p, n, path, "expected a mapping, found %s", type_name(n));
-    for (yaml_node_pair_t *a = n->data.mapping.pairs.start; a < n->data.mapping.pairs.top; a++) {
-        const char *ka = sval(node(p, a->key));
-        if (!ka) return fail(p, node(p, a->key), path, "mapping keys must be plain strings");
-        for (yaml_node_pair_t *b = n->data.mapping.pairs.start; b < a; b++)
-            if (!strcmp(ka, sval(node(p, b->key))))
-                return fail(p, node(p, a->key), path, "duplicate key '%s'", ka);
-    }
-    return 0;
-}
-
-/* Iterates a mapping checked by check_map: pv is the pair, key its name,
- * val its value node. The body must not use break (it would act as continue). */
-#define FOR_PAIRS(p, n, pv, kname, val)                                                            \
-    for (yaml_node_pair_t *pv = (n)->data.mapping.pairs.start; pv < (n)->data.mapping.pairs.top;   \
-         pv++)                                                                                     \
-        for (const char *kname = sval(node(p, pv->key)), *once_##pv = kname; once_##pv;            \
-             once_##pv = NULL)                                                                     \
-            for (yaml_node_t *val = node(p, pv->value); once_##pv; once_##pv = NULL)
-
-/* "a.b" for messages; a long path is cut, never overflowed. */
-static void join(char *d, size_t cap, const char *a, const char *b)
-{
-    if (snprintf(d, cap, "%s.%s", a, b) < 0) d[0] = 0;
-}
-
-static int parse_int(struct pctx *p, yaml_node_t *n, const char *path, int64_t *out)
-{
-    const char *s = sval(n);
-    if (!s || !*s)
-        return fail(p, n, path, "expected a non-negative integer, found %s", type_name(n));
-    char digits[32];
-    size_t k = 0;
-    for (const char *c = s; *c; c++) {
-        if (*c == '_' && c != s && c[1]) continue;
-        if (*c < '0' || *c > '9' || k + 1 >= sizeof digits)
-            return fail(p, n, path, "'%s' is not a non-negative integer", s);
-        digits[k++] = *c;
-    }
-    digits[k] = 0;
-    int64_t v;
-    if (kvg_parse_i64(digits, &v) || v > LIMIT_MAX)
-        return fail(p, n, path, "'%s' is out of range (0..1e15)", s);
-    *out = v;
-    return 0;
-}
-
-static int parse_double(struct pctx *p, yaml_node_t *n, const char *path, double *out)
-{
-    const char *s = sval(n);
-    double v;
-    if (!s || kvg_parse_double(s, &v) || !(v >= 0) || v > 1e6)
-        return fail(p, n, path, "expected a number in [0, 1e6], found '%s'", s ? s : type_name(n));
-    *out = v;
-    return 0;
-}
-
-static int parse_limits(struct pctx *p, yaml_node_t *n, const char *path,
-                        struct kvg_quota_limits *l)
-{
-    /* Per window of enum kvg_quota_win: tokens, then requests. */
-    static const char *names[] = {"tokens_per_minute", "tokens_per_hour",     "tokens_per_day",
-                                  "tokens_per_month",  "requests_per_minute", "requests_per_hour",
-                                  "requests_per_day",  "requests_per_month",  "max_concurrent"};
-    kvg_quota_limits_none(l);
-    int rc = check_map(p, n, path);
-    if (rc) return rc;
-    FOR_PAIRS(p, n, lp, k, v)
-    {
-        int64_t *dst = NULL;
-        for (size_t i = 0; i < KVG_ARRAY_LEN(names); i++)
-            if (!strcmp(k, names[i]))
-                dst = i < KVG_QW_N       ? &l->tokens[i]
-                      : i < 2 * KVG_QW_N ? &l->requests[i - KVG_QW_N]
-                                         : &l->max_concurrent;
-        if (!dst)
-            return fail(p, node(p, lp->key), path,
-                        "unknown limit '%s' (expected tokens_per_{minute,hour,day,month}, "
-                        "requests_per_{minute,hour,day,month} or max_concurrent)",
-                        k);
-        char sub[192];
-        join(sub, sizeof sub, path, k);
-        if ((rc = parse_int(p, v, sub, dst))) return rc;
-    }
-    return 0;
-}
 
 static int name_ok(const char *s)
 {
@@ -177,279 +64,299 @@ static int model_match(const char *pattern, const char *model, size_t len)
     return pl == len && !memcmp(pattern, model, len);
 }
 
-static int parse_hash(struct pctx *p, yaml_node_t *n, const char *path, unsigned char out[32])
+/* The CUSTOM parsers of the tables below: obj is the row (or the limits),
+ * the field at o->off. */
+
+/* A limit: a non-negative integer ('_' separators) up to 1e15. */
+static int set_limit(void *obj, const struct kvg_opt *o, const char *v, size_t index, char *err,
+                     size_t errlen)
 {
-    const char *s = sval(n);
-    if (!s || strncmp(s, "sha256:", 7) || strlen(s) != 7 + 64)
-        return fail(p, n, path,
-                    "expected \"sha256:<64 hex digits>\" (from `kvgate keys hash KEY`), found '%s'",
-                    s ? s : type_name(n));
+    (void)index;
+    int digits = v[0] && v[0] != '_' && v[strlen(v) - 1] != '_';
+    for (const char *c = v; *c; c++) digits &= (*c >= '0' && *c <= '9') || *c == '_';
+    uint64_t u;
+    if (!digits)
+        return kvg_err_set(err, errlen, KVG_ECONFIG, "'%s' is not a non-negative integer", v);
+    if (kvg_opt_parse_u64(v, &u) || u > LIMIT_MAX)
+        return kvg_err_set(err, errlen, KVG_ECONFIG, "'%s' is out of range (0..1e15)", v);
+    *(int64_t *)(void *)((char *)obj + o->off) = (int64_t)u;
+    return 0;
+}
+
+/* A key's name or tenant, a tenant's name (o->meta says which in errors). */
+static int set_name(void *obj, const struct kvg_opt *o, const char *v, size_t index, char *err,
+                    size_t errlen)
+{
+    (void)index;
+    if (!name_ok(v))
+        return kvg_err_set(err, errlen, KVG_ECONFIG,
+                           "'%s' is not a valid %s (1-64 of A-Z a-z 0-9 . _ @ / -)", v,
+                           o->meta ? o->meta : "name");
+    snprintf((char *)obj + o->off, KVG_KEYS_NAME_MAX + 1, "%s", v);
+    return 0;
+}
+
+static int set_hash(void *obj, const struct kvg_opt *o, const char *v, size_t index, char *err,
+                    size_t errlen)
+{
+    (void)index;
+    unsigned char *out = (unsigned char *)obj + o->off;
+    if (strncmp(v, "sha256:", 7) || strlen(v) != 7 + 64)
+        return kvg_err_set(err, errlen, KVG_ECONFIG,
+                           "expected \"sha256:<64 hex digits>\" (from `kvgate keys hash KEY`), "
+                           "found '%s'",
+                           v);
     for (int i = 0; i < 32; i++) {
-        int hi = kvg_hex_digit(s[7 + 2 * i]), lo = kvg_hex_digit(s[8 + 2 * i]);
-        if (hi < 0 || lo < 0) return fail(p, n, path, "'%s' has a non-hex digit", s);
+        int hi = kvg_hex_digit(v[7 + 2 * i]), lo = kvg_hex_digit(v[8 + 2 * i]);
+        if (hi < 0 || lo < 0)
+            return kvg_err_set(err, errlen, KVG_ECONFIG, "'%s' has a non-hex digit", v);
         out[i] = (unsigned char)(hi << 4 | lo);
     }
     return 0;
 }
 
-static int parse_models(struct pctx *p, yaml_node_t *n, const char *path, struct kvg_keys_entry *e)
+/* One value of a key's models list; the array grows with the list. */
+static int set_model(void *obj, const struct kvg_opt *o, const char *v, size_t index, char *err,
+                     size_t errlen)
 {
-    if (!n || n->type != YAML_SEQUENCE_NODE)
-        return fail(p, n, path, "expected a list of model names, found %s", type_name(n));
-    size_t cnt = (size_t)(n->data.sequence.items.top - n->data.sequence.items.start);
-    if (cnt == 0) return fail(p, n, path, "empty list: the key could use no model");
-    e->models = calloc(cnt, sizeof *e->models);
-    if (!e->models) return -ENOMEM;
-    int star = 0;
-    for (size_t i = 0; i < cnt; i++) {
-        yaml_node_t *m = node(p, n->data.sequence.items.start[i]);
-        const char *s = sval(m);
-        if (!s || !model_ok(s))
-            return fail(p, m, path,
-                        "'%s' is not a model name (1-128 printable characters, '*' only last)",
-                        s ? s : type_name(m));
-        star |= !strcmp(s, "*");
-        snprintf(e->models[i], sizeof e->models[i], "%s", s);
-    }
-    e->nmodels = cnt;
-    if (star) { /* "*" allows everything: no list to search */
-        free(e->models);
-        e->models = NULL;
-        e->nmodels = 0;
-    }
+    (void)o;
+    struct kvg_keys_entry *e = obj;
+    if (!model_ok(v))
+        return kvg_err_set(err, errlen, KVG_ECONFIG,
+                           "'%s' is not a model name (1-128 printable characters, '*' only last)",
+                           v);
+    void *m = realloc(e->models, (index + 1) * sizeof *e->models);
+    if (!m) return -ENOMEM;
+    e->models = m;
+    snprintf(e->models[index], sizeof e->models[index], "%s", v);
+    e->nmodels = index + 1;
     return 0;
 }
 
-static int parse_key(struct pctx *p, yaml_node_t *n, const char *path, struct kvg_keys_entry *e)
+static int set_priority(void *obj, const struct kvg_opt *o, const char *v, size_t index, char *err,
+                        size_t errlen)
 {
-    int rc = check_map(p, n, path), have_hash = 0, have_max = 0;
-    if (rc) return rc;
+    (void)index;
+    if (kvg_adm_priority_parse(v, strlen(v), (int *)(void *)((char *)obj + o->off)))
+        return kvg_err_set(err, errlen, KVG_ECONFIG,
+                           "'%s' is not a priority (critical, standard, sheddable or an integer "
+                           "in [-1000, 1000])",
+                           v);
+    return 0;
+}
+
+/* A tenant's model pattern (its row's key). */
+static int set_pattern(void *obj, const struct kvg_opt *o, const char *v, size_t index, char *err,
+                       size_t errlen)
+{
+    (void)index;
+    if (!model_ok(v))
+        return kvg_err_set(err, errlen, KVG_ECONFIG, "'%s' is not a model name or pattern", v);
+    snprintf((char *)obj + o->off, KVG_KEYS_MODEL_MAX + 1, "%s", v);
+    return 0;
+}
+
+#define LIMITS_EXPECT                                                                              \
+    "tokens_per_{minute,hour,day,month}, requests_per_{minute,hour,day,month} or max_concurrent"
+#define LIMIT(name, field)                                                                         \
+    {                                                                                              \
+        name, NULL, KVG_OPT_CUSTOM, offsetof(struct kvg_quota_limits, field), .parse = set_limit   \
+    }
+
+static const struct kvg_opt limits_table[] = {
+    LIMIT("tokens_per_minute", tokens[KVG_QW_MINUTE]),
+    LIMIT("tokens_per_hour", tokens[KVG_QW_HOUR]),
+    LIMIT("tokens_per_day", tokens[KVG_QW_DAY]),
+    LIMIT("tokens_per_month", tokens[KVG_QW_MONTH]),
+    LIMIT("requests_per_minute", requests[KVG_QW_MINUTE]),
+    LIMIT("requests_per_hour", requests[KVG_QW_HOUR]),
+    LIMIT("requests_per_day", requests[KVG_QW_DAY]),
+    LIMIT("requests_per_month", requests[KVG_QW_MONTH]),
+    LIMIT("max_concurrent", max_concurrent),
+    KVG_OPT_END,
+};
+
+static const char *const bools[] = {"false", "true", NULL}; /* strictly these two */
+static const char *const modes[] = {"total", "input", "output", "weighted", NULL};
+
+/* A key's row: priority standard, max_priority unset until check_key. */
+static int init_key(void *parent, void *item, size_t index, char *err, size_t errlen)
+{
+    (void)parent, (void)index, (void)err, (void)errlen;
+    struct kvg_keys_entry *e = item;
     e->priority = KVG_ADM_STANDARD;
-    e->line = (int)n->start_mark.line + 1;
+    e->max_priority = INT_MIN;
     kvg_quota_limits_none(&e->limits);
-    char sub[128];
-    FOR_PAIRS(p, n, kp, k, v)
-    {
-        join(sub, sizeof sub, path, k);
-        const char *s = sval(v);
-        if (!strcmp(k, "name") || !strcmp(k, "tenant")) {
-            if (!s || !name_ok(s))
-                return fail(p, v, sub, "'%s' is not a valid name (1-64 of A-Z a-z 0-9 . _ @ / -)",
-                            s ? s : type_name(v));
-            snprintf(!strcmp(k, "name") ? e->name : e->tenant, sizeof e->name, "%s", s);
-        } else if (!strcmp(k, "hash")) {
-            if ((rc = parse_hash(p, v, sub, e->digest))) return rc;
-            have_hash = 1;
-        } else if (!strcmp(k, "models")) {
-            if ((rc = parse_models(p, v, sub, e))) return rc;
-        } else if (!strcmp(k, "priority") || !strcmp(k, "max_priority")) {
-            int *to = !strcmp(k, "priority") ? &e->priority : &e->max_priority;
-            if (!s || kvg_adm_priority_parse(s, strlen(s), to))
-                return fail(p, v, sub,
-                            "'%s' is not a priority (critical, standard, sheddable or an "
-                            "integer in [-1000, 1000])",
-                            s ? s : type_name(v));
-            have_max |= to == &e->max_priority;
-        } else if (!strcmp(k, "admin")) {
-            if (!s || (strcmp(s, "true") && strcmp(s, "false")))
-                return fail(p, v, sub, "'%s' is not true or false", s ? s : type_name(v));
-            e->admin = !strcmp(s, "true");
-        } else if (!strcmp(k, "limits")) {
-            if ((rc = parse_limits(p, v, sub, &e->limits))) return rc;
-        } else {
-            return fail(p, node(p, kp->key), path,
-                        "unknown key '%s' (expected name, hash, tenant, models, priority, "
-                        "max_priority, admin, limits)",
-                        k);
-        }
-    }
-    if (!e->name[0]) return fail(p, n, path, "missing 'name'");
-    if (!have_hash) return fail(p, n, path, "missing 'hash'");
+    return 0;
+}
+
+/* A key's defaults (tenant: its name; max_priority: its priority), "*"
+ * (every model: no list), and names and hashes unique across keys. */
+static int check_key(void *parent, void *item, size_t index, char *err, size_t errlen)
+{
+    const struct kfile *f = parent;
+    struct kvg_keys_entry *e = item;
     if (!e->tenant[0]) memcpy(e->tenant, e->name, sizeof e->tenant);
-    if (!have_max) e->max_priority = e->priority;
-    if (e->max_priority < e->priority) return fail(p, n, path, "max_priority is below priority");
-    return 0;
-}
-
-static int parse_keys(struct pctx *p, yaml_node_t *n, struct kvg_keys_set *s)
-{
-    if (n->type != YAML_SEQUENCE_NODE)
-        return fail(p, n, "keys", "expected a list, found %s", type_name(n));
-    size_t cnt = (size_t)(n->data.sequence.items.top - n->data.sequence.items.start);
-    s->keys = calloc(cnt ? cnt : 1, sizeof *s->keys);
-    if (!s->keys) return -ENOMEM;
-    for (size_t i = 0; i < cnt; i++) {
-        char path[32];
-        snprintf(path, sizeof path, "keys[%zu]", i);
-        yaml_node_t *kn = node(p, n->data.sequence.items.start[i]);
-        s->nkeys = i + 1; /* so that a failure frees this entry's models */
-        int rc = parse_key(p, kn, path, &s->keys[i]);
-        if (rc) return rc;
-        for (size_t j = 0; j < i; j++) {
-            if (!strcmp(s->keys[j].name, s->keys[i].name))
-                return fail(p, kn, path, "name '%s' is already used by keys[%zu] (line %d)",
-                            s->keys[i].name, j, s->keys[j].line);
-            if (!memcmp(s->keys[j].digest, s->keys[i].digest, 32))
-                return fail(p, kn, path, "same hash as keys[%zu] '%s' (line %d)", j,
-                            s->keys[j].name, s->keys[j].line);
+    if (e->max_priority == INT_MIN) e->max_priority = e->priority;
+    if (e->max_priority < e->priority)
+        return kvg_err_set(err, errlen, KVG_ECONFIG, "max_priority is below priority");
+    for (size_t i = 0; i < e->nmodels; i++)
+        if (!strcmp(e->models[i], "*")) { /* allows everything: no list to search */
+            free(e->models);
+            e->models = NULL;
+            e->nmodels = 0;
         }
+    for (size_t j = 0; j < index; j++) {
+        const struct kvg_keys_entry *o = &f->keys[j];
+        if (!strcmp(o->name, e->name))
+            return kvg_err_set(err, errlen, KVG_ECONFIG,
+                               "name '%s' is already used by keys[%zu] (line %d)", e->name, j,
+                               o->line);
+        if (!memcmp(o->digest, e->digest, 32))
+            return kvg_err_set(err, errlen, KVG_ECONFIG, "same hash as keys[%zu] '%s' (line %d)", j,
+                               o->name, o->line);
     }
     return 0;
 }
 
-static int parse_tenants(struct pctx *p, yaml_node_t *n, struct kvg_keys_set *s)
+#define KEY(field) offsetof(struct kvg_keys_entry, field)
+
+static const struct kvg_opt key_table[] = {
+    {"name", NULL, KVG_OPT_CUSTOM, KEY(name), .parse = set_name, .flags = KVG_OPT_F_REQUIRED},
+    {"hash", NULL, KVG_OPT_CUSTOM, KEY(digest), .parse = set_hash, .flags = KVG_OPT_F_REQUIRED},
+    {"tenant", NULL, KVG_OPT_CUSTOM, KEY(tenant), .parse = set_name},
+    {"models", NULL, KVG_OPT_CUSTOM, KEY(models), .meta = "model names", .parse = set_model,
+     .flags = KVG_OPT_F_MULTI | KVG_OPT_F_LIST_ONLY},
+    {"priority", NULL, KVG_OPT_CUSTOM, KEY(priority), .parse = set_priority},
+    {"max_priority", NULL, KVG_OPT_CUSTOM, KEY(max_priority), .parse = set_priority},
+    {"admin", NULL, KVG_OPT_ENUM, KEY(admin), .choices = bools},
+    {"limits", NULL, KVG_OPT_INCLUDE, KEY(limits), .sub = limits_table, .noun = "limit",
+     .expect = LIMITS_EXPECT},
+    {"line", NULL, KVG_OPT_INT, KEY(line), .flags = KVG_OPT_F_LINE},
+    KVG_OPT_END,
+};
+
+static int init_limits(void *parent, void *item, size_t index, char *err, size_t errlen)
 {
-    int rc = check_map(p, n, "tenants");
-    if (rc) return rc;
-    size_t cnt = (size_t)(n->data.mapping.pairs.top - n->data.mapping.pairs.start);
-    s->tenants = calloc(cnt ? cnt : 1, sizeof *s->tenants);
-    if (!s->tenants) return -ENOMEM;
-    char path[256], sub[400];
-    FOR_PAIRS(p, n, tp, tname, tv)
-    {
-        struct kvg_keys_tenant *t = &s->tenants[s->ntenants++];
-        snprintf(path, sizeof path, "tenants.%s", tname);
-        if (!name_ok(tname))
-            return fail(p, node(p, tp->key), "tenants",
-                        "'%s' is not a valid tenant name (1-64 of A-Z a-z 0-9 . _ @ / -)", tname);
-        snprintf(t->name, sizeof t->name, "%s", tname);
-        kvg_quota_limits_none(&t->limits);
-        if ((rc = check_map(p, tv, path))) return rc;
-        FOR_PAIRS(p, tv, tkp, k, v)
-        {
-            join(sub, sizeof sub, path, k);
-            if (!strcmp(k, "limits")) {
-                if ((rc = parse_limits(p, v, sub, &t->limits))) return rc;
-            } else if (!strcmp(k, "models")) {
-                if ((rc = check_map(p, v, sub))) return rc;
-                size_t mc = (size_t)(v->data.mapping.pairs.top - v->data.mapping.pairs.start);
-                t->models = calloc(mc ? mc : 1, sizeof *t->models);
-                if (!t->models) return -ENOMEM;
-                /* An inner pair loop: the outer macro's variables stay intact. */
-                for (yaml_node_pair_t *mp = v->data.mapping.pairs.start;
-                     mp < v->data.mapping.pairs.top; mp++) {
-                    const char *mname = sval(node(p, mp->key));
-                    char msub[400];
-                    join(msub, sizeof msub, sub, mname);
-                    if (!model_ok(mname))
-                        return fail(p, node(p, mp->key), sub, "'%s' is not a model name or pattern",
-                                    mname);
-                    struct kvg_keys_tmodel *tm = &t->models[t->nmodels++];
-                    snprintf(tm->pattern, sizeof tm->pattern, "%s", mname);
-                    if ((rc = parse_limits(p, node(p, mp->value), msub, &tm->limits))) return rc;
-                }
-            } else {
-                return fail(p, node(p, tkp->key), path,
-                            "unknown key '%s' (expected limits, models)", k);
-            }
-        }
-    }
+    (void)parent, (void)index, (void)err, (void)errlen;
+    kvg_quota_limits_none(&((struct kvg_keys_tmodel *)item)->limits);
     return 0;
 }
 
-static int parse_counting(struct pctx *p, yaml_node_t *n, struct kvg_quota_counting *c)
+static int init_tenant(void *parent, void *item, size_t index, char *err, size_t errlen)
 {
-    int rc = check_map(p, n, "counting");
-    if (rc) return rc;
-    int have_weights = 0;
-    yaml_node_t *wnode = NULL;
-    FOR_PAIRS(p, n, cp, k, v)
-    {
-        if (!strcmp(k, "mode")) {
-            const char *s = sval(v);
-            static const char *modes[] = {"total", "input", "output", "weighted"};
-            int found = -1;
-            for (int i = 0; i < 4; i++)
-                if (s && !strcmp(s, modes[i])) found = i;
-            if (found < 0)
-                return fail(p, v, "counting.mode",
-                            "'%s' is not a mode (input, output, total or weighted)",
-                            s ? s : type_name(v));
-            c->mode = (enum kvg_quota_mode)found;
-        } else if (!strcmp(k, "weights")) {
-            if ((rc = check_map(p, v, "counting.weights"))) return rc;
-            have_weights = 1;
-            wnode = v;
-            FOR_PAIRS(p, v, wp, wk, wv)
-            {
-                char sub[96];
-                snprintf(sub, sizeof sub, "counting.weights.%s", wk);
-                double *dst = !strcmp(wk, "input")          ? &c->w_input
-                              : !strcmp(wk, "cached_input") ? &c->w_cached_input
-                              : !strcmp(wk, "output")       ? &c->w_output
-                                                            : NULL;
-                if (!dst)
-                    return fail(p, node(p, wp->key), "counting.weights",
-                                "unknown weight '%s' (expected input, cached_input, output)", wk);
-                if ((rc = parse_double(p, wv, sub, dst))) return rc;
-            }
-        } else {
-            return fail(p, node(p, cp->key), "counting",
-                        "unknown key '%s' (expected mode, weights)", k);
-        }
-    }
-    if (have_weights && c->mode != KVG_QM_WEIGHTED)
-        return fail(p, wnode, "counting.weights", "weights apply only with mode: weighted");
+    (void)parent, (void)index, (void)err, (void)errlen;
+    kvg_quota_limits_none(&((struct kvg_keys_tenant *)item)->limits);
     return 0;
+}
+
+static const struct kvg_opt tmodel_table[] = {
+    {"pattern", NULL, KVG_OPT_CUSTOM, offsetof(struct kvg_keys_tmodel, pattern),
+     .parse = set_pattern, .flags = KVG_OPT_F_KEY},
+    {NULL, NULL, KVG_OPT_INCLUDE, offsetof(struct kvg_keys_tmodel, limits), .sub = limits_table},
+    KVG_OPT_END,
+};
+
+#define TENANT(field) offsetof(struct kvg_keys_tenant, field)
+
+static const struct kvg_opt tenant_table[] = {
+    {"name", NULL, KVG_OPT_CUSTOM, TENANT(name), .meta = "tenant name", .parse = set_name,
+     .flags = KVG_OPT_F_KEY},
+    {"limits", NULL, KVG_OPT_INCLUDE, TENANT(limits), .sub = limits_table, .noun = "limit",
+     .expect = LIMITS_EXPECT},
+    {"models", NULL, KVG_OPT_MAP, TENANT(models), sizeof(struct kvg_keys_tmodel),
+     .sub = tmodel_table, .init = init_limits, .count_off = TENANT(nmodels),
+     .flags = KVG_OPT_F_ALLOC, .noun = "limit", .expect = LIMITS_EXPECT},
+    KVG_OPT_END,
+};
+
+static int weights_seen(void *parent, void *item, size_t index, char *err, size_t errlen)
+{
+    (void)item, (void)index, (void)err, (void)errlen;
+    ((struct kfile *)parent)->have_weights = 1;
+    return 0;
+}
+
+static int check_counting(void *parent, void *item, size_t index, char *err, size_t errlen)
+{
+    (void)item, (void)index;
+    const struct kfile *f = parent;
+    if (f->have_weights && f->counting.mode != KVG_QM_WEIGHTED)
+        return kvg_err_set(err, errlen, KVG_ECONFIG, "weights apply only with mode: weighted");
+    return 0;
+}
+
+#define FILE_(field) offsetof(struct kfile, field)
+
+static const struct kvg_opt weights_table[] = {
+    {"input", NULL, KVG_OPT_DOUBLE, FILE_(counting.w_input), .min = 0, .max = 1e6},
+    {"cached_input", NULL, KVG_OPT_DOUBLE, FILE_(counting.w_cached_input), .min = 0, .max = 1e6},
+    {"output", NULL, KVG_OPT_DOUBLE, FILE_(counting.w_output), .min = 0, .max = 1e6},
+    KVG_OPT_END,
+};
+
+static const struct kvg_opt counting_table[] = {
+    {"mode", NULL, KVG_OPT_ENUM, FILE_(counting.mode), .choices = modes},
+    {"weights", NULL, KVG_OPT_INCLUDE, 0, .sub = weights_table, .check = weights_seen,
+     .noun = "weight", .expect = "input, cached_input, output"},
+    KVG_OPT_END,
+};
+
+static const struct kvg_opt file_table[] = {
+    {"keys", NULL, KVG_OPT_ROWS, FILE_(keys), sizeof(struct kvg_keys_entry), .sub = key_table,
+     .init = init_key, .check = check_key, .count_off = FILE_(nkeys),
+     .flags = KVG_OPT_F_ALLOC | KVG_OPT_F_REQUIRED, .noun = "key",
+     .expect = "name, hash, tenant, models, priority, max_priority, admin, limits"},
+    {"tenants", NULL, KVG_OPT_MAP, FILE_(tenants), sizeof(struct kvg_keys_tenant),
+     .sub = tenant_table, .init = init_tenant, .count_off = FILE_(ntenants),
+     .flags = KVG_OPT_F_ALLOC, .noun = "key", .expect = "limits, models"},
+    {"counting", NULL, KVG_OPT_INCLUDE, 0, .sub = counting_table, .check = check_counting,
+     .noun = "key", .expect = "mode, weights"},
+    KVG_OPT_END,
+};
+
+static const struct kvg_opt file_doc = {"",
+                                        NULL,
+                                        KVG_OPT_INCLUDE,
+                                        0,
+                                        .sub = file_table,
+                                        .noun = "top-level key",
+                                        .expect = "keys, tenants, counting"};
+
+/* Frees the arrays (a failed load's too: its rows are counted). */
+static void file_free(struct kfile *f)
+{
+    for (size_t i = 0; i < f->nkeys; i++) free(f->keys[i].models);
+    for (size_t i = 0; i < f->ntenants; i++) free(f->tenants[i].models);
+    free(f->keys);
+    free(f->tenants);
 }
 
 static void set_free(struct kvg_keys_set *s)
 {
-    for (size_t i = 0; i < s->nkeys; i++) free(s->keys[i].models);
-    for (size_t i = 0; i < s->ntenants; i++) free(s->tenants[i].models);
-    free(s->keys);
-    free(s->tenants);
+    struct kfile f = {s->keys, s->nkeys, s->tenants, s->ntenants, s->counting, 0};
+    file_free(&f);
     free(s);
 }
 
 int kvg_keys_parse(const char *yaml, size_t len, const char *name, struct kvg_keys_set **out,
                    char *err, size_t errlen)
 {
-    yaml_parser_t parser;
-    yaml_document_t doc;
-    struct pctx p = {&doc, name ? name : "keys", err, errlen};
-    if (!yaml_parser_initialize(&parser)) return -ENOMEM;
-    yaml_parser_set_input_string(&parser, (const unsigned char *)yaml, len);
-    if (!yaml_parser_load(&parser, &doc)) {
-        snprintf(err, errlen, "%s:%d: YAML: %s", p.file, (int)parser.problem_mark.line + 1,
-                 parser.problem ? parser.problem : "syntax error");
-        yaml_parser_delete(&parser);
-        return KVG_ECONFIG;
-    }
-    yaml_parser_delete(&parser);
-    struct kvg_keys_set *s = calloc(1, sizeof *s);
-    int rc = -ENOMEM, have_keys = 0;
-    if (!s) goto out;
-    atomic_init(&s->refs, 1);
-    kvg_quota_counting_default(&s->counting);
-    yaml_node_t *root = yaml_document_get_root_node(&doc);
-    if (!root) {
-        rc = fail(&p, NULL, NULL, "the file is empty (expected a 'keys' list)");
-        goto out;
-    }
-    if ((rc = check_map(&p, root, "(top level)"))) goto out;
-    FOR_PAIRS(&p, root, rp, k, v)
-    {
-        if (!strcmp(k, "keys")) {
-            have_keys = 1;
-            rc = parse_keys(&p, v, s);
-        } else if (!strcmp(k, "tenants")) {
-            rc = parse_tenants(&p, v, s);
-        } else if (!strcmp(k, "counting")) {
-            rc = parse_counting(&p, v, &s->counting);
-        } else {
-            rc = fail(&p, node(&p, rp->key), NULL,
-                      "unknown top-level key '%s' (expected keys, tenants, counting)", k);
-        }
-        if (rc) goto out;
-    }
-    if (!have_keys) rc = fail(&p, root, NULL, "no 'keys' list");
-out:
-    yaml_document_delete(&doc);
+    struct kfile f = {0};
+    kvg_quota_counting_default(&f.counting);
+    int rc = kvg_opt_load_yaml_doc(&file_doc, &f, yaml, len, name ? name : "keys", err, errlen);
+    struct kvg_keys_set *s = rc ? NULL : calloc(1, sizeof *s);
+    if (!rc && !s) rc = -ENOMEM;
     if (rc) {
-        if (s) set_free(s);
+        file_free(&f);
         return rc;
     }
+    atomic_init(&s->refs, 1);
+    s->keys = f.keys;
+    s->nkeys = f.nkeys;
+    s->tenants = f.tenants;
+    s->ntenants = f.ntenants;
+    s->counting = f.counting;
     *out = s;
     return 0;
 }

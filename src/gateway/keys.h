@@ -43,7 +43,10 @@
  *
  * A request is charged to up to three scopes, all or nothing: "key:<name>"
  * (the key's limits), "tenant:<tenant>" and "model:<tenant>:<pattern>".
- * Integers may use '_' separators (100_000).
+ * Integers may use '_' separators (100_000). The file is read through the
+ * option tables of base/opt.h, as serve's and autoscale's files are: a
+ * field's name may be written with '-' for '_' (max-concurrent); tenant
+ * names and model patterns are matched exactly.
  *
  * Ownership and threads: a struct kvg_keys_set is immutable once loaded and
  * reference-counted. A struct kvg_keys_holder is the process's current set:

@@ -40,6 +40,9 @@ check "no live replica: worker 1 Unknown, not serving" [ "$(st "$TMP/none.json" 
 check "no live replica: worker 2 Unknown" [ "$(st "$TMP/none.json" "$W2")" = Unknown ]
 "$KVG_BIN" observe --routers "http://127.0.0.1:$G2" --workers "$W1" >"$TMP/none.txt"
 check "text output names the state" grep -q "Unknown" "$TMP/none.txt"
+"$KVG_BIN" observe --routers "http://127.0.0.1:$G2" >"$TMP/none2.txt"; rc=$?
+check "no router could be read: exit 1 ($rc)" [ "$rc" = 1 ]
+check "no router could be read: the output is printed all the same" grep -q "no view" "$TMP/none2.txt"
 eval "kill -CONT \$P_$G3"
 
 # NotServing: engine 2 stops answering; replica 3's health check notices.
@@ -55,6 +58,8 @@ done
 "$KVG_BIN" observe --routers "http://127.0.0.1:$G4" --prometheus >"$TMP/prom"
 check "a stopped engine: NotServing" grep -q "kvgate_observe_worker{worker=\"$W2\",state=\"NotServing\"} 1" "$TMP/prom"
 check "the other: Confirmed" grep -q "kvgate_observe_worker{worker=\"$W1\",state=\"Confirmed\"} 1" "$TMP/prom"
+"$KVG_BIN" observe --routers "http://127.0.0.1:$G2" "http://127.0.0.1:$G4" >/dev/null; rc=$?
+check "one router of two read: exit 0 ($rc)" [ "$rc" = 0 ]
 gen1=$(curl -s "http://127.0.0.1:$G4/serving" | python3 -c 'import json,sys; print(json.load(sys.stdin)["generation"])')
 check "the generation moved with the state" [ "$gen1" -gt 1 ]
 kill -CONT "$SIMPID"

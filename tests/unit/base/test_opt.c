@@ -515,3 +515,195 @@ TEST(yaml_errors_name_file_line_path)
     CHECK_INT(kvg_opt_load_yaml(table, &c, "/nonexistent/x.yaml", err, sizeof err), KVG_ECONFIG);
     CHECK(strstr(err, "/nonexistent/x.yaml") != NULL);
 }
+
+/* The extensions for files shaped like the keys file: a map of named rows
+ * (MAP) into grown arrays (F_ALLOC) with each row's line, lists that must
+ * be lists, a document entry with required keys and its own wording. */
+struct tag {
+    char name[16];
+    int line;
+    uint32_t weight;
+    int *seen; /* CUSTOM-owned: freed by the caller, also after a failure */
+};
+
+struct doc {
+    struct tag *tags;
+    size_t ntags;
+    struct tag *list;
+    size_t nlist;
+    int checked;
+};
+
+static int tag_name(void *obj, const struct kvg_opt *o, const char *v, size_t index, char *err,
+                    size_t errlen)
+{
+    (void)index;
+    if (!strcmp(v, "bad")) return kvg_err_set(err, errlen, KVG_ECONFIG, "'bad' is not a tag");
+    snprintf((char *)obj + o->off, 16, "%s", v);
+    return 0;
+}
+
+static int tag_seen(void *obj, const struct kvg_opt *o, const char *v, size_t index, char *err,
+                    size_t errlen)
+{
+    (void)o;
+    struct tag *t = obj;
+    if (!strcmp(v, "x")) return kvg_err_set(err, errlen, KVG_ECONFIG, "x is refused");
+    if (!t->seen && !(t->seen = calloc(8, sizeof *t->seen))) return -ENOMEM;
+    if (index < 8) t->seen[index] = 1;
+    return 0;
+}
+
+static int doc_check(void *parent, void *item, size_t index, char *err, size_t errlen)
+{
+    (void)item, (void)index, (void)err, (void)errlen;
+    ((struct doc *)parent)->checked = 1;
+    return 0;
+}
+
+static const struct kvg_opt tag_t[] = {
+    {"name", NULL, KVG_OPT_CUSTOM, offsetof(struct tag, name), .parse = tag_name,
+     .flags = KVG_OPT_F_KEY},
+    {"line", NULL, KVG_OPT_INT, offsetof(struct tag, line), .flags = KVG_OPT_F_LINE},
+    {"weight", NULL, KVG_OPT_U32, offsetof(struct tag, weight), .flags = KVG_OPT_F_REQUIRED},
+    {"seen", NULL, KVG_OPT_CUSTOM, offsetof(struct tag, seen), .meta = "names", .parse = tag_seen,
+     .flags = KVG_OPT_F_MULTI | KVG_OPT_F_LIST_ONLY},
+    KVG_OPT_END,
+};
+
+static const struct kvg_opt doc_t[] = {
+    {"tags", NULL, KVG_OPT_MAP, offsetof(struct doc, tags), sizeof(struct tag), .sub = tag_t,
+     .count_off = offsetof(struct doc, ntags), .flags = KVG_OPT_F_ALLOC | KVG_OPT_F_REQUIRED,
+     .noun = "tag key", .expect = "weight, seen"},
+    {"list", NULL, KVG_OPT_ROWS, offsetof(struct doc, list), sizeof(struct tag), .sub = tag_t,
+     .count_off = offsetof(struct doc, nlist), .flags = KVG_OPT_F_ALLOC},
+    KVG_OPT_END,
+};
+
+static const struct kvg_opt doc_e = {"",
+                                     NULL,
+                                     KVG_OPT_INCLUDE,
+                                     0,
+                                     .sub = doc_t,
+                                     .check = doc_check,
+                                     .noun = "top-level key",
+                                     .expect = "tags, list"};
+
+static int load_doc(struct doc *d, const char *y, char *err, size_t errlen)
+{
+    for (size_t i = 0; i < d->ntags; i++) free(d->tags[i].seen);
+    for (size_t i = 0; i < d->nlist; i++) free(d->list[i].seen);
+    kvg_opt_free(doc_t, d);
+    memset(d, 0, sizeof *d);
+    err[0] = 0;
+    return kvg_opt_load_yaml_doc(&doc_e, d, y, strlen(y), "d.yaml", err, errlen);
+}
+
+TEST(yaml_map_of_named_rows_into_grown_arrays)
+{
+    struct doc d = {0};
+    char err[512];
+    CHECK_INT(load_doc(&d,
+                       "tags:\n  a: {weight: 1_000}\n  b:\n    weight: 2\n    seen: [p, q]\n"
+                       "list:\n  - {weight: 3}\n  - {weight: 4}\n  - {weight: 5}\n",
+                       err, sizeof err),
+              0);
+    CHECK_INT(d.ntags, 2);
+    CHECK_STR(d.tags[0].name, "a");
+    CHECK_INT(d.tags[0].weight, 1000);
+    CHECK_INT(d.tags[0].line, 2);
+    CHECK_STR(d.tags[1].name, "b");
+    CHECK_INT(d.tags[1].line, 4);
+    CHECK(d.tags[1].seen && d.tags[1].seen[1] == 1);
+    CHECK_INT(d.nlist, 3); /* no max_rows: as many as the file has */
+    CHECK_INT(d.list[2].weight, 5);
+    CHECK_INT(d.list[2].line, 9);
+    CHECK_INT(d.checked, 1);
+    /* Keys are checked through the F_KEY entry, and F_KEY / F_LINE
+     * entries are not keys of the rows. */
+    CHECK_INT(load_doc(&d, "tags:\n  bad: {weight: 1}\n", err, sizeof err), KVG_ECONFIG);
+    CHECK_STR(err, "d.yaml:2: tags: 'bad' is not a tag");
+    CHECK_INT(load_doc(&d, "tags:\n  a: {weight: 1, line: 3}\n", err, sizeof err), KVG_ECONFIG);
+    CHECK_STR(err, "d.yaml:2: tags.a: unknown tag key 'line' (expected weight, seen)");
+    CHECK_INT(load_doc(&d, "tags: [a]\n", err, sizeof err), KVG_ECONFIG);
+    CHECK_STR(err, "d.yaml:1: tags: expects a mapping of names, got a list");
+    /* A failing row stays counted, so what its parsers allocated is freed. */
+    CHECK_INT(load_doc(&d, "tags:\n  a: {weight: 1, seen: [p, x]}\n", err, sizeof err),
+              KVG_ECONFIG);
+    CHECK_STR(err, "d.yaml:2: tags.a.seen[1]: x is refused");
+    CHECK_INT(d.ntags, 1);
+    CHECK(d.tags[0].seen != NULL);
+    load_doc(&d, "tags: {}\n", err, sizeof err);
+    free(d.tags);
+}
+
+TEST(yaml_required_list_only_and_document_wording)
+{
+    struct doc d = {0};
+    char err[512];
+    CHECK_INT(load_doc(&d, "", err, sizeof err), KVG_ECONFIG);
+    CHECK_STR(err, "d.yaml:1: the file is empty (expected 'tags')");
+    CHECK_INT(load_doc(&d, "list: []\n", err, sizeof err), KVG_ECONFIG);
+    CHECK_STR(err, "d.yaml:1: needs tags");
+    CHECK_INT(load_doc(&d, "tags: {}\nlsit: []\n", err, sizeof err), KVG_ECONFIG);
+    CHECK_STR(err, "d.yaml:2: unknown top-level key 'lsit' (expected tags, list)");
+    CHECK_INT(load_doc(&d, "tags:\n  a: {seen: [p]}\n", err, sizeof err), KVG_ECONFIG);
+    CHECK_STR(err, "d.yaml:2: tags.a: needs weight");
+    CHECK_INT(load_doc(&d, "tags:\n  a: {weight: 1, seen: p}\n", err, sizeof err), KVG_ECONFIG);
+    CHECK_STR(err, "d.yaml:2: tags.a.seen: expects a list of names, got a value");
+    CHECK_INT(load_doc(&d, "tags:\n  a: {weight: 1, seen: []}\n", err, sizeof err), KVG_ECONFIG);
+    CHECK_STR(err, "d.yaml:2: tags.a.seen: empty list: expects one value or more");
+    CHECK_INT(d.checked, 0); /* the document's check runs only after a good load */
+    load_doc(&d, "tags: {}\n", err, sizeof err);
+    free(d.tags);
+}
+
+TEST(yaml_duplicate_keys_anywhere)
+{
+    struct cfg c;
+    char err[512];
+    defaults(&c);
+    CHECK_INT(yaml(&c, "count: 1\nname: a\ncount: 2\n", err, sizeof err), KVG_ECONFIG);
+    CHECK_STR(err, "t.yaml:3: duplicate key 'count'");
+    CHECK_INT(yaml(&c, "nested: {weight: 1, weight: 2}\n", err, sizeof err), KVG_ECONFIG);
+    CHECK_STR(err, "t.yaml:1: nested: duplicate key 'weight'");
+    CHECK_INT(yaml(&c, "pools:\n  - name: a\n    port: 1\n    port: 2\n", err, sizeof err),
+              KVG_ECONFIG);
+    CHECK_STR(err, "t.yaml:4: pools[0]: duplicate key 'port'");
+    CHECK_INT(yaml(&c, "workers:\n  - {url: a, url: b}\n", err, sizeof err), KVG_ECONFIG);
+    CHECK_STR(err, "t.yaml:2: workers[0]: duplicate key 'url'");
+    struct doc d = {0};
+    CHECK_INT(load_doc(&d, "tags:\n  a: {weight: 1}\n  a: {weight: 2}\n", err, sizeof err),
+              KVG_ECONFIG);
+    CHECK_STR(err, "d.yaml:3: tags: duplicate key 'a'");
+    load_doc(&d, "tags: {}\n", err, sizeof err);
+    free(d.tags);
+    kvg_opt_free(table, &c);
+}
+
+TEST(integers_take_underscore_separators)
+{
+    struct cfg c;
+    char err[512];
+    defaults(&c);
+    CHECK_INT(yaml(&c, "count: 100_000\nbig: 1_000_000_000_000\nlevel_n: -1_0\n", err, sizeof err),
+              KVG_ECONFIG); /* -10 is outside -5..5 */
+    CHECK_STR(err, "t.yaml:3: level_n: expects an integer -5..5, got '-1_0'");
+    CHECK_INT(c.u, 100000);
+    CHECK(c.q == 1000000000000ull);
+    char *argv[] = {"x", "--count", "4_2", "--bytes=1_0"};
+    CHECK_INT(kvg_opt_parse_argv(table, &c, 4, argv, 1, err, sizeof err), 0);
+    CHECK_INT(c.u, 42);
+    CHECK_INT(c.z, 10);
+    char *bad[] = {"x", "--count", "_42"};
+    CHECK_INT(kvg_opt_parse_argv(table, &c, 3, bad, 1, err, sizeof err), KVG_ECONFIG);
+    CHECK_STR(err, "--count: expects an integer 0..4294967295, got '_42'");
+    uint64_t u = 7;
+    CHECK_INT(kvg_opt_parse_u64("1_2_3", &u), 0);
+    CHECK(u == 123);
+    CHECK_INT(kvg_opt_parse_u64("12_", &u), -1);
+    CHECK_INT(kvg_opt_parse_u64("1 2", &u), -1);
+    CHECK_INT(kvg_opt_parse_u64("", &u), -1);
+    CHECK(u == 123);
+    kvg_opt_free(table, &c);
+}

@@ -119,21 +119,22 @@ TEST(bad_files_name_line_and_key)
               "t.yaml:4: keys[1]: name 'a' is already used by keys[0] (line 2)");
     parse_bad("keys:\n  - name: a\n    hash: " ABC_HASH "\n  - name: b\n    hash: " ABC_HASH "\n",
               "keys[1]: same hash as keys[0] 'a'");
-    parse_bad("keys:\n  - name: a\n", "keys[0]: missing 'hash'");
-    parse_bad("keys:\n  - hash: " ABC_HASH "\n", "keys[0]: missing 'name'");
+    parse_bad("keys:\n  - name: a\n", "keys[0]: needs hash");
+    parse_bad("keys:\n  - hash: " ABC_HASH "\n", "keys[0]: needs name");
     parse_bad("keys:\n  - name: a b\n    hash: " ABC_HASH "\n", "keys[0].name");
     parse_bad("keys:\n  - name: a\n    hash: " ABC_HASH "\n    models: []\n", "empty list");
     parse_bad("keys:\n  - name: a\n    hash: " ABC_HASH "\n    models: [\"ll*ama\"]\n",
-              "keys[0].models: 'll*ama' is not a model name");
+              "keys[0].models[0]: 'll*ama' is not a model name");
     parse_bad("keys:\n  - name: a\n    hash: " ABC_HASH "\n    models: \"*\"\n",
-              "expected a list of model names");
+              "keys[0].models: expects a list of model names, got a value");
     parse_bad("keys:\n  - name: a\n    hash: " ABC_HASH "\n    name: b\n", "duplicate key 'name'");
     parse_bad("key:\n  - name: a\n", "t.yaml:1: unknown top-level key 'key'");
-    parse_bad("tenants: {}\n", "no 'keys' list");
+    parse_bad("tenants: {}\n", "t.yaml:1: needs keys");
     parse_bad("", "the file is empty");
     parse_bad("keys: [\n", "YAML");
-    parse_bad("keys: {}\n", "keys: expected a list, found a mapping");
-    parse_bad("keys: []\ncounting: {mode: fancy}\n", "counting.mode: 'fancy' is not a mode");
+    parse_bad("keys: {}\n", "keys: expects a list of mappings, got a mapping");
+    parse_bad("keys: []\ncounting: {mode: fancy}\n",
+              "counting.mode: expects one of total, input, output, weighted, got 'fancy'");
     parse_bad("keys: []\ncounting: {weights: {input: 2}}\n", "weights apply only with mode");
     parse_bad("keys: []\ncounting: {mode: weighted, weights: {cache: 2}}\n",
               "unknown weight 'cache'");
@@ -199,6 +200,18 @@ TEST(cli_hash_prints_the_file_value)
     CHECK(sscanf(strstr(out, "hash: "), "hash: %127s", hash) == 1);
     kvg_keys_hash(key, strlen(key), want);
     CHECK_STR(hash, want);
+}
+
+/* `keys --help` names every subcommand on stdout and succeeds. */
+TEST(cli_help_lists_the_subcommands)
+{
+    int rc;
+    char *argv[] = {"keys", "--help", NULL};
+    char *out = run_cli(2, argv, &rc);
+    CHECK_INT(rc, 0);
+    CHECK(strstr(out, "kvgate keys hash KEY|-") != NULL);
+    CHECK(strstr(out, "kvgate keys new [NAME]") != NULL);
+    CHECK(strstr(out, "kvgate keys check FILE") != NULL);
 }
 
 /* 200 keys whose digests differ only in their last bytes: every one finds
