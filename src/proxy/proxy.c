@@ -427,9 +427,7 @@ static void up_done(void *ud, int err)
     if (err == 0) {
         int status = pr->up_status;
         check_prompt_tokens(pr, status);
-        kvg_proxy__release_worker(pr, status >= 500   ? KVG_OUT_FAIL
-                                      : status >= 400 ? KVG_OUT_CLIENT_ERROR
-                                                      : KVG_OUT_OK);
+        kvg_proxy__release_worker(pr, kvg_pool_answer_outcome(status));
         struct kvg_http_req *req = pr->req;
         pr->req = NULL;
         if (pr->relayed) {

@@ -424,6 +424,12 @@ static void completion(struct kvg_sim_server *s, struct kvg_http_req *req, int c
         bad_request(req, "'messages' must be a list");
         return;
     }
+    if (s->o.flavor == KVG_SIM_FLAVOR_LLAMACPP &&
+        kvg__simsrv_llamacpp_refuses(j, chat, msg, sizeof msg)) {
+        cJSON_Delete(j);
+        kvg__simsrv_llamacpp_error(req, 500, msg);
+        return;
+    }
     if (s->o.role == KVG_SIM_ROLE_ENCODE) { /* an encoder-only engine (sim/encode.c) */
         kvg_sim_ec_encode(s, req, j, chat);
         cJSON_Delete(j);
