@@ -177,11 +177,6 @@ static int request_shape(struct kvg_route_input *ri, const cJSON *j, char *msg, 
             if (rc) return rc;
             i++;
         }
-        if (!i)
-            return bad_shape(ri, "empty_array", msg, msglen,
-                             "Invalid '%s': empty array. Expected an array with minimum length 1, "
-                             "but got an empty array instead.%s",
-                             "");
         return 0;
     }
     const cJSON *p = cJSON_GetObjectItemCaseSensitive(j, "prompt");
