@@ -321,7 +321,8 @@ static int strip_engine_only(struct kvg_gate_req *gr, const struct kvg_gate_requ
 }
 
 /* Rewrites a stream request to ask for usage when the client did not: the
- * reconciliation needs the engine's count. Works on the body already
+ * quota's reconciliation and the routing mode's prompt-token check need the
+ * engine's count. Works on the body already
  * stripped of engine-only members when there is one. */
 static void prepare_usage(struct kvg_gate_req *gr, const struct kvg_gate_request *rq)
 {
@@ -518,6 +519,9 @@ void kvg_gate_admit(struct kvg_gate_req *gr, const struct kvg_gate_request *rq,
         cb(ud, &d);
         return;
     }
+    /* Every stream asks for usage, quota or not: the routing mode's check of
+     * kvgate's token count (router/mode.h) reads it too. */
+    prepare_usage(gr, rq);
     struct kvg_quota_req qr = {0}; /* now_ms 0: the store reads the clock */
     if (gr->keys && gr->key &&
         kvg_keys_scopes(gr->keys, gr->key, gr->model, gr->model_len, &qr) > 0) {
@@ -536,7 +540,6 @@ void kvg_gate_admit(struct kvg_gate_req *gr, const struct kvg_gate_request *rq,
             return;
         }
         gr->quota->req = qr;
-        prepare_usage(gr, rq);
         int64_t prompt = rq->prompt_tokens >= 0 ? rq->prompt_tokens : (int64_t)(rq->body_len / 4);
         gr->quota->prompt = prompt;
         int64_t out = rq->max_tokens;

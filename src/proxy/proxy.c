@@ -403,8 +403,8 @@ void kvg_proxy__sse_error_end(struct proxy_req *pr, const char *msg)
 
 /* The self-check behind the routing mode (router/mode.h): the engine's
  * usage.prompt_tokens against kvgate's own count for the same request, on
- * 2xx answers of tokenized requests. A stream is checked when the gate
- * filtered its usage (quota'd or include_usage asked for). The answer is
+ * 2xx answers of tokenized requests. A stream's usage is the one the gate
+ * asks every stream for and filters (gateway/gate.c). The answer is
  * scanned, not parsed: only its usage member is. */
 static void check_prompt_tokens(struct proxy_req *pr, int status)
 {
