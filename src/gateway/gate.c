@@ -246,12 +246,17 @@ int kvg_gate_authorize(struct kvg_gate_loop *gl, struct kvg_gate_req *gr,
  * data-parallel ranks runs the request. kvgate sets them on its PD legs and
  * rank workers; from a client the first would point an engine at a host of
  * the client's choosing, the second would run the request on a rank other
- * than the one kvgate picked and recorded its blocks on. They never reach an
- * engine as sent. */
+ * than the one kvgate picked and recorded its blocks on. And `priority`:
+ * vLLM's (and SGLang's) priority scheduling orders its queue by it, so a
+ * client's would jump the engine's queue around kvgate's priority classes
+ * (x-kvgate-priority or the key's default, which admission already
+ * ordered); it is not set from the class either, as an engine without
+ * priority scheduling refuses any but 0. They never reach an engine as sent. */
 static const struct kvg_str ENGINE_ONLY[] = {
-    KVG_STR("kv_transfer_params"), KVG_STR("ec_transfer_params"), KVG_STR("bootstrap_host"),
-    KVG_STR("bootstrap_port"),     KVG_STR("bootstrap_room"),     KVG_STR("data_parallel_rank"),
-    KVG_STR("routed_dp_rank")};
+    KVG_STR("kv_transfer_params"), KVG_STR("ec_transfer_params"),
+    KVG_STR("bootstrap_host"),     KVG_STR("bootstrap_port"),
+    KVG_STR("bootstrap_room"),     KVG_STR("data_parallel_rank"),
+    KVG_STR("routed_dp_rank"),     KVG_STR("priority")};
 
 static int engine_only(const char *k, size_t n)
 {
@@ -316,7 +321,8 @@ static int strip_engine_only(struct kvg_gate_req *gr, const struct kvg_gate_requ
 }
 
 /* Rewrites a stream request to ask for usage when the client did not: the
- * reconciliation needs the engine's count. Works on the body already
+ * quota's reconciliation and the routing mode's prompt-token check need the
+ * engine's count. Works on the body already
  * stripped of engine-only members when there is one. */
 static void prepare_usage(struct kvg_gate_req *gr, const struct kvg_gate_request *rq)
 {
@@ -507,14 +513,17 @@ void kvg_gate_admit(struct kvg_gate_req *gr, const struct kvg_gate_request *rq,
         struct kvg_gate_deny d;
         if (st == KVG_EPARSE)
             deny(&d, 400, "invalid_request_error", "invalid_request",
-                 "kv_transfer_params, ec_transfer_params, bootstrap_* and data_parallel_rank "
-                 "are set by kvgate, not by clients; in a body that is not strict JSON or has "
-                 "escaped keys they cannot be removed exactly.");
+                 "kv_transfer_params, ec_transfer_params, bootstrap_*, data_parallel_rank and "
+                 "priority are set by kvgate, not by clients; in a body that is not strict JSON "
+                 "or has escaped keys they cannot be removed exactly.");
         else
             deny(&d, 500, "server_error", "out_of_memory", "out of memory");
         cb(ud, &d);
         return;
     }
+    /* Every stream asks for usage, quota or not: the routing mode's check of
+     * kvgate's token count (router/mode.h) reads it too. */
+    prepare_usage(gr, rq);
     struct kvg_quota_req qr = {0}; /* now_ms 0: the store reads the clock */
     if (gr->keys && gr->key &&
         kvg_keys_scopes(gr->keys, gr->key, gr->model, gr->model_len, &qr) > 0) {
@@ -533,7 +542,6 @@ void kvg_gate_admit(struct kvg_gate_req *gr, const struct kvg_gate_request *rq,
             return;
         }
         gr->quota->req = qr;
-        prepare_usage(gr, rq);
         int64_t prompt = rq->prompt_tokens >= 0 ? rq->prompt_tokens : (int64_t)(rq->body_len / 4);
         gr->quota->prompt = prompt;
         int64_t out = rq->max_tokens;

@@ -220,7 +220,9 @@ static void enc_done(void *ud, int err)
         return;
     }
     if (r->status != 200) {
-        encode_failed(r, KVG_OUT_FAIL, 502, "encode_failed",
+        /* An error it answered is judged against the pool (router/circuit.h). */
+        encode_failed(r, r->status >= 400 ? kvg_pool_answer_outcome(r->status) : KVG_OUT_FAIL, 502,
+                      "encode_failed",
                       r->status < 0 ? "the encode worker's answer is too large"
                                     : "the encode worker answered with an error");
         return;

@@ -338,9 +338,10 @@ static void leg_done(void *ud, int err)
         res.message = "the prefill worker rejected the request";
         res.body = r->answer.data;
         res.body_len = r->answer.len;
-        out = KVG_OUT_CLIENT_ERROR;
+        out = kvg_pool_answer_outcome(r->status);
     } else if (r->status != 200) {
         res.message = "the prefill worker answered with an error";
+        if (r->status >= 500) out = kvg_pool_answer_outcome(r->status); /* router/circuit.h */
     } else if (r->concurrent) {
         /* SGLang: the answer only says the prefill went well (and its usage). */
         cJSON *j = cJSON_ParseWithLength(r->answer.data ? r->answer.data : "", r->answer.len);

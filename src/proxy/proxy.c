@@ -412,8 +412,8 @@ void kvg__proxy_sse_error_end(struct proxy_req *pr, const char *msg)
 
 /* The self-check behind the routing mode (router/mode.h): the engine's
  * usage.prompt_tokens against kvgate's own count for the same request, on
- * 2xx answers of tokenized requests. A stream is checked when the gate
- * filtered its usage (quota'd or include_usage asked for). The answer is
+ * 2xx answers of tokenized requests. A stream's usage is the one the gate
+ * asks every stream for and filters (gateway/gate.c). The answer is
  * scanned, not parsed: only its usage member is. */
 static void check_prompt_tokens(struct proxy_req *pr, int status)
 {
@@ -436,9 +436,7 @@ static void up_done(void *ud, int err)
     if (err == 0) {
         int status = pr->up_status;
         check_prompt_tokens(pr, status);
-        kvg__proxy_release_worker(pr, status >= 500   ? KVG_OUT_FAIL
-                                      : status >= 400 ? KVG_OUT_CLIENT_ERROR
-                                                      : KVG_OUT_OK);
+        kvg__proxy_release_worker(pr, kvg_pool_answer_outcome(status));
         struct kvg_http_req *req = pr->req;
         pr->req = NULL;
         if (pr->relayed) {

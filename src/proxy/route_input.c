@@ -108,6 +108,40 @@ static int is_int(const cJSON *v)
     return cJSON_IsNumber(v) && v->valuedouble == floor(v->valuedouble) && v->valuedouble >= 0;
 }
 
+/* One chat message as the OpenAI API takes it: a role it knows, and the
+ * content that role requires (an assistant's may be left out when it calls
+ * tools). Refused here, such a message never reaches an engine, where
+ * llama.cpp answers it with a 500 that looks like the engine's failure. */
+static int message_shape(struct kvg_rinput *ri, const cJSON *m, const char *role, int i,
+                         char *msg, size_t msglen)
+{
+    static const char *const roles[] = {"system", "user",      "assistant",
+                                        "tool",   "developer", "function"};
+    char *pb = ri->bad_param_buf;
+    size_t r = 0;
+    while (r < sizeof roles / sizeof *roles && strcmp(role, roles[r])) r++;
+    if (r == sizeof roles / sizeof *roles) {
+        snprintf(pb, sizeof ri->bad_param_buf, "messages[%d].role", i);
+        return bad_shape(ri, "invalid_value", msg, msglen, "Invalid value for '%s': expected %s.",
+                         "one of 'system', 'user', 'assistant', 'tool', 'developer' or "
+                         "'function'");
+    }
+    const cJSON *c = cJSON_GetObjectItemCaseSensitive(m, "content");
+    int assistant = !strcmp(role, "assistant");
+    int calls = cJSON_GetObjectItemCaseSensitive(m, "tool_calls") ||
+                cJSON_GetObjectItemCaseSensitive(m, "function_call");
+    snprintf(pb, sizeof ri->bad_param_buf, "messages[%d].content", i);
+    if (!c && !(assistant && calls))
+        return bad_shape(ri, "missing_required_parameter", msg, msglen,
+                         "Missing required parameter: '%s'.%s", "");
+    /* null: an assistant's (with or without calls) and a function's result. */
+    if (c && !cJSON_IsString(c) && !cJSON_IsArray(c) &&
+        !(cJSON_IsNull(c) && (assistant || !strcmp(role, "function"))))
+        return bad_shape(ri, "invalid_type", msg, msglen, "Invalid type for '%s': expected %s.",
+                         "a string or an array of content parts");
+    return 0;
+}
+
 /* The request shape kvgate reads (routing text, tokens, template): a body
  * the engine would refuse is the client's 400 here, naming the field, not
  * the engine's 500 relayed. */
@@ -139,6 +173,8 @@ static int request_shape(struct kvg_rinput *ri, const cJSON *j, char *msg, size_
                             : bad_shape(ri, "missing_required_parameter", msg, msglen,
                                         "Missing required parameter: '%s'.%s", "");
             }
+            int rc = message_shape(ri, m, role->valuestring, i, msg, msglen);
+            if (rc) return rc;
             i++;
         }
         return 0;

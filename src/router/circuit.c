@@ -51,3 +51,33 @@ void kvg_cb_record(const struct kvg_cb_config *c, struct kvg_worker *w, int succ
                      (unsigned long long)(c->timeout_ms / 1000));
     }
 }
+
+/* Both counts in one word (answers << 32 | errors), so a reader never sees
+ * them from different moments and halving needs no lock. */
+void kvg_cb_note_answer(struct kvg_worker *w, int error)
+{
+    uint64_t old = atomic_load(&w->cb_answers), next;
+    do {
+        uint64_t n = (old >> 32) + 1, e = (old & 0xffffffffu) + (error ? 1 : 0);
+        if (n >= KVG_CB_WINDOW) { /* older answers weigh half: the window follows the engine */
+            n /= 2;
+            e /= 2;
+        }
+        next = n << 32 | e;
+    } while (!atomic_compare_exchange_weak(&w->cb_answers, &old, next));
+}
+
+void kvg_cb_answers(const struct kvg_worker *w, uint32_t *answers, uint32_t *errors)
+{
+    uint64_t v = atomic_load(&((struct kvg_worker *)w)->cb_answers);
+    *answers = (uint32_t)(v >> 32);
+    *errors = (uint32_t)(v & 0xffffffffu);
+}
+
+int kvg_cb_outlier(uint32_t n, uint32_t err, uint32_t others_n, uint32_t others_err)
+{
+    if (n < KVG_CB_MIN_ANSWERS || others_n < KVG_CB_MIN_ANSWERS) return 0;
+    /* err/n - others_err/others_n >= 1/2, in integers. */
+    int64_t lhs = 2 * ((int64_t)err * others_n - (int64_t)others_err * n);
+    return lhs >= (int64_t)n * others_n;
+}

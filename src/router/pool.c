@@ -345,6 +345,33 @@ void kvg_pool_first_token(struct kvg_pool *p, struct kvg_pick *pick)
     pick->prefill_tokens = 0;
 }
 
+enum kvg_outcome kvg_pool_answer_outcome(int status)
+{
+    if (status >= 200 && status < 400) return KVG_OUT_OK;
+    if (status == 502 || status == 503 || status == 504) return KVG_OUT_FAIL;
+    if (status == 429) return KVG_OUT_CLIENT_ERROR;
+    return KVG_OUT_ANSWER_ERROR;
+}
+
+/* Is w an outlier (router/circuit.h)? The rest of the pool is every other
+ * worker whose circuit is closed: an ejected worker's errors are no
+ * measure of what the requests deserve. Only error answers come here. */
+static int answer_error_counts(struct kvg_pool *p, struct kvg_worker *w)
+{
+    uint32_t n, err, on = 0, oerr = 0;
+    kvg_cb_answers(w, &n, &err);
+    pthread_rwlock_rdlock(&p->lock);
+    for (size_t i = 0; i < p->n; i++) {
+        uint32_t a, e;
+        if (p->w[i] == w || atomic_load(&p->w[i]->cb_state) != KVG_CB_CLOSED) continue;
+        kvg_cb_answers(p->w[i], &a, &e);
+        on += a;
+        oerr += e;
+    }
+    pthread_rwlock_unlock(&p->lock);
+    return kvg_cb_outlier(n, err, on, oerr);
+}
+
 void kvg_pool_release(struct kvg_pool *p, struct kvg_pick *pick, enum kvg_outcome outcome,
                       const struct kvg_route_ctx *ctx)
 {
@@ -358,7 +385,10 @@ void kvg_pool_release(struct kvg_pool *p, struct kvg_pick *pick, enum kvg_outcom
     pick->w = NULL;
     atomic_fetch_sub_explicit(&w->in_flight, 1, memory_order_relaxed);
     if (outcome == KVG_OUT_OK) atomic_fetch_add_explicit(&w->ok_requests, 1, memory_order_relaxed);
-    if (outcome == KVG_OUT_OK || outcome == KVG_OUT_FAIL)
+    if (outcome == KVG_OUT_OK || outcome == KVG_OUT_ANSWER_ERROR)
+        kvg_cb_note_answer(w, outcome == KVG_OUT_ANSWER_ERROR);
+    if (outcome == KVG_OUT_OK || outcome == KVG_OUT_FAIL ||
+        (outcome == KVG_OUT_ANSWER_ERROR && answer_error_counts(p, w)))
         kvg_cb_record(&p->cb, w, outcome == KVG_OUT_OK, kvg_now_ms());
     struct kvg_policy *pol = ctx && ctx->policy ? ctx->policy : p->policy;
     if (pol->ops->on_done) pol->ops->on_done(pol, w, ctx);

@@ -117,14 +117,22 @@ void kvg_pool_first_token(struct kvg_pool *p, struct kvg_pick *pick);
 void kvg_pool_first_token_at(struct kvg_pool *p, struct kvg_pick *pick, uint64_t now_ms);
 
 /* KVG_OUT_LOCAL: kvgate itself failed (out of file descriptors, memory or
- * buffers): the worker is not to blame, its circuit breaker is untouched. */
+ * buffers): the worker is not to blame, its circuit breaker is untouched.
+ * KVG_OUT_FAIL: the worker failed (unreachable, timed out, 502/503/504, a
+ * broken answer). KVG_OUT_ANSWER_ERROR: the engine answered this request
+ * with an error (a 500, another 4xx): it counts against the worker only when
+ * the worker is an outlier among the pool (router/circuit.h).
+ * KVG_OUT_CLIENT_ERROR: the request was refused as a client's (429). */
 enum kvg_outcome {
     KVG_OUT_OK,
     KVG_OUT_FAIL,
     KVG_OUT_CLIENT_GONE,
     KVG_OUT_CLIENT_ERROR,
-    KVG_OUT_LOCAL
+    KVG_OUT_LOCAL,
+    KVG_OUT_ANSWER_ERROR
 };
+/* The outcome of an answer with HTTP status `status` (router/circuit.h). */
+enum kvg_outcome kvg_pool_answer_outcome(int status);
 /* Ends a pick: in_flight - 1, remaining charges removed, circuit breaker
  * bookkeeping, policy on_done, reference dropped; pick->w becomes NULL. */
 void kvg_pool_release(struct kvg_pool *p, struct kvg_pick *pick, enum kvg_outcome outcome,

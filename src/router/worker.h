@@ -134,6 +134,7 @@ struct kvg_worker {
     _Atomic int cb_state;
     _Atomic uint32_t cb_fails, cb_successes;
     _Atomic uint64_t cb_opened_ms;
+    _Atomic uint64_t cb_answers; /* recent answers << 32 | error answers (circuit.h) */
 
     /* Health checking state, touched by the health checker only. */
     uint32_t hc_fails, hc_successes;

@@ -424,7 +424,13 @@ static void completion(struct kvg_simsrv_server *s, struct kvg_http_req *req, in
         bad_request(req, "'messages' must be a list");
         return;
     }
-    if (s->o.role == KVG_SIMSRV_ROLE_ENCODE) { /* an encoder-only engine (sim/encode.c) */
+    if (s->o.flavor == KVG_SIMSRV_FLAVOR_LLAMACPP &&
+        kvg__simsrv_llamacpp_refuses(j, chat, msg, sizeof msg)) {
+        cJSON_Delete(j);
+        kvg__simsrv_llamacpp_error(req, 500, msg);
+        return;
+    }
+    if (s->o.role == KVG_SIMSRV_ROLE_ENCODE) { /* an encoder-only engine (simsrv/encode.c) */
         kvg_simsrv_ec_encode(s, req, j, chat);
         cJSON_Delete(j);
         return;

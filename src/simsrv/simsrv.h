@@ -264,6 +264,11 @@ void kvg_simsrv_submit(struct sim_req *r, uint32_t remote_tokens);
 void kvg_simsrv_run(struct sim_req *r);
 /* api.c: vLLM's error body {"error": {message, type, param, code}}. */
 void kvg_simsrv_error(struct kvg_http_req *req, int status, const char *type, const char *msg);
+/* llama.cpp's flavor (simsrv/llamacpp.c): does llama.cpp's server refuse
+ * body j (chat: a chat completion)? 1 and msg set when it does. */
+int kvg__simsrv_llamacpp_refuses(const struct cJSON *j, int chat, char *msg, size_t msglen);
+/* Answers status with llama.cpp's error body. */
+void kvg__simsrv_llamacpp_error(struct kvg_http_req *req, int status, const char *msg);
 /* api.c: ends r with vLLM's 500 (JSON, or an SSE error event and
  * [DONE] once the stream has started) and frees it. */
 void kvg_simsrv_fail(struct sim_req *r, const char *msg);

@@ -145,6 +145,23 @@ TEST(request_shape_checked_with_param)
               "messages[0].role");
     CHECK_STR(shape_param("{\"messages\":[{\"role\":\"user\",\"content\":\"a\"}]}", 1), "");
     CHECK_STR(shape_param("{\"messages\":[]}", 1), "");
+    /* The content a role requires, the roles OpenAI knows. */
+    CHECK_STR(shape_param("{\"messages\":[{\"role\":\"user\"}]}", 1), "messages[0].content");
+    CHECK_STR(shape_param("{\"messages\":[{\"role\":\"user\",\"content\":\"a\"},{\"role\":"
+                          "\"system\",\"content\":null}]}",
+                          1),
+              "messages[1].content");
+    CHECK_STR(shape_param("{\"messages\":[{\"role\":\"user\",\"content\":7}]}", 1),
+              "messages[0].content");
+    CHECK_STR(shape_param("{\"messages\":[{\"role\":\"wizard\",\"content\":\"a\"}]}", 1),
+              "messages[0].role");
+    CHECK_STR(shape_param("{\"messages\":[{\"role\":\"assistant\"}]}", 1), "messages[0].content");
+    CHECK_STR(shape_param("{\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"text\","
+                          "\"text\":\"a\"}]},{\"role\":\"assistant\",\"tool_calls\":[]},{"
+                          "\"role\":\"tool\",\"content\":\"r\",\"tool_call_id\":\"c\"},{"
+                          "\"role\":\"assistant\",\"content\":null}]}",
+                          1),
+              "");
     CHECK_STR(shape_param("{\"prompt\":7}", 0), "prompt");
     CHECK_STR(shape_param("{\"prompt\":{\"a\":1}}", 0), "prompt");
     CHECK_STR(shape_param("{\"prompt\":[\"a\",1]}", 0), "prompt");

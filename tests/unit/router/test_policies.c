@@ -316,3 +316,67 @@ TEST(circuit_breaker_states)
     CHECK_INT(atomic_load(&w->cb_state), KVG_CB_CLOSED);
     kvg_worker_unref(w);
 }
+
+TEST(circuit_breaker_outlier_rule)
+{
+    CHECK(!kvg_cb_outlier(KVG_CB_MIN_ANSWERS - 1, KVG_CB_MIN_ANSWERS - 1, 20, 0)); /* too few */
+    CHECK(!kvg_cb_outlier(20, 20, KVG_CB_MIN_ANSWERS - 1, 0));
+    CHECK(!kvg_cb_outlier(20, 20, 20, 20)); /* everyone fails alike: the requests */
+    CHECK(kvg_cb_outlier(20, 20, 20, 0));
+    CHECK(kvg_cb_outlier(20, 16, 20, 6));  /* 80% against 30% */
+    CHECK(!kvg_cb_outlier(20, 12, 20, 6)); /* 60% against 30% */
+    CHECK(kvg_cb_outlier(20, 10, 20, 0));  /* exactly half */
+    struct kvg_worker *w;
+    CHECK_INT(kvg_worker_new("http://127.0.0.1:9000", &w), 0);
+    for (int i = 0; i < 1000; i++) kvg_cb_note_answer(w, i % 4 == 0);
+    uint32_t n, e;
+    kvg_cb_answers(w, &n, &e);
+    CHECK(n >= KVG_CB_WINDOW / 2 && n < KVG_CB_WINDOW); /* a window, not a total */
+    CHECK(e >= n / 8 && e <= n / 2);
+    kvg_worker_unref(w);
+}
+
+/* Picks on w by hand, as a request would, and ends them with `out`. */
+static void answers(struct kvg_pool *pool, struct kvg_worker *w, enum kvg_outcome out, int times)
+{
+    for (int i = 0; i < times; i++) {
+        struct kvg_pick pk = {.w = w};
+        kvg_worker_ref(w);
+        atomic_fetch_add(&w->in_flight, 1);
+        kvg_pool_release(pool, &pk, out, NULL);
+    }
+}
+
+TEST(circuit_breaker_judges_the_worker)
+{
+    struct kvg_policy *p = policy("round_robin");
+    struct kvg_pool pool;
+    struct kvg_cb_config cb;
+    kvg_cb_config_default(&cb);
+    cb.failure_threshold = 3;
+    CHECK_INT(kvg_pool_init(&pool, p, &cb), 0);
+    CHECK_INT(kvg_pool_add(&pool, "http://127.0.0.1:9001"), 0);
+    CHECK_INT(kvg_pool_add(&pool, "http://127.0.0.1:9002"), 0);
+    struct kvg_worker *a = pool.w[0], *b = pool.w[1];
+    CHECK_INT(kvg_pool_answer_outcome(500), KVG_OUT_ANSWER_ERROR);
+    CHECK_INT(kvg_pool_answer_outcome(400), KVG_OUT_ANSWER_ERROR);
+    CHECK_INT(kvg_pool_answer_outcome(503), KVG_OUT_FAIL);
+    CHECK_INT(kvg_pool_answer_outcome(429), KVG_OUT_CLIENT_ERROR);
+    CHECK_INT(kvg_pool_answer_outcome(200), KVG_OUT_OK);
+    /* Bad requests to every worker: every share alike, no circuit opens. */
+    for (int i = 0; i < 50; i++) {
+        answers(&pool, a, KVG_OUT_ANSWER_ERROR, 1);
+        answers(&pool, b, KVG_OUT_ANSWER_ERROR, 1);
+    }
+    CHECK_INT(atomic_load(&a->cb_state), KVG_CB_CLOSED);
+    CHECK_INT(atomic_load(&b->cb_state), KVG_CB_CLOSED);
+    /* b serves, a fails what b serves: a is the outlier and is ejected. */
+    answers(&pool, b, KVG_OUT_OK, 60);
+    answers(&pool, a, KVG_OUT_ANSWER_ERROR, 3);
+    CHECK_INT(atomic_load(&a->cb_state), KVG_CB_OPEN);
+    CHECK_INT(atomic_load(&b->cb_state), KVG_CB_CLOSED);
+    /* The worker's own failures count as before. */
+    answers(&pool, b, KVG_OUT_FAIL, 3);
+    CHECK_INT(atomic_load(&b->cb_state), KVG_CB_OPEN);
+    kvg_pool_destroy(&pool);
+}
