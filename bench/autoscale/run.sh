@@ -3,7 +3,7 @@
 # traffic (the DeepSeek shape) on the offline engine model, the pool sized by
 # each planner (static peak provisioning, queue as the llm-d KEDA recipe and
 # as waiting-per-replica, Dynamo's sla, kvgate's), replicas that appear after
-# a start-up drawn from seed 000's vLLM figures and start with empty caches.
+# a start-up drawn from the published vLLM start-up figures (src/autoscale/startup.c) and start with empty caches.
 # Three start-up settings: half cold / half warm nodes (the default), every
 # node cold (the 32B's 430 s median), and exactly 430 s every time.
 # The same day on separate prefill and decode pools (--scenario diurnal-pd),
@@ -69,7 +69,7 @@ virtual time; deterministic per seed). Each table below is what
   day curve whose peak is 1.23x its mean (DeepSeek's published day: 278 nodes
   at peak, 226.75 mean) with a night trough at 0.68x; mean 40 req/s; six bursts
   of 1.5x for 90 s at seeded times between 08:00 and 22:00. Start-up times are
-  *not* compressed: a replica takes the seconds seed 000 measured, so the
+  *not* compressed: a replica takes the published start-up seconds, so the
   morning ramp (05:00-11:00, 2,160 virtual seconds) is steep next to them.
 - **Requests**: ISL 2,500-3,500 (mean 3,000) of which 1,700 is one of 16
   shared system prompts (Zipf 0.8), OSL geometric with mean 150 (Dynamo's

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# PD disaggregation over External DP URL@rank workers (issue 15, seed 004):
+# PD disaggregation over External DP URL@rank workers (issue 15):
 # a prefill sim and a decode sim, each with several data-parallel ranks
 # behind one URL, registered as URL@0, URL@1, ... prefill and decode workers.
 # vLLM (--vllm-pd-disaggregation): every leg names its rank in the
@@ -7,7 +7,7 @@
 # prefilled (each rank its own engine id and side channel, port + rank).
 # SGLang (--pd-disaggregation): each leg's rank is data_parallel_rank in
 # its body, the decode's own (never the prefill's), and bootstrap_host is
-# the member's host, never a name with "@rank" (seed 004's invalid decode
+# the member's host, never a name with "@rank" (SGLang's invalid decode
 # destination; the sim refuses such a host). Checks: the stream comes from
 # the decode with the prefill's KV, every leg ran on the rank kvgate picked
 # (the sims' per-rank counts equal kvgate's per-worker leg counts), kvgate
@@ -190,7 +190,7 @@ curl -s -m 5 "$G/debug/route" -d "$(body false 4)" >"$TMP/dr"
 check "sglang: /debug/route names the rank pair" \
   test "$(json_get "$TMP/dr" "(j['pd']['prefill'] == '$PU@%d' % j['pd']['prefill_dp_rank'], j['pd']['decode'] == '$DU@%d' % j['pd']['decode_dp_rank'], j['pd']['prefill_target'])")" = "(True, True, '127.0.0.1:$P')"
 
-# The engine side of seed 004: a bootstrap_host carrying "@rank" is refused.
+# The engine side: a bootstrap_host carrying "@rank" is refused.
 code=$(curl -s -o "$TMP/badhost" -w '%{http_code}' -m 5 "$DU/v1/completions" \
   -d "{\"prompt\":\"hi\",\"max_tokens\":1,\"bootstrap_host\":\"127.0.0.1:$P@1\",\"bootstrap_port\":$PB,\"bootstrap_room\":7}")
 check "sglang: the sim refuses a bootstrap_host with @rank ($code)" test "$code" = 400

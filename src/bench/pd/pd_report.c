@@ -281,8 +281,7 @@ static void intro(FILE *f, const struct kvg_bench_pd_opts *o)
                "link the two engines' labels share: 450 GB/s in a node (NVLink 4, per direction "
                "per H100), 50 GB/s in a rack (a 400 Gb/s RDMA NIC per GPU), 12.5 GB/s between "
                "racks of a zone (100 Gb/s), 1.25 GB/s across zones (10 Gb/s). These are typical "
-               "hardware figures chosen for the simulator, not measurements, and not from "
-               "../shared/reference (which gives no link bandwidths).\n");
+               "hardware figures chosen for the simulator, not measurements.\n");
 }
 
 void kvg_bench_pd_opts_default(struct kvg_bench_pd_opts *o)
