@@ -13,6 +13,149 @@
 #include "tokenizer/tokenizer.h"
 static const char *class_names[6] = {"1xx", "2xx", "3xx", "4xx", "5xx", "other"};
 
+/* The families with no per-route series: a counter or gauge each, its
+ * label names, and where its family (one = 0) or its one unlabelled series
+ * (one = 1) is kept in struct kvg_serve_metrics. */
+enum decl_type { COUNTER, GAUGE };
+static const char *const L_WORKER[] = {"worker"}, *const L_WORKER_MODE[] = {"worker", "mode"},
+                         *const L_POLICY_WORKER[] = {"policy", "worker"},
+                         *const L_WORKER_LEG[] = {"worker", "leg"}, *const L_EVENT[] = {"event"},
+                         *const L_REASON[] = {"reason"};
+static const struct decl {
+    enum decl_type type;
+    int one;
+    const char *name, *help;
+    const char *const *labels;
+    size_t nlabels;
+    size_t off;
+} decls[] = {
+    {COUNTER, 1, "kvgate_retries_total",
+     "Attempts on another worker after a failure before any byte.", NULL, 0,
+     offsetof(struct kvg_serve_metrics, proxy.retries)},
+    {COUNTER, 1, "kvgate_client_disconnects_total", "Requests whose client left before the end.",
+     NULL, 0, offsetof(struct kvg_serve_metrics, proxy.client_gone)},
+    {COUNTER, 1, "kvgate_upstream_errors_total", "Worker failures: connect, reset, timeout, 5xx.",
+     NULL, 0, offsetof(struct kvg_serve_metrics, proxy.upstream_errors)},
+    {COUNTER, 1, "kvgate_no_worker_total", "Requests answered 503 for want of a healthy worker.",
+     NULL, 0, offsetof(struct kvg_serve_metrics, proxy.no_worker)},
+    {COUNTER, 1, "kvgate_admission_shed_total", "Sheddable requests answered 429 by admission.",
+     NULL, 0, offsetof(struct kvg_serve_metrics, shed)},
+    {GAUGE, 1, "kvgate_workers", "Workers in the pool.", NULL, 0,
+     offsetof(struct kvg_serve_metrics, workers)},
+    {GAUGE, 0, "kvgate_worker_requests_active",
+     "Requests in flight per worker (router-side count).", L_WORKER, 1,
+     offsetof(struct kvg_serve_metrics, w_active)},
+    {GAUGE, 0, "kvgate_worker_health", "1 healthy, 0 unhealthy.", L_WORKER, 1,
+     offsetof(struct kvg_serve_metrics, w_health)},
+    {GAUGE, 0, "kvgate_worker_engine_waiting",
+     "Requests queued in the engine, from its fresh /metrics sample (absent: unknown or stale).",
+     L_WORKER, 1, offsetof(struct kvg_serve_metrics, w_waiting)},
+    {GAUGE, 0, "kvgate_worker_engine_running",
+     "Requests in the engine's running batch, from its fresh /metrics sample (absent: unknown or "
+     "stale).",
+     L_WORKER, 1, offsetof(struct kvg_serve_metrics, w_running)},
+    {GAUGE, 0, "kvgate_worker_engine_kv_usage",
+     "Fraction of the engine's KV cache in use, 0..1, from its fresh /metrics sample (absent: "
+     "unknown or stale).",
+     L_WORKER, 1, offsetof(struct kvg_serve_metrics, w_kv)},
+    {GAUGE, 0, "kvgate_worker_engine_sample_age_seconds",
+     "Age of the engine's last good /metrics sample (absent: none yet).", L_WORKER, 1,
+     offsetof(struct kvg_serve_metrics, w_age)},
+    {COUNTER, 0, "kvgate_worker_scrape_errors_total",
+     "Scrapes of a worker's /metrics that failed: unreachable, not 200, or not Prometheus text "
+     "(since it joined).",
+     L_WORKER, 1, offsetof(struct kvg_serve_metrics, w_scrape_errors)},
+    {GAUGE, 0, "kvgate_worker_routing_mode",
+     "The cache view a worker's routing uses: 1 for its current mode (exact, degraded, "
+     "approximate, load_only), 0 for the others.",
+     L_WORKER_MODE, 2, offsetof(struct kvg_serve_metrics, w_mode)},
+    {COUNTER, 0, "kvgate_worker_prompt_token_checks_total",
+     "Answers whose usage.prompt_tokens was compared with kvgate's own count for the request "
+     "(since it joined).",
+     L_WORKER, 1, offsetof(struct kvg_serve_metrics, w_tok_checks)},
+    {COUNTER, 0, "kvgate_worker_prompt_token_mismatches_total",
+     "Compared answers whose prompt_tokens differed from kvgate's count: tokenizer or chat "
+     "template mismatch (since it joined).",
+     L_WORKER, 1, offsetof(struct kvg_serve_metrics, w_tok_mis)},
+    {GAUGE, 0, "kvgate_worker_cb_state", "Circuit breaker: 0 closed, 1 open, 2 half-open.",
+     L_WORKER, 1, offsetof(struct kvg_serve_metrics, w_cb)},
+    {GAUGE, 0, "kvgate_worker_processed_requests",
+     "Requests ever sent to the worker (since it joined).", L_WORKER, 1,
+     offsetof(struct kvg_serve_metrics, w_processed)},
+    {COUNTER, 0, "kvgate_pd_requests_total",
+     "PD legs sent to each worker (leg prefill, decode or encode; since it joined).", L_WORKER_LEG,
+     2, offsetof(struct kvg_serve_metrics, pd_requests)},
+    {GAUGE, 0, "kvgate_policy_decisions",
+     "Routing decisions per policy and worker (since it joined).", L_POLICY_WORKER, 2,
+     offsetof(struct kvg_serve_metrics, decisions)},
+    {GAUGE, 0, "kvgate_worker_cache_hit_blocks",
+     "Prompt blocks routed to a worker that held them (since it joined).", L_WORKER, 1,
+     offsetof(struct kvg_serve_metrics, w_cached)},
+    {GAUGE, 1, "kvgate_tokenizer_fallback",
+     "1 when the model's tokenizer could not be used: prefix awareness is approximate (text "
+     "bytes), precise matching is off.",
+     NULL, 0, offsetof(struct kvg_serve_metrics, tokenizer_fallback)},
+    {GAUGE, 1, "kvgate_block_size_mismatch",
+     "Scrapes where an engine reported a KV block size other than --block-size (precise matching "
+     "against it is wrong).",
+     NULL, 0, offsetof(struct kvg_serve_metrics, block_size_mismatch)},
+    {COUNTER, 0, "kvgate_quota_events_total",
+     "Quota store outcomes: admitted, limited, store_error, fail_open, fail_closed, timeout, "
+     "reconnect, reconcile_retry, reconcile_dropped.",
+     L_EVENT, 1, offsetof(struct kvg_serve_metrics, quota_f)},
+    {COUNTER, 0, "kvgate_admission_queue_events_total",
+     "Gateway queue: queued, granted, timeout, evicted, refused_full, cancelled.", L_EVENT, 1,
+     offsetof(struct kvg_serve_metrics, adm_f)},
+    {GAUGE, 1, "kvgate_quota_reconciles_pending",
+     "Quota reconciliations the store has not confirmed yet (resent until it does).", NULL, 0,
+     offsetof(struct kvg_serve_metrics, quota_pending)},
+    {GAUGE, 1, "kvgate_admission_queue_waiting", "Requests waiting in the gateway queue now.", NULL,
+     0, offsetof(struct kvg_serve_metrics, adm_waiting)},
+    {COUNTER, 0, "kvgate_tokenizer_cache_total",
+     "Tokenizer prefix cache: encodes that reused a cached prefix (hit) or none (miss), ids reused "
+     "(reused_tokens), entries evicted (eviction), loop encodes that went without the cache "
+     "because a work thread held it (busy), new segments not kept because they were seen for the "
+     "first time (not_admitted), block hashes reused with the ids (reused_blocks).",
+     L_EVENT, 1, offsetof(struct kvg_serve_metrics, tokc)},
+    {GAUGE, 1, "kvgate_tokenizer_cache_bytes", "Memory held by the tokenizer prefix cache.", NULL,
+     0, offsetof(struct kvg_serve_metrics, tokc_bytes)},
+    {GAUGE, 1, "kvgate_tokenizer_cache_entries", "Segments in the tokenizer prefix cache.", NULL, 0,
+     offsetof(struct kvg_serve_metrics, tokc_entries)},
+    {GAUGE, 0, "kvgate_kv_index_entries", "(block, worker) entries in the precise KV index.", NULL,
+     0, offsetof(struct kvg_serve_metrics, kv_entries)},
+    {GAUGE, 0, "kvgate_kv_index_bytes", "Memory held by the precise KV index.", NULL, 0,
+     offsetof(struct kvg_serve_metrics, kv_bytes)},
+    {GAUGE, 0, "kvgate_kv_index_evictions",
+     "Entries dropped by the index's size bound, since start.", NULL, 0,
+     offsetof(struct kvg_serve_metrics, kv_evictions)},
+    {GAUGE, 0, "kvgate_kv_index_worker_blocks", "Blocks the index believes each worker holds.",
+     L_WORKER, 1, offsetof(struct kvg_serve_metrics, kv_worker_blocks)},
+    {GAUGE, 0, "kvgate_kv_event_batches", "KV event batches applied per worker, since it joined.",
+     L_WORKER, 1, offsetof(struct kvg_serve_metrics, kv_batches)},
+    {GAUGE, 0, "kvgate_kv_event_gaps", "Sequence gaps in a worker's KV events, since it joined.",
+     L_WORKER, 1, offsetof(struct kvg_serve_metrics, kv_gaps)},
+    {GAUGE, 0, "kvgate_kv_event_decode_errors",
+     "Malformed KV event messages per worker, since it joined.", L_WORKER, 1,
+     offsetof(struct kvg_serve_metrics, kv_decode_errors)},
+    {GAUGE, 0, "kvgate_kv_event_drops",
+     "Times a worker's index entries were dropped (gap without replay, restart), since it joined.",
+     L_WORKER, 1, offsetof(struct kvg_serve_metrics, kv_drops)},
+    {COUNTER, 0, "kvgate_discovery_registrations_total",
+     "Workers Kubernetes discovery added to the pool.", NULL, 0,
+     offsetof(struct kvg_serve_metrics, disc_reg)},
+    {COUNTER, 0, "kvgate_discovery_deregistrations_total",
+     "Workers Kubernetes discovery removed, by reason: pod_deleted, not_ready, selector_changed.",
+     L_REASON, 1, offsetof(struct kvg_serve_metrics, disc_dereg)},
+    {COUNTER, 0, "kvgate_discovery_relists_total",
+     "EndpointSlice lists started over after 410 Gone.", NULL, 0,
+     offsetof(struct kvg_serve_metrics, disc_relists)},
+    {COUNTER, 0, "kvgate_discovery_errors_total",
+     "Failed lists, watches and pod reads against the API server.", NULL, 0,
+     offsetof(struct kvg_serve_metrics, disc_errors)},
+    {GAUGE, 0, "kvgate_discovery_workers", "Workers in the pool that Kubernetes discovery manages.",
+     NULL, 0, offsetof(struct kvg_serve_metrics, disc_workers)},
+};
+
 int kvg_serve_metrics_init(struct kvg_serve_metrics *m, const char *policy)
 {
     memset(m, 0, sizeof *m);
@@ -22,9 +165,6 @@ int kvg_serve_metrics_init(struct kvg_serve_metrics *m, const char *policy)
     struct kvg_metrics_family *req, *dur, *ttfb, *f;
     const char *rl[] = {"route", "code"};
     const char *r1[] = {"route"};
-    const char *wl[] = {"worker"};
-    const char *dl[] = {"policy", "worker"};
-    const char *ml[] = {"worker", "mode"};
     double lat[24];
     static const double ratio_bounds[10] = {0.0001, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.95};
     kvg_metrics_buckets_exp(0.001, 2, 20, lat);
@@ -71,164 +211,20 @@ int kvg_serve_metrics_init(struct kvg_serve_metrics *m, const char *policy)
         return rc;
     for (int k = 0; k < 3; k++)
         if ((rc = kvg_metrics_series(tok, &kinds[k], 1, &pm->tokens[k]))) return rc;
-    struct {
-        const char *name, *help;
-        struct kvg_metrics_series **out;
-    } plain[] = {
-        {"kvgate_retries_total", "Attempts on another worker after a failure before any byte.",
-         &pm->retries},
-        {"kvgate_client_disconnects_total", "Requests whose client left before the end.",
-         &pm->client_gone},
-        {"kvgate_upstream_errors_total", "Worker failures: connect, reset, timeout, 5xx.",
-         &pm->upstream_errors},
-        {"kvgate_no_worker_total", "Requests answered 503 for want of a healthy worker.",
-         &pm->no_worker},
-        {"kvgate_admission_shed_total", "Sheddable requests answered 429 by admission.", &m->shed},
-    };
-    for (size_t i = 0; i < KVG_ARRAY_LEN(plain); i++)
-        if ((rc = kvg_metrics_counter(m->reg, plain[i].name, plain[i].help, NULL, 0, &f)) ||
-            (rc = kvg_metrics_series(f, NULL, 0, plain[i].out)))
-            return rc;
-    if ((rc = kvg_metrics_gauge(m->reg, "kvgate_workers", "Workers in the pool.", NULL, 0, &f)) ||
-        (rc = kvg_metrics_series(f, NULL, 0, &m->workers)) ||
-        (rc = kvg_metrics_gauge(m->reg, "kvgate_worker_requests_active",
-                                "Requests in flight per worker (router-side count).", wl, 1,
-                                &m->w_active)) ||
-        (rc = kvg_metrics_gauge(m->reg, "kvgate_worker_health", "1 healthy, 0 unhealthy.", wl, 1,
-                                &m->w_health)) ||
-        (rc = kvg_metrics_gauge(m->reg, "kvgate_worker_engine_waiting",
-                                "Requests queued in the engine, from its fresh /metrics sample "
-                                "(absent: unknown or stale).",
-                                wl, 1, &m->w_waiting)) ||
-        (rc = kvg_metrics_gauge(m->reg, "kvgate_worker_engine_running",
-                                "Requests in the engine's running batch, from its fresh /metrics "
-                                "sample (absent: unknown or stale).",
-                                wl, 1, &m->w_running)) ||
-        (rc = kvg_metrics_gauge(m->reg, "kvgate_worker_engine_kv_usage",
-                                "Fraction of the engine's KV cache in use, 0..1, from its fresh "
-                                "/metrics sample (absent: unknown or stale).",
-                                wl, 1, &m->w_kv)) ||
-        (rc = kvg_metrics_gauge(m->reg, "kvgate_worker_engine_sample_age_seconds",
-                                "Age of the engine's last good /metrics sample (absent: none yet).",
-                                wl, 1, &m->w_age)) ||
-        (rc = kvg_metrics_counter(m->reg, "kvgate_worker_scrape_errors_total",
-                                  "Scrapes of a worker's /metrics that failed: unreachable, not "
-                                  "200, or not Prometheus text (since it joined).",
-                                  wl, 1, &m->w_scrape_errors)) ||
-        (rc = kvg_metrics_gauge(m->reg, "kvgate_worker_routing_mode",
-                                "The cache view a worker's routing uses: 1 for its current mode "
-                                "(exact, degraded, approximate, load_only), 0 for the others.",
-                                ml, 2, &m->w_mode)) ||
-        (rc = kvg_metrics_counter(m->reg, "kvgate_worker_prompt_token_checks_total",
-                                  "Answers whose usage.prompt_tokens was compared with kvgate's "
-                                  "own count for the request (since it joined).",
-                                  wl, 1, &m->w_tok_checks)) ||
-        (rc = kvg_metrics_counter(m->reg, "kvgate_worker_prompt_token_mismatches_total",
-                                  "Compared answers whose prompt_tokens differed from kvgate's "
-                                  "count: tokenizer or chat template mismatch (since it joined).",
-                                  wl, 1, &m->w_tok_mis)) ||
-        (rc = kvg_metrics_gauge(m->reg, "kvgate_worker_cb_state",
-                                "Circuit breaker: 0 closed, 1 open, 2 half-open.", wl, 1,
-                                &m->w_cb)) ||
-        (rc = kvg_metrics_gauge(m->reg, "kvgate_worker_processed_requests",
-                                "Requests ever sent to the worker (since it joined).", wl, 1,
-                                &m->w_processed)) ||
-        (rc = kvg_metrics_counter(m->reg, "kvgate_pd_requests_total",
-                                  "PD legs sent to each worker (leg prefill, decode or encode; "
-                                  "since it joined).",
-                                  (const char *[]){"worker", "leg"}, 2, &m->pd_requests)) ||
-        (rc = kvg_metrics_gauge(m->reg, "kvgate_policy_decisions",
-                                "Routing decisions per policy and worker (since it joined).", dl, 2,
-                                &m->decisions)) ||
-        (rc =
-             kvg_metrics_gauge(m->reg, "kvgate_worker_cache_hit_blocks",
-                               "Prompt blocks routed to a worker that held them (since it joined).",
-                               wl, 1, &m->w_cached)) ||
-        (rc = kvg_metrics_gauge(m->reg, "kvgate_tokenizer_fallback",
-                                "1 when the model's tokenizer could not be used: prefix awareness "
-                                "is approximate (text bytes), precise matching is off.",
-                                NULL, 0, &f)) ||
-        (rc = kvg_metrics_series(f, NULL, 0, &m->tokenizer_fallback)) ||
-        (rc = kvg_metrics_gauge(m->reg, "kvgate_block_size_mismatch",
-                                "Scrapes where an engine reported a KV block size other than "
-                                "--block-size (precise matching against it is wrong).",
-                                NULL, 0, &f)) ||
-        (rc = kvg_metrics_series(f, NULL, 0, &m->block_size_mismatch)) ||
-        (rc = kvg_metrics_histogram(m->reg, "kvgate_route_prefix_match_ratio",
+    for (size_t i = 0; i < KVG_ARRAY_LEN(decls); i++) {
+        const struct decl *d = &decls[i];
+        void *at = (char *)m + d->off;
+        rc = d->type == COUNTER
+                 ? kvg_metrics_counter(m->reg, d->name, d->help, d->labels, d->nlabels, &f)
+                 : kvg_metrics_gauge(m->reg, d->name, d->help, d->labels, d->nlabels, &f);
+        if (!rc && d->one) rc = kvg_metrics_series(f, NULL, 0, (struct kvg_metrics_series **)at);
+        if (!rc && !d->one) *(struct kvg_metrics_family **)at = f;
+        if (rc) return rc;
+    }
+    if ((rc = kvg_metrics_histogram(m->reg, "kvgate_route_prefix_match_ratio",
                                     "Share of a tokenized prompt's blocks the chosen worker held.",
                                     NULL, 0, ratio_bounds, 10, &f)) ||
-        (rc = kvg_metrics_series(f, NULL, 0, &pm->match_ratio)) ||
-        (rc = kvg_metrics_counter(
-             m->reg, "kvgate_quota_events_total",
-             "Quota store outcomes: admitted, limited, store_error, "
-             "fail_open, fail_closed, timeout, reconnect, reconcile_retry, reconcile_dropped.",
-             (const char *const[]){"event"}, 1, &m->quota_f)) ||
-        (rc = kvg_metrics_counter(m->reg, "kvgate_admission_queue_events_total",
-                                  "Gateway queue: queued, granted, timeout, evicted, "
-                                  "refused_full, cancelled.",
-                                  (const char *const[]){"event"}, 1, &m->adm_f)) ||
-        (rc = kvg_metrics_gauge(m->reg, "kvgate_quota_reconciles_pending",
-                                "Quota reconciliations the store has not confirmed yet (resent "
-                                "until it does).",
-                                NULL, 0, &f)) ||
-        (rc = kvg_metrics_series(f, NULL, 0, &m->quota_pending)) ||
-        (rc = kvg_metrics_gauge(m->reg, "kvgate_admission_queue_waiting",
-                                "Requests waiting in the gateway queue now.", NULL, 0, &f)) ||
-        (rc = kvg_metrics_series(f, NULL, 0, &m->adm_waiting)) ||
-        (rc = kvg_metrics_counter(m->reg, "kvgate_tokenizer_cache_total",
-                                  "Tokenizer prefix cache: encodes that reused a cached prefix "
-                                  "(hit) or none (miss), ids reused (reused_tokens), entries "
-                                  "evicted (eviction), loop encodes that went without the cache "
-                                  "because a work thread held it (busy), new segments not kept "
-                                  "because they were seen for the first time (not_admitted), "
-                                  "block hashes reused with the ids (reused_blocks).",
-                                  (const char *const[]){"event"}, 1, &m->tokc)) ||
-        (rc = kvg_metrics_gauge(m->reg, "kvgate_tokenizer_cache_bytes",
-                                "Memory held by the tokenizer prefix cache.", NULL, 0, &f)) ||
-        (rc = kvg_metrics_series(f, NULL, 0, &m->tokc_bytes)) ||
-        (rc = kvg_metrics_gauge(m->reg, "kvgate_tokenizer_cache_entries",
-                                "Segments in the tokenizer prefix cache.", NULL, 0, &f)) ||
-        (rc = kvg_metrics_series(f, NULL, 0, &m->tokc_entries)) ||
-        (rc = kvg_metrics_gauge(m->reg, "kvgate_kv_index_entries",
-                                "(block, worker) entries in the precise KV index.", NULL, 0,
-                                &m->kv_entries)) ||
-        (rc = kvg_metrics_gauge(m->reg, "kvgate_kv_index_bytes",
-                                "Memory held by the precise KV index.", NULL, 0, &m->kv_bytes)) ||
-        (rc = kvg_metrics_gauge(m->reg, "kvgate_kv_index_evictions",
-                                "Entries dropped by the index's size bound, since start.", NULL, 0,
-                                &m->kv_evictions)) ||
-        (rc = kvg_metrics_gauge(m->reg, "kvgate_kv_index_worker_blocks",
-                                "Blocks the index believes each worker holds.", wl, 1,
-                                &m->kv_worker_blocks)) ||
-        (rc = kvg_metrics_gauge(m->reg, "kvgate_kv_event_batches",
-                                "KV event batches applied per worker, since it joined.", wl, 1,
-                                &m->kv_batches)) ||
-        (rc = kvg_metrics_gauge(m->reg, "kvgate_kv_event_gaps",
-                                "Sequence gaps in a worker's KV events, since it joined.", wl, 1,
-                                &m->kv_gaps)) ||
-        (rc = kvg_metrics_gauge(m->reg, "kvgate_kv_event_decode_errors",
-                                "Malformed KV event messages per worker, since it joined.", wl, 1,
-                                &m->kv_decode_errors)) ||
-        (rc = kvg_metrics_gauge(m->reg, "kvgate_kv_event_drops",
-                                "Times a worker's index entries were dropped (gap without "
-                                "replay, restart), since it joined.",
-                                wl, 1, &m->kv_drops)) ||
-        (rc = kvg_metrics_counter(m->reg, "kvgate_discovery_registrations_total",
-                                  "Workers Kubernetes discovery added to the pool.", NULL, 0,
-                                  &m->disc_reg)) ||
-        (rc = kvg_metrics_counter(m->reg, "kvgate_discovery_deregistrations_total",
-                                  "Workers Kubernetes discovery removed, by reason: pod_deleted, "
-                                  "not_ready, selector_changed.",
-                                  (const char *const[]){"reason"}, 1, &m->disc_dereg)) ||
-        (rc = kvg_metrics_counter(m->reg, "kvgate_discovery_relists_total",
-                                  "EndpointSlice lists started over after 410 Gone.", NULL, 0,
-                                  &m->disc_relists)) ||
-        (rc = kvg_metrics_counter(m->reg, "kvgate_discovery_errors_total",
-                                  "Failed lists, watches and pod reads against the API server.",
-                                  NULL, 0, &m->disc_errors)) ||
-        (rc = kvg_metrics_gauge(m->reg, "kvgate_discovery_workers",
-                                "Workers in the pool that Kubernetes discovery manages.", NULL, 0,
-                                &m->disc_workers)))
+        (rc = kvg_metrics_series(f, NULL, 0, &pm->match_ratio)))
         return rc;
     return 0;
 }
