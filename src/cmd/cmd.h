@@ -14,9 +14,15 @@
 #include "base/opt.h"
 
 struct kvg_bench_cfg;
+struct kvg_serve_config;
 struct kvg_simsrv_opts;
 
 int kvg_cmd_serve_main(int argc, char **argv);
+/* serve's command line (argv[0] "serve") onto c, --config read first: 0, 1
+ * when --help was printed, or KVG_ECONFIG / -ENOMEM with err set. */
+int kvg_cmd_serve_parse(struct kvg_serve_config *c, int argc, char **argv, char *err,
+                        size_t errlen);
+void kvg_cmd_serve_usage(void);
 int kvg_cmd_sim_main(int argc, char **argv);
 int kvg_cmd_autoscale_main(int argc, char **argv);
 int kvg_cmd_keys_main(int argc, char **argv);

@@ -330,18 +330,6 @@ void kvg_serve_config_free(struct kvg_serve_config *c)
     kvg_opt_free(flags, c);
 }
 
-void kvg_serve_usage(void)
-{
-    printf("usage: kvgate serve [--worker-urls URL...] [--config FILE] [options]\n\n"
-           "Without workers, kvgate serve starts a few local simulated engines and\n"
-           "fronts them (the embedded default). The --config file takes the same\n"
-           "names as keys ('_' or '-'), plus workers: a list of {url, ...}.\n\n");
-    struct kvg_serve_config *d = malloc(sizeof *d);
-    if (d) kvg_serve_config_default(d);
-    kvg_opt_help(flags, d, stdout); /* without the defaults when out of memory */
-    free(d);
-}
-
 static int check_discovery(const struct kvg_serve_config *c, char *err, size_t errlen)
 {
     const struct kvg_strlist *sel[] = {&c->selector, &c->prefill_selector, &c->decode_selector,
@@ -372,24 +360,14 @@ static int check_discovery(const struct kvg_serve_config *c, char *err, size_t e
     return 0;
 }
 
-int kvg_serve_config_parse(struct kvg_serve_config *c, int argc, char **argv, char *err,
-                           size_t errlen)
+const struct kvg_opt *kvg_serve_config_table(void)
 {
-    for (int i = 1; i < argc; i++)
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            kvg_serve_usage();
-            return 1;
-        }
-    /* The file first, so that flags override it. */
-    for (int i = 1; i < argc; i++) {
-        const char *path = !strncmp(argv[i], "--config=", 9)              ? argv[i] + 9
-                           : !strcmp(argv[i], "--config") && i + 1 < argc ? argv[i + 1]
-                                                                          : NULL;
-        int rc = path ? kvg_opt_load_yaml(flags, c, path, err, errlen) : 0;
-        if (rc) return rc;
-    }
-    int rc = kvg_opt_parse_argv(flags, c, argc, argv, 1, err, errlen);
-    if (rc) return rc < 0 ? rc : KVG_ECONFIG;
+    return flags;
+}
+
+int kvg_serve_config_check(struct kvg_serve_config *c, char *err, size_t errlen)
+{
+    int rc;
     /* 0 would silently mean "no limit" for these: refuse it. */
     const struct {
         const char *flag;

@@ -89,16 +89,17 @@ int kvg_serve_config_pd(struct kvg_serve_config *c, char *err, size_t errlen);
 
 void kvg_serve_config_default(struct kvg_serve_config *c);
 void kvg_serve_config_free(struct kvg_serve_config *c);
-/* Parses argv (argv[0] is "serve"); reads --config first when given. Writes
- * a message to err on failure and returns KVG_ECONFIG. Returns 1 when --help
- * was printed. */
-int kvg_serve_config_parse(struct kvg_serve_config *c, int argc, char **argv, char *err,
-                           size_t errlen);
+/* serve's option table (base/opt.h): src/cmd/serve.c parses the command
+ * line and --config with it, SIGHUP re-reads the file with it. */
+const struct kvg_opt *kvg_serve_config_table(void);
+/* The checks across options once everything is read (ranges the table
+ * cannot say, list lengths that must agree, PD and discovery settings); it
+ * also derives the policy options' block size. 0 or KVG_ECONFIG with err. */
+int kvg_serve_config_check(struct kvg_serve_config *c, char *err, size_t errlen);
 /* Reads the YAML file alone into a fresh configuration (SIGHUP re-reads the
  * worker list from it). The caller frees it with kvg_serve_config_free. */
 int kvg_serve_config_load_file(const char *path, struct kvg_serve_config *out, char *err,
                                size_t errlen);
-void kvg_serve_usage(void);
 /* The flags (by name, comma-separated into out) whose values differ between
  * a and b among those SIGHUP cannot apply: everything but the worker list
  * and its KV event endpoints. Returns how many. */

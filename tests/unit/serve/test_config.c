@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "base/err.h"
+#include "cmd/cmd.h"
 #include "serve/config.h"
 #include "support/test.h"
 
@@ -88,7 +89,7 @@ TEST(flags_override_the_file_and_diff)
     struct kvg_serve_config *a = calloc(1, sizeof *a), *b = calloc(1, sizeof *b);
     CHECK(a && b);
     kvg_serve_config_default(a);
-    CHECK_INT(kvg_serve_config_parse(a, 7, argv, err, sizeof err), 0);
+    CHECK_INT(kvg_cmd_serve_parse(a, 7, argv, err, sizeof err), 0);
     CHECK_INT(a->port, 9001);
     CHECK_STR(a->policy, "round_robin");
     CHECK_INT(a->policy_opts.miss_to_smallest_tree, 1);
@@ -117,9 +118,9 @@ TEST(flag_errors_say_what_is_expected)
     struct kvg_serve_config *c = calloc(1, sizeof *c);
     CHECK(c != NULL);
     kvg_serve_config_default(c);
-    CHECK_INT(kvg_serve_config_parse(c, 3, bad_port, err, sizeof err), KVG_ECONFIG);
+    CHECK_INT(kvg_cmd_serve_parse(c, 3, bad_port, err, sizeof err), KVG_ECONFIG);
     CHECK_STR(err, "--port: expects an integer 0..65535, got 'abc'");
-    CHECK_INT(kvg_serve_config_parse(c, 3, typo, err, sizeof err), KVG_ECONFIG);
+    CHECK_INT(kvg_cmd_serve_parse(c, 3, typo, err, sizeof err), KVG_ECONFIG);
     CHECK_STR(err, "unknown flag '--polcy' (did you mean --policy?)");
     kvg_serve_config_free(c);
     free(c);
@@ -161,7 +162,7 @@ TEST(policy_options_emitted_are_serves)
     char err[512] = "";
     CHECK(c != NULL);
     kvg_serve_config_default(c);
-    CHECK_INT(kvg_serve_config_parse(c, a.n, a.v, err, sizeof err), 0);
+    CHECK_INT(kvg_cmd_serve_parse(c, a.n, a.v, err, sizeof err), 0);
     CHECK_STR(err, "");
     char diff[256];
     CHECK_INT(
