@@ -31,7 +31,7 @@ ask() {
   curl -s -m "$BOUND" -o "$TMP/$3" -w '%{http_code}' "http://127.0.0.1:$1/v1/chat/completions" \
     -d "$2" >"$TMP/$3.code"
 }
-err_code() { json_get "$TMP/$1" "j['error']['code'] if isinstance(j['error'].get('message'), str) else 'no message'"; }
+err_code() { json_get "$TMP/$1" "j['error']['code'] if isinstance(j['error'].get('message'), str) else 'no message'" 2>/dev/null; }
 
 ask "$GA" "$PROMPT" pd
 check "PD: a trickling prefill ends in 504 before the ${BOUND} s bound (got $(cat "$TMP/pd.code"))" \
