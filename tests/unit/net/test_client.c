@@ -68,6 +68,17 @@ static int listen_local(struct kvg_http_target *t)
     return lfd;
 }
 
+/* Closes the engine's sockets (fd may be -1) and the client, and lets the
+ * loop finish closing its handles (bounded). */
+static void end_engine(uv_loop_t *loop, struct kvg_http_client *cl, int lfd, int fd)
+{
+    if (fd >= 0) close(fd);
+    close(lfd);
+    kvg_http_client_close(cl);
+    for (int turn = 0; turn < 1000 && uv_loop_alive(loop); turn++) uv_run(loop, UV_RUN_NOWAIT);
+    CHECK_INT(uv_loop_close(loop), 0);
+}
+
 /* One call answered with `resp`, then the engine hangs up. */
 static struct outcome run_one(const char *resp)
 {
@@ -105,11 +116,7 @@ static struct outcome run_one(const char *resp)
         uv_run(&loop, UV_RUN_NOWAIT);
         if (answered && !o.dones) usleep(100);
     }
-    if (fd >= 0) close(fd);
-    close(lfd);
-    kvg_http_client_close(cl);
-    for (int turn = 0; turn < 1000 && uv_loop_alive(&loop); turn++) uv_run(&loop, UV_RUN_NOWAIT);
-    CHECK_INT(uv_loop_close(&loop), 0);
+    end_engine(&loop, cl, lfd, fd);
     CHECK_INT(o.dones, 1);
     return o;
 }
@@ -223,11 +230,7 @@ TEST(total_timeout_ends_a_trickling_answer)
         uv_run(&loop, UV_RUN_NOWAIT);
         usleep(1000);
     }
-    if (fd >= 0) close(fd);
-    close(lfd);
-    kvg_http_client_close(cl);
-    for (int turn = 0; turn < 1000 && uv_loop_alive(&loop); turn++) uv_run(&loop, UV_RUN_NOWAIT);
-    CHECK_INT(uv_loop_close(&loop), 0);
+    end_engine(&loop, cl, lfd, fd);
     CHECK_INT(o.dones, 1);
     CHECK_INT(o.err, KVG_ETIMEOUT);
     CHECK_INT(o.heads, 1);
