@@ -53,7 +53,8 @@ struct kvg_http_call {
     struct kvg_http_call_opts opts;
     void *ud;
     struct uconn *conn;
-    int got_bytes; /* any response byte seen */
+    uint64_t due_ms; /* opts.total_timeout_ms as a loop time; 0 = none */
+    int got_bytes;   /* any response byte seen */
     int retried;
     int paused;
 };
@@ -205,6 +206,18 @@ static void timer_set(struct uconn *c, uint32_t ms)
     uv_timer_start(&c->timer, on_timer, ms, 0);
 }
 
+/* A call's connection timer: `ms` from now, but never past the call's
+ * overall deadline (a passed one fires at once). */
+static void call_timer_set(struct uconn *c, struct kvg_http_call *call, uint32_t ms)
+{
+    if (call->due_ms) {
+        uint64_t now = uv_now(c->cl->loop);
+        uint64_t left = call->due_ms > now ? call->due_ms - now : 1;
+        if (!ms || left < ms) ms = (uint32_t)left;
+    }
+    timer_set(c, ms);
+}
+
 /* Ends the call with an error: its connection is not reused. */
 static void call_fail(struct kvg_http_call *call, int err)
 {
@@ -280,7 +293,7 @@ static int on_headers_complete(llhttp_t *p)
     if (status < 200) return 1;
     struct kvg_http_header hs[MAX_RESP_HEADERS];
     kvg__http_hdrs_views(&c->hacc, hs);
-    timer_set(c, call->opts.idle_timeout_ms);
+    call_timer_set(c, call, call->opts.idle_timeout_ms);
     if (call->cbs.on_head) call->cbs.on_head(call->ud, status, hs, c->hacc.n);
     return c->call == call ? 0 : HPE_USER; /* cancelled inside the callback */
 }
@@ -289,7 +302,7 @@ static int on_body(llhttp_t *p, const char *at, size_t n)
 {
     struct uconn *c = uc(p);
     struct kvg_http_call *call = c->call;
-    timer_set(c, call->opts.idle_timeout_ms);
+    call_timer_set(c, call, call->opts.idle_timeout_ms);
     if (call->cbs.on_body) call->cbs.on_body(call->ud, at, n);
     return c->call == call ? 0 : HPE_USER;
 }
@@ -457,7 +470,7 @@ static void conn_start_call(struct uconn *c)
         conn_failed(c, rc);
         return;
     }
-    timer_set(c, call->opts.first_byte_timeout_ms);
+    call_timer_set(c, call, call->opts.first_byte_timeout_ms);
     if (!call->paused) read_on(c);
 }
 
@@ -507,7 +520,7 @@ static int call_attach_new(struct kvg_http_call *call)
         conn_close(c);
         return rc;
     }
-    timer_set(c, call->opts.connect_timeout_ms);
+    call_timer_set(c, call, call->opts.connect_timeout_ms);
     return 0;
 }
 
@@ -530,6 +543,7 @@ int kvg_http_call_start(struct kvg_http_client *cl, const struct kvg_http_target
     call->cbs = *cbs;
     call->opts = *opts;
     call->ud = ud;
+    if (opts->total_timeout_ms) call->due_ms = uv_now(cl->loop) + opts->total_timeout_ms;
     kvg_buf_init(&call->req, 0);
     struct kvg_buf *b = &call->req;
     if (opts->borrow_body && len) {

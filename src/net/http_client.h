@@ -53,6 +53,10 @@ struct kvg_http_call_opts {
     uint32_t connect_timeout_ms;
     uint32_t first_byte_timeout_ms; /* until the response head; 0 = none */
     uint32_t idle_timeout_ms;       /* between body pieces; 0 = none */
+    /* The whole call, from kvg_http_call_start to the response's end, a
+     * retry included; 0 = none. The other timeouts reset as bytes arrive,
+     * so only this one ends an answer that trickles forever. */
+    uint32_t total_timeout_ms;
     /* The body is lent, not copied: the caller keeps it unchanged until the
      * call's on_done or kvg_http_call_cancel (a big body is then written
      * from where it lies). */

@@ -49,10 +49,63 @@ struct kvg_redis_conn {
     struct pending *head, *tail; /* send order = reply order */
     kvg_redis_state_cb scb;
     void *sud;
-    char last_error[128]; /* why the last connection attempt failed; "" once connected */
+    char last_error[128];           /* why the last connection attempt failed; "" once connected */
+    struct kvg_redis_bounds bounds; /* the current connection's reader points at it */
 };
 
 static void start_connect(struct kvg_redis_conn *c);
+
+/* ------------------------------------------------------------ reply bounds
+ * hiredis 0.14's reader has no limits of its own (newer ones have
+ * maxelements): "*2147483647" makes it calloc 16 GB of element pointers
+ * and later free them on the loop. Its object functions see each array's
+ * declared size first, so the bound is enforced there; NULL from one makes
+ * the reader fail ("Out of memory") and the async context drop the
+ * connection, failing its pending commands. */
+
+static struct kvg_redis_bounds *bounds_of(const redisReadTask *t)
+{
+    return t->privdata;
+}
+
+static void *bounded_array(const redisReadTask *t, int elements)
+{
+    struct kvg_redis_bounds *g = bounds_of(t);
+    if (!t->parent) g->elements = 0; /* a new reply */
+    /* Counted over the nested arrays: each allocates its pointers when its
+     * header is read, ten bytes of input for megabytes of memory. */
+    g->elements += elements > 0 ? (uint64_t)elements : 0;
+    if (elements < 0 || g->elements > g->max_elements) {
+        g->refused = 1;
+        return NULL;
+    }
+    return g->base.createArray(t, elements);
+}
+
+static void *bounded_string(const redisReadTask *t, char *str, size_t len)
+{
+    struct kvg_redis_bounds *g = bounds_of(t);
+    if (len > g->max_bulk) {
+        g->refused = 1;
+        return NULL;
+    }
+    return g->base.createString(t, str, len);
+}
+
+void kvg_redis_reader_bound(redisReader *r, struct kvg_redis_bounds *g, uint64_t max_elements,
+                            uint64_t max_bulk)
+{
+    g->max_elements = max_elements;
+    g->max_bulk = max_bulk;
+    g->elements = 0;
+    g->refused = 0;
+    g->base = *r->fn;
+    g->fn = g->base;
+    g->fn.createArray = bounded_array;
+    g->fn.createString = bounded_string;
+    r->fn = &g->fn;
+    r->privdata = g;
+}
 
 int kvg_redis_url_parse(const char *url, struct kvg_redis_opts *o, char *err, size_t errlen)
 {
@@ -253,7 +306,15 @@ static void on_disconnect(const redisAsyncContext *ac, int status)
     struct kvg_redis_conn *c = ac->data;
     if (!c || c->ac != ac) return;
     c->ac = NULL;
-    set_state(c, 0, ac->errstr[0] ? ac->errstr : "disconnected");
+    char why[128];
+    if (c->bounds.refused)
+        snprintf(why, sizeof why,
+                 "a reply over the bounds (%llu array elements, %llu-byte strings) was refused",
+                 (unsigned long long)c->bounds.max_elements,
+                 (unsigned long long)c->bounds.max_bulk);
+    else
+        snprintf(why, sizeof why, "%s", ac->errstr[0] ? ac->errstr : "disconnected");
+    set_state(c, 0, why);
     schedule_reconnect(c);
 }
 
@@ -278,6 +339,7 @@ static void start_connect(struct kvg_redis_conn *c)
     }
     ac->data = c;
     c->ac = ac;
+    kvg_redis_reader_bound(ac->c.reader, &c->bounds, c->o.max_reply_elements, c->o.max_reply_bulk);
     redisAsyncSetConnectCallback(ac, on_connect);
     redisAsyncSetDisconnectCallback(ac, on_disconnect);
     /* Pipelined before any command of ours, so they apply to all of them. */
@@ -297,6 +359,8 @@ int kvg_redis_open(uv_loop_t *loop, const struct kvg_redis_opts *o, kvg_redis_st
     if (!c->o.connect_timeout_ms) c->o.connect_timeout_ms = 1000;
     if (!c->o.backoff_min_ms) c->o.backoff_min_ms = 100;
     if (c->o.backoff_max_ms < c->o.backoff_min_ms) c->o.backoff_max_ms = c->o.backoff_min_ms;
+    if (!c->o.max_reply_elements) c->o.max_reply_elements = KVG_REDIS_MAX_REPLY_ELEMENTS;
+    if (!c->o.max_reply_bulk) c->o.max_reply_bulk = KVG_REDIS_MAX_REPLY_BULK;
     c->scb = scb;
     c->sud = sud;
     uv_timer_init(loop, &c->op_timer);
@@ -368,7 +432,7 @@ static void on_reply(redisAsyncContext *ac, void *r, void *privdata)
         if (send_pending(c, p, 3 + p->nargs, argv, lens) == 0) return;
         reply = NULL;
     }
-    int err = reply ? 0 : c->drop_err ? c->drop_err : KVG_ECLOSED;
+    int err = reply ? 0 : c->drop_err ? c->drop_err : c->bounds.refused ? KVG_ETOOBIG : KVG_ECLOSED;
     p->cb(p->ud, reply, err);
     free(p->args);
     free(p);

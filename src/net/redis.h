@@ -33,7 +33,32 @@ struct kvg_redis_opts {
     char password[128];
     uint32_t timeout_ms, connect_timeout_ms;
     uint32_t backoff_min_ms, backoff_max_ms;
+    /* Reply bounds (0: the defaults below). A reply declaring more array
+     * elements than max_reply_elements, counted over all its nested arrays,
+     * is refused as its headers are read, before hiredis allocates the
+     * element pointers; a bulk string longer than max_reply_bulk is refused
+     * too (hiredis 0.14 buffers a bulk string whole before handing it over,
+     * so its bytes are bounded by the command timeout, not by this). A
+     * refusal fails the pending commands with KVG_ETOOBIG and reconnects. */
+    uint32_t max_reply_elements;
+    uint64_t max_reply_bulk;
 };
+
+#define KVG_REDIS_MAX_REPLY_ELEMENTS (1u << 20)
+#define KVG_REDIS_MAX_REPLY_BULK (64ull << 20)
+
+/* The reader-side bounds, also usable on a bare hiredis reader (the fuzz
+ * target): kvg_redis_reader_bound swaps r's reply functions for ones that
+ * refuse what is over the bounds (the reader then fails with an error) and
+ * point back at g, which must outlive r. */
+struct kvg_redis_bounds {
+    uint64_t max_elements, max_bulk;
+    uint64_t elements; /* declared so far in the reply being read */
+    int refused;       /* set when a reply was refused */
+    redisReplyObjectFunctions fn, base;
+};
+void kvg_redis_reader_bound(redisReader *r, struct kvg_redis_bounds *g, uint64_t max_elements,
+                            uint64_t max_bulk);
 
 /* Parses redis://[[user]:password@]host[:port][/db] (port 6379, db 0) and resolves
  * host (blocking getaddrinfo: call at start-up). Keeps o's timeouts. Writes
@@ -42,7 +67,7 @@ int kvg_redis_url_parse(const char *url, struct kvg_redis_opts *o, char *err, si
 
 struct kvg_redis_conn;
 
-/* reply is NULL when err < 0 (KVG_ETIMEOUT, KVG_ECLOSED); a Redis error
+/* reply is NULL when err < 0 (KVG_ETIMEOUT, KVG_ECLOSED, KVG_ETOOBIG); a Redis error
  * reply is a reply of type REDIS_REPLY_ERROR with err 0. The reply is valid
  * during the callback only. */
 typedef void (*kvg_redis_cb)(void *ud, redisReply *reply, int err);

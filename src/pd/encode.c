@@ -306,9 +306,11 @@ int kvg__pd_encode_begin(struct kvg_pd *pd, struct kvg_pd_req *r, struct kvg_rou
     char bearer[300];
     k += (size_t)kvg_worker_auth_header(w, bearer, sizeof bearer, &eh[k]);
     atomic_fetch_add_explicit(&w->pd_encode_requests, 1, memory_order_relaxed);
+    /* The deadline runs from dispatch (total_timeout_ms): a leg that sends
+     * its head and then trickles would otherwise reset the idle timer for
+     * as long as it trickles, holding the request and its picks. */
     struct kvg_http_call_opts o = {.connect_timeout_ms = in->connect_timeout_ms,
-                                   .first_byte_timeout_ms = pd->cfg.prefill_timeout_ms,
-                                   .idle_timeout_ms = pd->cfg.prefill_timeout_ms};
+                                   .total_timeout_ms = pd->cfg.prefill_timeout_ms};
     static const struct kvg_http_call_cbs cbs = {enc_head, enc_body, enc_done};
     r->status = 0;
     r->encode_sent_ns = kvg_now_ns();

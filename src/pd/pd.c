@@ -487,9 +487,11 @@ void kvg__pd_prefill_send(struct kvg_pd_req *r, const char *path, const struct k
 {
     struct kvg_pd *pd = r->pd;
     struct kvg_worker *w = r->prefill.w;
+    /* The deadline runs from dispatch (total_timeout_ms): a leg that sends
+     * its head and then trickles would otherwise reset the idle timer for
+     * as long as it trickles, holding the request and its picks. */
     struct kvg_http_call_opts o = {.connect_timeout_ms = connect_timeout_ms,
-                                   .first_byte_timeout_ms = pd->cfg.prefill_timeout_ms,
-                                   .idle_timeout_ms = pd->cfg.prefill_timeout_ms};
+                                   .total_timeout_ms = pd->cfg.prefill_timeout_ms};
     static const struct kvg_http_call_cbs cbs = {leg_head, leg_body, leg_done};
     r->state = KVG_PD_PREFILL;
     atomic_fetch_add_explicit(&w->pd_prefill_requests, 1, memory_order_relaxed);

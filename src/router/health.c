@@ -3,13 +3,22 @@
  * row make it unhealthy, `success_threshold` successes in a row healthy again.
  * A worker never checked yet becomes healthy at its first success, so a new
  * pool serves as soon as its engines answer. Each success also refreshes the
- * worker's model list from its /v1/models. Runs on the main thread's loop. */
+ * worker's model list from its /v1/models. A worker has at most one check
+ * and one /v1/models call in flight, each with an overall deadline (the
+ * timeout), so an engine that never finishes an answer costs one connection
+ * each, not one per tick; a failing check's reason is logged once per
+ * change. Runs on the main thread's loop. */
 #include <cjson/cJSON.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/err.h"
 #include "base/log.h"
 #include "router/health.h"
+
+/* struct kvg_worker.hc_busy bits. */
+#define HC_CHECK 1
+#define HC_MODELS 2
 
 struct check {
     struct kvg_health *h;
@@ -55,10 +64,32 @@ static void record(struct kvg_health *h, struct kvg_worker *w, int ok)
 
 static void start_models(struct kvg_health *h, struct kvg_worker *w);
 
+/* Says why a check failed when the reason changes (one line per episode,
+ * not per tick): an unhealthy verdict comes failures later, by then the
+ * cause should be in the log. */
+static void note_failure(struct kvg_health *h, struct kvg_worker *w, int err, int status)
+{
+    int key = err ? err : status;
+    if (key == w->hc_last_err) return;
+    w->hc_last_err = key;
+    if (err == KVG_ETIMEOUT)
+        KVG_WARN("health: worker %s: check failed: no whole answer within the %u ms deadline",
+                 w->url, h->timeout_ms);
+    else if (err)
+        KVG_WARN("health: worker %s: check failed: %s", w->url, kvg_strerror(err));
+    else
+        KVG_WARN("health: worker %s: check failed: HTTP %d", w->url, status);
+}
+
 static void check_done(void *ud, int err)
 {
     struct check *c = ud;
     int ok = err == 0 && c->status >= 200 && c->status < 300;
+    c->w->hc_busy &= ~HC_CHECK;
+    if (ok)
+        c->w->hc_last_err = 0;
+    else
+        note_failure(c->h, c->w, err, c->status);
     record(c->h, c->w, ok);
     if (ok) start_models(c->h, c->w);
     c->h->inflight--;
@@ -75,6 +106,7 @@ static void models_done(void *ud, int err)
         kvg_worker_set_models(c->w, cJSON_GetObjectItemCaseSensitive(j, "data"));
         cJSON_Delete(j);
     }
+    c->w->hc_busy &= ~HC_MODELS;
     c->h->inflight--;
     kvg_worker_unref(c->w);
     kvg_buf_free(&c->body);
@@ -83,6 +115,8 @@ static void models_done(void *ud, int err)
 
 static void start_call(struct kvg_health *h, struct kvg_worker *w, int models)
 {
+    int bit = models ? HC_MODELS : HC_CHECK;
+    if (w->hc_busy & bit) return; /* the last one is still in flight (within its deadline) */
     struct check *c = calloc(1, sizeof *c);
     if (!c) return;
     c->h = h;
@@ -92,10 +126,12 @@ static void start_call(struct kvg_health *h, struct kvg_worker *w, int models)
     kvg_worker_ref(w);
     struct kvg_http_call_opts o = {.connect_timeout_ms = h->timeout_ms,
                                    .first_byte_timeout_ms = h->timeout_ms,
-                                   .idle_timeout_ms = h->timeout_ms};
+                                   .idle_timeout_ms = h->timeout_ms,
+                                   .total_timeout_ms = h->timeout_ms};
     static const struct kvg_http_call_cbs check_cbs = {check_head, check_body, check_done};
     static const struct kvg_http_call_cbs models_cbs = {check_head, check_body, models_done};
     h->inflight++;
+    w->hc_busy |= bit; /* before the start: on_done may run inside it */
     char bearer[300];
     struct kvg_http_header auth;
     size_t nauth = (size_t)kvg_worker_auth_header(w, bearer, sizeof bearer, &auth);
@@ -106,6 +142,7 @@ static void start_call(struct kvg_health *h, struct kvg_worker *w, int models)
         kvg_worker_unref(w);
         kvg_buf_free(&c->body);
         free(c);
+        w->hc_busy &= ~bit;
         if (!models) record(h, w, 0);
     }
 }

@@ -106,7 +106,11 @@ static void on_done(void *ud, int err)
         (prc = kvg_metrics_load_parse(sc->body.data, sc->body.len, &l))) {
         atomic_fetch_add(&s->failures, 1);
         int state = KVG_SCRAPE_BAD_BODY;
-        if (err) {
+        if (err == KVG_ETIMEOUT) {
+            state = KVG_SCRAPE_UNREACHABLE;
+            snprintf(why, sizeof why, "%s: no whole answer within the %u ms deadline",
+                     kvg_strerror(err), s->timeout_ms);
+        } else if (err) {
             state = KVG_SCRAPE_UNREACHABLE;
             snprintf(why, sizeof why, "%s", kvg_strerror(err));
         } else if (sc->status < 0) {
@@ -145,9 +149,23 @@ static void on_done(void *ud, int err)
                          (unsigned long long)l.block_size);
         }
     }
+    w->scrape_busy = 0;
+    w->scrape_stuck_logged = 0;
     kvg_worker_unref(w);
     kvg_buf_free(&sc->body);
     free(sc);
+}
+
+/* A scrape in flight past its deadline (or with none, timeout_ms 0) is
+ * stuck: said once, as no other scrape of that worker starts until it ends. */
+static void note_stuck(struct kvg_scraper *s, struct kvg_worker *w)
+{
+    uint64_t age = uv_now(s->timer.loop) - w->scrape_started_ms;
+    if (w->scrape_stuck_logged || (s->timeout_ms && age <= s->timeout_ms)) return;
+    w->scrape_stuck_logged = 1;
+    KVG_WARN("worker %s: /metrics scrape still in flight after %llu ms: no new scrape starts "
+             "until it ends",
+             w->url, (unsigned long long)age);
 }
 
 static void tick(uv_timer_t *t)
@@ -156,10 +174,18 @@ static void tick(uv_timer_t *t)
     struct kvg_worker *ws[KVG_POOL_MAX_WORKERS];
     size_t n = kvg_pool_snapshot(s->pool, ws, KVG_POOL_MAX_WORKERS);
     static const struct kvg_http_call_cbs cbs = {on_head, on_body, on_done};
+    /* The whole scrape has the deadline too: an engine trickling /metrics
+     * forever must not hold a connection per tick. */
     struct kvg_http_call_opts o = {.connect_timeout_ms = s->timeout_ms,
                                    .first_byte_timeout_ms = s->timeout_ms,
-                                   .idle_timeout_ms = s->timeout_ms};
+                                   .idle_timeout_ms = s->timeout_ms,
+                                   .total_timeout_ms = s->timeout_ms};
     for (size_t i = 0; i < n; i++) {
+        if (ws[i]->scrape_busy) { /* one scrape per worker: the last one still runs */
+            note_stuck(s, ws[i]);
+            kvg_worker_unref(ws[i]);
+            continue;
+        }
         struct scrape *sc = calloc(1, sizeof *sc);
         if (!sc) {
             kvg_worker_unref(ws[i]);
@@ -171,9 +197,12 @@ static void tick(uv_timer_t *t)
         char bearer[300];
         struct kvg_http_header auth;
         size_t nauth = (size_t)kvg_worker_auth_header(ws[i], bearer, sizeof bearer, &auth);
+        ws[i]->scrape_busy = 1; /* before the start: on_done may run inside it */
+        ws[i]->scrape_started_ms = uv_now(t->loop);
         int rc = kvg_http_call_start(s->client, &ws[i]->target, "GET", KVG_STR("/metrics"), &auth,
                                      nauth, NULL, 0, &o, &cbs, sc, NULL);
         if (rc) {
+            ws[i]->scrape_busy = 0;
             atomic_fetch_add(&s->failures, 1);
             set_state(ws[i], KVG_SCRAPE_UNREACHABLE, 0, kvg_strerror(rc));
             kvg_worker_unref(ws[i]);

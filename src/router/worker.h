@@ -94,6 +94,10 @@ struct kvg_worker {
     unsigned scrape_known;          /* signals the last good sample had: KVG_METRICS_HAS_* */
     char scrape_error[128];         /* what the last failed scrape said, "" if none */
     _Atomic uint64_t scrape_errors; /* failed scrapes (unreachable, http_error, bad_body) */
+    /* The scraper's loop only: a scrape in flight, since when, and whether
+     * its being stuck was logged. */
+    int scrape_busy, scrape_stuck_logged;
+    uint64_t scrape_started_ms;
 
     _Atomic int role;        /* enum kvg_worker_role; set by whoever added the worker */
     _Atomic int member_rank; /* a discovered pod's index in its group (--dp-aware), else -1 */
@@ -140,6 +144,8 @@ struct kvg_worker {
     uint32_t hc_fails, hc_successes;
     int hc_checked;
     int hc_ever_healthy;
+    int hc_busy;     /* HC_* bits (health.c): a check, a /v1/models call in flight */
+    int hc_last_err; /* the last failed check's error (0: it answered), for the log */
 
     _Atomic int refs;
 };

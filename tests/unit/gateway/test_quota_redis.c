@@ -11,6 +11,7 @@
 #include "gateway/quota.h"
 #include "net/redis.h"
 #include "redis_proc.h"
+#include "support/loop.h"
 #include "support/test.h"
 
 static struct redis_proc g_redis;
@@ -46,20 +47,6 @@ static void on_res(void *ud, const struct kvg_quota_result *r)
     w->done++;
 }
 
-static void tick(uv_timer_t *t) {}
-
-/* Runs the loop until *flag or ms passed (a 5 ms ticker bounds each turn). */
-static void run_until(uv_loop_t *loop, const int *flag, uint64_t ms)
-{
-    uv_timer_t t;
-    uv_timer_init(loop, &t);
-    uv_timer_start(&t, tick, 5, 5);
-    uint64_t end = kvg_now_ms() + ms;
-    while ((!flag || !*flag) && kvg_now_ms() < end) uv_run(loop, UV_RUN_ONCE);
-    uv_close((uv_handle_t *)&t, NULL);
-    uv_run(loop, UV_RUN_NOWAIT);
-}
-
 struct store {
     struct kvg_quota *q;
     struct kvg_quota_loop *lq;
@@ -80,7 +67,8 @@ static void store_open(struct store *s, uv_loop_t *loop, const char *url, int fa
 
 static void wait_connected(uv_loop_t *loop, struct store *s)
 {
-    for (int i = 0; i < 400 && !kvg_quota_loop_connected(s->lq); i++) run_until(loop, NULL, 10);
+    for (int i = 0; i < 400 && !kvg_quota_loop_connected(s->lq); i++)
+        kvg_test_run_until(loop, NULL, 10);
     CHECK(kvg_quota_loop_connected(s->lq));
 }
 
@@ -88,7 +76,7 @@ static void store_close(struct store *s, uv_loop_t *loop)
 {
     kvg_quota_loop_close(s->lq);
     kvg_quota_free(s->q);
-    run_until(loop, NULL, 20);
+    kvg_test_run_until(loop, NULL, 20);
 }
 
 static struct kvg_quota_result reserve(uv_loop_t *loop, struct store *s,
@@ -96,7 +84,7 @@ static struct kvg_quota_result reserve(uv_loop_t *loop, struct store *s,
 {
     struct waitres w = {0};
     CHECK_INT(kvg_quota_reserve(s->lq, r, l, on_res, &w, NULL), 0);
-    run_until(loop, &w.done, 3000);
+    kvg_test_run_until(loop, &w.done, 3000);
     CHECK_INT(w.done, 1); /* answered, and answered once */
     return w.res;
 }
@@ -106,7 +94,7 @@ static struct kvg_quota_result peek(uv_loop_t *loop, struct store *s, const stru
 {
     struct waitres w = {0};
     CHECK_INT(kvg_quota_peek(s->lq, r, l, on_res, &w, NULL), 0);
-    run_until(loop, &w.done, 3000);
+    kvg_test_run_until(loop, &w.done, 3000);
     CHECK_INT(w.done, 1);
     CHECK_INT(l->active, 0);
     return w.res;
@@ -172,7 +160,7 @@ static void agree_run(int edge)
             kvg_quota_reconcile_at(mem.lq, &lm[live[k]], actual, now);
             kvg_quota_reconcile_at(red.lq, &lr[live[k]], actual, now);
             live[k] = live[--nlive];
-            run_until(&loop, NULL, 2); /* the reconcile is fire and forget */
+            kvg_test_run_until(&loop, NULL, 2); /* the reconcile is fire and forget */
             continue;
         }
         struct kvg_quota_req r;
@@ -266,7 +254,7 @@ TEST(two_instances_share_one_limit)
     CHECK_INT(res.admitted, 0);
     CHECK_INT(res.limited_kind, KVG_QK_CONCURRENT);
     kvg_quota_reconcile(a.lq, &s1, 0);
-    run_until(&loop, NULL, 50);
+    kvg_test_run_until(&loop, NULL, 50);
     CHECK_INT(reserve(&loop, &b, &r, &s3).admitted, 1);
     store_close(&a, &loop);
     store_close(&b, &loop);
@@ -297,7 +285,7 @@ TEST(noscript_falls_back_to_eval_and_keys_expire)
     long long ttl = redis_int(g_redis.port, "PTTL %s", key);
     CHECK(ttl > 60000 && ttl <= 180000); /* two windows and a minute */
     kvg_quota_reconcile(s.lq, &l, 12);
-    run_until(&loop, NULL, 50);
+    kvg_test_run_until(&loop, NULL, 50);
     CHECK_INT(redis_int(g_redis.port, "GET %s", key), 12);
     store_close(&s, &loop);
     uv_loop_close(&loop);
@@ -327,7 +315,7 @@ TEST(cancelled_reservation_is_given_back)
     CHECK_INT(kvg_quota_reserve(s.lq, &r, &l, never, &calls, &op), 0);
     CHECK(op != NULL);
     kvg_quota_cancel(op);
-    run_until(&loop, NULL, 150);
+    kvg_test_run_until(&loop, NULL, 150);
     CHECK_INT(calls, 0);
     char key[400];
     snprintf(key, sizeof key, "kvg:q:%s:tm:%llu", r.scope[0].id, (unsigned long long)(now / 60000));
@@ -408,7 +396,7 @@ TEST(frozen_redis_times_out_instead_of_hanging)
         wait_connected(&loop, &s);
         res = reserve(&loop, &s, &r, &l);
         ok = !res.store_error;
-        if (!ok) run_until(&loop, NULL, 20);
+        if (!ok) kvg_test_run_until(&loop, NULL, 20);
     }
     CHECK(ok);
     CHECK_INT(res.admitted, 1);
@@ -494,7 +482,7 @@ TEST(stalled_redis_charges_served_usage_exactly_once)
     kvg_quota_reconcile(open_s.lq, &ok, 25);
     kvg_quota_reconcile(open_s.lq, &l[0], 30); /* the fail-open request used 30 */
     kvg_quota_reconcile(closed_s.lq, &l[1], 0);
-    run_until(&loop, NULL, 300);
+    kvg_test_run_until(&loop, NULL, 300);
     struct kvg_quota_stats st;
     kvg_quota_stats(open_s.q, &st);
     CHECK(st.pending >= 1); /* waiting for Redis to come back */
@@ -504,7 +492,7 @@ TEST(stalled_redis_charges_served_usage_exactly_once)
         kvg_quota_stats(open_s.q, &st);
         kvg_quota_stats(closed_s.q, &s2);
         if (st.pending == 0 && s2.pending == 0 && i > 20) break;
-        run_until(&loop, NULL, 25);
+        kvg_test_run_until(&loop, NULL, 25);
     }
     CHECK_INT(st.pending, 0);
     CHECK_INT(st.dropped, 0);
@@ -521,7 +509,7 @@ TEST(stalled_redis_charges_served_usage_exactly_once)
     struct kvg_quota_lease twice = ok;
     kvg_quota_reconcile(open_s.lq, &ok, 7);
     kvg_quota_reconcile(open_s.lq, &twice, 7);
-    run_until(&loop, NULL, 100);
+    kvg_test_run_until(&loop, NULL, 100);
     CHECK_INT(scope_tokens(scope), 62);
     store_close(&open_s, &loop);
     store_close(&closed_s, &loop);

@@ -4,7 +4,8 @@
  * KVG_EUPSTREAM instead of reaching the proxy (a status llhttp accepts but
  * HTTP does not, a body cut short, an oversized head); and lent request
  * bodies, written whole, and never left half-written on a pooled connection
- * by an engine that answers early. */
+ * by an engine that answers early; and the overall deadline, which ends an
+ * answer that trickles forever. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -49,6 +50,35 @@ static void on_done(void *ud, int err)
     o->err = err;
 }
 
+/* A non-blocking listening socket on 127.0.0.1 (a free port), and *t
+ * pointing at it. */
+static int listen_local(struct kvg_http_target *t)
+{
+    int lfd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t alen = sizeof a;
+    CHECK(lfd >= 0);
+    CHECK_INT(bind(lfd, (struct sockaddr *)&a, sizeof a), 0);
+    CHECK_INT(listen(lfd, 4), 0);
+    CHECK_INT(getsockname(lfd, (struct sockaddr *)&a, &alen), 0);
+    char url[64];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d", ntohs(a.sin_port));
+    CHECK_INT(kvg_http_target_parse(url, t), 0);
+    return lfd;
+}
+
+/* Closes the engine's sockets (fd may be -1) and the client, and lets the
+ * loop finish closing its handles (bounded). */
+static void end_engine(uv_loop_t *loop, struct kvg_http_client *cl, int lfd, int fd)
+{
+    if (fd >= 0) close(fd);
+    close(lfd);
+    kvg_http_client_close(cl);
+    for (int turn = 0; turn < 1000 && uv_loop_alive(loop); turn++) uv_run(loop, UV_RUN_NOWAIT);
+    CHECK_INT(uv_loop_close(loop), 0);
+}
+
 /* One call answered with `resp`, then the engine hangs up. */
 static struct outcome run_one(const char *resp)
 {
@@ -61,18 +91,8 @@ static struct outcome run_one(const char *resp)
     struct kvg_http_client *cl;
     CHECK_INT(kvg_http_client_new(&loop, &co, &cl), 0);
 
-    int lfd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET};
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t alen = sizeof a;
-    CHECK(lfd >= 0);
-    CHECK_INT(bind(lfd, (struct sockaddr *)&a, sizeof a), 0);
-    CHECK_INT(listen(lfd, 4), 0);
-    CHECK_INT(getsockname(lfd, (struct sockaddr *)&a, &alen), 0);
-    char url[64];
-    snprintf(url, sizeof url, "http://127.0.0.1:%d", ntohs(a.sin_port));
     struct kvg_http_target t;
-    CHECK_INT(kvg_http_target_parse(url, &t), 0);
+    int lfd = listen_local(&t);
 
     struct kvg_http_call_opts copts = {
         .connect_timeout_ms = 1000, .first_byte_timeout_ms = 2000, .idle_timeout_ms = 2000};
@@ -96,11 +116,7 @@ static struct outcome run_one(const char *resp)
         uv_run(&loop, UV_RUN_NOWAIT);
         if (answered && !o.dones) usleep(100);
     }
-    if (fd >= 0) close(fd);
-    close(lfd);
-    kvg_http_client_close(cl);
-    for (int turn = 0; turn < 1000 && uv_loop_alive(&loop); turn++) uv_run(&loop, UV_RUN_NOWAIT);
-    CHECK_INT(uv_loop_close(&loop), 0);
+    end_engine(&loop, cl, lfd, fd);
     CHECK_INT(o.dones, 1);
     return o;
 }
@@ -177,6 +193,48 @@ TEST(interim_response_has_no_body)
     CHECK_INT(o.heads, 1);
     CHECK_INT(o.status, 200);
     CHECK_INT(o.body_len, 2);
+}
+
+/* An engine that sends its head and then a chunk every millisecond or so,
+ * forever: the idle timeout (5 s) never fires, only the call's overall
+ * deadline (200 ms) ends it, with KVG_ETIMEOUT after the head and some body.
+ * The loop is bounded in turns (~3 s, under the idle timeout): without the
+ * deadline the call is still open when they run out. */
+TEST(total_timeout_ends_a_trickling_answer)
+{
+    struct outcome o = {0};
+    uv_loop_t loop;
+    CHECK_INT(uv_loop_init(&loop), 0);
+    struct kvg_http_client *cl;
+    CHECK_INT(kvg_http_client_new(&loop, NULL, &cl), 0);
+    struct kvg_http_target t;
+    int lfd = listen_local(&t);
+    struct kvg_http_call_opts copts = {.connect_timeout_ms = 1000,
+                                       .first_byte_timeout_ms = 5000,
+                                       .idle_timeout_ms = 5000,
+                                       .total_timeout_ms = 200};
+    struct kvg_http_call_cbs cbs = {on_head, on_body, on_done};
+    CHECK_INT(
+        kvg_http_call_start(cl, &t, "GET", KVG_STR("/x"), NULL, 0, NULL, 0, &copts, &cbs, &o, NULL),
+        0);
+    static const char head[] = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n";
+    int fd = -1, sending = 0;
+    for (int turn = 0; turn < 3000 && !o.dones; turn++) {
+        if (fd < 0) fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK);
+        char tmp[1024];
+        if (fd >= 0 && !sending && recv(fd, tmp, sizeof tmp, 0) > 0) {
+            CHECK(send(fd, head, sizeof head - 1, MSG_NOSIGNAL) > 0);
+            sending = 1;
+        }
+        if (sending) send(fd, "1\r\n#\r\n", 6, MSG_NOSIGNAL);
+        uv_run(&loop, UV_RUN_NOWAIT);
+        usleep(1000);
+    }
+    end_engine(&loop, cl, lfd, fd);
+    CHECK_INT(o.dones, 1);
+    CHECK_INT(o.err, KVG_ETIMEOUT);
+    CHECK_INT(o.heads, 1);
+    CHECK(o.body_len > 0);
 }
 
 /* ------------------------------------------------ lent bodies (borrow_body) */
