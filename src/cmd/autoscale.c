@@ -13,6 +13,7 @@ static void usage(FILE *f)
     fprintf(
         f,
         "usage: kvgate autoscale --config FILE [--dry-run] [--port N] [--host ADDR] [--id NAME]\n"
+        "                        [--keys FILE]\n"
         "\n"
         "The autoscaler as its own process: reads the pools' engines (/health, /metrics)\n"
         "and gateways (/metrics) over HTTP, plans each pool, and acts through the\n"
@@ -23,7 +24,9 @@ static void usage(FILE *f)
         "  --dry-run       plan and report, act on nothing, take no lease\n"
         "  --port N        GET /autoscale, /autoscale/metrics, /metrics, /health (9090)\n"
         "  --host ADDR     listen address (0.0.0.0)\n"
-        "  --id NAME       this replica's name in the lease (HOSTNAME-PID)\n");
+        "  --id NAME       this replica's name in the lease (HOSTNAME-PID)\n"
+        "  --keys FILE     API keys (kvgate serve's --keys): GET /autoscale needs an admin\n"
+        "                  key; without, it answers loopback clients only\n");
 }
 
 int kvg_cmd_autoscale_main(int argc, char **argv)
@@ -41,6 +44,8 @@ int kvg_cmd_autoscale_main(int argc, char **argv)
             o.config_path = argv[++i];
         } else if (v && !strcmp(a, "--host")) {
             o.host = argv[++i];
+        } else if (v && !strcmp(a, "--keys")) {
+            o.keys_path = argv[++i];
         } else if (v && !strcmp(a, "--id")) {
             o.id = argv[++i];
         } else if (v && !strcmp(a, "--port")) {

@@ -77,12 +77,7 @@ check "--admin-hosts: /health for any Host" [ "$(code "$H/health")" = 200 ]
 
 # 3. With --keys: the status page's Basic login reads, it does not change.
 KA=sk-admin-$RANDOM$RANDOM
-cat >"$TMP/keys.yaml" <<YAML
-keys:
-  - name: ops
-    hash: $("$KVG_BIN" keys hash "$KA")
-    admin: true
-YAML
+keys_yaml "$TMP/keys.yaml" "ops:$KA:admin"
 start_serve "$GK" --keys "$TMP/keys.yaml" --worker-urls "http://127.0.0.1:$S1" || exit 1
 K=http://127.0.0.1:$GK
 check "Basic login: GET /ui 200" [ "$(code -u "ops:$KA" "$K/ui")" = 200 ]
