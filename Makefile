@@ -134,4 +134,6 @@ format-check:
 clean:
 	rm -rf build
 
--include $(LIB_OBJS:.o=.d) $(OUT)/src/main.d $(TEST_SRCS:tests/%.c=$(OUT)/tests/%.d)
+-include $(LIB_OBJS:.o=.d) $(CMD_OBJS:.o=.d) $(OUT)/src/main.d $(TEST_SRCS:tests/%.c=$(OUT)/tests/%.d) \
+         $(TEST_SUPPORT:tests/%.c=$(OUT)/tests/%.d) $(TOOL_SRCS:tests/%.c=$(OUT)/tests/%.d) \
+         $(BENCH_SRCS:bench/%.c=$(OUT)/benchobj/%.d)

@@ -22,6 +22,7 @@
 #include "base/err.h"
 #include "base/log.h"
 #include "base/util.h"
+#include "gateway/gate.h"
 #include "net/http.h"
 #include "metrics/metrics.h"
 
@@ -57,6 +58,8 @@ struct daemon {
     struct kvg_metrics_registry *reg;
     struct kvg_metrics_family *desired_f, *ready_f, *acts_f;
     struct kvg_metrics_series *leader_s;
+    struct kvg_gate gate; /* keys only (kvg_gate_init_keys): who may read what */
+    int gate_ok;
 };
 
 /* May this replica act now? */
@@ -240,6 +243,27 @@ static void send_owned(struct kvg_http_req *req, const char *ctype, char *body)
     free(body);
 }
 
+/* Keyed as kvgate serve's same endpoints (serve/endpoints.c): the plan
+ * and its reasons (GET /autoscale) are the admin's, with --keys an admin
+ * key, without only loopback clients; KEDA's /autoscale/metrics and
+ * /metrics are readable; anything else needs what the API would. */
+static int head_check(struct kvg_http_req *req, void *ud, struct kvg_http_refusal *out)
+{
+    struct daemon *d = ud;
+    enum kvg_gate_access a =
+        kvg_str_eq(req->path, "/health")      ? KVG_GATE_PUBLIC
+        : kvg_str_eq(req->path, "/autoscale") ? KVG_GATE_ADMIN
+        : kvg_str_eq(req->path, "/autoscale/metrics") || kvg_str_eq(req->path, "/metrics")
+            ? KVG_GATE_READ
+            : KVG_GATE_API;
+    struct kvg_gate_deny deny;
+    if (!kvg_gate_check_head(&d->gate, a, kvg_http_req_header(req, "authorization"), req->peer,
+                             &req->head_note, &deny))
+        return 0;
+    *out = deny.r; /* its headers are static strings */
+    return 1;
+}
+
 static void handle(struct kvg_http_req *req, void *ud)
 {
     struct daemon *d = ud;
@@ -306,11 +330,13 @@ static void on_signal(uv_signal_t *h, int signum)
     uv_close((uv_handle_t *)&d->sigint, NULL);
 }
 
-static int setup(struct daemon *d, const char *path, int dry, const char *id, char *err,
-                 size_t errlen)
+static int setup(struct daemon *d, const char *path, int dry, const char *id, const char *keys,
+                 char *err, size_t errlen)
 {
-    int rc = kvg_autoscale_config_load(path, &d->cfg, err, errlen);
+    int rc = kvg_gate_init_keys(&d->gate, keys, err, errlen);
     if (rc) return rc;
+    d->gate_ok = 1;
+    if ((rc = kvg_autoscale_config_load(path, &d->cfg, err, errlen))) return rc;
     if (dry) d->cfg.dry_run = 1;
     if (!d->cfg.npools) return kvg_err_set(err, errlen, KVG_ECONFIG, "%s: no pools", path);
     if (!strcmp(d->cfg.actuator, "local"))
@@ -372,12 +398,13 @@ int kvg_autoscale_daemon_run(const struct kvg_autoscale_daemon_opts *o)
     pthread_condattr_destroy(&ca);
     uv_loop_init(&d->loop);
     char err[512] = "";
-    int rc = setup(d, path, dry, id, err, sizeof err);
+    int rc = setup(d, path, dry, id, o->keys_path, err, sizeof err);
     struct kvg_http_limits lim;
     kvg_http_limits_default(&lim);
     if (!rc && (rc = kvg_http_server_start(&d->loop, host, (int)port, KVG_HTTP_BIND_EXCLUSIVE, &lim,
                                            handle, d, &d->srv)))
         snprintf(err, sizeof err, "listen %s:%d: %s", host, (int)port, kvg_strerror(rc));
+    if (!rc) kvg_http_server_set_head_check(d->srv, head_check);
     if (!rc) {
         d->t0 = kvg_now_s();
         uv_signal_init(&d->loop, &d->sigterm);
@@ -411,6 +438,7 @@ int kvg_autoscale_daemon_run(const struct kvg_autoscale_daemon_opts *o)
     kvg_autoscale_ctl_free(d->ctl);
     kvg_metrics_series_release(d->leader_s);
     kvg_metrics_registry_free(d->reg);
+    if (d->gate_ok) kvg_gate_free(&d->gate);
     pthread_cond_destroy(&d->cv);
     pthread_mutex_destroy(&d->mu);
     free(d);

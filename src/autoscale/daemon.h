@@ -5,9 +5,9 @@
  * this replica may act (not a dry run, and it holds the Redis lease when
  * one is configured: lease.h), applies each pool's decision through the
  * configured actuator (external: nothing, the count is exported; kubernetes:
- * the scale subresource). A libuv loop serves GET /autoscale,
- * /autoscale/metrics (KEDA metrics-api), /metrics and /health and runs the
- * lease.
+ * the scale subresource). A libuv loop serves GET /autoscale (keyed as
+ * serve's), /autoscale/metrics (KEDA metrics-api), /metrics and /health and
+ * runs the lease.
  *
  * It lives with the controller, signals and actuators it runs so that the
  * autoscaler is one room; the clients it uses (HTTP server, blocking HTTPS
@@ -21,6 +21,10 @@ struct kvg_autoscale_daemon_opts {
     int port;                /* GET /autoscale, /autoscale/metrics, /metrics, /health */
     const char *id;          /* this replica's name in the lease; NULL or "": HOSTNAME-PID */
     int dry_run;             /* plan and report, act on nothing, take no lease */
+    /* API keys file, as kvgate serve's --keys: GET /autoscale then needs a
+     * key with admin: true; NULL or "": it answers loopback clients only.
+     * /autoscale/metrics, /metrics and /health stay open either way. */
+    const char *keys_path;
 };
 
 /* Runs until SIGTERM/SIGINT. Returns the process exit status: 0 after a

@@ -29,6 +29,9 @@ static const struct kvg_opt flags[] = {
     {"host", NULL, KVG_OPT_STR, F(host), S(host), .meta = "ADDR", .help = "listen address"},
     {"id", NULL, KVG_OPT_STR, F(id), S(id), .meta = "NAME",
      .help = "this replica's name in the lease (default: HOSTNAME-PID)"},
+    {"keys", NULL, KVG_OPT_STR, F(keys), S(keys), .meta = "FILE",
+     .help = "API keys (kvgate serve's --keys): GET /autoscale needs an admin key; without, it "
+             "answers loopback clients only"},
     KVG_OPT_END,
 };
 
@@ -74,6 +77,11 @@ int kvg_cmd_autoscale_main(int argc, char **argv)
     int rc = kvg_cmd_autoscale_parse(&o, argc, argv, err, sizeof err);
     if ((rc = kvg__cmd_parsed(rc, "autoscale", err, kvg_cmd_autoscale_usage)) >= 0) return rc;
     struct kvg_autoscale_daemon_opts d = {
-        .config_path = o.config, .host = o.host, .port = o.port, .id = o.id, .dry_run = o.dry_run};
+        .config_path = o.config,
+        .host = o.host,
+        .port = o.port,
+        .id = o.id,
+        .keys_path = o.keys[0] ? o.keys : NULL,
+        .dry_run = o.dry_run};
     return kvg_autoscale_daemon_run(&d);
 }

@@ -49,6 +49,7 @@ struct kvg_cmd_autoscale_opts {
     char config[4096]; /* required */
     char host[256];
     char id[128];
+    char keys[4096]; /* "" none */
     int port;
     int dry_run;
 };

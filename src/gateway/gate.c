@@ -57,25 +57,39 @@ static int probe(void *ud, int prio)
     return ok > 0;
 }
 
-int kvg_gate_init(struct kvg_gate *g, const struct kvg_gate_opts *o, struct kvg_pool *pool,
-                  char *err, size_t errlen)
+/* The keys file, if any (the rest of g zeroed or set by the caller). */
+static int load_keys(struct kvg_gate *g, const char *path, char *err, size_t errlen)
 {
-    memset(g, 0, sizeof *g);
-    g->o = *o;
-    g->pool = pool;
-    snprintf(g->keys_path, sizeof g->keys_path, "%s", o->keys_path ? o->keys_path : "");
+    snprintf(g->keys_path, sizeof g->keys_path, "%s", path ? path : "");
     g->o.keys_path = g->keys_path;
-    g->o.quota_store = NULL; /* only read here */
     struct kvg_keys_set *set = NULL;
-    int rc;
     if (g->keys_path[0]) {
-        if ((rc = kvg_keys_load(g->keys_path, &set, err, errlen))) return rc;
+        int rc = kvg_keys_load(g->keys_path, &set, err, errlen);
+        if (rc) return rc;
         g->auth_on = 1;
         KVG_INFO("API keys: %zu keys from %s", set->nkeys, g->keys_path);
     } else {
         KVG_INFO("no --keys file: requests are not authenticated and no quota applies");
     }
     kvg_keys_holder_init(&g->keys, set); /* takes over our reference */
+    return 0;
+}
+
+int kvg_gate_init_keys(struct kvg_gate *g, const char *keys_path, char *err, size_t errlen)
+{
+    memset(g, 0, sizeof *g);
+    return load_keys(g, keys_path, err, errlen);
+}
+
+int kvg_gate_init(struct kvg_gate *g, const struct kvg_gate_opts *o, struct kvg_pool *pool,
+                  char *err, size_t errlen)
+{
+    memset(g, 0, sizeof *g);
+    g->o = *o;
+    g->pool = pool;
+    g->o.quota_store = NULL; /* only read here */
+    int rc = load_keys(g, o->keys_path, err, errlen);
+    if (rc) return rc;
     struct kvg_quota_opts qo;
     kvg_quota_opts_default(&qo);
     qo.timeout_ms = o->quota_timeout_ms;

@@ -70,6 +70,10 @@ struct kvg_gate {
 /* pool is the caller's and must outlive g. Message in err. */
 int kvg_gate_init(struct kvg_gate *g, const struct kvg_gate_opts *o, struct kvg_pool *pool,
                   char *err, size_t errlen);
+/* Only the keys (keys_path "" or NULL: none), for a process whose requests
+ * need kvg_gate_check_head and nothing else (the autoscale daemon): no
+ * quota, no admission. kvg_gate_free frees it. Message in err. */
+int kvg_gate_init_keys(struct kvg_gate *g, const char *keys_path, char *err, size_t errlen);
 /* Re-reads the keys file; the old set stays (and the error is logged) on
  * failure. */
 void kvg_gate_reload(struct kvg_gate *g);

@@ -96,7 +96,7 @@ void kvg_http_client_opts_default(struct kvg_http_client_opts *o)
     o->max_response_head = 64 * 1024;
 }
 
-int kvg_http_target_parse(const char *url, struct kvg_http_target *t)
+int kvg_http_target_split(const char *url, struct kvg_http_target *t, char host[256], char port[16])
 {
     memset(t, 0, sizeof *t);
     if (!strncmp(url, "https://", 8)) return KVG_EUNSUPP;
@@ -111,27 +111,35 @@ int kvg_http_target_parse(const char *url, struct kvg_http_target *t)
         if (blen >= sizeof t->base_path) return -EINVAL;
         memcpy(t->base_path, slash, blen);
     }
-    char host[256], port[16] = "80";
+    snprintf(port, 16, "80");
     const char *hp = t->hostport;
     if (hp[0] == '[') {
         const char *rb = strchr(hp, ']');
-        if (!rb || (size_t)(rb - hp - 1) >= sizeof host) return -EINVAL;
+        if (!rb || (size_t)(rb - hp - 1) >= 256) return -EINVAL;
         memcpy(host, hp + 1, (size_t)(rb - hp - 1));
         host[rb - hp - 1] = 0;
-        if (rb[1] == ':') snprintf(port, sizeof port, "%s", rb + 2);
+        if (rb[1] == ':') snprintf(port, 16, "%s", rb + 2);
     } else {
         const char *colon = strrchr(hp, ':');
         size_t hl = colon ? (size_t)(colon - hp) : strlen(hp);
-        if (hl >= sizeof host) return -EINVAL;
+        if (hl >= 256) return -EINVAL;
         memcpy(host, hp, hl);
         host[hl] = 0;
-        if (colon) snprintf(port, sizeof port, "%s", colon + 1);
+        if (colon) snprintf(port, 16, "%s", colon + 1);
     }
     uint64_t pn;
     if (kvg_parse_u64(port, &pn) || pn == 0 || pn > 65535) return -EINVAL;
+    return 0;
+}
+
+int kvg_http_target_parse(const char *url, struct kvg_http_target *t)
+{
+    char host[256], port[16];
+    int rc = kvg_http_target_split(url, t, host, port);
+    if (rc) return rc;
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
     struct addrinfo *res = NULL;
-    int rc = getaddrinfo(host, port, &hints, &res);
+    rc = getaddrinfo(host, port, &hints, &res);
     if (rc || !res) return KVG_ENOTFOUND;
     memcpy(&t->addr, res->ai_addr, res->ai_addrlen);
     freeaddrinfo(res);

@@ -40,6 +40,11 @@ struct kvg_http_target {
  * meant for configuration time). 0, -EINVAL, KVG_EUNSUPP (https), or a
  * resolution error. */
 int kvg_http_target_parse(const char *url, struct kvg_http_target *t);
+/* The same without resolving (net/resolve.h does it off the loop): t's
+ * hostport and base_path, host (without brackets) and port (decimal) for
+ * the resolver; t->addr stays zeroed. 0, -EINVAL or KVG_EUNSUPP. */
+int kvg_http_target_split(const char *url, struct kvg_http_target *t, char host[256],
+                          char port[16]);
 
 struct kvg_http_call_cbs {
     void (*on_head)(void *ud, int status, const struct kvg_http_header *h, size_t n);

@@ -50,12 +50,13 @@ static int free_slot(struct kvg_pool *p)
     }
 }
 
-static int add_locked(struct kvg_pool *p, const char *url, const char *kv, const char *replay)
+static int add_locked(struct kvg_pool *p, const char *url, const char *kv, const char *replay,
+                      const struct kvg_http_target *t)
 {
     if (find(p, url) >= 0) return -EEXIST;
     if (p->n == KVG_POOL_MAX_WORKERS) return -ENOSPC;
     struct kvg_worker *w;
-    int rc = kvg_worker_new(url, &w);
+    int rc = kvg_worker_new_at(url, t, &w);
     if (rc) return rc;
     /* A rank worker's events come from its rank's publisher: vLLM offsets
      * the endpoint's port (and the replay port) by the rank. */
@@ -92,8 +93,14 @@ int kvg_pool_add(struct kvg_pool *p, const char *url)
 int kvg_pool_add_ex(struct kvg_pool *p, const char *url, const char *kv_endpoint,
                     const char *replay_endpoint)
 {
+    return kvg_pool_add_at(p, url, kv_endpoint, replay_endpoint, NULL);
+}
+
+int kvg_pool_add_at(struct kvg_pool *p, const char *url, const char *kv_endpoint,
+                    const char *replay_endpoint, const struct kvg_http_target *t)
+{
     pthread_rwlock_wrlock(&p->lock);
-    int rc = add_locked(p, url, kv_endpoint, replay_endpoint);
+    int rc = add_locked(p, url, kv_endpoint, replay_endpoint, t);
     pthread_rwlock_unlock(&p->lock);
     if (!rc) KVG_INFO("pool: added worker %s", url);
     return rc;
@@ -181,7 +188,7 @@ int kvg_pool_set_ex(struct kvg_pool *p, char *const *urls, char *const *kv_endpo
     }
     for (size_t j = 0; j < n; j++) {
         int r = add_locked(p, urls[j], kv_endpoints ? kv_endpoints[j] : NULL,
-                           replay_endpoints ? replay_endpoints[j] : NULL);
+                           replay_endpoints ? replay_endpoints[j] : NULL, NULL);
         if (r && r != -EEXIST && !rc) rc = r;
     }
     pthread_rwlock_unlock(&p->lock);

@@ -39,6 +39,10 @@ int kvg_pool_add(struct kvg_pool *p, const char *url);
 /* The same with the worker's KV event endpoints (NULL or "" for none). */
 int kvg_pool_add_ex(struct kvg_pool *p, const char *url, const char *kv_endpoint,
                     const char *replay_endpoint);
+/* The same with url's target resolved already (kvg_worker_new_at; NULL:
+ * resolve now, blocking): how a request handler adds one. */
+int kvg_pool_add_at(struct kvg_pool *p, const char *url, const char *kv_endpoint,
+                    const char *replay_endpoint, const struct kvg_http_target *t);
 /* Removes by URL; KVG_ENOTFOUND if absent. In-flight requests finish. */
 int kvg_pool_remove(struct kvg_pool *p, const char *url);
 /* Records a worker's role and DP rank (-1 none); KVG_ENOTFOUND if absent.

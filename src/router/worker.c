@@ -26,7 +26,19 @@ static int url_rank(const char *url, size_t *base_len)
     return r;
 }
 
+size_t kvg_worker_url_base(const char *url)
+{
+    size_t n;
+    url_rank(url, &n);
+    return n;
+}
+
 int kvg_worker_new(const char *url, struct kvg_worker **out)
+{
+    return kvg_worker_new_at(url, NULL, out);
+}
+
+int kvg_worker_new_at(const char *url, const struct kvg_http_target *t, struct kvg_worker **out)
 {
     if (strlen(url) >= sizeof((struct kvg_worker *)0)->url) return -EINVAL;
     struct kvg_worker *w = calloc(1, sizeof *w);
@@ -35,7 +47,11 @@ int kvg_worker_new(const char *url, struct kvg_worker **out)
     w->dp_rank = url_rank(url, &base_len);
     char base[sizeof w->url];
     snprintf(base, sizeof base, "%.*s", (int)base_len, url);
-    int rc = kvg_http_target_parse(base, &w->target);
+    int rc = 0;
+    if (t)
+        w->target = *t;
+    else
+        rc = kvg_http_target_parse(base, &w->target);
     if (rc) {
         free(w);
         return rc;

@@ -156,6 +156,11 @@ struct kvg_worker {
  * X-data-parallel-rank header, its KV events come from the rank's own
  * publisher (kvg_worker_rank_endpoint). *out has one reference. */
 int kvg_worker_new(const char *url, struct kvg_worker **out);
+/* The same with url's target already resolved (t: its URL part's, as
+ * kvg_resolve_url gives it; copied): no name is looked up. NULL t resolves. */
+int kvg_worker_new_at(const char *url, const struct kvg_http_target *t, struct kvg_worker **out);
+/* The length of url without its "@r" rank: the part a target is made of. */
+size_t kvg_worker_url_base(const char *url);
 void kvg_worker_ref(struct kvg_worker *w);
 void kvg_worker_unref(struct kvg_worker *w);
 /* The KV-event endpoint of data-parallel rank `rank` given the engine's

@@ -149,6 +149,10 @@ static const struct kvg_opt flags[] = {
      .meta = "FILE",
      .help = "API keys file (YAML, SHA-256 hashes, limits, priorities, admin role); none: no "
              "authentication, and the admin API answers loopback clients only"},
+    {"admin-hosts", NULL, KVG_OPT_LIST, O(admin_hosts), 0, .meta = "NAME...",
+     .flags = KVG_OPT_F_NODEFAULT,
+     .help = "host names the admin API answers for (Host header, port ignored; '*': any); "
+             "default: localhost, 127.0.0.1, ::1 and --host"},
     {"metrics-require-key", NULL, KVG_OPT_BOOL, O(metrics_require_key), 0,
      .help = "with --keys: /metrics and /v1/models need a valid key too"},
     {"upstream-api-key", NULL, KVG_OPT_STR, O(upstream_api_key), S(upstream_api_key), .meta = "KEY",

@@ -11,6 +11,7 @@
 #include "gateway/quota_view.h"
 #include "serve/serve.h"
 #include "kv/index.h"
+#include "net/resolve.h"
 #include "proxy/route_input.h"
 #include "router/mode.h"
 
@@ -183,54 +184,102 @@ static int url_decode(const char *in, size_t n, char *out, size_t cap)
     return 0;
 }
 
-/* POST /workers {"url": "..."} (or ?url=...), DELETE /workers/{url}. */
+/* A POST /workers whose URL is being resolved (net/resolve.h); owned by
+ * the resolution, freed in added(). req is NULL once the client has gone:
+ * the worker is added all the same, nobody is answered. */
+struct worker_add {
+    struct kvg_serve_loop *lc;
+    struct kvg_http_req *req;
+    char url[512], kv[256], replay[256], key[256];
+};
+
+static void worker_add_abort(struct kvg_http_req *req, void *ud)
+{
+    (void)req;
+    ((struct worker_add *)ud)->req = NULL;
+}
+
+static void add_failed(struct kvg_http_req *req, const char *url, int rc)
+{
+    char msg[600];
+    snprintf(msg, sizeof msg, "cannot add worker %s: %s", url, kvg_strerror(rc));
+    kvg_http_res_error(req, 400, NULL, NULL, msg, NULL, 0);
+}
+
+/* The URL is resolved (or not): add the worker, on the loop's thread. */
+static void added(void *ud, int status, const struct kvg_http_target *t)
+{
+    struct worker_add *a = ud;
+    struct kvg_serve *sv = a->lc->sv;
+    int rc = status ? status : kvg_pool_add_at(&sv->pool, a->url, a->kv, a->replay, t);
+    if (!rc && a->key[0]) { /* its own key instead of the common one */
+        struct kvg_worker *ws[KVG_POOL_MAX_WORKERS];
+        size_t n = kvg_pool_snapshot(&sv->pool, ws, KVG_POOL_MAX_WORKERS);
+        for (size_t i = 0; i < n; i++) {
+            if (!strcmp(ws[i]->url, a->url)) kvg_worker_set_api_key(ws[i], a->key);
+            kvg_worker_unref(ws[i]);
+        }
+    }
+    if (!rc) uv_async_send(&sv->health_kick);
+    struct kvg_http_req *req = a->req;
+    if (req) {
+        req->on_abort = NULL;
+        if (rc == -EEXIST)
+            kvg_http_res_error(req, 409, NULL, NULL, "worker already in the pool", NULL, 0);
+        else if (rc)
+            add_failed(req, a->url, rc);
+        else
+            send_json(req, 201, "{\"status\":\"added\"}");
+    }
+    free(a);
+}
+
+/* POST /workers {"url": "..."}, DELETE /workers/{url}: never from the query
+ * string (the guard refuses one, gateway/guard.h). The URL's host is
+ * resolved off the loop: a slow DNS answer stalls no other request. */
 static void workers_add(struct kvg_serve_loop *lc, struct kvg_http_req *req)
 {
-    char url[512] = "", kv[256] = "", replay[256] = "", key[256] = "";
+    struct worker_add *a = calloc(1, sizeof *a);
+    if (!a) {
+        kvg_http_res_error(req, 500, NULL, NULL, "out of memory", NULL, 0);
+        return;
+    }
+    a->lc = lc;
+    a->req = req;
     cJSON *j = req->body.len ? cJSON_ParseWithLength(req->body.data, req->body.len) : NULL;
     cJSON *u = j ? cJSON_GetObjectItemCaseSensitive(j, "url") : NULL;
     cJSON *k = j ? cJSON_GetObjectItemCaseSensitive(j, "kv_events_endpoint") : NULL;
     cJSON *r = j ? cJSON_GetObjectItemCaseSensitive(j, "replay_endpoint") : NULL;
     cJSON *ak = j ? cJSON_GetObjectItemCaseSensitive(j, "upstream_api_key") : NULL;
-    if (cJSON_IsString(ak) && strlen(ak->valuestring) < sizeof key)
-        snprintf(key, sizeof key, "%s", ak->valuestring);
-    if (cJSON_IsString(u) && strlen(u->valuestring) < sizeof url)
-        snprintf(url, sizeof url, "%s", u->valuestring);
-    if (cJSON_IsString(k) && strlen(k->valuestring) < sizeof kv)
-        snprintf(kv, sizeof kv, "%s", k->valuestring);
-    if (cJSON_IsString(r) && strlen(r->valuestring) < sizeof replay)
-        snprintf(replay, sizeof replay, "%s", r->valuestring);
+    if (cJSON_IsString(ak) && strlen(ak->valuestring) < sizeof a->key)
+        snprintf(a->key, sizeof a->key, "%s", ak->valuestring);
+    if (cJSON_IsString(u) && strlen(u->valuestring) < sizeof a->url)
+        snprintf(a->url, sizeof a->url, "%s", u->valuestring);
+    if (cJSON_IsString(k) && strlen(k->valuestring) < sizeof a->kv)
+        snprintf(a->kv, sizeof a->kv, "%s", k->valuestring);
+    if (cJSON_IsString(r) && strlen(r->valuestring) < sizeof a->replay)
+        snprintf(a->replay, sizeof a->replay, "%s", r->valuestring);
     cJSON_Delete(j);
-    if (!url[0] && req->query.len > 4 && !strncmp(req->query.p, "url=", 4))
-        url_decode(req->query.p + 4, req->query.len - 4, url, sizeof url);
-    if (!url[0]) {
+    if (!a->url[0]) {
         kvg_http_res_error(req, 400, NULL, NULL,
                            "give the worker as {\"url\": \"http://host:port\"}", NULL, 0);
+        free(a);
         return;
     }
-    if (kv[0] && !lc->sv->kv)
+    if (a->kv[0] && !lc->sv->kv)
         KVG_WARN("POST /workers: %s publishes KV events, but this router was started without "
                  "any (--kv-events-endpoints): they are not used",
-                 url);
-    int rc = kvg_pool_add_ex(&lc->sv->pool, url, kv, replay);
-    if (rc == -EEXIST) {
-        kvg_http_res_error(req, 409, NULL, NULL, "worker already in the pool", NULL, 0);
-    } else if (rc) {
-        char msg[600];
-        snprintf(msg, sizeof msg, "cannot add worker %s: %s", url, kvg_strerror(rc));
-        kvg_http_res_error(req, 400, NULL, NULL, msg, NULL, 0);
-    } else {
-        if (key[0]) { /* its own key instead of the common one */
-            struct kvg_worker *ws[KVG_POOL_MAX_WORKERS];
-            size_t n = kvg_pool_snapshot(&lc->sv->pool, ws, KVG_POOL_MAX_WORKERS);
-            for (size_t i = 0; i < n; i++) {
-                if (!strcmp(ws[i]->url, url)) kvg_worker_set_api_key(ws[i], key);
-                kvg_worker_unref(ws[i]);
-            }
-        }
-        uv_async_send(&lc->sv->health_kick);
-        send_json(req, 201, "{\"status\":\"added\"}");
+                 a->url);
+    char base[sizeof a->url]; /* the URL without its "@rank" */
+    snprintf(base, sizeof base, "%.*s", (int)kvg_worker_url_base(a->url), a->url);
+    int rc = kvg_resolve_url(&lc->loop, base, added, a);
+    if (rc) {
+        add_failed(req, a->url, rc);
+        free(a);
+        return;
     }
+    req->ud = a;
+    req->on_abort = worker_add_abort;
 }
 
 static void workers_delete(struct kvg_serve_loop *lc, struct kvg_http_req *req)
@@ -458,14 +507,31 @@ static enum kvg_gate_access access_of(struct kvg_str path)
     return KVG_GATE_API;
 }
 
+/* What an admin request does, for the guard: a GET reads; /debug/route
+ * reads too, by POST (the status page's form); anything else changes. */
+static enum kvg_guard_kind admin_kind(const struct kvg_http_req *req)
+{
+    if (!strcmp(req->method_name, "GET") || !strcmp(req->method_name, "HEAD"))
+        return KVG_GUARD_READ;
+    if (req->path.len >= 7 && !memcmp(req->path.p, "/debug/", 7)) return KVG_GUARD_QUERY;
+    return KVG_GUARD_WRITE;
+}
+
 int kvg_serve_head_check(struct kvg_http_req *req, void *ud, struct kvg_http_refusal *out)
 {
     struct kvg_serve_loop *lc = ud;
     struct kvg_gate_deny d;
-    if (!kvg_gate_check_head(&lc->sv->gate, access_of(req->path),
-                             kvg_http_req_header(req, "authorization"), req->peer, &req->head_note,
-                             &d))
-        return 0;
+    enum kvg_gate_access a = access_of(req->path);
+    if (!kvg_gate_check_head(&lc->sv->gate, a, kvg_http_req_header(req, "authorization"), req->peer,
+                             &req->head_note, &d)) {
+        if (a != KVG_GATE_ADMIN) return 0;
+        struct kvg_guard_req gr = {.method = req->method_name,
+                                   .query = req->query,
+                                   .header = hdr,
+                                   .hctx = req,
+                                   .keys_on = lc->sv->gate.auth_on};
+        return kvg_guard_check(&lc->sv->admin_guard, admin_kind(req), &gr, out);
+    }
     *out = d.r; /* its headers are static strings */
     /* A browser opening the status page gets its login prompt (the admin
      * key as the password). */

@@ -2,8 +2,9 @@
  * keys and quota store (gateway/gate.h), the priority admission thresholds
  * (an earlier design of the Gateway API Inference Extension: critical and
  * standard requests go to workers with fewer than 50 waiting, sheddable ones
- * to workers with fewer than 5 waiting and KV below 80%), and what the proxy
- * of every loop shares. */
+ * to workers with fewer than 5 waiting and KV below 80%), the admin API's
+ * guard against web pages (gateway/guard.h), and what the proxy of every
+ * loop shares. */
 #include <stdio.h>
 #include <string.h>
 
@@ -35,6 +36,7 @@ int kvg_serve_gate_init(struct kvg_serve *sv, char *err, size_t errlen)
     int rc = kvg_gate_init(&sv->gate, &o, &sv->pool, err, errlen);
     if (rc) return rc;
     sv->gate.shed = sv->metrics.shed;
+    if ((rc = kvg_guard_init(&sv->admin_guard, &c->admin_hosts, c->host, err, errlen))) return rc;
     if (!sv->gate.auth_on)
         KVG_INFO(
             "no --keys: the admin API (/workers, /debug/route) answers clients on the loopback "

@@ -11,6 +11,7 @@
 
 #include "base/util.h"
 #include "gateway/gate.h"
+#include "gateway/guard.h"
 #include "net/http_client.h"
 #include "net/http.h"
 #include "proxy/proxy.h"
@@ -65,6 +66,7 @@ struct kvg_serve {
     _Atomic int slot_rank[KVG_POOL_MAX_WORKERS];
     _Atomic uint64_t dp_rank_mismatches; /* batches of another rank than their worker's */
     struct kvg_gate gate;                /* keys, quotas, admission */
+    struct kvg_guard admin_guard;        /* the admin API against web pages (--admin-hosts) */
     struct kvg_proxy proxy;              /* what every loop's proxy shares */
     struct kvg_proxy_wq *wq;             /* the proxy's work threads (owned) */
     _Atomic int draining;

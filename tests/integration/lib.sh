@@ -116,6 +116,19 @@ start_redis() {
   return 1
 }
 
+# keys_yaml FILE NAME:KEY[:admin]...: a --keys file holding those keys
+# (their hashes), with admin: true for those marked so.
+keys_yaml() {
+  local f=$1 spec name key role
+  shift
+  echo "keys:" >"$f"
+  for spec in "$@"; do
+    IFS=: read -r name key role <<<"$spec"
+    printf '  - name: %s\n    hash: %s\n' "$name" "$("$KVG_BIN" keys hash "$key")" >>"$f"
+    if [ "$role" = admin ]; then echo "    admin: true" >>"$f"; fi
+  done
+}
+
 # workers_idle GATEWAY_URL: until every worker's in_flight in GET /workers is
 # 0 (bounded); prints the last answer when it never gets there.
 workers_idle() {

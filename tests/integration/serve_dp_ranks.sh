@@ -36,8 +36,8 @@ for i in 1 2 3 4; do
 done
 curl -s "$G/workers" >"$TMP/w"
 check "both ranks served (2 + 2)" [ "$(json_get "$TMP/w" 'sorted(w["processed"] for w in j["workers"])')" = "[2, 2]" ]
-code=$(curl -s -o /dev/null -w '%{http_code}' "$G/workers" -d "{\"url\":\"$U@1\"}")
+code=$(curl -s -o /dev/null -w '%{http_code}' "$G/workers" -H 'content-type: application/json' -d "{\"url\":\"$U@1\"}")
 check "POST /workers of a present rank worker: 409 ($code)" [ "$code" = 409 ]
-code=$(curl -s -o /dev/null -w '%{http_code}' "$G/workers" -d "{\"url\":\"$U@2\"}")
+code=$(curl -s -o /dev/null -w '%{http_code}' "$G/workers" -H 'content-type: application/json' -d "{\"url\":\"$U@2\"}")
 check "POST /workers of a new rank worker: 201 ($code)" [ "$code" = 201 ]
 finish

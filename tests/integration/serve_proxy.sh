@@ -78,7 +78,7 @@ for i in 1 2 3 4; do [ "$(code "$G/v1/completions" -d '{"model":"m1","prompt":"x
 check "refused connections: retried, 4/4 ok" [ "$okc" = 4 ]
 
 # 9. admin API: add, list, delete
-check "POST /workers" [ "$(code -X POST "$G/workers" -d "{\"url\":\"http://127.0.0.1:$S2\"}")" = 409 ]
+check "POST /workers" [ "$(code -X POST "$G/workers" -H 'content-type: application/json' -d "{\"url\":\"http://127.0.0.1:$S2\"}")" = 409 ]
 check "DELETE /workers/{url}" [ "$(code -X DELETE "$G/workers/http%3A%2F%2F127.0.0.1%3A$S2")" = 200 ]
 check "DELETE unknown: 404" [ "$(code -X DELETE "$G/workers/http%3A%2F%2Fnope%3A1")" = 404 ]
 
