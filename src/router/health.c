@@ -88,7 +88,9 @@ static void start_call(struct kvg_health *h, struct kvg_worker *w, int models)
     c->h = h;
     c->w = w;
     c->models = models;
-    kvg_buf_init(&c->body, 1 << 20);
+    /* A vLLM listing thousands of LoRA adapters (model_list.h's cap, 4096,
+     * each a few hundred bytes with its permissions) is read whole. */
+    kvg_buf_init(&c->body, 8 << 20);
     kvg_worker_ref(w);
     struct kvg_http_call_opts o = {.connect_timeout_ms = h->timeout_ms,
                                    .first_byte_timeout_ms = h->timeout_ms,
@@ -122,7 +124,7 @@ void kvg_health_check_now(struct kvg_health *h)
     for (size_t i = 0; i < n; i++) {
         if (h->enabled)
             start_call(h, ws[i], 0);
-        else if (ws[i]->nmodels == 0)
+        else if (ws[i]->models.n == 0)
             start_models(h, ws[i]);
         kvg_worker_unref(ws[i]);
     }
