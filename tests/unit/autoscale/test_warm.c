@@ -2,6 +2,7 @@
  * victim, pure and through the routing-history table. */
 #include "support/test.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "autoscale/warm.h"
@@ -84,5 +85,27 @@ TEST(history_table_records_decays_and_forgets)
         kvg_autoscale_hot_record(&h, k, 2, 100, text_prompt("Px"));
     CHECK_INT(kvg_autoscale_hot_top(&h, 100, 4, out), 4);
     CHECK(out[0].len == 2 && !memcmp(out[0].u.text, "Px", 2));
+    kvg_autoscale_hot_destroy(&h);
+}
+
+/* A prompt is kept as kvgate gave it (token ids, with the model), never
+ * more than the record holds: an over-long one keeps its heat only. */
+TEST(history_keeps_the_prompt_not_a_body)
+{
+    static struct kvg_autoscale_hot h;
+    kvg_autoscale_hot_init(&h, 10);
+    static struct kvg_autoscale_hot_prompt p, out[2];
+    snprintf(p.model, sizeof p.model, "lora-7");
+    p.is_ids = 1;
+    p.len = 3;
+    p.u.ids[0] = 258, p.u.ids[1] = 97, p.u.ids[2] = 259;
+    kvg_autoscale_hot_record(&h, 1, 0, 1, &p);
+    p.len = KVG_AUTOSCALE_HOT_IDS + 1; /* over the cap: heat, no prompt */
+    kvg_autoscale_hot_record(&h, 2, 0, 1, &p);
+    kvg_autoscale_hot_record(&h, 2, 0, 1, &p);
+    CHECK_INT(kvg_autoscale_hot_top(&h, 1, 2, out), 1);
+    CHECK_STR(out[0].model, "lora-7");
+    CHECK(out[0].is_ids && out[0].len == 3);
+    CHECK(out[0].u.ids[0] == 258 && out[0].u.ids[1] == 97 && out[0].u.ids[2] == 259);
     kvg_autoscale_hot_destroy(&h);
 }
