@@ -16,6 +16,7 @@ struct check {
     struct kvg_worker *w; /* reference */
     int status;
     int models; /* 1: this call fetches /v1/models */
+    int cut;    /* the body went past its cap */
     struct kvg_buf body;
 };
 
@@ -28,7 +29,7 @@ static void check_head(void *ud, int status, const struct kvg_http_header *hs, s
 static void check_body(void *ud, const char *p, size_t n)
 {
     struct check *c = ud;
-    if (c->models) kvg_buf_append(&c->body, p, n); /* capped: over the cap is ignored */
+    if (c->models && !c->cut && kvg_buf_append(&c->body, p, n)) c->cut = 1; /* capped */
 }
 
 static void record(struct kvg_health *h, struct kvg_worker *w, int ok)
@@ -70,7 +71,12 @@ static void check_done(void *ud, int err)
 static void models_done(void *ud, int err)
 {
     struct check *c = ud;
-    if (err == 0 && c->status == 200) {
+    /* A cut list is not read (the worker keeps the models it had): said
+     * once per worker, not at every check. */
+    if (c->cut && !atomic_exchange(&c->w->models_cut_logged, 1))
+        KVG_WARN("worker %s: its /v1/models answer is over %zu bytes: not read", c->w->url,
+                 c->body.limit);
+    if (err == 0 && c->status == 200 && !c->cut) {
         cJSON *j = cJSON_ParseWithLength(c->body.data ? c->body.data : "", c->body.len);
         kvg_worker_set_models(c->w, cJSON_GetObjectItemCaseSensitive(j, "data"));
         cJSON_Delete(j);

@@ -77,10 +77,11 @@ struct kvg_worker {
     /* Entries of its /v1/models over the list's caps (model_list.h): each
      * distinct list's are counted once and logged once. */
     _Atomic uint64_t models_dropped;
-    uint64_t models_drop_hash;  /* the last list's dropped ids (under mu); 0 none */
-    _Atomic int bootstrap_port; /* an SGLang prefill's bootstrap port, 0 none */
-    char labels[256];           /* locality, "node=..,rack=..,zone=.." (under the pool's lock) */
-    char api_key[256];          /* the engine's own API key ("" none), sent on every call to it */
+    uint64_t models_drop_hash;     /* the last list's dropped ids (under mu); 0 none */
+    _Atomic int models_cut_logged; /* its /v1/models went past the read's cap (router/health.c) */
+    _Atomic int bootstrap_port;    /* an SGLang prefill's bootstrap port, 0 none */
+    char labels[256];              /* locality, "node=..,rack=..,zone=.." (under the pool's lock) */
+    char api_key[256]; /* the engine's own API key ("" none), sent on every call to it */
     struct kvg_engine_load load;
     /* LoRA adapters the engine has active (vLLM's vllm:lora_requests_info:
      * running and waiting, comma-separated), from the last scrape. */

@@ -2,7 +2,8 @@
 # adapters, one with a 200-byte name, next to a sim serving the base model
 # alone. kvgate learns the whole list from /v1/models and routes requests
 # for the 20th adapter and the long-named one to the sim that serves them
-# (200 through kvgate, as direct); nothing was left out of the list.
+# (200 through kvgate, as direct); nothing was left out of the list. A
+# /v1/models answer past what kvgate reads is said to be unread, once.
 . "$(dirname "$0")/lib.sh"
 S1=$(free_port); S2=$(free_port); GW=$(free_port)
 LONG=$(/usr/bin/python3 -c "print('long-adapter-' + 'x' * 187)")
@@ -45,4 +46,25 @@ check "a model no worker lists is still refused (404)" [ "$(send lora-21 | cut -
 curl -s -m 2 "$G/metrics" >"$TMP/m"
 dropped=$(awk -v u="$W1" 'index($0, "kvgate_worker_models_dropped_total{") == 1 && index($0, u) {print $2}' "$TMP/m")
 check "nothing was left out of its list (kvgate_worker_models_dropped_total $dropped)" [ "$dropped" = 0 ]
+
+# A /v1/models answer past what kvgate reads (8 MB: far more than 4096
+# models) is not read, and that is said once, not at every health check.
+S3=$(free_port); GW2=$(free_port)
+/usr/bin/python3 -c '
+import http.server, json, sys
+big = json.dumps({"object": "list", "data": [{"id": "m-%d" % i, "root": "r" * 200} for i in range(40000)]}).encode()
+class H(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def do_GET(self):
+        b = big if self.path == "/v1/models" else b"{}"
+        self.send_response(200); self.send_header("content-length", str(len(b))); self.end_headers(); self.wfile.write(b)
+    def log_message(self, *a): pass
+http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
+' "$S3" >"$TMP/big.out" 2>&1 &
+PIDS+=($!)
+wait_http "http://127.0.0.1:$S3/health" 10 || exit 1
+start_serve "$GW2" --worker-urls "http://127.0.0.1:$S3" --health-check-interval-secs 0.2 || exit 1
+check "an over-long /v1/models is said to be unread" wait_grep "its /v1/models answer is over 8388608 bytes: not read" "$TMP/serve-$GW2.log"
+sleep "$(scaled 1)" # a few more health checks (0.2 s apart)
+check "and said once ($(grep -c 'its /v1/models answer is over' "$TMP/serve-$GW2.log"))" [ "$(grep -c 'its /v1/models answer is over' "$TMP/serve-$GW2.log")" = 1 ]
 finish
