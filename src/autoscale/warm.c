@@ -62,8 +62,22 @@ void kvg_autoscale_hot_destroy(struct kvg_autoscale_hot *h)
     pthread_mutex_destroy(&h->mu);
 }
 
+/* Copies a prompt's used bytes only (the buffers are large, the prompts
+ * mostly short). */
+static void prompt_copy(struct kvg_autoscale_hot_prompt *dst,
+                        const struct kvg_autoscale_hot_prompt *src)
+{
+    memcpy(dst->model, src->model, sizeof dst->model);
+    dst->is_ids = src->is_ids;
+    dst->len = src->len;
+    if (src->is_ids)
+        memcpy(dst->u.ids, src->u.ids, src->len * sizeof *src->u.ids);
+    else
+        memcpy(dst->u.text, src->u.text, src->len);
+}
+
 void kvg_autoscale_hot_record(struct kvg_autoscale_hot *h, uint64_t key, int slot, double now,
-                              const char *body, size_t len)
+                              const struct kvg_autoscale_hot_prompt *p)
 {
     if (!key) key = 1; /* 0 marks a free entry */
     pthread_mutex_lock(&h->mu);
@@ -90,10 +104,8 @@ void kvg_autoscale_hot_record(struct kvg_autoscale_hot *h, uint64_t key, int slo
     e->heat = kvg_autoscale_heat_at(e->heat, e->at, now, h->half_life_s) + 1;
     e->at = now;
     if (slot >= 0 && slot < 64) e->holders |= 1ull << slot;
-    if (body && len && len <= sizeof e->body) {
-        memcpy(e->body, body, len);
-        e->len = len;
-    }
+    if (p && p->len && p->len <= (p->is_ids ? KVG_AUTOSCALE_HOT_IDS : KVG_AUTOSCALE_HOT_TEXT))
+        prompt_copy(&e->p, p);
     pthread_mutex_unlock(&h->mu);
 }
 
@@ -105,20 +117,20 @@ void kvg_autoscale_hot_forget(struct kvg_autoscale_hot *h, int slot)
     pthread_mutex_unlock(&h->mu);
 }
 
-/* The table's heats at now (0 for free or bodiless entries when want_body). */
-static void heats(struct kvg_autoscale_hot *h, double now, int want_body, double *out,
+/* The table's heats at now (0 for free or promptless entries when want_prompt). */
+static void heats(struct kvg_autoscale_hot *h, double now, int want_prompt, double *out,
                   uint64_t *holders)
 {
     for (size_t i = 0; i < KVG_AUTOSCALE_HOT_MAX; i++) {
         const struct kvg_autoscale_hot_entry *e = &h->e[i];
-        int ok = e->key && (!want_body || e->len);
+        int ok = e->key && (!want_prompt || e->p.len);
         out[i] = ok ? kvg_autoscale_heat_at(e->heat, e->at, now, h->half_life_s) : 0;
         if (holders) holders[i] = ok ? e->holders : 0;
     }
 }
 
 size_t kvg_autoscale_hot_top(struct kvg_autoscale_hot *h, double now, size_t k,
-                             char (*out)[KVG_AUTOSCALE_HOT_BODY], size_t *lens)
+                             struct kvg_autoscale_hot_prompt *out)
 {
     double heat[KVG_AUTOSCALE_HOT_MAX];
     size_t idx[KVG_AUTOSCALE_HOT_MAX];
@@ -126,10 +138,7 @@ size_t kvg_autoscale_hot_top(struct kvg_autoscale_hot *h, double now, size_t k,
     pthread_mutex_lock(&h->mu);
     heats(h, now, 1, heat, NULL);
     size_t m = kvg_autoscale_pick_hottest(heat, KVG_AUTOSCALE_HOT_MAX, k, idx);
-    for (size_t i = 0; i < m; i++) {
-        memcpy(out[i], h->e[idx[i]].body, h->e[idx[i]].len);
-        lens[i] = h->e[idx[i]].len;
-    }
+    for (size_t i = 0; i < m; i++) prompt_copy(&out[i], &h->e[idx[i]].p);
     pthread_mutex_unlock(&h->mu);
     return m;
 }

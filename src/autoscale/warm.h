@@ -5,8 +5,11 @@
  * The history is a small table of prompt prefixes, each with a heat (its
  * request count, decayed with a half-life) and the replicas it was routed to
  * (a bitmask of router worker slots 0..63: those are the replicas holding it
- * in their prefix cache). Each entry keeps one request body of that prefix
- * (capped), the replay a prewarm sends.
+ * in their prefix cache). Each entry keeps what kvgate needs to build a
+ * prefill of that prefix itself (kvg_autoscale_hot_prompt): the model name
+ * and the prompt as kvgate rendered it, its token ids when it tokenized it,
+ * else its text (capped). Never a client's body: a prewarm sends nothing a
+ * client chose but the model and the prompt.
  *
  * The choices are pure functions over plain arrays; the table adds a mutex
  * (routing threads record, the autoscaler's thread reads) and no clock: the
@@ -19,15 +22,26 @@
 #include <stdint.h>
 
 #define KVG_AUTOSCALE_HOT_MAX 256
-#define KVG_AUTOSCALE_HOT_BODY 8192
+#define KVG_AUTOSCALE_HOT_TEXT 8192 /* bytes of prompt text */
+#define KVG_AUTOSCALE_HOT_IDS 2048  /* token ids */
+
+/* A hot prefix's prompt, what a prewarm replays: len 0 none. */
+struct kvg_autoscale_hot_prompt {
+    char model[256]; /* NUL-terminated */
+    int is_ids;      /* ids[len], else text[len] */
+    union {
+        char text[KVG_AUTOSCALE_HOT_TEXT];
+        uint32_t ids[KVG_AUTOSCALE_HOT_IDS];
+    } u;
+    size_t len;
+};
 
 struct kvg_autoscale_hot_entry {
     uint64_t key;     /* hash of the prompt's prefix, 0 free */
     double heat;      /* decayed request count as of `at` */
     double at;        /* last update, seconds */
     uint64_t holders; /* worker slots it was routed to (bit i: slot i) */
-    char body[KVG_AUTOSCALE_HOT_BODY];
-    size_t len;
+    struct kvg_autoscale_hot_prompt p;
 };
 
 struct kvg_autoscale_hot {
@@ -38,18 +52,17 @@ struct kvg_autoscale_hot {
 
 void kvg_autoscale_hot_init(struct kvg_autoscale_hot *h, double half_life_s);
 void kvg_autoscale_hot_destroy(struct kvg_autoscale_hot *h);
-/* A request of prefix `key` was routed to worker `slot` at now; body[len]
- * (the replay, max_tokens 1 already set by the caller) replaces the entry's
- * when given. A full table evicts its coldest entry. */
+/* A request of prefix `key` was routed to worker `slot` at now; p (its
+ * prompt, copied; p->len 0 or NULL: none) replaces the entry's when given.
+ * A full table evicts its coldest entry. */
 void kvg_autoscale_hot_record(struct kvg_autoscale_hot *h, uint64_t key, int slot, double now,
-                              const char *body, size_t len);
+                              const struct kvg_autoscale_hot_prompt *p);
 /* Forgets a worker slot (its replica left: its cache is gone). */
 void kvg_autoscale_hot_forget(struct kvg_autoscale_hot *h, int slot);
-/* Copies the bodies of the k hottest entries at now (hottest first) into
- * out[k] (each KVG_AUTOSCALE_HOT_BODY bytes) and their lengths into lens;
- * returns how many. */
+/* Copies the prompts of the k hottest entries that have one at now
+ * (hottest first) into out[k]; returns how many. */
 size_t kvg_autoscale_hot_top(struct kvg_autoscale_hot *h, double now, size_t k,
-                             char (*out)[KVG_AUTOSCALE_HOT_BODY], size_t *lens);
+                             struct kvg_autoscale_hot_prompt *out);
 /* The scale-down choice over the table at now (see kvg_autoscale_pick_victim). */
 int kvg_autoscale_hot_victim(struct kvg_autoscale_hot *h, double now, const int *slots,
                              const uint32_t *in_flight, size_t ncand);

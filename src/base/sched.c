@@ -1,7 +1,7 @@
 /* See sched.h. glibc 2.36 has no sched_setattr wrapper, and the kernel's
  * uapi header for struct sched_attr clashes with glibc's sched.h, so the
- * struct is spelled here as the kernel's ABI (include/uapi/linux/sched/types.h)
- * defines it: versioned by its size. */
+ * struct is spelled here as the kernel's ABI defines it: versioned by its
+ * size. */
 #include "base/sched.h"
 
 #include <errno.h>

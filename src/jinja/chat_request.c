@@ -1,6 +1,6 @@
 /* OpenAI chat request -> template variables, following what vLLM does
- * before it calls apply_chat_template (vllm/entrypoints/chat_utils.py:
- * _parse_chat_message_content, _postprocess_messages; the request's tools
+ * before it calls apply_chat_template (its chat message parsing and
+ * post-processing; the request's tools
  * are pydantic model_dump()s; chat_template_kwargs merge under the request's
  * own add_generation_prompt). chat.h lists the rules; this file applies
  * them, building values straight into the render's arena (strings point into

@@ -1,5 +1,5 @@
 /* Public face of the template interpreter (jinja.h): compile once, render
- * many times. The work is in kvg__jinja_lex.c, kvg__jinja_parse.c, jinja_eval.c,
+ * many times. The work is in jinja_lex.c, jinja_parse.c, jinja_eval.c,
  * jinja_filter.c, jinja_str.c and jinja_value.c. */
 #include <errno.h>
 #include <stdio.h>

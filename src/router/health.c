@@ -25,6 +25,7 @@ struct check {
     struct kvg_worker *w; /* reference */
     int status;
     int models; /* 1: this call fetches /v1/models */
+    int cut;    /* the body went past its cap */
     struct kvg_buf body;
 };
 
@@ -37,7 +38,7 @@ static void check_head(void *ud, int status, const struct kvg_http_header *hs, s
 static void check_body(void *ud, const char *p, size_t n)
 {
     struct check *c = ud;
-    if (c->models) kvg_buf_append(&c->body, p, n); /* capped: over the cap is ignored */
+    if (c->models && !c->cut && kvg_buf_append(&c->body, p, n)) c->cut = 1; /* capped */
 }
 
 static void record(struct kvg_health *h, struct kvg_worker *w, int ok)
@@ -101,7 +102,12 @@ static void check_done(void *ud, int err)
 static void models_done(void *ud, int err)
 {
     struct check *c = ud;
-    if (err == 0 && c->status == 200) {
+    /* A cut list is not read (the worker keeps the models it had): said
+     * once per worker, not at every check. */
+    if (c->cut && !atomic_exchange(&c->w->models_cut_logged, 1))
+        KVG_WARN("worker %s: its /v1/models answer is over %zu bytes: not read", c->w->url,
+                 c->body.limit);
+    if (err == 0 && c->status == 200 && !c->cut) {
         cJSON *j = cJSON_ParseWithLength(c->body.data ? c->body.data : "", c->body.len);
         kvg_worker_set_models(c->w, cJSON_GetObjectItemCaseSensitive(j, "data"));
         cJSON_Delete(j);
@@ -122,7 +128,9 @@ static void start_call(struct kvg_health *h, struct kvg_worker *w, int models)
     c->h = h;
     c->w = w;
     c->models = models;
-    kvg_buf_init(&c->body, 1 << 20);
+    /* A vLLM listing thousands of LoRA adapters (model_list.h's cap, 4096,
+     * each a few hundred bytes with its permissions) is read whole. */
+    kvg_buf_init(&c->body, 8 << 20);
     kvg_worker_ref(w);
     struct kvg_http_call_opts o = {.connect_timeout_ms = h->timeout_ms,
                                    .first_byte_timeout_ms = h->timeout_ms,
@@ -159,7 +167,7 @@ void kvg_health_check_now(struct kvg_health *h)
     for (size_t i = 0; i < n; i++) {
         if (h->enabled)
             start_call(h, ws[i], 0);
-        else if (ws[i]->nmodels == 0)
+        else if (ws[i]->models.n == 0)
             start_models(h, ws[i]);
         kvg_worker_unref(ws[i]);
     }

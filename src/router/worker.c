@@ -7,7 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/err.h"
 #include "base/hash.h"
+#include "base/log.h"
 
 /* The rank of a "URL@r" (r: 1 to 4 digits after the last '@', past the
  * host), with *base_len the length of URL; -1 for a plain URL. */
@@ -101,35 +103,24 @@ void kvg_worker_unref(struct kvg_worker *w)
 {
     if (atomic_fetch_sub_explicit(&w->refs, 1, memory_order_acq_rel) != 1) return;
     pthread_mutex_destroy(&w->mu);
+    kvg_model_list_free(&w->models);
     free(w);
 }
 
 int kvg_worker_serves(struct kvg_worker *w, const char *model, size_t len)
 {
     if (!model || !len) return 1;
-    int ok = 0;
     pthread_mutex_lock(&w->mu);
-    if (w->nmodels == 0) ok = 1;
-    for (int i = 0; !ok && i < w->nmodels; i++)
-        ok = strlen(w->models[i]) == len && !memcmp(w->models[i], model, len);
+    int ok = w->models.n == 0 || kvg_model_list_find(&w->models, model, len);
     pthread_mutex_unlock(&w->mu);
     return ok;
-}
-
-/* Index of `model` in w->models, or -1; the caller holds w->mu. */
-static int model_at(const struct kvg_worker *w, const char *model, size_t len)
-{
-    int at = -1;
-    for (int i = 0; i < w->nmodels; i++)
-        if (strlen(w->models[i]) == len && !memcmp(w->models[i], model, len)) at = i;
-    return at;
 }
 
 uint32_t kvg_worker_max_model_len(struct kvg_worker *w, const char *model, size_t len)
 {
     pthread_mutex_lock(&w->mu);
-    int i = model_at(w, model, len);
-    uint32_t v = i >= 0 ? w->max_model_len[i] : 0;
+    const struct kvg_model_entry *e = kvg_model_list_find(&w->models, model, len);
+    uint32_t v = e ? e->max_model_len : 0;
     pthread_mutex_unlock(&w->mu);
     return v;
 }
@@ -176,8 +167,8 @@ int kvg_worker_auth_header(struct kvg_worker *w, char *buf, size_t cap, struct k
 int kvg_worker_model_is_adapter(struct kvg_worker *w, const char *model, size_t len)
 {
     pthread_mutex_lock(&w->mu);
-    int i = model_at(w, model, len);
-    int v = i >= 0 ? w->model_adapter[i] : 0;
+    const struct kvg_model_entry *e = kvg_model_list_find(&w->models, model, len);
+    int v = e ? e->adapter : 0;
     pthread_mutex_unlock(&w->mu);
     return v;
 }
@@ -247,27 +238,23 @@ void kvg_worker_lora_sent(struct kvg_worker *w, const char *name, size_t len, ui
 void kvg_worker_set_models(struct kvg_worker *w, const cJSON *data)
 {
     if (!cJSON_IsArray(data)) return;
-    const cJSON *it;
-    pthread_mutex_lock(&w->mu);
-    w->nmodels = 0;
-    cJSON_ArrayForEach(it, data)
-    {
-        const cJSON *id = cJSON_GetObjectItemCaseSensitive(it, "id");
-        if (!cJSON_IsString(id) || w->nmodels == KVG_WORKER_MAX_MODELS) continue;
-        /* vLLM and SGLang say their context; the quota reserves it for a
-         * request without max_tokens. */
-        const cJSON *ml = cJSON_GetObjectItemCaseSensitive(it, "max_model_len");
-        w->max_model_len[w->nmodels] =
-            cJSON_IsNumber(ml) && ml->valuedouble >= 1 && ml->valuedouble < 4e9
-                ? (uint32_t)ml->valuedouble
-                : 0;
-        /* vLLM lists each LoRA adapter with its base model as `parent`
-         * (null for the base): requests for an adapter are hashed with its
-         * name, as the engine seeds the adapter's blocks. */
-        const cJSON *parent = cJSON_GetObjectItemCaseSensitive(it, "parent");
-        w->model_adapter[w->nmodels] = cJSON_IsString(parent) && parent->valuestring[0] &&
-                                       strcmp(parent->valuestring, id->valuestring);
-        snprintf(w->models[w->nmodels++], sizeof w->models[0], "%s", id->valuestring);
+    struct kvg_model_list l;
+    struct kvg_model_list_drops d;
+    int rc = kvg_model_list_parse(&l, data, &d);
+    if (rc) {
+        KVG_WARN("worker %s: its model list not read: %s", w->url, kvg_strerror(rc));
+        return;
     }
+    pthread_mutex_lock(&w->mu);
+    struct kvg_model_list old = w->models;
+    w->models = l;
+    int fresh = d.hash != w->models_drop_hash; /* the same list again: already told */
+    w->models_drop_hash = d.hash;
     pthread_mutex_unlock(&w->mu);
+    kvg_model_list_free(&old);
+    if (!fresh || !d.n) return;
+    atomic_fetch_add(&w->models_dropped, d.n);
+    KVG_WARN("worker %s: %zu of its models left out (over %d models or an id over %d bytes; "
+             "first: '%s', %zu bytes): requests for them are not routed there",
+             w->url, d.n, KVG_MODEL_LIST_MAX, KVG_MODEL_ID_MAX, d.first, d.first_bytes);
 }

@@ -16,8 +16,8 @@
 #include <stdint.h>
 
 #include "net/http_client.h"
+#include "router/model_list.h"
 
-#define KVG_WORKER_MAX_MODELS 8
 #define KVG_WORKER_LORA_SENT 8
 
 enum kvg_cb_state { KVG_CB_CLOSED = 0, KVG_CB_OPEN = 1, KVG_CB_HALF_OPEN = 2 };
@@ -72,14 +72,16 @@ struct kvg_worker {
     int slot; /* small integer id, stable while in the pool (KV index key) */
 
     /* Models served, from the engine's /v1/models (or configured). */
-    pthread_mutex_t mu; /* guards models[], load and scrape_* */
-    char models[KVG_WORKER_MAX_MODELS][128];
-    uint32_t max_model_len[KVG_WORKER_MAX_MODELS]; /* its context (vLLM, SGLang say); 0 unknown */
-    uint8_t model_adapter[KVG_WORKER_MAX_MODELS];  /* listed with a `parent`: a LoRA adapter */
-    int nmodels;
-    _Atomic int bootstrap_port; /* an SGLang prefill's bootstrap port, 0 none */
-    char labels[256];           /* locality, "node=..,rack=..,zone=.." (under the pool's lock) */
-    char api_key[256];          /* the engine's own API key ("" none), sent on every call to it */
+    pthread_mutex_t mu;           /* guards models, load and scrape_* */
+    struct kvg_model_list models; /* owned */
+    /* Entries of its /v1/models over the list's caps (model_list.h): each
+     * distinct list's are counted once and logged once. */
+    _Atomic uint64_t models_dropped;
+    uint64_t models_drop_hash;     /* the last list's dropped ids (under mu); 0 none */
+    _Atomic int models_cut_logged; /* its /v1/models went past the read's cap (router/health.c) */
+    _Atomic int bootstrap_port;    /* an SGLang prefill's bootstrap port, 0 none */
+    char labels[256];              /* locality, "node=..,rack=..,zone=.." (under the pool's lock) */
+    char api_key[256]; /* the engine's own API key ("" none), sent on every call to it */
     struct kvg_engine_load load;
     /* LoRA adapters the engine has active (vLLM's vllm:lora_requests_info:
      * running and waiting, comma-separated), from the last scrape. */
@@ -179,8 +181,10 @@ int kvg_worker_auth_header(struct kvg_worker *w, char *buf, size_t cap, struct k
  * or 0 when it did not say. */
 uint32_t kvg_worker_max_model_len(struct kvg_worker *w, const char *model, size_t len);
 /* Sets w's models from the `data` array of its /v1/models answer (a cJSON
- * array, borrowed; anything else leaves them as they were): ids, each
- * one's max_model_len, and whether it is a LoRA adapter (a `parent`). */
+ * array, borrowed; anything else, or no memory, leaves them as they were):
+ * ids, each one's max_model_len, and whether it is a LoRA adapter (a
+ * `parent`). Entries over the list's caps are logged and counted
+ * (models_dropped). */
 struct cJSON;
 void kvg_worker_set_models(struct kvg_worker *w, const struct cJSON *data);
 /* 1 when w lists `model` in its /v1/models with a parent (a LoRA adapter). */

@@ -26,8 +26,11 @@ struct kvg_serve_warmup {
     int on;
     char url[96];
     struct kvg_http_target t;
-    char (*bodies)[KVG_AUTOSCALE_HOT_BODY]; /* owned: 'C'/'P' + the request's JSON */
+    char *bodies[64]; /* owned: the prewarm requests kvgate built (autoscale_local.c) */
     size_t lens[64];
+    char auth[300]; /* the replica's "Bearer <key>" (--upstream-api-key, or its own) */
+    struct kvg_http_header auth_h;
+    int has_auth;
     size_t n, next, ok, pending;
     int ramping;
     double t0, ramp_t0;

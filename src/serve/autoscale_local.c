@@ -1,10 +1,12 @@
 /* kvgate serve's side of the `local` actuator (autoscale_int.h): the hooks
  * that register, drain and remove its replicas in the router pool; the
  * routing history (each request's first pick: its prompt prefix, the
- * worker, a replay body) behind the cache-aware scale-down choice and the
- * prewarm; the prewarm itself (the hottest prefixes sent to a replica that
- * just became healthy, prefill only: max_tokens 1, all at once, before it
- * takes traffic; each replay that answers 200 is placed on it in the
+ * worker, the model and prompt kvgate rendered) behind the cache-aware
+ * scale-down choice and the prewarm; the prewarm itself (the hottest
+ * prefixes sent to a replica that just became healthy, prefill only: a
+ * completions request kvgate builds itself, {model, prompt, max_tokens 1},
+ * never a client's body, with the replica's upstream key; all at once, before
+ * it takes traffic; each replay that answers 200 is placed on it in the
  * router's policy, kvg_proxy_place, so that its prefix's traffic follows)
  * and its slow start (its share of picks ramps from 10% to
  * all over slow_start_secs); and the gateway queue held while the pool has
@@ -76,6 +78,14 @@ static void h_drain(void *ud, const char *url, int on)
     kvg_worker_unref(w);
 }
 
+static void bodies_free(struct kvg_serve_warmup *wu)
+{
+    for (size_t i = 0; i < 64; i++) {
+        cJSON_free(wu->bodies[i]);
+        wu->bodies[i] = NULL;
+    }
+}
+
 static void warm_end(struct kvg_serve_warmup *wu)
 {
     for (size_t i = 0; i < 64; i++) {
@@ -83,8 +93,7 @@ static void warm_end(struct kvg_serve_warmup *wu)
         wu->call[i] = NULL;
     }
     wu->pending = 0;
-    free(wu->bodies);
-    wu->bodies = NULL;
+    bodies_free(wu);
     wu->on = 0;
 }
 
@@ -126,8 +135,7 @@ static void warm_head(void *ud, int status, const struct kvg_http_header *h, siz
     wu->ok++;
     /* The replica holds the prompt now, but no pick sent it there: without
      * KV events the router would never send it that prefix's traffic. */
-    const char *b = wu->bodies[c->i];
-    int rc = kvg_proxy_place(&wu->a->sv->proxy, wu->url, b + 1, wu->lens[c->i] - 1, b[0] == 'C');
+    int rc = kvg_proxy_place(&wu->a->sv->proxy, wu->url, wu->bodies[c->i], wu->lens[c->i], 0);
     if (rc) KVG_DEBUG("autoscale: prewarm of %s: not placed: %s", wu->url, kvg_strerror(rc));
 }
 
@@ -149,8 +157,7 @@ static void ramp_start(struct kvg_serve_warmup *wu)
 {
     wu->ramping = 1;
     wu->ramp_t0 = now_s(wu->a);
-    free(wu->bodies);
-    wu->bodies = NULL;
+    bodies_free(wu);
 }
 
 static void warm_finish(struct kvg_serve_warmup *wu)
@@ -167,20 +174,60 @@ static void warm_send(struct kvg_serve_warmup *wu)
 {
     static const struct kvg_http_call_cbs cbs = {warm_head, warm_body, warm_done};
     wu->pending = 1; /* the loop's own hold: no finish while it runs */
+    struct kvg_http_header hd[2] = {{KVG_STR("content-type"), KVG_STR("application/json")},
+                                    wu->auth_h};
     for (size_t i = 0; i < wu->n; i++) {
-        const char *b = wu->bodies[i];
-        struct kvg_str path =
-            b[0] == 'C' ? KVG_STR("/v1/chat/completions") : KVG_STR("/v1/completions");
-        struct kvg_http_header hd = {KVG_STR("content-type"), KVG_STR("application/json")};
+        if (!wu->bodies[i]) continue;
         struct kvg_http_call_opts o = {
             .connect_timeout_ms = 2000, .first_byte_timeout_ms = 30000, .idle_timeout_ms = 30000};
         wu->ctx[i] = (struct kvg_serve_warm_call){wu, i};
         wu->pending++;
-        if (kvg_http_call_start(wu->a->client, &wu->t, "POST", path, &hd, 1, b + 1, wu->lens[i] - 1,
-                                &o, &cbs, &wu->ctx[i], &wu->call[i]))
+        if (kvg_http_call_start(wu->a->client, &wu->t, "POST", KVG_STR("/v1/completions"), hd,
+                                wu->has_auth ? 2 : 1, wu->bodies[i], wu->lens[i], &o, &cbs,
+                                &wu->ctx[i], &wu->call[i]))
             wu->pending--;
     }
     if (--wu->pending == 0) warm_finish(wu);
+}
+
+/* The prefill-only request of a hot prompt, built from nothing else (a
+ * client's other members, kv_transfer_params, bootstrap_*, priorities and
+ * the like, must never reach an engine from kvgate's own calls): a
+ * completions request, which every engine the local actuator starts
+ * serves, of the prompt's token ids or text. NULL when out of memory;
+ * the caller frees it with cJSON_free. */
+static char *prewarm_body(const struct kvg_autoscale_hot_prompt *p)
+{
+    cJSON *prompt = NULL;
+    if (!p->is_ids) {
+        char *t = malloc(p->len + 1); /* the record's text is not NUL-terminated */
+        if (!t) return NULL;
+        memcpy(t, p->u.text, p->len);
+        t[p->len] = 0;
+        prompt = cJSON_CreateString(t);
+        free(t);
+    } else if ((prompt = cJSON_CreateArray())) {
+        for (size_t i = 0; i < p->len && prompt; i++) {
+            cJSON *id = cJSON_CreateNumber(p->u.ids[i]);
+            if (!id || !cJSON_AddItemToArray(prompt, id)) {
+                cJSON_Delete(id);
+                cJSON_Delete(prompt);
+                prompt = NULL;
+            }
+        }
+    }
+    cJSON *j = prompt ? cJSON_CreateObject() : NULL;
+    if (!j || !cJSON_AddItemToObject(j, "prompt", prompt)) {
+        cJSON_Delete(prompt);
+        cJSON_Delete(j);
+        return NULL;
+    }
+    char *s = NULL;
+    if (cJSON_AddStringToObject(j, "model", p->model) &&
+        cJSON_AddNumberToObject(j, "max_tokens", 1))
+        s = cJSON_PrintUnformatted(j);
+    cJSON_Delete(j);
+    return s;
 }
 
 static void h_ready(void *ud, const char *url)
@@ -199,12 +246,21 @@ static void h_ready(void *ud, const char *url)
     wu->on = 1;
     wu->a = a;
     wu->t = w->target;
+    /* The key every call to this engine carries (router/worker.h). */
+    wu->has_auth = kvg_worker_auth_header(w, wu->auth, sizeof wu->auth, &wu->auth_h);
     kvg_worker_unref(w);
     snprintf(wu->url, sizeof wu->url, "%s", url);
     wu->t0 = now_s(a);
     size_t k = a->lcfg.prewarm_prompts < 64 ? a->lcfg.prewarm_prompts : 64;
-    if (k && (wu->bodies = malloc(k * sizeof *wu->bodies)))
-        wu->n = kvg_autoscale_hot_top(a->hot, wu->t0, k, wu->bodies, wu->lens);
+    struct kvg_autoscale_hot_prompt *ps = k ? malloc(k * sizeof *ps) : NULL;
+    if (ps) {
+        wu->n = kvg_autoscale_hot_top(a->hot, wu->t0, k, ps);
+        for (size_t i = 0; i < wu->n; i++) {
+            wu->bodies[i] = prewarm_body(&ps[i]);
+            wu->lens[i] = wu->bodies[i] ? strlen(wu->bodies[i]) : 0;
+        }
+        free(ps);
+    }
     warm_send(wu);
 }
 
@@ -233,8 +289,12 @@ void kvg__serve_autoscale_local_tick(struct kvg_serve_autoscale *a, double now)
 }
 
 /* Routing history: a prefix is the routing text's first 1024 bytes (a
- * shared system prompt and its first turn), its replay the request itself
- * with max_tokens 1, no stream. */
+ * shared system prompt and its first turn); its replay is the model and the
+ * prompt as kvgate sees it: the token ids kvgate rendered and tokenized,
+ * else the routing text (a completions prompt itself; a chat's message
+ * texts when kvgate has no tokenizer). A prompt over the record's cap, or
+ * with a cache_salt (its cache is that salt's alone, and the salt is the
+ * client's), keeps its heat, not a replay. */
 static void on_routed(void *ud, const struct kvg_rinput *ri, struct kvg_worker *w)
 {
     struct kvg_serve_autoscale *a = ud;
@@ -250,28 +310,23 @@ static void on_routed(void *ud, const struct kvg_rinput *ri, struct kvg_worker *
     }
     uint64_t key =
         kvg_hash_fnv1a64(KVG_HASH_FNV1A64_SEED_SHORT, t->data, t->len < 1024 ? t->len : 1024);
+    static _Thread_local struct kvg_autoscale_hot_prompt p; /* 8 KB: not on the loop's stack */
+    p.len = 0;
+    if (!ri->cache_salt_len && ri->model_len && ri->model_len < sizeof p.model) {
+        memcpy(p.model, ri->model, ri->model_len);
+        p.model[ri->model_len] = 0;
+        if (ri->ids && ri->nids && ri->nids <= KVG_AUTOSCALE_HOT_IDS) {
+            p.is_ids = 1;
+            memcpy(p.u.ids, ri->ids, ri->nids * sizeof *ri->ids);
+            p.len = ri->nids;
+        } else if (!ri->ids && t->len && t->len <= KVG_AUTOSCALE_HOT_TEXT) {
+            p.is_ids = 0;
+            memcpy(p.u.text, t->data, t->len);
+            p.len = t->len;
+        }
+    }
     kvg_buf_free(&text);
-    cJSON *j = cJSON_Duplicate(ri->json, 1);
-    char *s = NULL;
-    if (j) {
-        cJSON_DeleteItemFromObjectCaseSensitive(j, "stream");
-        cJSON_DeleteItemFromObjectCaseSensitive(j, "stream_options");
-        cJSON_DeleteItemFromObjectCaseSensitive(j, "max_completion_tokens");
-        cJSON_DeleteItemFromObjectCaseSensitive(j, "max_tokens");
-        cJSON_DeleteItemFromObjectCaseSensitive(j, "n");
-        cJSON_AddNumberToObject(j, "max_tokens", 1);
-        s = cJSON_PrintUnformatted(j);
-        cJSON_Delete(j);
-    }
-    char body[KVG_AUTOSCALE_HOT_BODY];
-    size_t len = 0;
-    if (s && strlen(s) + 1 < sizeof body) { /* a longer one keeps its heat, not a replay */
-        body[0] = ri->chat ? 'C' : 'P';
-        len = strlen(s) + 1;
-        memcpy(body + 1, s, len - 1);
-    }
-    free(s);
-    kvg_autoscale_hot_record(a->hot, key, w->slot, now_s(a), len ? body : NULL, len);
+    kvg_autoscale_hot_record(a->hot, key, w->slot, now_s(a), p.len ? &p : NULL);
 }
 
 int kvg__serve_autoscale_local_init(struct kvg_serve_autoscale *a, char *err, size_t errlen)

@@ -54,17 +54,17 @@ static void models(struct kvg_serve_loop *lc, struct kvg_http_req *req)
     for (size_t i = 0; i < n; i++) {
         struct kvg_worker *w = ws[i];
         pthread_mutex_lock(&w->mu);
-        for (int m = 0; m < w->nmodels; m++) {
+        for (size_t m = 0; m < w->models.n; m++) {
             int dup = 0;
             cJSON *it;
             cJSON_ArrayForEach(it, data)
             {
                 cJSON *id = cJSON_GetObjectItemCaseSensitive(it, "id");
-                if (id && !strcmp(id->valuestring, w->models[m])) dup = 1;
+                if (id && !strcmp(id->valuestring, w->models.e[m].id)) dup = 1;
             }
             if (dup) continue;
             cJSON *o = cJSON_CreateObject();
-            cJSON_AddStringToObject(o, "id", w->models[m]);
+            cJSON_AddStringToObject(o, "id", w->models.e[m].id);
             cJSON_AddStringToObject(o, "object", "model");
             cJSON_AddNumberToObject(o, "created", (double)(long long)lc->sv->started_s);
             cJSON_AddStringToObject(o, "owned_by", "kvgate");
@@ -150,8 +150,8 @@ cJSON *kvg_serve_workers_json(struct kvg_serve *sv)
                                     (double)kvg_kv_index_worker_entries(sv->kv, (uint32_t)w->slot));
         cJSON *ms = cJSON_AddArrayToObject(o, "models");
         pthread_mutex_lock(&w->mu);
-        for (int m = 0; m < w->nmodels; m++)
-            cJSON_AddItemToArray(ms, cJSON_CreateString(w->models[m]));
+        for (size_t m = 0; m < w->models.n; m++)
+            cJSON_AddItemToArray(ms, cJSON_CreateString(w->models.e[m].id));
         pthread_mutex_unlock(&w->mu);
         cJSON_AddItemToArray(arr, o);
         kvg_worker_unref(w);

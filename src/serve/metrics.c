@@ -65,6 +65,10 @@ static const struct decl {
      "Scrapes of a worker's /metrics that failed: unreachable, not 200, or not Prometheus text "
      "(since it joined).",
      L_WORKER, 1, offsetof(struct kvg_serve_metrics, w_scrape_errors)},
+    {COUNTER, 0, "kvgate_worker_models_dropped_total",
+     "Entries of a worker's /v1/models left out of its model list: past 4096 models or an id "
+     "over 512 bytes (each distinct list counted once; requests for them are not routed there).",
+     L_WORKER, 1, offsetof(struct kvg_serve_metrics, w_models_dropped)},
     {GAUGE, 0, "kvgate_worker_routing_mode",
      "The cache view a worker's routing uses: 1 for its current mode (exact, degraded, "
      "approximate, load_only), 0 for the others.",
@@ -348,6 +352,7 @@ int kvg_serve_metrics_render(struct kvg_serve *sv, struct kvg_buf *out)
         set_series(m->w_active, v, 1, atomic_load(&ws[i]->in_flight));
         set_series(m->w_health, v, 1, atomic_load(&ws[i]->healthy) ? 1 : 0);
         mirror_series(m->w_scrape_errors, v, 1, atomic_load(&ws[i]->scrape_errors));
+        mirror_series(m->w_models_dropped, v, 1, atomic_load(&ws[i]->models_dropped));
         uint64_t now = kvg_now_ms();
         struct kvg_engine_load l = kvg_worker_load(ws[i], now, sv->cfg.proxy.metrics_staleness_ms);
         set_known(m->w_waiting, v, l.waiting);

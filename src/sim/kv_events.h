@@ -1,5 +1,6 @@
 /* msgpack encoding of the simulated engine's KV events, byte-compatible with
- * what vLLM publishes (vllm/distributed/kv_events.py, msgspec). A store of
+ * what vLLM publishes (its msgspec KV event classes; tests/fixtures/kv-wire
+ * holds payloads vLLM's own encoder made). A store of
  * an adapter's or a salted request's blocks also has lora_id (int),
  * lora_name and extra_keys (per block [lora_name?, cache_salt?], the salt on
  * a request's first block only; nil for none) in both forms:

@@ -179,8 +179,8 @@ int kvg_simsrv_main(const struct kvg_simsrv_opts *opts)
             memcpy(s.adapters[s.nadapters], p, n);
             s.adapters[s.nadapters++][n] = 0;
         } else if (n) {
-            fprintf(stderr, "kvgate sim: --lora-adapters: at most %d names under 64 bytes\n",
-                    KVG_SIMSRV_MAX_ADAPTERS);
+            fprintf(stderr, "kvgate sim: --lora-adapters: at most %d names under %d bytes\n",
+                    KVG_SIMSRV_MAX_ADAPTERS, KVG_SIMSRV_ADAPTER_NAME);
             return 2;
         }
         p += n + (e != NULL);

@@ -48,7 +48,7 @@ struct kvg_simsrv_opts {
     uint64_t cpu_kv_capacity_tokens; /* --cpu-kv-capacity-tokens: a CPU tier (0: none) */
     double cpu_load_s_per_token;     /* < 0: the profile's */
     uint32_t dp_size;                /* --dp-size: data-parallel ranks behind this URL */
-    char lora_adapters[512];         /* --lora-adapters a,b: LoRA adapters served on top of model */
+    char lora_adapters[8192];        /* --lora-adapters a,b: LoRA adapters served on top of model */
     char kv_events_endpoint[256];
     int kv_events_map; /* map encoding instead of arrays */
     char replay_endpoint[256];
@@ -151,7 +151,8 @@ struct sim_req {
 
 struct sim_metrics;
 
-#define KVG_SIMSRV_MAX_ADAPTERS 16
+#define KVG_SIMSRV_MAX_ADAPTERS 64 /* vLLM serves hundreds: enough to test a router past a few */
+#define KVG_SIMSRV_ADAPTER_NAME 256
 #define KVG_SIMSRV_MAX_DP 16
 
 /* One data-parallel rank (vLLM's engine core): its own cache, batch, step
@@ -184,7 +185,7 @@ struct kvg_simsrv_server {
     struct kvg_rng rng;
     struct kvg_metrics_registry *reg;
     uint32_t max_model_len;
-    char adapters[KVG_SIMSRV_MAX_ADAPTERS][64]; /* from --lora-adapters */
+    char adapters[KVG_SIMSRV_MAX_ADAPTERS][KVG_SIMSRV_ADAPTER_NAME]; /* from --lora-adapters */
     int nadapters;
     uint64_t kv_bytes_per_token; /* the profile's KV shape (a PD transfer's size) */
     struct kvg_simsrv_pd *pd;    /* PD state (sim/pd.c); NULL until kvg_simsrv_pd_start */

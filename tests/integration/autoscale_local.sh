@@ -43,14 +43,7 @@ G=http://127.0.0.1:$GW
 LOG=$TMP/serve-$GW.log
 nworkers() { curl -s -m 2 "$G/workers" >"$TMP/w.json" && json_get "$TMP/w.json" "len(j['workers'])"; }
 # until GREP_PATTERN appears in the log N times (bounded, 30 s x the wait scale)
-wait_log() {
-  local i
-  for i in $(seq 1 "$(scaled 300)"); do
-    [ "$(grep -c -- "$1" "$LOG")" -ge "${2:-1}" ] && return 0
-    sleep 0.1
-  done
-  return 1
-}
+wait_log() { wait_grep "$1" "$LOG" "${2:-1}"; }
 check "no replica at start" [ "$(nworkers)" = 0 ]
 
 # 1. From zero: the request waits in the gateway queue, a sim starts, it answers.

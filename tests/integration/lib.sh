@@ -85,6 +85,17 @@ wait_http() {
   return 1
 }
 
+# wait_grep PATTERN FILE [N]: until grep finds PATTERN in FILE on N lines
+# (default 1), for 30 s times the wait scale.
+wait_grep() {
+  local i
+  for i in $(seq 1 "$(scaled 300)"); do
+    [ "$(grep -c -- "$1" "$2")" -ge "${3:-1}" ] && return 0
+    sleep 0.1
+  done
+  return 1
+}
+
 # start_sim PORT [ARGS...]: a simulated engine on 127.0.0.1:PORT.
 start_sim() {
   local port=$1; shift

@@ -483,7 +483,7 @@ static int tick(struct pdrun *R, double t)
 
 /* Each pool's planner options: the aggregated runs' own, the role's, and
  * the measured per-role profile (queue's V_P stays the batch-1 peak, as in
- * the aggregated runs: llm-d's calibrate.sh measures a peak). */
+ * the aggregated runs: llm-d's calibration script measures a peak). */
 static void pool_opts(const struct kvg_bench_scale_opts *o, enum kvg_autoscale_role role,
                       struct kvg_autoscale_startup *su, struct kvg_autoscale_opts *a)
 {

@@ -257,8 +257,9 @@ TEST(pool_pick_release_counts_and_filters)
     CHECK_INT(known, 1);
     atomic_store(&w1->healthy, 1);
     /* Model filtering. */
-    strcpy(w1->models[0], "m1");
-    w1->nmodels = 1;
+    cJSON *ml = cJSON_Parse("[{\"id\":\"m1\"}]");
+    kvg_worker_set_models(w1, ml);
+    cJSON_Delete(ml);
     c.model = KVG_STR("m2");
     CHECK_INT(kvg_pool_pick(&pool, &c, NULL, 0, &p3, &known, NULL), KVG_ENOWORKER);
     CHECK_INT(known, 0);

@@ -27,7 +27,7 @@ TEST(adapters_are_models_with_a_parent)
         "{\"id\":\"self\",\"parent\":\"self\"}]}");
     kvg_worker_set_models(w, cJSON_GetObjectItemCaseSensitive(j, "data"));
     cJSON_Delete(j);
-    CHECK_INT(w->nmodels, 3);
+    CHECK_INT(w->models.n, 3);
     CHECK_INT(kvg_worker_model_is_adapter(w, "base", 4), 0);
     CHECK_INT(kvg_worker_model_is_adapter(w, "sql-lora", 8), 1);
     CHECK_INT(kvg_worker_model_is_adapter(w, "self", 4), 0);
