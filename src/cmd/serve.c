@@ -8,6 +8,7 @@
 #include "base/err.h"
 #include "base/opt.h"
 #include "cmd/cmd.h"
+#include "router/policy.h"
 #include "serve/serve.h"
 
 void kvg_cmd_serve_usage(void)
@@ -20,6 +21,8 @@ void kvg_cmd_serve_usage(void)
     if (d) kvg_serve_config_default(d);
     kvg_opt_help(kvg_serve_config_table(), d, stdout); /* without the defaults when out of memory */
     free(d);
+    printf("\npolicies (--policy, --prefill-policy, --decode-policy, --session-fallback):\n  %s\n",
+           kvg_policy_names());
 }
 
 int kvg_cmd_serve_parse(struct kvg_serve_config *c, int argc, char **argv, char *err, size_t errlen)

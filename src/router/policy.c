@@ -82,6 +82,13 @@ int kvg_policy_new(const char *name, const struct kvg_policy_opts *opts, struct 
     return KVG_ENOTFOUND;
 }
 
+int kvg_policy_known(const char *name)
+{
+    for (size_t i = 0; i < KVG_ARRAY_LEN(registry); i++)
+        if (!strcmp(name, registry[i].name)) return 1;
+    return 0;
+}
+
 const char *kvg_policy_names(void)
 {
     return "random, round_robin, power_of_two, least_load, consistent_hash (consistent_hashing), "

@@ -199,6 +199,8 @@ struct kvg_policy {
  * peers spell them). *out is the caller's: p->ops->destroy(p).
  * KVG_ENOTFOUND for an unknown name. */
 int kvg_policy_new(const char *name, const struct kvg_policy_opts *opts, struct kvg_policy **out);
+/* 1 when kvg_policy_new knows name (an alias included), else 0. */
+int kvg_policy_known(const char *name);
 /* Comma-separated list of known names, for --help and errors. */
 const char *kvg_policy_names(void);
 

@@ -372,6 +372,10 @@ const struct kvg_opt *kvg_serve_config_table(void)
 int kvg_serve_config_check(struct kvg_serve_config *c, char *err, size_t errlen)
 {
     int rc;
+    /* Before anything starts (the embedded engines included). */
+    if (!kvg_policy_known(c->policy))
+        return kvg_err_set(err, errlen, KVG_ECONFIG, "unknown --policy '%s' (known: %s)", c->policy,
+                           kvg_policy_names());
     /* 0 would silently mean "no limit" for these: refuse it. */
     const struct {
         const char *flag;
