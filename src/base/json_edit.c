@@ -60,6 +60,7 @@ struct edit_state {
     int any_member;    /* a member was met */
     size_t emitted;    /* items written between the braces: added and kept members */
     size_t kept_out;   /* kept members written */
+    int compact;       /* members joined by bare commas */
     int changes;
 };
 
@@ -145,7 +146,9 @@ static int copy_member(void *ud, const char *s, const struct kvg_json_member *m)
         return 0;
     }
     int rc = 0;
-    if (st->kept_out == 0) { /* the brace's whitespace, after any member added first */
+    if (st->compact) {
+        if (st->emitted) rc = put(st->out, ",", 1);
+    } else if (st->kept_out == 0) { /* the brace's whitespace, after any member added first */
         if (st->emitted) rc = put(st->out, ",", 1);
         if (!rc) rc = put(st->out, s + st->w0, st->w0_end - st->w0);
     } else { /* the comma and whitespace before this member as sent */
@@ -181,13 +184,13 @@ static int add_absent(struct edit_state *st, int first)
     return 0;
 }
 
-int kvg_json_edit(const char *s, size_t n, const struct kvg_json_edit *e, size_t ne,
-                  struct kvg_buf *out)
+static int edit(const char *s, size_t n, const struct kvg_json_edit *e, size_t ne,
+                struct kvg_buf *out, int compact)
 {
     unsigned char seen[KVG_JSON_EDIT_MAX];
     if (ne > sizeof seen) return -EINVAL;
     memset(seen, 0, sizeof seen);
-    struct edit_state st = {.e = e, .ne = ne, .seen = seen, .out = out};
+    struct edit_state st = {.e = e, .ne = ne, .seen = seen, .out = out, .compact = compact};
     size_t open = 0, close = 0;
     int rc = kvg_json_members(s, n, count_member, &st, &open, &close);
     if (rc) return rc;
@@ -205,7 +208,19 @@ int kvg_json_edit(const char *s, size_t n, const struct kvg_json_edit *e, size_t
     if ((rc = add_absent(&st, 0))) return rc;
     /* The whitespace before the closing brace (all of it when there were no
      * members), then the brace and whatever follows it as sent. */
-    size_t tail = st.any_member ? st.prev_end : open + 1;
+    size_t tail = compact ? close : st.any_member ? st.prev_end : open + 1;
     if ((rc = put(out, s + tail, n - tail))) return rc;
     return st.changes;
+}
+
+int kvg_json_edit(const char *s, size_t n, const struct kvg_json_edit *e, size_t ne,
+                  struct kvg_buf *out)
+{
+    return edit(s, n, e, ne, out, 0);
+}
+
+int kvg_json_edit_joined(const char *s, size_t n, const struct kvg_json_edit *e, size_t ne,
+                         struct kvg_buf *out)
+{
+    return edit(s, n, e, ne, out, 1);
 }

@@ -9,6 +9,7 @@
 #define KVG_BASE_JSON_EDIT_H
 
 #include <stddef.h>
+#include <string.h>
 
 #include "base/buf.h"
 
@@ -31,6 +32,16 @@ struct kvg_json_edit {
                    * closing one */
 };
 
+/* The common two, for edit lists: remove name; set name to the C string v. */
+#define KVG_JSON_REMOVE(n)                                                                         \
+    {                                                                                              \
+        .op = KVG_JSON_EDIT_REMOVE, .name = (n)                                                    \
+    }
+#define KVG_JSON_SET(n, v)                                                                         \
+    {                                                                                              \
+        .op = KVG_JSON_EDIT_SET, .name = (n), .value = (v), .value_len = strlen(v)                 \
+    }
+
 #define KVG_JSON_EDIT_MAX 32 /* edits in one call */
 
 /* Applies the edits (each name in at most one of them; at most
@@ -43,6 +54,12 @@ struct kvg_json_edit {
  * caller needing strict JSON has checked it (base/json.h). */
 int kvg_json_edit(const char *s, size_t n, const struct kvg_json_edit *e, size_t ne,
                   struct kvg_buf *out);
+
+/* The same, but the members are joined by bare commas: the whitespace
+ * between the braces goes (every member's own bytes stay as sent). The
+ * gate's cut of engine-only members has always forwarded this shape. */
+int kvg_json_edit_joined(const char *s, size_t n, const struct kvg_json_edit *e, size_t ne,
+                         struct kvg_buf *out);
 
 /* Whether the key s[m->key, m->key_end) (a struct kvg_json_member's span)
  * reads as the ASCII text name once its escapes are decoded: 1 or 0. */

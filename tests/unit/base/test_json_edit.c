@@ -8,14 +8,8 @@
 #include "base/err.h"
 #include "base/json_edit.h"
 
-#define RM(n)                                                                                      \
-    {                                                                                              \
-        .op = KVG_JSON_EDIT_REMOVE, .name = (n)                                                    \
-    }
-#define SET(n, v)                                                                                  \
-    {                                                                                              \
-        .op = KVG_JSON_EDIT_SET, .name = (n), .value = (v), .value_len = strlen(v)                 \
-    }
+#define RM KVG_JSON_REMOVE
+#define SET KVG_JSON_SET
 
 static char res[4096];
 
@@ -164,4 +158,16 @@ TEST(refuses_what_is_not_one_object)
     for (size_t i = 0; i < KVG_JSON_EDIT_MAX + 1; i++) many[i] = (struct kvg_json_edit)RM("x");
     edit("{}", many, KVG_JSON_EDIT_MAX + 1, &rc);
     CHECK(rc < 0);
+}
+
+TEST(joined_drops_only_the_whitespace_between_members)
+{
+    struct kvg_json_edit e[] = {RM("x"), SET("z", "0")};
+    struct kvg_buf b;
+    kvg_buf_init(&b, 0);
+    const char *in = " { \"a\" : 1 ,\n \"x\":2, \"b\":\"s p\" } ";
+    CHECK_INT(kvg_json_edit_joined(in, strlen(in), e, 2, &b), 2);
+    CHECK_INT((int)b.len, (int)strlen(" {\"a\" : 1,\"b\":\"s p\",\"z\":0} "));
+    CHECK(b.data && !memcmp(b.data, " {\"a\" : 1,\"b\":\"s p\",\"z\":0} ", b.len));
+    kvg_buf_free(&b);
 }
