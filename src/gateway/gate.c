@@ -295,9 +295,10 @@ static int strip_engine_only(struct kvg_gate_req *gr, const struct kvg_gate_requ
     /* The cut follows the scan's reading of the bytes, which is cJSON's only
      * for strict JSON: a lenient body (a BOM, control bytes as whitespace)
      * is refused rather than cut where cJSON might not see the members. */
-    cJSON *strict = kvg_json_parse_strict(rq->body, rq->body_len);
+    struct kvg_json_arena mem = {0}; /* its strings may hold \u0000 (base/json.h) */
+    cJSON *strict = kvg_json_parse_strict_in(&mem, rq->body, rq->body_len);
     int exact = cJSON_IsObject(strict);
-    cJSON_Delete(strict);
+    kvg_json_free(&mem, strict);
     if (!exact || kvg_json_members(rq->body, rq->body_len, plain_key, NULL, NULL, NULL))
         return KVG_EPARSE;
     struct kvg_json_edit e[KVG_ARRAY_LEN(ENGINE_ONLY)];

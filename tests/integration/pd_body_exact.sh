@@ -63,6 +63,10 @@ check "a stream with priority is answered (got $code)" [ "$code" = 200 ]
 f=$TMP/bodies-$A
 check "gate: the prompt's bytes intact ($(head -c 300 "$f"))" has "$f" "$PROMPT2"
 check "gate: the integer past 2^53 as sent" has "$f" "$SEED"
+code=$(curl -s -o "$TMP/r3" -w '%{http_code}' -m 20 "$GAU/v1/completions" \
+  -d '{"model":"m", '"$PROMPT"', "priority":3, '"$SEED"',"max_tokens":2}')
+check "a NUL in a prompt beside priority is answered (got $code)" [ "$code" = 200 ]
+check "gate: that prompt's bytes intact ($(tail -n 1 "$f" | head -c 300))" grep -qF -- "$PROMPT" "$f"
 check "gate: priority removed, include_usage asked" \
   [ "$(body_get "$f" '("priority" in j, j["stream_options"]["include_usage"])')" = "(False, True)" ]
 finish
