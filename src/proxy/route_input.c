@@ -203,6 +203,7 @@ int kvg_rinput_parse(struct kvg_rinput *ri, const char *body, size_t len, int ch
     memset(ri, 0, sizeof *ri);
     kvg_buf_init(&ri->text, 0);
     ri->chat = chat;
+    ri->body = body;
     ri->body_len = len;
     /* cJSON's tree and verdict, with a big body's strings copied by memchr
      * (base/json.h): the parse is most of a long conversation's CPU here.

@@ -9,7 +9,6 @@
  * and its slow start (its share of picks ramps from 10% to
  * all over slow_start_secs); and the gateway queue held while the pool has
  * no ready replica (scale from zero), woken when one is ready. */
-#include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +16,7 @@
 #include "base/buf.h"
 #include "base/err.h"
 #include "base/hash.h"
+#include "base/json_edit.h"
 #include "base/log.h"
 #include "router/route_text.h"
 #include "serve/autoscale_int.h"
@@ -251,26 +251,22 @@ static void on_routed(void *ud, const struct kvg_rinput *ri, struct kvg_worker *
     uint64_t key =
         kvg_hash_fnv1a64(KVG_HASH_FNV1A64_SEED_SHORT, t->data, t->len < 1024 ? t->len : 1024);
     kvg_buf_free(&text);
-    cJSON *j = cJSON_Duplicate(ri->json, 1);
-    char *s = NULL;
-    if (j) {
-        cJSON_DeleteItemFromObjectCaseSensitive(j, "stream");
-        cJSON_DeleteItemFromObjectCaseSensitive(j, "stream_options");
-        cJSON_DeleteItemFromObjectCaseSensitive(j, "max_completion_tokens");
-        cJSON_DeleteItemFromObjectCaseSensitive(j, "max_tokens");
-        cJSON_DeleteItemFromObjectCaseSensitive(j, "n");
-        cJSON_AddNumberToObject(j, "max_tokens", 1);
-        s = cJSON_PrintUnformatted(j);
-        cJSON_Delete(j);
-    }
+    /* The replay: the client's bytes with max_tokens 1 and no stream, made
+     * by base/json_edit.h (no reprint: every other member as sent). */
+    const struct kvg_json_edit e[] = {KVG_JSON_REMOVE("stream"), KVG_JSON_REMOVE("stream_options"),
+                                      KVG_JSON_REMOVE("max_completion_tokens"),
+                                      KVG_JSON_REMOVE("n"), KVG_JSON_SET("max_tokens", "1")};
+    struct kvg_buf s;
+    kvg_buf_init(&s, KVG_AUTOSCALE_HOT_BODY);
     char body[KVG_AUTOSCALE_HOT_BODY];
     size_t len = 0;
-    if (s && strlen(s) + 1 < sizeof body) { /* a longer one keeps its heat, not a replay */
+    if (ri->body && kvg_json_edit(ri->body, ri->body_len, e, KVG_ARRAY_LEN(e), &s) >= 0 &&
+        s.len + 1 < sizeof body) { /* a longer one keeps its heat, not a replay */
         body[0] = ri->chat ? 'C' : 'P';
-        len = strlen(s) + 1;
-        memcpy(body + 1, s, len - 1);
+        len = s.len + 1;
+        memcpy(body + 1, s.data, s.len);
     }
-    free(s);
+    kvg_buf_free(&s);
     kvg_autoscale_hot_record(a->hot, key, w->slot, now_s(a), len ? body : NULL, len);
 }
 
