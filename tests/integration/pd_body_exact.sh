@@ -4,7 +4,9 @@
 # its kv_transfer_params) and the decode (the prefill's params) intact, where
 # a reprint from cJSON's tree once cut the string at the NUL and rounded the
 # integer to a double. Also the gate's own edits (a client's priority
-# removed, include_usage added to a stream) on the aggregated path.
+# removed, include_usage added to a stream) on the aggregated path, where a
+# body with a \u0000 and a priority was once refused (400): the strict check
+# could not read the NUL.
 # Engines: tests/fixtures/echo_engine.py, logging each body it receives.
 . "$(dirname "$0")/lib.sh"
 P=$(free_port) D=$(free_port) A=$(free_port) GW=$(free_port) GA=$(free_port)
