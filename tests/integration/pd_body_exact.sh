@@ -54,6 +54,32 @@ check "decode: the prefill's kv_transfer_params" \
 check "decode: one kv_transfer_params member" \
   [ "$(head -n 1 "$TMP/bodies-$D" | grep -o '"kv_transfer_params"' | wc -l)" = 1 ]
 
+# EPD: the encode leg and the prefill after it (the encoder's
+# ec_transfer_params set) keep the client's bytes too.
+E=$(free_port) EP=$(free_port) ED=$(free_port) GE=$(free_port)
+ECHO_ROLE=encode ECHO_BODIES="$TMP/bodies-$E" /usr/bin/python3 "$KVG_ROOT/tests/fixtures/echo_engine.py" "$E" m &
+PIDS+=($!)
+for port in "$EP" "$ED"; do
+  ECHO_BODIES="$TMP/bodies-$port" /usr/bin/python3 "$KVG_ROOT/tests/fixtures/echo_engine.py" "$port" m &
+  PIDS+=($!)
+done
+for port in "$E" "$EP" "$ED"; do wait_http "http://127.0.0.1:$port/v1/models" 10 || exit 1; done
+start_serve "$GE" --vllm-pd-disaggregation --prefill "http://127.0.0.1:$EP" \
+  --decode "http://127.0.0.1:$ED" --epd-config "{\"encoder_urls\":[\"http://127.0.0.1:$E\"]}" \
+  --pd-threshold-tokens 0 --disable-health-check --load-monitor-interval-ms 0 || exit 1
+TEXT='"text" : "a\u0000b \udbff\udfff what is here?"'
+CHAT='{"model":"m", '"$SEED"',"max_tokens":4,"messages":[{"role":"user","content":[{"type":"text",'"$TEXT"'},{"type":"image_url","image_url":{"url":"data:image/png;base64,iVBORw0KGgo="}}]}]}'
+code=$(curl -s -o "$TMP/r4" -w '%{http_code}' -m 20 "http://127.0.0.1:$GE/v1/chat/completions" -d "$CHAT")
+check "the EPD request is answered (got $code: $(head -c 300 "$TMP/r4"))" [ "$code" = 200 ]
+for port in "$E" "$EP" "$ED"; do
+  f=$TMP/bodies-$port
+  check "EPD leg on $port: the text's bytes intact ($(head -c 300 "$f" 2>/dev/null))" has "$f" "$TEXT"
+  check "EPD leg on $port: the integer past 2^53 as sent" has "$f" "$SEED"
+done
+check "encode leg: max_tokens 1" [ "$(body_get "$TMP/bodies-$E" 'j["max_tokens"]')" = 1 ]
+check "prefill leg: the encoder's ec_transfer_params" \
+  [ "$(body_get "$TMP/bodies-$EP" 'j["ec_transfer_params"]["mm_hashes"]')" = "['h0']" ]
+
 # The aggregated path: the gate's edits on the client's bytes.
 start_serve "$GA" --worker-urls "http://127.0.0.1:$A" --disable-health-check \
   --load-monitor-interval-ms 0 || exit 1
