@@ -122,8 +122,11 @@ size_t kvg_json_u_escape(const char *p, const char *end, uint32_t *cp)
 /* The string whose opening quote is at r->p: a copy (jr_alloc), or
  * NULL (unterminated, an escape cJSON would refuse or read otherwise, no
  * memory). Raw bytes, control characters included, are copied as cJSON
- * copies them. */
-static char *read_string(struct jr *r)
+ * copies them. A \u0000 is read into the copy when len is not NULL and
+ * the tree is an arena's (*len then gets the copy's length: the string
+ * carries it, kvg_json_str); else it is declined, as cJSON ends the string
+ * there. */
+static char *read_string(struct jr *r, size_t *len)
 {
     const char *s = r->p + 1, *q = s;
     for (;;) { /* the closing quote: one not escaped by an odd run of '\' */
@@ -147,10 +150,9 @@ static char *read_string(struct jr *r)
         p = bs + 1; /* bs + 1 < q: an escaping '\' never precedes q */
         char c = *p;
         if (c == 'u') {
-            /* U+0000 is declined too: cJSON ends the string there. */
             uint32_t cp;
             size_t k = kvg_json_u_escape(p + 1, q, &cp);
-            if (!k || cp == 0) goto decline;
+            if (!k || (cp == 0 && (!len || !r->a))) goto decline;
             p += 1 + k;
             o += kvg_utf8_put(cp, o);
             continue;
@@ -161,11 +163,28 @@ static char *read_string(struct jr *r)
         p++;
     }
     *o = '\0';
+    if (len) *len = (size_t)(o - out);
     r->p = q + 1;
     return out;
 decline:
     jr_free_string(r, out);
     return NULL;
+}
+
+int kvg_json_has_nul_escape(const char *s, size_t n)
+{
+    /* memchr to each backslash: glibc's memmem is several times slower on a
+     * big body. */
+    for (const char *p = s, *e = s + n; p && (p = memchr(p, '\\', (size_t)(e - p))); p++)
+        if ((size_t)(e - p) >= 6 && !memcmp(p, "\\u0000", 6)) return 1;
+    return 0;
+}
+
+const char *kvg_json_str(const cJSON *n, size_t *len)
+{
+    if (!cJSON_IsString(n) || !n->valuestring) return NULL;
+    *len = n->type & KVG_JSON_STRING_LEN ? (size_t)n->valueint : strlen(n->valuestring);
+    return n->valuestring;
 }
 
 int kvg_json_unescape(char c)
@@ -252,7 +271,7 @@ static cJSON *read_container(struct jr *r, int depth, int obj)
     for (;;) {
         char *key = NULL;
         if (obj) {
-            if (r->p >= r->e || *r->p != '"' || !(key = read_string(r))) goto fail;
+            if (r->p >= r->e || *r->p != '"' || !(key = read_string(r, NULL))) goto fail;
             skip_ws(r);
             if (r->p >= r->e || *r->p != ':') {
                 jr_free_string(r, key);
@@ -303,13 +322,18 @@ static cJSON *read_value(struct jr *r, int depth)
     char c = *r->p;
     if (c == '{' || c == '[') return read_container(r, depth, c == '{');
     if (c == '"') {
-        char *s = read_string(r);
-        cJSON *n = s ? new_node(r, cJSON_String) : NULL;
+        size_t len = 0;
+        char *s = read_string(r, &len);
+        cJSON *n = s && len <= INT_MAX ? new_node(r, cJSON_String) : NULL;
         if (!n) {
             jr_free_string(r, s);
             return NULL;
         }
         n->valuestring = s;
+        if (strlen(s) != len) { /* it holds U+0000: the node carries its length */
+            n->type |= KVG_JSON_STRING_LEN;
+            n->valueint = (int)len;
+        }
         return n;
     }
     if (c == '-' || (c >= '0' && c <= '9')) {
@@ -402,10 +426,21 @@ int kvg_json_same(const cJSON *a, const cJSON *b)
 {
     if (!a || !b) return a == b;
     /* -0 and 0 differ as bytes: compare the doubles bit for bit. */
-    if (a->type != b->type || a->valueint != b->valueint ||
-        memcmp(&a->valuedouble, &b->valuedouble, sizeof a->valuedouble) ||
-        !same_str(a->string, b->string) || !same_str(a->valuestring, b->valuestring) ||
-        linked(a) != linked(b))
+    /* A string that carries its length (a NUL inside) is cJSON's when the
+     * bytes are: cJSON decodes past the NUL too, it only cannot say so. */
+    int la = (a->type & KVG_JSON_STRING_LEN) != 0, lb = (b->type & KVG_JSON_STRING_LEN) != 0;
+    if (la || lb) {
+        const cJSON *w = la ? a : b, *o = la ? b : a;
+        if ((a->type & ~KVG_JSON_STRING_LEN) != (b->type & ~KVG_JSON_STRING_LEN) ||
+            (la && lb && a->valueint != b->valueint) || !w->valuestring || !o->valuestring ||
+            memcmp(w->valuestring, o->valuestring, (size_t)w->valueint + 1))
+            return 0;
+    } else if (a->type != b->type || a->valueint != b->valueint ||
+               !same_str(a->valuestring, b->valuestring)) {
+        return 0;
+    }
+    if (memcmp(&a->valuedouble, &b->valuedouble, sizeof a->valuedouble) ||
+        !same_str(a->string, b->string) || linked(a) != linked(b))
         return 0;
     const cJSON *x = a->child, *y = b->child;
     for (; x && y; x = x->next, y = y->next)

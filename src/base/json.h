@@ -33,9 +33,21 @@ struct kvg_json_arena {
 
 /* kvg_json_parse / kvg_json_parse_strict, the tree built in a (empty) when
  * the fast reader reads the bytes; a tree cJSON builds (the hand-over) is
- * on the heap, and a stays empty. The same trees, node for node. */
+ * on the heap, and a stays empty. The same trees, node for node, but for
+ * one thing cJSON cannot hold: here a string value may hold a \u0000 (a NUL
+ * is data: HuggingFace's tokenizers and the engines read "a\u0000b" as three
+ * characters). Such a node carries its byte length (KVG_JSON_STRING_LEN in
+ * its type, beside cJSON_String: cJSON_IsString still says yes); read it
+ * with kvg_json_str. A key holding \u0000 is still declined. */
 cJSON *kvg_json_parse_in(struct kvg_json_arena *a, const char *s, size_t n);
 cJSON *kvg_json_parse_strict_in(struct kvg_json_arena *a, const char *s, size_t n);
+#define KVG_JSON_STRING_LEN 0x1000 /* a string node's valueint is its byte length */
+/* A string node's bytes and (*len) their length, a NUL inside counted, from
+ * either reader; NULL when n is not a string. */
+const char *kvg_json_str(const cJSON *n, size_t *len);
+/* Whether s[0, n) holds the text \u0000 (a string cJSON's tree would cut
+ * there: a tree from the hand-over cannot be read exactly). */
+int kvg_json_has_nul_escape(const char *s, size_t n);
 /* Frees tree, from either: the arena's blocks when it holds the tree, else
  * cJSON_Delete. a is empty after it. */
 void kvg_json_free(struct kvg_json_arena *a, cJSON *tree);

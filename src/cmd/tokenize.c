@@ -29,7 +29,9 @@
 #include "cmd/cmd.h"
 #include "base/buf.h"
 #include "base/err.h"
+#include "base/json.h"
 #include "base/opt.h"
+#include "base/utf8.h"
 #include "jinja/chat.h"
 #include "tokenizer/tokenizer.h"
 
@@ -105,6 +107,7 @@ static int process(struct cli *c, const char *in, size_t len, int json_text)
     const char *text = in;
     size_t tlen = len;
     cJSON *str = NULL;
+    struct kvg_json_arena mem = {0};
     kvg_buf_reset(&c->text);
     if (c->chat_mode) {
         struct kvg_jinja_chat_info info;
@@ -117,35 +120,33 @@ static int process(struct cli *c, const char *in, size_t len, int json_text)
         text = c->text.data ? c->text.data : "";
         tlen = c->text.len;
     } else if (json_text) {
-        struct kvg_buf masked;
-        kvg_buf_init(&masked, 0);
-        if ((rc = kvg_jinja_chat_json_mask(in, len, &masked, err, sizeof(err))) < 0) {
-            kvg_buf_free(&masked);
-            emit_error(c, err[0] ? err : kvg_strerror(rc));
-            return rc;
+        if (!kvg_utf8_valid(in, len)) {
+            emit_error(c, "request is not valid UTF-8");
+            return KVG_EUTF8;
         }
-        str = rc ? cJSON_ParseWithLength(masked.data, masked.len) : cJSON_ParseWithLength(in, len);
-        kvg_buf_free(&masked);
-        if (!cJSON_IsString(str)) {
-            cJSON_Delete(str);
-            emit_error(c, "each --jsonl line must be a JSON string");
-            return KVG_EPARSE;
+        /* The fast reader's string carries its length: a NUL is data. */
+        str = kvg_json_parse_in(&mem, in, len);
+        if (!cJSON_IsString(str) || (!mem.blocks && kvg_json_has_nul_escape(in, len))) {
+            int cut = cJSON_IsString(str);
+            kvg_json_free(&mem, str);
+            emit_error(c, cut ? "unsupported: \\u0000 in this line"
+                              : "each --jsonl line must be a JSON string");
+            return cut ? KVG_EUNSUPP : KVG_EPARSE;
         }
-        text = str->valuestring;
-        tlen = kvg_jinja_chat_unmask(str->valuestring, strlen(text)); /* NULs are data */
+        text = kvg_json_str(str, &tlen);
     }
     kvg_buf_reset(&c->out);
     if (c->render) {
         kvg_buf_append_str(&c->out, "{\"text\":");
         kvg_buf_append_json_str(&c->out, text, tlen);
         kvg_buf_append_str(&c->out, "}\n");
-        cJSON_Delete(str);
+        kvg_json_free(&mem, str);
         return 0;
     }
     uint32_t *ids = NULL;
     size_t n = 0;
     rc = kvg_tok_encode(c->tok, text, tlen, add_special, &ids, &n);
-    cJSON_Delete(str);
+    kvg_json_free(&mem, str);
     if (rc) {
         emit_error(c, kvg_strerror(rc));
         return rc;

@@ -20,12 +20,14 @@
  * and KV below 80%. */
 #include "gateway/gate.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/err.h"
 #include "base/json.h"
+#include "base/json_edit.h"
 #include "base/json_scan.h"
 #include "base/log.h"
 
@@ -281,30 +283,23 @@ static int engine_only(const char *k, size_t n)
 
 #define STRIP_OPAQUE 1 /* a key whose bytes are not its text: the cut stops */
 
-/* Appends each member but the engine-only ones to *ud (a kvg_buf holding
- * the body up to its opening brace), as the client wrote it,
- * comma-separated. */
-static int keep_member(void *ud, const char *s, const struct kvg_json_member *m)
+/* An escape or a raw control byte (cJSON's key ends at a NUL) makes a key's
+ * bytes differ from its text: such a body is refused rather than cut. */
+static int plain_key(void *ud, const char *s, const struct kvg_json_member *m)
 {
-    struct kvg_buf *out = ud;
-    /* An escape or a raw control byte (cJSON's key ends at a NUL) makes the
-     * key's bytes differ from its text: no exact cut is possible. */
+    (void)ud;
     if (m->key_escaped) return STRIP_OPAQUE;
     for (size_t i = m->key; i < m->key_end; i++)
         if ((unsigned char)s[i] < 0x20) return STRIP_OPAQUE;
-    if (engine_only(s + m->key, m->key_end - m->key)) return 0;
-    /* A comma unless this is the first kept member (the buffer then ends
-     * with the object's brace; no value ends with one). */
-    int rc = out->data[out->len - 1] != '{' ? kvg_buf_append(out, ",", 1) : 0;
-    /* From the key's opening quote to the value's end. */
-    return rc ? rc : kvg_buf_append(out, s + m->key - 1, m->val_end - (m->key - 1));
+    return 0;
 }
 
 /* The client's body without ENGINE_ONLY members, into gr->fwd_body: 0 (the
- * body had none: fwd_body stays empty), 1 (cut out, every other member as
- * the client wrote it; only the whitespace between members goes),
- * KVG_EPARSE (one is there but the body is not strict JSON or its keys are
- * escaped, so the cut could not be exact: refused), or -ENOMEM. */
+ * body had none: fwd_body stays empty), 1 (cut out by base/json_edit.h,
+ * every other member as the client wrote it; only the whitespace between
+ * members goes), KVG_EPARSE (one is there but the body is not strict JSON
+ * or its keys are escaped, so the cut could not be exact: refused), or
+ * -ENOMEM. */
 static int strip_engine_only(struct kvg_gate_req *gr, const struct kvg_gate_request *rq)
 {
     int found = 0;
@@ -314,22 +309,20 @@ static int strip_engine_only(struct kvg_gate_req *gr, const struct kvg_gate_requ
     /* The cut follows the scan's reading of the bytes, which is cJSON's only
      * for strict JSON: a lenient body (a BOM, control bytes as whitespace)
      * is refused rather than cut where cJSON might not see the members. */
-    cJSON *strict = kvg_json_parse_strict(rq->body, rq->body_len);
+    struct kvg_json_arena mem = {0}; /* its strings may hold \u0000 (base/json.h) */
+    cJSON *strict = kvg_json_parse_strict_in(&mem, rq->body, rq->body_len);
     int exact = cJSON_IsObject(strict);
-    cJSON_Delete(strict);
-    if (!exact) return KVG_EPARSE;
-    /* The object's opening brace (strict: only whitespace before it), the
-     * kept members, then everything from its closing brace. */
-    size_t open = 0, close = 0;
-    while (rq->body[open] != '{') open++;
+    kvg_json_free(&mem, strict);
+    if (!exact || kvg_json_members(rq->body, rq->body_len, plain_key, NULL, NULL, NULL))
+        return KVG_EPARSE;
+    struct kvg_json_edit e[KVG_ARRAY_LEN(ENGINE_ONLY)];
+    for (size_t i = 0; i < KVG_ARRAY_LEN(ENGINE_ONLY); i++)
+        e[i] = (struct kvg_json_edit){.op = KVG_JSON_EDIT_REMOVE, .name = ENGINE_ONLY[i].p};
     kvg_buf_init(&gr->fwd_body, 0);
-    int rc = kvg_buf_append(&gr->fwd_body, rq->body, open + 1);
-    if (!rc)
-        rc = kvg_json_members(rq->body, rq->body_len, keep_member, &gr->fwd_body, NULL, &close);
-    if (!rc) rc = kvg_buf_append(&gr->fwd_body, rq->body + close, rq->body_len - close);
-    if (rc) {
+    int rc = kvg_json_edit_joined(rq->body, rq->body_len, e, KVG_ARRAY_LEN(e), &gr->fwd_body);
+    if (rc <= 0) { /* 0: cJSON saw one the scan did not: no exact cut */
         kvg_buf_free(&gr->fwd_body);
-        return rc == STRIP_OPAQUE ? KVG_EPARSE : rc;
+        return rc == -ENOMEM || rc == KVG_ETOOBIG ? -ENOMEM : KVG_EPARSE;
     }
     return 1;
 }

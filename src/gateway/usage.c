@@ -5,11 +5,10 @@
 #include <string.h>
 
 #include "base/err.h"
+#include "base/json_edit.h"
 #include "base/json_scan.h"
 #include "base/util.h"
 #include "gateway/usage.h"
-
-static const char INJECT[] = "\"stream_options\":{\"include_usage\":true}";
 
 int kvg_usage_request_rewrite(const char *body, size_t len, const cJSON *root, struct kvg_buf *out)
 {
@@ -22,44 +21,21 @@ int kvg_usage_request_rewrite(const char *body, size_t len, const cJSON *root, s
     }
     if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "stream"))) goto done;
     const cJSON *so = cJSON_GetObjectItemCaseSensitive(root, "stream_options");
-    if (!so) {
-        /* Splice after the opening brace: the client's bytes stay as sent. */
-        size_t b = 0;
-        while (b < len && body[b] != '{') b++;
-        if (b == len) {
-            rc = KVG_EPARSE;
-            goto done;
-        }
-        if ((rc = kvg_buf_append(out, body, b + 1)) || (rc = kvg_buf_append_str(out, INJECT)) ||
-            (root->child && (rc = kvg_buf_append_str(out, ","))) ||
-            (rc = kvg_buf_append(out, body + b + 1, len - b - 1)))
-            goto done;
-        rc = 1;
-        goto done;
-    }
-    if (!cJSON_IsObject(so) && !cJSON_IsNull(so)) goto done; /* invalid: the engine says so */
+    if (so && !cJSON_IsObject(so) && !cJSON_IsNull(so)) goto done; /* invalid: the engine says so */
     if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(so, "include_usage"))) goto done;
-    cJSON *dup = cJSON_Duplicate(root, 1);
-    if (!dup) {
-        rc = -ENOMEM;
-        goto done;
-    }
-    cJSON *nso = cJSON_CreateObject();
-    cJSON_AddBoolToObject(nso, "include_usage", 1);
-    if (cJSON_IsObject(so)) /* keep the client's other stream options */
-        for (const cJSON *it = so->child; it; it = it->next)
-            if (strcmp(it->string, "include_usage"))
-                cJSON_AddItemToObject(nso, it->string, cJSON_Duplicate(it, 1));
-    cJSON_ReplaceItemInObjectCaseSensitive(dup, "stream_options", nso);
-    char *s = cJSON_PrintUnformatted(dup);
-    cJSON_Delete(dup);
-    if (!s) {
-        rc = -ENOMEM;
-        goto done;
-    }
-    rc = kvg_buf_append_str(out, s);
-    free(s);
-    if (!rc) rc = 1;
+    /* Set on the client's bytes (base/json_edit.h); an absent stream_options
+     * goes right after the opening brace. */
+    const struct kvg_json_edit e = {.op = KVG_JSON_EDIT_SET_IN,
+                                    .name = "stream_options",
+                                    .inner = "include_usage",
+                                    .value = "true",
+                                    .value_len = 4,
+                                    .at_start = 1};
+    size_t at = out->len;
+    rc = kvg_json_edit(body ? body : "", len, &e, 1, out);
+    if (rc == KVG_EUNSUPP) rc = 0; /* the scan saw another stream_options: leave it to the engine */
+    if (rc <= 0) out->len = at;
+    if (rc > 0) rc = 1;
 done:
     cJSON_Delete(own);
     return rc;

@@ -47,9 +47,10 @@ struct kvg_usage {
  * or include_usage absent or false), writes the rewritten body to `out`
  * and returns 1; returns 0 when nothing needs changing (out untouched), or
  * KVG_EPARSE when the body is not a JSON object. `root` is the body already
- * parsed by the caller (NULL: parsed here). When stream_options is absent
- * the member is spliced in after the opening brace, so the client's bytes
- * are otherwise kept as sent; otherwise the document is re-serialised. */
+ * parsed by the caller (NULL: parsed here). The edit is made on the
+ * client's bytes (base/json_edit.h), every other byte kept as sent: an
+ * absent stream_options is added right after the opening brace, a null one
+ * replaced, include_usage set inside an object one. */
 int kvg_usage_request_rewrite(const char *body, size_t len, const cJSON *root, struct kvg_buf *out);
 
 /* Reads the `usage` object of a parsed JSON answer: 1 found, 0 absent. */

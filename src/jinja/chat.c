@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "base/err.h"
+#include "base/json.h"
 #include "base/utf8.h"
 #include "jinja/chat_int.h"
 
@@ -76,71 +77,6 @@ void kvg_jinja_chat_free(struct kvg_jinja_chat *c)
     free(c);
 }
 
-/* Whether json spells U+10FFFF itself: raw, or as the escape pair. */
-static int holds_mask(const char *json, size_t len)
-{
-    if (memmem(json, len, KVG_JINJA_NUL_MASK, 4)) return 1;
-    for (const char *p = json, *e = json + len; (p = memmem(p, (size_t)(e - p), "\\u", 2)); p += 2)
-        if (e - p >= 12 && !strncasecmp(p, "\\udbff\\udfff", 12)) return 1;
-    return 0;
-}
-
-int kvg_jinja_chat_json_mask(const char *json, size_t len, struct kvg_buf *out, char *err,
-                             size_t errlen)
-{
-    if (!kvg_utf8_valid(json, len)) {
-        if (err && errlen) snprintf(err, errlen, "request is not valid UTF-8");
-        return KVG_EUTF8;
-    }
-    /* a \u0000 escape is one whose backslash is not itself escaped */
-    const char *p = json, *e = json + len, *hit, *from = json;
-    int masked = 0;
-    while ((hit = memmem(p, (size_t)(e - p), "\\u0000", 6)) != NULL) {
-        size_t bs = 0;
-        for (const char *q = hit; q > json && q[-1] == '\\'; q--) bs++;
-        p = hit + 1;
-        if (bs % 2) continue;
-        if (!masked) {
-            if (holds_mask(json, len)) {
-                if (err && errlen)
-                    snprintf(err, errlen, "unsupported: \\u0000 beside U+10FFFF in one request");
-                return KVG_EUNSUPP;
-            }
-            kvg_buf_reset(out);
-            masked = 1;
-        }
-        if (kvg_buf_append(out, from, (size_t)(hit - from)) ||
-            kvg_buf_append(out, "\\udbff\\udfff", 12))
-            return -ENOMEM;
-        from = hit + 6;
-        p = from;
-    }
-    if (masked && kvg_buf_append(out, from, (size_t)(e - from))) return -ENOMEM;
-    return masked;
-}
-
-size_t kvg_jinja_chat_unmask(char *s, size_t n)
-{
-    /* Masks are rare: memchr jumps to the next candidate lead byte and the
-     * text between moves in one memmove (nothing moves before the first). */
-    size_t w = 0, r = 0;
-    while (r < n) {
-        const char *q = memchr(s + r, KVG_JINJA_NUL_MASK[0], n - r);
-        size_t at = q ? (size_t)(q - s) : n;
-        if (w != r) memmove(s + w, s + r, at - r);
-        w += at - r;
-        r = at;
-        if (r == n) break;
-        if (r + 4 <= n && !memcmp(s + r, KVG_JINJA_NUL_MASK, 4)) {
-            s[w++] = 0;
-            r += 4;
-        } else {
-            s[w++] = s[r++];
-        }
-    }
-    return w;
-}
-
 cJSON *kvg__jinja_chat_parse_json(const char *s, size_t n)
 {
     const char *end = NULL;
@@ -175,24 +111,28 @@ int kvg_jinja_chat_render(const struct kvg_jinja_chat *c, const char *body, size
                           const struct kvg_jinja_limits *lim, struct kvg_buf *out,
                           struct kvg_jinja_chat_info *info, char *err, size_t errlen)
 {
-    struct kvg_buf masked;
-    kvg_buf_init(&masked, 0);
-    int rc = kvg_jinja_chat_json_mask(body, len, &masked, err, errlen);
-    if (rc < 0) {
-        kvg_buf_free(&masked);
-        return rc;
+    if (!kvg_utf8_valid(body, len)) {
+        if (err && errlen) snprintf(err, errlen, "request is not valid UTF-8");
+        return KVG_EUTF8;
     }
-    cJSON *req = rc ? kvg__jinja_chat_parse_json(masked.data, masked.len)
-                    : kvg__jinja_chat_parse_json(body, len);
-    kvg_buf_free(&masked);
+    cJSON *req = kvg__jinja_chat_parse_json(body, len);
     if (!req) {
         if (err && errlen) snprintf(err, errlen, "request is not valid JSON");
         return KVG_EPARSE;
     }
-    size_t was = out->len;
-    rc = kvg_jinja_chat_render_json(c, req, lim, out, info, err, errlen);
+    /* cJSON's verdict; a \u0000 in a string is data, read by the fast
+     * reader whose strings carry their length (base/json.h). */
+    struct kvg_json_arena a = {0};
+    cJSON *exact = NULL;
+    if (kvg_json_has_nul_escape(body, len) &&
+        (!(exact = kvg_json_parse_in(&a, body, len)) || !a.blocks)) {
+        kvg_json_free(&a, exact);
+        cJSON_Delete(req);
+        if (err && errlen) snprintf(err, errlen, "unsupported: \\u0000 in this request");
+        return KVG_EUNSUPP;
+    }
+    int rc = kvg_jinja_chat_render_json(c, exact ? exact : req, lim, out, info, err, errlen);
+    kvg_json_free(&a, exact);
     cJSON_Delete(req);
-    if (!rc && out->len > was)
-        out->len = was + kvg_jinja_chat_unmask(out->data + was, out->len - was);
     return rc;
 }

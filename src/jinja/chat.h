@@ -86,21 +86,4 @@ int kvg_jinja_chat_render_json(const struct kvg_jinja_chat *c, const cJSON *req,
                                const struct kvg_jinja_limits *lim, struct kvg_buf *out,
                                struct kvg_jinja_chat_info *info, char *err, size_t errlen);
 
-/* A NUL inside a JSON string is data (HuggingFace's tokenizers and the
- * engines read "a\u0000b" as three characters), but cJSON keeps strings
- * NUL-terminated and would cut it short. So before parsing, every \u0000
- * escape becomes the escape of KVG_JINJA_NUL_MASK (U+10FFFF, a noncharacter),
- * and text made from the parsed strings turns the mask back into NUL:
- * kvg_jinja_chat_render does both; the JSON writer of the template engine
- * (tojson) writes the mask as \u0000, as JSON.stringify writes a NUL. Exact
- * as long as the input holds no U+10FFFF of its own: such an input is refused
- * (KVG_EUNSUPP), never guessed. */
-/* Checks JSON text (UTF-8: else KVG_EUTF8) and masks its \u0000 escapes:
- * 0 when there are none (out untouched), 1 when out holds the masked copy,
- * KVG_EUNSUPP when the input already holds U+10FFFF; message in err. */
-int kvg_jinja_chat_json_mask(const char *json, size_t len, struct kvg_buf *out, char *err,
-                             size_t errlen);
-/* Turns every mask in s[0..n) back into NUL, in place; returns the new length. */
-size_t kvg_jinja_chat_unmask(char *s, size_t n);
-
 #endif

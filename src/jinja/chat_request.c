@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "base/err.h"
+#include "base/json.h"
 #include "jinja/chat_int.h"
 
 void kvg__jinja_chat_scratch_free(struct chat_scratch *s)
@@ -85,9 +86,12 @@ static int is_str(const cJSON *j, const char *s)
     return cJSON_IsString(j) && !strcmp(j->valuestring, s);
 }
 
-static struct jv sv(const char *s)
+/* A string node's text, a NUL inside included (base/json.h). */
+static struct jv sv(const cJSON *j)
 {
-    return jv_str(s, strlen(s));
+    size_t n = 0;
+    const char *s = kvg_json_str(j, &n);
+    return jv_str(s ? s : "", n);
 }
 
 /* Text parts joined with "\n"; empty texts are skipped, as vLLM's
@@ -99,18 +103,18 @@ static int conv_content(struct jrender *r, const cJSON *content, struct jv *out)
         return 0;
     }
     if (cJSON_IsString(content)) {
-        *out = sv(content->valuestring);
+        *out = sv(content);
         return 0;
     }
     if (!cJSON_IsArray(content))
         return kvg__jinja_run_fail(r, KVG_EPARSE,
                                    "message content must be a string or an array of parts");
-    const char *texts[64], **tv = texts;
+    const cJSON *texts[64], **tv = texts;
     size_t nt = 0, cap = 64, total = 0;
     for (const cJSON *p = content->child; p; p = p->next) {
-        const char *t = NULL;
+        const cJSON *t = NULL;
         if (cJSON_IsString(p)) {
-            t = p->valuestring;
+            t = p;
         } else if (cJSON_IsObject(p)) {
             const cJSON *type = jget(p, "type");
             const cJSON *uuid = jget(p, "uuid");
@@ -137,7 +141,7 @@ static int conv_content(struct jrender *r, const cJSON *content, struct jv *out)
                 if (f && !cJSON_IsNull(f) && !cJSON_IsString(f))
                     return kvg__jinja_run_fail(r, KVG_EPARSE, "content part %s must be a string",
                                                field);
-                if (cJSON_IsString(f)) t = f->valuestring;
+                if (cJSON_IsString(f)) t = f;
             } else if (type && !cJSON_IsNull(type) && !cJSON_IsString(type)) {
                 return kvg__jinja_run_fail(r, KVG_EPARSE,
                                            "Invalid 'type' field in multimodal part.");
@@ -155,9 +159,10 @@ static int conv_content(struct jrender *r, const cJSON *content, struct jv *out)
         } else {
             return kvg__jinja_run_fail(r, KVG_EPARSE, "content parts must be strings or objects");
         }
-        if (!t || !*t) continue;
+        size_t tl = 0;
+        if (!t || !kvg_json_str(t, &tl) || !tl) continue;
         if (nt == cap) {
-            const char **nv = kvg__jinja_arena_alloc(&r->arena, cap * 2 * sizeof(*nv));
+            const cJSON **nv = kvg__jinja_arena_alloc(&r->arena, cap * 2 * sizeof(*nv));
             if (!nv)
                 return kvg__jinja_run_fail(r, KVG_ETOOBIG, "template render memory limit reached");
             memcpy(nv, tv, nt * sizeof(*nv));
@@ -165,7 +170,7 @@ static int conv_content(struct jrender *r, const cJSON *content, struct jv *out)
             cap *= 2;
         }
         tv[nt++] = t;
-        total += strlen(t) + 1;
+        total += tl + 1;
     }
     if (!nt) {
         *out = jv_str("", 0);
@@ -179,9 +184,10 @@ static int conv_content(struct jrender *r, const cJSON *content, struct jv *out)
     if (!d) return kvg__jinja_run_fail(r, KVG_ETOOBIG, "template render memory limit reached");
     size_t off = 0;
     for (size_t i = 0; i < nt; i++) {
-        size_t l = strlen(tv[i]);
+        size_t l = 0;
+        const char *s = kvg_json_str(tv[i], &l);
         if (i) d[off++] = '\n';
-        memcpy(d + off, tv[i], l);
+        memcpy(d + off, s, l);
         off += l;
     }
     *out = jv_str(d, off);
@@ -294,7 +300,7 @@ static int conv_message(struct jrender *r, struct chat_scratch *s, const cJSON *
     struct jv v;
     int rc;
     if (!o) return r->err;
-    if ((rc = kvg__jinja_obj_push(r, o, "role", 4, sv(role->valuestring))) ||
+    if ((rc = kvg__jinja_obj_push(r, o, "role", 4, sv(role))) ||
         (rc = conv_content(r, content, &v)) || (rc = kvg__jinja_obj_push(r, o, "content", 7, v)))
         return rc;
     const char *ro = role->valuestring;
@@ -320,8 +326,8 @@ static int conv_message(struct jrender *r, struct chat_scratch *s, const cJSON *
         if (rs && !cJSON_IsNull(rs)) {
             if (!cJSON_IsString(rs))
                 return kvg__jinja_run_fail(r, KVG_EPARSE, "reasoning must be a string");
-            if ((rc = kvg__jinja_obj_push(r, o, "reasoning", 9, sv(rs->valuestring))) ||
-                (rc = kvg__jinja_obj_push(r, o, "reasoning_content", 17, sv(rs->valuestring))))
+            if ((rc = kvg__jinja_obj_push(r, o, "reasoning", 9, sv(rs))) ||
+                (rc = kvg__jinja_obj_push(r, o, "reasoning_content", 17, sv(rs))))
                 return rc;
         }
     } else if (is_tool) {
@@ -329,10 +335,8 @@ static int conv_message(struct jrender *r, struct chat_scratch *s, const cJSON *
                    (rc = kvg__jinja_obj_push(r, o, "tool_call_id", 12, v))))
             return rc;
     }
-    if (cJSON_IsString(name) && (rc = kvg__jinja_obj_push(r, o, "name", 4, sv(name->valuestring))))
-        return rc;
-    if (cJSON_IsString(task) && (rc = kvg__jinja_obj_push(r, o, "task", 4, sv(task->valuestring))))
-        return rc;
+    if (cJSON_IsString(name) && (rc = kvg__jinja_obj_push(r, o, "name", 4, sv(name)))) return rc;
+    if (cJSON_IsString(task) && (rc = kvg__jinja_obj_push(r, o, "task", 4, sv(task)))) return rc;
     if (is_developer) {
         v = jv_null();
         if (tools && (rc = kvg__jinja_value_from_json(r, tools, &v))) return rc;
@@ -471,8 +475,8 @@ int kvg__jinja_chat_build_context(struct jrender *r, const struct kvg_jinja_chat
         vals[CV_TOOLS].t = JV_ARR;
         vals[CV_TOOLS].u.a = ta;
     }
-    if (c->bos) vals[CV_BOS] = sv(c->bos), have[CV_BOS] = 1;
-    if (c->eos) vals[CV_EOS] = sv(c->eos), have[CV_EOS] = 1;
+    if (c->bos) vals[CV_BOS] = jv_str(c->bos, strlen(c->bos)), have[CV_BOS] = 1;
+    if (c->eos) vals[CV_EOS] = jv_str(c->eos, strlen(c->eos)), have[CV_EOS] = 1;
     for (int i = 0; i < 2; i++) {
         const cJSON *x = passed_v[i];
         if (x && !cJSON_IsNull(x)) {

@@ -49,8 +49,4 @@ int kvg_jinja_render_json(const struct kvg_jinja *t, const cJSON *ctx,
                           const struct kvg_jinja_limits *lim, struct kvg_buf *out, char *err,
                           size_t errlen);
 
-/* U+10FFFF (a noncharacter) stands for a NUL inside strings the chat code
- * parsed (chat.h says why); tojson writes it as \u0000. */
-#define KVG_JINJA_NUL_MASK "\xf4\x8f\xbf\xbf"
-
 #endif

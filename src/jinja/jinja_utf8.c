@@ -82,8 +82,6 @@ int kvg__jinja_str_json(struct kvg_buf *b, const char *s, size_t n, int ensure_a
             sprintf(tmp, "\\u%c%c%c%c", '0', '0', hex[c >> 4], hex[c & 15]);
             esc = tmp;
             el = 6;
-        } else if (c == 0xF4 && n - i >= 4 && !memcmp(s + i, KVG_JINJA_NUL_MASK, 4)) {
-            esc = "\\u0000", el = 6, adv = 4; /* a masked NUL (chat.h) */
         } else if (ensure_ascii && c >= 0x80) {
             uint32_t cp;
             adv = kvg_utf8_decode_fast(s + i, n - i, &cp);

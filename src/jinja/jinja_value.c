@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "base/err.h"
+#include "base/json.h"
 #include "jinja/jinja_int.h"
 
 /* ---- arena ---- */
@@ -239,9 +240,12 @@ int kvg__jinja_value_from_json(struct jrender *r, const cJSON *j, struct jv *out
         *out = (isfinite(d) && d == floor(d)) ? jv_int(d) : jv_float(d);
         break;
     }
-    case cJSON_String:
-        *out = jv_str(j->valuestring, strlen(j->valuestring));
+    case cJSON_String: {
+        size_t n = 0;
+        const char *s = kvg_json_str(j, &n); /* a NUL inside is data */
+        *out = jv_str(s, n);
         break;
+    }
     case cJSON_Array: {
         size_t n = 0;
         for (const cJSON *c = j->child; c; c = c->next) n++;

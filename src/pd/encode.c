@@ -28,7 +28,7 @@
 #include "base/err.h"
 #include "base/log.h"
 #include "base/util.h"
-#include "pd/pd.h"
+#include "pd/pd_int.h"
 
 /* An encoder's answer is one small JSON document (one token, the params). */
 #define MAX_ENCODE_ANSWER (1u << 20)
@@ -140,36 +140,29 @@ void kvg__pd_encode_free(struct kvg_pd *pd)
  * without transfer params of either kind. NULL when not a JSON object. */
 static char *encode_body(const char *body, size_t len)
 {
-    cJSON *j = cJSON_ParseWithLength(body, len);
-    if (!cJSON_IsObject(j)) {
-        cJSON_Delete(j);
-        return NULL;
-    }
-    static const char *drop[] = {"max_tokens",
-                                 "max_completion_tokens",
-                                 "stream",
-                                 "stream_options",
-                                 "min_tokens",
-                                 "kv_transfer_params",
-                                 "ec_transfer_params",
-                                 "min_completion_tokens"};
+    static const char *drop[] = {
+        "max_completion_tokens", "stream_options",     "min_tokens",
+        "kv_transfer_params",    "ec_transfer_params", "min_completion_tokens"};
+    struct kvg_json_edit e[KVG_ARRAY_LEN(drop) + 2];
     for (size_t i = 0; i < KVG_ARRAY_LEN(drop); i++)
-        cJSON_DeleteItemFromObjectCaseSensitive(j, drop[i]);
-    cJSON_AddNumberToObject(j, "max_tokens", 1);
-    cJSON_AddFalseToObject(j, "stream");
-    char *s = cJSON_PrintUnformatted(j);
-    cJSON_Delete(j);
-    return s;
+        e[i] = (struct kvg_json_edit){.op = KVG_JSON_EDIT_REMOVE, .name = drop[i]};
+    e[KVG_ARRAY_LEN(drop)] = (struct kvg_json_edit){
+        .op = KVG_JSON_EDIT_SET, .name = "max_tokens", .value = "1", .value_len = 1};
+    e[KVG_ARRAY_LEN(drop) + 1] = (struct kvg_json_edit){
+        .op = KVG_JSON_EDIT_SET, .name = "stream", .value = "false", .value_len = 5};
+    return kvg__pd_body_edit(body, len, e, KVG_ARRAY_LEN(e));
 }
 
-/* The prefill leg's body with the encoder's params spliced in. */
+/* The prefill leg's body with the encoder's params set (the params are the
+ * encoder's, printed; the body's bytes are the client's). */
 static char *with_params(const char *body, const cJSON *params)
 {
-    cJSON *j = cJSON_Parse(body);
-    if (!j) return NULL;
-    cJSON_AddItemToObject(j, "ec_transfer_params", cJSON_Duplicate(params, 1));
-    char *s = cJSON_PrintUnformatted(j);
-    cJSON_Delete(j);
+    char *p = cJSON_PrintUnformatted(params);
+    if (!p) return NULL;
+    struct kvg_json_edit e = {
+        .op = KVG_JSON_EDIT_SET, .name = "ec_transfer_params", .value = p, .value_len = strlen(p)};
+    char *s = kvg__pd_body_edit(body, strlen(body), &e, 1);
+    free(p);
     return s;
 }
 

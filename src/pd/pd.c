@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "base/err.h"
+#include "base/json_edit.h"
 #include "base/log.h"
 #include "base/util.h"
 #include "pd/pd_int.h"
@@ -137,56 +138,49 @@ void kvg_pd_free(struct kvg_pd *pd)
 
 /* ------------------------------------------------------------ bodies */
 
+char *kvg__pd_body_edit(const char *body, size_t len, const struct kvg_json_edit *e, size_t ne)
+{
+    struct kvg_buf b;
+    kvg_buf_init(&b, 0);
+    if (kvg_json_edit(body, len, e, ne, &b) < 0 || kvg_buf_append(&b, "", 1)) {
+        kvg_buf_free(&b);
+        return NULL;
+    }
+    return b.data;
+}
+
 /* The prefill leg's body; NULL when the client's is not a JSON object. */
 static char *prefill_body(const char *body, size_t len)
 {
-    cJSON *j = cJSON_ParseWithLength(body, len);
-    if (!cJSON_IsObject(j)) {
-        cJSON_Delete(j);
-        return NULL;
-    }
-    cJSON *one = cJSON_CreateNumber(1);
-    cJSON_ReplaceItemInObjectCaseSensitive(j, "max_tokens", one);
-    if (!cJSON_GetObjectItemCaseSensitive(j, "max_tokens"))
-        cJSON_AddNumberToObject(j, "max_tokens", 1);
-    if (cJSON_GetObjectItemCaseSensitive(j, "max_completion_tokens"))
-        cJSON_ReplaceItemInObjectCaseSensitive(j, "max_completion_tokens", cJSON_CreateNumber(1));
-    cJSON_DeleteItemFromObjectCaseSensitive(j, "stream");
-    cJSON_AddFalseToObject(j, "stream");
-    cJSON_DeleteItemFromObjectCaseSensitive(j, "stream_options");
-    cJSON_DeleteItemFromObjectCaseSensitive(j, "min_tokens"); /* P does not support them */
-    cJSON_DeleteItemFromObjectCaseSensitive(j, "min_completion_tokens");
-    cJSON_DeleteItemFromObjectCaseSensitive(j, "kv_transfer_params");
-    cJSON_DeleteItemFromObjectCaseSensitive(j, "ec_transfer_params"); /* only an encoder's */
-    cJSON *p = cJSON_AddObjectToObject(j, "kv_transfer_params");
-    cJSON_AddTrueToObject(p, "do_remote_decode");
-    cJSON_AddFalseToObject(p, "do_remote_prefill");
-    static const char *nulls[] = {"remote_engine_id", "remote_block_ids", "remote_host",
-                                  "remote_port"};
-    for (size_t i = 0; i < KVG_ARRAY_LEN(nulls); i++) cJSON_AddNullToObject(p, nulls[i]);
-    char *s = cJSON_PrintUnformatted(j);
-    cJSON_Delete(j);
-    return s;
+    static const char params[] = "{\"do_remote_decode\":true,\"do_remote_prefill\":false,"
+                                 "\"remote_engine_id\":null,\"remote_block_ids\":null,"
+                                 "\"remote_host\":null,\"remote_port\":null}";
+    const struct kvg_json_edit e[] = {KVG_JSON_SET("max_tokens", "1"),
+                                      {.op = KVG_JSON_EDIT_REPLACE,
+                                       .name = "max_completion_tokens",
+                                       .value = "1",
+                                       .value_len = 1},
+                                      KVG_JSON_SET("stream", "false"),
+                                      KVG_JSON_REMOVE("stream_options"),
+                                      KVG_JSON_REMOVE("min_tokens"), /* P does not support them */
+                                      KVG_JSON_REMOVE("min_completion_tokens"),
+                                      KVG_JSON_REMOVE("ec_transfer_params"), /* only an encoder's */
+                                      KVG_JSON_SET("kv_transfer_params", params)};
+    return kvg__pd_body_edit(body, len, e, KVG_ARRAY_LEN(e));
 }
 
 /* The decode leg's body: the client's with the prefill's params. */
 static int decode_body(struct kvg_pd_req *r, const char *body, size_t len, const cJSON *params)
 {
-    cJSON *j = cJSON_ParseWithLength(body, len);
-    if (!cJSON_IsObject(j)) {
-        cJSON_Delete(j);
-        return KVG_EPARSE;
-    }
-    cJSON_DeleteItemFromObjectCaseSensitive(j, "kv_transfer_params");
-    cJSON_DeleteItemFromObjectCaseSensitive(j, "ec_transfer_params"); /* the prefill's alone */
-    cJSON_AddItemToObject(j, "kv_transfer_params", cJSON_Duplicate(params, 1));
-    char *s = cJSON_PrintUnformatted(j);
-    cJSON_Delete(j);
-    if (!s) return -ENOMEM;
+    char *p = cJSON_PrintUnformatted(params); /* the engine's, not the client's bytes */
+    if (!p) return -ENOMEM;
+    const struct kvg_json_edit e[] = {
+        KVG_JSON_REMOVE("ec_transfer_params"), /* the prefill's alone */
+        KVG_JSON_SET("kv_transfer_params", p)};
     kvg_buf_reset(&r->decode_body);
-    int rc = kvg_buf_append(&r->decode_body, s, strlen(s));
-    free(s);
-    return rc;
+    int rc = kvg_json_edit(body, len, e, KVG_ARRAY_LEN(e), &r->decode_body);
+    free(p);
+    return rc < 0 ? rc : 0;
 }
 
 /* A decode_only request's body: the transfer is kvgate's to arrange, so a
@@ -197,22 +191,12 @@ static int decode_body(struct kvg_pd_req *r, const char *body, size_t len, const
 static int own_transfer_only(struct kvg_pd_req *r, const char *body, size_t len)
 {
     if (!memmem(body, len, "_transfer_params", 16)) return 0;
-    cJSON *j = cJSON_ParseWithLength(body, len);
-    int has = cJSON_IsObject(j) && (cJSON_GetObjectItemCaseSensitive(j, "kv_transfer_params") ||
-                                    cJSON_GetObjectItemCaseSensitive(j, "ec_transfer_params"));
-    char *s = NULL;
-    if (has) {
-        cJSON_DeleteItemFromObjectCaseSensitive(j, "kv_transfer_params");
-        cJSON_DeleteItemFromObjectCaseSensitive(j, "ec_transfer_params");
-        s = cJSON_PrintUnformatted(j);
-    }
-    cJSON_Delete(j);
-    if (!has) return 0;
-    if (!s) return -ENOMEM;
+    const struct kvg_json_edit e[] = {KVG_JSON_REMOVE("kv_transfer_params"),
+                                      KVG_JSON_REMOVE("ec_transfer_params")};
     kvg_buf_reset(&r->decode_body);
-    int rc = kvg_buf_append(&r->decode_body, s, strlen(s));
-    free(s);
-    return rc;
+    int rc = kvg_json_edit(body, len, e, KVG_ARRAY_LEN(e), &r->decode_body);
+    if (rc <= 0) kvg_buf_reset(&r->decode_body); /* none: the client's text goes as it is */
+    return rc == KVG_EPARSE || rc > 0 ? 0 : rc;
 }
 
 /* SGLang's body for both legs: the client's with bootstrap_host (the
@@ -220,19 +204,14 @@ static int own_transfer_only(struct kvg_pd_req *r, const char *body, size_t len)
  * SGLang's --pd-disaggregation with --dp-aware was seen to send the decode
  * such an invalid destination), bootstrap_port (its configured port, or null)
  * and bootstrap_room (a random u63, as sglang's router draws it), written as
- * an integer literal: a JSON double would lose its low bits (so the body is
- * never parsed again: the decode's is the same text). SGLang's --dp-aware
- * router puts the leg's data-parallel rank in the body as data_parallel_rank;
- * with_rank sets the prefill's, the decode's is added when the decode is
- * picked (kvg_pd_decode_sent), so one leg's rank never steers the other. */
-static char *bootstrap_body(const char *body, size_t len, struct kvg_worker *w, uint64_t room,
-                            int with_rank)
+ * an integer literal: a JSON double would lose its low bits. SGLang's
+ * --dp-aware router puts the leg's data-parallel rank in the body as
+ * data_parallel_rank; rank (>= 0) sets the prefill's, the decode's is set
+ * when the decode is picked (kvg_pd_decode_sent), so one leg's rank never
+ * steers the other. Into out (reset first). */
+static int bootstrap_body(const char *body, size_t len, struct kvg_worker *w, uint64_t room,
+                          int rank, struct kvg_buf *out)
 {
-    cJSON *j = cJSON_ParseWithLength(body, len);
-    if (!cJSON_IsObject(j)) {
-        cJSON_Delete(j);
-        return NULL;
-    }
     char host[300];
     snprintf(host, sizeof host, "%s", w->target.hostport);
     char *colon = strrchr(host, ':');
@@ -241,23 +220,28 @@ static char *bootstrap_body(const char *body, size_t len, struct kvg_worker *w, 
         colon[-1] = 0;
         memmove(host, host + 1, strlen(host));
     }
-    static const char *keys[] = {"bootstrap_host", "bootstrap_port", "bootstrap_room"};
-    for (size_t i = 0; i < KVG_ARRAY_LEN(keys); i++)
-        cJSON_DeleteItemFromObjectCaseSensitive(j, keys[i]);
-    cJSON_AddStringToObject(j, "bootstrap_host", host);
-    int port = atomic_load(&w->bootstrap_port);
-    if (port)
-        cJSON_AddNumberToObject(j, "bootstrap_port", port);
-    else
-        cJSON_AddNullToObject(j, "bootstrap_port");
-    char r[24];
+    struct kvg_buf h;
+    kvg_buf_init(&h, 0);
+    int rc = kvg_buf_append_json_str(&h, host, strlen(host));
+    if (!rc) rc = kvg_buf_append(&h, "", 1);
+    if (rc) {
+        kvg_buf_free(&h);
+        return rc;
+    }
+    char port[16], r[24], dp[16];
+    int p = atomic_load(&w->bootstrap_port);
+    snprintf(port, sizeof port, p ? "%d" : "null", p);
     snprintf(r, sizeof r, "%llu", (unsigned long long)(room & 0x7fffffffffffffffull));
-    cJSON_AddRawToObject(j, "bootstrap_room", r);
-    cJSON_DeleteItemFromObjectCaseSensitive(j, "data_parallel_rank");
-    if (with_rank && w->dp_rank >= 0) cJSON_AddNumberToObject(j, "data_parallel_rank", w->dp_rank);
-    char *s = cJSON_PrintUnformatted(j);
-    cJSON_Delete(j);
-    return s;
+    snprintf(dp, sizeof dp, "%d", rank);
+    const struct kvg_json_edit e[] = {
+        KVG_JSON_SET("bootstrap_host", h.data), KVG_JSON_SET("bootstrap_port", port),
+        KVG_JSON_SET("bootstrap_room", r),
+        rank >= 0 ? (struct kvg_json_edit)KVG_JSON_SET("data_parallel_rank", dp)
+                  : (struct kvg_json_edit)KVG_JSON_REMOVE("data_parallel_rank")};
+    kvg_buf_reset(out);
+    rc = kvg_json_edit(body, len, e, KVG_ARRAY_LEN(e), out);
+    kvg_buf_free(&h);
+    return rc < 0 ? rc : 0;
 }
 
 /* ------------------------------------------------------------ prefill leg */
@@ -389,6 +373,7 @@ int kvg_pd_begin(struct kvg_pd *pd, struct kvg_pd_req *r, struct kvg_http_client
     r->ud = ud;
     kvg_buf_init(&r->answer, MAX_PREFILL_ANSWER);
     kvg_buf_init(&r->decode_body, 0);
+    kvg_buf_init(&r->decode_base, 0);
     /* What the decode side already has cached, as the pool's own KV
      * knowledge sees it (a dry run of its policy over decode workers). */
     uint64_t cached = 0;
@@ -436,17 +421,22 @@ int kvg_pd_begin(struct kvg_pd *pd, struct kvg_pd_req *r, struct kvg_http_client
     struct kvg_worker *w = r->prefill.w;
     r->concurrent = pd->cfg.mode == KVG_PD_SGLANG;
     uint64_t room = kvg_rng_next(ctx->rng);
-    char *body = r->concurrent ? bootstrap_body(in->body, in->body_len, w, room, 1)
-                               : prefill_body(in->body, in->body_len);
-    char *dbody = r->concurrent ? bootstrap_body(in->body, in->body_len, w, room, 0) : NULL;
-    int brc = r->concurrent && dbody ? kvg_buf_append(&r->decode_body, dbody, strlen(dbody)) : 0;
-    r->decode_base_len = r->decode_body.len;
-    free(dbody);
-    if (!body || (r->concurrent && (!dbody || brc))) {
+    char *body = NULL;
+    int brc = 0;
+    if (!r->concurrent) {
+        body = prefill_body(in->body, in->body_len);
+    } else if (!(brc = bootstrap_body(in->body, in->body_len, w, room, w->dp_rank,
+                                      &r->decode_body)) &&
+               !(brc = kvg_buf_append(&r->decode_body, "", 1))) {
+        body = r->decode_body.data; /* the prefill's, handed over; the decode's next */
+        kvg_buf_init(&r->decode_body, 0);
+        brc = bootstrap_body(in->body, in->body_len, w, room, -1, &r->decode_base);
+    }
+    if (!body || brc) {
         free(body);
         struct kvg_route_ctx rctx = {.policy = pd->prefill_policy};
         kvg_pool_release(pd->pool, &r->prefill, KVG_OUT_LOCAL, &rctx);
-        return body ? -ENOMEM : KVG_EPARSE;
+        return brc == KVG_EPARSE || (!brc && !r->concurrent) ? KVG_EPARSE : brc ? brc : -ENOMEM;
     }
     snprintf(r->prefill_url, sizeof r->prefill_url, "%s", w->url);
     kvg_pool_labels(pd->pool, w, r->prefill_labels, sizeof r->prefill_labels);
@@ -523,15 +513,15 @@ const struct kvg_buf *kvg_pd_decode_body(const struct kvg_pd_req *r)
 
 int kvg_pd_decode_sent(struct kvg_pd *pd, struct kvg_pd_req *r, struct kvg_worker *w)
 {
-    /* SGLang: the decode's own rank goes into the body built without one
-     * (an object's text, ending in '}'), by text: the room is an integer
-     * no JSON double holds. */
-    if (r->concurrent && r->decode_base_len > 1) {
-        r->decode_body.len = r->decode_base_len - 1;
-        int rc = w->dp_rank >= 0
-                     ? kvg_buf_printf(&r->decode_body, ",\"data_parallel_rank\":%d}", w->dp_rank)
-                     : kvg_buf_append(&r->decode_body, "}", 1);
-        if (rc) return rc;
+    /* SGLang: the decode's own rank goes into the body built without one. */
+    if (r->concurrent) {
+        char dp[16];
+        snprintf(dp, sizeof dp, "%d", w->dp_rank);
+        const struct kvg_json_edit e = KVG_JSON_SET("data_parallel_rank", dp);
+        kvg_buf_reset(&r->decode_body);
+        int rc = kvg_json_edit(r->decode_base.data, r->decode_base.len, &e, w->dp_rank >= 0 ? 1 : 0,
+                               &r->decode_body);
+        if (rc < 0) return rc;
     }
     if (r->decode_attempts++) kvg_metrics_inc(pd->decode_retries);
     atomic_fetch_add_explicit(&w->pd_decode_requests, 1, memory_order_relaxed);
@@ -583,6 +573,7 @@ void kvg_pd_req_free(struct kvg_pd_req *r)
     kvg_buf_free(&r->held_hdrs);
     kvg_buf_free(&r->answer);
     kvg_buf_free(&r->decode_body);
+    kvg_buf_free(&r->decode_base);
 }
 
 int kvg_pd_rank_in_body(const struct kvg_pd *pd)

@@ -153,7 +153,7 @@ struct kvg_pd_req {
     struct kvg_http_call *call;
     struct kvg_buf answer;      /* the prefill's answer (capped) */
     struct kvg_buf decode_body; /* the client's body + the prefill's kv_transfer_params */
-    size_t decode_base_len;     /* SGLang: decode_body's length before the decode's rank */
+    struct kvg_buf decode_base; /* SGLang: the decode's body before the decode's rank */
     int status;
     char prefill_url[512];
     char prefill_labels[256];

@@ -112,8 +112,8 @@ static int is_int(const cJSON *v)
  * content that role requires (an assistant's may be left out when it calls
  * tools). Refused here, such a message never reaches an engine, where
  * llama.cpp answers it with a 500 that looks like the engine's failure. */
-static int message_shape(struct kvg_rinput *ri, const cJSON *m, const char *role, int i,
-                         char *msg, size_t msglen)
+static int message_shape(struct kvg_rinput *ri, const cJSON *m, const char *role, int i, char *msg,
+                         size_t msglen)
 {
     static const char *const roles[] = {"system", "user",      "assistant",
                                         "tool",   "developer", "function"};
@@ -197,39 +197,23 @@ static int request_shape(struct kvg_rinput *ri, const cJSON *j, char *msg, size_
     return 0;
 }
 
-/* Whether the body holds the text \\u0000 (memchr to each backslash: glibc's
- * memmem is several times slower on a big body). */
-static int has_nul_escape(const char *b, size_t n)
-{
-    for (const char *p = b, *e = b + n; (p = memchr(p, '\\', (size_t)(e - p))); p++)
-        if ((size_t)(e - p) >= 6 && !memcmp(p, "\\u0000", 6)) return 1;
-    return 0;
-}
-
 int kvg_rinput_parse(struct kvg_rinput *ri, const char *body, size_t len, int chat, char *msg,
                      size_t msglen)
 {
     memset(ri, 0, sizeof *ri);
     kvg_buf_init(&ri->text, 0);
     ri->chat = chat;
+    ri->body = body;
     ri->body_len = len;
     /* cJSON's tree and verdict, with a big body's strings copied by memchr
      * (base/json.h): the parse is most of a long conversation's CPU here.
-     * The fast reader declines a \u0000 (as anything it does not read as
-     * cJSON would); only then is the body scanned for one: a \u0000 in a
-     * string is data, masked for cJSON (jinja/chat.h) and turned back into
-     * NUL in the text that is tokenized. */
+     * A \u0000 in a string is data: the fast reader's string carries its
+     * length. What it declines, cJSON reads; a \u0000 in such a body was
+     * cut by cJSON, so it is routed without tokens rather than wrongly. */
     cJSON *j = body ? kvg_json_parse_strict_in(&ri->json_mem, body, len) : NULL;
     if (!j) {
-        struct kvg_buf masked;
-        kvg_buf_init(&masked, 0);
-        int mk = body && has_nul_escape(body, len)
-                     ? kvg_jinja_chat_json_mask(body, len, &masked, NULL, 0)
-                     : 0;
-        if (mk < 0) ri->tokenize_error = mk; /* cannot be read exactly: no tokens */
-        j = mk > 0 ? kvg_json_parse_in(&ri->json_mem, masked.data, masked.len)
-                   : cJSON_ParseWithLength(body ? body : "", len);
-        kvg_buf_free(&masked);
+        j = cJSON_ParseWithLength(body ? body : "", len);
+        if (j && kvg_json_has_nul_escape(body, len)) ri->tokenize_error = KVG_EUNSUPP;
     }
     if (!j || !cJSON_IsObject(j)) {
         kvg_json_free(&ri->json_mem, j);
@@ -317,7 +301,6 @@ static int prompt_ids(struct kvg_rinput *ri, const struct kvg_rinput_tokenizer *
         int rc = kvg_buf_reserve(&out, ri->body_len + 1024);
         if (!rc)
             rc = kvg_jinja_chat_render_json(rt->chat, ri->json, NULL, &out, &info, err, sizeof err);
-        if (!rc && out.len) out.len = kvg_jinja_chat_unmask(out.data, out.len);
         if (!rc)
             rc = kvg_tok_encode_blocks(rt->tok, rt->cache, out.data ? out.data : "", out.len,
                                        info.add_special_tokens, &ri->ids, &ri->nids, NULL, nowait,
@@ -329,17 +312,10 @@ static int prompt_ids(struct kvg_rinput *ri, const struct kvg_rinput_tokenizer *
     if (cJSON_IsArray(p) && cJSON_GetArraySize(p) == 1 && !cJSON_IsNumber(cJSON_GetArrayItem(p, 0)))
         p = cJSON_GetArrayItem(p, 0);
     if (cJSON_IsString(p)) {
-        size_t n = strlen(p->valuestring);
-        if (!memmem(p->valuestring, n, KVG_JINJA_NUL_MASK, 4))
-            return kvg_tok_encode_blocks(rt->tok, rt->cache, p->valuestring, n, 1, &ri->ids,
-                                         &ri->nids, NULL, nowait, b);
-        char *t = malloc(n + 1); /* the tree stays as parsed (a retry reads it) */
-        if (!t) return -ENOMEM;
-        memcpy(t, p->valuestring, n);
-        int rc = kvg_tok_encode_blocks(rt->tok, rt->cache, t, kvg_jinja_chat_unmask(t, n), 1,
-                                       &ri->ids, &ri->nids, NULL, nowait, b);
-        free(t);
-        return rc;
+        size_t n = 0;
+        const char *s = kvg_json_str(p, &n); /* a NUL inside is data */
+        return kvg_tok_encode_blocks(rt->tok, rt->cache, s, n, 1, &ri->ids, &ri->nids, NULL, nowait,
+                                     b);
     }
     if (!cJSON_IsArray(p)) return KVG_EPARSE;
     size_t n = (size_t)cJSON_GetArraySize(p), k = 0;

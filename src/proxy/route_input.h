@@ -31,7 +31,8 @@ struct kvg_rinput {
     struct cJSON *json;             /* owned: in json_mem, or cJSON's (kvg_json_free) */
     struct kvg_json_arena json_mem; /* the fast reader's tree's memory */
     int chat;
-    size_t body_len; /* the request body's bytes: the rendered prompt's expected size */
+    const char *body; /* borrowed: the request body, alive while the request is routed */
+    size_t body_len;  /* the request body's bytes: the rendered prompt's expected size */
     char model[256];
     size_t model_len;
     int stream;

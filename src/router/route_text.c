@@ -4,27 +4,32 @@
 #include <cjson/cJSON.h>
 #include <string.h>
 
-static int add(struct kvg_buf *out, const char *s)
+#include "base/json.h"
+
+/* A string node's text, a NUL inside included (base/json.h). */
+static int add(struct kvg_buf *out, const cJSON *str)
 {
-    if (!s || !*s) return 0;
+    size_t n = 0;
+    const char *s = kvg_json_str(str, &n);
+    if (!s || !n) return 0;
     int rc = 0;
     if (out->len) rc = kvg_buf_append(out, " ", 1);
-    return rc ? rc : kvg_buf_append_str(out, s);
+    return rc ? rc : kvg_buf_append(out, s, n);
 }
 
 static int add_content(struct kvg_buf *out, const cJSON *c)
 {
-    if (cJSON_IsString(c)) return add(out, c->valuestring);
+    if (cJSON_IsString(c)) return add(out, c);
     if (!cJSON_IsArray(c)) return 0;
     const cJSON *part;
     cJSON_ArrayForEach(part, c)
     {
         int rc = 0;
         if (cJSON_IsString(part)) {
-            rc = add(out, part->valuestring);
+            rc = add(out, part);
         } else {
             const cJSON *t = cJSON_GetObjectItemCaseSensitive(part, "text");
-            if (cJSON_IsString(t)) rc = add(out, t->valuestring);
+            if (cJSON_IsString(t)) rc = add(out, t);
         }
         if (rc) return rc;
     }
@@ -36,11 +41,11 @@ int kvg_route_text(const cJSON *req, int chat, struct kvg_buf *out)
     int rc = 0;
     if (!chat) {
         const cJSON *p = cJSON_GetObjectItemCaseSensitive(req, "prompt");
-        if (cJSON_IsString(p)) return add(out, p->valuestring);
+        if (cJSON_IsString(p)) return add(out, p);
         const cJSON *it;
         if (cJSON_IsArray(p)) cJSON_ArrayForEach(it, p)
             {
-                if (cJSON_IsString(it) && (rc = add(out, it->valuestring))) return rc;
+                if (cJSON_IsString(it) && (rc = add(out, it))) return rc;
             }
         return 0;
     }
@@ -49,7 +54,7 @@ int kvg_route_text(const cJSON *req, int chat, struct kvg_buf *out)
     {
         if ((rc = add_content(out, cJSON_GetObjectItemCaseSensitive(m, "content")))) return rc;
         const cJSON *r = cJSON_GetObjectItemCaseSensitive(m, "reasoning_content");
-        if (cJSON_IsString(r) && (rc = add(out, r->valuestring))) return rc;
+        if (cJSON_IsString(r) && (rc = add(out, r))) return rc;
     }
     return 0;
 }

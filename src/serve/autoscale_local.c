@@ -11,7 +11,6 @@
  * and its slow start (its share of picks ramps from 10% to
  * all over slow_start_secs); and the gateway queue held while the pool has
  * no ready replica (scale from zero), woken when one is ready. */
-#include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

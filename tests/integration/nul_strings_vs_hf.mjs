@@ -1,11 +1,10 @@
 // A NUL inside a JSON string is data: "a\u0000b" is three characters to
 // HuggingFace's tokenizers and to the engines. kvgate reads such requests
-// exactly (its JSON parser keeps strings NUL-terminated, so it masks the NUL
-// while parsing and restores it in the text it tokenizes): `kvgate tokenize
-// --jsonl` gives HF's ids, a chat request renders as @huggingface/jinja
-// renders it (tojson included), and its ids are HF's for that text. A string
-// that already holds U+10FFFF (the mask) beside a \u0000 is refused, never
-// guessed.
+// exactly (its JSON reader's strings carry their length, base/json.h):
+// `kvgate tokenize --jsonl` gives HF's ids, a chat request renders as
+// @huggingface/jinja renders it (tojson included), and its ids are HF's for
+// that text. U+10FFFF is a character like any other (it was once the mask
+// standing for NUL, and read as one), beside a \u0000 too.
 import { createRequire } from 'module';
 import { spawnSync } from 'child_process';
 import { check, summary } from '../support/lib.mjs';
@@ -23,7 +22,8 @@ const kvgate = (args, input) => {
 };
 
 const tk = Tokenizer.fromFile(`${TOK}/tokenizer.json`);
-const texts = ['a\u0000b', '\u0000', 'x \u0000\u0000 y', 'ends with NUL\u0000', '\u0000<|im_start|>\u0000'];
+const texts = ['a\u0000b', '\u0000', 'x \u0000\u0000 y', 'ends with NUL\u0000', '\u0000<|im_start|>\u0000',
+               'a\u{10FFFF}b', 'a\u0000b\u{10FFFF}', '\u{10FFFF}\u0000\u{10FFFF}'];
 const got = kvgate(['--tokenizer', `${TOK}/tokenizer.json`, '--jsonl'], texts.map((t) => JSON.stringify(t)).join('\n') + '\n');
 for (let i = 0; i < texts.length; i++) {
   const want = Array.from((await tk.encode(texts[i], null, { addSpecialTokens: true })).getIds());
@@ -37,7 +37,7 @@ const cfg = JSON.parse(req('fs').readFileSync(`${TOK}/tokenizer_config.json`, 'u
 const request = {
   messages: [
     { role: 'system', content: 'sys\u0000tem' },
-    { role: 'user', content: 'hi\u0000there' },
+    { role: 'user', content: 'hi\u0000there \u{10FFFF}' },
     { role: 'assistant', content: '', tool_calls: [{ id: 'c1', type: 'function',
       function: { name: 'f', arguments: { q: 'a\u0000b' } } }] },
   ],
@@ -56,8 +56,14 @@ const [ids] = kvgate(['--tokenizer', `${TOK}/tokenizer.json`, '--tokenizer-confi
 const wantIds = Array.from((await tk.encode(want, null, { addSpecialTokens: false })).getIds());
 check('chat ids are HF\'s for that text', ids && JSON.stringify(ids.ids) === JSON.stringify(wantIds));
 
-const [refused] = kvgate(['--tokenizer', `${TOK}/tokenizer.json`, '--jsonl'], JSON.stringify('a\u0000b\u{10FFFF}') + '\n');
-check('U+10FFFF beside a NUL is refused', refused && /unsupported/.test(refused.error || ''), JSON.stringify(refused));
+// U+10FFFF written as its escape pair, and beside an escaped NUL.
+const escaped = ['"a\\udbff\\udfffb"', '"a\\u0000b\\udbff\\udfff"'];
+const esc = kvgate(['--tokenizer', `${TOK}/tokenizer.json`, '--jsonl'], escaped.join('\n') + '\n');
+for (let i = 0; i < escaped.length; i++) {
+  const want = Array.from((await tk.encode(JSON.parse(escaped[i]), null, { addSpecialTokens: true })).getIds());
+  check(`ids of ${escaped[i]}`, esc[i] && JSON.stringify(esc[i].ids) === JSON.stringify(want),
+        `${JSON.stringify(esc[i])} vs ${JSON.stringify(want)}`);
+}
 // The control: the same comparison fails when the NUL is dropped.
 const [dropped] = kvgate(['--tokenizer', `${TOK}/tokenizer.json`, '--jsonl'], JSON.stringify('ab') + '\n');
 const nulIds = Array.from((await tk.encode('a\u0000b', null, { addSpecialTokens: true })).getIds());
