@@ -118,7 +118,7 @@ void kvg_proxy_loop_free(struct kvg_proxy_loop *pl)
 void kvg__proxy_finish(struct proxy_req *pr, int status)
 {
     if (pr->pl->px->pd) kvg_pd_cancel(pr->pl->px->pd, &pr->pdr); /* an SGLang prefill still on */
-    kvg_proxy__observe_end(pr, status);
+    kvg__proxy_observe_end(pr, status);
     kvg_gate_account(&pr->gate, pr->bytes_up != 0, pr->attempts != 0);
     kvg__proxy_access_log(pr, status);
     uint64_t now = kvg_now_ns();
@@ -361,7 +361,9 @@ static void up_body(void *ud, const char *p, size_t n)
 {
     struct proxy_req *pr = ud;
     struct kvg_proxy *px = pr->pl->px;
-    pr->last_ns = kvg_now_ns();
+    /* The clock only where it is read: every chunk of a stream (its ITL),
+     * the first one of any answer. */
+    if (pr->sse || !pr->bytes_up) pr->last_ns = kvg_now_ns();
     if (!pr->bytes_up) {
         kvg_pool_first_token_at(px->pool, &pr->pick, kvg_now_ms()); /* prefill is over */
         if (px->pd) kvg_pd_decode_first_byte(px->pd, &pr->pdr);

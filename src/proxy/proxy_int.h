@@ -63,7 +63,7 @@ void kvg__proxy_metrics_request(const struct kvg_proxy_metrics *m, enum kvg_prox
 void kvg__proxy_access_log(struct proxy_req *pr, int status);
 /* The request's usage and stream timing into the token and latency series
  * and the host's observer (before the gate's accounting). */
-void kvg_proxy__observe_end(struct proxy_req *pr, int status);
+void kvg__proxy_observe_end(struct proxy_req *pr, int status);
 
 /* proxy.c: a request's life, shared with pd_legs.c. */
 const struct kvg_buf *kvg__proxy_req_body(const struct proxy_req *pr); /* the client's */

@@ -70,7 +70,7 @@ void kvg__proxy_metrics_request(const struct kvg_proxy_metrics *m, enum kvg_prox
     if (ttfb_s >= 0) kvg_metrics_observe(m->ttfb[r], ttfb_s);
 }
 
-void kvg_proxy__observe_end(struct proxy_req *pr, int status)
+void kvg__proxy_observe_end(struct proxy_req *pr, int status)
 {
     const struct kvg_proxy *px = pr->pl->px;
     const struct kvg_proxy_metrics *m = px->m;
