@@ -66,7 +66,8 @@ for _ in $(seq 1 40); do
   cp=()
   for i in 1 2 3 4 5 6 7 8; do chat $((i % 2)) >/dev/null & cp+=($!); done
   wait "${cp[@]}"
-  grep -q 'autoscale: prewarmed' "$LOG" && break
+  # The first replica's own line ("with 0 of the hottest prefixes") is not it.
+  grep -q 'autoscale: prewarmed .* with [1-4] of' "$LOG" && break
 done
 check "scaled up to a second replica" wait_log 'autoscale local: pool agg: started' 2
 check "the second replica was prewarmed" wait_log 'autoscale: prewarmed .* with [1-4] of the hottest prefixes' 1

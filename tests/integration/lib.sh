@@ -64,6 +64,14 @@ finish() {
       grep -E -A30 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$f" | head -60
     fi
   done
+  # A failure on a CI machine leaves only this output: the logs' tails say why.
+  if [ "$FAILED" != 0 ]; then
+    for f in "$TMP"/*.log; do
+      [ -f "$f" ] || continue
+      echo "# --- last lines of $(basename "$f")"
+      tail -n 25 "$f" | sed 's/^/#   /'
+    done
+  fi
   echo "# $PASSED passed, $FAILED failed, $SKIPPED skipped"
   [ "$FAILED" = 0 ]
   exit $?
