@@ -1,0 +1,49 @@
+/* What the files of src/api/ share and nobody else sees: reading members of
+ * a request tree (strings by their length: a \u0000 is data) and writing JSON
+ * values back out, a client error with its parameter path. */
+#ifndef KVG_API_API_INT_H
+#define KVG_API_API_INT_H
+
+#include <stdarg.h>
+
+#include "api/api.h"
+
+/* Deepest tree kvg__api_json writes: past it the input is refused (the
+ * readers of base/json.h stop far earlier, at cJSON's own nesting limit). */
+#define KVG__API_MAX_DEPTH 1100
+
+/* obj's member key (exact case), NULL when obj is not an object or lacks
+ * it; a JSON null counts as absent. */
+const cJSON *kvg__api_get(const cJSON *obj, const char *key);
+/* Whether n is a string whose bytes are exactly lit. */
+int kvg__api_str_is(const cJSON *n, const char *lit);
+/* Whether n is a number with an integer value. */
+int kvg__api_is_int(const cJSON *n);
+
+/* Fills err (the message and the parameter, printf-style) and returns
+ * KVG_EPARSE. param may be NULL: then it is "". */
+int kvg__api_fail(struct kvg_api_err *err, const char *param, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* The parameter path "<base>[i]" or "<base>[i].<leaf>" (leaf may be NULL),
+ * written into out (cap bytes, NUL-ended, cut to fit). */
+const char *kvg__api_path(char *out, size_t cap, const char *base, size_t i, const char *leaf);
+
+/* Appends n as JSON: strings with their every byte (kvg_json_str), numbers
+ * as the shortest text that reads back to the same double, objects and
+ * arrays member by member. 0, KVG_EPARSE (nested past
+ * KVG__API_MAX_DEPTH, or a node of no JSON type), -ENOMEM, KVG_ETOOBIG. */
+int kvg__api_json(struct kvg_buf *out, const cJSON *n);
+/* The string node n as a JSON string literal ("" for a non-string). */
+int kvg__api_str(struct kvg_buf *out, const cJSON *n);
+/* A double as JSON (integers without a fraction). */
+int kvg__api_num(struct kvg_buf *out, double v);
+/* "<sep>"key":" : sep is ',' or 0 for none. */
+int kvg__api_key(struct kvg_buf *out, char sep, const char *key);
+
+/* Each translation direction, one file each. */
+int kvg__api_responses_to_chat(const cJSON *body, struct kvg_buf *out, struct kvg_api_err *err);
+int kvg__api_messages_to_chat(const cJSON *body, int count_tokens, struct kvg_buf *out,
+                              struct kvg_api_err *err);
+
+#endif
