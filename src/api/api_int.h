@@ -41,6 +41,36 @@ int kvg__api_num(struct kvg_buf *out, double v);
 /* "<sep>"key":" : sep is ',' or 0 for none. */
 int kvg__api_key(struct kvg_buf *out, char sep, const char *key);
 
+/* Token counts of an answer, as the chat usage gave them. */
+struct kvg__api_usage {
+    int64_t input, output, cached, reasoning;
+};
+
+/* The id of output item / content block `index` of answer x: "<prefix>_"
+ * then x->id past its own prefix ("resp_ab" -> "msg_ab_2"). */
+void kvg__api_item_id(char *out, size_t cap, const char *prefix, const struct kvg_api_xctx *x,
+                      int index);
+/* A thinking block's signature: opaque to every reader (kvgate's own
+ * translation drops it), 32 hex digits made from x->id and index. */
+void kvg__api_signature(char out[33], const struct kvg_api_xctx *x, int index);
+/* Anthropic's stop_reason for a chat finish_reason ("stop" -> "end_turn",
+ * "length" -> "max_tokens", "tool_calls" -> "tool_use"), NULL for others. */
+const char *kvg__api_stop_reason(const char *finish);
+/* The Responses object: x's id, model, created; status; the output items
+ * (JSON members, items_len bytes); usage (NULL: null); with status
+ * "incomplete", incomplete_details names max_output_tokens. */
+int kvg__api_resp_object(struct kvg_buf *out, const struct kvg_api_xctx *x, const char *status,
+                         const char *items, size_t items_len, const struct kvg__api_usage *u);
+/* Finished Responses output items as the final object and the
+ * output_item.done events show them; strings are raw bytes (escaped here). */
+int kvg__api_item_reasoning(struct kvg_buf *out, const char *id, const char *text, size_t len);
+int kvg__api_item_message(struct kvg_buf *out, const char *id, const char *text, size_t len);
+int kvg__api_item_call(struct kvg_buf *out, const char *id, const char *call_id, size_t call_id_len,
+                       const char *name, size_t name_len, const char *args, size_t args_len,
+                       const char *status);
+/* The Messages usage object {"input_tokens":..,"output_tokens":..}. */
+int kvg__api_msg_usage(struct kvg_buf *out, const struct kvg__api_usage *u);
+
 /* Each translation direction, one file each. */
 int kvg__api_responses_to_chat(const cJSON *body, struct kvg_buf *out, struct kvg_api_err *err);
 int kvg__api_messages_to_chat(const cJSON *body, int count_tokens, struct kvg_buf *out,
