@@ -304,7 +304,9 @@ static int write_message(struct mctx *c, const cJSON *m, size_t i, struct parts 
     const cJSON *role = kvg__api_get(m, "role"), *content = kvg__api_get(m, "content");
     char base[64];
     int rc;
-    int user = kvg__api_str_is(role, "user");
+    /* Claude Code's own roles "ctx" and "msg" are user turns to the engine */
+    int user = kvg__api_str_is(role, "user") || kvg__api_str_is(role, "ctx") ||
+               kvg__api_str_is(role, "msg");
     if (!cJSON_IsObject(m))
         return kvg__api_fail(c->err, kvg__api_path(c->path, sizeof(c->path), "messages", i, NULL),
                              "message %zu must be an object", i);
@@ -315,7 +317,7 @@ static int write_message(struct mctx *c, const cJSON *m, size_t i, struct parts 
     kvg__api_path(base, sizeof(base), "messages", i, "content");
     if (cJSON_IsString(content)) {
         if ((rc = msg_sep(c)) || (rc = kvg_buf_append_str(c->out, "{\"role\":")) ||
-            (rc = kvg__api_str(c->out, role)) ||
+            (rc = kvg_buf_append_str(c->out, user ? "\"user\"" : "\"assistant\"")) ||
             (rc = kvg_buf_append_str(c->out, ",\"content\":")) ||
             (rc = kvg__api_str(c->out, content)))
             return rc;
@@ -334,7 +336,7 @@ static int write_message(struct mctx *c, const cJSON *m, size_t i, struct parts 
         if ((rc = block(c, p, b, user, base, j))) return rc;
     if (user && !p->nparts) return 0; /* only tool results: their tool messages stand */
     if ((rc = msg_sep(c)) || (rc = kvg_buf_append_str(c->out, "{\"role\":")) ||
-        (rc = kvg__api_str(c->out, role)))
+        (rc = kvg_buf_append_str(c->out, user ? "\"user\"" : "\"assistant\"")))
         return rc;
     if (p->nparts == 1 && p->only_text) {
         if ((rc = kvg_buf_append_str(c->out, ",\"content\":")) ||
@@ -369,6 +371,16 @@ static int write_messages(struct mctx *c, const cJSON *msgs)
     kvg_buf_free(&p.calls);
     kvg_buf_free(&p.rs);
     return rc;
+}
+
+/* An input_schema as the engine passes it on: "type":"object" added last
+ * when it names no type. */
+static int write_schema(struct kvg_buf *o, const cJSON *schema)
+{
+    int rc = kvg__api_json(o, schema);
+    if (rc || cJSON_GetObjectItemCaseSensitive(schema, "type")) return rc;
+    o->len--; /* the closing brace */
+    return kvg_buf_append_str(o, schema->child ? ",\"type\":\"object\"}" : "\"type\":\"object\"}");
 }
 
 /* Custom tools as function tools; a tool with another type (bash,
@@ -409,7 +421,7 @@ static int write_tools(struct mctx *c, const cJSON *body)
             return rc;
         if (desc && ((rc = kvg__api_key(o, ',', "description")) || (rc = kvg__api_str(o, desc))))
             return rc;
-        if ((rc = kvg__api_key(o, ',', "parameters")) || (rc = kvg__api_json(o, schema)) ||
+        if ((rc = kvg__api_key(o, ',', "parameters")) || (rc = write_schema(o, schema)) ||
             (rc = kvg_buf_append_str(o, "}}")))
             return rc;
     }

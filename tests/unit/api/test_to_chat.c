@@ -332,6 +332,21 @@ TEST(messages_claude_code_shape)
               "\"max_tokens\":5}");
 }
 
+TEST(messages_engine_defaults)
+{
+    /* roles ctx and msg read as user; an input_schema without a type gets
+     * "type":"object" */
+    CHECK_STR(conv(M, "{\"max_tokens\":3,\"messages\":[{\"role\":\"ctx\",\"content\":\"c\"},"
+                      "{\"role\":\"msg\",\"content\":[{\"type\":\"text\",\"text\":\"m\"}]}],"
+                      "\"tools\":[{\"name\":\"a\",\"input_schema\":{}},{\"name\":\"b\","
+                      "\"input_schema\":{\"properties\":{}}}]}"),
+              "{\"messages\":[{\"role\":\"user\",\"content\":\"c\"},{\"role\":\"user\","
+              "\"content\":\"m\"}],\"tools\":[{\"type\":\"function\",\"function\":{\"name\":"
+              "\"a\",\"parameters\":{\"type\":\"object\"}}},{\"type\":\"function\",\"function\":"
+              "{\"name\":\"b\",\"parameters\":{\"properties\":{},\"type\":\"object\"}}}],"
+              "\"tool_choice\":\"auto\",\"max_tokens\":3}");
+}
+
 TEST(messages_count_tokens)
 {
     /* no max_tokens needed, no sampling members */
