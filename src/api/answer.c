@@ -15,7 +15,11 @@ void kvg__api_item_id(char *out, size_t cap, const char *prefix, const struct kv
                       int index)
 {
     const char *u = strchr(x->id, '_');
-    snprintf(out, cap, "%s_%s_%d", prefix, u ? u + 1 : x->id, index);
+    int n = snprintf(out, cap, "%s_%s_%d", prefix, u ? u + 1 : x->id, index);
+    /* kvgate makes x->id; still, an id is written unescaped into events */
+    for (int i = 0; i < n && (size_t)i < cap - 1; i++)
+        if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.", out[i]))
+            out[i] = '_';
 }
 
 void kvg__api_signature(char out[33], const struct kvg_api_xctx *x, int index)

@@ -174,18 +174,26 @@ int kvg_api_answer_from_chat(const struct kvg_api_xctx *x, const char *chat, siz
  * its event's end. Memory per stream is bounded (KVG_API_XLATE_MAX_EVENT per
  * event held). Zeroed is not initialised: call init. */
 #define KVG_API_XLATE_MAX_EVENT (1024u * 1024)
+/* What a Responses stream holds to repeat at its end (the open item's text
+ * for its .done events, the finished items for response.completed): past
+ * it, KVG_ETOOBIG. A Messages stream holds neither. */
+#define KVG_API_XLATE_MAX_HELD (64u * 1024 * 1024)
 struct kvg_api_sse_xlate {
     struct kvg_api_xctx x;
-    struct kvg_buf ev; /* the current chat event's bytes so far */
-    int state;         /* internal */
-    int block;         /* internal: the open output item / content block, -1 none */
-    int nblocks;
-    int64_t seq; /* Responses' sequence_number */
-    int64_t input_tokens, output_tokens, cached_tokens;
+    struct kvg_buf ev; /* the current chat event's data lines, then its partial line */
+    size_t line;       /* internal: where ev's partial line starts */
+    int state;         /* internal: flags (started, done, data seen) */
+    int block;         /* internal: the open output item / content block's kind, -1 none */
+    int nblocks;       /* items / blocks opened so far (the open one is nblocks - 1) */
+    int tool_index;    /* internal: the chat tool call index of the open tool block */
+    int64_t seq;       /* Responses' sequence_number */
+    int64_t input_tokens, output_tokens, cached_tokens, reasoning_tokens;
     int usage_found;
-    char finish[24];  /* the last finish_reason */
-    struct kvg_buf text; /* the output so far (Responses' final object repeats it) */
-    struct kvg_buf tools; /* internal: tool calls being assembled */
+    char finish[24];      /* the last finish_reason */
+    struct kvg_buf text;  /* Responses: the open item's text so far */
+    struct kvg_buf tools; /* internal: Responses' finished output items, JSON */
+    struct kvg_buf call;  /* internal: the open tool call's id, then its name */
+    size_t call_split;    /* internal: the id's length in call */
 };
 void kvg_api_sse_xlate_init(struct kvg_api_sse_xlate *t, const struct kvg_api_xctx *x);
 /* Engine bytes in, the client's bytes appended to out. 0, -ENOMEM,
