@@ -79,6 +79,45 @@ static int format_fail_after(const void *obj, const struct kvg_opt *o, char *out
     return 0;
 }
 
+/* --disable-endpoints a,b: API names (kvg_simsrv_api_parse) as bits. */
+static int parse_disabled(void *obj, const struct kvg_opt *o, const char *v, size_t index,
+                          char *err, size_t errlen)
+{
+    (void)o, (void)index;
+    uint32_t mask = 0;
+    for (const char *p = v; *p;) {
+        const char *e = strchr(p, ',');
+        size_t n = e ? (size_t)(e - p) : strlen(p);
+        int api = kvg_simsrv_api_parse(p, n);
+        if (api < 0)
+            return kvg_err_set(err, errlen, KVG_ECONFIG,
+                               "unknown API '%.*s' (chat, completions, responses, messages, "
+                               "generate, embeddings, pooling, classify, score, rerank, tokenize, "
+                               "detokenize, audio)",
+                               (int)n, p);
+        mask |= 1u << api;
+        p += n + (e != NULL);
+    }
+    ((struct kvg_simsrv_opts *)obj)->disabled = mask;
+    return 0;
+}
+
+static int format_disabled(const void *obj, const struct kvg_opt *o, char *out, size_t cap)
+{
+    (void)o;
+    uint32_t mask = ((const struct kvg_simsrv_opts *)obj)->disabled;
+    size_t len = 0;
+    if (!mask) return -1; /* none: nothing to show or emit */
+    out[0] = 0;
+    for (int i = 0; i < KVG_SIMSRV_API_N; i++)
+        if (mask & (1u << i)) {
+            int n = snprintf(out + len, cap - len, "%s%s", len ? "," : "", kvg_simsrv_api_name(i));
+            if (n < 0 || (size_t)n >= cap - len) break;
+            len += (size_t)n;
+        }
+    return 0;
+}
+
 #define F(field) offsetof(struct kvg_simsrv_opts, field)
 #define S(field) sizeof(((struct kvg_simsrv_opts *)0)->field)
 
@@ -88,6 +127,9 @@ static const struct kvg_opt flags[] = {
     {"port", NULL, KVG_OPT_INT, F(port), .meta = "P", .help = "listen port", .min = 0,
      .max = 65535},
     {"model", NULL, KVG_OPT_STR, F(model), S(model), .meta = "NAME", .help = "served model name"},
+    {"served-model-name", NULL, KVG_OPT_STR, F(served_names), S(served_names), .meta = "a,b",
+     .help = "served model names (vLLM's list: every one accepted and listed, the first the one "
+             "answers report); overrides --model"},
     {"profile", NULL, KVG_OPT_STR, F(profile), S(profile), .meta = "NAME",
      .help = "engine profile (listed below)"},
     {"flavor", NULL, KVG_OPT_ENUM, F(flavor), .help = "wire and metrics dialect",
@@ -157,6 +199,24 @@ static const struct kvg_opt flags[] = {
      .help = "a decode waits this long for its room's KV", .min = 0, .max = 1e6},
     {"encoder-urls", NULL, KVG_OPT_STR, F(encoder_urls), S(encoder_urls), .meta = "URL[,URL]",
      .help = "SGLang's EPD: a prefill calls these encoders for media"},
+    {"disable-endpoints", NULL, KVG_OPT_CUSTOM, F(disabled), .meta = "a,b",
+     .help = "answer these APIs' paths as unknown ones (an older or other engine build): chat, "
+             "completions, responses, messages, generate, embeddings, pooling, classify, score, "
+             "rerank, tokenize, detokenize, audio",
+     .section = "endpoints", .parse = parse_disabled, .format = format_disabled},
+    {"responses-store", NULL, KVG_OPT_BOOL, F(responses_store),
+     .help = "keep Responses (vLLM's VLLM_ENABLE_RESPONSES_API_STORE=1): GET/DELETE "
+             "/v1/responses/{id} and previous_response_id"},
+    {"responses-store-max", NULL, KVG_OPT_U32, F(responses_store_max),
+     .help = "stored responses kept (the oldest evicted; 256 MB at most in all)", .min = 1,
+     .max = 1u << 20},
+    {"embedding-dim", NULL, KVG_OPT_U32, F(embedding_dim),
+     .help = "length of the embeddings and pooling outputs", .min = 1, .max = KVG_SIMSRV_MAX_DIM},
+    {"max-batch", NULL, KVG_OPT_U32, F(max_batch),
+     .help = "inputs (or pairs) of one embeddings, pooling, classify, score or rerank request",
+     .min = 1, .max = 1u << 16},
+    {"max-audio-filesize-mb", NULL, KVG_OPT_DOUBLE, F(max_audio_mb), .meta = "MB",
+     .help = "largest audio file (vLLM's VLLM_MAX_AUDIO_CLIP_FILESIZE_MB)", .min = 0, .max = 1024},
     {"fail-rate", NULL, KVG_OPT_DOUBLE, F(fail_rate), .meta = "P",
      .help = "answer 500 to this fraction of requests", .section = "fault injection", .min = 0,
      .max = 1},
@@ -183,8 +243,9 @@ static const struct kvg_opt flags[] = {
 void kvg_cmd_sim_usage(FILE *out)
 {
     fprintf(out, "usage: kvgate sim --port P --model NAME [options]\n\n"
-                 "A simulated inference engine speaking vLLM's HTTP API, metrics and KV "
-                 "events.\n\n");
+                 "A simulated inference engine speaking vLLM's HTTP API (chat, completions, "
+                 "responses, messages, pooling, score/rerank, tokenizer, audio; SGLang's "
+                 "/generate, llama.cpp's routes by --flavor), metrics and KV events.\n\n");
     struct kvg_simsrv_opts d;
     kvg_simsrv_opts_default(&d);
     kvg_opt_help(flags, &d, out);

@@ -111,6 +111,37 @@ void kvg_simsrv_opts_default(struct kvg_simsrv_opts *o)
     o->kv_load_fail = 1;
     o->bootstrap_timeout_s = 120;
     o->side_channel_port = -1;
+    o->embedding_dim = 16;
+    o->responses_store_max = 1000;
+    o->max_batch = 2048;
+    o->max_audio_mb = 25;
+}
+
+/* --served-model-name a,b: every name served, the first reported (it
+ * becomes o->model); without it, --model alone. 0, or -1 (stderr told). */
+static int served_names(struct kvg_simsrv_server *s)
+{
+    struct kvg_simsrv_opts *o = &s->o;
+    const char *p = o->served_names[0] ? o->served_names : o->model;
+    while (*p) {
+        const char *e = strchr(p, ',');
+        size_t n = e ? (size_t)(e - p) : strlen(p);
+        if (!n || n >= sizeof s->names[0] ||
+            s->nnames >= (int)(sizeof s->names / sizeof s->names[0])) {
+            fprintf(stderr, "kvgate sim: --served-model-name: at most %d names of 1..%d bytes\n",
+                    (int)(sizeof s->names / sizeof s->names[0]), (int)sizeof s->names[0] - 1);
+            return -1;
+        }
+        memcpy(s->names[s->nnames], p, n);
+        s->names[s->nnames++][n] = 0;
+        p += n + (e != NULL);
+    }
+    if (!s->nnames) {
+        fprintf(stderr, "kvgate sim: no model name (--model or --served-model-name)\n");
+        return -1;
+    }
+    snprintf(o->model, sizeof o->model, "%s", s->names[0]);
+    return 0;
 }
 
 int kvg_simsrv_main(const struct kvg_simsrv_opts *opts)
@@ -125,6 +156,11 @@ int kvg_simsrv_main(const struct kvg_simsrv_opts *opts)
             o->role == KVG_SIMSRV_ROLE_PREFILL || o->role == KVG_SIMSRV_ROLE_ENCODE ? 5600 : 0;
     kvg_log_set_level(o->log_level);
     signal(SIGPIPE, SIG_IGN);
+    if (served_names(&s)) return 2;
+    if (o->responses_store && kvg__simsrv_store_new(o->responses_store_max, &s.store)) {
+        fprintf(stderr, "kvgate sim: out of memory\n");
+        return 2;
+    }
     const struct kvg_sim_profile *prof = kvg_sim_profile_find(o->profile);
     if (!prof) {
         fprintf(stderr, "kvgate sim: unknown --profile '%s' (see --help)\n", o->profile);
@@ -141,6 +177,9 @@ int kvg_simsrv_main(const struct kvg_simsrv_opts *opts)
         fprintf(stderr, "kvgate sim: chat template: %s\n", err[0] ? err : kvg_strerror(rc));
         return 2;
     }
+    int64_t eos =
+        kvg_tok_eos_token(s.tok) ? kvg_tok_token_to_id(s.tok, kvg_tok_eos_token(s.tok)) : -1;
+    s.eos_id = eos >= 0 ? (uint32_t)eos : 0;
     struct kvg_sim_config cfg;
     kvg_sim_config_init(&cfg, prof);
     if (o->block_size) cfg.profile.block_size = o->block_size;
@@ -246,6 +285,7 @@ int kvg_simsrv_main(const struct kvg_simsrv_opts *opts)
     }
     kvg_tok_free(s.tok);
     kvg_jinja_chat_free(s.tmpl);
+    kvg__simsrv_store_free(s.store);
     free(s.live);
     return 0;
 }

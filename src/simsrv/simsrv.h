@@ -77,7 +77,41 @@ struct kvg_simsrv_opts {
     int bootstrap_port;         /* an SGLang-flavor prefill's bootstrap listener (0: none) */
     double bootstrap_timeout_s; /* a decode waits this long for its room's KV (120) */
     char encoder_urls[1024];    /* SGLang: a prefill's encoders, URL[,URL] (sim/encode.c) */
+    /* The endpoints beyond chat and completions (route.c and the api_*.c) */
+    char served_names[1024];      /* --served-model-name a,b: every one is served, the first
+                                     is the one answers name (vLLM); empty: --model */
+    uint32_t disabled;            /* 1u << enum kvg_simsrv_api: answered as an unknown path */
+    uint32_t embedding_dim;       /* the length of a pooling output (16) */
+    int responses_store;          /* keep responses (vLLM's VLLM_ENABLE_RESPONSES_API_STORE) */
+    uint32_t responses_store_max; /* stored responses kept, the oldest evicted first */
+    uint32_t max_batch;           /* inputs of one pooling, score or rerank request */
+    double max_audio_mb;          /* vLLM's VLLM_MAX_AUDIO_CLIP_FILESIZE_MB (25) */
 };
+
+/* The APIs a simulated engine serves beyond /health, /metrics and
+ * /v1/models: one bit each of --disable-endpoints, to stand in for an
+ * engine build without them (then their paths answer as unknown ones). */
+enum kvg_simsrv_api {
+    KVG_SIMSRV_API_CHAT,
+    KVG_SIMSRV_API_COMPLETIONS,
+    KVG_SIMSRV_API_RESPONSES, /* POST /v1/responses and /v1/responses/{id}[/cancel] */
+    KVG_SIMSRV_API_MESSAGES,  /* POST /v1/messages and /v1/messages/count_tokens */
+    KVG_SIMSRV_API_GENERATE,  /* SGLang's POST /generate */
+    KVG_SIMSRV_API_EMBEDDINGS,
+    KVG_SIMSRV_API_POOLING,
+    KVG_SIMSRV_API_CLASSIFY,
+    KVG_SIMSRV_API_SCORE,
+    KVG_SIMSRV_API_RERANK,
+    KVG_SIMSRV_API_TOKENIZE,
+    KVG_SIMSRV_API_DETOKENIZE,
+    KVG_SIMSRV_API_AUDIO, /* /v1/audio/transcriptions and /translations */
+    KVG_SIMSRV_API_N
+};
+/* "chat", "completions", "responses", "messages", "generate", "embeddings",
+ * "pooling", "classify", "score", "rerank", "tokenize", "detokenize",
+ * "audio": the API, or -1 (route.c). */
+int kvg_simsrv_api_parse(const char *name, size_t len);
+const char *kvg_simsrv_api_name(int api);
 
 /* What a simulated engine is in a disaggregated deployment. both: today's
  * aggregated engine (it also answers either PD leg, as vLLM's kv_both). */
@@ -130,7 +164,7 @@ struct sim_req {
     struct kvg_http_req *req;
     uint64_t id;
     int chat, stream, include_usage, hung;
-    char rid[40];
+    char rid[64];
     uint32_t prompt_len, cached, ntok;
     double arrival, last_token_t;
     struct kvg_buf text;  /* non-stream: the answer so far */
@@ -147,6 +181,29 @@ struct sim_req {
     size_t pull_len;
     struct kvg_simsrv_ec_req ec; /* its media (sim/encode.c) */
     int started;                 /* its stream's head was sent */
+    /* An answer in another API's shape (Responses, Messages, SGLang's
+     * /generate, audio, pooling): its hooks and their state (NULL: chat or
+     * completions, written by api.c). */
+    const struct kvg_simsrv_out *out;
+    void *ext;
+    uint32_t gidx; /* its index in a pooling request's group */
+};
+
+/* How a request's tokens reach its client when it is not a chat or
+ * completions request. token: one output token, its id and text (first:
+ * the first one; fin:
+ * set on the last); done: the engine finished it, the answer ends; head
+ * (optional): a stream's first events, right after its head; fail
+ * (optional): the answer to a failure (NULL: vLLM's 500); release
+ * (optional): frees ext, called once as r is freed, on every path. r->req
+ * is NULL for a request no client waits on (a background response). */
+struct kvg_simsrv_out {
+    void (*head)(struct sim_req *r);
+    void (*token)(struct sim_req *r, uint32_t id, const char *t, size_t n, int first,
+                  enum kvg_sim_finish fin);
+    void (*done)(struct sim_req *r, enum kvg_sim_finish fin);
+    void (*fail)(struct sim_req *r, const char *msg);
+    void (*release)(struct sim_req *r);
 };
 
 struct sim_metrics;
@@ -191,6 +248,11 @@ struct kvg_simsrv_server {
     struct kvg_simsrv_pd *pd;    /* PD state (sim/pd.c); NULL until kvg_simsrv_pd_start */
     struct kvg_simsrv_ec *ec;    /* encode state (sim/encode.c); NULL until kvg_simsrv_ec_start */
     double t_encode_image;       /* the profile's encode time per image, engine seconds */
+    /* --served-model-name's names (names[0] is o.model) */
+    char names[8][128];
+    int nnames;
+    struct kvg_simsrv_store *store; /* stored responses (resp_store.c); NULL without a store */
+    uint32_t eos_id;                /* the tokenizer's EOS id (SGLang's matched stop) */
 };
 
 /* ---- sim/encode.c: the encode stage (EPD).
@@ -298,5 +360,174 @@ void kvg_simsrv_opts_default(struct kvg_simsrv_opts *o);
  * the process exit status: 0, 1 when it cannot listen, 2 on a rejected
  * configuration (the reason on stderr). */
 int kvg_simsrv_main(const struct kvg_simsrv_opts *o);
+
+/* ---- Shared by the endpoints (gen.c). */
+
+/* What a generation asks of the engine. */
+struct kvg_simsrv_gen {
+    struct kvg_http_req *req; /* NULL: no client waits (a background response) */
+    struct kvg_simsrv_rank *rk;
+    int lora; /* index in s->adapters, -1 the base model */
+    int chat; /* api.c's chat shape (with out NULL) */
+    int stream, include_usage;
+    uint32_t *ids; /* taken: freed on every path */
+    size_t nids;
+    uint32_t max_tokens; /* >= 1 and within the context: checked by the caller */
+    int ignore_eos;
+    int64_t seed;     /* < 0: none */
+    const char *salt; /* NULL: none */
+    const char *rid;  /* the answer's id (copied) */
+    const struct kvg_simsrv_out *out;
+    void *ext;  /* out's state: the request's (out->release frees it) once kvg__simsrv_req_new
+                   returned it */
+    int member; /* one of a group: the caller owns req's on_abort, no hang fault */
+};
+/* api.c: a live request for g (not yet submitted); NULL when out of memory
+ * (g's ids freed, its ext still the caller's, nothing answered). */
+struct sim_req *kvg__simsrv_req_new(struct kvg_simsrv_server *s, const struct kvg_simsrv_gen *g);
+/* api.c: starts r: the hang fault, its encoder fetch, or kvg_simsrv_run. */
+void kvg__simsrv_req_start(struct sim_req *r);
+/* api.c: drops a live (submitted) request: aborted in the engine, freed. */
+void kvg__simsrv_req_drop(struct sim_req *r);
+/* api.c: POST /reset_prefix_cache on every rank (409 while requests run). */
+void kvg__simsrv_reset_prefix_cache(struct kvg_simsrv_server *s, struct kvg_http_req *req);
+
+/* The rank a request runs on (api.c's rule), NULL and msg when it names a
+ * rank this server does not have. */
+struct kvg_simsrv_rank *kvg__simsrv_pick_rank(struct kvg_simsrv_server *s, struct kvg_http_req *req,
+                                              const struct cJSON *j, char *msg, size_t msglen);
+/* The model a request names: -1 the base model (a served name, or none
+ * given), an adapter's index, or -2 (unknown; msg holds vLLM's words). */
+int kvg__simsrv_model(const struct kvg_simsrv_server *s, const struct cJSON *model, char *msg,
+                      size_t msglen);
+/* The name an answer reports for lora (-1: the first served name). */
+const char *kvg__simsrv_model_name(const struct kvg_simsrv_server *s, int lora);
+/* A chat completions body as prompt ids: the chat template, then the
+ * tokenizer. 0, or non-zero with msg set. *ids is the caller's. */
+int kvg__simsrv_chat_ids(struct kvg_simsrv_server *s, const char *body, size_t len, uint32_t **ids,
+                         size_t *n, char *msg, size_t msglen);
+/* A completions prompt (a string or token ids) as prompt ids. */
+int kvg__simsrv_prompt_ids(struct kvg_simsrv_server *s, const struct cJSON *p, int add_special,
+                           uint32_t **ids, size_t *n, char *msg, size_t msglen);
+/* j[key] as an integer 0..1e9 (dflt when absent or null); -1 and msg. */
+int kvg__simsrv_get_uint(const struct cJSON *j, const char *key, int64_t dflt, int64_t *out,
+                         char *msg, size_t msglen);
+/* vLLM's context check of a generation: max_tokens (< 0: the rest of the
+ * context) fitted; -1 and vLLM's message when it does not fit. */
+int kvg__simsrv_fit(const struct kvg_simsrv_server *s, size_t nids, int64_t *max_tokens, char *msg,
+                    size_t msglen);
+/* Ids as vLLM's random_uuid() (32 hex digits) and str(uuid.uuid4()). */
+void kvg__simsrv_hex_id(struct kvg_simsrv_server *s, char out[33]);
+void kvg__simsrv_uuid4(struct kvg_simsrv_server *s, char out[37]);
+/* Error bodies: vLLM's with a param (NULL: null); Anthropic's
+ * {"type":"error","error":{type,message}}; FastAPI's {"detail":..};
+ * SGLang's native {"error":{"message":..}}; vLLM's request validation
+ * error (pydantic's, 400, type "Bad Request") naming the parameter. */
+void kvg__simsrv_error_param(struct kvg_http_req *req, int status, const char *type,
+                             const char *msg, const char *param);
+void kvg__simsrv_error_anthropic(struct kvg_http_req *req, int status, const char *type,
+                                 const char *msg);
+void kvg__simsrv_error_detail(struct kvg_http_req *req, int status, const char *detail);
+void kvg__simsrv_error_sglang(struct kvg_http_req *req, int status, const char *msg);
+void kvg__simsrv_error_validation(struct kvg_http_req *req, const char *param, const char *msg);
+/* The fault injection of every POST endpoint: 1 when it answered (a 500). */
+int kvg__simsrv_inject_fail(struct kvg_simsrv_server *s, struct kvg_http_req *req);
+/* A float as Python prints it (1.0, 0.7, 1e-05). */
+void kvg__simsrv_pyfloat(struct kvg_buf *b, double v);
+/* A request's member echoed as compact JSON; dflt ("null", "[]") when it
+ * is absent or null. */
+void kvg__simsrv_raw(struct kvg_buf *b, const struct cJSON *v, const char *dflt);
+/* Starts a stream's answer: 200, text/event-stream. */
+void kvg__simsrv_sse_start(struct kvg_http_req *req);
+
+/* ---- The endpoints (api_*.c, audio.c), each answering req. */
+void kvg__simsrv_completion(struct kvg_simsrv_server *s, struct kvg_http_req *req, int chat);
+void kvg__simsrv_responses(struct kvg_simsrv_server *s, struct kvg_http_req *req);
+void kvg__simsrv_response_id(struct kvg_simsrv_server *s, struct kvg_http_req *req, const char *id,
+                             size_t idlen, int cancel);
+void kvg__simsrv_messages(struct kvg_simsrv_server *s, struct kvg_http_req *req, int count_only);
+void kvg__simsrv_generate(struct kvg_simsrv_server *s, struct kvg_http_req *req);
+void kvg__simsrv_pooling(struct kvg_simsrv_server *s, struct kvg_http_req *req, int api);
+void kvg__simsrv_score(struct kvg_simsrv_server *s, struct kvg_http_req *req, int rerank);
+void kvg__simsrv_tokenize(struct kvg_simsrv_server *s, struct kvg_http_req *req, int detok);
+void kvg__simsrv_audio(struct kvg_simsrv_server *s, struct kvg_http_req *req, int translate);
+
+/* ---- Pooling requests (pool_group.c): n prompt-only engine requests (ids[i]
+ * of nids[i] >= 1 tokens, taken) for one client request; answer(req, ud,
+ * cached hits per input, n) once all finished. free_ud(ud) runs once, when
+ * the last of them is gone (answered, failed or the client left). The hang
+ * fault applies to the whole request. */
+typedef void (*kvg_simsrv_group_answer)(struct kvg_http_req *req, void *ud, const uint32_t *cached,
+                                        size_t n);
+void kvg__simsrv_group_run(struct kvg_simsrv_server *s, struct kvg_http_req *req,
+                           struct kvg_simsrv_rank *rk, int lora, uint32_t **ids, const size_t *nids,
+                           size_t n, kvg_simsrv_group_answer answer, void *ud,
+                           void (*free_ud)(void *ud));
+
+/* Inputs of a pooling request (api_pooling.c): token ids per input. */
+struct kvg_simsrv_inputs {
+    uint32_t **ids;
+    size_t *len;
+    size_t n, cap;
+    const char *operation; /* what vLLM's over-length message names (NULL: embedding generation) */
+};
+#define KVG_SIMSRV_MAX_DIM 4096
+/* vLLM's `input`: a string, strings, token ids or lists of them, each one
+ * input, at most --max-batch of them, each within the context. 0, or
+ * KVG_EPARSE / KVG_ETOOBIG / -ENOMEM with msg (vLLM's words). */
+int kvg__simsrv_inputs_read(struct kvg_simsrv_server *s, const struct cJSON *input, int add_special,
+                            struct kvg_simsrv_inputs *in, char *msg, size_t msglen);
+void kvg__simsrv_inputs_free(struct kvg_simsrv_inputs *in);
+/* The sim's embedding of token ids: each id a fixed pseudo-random vector,
+ * their sum normalised (dim <= KVG_SIMSRV_MAX_DIM). */
+void kvg__simsrv_embed(const uint32_t *ids, size_t n, uint32_t dim, float *out);
+/* Two embeddings' cosine similarity mapped to 0..1 (the sim's score). */
+double kvg__simsrv_similarity(const float *a, const float *b, uint32_t dim);
+/* An error of a pooling endpoint in the flavor's shape. */
+void kvg__simsrv_pool_error(struct kvg_simsrv_server *s, struct kvg_http_req *req, int status,
+                            const char *msg);
+
+/* ---- Stored responses (resp_store.c): a bounded map from a response's
+ * id to its Response object and its conversation, oldest evicted first. */
+struct kvg_simsrv_store;
+int kvg__simsrv_store_new(uint32_t max, struct kvg_simsrv_store **out);
+void kvg__simsrv_store_free(struct kvg_simsrv_store *st);
+/* Keeps (a copy of) a response: its JSON object, its conversation (the
+ * chat messages it was rendered from, a JSON array) and its output text.
+ * A kept id is replaced. 0 or -ENOMEM. */
+int kvg__simsrv_store_put(struct kvg_simsrv_store *st, const char *id, const char *response,
+                          size_t rlen, const char *messages, size_t mlen, const char *output,
+                          size_t olen);
+/* A kept response (views valid until the next put or del), or NULL. */
+struct kvg_simsrv_stored {
+    const char *response, *messages, *output;
+    size_t rlen, mlen, olen;
+};
+int kvg__simsrv_store_get(const struct kvg_simsrv_store *st, const char *id, size_t idlen,
+                          struct kvg_simsrv_stored *out);
+/* 0, or KVG_ENOTFOUND. */
+int kvg__simsrv_store_del(struct kvg_simsrv_store *st, const char *id, size_t idlen);
+
+/* audio.c: seconds of audio in a file (a WAV's header, else its size at
+ * 16 kHz 16-bit mono). */
+double kvg__simsrv_audio_seconds(const unsigned char *f, size_t n);
+
+/* ---- multipart/form-data (multipart.c), a parser of outside bytes. */
+struct kvg_simsrv_part {
+    const char *name; /* views into the body */
+    size_t name_len;
+    const char *filename; /* NULL: a plain field */
+    size_t filename_len;
+    const char *data;
+    size_t len;
+};
+#define KVG_SIMSRV_MAX_PARTS 32
+/* Splits body by the boundary of content_type (a Content-Type header's
+ * value). 0 and parts[0..*n) (views into body), or KVG_EPARSE and msg: not
+ * multipart/form-data, no boundary, a part without its headers' end or its
+ * closing boundary (a body cut in the middle), more than max parts. */
+int kvg_simsrv_multipart_parse(const char *content_type, size_t ct_len, const char *body,
+                               size_t len, struct kvg_simsrv_part *parts, size_t max, size_t *n,
+                               char *msg, size_t msglen);
 
 #endif
