@@ -133,20 +133,26 @@ static int image_part(struct kvg_buf *o, const cJSON *src)
 struct parts {
     struct kvg_buf content; /* content parts, JSON members */
     size_t nparts;
-    const cJSON *only_text; /* the text when the one part is a text */
+    int media;              /* a part is not text: the array form stays */
+    size_t one_at, one_end; /* the first part's text, as a JSON string in content */
     struct kvg_buf calls;   /* tool_calls members, JSON */
     struct kvg_buf rs;      /* reasoning, raw */
     int has_rs;
 };
 
-static int add_text_part(struct parts *p, const cJSON *text)
+/* A text part of the bytes s[0, n); the first one's place is kept (a lone
+ * text part is the message's plain string content). */
+static int add_text_part(struct parts *p, const char *s, size_t n)
 {
     int rc;
     if ((p->nparts && (rc = kvg_buf_append(&p->content, ",", 1))) ||
-        (rc = kvg_buf_append_str(&p->content, "{\"type\":\"text\",\"text\":")) ||
-        (rc = kvg__api_str(&p->content, text)) || (rc = kvg_buf_append(&p->content, "}", 1)))
+        (rc = kvg_buf_append_str(&p->content, "{\"type\":\"text\",\"text\":")))
         return rc;
-    p->only_text = p->nparts++ ? NULL : text;
+    size_t at = p->content.len;
+    if ((rc = kvg_buf_append_json_str(&p->content, s, n)) ||
+        (rc = kvg_buf_append(&p->content, "}", 1)))
+        return rc;
+    if (!p->nparts++) p->one_at = at, p->one_end = p->content.len - 1;
     return 0;
 }
 
@@ -229,18 +235,12 @@ static int tool_result(struct mctx *c, struct parts *p, const cJSON *b, int user
     kvg_buf_init(&images, 0);
     if ((rc = result_text(c, kvg__api_get(b, "content"), base, j, &text, &images, &nimg))) goto out;
     if (!user) { /* an assistant's tool result is text of its own message */
-        if ((p->nparts && (rc = kvg_buf_append(&p->content, ",", 1))) ||
-            (rc = kvg_buf_append_str(&p->content, "{\"type\":\"text\",\"text\":")))
-            goto out;
         struct kvg_buf t;
         kvg_buf_init(&t, 0);
         if (!(rc = kvg_buf_append_str(&t, "Tool result: ")) &&
             !(rc = kvg_buf_append(&t, text.data, text.len)))
-            rc = kvg_buf_append_json_str(&p->content, t.data, t.len);
+            rc = add_text_part(p, t.data, t.len);
         kvg_buf_free(&t);
-        if (rc || (rc = kvg_buf_append(&p->content, "}", 1))) goto out;
-        p->only_text = NULL; /* the part's text is not a tree node: keep the array form */
-        p->nparts += 2;      /* never collapsed to a string */
         goto out;
     }
     if ((rc = msg_sep(c)) ||
@@ -273,7 +273,8 @@ static int block(struct mctx *c, struct parts *p, const cJSON *b, int user, cons
         if (t && !cJSON_IsString(t))
             return kvg__api_fail(c->err, kvg__api_path(c->path, sizeof(c->path), base, j, "text"),
                                  "a text block's 'text' must be a string");
-        return kvg_json_str(t, &n) && n ? add_text_part(p, t) : 0;
+        const char *ts = kvg_json_str(t, &n);
+        return ts && n ? add_text_part(p, ts, n) : 0;
     }
     if (kvg__api_str_is(type, "image")) {
         const cJSON *src = kvg__api_get(b, "source");
@@ -281,8 +282,8 @@ static int block(struct mctx *c, struct parts *p, const cJSON *b, int user, cons
         if ((p->nparts && (rc = kvg_buf_append(&p->content, ",", 1))) ||
             (rc = image_part(&p->content, src)))
             return rc;
-        p->only_text = NULL;
-        p->nparts += 2; /* an image part keeps the array form */
+        p->nparts++;
+        p->media = 1;
         return 0;
     }
     if (kvg__api_str_is(type, "thinking")) {
@@ -329,7 +330,7 @@ static int write_message(struct mctx *c, const cJSON *m, size_t i, struct parts 
     kvg_buf_reset(&p->calls);
     kvg_buf_reset(&p->rs);
     p->nparts = 0;
-    p->only_text = NULL;
+    p->media = 0;
     p->has_rs = 0;
     size_t j = 0;
     for (const cJSON *b = content->child; b; b = b->next, j++)
@@ -338,9 +339,9 @@ static int write_message(struct mctx *c, const cJSON *m, size_t i, struct parts 
     if ((rc = msg_sep(c)) || (rc = kvg_buf_append_str(c->out, "{\"role\":")) ||
         (rc = kvg_buf_append_str(c->out, user ? "\"user\"" : "\"assistant\"")))
         return rc;
-    if (p->nparts == 1 && p->only_text) {
+    if (p->nparts == 1 && !p->media) {
         if ((rc = kvg_buf_append_str(c->out, ",\"content\":")) ||
-            (rc = kvg__api_str(c->out, p->only_text)))
+            (rc = kvg_buf_append(c->out, p->content.data + p->one_at, p->one_end - p->one_at)))
             return rc;
     } else if (p->nparts && ((rc = kvg_buf_append_str(c->out, ",\"content\":[")) ||
                              (rc = kvg_buf_append(c->out, p->content.data, p->content.len)) ||

@@ -347,6 +347,20 @@ TEST(messages_engine_defaults)
               "\"tool_choice\":\"auto\",\"max_tokens\":3}");
 }
 
+TEST(messages_assistant_tool_result_is_text)
+{
+    /* in an assistant message a tool_result is a text part; alone, the
+     * plain string */
+    CHECK_STR(conv(M, "{\"max_tokens\":3,\"messages\":[{\"role\":\"assistant\",\"content\":"
+                      "[{\"type\":\"tool_result\",\"tool_use_id\":\"t\",\"content\":\"r\\\"\"}]},"
+                      "{\"role\":\"assistant\",\"content\":[{\"type\":\"text\",\"text\":\"a\"},"
+                      "{\"type\":\"tool_result\",\"content\":[{\"type\":\"text\",\"text\":\"x\"},"
+                      "{\"type\":\"text\",\"text\":\"y\"}]}]}]}"),
+              "{\"messages\":[{\"role\":\"assistant\",\"content\":\"Tool result: r\\\"\"},"
+              "{\"role\":\"assistant\",\"content\":[{\"type\":\"text\",\"text\":\"a\"},"
+              "{\"type\":\"text\",\"text\":\"Tool result: x\\ny\"}]}],\"max_tokens\":3}");
+}
+
 TEST(messages_count_tokens)
 {
     /* no max_tokens needed, no sampling members */
