@@ -11,41 +11,39 @@
 #include "base/err.h"
 #include "base/util.h"
 
+/* One chat chunk whose first choice has the given delta. */
 #define CH(delta)                                                                                  \
-    "data: "                                                                                       \
-    "{\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,"               \
+    "data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,"         \
     "\"delta\":" delta ",\"finish_reason\":null}]}\n\n"
 
 /* A vLLM chat stream: role chunk, reasoning, text, two tool calls (the
  * first's arguments in pieces), finish, the usage chunk, [DONE]. */
+// clang-format off
 static const char g_long[] =
-    CH("{\"role\":\"assistant\",\"content\":\"\"}") CH("{\"reasoning\":\"Let me\"}")
-        CH("{\"reasoning\":\" think\"}") CH("{\"content\":\"Hello\"}")
-            CH("{\"content\":\" w\xc3\xb6rld \\\"q\\\" a\\u0000b\"}")
-                CH("{\"tool_calls\":[{\"index\":0,\"id\":\"call_a\",\"type\":\"function\","
-                   "\"function\":{\"name\":\"ls\",\"arguments\":\"\"}}]}")
-                    CH("{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":\"{\\\"d\\\":\"}}"
-                       "]}")
-                        CH("{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":\"\\\"/"
-                           "\\\"}\"}}]}")
-                            CH("{\"tool_calls\":[{\"index\":1,\"id\":\"call_b\",\"type\":"
-                               "\"function\",\"function\":{\"name\":\"cat\",\"arguments\":\"{}\"}}]"
-                               "}") "data: "
-                                    "{\"id\":\"c1\",\"choices\":[{\"index\":0,\"delta\":{},"
-                                    "\"finish_reason\":\"tool_calls\"}]}\n\n"
-                                    "data: "
-                                    "{\"id\":\"c1\",\"choices\":[],\"usage\":{\"prompt_tokens\":12,"
-                                    "\"completion_tokens\":9,"
-                                    "\"total_tokens\":21,\"prompt_tokens_details\":{\"cached_"
-                                    "tokens\":8},"
-                                    "\"completion_tokens_details\":{\"reasoning_tokens\":2}}}\n\n"
-                                    "data: [DONE]\n\n";
+    CH("{\"role\":\"assistant\",\"content\":\"\"}")
+    CH("{\"reasoning\":\"Let me\"}")
+    CH("{\"reasoning\":\" think\"}")
+    CH("{\"content\":\"Hello\"}")
+    CH("{\"content\":\" w\xc3\xb6rld \\\"q\\\" a\\u0000b\"}")
+    CH("{\"tool_calls\":[{\"index\":0,\"id\":\"call_a\",\"type\":\"function\","
+       "\"function\":{\"name\":\"ls\",\"arguments\":\"\"}}]}")
+    CH("{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":\"{\\\"d\\\":\"}}]}")
+    CH("{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":\"\\\"/\\\"}\"}}]}")
+    CH("{\"tool_calls\":[{\"index\":1,\"id\":\"call_b\",\"type\":\"function\","
+       "\"function\":{\"name\":\"cat\",\"arguments\":\"{}\"}}]}")
+    "data: {\"id\":\"c1\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"tool_calls\"}]}\n\n"
+    "data: {\"id\":\"c1\",\"choices\":[],\"usage\":{\"prompt_tokens\":12,\"completion_tokens\":9,"
+    "\"total_tokens\":21,\"prompt_tokens_details\":{\"cached_tokens\":8},"
+    "\"completion_tokens_details\":{\"reasoning_tokens\":2}}}\n\n"
+    "data: [DONE]\n\n";
 
-static const char g_short[] = CH("{\"role\":\"assistant\",\"content\":\"\"}") CH(
-    "{\"content\":\"Hi\"}") "data: "
-                            "{\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}],"
-                            "\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":1}}\n\n"
-                            "data: [DONE]\n\n";
+static const char g_short[] =
+    CH("{\"role\":\"assistant\",\"content\":\"\"}")
+    CH("{\"content\":\"Hi\"}")
+    "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}],"
+    "\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":1}}\n\n"
+    "data: [DONE]\n\n";
+// clang-format on
 
 static void xctx(struct kvg_api_xctx *x, enum kvg_api_kind kind)
 {
@@ -56,8 +54,9 @@ static void xctx(struct kvg_api_xctx *x, enum kvg_api_kind kind)
     snprintf(x->id, sizeof x->id, kind == KVG_API_RESPONSES ? "resp_7" : "msg_7");
 }
 
-/* Feeds s in pieces: cuts[] are the piece lengths (0-terminated list; NULL
- * feeds it whole; a negative first value feeds one byte at a time). */
+/* Feeds s in pieces: one byte at a time (one_by_one), else cuts[] are the
+ * piece lengths (0 ends the list: the rest in one piece; NULL: whole); then
+ * ends the stream (cut or not). */
 static int run(enum kvg_api_kind kind, const char *s, size_t n, const size_t *cuts, int one_by_one,
                int cut, struct kvg_buf *out)
 {
