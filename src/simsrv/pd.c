@@ -577,7 +577,8 @@ int kvg_simsrv_pd_start(struct kvg_simsrv_server *s, char *err, size_t errlen)
         else
             snprintf(ep->engine_id, sizeof ep->engine_id, "%s", pd->engine_id);
         if (port <= 0) continue;
-        struct kvg_http_limits lim;
+        struct kvg_http_limits lim = {
+            0}; /* kvg_http_limits_default leaves send_buffer_bytes unset */
         kvg_http_limits_default(&lim);
         rc = kvg_http_server_start(s->loop, s->o.host, port + r, KVG_HTTP_BIND_EXCLUSIVE, &lim,
                                    side_handle, ep, &ep->srv);
@@ -590,7 +591,8 @@ int kvg_simsrv_pd_start(struct kvg_simsrv_server *s, char *err, size_t errlen)
         }
     }
     if (s->o.bootstrap_port > 0) {
-        struct kvg_http_limits lim;
+        struct kvg_http_limits lim = {
+            0}; /* kvg_http_limits_default leaves send_buffer_bytes unset */
         kvg_http_limits_default(&lim);
         rc = kvg_http_server_start(s->loop, s->o.host, s->o.bootstrap_port, KVG_HTTP_BIND_EXCLUSIVE,
                                    &lim, side_handle, &pd->side[0], &pd->boot);

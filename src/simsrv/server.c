@@ -242,7 +242,7 @@ int kvg_simsrv_main(const struct kvg_simsrv_opts *opts)
         uv_timer_init(loop, &s.ranks[r].step_timer);
         s.ranks[r].step_timer.data = &s.ranks[r];
     }
-    struct kvg_http_limits lim;
+    struct kvg_http_limits lim = {0}; /* kvg_http_limits_default leaves send_buffer_bytes unset */
     kvg_http_limits_default(&lim);
     if ((rc = kvg_http_server_start(loop, o->host, o->port, KVG_HTTP_BIND_EXCLUSIVE, &lim,
                                     kvg_simsrv_handle, &s, &s.http))) {
