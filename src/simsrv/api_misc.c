@@ -275,8 +275,27 @@ static void gen_done(struct sim_req *r, enum kvg_sim_finish fin)
     kvg_buf_free(&b);
 }
 
+/* SGLang's own error shapes: its 400/500 body before the stream, an error
+ * chunk and [DONE] in it (http_server.py's stream_results). */
+static void gen_fail(struct sim_req *r, const char *msg)
+{
+    r->req->on_abort = NULL;
+    if (!r->started) {
+        kvg__simsrv_error_sglang(r->req, 500, msg);
+        return;
+    }
+    struct kvg_buf b;
+    kvg_buf_init(&b, 0);
+    kvg_buf_append_str(&b, "data: {\"error\":{\"message\":");
+    kvg_buf_append_json_str(&b, msg, strlen(msg));
+    kvg_buf_append_str(&b, "}}\n\ndata: [DONE]\n\n");
+    kvg_http_res_write(r->req, b.data, b.len);
+    kvg_http_res_end(r->req);
+    kvg_buf_free(&b);
+}
+
 static const struct kvg_simsrv_out gen_out = {
-    .token = gen_token, .done = gen_done, .release = gen_release};
+    .token = gen_token, .done = gen_done, .fail = gen_fail, .release = gen_release};
 
 /* The prompt: text or input_ids, one of them; -1 and msg. */
 static int gen_prompt(struct kvg_simsrv_server *s, const cJSON *j, uint32_t **ids, size_t *n,
