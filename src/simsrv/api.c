@@ -386,32 +386,32 @@ void kvg_simsrv_submit(struct sim_req *r, uint32_t remote_tokens)
     step_now(r->rk);
 }
 
-void kvg_simsrv_fail(struct sim_req *r, const char *msg)
+void kvg__simsrv_fail_answer(struct sim_req *r, const char *msg)
 {
     struct kvg_http_req *req = r->req;
-    if (r->out && r->out->fail) {
-        r->out->fail(r, msg);
-        sr_free(r);
-        return;
-    }
-    if (!req) { /* no client waits */
-        sr_free(r);
-        return;
-    }
+    if (!req) return; /* no client waits */
     req->on_abort = NULL;
     if (!r->stream || !r->started) {
         kvg_simsrv_error(req, 500, "InternalServerError", msg);
-    } else {
-        struct kvg_buf b;
-        kvg_buf_init(&b, 0);
-        kvg_buf_append_str(&b, "data: {\"error\":{\"message\":");
-        kvg_buf_append_json_str(&b, msg, strlen(msg));
-        kvg_buf_append_str(&b, ",\"type\":\"InternalServerError\",\"param\":null,"
-                               "\"code\":500}}\n\ndata: [DONE]\n\n");
-        kvg_http_res_write(req, b.data, b.len);
-        kvg_buf_free(&b);
-        kvg_http_res_end(req);
+        return;
     }
+    struct kvg_buf b;
+    kvg_buf_init(&b, 0);
+    kvg_buf_append_str(&b, "data: {\"error\":{\"message\":");
+    kvg_buf_append_json_str(&b, msg, strlen(msg));
+    kvg_buf_append_str(&b, ",\"type\":\"InternalServerError\",\"param\":null,"
+                           "\"code\":500}}\n\ndata: [DONE]\n\n");
+    kvg_http_res_write(req, b.data, b.len);
+    kvg_buf_free(&b);
+    kvg_http_res_end(req);
+}
+
+void kvg_simsrv_fail(struct sim_req *r, const char *msg)
+{
+    if (r->out && r->out->fail)
+        r->out->fail(r, msg);
+    else
+        kvg__simsrv_fail_answer(r, msg);
     sr_free(r);
 }
 

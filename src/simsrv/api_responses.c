@@ -20,12 +20,14 @@
 
 /* One request's answer state (the sim_req's ext). */
 struct resp {
-    cJSON *body;         /* the request, for the members the Response echoes */
-    char *messages;      /* the chat messages rendered (a JSON array): what a store keeps */
-    int store;           /* keep the answer (the store is on and the request did not say no) */
-    int64_t created;     /* created_at */
-    uint32_t max_tokens; /* max_output_tokens as vLLM reports it: the effective limit */
-    int64_t seq;         /* the next event's sequence_number */
+    cJSON *body;             /* the request, for the members the Response echoes */
+    char *messages;          /* the chat messages rendered (a JSON array): what a store keeps */
+    int store;               /* keep the answer (the store is on and the request did not say no) */
+    int background;          /* no client waits: the answer goes to the store only */
+    struct sim_req *bg_next; /* s->bg's list of running background responses */
+    int64_t created;         /* created_at */
+    uint32_t max_tokens;     /* max_output_tokens as vLLM reports it: the effective limit */
+    int64_t seq;             /* the next event's sequence_number */
     int64_t content_index;
     char item_id[37]; /* the streamed message item's id (a plain uuid4, as vLLM's) */
 };
@@ -34,6 +36,12 @@ static void resp_release(struct sim_req *r)
 {
     struct resp *st = r->ext;
     if (!st) return;
+    for (struct sim_req **p = &r->s->bg; st->background && *p;
+         p = &((struct resp *)(*p)->ext)->bg_next)
+        if (*p == r) {
+            *p = st->bg_next;
+            break;
+        }
     cJSON_Delete(st->body);
     cJSON_free(st->messages);
     free(st);
@@ -69,7 +77,8 @@ static void message_item(struct kvg_buf *b, const char *id, const char *text, si
 }
 
 /* ResponsesResponse as vLLM dumps it (every field, in its order). r NULL:
- * the stream's first object (in_progress, no output, no usage). */
+ * status: completed or incomplete (the finished object), or in_progress,
+ * queued, cancelled, failed (no output, no usage). */
 static void response_object(struct kvg_buf *b, const struct sim_req *r, const struct resp *st,
                             const char *rid, const char *status)
 {
@@ -87,7 +96,8 @@ static void response_object(struct kvg_buf *b, const struct sim_req *r, const st
     const char *model = kvg__simsrv_model_name(s, r->lora);
     kvg_buf_append_json_str(b, model, strlen(model));
     kvg_buf_append_str(b, ",\"object\":\"response\",\"output\":[");
-    if (strcmp(status, "in_progress") && r->text.len) {
+    int final = !strcmp(status, "completed") || !strcmp(status, "incomplete");
+    if (final && r->text.len) {
         char id[40];
         snprintf(id, sizeof id, "msg_");
         kvg__simsrv_hex_id(r->s, id + 4);
@@ -103,8 +113,8 @@ static void response_object(struct kvg_buf *b, const struct sim_req *r, const st
     kvg__simsrv_raw(b, member(st, "tools"), "[]");
     kvg_buf_append_str(b, ",\"top_p\":");
     float_member(b, st, "top_p", 1.0);
-    kvg_buf_printf(
-        b, ",\"background\":false,\"max_output_tokens\":%u,\"max_tool_calls\":", st->max_tokens);
+    kvg_buf_printf(b, ",\"background\":%s,\"max_output_tokens\":%u,\"max_tool_calls\":",
+                   st->background ? "true" : "false", st->max_tokens);
     kvg__simsrv_raw(b, member(st, "max_tool_calls"), "null");
     kvg_buf_append_str(b, ",\"previous_response_id\":");
     kvg__simsrv_raw(b, member(st, "previous_response_id"), "null");
@@ -117,7 +127,7 @@ static void response_object(struct kvg_buf *b, const struct sim_req *r, const st
     kvg_buf_append_str(b, ",\"top_logprobs\":null,\"truncation\":");
     kvg__simsrv_raw(b, member(st, "truncation"), "\"disabled\"");
     kvg_buf_append_str(b, ",\"usage\":");
-    if (!strcmp(status, "in_progress"))
+    if (!final)
         kvg_buf_append_str(b, "null");
     else
         kvg_buf_printf(b,
@@ -250,8 +260,41 @@ static void resp_done(struct sim_req *r, enum kvg_sim_finish fin)
     kvg_buf_free(&b);
 }
 
-static const struct kvg_simsrv_out resp_out = {
-    .head = resp_head, .token = resp_token, .done = resp_done, .release = resp_release};
+/* Keeps r's object with this status (a background response's progress). */
+static void store_status(struct sim_req *r, const char *status)
+{
+    struct resp *st = r->ext;
+    struct kvg_buf b;
+    kvg_buf_init(&b, 0);
+    response_object(&b, r, st, r->rid, status);
+    (void)kvg__simsrv_store_put(r->s->store, r->rid, b.data, b.len, st->messages,
+                                strlen(st->messages), "", 0);
+    kvg_buf_free(&b);
+}
+
+/* A background response that fails is kept as failed, as vLLM's is. */
+static void resp_fail(struct sim_req *r, const char *msg)
+{
+    struct resp *st = r->ext;
+    if (st->background)
+        store_status(r, "failed");
+    else
+        kvg__simsrv_fail_answer(r, msg);
+}
+
+static const struct kvg_simsrv_out resp_out = {.head = resp_head,
+                                               .token = resp_token,
+                                               .done = resp_done,
+                                               .fail = resp_fail,
+                                               .release = resp_release};
+
+/* The running background response id names, or NULL. */
+static struct sim_req *background(struct kvg_simsrv_server *s, const char *id, size_t idlen)
+{
+    for (struct sim_req *r = s->bg; r; r = ((struct resp *)r->ext)->bg_next)
+        if (strlen(r->rid) == idlen && !memcmp(r->rid, id, idlen)) return r;
+    return NULL;
+}
 
 /* ----------------------------------------------------------------- request */
 
@@ -358,9 +401,9 @@ static int check_body(struct kvg_simsrv_server *s, struct kvg_http_req *req, con
             "background mode. To enable these features, set the environment variable "
             "`VLLM_ENABLE_RESPONSES_API_STORE=1` when launching the vLLM server.",
             "background");
-    } else if (cJSON_IsTrue(bg)) {
+    } else if (cJSON_IsTrue(bg) && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "stream"))) {
         kvg__simsrv_error_param(req, 400, "invalid_request_error",
-                                "the simulated engine does not run background responses",
+                                "the simulated engine does not stream background responses",
                                 "background");
     } else {
         return 0;
@@ -422,14 +465,16 @@ void kvg__simsrv_responses(struct kvg_simsrv_server *s, struct kvg_http_req *req
     }
     const cJSON *store = cJSON_GetObjectItemCaseSensitive(j, "store");
     const cJSON *salt = cJSON_GetObjectItemCaseSensitive(j, "cache_salt");
+    int bg = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "background"));
     *st = (struct resp){.body = j,
                         .messages = messages,
                         .store = s->store && !cJSON_IsFalse(store),
+                        .background = bg,
                         .created = (int64_t)kvg_wall_s(),
                         .max_tokens = (uint32_t)max_tokens};
     char rid[40] = "resp_";
     kvg__simsrv_hex_id(s, rid + 5);
-    struct kvg_simsrv_gen g = {.req = req,
+    struct kvg_simsrv_gen g = {.req = bg ? NULL : req, /* a background response: no client */
                                .rk = rk,
                                .lora = lora,
                                .stream =
@@ -450,6 +495,16 @@ void kvg__simsrv_responses(struct kvg_simsrv_server *s, struct kvg_http_req *req
         goto out;
     }
     j = NULL, messages = NULL; /* the answer's state's now */
+    if (bg) {                  /* answered at once, queued; GET follows it, cancel stops it */
+        struct kvg_buf b;
+        kvg_buf_init(&b, 0);
+        response_object(&b, r, st, r->rid, "queued");
+        store_status(r, "queued");
+        st->bg_next = s->bg;
+        s->bg = r;
+        kvg_http_res_send(req, 200, "application/json", NULL, 0, b.data, b.len);
+        kvg_buf_free(&b);
+    }
     kvg__simsrv_req_start(r);
 out:
     free(ids);
@@ -463,23 +518,28 @@ void kvg__simsrv_response_id(struct kvg_simsrv_server *s, struct kvg_http_req *r
                              size_t idlen, int what)
 {
     struct kvg_simsrv_stored old;
+    struct sim_req *running = background(s, id, idlen);
+    struct kvg_buf b;
+    kvg_buf_init(&b, 0);
     if (kvg__simsrv_store_get(s->store, id, idlen, &old)) {
         not_found(req, id, idlen);
     } else if (what == 0) {
         kvg_http_res_send(req, 200, "application/json", NULL, 0, old.response, old.rlen);
-    } else if (what == 2) {
-        /* A kept response has finished: only a background one (queued or
-         * in progress) can be cancelled, and the sim runs none. */
+    } else if (what == 2 && running) { /* vLLM's cancel: kept as cancelled, its run aborted */
+        response_object(&b, running, running->ext, running->rid, "cancelled");
+        store_status(running, "cancelled");
+        kvg__simsrv_req_drop(running);
+        kvg_http_res_send(req, 200, "application/json", NULL, 0, b.data, b.len);
+    } else if (what == 2) { /* finished: only a queued or running one can be cancelled */
         kvg__simsrv_error_param(req, 400, "invalid_request_error",
                                 "Cannot cancel a synchronous response.", "response_id");
     } else {
-        struct kvg_buf b;
-        kvg_buf_init(&b, 0);
+        if (running) kvg__simsrv_req_drop(running);
         kvg_buf_append_str(&b, "{\"id\":");
         kvg_buf_append_json_str(&b, id, idlen);
         kvg_buf_append_str(&b, ",\"object\":\"response\",\"deleted\":true}");
         kvg__simsrv_store_del(s->store, id, idlen);
         kvg_http_res_send(req, 200, "application/json", NULL, 0, b.data, b.len);
-        kvg_buf_free(&b);
     }
+    kvg_buf_free(&b);
 }

@@ -252,6 +252,7 @@ struct kvg_simsrv_server {
     char names[8][128];
     int nnames;
     struct kvg_simsrv_store *store; /* stored responses (resp_store.c); NULL without a store */
+    struct sim_req *bg;             /* background responses running (api_responses.c) */
     uint32_t eos_id;                /* the tokenizer's EOS id (SGLang's matched stop) */
 };
 
@@ -389,6 +390,9 @@ struct sim_req *kvg__simsrv_req_new(struct kvg_simsrv_server *s, const struct kv
 void kvg__simsrv_req_start(struct sim_req *r);
 /* api.c: drops a live (submitted) request: aborted in the engine, freed. */
 void kvg__simsrv_req_drop(struct sim_req *r);
+/* api.c: vLLM's answer to r's failure (a 500, or an SSE error event and
+ * [DONE] once its stream started); nothing when no client waits. */
+void kvg__simsrv_fail_answer(struct sim_req *r, const char *msg);
 /* api.c: POST /reset_prefix_cache on every rank (409 while requests run). */
 void kvg__simsrv_reset_prefix_cache(struct kvg_simsrv_server *s, struct kvg_http_req *req);
 

@@ -6,7 +6,7 @@
 # error shapes and hostile bodies. sim_endpoints_pool.sh covers the pooling,
 # audio, SGLang and llama.cpp endpoints.
 . "$(dirname "$0")/lib.sh"
-P1=$(free_port); P2=$(free_port)
+P1=$(free_port); P2=$(free_port); P3=$(free_port)
 start_sim "$P1" --served-model-name m,alias --speed 200 --responses-store --responses-store-max 8 || exit 1
 S=http://127.0.0.1:$P1
 post() { curl -s -o "$TMP/r" -w '%{http_code}' "$S$1" -H 'content-type: application/json' -d "$2"; }
@@ -95,6 +95,25 @@ for i in $(seq 1 10); do post /v1/responses "{\"model\":\"m\",\"input\":\"n$i\",
 check "the store keeps at most --responses-store-max" [ "$(curl -s -o /dev/null -w '%{http_code}' "$S/v1/responses/$(json_get "$TMP/resp2" 'j["id"]')")" = 404 ]
 check "GET /v1/responses/{id}: POST is 405" [ "$(curl -s -o /dev/null -w '%{http_code}' -X POST "$S/v1/responses/x")" = 405 ]
 
+# ---- Background responses: answered at once (queued), run with no client,
+# kept when done; cancel stops a running one (kept as cancelled).
+check "background: 200 queued" [ "$(post /v1/responses '{"model":"m","input":"in the background","max_output_tokens":4,"background":true}'; json_get "$TMP/r" '(j["status"], j["background"], j["usage"], j["output"])')" = "200('queued', True, None, [])" ]
+bid=$(json_get "$TMP/r" 'j["id"]')
+for i in $(seq 1 "$(scaled 50)"); do
+  curl -s "$S/v1/responses/$bid" >"$TMP/bg"
+  [ "$(json_get "$TMP/bg" 'j["status"]')" = queued ] || break
+  sleep 0.1
+done
+check "background: kept when done, with usage" [ "$(json_get "$TMP/bg" '(j["status"] in ("completed", "incomplete"), j["usage"]["output_tokens"] >= 1, j["background"])')" = "(True, True, True)" ]
+start_sim "$P3" --model m --speed 0.02 --responses-store || exit 1
+S3=http://127.0.0.1:$P3
+bid=$(curl -s "$S3/v1/responses" -d '{"model":"m","input":"slow","background":true}' | json_get /dev/stdin 'j["id"]')
+check "background: running in the engine" [ "$(curl -s "$S3/debug/ranks" | json_get /dev/stdin 'j["ranks"][0]["running"] + j["ranks"][0]["waiting"]')" = 1 ]
+check "cancel a running one: 200 cancelled" [ "$(curl -s -X POST "$S3/v1/responses/$bid/cancel" | json_get /dev/stdin 'j["status"]')" = cancelled ]
+check "  its run aborted" [ "$(curl -s "$S3/debug/ranks" | json_get /dev/stdin 'j["ranks"][0]["running"] + j["ranks"][0]["waiting"]')" = 0 ]
+check "  kept as cancelled" [ "$(curl -s "$S3/v1/responses/$bid" | json_get /dev/stdin 'j["status"]')" = cancelled ]
+check "  cancelled twice: 400" [ "$(curl -s -o /dev/null -w '%{http_code}' -X POST "$S3/v1/responses/$bid/cancel")" = 400 ]
+
 # ---- Messages, as vLLM's converter answers: the chat completion's id,
 # stop_reason, usage; its stream's events, then data: [DONE].
 check "messages: 200" [ "$(post /v1/messages '{"model":"m","max_tokens":5,"system":"sys","messages":[{"role":"user","content":"hi"}]}')" = 200 ]
@@ -135,7 +154,8 @@ check "responses, unknown item type: 400" [ "$(post /v1/responses '{"model":"m",
 check "  naming the item" grep -q '"param":"body.input' "$TMP/r"
 check "responses, not JSON: 400" [ "$(post /v1/responses '{x')" = 400 ]
 check "responses, unknown model: 404" [ "$(post /v1/responses '{"model":"zz","input":"x"}')" = 404 ]
-check "responses, background without a run: 400" [ "$(post /v1/responses '{"model":"m","input":"x","background":true}')" = 400 ]
+check "responses, background and stream: 400" [ "$(post /v1/responses '{"model":"m","input":"x","background":true,"stream":true}')" = 400 ]
+check "responses, background with store false: 400" [ "$(post /v1/responses '{"model":"m","input":"x","background":true,"store":false}')" = 400 ]
 check "responses, nested deep: an answer, no crash" [ "$(post /v1/responses "{\"model\":\"m\",\"input\":$(printf '[%.0s' $(seq 1 5000))$(printf ']%.0s' $(seq 1 5000))}")" = 400 ]
 check "the sim is still up" [ "$(curl -s -o /dev/null -w '%{http_code}' "$S/health")" = 200 ]
 
