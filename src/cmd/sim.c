@@ -128,8 +128,8 @@ static const struct kvg_opt flags[] = {
      .max = 65535},
     {"model", NULL, KVG_OPT_STR, F(model), S(model), .meta = "NAME", .help = "served model name"},
     {"served-model-name", NULL, KVG_OPT_STR, F(served_names), S(served_names), .meta = "a,b",
-     .help = "served model names (vLLM's list: every one accepted and listed, the first the one "
-             "answers report); overrides --model"},
+     .help = "served model names, \"a,b\" or \"a b\" (vLLM's list: every one accepted and "
+             "listed, the first the one answers report); overrides --model"},
     {"profile", NULL, KVG_OPT_STR, F(profile), S(profile), .meta = "NAME",
      .help = "engine profile (listed below)"},
     {"flavor", NULL, KVG_OPT_ENUM, F(flavor), .help = "wire and metrics dialect",

@@ -117,24 +117,28 @@ void kvg_simsrv_opts_default(struct kvg_simsrv_opts *o)
     o->max_audio_mb = 25;
 }
 
-/* --served-model-name a,b: every name served, the first reported (it
- * becomes o->model); without it, --model alone. 0, or -1 (stderr told). */
+/* --served-model-name "a,b" (or "a b", as vLLM's list): every name served,
+ * the first reported (it becomes o->model); without it, --model alone. 0,
+ * or -1 (stderr told). */
 static int served_names(struct kvg_simsrv_server *s)
 {
     struct kvg_simsrv_opts *o = &s->o;
-    const char *p = o->served_names[0] ? o->served_names : o->model;
-    while (*p) {
-        const char *e = strchr(p, ',');
-        size_t n = e ? (size_t)(e - p) : strlen(p);
-        if (!n || n >= sizeof s->names[0] ||
-            s->nnames >= (int)(sizeof s->names / sizeof s->names[0])) {
+    int max = (int)(sizeof s->names / sizeof s->names[0]);
+    if (!o->served_names[0]) {
+        if (o->model[0]) snprintf(s->names[s->nnames++], sizeof s->names[0], "%s", o->model);
+    }
+    for (const char *p = o->served_names; *p;) {
+        size_t n = strcspn(p, ", ");
+        if (n && (n >= sizeof s->names[0] || s->nnames >= max)) {
             fprintf(stderr, "kvgate sim: --served-model-name: at most %d names of 1..%d bytes\n",
-                    (int)(sizeof s->names / sizeof s->names[0]), (int)sizeof s->names[0] - 1);
+                    max, (int)sizeof s->names[0] - 1);
             return -1;
         }
-        memcpy(s->names[s->nnames], p, n);
-        s->names[s->nnames++][n] = 0;
-        p += n + (e != NULL);
+        if (n) {
+            memcpy(s->names[s->nnames], p, n);
+            s->names[s->nnames++][n] = 0;
+        }
+        p += n + (p[n] != 0);
     }
     if (!s->nnames) {
         fprintf(stderr, "kvgate sim: no model name (--model or --served-model-name)\n");
