@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/api.h"
 #include "base/err.h"
 #include "base/util.h"
 #include "simsrv/simsrv.h"
@@ -211,11 +212,8 @@ void kvg__simsrv_error_anthropic(struct kvg_http_req *req, int status, const cha
 {
     struct kvg_buf b;
     kvg_buf_init(&b, 0);
-    kvg_buf_append_str(&b, "{\"type\":\"error\",\"error\":{\"type\":");
-    kvg_buf_append_json_str(&b, type, strlen(type));
-    kvg_buf_append_str(&b, ",\"message\":");
-    kvg_buf_append_json_str(&b, msg, strlen(msg));
-    kvg_buf_append_str(&b, "}}");
+    if (kvg_api_error_body(KVG_API_SHAPE_ANTHROPIC, status, type, NULL, msg, NULL, &b))
+        kvg_buf_reset(&b); /* out of memory: the status alone */
     kvg_http_res_send(req, status, "application/json", NULL, 0, b.data, b.len);
     kvg_buf_free(&b);
 }
