@@ -24,9 +24,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         rt = (struct kvg_rinput_tokenizer){tok, chat, 16, NULL};
         init = 1;
     }
-    for (int chat = 0; chat < 2; chat++) {
+    /* Every endpoint whose body routing reads: chat, completions, Responses
+     * and Messages (through their chat conversion), SGLang's generate,
+     * /tokenize, embeddings. */
+    static const enum kvg_api_kind kinds[] = {
+        KVG_API_CHAT,     KVG_API_COMPLETIONS, KVG_API_RESPONSES, KVG_API_MESSAGES,
+        KVG_API_GENERATE, KVG_API_TOKENIZE,    KVG_API_EMBEDDINGS};
+    for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++) {
         struct kvg_rinput ri;
-        if (kvg_rinput_parse(&ri, (const char *)data, size, chat, err, sizeof err)) continue;
+        if (kvg_rinput_parse(&ri, (const char *)data, size, kinds[k], err, sizeof err)) continue;
         kvg_rinput_text(&ri);
         kvg_rinput_tokenize(&ri, &rt, 0);
         kvg_rinput_free(&ri);

@@ -107,7 +107,7 @@ int main(int argc, char **argv)
             struct kvg_rinput ri;
             char msg[256];
             double t0 = (double)kvg_thread_cpu_ns() / 1e3;
-            if (kvg_rinput_parse(&ri, req.data, req.len, 1, msg, sizeof msg)) {
+            if (kvg_rinput_parse(&ri, req.data, req.len, KVG_API_CHAT, msg, sizeof msg)) {
                 fprintf(stderr, "parse: %s\n", msg);
                 return 1;
             }

@@ -72,7 +72,7 @@ int main(int argc, char **argv)
         kvg_kv_index_add_worker(idx, (uint32_t)w);
     }
     struct kvg_rinput ri;
-    kvg_rinput_parse(&ri, body.data, body.len, 1, err, sizeof err);
+    kvg_rinput_parse(&ri, body.data, body.len, KVG_API_CHAT, err, sizeof err);
     kvg_rinput_tokenize(&ri, &rt, 0);
     printf("prompt: %zu tokens, %zu blocks of 16; tokenizer load %.1f ms\n", ri.nids, ri.nhashes,
            load_ms);
@@ -118,7 +118,7 @@ int main(int argc, char **argv)
     int chosen = -1;
     for (int i = 0; i < iters; i++) {
         uint64_t a = kvg_now_ns();
-        kvg_rinput_parse(&ri, body.data, body.len, 1, err, sizeof err);
+        kvg_rinput_parse(&ri, body.data, body.len, KVG_API_CHAT, err, sizeof err);
         kvg_rinput_tokenize(&ri, &rt, 0);
         struct kvg_route_ctx ctx = {.rng = &rng, .now_ms = kvg_now_ms(), .load_max_age_ms = 5000};
         kvg_rinput_ctx(&ri, &ctx);

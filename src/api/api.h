@@ -205,4 +205,26 @@ int kvg_api_sse_xlate_feed(struct kvg_api_sse_xlate *t, const char *p, size_t n,
 int kvg_api_sse_xlate_end(struct kvg_api_sse_xlate *t, int cut, struct kvg_buf *out);
 void kvg_api_sse_xlate_free(struct kvg_api_sse_xlate *t);
 
+/* ------------------------------------------------ multipart/form-data */
+
+/* An upload's body (RFC 7578), split into its parts: the audio endpoints'
+ * form (the gateway reads its model field, the simulated engine its file);
+ * a parser of outside bytes (fuzz/fuzz_api_multipart.c). */
+struct kvg_api_part {
+    const char *name; /* views into the body */
+    size_t name_len;
+    const char *filename; /* NULL: a plain field */
+    size_t filename_len;
+    const char *data;
+    size_t len;
+};
+#define KVG_API_MAX_PARTS 32
+/* Splits body by the boundary of content_type (a Content-Type header's
+ * value). 0 and parts[0..*n) (views into body), or KVG_EPARSE and msg: not
+ * multipart/form-data, no boundary, a part without its headers' end or its
+ * closing boundary (a body cut in the middle), more than max parts. */
+int kvg_api_multipart_parse(const char *content_type, size_t ct_len, const char *body, size_t len,
+                            struct kvg_api_part *parts, size_t max, size_t *n, char *msg,
+                            size_t msglen);
+
 #endif

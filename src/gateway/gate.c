@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "base/err.h"
 #include "base/json.h"
@@ -155,6 +156,7 @@ static void deny(struct kvg_gate_deny *d, int status, const char *type, const ch
     snprintf(d->r.message, sizeof d->r.message, "%s", msg);
     d->r.nheaders = 0;
     d->r.param = NULL;
+    d->r.render = NULL;
 }
 
 static void deny_header(struct kvg_gate_deny *d, struct kvg_str name, struct kvg_str value)
@@ -169,6 +171,40 @@ static void deny_key(struct kvg_gate_deny *d, enum kvg_keys_auth a)
          a == KVG_KEYS_AUTH_MISSING ? "Missing API key: send Authorization: Bearer <key>."
                                     : "Incorrect API key provided.");
     deny_header(d, KVG_STR("www-authenticate"), KVG_STR("Bearer"));
+}
+
+/* The token of a "Bearer <token>" value, blanks around it trimmed; a NULL
+ * view for any other scheme. */
+static struct kvg_str bearer_token(struct kvg_str h)
+{
+    while (h.len && (*h.p == ' ' || *h.p == '\t')) h.p++, h.len--;
+    if (h.len < 7 || strncasecmp(h.p, "bearer", 6) || (h.p[6] != ' ' && h.p[6] != '\t'))
+        return (struct kvg_str){0};
+    h.p += 7;
+    h.len -= 7;
+    while (h.len && (*h.p == ' ' || *h.p == '\t')) h.p++, h.len--;
+    while (h.len && (h.p[h.len - 1] == ' ' || h.p[h.len - 1] == '\t')) h.len--;
+    return h;
+}
+
+struct kvg_str kvg_gate_credential(struct kvg_str authorization, struct kvg_str x_api_key,
+                                   char *buf, size_t cap)
+{
+    if (!x_api_key.p) return authorization;
+    while (x_api_key.len && (*x_api_key.p == ' ' || *x_api_key.p == '\t'))
+        x_api_key.p++, x_api_key.len--;
+    while (x_api_key.len &&
+           (x_api_key.p[x_api_key.len - 1] == ' ' || x_api_key.p[x_api_key.len - 1] == '\t'))
+        x_api_key.len--;
+    if (authorization.p) {
+        struct kvg_str t = bearer_token(authorization);
+        if (t.p && t.len == x_api_key.len && !memcmp(t.p, x_api_key.p, t.len)) return authorization;
+        return (struct kvg_str){"", 0}; /* two different keys: which would be charged? */
+    }
+    if (!x_api_key.len || x_api_key.len + 8 > cap) return (struct kvg_str){"", 0};
+    memcpy(buf, "Bearer ", 7);
+    memcpy(buf + 7, x_api_key.p, x_api_key.len);
+    return (struct kvg_str){buf, 7 + x_api_key.len};
 }
 
 int kvg_gate_peer_loopback(const char *peer)
@@ -334,6 +370,11 @@ static int strip_engine_only(struct kvg_gate_req *gr, const struct kvg_gate_requ
 static void prepare_usage(struct kvg_gate_req *gr, const struct kvg_gate_request *rq)
 {
     if (!rq->stream) return;
+    if (rq->usage_unasked) { /* read it as it passes */
+        kvg_usage_sse_init(&gr->sse_filter, 0, 0);
+        gr->sse_filter_on = 1;
+        return;
+    }
     struct kvg_buf out;
     kvg_buf_init(&out, 0);
     int rewrote = gr->fwd_body.len

@@ -109,6 +109,13 @@ enum kvg_gate_access { KVG_GATE_PUBLIC, KVG_GATE_READ, KVG_GATE_API, KVG_GATE_AD
  * key's digest for kvg_gate_authorize of the same request. */
 int kvg_gate_check_head(struct kvg_gate *g, enum kvg_gate_access a, struct kvg_str authorization,
                         const char *peer, struct kvg_http_note *note, struct kvg_gate_deny *d);
+/* The credential a request carries, as the Authorization value the key
+ * checks take: its Authorization header, or else Anthropic's x-api-key as
+ * "Bearer <key>" (written into buf, cap bytes). When both come they must
+ * name the same key: two keys are no credential (an empty, non-NULL view:
+ * a 401). A NULL view: none. */
+struct kvg_str kvg_gate_credential(struct kvg_str authorization, struct kvg_str x_api_key,
+                                   char *buf, size_t cap);
 /* 1 when peer ("ip:port", "[ip6]:port") is on the loopback interface. */
 int kvg_gate_peer_loopback(const char *peer);
 
@@ -155,6 +162,10 @@ struct kvg_gate_request {
     int stream;
     uint32_t max_tokens;   /* 0: not given */
     int64_t prompt_tokens; /* -1: not tokenized */
+    /* The endpoint's stream reports usage unasked (Responses, Messages,
+     * SGLang's generate): the body is not rewritten to ask, and no event
+     * is kept from the client. */
+    int usage_unasked;
 };
 
 /* Keys and priority: 0 to go on, 1 when the request is denied (deny

@@ -48,27 +48,61 @@ static int64_t num(const cJSON *o, const char *name)
     return (int64_t)n->valuedouble;
 }
 
+/* A usage object in any of the engines' dialects:
+ *   chat, completions, embeddings: prompt_tokens, completion_tokens,
+ *     prompt_tokens_details.cached_tokens;
+ *   Responses: input_tokens (all of the prompt), output_tokens,
+ *     input_tokens_details.cached_tokens;
+ *   Anthropic Messages: input_tokens (the prompt NOT read from or written
+ *     to the cache), output_tokens, cache_read_input_tokens,
+ *     cache_creation_input_tokens: the prompt is their sum;
+ *   SGLang's meta_info: prompt_tokens, completion_tokens, cached_tokens.
+ * u->prompt_found says whether it named the prompt at all (a Messages
+ * stream's message_delta carries output_tokens only). */
 static int from_usage(const cJSON *us, struct kvg_usage *u)
 {
     if (!cJSON_IsObject(us)) return 0;
     int64_t p = num(us, "prompt_tokens"), c = num(us, "completion_tokens");
-    int64_t t = num(us, "total_tokens");
+    int64_t t = num(us, "total_tokens"), ca = -1;
+    const cJSON *d = cJSON_GetObjectItemCaseSensitive(us, "prompt_tokens_details");
+    if (cJSON_IsObject(d)) ca = num(d, "cached_tokens");
+    if (p < 0 && (p = num(us, "input_tokens")) >= 0) {
+        int64_t cr = num(us, "cache_read_input_tokens"),
+                cw = num(us, "cache_creation_input_tokens");
+        if (cr >= 0 || cw >= 0) { /* Anthropic's: input_tokens is what missed the cache */
+            p += KVG_MAX(cr, 0) + KVG_MAX(cw, 0);
+            ca = cr;
+        }
+        d = cJSON_GetObjectItemCaseSensitive(us, "input_tokens_details");
+        if (ca < 0 && cJSON_IsObject(d)) ca = num(d, "cached_tokens");
+    }
+    if (c < 0) c = num(us, "output_tokens");
+    if (ca < 0) ca = num(us, "cached_tokens");
     if (p < 0 && c < 0 && t < 0) return 0;
     memset(u, 0, sizeof *u);
     u->found = 1;
+    u->prompt_found = p >= 0;
     u->prompt_tokens = KVG_MAX(p, 0);
     u->completion_tokens = KVG_MAX(c, 0);
     u->total_tokens = t >= 0 ? t : u->prompt_tokens + u->completion_tokens;
-    const cJSON *d = cJSON_GetObjectItemCaseSensitive(us, "prompt_tokens_details");
-    int64_t ca = cJSON_IsObject(d) ? num(d, "cached_tokens") : -1;
     u->cached_tokens = KVG_MIN(KVG_MAX(ca, 0), u->prompt_tokens);
     u->cached_found = ca >= 0;
     return 1;
 }
 
+/* The usage of an answer or event: its own `usage`, or the one of the
+ * object it carries (a Responses event's `response`, a Messages
+ * message_start's `message`), or SGLang's `meta_info`. */
 int kvg_usage_from_cjson(const cJSON *root, struct kvg_usage *u)
 {
-    return from_usage(cJSON_GetObjectItemCaseSensitive(root, "usage"), u);
+    static const char *const holders[] = {"response", "message"};
+    if (from_usage(cJSON_GetObjectItemCaseSensitive(root, "usage"), u)) return 1;
+    for (size_t i = 0; i < KVG_ARRAY_LEN(holders); i++) {
+        const cJSON *h = cJSON_GetObjectItemCaseSensitive(root, holders[i]);
+        if (cJSON_IsObject(h) && from_usage(cJSON_GetObjectItemCaseSensitive(h, "usage"), u))
+            return 1;
+    }
+    return from_usage(cJSON_GetObjectItemCaseSensitive(root, "meta_info"), u);
 }
 
 /* ---- the targeted scan of an answer: find the top-level "usage" ---- */
@@ -77,6 +111,7 @@ int kvg_usage_from_cjson(const cJSON *root, struct kvg_usage *u)
 
 struct usage_at {
     size_t v, ve; /* the first "usage" member's value, ve 0 when none */
+    size_t m, me; /* the first "meta_info" member's value, me 0 when none */
 };
 
 static int find_usage(void *ud, const char *s, const struct kvg_json_member *m)
@@ -85,6 +120,8 @@ static int find_usage(void *ud, const char *s, const struct kvg_json_member *m)
     if (m->key_escaped) return SCAN_ESCAPED;
     if (!at->ve && m->key_end - m->key == 5 && !memcmp(s + m->key, "usage", 5))
         at->v = m->val, at->ve = m->val_end;
+    if (!at->me && m->key_end - m->key == 9 && !memcmp(s + m->key, "meta_info", 9))
+        at->m = m->val, at->me = m->val_end; /* SGLang's generate */
     return 0;
 }
 
@@ -98,8 +135,9 @@ int kvg_usage_scan_json(const char *body, size_t len, struct kvg_usage *u)
     int rc = kvg_json_members(s, n, find_usage, &at, NULL, NULL);
     if (rc == SCAN_ESCAPED) return kvg_usage_from_json(body, len, u);
     if (rc) return KVG_EPARSE; /* what follows the object is ignored, as cJSON does */
-    if (!at.ve) return 0;
-    cJSON *j = cJSON_ParseWithLength(s + at.v, at.ve - at.v);
+    if (!at.ve && !at.me) return 0;
+    cJSON *j = at.ve ? cJSON_ParseWithLength(s + at.v, at.ve - at.v)
+                     : cJSON_ParseWithLength(s + at.m, at.me - at.m);
     if (!j) return KVG_EPARSE;
     rc = from_usage(j, u);
     cJSON_Delete(j);
@@ -162,7 +200,15 @@ static uint64_t chunk_tokens(const cJSON *j)
 {
     const cJSON *ch = cJSON_GetObjectItemCaseSensitive(j, "choices"), *c;
     uint64_t n = 0;
-    if (!cJSON_IsArray(ch)) return 0;
+    if (!cJSON_IsArray(ch)) {
+        /* Responses and Messages stream one delta event per token. */
+        const cJSON *t = cJSON_GetObjectItemCaseSensitive(j, "type");
+        if (!cJSON_IsString(t)) return 0;
+        const char *ty = t->valuestring;
+        size_t tl = strlen(ty);
+        return !strcmp(ty, "content_block_delta") ||
+               (!strncmp(ty, "response.", 9) && tl > 6 && !strcmp(ty + tl - 6, ".delta"));
+    }
     cJSON_ArrayForEach(c, ch)
     {
         const cJSON *d = cJSON_GetObjectItemCaseSensitive(c, "delta");
@@ -180,7 +226,9 @@ static int inspect(struct kvg_usage_sse *f)
 {
     const char *e = f->ev.data;
     size_t n = f->ev.len;
-    if (!e || (!memmem(e, n, "usage", 5) && !memmem(e, n, "choices", 7))) return 0;
+    if (!e || (!memmem(e, n, "usage", 5) && !memmem(e, n, "choices", 7) &&
+               !memmem(e, n, "delta", 5) && !memmem(e, n, "meta_info", 9)))
+        return 0;
     struct kvg_buf data;
     kvg_buf_init(&data, n + 1);
     int lines = 0;
@@ -202,6 +250,16 @@ static int inspect(struct kvg_usage_sse *f)
         f->tokens += chunk_tokens(j);
         struct kvg_usage u;
         if (kvg_usage_from_cjson(j, &u)) {
+            /* A Messages stream says its prompt in message_start and its
+             * output in message_delta: a later event that names no prompt
+             * keeps the earlier one's. */
+            if (!u.prompt_found && f->usage.found && f->usage.prompt_found) {
+                u.prompt_tokens = f->usage.prompt_tokens;
+                u.cached_tokens = f->usage.cached_tokens;
+                u.cached_found = f->usage.cached_found;
+                u.prompt_found = 1;
+                u.total_tokens = u.prompt_tokens + u.completion_tokens;
+            }
             f->usage = u;
             const cJSON *ch = cJSON_GetObjectItemCaseSensitive(j, "choices");
             usage_only = !ch || (cJSON_IsArray(ch) && cJSON_GetArraySize(ch) == 0);

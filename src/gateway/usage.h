@@ -41,6 +41,7 @@ struct kvg_usage {
     int64_t total_tokens;
     int64_t cached_tokens; /* prompt_tokens_details.cached_tokens; 0 when not reported */
     int cached_found;      /* ... and whether it was reported */
+    int prompt_found;      /* the prompt was named (not only the output) */
 };
 
 /* If the request streams and does not ask for usage (stream_options absent,

@@ -55,6 +55,10 @@ struct kvg_http_refusal {
     char message[512];
     struct kvg_http_header headers[8]; /* views: valid until the answer is written */
     size_t nheaders;
+    /* The body in the endpoint's own error shape (an Anthropic client
+     * reads Anthropic's): appended to out, 0 or -ENOMEM. NULL: OpenAI's
+     * shape (kvg_http_error_json). */
+    int (*render)(const struct kvg_http_refusal *r, struct kvg_buf *out);
 };
 
 struct kvg_http_req;

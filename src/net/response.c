@@ -197,8 +197,10 @@ void kvg__http_refuse(struct kvg_http_conn *c, const struct kvg_http_refusal *r)
     struct kvg_buf body, b;
     kvg_buf_init(&body, 0);
     kvg_buf_init(&b, 0);
-    int rc = kvg_http_error_json(
-        &body, r->status, r->type ? r->type : kvg_http_error_type(r->status), r->code, r->message);
+    int rc = r->render ? r->render(r, &body)
+                       : kvg_http_error_json(&body, r->status,
+                                             r->type ? r->type : kvg_http_error_type(r->status),
+                                             r->code, r->message);
     if (!rc) rc = kvg_buf_printf(&b, "HTTP/1.1 %d %s\r\n", r->status, kvg_http_reason(r->status));
     for (size_t i = 0; !rc && i < r->nheaders; i++)
         rc = kvg_buf_printf(&b, "%.*s: %.*s\r\n", (int)r->headers[i].name.len, r->headers[i].name.p,

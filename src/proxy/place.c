@@ -11,7 +11,8 @@ int kvg_proxy_place(struct kvg_proxy *px, const char *url, const char *body, siz
 {
     struct kvg_rinput ri;
     char msg[128];
-    int rc = kvg_rinput_parse(&ri, body, len, chat, msg, sizeof msg);
+    int rc = kvg_rinput_parse(&ri, body, len, chat ? KVG_API_CHAT : KVG_API_COMPLETIONS, msg,
+                              sizeof msg);
     if (rc) return rc;
     if (px->wants_text && (rc = kvg_rinput_text(&ri))) {
         kvg_rinput_free(&ri);

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "base/err.h"
+#include "base/hash.h"
 #include "base/json.h"
 #include "base/log.h"
 #include "gateway/keys.h"
@@ -119,6 +120,7 @@ void kvg__proxy_finish(struct proxy_req *pr, int status)
 {
     if (pr->pl->px->pd) kvg_pd_cancel(pr->pl->px->pd, &pr->pdr); /* an SGLang prefill still on */
     kvg__proxy_observe_end(pr, status);
+    kvg__proxy_stored_end(pr, status);
     kvg_gate_account(&pr->gate, pr->bytes_up != 0, pr->attempts != 0);
     kvg__proxy_access_log(pr, status);
     uint64_t now = kvg_now_ns();
@@ -156,7 +158,22 @@ void kvg__proxy_error(struct proxy_req *pr, int status, const char *type, const 
                                           {pr->worker_url, strlen(pr->worker_url)}};
     struct kvg_http_req *req = pr->req;
     pr->req = NULL;
-    kvg_http_res_error_param(req, status, type, code, msg, param, h, n);
+    enum kvg_api_shape shape = pr->ep ? pr->ep->shape : KVG_API_SHAPE_OPENAI;
+    if (shape == KVG_API_SHAPE_OPENAI) {
+        kvg_http_res_error_param(req, status, type, code, msg, param, h, n);
+    } else {
+        /* Anthropic's clients read their own error types and 529. */
+        status = kvg_api_error_status(shape, status);
+        struct kvg_buf b;
+        kvg_buf_init(&b, 0);
+        if (kvg_api_error_body(shape, status, NULL, code, msg, param, &b)) {
+            kvg_http_res_close_after(req);
+            kvg_http_res_send(req, 500, "text/plain", NULL, 0, "out of memory", 13);
+        } else {
+            kvg_http_res_send(req, status, "application/json", h, n, b.data, b.len);
+        }
+        kvg_buf_free(&b);
+    }
     kvg__proxy_finish(pr, status);
 }
 
@@ -190,7 +207,9 @@ static void admit(struct proxy_req *pr)
                                   .json = pr->ri.json,
                                   .stream = pr->ri.stream,
                                   .max_tokens = pr->ri.max_tokens,
-                                  .prompt_tokens = pr->ri.ids ? (int64_t)pr->ri.nids : -1};
+                                  .prompt_tokens = pr->ri.ids ? (int64_t)pr->ri.nids : -1,
+                                  .usage_unasked = pr->route != KVG_API_CHAT &&
+                                                   pr->route != KVG_API_COMPLETIONS};
     kvg_gate_admit(&pr->gate, &rq, on_admit, pr);
 }
 
@@ -375,6 +394,7 @@ static void up_body(void *ud, const char *p, size_t n)
         }
     }
     pr->bytes_up += n;
+    if (pr->stored_learn) kvg__proxy_stored_learn(pr, p, n);
     if (pr->relayed) {
         int rc;
         if (pr->sse && kvg_gate_filters_stream(&pr->gate)) {
@@ -511,6 +531,17 @@ const struct kvg_buf *kvg__proxy_forward_body(struct proxy_req *pr)
     return body ? body : kvg__proxy_req_body(pr);
 }
 
+/* A candidate for pr: the worker its stored object lives on, when it
+ * names one, and one its priority may use now. */
+static int worker_filter(void *ud, struct kvg_worker *w)
+{
+    struct proxy_req *pr = ud;
+    if (pr->stored_worker &&
+        kvg_hash_fnv1a64_str(KVG_HASH_FNV1A64_SEED, w->url) != pr->stored_worker)
+        return 0;
+    return kvg_gate_worker_filter(&pr->gate, w);
+}
+
 /* The routing context of the request (thread-safe: on the loop, or on the
  * thread pool for a big body, where it reads the header snapshot and pr's
  * own generator). */
@@ -531,8 +562,10 @@ static void route_ctx(struct proxy_req *pr, struct kvg_route_ctx *ctx)
         const char *u = pr->gate.key->tenant[0] ? pr->gate.key->tenant : pr->gate.key->name;
         ctx->user = (struct kvg_str){u, strlen(u)};
     }
-    ctx->filter = kvg_gate_worker_filter; /* the request's priority may exclude busy workers */
-    ctx->filter_ud = &pr->gate;
+    ctx->filter = worker_filter; /* the request's priority may exclude busy workers */
+    ctx->filter_ud = pr;
+    if (pr->ep && pr->ep->routing != KVG_API_ROUTE_PROMPT && px->load_policy)
+        ctx->policy = px->load_policy; /* no KV to chase: least load */
 }
 
 /* The pool's pick for ctx (thread-safe, as route_ctx). */
@@ -582,12 +615,39 @@ static void route_done(struct kvg_proxy_wq_item *w)
     picked(pr);
 }
 
+/* Whether the serving mode splits this request into legs: chat and
+ * completions, whose transfer fields both engines' code reads. */
+static int pd_splits(const struct proxy_req *pr)
+{
+    return pr->route == KVG_API_CHAT || pr->route == KVG_API_COMPLETIONS;
+}
+
 void kvg__proxy_attempt(struct proxy_req *pr)
 {
     struct kvg_proxy *px = pr->pl->px;
     pr->up_status = 0;
     pr->relayed = 0;
     kvg_buf_reset(&pr->body);
+    if (px->pd && !pd_splits(pr)) {
+        /* An endpoint the mode cannot split: served whole by a decode
+         * worker (vLLM's decode instances prefill what they are sent);
+         * LOAD and STORED ones by any worker that generates. */
+        struct kvg_route_ctx ctx;
+        route_ctx(pr, &ctx);
+        pr->pdr.decision = KVG_PD_DECODE_ONLY; /* an ordinary request: retried as one */
+        if (pr->ep->routing == KVG_API_ROUTE_PROMPT) {
+            kvg_pd_decode_ctx(px->pd, &pr->pdr, &ctx);
+            ctx.policy = NULL; /* the pool's KV-aware policy over the decode workers */
+            if (!pr->attempts) {
+                snprintf(pr->served_as, sizeof pr->served_as, "aggregated_on_decode");
+                kvg_metrics_inc(px->m->pd_aggregated);
+            }
+        }
+        pr->attempts++;
+        route_pick(pr, &ctx);
+        picked(pr);
+        return;
+    }
     if (px->pd) {
         /* The PD decision, the prefill leg and the decode pick stay on the
          * loop whatever the body's size: they pick from the pool and start
@@ -689,16 +749,37 @@ static void picked(struct proxy_req *pr)
  * cache. So a long prompt is tokenized before its key's model list and
  * priority are checked (its key itself was, with the head): a denied one
  * costs its tokenizing, as one over its quota does. */
+/* Whether the request's prompt is tokenized: the policy reads tokens, or
+ * kvgate answers it from the tokens itself. */
+static int tokenized(const struct proxy_req *pr)
+{
+    const struct kvg_proxy *px = pr->pl->px;
+    if (pr->ep->routing == KVG_API_ROUTE_LOCAL) return kvg__proxy_local_ok(pr);
+    return px->wants_tokens && pr->ep->routing == KVG_API_ROUTE_PROMPT;
+}
+
 static void parse_body(struct proxy_req *pr)
 {
     struct kvg_proxy *px = pr->pl->px;
     const struct kvg_buf *body = kvg__proxy_req_body(pr);
-    pr->parse_rc = kvg_rinput_parse(&pr->ri, body->data, body->len, pr->route == KVG_PROXY_CHAT,
-                                    pr->parse_msg, sizeof pr->parse_msg);
+    if (pr->ep->body == KVG_API_BODY_NONE) { /* GET, DELETE of a stored object */
+        memset(&pr->ri, 0, sizeof pr->ri);
+        kvg_buf_init(&pr->ri.text, 0);
+        kvg_buf_init(&pr->ri.chat_body, 0);
+        pr->ri.kind = pr->ep->kind;
+        pr->parse_rc = 0;
+        return;
+    }
+    if (pr->ep->body == KVG_API_BODY_MULTIPART) {
+        pr->parse_rc = kvg__proxy_multipart_input(pr, body);
+        return;
+    }
+    pr->parse_rc = kvg_rinput_parse(&pr->ri, body->data, body->len, pr->ep->kind, pr->parse_msg,
+                                    sizeof pr->parse_msg);
     if (pr->parse_rc) return;
-    if (px->wants_text) kvg_rinput_text(&pr->ri);
+    if (px->wants_text && pr->ep->routing == KVG_API_ROUTE_PROMPT) kvg_rinput_text(&pr->ri);
     pr->ri.adapter = kvg_pool_model_is_adapter(px->pool, pr->ri.model, pr->ri.model_len);
-    if (px->wants_tokens && on_workers(pr)) kvg_rinput_tokenize(&pr->ri, &px->rt, 0);
+    if (tokenized(pr) && on_workers(pr)) kvg_rinput_tokenize(&pr->ri, &px->rt, 0);
 }
 
 static void parse_work(struct kvg_proxy_wq_item *w)
@@ -719,14 +800,23 @@ static void parsed(struct proxy_req *pr)
         return;
     }
     struct kvg_gate_deny d;
-    if (kvg_gate_authorize(pl->gate, &pr->gate, kvg_http_req_header(req, "authorization"),
-                           &req->head_note, kvg_http_req_header(req, "x-kvgate-priority"),
-                           pr->ri.model, pr->ri.model_len, &d)) {
+    char cred[600];
+    struct kvg_str auth =
+        kvg_gate_credential(kvg_http_req_header(req, "authorization"),
+                            kvg_http_req_header(req, "x-api-key"), cred, sizeof cred);
+    if (kvg_gate_authorize(pl->gate, &pr->gate, auth, &req->head_note,
+                           kvg_http_req_header(req, "x-kvgate-priority"), pr->ri.model,
+                           pr->ri.model_len, &d)) {
         answer_deny(pr, &d);
         return;
     }
-    if (px->wants_tokens && !on_workers(pr))
+    if (tokenized(pr) && !on_workers(pr))
         kvg_rinput_tokenize(&pr->ri, &px->rt, 1); /* on the loop */
+    if (pr->ep->routing == KVG_API_ROUTE_LOCAL && kvg__proxy_local_ok(pr)) {
+        kvg__proxy_local_answer(pr);
+        return;
+    }
+    if (kvg__proxy_stored_route(pr)) return; /* answered: no such stored object */
     admit(pr);
 }
 
@@ -736,24 +826,68 @@ static void parse_done(struct kvg_proxy_wq_item *w)
     if (pr) parsed(pr);
 }
 
-void kvg_proxy_handle(struct kvg_proxy_loop *pl, struct kvg_http_req *req)
+/* A new request's state: pr's endpoint, path and timer set up. */
+static struct proxy_req *pr_start(struct kvg_proxy_loop *pl, struct kvg_http_req *req,
+                                  const struct kvg_api_endpoint *ep)
 {
-    struct kvg_proxy *px = pl->px;
     struct proxy_req *pr = pr_alloc(pl);
     if (!pr) {
         kvg_http_res_error(req, 500, NULL, NULL, "out of memory", NULL, 0);
-        return;
+        return NULL;
     }
     pr->pl = pl;
     pr->req = req;
     pr->t0_ns = req->start_ns;
-    pr->route =
-        kvg_str_eq(req->path, "/v1/chat/completions") ? KVG_PROXY_CHAT : KVG_PROXY_COMPLETIONS;
-    pr->path = kvg_proxy_route_paths[pr->route];
+    pr->ep = ep;
+    pr->route = ep ? (int)ep->kind : KVG_PROXY_ROUTE_NONE;
+    pr->method = req->method_name;
+    if (ep) {
+        pr->path = ep->path;
+    } else {
+        size_t n = KVG_MIN(req->path.len, sizeof pr->path_buf - 1);
+        memcpy(pr->path_buf, req->path.p, n);
+        pr->path_buf[n] = 0;
+        pr->path = pr->path_buf;
+    }
     kvg_buf_init(&pr->body, MAX_NONSTREAM_BODY);
     uv_timer_init(pl->loop, &pr->retry_timer);
     pr->retry_timer.data = pr;
     kvg__proxy_request_id(pr, req);
+    return pr;
+}
+
+void kvg_proxy_no_endpoint(struct kvg_proxy_loop *pl, struct kvg_http_req *req, unsigned allow)
+{
+    struct proxy_req *pr = pr_start(pl, req, NULL);
+    if (!pr) return;
+    req->ud = pr;
+    req->on_abort = on_client_abort;
+    if (!allow) {
+        char msg[300];
+        snprintf(msg, sizeof msg, "Unknown path %s: kvgate serves the OpenAI and Anthropic APIs",
+                 pr->path);
+        kvg__proxy_error(pr, 404, "invalid_request_error", "unknown_url", msg, NULL, NULL, 0);
+        return;
+    }
+    char allow_v[64], msg[300];
+    size_t n = kvg_api_allow(allow, allow_v, sizeof allow_v);
+    struct kvg_http_header h = {KVG_STR("allow"), {allow_v, n}};
+    snprintf(msg, sizeof msg, "Method %s is not allowed on %s: use %s", pr->method, pr->path,
+             allow_v);
+    kvg__proxy_error(pr, 405, "invalid_request_error", "method_not_allowed", msg, NULL, &h, 1);
+}
+
+void kvg_proxy_handle(struct kvg_proxy_loop *pl, struct kvg_http_req *req,
+                      const struct kvg_api_endpoint *ep, const char *id, size_t id_len)
+{
+    struct kvg_proxy *px = pl->px;
+    struct proxy_req *pr = pr_start(pl, req, ep);
+    if (!pr) return;
+    if (id && id_len) {
+        size_t n = KVG_MIN(id_len, sizeof pr->obj_id - 1);
+        memcpy(pr->obj_id, id, n);
+        pr->obj_id[n] = 0;
+    }
     atomic_fetch_add_explicit(&px->requests_total, 1, memory_order_relaxed);
     if (px->on_observe) {
         struct kvg_proxy_obs o = {.kind = KVG_PROXY_OBS_ARRIVE, .prompt_tokens = -1};

@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "api/api.h"
 #include "base/util.h"
 #include "gateway/gate.h"
 #include "net/http_client.h"
@@ -32,8 +33,12 @@ struct kvg_proxy_config {
     int access_log;                /* one JSON line per request */
 };
 
-enum kvg_proxy_route { KVG_PROXY_CHAT, KVG_PROXY_COMPLETIONS, KVG_PROXY_NROUTES };
-extern const char *const kvg_proxy_route_paths[KVG_PROXY_NROUTES];
+/* The proxy's series are kept per endpoint kind (api/api.h), plus one
+ * for requests to no endpoint (KVG_PROXY_ROUTE_NONE: a 404 or 405). */
+#define KVG_PROXY_ROUTE_NONE KVG_API_NKINDS
+#define KVG_PROXY_NROUTES (KVG_API_NKINDS + 1)
+/* The `route` label of a kind's series: its first path in the table. */
+const char *kvg_proxy_route_label(int route);
 
 /* The series the proxy observes (not owned: the process registers them). */
 struct kvg_proxy_metrics {
@@ -41,6 +46,9 @@ struct kvg_proxy_metrics {
     struct kvg_metrics_series *duration[KVG_PROXY_NROUTES];
     struct kvg_metrics_series *ttfb[KVG_PROXY_NROUTES];
     struct kvg_metrics_series *retries, *client_gone, *upstream_errors, *no_worker;
+    /* Requests of an endpoint the serving mode cannot split (a Responses
+     * request to vLLM's PD pool) served aggregated on a decode worker. */
+    struct kvg_metrics_series *pd_aggregated;
     struct kvg_metrics_series *match_ratio;
     /* From the engines' usage: prompt, cached (of the prompt), completion
      * tokens; a stream's time to its first byte and mean gap between
@@ -67,8 +75,15 @@ struct kvg_proxy {
     struct kvg_rinput_tokenizer rt;
     int wants_tokens; /* the policy reads token ids: tokenize each request */
     int wants_text;   /* the policy reads the routing text */
+    /* rt's tokenizer is the served model's own (not the bytes fallback):
+     * kvgate answers count_tokens, /tokenize and /detokenize itself. */
+    int tokenizer_exact;
     const struct kvg_proxy_metrics *m;
     struct kvg_pd *pd; /* prefill/decode pairs (not owned); NULL: one leg per request */
+    /* The pick of requests routed by load (embeddings, scoring, audio) and
+     * of stored responses: least load, whatever the pool's policy (owned by
+     * the host, may be NULL: the pool's policy). */
+    struct kvg_policy *load_policy;
     _Atomic uint64_t requests_total;
     /* Optional, set before serving: told each request's first pick, on its
      * loop thread, with the parsed request (borrowed; ri->json still held)
@@ -104,8 +119,13 @@ struct kvg_proxy_loop {
     struct kvg_proxy_wq_home *wq; /* the caller's; NULL: every step on the loop */
 };
 
-/* Takes over req: it is answered, or aborted, by the proxy. */
-void kvg_proxy_handle(struct kvg_proxy_loop *pl, struct kvg_http_req *req);
+/* Takes over req, a request of endpoint ep (api/api.h; id: the path's
+ * {id} segment, or NULL): it is answered, or aborted, by the proxy. */
+void kvg_proxy_handle(struct kvg_proxy_loop *pl, struct kvg_http_req *req,
+                      const struct kvg_api_endpoint *ep, const char *id, size_t id_len);
+/* A request to no endpoint: the 404 (allow 0) or 405 with Allow in OpenAI's
+ * shape, counted and logged as every request is. */
+void kvg_proxy_no_endpoint(struct kvg_proxy_loop *pl, struct kvg_http_req *req, unsigned allow);
 /* Frees the loop's cached request state (after its loop stopped). */
 void kvg_proxy_loop_free(struct kvg_proxy_loop *pl);
 

@@ -39,11 +39,19 @@ struct proxy_req {
     uint64_t first_ns, last_ns; /* the engine's first and last body bytes */
     uint64_t bytes_up;
     char worker_url[512];
-    const char *path; /* static string: the endpoint */
-    enum kvg_proxy_route route;
-    struct kvg_gate_req gate;    /* the gateway's view: key, priority, quota, usage */
-    struct kvg_pd_req pdr;       /* its PD legs, when the proxy has px->pd */
-    struct proxy_req *next_free; /* on the loop's free list */
+    const char *path;                  /* static string: the endpoint */
+    const struct kvg_api_endpoint *ep; /* static; NULL for a request to no endpoint */
+    int route;                         /* ep's kind, or KVG_PROXY_ROUTE_NONE */
+    char obj_id[128];                  /* the path's {id} ("" none) */
+    const char *method;                /* static: llhttp's name of the method */
+    char path_buf[200];                /* a request to no endpoint: its path, cut */
+    char served_as[48];                /* how it was served when not as asked ("" as asked) */
+    uint64_t stored_worker;            /* hash of the worker's URL it must go to (0 any) */
+    int stored_learn;                  /* learning the answer's response id */
+    struct kvg_buf learn;              /* the answer's first bytes, until the id is in them */
+    struct kvg_gate_req gate;          /* the gateway's view: key, priority, quota, usage */
+    struct kvg_pd_req pdr;             /* its PD legs, when the proxy has px->pd */
+    struct proxy_req *next_free;       /* on the loop's free list */
 };
 
 /* Copies req's headers into b (initialised here; the caller frees it):
@@ -58,8 +66,8 @@ struct kvg_str kvg__proxy_snap_header(const void *hctx, const char *name);
 int kvg__proxy_is_hop(struct kvg_str name);
 size_t kvg__proxy_forward_headers(struct proxy_req *pr, struct kvg_http_header *fwd, size_t cap);
 void kvg__proxy_request_id(struct proxy_req *pr, struct kvg_http_req *req);
-void kvg__proxy_metrics_request(const struct kvg_proxy_metrics *m, enum kvg_proxy_route r,
-                                int status, double duration_s, double ttfb_s);
+void kvg__proxy_metrics_request(const struct kvg_proxy_metrics *m, int r, int status,
+                                double duration_s, double ttfb_s);
 void kvg__proxy_access_log(struct proxy_req *pr, int status);
 /* The request's usage and stream timing into the token and latency series
  * and the host's observer (before the gate's accounting). */
@@ -81,6 +89,26 @@ void kvg__proxy_error(struct proxy_req *pr, int status, const char *type, const 
 void kvg__proxy_client_error(struct proxy_req *pr, int status, const char *code, const char *msg);
 /* After the stream started: an SSE error event and [DONE] (the caller finishes). */
 void kvg__proxy_sse_error_end(struct proxy_req *pr, const char *msg);
+
+/* local.c: whether kvgate answers pr itself (its endpoint's routing is
+ * LOCAL and the tokenizer is the model's), and the answer (pr tokenized). */
+int kvg__proxy_local_ok(const struct proxy_req *pr);
+void kvg__proxy_local_answer(struct proxy_req *pr);
+
+/* stored.c: the objects an engine keeps in its memory (vLLM's stored
+ * responses), and which worker holds each. Before admission: a request
+ * naming one (GET/DELETE /v1/responses/{id}, previous_response_id) is
+ * bound to that worker (pr->stored_url), or answered 404 when no worker
+ * is known to hold it (returns 1: answered). */
+int kvg__proxy_stored_route(struct proxy_req *pr);
+/* An answer's bytes as they come (2xx of a Responses request): the id of
+ * the response the worker created is learnt from them. */
+void kvg__proxy_stored_learn(struct proxy_req *pr, const char *p, size_t n);
+/* The request ended with this status: a DELETE that succeeded forgets the id. */
+void kvg__proxy_stored_end(struct proxy_req *pr, int status);
+
+/* multipart.c: an upload's route input (its model form field). */
+int kvg__proxy_multipart_input(struct proxy_req *pr, const struct kvg_buf *body);
 
 /* pd_legs.c: the PD decision and, for prefill_decode, the prefill leg (on
  * the loop: a pool pick and an HTTP call). 1 when the request went on (or

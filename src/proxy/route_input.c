@@ -179,8 +179,8 @@ static int request_shape(struct kvg_rinput *ri, const cJSON *j, char *msg, size_
         }
         return 0;
     }
-    const cJSON *p = cJSON_GetObjectItemCaseSensitive(j, "prompt");
-    snprintf(pb, sizeof ri->bad_param_buf, "prompt");
+    const cJSON *p = cJSON_GetObjectItemCaseSensitive(j, ri->prompt_key);
+    snprintf(pb, sizeof ri->bad_param_buf, "%s", ri->prompt_key);
     if (!p || cJSON_IsString(p)) return 0; /* absent: the engine says what it wants instead */
     const char *want = "a string, an array of strings, or an array of token ids";
     if (!cJSON_IsArray(p)) return bad_shape(ri, "invalid_type", msg, msglen, inv, want);
@@ -197,12 +197,122 @@ static int request_shape(struct kvg_rinput *ri, const cJSON *j, char *msg, size_
     return 0;
 }
 
-int kvg_rinput_parse(struct kvg_rinput *ri, const char *body, size_t len, int chat, char *msg,
-                     size_t msglen)
+/* A string member's bytes into out (cap bytes with the NUL), "" when it is
+ * absent, not a string, or too long (a key kvgate cannot keep whole is no
+ * key). */
+static size_t copy_str(const cJSON *v, char *out, size_t cap)
+{
+    size_t n = 0;
+    const char *s = kvg_json_str(v, &n);
+    out[0] = 0;
+    if (!s || n >= cap || memchr(s, 0, n)) return 0;
+    memcpy(out, s, n);
+    out[n] = 0;
+    return n;
+}
+
+/* A Responses or Messages body as the chat request the engine renders
+ * (api/api.h): its bytes kept in ri->chat_body, its tree in ri->cjson. */
+static int as_chat(struct kvg_rinput *ri, const cJSON *j, char *msg, size_t msglen)
+{
+    struct kvg_api_err e = {{0}, {0}};
+    int rc = kvg_api_to_chat(ri->kind, j, &ri->chat_body, &e);
+    if (rc == KVG_EPARSE) {
+        snprintf(ri->bad_param_buf, sizeof ri->bad_param_buf, "%s", e.param);
+        ri->bad_param = e.param[0] ? ri->bad_param_buf : NULL;
+        ri->bad_code = "invalid_request_error";
+        snprintf(msg, msglen, "%s", e.msg);
+        return rc;
+    }
+    if (rc) {
+        snprintf(msg, msglen, "cannot convert the request: %s", kvg_strerror(rc));
+        return rc;
+    }
+    ri->cjson = kvg_json_parse_in(&ri->cjson_mem, ri->chat_body.data, ri->chat_body.len);
+    if (!cJSON_IsObject(ri->cjson)) { /* kvgate's own writer: cannot happen */
+        snprintf(msg, msglen, "cannot convert the request");
+        return KVG_EPARSE;
+    }
+    ri->rjson = ri->cjson;
+    ri->chat = 1;
+    return 0;
+}
+
+/* The members of each endpoint's body that routing and the gateway read:
+ * the output budget, the session key, the prompt's shape. */
+static int kind_fields(struct kvg_rinput *ri, const cJSON *j, int64_t *budget, char *msg,
+                       size_t msglen)
+{
+    int64_t a = -1, b = -1;
+    switch (ri->kind) {
+    case KVG_API_CHAT:
+    case KVG_API_COMPLETIONS:
+        /* The engines read max_completion_tokens first (OpenAI's newer name). */
+        if (max_tokens_field(ri, j, "max_completion_tokens", &a, msg, msglen) ||
+            max_tokens_field(ri, j, "max_tokens", &b, msg, msglen))
+            return KVG_EPARSE;
+        *budget = a >= 0 ? a : b;
+        return request_shape(ri, j, msg, msglen);
+    case KVG_API_RESPONSES:
+        if (max_tokens_field(ri, j, "max_output_tokens", budget, msg, msglen)) return KVG_EPARSE;
+        ri->session_len = copy_str(cJSON_GetObjectItemCaseSensitive(j, "prompt_cache_key"),
+                                   ri->session, sizeof ri->session);
+        copy_str(cJSON_GetObjectItemCaseSensitive(j, "previous_response_id"), ri->prev_id,
+                 sizeof ri->prev_id);
+        return as_chat(ri, j, msg, msglen);
+    case KVG_API_MESSAGES:
+    case KVG_API_COUNT_TOKENS:
+        if (max_tokens_field(ri, j, "max_tokens", budget, msg, msglen)) return KVG_EPARSE;
+        ri->session_len = copy_str(cJSON_GetObjectItemCaseSensitive(
+                                       cJSON_GetObjectItemCaseSensitive(j, "metadata"), "user_id"),
+                                   ri->session, sizeof ri->session);
+        return as_chat(ri, j, msg, msglen);
+    case KVG_API_GENERATE: {
+        /* SGLang's native API: text, or input_ids; the budget in
+         * sampling_params.max_new_tokens. */
+        const cJSON *sp = cJSON_GetObjectItemCaseSensitive(j, "sampling_params");
+        if (sp && !cJSON_IsNull(sp) && !cJSON_IsObject(sp)) {
+            snprintf(ri->bad_param_buf, sizeof ri->bad_param_buf, "sampling_params");
+            return bad_shape(ri, "invalid_type", msg, msglen, "Invalid type for '%s': expected %s.",
+                             "an object");
+        }
+        if (cJSON_IsObject(sp) && max_tokens_field(ri, sp, "max_new_tokens", budget, msg, msglen))
+            return KVG_EPARSE;
+        ri->prompt_key = cJSON_GetObjectItemCaseSensitive(j, "input_ids") ? "input_ids" : "text";
+        return request_shape(ri, j, msg, msglen);
+    }
+    case KVG_API_TOKENIZE:
+        /* vLLM's /tokenize takes a prompt, or chat messages it renders. */
+        ri->chat = cJSON_GetObjectItemCaseSensitive(j, "messages") != NULL;
+        return request_shape(ri, j, msg, msglen);
+    case KVG_API_EMBEDDINGS: {
+        /* OpenAI's bound on one embeddings batch: a batch of 100,000
+         * inputs would be that many prefills on one engine. */
+        const cJSON *in = cJSON_GetObjectItemCaseSensitive(j, "input");
+        if (cJSON_IsArray(in) && cJSON_GetArraySize(in) > KVG_RINPUT_MAX_BATCH) {
+            snprintf(ri->bad_param_buf, sizeof ri->bad_param_buf, "input");
+            ri->bad_param = ri->bad_param_buf;
+            ri->bad_code = "invalid_value";
+            snprintf(msg, msglen, "'input' holds %d items: at most %d in one request",
+                     cJSON_GetArraySize(in), KVG_RINPUT_MAX_BATCH);
+            return KVG_EPARSE;
+        }
+        return 0;
+    }
+    default:
+        return 0;
+    }
+}
+
+int kvg_rinput_parse(struct kvg_rinput *ri, const char *body, size_t len, enum kvg_api_kind kind,
+                     char *msg, size_t msglen)
 {
     memset(ri, 0, sizeof *ri);
     kvg_buf_init(&ri->text, 0);
-    ri->chat = chat;
+    kvg_buf_init(&ri->chat_body, 0);
+    ri->kind = kind;
+    ri->chat = kind == KVG_API_CHAT;
+    ri->prompt_key = "prompt";
     ri->body = body;
     ri->body_len = len;
     /* cJSON's tree and verdict, with a big body's strings copied by memchr
@@ -252,27 +362,31 @@ int kvg_rinput_parse(struct kvg_rinput *ri, const char *body, size_t len, int ch
         memcpy(ri->cache_salt, salt->valuestring, ri->cache_salt_len + 1);
     }
     ri->stream = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "stream"));
-    /* The engines read max_completion_tokens first (OpenAI's newer name). */
-    int64_t mct, mt;
-    if (max_tokens_field(ri, j, "max_completion_tokens", &mct, msg, msglen) ||
-        max_tokens_field(ri, j, "max_tokens", &mt, msg, msglen)) {
+    ri->rjson = j;
+    int64_t mt = -1;
+    int rc = kind_fields(ri, j, &mt, msg, msglen);
+    if (rc) {
+        kvg_json_free(&ri->cjson_mem, ri->cjson);
+        kvg_buf_free(&ri->chat_body);
         kvg_json_free(&ri->json_mem, j);
-        return KVG_EPARSE;
+        ri->cjson = NULL;
+        ri->rjson = NULL;
+        return rc == -ENOMEM ? rc : KVG_EPARSE;
     }
-    mt = mct >= 0 ? mct : mt;
-    if (mt > 0) ri->max_tokens = (uint32_t)mt;
-    if (request_shape(ri, j, msg, msglen)) {
-        kvg_json_free(&ri->json_mem, j);
-        return KVG_EPARSE;
-    }
+    if (mt > 0) ri->max_tokens = (uint32_t)(mt > UINT32_MAX ? UINT32_MAX : mt);
     ri->json = j;
     return 0;
 }
 
 int kvg_rinput_text(struct kvg_rinput *ri)
 {
-    if (ri->text.len || !ri->json) return 0;
-    return kvg_route_text(ri->json, ri->chat, &ri->text);
+    if (ri->text.len || !ri->rjson) return 0;
+    if (ri->chat || !strcmp(ri->prompt_key, "prompt"))
+        return kvg_route_text(ri->rjson, ri->chat, &ri->text);
+    /* SGLang's generate: its text (token ids have none to match on). */
+    size_t n = 0;
+    const char *s = kvg_json_str(cJSON_GetObjectItemCaseSensitive(ri->rjson, ri->prompt_key), &n);
+    return s ? kvg_buf_append(&ri->text, s, n) : 0;
 }
 
 /* A request's block-hash parameters: its adapter's seed and its salt. They
@@ -300,7 +414,8 @@ static int prompt_ids(struct kvg_rinput *ri, const struct kvg_rinput_tokenizer *
          * the template's markers): one allocation, not a copy per doubling. */
         int rc = kvg_buf_reserve(&out, ri->body_len + 1024);
         if (!rc)
-            rc = kvg_jinja_chat_render_json(rt->chat, ri->json, NULL, &out, &info, err, sizeof err);
+            rc =
+                kvg_jinja_chat_render_json(rt->chat, ri->rjson, NULL, &out, &info, err, sizeof err);
         if (!rc)
             rc = kvg_tok_encode_blocks(rt->tok, rt->cache, out.data ? out.data : "", out.len,
                                        info.add_special_tokens, &ri->ids, &ri->nids, NULL, nowait,
@@ -308,7 +423,7 @@ static int prompt_ids(struct kvg_rinput *ri, const struct kvg_rinput_tokenizer *
         kvg_buf_free(&out);
         return rc;
     }
-    const cJSON *p = cJSON_GetObjectItemCaseSensitive(ri->json, "prompt");
+    const cJSON *p = cJSON_GetObjectItemCaseSensitive(ri->rjson, ri->prompt_key);
     if (cJSON_IsArray(p) && cJSON_GetArraySize(p) == 1 && !cJSON_IsNumber(cJSON_GetArrayItem(p, 0)))
         p = cJSON_GetArrayItem(p, 0);
     if (cJSON_IsString(p)) {
@@ -379,13 +494,16 @@ void kvg_rinput_ctx(const struct kvg_rinput *ri, struct kvg_route_ctx *ctx)
 void kvg_rinput_drop_json(struct kvg_rinput *ri)
 {
     kvg_json_free(&ri->json_mem, ri->json);
-    ri->json = NULL;
+    kvg_json_free(&ri->cjson_mem, ri->cjson);
+    ri->json = ri->cjson = NULL;
+    ri->rjson = NULL;
 }
 
 void kvg_rinput_free(struct kvg_rinput *ri)
 {
     kvg_rinput_drop_json(ri);
     kvg_buf_free(&ri->text);
+    kvg_buf_free(&ri->chat_body);
     free(ri->ids);
     free(ri->hashes);
     ri->ids = NULL;

@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "api/api.h"
 #include "base/buf.h"
 #include "base/json.h"
 #include "router/policy.h"
@@ -27,12 +28,25 @@ struct kvg_rinput_tokenizer {
     struct kvg_tok_pcache *cache; /* the tokenizer's prefix cache (nullable, thread-safe) */
 };
 
+/* The most inputs one embeddings request may carry (OpenAI's bound). */
+#define KVG_RINPUT_MAX_BATCH 2048
+
 struct kvg_rinput {
+    enum kvg_api_kind kind;
     struct cJSON *json;             /* owned: in json_mem, or cJSON's (kvg_json_free) */
     struct kvg_json_arena json_mem; /* the fast reader's tree's memory */
-    int chat;
-    const char *body; /* borrowed: the request body, alive while the request is routed */
-    size_t body_len;  /* the request body's bytes: the rendered prompt's expected size */
+    /* What is rendered and tokenized: json itself (chat, completions), or
+     * the chat request a Responses or Messages body is to the engine
+     * (kvg_api_to_chat): its bytes in chat_body (kept to the end: an engine
+     * without the endpoint is sent them) and their tree in cjson. */
+    const struct cJSON *rjson;
+    struct cJSON *cjson; /* owned, in cjson_mem */
+    struct kvg_json_arena cjson_mem;
+    struct kvg_buf chat_body;
+    int chat;               /* rjson is a chat request (messages); else a prompt */
+    const char *prompt_key; /* the prompt's member when not chat: "prompt", "text", "input_ids" */
+    const char *body;       /* borrowed: the request body, alive while the request is routed */
+    size_t body_len;        /* the request body's bytes: the rendered prompt's expected size */
     char model[256];
     size_t model_len;
     int stream;
@@ -40,6 +54,12 @@ struct kvg_rinput {
     int adapter;          /* `model` names a LoRA adapter (the caller sets it before tokenizing,
                              from the engines' /v1/models): blocks are seeded by its name */
     char cache_salt[256]; /* the request's cache_salt ("" none): seeds its block hashes */
+    /* The client's session key in the body, "" none: Responses'
+     * prompt_cache_key (Codex: its thread id), Messages' metadata.user_id
+     * (Claude Code: a JSON string holding its session_id). */
+    char session[256];
+    size_t session_len;
+    char prev_id[128]; /* Responses' previous_response_id ("" none) */
     size_t cache_salt_len;
     struct kvg_buf text; /* routing text */
     uint32_t *ids;       /* owned, NULL when not tokenized */
@@ -50,17 +70,19 @@ struct kvg_rinput {
     int tokenize_error;               /* tokenizing failed: routed without tokens */
     const char *bad_param, *bad_code; /* parse error: the parameter at fault (static, or
                                          bad_param_buf) */
-    char bad_param_buf[48];           /* e.g. "messages[3].role" */
+    char bad_param_buf[64];           /* e.g. "messages[3].role" */
 };
 
-/* Parses body: 0, or KVG_EPARSE with a client-facing message in msg (and,
- * for the shape kvgate relies on: chat "messages" an array of objects each
- * with a string "role"; completions "prompt" a string or an array of
- * strings, token ids or arrays of token ids;
- * for a bad parameter, its name and OpenAI's code in ri->bad_param and
- * ri->bad_code). On error ri holds nothing to free. */
-int kvg_rinput_parse(struct kvg_rinput *ri, const char *body, size_t len, int chat, char *msg,
-                     size_t msglen);
+/* Parses body, a request of endpoint kind: 0, or KVG_EPARSE with a
+ * client-facing message in msg (and, for the shape kvgate relies on: chat
+ * "messages" an array of objects each with a string "role"; completions
+ * "prompt" a string or an array of strings, token ids or arrays of token
+ * ids; Responses and Messages as kvg_api_to_chat takes them; SGLang's
+ * generate "text" or "input_ids"; the pooling endpoints a JSON object with
+ * a string model; for a bad parameter, its name and OpenAI's code in
+ * ri->bad_param and ri->bad_code). On error ri holds nothing to free. */
+int kvg_rinput_parse(struct kvg_rinput *ri, const char *body, size_t len, enum kvg_api_kind kind,
+                     char *msg, size_t msglen);
 /* Computes the routing text (only policies that match on text need it). */
 int kvg_rinput_text(struct kvg_rinput *ri);
 /* Renders and tokenizes the prompt and hashes its blocks (CPU work: run it

@@ -53,16 +53,22 @@ static int named_by(struct kvg_str connection, struct kvg_str name)
  * controls. */
 static int not_forwarded(struct kvg_str name, struct kvg_str connection)
 {
-    if (kvg__proxy_is_hop(name) || kvg_str_eq_nocase(name, "authorization")) return 1;
+    if (kvg__proxy_is_hop(name) || kvg_str_eq_nocase(name, "authorization") ||
+        kvg_str_eq_nocase(name, "x-api-key"))
+        return 1;
     if (name.len >= 9 && !strncasecmp(name.p, "x-kvgate-", 9)) return 1;
     return connection.len && named_by(connection, name);
 }
 
-const char *const kvg_proxy_route_paths[KVG_PROXY_NROUTES] = {"/v1/chat/completions",
-                                                              "/v1/completions"};
+const char *kvg_proxy_route_label(int route)
+{
+    for (size_t i = 0; i < kvg_api_nendpoints; i++)
+        if ((int)kvg_api_endpoints[i].kind == route) return kvg_api_endpoints[i].path;
+    return "none";
+}
 
-void kvg__proxy_metrics_request(const struct kvg_proxy_metrics *m, enum kvg_proxy_route r,
-                                int status, double duration_s, double ttfb_s)
+void kvg__proxy_metrics_request(const struct kvg_proxy_metrics *m, int r, int status,
+                                double duration_s, double ttfb_s)
 {
     int c = status >= 100 && status < 600 ? status / 100 - 1 : 5;
     kvg_metrics_inc(m->requests[r][c]);
@@ -111,9 +117,16 @@ void kvg__proxy_access_log(struct proxy_req *pr, int status)
     double ttfb = pr->ttfb_ns ? (double)(pr->ttfb_ns - pr->t0_ns) / 1e6 : -1;
     kvg_buf_printf(&b, "{\"ts\":%.3f,\"request_id\":", kvg_wall_s());
     kvg_buf_append_json_str(&b, pr->request_id, strlen(pr->request_id));
-    kvg_buf_printf(&b, ",\"path\":\"%s\",\"stream\":%s,\"model\":", pr->path,
+    kvg_buf_append_str(&b, ",\"path\":");
+    kvg_buf_append_json_str(&b, pr->path, strlen(pr->path));
+    kvg_buf_printf(&b, ",\"method\":\"%s\",\"stream\":%s,\"model\":", pr->method,
                    pr->ri.stream ? "true" : "false");
     kvg_buf_append_json_str(&b, pr->ri.model, pr->ri.model_len);
+    if (pr->ri.session_len) {
+        kvg_buf_append_str(&b, ",\"session\":");
+        kvg_buf_append_json_str(&b, pr->ri.session, pr->ri.session_len);
+    }
+    if (pr->served_as[0]) kvg_buf_printf(&b, ",\"served_as\":\"%s\"", pr->served_as);
     kvg_buf_append_str(&b, ",\"worker\":");
     kvg_buf_append_json_str(&b, pr->worker_url, strlen(pr->worker_url));
     kvg_buf_printf(&b,
@@ -152,7 +165,11 @@ void kvg__proxy_request_id(struct proxy_req *pr, struct kvg_http_req *req)
         }
     }
     static const char al[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
-    const char *prefix = kvg_str_eq(req->path, "/v1/chat/completions") ? "chatcmpl-" : "cmpl-";
+    const char *prefix = pr->route == KVG_API_CHAT          ? "chatcmpl-"
+                         : pr->route == KVG_API_COMPLETIONS ? "cmpl-"
+                         : pr->route == KVG_API_RESPONSES   ? "resp-"
+                         : pr->route == KVG_API_MESSAGES    ? "msg-"
+                                                            : "req-";
     size_t n = (size_t)snprintf(pr->request_id, sizeof pr->request_id, "%s", prefix);
     for (int i = 0; i < 24; i++) pr->request_id[n++] = al[kvg_rng_below(pr->pl->rng, 62)];
     pr->request_id[n] = 0;

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/api.h"
 #include "base/err.h"
 #include "base/log.h"
 #include "gateway/quota_view.h"
@@ -378,8 +379,29 @@ static void debug_route(struct kvg_serve_loop *lc, struct kvg_http_req *req)
     struct kvg_serve *sv = lc->sv;
     struct kvg_rinput ri;
     char msg[128];
-    int chat = !req->body.len || memmem(req->body.data, req->body.len, "\"messages\"", 10);
-    if (kvg_rinput_parse(&ri, req->body.data, req->body.len, chat, msg, sizeof msg)) {
+    /* The endpoint the body is for: x-kvgate-endpoint names its path
+     * (/v1/responses, /v1/messages, /generate...); else chat when the body
+     * has messages, completions otherwise. */
+    enum kvg_api_kind kind =
+        !req->body.len || memmem(req->body.data, req->body.len, "\"messages\"", 10)
+            ? KVG_API_CHAT
+            : KVG_API_COMPLETIONS;
+    struct kvg_str named = kvg_http_req_header(req, "x-kvgate-endpoint");
+    if (named.p) {
+        unsigned allow;
+        const struct kvg_api_endpoint *ep =
+            kvg_api_find(named.p, named.len, "POST", &allow, NULL, NULL);
+        if (!ep || ep->routing != KVG_API_ROUTE_PROMPT) {
+            kvg_http_res_error(req, 400, NULL, NULL,
+                               "x-kvgate-endpoint must name an endpoint routed by its prompt "
+                               "(/v1/chat/completions, /v1/completions, /v1/responses, "
+                               "/v1/messages, /generate)",
+                               NULL, 0);
+            return;
+        }
+        kind = ep->kind;
+    }
+    if (kvg_rinput_parse(&ri, req->body.data, req->body.len, kind, msg, sizeof msg)) {
         kvg_http_res_error(req, 400, NULL, NULL, msg, NULL, 0);
         return;
     }
@@ -517,13 +539,23 @@ static enum kvg_guard_kind admin_kind(const struct kvg_http_req *req)
     return KVG_GUARD_WRITE;
 }
 
+/* A refusal of an Anthropic endpoint, in Anthropic's error shape. */
+static int anthropic_refusal(const struct kvg_http_refusal *r, struct kvg_buf *out)
+{
+    return kvg_api_error_body(KVG_API_SHAPE_ANTHROPIC, r->status, NULL, r->code, r->message,
+                              r->param, out);
+}
+
 int kvg_serve_head_check(struct kvg_http_req *req, void *ud, struct kvg_http_refusal *out)
 {
     struct kvg_serve_loop *lc = ud;
     struct kvg_gate_deny d;
     enum kvg_gate_access a = access_of(req->path);
-    if (!kvg_gate_check_head(&lc->sv->gate, a, kvg_http_req_header(req, "authorization"), req->peer,
-                             &req->head_note, &d)) {
+    char cred[600];
+    struct kvg_str auth =
+        kvg_gate_credential(kvg_http_req_header(req, "authorization"),
+                            kvg_http_req_header(req, "x-api-key"), cred, sizeof cred);
+    if (!kvg_gate_check_head(&lc->sv->gate, a, auth, req->peer, &req->head_note, &d)) {
         if (a != KVG_GATE_ADMIN) return 0;
         struct kvg_guard_req gr = {.method = req->method_name,
                                    .query = req->query,
@@ -533,6 +565,10 @@ int kvg_serve_head_check(struct kvg_http_req *req, void *ud, struct kvg_http_ref
         return kvg_guard_check(&lc->sv->admin_guard, admin_kind(req), &gr, out);
     }
     *out = d.r; /* its headers are static strings */
+    unsigned allow;
+    const struct kvg_api_endpoint *ep =
+        kvg_api_find(req->path.p, req->path.len, req->method_name, &allow, NULL, NULL);
+    out->render = ep && ep->shape == KVG_API_SHAPE_ANTHROPIC ? anthropic_refusal : NULL;
     /* A browser opening the status page gets its login prompt (the admin
      * key as the password). */
     if (out->status == 401 && kvg_str_eq(req->path, "/ui") &&
@@ -548,12 +584,14 @@ void kvg_serve_handle(struct kvg_http_req *req, void *ud)
     struct kvg_serve_loop *lc = ud;
     int get = !strcmp(req->method_name, "GET") || !strcmp(req->method_name, "HEAD");
     int post = !strcmp(req->method_name, "POST");
-    if (is(req, "/v1/chat/completions") || is(req, "/v1/completions")) {
-        if (!post) {
-            kvg_http_res_error(req, 405, NULL, NULL, "use POST", NULL, 0);
-            return;
-        }
-        kvg_proxy_handle(&lc->proxy, req);
+    /* The engines' APIs (api/api.h's table) go to the proxy. */
+    unsigned allow = 0;
+    const char *id = NULL;
+    size_t id_len = 0;
+    const struct kvg_api_endpoint *ep =
+        kvg_api_find(req->path.p, req->path.len, req->method_name, &allow, &id, &id_len);
+    if (ep) {
+        kvg_proxy_handle(&lc->proxy, req, ep, id, id_len);
         return;
     }
     if (is(req, "/ui") && get) {
@@ -637,5 +675,7 @@ void kvg_serve_handle(struct kvg_http_req *req, void *ud)
             kvg_http_res_error(req, 405, NULL, NULL, "use DELETE", NULL, 0);
         return;
     }
-    kvg_http_res_error(req, 404, NULL, NULL, "no such endpoint", NULL, 0);
+    /* Counted and logged like every request: a 404 naming the path, or a
+     * 405 with Allow for a known path. */
+    kvg_proxy_no_endpoint(&lc->proxy, req, allow);
 }

@@ -46,6 +46,10 @@ int kvg_serve_gate_init(struct kvg_serve *sv, char *err, size_t errlen)
     px->pool = &sv->pool;
     px->gate = &sv->gate;
     px->rt = (struct kvg_rinput_tokenizer){sv->tok, sv->chat, c->block_size, sv->tok_cache};
+    /* The model's own tokenizer: kvgate answers count_tokens and /tokenize
+     * itself. The bytes stand-in (the default, or a fallback) is no
+     * model's: those go to an engine. */
+    px->tokenizer_exact = !sv->tok_fallback && strcmp(c->tokenizer, "builtin:bytes") != 0;
     px->m = &sv->metrics.proxy;
     return 0;
 }

@@ -38,6 +38,10 @@ static const struct decl {
      NULL, 0, offsetof(struct kvg_serve_metrics, proxy.upstream_errors)},
     {COUNTER, 1, "kvgate_no_worker_total", "Requests answered 503 for want of a healthy worker.",
      NULL, 0, offsetof(struct kvg_serve_metrics, proxy.no_worker)},
+    {COUNTER, 1, "kvgate_pd_aggregated_total",
+     "Requests of an endpoint the PD mode does not split (Responses, Messages, generate under "
+     "vLLM) served whole by a decode worker.",
+     NULL, 0, offsetof(struct kvg_serve_metrics, proxy.pd_aggregated)},
     {COUNTER, 1, "kvgate_admission_shed_total", "Sheddable requests answered 429 by admission.",
      NULL, 0, offsetof(struct kvg_serve_metrics, shed)},
     {GAUGE, 1, "kvgate_workers", "Workers in the pool.", NULL, 0,
@@ -183,12 +187,13 @@ int kvg_serve_metrics_init(struct kvg_serve_metrics *m, const char *policy)
         return rc;
     struct kvg_proxy_metrics *pm = &m->proxy;
     for (int r = 0; r < KVG_PROXY_NROUTES; r++) {
+        const char *label = kvg_proxy_route_label(r);
         for (int c = 0; c < 6; c++) {
-            const char *v[] = {kvg_proxy_route_paths[r], class_names[c]};
+            const char *v[] = {label, class_names[c]};
             if ((rc = kvg_metrics_series(req, v, 2, &pm->requests[r][c]))) return rc;
         }
-        if ((rc = kvg_metrics_series(dur, &kvg_proxy_route_paths[r], 1, &pm->duration[r])) ||
-            (rc = kvg_metrics_series(ttfb, &kvg_proxy_route_paths[r], 1, &pm->ttfb[r])))
+        if ((rc = kvg_metrics_series(dur, &label, 1, &pm->duration[r])) ||
+            (rc = kvg_metrics_series(ttfb, &label, 1, &pm->ttfb[r])))
             return rc;
     }
     /* What kvgate autoscale reads of a gateway (autoscale/sources.h): the
@@ -245,6 +250,7 @@ void kvg_serve_metrics_free(struct kvg_serve_metrics *m)
     kvg_metrics_series_release(pm->client_gone);
     kvg_metrics_series_release(pm->upstream_errors);
     kvg_metrics_series_release(pm->no_worker);
+    kvg_metrics_series_release(pm->pd_aggregated);
     kvg_metrics_series_release(m->workers);
     kvg_metrics_series_release(m->adm_waiting);
     kvg_metrics_series_release(m->quota_pending);

@@ -171,6 +171,13 @@ int kvg_serve_router_init(struct kvg_serve *sv, char *err, size_t errlen)
                      kvg_strerror(rc));
         return rc;
     }
+    /* Embeddings, scoring, audio and stored responses have no KV to chase:
+     * they go by load whatever --policy is. */
+    if ((rc = kvg_policy_new("least_load", &c->policy_opts, &sv->proxy.load_policy))) {
+        policy->ops->destroy(policy);
+        snprintf(err, errlen, "least_load policy: %s", kvg_strerror(rc));
+        return rc;
+    }
     sv->proxy.wants_tokens = policy->ops->wants_tokens;
     sv->proxy.wants_text = policy->ops->wants_text;
     if ((rc = kvg_pool_init(&sv->pool, policy, &c->cb))) return rc;
@@ -289,6 +296,8 @@ void kvg_serve_router_free(struct kvg_serve *sv)
     kvg_pd_free(sv->pd);
     sv->pd = NULL;
     kvg_pool_destroy(&sv->pool);
+    if (sv->proxy.load_policy) sv->proxy.load_policy->ops->destroy(sv->proxy.load_policy);
+    sv->proxy.load_policy = NULL;
     if (sv->kv) kvg_kv_index_free(sv->kv);
     if (sv->chat) kvg_jinja_chat_free(sv->chat);
     kvg_tok_pcache_free(sv->tok_cache);

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/api.h"
 #include "base/hash.h"
 #include "base/util.h"
 #include "simsrv/simsrv.h"
@@ -126,26 +127,26 @@ double kvg__simsrv_audio_seconds(const unsigned char *f, size_t n)
 
 /* The form's fields by name (the first of each). */
 struct form {
-    const struct kvg_simsrv_part *file, *model, *format, *stream, *usage, *max_tokens;
+    const struct kvg_api_part *file, *model, *format, *stream, *usage, *max_tokens;
 };
 
-static int field_is(const struct kvg_simsrv_part *p, const char *name)
+static int field_is(const struct kvg_api_part *p, const char *name)
 {
     return p->name_len == strlen(name) && !memcmp(p->name, name, p->name_len);
 }
 
-static int truthy(const struct kvg_simsrv_part *p)
+static int truthy(const struct kvg_api_part *p)
 {
     return p &&
            ((p->len == 4 && !memcmp(p->data, "true", 4)) ||
             (p->len == 4 && !memcmp(p->data, "True", 4)) || (p->len == 1 && p->data[0] == '1'));
 }
 
-static void read_form(const struct kvg_simsrv_part *parts, size_t n, struct form *f)
+static void read_form(const struct kvg_api_part *parts, size_t n, struct form *f)
 {
     memset(f, 0, sizeof *f);
     for (size_t i = n; i-- > 0;) { /* backwards: the first of each name wins */
-        const struct kvg_simsrv_part *p = &parts[i];
+        const struct kvg_api_part *p = &parts[i];
         if (field_is(p, "file")) f->file = p;
         if (field_is(p, "model")) f->model = p;
         if (field_is(p, "response_format")) f->format = p;
@@ -155,7 +156,7 @@ static void read_form(const struct kvg_simsrv_part *parts, size_t n, struct form
     }
 }
 
-static int served_name(const struct kvg_simsrv_server *s, const struct kvg_simsrv_part *m)
+static int served_name(const struct kvg_simsrv_server *s, const struct kvg_api_part *m)
 {
     for (int i = 0; i < s->nnames; i++)
         if (strlen(s->names[i]) == m->len && !memcmp(s->names[i], m->data, m->len)) return 1;
@@ -166,7 +167,7 @@ static int served_name(const struct kvg_simsrv_server *s, const struct kvg_simsr
 static int check_form(struct kvg_simsrv_server *s, struct kvg_http_req *req, const struct form *f)
 {
     char msg[400];
-    const struct kvg_simsrv_part *fmt = f->format;
+    const struct kvg_api_part *fmt = f->format;
     if (!f->file) {
         kvg__simsrv_error_validation(req, "file", "Field required");
     } else if (!f->file->filename) {
@@ -199,7 +200,7 @@ static int check_form(struct kvg_simsrv_server *s, struct kvg_http_req *req, con
 }
 
 /* The prompt: the duration's audio tokens, drawn from the file's bytes. */
-static uint32_t *audio_prompt(struct kvg_simsrv_server *s, const struct kvg_simsrv_part *file,
+static uint32_t *audio_prompt(struct kvg_simsrv_server *s, const struct kvg_api_part *file,
                               double seconds, size_t *n)
 {
     size_t k = (size_t)ceil(seconds * AUDIO_TOKENS_PER_S);
@@ -221,14 +222,14 @@ static uint32_t *audio_prompt(struct kvg_simsrv_server *s, const struct kvg_sims
 
 void kvg__simsrv_audio(struct kvg_simsrv_server *s, struct kvg_http_req *req, int translate)
 {
-    struct kvg_simsrv_part parts[KVG_SIMSRV_MAX_PARTS];
+    struct kvg_api_part parts[KVG_API_MAX_PARTS];
     size_t np = 0;
     char msg[300];
     struct form f;
     struct kvg_str ct = kvg_http_req_header(req, "content-type");
     if (kvg__simsrv_inject_fail(s, req)) return;
-    if (kvg_simsrv_multipart_parse(ct.p, ct.len, req->body.data, req->body.len, parts,
-                                   KVG_SIMSRV_MAX_PARTS, &np, msg, sizeof msg)) {
+    if (kvg_api_multipart_parse(ct.p, ct.len, req->body.data, req->body.len, parts,
+                                KVG_API_MAX_PARTS, &np, msg, sizeof msg)) {
         kvg__simsrv_error_validation(req, "", msg);
         return;
     }

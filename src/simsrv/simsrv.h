@@ -516,22 +516,5 @@ int kvg__simsrv_store_del(struct kvg_simsrv_store *st, const char *id, size_t id
  * 16 kHz 16-bit mono). */
 double kvg__simsrv_audio_seconds(const unsigned char *f, size_t n);
 
-/* ---- multipart/form-data (multipart.c), a parser of outside bytes. */
-struct kvg_simsrv_part {
-    const char *name; /* views into the body */
-    size_t name_len;
-    const char *filename; /* NULL: a plain field */
-    size_t filename_len;
-    const char *data;
-    size_t len;
-};
-#define KVG_SIMSRV_MAX_PARTS 32
-/* Splits body by the boundary of content_type (a Content-Type header's
- * value). 0 and parts[0..*n) (views into body), or KVG_EPARSE and msg: not
- * multipart/form-data, no boundary, a part without its headers' end or its
- * closing boundary (a body cut in the middle), more than max parts. */
-int kvg_simsrv_multipart_parse(const char *content_type, size_t ct_len, const char *body,
-                               size_t len, struct kvg_simsrv_part *parts, size_t max, size_t *n,
-                               char *msg, size_t msglen);
 
 #endif

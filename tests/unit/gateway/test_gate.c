@@ -32,3 +32,28 @@ TEST(no_keys_admin_loopback_only)
     CHECK_INT(kvg_gate_check_head(&g, KVG_GATE_READ, none, "192.168.1.9:4000", NULL, &d), 0);
     CHECK_INT(kvg_gate_check_head(&g, KVG_GATE_PUBLIC, none, "192.168.1.9:4000", NULL, &d), 0);
 }
+
+/* Anthropic's x-api-key is a key as Authorization: Bearer is; both naming
+ * different keys is no credential. */
+TEST(credential_from_authorization_or_x_api_key)
+{
+    char buf[64];
+    struct kvg_str none = {NULL, 0};
+    struct kvg_str c = kvg_gate_credential(KVG_STR("Bearer sk-a"), none, buf, sizeof buf);
+    CHECK(c.len == 11 && !memcmp(c.p, "Bearer sk-a", 11));
+    c = kvg_gate_credential(none, KVG_STR(" sk-a "), buf, sizeof buf);
+    CHECK(c.len == 11 && !memcmp(c.p, "Bearer sk-a", 11));
+    c = kvg_gate_credential(KVG_STR("Bearer  sk-a"), KVG_STR("sk-a"), buf, sizeof buf);
+    CHECK(c.p && c.len == 12);
+    c = kvg_gate_credential(KVG_STR("Bearer sk-a"), KVG_STR("sk-b"), buf, sizeof buf);
+    CHECK(c.p && c.len == 0);
+    c = kvg_gate_credential(KVG_STR("Basic Zm9vOmJhcg=="), KVG_STR("sk-b"), buf, sizeof buf);
+    CHECK(c.p && c.len == 0);
+    c = kvg_gate_credential(none, none, buf, sizeof buf);
+    CHECK(c.p == NULL);
+    /* A key too long for the buffer is no key, not a cut one. */
+    c = kvg_gate_credential(none,
+                            KVG_STR("0123456789012345678901234567890123456789012345678901234567"),
+                            buf, sizeof buf);
+    CHECK(c.p && c.len == 0);
+}

@@ -388,3 +388,68 @@ TEST(relayed_completion_tokens_are_counted)
     feed_cuts(in, n, 1, cuts, n < 2048 ? n : 2048, &r);
     CHECK_INT(r.tokens, 6);
 }
+
+/* The other APIs' usage: Responses (input/output tokens, cached in
+ * input_tokens_details), Anthropic Messages (input_tokens is the prompt
+ * that missed the cache: the cache reads add to it), SGLang's meta_info. */
+TEST(usage_dialects_of_whole_answers)
+{
+    struct kvg_usage u;
+    const char *resp = "{\"id\":\"resp_1\",\"object\":\"response\",\"usage\":{\"input_tokens\":40,"
+                       "\"input_tokens_details\":{\"cached_tokens\":16},\"output_tokens\":5,"
+                       "\"total_tokens\":45}}";
+    CHECK_INT(kvg_usage_scan_json(resp, strlen(resp), &u), 1);
+    CHECK_INT(u.prompt_tokens, 40);
+    CHECK_INT(u.cached_tokens, 16);
+    CHECK_INT(u.completion_tokens, 5);
+    const char *msg = "{\"type\":\"message\",\"usage\":{\"input_tokens\":30,\"output_tokens\":7}}";
+    CHECK_INT(kvg_usage_scan_json(msg, strlen(msg), &u), 1);
+    CHECK_INT(u.prompt_tokens, 30);
+    CHECK_INT(u.cached_found, 0);
+    CHECK_INT(u.completion_tokens, 7);
+    const char *anth = "{\"usage\":{\"input_tokens\":10,\"cache_read_input_tokens\":64,"
+                       "\"cache_creation_input_tokens\":2,\"output_tokens\":3}}";
+    CHECK_INT(kvg_usage_scan_json(anth, strlen(anth), &u), 1);
+    CHECK_INT(u.prompt_tokens, 76);
+    CHECK_INT(u.cached_tokens, 64);
+    const char *sgl = "{\"text\":\"hi\",\"meta_info\":{\"id\":\"x\",\"prompt_tokens\":12,"
+                      "\"completion_tokens\":2,\"cached_tokens\":8}}";
+    CHECK_INT(kvg_usage_scan_json(sgl, strlen(sgl), &u), 1);
+    CHECK_INT(u.prompt_tokens, 12);
+    CHECK_INT(u.cached_tokens, 8);
+    CHECK_INT(u.completion_tokens, 2);
+}
+
+/* A Messages stream: the prompt in message_start, the output in
+ * message_delta; one token per content_block_delta. A Responses stream:
+ * usage in response.completed's response; one token per *.delta event.
+ * Nothing is removed (usage_unasked filters read only), at every split. */
+TEST(usage_dialects_of_streams)
+{
+    static const char MSG_STREAM[] =
+        "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\","
+        "\"usage\":{\"input_tokens\":25,\"output_tokens\":0}}}\n\n"
+        "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,"
+        "\"delta\":{\"type\":\"text_delta\",\"text\":\"a\"}}\n\n"
+        "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,"
+        "\"delta\":{\"type\":\"text_delta\",\"text\":\"b\"}}\n\n"
+        "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":"
+        "\"end_turn\"},\"usage\":{\"output_tokens\":2}}\n\n"
+        "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n";
+    every_split(MSG_STREAM, 0, MSG_STREAM, 25, 2);
+    struct run r;
+    feed_cuts(MSG_STREAM, strlen(MSG_STREAM), 0, NULL, 0, &r);
+    CHECK_INT(r.tokens, 2);
+    static const char RESP_STREAM[] =
+        "event: response.created\ndata: {\"type\":\"response.created\",\"sequence_number\":0,"
+        "\"response\":{\"id\":\"resp_1\",\"usage\":null}}\n\n"
+        "event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\","
+        "\"delta\":\"x\"}\n\n"
+        "event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{\"id\":"
+        "\"resp_1\",\"usage\":{\"input_tokens\":9,\"input_tokens_details\":{\"cached_tokens\":0},"
+        "\"output_tokens\":1,\"total_tokens\":10}}}\n\n";
+    every_split(RESP_STREAM, 0, RESP_STREAM, 9, 1);
+    feed_cuts(RESP_STREAM, strlen(RESP_STREAM), 0, NULL, 0, &r);
+    CHECK_INT(r.tokens, 1);
+    CHECK_INT(r.usage.cached_found, 1);
+}

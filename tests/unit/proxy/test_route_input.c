@@ -25,7 +25,7 @@ static void setup(void)
 static int parse(const char *body, struct kvg_rinput *ri)
 {
     char msg[128];
-    return kvg_rinput_parse(ri, body, strlen(body), 0, msg, sizeof msg);
+    return kvg_rinput_parse(ri, body, strlen(body), KVG_API_COMPLETIONS, msg, sizeof msg);
 }
 
 TEST(duplicate_keys_refused)
@@ -125,7 +125,7 @@ static const char *shape_param(const char *body, int chat)
     static struct kvg_rinput ri;
     static char param[48];
     char msg[128];
-    int rc = kvg_rinput_parse(&ri, body, strlen(body), chat, msg, sizeof msg);
+    int rc = kvg_rinput_parse(&ri, body, strlen(body), chat ? KVG_API_CHAT : KVG_API_COMPLETIONS, msg, sizeof msg);
     if (rc == 0) {
         kvg_rinput_free(&ri);
         return "";

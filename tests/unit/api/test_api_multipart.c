@@ -6,20 +6,20 @@
 #include <string.h>
 
 #include "base/err.h"
-#include "simsrv/simsrv.h"
+#include "api/api.h"
 #include "support/test.h"
 
 static const char CT[] = "multipart/form-data; boundary=XyZ";
 
-static int parse(const char *ct, const char *body, size_t len, struct kvg_simsrv_part *parts,
+static int parse(const char *ct, const char *body, size_t len, struct kvg_api_part *parts,
                  size_t *n)
 {
     char msg[200];
-    return kvg_simsrv_multipart_parse(ct, strlen(ct), body, len, parts, KVG_SIMSRV_MAX_PARTS, n,
-                                      msg, sizeof msg);
+    return kvg_api_multipart_parse(ct, strlen(ct), body, len, parts, KVG_API_MAX_PARTS, n, msg,
+                                   sizeof msg);
 }
 
-static int part_is(const struct kvg_simsrv_part *p, const char *name, const char *data, size_t dlen)
+static int part_is(const struct kvg_api_part *p, const char *name, const char *data, size_t dlen)
 {
     return p->name_len == strlen(name) && !memcmp(p->name, name, p->name_len) && p->len == dlen &&
            !memcmp(p->data, data, dlen);
@@ -36,7 +36,7 @@ static const char FORM[] = "--XyZ\r\n"
 
 TEST(fields_and_a_file)
 {
-    struct kvg_simsrv_part p[KVG_SIMSRV_MAX_PARTS];
+    struct kvg_api_part p[KVG_API_MAX_PARTS];
     size_t n = 0;
     CHECK_INT(parse(CT, FORM, sizeof FORM - 1, p, &n), 0);
     CHECK_INT(n, 2);
@@ -49,7 +49,7 @@ TEST(fields_and_a_file)
 
 TEST(boundary_forms)
 {
-    struct kvg_simsrv_part p[KVG_SIMSRV_MAX_PARTS];
+    struct kvg_api_part p[KVG_API_MAX_PARTS];
     size_t n = 0;
     /* quoted, after other parameters, upper-case type, a preamble first */
     static const char body[] = "preamble\r\n--a b\r\nContent-Disposition: form-data; name=x\r\n\r\n"
@@ -63,7 +63,7 @@ TEST(boundary_forms)
 
 TEST(refused_content_types)
 {
-    struct kvg_simsrv_part p[KVG_SIMSRV_MAX_PARTS];
+    struct kvg_api_part p[KVG_API_MAX_PARTS];
     size_t n = 0;
     char longb[120] = "multipart/form-data; boundary=";
     memset(longb + strlen(longb), 'b', 71); /* RFC 2046: at most 70 */
@@ -74,7 +74,7 @@ TEST(refused_content_types)
               KVG_EPARSE);
     CHECK_INT(parse(longb, FORM, sizeof FORM - 1, p, &n), KVG_EPARSE);
     char msg[100];
-    CHECK_INT(kvg_simsrv_multipart_parse(NULL, 0, FORM, sizeof FORM - 1, p, 4, &n, msg, sizeof msg),
+    CHECK_INT(kvg_api_multipart_parse(NULL, 0, FORM, sizeof FORM - 1, p, 4, &n, msg, sizeof msg),
               KVG_EPARSE);
 }
 
@@ -82,7 +82,7 @@ TEST(refused_content_types)
  * parts that happened to arrive (a truncated upload is not a short file). */
 TEST(cut_anywhere)
 {
-    struct kvg_simsrv_part p[KVG_SIMSRV_MAX_PARTS];
+    struct kvg_api_part p[KVG_API_MAX_PARTS];
     size_t n, full = sizeof FORM - 1, close = full - 2; /* FORM ends '--XyZ--' CRLF */
     for (size_t len = 0; len < full; len++) {
         char *copy = malloc(len ? len : 1); /* exactly len bytes: ASan sees any overread */
@@ -98,7 +98,7 @@ TEST(cut_anywhere)
 
 TEST(malformed_parts)
 {
-    struct kvg_simsrv_part p[KVG_SIMSRV_MAX_PARTS];
+    struct kvg_api_part p[KVG_API_MAX_PARTS];
     size_t n;
     static const char noname[] = "--XyZ\r\nContent-Type: text/plain\r\n\r\nx\r\n--XyZ--";
     static const char noheaders[] = "--XyZ\r\n\r\nx\r\n--XyZ--";
@@ -125,13 +125,13 @@ TEST(part_count_bounded)
                                 "--XyZ\r\nContent-Disposition: form-data; name=f%d\r\n\r\n%d\r\n",
                                 i, i);
     len += (size_t)snprintf(body + len, sizeof body - len, "--XyZ--\r\n");
-    struct kvg_simsrv_part p[5];
+    struct kvg_api_part p[5];
     size_t n;
     char msg[100];
-    CHECK_INT(kvg_simsrv_multipart_parse(CT, strlen(CT), body, len, p, 4, &n, msg, sizeof msg),
+    CHECK_INT(kvg_api_multipart_parse(CT, strlen(CT), body, len, p, 4, &n, msg, sizeof msg),
               KVG_EPARSE);
     CHECK(strstr(msg, "more than 4") != NULL);
-    CHECK_INT(kvg_simsrv_multipart_parse(CT, strlen(CT), body, len, p, 5, &n, msg, sizeof msg), 0);
+    CHECK_INT(kvg_api_multipart_parse(CT, strlen(CT), body, len, p, 5, &n, msg, sizeof msg), 0);
     CHECK_INT(n, 5);
     CHECK(part_is(&p[4], "f4", "4", 1));
 }

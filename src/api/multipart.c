@@ -4,13 +4,13 @@
  * filename. Outside bytes: every offset is checked against the body's
  * length, nothing is copied (parts are views), the part count is bounded,
  * and a body cut anywhere before its closing delimiter is an error, never
- * a part of what was there (fuzz/fuzz_sim_multipart.c runs it). */
+ * a part of what was there (fuzz/fuzz_api_multipart.c runs it). */
 #include <ctype.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "base/err.h"
-#include "simsrv/simsrv.h"
+#include "api/api.h"
 
 #define MAX_BOUNDARY 70 /* RFC 2046 */
 
@@ -81,8 +81,7 @@ static int boundary(const char *ct, size_t n, const char **b, size_t *blen)
 }
 
 /* Reads a part's header block [h, h+n) (lines ended by CRLF) into p. */
-static int part_headers(const char *h, size_t n, struct kvg_simsrv_part *p, char *msg,
-                        size_t msglen)
+static int part_headers(const char *h, size_t n, struct kvg_api_part *p, char *msg, size_t msglen)
 {
     int named = 0;
     while (n) {
@@ -110,9 +109,9 @@ static int part_headers(const char *h, size_t n, struct kvg_simsrv_part *p, char
     return 0;
 }
 
-int kvg_simsrv_multipart_parse(const char *content_type, size_t ct_len, const char *body,
-                               size_t len, struct kvg_simsrv_part *parts, size_t max, size_t *n,
-                               char *msg, size_t msglen)
+int kvg_api_multipart_parse(const char *content_type, size_t ct_len, const char *body, size_t len,
+                            struct kvg_api_part *parts, size_t max, size_t *n, char *msg,
+                            size_t msglen)
 {
     const char *bd;
     size_t bl;
@@ -147,7 +146,7 @@ int kvg_simsrv_multipart_parse(const char *content_type, size_t ct_len, const ch
             snprintf(msg, msglen, "the body has more than %zu parts", max);
             return KVG_EPARSE;
         }
-        struct kvg_simsrv_part *pt = &parts[*n];
+        struct kvg_api_part *pt = &parts[*n];
         memset(pt, 0, sizeof *pt);
         int rc = part_headers(p, (size_t)(hend - p), pt, msg, msglen);
         if (rc) return rc;

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "simsrv/simsrv.h"
+#include "api/api.h"
 
 static int inside(const char *p, size_t n, const char *body, size_t len)
 {
@@ -24,13 +24,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (!ct || !body) goto out;
     memcpy(ct, data, ctl);
     if (len) memcpy(body, nl + 1, len);
-    struct kvg_simsrv_part parts[8];
+    struct kvg_api_part parts[8];
     size_t n = 0;
     char msg[200];
-    if (kvg_simsrv_multipart_parse(ct, ctl, body, len, parts, 8, &n, msg, sizeof msg) == 0) {
+    if (kvg_api_multipart_parse(ct, ctl, body, len, parts, 8, &n, msg, sizeof msg) == 0) {
         if (n > 8) abort();
         for (size_t i = 0; i < n; i++) {
-            const struct kvg_simsrv_part *p = &parts[i];
+            const struct kvg_api_part *p = &parts[i];
             if (!inside(p->name, p->name_len, body, len) || !inside(p->data, p->len, body, len) ||
                 (p->filename && !inside(p->filename, p->filename_len, body, len)))
                 abort();
