@@ -1,4 +1,7 @@
-/* Forwarding an OpenAI request to the chosen worker and relaying the answer.
+/* A request to an engine endpoint, from its arrival to its dispatch: its
+ * body parsed (off the loop when big), the gateway's authorization and
+ * admission, the pick (or the PD legs), and the call to the worker; the
+ * answer is relay.c's.
  *
  * Streams (stream: true) are relayed chunk by chunk the moment they arrive,
  * with back-pressure from the client's socket to the engine's. Non-stream
@@ -84,6 +87,8 @@ static void pr_closed(uv_handle_t *h)
     kvg_buf_free(&pr->body);
     kvg_buf_free(&pr->rbody);
     kvg_buf_free(&pr->hdrs);
+    kvg_buf_free(&pr->xout);
+    kvg__proxy_xlate_free(pr);
     kvg_pd_req_free(&pr->pdr);
     if (on_workers(pr) && !kvg_proxy_wq_home_closing(pr->pl->wq)) {
         pr->work =
@@ -238,273 +243,6 @@ static struct proxy_req *work_back(struct kvg_proxy_wq_item *w)
     if (pr->req) return pr;
     kvg__proxy_finish(pr, 499);
     return NULL;
-}
-
-/* kvgate's own resources ran out (descriptors, memory, socket buffers):
- * no engine is to blame and another attempt would fail the same way. */
-static int local_error(int err)
-{
-    return err == -EMFILE || err == -ENFILE || err == -ENOMEM || err == -ENOBUFS;
-}
-
-/* The engine could not be reached at all (nothing was sent). */
-static int connect_error(int err)
-{
-    return err == -ECONNREFUSED || err == -EHOSTUNREACH || err == -ENETUNREACH ||
-           err == -EADDRNOTAVAIL || err == -ETIMEDOUT;
-}
-
-/* 503 + Retry-After for a local failure, logged at most once a second per
- * loop thread (a descriptor shortage fails every request at once). */
-static void local_failure(struct proxy_req *pr, int err)
-{
-    static _Thread_local uint64_t last_ms, suppressed;
-    uint64_t now = kvg_now_ms();
-    if (!last_ms || now - last_ms >= 1000) {
-        KVG_ERROR("proxy %s: kvgate cannot open a connection to %s: %s (a local shortage, not "
-                  "the engine's fault; %llu more since the last line)",
-                  pr->request_id, pr->worker_url, kvg_strerror(err),
-                  (unsigned long long)suppressed);
-        last_ms = now;
-        suppressed = 0;
-    } else {
-        suppressed++;
-    }
-    kvg__proxy_release_worker(pr, KVG_OUT_LOCAL);
-    kvg__proxy_client_error(
-        pr, 503, "local_resources_exhausted",
-        "kvgate is out of local resources (file descriptors or memory): retry later");
-}
-
-/* No attempt left: 503 when no attempt could even connect (engines just
- * gone, not yet marked unhealthy: retry soon), else 502. */
-static void upstream_failed(struct proxy_req *pr, const char *msg)
-{
-    if (pr->connect_fails && pr->connect_fails == pr->attempts)
-        kvg__proxy_client_error(pr, 503, "upstream_unreachable",
-                                "no engine could be reached: retry later");
-    else
-        kvg__proxy_client_error(pr, 502, "upstream_error", msg);
-}
-
-static void on_retry_timer(uv_timer_t *t)
-{
-    kvg__proxy_attempt(t->data);
-}
-
-/* Retry after backoff, if allowed; returns 0 when a retry was scheduled. */
-static int schedule_retry(struct proxy_req *pr)
-{
-    const struct kvg_proxy_config *c = pr->pl->px->cfg;
-    if (!c->retries_enabled || pr->attempts > c->retry_max) return -1;
-    if (pr->pl->px->pd && !kvg_pd_decode_may_retry(pr->pl->px->pd, &pr->pdr, kvg_now_ms()))
-        return -1; /* the prefill's blocks are not held for another decode */
-    double d = c->retry_initial_ms * pow(c->retry_multiplier, (double)(pr->attempts - 1));
-    if (d > c->retry_max_backoff_ms) d = c->retry_max_backoff_ms;
-    d *= 1.0 + c->retry_jitter * (2.0 * kvg_rng_double(pr->pl->rng) - 1.0);
-    if (d < 0) d = 0;
-    kvg_metrics_inc(pr->pl->px->m->retries);
-    uv_timer_start(&pr->retry_timer, on_retry_timer, (uint64_t)d, 0);
-    return 0;
-}
-
-static int retryable_status(int s)
-{
-    return s == 429 || s == 502 || s == 503 || s == 504;
-}
-
-static void on_drain(struct kvg_http_req *req, void *ud)
-{
-    struct proxy_req *pr = ud;
-    if (pr->call) kvg_http_call_resume(pr->call);
-}
-
-static void relay_head(struct proxy_req *pr, int status, const struct kvg_http_header *h, size_t n,
-                       int64_t content_length)
-{
-    struct kvg_http_header out[MAX_FWD_HEADERS + 10];
-    struct kvg_quota_headers qh;
-    size_t k = 0;
-    for (size_t i = 0; i < n && k < MAX_FWD_HEADERS; i++)
-        if (!kvg__proxy_is_hop(h[i].name) && !kvg_str_eq_nocase(h[i].name, "x-kvgate-worker"))
-            out[k++] = h[i];
-    out[k++] = (struct kvg_http_header){KVG_STR("x-kvgate-worker"),
-                                        {pr->worker_url, strlen(pr->worker_url)}};
-    out[k++] =
-        (struct kvg_http_header){KVG_STR("x-request-id"), {pr->request_id, strlen(pr->request_id)}};
-    k += kvg_gate_quota_headers(&pr->gate, out + k, 8, &qh);
-    pr->relayed = 1;
-    pr->ttfb_ns = kvg_now_ns();
-    /* The usage filter may drop an event: the length is then the stream's end. */
-    if (pr->sse && kvg_gate_filters_stream(&pr->gate)) content_length = -1;
-    kvg_http_res_start(pr->req, status, out, k, content_length);
-}
-
-static void up_head(void *ud, int status, const struct kvg_http_header *h, size_t n)
-{
-    struct proxy_req *pr = ud;
-    const struct kvg_proxy_config *c = pr->pl->px->cfg;
-    if (retryable_status(status) && c->retries_enabled && pr->attempts <= c->retry_max) {
-        /* Nothing reached the client: try elsewhere. */
-        kvg_http_call_cancel(pr->call);
-        pr->call = NULL;
-        kvg__proxy_release_worker(pr, status == 429 ? KVG_OUT_CLIENT_ERROR : KVG_OUT_FAIL);
-        if (schedule_retry(pr) == 0) return;
-        if (pr->pl->px->pd && (status == 429 || status == 503))
-            kvg_pd_decode_refused(pr->pl->px->pd, &pr->pdr);
-        kvg__proxy_client_error(pr, 502, "upstream_unavailable", "all workers failed");
-        return;
-    }
-    pr->up_status = status;
-    kvg_gate_upstream_status(&pr->gate, status);
-    int64_t clen = -1;
-    for (size_t i = 0; i < n; i++) {
-        if (kvg_str_eq_nocase(h[i].name, "content-type")) {
-            size_t l = KVG_MIN(h[i].value.len, sizeof pr->content_type - 1);
-            memcpy(pr->content_type, h[i].value.p, l);
-            pr->content_type[l] = 0;
-            pr->sse = l >= 17 && !strncasecmp(pr->content_type, "text/event-stream", 17);
-        } else if (kvg_str_eq_nocase(h[i].name, "content-length")) {
-            char tmp[24];
-            size_t l = KVG_MIN(h[i].value.len, sizeof tmp - 1);
-            memcpy(tmp, h[i].value.p, l);
-            tmp[l] = 0;
-            int64_t v;
-            if (!kvg_parse_i64(tmp, &v)) clen = v;
-        }
-    }
-    if (pr->ri.stream || pr->sse) relay_head(pr, status, h, n, clen);
-}
-
-static void up_body(void *ud, const char *p, size_t n)
-{
-    struct proxy_req *pr = ud;
-    struct kvg_proxy *px = pr->pl->px;
-    /* The clock only where it is read: every chunk of a stream (its ITL),
-     * the first one of any answer. */
-    if (pr->sse || !pr->bytes_up) pr->last_ns = kvg_now_ns();
-    if (!pr->bytes_up) {
-        kvg_pool_first_token_at(px->pool, &pr->pick, kvg_now_ms()); /* prefill is over */
-        if (px->pd) kvg_pd_decode_first_byte(px->pd, &pr->pdr);
-        pr->first_ns = pr->last_ns;
-        if (pr->sse && px->on_observe) {
-            struct kvg_proxy_obs o = {.kind = KVG_PROXY_OBS_FIRST,
-                                      .ttft_s = (double)(pr->first_ns - pr->t0_ns) / 1e9};
-            px->on_observe(px->on_observe_ud, &o);
-        }
-    }
-    pr->bytes_up += n;
-    if (pr->stored_learn) kvg__proxy_stored_learn(pr, p, n);
-    if (pr->relayed) {
-        int rc;
-        if (pr->sse && kvg_gate_filters_stream(&pr->gate)) {
-            /* A relayed stream holds no answer in pr->body: it is the scratch
-             * for the filtered bytes, allocated once per request. */
-            kvg_buf_reset(&pr->body);
-            kvg_gate_usage_feed(&pr->gate, p, n, &pr->body);
-            rc = pr->body.len ? kvg_http_res_write(pr->req, pr->body.data, pr->body.len) : 0;
-        } else {
-            rc = kvg_http_res_write(pr->req, p, n);
-        }
-        if (rc == 1) kvg_http_call_pause(pr->call);
-        return;
-    }
-    if (kvg_buf_append(&pr->body, p, n)) {
-        kvg_http_call_cancel(pr->call);
-        pr->call = NULL;
-        kvg__proxy_release_worker(pr, KVG_OUT_FAIL);
-        kvg__proxy_client_error(pr, 502, "upstream_too_large", "the engine's answer is too large");
-    }
-}
-
-void kvg__proxy_sse_error_end(struct proxy_req *pr, const char *msg)
-{
-    struct kvg_buf b;
-    kvg_buf_init(&b, 0);
-    kvg_buf_append_str(&b, "data: ");
-    kvg_http_error_json(&b, 502, NULL, "upstream_error", msg);
-    kvg_buf_append_str(&b, "\n\ndata: [DONE]\n\n");
-    kvg_http_res_write(pr->req, b.data, b.len);
-    kvg_buf_free(&b);
-    struct kvg_http_req *req = pr->req;
-    pr->req = NULL;
-    kvg_http_res_close_after(req);
-    kvg_http_res_end(req);
-}
-
-/* The self-check behind the routing mode (router/mode.h): the engine's
- * usage.prompt_tokens against kvgate's own count for the same request, on
- * 2xx answers of tokenized requests. A stream's usage is the one the gate
- * asks every stream for and filters (gateway/gate.c). The answer is
- * scanned, not parsed: only its usage member is. */
-static void check_prompt_tokens(struct proxy_req *pr, int status)
-{
-    if (!pr->pick.w || !pr->ri.ids || status < 200 || status >= 300) return;
-    const struct kvg_usage *seen = kvg_gate_usage_seen(&pr->gate);
-    struct kvg_usage u = {0};
-    if (seen)
-        u = *seen;
-    else if (pr->sse || kvg_usage_scan_json(pr->body.data, pr->body.len, &u) != 1)
-        return;
-    if (u.found)
-        kvg_route_mode_usage(pr->pick.w, u.prompt_tokens, u.cached_found ? u.cached_tokens : -1,
-                             (int64_t)pr->ri.nids, pr->ri.block_size);
-}
-
-static void up_done(void *ud, int err)
-{
-    struct proxy_req *pr = ud;
-    pr->call = NULL;
-    if (err == 0) {
-        int status = pr->up_status;
-        check_prompt_tokens(pr, status);
-        kvg__proxy_release_worker(pr, kvg_pool_answer_outcome(status));
-        struct kvg_http_req *req = pr->req;
-        pr->req = NULL;
-        if (pr->relayed) {
-            if (pr->sse && kvg_gate_filters_stream(&pr->gate)) {
-                kvg_buf_reset(&pr->body);
-                kvg_gate_usage_end(&pr->gate, &pr->body);
-                if (pr->body.len) kvg_http_res_write(req, pr->body.data, pr->body.len);
-            }
-            kvg_http_res_end(req);
-        } else {
-            struct kvg_http_header h[10] = {
-                {KVG_STR("x-kvgate-worker"), {pr->worker_url, strlen(pr->worker_url)}},
-                {KVG_STR("x-request-id"), {pr->request_id, strlen(pr->request_id)}}};
-            struct kvg_quota_headers qh;
-            size_t nh = 2 + kvg_gate_quota_headers(&pr->gate, h + 2, 8, &qh);
-            /* Any status: an error answer may still say what was computed. */
-            kvg_gate_usage_json(&pr->gate, pr->body.data, pr->body.len);
-            pr->ttfb_ns = kvg_now_ns();
-            kvg_http_res_send(req, status, pr->content_type[0] ? pr->content_type : NULL, h, nh,
-                              pr->body.data, pr->body.len);
-        }
-        kvg__proxy_finish(pr, status);
-        return;
-    }
-    if (local_error(err) && pr->up_status == 0) {
-        local_failure(pr, err);
-        return;
-    }
-    kvg__proxy_release_worker(pr, KVG_OUT_FAIL);
-    kvg_metrics_inc(pr->pl->px->m->upstream_errors);
-    KVG_WARN("proxy %s: worker %s failed: %s", pr->request_id, pr->worker_url, kvg_strerror(err));
-    if (pr->up_status == 0 && connect_error(err)) pr->connect_fails++;
-    if (pr->relayed) {
-        kvg__proxy_sse_error_end(pr, err == KVG_ETIMEOUT
-                                         ? "the engine stopped sending (idle timeout)"
-                                         : "the engine's stream broke off");
-        kvg__proxy_finish(pr, 502);
-        return;
-    }
-    if (pr->up_status == 0 && err != KVG_ETIMEOUT && schedule_retry(pr) == 0) return;
-    if (err == KVG_ETIMEOUT)
-        kvg__proxy_client_error(pr, 504, "upstream_timeout", "the engine timed out");
-    else if (pr->up_status)
-        kvg__proxy_client_error(pr, 502, "upstream_error", "the engine's answer was cut");
-    else
-        upstream_failed(pr, "the engine failed before answering");
 }
 
 static void on_client_abort(struct kvg_http_req *req, void *ud)
@@ -705,7 +443,7 @@ static void picked(struct proxy_req *pr)
     struct kvg_http_header fwd[MAX_FWD_HEADERS + 3];
     size_t k = kvg__proxy_forward_headers(pr, fwd, MAX_FWD_HEADERS + 1);
     if (px->pd && (rc = kvg_pd_decode_sent(px->pd, &pr->pdr, w))) {
-        local_failure(pr, rc);
+        kvg__proxy_local_failure(pr, rc);
         return;
     }
     /* A URL@rank worker: vLLM's API server sends the request to that
@@ -725,21 +463,30 @@ static void picked(struct proxy_req *pr)
         .idle_timeout_ms = c->stream_idle_timeout_ms,
         .borrow_body = 1, /* pr holds it past the call (a client's abort cancels the call first) */
     };
-    static const struct kvg_http_call_cbs cbs = {up_head, up_body, up_done};
     const struct kvg_buf *body = px->pd ? kvg_pd_decode_body(&pr->pdr) : NULL;
     if (!body) body = kvg__proxy_forward_body(pr);
-    rc = kvg_http_call_start(pr->pl->client, &w->target, req->method_name, req->url, fwd, k,
-                             body->data, body->len, &o, &cbs, pr, &pr->call);
+    struct kvg_str url = req->url;
+    pr->xlate = kvg__proxy_xlate_wanted(pr, w);
+    if (pr->xlate) {
+        if ((rc = kvg__proxy_xlate_begin(pr))) {
+            kvg__proxy_local_failure(pr, rc);
+            return;
+        }
+        body = &pr->ri.chat_body;
+        url = KVG_STR("/v1/chat/completions");
+    }
+    rc = kvg_http_call_start(pr->pl->client, &w->target, req->method_name, url, fwd, k, body->data,
+                             body->len, &o, &kvg__proxy_up_cbs, pr, &pr->call);
     if (rc) {
         pr->call = NULL;
-        if (local_error(rc)) {
-            local_failure(pr, rc);
+        if (kvg__proxy_local_error(rc)) {
+            kvg__proxy_local_failure(pr, rc);
             return;
         }
         kvg__proxy_release_worker(pr, KVG_OUT_FAIL);
         pr->connect_fails++;
-        if (schedule_retry(pr) == 0) return;
-        upstream_failed(pr, "cannot reach the engine");
+        if (kvg__proxy_schedule_retry(pr) == 0) return;
+        kvg__proxy_upstream_failed(pr, "cannot reach the engine");
     }
 }
 
@@ -850,6 +597,7 @@ static struct proxy_req *pr_start(struct kvg_proxy_loop *pl, struct kvg_http_req
         pr->path = pr->path_buf;
     }
     kvg_buf_init(&pr->body, MAX_NONSTREAM_BODY);
+    kvg_buf_init(&pr->xout, 0);
     uv_timer_init(pl->loop, &pr->retry_timer);
     pr->retry_timer.data = pr;
     kvg__proxy_request_id(pr, req);
@@ -896,7 +644,7 @@ void kvg_proxy_handle(struct kvg_proxy_loop *pl, struct kvg_http_req *req,
 
     req->ud = pr;
     req->on_abort = on_client_abort;
-    req->on_drain = on_drain;
+    req->on_drain = kvg__proxy_on_drain;
     if (req->body.len >= INLINE_BYTES) {
         /* The body moves into pr: the work may outlive the request. */
         pr->offloop = 1;

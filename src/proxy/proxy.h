@@ -78,6 +78,9 @@ struct kvg_proxy {
     /* rt's tokenizer is the served model's own (not the bytes fallback):
      * kvgate answers count_tokens, /tokenize and /detokenize itself. */
     int tokenizer_exact;
+    /* 1 << enum kvg_api_kind the engines are declared not to serve
+     * (--translate-apis): sent as chat completions, answers translated. */
+    unsigned translate_apis;
     const struct kvg_proxy_metrics *m;
     struct kvg_pd *pd; /* prefill/decode pairs (not owned); NULL: one leg per request */
     /* The pick of requests routed by load (embeddings, scoring, audio) and

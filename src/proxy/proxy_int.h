@@ -49,6 +49,11 @@ struct proxy_req {
     uint64_t stored_worker;            /* hash of the worker's URL it must go to (0 any) */
     int stored_learn;                  /* learning the answer's response id */
     struct kvg_buf learn;              /* the answer's first bytes, until the id is in them */
+    int xlate;                         /* this attempt is the chat request, its answer translated */
+    int probe;                         /* a 404 read whole: the worker may lack the endpoint */
+    struct kvg_api_xctx xctx;          /* what a translated answer names */
+    struct kvg_api_sse_xlate *xl;      /* a translated stream's translator (owned) */
+    struct kvg_buf xout;               /* scratch: a translated stream's bytes for the client */
     struct kvg_gate_req gate;          /* the gateway's view: key, priority, quota, usage */
     struct kvg_pd_req pdr;             /* its PD legs, when the proxy has px->pd */
     struct proxy_req *next_free;       /* on the loop's free list */
@@ -107,8 +112,36 @@ void kvg__proxy_stored_learn(struct proxy_req *pr, const char *p, size_t n);
 /* The request ended with this status: a DELETE that succeeded forgets the id. */
 void kvg__proxy_stored_end(struct proxy_req *pr, int status);
 
+/* translate.c: Responses and Messages to engines that lack them, as chat
+ * completions. wanted: this request to w goes translated. probe: an
+ * answer of this status is read whole (a 404 of a request that could be
+ * translated). missing: the 404 read says "no such path" (w is marked). */
+int kvg__proxy_xlate_wanted(const struct proxy_req *pr, const struct kvg_worker *w);
+int kvg__proxy_xlate_probe(const struct proxy_req *pr, int status);
+int kvg__proxy_xlate_missing(struct proxy_req *pr, struct kvg_worker *w);
+/* The attempt goes translated: ids made, the stream translator set up. */
+int kvg__proxy_xlate_begin(struct proxy_req *pr);
+/* Stream bytes of the engine's chat answer in, the client's out; end:
+ * the closing events (cut: the stream broke). */
+int kvg__proxy_xlate_feed(struct proxy_req *pr, const char *p, size_t n, struct kvg_buf *out);
+int kvg__proxy_xlate_end(struct proxy_req *pr, int cut, struct kvg_buf *out);
+/* A whole chat answer (pr->body) as the API's answer, into out. */
+int kvg__proxy_xlate_answer(struct proxy_req *pr, int status, struct kvg_buf *out);
+void kvg__proxy_xlate_free(struct proxy_req *pr);
+
 /* multipart.c: an upload's route input (its model form field). */
 int kvg__proxy_multipart_input(struct proxy_req *pr, const struct kvg_buf *body);
+
+/* relay.c: the upstream call's callbacks (the answer relayed), and what
+ * the request's dispatch shares with them: kvgate's own shortage (no
+ * engine's fault: 503), a retry after backoff (0: scheduled), the answer
+ * when no attempt is left, the client's socket drained. */
+extern const struct kvg_http_call_cbs kvg__proxy_up_cbs;
+int kvg__proxy_local_error(int err);
+void kvg__proxy_local_failure(struct proxy_req *pr, int err);
+int kvg__proxy_schedule_retry(struct proxy_req *pr);
+void kvg__proxy_upstream_failed(struct proxy_req *pr, const char *msg);
+void kvg__proxy_on_drain(struct kvg_http_req *req, void *ud);
 
 /* pd_legs.c: the PD decision and, for prefill_decode, the prefill leg (on
  * the loop: a pool pick and an HTTP call). 1 when the request went on (or

@@ -80,6 +80,9 @@ struct kvg_worker {
     uint64_t models_drop_hash;     /* the last list's dropped ids (under mu); 0 none */
     _Atomic int models_cut_logged; /* its /v1/models went past the read's cap (router/health.c) */
     _Atomic int bootstrap_port;    /* an SGLang prefill's bootstrap port, 0 none */
+    /* 1 << enum kvg_api_kind (api/api.h) of the endpoints it answered "no
+     * such path": the proxy sends those requests to it as chat. */
+    _Atomic unsigned apis_missing;
     char labels[256];              /* locality, "node=..,rack=..,zone=.." (under the pool's lock) */
     char api_key[256]; /* the engine's own API key ("" none), sent on every call to it */
     struct kvg_engine_load load;

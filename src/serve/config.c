@@ -155,6 +155,12 @@ static const struct kvg_opt flags[] = {
              "default: localhost, 127.0.0.1, ::1 and --host"},
     {"metrics-require-key", NULL, KVG_OPT_BOOL, O(metrics_require_key), 0,
      .help = "with --keys: /metrics and /v1/models need a valid key too"},
+    {"translate-apis", NULL, KVG_OPT_LIST, O(translate_apis), 0, .meta = "API...",
+     .section = "routing",
+     .help = "responses, messages: the engines do not serve these APIs (older vLLM or SGLang "
+             "builds, llama.cpp): kvgate sends them as chat completions and translates the "
+             "answers back; without it, a worker is translated for once it answers such a "
+             "request 404 (no such path)"},
     {"upstream-api-key", NULL, KVG_OPT_STR, O(upstream_api_key), S(upstream_api_key), .meta = "KEY",
      .help = "sent to the engines as Authorization: Bearer (the client's own never is)"},
     {"upstream-api-keys", NULL, KVG_OPT_LIST, O(upstream_keys), 0, .meta = "KEY...",

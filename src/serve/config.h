@@ -49,6 +49,7 @@ struct kvg_serve_config {
     struct kvg_policy_opts policy_opts;
     char keys_path[512];
     struct kvg_strlist admin_hosts;   /* host names the admin API answers for (gateway/guard.h) */
+    struct kvg_strlist translate_apis; /* responses, messages: sent to the engines as chat */
     char upstream_api_key[256];       /* every engine's key, unless its own is given */
     struct kvg_strlist upstream_keys; /* --upstream-api-keys, same order ("none") */
     int metrics_require_key;

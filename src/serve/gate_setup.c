@@ -51,5 +51,16 @@ int kvg_serve_gate_init(struct kvg_serve *sv, char *err, size_t errlen)
      * model's: those go to an engine. */
     px->tokenizer_exact = !sv->tok_fallback && strcmp(c->tokenizer, "builtin:bytes") != 0;
     px->m = &sv->metrics.proxy;
+    px->translate_apis = 0;
+    for (size_t i = 0; i < c->translate_apis.n; i++) {
+        const char *api = c->translate_apis.v[i];
+        if (!strcmp(api, "responses"))
+            px->translate_apis |= 1u << KVG_API_RESPONSES;
+        else if (!strcmp(api, "messages"))
+            px->translate_apis |= 1u << KVG_API_MESSAGES;
+        else
+            return kvg_err_set(err, errlen, KVG_ECONFIG,
+                               "--translate-apis: '%s' is none of responses, messages", api);
+    }
     return 0;
 }
