@@ -126,6 +126,10 @@ struct kvg_proxy_loop {
  * {id} segment, or NULL): it is answered, or aborted, by the proxy. */
 void kvg_proxy_handle(struct kvg_proxy_loop *pl, struct kvg_http_req *req,
                       const struct kvg_api_endpoint *ep, const char *id, size_t id_len);
+/* Why a request of kind k is not split into PD legs (served whole by a
+ * decode worker instead), NULL when it is: what the engines' own code
+ * accepts transfer fields on. */
+const char *kvg_proxy_pd_unsplit_reason(enum kvg_api_kind k);
 /* A request to no endpoint: the 404 (allow 0) or 405 with Allow in OpenAI's
  * shape, counted and logged as every request is. */
 void kvg_proxy_no_endpoint(struct kvg_proxy_loop *pl, struct kvg_http_req *req, unsigned allow);

@@ -418,9 +418,18 @@ static void debug_route(struct kvg_serve_loop *lc, struct kvg_http_req *req)
     kvg_rinput_ctx(&ri, &ctx);
     kvg_serve_modes_refresh(sv);
     char near[256];
-    cJSON *pdj = sv->pd ? pd_explain(sv, &ctx, ri.json, ri.ids ? ri.nids : req->body.len / 4, near,
-                                     sizeof near)
-                        : NULL;
+    const char *unsplit = sv->pd ? kvg_proxy_pd_unsplit_reason(kind) : NULL;
+    cJSON *pdj = NULL;
+    near[0] = 0;
+    if (unsplit) { /* served whole by a decode worker (proxy.c) */
+        pdj = cJSON_CreateObject();
+        cJSON_AddStringToObject(pdj, "decision", "aggregated_on_decode");
+        cJSON_AddStringToObject(pdj, "reason", unsplit);
+        ctx.roles = 1u << KVG_ROLE_DECODE;
+    } else if (sv->pd) {
+        pdj =
+            pd_explain(sv, &ctx, ri.json, ri.ids ? ri.nids : req->body.len / 4, near, sizeof near);
+    }
     static _Thread_local struct kvg_route_score scores[KVG_POOL_MAX_WORKERS];
     static _Thread_local struct kvg_worker *cands[KVG_POOL_MAX_WORKERS];
     struct kvg_route_explain ex = {.scores = scores, .cands = cands};
