@@ -174,3 +174,24 @@ void kvg__proxy_request_id(struct proxy_req *pr, struct kvg_http_req *req)
     for (int i = 0; i < 24; i++) pr->request_id[n++] = al[kvg_rng_below(pr->pl->rng, 62)];
     pr->request_id[n] = 0;
 }
+
+void kvg_proxy_refused(const struct kvg_proxy *px, const struct kvg_http_req *req, int status)
+{
+    unsigned allow;
+    const struct kvg_api_endpoint *ep =
+        kvg_api_find(req->path.p, req->path.len, req->method_name, &allow, NULL, NULL);
+    double lat = (double)(kvg_now_ns() - req->start_ns) / 1e9;
+    if (ep) kvg__proxy_metrics_request(px->m, (int)ep->kind, status, lat, -1);
+    if (!px->cfg->access_log) return;
+    struct kvg_buf b;
+    kvg_buf_init(&b, 0);
+    kvg_buf_printf(&b, "{\"ts\":%.3f,\"path\":", kvg_wall_s());
+    size_t n = KVG_MIN(req->path.len, 200);
+    kvg_buf_append_json_str(&b, req->path.p, n);
+    kvg_buf_printf(&b,
+                   ",\"method\":\"%s\",\"peer\":\"%s\",\"status\":%d,\"refused\":\"head\","
+                   "\"latency_ms\":%.3f}",
+                   req->method_name, req->peer, status, lat * 1e3);
+    kvg_log_raw(b.data, b.len);
+    kvg_buf_free(&b);
+}

@@ -571,9 +571,12 @@ int kvg_serve_head_check(struct kvg_http_req *req, void *ud, struct kvg_http_ref
                                    .header = hdr,
                                    .hctx = req,
                                    .keys_on = lc->sv->gate.auth_on};
-        return kvg_guard_check(&lc->sv->admin_guard, admin_kind(req), &gr, out);
+        int refused = kvg_guard_check(&lc->sv->admin_guard, admin_kind(req), &gr, out);
+        if (refused) kvg_proxy_refused(&lc->sv->proxy, req, out->status);
+        return refused;
     }
     *out = d.r; /* its headers are static strings */
+    kvg_proxy_refused(&lc->sv->proxy, req, out->status);
     unsigned allow;
     const struct kvg_api_endpoint *ep =
         kvg_api_find(req->path.p, req->path.len, req->method_name, &allow, NULL, NULL);

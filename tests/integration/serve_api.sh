@@ -55,6 +55,9 @@ check "Messages without max_tokens: 400 in Anthropic's shape" \
 check "x-api-key and Authorization naming two keys: 401" \
   [ "$(curl -s -m 5 -o "$TMP/out" -w '%{http_code}' "$G/v1/messages" -H 'x-api-key: sk-bob' -H 'authorization: Bearer sk-alice' -d "$MSG")" = 401 ]
 check "  ... in Anthropic's shape" [ "$(jq_ "j['error']['type']")" = authentication_error ]
+check "no key at all: 401" [ "$(curl -s -m 5 -o /dev/null -w '%{http_code}' "$G/v1/responses" -d "$RESP")" = 401 ]
+check "  ... in the access log though refused before its body" \
+  grep -q '"path":"/v1/responses","method":"POST","peer":"127.0.0.1:[0-9]*","status":401,"refused":"head"' "$LOG"
 check "Responses: an unknown input item type is a 400 naming it" \
   [ "$(post /v1/responses '{"model":"qwen","input":[{"type":"nonsense_item"}]}'; jq_ "j['error']['param']")" = "400input[0].type" ]
 
@@ -105,4 +108,5 @@ curl -s -m 5 "$G/metrics" -H 'authorization: Bearer sk-alice' >"$TMP/m.txt"
 check "metrics: responses requests counted" grep -q 'kvgate_requests_total{route="/v1/responses",code="2xx"}' "$TMP/m.txt"
 check "metrics: messages requests counted" grep -q 'kvgate_requests_total{route="/v1/messages",code="2xx"}' "$TMP/m.txt"
 check "metrics: the 404 counted" grep -q 'kvgate_requests_total{route="none",code="4xx"}' "$TMP/m.txt"
+check "metrics: the 401s counted on their endpoints" grep -q 'kvgate_requests_total{route="/v1/responses",code="4xx"} [1-9]' "$TMP/m.txt"
 finish
