@@ -355,20 +355,22 @@ static void route_done(struct kvg_proxy_wq_item *w)
 
 /* Whether the serving mode splits this request into legs: chat and
  * completions, whose transfer fields both engines' code reads. */
-const char *kvg_proxy_pd_unsplit_reason(enum kvg_api_kind k)
+const char *kvg_proxy_pd_unsplit_reason(const struct kvg_pd *pd, enum kvg_api_kind k)
 {
     switch (k) {
     case KVG_API_CHAT:
     case KVG_API_COMPLETIONS:
         return NULL;
+    case KVG_API_GENERATE:
+        /* SGLang's bootstrap fields ride on /generate too (GenerateReqInput). */
+        return pd->cfg.mode == KVG_PD_SGLANG ? NULL
+                                             : "vLLM serves no /generate (SGLang's is split)";
     case KVG_API_RESPONSES:
         return "the engines' Responses requests carry no transfer fields (vLLM's ResponsesRequest "
                "has no kv_transfer_params; SGLang's frontend sends /generate to its own router)";
     case KVG_API_MESSAGES:
         return "the engines' Messages requests carry no transfer fields (vLLM converts them to a "
                "chat request without kv_transfer_params)";
-    case KVG_API_GENERATE:
-        return "SGLang's /generate bootstrap leg is not built by kvgate yet";
     default:
         return "no KV to transfer";
     }
@@ -376,7 +378,7 @@ const char *kvg_proxy_pd_unsplit_reason(enum kvg_api_kind k)
 
 static int pd_splits(const struct proxy_req *pr)
 {
-    const char *why = kvg_proxy_pd_unsplit_reason((enum kvg_api_kind)pr->route);
+    const char *why = kvg_proxy_pd_unsplit_reason(pr->pl->px->pd, (enum kvg_api_kind)pr->route);
     if (!why) return 1;
     static _Atomic int said[KVG_API_NKINDS];
     if (pr->ep->routing == KVG_API_ROUTE_PROMPT && !atomic_exchange(&said[pr->route], 1))

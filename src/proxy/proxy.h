@@ -126,10 +126,10 @@ struct kvg_proxy_loop {
  * {id} segment, or NULL): it is answered, or aborted, by the proxy. */
 void kvg_proxy_handle(struct kvg_proxy_loop *pl, struct kvg_http_req *req,
                       const struct kvg_api_endpoint *ep, const char *id, size_t id_len);
-/* Why a request of kind k is not split into PD legs (served whole by a
- * decode worker instead), NULL when it is: what the engines' own code
+/* Why a request of kind k is not split into PD legs by pd (served whole
+ * by a decode worker instead), NULL when it is: what the engines' own code
  * accepts transfer fields on. */
-const char *kvg_proxy_pd_unsplit_reason(enum kvg_api_kind k);
+const char *kvg_proxy_pd_unsplit_reason(const struct kvg_pd *pd, enum kvg_api_kind k);
 /* A request the server refused at its head (a missing or wrong key, the
  * admin guard): its access-log line, and, for an engine endpoint, its
  * count. On its loop thread. */

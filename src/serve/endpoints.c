@@ -418,7 +418,7 @@ static void debug_route(struct kvg_serve_loop *lc, struct kvg_http_req *req)
     kvg_rinput_ctx(&ri, &ctx);
     kvg_serve_modes_refresh(sv);
     char near[256];
-    const char *unsplit = sv->pd ? kvg_proxy_pd_unsplit_reason(kind) : NULL;
+    const char *unsplit = sv->pd ? kvg_proxy_pd_unsplit_reason(sv->pd, kind) : NULL;
     cJSON *pdj = NULL;
     near[0] = 0;
     if (unsplit) { /* served whole by a decode worker (proxy.c) */

@@ -219,7 +219,10 @@ static void deliver(struct kvg_simsrv_rank *rk, const struct kvg_sim_step *st, d
         if (u->flags & KVG_SIM_UP_FINISHED) {
             kvg_simsrv_observe_e2e(rk, now - r->arrival, u->finish == KVG_SIM_FINISH_LENGTH);
             live_del(s, r);
-            if (r->stream && (r->pd.do_remote_decode || r->pd.bootstrap_prefill))
+            /* A prefill leg whose answer writes no kv_transfer_params (a
+             * stream, or another endpoint's writer: SGLang's /generate)
+             * keeps its blocks here. */
+            if ((r->stream || r->out) && (r->pd.do_remote_decode || r->pd.bootstrap_prefill))
                 kvg_simsrv_pd_prefill_done(r, u->finish == KVG_SIM_FINISH_LENGTH, NULL);
             if (r->out)
                 r->out->done(r, u->finish);

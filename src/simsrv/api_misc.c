@@ -379,11 +379,16 @@ void kvg__simsrv_generate(struct kvg_simsrv_server *s, struct kvg_http_req *req)
         kvg__simsrv_error_detail(req, 422, "the request body is not a JSON object");
         goto out;
     }
+    /* SGLang's PD fields ride on /generate as on its OpenAI routes
+     * (GenerateReqInput's bootstrap_host/port/room). */
+    struct kvg_simsrv_pd_params pd;
     if (gen_prompt(s, j, &ids, &n, msg, sizeof msg) ||
-        gen_params(s, j, n, &max_new, &ignore_eos, msg, sizeof msg)) {
+        gen_params(s, j, n, &max_new, &ignore_eos, msg, sizeof msg) ||
+        kvg_simsrv_pd_parse(s, j, &pd, msg, sizeof msg)) {
         kvg__simsrv_error_sglang(req, 400, msg);
         goto out;
     }
+    if (pd.bootstrap_prefill) max_new = 1; /* SGLang's prefill computes the first token */
     struct gen *g = calloc(1, sizeof *g);
     if (!g) {
         kvg__simsrv_error_sglang(req, 500, "out of memory");
@@ -418,6 +423,8 @@ void kvg__simsrv_generate(struct kvg_simsrv_server *s, struct kvg_http_req *req)
         kvg__simsrv_error_sglang(req, 500, "out of memory");
         goto out;
     }
+    r->pd = pd;
+    r->pending.hold_blocks = pd.bootstrap_prefill;
     kvg__simsrv_req_start(r);
 out:
     free(ids);
