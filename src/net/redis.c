@@ -3,7 +3,6 @@
  * this way on hiredis 0.14. */
 #include <arpa/inet.h>
 #include <errno.h>
-#include <hiredis/adapters/libuv.h>
 #include <hiredis/async.h>
 #include <netdb.h>
 #include <openssl/evp.h>
@@ -332,7 +331,7 @@ static void start_connect(struct kvg_redis_conn *c)
         schedule_reconnect(c);
         return;
     }
-    if (ac->err || redisLibuvAttach(ac, c->loop) != REDIS_OK) {
+    if (ac->err || kvg__redis_attach(ac, c->loop, &c->bounds) != REDIS_OK) {
         redisAsyncFree(ac);
         schedule_reconnect(c);
         return;

@@ -20,6 +20,7 @@
 #ifndef KVG_NET_REDIS_H
 #define KVG_NET_REDIS_H
 
+#include <hiredis/async.h>
 #include <hiredis/hiredis.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -59,6 +60,10 @@ struct kvg_redis_bounds {
 };
 void kvg_redis_reader_bound(redisReader *r, struct kvg_redis_bounds *g, uint64_t max_elements,
                             uint64_t max_bulk);
+/* Internal (redis_uv.c): ac on loop, each read followed by a look at what
+ * its reader holds: past g's bulk bound the reply is refused as it is read
+ * (g->refused set, the context freed). REDIS_OK or REDIS_ERR. */
+int kvg__redis_attach(redisAsyncContext *ac, uv_loop_t *loop, struct kvg_redis_bounds *g);
 
 /* Parses redis://[[user]:password@]host[:port][/db] (port 6379, db 0) and resolves
  * host (blocking getaddrinfo: call at start-up). Keeps o's timeouts. Writes

@@ -180,6 +180,24 @@ TEST(bounds_from_opts)
     }
 }
 
+/* A bulk string declared far past the bound and streamed, never finished
+ * (here 256 KB of a declared 2 GB, the server then silent): refused as it
+ * is read, once the reader holds more than the bound (1000 bytes plus the
+ * headers' room), not held until the command's timeout. */
+TEST(long_bulk_refused_while_it_streams)
+{
+    size_t n = 256 * 1024;
+    char *reply = malloc(n + 32);
+    CHECK(reply != NULL);
+    int h = snprintf(reply, 32, "$2000000000\r\n");
+    memset(reply + h, 'x', n);
+    reply[h + n] = 0;
+    struct outcome o = ask(reply, 0, 1000);
+    CHECK_INT(o.done, 1);
+    CHECK_INT(o.err, KVG_ETOOBIG);
+    free(reply);
+}
+
 static int feed(redisReader *r, const char *s)
 {
     return redisReaderFeed(r, s, strlen(s));
