@@ -198,6 +198,25 @@ static void on_admit(void *ud, const struct kvg_gate_deny *d)
         kvg__proxy_attempt(pr);
 }
 
+/* Endpoints whose answer is computed from the input alone: a quota
+ * reserves no output tokens for them (the context's remainder would be
+ * reserved otherwise, and refuse a small embedding under a tight limit). */
+static int generates_nothing(int route)
+{
+    switch (route) {
+    case KVG_API_EMBEDDINGS:
+    case KVG_API_POOLING:
+    case KVG_API_CLASSIFY:
+    case KVG_API_SCORE:
+    case KVG_API_RERANK:
+    case KVG_API_TOKENIZE:
+    case KVG_API_DETOKENIZE:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
 /* The gateway's quota and admission, then the first attempt. */
 static void admit(struct proxy_req *pr)
 {
@@ -208,8 +227,10 @@ static void admit(struct proxy_req *pr)
                                   .stream = pr->ri.stream,
                                   .max_tokens = pr->ri.max_tokens,
                                   .prompt_tokens = pr->ri.ids ? (int64_t)pr->ri.nids : -1,
-                                  .usage_unasked = pr->route != KVG_API_CHAT &&
-                                                   pr->route != KVG_API_COMPLETIONS};
+                                  .usage_unasked =
+                                      pr->route != KVG_API_CHAT && pr->route != KVG_API_COMPLETIONS,
+                                  .no_output = generates_nothing(pr->route),
+                                  .no_tokens = pr->route == KVG_API_RESPONSE_ID};
     kvg_gate_admit(&pr->gate, &rq, on_admit, pr);
 }
 
@@ -440,6 +461,9 @@ void kvg__proxy_sse_error_end(struct proxy_req *pr, const char *msg)
 static void check_prompt_tokens(struct proxy_req *pr, int status)
 {
     if (!pr->pick.w || !pr->ri.ids || status < 200 || status >= 300) return;
+    /* A Responses turn on a stored one: the engine's prompt holds the
+     * earlier turns, which kvgate never saw (it counted the new input only). */
+    if (pr->route == KVG_API_RESPONSES && pr->ri.prev_id[0]) return;
     const struct kvg_usage *seen = kvg_gate_usage_seen(&pr->gate);
     struct kvg_usage u = {0};
     if (seen)
