@@ -416,6 +416,7 @@ void kvg_gate_usage_end(struct kvg_gate_req *gr, struct kvg_buf *out)
 void kvg_gate_usage_json(struct kvg_gate_req *gr, const char *body, size_t len)
 {
     /* Only a quota, or the host's read_usage, reads it. */
+    if (gr->no_tokens) return;
     if (gr->quota || (gr->gl && gr->gl->g->o.read_usage))
         kvg_usage_scan_json(body, len, &gr->usage);
 }
@@ -556,6 +557,7 @@ void kvg_gate_admit(struct kvg_gate_req *gr, const struct kvg_gate_request *rq,
     struct kvg_gate *g = gr->gl->g;
     gr->cb = cb;
     gr->ud = ud;
+    gr->no_tokens = rq->no_tokens;
     int st = strip_engine_only(gr, rq);
     if (st < 0) {
         struct kvg_gate_deny d;
@@ -590,10 +592,14 @@ void kvg_gate_admit(struct kvg_gate_req *gr, const struct kvg_gate_request *rq,
             return;
         }
         gr->quota->req = qr;
-        int64_t prompt = rq->prompt_tokens >= 0 ? rq->prompt_tokens : (int64_t)(rq->body_len / 4);
+        int64_t prompt = rq->no_tokens            ? 0
+                         : rq->prompt_tokens >= 0 ? rq->prompt_tokens
+                                                  : (int64_t)(rq->body_len / 4);
         gr->quota->prompt = prompt;
         int64_t out = rq->max_tokens;
-        if (!out) {
+        if (rq->no_output || rq->no_tokens) {
+            out = 0;
+        } else if (!out) {
             /* The engine may generate to the end of its context. */
             uint32_t ctx = g->pool ? kvg_pool_max_model_len(g->pool, gr->model, gr->model_len) : 0;
             out = ctx ? KVG_MAX((int64_t)ctx - prompt, 0) : g->o.default_max_tokens;
@@ -652,6 +658,7 @@ uint64_t kvg_gate_usage_final(const struct kvg_gate_req *gr, struct kvg_usage *u
 
 static int64_t final_cost(struct kvg_gate_req *gr, int answered)
 {
+    if (gr->no_tokens) return 0;
     const struct kvg_quota_counting *c = &gr->keys->counting;
     struct kvg_usage u;
     uint64_t relayed = kvg_gate_usage_final(gr, &u);

@@ -152,6 +152,7 @@ struct kvg_gate_req {
      * pulled as cached (vllm#44607): the prefill's numbers are the truth. */
     int pd_set;
     int64_t pd_prompt, pd_cached;
+    int no_tokens; /* kvg_gate_request's: nothing charged, no usage read */
 };
 
 /* The request as admission sees it. */
@@ -166,6 +167,13 @@ struct kvg_gate_request {
      * SGLang's generate): the body is not rewritten to ask, and no event
      * is kept from the client. */
     int usage_unasked;
+    /* The endpoint generates no tokens (embeddings, pooling, classify,
+     * score, rerank): its input is reserved, no output; its usage charged. */
+    int no_output;
+    /* Nothing is computed (a stored response read, deleted or cancelled):
+     * nothing is reserved or charged, and a usage in the answer (a retrieved
+     * response carries the one it was charged when made) is not read. */
+    int no_tokens;
 };
 
 /* Keys and priority: 0 to go on, 1 when the request is denied (deny

@@ -203,6 +203,25 @@ static void on_admit(void *ud, const struct kvg_gate_deny *d)
         kvg__proxy_attempt(pr);
 }
 
+/* Endpoints whose answer is computed from the input alone: a quota
+ * reserves no output tokens for them (the context's remainder would be
+ * reserved otherwise, and refuse a small embedding under a tight limit). */
+static int generates_nothing(int route)
+{
+    switch (route) {
+    case KVG_API_EMBEDDINGS:
+    case KVG_API_POOLING:
+    case KVG_API_CLASSIFY:
+    case KVG_API_SCORE:
+    case KVG_API_RERANK:
+    case KVG_API_TOKENIZE:
+    case KVG_API_DETOKENIZE:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
 /* The gateway's quota and admission, then the first attempt. */
 static void admit(struct proxy_req *pr)
 {
@@ -213,8 +232,10 @@ static void admit(struct proxy_req *pr)
                                   .stream = pr->ri.stream,
                                   .max_tokens = pr->ri.max_tokens,
                                   .prompt_tokens = pr->ri.ids ? (int64_t)pr->ri.nids : -1,
-                                  .usage_unasked = pr->route != KVG_API_CHAT &&
-                                                   pr->route != KVG_API_COMPLETIONS};
+                                  .usage_unasked =
+                                      pr->route != KVG_API_CHAT && pr->route != KVG_API_COMPLETIONS,
+                                  .no_output = generates_nothing(pr->route),
+                                  .no_tokens = pr->route == KVG_API_RESPONSE_ID};
     kvg_gate_admit(&pr->gate, &rq, on_admit, pr);
 }
 

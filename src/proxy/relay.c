@@ -269,6 +269,9 @@ void kvg__proxy_sse_error_end(struct proxy_req *pr, const char *msg)
 static void check_prompt_tokens(struct proxy_req *pr, int status)
 {
     if (!pr->pick.w || !pr->ri.ids || status < 200 || status >= 300) return;
+    /* A Responses turn on a stored one: the engine's prompt holds the
+     * earlier turns, which kvgate never saw (it counted the new input only). */
+    if (pr->route == KVG_API_RESPONSES && pr->ri.prev_id[0]) return;
     const struct kvg_usage *seen = kvg_gate_usage_seen(&pr->gate);
     struct kvg_usage u = {0};
     if (seen)

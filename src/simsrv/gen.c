@@ -173,8 +173,8 @@ int kvg__simsrv_fit(const struct kvg_simsrv_server *s, size_t nids, int64_t *max
 
 void kvg__simsrv_hex_id(struct kvg_simsrv_server *s, char out[33])
 {
-    snprintf(out, 33, "%016llx%016llx", (unsigned long long)kvg_rng_next(&s->rng),
-             (unsigned long long)kvg_rng_next(&s->rng));
+    snprintf(out, 33, "%016llx%016llx", (unsigned long long)kvg_rng_next(&s->id_rng),
+             (unsigned long long)kvg_rng_next(&s->id_rng));
 }
 
 void kvg__simsrv_uuid4(struct kvg_simsrv_server *s, char out[37])

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/err.h"
 #include "base/log.h"
@@ -238,6 +239,7 @@ int kvg_simsrv_main(const struct kvg_simsrv_opts *opts)
         return 2;
     }
     kvg_rng_seed(&s.rng, o->seed ^ 0x5eed);
+    kvg_rng_seed(&s.id_rng, kvg_now_ns() ^ ((uint64_t)getpid() << 32) ^ (uint64_t)o->seed);
     s.t0 = kvg_now_s();
     s.started_wall = kvg_wall_s();
     uv_loop_t *loop = uv_default_loop();

@@ -240,6 +240,10 @@ struct kvg_simsrv_server {
     struct sim_req **live; /* by id & mask: open addressing */
     size_t live_cap, nlive;
     struct kvg_rng rng;
+    /* The answers' ids (resp_, msg_, chatcmpl-, uuid4s): unique across
+     * processes, as the engines' random uuids are; a gateway that follows a
+     * stored response by its id needs two sims never to answer the same. */
+    struct kvg_rng id_rng;
     struct kvg_metrics_registry *reg;
     uint32_t max_model_len;
     char adapters[KVG_SIMSRV_MAX_ADAPTERS][KVG_SIMSRV_ADAPTER_NAME]; /* from --lora-adapters */
@@ -515,6 +519,5 @@ int kvg__simsrv_store_del(struct kvg_simsrv_store *st, const char *id, size_t id
 /* audio.c: seconds of audio in a file (a WAV's header, else its size at
  * 16 kHz 16-bit mono). */
 double kvg__simsrv_audio_seconds(const unsigned char *f, size_t n);
-
 
 #endif
