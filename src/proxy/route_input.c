@@ -211,6 +211,25 @@ static size_t copy_str(const cJSON *v, char *out, size_t cap)
     return n;
 }
 
+/* Messages' metadata.user_id as a session key: Claude Code's is a JSON
+ * string holding device_id, account_uuid and session_id; only session_id
+ * is kept (a device identifier has no place in the logs). Another client's
+ * plain string is its key as it is. */
+static size_t claude_session(const cJSON *v, char *out, size_t cap)
+{
+    size_t n = 0;
+    const char *s = kvg_json_str(v, &n);
+    out[0] = 0;
+    if (!s) return 0;
+    if (n && s[0] == '{') {
+        cJSON *j = cJSON_ParseWithLength(s, n);
+        size_t k = copy_str(cJSON_GetObjectItemCaseSensitive(j, "session_id"), out, cap);
+        cJSON_Delete(j);
+        return k;
+    }
+    return copy_str(v, out, cap);
+}
+
 /* A Responses or Messages body as the chat request the engine renders
  * (api/api.h): its bytes kept in ri->chat_body, its tree in ri->cjson. */
 static int as_chat(struct kvg_rinput *ri, const cJSON *j, char *msg, size_t msglen)
@@ -263,9 +282,10 @@ static int kind_fields(struct kvg_rinput *ri, const cJSON *j, int64_t *budget, c
     case KVG_API_MESSAGES:
     case KVG_API_COUNT_TOKENS:
         if (max_tokens_field(ri, j, "max_tokens", budget, msg, msglen)) return KVG_EPARSE;
-        ri->session_len = copy_str(cJSON_GetObjectItemCaseSensitive(
-                                       cJSON_GetObjectItemCaseSensitive(j, "metadata"), "user_id"),
-                                   ri->session, sizeof ri->session);
+        ri->session_len =
+            claude_session(cJSON_GetObjectItemCaseSensitive(
+                               cJSON_GetObjectItemCaseSensitive(j, "metadata"), "user_id"),
+                           ri->session, sizeof ri->session);
         return as_chat(ri, j, msg, msglen);
     case KVG_API_GENERATE: {
         /* SGLang's native API: text, or input_ids; the budget in
@@ -326,8 +346,11 @@ int kvg_rinput_parse(struct kvg_rinput *ri, const char *body, size_t len, enum k
         if (j && kvg_json_has_nul_escape(body, len)) ri->tokenize_error = KVG_EUNSUPP;
     }
     if (!j || !cJSON_IsObject(j)) {
+        snprintf(msg, msglen,
+                 j ? "the request body is not a JSON object"
+                   : "the request body is not valid JSON (or nests deeper than "
+                     "1000 levels)");
         kvg_json_free(&ri->json_mem, j);
-        snprintf(msg, msglen, "the request body is not a JSON object");
         return KVG_EPARSE;
     }
     const char *dup = duplicate_key(j);

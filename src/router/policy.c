@@ -151,9 +151,12 @@ static size_t put(char *out, size_t cap, const char *a, const char *b, size_t bl
 
 size_t kvg_policy_routing_key(const struct kvg_route_ctx *ctx, char *out, size_t cap)
 {
+    /* The coding agents' own session keys come right after the generic
+     * ones: Claude Code's header, Codex's session-id (its thread id). */
     static const char *headers[] = {
-        "x-kvgate-routing-key", "x-smg-routing-key", "x-session-id", "x-user-id",
-        "x-tenant-id",          "x-correlation-id",  "x-request-id", "x-trace-id"};
+        "x-kvgate-routing-key", "x-smg-routing-key", "x-session-id", "x-claude-code-session-id",
+        "session-id",           "x-user-id",         "x-tenant-id",  "x-correlation-id",
+        "x-request-id",         "x-trace-id"};
     out[0] = 0;
     for (size_t i = 0; ctx->header && i < KVG_ARRAY_LEN(headers); i++) {
         struct kvg_str v = ctx->header(ctx->hctx, headers[i]);
@@ -174,5 +177,8 @@ size_t kvg_policy_routing_key(const struct kvg_route_ctx *ctx, char *out, size_t
     if (cJSON_IsString(v)) return put(out, cap, "session:", v->valuestring, strlen(v->valuestring));
     v = cJSON_GetObjectItemCaseSensitive(j, "user_id");
     if (cJSON_IsString(v)) return put(out, cap, "user:", v->valuestring, strlen(v->valuestring));
+    /* Responses' prompt_cache_key (Codex: its thread id). */
+    v = cJSON_GetObjectItemCaseSensitive(j, "prompt_cache_key");
+    if (cJSON_IsString(v)) return put(out, cap, "session:", v->valuestring, strlen(v->valuestring));
     return 0;
 }

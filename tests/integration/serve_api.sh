@@ -45,6 +45,10 @@ MSG='{"model":"qwen","max_tokens":8,"system":[{"type":"text","text":"You are ter
 check "Messages (x-api-key): 200" [ "$(curl -s -m 20 -o "$TMP/out" -w '%{http_code}' "$G/v1/messages?beta=true" -H 'x-api-key: sk-alice' -H 'anthropic-version: 2023-06-01' -H 'content-type: application/json' -d "$MSG")" = 200 ]
 check "Messages: a message" [ "$(jq_ "j['type']")" = message ]
 in_tok=$(jq_ "j['usage']['input_tokens']")
+/usr/bin/python3 -c 'import json; print(json.dumps({"model":"qwen","max_tokens":2,"metadata":{"user_id":json.dumps({"device_id":"dev-1","session_id":"sess-42"})},"messages":[{"role":"user","content":"hi"}]}))' >"$TMP/cc.json"
+check "Messages with Claude Code's metadata.user_id: 200" [ "$(post /v1/messages @"$TMP/cc.json")" = 200 ]
+check "  ... its session_id is the session, no device id logged" \
+  sh -c "grep -q '\"session\":\"sess-42\"' '$LOG' && ! grep -q dev-1 '$LOG'"
 check "count_tokens: answered by kvgate, equal to the engine's input_tokens ($in_tok)" \
   [ "$(post /v1/messages/count_tokens "$MSG"; jq_ "j['input_tokens']")" = "200$in_tok" ]
 curl -s -m 20 -N "$G/v1/messages" "${A[@]}" -d "${MSG%\}},\"stream\":true}" >"$TMP/ms.txt"

@@ -186,6 +186,18 @@ TEST(routing_key_sources)
     cJSON_Delete(j);
     c.json = NULL;
     CHECK_INT(kvg_policy_routing_key(&c, key, sizeof key), 0);
+    /* The coding agents' session keys: Claude Code's header (before the
+     * request id), Codex's prompt_cache_key in a Responses body. */
+    struct hdrs h3[] = {{"x-request-id", "r1"}, {"x-claude-code-session-id", "cc-7"}, {NULL, NULL}};
+    c = ctx_with(h3);
+    kvg_policy_routing_key(&c, key, sizeof key);
+    CHECK_STR(key, "header:x-claude-code-session-id:cc-7");
+    j = cJSON_Parse("{\"input\":\"x\",\"prompt_cache_key\":\"thread-1\"}");
+    c = ctx_with(NULL);
+    c.json = j;
+    kvg_policy_routing_key(&c, key, sizeof key);
+    CHECK_STR(key, "session:thread-1");
+    cJSON_Delete(j);
 }
 
 TEST(prefix_hash_groups_prefixes_with_load_guard)
