@@ -51,4 +51,14 @@ if [ "${1:-}" != "--run" ]; then
     (cd tests/node && npm install --no-audit --no-fund --no-package-lock --loglevel=error >/dev/null)
     touch "$stamp"
   fi
+  # The coding agents the agents test drives (two native binaries, ~800 MB,
+  # ~15 s from the registry): tests/agents/node_modules, which git ignores.
+  # Their install scripts are not run: the test runs the platform binaries.
+  stamp=tests/agents/node_modules/.kvgate-stamp
+  if [ ! -f "$stamp" ] || [ tests/agents/package.json -nt "$stamp" ]; then
+    echo "install-deps: npm install in tests/agents (Claude Code, Codex)" >&2
+    (cd tests/agents && npm install --no-audit --no-fund --no-package-lock --ignore-scripts \
+      --loglevel=error >/dev/null)
+    touch "$stamp"
+  fi
 fi

