@@ -123,6 +123,14 @@ int kvg_http_server_start(uv_loop_t *loop, const char *host, int port, enum kvg_
 typedef int (*kvg_http_head_check)(struct kvg_http_req *req, void *ud,
                                    struct kvg_http_refusal *out);
 void kvg_http_server_set_head_check(struct kvg_http_server *srv, kvg_http_head_check cb);
+/* Called when the server itself refuses a request whose head it has read
+ * (its body past a limit or too slow, a bad Expect, too many bodies held):
+ * the host may set out->render (its endpoint's error shape) and log and
+ * count the request as it does the ones it answers. Not called for the
+ * head check's own refusals. Same thread and ud as the head check. */
+typedef void (*kvg_http_refused_cb)(const struct kvg_http_req *req, void *ud,
+                                    struct kvg_http_refusal *out);
+void kvg_http_server_set_refused(struct kvg_http_server *srv, kvg_http_refused_cb cb);
 /* Request body bytes held by every server of the process now. */
 uint64_t kvg_http_buffered_bytes(void);
 /* Serves HTTPS on this server's connections from now on (ctx from

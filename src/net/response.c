@@ -222,7 +222,15 @@ void kvg__http_refuse(struct kvg_http_conn *c, const struct kvg_http_refusal *r)
 
 void kvg__http_reject(struct kvg_http_conn *c, int status, const char *message)
 {
-    struct kvg_http_refusal r = {.status = status};
+    /* A code a client can switch on, as the gateway's own errors have. */
+    struct kvg_http_refusal r = {.status = status,
+                                 .code = status == 413   ? "request_too_large"
+                                         : status == 431 ? "headers_too_large"
+                                         : status == 408 ? "request_timeout"
+                                         : status == 417 ? "expectation_failed"
+                                         : status == 503 ? "server_busy"
+                                                         : "malformed_request"};
     snprintf(r.message, sizeof r.message, "%s", message);
+    if (c->req && c->srv->refused) c->srv->refused(c->req, c->srv->ud, &r);
     kvg__http_refuse(c, &r);
 }

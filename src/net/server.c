@@ -763,6 +763,11 @@ void kvg_http_server_close(struct kvg_http_server *srv)
     server_maybe_free(srv);
 }
 
+void kvg_http_server_set_refused(struct kvg_http_server *srv, kvg_http_refused_cb cb)
+{
+    srv->refused = cb;
+}
+
 void kvg_http_server_set_head_check(struct kvg_http_server *srv, kvg_http_head_check cb)
 {
     srv->head_check = cb;

@@ -74,6 +74,7 @@ struct kvg_http_server {
     SSL_CTX *tls;                /* not owned; NULL for plain HTTP */
     llhttp_settings_t settings;
     kvg_http_head_check head_check; /* NULL: every head is read on */
+    kvg_http_refused_cb refused;    /* NULL: none told */
     /* Accept back-off (accept.c): out of descriptors, the listener stops
      * polling for a moment; the kernel queues new connections meanwhile. */
     int paused;                           /* polling stopped for a back-off */

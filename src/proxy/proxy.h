@@ -130,10 +130,12 @@ void kvg_proxy_handle(struct kvg_proxy_loop *pl, struct kvg_http_req *req,
  * by a decode worker instead), NULL when it is: what the engines' own code
  * accepts transfer fields on. */
 const char *kvg_proxy_pd_unsplit_reason(const struct kvg_pd *pd, enum kvg_api_kind k);
-/* A request the server refused at its head (a missing or wrong key, the
- * admin guard): its access-log line, and, for an engine endpoint, its
- * count. On its loop thread. */
-void kvg_proxy_refused(const struct kvg_proxy *px, const struct kvg_http_req *req, int status);
+/* A request the server refused before its handler (why: "head" for a
+ * missing or wrong key or the admin guard, "limit" for a body past a
+ * limit): its access-log line, and, for an engine endpoint, its count. On
+ * its loop thread. */
+void kvg_proxy_refused(const struct kvg_proxy *px, const struct kvg_http_req *req, int status,
+                       const char *why);
 /* A request to no endpoint: the 404 (allow 0) or 405 with Allow in OpenAI's
  * shape, counted and logged as every request is. */
 void kvg_proxy_no_endpoint(struct kvg_proxy_loop *pl, struct kvg_http_req *req, unsigned allow);

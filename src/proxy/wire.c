@@ -175,7 +175,8 @@ void kvg__proxy_request_id(struct proxy_req *pr, struct kvg_http_req *req)
     pr->request_id[n] = 0;
 }
 
-void kvg_proxy_refused(const struct kvg_proxy *px, const struct kvg_http_req *req, int status)
+void kvg_proxy_refused(const struct kvg_proxy *px, const struct kvg_http_req *req, int status,
+                       const char *why)
 {
     unsigned allow;
     const struct kvg_api_endpoint *ep =
@@ -189,9 +190,9 @@ void kvg_proxy_refused(const struct kvg_proxy *px, const struct kvg_http_req *re
     size_t n = KVG_MIN(req->path.len, 200);
     kvg_buf_append_json_str(&b, req->path.p, n);
     kvg_buf_printf(&b,
-                   ",\"method\":\"%s\",\"peer\":\"%s\",\"status\":%d,\"refused\":\"head\","
+                   ",\"method\":\"%s\",\"peer\":\"%s\",\"status\":%d,\"refused\":\"%s\","
                    "\"latency_ms\":%.3f}",
-                   req->method_name, req->peer, status, lat * 1e3);
+                   req->method_name, req->peer, status, why, lat * 1e3);
     kvg_log_raw(b.data, b.len);
     kvg_buf_free(&b);
 }

@@ -111,6 +111,7 @@ static int start_loops(struct serve *s)
             return rc;
         }
         kvg_http_server_set_head_check(lc->srv, kvg_serve_head_check);
+        kvg_http_server_set_refused(lc->srv, kvg_serve_refused);
         port = kvg_http_server_port(lc->srv); /* port 0: the others join the one picked */
         if (s->sv.tls) {
             rc = kvg_http_server_start(&lc->loop, c->host, c->tls_port,
@@ -122,6 +123,7 @@ static int start_loops(struct serve *s)
             }
             kvg_http_server_set_tls(lc->srv_tls, s->sv.tls);
             kvg_http_server_set_head_check(lc->srv_tls, kvg_serve_head_check);
+            kvg_http_server_set_refused(lc->srv_tls, kvg_serve_refused);
             c->tls_port = kvg_http_server_port(lc->srv_tls);
         }
         if ((rc = kvg_http_client_new(&lc->loop, NULL, &lc->client))) return rc;

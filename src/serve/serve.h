@@ -117,6 +117,9 @@ void kvg_serve_serving(struct kvg_serve *sv, struct kvg_http_req *req);
 uint64_t kvg_serve_generation(struct kvg_serve *sv);
 /* Every request head, before its body: keys, the admin role (endpoints.c). */
 int kvg_serve_head_check(struct kvg_http_req *req, void *ud, struct kvg_http_refusal *out);
+/* The server refused a request past its head (a limit): the endpoint's
+ * error shape, the access-log line and the count (net/http.h). */
+void kvg_serve_refused(const struct kvg_http_req *req, void *ud, struct kvg_http_refusal *out);
 /* Router set-up (router_setup.c): tokenizer, chat template, KV index and
  * subscribers, the policy and the pool with its hooks. Message in err. */
 int kvg_serve_router_init(struct kvg_serve *sv, char *err, size_t errlen);

@@ -140,6 +140,12 @@ check "an upload of 2 MB past the 1 MB limit: 413" \
 check "  ... the same sent chunked (no length to refuse by): 413" \
   [ "$(curl -s -m 20 -o /dev/null -w '%{http_code}' "$G/v1/audio/transcriptions" -H "authorization: Bearer $KU" -H 'transfer-encoding: chunked' -F model=bytes -F file=@"$TMP/big.wav")" = 413 ]
 check "  ... neither reached the engine" [ "$(grep -c '"path": "/v1/audio/transcriptions"' "$TMP/bw.jsonl")" = 1 ]
+check "  ... a code a client can switch on" grep -q '"code":"request_too_large"' "$TMP/out"
+check "  ... each in the access log, refused at the limit" \
+  [ "$(grep -c '"path":"/v1/audio/transcriptions","method":"POST","peer":"[^"]*","status":413,"refused":"limit"' "$LOG")" = 2 ]
+/usr/bin/python3 -c 'import json; print(json.dumps({"model":"bytes","max_tokens":4,"messages":[{"role":"user","content":"x"*1200000}]}))' >"$TMP/bigmsg.json"
+check "a Messages body past the limit: 413 in Anthropic's shape" \
+  [ "$(curl -s -m 20 -o "$TMP/out" -w '%{http_code}' "$G/v1/messages" -H "x-api-key: $KU" --data-binary @"$TMP/bigmsg.json"; json_get "$TMP/out" "j['type'] + ':' + j['error']['type']")" = "413error:request_too_large" ]
 check "the gateway serves on" [ "$(curl -s -m 5 -o /dev/null -w '%{http_code}' "$G/health")" = 200 ]
 
 # --- SSE split at every byte: kvgate relays the engine's bytes as they are
