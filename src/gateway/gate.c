@@ -543,6 +543,33 @@ static void on_quota(void *ud, const struct kvg_quota_result *res)
     admission(gr, 0);
 }
 
+/* The output limit cap set in the forwarded body (the client's bytes, or
+ * the gate's rewrite of them), as the endpoint's own member: the engine
+ * then cannot generate past what the quota reserved. */
+static int cap_output(struct kvg_gate_req *gr, const struct kvg_gate_request *rq, uint32_t cap)
+{
+    char v[16];
+    snprintf(v, sizeof v, "%u", cap);
+    const struct kvg_json_edit e = KVG_JSON_SET(rq->budget_member, v);
+    struct kvg_buf out;
+    kvg_buf_init(&out, 0);
+    int rc = gr->fwd_body.len ? kvg_json_edit(gr->fwd_body.data, gr->fwd_body.len, &e, 1, &out)
+                              : kvg_json_edit(rq->body, rq->body_len, &e, 1, &out);
+    if (rc < 0) {
+        kvg_buf_free(&out);
+        return rc;
+    }
+    kvg_buf_free(&gr->fwd_body);
+    gr->fwd_body = out;
+    gr->capped = cap;
+    return 0;
+}
+
+uint32_t kvg_gate_output_cap(const struct kvg_gate_req *gr)
+{
+    return gr->capped;
+}
+
 static int token_limited(const struct kvg_quota_req *r)
 {
     for (size_t s = 0; s < r->nscopes; s++)
@@ -603,6 +630,15 @@ void kvg_gate_admit(struct kvg_gate_req *gr, const struct kvg_gate_request *rq,
             /* The engine may generate to the end of its context. */
             uint32_t ctx = g->pool ? kvg_pool_max_model_len(g->pool, gr->model, gr->model_len) : 0;
             out = ctx ? KVG_MAX((int64_t)ctx - prompt, 0) : g->o.default_max_tokens;
+            if (g->o.output_cap && rq->budget_member && out > g->o.output_cap) {
+                int rc = cap_output(gr, rq, g->o.output_cap);
+                if (rc) {
+                    deny(&d, 500, "server_error", "out_of_memory", kvg_strerror(rc));
+                    cb(ud, &d);
+                    return;
+                }
+                out = g->o.output_cap;
+            }
         }
         gr->quota->req.est_cost = kvg_quota_cost_estimate(&gr->keys->counting, prompt, out);
         struct kvg_quota_op *op = NULL;

@@ -43,6 +43,12 @@ struct kvg_gate_opts {
      * prompt, or default_max_tokens when no engine says its context; with
      * require_max_tokens, a request a token limit applies to must say. */
     int require_max_tokens;
+    /* > 0: such a request is given this output limit instead (in its
+     * forwarded body, as the endpoint's own member: kvg_gate_request's
+     * budget_member) and reserves it, not the context's remainder, which a
+     * coding agent's 1M-token context made larger than any per-minute
+     * budget. 0: off, the remainder is reserved. */
+    uint32_t output_cap;
     struct kvg_adm_config adm;
     /* Scale from zero: with no healthy worker at all, a request waits in the
      * queue (its length is the autoscaler's demand signal) instead of the
@@ -153,6 +159,7 @@ struct kvg_gate_req {
     int pd_set;
     int64_t pd_prompt, pd_cached;
     int no_tokens; /* kvg_gate_request's: nothing charged, no usage read */
+    uint32_t capped; /* the output limit the gate set (output_cap), 0 none */
 };
 
 /* The request as admission sees it. */
@@ -174,6 +181,10 @@ struct kvg_gate_request {
      * nothing is reserved or charged, and a usage in the answer (a retrieved
      * response carries the one it was charged when made) is not read. */
     int no_tokens;
+    /* The body's member that limits the output ("max_tokens",
+     * "max_output_tokens"; NULL: none kvgate may set): where output_cap
+     * goes in a request that names no limit. */
+    const char *budget_member;
 };
 
 /* Keys and priority: 0 to go on, 1 when the request is denied (deny
@@ -216,6 +227,10 @@ const struct kvg_usage *kvg_gate_usage_seen(const struct kvg_gate_req *gr);
  * from its prefill leg. Returns the completion tokens a stream relayed (0
  * for a whole answer or an unfiltered stream). */
 uint64_t kvg_gate_usage_final(const struct kvg_gate_req *gr, struct kvg_usage *u);
+/* The output limit the gate gave a request that named none (output_cap),
+ * 0 when it gave none: a body sent in another form (translated) carries
+ * it too. */
+uint32_t kvg_gate_output_cap(const struct kvg_gate_req *gr);
 /* The status of the engine's answer that is relayed (not one retried). */
 void kvg_gate_upstream_status(struct kvg_gate_req *gr, int status);
 /* The request ends: cancel what is pending, reconcile the quota with the

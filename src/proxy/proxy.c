@@ -222,6 +222,16 @@ static int generates_nothing(int route)
     }
 }
 
+/* The member of an endpoint's body that limits its output, where the gate
+ * may set one (--quota-output-cap); NULL where it may not (Messages
+ * requires max_tokens; generate's is nested in sampling_params). */
+static const char *budget_member(int route)
+{
+    return route == KVG_API_CHAT || route == KVG_API_COMPLETIONS ? "max_tokens"
+           : route == KVG_API_RESPONSES                          ? "max_output_tokens"
+                                                                 : NULL;
+}
+
 /* The gateway's quota and admission, then the first attempt. */
 static void admit(struct proxy_req *pr)
 {
@@ -235,7 +245,8 @@ static void admit(struct proxy_req *pr)
                                   .usage_unasked =
                                       pr->route != KVG_API_CHAT && pr->route != KVG_API_COMPLETIONS,
                                   .no_output = generates_nothing(pr->route),
-                                  .no_tokens = pr->route == KVG_API_RESPONSE_ID};
+                                  .no_tokens = pr->route == KVG_API_RESPONSE_ID,
+                                  .budget_member = budget_member(pr->route)};
     kvg_gate_admit(&pr->gate, &rq, on_admit, pr);
 }
 

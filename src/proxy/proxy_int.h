@@ -51,6 +51,7 @@ struct proxy_req {
     struct kvg_buf learn;              /* the answer's first bytes, until the id is in them */
     int xlate;                         /* this attempt is the chat request, its answer translated */
     int probe;                         /* a 404 read whole: the worker may lack the endpoint */
+    int xcapped;                       /* the gate's output cap set in ri.chat_body */
     struct kvg_api_xctx xctx;          /* what a translated answer names */
     struct kvg_api_sse_xlate *xl;      /* a translated stream's translator (owned) */
     struct kvg_buf xout;               /* scratch: a translated stream's bytes for the client */

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "base/err.h"
+#include "base/json_edit.h"
 #include "base/log.h"
 #include "proxy/proxy_int.h"
 
@@ -67,6 +68,22 @@ int kvg__proxy_xlate_begin(struct proxy_req *pr)
     make_id(pr, x.id, sizeof x.id);
     pr->xctx = x;
     pr->stored_learn = 0; /* the engine stores nothing of a chat request */
+    uint32_t cap = kvg_gate_output_cap(&pr->gate);
+    if (cap && !pr->xcapped) { /* the limit the quota reserved goes in the chat request too */
+        char v[16];
+        snprintf(v, sizeof v, "%u", cap);
+        const struct kvg_json_edit e = KVG_JSON_SET("max_tokens", v);
+        struct kvg_buf b;
+        kvg_buf_init(&b, 0);
+        int rc = kvg_json_edit(pr->ri.chat_body.data, pr->ri.chat_body.len, &e, 1, &b);
+        if (rc < 0) {
+            kvg_buf_free(&b);
+            return rc;
+        }
+        kvg_buf_free(&pr->ri.chat_body);
+        pr->ri.chat_body = b;
+        pr->xcapped = 1;
+    }
     snprintf(pr->served_as, sizeof pr->served_as, "translated_to_chat");
     if (!pr->ri.stream) return 0;
     if (!pr->xl && !(pr->xl = calloc(1, sizeof *pr->xl))) return -ENOMEM;

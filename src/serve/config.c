@@ -176,6 +176,10 @@ static const struct kvg_opt flags[] = {
      .help =
          "output tokens a quota reserves for a request without max_tokens when no engine reports "
          "the model's max_model_len (llama.cpp's default context, which it fills)"},
+    {"quota-output-cap", NULL, KVG_OPT_U32, O(quota_output_cap), 0, .meta = "N",
+     .help = "a request a token quota applies to that names no output limit (Codex sends none) "
+             "gets this one (max_tokens, max_output_tokens) and reserves it, instead of its "
+             "context's remainder; 0: off"},
     {"require-max-tokens", NULL, KVG_OPT_BOOL, O(quota_require_max_tokens), 0,
      .help = "a request a token quota applies to must set max_tokens (else 400)"},
     {"critical-max-waiting", NULL, KVG_OPT_DOUBLE, O(critical_max_waiting), 0,

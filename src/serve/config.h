@@ -57,6 +57,7 @@ struct kvg_serve_config {
     uint32_t quota_timeout_ms;
     int quota_fail_closed;
     uint32_t quota_default_max_tokens;
+    uint32_t quota_output_cap; /* --quota-output-cap: 0 off */
     int quota_require_max_tokens;
     double critical_max_waiting, sheddable_max_waiting, sheddable_max_kv;
     uint32_t queue_timeout_ms, queue_size;
