@@ -14,6 +14,7 @@
 
 #include "base/err.h"
 #include "base/opt.h"
+#include "base/util.h"
 
 struct ys {
     yaml_document_t *d;
@@ -186,11 +187,13 @@ static int rows_columns(struct ys *s, const struct kvg_opt *o, char *obj, yaml_n
     return 0;
 }
 
-/* Room for more rows in an F_ALLOC array (zeroed); -ENOMEM. */
+/* Room for more rows in an F_ALLOC array (zeroed), never past max_rows
+ * (a row past it is refused before it is written); -ENOMEM. */
 static int grow(const struct kvg_opt *o, char *obj, size_t more)
 {
-    if (!(o->flags & KVG_OPT_F_ALLOC) || !more) return 0;
     size_t n = *(size_t *)(void *)(obj + o->count_off);
+    if (o->max_rows) more = n >= o->max_rows ? 0 : KVG_MIN(more, o->max_rows - n);
+    if (!(o->flags & KVG_OPT_F_ALLOC) || !more) return 0;
     char **rows = (char **)(void *)(obj + o->off);
     if (more > SIZE_MAX / o->size - n) return -ENOMEM;
     char *p = realloc(*rows, (n + more) * o->size);
