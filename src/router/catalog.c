@@ -103,7 +103,7 @@ static int sorted_cmp(const void *x, const void *y)
 
 int kvg_catalog_find(const struct kvg_catalog *c, const char *name, size_t len)
 {
-    size_t lo = 0, hi = c->nnames;
+    size_t lo = 0, hi = name ? c->nnames : 0;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
         const struct kvg_catalog_name *e = &c->names[c->by_name[mid]];
@@ -364,8 +364,8 @@ static int loop_from(struct build *b, int m, unsigned char *state, int *stack, s
         int f = b->direct[m][k], d;
         if (state[f] == 1) {
             *top = depth;
-            for (d = 0; stack[d] != f; d++) {
-            }
+            d = 0;
+            while (stack[d] != f) d++;
             return d;
         }
         if (!state[f] && (d = loop_from(b, f, state, stack, depth + 1, top)) >= 0) return d;

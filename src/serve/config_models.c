@@ -63,7 +63,7 @@ const struct kvg_opt kvg__serve_model_row[] = {
     {"policy", NULL, KVG_OPT_STR, M(policy), MS(policy), .help = "its routing policy"},
     {NULL, NULL, KVG_OPT_INCLUDE, M(policy_opts), .sub = kvg_policy_opt_table},
     {"workers", NULL, KVG_OPT_ROWS, M(workers), sizeof(struct kvg_catalog_worker), .sub = worker_t,
-     .count_off = M(nworkers), .max_rows = KVG_CATALOG_MAX_WORKERS, .flags = KVG_OPT_F_ALLOC},
+     .count_off = M(nworkers), .max_rows = KVG_CFG_MAX_WORKERS, .flags = KVG_OPT_F_ALLOC},
     {"split", NULL, KVG_OPT_MAP, M(split), sizeof(struct kvg_catalog_share), .sub = share_t,
      .count_off = M(nsplit), .max_rows = KVG_CATALOG_MAX_SPLIT, .flags = KVG_OPT_F_ALLOC},
     {"fallbacks", NULL, KVG_OPT_LIST, M(fallbacks), .help = "models to serve it instead, in order"},
