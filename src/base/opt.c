@@ -651,6 +651,43 @@ size_t kvg_opt_diff(const struct kvg_opt *t, const void *a, const void *b,
     return s.n;
 }
 
+/* The bytes a plain value of entry o takes; 0 when it has none of its own. */
+static size_t value_size(const struct kvg_opt *o)
+{
+    switch (o->type) {
+    case KVG_OPT_STR:
+        return o->size;
+    case KVG_OPT_ENUM:
+        return o->size ? o->size : sizeof(int);
+    case KVG_OPT_INT:
+    case KVG_OPT_BOOL:
+    case KVG_OPT_NBOOL:
+    case KVG_OPT_LEVEL:
+        return sizeof(int);
+    case KVG_OPT_U32:
+    case KVG_OPT_MS:
+    case KVG_OPT_SECS_MS:
+        return sizeof(uint32_t);
+    case KVG_OPT_SIZE:
+        return sizeof(size_t);
+    case KVG_OPT_U64:
+    case KVG_OPT_SECS_MS64:
+        return sizeof(uint64_t);
+    case KVG_OPT_DOUBLE:
+        return sizeof(double);
+    default: /* lists, includes, rows: memory of their own; CUSTOM: its parser knows */
+        return 0;
+    }
+}
+
+int kvg_opt_copy(const struct kvg_opt *o, void *dst, const void *src)
+{
+    size_t n = value_size(o);
+    if (!n) return -1;
+    memcpy((char *)dst + o->off, (const char *)src + o->off, n);
+    return 0;
+}
+
 void kvg_opt_free(const struct kvg_opt *t, void *obj)
 {
     for (const struct kvg_opt *o = t; !kvg__opt_end(o); o++) {

@@ -35,11 +35,19 @@
  *                  at off, size bytes each, its size_t count at count_off
  *                  (rows add to it), at most max_rows; init() then the row's
  *                  keys then check(). In both, KVG_OPT_F_REQUIRED keys must be
- *                  in every row; in columns, a row that is a plain scalar is
- *                  the KVG_OPT_F_PRIMARY key's value (workers: [http://a:8000])
+ *                  in every row, and a row that is a plain scalar is the
+ *                  KVG_OPT_F_PRIMARY key's value (workers: [http://a:8000])
+ *                  when the sub table has one (in structs, no other key may
+ *                  then be required). A row table's struct may sit in a row
+ *                  of another: rows of rows
  *   MAP            a YAML mapping from names to rows (YAML only): rows of
  *                  structs as ROWS has them, each key set through the sub
- *                  entry flagged KVG_OPT_F_KEY (tenants: {team-a: {...}})
+ *                  entry flagged KVG_OPT_F_KEY (tenants: {team-a: {...}}); a
+ *                  plain scalar row, as ROWS's (split: {v1: 90, v2: 10})
+ *
+ * A ROWS of structs or MAP entry with seen() is told each key a row sets
+ * (after its value is set): for a row's values that default to another
+ * part of the configuration unless the row gives its own.
  *
  * Rows of structs (ROWS, MAP) with KVG_OPT_F_ALLOC: the field at off is a
  * pointer to the array, grown (realloc) by the file's rows; the caller frees
@@ -132,6 +140,9 @@ typedef int (*kvg_opt_format_fn)(const void *obj, const struct kvg_opt *o, char 
 /* ROWS init / check, named INCLUDE check: parent is the struct holding the
  * entry, item the row (or the included struct), index the row's. */
 typedef int (*kvg_opt_item_fn)(void *parent, void *item, size_t index, char *err, size_t errlen);
+/* ROWS of structs, MAP: row item set the key of entry o (o is the sub
+ * table's entry, or an entry of a table it includes unnamed). */
+typedef void (*kvg_opt_seen_fn)(void *item, const struct kvg_opt *o);
 
 struct kvg_opt {
     const char *name;  /* NULL: an unnamed INCLUDE, or the end */
@@ -154,6 +165,7 @@ struct kvg_opt {
     unsigned flags;             /* KVG_OPT_F_* */
     const char *noun;           /* INCLUDE, ROWS, MAP: their keys' name in errors ("limit") */
     const char *expect;         /* ...: the valid keys as errors list them */
+    kvg_opt_seen_fn seen;       /* ROWS of structs, MAP; optional */
 };
 
 #define KVG_OPT_END                                                                                \
@@ -224,6 +236,11 @@ int kvg_opt_emit(const struct kvg_opt *t, const void *obj, const void *defaults,
 size_t kvg_opt_diff(const struct kvg_opt *t, const void *a, const void *b,
                     int (*skip)(void *ud, const struct kvg_opt *o, size_t off), void *ud, char *out,
                     size_t cap);
+
+/* Copies the value of entry o from src to dst (both structs its table
+ * describes): 0, or -1 for an entry whose value may own memory or is not
+ * one field (lists, rows, includes, CUSTOM). */
+int kvg_opt_copy(const struct kvg_opt *o, void *dst, const void *src);
 
 /* Frees every list value the table's entries hold in obj, and the arrays
  * of F_ALLOC rows (their counts set to 0). */

@@ -14,6 +14,7 @@
 
 #include "base/err.h"
 #include "base/opt.h"
+#include "base/util.h"
 
 struct ys {
     yaml_document_t *d;
@@ -186,11 +187,13 @@ static int rows_columns(struct ys *s, const struct kvg_opt *o, char *obj, yaml_n
     return 0;
 }
 
-/* Room for more rows in an F_ALLOC array (zeroed); -ENOMEM. */
+/* Room for more rows in an F_ALLOC array (zeroed), never past max_rows
+ * (a row past it is refused before it is written); -ENOMEM. */
 static int grow(const struct kvg_opt *o, char *obj, size_t more)
 {
-    if (!(o->flags & KVG_OPT_F_ALLOC) || !more) return 0;
     size_t n = *(size_t *)(void *)(obj + o->count_off);
+    if (o->max_rows) more = n >= o->max_rows ? 0 : KVG_MIN(more, o->max_rows - n);
+    if (!(o->flags & KVG_OPT_F_ALLOC) || !more) return 0;
     char **rows = (char **)(void *)(obj + o->off);
     if (more > SIZE_MAX / o->size - n) return -ENOMEM;
     char *p = realloc(*rows, (n + more) * o->size);
@@ -208,14 +211,31 @@ static const struct kvg_opt *flagged(const struct kvg_opt *t, unsigned f)
     return NULL;
 }
 
+/* A plain scalar row of structs: the primary key's value (p), when no
+ * other key is required. */
+static int plain_row(struct ys *s, const struct kvg_opt *o, const struct kvg_opt *p, char *row,
+                     yaml_node_t *r, const char *rp)
+{
+    for (const struct kvg_opt *c = o->sub; !kvg__opt_end(c); c++)
+        if ((c->flags & KVG_OPT_F_REQUIRED) && c != p) return yerr(s, r, rp, "needs %s", c->name);
+    char who[400];
+    text(who, sizeof who, "%s:%zu: %s", s->file, line_of(r), rp);
+    int rc = kvg__opt_set(p, row, scalar(r), 0, who, s->err, s->errlen);
+    if (!rc && o->seen) o->seen(row, p);
+    return rc;
+}
+
 /* One row of structs (ROWS, MAP): counted, init(), its line and its name
- * (MAP: key, from the node kn, in the map at mpath), its keys, check(). */
+ * (MAP: key, from the node kn, in the map at mpath), its keys (or the
+ * primary key's value alone), check(). */
 static int one_row(struct ys *s, const struct kvg_opt *o, char *obj, yaml_node_t *r, const char *rp,
                    const char *key, yaml_node_t *kn, const char *mpath)
 {
     size_t *count = (size_t *)(void *)(obj + o->count_off);
     char why[400] = "";
-    if (!r || r->type != YAML_MAPPING_NODE)
+    const struct kvg_opt *primary = flagged(o->sub, KVG_OPT_F_PRIMARY);
+    int plain = r && r->type == YAML_SCALAR_NODE && primary;
+    if (!r || (r->type != YAML_MAPPING_NODE && !plain))
         return yerr(s, r, rp, "expects a mapping, got %s", kind(r));
     if ((!(o->flags & KVG_OPT_F_ALLOC) || o->max_rows) && *count == o->max_rows)
         return yerr(s, r, rp, "at most %zu entries", o->max_rows);
@@ -235,7 +255,8 @@ static int one_row(struct ys *s, const struct kvg_opt *o, char *obj, yaml_node_t
         text(who, sizeof who, "%s:%zu: %s", s->file, line_of(kn), mpath);
         if ((rc = kvg__opt_set(c, row, key, 0, who, s->err, s->errlen))) return rc;
     }
-    if ((rc = mapping(s, o->sub, row, r, rp, o))) return rc;
+    if ((rc = plain ? plain_row(s, o, primary, row, r, rp) : mapping(s, o->sub, row, r, rp, o)))
+        return rc;
     if (o->check && (rc = o->check(obj, row, index, why, sizeof why)))
         return rc == -ENOMEM ? rc : yerr(s, r, rp, "%s", why);
     if (!early) (*count)++;
@@ -343,6 +364,9 @@ static int mapping(struct ys *s, const struct kvg_opt *t, char *obj, yaml_node_t
         if (!o) return unknown(s, t, owner, kn, k, prefix, path);
         int rc = entry(s, o, obj ? obj + off : NULL, node(s, p->value), path);
         if (rc) return rc;
+        if (obj && owner && owner->seen &&
+            (owner->type == KVG_OPT_ROWS || owner->type == KVG_OPT_MAP))
+            owner->seen(obj, o);
     }
     const char *need = t && obj ? missing(s, t, m) : NULL;
     if (need) return yerr(s, m, prefix, "needs %s", need);

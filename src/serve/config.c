@@ -64,6 +64,10 @@ static const struct kvg_opt flags[] = {
     {"workers", NULL, KVG_OPT_ROWS, 0, 0, .sub = worker_row,
      .help = "the workers, one mapping each (or a URL alone); a key some worker gives sets its "
              "list flag for all, 'none' for the others"},
+    {"models", NULL, KVG_OPT_ROWS, O(models), sizeof(struct kvg_catalog_spec),
+     .sub = kvg__serve_model_row, .init = kvg__serve_model_init, .seen = kvg__serve_model_seen,
+     .count_off = O(nmodels), .max_rows = KVG_CATALOG_MAX_MODELS, .flags = KVG_OPT_F_ALLOC,
+     .help = "many models behind one address, one mapping each (docs/models.md)"},
     {"tokenizer", NULL, KVG_OPT_STR, O(tokenizer), S(tokenizer), .section = "tokenizer",
      .meta = "FILE", .help = "tokenizer.json of the served model, or builtin:bytes"},
     {"tokenizer-config", NULL, KVG_OPT_STR, O(tokenizer_config), S(tokenizer_config),
@@ -425,6 +429,7 @@ int kvg_serve_config_check(struct kvg_serve_config *c, char *err, size_t errlen)
         return kvg_err_set(err, errlen, KVG_ECONFIG, "--tls-cert and --tls-key go together");
     if (c->health_failure_threshold == 0 || c->health_success_threshold == 0)
         return kvg_err_set(err, errlen, KVG_ECONFIG, "health thresholds must be at least 1");
+    if ((rc = kvg_serve_config_models(c, c->config_path, err, errlen))) return rc;
     rc = kvg_serve_config_pd(c, err, errlen);
     return rc ? rc : check_discovery(c, err, errlen);
 }
@@ -434,6 +439,7 @@ int kvg_serve_config_load_file(const char *path, struct kvg_serve_config *out, c
 {
     kvg_serve_config_default(out);
     int rc = kvg_opt_load_yaml(flags, out, path, err, errlen);
+    if (!rc) rc = kvg_serve_config_models(out, path, err, errlen);
     if (rc) kvg_serve_config_free(out);
     return rc;
 }

@@ -15,6 +15,7 @@
 #include "pd/pd.h"
 #include "proxy/proxy.h"
 #include "router/policy.h"
+#include "router/catalog.h"
 #include "base/opt.h"
 #define KVG_CFG_MAX_WORKERS KVG_OPT_LIST_MAX /* a list flag's values: struct kvg_strlist */
 struct kvg_serve_config {
@@ -48,10 +49,10 @@ struct kvg_serve_config {
     int tls_port; /* HTTPS listener (plain HTTP stays on port) */
     struct kvg_policy_opts policy_opts;
     char keys_path[512];
-    struct kvg_strlist admin_hosts;   /* host names the admin API answers for (gateway/guard.h) */
+    struct kvg_strlist admin_hosts;    /* host names the admin API answers for (gateway/guard.h) */
     struct kvg_strlist translate_apis; /* responses, messages: sent to the engines as chat */
-    char upstream_api_key[256];       /* every engine's key, unless its own is given */
-    struct kvg_strlist upstream_keys; /* --upstream-api-keys, same order ("none") */
+    char upstream_api_key[256];        /* every engine's key, unless its own is given */
+    struct kvg_strlist upstream_keys;  /* --upstream-api-keys, same order ("none") */
     int metrics_require_key;
     char quota_store[256];
     uint32_t quota_timeout_ms;
@@ -84,11 +85,33 @@ struct kvg_serve_config {
     char epd_config[4096];               /* vllm-router's --epd-config JSON, "" none */
     struct kvg_strlist worker_bootstrap; /* per worker: bootstrap port or "none" (--prefill) */
     struct kvg_pd_config pd;
+    /* models: (config_models.c, docs/models.md): many models behind one
+     * address, each with its workers (folded into the lists above once
+     * checked), names, tokenizer, policy; none: the flags are the one model. */
+    struct kvg_catalog_spec *models;
+    size_t nmodels;
+    int models_folded;
 };
 
 /* Folds --prefill/--decode into the worker list, checks the roles and the PD
  * settings (config_pd.c). KVG_ECONFIG with a message. */
 int kvg_serve_config_pd(struct kvg_serve_config *c, char *err, size_t errlen);
+
+/* Checks the models: section whole (router/catalog.h's rules; errors name
+ * file:line) and adds its workers to the worker lists with their
+ * endpoints, keys, roles, labels and bootstrap ports, once; the top-level
+ * worker lists must then be empty. 0 or KVG_ECONFIG with err. */
+int kvg_serve_config_models(struct kvg_serve_config *c, const char *file, char *err, size_t errlen);
+/* The catalog of c (file: its config file, for file:line): its models:
+ * entries, each taking the top level's tokenizer, policy, policy options
+ * and block size where it gives none; or, without them, the flags' one
+ * model answering to any name. *out as kvg_catalog_build's. */
+int kvg_serve_models_catalog(const struct kvg_serve_config *c, const char *file,
+                             struct kvg_catalog **out, char *err, size_t errlen);
+/* config.c's table reads models: rows with these (config_models.c). */
+extern const struct kvg_opt kvg__serve_model_row[];
+int kvg__serve_model_init(void *parent, void *item, size_t index, char *err, size_t errlen);
+void kvg__serve_model_seen(void *item, const struct kvg_opt *o);
 
 void kvg_serve_config_default(struct kvg_serve_config *c);
 void kvg_serve_config_free(struct kvg_serve_config *c);
@@ -100,7 +123,8 @@ const struct kvg_opt *kvg_serve_config_table(void);
  * also derives the policy options' block size. 0 or KVG_ECONFIG with err. */
 int kvg_serve_config_check(struct kvg_serve_config *c, char *err, size_t errlen);
 /* Reads the YAML file alone into a fresh configuration (SIGHUP re-reads the
- * worker list from it). The caller frees it with kvg_serve_config_free. */
+ * worker list from it), its models: checked and folded in. The caller frees
+ * it with kvg_serve_config_free. */
 int kvg_serve_config_load_file(const char *path, struct kvg_serve_config *out, char *err,
                                size_t errlen);
 /* The flags (by name, comma-separated into out) whose values differ between

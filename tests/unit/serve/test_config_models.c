@@ -1,0 +1,448 @@
+/* kvgate serve's models: section (serve/config_models.c) as an operator
+ * meets it: a YAML file read through serve's own loader (the command line's
+ * and SIGHUP's), its catalog (router/catalog.h), and every hostile version
+ * refused with the file:line of the offending entry. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/err.h"
+#include "cmd/cmd.h"
+#include "router/catalog.h"
+#include "serve/config.h"
+#include "support/test.h"
+
+/* Writes text to a fresh file (path, 64 bytes); the caller unlinks it. */
+static void write_tmp(char *path, size_t cap, const char *text)
+{
+    snprintf(path, cap, "/tmp/kvg-test-models-XXXXXX");
+    int fd = mkstemp(path);
+    CHECK(fd >= 0);
+    FILE *f = fdopen(fd, "w");
+    CHECK(f != NULL);
+    fputs(text, f);
+    fclose(f);
+}
+
+/* `kvgate serve --config FILE [more...]` into a fresh *c: what the
+ * command line does (the file, the flags, the checks). The caller frees
+ * *c with free_cfg. */
+static int serve_parse(const char *text, char *path, struct kvg_serve_config **c, char *err,
+                       size_t errlen, int argc_more, char **more)
+{
+    write_tmp(path, 64, text);
+    *c = calloc(1, sizeof **c);
+    CHECK(*c != NULL);
+    kvg_serve_config_default(*c);
+    char *argv[16] = {"serve", "--config", path};
+    int argc = 3;
+    for (int i = 0; i < argc_more && argc < 16; i++) argv[argc++] = more[i];
+    err[0] = 0;
+    return kvg_cmd_serve_parse(*c, argc, argv, err, errlen);
+}
+
+static void free_cfg(struct kvg_serve_config *c, const char *path)
+{
+    kvg_serve_config_free(c);
+    free(c);
+    unlink(path);
+}
+
+/* The issue's example, with a fallback chain and the top level's policy
+ * options taken where a model gives none of its own. */
+static const char *three_models = "router_temperature: 0.5\n"
+                                  "block_size: 32\n"
+                                  "models:\n"
+                                  "  - name: qwen3-32b\n"
+                                  "    aliases: [gpt-4o]\n"
+                                  "    policy: kv_aware\n"
+                                  "    router_temperature: 0.1\n"
+                                  "    block_size: 64\n"
+                                  "    fallbacks: [qwen3-v1]\n"
+                                  "    workers:\n"
+                                  "      - url: http://127.0.0.1:8001\n"
+                                  "        kv_events_endpoint: tcp://127.0.0.1:5557\n"
+                                  "  - name: qwen3-v1\n"
+                                  "    workers: [{url: http://127.0.0.1:8002, labels: zone=a}]\n"
+                                  "  - name: qwen3-v2\n"
+                                  "    workers: [http://127.0.0.1:8003]\n"
+                                  "  - name: qwen3\n"
+                                  "    split: {qwen3-v1: 90, qwen3-v2: 10}\n"
+                                  "  - name: llama-70b\n"
+                                  "    fallbacks: [gpt-4o]\n"
+                                  "    max_model_len: 8192\n"
+                                  "    workers: [{url: http://127.0.0.1:8004/}]\n";
+
+TEST(three_models_alias_split_fallbacks)
+{
+    char path[64], err[512];
+    struct kvg_serve_config *c;
+    CHECK_INT(serve_parse(three_models, path, &c, err, sizeof err, 0, NULL), 0);
+    CHECK_STR(err, "");
+    CHECK_INT(c->nmodels, 5);
+    /* Every model's workers joined serve's lists, their endpoints parallel. */
+    CHECK_INT(c->workers.n, 4);
+    CHECK_STR(c->workers.v[2], "http://127.0.0.1:8003");
+    CHECK_INT(c->kv_endpoints.n, 4);
+    CHECK_STR(c->kv_endpoints.v[0], "tcp://127.0.0.1:5557");
+    CHECK_STR(c->kv_endpoints.v[1], "none");
+    CHECK_INT(c->worker_labels.n, 4);
+    CHECK_STR(c->worker_labels.v[1], "zone=a");
+    CHECK_INT(c->replay_endpoints.n, 0); /* no worker gives one */
+    /* A second check folds nothing twice. */
+    CHECK_INT(kvg_serve_config_check(c, err, sizeof err), 0);
+    CHECK_INT(c->workers.n, 4);
+
+    struct kvg_catalog *cat;
+    CHECK_INT(kvg_serve_models_catalog(c, path, &cat, err, sizeof err), 0);
+    CHECK_INT(cat->nmodels, 4);
+    CHECK_INT(cat->nsplits, 1);
+    CHECK_INT(cat->nnames, 6);
+    CHECK_INT(cat->any, -1);
+    const struct kvg_catalog_model *q = &cat->models[0], *v1 = &cat->models[1],
+                                   *llama = &cat->models[3];
+    CHECK_STR(q->name, "qwen3-32b");
+    CHECK_STR(q->policy, "kv_aware");
+    CHECK_NEAR(q->policy_opts.temperature, 0.1, 0);
+    CHECK_INT(q->block_size, 64);
+    CHECK_INT(q->policy_opts.block_size, 64);
+    CHECK_STR(v1->policy, "prefix_affinity"); /* the top level's */
+    CHECK_NEAR(v1->policy_opts.temperature, 0.5, 0);
+    CHECK_INT(v1->block_size, 32);
+    CHECK_INT(llama->max_model_len, 8192);
+    char where[96];
+    snprintf(where, sizeof where, "%s:19", path);
+    CHECK_STR(llama->where, where);
+    CHECK_STR(q->workers[0].kv_events_endpoint, "tcp://127.0.0.1:5557");
+
+    struct kvg_catalog_pick p;
+    kvg_catalog_resolve(cat, "gpt-4o", 6, NULL, 0, 0.5, &p);
+    CHECK_INT(p.model, 0);
+    CHECK_INT(cat->names[p.name].kind, KVG_CATALOG_ALIAS);
+    kvg_catalog_resolve(cat, "qwen3", 5, "session-1", 9, 0, &p);
+    CHECK(p.model == 1 || p.model == 2);
+    CHECK_INT(p.split, 0);
+    CHECK_INT(p.sticky, 1);
+    kvg_catalog_resolve(cat, "qwen3-v3", 8, NULL, 0, 0, &p);
+    CHECK_INT(p.model, -1);
+    /* llama -> qwen3-32b (through its alias) -> qwen3-v1. */
+    CHECK_INT(llama->nfallbacks, 2);
+    CHECK_INT(llama->fallbacks[0], 0);
+    CHECK_INT(llama->fallbacks[1], 1);
+    CHECK_INT(q->nfallbacks, 1);
+    CHECK_INT(v1->nfallbacks, 0);
+    CHECK_INT(kvg_catalog_worker_model(cat, "http://127.0.0.1:8004"), 3);
+    CHECK_INT(kvg_catalog_worker_model(cat, "http://127.0.0.1:8003/"), 2);
+    CHECK_INT(kvg_catalog_worker_model(cat, "http://127.0.0.1:9999"), -1);
+    kvg_catalog_unref(cat);
+
+    /* SIGHUP's loader reads the same file to the same workers. */
+    struct kvg_serve_config *f = calloc(1, sizeof *f);
+    CHECK(f != NULL);
+    CHECK_INT(kvg_serve_config_load_file(path, f, err, sizeof err), 0);
+    CHECK_INT(f->workers.n, 4);
+    CHECK_STR(f->workers.v[3], "http://127.0.0.1:8004/");
+    kvg_serve_config_free(f);
+    free(f);
+    free_cfg(c, path);
+}
+
+TEST(single_model_flags_are_one_model_of_any_name)
+{
+    char path[64], err[512];
+    struct kvg_serve_config *c;
+    char *more[] = {"--worker-urls", "http://127.0.0.1:8001", "http://127.0.0.1:8002", "--policy",
+                    "round_robin"};
+    CHECK_INT(serve_parse("block_size: 8\n", path, &c, err, sizeof err, 5, more), 0);
+    struct kvg_catalog *cat;
+    CHECK_INT(kvg_serve_models_catalog(c, path, &cat, err, sizeof err), 0);
+    CHECK_INT(cat->nmodels, 1);
+    CHECK_INT(cat->any, 0);
+    CHECK_INT(cat->nnames, 0);
+    CHECK_STR(cat->models[0].name, "");
+    CHECK_STR(cat->models[0].policy, "round_robin");
+    CHECK_INT(cat->models[0].block_size, 8);
+    CHECK_INT(cat->models[0].nworkers, 2);
+    CHECK_STR(cat->models[0].workers[1].url, "http://127.0.0.1:8002");
+    struct kvg_catalog_pick p;
+    kvg_catalog_resolve(cat, "whatever/model", 14, NULL, 0, 0, &p);
+    CHECK_INT(p.model, 0);
+    CHECK_INT(p.name, -1);
+    CHECK_INT(kvg_catalog_worker_model(cat, "http://elsewhere:1"), 0);
+    kvg_catalog_unref(cat);
+    free_cfg(c, path);
+}
+
+TEST(tokenizer_directory_and_its_group)
+{
+    char dir[] = "/tmp/kvg-test-modeldir-XXXXXX", file[128], path[64], err[512];
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(file, sizeof file, "%s/tokenizer.json", dir);
+    FILE *f = fopen(file, "w");
+    CHECK(f != NULL);
+    fclose(f);
+    snprintf(file, sizeof file, "%s/tokenizer_config.json", dir);
+    CHECK((f = fopen(file, "w")) != NULL);
+    fclose(f);
+    char yaml[1024];
+    snprintf(yaml, sizeof yaml,
+             "tokenizer: /top/tokenizer.json\n"
+             "chat_template: /top/t.jinja\n"
+             "models:\n"
+             "  - name: a\n"
+             "    tokenizer: %s\n"
+             "    workers: [http://127.0.0.1:8001]\n"
+             "  - name: b\n"
+             "    workers: [http://127.0.0.1:8002]\n"
+             "  - name: c\n"
+             "    tokenizer: %s\n"
+             "    workers: [http://127.0.0.1:8003]\n",
+             dir, "/nowhere");
+    struct kvg_serve_config *c;
+    CHECK_INT(serve_parse(yaml, path, &c, err, sizeof err, 0, NULL), 0);
+    struct kvg_catalog *cat;
+    CHECK_INT(kvg_serve_models_catalog(c, path, &cat, err, sizeof err), 0);
+    char want[160];
+    snprintf(want, sizeof want, "%s/tokenizer.json", dir);
+    CHECK_STR(cat->models[0].tokenizer, want);
+    snprintf(want, sizeof want, "%s/tokenizer_config.json", dir);
+    CHECK_STR(cat->models[0].tokenizer_config, want);
+    CHECK_STR(cat->models[0].chat_template, ""); /* its own tokenizer: none of the top level's */
+    CHECK_STR(cat->models[1].tokenizer, "/top/tokenizer.json");
+    CHECK_STR(cat->models[1].chat_template, "/top/t.jinja");
+    CHECK_STR(cat->models[2].tokenizer, "/nowhere"); /* not a directory: a file, loaded later */
+    kvg_catalog_unref(cat);
+    free_cfg(c, path);
+    /* A directory without tokenizer.json is said at once. */
+    unlink(want);
+    snprintf(file, sizeof file, "%s/tokenizer.json", dir);
+    unlink(file);
+    snprintf(yaml, sizeof yaml,
+             "models:\n"
+             "  - name: a\n"
+             "    tokenizer: %s\n"
+             "    workers: [http://127.0.0.1:8001]\n",
+             dir);
+    CHECK_INT(serve_parse(yaml, path, &c, err, sizeof err, 0, NULL), KVG_ECONFIG);
+    snprintf(want, sizeof want,
+             "%s:2: models[0] 'a': tokenizer: %s is a directory without tokenizer.json", path, dir);
+    CHECK_STR(err, want);
+    free_cfg(c, path);
+    rmdir(dir);
+}
+
+/* One hostile config and the message its line gets (a message ending in
+ * "(known: " is the start of one). */
+struct hostile {
+    const char *what, *yaml;
+    int line;
+    const char *msg;
+};
+
+static const struct hostile hostile[] = {
+    {"an alias of an alias that cycles",
+     "models:\n"
+     "  - name: m\n"
+     "    workers: [http://127.0.0.1:8001]\n"
+     "  - name: x\n"
+     "    alias_of: y\n"
+     "  - name: y\n"
+     "    alias_of: z\n"
+     "  - name: z\n"
+     "    alias_of: x\n",
+     4, "models[1] 'x': alias_of loops: x -> y -> z -> x"},
+    {"an alias of an unknown name",
+     "models:\n"
+     "  - name: x\n"
+     "    alias_of: nobody\n",
+     2, "models[0] 'x': alias_of: unknown name 'nobody'"},
+    {"split weights not summing to 100",
+     "models:\n"
+     "  - {name: a, workers: [http://127.0.0.1:8001]}\n"
+     "  - {name: b, workers: [http://127.0.0.1:8002]}\n"
+     "  - name: s\n"
+     "    split: {a: 90, b: 5}\n",
+     4, "models[2] 's': split weights sum to 95, not 100"},
+    {"a split naming an unknown model",
+     "models:\n"
+     "  - {name: a, workers: [http://127.0.0.1:8001]}\n"
+     "  - name: s\n"
+     "    split:\n"
+     "      a: 50\n"
+     "      b: 50\n",
+     6, "models[1] 's': split: 'b' is unknown (no entry has that name or alias)"},
+    {"a split of a split",
+     "models:\n"
+     "  - {name: a, workers: [http://127.0.0.1:8001]}\n"
+     "  - {name: b, workers: [http://127.0.0.1:8002]}\n"
+     "  - {name: s, split: {a: 50, b: 50}}\n"
+     "  - name: t\n"
+     "    split: {s: 50, a: 50}\n",
+     6, "models[3] 't': split: 's' is a split (a split of a split is refused: name its models)"},
+    {"a fallback chain that loops",
+     "models:\n"
+     "  - name: a\n"
+     "    fallbacks: [b]\n"
+     "    workers: [http://127.0.0.1:8001]\n"
+     "  - name: b\n"
+     "    fallbacks: [c]\n"
+     "    workers: [http://127.0.0.1:8002]\n"
+     "  - name: c\n"
+     "    fallbacks: [a-alias]\n"
+     "    workers: [http://127.0.0.1:8003]\n"
+     "  - {name: a-alias, alias_of: a}\n",
+     2, "models[0] 'a': fallbacks loop: a -> b -> c -> a"},
+    {"a model its own fallback",
+     "models:\n"
+     "  - {name: a, workers: [http://127.0.0.1:8001]}\n"
+     "  - name: b\n"
+     "    fallbacks: [b]\n"
+     "    workers: [http://127.0.0.1:8002]\n",
+     3, "models[1] 'b': fallbacks loop: b -> b"},
+    {"two models claiming one alias",
+     "models:\n"
+     "  - name: a\n"
+     "    aliases: [gpt-4o]\n"
+     "    workers: [http://127.0.0.1:8001]\n"
+     "  - name: b\n"
+     "    aliases: [gpt-4o]\n"
+     "    workers: [http://127.0.0.1:8002]\n",
+     5, "models[1] 'b': alias 'gpt-4o' is already claimed by models[0] 'a' (line 2)"},
+    {"two models of one name",
+     "models:\n"
+     "  - {name: a, workers: [http://127.0.0.1:8001]}\n"
+     "  - {name: a, workers: [http://127.0.0.1:8002]}\n",
+     3, "models[1] 'a': name 'a' is already claimed by models[0] 'a' (line 2)"},
+    {"a worker listed under two models",
+     "models:\n"
+     "  - name: a\n"
+     "    workers:\n"
+     "      - http://127.0.0.1:8001\n"
+     "  - name: b\n"
+     "    workers:\n"
+     "      - http://127.0.0.1:8002\n"
+     "      - http://127.0.0.1:8001/\n",
+     8, "models[1] 'b': worker http://127.0.0.1:8001/ is already under models[0] 'a' (line 4)"},
+    {"a model with nothing to serve it",
+     "models:\n"
+     "  - {name: a, workers: [http://127.0.0.1:8001]}\n"
+     "  - name: b\n"
+     "    aliases: [c]\n",
+     3,
+     "models[1] 'b': no workers, split or alias_of: nothing would serve it (aliases name more "
+     "names for an entry that has one of them)"},
+    {"workers and a split at once",
+     "models:\n"
+     "  - {name: a, workers: [http://127.0.0.1:8001]}\n"
+     "  - name: b\n"
+     "    split: {a: 100}\n"
+     "    workers: [http://127.0.0.1:8002]\n",
+     3, "models[1] 'b': workers, split and alias_of exclude each other"},
+    {"a split with a tokenizer",
+     "models:\n"
+     "  - {name: a, workers: [http://127.0.0.1:8001]}\n"
+     "  - name: b\n"
+     "    split: {a: 100}\n"
+     "    tokenizer: /m/tokenizer.json\n",
+     3, "models[1] 'b': tokenizer: only a model with workers has one (this entry is a split)"},
+    {"an alias with a policy option",
+     "models:\n"
+     "  - {name: a, workers: [http://127.0.0.1:8001]}\n"
+     "  - name: b\n"
+     "    alias_of: a\n"
+     "    router_temperature: 0.3\n",
+     3,
+     "models[1] 'b': a policy option: only a model with workers has one (this entry is an alias)"},
+    {"a fallback naming a split",
+     "models:\n"
+     "  - {name: a, workers: [http://127.0.0.1:8001]}\n"
+     "  - {name: b, workers: [http://127.0.0.1:8002], fallbacks: [s]}\n"
+     "  - {name: s, split: {a: 100}}\n",
+     3, "models[1] 'b': fallbacks: 's' is a split (fallbacks name models)"},
+    {"an unknown policy",
+     "models:\n"
+     "  - name: a\n"
+     "    policy: fastest\n"
+     "    workers: [http://127.0.0.1:8001]\n",
+     2, "models[0] 'a': unknown policy 'fastest' (known: "},
+    {"prefill workers without decode",
+     "models:\n"
+     "  - name: a\n"
+     "    workers: [{url: http://127.0.0.1:8001, role: prefill}]\n",
+     2, "models[0] 'a': prefill workers without decode workers: a prefill/decode pair needs both"},
+    {"a worker twice in one model",
+     "models:\n"
+     "  - name: a\n"
+     "    workers: [http://127.0.0.1:8001, http://127.0.0.1:8001]\n",
+     3, "models[0] 'a': worker http://127.0.0.1:8001 is listed twice (line 3)"},
+};
+
+TEST(hostile_configs_name_their_file_line)
+{
+    for (size_t i = 0; i < sizeof hostile / sizeof hostile[0]; i++) {
+        const struct hostile *h = &hostile[i];
+        char path[64], err[1024], want[1200];
+        struct kvg_serve_config *c;
+        int rc = serve_parse(h->yaml, path, &c, err, sizeof err, 0, NULL);
+        if (rc != KVG_ECONFIG) printf("# %s: rc %d, %s\n", h->what, rc, err);
+        CHECK_INT(rc, KVG_ECONFIG);
+        snprintf(want, sizeof want, "%s:%d: %s", path, h->line, h->msg);
+        size_t n = strlen(h->msg);
+        int prefix = n > 8 && !strcmp(h->msg + n - 8, "(known: ");
+        if (prefix) err[strlen(want) < strlen(err) ? strlen(want) : strlen(err)] = 0;
+        if (strcmp(err, want)) printf("# %s\n", h->what);
+        CHECK_STR(err, want);
+        /* SIGHUP's reload refuses it with the same words. */
+        struct kvg_serve_config *f = calloc(1, sizeof *f);
+        char err2[1024];
+        CHECK(f != NULL);
+        CHECK_INT(kvg_serve_config_load_file(path, f, err2, sizeof err2), KVG_ECONFIG);
+        if (prefix && strlen(err2) > strlen(err)) err2[strlen(err)] = 0;
+        CHECK_STR(err2, err);
+        free(f);
+        free_cfg(c, path);
+    }
+}
+
+TEST(the_loader_refuses_what_it_cannot_read)
+{
+    const struct {
+        const char *yaml, *msg;
+    } cases[] = {
+        {"models:\n  - name: a\n    tokeniser: /m\n    workers: [http://127.0.0.1:8001]\n",
+         "3: models[0].tokeniser: unknown key (did you mean tokenizer?)"},
+        {"models:\n  - name: a\n    workers:\n      - url: http://127.0.0.1:8001\n"
+         "        kv_event_endpoint: tcp://127.0.0.1:5557\n",
+         "5: models[0].workers[0].kv_event_endpoint: unknown key (did you mean "
+         "kv_events_endpoint?)"},
+        {"models:\n  - workers: [http://127.0.0.1:8001]\n", "2: models[0]: needs name"},
+        {"models:\n  - name: a\n    workers: [{url: http://127.0.0.1:8001, role: leader}]\n",
+         "3: models[0].workers[0].role: expects one of regular, prefill, decode, encode, got "
+         "'leader'"},
+        {"models:\n  - name: s\n    split: {a: 101}\n",
+         "3: models[0].split.a: expects a number 0..100, got '101'"},
+        {"models:\n  - name: s\n    split: [a, b]\n",
+         "3: models[0].split: expects a mapping of names, got a list"},
+        {"models:\n  - name: a\n    block_size: 0\n    workers: [http://127.0.0.1:8001]\n",
+         "3: models[0].block_size: expects an integer 1..4294967295, got '0'"},
+        {"worker_urls: [http://127.0.0.1:8009]\n"
+         "models:\n  - name: a\n    workers: [http://127.0.0.1:8001]\n",
+         NULL},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char path[64], err[1024], want[1200];
+        struct kvg_serve_config *c;
+        CHECK_INT(serve_parse(cases[i].yaml, path, &c, err, sizeof err, 0, NULL), KVG_ECONFIG);
+        if (cases[i].msg)
+            snprintf(want, sizeof want, "%s:%s", path, cases[i].msg);
+        else
+            snprintf(want, sizeof want,
+                     "%s: models: and worker_urls (or workers:) exclude each other: each model "
+                     "lists its own workers (per-model discovery is not there yet)",
+                     path);
+        CHECK_STR(err, want);
+        free_cfg(c, path);
+    }
+}
