@@ -14,8 +14,10 @@
 int kvg__proxy_local_ok(const struct proxy_req *pr)
 {
     const struct kvg_proxy *px = pr->pl->px;
-    if (!px->tokenizer_exact || !px->rt.tok) return 0;
-    return pr->route != KVG_API_COUNT_TOKENS || px->rt.chat;
+    const struct kvg_rinput_tokenizer *rt = pr->pm ? &pr->pm->rt : &px->rt;
+    int exact = pr->pm ? pr->pm->tokenizer_exact : px->tokenizer_exact;
+    if (!exact || !rt->tok) return 0;
+    return pr->route != KVG_API_COUNT_TOKENS || rt->chat;
 }
 
 static void send_doc(struct proxy_req *pr, const struct kvg_buf *b)
@@ -44,7 +46,8 @@ static void detokenize(struct proxy_req *pr, struct kvg_buf *b)
         kvg__proxy_client_error(pr, 500, "out_of_memory", "out of memory");
         return;
     }
-    size_t vocab = kvg_tok_vocab_size(pr->pl->px->rt.tok);
+    const struct kvg_tok *tok = pr->pm ? pr->pm->rt.tok : pr->pl->px->rt.tok;
+    size_t vocab = kvg_tok_vocab_size(tok);
     const cJSON *it;
     cJSON_ArrayForEach(it, t)
     {
@@ -60,7 +63,7 @@ static void detokenize(struct proxy_req *pr, struct kvg_buf *b)
     }
     char *text = NULL;
     size_t len = 0;
-    int rc = kvg_tok_decode(pr->pl->px->rt.tok, ids, k, 0, &text, &len);
+    int rc = kvg_tok_decode(tok, ids, k, 0, &text, &len);
     free(ids);
     if (rc) {
         kvg__proxy_client_error(pr, 500, "detokenize_failed", kvg_strerror(rc));

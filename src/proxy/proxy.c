@@ -38,6 +38,7 @@ static struct kvg_str header_of(const void *hctx, const char *name)
 /* The request body: taken into pr when its work goes off the loop. */
 const struct kvg_buf *kvg__proxy_req_body(const struct proxy_req *pr)
 {
+    if (pr->model_body.len) return &pr->model_body; /* asked by another name (models.c) */
     return pr->offloop ? &pr->rbody : &pr->req->body;
 }
 
@@ -88,6 +89,7 @@ static void pr_closed(uv_handle_t *h)
     kvg_buf_free(&pr->rbody);
     kvg_buf_free(&pr->hdrs);
     kvg_buf_free(&pr->xout);
+    kvg_buf_free(&pr->model_body);
     kvg__proxy_xlate_free(pr);
     kvg_pd_req_free(&pr->pdr);
     if (on_workers(pr) && !kvg_proxy_wq_home_closing(pr->pl->wq)) {
@@ -309,6 +311,12 @@ static int worker_filter(void *ud, struct kvg_worker *w)
     if (pr->stored_worker &&
         kvg_hash_fnv1a64_str(KVG_HASH_FNV1A64_SEED, w->url) != pr->stored_worker)
         return 0;
+    /* A worker serves the model whose entry lists it, whatever else its
+     * /v1/models says. */
+    const struct kvg_catalog *cat = pr->pl->px->catalog;
+    if (cat && cat->any < 0 && pr->cmodel >= 0 &&
+        kvg_catalog_worker_model(cat, w->url) != pr->cmodel)
+        return 0;
     return kvg_gate_worker_filter(&pr->gate, w);
 }
 
@@ -334,6 +342,7 @@ static void route_ctx(struct proxy_req *pr, struct kvg_route_ctx *ctx)
     }
     ctx->filter = worker_filter; /* the request's priority may exclude busy workers */
     ctx->filter_ud = pr;
+    if (pr->pm && pr->pm->policy) ctx->policy = pr->pm->policy; /* the model's own */
     if (pr->ep && pr->ep->routing != KVG_API_ROUTE_PROMPT && px->load_policy)
         ctx->policy = px->load_policy; /* no KV to chase: least load */
 }
@@ -562,7 +571,14 @@ static int tokenized(const struct proxy_req *pr)
 {
     const struct kvg_proxy *px = pr->pl->px;
     if (pr->ep->routing == KVG_API_ROUTE_LOCAL) return kvg__proxy_local_ok(pr);
-    return px->wants_tokens && pr->ep->routing == KVG_API_ROUTE_PROMPT;
+    int wants = pr->pm ? pr->pm->wants_tokens : px->wants_tokens;
+    return wants && pr->ep->routing == KVG_API_ROUTE_PROMPT;
+}
+
+/* The tokenizer of the request's model. */
+static const struct kvg_rinput_tokenizer *rt_of(const struct proxy_req *pr)
+{
+    return pr->pm ? &pr->pm->rt : &pr->pl->px->rt;
 }
 
 static void parse_body(struct proxy_req *pr)
@@ -584,9 +600,15 @@ static void parse_body(struct proxy_req *pr)
     pr->parse_rc = kvg_rinput_parse(&pr->ri, body->data, body->len, pr->ep->kind, pr->parse_msg,
                                     sizeof pr->parse_msg);
     if (pr->parse_rc) return;
-    if (px->wants_text && pr->ep->routing == KVG_API_ROUTE_PROMPT) kvg_rinput_text(&pr->ri);
+    if ((pr->parse_rc = kvg__proxy_model_resolve(pr))) {
+        snprintf(pr->parse_msg, sizeof pr->parse_msg, "The model `%.*s` does not exist.",
+                 (int)pr->ri.model_len, pr->ri.model);
+        return;
+    }
+    int text = pr->pm ? pr->pm->wants_text : px->wants_text;
+    if (text && pr->ep->routing == KVG_API_ROUTE_PROMPT) kvg_rinput_text(&pr->ri);
     pr->ri.adapter = kvg_pool_model_is_adapter(px->pool, pr->ri.model, pr->ri.model_len);
-    if (tokenized(pr) && on_workers(pr)) kvg_rinput_tokenize(&pr->ri, &px->rt, 0);
+    if (tokenized(pr) && on_workers(pr)) kvg_rinput_tokenize(&pr->ri, rt_of(pr), 0);
 }
 
 static void parse_work(struct kvg_proxy_wq_item *w)
@@ -599,11 +621,19 @@ static void parse_work(struct kvg_proxy_wq_item *w)
 static void parsed(struct proxy_req *pr)
 {
     struct kvg_proxy_loop *pl = pr->pl;
-    struct kvg_proxy *px = pl->px;
     struct kvg_http_req *req = pr->req;
+    if (pr->parse_rc == KVG_ENOTFOUND) {
+        kvg__proxy_error(pr, 404, "invalid_request_error", "model_not_found", pr->parse_msg,
+                         "model", NULL, 0);
+        return;
+    }
     if (pr->parse_rc) {
         kvg__proxy_error(pr, 400, NULL, pr->ri.bad_code ? pr->ri.bad_code : "invalid_request",
                          pr->parse_msg, pr->ri.bad_param, NULL, 0);
+        return;
+    }
+    if (kvg__proxy_model_rename(pr)) {
+        kvg__proxy_client_error(pr, 500, "out_of_memory", "cannot rename the request's model");
         return;
     }
     struct kvg_gate_deny d;
@@ -618,7 +648,7 @@ static void parsed(struct proxy_req *pr)
         return;
     }
     if (tokenized(pr) && !on_workers(pr))
-        kvg_rinput_tokenize(&pr->ri, &px->rt, 1); /* on the loop */
+        kvg_rinput_tokenize(&pr->ri, rt_of(pr), 1); /* on the loop */
     if (pr->ep->routing == KVG_API_ROUTE_LOCAL && kvg__proxy_local_ok(pr)) {
         kvg__proxy_local_answer(pr);
         return;

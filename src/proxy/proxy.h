@@ -20,6 +20,7 @@
 #include "pd/pd.h"
 #include "proxy/route_input.h"
 #include "proxy/workq.h"
+#include "router/catalog.h"
 #include "router/pool.h"
 
 struct kvg_proxy_config {
@@ -67,6 +68,16 @@ struct kvg_proxy_obs {
     int64_t prompt_tokens, completion_tokens, cached_tokens; /* FINISH: usage, -1 unknown */
 };
 
+/* One served model's routing state: its tokenizer and chat template, its
+ * policy (NULL: the pool's), what that policy reads, and whether kvgate
+ * may answer tokenizer endpoints from it. The host's, set in its catalog
+ * entry's host slot (router/catalog.h) before serving; immutable. */
+struct kvg_proxy_model {
+    struct kvg_rinput_tokenizer rt;
+    struct kvg_policy *policy;
+    int wants_tokens, wants_text, tokenizer_exact;
+};
+
 /* Shared by every loop thread; nothing in it is owned by the proxy. */
 struct kvg_proxy {
     const struct kvg_proxy_config *cfg;
@@ -78,6 +89,10 @@ struct kvg_proxy {
     /* rt's tokenizer is the served model's own (not the bytes fallback):
      * kvgate answers count_tokens, /tokenize and /detokenize itself. */
     int tokenizer_exact;
+    /* The served models and the names clients may ask for (not owned;
+     * each model's host slot a struct kvg_proxy_model). NULL: the one
+     * model of rt and the pool's policy. */
+    const struct kvg_catalog *catalog;
     /* 1 << enum kvg_api_kind the engines are declared not to serve
      * (--translate-apis): sent as chat completions, answers translated. */
     unsigned translate_apis;

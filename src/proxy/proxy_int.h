@@ -52,6 +52,14 @@ struct proxy_req {
     int xlate;                         /* this attempt is the chat request, its answer translated */
     int probe;                         /* a 404 read whole: the worker may lack the endpoint */
     int xcapped;                       /* the gate's output cap set in ri.chat_body */
+    /* The served model (px->catalog): its index, its routing state, the
+     * name the client asked for when that was another (an alias, a split),
+     * and then the client's body with the served name (model_body). */
+    int cmodel;
+    const struct kvg_proxy_model *pm;
+    char asked[256];
+    size_t asked_len;
+    struct kvg_buf model_body;
     struct kvg_api_xctx xctx;          /* what a translated answer names */
     struct kvg_api_sse_xlate *xl;      /* a translated stream's translator (owned) */
     struct kvg_buf xout;               /* scratch: a translated stream's bytes for the client */
@@ -95,6 +103,13 @@ void kvg__proxy_error(struct proxy_req *pr, int status, const char *type, const 
 void kvg__proxy_client_error(struct proxy_req *pr, int status, const char *code, const char *msg);
 /* After the stream started: an SSE error event and [DONE] (the caller finishes). */
 void kvg__proxy_sse_error_end(struct proxy_req *pr, const char *msg);
+
+/* models.c: pr's served model from its name (aliases, a split by its
+ * session key) and its routing state; 0, or KVG_ENOTFOUND for a name no
+ * model answers to (a 404). Thread-safe. And, on the loop, the body
+ * renamed for the served model when the client asked by another name. */
+int kvg__proxy_model_resolve(struct proxy_req *pr);
+int kvg__proxy_model_rename(struct proxy_req *pr);
 
 /* local.c: whether kvgate answers pr itself (its endpoint's routing is
  * LOCAL and the tokenizer is the model's), and the answer (pr tokenized). */

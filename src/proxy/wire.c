@@ -121,6 +121,10 @@ void kvg__proxy_access_log(struct proxy_req *pr, int status)
     kvg_buf_append_json_str(&b, pr->path, strlen(pr->path));
     kvg_buf_printf(&b, ",\"method\":\"%s\",\"stream\":%s,\"model\":", pr->method,
                    pr->ri.stream ? "true" : "false");
+    if (pr->asked_len) { /* asked by an alias or a split: the name asked, the model served */
+        kvg_buf_append_json_str(&b, pr->asked, pr->asked_len);
+        kvg_buf_append_str(&b, ",\"served_model\":");
+    }
     kvg_buf_append_json_str(&b, pr->ri.model, pr->ri.model_len);
     if (pr->ri.session_len) {
         kvg_buf_append_str(&b, ",\"session\":");

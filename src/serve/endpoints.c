@@ -45,35 +45,86 @@ static size_t healthy_count(struct kvg_serve *sv)
 }
 
 /* GET /v1/models: the union of the models the workers serve. */
+/* The key a /v1/models request presents, when keys are on and it is valid
+ * (the list is then filtered by its models); NULL otherwise. *set holds the
+ * key set's reference, dropped by the caller. */
+static const struct kvg_keys_entry *models_key(struct kvg_serve *sv, struct kvg_http_req *req,
+                                               struct kvg_keys_set **set)
+{
+    *set = NULL;
+    if (!sv->gate.auth_on) return NULL;
+    char cred[600];
+    struct kvg_str auth =
+        kvg_gate_credential(kvg_http_req_header(req, "authorization"),
+                            kvg_http_req_header(req, "x-api-key"), cred, sizeof cred);
+    if (!(*set = kvg_keys_acquire(&sv->gate.keys))) return NULL;
+    const struct kvg_keys_entry *e = NULL;
+    if (kvg_keys_authenticate(*set, auth, &e) != KVG_KEYS_AUTH_OK) e = NULL;
+    return e;
+}
+
+static void model_item(cJSON *data, struct kvg_serve *sv, const char *id, uint32_t max_len,
+                       const char *parent)
+{
+    cJSON *it;
+    cJSON_ArrayForEach(it, data)
+    {
+        cJSON *v = cJSON_GetObjectItemCaseSensitive(it, "id");
+        if (v && !strcmp(v->valuestring, id)) return; /* listed by another worker */
+    }
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "id", id);
+    cJSON_AddStringToObject(o, "object", "model");
+    cJSON_AddNumberToObject(o, "created", (double)(long long)sv->started_s);
+    cJSON_AddStringToObject(o, "owned_by", "kvgate");
+    if (max_len) cJSON_AddNumberToObject(o, "max_model_len", max_len);
+    if (parent) cJSON_AddStringToObject(o, "parent", parent);
+    cJSON_AddItemToArray(data, o);
+}
+
+/* GET /v1/models: with a models: section, every name the catalog answers
+ * to (models, aliases, splits: an alias and a split with the model it
+ * serves first as parent); else the union of the workers' lists (an
+ * adapter with its parent). Context lengths as the workers report them;
+ * filtered by the presented key's models. */
 static void models(struct kvg_serve_loop *lc, struct kvg_http_req *req)
 {
-    struct kvg_worker *ws[KVG_POOL_MAX_WORKERS];
-    size_t n = kvg_pool_snapshot(&lc->sv->pool, ws, KVG_POOL_MAX_WORKERS);
+    struct kvg_serve *sv = lc->sv;
+    struct kvg_keys_set *set;
+    const struct kvg_keys_entry *key = models_key(sv, req, &set);
     cJSON *root = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "object", "list");
     cJSON *data = cJSON_AddArrayToObject(root, "data");
-    for (size_t i = 0; i < n; i++) {
-        struct kvg_worker *w = ws[i];
-        pthread_mutex_lock(&w->mu);
-        for (size_t m = 0; m < w->models.n; m++) {
-            int dup = 0;
-            cJSON *it;
-            cJSON_ArrayForEach(it, data)
-            {
-                cJSON *id = cJSON_GetObjectItemCaseSensitive(it, "id");
-                if (id && !strcmp(id->valuestring, w->models.e[m].id)) dup = 1;
-            }
-            if (dup) continue;
-            cJSON *o = cJSON_CreateObject();
-            cJSON_AddStringToObject(o, "id", w->models.e[m].id);
-            cJSON_AddStringToObject(o, "object", "model");
-            cJSON_AddNumberToObject(o, "created", (double)(long long)lc->sv->started_s);
-            cJSON_AddStringToObject(o, "owned_by", "kvgate");
-            cJSON_AddItemToArray(data, o);
+    const struct kvg_catalog *cat = sv->catalog;
+    if (cat && cat->any < 0) {
+        for (size_t i = 0; i < cat->nnames; i++) {
+            const struct kvg_catalog_name *nm = &cat->names[i];
+            if (key && !kvg_keys_model_allowed(key, nm->name, nm->len)) continue;
+            int m = nm->model >= 0 ? nm->model : cat->splits[nm->split].model[0];
+            const char *served = cat->models[m].name;
+            uint32_t len = cat->models[m].max_model_len;
+            if (!len) len = kvg_pool_max_model_len(&sv->pool, served, strlen(served));
+            /* an alias or a split: the model it serves (a split's first) as parent */
+            model_item(data, sv, nm->name, len, nm->kind == KVG_CATALOG_MODEL ? NULL : served);
         }
-        pthread_mutex_unlock(&w->mu);
-        kvg_worker_unref(w);
+    } else {
+        struct kvg_worker *ws[KVG_POOL_MAX_WORKERS];
+        size_t n = kvg_pool_snapshot(&sv->pool, ws, KVG_POOL_MAX_WORKERS);
+        for (size_t i = 0; i < n; i++) {
+            struct kvg_worker *w = ws[i];
+            pthread_mutex_lock(&w->mu);
+            const char *base = w->models.n ? w->models.e[0].id : NULL;
+            for (size_t m = 0; m < w->models.n; m++) {
+                const struct kvg_model_entry *e = &w->models.e[m];
+                if (key && !kvg_keys_model_allowed(key, e->id, e->len)) continue;
+                model_item(data, sv, e->id, e->max_model_len,
+                           e->adapter && base && !w->models.e[0].adapter ? base : NULL);
+            }
+            pthread_mutex_unlock(&w->mu);
+            kvg_worker_unref(w);
+        }
     }
+    if (set) kvg_keys_unref(set);
     send_cjson(req, 200, root);
 }
 

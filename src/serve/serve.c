@@ -336,6 +336,7 @@ int kvg_serve_run(struct kvg_serve_config *cfg)
     }
     if ((rc = kvg_serve_router_init(&s.sv, err, sizeof err)) ||
         (rc = kvg_serve_gate_init(&s.sv, err, sizeof err)) ||
+        (rc = kvg_serve_models_init(&s.sv, err, sizeof err)) ||
         (rc = kvg_serve_autoscale_init(&s.sv, err, sizeof err))) {
         fprintf(stderr, "kvgate serve: %s\n", err);
         return serve_fail(&s, 2);
@@ -408,6 +409,7 @@ int kvg_serve_run(struct kvg_serve_config *cfg)
     kvg_serve_status_free(&s.sv);
     kvg_gate_free(&s.sv.gate);
     kvg_serve_autoscale_free(&s.sv);
+    kvg_serve_models_free(&s.sv);
     kvg_serve_router_free(&s.sv);
     kvg_serve_metrics_free(&s.sv.metrics);
     if (s.sv.tls) SSL_CTX_free(s.sv.tls);

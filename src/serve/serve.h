@@ -59,6 +59,7 @@ struct kvg_serve {
     struct kvg_tok_pcache *tok_cache; /* its prefix cache (NULL: off) */
     struct kvg_jinja_chat *chat;      /* its chat template */
     struct kvg_kv_index *kv;          /* precise KV index; NULL when no worker publishes events */
+    struct kvg_catalog *catalog;      /* the served models (models_setup.c); owned */
     struct kvg_kv_sub *sub;           /* its subscribers */
     /* Per worker slot, the data-parallel rank its events must carry + 1
      * (0: a plain URL), set when the worker joins; read by the subscriber
@@ -140,6 +141,11 @@ void kvg_serve_modes_refresh(struct kvg_serve *sv);
 /* The gateway's decisions and the proxy, from the configuration
  * (gate_setup.c); after kvg_serve_router_init. */
 int kvg_serve_gate_init(struct kvg_serve *sv, char *err, size_t errlen);
+/* The served models' catalog and each one's tokenizer and policy for the
+ * proxy (models_setup.c); after kvg_serve_gate_init. Freed with
+ * kvg_serve_models_free (before the router's). Message in err. */
+int kvg_serve_models_init(struct kvg_serve *sv, char *err, size_t errlen);
+void kvg_serve_models_free(struct kvg_serve *sv);
 /* The embedded autoscaler (autoscale_setup.c): --autoscale FILE loaded and
  * its gauges registered (nothing without the flag); its timer on loop;
  * stopped with the main loop; freed at exit. Message in err. */
