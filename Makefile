@@ -26,11 +26,15 @@ DESTDIR ?=
 # hash when tracked files differ from it), else KVG_COMMIT as given (the
 # Dockerfile passes it: its context has no .git), else none, which --version
 # says. Only characters a version may hold are kept.
+# safe.directory: `sudo make install` in a checkout owned by another user
+# still reads its commit (git refuses such a repository otherwise, and the
+# binary would be relinked as "commit unknown").
+GIT := git -c safe.directory='*'
 ifeq ($(origin KVG_COMMIT),undefined)
-ifeq ($(shell git rev-parse --show-toplevel 2>/dev/null),$(CURDIR))
-KVG_COMMIT := $(shell c=$$(git rev-parse --short=12 HEAD 2>/dev/null) && \
-                { git diff --quiet HEAD -- 2>/dev/null && echo $$c || echo $$c-dirty; })
-KVG_COMMIT_DATE := $(shell git log -1 --format=%cs HEAD 2>/dev/null)
+ifeq ($(shell $(GIT) rev-parse --show-toplevel 2>/dev/null),$(CURDIR))
+KVG_COMMIT := $(shell c=$$($(GIT) rev-parse --short=12 HEAD 2>/dev/null) && \
+                { $(GIT) diff --quiet HEAD -- 2>/dev/null && echo $$c || echo $$c-dirty; })
+KVG_COMMIT_DATE := $(shell $(GIT) log -1 --format=%cs HEAD 2>/dev/null)
 endif
 endif
 override KVG_COMMIT := $(shell printf '%s' '$(KVG_COMMIT)' | tr -cd 'A-Za-z0-9._+-')
