@@ -7,6 +7,8 @@
 #   make BUILD=asan      ASan+UBSan      -> build/asan/kvgate
 #   make test            what CI runs (scripts/test.sh does deps + this)
 #   make fuzz            libFuzzer targets (clang) -> build/fuzz/bin/
+#   make install         bin/kvgate and share/man/man1/kvgate.1 under $(DESTDIR)$(PREFIX)
+#   make deb             a Debian package -> build/deb/ (scripts/build-deb.sh)
 # Benchmark programs bench/<name>/*.c are built to build/<mode>/bench/<name>/.
 
 BUILD   ?= release
@@ -15,6 +17,28 @@ CC      ?= cc
 PKGS    := libuv libzmq msgpack hiredis libcjson yaml-0.1 libpcre2-8 libxxhash openssl
 LLHTTP_DIR := /usr/share/llhttp
 LLHTTP_INC := /usr/share/include/llhttp
+
+PREFIX  ?= /usr/local
+DESTDIR ?=
+
+# The commit kvgate is built from, for `kvgate --version` (src/cmd/version.c):
+# git's when this directory is the top of a git checkout ("-dirty" after the
+# hash when tracked files differ from it), else KVG_COMMIT as given (the
+# Dockerfile passes it: its context has no .git), else none, which --version
+# says. Only characters a version may hold are kept.
+# safe.directory: `sudo make install` in a checkout owned by another user
+# still reads its commit (git refuses such a repository otherwise, and the
+# binary would be relinked as "commit unknown").
+GIT := git -c safe.directory='*'
+ifeq ($(origin KVG_COMMIT),undefined)
+ifeq ($(shell $(GIT) rev-parse --show-toplevel 2>/dev/null),$(CURDIR))
+KVG_COMMIT := $(shell c=$$($(GIT) rev-parse --short=12 HEAD 2>/dev/null) && \
+                { $(GIT) diff --quiet HEAD -- 2>/dev/null && echo $$c || echo $$c-dirty; })
+KVG_COMMIT_DATE := $(shell $(GIT) log -1 --format=%cs HEAD 2>/dev/null)
+endif
+endif
+override KVG_COMMIT := $(shell printf '%s' '$(KVG_COMMIT)' | tr -cd 'A-Za-z0-9._+-')
+override KVG_COMMIT_DATE := $(shell printf '%s' '$(KVG_COMMIT_DATE)' | tr -cd '0-9-')
 
 WARN    := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wno-unused-parameter
 CSTD    := -std=c11 -D_GNU_SOURCE
@@ -53,8 +77,9 @@ TOOL_BINS  := $(TOOL_SRCS:tests/tools/%.c=$(OUT)/tools/%)
 BENCH_SRCS := $(wildcard bench/*/*.c)
 BENCH_BINS := $(BENCH_SRCS:bench/%.c=$(OUT)/bench/%)
 
-.PHONY: all test unit clean fuzz fuzz-bins format format-check bench bench-suite
-all: $(OUT)/kvgate $(TEST_BINS) $(TOOL_BINS) $(BENCH_BINS)
+.PHONY: all test unit clean fuzz fuzz-bins format format-check bench bench-suite install \
+        uninstall deb FORCE
+all: $(OUT)/kvgate $(OUT)/kvgate.1 $(TEST_BINS) $(TOOL_BINS) $(BENCH_BINS)
 
 # Made anew each time: ar would keep the objects of files since moved or deleted.
 $(OUT)/libkvgate.a: $(LIB_OBJS) $(LLHTTP_OBJS)
@@ -67,6 +92,20 @@ $(OUT)/libkvgate_cmd.a: $(CMD_OBJS)
 
 $(OUT)/kvgate: $(OUT)/src/main.o $(OUT)/libkvgate_cmd.a $(OUT)/libkvgate.a
 	$(CC) $(LDOPT) -o $@ $^ $(LIBS)
+
+# The man page, made by the binary from its commands' --help (src/cmd/man.c).
+$(OUT)/kvgate.1: $(OUT)/kvgate
+	$(OUT)/kvgate help --man >$@.tmp && mv $@.tmp $@
+
+# version.o carries the commit; the stamp changes (and version.o is rebuilt)
+# only when the commit does.
+$(OUT)/version.stamp: FORCE
+	@mkdir -p $(@D)
+	@echo '$(KVG_COMMIT) $(KVG_COMMIT_DATE)' | cmp -s - $@ 2>/dev/null || \
+	  echo '$(KVG_COMMIT) $(KVG_COMMIT_DATE)' >$@
+$(OUT)/src/cmd/version.o: $(OUT)/version.stamp
+$(OUT)/src/cmd/version.o: CFLAGS_ALL += -DKVG_COMMIT='"$(KVG_COMMIT)"' \
+                                        -DKVG_COMMIT_DATE='"$(KVG_COMMIT_DATE)"'
 
 $(OUT)/src/%.o: src/%.c
 	@mkdir -p $(@D)
@@ -124,6 +163,17 @@ bench:
 # (under 10 minutes on 2 cores); writes bench/results/routing-suite.md.
 bench-suite: all
 	bash bench/routing/suite.sh
+
+install: $(OUT)/kvgate $(OUT)/kvgate.1
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1
+	install -m 0755 $(OUT)/kvgate $(DESTDIR)$(PREFIX)/bin/kvgate
+	install -m 0644 $(OUT)/kvgate.1 $(DESTDIR)$(PREFIX)/share/man/man1/kvgate.1
+
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/bin/kvgate $(DESTDIR)$(PREFIX)/share/man/man1/kvgate.1
+
+deb:
+	bash scripts/build-deb.sh
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')

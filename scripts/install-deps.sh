@@ -31,6 +31,8 @@ if [ "${1:-}" != "--run" ] && ! { command -v node && command -v npm; } >/dev/nul
 fi
 # kubectl (for `kubectl kustomize` on deploy/) by command too: Debian's
 # kubernetes-client would conflict with a kubectl installed another way.
+# deploy/ needs kustomize v5 (kubectl 1.27+); Debian 12's kubernetes-client
+# is 1.20, with which tests/integration/deploy_manifests.sh skips.
 if [ "${1:-}" != "--run" ] && ! command -v kubectl >/dev/null 2>&1; then
   missing+=(kubernetes-client)
 fi

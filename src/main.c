@@ -5,13 +5,7 @@
 
 #include "cmd/cmd.h"
 
-struct subcommand {
-    const char *name;
-    int (*main)(int argc, char **argv);
-    const char *help;
-};
-
-static const struct subcommand commands[] = {
+static const struct kvg_cmd_entry commands[] = {
     {"serve", kvg_cmd_serve_main, "run the gateway and router in front of engines"},
     {"autoscale", kvg_cmd_autoscale_main,
      "the autoscaler as its own process: signals over HTTP, a Redis lease, actuators"},
@@ -21,7 +15,7 @@ static const struct subcommand commands[] = {
     {"observe", kvg_cmd_observe_main,
      "what every gateway replica says of each worker (GET /serving)"},
     {"tokenize", kvg_cmd_tokenize_main, "tokenize text or render and tokenize a chat request"},
-    {"version", kvg_cmd_version_main, "print the version"},
+    {"version", kvg_cmd_version_main, "print the version and the git commit it was built from"},
 };
 
 static void usage(FILE *f)
@@ -29,7 +23,8 @@ static void usage(FILE *f)
     fprintf(f, "usage: kvgate <command> [options]\n\ncommands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].help);
-    fprintf(f, "\n`kvgate <command> --help` describes a command's options.\n");
+    fprintf(f, "\n`kvgate <command> --help` describes a command's options; `kvgate help --man`\n"
+               "prints them all as the man page kvgate(1).\n");
 }
 
 int main(int argc, char **argv)
@@ -38,6 +33,8 @@ int main(int argc, char **argv)
         usage(stderr);
         return 2;
     }
+    if (!strcmp(argv[1], "help") && argc == 3 && !strcmp(argv[2], "--man"))
+        return kvg_cmd_man(commands, sizeof commands / sizeof commands[0], stdout);
     if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
         usage(stdout);
         return 0;

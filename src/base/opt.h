@@ -221,6 +221,23 @@ int kvg_opt_parse_u64(const char *v, uint64_t *out);
  * (NULL: none shown), the valid values of enumerations listed. */
 void kvg_opt_help(const struct kvg_opt *t, const void *defaults, FILE *out);
 
+/* What kvg_opt_help writes: text (the default), or roff for the man page
+ * (kvgate help --man sets it before it gathers every command's --help). In
+ * roff, a section is ".SS name" and an entry a tagged paragraph (.TP) with
+ * the same words; each call's output stands between the lines
+ * KVG_OPT_ROFF_BEGIN and KVG_OPT_ROFF_END (roff comments), so that whoever
+ * gathers a command's --help tells the tables (roff already) from the text
+ * printed around them (to escape with kvg_opt_roff_text). Process-wide:
+ * set it from one thread, before the calls. */
+enum kvg_opt_help_format { KVG_OPT_HELP_TEXT, KVG_OPT_HELP_ROFF };
+void kvg_opt_help_set_format(enum kvg_opt_help_format f);
+#define KVG_OPT_ROFF_BEGIN ".\\\" kvgate-options-begin"
+#define KVG_OPT_ROFF_END ".\\\" kvgate-options-end"
+/* Writes s escaped for roff text: '\' as \e, '-' as \- (a minus: options
+ * stay what they are typed as), \& before a '.' or '\'' opening a line, a
+ * break point (\:) after each ','. */
+void kvg_opt_roff_text(const char *s, FILE *out);
+
 /* Calls add(ud, arg) with "--name" and its values for each option whose
  * value in obj differs from defaults (argv for a child process: parsing
  * them onto defaults gives obj back). Rows and named includes are

@@ -29,6 +29,22 @@ int kvg_cmd_keys_main(int argc, char **argv);
 int kvg_cmd_tokenize_main(int argc, char **argv);
 int kvg_cmd_observe_main(int argc, char **argv);
 int kvg_cmd_version_main(int argc, char **argv);
+/* The release ("0.1.0"), the commit it was built from and that commit's
+ * date ("" when built outside a git checkout). Static strings. */
+const char *kvg_cmd_version(void);
+const char *kvg_cmd_version_commit(void);
+const char *kvg_cmd_version_date(void);
+
+/* A command as src/main.c dispatches to it. */
+struct kvg_cmd_entry {
+    const char *name;
+    int (*main)(int argc, char **argv);
+    const char *help; /* one line */
+};
+/* `kvgate help --man`: writes kvgate.1 (roff) to out, made of each command's
+ * own --help (cmds[0..n), their option tables rendered as roff by
+ * base/opt.h). 0, or 1 when a command's help could not be gathered. */
+int kvg_cmd_man(const struct kvg_cmd_entry *cmds, size_t n, FILE *out);
 
 /* The parse functions below fill their struct from its defaults and argv
  * (argv[0] the command's name): 0, 1 for --help or -h (nothing printed:

@@ -2,7 +2,7 @@
  * OpenAI chat requests read on stdin, so that kvgate's view of a prompt can
  * be checked against an engine's by hand or by scripts.
  *
- *   kvgate tokenize --tokenizer tokenizer.json|builtin:bytes
+ *   kvgate tokenize --tokenizer DIR|tokenizer.json|builtin:bytes
  *       [--tokenizer-config tokenizer_config.json] [--chat-template FILE]
  *       [--chat] [--render] [--jsonl] [--add-special-tokens]
  *
@@ -50,7 +50,9 @@ struct cli {
 
 static const struct kvg_opt flags[] = {
     {"tokenizer", NULL, KVG_OPT_STR, F(tokenizer), S(tokenizer),
-     .meta = "tokenizer.json|builtin:bytes", .help = "the tokenizer (required)",
+     .meta = "DIR|tokenizer.json|builtin:bytes",
+     .help = "the tokenizer: a model directory (its tokenizer.json and tokenizer_config.json), "
+             "a tokenizer.json, or builtin:bytes (required)",
      .section = "options"},
     {"tokenizer-config", NULL, KVG_OPT_STR, F(tokenizer_config), S(tokenizer_config),
      .meta = "tokenizer_config.json", .help = "its config (special tokens, chat template)"},
@@ -69,7 +71,7 @@ static const struct kvg_opt flags[] = {
 
 void kvg_cmd_tokenize_usage(FILE *f)
 {
-    fprintf(f, "usage: kvgate tokenize --tokenizer tokenizer.json|builtin:bytes\n"
+    fprintf(f, "usage: kvgate tokenize --tokenizer DIR|tokenizer.json|builtin:bytes\n"
                "         [--tokenizer-config tokenizer_config.json] [--chat-template FILE]\n"
                "         [--chat] [--render] [--jsonl] [--add-special-tokens]\n"
                "Reads text (or with --chat an OpenAI chat request) on stdin and prints\n"

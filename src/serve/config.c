@@ -69,7 +69,9 @@ static const struct kvg_opt flags[] = {
      .count_off = O(nmodels), .max_rows = KVG_CATALOG_MAX_MODELS, .flags = KVG_OPT_F_ALLOC,
      .help = "many models behind one address, one mapping each (docs/models.md)"},
     {"tokenizer", NULL, KVG_OPT_STR, O(tokenizer), S(tokenizer), .section = "tokenizer",
-     .meta = "FILE", .help = "tokenizer.json of the served model, or builtin:bytes"},
+     .meta = "PATH",
+     .help = "the served model's directory (its tokenizer.json and "
+             "tokenizer_config.json) or its tokenizer.json, or builtin:bytes"},
     {"tokenizer-config", NULL, KVG_OPT_STR, O(tokenizer_config), S(tokenizer_config),
      .meta = "FILE", .help = "tokenizer_config.json (chat template, BOS/EOS)"},
     {"chat-template", NULL, KVG_OPT_STR, O(chat_template), S(chat_template), .meta = "FILE",

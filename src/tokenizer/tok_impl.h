@@ -443,6 +443,13 @@ void kvg__tok_dec_free(struct kvg_tok *tok);
 /* tok_builtin.c */
 int kvg__tok_builtin_init(struct kvg_tok *tok, char *err, size_t errlen);
 
+/* tok_path.c: the files path and config_path (nullable) name (see
+ * kvg_tok_load): tok_out gets the tokenizer.json to read, cfg_out the
+ * tokenizer_config.json ("" for none). 0, or a negative code with err set
+ * (a directory without tokenizer.json, a HuggingFace id, too long). */
+int kvg__tok_resolve(const char *path, const char *config_path, char *tok_out, size_t tok_cap,
+                     char *cfg_out, size_t cfg_cap, char *err, size_t errlen);
+
 /* tok_load.c: loads tokenizer.json text from memory (the loader fuzz
  * target); as kvg_tok_load otherwise. */
 int kvg__tok_load_mem(const char *json, size_t len, struct kvg_tok **out, char *err, size_t errlen);

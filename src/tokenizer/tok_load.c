@@ -414,6 +414,7 @@ int kvg_tok_load(const char *path, const char *config_path, struct kvg_tok **out
     if (!tok) return -ENOMEM;
     tok->unk_id = -1;
     int rc;
+    char file[4096], cfg[4096]; /* what a model directory's path names */
     if (!strcmp(path, "builtin:bytes"))
         rc = kvg__tok_builtin_init(tok, err, errlen);
     else if (!strncmp(path, "builtin:", 8))
@@ -421,9 +422,11 @@ int kvg_tok_load(const char *path, const char *config_path, struct kvg_tok **out
     else {
         char *data = NULL;
         size_t len = 0;
-        rc = read_file(path, &data, &len, err, errlen);
-        if (!rc) rc = load_hf(tok, data, len, path, err, errlen);
+        rc = kvg__tok_resolve(path, config_path, file, sizeof file, cfg, sizeof cfg, err, errlen);
+        if (!rc) rc = read_file(file, &data, &len, err, errlen);
+        if (!rc) rc = load_hf(tok, data, len, file, err, errlen);
         free(data);
+        config_path = cfg[0] ? cfg : NULL;
     }
     if (!rc && config_path) rc = load_config(tok, config_path, err, errlen);
     if (rc) {

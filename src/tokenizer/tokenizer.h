@@ -12,8 +12,11 @@
 
 struct kvg_tok;
 
-/* Loads a tokenizer. `path` is a tokenizer.json file, or "builtin:bytes".
- * `config_path` (nullable) is tokenizer_config.json: bos/eos tokens and the
+/* Loads a tokenizer. `path` is a tokenizer.json file, a model directory
+ * (its tokenizer.json, and its tokenizer_config.json when config_path is
+ * NULL), or "builtin:bytes"; a HuggingFace model id is refused with what to
+ * pass instead (nothing is downloaded). `config_path` (nullable) is
+ * tokenizer_config.json, or a directory holding it: bos/eos tokens and the
  * chat template. On failure returns a negative code (KVG_EUNSUPP names the
  * unsupported component in `err`) and writes a message into err[errlen].
  * On success *out is owned by the caller: kvg_tok_free(). */
