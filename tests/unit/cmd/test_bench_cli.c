@@ -216,7 +216,7 @@ TEST(unknown_names_are_errors_naming_the_known_ones)
     static struct capture cap;
     const char *w[] = {"--workload", "chta"};
     CHECK_INT(parse_err(&c, w, 2, &cap), -1);
-    CHECK(strstr(cap.err, "--workload: expects one of shared_prefix, chat, trace, got 'chta'"));
+    CHECK(strstr(cap.err, "--workload: expects one of shared_prefix, chat, trace, agent, got 'chta'"));
     const char *p[] = {"--policies", "random,randm"};
     CHECK_INT(parse_err(&c, p, 2, &cap), -1);
     CHECK(strstr(cap.err, "unknown policy 'randm'"));
