@@ -52,6 +52,7 @@ struct lreq {
     double last_tok; /* engine time of the last text chunk */
     uint32_t chunks;
     int64_t usage_out, usage_in;
+    int cached_said;    /* the answer said how much of its prompt was cached */
     struct kvg_buf out; /* answer text (chat context), capped */
 };
 
@@ -112,8 +113,9 @@ static void finish(struct lreq *q, int ok, int timeout)
         if (q->usage_out > (int64_t)q->chunks)
             kvg_bench_acc_tokens(&L->acc, q->r, t, (uint32_t)(q->usage_out - q->chunks), -1);
         kvg_bench_acc_finish(&L->acc, q->r, t);
-        /* A body the client does not tokenize: the engine's count. */
-        if (!q->r->ntokens && q->usage_in > 0 && !q->r->warmup)
+        /* A body the client does not tokenize: the engine's count, when the
+         * answer also says what of it was cached (the hit ratio's terms). */
+        if (!q->r->ntokens && q->usage_in > 0 && q->cached_said && !q->r->warmup)
             L->acc.prompt_tokens += (uint64_t)q->usage_in;
     } else {
         kvg_bench_acc_error(&L->acc, q->r, timeout);
@@ -149,7 +151,7 @@ static int on_event(void *ud, const char *data, size_t len)
     if (ch.completion_tokens >= 0) q->usage_out = ch.completion_tokens;
     if (ch.prompt_tokens >= 0) q->usage_in = ch.prompt_tokens;
     if (ch.cached_tokens > 0 && !q->r->warmup) L->acc.cached_tokens += (uint64_t)ch.cached_tokens;
-    if (ch.cached_tokens >= 0) L->cached_seen = 1;
+    if (ch.cached_tokens >= 0) L->cached_seen = q->cached_said = 1;
     kvg_bench_chunk_free(&ch);
     return 0;
 }
