@@ -32,7 +32,7 @@ struct kvg_bench_agent {
 struct kvg_bench_agent_sess {
     int messages; /* the Messages API, else Responses */
     uint32_t group, turn, turns;
-    uint64_t key, calls;
+    uint64_t key;
     struct kvg_rng rng;
     char id[40]; /* the thread (Codex) or session (Claude Code) id, a UUID */
     cJSON *body; /* the next request */
@@ -44,7 +44,6 @@ struct kvg_bench_agent_turn {
     char *body; /* cJSON's */
     struct kvg_rinput ri;
     int has_ri;
-    char user_id[200];
 };
 
 /* ---- The agent: deployments and the renderer. */
@@ -65,7 +64,7 @@ static int word_vocab(struct kvg_bench_agent *a)
         uint32_t *ids = NULL;
         size_t n = 0;
         int rc = kvg_tok_encode(a->tok, w[i], strlen(w[i]), 0, &ids, &n);
-        if (rc) return rc;
+        if (rc) return rc; /* plain ASCII: only out of memory */
         if (n == 1) a->vocab[a->nvocab++] = ids[0];
         free(ids);
     }
@@ -108,7 +107,7 @@ int kvg_bench_agent_new(const struct kvg_bench_wl_opts *o, struct kvg_bench_agen
     for (uint32_t i = 0; !rc && i < o->chat_groups; i++)
         rc = kvg__agent_group_build(&a->g[i], o->seed * 0x9e3779b97f4a7c15ull + i + 1,
                                     o->agent_scale, want_r, want_m);
-    if (rc && !err[0]) snprintf(err, errlen, "out of memory building the agents' instructions");
+    if (rc) snprintf(err, errlen, "out of memory building the agents' instructions");
     if (!rc && o->agent_render) rc = load_renderer(a, err, errlen);
     if (rc) {
         kvg_bench_agent_free(a);
@@ -330,11 +329,6 @@ void kvg_bench_agent_sess_free(struct kvg_bench_agent_sess *s)
     cJSON_Delete(s->body);
     cJSON_free(s->next);
     free(s);
-}
-
-uint32_t kvg_bench_agent_sess_turn(const struct kvg_bench_agent_sess *s)
-{
-    return s->turn;
 }
 
 uint32_t kvg_bench_agent_sess_turns(const struct kvg_bench_agent_sess *s)

@@ -25,7 +25,7 @@
  * into a plain string after the first turn, as Claude Code's second turn
  * does: the JSON is not a prefix across turns, the rendered prompt is.
  *
- * The text is pseudo-English (about 4.5 characters per BPE token). A
+ * The text is pseudo-English (about 5 characters per Qwen3 token). A
  * deployment (one of chat_groups) is one set of instructions and tools,
  * shared by its sessions; what a session adds is drawn from its own
  * generator (seed and session number), so a session's requests are the
@@ -65,8 +65,7 @@ void kvg_bench_agent_free(struct kvg_bench_agent *a);
 int kvg_bench_agent_sess_new(struct kvg_bench_agent *a, uint64_t key,
                              struct kvg_bench_agent_sess **out);
 void kvg_bench_agent_sess_free(struct kvg_bench_agent_sess *s);
-/* The session's turns so far, and its length. */
-uint32_t kvg_bench_agent_sess_turn(const struct kvg_bench_agent_sess *s);
+/* How many turns the session runs (its length, drawn at its start). */
 uint32_t kvg_bench_agent_sess_turns(const struct kvg_bench_agent_sess *s);
 /* A think (tool) time drawn from the session's generator, mean mean_s. */
 double kvg_bench_agent_sess_think(struct kvg_bench_agent_sess *s, double mean_s);
