@@ -298,7 +298,7 @@ static const struct kvg_opt opt_table[] = {
              "--think-secs tool time, --output-len Messages' max_tokens, --max-context a "
              "request body's bytes"},
     {"agent-scale", NULL, KVG_OPT_DOUBLE, W(agent_scale), R(1e-3, 100),
-     .help = "agent: instructions and tools at F times the agents' own sizes"},
+     .help = "agent: instructions and tools at X times the agents' own sizes"},
     {"tokenizer", NULL, KVG_OPT_STR, W(tokenizer), AS(c.des.wl.tokenizer), .meta = "PATH",
      .help = "agent: the engines' tokenizer.json (offline: renders each request as the proxy "
              "does; live: given to the spawned sims and gateway); default the byte tokenizer"},
