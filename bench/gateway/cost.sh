@@ -6,17 +6,25 @@
 # 1 and 2 gateway threads, each workload (bench/gateway/workloads.py: short,
 # 6k shared system prompt, 30k conversations, 100k unique) is measured: req/s,
 # the gateway's CPU per request (/proc/PID/stat utime+stime before/after),
+# (workload 30k-msg: the 30k conversations as Anthropic Messages requests to
+# /v1/messages, against 30k through chat in the same run),
 # the engines' CPU per request, p50/p99 latency and what the gateway adds to
 # the same workload sent straight to one engine. Then a perf profile of the
 # load phase per workload (kv_aware): phases and top functions. Writes
 # bench/results/gateway-cost.md. The head-of-line effect is hol.sh's.
 #   bash bench/gateway/cost.sh [SECONDS per wrk run, default 4] [POLICIES] [THREADS]
 #   KVG_COST_PROFILE=0 skips the profile; KVG_COST_OUT sets the result file;
-#   KVG_COST_WORKLOADS the workloads (short 6k 30k 100k). A policy POL@base runs the gateway
+#   KVG_COST_WORKLOADS the workloads (short 6k 30k 30k-msg 100k; a workload named twice
+#   runs twice, and the targets average its rows). A policy POL@base runs the gateway
 #   binary KVG_COST_BASE_BIN instead of KVG_BIN: a before/after of one change
 #   in one run, e.g. KVG_COST_BASE_BIN=/tmp/kvgate-old cost.sh 3 "kv_aware@base kv_aware".
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+# The command as given, with the settings from the environment, for the report.
+CMDLINE="bash bench/gateway/cost.sh $*"
+for v in KVG_COST_WORKLOADS KVG_COST_PROFILE KVG_COST_BASE_BIN KVG_COST_SERVE_ARGS; do
+  [ -n "${!v:-}" ] && CMDLINE="$v=\"${!v}\" $CMDLINE"
+done
 DUR=${1:-4}
 # kv_aware:nocache is kv_aware with --tokenizer-cache-bytes 0 (the uncached
 # tokenizer: the baseline of the same run).
@@ -34,7 +42,8 @@ ticks() { # PIDs... -> utime+stime in clock ticks, summed
 }
 HZ=$(getconf CLK_TCK)
 python3 bench/gateway/workloads.py "$W/wl"
-WORKLOADS=${KVG_COST_WORKLOADS:-"short 6k 30k 100k"}
+WORKLOADS=${KVG_COST_WORKLOADS:-"short 6k 30k 30k-msg 100k"}
+UNIQUE_WL=$(printf '%s\n' $WORKLOADS | awk '!seen[$0]++' | tr '\n' ' ')
 
 # Engines: four with the Qwen3 tokenizer and KV events (for kv_aware, whose
 # index must see the same block hashes), four with the byte tokenizer and no
@@ -50,10 +59,13 @@ for i in 1 2 3 4; do
 done
 for u in "${URLS[@]}" "${CURLS[@]}"; do wait_url "$u/health"; done
 
+# The endpoint a workload's bodies go to.
+wl_path() { case $1 in *-msg) echo /v1/messages ;; *) echo /v1/chat/completions ;; esac; }
 # wrk against URL with workload WL, C connections, D seconds -> RESULT line
 run_wrk() {
   local url=$1 wl=$2 c=$3 d=$4
-  BODIES="$W/wl/$wl.tsv" wrk -t1 -c"$c" -d"${d}s" --timeout 30s -s bench/gateway/body.lua "$url" |
+  BODIES="$W/wl/$wl.tsv" WRK_PATH=$(wl_path "$wl") wrk -t1 -c"$c" -d"${d}s" --timeout 30s \
+    -s bench/gateway/body.lua "$url" |
     grep '^RESULT' || echo "RESULT reqs=0 secs=1 errs=1 p50=nan p99=nan"
 }
 # GET /health (the gateway's loop only) at 1 connection for D seconds -> RESULT line
@@ -86,7 +98,7 @@ start_gw() { # policy[:nocache][@base] threads [serve args...]
 # Straight to one engine at one connection: the latency the gateway's is
 # compared with (at 64 connections queueing would hide it).
 declare -A D50 D99
-for wl in $WORKLOADS; do
+for wl in $UNIQUE_WL; do
   for kind in q c; do
     u=${URLS[0]}; [ $kind = c ] && u=${CURLS[0]}
     run_wrk "$u" "$wl" 1 1 >/dev/null
@@ -133,9 +145,9 @@ done
 # phase only (after start-up and a warm-up): the top functions by own
 # samples, and the phases' inclusive shares from the call graphs.
 PROF=()
-PHASES="kvg_rinput_parse:JSON-parse kvg_jinja_chat_render_json:render kvg_tok_encode_blocks:tokenize kvg_kv_hash_range:block-hash kvg_kv_index_match_tiers:index-lookup kvg_pool_pick:pick"
+PHASES="kvg_rinput_parse:JSON-parse kvg_api_to_chat:to-chat kvg_jinja_chat_render_json:render kvg_tok_encode_blocks:tokenize kvg_kv_hash_range:block-hash kvg_kv_index_match_tiers:index-lookup kvg_pool_pick:pick"
 if [ "$PROFILE" = 1 ] && perf stat -e task-clock true >/dev/null 2>&1; then
-  for wl in $WORKLOADS; do
+  for wl in $UNIQUE_WL; do
     start_gw kv_aware 1
     run_wrk "http://127.0.0.1:$GWP" "$wl" 16 1 >/dev/null
     run_wrk "http://127.0.0.1:$GWP" "$wl" 16 $((DUR + 2)) >"$W/prof.wrk" &
@@ -176,7 +188,7 @@ TARGETS=$(printf '%s\n' "${ROWS[@]}" | python3 bench/gateway/targets.py "$DUR")
 {
   echo "# Gateway cost per request"
   echo
-  echo "Command: \`bash bench/gateway/cost.sh $DUR\` ($(date -u +%Y-%m-%d), $(nproc) cores shared with other"
+  echo "Command: \`$CMDLINE\` ($(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores shared with other"
   echo "work: figures are noisy, compare rows of one run). Four \`kvgate sim --profile instant\` engines"
   echo "(1 us steps) behind \`kvgate serve\` (block size 16, the real Qwen3 tokenizer): for kv_aware"
   echo "four with the Qwen3 tokenizer and KV events, for the other policies four with the byte"
@@ -184,13 +196,16 @@ TARGETS=$(printf '%s\n' "${ROWS[@]}" | python3 bench/gateway/targets.py "$DUR")
   echo "wrk (1 thread) at 64 connections for ${DUR} s after a 1 s warm-up, non-streaming chat, max_tokens 1."
   echo "Workloads (bench/gateway/workloads.py, prompt tokens): short ~70; 6k = one 6,000-token system"
   echo "prompt shared by all + a ~100-token question; 30k = 8 conversations of 27k-30k tokens whose"
-  echo "earlier turns were sent before; 100k = ~100,000-token prompts unique from their first byte."
+  echo "earlier turns were sent before; 30k-msg = the same 30k conversations as Anthropic Messages"
+  echo "requests (POST /v1/messages: the system prompt as \`system\`, max_tokens 1), which the gateway"
+  echo "converts to the same chat request and so renders to the same prompts; 100k = ~100,000-token"
+  echo "prompts unique from their first byte."
   echo "Every request differs (a counter in its last message or, for 100k, its first)."
   echo "gw CPU = the gateway's utime+stime per request; engines CPU = the four sims' together."
   echo "p50/p99 at 64 connections; added p50/p99 = the latency at 1 connection minus the same"
   echo "workload's at 1 connection straight to one engine of the same kind (direct p50/p99 ms,"
-  echo "Qwen3 engine: $(for wl in $WORKLOADS; do printf '%s %.2f/%.2f; ' "$wl" "${D50[q$wl]}" "${D99[q$wl]}"; done)"
-  echo "byte engine: $(for wl in $WORKLOADS; do printf '%s %.2f/%.2f; ' "$wl" "${D50[c$wl]}" "${D99[c$wl]}"; done))."
+  echo "Qwen3 engine: $(for wl in $UNIQUE_WL; do printf '%s %.2f/%.2f; ' "$wl" "${D50[q$wl]}" "${D99[q$wl]}"; done)"
+  echo "byte engine: $(for wl in $UNIQUE_WL; do printf '%s %.2f/%.2f; ' "$wl" "${D50[c$wl]}" "${D99[c$wl]}"; done))."
   echo
   echo "| policy | threads | workload | req/s | gw CPU ms/req | engines CPU ms/req | p50 ms | p99 ms | added p50 ms | added p99 ms | errors |"
   echo "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|"

@@ -8,6 +8,10 @@ Qwen3 token. Workloads:
   30k     8 conversations of ~30,000 tokens; body k of a conversation is its
           first k turns, so each request's earlier turns were seen before
   100k    ~100,000-token prompts, unique from their first bytes (no reuse)
+  30k-msg the 30k bodies as Anthropic Messages requests (POST /v1/messages):
+          the system message as `system`, the same turns, max_tokens 1; the
+          gateway converts them to the same chat request (kvg_api_to_chat),
+          so they render to the same prompts, token for token
 Usage: workloads.py OUTDIR"""
 import json, os, random, sys
 
@@ -33,9 +37,14 @@ def text(tokens):
         size += len(s)
     return "".join(out).strip()
 
-def split(msgs, where):
+def split(msgs, where, api="chat"):
     """PRE/POST around the marker @N@ inside the body."""
-    body = json.dumps({"model": os.environ.get("KVG_WL_MODEL", "m"), "messages": msgs, "max_tokens": 1}, ensure_ascii=False)
+    model = os.environ.get("KVG_WL_MODEL", "m")
+    if api == "messages":  # Anthropic's shape: the system prompt is a member of its own
+        body = json.dumps({"model": model, "system": msgs[0]["content"], "messages": msgs[1:],
+                           "max_tokens": 1}, ensure_ascii=False)
+    else:
+        body = json.dumps({"model": model, "messages": msgs, "max_tokens": 1}, ensure_ascii=False)
     a, b = body.split("@N@")
     assert "\t" not in a and "\t" not in b
     return a + "\t" + b
@@ -49,7 +58,7 @@ def main():
     sysp = text(6000)
     w["6k"] = [split([{"role": "system", "content": sysp},
                       {"role": "user", "content": "@N@ " + text(100)}], 0) for _ in range(64)]
-    conv = []
+    conv, conv_msg = [], []
     for c in range(8):
         hist = [{"role": "system", "content": text(800)}]
         for t in range(40):
@@ -59,7 +68,9 @@ def main():
         for k in range(36, 41):
             msgs = hist[:1 + 2 * k] + [{"role": "user", "content": "@N@ " + text(60)}]
             conv.append(split(msgs, 0))
+            conv_msg.append(split(msgs, 0, "messages"))
     w["30k"] = conv
+    w["30k-msg"] = conv_msg
     w["100k"] = [split([{"role": "system", "content": "@N@ " + text(100000)},
                         {"role": "user", "content": text(60)}], 0) for _ in range(4)]
     for k, v in w.items():

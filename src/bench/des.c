@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "base/err.h"
 #include "base/util.h"
@@ -74,12 +75,16 @@ static uint64_t vt_ms(double t)
     return VT0_MS + (uint64_t)llround(t * 1000.0);
 }
 
-/* Routing keys a client would send: the chat session or the trace's id. */
+/* Routing keys a client would send: the chat session or the trace's id;
+ * an agent's own headers (its session and thread ids) as it sends them. */
 static struct kvg_str header(const void *hctx, const char *name)
 {
     const struct live *l = hctx;
     if (l->r->session[0] && !strcmp(name, "x-session-id"))
         return (struct kvg_str){l->r->session, strlen(l->r->session)};
+    for (size_t i = 0; i < l->r->nhdr; i++)
+        if (!strcasecmp(name, l->r->hdr[i].name))
+            return (struct kvg_str){l->r->hdr[i].value, strlen(l->r->hdr[i].value)};
     return KVG_STR_NULL;
 }
 
@@ -163,6 +168,7 @@ static int arrive(struct run *R)
     int nh = kvg_kv_hash_request(r->tokens, r->ntokens, bs, llen ? r->lora : NULL, llen,
                                  slen ? r->salt : NULL, slen, l->hashes, nb);
     struct kvg_route_ctx *c = &l->ctx;
+    c->json = r->json; /* an agent's body, as the proxy's route input holds it */
     c->text = r->text;
     c->text_len = r->text_len;
     c->tokens = r->tokens;
@@ -200,13 +206,18 @@ static int arrive(struct run *R)
     }
     l->eng = slot;
     struct des_eng *g = &R->eng[slot];
+    /* A request without a budget gets what the context leaves, as vLLM
+     * gives it; an output seed makes the answer the request's own, not the
+     * engine's (so every policy sees the same conversations). */
+    uint32_t mml = R->o->profile.max_model_len;
+    uint32_t budget = r->max_tokens ? r->max_tokens : r->ntokens < mml ? mml - r->ntokens : 0;
     struct kvg_sim_request q = {.id = r->id,
                                 .prompt = r->tokens,
                                 .prompt_len = r->ntokens,
-                                .max_tokens = r->max_tokens,
+                                .max_tokens = budget,
                                 .ignore_eos = r->ignore_eos,
-                                .has_seed = 0,
-                                .seed = 0,
+                                .has_seed = r->out_seed != 0,
+                                .seed = r->out_seed,
                                 .arrival = t,
                                 .lora_name = llen ? r->lora : NULL,
                                 .lora_id = r->lora_id,
@@ -382,6 +393,14 @@ static int setup(struct run *R, struct kvg_bench_summary *out, char *err, size_t
         }
         c.seed = o->seed * 1000003ull + i;
         c.mean_output_tokens = o->mean_output;
+        /* Answers that tokenize back to themselves (an agent's next turn
+         * carries the answer as text). */
+        size_t nv = 0;
+        const uint32_t *v = kvg_bench_wl_output_vocab(R->wl, &nv);
+        if (v) {
+            c.output_vocab = v;
+            c.n_output_vocab = nv;
+        }
         c.emit_events = o->kv_path != KVG_BENCH_KV_NONE;
         c.max_loras = o->max_loras;
         c.lora_load_s = o->lora_load_s;

@@ -162,13 +162,18 @@ static void main_table(const struct kvg_bench_report *r, FILE *f)
         secs(mean, sizeof mean, s->ttft_mean);
         secs(p50, sizeof p50, s->ttft_p50);
         secs(p99, sizeof p99, s->ttft_p99);
+        char hit[32];
+        if (s->cached_unknown) /* the API's usage does not say (vLLM's Messages answers) */
+            snprintf(hit, sizeof hit, "n/a");
+        else
+            snprintf(hit, sizeof hit, "%.1f%%", s->cache_hit_ratio * 100);
         fprintf(
             f,
             "| %s | %s | %.0f | %s | %s | %s | %.1f | %.1f | %.2f | %llu | %.1f / %.0f / %.0f | "
-            "%.1f / %.1f / %.1f | %.1f%% |\n",
+            "%.1f / %.1f / %.1f | %s |\n",
             s->policy, p90, s->output_tokens_per_s, mean, p50, p99, s->itl_mean * 1e3,
             s->itl_p90 * 1e3, s->requests_per_s, (unsigned long long)s->errors, s->queue_mean,
-            s->queue_p90, s->queue_max, s->kv_mean, s->kv_p90, s->kv_max, s->cache_hit_ratio * 100);
+            s->queue_p90, s->queue_max, s->kv_mean, s->kv_p90, s->kv_max, hit);
     }
 }
 
@@ -275,6 +280,33 @@ static void stage_table(const struct kvg_bench_report *r, FILE *f, enum stage_co
     }
 }
 
+/* Live runs with spawned gateways: each gateway's own check of its prompt
+ * token counts against the engines' usage, and its routing mode. */
+static void exactness(const struct kvg_bench_report *r, FILE *f)
+{
+    int any = 0;
+    for (size_t i = 0; i < r->n; i++) any |= r->s[i].workers > 0 || r->s[i].token_checks < 0;
+    if (!any || strcmp(r->mode, "live")) return;
+    fprintf(f, "### Routing exactness (each gateway's GET /workers after its run)\n\n"
+               "Prompt-token checks: answers whose usage the gateway compared with its own "
+               "count of the rendered prompt.\n\n"
+               "Policies that read neither text nor tokens tokenize nothing (mode load_only): "
+               "no checks.\n\n"
+               "| policy | prompt-token checks | mismatches | workers in exact mode | mode |\n"
+               "|---|---:|---:|---:|---|\n");
+    for (size_t i = 0; i < r->n; i++) {
+        const struct kvg_bench_summary *s = &r->s[i];
+        if (s->status) continue;
+        if (s->token_checks < 0)
+            fprintf(f, "| %s | not read | | |\n", s->policy);
+        else
+            fprintf(f, "| %s | %lld | %lld | %u of %u | %s |\n", s->policy,
+                    (long long)s->token_checks, (long long)s->token_mismatches, s->workers_exact,
+                    s->workers, s->mode);
+    }
+    fprintf(f, "\n");
+}
+
 int kvg_bench_report_md(const struct kvg_bench_report *r, FILE *f)
 {
     fprintf(f, "# %s\n\n", r->title ? r->title : "kvgate bench");
@@ -339,6 +371,7 @@ int kvg_bench_report_md(const struct kvg_bench_report *r, FILE *f)
         if (r->svg_throughput) fprintf(f, "![Throughput per stage](%s)\n", r->svg_throughput);
         fprintf(f, "\n");
     }
+    exactness(r, f);
     fprintf(f, "### Cost of the run\n\n| policy | wall (s) | routing (us/request) | KV events | "
                "index entries at end | preemptions | adapter loads |\n"
                "|---|---:|---:|---:|---:|---:|---:|\n");
@@ -390,6 +423,7 @@ static cJSON *summary_json(const struct kvg_bench_report *r, const struct kvg_be
     NUM(o, "prompt_tokens", (double)s->prompt_tokens);
     NUM(o, "cached_tokens", (double)s->cached_tokens);
     NUM(o, "cache_hit_ratio", s->cache_hit_ratio);
+    if (s->cached_unknown) cJSON_AddBoolToObject(o, "cache_hit_unknown", 1);
     NUM(o, "queue_mean", s->queue_mean);
     NUM(o, "queue_p90", s->queue_p90);
     NUM(o, "queue_max", s->queue_max);
@@ -403,6 +437,13 @@ static cJSON *summary_json(const struct kvg_bench_report *r, const struct kvg_be
     NUM(o, "index_entries", (double)s->index_entries);
     NUM(o, "wall_s", s->wall_s);
     NUM(o, "route_us_mean", s->route_us_mean);
+    if (s->workers || s->token_checks < 0) {
+        NUM(o, "prompt_token_checks", (double)s->token_checks);
+        NUM(o, "prompt_token_mismatches", (double)s->token_mismatches);
+        NUM(o, "workers", (double)s->workers);
+        NUM(o, "workers_exact", (double)s->workers_exact);
+        cJSON_AddStringToObject(o, "routing_mode", s->mode);
+    }
     NUM(o, "repeats", (double)(s->nseeds ? s->nseeds : 1));
     cJSON *sd = cJSON_AddArrayToObject(o, "seeds");
     for (uint32_t k = 0; sd && k < s->nseeds; k++) {

@@ -81,6 +81,53 @@ static int64_t int_field(const cJSON *o, const char *k)
     return cJSON_IsNumber(v) && v->valuedouble >= 0 ? (int64_t)v->valuedouble : -1;
 }
 
+/* Anthropic's usage: its input_tokens count what the cache did not hold,
+ * cache_read_input_tokens (and cache_creation_input_tokens) the rest. */
+static void anthropic_usage(const cJSON *u, struct kvg_bench_chunk *c)
+{
+    int64_t in = int_field(u, "input_tokens"), rd = int_field(u, "cache_read_input_tokens");
+    int64_t cr = int_field(u, "cache_creation_input_tokens");
+    if (in >= 0) c->prompt_tokens = in + (rd > 0 ? rd : 0) + (cr > 0 ? cr : 0);
+    if (rd >= 0) c->cached_tokens = rd;
+    c->completion_tokens = int_field(u, "output_tokens");
+}
+
+static void set_text(const cJSON *t, struct kvg_bench_chunk *c)
+{
+    if (!cJSON_IsString(t)) return;
+    c->text = t->valuestring;
+    c->text_len = strlen(t->valuestring);
+}
+
+/* An event of the Responses or Messages stream (its data names its type). */
+static int api_event(const cJSON *j, const char *type, struct kvg_bench_chunk *c)
+{
+    if (!strcmp(type, "error") || !strcmp(type, "response.failed")) {
+        c->error = 1;
+    } else if (!strcmp(type, "response.output_text.delta")) { /* Responses */
+        set_text(cJSON_GetObjectItemCaseSensitive(j, "delta"), c);
+    } else if (!strcmp(type, "response.completed")) {
+        const cJSON *u = cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(j, "response"), "usage");
+        c->prompt_tokens = int_field(u, "input_tokens");
+        c->completion_tokens = int_field(u, "output_tokens");
+        c->cached_tokens =
+            int_field(cJSON_GetObjectItemCaseSensitive(u, "input_tokens_details"), "cached_tokens");
+    } else if (!strcmp(type, "content_block_delta")) { /* Messages */
+        const cJSON *d = cJSON_GetObjectItemCaseSensitive(j, "delta");
+        if (cJSON_IsString(cJSON_GetObjectItemCaseSensitive(d, "text")))
+            set_text(cJSON_GetObjectItemCaseSensitive(d, "text"), c);
+    } else if (!strcmp(type, "message_start")) {
+        anthropic_usage(cJSON_GetObjectItemCaseSensitive(
+                            cJSON_GetObjectItemCaseSensitive(j, "message"), "usage"),
+                        c);
+        c->completion_tokens = -1; /* message_start's output_tokens is not the answer's */
+    } else if (!strcmp(type, "message_delta")) {
+        anthropic_usage(cJSON_GetObjectItemCaseSensitive(j, "usage"), c);
+    }
+    return 0;
+}
+
 int kvg_bench_chunk_parse(const char *data, size_t len, struct kvg_bench_chunk *c)
 {
     memset(c, 0, sizeof *c);
@@ -96,6 +143,8 @@ int kvg_bench_chunk_parse(const char *data, size_t len, struct kvg_bench_chunk *
     }
     c->priv = j;
     if (cJSON_GetObjectItemCaseSensitive(j, "error")) c->error = 1;
+    const cJSON *type = cJSON_GetObjectItemCaseSensitive(j, "type");
+    if (cJSON_IsString(type)) return api_event(j, type->valuestring, c);
     const cJSON *ch = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(j, "choices"), 0);
     const cJSON *t = cJSON_GetObjectItemCaseSensitive(ch, "text");
     if (!cJSON_IsString(t))

@@ -94,6 +94,15 @@ struct kvg_bench_summary {
     uint64_t lora_loads; /* cold adapters the engines loaded (offline) */
     /* Simulator-only: KV index work (0 in live mode). */
     uint64_t kv_events, kv_batches, index_entries;
+    /* Live with spawned gateways: the gateway's own check of its prompt
+     * token counts against the engines' usage (GET /workers), summed over
+     * its workers, and how many of them routed in exact mode at the end
+     * (kvgate's routing mode); token_checks -1: not read, 0 with workers 0
+     * for a run that had no gateway to ask (offline, --target). */
+    int64_t token_checks, token_mismatches;
+    uint32_t workers, workers_exact;
+    char mode[24];      /* the workers' routing mode when they agree, else "mixed" */
+    int cached_unknown; /* live: no answer said how much of its prompt was cached */
     /* Cost of the run itself (not deterministic: excluded from comparisons). */
     double wall_s, route_us_mean;
     size_t nstages;

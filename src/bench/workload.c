@@ -11,7 +11,9 @@
 
 #include "base/err.h"
 #include "base/heap.h"
+#include "base/log.h"
 #include "base/util.h"
+#include "bench/agent.h"
 
 enum { P_OPEN, P_TURN, P_SLOT };
 
@@ -36,7 +38,8 @@ struct sess {
     uint32_t turn, turns; /* turns: this session's length */
     int slot_stage;
     uint64_t key;
-    int lora, tenant; /* adapter and tenant index, -1 for none */
+    int lora, tenant;                   /* adapter and tenant index, -1 for none */
+    struct kvg_bench_agent_sess *agent; /* agent workload: the conversation */
 };
 
 struct kvg_bench_wl {
@@ -59,6 +62,8 @@ struct kvg_bench_wl {
     /* trace */
     struct kvg_bench_trace_rec *trace;
     size_t ntrace;
+    /* agent: the deployments and the renderer */
+    struct kvg_bench_agent *agent;
 };
 
 void kvg_bench_wl_opts_default(struct kvg_bench_wl_opts *o)
@@ -80,6 +85,8 @@ void kvg_bench_wl_opts_default(struct kvg_bench_wl_opts *o)
     o->think_s = 1;
     o->trace_speed = 1;
     o->trace_block = 512;
+    o->agent_scale = 1;
+    snprintf(o->model, sizeof o->model, "kvgate-sim");
     o->stage[0] = (struct kvg_bench_stage){.rate = 1, .secs = 10};
     o->nstages = 1;
 }
@@ -249,6 +256,13 @@ static int check_opts(const struct kvg_bench_wl_opts *o, char *err, size_t errle
         return kvg_err_set(err, errlen, KVG_ECONFIG,
                            "adapters and tenants are chat variants: hot adapters <= adapters, "
                            "a hot share in [0, 1]");
+    if (o->kind == KVG_BENCH_WL_AGENT &&
+        (!o->turns || !o->chat_groups || o->turns_min > o->turns ||
+         (o->user_len_max && o->user_len_max < o->user_len) ||
+         !(o->agent_scale > 0 && o->agent_scale <= 100) || o->chat_groups > 10000))
+        return kvg_err_set(err, errlen, KVG_ECONFIG,
+                           "agent sessions need turns (turns_min <= turns), 1..10000 deployments, "
+                           "user_len <= user_len_max and a scale in (0, 100]");
     if (o->kind == KVG_BENCH_WL_TRACE &&
         (!o->trace_path[0] || !(o->trace_speed > 0) || !o->trace_block))
         return kvg_err_set(err, errlen, KVG_ECONFIG,
@@ -307,8 +321,13 @@ int kvg_bench_wl_new(const struct kvg_bench_wl_opts *o, struct kvg_bench_wl **ou
         wl->stage[i] = o->stage[i];
         wl->start[i + 1] = wl->start[i] + o->stage[i].secs;
     }
-    rc = o->kind == KVG_BENCH_WL_SHARED_PREFIX ? make_shared_prefix(wl, &gen) : make_chat(wl, &gen);
-    if (rc) goto nomem;
+    if (o->kind == KVG_BENCH_WL_AGENT) {
+        if ((rc = kvg_bench_agent_new(o, &wl->agent, err, errlen))) goto fail;
+    } else {
+        rc = o->kind == KVG_BENCH_WL_SHARED_PREFIX ? make_shared_prefix(wl, &gen)
+                                                   : make_chat(wl, &gen);
+        if (rc) goto nomem;
+    }
     if ((rc = plan_open(wl, &gen))) {
         if (rc == KVG_ETOOBIG) {
             kvg_err_set(err, errlen, rc, "the stages plan more than 2^26 arrivals");
@@ -333,6 +352,7 @@ fail:
 static void sess_free(struct sess *s)
 {
     if (!s) return;
+    kvg_bench_agent_sess_free(s->agent);
     free(s->tok);
     free(s->text);
     free(s);
@@ -351,6 +371,7 @@ void kvg_bench_wl_free(struct kvg_bench_wl *wl)
     free(wl->sys);
     free(wl->docs);
     kvg_bench_trace_free(wl->trace, wl->ntrace);
+    kvg_bench_agent_free(wl->agent);
     free(wl);
 }
 
@@ -370,9 +391,10 @@ int kvg_bench_wl_stage_at(const struct kvg_bench_wl *wl, double t)
 /* ---- Requests of each kind. */
 struct req_priv {
     struct kvg_bench_req r;
-    struct sess *s;    /* chat */
+    struct sess *s;    /* chat, agent */
     uint32_t *own_tok; /* trace */
     char *own_text;
+    struct kvg_bench_agent_turn *turn; /* agent */
 };
 
 static int sess_append(const struct kvg_bench_wl *wl, struct sess *s, const uint32_t *ids, size_t n)
@@ -425,6 +447,16 @@ static int new_session(struct kvg_bench_wl *wl, int slot_stage, struct sess **ou
     s->key = ++wl->nsessions;
     s->lora = s->tenant = -1;
     const struct kvg_bench_wl_opts *o = &wl->o;
+    if (o->kind == KVG_BENCH_WL_AGENT) {
+        int rc = kvg_bench_agent_sess_new(wl->agent, s->key, &s->agent);
+        if (rc) {
+            sess_free(s);
+            return rc;
+        }
+        s->turns = kvg_bench_agent_sess_turns(s->agent);
+        *out = s;
+        return 0;
+    }
     s->turns = o->turns;
     if (o->turns_min && o->turns_min < o->turns)
         s->turns = o->turns_min + (uint32_t)kvg_rng_below(&wl->rng, o->turns - o->turns_min + 1);
@@ -578,9 +610,21 @@ int kvg_bench_wl_pop(struct kvg_bench_wl *wl, struct kvg_bench_req **out)
     case KVG_BENCH_WL_TRACE:
         rc = build_trace(wl, rp, open_idx);
         break;
+    case KVG_BENCH_WL_AGENT: {
+        struct sess *s = p.s;
+        char why[300] = "";
+        if (!s && (rc = new_session(wl, r->slot_stage, &s))) break;
+        rp->s = s;
+        r->slot_stage = s->slot_stage;
+        r->prompt = s->turn;
+        rc = kvg_bench_agent_request(wl->agent, s->agent, r, &rp->turn, why, sizeof why);
+        if (rc) KVG_ERROR("agent workload: %s", why[0] ? why : kvg_strerror(rc));
+        break;
+    }
     }
     if (rc) {
         sess_free(rp->s);
+        kvg_bench_agent_turn_free(rp->turn);
         free(rp->own_tok);
         free(rp->own_text);
         free(rp);
@@ -592,7 +636,13 @@ int kvg_bench_wl_pop(struct kvg_bench_wl *wl, struct kvg_bench_req **out)
 
 int kvg_bench_wl_wants_output(const struct kvg_bench_wl *wl)
 {
-    return wl->o.kind == KVG_BENCH_WL_CHAT;
+    return wl->o.kind == KVG_BENCH_WL_CHAT || wl->o.kind == KVG_BENCH_WL_AGENT;
+}
+
+const uint32_t *kvg_bench_wl_output_vocab(const struct kvg_bench_wl *wl, size_t *n)
+{
+    *n = 0;
+    return wl->agent ? kvg_bench_agent_output_vocab(wl->agent, n) : NULL;
 }
 
 int64_t kvg_bench_wl_group(const struct kvg_bench_wl *wl, const struct kvg_bench_req *r)
@@ -601,8 +651,22 @@ int64_t kvg_bench_wl_group(const struct kvg_bench_wl *wl, const struct kvg_bench
     return r->prompt / wl->o.prompts_per_group; /* prompts are generated group by group */
 }
 
-int kvg_bench_wl_done(struct kvg_bench_wl *wl, struct kvg_bench_req *r, double now,
-                      const uint32_t *out, size_t n, int ok)
+/* An agent session's next turn: the answer (ids offline, text live)
+ * appended with its tool call and result; 1 when it goes on. The session
+ * ends at its last turn, on an error, when the load is over, or before its
+ * request body passes max_context bytes. */
+static int agent_more(struct kvg_bench_wl *wl, struct sess *s, double next, const uint32_t *ids,
+                      size_t n, const char *text, size_t len, int ok, int *rc)
+{
+    if (!ok || s->turn >= s->turns || next >= wl->start[wl->nst]) return 0;
+    *rc = text ? kvg_bench_agent_answer(wl->agent, s->agent, text, len)
+               : kvg_bench_agent_answer_ids(wl->agent, s->agent, ids, n);
+    if (*rc) return 0;
+    return !wl->o.max_context || kvg_bench_agent_next_size(s->agent) <= wl->o.max_context;
+}
+
+static int done(struct kvg_bench_wl *wl, struct kvg_bench_req *r, double now, const uint32_t *out,
+                size_t n, const char *text, size_t len, int ok)
 {
     struct req_priv *rp = r->priv;
     int slot = r->slot_stage, rc = 0;
@@ -613,15 +677,24 @@ int kvg_bench_wl_done(struct kvg_bench_wl *wl, struct kvg_bench_req *r, double n
         s->turn++;
         /* The next turn carries this answer and a new message, after a
          * think time; the session ends at its last turn, on an error, past
-         * the context limit, or when the load is over. */
-        double next =
-            now + (wl->o.think_s > 0 ? -log1p(-kvg_rng_double(&wl->rng)) * wl->o.think_s : 0);
-        uint64_t grown =
-            (uint64_t)s->n + n + KVG_MAX(wl->o.user_len, wl->o.user_len_max) + wl->o.output_len;
-        int more = ok && s->turn < s->turns && next < end &&
+         * the context limit, or when the load is over. An agent session
+         * draws from its own generator: its turns do not depend on when
+         * other sessions' requests end. */
+        int more;
+        double next;
+        if (s->agent) {
+            next = now + kvg_bench_agent_sess_think(s->agent, wl->o.think_s);
+            more = agent_more(wl, s, next, out, n, text, len, ok, &rc);
+        } else {
+            next =
+                now + (wl->o.think_s > 0 ? -log1p(-kvg_rng_double(&wl->rng)) * wl->o.think_s : 0);
+            uint64_t grown =
+                (uint64_t)s->n + n + KVG_MAX(wl->o.user_len, wl->o.user_len_max) + wl->o.output_len;
+            more = ok && s->turn < s->turns && next < end &&
                    (!wl->o.max_context || grown <= wl->o.max_context);
-        if (more) rc = sess_append(wl, s, out, n);
-        if (more && !rc) rc = sess_user_message(wl, s);
+            if (more) rc = sess_append(wl, s, out, n);
+            if (more && !rc) rc = sess_user_message(wl, s);
+        }
         if (more && !rc) {
             rc = pend_push(wl, next, P_TURN, slot, s);
         } else {
@@ -632,9 +705,30 @@ int kvg_bench_wl_done(struct kvg_bench_wl *wl, struct kvg_bench_req *r, double n
     } else if (slot >= 0 && now < wl->start[slot + 1]) {
         rc = pend_push(wl, now, P_SLOT, slot, NULL);
     }
+    kvg_bench_agent_turn_free(rp->turn);
     free(rp->own_tok);
     free(rp->own_text);
     free(rp);
+    return rc;
+}
+
+int kvg_bench_wl_done(struct kvg_bench_wl *wl, struct kvg_bench_req *r, double now,
+                      const uint32_t *out, size_t n, int ok)
+{
+    return done(wl, r, now, out, n, NULL, 0, ok);
+}
+
+int kvg_bench_wl_done_text(struct kvg_bench_wl *wl, struct kvg_bench_req *r, double now,
+                           const char *text, size_t len, int ok)
+{
+    struct req_priv *rp = r->priv;
+    if (rp->s && rp->s->agent) return done(wl, r, now, NULL, 0, text ? text : "", len, ok);
+    /* Under the byte tokenizer the answer's bytes are its ids. */
+    uint32_t *ids = NULL;
+    if (rp->s && ok && len && !(ids = malloc(len * sizeof *ids))) len = 0;
+    for (size_t i = 0; ids && i < len; i++) ids[i] = (unsigned char)text[i];
+    int rc = done(wl, r, now, ids, ids ? len : 0, NULL, 0, ok);
+    free(ids);
     return rc;
 }
 

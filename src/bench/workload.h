@@ -20,6 +20,14 @@
  *                  chats with single questions about long documents.
  *   trace          replay of a JSONL file, one request per line (trace.c
  *                  documents the fields).
+ *   agent          coding-agent sessions as the agents send them
+ *                  (agent.h): JSON bodies of the Responses API (Codex-like)
+ *                  or the Anthropic Messages API (Claude Code-like), long
+ *                  shared instructions and tools, each turn appending the
+ *                  model's answer, a tool call and its result. Offline, each
+ *                  body is rendered to the engine's token ids the way the
+ *                  proxy does (kvg_api_to_chat, the chat template, the
+ *                  tokenizer: proxy/route_input.h); live sends the body.
  *
  * Load: a list of stages. A stage with rate > 0 is open loop (Poisson
  * arrivals at `rate` per second for `secs` seconds); a stage with conc > 0 is
@@ -48,7 +56,19 @@
 
 #include "bench/stats.h"
 
-enum kvg_bench_wl_kind { KVG_BENCH_WL_SHARED_PREFIX, KVG_BENCH_WL_CHAT, KVG_BENCH_WL_TRACE };
+enum kvg_bench_wl_kind {
+    KVG_BENCH_WL_SHARED_PREFIX,
+    KVG_BENCH_WL_CHAT,
+    KVG_BENCH_WL_TRACE,
+    KVG_BENCH_WL_AGENT
+};
+
+/* The API an agent session talks (agent workload). */
+enum kvg_bench_agent_api {
+    KVG_BENCH_AGENT_RESPONSES, /* POST /v1/responses, as Codex sends it */
+    KVG_BENCH_AGENT_MESSAGES,  /* POST /v1/messages?beta=true, as Claude Code sends it */
+    KVG_BENCH_AGENT_MIXED      /* every other session each */
+};
 
 struct kvg_bench_stage {
     double rate;   /* requests (chat: sessions) per second, Poisson; 0 for closed loop */
@@ -89,6 +109,21 @@ struct kvg_bench_wl_opts {
     uint32_t lora_adapters, lora_hot;
     double lora_hot_frac;
     uint32_t salt_tenants;
+    /* agent: the sessions' API; the instructions' and tools' sizes relative
+     * to the agents' own (agent.h; 1 = as observed); the tokenizer and its
+     * config (chat template) the engines use ("builtin:bytes" and none by
+     * default); agent_render: build each request's token ids and routing
+     * text (offline; a live client sends the body only). Reused: turns and
+     * turns_min (turns per session), user_len..user_len_max (characters of
+     * each tool result), chat_groups (deployments: distinct instructions
+     * and tools), think_s (tool time), output_len (Messages' max_tokens;
+     * Codex sends none), max_context (a session ends before its request
+     * body passes this many bytes; 0: never). */
+    enum kvg_bench_agent_api agent_api;
+    double agent_scale;
+    char model[128]; /* the bodies' model */
+    char tokenizer[512], tokenizer_config[512];
+    int agent_render;
     /* trace */
     char trace_path[512];
     double trace_speed;   /* timestamps are divided by this (1 = as recorded) */
@@ -119,6 +154,22 @@ struct kvg_bench_req {
     char lora[24];    /* the LoRA adapter it runs on (its `model`), "" for the base */
     int lora_id;      /* vLLM's lora_int_id of that adapter (1-based), 0 for the base */
     char salt[24];    /* its cache_salt, "" for none */
+    /* Agent requests (NULL / 0 otherwise): the JSON body the client sends,
+     * the path it goes to, the headers the agent sends with it (besides
+     * content-type), the parsed body as the gateway's router sees it (a
+     * cJSON tree), the output seed (the engine's output of this turn is a
+     * function of it offline, whichever engine runs it) and the output
+     * budget the body states (0: none; r->max_tokens is then 0 too, and the
+     * engine gives what the context leaves). All owned by the workload. */
+    const char *body;
+    size_t body_len;
+    const char *path;
+    struct kvg_bench_hdr {
+        const char *name, *value;
+    } hdr[4];
+    size_t nhdr;
+    const void *json;
+    uint64_t out_seed;
     /* private to the workload */
     void *priv;
     int slot_stage; /* closed loop: the stage whose slot this request holds, else -1 */
@@ -144,8 +195,16 @@ int kvg_bench_wl_pop(struct kvg_bench_wl *wl, struct kvg_bench_req **out);
  * the request and schedules what follows it. 0 or -ENOMEM. */
 int kvg_bench_wl_done(struct kvg_bench_wl *wl, struct kvg_bench_req *r, double now,
                       const uint32_t *out, size_t n, int ok);
+/* The same with the answer's text (the live client's): under the byte
+ * tokenizer its bytes are the ids; an agent session appends the text. */
+int kvg_bench_wl_done_text(struct kvg_bench_wl *wl, struct kvg_bench_req *r, double now,
+                           const char *text, size_t len, int ok);
 /* 1 when kvg_bench_wl_done wants output ids. */
 int kvg_bench_wl_wants_output(const struct kvg_bench_wl *wl);
+/* The token ids an engine should answer with so that the answer's text
+ * tokenizes back to them (an agent workload with a real tokenizer: whole
+ * words); NULL (n 0) for the engines' default. Owned by the workload. */
+const uint32_t *kvg_bench_wl_output_vocab(const struct kvg_bench_wl *wl, size_t *n);
 /* shared_prefix: the group (0..groups-1) of r's prompt; -1 for the other
  * workloads, which have no groups. */
 int64_t kvg_bench_wl_group(const struct kvg_bench_wl *wl, const struct kvg_bench_req *r);

@@ -33,6 +33,7 @@ _Static_assert(sizeof(enum kvg_bench_mode) == sizeof(int), "ENUM entries write a
 _Static_assert(sizeof(enum kvg_bench_wl_kind) == sizeof(int), "ENUM entries write an int");
 _Static_assert(sizeof(enum kvg_bench_hetero) == sizeof(int), "ENUM entries write an int");
 _Static_assert(sizeof(enum kvg_bench_kv_path) == sizeof(int), "ENUM entries write an int");
+_Static_assert(sizeof(enum kvg_bench_agent_api) == sizeof(int), "ENUM entries write an int");
 
 #define A(field) offsetof(struct args, field)
 #define AS(field) sizeof(((struct args *)0)->field)
@@ -44,7 +45,8 @@ _Static_assert(sizeof(enum kvg_bench_kv_path) == sizeof(int), "ENUM entries writ
 static const char *const scenarios[] = {"llmd-73", "llmd-73-mini", "smoke", "pd",
                                         "diurnal", "diurnal-pd",   NULL};
 static const char *const modes[] = {"offline", "live", NULL};
-static const char *const workloads[] = {"shared_prefix", "chat", "trace", NULL};
+static const char *const workloads[] = {"shared_prefix", "chat", "trace", "agent", NULL};
+static const char *const agent_apis[] = {"responses", "messages", "mixed", NULL};
 static const char *const apis[] = {"completions", "chat", NULL};
 static const char *const heteros[] = {"none", "fast", "half-kv", NULL};
 static const char *const kv_paths[] = {"none", "direct", "wire", NULL};
@@ -289,6 +291,19 @@ static const struct kvg_opt opt_table[] = {
     {"salt-tenants", NULL, KVG_OPT_U32, W(salt_tenants), R(0, 100000),
      .help = "salted chat (offline): each session one of N tenants, its own cache_salt and "
              "system prompt (group t mod chat-groups)"},
+    {"agent-api", NULL, KVG_OPT_ENUM, W(agent_api), .choices = agent_apis,
+     .help = "agent: sessions over the Responses API (Codex-like), the Messages API (Claude "
+             "Code-like) or every other session each; --turns/--turns-min turns, --user-len.."
+             "--user-len-max characters of each tool result, --chat-groups deployments, "
+             "--think-secs tool time, --output-len Messages' max_tokens, --max-context a "
+             "request body's bytes"},
+    {"agent-scale", NULL, KVG_OPT_DOUBLE, W(agent_scale), R(1e-3, 100),
+     .help = "agent: instructions and tools at X times the agents' own sizes"},
+    {"tokenizer", NULL, KVG_OPT_STR, W(tokenizer), AS(c.des.wl.tokenizer), .meta = "PATH",
+     .help = "agent: the engines' tokenizer.json (offline: renders each request as the proxy "
+             "does; live: given to the spawned sims and gateway); default the byte tokenizer"},
+    {"tokenizer-config", NULL, KVG_OPT_STR, W(tokenizer_config), AS(c.des.wl.tokenizer_config),
+     .meta = "PATH", .help = "agent: its tokenizer_config.json (the chat template)"},
     {"trace", NULL, KVG_OPT_STR, W(trace_path), AS(c.des.wl.trace_path), .meta = "FILE",
      .help = "trace: a JSONL replay (src/bench/trace.c)"},
     {"trace-speed", NULL, KVG_OPT_DOUBLE, W(trace_speed), R(1e-9, 1e9),
@@ -452,6 +467,14 @@ static int finish(struct args *a)
         }
     }
     if (c->mode == KVG_BENCH_LIVE && w->kind != KVG_BENCH_WL_TRACE) w->printable = 1;
+    /* An agent's bodies name the model; offline they are rendered to the
+     * ids the proxy routes on, live the gateway does that. */
+    snprintf(w->model, sizeof w->model, "%s", c->model);
+    w->agent_render = c->mode == KVG_BENCH_OFFLINE;
+    if (w->kind != KVG_BENCH_WL_AGENT && (w->tokenizer[0] || w->tokenizer_config[0])) {
+        fprintf(stderr, "kvgate bench: --tokenizer is for --workload agent\n");
+        return -1;
+    }
     if (c->spawn_sims) c->des.engines = c->spawn_sims;
     if (a->lora_load_ms >= 0) c->des.lora_load_s = a->lora_load_ms / 1000.0;
     c->des.wl.seed = c->des.seed;

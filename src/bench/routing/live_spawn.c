@@ -4,14 +4,18 @@
  * the run, and the cluster stopped again. Fresh processes per policy: no
  * policy inherits another's warm caches. */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
+
 #include "base/err.h"
 #include "base/opt.h"
 #include "base/proc.h"
+#include "net/https.h"
 #include "bench/interrupt.h"
 #include "bench/routing/live_int.h"
 
@@ -19,7 +23,7 @@
 
 struct argv_b {
     char *v[MAX_ARGS + 1];
-    char store[MAX_ARGS][160];
+    char store[MAX_ARGS][PATH_MAX > 512 ? 512 : PATH_MAX];
     int n;
 };
 
@@ -41,6 +45,21 @@ static int add_arg(void *ud, const char *arg)
     if (a->n >= MAX_ARGS || strlen(arg) >= sizeof a->store[0]) return -E2BIG;
     add(a, "%s", arg);
     return 0;
+}
+
+/* The engines' tokenizer and chat template, the same for the sims and the
+ * gateway (an agent workload's; absent: their byte tokenizer). Paths are
+ * made absolute: the children may start elsewhere. */
+static void add_tokenizer(const struct kvg_bench_cfg *c, struct argv_b *a)
+{
+    const char *flag[2] = {"--tokenizer", "--tokenizer-config"};
+    const char *path[2] = {c->des.wl.tokenizer, c->des.wl.tokenizer_config};
+    for (int i = 0; i < 2; i++) {
+        if (!path[i][0]) continue;
+        char abs[PATH_MAX];
+        add(a, "%s", flag[i]);
+        add(a, "%s", realpath(path[i], abs) ? abs : path[i]);
+    }
 }
 
 /* Starts the engines and the gateway for one policy; fills tg. */
@@ -85,6 +104,7 @@ static int start_cluster(const struct kvg_bench_cfg *c, const char *policy, stru
         add(&a, "tcp://127.0.0.1:%d", ev_port[i]);
         add(&a, "--log-level");
         add(&a, "warn");
+        add_tokenizer(c, &a);
         snprintf(log, sizeof log, "%s/sim-%s-%u.log", logdir, policy, i);
         if ((rc = kvg_proc_spawn(P, c->kvgate_bin, a.v, logdir[0] ? log : "/dev/null", 0))) {
             snprintf(err, errlen, "starting kvgate sim: %s", kvg_strerror(rc));
@@ -135,6 +155,7 @@ static int start_cluster(const struct kvg_bench_cfg *c, const char *policy, stru
     add(&a, "--no-access-log");
     add(&a, "--log-level");
     add(&a, "warn");
+    add_tokenizer(c, &a);
     add(&a, "--worker-urls");
     for (uint32_t i = 0; i < n; i++) add(&a, "http://127.0.0.1:%d", sim_port[i]);
     add(&a, "--kv-events-endpoints");
@@ -156,6 +177,58 @@ static int start_cluster(const struct kvg_bench_cfg *c, const char *policy, stru
     for (uint32_t i = 0; i < n; i++)
         snprintf(tg->engines[i], sizeof tg->engines[i], "http://127.0.0.1:%d", sim_port[i]);
     return 0;
+}
+
+/* The gateway's own exactness check after a run (GET /workers): per worker,
+ * the answers whose prompt tokens it compared with the engine's usage, those
+ * that differed, and its routing mode. Into s; a failure leaves them unread
+ * (token_checks -1) and says why on stderr. */
+static void read_checks(const struct kvg_bench_live_target *tg, struct kvg_bench_summary *s)
+{
+    char url[600], err[256] = "";
+    struct kvg_https h;
+    struct kvg_https_resp r;
+    char *body = NULL;
+    size_t len = 0;
+    s->token_checks = s->token_mismatches = -1;
+    snprintf(url, sizeof url, "http://%s", tg->target.hostport);
+    int rc = kvg_https_init(&h, url, NULL, NULL, err, sizeof err);
+    if (rc) {
+        fprintf(stderr, "kvgate bench: %s/workers: %s\n", url, err[0] ? err : kvg_strerror(rc));
+        return;
+    }
+    h.connect_timeout_ms = 2000;
+    if (!(rc = kvg_https_get(&h, "/workers", 5000, &r))) {
+        if (r.status != 200) rc = KVG_EPARSE;
+        if (!rc) rc = kvg_https_resp_body(&r, 16u << 20, &body, &len);
+        kvg_https_resp_close(&h, &r);
+    }
+    kvg_https_free(&h);
+    cJSON *j = rc ? NULL : cJSON_ParseWithLength(body, len);
+    const cJSON *ws = cJSON_GetObjectItemCaseSensitive(j, "workers"), *w;
+    if (!cJSON_IsArray(ws)) {
+        fprintf(stderr, "kvgate bench: %s/workers: no worker list (%s)\n", url,
+                rc ? kvg_strerror(rc) : "not the expected JSON");
+    } else {
+        s->token_checks = s->token_mismatches = 0;
+        cJSON_ArrayForEach(w, ws)
+        {
+            const cJSON *ch = cJSON_GetObjectItemCaseSensitive(w, "prompt_token_checks");
+            const cJSON *mi = cJSON_GetObjectItemCaseSensitive(w, "prompt_token_mismatches");
+            const cJSON *mode = cJSON_GetObjectItemCaseSensitive(
+                cJSON_GetObjectItemCaseSensitive(w, "routing"), "mode");
+            s->token_checks += cJSON_IsNumber(ch) ? (int64_t)ch->valuedouble : 0;
+            s->token_mismatches += cJSON_IsNumber(mi) ? (int64_t)mi->valuedouble : 0;
+            const char *m = cJSON_IsString(mode) ? mode->valuestring : "unknown";
+            if (!s->workers++)
+                snprintf(s->mode, sizeof s->mode, "%s", m);
+            else if (strcmp(s->mode, m))
+                snprintf(s->mode, sizeof s->mode, "mixed");
+            s->workers_exact += !strcmp(m, "exact");
+        }
+    }
+    cJSON_Delete(j);
+    free(body);
 }
 
 int kvg_bench_run_live(const struct kvg_bench_cfg *c, struct kvg_bench_summary *out)
@@ -191,6 +264,7 @@ int kvg_bench_run_live(const struct kvg_bench_cfg *c, struct kvg_bench_summary *
             if (rc) snprintf(err, sizeof err, "--target %s: %s", c->target, kvg_strerror(rc));
         }
         if (!rc) rc = kvg__bench_live_run(c, tg, &out[i], err, sizeof err);
+        if (!rc && c->spawn_sims) read_checks(tg, &out[i]);
         /* A policy the gateway does not know makes it exit at start: say so
          * and go on with the others, as offline mode does. */
         if (rc && c->spawn_sims && P.n == (int)c->spawn_sims + 1 && !kvg_proc_alive(&P, P.n - 1) &&

@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "base/err.h"
+#include "base/util.h"
 #include "bench/routing/routing.h"
 
 /* The report's per-QPS tables (3 .. 60 QPS), TTFT p90 and output tokens/s. */
@@ -230,9 +231,27 @@ void kvg_bench_describe(const struct kvg_bench_cfg *c, char *out, size_t cap)
     case KVG_BENCH_WL_TRACE:
         PUT("trace %s at speed %.3g, ", w->trace_path, w->trace_speed);
         break;
+    case KVG_BENCH_WL_AGENT:
+        PUT("agent sessions over %s, %u deployments, instructions and tools at %.3gx the agents' "
+            "sizes, %u-%u turns, tool results of %u-%u characters, tool time %.3g s, "
+            "tokenizer %s%s%s, ",
+            w->agent_api == KVG_BENCH_AGENT_RESPONSES  ? "the Responses API (Codex-like)"
+            : w->agent_api == KVG_BENCH_AGENT_MESSAGES ? "the Messages API (Claude Code-like)"
+                                                       : "both APIs (every other session)",
+            w->chat_groups, w->agent_scale, w->turns_min ? w->turns_min : w->turns, w->turns,
+            w->user_len, KVG_MAX(w->user_len, w->user_len_max), w->think_s,
+            w->tokenizer[0] ? w->tokenizer : "builtin:bytes",
+            w->tokenizer_config[0] ? " with " : "", w->tokenizer_config);
+        if (w->max_context) PUT("bodies up to %u bytes, ", w->max_context);
+        break;
     }
-    PUT("%u output tokens%s; load stages", w->output_len,
-        w->ignore_eos ? " (ignore_eos)" : " (max; the engine stops earlier)");
+    if (w->kind == KVG_BENCH_WL_AGENT)
+        PUT("answers as long as the engine makes them (EOS, mean %.3g tokens; Messages' "
+            "max_tokens %u); load stages",
+            c->des.mean_output, w->output_len);
+    else
+        PUT("%u output tokens%s; load stages", w->output_len,
+            w->ignore_eos ? " (ignore_eos)" : " (max; the engine stops earlier)");
     if (w->kind != KVG_BENCH_WL_TRACE)
         for (size_t i = 0; i < w->nstages; i++) {
             if (w->stage[i].conc)

@@ -115,3 +115,65 @@ TEST(chunk_fields)
     CHECK_INT(kvg_bench_chunk_parse("nope", 4, &c), KVG_EPARSE);
     CHECK_INT(kvg_bench_chunk_parse("[1]", 3, &c), KVG_EPARSE);
 }
+
+/* The Responses and Messages streams' events: text deltas, usage at the end
+ * (Anthropic's input_tokens without the cache's reads, added back), errors;
+ * the other events carry nothing for the client. */
+TEST(responses_and_messages_events)
+{
+    struct kvg_bench_chunk c;
+    const char *t =
+        "{\"type\":\"response.output_text.delta\",\"delta\":\"ab\",\"sequence_number\":4}";
+    CHECK_INT(kvg_bench_chunk_parse(t, strlen(t), &c), 0);
+    CHECK_INT(c.text_len, 2);
+    CHECK(!memcmp(c.text, "ab", 2) && !c.error);
+    kvg_bench_chunk_free(&c);
+    t = "{\"type\":\"response.output_text.done\",\"text\":\"abc\"}";
+    CHECK_INT(kvg_bench_chunk_parse(t, strlen(t), &c), 0);
+    CHECK_INT(c.text_len, 0); /* the whole text again: not new tokens */
+    kvg_bench_chunk_free(&c);
+    t = "{\"type\":\"response.completed\",\"response\":{\"error\":null,\"usage\":{\"input_tokens\":"
+        "27,\"input_tokens_details\":{\"cached_tokens\":16},\"output_tokens\":3}}}";
+    CHECK_INT(kvg_bench_chunk_parse(t, strlen(t), &c), 0);
+    CHECK_INT(c.prompt_tokens, 27);
+    CHECK_INT(c.cached_tokens, 16);
+    CHECK_INT(c.completion_tokens, 3);
+    CHECK(!c.error);
+    kvg_bench_chunk_free(&c);
+    t = "{\"type\":\"response.failed\",\"response\":{\"error\":{\"code\":\"server_error\"}}}";
+    CHECK_INT(kvg_bench_chunk_parse(t, strlen(t), &c), 0);
+    CHECK(c.error);
+    kvg_bench_chunk_free(&c);
+    t = "{\"type\":\"error\",\"code\":\"x\",\"message\":\"boom\"}";
+    CHECK_INT(kvg_bench_chunk_parse(t, strlen(t), &c), 0);
+    CHECK(c.error);
+    kvg_bench_chunk_free(&c);
+    t = "{\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":5,"
+        "\"cache_read_input_tokens\":20,\"output_tokens\":1}}}";
+    CHECK_INT(kvg_bench_chunk_parse(t, strlen(t), &c), 0);
+    CHECK_INT(c.prompt_tokens, 25);
+    CHECK_INT(c.cached_tokens, 20);
+    CHECK_INT(c.completion_tokens, -1);
+    kvg_bench_chunk_free(&c);
+    t = "{\"type\":\"content_block_delta\",\"delta\":{\"type\":\"text_delta\",\"text\":\"x\"},"
+        "\"index\":0}";
+    CHECK_INT(kvg_bench_chunk_parse(t, strlen(t), &c), 0);
+    CHECK_INT(c.text_len, 1);
+    kvg_bench_chunk_free(&c);
+    t = "{\"type\":\"content_block_delta\",\"delta\":{\"type\":\"input_json_delta\","
+        "\"partial_json\":\"{\"},\"index\":1}";
+    CHECK_INT(kvg_bench_chunk_parse(t, strlen(t), &c), 0);
+    CHECK_INT(c.text_len, 0);
+    kvg_bench_chunk_free(&c);
+    t = "{\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{"
+        "\"output_tokens\":9}}";
+    CHECK_INT(kvg_bench_chunk_parse(t, strlen(t), &c), 0);
+    CHECK_INT(c.completion_tokens, 9);
+    CHECK_INT(c.prompt_tokens, -1);
+    CHECK_INT(c.cached_tokens, -1);
+    kvg_bench_chunk_free(&c);
+    t = "{\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"busy\"}}";
+    CHECK_INT(kvg_bench_chunk_parse(t, strlen(t), &c), 0);
+    CHECK(c.error);
+    kvg_bench_chunk_free(&c);
+}

@@ -121,6 +121,32 @@ TEST(mini_is_live_and_offline_able)
     CHECK_INT(c.des.engines, 4);
 }
 
+/* The agent workload's flags: its API, scale and tokenizer; its bodies are
+ * rendered offline and left to the gateway live; the model named in them is
+ * --model; a tokenizer for another workload is a mistake. */
+TEST(agent_flags)
+{
+    static struct kvg_bench_cfg c;
+    const char *a[] = {"--workload",    "agent", "--agent-api", "messages",
+                       "--agent-scale", "0.5",   "--tokenizer", "/x/tokenizer.json",
+                       "--model",       "coder"};
+    CHECK_INT(parse(&c, a, 10), 0);
+    CHECK_INT(c.des.wl.kind, KVG_BENCH_WL_AGENT);
+    CHECK_INT(c.des.wl.agent_api, KVG_BENCH_AGENT_MESSAGES);
+    CHECK_NEAR(c.des.wl.agent_scale, 0.5, 1e-9);
+    CHECK_STR(c.des.wl.tokenizer, "/x/tokenizer.json");
+    CHECK_STR(c.des.wl.model, "coder");
+    CHECK(c.des.wl.agent_render);
+    const char *b[] = {"--workload", "agent", "--mode", "live", "--spawn-sims", "2"};
+    CHECK_INT(parse(&c, b, 6), 0);
+    CHECK(!c.des.wl.agent_render);
+    CHECK_INT(c.des.wl.agent_api, KVG_BENCH_AGENT_RESPONSES);
+    const char *d[] = {"--workload", "chat", "--tokenizer", "/x/tokenizer.json"};
+    CHECK_INT(parse(&c, d, 4), -1);
+    const char *e[] = {"--workload", "agent", "--agent-api", "grpc"};
+    CHECK_INT(parse(&c, e, 4), -1);
+}
+
 /* The command's stdout and stderr (the first cap - 1 bytes of each) and its
  * status, for the scenarios' own entry points. */
 struct capture {
@@ -216,7 +242,8 @@ TEST(unknown_names_are_errors_naming_the_known_ones)
     static struct capture cap;
     const char *w[] = {"--workload", "chta"};
     CHECK_INT(parse_err(&c, w, 2, &cap), -1);
-    CHECK(strstr(cap.err, "--workload: expects one of shared_prefix, chat, trace, got 'chta'"));
+    CHECK(strstr(cap.err,
+                 "--workload: expects one of shared_prefix, chat, trace, agent, got 'chta'"));
     const char *p[] = {"--policies", "random,randm"};
     CHECK_INT(parse_err(&c, p, 2, &cap), -1);
     CHECK(strstr(cap.err, "unknown policy 'randm'"));
@@ -310,6 +337,20 @@ TEST(every_scenario_takes_json_and_out)
     const char *suite[] = {"--suite",     "routing", "--smoke",    "--seeds", "1",
                            "--workloads", "chat",    "--policies", "random",  "--quiet",
                            "--json",      json,      "--out",      md};
+    const char *agents[] = {"--suite",
+                            "routing",
+                            "--smoke",
+                            "--seeds",
+                            "1",
+                            "--workloads",
+                            "agentic-responses,agentic-messages",
+                            "--policies",
+                            "prefix_affinity",
+                            "--quiet",
+                            "--json",
+                            json,
+                            "--out",
+                            md};
     struct {
         const char *const *args;
         int n;
@@ -317,7 +358,8 @@ TEST(every_scenario_takes_json_and_out)
     } cases[] = {{routing, 11, "| random |"},
                  {pd, 9, "# Prefill/decode"},
                  {diurnal, 15, "| static |"},
-                 {suite, 14, "kvgate bench --suite routing"}};
+                 {suite, 14, "kvgate bench --suite routing"},
+                 {agents, 14, "### agentic-messages"}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         remove(json);
         remove(md);
