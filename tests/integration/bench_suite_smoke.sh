@@ -17,7 +17,7 @@ check "stdout is the report" grep -q "kvgate bench --suite routing" "$TMP/suite.
 out=$(/usr/bin/python3 - "$TMP/suite.json" <<'PY' 2>&1
 import json, sys
 a = json.load(open(sys.argv[1]))
-want = {"llmd-73", "chat", "chat-overload", "agentic", "mixed", "hetero-fast", "hetero-kv",
+want = {"llmd-73", "chat", "chat-overload", "agentic", "agentic-responses", "agentic-messages", "mixed", "hetero-fast", "hetero-kv",
         "bursts", "trace", "multi-lora", "salted-tenants"}
 pols = ["random", "precise", "prefix_affinity", "session_affinity", "predicted_latency"]
 seen = {(o["workload"], o["policy"]) for o in a}

@@ -204,7 +204,7 @@ TEST(tokenizer_directory_and_its_group)
     CHECK_INT(serve_parse(yaml, path, &c, err, sizeof err, 0, NULL), 0);
     struct kvg_catalog *cat;
     CHECK_INT(kvg_serve_models_catalog(c, path, &cat, err, sizeof err), 0);
-    char want[160];
+    char want[400];
     snprintf(want, sizeof want, "%s/tokenizer.json", dir);
     CHECK_STR(cat->models[0].tokenizer, want);
     snprintf(want, sizeof want, "%s/tokenizer_config.json", dir);
