@@ -1,5 +1,6 @@
-/* libFuzzer: the simulated engine's multipart/form-data parser
- * (src/simsrv/multipart.c), the body of an audio request, and the audio
+/* libFuzzer: the multipart/form-data parser (src/api/multipart.c: the
+ * gateway reads an upload's model with it, the simulated engine its file),
+ * the body of an audio request, and the audio
  * duration read from a file part (src/simsrv/audio.c). The input is a
  * Content-Type line, then the body. Any bytes: an error or parts that lie
  * inside the body, never a crash, an overread (the body is copied to a
@@ -10,6 +11,7 @@
 #include <string.h>
 
 #include "api/api.h"
+#include "simsrv/simsrv.h"
 
 static int inside(const char *p, size_t n, const char *body, size_t len)
 {
