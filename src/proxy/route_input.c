@@ -235,7 +235,10 @@ static size_t claude_session(const cJSON *v, char *out, size_t cap)
 static int as_chat(struct kvg_rinput *ri, const cJSON *j, char *msg, size_t msglen)
 {
     struct kvg_api_err e = {{0}, {0}};
-    int rc = kvg_api_to_chat(ri->kind, j, &ri->chat_body, &e);
+    /* About the body's size (its texts re-escaped): one allocation, not a
+     * copy per doubling of a long conversation. */
+    int rc = kvg_buf_reserve(&ri->chat_body, ri->body_len + 1024);
+    if (!rc) rc = kvg_api_to_chat(ri->kind, j, &ri->chat_body, &e);
     if (rc == KVG_EPARSE) {
         snprintf(ri->bad_param_buf, sizeof ri->bad_param_buf, "%s", e.param);
         ri->bad_param = e.param[0] ? ri->bad_param_buf : NULL;
