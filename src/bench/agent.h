@@ -1,6 +1,6 @@
 /* Coding-agent sessions for kvgate bench's agent workload (workload.h): what
  * Codex and Claude Code send a gateway, turn after turn, as
- * ../shared/reference/agent-wire.md observed them from the CLIs themselves.
+ * docs/agent-wire.md observed them from the CLIs themselves.
  *
  * Responses (Codex-like): POST /v1/responses, stream, store false, no
  * instructions and no max_output_tokens; `input` opens with three developer

@@ -11,7 +11,7 @@
 #include "base/buf.h"
 #include "base/util.h"
 
-/* The agents' own sizes, characters (../shared/reference/agent-wire.md). */
+/* The agents' own sizes, characters (docs/agent-wire.md). */
 #define KVG_AGENT_CODEX_DEV0 16979 /* base instructions */
 #define KVG_AGENT_CODEX_DEV1 2156  /* skills */
 #define KVG_AGENT_CODEX_DEV2 341   /* sandbox permissions */

@@ -173,20 +173,6 @@ static void deny_key(struct kvg_gate_deny *d, enum kvg_keys_auth a)
     deny_header(d, KVG_STR("www-authenticate"), KVG_STR("Bearer"));
 }
 
-/* The token of a "Bearer <token>" value, blanks around it trimmed; a NULL
- * view for any other scheme. */
-static struct kvg_str bearer_token(struct kvg_str h)
-{
-    while (h.len && (*h.p == ' ' || *h.p == '\t')) h.p++, h.len--;
-    if (h.len < 7 || strncasecmp(h.p, "bearer", 6) || (h.p[6] != ' ' && h.p[6] != '\t'))
-        return (struct kvg_str){0};
-    h.p += 7;
-    h.len -= 7;
-    while (h.len && (*h.p == ' ' || *h.p == '\t')) h.p++, h.len--;
-    while (h.len && (h.p[h.len - 1] == ' ' || h.p[h.len - 1] == '\t')) h.len--;
-    return h;
-}
-
 struct kvg_str kvg_gate_credential(struct kvg_str authorization, struct kvg_str x_api_key,
                                    char *buf, size_t cap)
 {
@@ -197,7 +183,7 @@ struct kvg_str kvg_gate_credential(struct kvg_str authorization, struct kvg_str 
            (x_api_key.p[x_api_key.len - 1] == ' ' || x_api_key.p[x_api_key.len - 1] == '\t'))
         x_api_key.len--;
     if (authorization.p) {
-        struct kvg_str t = bearer_token(authorization);
+        struct kvg_str t = kvg_keys_bearer(authorization);
         if (t.p && t.len == x_api_key.len && !memcmp(t.p, x_api_key.p, t.len)) return authorization;
         return (struct kvg_str){"", 0}; /* two different keys: which would be charged? */
     }

@@ -453,6 +453,18 @@ enum kvg_keys_auth kvg_keys_authenticate(const struct kvg_keys_set *s, struct kv
     return a;
 }
 
+struct kvg_str kvg_keys_bearer(struct kvg_str h)
+{
+    while (h.len && (*h.p == ' ' || *h.p == '\t')) h.p++, h.len--;
+    if (h.len < 7 || strncasecmp(h.p, "bearer", 6) || (h.p[6] != ' ' && h.p[6] != '\t'))
+        return (struct kvg_str){NULL, 0};
+    h.p += 7;
+    h.len -= 7;
+    while (h.len && (*h.p == ' ' || *h.p == '\t')) h.p++, h.len--;
+    while (h.len && (h.p[h.len - 1] == ' ' || h.p[h.len - 1] == '\t')) h.len--;
+    return h;
+}
+
 enum kvg_keys_auth kvg_keys_authenticate_memo(const struct kvg_keys_set *s, struct kvg_str h,
                                               unsigned char memo[32], int *memo_set,
                                               const struct kvg_keys_entry **out)
@@ -462,12 +474,7 @@ enum kvg_keys_auth kvg_keys_authenticate_memo(const struct kvg_keys_set *s, stru
     while (h.len && (*h.p == ' ' || *h.p == '\t')) h.p++, h.len--;
     if (h.len >= 6 && !strncasecmp(h.p, "basic", 5) && (h.p[5] == ' ' || h.p[5] == '\t'))
         return basic(s, (struct kvg_str){h.p + 6, h.len - 6}, memo, memo_set, out);
-    if (h.len < 7 || strncasecmp(h.p, "bearer", 6) || (h.p[6] != ' ' && h.p[6] != '\t'))
-        return KVG_KEYS_AUTH_MALFORMED;
-    h.p += 7;
-    h.len -= 7;
-    while (h.len && (*h.p == ' ' || *h.p == '\t')) h.p++, h.len--;
-    while (h.len && (h.p[h.len - 1] == ' ' || h.p[h.len - 1] == '\t')) h.len--;
+    h = kvg_keys_bearer(h);
     if (!h.len) return KVG_KEYS_AUTH_MALFORMED;
     if (!*memo_set) {
         unsigned char md[EVP_MAX_MD_SIZE];

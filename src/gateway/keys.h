@@ -128,6 +128,9 @@ enum kvg_keys_auth {
     KVG_KEYS_AUTH_MALFORMED, /* not "Bearer <key>": 401 */
     KVG_KEYS_AUTH_UNKNOWN,   /* no such key: 401 */
 };
+/* The token of a "Bearer <token>" value, blanks around it trimmed; a NULL
+ * view for any other scheme (an empty one for "Bearer" alone). */
+struct kvg_str kvg_keys_bearer(struct kvg_str authorization);
 /* Authenticates an Authorization header value (a NULL view when absent). */
 enum kvg_keys_auth kvg_keys_authenticate(const struct kvg_keys_set *s, struct kvg_str authorization,
                                          const struct kvg_keys_entry **out);

@@ -218,26 +218,26 @@ void kvg__simsrv_error_anthropic(struct kvg_http_req *req, int status, const cha
     kvg_buf_free(&b);
 }
 
-void kvg__simsrv_error_detail(struct kvg_http_req *req, int status, const char *detail)
+void kvg__simsrv_send_wrapped(struct kvg_http_req *req, int status, const char *open,
+                              const char *msg, const char *close)
 {
     struct kvg_buf b;
     kvg_buf_init(&b, 0);
-    kvg_buf_append_str(&b, "{\"detail\":");
-    kvg_buf_append_json_str(&b, detail, strlen(detail));
-    kvg_buf_append_str(&b, "}");
+    kvg_buf_append_str(&b, open);
+    kvg_buf_append_json_str(&b, msg, strlen(msg));
+    kvg_buf_append_str(&b, close);
     kvg_http_res_send(req, status, "application/json", NULL, 0, b.data, b.len);
     kvg_buf_free(&b);
 }
 
+void kvg__simsrv_error_detail(struct kvg_http_req *req, int status, const char *detail)
+{
+    kvg__simsrv_send_wrapped(req, status, "{\"detail\":", detail, "}");
+}
+
 void kvg__simsrv_error_sglang(struct kvg_http_req *req, int status, const char *msg)
 {
-    struct kvg_buf b;
-    kvg_buf_init(&b, 0);
-    kvg_buf_append_str(&b, "{\"error\":{\"message\":");
-    kvg_buf_append_json_str(&b, msg, strlen(msg));
-    kvg_buf_append_str(&b, "}}");
-    kvg_http_res_send(req, status, "application/json", NULL, 0, b.data, b.len);
-    kvg_buf_free(&b);
+    kvg__simsrv_send_wrapped(req, status, "{\"error\":{\"message\":", msg, "}}");
 }
 
 /* vLLM answers a body its request model refuses with pydantic's errors

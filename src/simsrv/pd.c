@@ -192,13 +192,7 @@ void kvg_simsrv_pd_prefill_done(struct sim_req *r, int length_capped, struct kvg
 
 static void side_error(struct kvg_http_req *req, int status, const char *msg)
 {
-    struct kvg_buf b;
-    kvg_buf_init(&b, 0);
-    kvg_buf_append_str(&b, "{\"error\":");
-    kvg_buf_append_json_str(&b, msg, strlen(msg));
-    kvg_buf_append_str(&b, "}");
-    kvg_http_res_send(req, status, "application/json", NULL, 0, b.data, b.len);
-    kvg_buf_free(&b);
+    kvg__simsrv_send_wrapped(req, status, "{\"error\":", msg, "}");
 }
 
 static void on_xfer_done(uv_timer_t *t)

@@ -435,6 +435,10 @@ void kvg__simsrv_error_param(struct kvg_http_req *req, int status, const char *t
                              const char *msg, const char *param);
 void kvg__simsrv_error_anthropic(struct kvg_http_req *req, int status, const char *type,
                                  const char *msg);
+/* A JSON answer: open, msg as a JSON string, close ({"detail": ...} and
+ * the like, each engine's own error envelope). */
+void kvg__simsrv_send_wrapped(struct kvg_http_req *req, int status, const char *open,
+                              const char *msg, const char *close);
 void kvg__simsrv_error_detail(struct kvg_http_req *req, int status, const char *detail);
 void kvg__simsrv_error_sglang(struct kvg_http_req *req, int status, const char *msg);
 void kvg__simsrv_error_validation(struct kvg_http_req *req, const char *param, const char *msg);

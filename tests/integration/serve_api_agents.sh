@@ -3,7 +3,7 @@
 # token quota on: Claude Code (Anthropic Messages, streamed, x-api-key) and
 # Codex (OpenAI Responses, streamed, Bearer), each for a first turn and a
 # second one of the same session, headless and offline as
-# ../shared/reference/agent-wire.md describes. Each must finish (exit 0,
+# docs/agent-wire.md describes. Each must finish (exit 0,
 # its own JSON saying so, whatever the nonsense text), its requests routed
 # (access log: 200, a worker, its session key; the second turn on the first
 # turn's worker, its rendered prompt being a prefix), counted in /metrics,
