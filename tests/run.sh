@@ -36,16 +36,46 @@ count_output() { # file name rc
     failures+=("$2")
     echo "---- FAILED: $2 (rc $3)"; grep -v '^ok ' "$1" | tail -60
   elif [ -z "${KVG_SUMMARY_ONLY:-}" ]; then
-    if [ "$s" = 0 ]; then echo "ok   $2 ($p)"; else echo "ok   $2 ($p, $s skipped)"; fi
+    if [ "$s" = 0 ]; then echo "ok   $2 ($p, ${TOOK:-?} s)"; else echo "ok   $2 ($p, $s skipped, ${TOOK:-?} s)"; fi
   fi
 }
 
+# Tests run KVG_JOBS at a time (default: the cores, at most 2). Each running
+# test has a slot; KVG_PORT_SLOT/KVG_PORT_SLOTS give it its own share of the
+# free-port range (src/base/proc.c, tests/fixtures/free_port.py), so that two
+# tests side by side never pick the same port. Results are counted in the
+# order the tests finish.
+JOBS=${KVG_JOBS:-$(nproc)}
+[ "$JOBS" -ge 1 ] 2>/dev/null || JOBS=1
+[ -n "${KVG_JOBS:-}" ] || [ "$JOBS" -le 2 ] || JOBS=2
+declare -A running=()   # pid -> "slot name"
+free_slots=()
+for ((i = 0; i < JOBS; i++)); do free_slots+=("$i"); done
+
+reap_one() { # waits for one running test and counts it
+  local pid rc slot start name
+  wait -n -p pid "${!running[@]}"
+  rc=$?
+  read -r slot start name <<<"${running[$pid]}"
+  unset "running[$pid]"
+  TOOK=$((SECONDS - start))
+  count_output "$log/out.$slot" "$name" "$rc"
+  free_slots+=("$slot")
+}
+start_test() { # name timeout command...
+  local name=$1 secs=$2 slot; shift 2
+  [ ${#running[@]} -lt "$JOBS" ] || reap_one
+  slot=${free_slots[0]}; free_slots=("${free_slots[@]:1}")
+  KVG_PORT_SLOT=$slot KVG_PORT_SLOTS=$JOBS timeout -k 5 "$secs" "$@" >"$log/out.$slot" 2>&1 &
+  running[$!]="$slot $SECONDS $name"
+}
+drain_tests() { while [ ${#running[@]} -gt 0 ]; do reap_one; done; }
+
 if [ "$WHAT" = all ] || [ "$WHAT" = unit ]; then
   for t in $(find "$OUT/t" -type f -perm -u+x 2>/dev/null | sort); do
-    name=${t#"$OUT/t/"}
-    timeout -k 5 300 "$t" >"$log/out" 2>&1
-    count_output "$log/out" "unit/$name" $?
+    start_test "unit/${t#"$OUT/t/"}" 300 "$t"
   done
+  drain_tests
 fi
 
 if [ "$WHAT" = all ] || [ "$WHAT" = integration ]; then
@@ -57,11 +87,11 @@ if [ "$WHAT" = all ] || [ "$WHAT" = integration ]; then
       [ $keep = 1 ] || continue
     fi
     case "$t" in
-      *.sh) timeout -k 5 600 bash "$t" >"$log/out" 2>&1 ;;
-      *.mjs) timeout -k 5 600 node "$t" >"$log/out" 2>&1 ;;
+      *.sh) start_test "integration/$name" 600 bash "$t" ;;
+      *.mjs) start_test "integration/$name" 600 node "$t" ;;
     esac
-    count_output "$log/out" "integration/$name" $?
   done
+  drain_tests
 fi
 
 if [ "$WHAT" = fuzz ]; then

@@ -11,13 +11,13 @@ requests, the time from its /health to its first request, and to 5 requests in a
 row with >= 90% of the prompt cached. Phase 1: one client, a request a second, for 8 s on the one replica; phase 2: six clients.
 Run with prewarm_prompts 8 and 0, slow start 3 s both.
 Usage: live.py KVGATE_BIN SEED OUT_JSON [POLICY (least_load)]"""
-import json, os, random, socket, subprocess, sys, tempfile, threading, time, urllib.request
+import json, os, random, subprocess, sys, tempfile, threading, time, urllib.request
 
 BIN, SEED, OUT = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 POLICY = sys.argv[4] if len(sys.argv) > 4 else "least_load"
 
-def free_port():
-    s = socket.socket(); s.bind(("127.0.0.1", 0)); p = s.getsockname()[1]; s.close(); return p
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "fixtures"))
+from free_port import free_port  # noqa: E402
 
 def get(url, t=2):
     with urllib.request.urlopen(url, timeout=t) as r:

@@ -17,7 +17,7 @@ Usage: live_ramp.py KVGATE_BIN PLANNER OUT_PREFIX [SEED]
 PLANNER: kvgate | queue (HPA stabilization on the miniature's clock, 15 s) | queue-300
 (HPA's 300 s) | static (one replica: where the SLO breaks unscaled)
 Writes OUT_PREFIX.json and OUT_PREFIX.svg."""
-import calendar, http.client, json, math, os, random, re, socket, subprocess, sys, tempfile, threading, time
+import calendar, http.client, json, math, os, random, re, subprocess, sys, tempfile, threading, time
 import urllib.request
 
 BIN, PLANNER, OUT = sys.argv[1], sys.argv[2], sys.argv[3]
@@ -32,12 +32,8 @@ TTFT = 1.0  # the pool's ttft_secs: the client's target too
 ISL, UNIQ, OSL, NPREFIX = 2000, int(os.environ.get("KVG_RAMP_UNIQ", 3000)), 32, 16
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "fixtures"))
+from free_port import free_port  # noqa: E402
 
 
 def get(url, t=2):

@@ -6,6 +6,8 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -134,18 +136,64 @@ void kvg_proc_stop_all(struct kvg_proc_set *s, int grace_ms)
     s->n = 0;
 }
 
-int kvg_proc_free_port(void)
+/* The kernel's ephemeral range's first port (outgoing connections take their
+ * local ports from that range), 32768 when unreadable. */
+static int ephemeral_low(void)
+{
+    int lo = 32768, hi = 0;
+    FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "re");
+    if (f) {
+        if (fscanf(f, "%d %d", &lo, &hi) != 2 || lo < 1024 || lo > 65535) lo = 32768;
+        fclose(f);
+    }
+    return lo;
+}
+
+/* 1 when nothing is bound to 127.0.0.1:port. No SO_REUSEADDR: a port that
+ * still has a connection in TIME_WAIT counts as taken. */
+static int port_free(int port)
 {
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) return -errno;
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = 0};
+    if (fd < 0) return 0;
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof a;
-    int port = -EADDRNOTAVAIL;
-    if (!bind(fd, (struct sockaddr *)&a, sizeof a) && !getsockname(fd, (struct sockaddr *)&a, &len))
-        port = ntohs(a.sin_port);
+    int ok = bind(fd, (struct sockaddr *)&a, sizeof a) == 0;
     close(fd);
-    return port;
+    return ok;
+}
+
+/* A random port below the ephemeral range rather than bind(port 0): port 0
+ * hands out a port from that range, which any outgoing connect() may take
+ * before the caller's child binds it (a CI failure of
+ * tests/integration/pd_body_exact.sh). The last ports handed out are
+ * remembered so that one process never gets the same port twice. */
+int kvg_proc_free_port(void)
+{
+    static _Atomic unsigned recent_n;
+    static _Atomic int recent[64];
+    int hi = ephemeral_low(), lo = hi - 16384;
+    if (lo < 1024) lo = 1024;
+    if (hi - lo < 1024) lo = 1024, hi = 65535; /* an odd range: anywhere not ephemeral is unknown */
+    /* Test suites run side by side (tests/run.sh) give each running test a
+     * slot and a share of the range, so that two never pick the same port. */
+    const char *slot_s = getenv("KVG_PORT_SLOT"), *slots_s = getenv("KVG_PORT_SLOTS");
+    int64_t slot, slots;
+    if (slot_s && slots_s && !kvg_parse_i64(slot_s, &slot) && !kvg_parse_i64(slots_s, &slots) &&
+        slots > 1 && slots <= 16 && slot >= 0 && slot < slots) {
+        int share = (hi - lo) / (int)slots;
+        lo += share * (int)slot;
+        hi = lo + share;
+    }
+    struct kvg_rng *rng = kvg_rand_thread();
+    for (int tries = 0; tries < 200; tries++) {
+        int port = lo + (int)kvg_rng_below(rng, (uint64_t)(hi - lo));
+        int seen = 0;
+        for (int i = 0; i < 64; i++) seen |= recent[i] == port;
+        if (seen || !port_free(port)) continue;
+        recent[atomic_fetch_add(&recent_n, 1) % 64] = port;
+        return port;
+    }
+    return -EADDRNOTAVAIL;
 }
 
 /* One GET with a 1 s budget; the status code or -1. */

@@ -56,8 +56,10 @@ int kvg_proc_alive(struct kvg_proc_set *s, int i);
  * all of them together, then SIGKILL; each is reaped. s is empty after. */
 void kvg_proc_stop_all(struct kvg_proc_set *s, int grace_ms);
 
-/* A TCP port on 127.0.0.1 that was free a moment ago (another process may
- * take it before the caller's child binds it), or a negative code. */
+/* A TCP port on 127.0.0.1 that was free a moment ago, below the kernel's
+ * ephemeral range so that no outgoing connection takes it before the
+ * caller's child binds it (another listener still may); never one this
+ * process was handed among its last 64. A negative code when none is found. */
 int kvg_proc_free_port(void);
 /* Blocks until GET http://127.0.0.1:port/path answers `status`, up to
  * timeout_ms (each try up to 1 s more). stop (may be NULL) is asked between

@@ -18,21 +18,12 @@ fi
 
 # The plan: one JSON case per kvgate command line or config in the page.
 /usr/bin/python3 - "$DOC" "$TOK" "$TMP" >"$TMP/plan.json" <<'PY'
-import json, re, shlex, socket, sys
+import json, os, re, shlex, sys
 doc, tok, tmp = sys.argv[1:4]
 text = open(doc).read()
 
-def free_port(pair=False):
-    for _ in range(50):
-        s = socket.socket(); s.bind(("127.0.0.1", 0)); p = s.getsockname()[1]; s.close()
-        if not pair:
-            return p
-        try:
-            t = socket.socket(); t.bind(("127.0.0.1", p + 1)); t.close()
-            return p
-        except OSError:
-            continue
-    raise SystemExit("no free port")
+sys.path.insert(0, os.path.join(os.environ["KVG_ROOT"], "tests", "fixtures"))
+from free_port import free_port  # noqa: E402
 
 # Fenced blocks with the H2 section they stand in.
 blocks, section = [], ""

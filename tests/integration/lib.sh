@@ -77,8 +77,11 @@ finish() {
   exit $?
 }
 
+# free_port: a loopback port no listener holds, never one this test was
+# given before (tests/fixtures/free_port.py keeps the book in $TMP).
+export KVG_PORTS_FILE=$TMP/ports-handed-out
 free_port() {
-  /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
+  /usr/bin/python3 "$KVG_ROOT/tests/fixtures/free_port.py"
 }
 
 # wait_http URL [SECONDS] [STATUS]: until URL answers STATUS (default 200),

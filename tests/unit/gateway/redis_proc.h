@@ -17,6 +17,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/proc.h"
+
 #define REDIS_BIN "/usr/bin/redis-server"
 
 struct redis_proc {
@@ -24,18 +26,10 @@ struct redis_proc {
     int port;
 };
 
+/* The one free-port rule of the tree (below the ephemeral range). */
 static int redis_free_port(void)
 {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof a;
-    if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) ||
-        getsockname(fd, (struct sockaddr *)&a, &len)) {
-        if (fd >= 0) close(fd);
-        return -1;
-    }
-    close(fd);
-    return ntohs(a.sin_port);
+    return kvg_proc_free_port();
 }
 
 static void redis_sleep_ms(int ms)
