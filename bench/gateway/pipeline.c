@@ -6,7 +6,9 @@
  * cost.sh cannot resolve it. Bodies are cost.sh's (bench/gateway/workloads.py:
  * PRE \t POST per line, the request number between them, as body.lua sends).
  *   pipeline TOKENIZER_JSON TOKENIZER_CONFIG BODIES_TSV [--passes P]
- *            [--requests N] [--cache-bytes B] [--block-size S]
+ *            [--requests N] [--cache-bytes B] [--block-size S] [--kind chat|messages|responses]
+ * (--kind: the endpoint the bodies are for; cost.sh's 30k-msg bodies are
+ * Messages requests, converted to chat before rendering, as the gateway does)
  * Prints one line for the best pass (the least total CPU):
  *   requests=N parse_us=.. tokenize_us=.. free_us=.. total_us=..  (per request) */
 #include <stdio.h>
@@ -49,12 +51,14 @@ int main(int argc, char **argv)
 {
     if (argc < 4) {
         fprintf(stderr, "usage: pipeline TOKENIZER_JSON TOKENIZER_CONFIG BODIES_TSV [--passes P] "
-                        "[--requests N] [--cache-bytes B] [--block-size S]\n");
+                        "[--requests N] [--cache-bytes B] [--block-size S] "
+                        "[--kind chat|messages|responses]\n");
         return 2;
     }
     int passes = 7, requests = 400;
     size_t cache_bytes = 64u << 20;
     uint32_t block = 16;
+    enum kvg_api_kind kind = KVG_API_CHAT;
     for (int i = 4; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--passes"))
             passes = atoi(argv[i + 1]);
@@ -64,6 +68,16 @@ int main(int argc, char **argv)
             cache_bytes = strtoull(argv[i + 1], NULL, 10);
         else if (!strcmp(argv[i], "--block-size"))
             block = (uint32_t)atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--kind")) {
+            if (!strcmp(argv[i + 1], "messages"))
+                kind = KVG_API_MESSAGES;
+            else if (!strcmp(argv[i + 1], "responses"))
+                kind = KVG_API_RESPONSES;
+            else if (strcmp(argv[i + 1], "chat")) {
+                fprintf(stderr, "--kind: chat, messages or responses, not '%s'\n", argv[i + 1]);
+                return 2;
+            }
+        }
     }
     char err[512];
     struct kvg_tok *tok;
@@ -107,7 +121,7 @@ int main(int argc, char **argv)
             struct kvg_rinput ri;
             char msg[256];
             double t0 = (double)kvg_thread_cpu_ns() / 1e3;
-            if (kvg_rinput_parse(&ri, req.data, req.len, KVG_API_CHAT, msg, sizeof msg)) {
+            if (kvg_rinput_parse(&ri, req.data, req.len, kind, msg, sizeof msg)) {
                 fprintf(stderr, "parse: %s\n", msg);
                 return 1;
             }

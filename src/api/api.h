@@ -146,6 +146,29 @@ struct kvg_api_err {
 int kvg_api_to_chat(enum kvg_api_kind kind, const cJSON *body, struct kvg_buf *out,
                     struct kvg_api_err *err);
 
+/* The string nodes of a request that a chat request written with
+ * kvg_api_to_chat_refs names instead of copying (owned by the caller:
+ * kvg_api_refs_free; the nodes are borrowed from the request's tree). */
+struct kvg_api_refs {
+    const cJSON **v;
+    size_t n, cap;
+};
+/* kvg_api_to_chat for a caller that wants the chat request's tree, not its
+ * bytes (the gateway renders it; an engine without the endpoint is sent
+ * bytes made again with kvg_api_to_chat): each long string of body (and
+ * each that starts with the byte 0x01) is written as a short placeholder
+ * naming a node in refs, so it is neither escaped here nor read back by
+ * the parse of out; kvg_api_refs_resolve then points the parsed tree's
+ * placeholders at those nodes. The same returns as kvg_api_to_chat. */
+int kvg_api_to_chat_refs(enum kvg_api_kind kind, const cJSON *body, struct kvg_buf *out,
+                         struct kvg_api_refs *refs, struct kvg_api_err *err);
+/* Every placeholder string of tree (parsed from kvg_api_to_chat_refs's
+ * bytes by the fast reader, in an arena: base/json.h) made the node it
+ * names: its string borrowed, not copied, so the request's tree must
+ * outlive this one. 0, or KVG_EPARSE for a placeholder refs does not hold. */
+int kvg_api_refs_resolve(cJSON *tree, const struct kvg_api_refs *refs);
+void kvg_api_refs_free(struct kvg_api_refs *refs);
+
 /* ------------------------------------------ chat answers as API answers */
 
 /* What a translated answer names that the chat answer does not carry. */

@@ -34,8 +34,23 @@ const char *kvg__api_path(char *out, size_t cap, const char *base, size_t i, con
  * arrays member by member. 0, KVG_EPARSE (nested past
  * KVG__API_MAX_DEPTH, or a node of no JSON type), -ENOMEM, KVG_ETOOBIG. */
 int kvg__api_json(struct kvg_buf *out, const cJSON *n);
-/* The string node n as a JSON string literal ("" for a non-string). */
+/* The string node n as a JSON string literal ("" for a non-string); into
+ * the buffer kvg_api_to_chat_refs writes, a long one as its placeholder. */
 int kvg__api_str(struct kvg_buf *out, const cJSON *n);
+/* The placeholder for n (s, len: its bytes) when a kvg_api_to_chat_refs
+ * call runs on this thread and n is worth one: 1 (written), 0 (write n
+ * itself), or a negative code. */
+int kvg__api_ref(struct kvg_buf *out, const cJSON *n, const char *s, size_t len);
+/* Text the converters compose (joined blocks, a flattened name) as a JSON
+ * string; -EAGAIN under kvg_api_to_chat_refs when it starts with the
+ * placeholders' byte (the caller converts without placeholders). */
+int kvg__api_text(struct kvg_buf *out, const char *s, size_t len);
+/* kvg__api_json for JSON that becomes a string's content (a tool call's
+ * arguments): never a placeholder inside. */
+int kvg__api_json_plain(struct kvg_buf *out, const cJSON *n);
+/* The shortest string kvg_api_to_chat_refs names instead of writing (the
+ * unit tests set 1). */
+extern size_t kvg__api_ref_min_len;
 /* A double as JSON (integers without a fraction). */
 int kvg__api_num(struct kvg_buf *out, double v);
 /* "<sep>"key":" : sep is ',' or 0 for none. */

@@ -99,7 +99,7 @@ static int write_system(struct mctx *c, const cJSON *body, const cJSON *msgs)
     }
     if (!rc && nparts && !(rc = msg_sep(c)) &&
         !(rc = kvg_buf_append_str(c->out, "{\"role\":\"system\",\"content\":")) &&
-        !(rc = kvg_buf_append_json_str(c->out, sys.data ? sys.data : "", sys.len)))
+        !(rc = kvg__api_text(c->out, sys.data ? sys.data : "", sys.len)))
         rc = kvg_buf_append(c->out, "}", 1);
     kvg_buf_free(&sys);
     return rc;
@@ -123,7 +123,7 @@ static int image_part(struct kvg_buf *o, const cJSON *src)
         if (!(rc = kvg_buf_append_str(&url, "data:")) && !(rc = kvg_buf_append(&url, mt, ml)) &&
             !(rc = kvg_buf_append_str(&url, ";base64,")) &&
             !(rc = kvg_buf_append(&url, data ? data : "", data ? dl : 0)))
-            rc = kvg_buf_append_json_str(o, url.data, url.len);
+            rc = kvg__api_text(o, url.data, url.len);
         kvg_buf_free(&url);
     }
     return rc ? rc : kvg_buf_append_str(o, "}}");
@@ -140,16 +140,17 @@ struct parts {
     int has_rs;
 };
 
-/* A text part of the bytes s[0, n); the first one's place is kept (a lone
- * text part is the message's plain string content). */
-static int add_text_part(struct parts *p, const char *s, size_t n)
+/* A text part: the string node t, or (t NULL) the bytes s[0, n); the
+ * first one's place is kept (a lone text part is the message's plain
+ * string content). */
+static int add_text_part(struct parts *p, const cJSON *t, const char *s, size_t n)
 {
     int rc;
     if ((p->nparts && (rc = kvg_buf_append(&p->content, ",", 1))) ||
         (rc = kvg_buf_append_str(&p->content, "{\"type\":\"text\",\"text\":")))
         return rc;
     size_t at = p->content.len;
-    if ((rc = kvg_buf_append_json_str(&p->content, s, n)) ||
+    if ((rc = t ? kvg__api_str(&p->content, t) : kvg__api_text(&p->content, s, n)) ||
         (rc = kvg_buf_append(&p->content, "}", 1)))
         return rc;
     if (!p->nparts++) p->one_at = at, p->one_end = p->content.len - 1;
@@ -172,12 +173,12 @@ static int tool_use(struct mctx *c, struct parts *p, const cJSON *b, const char 
                              "a tool_use block's 'input' must be an object");
     struct kvg_buf args;
     kvg_buf_init(&args, 0);
-    rc = input ? kvg__api_json(&args, input) : kvg_buf_append_str(&args, "{}");
+    rc = input ? kvg__api_json_plain(&args, input) : kvg_buf_append_str(&args, "{}");
     if (!rc && !((o->len && (rc = kvg_buf_append(o, ",", 1))) ||
                  (rc = kvg_buf_append_str(o, "{\"id\":")) || (rc = kvg__api_str(o, id)) ||
                  (rc = kvg_buf_append_str(o, ",\"type\":\"function\",\"function\":{\"name\":")) ||
                  (rc = kvg__api_str(o, name)) || (rc = kvg_buf_append_str(o, ",\"arguments\":"))))
-        if (!(rc = kvg_buf_append_json_str(o, args.data ? args.data : "", args.len)))
+        if (!(rc = kvg__api_text(o, args.data ? args.data : "", args.len)))
             rc = kvg_buf_append_str(o, "}}");
     kvg_buf_free(&args);
     return rc;
@@ -187,11 +188,13 @@ static int tool_use(struct mctx *c, struct parts *p, const cJSON *b, const char 
  * blocks joined by newlines (into text), image blocks as image parts
  * (into images, JSON members, counted in *nimg). */
 static int result_text(struct mctx *c, const cJSON *content, const char *base, size_t j,
-                       struct kvg_buf *text, struct kvg_buf *images, size_t *nimg)
+                       struct kvg_buf *text, struct kvg_buf *images, size_t *nimg,
+                       const cJSON **whole)
 {
     size_t n = 0, k = 0, ntext = 0;
     int rc;
     const char *s = kvg_json_str(content, &n);
+    *whole = s ? content : NULL;
     if (s) return kvg_buf_append(text, s, n);
     if (!content) return 0;
     if (!cJSON_IsArray(content))
@@ -201,6 +204,7 @@ static int result_text(struct mctx *c, const cJSON *content, const char *base, s
         const cJSON *type = kvg__api_get(b, "type");
         if (kvg__api_str_is(type, "text")) {
             s = kvg_json_str(kvg__api_get(b, "text"), &n);
+            *whole = ntext ? NULL : s ? kvg__api_get(b, "text") : NULL;
             if ((ntext++ && (rc = kvg_buf_append(text, "\n", 1))) ||
                 (rc = kvg_buf_append(text, s ? s : "", s ? n : 0)))
                 return rc;
@@ -233,13 +237,17 @@ static int tool_result(struct mctx *c, struct parts *p, const cJSON *b, int user
                              "a tool_result's tool_use_id must be a string");
     kvg_buf_init(&text, 0);
     kvg_buf_init(&images, 0);
-    if ((rc = result_text(c, kvg__api_get(b, "content"), base, j, &text, &images, &nimg))) goto out;
+    /* whole: the one string node the text is, written as a node (no copy
+     * under kvg_api_to_chat_refs: a tool's output can be a whole file). */
+    const cJSON *whole = NULL;
+    if ((rc = result_text(c, kvg__api_get(b, "content"), base, j, &text, &images, &nimg, &whole)))
+        goto out;
     if (!user) { /* an assistant's tool result is text of its own message */
         struct kvg_buf t;
         kvg_buf_init(&t, 0);
         if (!(rc = kvg_buf_append_str(&t, "Tool result: ")) &&
             !(rc = kvg_buf_append(&t, text.data, text.len)))
-            rc = add_text_part(p, t.data, t.len);
+            rc = add_text_part(p, NULL, t.data, t.len);
         kvg_buf_free(&t);
         goto out;
     }
@@ -247,7 +255,8 @@ static int tool_result(struct mctx *c, struct parts *p, const cJSON *b, int user
         (rc = kvg_buf_append_str(c->out, "{\"role\":\"tool\",\"tool_call_id\":")) ||
         (rc = id ? kvg__api_str(c->out, id) : kvg_buf_append_str(c->out, "\"\"")) ||
         (rc = kvg_buf_append_str(c->out, ",\"content\":")) ||
-        (rc = kvg_buf_append_json_str(c->out, text.data ? text.data : "", text.len)) ||
+        (rc = whole ? kvg__api_str(c->out, whole)
+                    : kvg__api_text(c->out, text.data ? text.data : "", text.len)) ||
         (rc = kvg_buf_append(c->out, "}", 1)))
         goto out;
     if (nimg && ((rc = msg_sep(c)) ||
@@ -274,7 +283,7 @@ static int block(struct mctx *c, struct parts *p, const cJSON *b, int user, cons
             return kvg__api_fail(c->err, kvg__api_path(c->path, sizeof(c->path), base, j, "text"),
                                  "a text block's 'text' must be a string");
         const char *ts = kvg_json_str(t, &n);
-        return ts && n ? add_text_part(p, ts, n) : 0;
+        return ts && n ? add_text_part(p, t, ts, n) : 0;
     }
     if (kvg__api_str_is(type, "image")) {
         const cJSON *src = kvg__api_get(b, "source");
@@ -348,9 +357,8 @@ static int write_message(struct mctx *c, const cJSON *m, size_t i, struct parts 
                              (rc = kvg_buf_append(c->out, "]", 1)))) {
         return rc;
     }
-    if (p->has_rs &&
-        ((rc = kvg_buf_append_str(c->out, ",\"reasoning\":")) ||
-         (rc = kvg_buf_append_json_str(c->out, p->rs.data ? p->rs.data : "", p->rs.len))))
+    if (p->has_rs && ((rc = kvg_buf_append_str(c->out, ",\"reasoning\":")) ||
+                      (rc = kvg__api_text(c->out, p->rs.data ? p->rs.data : "", p->rs.len))))
         return rc;
     if (p->calls.len && ((rc = kvg_buf_append_str(c->out, ",\"tool_calls\":[")) ||
                          (rc = kvg_buf_append(c->out, p->calls.data, p->calls.len)) ||

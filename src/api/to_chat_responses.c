@@ -40,7 +40,7 @@ static int msg_open(struct rctx *c, const char *role)
     int rc;
     if (c->nmsg++ && (rc = kvg_buf_append(c->out, ",", 1))) return rc;
     if ((rc = kvg_buf_append_str(c->out, "{\"role\":"))) return rc;
-    return kvg_buf_append_json_str(c->out, role, strlen(role));
+    return kvg__api_text(c->out, role, strlen(role));
 }
 
 static int flush_pending(struct rctx *c)
@@ -51,10 +51,10 @@ static int flush_pending(struct rctx *c)
     p->on = 0;
     if ((rc = msg_open(c, "assistant"))) return rc;
     if (p->has_text && ((rc = kvg__api_key(c->out, ',', "content")) ||
-                        (rc = kvg_buf_append_json_str(c->out, p->text, p->text_len))))
+                        (rc = kvg__api_text(c->out, p->text, p->text_len))))
         return rc;
     if (p->has_rs && ((rc = kvg__api_key(c->out, ',', "reasoning")) ||
-                      (rc = kvg_buf_append_json_str(c->out, p->rs, p->rs_len))))
+                      (rc = kvg__api_text(c->out, p->rs, p->rs_len))))
         return rc;
     if (p->calls.len && ((rc = kvg_buf_append_str(c->out, ",\"tool_calls\":[")) ||
                          (rc = kvg_buf_append(c->out, p->calls.data, p->calls.len)) ||
@@ -215,7 +215,7 @@ static int item_function_call(struct rctx *c, const cJSON *item, size_t i)
         kvg_buf_init(&flat, 0);
         if (!(rc = kvg_buf_append(&flat, n, nl)) && !(rc = kvg_buf_append(&flat, "__", 2)) &&
             !(rc = kvg_buf_append(&flat, m, ml)))
-            rc = kvg_buf_append_json_str(o, flat.data, flat.len);
+            rc = kvg__api_text(o, flat.data, flat.len);
         kvg_buf_free(&flat);
         if (rc) return rc;
     } else if ((rc = kvg__api_str(o, name))) {
@@ -288,7 +288,7 @@ static int add_function(struct rctx *c, const cJSON *t, const cJSON *ns, const c
         kvg_buf_init(&flat, 0);
         if (!(rc = kvg_buf_append(&flat, a, nl)) && !(rc = kvg_buf_append(&flat, "__", 2)) &&
             !(rc = kvg_buf_append(&flat, b, ml)))
-            rc = kvg_buf_append_json_str(o, flat.data, flat.len);
+            rc = kvg__api_text(o, flat.data, flat.len);
         kvg_buf_free(&flat);
     } else {
         rc = kvg__api_str(o, name);

@@ -6,6 +6,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 #include <strings.h>
 
 #include "base/err.h"
@@ -83,17 +86,52 @@ int kvg_buf_printf(struct kvg_buf *b, const char *fmt, ...)
     return rc;
 }
 
-/* Whether any of the 8 bytes of w needs a JSON escape (a control byte,
- * '"' or '\\'), eight at a time: a byte below 0x20, or one that the XOR
- * with '"' or '\\' makes zero, sets its top bit in the mask (the classic
- * has-less / has-zero tests: exact as to whether one exists). */
-static int word_needs_escape(uint64_t w)
+/* Whether byte c needs a JSON escape: a control byte, '"' or '\\'. */
+static int byte_needs_escape(unsigned char c)
+{
+    return c < 0x20 || c == '"' || c == '\\';
+}
+
+#if defined(__SSE2__)
+/* The length of s[0, n)'s leading run of bytes needing no escape, sixteen
+ * bytes a step (SSE2 is in every x86-64): a long conversation's text is
+ * mostly plain, and a Responses or Messages body's conversion re-escapes
+ * all of it (src/api/). A control byte is one that min(v, 0x1f) leaves
+ * unchanged, unsigned. */
+static size_t plain_run(const char *s, size_t n)
+{
+    const __m128i q = _mm_set1_epi8('"'), bs = _mm_set1_epi8('\\'), ctl = _mm_set1_epi8(0x1f);
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(s + i));
+        __m128i m = _mm_or_si128(_mm_cmpeq_epi8(_mm_min_epu8(v, ctl), v),
+                                 _mm_or_si128(_mm_cmpeq_epi8(v, q), _mm_cmpeq_epi8(v, bs)));
+        unsigned mask = (unsigned)_mm_movemask_epi8(m);
+        if (mask) return i + (size_t)__builtin_ctz(mask);
+    }
+    while (i < n && !byte_needs_escape((unsigned char)s[i])) i++;
+    return i;
+}
+#else
+/* The same eight bytes a step: a byte below 0x20, or one that the XOR with
+ * '"' or '\\' makes zero, sets its top bit in the mask (the classic has-less
+ * / has-zero tests: exact as to whether one exists); the word that has one
+ * is then read byte by byte. */
+static size_t plain_run(const char *s, size_t n)
 {
     const uint64_t ones = 0x0101010101010101ull, high = 0x8080808080808080ull;
-    uint64_t q = w ^ (ones * '"'), bs = w ^ (ones * '\\');
-    uint64_t m = ((w - ones * 0x20) & ~w) | ((q - ones) & ~q) | ((bs - ones) & ~bs);
-    return (m & high) != 0;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w;
+        memcpy(&w, s + i, 8);
+        uint64_t q = w ^ (ones * '"'), bs = w ^ (ones * '\\');
+        uint64_t m = ((w - ones * 0x20) & ~w) | ((q - ones) & ~q) | ((bs - ones) & ~bs);
+        if (m & high) break;
+    }
+    while (i < n && !byte_needs_escape((unsigned char)s[i])) i++;
+    return i;
 }
+#endif
 
 int kvg_buf_append_json_str(struct kvg_buf *b, const char *s, size_t n)
 {
@@ -101,20 +139,11 @@ int kvg_buf_append_json_str(struct kvg_buf *b, const char *s, size_t n)
     int rc = kvg_buf_reserve(b, n + 2);
     if (rc) return rc;
     b->data[b->len++] = '"';
-    size_t run = 0; /* start of the pending run of bytes needing no escape */
-    for (size_t i = 0; i < n; i++) {
-        /* Long texts (a 30k-token conversation) are mostly plain: skip
-         * them eight bytes at a time. */
-        while (i + 8 <= n) {
-            uint64_t w;
-            memcpy(&w, s + i, 8);
-            if (word_needs_escape(w)) break;
-            i += 8;
-        }
-        if (i >= n) break;
-        unsigned char c = (unsigned char)s[i];
-        if (c >= 0x20 && c != '"' && c != '\\') continue;
-        if ((rc = kvg_buf_append(b, s + run, i - run))) return rc;
+    for (size_t i = 0; i < n;) {
+        size_t k = i + plain_run(s + i, n - i);
+        if ((rc = kvg_buf_append(b, s + i, k - i))) return rc;
+        if (k == n) break;
+        unsigned char c = (unsigned char)s[k];
         char esc[6] = {'\\', 0};
         size_t elen = 2;
         switch (c) {
@@ -148,9 +177,8 @@ int kvg_buf_append_json_str(struct kvg_buf *b, const char *s, size_t n)
             elen = 6;
         }
         if ((rc = kvg_buf_append(b, esc, elen))) return rc;
-        run = i + 1;
+        i = k + 1;
     }
-    if ((rc = kvg_buf_append(b, s + run, n - run))) return rc;
     return kvg_buf_append(b, "\"", 1);
 }
 

@@ -75,15 +75,7 @@ int kvg__proxy_model_rename(struct proxy_req *pr)
     if (!pr->asked_len || pr->model_body.len) return 0;
     const struct kvg_buf *b = kvg__proxy_req_body(pr);
     kvg_buf_init(&pr->model_body, 0);
-    int rc = set_model(b->data, b->len, pr->ri.model, &pr->model_body);
-    if (rc || !pr->ri.chat_body.len) return rc;
-    struct kvg_buf c;
-    kvg_buf_init(&c, 0);
-    if ((rc = set_model(pr->ri.chat_body.data, pr->ri.chat_body.len, pr->ri.model, &c))) {
-        kvg_buf_free(&c);
-        return rc;
-    }
-    kvg_buf_free(&pr->ri.chat_body);
-    pr->ri.chat_body = c;
-    return 0;
+    /* A converted request's chat bytes, if ever sent, are made from these
+     * (translate.c): the served name is in them too. */
+    return set_model(b->data, b->len, pr->ri.model, &pr->model_body);
 }

@@ -231,14 +231,34 @@ static size_t claude_session(const cJSON *v, char *out, size_t cap)
 }
 
 /* A Responses or Messages body as the chat request the engine renders
- * (api/api.h): its bytes kept in ri->chat_body, its tree in ri->cjson. */
+ * (api/api.h), its tree in ri->cjson. The tree is read from the
+ * conversion's placeholder form (kvg_api_to_chat_refs): the conversation's
+ * long texts are the request tree's own strings, not escaped into bytes
+ * and read back (that round trip made a 30k-token Messages request cost
+ * 1.5x its chat twin, bench/results/gateway-cost-messages.md). The bytes an
+ * engine without the endpoint is sent are made only then
+ * (kvg_rinput_chat_bytes). */
 static int as_chat(struct kvg_rinput *ri, const cJSON *j, char *msg, size_t msglen)
 {
     struct kvg_api_err e = {{0}, {0}};
-    /* About the body's size (its texts re-escaped): one allocation, not a
-     * copy per doubling of a long conversation. */
-    int rc = kvg_buf_reserve(&ri->chat_body, ri->body_len + 1024);
-    if (!rc) rc = kvg_api_to_chat(ri->kind, j, &ri->chat_body, &e);
+    struct kvg_api_refs refs = {0};
+    struct kvg_buf b;
+    kvg_buf_init(&b, 0);
+    int rc = kvg_api_to_chat_refs(ri->kind, j, &b, &refs, &e), plain = rc == -EAGAIN;
+    if (!rc) {
+        ri->cjson = kvg_json_parse_in(&ri->cjson_mem, b.data, b.len);
+        /* A tree cJSON built (the fast reader declined: a deep schema) is
+         * freed node by node: it cannot borrow the request's strings. */
+        plain = ri->cjson && (!ri->cjson_mem.blocks || kvg_api_refs_resolve(ri->cjson, &refs));
+    }
+    if (plain) { /* the bytes themselves, read back */
+        kvg_json_free(&ri->cjson_mem, ri->cjson);
+        kvg_buf_reset(&b);
+        rc = kvg_api_to_chat(ri->kind, j, &b, &e);
+        ri->cjson = rc ? NULL : kvg_json_parse_in(&ri->cjson_mem, b.data, b.len);
+    }
+    kvg_api_refs_free(&refs);
+    kvg_buf_free(&b);
     if (rc == KVG_EPARSE) {
         snprintf(ri->bad_param_buf, sizeof ri->bad_param_buf, "%s", e.param);
         ri->bad_param = e.param[0] ? ri->bad_param_buf : NULL;
@@ -250,14 +270,26 @@ static int as_chat(struct kvg_rinput *ri, const cJSON *j, char *msg, size_t msgl
         snprintf(msg, msglen, "cannot convert the request: %s", kvg_strerror(rc));
         return rc;
     }
-    ri->cjson = kvg_json_parse_in(&ri->cjson_mem, ri->chat_body.data, ri->chat_body.len);
     if (!cJSON_IsObject(ri->cjson)) { /* kvgate's own writer: cannot happen */
         snprintf(msg, msglen, "cannot convert the request");
         return KVG_EPARSE;
     }
     ri->rjson = ri->cjson;
     ri->chat = 1;
+    ri->converted = 1;
     return 0;
+}
+
+int kvg_rinput_chat_bytes(struct kvg_rinput *ri, const char *body, size_t len)
+{
+    if (!ri->converted) return KVG_EPARSE;
+    if (ri->chat_body.len) return 0;
+    struct kvg_json_arena mem = {0};
+    cJSON *j = kvg_json_parse_in(&mem, body, len);
+    struct kvg_api_err e;
+    int rc = j ? kvg_api_to_chat(ri->kind, j, &ri->chat_body, &e) : KVG_EPARSE;
+    kvg_json_free(&mem, j);
+    return rc;
 }
 
 /* The members of each endpoint's body that routing and the gateway read:

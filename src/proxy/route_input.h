@@ -37,12 +37,15 @@ struct kvg_rinput {
     struct kvg_json_arena json_mem; /* the fast reader's tree's memory */
     /* What is rendered and tokenized: json itself (chat, completions), or
      * the chat request a Responses or Messages body is to the engine
-     * (kvg_api_to_chat): its bytes in chat_body (kept to the end: an engine
-     * without the endpoint is sent them) and their tree in cjson. */
+     * (kvg_api_to_chat, converted set): its tree in cjson, whose long
+     * strings are json's own (borrowed: the two are dropped together).
+     * Its bytes, for an engine without the endpoint, in chat_body once
+     * kvg_rinput_chat_bytes made them (kept to the end). */
     const struct cJSON *rjson;
     struct cJSON *cjson; /* owned, in cjson_mem */
     struct kvg_json_arena cjson_mem;
     struct kvg_buf chat_body;
+    int converted;          /* a Responses or Messages request read as its chat form */
     int chat;               /* rjson is a chat request (messages); else a prompt */
     const char *prompt_key; /* the prompt's member when not chat: "prompt", "text", "input_ids" */
     const char *body;       /* borrowed: the request body, alive while the request is routed */
@@ -85,6 +88,11 @@ int kvg_rinput_parse(struct kvg_rinput *ri, const char *body, size_t len, enum k
                      char *msg, size_t msglen);
 /* Computes the routing text (only policies that match on text need it). */
 int kvg_rinput_text(struct kvg_rinput *ri);
+/* The chat request's bytes (kvg_api_to_chat) into ri->chat_body, made once
+ * from body: the converted request's bytes as they go out (the gateway's
+ * edits and the served model's name in them). 0, KVG_EPARSE (ri is no
+ * converted request, or body not its JSON), -ENOMEM. */
+int kvg_rinput_chat_bytes(struct kvg_rinput *ri, const char *body, size_t len);
 /* Renders and tokenizes the prompt and hashes its blocks (CPU work: run it
  * off the loop for long prompts). Thread-safe; nowait on an event loop (the
  * tokenizer cache is then only tried: kvg_tok_encode_cached). Failures are

@@ -1,8 +1,8 @@
 /* Responses and Messages for engines that do not serve them (older vLLM and
  * SGLang builds, llama.cpp): the request goes as the chat completions
- * request the engine would have made of it (route_input.c keeps it in
- * ri.chat_body), and the answer comes back translated by api/ (the whole
- * answer, or the stream event by event), as LiteLLM does.
+ * request the engine would have made of it (made when it is to be sent:
+ * kvg_rinput_chat_bytes, from the bytes that would have gone), and the answer comes back translated
+ * by api/ (the whole answer, or the stream event by event), as LiteLLM does.
  *
  * Which engines: those --translate-apis names for every worker, and any
  * worker that answered such a request 404 with a "no such path" body
@@ -27,13 +27,13 @@ static unsigned api_bit(const struct proxy_req *pr)
 int kvg__proxy_xlate_wanted(const struct proxy_req *pr, const struct kvg_worker *w)
 {
     unsigned bit = api_bit(pr);
-    if (!bit || !pr->ri.chat_body.len) return 0;
+    if (!bit || !pr->ri.converted) return 0;
     return ((pr->pl->px->translate_apis | atomic_load(&w->apis_missing)) & bit) != 0;
 }
 
 int kvg__proxy_xlate_probe(const struct proxy_req *pr, int status)
 {
-    return status == 404 && !pr->xlate && api_bit(pr) && pr->ri.chat_body.len;
+    return status == 404 && !pr->xlate && api_bit(pr) && pr->ri.converted;
 }
 
 int kvg__proxy_xlate_missing(struct proxy_req *pr, struct kvg_worker *w)
@@ -68,6 +68,9 @@ int kvg__proxy_xlate_begin(struct proxy_req *pr)
     make_id(pr, x.id, sizeof x.id);
     pr->xctx = x;
     pr->stored_learn = 0; /* the engine stores nothing of a chat request */
+    const struct kvg_buf *fb = kvg__proxy_forward_body(pr);
+    int brc = kvg_rinput_chat_bytes(&pr->ri, fb->data, fb->len);
+    if (brc) return brc;
     uint32_t cap = kvg_gate_output_cap(&pr->gate);
     if (cap && !pr->xcapped) { /* the limit the quota reserved goes in the chat request too */
         char v[16];

@@ -3,14 +3,58 @@
  * Claude Code send, and the refusals with their parameter. */
 #include "support/test.h"
 
+#include <errno.h>
 #include <stdlib.h>
 
 #include "api/api.h"
+#include "api/api_int.h"
 #include "base/err.h"
 #include "base/json.h"
 
 static char g_out[65536];
 static struct kvg_api_err g_err;
+
+static int g_refs_differ, g_refs_used, g_refs_declined;
+
+/* The placeholder path (kvg_api_to_chat_refs, then parse and resolve) must
+ * give the very tree the bytes give: counted in g_refs_differ. */
+static void check_refs(enum kvg_api_kind kind, const cJSON *t, const char *bytes, size_t n)
+{
+    struct kvg_json_arena a1 = {0}, a2 = {0};
+    struct kvg_api_refs refs = {0};
+    struct kvg_buf b;
+    kvg_buf_init(&b, 0);
+    struct kvg_api_err e;
+    cJSON *want = kvg_json_parse_in(&a1, bytes, n), *got = NULL;
+    /* every string a placeholder: each writer of the converters is tried */
+    kvg__api_ref_min_len = 1;
+    int rc = kvg_api_to_chat_refs(kind, t, &b, &refs, &e);
+    kvg__api_ref_min_len = 48;
+    if (rc == 0) {
+        got = kvg_json_parse_in(&a2, b.data, b.len);
+        if (got && !a2.blocks) { /* declined by the fast reader: the caller converts plainly */
+            g_refs_declined++;
+            goto done;
+        }
+        if (got && kvg_api_refs_resolve(got, &refs)) got = NULL;
+    } else if (rc == -EAGAIN) { /* composed text starting with the mark: likewise */
+        g_refs_declined++;
+        goto done;
+    }
+    g_refs_used += refs.n > 0;
+    if (!want || !got || !kvg_json_same(want, got)) {
+        g_refs_differ++;
+        printf("# refs path differs for %.*s\n", (int)(n > 200 ? 200 : n), bytes);
+        char *x = got ? cJSON_PrintUnformatted(got) : NULL;
+        printf("# got %s\n# refs bytes %.*s\n", x ? x : "(none)", (int)b.len, b.data);
+        free(x);
+    }
+done:
+    kvg_json_free(&a2, got);
+    kvg_json_free(&a1, want);
+    kvg_api_refs_free(&refs);
+    kvg_buf_free(&b);
+}
 
 /* The chat body (NUL-ended copy in g_out), or NULL with g_err filled. */
 static const char *conv(enum kvg_api_kind kind, const char *json)
@@ -25,6 +69,7 @@ static const char *conv(enum kvg_api_kind kind, const char *json)
         return NULL;
     }
     int rc = kvg_api_to_chat(kind, t, &b, &g_err);
+    if (!rc) check_refs(kind, t, b.data, b.len);
     kvg_json_free(&a, t);
     if (rc) {
         kvg_buf_free(&b);
@@ -414,4 +459,53 @@ TEST(to_chat_deep_parameters_written_whole)
     CHECK(r);
     CHECK(strstr(r, "[[[[") != NULL);
     kvg_buf_free(&j);
+}
+
+/* The placeholder path over long texts: messages, system blocks, tool
+ * results, a tool's input written into a string (its own scratch buffer:
+ * no placeholder inside it), a \u0000 and escapes in a long text, a short
+ * text that starts with the placeholder's byte. Each conv() compares it
+ * with the bytes' tree; this test checks placeholders were used at all. */
+TEST(to_chat_refs_same_tree_as_bytes)
+{
+    const char *L = "a long conversation turn, well past the placeholder's minimum length";
+    char body[4096];
+    snprintf(body, sizeof body,
+             "{\"model\":\"m\",\"max_tokens\":9,\"system\":[{\"type\":\"text\",\"text\":\"%s 1\"},"
+             "{\"type\":\"text\",\"text\":\"%s 2\"}],\"messages\":[{\"role\":\"user\",\"content\":"
+             "\"%s \\u0000 \\\"quoted\\\" \\\\ \\n done\"},{\"role\":\"assistant\",\"content\":"
+             "[{\"type\":\"text\",\"text\":\"%s 3\"},{\"type\":\"tool_use\",\"id\":\"t1\","
+             "\"name\":\"f\",\"input\":{\"q\":\"%s 4\"}}]},{\"role\":\"user\",\"content\":"
+             "[{\"type\":\"tool_result\",\"tool_use_id\":\"t1\",\"content\":\"%s 5\"},"
+             "{\"type\":\"text\",\"text\":\"\\u0001r0\"}]}]}",
+             L, L, L, L, L, L);
+    int used = g_refs_used;
+    CHECK(conv(M, body) != NULL);
+    CHECK(g_refs_used == used + 1);
+    snprintf(body, sizeof body,
+             "{\"model\":\"m\",\"instructions\":\"%s\",\"input\":[{\"role\":\"user\",\"content\":"
+             "[{\"type\":\"input_text\",\"text\":\"%s\"}]},{\"type\":\"function_call\","
+             "\"call_id\":\"c\",\"name\":\"f\",\"arguments\":\"{\\\"x\\\":\\\"%s\\\"}\"},"
+             "{\"type\":\"function_call_output\",\"call_id\":\"c\",\"output\":\"%s\"}]}",
+             L, L, L, L);
+    CHECK(conv(R, body) != NULL);
+    CHECK(g_refs_used == used + 2);
+    /* joined system blocks starting with the mark: composed text, declined */
+    int declined = g_refs_declined;
+    CHECK(conv(M, "{\"max_tokens\":9,\"system\":[{\"type\":\"text\",\"text\":\"\\u0001r0\"},"
+                  "{\"type\":\"text\",\"text\":\"b\"}],\"messages\":[]}") != NULL);
+    CHECK(g_refs_declined == declined + 1);
+    CHECK_INT(g_refs_differ, 0);
+}
+
+/* A placeholder the refs do not hold is refused, never left in the tree. */
+TEST(to_chat_refs_resolve_refuses_unknown)
+{
+    struct kvg_json_arena a = {0};
+    const char *j = "{\"m\":[{\"c\":\"\\u0001r5\"}]}";
+    cJSON *t = kvg_json_parse_in(&a, j, strlen(j));
+    struct kvg_api_refs refs = {0};
+    CHECK(t != NULL);
+    CHECK_INT(kvg_api_refs_resolve(t, &refs), KVG_EPARSE);
+    kvg_json_free(&a, t);
 }
