@@ -44,6 +44,12 @@ struct kvg_autoscale_signals {
     double cache_hit;              /* share of prompt tokens found in the engines' prefix caches */
     double ttft_mean, ttft_p90, itl_mean, itl_p90; /* seconds */
     double slo_miss; /* share of the window's finished requests over a target, < 0 unknown */
+    /* The batch class waiting in the gateway queue (not in queued nor in
+     * inflight_prompt_tokens): its requests, their prompt and expected
+     * output tokens (0: unknown, batch_queued x isl / osl stand in), and the
+     * least time left to any of their deadlines (seconds, <= 0 unknown).
+     * Read only when batch_queued > 0. kvgate sizes to serve it by then. */
+    double batch_queued, batch_prompt_tokens, batch_out_tokens, batch_slack_s;
 };
 
 /* What one replica sustains, measured in advance (Dynamo profiles its

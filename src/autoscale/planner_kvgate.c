@@ -28,6 +28,9 @@
  *   - scale-down with hysteresis: one replica per interval, only when the
  *     highest need over the last down_hold_s and the forecast still fit in
  *     one fewer at down_util; the actuator drains the one it removes;
+ *   - the batch class's backlog (requests waiting in the gateway by design)
+ *     is added at the rate that serves it by its deadlines: see
+ *     batch_need() below;
  *   - zero: with min_replicas 0, no demand for zero_idle_s goes to zero, and
  *     requests held in the gateway queue (the only demand signal at zero)
  *     bring one back at once. */
@@ -246,6 +249,25 @@ static double backlog_floor(const struct kvg_autoscale_signals *s, double backlo
     return n < bound ? n : bound;
 }
 
+/* The batch backlog in replicas' worth: its work spread over the time left
+ * to its nearest deadline once a replica asked for now is ready (at least
+ * W/5; the window W when no deadline is known). A backlog far from its
+ * deadline adds little: it waits for the troughs, which is the point of
+ * the class; one close to it adds what must run now. */
+static double batch_need(const struct kvp *q, const struct kvg_autoscale_signals *s, double hit,
+                         double lead)
+{
+    const struct kvg_autoscale_opts *o = &q->base.o;
+    if (!(s->batch_queued > 0)) return 0;
+    double w = window_of(q);
+    double left = s->batch_slack_s > 0 ? s->batch_slack_s - lead : w;
+    double span = fmax(left, w / 5);
+    double pt =
+        s->batch_prompt_tokens > 0 ? s->batch_prompt_tokens : s->batch_queued * fmax(s->isl, 0);
+    double ot = s->batch_out_tokens > 0 ? s->batch_out_tokens : s->batch_queued * fmax(s->osl, 0);
+    return q->corr * kvg_autoscale_load(o, pt * (1 - hit) / span, ot / span, o->itl_target_s);
+}
+
 static int kvgate_plan(struct kvg_autoscale_planner *p, const struct kvg_autoscale_signals *s,
                        struct kvg_autoscale_decision *d)
 {
@@ -280,7 +302,8 @@ static int kvgate_plan(struct kvg_autoscale_planner *p, const struct kvg_autosca
      * asked for a burst shorter than their start-up arrive after it (bursts
      * are the headroom's and the backlog floor's). */
     double lvl = q->corr * level_of(q, s->now);
-    double need = fmax(lvl, fc);
+    double batch = batch_need(q, s, hit, lead);
+    double need = fmax(lvl, fc) + batch;
     if (react > need) {
         need = react;
         why = "backlog";
@@ -336,10 +359,10 @@ static int kvgate_plan(struct kvg_autoscale_planner *p, const struct kvg_autosca
     if (want > o->max_replicas) want = o->max_replicas;
     d->desired = want;
     snprintf(d->reason, sizeof d->reason,
-             "%s: load %.2f (hit %.0f%%, x%.2f), forecast %.2f at +%.0f s, backlog %.2f, need %.2f "
-             "(+%.0f%% headroom); ready %u (young %u), starting %u: %u -> %u",
-             why, load, hit * 100, q->corr, fc, d->horizon_s, backlog, need, o->headroom * 100,
-             s->ready, s->young, s->starting, cur, want);
+             "%s: load %.2f (hit %.0f%%, x%.2f), forecast %.2f at +%.0f s, backlog %.2f, batch "
+             "%.2f, need %.2f (+%.0f%% headroom); ready %u (young %u), starting %u: %u -> %u",
+             why, load, hit * 100, q->corr, fc, d->horizon_s, backlog, batch, need,
+             o->headroom * 100, s->ready, s->young, s->starting, cur, want);
     return 0;
 }
 

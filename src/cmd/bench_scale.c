@@ -146,6 +146,11 @@ static const struct kvg_opt opt_table[] = {
      .help = "static's count (default: the day's peak by the profile)"},
     {"knee-rps", NULL, KVG_OPT_CUSTOM, O(knee_rps), .meta = "R", POSITIVE,
      .flags = KVG_OPT_F_NODEFAULT, .help = "the profile's req/s per replica (default: measured)"},
+    {"batch-share", NULL, KVG_OPT_DOUBLE, O(batch_share), .min = 0, .max = 1, .meta = "F",
+     .help = "diurnal-pd: this share of requests is batch (waits in the gateway through bursts, "
+             "deadline --batch-deadline-secs); planner sla runs without classes"},
+    {"batch-deadline-secs", NULL, KVG_OPT_DOUBLE, O(batch_deadline_s), .min = 1, .max = 86400,
+     .meta = "SECS", .help = "a batch request's deadline from its arrival (virtual seconds)"},
     {"trace", NULL, KVG_OPT_BOOL, O(trace),
      .help = "every planner decision and its reason to stderr"},
     {NULL, NULL, KVG_OPT_INCLUDE, A(com), .sub = kvg__bench_common_table},
@@ -370,12 +375,12 @@ int kvg_cmd_bench_scale_main(int argc, char **argv)
     }
     int pd_only = c->o.pd_headroom[0] >= 0 || c->o.pd_headroom[1] >= 0 || c->o.oracle_lead_s > 0 ||
                   c->o.pd_headroom_from_s > 0 || c->o.pd_local_wait_s > 0 ||
-                  c->o.pd_decode_batched_tokens;
+                  c->o.pd_decode_batched_tokens || c->o.batch_share > 0;
     for (size_t i = 0; i < c->n; i++) pd_only |= !strcmp(c->planners[i], "oracle");
     if (!c->pd && pd_only) {
         fprintf(stderr, "kvgate bench: planner oracle, --prefill-headroom, --decode-headroom, "
-                        "--headroom-from, --oracle-lead, --pd-local-prefill-wait and "
-                        "--decode-batched-tokens are --scenario diurnal-pd's\n");
+                        "--headroom-from, --oracle-lead, --pd-local-prefill-wait, "
+                        "--decode-batched-tokens and --batch-share are --scenario diurnal-pd's\n");
         free(c);
         return 2;
     }

@@ -15,6 +15,13 @@
 
 #define TENANT_MAX 128
 
+/* s[0..n) without the blanks around it. */
+static void trim(const char **s, size_t *n)
+{
+    while (*n && (**s == ' ' || **s == '\t')) (*s)++, (*n)--;
+    while (*n && ((*s)[*n - 1] == ' ' || (*s)[*n - 1] == '\t')) (*n)--;
+}
+
 int kvg_adm_priority_parse(const char *s, size_t n, int *out)
 {
     static const struct {
@@ -23,8 +30,7 @@ int kvg_adm_priority_parse(const char *s, size_t n, int *out)
     } names[] = {{"critical", KVG_ADM_CRITICAL},
                  {"standard", KVG_ADM_STANDARD},
                  {"sheddable", KVG_ADM_SHEDDABLE}};
-    while (n && (*s == ' ' || *s == '\t')) s++, n--;
-    while (n && (s[n - 1] == ' ' || s[n - 1] == '\t')) n--;
+    trim(&s, &n);
     for (size_t i = 0; i < KVG_ARRAY_LEN(names); i++)
         if (n == strlen(names[i].name) && !strncasecmp(s, names[i].name, n)) {
             *out = names[i].prio;
@@ -42,13 +48,51 @@ int kvg_adm_priority_parse(const char *s, size_t n, int *out)
 
 int kvg_adm_class(int prio)
 {
+    if (prio == KVG_ADM_BATCH) return KVG_ADM_BATCH;
     return prio > 0 ? KVG_ADM_CRITICAL : prio < 0 ? KVG_ADM_SHEDDABLE : KVG_ADM_STANDARD;
 }
 
 const char *kvg_adm_class_name(int prio)
 {
     int c = kvg_adm_class(prio);
+    if (c == KVG_ADM_BATCH) return "batch";
     return c > 0 ? "critical" : c < 0 ? "sheddable" : "standard";
+}
+
+int kvg_adm_traffic_parse(const char *s, size_t n, int *batch)
+{
+    trim(&s, &n);
+    if (n == 11 && !strncasecmp(s, "interactive", n)) {
+        *batch = 0;
+        return 0;
+    }
+    if (n == 5 && !strncasecmp(s, "batch", n)) {
+        *batch = 1;
+        return 0;
+    }
+    return -EINVAL;
+}
+
+int kvg_adm_deadline_parse(const char *s, size_t n, uint32_t *ms)
+{
+    trim(&s, &n);
+    double unit = 1;
+    if (n && (s[n - 1] == 's' || s[n - 1] == 'm' || s[n - 1] == 'h')) {
+        unit = s[n - 1] == 'h' ? 3600 : s[n - 1] == 'm' ? 60 : 1;
+        n--;
+    }
+    char tmp[24];
+    if (n == 0 || n >= sizeof tmp) return -EINVAL;
+    for (size_t i = 0; i < n; i++) /* digits and one '.': no sign, exponent, inf or nan */
+        if (!((s[i] >= '0' && s[i] <= '9') || s[i] == '.')) return -EINVAL;
+    memcpy(tmp, s, n);
+    tmp[n] = 0;
+    char *end;
+    double v = strtod(tmp, &end) * unit;
+    if (*end || !(v > 0) || v > KVG_ADM_DEADLINE_MAX_S) return -EINVAL;
+    uint64_t m = (uint64_t)(v * 1000 + 0.5);
+    *ms = (uint32_t)(m ? m : 1);
+    return 0;
 }
 
 void kvg_adm_config_default(struct kvg_adm_config *c)
@@ -58,6 +102,8 @@ void kvg_adm_config_default(struct kvg_adm_config *c)
     c->standard_max_kv = 0.8;
     c->sheddable_max_waiting = 5;
     c->sheddable_max_kv = 0.8;
+    c->batch_max_waiting = 1;
+    c->batch_max_kv = 0.8;
     c->sat_queue = 5;
     c->sat_kv = 0.8;
     c->shed_pool_saturation = 1.0;
@@ -67,6 +113,7 @@ void kvg_adm_config_default(struct kvg_adm_config *c)
     c->queue_timeout_ms = 30000;
     c->queue_max = 1024;
     c->retry_after_s = 1;
+    c->batch_deadline_ms = 30 * 60 * 1000;
 }
 
 static int known(double v)
@@ -91,6 +138,9 @@ enum kvg_adm_judgement kvg_adm_load_judge(const struct kvg_adm_config *c, int pr
         break;
     case KVG_ADM_STANDARD:
         max_waiting = c->standard_max_waiting, max_kv = c->standard_max_kv;
+        break;
+    case KVG_ADM_BATCH:
+        max_waiting = c->batch_max_waiting, max_kv = c->batch_max_kv;
         break;
     default:
         max_waiting = c->sheddable_max_waiting, max_kv = c->sheddable_max_kv;
@@ -266,8 +316,8 @@ struct kvg_adm_queue {
     void *probe_ud;
     struct band *bands;
     struct kvg_adm_loop *loops;
-    size_t len;
-    _Atomic uint64_t queued, granted, timeouts, evicted, refused_full, cancelled;
+    size_t len, len_batch; /* waiters, and of them batch ones */
+    _Atomic uint64_t queued, granted, timeouts, evicted, refused_full, cancelled, batch_expired;
 };
 
 int kvg_adm_queue_new(const struct kvg_adm_config *c, kvg_adm_probe probe, void *probe_ud,
@@ -309,6 +359,7 @@ static void flow_remove(struct kvg_adm_queue *q, struct kvg_adm_waiter *w)
     w->next = w->prev = NULL;
     w->flow = NULL;
     q->len--;
+    q->len_batch -= w->prio == KVG_ADM_BATCH;
     if (--f->n) return;
     struct band *b = f->band;
     if (f->next == f) {
@@ -439,6 +490,7 @@ static void on_timeout(uv_timer_t *t)
     pthread_mutex_unlock(&q->mu);
     if (!queued) return; /* granted meanwhile: the grant wins */
     atomic_fetch_add(&q->timeouts, 1);
+    if (w->prio == KVG_ADM_BATCH) atomic_fetch_add(&q->batch_expired, 1);
     finish(w, KVG_ETIMEOUT);
 }
 
@@ -570,6 +622,7 @@ int kvg_adm_enqueue(struct kvg_adm_loop *lq, int prio, const char *tenant, uint6
     }
     f->n++;
     q->len++;
+    q->len_batch += prio == KVG_ADM_BATCH;
     w->state = W_QUEUED;
     uv_timer_init(lq->loop, &w->timer);
     w->timer.data = w;
@@ -664,7 +717,17 @@ void kvg_adm_stats(struct kvg_adm_queue *q, struct kvg_adm_stats *s)
     s->evicted = atomic_load(&q->evicted);
     s->refused_full = atomic_load(&q->refused_full);
     s->cancelled = atomic_load(&q->cancelled);
+    s->batch_expired = atomic_load(&q->batch_expired);
     pthread_mutex_lock(&q->mu);
     s->waiting = q->len;
+    s->waiting_batch = q->len_batch;
     pthread_mutex_unlock(&q->mu);
+}
+
+size_t kvg_adm_waiting(struct kvg_adm_queue *q)
+{
+    pthread_mutex_lock(&q->mu);
+    size_t n = q->len;
+    pthread_mutex_unlock(&q->mu);
+    return n;
 }

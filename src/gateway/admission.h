@@ -7,6 +7,15 @@
  * any p > 0 is of the critical class and any p < 0 sheddable. They come from
  * the header x-kvgate-priority or the API key's default.
  *
+ * Traffic classes: a request is interactive (any priority above) or batch.
+ * A batch request has the priority KVG_ADM_BATCH, below every other, so it
+ * is a band of its own at the queue's bottom: it is granted only when no
+ * interactive request waits, and it is admitted at once only when the queue
+ * is empty (the gate's check: it never passes a waiter). Its per-worker rule
+ * is the strictest (batch_max_waiting, 1, and batch_max_kv, 0.8: the
+ * troughs), it is never shed, and it waits up to its own deadline (the
+ * key's `deadline`, or x-kvgate-deadline), not the queue timeout.
+ *
  * Rules (each threshold in struct kvg_adm_config), per worker:
  *   critical:  waiting < critical_max_waiting (50);
  *   standard:  waiting < standard_max_waiting (5) and kv < standard_max_kv (0.8);
@@ -28,8 +37,8 @@
  * no worker reports any.
  * Decision: some worker passes -> admit (the router picks among those that
  * pass); none passes -> a sheddable request is rejected at once (429), the
- * others wait in the queue; a sheddable request is also rejected when pool
- * saturation >= shed_pool_saturation (GIE's legacy admission check).
+ * others wait in the queue (batch ones too: never shed); a sheddable request is also rejected when
+ * pool saturation >= shed_pool_saturation (GIE's legacy admission check).
  *
  * The queue. Waiters are ordered by priority (strictly: a higher band is
  * always served first) and round-robin between tenants within a band, FIFO
@@ -61,18 +70,28 @@
 #define KVG_ADM_SHEDDABLE (-1)
 #define KVG_ADM_PRIO_MIN (-1000)
 #define KVG_ADM_PRIO_MAX 1000
+/* The batch class's priority: below every priority a request may ask for. */
+#define KVG_ADM_BATCH (KVG_ADM_PRIO_MIN - 1)
+/* The longest deadline a batch request may have (24 h). */
+#define KVG_ADM_DEADLINE_MAX_S 86400u
 
 /* "critical", "standard", "sheddable" (any case) or an integer in
  * [KVG_ADM_PRIO_MIN, KVG_ADM_PRIO_MAX]. Returns 0 or -EINVAL. */
 int kvg_adm_priority_parse(const char *s, size_t n, int *out);
-/* KVG_ADM_CRITICAL / STANDARD / SHEDDABLE: the class of a priority. */
+/* KVG_ADM_CRITICAL / STANDARD / SHEDDABLE / BATCH: the class of a priority. */
 int kvg_adm_class(int prio);
 const char *kvg_adm_class_name(int prio);
+/* "interactive" (0) or "batch" (1), any case, into *batch. 0 or -EINVAL. */
+int kvg_adm_traffic_parse(const char *s, size_t n, int *batch);
+/* A deadline: a number of seconds, or with a unit s, m or h ("90", "30m",
+ * "1.5h"), in (0, KVG_ADM_DEADLINE_MAX_S], into *ms. 0 or -EINVAL. */
+int kvg_adm_deadline_parse(const char *s, size_t n, uint32_t *ms);
 
 struct kvg_adm_config {
     double critical_max_waiting;
     double standard_max_waiting, standard_max_kv;
     double sheddable_max_waiting, sheddable_max_kv;
+    double batch_max_waiting, batch_max_kv;
     double sat_queue, sat_kv;
     double shed_pool_saturation; /* <= 0: off */
     double own_busy_factor;      /* kvgate's own count: <= 0 off (see above) */
@@ -80,7 +99,8 @@ struct kvg_adm_config {
     uint32_t stale_ms; /* 0: only missing metrics count as stale */
     uint32_t queue_timeout_ms;
     uint32_t queue_max;
-    uint32_t retry_after_s; /* for the 503 of a queue timeout */
+    uint32_t retry_after_s;     /* for the 503 of a queue timeout */
+    uint32_t batch_deadline_ms; /* a batch request's when neither key nor header says (30 min) */
 };
 /* The seed defaults above; stale_ms 1500 (three of the default 500 ms
  * scrapes), queue timeout 30 s, 1024 waiters, Retry-After 1. */
@@ -177,8 +197,11 @@ unsigned kvg_adm_capacity_available(struct kvg_adm_queue *q, unsigned max);
 
 struct kvg_adm_stats {
     uint64_t queued, granted, timeouts, evicted, refused_full, cancelled;
-    size_t waiting;
+    uint64_t batch_expired;        /* of the timeouts, batch requests past their deadline */
+    size_t waiting, waiting_batch; /* all waiters, and of them the batch class's */
 };
 void kvg_adm_stats(struct kvg_adm_queue *q, struct kvg_adm_stats *out);
+/* Waiters in the queue now. */
+size_t kvg_adm_waiting(struct kvg_adm_queue *q);
 
 #endif

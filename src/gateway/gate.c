@@ -279,6 +279,53 @@ int kvg_gate_authorize(struct kvg_gate_loop *gl, struct kvg_gate_req *gr,
     return 0;
 }
 
+int kvg_gate_classify(struct kvg_gate_req *gr, struct kvg_str cls, struct kvg_str deadline,
+                      struct kvg_gate_deny *d)
+{
+    const struct kvg_gate *g = gr->gl->g;
+    const struct kvg_keys_entry *e = gr->key;
+    int batch = e ? e->batch : 0;
+    if (cls.p) {
+        int asked;
+        if (kvg_adm_traffic_parse(cls.p, cls.len, &asked)) {
+            deny(d, 400, "invalid_request_error", "invalid_class",
+                 "x-kvgate-class must be interactive or batch");
+            return 1;
+        }
+        /* Lowering is free; raising a batch key's requests needs max_class. */
+        if (e && !asked && e->max_class) {
+            deny(d, 403, "permission_error", "class_not_allowed", "");
+            snprintf(d->r.message, sizeof d->r.message,
+                     "The key '%s' is of the batch class: its requests may not ask to be "
+                     "interactive.",
+                     e->name);
+            return 1;
+        }
+        batch = asked;
+    }
+    if (!batch) return 0;
+    uint32_t limit = e && e->deadline_ms ? e->deadline_ms : g->o.adm.batch_deadline_ms, ms = limit;
+    if (deadline.p) {
+        if (kvg_adm_deadline_parse(deadline.p, deadline.len, &ms)) {
+            deny(d, 400, "invalid_request_error", "invalid_deadline",
+                 "x-kvgate-deadline must be a number of seconds (or with s, m or h) above 0 and "
+                 "at most 24h");
+            return 1;
+        }
+        if (ms > limit) {
+            deny(d, 403, "permission_error", "deadline_not_allowed", "");
+            snprintf(d->r.message, sizeof d->r.message,
+                     "x-kvgate-deadline may only shorten this request's deadline of %.0f s.",
+                     limit / 1000.0);
+            return 1;
+        }
+    }
+    gr->prio = KVG_ADM_BATCH;
+    gr->deadline_ms = ms;
+    gr->queue_deadline_ms = kvg_now_ms() + ms;
+    return 0;
+}
+
 /* Members that tell an engine where to move KV or encoder caches from or to
  * (vLLM's NIXL and EC connectors, SGLang's bootstrap), or which of its
  * data-parallel ranks runs the request. kvgate sets them on its PD legs and
@@ -454,6 +501,10 @@ static void admission(struct kvg_gate_req *gr, int front)
         v = kvg_adm_decide_workers(&g->o.adm, gr->prio, ws, n, kvg_now_ms(), NULL);
     else if (!up && g->o.hold_when_empty)
         v = KVG_ADM_QUEUE; /* scaling from zero: wait for the first replica */
+    /* A batch newcomer never passes a waiter (every other waiter is of its
+     * class or above); a granted one (front) was the queue's next. */
+    if (v == KVG_ADM_ADMIT && gr->prio == KVG_ADM_BATCH && !front && kvg_adm_waiting(g->adm))
+        v = KVG_ADM_QUEUE;
     for (size_t i = 0; i < na; i++) kvg_worker_unref(all[i]);
     struct kvg_gate_deny d;
     if (v == KVG_ADM_ADMIT) {
@@ -483,6 +534,24 @@ static void on_grant(void *ud, int status)
 {
     struct kvg_gate_req *gr = ud;
     gr->waiter = NULL;
+    if (status && gr->prio == KVG_ADM_BATCH) {
+        /* Batch waits through bursts; when it cannot, it says why (429:
+         * the client's own class and deadline, not the gateway's failure). */
+        struct kvg_gate_deny d;
+        if (status == -ENOSPC) {
+            deny(&d, 429, "rate_limit_exceeded", "batch_displaced",
+                 "The gateway queue is full and this batch request gave its place to an "
+                 "interactive one: retry later.");
+        } else {
+            deny(&d, 429, "rate_limit_exceeded", "batch_deadline_exceeded", "");
+            snprintf(d.r.message, sizeof d.r.message,
+                     "This batch request waited its whole deadline (%.0f s) in the gateway queue: "
+                     "interactive traffic kept every worker busy.",
+                     gr->deadline_ms / 1000.0);
+        }
+        gr->cb(gr->ud, &d);
+        return;
+    }
     if (status) {
         struct kvg_gate_deny d;
         struct kvg_worker *all[KVG_POOL_MAX_WORKERS];

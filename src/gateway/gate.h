@@ -136,7 +136,8 @@ struct kvg_gate_req {
     struct kvg_gate_loop *gl;
     struct kvg_keys_set *keys;        /* reference while the request lives; NULL: no auth */
     const struct kvg_keys_entry *key; /* inside keys */
-    int prio;                         /* KVG_ADM_* or an integer */
+    int prio;                         /* KVG_ADM_* or an integer; KVG_ADM_BATCH: batch */
+    uint32_t deadline_ms;             /* batch: the longest it waits in the queue */
     const char *model;                /* the request's (not owned) */
     size_t model_len;
     struct kvg_gate_quota *quota; /* only for requests a quota applies to (owned) */
@@ -158,7 +159,7 @@ struct kvg_gate_req {
      * pulled as cached (vllm#44607): the prefill's numbers are the truth. */
     int pd_set;
     int64_t pd_prompt, pd_cached;
-    int no_tokens; /* kvg_gate_request's: nothing charged, no usage read */
+    int no_tokens;   /* kvg_gate_request's: nothing charged, no usage read */
     uint32_t capped; /* the output limit the gate set (output_cap), 0 none */
 };
 
@@ -197,6 +198,17 @@ int kvg_gate_authorize(struct kvg_gate_loop *gl, struct kvg_gate_req *gr,
                        struct kvg_str authorization, struct kvg_http_note *note,
                        struct kvg_str priority, const char *model, size_t model_len,
                        struct kvg_gate_deny *deny);
+/* The traffic class, after kvg_gate_authorize: interactive (the default)
+ * or batch, from the key's class or the header x-kvgate-class, and a batch
+ * request's deadline from the key's, the header x-kvgate-deadline (seconds,
+ * or s/m/h) or the gateway's default (adm.batch_deadline_ms). A request may
+ * lower its class and shorten its deadline, never raise its class past its
+ * key's max_class nor lengthen the deadline past its key's (403). A batch
+ * request waits in the queue until its deadline, counted from now; past it,
+ * 429 batch_deadline_exceeded. 0 to go on, 1 denied (400 for a value that
+ * is none). cls and deadline are the headers' values ({NULL, 0} absent). */
+int kvg_gate_classify(struct kvg_gate_req *gr, struct kvg_str cls, struct kvg_str deadline,
+                      struct kvg_gate_deny *deny);
 /* Quota reservation, then priority admission; cb says the outcome. */
 void kvg_gate_admit(struct kvg_gate_req *gr, const struct kvg_gate_request *rq,
                     kvg_gate_admit_cb cb, void *ud);

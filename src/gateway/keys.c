@@ -145,6 +145,18 @@ static int set_priority(void *obj, const struct kvg_opt *o, const char *v, size_
     return 0;
 }
 
+static int set_deadline(void *obj, const struct kvg_opt *o, const char *v, size_t index, char *err,
+                        size_t errlen)
+{
+    (void)index;
+    if (kvg_adm_deadline_parse(v, strlen(v), (uint32_t *)(void *)((char *)obj + o->off)))
+        return kvg_err_set(err, errlen, KVG_ECONFIG,
+                           "'%s' is not a deadline (seconds, or a number with s, m or h, "
+                           "above 0 and at most 24h)",
+                           v);
+    return 0;
+}
+
 /* A tenant's model pattern (its row's key). */
 static int set_pattern(void *obj, const struct kvg_opt *o, const char *v, size_t index, char *err,
                        size_t errlen)
@@ -178,6 +190,7 @@ static const struct kvg_opt limits_table[] = {
 
 static const char *const bools[] = {"false", "true", NULL}; /* strictly these two */
 static const char *const modes[] = {"total", "input", "output", "weighted", NULL};
+static const char *const classes[] = {"interactive", "batch", NULL}; /* index: batch */
 
 /* A key's row: priority standard, max_priority unset until check_key. */
 static int init_key(void *parent, void *item, size_t index, char *err, size_t errlen)
@@ -186,6 +199,7 @@ static int init_key(void *parent, void *item, size_t index, char *err, size_t er
     struct kvg_keys_entry *e = item;
     e->priority = KVG_ADM_STANDARD;
     e->max_priority = INT_MIN;
+    e->max_class = -1;
     kvg_quota_limits_none(&e->limits);
     return 0;
 }
@@ -200,6 +214,11 @@ static int check_key(void *parent, void *item, size_t index, char *err, size_t e
     if (e->max_priority == INT_MIN) e->max_priority = e->priority;
     if (e->max_priority < e->priority)
         return kvg_err_set(err, errlen, KVG_ECONFIG, "max_priority is below priority");
+    if (e->max_class < 0) e->max_class = e->batch;
+    if (e->max_class > e->batch) /* a batch-only limit on an interactive key */
+        return kvg_err_set(err, errlen, KVG_ECONFIG,
+                           "max_class: batch needs class: batch (a key's requests may not be "
+                           "held to a lower class than its own)");
     for (size_t i = 0; i < e->nmodels; i++)
         if (!strcmp(e->models[i], "*")) { /* allows everything: no list to search */
             free(e->models);
@@ -229,6 +248,9 @@ static const struct kvg_opt key_table[] = {
      .flags = KVG_OPT_F_MULTI | KVG_OPT_F_LIST_ONLY},
     {"priority", NULL, KVG_OPT_CUSTOM, KEY(priority), .parse = set_priority},
     {"max_priority", NULL, KVG_OPT_CUSTOM, KEY(max_priority), .parse = set_priority},
+    {"class", NULL, KVG_OPT_ENUM, KEY(batch), .choices = classes},
+    {"max_class", NULL, KVG_OPT_ENUM, KEY(max_class), .choices = classes},
+    {"deadline", NULL, KVG_OPT_CUSTOM, KEY(deadline_ms), .parse = set_deadline},
     {"admin", NULL, KVG_OPT_ENUM, KEY(admin), .choices = bools},
     {"limits", NULL, KVG_OPT_INCLUDE, KEY(limits), .sub = limits_table, .noun = "limit",
      .expect = LIMITS_EXPECT},
@@ -306,7 +328,9 @@ static const struct kvg_opt file_table[] = {
     {"keys", NULL, KVG_OPT_ROWS, FILE_(keys), sizeof(struct kvg_keys_entry), .sub = key_table,
      .init = init_key, .check = check_key, .count_off = FILE_(nkeys),
      .flags = KVG_OPT_F_ALLOC | KVG_OPT_F_REQUIRED, .noun = "key",
-     .expect = "name, hash, tenant, models, priority, max_priority, admin, limits"},
+     .expect =
+         "name, hash, tenant, models, priority, max_priority, class, max_class, deadline, admin, "
+         "limits"},
     {"tenants", NULL, KVG_OPT_MAP, FILE_(tenants), sizeof(struct kvg_keys_tenant),
      .sub = tenant_table, .init = init_tenant, .count_off = FILE_(ntenants),
      .flags = KVG_OPT_F_ALLOC, .noun = "key", .expect = "limits, models"},

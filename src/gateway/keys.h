@@ -22,6 +22,16 @@
  *                                #   | integer in [-1000, 1000]
  *       max_priority: standard   # the highest x-kvgate-priority a request of
  *                                #   this key may ask for (default: priority)
+ *       class: interactive       # interactive (default) | batch: batch waits
+ *                                #   in the gateway queue behind every
+ *                                #   interactive request (gateway/admission.h)
+ *       max_class: interactive   # the class x-kvgate-class may ask for
+ *                                #   (default: class, so a batch key's
+ *                                #   requests stay batch)
+ *       deadline: 30m            # the longest a batch request of this key
+ *                                #   waits (seconds, or s/m/h; at most 24h;
+ *                                #   default: serve's --batch-deadline-secs);
+ *                                #   x-kvgate-deadline may only shorten it
  *       admin: false             # true: may call the admin API (/workers,
  *                                #   /debug/route); default false
  *       limits:                  # any subset; absent = unlimited, 0 = suspended
@@ -73,9 +83,12 @@ struct kvg_keys_entry {
     unsigned char digest[32];
     char (*models)[KVG_KEYS_MODEL_MAX + 1]; /* NULL: every model */
     size_t nmodels;
-    int priority;     /* a request's priority unless it asks for a lower one */
-    int max_priority; /* the most a request may ask for (default: priority) */
-    int admin;        /* may use the admin API (workers, debug, reload) */
+    int priority;         /* a request's priority unless it asks for a lower one */
+    int max_priority;     /* the most a request may ask for (default: priority) */
+    int batch;            /* class: 1 batch, 0 interactive */
+    int max_class;        /* the class a request may ask for: 0 interactive, 1 batch only */
+    uint32_t deadline_ms; /* a batch request's longest wait; 0: the gateway's default */
+    int admin;            /* may use the admin API (workers, debug, reload) */
     struct kvg_quota_limits limits;
     int line;
 };

@@ -643,7 +643,9 @@ static void parsed(struct proxy_req *pr)
                             kvg_http_req_header(req, "x-api-key"), cred, sizeof cred);
     if (kvg_gate_authorize(pl->gate, &pr->gate, auth, &req->head_note,
                            kvg_http_req_header(req, "x-kvgate-priority"), pr->ri.model,
-                           pr->ri.model_len, &d)) {
+                           pr->ri.model_len, &d) ||
+        kvg_gate_classify(&pr->gate, kvg_http_req_header(req, "x-kvgate-class"),
+                          kvg_http_req_header(req, "x-kvgate-deadline"), &d)) {
         answer_deny(pr, &d);
         return;
     }

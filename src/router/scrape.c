@@ -140,6 +140,7 @@ static void on_done(void *ud, int err)
         pthread_mutex_unlock(&w->mu);
         unsigned k = l.known & LOAD_SIGNALS;
         set_state(w, k ? KVG_SCRAPE_OK : KVG_SCRAPE_NO_SIGNALS, k, NULL);
+        if (s->on_sample) s->on_sample(s->on_sample_ud, w);
         if (s->block_size && l.block_size && l.block_size != s->block_size) {
             atomic_fetch_add(&s->block_size_mismatches, 1);
             if (old_bs != l.block_size)

@@ -19,6 +19,11 @@ struct kvg_scraper {
     uint32_t interval_ms; /* 0 disables */
     uint32_t timeout_ms;
     uint32_t block_size; /* the router's configured block size; 0 = no check */
+    /* Optional: called on the loop after each fresh sample of a worker (a
+     * queue waiting for room re-asks: room appears in samples as much as
+     * in requests ending). */
+    void (*on_sample)(void *ud, struct kvg_worker *w);
+    void *on_sample_ud;
     struct kvg_pool *pool;
     struct kvg_http_client *client;
     uv_timer_t timer;

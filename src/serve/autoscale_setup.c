@@ -176,7 +176,10 @@ static void fill(struct kvg_serve_autoscale *a, size_t i, double now,
     if (sv->gate.adm) { /* the queue itself: the gauge is only refreshed when scraped */
         struct kvg_adm_stats as;
         kvg_adm_stats(sv->gate.adm, &as);
-        s->queued = (double)as.waiting;
+        /* Batch waits by design: the planner reads it as a backlog due by
+         * its deadlines (planner.h), not as demand held back. */
+        s->queued = (double)(as.waiting - as.waiting_batch);
+        s->batch_queued = (double)as.waiting_batch;
     }
     kvg_autoscale_obs_window(a->obs[i], tick_s(a), span_s(pc), s);
     kvg_autoscale_obs_assume(s, pc->isl, pc->osl);

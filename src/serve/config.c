@@ -198,6 +198,16 @@ static const struct kvg_opt flags[] = {
     {"queue-timeout-secs", NULL, KVG_OPT_SECS_MS, O(queue_timeout_ms), 0,
      .help = "how long a request waits in the gateway queue for a worker"},
     {"queue-size", NULL, KVG_OPT_U32, O(queue_size), 0, .help = "gateway queue length"},
+    {"batch-max-waiting", NULL, KVG_OPT_DOUBLE, O(batch_max_waiting), 0,
+     .help = "batch requests (class: batch, x-kvgate-class) go to workers with fewer waiting, "
+             "after every interactive request",
+     NONNEG},
+    {"batch-max-kv", NULL, KVG_OPT_DOUBLE, O(batch_max_kv), 0,
+     .help = "... and KV usage below this", NONNEG},
+    {"batch-deadline-secs", NULL, KVG_OPT_SECS_MS, O(batch_deadline_ms), 0,
+     .help = "how long a batch request waits in the gateway queue when neither its key's "
+             "deadline nor x-kvgate-deadline says (then 429 batch_deadline_exceeded)",
+     .min = 1, .max = 86400},
     {"tls-cert", NULL, KVG_OPT_STR, O(tls_cert), S(tls_cert), .section = "TLS", .meta = "FILE",
      .help = "PEM certificate chain: serve HTTPS too"},
     {"tls-key", NULL, KVG_OPT_STR, O(tls_key), S(tls_key), .meta = "FILE",
@@ -335,6 +345,9 @@ void kvg_serve_config_default(struct kvg_serve_config *c)
     c->sheddable_max_kv = 0.8;
     c->queue_timeout_ms = 60000;
     c->queue_size = 1024;
+    c->batch_max_waiting = 1;
+    c->batch_max_kv = 0.8;
+    c->batch_deadline_ms = 30 * 60 * 1000;
     snprintf(c->tokenizer, sizeof c->tokenizer, "builtin:bytes");
     c->kv_index_max_entries = 1u << 23;
     c->tokenizer_cache_bytes = 64u << 20;

@@ -61,7 +61,8 @@ struct kvg_serve_config {
     uint32_t quota_output_cap; /* --quota-output-cap: 0 off */
     int quota_require_max_tokens;
     double critical_max_waiting, sheddable_max_waiting, sheddable_max_kv;
-    uint32_t queue_timeout_ms, queue_size;
+    double batch_max_waiting, batch_max_kv;
+    uint32_t queue_timeout_ms, queue_size, batch_deadline_ms;
     int log_level;
     /* Kubernetes discovery (sglang's flag names) */
     int service_discovery;

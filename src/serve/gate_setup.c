@@ -34,6 +34,9 @@ int kvg_serve_gate_init(struct kvg_serve *sv, char *err, size_t errlen)
     a->stale_ms = c->proxy.metrics_staleness_ms;
     a->queue_timeout_ms = c->queue_timeout_ms;
     a->queue_max = c->queue_size;
+    a->batch_max_waiting = c->batch_max_waiting;
+    a->batch_max_kv = c->batch_max_kv;
+    a->batch_deadline_ms = c->batch_deadline_ms;
     int rc = kvg_gate_init(&sv->gate, &o, &sv->pool, err, errlen);
     if (rc) return rc;
     sv->gate.shed = sv->metrics.shed;

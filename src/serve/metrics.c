@@ -20,7 +20,7 @@ enum decl_type { COUNTER, GAUGE };
 static const char *const L_WORKER[] = {"worker"}, *const L_WORKER_MODE[] = {"worker", "mode"},
                          *const L_POLICY_WORKER[] = {"policy", "worker"},
                          *const L_WORKER_LEG[] = {"worker", "leg"}, *const L_EVENT[] = {"event"},
-                         *const L_REASON[] = {"reason"};
+                         *const L_REASON[] = {"reason"}, *const L_CLASS[] = {"class"};
 static const struct decl {
     enum decl_type type;
     int one;
@@ -112,13 +112,17 @@ static const struct decl {
      "reconnect, reconcile_retry, reconcile_dropped.",
      L_EVENT, 1, offsetof(struct kvg_serve_metrics, quota_f)},
     {COUNTER, 0, "kvgate_admission_queue_events_total",
-     "Gateway queue: queued, granted, timeout, evicted, refused_full, cancelled.", L_EVENT, 1,
-     offsetof(struct kvg_serve_metrics, adm_f)},
+     "Gateway queue: queued, granted, timeout, evicted, refused_full, cancelled; batch_expired: "
+     "of the timeouts, batch requests answered 429 past their deadline.",
+     L_EVENT, 1, offsetof(struct kvg_serve_metrics, adm_f)},
     {GAUGE, 1, "kvgate_quota_reconciles_pending",
      "Quota reconciliations the store has not confirmed yet (resent until it does).", NULL, 0,
      offsetof(struct kvg_serve_metrics, quota_pending)},
     {GAUGE, 1, "kvgate_admission_queue_waiting", "Requests waiting in the gateway queue now.", NULL,
      0, offsetof(struct kvg_serve_metrics, adm_waiting)},
+    {GAUGE, 0, "kvgate_admission_queue_class_waiting",
+     "Requests waiting in the gateway queue now by traffic class: interactive, batch.", L_CLASS, 1,
+     offsetof(struct kvg_serve_metrics, adm_class)},
     {COUNTER, 0, "kvgate_tokenizer_cache_total",
      "Tokenizer prefix cache: encodes that reused a cached prefix (hit) or none (miss), ids reused "
      "(reused_tokens), entries evicted (eviction), loop encodes that went without the cache "
@@ -311,12 +315,16 @@ int kvg_serve_metrics_render(struct kvg_serve *sv, struct kvg_buf *out)
     if (sv->gate.adm) {
         struct kvg_adm_stats a;
         kvg_adm_stats(sv->gate.adm, &a);
-        const char *names[] = {"queued",  "granted",      "timeout",
-                               "evicted", "refused_full", "cancelled"};
-        uint64_t vals[] = {a.queued, a.granted, a.timeouts, a.evicted, a.refused_full, a.cancelled};
+        const char *names[] = {"queued",       "granted",   "timeout",      "evicted",
+                               "refused_full", "cancelled", "batch_expired"};
+        uint64_t vals[] = {a.queued,       a.granted,   a.timeouts,     a.evicted,
+                           a.refused_full, a.cancelled, a.batch_expired};
         for (size_t i = 0; i < KVG_ARRAY_LEN(names); i++)
             mirror_series(m->adm_f, &names[i], 1, vals[i]);
         kvg_metrics_set(m->adm_waiting, (double)a.waiting);
+        const char *cls[] = {"interactive", "batch"};
+        set_series(m->adm_class, &cls[0], 1, (double)(a.waiting - a.waiting_batch));
+        set_series(m->adm_class, &cls[1], 1, (double)a.waiting_batch);
     }
     if (sv->tok_cache) {
         struct kvg_tok_pcache_stats t;

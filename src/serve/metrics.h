@@ -16,6 +16,7 @@ struct kvg_serve_metrics {
     struct kvg_metrics_series *shed;
     struct kvg_metrics_family *quota_f, *adm_f; /* counters by event: admitted, limited, ... */
     struct kvg_metrics_series *adm_waiting, *quota_pending;
+    struct kvg_metrics_family *adm_class; /* gateway queue by traffic class (gauge) */
     struct kvg_metrics_family *w_cached;
     struct kvg_metrics_family *w_active, *w_health, *w_processed, *w_cb, *decisions;
     struct kvg_metrics_family *pd_requests;              /* kvgate_pd_requests_total{worker,leg} */

@@ -288,6 +288,18 @@ static void on_mode_timer(uv_timer_t *t)
     kvg_serve_modes_refresh(&s->sv);
 }
 
+/* A worker's fresh sample may show the room requests in the gateway queue
+ * wait for (a batch request waits for an engine queue to empty, which no
+ * request ending may announce after the sample that shows it): one waiter
+ * per sample re-asks, as one does per request ending. */
+static void on_sample(void *ud, struct kvg_worker *w)
+{
+    (void)w;
+    struct serve *s = ud;
+    if (s->sv.gate.adm && kvg_adm_waiting(s->sv.gate.adm))
+        kvg_adm_capacity_available(s->sv.gate.adm, 1);
+}
+
 static void on_health_kick(uv_async_t *a)
 {
     struct serve *s = a->data;
@@ -365,6 +377,8 @@ int kvg_serve_run(struct kvg_serve_config *cfg)
     s.scraper.interval_ms = c->scrape_interval_ms;
     s.scraper.timeout_ms = c->health_timeout_ms;
     s.scraper.block_size = c->block_size;
+    s.scraper.on_sample = on_sample;
+    s.scraper.on_sample_ud = &s;
     if ((rc = kvg_health_start(&s.health, &s.main_loop, &s.sv.pool)) ||
         (rc = kvg_scraper_start(&s.scraper, &s.main_loop, &s.sv.pool))) {
         fprintf(stderr, "kvgate serve: health checks, load scrapes: %s\n", kvg_strerror(rc));

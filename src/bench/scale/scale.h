@@ -95,6 +95,11 @@ struct kvg_bench_scale_opts {
     double pd_local_wait_s;
     uint32_t pd_decode_batched_tokens;
     int trace; /* every decision and its reason to stderr */
+    /* Traffic classes (PD day): this share of requests is batch, with a
+     * deadline of batch_deadline_s from arrival (scale_pd_class.c). Planner
+     * "sla" runs without classes (every request interactive), as Dynamo's. */
+    double batch_share;      /* 0 */
+    double batch_deadline_s; /* 1800 */
 };
 
 struct kvg_bench_scale_result {
@@ -199,7 +204,15 @@ struct kvg_bench_scale_pd_result {
     double gpu_hours; /* prefill + decode */
     double ttft_p50_s, ttft_p90_s, ttft_p99_s, itl_p90_s, xfer_p90_s, cache_hit;
     struct kvg_bench_scale_pd_pool pool[2]; /* [0] prefill, [1] decode */
-    double prefill_tps, decode_tps;         /* the per-role profile the planners had */
+    /* Per class (scale_pd_class.c). Interactive: TTFT from arrival and ITL
+     * within targets. Batch: its deadline met (finished within
+     * batch_deadline_s of arrival), and its SLO counted from its dispatch
+     * (the gateway's queue is where it is meant to wait). Dropped: batch
+     * requests never finished (past their deadline in the queue, or cut). */
+    int classes; /* this run had classes (batch_share > 0 and not sla) */
+    uint64_t interactive, interactive_met, batch, batch_met, batch_in_deadline, batch_dropped;
+    double slo_attainment_interactive, slo_attainment_batch, batch_deadline_met;
+    double prefill_tps, decode_tps; /* the per-role profile the planners had */
     /* Timeline: n points (owned): arrivals/s, ready, starting and desired
      * per pool at each point's end; requests arriving in each point's span,
      * those of them that missed the SLO, and those that missed with their

@@ -12,6 +12,7 @@ void kvg_bench_scale_opts_default(struct kvg_bench_scale_opts *o)
     o->seed = 1;
     o->day_s = 8640;
     o->mean_rate = 40;
+    o->batch_deadline_s = 1800;
     o->bursts = 6;
     o->burst_s = 90;
     o->burst_mult = 1.5;

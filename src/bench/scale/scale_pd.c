@@ -12,50 +12,8 @@
 #include <string.h>
 
 #include "base/err.h"
-#include "bench/scale/scale_int.h"
+#include "bench/scale/scale_pd_int.h"
 #include "bench/stats.h"
-
-enum { P_GATEWAY, P_PREFILL, P_WAIT, P_XFER, P_DECODE, P_DONE, P_FAILED };
-
-struct pq {
-    struct scale_req r;
-    int pre, dec; /* replica indices in their pools, -1 none */
-    uint8_t state, first;
-    uint8_t local; /* prefilled on its decode replica (local_decode) */
-    uint32_t ntok;
-    double pend; /* tokens counted in its replica's pend_tok until its prefill ends */
-    double t_first, t_last, xfer_done;
-    double t_pre; /* its prefill finished (0: not yet), for the timeline's miss split */
-};
-
-struct pool {
-    enum kvg_autoscale_role role;
-    struct kvg_autoscale_planner *pl;
-    struct scale_reps r;
-    uint32_t last_desired;
-    int have_desired;
-    struct kvg_bench_scale_pd_pool *out;
-    double headroom; /* the planner's headroom (from o->pd_headroom_from_s when that is set) */
-};
-
-struct pdrun {
-    const struct kvg_bench_scale_opts *o;
-    struct kvg_bench_scale_pd_result *out;
-    struct scale_day d;
-    struct pq *q;
-    size_t nq, capq;
-    struct pool pool[2];
-    uint64_t *gq,
-        *dq; /* FIFOs of request ids: the gateway's, and prefilled ones awaiting a decode */
-    size_t gq_head, gq_tail, gq_cap, dq_head, dq_tail, dq_cap;
-    uint64_t *xf; /* requests whose KV is moving */
-    size_t nxf, capxf;
-    uint64_t sweep;
-    double kv_bytes_tok, link_bw;
-    struct kvg_bench_samples xfer;
-    int oracle; /* planner "oracle": kvg__scale_pd_oracle_desired() sizes the pools */
-    double oracle_lead;
-};
 
 static int make_ready(struct pdrun *R, struct pool *P, int k)
 {
@@ -98,7 +56,7 @@ static void leave_prefill(struct pdrun *R, struct pq *q, uint64_t id, int abort)
     q->pre = -1;
 }
 
-static void fail(struct pdrun *R, uint64_t id)
+void kvg__scale_pd_fail(struct pdrun *R, uint64_t id)
 {
     struct pq *q = &R->q[id];
     if (q->state == P_PREFILL) leave_prefill(R, q, id, 1);
@@ -112,6 +70,11 @@ static void fail(struct pdrun *R, uint64_t id)
     kvg__scale_day_fail(&R->d, &q->r, q->first);
     q->state = P_FAILED;
     R->out->failed++;
+}
+
+static void fail(struct pdrun *R, uint64_t id)
+{
+    kvg__scale_pd_fail(R, id);
 }
 
 static int routable(const struct rep *p)
@@ -227,6 +190,12 @@ static int to_prefill(struct pdrun *R, uint64_t id, double t)
     int d = local_decode(R, q, k);
     if (d >= 0) return to_local(R, id, d, t);
     if (k < 0) return kvg__scale_ids_push(&R->gq, &R->gq_tail, &R->gq_cap, id);
+    return kvg__scale_pd_to_prefill_on(R, id, k, t);
+}
+
+int kvg__scale_pd_to_prefill_on(struct pdrun *R, uint64_t id, int k, double t)
+{
+    struct pq *q = &R->q[id];
     struct rep *p = &R->pool[0].r.rep[k];
     double pend = uncached(R, q, p);
     p->groups |= 1ull << q->r.group;
@@ -301,7 +270,7 @@ static int drain_queues(struct pdrun *R, double t)
         if (R->q[id].state == P_WAIT && (rc = to_decode(R, id, t))) return rc;
     }
     if (R->dq_head == R->dq_tail) R->dq_head = R->dq_tail = 0;
-    return 0;
+    return kvg__scale_pd_batch_drain(R, t);
 }
 
 static int arrive(struct pdrun *R)
@@ -319,16 +288,20 @@ static int arrive(struct pdrun *R)
     kvg__scale_day_arrive(&R->d, &q->r);
     q->pre = q->dec = -1;
     q->state = P_GATEWAY;
-    return to_prefill(R, id, q->r.arrival);
+    int rc = kvg__scale_pd_class_arrive(R, id, q->r.arrival);
+    return rc ? (rc > 0 ? 0 : rc) : to_prefill(R, id, q->r.arrival);
 }
 
 static void finish(struct pdrun *R, struct pq *q, double t)
 {
     const struct kvg_autoscale_opts *a = &R->o->aopts;
     q->state = P_DONE;
+    q->t_done = t;
     double itl = kvg__scale_itl(q->ntok, q->t_first, q->t_last);
-    double ttft = q->t_first - q->r.arrival;
+    /* Batch waits in the gateway by design: its TTFT counts from its dispatch. */
+    double ttft = q->t_first - (q->batch ? q->t_disp : q->r.arrival);
     int tok = ttft <= a->ttft_target_s, iok = itl <= a->itl_target_s;
+    q->ok = (uint8_t)(tok && iok);
     kvg__scale_day_done(&R->d, &q->r, q->ntok, t, itl, tok && iok);
     R->out->ttft_met += tok;
     R->out->itl_met += iok;
@@ -362,7 +335,9 @@ static int step_end(struct pdrun *R, struct pool *P, int k, double t)
                 }
                 q->first = 1;
                 q->t_first = t;
-                kvg__scale_day_first(&R->d, &q->r, t);
+                struct scale_req seen = q->r; /* what the gateway observes: from dispatch */
+                if (q->batch) seen.arrival = q->t_disp;
+                kvg__scale_day_first(&R->d, &seen, t);
             }
             q->t_last = t;
             q->ntok++;
@@ -376,7 +351,7 @@ static int step_end(struct pdrun *R, struct pool *P, int k, double t)
     kick(p, t);
     if (p->state == R_DRAINING && p->inflight == 0 && !p->stepping)
         kvg__scale_reps_gone(&P->r, k, t);
-    return 0;
+    return R->classes ? kvg__scale_pd_batch_drain(R, t) : 0;
 }
 
 /* Requests without a first token past the timeout; drains past theirs. */
@@ -386,6 +361,7 @@ static void expire(struct pdrun *R, double t)
     for (; R->sweep < R->nq; R->sweep++) {
         struct pq *q = &R->q[R->sweep];
         if (q->state == P_DONE || q->state == P_FAILED || q->first) continue;
+        if (q->batch) continue; /* its deadline's: kvg__scale_pd_batch_expire */
         if (q->r.arrival + o->timeout_s > t) break;
         fail(R, R->sweep);
     }
@@ -425,6 +401,7 @@ static void pool_signals(struct pdrun *R, struct pool *P, double t, double windo
         for (size_t i = R->dq_head; i < R->dq_tail; i++) nq += R->q[R->dq[i]].state == P_WAIT;
     }
     s->queued = (double)nq;
+    kvg__scale_pd_batch_signals(R, t, s);
     kvg__scale_day_signals(&R->d, window, s);
 }
 
@@ -447,6 +424,7 @@ static void timeline(struct pdrun *R, double t)
 static int tick(struct pdrun *R, double t)
 {
     expire(R, t);
+    kvg__scale_pd_batch_expire(R, t);
     for (int pi = 0; pi < 2; pi++) {
         struct pool *P = &R->pool[pi];
         double window = kvg__scale_day_window(&R->d, P->pl);
@@ -562,6 +540,7 @@ static int setup(struct pdrun *R, char *err, size_t errlen)
         for (size_t k = 0; k < P->r.nrep; k++)
             if ((rc = make_ready(R, P, (int)k))) return rc;
     }
+    kvg__scale_pd_class_init(R);
     return 0;
 }
 
@@ -620,8 +599,7 @@ static void timeline_misses(struct pdrun *R)
         size_t i = (size_t)(q->r.arrival / step);
         if (i >= out->n) i = out->n - 1;
         out->arrived[i]++;
-        int ok = q->state == P_DONE && q->t_first - q->r.arrival <= o->aopts.ttft_target_s &&
-                 kvg__scale_itl(q->ntok, q->t_first, q->t_last) <= o->aopts.itl_target_s;
+        int ok = q->state == P_DONE && q->ok; /* finish()'s judgement */
         if (ok) continue;
         out->missed[i]++;
         if (!(q->t_pre > 0) || q->t_pre - q->r.arrival > o->aopts.ttft_target_s)
@@ -659,6 +637,7 @@ static void summarize(struct pdrun *R)
     kvg__scale_day_pcts(&R->d, &out->ttft_p50_s, &out->ttft_p90_s, &out->ttft_p99_s,
                         &out->itl_p90_s, &out->cache_hit);
     out->xfer_p90_s = kvg_bench_samples_pct(&R->xfer, 90);
+    kvg__scale_pd_class_summary(R);
 }
 
 static void teardown(struct pdrun *R)
@@ -672,6 +651,7 @@ static void teardown(struct pdrun *R)
     free(R->gq);
     free(R->dq);
     free(R->xf);
+    free(R->bq);
     kvg__scale_day_free(&R->d);
     kvg_bench_samples_free(&R->xfer);
 }
