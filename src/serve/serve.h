@@ -124,6 +124,10 @@ int kvg_serve_status_start(struct kvg_serve *sv, uv_loop_t *loop);
 void kvg_serve_status_stop(struct kvg_serve *sv);
 void kvg_serve_status_free(struct kvg_serve *sv);
 void kvg_serve_ui_page(struct kvg_serve *sv, struct kvg_http_req *req);
+/* GET /ui/state: {"policy", "started", "now", "generation", "autoscale" and
+ * "quotas" (whether GET /autoscale and /quota/usage answer), "workers" (as
+ * GET /workers), "history" (ui/history.h), "pd" (the PD counters, in PD
+ * mode)}. */
 void kvg_serve_ui_state(struct kvg_serve *sv, struct kvg_http_req *req);
 void kvg_serve_serving(struct kvg_serve *sv, struct kvg_http_req *req);
 /* The serving view's generation: it moves when a worker joins, leaves or

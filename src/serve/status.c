@@ -272,10 +272,12 @@ void kvg_serve_ui_state(struct kvg_serve *sv, struct kvg_http_req *req)
     if (!rc) rc = kvg_buf_append_json_str(&b, sv->cfg.policy, strlen(sv->cfg.policy));
     if (!rc)
         rc = kvg_buf_printf(&b,
-                            ",\"started\":%.3f,\"now\":%.3f,\"generation\":%llu,\"workers\":%s,"
-                            "\"history\":",
+                            ",\"started\":%.3f,\"now\":%.3f,\"generation\":%llu,"
+                            "\"autoscale\":%s,\"quotas\":%s,\"workers\":%s,\"history\":",
                             sv->started_s, kvg_wall_s(),
-                            (unsigned long long)kvg_serve_generation(sv), workers);
+                            (unsigned long long)kvg_serve_generation(sv),
+                            sv->autoscale ? "true" : "false",
+                            sv->gate.auth_on && sv->gate.quota ? "true" : "false", workers);
     if (!rc) rc = kvg_ui_history_json(&sv->status.hist, KVG_UI_SAMPLES, &b);
     if (!rc) rc = pd_json(sv, &b);
     if (!rc) rc = kvg_buf_append(&b, "}", 1);

@@ -35,7 +35,13 @@ try {
   start(['sim', '--port', String(s1), '--model', 'm', '--speed', '50']);
   start(['sim', '--port', String(s2), '--model', 'm', '--speed', '50']);
   start(['sim', '--port', String(s3), '--model', 'm2', '--speed', '50']);
-  for (const p of [s1, s2, s3]) await waitHttp(`http://127.0.0.1:${p}/v1/models`, 10000);
+  // A second gateway in vLLM's PD mode, for the page's PD counters.
+  const [pp, ps, pdd, gpd] = [await freePort(), await freePort(), await freePort(), await freePort()];
+  start(['sim', '--port', String(pp), '--model', 'pdm', '--role', 'prefill', '--side-channel-port', String(ps)]);
+  start(['sim', '--port', String(pdd), '--model', 'pdm', '--role', 'decode']);
+  for (const p of [s1, s2, s3, pp, pdd]) await waitHttp(`http://127.0.0.1:${p}/v1/models`, 10000);
+  start(['serve', '--port', String(gpd), '--vllm-pd-disaggregation', '--prefill', `http://127.0.0.1:${pp}`, 'none',
+         '--decode', `http://127.0.0.1:${pdd}`, '--pd-threshold-tokens', '64']);
   const admin = 'sk-admin-' + Math.random().toString(36).slice(2);
   const user = 'sk-user-' + Math.random().toString(36).slice(2);
   const hash = (k) => execFileSync(BIN, ['keys', 'hash', k]).toString().trim();
@@ -185,6 +191,33 @@ try {
       .map((e) => (e.querySelector('table') || e).id + ':' + e.scrollWidth + '>' + e.clientWidth) }));
   check('the page fits 1280 px, no table scrolls sideways', widths.page <= 1280 && widths.wide.length === 0,
         JSON.stringify(widths));
+  // PD mode: the counters of the pairs it made.
+  const GP = `http://127.0.0.1:${gpd}`;
+  check('PD gateway ready', await waitHttp(`${GP}/readiness`, 10000));
+  let pairs = 0;
+  for (let i = 0; i < 2; i++) {
+    const r = await fetch(`${GP}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'pdm', prompt: 'the quick brown fox jumps over the lazy dog '.repeat(12) + i, max_tokens: 2 }) });
+    pairs += r.status === 200;
+    await r.arrayBuffer();
+  }
+  const pdPage = await (await browser.newContext({ viewport: { width: 1280, height: 800 } })).newPage();
+  pdPage.on('pageerror', (e) => errors.push('pd page: ' + String(e)));
+  pdPage.on('console', (m) => { if (m.type() === 'error') errors.push('pd page console: ' + m.text() + ' ' + m.location().url); });
+  await pdPage.goto(`${GP}/ui`);
+  const pdVal = (k) => { const d = document.querySelector(`#pd div[data-k="${k}"] b`); return d ? d.textContent : null; };
+  await pdPage.waitForFunction(pdVal, 'prefill + decode pairs', { timeout: 10000 * waitScale }).catch(() => {});
+  const pdShown = { pairs: await pdPage.evaluate(pdVal, 'prefill + decode pairs'),
+                    p50: await pdPage.evaluate(pdVal, 'transfer p50'),
+                    rejections: await pdPage.evaluate(pdVal, 'early rejections'),
+                    mode: await pdPage.textContent('#pdmode') };
+  check('PD mode: the pairs, transfer time and early rejections shown', pairs === 2 &&
+        pdShown.pairs === '2' && / ms$/.test(pdShown.p50 || '') && pdShown.rejections === '0' && pdShown.mode === 'PD vllm',
+        JSON.stringify({ pairs, pdShown }));
+  check('... in a page that fits 1280 px', (await pdPage.evaluate(() => document.documentElement.scrollWidth)) <= 1280);
+  const pdShot = path.join(tmp, 'ui-pd.png');
+  await pdPage.screenshot({ path: pdShot, fullPage: true });
+  console.log('# screenshot: ' + pdShot);
   check('no request left the gateway', outside.length === 0, outside.join(' '));
   check('no script error', errors.length === 0, errors.join(' | '));
   const shot = process.env.KVG_UI_SHOT || path.join(tmp, 'ui.png');
