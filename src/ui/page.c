@@ -285,7 +285,7 @@ static const char page[] =
     "    const r=await fetch(\"/debug/route\",{method:\"POST\",credentials:\"same-origin\",headers:{\"content-type\":\"application/json\"},body:$(\"body\").value});\n"
     "    const j=await r.json();\n"
     "    if(j.error){out.textContent=j.error.message;out.className=\"bad\";return;}\n"
-    "    if(!j.chosen){out.textContent=\"no worker: \"+(j.note||\"HTTP \"+r.status);out.className=\"bad\";}\n"
+    "    if(!j.chosen){out.textContent=j.note||\"no worker (HTTP \"+r.status+\")\";out.className=\"bad\";}\n"
     "    else{out.textContent=\"chosen: \"+j.chosen;$(\"note\").textContent=j.note||\"\";}\n"
     "    if(j.pd)$(\"note\").textContent+=(j.note?\"\\n\":\"\")+\"PD: \"+JSON.stringify(j.pd);\n"
     "    for(const w of j.workers||[]){const rm=w.routing||{};const tr=el(\"tr\");tr.append(el(\"td\",w.url,\"u\"),num(w.matched_blocks,0),num(w.prefill_blocks,0),num(w.waiting,0),el(\"td\",pctTxt(w.kv_usage),\"n\"),num(w.in_flight,0),num(w.score,3),el(\"td\",rm.mode||\"-\"));tb.appendChild(tr);}\n"

@@ -103,10 +103,10 @@ try {
   const modes = await page.$$eval('#workers tbody tr td:nth-child(6) span', (tds) => tds.map((t) => t.textContent));
   check('each worker\'s routing mode shown', modes.length >= 2 && modes.every((m) => /^(exact|approximate|degraded|load_only)/.test(m)), JSON.stringify(modes));
   check('their health shown', health.length >= 2 && health.every((h) => h === 'healthy'), JSON.stringify(health));
-  // Traffic while the page watches: 4 s of requests, bounded in count; a
+  // Traffic while the page watches: 3 s of requests, bounded in count; a
   // stream in three, so TTFT and ITL have something to measure, to both models.
   const load = (async () => {
-    const end = Date.now() + 4000;
+    const end = Date.now() + 3000;
     for (let i = 0; i < 400 && Date.now() < end; i++) {
       const stream = i % 3 === 0;
       const r = await fetch(`${G}/v1/completions`, { method: 'POST',
