@@ -88,6 +88,27 @@ static void sample_rates(struct kvg_ui_sample *s, const struct kvg_serve_ui_tota
     s->match_pct = pct(c->match_sum - p->match_sum, (double)(c->match_n - p->match_n));
 }
 
+/* Adds a worker's numbers to each model it lists (the first
+ * KVG_UI_MAX_MODELS models met keep a slot; the rest are not charted). */
+static void sample_models(struct kvg_ui_sample *s, struct kvg_worker *w, double sent_rate,
+                          double in_flight)
+{
+    pthread_mutex_lock(&w->mu);
+    for (size_t i = 0; i < w->models.n; i++) {
+        const char *id = w->models.e[i].id;
+        unsigned k = 0;
+        while (k < s->nm && strcmp(s->m[k].name, id)) k++;
+        if (k == s->nm) {
+            if (s->nm == KVG_UI_MAX_MODELS || strlen(id) >= sizeof s->m[k].name) continue;
+            snprintf(s->m[k].name, sizeof s->m[k].name, "%s", id);
+            s->nm++;
+        }
+        s->m[k].sent_rate += sent_rate;
+        s->m[k].in_flight += in_flight;
+    }
+    pthread_mutex_unlock(&w->mu);
+}
+
 static void sample_workers(struct kvg_serve *sv, struct kvg_ui_sample *s, double dt,
                            int update_sent)
 {
@@ -95,7 +116,7 @@ static void sample_workers(struct kvg_serve *sv, struct kvg_ui_sample *s, double
     struct kvg_worker *ws[KVG_POOL_MAX_WORKERS];
     size_t n = kvg_pool_snapshot(&sv->pool, ws, KVG_POOL_MAX_WORKERS);
     uint64_t now = kvg_now_ms();
-    s->nw = 0;
+    s->nw = s->nm = 0;
     pthread_mutex_lock(&st->mu);
     for (size_t i = 0; i < n; i++) {
         struct kvg_worker *w = ws[i];
@@ -117,6 +138,7 @@ static void sample_workers(struct kvg_serve *sv, struct kvg_ui_sample *s, double
                 e->at_mark = p;
             }
         }
+        sample_models(s, w, sent_rate, atomic_load(&w->in_flight));
         if (s->nw < KVG_UI_MAX_WORKERS) {
             struct kvg_ui_worker_sample *o = &s->w[s->nw++];
             struct kvg_engine_load l = kvg_worker_load(w, now, sv->cfg.proxy.metrics_staleness_ms);

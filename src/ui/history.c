@@ -70,6 +70,17 @@ static int sample_json(struct kvg_buf *b, const struct kvg_ui_sample *s)
         }
         if (!rc) rc = kvg_buf_append(b, "]", 1);
     }
+    if (!rc) rc = kvg_buf_append_str(b, "},\"models\":{");
+    for (unsigned i = 0; !rc && i < s->nm && i < KVG_UI_MAX_MODELS; i++) {
+        const struct kvg_ui_model_sample *m = &s->m[i];
+        if (i) rc = kvg_buf_append(b, ",", 1);
+        if (!rc) rc = kvg_buf_append_json_str(b, m->name, strlen(m->name));
+        if (!rc) rc = kvg_buf_append(b, ":[", 2);
+        if (!rc) rc = num(b, m->sent_rate);
+        if (!rc) rc = kvg_buf_append(b, ",", 1);
+        if (!rc) rc = num(b, m->in_flight);
+        if (!rc) rc = kvg_buf_append(b, "]", 1);
+    }
     if (!rc) rc = kvg_buf_append(b, "}}", 2);
     return rc;
 }

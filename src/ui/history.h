@@ -15,6 +15,7 @@
 
 #define KVG_UI_SAMPLES 300    /* five minutes at one sample a second */
 #define KVG_UI_MAX_WORKERS 16 /* charted; the page's table shows every worker */
+#define KVG_UI_MAX_MODELS 8   /* charted per model; the first listed by the workers */
 
 struct kvg_ui_worker_sample {
     char url[512];
@@ -22,6 +23,14 @@ struct kvg_ui_worker_sample {
     double waiting;   /* the engine's queue; < 0 unknown */
     double kv_usage;  /* 0..1; < 0 unknown */
     double sent_rate; /* requests sent to it per second over the interval */
+};
+
+/* One model's share of a sample: what went to the workers listing it (all
+ * of them, not only the KVG_UI_MAX_WORKERS charted). */
+struct kvg_ui_model_sample {
+    char name[128];
+    double sent_rate; /* requests sent per second to the workers listing it */
+    double in_flight; /* requests in flight on them */
 };
 
 /* Every rate and quantile is over the interval since the previous sample;
@@ -37,8 +46,9 @@ struct kvg_ui_sample {
     double hit_pct;   /* cached prompt tokens, % of prompt tokens (the engines' usage) */
     double match_pct; /* prompt blocks the chosen worker held, % (the router's view) */
     double queue;     /* requests waiting in the gateway queue */
-    unsigned nw;
+    unsigned nw, nm;
     struct kvg_ui_worker_sample w[KVG_UI_MAX_WORKERS];
+    struct kvg_ui_model_sample m[KVG_UI_MAX_MODELS];
 };
 
 struct kvg_ui_history {
@@ -54,8 +64,9 @@ void kvg_ui_history_push(struct kvg_ui_history *h, const struct kvg_ui_sample *s
 /* Appends {"samples":[{"t", "req_rate", "err4_pct", "err5_pct",
  * "tok_prompt", "tok_cached", "tok_completion", "ttft_p50", "ttft_p90",
  * "itl_p50", "itl_p90", "hit_pct", "match_pct", "queue",
- * "workers":{url:[in_flight,waiting,kv_usage,sent_rate]}}...]} (unknowns as
- * null), oldest first, the last max_samples of them. */
+ * "workers":{url:[in_flight,waiting,kv_usage,sent_rate]},
+ * "models":{name:[sent_rate,in_flight]}}...]} (unknowns as null), oldest
+ * first, the last max_samples of them. */
 int kvg_ui_history_json(struct kvg_ui_history *h, size_t max_samples, struct kvg_buf *out);
 
 #endif

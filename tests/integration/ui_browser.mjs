@@ -145,6 +145,22 @@ try {
   const modelRows = await page.$$eval('#models tbody tr', (trs) => trs.map((t) => [t.dataset.model, t.children[2].textContent]));
   check('the models table has a row per served model', !(await page.$eval('#models_sec', (e) => e.hidden)) &&
         JSON.stringify(modelRows) === JSON.stringify([['m', '2 / 2'], ['m2', '1 / 1']]), JSON.stringify(modelRows));
+  check('... and a chart line per model', (await page.evaluate(drawn, '#c_models')) >= 2);
+  // Each sample's per-model numbers are its workers' sums (all of them).
+  const sums = await page.evaluate(async ([a, b, c]) => {
+    const st = await (await fetch('/ui/state')).json();
+    let bad = 0, busy = 0;
+    for (const s of st.history.samples) {
+      const w = (p) => s.workers['http://127.0.0.1:' + p] || [0, 0, 0, 0];
+      const m = s.models.m || [0, 0], m2 = s.models.m2 || [0, 0];
+      // Six significant digits each (ui/history.c): equal to a thousandth.
+      const near = (x, y) => Math.abs(x - y) <= 1e-3 * Math.max(1, x);
+      if (!near(m[0], w(a)[3] + w(b)[3]) || !near(m2[0], w(c)[3])) bad++;
+      busy += m[0] > 0 && m2[0] > 0;
+    }
+    return { bad, busy };
+  }, [s1, s2, s3]);
+  check('per-model rates are their workers\' sums', sums.bad === 0 && sums.busy >= 1, JSON.stringify(sums));
   // The autoscaler as a table, not JSON.
   await page.waitForFunction(() => document.querySelector('#autoscale tbody tr[data-pool="agg"]'),
                              null, { timeout: 10000 * waitScale }).catch(() => {});

@@ -1,5 +1,6 @@
 /* The status page's samples as /ui/state sends them: every field by its
- * name, unknowns (< 0, NaN) as null, per worker its four numbers. */
+ * name, unknowns (< 0, NaN) as null, per worker its four numbers, per
+ * model its two. */
 #include <math.h>
 #include <string.h>
 
@@ -35,6 +36,10 @@ TEST(sample_fields_and_workers)
     snprintf(s.w[1].url, sizeof s.w[1].url, "http://c");
     s.w[1].waiting = 1;
     s.w[1].kv_usage = -1;
+    s.nm = 1;
+    snprintf(s.m[0].name, sizeof s.m[0].name, "m");
+    s.m[0].sent_rate = 4;
+    s.m[0].in_flight = 2;
     kvg_ui_history_push(&h, &s);
     struct kvg_buf b;
     kvg_buf_init(&b, 0);
@@ -45,7 +50,8 @@ TEST(sample_fields_and_workers)
               "\"err5_pct\":25,\"tok_prompt\":1000,\"tok_cached\":250,\"tok_completion\":80,"
               "\"ttft_p50\":0.125,\"ttft_p90\":null,\"itl_p50\":0.02,\"itl_p90\":0.04,"
               "\"hit_pct\":25,\"match_pct\":null,\"queue\":3,\"workers\":{"
-              "\"http://a\\\"b\":[2,null,0.5,4],\"http://c\":[0,1,null,0]}}]}");
+              "\"http://a\\\"b\":[2,null,0.5,4],\"http://c\":[0,1,null,0]},"
+              "\"models\":{\"m\":[4,2]}}]}");
     kvg_buf_free(&b);
     kvg_ui_history_free(&h);
 }
