@@ -419,3 +419,77 @@ int kvg_pool_place(struct kvg_pool *p, const char *url, const struct kvg_route_c
     pthread_rwlock_unlock(&p->lock);
     return i >= 0 ? 0 : KVG_ENOTFOUND;
 }
+
+/* Appends ", name" (the first without the comma) unless listed already. */
+static void add_model_name(char *list, size_t cap, const char *name)
+{
+    size_t nl = strlen(name), len = strlen(list);
+    for (const char *s = list; *s;) {
+        const char *e = strstr(s, ", ");
+        size_t l = e ? (size_t)(e - s) : strlen(s);
+        if (l == nl && !memcmp(s, name, nl)) return;
+        if (!e) break;
+        s = e + 2;
+    }
+    snprintf(list + len, cap - len, "%s%s", len ? ", " : "", name);
+}
+
+void kvg_pool_why_none(struct kvg_pool *p, const struct kvg_route_ctx *ctx, char *buf, size_t cap)
+{
+    size_t serving = 0, unhealthy = 0, draining = 0, open = 0, role = 0, filtered = 0;
+    char served[400] = "";
+    pthread_rwlock_rdlock(&p->lock);
+    size_t total = p->n;
+    for (size_t i = 0; i < p->n; i++) {
+        struct kvg_worker *w = p->w[i];
+        if (!kvg_worker_serves(w, ctx->model.p, ctx->model.len)) {
+            pthread_mutex_lock(&w->mu);
+            for (size_t m = 0; m < w->models.n && strlen(served) + 64 < sizeof served; m++)
+                add_model_name(served, sizeof served, w->models.e[m].id);
+            pthread_mutex_unlock(&w->mu);
+            continue;
+        }
+        serving++;
+        int r = atomic_load_explicit(&w->role, memory_order_relaxed);
+        /* the same order of tests as kvg_pool_pick: each worker counted once */
+        if (!atomic_load_explicit(&w->healthy, memory_order_relaxed))
+            unhealthy++;
+        else if (atomic_load_explicit(&w->draining, memory_order_relaxed))
+            draining++;
+        else if (!kvg_cb_allows(&p->cb, w, ctx->now_ms))
+            open++;
+        else if ((ctx->roles && !(ctx->roles & (1u << r))) || (!ctx->roles && r == KVG_ROLE_ENCODE))
+            role++;
+        else if (ctx->filter && !ctx->filter(ctx->filter_ud, w))
+            filtered++;
+    }
+    pthread_rwlock_unlock(&p->lock);
+    if (!total) {
+        snprintf(buf, cap, "the pool has no workers");
+        return;
+    }
+    if (!serving) {
+        snprintf(buf, cap, "no worker serves the model `%.*s` (served: %s)", (int)ctx->model.len,
+                 ctx->model.p ? ctx->model.p : "", served[0] ? served : "none listed yet");
+        return;
+    }
+    size_t k =
+        (size_t)snprintf(buf, cap, "no worker of the %zu serving `%.*s` can take it:", serving,
+                         (int)ctx->model.len, ctx->model.p ? ctx->model.p : "");
+    const struct {
+        size_t n;
+        const char *what;
+    } parts[] = {{unhealthy, "unhealthy"},
+                 {draining, "draining"},
+                 {open, "circuit open"},
+                 {role, ctx->roles ? "not of the role this leg needs" : "encoders"},
+                 {filtered, "left out by the request's constraints"}};
+    int any = 0;
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0] && k < cap; i++) {
+        if (!parts[i].n) continue;
+        k += (size_t)snprintf(buf + k, cap - k, "%s %zu %s", any ? "," : "", parts[i].n,
+                              parts[i].what);
+        any = 1;
+    }
+    if (!any && k < cap) snprintf(buf + k, cap - k, " the policy chose none of them");
+}

@@ -108,6 +108,13 @@ int kvg_pool_pick(struct kvg_pool *p, const struct kvg_route_ctx *ctx,
                   struct kvg_worker *const *exclude, size_t nexclude, struct kvg_pick *out,
                   int *model_known, struct kvg_route_explain *ex);
 
+/* Why kvg_pool_pick found no worker for ctx, in words an operator can act
+ * on (written into buf, cap bytes, NUL-terminated): the pool is empty; no
+ * worker serves the model (and which models are served); or how many of
+ * those serving it are unhealthy, draining, behind an open circuit, of
+ * another role or left out by the request's filter. Takes the read lock. */
+void kvg_pool_why_none(struct kvg_pool *p, const struct kvg_route_ctx *ctx, char *buf, size_t cap);
+
 /* The worker named url now caches ctx's prompt although no pick sent it
  * there (a prewarm's replay answered 200): the policy (ctx->policy, else the
  * pool's) records it as a pick of that worker would (policy.h, place).

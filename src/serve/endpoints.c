@@ -504,7 +504,12 @@ static void debug_route(struct kvg_serve_loop *lc, struct kvg_http_req *req)
         cJSON_AddStringToObject(root, "chosen", pick.w->url);
     else
         cJSON_AddNullToObject(root, "chosen");
-    cJSON_AddStringToObject(root, "note", rc == 0 ? ex.note : kvg_strerror(rc));
+    char why[600];
+    if (rc == KVG_ENOWORKER) /* the real reason, not the code's name (the page shows it) */
+        kvg_pool_why_none(&sv->pool, &ctx, why, sizeof why);
+    else if (rc)
+        snprintf(why, sizeof why, "%s", kvg_strerror(rc));
+    cJSON_AddStringToObject(root, "note", rc == 0 ? ex.note : why);
     cJSON_AddNumberToObject(root, "prompt_tokens", (double)ri.nids);
     cJSON_AddNumberToObject(root, "prompt_blocks", (double)ri.nhashes);
     cJSON_AddBoolToObject(root, "precise", sv->kv != NULL);

@@ -29,6 +29,20 @@ struct kvg_serve_sent {
     char url[512];
     uint64_t at_mark;       /* the worker's processed count at the interval's start */
     uint64_t last_interval; /* sent during the last whole interval */
+    uint64_t at_sample;     /* the worker's processed count at the last sample */
+};
+
+/* What the status page's samples are differences of: kvgate's own
+ * counters, cumulative, read once a second (status.c, read_totals). */
+#define KVG_SERVE_UI_BUCKETS 32
+struct kvg_serve_ui_totals {
+    uint64_t answered, c4xx, c5xx;
+    double tokens[3]; /* prompt, cached, completion */
+    uint64_t ttft[KVG_SERVE_UI_BUCKETS], itl[KVG_SERVE_UI_BUCKETS];
+    size_t nttft, nitl;
+    const double *ttft_bounds, *itl_bounds; /* the series', alive as long as they are */
+    double match_sum;                       /* the routed prefix match ratio's histogram */
+    uint64_t match_n;
 };
 
 /* The status page's samples and the serving view's state (status.c). */
@@ -38,10 +52,9 @@ struct kvg_serve_status {
     uv_timer_t timer;              /* main loop, once a second */
     int timer_on;
     uint64_t ticks;
-    double last_t; /* kvg_now_s() of the last sample */
-    uint64_t prev_requests;
-    uint64_t prev_buckets[32];
-    pthread_mutex_t mu; /* guards sent[], view_hash, generation */
+    double last_t;                   /* kvg_now_s() of the last sample */
+    struct kvg_serve_ui_totals prev; /* at the last sample */
+    pthread_mutex_t mu;              /* guards sent[], view_hash, generation */
     int mu_ok;
     struct kvg_serve_sent *sent; /* owned, KVG_POOL_MAX_WORKERS, by worker slot */
     uint64_t view_hash, generation;
@@ -111,6 +124,10 @@ int kvg_serve_status_start(struct kvg_serve *sv, uv_loop_t *loop);
 void kvg_serve_status_stop(struct kvg_serve *sv);
 void kvg_serve_status_free(struct kvg_serve *sv);
 void kvg_serve_ui_page(struct kvg_serve *sv, struct kvg_http_req *req);
+/* GET /ui/state: {"policy", "started", "now", "generation", "autoscale" and
+ * "quotas" (whether GET /autoscale and /quota/usage answer), "workers" (as
+ * GET /workers), "history" (ui/history.h), "pd" (the PD counters, in PD
+ * mode)}. */
 void kvg_serve_ui_state(struct kvg_serve *sv, struct kvg_http_req *req);
 void kvg_serve_serving(struct kvg_serve *sv, struct kvg_http_req *req);
 /* The serving view's generation: it moves when a worker joins, leaves or

@@ -14,47 +14,131 @@
 
 #include "base/hash.h"
 #include "base/log.h"
+#include "pd/pd.h"
 #include "router/mode.h"
 #include "serve/serve.h"
 #include "ui/page.h"
 
 #define SAMPLE_MS 1000
 #define SENT_INTERVAL_TICKS 10 /* /serving's "last interval": ten samples */
-#define MAX_BUCKETS 32
 
-static uint64_t requests_answered(const struct kvg_proxy_metrics *pm)
+/* The one place the samples' sources are read: the proxy's series in
+ * serve/metrics.c (answers by status class, the engines' usage, the
+ * streams' TTFT and ITL histograms, the routed prefix match). Per-model
+ * series, when /metrics has them, are added up here and nowhere else. */
+static void read_totals(const struct kvg_serve *sv, struct kvg_serve_ui_totals *t)
 {
-    uint64_t n = 0;
+    const struct kvg_proxy_metrics *pm = &sv->metrics.proxy;
+    memset(t, 0, sizeof *t);
     for (int r = 0; r < KVG_PROXY_NROUTES; r++)
-        for (int c = 0; c < 6; c++) n += (uint64_t)kvg_metrics_value(pm->requests[r][c]);
-    return n;
-}
-
-/* Both routes' time-to-first-byte buckets, added up. */
-static size_t ttfb_buckets(const struct kvg_proxy_metrics *pm, uint64_t *out, const double **bounds)
-{
-    size_t nb = 0;
-    memset(out, 0, MAX_BUCKETS * sizeof *out);
-    for (int r = 0; r < KVG_PROXY_NROUTES; r++) {
-        uint64_t c[MAX_BUCKETS];
-        size_t n = kvg_metrics_hist_read(pm->ttfb[r], c, MAX_BUCKETS, bounds);
-        if (n > MAX_BUCKETS) n = MAX_BUCKETS;
-        for (size_t i = 0; i < n; i++) out[i] += c[i];
-        nb = n;
+        for (int c = 0; c < 6; c++) {
+            uint64_t n = (uint64_t)kvg_metrics_value(pm->requests[r][c]);
+            t->answered += n;
+            if (c == 3) t->c4xx += n; /* classes 1xx..5xx, other: serve/metrics.c */
+            if (c == 4) t->c5xx += n;
+        }
+    for (int k = 0; k < 3; k++)
+        if (pm->tokens[k]) t->tokens[k] = kvg_metrics_value(pm->tokens[k]);
+    if (pm->ttft)
+        t->nttft = kvg_metrics_hist_read(pm->ttft, t->ttft, KVG_SERVE_UI_BUCKETS, &t->ttft_bounds);
+    if (pm->itl)
+        t->nitl = kvg_metrics_hist_read(pm->itl, t->itl, KVG_SERVE_UI_BUCKETS, &t->itl_bounds);
+    if (t->nttft > KVG_SERVE_UI_BUCKETS) t->nttft = KVG_SERVE_UI_BUCKETS;
+    if (t->nitl > KVG_SERVE_UI_BUCKETS) t->nitl = KVG_SERVE_UI_BUCKETS;
+    if (pm->match_ratio) {
+        t->match_sum = kvg_metrics_hist_sum(pm->match_ratio);
+        t->match_n = kvg_metrics_hist_count(pm->match_ratio);
     }
-    return nb;
 }
 
-static void sample_workers(struct kvg_serve *sv, struct kvg_ui_sample *s, int update_sent)
+/* The q-quantile of what a histogram gained between two reads; -1 none. */
+static double delta_quantile(const uint64_t *now, const uint64_t *prev, size_t n,
+                             const double *bounds, double q)
+{
+    uint64_t d[KVG_SERVE_UI_BUCKETS];
+    for (size_t i = 0; i < n; i++) d[i] = now[i] - prev[i];
+    double v = n && bounds ? kvg_metrics_quantile(d, bounds, n, q) : NAN;
+    return isnan(v) ? -1 : v;
+}
+
+/* a / b as a percentage; -1 when b is nothing. */
+static double pct(double a, double b)
+{
+    return b > 0 ? 100.0 * a / b : -1;
+}
+
+/* The sample of the interval between two reads of the totals, dt seconds. */
+static void sample_rates(struct kvg_ui_sample *s, const struct kvg_serve_ui_totals *c,
+                         const struct kvg_serve_ui_totals *p, double dt)
+{
+    double answered = (double)(c->answered - p->answered);
+    s->req_rate = answered / dt;
+    s->err4_pct = pct((double)(c->c4xx - p->c4xx), answered);
+    s->err5_pct = pct((double)(c->c5xx - p->c5xx), answered);
+    double tok[3];
+    for (int k = 0; k < 3; k++) tok[k] = c->tokens[k] - p->tokens[k];
+    s->tok_prompt = tok[0] / dt;
+    s->tok_cached = tok[1] / dt;
+    s->tok_completion = tok[2] / dt;
+    s->hit_pct = pct(tok[1], tok[0]);
+    s->ttft_p50 = delta_quantile(c->ttft, p->ttft, c->nttft, c->ttft_bounds, 0.5);
+    s->ttft_p90 = delta_quantile(c->ttft, p->ttft, c->nttft, c->ttft_bounds, 0.9);
+    s->itl_p50 = delta_quantile(c->itl, p->itl, c->nitl, c->itl_bounds, 0.5);
+    s->itl_p90 = delta_quantile(c->itl, p->itl, c->nitl, c->itl_bounds, 0.9);
+    s->match_pct = pct(c->match_sum - p->match_sum, (double)(c->match_n - p->match_n));
+}
+
+/* Adds a worker's numbers to each model it lists (the first
+ * KVG_UI_MAX_MODELS models met keep a slot; the rest are not charted). */
+static void sample_models(struct kvg_ui_sample *s, struct kvg_worker *w, double sent_rate,
+                          double in_flight)
+{
+    pthread_mutex_lock(&w->mu);
+    for (size_t i = 0; i < w->models.n; i++) {
+        const char *id = w->models.e[i].id;
+        unsigned k = 0;
+        while (k < s->nm && strcmp(s->m[k].name, id)) k++;
+        if (k == s->nm) {
+            if (s->nm == KVG_UI_MAX_MODELS || strlen(id) >= sizeof s->m[k].name) continue;
+            snprintf(s->m[k].name, sizeof s->m[k].name, "%s", id);
+            s->nm++;
+        }
+        s->m[k].sent_rate += sent_rate;
+        s->m[k].in_flight += in_flight;
+    }
+    pthread_mutex_unlock(&w->mu);
+}
+
+static void sample_workers(struct kvg_serve *sv, struct kvg_ui_sample *s, double dt,
+                           int update_sent)
 {
     struct kvg_serve_status *st = &sv->status;
     struct kvg_worker *ws[KVG_POOL_MAX_WORKERS];
     size_t n = kvg_pool_snapshot(&sv->pool, ws, KVG_POOL_MAX_WORKERS);
     uint64_t now = kvg_now_ms();
-    s->nw = 0;
-    if (update_sent) pthread_mutex_lock(&st->mu);
+    s->nw = s->nm = 0;
+    pthread_mutex_lock(&st->mu);
     for (size_t i = 0; i < n; i++) {
         struct kvg_worker *w = ws[i];
+        uint64_t p = atomic_load(&w->processed);
+        struct kvg_serve_sent *e = NULL;
+        double sent_rate = 0;
+        if (w->slot >= 0 && (size_t)w->slot < KVG_POOL_MAX_WORKERS) {
+            /* A slot is reused by a later worker: the URL tells them apart. */
+            e = &st->sent[w->slot];
+            if (strcmp(e->url, w->url)) {
+                snprintf(e->url, sizeof e->url, "%s", w->url);
+                e->at_mark = e->at_sample = p;
+                e->last_interval = 0;
+            }
+            sent_rate = dt > 0 ? (double)(p - e->at_sample) / dt : 0;
+            e->at_sample = p;
+            if (update_sent) {
+                e->last_interval = p - e->at_mark;
+                e->at_mark = p;
+            }
+        }
+        sample_models(s, w, sent_rate, atomic_load(&w->in_flight));
         if (s->nw < KVG_UI_MAX_WORKERS) {
             struct kvg_ui_worker_sample *o = &s->w[s->nw++];
             struct kvg_engine_load l = kvg_worker_load(w, now, sv->cfg.proxy.metrics_staleness_ms);
@@ -62,51 +146,36 @@ static void sample_workers(struct kvg_serve *sv, struct kvg_ui_sample *s, int up
             o->in_flight = atomic_load(&w->in_flight);
             o->waiting = l.waiting;
             o->kv_usage = l.kv_usage;
-        }
-        if (update_sent && w->slot >= 0 && (size_t)w->slot < KVG_POOL_MAX_WORKERS) {
-            /* A slot is reused by a later worker: the URL tells them apart. */
-            struct kvg_serve_sent *e = &st->sent[w->slot];
-            uint64_t p = atomic_load(&w->processed);
-            if (strcmp(e->url, w->url)) {
-                snprintf(e->url, sizeof e->url, "%s", w->url);
-                e->last_interval = 0;
-            } else {
-                e->last_interval = p - e->at_mark;
-            }
-            e->at_mark = p;
+            o->sent_rate = sent_rate;
         }
         kvg_worker_unref(w);
     }
-    if (update_sent) pthread_mutex_unlock(&st->mu);
+    pthread_mutex_unlock(&st->mu);
 }
 
 static void tick(uv_timer_t *t)
 {
     struct kvg_serve *sv = t->data;
     struct kvg_serve_status *st = &sv->status;
-    const struct kvg_proxy_metrics *pm = &sv->metrics.proxy;
     struct kvg_ui_sample *s = st->scratch;
-    double now = kvg_now_s(); /* the rate's interval: monotonic */
-    double dt = st->last_t > 0 ? now - st->last_t : SAMPLE_MS / 1000.0;
-    uint64_t req = requests_answered(pm);
-    uint64_t b[MAX_BUCKETS], d[MAX_BUCKETS];
-    const double *bounds = NULL;
-    size_t nb = ttfb_buckets(pm, b, &bounds);
-    for (size_t i = 0; i < nb; i++) d[i] = b[i] - st->prev_buckets[i];
+    double now = kvg_now_s(); /* the rates' interval: monotonic */
+    double dt = st->last_t > 0 ? now - st->last_t : 0;
+    struct kvg_serve_ui_totals cur;
+    read_totals(sv, &cur);
     memset(s, 0, sizeof *s);
     s->t = kvg_wall_s(); /* the sample's timestamp, shown */
-    s->req_rate = st->last_t > 0 && dt > 0 ? (double)(req - st->prev_requests) / dt : 0;
-    double p50 = nb ? kvg_metrics_quantile(d, bounds, nb, 0.5) : NAN;
-    double p90 = nb ? kvg_metrics_quantile(d, bounds, nb, 0.9) : NAN;
-    s->ttft_p50 = isnan(p50) ? -1 : p50;
-    s->ttft_p90 = isnan(p90) ? -1 : p90;
+    if (dt > 0) {
+        sample_rates(s, &cur, &st->prev, dt);
+    } else { /* the first sample: no interval yet */
+        s->err4_pct = s->err5_pct = s->hit_pct = s->match_pct = -1;
+        s->ttft_p50 = s->ttft_p90 = s->itl_p50 = s->itl_p90 = -1;
+    }
     struct kvg_adm_stats a = {0};
     if (sv->gate.adm) kvg_adm_stats(sv->gate.adm, &a);
     s->queue = a.waiting;
-    sample_workers(sv, s, ++st->ticks % SENT_INTERVAL_TICKS == 0);
+    sample_workers(sv, s, dt, ++st->ticks % SENT_INTERVAL_TICKS == 0);
     kvg_ui_history_push(&st->hist, s);
-    st->prev_requests = req;
-    memcpy(st->prev_buckets, b, sizeof b);
+    st->prev = cur;
     st->last_t = now;
 }
 
@@ -172,6 +241,47 @@ void kvg_serve_ui_page(struct kvg_serve *sv, struct kvg_http_req *req)
     kvg_http_res_send(req, 200, "text/html; charset=utf-8", h, 2, p, len);
 }
 
+static double value_or_zero(const struct kvg_metrics_series *m)
+{
+    return m ? kvg_metrics_value(m) : 0;
+}
+
+/* ,"pd":{...}: the PD router's counters since start (pd/pd.h), when on. */
+static int pd_json(const struct kvg_serve *sv, struct kvg_buf *b)
+{
+    const struct kvg_pd *pd = sv->pd;
+    if (!pd) return 0;
+    uint64_t c[KVG_SERVE_UI_BUCKETS];
+    const double *bounds = NULL;
+    size_t n =
+        pd->transfer ? kvg_metrics_hist_read(pd->transfer, c, KVG_SERVE_UI_BUCKETS, &bounds) : 0;
+    if (n > KVG_SERVE_UI_BUCKETS) n = KVG_SERVE_UI_BUCKETS;
+    uint64_t count = pd->transfer ? kvg_metrics_hist_count(pd->transfer) : 0;
+    double sum = pd->transfer ? kvg_metrics_hist_sum(pd->transfer) : 0;
+    double q[2] = {-1, -1};
+    for (int i = 0; i < 2 && n && count; i++)
+        q[i] = kvg_metrics_quantile(c, bounds, n, i ? 0.9 : 0.5);
+    int rc = kvg_buf_printf(
+        b,
+        ",\"pd\":{\"mode\":\"%s\",\"pairs\":%.0f,\"decode_only\":%.0f,"
+        "\"aggregated_on_decode\":%.0f,\"prefill_failures\":%.0f,\"decode_retries\":%.0f,"
+        "\"early_rejections\":%.0f,\"wasted_prefills\":%.0f,\"encode_failures\":%.0f,"
+        "\"transfers\":%llu,\"transfer_mean_s\":",
+        pd->cfg.mode == KVG_PD_SGLANG ? "sglang" : "vllm", value_or_zero(pd->decisions[0]),
+        value_or_zero(pd->decisions[1]), value_or_zero(sv->metrics.proxy.pd_aggregated),
+        value_or_zero(pd->prefill_failures), value_or_zero(pd->decode_retries),
+        value_or_zero(pd->early_rejections), value_or_zero(pd->wasted_prefills),
+        value_or_zero(pd->encode_failures), (unsigned long long)count);
+    if (!rc)
+        rc = count ? kvg_buf_printf(b, "%.6g", sum / (double)count) : kvg_buf_append_str(b, "null");
+    for (int i = 0; !rc && i < 2; i++) {
+        rc = kvg_buf_append_str(b, i ? ",\"transfer_p90_s\":" : ",\"transfer_p50_s\":");
+        if (!rc) rc = q[i] >= 0 ? kvg_buf_printf(b, "%.6g", q[i]) : kvg_buf_append_str(b, "null");
+    }
+    if (!rc) rc = kvg_buf_append(b, "}", 1);
+    return rc;
+}
+
 void kvg_serve_ui_state(struct kvg_serve *sv, struct kvg_http_req *req)
 {
     cJSON *root = kvg_serve_workers_json(sv);
@@ -184,11 +294,14 @@ void kvg_serve_ui_state(struct kvg_serve *sv, struct kvg_http_req *req)
     if (!rc) rc = kvg_buf_append_json_str(&b, sv->cfg.policy, strlen(sv->cfg.policy));
     if (!rc)
         rc = kvg_buf_printf(&b,
-                            ",\"started\":%.3f,\"now\":%.3f,\"generation\":%llu,\"workers\":%s,"
-                            "\"history\":",
+                            ",\"started\":%.3f,\"now\":%.3f,\"generation\":%llu,"
+                            "\"autoscale\":%s,\"quotas\":%s,\"workers\":%s,\"history\":",
                             sv->started_s, kvg_wall_s(),
-                            (unsigned long long)kvg_serve_generation(sv), workers);
+                            (unsigned long long)kvg_serve_generation(sv),
+                            sv->autoscale ? "true" : "false",
+                            sv->gate.auth_on && sv->gate.quota ? "true" : "false", workers);
     if (!rc) rc = kvg_ui_history_json(&sv->status.hist, KVG_UI_SAMPLES, &b);
+    if (!rc) rc = pd_json(sv, &b);
     if (!rc) rc = kvg_buf_append(&b, "}", 1);
     free(workers);
     send_buf(req, "application/json", &b, rc);

@@ -37,25 +37,48 @@ static int num(struct kvg_buf *b, double v)
 
 static int sample_json(struct kvg_buf *b, const struct kvg_ui_sample *s)
 {
-    int rc = kvg_buf_printf(b, "{\"t\":%.3f,\"req_rate\":", s->t);
-    if (!rc) rc = num(b, s->req_rate);
-    if (!rc) rc = kvg_buf_append_str(b, ",\"ttft_p50\":");
-    if (!rc) rc = num(b, s->ttft_p50);
-    if (!rc) rc = kvg_buf_append_str(b, ",\"ttft_p90\":");
-    if (!rc) rc = num(b, s->ttft_p90);
-    if (!rc) rc = kvg_buf_append_str(b, ",\"queue\":");
-    if (!rc) rc = num(b, s->queue);
+    const struct {
+        const char *key;
+        double v;
+    } f[] = {{"req_rate", s->req_rate},
+             {"err4_pct", s->err4_pct},
+             {"err5_pct", s->err5_pct},
+             {"tok_prompt", s->tok_prompt},
+             {"tok_cached", s->tok_cached},
+             {"tok_completion", s->tok_completion},
+             {"ttft_p50", s->ttft_p50},
+             {"ttft_p90", s->ttft_p90},
+             {"itl_p50", s->itl_p50},
+             {"itl_p90", s->itl_p90},
+             {"hit_pct", s->hit_pct},
+             {"match_pct", s->match_pct},
+             {"queue", s->queue}};
+    int rc = kvg_buf_printf(b, "{\"t\":%.3f", s->t);
+    for (size_t i = 0; !rc && i < sizeof f / sizeof f[0]; i++) {
+        rc = kvg_buf_printf(b, ",\"%s\":", f[i].key);
+        if (!rc) rc = num(b, f[i].v);
+    }
     if (!rc) rc = kvg_buf_append_str(b, ",\"workers\":{");
     for (unsigned i = 0; !rc && i < s->nw && i < KVG_UI_MAX_WORKERS; i++) {
         const struct kvg_ui_worker_sample *w = &s->w[i];
+        const double v[] = {w->in_flight, w->waiting, w->kv_usage, w->sent_rate};
         if (i) rc = kvg_buf_append(b, ",", 1);
         if (!rc) rc = kvg_buf_append_json_str(b, w->url, strlen(w->url));
+        for (size_t k = 0; !rc && k < sizeof v / sizeof v[0]; k++) {
+            rc = kvg_buf_append(b, k ? "," : ":[", k ? 1 : 2);
+            if (!rc) rc = num(b, v[k]);
+        }
+        if (!rc) rc = kvg_buf_append(b, "]", 1);
+    }
+    if (!rc) rc = kvg_buf_append_str(b, "},\"models\":{");
+    for (unsigned i = 0; !rc && i < s->nm && i < KVG_UI_MAX_MODELS; i++) {
+        const struct kvg_ui_model_sample *m = &s->m[i];
+        if (i) rc = kvg_buf_append(b, ",", 1);
+        if (!rc) rc = kvg_buf_append_json_str(b, m->name, strlen(m->name));
         if (!rc) rc = kvg_buf_append(b, ":[", 2);
-        if (!rc) rc = num(b, w->in_flight);
+        if (!rc) rc = num(b, m->sent_rate);
         if (!rc) rc = kvg_buf_append(b, ",", 1);
-        if (!rc) rc = num(b, w->waiting);
-        if (!rc) rc = kvg_buf_append(b, ",", 1);
-        if (!rc) rc = num(b, w->kv_usage);
+        if (!rc) rc = num(b, m->in_flight);
         if (!rc) rc = kvg_buf_append(b, "]", 1);
     }
     if (!rc) rc = kvg_buf_append(b, "}}", 2);

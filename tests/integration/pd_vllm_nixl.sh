@@ -62,6 +62,8 @@ curl -s -m 5 "$G/debug/route" -d "$(body false 4)" >"$TMP/dr"
 check "/debug/route: the pair's decision" test "$(json_get "$TMP/dr" "j['pd']['decision']")" = prefill_decode
 check "/debug/route: the prefill" test "$(json_get "$TMP/dr" "j['pd']['prefill']")" = "http://127.0.0.1:$P"
 check "/debug/route: the decode in its rack" test "$(json_get "$TMP/dr" "(j['pd']['decode'], j['pd']['decode_locality'])")" = "('http://127.0.0.1:$D2', 1)"
+curl -s -m 5 "$G/debug/route" -d '{"model":"nope","prompt":"hi"}' >"$TMP/dr2"
+check "/debug/route: a model nobody serves, named with those served" test "$(json_get "$TMP/dr2" "j['chosen'], j['note']")" = "None no worker serves the model \`nope\` (served: sim-model)"
 
 # --- a short prompt goes to a decode alone
 curl -s -m 10 "$G/v1/completions" -d '{"model":"sim-model","prompt":"hi","max_tokens":2}' >"$TMP/j2"
@@ -74,6 +76,9 @@ CLOSED=$(free_port)
 curl -s -m 10 "$G/v1/completions" -d '{"model":"sim-model","prompt":"hi","max_tokens":2,"kv_transfer_params":{"do_remote_prefill":true,"do_remote_decode":false,"remote_engine_id":"evil","remote_block_ids":[1],"remote_host":"127.0.0.1","remote_port":'"$CLOSED"',"remote_request_id":"x","tp_size":1},"ec_transfer_params":{"mm_hashes":["h"]}}' >"$TMP/j3"
 check "a client's kv_transfer_params do not steer the decode" test "$(json_get "$TMP/j3" "j['usage']['completion_tokens']")" = 2
 check "... and decode_only counted it" test "$(metric 'kvgate_pd_decisions_total{decision="decode_only"}')" = 2
+# The status page's PD counters (GET /ui/state's "pd"): /metrics' numbers.
+curl -s -m 2 "$G/ui/state" >"$TMP/ui"
+check "/ui/state: PD counters as /metrics has them" test "$(json_get "$TMP/ui" "(j['pd']['mode'], j['pd']['pairs'], j['pd']['decode_only'], j['pd']['transfers'], j['pd']['transfer_p50_s'] > 0, j['pd']['early_rejections'])")" = "('vllm', $(metric 'kvgate_pd_decisions_total{decision="prefill_decode"}'), 2, $(metric kvgate_pd_kv_transfer_seconds_count), True, 0)"
 
 # --- client gone during the prefill: the prefill is aborted, nothing leaks
 kill -TERM "$P_PID"; wait "$P_PID" 2>/dev/null

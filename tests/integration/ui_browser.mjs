@@ -1,10 +1,16 @@
 // The status page in a real browser: headless Chromium (Debian's) driven by
-// playwright-core, against kvgate serve with API keys in front of two
-// `kvgate sim` engines. The page must load nothing from outside, show both
-// workers and charts with data, the quota table with what the app key used
-// (read without charging), answer the /debug/route form, and be closed
+// playwright-core, against kvgate serve with API keys and an autoscaler
+// (external actuator) in front of three `kvgate sim` engines serving two
+// models. At 1280x800 the page must load nothing from outside, log no
+// error, fit the width (no table or page wider than the viewport), show the
+// workers, charts with clock times on x and units on y drawing the traffic
+// (requests, tokens, TTFT and ITL of streams), the models table, the
+// autoscaler as a table, the quota table with what the app key used (read
+// without charging), a route form prefilled with a served model that
+// routes, and the real reason when no worker serves a model; and be closed
 // to a browser without the admin key. A screenshot goes to $KVG_UI_SHOT (or
-// the temp folder). Processes start on 127.0.0.1 and are stopped by PID.
+// the test's temp folder), its path printed. Processes start on 127.0.0.1
+// and are stopped by PID.
 import { execFileSync } from 'node:child_process';
 import { createRequire } from 'node:module';
 import fs from 'node:fs';
@@ -25,11 +31,17 @@ const timer = setTimeout(async () => { console.log('FAIL timeout'); await stopAl
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'kvgate-ui-'));
 try {
-  const [s1, s2, gw] = [await freePort(), await freePort(), await freePort()];
+  const [s1, s2, s3, gw] = [await freePort(), await freePort(), await freePort(), await freePort()];
   start(['sim', '--port', String(s1), '--model', 'm', '--speed', '50']);
   start(['sim', '--port', String(s2), '--model', 'm', '--speed', '50']);
-  await waitHttp(`http://127.0.0.1:${s1}/v1/models`, 10000);
-  await waitHttp(`http://127.0.0.1:${s2}/v1/models`, 10000);
+  start(['sim', '--port', String(s3), '--model', 'm2', '--speed', '50']);
+  // A second gateway in vLLM's PD mode, for the page's PD counters.
+  const [pp, ps, pdd, gpd] = [await freePort(), await freePort(), await freePort(), await freePort()];
+  start(['sim', '--port', String(pp), '--model', 'pdm', '--role', 'prefill', '--side-channel-port', String(ps)]);
+  start(['sim', '--port', String(pdd), '--model', 'pdm', '--role', 'decode']);
+  for (const p of [s1, s2, s3, pp, pdd]) await waitHttp(`http://127.0.0.1:${p}/v1/models`, 10000);
+  start(['serve', '--port', String(gpd), '--vllm-pd-disaggregation', '--prefill', `http://127.0.0.1:${pp}`, 'none',
+         '--decode', `http://127.0.0.1:${pdd}`, '--pd-threshold-tokens', '64']);
   const admin = 'sk-admin-' + Math.random().toString(36).slice(2);
   const user = 'sk-user-' + Math.random().toString(36).slice(2);
   const hash = (k) => execFileSync(BIN, ['keys', 'hash', k]).toString().trim();
@@ -37,9 +49,13 @@ try {
     `keys:\n  - name: ops\n    hash: ${hash(admin)}\n    admin: true\n  - name: app\n    hash: ${hash(user)}\n` +
     // A calendar month is a fixed window: its count is exact, whenever the test runs.
     `    limits: {requests_per_month: 1000000}\n`);
+  // The external actuator changes nothing: the table shows what it would ask.
+  fs.writeFileSync(path.join(tmp, 'as.yaml'), 'interval_secs: 0.5\nactuator: external\npools:\n' +
+    '  - {name: agg, model: m, planner: kvgate, min_replicas: 1, max_replicas: 4, ttft_secs: 1.0,\n' +
+    '     itl_secs: 0.05, isl: 1000, osl: 100, prefill_tokens_per_sec: 20, decode_tokens_per_sec: 5}\n');
   start(['serve', '--port', String(gw), '--keys', path.join(tmp, 'keys.yaml'),
-         '--health-check-interval-secs', '1',
-         '--worker-urls', `http://127.0.0.1:${s1}`, `http://127.0.0.1:${s2}`]);
+         '--health-check-interval-secs', '1', '--autoscale', path.join(tmp, 'as.yaml'),
+         '--worker-urls', `http://127.0.0.1:${s1}`, `http://127.0.0.1:${s2}`, `http://127.0.0.1:${s3}`]);
   const G = `http://127.0.0.1:${gw}`;
   check('gateway ready', await waitHttp(`${G}/readiness`, 10000));
   // Some traffic, so the charts have something to draw.
@@ -64,31 +80,40 @@ try {
            ],
   });
   const ctx = await browser.newContext({ httpCredentials: { username: 'ops', password: admin },
-                                          viewport: { width: 1280, height: 1100 } });
+                                          viewport: { width: 1280, height: 800 } });
   const page = await ctx.newPage();
   const outside = [];
   page.on('request', (r) => { if (!r.url().startsWith(G)) outside.push(r.url()); });
   const errors = [];
   page.on('pageerror', (e) => errors.push(String(e)));
+  // Every console error counts but the 503 of the route form's dry run for
+  // a model nobody serves, which the test asks for below.
+  page.on('console', (m) => {
+    if (m.type() === 'error' && !(m.location().url === `${G}/debug/route` && /\b503\b/.test(m.text())))
+      errors.push('console: ' + m.text() + ' ' + m.location().url);
+  });
   const resp = await page.goto(`${G}/ui`);
   check('the admin opens /ui', resp.status() === 200);
   await page.waitForFunction(() => document.querySelectorAll('#workers tbody tr').length >= 2,
                              null, { timeout: 15000 * waitScale }).catch(() => {});
   const rows = await page.$$eval('#workers tbody tr', (trs) => trs.map((t) => t.dataset.url));
-  check('both workers listed', rows.includes(`http://127.0.0.1:${s1}`) && rows.includes(`http://127.0.0.1:${s2}`),
+  check('every worker listed', [s1, s2, s3].every((p) => rows.includes(`http://127.0.0.1:${p}`)),
         JSON.stringify(rows));
-  const health = await page.$$eval('#workers tbody tr td:nth-child(3)', (tds) => tds.map((t) => t.textContent));
-  const modes = await page.$$eval('#workers tbody tr td:nth-child(5)', (tds) => tds.map((t) => t.textContent));
+  const health = await page.$$eval('#workers tbody tr td:nth-child(4)', (tds) => tds.map((t) => t.textContent));
+  const modes = await page.$$eval('#workers tbody tr td:nth-child(6) span', (tds) => tds.map((t) => t.textContent));
   check('each worker\'s routing mode shown', modes.length >= 2 && modes.every((m) => /^(exact|approximate|degraded|load_only)/.test(m)), JSON.stringify(modes));
   check('their health shown', health.length >= 2 && health.every((h) => h === 'healthy'), JSON.stringify(health));
-  // Traffic while the page watches: 4 s of requests, bounded in count.
+  // Traffic while the page watches: 3 s of requests, bounded in count; a
+  // stream in three, so TTFT and ITL have something to measure, to both models.
   const load = (async () => {
-    const end = Date.now() + 4000;
+    const end = Date.now() + 3000;
     for (let i = 0; i < 400 && Date.now() < end; i++) {
+      const stream = i % 3 === 0;
       const r = await fetch(`${G}/v1/completions`, { method: 'POST',
         headers: { authorization: `Bearer ${user}`, 'content-type': 'application/json' },
-        body: JSON.stringify({ model: 'm', prompt: 'load ' + i, max_tokens: 8 }) }).catch(() => null);
-      if (r) sent += r.status === 200;
+        body: JSON.stringify({ model: i % 4 === 3 ? 'm2' : 'm', prompt: 'load ' + i, max_tokens: 8, stream,
+                               stream_options: stream ? { include_usage: true } : undefined }) }).catch(() => null);
+      if (r) { sent += r.status === 200; await r.arrayBuffer().catch(() => null); }
     }
   })();
   await load;
@@ -100,7 +125,50 @@ try {
   await page.waitForFunction(drawn, '#c_ttft', { timeout: 15000 * waitScale }).catch(() => {});
   check('the TTFT chart draws the traffic it saw', (await page.evaluate(drawn, '#c_ttft')) >= 1);
   check('the per-worker chart draws one line per worker',
-        (await page.evaluate(drawn, '#c_inflight')) >= 2);
+        (await page.evaluate(drawn, '#c_inflight')) >= 3);
+  await page.waitForFunction(drawn, '#c_itl', { timeout: 15000 * waitScale }).catch(() => {});
+  check('the ITL chart draws the streams', (await page.evaluate(drawn, '#c_itl')) >= 1);
+  check('the tokens chart draws prompt and completion', (await page.evaluate(drawn, '#c_tokens')) >= 2);
+  // Axes: every chart names its unit, and its x axis has clock times.
+  const axes = await page.$$eval('svg.c', (svgs) => svgs.filter((g) => !g.closest('[hidden]')).map((g) => ({
+    id: g.id, unit: (g.querySelector('.yunit') || {}).textContent || '',
+    times: Array.from(g.querySelectorAll('.xtick')).map((t) => t.textContent),
+    yticks: g.querySelectorAll('.ytick').length })));
+  const units = Object.fromEntries(axes.map((a) => [a.id, a.unit]));
+  check('each chart has clock times on x and ticks on y', axes.length >= 9 &&
+        axes.every((a) => a.times.length >= 1 && a.times.every((t) => /^\d\d:\d\d:\d\d$/.test(t)) && a.yticks >= 2),
+        JSON.stringify(axes));
+  check('... and its unit', units.c_rate === 'req/s' && units.c_tokens === 'tokens/s' &&
+        units.c_errors === '% of answers' && units.c_ttft === 'seconds' && units.c_itl === 'ms' &&
+        /%/.test(units.c_hit || ''), JSON.stringify(units));
+  // Two models served: a row each, with their workers.
+  const modelRows = await page.$$eval('#models tbody tr', (trs) => trs.map((t) => [t.dataset.model, t.children[2].textContent]));
+  check('the models table has a row per served model', !(await page.$eval('#models_sec', (e) => e.hidden)) &&
+        JSON.stringify(modelRows) === JSON.stringify([['m', '2 / 2'], ['m2', '1 / 1']]), JSON.stringify(modelRows));
+  check('... and a chart line per model', (await page.evaluate(drawn, '#c_models')) >= 2);
+  // Each sample's per-model numbers are its workers' sums (all of them).
+  const sums = await page.evaluate(async ([a, b, c]) => {
+    const st = await (await fetch('/ui/state')).json();
+    let bad = 0, busy = 0;
+    for (const s of st.history.samples) {
+      const w = (p) => s.workers['http://127.0.0.1:' + p] || [0, 0, 0, 0];
+      const m = s.models.m || [0, 0], m2 = s.models.m2 || [0, 0];
+      // Six significant digits each (ui/history.c): equal to a thousandth.
+      const near = (x, y) => Math.abs(x - y) <= 1e-3 * Math.max(1, x);
+      if (!near(m[0], w(a)[3] + w(b)[3]) || !near(m2[0], w(c)[3])) bad++;
+      busy += m[0] > 0 && m2[0] > 0;
+    }
+    return { bad, busy };
+  }, [s1, s2, s3]);
+  check('per-model rates are their workers\' sums', sums.bad === 0 && sums.busy >= 1, JSON.stringify(sums));
+  // The autoscaler as a table, not JSON.
+  await page.waitForFunction(() => document.querySelector('#autoscale tbody tr[data-pool="agg"]'),
+                             null, { timeout: 10000 * waitScale }).catch(() => {});
+  const asRow = await page.$$eval('#autoscale tbody tr[data-pool="agg"] td', (tds) => tds.map((t) => t.textContent));
+  check('the autoscaler table has the pool, its ready replicas and a desired count', asRow.length === 11 &&
+        asRow[1] === 'm' && asRow[3] === 'kvgate' && asRow[4] === '3' && /^\d+$/.test(asRow[7]) && asRow[8].length > 0,
+        JSON.stringify(asRow));
+  check('... and no raw JSON anywhere', !(await page.textContent('main')).includes('"pools"'));
   // The quota table: the app key's monthly requests, as many as were answered.
   const quotaRow = () => {
     const tr = document.querySelector('#quota tbody tr[data-scope="key:app"]');
@@ -115,12 +183,57 @@ try {
         qr[1] === 'app' && /requests per month: 1000000/.test(qr[2]) && qr[3] === String(sent),
         JSON.stringify({ qr, sent }));
   check('... and the store it read', /store memory/.test(await page.textContent('#quota_note')));
-  await page.fill('#body', JSON.stringify({ model: 'm', prompt: 'hello 1' }));
+  // The route form starts with a model the pool serves, and routes it.
+  const pre = await page.inputValue('#body');
+  let preModel = null;
+  try { preModel = JSON.parse(pre).model; } catch {}
+  check('the route form is prefilled with a served model', preModel === 'm' || preModel === 'm2', pre);
   await page.click('#route');
-  await page.waitForFunction(() => document.querySelectorAll('#scores tbody tr').length >= 2, null, { timeout: 10000 * waitScale }).catch(() => {});
+  await page.waitForFunction(() => document.querySelectorAll('#scores tbody tr').length >= 1, null, { timeout: 10000 * waitScale }).catch(() => {});
   const chosen = await page.textContent('#chosen');
-  check('the route form answers which worker', /chosen: http:\/\/127\.0\.0\.1:/.test(chosen || ''), chosen);
-  check('... with a row per candidate', (await page.$$('#scores tbody tr')).length >= 2);
+  const servesPre = preModel === 'm2' ? [s3] : [s1, s2];
+  check('the prefilled request routes to a worker of that model',
+        servesPre.some((p) => (chosen || '') === `chosen: http://127.0.0.1:${p}`), chosen);
+  check('... with a row per candidate', (await page.$$('#scores tbody tr')).length === servesPre.length);
+  await page.fill('#body', JSON.stringify({ model: 'nope', prompt: 'hello 1' }));
+  await page.click('#route');
+  await page.waitForFunction(() => /no worker/.test(document.querySelector('#chosen').textContent), null, { timeout: 10000 * waitScale }).catch(() => {});
+  const why = await page.textContent('#chosen');
+  check('a model nobody serves: the reason, with the models served',
+        /no worker serves the model `nope` \(served: m, m2\)/.test(why || ''), why);
+  // Fits 1280 px: neither the page nor any table is wider than its box.
+  const widths = await page.evaluate(() => ({ page: document.documentElement.scrollWidth,
+    wide: Array.from(document.querySelectorAll('.tw, section')).filter((e) => e.scrollWidth > e.clientWidth + 1)
+      .map((e) => (e.querySelector('table') || e).id + ':' + e.scrollWidth + '>' + e.clientWidth) }));
+  check('the page fits 1280 px, no table scrolls sideways', widths.page <= 1280 && widths.wide.length === 0,
+        JSON.stringify(widths));
+  // PD mode: the counters of the pairs it made.
+  const GP = `http://127.0.0.1:${gpd}`;
+  check('PD gateway ready', await waitHttp(`${GP}/readiness`, 10000));
+  let pairs = 0;
+  for (let i = 0; i < 2; i++) {
+    const r = await fetch(`${GP}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'pdm', prompt: 'the quick brown fox jumps over the lazy dog '.repeat(12) + i, max_tokens: 2 }) });
+    pairs += r.status === 200;
+    await r.arrayBuffer();
+  }
+  const pdPage = await (await browser.newContext({ viewport: { width: 1280, height: 800 } })).newPage();
+  pdPage.on('pageerror', (e) => errors.push('pd page: ' + String(e)));
+  pdPage.on('console', (m) => { if (m.type() === 'error') errors.push('pd page console: ' + m.text() + ' ' + m.location().url); });
+  await pdPage.goto(`${GP}/ui`);
+  const pdVal = (k) => { const d = document.querySelector(`#pd div[data-k="${k}"] b`); return d ? d.textContent : null; };
+  await pdPage.waitForFunction(pdVal, 'prefill + decode pairs', { timeout: 10000 * waitScale }).catch(() => {});
+  const pdShown = { pairs: await pdPage.evaluate(pdVal, 'prefill + decode pairs'),
+                    p50: await pdPage.evaluate(pdVal, 'transfer p50'),
+                    rejections: await pdPage.evaluate(pdVal, 'early rejections'),
+                    mode: await pdPage.textContent('#pdmode') };
+  check('PD mode: the pairs, transfer time and early rejections shown', pairs === 2 &&
+        pdShown.pairs === '2' && / ms$/.test(pdShown.p50 || '') && pdShown.rejections === '0' && pdShown.mode === 'PD vllm',
+        JSON.stringify({ pairs, pdShown }));
+  check('... in a page that fits 1280 px', (await pdPage.evaluate(() => document.documentElement.scrollWidth)) <= 1280);
+  const pdShot = path.join(tmp, 'ui-pd.png');
+  await pdPage.screenshot({ path: pdShot, fullPage: true });
+  console.log('# screenshot: ' + pdShot);
   check('no request left the gateway', outside.length === 0, outside.join(' '));
   check('no script error', errors.length === 0, errors.join(' | '));
   const shot = process.env.KVG_UI_SHOT || path.join(tmp, 'ui.png');
