@@ -98,6 +98,7 @@ void kvg_gate_loop_close(struct kvg_gate_loop *gl);
  * the deny itself or to static strings. */
 struct kvg_gate_deny {
     struct kvg_http_refusal r;
+    int shed; /* admission's: the pool is saturated (not the key's limit) */
     struct kvg_quota_headers qh;
     char retry_after[16];
 };
@@ -158,7 +159,7 @@ struct kvg_gate_req {
      * pulled as cached (vllm#44607): the prefill's numbers are the truth. */
     int pd_set;
     int64_t pd_prompt, pd_cached;
-    int no_tokens; /* kvg_gate_request's: nothing charged, no usage read */
+    int no_tokens;   /* kvg_gate_request's: nothing charged, no usage read */
     uint32_t capped; /* the output limit the gate set (output_cap), 0 none */
 };
 
