@@ -95,6 +95,10 @@ assert not bad, bad"
 check "/workers: each worker with its model" [ "$(json_get "$TMP/w.json" "' '.join(sorted(w['url'].rsplit(':', 1)[1] + '=' + w['model'] for w in j['workers']))")" = \
   "$(printf '%s\n' "$S1=m1" "$S2=m2" "$S3=m2" "$S4=m3" "$S5=m4" | sort | tr '\n' ' ' | sed 's/ $//')" ]
 
+check "/serving: per model, its workers and those serving" [ "$(curl -s -m 5 "$G/serving" | python3 -c "
+import json, sys; j = json.load(sys.stdin)
+print(' '.join('%s:%d/%d' % (m['name'], m['serving'], m['workers']) for m in j['models']))")" = "m1:1/1 m2:2/2 m3:1/1 m4:1/1" ]
+
 # Fallbacks. A prompt past m1's context (500 tokens by its own tokenizer).
 LONG=$(printf 'word%d ' $(seq 1 150))
 check "m1, a short prompt: served by m1" [ "$(chat m1; json_get "$TMP/out" "j['model']")" = 200m1 ]
