@@ -421,48 +421,13 @@ static void route_done(struct kvg_proxy_wq_item *w)
     picked(pr);
 }
 
-/* Whether the serving mode splits this request into legs: chat and
- * completions, whose transfer fields both engines' code reads. */
-const char *kvg_proxy_pd_unsplit_reason(const struct kvg_pd *pd, enum kvg_api_kind k)
-{
-    switch (k) {
-    case KVG_API_CHAT:
-    case KVG_API_COMPLETIONS:
-        return NULL;
-    case KVG_API_GENERATE:
-        /* SGLang's bootstrap fields ride on /generate too (GenerateReqInput). */
-        return pd->cfg.mode == KVG_PD_SGLANG ? NULL
-                                             : "vLLM serves no /generate (SGLang's is split)";
-    case KVG_API_RESPONSES:
-        return "the engines' Responses requests carry no transfer fields (vLLM's ResponsesRequest "
-               "has no kv_transfer_params; SGLang's frontend sends /generate to its own router)";
-    case KVG_API_MESSAGES:
-        return "the engines' Messages requests carry no transfer fields (vLLM converts them to a "
-               "chat request without kv_transfer_params)";
-    default:
-        return "no KV to transfer";
-    }
-}
-
-static int pd_splits(const struct proxy_req *pr)
-{
-    const char *why = kvg_proxy_pd_unsplit_reason(pr->pl->px->pd, (enum kvg_api_kind)pr->route);
-    if (!why) return 1;
-    static _Atomic int said[KVG_API_NKINDS];
-    if (pr->ep->routing == KVG_API_ROUTE_PROMPT && !atomic_exchange(&said[pr->route], 1))
-        KVG_INFO("PD: %s requests are served whole by a decode worker: %s "
-                 "(kvgate_pd_aggregated_total counts them)",
-                 pr->path, why);
-    return 0;
-}
-
 void kvg__proxy_attempt(struct proxy_req *pr)
 {
     struct kvg_proxy *px = pr->pl->px;
     pr->up_status = 0;
     pr->relayed = 0;
     kvg_buf_reset(&pr->body);
-    if (px->pd && !pd_splits(pr)) {
+    if (px->pd && !kvg__proxy_pd_splits(pr)) {
         /* An endpoint the mode cannot split: served whole by a decode
          * worker (vLLM's decode instances prefill what they are sent);
          * LOAD and STORED ones by any worker that generates. */

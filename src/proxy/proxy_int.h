@@ -191,5 +191,8 @@ void kvg__proxy_on_drain(struct kvg_http_req *req, void *ud);
  * was answered) elsewhere, 0 when the decode pick follows now
  * (decode_only). */
 int kvg__proxy_pd_start(struct proxy_req *pr, struct kvg_route_ctx *ctx);
+/* Whether pr's endpoint is split into legs under the PD mode (else served
+ * whole by a decode worker; said once per endpoint in the log). */
+int kvg__proxy_pd_splits(const struct proxy_req *pr);
 
 #endif
