@@ -156,6 +156,7 @@ static void deny(struct kvg_gate_deny *d, int status, const char *type, const ch
     snprintf(d->r.message, sizeof d->r.message, "%s", msg);
     d->r.nheaders = 0;
     d->r.param = NULL;
+    d->shed = 0;
     d->r.render = NULL;
 }
 
@@ -513,6 +514,7 @@ static void admission(struct kvg_gate_req *gr, int front)
         if (g->shed) kvg_metrics_inc(g->shed);
         deny(&d, 429, "rate_limit_exceeded", "overloaded",
              "The pool is saturated and this request is sheddable: retry later.");
+        d.shed = 1;
         gr->cb(gr->ud, &d);
     } else {
         if (!gr->queue_deadline_ms)
@@ -524,6 +526,7 @@ static void admission(struct kvg_gate_req *gr, int front)
             gr->waiter = NULL;
             deny(&d, 503, "service_unavailable", "queue_full",
                  "Every worker is saturated and the gateway queue is full.");
+            d.shed = 1;
             deny_header(&d, KVG_STR("retry-after"), KVG_STR("1"));
             gr->cb(gr->ud, &d);
         }
@@ -564,6 +567,7 @@ static void on_grant(void *ud, int status)
              up ? "Every worker stayed saturated for the whole queue timeout."
                 : "No worker became ready within the queue timeout (the pool is scaling up "
                   "from zero): retry later.");
+        d.shed = 1;
         snprintf(d.retry_after, sizeof d.retry_after, "%u", gr->gl->g->o.adm.retry_after_s);
         deny_header(&d, KVG_STR("retry-after"),
                     (struct kvg_str){d.retry_after, strlen(d.retry_after)});

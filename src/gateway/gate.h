@@ -98,6 +98,7 @@ void kvg_gate_loop_close(struct kvg_gate_loop *gl);
  * the deny itself or to static strings. */
 struct kvg_gate_deny {
     struct kvg_http_refusal r;
+    int shed; /* admission's: the pool is saturated (not the key's limit) */
     struct kvg_quota_headers qh;
     char retry_after[16];
 };

@@ -587,36 +587,32 @@ size_t kvg_keys_each_scope(const struct kvg_keys_set *s, kvg_keys_scope_fn fn, v
     return n;
 }
 
+static void set_ref(void *s)
+{
+    kvg_keys_ref(s);
+}
+
+static void set_unref(void *s)
+{
+    kvg_keys_unref(s);
+}
+
 void kvg_keys_holder_init(struct kvg_keys_holder *h, struct kvg_keys_set *s)
 {
-    pthread_mutex_init(&h->mu, NULL);
-    h->cur = s;
+    kvg_holder_init(&h->h, s, set_ref, set_unref);
 }
 
 void kvg_keys_holder_destroy(struct kvg_keys_holder *h)
 {
-    kvg_keys_unref(h->cur);
-    h->cur = NULL;
-    pthread_mutex_destroy(&h->mu);
+    kvg_holder_destroy(&h->h);
 }
 
 struct kvg_keys_set *kvg_keys_acquire(struct kvg_keys_holder *h)
 {
-    /* A mutex rather than a bare atomic pointer: loading the pointer and
-     * taking the reference must be one step, or a swap in between could free
-     * the set under the reader. */
-    pthread_mutex_lock(&h->mu);
-    struct kvg_keys_set *s = h->cur;
-    kvg_keys_ref(s);
-    pthread_mutex_unlock(&h->mu);
-    return s;
+    return kvg_holder_acquire(&h->h);
 }
 
 void kvg_keys_swap(struct kvg_keys_holder *h, struct kvg_keys_set *s)
 {
-    pthread_mutex_lock(&h->mu);
-    struct kvg_keys_set *old = h->cur;
-    h->cur = s;
-    pthread_mutex_unlock(&h->mu);
-    kvg_keys_unref(old);
+    kvg_holder_swap(&h->h, s);
 }

@@ -72,6 +72,7 @@
 #include <stddef.h>
 
 #include "base/buf.h"
+#include "base/holder.h"
 #include "gateway/quota.h"
 
 #define KVG_KEYS_NAME_MAX 64
@@ -175,10 +176,9 @@ typedef void (*kvg_keys_scope_fn)(void *ud, const struct kvg_quota_scope *sc,
                                   const char *pattern);
 size_t kvg_keys_each_scope(const struct kvg_keys_set *s, kvg_keys_scope_fn fn, void *ud);
 
-/* The current set, swapped atomically on reload. */
+/* The current set, swapped atomically on reload (base/holder.h). */
 struct kvg_keys_holder {
-    pthread_mutex_t mu; /* held only to copy the pointer and take a reference */
-    struct kvg_keys_set *cur;
+    struct kvg_holder h;
 };
 /* Takes over the caller's reference to s (NULL: no keys, no authentication). */
 void kvg_keys_holder_init(struct kvg_keys_holder *h, struct kvg_keys_set *s);

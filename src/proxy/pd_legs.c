@@ -1,12 +1,14 @@
 /* A request's PD legs in the proxy: the decision and the prefill leg
  * through pd/pd.h, and what the request does when the prefill ends: on to
  * the decode leg (vLLM's two hops), or, when it failed, the decode ended
- * (SGLang's runs concurrently) and the client answered. */
+ * (SGLang's runs concurrently) and the client answered; and which
+ * endpoints the PD mode splits at all. */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "base/err.h"
+#include "base/log.h"
 #include "proxy/proxy_int.h"
 
 static void on_prefilled(void *ud, const struct kvg_pd_result *res)
@@ -84,4 +86,39 @@ int kvg__proxy_pd_start(struct proxy_req *pr, struct kvg_route_ctx *ctx)
         return 1;
     }
     return pr->pdr.state != KVG_PD_DECODE && !pr->pdr.concurrent;
+}
+
+/* Whether the serving mode splits this request into legs: chat and
+ * completions, whose transfer fields both engines' code reads. */
+const char *kvg_proxy_pd_unsplit_reason(const struct kvg_pd *pd, enum kvg_api_kind k)
+{
+    switch (k) {
+    case KVG_API_CHAT:
+    case KVG_API_COMPLETIONS:
+        return NULL;
+    case KVG_API_GENERATE:
+        /* SGLang's bootstrap fields ride on /generate too (GenerateReqInput). */
+        return pd->cfg.mode == KVG_PD_SGLANG ? NULL
+                                             : "vLLM serves no /generate (SGLang's is split)";
+    case KVG_API_RESPONSES:
+        return "the engines' Responses requests carry no transfer fields (vLLM's ResponsesRequest "
+               "has no kv_transfer_params; SGLang's frontend sends /generate to its own router)";
+    case KVG_API_MESSAGES:
+        return "the engines' Messages requests carry no transfer fields (vLLM converts them to a "
+               "chat request without kv_transfer_params)";
+    default:
+        return "no KV to transfer";
+    }
+}
+
+int kvg__proxy_pd_splits(const struct proxy_req *pr)
+{
+    const char *why = kvg_proxy_pd_unsplit_reason(pr->pl->px->pd, (enum kvg_api_kind)pr->route);
+    if (!why) return 1;
+    static _Atomic int said[KVG_API_NKINDS];
+    if (pr->ep->routing == KVG_API_ROUTE_PROMPT && !atomic_exchange(&said[pr->route], 1))
+        KVG_INFO("PD: %s requests are served whole by a decode worker: %s "
+                 "(kvgate_pd_aggregated_total counts them)",
+                 pr->path, why);
+    return 0;
 }

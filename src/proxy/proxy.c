@@ -90,6 +90,8 @@ static void pr_closed(uv_handle_t *h)
     kvg_buf_free(&pr->hdrs);
     kvg_buf_free(&pr->xout);
     kvg_buf_free(&pr->model_body);
+    kvg_catalog_unref(pr->cat); /* the last request on a reloaded catalog frees it */
+    pr->cat = NULL;
     kvg__proxy_xlate_free(pr);
     kvg_pd_req_free(&pr->pdr);
     if (on_workers(pr) && !kvg_proxy_wq_home_closing(pr->pl->wq)) {
@@ -128,7 +130,7 @@ void kvg__proxy_finish(struct proxy_req *pr, int status)
     if (pr->pl->px->pd) kvg_pd_cancel(pr->pl->px->pd, &pr->pdr); /* an SGLang prefill still on */
     kvg__proxy_observe_end(pr, status);
     kvg__proxy_stored_end(pr, status);
-    kvg_gate_account(&pr->gate, pr->bytes_up != 0, pr->attempts != 0);
+    kvg_gate_account(&pr->gate, pr->bytes_up != 0, pr->attempts != pr->attempts0);
     kvg__proxy_access_log(pr, status);
     uint64_t now = kvg_now_ns();
     kvg__proxy_metrics_request(pr->pl->px->m, pr->route, status, (double)(now - pr->t0_ns) / 1e9,
@@ -136,10 +138,21 @@ void kvg__proxy_finish(struct proxy_req *pr, int status)
     uv_close((uv_handle_t *)&pr->retry_timer, pr_closed);
 }
 
+/* The policy that picks for pr (NULL: the pool's): its model's own, or
+ * least load where there is no KV to chase. */
+static struct kvg_policy *policy_of(const struct proxy_req *pr)
+{
+    const struct kvg_proxy *px = pr->pl->px;
+    if (pr->ep && pr->ep->routing != KVG_API_ROUTE_PROMPT && px->load_policy)
+        return px->load_policy;
+    return pr->pm ? pr->pm->policy : NULL;
+}
+
 void kvg__proxy_release_worker(struct proxy_req *pr, enum kvg_outcome out)
 {
     if (!pr->pick.w) return;
-    struct kvg_route_ctx ctx = {.model = {pr->ri.model, pr->ri.model_len}};
+    /* told to the policy that picked it */
+    struct kvg_route_ctx ctx = {.model = {pr->ri.model, pr->ri.model_len}, .policy = policy_of(pr)};
     if (pr->pl->px->pd) kvg_pd_decode_ctx(pr->pl->px->pd, &pr->pdr, &ctx); /* its policy's pick */
     kvg_pool_release(pr->pl->px->pool, &pr->pick, out, &ctx);
 }
@@ -195,10 +208,24 @@ static void answer_deny(struct proxy_req *pr, const struct kvg_gate_deny *d)
                      d->r.nheaders);
 }
 
+static void fall_back_later(uv_timer_t *t)
+{
+    struct proxy_req *pr = t->data;
+    if (!kvg__proxy_fall_back(pr, "gateway_shed"))
+        kvg__proxy_client_error(pr, 503, "overloaded", "the pool is saturated: retry later");
+}
+
 static void on_admit(void *ud, const struct kvg_gate_deny *d)
 {
     struct proxy_req *pr = ud;
     if (!pr->req) return; /* cannot happen: an abort cancels what the gate holds */
+    if (d && d->shed && kvg__proxy_model_can_fall(pr)) {
+        /* Shed: its model's fallback instead, from the next turn of the
+         * loop (this may run inside kvg_gate_admit, and the fallback ends
+         * this admission and starts its own). */
+        uv_timer_start(&pr->retry_timer, fall_back_later, 0, 0);
+        return;
+    }
     if (d)
         answer_deny(pr, d);
     else
@@ -313,7 +340,7 @@ static int worker_filter(void *ud, struct kvg_worker *w)
         return 0;
     /* A worker serves the model whose entry lists it, whatever else its
      * /v1/models says. */
-    const struct kvg_catalog *cat = pr->pl->px->catalog;
+    const struct kvg_catalog *cat = pr->cat;
     if (cat && cat->any < 0 && pr->cmodel >= 0 &&
         kvg_catalog_worker_model(cat, w->url) != pr->cmodel)
         return 0;
@@ -342,9 +369,7 @@ static void route_ctx(struct proxy_req *pr, struct kvg_route_ctx *ctx)
     }
     ctx->filter = worker_filter; /* the request's priority may exclude busy workers */
     ctx->filter_ud = pr;
-    if (pr->pm && pr->pm->policy) ctx->policy = pr->pm->policy; /* the model's own */
-    if (pr->ep && pr->ep->routing != KVG_API_ROUTE_PROMPT && px->load_policy)
-        ctx->policy = px->load_policy; /* no KV to chase: least load */
+    ctx->policy = policy_of(pr);
 }
 
 /* The pool's pick for ctx (thread-safe, as route_ctx). */
@@ -353,8 +378,10 @@ static void route_pick(struct proxy_req *pr, struct kvg_route_ctx *ctx)
     struct kvg_proxy *px = pr->pl->px;
     int known = 0;
     int rc = kvg_pool_pick(px->pool, ctx, pr->tried, pr->ntried, &pr->pick, &known, NULL);
-    if (rc == KVG_ENOWORKER && pr->ntried) {
-        pr->ntried = 0; /* every candidate was tried: allow them again */
+    if (rc == KVG_ENOWORKER && pr->ntried && !kvg__proxy_model_can_fall(pr)) {
+        /* every candidate was tried: allow them again (with a fallback
+         * left, the model's turn is over instead: picked) */
+        pr->ntried = 0;
         rc = kvg_pool_pick(px->pool, ctx, NULL, 0, &pr->pick, &known, NULL);
     }
     pr->pick_rc = rc;
@@ -394,48 +421,13 @@ static void route_done(struct kvg_proxy_wq_item *w)
     picked(pr);
 }
 
-/* Whether the serving mode splits this request into legs: chat and
- * completions, whose transfer fields both engines' code reads. */
-const char *kvg_proxy_pd_unsplit_reason(const struct kvg_pd *pd, enum kvg_api_kind k)
-{
-    switch (k) {
-    case KVG_API_CHAT:
-    case KVG_API_COMPLETIONS:
-        return NULL;
-    case KVG_API_GENERATE:
-        /* SGLang's bootstrap fields ride on /generate too (GenerateReqInput). */
-        return pd->cfg.mode == KVG_PD_SGLANG ? NULL
-                                             : "vLLM serves no /generate (SGLang's is split)";
-    case KVG_API_RESPONSES:
-        return "the engines' Responses requests carry no transfer fields (vLLM's ResponsesRequest "
-               "has no kv_transfer_params; SGLang's frontend sends /generate to its own router)";
-    case KVG_API_MESSAGES:
-        return "the engines' Messages requests carry no transfer fields (vLLM converts them to a "
-               "chat request without kv_transfer_params)";
-    default:
-        return "no KV to transfer";
-    }
-}
-
-static int pd_splits(const struct proxy_req *pr)
-{
-    const char *why = kvg_proxy_pd_unsplit_reason(pr->pl->px->pd, (enum kvg_api_kind)pr->route);
-    if (!why) return 1;
-    static _Atomic int said[KVG_API_NKINDS];
-    if (pr->ep->routing == KVG_API_ROUTE_PROMPT && !atomic_exchange(&said[pr->route], 1))
-        KVG_INFO("PD: %s requests are served whole by a decode worker: %s "
-                 "(kvgate_pd_aggregated_total counts them)",
-                 pr->path, why);
-    return 0;
-}
-
 void kvg__proxy_attempt(struct proxy_req *pr)
 {
     struct kvg_proxy *px = pr->pl->px;
     pr->up_status = 0;
     pr->relayed = 0;
     kvg_buf_reset(&pr->body);
-    if (px->pd && !pd_splits(pr)) {
+    if (px->pd && !kvg__proxy_pd_splits(pr)) {
         /* An endpoint the mode cannot split: served whole by a decode
          * worker (vLLM's decode instances prefill what they are sent);
          * LOAD and STORED ones by any worker that generates. */
@@ -484,6 +476,9 @@ static void picked(struct proxy_req *pr)
     struct kvg_proxy *px = pr->pl->px;
     struct kvg_http_req *req = pr->req;
     int rc = pr->pick_rc, known = pr->pick_known;
+    if (rc && kvg_pool_size(px->pool) &&
+        kvg__proxy_fall_back(pr, pr->shed_seen ? "engine_shed" : "no_healthy_worker"))
+        return;
     if (rc) {
         if (kvg_pool_size(px->pool) == 0) {
             kvg_metrics_inc(px->m->no_worker);
@@ -572,7 +567,8 @@ static int tokenized(const struct proxy_req *pr)
     const struct kvg_proxy *px = pr->pl->px;
     if (pr->ep->routing == KVG_API_ROUTE_LOCAL) return kvg__proxy_local_ok(pr);
     int wants = pr->pm ? pr->pm->wants_tokens : px->wants_tokens;
-    return wants && pr->ep->routing == KVG_API_ROUTE_PROMPT;
+    return (wants && pr->ep->routing == KVG_API_ROUTE_PROMPT) ||
+           kvg__proxy_model_checks_context(pr); /* a prompt past it goes to a fallback */
 }
 
 /* The tokenizer of the request's model. */
@@ -651,6 +647,7 @@ static void parsed(struct proxy_req *pr)
     }
     if (tokenized(pr) && !on_workers(pr))
         kvg_rinput_tokenize(&pr->ri, rt_of(pr), 1); /* on the loop */
+    if (kvg__proxy_model_too_long(pr) && kvg__proxy_fall_back(pr, "context_length")) return;
     if (pr->ep->routing == KVG_API_ROUTE_LOCAL && kvg__proxy_local_ok(pr)) {
         kvg__proxy_local_answer(pr);
         return;
@@ -663,6 +660,34 @@ static void parse_done(struct kvg_proxy_wq_item *w)
 {
     struct proxy_req *pr = work_back(w);
     if (pr) parsed(pr);
+}
+
+int kvg__proxy_fall_back(struct proxy_req *pr, const char *why)
+{
+    if (!pr->req || pr->relayed || pr->pick.w || pr->call || pr->working) return 0;
+    if (kvg__proxy_model_next_fallback(pr, why)) return 0;
+    /* The first model's admission ends, charged nothing (nothing was
+     * answered); the fallback's key check, quota and admission are its own,
+     * from its parse on: the request starts again as the fallback's. */
+    kvg_gate_account(&pr->gate, 0, pr->attempts != pr->attempts0);
+    memset(&pr->gate, 0, sizeof pr->gate);
+    pr->attempts0 = pr->attempts;
+    pr->connect_fails = 0;
+    pr->ntried = 0;
+    pr->up_status = 0;
+    pr->probe = pr->xlate = pr->xcapped = pr->shed_seen = 0;
+    pr->worker_url[0] = 0;
+    kvg_buf_reset(&pr->body);
+    kvg__proxy_xlate_free(pr);
+    kvg_buf_free(&pr->model_body);
+    kvg_rinput_free(&pr->ri);
+    if (on_workers(pr)) {
+        offload(pr, parse_work, parse_done);
+        return 1;
+    }
+    parse_body(pr);
+    parsed(pr);
+    return 1;
 }
 
 /* A new request's state: pr's endpoint, path and timer set up. */

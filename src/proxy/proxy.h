@@ -55,6 +55,9 @@ struct kvg_proxy_metrics {
      * tokens; a stream's time to its first byte and mean gap between
      * tokens. NULL: not kept. */
     struct kvg_metrics_series *tokens[3], *ttft, *itl;
+    /* Fallbacks taken, by {model, to, reason} (docs/models.md); NULL: not
+     * counted. */
+    struct kvg_metrics_family *fallbacks;
 };
 
 /* What the proxy saw of one request, for the host's observer. */
@@ -90,9 +93,10 @@ struct kvg_proxy {
      * kvgate answers count_tokens, /tokenize and /detokenize itself. */
     int tokenizer_exact;
     /* The served models and the names clients may ask for (not owned;
-     * each model's host slot a struct kvg_proxy_model). NULL: the one
+     * each model's host slot a struct kvg_proxy_model; a reload swaps the
+     * catalog, a request holds the one it was resolved in). NULL: the one
      * model of rt and the pool's policy. */
-    const struct kvg_catalog *catalog;
+    struct kvg_catalog_holder *catalog;
     /* 1 << enum kvg_api_kind the engines are declared not to serve
      * (--translate-apis): sent as chat completions, answers translated. */
     unsigned translate_apis;
@@ -123,6 +127,20 @@ struct kvg_proxy {
  * (kvg_pool_place). Thread-safe. 0, KVG_EPARSE for a body the proxy would
  * refuse, KVG_ENOTFOUND for an unknown url. */
 int kvg_proxy_place(struct kvg_proxy *px, const char *url, const char *body, size_t len, int chat);
+
+/* A request's session key, as a weighted split reads it (docs/models.md):
+ * the body's (Responses' prompt_cache_key, Claude Code's session), else
+ * the usual session headers (header: a lookup over hctx). Empty: none. */
+struct kvg_str kvg_proxy_session_key(const struct kvg_rinput *ri,
+                                     struct kvg_str (*header)(const void *hctx, const char *name),
+                                     const void *hctx);
+/* A served model's context: its entry's max_model_len, else the largest
+ * its workers report (0: unknown). Thread-safe. */
+uint32_t kvg_proxy_model_context(struct kvg_proxy *px, const struct kvg_catalog_model *m);
+/* 1 when a prompt of this many tokens (and max_tokens, 0: not given) does
+ * not fit a context of that many (0: unknown, anything fits): what sends
+ * a request to its model's fallback (docs/models.md). */
+int kvg_proxy_model_past_context(uint32_t context, size_t prompt_tokens, uint32_t max_tokens);
 
 /* One per loop thread: its loop, upstream client, gate end and random
  * numbers (the caller's), and the proxy's cache of finished requests. */

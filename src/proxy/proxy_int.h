@@ -55,17 +55,29 @@ struct proxy_req {
     /* The served model (px->catalog): its index, its routing state, the
      * name the client asked for when that was another (an alias, a split),
      * and then the client's body with the served name (model_body). */
+    struct kvg_catalog *cat; /* the catalog it was resolved in: a reference, dropped at its end */
     int cmodel;
     const struct kvg_proxy_model *pm;
     char asked[256];
     size_t asked_len;
     struct kvg_buf model_body;
-    struct kvg_api_xctx xctx;          /* what a translated answer names */
-    struct kvg_api_sse_xlate *xl;      /* a translated stream's translator (owned) */
-    struct kvg_buf xout;               /* scratch: a translated stream's bytes for the client */
-    struct kvg_gate_req gate;          /* the gateway's view: key, priority, quota, usage */
-    struct kvg_pd_req pdr;             /* its PD legs, when the proxy has px->pd */
-    struct proxy_req *next_free;       /* on the loop's free list */
+    /* Fallbacks taken (models.c): how many (0: served as resolved), the
+     * model resolved first, the one served now, the next of the first's
+     * fallbacks to consider, why and from which model the last one was
+     * taken (static strings, catalog names), the attempts before it (those
+     * of an earlier gate admission), and whether an engine shed this model's
+     * request (429/503 before any byte). */
+    int fallen, primary, fb_target;
+    size_t fb_next;
+    const char *fb_reason, *fb_from;
+    uint32_t attempts0;
+    int shed_seen;
+    struct kvg_api_xctx xctx;     /* what a translated answer names */
+    struct kvg_api_sse_xlate *xl; /* a translated stream's translator (owned) */
+    struct kvg_buf xout;          /* scratch: a translated stream's bytes for the client */
+    struct kvg_gate_req gate;     /* the gateway's view: key, priority, quota, usage */
+    struct kvg_pd_req pdr;        /* its PD legs, when the proxy has px->pd */
+    struct proxy_req *next_free;  /* on the loop's free list */
 };
 
 /* Copies req's headers into b (initialised here; the caller frees it):
@@ -110,6 +122,21 @@ void kvg__proxy_sse_error_end(struct proxy_req *pr, const char *msg);
  * renamed for the served model when the client asked by another name. */
 int kvg__proxy_model_resolve(struct proxy_req *pr);
 int kvg__proxy_model_rename(struct proxy_req *pr);
+/* Fallbacks (docs/models.md): whether pr's model has one left to try
+ * (thread-safe); whether its prompt (tokenized) is past its model's
+ * context; whether its prompt is tokenized for that check. */
+int kvg__proxy_model_can_fall(const struct proxy_req *pr);
+int kvg__proxy_model_too_long(const struct proxy_req *pr);
+int kvg__proxy_model_checks_context(const struct proxy_req *pr);
+/* On the loop, before anything reached the client and with no pick held:
+ * the next fallback (why: "no_healthy_worker", "gateway_shed",
+ * "engine_shed", "context_length") chosen, counted, and the request
+ * started again for it from its parse (proxy.c). 1: it goes on there; 0:
+ * none is left (the caller answers as it would have). */
+int kvg__proxy_fall_back(struct proxy_req *pr, const char *why);
+/* models.c's half of it: the next fallback recorded in pr, counted; 0,
+ * or -1 when none is left. */
+int kvg__proxy_model_next_fallback(struct proxy_req *pr, const char *why);
 
 /* local.c: whether kvgate answers pr itself (its endpoint's routing is
  * LOCAL and the tokenizer is the model's), and the answer (pr tokenized). */
@@ -164,5 +191,8 @@ void kvg__proxy_on_drain(struct kvg_http_req *req, void *ud);
  * was answered) elsewhere, 0 when the decode pick follows now
  * (decode_only). */
 int kvg__proxy_pd_start(struct proxy_req *pr, struct kvg_route_ctx *ctx);
+/* Whether pr's endpoint is split into legs under the PD mode (else served
+ * whole by a decode worker; said once per endpoint in the log). */
+int kvg__proxy_pd_splits(const struct proxy_req *pr);
 
 #endif

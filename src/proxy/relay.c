@@ -55,7 +55,9 @@ void kvg__proxy_local_failure(struct proxy_req *pr, int err)
  * gone, not yet marked unhealthy: retry soon), else 502. */
 void kvg__proxy_upstream_failed(struct proxy_req *pr, const char *msg)
 {
-    if (pr->connect_fails && pr->connect_fails == pr->attempts)
+    int unreachable = pr->connect_fails && pr->connect_fails == pr->attempts - pr->attempts0;
+    if (unreachable && kvg__proxy_fall_back(pr, "no_healthy_worker")) return;
+    if (unreachable)
         kvg__proxy_client_error(pr, 503, "upstream_unreachable",
                                 "no engine could be reached: retry later");
     else
@@ -71,10 +73,11 @@ static void on_retry_timer(uv_timer_t *t)
 int kvg__proxy_schedule_retry(struct proxy_req *pr)
 {
     const struct kvg_proxy_config *c = pr->pl->px->cfg;
-    if (!c->retries_enabled || pr->attempts > c->retry_max) return -1;
+    if (!c->retries_enabled || pr->attempts - pr->attempts0 > c->retry_max) return -1;
     if (pr->pl->px->pd && !kvg_pd_decode_may_retry(pr->pl->px->pd, &pr->pdr, kvg_now_ms()))
         return -1; /* the prefill's blocks are not held for another decode */
-    double d = c->retry_initial_ms * pow(c->retry_multiplier, (double)(pr->attempts - 1));
+    double d =
+        c->retry_initial_ms * pow(c->retry_multiplier, (double)(pr->attempts - pr->attempts0 - 1));
     if (d > c->retry_max_backoff_ms) d = c->retry_max_backoff_ms;
     d *= 1.0 + c->retry_jitter * (2.0 * kvg_rng_double(pr->pl->rng) - 1.0);
     if (d < 0) d = 0;
@@ -120,12 +123,17 @@ static void up_head(void *ud, int status, const struct kvg_http_header *h, size_
 {
     struct proxy_req *pr = ud;
     const struct kvg_proxy_config *c = pr->pl->px->cfg;
-    if (retryable_status(status) && c->retries_enabled && pr->attempts <= c->retry_max) {
-        /* Nothing reached the client: try elsewhere. */
+    int shed = status == 429 || status == 503;
+    int retry = c->retries_enabled && pr->attempts - pr->attempts0 <= c->retry_max;
+    if (retryable_status(status) && (retry || (shed && kvg__proxy_model_can_fall(pr)))) {
+        /* Nothing reached the client: try elsewhere (another worker, else
+         * the model's fallback: picked in proxy.c). */
         kvg_http_call_cancel(pr->call);
         pr->call = NULL;
         kvg__proxy_release_worker(pr, status == 429 ? KVG_OUT_CLIENT_ERROR : KVG_OUT_FAIL);
-        if (kvg__proxy_schedule_retry(pr) == 0) return;
+        pr->shed_seen |= shed;
+        if (retry && kvg__proxy_schedule_retry(pr) == 0) return;
+        if (shed && kvg__proxy_fall_back(pr, "engine_shed")) return;
         if (pr->pl->px->pd && (status == 429 || status == 503))
             kvg_pd_decode_refused(pr->pl->px->pd, &pr->pdr);
         kvg__proxy_client_error(pr, 502, "upstream_unavailable", "all workers failed");

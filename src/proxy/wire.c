@@ -126,6 +126,12 @@ void kvg__proxy_access_log(struct proxy_req *pr, int status)
         kvg_buf_append_str(&b, ",\"served_model\":");
     }
     kvg_buf_append_json_str(&b, pr->ri.model, pr->ri.model_len);
+    if (pr->fallen) { /* served by a fallback: the model it was for, and why */
+        kvg_buf_append_str(&b, ",\"fallback_from\":");
+        kvg_buf_append_json_str(&b, pr->fb_from, strlen(pr->fb_from));
+        kvg_buf_printf(&b, ",\"fallback_reason\":\"%s\",\"fallbacks\":%d", pr->fb_reason,
+                       pr->fallen);
+    }
     if (pr->ri.session_len) {
         kvg_buf_append_str(&b, ",\"session\":");
         kvg_buf_append_json_str(&b, pr->ri.session, pr->ri.session_len);

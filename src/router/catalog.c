@@ -671,7 +671,40 @@ void kvg_catalog_ref(struct kvg_catalog *c)
 
 void kvg_catalog_unref(struct kvg_catalog *c)
 {
-    if (c && atomic_fetch_sub_explicit(&c->refs, 1, memory_order_acq_rel) == 1) catalog_free(c);
+    if (!c || atomic_fetch_sub_explicit(&c->refs, 1, memory_order_acq_rel) != 1) return;
+    for (size_t i = 0; c->host_free && i < c->nmodels; i++)
+        if (c->models[i].host) c->host_free(c->models[i].host);
+    catalog_free(c);
+}
+
+static void cat_ref(void *c)
+{
+    kvg_catalog_ref(c);
+}
+
+static void cat_unref(void *c)
+{
+    kvg_catalog_unref(c);
+}
+
+void kvg_catalog_holder_init(struct kvg_catalog_holder *h, struct kvg_catalog *c)
+{
+    kvg_holder_init(&h->h, c, cat_ref, cat_unref);
+}
+
+void kvg_catalog_holder_destroy(struct kvg_catalog_holder *h)
+{
+    kvg_holder_destroy(&h->h);
+}
+
+struct kvg_catalog *kvg_catalog_acquire(struct kvg_catalog_holder *h)
+{
+    return kvg_holder_acquire(&h->h);
+}
+
+void kvg_catalog_swap(struct kvg_catalog_holder *h, struct kvg_catalog *c)
+{
+    kvg_holder_swap(&h->h, c);
 }
 
 /* A side of split x for the key (its hash with the split's seed), or for

@@ -17,7 +17,9 @@
  * host to try when it cannot serve.
  *
  * Immutable once built, thread-safe to read; resolving allocates nothing.
- * A reload builds a new one and swaps it (reference counted). No sockets,
+ * A reload builds a new one and swaps it into the process's holder (struct
+ * kvg_catalog_holder): each request holds a reference to the catalog it
+ * was resolved in, so the old one lives until its last request ends. No sockets,
  * no pool: the host keeps its per-model state in each model's `host`. */
 #ifndef KVG_ROUTER_CATALOG_H
 #define KVG_ROUTER_CATALOG_H
@@ -26,6 +28,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/holder.h"
 #include "base/opt.h"
 #include "router/policy.h"
 
@@ -145,6 +148,9 @@ struct kvg_catalog {
     struct kvg_catalog_split *splits;
     size_t nsplits;
     int any; /* the model every name resolves to (the single-model flags), else -1 */
+    /* Told each model's host slot (non-NULL) when the last reference
+     * goes; set before the catalog is shared. NULL: the host's own care. */
+    void (*host_free)(void *host);
     /* catalog.c's: lookups and what it owns */
     int *by_name;
     struct kvg_catalog_url *by_url;
@@ -161,6 +167,21 @@ int kvg_catalog_build(const struct kvg_catalog_spec *specs, size_t n,
                       size_t errlen);
 void kvg_catalog_ref(struct kvg_catalog *c);
 void kvg_catalog_unref(struct kvg_catalog *c);
+
+/* The current catalog, swapped whole by a reload (as the keys file's set,
+ * gateway/keys.h): a reader takes a reference for as long as it uses what
+ * it read. */
+struct kvg_catalog_holder {
+    struct kvg_holder h; /* base/holder.h */
+};
+/* Takes over the caller's reference to c (NULL: none yet). */
+void kvg_catalog_holder_init(struct kvg_catalog_holder *h, struct kvg_catalog *c);
+void kvg_catalog_holder_destroy(struct kvg_catalog_holder *h);
+/* A new reference to the current catalog (NULL: none); the caller unrefs it. */
+struct kvg_catalog *kvg_catalog_acquire(struct kvg_catalog_holder *h);
+/* Installs c (takes over the caller's reference), drops the holder's
+ * reference to the previous one. */
+void kvg_catalog_swap(struct kvg_catalog_holder *h, struct kvg_catalog *c);
 
 /* The decision for one request. */
 struct kvg_catalog_pick {

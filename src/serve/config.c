@@ -467,7 +467,8 @@ static int reloadable(void *ud, const struct kvg_opt *o, size_t off)
     (void)o;
     return off == O(workers) || off == O(kv_endpoints) || off == O(replay_endpoints) ||
            off == O(worker_roles) || off == O(worker_labels) || off == O(worker_bootstrap) ||
-           off == O(prefill_urls) || off == O(decode_urls) || off == O(config_path);
+           off == O(prefill_urls) || off == O(decode_urls) || off == O(config_path) ||
+           off == O(models);
 }
 
 size_t kvg_serve_config_diff_restart(const struct kvg_serve_config *a,

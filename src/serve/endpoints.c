@@ -21,7 +21,12 @@ static void send_json(struct kvg_http_req *req, int status, const char *json)
     kvg_http_res_send(req, status, "application/json", NULL, 0, json, strlen(json));
 }
 
-static void send_cjson(struct kvg_http_req *req, int status, cJSON *j)
+static struct kvg_str hdr(const void *h, const char *name)
+{
+    return kvg_http_req_header(h, name);
+}
+
+void kvg__serve_send_cjson(struct kvg_http_req *req, int status, cJSON *j)
 {
     char *s = cJSON_PrintUnformatted(j);
     cJSON_Delete(j);
@@ -95,7 +100,7 @@ static void models(struct kvg_serve_loop *lc, struct kvg_http_req *req)
     cJSON *root = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "object", "list");
     cJSON *data = cJSON_AddArrayToObject(root, "data");
-    const struct kvg_catalog *cat = sv->catalog;
+    struct kvg_catalog *cat = kvg_serve_catalog(sv);
     if (cat && cat->any < 0) {
         for (size_t i = 0; i < cat->nnames; i++) {
             const struct kvg_catalog_name *nm = &cat->names[i];
@@ -125,11 +130,12 @@ static void models(struct kvg_serve_loop *lc, struct kvg_http_req *req)
         }
     }
     if (set) kvg_keys_unref(set);
-    send_cjson(req, 200, root);
+    kvg_catalog_unref(cat);
+    kvg__serve_send_cjson(req, 200, root);
 }
 
 /* "routing": {"mode": ..., "reason": ...}: the cache view w's routing uses. */
-static void add_mode(cJSON *o, struct kvg_worker *w)
+void kvg__serve_add_mode(cJSON *o, struct kvg_worker *w)
 {
     char why[sizeof w->rmode.reason];
     int mode = kvg_route_mode_get(w, why, sizeof why);
@@ -144,12 +150,20 @@ cJSON *kvg_serve_workers_json(struct kvg_serve *sv)
     struct kvg_worker *ws[KVG_POOL_MAX_WORKERS];
     kvg_serve_modes_refresh(sv);
     size_t n = kvg_pool_snapshot(&sv->pool, ws, KVG_POOL_MAX_WORKERS);
+    struct kvg_catalog *cat = kvg_serve_catalog(sv);
     cJSON *root = cJSON_CreateObject();
     cJSON *arr = cJSON_AddArrayToObject(root, "workers");
     for (size_t i = 0; i < n; i++) {
         struct kvg_worker *w = ws[i];
         cJSON *o = cJSON_CreateObject();
         cJSON_AddStringToObject(o, "url", w->url);
+        /* With models:, the model whose entry lists it (null: none, a
+         * worker added by POST /workers serves no model of the catalog). */
+        int cm = cat && cat->any < 0 ? kvg_catalog_worker_model(cat, w->url) : -1;
+        if (cm >= 0)
+            cJSON_AddStringToObject(o, "model", cat->models[cm].name);
+        else if (cat && cat->any < 0)
+            cJSON_AddNullToObject(o, "model");
         cJSON_AddNumberToObject(o, "slot", w->slot);
         cJSON_AddStringToObject(o, "role", kvg_worker_role_name(atomic_load(&w->role)));
         char labels[sizeof w->labels];
@@ -193,7 +207,7 @@ cJSON *kvg_serve_workers_json(struct kvg_serve *sv)
         if (w->scrape_error[0]) cJSON_AddStringToObject(sc, "error", w->scrape_error);
         pthread_mutex_unlock(&w->mu);
         cJSON_AddNumberToObject(sc, "errors", (double)atomic_load(&w->scrape_errors));
-        add_mode(o, w);
+        kvg__serve_add_mode(o, w);
         cJSON_AddNumberToObject(o, "prompt_token_checks", (double)atomic_load(&w->usage_checks));
         cJSON_AddNumberToObject(o, "prompt_token_mismatches",
                                 (double)atomic_load(&w->usage_mismatches));
@@ -208,12 +222,13 @@ cJSON *kvg_serve_workers_json(struct kvg_serve *sv)
         cJSON_AddItemToArray(arr, o);
         kvg_worker_unref(w);
     }
+    kvg_catalog_unref(cat);
     return root;
 }
 
 static void workers_list(struct kvg_serve_loop *lc, struct kvg_http_req *req)
 {
-    send_cjson(req, 200, kvg_serve_workers_json(lc->sv));
+    kvg__serve_send_cjson(req, 200, kvg_serve_workers_json(lc->sv));
 }
 
 static int url_decode(const char *in, size_t n, char *out, size_t cap)
@@ -349,195 +364,6 @@ static void workers_delete(struct kvg_serve_loop *lc, struct kvg_http_req *req)
         send_json(req, 200, "{\"status\":\"removed\"}");
 }
 
-static void num_or_null(cJSON *o, const char *k, double v)
-{
-    if (v < 0)
-        cJSON_AddNullToObject(o, k);
-    else
-        cJSON_AddNumberToObject(o, k, v);
-}
-
-static struct kvg_str hdr(const void *h, const char *name)
-{
-    return kvg_http_req_header(h, name);
-}
-
-/* A leg's worker ("prefill" or "decode"): its data-parallel rank (null for
- * a plain URL) and the host:port kvgate dials, which for a URL@rank worker
- * is the member's one listener (the rank is no part of it). */
-static void explain_leg(cJSON *o, const char *leg, const struct kvg_worker *w)
-{
-    char k[32];
-    snprintf(k, sizeof k, "%s_dp_rank", leg);
-    if (w->dp_rank >= 0)
-        cJSON_AddNumberToObject(o, k, w->dp_rank);
-    else
-        cJSON_AddNullToObject(o, k);
-    snprintf(k, sizeof k, "%s_target", leg);
-    cJSON_AddStringToObject(o, k, w->target.hostport);
-}
-
-/* Under PD, the pair: the prefill pick (a dry run over prefill workers),
- * the decision, and the context for the decode pick that the caller then
- * explains (near the prefill: labels[] must outlive the pick). */
-static cJSON *pd_explain(struct kvg_serve *sv, struct kvg_route_ctx *ctx, const cJSON *req,
-                         uint64_t tokens, char *labels, size_t cap)
-{
-    struct kvg_pd *pd = sv->pd;
-    cJSON *o = cJSON_CreateObject();
-    struct kvg_route_ctx pc = *ctx;
-    struct kvg_pick pp = {0}, dp = {0};
-    uint64_t cached = 0;
-    pc.roles = 1u << KVG_ROLE_DECODE; /* the decode side's cache, as the pool's policy sees it */
-    if (ctx->block_size && kvg_pool_pick(&sv->pool, &pc, NULL, 0, &dp, NULL, NULL) == 0) {
-        cached = (uint64_t)dp.matched_blocks * ctx->block_size;
-        kvg_worker_unref(dp.w);
-    }
-    enum kvg_pd_decision d = kvg_pd_decide(tokens, cached, pd->cfg.threshold_tokens);
-    /* vLLM EPD: media always take the prefill leg (pd/encode.c); SGLang
-     * splits every request, as kvg_pd_begin does. */
-    if ((pd->cfg.epd && pd->cfg.mode == KVG_PD_VLLM && kvg_pd_media_items(req)) ||
-        pd->cfg.mode == KVG_PD_SGLANG)
-        d = KVG_PD_PREFILL_DECODE;
-    cJSON_AddStringToObject(o, "decision", kvg_pd_decision_name(d));
-    cJSON_AddNumberToObject(o, "prompt_tokens", (double)tokens);
-    cJSON_AddNumberToObject(o, "decode_cached_tokens", (double)cached);
-    cJSON_AddNumberToObject(o, "threshold_tokens", pd->cfg.threshold_tokens);
-    labels[0] = 0;
-    pc.roles = 1u << KVG_ROLE_PREFILL;
-    pc.policy = pd->prefill_policy;
-    if (d == KVG_PD_PREFILL_DECODE &&
-        kvg_pool_pick(&sv->pool, &pc, NULL, 0, &pp, NULL, NULL) == 0) {
-        cJSON_AddStringToObject(o, "prefill", pp.w->url);
-        cJSON_AddStringToObject(o, "prefill_labels", pp.w->labels);
-        explain_leg(o, "prefill", pp.w);
-        snprintf(labels, cap, "%s", pp.w->labels);
-        kvg_worker_unref(pp.w);
-    } else {
-        cJSON_AddNullToObject(o, "prefill");
-    }
-    kvg_pd_encode_explain(pd, ctx, req, o);
-    ctx->roles = 1u << KVG_ROLE_DECODE;
-    ctx->policy = pd->decode_policy;
-    ctx->near_labels = labels[0] ? labels : NULL;
-    return o;
-}
-
-/* POST /debug/route: the routing decision for a request body, explained,
- * without forwarding it and without changing any routing state. */
-static void debug_route(struct kvg_serve_loop *lc, struct kvg_http_req *req)
-{
-    struct kvg_serve *sv = lc->sv;
-    struct kvg_rinput ri;
-    char msg[128];
-    /* The endpoint the body is for: x-kvgate-endpoint names its path
-     * (/v1/responses, /v1/messages, /generate...); else chat when the body
-     * has messages, completions otherwise. */
-    enum kvg_api_kind kind =
-        !req->body.len || memmem(req->body.data, req->body.len, "\"messages\"", 10)
-            ? KVG_API_CHAT
-            : KVG_API_COMPLETIONS;
-    struct kvg_str named = kvg_http_req_header(req, "x-kvgate-endpoint");
-    if (named.p) {
-        unsigned allow;
-        const struct kvg_api_endpoint *ep =
-            kvg_api_find(named.p, named.len, "POST", &allow, NULL, NULL);
-        if (!ep || ep->routing != KVG_API_ROUTE_PROMPT) {
-            kvg_http_res_error(req, 400, NULL, NULL,
-                               "x-kvgate-endpoint must name an endpoint routed by its prompt "
-                               "(/v1/chat/completions, /v1/completions, /v1/responses, "
-                               "/v1/messages, /generate)",
-                               NULL, 0);
-            return;
-        }
-        kind = ep->kind;
-    }
-    if (kvg_rinput_parse(&ri, req->body.data, req->body.len, kind, msg, sizeof msg)) {
-        kvg_http_res_error(req, 400, NULL, NULL, msg, NULL, 0);
-        return;
-    }
-    kvg_rinput_text(&ri);
-    ri.adapter = kvg_pool_model_is_adapter(&sv->pool, ri.model, ri.model_len);
-    if (sv->proxy.wants_tokens) kvg_rinput_tokenize(&ri, &sv->proxy.rt, 1);
-    struct kvg_route_ctx ctx = {.body = {req->body.data, req->body.len},
-                                .load_max_age_ms = sv->cfg.proxy.metrics_staleness_ms,
-                                .header = hdr,
-                                .hctx = req,
-                                .rng = &lc->rng,
-                                .now_ms = kvg_now_ms(),
-                                .dry_run = 1};
-    kvg_rinput_ctx(&ri, &ctx);
-    kvg_serve_modes_refresh(sv);
-    char near[256];
-    const char *unsplit = sv->pd ? kvg_proxy_pd_unsplit_reason(sv->pd, kind) : NULL;
-    cJSON *pdj = NULL;
-    near[0] = 0;
-    if (unsplit) { /* served whole by a decode worker (proxy.c) */
-        pdj = cJSON_CreateObject();
-        cJSON_AddStringToObject(pdj, "decision", "aggregated_on_decode");
-        cJSON_AddStringToObject(pdj, "reason", unsplit);
-        ctx.roles = 1u << KVG_ROLE_DECODE;
-    } else if (sv->pd) {
-        pdj =
-            pd_explain(sv, &ctx, ri.json, ri.ids ? ri.nids : req->body.len / 4, near, sizeof near);
-    }
-    static _Thread_local struct kvg_route_score scores[KVG_POOL_MAX_WORKERS];
-    static _Thread_local struct kvg_worker *cands[KVG_POOL_MAX_WORKERS];
-    struct kvg_route_explain ex = {.scores = scores, .cands = cands};
-    struct kvg_pick pick = {0};
-    int known = 0;
-    int rc = kvg_pool_pick(&sv->pool, &ctx, NULL, 0, &pick, &known, &ex);
-    cJSON *root = cJSON_CreateObject();
-    cJSON_AddStringToObject(root, "policy",
-                            sv->pd ? sv->pd->decode_policy->ops->name : sv->cfg.policy);
-    if (pdj) {
-        if (rc == 0) {
-            cJSON_AddStringToObject(pdj, "decode", pick.w->url);
-            explain_leg(pdj, "decode", pick.w);
-            if (near[0])
-                cJSON_AddNumberToObject(pdj, "decode_locality",
-                                        kvg_pd_locality(near, pick.w->labels));
-        }
-        cJSON_AddItemToObject(root, "pd", pdj);
-    }
-    if (rc == 0)
-        cJSON_AddStringToObject(root, "chosen", pick.w->url);
-    else
-        cJSON_AddNullToObject(root, "chosen");
-    char why[600];
-    if (rc == KVG_ENOWORKER) /* the real reason, not the code's name (the page shows it) */
-        kvg_pool_why_none(&sv->pool, &ctx, why, sizeof why);
-    else if (rc)
-        snprintf(why, sizeof why, "%s", kvg_strerror(rc));
-    cJSON_AddStringToObject(root, "note", rc == 0 ? ex.note : why);
-    cJSON_AddNumberToObject(root, "prompt_tokens", (double)ri.nids);
-    cJSON_AddNumberToObject(root, "prompt_blocks", (double)ri.nhashes);
-    cJSON_AddBoolToObject(root, "precise", sv->kv != NULL);
-    cJSON *arr = cJSON_AddArrayToObject(root, "workers");
-    for (size_t i = 0; i < ex.n; i++) {
-        cJSON *o = cJSON_CreateObject();
-        cJSON_AddStringToObject(o, "url", cands[i]->url);
-        num_or_null(o, "matched_blocks", scores[i].matched_blocks);
-        num_or_null(o, "prefill_blocks", scores[i].prefill_blocks);
-        num_or_null(o, "lora_cost", scores[i].lora_cost);
-        num_or_null(o, "decode_blocks", scores[i].decode_blocks);
-        struct kvg_engine_load l = kvg_worker_load(cands[i], ctx.now_ms, ctx.load_max_age_ms);
-        num_or_null(o, "waiting", scores[i].waiting >= 0 ? scores[i].waiting : l.waiting);
-        num_or_null(o, "kv_usage", scores[i].kv_usage >= 0 ? scores[i].kv_usage : l.kv_usage);
-        if (scores[i].score == -1)
-            cJSON_AddNullToObject(o, "score");
-        else
-            cJSON_AddNumberToObject(o, "score", scores[i].score);
-        cJSON_AddNumberToObject(o, "in_flight", atomic_load(&cands[i]->in_flight));
-        add_mode(o, cands[i]);
-        cJSON_AddItemToArray(arr, o);
-    }
-    for (size_t i = 0; i < ex.n; i++) kvg_worker_unref(cands[i]);
-    if (pick.w) kvg_worker_unref(pick.w);
-    kvg_rinput_free(&ri);
-    send_cjson(req, rc == 0 ? 200 : 503, root);
-}
-
 static void quota_usage_done(void *ud, cJSON *j)
 {
     struct kvg_http_req *req = ud;
@@ -545,7 +371,7 @@ static void quota_usage_done(void *ud, cJSON *j)
     if (!j)
         kvg_http_res_error(req, 500, NULL, NULL, "out of memory", NULL, 0);
     else
-        send_cjson(req, 200, j);
+        kvg__serve_send_cjson(req, 200, j);
 }
 
 static void quota_usage_abort(struct kvg_http_req *req, void *ud)
@@ -698,7 +524,7 @@ void kvg_serve_handle(struct kvg_http_req *req, void *ud)
     }
     if (is(req, "/debug/route")) {
         if (post)
-            debug_route(lc, req);
+            kvg__serve_debug_route(lc, req);
         else
             kvg_http_res_error(req, 405, NULL, NULL, "use POST", NULL, 0);
         return;

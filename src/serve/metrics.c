@@ -20,7 +20,8 @@ enum decl_type { COUNTER, GAUGE };
 static const char *const L_WORKER[] = {"worker"}, *const L_WORKER_MODE[] = {"worker", "mode"},
                          *const L_POLICY_WORKER[] = {"policy", "worker"},
                          *const L_WORKER_LEG[] = {"worker", "leg"}, *const L_EVENT[] = {"event"},
-                         *const L_REASON[] = {"reason"}, *const L_CLASS[] = {"class"};
+                         *const L_REASON[] = {"reason"}, *const L_CLASS[] = {"class"},
+                         *const L_MODEL_TO_REASON[] = {"model", "to", "reason"};
 static const struct decl {
     enum decl_type type;
     int one;
@@ -42,6 +43,10 @@ static const struct decl {
      "Requests of an endpoint the PD mode does not split (Responses, Messages, generate under "
      "vLLM) served whole by a decode worker.",
      NULL, 0, offsetof(struct kvg_serve_metrics, proxy.pd_aggregated)},
+    {COUNTER, 0, "kvgate_model_fallbacks_total",
+     "Requests served by a fallback of the model they resolved to (docs/models.md), by that "
+     "model, the fallback and why: no_healthy_worker, gateway_shed, engine_shed, context_length.",
+     L_MODEL_TO_REASON, 3, offsetof(struct kvg_serve_metrics, proxy.fallbacks)},
     {COUNTER, 1, "kvgate_admission_shed_total", "Sheddable requests answered 429 by admission.",
      NULL, 0, offsetof(struct kvg_serve_metrics, shed)},
     {GAUGE, 1, "kvgate_workers", "Workers in the pool.", NULL, 0,

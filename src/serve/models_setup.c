@@ -4,6 +4,7 @@
  * The single-model flags are one model that every name resolves to, and it
  * routes exactly as before (the tokenizer, template and policy of
  * router_setup.c). */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,9 +15,13 @@
 #include "serve/serve.h"
 #include "tokenizer/tokenizer.h"
 
-/* One model's state and what it owns (the shared tokenizer is not). */
+/* One model's state and what it owns (the shared tokenizer is not).
+ * Reference counted: a reload that keeps a model as it was keeps its state
+ * (its policy's prefix history, its loaded tokenizer) in the new catalog
+ * too; each catalog holding it holds a reference. */
 struct model_state {
     struct kvg_proxy_model pm;
+    _Atomic int refs;
     struct kvg_tok *tok;          /* owned when the model has its own */
     struct kvg_jinja_chat *chat;  /* owned when the model has its own */
     struct kvg_tok_pcache *cache; /* owned when the model has its own tokenizer */
@@ -78,14 +83,51 @@ static int model_init(struct kvg_serve *sv, struct kvg_catalog_model *m, struct 
     return 0;
 }
 
-int kvg_serve_models_init(struct kvg_serve *sv, char *err, size_t errlen)
+/* The catalog's host_free: a model's state, when its last catalog goes. */
+static void state_unref(void *host)
 {
-    int rc = kvg_serve_models_catalog(&sv->cfg, sv->cfg.config_path, &sv->catalog, err, errlen);
-    if (rc) return rc;
-    struct kvg_catalog *cat = sv->catalog;
+    struct model_state *st = host;
+    if (atomic_fetch_sub_explicit(&st->refs, 1, memory_order_acq_rel) != 1) return;
+    if (st->own_policy) st->pm.policy->ops->destroy(st->pm.policy);
+    if (st->chat) kvg_jinja_chat_free(st->chat);
+    kvg_tok_pcache_free(st->cache);
+    if (st->tok) kvg_tok_free(st->tok);
+    free(st);
+}
+
+/* m's state in old, when old serves a model of that name with the same
+ * tokenizer, template, block size and policy (its state fits m as is). */
+static struct model_state *same_in(const struct kvg_catalog *old, const struct kvg_catalog_model *m)
+{
+    for (size_t i = 0; old && old->any < 0 && i < old->nmodels; i++) {
+        const struct kvg_catalog_model *o = &old->models[i];
+        if (strcmp(o->name, m->name)) continue;
+        int same = !strcmp(o->tokenizer, m->tokenizer) &&
+                   !strcmp(o->tokenizer_config, m->tokenizer_config) &&
+                   !strcmp(o->chat_template, m->chat_template) && !strcmp(o->policy, m->policy) &&
+                   o->block_size == m->block_size &&
+                   !memcmp(&o->policy_opts, &m->policy_opts, sizeof m->policy_opts);
+        return same ? o->host : NULL;
+    }
+    return NULL;
+}
+
+/* Every model of cat its state: old's where it fits (old: the catalog
+ * being replaced, NULL at startup), else a new one. On failure the states
+ * made go with cat. */
+static int states(struct kvg_serve *sv, struct kvg_catalog *cat, const struct kvg_catalog *old,
+                  char *err, size_t errlen)
+{
+    cat->host_free = state_unref;
     for (size_t i = 0; i < cat->nmodels; i++) {
-        struct model_state *st = calloc(1, sizeof *st);
-        if (!st) return -ENOMEM;
+        struct model_state *st = same_in(old, &cat->models[i]);
+        if (st) {
+            atomic_fetch_add_explicit(&st->refs, 1, memory_order_relaxed);
+            cat->models[i].host = st;
+            continue;
+        }
+        if (!(st = calloc(1, sizeof *st))) return -ENOMEM;
+        atomic_init(&st->refs, 1);
         cat->models[i].host = st;
         if ((int)i == cat->any) { /* the flags' one model: as router_setup.c made it */
             st->pm.rt = sv->proxy.rt;
@@ -94,27 +136,55 @@ int kvg_serve_models_init(struct kvg_serve *sv, char *err, size_t errlen)
             st->pm.tokenizer_exact = sv->proxy.tokenizer_exact;
             continue;
         }
-        if ((rc = model_init(sv, &cat->models[i], st, err, errlen))) return rc;
+        int rc = model_init(sv, &cat->models[i], st, err, errlen);
+        if (rc) return rc;
     }
-    sv->proxy.catalog = cat;
     return 0;
+}
+
+int kvg_serve_models_init(struct kvg_serve *sv, char *err, size_t errlen)
+{
+    struct kvg_catalog *cat;
+    int rc = kvg_serve_models_catalog(&sv->cfg, sv->cfg.config_path, &cat, err, errlen);
+    if (rc) return rc;
+    if ((rc = states(sv, cat, NULL, err, errlen))) {
+        kvg_catalog_unref(cat);
+        return rc;
+    }
+    kvg_catalog_holder_init(&sv->catalogs, cat);
+    sv->catalogs_on = 1;
+    sv->proxy.catalog = &sv->catalogs;
+    return 0;
+}
+
+int kvg_serve_models_prepare(struct kvg_serve *sv, const struct kvg_serve_config *f,
+                             struct kvg_catalog **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    struct kvg_catalog *old = kvg_serve_catalog(sv);
+    if (!old || (old->any < 0) != (f->nmodels != 0)) {
+        kvg_catalog_unref(old);
+        return kvg_err_set(err, errlen, KVG_ECONFIG,
+                           "models: given or taken away needs a restart (the single-model flags "
+                           "and a models: section route apart)");
+    }
+    struct kvg_catalog *cat;
+    int rc = kvg_serve_models_catalog(f, sv->cfg.config_path, &cat, err, errlen);
+    if (!rc && (rc = states(sv, cat, old, err, errlen))) kvg_catalog_unref(cat);
+    kvg_catalog_unref(old);
+    if (!rc) *out = cat;
+    return rc;
+}
+
+struct kvg_catalog *kvg_serve_catalog(struct kvg_serve *sv)
+{
+    return sv->catalogs_on ? kvg_catalog_acquire(&sv->catalogs) : NULL;
 }
 
 void kvg_serve_models_free(struct kvg_serve *sv)
 {
-    struct kvg_catalog *cat = sv->catalog;
-    if (!cat) return;
-    for (size_t i = 0; i < cat->nmodels; i++) {
-        struct model_state *st = cat->models[i].host;
-        if (!st) continue;
-        if (st->own_policy) st->pm.policy->ops->destroy(st->pm.policy);
-        if (st->chat) kvg_jinja_chat_free(st->chat);
-        kvg_tok_pcache_free(st->cache);
-        if (st->tok) kvg_tok_free(st->tok);
-        free(st);
-        cat->models[i].host = NULL;
-    }
+    if (!sv->catalogs_on) return;
     sv->proxy.catalog = NULL;
-    kvg_catalog_unref(cat);
-    sv->catalog = NULL;
+    kvg_catalog_holder_destroy(&sv->catalogs);
+    sv->catalogs_on = 0;
 }

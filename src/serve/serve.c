@@ -245,6 +245,17 @@ static void on_signal(uv_signal_t *h, int signum)
             kvg_serve_config_free(&f);
             return;
         }
+        /* The models: section: a new catalog (each model's tokenizer and
+         * policy, kept for a model that stayed as it was), installed once
+         * the pool holds its workers; requests in flight keep the one they
+         * were resolved in. Any error keeps the old one and the old workers. */
+        struct kvg_catalog *cat = NULL;
+        if ((f.nmodels || s->sv.cfg.nmodels) &&
+            (rc = kvg_serve_models_prepare(&s->sv, &f, &cat, err, sizeof err))) {
+            KVG_ERROR("SIGHUP: reload refused, keeping the current models and workers: %s", err);
+            kvg_serve_config_free(&f);
+            return;
+        }
         char changed[512];
         if (s->have_file &&
             kvg_serve_config_diff_restart(&s->file, &f, changed, sizeof changed) > 0)
@@ -271,6 +282,10 @@ static void on_signal(uv_signal_t *h, int signum)
         }
         KVG_INFO("SIGHUP: worker list reloaded (%zu workers)%s", f.workers.n,
                  rc ? ", some invalid" : "");
+        if (cat) {
+            KVG_INFO("SIGHUP: models reloaded (%zu models, %zu names)", cat->nmodels, cat->nnames);
+            kvg_catalog_swap(&s->sv.catalogs, cat);
+        }
         if (kvg_pool_size(&s->sv.pool) == 0)
             KVG_WARN("SIGHUP: the pool is now empty: every request is answered 503 no_workers");
         if (s->have_file) kvg_serve_config_free(&s->file);

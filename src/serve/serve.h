@@ -72,8 +72,11 @@ struct kvg_serve {
     struct kvg_tok_pcache *tok_cache; /* its prefix cache (NULL: off) */
     struct kvg_jinja_chat *chat;      /* its chat template */
     struct kvg_kv_index *kv;          /* precise KV index; NULL when no worker publishes events */
-    struct kvg_catalog *catalog;      /* the served models (models_setup.c); owned */
-    struct kvg_kv_sub *sub;           /* its subscribers */
+    /* The served models (models_setup.c): the current catalog, swapped by
+     * SIGHUP; catalogs_on once it is set up. */
+    struct kvg_catalog_holder catalogs;
+    int catalogs_on;
+    struct kvg_kv_sub *sub; /* its subscribers */
     /* Per worker slot, the data-parallel rank its events must carry + 1
      * (0: a plain URL), set when the worker joins; read by the subscriber
      * thread on every batch. */
@@ -163,6 +166,22 @@ int kvg_serve_gate_init(struct kvg_serve *sv, char *err, size_t errlen);
  * kvg_serve_models_free (before the router's). Message in err. */
 int kvg_serve_models_init(struct kvg_serve *sv, char *err, size_t errlen);
 void kvg_serve_models_free(struct kvg_serve *sv);
+/* The catalog of a reloaded configuration f, each model with its state
+ * (a model that stayed as it was keeps its own: its policy's history, its
+ * tokenizer); not installed: kvg_catalog_swap(&sv->catalogs, *out) does.
+ * KVG_ECONFIG with file:line in err, refusing what it cannot build (a
+ * models: section given or taken away needs a restart). Main loop. */
+int kvg_serve_models_prepare(struct kvg_serve *sv, const struct kvg_serve_config *f,
+                             struct kvg_catalog **out, char *err, size_t errlen);
+/* A reference to the current catalog (NULL before models_init); the caller
+ * unrefs it. */
+struct kvg_catalog *kvg_serve_catalog(struct kvg_serve *sv);
+/* endpoints.c's, for its other files: a document sent (and deleted); a
+ * worker's routing mode as "routing": {...}. debug_route.c: POST
+ * /debug/route. */
+void kvg__serve_send_cjson(struct kvg_http_req *req, int status, struct cJSON *j);
+void kvg__serve_add_mode(struct cJSON *o, struct kvg_worker *w);
+void kvg__serve_debug_route(struct kvg_serve_loop *lc, struct kvg_http_req *req);
 /* The embedded autoscaler (autoscale_setup.c): --autoscale FILE loaded and
  * its gauges registered (nothing without the flag); its timer on loop;
  * stopped with the main loop; freed at exit. Message in err. */

@@ -345,6 +345,15 @@ void kvg_serve_serving(struct kvg_serve *sv, struct kvg_http_req *req)
     kvg_serve_modes_refresh(sv);
     struct kvg_worker *ws[KVG_POOL_MAX_WORKERS];
     size_t n = kvg_pool_snapshot(&sv->pool, ws, KVG_POOL_MAX_WORKERS);
+    /* With models:, each worker's model and, per model, its workers, those
+     * serving and the requests sent to them. */
+    struct kvg_catalog *cat = kvg_serve_catalog(sv);
+    if (cat && cat->any >= 0) {
+        kvg_catalog_unref(cat);
+        cat = NULL;
+    }
+    static _Thread_local uint64_t per[KVG_CATALOG_MAX_MODELS][3]; /* workers, serving, sent */
+    if (cat) memset(per, 0, sizeof per);
     struct kvg_buf b;
     kvg_buf_init(&b, 0);
     int rc = kvg_buf_printf(&b,
@@ -364,6 +373,16 @@ void kvg_serve_serving(struct kvg_serve *sv, struct kvg_http_req *req)
         if (!rc && i) rc = kvg_buf_append(&b, ",", 1);
         if (!rc) rc = kvg_buf_append_str(&b, "{\"url\":");
         if (!rc) rc = kvg_buf_append_json_str(&b, w->url, strlen(w->url));
+        int cm = cat ? kvg_catalog_worker_model(cat, w->url) : -1;
+        if (cm >= 0) {
+            per[cm][0]++;
+            per[cm][1] += !strcmp(worker_state(w), "serving");
+            per[cm][2] += sent;
+            if (!rc) rc = kvg_buf_append_str(&b, ",\"model\":");
+            if (!rc)
+                rc =
+                    kvg_buf_append_json_str(&b, cat->models[cm].name, strlen(cat->models[cm].name));
+        }
         char why[256];
         int mode = kvg_route_mode_get(w, why, sizeof why);
         if (!rc)
@@ -375,6 +394,20 @@ void kvg_serve_serving(struct kvg_serve *sv, struct kvg_http_req *req)
                                 kvg_route_mode_name(mode), (unsigned long long)sent);
         kvg_worker_unref(w);
     }
-    if (!rc) rc = kvg_buf_append_str(&b, "]}");
+    if (!rc) rc = kvg_buf_append_str(&b, "]");
+    if (!rc && cat) rc = kvg_buf_append_str(&b, ",\"models\":[");
+    for (size_t m = 0; cat && !rc && m < cat->nmodels; m++) {
+        if (m) rc = kvg_buf_append(&b, ",", 1);
+        if (!rc) rc = kvg_buf_append_str(&b, "{\"name\":");
+        if (!rc) rc = kvg_buf_append_json_str(&b, cat->models[m].name, strlen(cat->models[m].name));
+        if (!rc)
+            rc = kvg_buf_printf(
+                &b, ",\"workers\":%llu,\"serving\":%llu,\"requests_last_interval\":%llu}",
+                (unsigned long long)per[m][0], (unsigned long long)per[m][1],
+                (unsigned long long)per[m][2]);
+    }
+    if (!rc && cat) rc = kvg_buf_append(&b, "]", 1);
+    if (!rc) rc = kvg_buf_append(&b, "}", 1);
+    kvg_catalog_unref(cat);
     send_buf(req, "application/json", &b, rc);
 }

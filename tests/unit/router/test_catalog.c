@@ -335,3 +335,39 @@ TEST(resolution_from_many_threads)
     kvg_catalog_unref(c);
     fixture_free(f);
 }
+
+static int hosts_freed;
+static void count_free(void *host)
+{
+    (void)host;
+    hosts_freed++;
+}
+
+/* A reload's swap: a reader's catalog (and its models' host state) lives
+ * until the reader drops it, whatever was swapped in meanwhile. */
+TEST(holder_keeps_a_readers_catalog_past_a_swap)
+{
+    struct fixture *f = fixture_new();
+    model(f, "a");
+    model(f, "b");
+    struct kvg_catalog *c1 = build(f), *c2 = build(f);
+    static int slot[2];
+    hosts_freed = 0;
+    c1->host_free = count_free;
+    c1->models[0].host = &slot[0];
+    c1->models[1].host = &slot[1];
+    struct kvg_catalog_holder h;
+    kvg_catalog_holder_init(&h, c1);
+    struct kvg_catalog *mine = kvg_catalog_acquire(&h);
+    CHECK(mine == c1);
+    kvg_catalog_swap(&h, c2);
+    CHECK_INT(hosts_freed, 0); /* still read */
+    CHECK_INT(pick(mine, "b", NULL, 0), 1);
+    struct kvg_catalog *now = kvg_catalog_acquire(&h);
+    CHECK(now == c2);
+    kvg_catalog_unref(mine);
+    CHECK_INT(hosts_freed, 2); /* the last reader gone: each model's state */
+    kvg_catalog_unref(now);
+    kvg_catalog_holder_destroy(&h);
+    fixture_free(f);
+}
