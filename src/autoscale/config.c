@@ -75,8 +75,9 @@ static int enum_key(void *obj, const struct kvg_opt *o, const char *v, size_t in
             : !strcmp(o->name, "node") ? kvg_autoscale_node_parse(v)
                                        : kvg_autoscale_pred_parse(v);
     if (r < 0)
-        return kvg_err_set(err, errlen, KVG_ECONFIG, "unknown '%s'%s", v,
-                           !strcmp(o->name, "node") ? " (warm, cold or fetch)" : "");
+        return kvg_err_set(
+            err, errlen, KVG_ECONFIG, "unknown '%s'%s", v,
+            !strcmp(o->name, "node") ? " (warm, cold, fetch, asleep1, asleep2 or restore)" : "");
     *(int *)(void *)((char *)obj + o->off) = r; /* the enums are int-sized */
     return 0;
 }

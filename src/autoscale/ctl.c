@@ -261,8 +261,26 @@ cJSON *kvg_autoscale_ctl_json(struct kvg_autoscale_ctl *c)
             cJSON_AddNullToObject(j, "actuator_error");
         double lead = lead_of(c, p);
         add_num(j, "lead_time_s", lead);
-        add_num(j, "startup_samples",
-                kvg_autoscale_startup_samples(&c->su, p->cfg.opts.model, p->cfg.node));
+        uint32_t ns = kvg_autoscale_startup_samples(&c->su, p->cfg.opts.model, p->cfg.node);
+        add_num(j, "startup_samples", ns);
+        /* The prior holds until min_samples starts are seen (until then the
+         * lead is the prior or the slowest start seen, whichever is longer);
+         * both are shown so an operator sees what was learned. */
+        cJSON *lt = cJSON_AddObjectToObject(j, "lead_time");
+        if (lt) {
+            add_num(lt, "in_use_s", lead);
+            add_num(lt, "prior_p90_s",
+                    kvg_autoscale_startup_prior(&c->su, p->cfg.opts.model, p->cfg.node, 0.9));
+            double learned =
+                kvg_autoscale_startup_learned(&c->su, p->cfg.opts.model, p->cfg.node, 0.9);
+            add_num(lt, "learned_p90_s", learned); /* null before any start is seen */
+            add_num(lt, "samples", ns);
+            add_num(lt, "min_samples", c->su.min_samples);
+            cJSON_AddStringToObject(lt, "source",
+                                    ns >= c->su.min_samples ? "learned"
+                                    : ns                    ? "prior, or the slowest start seen"
+                                                            : "prior");
+        }
         if (!p->ticked) {
             cJSON_AddNullToObject(j, "desired");
             continue;
