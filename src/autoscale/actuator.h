@@ -24,6 +24,14 @@
 struct kvg_autoscale_pool_cfg;
 struct kvg_autoscale_actuator;
 
+/* One replica as an actuator that knows its replicas sees it. */
+struct kvg_autoscale_replica {
+    char url[96];
+    const char *state; /* "starting", "ready", "draining", "parked" (static strings) */
+    double since;      /* when it entered that state (the caller's clock) */
+    double eta;        /* starting: expected ready at; parked: seconds a wake takes */
+};
+
 struct kvg_autoscale_actuator_ops {
     const char *name;
     /* Head pool `pc` toward `desired` replicas at time `now` (the caller's
@@ -38,6 +46,10 @@ struct kvg_autoscale_actuator_ops {
     int (*starting)(struct kvg_autoscale_actuator *a, const struct kvg_autoscale_pool_cfg *pc,
                     double now, double *eta, uint32_t cap);
     void (*destroy)(struct kvg_autoscale_actuator *a);
+    /* The pool's replicas into out (at most cap), the count; NULL when the
+     * actuator does not know them (external, kubernetes). */
+    int (*replicas)(struct kvg_autoscale_actuator *a, const struct kvg_autoscale_pool_cfg *pc,
+                    struct kvg_autoscale_replica *out, uint32_t cap);
 };
 
 struct kvg_autoscale_actuator {

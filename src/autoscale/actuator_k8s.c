@@ -141,7 +141,7 @@ static void k8s_destroy(struct kvg_autoscale_actuator *a)
 }
 
 static const struct kvg_autoscale_actuator_ops k8s_ops = {"kubernetes", k8s_apply, NULL,
-                                                          k8s_destroy};
+                                                          k8s_destroy, NULL};
 
 int kvg_autoscale_k8s_new(const struct kvg_autoscale_k8s_cfg *kc,
                           struct kvg_autoscale_actuator **out, char *err, size_t errlen)

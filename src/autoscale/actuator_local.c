@@ -1,6 +1,7 @@
 /* The `local` actuator (actuator_local.h). */
 #include "autoscale/actuator_local.h"
 
+#include <cjson/cJSON.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -13,8 +14,19 @@
 #include "base/log.h"
 #include "base/proc.h"
 #include "base/util.h"
+#include "net/https.h"
 
-enum rep_state { REP_FREE, REP_STARTING, REP_READY, REP_DRAINING, REP_STOPPING };
+/* PARKED: asleep through the engine's sleep API and out of the gateway;
+ * WAKING: asked to wake, back in the gateway once /is_sleeping says no. */
+enum rep_state {
+    REP_FREE,
+    REP_STARTING,
+    REP_READY,
+    REP_DRAINING,
+    REP_STOPPING,
+    REP_PARKED,
+    REP_WAKING
+};
 
 struct replica {
     enum rep_state st;
@@ -22,7 +34,8 @@ struct replica {
     uint32_t port;
     char url[96];
     char pool[64];
-    double asked_at, ready_at, drain_at, stop_at;
+    double asked_at, ready_at, drain_at, stop_at, park_at;
+    int readded; /* WAKING: registered with the gateway again */
 };
 
 struct local {
@@ -42,7 +55,7 @@ void kvg_autoscale_local_cfg_default(struct kvg_autoscale_local_cfg *c)
      * running, whatever its path). */
     snprintf(c->command, sizeof c->command,
              "/proc/self/exe sim --host {host} --port {port} --model {model} "
-             "--cold-start-secs {cold_start}");
+             "--cold-start-secs {cold_start} --enable-sleep-mode");
     snprintf(c->host, sizeof c->host, "127.0.0.1");
     c->port_lo = 8100;
     c->port_hi = 8199;
@@ -170,6 +183,10 @@ static int spawn(struct local *l, const struct kvg_autoscale_pool_cfg *pc, doubl
     /* The child gets SIGTERM when the gateway dies, even by SIGKILL; the
      * ticks that get here run on kvgate serve's main thread, which lives
      * as long as the process (base/proc.h says why that matters). */
+    /* Parking uses vLLM's sleep routes, which an engine attaches only with
+     * VLLM_SERVER_DEV_MODE=1: the children inherit it (set once, before the
+     * first child of a pool with standby; kvgate reads it only in `sim`). */
+    if (pc->standby && !getenv("VLLM_SERVER_DEV_MODE")) setenv("VLLM_SERVER_DEV_MODE", "1", 0);
     pid_t pid;
     if ((rc = kvg_proc_start(argv[0], argv, NULL, KVG_PROC_PATH, &pid)))
         return kvg_err_set(err, errlen, rc, "fork: %s", kvg_strerror(rc));
@@ -206,13 +223,79 @@ static int mine(const struct replica *r, const struct kvg_autoscale_pool_cfg *pc
     return r->st == st && !strcmp(r->pool, pc->name);
 }
 
+/* One short call to a replica's engine (vLLM's sleep routes): its status,
+ * *body (caller frees; may be NULL) or a negative code. Blocking, bounded
+ * by timeout_ms: these run on the autoscaler's thread, as a tick's work. */
+static int engine_call(const struct replica *r, const char *method, const char *path,
+                       uint32_t timeout_ms, char **body)
+{
+    struct kvg_https c;
+    char err[128];
+    if (body) *body = NULL;
+    int rc = kvg_https_init(&c, r->url, NULL, NULL, err, sizeof err);
+    if (rc) return rc;
+    c.connect_timeout_ms = timeout_ms;
+    struct kvg_https_resp resp;
+    rc = kvg_https_request(&c, method, path, NULL, NULL, 0, timeout_ms, &resp);
+    size_t len;
+    if (!rc && body) rc = kvg_https_resp_body(&resp, 4096, body, &len);
+    if (!rc) rc = resp.status;
+    kvg_https_resp_close(&c, &resp);
+    kvg_https_free(&c);
+    return rc;
+}
+
+static uint32_t count(const struct local *l, const struct kvg_autoscale_pool_cfg *pc,
+                      enum rep_state st)
+{
+    uint32_t n = 0;
+    for (size_t i = 0; i < KVG_AUTOSCALE_LOCAL_MAX; i++) n += mine(&l->r[i], pc, st);
+    return n;
+}
+
+/* A drained replica parks instead of stopping while the pool keeps fewer
+ * than standby parked: level 1 (weights to host memory), mode wait (it is
+ * drained: nothing runs). Out of the gateway, so nothing routes to it. 1
+ * when parked. */
+static int park(struct local *l, const struct kvg_autoscale_pool_cfg *pc, struct replica *r,
+                double now)
+{
+    if (count(l, pc, REP_PARKED) + count(l, pc, REP_WAKING) >= pc->standby) return 0;
+    l->h.remove(l->h.ud, r->url);
+    int st = engine_call(r, "POST", "/sleep?level=1&mode=wait", 10000, NULL);
+    if (st != 200) {
+        KVG_WARN("autoscale local: pool %s: %s did not park (%s): stopped", pc->name, r->url,
+                 st < 0 ? kvg_strerror(st) : "HTTP status not 200");
+        return 0;
+    }
+    r->st = REP_PARKED;
+    r->park_at = now;
+    KVG_INFO("autoscale local: pool %s: %s parked (asleep, level 1)", pc->name, r->url);
+    return 1;
+}
+
+/* Wakes a parked replica: the wake call answers when the engine is awake
+ * (seconds), so it is sent with a short deadline and not waited for (the
+ * engine wakes all the same); starting() polls /is_sleeping. */
+static void wake(struct local *l, const struct kvg_autoscale_pool_cfg *pc, struct replica *r,
+                 double now)
+{
+    (void)l;
+    engine_call(r, "POST", "/wake_up", 50, NULL);
+    r->st = REP_WAKING;
+    r->asked_at = now;
+    r->readded = 0;
+    KVG_INFO("autoscale local: pool %s: waking %s", pc->name, r->url);
+}
+
 static int apply(struct kvg_autoscale_actuator *a, const struct kvg_autoscale_pool_cfg *pc,
                  uint32_t desired, double now, char *err, size_t errlen)
 {
     struct local *l = (struct local *)a;
     uint32_t live = 0;
     for (size_t i = 0; i < KVG_AUTOSCALE_LOCAL_MAX; i++)
-        live += mine(&l->r[i], pc, REP_STARTING) || mine(&l->r[i], pc, REP_READY);
+        live += mine(&l->r[i], pc, REP_STARTING) || mine(&l->r[i], pc, REP_READY) ||
+                mine(&l->r[i], pc, REP_WAKING);
     /* More wanted: a draining replica comes back first (its cache is warm). */
     for (size_t i = 0; i < KVG_AUTOSCALE_LOCAL_MAX && live < desired; i++) {
         if (!mine(&l->r[i], pc, REP_DRAINING)) continue;
@@ -221,6 +304,15 @@ static int apply(struct kvg_autoscale_actuator *a, const struct kvg_autoscale_po
         live++;
         KVG_INFO("autoscale local: pool %s: %s taken back from draining", pc->name, l->r[i].url);
     }
+    /* Then a parked one: it wakes in seconds where a new one starts in minutes. */
+    for (size_t i = 0; i < KVG_AUTOSCALE_LOCAL_MAX && live < desired; i++) {
+        if (!mine(&l->r[i], pc, REP_PARKED)) continue;
+        wake(l, pc, &l->r[i], now);
+        live++;
+    }
+    /* Parked beyond standby (it was lowered): stopped. */
+    for (size_t i = 0; i < KVG_AUTOSCALE_LOCAL_MAX && count(l, pc, REP_PARKED) > pc->standby; i++)
+        if (mine(&l->r[i], pc, REP_PARKED)) stop(l, &l->r[i], now);
     while (live < desired) {
         int rc = spawn(l, pc, now, err, errlen);
         if (rc) return rc;
@@ -297,14 +389,43 @@ static int starting(struct kvg_autoscale_actuator *a, const struct kvg_autoscale
             stop(l, r, now);
         } else if (r->st == REP_DRAINING &&
                    (infl == 0 || st < 0 || now - r->drain_at > l->cfg.drain_timeout_s)) {
-            KVG_INFO("autoscale local: pool %s: %s drained (%u in flight left after %.2f s): "
-                     "removed and stopped",
+            KVG_INFO("autoscale local: pool %s: %s drained (%u in flight left after %.2f s)",
                      pc->name, r->url, infl, now - r->drain_at);
+            if (!(st >= 0 && infl == 0 && park(l, pc, r, now))) stop(l, r, now);
+        } else if (r->st == REP_WAKING && !r->readded) {
+            char *b = NULL;
+            int code = engine_call(r, "GET", "/is_sleeping", 1000, &b);
+            cJSON *j = code == 200 && b ? cJSON_Parse(b) : NULL;
+            if (cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(j, "is_sleeping"))) {
+                int rc = l->h.add(l->h.ud, r->url);
+                if (rc)
+                    KVG_WARN("autoscale local: cannot register %s again: %s", r->url,
+                             kvg_strerror(rc));
+                else
+                    r->readded = 1;
+            }
+            cJSON_Delete(j);
+            free(b);
+        } else if (r->st == REP_WAKING && st == 1) {
+            r->st = REP_READY;
+            r->ready_at = now;
+            /* A woken replica teaches the asleep1 class, not the pool's node state. */
+            kvg_autoscale_startup_observe(l->su, pc->opts.model, KVG_AUTOSCALE_ASLEEP1,
+                                          now - r->asked_at, -1);
+            KVG_INFO("autoscale local: pool %s: %s awake and healthy after %.2f s", pc->name,
+                     r->url, now - r->asked_at);
+            if (l->h.ready) l->h.ready(l->h.ud, r->url);
+        } else if (r->st == REP_WAKING && now - r->asked_at > l->cfg.start_timeout_s) {
+            KVG_WARN("autoscale local: %s not awake after %.0f s: stopped", r->url,
+                     now - r->asked_at);
             stop(l, r, now);
         } else if (r->st == REP_STOPPING && now - r->stop_at > l->cfg.kill_grace_s) {
             kill(r->pid, SIGKILL);
         }
         if (r->st == REP_STARTING && n < cap) eta[n++] = r->asked_at + lead;
+        if (r->st == REP_WAKING && n < cap)
+            eta[n++] = r->asked_at +
+                       kvg_autoscale_startup_lead(l->su, pc->opts.model, KVG_AUTOSCALE_ASLEEP1);
     }
     return (int)n;
 }
@@ -322,7 +443,37 @@ static void destroy(struct kvg_autoscale_actuator *a)
     free(l);
 }
 
-static const struct kvg_autoscale_actuator_ops g_ops = {"local", apply, starting, destroy};
+static int replicas(struct kvg_autoscale_actuator *a, const struct kvg_autoscale_pool_cfg *pc,
+                    struct kvg_autoscale_replica *out, uint32_t cap)
+{
+    struct local *l = (struct local *)a;
+    double lead = kvg_autoscale_startup_lead(l->su, pc->opts.model, pc->node);
+    double wake_s = kvg_autoscale_startup_lead(l->su, pc->opts.model, KVG_AUTOSCALE_ASLEEP1);
+    uint32_t n = 0;
+    for (size_t i = 0; i < KVG_AUTOSCALE_LOCAL_MAX && n < cap; i++) {
+        const struct replica *r = &l->r[i];
+        if (r->st == REP_FREE || r->st == REP_STOPPING || strcmp(r->pool, pc->name)) continue;
+        struct kvg_autoscale_replica *o = &out[n++];
+        snprintf(o->url, sizeof o->url, "%s", r->url);
+        /* A waking replica is starting again, from its parked state. */
+        o->state = r->st == REP_READY      ? "ready"
+                   : r->st == REP_DRAINING ? "draining"
+                   : r->st == REP_PARKED   ? "parked"
+                                           : "starting";
+        o->since = r->st == REP_READY      ? r->ready_at
+                   : r->st == REP_DRAINING ? r->drain_at
+                   : r->st == REP_PARKED   ? r->park_at
+                                           : r->asked_at;
+        o->eta = r->st == REP_PARKED     ? wake_s
+                 : r->st == REP_WAKING   ? r->asked_at + wake_s
+                 : r->st == REP_STARTING ? r->asked_at + lead
+                                         : -1;
+    }
+    return (int)n;
+}
+
+static const struct kvg_autoscale_actuator_ops g_ops = {"local", apply, starting, destroy,
+                                                        replicas};
 
 int kvg_autoscale_local_new(const struct kvg_autoscale_local_cfg *cfg,
                             const struct kvg_autoscale_local_hooks *hooks,

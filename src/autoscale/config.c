@@ -29,6 +29,8 @@
  *       ttft_idle_secs: 0.25
  *       itl_idle_secs: 0.012
  *       node: cold            # warm | cold | fetch: where new replicas land
+ *       standby: 0            # parked (asleep) replicas kept at scale-down
+ *       standby_cost: 1.0     # a parked replica's GPU-hours per hour
  *   # optional per pool: interval_secs, headroom, down_util, down_hold_secs,
  *   # zero_idle_secs, forecast_window_secs, static_replicas, queue_preset (llm-d | waiting),
  *   # queue_down_window_secs, queue_cooldown_secs,
@@ -75,8 +77,9 @@ static int enum_key(void *obj, const struct kvg_opt *o, const char *v, size_t in
             : !strcmp(o->name, "node") ? kvg_autoscale_node_parse(v)
                                        : kvg_autoscale_pred_parse(v);
     if (r < 0)
-        return kvg_err_set(err, errlen, KVG_ECONFIG, "unknown '%s'%s", v,
-                           !strcmp(o->name, "node") ? " (warm, cold or fetch)" : "");
+        return kvg_err_set(
+            err, errlen, KVG_ECONFIG, "unknown '%s'%s", v,
+            !strcmp(o->name, "node") ? " (warm, cold, fetch, asleep1, asleep2 or restore)" : "");
     *(int *)(void *)((char *)obj + o->off) = r; /* the enums are int-sized */
     return 0;
 }
@@ -173,6 +176,7 @@ static void pool_default(struct kvg_autoscale_pool_cfg *p, size_t i)
     p->isl = 3000;          /* Dynamo's planner defaults */
     p->osl = 150;
     p->node = KVG_AUTOSCALE_COLD;
+    p->standby_cost = 1;
 }
 
 static int pool_init(void *parent, void *item, size_t index, char *err, size_t errlen)
@@ -233,6 +237,8 @@ static const struct kvg_opt pool_keys[] = {
     CNT("min_replicas", opts.min_replicas, 0, 100000),
     CNT("max_replicas", opts.max_replicas, 1, 100000),
     CNT("static_replicas", opts.static_replicas, 0, 100000),
+    CNT("standby", standby, 0, KVG_AUTOSCALE_LOCAL_MAX),
+    NUM("standby_cost", standby_cost, 0, 1),
     NUM("ttft_secs", opts.ttft_target_s, 1e-3, 3600),
     NUM("itl_secs", opts.itl_target_s, 1e-4, 60),
     NUM("interval_secs", opts.interval_s, 0, 86400),

@@ -74,7 +74,7 @@ static void ext_destroy(struct kvg_autoscale_actuator *a)
 }
 
 static const struct kvg_autoscale_actuator_ops g_external = {"external", ext_apply, NULL,
-                                                             ext_destroy};
+                                                             ext_destroy, NULL};
 
 int kvg_autoscale_external_new(struct kvg_autoscale_actuator **out)
 {
@@ -261,8 +261,26 @@ cJSON *kvg_autoscale_ctl_json(struct kvg_autoscale_ctl *c)
             cJSON_AddNullToObject(j, "actuator_error");
         double lead = lead_of(c, p);
         add_num(j, "lead_time_s", lead);
-        add_num(j, "startup_samples",
-                kvg_autoscale_startup_samples(&c->su, p->cfg.opts.model, p->cfg.node));
+        uint32_t ns = kvg_autoscale_startup_samples(&c->su, p->cfg.opts.model, p->cfg.node);
+        add_num(j, "startup_samples", ns);
+        /* The prior holds until min_samples starts are seen (until then the
+         * lead is the prior or the slowest start seen, whichever is longer);
+         * both are shown so an operator sees what was learned. */
+        cJSON *lt = cJSON_AddObjectToObject(j, "lead_time");
+        if (lt) {
+            add_num(lt, "in_use_s", lead);
+            add_num(lt, "prior_p90_s",
+                    kvg_autoscale_startup_prior(&c->su, p->cfg.opts.model, p->cfg.node, 0.9));
+            double learned =
+                kvg_autoscale_startup_learned(&c->su, p->cfg.opts.model, p->cfg.node, 0.9);
+            add_num(lt, "learned_p90_s", learned); /* null before any start is seen */
+            add_num(lt, "samples", ns);
+            add_num(lt, "min_samples", c->su.min_samples);
+            cJSON_AddStringToObject(lt, "source",
+                                    ns >= c->su.min_samples ? "learned"
+                                    : ns                    ? "prior, or the slowest start seen"
+                                                            : "prior");
+        }
         if (!p->ticked) {
             cJSON_AddNullToObject(j, "desired");
             continue;
@@ -278,6 +296,31 @@ cJSON *kvg_autoscale_ctl_json(struct kvg_autoscale_ctl *c)
         }
         cJSON *sig = signals_json(&p->sig);
         if (sig) cJSON_AddItemToObject(j, "signals", sig);
+        /* Per replica, when the actuator knows them (local): its state, and
+         * for a parked one what a wake takes (the asleep1 start class). */
+        struct kvg_autoscale_replica reps[KVG_AUTOSCALE_LOCAL_MAX];
+        int nr = c->act && c->act->ops->replicas
+                     ? c->act->ops->replicas(c->act, &p->cfg, reps, KVG_AUTOSCALE_LOCAL_MAX)
+                     : -1;
+        uint32_t parked = 0;
+        cJSON *ra = nr >= 0 ? cJSON_AddArrayToObject(j, "replicas") : NULL;
+        for (int k = 0; ra && k < nr; k++) {
+            cJSON *e = cJSON_CreateObject();
+            if (!e) break;
+            cJSON_AddStringToObject(e, "url", reps[k].url);
+            cJSON_AddStringToObject(e, "state", reps[k].state);
+            add_num(e, "since_s", reps[k].since);
+            int pk = !strcmp(reps[k].state, "parked");
+            parked += pk;
+            add_known(e, pk ? "expected_wake_s" : "expected_ready_at_s", reps[k].eta);
+            cJSON_AddItemToArray(ra, e);
+        }
+        add_num(j, "standby", p->cfg.standby);
+        add_num(j, "parked", parked);
+        /* GPU-hours accrue per running replica, and per parked one x
+         * standby_cost (1: a sleeping engine keeps its GPU). */
+        add_num(j, "gpu_replicas",
+                p->sig.ready + p->sig.starting + p->sig.draining + parked * p->cfg.standby_cost);
         cJSON *st = cJSON_AddArrayToObject(j, "starting");
         for (uint32_t k = 0; st && k < p->nstart; k++) {
             cJSON *e = cJSON_CreateObject();

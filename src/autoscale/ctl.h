@@ -66,6 +66,12 @@ struct kvg_autoscale_pool_cfg {
     double isl, osl;                /* assumed tokens per request before any is measured */
     double signal_window_s;         /* the observed signals' span (0: kvg_autoscale_obs_span) */
     enum kvg_autoscale_node node;   /* where new replicas land */
+    /* Parked replicas kept instead of stopped at scale-down (the local
+     * actuator: asleep through the engine's sleep API, woken first when
+     * more are wanted), and what one costs in GPU-hours against a running
+     * one (1: it holds its GPU; lower only where that GPU is lent out). */
+    uint32_t standby;
+    double standby_cost;
     struct kvg_autoscale_target target;
     /* kvgate autoscale reads these engines' /health and /metrics. */
     char engines[KVG_AUTOSCALE_MAX_SOURCES][128];

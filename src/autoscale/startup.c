@@ -16,13 +16,37 @@
  * (range) of four starts from `vllm serve` to /health.
  * fetch = cold + image pull and extract (BentoML: 5-6 + 3-4 min, so 480-600 s,
  * 540 median) + weights download (65.5 GB in 143 s; the 7B's 15 GB at that
- * rate is 33 s). */
+ * rate is 33 s).
+ * asleep1, asleep2, restore: published figures, not measured here
+ * (docs/autoscale.md, "Start classes", has the table with sources):
+ *   32B asleep1 2.9 s: vLLM's sleep-mode blog, Qwen3-Coder-30B-A3B on an
+ *     A100 wakes from level 1 in 2.87 s (47.4 s cold); low/high +-20%
+ *     (one figure published, the spread is an assumption);
+ *   7B asleep1 0.85 s (0.7-1.0): an estimate, the host-to-GPU copy rate
+ *     that 2.87 s for ~61 GB implies (~21 GB/s) over the 7B's 15 GB;
+ *   asleep2 = 3.2 x asleep1: the blog's small models wake from level 2
+ *     3.1-3.3x slower (0.26 -> 0.85 s, 0.82 -> 2.58 s); no 7B/32B figure;
+ *   restore 7B 10 s (5-15): Dynamo Snapshot's docs, "warm restore ~10 s",
+ *     and its blog's <5 s with local NVMe; 32B 15 s (12-20): SGLang
+ *     Qwen3.5-35B-A3B restored from a Modal snapshot in 12-20 s. */
 static const struct {
     const char *model;
     struct kvg_autoscale_startup_dist d[KVG_AUTOSCALE_NODE_STATES];
 } g_seed[] = {
-    {"qwen2.5-7b", {{68, 68, 75}, {200, 189, 204}, {773, 702, 837}}},
-    {"qwen2.5-32b", {{139, 97, 343}, {430, 310, 471}, {1113, 933, 1214}}},
+    {"qwen2.5-7b",
+     {{68, 68, 75},
+      {200, 189, 204},
+      {773, 702, 837},
+      {0.85, 0.7, 1.0},
+      {2.7, 2.2, 3.2},
+      {10, 5, 15}}},
+    {"qwen2.5-32b",
+     {{139, 97, 343},
+      {430, 310, 471},
+      {1113, 933, 1214},
+      {2.9, 2.3, 3.5},
+      {9.2, 7.4, 11.2},
+      {15, 12, 20}}},
 };
 
 void kvg_autoscale_startup_init(struct kvg_autoscale_startup *m)
@@ -196,6 +220,22 @@ double kvg_autoscale_startup_lead_mix(const struct kvg_autoscale_startup *m, con
     return lead;
 }
 
+double kvg_autoscale_startup_prior(const struct kvg_autoscale_startup *m, const char *model,
+                                   enum kvg_autoscale_node st, double p)
+{
+    if ((unsigned)st >= KVG_AUTOSCALE_NODE_STATES) return NAN;
+    const struct kvg_autoscale_startup_key *k;
+    return dist_at_z(dist_of(m, model, st, &k), norm_inv(p <= 0 ? 1e-6 : p >= 1 ? 1 - 1e-6 : p));
+}
+
+double kvg_autoscale_startup_learned(const struct kvg_autoscale_startup *m, const char *model,
+                                     enum kvg_autoscale_node st, double p)
+{
+    const struct kvg_autoscale_startup_key *k = find(m, model);
+    if (!k || (unsigned)st >= KVG_AUTOSCALE_NODE_STATES || !k->nhealth[st]) return NAN;
+    return sample_pct(k->health[st], k->nhealth[st], p);
+}
+
 uint32_t kvg_autoscale_startup_samples(const struct kvg_autoscale_startup *m, const char *model,
                                        enum kvg_autoscale_node st)
 {
@@ -223,6 +263,12 @@ const char *kvg_autoscale_node_name(enum kvg_autoscale_node st)
         return "cold";
     case KVG_AUTOSCALE_FETCH:
         return "fetch";
+    case KVG_AUTOSCALE_ASLEEP1:
+        return "asleep1";
+    case KVG_AUTOSCALE_ASLEEP2:
+        return "asleep2";
+    case KVG_AUTOSCALE_RESTORE:
+        return "restore";
     }
     return "?";
 }

@@ -12,7 +12,15 @@
  *   fetch — image and weights to fetch first: cold plus the image pull and
  *           extract BentoML measured (5-6 + 3-4 min) and the weights download
  *           (the 32B took 143 s from Hugging Face for 65.5 GB).
- * Each default is a median with a low and high (the range over four runs),
+ * Start classes beyond a new process (each default's source is in
+ * startup.c's table; docs/autoscale.md lists them):
+ *   asleep1 — a parked engine woken from vLLM's sleep level 1 (weights in
+ *             host memory, the process and its GPU kept): the wake call;
+ *   asleep2 — from level 2 (weights reloaded, process kept);
+ *   restore — restored from a checkpoint (CRIU + cuda-checkpoint, Dynamo
+ *             Snapshot): no GPU held while parked.
+ * Each default is a median with a low and high (the range over four runs,
+ * or the published range),
  * read as a split log-normal: median m, p10 = low, p90 = high.
  *
  * Learning: every observed actuation (the scale request to the engine's
@@ -28,8 +36,15 @@
 
 #include "base/util.h"
 
-enum kvg_autoscale_node { KVG_AUTOSCALE_WARM, KVG_AUTOSCALE_COLD, KVG_AUTOSCALE_FETCH };
-#define KVG_AUTOSCALE_NODE_STATES 3
+enum kvg_autoscale_node {
+    KVG_AUTOSCALE_WARM,
+    KVG_AUTOSCALE_COLD,
+    KVG_AUTOSCALE_FETCH,
+    KVG_AUTOSCALE_ASLEEP1,
+    KVG_AUTOSCALE_ASLEEP2,
+    KVG_AUTOSCALE_RESTORE,
+};
+#define KVG_AUTOSCALE_NODE_STATES 6
 #define KVG_AUTOSCALE_STARTUP_KEEP 32
 #define KVG_AUTOSCALE_STARTUP_MODELS 16
 
@@ -88,6 +103,13 @@ double kvg_autoscale_startup_lead(const struct kvg_autoscale_startup *m, const c
  * nodes (a mixture's p90 is at most that). */
 double kvg_autoscale_startup_lead_mix(const struct kvg_autoscale_startup *m, const char *model,
                                       double cold_share, double fetch_share);
+/* The prior alone (the default distribution's p-quantile), and the
+ * samples' own (nearest rank; NAN before any): what GET /autoscale shows
+ * side by side with the lead in use. */
+double kvg_autoscale_startup_prior(const struct kvg_autoscale_startup *m, const char *model,
+                                   enum kvg_autoscale_node st, double p);
+double kvg_autoscale_startup_learned(const struct kvg_autoscale_startup *m, const char *model,
+                                     enum kvg_autoscale_node st, double p);
 /* Samples seen for (model, state). */
 uint32_t kvg_autoscale_startup_samples(const struct kvg_autoscale_startup *m, const char *model,
                                        enum kvg_autoscale_node st);
@@ -96,7 +118,8 @@ uint32_t kvg_autoscale_startup_samples(const struct kvg_autoscale_startup *m, co
 double kvg_autoscale_startup_draw(const struct kvg_autoscale_startup *m, const char *model,
                                   enum kvg_autoscale_node st, struct kvg_rng *rng);
 
-/* "warm", "cold", "fetch"; parse returns -1 for anything else. */
+/* "warm", "cold", "fetch", "asleep1", "asleep2", "restore"; parse returns
+ * -1 for anything else. */
 const char *kvg_autoscale_node_name(enum kvg_autoscale_node st);
 int kvg_autoscale_node_parse(const char *s);
 

@@ -217,6 +217,17 @@ static const struct kvg_opt flags[] = {
      .min = 1, .max = 1u << 16},
     {"max-audio-filesize-mb", NULL, KVG_OPT_DOUBLE, F(max_audio_mb), .meta = "MB",
      .help = "largest audio file (vLLM's VLLM_MAX_AUDIO_CLIP_FILESIZE_MB)", .min = 0, .max = 1024},
+    {"enable-sleep-mode", NULL, KVG_OPT_BOOL, F(enable_sleep_mode),
+     .help = "vLLM's sleep mode: POST /sleep?level=1|2, POST /wake_up[?tags=..], GET "
+             "/is_sleeping, routes present only with VLLM_SERVER_DEV_MODE=1 as vLLM; the sglang "
+             "flavor: /release_memory_occupation and /resume_memory_occupation",
+     .section = "sleep mode"},
+    {"wake-secs-level1", NULL, KVG_OPT_DOUBLE, F(wake_s[0]), .meta = "S",
+     .help = "a wake from level 1 takes S engine seconds (default: the profile's)", .min = 0,
+     .max = 1e6, .flags = KVG_OPT_F_NODEFAULT},
+    {"wake-secs-level2", NULL, KVG_OPT_DOUBLE, F(wake_s[1]), .meta = "S",
+     .help = "from level 2 (default: the profile's)", .min = 0, .max = 1e6,
+     .flags = KVG_OPT_F_NODEFAULT},
     {"fail-rate", NULL, KVG_OPT_DOUBLE, F(fail_rate), .meta = "P",
      .help = "answer --fail-status to this fraction of requests", .section = "fault injection",
      .min = 0, .max = 1},
@@ -270,5 +281,8 @@ int kvg_cmd_sim_main(int argc, char **argv)
     char err[600];
     int rc = kvg_cmd_sim_parse(&o, argc, argv, err, sizeof err);
     if ((rc = kvg__cmd_parsed(rc, "sim", err, kvg_cmd_sim_usage)) >= 0) return rc;
+    /* vLLM reads it as an integer: any non-zero one turns dev mode on. */
+    const char *dev = getenv("VLLM_SERVER_DEV_MODE");
+    o.dev_mode = dev && atoi(dev) != 0;
     return kvg_simsrv_main(&o);
 }

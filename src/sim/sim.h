@@ -64,6 +64,9 @@ struct kvg_sim_profile {
     uint32_t n_layers, n_kv_heads, head_dim, kv_dtype_bytes;
     /* EPD: a vision encoder's time per image (simsrv/encode.c), seconds. */
     double t_encode_image;
+    /* Sleep mode (simsrv/sleep.c): a wake from level 1 (weights back from
+     * host memory) and from level 2 (weights reloaded), seconds. */
+    double t_wake_l1, t_wake_l2;
 };
 
 /* KV bytes one token occupies (kvg_sim_profile's shape; 0 if unknown). */
@@ -200,6 +203,7 @@ enum kvg_sim_finish {
     KVG_SIM_FINISH_NONE = 0,
     KVG_SIM_FINISH_LENGTH, /* reached max_tokens */
     KVG_SIM_FINISH_STOP,   /* the sampled length ended first (an EOS) */
+    KVG_SIM_FINISH_ABORT,  /* never from the engine: its server ended it (a sleep, simsrv) */
 };
 
 /* Update flags; several may be set at once. */

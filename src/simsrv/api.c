@@ -82,7 +82,7 @@ static void usage_json(struct kvg_buf *b, const struct sim_req *r, int details)
 
 static const char *finish_name(enum kvg_sim_finish f)
 {
-    return f == KVG_SIM_FINISH_STOP ? "stop" : "length";
+    return f == KVG_SIM_FINISH_STOP ? "stop" : f == KVG_SIM_FINISH_ABORT ? "abort" : "length";
 }
 
 static void chunk_begin(struct kvg_buf *b, const struct sim_req *r)
@@ -250,7 +250,8 @@ static void on_step_done(uv_timer_t *t)
  * duration (scaled by --speed) has passed. */
 static void step_now(struct kvg_simsrv_rank *rk)
 {
-    if (rk->stepping) return;
+    /* A sleeping engine's scheduler is paused: its requests wait. */
+    if (rk->stepping || kvg_simsrv_paused(rk->s)) return;
     if (kvg_sim_step(rk->engine, kvg_simsrv_now(rk->s), &rk->pending)) return;
     rk->stepping = 1;
     double ms = rk->pending.duration / rk->s->o.speed * 1000.0;
@@ -263,6 +264,44 @@ static void publish_events(struct kvg_simsrv_rank *rk)
 {
     if (rk->pub) kvg_simsrv_publish(rk);
     kvg_sim_events_clear(rk->engine);
+}
+
+void kvg__simsrv_publish_events(struct kvg_simsrv_rank *rk)
+{
+    publish_events(rk);
+}
+
+void kvg__simsrv_step(struct kvg_simsrv_rank *rk)
+{
+    if (!kvg_sim_idle(rk->engine)) step_now(rk);
+}
+
+void kvg__simsrv_abort_all(struct kvg_simsrv_server *s, const char *msg)
+{
+    for (size_t i = 0; s->live && i < LIVE_BUCKETS; i++)
+        while (s->live[i]) {
+            struct sim_req *r = s->live[i];
+            kvg_sim_abort(r->rk->engine, r->id);
+            live_del(s, r);
+            if (!r->req) { /* nobody waits (a background response) */
+                kvg_simsrv_fail(r, msg);
+                continue;
+            }
+            r->req->on_abort = NULL;
+            if (r->out) {
+                kvg_simsrv_fail(r, msg);
+                continue;
+            }
+            /* vLLM ends an aborted request's output with finish_reason
+             * "abort" (its pause mode "abort"). */
+            if (r->stream) {
+                write_chunk(r, "", 0, 0, KVG_SIM_FINISH_ABORT);
+                finish_stream(r);
+            } else {
+                finish_json(r, KVG_SIM_FINISH_ABORT);
+            }
+            sr_free(r);
+        }
 }
 
 /* ---------------------------------------------------------------- requests */

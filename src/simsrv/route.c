@@ -134,7 +134,8 @@ static void not_found(struct kvg_simsrv_server *s, struct kvg_http_req *req)
 }
 
 /* A known path with another method: FastAPI's 405 and its Allow header. */
-static void not_allowed(struct kvg_simsrv_server *s, struct kvg_http_req *req, const char *allow)
+void kvg__simsrv_not_allowed(struct kvg_simsrv_server *s, struct kvg_http_req *req,
+                             const char *allow)
 {
     if (s->o.flavor == KVG_SIMSRV_FLAVOR_LLAMACPP) {
         not_found(s, req);
@@ -172,7 +173,7 @@ static int response_id_route(struct kvg_simsrv_server *s, struct kvg_http_req *r
     int get = !strcmp(req->method_name, "GET") || !strcmp(req->method_name, "HEAD");
     int del = !strcmp(req->method_name, "DELETE");
     if (cancel ? !post : !(get || del)) {
-        not_allowed(s, req, cancel ? "POST" : "GET, DELETE");
+        kvg__simsrv_not_allowed(s, req, cancel ? "POST" : "GET, DELETE");
         return 1;
     }
     kvg__simsrv_response_id(s, req, id, idlen, cancel ? 2 : del ? 1 : 0);
@@ -270,14 +271,16 @@ void kvg_simsrv_handle(struct kvg_http_req *req, void *ud)
     int post = !strcmp(req->method_name, "POST");
     int put = !strcmp(req->method_name, "PUT");
     int cold = kvg_now_s() - s->t0 < s->o.cold_start_s;
-    if (fixed_route(s, req, post, cold) || response_id_route(s, req, post)) return;
+    if (fixed_route(s, req, post, cold) || response_id_route(s, req, post) ||
+        kvg_simsrv_sleep_route(s, req))
+        return;
     for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++) {
         const struct route *rt = &routes[i];
         if (!kvg_str_eq(req->path, rt->path) || !(rt->flavors & (1u << s->o.flavor)) ||
             !served(s, rt->api))
             continue;
         if (!((post && (rt->methods & M_POST)) || (put && (rt->methods & M_PUT)))) {
-            not_allowed(s, req, rt->methods & M_PUT ? "POST, PUT" : "POST");
+            kvg__simsrv_not_allowed(s, req, rt->methods & M_PUT ? "POST, PUT" : "POST");
             return;
         }
         if (cold) {

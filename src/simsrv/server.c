@@ -117,6 +117,7 @@ void kvg_simsrv_opts_default(struct kvg_simsrv_opts *o)
     o->responses_store_max = 1000;
     o->max_batch = 2048;
     o->max_audio_mb = 25;
+    o->wake_s[0] = o->wake_s[1] = -1;
 }
 
 /* --served-model-name "a,b" (or "a b", as vLLM's list): every name served,
@@ -257,6 +258,12 @@ int kvg_simsrv_main(const struct kvg_simsrv_opts *opts)
                 kvg_strerror(rc));
         return 1;
     }
+    double w1 = o->wake_s[0] >= 0 ? o->wake_s[0] : cfg.profile.t_wake_l1;
+    double w2 = o->wake_s[1] >= 0 ? o->wake_s[1] : cfg.profile.t_wake_l2;
+    if ((rc = kvg_simsrv_sleep_start(&s, w1, w2))) {
+        fprintf(stderr, "kvgate sim: %s\n", kvg_strerror(rc));
+        return 1;
+    }
     if ((rc = kvg_simsrv_pd_start(&s, err, sizeof err)) ||
         (rc = kvg_simsrv_ec_start(&s, err, sizeof err))) {
         fprintf(stderr, "kvgate sim: %s\n", err);
@@ -280,6 +287,7 @@ int kvg_simsrv_main(const struct kvg_simsrv_opts *opts)
     kvg_http_server_close(s.http);
     kvg_simsrv_pd_stop(&s);
     kvg_simsrv_ec_stop(&s);
+    kvg_simsrv_sleep_stop(&s);
     for (int r = 0; r < s.ndp; r++) uv_close((uv_handle_t *)&s.ranks[r].step_timer, NULL);
     uv_close((uv_handle_t *)&st, NULL);
     uv_close((uv_handle_t *)&si, NULL);

@@ -87,6 +87,10 @@ struct kvg_simsrv_opts {
     uint32_t responses_store_max; /* stored responses kept, the oldest evicted first */
     uint32_t max_batch;           /* inputs of one pooling, score or rerank request */
     double max_audio_mb;          /* vLLM's VLLM_MAX_AUDIO_CLIP_FILESIZE_MB (25) */
+    /* Sleep mode (sleep.c) */
+    int enable_sleep_mode; /* --enable-sleep-mode (SGLang: its --enable-memory-saver) */
+    int dev_mode;     /* VLLM_SERVER_DEV_MODE=1: vLLM attaches /sleep, /wake_up, /is_sleeping */
+    double wake_s[2]; /* --wake-secs L1,L2: engine seconds (< 0: the profile's) */
 };
 
 /* The APIs a simulated engine serves beyond /health, /metrics and
@@ -259,7 +263,46 @@ struct kvg_simsrv_server {
     struct kvg_simsrv_store *store; /* stored responses (resp_store.c); NULL without a store */
     struct sim_req *bg;             /* background responses running (api_responses.c) */
     uint32_t eos_id;                /* the tokenizer's EOS id (SGLang's matched stop) */
+    struct kvg_simsrv_sleep *sleep; /* sleep mode (sleep.c); NULL without --enable-sleep-mode */
 };
+
+/* ---- simsrv/sleep.c: vLLM's sleep mode and SGLang's memory release. */
+enum { KVG_SIMSRV_SLEEP_ABORT, KVG_SIMSRV_SLEEP_WAIT };
+#define KVG_SIMSRV_TAG_WEIGHTS 1u
+#define KVG_SIMSRV_TAG_KV_CACHE 2u
+#define KVG_SIMSRV_TAG_CUDA_GRAPH 4u /* SGLang's third tag: accepted, costs nothing here */
+struct kvg_simsrv_sleep_args {
+    int level, mode;
+    unsigned tags; /* 0: every tag */
+};
+/* A /sleep or /wake_up query string (level, mode, repeated tags; unknown
+ * keys ignored, as FastAPI does): 0, or -1 with the reason in err. Pure. */
+int kvg_simsrv_sleep_query(const char *q, size_t n, struct kvg_simsrv_sleep_args *out, char *err,
+                           size_t errlen);
+/* SGLang's body {"tags": [...]} (empty body or null tags: every tag): 0 or
+ * -1 with the reason. Pure. */
+int kvg_simsrv_sleep_tags_json(const char *body, size_t len, unsigned *tags, char *err,
+                               size_t errlen);
+/* With --enable-sleep-mode: the state and its timer on s->loop (wake times
+ * in engine seconds). 0 or -ENOMEM. */
+int kvg_simsrv_sleep_start(struct kvg_simsrv_server *s, double wake_l1_s, double wake_l2_s);
+void kvg_simsrv_sleep_stop(struct kvg_simsrv_server *s);
+/* 1 when req was a sleep route of this flavor (answered). */
+int kvg_simsrv_sleep_route(struct kvg_simsrv_server *s, struct kvg_http_req *req);
+/* 1 while the scheduler is paused by a sleep: submitted requests wait. */
+int kvg_simsrv_paused(const struct kvg_simsrv_server *s);
+/* The sleep level now (0 awake): for /metrics. */
+int kvg_simsrv_sleep_level(const struct kvg_simsrv_server *s);
+/* api.c: ends every running request as aborted (chat and completions with
+ * finish_reason "abort", other APIs with their failure answer, msg). */
+void kvg__simsrv_abort_all(struct kvg_simsrv_server *s, const char *msg);
+/* api.c: starts rk's next step if it has work (after a wake). */
+void kvg__simsrv_step(struct kvg_simsrv_rank *rk);
+/* api.c: publishes and clears rk's recorded KV events. */
+void kvg__simsrv_publish_events(struct kvg_simsrv_rank *rk);
+/* route.c: FastAPI's 405 with its Allow header. */
+void kvg__simsrv_not_allowed(struct kvg_simsrv_server *s, struct kvg_http_req *req,
+                             const char *allow);
 
 /* ---- sim/encode.c: the encode stage (EPD).
  * Starts the encoder state (every role: an encoder's cache and queue, a

@@ -42,7 +42,8 @@ static void f_destroy(struct kvg_autoscale_actuator *a)
     *((struct fake *)a)->destroyed = 1;
 }
 
-static const struct kvg_autoscale_actuator_ops g_fake = {"fake", f_apply, f_starting, f_destroy};
+static const struct kvg_autoscale_actuator_ops g_fake = {"fake", f_apply, f_starting, f_destroy,
+                                                         NULL};
 
 static const char *yaml = "interval_secs: 1\n"
                           "actuator: local\n"

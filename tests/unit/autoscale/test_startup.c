@@ -1,4 +1,6 @@
 /* The start-up model: its measured defaults, learning from actuations, draws. */
+#include <math.h>
+
 #include "support/test.h"
 
 #include "autoscale/startup.h"
@@ -99,4 +101,37 @@ TEST(scale_moves_the_defaults_not_the_samples)
     kvg_autoscale_startup_scale(&m, 0);
     kvg_autoscale_startup_scale(&m, -1);
     CHECK_NEAR(kvg_autoscale_startup_pct(&m, "qwen2.5-7b", KVG_AUTOSCALE_WARM, 0.5), 3.4, 1e-9);
+}
+
+TEST(start_classes_and_prior_vs_learned)
+{
+    struct kvg_autoscale_startup m;
+    kvg_autoscale_startup_init(&m);
+    /* The published figures' medians and p90s (startup.c's table). */
+    CHECK_NEAR(kvg_autoscale_startup_pct(&m, "qwen2.5-32b", KVG_AUTOSCALE_ASLEEP1, 0.5), 2.9, 1e-3);
+    CHECK_NEAR(kvg_autoscale_startup_pct(&m, "qwen2.5-32b", KVG_AUTOSCALE_ASLEEP1, 0.9), 3.5, 1e-3);
+    CHECK_NEAR(kvg_autoscale_startup_pct(&m, "qwen2.5-32b", KVG_AUTOSCALE_RESTORE, 0.9), 20, 1e-3);
+    CHECK_NEAR(kvg_autoscale_startup_pct(&m, "qwen2.5-7b", KVG_AUTOSCALE_RESTORE, 0.5), 10, 1e-3);
+    /* Each class is faster than the one below it: asleep1 < asleep2 < restore < warm. */
+    static const enum kvg_autoscale_node order[] = {KVG_AUTOSCALE_ASLEEP1, KVG_AUTOSCALE_ASLEEP2,
+                                                    KVG_AUTOSCALE_RESTORE, KVG_AUTOSCALE_WARM,
+                                                    KVG_AUTOSCALE_COLD};
+    for (int model = 0; model < 2; model++)
+        for (size_t i = 0; i + 1 < sizeof order / sizeof order[0]; i++)
+            CHECK(
+                kvg_autoscale_startup_lead(&m, model ? "qwen2.5-32b" : "qwen2.5-7b", order[i]) <
+                kvg_autoscale_startup_lead(&m, model ? "qwen2.5-32b" : "qwen2.5-7b", order[i + 1]));
+    for (int st = 0; st < KVG_AUTOSCALE_NODE_STATES; st++)
+        CHECK_INT(kvg_autoscale_node_parse(kvg_autoscale_node_name((enum kvg_autoscale_node)st)),
+                  st);
+    /* Prior and learned side by side: no sample, no learned figure; the
+     * prior is the default's p90 whatever was learned. */
+    CHECK(isnan(kvg_autoscale_startup_learned(&m, "qwen2.5-7b", KVG_AUTOSCALE_ASLEEP1, 0.9)));
+    for (int i = 0; i < 5; i++)
+        kvg_autoscale_startup_observe(&m, "qwen2.5-7b", KVG_AUTOSCALE_ASLEEP1, 0.3 + 0.1 * i, -1);
+    CHECK_NEAR(kvg_autoscale_startup_learned(&m, "qwen2.5-7b", KVG_AUTOSCALE_ASLEEP1, 0.9), 0.7,
+               1e-9);
+    CHECK_NEAR(kvg_autoscale_startup_prior(&m, "qwen2.5-7b", KVG_AUTOSCALE_ASLEEP1, 0.9), 1.0,
+               1e-3);
+    CHECK_NEAR(kvg_autoscale_startup_lead(&m, "qwen2.5-7b", KVG_AUTOSCALE_ASLEEP1), 0.7, 1e-9);
 }
