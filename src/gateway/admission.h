@@ -178,6 +178,7 @@ unsigned kvg_adm_capacity_available(struct kvg_adm_queue *q, unsigned max);
 struct kvg_adm_stats {
     uint64_t queued, granted, timeouts, evicted, refused_full, cancelled;
     size_t waiting;
+    size_t waiting_class[3]; /* of waiting: sheddable, standard, critical (kvg_adm_class + 1) */
 };
 void kvg_adm_stats(struct kvg_adm_queue *q, struct kvg_adm_stats *out);
 
