@@ -148,17 +148,27 @@ void kvg__proxy_obs_error(struct proxy_req *pr, const char *code, const char *ty
     if (!pr->error_code[0] && c) snprintf(pr->error_code, sizeof pr->error_code, "%s", c);
 }
 
-/* A string member, or a number's text, into out. */
-static int code_of(const cJSON *o, const char *name, char *out, size_t cap)
+/* A member into out: a non-empty string (num 0), or a number's text
+ * (num 1). */
+static int member(const cJSON *o, const char *name, int num, char *out, size_t cap)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
-    if (cJSON_IsString(v) && v->valuestring[0])
+    if (!num && cJSON_IsString(v) && v->valuestring[0])
         snprintf(out, cap, "%s", v->valuestring);
-    else if (cJSON_IsNumber(v))
+    else if (num && cJSON_IsNumber(v))
         snprintf(out, cap, "%.0f", v->valuedouble);
     else
         return 0;
     return 1;
+}
+
+/* o's code: a string code, else its type (not the envelope's "error"),
+ * else a numeric code (vLLM's, which repeats the status). */
+static int code_in(const cJSON *o, char *out, size_t cap)
+{
+    return member(o, "code", 0, out, cap) ||
+           (member(o, "type", 0, out, cap) && strcmp(out, "error")) ||
+           member(o, "code", 1, out, cap);
 }
 
 int kvg__proxy_error_code(const char *body, size_t len, char *out, size_t cap)
@@ -170,13 +180,7 @@ int kvg__proxy_error_code(const char *body, size_t len, char *out, size_t cap)
     int found = 0;
     if (cJSON_IsObject(j)) {
         const cJSON *e = cJSON_GetObjectItemCaseSensitive(j, "error");
-        if (cJSON_IsObject(e))
-            found = code_of(e, "code", out, cap) || code_of(e, "type", out, cap);
-        else if (cJSON_IsString(e) && !(found = code_of(j, "code", out, cap)))
-            found = code_of(j, "type", out, cap) && strcmp(out, "error");
-        else
-            found = code_of(j, "code", out, cap) ||
-                    (code_of(j, "type", out, cap) && strcmp(out, "error"));
+        found = cJSON_IsObject(e) ? code_in(e, out, cap) : code_in(j, out, cap);
     }
     cJSON_Delete(j);
     if (!found) out[0] = 0;

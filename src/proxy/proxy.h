@@ -60,9 +60,9 @@ struct kvg_proxy_metrics {
     struct kvg_metrics_family *tokens_f, *ttft_f, *itl_f;
     int tenant_labels;
     /* kvgate_responses_total{route,status,error_code}: every answer by its
-     * status and error code (kvgate's own, or "upstream" for an engine's
-     * error, whose own code goes to the access log); the 200s without
-     * a code made at start (ok[route]), the rest when first seen. */
+     * status and error code (kvgate's own, or "engine" for an engine's
+     * error, whose own code goes to the access log); the 200s without a
+     * code made at start (responses_ok[route]), the rest when first seen. */
     struct kvg_metrics_family *responses_f;
     struct kvg_metrics_series *responses_ok[KVG_PROXY_NROUTES];
     /* kvgate_pd_leg_outcomes_total{leg,outcome}: [prefill, decode][ok,

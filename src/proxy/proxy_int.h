@@ -125,9 +125,10 @@ void kvg__proxy_obs_engine_error(struct proxy_req *pr, int status, const char *b
 /* The request's usage and stream timing into the token and latency series
  * and the host's observer (before the gate's accounting). */
 void kvg__proxy_observe_end(struct proxy_req *pr, int status);
-/* The error code of an error body (OpenAI's error.code, else error.type;
- * a flat {code} or {type}; Anthropic's error.type) into out (cap bytes,
- * cut): 1 found, 0 none (out ""). */
+/* The error code of an error body into out (cap bytes, cut): in its
+ * `error` object, or the body itself when `error` is none: a string code,
+ * else its type (not Anthropic's envelope "error"), else a numeric code.
+ * 1 found, 0 none (out ""). */
 int kvg__proxy_error_code(const char *body, size_t len, char *out, size_t cap);
 
 /* proxy.c: a request's life, shared with pd_legs.c. */

@@ -15,6 +15,9 @@
 #include "proxy/proxy_int.h"
 #include "router/mode.h"
 
+/* The bytes of a relayed error answer read for its code. */
+#define ERROR_PEEK 4096
+
 /* kvgate's own resources ran out (descriptors, memory, socket buffers):
  * no engine is to blame and another attempt would fail the same way. */
 int kvg__proxy_local_error(int err)
@@ -222,6 +225,10 @@ static void up_body(void *ud, const char *p, size_t n)
             kvg__proxy_obs_tokens(pr);
             rc = pr->body.len ? kvg_http_res_write(pr->req, pr->body.data, pr->body.len) : 0;
         } else {
+            /* A stream request's error answer (JSON, not a stream): its
+             * first bytes kept for its code (the access log's). */
+            if (!pr->sse && pr->up_status >= 400 && pr->body.len < ERROR_PEEK)
+                kvg_buf_append(&pr->body, p, KVG_MIN(n, ERROR_PEEK - pr->body.len));
             rc = kvg_http_res_write(pr->req, p, n);
         }
         if (rc == 1) kvg_http_call_pause(pr->call);
@@ -327,6 +334,7 @@ static void up_done(void *ud, int err)
                 kvg__proxy_xlate_end(pr, 0, &pr->xout);
                 if (pr->xout.len) kvg_http_res_write(req, pr->xout.data, pr->xout.len);
             }
+            if (!pr->sse) kvg__proxy_obs_engine_error(pr, status, pr->body.data, pr->body.len);
             kvg_http_res_end(req);
         } else if (pr->xlate) {
             kvg_gate_usage_json(&pr->gate, pr->body.data, pr->body.len); /* the chat usage */

@@ -88,6 +88,12 @@ check "an unknown name: 404 model_not_found" \
   [ "$(chat nope; json_get "$TMP/out" "j['error']['code']")" = "404model_not_found" ]
 check "  ... counted by status and code" [ "$(mval 'kvgate_responses_total{route="/v1/chat/completions",status="404",error_code="model_not_found"}')" = 1 ]
 check "  ... its access log line says the code" grep -q '"model":"nope".*"status":404,"error_code":"model_not_found"' "$LOG"
+# An engine's own error (the sim serves n=1 only), to a stream request:
+# relayed as it came, its code in the access log, counted as the engine's.
+check "an engine's 400 relayed" [ "$(curl -s -m 20 -o "$TMP/out" -w '%{http_code}' "$G/v1/chat/completions" -H 'x-request-id: obs-engine-400' \
+  -d '{"model":"m2","n":2,"stream":true,"messages":[{"role":"user","content":"x"}]}')" = 400 ]
+check "  ... its code in the access log" grep -q '"request_id":"obs-engine-400".*"status":400,"error_code":"BadRequestError"' "$LOG"
+check "  ... counted as the engine's" [ "$(mval 'kvgate_responses_total{route="/v1/chat/completions",status="400",error_code="engine"}')" = 1 ]
 # The split: 200 sessions, each its own key.
 for i in $(seq 1 200); do chat canary -H "x-session-id: s-$i" >/dev/null; done
 n2=$(grep -c '"model":"canary","served_model":"m2"' "$LOG")

@@ -24,10 +24,12 @@ TEST(error_code_in_each_dialect)
     /* A null code: the type says it. */
     CHECK_STR(code_of("{\"error\":{\"message\":\"m\",\"type\":\"BadRequestError\",\"code\":null}}"),
               "BadRequestError");
-    /* vLLM's flat ErrorResponse: a numeric code. */
+    /* vLLM's flat ErrorResponse: its numeric code repeats the status,
+     * the type says more; a numeric code alone is still a code. */
     CHECK_STR(code_of("{\"object\":\"error\",\"message\":\"m\",\"type\":\"BadRequestError\","
                       "\"param\":null,\"code\":400}"),
-              "400");
+              "BadRequestError");
+    CHECK_STR(code_of("{\"error\":{\"message\":\"m\",\"code\":429}}"), "429");
     /* Anthropic's: the type inside error, not the envelope's "error". */
     CHECK_STR(code_of("{\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\","
                       "\"message\":\"m\"}}"),
