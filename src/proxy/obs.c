@@ -107,6 +107,11 @@ void kvg__proxy_obs_model(struct proxy_req *pr, struct kvg_worker *w)
         mlen && mlen < sizeof name &&
         ((cat && cat->any < 0 && pr->cmodel >= 0) || (w && kvg_worker_lists(w, model, mlen)));
     snprintf(name, sizeof name, "%.*s", known ? (int)mlen : 7, known ? model : "unknown");
+    if (!known && (hit = cached(pl->mcache, name, 7, tenant))) { /* its series, not its name */
+        pr->ms = *hit;
+        pr->ms_set = 1;
+        return;
+    }
     struct kvg__proxy_mseries s;
     if (take_series(m, name, tenant, &s)) return; /* a family at its cap: not kept */
     pr->ms = s;
