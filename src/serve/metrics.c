@@ -233,13 +233,13 @@ static int response_families(struct kvg_serve_metrics *m, int pd)
 int kvg_serve_metrics_models(struct kvg_serve_metrics *m, const struct kvg_catalog *cat)
 {
     const struct kvg_proxy_metrics *pm = &m->proxy;
-    if (!cat || cat->any >= 0 || pm->tenant_labels) return 0; /* names known later */
+    if (!cat || cat->any >= 0) return 0; /* the one model's name is known later */
     static const char *const kinds[3] = {"prompt", "cached", "completion"};
     for (size_t i = 0; i < cat->nmodels; i++) {
         const char *name = cat->models[i].name;
         struct kvg_metrics_series *s;
         int rc = 0;
-        for (int k = 0; k < 3 && !rc; k++) {
+        for (int k = 0; k < 3 && !rc && !pm->tenant_labels; k++) { /* tenants: as they come */
             const char *v[] = {name, kinds[k]};
             if (!(rc = kvg_metrics_series(pm->tokens_f, v, 2, &s))) kvg_metrics_series_release(s);
         }

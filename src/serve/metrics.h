@@ -42,7 +42,8 @@ int kvg_serve_metrics_init(struct kvg_serve_metrics *m, const char *policy, int 
                            int pd);
 /* The served models of cat (a models: section) get their token and
  * latency series now, at zero (the single model's name is known only when
- * a worker answers for it). */
+ * a worker answers for it; with tenant labels, the token series come with
+ * each tenant's first answer). */
 struct kvg_catalog;
 int kvg_serve_metrics_models(struct kvg_serve_metrics *m, const struct kvg_catalog *cat);
 void kvg_serve_metrics_free(struct kvg_serve_metrics *m);

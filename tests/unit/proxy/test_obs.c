@@ -1,7 +1,9 @@
 /* What the proxy observes of a request (proxy/obs.c): the error code read
- * from an engine's error body in each dialect, and the token clock that
- * turns the usage filter's token-carrying events into the first token's
- * time and the inter-token gaps (events read together share the wait). */
+ * from an engine's error body in each dialect, the token clock that turns
+ * the usage filter's token-carrying events into the first token's time
+ * and the inter-token gaps (events read together share the wait), and the
+ * bounded model label. */
+#include <cjson/cJSON.h>
 #include <string.h>
 
 #include "metrics/metrics.h"
@@ -93,5 +95,53 @@ TEST(token_clock_first_token_and_gaps)
     CHECK_INT(q.tok_first_ns, 7000000);
     CHECK_INT(q.tok_events, 3);
     kvg_metrics_series_release(pr.ms.itl);
+    kvg_metrics_registry_free(reg);
+}
+
+/* The model label with the single-model flags (no catalog): the name asked
+ * when the answering worker lists it, else "unknown" for every other name
+ * (a client's made-up names are never a label), each looked up once per
+ * loop. */
+TEST(model_label_is_a_listed_name_or_unknown)
+{
+    struct kvg_metrics_registry *reg;
+    CHECK_INT(kvg_metrics_registry_new(0, &reg), 0);
+    static struct kvg_proxy_metrics m;
+    const char *kl[] = {"model", "kind"}, *ml[] = {"model"};
+    double b[2] = {0.1, 1};
+    CHECK_INT(kvg_metrics_counter(reg, "tok_total", "t", kl, 2, &m.tokens_f), 0);
+    CHECK_INT(kvg_metrics_histogram(reg, "ttft_seconds", "t", ml, 1, b, 2, &m.ttft_f), 0);
+    static struct kvg_proxy px;
+    px.m = &m;
+    static struct kvg_proxy_loop pl;
+    pl.px = &px;
+    struct kvg_worker *w;
+    CHECK_INT(kvg_worker_new("http://127.0.0.1:9", &w), 0);
+    cJSON *list = cJSON_Parse("[{\"id\":\"served\"}]");
+    kvg_worker_set_models(w, list);
+    cJSON_Delete(list);
+    static const char *const names[] = {"served", "made-up-1", "made-up-2", "served", "made-up-1"};
+    static struct proxy_req pr[5];
+    for (int i = 0; i < 5; i++) {
+        pr[i].pl = &pl;
+        pr[i].cmodel = -1;
+        pr[i].ri.model_len = strlen(names[i]);
+        memcpy(pr[i].ri.model, names[i], pr[i].ri.model_len);
+        kvg__proxy_obs_model(&pr[i], w);
+        CHECK_INT(pr[i].ms_set, 1);
+        kvg_metrics_add(pr[i].ms.tokens[2], 1); /* a completion token each */
+    }
+    struct kvg_buf out;
+    kvg_buf_init(&out, 0);
+    CHECK_INT(kvg_metrics_render(reg, &out), 0);
+    CHECK_INT(kvg_buf_append(&out, "", 1), 0);
+    CHECK(strstr(out.data, "tok_total{model=\"served\",kind=\"completion\"} 2\n") != NULL);
+    CHECK(strstr(out.data, "tok_total{model=\"unknown\",kind=\"completion\"} 3\n") != NULL);
+    CHECK(strstr(out.data, "made-up") == NULL);
+    CHECK(pr[0].ms.tokens[2] == pr[3].ms.tokens[2]); /* the loop's cache */
+    CHECK(pr[1].ms.tokens[2] == pr[2].ms.tokens[2]);
+    kvg_buf_free(&out);
+    kvg__proxy_mcache_free(&pl);
+    kvg_worker_unref(w);
     kvg_metrics_registry_free(reg);
 }
