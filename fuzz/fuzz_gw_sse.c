@@ -6,7 +6,9 @@
  *   - without strip mode the output is the input, byte for byte;
  *   - with strip mode the output is the input with whole events removed,
  *     so it is never longer and at most the number of stripped events lacks;
- *   - the held event never grows past its cap. */
+ *   - the held event never grows past its cap;
+ *   - the token-carrying events (the proxy's token clock) do not depend on
+ *     the cuts either, and are at most the events and the tokens counted. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,7 +16,7 @@
 #include "gateway/usage.h"
 
 static void run(const char *in, size_t n, int strip, size_t max_event, const uint8_t *cuts,
-                size_t ncuts, struct kvg_buf *out, int *stripped)
+                size_t ncuts, struct kvg_buf *out, int *stripped, uint64_t *tev)
 {
     struct kvg_usage_sse f;
     kvg_usage_sse_init(&f, strip, max_event);
@@ -29,6 +31,9 @@ static void run(const char *in, size_t n, int strip, size_t max_event, const uin
     }
     if (kvg_usage_sse_end(&f, out)) abort();
     *stripped = f.stripped;
+    *tev = f.token_events;
+    if (f.token_events > f.events + 1 || f.token_events > f.tokens)
+        abort(); /* +1: an unended one */
     kvg_usage_sse_free(&f);
 }
 
@@ -49,10 +54,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     kvg_buf_init(&pieces, 0);
     kvg_buf_init(&bytes, 0);
     int s1, s2, s3;
+    uint64_t t1, t2, t3;
     static const uint8_t one[1] = {1};
-    run(in, n, strip, max_event, NULL, 0, &whole, &s1);
-    run(in, n, strip, max_event, cuts, ncuts, &pieces, &s2);
-    run(in, n, strip, max_event, one, 1, &bytes, &s3);
+    run(in, n, strip, max_event, NULL, 0, &whole, &s1, &t1);
+    run(in, n, strip, max_event, cuts, ncuts, &pieces, &s2, &t2);
+    run(in, n, strip, max_event, one, 1, &bytes, &s3, &t3);
+    if (t1 != t2 || t1 != t3) abort();
     if (whole.len != pieces.len || whole.len != bytes.len) abort();
     if (whole.len &&
         (memcmp(whole.data, pieces.data, whole.len) || memcmp(whole.data, bytes.data, whole.len)))

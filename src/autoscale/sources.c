@@ -100,7 +100,8 @@ static void read_engine(struct kvg_autoscale_sources *s, struct kvg_https *a,
     free(body);
 }
 
-/* A bucket line (name_bucket{le="..."}) into h, in the order served. */
+/* A bucket line (name_bucket{le="..."}) into h, in the order served; a
+ * bound seen already adds to it (the same histogram per model: their sum). */
 static void hist_bucket(struct kvg_autoscale_hist *h, const struct kvg_metrics_sample *m)
 {
     const struct kvg_str *le = kvg_metrics_sample_label(m, "le");
@@ -113,6 +114,11 @@ static void hist_bucket(struct kvg_autoscale_hist *h, const struct kvg_metrics_s
     tmp[le->len] = 0;
     char *end;
     double b = strtod(tmp, &end);
+    for (size_t i = 0; !*end && i < h->n; i++)
+        if (h->le[i] == b) {
+            h->cum[i] += m->value;
+            return;
+        }
     if (*end || (h->n && !(b > h->le[h->n - 1]))) {
         h->bad = 1;
         return;

@@ -4,17 +4,16 @@
  *     waiting, running, KV usage;
  *   - the gateways (gateways:): GET /metrics: kvgate_requests_total (the
  *     arrival rate; 2xx answers as the requests finished),
- *     kvgate_tokens_total{kind} (token rates, ISL / OSL per 2xx answer, the
- *     cache hit rate), kvgate_time_to_first_token_seconds and
- *     kvgate_inter_token_latency_seconds (mean and p90 from the buckets'
- *     growth, interpolated inside a bucket) and
+ *     kvgate_tokens_total{model,kind} (token rates, ISL / OSL per 2xx
+ *     answer, the cache hit rate), kvgate_time_to_first_token_seconds and
+ *     kvgate_inter_token_latency_seconds (summed over their model series;
+ *     mean and p90 from the buckets' growth, interpolated inside a bucket) and
  *     kvgate_admission_queue_waiting (the requests queued, the demand signal
  *     at zero replicas). Counters grow into the signal builder
  *     (autoscale/signals.h) once per tick, so a pool's window is the one
  *     kvgate serve --autoscale and the benchmark use. Every pool sees the
- *     gateways' whole traffic. The gateways must read every request's usage
- *     (kvgate serve --read-usage or --autoscale); a window without token
- *     counts takes the pool's isl / osl. SLO misses are not known here (a
+ *     gateways' whole traffic; a window without token counts takes the
+ *     pool's isl / osl. SLO misses are not known here (a
  *     histogram does not pair a request's TTFT with its ITL): null.
  * A source that does not answer within its timeout counts as not ready and
  * adds nothing; the last error is kept for GET /autoscale.

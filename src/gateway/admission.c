@@ -718,9 +718,17 @@ void kvg_adm_stats(struct kvg_adm_queue *q, struct kvg_adm_stats *s)
     s->refused_full = atomic_load(&q->refused_full);
     s->cancelled = atomic_load(&q->cancelled);
     s->batch_expired = atomic_load(&q->batch_expired);
+    memset(s->waiting_class, 0, sizeof s->waiting_class);
     pthread_mutex_lock(&q->mu);
     s->waiting = q->len;
-    s->waiting_batch = q->len_batch;
+    for (const struct band *b = q->bands; b; b = b->next) {
+        const struct flow *f = b->cursor;
+        if (!f) continue;
+        do { /* the band's flows are a ring */
+            s->waiting_class[KVG_ADM_CLASS_INDEX(b->prio)] += f->n;
+            f = f->next;
+        } while (f != b->cursor);
+    }
     pthread_mutex_unlock(&q->mu);
 }
 

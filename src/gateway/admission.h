@@ -80,6 +80,10 @@
 int kvg_adm_priority_parse(const char *s, size_t n, int *out);
 /* KVG_ADM_CRITICAL / STANDARD / SHEDDABLE / BATCH: the class of a priority. */
 int kvg_adm_class(int prio);
+/* A class's index in per-class arrays: sheddable 0, standard 1, critical 2,
+ * batch 3. */
+#define KVG_ADM_CLASS_INDEX(prio)                                                                  \
+    (kvg_adm_class(prio) == KVG_ADM_BATCH ? 3 : kvg_adm_class(prio) + 1)
 const char *kvg_adm_class_name(int prio);
 /* "interactive" (0) or "batch" (1), any case, into *batch. 0 or -EINVAL. */
 int kvg_adm_traffic_parse(const char *s, size_t n, int *batch);
@@ -197,8 +201,11 @@ unsigned kvg_adm_capacity_available(struct kvg_adm_queue *q, unsigned max);
 
 struct kvg_adm_stats {
     uint64_t queued, granted, timeouts, evicted, refused_full, cancelled;
-    uint64_t batch_expired;        /* of the timeouts, batch requests past their deadline */
-    size_t waiting, waiting_batch; /* all waiters, and of them the batch class's */
+    uint64_t batch_expired; /* of the timeouts, batch requests past their deadline */
+    size_t waiting;
+    /* of waiting, by class: sheddable, standard, critical, batch
+     * (KVG_ADM_CLASS_INDEX) */
+    size_t waiting_class[4];
 };
 void kvg_adm_stats(struct kvg_adm_queue *q, struct kvg_adm_stats *out);
 /* Waiters in the queue now. */

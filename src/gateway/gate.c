@@ -440,6 +440,11 @@ int kvg_gate_usage_feed(struct kvg_gate_req *gr, const char *p, size_t n, struct
     return kvg_usage_sse_feed(&gr->sse_filter, p, n, out);
 }
 
+uint64_t kvg_gate_token_events(const struct kvg_gate_req *gr)
+{
+    return gr->sse_filter_on ? gr->sse_filter.token_events : 0;
+}
+
 void kvg_gate_usage_end(struct kvg_gate_req *gr, struct kvg_buf *out)
 {
     if (!gr->sse_filter_on) return;
@@ -449,10 +454,10 @@ void kvg_gate_usage_end(struct kvg_gate_req *gr, struct kvg_buf *out)
 
 void kvg_gate_usage_json(struct kvg_gate_req *gr, const char *body, size_t len)
 {
-    /* Only a quota, or the host's read_usage, reads it. */
+    /* A targeted scan (only the usage member is parsed), for every
+     * answer: quotas, the token metrics and the access log read it. */
     if (gr->no_tokens) return;
-    if (gr->quota || (gr->gl && gr->gl->g->o.read_usage))
-        kvg_usage_scan_json(body, len, &gr->usage);
+    kvg_usage_scan_json(body, len, &gr->usage);
 }
 
 const struct kvg_usage *kvg_gate_usage_seen(const struct kvg_gate_req *gr)
@@ -711,7 +716,6 @@ void kvg_gate_admit(struct kvg_gate_req *gr, const struct kvg_gate_request *rq,
         if (!gr->quota_checked) gr->qop = op; /* the answer comes later */
         return;
     }
-    if (g->o.read_usage) prepare_usage(gr, rq);
     admission(gr, 0);
 }
 

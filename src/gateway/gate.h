@@ -6,12 +6,11 @@
  *   kvg_gate_account    at the end, whatever happened: the quota reconciled
  *                       with the usage seen, the queue slot given back.
  *
- * Between admit and account, a request a quota counts has its usage read by
- * the gate: kvg_gate_forward_body (the body rewritten to ask for stream usage),
- * kvg_gate_usage_feed / _end (a stream through the usage filter) and
- * kvg_gate_usage_json (a whole answer). A request no quota counts skips all
- * of that (its body and stream are relayed untouched) unless the host asks
- * to read every request's usage (kvg_gate_opts.read_usage).
+ * Between admit and account, every request has its usage read by the
+ * gate (quotas, the routing mode's self-check, the host's token metrics
+ * and access log): kvg_gate_forward_body (a stream's body rewritten to ask
+ * for its usage), kvg_gate_usage_feed / _end (a stream through the usage
+ * filter) and kvg_gate_usage_json (a whole answer).
  *
  * The proxy includes this header and nothing else of the gateway; the gate
  * never calls the proxy but through the admit callback. */
@@ -55,10 +54,6 @@ struct kvg_gate_opts {
      * router's 503; past the queue timeout it gets 503 + Retry-After. The
      * host wakes the queue when a worker becomes ready. */
     int hold_when_empty;
-    /* Every request's usage is read, not only those a quota counts (a
-     * stream asks the engine for it, the extra chunk kept from the client):
-     * the host's token metrics and autoscale signals. */
-    int read_usage;
 };
 
 /* Shared by every loop thread. */
@@ -224,13 +219,17 @@ const struct kvg_buf *kvg_gate_forward_body(const struct kvg_gate_req *gr);
 int kvg_gate_filters_stream(const struct kvg_gate_req *gr);
 /* Feeds engine bytes of a stream through the usage filter into out. */
 int kvg_gate_usage_feed(struct kvg_gate_req *gr, const char *p, size_t n, struct kvg_buf *out);
+/* The stream's events that carried tokens so far (the usage filter's
+ * count; 0 when the stream is not filtered): the proxy's token clock. */
+uint64_t kvg_gate_token_events(const struct kvg_gate_req *gr);
 /* The stream ended: what the filter still holds goes to out. */
 void kvg_gate_usage_end(struct kvg_gate_req *gr, struct kvg_buf *out);
 /* The prefill leg of a PD request answered with this usage: its prompt
  * and cached tokens replace the decode's in the cost; output tokens stay
  * the decode's. */
 void kvg_gate_usage_prefill(struct kvg_gate_req *gr, int64_t prompt_tokens, int64_t cached_tokens);
-/* A whole answer: its usage, when a quota counts this request. */
+/* A whole answer: its usage (read from every answer that computed
+ * something: the token metrics and the access log need it too). */
 void kvg_gate_usage_json(struct kvg_gate_req *gr, const char *body, size_t len);
 /* The usage the gate read so far (a stream's filter, or a whole answer a
  * quota counts): NULL when it read none. */

@@ -247,7 +247,9 @@ static int inspect(struct kvg_usage_sse *f)
     int usage_only = 0;
     cJSON *j = lines ? cJSON_ParseWithLength(data.data ? data.data : "", data.len) : NULL;
     if (cJSON_IsObject(j)) {
-        f->tokens += chunk_tokens(j);
+        uint64_t t = chunk_tokens(j);
+        f->tokens += t;
+        f->token_events += t > 0;
         struct kvg_usage u;
         if (kvg_usage_from_cjson(j, &u)) {
             /* A Messages stream says its prompt in message_start and its

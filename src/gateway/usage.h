@@ -79,6 +79,7 @@ struct kvg_usage_sse {
     uint64_t tokens;        /* completion tokens relayed, counted one per choice of a chunk
                                that carries content (text, delta content, reasoning or
                                tool calls): how vLLM and SGLang stream by default */
+    uint64_t token_events;  /* complete events that carried at least one such token */
     int stripped;           /* events removed (0 or 1) */
 };
 

@@ -142,6 +142,14 @@ double kvg_metrics_hist_sum(const struct kvg_metrics_series *s);
  * of them, alive as long as the series). */
 size_t kvg_metrics_hist_read(const struct kvg_metrics_series *s, uint64_t *counts, size_t max,
                              const double **bounds);
+/* Over every series of family f (a labelled family read as one whole, as a
+ * status page adds up per-model series): the sum of a counter's or gauge's
+ * values whose label `label` is `value` (label NULL: every series), and a
+ * histogram's bucket counts added up as kvg_metrics_hist_read gives one
+ * series' (0 when f holds none or is no histogram). */
+double kvg_metrics_family_sum(struct kvg_metrics_family *f, const char *label, const char *value);
+size_t kvg_metrics_family_hist_read(struct kvg_metrics_family *f, uint64_t *counts, size_t max,
+                                    const double **bounds);
 /* The q-quantile (0..1) of non-cumulative counts over bounds, interpolated
  * linearly inside its bucket as Prometheus's histogram_quantile does; the
  * +Inf bucket answers the highest bound. NAN when there is no observation. */

@@ -593,6 +593,35 @@ size_t kvg_metrics_hist_read(const struct kvg_metrics_series *s, uint64_t *count
     return s->nbounds + 1;
 }
 
+double kvg_metrics_family_sum(struct kvg_metrics_family *f, const char *label, const char *value)
+{
+    double sum = 0;
+    size_t li = SIZE_MAX;
+    for (size_t i = 0; label && i < f->nlabels; i++)
+        if (!strcmp(f->label_names[i], label)) li = i;
+    if (label && li == SIZE_MAX) return 0;
+    pthread_mutex_lock(&f->lock);
+    for (const struct kvg_metrics_series *s = f->first; s; s = s->next)
+        if (!label || !strcmp(s->values[li], value)) sum += kvg_metrics_value(s);
+    pthread_mutex_unlock(&f->lock);
+    return sum;
+}
+
+size_t kvg_metrics_family_hist_read(struct kvg_metrics_family *f, uint64_t *counts, size_t max,
+                                    const double **bounds)
+{
+    if (f->kind != KVG_METRICS_HISTOGRAM) return 0;
+    size_t n = f->nbounds + 1;
+    for (size_t i = 0; i < n && i < max; i++) counts[i] = 0;
+    if (bounds) *bounds = f->bounds;
+    pthread_mutex_lock(&f->lock);
+    for (const struct kvg_metrics_series *s = f->first; s; s = s->next)
+        for (size_t i = 0; i < n && i < max; i++)
+            counts[i] += atomic_load_explicit(&s->buckets[i], memory_order_relaxed);
+    pthread_mutex_unlock(&f->lock);
+    return n;
+}
+
 double kvg_metrics_quantile(const uint64_t *counts, const double *bounds, size_t nbuckets, double q)
 {
     uint64_t total = 0;

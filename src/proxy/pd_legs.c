@@ -43,6 +43,7 @@ static void on_prefilled(void *ud, const struct kvg_pd_result *res)
             {KVG_STR("x-request-id"), {pr->request_id, strlen(pr->request_id)}}};
         struct kvg_http_req *req = pr->req;
         pr->req = NULL;
+        kvg__proxy_obs_engine_error(pr, res->status, res->body, res->body_len);
         kvg_http_res_send(req, res->status, "application/json", h, 2, res->body, res->body_len);
         kvg__proxy_finish(pr, res->status);
         return;

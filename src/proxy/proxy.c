@@ -122,6 +122,7 @@ void kvg_proxy_loop_free(struct kvg_proxy_loop *pl)
         free(pr);
     }
     pl->nfree = 0;
+    kvg__proxy_mcache_free(pl);
 }
 
 /* Ends the proxy request's life: the retry timer closes, then pr is freed. */
@@ -130,10 +131,12 @@ void kvg__proxy_finish(struct proxy_req *pr, int status)
     if (pr->pl->px->pd) kvg_pd_cancel(pr->pl->px->pd, &pr->pdr); /* an SGLang prefill still on */
     kvg__proxy_observe_end(pr, status);
     kvg__proxy_stored_end(pr, status);
+    kvg__proxy_access_log(pr, status); /* the key and the usage are still held */
     kvg_gate_account(&pr->gate, pr->bytes_up != 0, pr->attempts != pr->attempts0);
-    kvg__proxy_access_log(pr, status);
     uint64_t now = kvg_now_ns();
-    kvg__proxy_metrics_request(pr->pl->px->m, pr->route, status, (double)(now - pr->t0_ns) / 1e9,
+    const char *code = !pr->error_code[0] ? NULL : pr->engine_error ? "engine" : pr->error_code;
+    kvg__proxy_metrics_request(pr->pl->px->m, pr->route, status, code,
+                               (double)(now - pr->t0_ns) / 1e9,
                                pr->ttfb_ns ? (double)(pr->ttfb_ns - pr->t0_ns) / 1e9 : -1);
     uv_close((uv_handle_t *)&pr->retry_timer, pr_closed);
 }
@@ -178,6 +181,7 @@ void kvg__proxy_error(struct proxy_req *pr, int status, const char *type, const 
                                           {pr->worker_url, strlen(pr->worker_url)}};
     struct kvg_http_req *req = pr->req;
     pr->req = NULL;
+    kvg__proxy_obs_error(pr, code, type);
     enum kvg_api_shape shape = pr->ep ? pr->ep->shape : KVG_API_SHAPE_OPENAI;
     if (shape == KVG_API_SHAPE_OPENAI) {
         kvg_http_res_error_param(req, status, type, code, msg, param, h, n);
@@ -502,6 +506,9 @@ static void picked(struct proxy_req *pr)
                             (double)pr->pick.matched_blocks / (double)pr->ri.nhashes);
     struct kvg_worker *w = pr->pick.w;
     snprintf(pr->worker_url, sizeof pr->worker_url, "%s", w->url);
+    /* The cache view this decision used (the worker's mode lock: only
+     * when the access log shows it). */
+    if (px->cfg->access_log) pr->routing_mode = kvg_route_mode_name(kvg_route_mode_get(w, NULL, 0));
     if (pr->ntried < MAX_TRIED) pr->tried[pr->ntried++] = w;
 
     struct kvg_http_header fwd[MAX_FWD_HEADERS + 3];

@@ -51,10 +51,23 @@ struct kvg_proxy_metrics {
      * request to vLLM's PD pool) served aggregated on a decode worker. */
     struct kvg_metrics_series *pd_aggregated;
     struct kvg_metrics_series *match_ratio;
-    /* From the engines' usage: prompt, cached (of the prompt), completion
-     * tokens; a stream's time to its first byte and mean gap between
-     * tokens. NULL: not kept. */
-    struct kvg_metrics_series *tokens[3], *ttft, *itl;
+    /* Per served model (proxy/obs.c takes their series, by the catalog's
+     * model name or a name the answering worker lists; never another name
+     * a client sent): kvgate_tokens_total{model[,tenant],kind} from the
+     * engines' usage (kind prompt, cached, completion; tenant only with
+     * tenant_labels), a stream's time to its first token-carrying event
+     * and the gaps between such events. NULL: not kept. */
+    struct kvg_metrics_family *tokens_f, *ttft_f, *itl_f;
+    int tenant_labels;
+    /* kvgate_responses_total{route,status,error_code}: every answer by its
+     * status and error code (kvgate's own, or "engine" for an engine's
+     * error, whose own code goes to the access log); the 200s without a
+     * code made at start (responses_ok[route]), the rest when first seen. */
+    struct kvg_metrics_family *responses_f;
+    struct kvg_metrics_series *responses_ok[KVG_PROXY_NROUTES];
+    /* kvgate_pd_leg_outcomes_total{leg,outcome}: [prefill, decode][ok,
+     * error, client_gone]; NULL without PD. */
+    struct kvg_metrics_series *pd_legs[2][3];
     /* Fallbacks taken, by {model, to, reason} (docs/models.md); NULL: not
      * counted. */
     struct kvg_metrics_family *fallbacks;
@@ -69,6 +82,9 @@ struct kvg_proxy_obs {
     double ttft_s; /* FIRST, FINISH: a stream's first body byte after arrival; < 0 none */
     double itl_s;  /* FINISH: (last byte - first byte) / (tokens - 1) of a stream; < 0 none */
     int64_t prompt_tokens, completion_tokens, cached_tokens; /* FINISH: usage, -1 unknown */
+    /* FINISH: a stream's first token-carrying event after arrival (what
+     * kvgate_time_to_first_token_seconds observes); < 0 none. */
+    double first_token_s;
 };
 
 /* One served model's routing state: its tokenizer and chat template, its
@@ -152,7 +168,8 @@ struct kvg_proxy_loop {
     struct kvg_rng *rng;
     struct proxy_req *free_list;
     unsigned nfree;
-    struct kvg_proxy_wq_home *wq; /* the caller's; NULL: every step on the loop */
+    struct kvg__proxy_mcache *mcache; /* obs.c: this loop's per-model series (owned) */
+    struct kvg_proxy_wq_home *wq;     /* the caller's; NULL: every step on the loop */
 };
 
 /* Takes over req, a request of endpoint ep (api/api.h; id: the path's
@@ -163,12 +180,12 @@ void kvg_proxy_handle(struct kvg_proxy_loop *pl, struct kvg_http_req *req,
  * by a decode worker instead), NULL when it is: what the engines' own code
  * accepts transfer fields on. */
 const char *kvg_proxy_pd_unsplit_reason(const struct kvg_pd *pd, enum kvg_api_kind k);
-/* A request the server refused before its handler (why: "head" for a
- * missing or wrong key or the admin guard, "limit" for a body past a
- * limit): its access-log line, and, for an engine endpoint, its count. On
- * its loop thread. */
-void kvg_proxy_refused(const struct kvg_proxy *px, const struct kvg_http_req *req, int status,
-                       const char *why);
+/* A request the server refused before its handler with r (why: "head"
+ * for a missing or wrong key or the admin guard, "limit" for a body past
+ * a limit): its access-log line, and, for an engine endpoint, its count
+ * (by status and r's code). On its loop thread. */
+void kvg_proxy_refused(const struct kvg_proxy *px, const struct kvg_http_req *req,
+                       const struct kvg_http_refusal *r, const char *why);
 /* A request to no endpoint: the 404 (allow 0) or 405 with Allow in OpenAI's
  * shape, counted and logged as every request is. */
 void kvg_proxy_no_endpoint(struct kvg_proxy_loop *pl, struct kvg_http_req *req, unsigned allow);

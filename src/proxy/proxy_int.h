@@ -10,6 +10,12 @@
 #define MAX_NONSTREAM_BODY (64u * 1024 * 1024)
 #define MAX_FWD_HEADERS 64
 
+/* One model's token and latency series (obs.c): pointers into the
+ * registry, which keeps them (they are never removed). */
+struct kvg__proxy_mseries {
+    struct kvg_metrics_series *tokens[3], *ttft, *itl;
+};
+
 struct proxy_req {
     struct kvg_proxy_loop *pl;
     struct kvg_http_req *req;      /* NULL once answered or aborted */
@@ -77,7 +83,17 @@ struct proxy_req {
     struct kvg_buf xout;          /* scratch: a translated stream's bytes for the client */
     struct kvg_gate_req gate;     /* the gateway's view: key, priority, quota, usage */
     struct kvg_pd_req pdr;        /* its PD legs, when the proxy has px->pd */
-    struct proxy_req *next_free;  /* on the loop's free list */
+    /* obs.c: the series of the model that answered (set when the engine's
+     * head came), the token clock (token-carrying events seen, the first
+     * and last one's arrival), the answer's error code ("" none; from the
+     * engine's body when engine_error) and the routing mode of the pick. */
+    struct kvg__proxy_mseries ms;
+    int ms_set;
+    uint64_t tok_events, tok_first_ns, tok_last_ns;
+    char error_code[64];
+    int engine_error;
+    const char *routing_mode;    /* static; NULL before a pick */
+    struct proxy_req *next_free; /* on the loop's free list */
 };
 
 /* Copies req's headers into b (initialised here; the caller frees it):
@@ -92,12 +108,40 @@ struct kvg_str kvg__proxy_snap_header(const void *hctx, const char *name);
 int kvg__proxy_is_hop(struct kvg_str name);
 size_t kvg__proxy_forward_headers(struct proxy_req *pr, struct kvg_http_header *fwd, size_t cap);
 void kvg__proxy_request_id(struct proxy_req *pr, struct kvg_http_req *req);
+/* An answer into the request series: its route, status, error code (NULL
+ * or "": none; a static string, or "engine"), duration and time to first
+ * byte (< 0: none). */
 void kvg__proxy_metrics_request(const struct kvg_proxy_metrics *m, int r, int status,
-                                double duration_s, double ttfb_s);
+                                const char *error_code, double duration_s, double ttfb_s);
+/* The request's access-log line (before the gate's accounting: the key
+ * and the usage are still held). */
 void kvg__proxy_access_log(struct proxy_req *pr, int status);
+
+/* obs.c: what is observed of a request for the metrics and the log. */
+/* The engine's head came from w: the series of the model it answers for
+ * (the catalog's served model, or a name w lists; else "unknown"). */
+void kvg__proxy_obs_model(struct proxy_req *pr, struct kvg_worker *w);
+/* Frees the loop's series cache (kvg_proxy_loop_free). */
+void kvg__proxy_mcache_free(struct kvg_proxy_loop *pl);
+/* After stream bytes went through the usage filter: token-carrying events
+ * that completed since the last call are clocked at pr->last_ns (their
+ * read's arrival); the first is the request's first token, each later
+ * one observes an inter-token gap (k events read at once share the wait
+ * since the previous one: k gaps of wait / k). */
+void kvg__proxy_obs_tokens(struct proxy_req *pr);
+/* kvgate answered an error with this code (a static string; NULL: none). */
+void kvg__proxy_obs_error(struct proxy_req *pr, const char *code, const char *type);
+/* The engine answered status with this whole body: its error's code, for
+ * the access log (engine_error set for the series). */
+void kvg__proxy_obs_engine_error(struct proxy_req *pr, int status, const char *body, size_t len);
 /* The request's usage and stream timing into the token and latency series
  * and the host's observer (before the gate's accounting). */
 void kvg__proxy_observe_end(struct proxy_req *pr, int status);
+/* The error code of an error body into out (cap bytes, cut): in its
+ * `error` object, or the body itself when `error` is none: a string code,
+ * else its type (not Anthropic's envelope "error"), else a numeric code.
+ * 1 found, 0 none (out ""). */
+int kvg__proxy_error_code(const char *body, size_t len, char *out, size_t cap);
 
 /* proxy.c: a request's life, shared with pd_legs.c. */
 const struct kvg_buf *kvg__proxy_req_body(const struct proxy_req *pr); /* the client's */

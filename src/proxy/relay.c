@@ -15,6 +15,9 @@
 #include "proxy/proxy_int.h"
 #include "router/mode.h"
 
+/* The bytes of a relayed error answer read for its code. */
+#define ERROR_PEEK 4096
+
 /* kvgate's own resources ran out (descriptors, memory, socket buffers):
  * no engine is to blame and another attempt would fail the same way. */
 int kvg__proxy_local_error(int err)
@@ -145,6 +148,7 @@ static void up_head(void *ud, int status, const struct kvg_http_header *h, size_
     pr->probe = kvg__proxy_xlate_probe(pr, status);
     if (pr->probe) return;
     kvg_gate_upstream_status(&pr->gate, status);
+    kvg__proxy_obs_model(pr, pr->pick.w);
     int64_t clen = -1;
     for (size_t i = 0; i < n; i++) {
         if (kvg_str_eq_nocase(h[i].name, "content-type")) {
@@ -179,6 +183,7 @@ static void relay_translated(struct proxy_req *pr, const char *p, size_t n)
         p = pr->body.data;
         n = pr->body.len;
     }
+    kvg__proxy_obs_tokens(pr);
     kvg_buf_reset(&pr->xout);
     if (!rc && n) rc = kvg__proxy_xlate_feed(pr, p, n, &pr->xout);
     if (rc) {
@@ -225,8 +230,13 @@ static void up_body(void *ud, const char *p, size_t n)
              * for the filtered bytes, allocated once per request. */
             kvg_buf_reset(&pr->body);
             kvg_gate_usage_feed(&pr->gate, p, n, &pr->body);
+            kvg__proxy_obs_tokens(pr);
             rc = pr->body.len ? kvg_http_res_write(pr->req, pr->body.data, pr->body.len) : 0;
         } else {
+            /* A stream request's error answer (JSON, not a stream): its
+             * first bytes kept for its code (the access log's). */
+            if (!pr->sse && pr->up_status >= 400 && pr->body.len < ERROR_PEEK)
+                kvg_buf_append(&pr->body, p, KVG_MIN(n, ERROR_PEEK - pr->body.len));
             rc = kvg_http_res_write(pr->req, p, n);
         }
         if (rc == 1) kvg_http_call_pause(pr->call);
@@ -242,6 +252,7 @@ static void up_body(void *ud, const char *p, size_t n)
 
 void kvg__proxy_sse_error_end(struct proxy_req *pr, const char *msg)
 {
+    kvg__proxy_obs_error(pr, "upstream_error", NULL);
     struct kvg_buf b;
     kvg_buf_init(&b, 0);
     if (pr->xlate && pr->xl) {
@@ -320,6 +331,7 @@ static void up_done(void *ud, int err)
             if (pr->sse && kvg_gate_filters_stream(&pr->gate)) {
                 kvg_buf_reset(&pr->body);
                 kvg_gate_usage_end(&pr->gate, &pr->body);
+                kvg__proxy_obs_tokens(pr); /* an unterminated last event */
                 if (pr->body.len && !pr->xlate)
                     kvg_http_res_write(req, pr->body.data, pr->body.len);
             }
@@ -330,9 +342,11 @@ static void up_done(void *ud, int err)
                 kvg__proxy_xlate_end(pr, 0, &pr->xout);
                 if (pr->xout.len) kvg_http_res_write(req, pr->xout.data, pr->xout.len);
             }
+            if (!pr->sse) kvg__proxy_obs_engine_error(pr, status, pr->body.data, pr->body.len);
             kvg_http_res_end(req);
         } else if (pr->xlate) {
             kvg_gate_usage_json(&pr->gate, pr->body.data, pr->body.len); /* the chat usage */
+            kvg__proxy_obs_engine_error(pr, status, pr->body.data, pr->body.len);
             kvg_buf_reset(&pr->xout);
             if (kvg__proxy_xlate_answer(pr, status, &pr->xout)) {
                 pr->req = req;
@@ -355,6 +369,7 @@ static void up_done(void *ud, int err)
             size_t nh = 2 + kvg_gate_quota_headers(&pr->gate, h + 2, 8, &qh);
             /* Any status: an error answer may still say what was computed. */
             kvg_gate_usage_json(&pr->gate, pr->body.data, pr->body.len);
+            kvg__proxy_obs_engine_error(pr, status, pr->body.data, pr->body.len);
             pr->ttfb_ns = kvg_now_ns();
             kvg_http_res_send(req, status, pr->content_type[0] ? pr->content_type : NULL, h, nh,
                               pr->body.data, pr->body.len);

@@ -68,45 +68,50 @@ const char *kvg_proxy_route_label(int route)
 }
 
 void kvg__proxy_metrics_request(const struct kvg_proxy_metrics *m, int r, int status,
-                                double duration_s, double ttfb_s)
+                                const char *error_code, double duration_s, double ttfb_s)
 {
     int c = status >= 100 && status < 600 ? status / 100 - 1 : 5;
     kvg_metrics_inc(m->requests[r][c]);
     kvg_metrics_observe(m->duration[r], duration_s);
     if (ttfb_s >= 0) kvg_metrics_observe(m->ttfb[r], ttfb_s);
+    if (!m->responses_f) return;
+    if (status == 200 && (!error_code || !error_code[0]) && m->responses_ok[r]) {
+        kvg_metrics_inc(m->responses_ok[r]);
+        return;
+    }
+    /* Not a plain 200: the series by name (the family's lock), a status
+     * of three digits and an error code kvgate wrote: bounded. */
+    char st[8];
+    snprintf(st, sizeof st, "%d", status >= 100 && status < 600 ? status : 0);
+    const char *v[3] = {kvg_proxy_route_label(r), st, error_code ? error_code : ""};
+    struct kvg_metrics_series *s;
+    if (kvg_metrics_series(m->responses_f, v, 3, &s)) return;
+    kvg_metrics_inc(s);
+    kvg_metrics_series_release(s);
 }
 
-void kvg__proxy_observe_end(struct proxy_req *pr, int status)
+/* ,"name":"value" or ,"name":null (v NULL or empty). */
+static void log_str(struct kvg_buf *b, const char *name, const char *v, size_t n)
 {
-    const struct kvg_proxy *px = pr->pl->px;
-    const struct kvg_proxy_metrics *m = px->m;
-    struct kvg_usage u;
-    uint64_t relayed = kvg_gate_usage_final(&pr->gate, &u);
-    struct kvg_proxy_obs o = {.kind = KVG_PROXY_OBS_FINISH,
-                              .status = status,
-                              .failed = status >= 500 || (status == 499 && !pr->first_ns),
-                              .ttft_s = -1,
-                              .itl_s = -1,
-                              .prompt_tokens = u.found ? u.prompt_tokens : -1,
-                              .completion_tokens = u.found ? u.completion_tokens : -1,
-                              .cached_tokens = u.found && u.cached_found ? u.cached_tokens : -1};
-    if (pr->sse && pr->first_ns) {
-        o.ttft_s = (double)(pr->first_ns - pr->t0_ns) / 1e9;
-        /* vLLM's mean ITL: the stream's span over its gaps; the tokens the
-         * engine counted, else those relayed. */
-        int64_t n = u.found ? u.completion_tokens : (int64_t)relayed;
-        if (n > 1) o.itl_s = (double)(pr->last_ns - pr->first_ns) / 1e9 / (double)(n - 1);
-    }
-    if (u.found) {
-        if (m->tokens[0]) kvg_metrics_add(m->tokens[0], (double)u.prompt_tokens);
-        if (m->tokens[1] && u.cached_found) kvg_metrics_add(m->tokens[1], (double)u.cached_tokens);
-        if (m->tokens[2]) kvg_metrics_add(m->tokens[2], (double)u.completion_tokens);
-    }
-    if (m->ttft && o.ttft_s >= 0) kvg_metrics_observe(m->ttft, o.ttft_s);
-    if (m->itl && o.itl_s >= 0) kvg_metrics_observe(m->itl, o.itl_s);
-    if (px->on_observe) px->on_observe(px->on_observe_ud, &o);
+    kvg_buf_printf(b, ",\"%s\":", name);
+    if (v && n)
+        kvg_buf_append_json_str(b, v, n);
+    else
+        kvg_buf_append_str(b, "null");
 }
 
+/* ,"name":n or ,"name":null (n < 0: unknown). */
+static void log_int(struct kvg_buf *b, const char *name, int64_t n)
+{
+    if (n >= 0)
+        kvg_buf_printf(b, ",\"%s\":%lld", name, (long long)n);
+    else
+        kvg_buf_printf(b, ",\"%s\":null", name);
+}
+
+/* One JSON line per request, every field always present (null when it
+ * does not apply; session and served_as only when there is one), so a log
+ * pipeline reads one schema (docs/observability.md lists the fields). */
 void kvg__proxy_access_log(struct proxy_req *pr, int status)
 {
     if (!pr->pl->px->cfg->access_log) return;
@@ -119,30 +124,42 @@ void kvg__proxy_access_log(struct proxy_req *pr, int status)
     kvg_buf_append_json_str(&b, pr->request_id, strlen(pr->request_id));
     kvg_buf_append_str(&b, ",\"path\":");
     kvg_buf_append_json_str(&b, pr->path, strlen(pr->path));
-    kvg_buf_printf(&b, ",\"method\":\"%s\",\"stream\":%s,\"model\":", pr->method,
+    kvg_buf_printf(&b, ",\"method\":\"%s\",\"stream\":%s", pr->method,
                    pr->ri.stream ? "true" : "false");
-    if (pr->asked_len) { /* asked by an alias or a split: the name asked, the model served */
-        kvg_buf_append_json_str(&b, pr->asked, pr->asked_len);
-        kvg_buf_append_str(&b, ",\"served_model\":");
-    }
-    kvg_buf_append_json_str(&b, pr->ri.model, pr->ri.model_len);
+    /* The name asked (an alias, a split) and the model that served it. */
+    log_str(&b, "model", pr->asked_len ? pr->asked : pr->ri.model,
+            pr->asked_len ? pr->asked_len : pr->ri.model_len);
+    int served = pr->cmodel >= 0 || !pr->pl->px->catalog;
+    log_str(&b, "served_model", pr->ri.model, served ? pr->ri.model_len : 0);
     if (pr->fallen) { /* served by a fallback: the model it was for, and why */
-        kvg_buf_append_str(&b, ",\"fallback_from\":");
-        kvg_buf_append_json_str(&b, pr->fb_from, strlen(pr->fb_from));
+        log_str(&b, "fallback_from", pr->fb_from, strlen(pr->fb_from));
         kvg_buf_printf(&b, ",\"fallback_reason\":\"%s\",\"fallbacks\":%d", pr->fb_reason,
                        pr->fallen);
     }
-    if (pr->ri.session_len) {
-        kvg_buf_append_str(&b, ",\"session\":");
-        kvg_buf_append_json_str(&b, pr->ri.session, pr->ri.session_len);
-    }
+    if (pr->ri.session_len) log_str(&b, "session", pr->ri.session, pr->ri.session_len);
     if (pr->served_as[0]) kvg_buf_printf(&b, ",\"served_as\":\"%s\"", pr->served_as);
-    kvg_buf_append_str(&b, ",\"worker\":");
+    kvg_buf_append_str(&b, ",\"worker\":"); /* "": none, or kvgate answered itself */
     kvg_buf_append_json_str(&b, pr->worker_url, strlen(pr->worker_url));
-    kvg_buf_printf(&b,
-                   ",\"status\":%d,\"attempts\":%u,\"bytes\":%llu,\"latency_ms\":%.3f,"
-                   "\"ttfb_ms\":%.3f}",
-                   status, pr->attempts, (unsigned long long)pr->bytes_up, lat, ttfb);
+    log_str(&b, "prefill_worker", pr->pdr.prefill_url, strlen(pr->pdr.prefill_url));
+    const struct kvg_keys_entry *key = pr->gate.key; /* its name, never the secret */
+    log_str(&b, "key", key ? key->name : NULL, key ? strlen(key->name) : 0);
+    log_str(&b, "tenant", key ? key->tenant : NULL, key ? strlen(key->tenant) : 0);
+    log_str(&b, "routing_mode", pr->routing_mode, pr->routing_mode ? strlen(pr->routing_mode) : 0);
+    kvg_buf_printf(&b, ",\"status\":%d", status);
+    log_str(&b, "error_code", pr->error_code, strlen(pr->error_code));
+    kvg_buf_printf(&b, ",\"attempts\":%u,\"retries\":%u", pr->attempts,
+                   pr->attempts ? pr->attempts - 1 : 0);
+    struct kvg_usage u;
+    kvg_gate_usage_final(&pr->gate, &u);
+    log_int(&b, "prompt_tokens", u.found ? u.prompt_tokens : -1);
+    log_int(&b, "cached_tokens", u.found && u.cached_found ? u.cached_tokens : -1);
+    log_int(&b, "completion_tokens", u.found ? u.completion_tokens : -1);
+    kvg_buf_printf(&b, ",\"bytes\":%llu,\"latency_ms\":%.3f,\"ttfb_ms\":%.3f",
+                   (unsigned long long)pr->bytes_up, lat, ttfb);
+    if (pr->tok_first_ns)
+        kvg_buf_printf(&b, ",\"ttft_ms\":%.3f}", (double)(pr->tok_first_ns - pr->t0_ns) / 1e6);
+    else
+        kvg_buf_append_str(&b, ",\"ttft_ms\":null}");
     kvg_log_raw(b.data, b.len);
     kvg_buf_free(&b);
 }
@@ -185,14 +202,15 @@ void kvg__proxy_request_id(struct proxy_req *pr, struct kvg_http_req *req)
     pr->request_id[n] = 0;
 }
 
-void kvg_proxy_refused(const struct kvg_proxy *px, const struct kvg_http_req *req, int status,
-                       const char *why)
+void kvg_proxy_refused(const struct kvg_proxy *px, const struct kvg_http_req *req,
+                       const struct kvg_http_refusal *r, const char *why)
 {
     unsigned allow;
     const struct kvg_api_endpoint *ep =
         kvg_api_find(req->path.p, req->path.len, req->method_name, &allow, NULL, NULL);
     double lat = (double)(kvg_now_ns() - req->start_ns) / 1e9;
-    if (ep) kvg__proxy_metrics_request(px->m, (int)ep->kind, status, lat, -1);
+    const char *code = r->code ? r->code : r->type ? r->type : "";
+    if (ep) kvg__proxy_metrics_request(px->m, (int)ep->kind, r->status, code, lat, -1);
     if (!px->cfg->access_log) return;
     struct kvg_buf b;
     kvg_buf_init(&b, 0);
@@ -201,8 +219,10 @@ void kvg_proxy_refused(const struct kvg_proxy *px, const struct kvg_http_req *re
     kvg_buf_append_json_str(&b, req->path.p, n);
     kvg_buf_printf(&b,
                    ",\"method\":\"%s\",\"peer\":\"%s\",\"status\":%d,\"refused\":\"%s\","
-                   "\"latency_ms\":%.3f}",
-                   req->method_name, req->peer, status, why, lat * 1e3);
+                   "\"error_code\":",
+                   req->method_name, req->peer, r->status, why);
+    kvg_buf_append_json_str(&b, code, strlen(code));
+    kvg_buf_printf(&b, ",\"latency_ms\":%.3f}", lat * 1e3);
     kvg_log_raw(b.data, b.len);
     kvg_buf_free(&b);
 }

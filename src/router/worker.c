@@ -116,6 +116,15 @@ int kvg_worker_serves(struct kvg_worker *w, const char *model, size_t len)
     return ok;
 }
 
+int kvg_worker_lists(struct kvg_worker *w, const char *model, size_t len)
+{
+    if (!model || !len) return 0;
+    pthread_mutex_lock(&w->mu);
+    int ok = kvg_model_list_find(&w->models, model, len) != NULL;
+    pthread_mutex_unlock(&w->mu);
+    return ok;
+}
+
 uint32_t kvg_worker_max_model_len(struct kvg_worker *w, const char *model, size_t len)
 {
     pthread_mutex_lock(&w->mu);

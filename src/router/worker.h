@@ -83,7 +83,7 @@ struct kvg_worker {
     /* 1 << enum kvg_api_kind (api/api.h) of the endpoints it answered "no
      * such path": the proxy sends those requests to it as chat. */
     _Atomic unsigned apis_missing;
-    char labels[256];              /* locality, "node=..,rack=..,zone=.." (under the pool's lock) */
+    char labels[256];  /* locality, "node=..,rack=..,zone=.." (under the pool's lock) */
     char api_key[256]; /* the engine's own API key ("" none), sent on every call to it */
     struct kvg_engine_load load;
     /* LoRA adapters the engine has active (vLLM's vllm:lora_requests_info:
@@ -175,6 +175,10 @@ void kvg_worker_unref(struct kvg_worker *w);
 int kvg_worker_rank_endpoint(const char *endpoint, int rank, char *out, size_t cap);
 /* True if the worker lists `model` (or lists nothing yet / model is empty). */
 int kvg_worker_serves(struct kvg_worker *w, const char *model, size_t len);
+/* 1 when w's /v1/models names `model` (an id of its list; an empty or
+ * unknown list names nothing): a name that is a known model, not only
+ * what a client sent. */
+int kvg_worker_lists(struct kvg_worker *w, const char *model, size_t len);
 /* Sets the key kvgate sends the engine (NULL or "": none). Any thread. */
 void kvg_worker_set_api_key(struct kvg_worker *w, const char *key);
 /* "Authorization: Bearer <key>" for a call to w into *h, its value in

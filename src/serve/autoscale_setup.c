@@ -178,8 +178,8 @@ static void fill(struct kvg_serve_autoscale *a, size_t i, double now,
         kvg_adm_stats(sv->gate.adm, &as);
         /* Batch waits by design: the planner reads it as a backlog due by
          * its deadlines (planner.h), not as demand held back. */
-        s->queued = (double)(as.waiting - as.waiting_batch);
-        s->batch_queued = (double)as.waiting_batch;
+        s->queued = (double)(as.waiting - as.waiting_class[3]);
+        s->batch_queued = (double)as.waiting_class[3];
     }
     kvg_autoscale_obs_window(a->obs[i], tick_s(a), span_s(pc), s);
     kvg_autoscale_obs_assume(s, pc->isl, pc->osl);

@@ -161,6 +161,9 @@ static const struct kvg_opt flags[] = {
              "default: localhost, 127.0.0.1, ::1 and --host"},
     {"metrics-require-key", NULL, KVG_OPT_BOOL, O(metrics_require_key), 0,
      .help = "with --keys: /metrics and /v1/models need a valid key too"},
+    {"metrics-tenant-labels", NULL, KVG_OPT_BOOL, O(metrics_tenant_labels), 0,
+     .help = "kvgate_tokens_total gets a tenant label (the keys file's tenants: one series per "
+             "model, tenant and kind)"},
     {"translate-apis", NULL, KVG_OPT_LIST, O(translate_apis), 0, .meta = "API...",
      .section = "routing",
      .help = "responses, messages: the engines do not serve these APIs (older vLLM or SGLang "
@@ -300,9 +303,8 @@ static const struct kvg_opt flags[] = {
     {"dry-run", NULL, KVG_OPT_BOOL, O(autoscale_dry_run), 0,
      .help = "with --autoscale: plan and report, act on nothing"},
     {"read-usage", NULL, KVG_OPT_BOOL, O(read_usage), 0,
-     .help = "read every request's token usage (streams ask the engine for it) for "
-             "kvgate_tokens_total and the token latency histograms, as kvgate autoscale reads "
-             "them (on with --autoscale)"},
+     .help = "accepted for old configurations: every request's token usage is read now "
+             "(streams ask the engine for it)"},
     KVG_OPT_END,
 };
 

@@ -54,6 +54,7 @@ struct kvg_serve_config {
     char upstream_api_key[256];        /* every engine's key, unless its own is given */
     struct kvg_strlist upstream_keys;  /* --upstream-api-keys, same order ("none") */
     int metrics_require_key;
+    int metrics_tenant_labels; /* kvgate_tokens_total{model,tenant,kind} */
     char quota_store[256];
     uint32_t quota_timeout_ms;
     int quota_fail_closed;
@@ -75,7 +76,7 @@ struct kvg_serve_config {
     int spawn_sims;           /* embedded default: local simulated engines when no workers */
     char autoscale_path[512]; /* --autoscale FILE: the embedded autoscaler */
     int autoscale_dry_run;    /* --dry-run: it plans and reports, acts on nothing */
-    int read_usage;           /* --read-usage: every request's usage (on with --autoscale) */
+    int read_usage;           /* --read-usage: accepted, no effect (usage is always read) */
     /* Disaggregated serving (config_pd.c): vllm-router's flags. --prefill
      * and --decode add workers with their role to --worker-urls; the roles
      * and labels of every worker end up in worker_roles / worker_labels,

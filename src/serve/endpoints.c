@@ -444,7 +444,7 @@ void kvg_serve_refused(const struct kvg_http_req *req, void *ud, struct kvg_http
     const struct kvg_api_endpoint *ep =
         kvg_api_find(req->path.p, req->path.len, req->method_name, &allow, NULL, NULL);
     if (ep && ep->shape == KVG_API_SHAPE_ANTHROPIC) out->render = anthropic_refusal;
-    kvg_proxy_refused(&lc->sv->proxy, req, out->status, "limit");
+    kvg_proxy_refused(&lc->sv->proxy, req, out, "limit");
 }
 
 int kvg_serve_head_check(struct kvg_http_req *req, void *ud, struct kvg_http_refusal *out)
@@ -464,11 +464,11 @@ int kvg_serve_head_check(struct kvg_http_req *req, void *ud, struct kvg_http_ref
                                    .hctx = req,
                                    .keys_on = lc->sv->gate.auth_on};
         int refused = kvg_guard_check(&lc->sv->admin_guard, admin_kind(req), &gr, out);
-        if (refused) kvg_proxy_refused(&lc->sv->proxy, req, out->status, "head");
+        if (refused) kvg_proxy_refused(&lc->sv->proxy, req, out, "head");
         return refused;
     }
     *out = d.r; /* its headers are static strings */
-    kvg_proxy_refused(&lc->sv->proxy, req, out->status, "head");
+    kvg_proxy_refused(&lc->sv->proxy, req, out, "head");
     unsigned allow;
     const struct kvg_api_endpoint *ep =
         kvg_api_find(req->path.p, req->path.len, req->method_name, &allow, NULL, NULL);

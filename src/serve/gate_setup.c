@@ -22,8 +22,7 @@ int kvg_serve_gate_init(struct kvg_serve *sv, char *err, size_t errlen)
                               .default_max_tokens = c->quota_default_max_tokens,
                               .metrics_require_key = c->metrics_require_key,
                               .require_max_tokens = c->quota_require_max_tokens,
-                              .output_cap = c->quota_output_cap,
-                              .read_usage = c->read_usage || c->autoscale_path[0]};
+                              .output_cap = c->quota_output_cap};
     kvg_adm_config_default(&o.adm);
     struct kvg_adm_config *a = &o.adm;
     a->critical_max_waiting = c->critical_max_waiting;

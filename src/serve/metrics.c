@@ -12,6 +12,8 @@
 #include "router/mode.h"
 #include "tokenizer/tokenizer.h"
 static const char *class_names[6] = {"1xx", "2xx", "3xx", "4xx", "5xx", "other"};
+/* The admission classes as kvg_adm_stats counts them (sheddable first). */
+static const char *const class_label[4] = {"sheddable", "standard", "critical", "batch"};
 
 /* The families with no per-route series: a counter or gauge each, its
  * label names, and where its family (one = 0) or its one unlabelled series
@@ -126,8 +128,9 @@ static const struct decl {
     {GAUGE, 1, "kvgate_admission_queue_waiting", "Requests waiting in the gateway queue now.", NULL,
      0, offsetof(struct kvg_serve_metrics, adm_waiting)},
     {GAUGE, 0, "kvgate_admission_queue_class_waiting",
-     "Requests waiting in the gateway queue now by traffic class: interactive, batch.", L_CLASS, 1,
-     offsetof(struct kvg_serve_metrics, adm_class)},
+     "Requests waiting in the gateway queue now, by class: the interactive priority classes "
+     "(critical, standard, sheddable) and batch.",
+     L_CLASS, 1, offsetof(struct kvg_serve_metrics, adm_class_f)},
     {COUNTER, 0, "kvgate_tokenizer_cache_total",
      "Tokenizer prefix cache: encodes that reused a cached prefix (hit) or none (miss), ids reused "
      "(reused_tokens), entries evicted (eviction), loop encodes that went without the cache "
@@ -173,7 +176,90 @@ static const struct decl {
      NULL, 0, offsetof(struct kvg_serve_metrics, disc_workers)},
 };
 
-int kvg_serve_metrics_init(struct kvg_serve_metrics *m, const char *policy)
+/* The per-model token and latency families (proxy/obs.c takes their
+ * series): buckets a factor sqrt(2) apart, so a quantile interpolated
+ * inside one is within ~20%; TTFT 10 ms .. ~2 min, ITL 2.5 ms .. ~10 s. */
+static int token_families(struct kvg_serve_metrics *m, int tenant_labels)
+{
+    struct kvg_proxy_metrics *pm = &m->proxy;
+    const char *kl[3] = {"model", "kind"}, *ml[] = {"model"};
+    if (tenant_labels) kl[1] = "tenant", kl[2] = "kind";
+    double tb[28], ib[24];
+    kvg_metrics_buckets_exp(0.01, 1.4142135623730951, 28, tb);
+    kvg_metrics_buckets_exp(0.0025, 1.4142135623730951, 24, ib);
+    pm->tenant_labels = tenant_labels;
+    int rc;
+    if ((rc = kvg_metrics_counter(m->reg, "kvgate_tokens_total",
+                                  "Tokens the engines' usage reported, per served model: prompt, "
+                                  "cached (of the prompt), completion.",
+                                  kl, tenant_labels ? 3 : 2, &pm->tokens_f)) ||
+        (rc = kvg_metrics_histogram(m->reg, "kvgate_time_to_first_token_seconds",
+                                    "A stream's time from the request head to its first "
+                                    "token-carrying event, per served model.",
+                                    ml, 1, tb, 28, &pm->ttft_f)) ||
+        (rc = kvg_metrics_histogram(m->reg, "kvgate_inter_token_latency_seconds",
+                                    "A stream's gaps between token-carrying events, per served "
+                                    "model (events read together share the wait).",
+                                    ml, 1, ib, 24, &pm->itl_f)))
+        return rc;
+    return 0;
+}
+
+/* The answers by status and error code, the plain 200s' series made now;
+ * the PD legs' outcomes when PD is on. */
+static int response_families(struct kvg_serve_metrics *m, int pd)
+{
+    struct kvg_proxy_metrics *pm = &m->proxy;
+    const char *rl[] = {"route", "status", "error_code"}, *ll[] = {"leg", "outcome"};
+    struct kvg_metrics_family *f;
+    int rc = kvg_metrics_counter(m->reg, "kvgate_responses_total",
+                                 "Answers by route, status code and error code (kvgate's own, "
+                                 "or engine when the engine answered the error).",
+                                 rl, 3, &pm->responses_f);
+    for (int r = 0; !rc && r < KVG_PROXY_NROUTES; r++) {
+        const char *v[] = {kvg_proxy_route_label(r), "200", ""};
+        rc = kvg_metrics_series(pm->responses_f, v, 3, &pm->responses_ok[r]);
+    }
+    if (rc || !pd) return rc;
+    if ((rc = kvg_metrics_counter(m->reg, "kvgate_pd_leg_outcomes_total",
+                                  "PD legs by how they ended: prefill or decode; ok, error, "
+                                  "client_gone.",
+                                  ll, 2, &f)))
+        return rc;
+    static const char *const legs[2] = {"prefill", "decode"}, *const outs[3] = {"ok", "error",
+                                                                                "client_gone"};
+    for (int l = 0; l < 2; l++)
+        for (int o = 0; o < 3; o++) {
+            const char *v[] = {legs[l], outs[o]};
+            if ((rc = kvg_metrics_series(f, v, 2, &pm->pd_legs[l][o]))) return rc;
+        }
+    return 0;
+}
+
+int kvg_serve_metrics_models(struct kvg_serve_metrics *m, const struct kvg_catalog *cat)
+{
+    const struct kvg_proxy_metrics *pm = &m->proxy;
+    if (!cat || cat->any >= 0) return 0; /* the one model's name is known later */
+    static const char *const kinds[3] = {"prompt", "cached", "completion"};
+    for (size_t i = 0; i < cat->nmodels; i++) {
+        const char *name = cat->models[i].name;
+        struct kvg_metrics_series *s;
+        int rc = 0;
+        for (int k = 0; k < 3 && !rc && !pm->tenant_labels; k++) { /* tenants: as they come */
+            const char *v[] = {name, kinds[k]};
+            if (!(rc = kvg_metrics_series(pm->tokens_f, v, 2, &s))) kvg_metrics_series_release(s);
+        }
+        if (!rc && !(rc = kvg_metrics_series(pm->ttft_f, &name, 1, &s)))
+            kvg_metrics_series_release(s);
+        if (!rc && !(rc = kvg_metrics_series(pm->itl_f, &name, 1, &s)))
+            kvg_metrics_series_release(s);
+        if (rc) return rc;
+    }
+    return 0;
+}
+
+int kvg_serve_metrics_init(struct kvg_serve_metrics *m, const char *policy, int tenant_labels,
+                           int pd)
 {
     memset(m, 0, sizeof *m);
     m->policy = policy;
@@ -206,29 +292,8 @@ int kvg_serve_metrics_init(struct kvg_serve_metrics *m, const char *policy)
             return rc;
     }
     /* What kvgate autoscale reads of a gateway (autoscale/sources.h): the
-     * engines' usage and the streams' timing. Buckets a factor sqrt(2)
-     * apart, so a quantile interpolated inside one is within ~20%. */
-    const char *kl[] = {"kind"};
-    const char *kinds[3] = {"prompt", "cached", "completion"};
-    double tb[28], ib[24];
-    kvg_metrics_buckets_exp(0.01, 1.4142135623730951, 28, tb);   /* 10 ms .. ~2 min */
-    kvg_metrics_buckets_exp(0.0025, 1.4142135623730951, 24, ib); /* 2.5 ms .. ~10 s */
-    struct kvg_metrics_family *tok, *ttft, *itl;
-    if ((rc = kvg_metrics_counter(m->reg, "kvgate_tokens_total",
-                                  "Tokens the engines' usage reported: prompt, cached (of the "
-                                  "prompt), completion.",
-                                  kl, 1, &tok)) ||
-        (rc = kvg_metrics_histogram(m->reg, "kvgate_time_to_first_token_seconds",
-                                    "A stream's time from the request head to its first token.",
-                                    NULL, 0, tb, 28, &ttft)) ||
-        (rc = kvg_metrics_histogram(m->reg, "kvgate_inter_token_latency_seconds",
-                                    "A stream's mean time between tokens.", NULL, 0, ib, 24,
-                                    &itl)) ||
-        (rc = kvg_metrics_series(ttft, NULL, 0, &pm->ttft)) ||
-        (rc = kvg_metrics_series(itl, NULL, 0, &pm->itl)))
-        return rc;
-    for (int k = 0; k < 3; k++)
-        if ((rc = kvg_metrics_series(tok, &kinds[k], 1, &pm->tokens[k]))) return rc;
+     * engines' usage and the streams' timing, summed over the models. */
+    if ((rc = token_families(m, tenant_labels)) || (rc = response_families(m, pd))) return rc;
     for (size_t i = 0; i < KVG_ARRAY_LEN(decls); i++) {
         const struct decl *d = &decls[i];
         void *at = (char *)m + d->off;
@@ -264,9 +329,10 @@ void kvg_serve_metrics_free(struct kvg_serve_metrics *m)
     kvg_metrics_series_release(m->adm_waiting);
     kvg_metrics_series_release(m->quota_pending);
     kvg_metrics_series_release(pm->match_ratio);
-    for (int k = 0; k < 3; k++) kvg_metrics_series_release(pm->tokens[k]);
-    kvg_metrics_series_release(pm->ttft);
-    kvg_metrics_series_release(pm->itl);
+    for (int r = 0; r < KVG_PROXY_NROUTES; r++) kvg_metrics_series_release(pm->responses_ok[r]);
+    for (int l = 0; l < 2; l++)
+        for (int o = 0; o < 3; o++) kvg_metrics_series_release(pm->pd_legs[l][o]);
+    for (int c = 0; c < 3; c++) kvg_metrics_series_release(m->adm_class[c]);
     kvg_metrics_series_release(m->tokenizer_fallback);
     kvg_metrics_series_release(m->block_size_mismatch);
     kvg_metrics_registry_free(m->reg);
@@ -327,9 +393,10 @@ int kvg_serve_metrics_render(struct kvg_serve *sv, struct kvg_buf *out)
         for (size_t i = 0; i < KVG_ARRAY_LEN(names); i++)
             mirror_series(m->adm_f, &names[i], 1, vals[i]);
         kvg_metrics_set(m->adm_waiting, (double)a.waiting);
-        const char *cls[] = {"interactive", "batch"};
-        set_series(m->adm_class, &cls[0], 1, (double)(a.waiting - a.waiting_batch));
-        set_series(m->adm_class, &cls[1], 1, (double)a.waiting_batch);
+        for (int c = 0; c < 4; c++)
+            if (m->adm_class[c] ||
+                !kvg_metrics_series(m->adm_class_f, &class_label[c], 1, &m->adm_class[c]))
+                kvg_metrics_set(m->adm_class[c], (double)a.waiting_class[c]);
     }
     if (sv->tok_cache) {
         struct kvg_tok_pcache_stats t;

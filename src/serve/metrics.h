@@ -16,7 +16,8 @@ struct kvg_serve_metrics {
     struct kvg_metrics_series *shed;
     struct kvg_metrics_family *quota_f, *adm_f; /* counters by event: admitted, limited, ... */
     struct kvg_metrics_series *adm_waiting, *quota_pending;
-    struct kvg_metrics_family *adm_class; /* gateway queue by traffic class (gauge) */
+    struct kvg_metrics_family *adm_class_f;  /* waiting by class */
+    struct kvg_metrics_series *adm_class[4]; /* its series, made at the first scrape */
     struct kvg_metrics_family *w_cached;
     struct kvg_metrics_family *w_active, *w_health, *w_processed, *w_cb, *decisions;
     struct kvg_metrics_family *pd_requests;              /* kvgate_pd_requests_total{worker,leg} */
@@ -34,7 +35,17 @@ struct kvg_serve_metrics {
     const char *policy;
 };
 
-int kvg_serve_metrics_init(struct kvg_serve_metrics *m, const char *policy);
+/* policy: its name for the decision series (kept, not copied);
+ * tenant_labels: kvgate_tokens_total gets a tenant label
+ * (--metrics-tenant-labels); pd: the PD legs' series. */
+int kvg_serve_metrics_init(struct kvg_serve_metrics *m, const char *policy, int tenant_labels,
+                           int pd);
+/* The served models of cat (a models: section) get their token and
+ * latency series now, at zero (the single model's name is known only when
+ * a worker answers for it; with tenant labels, the token series come with
+ * each tenant's first answer). */
+struct kvg_catalog;
+int kvg_serve_metrics_models(struct kvg_serve_metrics *m, const struct kvg_catalog *cat);
 void kvg_serve_metrics_free(struct kvg_serve_metrics *m);
 struct kvg_serve;
 /* Renders sv's registry after refreshing what is read at scrape time: the

@@ -330,6 +330,16 @@ static int serve_fail(struct serve *s, int code)
     return code;
 }
 
+/* Each served model's series made at start, so that /metrics lists them
+ * at 0 (a model a reload adds gets its series as its requests come). */
+static int serve_metrics_models(struct kvg_serve *sv)
+{
+    struct kvg_catalog *cat = kvg_serve_catalog(sv);
+    int rc = kvg_serve_metrics_models(&sv->metrics, cat);
+    if (cat) kvg_catalog_unref(cat);
+    return rc;
+}
+
 int kvg_serve_run(struct kvg_serve_config *cfg)
 {
     static struct serve s; /* one per process; signal handlers find it */
@@ -357,13 +367,17 @@ int kvg_serve_run(struct kvg_serve_config *cfg)
         model_hint = KVG_SPAWN_MODEL;
         KVG_INFO("no --worker-urls: started %d simulated engines (kvgate sim) to front", s.sims.n);
     }
-    if ((rc = kvg_serve_metrics_init(&s.sv.metrics, c->policy))) {
+    if ((rc = kvg_serve_metrics_init(&s.sv.metrics, c->policy, c->metrics_tenant_labels,
+                                     c->pd.mode != KVG_PD_OFF))) {
         fprintf(stderr, "kvgate serve: metrics: %s\n", kvg_strerror(rc));
         return serve_fail(&s, 1);
     }
     if ((rc = kvg_serve_router_init(&s.sv, err, sizeof err)) ||
         (rc = kvg_serve_gate_init(&s.sv, err, sizeof err)) ||
         (rc = kvg_serve_models_init(&s.sv, err, sizeof err)) ||
+        (rc = serve_metrics_models(&s.sv)
+                  ? kvg_err_set(err, sizeof err, rc, "metrics: %s", kvg_strerror(rc))
+                  : 0) ||
         (rc = kvg_serve_autoscale_init(&s.sv, err, sizeof err))) {
         fprintf(stderr, "kvgate serve: %s\n", err);
         return serve_fail(&s, 2);

@@ -37,12 +37,15 @@ static void read_totals(const struct kvg_serve *sv, struct kvg_serve_ui_totals *
             if (c == 3) t->c4xx += n; /* classes 1xx..5xx, other: serve/metrics.c */
             if (c == 4) t->c5xx += n;
         }
-    for (int k = 0; k < 3; k++)
-        if (pm->tokens[k]) t->tokens[k] = kvg_metrics_value(pm->tokens[k]);
-    if (pm->ttft)
-        t->nttft = kvg_metrics_hist_read(pm->ttft, t->ttft, KVG_SERVE_UI_BUCKETS, &t->ttft_bounds);
-    if (pm->itl)
-        t->nitl = kvg_metrics_hist_read(pm->itl, t->itl, KVG_SERVE_UI_BUCKETS, &t->itl_bounds);
+    static const char *const kinds[3] = {"prompt", "cached", "completion"};
+    for (int k = 0; k < 3; k++) /* every model's (and tenant's) series */
+        if (pm->tokens_f) t->tokens[k] = kvg_metrics_family_sum(pm->tokens_f, "kind", kinds[k]);
+    if (pm->ttft_f)
+        t->nttft = kvg_metrics_family_hist_read(pm->ttft_f, t->ttft, KVG_SERVE_UI_BUCKETS,
+                                                &t->ttft_bounds);
+    if (pm->itl_f)
+        t->nitl =
+            kvg_metrics_family_hist_read(pm->itl_f, t->itl, KVG_SERVE_UI_BUCKETS, &t->itl_bounds);
     if (t->nttft > KVG_SERVE_UI_BUCKETS) t->nttft = KVG_SERVE_UI_BUCKETS;
     if (t->nitl > KVG_SERVE_UI_BUCKETS) t->nitl = KVG_SERVE_UI_BUCKETS;
     if (pm->match_ratio) {

@@ -56,7 +56,7 @@ for i in $(seq 1 "$(scaled 50)"); do
   sleep 0.1
 done
 check "three batch requests wait (gauge per class)" grep -q '^kvgate_admission_queue_class_waiting{class="batch"} 3' "$TMP/m"
-check "no interactive one waits" grep -q '^kvgate_admission_queue_class_waiting{class="interactive"} 0' "$TMP/m"
+check "no interactive one waits" eval "grep -q '^kvgate_admission_queue_class_waiting{class=\"standard\"} 0' '$TMP/m' && grep -q '^kvgate_admission_queue_class_waiting{class=\"critical\"} 0' '$TMP/m'"
 # ... and an interactive one after them is not queued behind them.
 code=$(curl -sN -o /dev/null -w '%{http_code}' -m 5 "$G/v1/completions" -H "authorization: Bearer $KI" \
   -d '{"model":"m","prompt":"x","max_tokens":1,"stream":true}')

@@ -31,7 +31,7 @@ YAML
 openssl req -x509 -newkey rsa:2048 -nodes -keyout "$TMP/key.pem" -out "$TMP/cert.pem" -days 1 \
   -subj /CN=127.0.0.1 -addext "subjectAltName=IP:127.0.0.1" >/dev/null 2>&1
 start_serve "$GW" --threads 2 --keys "$TMP/keys.yaml" --tls-cert "$TMP/cert.pem" \
-  --tls-key "$TMP/key.pem" --tls-port "$TLS" --health-check-interval-secs 1 \
+  --tls-key "$TMP/key.pem" --tls-port "$TLS" --health-check-interval-secs 1 --metrics-tenant-labels \
   --worker-urls "http://127.0.0.1:$V" "http://127.0.0.1:$SG" "http://127.0.0.1:$L" || exit 1
 G=http://127.0.0.1:$GW
 wait_http "$G/readiness" 10 || exit 1
@@ -47,6 +47,20 @@ check "401 body: authentication_error" [ "$(json_get "$TMP/b" 'j["error"]["type"
 check "wrong key: 401" [ "$(req sk-nope '{"model":"m","prompt":"x"}')" = 401 ]
 check "model not allowed: 403" [ "$(req "$KB" '{"model":"m","prompt":"x"}')" = 403 ]
 check "allowed model: 200" [ "$(req "$KB" '{"model":"sg","prompt":"x","max_tokens":2}')" = 200 ]
+# Who asked, in the access log and the tenant's token series (issue 36):
+# the key's name (never the secret), its tenant (the name when none), the
+# usage the engine answered, exactly.
+read -r BP BO <<<"$(json_get "$TMP/b" "'%d %d' % (j['usage']['prompt_tokens'], j['usage']['completion_tokens'])")"
+LOG=$TMP/serve-$GW.log
+check "access log: key bob, tenant bob, the usage ($BP + $BO)" /usr/bin/python3 -c "
+import json
+l = [json.loads(x) for x in open('$LOG') if x.startswith('{') and '\"key\":\"bob\"' in x][-1]
+assert (l['tenant'], l['model'], l['served_model'], l['prompt_tokens'], l['completion_tokens']) == ('bob', 'sg', 'sg', $BP, $BO), l
+assert '$KB' not in open('$LOG').read()"
+mtok() { curl -s -m 5 "$G/metrics" | awk -v k="kvgate_tokens_total{model=\"$1\",tenant=\"$2\",kind=\"$3\"}" '$1 == k {print $2}'; }
+check "tokens_total{model=sg,tenant=bob}: the usage's prompt ($BP)" [ "$(mtok sg bob prompt)" = "$BP" ]
+check "  ... and completion ($BO)" [ "$(mtok sg bob completion)" = "$BO" ]
+check "the 401s counted by status and code" sh -c "curl -s -m 5 '$G/metrics' | grep -q '^kvgate_responses_total{route=\"/v1/completions\",status=\"401\",error_code=\"[a-z_]*\"} 2'"
 
 # Quota: alice has 1000 tokens a minute. A request reserves prompt + max_tokens.
 check "first request: 200" [ "$(req "$KA" '{"model":"m","prompt":"hello","max_tokens":300,"ignore_eos":true}')" = 200 ]

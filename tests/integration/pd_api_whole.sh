@@ -30,6 +30,10 @@ check "/debug/route says why" \
 # A prompt the decode has not cached (the ones above it has: decode_only).
 FRESH=$(printf 'a different sentence for a fresh prompt %.0s' $(seq 1 8))
 check "chat still splits (a prefill leg)" \
-  [ "$(code "$G/v1/chat/completions" -d "{\"model\":\"sim-model\",\"max_tokens\":4,\"messages\":[{\"role\":\"user\",\"content\":\"$FRESH\"}]}")" = 200 ]
+  [ "$(code "$G/v1/chat/completions" -H 'x-request-id: pd-chat-1' -d "{\"model\":\"sim-model\",\"max_tokens\":4,\"messages\":[{\"role\":\"user\",\"content\":\"$FRESH\"}]}")" = 200 ]
 check "  ... counted as prefill_decode" [ "$(metric 'kvgate_pd_decisions_total{decision="prefill_decode"}')" = 1 ]
+check "  ... the access log names both legs' workers" \
+  grep -q "\"request_id\":\"pd-chat-1\".*\"worker\":\"http://127.0.0.1:$D\",\"prefill_worker\":\"http://127.0.0.1:$P\"" "$LOG"
+check "leg outcomes: one prefill ok, three decodes ok (two whole, one after its prefill)" \
+  [ "$(metric 'kvgate_pd_leg_outcomes_total{leg="prefill",outcome="ok"}') $(metric 'kvgate_pd_leg_outcomes_total{leg="decode",outcome="ok"}') $(metric 'kvgate_pd_leg_outcomes_total{leg="decode",outcome="error"}')" = "1 3 0" ]
 finish

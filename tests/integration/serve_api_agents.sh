@@ -110,7 +110,7 @@ if [ -n "$CLAUDE" ]; then
   lines /v1/messages
   check "Claude Code: 2 Messages requests in the access log" [ "$(wc -l <"$TMP/lines.jsonl")" = 2 ]
   check "  ... streamed, 200, routed to a worker" \
-    [ "$(grep -c '"stream":true.*"worker":"http://127.0.0.1:[0-9]*","status":200' "$TMP/lines.jsonl")" = 2 ]
+    [ "$(grep -c '"stream":true.*"worker":"http://127.0.0.1:[0-9]*".*"status":200' "$TMP/lines.jsonl")" = 2 ]
   check "  ... with its session id as the session key" \
     sh -c "grep -c '$(json_get "$TMP/cc1.json" "j['session_id']")' '$TMP/lines.jsonl' | grep -qx 2"
   check "  ... turn 2 on turn 1's worker (a prefix of its prompt)" [ "$(field 1 worker)" = "$(field 2 worker)" ]
@@ -174,7 +174,7 @@ TOML
   lines /v1/responses
   check "Codex: 2 Responses requests in the access log" [ "$(wc -l <"$TMP/lines.jsonl")" = 2 ]
   check "  ... streamed, 200, routed to a worker" \
-    [ "$(grep -c '"stream":true.*"worker":"http://127.0.0.1:[0-9]*","status":200' "$TMP/lines.jsonl")" = 2 ]
+    [ "$(grep -c '"stream":true.*"worker":"http://127.0.0.1:[0-9]*".*"status":200' "$TMP/lines.jsonl")" = 2 ]
   check "  ... its thread id (prompt_cache_key) as the session key" [ "$(field 1 session):$(field 2 session)" = "$thread:$thread" ]
   check "  ... turn 2 on turn 1's worker (a prefix of its prompt)" [ "$(field 1 worker)" = "$(field 2 worker)" ]
   check "Codex: counted in /metrics" [ "$(counted /v1/responses)" = 2 ]

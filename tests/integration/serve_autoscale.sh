@@ -94,10 +94,11 @@ check "signals: OSL from the usage ($(sig '["osl"]'))" [ "$(sig '["osl"] > 0 and
 check "signals: SLO misses judged" [ "$(sig '["slo_miss"] >= 0')" = True ]
 curl -s -m 2 "$G/metrics" >"$TMP/m2"
 mval() { awk -v k="$1" '$1 == k { print $2 }' "$TMP/m2"; }
-check "kvgate_tokens_total{kind=completion} counted" [ "$(mval 'kvgate_tokens_total{kind="completion"}' | cut -d. -f1)" -gt 0 ]
-check "kvgate_tokens_total{kind=prompt} counted" [ "$(mval 'kvgate_tokens_total{kind="prompt"}' | cut -d. -f1)" -gt 0 ]
-check "kvgate_time_to_first_token_seconds: the 4 streams" [ "$(mval kvgate_time_to_first_token_seconds_count)" = 4 ]
-check "kvgate_inter_token_latency_seconds: the 4 streams" [ "$(mval kvgate_inter_token_latency_seconds_count)" = 4 ]
+check "kvgate_tokens_total{model=m,kind=completion} counted" [ "$(mval 'kvgate_tokens_total{model="m",kind="completion"}' | cut -d. -f1)" -gt 0 ]
+check "kvgate_tokens_total{model=m,kind=prompt} counted" [ "$(mval 'kvgate_tokens_total{model="m",kind="prompt"}' | cut -d. -f1)" -gt 0 ]
+check "kvgate_time_to_first_token_seconds{model=m}: the 4 streams" [ "$(mval 'kvgate_time_to_first_token_seconds_count{model="m"}')" = 4 ]
+itl=$(mval 'kvgate_inter_token_latency_seconds_count{model="m"}')
+check "kvgate_inter_token_latency_seconds{model=m}: the 4 streams' gaps (1..28: $itl)" [ "${itl:-0}" -ge 1 ] && [ "${itl:-0}" -le 28 ]
 
 # --dry-run: the same plan, nothing inferred as starting.
 start_serve "$GD" --worker-urls "$W1" "$W2" --health-check-interval-secs 1 \

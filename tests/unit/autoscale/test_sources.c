@@ -66,6 +66,32 @@ TEST(sources_histogram_refused)
     CHECK(kvg_autoscale_hist_delta(&r.itl, &r.itl, c, &sum, &n) < 0);
 }
 
+/* Series per model (kvgate_tokens_total{model,kind}, the latency
+ * histograms {model}): summed over the models, bucket by bucket. */
+TEST(sources_gateway_models_summed)
+{
+    static const char two[] =
+        "kvgate_tokens_total{model=\"a\",kind=\"prompt\"} 10\n"
+        "kvgate_tokens_total{model=\"b\",kind=\"prompt\"} 5\n"
+        "kvgate_time_to_first_token_seconds_bucket{model=\"a\",le=\"0.1\"} 1\n"
+        "kvgate_time_to_first_token_seconds_bucket{model=\"a\",le=\"+Inf\"} 2\n"
+        "kvgate_time_to_first_token_seconds_sum{model=\"a\"} 0.3\n"
+        "kvgate_time_to_first_token_seconds_count{model=\"a\"} 2\n"
+        "kvgate_time_to_first_token_seconds_bucket{model=\"b\",le=\"0.1\"} 3\n"
+        "kvgate_time_to_first_token_seconds_bucket{model=\"b\",le=\"+Inf\"} 3\n"
+        "kvgate_time_to_first_token_seconds_sum{model=\"b\"} 0.15\n"
+        "kvgate_time_to_first_token_seconds_count{model=\"b\"} 3\n";
+    struct kvg_autoscale_gw_read r;
+    kvg_autoscale_gw_parse(two, strlen(two), &r);
+    CHECK_NEAR(r.tokens[0], 15, 0);
+    CHECK_INT(r.ttft.bad, 0);
+    CHECK_INT(r.ttft.n, 2);
+    CHECK_NEAR(r.ttft.cum[0], 4, 0);
+    CHECK_NEAR(r.ttft.cum[1], 5, 0);
+    CHECK_NEAR(r.ttft.sum, 0.45, 1e-12);
+    CHECK_NEAR(r.ttft.count, 5, 0);
+}
+
 /* The second read: 4 more observations, 2 of them in (0.2, 0.4]. */
 TEST(sources_histogram_growth)
 {

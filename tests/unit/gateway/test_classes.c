@@ -147,7 +147,7 @@ TEST(batch_waits_below_every_interactive_band)
     struct kvg_adm_stats st;
     kvg_adm_stats(q, &st);
     CHECK_INT(st.waiting, 4);
-    CHECK_INT(st.waiting_batch, 2);
+    CHECK_INT(st.waiting_class[3], 2);
     CHECK_INT(kvg_adm_waiting(q), 4);
     /* ... but interactive is granted first, and batch not while it does
      * not fit: the probe stops at the batch band. */
@@ -158,7 +158,7 @@ TEST(batch_waits_below_every_interactive_band)
     CHECK_STR(r.order[1], "s1");
     kvg_adm_stats(q, &st);
     CHECK_INT(st.waiting, 2);
-    CHECK_INT(st.waiting_batch, 2);
+    CHECK_INT(st.waiting_class[3], 2);
     kvg_adm_loop_close(lq);
     spin(&loop, NULL, 0, 10);
     kvg_adm_queue_free(q);
@@ -205,7 +205,7 @@ TEST(a_batch_deadline_expires_and_is_counted)
     CHECK_INT(st.timeouts, 1);
     CHECK_INT(st.batch_expired, 1);
     CHECK_INT(st.waiting, 1);
-    CHECK_INT(st.waiting_batch, 0);
+    CHECK_INT(st.waiting_class[3], 0);
     /* A full queue: an interactive newcomer displaces a batch waiter; a
      * batch newcomer displaces nobody. */
     enq(lq, &w[2], &r, "b2", B, 0);

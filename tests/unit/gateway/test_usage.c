@@ -147,7 +147,7 @@ struct run {
     size_t len;
     struct kvg_usage usage;
     int stripped;
-    uint64_t tokens;
+    uint64_t tokens, token_events;
 };
 
 /* Feeds `in` cut at the given points (ascending, within the input). */
@@ -172,6 +172,7 @@ static void feed_cuts(const char *in, size_t n, int strip, const size_t *cuts, s
     r->usage = f.usage;
     r->stripped = f.stripped;
     r->tokens = f.tokens;
+    r->token_events = f.token_events;
     kvg_buf_free(&out);
     kvg_usage_sse_free(&f);
 }
@@ -219,6 +220,28 @@ TEST(vllm_injected_usage_chunk_is_removed_at_every_split)
     CHECK_INT(r.usage.total_tokens, 13);
     /* The client asked for usage itself: nothing removed, byte for byte. */
     every_split(in, 0, in, 10, 3);
+}
+
+/* The proxy's token clock (proxy/obs.c) counts the events that carry a
+ * token: not the role-only first chunk, the finish-only one, the usage
+ * one or [DONE]; an event with two choices is one event of two tokens. */
+TEST(token_events_count_token_carrying_events_only)
+{
+    static const char role[] = "data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":"
+                               "\"assistant\",\"content\":\"\"},\"finish_reason\":null}]}\n\n";
+    static const char two[] = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\"}},"
+                              "{\"index\":1,\"delta\":{\"content\":\"b\"}}]}\n\n";
+    static const char comment[] = ": keep-alive\n\n";
+    char in[4096];
+    snprintf(in, sizeof in, "%s%s%s%s%s%s", role, VLLM_HEAD, comment, two, VLLM_FINISH,
+             VLLM_USAGE_EV);
+    size_t n = strlen(in);
+    for (size_t cut = 0; cut <= n; cut++) {
+        struct run r;
+        feed_cuts(in, n, 1, &cut, 1, &r);
+        CHECK_INT(r.token_events, 4);
+        CHECK_INT(r.tokens, 5);
+    }
 }
 
 TEST(sglang_shape)
