@@ -127,6 +127,7 @@ void kvg__proxy_finish(struct proxy_req *pr, int status)
 {
     if (pr->pl->px->pd) kvg_pd_cancel(pr->pl->px->pd, &pr->pdr); /* an SGLang prefill still on */
     kvg__proxy_observe_end(pr, status);
+    kvg__proxy_trace_end(pr, status);
     kvg__proxy_stored_end(pr, status);
     kvg_gate_account(&pr->gate, pr->bytes_up != 0, pr->attempts != 0);
     kvg__proxy_access_log(pr, status);
@@ -199,6 +200,7 @@ static void on_admit(void *ud, const struct kvg_gate_deny *d)
 {
     struct proxy_req *pr = ud;
     if (!pr->req) return; /* cannot happen: an abort cancels what the gate holds */
+    TR_MARK(pr, admit1);
     if (d)
         answer_deny(pr, d);
     else
@@ -249,6 +251,7 @@ static void admit(struct proxy_req *pr)
                                   .no_output = generates_nothing(pr->route),
                                   .no_tokens = pr->route == KVG_API_RESPONSE_ID,
                                   .budget_member = budget_member(pr->route)};
+    TR_MARK(pr, admit0);
     kvg_gate_admit(&pr->gate, &rq, on_admit, pr);
 }
 
@@ -432,6 +435,7 @@ static int pd_splits(const struct proxy_req *pr)
 void kvg__proxy_attempt(struct proxy_req *pr)
 {
     struct kvg_proxy *px = pr->pl->px;
+    kvg__proxy_trace_attempt(pr); /* before up_status goes: the last leg's span ends */
     pr->up_status = 0;
     pr->relayed = 0;
     kvg_buf_reset(&pr->body);
@@ -508,6 +512,7 @@ static void picked(struct proxy_req *pr)
     struct kvg_worker *w = pr->pick.w;
     snprintf(pr->worker_url, sizeof pr->worker_url, "%s", w->url);
     if (pr->ntried < MAX_TRIED) pr->tried[pr->ntried++] = w;
+    kvg__proxy_trace_leg(pr); /* the route span; this leg's traceparent */
 
     struct kvg_http_header fwd[MAX_FWD_HEADERS + 3];
     size_t k = kvg__proxy_forward_headers(pr, fwd, MAX_FWD_HEADERS + 1);
@@ -608,7 +613,11 @@ static void parse_body(struct proxy_req *pr)
     int text = pr->pm ? pr->pm->wants_text : px->wants_text;
     if (text && pr->ep->routing == KVG_API_ROUTE_PROMPT) kvg_rinput_text(&pr->ri);
     pr->ri.adapter = kvg_pool_model_is_adapter(px->pool, pr->ri.model, pr->ri.model_len);
-    if (tokenized(pr) && on_workers(pr)) kvg_rinput_tokenize(&pr->ri, rt_of(pr), 0);
+    if (tokenized(pr) && on_workers(pr)) {
+        TR_MARK(pr, tok0);
+        kvg_rinput_tokenize(&pr->ri, rt_of(pr), 0);
+        TR_MARK(pr, tok1);
+    }
 }
 
 static void parse_work(struct kvg_proxy_wq_item *w)
@@ -622,6 +631,7 @@ static void parsed(struct proxy_req *pr)
 {
     struct kvg_proxy_loop *pl = pr->pl;
     struct kvg_http_req *req = pr->req;
+    TR_MARK(pr, parse1);
     if (pr->parse_rc == KVG_ENOTFOUND) {
         kvg__proxy_error(pr, 404, "invalid_request_error", "model_not_found", pr->parse_msg,
                          "model", NULL, 0);
@@ -641,14 +651,20 @@ static void parsed(struct proxy_req *pr)
     struct kvg_str auth =
         kvg_gate_credential(kvg_http_req_header(req, "authorization"),
                             kvg_http_req_header(req, "x-api-key"), cred, sizeof cred);
-    if (kvg_gate_authorize(pl->gate, &pr->gate, auth, &req->head_note,
-                           kvg_http_req_header(req, "x-kvgate-priority"), pr->ri.model,
-                           pr->ri.model_len, &d)) {
+    TR_MARK(pr, auth0);
+    int denied = kvg_gate_authorize(pl->gate, &pr->gate, auth, &req->head_note,
+                                    kvg_http_req_header(req, "x-kvgate-priority"), pr->ri.model,
+                                    pr->ri.model_len, &d);
+    TR_MARK(pr, auth1);
+    if (denied) {
         answer_deny(pr, &d);
         return;
     }
-    if (tokenized(pr) && !on_workers(pr))
+    if (tokenized(pr) && !on_workers(pr)) {
+        TR_MARK(pr, tok0);
         kvg_rinput_tokenize(&pr->ri, rt_of(pr), 1); /* on the loop */
+        TR_MARK(pr, tok1);
+    }
     if (pr->ep->routing == KVG_API_ROUTE_LOCAL && kvg__proxy_local_ok(pr)) {
         kvg__proxy_local_answer(pr);
         return;
@@ -727,6 +743,8 @@ void kvg_proxy_handle(struct kvg_proxy_loop *pl, struct kvg_http_req *req,
         pr->obj_id[n] = 0;
     }
     atomic_fetch_add_explicit(&px->requests_total, 1, memory_order_relaxed);
+    kvg__proxy_trace_begin(pr);
+    TR_MARK(pr, parse0);
     if (px->on_observe) {
         struct kvg_proxy_obs o = {.kind = KVG_PROXY_OBS_ARRIVE, .prompt_tokens = -1};
         px->on_observe(px->on_observe_ud, &o);
