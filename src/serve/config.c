@@ -292,6 +292,9 @@ static const struct kvg_opt flags[] = {
      .help = "share of requests traced when the client sends no traceparent (a client's "
              "traceparent decides for its request)",
      .min = 0, .max = 1},
+    {"trace-flush-ms", NULL, KVG_OPT_MS, O(trace.flush_ms), 0,
+     .help = "the longest a finished span waits for its batch to be sent (the OpenTelemetry "
+             "SDKs' OTEL_BSP_SCHEDULE_DELAY)"},
     {"otlp-timeout-secs", NULL, KVG_OPT_SECS_MS, O(trace.timeout_ms), 0,
      .help = "an export's connect and read timeout: a collector slower than this loses the batch "
              "(counted in kvgate_trace_spans_dropped_total)"},

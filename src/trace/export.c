@@ -208,6 +208,8 @@ int kvg_trace_new(const struct kvg_trace_config *c, struct kvg_metrics_registry 
         return kvg_err_set(err, errlen, KVG_ECONFIG, "--trace-sample: a ratio from 0 to 1");
     if (c->timeout_ms < 1) /* 0 would be no timeout at all on the sockets */
         return kvg_err_set(err, errlen, KVG_ECONFIG, "--otlp-timeout-secs: more than 0");
+    if (c->flush_ms < 1)
+        return kvg_err_set(err, errlen, KVG_ECONFIG, "--trace-flush-ms: 1 or more");
     if (c->queue_spans < 1 || c->batch_spans < 1 || c->batch_spans > c->queue_spans)
         return kvg_err_set(err, errlen, KVG_ECONFIG, "traces: the batch must fit the queue");
     struct kvg_trace *t = calloc(1, sizeof *t);

@@ -17,6 +17,7 @@
 //   3. a collector port with nothing listening and 4. one that accepts and
 //      never answers: every request succeeds, and the dropped spans are
 //      counted in kvgate_trace_spans_dropped_total.
+// The four gateways start side by side; spans are batched every 100 ms.
 import { createRequire } from 'node:module';
 import fs from 'node:fs';
 import http from 'node:http';
@@ -141,10 +142,21 @@ try {
   const rport = await receiver();
   const e1 = await echo('e1'), ep = await echo('prefill'), ed = await echo('decode');
   for (const e of [e1, ep, ed]) await waitHttp(`${e.url}/v1/models`, 10000);
-  const otlp = ['--otlp-endpoint', `http://127.0.0.1:${rport}/`];
+  // Batches every 100 ms: the waits below are a few of those.
+  const otlp = ['--otlp-endpoint', `http://127.0.0.1:${rport}/`, '--trace-flush-ms', '100'];
+  const dead = await freePort();
+  const hung = await hungCollector();
+  const [g1, g2, g3, g4] = await Promise.all([
+    gateway(['--worker-urls', e1.url, ...otlp, '--trace-sample', '0.25']),
+    gateway(['--vllm-pd-disaggregation', '--prefill', ep.url, 'none', '--decode', ed.url,
+             '--pd-threshold-tokens', '1', ...otlp]),
+    gateway(['--worker-urls', e1.url, '--otlp-endpoint', `http://127.0.0.1:${dead}`,
+             '--trace-sample', '1', '--trace-flush-ms', '100']),
+    gateway(['--worker-urls', e1.url, '--otlp-endpoint', `http://127.0.0.1:${hung}`,
+             '--trace-sample', '1', '--trace-flush-ms', '100', '--otlp-timeout-secs', '1']),
+  ]);
 
   // ---- 1. The aggregated gateway.
-  const g1 = await gateway(['--worker-urls', e1.url, ...otlp, '--trace-sample', '0.25']);
   check('gateway with --otlp-endpoint ready', g1.ok);
   const SECRET = 'zebra-prompt-' + rndHex(6);
   const tid = rndHex(16), psid = rndHex(8);
@@ -217,16 +229,15 @@ try {
   }
   check('ratio requests answered', okN === N, `${okN}/${N}`);
   // Binomial(160, 0.25): mean 40, sd 5.5; +-5 sd.
+  // Each span was queued before its answer was sent: a few flushes bring them all.
   await until(() => spans.filter((s) => s.kind === 2 && !s.parentId).length - before >= 13, 4000);
-  await sleep(1500); // one more flush interval: late batches in
+  await sleep(500);
   const roots = spans.filter((s) => s.kind === 2 && !s.parentId).length - before;
   check('--trace-sample 0.25 honoured (binomial bounds)', roots >= 13 && roots <= 67, `${roots}/${N}`);
   check('no span of the unsampled trace', !spans.some((s) => s.traceId === tid0));
   check('exported spans counted', await metric(g1, /^kvgate_trace_spans_exported_total (\S+)/m) >= mine.length);
 
   // ---- 2. PD: a prefill and a decode leg.
-  const g2 = await gateway(['--vllm-pd-disaggregation', '--prefill', ep.url, 'none',
-                            '--decode', ed.url, '--pd-threshold-tokens', '1', ...otlp]);
   check('PD gateway ready', g2.ok);
   const tid2 = rndHex(16);
   const pd = await chat(g2, SECRET + ' a longer prompt for the prefill leg', { traceparent: `00-${tid2}-${rndHex(8)}-01` });
@@ -254,14 +265,8 @@ try {
   check('no prompt text in any payload', payloads.length > 0 && !all.includes(SECRET));
 
   // ---- 3 and 4. Dead collectors cost requests nothing; drops are counted.
-  const dead = await freePort();
-  const hung = await hungCollector();
-  const g3 = await gateway(['--worker-urls', e1.url, '--otlp-endpoint', `http://127.0.0.1:${dead}`,
-                            '--trace-sample', '1']);
-  const g4 = await gateway(['--worker-urls', e1.url, '--otlp-endpoint', `http://127.0.0.1:${hung}`,
-                            '--trace-sample', '1', '--otlp-timeout-secs', '1']);
   check('gateways with dead collectors ready', g3.ok && g4.ok);
-  for (const [name, g] of [['nothing listening', g3], ['never answering', g4]]) {
+  await Promise.all([['nothing listening', g3], ['never answering', g4]].map(async ([name, g]) => {
     let ok = 0;
     for (let i = 0; i < 40; i += 8) {
       const rs = await Promise.all(Array.from({ length: 8 }, () => chat(g, 'dead collector')));
@@ -271,9 +276,9 @@ try {
     const re = /^kvgate_trace_spans_dropped_total\{reason="export_failed"\} (\S+)/m;
     let dropped = 0;
     const end = Date.now() + 8000 * waitScale;
-    while (Date.now() < end && (dropped = await metric(g, re)) === 0) await sleep(200);
+    while (Date.now() < end && (dropped = await metric(g, re)) === 0) await sleep(100);
     check(`collector ${name}: dropped spans counted`, dropped > 0, `dropped=${dropped}`);
-  }
+  }));
 } catch (e) {
   check('no exception', false, e.stack);
 }
