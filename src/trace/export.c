@@ -39,6 +39,8 @@ struct kvg_trace {
     struct kvg_buf body;                 /* the exporter's: the encoded batch */
     int collector_ok;                    /* the exporter's: the last POST was taken */
     _Atomic int posting;                 /* a POST is on (kvg_trace_free aborts it) */
+    uint32_t backoff_ms;     /* the exporter's: after a failed POST, 1 s doubling to 30 s */
+    uint64_t quiet_until_ms; /* the exporter's: no POST before (batches dropped) */
     _Atomic uint64_t submitted, exported, dropped_full, dropped_export, batches, failed_batches;
     struct kvg_metrics_series *m_exported, *m_full, *m_export, *m_batches;
 };
@@ -84,9 +86,18 @@ int kvg_trace_submit(struct kvg_trace *t, const struct kvg_trace_span *s)
     return 0;
 }
 
-/* One POST of n spans; 0 when the collector took them. */
+/* One POST of n spans; 0 when the collector took them. After a failure
+ * the collector is left alone for a backoff (1 s, doubling to 30 s: the
+ * OTLP exporters' retry pacing): batches in that time are dropped without
+ * being encoded or sent, so a dead collector costs a connect now and then,
+ * not one per batch. */
 static int post(struct kvg_trace *t, size_t n)
 {
+    if (t->quiet_until_ms && kvg_now_ms() < t->quiet_until_ms) {
+        atomic_fetch_add_explicit(&t->dropped_export, n, memory_order_relaxed);
+        count(t->m_export, n);
+        return KVG_ECLOSED;
+    }
     struct kvg_trace_resource res = {.service_name = t->cfg.service_name,
                                      .service_version =
                                          t->cfg.service_version[0] ? t->cfg.service_version : NULL,
@@ -113,6 +124,8 @@ static int post(struct kvg_trace *t, size_t n)
         count(t->m_exported, n);
         if (!t->collector_ok) KVG_INFO("traces: the collector at %s takes spans", t->cfg.endpoint);
         t->collector_ok = 1;
+        t->backoff_ms = 0;
+        t->quiet_until_ms = 0;
         return 0;
     }
     atomic_fetch_add_explicit(&t->failed_batches, 1, memory_order_relaxed);
@@ -130,6 +143,8 @@ static int post(struct kvg_trace *t, size_t n)
                  t->http.host, t->http.port, t->path, why);
     }
     t->collector_ok = 0;
+    t->backoff_ms = t->backoff_ms ? KVG_MIN(t->backoff_ms * 2, 30000u) : 1000;
+    t->quiet_until_ms = kvg_now_ms() + t->backoff_ms;
     return rc;
 }
 
