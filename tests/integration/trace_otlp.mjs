@@ -19,12 +19,13 @@
 //      counted in kvgate_trace_spans_dropped_total.
 // The four gateways start side by side; spans are batched every 100 ms.
 import { createRequire } from 'node:module';
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { check, freePort, sleep, start, startCmd, stopAll, summary, waitHttp, waitScale }
+import { check, freePort, skip, sleep, start, startCmd, stopAll, summary, waitHttp, waitScale }
   from '../support/lib.mjs';
 
 const require = createRequire(process.env.KVG_ROOT + '/tests/node/');
@@ -173,7 +174,7 @@ try {
         server && server.parentId === psid && server.name === 'POST /v1/chat/completions',
         js(server));
   const names = mine.filter((s) => s !== server).map((s) => s.name).sort();
-  for (const n of ['parse', 'auth', 'quota_admission', 'route', 'chat m'])
+  for (const n of ['parse', 'tokenize', 'auth', 'quota_admission', 'route', 'chat m'])
     check(`child span ${n}`, names.includes(n), names.join(','));
   check('children hang under the server span',
         server && mine.every((s) => s === server || s.parentId === server.spanId));
@@ -199,6 +200,14 @@ try {
         typeof route.attrs['kvgate.routing.mode'] === 'string', JSON.stringify(route?.attrs));
   check('resource: service.name kvgate', server && server.resource['service.name'] === 'kvgate' &&
         server.scope === 'kvgate');
+
+  // A big body (parsed on the work threads) makes the same tree.
+  const tidb = rndHex(16);
+  const big = await chat(g1, SECRET + ' ' + 'x'.repeat(20000), { traceparent: `00-${tidb}-${rndHex(8)}-01` });
+  await until(() => spans.filter((s) => s.traceId === tidb).length >= 6, 5000);
+  const bigNames = spans.filter((s) => s.traceId === tidb).map((s) => s.name).sort().join(',');
+  check('big body: the same spans, parse and tokenize off the loop', big.status === 200 &&
+        bigNames === 'POST /v1/chat/completions,auth,chat m,parse,quota_admission,route,tokenize', bigNames);
 
   // A client's unsampled traceparent: nothing recorded, the engine told so.
   const tid0 = rndHex(16);
@@ -236,6 +245,13 @@ try {
   check('--trace-sample 0.25 honoured (binomial bounds)', roots >= 13 && roots <= 67, `${roots}/${N}`);
   check('no span of the unsampled trace', !spans.some((s) => s.traceId === tid0));
   check('exported spans counted', await metric(g1, /^kvgate_trace_spans_exported_total (\S+)/m) >= mine.length);
+  // The trace series as Prometheus' own linter reads them.
+  const text = await (await fetch(g1.url + '/metrics')).text();
+  const lint = spawnSync('promtool', ['check', 'metrics'], { input: text, encoding: 'utf8' });
+  if (lint.error) skip('promtool clean with the trace series', 'promtool is not installed');
+  else check('promtool clean with the trace series', lint.status === 0 &&
+             text.includes('kvgate_trace_spans_dropped_total{reason="queue_full"}'),
+             lint.stdout + lint.stderr);
 
   // ---- 2. PD: a prefill and a decode leg.
   check('PD gateway ready', g2.ok);
