@@ -12,12 +12,13 @@
 //      traceparent records nothing and tells the engine so; a hostile
 //      traceparent starts a new trace; requests without one are sampled
 //      within binomial bounds of 0.25;
-//   2. a PD gateway (vLLM's two hops): prefill and decode legs as spans, each
-//      engine given its own leg's span id;
+//   2. PD gateways: vLLM's two hops, prefill and decode legs as spans, each
+//      engine given its own leg's span id; SGLang's bootstrap (two sims),
+//      both legs at once under one server span;
 //   3. a collector port with nothing listening and 4. one that accepts and
 //      never answers: every request succeeds, and the dropped spans are
 //      counted in kvgate_trace_spans_dropped_total.
-// The four gateways start side by side; spans are batched every 100 ms.
+// The five gateways start side by side; spans are batched every 100 ms.
 import { createRequire } from 'node:module';
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -147,7 +148,14 @@ try {
   const otlp = ['--otlp-endpoint', `http://127.0.0.1:${rport}/`, '--trace-flush-ms', '100'];
   const dead = await freePort();
   const hung = await hungCollector();
-  const [g1, g2, g3, g4] = await Promise.all([
+  // SGLang's bootstrap PD over two sims: both legs at once.
+  const [sp, spb, sd] = [await freePort(), await freePort(), await freePort()];
+  start(['sim', '--port', String(sp), '--flavor', 'sglang', '--role', 'prefill',
+         '--bootstrap-port', String(spb)]);
+  start(['sim', '--port', String(sd), '--flavor', 'sglang', '--role', 'decode',
+         '--bootstrap-timeout-secs', '1']);
+  for (const p of [sp, sd]) await waitHttp(`http://127.0.0.1:${p}/v1/models`, 10000);
+  const [g1, g2, g3, g4, g5] = await Promise.all([
     gateway(['--worker-urls', e1.url, ...otlp, '--trace-sample', '0.25']),
     gateway(['--vllm-pd-disaggregation', '--prefill', ep.url, 'none', '--decode', ed.url,
              '--pd-threshold-tokens', '1', ...otlp]),
@@ -155,6 +163,8 @@ try {
              '--trace-sample', '1', '--trace-flush-ms', '100']),
     gateway(['--worker-urls', e1.url, '--otlp-endpoint', `http://127.0.0.1:${hung}`,
              '--trace-sample', '1', '--trace-flush-ms', '100', '--otlp-timeout-secs', '1']),
+    gateway(['--pd-disaggregation', '--prefill', `http://127.0.0.1:${sp}`, String(spb),
+             '--decode', `http://127.0.0.1:${sd}`, ...otlp]),
   ]);
 
   // ---- 1. The aggregated gateway.
@@ -275,6 +285,27 @@ try {
   const proute = pdSpans.find((s) => s.name === 'route');
   check('PD: route span names the decision', proute && proute.attrs['kvgate.pd.decision'] === 'prefill_decode',
         JSON.stringify(proute?.attrs));
+
+  // SGLang: the prefill leg runs beside the decode's stream.
+  check('SGLang PD gateway ready', g5.ok);
+  const tid5 = rndHex(16);
+  const sr = await fetch(g5.url + '/v1/completions', {
+    method: 'POST', headers: { 'content-type': 'application/json', traceparent: `00-${tid5}-${rndHex(8)}-01` },
+    body: JSON.stringify({ model: 'sim-model', prompt: SECRET + ' the bootstrap leg', max_tokens: 4,
+                           ignore_eos: true, stream: true }),
+  });
+  const stext = await sr.text();
+  check('SGLang PD stream answered', sr.status === 200 && stext.includes('[DONE]'), stext.slice(0, 200));
+  await until(() => spans.filter((s) => s.traceId === tid5 && s.kind === 3).length >= 2 &&
+                    spans.some((s) => s.traceId === tid5 && s.kind === 2), 5000);
+  const s5 = spans.filter((s) => s.traceId === tid5);
+  const sserver = s5.find((s) => s.kind === 2);
+  const legs5 = s5.filter((s) => s.kind === 3).map((s) => `${s.attrs['kvgate.leg']}:${s.attrs['server.port']}`).sort();
+  check('SGLang PD: prefill and decode legs under the server span',
+        sserver && legs5.join(',') === `decode:${sd},prefill:${sp}` &&
+        s5.every((s) => s === sserver || s.parentId === sserver.spanId) &&
+        sserver.events.includes('first_token') && sserver.attrs['gen_ai.operation.name'] === 'text_completion',
+        legs5.join(',') + ' ' + js(sserver?.attrs));
 
   // Every prompt sent holds SECRET.
   const all = Buffer.concat(payloads).toString('latin1');
