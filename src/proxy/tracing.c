@@ -73,20 +73,30 @@ static void str(struct kvg_trace_span *s, const char *key, const char *v)
     if (v && v[0]) kvg_trace_attr_str(s, key, v, strlen(v));
 }
 
-/* server.address and server.port of a worker URL (http://host:port[/..]). */
+/* server.address and server.port of a worker URL
+ * (http://host:port[/..], [v6]:port, and URL@rank's "@rank" after it). */
 static void server_of(struct kvg_trace_span *s, const char *url)
 {
     const char *h = strstr(url, "://");
     h = h ? h + 3 : url;
-    size_t n = strcspn(h, "/@");
-    const char *colon = memchr(h, ':', n);
-    if (h[0] == '[') colon = memchr(h, ']', n) ? memchr(memchr(h, ']', n), ':', n) : NULL;
-    kvg_trace_attr_str(s, "server.address", h, colon ? (size_t)(colon - h) : n);
-    if (colon) {
-        int port = 0;
-        for (const char *p = colon + 1; p < h + n && *p >= '0' && *p <= '9'; p++)
-            port = port * 10 + (*p - '0');
-        kvg_trace_attr_int(s, "server.port", port);
+    size_t n = strcspn(h, "/@"), hl;
+    const char *port = NULL;
+    if (h[0] == '[') {
+        const char *close = memchr(h, ']', n);
+        if (!close) return;
+        kvg_trace_attr_str(s, "server.address", h + 1, (size_t)(close - h - 1));
+        if (close + 1 < h + n && close[1] == ':') port = close + 2;
+    } else {
+        const char *colon = memchr(h, ':', n);
+        hl = colon ? (size_t)(colon - h) : n;
+        kvg_trace_attr_str(s, "server.address", h, hl);
+        if (colon) port = colon + 1;
+    }
+    if (port) {
+        int v = 0;
+        for (const char *p = port; p < h + n && *p >= '0' && *p <= '9' && v < 65536; p++)
+            v = v * 10 + (*p - '0');
+        kvg_trace_attr_int(s, "server.port", v);
     }
 }
 
