@@ -15,6 +15,7 @@ static void on_prefilled(void *ud, const struct kvg_pd_result *res)
 {
     struct proxy_req *pr = ud;
     if (!pr->req) return; /* cannot happen: a client gone cancels the leg */
+    kvg__proxy_trace_prefill_end(pr, res->ok ? 200 : res->status);
     if (res->ok) {
         /* Input accounting from the leg that computed it. */
         kvg_gate_usage_prefill(&pr->gate, pr->pdr.prompt_tokens, pr->pdr.prefill_cached);
@@ -56,6 +57,7 @@ int kvg__proxy_pd_start(struct proxy_req *pr, struct kvg_route_ctx *ctx)
     struct kvg_proxy *px = pr->pl->px;
     struct kvg_http_header fwd[MAX_FWD_HEADERS + 1];
     const struct kvg_buf *body = kvg__proxy_forward_body(pr);
+    kvg__proxy_trace_prefill(pr); /* its traceparent, in the headers below */
     struct kvg_pd_input in = {
         .body = body->data,
         .body_len = body->len,
@@ -66,6 +68,7 @@ int kvg__proxy_pd_start(struct proxy_req *pr, struct kvg_route_ctx *ctx)
         .nheaders = kvg__proxy_forward_headers(pr, fwd, MAX_FWD_HEADERS + 1),
         .connect_timeout_ms = px->cfg->connect_timeout_ms};
     int rc = kvg_pd_begin(px->pd, &pr->pdr, pr->pl->client, ctx, &in, on_prefilled, pr);
+    if (rc || pr->pdr.state == KVG_PD_DECODE) kvg__proxy_trace_prefill_end(pr, -1); /* none sent */
     if (rc == KVG_ENOWORKER) {
         kvg_metrics_inc(px->m->no_worker);
         kvg__proxy_client_error(pr, 503, "no_prefill_worker",

@@ -130,6 +130,7 @@ void kvg__proxy_finish(struct proxy_req *pr, int status)
 {
     if (pr->pl->px->pd) kvg_pd_cancel(pr->pl->px->pd, &pr->pdr); /* an SGLang prefill still on */
     kvg__proxy_observe_end(pr, status);
+    kvg__proxy_trace_end(pr, status);
     kvg__proxy_stored_end(pr, status);
     kvg__proxy_access_log(pr, status); /* the key and the usage are still held */
     kvg_gate_account(&pr->gate, pr->bytes_up != 0, pr->attempts != pr->attempts0);
@@ -223,6 +224,7 @@ static void on_admit(void *ud, const struct kvg_gate_deny *d)
 {
     struct proxy_req *pr = ud;
     if (!pr->req) return; /* cannot happen: an abort cancels what the gate holds */
+    TR_MARK(pr, admit1);
     if (d && d->shed && kvg__proxy_model_can_fall(pr)) {
         /* Shed: its model's fallback instead, from the next turn of the
          * loop (this may run inside kvg_gate_admit, and the fallback ends
@@ -280,6 +282,7 @@ static void admit(struct proxy_req *pr)
                                   .no_output = generates_nothing(pr->route),
                                   .no_tokens = pr->route == KVG_API_RESPONSE_ID,
                                   .budget_member = budget_member(pr->route)};
+    TR_MARK(pr, admit0);
     kvg_gate_admit(&pr->gate, &rq, on_admit, pr);
 }
 
@@ -428,6 +431,7 @@ static void route_done(struct kvg_proxy_wq_item *w)
 void kvg__proxy_attempt(struct proxy_req *pr)
 {
     struct kvg_proxy *px = pr->pl->px;
+    kvg__proxy_trace_attempt(pr); /* before up_status goes: the last leg's span ends */
     pr->up_status = 0;
     pr->relayed = 0;
     kvg_buf_reset(&pr->body);
@@ -510,6 +514,7 @@ static void picked(struct proxy_req *pr)
      * when the access log shows it). */
     if (px->cfg->access_log) pr->routing_mode = kvg_route_mode_name(kvg_route_mode_get(w, NULL, 0));
     if (pr->ntried < MAX_TRIED) pr->tried[pr->ntried++] = w;
+    kvg__proxy_trace_leg(pr); /* the route span; this leg's traceparent */
 
     struct kvg_http_header fwd[MAX_FWD_HEADERS + 3];
     size_t k = kvg__proxy_forward_headers(pr, fwd, MAX_FWD_HEADERS + 1);
@@ -611,7 +616,11 @@ static void parse_body(struct proxy_req *pr)
     int text = pr->pm ? pr->pm->wants_text : px->wants_text;
     if (text && pr->ep->routing == KVG_API_ROUTE_PROMPT) kvg_rinput_text(&pr->ri);
     pr->ri.adapter = kvg_pool_model_is_adapter(px->pool, pr->ri.model, pr->ri.model_len);
-    if (tokenized(pr) && on_workers(pr)) kvg_rinput_tokenize(&pr->ri, rt_of(pr), 0);
+    if (tokenized(pr) && on_workers(pr)) {
+        TR_MARK(pr, tok0);
+        kvg_rinput_tokenize(&pr->ri, rt_of(pr), 0);
+        TR_MARK(pr, tok1);
+    }
 }
 
 static void parse_work(struct kvg_proxy_wq_item *w)
@@ -625,6 +634,7 @@ static void parsed(struct proxy_req *pr)
 {
     struct kvg_proxy_loop *pl = pr->pl;
     struct kvg_http_req *req = pr->req;
+    TR_MARK(pr, parse1);
     if (pr->parse_rc == KVG_ENOTFOUND) {
         kvg__proxy_error(pr, 404, "invalid_request_error", "model_not_found", pr->parse_msg,
                          "model", NULL, 0);
@@ -644,16 +654,22 @@ static void parsed(struct proxy_req *pr)
     struct kvg_str auth =
         kvg_gate_credential(kvg_http_req_header(req, "authorization"),
                             kvg_http_req_header(req, "x-api-key"), cred, sizeof cred);
-    if (kvg_gate_authorize(pl->gate, &pr->gate, auth, &req->head_note,
-                           kvg_http_req_header(req, "x-kvgate-priority"), pr->ri.model,
-                           pr->ri.model_len, &d) ||
-        kvg_gate_classify(&pr->gate, kvg_http_req_header(req, "x-kvgate-class"),
-                          kvg_http_req_header(req, "x-kvgate-deadline"), &d)) {
+    TR_MARK(pr, auth0);
+    int denied = kvg_gate_authorize(pl->gate, &pr->gate, auth, &req->head_note,
+                                    kvg_http_req_header(req, "x-kvgate-priority"), pr->ri.model,
+                                    pr->ri.model_len, &d) ||
+                 kvg_gate_classify(&pr->gate, kvg_http_req_header(req, "x-kvgate-class"),
+                                   kvg_http_req_header(req, "x-kvgate-deadline"), &d);
+    TR_MARK(pr, auth1);
+    if (denied) {
         answer_deny(pr, &d);
         return;
     }
-    if (tokenized(pr) && !on_workers(pr))
+    if (tokenized(pr) && !on_workers(pr)) {
+        TR_MARK(pr, tok0);
         kvg_rinput_tokenize(&pr->ri, rt_of(pr), 1); /* on the loop */
+        TR_MARK(pr, tok1);
+    }
     if (kvg__proxy_model_too_long(pr) && kvg__proxy_fall_back(pr, "context_length")) return;
     if (pr->ep->routing == KVG_API_ROUTE_LOCAL && kvg__proxy_local_ok(pr)) {
         kvg__proxy_local_answer(pr);
@@ -761,6 +777,8 @@ void kvg_proxy_handle(struct kvg_proxy_loop *pl, struct kvg_http_req *req,
         pr->obj_id[n] = 0;
     }
     atomic_fetch_add_explicit(&px->requests_total, 1, memory_order_relaxed);
+    kvg__proxy_trace_begin(pr);
+    TR_MARK(pr, parse0);
     if (px->on_observe) {
         struct kvg_proxy_obs o = {.kind = KVG_PROXY_OBS_ARRIVE, .prompt_tokens = -1};
         px->on_observe(px->on_observe_ud, &o);

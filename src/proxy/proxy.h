@@ -22,6 +22,7 @@
 #include "proxy/workq.h"
 #include "router/catalog.h"
 #include "router/pool.h"
+#include "trace/trace.h"
 
 struct kvg_proxy_config {
     uint32_t request_timeout_ms;     /* non-stream answers: whole response */
@@ -122,6 +123,7 @@ struct kvg_proxy {
      * of stored responses: least load, whatever the pool's policy (owned by
      * the host, may be NULL: the pool's policy). */
     struct kvg_policy *load_policy;
+    struct kvg_trace *tracer; /* spans exported (not owned); NULL: no tracing */
     _Atomic uint64_t requests_total;
     /* Optional, set before serving: told each request's first pick, on its
      * loop thread, with the parsed request (borrowed; ri->json still held)

@@ -5,6 +5,7 @@
 #include "gateway/gate.h"
 #include "proxy/proxy.h"
 #include "proxy/route_input.h"
+#include "trace/trace.h"
 
 #define MAX_TRIED 16
 #define MAX_NONSTREAM_BODY (64u * 1024 * 1024)
@@ -15,6 +16,24 @@
 struct kvg__proxy_mseries {
     struct kvg_metrics_series *tokens[3], *ttft, *itl;
 };
+/* tracing.c: a request's trace context and the times of its phases (0:
+ * not reached), set by TR_MARK where each phase starts and ends. */
+struct proxy_leg {
+    uint8_t id[8];
+    uint64_t t0;
+    const char *name; /* "upstream", "decode", "prefill"; NULL: no leg open */
+};
+struct proxy_trace {
+    struct kvg_trace_ctx ctx;
+    int on; /* sampled: spans are built */
+    uint64_t parse0, parse1, tok0, tok1, auth0, auth1, admit0, admit1, route0;
+    struct proxy_leg legs[2];          /* 0: the answer's leg (upstream, decode), 1: the prefill */
+    char tp[KVG_TRACE_PARENT_LEN + 1]; /* traceparent for the next leg's headers ("" none) */
+};
+#define TR_MARK(pr, field)                                                                         \
+    do {                                                                                           \
+        if ((pr)->tr.on) (pr)->tr.field = kvg_now_ns();                                            \
+    } while (0)
 
 struct proxy_req {
     struct kvg_proxy_loop *pl;
@@ -94,6 +113,8 @@ struct proxy_req {
     int engine_error;
     const char *routing_mode;    /* static; NULL before a pick */
     struct proxy_req *next_free; /* on the loop's free list */
+    /* Its spans, when the proxy has px->tracer (tracing.c). */
+    struct proxy_trace tr;
 };
 
 /* Copies req's headers into b (initialised here; the caller frees it):
@@ -142,6 +163,19 @@ void kvg__proxy_observe_end(struct proxy_req *pr, int status);
  * else its type (not Anthropic's envelope "error"), else a numeric code.
  * 1 found, 0 none (out ""). */
 int kvg__proxy_error_code(const char *body, size_t len, char *out, size_t cap);
+
+/* tracing.c: the request's context from the client's traceparent (on
+ * arrival); an attempt begins (the previous leg's span ends); the pick is
+ * made and its leg goes out (the route span, a new leg id in tr.tp);
+ * the prefill leg goes out and ends (status < 0: it was never sent); the
+ * request ends (the phases' spans and the server span). Nothing without
+ * px->tracer. */
+void kvg__proxy_trace_begin(struct proxy_req *pr);
+void kvg__proxy_trace_attempt(struct proxy_req *pr);
+void kvg__proxy_trace_leg(struct proxy_req *pr);
+void kvg__proxy_trace_prefill(struct proxy_req *pr);
+void kvg__proxy_trace_prefill_end(struct proxy_req *pr, int status);
+void kvg__proxy_trace_end(struct proxy_req *pr, int status);
 
 /* proxy.c: a request's life, shared with pd_legs.c. */
 const struct kvg_buf *kvg__proxy_req_body(const struct proxy_req *pr); /* the client's */

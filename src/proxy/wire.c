@@ -171,10 +171,16 @@ size_t kvg__proxy_forward_headers(struct proxy_req *pr, struct kvg_http_header *
     struct kvg_http_req *req = pr->req;
     size_t k = 0;
     struct kvg_str connection = kvg_http_req_header(req, "connection");
-    for (size_t i = 0; i < req->nheaders && k + 1 < cap; i++)
-        if (!not_forwarded(req->headers[i].name, connection)) fwd[k++] = req->headers[i];
+    int traced = pr->tr.tp[0] != 0; /* kvgate's traceparent replaces the client's */
+    for (size_t i = 0; i < req->nheaders && k + 1 + (size_t)traced < cap; i++)
+        if (!not_forwarded(req->headers[i].name, connection) &&
+            !(traced && kvg_str_eq_nocase(req->headers[i].name, "traceparent")))
+            fwd[k++] = req->headers[i];
     fwd[k++] =
         (struct kvg_http_header){KVG_STR("x-request-id"), {pr->request_id, strlen(pr->request_id)}};
+    if (traced)
+        fwd[k++] =
+            (struct kvg_http_header){KVG_STR("traceparent"), {pr->tr.tp, KVG_TRACE_PARENT_LEN}};
     return k;
 }
 

@@ -297,6 +297,20 @@ static const struct kvg_opt flags[] = {
      .help = "how much to log"},
     {"no-access-log", NULL, KVG_OPT_NBOOL, O(proxy.access_log), 0,
      .help = "no JSON line per request"},
+    {"otlp-endpoint", NULL, KVG_OPT_STR, O(trace.endpoint), S(trace.endpoint), .section = "tracing",
+     .meta = "URL",
+     .help = "export OpenTelemetry spans over OTLP/HTTP (protobuf) to URL/v1/traces, e.g. "
+             "http://127.0.0.1:4318 (docs/tracing.md); none when unset"},
+    {"trace-sample", NULL, KVG_OPT_DOUBLE, O(trace.sample), 0,
+     .help = "share of requests traced when the client sends no traceparent (a client's "
+             "traceparent decides for its request)",
+     .min = 0, .max = 1},
+    {"trace-flush-ms", NULL, KVG_OPT_MS, O(trace.flush_ms), 0,
+     .help = "the longest a finished span waits for its batch to be sent (the OpenTelemetry "
+             "SDKs' OTEL_BSP_SCHEDULE_DELAY)"},
+    {"otlp-timeout-secs", NULL, KVG_OPT_SECS_MS, O(trace.timeout_ms), 0,
+     .help = "an export's connect and read timeout: a collector slower than this loses the batch "
+             "(counted in kvgate_trace_spans_dropped_total)"},
     {"autoscale", NULL, KVG_OPT_STR, O(autoscale_path), S(autoscale_path), .section = "autoscaling",
      .meta = "FILE",
      .help = "YAML file of pools to autoscale (GET /autoscale, /autoscale/metrics)"},
@@ -358,6 +372,7 @@ void kvg_serve_config_default(struct kvg_serve_config *c)
     c->sd_port = 80;
     c->log_level = KVG_LOG_INFO;
     c->proxy.access_log = 1;
+    kvg_trace_config_default(&c->trace);
 }
 
 void kvg_serve_config_free(struct kvg_serve_config *c)

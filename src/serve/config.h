@@ -17,6 +17,7 @@
 #include "router/policy.h"
 #include "router/catalog.h"
 #include "base/opt.h"
+#include "trace/trace.h"
 #define KVG_CFG_MAX_WORKERS KVG_OPT_LIST_MAX /* a list flag's values: struct kvg_strlist */
 struct kvg_serve_config {
     char host[128];
@@ -93,6 +94,8 @@ struct kvg_serve_config {
     struct kvg_catalog_spec *models;
     size_t nmodels;
     int models_folded;
+    /* Traces (trace/trace.h): --otlp-endpoint ("": none), --trace-sample. */
+    struct kvg_trace_config trace;
 };
 
 /* Folds --prefill/--decode into the worker list, checks the roles and the PD

@@ -394,6 +394,11 @@ int kvg_serve_run(struct kvg_serve_config *cfg)
         fprintf(stderr, "kvgate serve: TLS: %s\n", err);
         return serve_fail(&s, 2);
     }
+    if (c->trace.endpoint[0] &&
+        (rc = kvg_trace_new(&c->trace, s.sv.metrics.reg, &s.sv.proxy.tracer, err, sizeof err))) {
+        fprintf(stderr, "kvgate serve: %s\n", err);
+        return serve_fail(&s, 2);
+    }
     rc = kvg_proxy_wq_new(c->tokenizer_threads > 0 ? (unsigned)c->tokenizer_threads : 4,
                           c->tokenizer_nice, &s.sv.wq);
     if (rc) {
@@ -445,6 +450,7 @@ int kvg_serve_run(struct kvg_serve_config *cfg)
     fflush(stdout);
     uv_run(&s.main_loop, UV_RUN_DEFAULT);
     for (int i = 0; i < s.nloops; i++) pthread_join(s.lcs[i].thread, NULL);
+    kvg_trace_free(s.sv.proxy.tracer); /* no loop submits spans now: the last batch goes */
     kvg_proxy_wq_free(s.sv.wq);
     uv_run(&s.main_loop, UV_RUN_DEFAULT);
     uv_loop_close(&s.main_loop);
