@@ -292,6 +292,23 @@ int kvg_rinput_chat_bytes(struct kvg_rinput *ri, const char *body, size_t len)
     return rc;
 }
 
+/* OpenAI's bound on one embeddings batch, for every endpoint whose member
+ * is a list of inputs (embeddings, pooling, classify, rerank's documents,
+ * score's sides): a list of 100,000 would be that many prefills on one
+ * engine. 0, or KVG_EPARSE naming the member and the bound. */
+static int batch_bound(struct kvg_rinput *ri, const cJSON *j, const char *name, char *msg,
+                       size_t msglen)
+{
+    const cJSON *in = cJSON_GetObjectItemCaseSensitive(j, name);
+    if (!cJSON_IsArray(in) || cJSON_GetArraySize(in) <= KVG_RINPUT_MAX_BATCH) return 0;
+    snprintf(ri->bad_param_buf, sizeof ri->bad_param_buf, "%s", name);
+    ri->bad_param = ri->bad_param_buf;
+    ri->bad_code = "invalid_value";
+    snprintf(msg, msglen, "'%s' holds %d items: at most %d in one request", name,
+             cJSON_GetArraySize(in), KVG_RINPUT_MAX_BATCH);
+    return KVG_EPARSE;
+}
+
 /* The members of each endpoint's body that routing and the gateway read:
  * the output budget, the session key, the prompt's shape. */
 static int kind_fields(struct kvg_rinput *ri, const cJSON *j, int64_t *budget, char *msg,
@@ -340,18 +357,19 @@ static int kind_fields(struct kvg_rinput *ri, const cJSON *j, int64_t *budget, c
         /* vLLM's /tokenize takes a prompt, or chat messages it renders. */
         ri->chat = cJSON_GetObjectItemCaseSensitive(j, "messages") != NULL;
         return request_shape(ri, j, msg, msglen);
-    case KVG_API_EMBEDDINGS: {
-        /* OpenAI's bound on one embeddings batch: a batch of 100,000
-         * inputs would be that many prefills on one engine. */
-        const cJSON *in = cJSON_GetObjectItemCaseSensitive(j, "input");
-        if (cJSON_IsArray(in) && cJSON_GetArraySize(in) > KVG_RINPUT_MAX_BATCH) {
-            snprintf(ri->bad_param_buf, sizeof ri->bad_param_buf, "input");
-            ri->bad_param = ri->bad_param_buf;
-            ri->bad_code = "invalid_value";
-            snprintf(msg, msglen, "'input' holds %d items: at most %d in one request",
-                     cJSON_GetArraySize(in), KVG_RINPUT_MAX_BATCH);
-            return KVG_EPARSE;
-        }
+    case KVG_API_EMBEDDINGS:
+    case KVG_API_POOLING:
+    case KVG_API_CLASSIFY:
+        return batch_bound(ri, j, "input", msg, msglen);
+    case KVG_API_RERANK:
+        return batch_bound(ri, j, "documents", msg, msglen);
+    case KVG_API_SCORE: {
+        /* Each side by every name vLLM reads (docs/engines-api.md): a
+         * list of N texts is N pairs, each a prefill. */
+        static const char *const sides[] = {"text_1",  "text_2",    "data_1", "data_2",
+                                            "queries", "documents", "items"};
+        for (size_t i = 0; i < sizeof sides / sizeof *sides; i++)
+            if (batch_bound(ri, j, sides[i], msg, msglen)) return KVG_EPARSE;
         return 0;
     }
     default:

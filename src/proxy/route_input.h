@@ -28,7 +28,9 @@ struct kvg_rinput_tokenizer {
     struct kvg_tok_pcache *cache; /* the tokenizer's prefix cache (nullable, thread-safe) */
 };
 
-/* The most inputs one embeddings request may carry (OpenAI's bound). */
+/* The most inputs one embeddings, pooling or classify request, and the most
+ * documents one rerank request or texts one score side, may carry (OpenAI's
+ * bound on an embeddings batch). */
 #define KVG_RINPUT_MAX_BATCH 2048
 
 struct kvg_rinput {

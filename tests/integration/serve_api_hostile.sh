@@ -5,7 +5,8 @@
 # max_tokens (400, Anthropic's shape), a Responses body with a good item and
 # an unknown one (400 naming the param), a previous_response_id no worker
 # has (404), x-api-key and Authorization that disagree (401), an embeddings
-# batch of 100,000 inputs (400), a multipart upload past the payload limit
+# batch of 100,000 inputs (400), a rerank or score list past the same bound
+# (400 naming the member), a multipart upload past the payload limit
 # (413, the engine never sees it), and SSE streams split at every byte: the
 # bytes relayed as the engine sent them, the official clients (openai,
 # @anthropic-ai/sdk) parse them, and the quota charges the engine's usage.
@@ -128,6 +129,18 @@ check "embeddings of 100,000 strings: 400 naming input" [ "$(post /v1/embeddings
 check "embeddings of 100,000 token lists: 400 naming input" [ "$(post /v1/embeddings @"$TMP/bigids.json" "${AU[@]}"; jq_ "j['error']['param']")" = "400input" ]
 check "  ... reached no engine" no_worker /v1/embeddings 400
 quota_check "the refused requests and one of 2 tokens" "$u0" "$ok_cost"
+/usr/bin/python3 -c 'import json; print(json.dumps({"model":"qwen","query":"q","documents":["d"]*2049}))' >"$TMP/bigrr.json"
+check "rerank of 2049 documents: 400 naming documents and the bound" \
+  [ "$(post /v1/rerank @"$TMP/bigrr.json" "${AU[@]}"; jq_ "j['error']['param'] + ':' + str('2048' in j['error']['message'])")" = "400documents:True" ]
+check "  ... reached no engine" no_worker /v1/rerank 400
+check "rerank of 2048 documents: served" \
+  [ "$(post /v1/rerank "$(/usr/bin/python3 -c 'import json; print(json.dumps({"model":"qwen","query":"q","documents":["d"]*2048}))')" "${AU[@]}")" = 200 ]
+/usr/bin/python3 -c 'import json; print(json.dumps({"model":"qwen","text_1":"q","text_2":["d"]*5000}))' >"$TMP/bigsc.json"
+check "score with a text_2 of 5000: 400 naming text_2" \
+  [ "$(post /score @"$TMP/bigsc.json" "${AU[@]}"; jq_ "j['error']['param'] + ':' + j['error']['type']")" = "400text_2:invalid_request_error" ]
+check "score with queries/items of 3000: 400 naming queries" \
+  [ "$(post /v1/score "$(/usr/bin/python3 -c 'import json; print(json.dumps({"model":"qwen","queries":["q"]*3000,"items":["d"]*3000}))')" "${AU[@]}"; jq_ "j['error']['param']")" = "400queries" ]
+check "  ... reached no engine" no_worker /v1/score 400
 
 # --- uploads: one under the limit reaches the engine, one past it never does
 printf 'RIFF....WAVEfmt ' >"$TMP/small.wav"
