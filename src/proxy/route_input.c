@@ -288,6 +288,7 @@ int kvg_rinput_chat_bytes(struct kvg_rinput *ri, const char *body, size_t len)
     cJSON *j = kvg_json_parse_in(&mem, body, len);
     struct kvg_api_err e;
     int rc = j ? kvg_api_to_chat(ri->kind, j, &ri->chat_body, &e) : KVG_EPARSE;
+    if (!rc && ri->kind == KVG_API_RESPONSES) rc = kvg_api_namespaces(j, &ri->namespaces);
     kvg_json_free(&mem, j);
     return rc;
 }
@@ -383,6 +384,7 @@ int kvg_rinput_parse(struct kvg_rinput *ri, const char *body, size_t len, enum k
     memset(ri, 0, sizeof *ri);
     kvg_buf_init(&ri->text, 0);
     kvg_buf_init(&ri->chat_body, 0);
+    kvg_buf_init(&ri->namespaces, 0);
     ri->kind = kind;
     ri->chat = kind == KVG_API_CHAT;
     ri->prompt_key = "prompt";
@@ -444,6 +446,7 @@ int kvg_rinput_parse(struct kvg_rinput *ri, const char *body, size_t len, enum k
     if (rc) {
         kvg_json_free(&ri->cjson_mem, ri->cjson);
         kvg_buf_free(&ri->chat_body);
+        kvg_buf_free(&ri->namespaces);
         kvg_json_free(&ri->json_mem, j);
         ri->cjson = NULL;
         ri->rjson = NULL;
@@ -580,6 +583,7 @@ void kvg_rinput_free(struct kvg_rinput *ri)
     kvg_rinput_drop_json(ri);
     kvg_buf_free(&ri->text);
     kvg_buf_free(&ri->chat_body);
+    kvg_buf_free(&ri->namespaces);
     free(ri->ids);
     free(ri->hashes);
     ri->ids = NULL;

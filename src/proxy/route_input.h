@@ -47,8 +47,10 @@ struct kvg_rinput {
     struct cJSON *cjson; /* owned, in cjson_mem */
     struct kvg_json_arena cjson_mem;
     struct kvg_buf chat_body;
-    int converted;          /* a Responses or Messages request read as its chat form */
-    int chat;               /* rjson is a chat request (messages); else a prompt */
+    struct kvg_buf namespaces; /* made with chat_body: its Responses namespace functions
+                                  (kvg_api_namespaces), how its answer names their calls */
+    int converted;             /* a Responses or Messages request read as its chat form */
+    int chat;                  /* rjson is a chat request (messages); else a prompt */
     const char *prompt_key; /* the prompt's member when not chat: "prompt", "text", "input_ids" */
     const char *body;       /* borrowed: the request body, alive while the request is routed */
     size_t body_len;        /* the request body's bytes: the rendered prompt's expected size */
