@@ -66,14 +66,37 @@ int kvg__api_item_message(struct kvg_buf *out, const char *id, const char *text,
                               ",\"annotations\":[],\"logprobs\":[]}],\"status\":\"completed\"}");
 }
 
-int kvg__api_item_call(struct kvg_buf *out, const char *id, const char *call_id, size_t call_id_len,
-                       const char *name, size_t name_len, const char *args, size_t args_len,
-                       const char *status)
+int kvg__api_call_name(const struct kvg_api_xctx *x, const char *flat, size_t n, const char **ns,
+                       size_t *ns_len, const char **name, size_t *name_len)
 {
-    int rc;
+    const struct kvg_buf *m = x->namespaces;
+    *name = flat, *name_len = n;
+    for (size_t at = 0; m && at < m->len;) {
+        const char *e = m->data + at;
+        size_t el = strlen(e), fl = strlen(e + el + 1);
+        if (el + 2 + fl == n && !memcmp(flat, e, el) && !memcmp(flat + el, "__", 2) &&
+            !memcmp(flat + el + 2, e + el + 1, fl)) {
+            *ns = e, *ns_len = el;
+            *name = e + el + 1, *name_len = fl;
+            return 1;
+        }
+        at += el + fl + 2;
+    }
+    return 0;
+}
+
+int kvg__api_item_call(struct kvg_buf *out, const struct kvg_api_xctx *x, const char *id,
+                       const char *call_id, size_t call_id_len, const char *name, size_t name_len,
+                       const char *args, size_t args_len, const char *status)
+{
+    const char *ns = NULL;
+    size_t nsl = 0;
+    int rc, spaced = kvg__api_call_name(x, name, name_len, &ns, &nsl, &name, &name_len);
     if ((rc = kvg_buf_append_str(out, "{\"id\":")) || (rc = cstr(out, id)) ||
         (rc = kvg_buf_append_str(out, ",\"type\":\"function_call\",\"call_id\":")) ||
         (rc = kvg_buf_append_json_str(out, call_id, call_id_len)) ||
+        (spaced && ((rc = kvg_buf_append_str(out, ",\"namespace\":")) ||
+                    (rc = kvg_buf_append_json_str(out, ns, nsl)))) ||
         (rc = kvg_buf_append_str(out, ",\"name\":")) ||
         (rc = kvg_buf_append_json_str(out, name, name_len)) ||
         (rc = kvg_buf_append_str(out, ",\"arguments\":")) ||
@@ -192,7 +215,7 @@ static int responses_answer(const struct kvg_api_xctx *x, const struct chat_ans 
         call_parts(tc, &cid, &cl, &name, &nl, &args, &al);
         kvg__api_item_id(id, sizeof(id), "fc", x, idx++);
         if (items.len) rc = kvg_buf_append(&items, ",", 1);
-        if (!rc) rc = kvg__api_item_call(&items, id, cid, cl, name, nl, args, al, "completed");
+        if (!rc) rc = kvg__api_item_call(&items, x, id, cid, cl, name, nl, args, al, "completed");
     }
     if (!rc)
         rc = kvg__api_resp_object(out, x, strcmp(a->finish, "length") ? "completed" : "incomplete",

@@ -177,7 +177,19 @@ struct kvg_api_xctx {
     char model[256];        /* the model as the client asked for it */
     char id[96];            /* the answer's id: "resp_..." or "msg_..." (kvgate makes it) */
     int64_t created;        /* unix seconds */
+    /* The request's namespace functions (kvg_api_namespaces; NULL: none),
+     * borrowed: it outlives every use of x, a stream translator's copy
+     * included. A function call the engine names "<namespace>__<name>"
+     * for one of them is shown as `name` plus `namespace`, as vLLM does. */
+    const struct kvg_buf *namespaces;
 };
+
+/* The function tools of a Responses request's namespace tools, which
+ * kvg_api_to_chat flattened to "<namespace>__<name>", appended to out as
+ * pairs of NUL-ended strings (namespace, name): the map an answer's
+ * function call names are read back through. A name or namespace holding a
+ * NUL byte has no entry (its calls are shown flat). 0, -ENOMEM. */
+int kvg_api_namespaces(const cJSON *body, struct kvg_buf *out);
 
 /* A whole chat completions answer (JSON) as the Responses object or the
  * Messages answer: output text, reasoning, tool calls (function_call items

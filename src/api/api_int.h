@@ -80,9 +80,17 @@ int kvg__api_resp_object(struct kvg_buf *out, const struct kvg_api_xctx *x, cons
  * output_item.done events show them; strings are raw bytes (escaped here). */
 int kvg__api_item_reasoning(struct kvg_buf *out, const char *id, const char *text, size_t len);
 int kvg__api_item_message(struct kvg_buf *out, const char *id, const char *text, size_t len);
-int kvg__api_item_call(struct kvg_buf *out, const char *id, const char *call_id, size_t call_id_len,
-                       const char *name, size_t name_len, const char *args, size_t args_len,
-                       const char *status);
+/* A function call item; name is the engine's (flat) name, shown as the
+ * client's namespace form when x's namespaces hold it (kvg__api_call_name). */
+int kvg__api_item_call(struct kvg_buf *out, const struct kvg_api_xctx *x, const char *id,
+                       const char *call_id, size_t call_id_len, const char *name, size_t name_len,
+                       const char *args, size_t args_len, const char *status);
+/* A function call's name as the client declared it: when flat[0, n) is
+ * "<namespace>__<name>" of an entry of x->namespaces, 1 with *ns, *ns_len
+ * the namespace and *name, *name_len the name (views into flat and the
+ * map); else 0 and *name, *name_len = flat, n. */
+int kvg__api_call_name(const struct kvg_api_xctx *x, const char *flat, size_t n, const char **ns,
+                       size_t *ns_len, const char **name, size_t *name_len);
 /* The Messages usage object {"input_tokens":..,"output_tokens":..}. */
 int kvg__api_msg_usage(struct kvg_buf *out, const struct kvg__api_usage *u);
 

@@ -80,7 +80,7 @@ static int resp_open(struct kvg_api_sse_xlate *t, const char *id, int idx, struc
         (rc = kvg_buf_printf(out, ",\"output_index\":%d,\"item\":", idx)))
         return rc;
     if (t->block == KVG__XL_TOOL)
-        return (rc = kvg__api_item_call(out, id, t->call.data, t->call_split,
+        return (rc = kvg__api_item_call(out, &t->x, id, t->call.data, t->call_split,
                                         t->call.data + t->call_split, t->call.len - t->call_split,
                                         "", 0, "in_progress"))
                    ? rc
@@ -173,11 +173,14 @@ static int resp_close(struct kvg_api_sse_xlate *t, struct kvg_buf *out)
     size_t tl = t->text.len, at;
     open_id(t, id, sizeof(id));
     if (t->block == KVG__XL_TOOL) {
+        const char *ns, *name;
+        size_t nsl, nl;
+        kvg__api_call_name(&t->x, t->call.data + t->call_split, t->call.len - t->call_split, &ns,
+                           &nsl, &name, &nl);
         if ((rc = head(t, out, "response.function_call_arguments.done")) ||
             (rc = kvg_buf_printf(out, ",\"item_id\":\"%s\",\"output_index\":%d,\"name\":", id,
                                  idx)) ||
-            (rc = kvg_buf_append_json_str(out, t->call.data + t->call_split,
-                                          t->call.len - t->call_split)) ||
+            (rc = kvg_buf_append_json_str(out, name, nl)) ||
             (rc = kvg_buf_append_str(out, ",\"arguments\":")) ||
             (rc = kvg_buf_append_json_str(out, tx, tl)) || (rc = tail(out)))
             return rc;
@@ -207,7 +210,7 @@ static int resp_close(struct kvg_api_sse_xlate *t, struct kvg_buf *out)
     else if (t->block == KVG__XL_TEXT)
         rc = kvg__api_item_message(&t->tools, id, tx, tl);
     else
-        rc = kvg__api_item_call(&t->tools, id, t->call.data, t->call_split,
+        rc = kvg__api_item_call(&t->tools, &t->x, id, t->call.data, t->call_split,
                                 t->call.data + t->call_split, t->call.len - t->call_split, tx, tl,
                                 "completed");
     if (rc || (rc = head(t, out, "response.output_item.done")) ||

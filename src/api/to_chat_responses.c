@@ -525,3 +525,38 @@ int kvg__api_responses_to_chat(const cJSON *body, struct kvg_buf *out, struct kv
     kvg_buf_free(&c.pa.calls);
     return rc;
 }
+
+/* The namespace functions of one tools array (a request's, or an
+ * additional_tools item's), as add_tools flattens them. */
+static int namespaces_of(const cJSON *tools, struct kvg_buf *out)
+{
+    int rc;
+    for (const cJSON *t = cJSON_IsArray(tools) ? tools->child : NULL; t; t = t->next) {
+        size_t nl = 0, fl = 0;
+        const char *ns = kvg__api_str_is(kvg__api_get(t, "type"), "namespace")
+                             ? kvg_json_str(kvg__api_get(t, "name"), &nl)
+                             : NULL;
+        const cJSON *fns = kvg__api_get(t, "tools");
+        if (!ns || memchr(ns, 0, nl) || !cJSON_IsArray(fns)) continue;
+        for (const cJSON *f = fns->child; f; f = f->next) {
+            const char *fn = kvg__api_str_is(kvg__api_get(f, "type"), "function")
+                                 ? kvg_json_str(kvg__api_get(f, "name"), &fl)
+                                 : NULL;
+            if (!fn || memchr(fn, 0, fl)) continue;
+            if ((rc = kvg_buf_append(out, ns, nl)) || (rc = kvg_buf_append(out, "", 1)) ||
+                (rc = kvg_buf_append(out, fn, fl)) || (rc = kvg_buf_append(out, "", 1)))
+                return rc;
+        }
+    }
+    return 0;
+}
+
+int kvg_api_namespaces(const cJSON *body, struct kvg_buf *out)
+{
+    int rc = namespaces_of(kvg__api_get(body, "tools"), out);
+    const cJSON *input = kvg__api_get(body, "input");
+    for (const cJSON *it = cJSON_IsArray(input) ? input->child : NULL; !rc && it; it = it->next)
+        if (kvg__api_str_is(kvg__api_get(it, "type"), "additional_tools"))
+            rc = namespaces_of(kvg__api_get(it, "tools"), out);
+    return rc;
+}

@@ -268,7 +268,7 @@ static const char *budget_member(int route)
 }
 
 /* The gateway's quota and admission, then the first attempt. */
-static void admit(struct proxy_req *pr)
+void kvg__proxy_admit(struct proxy_req *pr)
 {
     const struct kvg_buf *body = kvg__proxy_req_body(pr);
     struct kvg_gate_request rq = {.body = body->data,
@@ -323,6 +323,7 @@ static void on_client_abort(struct kvg_http_req *req, void *ud)
     }
     uv_timer_stop(&pr->retry_timer);
     if (pr->pl->px->pd) kvg_pd_cancel(pr->pl->px->pd, &pr->pdr); /* a prefill in flight */
+    kvg__proxy_stored_cancel(pr); /* a stored response's lookup in flight */
     kvg_metrics_inc(pr->pl->px->m->client_gone);
     if (pr->working) return; /* the work's done callback finishes it */
     kvg__proxy_release_worker(pr, KVG_OUT_CLIENT_GONE);
@@ -345,13 +346,17 @@ static int worker_filter(void *ud, struct kvg_worker *w)
     if (pr->stored_worker &&
         kvg_hash_fnv1a64_str(KVG_HASH_FNV1A64_SEED, w->url) != pr->stored_worker)
         return 0;
+    if (!kvg__proxy_catalog_has(pr, w)) return 0;
+    return kvg_gate_worker_filter(&pr->gate, w);
+}
+
+int kvg__proxy_catalog_has(const struct proxy_req *pr, const struct kvg_worker *w)
+{
     /* A worker serves the model whose entry lists it, whatever else its
      * /v1/models says. */
     const struct kvg_catalog *cat = pr->cat;
-    if (cat && cat->any < 0 && pr->cmodel >= 0 &&
-        kvg_catalog_worker_model(cat, w->url) != pr->cmodel)
-        return 0;
-    return kvg_gate_worker_filter(&pr->gate, w);
+    return !(cat && cat->any < 0 && pr->cmodel >= 0 &&
+             kvg_catalog_worker_model(cat, w->url) != pr->cmodel);
 }
 
 /* The routing context of the request (thread-safe: on the loop, or on the
@@ -675,8 +680,8 @@ static void parsed(struct proxy_req *pr)
         kvg__proxy_local_answer(pr);
         return;
     }
-    if (kvg__proxy_stored_route(pr)) return; /* answered: no such stored object */
-    admit(pr);
+    if (kvg__proxy_stored_route(pr)) return; /* answered, or the workers asked first */
+    kvg__proxy_admit(pr);
 }
 
 static void parse_done(struct kvg_proxy_wq_item *w)

@@ -48,6 +48,9 @@ struct kvg_proxy_metrics {
     struct kvg_metrics_series *duration[KVG_PROXY_NROUTES];
     struct kvg_metrics_series *ttfb[KVG_PROXY_NROUTES];
     struct kvg_metrics_series *retries, *client_gone, *upstream_errors, *no_worker;
+    /* GET /v1/responses/{id} sent to workers to find a stored response
+     * another replica of kvgate routed (proxy/stored.c). NULL: not kept. */
+    struct kvg_metrics_series *stored_probes;
     /* Requests of an endpoint the serving mode cannot split (a Responses
      * request to vLLM's PD pool) served aggregated on a decode worker. */
     struct kvg_metrics_series *pd_aggregated;

@@ -74,6 +74,7 @@ struct proxy_req {
     uint64_t stored_worker;            /* hash of the worker's URL it must go to (0 any) */
     int stored_learn;                  /* learning the answer's response id */
     struct kvg_buf learn;              /* the answer's first bytes, until the id is in them */
+    struct kvg__stored_lookup *lookup; /* the workers asked for an unknown stored id (owned) */
     int xlate;                         /* this attempt is the chat request, its answer translated */
     int probe;                         /* a 404 read whole: the worker may lack the endpoint */
     int xcapped;                       /* the gate's output cap set in ri.chat_body */
@@ -177,7 +178,12 @@ void kvg__proxy_trace_prefill(struct proxy_req *pr);
 void kvg__proxy_trace_prefill_end(struct proxy_req *pr, int status);
 void kvg__proxy_trace_end(struct proxy_req *pr, int status);
 
-/* proxy.c: a request's life, shared with pd_legs.c. */
+/* proxy.c: a request's life, shared with pd_legs.c and stored.c. */
+/* The gateway's quota and admission, then the first attempt. */
+void kvg__proxy_admit(struct proxy_req *pr);
+/* Whether the catalog lets w serve pr's model (a worker listed under
+ * another model's entry does not). */
+int kvg__proxy_catalog_has(const struct proxy_req *pr, const struct kvg_worker *w);
 const struct kvg_buf *kvg__proxy_req_body(const struct proxy_req *pr); /* the client's */
 const struct kvg_buf *kvg__proxy_forward_body(struct proxy_req *pr);   /* what the engine gets */
 /* The next attempt: a pick (or the PD decision first) and the upstream call. */
@@ -224,9 +230,14 @@ void kvg__proxy_local_answer(struct proxy_req *pr);
 /* stored.c: the objects an engine keeps in its memory (vLLM's stored
  * responses), and which worker holds each. Before admission: a request
  * naming one (GET/DELETE /v1/responses/{id}, previous_response_id) is
- * bound to that worker (pr->stored_url), or answered 404 when no worker
- * is known to hold it (returns 1: answered). */
+ * bound to that worker (pr->stored_worker): 0, admit it now. One this
+ * process does not know (another replica's) is asked of the model's
+ * workers (GET /v1/responses/{id}): 1, and the request goes on to
+ * kvg__proxy_admit when one holds it, else is answered 404 (or 503 when
+ * the lookups' budget is spent); 1 also when answered at once. */
 int kvg__proxy_stored_route(struct proxy_req *pr);
+/* The client left: a lookup's calls cancelled (none: nothing). */
+void kvg__proxy_stored_cancel(struct proxy_req *pr);
 /* An answer's bytes as they come (2xx of a Responses request): the id of
  * the response the worker created is learnt from them. */
 void kvg__proxy_stored_learn(struct proxy_req *pr, const char *p, size_t n);

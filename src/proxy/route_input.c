@@ -288,8 +288,26 @@ int kvg_rinput_chat_bytes(struct kvg_rinput *ri, const char *body, size_t len)
     cJSON *j = kvg_json_parse_in(&mem, body, len);
     struct kvg_api_err e;
     int rc = j ? kvg_api_to_chat(ri->kind, j, &ri->chat_body, &e) : KVG_EPARSE;
+    if (!rc && ri->kind == KVG_API_RESPONSES) rc = kvg_api_namespaces(j, &ri->namespaces);
     kvg_json_free(&mem, j);
     return rc;
+}
+
+/* OpenAI's bound on one embeddings batch, for every endpoint whose member
+ * is a list of inputs (embeddings, pooling, classify, rerank's documents,
+ * score's sides): a list of 100,000 would be that many prefills on one
+ * engine. 0, or KVG_EPARSE naming the member and the bound. */
+static int batch_bound(struct kvg_rinput *ri, const cJSON *j, const char *name, char *msg,
+                       size_t msglen)
+{
+    const cJSON *in = cJSON_GetObjectItemCaseSensitive(j, name);
+    if (!cJSON_IsArray(in) || cJSON_GetArraySize(in) <= KVG_RINPUT_MAX_BATCH) return 0;
+    snprintf(ri->bad_param_buf, sizeof ri->bad_param_buf, "%s", name);
+    ri->bad_param = ri->bad_param_buf;
+    ri->bad_code = "invalid_value";
+    snprintf(msg, msglen, "'%s' holds %d items: at most %d in one request", name,
+             cJSON_GetArraySize(in), KVG_RINPUT_MAX_BATCH);
+    return KVG_EPARSE;
 }
 
 /* The members of each endpoint's body that routing and the gateway read:
@@ -340,18 +358,19 @@ static int kind_fields(struct kvg_rinput *ri, const cJSON *j, int64_t *budget, c
         /* vLLM's /tokenize takes a prompt, or chat messages it renders. */
         ri->chat = cJSON_GetObjectItemCaseSensitive(j, "messages") != NULL;
         return request_shape(ri, j, msg, msglen);
-    case KVG_API_EMBEDDINGS: {
-        /* OpenAI's bound on one embeddings batch: a batch of 100,000
-         * inputs would be that many prefills on one engine. */
-        const cJSON *in = cJSON_GetObjectItemCaseSensitive(j, "input");
-        if (cJSON_IsArray(in) && cJSON_GetArraySize(in) > KVG_RINPUT_MAX_BATCH) {
-            snprintf(ri->bad_param_buf, sizeof ri->bad_param_buf, "input");
-            ri->bad_param = ri->bad_param_buf;
-            ri->bad_code = "invalid_value";
-            snprintf(msg, msglen, "'input' holds %d items: at most %d in one request",
-                     cJSON_GetArraySize(in), KVG_RINPUT_MAX_BATCH);
-            return KVG_EPARSE;
-        }
+    case KVG_API_EMBEDDINGS:
+    case KVG_API_POOLING:
+    case KVG_API_CLASSIFY:
+        return batch_bound(ri, j, "input", msg, msglen);
+    case KVG_API_RERANK:
+        return batch_bound(ri, j, "documents", msg, msglen);
+    case KVG_API_SCORE: {
+        /* Each side by every name vLLM reads (docs/engines-api.md): a
+         * list of N texts is N pairs, each a prefill. */
+        static const char *const sides[] = {"text_1",  "text_2",    "data_1", "data_2",
+                                            "queries", "documents", "items"};
+        for (size_t i = 0; i < sizeof sides / sizeof *sides; i++)
+            if (batch_bound(ri, j, sides[i], msg, msglen)) return KVG_EPARSE;
         return 0;
     }
     default:
@@ -365,6 +384,7 @@ int kvg_rinput_parse(struct kvg_rinput *ri, const char *body, size_t len, enum k
     memset(ri, 0, sizeof *ri);
     kvg_buf_init(&ri->text, 0);
     kvg_buf_init(&ri->chat_body, 0);
+    kvg_buf_init(&ri->namespaces, 0);
     ri->kind = kind;
     ri->chat = kind == KVG_API_CHAT;
     ri->prompt_key = "prompt";
@@ -426,6 +446,7 @@ int kvg_rinput_parse(struct kvg_rinput *ri, const char *body, size_t len, enum k
     if (rc) {
         kvg_json_free(&ri->cjson_mem, ri->cjson);
         kvg_buf_free(&ri->chat_body);
+        kvg_buf_free(&ri->namespaces);
         kvg_json_free(&ri->json_mem, j);
         ri->cjson = NULL;
         ri->rjson = NULL;
@@ -562,6 +583,7 @@ void kvg_rinput_free(struct kvg_rinput *ri)
     kvg_rinput_drop_json(ri);
     kvg_buf_free(&ri->text);
     kvg_buf_free(&ri->chat_body);
+    kvg_buf_free(&ri->namespaces);
     free(ri->ids);
     free(ri->hashes);
     ri->ids = NULL;

@@ -28,7 +28,9 @@ struct kvg_rinput_tokenizer {
     struct kvg_tok_pcache *cache; /* the tokenizer's prefix cache (nullable, thread-safe) */
 };
 
-/* The most inputs one embeddings request may carry (OpenAI's bound). */
+/* The most inputs one embeddings, pooling or classify request, and the most
+ * documents one rerank request or texts one score side, may carry (OpenAI's
+ * bound on an embeddings batch). */
 #define KVG_RINPUT_MAX_BATCH 2048
 
 struct kvg_rinput {
@@ -45,8 +47,10 @@ struct kvg_rinput {
     struct cJSON *cjson; /* owned, in cjson_mem */
     struct kvg_json_arena cjson_mem;
     struct kvg_buf chat_body;
-    int converted;          /* a Responses or Messages request read as its chat form */
-    int chat;               /* rjson is a chat request (messages); else a prompt */
+    struct kvg_buf namespaces; /* made with chat_body: its Responses namespace functions
+                                  (kvg_api_namespaces), how its answer names their calls */
+    int converted;             /* a Responses or Messages request read as its chat form */
+    int chat;                  /* rjson is a chat request (messages); else a prompt */
     const char *prompt_key; /* the prompt's member when not chat: "prompt", "text", "input_ids" */
     const char *body;       /* borrowed: the request body, alive while the request is routed */
     size_t body_len;        /* the request body's bytes: the rendered prompt's expected size */

@@ -71,6 +71,7 @@ int kvg__proxy_xlate_begin(struct proxy_req *pr)
     const struct kvg_buf *fb = kvg__proxy_forward_body(pr);
     int brc = kvg_rinput_chat_bytes(&pr->ri, fb->data, fb->len);
     if (brc) return brc;
+    pr->xctx.namespaces = &pr->ri.namespaces; /* pr->ri outlives the answer */
     uint32_t cap = kvg_gate_output_cap(&pr->gate);
     if (cap && !pr->xcapped) { /* the limit the quota reserved goes in the chat request too */
         char v[16];

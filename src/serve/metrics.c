@@ -41,6 +41,10 @@ static const struct decl {
      NULL, 0, offsetof(struct kvg_serve_metrics, proxy.upstream_errors)},
     {COUNTER, 1, "kvgate_no_worker_total", "Requests answered 503 for want of a healthy worker.",
      NULL, 0, offsetof(struct kvg_serve_metrics, proxy.no_worker)},
+    {COUNTER, 1, "kvgate_stored_response_probes_total",
+     "GET /v1/responses/{id} sent to workers to find a stored response this replica did not "
+     "route (bounded per second).",
+     NULL, 0, offsetof(struct kvg_serve_metrics, proxy.stored_probes)},
     {COUNTER, 1, "kvgate_pd_aggregated_total",
      "Requests of an endpoint the PD mode does not split (Responses, Messages, generate under "
      "vLLM) served whole by a decode worker.",
@@ -324,6 +328,7 @@ void kvg_serve_metrics_free(struct kvg_serve_metrics *m)
     kvg_metrics_series_release(pm->client_gone);
     kvg_metrics_series_release(pm->upstream_errors);
     kvg_metrics_series_release(pm->no_worker);
+    kvg_metrics_series_release(pm->stored_probes);
     kvg_metrics_series_release(pm->pd_aggregated);
     kvg_metrics_series_release(m->workers);
     kvg_metrics_series_release(m->adm_waiting);

