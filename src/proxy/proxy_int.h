@@ -76,7 +76,7 @@ struct proxy_req {
     struct kvg_api_sse_xlate *xl; /* a translated stream's translator (owned) */
     struct kvg_buf xout;          /* scratch: a translated stream's bytes for the client */
     struct kvg_gate_req gate;     /* the gateway's view: key, priority, quota, usage */
-    struct kvg_pd_req pdr;        /* its PD legs, when the proxy has px->pd */
+    struct kvg_pd_req pdr;        /* its PD legs, when its model has a PD mode (kvg__proxy_pd) */
     struct proxy_req *next_free;  /* on the loop's free list */
 };
 
@@ -100,6 +100,9 @@ void kvg__proxy_access_log(struct proxy_req *pr, int status);
 void kvg__proxy_observe_end(struct proxy_req *pr, int status);
 
 /* proxy.c: a request's life, shared with pd_legs.c. */
+/* The PD router of pr's served model (its model's serving mode; before
+ * its model is known, the proxy's); NULL: one leg. */
+struct kvg_pd *kvg__proxy_pd(const struct proxy_req *pr);
 const struct kvg_buf *kvg__proxy_req_body(const struct proxy_req *pr); /* the client's */
 const struct kvg_buf *kvg__proxy_forward_body(struct proxy_req *pr);   /* what the engine gets */
 /* The next attempt: a pick (or the PD decision first) and the upstream call. */
