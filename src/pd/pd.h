@@ -31,6 +31,7 @@
 #include <cjson/cJSON.h>
 
 #include "base/buf.h"
+#include "base/opt.h"
 #include "net/http_client.h"
 #include "metrics/metrics.h"
 #include "router/pool.h"
@@ -65,6 +66,16 @@ struct kvg_pd_config {
 };
 
 void kvg_pd_config_default(struct kvg_pd_config *c);
+
+/* The PD settings' option table (pd_opts.c, base/opt.h) over struct
+ * kvg_pd_config, all but the mode: serve's top level includes it (its
+ * flags' names), and kvg_pd_serving_table, a models: entry's serving:
+ * section, is `mode` (aggregated, vllm-pd, sglang-pd; required) and
+ * these. */
+extern const struct kvg_opt kvg_pd_opt_table[];
+extern const struct kvg_opt kvg_pd_serving_table[];
+/* "aggregated", "vllm-pd", "sglang-pd". */
+const char *kvg_pd_mode_name(enum kvg_pd_mode m);
 
 /* ---- Pure parts (unit-tested). */
 

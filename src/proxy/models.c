@@ -119,9 +119,9 @@ static int next_from(const struct proxy_req *pr, const struct kvg_catalog_model 
 int kvg__proxy_model_can_fall(const struct proxy_req *pr)
 {
     const struct kvg_catalog_model *m = first_model(pr);
-    /* A stored object lives on one worker, a PD request's legs hold the
-     * pool's pairs: neither moves to another model. */
-    if (!m || pr->stored_worker || pr->pl->px->pd) return 0;
+    /* A stored object lives on one worker, and a prefill leg once sent
+     * holds KV for its decode: neither moves to another model. */
+    if (!m || pr->stored_worker || (kvg__proxy_pd(pr) && pr->pdr.prefill_url[0])) return 0;
     return next_from(pr, m, pr->fb_next) >= 0;
 }
 

@@ -205,7 +205,7 @@ static void pd_legs(const struct proxy_req *pr, int status)
 {
     const struct kvg_proxy_metrics *m = pr->pl->px->m;
     const struct kvg_pd_req *r = &pr->pdr;
-    if (!pr->pl->px->pd || !m->pd_legs[0][0]) return;
+    if (!kvg__proxy_pd(pr) || !m->pd_legs[0][0]) return;
     if (r->decision == KVG_PD_PREFILL_DECODE &&
         (r->prefill_done_ms || r->state == KVG_PD_CANCELLED))
         kvg_metrics_inc(m->pd_legs[0][r->state == KVG_PD_CANCELLED ? 2

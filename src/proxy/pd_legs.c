@@ -67,8 +67,10 @@ int kvg__proxy_pd_start(struct proxy_req *pr, struct kvg_route_ctx *ctx)
         .headers = fwd,
         .nheaders = kvg__proxy_forward_headers(pr, fwd, MAX_FWD_HEADERS + 1),
         .connect_timeout_ms = px->cfg->connect_timeout_ms};
-    int rc = kvg_pd_begin(px->pd, &pr->pdr, pr->pl->client, ctx, &in, on_prefilled, pr);
+    int rc = kvg_pd_begin(kvg__proxy_pd(pr), &pr->pdr, pr->pl->client, ctx, &in, on_prefilled, pr);
     if (rc || pr->pdr.state == KVG_PD_DECODE) kvg__proxy_trace_prefill_end(pr, -1); /* none sent */
+    /* No prefill worker: its model's fallback, when it has one (nothing was sent). */
+    if (rc == KVG_ENOWORKER && kvg__proxy_fall_back(pr, "no_healthy_worker")) return 1;
     if (rc == KVG_ENOWORKER) {
         kvg_metrics_inc(px->m->no_worker);
         kvg__proxy_client_error(pr, 503, "no_prefill_worker",
@@ -117,7 +119,7 @@ const char *kvg_proxy_pd_unsplit_reason(const struct kvg_pd *pd, enum kvg_api_ki
 
 int kvg__proxy_pd_splits(const struct proxy_req *pr)
 {
-    const char *why = kvg_proxy_pd_unsplit_reason(pr->pl->px->pd, (enum kvg_api_kind)pr->route);
+    const char *why = kvg_proxy_pd_unsplit_reason(kvg__proxy_pd(pr), (enum kvg_api_kind)pr->route);
     if (!why) return 1;
     static _Atomic int said[KVG_API_NKINDS];
     if (pr->ep->routing == KVG_API_ROUTE_PROMPT && !atomic_exchange(&said[pr->route], 1))

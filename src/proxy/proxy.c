@@ -128,7 +128,8 @@ void kvg_proxy_loop_free(struct kvg_proxy_loop *pl)
 /* Ends the proxy request's life: the retry timer closes, then pr is freed. */
 void kvg__proxy_finish(struct proxy_req *pr, int status)
 {
-    if (pr->pl->px->pd) kvg_pd_cancel(pr->pl->px->pd, &pr->pdr); /* an SGLang prefill still on */
+    struct kvg_pd *pd = kvg__proxy_pd(pr);
+    if (pd) kvg_pd_cancel(pd, &pr->pdr); /* an SGLang prefill still on */
     kvg__proxy_observe_end(pr, status);
     kvg__proxy_trace_end(pr, status);
     kvg__proxy_stored_end(pr, status);
@@ -140,6 +141,11 @@ void kvg__proxy_finish(struct proxy_req *pr, int status)
                                (double)(now - pr->t0_ns) / 1e9,
                                pr->ttfb_ns ? (double)(pr->ttfb_ns - pr->t0_ns) / 1e9 : -1);
     uv_close((uv_handle_t *)&pr->retry_timer, pr_closed);
+}
+
+struct kvg_pd *kvg__proxy_pd(const struct proxy_req *pr)
+{
+    return pr->pm ? pr->pm->pd : pr->pl->px->pd;
 }
 
 /* The policy that picks for pr (NULL: the pool's): its model's own, or
@@ -157,7 +163,8 @@ void kvg__proxy_release_worker(struct proxy_req *pr, enum kvg_outcome out)
     if (!pr->pick.w) return;
     /* told to the policy that picked it */
     struct kvg_route_ctx ctx = {.model = {pr->ri.model, pr->ri.model_len}, .policy = policy_of(pr)};
-    if (pr->pl->px->pd) kvg_pd_decode_ctx(pr->pl->px->pd, &pr->pdr, &ctx); /* its policy's pick */
+    struct kvg_pd *pd = kvg__proxy_pd(pr);
+    if (pd) kvg_pd_decode_ctx(pd, &pr->pdr, &ctx); /* its policy's pick */
     kvg_pool_release(pr->pl->px->pool, &pr->pick, out, &ctx);
 }
 
@@ -322,8 +329,9 @@ static void on_client_abort(struct kvg_http_req *req, void *ud)
         pr->call = NULL;
     }
     uv_timer_stop(&pr->retry_timer);
-    if (pr->pl->px->pd) kvg_pd_cancel(pr->pl->px->pd, &pr->pdr); /* a prefill in flight */
-    kvg__proxy_stored_cancel(pr); /* a stored response's lookup in flight */
+    struct kvg_pd *pd = kvg__proxy_pd(pr);
+    if (pd) kvg_pd_cancel(pd, &pr->pdr); /* a prefill in flight */
+    kvg__proxy_stored_cancel(pr);        /* a stored response's lookup in flight */
     kvg_metrics_inc(pr->pl->px->m->client_gone);
     if (pr->working) return; /* the work's done callback finishes it */
     kvg__proxy_release_worker(pr, KVG_OUT_CLIENT_GONE);
@@ -401,7 +409,7 @@ static void route_pick(struct proxy_req *pr, struct kvg_route_ctx *ctx)
 }
 
 /* The pick (thread-safe: on the loop, or on the thread pool for a big
- * body). Not with px->pd: its decision and legs run on the loop. */
+ * body). Not under PD: its decision and legs run on the loop. */
 static void route(struct proxy_req *pr)
 {
     struct kvg_route_ctx ctx;
@@ -437,10 +445,11 @@ void kvg__proxy_attempt(struct proxy_req *pr)
 {
     struct kvg_proxy *px = pr->pl->px;
     kvg__proxy_trace_attempt(pr); /* before up_status goes: the last leg's span ends */
+    struct kvg_pd *pd = kvg__proxy_pd(pr);
     pr->up_status = 0;
     pr->relayed = 0;
     kvg_buf_reset(&pr->body);
-    if (px->pd && !kvg__proxy_pd_splits(pr)) {
+    if (pd && !kvg__proxy_pd_splits(pr)) {
         /* An endpoint the mode cannot split: served whole by a decode
          * worker (vLLM's decode instances prefill what they are sent);
          * LOAD and STORED ones by any worker that generates. */
@@ -448,7 +457,7 @@ void kvg__proxy_attempt(struct proxy_req *pr)
         route_ctx(pr, &ctx);
         pr->pdr.decision = KVG_PD_DECODE_ONLY; /* an ordinary request: retried as one */
         if (pr->ep->routing == KVG_API_ROUTE_PROMPT) {
-            kvg_pd_decode_ctx(px->pd, &pr->pdr, &ctx);
+            kvg_pd_decode_ctx(pd, &pr->pdr, &ctx);
             ctx.policy = NULL; /* the pool's KV-aware policy over the decode workers */
             if (!pr->attempts) {
                 snprintf(pr->served_as, sizeof pr->served_as, "aggregated_on_decode");
@@ -460,15 +469,15 @@ void kvg__proxy_attempt(struct proxy_req *pr)
         picked(pr);
         return;
     }
-    if (px->pd) {
+    if (pd) {
         /* The PD decision, the prefill leg and the decode pick stay on the
          * loop whatever the body's size: they pick from the pool and start
          * HTTP calls. */
         struct kvg_route_ctx ctx;
         route_ctx(pr, &ctx);
-        if (pr->attempts) kvg_pd_decode_recheck(px->pd, &pr->pdr); /* prefill restarted? */
+        if (pr->attempts) kvg_pd_decode_recheck(pd, &pr->pdr); /* prefill restarted? */
         if (pr->pdr.state == KVG_PD_DECIDE && kvg__proxy_pd_start(pr, &ctx)) return;
-        kvg_pd_decode_ctx(px->pd, &pr->pdr, &ctx); /* decode workers, kvgate's decode pick */
+        kvg_pd_decode_ctx(pd, &pr->pdr, &ctx); /* decode workers, kvgate's decode pick */
         pr->attempts++;
         route_pick(pr, &ctx);
         picked(pr);
@@ -487,6 +496,7 @@ void kvg__proxy_attempt(struct proxy_req *pr)
 static void picked(struct proxy_req *pr)
 {
     struct kvg_proxy *px = pr->pl->px;
+    struct kvg_pd *pd = kvg__proxy_pd(pr);
     struct kvg_http_req *req = pr->req;
     int rc = pr->pick_rc, known = pr->pick_known;
     if (rc && kvg_pool_size(px->pool) &&
@@ -523,7 +533,7 @@ static void picked(struct proxy_req *pr)
 
     struct kvg_http_header fwd[MAX_FWD_HEADERS + 3];
     size_t k = kvg__proxy_forward_headers(pr, fwd, MAX_FWD_HEADERS + 1);
-    if (px->pd && (rc = kvg_pd_decode_sent(px->pd, &pr->pdr, w))) {
+    if (pd && (rc = kvg_pd_decode_sent(pd, &pr->pdr, w))) {
         kvg__proxy_local_failure(pr, rc);
         return;
     }
@@ -531,7 +541,7 @@ static void picked(struct proxy_req *pr)
      * data-parallel rank's engine (the header sglang's router also sends);
      * SGLang's PD legs carry it in the body instead (pd/pd.c). */
     char rank[16];
-    if (w->dp_rank >= 0 && !(px->pd && kvg_pd_rank_in_body(px->pd))) {
+    if (w->dp_rank >= 0 && !(pd && kvg_pd_rank_in_body(pd))) {
         int rl = snprintf(rank, sizeof rank, "%d", w->dp_rank);
         fwd[k++] = (struct kvg_http_header){KVG_STR("x-data-parallel-rank"), {rank, (size_t)rl}};
     }
@@ -544,7 +554,7 @@ static void picked(struct proxy_req *pr)
         .idle_timeout_ms = c->stream_idle_timeout_ms,
         .borrow_body = 1, /* pr holds it past the call (a client's abort cancels the call first) */
     };
-    const struct kvg_buf *body = px->pd ? kvg_pd_decode_body(&pr->pdr) : NULL;
+    const struct kvg_buf *body = pd ? kvg_pd_decode_body(&pr->pdr) : NULL;
     if (!body) body = kvg__proxy_forward_body(pr);
     struct kvg_str url = req->url;
     pr->xlate = kvg__proxy_xlate_wanted(pr, w);
@@ -709,6 +719,10 @@ int kvg__proxy_fall_back(struct proxy_req *pr, const char *why)
     kvg__proxy_xlate_free(pr);
     kvg_buf_free(&pr->model_body);
     kvg_rinput_free(&pr->ri);
+    /* No leg was sent (kvg__proxy_model_can_fall): the PD state starts
+     * afresh, under the fallback's own mode. */
+    kvg_pd_req_free(&pr->pdr);
+    memset(&pr->pdr, 0, sizeof pr->pdr);
     if (on_workers(pr)) {
         offload(pr, parse_work, parse_done);
         return 1;

@@ -99,6 +99,7 @@ struct kvg_proxy_model {
     struct kvg_rinput_tokenizer rt;
     struct kvg_policy *policy;
     int wants_tokens, wants_text, tokenizer_exact;
+    struct kvg_pd *pd; /* its prefill/decode pairs (not owned); NULL: one leg per request */
 };
 
 /* Shared by every loop thread; nothing in it is owned by the proxy. */
@@ -121,7 +122,10 @@ struct kvg_proxy {
      * (--translate-apis): sent as chat completions, answers translated. */
     unsigned translate_apis;
     const struct kvg_proxy_metrics *m;
-    struct kvg_pd *pd; /* prefill/decode pairs (not owned); NULL: one leg per request */
+    /* Prefill/decode pairs (not owned); NULL: one leg per request. A
+     * request of a served model follows its model's (struct
+     * kvg_proxy_model's pd) instead. */
+    struct kvg_pd *pd;
     /* The pick of requests routed by load (embeddings, scoring, audio) and
      * of stored responses: least load, whatever the pool's policy (owned by
      * the host, may be NULL: the pool's policy). */

@@ -102,7 +102,7 @@ struct proxy_req {
     struct kvg_api_sse_xlate *xl; /* a translated stream's translator (owned) */
     struct kvg_buf xout;          /* scratch: a translated stream's bytes for the client */
     struct kvg_gate_req gate;     /* the gateway's view: key, priority, quota, usage */
-    struct kvg_pd_req pdr;        /* its PD legs, when the proxy has px->pd */
+    struct kvg_pd_req pdr;        /* its PD legs, when its model has a PD mode (kvg__proxy_pd) */
     /* obs.c: the series of the model that answered (set when the engine's
      * head came), the token clock (token-carrying events seen, the first
      * and last one's arrival), the answer's error code ("" none; from the
@@ -184,6 +184,9 @@ void kvg__proxy_admit(struct proxy_req *pr);
 /* Whether the catalog lets w serve pr's model (a worker listed under
  * another model's entry does not). */
 int kvg__proxy_catalog_has(const struct proxy_req *pr, const struct kvg_worker *w);
+/* The PD router of pr's served model (its model's serving mode; before
+ * its model is known, the proxy's); NULL: one leg. */
+struct kvg_pd *kvg__proxy_pd(const struct proxy_req *pr);
 const struct kvg_buf *kvg__proxy_req_body(const struct proxy_req *pr); /* the client's */
 const struct kvg_buf *kvg__proxy_forward_body(struct proxy_req *pr);   /* what the engine gets */
 /* The next attempt: a pick (or the PD decision first) and the upstream call. */

@@ -77,7 +77,7 @@ int kvg__proxy_schedule_retry(struct proxy_req *pr)
 {
     const struct kvg_proxy_config *c = pr->pl->px->cfg;
     if (!c->retries_enabled || pr->attempts - pr->attempts0 > c->retry_max) return -1;
-    if (pr->pl->px->pd && !kvg_pd_decode_may_retry(pr->pl->px->pd, &pr->pdr, kvg_now_ms()))
+    if (kvg__proxy_pd(pr) && !kvg_pd_decode_may_retry(kvg__proxy_pd(pr), &pr->pdr, kvg_now_ms()))
         return -1; /* the prefill's blocks are not held for another decode */
     double d =
         c->retry_initial_ms * pow(c->retry_multiplier, (double)(pr->attempts - pr->attempts0 - 1));
@@ -137,8 +137,8 @@ static void up_head(void *ud, int status, const struct kvg_http_header *h, size_
         pr->shed_seen |= shed;
         if (retry && kvg__proxy_schedule_retry(pr) == 0) return;
         if (shed && kvg__proxy_fall_back(pr, "engine_shed")) return;
-        if (pr->pl->px->pd && (status == 429 || status == 503))
-            kvg_pd_decode_refused(pr->pl->px->pd, &pr->pdr);
+        if (kvg__proxy_pd(pr) && (status == 429 || status == 503))
+            kvg_pd_decode_refused(kvg__proxy_pd(pr), &pr->pdr);
         kvg__proxy_client_error(pr, 502, "upstream_unavailable", "all workers failed");
         return;
     }
@@ -209,7 +209,7 @@ static void up_body(void *ud, const char *p, size_t n)
     if (pr->sse || !pr->bytes_up) pr->last_ns = kvg_now_ns();
     if (!pr->bytes_up) {
         kvg_pool_first_token_at(px->pool, &pr->pick, kvg_now_ms()); /* prefill is over */
-        if (px->pd) kvg_pd_decode_first_byte(px->pd, &pr->pdr);
+        if (kvg__proxy_pd(pr)) kvg_pd_decode_first_byte(kvg__proxy_pd(pr), &pr->pdr);
         pr->first_ns = pr->last_ns;
         if (pr->sse && px->on_observe) {
             struct kvg_proxy_obs o = {.kind = KVG_PROXY_OBS_FIRST,

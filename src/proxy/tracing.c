@@ -153,7 +153,7 @@ void kvg__proxy_trace_leg(struct proxy_req *pr)
     kvg_trace_attr_int(&s, "kvgate.route.work_tokens", (int64_t)pr->pick.work_tokens);
     int mode = kvg_route_mode_get(w, NULL, 0);
     if (mode >= 0) str(&s, "kvgate.routing.mode", kvg_route_mode_name(mode));
-    struct kvg_pd *pd = pr->pl->px->pd;
+    struct kvg_pd *pd = kvg__proxy_pd(pr);
     if (pd) str(&s, "kvgate.pd.decision", kvg_pd_decision_name(pr->pdr.decision));
     str(&s, "kvgate.served_as", pr->served_as);
     kvg_trace_attr_int(&s, "kvgate.attempt", pr->attempts);

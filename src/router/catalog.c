@@ -525,6 +525,7 @@ static int settle(struct build *b, size_t i, const struct kvg_catalog_spec *s,
     const struct kvg_catalog_top *t = b->top;
     struct kvg_catalog *c = b->c;
     int own_tok = s && s->tokenizer[0];
+    m->entry = s ? (int)i : -1;
     m->name = keep(c, s ? s->name : "");
     m->where = s ? keep_where(b, s->line) : keep(c, "");
     m->tokenizer = keep(c, or_top(s ? s->tokenizer : NULL, t->tokenizer));

@@ -100,6 +100,7 @@ struct kvg_catalog_top {
 struct kvg_catalog_model {
     const char *name;  /* "" for the single-model flags' model: any name */
     const char *where; /* "file:line" of its entry; "" for the flags' model */
+    int entry;         /* its entry's index in the specs; -1 for the flags' model */
     const char *tokenizer, *tokenizer_config, *chat_template;
     uint32_t block_size;
     uint32_t max_model_len; /* 0: the workers' */

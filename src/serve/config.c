@@ -64,7 +64,7 @@ static const struct kvg_opt flags[] = {
     {"workers", NULL, KVG_OPT_ROWS, 0, 0, .sub = worker_row,
      .help = "the workers, one mapping each (or a URL alone); a key some worker gives sets its "
              "list flag for all, 'none' for the others"},
-    {"models", NULL, KVG_OPT_ROWS, O(models), sizeof(struct kvg_catalog_spec),
+    {"models", NULL, KVG_OPT_ROWS, O(models), sizeof(struct kvg_serve_model),
      .sub = kvg__serve_model_row, .init = kvg__serve_model_init, .seen = kvg__serve_model_seen,
      .count_off = O(nmodels), .max_rows = KVG_CATALOG_MAX_MODELS, .flags = KVG_OPT_F_ALLOC,
      .help = "many models behind one address, one mapping each (docs/models.md)"},
@@ -230,17 +230,12 @@ static const struct kvg_opt flags[] = {
      .help = "prefill worker URL [BOOTSTRAP_PORT|none], repeatable"},
     {"decode", NULL, KVG_OPT_LIST_APPEND, O(decode_urls), 0, .meta = "URL",
      .help = "decode worker URL, repeatable"},
-    {"epd-disaggregation", NULL, KVG_OPT_BOOL, O(pd.epd), 0,
-     .help = "an encode stage: vLLM (--vllm-pd-disaggregation) sends media to an --encode worker "
-             "first; SGLang's prefills call their encoders themselves"},
     {"encode", NULL, KVG_OPT_LIST_APPEND, O(encode_urls), 0, .meta = "URL [PORT]",
      .help = "encode worker URL, repeatable"},
     {"epd-config", NULL, KVG_OPT_STR, O(epd_config), S(epd_config), .meta = "JSON",
      .help = "vllm-router's EPD config, {\"encoder_urls\": [URL, ...]}: --epd-disaggregation with "
              "those "
              "--encode workers"},
-    {"encode-policy", NULL, KVG_OPT_STR, O(pd.encode_policy), S(pd.encode_policy), .meta = "NAME",
-     .help = "policy over encode workers (unset: least_load)"},
     {"worker-roles", NULL, KVG_OPT_LIST, O(worker_roles), 0, .section = "workers",
      .meta = "ROLE...",
      .help =
@@ -252,26 +247,7 @@ static const struct kvg_opt flags[] = {
      .help =
          "an SGLang prefill's bootstrap port per --worker-urls entry, same order, none for none "
          "(YAML bootstrap_port:)"},
-    {"prefill-policy", NULL, KVG_OPT_STR, O(pd.prefill_policy), S(pd.prefill_policy),
-     .section = "disaggregated serving", .meta = "NAME",
-     .help = "policy over prefill workers (unset: --policy)"},
-    {"decode-policy", NULL, KVG_OPT_STR, O(pd.decode_policy), S(pd.decode_policy), .meta = "NAME",
-     .help = "policy over decode workers (unset: kvgate's decode pick, pd_decode)"},
-    {"pd-threshold-tokens", NULL, KVG_OPT_U32, O(pd.threshold_tokens), 0,
-     .help = "fewer uncached prompt tokens than this go to a decode worker alone"},
-    {"pd-prefill-timeout-secs", NULL, KVG_OPT_SECS_MS, O(pd.prefill_timeout_ms), 0,
-     .help = "a prefill leg's deadline from its dispatch"},
-    {"pd-kv-hold-timeout-secs", NULL, KVG_OPT_SECS_MS, O(pd.hold_timeout_ms), 0,
-     .help = "how long prefill engines hold unread KV (vLLM's 480): a decode retry only within it"},
-    {"pd-early-rejection", NULL, KVG_OPT_BOOL, O(pd.early_rejection), 0,
-     .help = "reject at the door (503) when no decode is predicted to have room once the prefill "
-             "is done (Mooncake)"},
-    {"pd-reject-kv-frac", NULL, KVG_OPT_DOUBLE, O(pd.reject_kv_frac), 0,
-     .help = "early rejection: a decode has room below this share of its KV blocks", NONNEG},
-    {"pd-prefill-tokens-per-sec", NULL, KVG_OPT_DOUBLE, O(pd.prefill_tokens_per_s), 0,
-     .help = "early rejection: prefill speed, to predict when a prefill ends", NONNEG},
-    {"pd-decode-time-secs", NULL, KVG_OPT_DOUBLE, O(pd.decode_secs), 0,
-     .help = "early rejection: Mooncake's uniform decode time t_d", NONNEG},
+    {NULL, NULL, KVG_OPT_INCLUDE, O(pd), .sub = kvg_pd_opt_table},
     {"prefill-selector", NULL, KVG_OPT_LIST, O(prefill_selector), 0,
      .section = "Kubernetes discovery", .meta = "KEY=VALUE...",
      .help = "discovery: labels of prefill worker pods"},
@@ -471,6 +447,8 @@ int kvg_serve_config_load_file(const char *path, struct kvg_serve_config *out, c
 {
     kvg_serve_config_default(out);
     int rc = kvg_opt_load_yaml(flags, out, path, err, errlen);
+    /* Its own name, for the file:line of later checks (kvg_serve_config_pd). */
+    if (!rc) snprintf(out->config_path, sizeof out->config_path, "%s", path);
     if (!rc) rc = kvg_serve_config_models(out, path, err, errlen);
     if (rc) kvg_serve_config_free(out);
     return rc;

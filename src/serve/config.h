@@ -19,6 +19,15 @@
 #include "base/opt.h"
 #include "trace/trace.h"
 #define KVG_CFG_MAX_WORKERS KVG_OPT_LIST_MAX /* a list flag's values: struct kvg_strlist */
+
+/* One models: entry (config_models.c): the catalog's spec, first (the
+ * entry's rows are the spec's, at the same offsets), and the model's
+ * serving mode. */
+struct kvg_serve_model {
+    struct kvg_catalog_spec spec;
+    struct kvg_pd_config serving; /* its serving: section (unset keys: the defaults) */
+    int serving_given;            /* it has one; else the top level's mode and settings */
+};
 struct kvg_serve_config {
     char host[128];
     int port;
@@ -91,7 +100,7 @@ struct kvg_serve_config {
     /* models: (config_models.c, docs/models.md): many models behind one
      * address, each with its workers (folded into the lists above once
      * checked), names, tokenizer, policy; none: the flags are the one model. */
-    struct kvg_catalog_spec *models;
+    struct kvg_serve_model *models;
     size_t nmodels;
     int models_folded;
     /* Traces (trace/trace.h): --otlp-endpoint ("": none), --trace-sample. */
@@ -99,7 +108,9 @@ struct kvg_serve_config {
 };
 
 /* Folds --prefill/--decode into the worker list, checks the roles and the PD
- * settings (config_pd.c). KVG_ECONFIG with a message. */
+ * settings (config_pd.c); with models:, each model's roles against its
+ * serving mode instead (kvg_serve_config_serving). KVG_ECONFIG with a
+ * message. */
 int kvg_serve_config_pd(struct kvg_serve_config *c, char *err, size_t errlen);
 
 /* Checks the models: section whole (router/catalog.h's rules; errors name
@@ -113,6 +124,21 @@ int kvg_serve_config_models(struct kvg_serve_config *c, const char *file, char *
  * model answering to any name. *out as kvg_catalog_build's. */
 int kvg_serve_models_catalog(const struct kvg_serve_config *c, const char *file,
                              struct kvg_catalog **out, char *err, size_t errlen);
+/* Each model's serving mode (its serving: section, else the top level's
+ * PD flags, whose mode c->vllm_pd / c->sglang_pd say) against its
+ * workers' roles: a PD mode needs prefill and decode workers, vLLM EPD an
+ * encode worker, and roles need a mode that uses them; the section's
+ * values checked as the flags' are. Errors name file:line and the entry
+ * (config_models.c). */
+int kvg_serve_config_serving(const struct kvg_serve_config *c, const char *file, char *err,
+                             size_t errlen);
+/* The serving mode and settings model entry i serves with (its own, else
+ * the top level's c->pd with the mode of the flags). */
+void kvg_serve_model_serving(const struct kvg_serve_config *c, size_t i, struct kvg_pd_config *out);
+/* The PD settings' values a table cannot check alone (ranges, policy
+ * names); who names them in the message ("--pd-reject-kv-frac" style for
+ * the flags: ""; a model's "file:line: models[i] 'name': serving"). */
+int kvg__serve_pd_values(const struct kvg_pd_config *pd, const char *who, char *err, size_t errlen);
 /* config.c's table reads models: rows with these (config_models.c). */
 extern const struct kvg_opt kvg__serve_model_row[];
 int kvg__serve_model_init(void *parent, void *item, size_t index, char *err, size_t errlen);

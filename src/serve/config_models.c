@@ -12,6 +12,9 @@
 #include "router/catalog.h"
 #include "serve/config.h"
 
+/* A row is a struct kvg_serve_model whose spec comes first: the spec's
+ * offsets are the row's. */
+_Static_assert(offsetof(struct kvg_serve_model, spec) == 0, "the spec must open the row");
 #define M(f) offsetof(struct kvg_catalog_spec, f)
 #define MS(f) sizeof(((struct kvg_catalog_spec *)0)->f)
 #define W(f) offsetof(struct kvg_catalog_worker, f)
@@ -67,6 +70,8 @@ const struct kvg_opt kvg__serve_model_row[] = {
     {"split", NULL, KVG_OPT_MAP, M(split), sizeof(struct kvg_catalog_share), .sub = share_t,
      .count_off = M(nsplit), .max_rows = KVG_CATALOG_MAX_SPLIT, .flags = KVG_OPT_F_ALLOC},
     {"fallbacks", NULL, KVG_OPT_LIST, M(fallbacks), .help = "models to serve it instead, in order"},
+    {"serving", NULL, KVG_OPT_INCLUDE, offsetof(struct kvg_serve_model, serving),
+     .sub = kvg_pd_serving_table, .help = "its serving mode: {mode: vllm-pd, ...}"},
     {"line", NULL, KVG_OPT_INT, M(line), .flags = KVG_OPT_F_LINE},
     KVG_OPT_END,
 };
@@ -74,7 +79,10 @@ const struct kvg_opt kvg__serve_model_row[] = {
 int kvg__serve_model_init(void *parent, void *item, size_t index, char *err, size_t errlen)
 {
     (void)parent, (void)index;
-    struct kvg_catalog_spec *s = item;
+    struct kvg_serve_model *row = item;
+    struct kvg_catalog_spec *s = &row->spec;
+    kvg_pd_config_default(&row->serving);
+    row->serving_given = 0;
     size_t n = 0;
     while (kvg_policy_opt_table[n].name) n++;
     if (n > 64) /* policy_set has a bit per policy option */
@@ -87,6 +95,7 @@ int kvg__serve_model_init(void *parent, void *item, size_t index, char *err, siz
 void kvg__serve_model_seen(void *item, const struct kvg_opt *o)
 {
     struct kvg_catalog_spec *s = item;
+    if (o->sub == kvg_pd_serving_table) ((struct kvg_serve_model *)item)->serving_given = 1;
     for (size_t k = 0; k < 64 && kvg_policy_opt_table[k].name; k++)
         if (o == &kvg_policy_opt_table[k]) s->policy_set |= 1ull << k;
 }
@@ -136,7 +145,15 @@ int kvg_serve_models_catalog(const struct kvg_serve_config *c, const char *file,
         .workers = w,
         .nworkers = c->nmodels ? 0 : c->workers.n,
     };
-    rc = kvg_catalog_build(c->models, c->nmodels, &top, out, err, errlen);
+    /* The catalog reads the specs as one array: the rows' own, side by side. */
+    struct kvg_catalog_spec *specs = c->nmodels ? calloc(c->nmodels, sizeof *specs) : NULL;
+    if (c->nmodels && !specs) {
+        free(w);
+        return kvg_err_set(err, errlen, -ENOMEM, "models: out of memory");
+    }
+    for (size_t i = 0; i < c->nmodels; i++) specs[i] = c->models[i].spec;
+    rc = kvg_catalog_build(specs, c->nmodels, &top, out, err, errlen);
+    free(specs);
     free(w);
     return rc;
 }
@@ -205,8 +222,8 @@ int kvg_serve_config_models(struct kvg_serve_config *c, const char *file, char *
     kvg_catalog_unref(cat);
     struct given g = {0};
     for (size_t i = 0; i < c->nmodels; i++)
-        for (size_t k = 0; k < c->models[i].nworkers; k++) {
-            const struct kvg_catalog_worker *w = &c->models[i].workers[k];
+        for (size_t k = 0; k < c->models[i].spec.nworkers; k++) {
+            const struct kvg_catalog_worker *w = &c->models[i].spec.workers[k];
             g.kv |= w->kv_events_endpoint[0] != 0;
             g.replay |= w->replay_endpoint[0] != 0;
             g.key |= w->upstream_api_key[0] != 0;
@@ -215,8 +232,8 @@ int kvg_serve_config_models(struct kvg_serve_config *c, const char *file, char *
             g.port |= w->bootstrap_port != 0;
         }
     for (size_t i = 0; !rc && i < c->nmodels; i++)
-        for (size_t k = 0; !rc && k < c->models[i].nworkers; k++)
-            rc = fold_worker(c, &c->models[i].workers[k], &g);
+        for (size_t k = 0; !rc && k < c->models[i].spec.nworkers; k++)
+            rc = fold_worker(c, &c->models[i].spec.workers[k], &g);
     if (rc == -ENOSPC)
         return kvg_err_set(err, errlen, KVG_ECONFIG, "%s: models: at most %d workers in all",
                            file && file[0] ? file : "config", KVG_OPT_LIST_MAX);

@@ -115,6 +115,10 @@ int kvg_serve_config_pd(struct kvg_serve_config *c, char *err, size_t errlen)
         return kvg_err_set(err, errlen, KVG_ECONFIG,
                            "--worker-labels needs one entry per worker (--worker-urls, then "
                            "--prefill, then --decode, then --encode)");
+    c->pd.mode = c->vllm_pd ? KVG_PD_VLLM : c->sglang_pd ? KVG_PD_SGLANG : KVG_PD_OFF;
+    if ((rc = kvg__serve_pd_values(&c->pd, "", err, errlen))) return rc;
+    /* models: each model's workers against its own mode. */
+    if (c->nmodels) return kvg_serve_config_serving(c, c->config_path, err, errlen);
     size_t np = 0, nd = 0, ne = 0;
     for (size_t i = 0; i < c->worker_roles.n; i++) {
         const char *r = c->worker_roles.v[i];
@@ -143,13 +147,33 @@ int kvg_serve_config_pd(struct kvg_serve_config *c, char *err, size_t errlen)
         return kvg_err_set(err, errlen, KVG_ECONFIG,
                            "PD disaggregation needs at least one --prefill and one --decode "
                            "worker");
-    c->pd.mode = c->vllm_pd ? KVG_PD_VLLM : c->sglang_pd ? KVG_PD_SGLANG : KVG_PD_OFF;
-    if (!(c->pd.reject_kv_frac > 0 && c->pd.reject_kv_frac <= 1) ||
-        !(c->pd.prefill_tokens_per_s > 0) || !(c->pd.decode_secs > 0))
+    return 0;
+}
+
+int kvg__serve_pd_values(const struct kvg_pd_config *pd, const char *who, char *err, size_t errlen)
+{
+    const char *sep = who[0] ? ": " : "";
+    if (!(pd->reject_kv_frac > 0 && pd->reject_kv_frac <= 1) || !(pd->prefill_tokens_per_s > 0) ||
+        !(pd->decode_secs > 0))
         return kvg_err_set(err, errlen, KVG_ECONFIG,
-                           "--pd-reject-kv-frac: (0, 1]; --pd-prefill-tokens-per-sec and "
-                           "--pd-decode-time-secs: above 0");
-    if (c->pd.prefill_timeout_ms == 0)
-        return kvg_err_set(err, errlen, KVG_ECONFIG, "--pd-prefill-timeout-secs: above 0");
+                           "%s%s--pd-reject-kv-frac: (0, 1]; --pd-prefill-tokens-per-sec and "
+                           "--pd-decode-time-secs: above 0",
+                           who, sep);
+    if (pd->prefill_timeout_ms == 0)
+        return kvg_err_set(err, errlen, KVG_ECONFIG, "%s%s--pd-prefill-timeout-secs: above 0", who,
+                           sep);
+    const char *bad = pd->prefill_policy[0] && !kvg_policy_known(pd->prefill_policy) ? "prefill"
+                      : pd->decode_policy[0] && strcmp(pd->decode_policy, "pd_decode") &&
+                              !kvg_policy_known(pd->decode_policy)
+                          ? "decode"
+                      : pd->encode_policy[0] && !kvg_policy_known(pd->encode_policy) ? "encode"
+                                                                                     : NULL;
+    if (bad)
+        return kvg_err_set(err, errlen, KVG_ECONFIG,
+                           "%s%s--%s-policy: unknown policy '%s' (known: %s)", who, sep, bad,
+                           !strcmp(bad, "prefill")  ? pd->prefill_policy
+                           : !strcmp(bad, "decode") ? pd->decode_policy
+                                                    : pd->encode_policy,
+                           kvg_policy_names());
     return 0;
 }

@@ -44,10 +44,9 @@ static void explain_leg(cJSON *o, const char *leg, const struct kvg_worker *w)
 /* Under PD, the pair: the prefill pick (a dry run over prefill workers),
  * the decision, and the context for the decode pick that the caller then
  * explains (near the prefill: labels[] must outlive the pick). */
-static cJSON *pd_explain(struct kvg_serve *sv, struct kvg_route_ctx *ctx, const cJSON *req,
-                         uint64_t tokens, char *labels, size_t cap)
+static cJSON *pd_explain(struct kvg_serve *sv, struct kvg_pd *pd, struct kvg_route_ctx *ctx,
+                         const cJSON *req, uint64_t tokens, char *labels, size_t cap)
 {
-    struct kvg_pd *pd = sv->pd;
     cJSON *o = cJSON_CreateObject();
     struct kvg_route_ctx pc = *ctx;
     struct kvg_pick pp = {0}, dp = {0};
@@ -63,6 +62,7 @@ static cJSON *pd_explain(struct kvg_serve *sv, struct kvg_route_ctx *ctx, const 
     if ((pd->cfg.epd && pd->cfg.mode == KVG_PD_VLLM && kvg_pd_media_items(req)) ||
         pd->cfg.mode == KVG_PD_SGLANG)
         d = KVG_PD_PREFILL_DECODE;
+    cJSON_AddStringToObject(o, "mode", kvg_pd_mode_name(pd->cfg.mode));
     cJSON_AddStringToObject(o, "decision", kvg_pd_decision_name(d));
     cJSON_AddNumberToObject(o, "prompt_tokens", (double)tokens);
     cJSON_AddNumberToObject(o, "decode_cached_tokens", (double)cached);
@@ -138,6 +138,24 @@ static int prepare(struct kvg_serve_loop *lc, struct kvg_http_req *req, enum kvg
     return 0;
 }
 
+/* Whether a worker of ctx's model could take the request now: under its
+ * PD mode, a prefill and a decode (the proxy falls back when it finds no
+ * prefill for a request to split, or no decode). */
+static int can_serve(struct kvg_serve *sv, const struct kvg_pd *pd, const struct kvg_route_ctx *ctx)
+{
+    static const unsigned pair[] = {1u << KVG_ROLE_PREFILL, 1u << KVG_ROLE_DECODE};
+    const unsigned any = 0;
+    const unsigned *roles = pd ? pair : &any;
+    for (size_t i = 0; i < (pd ? 2u : 1u); i++) {
+        struct kvg_route_ctx c = *ctx;
+        struct kvg_pick p = {0};
+        c.roles = roles[i];
+        if (kvg_pool_pick(&sv->pool, &c, NULL, 0, &p, NULL, NULL)) return 0;
+        kvg_worker_unref(p.w);
+    }
+    return 1;
+}
+
 /* With a models: section, which model serves the request: the one its
  * name resolves to, else (a prompt past its context, no worker to take
  * it) the first of its fallbacks that can, as the proxy tries them
@@ -160,12 +178,9 @@ static int choose_model(struct kvg_serve_loop *lc, struct kvg_http_req *req, enu
             kvg_proxy_model_past_context(kvg_proxy_model_context(&sv->proxy, m), ri->nids,
                                          ri->max_tokens)) {
             reason = "context_length";
+        } else if (can_serve(sv, pm->pd, ctx)) {
+            return 0;
         } else {
-            struct kvg_pick p = {0};
-            if (kvg_pool_pick(&sv->pool, ctx, NULL, 0, &p, NULL, NULL) == 0) {
-                kvg_worker_unref(p.w);
-                return 0;
-            }
             reason = "no_healthy_worker";
         }
         while (next < first->nfallbacks && first->fallbacks[next] == t->m) next++;
@@ -238,7 +253,10 @@ void kvg__serve_debug_route(struct kvg_serve_loop *lc, struct kvg_http_req *req)
     }
     kvg_serve_modes_refresh(sv);
     char near[256];
-    const char *unsplit = sv->pd ? kvg_proxy_pd_unsplit_reason(sv->pd, kind) : NULL;
+    /* The served model's own serving mode (the flags' one model: the top level's). */
+    struct kvg_pd *pd =
+        t.m >= 0 ? ((const struct kvg_proxy_model *)cat->models[t.m].host)->pd : sv->pd;
+    const char *unsplit = pd ? kvg_proxy_pd_unsplit_reason(pd, kind) : NULL;
     cJSON *pdj = NULL;
     near[0] = 0;
     if (unsplit) { /* served whole by a decode worker (proxy.c) */
@@ -246,9 +264,9 @@ void kvg__serve_debug_route(struct kvg_serve_loop *lc, struct kvg_http_req *req)
         cJSON_AddStringToObject(pdj, "decision", "aggregated_on_decode");
         cJSON_AddStringToObject(pdj, "reason", unsplit);
         ctx.roles = 1u << KVG_ROLE_DECODE;
-    } else if (sv->pd) {
-        pdj =
-            pd_explain(sv, &ctx, ri.json, ri.ids ? ri.nids : req->body.len / 4, near, sizeof near);
+    } else if (pd) {
+        pdj = pd_explain(sv, pd, &ctx, ri.json, ri.ids ? ri.nids : req->body.len / 4, near,
+                         sizeof near);
     }
     static _Thread_local struct kvg_route_score scores[KVG_POOL_MAX_WORKERS];
     static _Thread_local struct kvg_worker *cands[KVG_POOL_MAX_WORKERS];
@@ -259,7 +277,7 @@ void kvg__serve_debug_route(struct kvg_serve_loop *lc, struct kvg_http_req *req)
     cJSON *root = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "policy",
                             ctx.policy ? ctx.policy->ops->name
-                            : sv->pd   ? sv->pd->decode_policy->ops->name
+                            : pd       ? pd->decode_policy->ops->name
                                        : sv->cfg.policy);
     if (t.m >= 0) {
         cJSON *mj = cJSON_AddObjectToObject(root, "model");

@@ -170,7 +170,10 @@ cJSON *kvg_serve_workers_json(struct kvg_serve *sv)
         kvg_pool_labels(&sv->pool, w, labels, sizeof labels);
         if (labels[0]) cJSON_AddStringToObject(o, "labels", labels);
         char eid[64];
-        if (sv->pd && kvg_pd_engine_id(sv->pd, w->url, eid, sizeof eid))
+        /* Its model's PD router learnt it (the top level's without models:). */
+        struct kvg_pd *pd =
+            cm >= 0 ? ((const struct kvg_proxy_model *)cat->models[cm].host)->pd : sv->pd;
+        if (pd && kvg_pd_engine_id(pd, w->url, eid, sizeof eid))
             cJSON_AddStringToObject(o, "engine_id", eid); /* a prefill's, from its answers */
         if (atomic_load(&w->bootstrap_port))
             cJSON_AddNumberToObject(o, "bootstrap_port", atomic_load(&w->bootstrap_port));

@@ -459,7 +459,8 @@ int kvg_serve_metrics_render(struct kvg_serve *sv, struct kvg_buf *out)
         mirror_series(m->w_tok_mis, v, 1, atomic_load(&ws[i]->usage_mismatches));
         set_series(m->w_cb, v, 1, atomic_load(&ws[i]->cb_state));
         set_series(m->w_processed, v, 1, (double)atomic_load(&ws[i]->processed));
-        if (sv->pd) {
+        /* Under the top level's PD mode, or a model's (its workers have roles). */
+        if (sv->pd || atomic_load(&ws[i]->role) != KVG_ROLE_REGULAR) {
             mirror_series(m->pd_requests, (const char *[]){ws[i]->url, "prefill"}, 2,
                           atomic_load(&ws[i]->pd_prefill_requests));
             mirror_series(m->pd_requests, (const char *[]){ws[i]->url, "decode"}, 2,

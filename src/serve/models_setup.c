@@ -26,6 +26,8 @@ struct model_state {
     struct kvg_jinja_chat *chat;  /* owned when the model has its own */
     struct kvg_tok_pcache *cache; /* owned when the model has its own tokenizer */
     int own_policy;
+    struct kvg_pd_config serving; /* the mode and settings it serves with */
+    int serving_own;              /* its entry's serving: (pm.pd owned), else the top level's */
 };
 
 /* A model with a tokenizer of its own: loaded with its template. */
@@ -52,6 +54,30 @@ static int own_tokenizer(struct kvg_serve *sv, const struct kvg_catalog_model *m
     if (sv->cfg.tokenizer_cache_bytes &&
         (rc = kvg_tok_pcache_new(st->tok, (size_t)sv->cfg.tokenizer_cache_bytes, &st->cache)))
         return rc;
+    return 0;
+}
+
+/* m's serving mode (f: the configuration whose catalog it is): a PD
+ * router of its own over its workers by role when its entry has a serving:
+ * section (the proxy's route context keeps every pick to the model's
+ * workers), else the top level's (sv->pd, NULL when aggregated). */
+static int model_pd(struct kvg_serve *sv, const struct kvg_serve_config *f,
+                    const struct kvg_catalog_model *m, struct model_state *st, char *err,
+                    size_t errlen)
+{
+    st->pm.pd = sv->pd;
+    if (m->entry < 0) return 0; /* the flags' one model */
+    kvg_serve_model_serving(f, (size_t)m->entry, &st->serving);
+    st->serving_own = f->models[m->entry].serving_given;
+    if (!st->serving_own) return 0;
+    st->pm.pd = NULL;
+    if (st->serving.mode == KVG_PD_OFF) return 0;
+    struct kvg_policy_opts o = m->policy_opts;
+    o.kv = sv->kv;
+    int rc = kvg_pd_new(&st->serving, &o, &sv->pool, sv->metrics.reg, &st->pm.pd, err, errlen);
+    if (rc)
+        return kvg_err_set(err, errlen, rc, "model %s (%s): serving: %s", m->name, m->where, err);
+    KVG_INFO("model %s (%s): serving %s", m->name, m->where, kvg_pd_mode_name(st->serving.mode));
     return 0;
 }
 
@@ -89,6 +115,7 @@ static void state_unref(void *host)
     struct model_state *st = host;
     if (atomic_fetch_sub_explicit(&st->refs, 1, memory_order_acq_rel) != 1) return;
     if (st->own_policy) st->pm.policy->ops->destroy(st->pm.policy);
+    if (st->serving_own) kvg_pd_free(st->pm.pd);
     if (st->chat) kvg_jinja_chat_free(st->chat);
     kvg_tok_pcache_free(st->cache);
     if (st->tok) kvg_tok_free(st->tok);
@@ -96,9 +123,13 @@ static void state_unref(void *host)
 }
 
 /* m's state in old, when old serves a model of that name with the same
- * tokenizer, template, block size and policy (its state fits m as is). */
-static struct model_state *same_in(const struct kvg_catalog *old, const struct kvg_catalog_model *m)
+ * tokenizer, template, block size, policy and serving mode (f's entry:
+ * its state fits m as is). */
+static struct model_state *same_in(const struct kvg_catalog *old, const struct kvg_catalog_model *m,
+                                   const struct kvg_serve_config *f)
 {
+    struct kvg_pd_config serving;
+    if (m->entry >= 0) kvg_serve_model_serving(f, (size_t)m->entry, &serving);
     for (size_t i = 0; old && old->any < 0 && i < old->nmodels; i++) {
         const struct kvg_catalog_model *o = &old->models[i];
         if (strcmp(o->name, m->name)) continue;
@@ -107,6 +138,11 @@ static struct model_state *same_in(const struct kvg_catalog *old, const struct k
                    !strcmp(o->chat_template, m->chat_template) && !strcmp(o->policy, m->policy) &&
                    o->block_size == m->block_size &&
                    !memcmp(&o->policy_opts, &m->policy_opts, sizeof m->policy_opts);
+        const struct model_state *st = o->host;
+        char what[256];
+        same = same && m->entry >= 0 && st->serving_own == f->models[m->entry].serving_given &&
+               !kvg_opt_diff(kvg_pd_serving_table, &st->serving, &serving, NULL, NULL, what,
+                             sizeof what);
         return same ? o->host : NULL;
     }
     return NULL;
@@ -115,12 +151,12 @@ static struct model_state *same_in(const struct kvg_catalog *old, const struct k
 /* Every model of cat its state: old's where it fits (old: the catalog
  * being replaced, NULL at startup), else a new one. On failure the states
  * made go with cat. */
-static int states(struct kvg_serve *sv, struct kvg_catalog *cat, const struct kvg_catalog *old,
-                  char *err, size_t errlen)
+static int states(struct kvg_serve *sv, const struct kvg_serve_config *f, struct kvg_catalog *cat,
+                  const struct kvg_catalog *old, char *err, size_t errlen)
 {
     cat->host_free = state_unref;
     for (size_t i = 0; i < cat->nmodels; i++) {
-        struct model_state *st = same_in(old, &cat->models[i]);
+        struct model_state *st = same_in(old, &cat->models[i], f);
         if (st) {
             atomic_fetch_add_explicit(&st->refs, 1, memory_order_relaxed);
             cat->models[i].host = st;
@@ -134,9 +170,11 @@ static int states(struct kvg_serve *sv, struct kvg_catalog *cat, const struct kv
             st->pm.wants_tokens = sv->proxy.wants_tokens;
             st->pm.wants_text = sv->proxy.wants_text;
             st->pm.tokenizer_exact = sv->proxy.tokenizer_exact;
+            st->pm.pd = sv->pd;
             continue;
         }
         int rc = model_init(sv, &cat->models[i], st, err, errlen);
+        if (!rc) rc = model_pd(sv, f, &cat->models[i], st, err, errlen);
         if (rc) return rc;
     }
     return 0;
@@ -147,7 +185,7 @@ int kvg_serve_models_init(struct kvg_serve *sv, char *err, size_t errlen)
     struct kvg_catalog *cat;
     int rc = kvg_serve_models_catalog(&sv->cfg, sv->cfg.config_path, &cat, err, errlen);
     if (rc) return rc;
-    if ((rc = states(sv, cat, NULL, err, errlen))) {
+    if ((rc = states(sv, &sv->cfg, cat, NULL, err, errlen))) {
         kvg_catalog_unref(cat);
         return rc;
     }
@@ -170,7 +208,7 @@ int kvg_serve_models_prepare(struct kvg_serve *sv, const struct kvg_serve_config
     }
     struct kvg_catalog *cat;
     int rc = kvg_serve_models_catalog(f, sv->cfg.config_path, &cat, err, errlen);
-    if (!rc && (rc = states(sv, cat, old, err, errlen))) kvg_catalog_unref(cat);
+    if (!rc && (rc = states(sv, f, cat, old, err, errlen))) kvg_catalog_unref(cat);
     kvg_catalog_unref(old);
     if (!rc) *out = cat;
     return rc;
