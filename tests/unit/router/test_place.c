@@ -105,12 +105,17 @@ TEST(prefix_affinity_prefers_the_worker_a_prefix_was_placed_on)
     kvg_rng_seed(&rng, 11);
     struct kvg_pool pool;
     pool_of(&pool, "prefix_affinity", NULL);
-    struct prompt y, x;
+    struct prompt y, x, u, v;
     make_prompt(&y, 1000);
     make_prompt(&x, 5000);
-    /* y lands on h (a miss): h has one placement, so x, new, would go to o. */
+    make_prompt(&u, 9000);
+    make_prompt(&v, 13000);
+    /* y lands on h (a miss), u and v are placed there too: h has three
+     * placements, past the mean + 1, so x, new, would go to o. */
     const char *h = real_pick(&pool, &y);
     const char *o = !strcmp(h, URL_A) ? URL_B : URL_A;
+    CHECK_INT(kvg_pool_place(&pool, h, &u.ctx), 0);
+    CHECK_INT(kvg_pool_place(&pool, h, &v.ctx), 0);
     double ma, mb;
     CHECK_STR(dry_pick(&pool, &x, &ma, &mb), o);
     CHECK(ma == 0 && mb == 0);
@@ -129,16 +134,21 @@ TEST(prefix_affinity_placement_counts_as_a_pick_does)
     kvg_rng_seed(&rng, 12);
     struct kvg_pool pool;
     pool_of(&pool, "prefix_affinity", NULL);
-    struct prompt x, y, z, w;
+    struct prompt x, y, z, w, u, v;
     make_prompt(&x, 100);
     make_prompt(&y, 2000);
     make_prompt(&z, 4000);
     make_prompt(&w, 8000);
+    make_prompt(&u, 12000);
+    make_prompt(&v, 16000);
     /* x on A three times: one placement (then A holds it, as a hit's pick
-     * places nothing); y and z on B: two. A new prefix goes to A. */
+     * places nothing); y, z, u and v on B: four, past the mean + 1. A new
+     * prefix goes to A. */
     for (int i = 0; i < 3; i++) CHECK_INT(kvg_pool_place(&pool, URL_A, &x.ctx), 0);
     CHECK_INT(kvg_pool_place(&pool, URL_B, &y.ctx), 0);
     CHECK_INT(kvg_pool_place(&pool, URL_B, &z.ctx), 0);
+    CHECK_INT(kvg_pool_place(&pool, URL_B, &u.ctx), 0);
+    CHECK_INT(kvg_pool_place(&pool, URL_B, &v.ctx), 0);
     double ma, mb;
     CHECK_STR(dry_pick(&pool, &w, &ma, &mb), URL_A);
     CHECK_STR(dry_pick(&pool, &y, &ma, &mb), URL_B);
@@ -212,18 +222,23 @@ TEST(with_engine_events_prefix_affinity_still_counts_the_placement)
     for (uint32_t s = 0; s < 2; s++) CHECK_INT(kvg_kv_index_add_worker(idx, s), 0);
     struct kvg_pool pool;
     pool_of(&pool, "prefix_affinity", idx);
-    struct prompt y, x, z, w;
+    struct prompt y, x, z, w, u, v;
     make_prompt(&y, 100);
     make_prompt(&x, 2000);
     make_prompt(&z, 4000);
     make_prompt(&w, 8000);
-    /* y picked onto h (one placement); x and z placed on o (two, as two
-     * misses routed there would count): a new prefix now goes to h. The
-     * count is the router's own: no engine event carries it. */
+    make_prompt(&u, 12000);
+    make_prompt(&v, 16000);
+    /* y picked onto h (one placement); x, z, u and v placed on o (four, as
+     * four misses routed there would count, past the mean + 1): a new
+     * prefix now goes to h. The count is the router's own: no engine event
+     * carries it. */
     const char *h = real_pick(&pool, &y);
     const char *o = !strcmp(h, URL_A) ? URL_B : URL_A;
     CHECK_INT(kvg_pool_place(&pool, o, &x.ctx), 0);
     CHECK_INT(kvg_pool_place(&pool, o, &z.ctx), 0);
+    CHECK_INT(kvg_pool_place(&pool, o, &u.ctx), 0);
+    CHECK_INT(kvg_pool_place(&pool, o, &v.ctx), 0);
     double ma, mb;
     CHECK_STR(dry_pick(&pool, &w, &ma, &mb), h);
     kvg_pool_destroy(&pool);
