@@ -34,7 +34,7 @@
  * computes alike (the prompt's first block, which the LoRA adapter and cache
  * salt seed) picks the same worker on every replica without a word between
  * them, and the bound keeps each worker within one prefix of the mean
- * (consistent hashing with bounded loads; tests/unit/router/test_replicas.c:
+ * (consistent hashing with bounded loads; tests/unit/router/test_place.c:
  * 30 of 40 new prefixes on one worker in 3 replicas that met them in
  * different orders, 14 with the bound at the mean itself; 1.25 x mean + 1
  * agreed more but cost one router p90 TTFT on llmd-73 and agentic). */
