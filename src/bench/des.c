@@ -25,6 +25,7 @@ struct live {
     struct kvg_pick pick;
     struct kvg_route_ctx ctx;
     uint64_t *hashes; /* owned */
+    uint32_t router;  /* the router that picked (its pool holds the pick) */
     int eng;
     int got_first;
     double last_tok;
@@ -32,11 +33,20 @@ struct live {
     size_t nout, capout;
 };
 
+/* One router replica: its own pool and policy, its own scrape phase. */
+struct router {
+    struct kvg_pool pool;
+    int pool_ok;
+    struct kvg_worker **w; /* neng: engine i's worker in this pool (borrowed; owned array) */
+    double next_scrape;    /* router 0 scrapes with the run's tick (next_scrape in loop) */
+};
+
 struct run {
     const struct kvg_bench_des_opts *o;
     struct kvg_bench_wl *wl;
-    struct kvg_pool pool;
-    int pool_ok;
+    struct router *rt;
+    uint32_t nrt;
+    struct des_fleet fleet;
     struct des_eng *eng;
     uint32_t neng;
     struct des_kv kv;
@@ -68,6 +78,7 @@ void kvg_bench_des_opts_default(struct kvg_bench_des_opts *o)
     o->load_max_age_ms = 2000;
     o->kv_path = KVG_BENCH_KV_DIRECT;
     o->seed = 1;
+    o->routers = 1;
 }
 
 static uint64_t vt_ms(double t)
@@ -109,7 +120,7 @@ static int live_put(struct run *R, struct live *l)
  * the request back to the workload, frees the record. */
 static int live_end(struct run *R, struct live *l, double t, enum kvg_outcome outcome, int ok)
 {
-    if (l->pick.w) kvg_pool_release(&R->pool, &l->pick, outcome, &l->ctx);
+    if (l->pick.w) kvg_pool_release(&R->rt[l->router].pool, &l->pick, outcome, &l->ctx);
     if (R->live && l->r->id < R->cap_live && R->live[l->r->id] == l) {
         R->live[l->r->id] = NULL;
         R->nlive--;
@@ -135,13 +146,13 @@ static int start_step(struct run *R, struct des_eng *g, double t)
  * get equal traffic, the groups spread evenly, a perfect static balance
  * with perfect affinity. What it reaches bounds what keeping prefixes
  * together can buy on this workload. Fills R->exclude; returns its count. */
-static size_t oracle_exclude(struct run *R, const struct kvg_bench_req *r)
+static size_t oracle_exclude(struct run *R, const struct router *rt, const struct kvg_bench_req *r)
 {
     int64_t g = kvg_bench_wl_group(R->wl, r);
     uint32_t target = g < 0 ? 0 : (uint32_t)(g % R->neng);
     size_t n = 0;
     for (uint32_t i = 0; i < R->neng; i++)
-        if (i != target) R->exclude[n++] = R->eng[i].w;
+        if (i != target) R->exclude[n++] = rt->w[i];
     return n;
 }
 
@@ -190,9 +201,11 @@ static int arrive(struct run *R)
         return rc;
     }
     int known = 0;
+    l->router = kvg__bench_fleet_router(&R->fleet);
+    struct router *rt = &R->rt[l->router];
     uint64_t t0 = kvg_now_ns();
-    size_t nexclude = R->oracle ? oracle_exclude(R, r) : 0;
-    rc = kvg_pool_pick(&R->pool, c, R->exclude, nexclude, &l->pick, &known, NULL);
+    size_t nexclude = R->oracle ? oracle_exclude(R, rt, r) : 0;
+    rc = kvg_pool_pick(&rt->pool, c, R->exclude, nexclude, &l->pick, &known, NULL);
     R->acc.route_ns += (double)(kvg_now_ns() - t0);
     R->acc.routed++;
     if (rc) {
@@ -200,11 +213,12 @@ static int arrive(struct run *R)
         return live_end(R, l, t, KVG_OUT_FAIL, 0);
     }
     int slot = l->pick.w->slot;
-    if (slot < 0 || (uint32_t)slot >= R->neng || R->eng[slot].w != l->pick.w) {
+    if (slot < 0 || (uint32_t)slot >= R->neng || rt->w[slot] != l->pick.w) {
         kvg_bench_acc_error(&R->acc, r, 0);
         return live_end(R, l, t, KVG_OUT_FAIL, 0);
     }
     l->eng = slot;
+    kvg__bench_fleet_pick(&R->fleet, l->router, (uint32_t)slot, t);
     struct des_eng *g = &R->eng[slot];
     /* A request without a budget gets what the context leaves, as vLLM
      * gives it; an output seed makes the answer the request's own, not the
@@ -247,7 +261,7 @@ static int step_end(struct run *R, uint32_t k, double t)
             if (!l->got_first) {
                 l->got_first = 1;
                 kvg_bench_acc_first(&R->acc, l->r, t - l->r->arrival, u->cached_tokens);
-                kvg_pool_first_token_at(&R->pool, &l->pick, vt_ms(t));
+                kvg_pool_first_token_at(&R->rt[l->router].pool, &l->pick, vt_ms(t));
                 kvg_bench_acc_tokens(&R->acc, l->r, t, 1, -1);
             } else {
                 kvg_bench_acc_tokens(&R->acc, l->r, t, 1, t - l->last_tok);
@@ -270,8 +284,7 @@ static int step_end(struct run *R, uint32_t k, double t)
         }
     }
     g->st.n_updates = 0;
-    if (R->kv.path != KVG_BENCH_KV_NONE &&
-        (rc = kvg__bench_des_kv_publish(&R->kv, g->e, (uint32_t)g->w->slot, t)))
+    if (R->kv.path != KVG_BENCH_KV_NONE && (rc = kvg__bench_des_kv_publish(&R->kv, g->e, k, t)))
         return rc;
     if (kvg_sim_idle(g->e)) {
         g->stepping = 0;
@@ -280,14 +293,13 @@ static int step_end(struct run *R, uint32_t k, double t)
     return start_step(R, g, t);
 }
 
-/* ---- Every scrape period: engine load into the workers, samples, and
- * requests given up. */
-static int scrape(struct run *R, double t)
+/* ---- A router's scrape: engine load into its workers. */
+static void scrape_router(struct run *R, struct router *rt, double t)
 {
     for (uint32_t k = 0; k < R->neng; k++) {
         struct kvg_sim_metrics m;
         kvg_sim_get_metrics(R->eng[k].e, &m);
-        struct kvg_worker *w = R->eng[k].w;
+        struct kvg_worker *w = rt->w[k];
         pthread_mutex_lock(&w->mu);
         w->load.waiting = m.num_waiting;
         w->load.running = m.num_running;
@@ -306,7 +318,19 @@ static int scrape(struct run *R, double t)
             w->lora_at_ms = w->load.at_ms;
         }
         pthread_mutex_unlock(&w->mu);
+    }
+}
+
+/* ---- Every scrape period: router 0's scrape, samples, and requests given
+ * up. */
+static int scrape(struct run *R, double t)
+{
+    scrape_router(R, &R->rt[0], t);
+    for (uint32_t k = 0; k < R->neng; k++) {
+        struct kvg_sim_metrics m;
+        kvg_sim_get_metrics(R->eng[k].e, &m);
         kvg_bench_acc_sample(&R->acc, t, m.num_waiting, m.kv_usage);
+        kvg__bench_fleet_sample(&R->fleet, t, k, m.num_waiting + m.num_running);
     }
     if (!(R->o->timeout_s > 0)) return 0;
     /* Requests are numbered in arrival order, so the overdue ones are a
@@ -349,34 +373,54 @@ static int setup(struct run *R, struct kvg_bench_summary *out, char *err, size_t
         R->oracle = 1;
         pname = "round_robin"; /* the oracle leaves one candidate; the pool charges it */
     }
-    struct kvg_policy *p;
-    rc = kvg_policy_new(pname, &po, &p);
-    if (rc == KVG_ENOTFOUND) {
-        out->status = KVG_ENOTFOUND;
-        snprintf(out->note, sizeof out->note, "policy '%s' is not in this build (known: %s)",
-                 o->policy, kvg_policy_names());
-        return 1;
-    }
-    if (rc) {
-        snprintf(err, errlen, "policy %s: %s", o->policy, kvg_strerror(rc));
-        return rc;
-    }
-    if ((rc = kvg_pool_init(&R->pool, p, NULL))) {
-        p->ops->destroy(p);
-        return rc;
-    }
-    R->pool_ok = 1;
     R->neng = o->engines;
+    R->nrt = o->routers ? o->routers : 1;
+    if (!(R->rt = calloc(R->nrt, sizeof *R->rt))) return -ENOMEM;
+    if ((rc = kvg__bench_fleet_init(&R->fleet, o, R->neng, R->acc.warm_end, R->acc.end))) return rc;
+    /* The phases of the routers' scrapes: router 0's is the run's tick. */
+    struct kvg_rng phase;
+    kvg_rng_seed(&phase, o->seed * 0x2545f4914f6cdd1dull + 0x5c4a);
+    for (uint32_t j = 0; j < R->nrt; j++) {
+        struct router *rt = &R->rt[j];
+        struct kvg_policy *p;
+        rc = kvg_policy_new(pname, &po, &p);
+        if (rc == KVG_ENOTFOUND) {
+            out->status = KVG_ENOTFOUND;
+            snprintf(out->note, sizeof out->note, "policy '%s' is not in this build (known: %s)",
+                     o->policy, kvg_policy_names());
+            return 1;
+        }
+        if (rc) {
+            snprintf(err, errlen, "policy %s: %s", o->policy, kvg_strerror(rc));
+            return rc;
+        }
+        if ((rc = kvg_pool_init(&rt->pool, p, NULL))) {
+            p->ops->destroy(p);
+            return rc;
+        }
+        rt->pool_ok = 1;
+        if (!(rt->w = calloc(R->neng, sizeof *rt->w))) return -ENOMEM;
+        for (uint32_t i = 0; i < R->neng; i++) {
+            /* Fake addresses: nothing connects to them; the pool needs URLs. */
+            char url[64];
+            snprintf(url, sizeof url, "http://127.0.0.1:%u", 10000 + i);
+            if ((rc = kvg_pool_add(&rt->pool, url))) {
+                snprintf(err, errlen, "pool: %s", kvg_strerror(rc));
+                return rc;
+            }
+        }
+        /* Engine i is the worker in slot i (slots are handed out in order). */
+        for (size_t i = 0; i < rt->pool.n; i++) {
+            struct kvg_worker *w = rt->pool.w[i];
+            if (w->slot < 0 || (uint32_t)w->slot >= R->neng) return KVG_ECONFIG;
+            rt->w[w->slot] = w;
+        }
+        rt->next_scrape =
+            j ? kvg_rng_double(&phase) * (o->scrape_ms ? o->scrape_ms : 50) / 1000.0 : 0;
+    }
     R->eng = calloc(R->neng, sizeof *R->eng);
     if (!R->eng) return -ENOMEM;
     for (uint32_t i = 0; i < R->neng; i++) {
-        /* Fake addresses: nothing connects to them; the pool needs URLs. */
-        char url[64];
-        snprintf(url, sizeof url, "http://127.0.0.1:%u", 10000 + i);
-        if ((rc = kvg_pool_add(&R->pool, url))) {
-            snprintf(err, errlen, "pool: %s", kvg_strerror(rc));
-            return rc;
-        }
         struct kvg_sim_config c;
         kvg_sim_config_init(&c, &o->profile);
         if (i % 2 && o->hetero == KVG_BENCH_HET_FAST) {
@@ -410,12 +454,6 @@ static int setup(struct run *R, struct kvg_bench_summary *out, char *err, size_t
         }
     }
     if (R->oracle && !(R->exclude = calloc(R->neng, sizeof *R->exclude))) return -ENOMEM;
-    /* Engine i is the worker in slot i (slots are handed out in order). */
-    for (size_t i = 0; i < R->pool.n; i++) {
-        struct kvg_worker *w = R->pool.w[i];
-        if (w->slot < 0 || (uint32_t)w->slot >= R->neng) return KVG_ECONFIG;
-        R->eng[w->slot].w = w;
-    }
     kvg_rng_seed(&R->rng, (o->seed ^ 0x5eedull) + o->route_salt * 0x9e3779b97f4a7c15ull);
     R->scrape_s = (o->scrape_ms ? o->scrape_ms : 50) / 1000.0;
     return 0;
@@ -426,14 +464,20 @@ static void teardown(struct run *R)
     for (size_t i = 0; i < R->cap_live; i++) {
         struct live *l = R->live[i];
         if (!l) continue;
-        if (l->pick.w) kvg_pool_release(&R->pool, &l->pick, KVG_OUT_CLIENT_GONE, &l->ctx);
+        if (l->pick.w)
+            kvg_pool_release(&R->rt[l->router].pool, &l->pick, KVG_OUT_CLIENT_GONE, &l->ctx);
         kvg_bench_wl_done(R->wl, l->r, 0, NULL, 0, 0);
         free(l->hashes);
         free(l->out);
         free(l);
     }
     free(R->live);
-    if (R->pool_ok) kvg_pool_destroy(&R->pool);
+    for (uint32_t j = 0; R->rt && j < R->nrt; j++) {
+        if (R->rt[j].pool_ok) kvg_pool_destroy(&R->rt[j].pool);
+        free(R->rt[j].w);
+    }
+    free(R->rt);
+    kvg__bench_fleet_free(&R->fleet);
     for (uint32_t i = 0; R->eng && i < R->neng; i++)
         if (R->eng[i].e) kvg_sim_free(R->eng[i].e);
     free(R->eng);
@@ -465,17 +509,30 @@ static int loop(struct run *R)
                 k = (int)i;
         double te = k >= 0 ? R->eng[k].busy_until : INFINITY;
         if (ta == INFINITY && k < 0 && R->nlive == 0) return 0;
-        if (k < 0 && R->nlive == 0 && ta > next_scrape + R->scrape_s)
-            next_scrape = floor(ta / R->scrape_s) * R->scrape_s; /* idle: skip ahead */
-        int rc;
-        /* Ties: a step's tokens first, then the scrape, then the arrival. */
-        if (te <= next_scrape && te <= ta) {
+        if (k < 0 && R->nlive == 0 && ta > next_scrape + R->scrape_s) {
+            /* idle: skip ahead, every router keeping its phase */
+            double skip = floor(ta / R->scrape_s) * R->scrape_s - next_scrape;
+            next_scrape += skip;
+            for (uint32_t j = 1; j < R->nrt; j++) R->rt[j].next_scrape += skip;
+        }
+        /* The other routers' next scrape. */
+        uint32_t j = 0;
+        for (uint32_t i = 1; i < R->nrt; i++)
+            if (!j || R->rt[i].next_scrape < R->rt[j].next_scrape) j = i;
+        double tr = j ? R->rt[j].next_scrape : INFINITY;
+        int rc = 0;
+        /* Ties: a step's tokens first, then the scrapes, then the arrival. */
+        if (te <= next_scrape && te <= tr && te <= ta) {
             now = te;
             rc = step_end(R, (uint32_t)k, te);
-        } else if (next_scrape <= ta) {
+        } else if (next_scrape <= tr && next_scrape <= ta) {
             now = next_scrape;
             rc = scrape(R, next_scrape);
             next_scrape += R->scrape_s;
+        } else if (tr <= ta) {
+            now = tr;
+            scrape_router(R, &R->rt[j], tr);
+            R->rt[j].next_scrape += R->scrape_s;
         } else {
             now = ta;
             rc = arrive(R);
@@ -494,6 +551,10 @@ int kvg_bench_des_run(const struct kvg_bench_des_opts *o, struct kvg_bench_summa
         snprintf(err, errlen, "engines must be 1..1024");
         return KVG_ECONFIG;
     }
+    if (o->routers > KVG_BENCH_MAX_ROUTERS) {
+        snprintf(err, errlen, "routers must be 1..%d", KVG_BENCH_MAX_ROUTERS);
+        return KVG_ECONFIG;
+    }
     struct run R;
     memset(&R, 0, sizeof R);
     R.o = o;
@@ -510,6 +571,7 @@ int kvg_bench_des_run(const struct kvg_bench_des_opts *o, struct kvg_bench_summa
     }
     if (!rc) {
         kvg_bench_acc_summarize(&R.acc, R.wl, out);
+        kvg__bench_fleet_summarize(&R.fleet, out);
         for (uint32_t i = 0; i < R.neng; i++) {
             struct kvg_sim_metrics m;
             kvg_sim_get_metrics(R.eng[i].e, &m);

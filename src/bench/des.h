@@ -27,6 +27,10 @@
  * decoder (kv/events.h), `direct` fills the decoder's batch struct from the
  * engine's event log without the msgpack round trip (faster; the default).
  *
+ * With several routers (routers > 1) each arrival goes to one of them by
+ * the balancer; the summary also gets the load spread over the engines
+ * (max_load_ratio_10s) and how often routers herd (herd_ratio): des_fleet.c.
+ *
  * A run is deterministic for its options: same options, same summary
  * (except the wall-clock fields). Runs share nothing, so several may run at
  * once on different threads. */
@@ -47,6 +51,11 @@ enum kvg_bench_kv_path { KVG_BENCH_KV_NONE, KVG_BENCH_KV_DIRECT, KVG_BENCH_KV_WI
  * over the slots) runs twice as fast (every step cost halved) or has half
  * the KV capacity of the profile. */
 enum kvg_bench_hetero { KVG_BENCH_HET_NONE, KVG_BENCH_HET_FAST, KVG_BENCH_HET_HALF_KV };
+
+/* How clients are spread over several routers (an L4 balancer in front of
+ * kvgate replicas, per request as haproxy's round robin in HTTP mode). */
+enum kvg_bench_balancer { KVG_BENCH_BAL_ROUND_ROBIN, KVG_BENCH_BAL_RANDOM };
+#define KVG_BENCH_MAX_ROUTERS 64
 
 /* Progress of a run, readable from another thread. */
 struct kvg_bench_progress {
@@ -71,6 +80,14 @@ struct kvg_bench_des_opts {
     double timeout_s;    /* give up a request without a first token after this; 0 never */
     uint64_t seed;       /* routing randomness and engine seeds */
     uint64_t route_salt; /* changes only the router's random choices (0: none) */
+    /* Replicas of the router (1..KVG_BENCH_MAX_ROUTERS), as kvgate serve
+     * replicas behind a balancer: each has its own pool (in-flight counts
+     * and charges), its own policy (routing history, the approximate index)
+     * and its own scrape of the engines (every scrape_ms, router 0 at phase
+     * 0, the others at a random phase). All hear every engine's KV events at
+     * once, so they share one precise index (it is only read by policies). */
+    uint32_t routers;
+    enum kvg_bench_balancer balancer;
     struct kvg_bench_progress *progress; /* optional */
 };
 

@@ -163,6 +163,9 @@ void kvg_bench_summary_median(const struct kvg_bench_summary *runs, const uint64
     MED(kv_max);
     MED(preemptions);
     MED(lora_loads);
+    MED(routers);
+    MED(max_load_ratio_10s);
+    MED(herd_ratio);
     MED(kv_events);
     MED(kv_batches);
     MED(index_entries);

@@ -92,6 +92,15 @@ struct kvg_bench_summary {
     double kv_mean, kv_p90, kv_max;          /* engines' KV usage in %, sampled */
     uint64_t preemptions;
     uint64_t lora_loads; /* cold adapters the engines loaded (offline) */
+    /* Simulator-only, several routers (des.h): how many; the largest mean
+     * load (requests running or waiting on an engine, sampled every scrape)
+     * any one engine had over a 10 s window of the measured period, over the
+     * engines' mean in that window (1: perfectly even; 0: not measured);
+     * and the share of picks whose worker another router had picked within
+     * the scrape period before (what neither router's counts nor the
+     * engines' metrics could show it yet; 0 with one router). */
+    uint32_t routers;
+    double max_load_ratio_10s, herd_ratio;
     /* Simulator-only: KV index work (0 in live mode). */
     uint64_t kv_events, kv_batches, index_entries;
     /* Live with spawned gateways: the gateway's own check of its prompt

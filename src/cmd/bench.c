@@ -50,6 +50,7 @@ static const char *const agent_apis[] = {"responses", "messages", "mixed", NULL}
 static const char *const apis[] = {"completions", "chat", NULL};
 static const char *const heteros[] = {"none", "fast", "half-kv", NULL};
 static const char *const kv_paths[] = {"none", "direct", "wire", NULL};
+static const char *const balancers[] = {"round_robin", "random", NULL};
 
 /* "15x50,3x20,c16x60" -> stages. */
 static int parse_stages(const char *s, struct kvg_bench_wl_opts *w)
@@ -342,6 +343,11 @@ static const struct kvg_opt opt_table[] = {
      .help = "offline: older load samples are unknown"},
     {"kv-path", NULL, KVG_OPT_ENUM, A(c.des.kv_path), .choices = kv_paths,
      .help = "offline: how KV events reach the index"},
+    {"routers", NULL, KVG_OPT_U32, A(c.des.routers), R(1, KVG_BENCH_MAX_ROUTERS),
+     .help = "offline: router replicas, each with its own in-flight counts, routing history "
+             "and scrape phase (kvgate serve replicas behind a balancer)"},
+    {"balancer", NULL, KVG_OPT_ENUM, A(c.des.balancer), .choices = balancers,
+     .help = "offline: how requests are spread over the routers"},
     {"target", NULL, KVG_OPT_STR, A(c.target), AS(c.target), .meta = "URL", .section = "live",
      .help = "an OpenAI-compatible endpoint (http://host:port)"},
     {"model", NULL, KVG_OPT_STR, A(c.model), AS(c.model), .meta = "NAME",

@@ -162,7 +162,8 @@ struct suite_opts {
     char extra[512];                     /* --bench-flags: appended to every workload's flags */
     char trace[PATH_MAX];                /* where TRACE_SAMPLE is, from any working directory */
     char qtok[PATH_MAX], qcfg[PATH_MAX]; /* QWEN3_TOK, QWEN3_CFG likewise */
-    uint32_t seeds;
+    uint32_t seeds, routers;
+    char balancer[16];
     int jobs, smoke;
 };
 
@@ -177,6 +178,7 @@ struct wl_result {
 #define AS(field) sizeof(((struct suite_opts *)0)->field)
 
 static const char *const suites[] = {"routing", NULL};
+static const char *const balancers[] = {"round_robin", "random", NULL};
 static char workload_names[512], workloads_help[640];
 
 /* A file of the tree the binary was built in (build/<mode>/kvgate), else
@@ -252,6 +254,10 @@ static const struct kvg_opt opt_table[] = {
     {"bench-flags", NULL, KVG_OPT_STR, A(extra), AS(extra), .meta = "\"FLAGS\"",
      .help = "kvgate bench flags appended to every workload (e.g. the LoRA term off: "
              "\"--router-lora-load-cost 0 --router-lora-max-workers 0\")"},
+    {"routers", NULL, KVG_OPT_U32, A(routers), .min = 1, .max = KVG_BENCH_MAX_ROUTERS,
+     .help = "router replicas in front of every workload's engines (kvgate bench --routers)"},
+    {"balancer", NULL, KVG_OPT_ENUM, A(balancer), AS(balancer), .choices = balancers,
+     .help = "how requests are spread over the routers (kvgate bench --balancer)"},
     {NULL, NULL, KVG_OPT_INCLUDE, A(com), .sub = kvg__bench_common_table},
     {NULL, NULL, KVG_OPT_INCLUDE, A(jobs), .sub = kvg__bench_jobs_table},
     KVG_OPT_END,
@@ -272,6 +278,8 @@ static int parse(struct suite_opts *o, int argc, char **argv)
 {
     memset(o, 0, sizeof *o);
     o->seeds = 3;
+    o->routers = 1;
+    snprintf(o->balancer, sizeof o->balancer, "round_robin");
     o->jobs = 2;
     o->com.seed = 1;
     snprintf(o->policies, sizeof o->policies, "%s", default_policies);
@@ -310,8 +318,10 @@ static int parse(struct suite_opts *o, int argc, char **argv)
 static int build_cfg(const struct suite_opts *o, const char *flags, struct kvg_bench_cfg *c,
                      char *shown, size_t cap)
 {
-    char buf[2048], seeds[16], jobs[16];
-    if (snprintf(buf, sizeof buf, "%s%s%s", flags, o->extra[0] ? " " : "", o->extra) >=
+    char buf[2048], seeds[16], jobs[16], fleet[96] = "";
+    if (o->routers > 1)
+        snprintf(fleet, sizeof fleet, " --routers %u --balancer %s", o->routers, o->balancer);
+    if (snprintf(buf, sizeof buf, "%s%s%s%s", flags, fleet, o->extra[0] ? " " : "", o->extra) >=
         (int)sizeof buf)
         return -1;
     snprintf(seeds, sizeof seeds, "%u", o->seeds);
@@ -337,8 +347,8 @@ static int build_cfg(const struct suite_opts *o, const char *flags, struct kvg_b
         argv[argc++] = "--seed";
         argv[argc++] = seed;
     }
-    int k = snprintf(shown, cap, "kvgate bench %s%s%s --repeat %u", flags, o->extra[0] ? " " : "",
-                     o->extra, o->seeds);
+    int k = snprintf(shown, cap, "kvgate bench %s%s%s%s --repeat %u", flags, fleet,
+                     o->extra[0] ? " " : "", o->extra, o->seeds);
     if (o->com.seed != 1 && k > 0 && (size_t)k < cap)
         snprintf(shown + k, cap - (size_t)k, " --seed %llu", (unsigned long long)o->com.seed);
     return kvg_cmd_bench_parse(c, argc, argv);

@@ -5,13 +5,15 @@
  *  - hit: the best-matching worker holds at least min_match of the prompt
  *    (matched blocks from the precise index, or without engine events from
  *    what this router sent where). Among the workers with that best match
- *    and within the load bound, the one with the fewest requests in flight.
+ *    and within the load bound, the one with the fewest requests in flight
+ *    (this router's count, or the engine's when it says more: load_of).
  *  - spill: every best holder is past the bound (in flight > bound x the
  *    candidates' mean + 1: consistent hashing with bounded loads, Mirrokni
  *    et al.): the least loaded candidate takes it.
- *  - miss: a new prefix. Among candidates within the bound, the worker on
- *    which this router placed the fewest prefixes (a count that halves every
- *    10 minutes), then the fewest in flight.
+ *  - miss: a new prefix. Among candidates within the load bound whose
+ *    placements (prefixes this router placed there, a count that halves
+ *    every 10 minutes) are at most their mean + 1, the one the prefix's
+ *    first block ranks first by rendezvous hashing over worker URLs.
  *
  * Why placements and not load: the score presets and Dynamo's cost weigh
  * instantaneous load against overlap at every request, so a prefix drifts to
@@ -21,7 +23,21 @@
  * Counting placements spreads prefixes like the bench's oracle does (the
  * groups of llm-d's benchmark evenly over the pods), assuming prefixes of
  * similar traffic; the load bound catches the hot ones. A spill places a
- * copy of the prefix, so it counts as a placement too. */
+ * copy of the prefix, so it counts as a placement too.
+ *
+ * Why rendezvous among the workers within one placement of the mean, not
+ * the least placed: kvgate runs as replicas behind a balancer, each routing
+ * alone. With the fewest placements (ties at random) every replica put a
+ * new prefix on a worker of its own, and without engine events (each
+ * replica's index is its own routing history) a group's requests spread
+ * over up to N workers (bench/results/fleet.md). A key every replica
+ * computes alike (the prompt's first block, which the LoRA adapter and cache
+ * salt seed) picks the same worker on every replica without a word between
+ * them, and the bound keeps each worker within one prefix of the mean
+ * (consistent hashing with bounded loads; tests/unit/router/test_place.c:
+ * 30 of 40 new prefixes on one worker in 3 replicas that met them in
+ * different orders, 14 with the bound at the mean itself; 1.25 x mean + 1
+ * agreed more but cost one router p90 TTFT on llmd-73 and agentic). */
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
@@ -33,6 +49,7 @@
 #include "kv/index.h"
 #include "router/policy.h"
 #include "router/policy_kv.h"
+#include "router/ring.h"
 
 struct affp {
     struct kvg_policy base;
@@ -74,6 +91,46 @@ static int argmin2(const double *k1, const double *k2, const int *ok, size_t n, 
     return best;
 }
 
+/* The load the bounds and choices weigh: this router's requests in flight,
+ * or the engine's own running and waiting requests (a fresh scrape) when
+ * it says more. One router sees its own requests at once; N replicas
+ * behind a balancer each see about 1/N of them, and a hot prefix's holder
+ * never looked past the bound to any (bench/results/fleet.md, multi-lora
+ * at 8 and 16 replicas), while the engine's count is the same for all. */
+static double load_of(struct kvg_worker *w, const struct kvg_route_ctx *ctx)
+{
+    double own = kvg_policy_inflight(w), eng = kvg_policy_engine_load(w, ctx);
+    return eng > own ? eng : own;
+}
+
+/* The miss rule: rendezvous hashing of the prompt's first block over the
+ * candidates within the load bound and the mean placements + 1; the rule
+ * (fewest placements, then fewest in flight) without a block to key on.
+ * -1 when no candidate is within the load bound. */
+static int place_new(struct kvg_worker *const *cand, size_t n, const double *placed,
+                     const double *inflight, const int *within, const struct kvg_route_ctx *ctx)
+{
+    if (!ctx->nblocks || !ctx->block_hashes) return argmin2(placed, inflight, within, n, ctx->rng);
+    double mean = 0;
+    size_t nw = 0;
+    for (size_t i = 0; i < n; i++)
+        if (within[i]) mean += placed[i], nw++;
+    if (!nw) return -1;
+    mean /= (double)nw;
+    int best = -1;
+    uint64_t bs = 0;
+    for (size_t i = 0; i < n; i++) {
+        /* (the epsilon: equal counts may average a rounding below themselves) */
+        if (!within[i] || placed[i] > mean + 1 + 1e-9) continue;
+        char buf[600];
+        int len = snprintf(buf, sizeof buf, "%016llx:%s", (unsigned long long)ctx->block_hashes[0],
+                           cand[i]->url);
+        uint64_t h = kvg_ring_hash(buf, (size_t)KVG_MIN(len, (int)sizeof buf - 1));
+        if (best < 0 || h > bs) best = (int)i, bs = h;
+    }
+    return best;
+}
+
 static int select_affinity(struct kvg_policy *p, struct kvg_worker *const *cand, size_t n,
                            const struct kvg_route_ctx *ctx, struct kvg_route_explain *ex)
 {
@@ -86,7 +143,7 @@ static int select_affinity(struct kvg_policy *p, struct kvg_worker *const *cand,
     kvg_policy_matched(a->kv, a->approx, cand, n, ctx, 0, matched, NULL);
     pthread_mutex_lock(&a->mu);
     for (size_t i = 0; i < n; i++) {
-        inflight[i] = kvg_policy_inflight(cand[i]);
+        inflight[i] = load_of(cand[i], ctx);
         placed[i] = placements(a, cand[i]->slot, ctx->now_ms);
         mean += inflight[i];
         if (matched[i] > mbest) mbest = matched[i];
@@ -103,8 +160,9 @@ static int select_affinity(struct kvg_policy *p, struct kvg_worker *const *cand,
         why = "spill: every holder past the load bound, the least loaded";
         best = argmin2(inflight, placed, NULL, n, ctx->rng);
     } else if (best < 0) {
-        why = "miss: the worker with the fewest prefixes placed";
-        best = argmin2(placed, inflight, within, n, ctx->rng);
+        why = "miss: the prefix's rendezvous worker among the least placed";
+        best = place_new(cand, n, placed, inflight, within, ctx);
+        if (best < 0) best = argmin2(placed, inflight, NULL, n, ctx->rng);
     }
     if (!hit || !holder[best])
         if (!ctx->dry_run) place(a, cand[best]->slot, ctx->now_ms);

@@ -61,6 +61,33 @@ PY
 )
 check "JSON: both workloads x 3 policies, adapter loads counted" [ "$out" = ok ]
 [ "$out" = ok ] || echo "$out"
+# Several routers (--routers, --balancer) on two workloads: every row says
+# how many, with its load spread (>= 1) and herd ratio (a share); the shown
+# command carries them; past the maximum is a usage error.
+timeout -k 5 60 "$KVG_BIN" bench --suite routing --smoke --seeds 1 --workloads llmd-73,chat \
+  --policies prefix_affinity,random --routers 3 --balancer random \
+  --json "$TMP/fleet.json" --quiet >"$TMP/fleet.md" 2>"$TMP/fleet.log"
+check "three routers exit 0" [ $? = 0 ]
+check "the command shown has the routers" grep -q -- "--routers 3 --balancer random" "$TMP/fleet.md"
+out=$(/usr/bin/python3 - "$TMP/fleet.json" "$TMP/lora.json" <<'PY' 2>&1
+import json, sys
+a = json.load(open(sys.argv[1]))
+assert {(o["workload"], o["policy"]) for o in a} == {
+    (w, p) for w in ("llmd-73", "chat") for p in ("prefix_affinity", "random")}, a
+for o in a:
+    assert o["status"] == "ok" and o["requests"] > 0, o
+    assert o["routers"] == 3, o
+    assert o["max_load_ratio_10s"] >= 1, o
+    assert 0 < o["herd_ratio"] < 1, o
+for o in json.load(open(sys.argv[2])):
+    assert o["routers"] == 1 and o["herd_ratio"] == 0, o
+print("ok")
+PY
+)
+check "JSON: routers, max_load_ratio_10s and herd_ratio in every row" [ "$out" = ok ]
+[ "$out" = ok ] || echo "$out"
+"$KVG_BIN" bench --routers 65 >/dev/null 2>&1
+check "--routers past 64 is a usage error" [ $? = 2 ]
 "$KVG_BIN" bench --workload chat --mode live --spawn-sims 1 --lora-adapters 2 >/dev/null 2>&1
 check "adapters in a live run are a usage error" [ $? = 2 ]
 "$KVG_BIN" bench --workload shared_prefix --lora-adapters 2 >/dev/null 2>&1

@@ -67,7 +67,8 @@ check "metrics: event batches per worker" [ "$(grep -c '^kvgate_kv_event_batches
 check "metrics pass promtool" bash -c "promtool check metrics <'$TMP/m' >/dev/null 2>&1"
 
 # kvgate's prefix_affinity on the same engines, four new groups: each stays
-# where it was first placed, and new prefixes spread one per worker.
+# where it was first placed, and new prefixes spread (each to its rendezvous
+# worker among those within one placement of the mean: at most two on one).
 GA=$(free_port)
 start_serve "$GA" --threads 2 --policy prefix_affinity --affinity-min-match 0.5 \
   --affinity-load-bound 2 --block-size 16 --worker-urls "${URLS[@]}" \
@@ -77,7 +78,9 @@ route_groups "http://127.0.0.1:$GA" 5 6 7 8
 check "prefix_affinity: same prefix, same worker (12/12): $SAME" [ "$SAME" = 12 ]
 check "prefix_affinity: engine confirms the hits: $HITS/12" [ "$HITS" = 12 ]
 distinct=$(echo $FIRSTS | tr ' ' '\n' | sort -u | wc -l)
-check "prefix_affinity: 4 new prefixes on 4 different workers ($distinct)" [ "$distinct" = 4 ]
+most=$(echo $FIRSTS | tr ' ' '\n' | sort | uniq -c | sort -rn | awk 'NR==1{print $1}')
+check "prefix_affinity: 4 new prefixes, at most 2 on one worker ($most, on $distinct)" \
+  [ "${most:-9}" -le 2 ]
 curl -s "http://127.0.0.1:$GA/debug/route" -d "$BODY" >"$TMP/da"
 check "prefix_affinity: debug/route says it is a hit" [ "$(json_get "$TMP/da" 'j["policy"] + " " + j["note"].split(":")[0]')" = "prefix_affinity hit" ]
 

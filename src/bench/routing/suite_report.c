@@ -276,6 +276,10 @@ int kvg_bench_suite_json(const struct kvg_bench_suite_report *r, FILE *f)
             cJSON_AddNumberToObject(o, "itl_p90_s", s->itl_p90);
             cJSON_AddNumberToObject(o, "output_tokens_per_s", s->output_tokens_per_s);
             cJSON_AddNumberToObject(o, "cache_hit_ratio", s->cache_hit_ratio);
+            cJSON_AddNumberToObject(o, "routers", (double)(s->routers ? s->routers : 1));
+            if (s->max_load_ratio_10s > 0)
+                cJSON_AddNumberToObject(o, "max_load_ratio_10s", s->max_load_ratio_10s);
+            cJSON_AddNumberToObject(o, "herd_ratio", s->herd_ratio);
             cJSON_AddNumberToObject(o, "requests", (double)s->requests);
             cJSON_AddNumberToObject(o, "preemptions", (double)s->preemptions);
             cJSON_AddNumberToObject(o, "lora_loads", (double)s->lora_loads);

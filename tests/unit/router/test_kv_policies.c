@@ -319,12 +319,14 @@ TEST(prefix_affinity_keeps_places_and_spills)
     /* Past it (6 > 2 x 7/3 + 1), the least loaded takes it: a spill. */
     atomic_store(&W[1]->in_flight, 6);
     atomic_store(&W[2]->in_flight, 1);
-    CHECK_INT(p->ops->select(p, W, NW, &c, &ex), 0);
+    int sp = p->ops->select(p, W, NW, &c, &ex);
+    CHECK_INT(sp, 0);
     CHECK(strstr(ex.note, "spill"));
     for (int i = 0; i < NW; i++) atomic_store(&W[i]->in_flight, 0);
-    /* A spill placed a copy on worker 0: new prefixes go to 1 and 2 first,
-     * then round again, whatever the random ties. Under half the prompt
-     * held is a miss too. */
+    /* A spill placed a copy on worker sp (placements 1, 0, 0 or 0, 0, 1). A new prefix
+     * goes to a worker within one placement of the mean (the one its first
+     * block ranks first, the same on every replica: test_replicas.c), so
+     * the counts never run apart. Under half the prompt held is a miss too. */
     int count[NW] = {0};
     for (uint32_t k = 0; k < 5; k++) {
         uint32_t t2[160];
@@ -334,28 +336,34 @@ TEST(prefix_affinity_keeps_places_and_spills)
         struct kvg_route_ctx c2 = ctx_for(t2, 160, h2, n2);
         int w = p->ops->select(p, W, NW, &c2, &ex);
         CHECK(strstr(ex.note, "miss"));
+        double mean = 0;
+        for (int i = 0; i < NW; i++) mean += sc[i].score / NW;
+        CHECK(w >= 0 && sc[w].score <= mean + 1 + 1e-9);
         count[w]++;
     }
-    CHECK_INT(count[0], 1);
-    CHECK_INT(count[1], 2);
-    CHECK_INT(count[2], 2);
-    /* Explaining (dry run) places nothing: the counts stay 2, 2, 2. */
+    CHECK_INT(count[0] + count[1] + count[2], 5);
+    /* Explaining (dry run) places nothing: the counts stay as they are. */
     uint32_t t3[160];
     uint64_t h3[10];
     size_t n3;
     prompt(t3, 160, 900000, h3, &n3);
     struct kvg_route_ctx c3 = ctx_for(t3, 160, h3, n3);
     c3.dry_run = 1;
+    double before[NW];
+    p->ops->select(p, W, NW, &c3, &ex);
+    for (int i = 0; i < NW; i++) before[i] = sc[i].score;
+    CHECK_NEAR(before[0] + before[1] + before[2], 6, 1e-9);
+    CHECK_NEAR(before[sp], 1 + count[sp], 1e-9);
     for (int i = 0; i < 3; i++) p->ops->select(p, W, NW, &c3, &ex);
-    for (int i = 0; i < NW; i++) CHECK_NEAR(sc[i].score, 2, 1e-9);
+    for (int i = 0; i < NW; i++) CHECK_NEAR(sc[i].score, before[i], 1e-9);
     /* Placements fade (half-life 10 minutes) and a removed worker's are
-     * forgotten: the worker taking its slot gets the next new prefix. */
+     * forgotten. */
     c3.now_ms += 600 * 1000;
     p->ops->select(p, W, NW, &c3, &ex);
-    CHECK_NEAR(sc[0].score, 1, 1e-9);
+    for (int i = 0; i < NW; i++) CHECK_NEAR(sc[i].score, before[i] / 2, 1e-9);
     p->ops->on_remove(p, W[2]);
-    c3.dry_run = 0;
-    CHECK_INT(p->ops->select(p, W, NW, &c3, &ex), 2);
+    p->ops->select(p, W, NW, &c3, &ex);
+    CHECK_NEAR(sc[2].score, 0, 1e-9);
     p->ops->destroy(p);
     /* Options out of range are refused. */
     o.affinity_load_bound = 0.5;

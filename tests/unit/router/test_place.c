@@ -2,7 +2,8 @@
  * prewarm's replay) is remembered as a pick of that worker would be, so the
  * policies that keep their own routing history send its traffic there; with
  * the precise index (engine KV events) no block is recorded twice (the
- * events tell), though prefix_affinity still counts the placement. */
+ * events tell), though prefix_affinity still counts the placement; and
+ * replicas of prefix_affinity place new prefixes alike. */
 #include "support/test.h"
 
 #include <stdio.h>
@@ -105,12 +106,17 @@ TEST(prefix_affinity_prefers_the_worker_a_prefix_was_placed_on)
     kvg_rng_seed(&rng, 11);
     struct kvg_pool pool;
     pool_of(&pool, "prefix_affinity", NULL);
-    struct prompt y, x;
+    struct prompt y, x, u, v;
     make_prompt(&y, 1000);
     make_prompt(&x, 5000);
-    /* y lands on h (a miss): h has one placement, so x, new, would go to o. */
+    make_prompt(&u, 9000);
+    make_prompt(&v, 13000);
+    /* y lands on h (a miss), u and v are placed there too: h has three
+     * placements, past the mean + 1, so x, new, would go to o. */
     const char *h = real_pick(&pool, &y);
     const char *o = !strcmp(h, URL_A) ? URL_B : URL_A;
+    CHECK_INT(kvg_pool_place(&pool, h, &u.ctx), 0);
+    CHECK_INT(kvg_pool_place(&pool, h, &v.ctx), 0);
     double ma, mb;
     CHECK_STR(dry_pick(&pool, &x, &ma, &mb), o);
     CHECK(ma == 0 && mb == 0);
@@ -129,16 +135,21 @@ TEST(prefix_affinity_placement_counts_as_a_pick_does)
     kvg_rng_seed(&rng, 12);
     struct kvg_pool pool;
     pool_of(&pool, "prefix_affinity", NULL);
-    struct prompt x, y, z, w;
+    struct prompt x, y, z, w, u, v;
     make_prompt(&x, 100);
     make_prompt(&y, 2000);
     make_prompt(&z, 4000);
     make_prompt(&w, 8000);
+    make_prompt(&u, 12000);
+    make_prompt(&v, 16000);
     /* x on A three times: one placement (then A holds it, as a hit's pick
-     * places nothing); y and z on B: two. A new prefix goes to A. */
+     * places nothing); y, z, u and v on B: four, past the mean + 1. A new
+     * prefix goes to A. */
     for (int i = 0; i < 3; i++) CHECK_INT(kvg_pool_place(&pool, URL_A, &x.ctx), 0);
     CHECK_INT(kvg_pool_place(&pool, URL_B, &y.ctx), 0);
     CHECK_INT(kvg_pool_place(&pool, URL_B, &z.ctx), 0);
+    CHECK_INT(kvg_pool_place(&pool, URL_B, &u.ctx), 0);
+    CHECK_INT(kvg_pool_place(&pool, URL_B, &v.ctx), 0);
     double ma, mb;
     CHECK_STR(dry_pick(&pool, &w, &ma, &mb), URL_A);
     CHECK_STR(dry_pick(&pool, &y, &ma, &mb), URL_B);
@@ -212,20 +223,126 @@ TEST(with_engine_events_prefix_affinity_still_counts_the_placement)
     for (uint32_t s = 0; s < 2; s++) CHECK_INT(kvg_kv_index_add_worker(idx, s), 0);
     struct kvg_pool pool;
     pool_of(&pool, "prefix_affinity", idx);
-    struct prompt y, x, z, w;
+    struct prompt y, x, z, w, u, v;
     make_prompt(&y, 100);
     make_prompt(&x, 2000);
     make_prompt(&z, 4000);
     make_prompt(&w, 8000);
-    /* y picked onto h (one placement); x and z placed on o (two, as two
-     * misses routed there would count): a new prefix now goes to h. The
-     * count is the router's own: no engine event carries it. */
+    make_prompt(&u, 12000);
+    make_prompt(&v, 16000);
+    /* y picked onto h (one placement); x, z, u and v placed on o (four, as
+     * four misses routed there would count, past the mean + 1): a new
+     * prefix now goes to h. The count is the router's own: no engine event
+     * carries it. */
     const char *h = real_pick(&pool, &y);
     const char *o = !strcmp(h, URL_A) ? URL_B : URL_A;
     CHECK_INT(kvg_pool_place(&pool, o, &x.ctx), 0);
     CHECK_INT(kvg_pool_place(&pool, o, &z.ctx), 0);
+    CHECK_INT(kvg_pool_place(&pool, o, &u.ctx), 0);
+    CHECK_INT(kvg_pool_place(&pool, o, &v.ctx), 0);
     double ma, mb;
     CHECK_STR(dry_pick(&pool, &w, &ma, &mb), h);
     kvg_pool_destroy(&pool);
     kvg_kv_index_free(idx);
+}
+
+/* prefix_affinity run by several kvgate replicas, each routing alone (its
+ * own in-flight counts and, without engine events, its own routing history):
+ * a new prefix goes to the same worker whichever replica sees it first, the
+ * prefixes still spread evenly, and a holder the engine says is busy is left
+ * even when this replica sent it nothing (bench/results/fleet.md). */
+#define NW 4
+#define NREP 3
+#define NPFX 40
+
+/* Four workers (replicas' tests below), prefix_affinity in approximate mode. */
+static void pool_of4(struct kvg_pool *pool)
+{
+    struct kvg_policy_opts o;
+    kvg_policy_opts_default(&o);
+    o.block_size = BS;
+    struct kvg_policy *p;
+    CHECK_INT(kvg_policy_new("prefix_affinity", &o, &p), 0);
+    CHECK_INT(kvg_pool_init(pool, p, NULL), 0);
+    for (int i = 0; i < NW; i++) {
+        char url[64];
+        snprintf(url, sizeof url, "http://127.0.0.1:%d", 9301 + i);
+        CHECK_INT(kvg_pool_add(pool, url), 0);
+    }
+}
+
+/* The slot of the worker a real pick chooses (released at once). */
+static int pick_slot(struct kvg_pool *pool, struct prompt *p)
+{
+    struct kvg_pick pk = {0};
+    int known = 0;
+    CHECK_INT(kvg_pool_pick(pool, &p->ctx, NULL, 0, &pk, &known, NULL), 0);
+    if (!pk.w) return -1;
+    int s = pk.w->slot;
+    kvg_pool_release(pool, &pk, KVG_OUT_OK, &p->ctx);
+    return s;
+}
+
+TEST(replicas_place_a_new_prefix_alike_and_evenly)
+{
+    kvg_rng_seed(&rng, 21);
+    static struct prompt pr[NPFX];
+    for (int k = 0; k < NPFX; k++) make_prompt(&pr[k], 1000u * (uint32_t)(k + 1));
+    static struct kvg_pool pools[NREP];
+    int where[NREP][NPFX];
+    for (int r = 0; r < NREP; r++) {
+        pool_of4(&pools[r]);
+        /* Each replica meets the prefixes in an order of its own. */
+        int count[NW] = {0};
+        for (int i = 0; i < NPFX; i++) {
+            int k = (i * 7 + r * 13) % NPFX;
+            where[r][k] = pick_slot(&pools[r], &pr[k]);
+            CHECK(where[r][k] >= 0 && where[r][k] < NW);
+            if (where[r][k] >= 0 && where[r][k] < NW) count[where[r][k]]++;
+        }
+        /* Placed within one of the mean: none past 11 of 40 over 4. */
+        for (int w = 0; w < NW; w++) CHECK(count[w] >= NPFX / NW - 3 && count[w] <= NPFX / NW + 1);
+        /* Its own history holds them: every prefix now stays put. */
+        for (int k = 0; k < NPFX; k++) CHECK_INT(pick_slot(&pools[r], &pr[k]), where[r][k]);
+    }
+    int agree = 0;
+    for (int k = 0; k < NPFX; k++)
+        agree += where[0][k] == where[1][k] && where[1][k] == where[2][k];
+    printf("# %d of %d prefixes on the same worker in all %d replicas\n", agree, NPFX, NREP);
+    /* By chance (the fewest placed, ties at random) 1 in 16 would be. */
+    CHECK(agree >= NPFX / 2);
+    for (int r = 0; r < NREP; r++) kvg_pool_destroy(&pools[r]);
+}
+
+TEST(a_holder_the_engine_says_is_busy_is_left)
+{
+    kvg_rng_seed(&rng, 22);
+    struct kvg_pool pool;
+    pool_of4(&pool);
+    struct prompt x;
+    make_prompt(&x, 777);
+    int h = pick_slot(&pool, &x);
+    CHECK(h >= 0);
+    CHECK_INT(pick_slot(&pool, &x), h);
+    /* Other replicas sent h 12 requests: nothing in flight here, but the
+     * engine's fresh metrics say so, past 2 x the mean (3) + 1. */
+    struct kvg_worker *w = pool.w[0]->slot == h ? pool.w[0] : NULL;
+    for (size_t i = 0; i < pool.n; i++)
+        if (pool.w[i]->slot == h) w = pool.w[i];
+    CHECK(w != NULL);
+    if (!w) return;
+    pthread_mutex_lock(&w->mu);
+    w->load.waiting = 8;
+    w->load.running = 4;
+    w->load.at_ms = 1000;
+    pthread_mutex_unlock(&w->mu);
+    int s = pick_slot(&pool, &x);
+    CHECK(s >= 0 && s != h);
+    /* Stale metrics (older than load_max_age_ms) are not believed: h is a
+     * holder again (as is the worker the spill placed a copy on). */
+    x.ctx.now_ms = 1000 + 6000;
+    w->load.waiting = 80;
+    int again = pick_slot(&pool, &x);
+    CHECK(again == h || again == s);
+    kvg_pool_destroy(&pool);
 }

@@ -1,0 +1,101 @@
+/* The offline simulator with several routers (des.h, routers): the balancer
+ * that spreads arrivals over them, and two figures of how well they route
+ * together. Herding: a pick of an engine that another router picked within
+ * the last scrape period, which neither router's in-flight counts nor the
+ * engines' metrics could show yet (dynamo#589's 16 routers on one worker).
+ * Load spread: each engine's requests running or waiting, sampled at every
+ * scrape, averaged over 10 s windows of the measured period; the largest
+ * engine's mean over all engines' mean, worst window. */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench/des_int.h"
+
+#define LOAD_WINDOW_S 10.0
+
+int kvg__bench_fleet_init(struct des_fleet *f, const struct kvg_bench_des_opts *o, uint32_t neng,
+                          double warm_end, double end)
+{
+    memset(f, 0, sizeof *f);
+    f->nrouters = o->routers ? o->routers : 1;
+    f->neng = neng;
+    f->bal = o->balancer;
+    kvg_rng_seed(&f->rng, o->seed * 0x9e3779b97f4a7c15ull + 0xba1a);
+    f->herd_s = (o->scrape_ms ? o->scrape_ms : 50) / 1000.0;
+    f->warm_end = warm_end;
+    f->win_s = LOAD_WINDOW_S;
+    /* Whole windows only (a short tail would weigh a few samples as much as
+     * a window of them); a period shorter than one window is one window. */
+    double span = end - warm_end;
+    f->nwin = span >= LOAD_WINDOW_S ? (size_t)(span / LOAD_WINDOW_S) : span > 0 ? 1 : 0;
+    if (f->nwin == 1 && span < LOAD_WINDOW_S) f->win_s = span;
+    f->last_pick = malloc((size_t)f->nrouters * neng * sizeof *f->last_pick);
+    f->load = calloc(f->nwin ? f->nwin * neng : 1, sizeof *f->load);
+    f->nsamp = calloc(f->nwin ? f->nwin : 1, sizeof *f->nsamp);
+    if (!f->last_pick || !f->load || !f->nsamp) {
+        kvg__bench_fleet_free(f);
+        return -ENOMEM;
+    }
+    for (size_t i = 0; i < (size_t)f->nrouters * neng; i++) f->last_pick[i] = -INFINITY;
+    return 0;
+}
+
+void kvg__bench_fleet_free(struct des_fleet *f)
+{
+    free(f->last_pick);
+    free(f->load);
+    free(f->nsamp);
+    f->last_pick = f->load = NULL;
+    f->nsamp = NULL;
+}
+
+uint32_t kvg__bench_fleet_router(struct des_fleet *f)
+{
+    if (f->nrouters <= 1) return 0;
+    if (f->bal == KVG_BENCH_BAL_RANDOM) return (uint32_t)kvg_rng_below(&f->rng, f->nrouters);
+    return (uint32_t)(f->rr++ % f->nrouters);
+}
+
+void kvg__bench_fleet_pick(struct des_fleet *f, uint32_t r, uint32_t e, double t)
+{
+    if (r >= f->nrouters || e >= f->neng) return;
+    f->picks++;
+    for (uint32_t o = 0; o < f->nrouters; o++)
+        if (o != r && t - f->last_pick[(size_t)o * f->neng + e] < f->herd_s) {
+            f->herded++;
+            break;
+        }
+    f->last_pick[(size_t)r * f->neng + e] = t;
+}
+
+/* Samples arrive engine by engine at one t: the window counts a sample
+ * time once, at engine 0. */
+void kvg__bench_fleet_sample(struct des_fleet *f, double t, uint32_t e, double load)
+{
+    if (t < f->warm_end || e >= f->neng) return;
+    size_t w = (size_t)((t - f->warm_end) / f->win_s);
+    if (w >= f->nwin) return;
+    f->load[w * f->neng + e] += load;
+    if (e == 0) f->nsamp[w]++;
+}
+
+void kvg__bench_fleet_summarize(const struct des_fleet *f, struct kvg_bench_summary *s)
+{
+    s->routers = f->nrouters;
+    s->herd_ratio = f->picks ? (double)f->herded / (double)f->picks : 0;
+    double worst = 0;
+    for (size_t w = 0; w < f->nwin; w++) {
+        const double *l = &f->load[w * f->neng];
+        double sum = 0, max = 0;
+        for (uint32_t e = 0; e < f->neng; e++) {
+            sum += l[e];
+            if (l[e] > max) max = l[e];
+        }
+        /* Sums over the same samples: their ratio is the means'. An idle
+         * window has no spread to measure. */
+        if (sum > 0 && f->nsamp[w] && max / (sum / f->neng) > worst) worst = max / (sum / f->neng);
+    }
+    s->max_load_ratio_10s = worst;
+}
