@@ -62,7 +62,24 @@ static int take_series(const struct kvg_proxy_metrics *m, const char *model, con
         out->itl = s;
         kvg_metrics_series_release(s);
     }
+    static const char *const classes[4] = {"2xx", "4xx", "5xx", "other"};
+    for (int c = 0; c < 4 && m->mrequests_f; c++) {
+        const char *v[2] = {model, classes[c]};
+        if ((rc = kvg_metrics_series(m->mrequests_f, v, 2, &s))) return rc;
+        out->requests[c] = s;
+        kvg_metrics_series_release(s);
+    }
     return 0;
+}
+
+void kvg__proxy_obs_answered(struct proxy_req *pr, int status)
+{
+    if (!pr->ms_set) kvg__proxy_obs_model(pr, NULL); /* no worker answered: the model asked */
+    int c = status >= 200 && status < 300   ? 0
+            : status >= 400 && status < 500 ? 1
+            : status >= 500 && status < 600 ? 2
+                                            : 3;
+    if (pr->ms_set && pr->ms.requests[c]) kvg_metrics_inc(pr->ms.requests[c]);
 }
 
 /* The cached entry of (model, tenant), or NULL. */
@@ -81,7 +98,7 @@ void kvg__proxy_obs_model(struct proxy_req *pr, struct kvg_worker *w)
     struct kvg_proxy_loop *pl = pr->pl;
     const struct kvg_proxy *px = pl->px;
     const struct kvg_proxy_metrics *m = px->m;
-    if (pr->ms_set || !m || (!m->tokens_f && !m->ttft_f && !m->itl_f)) return;
+    if (pr->ms_set || !m || (!m->tokens_f && !m->ttft_f && !m->itl_f && !m->mrequests_f)) return;
     const char *tenant = "";
     if (m->tenant_labels && pr->gate.key) tenant = pr->gate.key->tenant;
     const char *model;

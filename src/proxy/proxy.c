@@ -131,6 +131,7 @@ void kvg__proxy_finish(struct proxy_req *pr, int status)
     struct kvg_pd *pd = kvg__proxy_pd(pr);
     if (pd) kvg_pd_cancel(pd, &pr->pdr); /* an SGLang prefill still on */
     kvg__proxy_observe_end(pr, status);
+    kvg__proxy_obs_answered(pr, status);
     kvg__proxy_trace_end(pr, status);
     kvg__proxy_stored_end(pr, status);
     kvg__proxy_access_log(pr, status); /* the key and the usage are still held */

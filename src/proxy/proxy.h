@@ -62,6 +62,9 @@ struct kvg_proxy_metrics {
      * tenant_labels), a stream's time to its first token-carrying event
      * and the gaps between such events. NULL: not kept. */
     struct kvg_metrics_family *tokens_f, *ttft_f, *itl_f;
+    /* kvgate_model_requests_total{model,class}: every answer by its model
+     * (the served one, as the series above name it) and status class. */
+    struct kvg_metrics_family *mrequests_f;
     int tenant_labels;
     /* kvgate_responses_total{route,status,error_code}: every answer by its
      * status and error code (kvgate's own, or "engine" for an engine's

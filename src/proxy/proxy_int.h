@@ -15,6 +15,7 @@
  * registry, which keeps them (they are never removed). */
 struct kvg__proxy_mseries {
     struct kvg_metrics_series *tokens[3], *ttft, *itl;
+    struct kvg_metrics_series *requests[4]; /* by status class: 2xx, 4xx, 5xx, other */
 };
 /* tracing.c: a request's trace context and the times of its phases (0:
  * not reached), set by TR_MARK where each phase starts and ends. */
@@ -159,6 +160,9 @@ void kvg__proxy_obs_engine_error(struct proxy_req *pr, int status, const char *b
 /* The request's usage and stream timing into the token and latency series
  * and the host's observer (before the gate's accounting). */
 void kvg__proxy_observe_end(struct proxy_req *pr, int status);
+/* The answer counted by its model and status class (the model resolved as
+ * kvg__proxy_obs_model names it, when no worker's answer did). */
+void kvg__proxy_obs_answered(struct proxy_req *pr, int status);
 /* The error code of an error body into out (cap bytes, cut): in its
  * `error` object, or the body itself when `error` is none: a string code,
  * else its type (not Anthropic's envelope "error"), else a numeric code.

@@ -186,7 +186,7 @@ static const struct decl {
 static int token_families(struct kvg_serve_metrics *m, int tenant_labels)
 {
     struct kvg_proxy_metrics *pm = &m->proxy;
-    const char *kl[3] = {"model", "kind"}, *ml[] = {"model"};
+    const char *kl[3] = {"model", "kind"}, *ml[] = {"model"}, *mc[] = {"model", "class"};
     if (tenant_labels) kl[1] = "tenant", kl[2] = "kind";
     double tb[28], ib[24];
     kvg_metrics_buckets_exp(0.01, 1.4142135623730951, 28, tb);
@@ -204,7 +204,11 @@ static int token_families(struct kvg_serve_metrics *m, int tenant_labels)
         (rc = kvg_metrics_histogram(m->reg, "kvgate_inter_token_latency_seconds",
                                     "A stream's gaps between token-carrying events, per served "
                                     "model (events read together share the wait).",
-                                    ml, 1, ib, 24, &pm->itl_f)))
+                                    ml, 1, ib, 24, &pm->itl_f)) ||
+        (rc = kvg_metrics_counter(m->reg, "kvgate_model_requests_total",
+                                  "Answers per model (the served one; unknown for a name no "
+                                  "worker lists) by status class: 2xx, 4xx, 5xx, other.",
+                                  mc, 2, &pm->mrequests_f)))
         return rc;
     return 0;
 }

@@ -73,6 +73,7 @@ mval() { curl -s -m 5 "$G/metrics" | awk -v k="$1" '$1 == k {print $2}'; }
 tok() { mval "kvgate_tokens_total{model=\"m1\",kind=\"$1\"}"; }
 p0=$(tok prompt); c0=$(tok cached); o0=$(tok completion)
 t0=$(mval 'kvgate_time_to_first_token_seconds_count{model="m1"}')
+r0=$(mval 'kvgate_model_requests_total{model="m1",class="2xx"}')
 i0=$(mval 'kvgate_inter_token_latency_seconds_count{model="m1"}')
 curl -s -m 20 -o "$TMP/s.txt" "$G/v1/chat/completions" -H 'x-request-id: obs-stream-1' \
   -d '{"model":"gpt-4o","max_tokens":6,"stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"count my tokens"}]}'
@@ -88,6 +89,7 @@ check "  ... completion by its completion_tokens ($UO)" [ "$(($(tok completion) 
 check "time_to_first_token{model=m1}: one more stream" [ "$(($(mval 'kvgate_time_to_first_token_seconds_count{model="m1"}') - t0))" = 1 ]
 check "inter_token_latency{model=m1}: a gap per token after the first ($((UO - 1)))" \
   [ "$(($(mval 'kvgate_inter_token_latency_seconds_count{model="m1"}') - i0))" = "$((UO - 1))" ]
+check "model_requests_total{model=m1,class=2xx}: one more answer" [ "$(($(mval 'kvgate_model_requests_total{model="m1",class="2xx"}') - ${r0:-0}))" = 1 ]
 check "no series for an alias or a split name" sh -c "! curl -s -m 5 '$G/metrics' | grep -E 'model=\"(gpt-4o|canary|nope)\"'"
 check "the access log line: names, usage, true TTFT, routing mode" /usr/bin/python3 -c "
 import json
@@ -114,6 +116,8 @@ check "an engine's 400 relayed" [ "$(curl -s -m 20 -o "$TMP/out" -w '%{http_code
   -d '{"model":"m2","n":2,"stream":true,"messages":[{"role":"user","content":"x"}]}')" = 400 ]
 check "  ... its code in the access log" grep -q '"request_id":"obs-engine-400".*"status":400,"error_code":"BadRequestError"' "$LOG"
 check "  ... counted as the engine's" [ "$(mval 'kvgate_responses_total{route="/v1/chat/completions",status="400",error_code="engine"}')" = 1 ]
+check "  ... and as m2's 4xx" [ "$(mval 'kvgate_model_requests_total{model="m2",class="4xx"}')" = 1 ]
+check "an unknown name's answers under model=unknown, never its name" [ "$(mval 'kvgate_model_requests_total{model="unknown",class="4xx"}')" -ge 1 ]
 # The split: 200 sessions, each its own key.
 for i in $(seq 1 200); do chat canary -H "x-session-id: s-$i" >/dev/null; done
 n2=$(grep -c '"model":"canary","served_model":"m2"' "$LOG")
