@@ -35,7 +35,7 @@ int kvg__scale_day_init(struct scale_day *d, const struct kvg_bench_scale_opts *
     kvg_rng_seed(&d->rng, o->seed * 31 + 7);
     /* 512 ticks of window, the newest 65536 TTFT and ITL samples. */
     if ((rc = kvg_autoscale_obs_new(512, 1 << 16, &d->ob))) return rc;
-    d->prompt = malloc(((size_t)o->prefix_len + o->suffix_max + 1) * sizeof *d->prompt);
+    d->prompt = malloc((size_t)kvg__scale_wl_prompt_cap(o) * sizeof *d->prompt);
     return d->prompt ? 0 : -ENOMEM;
 }
 

@@ -10,11 +10,23 @@
 #include "bench/stats.h"
 
 /* The day's arrivals, generated lazily in time order. */
+/* One burst of the realistic day (scale_wl.c): [at, at + len) the
+ * conversation stream's rate times mult and its prompts times prompt, or a
+ * heavy client's extra traffic at mult times the heavy stream's level. */
+struct scale_burst {
+    double at, len, mult, prompt;
+    uint32_t client;
+};
+
+#define SCALE_WL_BURSTS 32
 struct scale_wl {
     const struct kvg_bench_scale_opts *o;
     struct kvg_rng rng;
     double t, lambda_max;
-    double burst_at[64];
+    double burst_at[64]; /* the stress day's */
+    double hourly[24];   /* the day's envelope at each hour, this seed's noise applied */
+    struct scale_burst conv[SCALE_WL_BURSTS], heavy[SCALE_WL_BURSTS];
+    uint32_t nconv, nheavy;
     double zipf_cdf[KVG_BENCH_SCALE_GROUPS];
     uint32_t *prefix; /* groups x prefix_len token ids (owned) */
     uint64_t issued;
@@ -23,6 +35,7 @@ struct scale_wl {
 struct scale_req {
     double arrival;
     uint32_t group, prompt_len, max_tokens;
+    int client; /* the heavy client that sent it, -1 the conversation stream */
     uint64_t suffix_seed;
 };
 
@@ -30,6 +43,13 @@ int kvg__scale_wl_init(struct scale_wl *w, const struct kvg_bench_scale_opts *o)
 void kvg__scale_wl_free(struct scale_wl *w);
 /* The arrival rate at virtual time t (bursts included). */
 double kvg__scale_wl_rate(const struct scale_wl *w, double t);
+/* The highest arrival rate in [t0, t1] (the envelope sampled every second,
+ * each burst at its start). */
+double kvg__scale_wl_peak(const struct scale_wl *w, double t0, double t1);
+/* The longest prompt the workload draws (prompt buffers' size). */
+uint32_t kvg__scale_wl_prompt_cap(const struct kvg_bench_scale_opts *o);
+/* The day's bursts, one line each, to f (--trace). */
+void kvg__scale_wl_trace(const struct scale_wl *w, FILE *f);
 /* The next request (arrival < day_s), 1 when the day is over. */
 int kvg__scale_wl_next(struct scale_wl *w, struct scale_req *r);
 /* Writes r's prompt into buf (prompt_len ids). */

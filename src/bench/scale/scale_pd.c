@@ -518,9 +518,7 @@ static int setup(struct pdrun *R, char *err, size_t errlen)
     if (rc) return rc;
     R->oracle = !strcmp(o->planner, "oracle");
     R->oracle_lead = kvg__scale_pd_oracle_lead(o, &R->d.su);
-    for (uint32_t b = 0; o->trace && b < o->bursts && b < 64; b++)
-        fprintf(stderr, "%s: burst %u at %.0f s (%.0f s, x%.2f)\n", o->planner, b,
-                R->d.wl.burst_at[b], o->burst_s, o->burst_mult);
+    if (o->trace) kvg__scale_wl_trace(&R->d.wl, stderr);
     R->kv_bytes_tok = (double)kvg_sim_kv_bytes_per_token(&o->profile);
     R->link_bw = kvg_sim_link_bw(1); /* prefill and decode in one rack */
     double peak = kvg__scale_peak_rate(o);
