@@ -84,7 +84,13 @@ int kvg_autoscale_plan(struct kvg_autoscale_planner *p, const struct kvg_autosca
     if (!d) d = &tmp;
     memset(d, 0, sizeof *d);
     d->current = s->ready + s->starting;
-    int rc = p->ops->plan(p, s, d);
+    /* What the window did not measure (< 0: no request finished in it) is
+     * 0 to every planner, live and offline alike: none is assumed. */
+    struct kvg_autoscale_signals k = *s;
+    double *unk[] = {&k.input_tps, &k.output_tps, &k.isl, &k.osl, &k.cache_hit};
+    for (size_t i = 0; i < sizeof unk / sizeof *unk; i++)
+        if (!(*unk[i] >= 0)) *unk[i] = 0;
+    int rc = p->ops->plan(p, &k, d);
     if (rc) return rc;
     if (d->acted) {
         d->at = s->now;

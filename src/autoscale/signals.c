@@ -191,18 +191,6 @@ void kvg_autoscale_obs_window(struct kvg_autoscale_obs *o, double tick_s, double
     ring_window(&o->itl, o->scratch, s->now - w, &s->itl_mean, &s->itl_p90);
 }
 
-void kvg_autoscale_obs_assume(struct kvg_autoscale_signals *s, double isl, double osl)
-{
-    if (s->isl < 0) {
-        s->isl = isl;
-        s->input_tps = s->arrival_rate * isl;
-    }
-    if (s->osl < 0) {
-        s->osl = osl;
-        s->output_tps = s->arrival_rate * osl;
-    }
-}
-
 double kvg_autoscale_obs_span(const char *planner, double interval_s, double window_s)
 {
     if (window_s > 0) return window_s;

@@ -81,11 +81,6 @@ void kvg_autoscale_obs_next(struct kvg_autoscale_obs *o);
 void kvg_autoscale_obs_window(struct kvg_autoscale_obs *o, double tick_s, double window,
                               struct kvg_autoscale_signals *s);
 
-/* Where the window measured no ISL / OSL (no request finished in it that
- * said its lengths): the assumed isl / osl (a pool's configuration), and
- * the token rates the arrival rate stands for with them. */
-void kvg_autoscale_obs_assume(struct kvg_autoscale_signals *s, double isl, double osl);
-
 /* The span a planner's signals cover: window_s when > 0, else its interval
  * (interval_s when > 0, else sla's 180 s and the others' 30 s), at least
  * 30 s. */

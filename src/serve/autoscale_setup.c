@@ -18,8 +18,8 @@
  * sharded feed; each tick folds it into every pool's window, judged against
  * that pool's targets. TTFT and ITL are measured on streams only (a whole
  * answer's first byte is its last); ISL and OSL come from the usage of the
- * requests finished in the window, the pool's configured isl / osl only
- * before any did. */
+ * requests finished in the window, unknown (null in GET /autoscale, 0 to
+ * the planners: kvg_autoscale_plan) before any did, as in the benchmark. */
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
@@ -179,7 +179,6 @@ static void fill(struct kvg_serve_autoscale *a, size_t i, double now,
         s->queued = (double)as.waiting;
     }
     kvg_autoscale_obs_window(a->obs[i], tick_s(a), span_s(pc), s);
-    kvg_autoscale_obs_assume(s, pc->isl, pc->osl);
 }
 
 static void tick(uv_timer_t *t)

@@ -41,8 +41,6 @@ pools:
     max_replicas: 2
     ttft_secs: 1.0
     itl_secs: 0.05
-    isl: 200
-    osl: 50
     prefill_tokens_per_sec: 10
     decode_tokens_per_sec: 5
     node: warm

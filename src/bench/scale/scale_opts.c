@@ -37,6 +37,7 @@ void kvg_bench_scale_opts_default(struct kvg_bench_scale_opts *o)
     o->aopts.itl_target_s = 0.05;
     o->aopts.max_replicas = KVG_BENCH_SCALE_MAX_REPLICAS;
     o->tick_s = 5;
+    o->scrape_s = 0.5;
     o->young_s = 60;
     o->drain_s = 120;
     o->timeout_s = 120;

@@ -345,7 +345,7 @@ static int step_end(struct pdrun *R, struct pool *P, int k, double t)
         struct pq *q = &R->q[u->id];
         if (P->role == KVG_AUTOSCALE_PREFILL) {
             if (q->state != P_PREFILL || !(u->flags & KVG_SIM_UP_FINISHED)) continue;
-            kvg__scale_day_cached(&R->d, u->cached_tokens, q->r.prompt_len);
+            kvg__scale_day_cached(&R->d, &q->r, u->cached_tokens);
             q->t_pre = t;
             unpend(R, q, 0, q->pre);
             if ((rc = to_decode(R, u->id, t))) return rc;
@@ -353,10 +353,9 @@ static int step_end(struct pdrun *R, struct pool *P, int k, double t)
         }
         if (q->state != P_DECODE) continue;
         if (u->flags & KVG_SIM_UP_TOKEN) {
-            kvg_autoscale_obs_tokens(R->d.ob, 1);
             if (!q->first) {
                 if (q->local) { /* its prefill ran here */
-                    kvg__scale_day_cached(&R->d, u->cached_tokens, q->r.prompt_len);
+                    kvg__scale_day_cached(&R->d, &q->r, u->cached_tokens);
                     q->t_pre = t;
                     unpend(R, q, 1, q->dec);
                 }
@@ -566,7 +565,7 @@ static int setup(struct pdrun *R, char *err, size_t errlen)
 static int loop(struct pdrun *R)
 {
     const struct kvg_bench_scale_opts *o = R->o;
-    double next_tick = o->tick_s;
+    double next_tick = o->tick_s, next_scrape = kvg__scale_scrape_next(o, 0);
     for (;;) {
         double ta = R->d.have_next ? R->d.next.arrival : INFINITY;
         double tt = next_tick <= o->day_s ? next_tick : INFINITY;
@@ -582,6 +581,12 @@ static int loop(struct pdrun *R)
         for (size_t i = 0; i < R->nxf; i++)
             if (R->q[R->xf[i]].xfer_done < tx) tx = R->q[R->xf[i]].xfer_done, kx = i;
         int rc;
+        if (next_scrape <= tt && next_scrape <= ta && next_scrape <= te && next_scrape <= tr &&
+            next_scrape <= tx) { /* only the gauges' copies change */
+            for (int pi = 0; pi < 2; pi++) kvg__scale_reps_scrape(&R->pool[pi].r);
+            next_scrape += o->scrape_s;
+            continue;
+        }
         if (tx < INFINITY && tx <= te && tx <= tr && tx <= tt && tx <= ta) {
             rc = xfer_done(R, kx, tx);
         } else if (ke >= 0 && te <= tr && te <= tt && te <= ta) {
@@ -679,8 +684,8 @@ int kvg_bench_scale_pd_run(const struct kvg_bench_scale_opts *o,
 {
     memset(out, 0, sizeof *out);
     snprintf(out->planner, sizeof out->planner, "%s", o->planner);
-    if (!(o->tick_s > 0) || !(o->day_s > 0))
-        return kvg_err_set(err, errlen, KVG_ECONFIG, "tick and day must be > 0");
+    if (!(o->tick_s > 0) || !(o->day_s > 0) || !(o->scrape_s > 0))
+        return kvg_err_set(err, errlen, KVG_ECONFIG, "tick, scrape and day must be > 0");
     struct kvg_bench_scale_opts c = *o;
     if (!(c.pd_prefill_tps > 0) || !(c.pd_decode_tps > 0)) {
         struct kvg_bench_scale_pd_profile pr;

@@ -239,6 +239,7 @@ int kvg__scale_wl_next(struct scale_wl *w, struct scale_req *r)
     while (g + 1 < o->groups && u > w->zipf_cdf[g]) g++;
     r->group = g;
     r->client = -1;
+    r->cached = -1;
     uint32_t span = o->suffix_max > o->suffix_min ? o->suffix_max - o->suffix_min + 1 : 1;
     r->prompt_len = o->prefix_len + o->suffix_min + (uint32_t)kvg_rng_below(&w->rng, span);
     if (!o->stress && !o->flat) {
