@@ -55,9 +55,9 @@ struct kvg_bench_scale_opts {
     int stress;
     uint32_t bursts;
     double burst_s, burst_mult;
-    double day_noise;       /* 0.15 */
-    double heavy_share;     /* 0.1 */
-    uint32_t heavy_clients; /* 3 */
+    double day_noise;                /* 0.15 */
+    double heavy_share;              /* 0.1 */
+    uint32_t heavy_clients;          /* 3 */
     uint32_t groups;                 /* shared system prompts */
     double zipf_s;                   /* their popularity */
     uint32_t prefix_len;             /* tokens of each system prompt */

@@ -318,7 +318,8 @@ static int loop(struct run *R)
         int ke = -1, kr = -1;
         kvg__scale_reps_next(&R->pool, o->day_s, &te, &ke, &tr, &kr);
         int rc;
-        if (next_scrape <= tt && next_scrape <= ta && next_scrape <= te && next_scrape <= tr) {
+        if (next_scrape <= o->day_s && next_scrape <= tt && next_scrape <= ta &&
+            next_scrape <= te && next_scrape <= tr) {
             kvg__scale_reps_scrape(&R->pool); /* only the gauges' copies change */
             next_scrape += o->scrape_s;
             continue;

@@ -581,7 +581,8 @@ static int loop(struct pdrun *R)
         for (size_t i = 0; i < R->nxf; i++)
             if (R->q[R->xf[i]].xfer_done < tx) tx = R->q[R->xf[i]].xfer_done, kx = i;
         int rc;
-        if (next_scrape <= tt && next_scrape <= ta && next_scrape <= te && next_scrape <= tr &&
+        if (next_scrape <= o->day_s && next_scrape <= tt && next_scrape <= ta &&
+            next_scrape <= te && next_scrape <= tr &&
             next_scrape <= tx) { /* only the gauges' copies change */
             for (int pi = 0; pi < 2; pi++) kvg__scale_reps_scrape(&R->pool[pi].r);
             next_scrape += o->scrape_s;
