@@ -49,9 +49,10 @@ struct kvg_bench_scale_opts {
      * between 08:00 and 22:00 (two overlapping: burst_mult squared).
      * Otherwise the realistic day (scale_wl.c, bench/results/autoscale-
      * realistic.md for the published figure behind each parameter): the
-     * curve at a level within +-day_noise, conversation bursts
-     * every hour, and a heavy_share of the traffic from heavy_clients
-     * clients bursting once an hour in the daytime. */
+     * curve at a level within +-day_noise, a conversation burst every
+     * 3,600 s and a heavy_share of the traffic from heavy_clients clients,
+     * one of them bursting every 3,600 s (bursts in real seconds, the
+     * curve compressed). */
     int stress;
     uint32_t bursts;
     double burst_s, burst_mult;

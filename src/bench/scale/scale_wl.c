@@ -7,14 +7,15 @@
  * with its source; the reference note read is quoted there):
  *   - the envelope: the day curve at a level drawn within +-day_noise of
  *     the mean (Azure LLM 2024: weekday peaks repeat within ~+-15%);
- *   - conversation bursts, one in each hour at a seeded time, 90-180 s
+ *   - conversation bursts, one in each hour of (virtual, i.e. real)
+ *     seconds at a seeded time, 90-180 s
  *     long, at the highest rate whose 90 s window stays within 1.21x and
  *     180 s window within 1.16x the level (Azure conversation 2023: 90 s
  *     windows p99 1.21, 180 s max 1.16 of the 20-min mean), their prompts
  *     1.2x longer (prefill tokens' 90 s max 1.49 over the requests' 1.23);
  *   - a heavy_share of the traffic from heavy_clients clients (ServeGen:
  *     bursts come from a few top clients), one of them bursting once an
- *     hour from 08:00 to 22:00 for 90-180 s, the heavy stream within 3.24x
+ *     hour (of seconds, as above) for 90-180 s, the heavy stream within 3.24x
  *     over 90 s and 1.85x over 180 s (Azure code 2023's maxima; over a
  *     steady level the 180 s bound caps a 90 s burst at 2.7x), on that
  *     client's own system prompt.
@@ -58,6 +59,12 @@ static double shape_max(void)
     for (int i = 0; i < 24; i++) mx = fmax(mx, g_hourly[i]);
     return mx / hourly_mean();
 }
+
+/* One burst of each stream per hour of real time: the reference's one-hour
+ * traces show their maxima once. Bursts keep real seconds while the day
+ * curve is compressed (as start-ups do), so they come per virtual hour,
+ * not per hour of the curve. */
+#define SCALE_WL_SLOT_S 3600.0
 
 /* Conversation bursts' prompt factor: the prefill tokens' 90 s max over
  * the requests' (1.49 / 1.23). */
@@ -156,16 +163,17 @@ void kvg__scale_wl_trace(const struct scale_wl *w, FILE *f)
                 100 * o->heavy_share * (w->heavy[b].mult - 1));
 }
 
-/* A burst in the hour from `hour`, 90-180 s long (the reference's
- * windows), at the highest factor whose 90 s window stays within at_90 and
- * whose 180 s window (the rest of it at the stream's level) within at_180. */
-static void draw_burst(struct scale_wl *w, struct scale_burst *b, double hour, double at_90,
+/* A burst in the slot of SCALE_WL_SLOT_S seconds from `from`, 90-180 s
+ * long (the reference's windows), at the highest factor whose 90 s window
+ * stays within at_90 and whose 180 s window (the rest of it at the
+ * stream's level) within at_180. */
+static void draw_burst(struct scale_wl *w, struct scale_burst *b, double from, double at_90,
                        double at_180)
 {
     const struct kvg_bench_scale_opts *o = w->o;
     b->len = 90 + 90 * kvg_rng_double(&w->rng);
-    b->at = o->day_s * (hour + kvg_rng_double(&w->rng)) / 24;
-    if (b->at + b->len > o->day_s) b->at = o->day_s - b->len;
+    b->at = from + fmin(SCALE_WL_SLOT_S, o->day_s - from) * kvg_rng_double(&w->rng);
+    if (b->at + b->len > o->day_s) b->at = fmax(0, o->day_s - b->len);
     b->mult = fmin(at_90, 1 + (at_180 - 1) * 180 / b->len);
 }
 
@@ -175,15 +183,16 @@ static void realistic_init(struct scale_wl *w)
     const struct kvg_bench_scale_opts *o = w->o;
     double level = 1 + o->day_noise * (2 * kvg_rng_double(&w->rng) - 1);
     for (int i = 0; i < 24; i++) w->hourly[i] = g_hourly[i] * level;
-    for (uint32_t h = 0; h < 24; h++) {
+    for (double t = 0; t < o->day_s && w->nconv < SCALE_WL_BURSTS; t += SCALE_WL_SLOT_S) {
         struct scale_burst *b = &w->conv[w->nconv++];
-        draw_burst(w, b, h, 1.21, 1.16);
+        draw_burst(w, b, t, 1.21, 1.16);
         b->prompt = CONV_PROMPT;
         b->client = 0;
     }
-    for (uint32_t h = 8; h < 22 && o->heavy_clients && o->heavy_share > 0; h++) {
+    for (double t = 0; t < o->day_s && w->nheavy < SCALE_WL_BURSTS && o->heavy_share > 0;
+         t += SCALE_WL_SLOT_S) {
         struct scale_burst *b = &w->heavy[w->nheavy++];
-        draw_burst(w, b, h, 3.24, 1.85);
+        draw_burst(w, b, t, 3.24, 1.85);
         b->prompt = 1;
         b->client = (uint32_t)kvg_rng_below(&w->rng, o->heavy_clients);
     }
