@@ -138,7 +138,10 @@ int kvg_autoscale_feed_take(struct kvg_autoscale_feed *f, struct kvg_autoscale_f
 void kvg_autoscale_feed_take_free(struct kvg_autoscale_feed_take *t);
 /* Adds a take into o's filling bucket, its samples stamped at t: a finish
  * misses when it failed or its TTFT / ITL is over ttft_target /
- * itl_target. */
+ * itl_target. The samples happened during the tick the bucket covers: t
+ * is best its middle (the tick's end - tick / 2), so that a window of
+ * whole ticks takes exactly its buckets' samples, as with samples stamped
+ * when they happened (the benchmark), whatever the timer's jitter. */
 void kvg_autoscale_obs_fold(struct kvg_autoscale_obs *o, const struct kvg_autoscale_feed_take *tk,
                             double t, double ttft_target, double itl_target);
 

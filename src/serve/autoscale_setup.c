@@ -192,7 +192,9 @@ static void tick(uv_timer_t *t)
     if (trc) KVG_WARN("autoscale: signals: %s", kvg_strerror(trc));
     for (size_t i = 0; i < a->ctl->npools; i++) {
         const struct kvg_autoscale_opts *o = &a->ctl->pools[i].cfg.opts;
-        if (!trc) kvg_autoscale_obs_fold(a->obs[i], &tk, now, o->ttft_target_s, o->itl_target_s);
+        if (!trc) /* stamped mid-tick (autoscale/signals.h) */
+            kvg_autoscale_obs_fold(a->obs[i], &tk, now - tick_s(a) / 2, o->ttft_target_s,
+                                   o->itl_target_s);
         kvg_autoscale_obs_next(a->obs[i]);
     }
     if (!trc) kvg_autoscale_feed_take_free(&tk);
