@@ -92,6 +92,14 @@ int kvg_autoscale_plan(struct kvg_autoscale_planner *p, const struct kvg_autosca
         if (!(*unk[i] >= 0)) *unk[i] = 0;
     int rc = p->ops->plan(p, &k, d);
     if (rc) return rc;
+    /* ... but a 0 that stands for "not measured yet" while requests arrive
+     * is no evidence of less load: no replica is removed on it (the day's
+     * first ticks, before any request finished). */
+    if (d->desired < d->current && s->arrival_rate > 0 && (s->isl < 0 || s->osl < 0)) {
+        d->desired = d->current;
+        size_t n = strlen(d->reason);
+        snprintf(d->reason + n, sizeof d->reason - n, "; held: lengths not measured yet");
+    }
     if (d->acted) {
         d->at = s->now;
         p->last = *d;
