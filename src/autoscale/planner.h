@@ -44,6 +44,7 @@ struct kvg_autoscale_signals {
     double cache_hit;              /* share of prompt tokens found in the engines' prefix caches */
     double ttft_mean, ttft_p90, itl_mean, itl_p90; /* seconds */
     double slo_miss; /* share of the window's finished requests over a target, < 0 unknown */
+    int partial;     /* the window covered less than its span yet (the first ticks) */
 };
 
 /* What one replica sustains, measured in advance (Dynamo profiles its

@@ -173,6 +173,7 @@ void kvg_autoscale_obs_window(struct kvg_autoscale_obs *o, double tick_s, double
     struct kvg_autoscale_obs_sums sum = {0};
     for (size_t j = 1; j <= nb; j++) sums_add(&sum, &o->b[(o->bcur - j) % o->nb]);
     double w = nb ? (double)nb * tick_s : 1;
+    s->partial = (double)nb * tick_s < window - 1e-9 * window;
     s->arrival_rate = sum.arrivals / w;
     s->output_tps = sum.out_tokens / w;
     if (sum.sized > 0 && sum.sized == sum.arrivals) {

@@ -77,7 +77,8 @@ void kvg_autoscale_obs_next(struct kvg_autoscale_obs *o);
  * they stand for, cache_hit, slo_miss and the latencies are < 0 when
  * nothing in the window measured them. ISL: the arrivals' prompt tokens
  * when each arrival's was known, else the finished requests' usage; OSL:
- * the finished requests' output tokens. The rest of s is untouched. */
+ * the finished requests' output tokens. s->partial: fewer closed buckets
+ * than the window asks (the first ticks). The rest of s is untouched. */
 void kvg_autoscale_obs_window(struct kvg_autoscale_obs *o, double tick_s, double window,
                               struct kvg_autoscale_signals *s);
 

@@ -237,6 +237,9 @@ static void timeline(struct run *R, double t, uint32_t desired)
 static int tick(struct run *R, double t)
 {
     expire(R, t);
+    /* The tick's bucket closes before the planner reads the window, as in
+     * serve (autoscale_setup.c): it reads the tick just ended. */
+    kvg_autoscale_obs_next(R->d.ob);
     double window = kvg__scale_day_window(&R->d, R->pl);
     double eta[KVG_BENCH_SCALE_MAX_REPLICAS];
     struct kvg_autoscale_signals s;
@@ -252,7 +255,6 @@ static int tick(struct run *R, double t)
     if ((rc = kvg__scale_reps_actuate(&R->pool, R->o, &R->d.su, &R->d.rng, d.desired, t)))
         return rc;
     timeline(R, t, d.desired);
-    kvg_autoscale_obs_next(R->d.ob);
     return 0;
 }
 

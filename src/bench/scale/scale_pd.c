@@ -446,6 +446,7 @@ static void timeline(struct pdrun *R, double t)
 static int tick(struct pdrun *R, double t)
 {
     expire(R, t);
+    kvg_autoscale_obs_next(R->d.ob); /* before the window is read, as serve */
     for (int pi = 0; pi < 2; pi++) {
         struct pool *P = &R->pool[pi];
         double window = kvg__scale_day_window(&R->d, P->pl);
@@ -476,7 +477,6 @@ static int tick(struct pdrun *R, double t)
             return rc;
     }
     timeline(R, t);
-    kvg_autoscale_obs_next(R->d.ob);
     return 0;
 }
 

@@ -285,3 +285,17 @@ TEST(signals_live_path_equals_bench_path)
     kvg_autoscale_obs_free(bench);
     kvg_autoscale_obs_free(live);
 }
+
+TEST(signals_window_partial_until_its_span)
+{
+    struct kvg_autoscale_obs *o = mk(8);
+    struct kvg_autoscale_signals s;
+    for (int t = 1; t <= 5; t++) {
+        kvg_autoscale_obs_arrive(o, -1);
+        kvg_autoscale_obs_next(o);
+        window(o, t, 1, 4, &s);
+        CHECK_INT(s.partial, t < 4);
+        CHECK_NEAR(s.arrival_rate, 1, 1e-12); /* over the ticks it has */
+    }
+    kvg_autoscale_obs_free(o);
+}
