@@ -75,7 +75,8 @@ struct kvg_bench_scale_opts {
     char planner[32];
     struct kvg_autoscale_opts aopts;
     double tick_s;    /* signals to the planner, 5 s */
-    double scrape_s;  /* the engines' gauges read this often, 0.5 s (serve's --scrape-interval) */
+    double scrape_s;  /* the engines' gauges read this often, 0.5 s (serve's
+                         --load-monitor-interval-ms 500) */
     double window_s;  /* rates and latencies over the last window, 0: the planner's interval */
     double young_s;   /* a replica is young (empty cache) this long after ready, 60 s */
     double drain_s;   /* 120 s */

@@ -80,7 +80,7 @@ struct rep {
     struct kvg_sim_step st;
     uint32_t inflight;
     /* The engine's gauges as the gateway's last scrape read them (serve
-     * scrapes every --scrape-interval; a replica not scraped yet has none). */
+     * scrapes every --load-monitor-interval-ms; a replica not scraped yet has none). */
     struct kvg_sim_metrics scraped;
     int scraped_ok;
     uint64_t groups; /* prefixes routed here: what a router would believe is cached */
