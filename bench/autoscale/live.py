@@ -42,8 +42,6 @@ pools:
     interval_secs: 0.5
     min_replicas: 1
     max_replicas: 2
-    isl: 6000
-    osl: 1
     prefill_tokens_per_sec: 20000
     decode_tokens_per_sec: 1000
     node: warm

@@ -83,8 +83,6 @@ pools:
     min_replicas: 1
     max_replicas: 6
     ttft_secs: {TTFT}
-    isl: {ISL + UNIQ}
-    osl: {OSL}
     prefill_tokens_per_sec: 20000
     decode_tokens_per_sec: 4000
     node: warm

@@ -8,6 +8,7 @@
 # node cold (the 32B's 430 s median), and exactly 430 s every time.
 # The same day on separate prefill and decode pools (--scenario diurnal-pd),
 # each pool sized by its own planner instance: the "PD:" sections.
+# The stress days (--stress; the realistic days are bench/autoscale/realistic.sh).
 # Writes bench/results/autoscale.md, autoscale.svg, autoscale.json,
 # autoscale-pd.json and autoscale-pd.svg.
 #
@@ -25,25 +26,25 @@ TMP=$(mktemp -d /tmp/kvgate-autoscale.XXXXXX)
 trap 'rm -rf "$TMP"' EXIT
 PLANNERS=static,queue,queue-waiting,sla,kvgate,kvgate-noprewarm
 
-"$BIN" bench --scenario diurnal --planners $PLANNERS --seed 1 \
+"$BIN" bench --scenario diurnal --stress --planners $PLANNERS --seed 1 \
   --json "$OUT/autoscale.json" --svg "$OUT/autoscale.svg" --markdown "$TMP/mix.md" \
   --timeline "$TMP/mix.csv" > "$TMP/mix.txt"
-"$BIN" bench --scenario diurnal --planners $PLANNERS --seed 1 --cold-share 1 \
+"$BIN" bench --scenario diurnal --stress --planners $PLANNERS --seed 1 --cold-share 1 \
   --markdown "$TMP/cold.md" --timeline "$TMP/cold.csv" > /dev/null
-"$BIN" bench --scenario diurnal --planners $PLANNERS --seed 1 --startup-secs 430 \
+"$BIN" bench --scenario diurnal --stress --planners $PLANNERS --seed 1 --startup-secs 430 \
   --markdown "$TMP/fixed.md" --timeline "$TMP/fixed.csv" > /dev/null
 for s in 2 3; do
-  "$BIN" bench --scenario diurnal --planners $PLANNERS --seed $s \
+  "$BIN" bench --scenario diurnal --stress --planners $PLANNERS --seed $s \
     --markdown "$TMP/seed$s.md" --timeline "$TMP/seed$s.csv" > /dev/null
 done
 # The PD day: separate prefill and decode pools, each its own planner.
 PD_PLANNERS=static,queue,queue-waiting,sla,kvgate
-"$BIN" bench --scenario diurnal-pd --planners $PD_PLANNERS --seed 1 \
+"$BIN" bench --scenario diurnal-pd --stress --planners $PD_PLANNERS --seed 1 \
   --json "$OUT/autoscale-pd.json" --svg "$OUT/autoscale-pd.svg" --markdown "$TMP/pdmix.md" \
   > /dev/null
-"$BIN" bench --scenario diurnal-pd --planners $PD_PLANNERS --seed 1 --startup-secs 430 \
+"$BIN" bench --scenario diurnal-pd --stress --planners $PD_PLANNERS --seed 1 --startup-secs 430 \
   --markdown "$TMP/pdfixed.md" > /dev/null
-"$BIN" bench --scenario diurnal-pd --planners $PD_PLANNERS --seed 2 \
+"$BIN" bench --scenario diurnal-pd --stress --planners $PD_PLANNERS --seed 2 \
   --markdown "$TMP/pdseed2.md" > /dev/null
 # The goal's two checks over seeds 1-10, both scenarios.
 bash bench/autoscale/seeds.sh 10 "$BIN" > "$TMP/seeds.md"

@@ -12,10 +12,10 @@ BIN=${2:-build/release/kvgate}
 TMP=$(mktemp -d /tmp/kvgate-seeds.XXXXXX)
 trap 'rm -rf "$TMP"' EXIT
 for s in $(seq 1 "$N"); do
-  "$BIN" bench --scenario diurnal --planners kvgate,sla --seed "$s" \
+  "$BIN" bench --scenario diurnal --stress --planners kvgate,sla --seed "$s" \
     --json "$TMP/diurnal-$s.json" > /dev/null
   # --trace for the burst times (the same seed draws the same bursts).
-  "$BIN" bench --scenario diurnal-pd --planners kvgate,sla --seed "$s" --trace \
+  "$BIN" bench --scenario diurnal-pd --stress --planners kvgate,sla --seed "$s" --trace \
     --json "$TMP/diurnal-pd-$s.json" > /dev/null 2> "$TMP/diurnal-pd-$s.trace"
 done
 python3 - "$TMP" "$N" <<'PY'

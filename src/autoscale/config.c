@@ -22,8 +22,6 @@
  *       max_replicas: 8
  *       ttft_secs: 1.0        # targets
  *       itl_secs: 0.05
- *       isl: 3000             # tokens per request assumed until requests are measured
- *       osl: 150
  *       prefill_tokens_per_sec: 12000   # the profile: one replica, uncached prompts
  *       decode_tokens_per_sec: 3000     #   at the ITL target
  *       ttft_idle_secs: 0.25
@@ -173,8 +171,6 @@ static void pool_default(struct kvg_autoscale_pool_cfg *p, size_t i)
     snprintf(p->planner, sizeof p->planner, "kvgate");
     kvg_autoscale_opts_default(&p->opts);
     p->opts.cold_share = 0; /* node decides, unless shares are given */
-    p->isl = 3000;          /* Dynamo's planner defaults */
-    p->osl = 150;
     p->node = KVG_AUTOSCALE_COLD;
     p->standby_cost = 1;
 }
@@ -242,9 +238,7 @@ static const struct kvg_opt pool_keys[] = {
     NUM("ttft_secs", opts.ttft_target_s, 1e-3, 3600),
     NUM("itl_secs", opts.itl_target_s, 1e-4, 60),
     NUM("interval_secs", opts.interval_s, 0, 86400),
-    NUM("isl", isl, 1, 1e7),
     NUM("signal_window_secs", signal_window_s, 0, 86400),
-    NUM("osl", osl, 1, 1e7),
     NUM("prefill_tokens_per_sec", opts.prof.prefill_tps, 1e-3, 1e9),
     NUM("decode_tokens_per_sec", opts.prof.decode_tps, 1e-3, 1e9),
     NUM("ttft_idle_secs", opts.prof.ttft_idle_s, 0, 3600),

@@ -63,7 +63,6 @@ struct kvg_autoscale_pool_cfg {
     char name[64];
     char planner[32];
     struct kvg_autoscale_opts opts; /* startup is set by the controller */
-    double isl, osl;                /* assumed tokens per request before any is measured */
     double signal_window_s;         /* the observed signals' span (0: kvg_autoscale_obs_span) */
     enum kvg_autoscale_node node;   /* where new replicas land */
     /* Parked replicas kept instead of stopped at scale-down (the local

@@ -84,8 +84,25 @@ int kvg_autoscale_plan(struct kvg_autoscale_planner *p, const struct kvg_autosca
     if (!d) d = &tmp;
     memset(d, 0, sizeof *d);
     d->current = s->ready + s->starting;
-    int rc = p->ops->plan(p, s, d);
+    /* What the window did not measure (< 0: no request finished in it) is
+     * 0 to every planner, live and offline alike: none is assumed. */
+    struct kvg_autoscale_signals k = *s;
+    double *unk[] = {&k.input_tps, &k.output_tps, &k.isl, &k.osl, &k.cache_hit};
+    for (size_t i = 0; i < sizeof unk / sizeof *unk; i++)
+        if (!(*unk[i] >= 0)) *unk[i] = 0;
+    int rc = p->ops->plan(p, &k, d);
     if (rc) return rc;
+    /* ... but a 0 that stands for "not measured yet", or a window not yet
+     * as long as its span (only the short requests have finished in it), is
+     * no evidence of less load while requests arrive: no replica is removed
+     * on it (a day's or a gateway's first ticks). */
+    if (d->desired < d->current && s->arrival_rate > 0 &&
+        (s->isl < 0 || s->osl < 0 || s->partial)) {
+        d->desired = d->current;
+        size_t n = strlen(d->reason);
+        snprintf(d->reason + n, sizeof d->reason - n, "; held: %s",
+                 s->partial ? "the window is not full yet" : "lengths not measured yet");
+    }
     if (d->acted) {
         d->at = s->now;
         p->last = *d;

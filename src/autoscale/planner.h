@@ -46,10 +46,11 @@ struct kvg_autoscale_signals {
     double slo_miss; /* share of the window's finished requests over a target, < 0 unknown */
     /* The batch class waiting in the gateway queue (not in queued nor in
      * inflight_prompt_tokens): its requests, their prompt and expected
-     * output tokens (0: unknown, batch_queued x isl / osl stand in), and the
+     * output tokens (0: unknown, batch_queued x the measured isl / osl stand in), and the
      * least time left to any of their deadlines (seconds, <= 0 unknown).
      * Read only when batch_queued > 0. kvgate sizes to serve it by then. */
     double batch_queued, batch_prompt_tokens, batch_out_tokens, batch_slack_s;
+    int partial;     /* the window covered less than its span yet (the first ticks) */
 };
 
 /* What one replica sustains, measured in advance (Dynamo profiles its

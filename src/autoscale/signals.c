@@ -173,6 +173,7 @@ void kvg_autoscale_obs_window(struct kvg_autoscale_obs *o, double tick_s, double
     struct kvg_autoscale_obs_sums sum = {0};
     for (size_t j = 1; j <= nb; j++) sums_add(&sum, &o->b[(o->bcur - j) % o->nb]);
     double w = nb ? (double)nb * tick_s : 1;
+    s->partial = (double)nb * tick_s < window - 1e-9 * window;
     s->arrival_rate = sum.arrivals / w;
     s->output_tps = sum.out_tokens / w;
     if (sum.sized > 0 && sum.sized == sum.arrivals) {
@@ -189,18 +190,6 @@ void kvg_autoscale_obs_window(struct kvg_autoscale_obs *o, double tick_s, double
     s->slo_miss = sum.finished > 0 ? sum.missed / sum.finished : -1;
     ring_window(&o->ttft, o->scratch, s->now - w, &s->ttft_mean, &s->ttft_p90);
     ring_window(&o->itl, o->scratch, s->now - w, &s->itl_mean, &s->itl_p90);
-}
-
-void kvg_autoscale_obs_assume(struct kvg_autoscale_signals *s, double isl, double osl)
-{
-    if (s->isl < 0) {
-        s->isl = isl;
-        s->input_tps = s->arrival_rate * isl;
-    }
-    if (s->osl < 0) {
-        s->osl = osl;
-        s->output_tps = s->arrival_rate * osl;
-    }
 }
 
 double kvg_autoscale_obs_span(const char *planner, double interval_s, double window_s)

@@ -77,14 +77,10 @@ void kvg_autoscale_obs_next(struct kvg_autoscale_obs *o);
  * they stand for, cache_hit, slo_miss and the latencies are < 0 when
  * nothing in the window measured them. ISL: the arrivals' prompt tokens
  * when each arrival's was known, else the finished requests' usage; OSL:
- * the finished requests' output tokens. The rest of s is untouched. */
+ * the finished requests' output tokens. s->partial: fewer closed buckets
+ * than the window asks (the first ticks). The rest of s is untouched. */
 void kvg_autoscale_obs_window(struct kvg_autoscale_obs *o, double tick_s, double window,
                               struct kvg_autoscale_signals *s);
-
-/* Where the window measured no ISL / OSL (no request finished in it that
- * said its lengths): the assumed isl / osl (a pool's configuration), and
- * the token rates the arrival rate stands for with them. */
-void kvg_autoscale_obs_assume(struct kvg_autoscale_signals *s, double isl, double osl);
 
 /* The span a planner's signals cover: window_s when > 0, else its interval
  * (interval_s when > 0, else sla's 180 s and the others' 30 s), at least
@@ -143,7 +139,10 @@ int kvg_autoscale_feed_take(struct kvg_autoscale_feed *f, struct kvg_autoscale_f
 void kvg_autoscale_feed_take_free(struct kvg_autoscale_feed_take *t);
 /* Adds a take into o's filling bucket, its samples stamped at t: a finish
  * misses when it failed or its TTFT / ITL is over ttft_target /
- * itl_target. */
+ * itl_target. The samples happened during the tick the bucket covers: t
+ * is best its middle (the tick's end - tick / 2), so that a window of
+ * whole ticks takes exactly its buckets' samples, as with samples stamped
+ * when they happened (the benchmark), whatever the timer's jitter. */
 void kvg_autoscale_obs_fold(struct kvg_autoscale_obs *o, const struct kvg_autoscale_feed_take *tk,
                             double t, double ttft_target, double itl_target);
 

@@ -307,7 +307,6 @@ void kvg_autoscale_sources_read(struct kvg_autoscale_sources *s,
         kvg_autoscale_obs_next(s->obs[i]);
         double span = span_of(pc);
         kvg_autoscale_obs_window(s->obs[i], tick, span, sg);
-        kvg_autoscale_obs_assume(sg, pc->isl, pc->osl);
         size_t nb = (size_t)ceil(span / tick);
         lat_window(s->ttft, nb, &sg->ttft_mean, &sg->ttft_p90);
         lat_window(s->itl, nb, &sg->itl_mean, &sg->itl_p90);

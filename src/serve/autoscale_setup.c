@@ -18,8 +18,8 @@
  * sharded feed; each tick folds it into every pool's window, judged against
  * that pool's targets. TTFT and ITL are measured on streams only (a whole
  * answer's first byte is its last); ISL and OSL come from the usage of the
- * requests finished in the window, the pool's configured isl / osl only
- * before any did. */
+ * requests finished in the window, unknown (null in GET /autoscale, 0 to
+ * the planners: kvg_autoscale_plan) before any did, as in the benchmark. */
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
@@ -182,7 +182,6 @@ static void fill(struct kvg_serve_autoscale *a, size_t i, double now,
         s->batch_queued = (double)as.waiting_class[3];
     }
     kvg_autoscale_obs_window(a->obs[i], tick_s(a), span_s(pc), s);
-    kvg_autoscale_obs_assume(s, pc->isl, pc->osl);
 }
 
 static void tick(uv_timer_t *t)
@@ -196,7 +195,9 @@ static void tick(uv_timer_t *t)
     if (trc) KVG_WARN("autoscale: signals: %s", kvg_strerror(trc));
     for (size_t i = 0; i < a->ctl->npools; i++) {
         const struct kvg_autoscale_opts *o = &a->ctl->pools[i].cfg.opts;
-        if (!trc) kvg_autoscale_obs_fold(a->obs[i], &tk, now, o->ttft_target_s, o->itl_target_s);
+        if (!trc) /* stamped mid-tick (autoscale/signals.h) */
+            kvg_autoscale_obs_fold(a->obs[i], &tk, now - tick_s(a) / 2, o->ttft_target_s,
+                                   o->itl_target_s);
         kvg_autoscale_obs_next(a->obs[i]);
     }
     if (!trc) kvg_autoscale_feed_take_free(&tk);

@@ -31,8 +31,6 @@ pools:
     max_replicas: 2
     ttft_secs: 1.0
     itl_secs: 0.05
-    isl: 20
-    osl: 8
     prefill_tokens_per_sec: 500
     decode_tokens_per_sec: 100
     node: warm

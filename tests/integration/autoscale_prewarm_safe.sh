@@ -41,14 +41,14 @@ pools:
     max_replicas: 2
     ttft_secs: 1.0
     itl_secs: 0.05
-    isl: 200
-    osl: 50
     prefill_tokens_per_sec: 10
     decode_tokens_per_sec: 5
     node: warm
     down_hold_secs: 600
     signal_window_secs: 0.3
 YAML
+# The engines report usage: the lengths the planner sizes on (nothing assumed).
+export ECHO_USAGE=200,50
 start_serve "$GW" --autoscale "$TMP/as.yaml" --health-check-interval-secs 0.3 \
   --upstream-api-key up-sekret --queue-timeout-secs 30 --tokenizer builtin:bytes || exit 1
 G=http://127.0.0.1:$GW

@@ -22,8 +22,6 @@ pools:
     max_replicas: 6
     ttft_secs: 1.0
     itl_secs: 0.05
-    isl: 1000
-    osl: 100
     prefill_tokens_per_sec: 20
     decode_tokens_per_sec: 5
     node: warm
@@ -103,14 +101,35 @@ check "kvgate_inter_token_latency_seconds{model=m}: the 4 streams' gaps (1..28: 
 # --dry-run: the same plan, nothing inferred as starting.
 start_serve "$GD" --worker-urls "$W1" "$W2" --health-check-interval-secs 1 \
   --autoscale "$TMP/as.yaml" --dry-run || exit 1
-# Before any request: no latency measured (null), the configured lengths.
+# Before any request: nothing measured, so null (never a configured stand-in).
 for _ in $(seq 1 30); do
   curl -s -m 2 "http://127.0.0.1:$GD/autoscale" >"$TMP/sig0.json"
   [ "$(json "$TMP/sig0.json" '"signals" in j["pools"][0]')" = True ] && break
   sleep 0.1
 done
 check "signals before requests: TTFT and ITL null" [ "$(json "$TMP/sig0.json" '[j["pools"][0]["signals"][k] for k in ("ttft_mean_s", "ttft_p90_s", "itl_mean_s", "itl_p90_s")]')" = "[None, None, None, None]" ]
-check "signals before requests: the configured isl / osl" [ "$(json "$TMP/sig0.json" 'j["pools"][0]["signals"]["isl"], j["pools"][0]["signals"]["osl"]')" = "1000 100" ]
+check "signals before requests: ISL, OSL, cache hit and SLO misses null (nothing assumed)" [ "$(json "$TMP/sig0.json" '[j["pools"][0]["signals"][k] for k in ("isl", "osl", "cache_hit", "slo_miss")]')" = "[None, None, None, None]" ]
+# Exactly what the engines said: three answers' usage is the window's
+# ISL, OSL and cache hit (the only requests this gateway has seen).
+for p in "one two three" "hello there, how are you today" "one two three"; do
+  curl -s -m 10 "http://127.0.0.1:$GD/v1/completions" \
+    -d "{\"model\":\"m\",\"prompt\":\"$p\",\"max_tokens\":6}" >>"$TMP/usage.jsonl"
+  echo >>"$TMP/usage.jsonl"
+done
+want=$(python3 -c '
+import json, sys
+u = [json.loads(l)["usage"] for l in open(sys.argv[1]) if l.strip()]
+p = sum(x["prompt_tokens"] for x in u); c = sum(x["completion_tokens"] for x in u)
+k = sum((x.get("prompt_tokens_details") or {}).get("cached_tokens", 0) for x in u)
+print("%.6f %.6f %.6f" % (p / len(u), c / len(u), k / p))' "$TMP/usage.jsonl")
+got=
+for _ in $(seq 1 "$(scaled 50)"); do
+  curl -s -m 2 "http://127.0.0.1:$GD/autoscale" >"$TMP/sig1.json"
+  got=$(json "$TMP/sig1.json" '"%.6f %.6f %.6f" % tuple(j["pools"][0]["signals"][k] or -1 for k in ("isl", "osl", "cache_hit"))')
+  [ "$got" = "$want" ] && break
+  sleep 0.1
+done
+check "signals: ISL, OSL, cache hit exactly the usage's ($got, the engines said $want)" [ "$got" = "$want" ]
 for _ in 1 2 3 4 5; do
   traffic "http://127.0.0.1:$GD"
   for _ in $(seq 1 "$(scaled 10)"); do

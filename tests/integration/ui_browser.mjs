@@ -52,7 +52,7 @@ try {
   // The external actuator changes nothing: the table shows what it would ask.
   fs.writeFileSync(path.join(tmp, 'as.yaml'), 'interval_secs: 0.5\nactuator: external\npools:\n' +
     '  - {name: agg, model: m, planner: kvgate, min_replicas: 1, max_replicas: 4, ttft_secs: 1.0,\n' +
-    '     itl_secs: 0.05, isl: 1000, osl: 100, prefill_tokens_per_sec: 20, decode_tokens_per_sec: 5}\n');
+    '     itl_secs: 0.05, prefill_tokens_per_sec: 20, decode_tokens_per_sec: 5}\n');
   start(['serve', '--port', String(gw), '--keys', path.join(tmp, 'keys.yaml'),
          '--health-check-interval-secs', '1', '--autoscale', path.join(tmp, 'as.yaml'),
          '--worker-urls', `http://127.0.0.1:${s1}`, `http://127.0.0.1:${s2}`, `http://127.0.0.1:${s3}`]);

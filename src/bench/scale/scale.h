@@ -44,8 +44,21 @@ struct kvg_bench_scale_opts {
     uint64_t seed;
     double day_s;     /* virtual seconds for 24 h (8640: a day at 10x) */
     double mean_rate; /* requests/s at the day's mean */
-    uint32_t bursts;  /* per day, at seeded times between 08:00 and 22:00 */
+    /* The day's bursts. stress (--stress, the days before issue 38): the
+     * day curve as is and `bursts` of burst_s at burst_mult at seeded times
+     * between 08:00 and 22:00 (two overlapping: burst_mult squared).
+     * Otherwise the realistic day (scale_wl.c, bench/results/autoscale-
+     * realistic.md for the published figure behind each parameter): the
+     * curve at a level within +-day_noise, a conversation burst every
+     * 3,600 s and a heavy_share of the traffic from heavy_clients clients,
+     * one of them bursting every 3,600 s (bursts in real seconds, the
+     * curve compressed). */
+    int stress;
+    uint32_t bursts;
     double burst_s, burst_mult;
+    double day_noise;                /* 0.15 */
+    double heavy_share;              /* 0.1 */
+    uint32_t heavy_clients;          /* 3 */
     uint32_t groups;                 /* shared system prompts */
     double zipf_s;                   /* their popularity */
     uint32_t prefix_len;             /* tokens of each system prompt */
@@ -62,6 +75,8 @@ struct kvg_bench_scale_opts {
     char planner[32];
     struct kvg_autoscale_opts aopts;
     double tick_s;    /* signals to the planner, 5 s */
+    double scrape_s;  /* the engines' gauges read this often, 0.5 s (serve's
+                         --load-monitor-interval-ms 500) */
     double window_s;  /* rates and latencies over the last window, 0: the planner's interval */
     double young_s;   /* a replica is young (empty cache) this long after ready, 60 s */
     double drain_s;   /* 120 s */

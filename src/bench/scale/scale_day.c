@@ -15,11 +15,6 @@
 void kvg__scale_day_signals(struct scale_day *d, double window, struct kvg_autoscale_signals *s)
 {
     kvg_autoscale_obs_window(d->ob, d->o->tick_s, window, s);
-    /* The planners here always saw 0 for a length or hit rate nothing in
-     * the window measured (serve takes its pool's configured isl / osl). */
-    if (s->isl < 0) s->isl = s->input_tps = 0;
-    if (s->osl < 0) s->osl = 0;
-    if (s->cache_hit < 0) s->cache_hit = 0;
 }
 
 int kvg__scale_day_init(struct scale_day *d, const struct kvg_bench_scale_opts *o, char *err,
@@ -35,7 +30,7 @@ int kvg__scale_day_init(struct scale_day *d, const struct kvg_bench_scale_opts *
     kvg_rng_seed(&d->rng, o->seed * 31 + 7);
     /* 512 ticks of window, the newest 65536 TTFT and ITL samples. */
     if ((rc = kvg_autoscale_obs_new(512, 1 << 16, &d->ob))) return rc;
-    d->prompt = malloc(((size_t)o->prefix_len + o->suffix_max + 1) * sizeof *d->prompt);
+    d->prompt = malloc((size_t)kvg__scale_wl_prompt_cap(o) * sizeof *d->prompt);
     return d->prompt ? 0 : -ENOMEM;
 }
 
@@ -58,7 +53,9 @@ double kvg__scale_day_window(const struct scale_day *d, const struct kvg_autosca
 void kvg__scale_day_arrive(struct scale_day *d, struct scale_req *r)
 {
     *r = d->next;
-    kvg_autoscale_obs_arrive(d->ob, r->prompt_len);
+    /* Unsized, as serve's proxy tells an arrival: the lengths come from the
+     * usage at the finish (kvg__scale_day_done). */
+    kvg_autoscale_obs_arrive(d->ob, -1);
     d->tl_arrivals++;
     d->inflight_prompt += r->prompt_len;
     d->have_next = kvg__scale_wl_next(&d->wl, &d->next) == 0;
@@ -80,11 +77,11 @@ int kvg__scale_day_submit(struct scale_day *d, struct kvg_sim *e, uint64_t id,
     return kvg_sim_submit(e, &sr);
 }
 
-void kvg__scale_day_cached(struct scale_day *d, double cached, double prompt)
+void kvg__scale_day_cached(struct scale_day *d, struct scale_req *r, double cached)
 {
-    kvg_autoscale_obs_cached(d->ob, cached, prompt);
+    r->cached = cached; /* the gateway reads it in the usage at the finish */
     d->hit_cached += cached;
-    d->hit_prompt += prompt;
+    d->hit_prompt += r->prompt_len;
 }
 
 double kvg__scale_day_first(struct scale_day *d, const struct scale_req *r, double t)
@@ -104,6 +101,10 @@ double kvg__scale_itl(uint32_t ntok, double t_first, double t_last)
 void kvg__scale_day_done(struct scale_day *d, const struct scale_req *r, uint32_t ntok, double t,
                          double itl, int ok)
 {
+    /* What serve's proxy reads at a request's end: its usage (output and
+     * cached tokens counted now, not as emitted) and its latencies. */
+    kvg_autoscale_obs_tokens(d->ob, ntok);
+    if (r->cached >= 0) kvg_autoscale_obs_cached(d->ob, r->cached, r->prompt_len);
     kvg_autoscale_obs_finish(d->ob, t, itl, !ok, r->prompt_len, ntok);
     kvg_bench_samples_add(&d->all_itl, itl);
 }

@@ -153,12 +153,11 @@ static int step_end(struct run *R, int k, double t)
         struct rq *q = &R->rq[u->id];
         if (q->state != Q_ENGINE) continue;
         if (u->flags & KVG_SIM_UP_TOKEN) {
-            kvg_autoscale_obs_tokens(R->d.ob, 1);
             if (!q->first) {
                 q->first = 1;
                 q->t_first = t;
                 double ttft = kvg__scale_day_first(&R->d, &q->r, t);
-                kvg__scale_day_cached(&R->d, u->cached_tokens, q->r.prompt_len);
+                kvg__scale_day_cached(&R->d, &q->r, u->cached_tokens);
                 kvg__scale_recovery_note(R, p, t, u->cached_tokens, q->r.prompt_len, ttft);
                 double h = q->r.arrival / R->o->day_s * 24;
                 if (h >= R->o->ramp_from_h && h < R->o->ramp_to_h)
@@ -238,6 +237,9 @@ static void timeline(struct run *R, double t, uint32_t desired)
 static int tick(struct run *R, double t)
 {
     expire(R, t);
+    /* The tick's bucket closes before the planner reads the window, as in
+     * serve (autoscale_setup.c): it reads the tick just ended. */
+    kvg_autoscale_obs_next(R->d.ob);
     double window = kvg__scale_day_window(&R->d, R->pl);
     double eta[KVG_BENCH_SCALE_MAX_REPLICAS];
     struct kvg_autoscale_signals s;
@@ -253,7 +255,6 @@ static int tick(struct run *R, double t)
     if ((rc = kvg__scale_reps_actuate(&R->pool, R->o, &R->d.su, &R->d.rng, d.desired, t)))
         return rc;
     timeline(R, t, d.desired);
-    kvg_autoscale_obs_next(R->d.ob);
     return 0;
 }
 
@@ -311,7 +312,7 @@ static int setup(struct run *R, char *err, size_t errlen)
 static int loop(struct run *R)
 {
     const struct kvg_bench_scale_opts *o = R->o;
-    double next_tick = o->tick_s;
+    double next_tick = o->tick_s, next_scrape = kvg__scale_scrape_next(o, 0);
     for (;;) {
         double ta = R->d.have_next ? R->d.next.arrival : INFINITY;
         double tt = next_tick <= o->day_s ? next_tick : INFINITY;
@@ -319,6 +320,12 @@ static int loop(struct run *R)
         int ke = -1, kr = -1;
         kvg__scale_reps_next(&R->pool, o->day_s, &te, &ke, &tr, &kr);
         int rc;
+        if (next_scrape <= o->day_s && next_scrape <= tt && next_scrape <= ta &&
+            next_scrape <= te && next_scrape <= tr) {
+            kvg__scale_reps_scrape(&R->pool); /* only the gauges' copies change */
+            next_scrape += o->scrape_s;
+            continue;
+        }
         if (ke >= 0 && te <= tr && te <= tt && te <= ta) {
             rc = step_end(R, ke, te);
         } else if (kr >= 0 && tr <= tt && tr <= ta) {
@@ -415,8 +422,8 @@ static int run_one(const struct kvg_bench_scale_opts *o, struct kvg_bench_scale_
 {
     memset(out, 0, sizeof *out);
     snprintf(out->planner, sizeof out->planner, "%s", o->planner);
-    if (!(o->tick_s > 0) || !(o->day_s > 0))
-        return kvg_err_set(err, errlen, KVG_ECONFIG, "tick and day must be > 0");
+    if (!(o->tick_s > 0) || !(o->day_s > 0) || !(o->scrape_s > 0))
+        return kvg_err_set(err, errlen, KVG_ECONFIG, "tick, scrape and day must be > 0");
     struct run *R = calloc(1, sizeof *R);
     if (!R) return -ENOMEM;
     R->o = o;

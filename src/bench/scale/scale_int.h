@@ -10,11 +10,23 @@
 #include "bench/stats.h"
 
 /* The day's arrivals, generated lazily in time order. */
+/* One burst of the realistic day (scale_wl.c): [at, at + len) the
+ * conversation stream's rate times mult and its prompts times prompt, or a
+ * heavy client's extra traffic at mult times the heavy stream's level. */
+struct scale_burst {
+    double at, len, mult, prompt;
+    uint32_t client;
+};
+
+#define SCALE_WL_BURSTS 32
 struct scale_wl {
     const struct kvg_bench_scale_opts *o;
     struct kvg_rng rng;
     double t, lambda_max;
-    double burst_at[64];
+    double burst_at[64]; /* the stress day's */
+    double hourly[24];   /* the day's envelope at each hour, this seed's noise applied */
+    struct scale_burst conv[SCALE_WL_BURSTS], heavy[SCALE_WL_BURSTS];
+    uint32_t nconv, nheavy;
     double zipf_cdf[KVG_BENCH_SCALE_GROUPS];
     uint32_t *prefix; /* groups x prefix_len token ids (owned) */
     uint64_t issued;
@@ -23,6 +35,8 @@ struct scale_wl {
 struct scale_req {
     double arrival;
     uint32_t group, prompt_len, max_tokens;
+    int client;    /* the heavy client that sent it, -1 the conversation stream */
+    double cached; /* prompt tokens its prefill found cached, < 0 not prefilled yet */
     uint64_t suffix_seed;
 };
 
@@ -30,6 +44,13 @@ int kvg__scale_wl_init(struct scale_wl *w, const struct kvg_bench_scale_opts *o)
 void kvg__scale_wl_free(struct scale_wl *w);
 /* The arrival rate at virtual time t (bursts included). */
 double kvg__scale_wl_rate(const struct scale_wl *w, double t);
+/* The highest arrival rate in [t0, t1] (the envelope sampled every second,
+ * each burst at its start). */
+double kvg__scale_wl_peak(const struct scale_wl *w, double t0, double t1);
+/* The longest prompt the workload draws (prompt buffers' size). */
+uint32_t kvg__scale_wl_prompt_cap(const struct kvg_bench_scale_opts *o);
+/* The day's bursts, one line each, to f (--trace). */
+void kvg__scale_wl_trace(const struct scale_wl *w, FILE *f);
 /* The next request (arrival < day_s), 1 when the day is over. */
 int kvg__scale_wl_next(struct scale_wl *w, struct scale_req *r);
 /* Writes r's prompt into buf (prompt_len ids). */
@@ -58,6 +79,10 @@ struct rep {
     double busy_until;
     struct kvg_sim_step st;
     uint32_t inflight;
+    /* The engine's gauges as the gateway's last scrape read them (serve
+     * scrapes every --load-monitor-interval-ms; a replica not scraped yet has none). */
+    struct kvg_sim_metrics scraped;
+    int scraped_ok;
     uint64_t groups; /* prefixes routed here: what a router would believe is cached */
     double pend_tok; /* PD day: prompt tokens routed here whose prefill has not finished */
     /* Prewarm (scale_warm.c): prefill-only replays still running (not
@@ -100,6 +125,12 @@ void kvg__scale_reps_free(struct scale_reps *P);
  * ready times (KVG_BENCH_SCALE_MAX_REPLICAS of room). */
 void kvg__scale_reps_signals(const struct scale_reps *P, double t, double young_s,
                              struct kvg_autoscale_signals *s, double *eta);
+/* A scrape: every ready or draining replica's gauges into its scraped. */
+void kvg__scale_reps_scrape(struct scale_reps *P);
+/* The next scrape after a tick at t: scrapes run half an interval out of
+ * phase with the ticks, so a tick reads gauges scrape_s / 2 old, the mean
+ * age a live tick sees (serve's scrape and autoscale timers are apart). */
+double kvg__scale_scrape_next(const struct kvg_bench_scale_opts *o, double t);
 /* The planner a benchmark name stands for: "queue-P" is queue with preset
  * P (set in a), "kvgate-noprewarm" kvgate's planner. 0, KVG_ENOTFOUND, or
  * another code with err set. */
@@ -158,8 +189,8 @@ void kvg__scale_day_arrive(struct scale_day *d, struct scale_req *r);
 int kvg__scale_day_submit(struct scale_day *d, struct kvg_sim *e, uint64_t id,
                           const struct scale_req *r, uint32_t max_tokens, uint32_t remote_tokens,
                           int hold);
-/* A prefill of prompt tokens found cached of them in the prefix cache. */
-void kvg__scale_day_cached(struct scale_day *d, double cached, double prompt);
+/* r's prefill found cached of its prompt tokens in the prefix cache. */
+void kvg__scale_day_cached(struct scale_day *d, struct scale_req *r, double cached);
 /* r's first token at t: its TTFT counted and returned. */
 double kvg__scale_day_first(struct scale_day *d, const struct scale_req *r, double t);
 /* Request r finished at t after ntok tokens with mean inter-token latency

@@ -16,6 +16,9 @@ void kvg_bench_scale_opts_default(struct kvg_bench_scale_opts *o)
     o->bursts = 6;
     o->burst_s = 90;
     o->burst_mult = 1.5;
+    o->day_noise = 0.15;
+    o->heavy_share = 0.1;
+    o->heavy_clients = 3;
     /* ISL ~3,000 / OSL 150 (Dynamo's planner defaults), 1,700 of it shared:
      * ~57% of prompt tokens can hit, as DeepSeek's 56.3%. */
     o->groups = 16;
@@ -35,6 +38,7 @@ void kvg_bench_scale_opts_default(struct kvg_bench_scale_opts *o)
     o->aopts.itl_target_s = 0.05;
     o->aopts.max_replicas = KVG_BENCH_SCALE_MAX_REPLICAS;
     o->tick_s = 5;
+    o->scrape_s = 0.5;
     o->young_s = 60;
     o->drain_s = 120;
     o->timeout_s = 120;
@@ -95,9 +99,17 @@ double kvg__scale_load_per_rps(const struct kvg_bench_scale_opts *o)
 
 double kvg__scale_peak_rate(const struct kvg_bench_scale_opts *o)
 {
-    double mx = 0;
-    for (int i = 0; i < 24 * 60; i++) mx = fmax(mx, kvg_bench_scale_shape(i / 60.0));
-    return o->mean_rate * mx * (o->bursts ? o->burst_mult : 1);
+    if (o->stress || o->flat) {
+        double mx = 0;
+        for (int i = 0; i < 24 * 60; i++) mx = fmax(mx, kvg_bench_scale_shape(i / 60.0));
+        return o->mean_rate * mx * (o->bursts ? o->burst_mult : 1);
+    }
+    /* The realistic day's envelope and bursts are the seed's: its own day. */
+    struct scale_wl w;
+    if (kvg__scale_wl_init(&w, o)) return o->mean_rate;
+    double mx = kvg__scale_wl_peak(&w, 0, o->day_s);
+    kvg__scale_wl_free(&w);
+    return mx;
 }
 
 uint32_t kvg_bench_scale_static_peak(const struct kvg_bench_scale_opts *o)
@@ -110,6 +122,7 @@ int kvg_bench_scale_calibrate(const struct kvg_bench_scale_opts *o, double *knee
 {
     struct kvg_bench_scale_opts c = *o;
     c.flat = 1;
+    c.stress = 1;
     c.bursts = 0;
     c.day_s = 600;
     c.knee_rps = 1; /* any: the static count is set below */

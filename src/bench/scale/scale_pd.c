@@ -318,7 +318,7 @@ static int step_end(struct pdrun *R, struct pool *P, int k, double t)
         struct pq *q = &R->q[u->id];
         if (P->role == KVG_AUTOSCALE_PREFILL) {
             if (q->state != P_PREFILL || !(u->flags & KVG_SIM_UP_FINISHED)) continue;
-            kvg__scale_day_cached(&R->d, u->cached_tokens, q->r.prompt_len);
+            kvg__scale_day_cached(&R->d, &q->r, u->cached_tokens);
             q->t_pre = t;
             unpend(R, q, 0, q->pre);
             if ((rc = to_decode(R, u->id, t))) return rc;
@@ -326,10 +326,9 @@ static int step_end(struct pdrun *R, struct pool *P, int k, double t)
         }
         if (q->state != P_DECODE) continue;
         if (u->flags & KVG_SIM_UP_TOKEN) {
-            kvg_autoscale_obs_tokens(R->d.ob, 1);
             if (!q->first) {
                 if (q->local) { /* its prefill ran here */
-                    kvg__scale_day_cached(&R->d, u->cached_tokens, q->r.prompt_len);
+                    kvg__scale_day_cached(&R->d, &q->r, u->cached_tokens);
                     q->t_pre = t;
                     unpend(R, q, 1, q->dec);
                 }
@@ -425,6 +424,7 @@ static int tick(struct pdrun *R, double t)
 {
     expire(R, t);
     kvg__scale_pd_batch_expire(R, t);
+    kvg_autoscale_obs_next(R->d.ob); /* before the window is read, as serve */
     for (int pi = 0; pi < 2; pi++) {
         struct pool *P = &R->pool[pi];
         double window = kvg__scale_day_window(&R->d, P->pl);
@@ -455,7 +455,6 @@ static int tick(struct pdrun *R, double t)
             return rc;
     }
     timeline(R, t);
-    kvg_autoscale_obs_next(R->d.ob);
     return 0;
 }
 
@@ -496,9 +495,7 @@ static int setup(struct pdrun *R, char *err, size_t errlen)
     if (rc) return rc;
     R->oracle = !strcmp(o->planner, "oracle");
     R->oracle_lead = kvg__scale_pd_oracle_lead(o, &R->d.su);
-    for (uint32_t b = 0; o->trace && b < o->bursts && b < 64; b++)
-        fprintf(stderr, "%s: burst %u at %.0f s (%.0f s, x%.2f)\n", o->planner, b,
-                R->d.wl.burst_at[b], o->burst_s, o->burst_mult);
+    if (o->trace) kvg__scale_wl_trace(&R->d.wl, stderr);
     R->kv_bytes_tok = (double)kvg_sim_kv_bytes_per_token(&o->profile);
     R->link_bw = kvg_sim_link_bw(1); /* prefill and decode in one rack */
     double peak = kvg__scale_peak_rate(o);
@@ -547,7 +544,7 @@ static int setup(struct pdrun *R, char *err, size_t errlen)
 static int loop(struct pdrun *R)
 {
     const struct kvg_bench_scale_opts *o = R->o;
-    double next_tick = o->tick_s;
+    double next_tick = o->tick_s, next_scrape = kvg__scale_scrape_next(o, 0);
     for (;;) {
         double ta = R->d.have_next ? R->d.next.arrival : INFINITY;
         double tt = next_tick <= o->day_s ? next_tick : INFINITY;
@@ -563,6 +560,13 @@ static int loop(struct pdrun *R)
         for (size_t i = 0; i < R->nxf; i++)
             if (R->q[R->xf[i]].xfer_done < tx) tx = R->q[R->xf[i]].xfer_done, kx = i;
         int rc;
+        if (next_scrape <= o->day_s && next_scrape <= tt && next_scrape <= ta &&
+            next_scrape <= te && next_scrape <= tr &&
+            next_scrape <= tx) { /* only the gauges' copies change */
+            for (int pi = 0; pi < 2; pi++) kvg__scale_reps_scrape(&R->pool[pi].r);
+            next_scrape += o->scrape_s;
+            continue;
+        }
         if (tx < INFINITY && tx <= te && tx <= tr && tx <= tt && tx <= ta) {
             rc = xfer_done(R, kx, tx);
         } else if (ke >= 0 && te <= tr && te <= tt && te <= ta) {
@@ -661,8 +665,8 @@ int kvg_bench_scale_pd_run(const struct kvg_bench_scale_opts *o,
 {
     memset(out, 0, sizeof *out);
     snprintf(out->planner, sizeof out->planner, "%s", o->planner);
-    if (!(o->tick_s > 0) || !(o->day_s > 0))
-        return kvg_err_set(err, errlen, KVG_ECONFIG, "tick and day must be > 0");
+    if (!(o->tick_s > 0) || !(o->day_s > 0) || !(o->scrape_s > 0))
+        return kvg_err_set(err, errlen, KVG_ECONFIG, "tick, scrape and day must be > 0");
     struct kvg_bench_scale_opts c = *o;
     if (!(c.pd_prefill_tps > 0) || !(c.pd_decode_tps > 0)) {
         struct kvg_bench_scale_pd_profile pr;

@@ -21,13 +21,7 @@ uint32_t kvg__scale_pd_oracle_desired(const struct scale_wl *w, const struct kvg
     const struct kvg_bench_scale_opts *o = w->o;
     double isl = kvg__scale_isl_mean(o);
     if (!(hit > 0 && hit < 1)) hit = 0;
-    /* The day curve moves slowly: sampled every second, and each burst
-     * starting in the window at its start. */
-    double peak = 0;
-    for (double u = t; u <= t + lead; u += 1) peak = fmax(peak, kvg__scale_wl_rate(w, u));
-    for (uint32_t b = 0; b < o->bursts && b < 64; b++)
-        if (w->burst_at[b] >= t && w->burst_at[b] <= t + lead)
-            peak = fmax(peak, kvg__scale_wl_rate(w, w->burst_at[b]));
+    double peak = kvg__scale_wl_peak(w, t, t + lead);
     double need = kvg_autoscale_load(a, peak * isl * (1 - hit), peak * o->osl, a->itl_target_s);
     return kvg_autoscale_clamp(a, ceil(need * (1 + a->headroom) - 1e-9));
 }

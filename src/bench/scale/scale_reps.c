@@ -2,11 +2,13 @@
  * asked for, ready, drained and gone, shared by the aggregated day
  * (scale_des.c) and the PD day's two pools (scale_pd.c). */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/err.h"
+
 #include "bench/scale/scale_int.h"
 
 /* A replica asked for at t: its node (a seeded draw over the opts' mix) and
@@ -162,14 +164,29 @@ void kvg__scale_reps_signals(const struct scale_reps *P, double t, double young_
         } else {
             s->draining++;
         }
-        struct kvg_sim_metrics m;
-        kvg_sim_get_metrics(p->e, &m);
-        s->waiting += m.num_waiting;
-        s->running += m.num_running;
-        s->kv_usage_sum += m.kv_usage;
+        if (!p->scraped_ok) continue; /* not scraped yet: serve counts it unknown */
+        s->waiting += p->scraped.num_waiting;
+        s->running += p->scraped.num_running;
+        s->kv_usage_sum += p->scraped.kv_usage;
     }
     s->starting = ns;
     s->starting_eta = eta;
+}
+
+void kvg__scale_reps_scrape(struct scale_reps *P)
+{
+    for (size_t i = 0; i < P->nact; i++) {
+        struct rep *p = &P->rep[P->act[i]];
+        if (p->state != R_READY && p->state != R_DRAINING) continue;
+        kvg_sim_get_metrics(p->e, &p->scraped);
+        p->scraped_ok = 1;
+    }
+}
+
+double kvg__scale_scrape_next(const struct kvg_bench_scale_opts *o, double t)
+{
+    double k = floor(t / o->scrape_s - 0.5) + 1;
+    return (k + 0.5) * o->scrape_s;
 }
 
 int kvg__scale_planner_new(const char *planner, struct kvg_autoscale_opts *a,

@@ -599,3 +599,35 @@ TEST(kvgate_sizes_on_the_level_not_a_burst)
     CHECK(d.desired >= 13);
     kvg_autoscale_planner_free(p);
 }
+
+/* Lengths not measured yet (no request finished in the window) read as 0
+ * to the planners, but never remove a replica while requests arrive; once
+ * measured, the same low load does. */
+TEST(unmeasured_lengths_remove_nothing)
+{
+    struct kvg_autoscale_opts o = opts();
+    o.down_hold_s = 0;
+    const char *names[] = {"kvgate", "queue", "sla"};
+    for (size_t i = 0; i < 3; i++) {
+        struct kvg_autoscale_planner *p = make(names[i], &o);
+        struct kvg_autoscale_signals s = steady(0, 6, 0.5);
+        s.isl = s.osl = s.input_tps = s.output_tps = s.cache_hit = -1;
+        s.running = 0;
+        struct kvg_autoscale_decision d;
+        for (int t = 0; t < 2000; t += 15) {
+            s.now = t;
+            CHECK_INT(kvg_autoscale_plan(p, &s, &d), 0);
+            CHECK_INT(d.desired, 6);
+        }
+        s = steady(2000, 6, 0.5); /* measured: 0.5 req/s is far below 6 replicas */
+        s.running = 0;
+        uint32_t low = 6;
+        for (int t = 2000; t < 6000; t += 15) {
+            s.now = t;
+            CHECK_INT(kvg_autoscale_plan(p, &s, &d), 0);
+            if (d.desired < low) low = d.desired;
+        }
+        CHECK(low < 6);
+        kvg_autoscale_planner_free(p);
+    }
+}

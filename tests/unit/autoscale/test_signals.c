@@ -1,6 +1,9 @@
 /* The autoscale signal builder (autoscale/signals.h): windows over recorded
  * ticks, their edges, unknown fields when nothing was observed, measured
- * ISL / OSL, and the multi-thread feed folded against a pool's targets. */
+ * ISL / OSL, the multi-thread feed folded against a pool's targets, and
+ * the same recorded requests through serve's path (the feed, folded each
+ * tick) and the benchmark's (the builder at each event's time) giving the
+ * same signals. */
 #include <pthread.h>
 #include <stdlib.h>
 
@@ -179,5 +182,120 @@ TEST(signals_feed_threads_fold)
     kvg_autoscale_feed_take_free(&tk);
     kvg_autoscale_feed_destroy(f);
     free(f);
+    kvg_autoscale_obs_free(o);
+}
+
+/* A recorded request: arrival, first token, end (seconds), mean ITL,
+ * usage, and whether it failed. */
+struct rec {
+    double at, first, end, itl, prompt, out, cached;
+    int failed;
+};
+
+static int missed(const struct rec *r, double ttft_t, double itl_t)
+{
+    return r->failed || r->first - r->at > ttft_t || r->itl > itl_t;
+}
+
+struct ev {
+    double t;
+    int who, kind; /* 0 arrival, 1 first token, 2 end */
+};
+
+static int ev_cmp(const void *a, const void *b)
+{
+    const struct ev *x = a, *y = b;
+    return x->t < y->t ? -1 : x->t > y->t;
+}
+
+TEST(signals_live_path_equals_bench_path)
+{
+    /* 600 requests over 60 s: uneven arrivals, some slow, a few failed. */
+    enum { N = 600 };
+    static struct rec rs[N];
+    static struct ev evs[3 * N];
+    size_t nev = 0;
+    for (int i = 0; i < N; i++) {
+        struct rec *r = &rs[i];
+        r->at = 0.1 * i + 0.013 * (i % 7);
+        r->first = r->at + 0.05 + 0.4 * ((i * 37) % 11) / 10.0;
+        r->out = 1 + (i * 13) % 40;
+        r->itl = 0.01 + 0.002 * (i % 9);
+        r->end = r->first + r->itl * (r->out - 1);
+        r->prompt = 100 + (i * 29) % 300;
+        r->cached = i % 3 ? 64 : 0;
+        r->failed = i % 97 == 0;
+        evs[nev++] = (struct ev){r->at, i, 0};
+        if (!r->failed) evs[nev++] = (struct ev){r->first, i, 1};
+        evs[nev++] = (struct ev){r->end, i, 2};
+    }
+    qsort(evs, nev, sizeof *evs, ev_cmp);
+    const double tick = 1.0, span = 10, ttft_t = 0.3, itl_t = 0.025;
+    struct kvg_autoscale_obs *bench = NULL, *live = NULL;
+    CHECK_INT(kvg_autoscale_obs_new(32, 4096, &bench), 0);
+    CHECK_INT(kvg_autoscale_obs_new(32, 4096, &live), 0);
+    struct kvg_autoscale_feed *f = malloc(sizeof *f);
+    CHECK(f && !kvg_autoscale_feed_init(f));
+    size_t e = 0;
+    int nmeasured = 0;
+    for (int T = 1; T <= 75; T++) {
+        for (; e < nev && evs[e].t <= T; e++) {
+            const struct rec *r = &rs[evs[e].who];
+            double t = evs[e].t, ttft = r->first - r->at;
+            if (evs[e].kind == 0) {
+                kvg_autoscale_obs_arrive(bench, -1); /* scale_day.c */
+                kvg_autoscale_feed_arrive(f, -1);    /* serve's proxy */
+            } else if (evs[e].kind == 1) {
+                kvg_autoscale_obs_first(bench, t, ttft);
+                kvg_autoscale_feed_first(f, ttft);
+            } else if (r->failed) {
+                kvg_autoscale_obs_finish(bench, t, -1, 1, -1, -1);
+                kvg_autoscale_feed_finish(f, 1, -1, -1, -1, -1, -1);
+            } else {
+                kvg_autoscale_obs_tokens(bench, r->out);
+                kvg_autoscale_obs_cached(bench, r->cached, r->prompt);
+                kvg_autoscale_obs_finish(bench, t, r->itl, missed(r, ttft_t, itl_t), r->prompt,
+                                         r->out);
+                kvg_autoscale_feed_finish(f, 0, ttft, r->itl, r->prompt, r->out, r->cached);
+            }
+        }
+        /* The tick: serve folds the feed stamped mid-tick; both close. */
+        struct kvg_autoscale_feed_take tk;
+        CHECK_INT(kvg_autoscale_feed_take(f, &tk), 0);
+        kvg_autoscale_obs_fold(live, &tk, T - tick / 2, ttft_t, itl_t);
+        kvg_autoscale_feed_take_free(&tk);
+        kvg_autoscale_obs_next(live);
+        kvg_autoscale_obs_next(bench);
+        struct kvg_autoscale_signals a, b;
+        window(bench, T, tick, span, &a);
+        window(live, T, tick, span, &b);
+        double *x[] = {&a.arrival_rate, &a.output_tps, &a.isl,       &a.osl,
+                       &a.cache_hit,    &a.slo_miss,   &a.ttft_mean, &a.ttft_p90,
+                       &a.itl_mean,     &a.itl_p90,    &a.input_tps};
+        double *y[] = {&b.arrival_rate, &b.output_tps, &b.isl,       &b.osl,
+                       &b.cache_hit,    &b.slo_miss,   &b.ttft_mean, &b.ttft_p90,
+                       &b.itl_mean,     &b.itl_p90,    &b.input_tps};
+        for (size_t k = 0; k < sizeof x / sizeof *x; k++) CHECK_NEAR(*x[k], *y[k], 1e-9);
+        nmeasured += a.ttft_p90 > 0 && a.slo_miss > 0 && a.cache_hit > 0 && a.isl > 0;
+    }
+    CHECK_INT(e, nev);
+    CHECK(nmeasured > 50); /* the windows compared measured something */
+    kvg_autoscale_feed_destroy(f);
+    free(f);
+    kvg_autoscale_obs_free(bench);
+    kvg_autoscale_obs_free(live);
+}
+
+TEST(signals_window_partial_until_its_span)
+{
+    struct kvg_autoscale_obs *o = mk(8);
+    struct kvg_autoscale_signals s;
+    for (int t = 1; t <= 5; t++) {
+        kvg_autoscale_obs_arrive(o, -1);
+        kvg_autoscale_obs_next(o);
+        window(o, t, 1, 4, &s);
+        CHECK_INT(s.partial, t < 4);
+        CHECK_NEAR(s.arrival_rate, 1, 1e-12); /* over the ticks it has */
+    }
     kvg_autoscale_obs_free(o);
 }

@@ -13,6 +13,7 @@ static struct kvg_bench_scale_opts short_day(void)
 {
     struct kvg_bench_scale_opts o;
     kvg_bench_scale_opts_default(&o);
+    o.stress = 1; /* the machinery on a short day of a few fixed bursts */
     o.day_s = 900;
     o.mean_rate = 6;
     o.bursts = 2;

@@ -14,6 +14,7 @@ static struct kvg_bench_scale_opts short_day(void)
 {
     struct kvg_bench_scale_opts o;
     kvg_bench_scale_opts_default(&o);
+    o.stress = 1; /* the machinery on a short day of a few fixed bursts */
     o.day_s = 1800;
     o.mean_rate = 8;
     o.bursts = 2;
