@@ -184,11 +184,13 @@ static int spawn(struct local *l, const struct kvg_autoscale_pool_cfg *pc, doubl
      * ticks that get here run on kvgate serve's main thread, which lives
      * as long as the process (base/proc.h says why that matters). */
     /* Parking uses vLLM's sleep routes, which an engine attaches only with
-     * VLLM_SERVER_DEV_MODE=1: the children inherit it (set once, before the
-     * first child of a pool with standby; kvgate reads it only in `sim`). */
-    if (pc->standby && !getenv("VLLM_SERVER_DEV_MODE")) setenv("VLLM_SERVER_DEV_MODE", "1", 0);
+     * VLLM_SERVER_DEV_MODE=1: set in the children of a pool with standby
+     * (theirs only: the gateway's own environment is not changed while its
+     * other threads may read it). */
+    static const char *const dev_mode[] = {"VLLM_SERVER_DEV_MODE=1", NULL};
     pid_t pid;
-    if ((rc = kvg_proc_start(argv[0], argv, NULL, KVG_PROC_PATH, &pid)))
+    if ((rc = kvg_proc_start_env(argv[0], argv, pc->standby ? dev_mode : NULL, NULL, KVG_PROC_PATH,
+                                 &pid)))
         return kvg_err_set(err, errlen, rc, "fork: %s", kvg_strerror(rc));
     memset(r, 0, sizeof *r);
     r->pid = pid;

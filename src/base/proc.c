@@ -32,8 +32,8 @@ static void child_fd(int fd, int to)
 
 /* Between fork and exec: only async-signal-safe calls (the parent may
  * have other threads, whose locks the child inherits held). */
-static void child(pid_t parent, const char *file, char *const *argv, int out, int in,
-                  unsigned flags)
+static void child(pid_t parent, const char *file, char *const *argv, char *const *envp, int out,
+                  int in, unsigned flags)
 {
     struct sigaction dfl;
     memset(&dfl, 0, sizeof dfl);
@@ -54,16 +54,50 @@ static void child(pid_t parent, const char *file, char *const *argv, int out, in
         dup2(2, 1);
     }
     if (flags & KVG_PROC_PATH)
-        execvp(file, argv);
+        execvpe(file, argv, envp);
     else
-        execv(file, argv);
+        execve(file, argv, envp);
     _exit(127);
 }
 
 int kvg_proc_start(const char *file, char *const *argv, const char *log, unsigned flags, pid_t *pid)
 {
+    return kvg_proc_start_env(file, argv, NULL, log, flags, pid);
+}
+
+/* The parent's environment with env_add's entries added (one of the same
+ * name replaced): a new array of borrowed strings (the caller frees the
+ * array), made before forking (the child may not allocate). */
+static char **merged_env(const char *const *env_add)
+{
+    extern char **environ;
+    size_t n = 0, k = 0;
+    while (environ[n]) n++;
+    while (env_add && env_add[k]) k++;
+    char **e = malloc((n + k + 1) * sizeof *e);
+    if (!e) return NULL;
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        int replaced = 0;
+        for (size_t j = 0; j < k && !replaced; j++) {
+            const char *eq = strchr(env_add[j], '=');
+            size_t nl = eq ? (size_t)(eq - env_add[j]) + 1 : strlen(env_add[j]);
+            replaced = !strncmp(environ[i], env_add[j], nl);
+        }
+        if (!replaced) e[m++] = environ[i];
+    }
+    for (size_t j = 0; j < k; j++) e[m++] = (char *)env_add[j];
+    e[m] = NULL;
+    return e;
+}
+
+int kvg_proc_start_env(const char *file, char *const *argv, const char *const *env_add,
+                       const char *log, unsigned flags, pid_t *pid)
+{
     /* Files are opened before forking: the child only dup2s and execs. */
     int out = -1, in = -1, rc;
+    char **envp = merged_env(env_add);
+    if (!envp) return -ENOMEM;
     if (log && (out = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644)) < 0)
         return -errno;
     if ((flags & KVG_PROC_STDIN_NULL) && (in = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0) {
@@ -76,12 +110,13 @@ int kvg_proc_start(const char *file, char *const *argv, const char *log, unsigne
         rc = -errno;
         goto out;
     }
-    if (p == 0) child(parent, file, argv, out, in, flags);
+    if (p == 0) child(parent, file, argv, envp, out, in, flags);
     *pid = p;
     rc = 0;
 out:
     if (out >= 0) close(out);
     if (in >= 0) close(in);
+    free(envp);
     return rc;
 }
 

@@ -45,6 +45,12 @@ struct kvg_proc_set {
     int n;
 };
 
+/* kvg_proc_start with env_add's "NAME=value" entries (NULL-terminated, may
+ * be NULL) in the child's environment beside the parent's (replacing one of
+ * the same name); the parent's own environment is not touched. */
+int kvg_proc_start_env(const char *file, char *const *argv, const char *const *env_add,
+                       const char *log, unsigned flags, pid_t *pid);
+
 /* kvg_proc_start, the PID recorded in s. 0, -ENOSPC when s is full, or
  * -errno. */
 int kvg_proc_spawn(struct kvg_proc_set *s, const char *file, char *const *argv, const char *log,

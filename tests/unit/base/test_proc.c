@@ -72,6 +72,26 @@ TEST(exit_status_is_kept)
     CHECK_INT(s.n, 0);
 }
 
+/* The child sees the added entries (one replacing the parent's of the
+ * same name) and the parent's others; the parent's own are unchanged. */
+TEST(start_env_adds_to_the_childs_only)
+{
+    CHECK_INT(setenv("KVG_TEST_KEEP", "kept", 1), 0);
+    CHECK_INT(setenv("KVG_TEST_SWAP", "parent", 1), 0);
+    const char *add[] = {"KVG_TEST_NEW=1", "KVG_TEST_SWAP=child", NULL};
+    char *argv[] = {"/bin/sh", "-c",
+                    "test \"$KVG_TEST_NEW\" = 1 && test \"$KVG_TEST_SWAP\" = child && "
+                    "test \"$KVG_TEST_KEEP\" = kept",
+                    NULL};
+    pid_t pid;
+    int st = -1;
+    CHECK_INT(kvg_proc_start_env("/bin/sh", argv, add, "/dev/null", 0, &pid), 0);
+    CHECK_INT(waitpid(pid, &st, 0), pid);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    CHECK(getenv("KVG_TEST_NEW") == NULL);
+    CHECK_STR(getenv("KVG_TEST_SWAP"), "parent");
+}
+
 TEST(failed_exec_is_127)
 {
     struct kvg_proc_set s = {0};
