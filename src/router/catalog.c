@@ -478,7 +478,8 @@ static int index_workers(struct build *b)
             u->spec = (int)i;
             u->worker = (int)k;
         }
-    qsort(c->by_url, c->nurls, sizeof *c->by_url, by_url_cmp);
+    if (c->nurls) /* none: discovered models list no workers (by_url NULL) */
+        qsort(c->by_url, c->nurls, sizeof *c->by_url, by_url_cmp);
     for (size_t k = 1; k < c->nurls; k++) {
         const struct kvg_catalog_url *p = &c->by_url[k - 1], *q = &c->by_url[k];
         if (cmp_bytes(p->url, p->len, q->url, q->len)) continue;
