@@ -15,7 +15,8 @@
 # reload (a fallback loop) is refused with file:line, the old catalog kept.
 # A worker listed under m3 whose /v1/models lists another model is logged,
 # marked in /workers and never used for m3. Uploads (multipart) go through
-# aliases and splits as JSON does, the engine told the served name. SIGHUP
+# aliases and splits as JSON does, the engine told the served name, and
+# fall back as JSON does (an engine's 503). SIGHUP
 # takes the whole models: section away (the flags' one model: names go by
 # the workers' /v1/models) and gives it back.
 . "$(dirname "$0")/lib.sh"
@@ -125,6 +126,9 @@ want7=$(head -1 "$TMP/sticky.txt")
 check "upload by the split with session key 7: 200" [ "$(upload canary -H "x-session-id: sticky-7")" = 200 ]
 check "  ... the same side as key 7's chats ($want7)" \
   grep -q "\"path\":\"/v1/audio/transcriptions\".*\"model\":\"canary\",\"served_model\":\"$want7\"" "$LOG"
+check "upload to m3 (its engine answers 503): 200 from its fallback m2" [ "$(upload m3)" = 200 ]
+check "  ... the access log: engine_shed, served m2" \
+  grep -q '"path":"/v1/audio/transcriptions".*"model":"m3","served_model":"m2","fallback_from":"m3","fallback_reason":"engine_shed"' "$LOG"
 check "upload by an unknown name: 404 model_not_found" \
   [ "$(upload nope; json_get "$TMP/out" "j['error']['code']")" = "404model_not_found" ]
 
@@ -157,9 +161,9 @@ curl -s -m 5 "$G/debug/route" -d '{"model":"m4","messages":[{"role":"user","cont
 check "  ... /debug/route: served m2, from m4 (no_healthy_worker)" \
   [ "$(json_get "$TMP/dr.json" "'%s %s %s' % (j['model']['served'], j['model']['fallback']['from'], j['model']['fallback']['reason'])")" = "m2 m4 no_healthy_worker" ]
 curl -s -m 5 "$G/metrics" >"$TMP/metrics.txt"
-check "kvgate_model_fallbacks_total by model, fallback and reason" sh -c "
+check "kvgate_model_fallbacks_total by model, fallback and reason (m3: the upload and the chat)" sh -c "
   grep -q '^kvgate_model_fallbacks_total{model=\"m1\",to=\"m2\",reason=\"context_length\"} 1\$' '$TMP/metrics.txt' &&
-  grep -q '^kvgate_model_fallbacks_total{model=\"m3\",to=\"m2\",reason=\"engine_shed\"} 1\$' '$TMP/metrics.txt' &&
+  grep -q '^kvgate_model_fallbacks_total{model=\"m3\",to=\"m2\",reason=\"engine_shed\"} 2\$' '$TMP/metrics.txt' &&
   grep -q '^kvgate_model_fallbacks_total{model=\"m4\",to=\"m2\",reason=\"no_healthy_worker\"} 2\$' '$TMP/metrics.txt'"
 
 # SIGHUP: m4 removed, m5 added (a new engine), with streams in flight on
