@@ -1,6 +1,7 @@
 /* libFuzzer: what discovery reads from the Kubernetes API server (an
- * EndpointSlice, and a pod's labels): any bytes, an error or endpoints and a
- * verdict, never a crash or a leak. */
+ * EndpointSlice with its port, and a pod's labels, its model label among
+ * them): any bytes, an error or endpoints and a verdict, never a crash or a
+ * leak. */
 #include <cjson/cJSON.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -18,7 +19,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t n = 0;
     if (kvg_discovery_slice_endpoints(j, &eps, &n) == 0) {
         for (size_t i = 0; i < n; i++)
-            kvg_discovery_worker_url(eps[i].address, 8000, url, sizeof url);
+            kvg_discovery_worker_url(eps[i].address, eps[i].port ? eps[i].port : 8000, url,
+                                     sizeof url);
         free(eps);
     }
     static const char *terms[] = {"app=vllm", "role=prefill"};
@@ -29,6 +31,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const cJSON *md = cJSON_GetObjectItemCaseSensitive(j, "metadata");
     const cJSON *labels = md ? cJSON_GetObjectItemCaseSensitive(md, "labels") : j;
     int role, rank;
+    kvg_discovery_label(labels, "kvgate.io/model"); /* a pod's model (--model-label) */
     kvg_discovery_classify(&r, labels, &role, &rank);
     r.dp_aware = 1;
     kvg_discovery_classify(&r, labels, &role, &rank);

@@ -1,9 +1,9 @@
 /* libFuzzer: serve's models: section (an operator's YAML, outside bytes
  * all the same) through serve's table, its checks and fold
  * (serve/config_models.c) and the catalog's build (router/catalog.h), then
- * a few resolutions. Any input: an error that says why, or a catalog whose
- * every name resolves to a model or a split of models; never a crash, a
- * loop or a leak. */
+ * a few resolutions (a worker by its URL, or by a pod label naming its
+ * model: model_label is a key the input may give). Any input: an error that says why, or a catalog
+ * whose every name resolves to a model or a split of models; never a crash, a loop or a leak. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,7 +25,9 @@ static void resolve_all(const struct kvg_catalog *c)
         for (size_t f = 0; f < c->models[m].nfallbacks; f++)
             if (c->models[m].fallbacks[f] == (int)m) abort(); /* never itself */
         for (size_t w = 0; w < c->models[m].nworkers; w++)
-            if (kvg_catalog_worker_model(c, c->models[m].workers[w].url) != (int)m) abort();
+            if (kvg_catalog_worker_model(c, c->models[m].workers[w].url, NULL) != (int)m) abort();
+        /* A discovered pod labelled with the model's name serves it. */
+        if (c->any < 0 && kvg_catalog_worker_model(c, "", c->models[m].name) != (int)m) abort();
     }
 }
 

@@ -28,17 +28,21 @@ struct slice {
 
 struct pod {
     char uid[64];
-    cJSON *labels; /* owned; NULL: the pod had none */
+    cJSON *labels;  /* owned; NULL: the pod had none */
+    int unlabelled; /* its lack of the model label was logged */
 };
 
 struct member {
     char url[128];
     char uid[64];
     int role, rank;
+    char model[256]; /* its model label's value ("" without a model label) */
 };
 
 struct kvg_discovery {
     struct kvg_discovery_rules rules;
+    char model_label[128]; /* "" none */
+    int (*model_known)(void *ud, const char *model);
     char ns[64];
     uint32_t watch_timeout_s, resync_s;
     void (*on_change)(void *ud);
@@ -185,14 +189,14 @@ static int get_json(struct kvg_discovery *d, const char *path, int *status, cJSO
     return *json ? 0 : KVG_EPARSE;
 }
 
-/* The pod's labels: 1 with *labels (owned by the cache, may be NULL), 0 when
- * the pod is gone (or is another incarnation), < 0 on error. */
+/* The pod's labels: 1 with *out (owned by the cache; its labels may be
+ * NULL), 0 when the pod is gone (or is another incarnation), < 0 on error. */
 static int pod_labels(struct kvg_discovery *d, const struct kvg_discovery_endpoint *e,
-                      const cJSON **labels)
+                      struct pod **out)
 {
     for (size_t i = 0; i < d->npods; i++)
         if (!strcmp(d->pods[i].uid, e->pod_uid)) {
-            *labels = d->pods[i].labels;
+            *out = &d->pods[i];
             return 1;
         }
     char ns[200], name[800], path[1100];
@@ -229,11 +233,32 @@ static int pod_labels(struct kvg_discovery *d, const struct kvg_discovery_endpoi
     }
     d->pods = np;
     struct pod *p = &d->pods[d->npods++];
+    memset(p, 0, sizeof *p);
     snprintf(p->uid, sizeof p->uid, "%s", e->pod_uid);
     p->labels = cJSON_DetachItemFromObjectCaseSensitive(meta, "labels");
     cJSON_Delete(pod);
-    *labels = p->labels;
+    *out = p;
     return 1;
+}
+
+/* A candidate's model (d's model label's value) into m->model: 1 when it
+ * has one (or no model label is in use), 0 when its pod lacks the label
+ * (logged once per pod incarnation: it is left out). */
+static int member_model(struct kvg_discovery *d, const struct kvg_discovery_endpoint *e,
+                        struct pod *p, struct member *m)
+{
+    if (!d->model_label[0]) return 1;
+    const char *v = kvg_discovery_label(p->labels, d->model_label);
+    if (v && v[0] && strlen(v) < sizeof m->model) {
+        snprintf(m->model, sizeof m->model, "%s", v);
+        return 1;
+    }
+    if (!p->unlabelled)
+        KVG_WARN("discovery: pod %s/%s matches a selector but has no usable label %s (the model "
+                 "it serves): not used",
+                 e->pod_ns, e->pod_name, d->model_label);
+    p->unlabelled = 1;
+    return 0;
 }
 
 /* Where a pod stands across every slice listing it. */
@@ -273,11 +298,12 @@ static void reconcile(struct kvg_discovery *d)
             pod_state(d, e->pod_uid, &seen, &ready);
             if (!ready) continue;
             struct member m = {0};
-            if (kvg_discovery_worker_url(e->address, d->rules.port, m.url, sizeof m.url) ||
+            int port = d->rules.port ? d->rules.port : e->port;
+            if (!port || kvg_discovery_worker_url(e->address, port, m.url, sizeof m.url) ||
                 members_find(want, nw, m.url) >= 0)
                 continue;
-            const cJSON *labels = NULL;
-            int rc = pod_labels(d, e, &labels);
+            struct pod *p = NULL;
+            int rc = pod_labels(d, e, &p);
             if (rc < 0) {
                 atomic_fetch_add(&d->st.errors, 1);
                 int k = members_find(d->members, d->nmembers, m.url);
@@ -285,15 +311,19 @@ static void reconcile(struct kvg_discovery *d)
                 continue;
             }
             if (rc == 0) continue;
-            if (kvg_discovery_classify(&d->rules, labels, &m.role, &m.rank) !=
-                KVG_DISCOVERY_CANDIDATE)
+            if (kvg_discovery_classify(&d->rules, p->labels, &m.role, &m.rank) !=
+                    KVG_DISCOVERY_CANDIDATE ||
+                !member_model(d, e, p, &m))
                 continue;
             snprintf(m.uid, sizeof m.uid, "%s", e->pod_uid);
             want[nw++] = m;
         }
     for (size_t i = d->nmembers; i-- > 0;) {
         struct member *m = &d->members[i];
-        if (members_find(want, nw, m->url) >= 0) continue;
+        int k = members_find(want, nw, m->url);
+        /* A pod whose model changed leaves its model and joins the new one
+         * (below): requests in flight on it finish as the old model's. */
+        if (k >= 0 && !strcmp(want[k].model, m->model)) continue;
         int seen, ready;
         pod_state(d, m->uid, &seen, &ready);
         int reason = kvg_discovery_removal_reason(seen, ready);
@@ -325,6 +355,7 @@ static void reconcile(struct kvg_discovery *d)
             continue;
         }
         kvg_pool_set_role(d->pool, m->url, m->role, m->rank);
+        if (m->model[0]) kvg_pool_set_model_label(d->pool, m->url, m->model);
         struct member *nm = realloc(d->members, (d->nmembers + 1) * sizeof *nm);
         if (!nm) {
             kvg_pool_remove(d->pool, m->url);
@@ -333,8 +364,13 @@ static void reconcile(struct kvg_discovery *d)
         d->members = nm;
         d->members[d->nmembers++] = *m;
         atomic_fetch_add(&d->st.registrations, 1);
-        KVG_INFO("discovery: %s joined (%s%s)", m->url, kvg_worker_role_name(m->role),
-                 m->rank >= 0 ? ", DP rank" : "");
+        KVG_INFO("discovery: %s joined (%s%s%s%s)", m->url, kvg_worker_role_name(m->role),
+                 m->rank >= 0 ? ", DP rank" : "", m->model[0] ? ", model " : "", m->model);
+        if (m->model[0] && d->model_known && !d->model_known(d->ud, m->model))
+            KVG_WARN("discovery: %s: its pod's label %s names '%s', which is no model of "
+                     "models: (a split or an unknown name): it serves nothing until a reload "
+                     "names it",
+                     m->url, d->model_label, m->model);
         joined = 1;
     }
     free(want);
@@ -510,6 +546,8 @@ int kvg_discovery_start(const struct kvg_discovery_opts *o, struct kvg_pool *poo
         return -ENOMEM;
     }
     d->rules = o->rules;
+    snprintf(d->model_label, sizeof d->model_label, "%s", o->model_label ? o->model_label : "");
+    d->model_known = o->model_known;
     d->pool = pool;
     d->watch_timeout_s = o->watch_timeout_s ? o->watch_timeout_s : 300;
     d->resync_s = o->resync_s;

@@ -9,6 +9,11 @@
  * workers join (kvg_pool_add) or leave (kvg_pool_remove, which lets requests
  * in flight to them finish). Discovery only ever removes workers it added.
  *
+ * With a model label (serve's models: section), a candidate pod must carry
+ * that label: its value, the model it serves, goes on its worker
+ * (kvg_pool_set_model_label); a pod without it is logged and left out, and
+ * a pod whose value changes leaves and joins again under the new one.
+ *
  * Credentials: the service account's token (re-read on every request) and CA
  * from /var/run/secrets/kubernetes.io/serviceaccount, the API server from
  * KUBERNETES_SERVICE_HOST/PORT; each can be overridden (tests point the URL
@@ -35,6 +40,11 @@ struct kvg_discovery_opts {
     /* Called on the discovery thread after workers joined (serve kicks a
      * health check so they need not wait for the next round). Optional. */
     void (*on_change)(void *ud);
+    /* The pod label naming a candidate's model (NULL or "": none), and,
+     * optional, whether a value names a model the host serves (called on
+     * the discovery thread as a pod joins; 0: logged). */
+    const char *model_label;
+    int (*model_known)(void *ud, const char *model);
     void *ud;
 };
 

@@ -87,6 +87,13 @@ int kvg_discovery_slice_endpoints(const cJSON *slice, struct kvg_discovery_endpo
     struct kvg_discovery_endpoint *v = calloc((size_t)total, sizeof *v);
     if (!v) return -ENOMEM;
     size_t k = 0;
+    /* Every endpoint of a slice serves on its ports; the first is the one
+     * a worker's URL takes when no port is configured. */
+    const cJSON *port = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(slice, "ports"), 0), "port");
+    int slice_port = cJSON_IsNumber(port) && port->valuedouble >= 1 && port->valuedouble <= 65535
+                         ? (int)port->valuedouble
+                         : 0;
     const cJSON *ep;
     cJSON_ArrayForEach(ep, eps)
     {
@@ -111,6 +118,7 @@ int kvg_discovery_slice_endpoints(const cJSON *slice, struct kvg_discovery_endpo
         /* A terminating pod may still say ready on a Service that publishes
          * not-ready addresses: it is leaving either way. */
         e->ready = cond(c, "ready", 1) && !cond(c, "terminating", 0);
+        e->port = slice_port;
         k++;
     }
     if (!k) {
@@ -157,6 +165,11 @@ int kvg_discovery_classify(const struct kvg_discovery_rules *r, const cJSON *lab
     *role = ro;
     *dp_rank = -1;
     return KVG_DISCOVERY_CANDIDATE;
+}
+
+const char *kvg_discovery_label(const cJSON *labels, const char *key)
+{
+    return key ? str_at(labels, key, NULL) : NULL;
 }
 
 const char *kvg_discovery_reason_name(int reason)

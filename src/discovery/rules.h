@@ -45,7 +45,7 @@ int kvg_discovery_selector_matches(const struct kvg_discovery_selector *s, const
 struct kvg_discovery_rules {
     struct kvg_discovery_selector regular, prefill, decode, encode;
     int dp_aware; /* External DP: every qualified member is a rank */
-    int port;     /* the serving port of every pod (--service-discovery-port) */
+    int port;     /* the serving port of every pod (--service-discovery-port); 0: its slice's */
 };
 
 /* One endpoint of an EndpointSlice, as kvgate uses it. */
@@ -54,6 +54,7 @@ struct kvg_discovery_endpoint {
     char pod_uid[64];               /* identifies one incarnation of the pod */
     char address[64];               /* its first address */
     int ready;                      /* conditions.ready (absent: true), and not terminating */
+    int port;                       /* the slice's first port (ports[0].port), 0 none */
 };
 
 /* The slice's "namespace/name" into key[cap]; 0 or KVG_EPARSE. */
@@ -83,6 +84,9 @@ enum kvg_discovery_reason {
 };
 /* "pod_deleted", "not_ready", "selector_changed". */
 const char *kvg_discovery_reason_name(int reason);
+/* The value of labels[key] (a string), or NULL when the pod has none. */
+const char *kvg_discovery_label(const cJSON *labels, const char *key);
+
 /* The reason a worker whose pod is no longer a candidate leaves: seen says
  * whether any slice still lists the pod (same uid), ready whether every slice
  * listing it says ready. */

@@ -84,11 +84,26 @@ static int set_model(const char *body, size_t len, const char *name, struct kvg_
     return rc < 0 ? rc : 0;
 }
 
+/* An upload's body with its model field's value (off, len: multipart.c)
+ * replaced by name: the parts are delimited by the boundary alone, so the
+ * bytes around it stay as they are. */
+static int set_form_model(const struct kvg_buf *b, size_t off, size_t len, const char *name,
+                          struct kvg_buf *out)
+{
+    if (off > b->len || len > b->len - off) return KVG_EPARSE;
+    int rc = kvg_buf_append(out, b->data, off);
+    if (!rc) rc = kvg_buf_append(out, name, strlen(name));
+    if (!rc) rc = kvg_buf_append(out, b->data + off + len, b->len - off - len);
+    return rc;
+}
+
 int kvg__proxy_model_rename(struct proxy_req *pr)
 {
     if (!pr->asked_len || pr->model_body.len) return 0;
     const struct kvg_buf *b = kvg__proxy_req_body(pr);
     kvg_buf_init(&pr->model_body, 0);
+    if (pr->ep && pr->ep->body == KVG_API_BODY_MULTIPART)
+        return set_form_model(b, pr->mp_model_off, pr->mp_model_len, pr->ri.model, &pr->model_body);
     /* A converted request's chat bytes, if ever sent, are made from these
      * (translate.c): the served name is in them too. */
     return set_model(b->data, b->len, pr->ri.model, &pr->model_body);

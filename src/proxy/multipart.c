@@ -1,6 +1,8 @@
 /* An upload's route input (proxy_int.h): the model named by its form field,
- * read where it lies in the body (api/api.h's parser: views, no copy); the
- * file itself is forwarded untouched. */
+ * read where it lies in the body (api/api.h's parser: views, no copy), and
+ * where that is, so that a request asked by an alias or a split reaches the
+ * engine with the served name in that field (models.c); the file itself is
+ * forwarded untouched. */
 #include <stdio.h>
 #include <string.h>
 
@@ -30,6 +32,8 @@ int kvg__proxy_multipart_input(struct proxy_req *pr, const struct kvg_buf *body)
                 snprintf(pr->parse_msg, sizeof pr->parse_msg, "'model' is longer than 255 bytes");
                 return KVG_EPARSE;
             }
+            pr->mp_model_off = (size_t)(p->data - body->data);
+            pr->mp_model_len = p->len;
             memcpy(ri->model, p->data, p->len);
             ri->model[p->len] = 0;
             ri->model_len = p->len;

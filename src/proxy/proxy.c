@@ -361,11 +361,12 @@ static int worker_filter(void *ud, struct kvg_worker *w)
 
 int kvg__proxy_catalog_has(const struct proxy_req *pr, const struct kvg_worker *w)
 {
-    /* A worker serves the model whose entry lists it, whatever else its
-     * /v1/models says. */
+    /* A worker serves the model whose entry lists it, or that its pod's
+     * label names (read under the pool's lock, which the pick holds); the
+     * pick itself leaves out one whose /v1/models lists other models. */
     const struct kvg_catalog *cat = pr->cat;
     return !(cat && cat->any < 0 && pr->cmodel >= 0 &&
-             kvg_catalog_worker_model(cat, w->url) != pr->cmodel);
+             kvg_catalog_worker_model(cat, w->url, w->model_label) != pr->cmodel);
 }
 
 /* The routing context of the request (thread-safe: on the loop, or on the
@@ -617,18 +618,19 @@ static void parse_body(struct proxy_req *pr)
         pr->parse_rc = 0;
         return;
     }
-    if (pr->ep->body == KVG_API_BODY_MULTIPART) {
+    int upload = pr->ep->body == KVG_API_BODY_MULTIPART;
+    if (upload)
         pr->parse_rc = kvg__proxy_multipart_input(pr, body);
-        return;
-    }
-    pr->parse_rc = kvg_rinput_parse(&pr->ri, body->data, body->len, pr->ep->kind, pr->parse_msg,
-                                    sizeof pr->parse_msg);
+    else
+        pr->parse_rc = kvg_rinput_parse(&pr->ri, body->data, body->len, pr->ep->kind, pr->parse_msg,
+                                        sizeof pr->parse_msg);
     if (pr->parse_rc) return;
     if ((pr->parse_rc = kvg__proxy_model_resolve(pr))) {
         snprintf(pr->parse_msg, sizeof pr->parse_msg, "The model `%.*s` does not exist.",
                  (int)pr->ri.model_len, pr->ri.model);
         return;
     }
+    if (upload) return; /* routed by load: no prompt to read */
     int text = pr->pm ? pr->pm->wants_text : px->wants_text;
     if (text && pr->ep->routing == KVG_API_ROUTE_PROMPT) kvg_rinput_text(&pr->ri);
     pr->ri.adapter = kvg_pool_model_is_adapter(px->pool, pr->ri.model, pr->ri.model_len);

@@ -88,6 +88,9 @@ struct proxy_req {
     char asked[256];
     size_t asked_len;
     struct kvg_buf model_body;
+    /* An upload's model field: where its value lies in the client's body
+     * (multipart.c), so that a rename replaces exactly those bytes. */
+    size_t mp_model_off, mp_model_len;
     /* Fallbacks taken (models.c): how many (0: served as resolved), the
      * model resolved first, the one served now, the next of the first's
      * fallbacks to consider, why and from which model the last one was

@@ -137,19 +137,30 @@ static const char *model_setting(const struct kvg_catalog_spec *s)
                                     : NULL;
 }
 
+/* Whether entry s is a served model: it lists workers, or (with
+ * discovery by a model label) it is neither a split nor an alias. */
+static int is_model(const struct build *b, const struct kvg_catalog_spec *s)
+{
+    return s->nworkers || (b->top->discovered && !s->nsplit && !s->alias_of[0]);
+}
+
 /* Pass 1: each entry alone. */
 static int check_entry(struct build *b, size_t i)
 {
     const struct kvg_catalog_spec *s = &b->sp[i];
     int kinds = (s->nworkers > 0) + (s->nsplit > 0) + (s->alias_of[0] != 0);
     if (!s->name[0]) return fail(b, i, 0, "an empty name");
+    if (b->top->discovered && s->nworkers)
+        return fail(b, i, s->workers[0].line,
+                    "workers: with a model label (model_label) every model's workers are the "
+                    "discovered pods its label names");
     if (kinds > 1) return fail(b, i, 0, "workers, split and alias_of exclude each other");
-    if (!kinds)
+    if (!kinds && !b->top->discovered)
         return fail(b, i, 0,
                     "no workers, split or alias_of: nothing would serve it (aliases name more "
                     "names for an entry that has one of them)");
     const char *set = model_setting(s);
-    if (!s->nworkers && set)
+    if (!is_model(b, s) && set)
         return fail(b, i, 0, "%s: only a model with workers has one (this entry is %s)", set,
                     s->nsplit ? "a split" : "an alias");
     if (s->nworkers > KVG_CATALOG_MAX_WORKERS || s->nsplit > KVG_CATALOG_MAX_SPLIT)
@@ -230,9 +241,9 @@ static int collect_names(struct build *b)
         return -ENOMEM;
     for (size_t i = 0; i < b->n; i++) {
         const struct kvg_catalog_spec *s = &b->sp[i];
-        enum kvg_catalog_kind k = s->nworkers ? KVG_CATALOG_MODEL
-                                  : s->nsplit ? KVG_CATALOG_SPLIT
-                                              : KVG_CATALOG_ALIAS;
+        enum kvg_catalog_kind k = is_model(b, s) ? KVG_CATALOG_MODEL
+                                  : s->nsplit    ? KVG_CATALOG_SPLIT
+                                                 : KVG_CATALOG_ALIAS;
         b->own[i] = (int)c->nnames;
         int rc = add_name(b, i, s->name, k);
         for (size_t a = 0; !rc && a < s->aliases.n; a++) {
@@ -467,7 +478,8 @@ static int index_workers(struct build *b)
             u->spec = (int)i;
             u->worker = (int)k;
         }
-    qsort(c->by_url, c->nurls, sizeof *c->by_url, by_url_cmp);
+    if (c->nurls) /* none: discovered models list no workers (by_url NULL) */
+        qsort(c->by_url, c->nurls, sizeof *c->by_url, by_url_cmp);
     for (size_t k = 1; k < c->nurls; k++) {
         const struct kvg_catalog_url *p = &c->by_url[k - 1], *q = &c->by_url[k];
         if (cmp_bytes(p->url, p->len, q->url, q->len)) continue;
@@ -600,7 +612,7 @@ static int build_entries(struct build *b)
         return -ENOMEM;
     }
     for (size_t i = 0; i < b->n; i++)
-        if (b->sp[i].nworkers) {
+        if (is_model(b, &b->sp[i])) {
             spec_of[c->nmodels] = (int)i;
             b->model[i] = (int)c->nmodels++;
         }
@@ -739,9 +751,13 @@ void kvg_catalog_resolve(const struct kvg_catalog *c, const char *name, size_t l
         split_side(&c->splits[e->split], out->sticky ? key : NULL, out->sticky ? key_len : 0, r);
 }
 
-int kvg_catalog_worker_model(const struct kvg_catalog *c, const char *url)
+int kvg_catalog_worker_model(const struct kvg_catalog *c, const char *url, const char *label)
 {
     if (c->any >= 0) return c->any;
+    if (label && label[0]) {
+        int k = kvg_catalog_find(c, label, strlen(label));
+        return k < 0 ? -1 : c->names[k].model; /* a split's name serves no worker: -1 */
+    }
     size_t len = url_len(url), lo = 0, hi = c->nurls;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;

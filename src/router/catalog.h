@@ -91,6 +91,10 @@ struct kvg_catalog_top {
     const struct kvg_policy_opts *policy_opts;
     const struct kvg_catalog_worker *workers; /* the one model's (no entries) */
     size_t nworkers;
+    /* Models' workers are discovered pods, each joining the model its
+     * label names (serve's model_label): an entry that is neither a split
+     * nor an alias is a model, and workers: is refused. */
+    int discovered;
 };
 
 /* A served model, its settings resolved: its entry's, else the top
@@ -199,8 +203,11 @@ void kvg_catalog_resolve(const struct kvg_catalog *c, const char *name, size_t l
                          size_t key_len, double r, struct kvg_catalog_pick *out);
 /* The names[] index of name, or -1. */
 int kvg_catalog_find(const struct kvg_catalog *c, const char *name, size_t len);
-/* The served model whose entry lists the worker url (a trailing '/'
- * ignored), or -1. With the single-model flags: any, for every URL. */
-int kvg_catalog_worker_model(const struct kvg_catalog *c, const char *url);
+/* The served model of a worker: the one whose entry lists url (a
+ * trailing '/' ignored), or, for a discovered worker whose pod's label
+ * names a model (label non-empty), the model that name (or alias) stands
+ * for; -1 for none (a label naming a split or nothing). With the
+ * single-model flags: any, for every worker. */
+int kvg_catalog_worker_model(const struct kvg_catalog *c, const char *url, const char *label);
 
 #endif

@@ -2,6 +2,7 @@
 #include "router/pool.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -129,20 +130,45 @@ int kvg_pool_set_role(struct kvg_pool *p, const char *url, int role, int dp_rank
     return i < 0 ? KVG_ENOTFOUND : 0;
 }
 
-int kvg_pool_set_labels(struct kvg_pool *p, const char *url, const char *labels)
+/* A worker's text field at off (cap bytes), written under the write lock:
+ * the pick reads it under the read lock. */
+static int set_text(struct kvg_pool *p, const char *url, size_t off, size_t cap, const char *v)
 {
-    pthread_rwlock_wrlock(&p->lock); /* labels are read under the read lock */
+    pthread_rwlock_wrlock(&p->lock);
     int i = find(p, url);
-    if (i >= 0) snprintf(p->w[i]->labels, sizeof p->w[i]->labels, "%s", labels ? labels : "");
+    if (i >= 0) snprintf((char *)p->w[i] + off, cap, "%s", v ? v : "");
     pthread_rwlock_unlock(&p->lock);
     return i < 0 ? KVG_ENOTFOUND : 0;
 }
 
-void kvg_pool_labels(struct kvg_pool *p, const struct kvg_worker *w, char *out, size_t cap)
+static void get_text(struct kvg_pool *p, const struct kvg_worker *w, size_t off, char *out,
+                     size_t cap)
 {
     pthread_rwlock_rdlock(&p->lock);
-    snprintf(out, cap, "%s", w->labels);
+    snprintf(out, cap, "%s", (const char *)w + off);
     pthread_rwlock_unlock(&p->lock);
+}
+
+int kvg_pool_set_labels(struct kvg_pool *p, const char *url, const char *labels)
+{
+    return set_text(p, url, offsetof(struct kvg_worker, labels),
+                    sizeof((struct kvg_worker *)0)->labels, labels);
+}
+
+void kvg_pool_labels(struct kvg_pool *p, const struct kvg_worker *w, char *out, size_t cap)
+{
+    get_text(p, w, offsetof(struct kvg_worker, labels), out, cap);
+}
+
+int kvg_pool_set_model_label(struct kvg_pool *p, const char *url, const char *model)
+{
+    return set_text(p, url, offsetof(struct kvg_worker, model_label),
+                    sizeof((struct kvg_worker *)0)->model_label, model);
+}
+
+void kvg_pool_model_label(struct kvg_pool *p, const struct kvg_worker *w, char *out, size_t cap)
+{
+    get_text(p, w, offsetof(struct kvg_worker, model_label), out, cap);
 }
 
 int kvg_pool_set_bootstrap_port(struct kvg_pool *p, const char *url, int port)

@@ -54,6 +54,11 @@ int kvg_pool_set_labels(struct kvg_pool *p, const char *url, const char *labels)
 /* Copies w's labels into out (cap bytes) under the pool's lock, as a reload
  * may be changing them. */
 void kvg_pool_labels(struct kvg_pool *p, const struct kvg_worker *w, char *out, size_t cap);
+/* Sets the model a discovered worker's label names (NULL none);
+ * KVG_ENOTFOUND if absent. Read under the pool's lock (a pick's filter
+ * runs under it), or copied by kvg_pool_model_label. */
+int kvg_pool_set_model_label(struct kvg_pool *p, const char *url, const char *model);
+void kvg_pool_model_label(struct kvg_pool *p, const struct kvg_worker *w, char *out, size_t cap);
 /* Sets an SGLang prefill's bootstrap port (0 none); KVG_ENOTFOUND if absent. */
 int kvg_pool_set_bootstrap_port(struct kvg_pool *p, const char *url, int port);
 /* Makes the pool hold exactly these URLs (SIGHUP reload): adds the new ones,

@@ -83,7 +83,13 @@ struct kvg_worker {
     /* 1 << enum kvg_api_kind (api/api.h) of the endpoints it answered "no
      * such path": the proxy sends those requests to it as chat. */
     _Atomic unsigned apis_missing;
-    char labels[256];  /* locality, "node=..,rack=..,zone=.." (under the pool's lock) */
+    char labels[256]; /* locality, "node=..,rack=..,zone=.." (under the pool's lock) */
+    /* The model a discovered pod's label names (--model-label: a models:
+     * entry's name or alias), "" none (under the pool's lock). */
+    char model_label[256];
+    /* Its host's: its /v1/models lists models, none of them the one its
+     * models: entry (or label) names; set and logged once per change. */
+    _Atomic int model_unconfirmed;
     char api_key[256]; /* the engine's own API key ("" none), sent on every call to it */
     struct kvg_engine_load load;
     /* LoRA adapters the engine has active (vLLM's vllm:lora_requests_info:

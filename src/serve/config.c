@@ -258,7 +258,11 @@ static const struct kvg_opt flags[] = {
     {"service-discovery-namespace", NULL, KVG_OPT_STR, O(sd_namespace), S(sd_namespace),
      .meta = "NAMESPACE", .help = "discovery: the namespace to watch (every namespace)"},
     {"service-discovery-port", NULL, KVG_OPT_INT, O(sd_port), 0,
-     .help = "discovery: the port the engines serve on in each pod", .min = 0, .max = 1000000},
+     .help = "discovery: the port the engines serve on in each pod (0: the EndpointSlice's)",
+     .min = 0, .max = 1000000},
+    {"model-label", NULL, KVG_OPT_STR, O(model_label), S(model_label), .meta = "KEY",
+     .help = "discovery with models: the pod label whose value names the model (an entry's name "
+             "or alias) the pod serves (docs/models.md)"},
     {"service-discovery-api-url", NULL, KVG_OPT_STR, O(sd_api_url), S(sd_api_url), .meta = "URL",
      .help = "discovery: API server (https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT)"},
     {"service-discovery-ca-file", NULL, KVG_OPT_STR, O(sd_ca_file), S(sd_ca_file), .meta = "FILE",
@@ -371,18 +375,20 @@ static int check_discovery(const struct kvg_serve_config *c, char *err, size_t e
         given += sel[i]->n;
     }
     if (!c->service_discovery) {
-        if (given || c->dp_aware)
+        if (given || c->dp_aware || c->model_label[0])
             return kvg_err_set(err, errlen, KVG_ECONFIG,
                                "--selector, --prefill-selector, --decode-selector, "
-                               "--encode-selector and --dp-aware need --service-discovery");
+                               "--encode-selector, --dp-aware and --model-label need "
+                               "--service-discovery");
         return 0;
     }
     if (!given)
         return kvg_err_set(err, errlen, KVG_ECONFIG,
                            "--service-discovery needs --selector, --prefill-selector or "
                            "--decode-selector");
-    if (c->sd_port < 1 || c->sd_port > 65535)
-        return kvg_err_set(err, errlen, KVG_ECONFIG, "--service-discovery-port: 1..65535");
+    if (c->sd_port < 0 || c->sd_port > 65535)
+        return kvg_err_set(err, errlen, KVG_ECONFIG,
+                           "--service-discovery-port: 1..65535, or 0 for the EndpointSlice's");
     return 0;
 }
 
@@ -442,16 +448,28 @@ int kvg_serve_config_check(struct kvg_serve_config *c, char *err, size_t errlen)
     return rc ? rc : check_discovery(c, err, errlen);
 }
 
-int kvg_serve_config_load_file(const char *path, struct kvg_serve_config *out, char *err,
-                               size_t errlen)
+int kvg_serve_config_reload_file(const char *path, const struct kvg_serve_config *running,
+                                 struct kvg_serve_config *out, char *err, size_t errlen)
 {
     kvg_serve_config_default(out);
     int rc = kvg_opt_load_yaml(flags, out, path, err, errlen);
     /* Its own name, for the file:line of later checks (kvg_serve_config_pd). */
     if (!rc) snprintf(out->config_path, sizeof out->config_path, "%s", path);
+    if (!rc && running) {
+        /* Discovery starts with the process: a flag's choice holds for the
+         * file's models: too (a model of a discovered pool lists no workers). */
+        out->service_discovery = running->service_discovery;
+        memcpy(out->model_label, running->model_label, sizeof out->model_label);
+    }
     if (!rc) rc = kvg_serve_config_models(out, path, err, errlen);
     if (rc) kvg_serve_config_free(out);
     return rc;
+}
+
+int kvg_serve_config_load_file(const char *path, struct kvg_serve_config *out, char *err,
+                               size_t errlen)
+{
+    return kvg_serve_config_reload_file(path, NULL, out, err, errlen);
 }
 
 /* What SIGHUP applies: the worker list with its event endpoints, roles,

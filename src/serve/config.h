@@ -83,6 +83,7 @@ struct kvg_serve_config {
     int sd_port;                                               /* pods' serving port */
     char sd_api_url[256], sd_ca_file[512], sd_token_file[512]; /* "": in-cluster */
     int dp_aware;             /* External DP: every qualified group member is a rank */
+    char model_label[128];    /* models: a discovered pod's label naming its model ("" none) */
     int spawn_sims;           /* embedded default: local simulated engines when no workers */
     char autoscale_path[512]; /* --autoscale FILE: the embedded autoscaler */
     int autoscale_dry_run;    /* --dry-run: it plans and reports, acts on nothing */
@@ -158,6 +159,10 @@ int kvg_serve_config_check(struct kvg_serve_config *c, char *err, size_t errlen)
  * it with kvg_serve_config_free. */
 int kvg_serve_config_load_file(const char *path, struct kvg_serve_config *out, char *err,
                                size_t errlen);
+/* The same for a running process (SIGHUP): whether discovery is on and its
+ * model label are running's (they need a restart), whatever the file says. */
+int kvg_serve_config_reload_file(const char *path, const struct kvg_serve_config *running,
+                                 struct kvg_serve_config *out, char *err, size_t errlen);
 /* The flags (by name, comma-separated into out) whose values differ between
  * a and b among those SIGHUP cannot apply: everything but the worker list
  * and its KV event endpoints. Returns how many. */

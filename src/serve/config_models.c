@@ -144,6 +144,7 @@ int kvg_serve_models_catalog(const struct kvg_serve_config *c, const char *file,
         .policy_opts = &c->policy_opts,
         .workers = w,
         .nworkers = c->nmodels ? 0 : c->workers.n,
+        .discovered = c->nmodels && c->model_label[0],
     };
     /* The catalog reads the specs as one array: the rows' own, side by side. */
     struct kvg_catalog_spec *specs = c->nmodels ? calloc(c->nmodels, sizeof *specs) : NULL;
@@ -203,18 +204,25 @@ static const char *top_level_workers(const struct kvg_serve_config *c)
            : c->worker_roles.n     ? "worker_roles"
            : c->worker_labels.n    ? "worker_labels"
            : c->worker_bootstrap.n ? "worker_bootstrap_ports"
-           : c->service_discovery  ? "service_discovery"
-                                   : NULL;
+           : c->service_discovery && !c->model_label[0]
+               ? "service_discovery without model_label (which model a pod serves)"
+               : NULL;
 }
 
 int kvg_serve_config_models(struct kvg_serve_config *c, const char *file, char *err, size_t errlen)
 {
+    if (c->model_label[0] && !c->nmodels)
+        return kvg_err_set(err, errlen, KVG_ECONFIG,
+                           "%s: model_label names a models: entry per pod: it needs a models: "
+                           "section",
+                           file && file[0] ? file : "config");
     if (!c->nmodels || c->models_folded) return 0;
     const char *top = top_level_workers(c);
     if (top)
         return kvg_err_set(err, errlen, KVG_ECONFIG,
                            "%s: models: and %s exclude each other: each model lists its own "
-                           "workers (per-model discovery is not there yet)",
+                           "workers, or with service_discovery and model_label its pods' label "
+                           "names it",
                            file && file[0] ? file : "config", top);
     struct kvg_catalog *cat;
     int rc = kvg_serve_models_catalog(c, file, &cat, err, errlen);

@@ -96,7 +96,8 @@ struct turn {
 static int in_model(void *ud, struct kvg_worker *w)
 {
     const struct turn *t = ud;
-    return kvg_catalog_worker_model(t->cat, w->url) == t->m;
+    return kvg_catalog_worker_model(t->cat, w->url, w->model_label) ==
+           t->m; /* under the pool's lock */
 }
 
 /* The body parsed for one model's turn (t->m < 0: the single model of the

@@ -159,11 +159,17 @@ cJSON *kvg_serve_workers_json(struct kvg_serve *sv)
         cJSON_AddStringToObject(o, "url", w->url);
         /* With models:, the model whose entry lists it (null: none, a
          * worker added by POST /workers serves no model of the catalog). */
-        int cm = cat && cat->any < 0 ? kvg_catalog_worker_model(cat, w->url) : -1;
-        if (cm >= 0)
+        int cm = cat && cat->any < 0 ? kvg_serve_worker_model(sv, cat, w) : -1;
+        if (cm >= 0) {
             cJSON_AddStringToObject(o, "model", cat->models[cm].name);
-        else if (cat && cat->any < 0)
+            /* false: its /v1/models does not list it (models_setup.c) */
+            cJSON_AddBoolToObject(o, "model_confirmed", !atomic_load(&w->model_unconfirmed));
+        } else if (cat && cat->any < 0) {
             cJSON_AddNullToObject(o, "model");
+        }
+        char mlabel[sizeof w->model_label];
+        kvg_pool_model_label(&sv->pool, w, mlabel, sizeof mlabel);
+        if (mlabel[0]) cJSON_AddStringToObject(o, "model_label", mlabel); /* a discovered pod's */
         cJSON_AddNumberToObject(o, "slot", w->slot);
         cJSON_AddStringToObject(o, "role", kvg_worker_role_name(atomic_load(&w->role)));
         char labels[sizeof w->labels];

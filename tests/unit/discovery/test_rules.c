@@ -88,7 +88,8 @@ TEST(slice_endpoints_from_a_recorded_list)
     CHECK(ep[0].pod_uid[0]);
     CHECK_INT(ep[0].ready, 1);
     CHECK_STR(ep[2].pod_name, "srv-1");
-    CHECK_INT(ep[2].ready, 0); /* recorded not ready */
+    CHECK_INT(ep[2].ready, 0);   /* recorded not ready */
+    CHECK_INT(ep[0].port, 8000); /* the slice's ports[0] */
     free(ep);
     cJSON_Delete(list);
 }
@@ -111,8 +112,24 @@ TEST(slice_conditions_and_odd_endpoints)
     CHECK_STR(ep[0].pod_ns, "ns"); /* the slice's namespace */
     CHECK_STR(ep[0].pod_uid, "a");
     CHECK_INT(ep[1].ready, 0); /* terminating: leaving */
+    CHECK_INT(ep[0].port, 0);  /* the slice names no port */
     free(ep);
     cJSON_Delete(s);
+    /* A port out of range is none. */
+    s = cJSON_Parse("{\"metadata\":{\"name\":\"s\"},\"ports\":[{\"port\":70000}],"
+                    "\"endpoints\":[{\"addresses\":[\"10.0.0.1\"],\"targetRef\":{\"kind\":"
+                    "\"Pod\",\"name\":\"a\"}}]}");
+    CHECK_INT(kvg_discovery_slice_endpoints(s, &ep, &n), 0);
+    CHECK_INT(n, 1);
+    CHECK_INT(ep[0].port, 0);
+    free(ep);
+    cJSON_Delete(s);
+    cJSON *labels = cJSON_Parse("{\"kvgate.io/model\":\"m1\",\"n\":3}");
+    CHECK_STR(kvg_discovery_label(labels, "kvgate.io/model"), "m1");
+    CHECK(kvg_discovery_label(labels, "n") == NULL); /* not a string */
+    CHECK(kvg_discovery_label(labels, "other") == NULL);
+    CHECK(kvg_discovery_label(NULL, "kvgate.io/model") == NULL);
+    cJSON_Delete(labels);
     cJSON *empty = cJSON_Parse("{\"metadata\":{\"name\":\"e\"},\"endpoints\":null}");
     CHECK_INT(kvg_discovery_slice_endpoints(empty, &ep, &n), 0);
     CHECK_INT(n, 0);

@@ -133,9 +133,9 @@ TEST(three_models_alias_split_fallbacks)
     CHECK_INT(llama->fallbacks[1], 1);
     CHECK_INT(q->nfallbacks, 1);
     CHECK_INT(v1->nfallbacks, 0);
-    CHECK_INT(kvg_catalog_worker_model(cat, "http://127.0.0.1:8004"), 3);
-    CHECK_INT(kvg_catalog_worker_model(cat, "http://127.0.0.1:8003/"), 2);
-    CHECK_INT(kvg_catalog_worker_model(cat, "http://127.0.0.1:9999"), -1);
+    CHECK_INT(kvg_catalog_worker_model(cat, "http://127.0.0.1:8004", NULL), 3);
+    CHECK_INT(kvg_catalog_worker_model(cat, "http://127.0.0.1:8003/", NULL), 2);
+    CHECK_INT(kvg_catalog_worker_model(cat, "http://127.0.0.1:9999", NULL), -1);
     kvg_catalog_unref(cat);
 
     /* SIGHUP's loader reads the same file to the same workers. */
@@ -170,7 +170,7 @@ TEST(single_model_flags_are_one_model_of_any_name)
     kvg_catalog_resolve(cat, "whatever/model", 14, NULL, 0, 0, &p);
     CHECK_INT(p.model, 0);
     CHECK_INT(p.name, -1);
-    CHECK_INT(kvg_catalog_worker_model(cat, "http://elsewhere:1"), 0);
+    CHECK_INT(kvg_catalog_worker_model(cat, "http://elsewhere:1", NULL), 0);
     kvg_catalog_unref(cat);
     free_cfg(c, path);
 }
@@ -440,9 +440,72 @@ TEST(the_loader_refuses_what_it_cannot_read)
         else
             snprintf(want, sizeof want,
                      "%s: models: and worker_urls (or workers:) exclude each other: each model "
-                     "lists its own workers (per-model discovery is not there yet)",
+                     "lists its own workers, or with service_discovery and model_label its pods' "
+                     "label names it",
                      path);
         CHECK_STR(err, want);
         free_cfg(c, path);
     }
+}
+
+/* Discovery by a model label: the models list no workers, a pod's label
+ * names its model (by name or alias; a split's name serves nothing). */
+TEST(models_by_a_discovered_pod_label)
+{
+    char path[64], err[1024], want[1200];
+    struct kvg_serve_config *c;
+    const char *yaml = "models:\n"
+                       "  - name: Org/m1\n"
+                       "    aliases: [m1]\n"
+                       "    policy: round_robin\n"
+                       "  - name: m2\n"
+                       "  - name: canary\n"
+                       "    split: {m1: 50, m2: 50}\n";
+    char *disc[] = {"--service-discovery", "--selector", "app=llm", "--model-label",
+                    "kvgate.io/model"};
+    CHECK_INT(serve_parse(yaml, path, &c, err, sizeof err, 5, disc), 0);
+    CHECK_INT(c->workers.n, 0);
+    struct kvg_catalog *cat;
+    CHECK_INT(kvg_serve_models_catalog(c, path, &cat, err, sizeof err), 0);
+    CHECK_INT(cat->nmodels, 2);
+    CHECK_STR(cat->models[0].policy, "round_robin");
+    CHECK_INT(kvg_catalog_worker_model(cat, "http://10.0.0.1:8000", "m1"), 0);
+    CHECK_INT(kvg_catalog_worker_model(cat, "http://10.0.0.1:8000", "Org/m1"), 0);
+    CHECK_INT(kvg_catalog_worker_model(cat, "http://10.0.0.2:8000", "m2"), 1);
+    CHECK_INT(kvg_catalog_worker_model(cat, "http://10.0.0.2:8000", "canary"), -1);
+    CHECK_INT(kvg_catalog_worker_model(cat, "http://10.0.0.2:8000", "m3"), -1);
+    CHECK_INT(kvg_catalog_worker_model(cat, "http://10.0.0.2:8000", ""), -1);
+    kvg_catalog_unref(cat);
+    /* SIGHUP's loader, with the running process's discovery settings. */
+    struct kvg_serve_config *f = calloc(1, sizeof *f);
+    CHECK(f != NULL);
+    CHECK_INT(kvg_serve_config_reload_file(path, c, f, err, sizeof err), 0);
+    CHECK_INT(f->nmodels, 3);
+    kvg_serve_config_free(f);
+    /* Without them the entries serve nothing. */
+    CHECK_INT(kvg_serve_config_load_file(path, f, err, sizeof err), KVG_ECONFIG);
+    free(f);
+    free_cfg(c, path);
+
+    /* workers: under a model label, refused at its line. */
+    CHECK_INT(serve_parse("models:\n  - name: a\n    workers: [http://127.0.0.1:8001]\n", path, &c,
+                          err, sizeof err, 5, disc),
+              KVG_ECONFIG);
+    snprintf(want, sizeof want,
+             "%s:3: models[0] 'a': workers: with a model label (model_label) every model's "
+             "workers are the discovered pods its label names",
+             path);
+    CHECK_STR(err, want);
+    free_cfg(c, path);
+    /* Discovery with models: but no label; a label without models:. */
+    CHECK_INT(serve_parse(yaml, path, &c, err, sizeof err, 3, disc), KVG_ECONFIG);
+    CHECK(strstr(err, "models: and service_discovery without model_label") != NULL);
+    free_cfg(c, path);
+    CHECK_INT(serve_parse("block_size: 16\n", path, &c, err, sizeof err, 5, disc), KVG_ECONFIG);
+    CHECK(strstr(err, "model_label names a models: entry per pod: it needs a models: section") !=
+          NULL);
+    free_cfg(c, path);
+    char *nodisc[] = {"--model-label", "kvgate.io/model"};
+    CHECK_INT(serve_parse(yaml, path, &c, err, sizeof err, 2, nodisc), KVG_ECONFIG);
+    free_cfg(c, path);
 }
