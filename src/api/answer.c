@@ -24,7 +24,7 @@ void kvg__api_item_id(char *out, size_t cap, const char *prefix, const struct kv
 
 void kvg__api_signature(char out[33], const struct kvg_api_xctx *x, int index)
 {
-    uint64_t h = kvg_hash_fnv1a64_str(14695981039346656037ull, x->id);
+    uint64_t h = kvg_hash_fnv1a64_str(KVG_HASH_FNV1A64_SEED, x->id);
     uint64_t g = kvg_hash_fnv1a64(h ^ 0x9e3779b97f4a7c15ull, &index, sizeof(index));
     h = kvg_hash_fnv1a64(h, &index, sizeof(index));
     snprintf(out, 33, "%016llx%016llx", (unsigned long long)h, (unsigned long long)g);

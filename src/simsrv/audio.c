@@ -213,7 +213,7 @@ static uint32_t *audio_prompt(struct kvg_simsrv_server *s, const struct kvg_api_
         size_t at = i * step, len = KVG_MAX(step, (size_t)1);
         len = KVG_MIN(len, file->len - KVG_MIN(at, file->len));
         uint64_t h =
-            kvg_hash_fnv1a64(0xcbf29ce484222325ull ^ i, file->data + KVG_MIN(at, file->len), len);
+            kvg_hash_fnv1a64(KVG_HASH_FNV1A64_SEED ^ i, file->data + KVG_MIN(at, file->len), len);
         ids[i] = (uint32_t)(h % (vocab ? vocab : 256));
     }
     *n = k;

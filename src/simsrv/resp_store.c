@@ -48,7 +48,7 @@ int kvg__simsrv_store_new(uint32_t max, struct kvg_simsrv_store **out)
 
 static struct entry **slot(const struct kvg_simsrv_store *st, const char *id, size_t idlen)
 {
-    uint64_t h = kvg_hash_fnv1a64(0xcbf29ce484222325ull, id, idlen);
+    uint64_t h = kvg_hash_fnv1a64(KVG_HASH_FNV1A64_SEED, id, idlen);
     struct entry **p = &st->buckets[h & (st->nb - 1)];
     while (*p && ((*p)->idlen != idlen || memcmp((*p)->id, id, idlen))) p = &(*p)->next;
     return p;
