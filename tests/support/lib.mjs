@@ -3,6 +3,7 @@
 // loopback ports, bounded waits, and processes started from the kvgate
 // binary and stopped by PID.
 import { spawn } from 'node:child_process';
+import fs from 'node:fs';
 import net from 'node:net';
 
 export const counts = { passed: 0, failed: 0, skipped: 0 };
@@ -38,12 +39,44 @@ export function summary() {
   return counts.failed ? 1 : 0;
 }
 
-export function freePort() {
-  return new Promise((res, rej) => {
+// A loopback port nobody listens on, by the rule of tests/fixtures/free_port.py
+// and kvg_proc_free_port (src/base/proc.c): below the kernel's ephemeral range
+// (a port from listen(0) lies in it, where any outgoing connection may take it
+// before the test's server binds it), in this test's share of the range when
+// tests/run.sh runs tests side by side, never one this process was given.
+const givenPorts = new Set();
+function portRange() {
+  let lo0 = 32768;
+  try {
+    const v = parseInt(fs.readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').split(/\s+/)[0], 10);
+    if (v >= 1024 && v <= 65535) lo0 = v;
+  } catch {}
+  let hi = lo0, lo = Math.max(1024, hi - 16384);
+  if (hi - lo < 1024) { lo = 1024; hi = 65535; }
+  const slot = parseInt(process.env.KVG_PORT_SLOT ?? '', 10), slots = parseInt(process.env.KVG_PORT_SLOTS ?? '', 10);
+  if (slots > 1 && slots <= 16 && slot >= 0 && slot < slots) {
+    const share = Math.floor((hi - lo) / slots);
+    lo += share * slot;
+    hi = lo + share;
+  }
+  return [lo, hi];
+}
+function bindable(port) {
+  return new Promise((res) => {
     const s = net.createServer();
-    s.listen(0, '127.0.0.1', () => { const p = s.address().port; s.close(() => res(p)); });
-    s.on('error', rej);
+    s.once('error', () => res(false));
+    s.listen(port, '127.0.0.1', () => s.close(() => res(true)));
   });
+}
+export async function freePort() {
+  const [lo, hi] = portRange();
+  for (let i = 0; i < 500; i++) {
+    const p = lo + Math.floor(Math.random() * (hi - lo));
+    if (givenPorts.has(p) || !(await bindable(p))) continue;
+    givenPorts.add(p);
+    return p;
+  }
+  throw new Error(`freePort: no free port in ${lo}-${hi}`);
 }
 
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
