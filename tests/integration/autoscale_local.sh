@@ -12,11 +12,14 @@
 # are the gateway's children (stopped by it by PID, PDEATHSIG if it dies).
 . "$(dirname "$0")/lib.sh"
 GW=$(free_port); BASE=$(( ( $(free_port) % 20000 ) + 30000 ))
+# The sims run slower by as much as the build is (an ASan gateway under load
+# plans later; its streams must still be running when it drains a replica).
+SIM_SPEED=$(awk -v k="$WAIT_SCALE" 'BEGIN { s = 2 / k; if (s > 1) s = 1; print s }')
 cat >"$TMP/as.yaml" <<YAML
 interval_secs: 0.3
 actuator: local
 local:
-  command: "$KVG_BIN sim --host {host} --port {port} --model m --cold-start-secs {cold_start} --enable-sleep-mode"
+  command: "$KVG_BIN sim --host {host} --port {port} --model m --cold-start-secs {cold_start} --enable-sleep-mode --speed $SIM_SPEED"
   ports: $BASE-$((BASE + 7))
   cold_start_scale: 0.01
   prewarm_prompts: 4
@@ -108,13 +111,10 @@ check "requests with prewarmed prefixes are routed to the new replica ($((${p1%.
 
 # 3. Load stops; long streams on both replicas; the scale-down drains one
 # and its streams end with [DONE], not an error.
-# The streams outlast the planner's scale-down by as much as the build is
-# slower (an ASan gateway under load decides later; the engine is not slower).
 sp=()
-ntok=$(scaled 1500)
 for i in 1 2 3 4; do
   curl -s -N -m "$(scaled 60)" "$G/v1/completions" \
-    -d "{\"model\":\"m\",\"prompt\":\"stream $i\",\"max_tokens\":$ntok,\"ignore_eos\":true,\"stream\":true}" >"$TMP/s$i.sse" &
+    -d "{\"model\":\"m\",\"prompt\":\"stream $i\",\"max_tokens\":1500,\"ignore_eos\":true,\"stream\":true}" >"$TMP/s$i.sse" &
   sp+=($!)
 done
 check "a replica is drained with streams in flight" wait_log 'autoscale local: pool agg: draining .* ([1-9][0-9]* in flight)' 1
