@@ -207,6 +207,8 @@ void kvg__proxy_error(struct proxy_req *pr, int status, const char *type, const 
                       const char *msg, const char *param, const struct kvg_http_header *extra,
                       size_t nextra);
 void kvg__proxy_client_error(struct proxy_req *pr, int status, const char *code, const char *msg);
+/* The gateway's refusal d (admit.c), in the endpoint's error shape. */
+void kvg__proxy_answer_deny(struct proxy_req *pr, const struct kvg_gate_deny *d);
 /* After the stream started: an SSE error event and [DONE] (the caller finishes). */
 void kvg__proxy_sse_error_end(struct proxy_req *pr, const char *msg);
 
