@@ -25,7 +25,7 @@ def get(url, t=2):
 
 def run(prewarm):
     rnd = random.Random(SEED)
-    gw = free_port(); base = 30000 + free_port() % 20000
+    gw = free_port(); base = free_port(run=6)
     tmp = tempfile.mkdtemp(prefix="kvg-live-")
     yaml = f"""interval_secs: 0.5
 actuator: local

@@ -56,7 +56,7 @@ def rate_at(t):
 def main():
     rnd = random.Random(SEED)
     gw = free_port()
-    base = 30000 + free_port() % 20000
+    base = free_port(run=8)
     tmp = tempfile.mkdtemp(prefix="kvg-ramp-")
     # The kvgate planner's window on the miniature's clock (start-ups x 0.05:
     # 300 s x 0.05), as down_hold_secs below is.

@@ -11,7 +11,7 @@
 # request is served by it. Every wait is bounded; the sims
 # are the gateway's children (stopped by it by PID, PDEATHSIG if it dies).
 . "$(dirname "$0")/lib.sh"
-GW=$(free_port); BASE=$(( ( $(free_port) % 20000 ) + 30000 ))
+GW=$(free_port); BASE=$(free_port --run 8)
 # The sims run slower by as much as the build is (an ASan gateway under load
 # plans later; its streams must still be running when it drains a replica).
 SIM_SPEED=$(awk -v k="$WAIT_SCALE" 'BEGIN { s = 2 / k; if (s > 1) s = 1; print s }')
@@ -184,7 +184,7 @@ for p in $(grep -o 'pid [0-9]*' "$LOG" | awk '{print $2}'); do kill -0 "$p" 2>/d
 check "no sim outlives the gateway ($alive alive)" [ "$alive" = 0 ]
 
 # 6. The embedded default: no command, kvgate's own sim serving the pool's model.
-GW2=$(free_port); BASE2=$(( BASE + 10 ))
+GW2=$(free_port); BASE2=$(free_port --run 4)
 cat >"$TMP/def.yaml" <<YAML
 interval_secs: 0.3
 actuator: local

@@ -8,7 +8,7 @@
 # stand-in (tests/fixtures/echo_engine.py), which logs each body it gets and
 # acts on kv_transfer_params as a decode engine would.
 . "$(dirname "$0")/lib.sh"
-GW=$(free_port); LP=$(free_port); BASE=$(( ( $(free_port) % 20000 ) + 30000 ))
+GW=$(free_port); LP=$(free_port); BASE=$(free_port --run 4)
 BODIES=$TMP/bodies.jsonl
 : >"$BODIES"
 # The listener a client's kv_transfer_params point at: one line per connection.

@@ -79,9 +79,10 @@ finish() {
 
 # free_port: a loopback port no listener holds, never one this test was
 # given before (tests/fixtures/free_port.py keeps the book in $TMP).
+# `free_port --run K`: the first of K consecutive free ports.
 export KVG_PORTS_FILE=$TMP/ports-handed-out
 free_port() {
-  /usr/bin/python3 "$KVG_ROOT/tests/fixtures/free_port.py"
+  /usr/bin/python3 "$KVG_ROOT/tests/fixtures/free_port.py" "$@"
 }
 
 # wait_http URL [SECONDS] [STATUS]: until URL answers STATUS (default 200),
