@@ -7,17 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "autoscale/actuator_k8s_int.h"
 #include "base/err.h"
 #include "base/log.h"
-#include "net/https.h"
 
 #define SA_DIR "/var/run/secrets/kubernetes.io/serviceaccount"
-
-struct k8s_act {
-    struct kvg_autoscale_actuator base; /* first: the ops' pointer is this */
-    struct kvg_https api;
-    uint32_t timeout_ms;
-};
 
 int kvg_autoscale_k8s_path(const struct kvg_autoscale_target *t, char *buf, size_t cap)
 {
@@ -60,15 +54,11 @@ static int refused(const struct kvg_autoscale_pool_cfg *pc, int status, const ch
                        why, msg);
 }
 
-/* One request to the pool's scale subresource: status and body (caller
- * frees *body). */
-static int call(struct k8s_act *k, const struct kvg_autoscale_pool_cfg *pc, const char *method,
-                const char *patch, int *status, char **body, char *err, size_t errlen)
+int kvg__k8s_call(struct kvg__k8s_act *k, const char *method, const char *path, const char *patch,
+                  int *status, char **body, char *err, size_t errlen)
 {
-    char path[512];
     *body = NULL;
-    if (kvg_autoscale_k8s_path(&pc->target, path, sizeof path))
-        return kvg_err_set(err, errlen, KVG_ECONFIG, "pool %s: no kubernetes target", pc->name);
+    *status = 0;
     struct kvg_https_resp r;
     int rc = kvg_https_request(&k->api, method, path, patch ? "application/merge-patch+json" : NULL,
                                patch, patch ? strlen(patch) : 0, k->timeout_ms, &r);
@@ -80,6 +70,18 @@ static int call(struct k8s_act *k, const struct kvg_autoscale_pool_cfg *pc, cons
         return kvg_err_set(err, errlen, rc, "%s %s:%d%s: %s", method, k->api.host, k->api.port,
                            path, kvg_strerror(rc));
     return 0;
+}
+
+/* One request to the pool's scale subresource: status and body (caller
+ * frees *body). */
+static int call(struct kvg__k8s_act *k, const struct kvg_autoscale_pool_cfg *pc, const char *method,
+                const char *patch, int *status, char **body, char *err, size_t errlen)
+{
+    char path[512];
+    *body = NULL;
+    if (kvg_autoscale_k8s_path(&pc->target, path, sizeof path))
+        return kvg_err_set(err, errlen, KVG_ECONFIG, "pool %s: no kubernetes target", pc->name);
+    return kvg__k8s_call(k, method, path, patch, status, body, err, errlen);
 }
 
 static int scale_of(const char *body, uint32_t *spec, uint32_t *status)
@@ -100,10 +102,10 @@ static int scale_of(const char *body, uint32_t *spec, uint32_t *status)
     return ok ? 0 : KVG_EPARSE;
 }
 
-static int k8s_apply(struct kvg_autoscale_actuator *a, const struct kvg_autoscale_pool_cfg *pc,
-                     uint32_t desired, double now, char *err, size_t errlen)
+/* PATCH the scale subresource to `desired`, checked in the answer. */
+static int scale_to(struct kvg__k8s_act *k, const struct kvg_autoscale_pool_cfg *pc,
+                    uint32_t desired, char *err, size_t errlen)
 {
-    struct k8s_act *k = (struct k8s_act *)a;
     char patch[64];
     snprintf(patch, sizeof patch, "{\"spec\":{\"replicas\":%u}}", desired);
     int status = 0;
@@ -119,10 +121,32 @@ static int k8s_apply(struct kvg_autoscale_actuator *a, const struct kvg_autoscal
     return rc;
 }
 
+static int k8s_apply(struct kvg_autoscale_actuator *a, const struct kvg_autoscale_pool_cfg *pc,
+                     uint32_t desired, double now, char *err, size_t errlen)
+{
+    struct kvg__k8s_act *k = (struct kvg__k8s_act *)a;
+    if (!pc->standby) return scale_to(k, pc, desired, err, errlen);
+    /* With standby: park or wake pods first, then the count that keeps the
+     * parked ones (actuator_k8s_park.c). */
+    char sel[512];
+    int code = 0, rc;
+    char *body = NULL;
+    if (!(rc = call(k, pc, "GET", NULL, &code, &body, err, errlen)) && code != 200)
+        rc = refused(pc, code, body, err, errlen);
+    if (!rc && kvg__k8s_scale_selector(body, sel, sizeof sel))
+        rc = kvg_err_set(err, errlen, KVG_EUPSTREAM,
+                         "%s %s/%s: the Scale has no status.selector to find its pods",
+                         kind_name(pc->target.kind), pc->target.ns, pc->target.name);
+    free(body);
+    uint32_t total = desired;
+    if (!rc) rc = kvg__k8s_park(k, pc, sel, desired, now, &total, err, errlen);
+    return rc ? rc : scale_to(k, pc, total, err, errlen);
+}
+
 int kvg_autoscale_k8s_get(struct kvg_autoscale_actuator *a, const struct kvg_autoscale_pool_cfg *pc,
                           uint32_t *spec, uint32_t *status, char *err, size_t errlen)
 {
-    struct k8s_act *k = (struct k8s_act *)a;
+    struct kvg__k8s_act *k = (struct kvg__k8s_act *)a;
     int code = 0;
     char *body = NULL;
     int rc = call(k, pc, "GET", NULL, &code, &body, err, errlen);
@@ -135,15 +159,15 @@ int kvg_autoscale_k8s_get(struct kvg_autoscale_actuator *a, const struct kvg_aut
 
 static void k8s_destroy(struct kvg_autoscale_actuator *a)
 {
-    struct k8s_act *k = (struct k8s_act *)a;
+    struct kvg__k8s_act *k = (struct kvg__k8s_act *)a;
     kvg_https_free(&k->api);
     free(k);
 }
 
 static const struct kvg_autoscale_actuator_ops k8s_ops = {"kubernetes", k8s_apply, NULL,
-                                                          k8s_destroy, NULL};
+                                                          k8s_destroy, kvg__k8s_replicas};
 
-int kvg_autoscale_k8s_new(const struct kvg_autoscale_k8s_cfg *kc,
+int kvg_autoscale_k8s_new(const struct kvg_autoscale_k8s_cfg *kc, struct kvg_autoscale_startup *su,
                           struct kvg_autoscale_actuator **out, char *err, size_t errlen)
 {
     char url[300];
@@ -159,9 +183,10 @@ int kvg_autoscale_k8s_new(const struct kvg_autoscale_k8s_cfg *kc,
         snprintf(url, sizeof url, "https://%s%s%s:%s", v6 ? "[" : "", h, v6 ? "]" : "",
                  p && p[0] ? p : "443");
     }
-    struct k8s_act *k = calloc(1, sizeof *k);
+    struct kvg__k8s_act *k = calloc(1, sizeof *k);
     if (!k) return -ENOMEM;
     k->base.ops = &k8s_ops;
+    k->su = su;
     k->timeout_ms = kc->timeout_ms ? kc->timeout_ms : 5000;
     const char *tok = kc->token_file[0] ? kc->token_file : SA_DIR "/token";
     const char *ca = kc->ca_file[0] ? kc->ca_file : SA_DIR "/ca.crt";

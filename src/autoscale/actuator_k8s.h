@@ -8,9 +8,17 @@
  * discovery's API client: the connect and each wait for bytes are bounded
  * by the configured timeout, the answer by 1 MiB.
  *
+ * With `standby: N` a pool parks pods instead of removing them: the
+ * workload's pods (the Scale's status.selector) are listed, and pods are
+ * marked or unmarked with the annotation kvgate.io/park
+ * (actuator_k8s_park.c; the pod's side is in docs/autoscale.md); the count
+ * then keeps the active and the parked ones. That is a few requests per
+ * tick, each bounded like the scale's.
+ *
  * RBAC (deploy/base/rbac.yaml): get and patch on deployments/scale and
  * statefulsets/scale in apps, leaderworkersets/scale in
- * leaderworkerset.x-k8s.io, in the targets' namespace. */
+ * leaderworkerset.x-k8s.io, in the targets' namespace; list and patch on
+ * pods for standby. */
 #ifndef KVG_AUTOSCALE_ACTUATOR_K8S_H
 #define KVG_AUTOSCALE_ACTUATOR_K8S_H
 
@@ -19,11 +27,13 @@
 
 #include "autoscale/actuator.h"
 #include "autoscale/ctl.h"
+#include "autoscale/startup.h"
 
 /* Reads the API server's address from kc (or KUBERNETES_SERVICE_HOST and
- * _PORT) and loads its CA. *out is the caller's (ops->destroy). 0 or
+ * _PORT) and loads its CA. su (borrowed, may be NULL) gives a parked pod's
+ * expected wake time. *out is the caller's (ops->destroy). 0 or
  * KVG_ECONFIG with the reason in err. */
-int kvg_autoscale_k8s_new(const struct kvg_autoscale_k8s_cfg *kc,
+int kvg_autoscale_k8s_new(const struct kvg_autoscale_k8s_cfg *kc, struct kvg_autoscale_startup *su,
                           struct kvg_autoscale_actuator **out, char *err, size_t errlen);
 /* The scale subresource's path for a target into buf: 0 or KVG_ETOOBIG. */
 int kvg_autoscale_k8s_path(const struct kvg_autoscale_target *t, char *buf, size_t cap);

@@ -116,13 +116,18 @@ static int target_kind(void *obj, const struct kvg_opt *o, const char *v, size_t
     return 0;
 }
 
+int kvg_autoscale_dns_name(const char *v, size_t max)
+{
+    size_t n = strlen(v);
+    return n && n <= max && strspn(v, "abcdefghijklmnopqrstuvwxyz0123456789-.") == n;
+}
+
 /* Names go into the request path: DNS names only, nothing to escape. */
 static int dns_name(void *obj, const struct kvg_opt *o, const char *v, size_t index, char *err,
                     size_t errlen)
 {
     (void)index;
-    if (!v[0] || strlen(v) >= o->size ||
-        strspn(v, "abcdefghijklmnopqrstuvwxyz0123456789-.") != strlen(v))
+    if (!kvg_autoscale_dns_name(v, o->size - 1))
         return kvg_err_set(err, errlen, KVG_ECONFIG, "'%s': a DNS name (a-z 0-9 - .)", v);
     snprintf((char *)obj + o->off, o->size, "%s", v);
     return 0;

@@ -59,6 +59,10 @@ struct kvg_autoscale_target {
     char name[254]; /* a DNS subdomain: 253 at most */
 };
 
+/* v is a DNS name of at most max characters (a-z 0-9 - .): fit to go into
+ * an API server's request path unescaped. */
+int kvg_autoscale_dns_name(const char *v, size_t max);
+
 struct kvg_autoscale_pool_cfg {
     char name[64];
     char planner[32];

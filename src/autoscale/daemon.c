@@ -346,7 +346,7 @@ static int setup(struct daemon *d, const char *path, int dry, const char *id, co
                            path);
     if ((rc = kvg_autoscale_ctl_new(&d->cfg, &d->ctl, err, errlen))) return rc;
     if (!d->cfg.dry_run && !strcmp(d->cfg.actuator, "kubernetes") &&
-        (rc = kvg_autoscale_k8s_new(&d->cfg.kubernetes, &d->act, err, errlen)))
+        (rc = kvg_autoscale_k8s_new(&d->cfg.kubernetes, &d->ctl->su, &d->act, err, errlen)))
         return rc;
     uint32_t t_ms = (uint32_t)KVG_MIN(2000.0, KVG_MAX(200.0, d->cfg.interval_s * 250));
     if ((rc = kvg_autoscale_sources_init(&d->src, &d->cfg, t_ms, err, errlen))) return rc;

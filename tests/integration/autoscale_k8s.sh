@@ -71,6 +71,54 @@ echo -n "tok-1" >"$TMP/token"
 check "the token file is re-read on every request (rotation)" [ "$("$TOOL" "$TMP/a.yaml" agg 1)" = ok ]
 check "no request went out without the token but the stale one" \
   [ "$(grep -v _ctl "$TMP/api.req" | grep -c 'auth=bad')" = 1 ]
+# standby: parked pods instead of removed ones (actuator_k8s_park.c): the
+# pods are found by the Scale's selector and marked kvgate.io/park.
+cat >"$TMP/p.yaml" <<YAML
+actuator: kubernetes
+kubernetes: {api_url: "http://127.0.0.1:$API_PORT", token_file: "$TMP/token", timeout_ms: 2000}
+pools:
+  - {name: agg, standby: 1, target: {kind: Deployment, namespace: llm, name: vllm-agg}}
+  - {name: dec, standby: 2, target: {kind: StatefulSet, namespace: llm, name: sgl-decode}}
+YAML
+pods() { curl -s -m 2 "http://127.0.0.1:$API_PORT/_ctl/pods" >"$TMP/pods.json"; json_get "$TMP/pods.json" "$1"; }
+# Each apply lists the pods before it acts: its answer shows that listing
+# with this tick's marks.
+check "standby, 1 -> 3: the one pod listed, none parked" \
+  [ "$("$TOOL" "$TMP/p.yaml" agg 3)" = "ok vllm-agg-0=ready" -a \
+    "$(pods "sorted(j['deployments/llm/vllm-agg'])")" = "['vllm-agg-0', 'vllm-agg-1', 'vllm-agg-2']" ]
+check "... the pods were listed by the Scale's selector" \
+  grep -q 'GET /api/v1/namespaces/llm/pods?labelSelector=app%3Dvllm-agg auth=ok' "$TMP/api.req"
+check "3 -> 1: one pod parked (the lowest ordinal), one removed: 2 replicas kept" \
+  [ "$("$TOOL" "$TMP/p.yaml" agg 1)" = "ok vllm-agg-0=parked vllm-agg-1=ready vllm-agg-2=ready" -a \
+    "$(state | grep -o '"deployments/llm/vllm-agg": [0-9]*')" = '"deployments/llm/vllm-agg": 2' ]
+check "... a merge PATCH of the pod's annotations, with a deletion cost" \
+  grep -q 'PATCH /api/v1/namespaces/llm/pods/vllm-agg-0 auth=ok ctype=application/merge-patch+json body={"metadata":{"annotations":{"kvgate.io/park":"level1","controller.kubernetes.io/pod-deletion-cost":"1000"}}} -> 200' "$TMP/api.req"
+check "... the scale-down removed an active pod, not the parked one" \
+  [ "$(pods "sorted(j['deployments/llm/vllm-agg'])")" = "['vllm-agg-0', 'vllm-agg-1']" ]
+check "the next tick at 1: converged, nothing more parked or removed" \
+  [ "$("$TOOL" "$TMP/p.yaml" agg 1)" = "ok vllm-agg-0=parked vllm-agg-1=ready" -a \
+    "$(state | grep -o '"deployments/llm/vllm-agg": [0-9]*')" = '"deployments/llm/vllm-agg": 2' ]
+check "1 -> 2: the parked pod is woken (annotations removed, starting again), no new pod" \
+  [ "$("$TOOL" "$TMP/p.yaml" agg 2)" = "ok vllm-agg-0=starting vllm-agg-1=ready" -a \
+    "$(pods "j['deployments/llm/vllm-agg']")" = "{'vllm-agg-0': {}, 'vllm-agg-1': {}}" ]
+check "2 -> 4: new pods once none is parked" \
+  [ "$("$TOOL" "$TMP/p.yaml" agg 4)" = "ok vllm-agg-0=ready vllm-agg-1=ready" -a \
+    "$(state | grep -o '"deployments/llm/vllm-agg": [0-9]*')" = '"deployments/llm/vllm-agg": 4' ]
+"$TOOL" "$TMP/p.yaml" dec 4 >/dev/null
+check "StatefulSet, standby 2, 4 -> 0: two parked, two removed (the highest ordinals)" \
+  [ "$("$TOOL" "$TMP/p.yaml" dec 0)" = "ok sgl-decode-0=parked sgl-decode-1=parked sgl-decode-2=ready sgl-decode-3=ready" -a \
+    "$(pods "sorted(j['statefulsets/llm/sgl-decode'])")" = "['sgl-decode-0', 'sgl-decode-1']" ]
+check "... and at 0 they stay parked, 2 replicas kept" \
+  [ "$("$TOOL" "$TMP/p.yaml" dec 0)" = "ok sgl-decode-0=parked sgl-decode-1=parked" -a \
+    "$(state | grep -o '"statefulsets/llm/sgl-decode": [0-9]*')" = '"statefulsets/llm/sgl-decode": 2' ]
+check "0 -> 1: one woken, one still parked" \
+  [ "$("$TOOL" "$TMP/p.yaml" dec 1)" = "ok sgl-decode-0=starting sgl-decode-1=parked" ]
+printf 'actuator: kubernetes\nkubernetes: {api_url: "http://127.0.0.1:%s", token_file: "%s", timeout_ms: 2000}\npools:\n  - {name: g, standby: 1, target: {kind: Deployment, namespace: llm, name: nope}}\n' \
+  "$API_PORT" "$TMP/token" >"$TMP/pg.yaml"
+out=$("$TOOL" "$TMP/pg.yaml" g 1)
+check "standby on a missing workload: the 404 is named, nothing else asked" \
+  eval '[[ $out == "error: Deployment llm/nope: HTTP 404, not found"* ]]'
+
 # kvgate autoscale with no lease acts alone; a missing target's error is
 # shown in /autoscale and counted, the good target is scaled.
 cat >"$TMP/d.yaml" <<YAML

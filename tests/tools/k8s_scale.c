@@ -2,7 +2,9 @@
  * actuator (autoscale/actuator_k8s.h) directly, with no controller around it.
  *
  *   k8s_scale CONFIG POOL N     apply(N) to POOL: prints "ok" (rc 0) or
- *                               "error: REASON" (rc 1)
+ *                               "error: REASON" (rc 1); for a pool with
+ *                               standby "ok" is followed by its pods as
+ *                               " NAME=STATE" (ops->replicas)
  *   k8s_scale CONFIG POOL get   prints "spec N status M" or the error
  * CONFIG is an autoscale YAML file (actuator: kubernetes). */
 #include <stdio.h>
@@ -23,7 +25,7 @@ int main(int argc, char **argv)
     char err[512] = "";
     struct kvg_autoscale_actuator *a = NULL;
     if (kvg_autoscale_config_load(argv[1], &cfg, err, sizeof err) ||
-        kvg_autoscale_k8s_new(&cfg.kubernetes, &a, err, sizeof err)) {
+        kvg_autoscale_k8s_new(&cfg.kubernetes, NULL, &a, err, sizeof err)) {
         printf("error: %s\n", err);
         return 1;
     }
@@ -45,7 +47,11 @@ int main(int argc, char **argv)
     } else if (kvg_parse_u64(argv[3], &n) || n > 100000) {
         printf("error: bad count %s\n", argv[3]);
     } else if (!a->ops->apply(a, pc, (uint32_t)n, 0, err, sizeof err)) {
-        printf("ok\n");
+        struct kvg_autoscale_replica reps[64];
+        int nr = a->ops->replicas ? a->ops->replicas(a, pc, reps, 64) : -1;
+        printf("ok");
+        for (int i = 0; i < nr; i++) printf(" %s=%s", reps[i].url + 4, reps[i].state);
+        printf("\n");
         rc = 0;
     } else {
         printf("error: %s\n", err);

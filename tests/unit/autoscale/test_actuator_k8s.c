@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "autoscale/actuator_k8s.h"
+#include "autoscale/actuator_k8s_int.h"
 #include "autoscale/ctl.h"
 #include "base/err.h"
 
@@ -116,4 +117,44 @@ TEST(ctl_standby_infers_no_starts)
     CHECK_INT(kvg_autoscale_ctl_tick(ctl, 0, &s, &d), 0);
     CHECK_INT(ctl->pools[0].nstart, 2);
     kvg_autoscale_ctl_free(ctl);
+}
+
+/* Parked pods (actuator_k8s_park.c): the Scale's selector, and a PodList
+ * read as the actuator trusts it: terminating pods and names that could not
+ * go into a path are left out, parked and ready read, ordinal order. */
+TEST(k8s_pods_and_selector)
+{
+    char sel[32];
+    CHECK_INT(
+        kvg__k8s_scale_selector("{\"status\":{\"selector\":\"app=a,tier=x\"}}", sel, sizeof sel),
+        0);
+    CHECK_STR(sel, "app=a,tier=x");
+    CHECK_INT(kvg__k8s_scale_selector("{\"status\":{\"replicas\":1}}", sel, sizeof sel),
+              KVG_EPARSE);
+    CHECK_INT(
+        kvg__k8s_scale_selector("{\"status\":{\"selector\":\"app=a-very-long-name-x\"}}", sel, 8),
+        KVG_ETOOBIG);
+    CHECK_INT(kvg__k8s_scale_selector("not json", sel, sizeof sel), KVG_EPARSE);
+    static struct kvg__k8s_pods ps;
+    const char *list =
+        "{\"kind\":\"PodList\",\"items\":["
+        "{\"metadata\":{\"name\":\"d-10\"},\"status\":{\"conditions\":[{\"type\":\"Ready\","
+        "\"status\":\"True\"}]}},"
+        "{\"metadata\":{\"name\":\"d-2\",\"annotations\":{\"kvgate.io/park\":\"level1\"}}},"
+        "{\"metadata\":{\"name\":\"d-1\",\"deletionTimestamp\":\"2026-12-06T00:00:00Z\"}},"
+        "{\"metadata\":{\"name\":\"../evil\"}},{\"metadata\":{\"name\":7}},"
+        "{\"metadata\":{\"name\":\"d-3\",\"annotations\":{\"kvgate.io/park\":\"\"}},"
+        "\"status\":{\"conditions\":[{\"type\":\"Ready\",\"status\":\"False\"}]}}]}";
+    CHECK_INT(kvg__k8s_pods_parse(list, &ps), 0);
+    CHECK_INT(ps.n, 3);
+    CHECK_STR(ps.pod[0].name, "d-2");
+    CHECK_INT(ps.pod[0].parked, 1);
+    CHECK_INT(ps.pod[0].ready, 0);
+    CHECK_STR(ps.pod[1].name, "d-3"); /* an empty annotation parks nothing */
+    CHECK_INT(ps.pod[1].parked, 0);
+    CHECK_STR(ps.pod[2].name, "d-10");
+    CHECK_INT(ps.pod[2].ready, 1);
+    CHECK_INT(kvg__k8s_pods_parse("{\"items\":{}}", &ps), KVG_EPARSE);
+    CHECK_INT(kvg__k8s_pods_parse("{\"items\":[]}", &ps), 0);
+    CHECK_INT(ps.n, 0);
 }
