@@ -93,7 +93,7 @@ struct kvg_catalog_top {
     size_t nworkers;
     /* Models' workers are discovered pods, each joining the model its
      * label names (serve's model_label): an entry that is neither a split
-     * nor an alias is a model, and workers: is refused. */
+     * nor an alias is a model; its workers: (static) serve it beside them. */
     int discovered;
 };
 
@@ -204,10 +204,11 @@ void kvg_catalog_resolve(const struct kvg_catalog *c, const char *name, size_t l
 /* The names[] index of name, or -1. */
 int kvg_catalog_find(const struct kvg_catalog *c, const char *name, size_t len);
 /* The served model of a worker: the one whose entry lists url (a
- * trailing '/' ignored), or, for a discovered worker whose pod's label
- * names a model (label non-empty), the model that name (or alias) stands
- * for; -1 for none (a label naming a split or nothing). With the
- * single-model flags: any, for every worker. */
+ * trailing '/' ignored; first, so a static worker that is also a
+ * discovered pod stays its entry's), else, for a discovered worker whose
+ * pod's label names a model (label non-empty), the model that name (or
+ * alias) stands for; -1 for none (a label naming a split or nothing).
+ * With the single-model flags: any, for every worker. */
 int kvg_catalog_worker_model(const struct kvg_catalog *c, const char *url, const char *label);
 
 #endif

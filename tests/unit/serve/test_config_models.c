@@ -487,13 +487,33 @@ TEST(models_by_a_discovered_pod_label)
     free(f);
     free_cfg(c, path);
 
-    /* workers: under a model label, refused at its line. */
-    CHECK_INT(serve_parse("models:\n  - name: a\n    workers: [http://127.0.0.1:8001]\n", path, &c,
-                          err, sizeof err, 5, disc),
+    /* Static workers: beside the discovered pods: folded into the worker
+     * list, their model by URL first (a pod at the same URL is the entry's
+     * worker, whatever its label says), the others by label. */
+    CHECK_INT(
+        serve_parse("models:\n  - name: a\n    workers: [http://127.0.0.1:8001]\n"
+                    "  - name: b\n    workers: [{url: http://127.0.0.1:8002, kv_events_endpoint:"
+                    " 'tcp://127.0.0.1:5557'}, http://127.0.0.1:8003]\n",
+                    path, &c, err, sizeof err, 5, disc),
+        0);
+    CHECK_INT(c->workers.n, 3);
+    CHECK_STR(c->workers.v[1], "http://127.0.0.1:8002");
+    CHECK_STR(c->kv_endpoints.v[1], "tcp://127.0.0.1:5557");
+    CHECK_INT(kvg_serve_models_catalog(c, path, &cat, err, sizeof err), 0);
+    CHECK_INT(kvg_catalog_worker_model(cat, "http://127.0.0.1:8001/", ""), 0);
+    CHECK_INT(kvg_catalog_worker_model(cat, "http://127.0.0.1:8001", "b"), 0);
+    CHECK_INT(kvg_catalog_worker_model(cat, "http://10.0.0.9:8000", "b"), 1);
+    CHECK_INT(kvg_catalog_worker_model(cat, "http://10.0.0.9:8000", ""), -1);
+    kvg_catalog_unref(cat);
+    free_cfg(c, path);
+    /* ... and a worker under two models is still refused, at its line. */
+    CHECK_INT(serve_parse("models:\n  - name: a\n    workers: [http://127.0.0.1:8001]\n"
+                          "  - name: b\n    workers: [http://127.0.0.1:8001/]\n",
+                          path, &c, err, sizeof err, 5, disc),
               KVG_ECONFIG);
     snprintf(want, sizeof want,
-             "%s:3: models[0] 'a': workers: with a model label (model_label) every model's "
-             "workers are the discovered pods its label names",
+             "%s:5: models[1] 'b': worker http://127.0.0.1:8001/ is already under models[0] 'a' "
+             "(line 3)",
              path);
     CHECK_STR(err, want);
     free_cfg(c, path);
