@@ -103,6 +103,9 @@ struct kvg_proxy_model {
     struct kvg_policy *policy;
     int wants_tokens, wants_text, tokenizer_exact;
     struct kvg_pd *pd; /* its prefill/decode pairs (not owned); NULL: one leg per request */
+    /* Its requests in flight and queued, against its entry's limits (not
+     * owned; NULL: not counted, as the flags' one model). */
+    struct kvg_gate_mcount *count;
 };
 
 /* Shared by every loop thread; nothing in it is owned by the proxy. */

@@ -131,6 +131,8 @@ static const char *model_setting(const struct kvg_catalog_spec *s)
            : s->chat_template[0]    ? "chat_template"
            : s->block_size          ? "block_size"
            : s->max_model_len       ? "max_model_len"
+           : s->max_inflight        ? "max_inflight"
+           : s->max_queue           ? "max_queue"
            : s->policy[0]           ? "policy"
            : s->policy_set          ? "a policy option"
            : s->fallbacks.n         ? "fallbacks"
@@ -547,6 +549,8 @@ static int settle(struct build *b, size_t i, const struct kvg_catalog_spec *s,
         return -ENOMEM;
     m->block_size = s && s->block_size ? s->block_size : t->block_size;
     m->max_model_len = s ? s->max_model_len : 0;
+    m->max_inflight = s ? s->max_inflight : 0;
+    m->max_queue = s ? s->max_queue : 0;
     if (t->policy_opts)
         m->policy_opts = *t->policy_opts;
     else

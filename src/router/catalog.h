@@ -71,6 +71,8 @@ struct kvg_catalog_spec {
     char chat_template[KVG_CATALOG_PATH_MAX];
     uint32_t block_size;
     uint32_t max_model_len; /* 0: what the workers report */
+    uint32_t max_inflight;  /* its requests the gateway holds at once; 0: no limit */
+    uint32_t max_queue;     /* of those, waiting in the gateway queue; 0: no limit */
     char policy[64];
     struct kvg_policy_opts policy_opts;
     uint64_t policy_set; /* bit i: the entry gives kvg_policy_opt_table[i] */
@@ -107,7 +109,8 @@ struct kvg_catalog_model {
     int entry;         /* its entry's index in the specs; -1 for the flags' model */
     const char *tokenizer, *tokenizer_config, *chat_template;
     uint32_t block_size;
-    uint32_t max_model_len; /* 0: the workers' */
+    uint32_t max_model_len;           /* 0: the workers' */
+    uint32_t max_inflight, max_queue; /* its entry's limits (gateway/gate.h); 0: none */
     const char *policy;
     struct kvg_policy_opts policy_opts; /* the top level's and its entry's; block_size set */
     const struct kvg_catalog_worker *workers;

@@ -23,7 +23,8 @@ static const char *const L_WORKER[] = {"worker"}, *const L_WORKER_MODE[] = {"wor
                          *const L_POLICY_WORKER[] = {"policy", "worker"},
                          *const L_WORKER_LEG[] = {"worker", "leg"}, *const L_EVENT[] = {"event"},
                          *const L_REASON[] = {"reason"}, *const L_CLASS[] = {"class"},
-                         *const L_MODEL_TO_REASON[] = {"model", "to", "reason"};
+                         *const L_MODEL_TO_REASON[] = {"model", "to", "reason"},
+                         *const L_MODEL_LIMIT[] = {"model", "limit"};
 static const struct decl {
     enum decl_type type;
     int one;
@@ -55,6 +56,10 @@ static const struct decl {
      L_MODEL_TO_REASON, 3, offsetof(struct kvg_serve_metrics, proxy.fallbacks)},
     {COUNTER, 1, "kvgate_admission_shed_total", "Sheddable requests answered 429 by admission.",
      NULL, 0, offsetof(struct kvg_serve_metrics, shed)},
+    {COUNTER, 0, "kvgate_model_shed_total",
+     "Requests a models: entry's own limit shed, by served model and limit: max_inflight (429 "
+     "model_overloaded), max_queue (503 queue_full); a fallback may then serve them.",
+     L_MODEL_LIMIT, 2, offsetof(struct kvg_serve_metrics, model_shed)},
     {GAUGE, 1, "kvgate_workers", "Workers in the pool.", NULL, 0,
      offsetof(struct kvg_serve_metrics, workers)},
     {GAUGE, 0, "kvgate_worker_requests_active",

@@ -14,6 +14,7 @@ struct kvg_serve_metrics {
     struct kvg_proxy_metrics proxy; /* what the proxy observes */
     struct kvg_metrics_series *tokenizer_fallback, *block_size_mismatch;
     struct kvg_metrics_series *shed;
+    struct kvg_metrics_family *model_shed;      /* {model, limit}: a models: entry's limits */
     struct kvg_metrics_family *quota_f, *adm_f; /* counters by event: admitted, limited, ... */
     struct kvg_metrics_series *adm_waiting, *quota_pending;
     struct kvg_metrics_family *adm_class_f;  /* waiting by class */

@@ -341,6 +341,22 @@ uint64_t kvg_serve_generation(struct kvg_serve *sv)
     return g;
 }
 
+/* ,"limits":{...}: a model's own limits (null: none) and its requests
+ * counted against them now (docs/models.md). */
+static int model_limits(struct kvg_buf *b, const struct kvg_catalog_model *m)
+{
+    const struct kvg_proxy_model *pm = m->host;
+    const struct kvg_gate_mcount *c = pm ? pm->count : NULL;
+    char in[16] = "null", q[16] = "null";
+    if (m->max_inflight) snprintf(in, sizeof in, "%u", m->max_inflight);
+    if (m->max_queue) snprintf(q, sizeof q, "%u", m->max_queue);
+    return kvg_buf_printf(b,
+                          ",\"limits\":{\"max_inflight\":%s,\"max_queue\":%s,\"inflight\":%lld,"
+                          "\"queued\":%lld}",
+                          in, q, c ? (long long)atomic_load(&c->inflight) : 0LL,
+                          c ? (long long)atomic_load(&c->queued) : 0LL);
+}
+
 void kvg_serve_serving(struct kvg_serve *sv, struct kvg_http_req *req)
 {
     struct kvg_serve_status *st = &sv->status;
@@ -405,9 +421,11 @@ void kvg_serve_serving(struct kvg_serve *sv, struct kvg_http_req *req)
         if (!rc) rc = kvg_buf_append_json_str(&b, cat->models[m].name, strlen(cat->models[m].name));
         if (!rc)
             rc = kvg_buf_printf(
-                &b, ",\"workers\":%llu,\"serving\":%llu,\"requests_last_interval\":%llu}",
+                &b, ",\"workers\":%llu,\"serving\":%llu,\"requests_last_interval\":%llu",
                 (unsigned long long)per[m][0], (unsigned long long)per[m][1],
                 (unsigned long long)per[m][2]);
+        if (!rc) rc = model_limits(&b, &cat->models[m]);
+        if (!rc) rc = kvg_buf_append(&b, "}", 1);
     }
     if (!rc && cat) rc = kvg_buf_append(&b, "]", 1);
     if (!rc) rc = kvg_buf_append(&b, "}", 1);

@@ -355,6 +355,18 @@ static const struct hostile hostile[] = {
      "    router_temperature: 0.3\n",
      3,
      "models[1] 'b': a policy option: only a model with workers has one (this entry is an alias)"},
+    {"a split with a model's limit",
+     "models:\n"
+     "  - {name: a, workers: [http://127.0.0.1:8001]}\n"
+     "  - name: b\n"
+     "    split: {a: 100}\n"
+     "    max_inflight: 8\n",
+     3, "models[1] 'b': max_inflight: only a model with workers has one (this entry is a split)"},
+    {"an alias with a queue limit",
+     "models:\n"
+     "  - {name: a, workers: [http://127.0.0.1:8001]}\n"
+     "  - {name: b, alias_of: a, max_queue: 4}\n",
+     3, "models[1] 'b': max_queue: only a model with workers has one (this entry is an alias)"},
     {"a fallback naming a split",
      "models:\n"
      "  - {name: a, workers: [http://127.0.0.1:8001]}\n"
@@ -427,6 +439,10 @@ TEST(the_loader_refuses_what_it_cannot_read)
          "3: models[0].split: expects a mapping of names, got a list"},
         {"models:\n  - name: a\n    block_size: 0\n    workers: [http://127.0.0.1:8001]\n",
          "3: models[0].block_size: expects an integer 1..4294967295, got '0'"},
+        {"models:\n  - name: a\n    max_inflight: -1\n    workers: [http://127.0.0.1:8001]\n",
+         "3: models[0].max_inflight: expects an integer 1..1000000, got '-1'"},
+        {"models:\n  - name: a\n    max_queue: 0\n    workers: [http://127.0.0.1:8001]\n",
+         "3: models[0].max_queue: expects an integer 1..1000000, got '0'"},
         {"worker_urls: [http://127.0.0.1:8009]\n"
          "models:\n  - name: a\n    workers: [http://127.0.0.1:8001]\n",
          NULL},
