@@ -38,9 +38,8 @@ struct kvg_serve_metrics {
 
 /* policy: its name for the decision series (kept, not copied);
  * tenant_labels: kvgate_tokens_total gets a tenant label
- * (--metrics-tenant-labels); pd: the PD legs' series. */
-int kvg_serve_metrics_init(struct kvg_serve_metrics *m, const char *policy, int tenant_labels,
-                           int pd);
+ * (--metrics-tenant-labels). */
+int kvg_serve_metrics_init(struct kvg_serve_metrics *m, const char *policy, int tenant_labels);
 /* The served models of cat (a models: section) get their token and
  * latency series now, at zero (the single model's name is known only when
  * a worker answers for it; with tenant labels, the token series come with

@@ -424,8 +424,7 @@ int kvg_serve_run(struct kvg_serve_config *cfg)
         model_hint = KVG_SPAWN_MODEL;
         KVG_INFO("no --worker-urls: started %d simulated engines (kvgate sim) to front", s.sims.n);
     }
-    if ((rc = kvg_serve_metrics_init(&s.sv.metrics, c->policy, c->metrics_tenant_labels,
-                                     c->pd.mode != KVG_PD_OFF))) {
+    if ((rc = kvg_serve_metrics_init(&s.sv.metrics, c->policy, c->metrics_tenant_labels))) {
         fprintf(stderr, "kvgate serve: metrics: %s\n", kvg_strerror(rc));
         return serve_fail(&s, 1);
     }
