@@ -224,6 +224,8 @@ static int states(struct kvg_serve *sv, const struct kvg_serve_config *f, struct
         int rc = model_init(sv, &cat->models[i], st, err, errlen);
         if (!rc) rc = model_pd(sv, f, &cat->models[i], st, err, errlen);
         if (!rc) rc = model_count(sv, old, cat->models[i].name, &st->pm.count);
+        /* Its PD series from the start, at 0 (NULL: not counted; no error). */
+        if (!rc && st->pm.pd) (void)kvg_pd_series_for(st->pm.pd, cat->models[i].name);
         if (rc) return rc;
     }
     return 0;
