@@ -21,11 +21,11 @@ struct kvg_serve_metrics {
     struct kvg_metrics_series *adm_class[4]; /* its series, made at the first scrape */
     struct kvg_metrics_family *w_cached;
     struct kvg_metrics_family *w_active, *w_health, *w_processed, *w_cb, *decisions;
-    struct kvg_metrics_family *pd_requests;              /* kvgate_pd_requests_total{worker,leg} */
-    struct kvg_metrics_family *w_scrape_errors;          /* counter */
-    struct kvg_metrics_family *w_models_dropped;         /* counter */
-    struct kvg_metrics_family *w_mode;                   /* {worker, mode}: 1 for the current */
-    struct kvg_metrics_family *w_tok_checks, *w_tok_mis; /* counters */
+    struct kvg_metrics_family *pd_requests;      /* kvgate_pd_requests_total{worker,model,leg} */
+    struct kvg_metrics_family *w_scrape_errors;  /* counter */
+    struct kvg_metrics_family *w_models_dropped; /* counter */
+    struct kvg_metrics_family *w_mode;           /* {worker, model, mode}: 1 for the current */
+    struct kvg_metrics_family *w_tok_checks, *w_tok_mis;             /* counters */
     struct kvg_metrics_family *w_waiting, *w_running, *w_kv, *w_age; /* engine load, fresh only */
     struct kvg_metrics_series *workers;
     struct kvg_metrics_family *tokc; /* tokenizer prefix cache: counters by event */
