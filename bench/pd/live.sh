@@ -83,7 +83,7 @@ curl -s -m 2 "http://127.0.0.1:$GW/metrics" | grep '^kvgate_pd_' >"$WORK/pd-metr
 stop
 
 /usr/bin/python3 - "$WORK" "$OUT" "$SECS" "$RATE" "$OUTPUT" "$PROFILE" <<'PY'
-import json, sys
+import json, re, sys
 work, out, secs, rate, output, profile = sys.argv[1:7]
 rows = []
 for name in ("aggregated", "1P:1D"):
@@ -92,7 +92,9 @@ for name in ("aggregated", "1P:1D"):
 m = {}
 for line in open(f"{work}/pd-metrics.txt"):
     k, v = line.rsplit(" ", 1)
-    m[k] = float(v)
+    # The PD series carry the served model: summed over it.
+    k = re.sub(r'model="[^"]*",?', "", k).replace(",}", "}").replace("{}", "")
+    m[k] = m.get(k, 0) + float(v)
 def g(k):
     return int(m.get(k, 0))
 pdd = g('kvgate_pd_decisions_total{decision="prefill_decode"}')

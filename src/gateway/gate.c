@@ -19,6 +19,7 @@
  * than 50 waiting, sheddable ones only to workers with fewer than 5 waiting
  * and KV below 80%. */
 #include "gateway/gate.h"
+#include "gateway/gate_int.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -327,76 +328,6 @@ int kvg_gate_classify(struct kvg_gate_req *gr, struct kvg_str cls, struct kvg_st
     return 0;
 }
 
-/* Members that tell an engine where to move KV or encoder caches from or to
- * (vLLM's NIXL and EC connectors, SGLang's bootstrap), or which of its
- * data-parallel ranks runs the request. kvgate sets them on its PD legs and
- * rank workers; from a client the first would point an engine at a host of
- * the client's choosing, the second would run the request on a rank other
- * than the one kvgate picked and recorded its blocks on. And `priority`:
- * vLLM's (and SGLang's) priority scheduling orders its queue by it, so a
- * client's would jump the engine's queue around kvgate's priority classes
- * (x-kvgate-priority or the key's default, which admission already
- * ordered); it is not set from the class either, as an engine without
- * priority scheduling refuses any but 0. They never reach an engine as sent. */
-static const struct kvg_str ENGINE_ONLY[] = {
-    KVG_STR("kv_transfer_params"), KVG_STR("ec_transfer_params"),
-    KVG_STR("bootstrap_host"),     KVG_STR("bootstrap_port"),
-    KVG_STR("bootstrap_room"),     KVG_STR("data_parallel_rank"),
-    KVG_STR("routed_dp_rank"),     KVG_STR("priority")};
-
-static int engine_only(const char *k, size_t n)
-{
-    for (size_t i = 0; i < KVG_ARRAY_LEN(ENGINE_ONLY); i++)
-        if (ENGINE_ONLY[i].len == n && !memcmp(k, ENGINE_ONLY[i].p, n)) return 1;
-    return 0;
-}
-
-#define STRIP_OPAQUE 1 /* a key whose bytes are not its text: the cut stops */
-
-/* An escape or a raw control byte (cJSON's key ends at a NUL) makes a key's
- * bytes differ from its text: such a body is refused rather than cut. */
-static int plain_key(void *ud, const char *s, const struct kvg_json_member *m)
-{
-    (void)ud;
-    if (m->key_escaped) return STRIP_OPAQUE;
-    for (size_t i = m->key; i < m->key_end; i++)
-        if ((unsigned char)s[i] < 0x20) return STRIP_OPAQUE;
-    return 0;
-}
-
-/* The client's body without ENGINE_ONLY members, into gr->fwd_body: 0 (the
- * body had none: fwd_body stays empty), 1 (cut out by base/json_edit.h,
- * every other member as the client wrote it; only the whitespace between
- * members goes), KVG_EPARSE (one is there but the body is not strict JSON
- * or its keys are escaped, so the cut could not be exact: refused), or
- * -ENOMEM. */
-static int strip_engine_only(struct kvg_gate_req *gr, const struct kvg_gate_request *rq)
-{
-    int found = 0;
-    for (const cJSON *it = rq->json ? rq->json->child : NULL; it && !found; it = it->next)
-        found = it->string && engine_only(it->string, strlen(it->string));
-    if (!found) return 0;
-    /* The cut follows the scan's reading of the bytes, which is cJSON's only
-     * for strict JSON: a lenient body (a BOM, control bytes as whitespace)
-     * is refused rather than cut where cJSON might not see the members. */
-    struct kvg_json_arena mem = {0}; /* its strings may hold \u0000 (base/json.h) */
-    cJSON *strict = kvg_json_parse_strict_in(&mem, rq->body, rq->body_len);
-    int exact = cJSON_IsObject(strict);
-    kvg_json_free(&mem, strict);
-    if (!exact || kvg_json_members(rq->body, rq->body_len, plain_key, NULL, NULL, NULL))
-        return KVG_EPARSE;
-    struct kvg_json_edit e[KVG_ARRAY_LEN(ENGINE_ONLY)];
-    for (size_t i = 0; i < KVG_ARRAY_LEN(ENGINE_ONLY); i++)
-        e[i] = (struct kvg_json_edit){.op = KVG_JSON_EDIT_REMOVE, .name = ENGINE_ONLY[i].p};
-    kvg_buf_init(&gr->fwd_body, 0);
-    int rc = kvg_json_edit_joined(rq->body, rq->body_len, e, KVG_ARRAY_LEN(e), &gr->fwd_body);
-    if (rc <= 0) { /* 0: cJSON saw one the scan did not: no exact cut */
-        kvg_buf_free(&gr->fwd_body);
-        return rc == -ENOMEM || rc == KVG_ETOOBIG ? -ENOMEM : KVG_EPARSE;
-    }
-    return 1;
-}
-
 /* Rewrites a stream request to ask for usage when the client did not: the
  * quota's reconciliation and the routing mode's prompt-token check need the
  * engine's count. Works on the body already
@@ -485,6 +416,52 @@ int kvg_gate_worker_filter(void *ud, struct kvg_worker *w)
 
 static void on_grant(void *ud, int status);
 
+/* Past its model's max_inflight or max_queue (gate.h): shed, d filled. */
+static void model_deny(struct kvg_gate_req *gr, int queue, struct kvg_gate_deny *d)
+{
+    const struct kvg_gate_mlimit *l = &gr->ml;
+    if (l->c->shed[queue]) kvg_metrics_inc(l->c->shed[queue]);
+    if (queue)
+        deny(d, 503, "service_unavailable", "queue_full", "");
+    else
+        deny(d, 429, "rate_limit_exceeded", "model_overloaded", "");
+    snprintf(d->r.message, sizeof d->r.message,
+             queue ? "Every worker of model %s is saturated and its %u places in the gateway "
+                     "queue (max_queue) are taken: retry later."
+                   : "Model %s has its max_inflight (%u) requests in flight: retry later.",
+             l->model ? l->model : "", queue ? l->max_queue : l->max_inflight);
+    d->shed = 1;
+    deny_header(d, KVG_STR("retry-after"), KVG_STR("1"));
+}
+
+/* Counts the request in its model's in-flight (queue 0) or waiting
+ * (queue 1) requests: 0, or 1 when that is past the model's limit (not
+ * counted, d filled). */
+static int model_take(struct kvg_gate_req *gr, int queue, struct kvg_gate_deny *d)
+{
+    struct kvg_gate_mcount *c = gr->ml.c;
+    int *held = queue ? &gr->ml_queued : &gr->ml_in;
+    if (!c || *held) return 0;
+    _Atomic int64_t *n = queue ? &c->queued : &c->inflight;
+    uint32_t max = queue ? gr->ml.max_queue : gr->ml.max_inflight;
+    if (max && atomic_fetch_add(n, 1) >= max) {
+        atomic_fetch_sub(n, 1);
+        model_deny(gr, queue, d);
+        return 1;
+    }
+    if (!max) atomic_fetch_add(n, 1);
+    *held = 1;
+    return 0;
+}
+
+static void model_give_back(struct kvg_gate_req *gr, int queue)
+{
+    int *held = queue ? &gr->ml_queued : &gr->ml_in;
+    if (!*held) return;
+    atomic_fetch_sub(queue ? &gr->ml.c->queued : &gr->ml.c->inflight, 1);
+    *held = 0;
+}
+
 /* Decides now: admit (route), queue, or reject. */
 static void admission(struct kvg_gate_req *gr, int front)
 {
@@ -521,6 +498,8 @@ static void admission(struct kvg_gate_req *gr, int front)
              "The pool is saturated and this request is sheddable: retry later.");
         d.shed = 1;
         gr->cb(gr->ud, &d);
+    } else if (model_take(gr, 1, &d)) {
+        gr->cb(gr->ud, &d);
     } else {
         if (!gr->queue_deadline_ms)
             gr->queue_deadline_ms = kvg_now_ms() + g->o.adm.queue_timeout_ms;
@@ -529,6 +508,7 @@ static void admission(struct kvg_gate_req *gr, int front)
                                  on_grant, gr, &gr->waiter);
         if (rc) {
             gr->waiter = NULL;
+            model_give_back(gr, 1);
             deny(&d, 503, "service_unavailable", "queue_full",
                  "Every worker is saturated and the gateway queue is full.");
             d.shed = 1;
@@ -542,6 +522,7 @@ static void on_grant(void *ud, int status)
 {
     struct kvg_gate_req *gr = ud;
     gr->waiter = NULL;
+    model_give_back(gr, 1);
     if (status && gr->prio == KVG_ADM_BATCH) {
         /* Batch waits through bursts; when it cannot, it says why (429:
          * the client's own class and deadline, not the gateway's failure). */
@@ -649,7 +630,7 @@ void kvg_gate_admit(struct kvg_gate_req *gr, const struct kvg_gate_request *rq,
     gr->cb = cb;
     gr->ud = ud;
     gr->no_tokens = rq->no_tokens;
-    int st = strip_engine_only(gr, rq);
+    int st = kvg__gate_strip_engine_only(gr, rq);
     if (st < 0) {
         struct kvg_gate_deny d;
         if (st == KVG_EPARSE)
@@ -660,6 +641,12 @@ void kvg_gate_admit(struct kvg_gate_req *gr, const struct kvg_gate_request *rq,
         else
             deny(&d, 500, "server_error", "out_of_memory", "out of memory");
         cb(ud, &d);
+        return;
+    }
+    gr->ml = rq->limit;
+    struct kvg_gate_deny md;
+    if (model_take(gr, 0, &md)) { /* before any quota is reserved */
+        cb(ud, &md);
         return;
     }
     /* Every stream asks for usage, quota or not: the routing mode's check of
@@ -782,6 +769,8 @@ void kvg_gate_account(struct kvg_gate_req *gr, int answered, int routed)
         kvg_adm_cancel(gr->waiter);
         gr->waiter = NULL;
     }
+    model_give_back(gr, 1);
+    model_give_back(gr, 0);
     if (gr->quota && gr->quota->lease.active && gr->keys)
         kvg_quota_reconcile(gr->gl->q, &gr->quota->lease, final_cost(gr, answered));
     free(gr->quota);

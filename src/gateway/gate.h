@@ -126,6 +126,25 @@ int kvg_gate_peer_loopback(const char *peer);
  * inside kvg_gate_admit. */
 typedef void (*kvg_gate_admit_cb)(void *ud, const struct kvg_gate_deny *deny);
 
+/* A served model's own limits (a models: entry's max_inflight and
+ * max_queue, docs/models.md): its requests the gateway holds at once
+ * (admitted or waiting in the gateway queue, until they end), and those of
+ * them waiting in the queue. Past either, the request is shed (d.shed, so
+ * the host may try a fallback): 429 model_overloaded, or 503 queue_full,
+ * both with Retry-After: 1. The counts are shared by every loop (atomics)
+ * and belong to the model, not to one catalog: a reload that keeps the
+ * model keeps them; the limits are those of the catalog the request was
+ * resolved in. */
+struct kvg_gate_mcount {
+    _Atomic int64_t inflight, queued;
+    struct kvg_metrics_series *shed[2]; /* not owned (may be NULL): past max_inflight, max_queue */
+};
+struct kvg_gate_mlimit {
+    struct kvg_gate_mcount *c;        /* NULL: no limit */
+    uint32_t max_inflight, max_queue; /* 0: none */
+    const char *model;                /* for the message; the caller's while the request lives */
+};
+
 /* What the gate knows of a request between authorize and account. Zeroed by
  * the caller; the caller embeds it. */
 struct kvg_gate_req {
@@ -155,8 +174,10 @@ struct kvg_gate_req {
      * pulled as cached (vllm#44607): the prefill's numbers are the truth. */
     int pd_set;
     int64_t pd_prompt, pd_cached;
-    int no_tokens;   /* kvg_gate_request's: nothing charged, no usage read */
-    uint32_t capped; /* the output limit the gate set (output_cap), 0 none */
+    int no_tokens;             /* kvg_gate_request's: nothing charged, no usage read */
+    uint32_t capped;           /* the output limit the gate set (output_cap), 0 none */
+    struct kvg_gate_mlimit ml; /* its model's limits (kvg_gate_request's) */
+    int ml_in, ml_queued;      /* counted in ml.c->inflight, ->queued */
 };
 
 /* The request as admission sees it. */
@@ -182,6 +203,8 @@ struct kvg_gate_request {
      * "max_output_tokens"; NULL: none kvgate may set): where output_cap
      * goes in a request that names no limit. */
     const char *budget_member;
+    /* Its served model's limits (c NULL: none). */
+    struct kvg_gate_mlimit limit;
 };
 
 /* Keys and priority: 0 to go on, 1 when the request is denied (deny

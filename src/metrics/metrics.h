@@ -112,6 +112,11 @@ void kvg_metrics_series_remove(struct kvg_metrics_series *s);
 /* Removes the series with these label values; KVG_ENOTFOUND if none. */
 int kvg_metrics_family_remove(struct kvg_metrics_family *f, const char *const *values,
                               size_t nvalues);
+/* Removes each series of f whose label `label` is `value` and whose label
+ * `other` is not `keep` (a worker's series under the model it served
+ * before). Returns the number removed, -EINVAL for a label f lacks. */
+int kvg_metrics_family_remove_other(struct kvg_metrics_family *f, const char *label,
+                                    const char *value, const char *other, const char *keep);
 /* Removes, across every family, each series whose label `label_name` equals
  * `value` (e.g. worker="http://10.0.0.7:8000" when that worker leaves the
  * pool). Returns the number removed. */
@@ -144,9 +149,10 @@ size_t kvg_metrics_hist_read(const struct kvg_metrics_series *s, uint64_t *count
                              const double **bounds);
 /* Over every series of family f (a labelled family read as one whole, as a
  * status page adds up per-model series): the sum of a counter's or gauge's
- * values whose label `label` is `value` (label NULL: every series), and a
- * histogram's bucket counts added up as kvg_metrics_hist_read gives one
- * series' (0 when f holds none or is no histogram). */
+ * values (a histogram's: of its observations' sums) whose label `label` is
+ * `value` (label NULL: every series), and a histogram's bucket counts added
+ * up as kvg_metrics_hist_read gives one series' (0 when f holds none or is
+ * no histogram). */
 double kvg_metrics_family_sum(struct kvg_metrics_family *f, const char *label, const char *value);
 size_t kvg_metrics_family_hist_read(struct kvg_metrics_family *f, uint64_t *counts, size_t max,
                                     const double **bounds);

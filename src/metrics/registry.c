@@ -486,6 +486,31 @@ int kvg_metrics_remove_label(struct kvg_metrics_registry *r, const char *label_n
     return removed;
 }
 
+int kvg_metrics_family_remove_other(struct kvg_metrics_family *f, const char *label,
+                                    const char *value, const char *other, const char *keep)
+{
+    if (!f || !label || !value || !other || !keep) return -EINVAL;
+    size_t li = SIZE_MAX, oi = SIZE_MAX;
+    for (size_t i = 0; i < f->nlabels; i++) {
+        if (!strcmp(f->label_names[i], label)) li = i;
+        if (!strcmp(f->label_names[i], other)) oi = i;
+    }
+    if (li == SIZE_MAX || oi == SIZE_MAX) return -EINVAL;
+    int removed = 0;
+    struct kvg_metrics_series *gone = NULL;
+    pthread_mutex_lock(&f->lock);
+    for (struct kvg_metrics_series *s = f->first, *next; s; s = next) {
+        next = s->next;
+        if (!strcmp(s->values[li], value) && strcmp(s->values[oi], keep)) {
+            unlink_locked(s, &gone);
+            removed++;
+        }
+    }
+    pthread_mutex_unlock(&f->lock);
+    release_chain(gone);
+    return removed;
+}
+
 /* ---- hot path ---------------------------------------------------------- */
 
 void kvg_metrics_inc(struct kvg_metrics_series *s)
@@ -602,7 +627,9 @@ double kvg_metrics_family_sum(struct kvg_metrics_family *f, const char *label, c
     if (label && li == SIZE_MAX) return 0;
     pthread_mutex_lock(&f->lock);
     for (const struct kvg_metrics_series *s = f->first; s; s = s->next)
-        if (!label || !strcmp(s->values[li], value)) sum += kvg_metrics_value(s);
+        if (!label || !strcmp(s->values[li], value))
+            sum +=
+                s->kind == KVG_METRICS_HISTOGRAM ? kvg_metrics_hist_sum(s) : kvg_metrics_value(s);
     pthread_mutex_unlock(&f->lock);
     return sum;
 }

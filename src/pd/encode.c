@@ -96,8 +96,8 @@ int kvg_pd_ec_params_parse(const char *body, size_t len, cJSON **out, size_t *ni
 
 /* ------------------------------------------------------------ life */
 
-int kvg__pd_encode_init(struct kvg_pd *pd, const struct kvg_policy_opts *popts,
-                        struct kvg_metrics_registry *reg, char *err, size_t errlen)
+int kvg__pd_encode_init(struct kvg_pd *pd, const struct kvg_policy_opts *popts, char *err,
+                        size_t errlen)
 {
     if (!pd->cfg.epd) return 0;
     const char *name = pd->cfg.encode_policy[0] ? pd->cfg.encode_policy : "least_load";
@@ -106,32 +106,12 @@ int kvg__pd_encode_init(struct kvg_pd *pd, const struct kvg_policy_opts *popts,
                  kvg_policy_names());
         return KVG_ECONFIG;
     }
-    if (!reg) return 0;
-    struct kvg_metrics_family *f;
-    double b[16];
-    kvg_metrics_buckets_exp(0.001, 2, 16, b);
-    int rc;
-    if ((rc = kvg_metrics_counter(reg, "kvgate_pd_encode_failures_total",
-                                  "Encode legs that failed: their prefill and decode were never "
-                                  "sent.",
-                                  NULL, 0, &f)) ||
-        (rc = kvg_metrics_series(f, NULL, 0, &pd->encode_failures)) ||
-        (rc = kvg_metrics_histogram(reg, "kvgate_pd_encode_seconds",
-                                    "An encode leg, from its dispatch to the encoder's "
-                                    "ec_transfer_params.",
-                                    NULL, 0, b, 16, &f)) ||
-        (rc = kvg_metrics_series(f, NULL, 0, &pd->encode_seconds))) {
-        snprintf(err, errlen, "pd: %s", kvg_strerror(rc));
-        return rc;
-    }
     return 0;
 }
 
 void kvg__pd_encode_free(struct kvg_pd *pd)
 {
     if (pd->encode_policy) pd->encode_policy->ops->destroy(pd->encode_policy);
-    kvg_metrics_series_release(pd->encode_failures);
-    kvg_metrics_series_release(pd->encode_seconds);
 }
 
 /* ------------------------------------------------------------ the leg */
@@ -179,7 +159,7 @@ static void encode_failed(struct kvg_pd_req *r, enum kvg_outcome out, int status
     atomic_fetch_sub(&pd->committed_blocks, r->committed);
     r->committed = 0;
     r->state = KVG_PD_FAILED;
-    kvg_metrics_inc(pd->encode_failures);
+    kvg_pd_series_inc(r->ms, KVG_PD_S_ENCODE_FAILURES);
     KVG_WARN("pd: encode on %s failed (%d %s): the prefill and decode are not sent",
              r->encoder_url[0] ? r->encoder_url : "(none)", status, msg);
     /* The worker the client's error names (x-kvgate-worker) is the encoder. */
@@ -235,7 +215,7 @@ static void enc_done(void *ud, int err)
         encode_failed(r, KVG_OUT_LOCAL, 500, "pd_error", "cannot build the prefill request");
         return;
     }
-    kvg_metrics_observe(pd->encode_seconds, (double)(kvg_now_ns() - r->encode_sent_ns) / 1e9);
+    kvg__pd_observe(r, KVG_PD_S_ENCODE_SECONDS, (double)(kvg_now_ns() - r->encode_sent_ns) / 1e9);
     struct kvg_route_ctx ectx = {.policy = pd->encode_policy};
     kvg_pool_release(pd->pool, &r->encoder, KVG_OUT_OK, &ectx);
     kvg_buf_reset(&r->answer); /* the prefill's answer goes there next */

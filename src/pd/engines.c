@@ -31,30 +31,14 @@ struct kvg_pd_engines {
     pthread_mutex_t mu;
     size_t n, next; /* next: the entry a full table overwrites */
     struct engine e[MAX_ENGINES];
-    struct kvg_metrics_series *restarts, *reruns;
 };
 
-int kvg__pd_engines_new(struct kvg_pd *pd, struct kvg_metrics_registry *reg)
+int kvg__pd_engines_new(struct kvg_pd *pd)
 {
     struct kvg_pd_engines *t = calloc(1, sizeof *t);
     if (!t) return -ENOMEM;
     pthread_mutex_init(&t->mu, NULL);
     pd->engines = t;
-    if (!reg) return 0;
-    struct kvg_metrics_family *f;
-    int rc;
-    if ((rc = kvg_metrics_counter(reg, "kvgate_pd_prefill_restarts_total",
-                                  "Prefill engines seen restarted: an answer named another "
-                                  "engine id (remote_engine_id) than the worker's last; the "
-                                  "blocks the old engine held are gone.",
-                                  NULL, 0, &f)) ||
-        (rc = kvg_metrics_series(f, NULL, 0, &t->restarts)) ||
-        (rc = kvg_metrics_counter(reg, "kvgate_pd_prefill_reruns_total",
-                                  "Decode retries whose prefill engine had restarted: the prefill "
-                                  "ran again instead of a pull from the dead engine.",
-                                  NULL, 0, &f)) ||
-        (rc = kvg_metrics_series(f, NULL, 0, &t->reruns)))
-        return rc;
     return 0;
 }
 
@@ -62,8 +46,6 @@ void kvg__pd_engines_free(struct kvg_pd *pd)
 {
     struct kvg_pd_engines *t = pd->engines;
     if (!t) return;
-    kvg_metrics_series_release(t->restarts);
-    kvg_metrics_series_release(t->reruns);
     pthread_mutex_destroy(&t->mu);
     free(t);
     pd->engines = NULL;
@@ -77,8 +59,9 @@ static struct engine *find(struct kvg_pd_engines *t, const char *url)
     return NULL;
 }
 
-void kvg__pd_engine_seen(struct kvg_pd *pd, const char *url, const char *engine_id)
+void kvg__pd_engine_seen(struct kvg_pd *pd, struct kvg_pd_req *r)
 {
+    const char *url = r->prefill_url, *engine_id = r->engine_id;
     struct kvg_pd_engines *t = pd->engines;
     if (!t || !engine_id[0]) return;
     char old[64] = "";
@@ -94,8 +77,8 @@ void kvg__pd_engine_seen(struct kvg_pd *pd, const char *url, const char *engine_
         snprintf(e->id, sizeof e->id, "%s", engine_id);
     }
     pthread_mutex_unlock(&t->mu);
-    if (!old[0]) return;                           /* first seen, or unchanged */
-    if (t->restarts) kvg_metrics_inc(t->restarts); /* NULL: no registry */
+    if (!old[0]) return;                         /* first seen, or unchanged */
+    kvg_pd_series_inc(r->ms, KVG_PD_S_RESTARTS); /* the model of the request that saw it */
     KVG_WARN("pd: prefill %s restarted (engine id %s, was %s): the blocks it held are gone; "
              "decodes waiting on them get their prefill run again",
              url, engine_id, old);
@@ -124,7 +107,7 @@ int kvg_pd_decode_recheck(struct kvg_pd *pd, struct kvg_pd_req *r)
     KVG_INFO("pd: the decode's blocks were on %s's engine %s, which restarted (now %s): its "
              "prefill runs again",
              r->prefill_url, r->engine_id, now);
-    if (pd->engines->reruns) kvg_metrics_inc(pd->engines->reruns);
+    kvg_pd_series_inc(r->ms, KVG_PD_S_RERUNS);
     kvg_pd_req_free(r); /* kvg_pd_begin starts the buffers afresh */
     r->engine_id[0] = 0;
     r->state = KVG_PD_DECIDE;

@@ -51,12 +51,13 @@ int kvg_pd_new(const struct kvg_pd_config *c, const struct kvg_policy_opts *popt
     if (!pd) return -ENOMEM;
     pd->cfg = *c;
     pd->pool = pool;
-    int rc = 0;
+    int rc = kvg__pd_series_init(pd, reg); /* first: kvg_pd_free frees what it made */
+    if (rc) goto fail;
     if (c->prefill_policy[0] &&
         (rc = kvg_policy_new(c->prefill_policy, popts, &pd->prefill_policy))) {
         snprintf(err, errlen, "--prefill-policy: unknown policy '%s' (one of %s)",
                  c->prefill_policy, kvg_policy_names());
-        free(pd);
+        kvg_pd_free(pd);
         return KVG_ECONFIG;
     }
     if (c->decode_policy[0] && strcmp(c->decode_policy, "pd_decode")) {
@@ -69,48 +70,10 @@ int kvg_pd_new(const struct kvg_pd_config *c, const struct kvg_policy_opts *popt
     } else if ((rc = kvg_pd_decode_policy_new(c->locality_load_bound, &pd->decode_policy))) {
         goto fail;
     }
-    if ((rc = kvg__pd_engines_new(pd, reg))) goto fail;
-    if ((rc = kvg__pd_encode_init(pd, popts, reg, err, errlen))) {
+    if ((rc = kvg__pd_engines_new(pd))) goto fail;
+    if ((rc = kvg__pd_encode_init(pd, popts, err, errlen))) {
         kvg_pd_free(pd);
         return rc;
-    }
-    if (reg) {
-        struct kvg_metrics_family *f;
-        const char *dl[] = {"decision"};
-        double b[16];
-        kvg_metrics_buckets_exp(0.001, 2, 16, b);
-        if ((rc = kvg_metrics_counter(reg, "kvgate_pd_decisions_total",
-                                      "Disaggregation decisions: prefill then decode, or decode "
-                                      "alone (few uncached tokens).",
-                                      dl, 1, &f)) ||
-            (rc =
-                 kvg_metrics_series(f, (const char *[]){"prefill_decode"}, 1, &pd->decisions[0])) ||
-            (rc = kvg_metrics_series(f, (const char *[]){"decode_only"}, 1, &pd->decisions[1])) ||
-            (rc = kvg_metrics_histogram(reg, "kvgate_pd_kv_transfer_seconds",
-                                        "From a decode's dispatch to its first byte after a "
-                                        "prefill: the KV pull plus one decode step.",
-                                        NULL, 0, b, 16, &f)) ||
-            (rc = kvg_metrics_series(f, NULL, 0, &pd->transfer)) ||
-            (rc = kvg_metrics_counter(reg, "kvgate_pd_prefill_failures_total",
-                                      "Prefill legs that failed: their decode was never sent.",
-                                      NULL, 0, &f)) ||
-            (rc = kvg_metrics_series(f, NULL, 0, &pd->prefill_failures)) ||
-            (rc = kvg_metrics_counter(reg, "kvgate_pd_decode_retries_total",
-                                      "Decodes sent again to another decode worker after failing "
-                                      "before their first byte.",
-                                      NULL, 0, &f)) ||
-            (rc = kvg_metrics_series(f, NULL, 0, &pd->decode_retries)) ||
-            (rc = kvg_metrics_counter(reg, "kvgate_pd_early_rejections_total",
-                                      "Requests rejected at the door: no decode was predicted to "
-                                      "have room when their prefill would finish (prefills "
-                                      "avoided).",
-                                      NULL, 0, &f)) ||
-            (rc = kvg_metrics_series(f, NULL, 0, &pd->early_rejections)) ||
-            (rc = kvg_metrics_counter(reg, "kvgate_pd_wasted_prefills_total",
-                                      "Prefills whose decode then refused the request (429/503).",
-                                      NULL, 0, &f)) ||
-            (rc = kvg_metrics_series(f, NULL, 0, &pd->wasted_prefills)))
-            goto fail;
     }
     *out = pd;
     return 0;
@@ -125,14 +88,9 @@ void kvg_pd_free(struct kvg_pd *pd)
     if (!pd) return;
     if (pd->prefill_policy) pd->prefill_policy->ops->destroy(pd->prefill_policy);
     if (pd->decode_policy) pd->decode_policy->ops->destroy(pd->decode_policy);
-    for (int i = 0; i < 2; i++) kvg_metrics_series_release(pd->decisions[i]);
-    kvg_metrics_series_release(pd->transfer);
-    kvg_metrics_series_release(pd->prefill_failures);
-    kvg_metrics_series_release(pd->decode_retries);
-    kvg_metrics_series_release(pd->early_rejections);
-    kvg_metrics_series_release(pd->wasted_prefills);
     kvg__pd_engines_free(pd);
     kvg__pd_encode_free(pd);
+    kvg__pd_series_free(pd);
     free(pd);
 }
 
@@ -279,7 +237,7 @@ static void finish_prefill(struct kvg_pd_req *r, struct kvg_pd *pd, enum kvg_out
     r->state = res->ok ? KVG_PD_DECODE : KVG_PD_FAILED;
     r->prefill_done_ms = kvg_now_ms();
     if (!res->ok) {
-        kvg_metrics_inc(pd->prefill_failures);
+        kvg_pd_series_inc(r->ms, KVG_PD_S_PREFILL_FAILURES);
         KVG_WARN("pd: prefill on %s failed (%d %s): the decode is not sent", r->prefill_url,
                  res->status, res->message);
     }
@@ -353,7 +311,7 @@ static void leg_done(void *ud, int err)
             const cJSON *eid = cJSON_GetObjectItemCaseSensitive(p, "remote_engine_id");
             snprintf(r->engine_id, sizeof r->engine_id, "%s",
                      cJSON_IsString(eid) ? eid->valuestring : "");
-            kvg__pd_engine_seen(pd, r->prefill_url, r->engine_id); /* a restart shows here */
+            kvg__pd_engine_seen(pd, r); /* a restart shows here */
             res.ok = 1;
             res.status = 200;
             res.code = NULL;
@@ -371,6 +329,7 @@ int kvg_pd_begin(struct kvg_pd *pd, struct kvg_pd_req *r, struct kvg_http_client
     r->prompt_tokens = -1;
     r->cb = cb;
     r->ud = ud;
+    r->ms = kvg_pd_series_for(pd, in->model);
     kvg_buf_init(&r->answer, MAX_PREFILL_ANSWER);
     kvg_buf_init(&r->decode_body, 0);
     kvg_buf_init(&r->decode_base, 0);
@@ -398,7 +357,8 @@ int kvg_pd_begin(struct kvg_pd *pd, struct kvg_pd_req *r, struct kvg_http_client
     r->decision = pd->cfg.mode == KVG_PD_SGLANG || r->media_items
                       ? KVG_PD_PREFILL_DECODE
                       : kvg_pd_decide(in->prompt_tokens, cached, pd->cfg.threshold_tokens);
-    kvg_metrics_inc(pd->decisions[r->decision]);
+    kvg_pd_series_inc(r->ms,
+                      r->decision == KVG_PD_PREFILL_DECODE ? KVG_PD_S_PAIRS : KVG_PD_S_DECODE_ONLY);
     if (r->decision == KVG_PD_DECODE_ONLY) {
         r->state = KVG_PD_DECODE;
         return own_transfer_only(r, in->body, in->body_len);
@@ -408,7 +368,7 @@ int kvg_pd_begin(struct kvg_pd *pd, struct kvg_pd_req *r, struct kvg_http_client
     uint32_t bs = ctx->block_size ? ctx->block_size : 16;
     uint64_t blocks = (in->prompt_tokens + bs - 1) / bs;
     if (pd->cfg.early_rejection && !decode_room(pd, ctx, in->prompt_tokens, blocks)) {
-        kvg_metrics_inc(pd->early_rejections);
+        kvg_pd_series_inc(r->ms, KVG_PD_S_EARLY_REJECTIONS);
         r->state = KVG_PD_FAILED;
         return -EBUSY;
     }
@@ -523,7 +483,7 @@ int kvg_pd_decode_sent(struct kvg_pd *pd, struct kvg_pd_req *r, struct kvg_worke
                                &r->decode_body);
         if (rc < 0) return rc;
     }
-    if (r->decode_attempts++) kvg_metrics_inc(pd->decode_retries);
+    if (r->decode_attempts++) kvg_pd_series_inc(r->ms, KVG_PD_S_DECODE_RETRIES);
     atomic_fetch_add_explicit(&w->pd_decode_requests, 1, memory_order_relaxed);
     r->decode_sent_ns = kvg_now_ns();
     return 0;
@@ -531,13 +491,13 @@ int kvg_pd_decode_sent(struct kvg_pd *pd, struct kvg_pd_req *r, struct kvg_worke
 
 void kvg_pd_decode_refused(struct kvg_pd *pd, struct kvg_pd_req *r)
 {
-    if (r->decision == KVG_PD_PREFILL_DECODE) kvg_metrics_inc(pd->wasted_prefills);
+    if (r->decision == KVG_PD_PREFILL_DECODE) kvg_pd_series_inc(r->ms, KVG_PD_S_WASTED_PREFILLS);
 }
 
 void kvg_pd_decode_first_byte(struct kvg_pd *pd, struct kvg_pd_req *r)
 {
     if (r->decision != KVG_PD_PREFILL_DECODE || !r->decode_sent_ns) return;
-    kvg_metrics_observe(pd->transfer, (double)(kvg_now_ns() - r->decode_sent_ns) / 1e9);
+    kvg__pd_observe(r, KVG_PD_S_TRANSFER, (double)(kvg_now_ns() - r->decode_sent_ns) / 1e9);
     r->decode_sent_ns = 0;
 }
 

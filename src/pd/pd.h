@@ -26,6 +26,7 @@
 #ifndef KVG_PD_PD_H
 #define KVG_PD_PD_H
 
+#include <pthread.h>
 #include <stdint.h>
 
 #include <cjson/cJSON.h>
@@ -115,18 +116,59 @@ int kvg_pd_has_room(const struct kvg_pd_decode_view *v, size_t n, double req_blo
 
 /* ---- The live part. */
 
+/* A PD request's counters and histograms (pd/series.c), each with the
+ * label model: the served model the request is (kvg_pd_input's model). */
+enum kvg_pd_series_kind {
+    KVG_PD_S_PAIRS,       /* kvgate_pd_decisions_total{decision="prefill_decode"} */
+    KVG_PD_S_DECODE_ONLY, /* ... {decision="decode_only"} */
+    KVG_PD_S_TRANSFER,    /* kvgate_pd_kv_transfer_seconds */
+    KVG_PD_S_PREFILL_FAILURES,
+    KVG_PD_S_DECODE_RETRIES,
+    KVG_PD_S_EARLY_REJECTIONS,
+    KVG_PD_S_WASTED_PREFILLS,
+    KVG_PD_S_ENCODE_FAILURES,
+    KVG_PD_S_ENCODE_SECONDS,
+    KVG_PD_S_RESTARTS,   /* kvgate_pd_prefill_restarts_total */
+    KVG_PD_S_RERUNS,     /* kvgate_pd_prefill_reruns_total */
+    KVG_PD_S_AGGREGATED, /* kvgate_pd_aggregated_total (counted by the proxy) */
+    /* kvgate_pd_leg_outcomes_total{leg, outcome} (counted by the proxy) */
+    KVG_PD_S_PREFILL_OK,
+    KVG_PD_S_PREFILL_ERROR,
+    KVG_PD_S_PREFILL_GONE,
+    KVG_PD_S_DECODE_OK,
+    KVG_PD_S_DECODE_ERROR,
+    KVG_PD_S_DECODE_GONE,
+    KVG_PD_NSERIES
+};
+/* One model's series (kvg_pd_series_for), kept by the router until it is
+ * freed. */
+struct kvg_pd_series {
+    struct kvg_pd_series *next;
+    char model[256];
+    struct kvg_metrics_series *s[KVG_PD_NSERIES];
+};
+
 struct kvg_pd {
     struct kvg_pd_config cfg;
     struct kvg_pool *pool;             /* not owned */
     struct kvg_policy *prefill_policy; /* owned; NULL: the pool's */
     struct kvg_policy *decode_policy;  /* owned */
-    struct kvg_metrics_series *decisions[2], *transfer, *prefill_failures, *decode_retries;
-    struct kvg_metrics_series *early_rejections, *wasted_prefills;
     _Atomic uint64_t committed_blocks; /* KV of the prefills in flight, bound for a decode */
     struct kvg_pd_engines *engines;    /* owned: each prefill worker's engine id (engines.c) */
     struct kvg_policy *encode_policy;  /* owned; EPD only */
-    struct kvg_metrics_series *encode_failures, *encode_seconds;
+    /* The families (the registry's; NULL without one) and each model's
+     * series in them (owned, under series_mu). */
+    struct kvg_metrics_family *fam[KVG_PD_NSERIES];
+    pthread_mutex_t series_mu;
+    struct kvg_pd_series *series;
 };
+
+/* model's series in pd's families (model: a served model's name, the label
+ * every PD series carries), made at its first call; NULL without a registry
+ * (or out of memory, or a family at its cap: not counted). Any thread. */
+struct kvg_pd_series *kvg_pd_series_for(struct kvg_pd *pd, const char *model);
+/* One more in ms's series which (ms NULL: not counted). Lock-free. */
+void kvg_pd_series_inc(const struct kvg_pd_series *ms, enum kvg_pd_series_kind which);
 
 /* Builds the PD router over pool (whose workers carry roles). reg: where
  * its metrics go (NULL none). *out is the caller's: kvg_pd_free. */
@@ -195,6 +237,7 @@ struct kvg_pd_req {
     char held_path[64];
     uint32_t held_connect_ms;
     struct kvg_http_client *cl; /* not owned */
+    struct kvg_pd_series *ms;   /* its model's series (pd's; NULL: not counted) */
 };
 
 /* What the proxy knows of the request. */
@@ -206,6 +249,7 @@ struct kvg_pd_input {
     const struct kvg_http_header *headers; /* to forward (x-request-id included) */
     size_t nheaders;
     uint32_t connect_timeout_ms;
+    const char *model; /* the served model, its series' label (NULL: not counted) */
 };
 
 /* Decides the request (counts the decision) and, for prefill_decode, picks
@@ -292,9 +336,9 @@ void kvg__pd_prefill_send(struct kvg_pd_req *r, const char *path, const struct k
                           size_t nh, const char *body, uint32_t connect_timeout_ms);
 /* The client left during the encode leg: aborts it, releases both picks. */
 void kvg__pd_encode_cancel(struct kvg_pd *pd, struct kvg_pd_req *r);
-/* Policy and metrics of the encode stage (from kvg_pd_new). */
-int kvg__pd_encode_init(struct kvg_pd *pd, const struct kvg_policy_opts *popts,
-                        struct kvg_metrics_registry *reg, char *err, size_t errlen);
+/* The encode stage's policy (from kvg_pd_new). */
+int kvg__pd_encode_init(struct kvg_pd *pd, const struct kvg_policy_opts *popts, char *err,
+                        size_t errlen);
 void kvg__pd_encode_free(struct kvg_pd *pd);
 /* /debug/route: the encode stage of a request (its media items and the
  * encoder a pick would choose now) into o. */

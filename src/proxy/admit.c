@@ -128,6 +128,10 @@ void kvg__proxy_admit(struct proxy_req *pr)
                                   .no_output = generates_nothing(pr->route),
                                   .no_tokens = pr->route == KVG_API_RESPONSE_ID,
                                   .budget_member = budget_member(pr->route)};
+    if (pr->pm && pr->pm->count) { /* its served model's own limits */
+        const struct kvg_catalog_model *m = &pr->cat->models[pr->cmodel];
+        rq.limit = (struct kvg_gate_mlimit){pr->pm->count, m->max_inflight, m->max_queue, m->name};
+    }
     TR_MARK(pr, admit0);
     kvg_gate_admit(&pr->gate, &rq, on_admit, pr);
 }

@@ -67,6 +67,18 @@ int kvg__proxy_model_resolve(struct proxy_req *pr)
     return 0;
 }
 
+const char *kvg__proxy_model_label(struct proxy_req *pr, char *buf, size_t cap)
+{
+    const struct kvg_catalog *cat = pr->cat;
+    if (cat && cat->any < 0 && pr->cmodel >= 0) return cat->models[pr->cmodel].name;
+    size_t n = pr->ri.model_len;
+    if (!n || n >= cap || !kvg_pool_model_listed(pr->pl->px->pool, pr->ri.model, n))
+        return "unknown";
+    memcpy(buf, pr->ri.model, n);
+    buf[n] = 0;
+    return buf;
+}
+
 /* body with "model" set to name, into out. */
 static int set_model(const char *body, size_t len, const char *name, struct kvg_buf *out)
 {

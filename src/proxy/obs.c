@@ -220,16 +220,17 @@ void kvg__proxy_obs_engine_error(struct proxy_req *pr, int status, const char *b
 /* The PD legs this request ran, by how they ended. */
 static void pd_legs(const struct proxy_req *pr, int status)
 {
-    const struct kvg_proxy_metrics *m = pr->pl->px->m;
     const struct kvg_pd_req *r = &pr->pdr;
-    if (!kvg__proxy_pd(pr) || !m->pd_legs[0][0]) return;
+    if (!kvg__proxy_pd(pr)) return;
     if (r->decision == KVG_PD_PREFILL_DECODE &&
         (r->prefill_done_ms || r->state == KVG_PD_CANCELLED))
-        kvg_metrics_inc(m->pd_legs[0][r->state == KVG_PD_CANCELLED ? 2
-                                      : r->state == KVG_PD_FAILED  ? 1
-                                                                   : 0]);
+        kvg_pd_series_inc(r->ms, r->state == KVG_PD_CANCELLED ? KVG_PD_S_PREFILL_GONE
+                                 : r->state == KVG_PD_FAILED  ? KVG_PD_S_PREFILL_ERROR
+                                                              : KVG_PD_S_PREFILL_OK);
     if (r->decode_attempts)
-        kvg_metrics_inc(m->pd_legs[1][status >= 200 && status < 300 ? 0 : status == 499 ? 2 : 1]);
+        kvg_pd_series_inc(r->ms, status >= 200 && status < 300 ? KVG_PD_S_DECODE_OK
+                                 : status == 499               ? KVG_PD_S_DECODE_GONE
+                                                               : KVG_PD_S_DECODE_ERROR);
 }
 
 void kvg__proxy_observe_end(struct proxy_req *pr, int status)

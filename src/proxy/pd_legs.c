@@ -67,6 +67,8 @@ int kvg__proxy_pd_start(struct proxy_req *pr, struct kvg_route_ctx *ctx)
         .headers = fwd,
         .nheaders = kvg__proxy_forward_headers(pr, fwd, MAX_FWD_HEADERS + 1),
         .connect_timeout_ms = px->cfg->connect_timeout_ms};
+    char label[KVG_CATALOG_NAME_MAX];
+    in.model = kvg__proxy_model_label(pr, label, sizeof label);
     int rc = kvg_pd_begin(kvg__proxy_pd(pr), &pr->pdr, pr->pl->client, ctx, &in, on_prefilled, pr);
     if (rc || pr->pdr.state == KVG_PD_DECODE) kvg__proxy_trace_prefill_end(pr, -1); /* none sent */
     /* No prefill worker: its model's fallback, when it has one (nothing was sent). */

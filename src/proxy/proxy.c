@@ -320,7 +320,6 @@ static void route_done(struct kvg_proxy_wq_item *w)
 
 void kvg__proxy_attempt(struct proxy_req *pr)
 {
-    struct kvg_proxy *px = pr->pl->px;
     kvg__proxy_trace_attempt(pr); /* before up_status goes: the last leg's span ends */
     struct kvg_pd *pd = kvg__proxy_pd(pr);
     pr->up_status = 0;
@@ -338,7 +337,9 @@ void kvg__proxy_attempt(struct proxy_req *pr)
             ctx.policy = NULL; /* the pool's KV-aware policy over the decode workers */
             if (!pr->attempts) {
                 snprintf(pr->served_as, sizeof pr->served_as, "aggregated_on_decode");
-                kvg_metrics_inc(px->m->pd_aggregated);
+                char label[KVG_CATALOG_NAME_MAX];
+                pr->pdr.ms = kvg_pd_series_for(pd, kvg__proxy_model_label(pr, label, sizeof label));
+                kvg_pd_series_inc(pr->pdr.ms, KVG_PD_S_AGGREGATED);
             }
         }
         pr->attempts++;

@@ -51,9 +51,6 @@ struct kvg_proxy_metrics {
     /* GET /v1/responses/{id} sent to workers to find a stored response
      * another replica of kvgate routed (proxy/stored.c). NULL: not kept. */
     struct kvg_metrics_series *stored_probes;
-    /* Requests of an endpoint the serving mode cannot split (a Responses
-     * request to vLLM's PD pool) served aggregated on a decode worker. */
-    struct kvg_metrics_series *pd_aggregated;
     struct kvg_metrics_series *match_ratio;
     /* Per served model (proxy/obs.c takes their series, by the catalog's
      * model name or a name the answering worker lists; never another name
@@ -72,9 +69,9 @@ struct kvg_proxy_metrics {
      * code made at start (responses_ok[route]), the rest when first seen. */
     struct kvg_metrics_family *responses_f;
     struct kvg_metrics_series *responses_ok[KVG_PROXY_NROUTES];
-    /* kvgate_pd_leg_outcomes_total{leg,outcome}: [prefill, decode][ok,
-     * error, client_gone]; NULL without PD. */
-    struct kvg_metrics_series *pd_legs[2][3];
+    /* The PD series (a request's served PD mode, its aggregated requests
+     * and legs' outcomes too) are its PD router's, per model (pd/pd.h,
+     * struct kvg_pd_series). */
     /* Fallbacks taken, by {model, to, reason} (docs/models.md); NULL: not
      * counted. */
     struct kvg_metrics_family *fallbacks;
@@ -103,6 +100,9 @@ struct kvg_proxy_model {
     struct kvg_policy *policy;
     int wants_tokens, wants_text, tokenizer_exact;
     struct kvg_pd *pd; /* its prefill/decode pairs (not owned); NULL: one leg per request */
+    /* Its requests in flight and queued, against its entry's limits (not
+     * owned; NULL: not counted, as the flags' one model). */
+    struct kvg_gate_mcount *count;
 };
 
 /* Shared by every loop thread; nothing in it is owned by the proxy. */

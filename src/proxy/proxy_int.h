@@ -222,6 +222,11 @@ int kvg__proxy_model_rename(struct proxy_req *pr);
  * (thread-safe); whether its prompt (tokenized) is past its model's
  * context; whether its prompt is tokenized for that check. */
 int kvg__proxy_model_can_fall(const struct proxy_req *pr);
+/* The model label of pr's series kept outside proxy/obs.c (its PD
+ * series): the catalog's served model; with the single-model flags the
+ * name asked when a worker of the pool lists it (as kvgate_model_requests_total
+ * names it), else "unknown". The result may be buf (cap bytes). */
+const char *kvg__proxy_model_label(struct proxy_req *pr, char *buf, size_t cap);
 int kvg__proxy_model_too_long(const struct proxy_req *pr);
 int kvg__proxy_model_checks_context(const struct proxy_req *pr);
 /* On the loop, before anything reached the client and with no pick held:

@@ -131,6 +131,8 @@ static const char *model_setting(const struct kvg_catalog_spec *s)
            : s->chat_template[0]    ? "chat_template"
            : s->block_size          ? "block_size"
            : s->max_model_len       ? "max_model_len"
+           : s->max_inflight        ? "max_inflight"
+           : s->max_queue           ? "max_queue"
            : s->policy[0]           ? "policy"
            : s->policy_set          ? "a policy option"
            : s->fallbacks.n         ? "fallbacks"
@@ -150,10 +152,6 @@ static int check_entry(struct build *b, size_t i)
     const struct kvg_catalog_spec *s = &b->sp[i];
     int kinds = (s->nworkers > 0) + (s->nsplit > 0) + (s->alias_of[0] != 0);
     if (!s->name[0]) return fail(b, i, 0, "an empty name");
-    if (b->top->discovered && s->nworkers)
-        return fail(b, i, s->workers[0].line,
-                    "workers: with a model label (model_label) every model's workers are the "
-                    "discovered pods its label names");
     if (kinds > 1) return fail(b, i, 0, "workers, split and alias_of exclude each other");
     if (!kinds && !b->top->discovered)
         return fail(b, i, 0,
@@ -478,7 +476,7 @@ static int index_workers(struct build *b)
             u->spec = (int)i;
             u->worker = (int)k;
         }
-    if (c->nurls) /* none: discovered models list no workers (by_url NULL) */
+    if (c->nurls) /* none: no entry lists workers (discovered models only; by_url NULL) */
         qsort(c->by_url, c->nurls, sizeof *c->by_url, by_url_cmp);
     for (size_t k = 1; k < c->nurls; k++) {
         const struct kvg_catalog_url *p = &c->by_url[k - 1], *q = &c->by_url[k];
@@ -551,6 +549,8 @@ static int settle(struct build *b, size_t i, const struct kvg_catalog_spec *s,
         return -ENOMEM;
     m->block_size = s && s->block_size ? s->block_size : t->block_size;
     m->max_model_len = s ? s->max_model_len : 0;
+    m->max_inflight = s ? s->max_inflight : 0;
+    m->max_queue = s ? s->max_queue : 0;
     if (t->policy_opts)
         m->policy_opts = *t->policy_opts;
     else
@@ -754,10 +754,8 @@ void kvg_catalog_resolve(const struct kvg_catalog *c, const char *name, size_t l
 int kvg_catalog_worker_model(const struct kvg_catalog *c, const char *url, const char *label)
 {
     if (c->any >= 0) return c->any;
-    if (label && label[0]) {
-        int k = kvg_catalog_find(c, label, strlen(label));
-        return k < 0 ? -1 : c->names[k].model; /* a split's name serves no worker: -1 */
-    }
+    /* A URL an entry lists is that model's first: a static worker that is
+     * also a discovered pod is one worker, the entry's. */
     size_t len = url_len(url), lo = 0, hi = c->nurls;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
@@ -767,6 +765,10 @@ int kvg_catalog_worker_model(const struct kvg_catalog *c, const char *url, const
             lo = mid + 1;
         else
             hi = mid;
+    }
+    if (label && label[0]) {
+        int k = kvg_catalog_find(c, label, strlen(label));
+        return k < 0 ? -1 : c->names[k].model; /* a split's name serves no worker: -1 */
     }
     return -1;
 }

@@ -71,6 +71,8 @@ struct kvg_catalog_spec {
     char chat_template[KVG_CATALOG_PATH_MAX];
     uint32_t block_size;
     uint32_t max_model_len; /* 0: what the workers report */
+    uint32_t max_inflight;  /* its requests the gateway holds at once; 0: no limit */
+    uint32_t max_queue;     /* of those, waiting in the gateway queue; 0: no limit */
     char policy[64];
     struct kvg_policy_opts policy_opts;
     uint64_t policy_set; /* bit i: the entry gives kvg_policy_opt_table[i] */
@@ -93,7 +95,7 @@ struct kvg_catalog_top {
     size_t nworkers;
     /* Models' workers are discovered pods, each joining the model its
      * label names (serve's model_label): an entry that is neither a split
-     * nor an alias is a model, and workers: is refused. */
+     * nor an alias is a model; its workers: (static) serve it beside them. */
     int discovered;
 };
 
@@ -107,7 +109,8 @@ struct kvg_catalog_model {
     int entry;         /* its entry's index in the specs; -1 for the flags' model */
     const char *tokenizer, *tokenizer_config, *chat_template;
     uint32_t block_size;
-    uint32_t max_model_len; /* 0: the workers' */
+    uint32_t max_model_len;           /* 0: the workers' */
+    uint32_t max_inflight, max_queue; /* its entry's limits (gateway/gate.h); 0: none */
     const char *policy;
     struct kvg_policy_opts policy_opts; /* the top level's and its entry's; block_size set */
     const struct kvg_catalog_worker *workers;
@@ -204,10 +207,11 @@ void kvg_catalog_resolve(const struct kvg_catalog *c, const char *name, size_t l
 /* The names[] index of name, or -1. */
 int kvg_catalog_find(const struct kvg_catalog *c, const char *name, size_t len);
 /* The served model of a worker: the one whose entry lists url (a
- * trailing '/' ignored), or, for a discovered worker whose pod's label
- * names a model (label non-empty), the model that name (or alias) stands
- * for; -1 for none (a label naming a split or nothing). With the
- * single-model flags: any, for every worker. */
+ * trailing '/' ignored; first, so a static worker that is also a
+ * discovered pod stays its entry's), else, for a discovered worker whose
+ * pod's label names a model (label non-empty), the model that name (or
+ * alias) stands for; -1 for none (a label naming a split or nothing).
+ * With the single-model flags: any, for every worker. */
 int kvg_catalog_worker_model(const struct kvg_catalog *c, const char *url, const char *label);
 
 #endif

@@ -242,14 +242,26 @@ uint32_t kvg_pool_max_model_len(struct kvg_pool *p, const char *model, size_t le
     return v;
 }
 
-int kvg_pool_model_is_adapter(struct kvg_pool *p, const char *model, size_t len)
+/* 1 when is(w, model, len) for some worker w. */
+static int any_worker(struct kvg_pool *p, const char *model, size_t len,
+                      int (*is)(struct kvg_worker *, const char *, size_t))
 {
     int v = 0;
     if (!model || !len) return 0;
     pthread_rwlock_rdlock(&p->lock);
-    for (size_t i = 0; i < p->n && !v; i++) v = kvg_worker_model_is_adapter(p->w[i], model, len);
+    for (size_t i = 0; i < p->n && !v; i++) v = is(p->w[i], model, len);
     pthread_rwlock_unlock(&p->lock);
     return v;
+}
+
+int kvg_pool_model_is_adapter(struct kvg_pool *p, const char *model, size_t len)
+{
+    return any_worker(p, model, len, kvg_worker_model_is_adapter);
+}
+
+int kvg_pool_model_listed(struct kvg_pool *p, const char *model, size_t len)
+{
+    return any_worker(p, model, len, kvg_worker_lists);
 }
 
 /* Slow start: a candidate with a partial share stays one with that

@@ -84,6 +84,8 @@ uint32_t kvg_pool_max_model_len(struct kvg_pool *p, const char *model, size_t le
 /* 1 when a worker lists `model` as a LoRA adapter (with a parent in its
  * /v1/models). */
 int kvg_pool_model_is_adapter(struct kvg_pool *p, const char *model, size_t len);
+/* 1 when a worker's /v1/models lists `model` (kvg_worker_lists). */
+int kvg_pool_model_listed(struct kvg_pool *p, const char *model, size_t len);
 /* Workers in the pool now, healthy or not. */
 size_t kvg_pool_size(struct kvg_pool *p);
 

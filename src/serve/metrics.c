@@ -19,11 +19,14 @@ static const char *const class_label[4] = {"sheddable", "standard", "critical", 
  * label names, and where its family (one = 0) or its one unlabelled series
  * (one = 1) is kept in struct kvg_serve_metrics. */
 enum decl_type { COUNTER, GAUGE };
-static const char *const L_WORKER[] = {"worker"}, *const L_WORKER_MODE[] = {"worker", "mode"},
+static const char *const L_WORKER[] = {"worker"},
+                         *const L_WORKER_MODEL_MODE[] = {"worker", "model", "mode"},
                          *const L_POLICY_WORKER[] = {"policy", "worker"},
-                         *const L_WORKER_LEG[] = {"worker", "leg"}, *const L_EVENT[] = {"event"},
-                         *const L_REASON[] = {"reason"}, *const L_CLASS[] = {"class"},
-                         *const L_MODEL_TO_REASON[] = {"model", "to", "reason"};
+                         *const L_WORKER_MODEL_LEG[] = {"worker", "model", "leg"},
+                         *const L_EVENT[] = {"event"}, *const L_REASON[] = {"reason"},
+                         *const L_CLASS[] = {"class"},
+                         *const L_MODEL_TO_REASON[] = {"model", "to", "reason"},
+                         *const L_MODEL_LIMIT[] = {"model", "limit"};
 static const struct decl {
     enum decl_type type;
     int one;
@@ -45,16 +48,16 @@ static const struct decl {
      "GET /v1/responses/{id} sent to workers to find a stored response this replica did not "
      "route (bounded per second).",
      NULL, 0, offsetof(struct kvg_serve_metrics, proxy.stored_probes)},
-    {COUNTER, 1, "kvgate_pd_aggregated_total",
-     "Requests of an endpoint the PD mode does not split (Responses, Messages, generate under "
-     "vLLM) served whole by a decode worker.",
-     NULL, 0, offsetof(struct kvg_serve_metrics, proxy.pd_aggregated)},
     {COUNTER, 0, "kvgate_model_fallbacks_total",
      "Requests served by a fallback of the model they resolved to (docs/models.md), by that "
      "model, the fallback and why: no_healthy_worker, gateway_shed, engine_shed, context_length.",
      L_MODEL_TO_REASON, 3, offsetof(struct kvg_serve_metrics, proxy.fallbacks)},
     {COUNTER, 1, "kvgate_admission_shed_total", "Sheddable requests answered 429 by admission.",
      NULL, 0, offsetof(struct kvg_serve_metrics, shed)},
+    {COUNTER, 0, "kvgate_model_shed_total",
+     "Requests a models: entry's own limit shed, by served model and limit: max_inflight (429 "
+     "model_overloaded), max_queue (503 queue_full); a fallback may then serve them.",
+     L_MODEL_LIMIT, 2, offsetof(struct kvg_serve_metrics, model_shed)},
     {GAUGE, 1, "kvgate_workers", "Workers in the pool.", NULL, 0,
      offsetof(struct kvg_serve_metrics, workers)},
     {GAUGE, 0, "kvgate_worker_requests_active",
@@ -86,8 +89,8 @@ static const struct decl {
      L_WORKER, 1, offsetof(struct kvg_serve_metrics, w_models_dropped)},
     {GAUGE, 0, "kvgate_worker_routing_mode",
      "The cache view a worker's routing uses: 1 for its current mode (exact, degraded, "
-     "approximate, load_only), 0 for the others.",
-     L_WORKER_MODE, 2, offsetof(struct kvg_serve_metrics, w_mode)},
+     "approximate, load_only), 0 for the others; model: the model it serves.",
+     L_WORKER_MODEL_MODE, 3, offsetof(struct kvg_serve_metrics, w_mode)},
     {COUNTER, 0, "kvgate_worker_prompt_token_checks_total",
      "Answers whose usage.prompt_tokens was compared with kvgate's own count for the request "
      "(since it joined).",
@@ -102,8 +105,9 @@ static const struct decl {
      "Requests ever sent to the worker (since it joined).", L_WORKER, 1,
      offsetof(struct kvg_serve_metrics, w_processed)},
     {COUNTER, 0, "kvgate_pd_requests_total",
-     "PD legs sent to each worker (leg prefill, decode or encode; since it joined).", L_WORKER_LEG,
-     2, offsetof(struct kvg_serve_metrics, pd_requests)},
+     "PD legs sent to each worker (leg prefill, decode or encode; since it joined); model: the "
+     "model it serves.",
+     L_WORKER_MODEL_LEG, 3, offsetof(struct kvg_serve_metrics, pd_requests)},
     {GAUGE, 0, "kvgate_policy_decisions",
      "Routing decisions per policy and worker (since it joined).", L_POLICY_WORKER, 2,
      offsetof(struct kvg_serve_metrics, decisions)},
@@ -213,13 +217,12 @@ static int token_families(struct kvg_serve_metrics *m, int tenant_labels)
     return 0;
 }
 
-/* The answers by status and error code, the plain 200s' series made now;
- * the PD legs' outcomes when PD is on. */
-static int response_families(struct kvg_serve_metrics *m, int pd)
+/* The answers by status and error code, the plain 200s' series made now
+ * (the PD legs' outcomes are each PD router's, pd/series.c). */
+static int response_families(struct kvg_serve_metrics *m)
 {
     struct kvg_proxy_metrics *pm = &m->proxy;
-    const char *rl[] = {"route", "status", "error_code"}, *ll[] = {"leg", "outcome"};
-    struct kvg_metrics_family *f;
+    const char *rl[] = {"route", "status", "error_code"};
     int rc = kvg_metrics_counter(m->reg, "kvgate_responses_total",
                                  "Answers by route, status code and error code (kvgate's own, "
                                  "or engine when the engine answered the error).",
@@ -228,20 +231,7 @@ static int response_families(struct kvg_serve_metrics *m, int pd)
         const char *v[] = {kvg_proxy_route_label(r), "200", ""};
         rc = kvg_metrics_series(pm->responses_f, v, 3, &pm->responses_ok[r]);
     }
-    if (rc || !pd) return rc;
-    if ((rc = kvg_metrics_counter(m->reg, "kvgate_pd_leg_outcomes_total",
-                                  "PD legs by how they ended: prefill or decode; ok, error, "
-                                  "client_gone.",
-                                  ll, 2, &f)))
-        return rc;
-    static const char *const legs[2] = {"prefill", "decode"}, *const outs[3] = {"ok", "error",
-                                                                                "client_gone"};
-    for (int l = 0; l < 2; l++)
-        for (int o = 0; o < 3; o++) {
-            const char *v[] = {legs[l], outs[o]};
-            if ((rc = kvg_metrics_series(f, v, 2, &pm->pd_legs[l][o]))) return rc;
-        }
-    return 0;
+    return rc;
 }
 
 int kvg_serve_metrics_models(struct kvg_serve_metrics *m, const struct kvg_catalog *cat)
@@ -266,8 +256,7 @@ int kvg_serve_metrics_models(struct kvg_serve_metrics *m, const struct kvg_catal
     return 0;
 }
 
-int kvg_serve_metrics_init(struct kvg_serve_metrics *m, const char *policy, int tenant_labels,
-                           int pd)
+int kvg_serve_metrics_init(struct kvg_serve_metrics *m, const char *policy, int tenant_labels)
 {
     memset(m, 0, sizeof *m);
     m->policy = policy;
@@ -301,7 +290,7 @@ int kvg_serve_metrics_init(struct kvg_serve_metrics *m, const char *policy, int 
     }
     /* What kvgate autoscale reads of a gateway (autoscale/sources.h): the
      * engines' usage and the streams' timing, summed over the models. */
-    if ((rc = token_families(m, tenant_labels)) || (rc = response_families(m, pd))) return rc;
+    if ((rc = token_families(m, tenant_labels)) || (rc = response_families(m))) return rc;
     for (size_t i = 0; i < KVG_ARRAY_LEN(decls); i++) {
         const struct decl *d = &decls[i];
         void *at = (char *)m + d->off;
@@ -333,14 +322,11 @@ void kvg_serve_metrics_free(struct kvg_serve_metrics *m)
     kvg_metrics_series_release(pm->upstream_errors);
     kvg_metrics_series_release(pm->no_worker);
     kvg_metrics_series_release(pm->stored_probes);
-    kvg_metrics_series_release(pm->pd_aggregated);
     kvg_metrics_series_release(m->workers);
     kvg_metrics_series_release(m->adm_waiting);
     kvg_metrics_series_release(m->quota_pending);
     kvg_metrics_series_release(pm->match_ratio);
     for (int r = 0; r < KVG_PROXY_NROUTES; r++) kvg_metrics_series_release(pm->responses_ok[r]);
-    for (int l = 0; l < 2; l++)
-        for (int o = 0; o < 3; o++) kvg_metrics_series_release(pm->pd_legs[l][o]);
     for (int c = 0; c < 3; c++) kvg_metrics_series_release(m->adm_class[c]);
     kvg_metrics_series_release(m->tokenizer_fallback);
     kvg_metrics_series_release(m->block_size_mismatch);
@@ -371,6 +357,37 @@ static void mirror_series(struct kvg_metrics_family *f, const char *const *v, si
     if (kvg_metrics_series(f, v, n, &s)) return;
     kvg_metrics_counter_mirror(s, total);
     kvg_metrics_series_release(s);
+}
+
+/* The model label of w's series: with models:, the model it is under (or
+ * whose name its pod's label gives); with the single-model flags, the
+ * first model its /v1/models lists (the one it serves, as
+ * kvgate_model_requests_total names it); else "unknown". May be buf. */
+static const char *worker_model(struct kvg_serve *sv, const struct kvg_catalog *cat,
+                                struct kvg_worker *w, char *buf, size_t cap)
+{
+    if (cat && cat->any < 0) {
+        int m = kvg_serve_worker_model(sv, cat, w);
+        return m >= 0 ? cat->models[m].name : "unknown";
+    }
+    pthread_mutex_lock(&w->mu);
+    int listed = w->models.n > 0;
+    if (listed) snprintf(buf, cap, "%s", w->models.e[0].id);
+    pthread_mutex_unlock(&w->mu);
+    return listed && buf[0] ? buf : "unknown";
+}
+
+/* w's series of f under model, after those under another model went (its
+ * model changed: a reload, a relabelled pod, its first /v1/models). */
+static void worker_series(struct kvg_metrics_family *f, const char *url, const char *model,
+                          const char *last, double v, int mirror)
+{
+    kvg_metrics_family_remove_other(f, "worker", url, "model", model);
+    const char *lv[] = {url, model, last};
+    if (mirror)
+        mirror_series(f, lv, 3, (uint64_t)v);
+    else
+        set_series(f, lv, 3, v);
 }
 
 int kvg_serve_metrics_render(struct kvg_serve *sv, struct kvg_buf *out)
@@ -439,6 +456,7 @@ int kvg_serve_metrics_render(struct kvg_serve *sv, struct kvg_buf *out)
     }
     struct kvg_worker *ws[KVG_POOL_MAX_WORKERS];
     kvg_serve_modes_refresh(sv);
+    struct kvg_catalog *cat = kvg_serve_catalog(sv);
     size_t n = kvg_pool_snapshot(pool, ws, KVG_POOL_MAX_WORKERS);
     kvg_metrics_set(m->workers, (double)n);
     for (size_t i = 0; i < n; i++) {
@@ -454,24 +472,24 @@ int kvg_serve_metrics_render(struct kvg_serve *sv, struct kvg_buf *out)
         set_known(m->w_running, v, l.running);
         set_known(m->w_kv, v, l.kv_usage);
         set_known(m->w_age, v, l.at_ms ? (double)(now - l.at_ms) / 1000.0 : -1);
+        char mbuf[256];
+        const char *model = worker_model(sv, cat, ws[i], mbuf, sizeof mbuf);
         int mode = kvg_route_mode_get(ws[i], NULL, 0);
-        for (int k = 0; mode >= 0 && k < KVG_MODE_COUNT; k++) {
-            const char *mv[] = {ws[i]->url, kvg_route_mode_name(k)};
-            set_series(m->w_mode, mv, 2, k == mode);
-        }
+        for (int k = 0; mode >= 0 && k < KVG_MODE_COUNT; k++)
+            worker_series(m->w_mode, ws[i]->url, model, kvg_route_mode_name(k), k == mode, 0);
         mirror_series(m->w_tok_checks, v, 1, atomic_load(&ws[i]->usage_checks));
         mirror_series(m->w_tok_mis, v, 1, atomic_load(&ws[i]->usage_mismatches));
         set_series(m->w_cb, v, 1, atomic_load(&ws[i]->cb_state));
         set_series(m->w_processed, v, 1, (double)atomic_load(&ws[i]->processed));
         /* Under the top level's PD mode, or a model's (its workers have roles). */
         if (sv->pd || atomic_load(&ws[i]->role) != KVG_ROLE_REGULAR) {
-            mirror_series(m->pd_requests, (const char *[]){ws[i]->url, "prefill"}, 2,
-                          atomic_load(&ws[i]->pd_prefill_requests));
-            mirror_series(m->pd_requests, (const char *[]){ws[i]->url, "decode"}, 2,
-                          atomic_load(&ws[i]->pd_decode_requests));
+            worker_series(m->pd_requests, ws[i]->url, model, "prefill",
+                          (double)atomic_load(&ws[i]->pd_prefill_requests), 1);
+            worker_series(m->pd_requests, ws[i]->url, model, "decode",
+                          (double)atomic_load(&ws[i]->pd_decode_requests), 1);
             if (atomic_load(&ws[i]->role) == KVG_ROLE_ENCODE)
-                mirror_series(m->pd_requests, (const char *[]){ws[i]->url, "encode"}, 2,
-                              atomic_load(&ws[i]->pd_encode_requests));
+                worker_series(m->pd_requests, ws[i]->url, model, "encode",
+                              (double)atomic_load(&ws[i]->pd_encode_requests), 1);
         }
         set_series(m->decisions, d, 2, (double)atomic_load(&ws[i]->processed));
         set_series(m->w_cached, v, 1, (double)atomic_load(&ws[i]->cached_blocks));
@@ -491,6 +509,7 @@ int kvg_serve_metrics_render(struct kvg_serve *sv, struct kvg_buf *out)
         if (atomic_load(&ws[i]->removed)) kvg_serve_metrics_forget_worker(m, ws[i]->url);
         kvg_worker_unref(ws[i]);
     }
+    kvg_catalog_unref(cat);
     return kvg_metrics_render(m->reg, out);
 }
 

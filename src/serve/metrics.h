@@ -14,17 +14,18 @@ struct kvg_serve_metrics {
     struct kvg_proxy_metrics proxy; /* what the proxy observes */
     struct kvg_metrics_series *tokenizer_fallback, *block_size_mismatch;
     struct kvg_metrics_series *shed;
+    struct kvg_metrics_family *model_shed;      /* {model, limit}: a models: entry's limits */
     struct kvg_metrics_family *quota_f, *adm_f; /* counters by event: admitted, limited, ... */
     struct kvg_metrics_series *adm_waiting, *quota_pending;
     struct kvg_metrics_family *adm_class_f;  /* waiting by class */
     struct kvg_metrics_series *adm_class[4]; /* its series, made at the first scrape */
     struct kvg_metrics_family *w_cached;
     struct kvg_metrics_family *w_active, *w_health, *w_processed, *w_cb, *decisions;
-    struct kvg_metrics_family *pd_requests;              /* kvgate_pd_requests_total{worker,leg} */
-    struct kvg_metrics_family *w_scrape_errors;          /* counter */
-    struct kvg_metrics_family *w_models_dropped;         /* counter */
-    struct kvg_metrics_family *w_mode;                   /* {worker, mode}: 1 for the current */
-    struct kvg_metrics_family *w_tok_checks, *w_tok_mis; /* counters */
+    struct kvg_metrics_family *pd_requests;      /* kvgate_pd_requests_total{worker,model,leg} */
+    struct kvg_metrics_family *w_scrape_errors;  /* counter */
+    struct kvg_metrics_family *w_models_dropped; /* counter */
+    struct kvg_metrics_family *w_mode;           /* {worker, model, mode}: 1 for the current */
+    struct kvg_metrics_family *w_tok_checks, *w_tok_mis;             /* counters */
     struct kvg_metrics_family *w_waiting, *w_running, *w_kv, *w_age; /* engine load, fresh only */
     struct kvg_metrics_series *workers;
     struct kvg_metrics_family *tokc; /* tokenizer prefix cache: counters by event */
@@ -37,9 +38,8 @@ struct kvg_serve_metrics {
 
 /* policy: its name for the decision series (kept, not copied);
  * tenant_labels: kvgate_tokens_total gets a tenant label
- * (--metrics-tenant-labels); pd: the PD legs' series. */
-int kvg_serve_metrics_init(struct kvg_serve_metrics *m, const char *policy, int tenant_labels,
-                           int pd);
+ * (--metrics-tenant-labels). */
+int kvg_serve_metrics_init(struct kvg_serve_metrics *m, const char *policy, int tenant_labels);
 /* The served models of cat (a models: section) get their token and
  * latency series now, at zero (the single model's name is known only when
  * a worker answers for it; with tenant labels, the token series come with

@@ -4,6 +4,7 @@
  * The single-model flags are one model that every name resolves to, and it
  * routes exactly as before (the tokenizer, template and policy of
  * router_setup.c). */
+#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -30,6 +31,51 @@ struct model_state {
     struct kvg_pd_config serving; /* the mode and settings it serves with */
     int serving_own;              /* its entry's serving: (pm.pd owned), else the top level's */
 };
+
+/* A model's requests in flight and queued (gateway/gate.h), shared by
+ * every state of that model name a reload makes, so the count of its
+ * requests in flight carries over to the new catalog. Reference counted:
+ * each state holding it holds one. */
+struct model_count {
+    struct kvg_gate_mcount c; /* first: the proxy sees this */
+    _Atomic int refs;
+};
+
+static void count_unref(struct kvg_gate_mcount *c)
+{
+    struct model_count *mc = (struct model_count *)c;
+    if (!mc || atomic_fetch_sub_explicit(&mc->refs, 1, memory_order_acq_rel) != 1) return;
+    for (int i = 0; i < 2; i++) kvg_metrics_series_release(mc->c.shed[i]);
+    free(mc);
+}
+
+/* name's count: the old catalog's model of that name's (old: the catalog
+ * being replaced, NULL at startup), else a new one with its shed series. */
+static int model_count(struct kvg_serve *sv, const struct kvg_catalog *old, const char *name,
+                       struct kvg_gate_mcount **out)
+{
+    for (size_t i = 0; old && old->any < 0 && i < old->nmodels; i++) {
+        const struct kvg_proxy_model *pm = old->models[i].host;
+        if (strcmp(old->models[i].name, name) || !pm || !pm->count) continue;
+        atomic_fetch_add(&((struct model_count *)pm->count)->refs, 1);
+        *out = pm->count;
+        return 0;
+    }
+    struct model_count *mc = calloc(1, sizeof *mc);
+    if (!mc) return -ENOMEM;
+    atomic_init(&mc->refs, 1);
+    static const char *const limits[2] = {"max_inflight", "max_queue"};
+    for (int i = 0; i < 2 && sv->metrics.model_shed; i++) {
+        const char *v[] = {name, limits[i]};
+        int rc = kvg_metrics_series(sv->metrics.model_shed, v, 2, &mc->c.shed[i]);
+        if (rc) {
+            count_unref(&mc->c);
+            return rc;
+        }
+    }
+    *out = &mc->c;
+    return 0;
+}
 
 /* A model with a tokenizer of its own: loaded with its template. */
 static int own_tokenizer(struct kvg_serve *sv, const struct kvg_catalog_model *m,
@@ -115,6 +161,7 @@ static void state_unref(void *host)
 {
     struct model_state *st = host;
     if (atomic_fetch_sub_explicit(&st->refs, 1, memory_order_acq_rel) != 1) return;
+    count_unref(st->pm.count);
     if (st->own_policy) st->pm.policy->ops->destroy(st->pm.policy);
     if (st->serving_own) kvg_pd_free(st->pm.pd);
     if (st->chat) kvg_jinja_chat_free(st->chat);
@@ -176,6 +223,9 @@ static int states(struct kvg_serve *sv, const struct kvg_serve_config *f, struct
         }
         int rc = model_init(sv, &cat->models[i], st, err, errlen);
         if (!rc) rc = model_pd(sv, f, &cat->models[i], st, err, errlen);
+        if (!rc) rc = model_count(sv, old, cat->models[i].name, &st->pm.count);
+        /* Its PD series from the start, at 0 (NULL: not counted; no error). */
+        if (!rc && st->pm.pd) (void)kvg_pd_series_for(st->pm.pd, cat->models[i].name);
         if (rc) return rc;
     }
     return 0;

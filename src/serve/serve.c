@@ -202,15 +202,45 @@ static void begin_drain(struct serve *s, const char *why)
     uv_timer_start(&s->drain_deadline, drain_tick, 20, 20);
 }
 
+static int same_list(const struct kvg_strlist *a, const struct kvg_strlist *b)
+{
+    if (a->n != b->n) return 0;
+    for (size_t i = 0; i < a->n; i++)
+        if (strcmp(a->v[i], b->v[i])) return 0;
+    return 1;
+}
+
+/* The static workers (models' workers: beside discovered pods) and their
+ * columns are as c has them. */
+static int same_static_workers(const struct kvg_serve_config *a, const struct kvg_serve_config *b)
+{
+    return same_list(&a->workers, &b->workers) && same_list(&a->kv_endpoints, &b->kv_endpoints) &&
+           same_list(&a->replay_endpoints, &b->replay_endpoints) &&
+           same_list(&a->upstream_keys, &b->upstream_keys) &&
+           same_list(&a->worker_roles, &b->worker_roles) &&
+           same_list(&a->worker_labels, &b->worker_labels) &&
+           same_list(&a->worker_bootstrap, &b->worker_bootstrap);
+}
+
 /* SIGHUP under Kubernetes discovery: the workers are the pods it finds,
  * so only the models: section is reloaded (its pods' labels name their
- * models in the new catalog at once). Takes f over. */
+ * models in the new catalog at once). A model's static workers: stay as
+ * the process started with them: the pool cannot tell a static worker
+ * from a pod at the same URL, so a changed list is refused (a restart
+ * applies it). Takes f over. */
 static void reload_discovered(struct serve *s, struct kvg_serve_config *f)
 {
     char err[512];
     struct kvg_catalog *cat = NULL;
     if (!f->nmodels && !s->sv.cfg.model_label[0]) {
         KVG_INFO("SIGHUP: workers follow Kubernetes discovery: the worker list stays");
+        kvg_serve_config_free(f);
+        return;
+    }
+    if (!same_static_workers(f, &s->sv.cfg)) {
+        KVG_ERROR("SIGHUP: reload refused, keeping the current models: %s: a model's static "
+                  "workers: changed, which under Kubernetes discovery needs a restart",
+                  s->sv.cfg.config_path);
         kvg_serve_config_free(f);
         return;
     }
@@ -246,10 +276,6 @@ static void on_signal(uv_signal_t *h, int signum)
             KVG_ERROR("SIGHUP: reload failed, keeping the current workers: %s", err);
             return;
         }
-        if (s->sv.disc) {
-            reload_discovered(s, &f);
-            return;
-        }
         /* As at startup: the file's prefill: and decode: entries join the
          * worker list with their roles, under the running PD mode (a flag's
          * when the file names none; the mode itself needs a restart). */
@@ -270,6 +296,10 @@ static void on_signal(uv_signal_t *h, int signum)
                       "...)",
                       f.workers.v[dup], path);
             kvg_serve_config_free(&f);
+            return;
+        }
+        if (s->sv.disc) {
+            reload_discovered(s, &f);
             return;
         }
         /* The models: section: a new catalog (each model's tokenizer and
@@ -394,8 +424,7 @@ int kvg_serve_run(struct kvg_serve_config *cfg)
         model_hint = KVG_SPAWN_MODEL;
         KVG_INFO("no --worker-urls: started %d simulated engines (kvgate sim) to front", s.sims.n);
     }
-    if ((rc = kvg_serve_metrics_init(&s.sv.metrics, c->policy, c->metrics_tenant_labels,
-                                     c->pd.mode != KVG_PD_OFF))) {
+    if ((rc = kvg_serve_metrics_init(&s.sv.metrics, c->policy, c->metrics_tenant_labels))) {
         fprintf(stderr, "kvgate serve: metrics: %s\n", kvg_strerror(rc));
         return serve_fail(&s, 1);
     }

@@ -244,9 +244,9 @@ void kvg_serve_ui_page(struct kvg_serve *sv, struct kvg_http_req *req)
     kvg_http_res_send(req, 200, "text/html; charset=utf-8", h, 2, p, len);
 }
 
-static double value_or_zero(const struct kvg_metrics_series *m)
+static double family_sum(struct kvg_metrics_family *f, const char *label, const char *value)
 {
-    return m ? kvg_metrics_value(m) : 0;
+    return f ? kvg_metrics_family_sum(f, label, value) : 0;
 }
 
 /* ,"pd":{...}: the PD router's counters since start (pd/pd.h), when on. */
@@ -254,13 +254,17 @@ static int pd_json(const struct kvg_serve *sv, struct kvg_buf *b)
 {
     const struct kvg_pd *pd = sv->pd;
     if (!pd) return 0;
+    /* Every model's series added up (a PD series carries its model). */
+    struct kvg_metrics_family *const *f = pd->fam;
     uint64_t c[KVG_SERVE_UI_BUCKETS];
     const double *bounds = NULL;
-    size_t n =
-        pd->transfer ? kvg_metrics_hist_read(pd->transfer, c, KVG_SERVE_UI_BUCKETS, &bounds) : 0;
+    size_t n = f[KVG_PD_S_TRANSFER] ? kvg_metrics_family_hist_read(f[KVG_PD_S_TRANSFER], c,
+                                                                   KVG_SERVE_UI_BUCKETS, &bounds)
+                                    : 0;
     if (n > KVG_SERVE_UI_BUCKETS) n = KVG_SERVE_UI_BUCKETS;
-    uint64_t count = pd->transfer ? kvg_metrics_hist_count(pd->transfer) : 0;
-    double sum = pd->transfer ? kvg_metrics_hist_sum(pd->transfer) : 0;
+    uint64_t count = 0;
+    for (size_t i = 0; i < n; i++) count += c[i];
+    double sum = family_sum(f[KVG_PD_S_TRANSFER], NULL, NULL);
     double q[2] = {-1, -1};
     for (int i = 0; i < 2 && n && count; i++)
         q[i] = kvg_metrics_quantile(c, bounds, n, i ? 0.9 : 0.5);
@@ -270,11 +274,15 @@ static int pd_json(const struct kvg_serve *sv, struct kvg_buf *b)
         "\"aggregated_on_decode\":%.0f,\"prefill_failures\":%.0f,\"decode_retries\":%.0f,"
         "\"early_rejections\":%.0f,\"wasted_prefills\":%.0f,\"encode_failures\":%.0f,"
         "\"transfers\":%llu,\"transfer_mean_s\":",
-        pd->cfg.mode == KVG_PD_SGLANG ? "sglang" : "vllm", value_or_zero(pd->decisions[0]),
-        value_or_zero(pd->decisions[1]), value_or_zero(sv->metrics.proxy.pd_aggregated),
-        value_or_zero(pd->prefill_failures), value_or_zero(pd->decode_retries),
-        value_or_zero(pd->early_rejections), value_or_zero(pd->wasted_prefills),
-        value_or_zero(pd->encode_failures), (unsigned long long)count);
+        pd->cfg.mode == KVG_PD_SGLANG ? "sglang" : "vllm",
+        family_sum(f[KVG_PD_S_PAIRS], "decision", "prefill_decode"),
+        family_sum(f[KVG_PD_S_PAIRS], "decision", "decode_only"),
+        family_sum(f[KVG_PD_S_AGGREGATED], NULL, NULL),
+        family_sum(f[KVG_PD_S_PREFILL_FAILURES], NULL, NULL),
+        family_sum(f[KVG_PD_S_DECODE_RETRIES], NULL, NULL),
+        family_sum(f[KVG_PD_S_EARLY_REJECTIONS], NULL, NULL),
+        family_sum(f[KVG_PD_S_WASTED_PREFILLS], NULL, NULL),
+        family_sum(f[KVG_PD_S_ENCODE_FAILURES], NULL, NULL), (unsigned long long)count);
     if (!rc)
         rc = count ? kvg_buf_printf(b, "%.6g", sum / (double)count) : kvg_buf_append_str(b, "null");
     for (int i = 0; !rc && i < 2; i++) {
@@ -341,6 +349,22 @@ uint64_t kvg_serve_generation(struct kvg_serve *sv)
     return g;
 }
 
+/* ,"limits":{...}: a model's own limits (null: none) and its requests
+ * counted against them now (docs/models.md). */
+static int model_limits(struct kvg_buf *b, const struct kvg_catalog_model *m)
+{
+    const struct kvg_proxy_model *pm = m->host;
+    const struct kvg_gate_mcount *c = pm ? pm->count : NULL;
+    char in[16] = "null", q[16] = "null";
+    if (m->max_inflight) snprintf(in, sizeof in, "%u", m->max_inflight);
+    if (m->max_queue) snprintf(q, sizeof q, "%u", m->max_queue);
+    return kvg_buf_printf(b,
+                          ",\"limits\":{\"max_inflight\":%s,\"max_queue\":%s,\"inflight\":%lld,"
+                          "\"queued\":%lld}",
+                          in, q, c ? (long long)atomic_load(&c->inflight) : 0LL,
+                          c ? (long long)atomic_load(&c->queued) : 0LL);
+}
+
 void kvg_serve_serving(struct kvg_serve *sv, struct kvg_http_req *req)
 {
     struct kvg_serve_status *st = &sv->status;
@@ -405,9 +429,11 @@ void kvg_serve_serving(struct kvg_serve *sv, struct kvg_http_req *req)
         if (!rc) rc = kvg_buf_append_json_str(&b, cat->models[m].name, strlen(cat->models[m].name));
         if (!rc)
             rc = kvg_buf_printf(
-                &b, ",\"workers\":%llu,\"serving\":%llu,\"requests_last_interval\":%llu}",
+                &b, ",\"workers\":%llu,\"serving\":%llu,\"requests_last_interval\":%llu",
                 (unsigned long long)per[m][0], (unsigned long long)per[m][1],
                 (unsigned long long)per[m][2]);
+        if (!rc) rc = model_limits(&b, &cat->models[m]);
+        if (!rc) rc = kvg_buf_append(&b, "}", 1);
     }
     if (!rc && cat) rc = kvg_buf_append(&b, "]", 1);
     if (!rc) rc = kvg_buf_append(&b, "}", 1);

@@ -310,7 +310,7 @@ for o in "${GATEWAYS[@]}"; do
     -H "authorization: Bearer $KEY" -d "$body")
   check "$o: live: the Secret's example key is served ($code)" [ "$code" = 200 ]
   curl -s -m 5 "$G/metrics" -H "authorization: Bearer $KEY" >"$TMP/$o.metrics"
-  split=$(awk '$1 == "kvgate_pd_decisions_total{decision=\"prefill_decode\"}" {print $2}' "$TMP/$o.metrics")
+  split=$(prom_value 'kvgate_pd_decisions_total{decision="prefill_decode"}' <"$TMP/$o.metrics")
   case "$o" in
     pd*) check "$o: live: PD mode, the long prompt split into prefill and decode legs" [ "${split:-0}" = 1 ] ;;
     *) check "$o: live: aggregated, no prefill/decode split (${split:-none})" [ "${split:-0}" = 0 ] ;;

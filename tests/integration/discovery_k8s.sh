@@ -151,11 +151,14 @@ fi
 # from m1 to m2 (relabelled, its slice modified), one disappears (its
 # slice deleted): routing follows. A pod without the label, and one whose
 # label names no model, are logged and serve nothing; a SIGHUP that adds
-# that model makes its pod serve it without rediscovery.
-M1=$(free_port); M12=$(free_port); M2=$(free_port); MX=$(free_port); MN=$(free_port)
+# that model makes its pod serve it without rediscovery. m2 also lists
+# static workers: MS, and M2, which is a pod too (one worker, never
+# removed by discovery when its pod goes).
+M1=$(free_port); M12=$(free_port); M2=$(free_port); MX=$(free_port); MN=$(free_port); MS=$(free_port)
 start_sim "$M1" --model m1 --profile instant || exit 1
 start_sim "$M12" --served-model-name m1,m2 --profile instant || exit 1
 start_sim "$M2" --model m2 --profile instant || exit 1
+start_sim "$MS" --model m2 --profile instant || exit 1
 mkdir -p "$TMP/k8sm"
 /usr/bin/python3 - "$TMP/k8sm" "$M1" "$M12" "$M2" "$MX" "$MN" <<'PY'
 import json, sys
@@ -190,6 +193,7 @@ models:
   - name: m1
     aliases: [gpt-4o]
   - name: m2
+    workers: [http://127.0.0.1:$M2, http://127.0.0.1:$MS]
 YAML
 start_serve "$GWM" --config "$TMP/models.yaml" --service-discovery --selector app=llm \
   --model-label kvgate.io/model --service-discovery-namespace llm --service-discovery-port 0 \
@@ -224,7 +228,7 @@ served() {
   done | sort -u | tr '\n' ' ' | sed 's/ $//'
 }
 check "model label: pods of m1 and m2 join their models (list, then a watch event)" \
-  wait_model_workers "$GWM" "$M1=m1 $M12=m1 $M2=m2 $MX=(nope)"
+  wait_model_workers "$GWM" "$M1=m1 $M12=m1 $M2=m2 $MS=m2 $MX=(nope)"
 check "  ... a pod without the label is logged, never used" \
   grep -q "pod llm/n matches a selector but has no usable label kvgate.io/model" "$MLOG"
 check "  ... a label naming no model is logged" \
@@ -236,19 +240,26 @@ import json, sys
 h = {w["url"].rsplit(":", 1)[1] for w in json.load(sys.stdin)["workers"] if w["healthy"]}
 sys.exit(0 if set(sys.argv[1:]) <= h else 1)' "$@"
 }
-for _ in $(seq 1 "$(scaled 100)"); do healthy "$M1" "$M12" "$M2" && break; sleep 0.1; done
+for _ in $(seq 1 "$(scaled 100)"); do healthy "$M1" "$M12" "$M2" "$MS" && break; sleep 0.1; done
 check "  ... m1 routed to m1's pods only, both" [ "$(served m1 12)" = "$(sorted "$M1" "$M12")" ]
 check "  ... its alias gpt-4o too" sh -c "for p in $(served gpt-4o 4); do [ \$p = $M1 ] || [ \$p = $M12 ] || exit 1; done"
-check "  ... m2 to m2's pod only" [ "$(served m2 6)" = "$M2" ]
+check "  ... m2 to its pod and its static worker (one worker at the pod's URL)" \
+  [ "$(served m2 12)" = "$(sorted "$M2" "$MS")" ]
 check "  ... an unknown model: 404" [ "$(curl -s -m 5 -o /dev/null -w '%{http_code}' "http://127.0.0.1:$GWM/v1/chat/completions" -d '{"model":"nope","messages":[{"role":"user","content":"hi"}]}')" = 404 ]
 next_step
-check "a pod relabelled from m1 to m2 moves" wait_model_workers "$GWM" "$M1=m1 $M12=m2 $M2=m2 $MX=(nope)"
+check "a pod relabelled from m1 to m2 moves" wait_model_workers "$GWM" "$M1=m1 $M12=m2 $M2=m2 $MS=m2 $MX=(nope)"
 for _ in $(seq 1 "$(scaled 100)"); do healthy "$M12" && break; sleep 0.1; done # it joined again
 check "  ... m1 now routed to its one pod" [ "$(served m1 8)" = "$M1" ]
-check "  ... m2 to both of its pods" [ "$(served m2 12)" = "$(sorted "$M12" "$M2")" ]
+check "  ... m2 to both of its pods and its static worker" \
+  [ "$(served m2 18)" = "$(sorted "$M12" "$M2" "$MS")" ]
 next_step
-check "a deleted pod's slice: it leaves m2" wait_model_workers "$GWM" "$M1=m1 $M12=m2 $MX=(nope)"
-check "  ... m2 routed to the pod left" [ "$(served m2 8)" = "$M12" ]
+# The deletion is the watch's last event: once discovery watches again,
+# it was applied.
+watches() { grep -c 'watch=' "$TMP/models.req"; }
+for _ in $(seq 1 "$(scaled 100)"); do [ "$(watches)" -ge 2 ] && break; sleep 0.1; done
+check "a deleted pod's slice was read (the watch resumed)" [ "$(watches)" -ge 2 ]
+check "  ... a static worker at its URL stays: discovery never removed it" wait_model_workers "$GWM" "$M1=m1 $M12=m2 $M2=m2 $MS=m2 $MX=(nope)"
+check "  ... m2 routed to all three" [ "$(served m2 18)" = "$(sorted "$M12" "$M2" "$MS")" ]
 cat >>"$TMP/models.yaml" <<YAML
   - name: nope
 YAML
@@ -256,7 +267,12 @@ kill -HUP "$SERVE_PID"
 check "SIGHUP under discovery reloads the models" \
   wait_grep 'SIGHUP: models reloaded (3 models, 4 names); workers follow Kubernetes discovery' "$MLOG"
 check "  ... the pod whose label names the new model serves it, not rediscovered" \
-  wait_model_workers "$GWM" "$M1=m1 $M12=m2 $MX=nope"
+  wait_model_workers "$GWM" "$M1=m1 $M12=m2 $M2=m2 $MS=m2 $MX=nope"
+sed -i "s|, http://127.0.0.1:$MS]|]|" "$TMP/models.yaml"
+kill -HUP "$SERVE_PID"
+check "  ... a changed static workers: list under discovery is refused (a restart applies it)" \
+  wait_grep "reload refused, keeping the current models: .*static workers: changed" "$MLOG"
+check "  ... the static worker stays" wait_model_workers "$GWM" "$M1=m1 $M12=m2 $M2=m2 $MS=m2 $MX=nope"
 check "  ... models: with --service-discovery needs --model-label" \
   fails "$KVG_BIN" serve --config "$TMP/models.yaml" --service-discovery --selector app=llm --port 0 2>/dev/null
 

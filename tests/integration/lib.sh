@@ -173,6 +173,15 @@ kv_was_pulled() {
   [ "$(json_get "$1.usage" "j['usage']['prompt_tokens_details']['cached_tokens'] >= j['usage']['prompt_tokens'] - 1")" = True ]
 }
 
+# prom_value KEY < exposition: the value of the series KEY ('name{labels}');
+# a KEY without the model label its series carry (kvgate's PD and routing
+# series are per served model) gets their sum over models.
+prom_value() {
+  awk -v k="$1" '$1 == k { print $2; found = 1; exit }
+    { n = $1; if (gsub(/model="[^"]*",?/, "", n)) { sub(/,}$/, "}", n); sub(/\{\}$/, "", n); if (n == k) { s += $2; m = 1 } } }
+    END { if (!found && m) print s }'
+}
+
 json_get() { # json_get FILE EXPR  (EXPR in python, `j` is the document)
   /usr/bin/python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print($2)" "$1"
 }

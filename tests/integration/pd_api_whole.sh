@@ -12,7 +12,7 @@ start_serve "$GW" --vllm-pd-disaggregation --prefill "http://127.0.0.1:$P" none 
   --decode "http://127.0.0.1:$D" --pd-threshold-tokens 16 --disable-health-check || exit 1
 G="http://127.0.0.1:$GW"
 LOG=$TMP/serve-$GW.log
-metric() { curl -s -m 2 "$G/metrics" | awk -v k="$1" '$1 == k {print $2}'; }
+metric() { curl -s -m 2 "$G/metrics" | prom_value "$1"; }
 code() { curl -s -m 20 -o "$TMP/out" -w '%{http_code}' "$@"; }
 LONG=$(printf 'the quick brown fox jumps over the lazy dog %.0s' $(seq 1 8))
 

@@ -30,7 +30,7 @@ for s in aggregated 1P:1D; do
     'j[0]["ttft_p50_s"] > 0 and j[0]["itl_mean_s"] > 0')" = True
 done
 N=$(json_get "$TMP/live/1P:1D.json" 'j[0]["requests"]')
-metric() { awk -v k="$1" '$1 == k {print $2}' "$TMP/live/pd-metrics.txt"; }
+metric() { prom_value "$1" <"$TMP/live/pd-metrics.txt"; }
 check "1P:1D: every request prefilled then decoded" \
   test "$(metric 'kvgate_pd_decisions_total{decision="prefill_decode"}')" = "$N"
 check "1P:1D: a KV transfer per request" test "$(metric kvgate_pd_kv_transfer_seconds_count)" = "$N"

@@ -21,7 +21,7 @@ body() { # stream max_tokens
   printf '{"model":"sim-model","prompt":"%s","max_tokens":%s,"ignore_eos":true,"stream":%s,"stream_options":{"include_usage":true}}' \
     "$PROMPT" "$2" "$1"
 }
-metric() { curl -s -m 2 "$G/metrics" | awk -v k="$1" '$1 == k {print $2}'; }
+metric() { curl -s -m 2 "$G/metrics" | prom_value "$1"; }
 leg_count() { # WORKER LEG: kvgate's count of that leg on that worker (0 when unseen)
   local v
   v=$(metric "kvgate_pd_requests_total{worker=\"$1\",leg=\"$2\"}")

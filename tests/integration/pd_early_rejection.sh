@@ -16,7 +16,7 @@ start_serve "$GW" --vllm-pd-disaggregation --prefill "http://127.0.0.1:$P" \
   --decode "http://127.0.0.1:$D" --pd-threshold-tokens 16 --pd-early-rejection \
   --pd-reject-kv-frac 0.5 --disable-health-check --metrics-scrape-interval-ms 100
 G="http://127.0.0.1:$GW"
-metric() { curl -s -m 2 "$G/metrics" | awk -v k="$1" '$1 == k {print $2}'; }
+metric() { curl -s -m 2 "$G/metrics" | prom_value "$1"; }
 body() { printf '{"model":"sim-model","prompt":"%s","max_tokens":%s,"ignore_eos":true,"stream":true}' "$PROMPT" "$1"; }
 scraped() { # the decode's KV capacity is known (bounded)
   local i

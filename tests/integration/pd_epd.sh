@@ -19,7 +19,7 @@ G="http://127.0.0.1:$GW"
 
 ec() { curl -s -m 2 "http://127.0.0.1:$1/debug/ec" | json_field "$2"; }
 json_field() { /usr/bin/python3 -c "import json,sys; print(json.load(sys.stdin)[sys.argv[1]])" "$1"; }
-metric() { curl -s -m 2 "$1/metrics" | awk -v k="$2" '$1 == k {print $2}'; }
+metric() { curl -s -m 2 "$1/metrics" | prom_value "$2"; }
 text_body() { # stream
   printf '{"model":"sim-model","max_tokens":6,"ignore_eos":true,"stream":%s,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"tell me about the lazy dog"}]}' "$1"
 }

@@ -27,7 +27,7 @@ start_serve "$GW" --vllm-pd-disaggregation --prefill "http://127.0.0.1:$P" none 
   --pd-threshold-tokens 64 --disable-health-check --retry-initial-backoff-ms 8000 \
   --retry-jitter-factor 0
 G="http://127.0.0.1:$GW"
-metric() { curl -s -m 2 "$G/metrics" | awk -v k="$1" '$1 == k {print $2}'; }
+metric() { curl -s -m 2 "$G/metrics" | prom_value "$1"; }
 PREFILLS="kvgate_pd_requests_total{worker=\"http://127.0.0.1:$P\",leg=\"prefill\"}"
 engine_id() {
   curl -s -m 2 "$G/workers" >"$TMP/w.json" &&

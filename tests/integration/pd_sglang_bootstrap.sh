@@ -29,7 +29,7 @@ start_decode
 start_serve "$GW" --pd-disaggregation --prefill "http://127.0.0.1:$P" "$PB" \
   --decode "http://127.0.0.1:$D" --disable-health-check
 G="http://127.0.0.1:$GW"
-metric() { curl -s -m 2 "$G/metrics" | awk -v k="$1" '$1 == k {print $2}'; }
+metric() { curl -s -m 2 "$G/metrics" | prom_value "$1"; }
 body() { # stream max_tokens
   printf '{"model":"sim-model","prompt":"%s","max_tokens":%s,"ignore_eos":true,"stream":%s,"stream_options":{"include_usage":true}}' \
     "$PROMPT" "$2" "$1"

@@ -12,7 +12,7 @@ start_sim "$D" --flavor sglang --role decode --bootstrap-timeout-secs 5 || exit 
 start_serve "$GW" --pd-disaggregation --prefill "http://127.0.0.1:$P" "$PB" \
   --decode "http://127.0.0.1:$D" --disable-health-check || exit 1
 G="http://127.0.0.1:$GW"
-metric() { curl -s -m 2 "$G/metrics" | awk -v k="$1" '$1 == k {print $2}'; }
+metric() { curl -s -m 2 "$G/metrics" | prom_value "$1"; }
 body() { # stream max_new_tokens
   printf '{"text":"%s","sampling_params":{"max_new_tokens":%s,"ignore_eos":true},"stream":%s}' \
     "$PROMPT" "$2" "$1"

@@ -39,7 +39,7 @@ wait_healthy() { # N: until N workers are healthy
   done
   return 1
 }
-metric() { curl -s -m 2 "$G/metrics" | awk -v k="$1" '$1 == k {print $2}'; }
+metric() { curl -s -m 2 "$G/metrics" | prom_value "$1"; }
 body() { # stream max_tokens
   printf '{"model":"sim-model","prompt":"%s","max_tokens":%s,"ignore_eos":true,"stream":%s,"stream_options":{"include_usage":true}}' \
     "$PROMPT" "$2" "$1"
@@ -55,6 +55,8 @@ check "prefill_decode counted" test "$(metric 'kvgate_pd_decisions_total{decisio
 check "one prefill leg on the prefill" \
   test "$(metric "kvgate_pd_requests_total{worker=\"http://127.0.0.1:$P\",leg=\"prefill\"}")" = 1
 check "transfer observed" test "$(metric kvgate_pd_kv_transfer_seconds_count)" = 1
+check "  ... under the one model's label (the name its workers list)" \
+  test "$(metric 'kvgate_pd_kv_transfer_seconds_count{model="sim-model"}')/$(metric 'kvgate_pd_decisions_total{model="sim-model",decision="prefill_decode"}')" = 1/1
 curl -s -m 20 "$G/v1/completions" -d "$(body false 4)" >"$TMP/j1"
 check "non-stream answer from decode" test "$(json_get "$TMP/j1" "j['usage']['completion_tokens']")" = 4
 check "in flight 0 after the happy path" workers_idle "$G"

@@ -55,7 +55,7 @@ run_pool() { # LABEL PREFILL_URL DECODE_URL... -- SERVE_ARGS...
     done
     return 1
   }
-  metric() { curl -s -m 5 "$G/metrics" -H "authorization: Bearer $KA" | awk -v k="$1" '$1 == k {print $2}'; }
+  metric() { curl -s -m 5 "$G/metrics" -H "authorization: Bearer $KA" | prom_value "$1"; }
   local u0 sum=0 n
   u0=$(used)
 
@@ -137,7 +137,7 @@ curl -s -m 20 -o "$TMP/c.json" "$GV/v1/chat/completions" -H "authorization: Bear
   -d "{\"model\":\"qwen\",\"messages\":[{\"role\":\"user\",\"content\":\"$LONG\"}],\"max_tokens\":3}"
 check "vllm: a long chat request answered" [ "$(json_get "$TMP/c.json" "j['usage']['completion_tokens']")" = 3 ]
 check "vllm: ... split (prefill_decode)" \
-  [ "$(curl -s -m 5 "$GV/metrics" -H "authorization: Bearer $KA" | awk '$1 == "kvgate_pd_decisions_total{decision=\"prefill_decode\"}" {print $2}')" = 1 ]
+  [ "$(curl -s -m 5 "$GV/metrics" -H "authorization: Bearer $KA" | prom_value 'kvgate_pd_decisions_total{decision="prefill_decode"}')" = 1 ]
 stop_all
 
 # --- SGLang's bootstrap mode

@@ -11,7 +11,9 @@
 # mid-test (m4): each served by m2, the answer naming m2, the access log,
 # /debug/route and kvgate_model_fallbacks_total saying why. SIGHUP adds a
 # model and removes m4 while streams on m1 and m2 are in flight: they end
-# intact, the new model serves, the removed one is a 404; a hostile
+# intact, the new model serves, the removed one is a 404; the same reload
+# gives m2 max_inflight 2, its streams counted across it (/serving), so a
+# third request is shed to its fallback (counted); a hostile
 # reload (a fallback loop) is refused with file:line, the old catalog kept.
 # A worker listed under m3 whose /v1/models lists another model is logged,
 # marked in /workers and never used for m3. Uploads (multipart) go through
@@ -33,7 +35,7 @@ start_sim "$S4" --model m3 --profile instant --fail-rate 1 --fail-status 503 || 
 start_sim "$S5" --model m4 --profile instant || exit 1
 S5_PID=${PIDS[-1]}
 start_sim "$S7" --model m9 --profile instant || exit 1
-models_yaml() { # the models: section; $1 the last entry
+models_yaml() { # the models: section; $1 the last entry, $2 more of m2's keys
   cat <<YAML
 models:
   - name: m1
@@ -47,6 +49,7 @@ models:
     workers:
       - url: http://127.0.0.1:$S2
       - url: http://127.0.0.1:$S3
+${2:-}
   - name: canary
     split: {m1: 90, m2: 10}
   - name: m3
@@ -223,13 +226,28 @@ stream() { # MODEL OUT: a stream of 400 tokens (over a second with the tiny prof
 stream m2 "$TMP/s1.txt" & SP1=$!
 stream m2 "$TMP/s2.txt" & SP2=$!
 wait_grep 'data:' "$TMP/s1.txt" && wait_grep 'data:' "$TMP/s2.txt"
+# The reload also gives m2 a limit of 2 requests in flight, and m5 as
+# its fallback: the two streams (admitted before) count against it.
 models_yaml "  - name: m5
-    fallbacks: [m2]
-    workers: [http://127.0.0.1:$S6]" >"$TMP/kvgate.yaml"
+    workers: [http://127.0.0.1:$S6]" "    max_inflight: 2
+    fallbacks: [m5]" >"$TMP/kvgate.yaml"
 kill -HUP "$SERVE_PID"
 check "SIGHUP: the models reloaded" wait_grep 'SIGHUP: models reloaded (4 models, 6 names)' "$LOG"
+m2_limits() { curl -s -m 5 "$G/serving" | python3 -c "
+import json, sys; l = [m['limits'] for m in json.load(sys.stdin)['models'] if m['name'] == 'm2'][0]
+print(l['max_inflight'], l['max_queue'], l['inflight'], l['queued'])"; }
+check "  ... /serving: m2's new limit, its two streams in flight counted across the reload" \
+  [ "$(m2_limits)" = "2 None 2 0" ]
+check "  ... a third m2 request is shed by m2's limit: 200 from its fallback m5" \
+  [ "$(chat m2 -H 'x-request-id: m2-limit'; json_get "$TMP/out" "j['model']")" = 200m5 ]
+check "  ... the access log: gateway_shed" \
+  grep -q '"request_id":"m2-limit".*"model":"m2","served_model":"m5","fallback_from":"m2","fallback_reason":"gateway_shed"' "$LOG"
+check "  ... counted: kvgate_model_shed_total{model=m2,limit=max_inflight} 1" \
+  [ "$(mval 'kvgate_model_shed_total{model="m2",limit="max_inflight"}')" = 1 ]
 check "  ... while both streams were still on" sh -c "! grep -q 'DONE' '$TMP/s1.txt' && ! grep -q 'DONE' '$TMP/s2.txt'"
 wait "$SP1" "$SP2"
+check "  ... once they ended, m2 holds none" [ "$(m2_limits)" = "2 None 0 0" ]
+check "  ... and serves again itself" [ "$(chat m2; json_get "$TMP/out" "j['model']")" = 200m2 ]
 for f in 1 2; do
   check "  ... stream $f in flight ends intact (400 tokens, [DONE])" sh -c "
     grep -q '\"completion_tokens\":400' '$TMP/s$f.txt' && tail -c 20 '$TMP/s$f.txt' | grep -q 'data: \[DONE\]'"

@@ -38,7 +38,7 @@ cfg '{mode: vllm-pd, pd_threshold_tokens: 16}' >"$TMP/kvgate.yaml"
 start_serve "$GW" --config "$TMP/kvgate.yaml" --health-check-interval-secs 0.2 || exit 1
 G=http://127.0.0.1:$GW
 LOG=$TMP/serve-$GW.log
-metric() { curl -s -m 2 "$G/metrics" | awk -v k="$1" '$1 == k {print $2}'; }
+metric() { curl -s -m 2 "$G/metrics" | prom_value "$1"; }
 legs() { metric "kvgate_pd_requests_total{worker=\"http://127.0.0.1:$1\",leg=\"$2\"}"; }
 ask() { # MODEL NAME: the answer in $TMP/NAME, its head in $TMP/NAME.h
   curl -s -m 20 -D "$TMP/$2.h" -o "$TMP/$2" "$G/v1/completions" \
@@ -73,6 +73,16 @@ check "pdm: decoded on its decode" grep -qi "x-kvgate-worker: http://127.0.0.1:$
 check "pdm: its prefill ran the prefill leg" test "$(legs "$P" prefill)" = 1
 check "pdm: the decode pulled the prefill's KV" \
   test "$(json_get "$TMP/p1" "j['usage']['prompt_tokens_details']['cached_tokens'] >= j['usage']['prompt_tokens'] - 1")" = True
+# Per model in /metrics (docs/observability.md): pdm's PD series, agg's none.
+curl -s -m 5 "$G/metrics" >"$TMP/m1.txt"
+mm() { prom_value "$1" <"$TMP/m1.txt"; }
+check "/metrics: pdm's decision, transfer and legs under model=pdm" test \
+  "$(mm 'kvgate_pd_decisions_total{model="pdm",decision="prefill_decode"}') $(mm 'kvgate_pd_kv_transfer_seconds_count{model="pdm"}') $(mm 'kvgate_pd_leg_outcomes_total{model="pdm",leg="prefill",outcome="ok"}') $(mm 'kvgate_pd_leg_outcomes_total{model="pdm",leg="decode",outcome="ok"}')" = "1 1 1 1"
+check "  ... none under model=agg (served whole, no PD router)" \
+  sh -c "! grep -q '^kvgate_pd_[a-z_]*{model=\"agg\"' '$TMP/m1.txt'"
+check "  ... each worker's PD legs and routing mode under its model" test \
+  "$(mm "kvgate_pd_requests_total{worker=\"http://127.0.0.1:$P\",model=\"pdm\",leg=\"prefill\"}") $(grep -c "^kvgate_worker_routing_mode{worker=\"http://127.0.0.1:$A\",model=\"agg\"," "$TMP/m1.txt")" = "1 4"
+check "  ... the exposition passes promtool" bash -c "promtool check metrics <'$TMP/m1.txt' >/dev/null 2>&1"
 
 ask pdm2 f1
 check "pdm2 (no live pair): served by its fallback agg" answered "$TMP/f1" agg

@@ -355,6 +355,18 @@ static const struct hostile hostile[] = {
      "    router_temperature: 0.3\n",
      3,
      "models[1] 'b': a policy option: only a model with workers has one (this entry is an alias)"},
+    {"a split with a model's limit",
+     "models:\n"
+     "  - {name: a, workers: [http://127.0.0.1:8001]}\n"
+     "  - name: b\n"
+     "    split: {a: 100}\n"
+     "    max_inflight: 8\n",
+     3, "models[1] 'b': max_inflight: only a model with workers has one (this entry is a split)"},
+    {"an alias with a queue limit",
+     "models:\n"
+     "  - {name: a, workers: [http://127.0.0.1:8001]}\n"
+     "  - {name: b, alias_of: a, max_queue: 4}\n",
+     3, "models[1] 'b': max_queue: only a model with workers has one (this entry is an alias)"},
     {"a fallback naming a split",
      "models:\n"
      "  - {name: a, workers: [http://127.0.0.1:8001]}\n"
@@ -427,6 +439,10 @@ TEST(the_loader_refuses_what_it_cannot_read)
          "3: models[0].split: expects a mapping of names, got a list"},
         {"models:\n  - name: a\n    block_size: 0\n    workers: [http://127.0.0.1:8001]\n",
          "3: models[0].block_size: expects an integer 1..4294967295, got '0'"},
+        {"models:\n  - name: a\n    max_inflight: -1\n    workers: [http://127.0.0.1:8001]\n",
+         "3: models[0].max_inflight: expects an integer 1..1000000, got '-1'"},
+        {"models:\n  - name: a\n    max_queue: 0\n    workers: [http://127.0.0.1:8001]\n",
+         "3: models[0].max_queue: expects an integer 1..1000000, got '0'"},
         {"worker_urls: [http://127.0.0.1:8009]\n"
          "models:\n  - name: a\n    workers: [http://127.0.0.1:8001]\n",
          NULL},
@@ -487,13 +503,33 @@ TEST(models_by_a_discovered_pod_label)
     free(f);
     free_cfg(c, path);
 
-    /* workers: under a model label, refused at its line. */
-    CHECK_INT(serve_parse("models:\n  - name: a\n    workers: [http://127.0.0.1:8001]\n", path, &c,
-                          err, sizeof err, 5, disc),
+    /* Static workers: beside the discovered pods: folded into the worker
+     * list, their model by URL first (a pod at the same URL is the entry's
+     * worker, whatever its label says), the others by label. */
+    CHECK_INT(
+        serve_parse("models:\n  - name: a\n    workers: [http://127.0.0.1:8001]\n"
+                    "  - name: b\n    workers: [{url: http://127.0.0.1:8002, kv_events_endpoint:"
+                    " 'tcp://127.0.0.1:5557'}, http://127.0.0.1:8003]\n",
+                    path, &c, err, sizeof err, 5, disc),
+        0);
+    CHECK_INT(c->workers.n, 3);
+    CHECK_STR(c->workers.v[1], "http://127.0.0.1:8002");
+    CHECK_STR(c->kv_endpoints.v[1], "tcp://127.0.0.1:5557");
+    CHECK_INT(kvg_serve_models_catalog(c, path, &cat, err, sizeof err), 0);
+    CHECK_INT(kvg_catalog_worker_model(cat, "http://127.0.0.1:8001/", ""), 0);
+    CHECK_INT(kvg_catalog_worker_model(cat, "http://127.0.0.1:8001", "b"), 0);
+    CHECK_INT(kvg_catalog_worker_model(cat, "http://10.0.0.9:8000", "b"), 1);
+    CHECK_INT(kvg_catalog_worker_model(cat, "http://10.0.0.9:8000", ""), -1);
+    kvg_catalog_unref(cat);
+    free_cfg(c, path);
+    /* ... and a worker under two models is still refused, at its line. */
+    CHECK_INT(serve_parse("models:\n  - name: a\n    workers: [http://127.0.0.1:8001]\n"
+                          "  - name: b\n    workers: [http://127.0.0.1:8001/]\n",
+                          path, &c, err, sizeof err, 5, disc),
               KVG_ECONFIG);
     snprintf(want, sizeof want,
-             "%s:3: models[0] 'a': workers: with a model label (model_label) every model's "
-             "workers are the discovered pods its label names",
+             "%s:5: models[1] 'b': worker http://127.0.0.1:8001/ is already under models[0] 'a' "
+             "(line 3)",
              path);
     CHECK_STR(err, want);
     free_cfg(c, path);
