@@ -92,6 +92,12 @@ struct kvg_proxy_obs {
     /* FINISH: a stream's first token-carrying event after arrival (what
      * kvgate_time_to_first_token_seconds observes); < 0 none. */
     double first_token_s;
+    /* The served model of models: (after its alias, split or fallback;
+     * valid during the call), "" for the single-model flags' one. An
+     * arrival is observed once its model is known (a request that names
+     * none kvgate serves is no model's demand), once more for each
+     * fallback it starts again as. */
+    const char *model;
 };
 
 /* One served model's routing state: its tokenizer and chat template, its
