@@ -58,6 +58,7 @@ static int h_add(void *ud, const char *pool, const char *url)
     }
     struct kvg_worker *w = find(a->sv, url);
     if (w) {
+        atomic_store(&w->scaled, 1); /* ours to remove: a reload's list keeps it */
         /* No share until prewarmed (a pool with no other ready worker
          * still uses it: router/worker.h). */
         atomic_store(&w->share_permille, 0);

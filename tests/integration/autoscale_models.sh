@@ -7,7 +7,7 @@
 # and GET /autoscale shows each pool's model and signals of its own model
 # only (pb's arrival rate stays 0). Refused: a pool naming no model, at
 # startup (the autoscale file and the model named) and by a SIGHUP that
-# takes the alias away. Every wait is bounded; the sims are the gateway's
+# takes the alias away; a SIGHUP that is taken keeps the replicas. Every wait is bounded; the sims are the gateway's
 # children (stopped by it by PID, PDEATHSIG if it dies).
 . "$(dirname "$0")/lib.sh"
 GW=$(free_port); BASE=$(free_port --run 6)
@@ -102,7 +102,25 @@ check "a reload taking pa's model away is refused, naming the pool and the model
 code=$(curl -s -m 10 -o /dev/null -w '%{http_code}' "$G/v1/completions" -d '{"model":"alias-a","prompt":"still","max_tokens":2}')
 check "alias-a still served after the refused reload ($code)" [ "$code" = 200 ]
 
-# 4. At startup: a pool whose model is none of models: (exits at once).
+# 4. An accepted SIGHUP (model-b gains an alias): the worker list the file
+# gives (none) leaves the autoscaler's replicas in the pool.
+nw() { curl -s -m 2 "$G/workers" >"$TMP/w2.json" && json_get "$TMP/w2.json" "len(j['workers'])"; }
+before=$(nw)
+cat >"$TMP/models.yaml" <<YAML
+models:
+  - name: model-a
+    aliases: [alias-a]
+  - name: model-b
+    aliases: [alias-b]
+YAML
+kill -HUP "$SERVE_PID"
+check "a reload giving model-b an alias is taken" wait_grep "SIGHUP: models reloaded" "$LOG"
+check "the replicas stay in the pool ($before before, $(nw) after)" [ "$(nw)" = "$before" ]
+code=$(curl -s -m 10 -o "$TMP/b2.json" -w '%{http_code}' "$G/v1/completions" -d '{"model":"alias-b","prompt":"b","max_tokens":2}')
+check "the new alias is served by model-b's replica ($code)" \
+  [ "$code:$(json_get "$TMP/b2.json" "j['model']")" = 200:model-b ]
+
+# 5. At startup: a pool whose model is none of models: (exits at once).
 cat >"$TMP/m2.yaml" <<YAML
 models:
   - name: model-a
