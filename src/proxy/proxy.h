@@ -156,10 +156,11 @@ struct kvg_proxy {
 /* A request served outside the proxy (the autoscaler's prewarm replays a
  * hot prompt straight to a new replica and it answered 200): body (chat or
  * completions JSON) goes through the proxy's own route input (routing text,
- * token ids and block hashes as the policy and tokenizer are configured),
- * then the pool's policy records it as placed on the worker named url
- * (kvg_pool_place). Thread-safe. 0, KVG_EPARSE for a body the proxy would
- * refuse, KVG_ENOTFOUND for an unknown url. */
+ * token ids and block hashes as the policy and tokenizer are configured:
+ * its model's, with models:), then that policy (the model's, else the
+ * pool's) records it as placed on the worker named url (kvg_pool_place).
+ * Thread-safe. 0, KVG_EPARSE for a body the proxy would refuse,
+ * KVG_ENOTFOUND for an unknown url or model. */
 int kvg_proxy_place(struct kvg_proxy *px, const char *url, const char *body, size_t len, int chat);
 
 /* A request's session key, as a weighted split reads it (docs/models.md):

