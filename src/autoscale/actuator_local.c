@@ -173,8 +173,9 @@ static int spawn(struct local *l, const struct kvg_autoscale_pool_cfg *pc, doubl
         return kvg_err_set(err, errlen, KVG_ETOOBIG, "no free %s",
                            r ? "port in the range" : "replica slot");
     double cold = kvg_autoscale_startup_draw(l->su, pc->opts.model, pc->node, &l->rng);
-    struct kvg_autoscale_local_vars v = {l->cfg.host, pc->opts.model, pc->name,
-                                         port,        l->spawned + 1, cold};
+    struct kvg_autoscale_local_vars v = {
+        l->cfg.host, pc->serves[0] ? pc->serves : pc->opts.model, pc->name, port, l->spawned + 1,
+        cold};
     char line[2048], *argv[128];
     int rc = kvg_autoscale_local_expand(l->cfg.command, &v, line, sizeof line, err, errlen);
     if (rc) return rc;
@@ -200,7 +201,7 @@ static int spawn(struct local *l, const struct kvg_autoscale_pool_cfg *pc, doubl
     r->asked_at = now;
     r->st = REP_STARTING;
     l->spawned++;
-    if ((rc = l->h.add(l->h.ud, r->url))) {
+    if ((rc = l->h.add(l->h.ud, pc->name, r->url))) {
         KVG_WARN("autoscale local: cannot register %s: %s", r->url, kvg_strerror(rc));
         kill(pid, SIGTERM);
         r->st = REP_STOPPING;
@@ -399,7 +400,7 @@ static int starting(struct kvg_autoscale_actuator *a, const struct kvg_autoscale
             int code = engine_call(r, "GET", "/is_sleeping", 1000, &b);
             cJSON *j = code == 200 && b ? cJSON_Parse(b) : NULL;
             if (cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(j, "is_sleeping"))) {
-                int rc = l->h.add(l->h.ud, r->url);
+                int rc = l->h.add(l->h.ud, pc->name, r->url);
                 if (rc)
                     KVG_WARN("autoscale local: cannot register %s again: %s", r->url,
                              kvg_strerror(rc));

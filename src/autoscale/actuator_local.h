@@ -8,7 +8,8 @@
  * default distribution for the pool's model and node state, which
  * cold_start_scale multiplies at creation, for the planners' lead time too:
  * the embedded default runs `kvgate sim --cold-start-secs {cold_start}`),
- * {model}, {pool} and {n} (a running replica number).
+ * {model} (the model the pool's replicas serve: its serves, else its
+ * model), {pool} and {n} (a running replica number).
  *
  * A replica's life: spawned and registered (the gateway's health check
  * marks it healthy when its /health answers 200) -> ready (time from the
@@ -53,7 +54,8 @@ void kvg_autoscale_local_cfg_default(struct kvg_autoscale_local_cfg *c);
  * actuator's thread; urls are "http://host:port". */
 struct kvg_autoscale_local_hooks {
     void *ud;
-    int (*add)(void *ud, const char *url); /* 0 or a code */
+    /* Registers url, a replica of pool (its name): 0 or a code. */
+    int (*add)(void *ud, const char *pool, const char *url);
     /* 1 healthy, 0 not (yet), -1 not in the gateway. *in_flight: its requests. */
     int (*state)(void *ud, const char *url, uint32_t *in_flight);
     void (*drain)(void *ud, const char *url, int on); /* on 0: takes it back */

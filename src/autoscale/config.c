@@ -15,7 +15,7 @@
  *   dry_run: false            # plan and report, act on nothing
  *   pools:
  *     - name: qwen            # the pool's name in /autoscale and the gauges
- *       model: qwen2.5-32b    # the start-up model's key
+ *       model: qwen2.5-32b    # the start-up model's key (serve's models:: the model it scales)
  *       role: aggregated      # aggregated | prefill | decode
  *       planner: kvgate       # static | queue | sla | kvgate
  *       min_replicas: 1

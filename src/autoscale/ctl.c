@@ -252,6 +252,10 @@ cJSON *kvg_autoscale_ctl_json(struct kvg_autoscale_ctl *c)
         cJSON_AddItemToArray(pools, j);
         cJSON_AddStringToObject(j, "name", p->cfg.name);
         cJSON_AddStringToObject(j, "model", p->cfg.opts.model);
+        if (p->cfg.serves[0])
+            cJSON_AddStringToObject(j, "served_model", p->cfg.serves);
+        else
+            cJSON_AddNullToObject(j, "served_model");
         cJSON_AddStringToObject(j, "role", kvg_autoscale_role_name(p->cfg.opts.role));
         cJSON_AddStringToObject(j, "planner", p->cfg.planner);
         cJSON_AddStringToObject(j, "node", kvg_autoscale_node_name(p->cfg.node));

@@ -79,6 +79,13 @@ struct kvg_autoscale_pool_cfg {
     /* kvgate autoscale reads these engines' /health and /metrics. */
     char engines[KVG_AUTOSCALE_MAX_SOURCES][128];
     size_t nengines;
+    /* The model its replicas serve, set by the host after loading: kvgate
+     * serve with models: puts the served model its `model:` names (an
+     * alias resolved) here, and reads that model's workers alone for it.
+     * "": the pool reads the whole gateway (opts.model is then only the
+     * start-up model's key). {model} in the local command is this, else
+     * opts.model. */
+    char serves[256];
 };
 
 /* The API server (actuator: kubernetes). Empty fields take the in-cluster

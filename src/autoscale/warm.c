@@ -129,7 +129,7 @@ static void heats(struct kvg_autoscale_hot *h, double now, int want_prompt, doub
     }
 }
 
-size_t kvg_autoscale_hot_top(struct kvg_autoscale_hot *h, double now, size_t k,
+size_t kvg_autoscale_hot_top(struct kvg_autoscale_hot *h, double now, const char *model, size_t k,
                              struct kvg_autoscale_hot_prompt *out)
 {
     double heat[KVG_AUTOSCALE_HOT_MAX];
@@ -137,6 +137,8 @@ size_t kvg_autoscale_hot_top(struct kvg_autoscale_hot *h, double now, size_t k,
     if (k > KVG_AUTOSCALE_HOT_MAX) k = KVG_AUTOSCALE_HOT_MAX;
     pthread_mutex_lock(&h->mu);
     heats(h, now, 1, heat, NULL);
+    for (size_t i = 0; model && i < KVG_AUTOSCALE_HOT_MAX; i++)
+        if (strcmp(h->e[i].p.model, model)) heat[i] = 0; /* another model's prompt */
     size_t m = kvg_autoscale_pick_hottest(heat, KVG_AUTOSCALE_HOT_MAX, k, idx);
     for (size_t i = 0; i < m; i++) prompt_copy(&out[i], &h->e[idx[i]].p);
     pthread_mutex_unlock(&h->mu);

@@ -60,8 +60,9 @@ void kvg_autoscale_hot_record(struct kvg_autoscale_hot *h, uint64_t key, int slo
 /* Forgets a worker slot (its replica left: its cache is gone). */
 void kvg_autoscale_hot_forget(struct kvg_autoscale_hot *h, int slot);
 /* Copies the prompts of the k hottest entries that have one at now
- * (hottest first) into out[k]; returns how many. */
-size_t kvg_autoscale_hot_top(struct kvg_autoscale_hot *h, double now, size_t k,
+ * (hottest first), of model's requests only (NULL: any model's), into
+ * out[k]; returns how many. */
+size_t kvg_autoscale_hot_top(struct kvg_autoscale_hot *h, double now, const char *model, size_t k,
                              struct kvg_autoscale_hot_prompt *out);
 /* The scale-down choice over the table at now (see kvg_autoscale_pick_victim). */
 int kvg_autoscale_hot_victim(struct kvg_autoscale_hot *h, double now, const int *slots,

@@ -281,6 +281,7 @@ struct kvg_adm_waiter {
     int state;
     int status; /* for W_GRANTED: what the callback will get */
     int prio;
+    int group; /* -1 none */
     uv_timer_t timer;
     kvg_adm_wait_cb cb;
     void *ud;
@@ -317,6 +318,7 @@ struct kvg_adm_queue {
     struct band *bands;
     struct kvg_adm_loop *loops;
     size_t len, len_batch; /* waiters, and of them batch ones */
+    size_t len_group[KVG_ADM_GROUPS], batch_group[KVG_ADM_GROUPS]; /* the same per group */
     _Atomic uint64_t queued, granted, timeouts, evicted, refused_full, cancelled, batch_expired;
 };
 
@@ -360,6 +362,10 @@ static void flow_remove(struct kvg_adm_queue *q, struct kvg_adm_waiter *w)
     w->flow = NULL;
     q->len--;
     q->len_batch -= w->prio == KVG_ADM_BATCH;
+    if (w->group >= 0) {
+        q->len_group[w->group]--;
+        q->batch_group[w->group] -= w->prio == KVG_ADM_BATCH;
+    }
     if (--f->n) return;
     struct band *b = f->band;
     if (f->next == f) {
@@ -584,14 +590,16 @@ static int evict_for(struct kvg_adm_queue *q, int prio)
     return 1;
 }
 
-int kvg_adm_enqueue(struct kvg_adm_loop *lq, int prio, const char *tenant, uint64_t deadline_ms,
-                    int front, kvg_adm_wait_cb cb, void *ud, struct kvg_adm_waiter **out)
+int kvg_adm_enqueue(struct kvg_adm_loop *lq, int prio, const char *tenant, int group,
+                    uint64_t deadline_ms, int front, kvg_adm_wait_cb cb, void *ud,
+                    struct kvg_adm_waiter **out)
 {
     struct kvg_adm_queue *q = lq->q;
     struct kvg_adm_waiter *w = calloc(1, sizeof *w);
     if (!w) return -ENOMEM;
     w->lq = lq;
     w->prio = prio;
+    w->group = group >= 0 && group < KVG_ADM_GROUPS ? group : -1;
     w->cb = cb;
     w->ud = ud;
     pthread_mutex_lock(&q->mu);
@@ -623,6 +631,10 @@ int kvg_adm_enqueue(struct kvg_adm_loop *lq, int prio, const char *tenant, uint6
     f->n++;
     q->len++;
     q->len_batch += prio == KVG_ADM_BATCH;
+    if (w->group >= 0) {
+        q->len_group[w->group]++;
+        q->batch_group[w->group] += prio == KVG_ADM_BATCH;
+    }
     w->state = W_QUEUED;
     uv_timer_init(lq->loop, &w->timer);
     w->timer.data = w;
@@ -721,6 +733,8 @@ void kvg_adm_stats(struct kvg_adm_queue *q, struct kvg_adm_stats *s)
     memset(s->waiting_class, 0, sizeof s->waiting_class);
     pthread_mutex_lock(&q->mu);
     s->waiting = q->len;
+    memcpy(s->waiting_group, q->len_group, sizeof s->waiting_group);
+    memcpy(s->batch_group, q->batch_group, sizeof s->batch_group);
     for (const struct band *b = q->bands; b; b = b->next) {
         const struct flow *f = b->cursor;
         if (!f) continue;

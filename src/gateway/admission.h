@@ -182,15 +182,21 @@ void kvg_adm_loop_close(struct kvg_adm_loop *lq);
  * never inside kvg_adm_enqueue, unless the waiter was cancelled. */
 typedef void (*kvg_adm_wait_cb)(void *ud, int status);
 
+/* Groups a waiter may be counted in (kvg_adm_stats), the host's: serve's
+ * models that an autoscale pool reads. */
+#define KVG_ADM_GROUPS 16
+
 /* Enqueues on lq's loop (call on that thread). deadline_ms: monotonic
  * (kvg_now_ms clock); 0 = now + queue_timeout_ms. front: put it first in
  * its tenant's line (a waiter that was granted but found no room after all
  * and goes back, keeping its place and deadline). tenant may be NULL.
+ * group: 0..KVG_ADM_GROUPS-1, or -1 none; it only counts, never orders.
  * Returns 0 (*out can cancel), or -ENOSPC when the queue is full. The
  * waiter is owned by the queue; the handle is valid until cb ran or
  * kvg_adm_cancel. */
-int kvg_adm_enqueue(struct kvg_adm_loop *lq, int prio, const char *tenant, uint64_t deadline_ms,
-                    int front, kvg_adm_wait_cb cb, void *ud, struct kvg_adm_waiter **out);
+int kvg_adm_enqueue(struct kvg_adm_loop *lq, int prio, const char *tenant, int group,
+                    uint64_t deadline_ms, int front, kvg_adm_wait_cb cb, void *ud,
+                    struct kvg_adm_waiter **out);
 /* The client went away: cb will not run. A grant it had not used yet goes
  * to the next waiter. On the waiter's loop. */
 void kvg_adm_cancel(struct kvg_adm_waiter *w);
@@ -206,6 +212,8 @@ struct kvg_adm_stats {
     /* of waiting, by class: sheddable, standard, critical, batch
      * (KVG_ADM_CLASS_INDEX) */
     size_t waiting_class[4];
+    /* of waiting, by group (kvg_adm_enqueue), and of those the batch ones */
+    size_t waiting_group[KVG_ADM_GROUPS], batch_group[KVG_ADM_GROUPS];
 };
 void kvg_adm_stats(struct kvg_adm_queue *q, struct kvg_adm_stats *out);
 /* Waiters in the queue now. */

@@ -480,9 +480,11 @@ static void admission(struct kvg_gate_req *gr, int front)
      * pool without engine metrics is judged by kvgate's own counts, which
      * never hold a request by themselves (admission.h). */
     enum kvg_adm_verdict v = KVG_ADM_ADMIT;
+    int grp =
+        g->o.model_group ? g->o.model_group(g->o.model_group_ud, gr->model, gr->model_len) : -1;
     if (n)
         v = kvg_adm_decide_workers(&g->o.adm, gr->prio, ws, n, kvg_now_ms(), NULL);
-    else if (!up && g->o.hold_when_empty)
+    else if (g->o.hold_when_empty && (g->o.model_group ? grp >= 0 : !up))
         v = KVG_ADM_QUEUE; /* scaling from zero: wait for the first replica */
     /* A batch newcomer never passes a waiter (every other waiter is of its
      * class or above); a granted one (front) was the queue's next. */
@@ -504,7 +506,7 @@ static void admission(struct kvg_gate_req *gr, int front)
         if (!gr->queue_deadline_ms)
             gr->queue_deadline_ms = kvg_now_ms() + g->o.adm.queue_timeout_ms;
         const char *tenant = gr->key ? gr->key->tenant : "";
-        int rc = kvg_adm_enqueue(gr->gl->a, gr->prio, tenant, gr->queue_deadline_ms, front,
+        int rc = kvg_adm_enqueue(gr->gl->a, gr->prio, tenant, grp, gr->queue_deadline_ms, front,
                                  on_grant, gr, &gr->waiter);
         if (rc) {
             gr->waiter = NULL;

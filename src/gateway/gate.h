@@ -54,6 +54,14 @@ struct kvg_gate_opts {
      * router's 503; past the queue timeout it gets 503 + Retry-After. The
      * host wakes the queue when a worker becomes ready. */
     int hold_when_empty;
+    /* Several models (serve's models:): the group (0..KVG_ADM_GROUPS-1) of
+     * a request's served model, -1 none; called on any loop thread. A
+     * waiter is counted in its group (kvg_adm_stats: each autoscale pool
+     * reads its model's queue), and hold_when_empty holds a request of a
+     * group when no ready worker serves its model, and no other. NULL:
+     * hold_when_empty holds when no worker at all is ready. */
+    int (*model_group)(void *ud, const char *model, size_t len);
+    void *model_group_ud;
 };
 
 /* Shared by every loop thread. */

@@ -79,6 +79,12 @@ const char *kvg__proxy_model_label(struct proxy_req *pr, char *buf, size_t cap)
     return buf;
 }
 
+const char *kvg__proxy_model_served(const struct proxy_req *pr)
+{
+    const struct kvg_catalog *cat = pr->cat;
+    return cat && cat->any < 0 && pr->cmodel >= 0 ? cat->models[pr->cmodel].name : "";
+}
+
 /* body with "model" set to name, into out. */
 static int set_model(const char *body, size_t len, const char *name, struct kvg_buf *out)
 {

@@ -246,7 +246,8 @@ void kvg__proxy_observe_end(struct proxy_req *pr, int status)
                               .first_token_s = -1,
                               .prompt_tokens = u.found ? u.prompt_tokens : -1,
                               .completion_tokens = u.found ? u.completion_tokens : -1,
-                              .cached_tokens = u.found && u.cached_found ? u.cached_tokens : -1};
+                              .cached_tokens = u.found && u.cached_found ? u.cached_tokens : -1,
+                              .model = kvg__proxy_model_served(pr)};
     if (pr->sse && pr->first_ns) {
         o.ttft_s = (double)(pr->first_ns - pr->t0_ns) / 1e9;
         /* vLLM's mean ITL: the stream's span over its gaps; the tokens the

@@ -543,6 +543,12 @@ static void parsed(struct proxy_req *pr)
         kvg__proxy_client_error(pr, 500, "out_of_memory", "cannot rename the request's model");
         return;
     }
+    if (pl->px->on_observe) {
+        struct kvg_proxy_obs o = {.kind = KVG_PROXY_OBS_ARRIVE,
+                                  .prompt_tokens = -1,
+                                  .model = kvg__proxy_model_served(pr)};
+        pl->px->on_observe(pl->px->on_observe_ud, &o);
+    }
     struct kvg_gate_deny d;
     char cred[600];
     struct kvg_str auth =
@@ -677,10 +683,6 @@ void kvg_proxy_handle(struct kvg_proxy_loop *pl, struct kvg_http_req *req,
     atomic_fetch_add_explicit(&px->requests_total, 1, memory_order_relaxed);
     kvg__proxy_trace_begin(pr);
     TR_MARK(pr, parse0);
-    if (px->on_observe) {
-        struct kvg_proxy_obs o = {.kind = KVG_PROXY_OBS_ARRIVE, .prompt_tokens = -1};
-        px->on_observe(px->on_observe_ud, &o);
-    }
 
     req->ud = pr;
     req->on_abort = on_client_abort;

@@ -89,6 +89,12 @@ struct kvg_proxy_obs {
     /* FINISH: a stream's first token-carrying event after arrival (what
      * kvgate_time_to_first_token_seconds observes); < 0 none. */
     double first_token_s;
+    /* The served model of models: (after its alias, split or fallback;
+     * valid during the call), "" for the single-model flags' one. An
+     * arrival is observed once its model is known (a request that names
+     * none kvgate serves is no model's demand), once more for each
+     * fallback it starts again as. */
+    const char *model;
 };
 
 /* One served model's routing state: its tokenizer and chat template, its
@@ -150,10 +156,11 @@ struct kvg_proxy {
 /* A request served outside the proxy (the autoscaler's prewarm replays a
  * hot prompt straight to a new replica and it answered 200): body (chat or
  * completions JSON) goes through the proxy's own route input (routing text,
- * token ids and block hashes as the policy and tokenizer are configured),
- * then the pool's policy records it as placed on the worker named url
- * (kvg_pool_place). Thread-safe. 0, KVG_EPARSE for a body the proxy would
- * refuse, KVG_ENOTFOUND for an unknown url. */
+ * token ids and block hashes as the policy and tokenizer are configured:
+ * its model's, with models:), then that policy (the model's, else the
+ * pool's) records it as placed on the worker named url (kvg_pool_place).
+ * Thread-safe. 0, KVG_EPARSE for a body the proxy would refuse,
+ * KVG_ENOTFOUND for an unknown url or model. */
 int kvg_proxy_place(struct kvg_proxy *px, const char *url, const char *body, size_t len, int chat);
 
 /* A request's session key, as a weighted split reads it (docs/models.md):

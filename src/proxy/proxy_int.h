@@ -218,6 +218,9 @@ void kvg__proxy_sse_error_end(struct proxy_req *pr, const char *msg);
  * renamed for the served model when the client asked by another name. */
 int kvg__proxy_model_resolve(struct proxy_req *pr);
 int kvg__proxy_model_rename(struct proxy_req *pr);
+/* The name of pr's served model of models: (the catalog's, held by pr),
+ * "" when none: the single-model flags', or not resolved (yet). */
+const char *kvg__proxy_model_served(const struct proxy_req *pr);
 /* Fallbacks (docs/models.md): whether pr's model has one left to try
  * (thread-safe); whether its prompt (tokenized) is past its model's
  * context; whether its prompt is tokenized for that check. */

@@ -213,7 +213,8 @@ static void up_body(void *ud, const char *p, size_t n)
         pr->first_ns = pr->last_ns;
         if (pr->sse && px->on_observe) {
             struct kvg_proxy_obs o = {.kind = KVG_PROXY_OBS_FIRST,
-                                      .ttft_s = (double)(pr->first_ns - pr->t0_ns) / 1e9};
+                                      .ttft_s = (double)(pr->first_ns - pr->t0_ns) / 1e9,
+                                      .model = kvg__proxy_model_served(pr)};
             px->on_observe(px->on_observe_ud, &o);
         }
     }

@@ -139,11 +139,24 @@ static const char *model_setting(const struct kvg_catalog_spec *s)
                                     : NULL;
 }
 
+/* Whether the host starts s's workers itself (top->scaled names it). */
+static int scaled(const struct build *b, const struct kvg_catalog_spec *s)
+{
+    for (size_t k = 0; k < b->top->nscaled; k++) {
+        const char *n = b->top->scaled[k];
+        if (!strcmp(n, s->name)) return 1;
+        for (size_t j = 0; j < s->aliases.n; j++)
+            if (!strcmp(n, s->aliases.v[j])) return 1;
+    }
+    return 0;
+}
+
 /* Whether entry s is a served model: it lists workers, or (with
- * discovery by a model label) it is neither a split nor an alias. */
+ * discovery by a model label, or workers the host starts) it is neither a
+ * split nor an alias. */
 static int is_model(const struct build *b, const struct kvg_catalog_spec *s)
 {
-    return s->nworkers || (b->top->discovered && !s->nsplit && !s->alias_of[0]);
+    return s->nworkers || ((b->top->discovered || scaled(b, s)) && !s->nsplit && !s->alias_of[0]);
 }
 
 /* Pass 1: each entry alone. */
@@ -153,7 +166,7 @@ static int check_entry(struct build *b, size_t i)
     int kinds = (s->nworkers > 0) + (s->nsplit > 0) + (s->alias_of[0] != 0);
     if (!s->name[0]) return fail(b, i, 0, "an empty name");
     if (kinds > 1) return fail(b, i, 0, "workers, split and alias_of exclude each other");
-    if (!kinds && !b->top->discovered)
+    if (!kinds && !b->top->discovered && !scaled(b, s))
         return fail(b, i, 0,
                     "no workers, split or alias_of: nothing would serve it (aliases name more "
                     "names for an entry that has one of them)");

@@ -97,6 +97,11 @@ struct kvg_catalog_top {
      * label names (serve's model_label): an entry that is neither a split
      * nor an alias is a model; its workers: (static) serve it beside them. */
     int discovered;
+    /* Names (of entries or their aliases) whose workers the host starts
+     * itself (serve's local autoscaler): such an entry that is neither a
+     * split nor an alias is a model without workers: listed. */
+    char *const *scaled;
+    size_t nscaled;
 };
 
 /* A served model, its settings resolved: its entry's, else the top

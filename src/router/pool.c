@@ -210,7 +210,7 @@ int kvg_pool_set_ex(struct kvg_pool *p, char *const *urls, char *const *kv_endpo
     for (size_t i = p->n; i-- > 0;) {
         size_t j = 0;
         while (j < n && strcmp(urls[j], p->w[i]->url)) j++;
-        if (j == n) remove_at_locked(p, i);
+        if (j == n && !atomic_load(&p->w[i]->scaled)) remove_at_locked(p, i);
     }
     for (size_t j = 0; j < n; j++) {
         int r = add_locked(p, urls[j], kv_endpoints ? kv_endpoints[j] : NULL,

@@ -62,7 +62,8 @@ void kvg_pool_model_label(struct kvg_pool *p, const struct kvg_worker *w, char *
 /* Sets an SGLang prefill's bootstrap port (0 none); KVG_ENOTFOUND if absent. */
 int kvg_pool_set_bootstrap_port(struct kvg_pool *p, const char *url, int port);
 /* Makes the pool hold exactly these URLs (SIGHUP reload): adds the new ones,
- * removes the missing ones, keeps the rest with their state. A list naming
+ * removes the missing ones (but the autoscaler's: w->scaled), keeps the
+ * rest with their state. A list naming
  * one worker twice (trailing '/' aside) is refused whole with -EEXIST and
  * the pool is left as it was: the two would collapse into one worker. */
 int kvg_pool_set(struct kvg_pool *p, char *const *urls, size_t n);

@@ -117,6 +117,10 @@ struct kvg_worker {
     /* Scale-down (the autoscaler): a draining worker takes no new request,
      * its requests in flight finish. */
     _Atomic int draining;
+    /* Started and registered by the host's autoscaler (serve's local
+     * actuator), which removes it itself: a reload's worker list
+     * (kvg_pool_set) leaves it in the pool. */
+    _Atomic int scaled;
     /* Slow start: the share of its candidacies a worker takes, in 1/1000
      * (1000, the default: all). A newly ready replica is ramped up from
      * below 1000 while its cache warms; it still takes every request when

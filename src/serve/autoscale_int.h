@@ -45,11 +45,19 @@ struct kvg_serve_autoscale {
     int timer_on;
     struct kvg_serve *sv;
     double t0; /* kvg_now_s() at start; tick times count from it */
-    /* The proxy's per-request observations (any loop thread), folded each
-     * tick into every pool's window (judged against its own targets). */
-    struct kvg_autoscale_feed feed;
-    int feed_ok;
-    struct kvg_autoscale_obs *obs[KVG_AUTOSCALE_MAX_POOLS]; /* owned */
+    /* What each pool reads (autoscale_setup.c): with models:, the served
+     * model its `model:` names, its pool cfg's serves; the pools of one
+     * model form a group (at most KVG_ADM_GROUPS) with one feed and one
+     * admission count. Without, one group of every request: gmodel[0] "". */
+    int group[KVG_AUTOSCALE_MAX_POOLS];
+    const char *gmodel[KVG_AUTOSCALE_MAX_POOLS]; /* a group's served model: a pool cfg's serves */
+    size_t ngroups;
+    int by_model; /* models: the pools read their groups' models alone */
+    /* The proxy's per-request observations (any loop thread), into their
+     * model's group's feed, folded each tick into each of its pools'
+     * windows (judged against the pool's own targets). */
+    struct kvg_autoscale_feed *feed[KVG_AUTOSCALE_MAX_POOLS]; /* owned, by group */
+    struct kvg_autoscale_obs *obs[KVG_AUTOSCALE_MAX_POOLS];   /* owned */
     struct kvg_metrics_family *desired_f, *ready_f;
     /* actuator local */
     int local;

@@ -41,13 +41,24 @@ static double now_s(struct kvg_serve_autoscale *a)
     return kvg_now_s() - a->t0;
 }
 
-static int h_add(void *ud, const char *url)
+static int h_add(void *ud, const char *pool, const char *url)
 {
     struct kvg_serve_autoscale *a = ud;
     int rc = kvg_pool_add(&a->sv->pool, url);
     if (rc) return rc;
+    /* With models:, it serves its pool's model: its label says which
+     * (router/catalog.h, kvg_catalog_worker_model), as a discovered pod's. */
+    for (size_t i = 0; i < a->ctl->npools; i++) {
+        const struct kvg_autoscale_pool_cfg *pc = &a->ctl->pools[i].cfg;
+        if (strcmp(pc->name, pool) || !pc->serves[0]) continue;
+        if ((rc = kvg_pool_set_model_label(&a->sv->pool, url, pc->serves))) {
+            kvg_pool_remove(&a->sv->pool, url);
+            return rc;
+        }
+    }
     struct kvg_worker *w = find(a->sv, url);
     if (w) {
+        atomic_store(&w->scaled, 1); /* ours to remove: a reload's list keeps it */
         /* No share until prewarmed (a pool with no other ready worker
          * still uses it: router/worker.h). */
         atomic_store(&w->share_permille, 0);
@@ -245,6 +256,8 @@ static void h_ready(void *ud, const char *url)
     wu->on = 1;
     wu->a = a;
     wu->t = w->target;
+    char model[sizeof w->model_label]; /* its pool's model (h_add): its prompts alone */
+    kvg_pool_model_label(&a->sv->pool, w, model, sizeof model);
     /* The key every call to this engine carries (router/worker.h). */
     wu->has_auth = kvg_worker_auth_header(w, wu->auth, sizeof wu->auth, &wu->auth_h);
     kvg_worker_unref(w);
@@ -253,7 +266,7 @@ static void h_ready(void *ud, const char *url)
     size_t k = a->lcfg.prewarm_prompts < 64 ? a->lcfg.prewarm_prompts : 64;
     struct kvg_autoscale_hot_prompt *ps = k ? malloc(k * sizeof *ps) : NULL;
     if (ps) {
-        wu->n = kvg_autoscale_hot_top(a->hot, wu->t0, k, ps);
+        wu->n = kvg_autoscale_hot_top(a->hot, wu->t0, model[0] ? model : NULL, k, ps);
         for (size_t i = 0; i < wu->n; i++) {
             wu->bodies[i] = prewarm_body(&ps[i]);
             wu->lens[i] = wu->bodies[i] ? strlen(wu->bodies[i]) : 0;

@@ -10,14 +10,19 @@
  * in the router pool (autoscale_local.c: hooks, prewarm, slow start,
  * cache-aware scale-down, requests held at zero replicas).
  *
- * Every autoscale pool reads the whole router pool (one kvgate serve fronts
- * one pool of workers). The observed signals come from the signal builder
- * (autoscale/signals.h), as in the offline benchmark: the proxy tells each
- * request's arrival, a stream's first byte and the end with the engine's
- * usage (serve reads every request's usage under --autoscale) into a
- * sharded feed; each tick folds it into every pool's window, judged against
- * that pool's targets. TTFT and ITL are measured on streams only (a whole
- * answer's first byte is its last); ISL and OSL come from the usage of the
+ * Without models:, every autoscale pool reads the whole router pool. With
+ * models:, each pool reads the model its `model:` names (an alias
+ * resolved: a start-up and a reload error when it names none): that
+ * model's workers (by the catalog, kvg_serve_worker_model; the local
+ * actuator's replicas join it by their model label), its requests in the
+ * gateway queue (the admission group of its model) and the proxy's
+ * observations of the requests that model served. The observed signals
+ * come from the signal builder (autoscale/signals.h), as in the offline
+ * benchmark: the proxy tells each request's arrival, a stream's first
+ * byte and the end with the engine's usage (serve reads every request's
+ * usage under --autoscale) into a sharded feed per model; each tick folds
+ * it into its pools' windows, judged against that pool's targets. TTFT and ITL are measured on
+ * streams only (a whole answer's first byte is its last); ISL and OSL come from the usage of the
  * requests finished in the window, unknown (null in GET /autoscale, 0 to
  * the planners: kvg_autoscale_plan) before any did, as in the benchmark. */
 #include <cjson/cJSON.h>
@@ -30,6 +35,7 @@
 #include "base/err.h"
 #include "base/log.h"
 #include "base/util.h"
+#include "router/catalog.h"
 #include "serve/autoscale_int.h"
 
 int kvg_serve_autoscale_is_local(const struct kvg_serve_config *c)
@@ -41,13 +47,136 @@ int kvg_serve_autoscale_is_local(const struct kvg_serve_config *c)
            !strcmp(cfg.actuator, "local");
 }
 
+/* A pool whose model: is none of models:'s (split: it names a split). */
+static int no_model(const struct kvg_serve_config *c, const struct kvg_autoscale_pool_cfg *pc,
+                    int split, char *err, size_t errlen)
+{
+    return kvg_err_set(err, errlen, KVG_ECONFIG,
+                       "%s: pool %s: model '%s' %s of the models: in %s (with models:, each pool "
+                       "scales one model: its model: is that model's name or an alias of it)",
+                       c->autoscale_path, pc->name, pc->opts.model,
+                       split ? "is a split, none" : "is no model",
+                       c->config_path[0] ? c->config_path : "the config");
+}
+
+int kvg_serve_autoscale_scaled(const struct kvg_serve_config *c, struct kvg_strlist *out, char *err,
+                               size_t errlen)
+{
+    if (!c->nmodels || !c->autoscale_path[0]) return 0;
+    struct kvg_autoscale_config *cfg = malloc(sizeof *cfg);
+    if (!cfg) return kvg_err_set(err, errlen, -ENOMEM, "autoscale: out of memory");
+    int rc = kvg_autoscale_config_load(c->autoscale_path, cfg, err, errlen);
+    for (size_t i = 0; !rc && !strcmp(cfg->actuator, "local") && i < cfg->npools; i++) {
+        /* Its entry, by name or alias, before the catalog's checks: an
+         * entry it no longer names would only say it has no workers. */
+        const char *n = cfg->pools[i].opts.model;
+        const struct kvg_catalog_spec *hit = NULL;
+        for (size_t k = 0; !hit && k < c->nmodels; k++) {
+            const struct kvg_catalog_spec *sp = &c->models[k].spec;
+            int named = !strcmp(sp->name, n);
+            for (size_t j = 0; !named && j < sp->aliases.n; j++)
+                named = !strcmp(sp->aliases.v[j], n);
+            if (named) hit = sp;
+        }
+        if (!hit || hit->nsplit || hit->alias_of[0])
+            rc = no_model(c, &cfg->pools[i], hit && hit->nsplit, err, errlen);
+        else if ((rc = kvg_strlist_add(out, n)))
+            rc = kvg_err_set(err, errlen, rc, "autoscale: %s", kvg_strerror(rc));
+    }
+    free(cfg);
+    return rc;
+}
+
+/* The served model that pool pc's `model:` names in cat (its name or an
+ * alias), or -1 with err saying why. */
+static int pool_model(const struct kvg_serve_autoscale *a, const struct kvg_catalog *cat,
+                      const struct kvg_autoscale_pool_cfg *pc, char *err, size_t errlen)
+{
+    const char *n = pc->opts.model;
+    int k = kvg_catalog_find(cat, n, strlen(n));
+    if (k >= 0 && cat->names[k].model >= 0) return cat->names[k].model;
+    no_model(&a->sv->cfg, pc, k >= 0, err, errlen);
+    return -1;
+}
+
+/* With models: (the catalog's models have names), each pool's served
+ * model into its cfg's serves and its group; without, one group reads
+ * everything. */
+static int pool_models(struct kvg_serve_autoscale *a, char *err, size_t errlen)
+{
+    struct kvg_catalog *cat = kvg_serve_catalog(a->sv);
+    a->by_model = cat && cat->any < 0;
+    a->ngroups = a->by_model ? 0 : 1;
+    a->gmodel[0] = "";
+    int rc = 0;
+    for (size_t i = 0; a->by_model && i < a->ctl->npools; i++) {
+        struct kvg_autoscale_pool_cfg *pc = &a->ctl->pools[i].cfg;
+        int m = pool_model(a, cat, pc, err, errlen);
+        if (m < 0) {
+            rc = KVG_ECONFIG;
+            break;
+        }
+        snprintf(pc->serves, sizeof pc->serves, "%s", cat->models[m].name);
+        size_t g = 0;
+        while (g < a->ngroups && strcmp(a->gmodel[g], pc->serves)) g++;
+        if (g == KVG_ADM_GROUPS) { /* pools are fewer (16): never */
+            rc = kvg_err_set(err, errlen, KVG_ECONFIG, "autoscale: over %d models", KVG_ADM_GROUPS);
+            break;
+        }
+        if (g == a->ngroups) a->gmodel[a->ngroups++] = pc->serves;
+        a->group[i] = (int)g;
+    }
+    if (cat) kvg_catalog_unref(cat);
+    return rc;
+}
+
+/* The group whose pools read a request of served model name (len bytes;
+ * "" for the single-model flags' one), -1 none. Any thread: the groups
+ * are set before serving. Also the gate's model_group (ud: a). */
+static int group_of(void *ud, const char *name, size_t len)
+{
+    const struct kvg_serve_autoscale *a = ud;
+    for (size_t g = 0; g < a->ngroups; g++)
+        if (!a->by_model || (strlen(a->gmodel[g]) == len && !memcmp(a->gmodel[g], name, len)))
+            return (int)g;
+    return -1;
+}
+
+int kvg_serve_autoscale_models_check(struct kvg_serve *sv, const struct kvg_catalog *cat, char *err,
+                                     size_t errlen)
+{
+    struct kvg_serve_autoscale *a = sv->autoscale;
+    if (!a) return 0;
+    if (a->by_model != (cat->any < 0))
+        return kvg_err_set(err, errlen, KVG_ECONFIG,
+                           "%s: models: %s by a reload, but the autoscaler's pools were set up "
+                           "%s it (a restart sets them up again)",
+                           a->sv->cfg.autoscale_path, a->by_model ? "removed" : "added",
+                           a->by_model ? "with" : "without");
+    for (size_t i = 0; a->by_model && i < a->ctl->npools; i++) {
+        const struct kvg_autoscale_pool_cfg *pc = &a->ctl->pools[i].cfg;
+        int m = pool_model(a, cat, pc, err, errlen);
+        if (m < 0) return KVG_ECONFIG;
+        if (strcmp(cat->models[m].name, pc->serves))
+            return kvg_err_set(err, errlen, KVG_ECONFIG,
+                               "%s: pool %s: model '%s' would stand for '%s', not '%s', which its "
+                               "replicas serve (a restart sets the pools up again)",
+                               a->sv->cfg.autoscale_path, pc->name, pc->opts.model,
+                               cat->models[m].name, pc->serves);
+    }
+    return 0;
+}
+
 /* Frees a half-built a: the controller (a local actuator stops its
- * children), the local actuator's state, the feed and the windows. */
+ * children), the local actuator's state, the feeds and the windows. */
 static void discard(struct kvg_serve_autoscale *a)
 {
     kvg_autoscale_ctl_free(a->ctl);
     kvg__serve_autoscale_local_free(a);
-    if (a->feed_ok) kvg_autoscale_feed_destroy(&a->feed);
+    for (size_t g = 0; g < KVG_AUTOSCALE_MAX_POOLS; g++) {
+        if (a->feed[g]) kvg_autoscale_feed_destroy(a->feed[g]);
+        free(a->feed[g]);
+    }
     for (size_t i = 0; i < KVG_AUTOSCALE_MAX_POOLS; i++) kvg_autoscale_obs_free(a->obs[i]);
     free(a);
 }
@@ -70,22 +199,32 @@ static double span_s(const struct kvg_autoscale_pool_cfg *pc)
 static void on_observe(void *ud, const struct kvg_proxy_obs *o)
 {
     struct kvg_serve_autoscale *a = ud;
+    const char *mn = o->model ? o->model : "";
+    int g = group_of(a, mn, strlen(mn));
+    if (g < 0) return; /* a model no pool reads */
+    struct kvg_autoscale_feed *f = a->feed[g];
     if (o->kind == KVG_PROXY_OBS_ARRIVE)
-        kvg_autoscale_feed_arrive(&a->feed, (double)o->prompt_tokens);
+        kvg_autoscale_feed_arrive(f, (double)o->prompt_tokens);
     else if (o->kind == KVG_PROXY_OBS_FIRST)
-        kvg_autoscale_feed_first(&a->feed, o->ttft_s);
+        kvg_autoscale_feed_first(f, o->ttft_s);
     else if (o->failed || (o->status >= 200 && o->status < 300) || o->status == 499)
-        kvg_autoscale_feed_finish(&a->feed, o->failed, o->ttft_s, o->itl_s,
-                                  (double)o->prompt_tokens, (double)o->completion_tokens,
-                                  (double)o->cached_tokens);
+        kvg_autoscale_feed_finish(f, o->failed, o->ttft_s, o->itl_s, (double)o->prompt_tokens,
+                                  (double)o->completion_tokens, (double)o->cached_tokens);
 }
 
-/* The feed and each pool's window (enough ticks for its span). */
+/* A feed per group and each pool's window (enough ticks for its span). */
 static int obs_init(struct kvg_serve_autoscale *a)
 {
-    int rc = kvg_autoscale_feed_init(&a->feed);
-    if (rc) return rc;
-    a->feed_ok = 1;
+    int rc;
+    for (size_t g = 0; g < a->ngroups; g++) {
+        struct kvg_autoscale_feed *f = malloc(sizeof *f);
+        if (!f) return -ENOMEM;
+        if ((rc = kvg_autoscale_feed_init(f))) {
+            free(f);
+            return rc;
+        }
+        a->feed[g] = f;
+    }
     for (size_t i = 0; i < a->ctl->npools; i++) {
         double nb = ceil(span_s(&a->ctl->pools[i].cfg) / tick_s(a)) + 2;
         if ((rc = kvg_autoscale_obs_new(nb < 4096 ? (size_t)nb : 4096, 1 << 14, &a->obs[i])))
@@ -121,7 +260,9 @@ int kvg_serve_autoscale_init(struct kvg_serve *sv, char *err, size_t errlen)
         return rc;
     }
     a->lcfg = cfg.local;
-    if (!strcmp(cfg.actuator, "local") && (rc = kvg__serve_autoscale_local_init(a, err, errlen))) {
+    if ((rc = pool_models(a, err, errlen)) ||
+        (!strcmp(cfg.actuator, "local") &&
+         (rc = kvg__serve_autoscale_local_init(a, err, errlen)))) {
         discard(a);
         return rc;
     }
@@ -142,13 +283,18 @@ int kvg_serve_autoscale_init(struct kvg_serve *sv, char *err, size_t errlen)
     sv->autoscale = a;
     sv->proxy.on_observe = on_observe;
     sv->proxy.on_observe_ud = a;
+    if (a->by_model) {
+        sv->gate.o.model_group = group_of;
+        sv->gate.o.model_group_ud = a;
+    }
     KVG_INFO("autoscale: %zu pools from %s, actuator %s%s", cfg.npools, c->autoscale_path,
              cfg.actuator, cfg.dry_run ? " (dry run: nothing acts)" : "");
     return 0;
 }
 
-/* Pool i's signals now: the router pool's workers and the admission queue
- * (all autoscale pools read the one router pool), then the pool's window. */
+/* Pool i's signals now: its model's workers (without models:, the whole
+ * router pool's) and its requests in the admission queue, then the pool's
+ * window. */
 static void fill(struct kvg_serve_autoscale *a, size_t i, double now,
                  struct kvg_autoscale_signals *s)
 {
@@ -156,11 +302,21 @@ static void fill(struct kvg_serve_autoscale *a, size_t i, double now,
     const struct kvg_autoscale_pool_cfg *pc = &a->ctl->pools[i].cfg;
     memset(s, 0, sizeof *s);
     s->now = now;
+    struct kvg_catalog *cat = a->by_model ? kvg_serve_catalog(sv) : NULL;
+    int m = -1; /* the pool's model in the current catalog (a reload keeps its name's meaning) */
+    if (cat) {
+        int k = kvg_catalog_find(cat, pc->serves, strlen(pc->serves));
+        m = k < 0 ? -1 : cat->names[k].model;
+    }
     struct kvg_worker *ws[KVG_POOL_MAX_WORKERS];
     size_t n = kvg_pool_snapshot(&sv->pool, ws, KVG_POOL_MAX_WORKERS);
     uint64_t now_ms = kvg_now_ms();
     for (size_t k = 0; k < n; k++) {
         struct kvg_worker *w = ws[k];
+        if (a->by_model && (!cat || m < 0 || kvg_serve_worker_model(sv, cat, w) != m)) {
+            kvg_worker_unref(w); /* another model's */
+            continue;
+        }
         if (atomic_load(&w->draining))
             s->draining++; /* leaving: not capacity */
         else if (atomic_load(&w->healthy))
@@ -173,13 +329,19 @@ static void fill(struct kvg_serve_autoscale *a, size_t i, double now,
         if (l.kv_usage >= 0) s->kv_usage_sum += l.kv_usage;
         kvg_worker_unref(w);
     }
+    if (cat) kvg_catalog_unref(cat);
     if (sv->gate.adm) { /* the queue itself: the gauge is only refreshed when scraped */
         struct kvg_adm_stats as;
         kvg_adm_stats(sv->gate.adm, &as);
         /* Batch waits by design: the planner reads it as a backlog due by
          * its deadlines (planner.h), not as demand held back. */
-        s->queued = (double)(as.waiting - as.waiting_class[3]);
-        s->batch_queued = (double)as.waiting_class[3];
+        size_t all = as.waiting, batch = as.waiting_class[3];
+        if (a->by_model) { /* its model's waiters alone (gate_group) */
+            all = as.waiting_group[a->group[i]];
+            batch = as.batch_group[a->group[i]];
+        }
+        s->queued = (double)(all - batch);
+        s->batch_queued = (double)batch;
     }
     kvg_autoscale_obs_window(a->obs[i], tick_s(a), span_s(pc), s);
 }
@@ -190,17 +352,21 @@ static void tick(uv_timer_t *t)
     double now = kvg_now_s() - a->t0; /* monotonic: a clock step must not skew rates */
     /* The tick's observations close each pool's filling bucket (a failed
      * take leaves them in the feed for the next tick). */
-    struct kvg_autoscale_feed_take tk;
-    int trc = kvg_autoscale_feed_take(&a->feed, &tk);
-    if (trc) KVG_WARN("autoscale: signals: %s", kvg_strerror(trc));
+    struct kvg_autoscale_feed_take tk[KVG_AUTOSCALE_MAX_POOLS];
+    int trc[KVG_AUTOSCALE_MAX_POOLS];
+    for (size_t g = 0; g < a->ngroups; g++)
+        if ((trc[g] = kvg_autoscale_feed_take(a->feed[g], &tk[g])))
+            KVG_WARN("autoscale: signals: %s", kvg_strerror(trc[g]));
     for (size_t i = 0; i < a->ctl->npools; i++) {
         const struct kvg_autoscale_opts *o = &a->ctl->pools[i].cfg.opts;
-        if (!trc) /* stamped mid-tick (autoscale/signals.h) */
-            kvg_autoscale_obs_fold(a->obs[i], &tk, now - tick_s(a) / 2, o->ttft_target_s,
+        int g = a->group[i];
+        if (!trc[g]) /* stamped mid-tick (autoscale/signals.h) */
+            kvg_autoscale_obs_fold(a->obs[i], &tk[g], now - tick_s(a) / 2, o->ttft_target_s,
                                    o->itl_target_s);
         kvg_autoscale_obs_next(a->obs[i]);
     }
-    if (!trc) kvg_autoscale_feed_take_free(&tk);
+    for (size_t g = 0; g < a->ngroups; g++)
+        if (!trc[g]) kvg_autoscale_feed_take_free(&tk[g]);
     struct kvg_autoscale_signals sigs[KVG_AUTOSCALE_MAX_POOLS];
     for (size_t i = 0; i < a->ctl->npools; i++) fill(a, i, now, &sigs[i]);
     for (size_t i = 0; i < a->ctl->npools; i++) {

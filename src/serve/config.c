@@ -460,6 +460,8 @@ int kvg_serve_config_reload_file(const char *path, const struct kvg_serve_config
          * file's models: too (a model of a discovered pool lists no workers). */
         out->service_discovery = running->service_discovery;
         memcpy(out->model_label, running->model_label, sizeof out->model_label);
+        /* So is the autoscaler: its local pools' models list no workers. */
+        memcpy(out->autoscale_path, running->autoscale_path, sizeof out->autoscale_path);
     }
     if (!rc) rc = kvg_serve_config_models(out, path, err, errlen);
     if (rc) kvg_serve_config_free(out);

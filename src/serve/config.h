@@ -125,6 +125,12 @@ int kvg_serve_config_models(struct kvg_serve_config *c, const char *file, char *
  * model answering to any name. *out as kvg_catalog_build's. */
 int kvg_serve_models_catalog(const struct kvg_serve_config *c, const char *file,
                              struct kvg_catalog **out, char *err, size_t errlen);
+/* With models: and an --autoscale file whose actuator is local: the names
+ * its pools' `model:` give, appended to out (those models' workers are the
+ * replicas it starts: their entries list none). 0, or the file's error
+ * (KVG_ECONFIG in err). autoscale_setup.c. */
+int kvg_serve_autoscale_scaled(const struct kvg_serve_config *c, struct kvg_strlist *out, char *err,
+                               size_t errlen);
 /* Each model's serving mode (its serving: section, else the top level's
  * PD flags, whose mode c->vllm_pd / c->sglang_pd say) against its
  * workers' roles: a PD mode needs prefill and decode workers, vLLM EPD an

@@ -138,6 +138,11 @@ int kvg_serve_models_catalog(const struct kvg_serve_config *c, const char *file,
     struct kvg_catalog_worker *w = NULL;
     int rc = c->nmodels ? 0 : top_workers(c, &w);
     if (rc) return kvg_err_set(err, errlen, rc, "models: out of memory");
+    struct kvg_strlist scaled = {0};
+    if ((rc = kvg_serve_autoscale_scaled(c, &scaled, err, errlen))) {
+        free(w);
+        return rc;
+    }
     const struct kvg_catalog_top top = {
         .file = file,
         .tokenizer = c->tokenizer,
@@ -149,17 +154,21 @@ int kvg_serve_models_catalog(const struct kvg_serve_config *c, const char *file,
         .workers = w,
         .nworkers = c->nmodels ? 0 : c->workers.n,
         .discovered = c->nmodels && c->model_label[0],
+        .scaled = scaled.v,
+        .nscaled = scaled.n,
     };
     /* The catalog reads the specs as one array: the rows' own, side by side. */
     struct kvg_catalog_spec *specs = c->nmodels ? calloc(c->nmodels, sizeof *specs) : NULL;
     if (c->nmodels && !specs) {
         free(w);
+        kvg_strlist_free(&scaled);
         return kvg_err_set(err, errlen, -ENOMEM, "models: out of memory");
     }
     for (size_t i = 0; i < c->nmodels; i++) specs[i] = c->models[i].spec;
     rc = kvg_catalog_build(specs, c->nmodels, &top, out, err, errlen);
     free(specs);
     free(w);
+    kvg_strlist_free(&scaled);
     return rc;
 }
 

@@ -257,7 +257,9 @@ int kvg_serve_models_prepare(struct kvg_serve *sv, const struct kvg_serve_config
     struct kvg_catalog *old = kvg_serve_catalog(sv);
     struct kvg_catalog *cat;
     int rc = kvg_serve_models_catalog(f, sv->cfg.config_path, &cat, err, errlen);
-    if (!rc && (rc = states(sv, f, cat, old, err, errlen))) kvg_catalog_unref(cat);
+    if (!rc && ((rc = kvg_serve_autoscale_models_check(sv, cat, err, errlen)) ||
+                (rc = states(sv, f, cat, old, err, errlen))))
+        kvg_catalog_unref(cat);
     kvg_catalog_unref(old);
     if (!rc) *out = cat;
     return rc;

@@ -201,6 +201,11 @@ int kvg_serve_autoscale_init(struct kvg_serve *sv, char *err, size_t errlen);
 /* 1 when --autoscale names a file whose actuator is `local` (read early:
  * the embedded default then starts no simulated engines of its own). */
 int kvg_serve_autoscale_is_local(const struct kvg_serve_config *c);
+/* A reload's catalog against the running autoscaler: each pool's model:
+ * must still name the model its replicas serve (with models:; none
+ * without). 0, or KVG_ECONFIG naming the autoscale file, pool and model. */
+int kvg_serve_autoscale_models_check(struct kvg_serve *sv, const struct kvg_catalog *cat, char *err,
+                                     size_t errlen);
 int kvg_serve_autoscale_start(struct kvg_serve *sv, uv_loop_t *loop);
 void kvg_serve_autoscale_stop(struct kvg_serve *sv);
 void kvg_serve_autoscale_free(struct kvg_serve *sv);

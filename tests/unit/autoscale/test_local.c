@@ -55,6 +55,7 @@ struct gw {
     int healthy[8], draining[8], present[8];
     uint32_t infl[8];
     int n, readied, removed;
+    char pool[64]; /* of the last one added */
 };
 
 static int at(struct gw *g, const char *url)
@@ -64,9 +65,10 @@ static int at(struct gw *g, const char *url)
     return -1;
 }
 
-static int g_add(void *ud, const char *url)
+static int g_add(void *ud, const char *pool, const char *url)
 {
     struct gw *g = ud;
+    snprintf(g->pool, sizeof g->pool, "%s", pool);
     snprintf(g->url[g->n], sizeof g->url[0], "%s", url);
     g->present[g->n++] = 1;
     return 0;
@@ -132,6 +134,7 @@ TEST(replica_life_spawn_ready_drain_stop)
 
     CHECK_INT(a->ops->apply(a, &pc, 2, 10, err, sizeof err), 0);
     CHECK_INT(g.n, 2);
+    CHECK_STR(g.pool, "agg");
     CHECK_STR(g.url[0], "http://127.0.0.1:9500");
     CHECK_STR(g.url[1], "http://127.0.0.1:9501");
     double eta[8];

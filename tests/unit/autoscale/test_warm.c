@@ -66,7 +66,7 @@ TEST(history_table_records_decays_and_forgets)
     kvg_autoscale_hot_record(&h, 222, 1, 1, NULL); /* heat only: the body stays */
     kvg_autoscale_hot_record(&h, 333, 1, 1, NULL); /* no body: never replayed */
     static struct kvg_autoscale_hot_prompt out[4];
-    CHECK_INT(kvg_autoscale_hot_top(&h, 1, 4, out), 2);
+    CHECK_INT(kvg_autoscale_hot_top(&h, 1, NULL, 4, out), 2);
     CHECK(out[0].len == 2 && !memcmp(out[0].u.text, "Pa", 2));
     CHECK(out[1].len == 2 && !memcmp(out[1].u.text, "Pb", 2));
     /* Slot 1 holds b (2) and 333 (1), slot 0 holds a (5): slot 1 goes. */
@@ -83,7 +83,7 @@ TEST(history_table_records_decays_and_forgets)
     /* A full table evicts its coldest entry. */
     for (uint64_t k = 1000; k < 1000 + KVG_AUTOSCALE_HOT_MAX; k++)
         kvg_autoscale_hot_record(&h, k, 2, 100, text_prompt("Px"));
-    CHECK_INT(kvg_autoscale_hot_top(&h, 100, 4, out), 4);
+    CHECK_INT(kvg_autoscale_hot_top(&h, 100, NULL, 4, out), 4);
     CHECK(out[0].len == 2 && !memcmp(out[0].u.text, "Px", 2));
     kvg_autoscale_hot_destroy(&h);
 }
@@ -103,8 +103,11 @@ TEST(history_keeps_the_prompt_not_a_body)
     p.len = KVG_AUTOSCALE_HOT_IDS + 1; /* over the cap: heat, no prompt */
     kvg_autoscale_hot_record(&h, 2, 0, 1, &p);
     kvg_autoscale_hot_record(&h, 2, 0, 1, &p);
-    CHECK_INT(kvg_autoscale_hot_top(&h, 1, 2, out), 1);
+    CHECK_INT(kvg_autoscale_hot_top(&h, 1, NULL, 2, out), 1);
     CHECK_STR(out[0].model, "lora-7");
+    /* A replica of another model is prewarmed with its own model's prompts only. */
+    CHECK_INT(kvg_autoscale_hot_top(&h, 1, "qwen", 2, out), 0);
+    CHECK_INT(kvg_autoscale_hot_top(&h, 1, "lora-7", 2, out), 1);
     CHECK(out[0].is_ids && out[0].len == 3);
     CHECK(out[0].u.ids[0] == 258 && out[0].u.ids[1] == 97 && out[0].u.ids[2] == 259);
     kvg_autoscale_hot_destroy(&h);

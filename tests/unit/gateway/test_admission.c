@@ -251,7 +251,7 @@ static struct kvg_adm_waiter *enq(struct kvg_adm_loop *lq, struct wctx *w, struc
     struct kvg_adm_waiter *h = NULL;
     w->rec = r;
     snprintf(w->name, sizeof w->name, "%s", name);
-    CHECK_INT(kvg_adm_enqueue(lq, prio, tenant, 0, 0, on_wait, w, &h), 0);
+    CHECK_INT(kvg_adm_enqueue(lq, prio, tenant, -1, 0, 0, on_wait, w, &h), 0);
     return h;
 }
 
@@ -296,6 +296,62 @@ TEST(queue_priority_order_and_tenant_round_robin)
     uv_loop_close(&loop);
 }
 
+/* Groups only count (serve's models that an autoscale pool reads): a
+ * waiter is in its group's count while it waits, whichever way it leaves
+ * (granted, cancelled, evicted). */
+TEST(queue_counts_waiters_per_group)
+{
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    struct kvg_adm_config c;
+    kvg_adm_config_default(&c);
+    c.queue_max = 4;
+    struct kvg_adm_queue *q;
+    CHECK_INT(kvg_adm_queue_new(&c, NULL, NULL, &q), 0);
+    struct kvg_adm_loop *lq;
+    CHECK_INT(kvg_adm_loop_open(q, &loop, &lq), 0);
+    struct rec r = {.q = q};
+    struct wctx w[6];
+    struct kvg_adm_waiter *h[6];
+    for (int i = 0; i < 6; i++) w[i].rec = &r;
+    snprintf(w[0].name, sizeof w[0].name, "g0");
+    CHECK_INT(kvg_adm_enqueue(lq, 0, "A", 0, 0, 0, on_wait, &w[0], &h[0]), 0);
+    snprintf(w[1].name, sizeof w[1].name, "g3b");
+    CHECK_INT(kvg_adm_enqueue(lq, KVG_ADM_BATCH, "A", 3, 0, 0, on_wait, &w[1], &h[1]), 0);
+    snprintf(w[2].name, sizeof w[2].name, "g3");
+    CHECK_INT(kvg_adm_enqueue(lq, 0, "B", 3, 0, 0, on_wait, &w[2], &h[2]), 0);
+    snprintf(w[3].name, sizeof w[3].name, "none");
+    CHECK_INT(kvg_adm_enqueue(lq, 0, "B", KVG_ADM_GROUPS, 0, 0, on_wait, &w[3], &h[3]), 0);
+    struct kvg_adm_stats st;
+    kvg_adm_stats(q, &st);
+    CHECK_INT(st.waiting, 4);
+    CHECK_INT(st.waiting_group[0], 1);
+    CHECK_INT(st.waiting_group[3], 2);
+    CHECK_INT(st.batch_group[3], 1);
+    CHECK_INT(st.waiting_group[1] + st.waiting_group[KVG_ADM_GROUPS - 1],
+              0); /* out of range: none */
+    /* The queue is full: a critical newcomer in group 1 evicts the batch waiter. */
+    snprintf(w[4].name, sizeof w[4].name, "g1");
+    CHECK_INT(kvg_adm_enqueue(lq, 1, "C", 1, 0, 0, on_wait, &w[4], &h[4]), 0);
+    spin(&loop, &r.n, 1, 2000);
+    CHECK_STR(r.order[0], "g3b");
+    CHECK_INT(r.status[0], -ENOSPC);
+    kvg_adm_cancel(h[2]);
+    kvg_adm_stats(q, &st);
+    CHECK_INT(st.waiting, 3);
+    CHECK_INT(st.waiting_group[3], 0);
+    CHECK_INT(st.batch_group[3], 0);
+    CHECK_INT(st.waiting_group[1], 1);
+    CHECK_INT(kvg_adm_capacity_available(q, 100), 3);
+    spin(&loop, &r.n, 4, 2000);
+    kvg_adm_stats(q, &st);
+    CHECK_INT(st.waiting_group[0] + st.waiting_group[1], 0);
+    kvg_adm_loop_close(lq);
+    spin(&loop, NULL, 0, 10);
+    kvg_adm_queue_free(q);
+    uv_loop_close(&loop);
+}
+
 TEST(queue_timeout_bound_and_eviction)
 {
     uv_loop_t loop;
@@ -314,8 +370,8 @@ TEST(queue_timeout_bound_and_eviction)
     enq(lq, &w[1], &r, "a2", 0, "A");
     enq(lq, &w[2], &r, "b1", 0, "B");
     struct kvg_adm_waiter *h;
-    CHECK_INT(kvg_adm_enqueue(lq, 0, "C", 0, 0, on_wait, &w[3], &h), -ENOSPC);
-    CHECK_INT(kvg_adm_enqueue(lq, -1, "C", 0, 0, on_wait, &w[3], &h), -ENOSPC);
+    CHECK_INT(kvg_adm_enqueue(lq, 0, "C", -1, 0, 0, on_wait, &w[3], &h), -ENOSPC);
+    CHECK_INT(kvg_adm_enqueue(lq, -1, "C", -1, 0, 0, on_wait, &w[3], &h), -ENOSPC);
     /* A critical newcomer evicts the newest of the largest tenant (a2). */
     enq(lq, &w[4], &r, "k1", 1, "C");
     spin(&loop, &r.n, 1, 2000);
@@ -432,7 +488,8 @@ static void *other_thread(void *p)
     uv_loop_init(&loop);
     struct kvg_adm_loop *lq;
     struct kvg_adm_waiter *h;
-    if (kvg_adm_loop_open(o->q, &loop, &lq) || kvg_adm_enqueue(lq, 0, "T", 0, 0, other_cb, o, &h))
+    if (kvg_adm_loop_open(o->q, &loop, &lq) ||
+        kvg_adm_enqueue(lq, 0, "T", -1, 0, 0, other_cb, o, &h))
         abort();
     atomic_store(&o->ready, 1);
     uv_timer_t t;

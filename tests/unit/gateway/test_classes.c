@@ -119,7 +119,7 @@ static void enq(struct kvg_adm_loop *lq, struct wctx *w, struct rec *r, const ch
     struct kvg_adm_waiter *h = NULL;
     w->rec = r;
     snprintf(w->name, sizeof w->name, "%s", name);
-    CHECK_INT(kvg_adm_enqueue(lq, prio, "T", deadline_ms, 0, on_wait, w, &h), 0);
+    CHECK_INT(kvg_adm_enqueue(lq, prio, "T", -1, deadline_ms, 0, on_wait, w, &h), 0);
 }
 
 /* What the gate's probe says when only interactive requests fit. */
@@ -210,7 +210,7 @@ TEST(a_batch_deadline_expires_and_is_counted)
      * batch newcomer displaces nobody. */
     enq(lq, &w[2], &r, "b2", B, 0);
     struct kvg_adm_waiter *h;
-    CHECK_INT(kvg_adm_enqueue(lq, B, "T", 0, 0, on_wait, &w[3], &h), -ENOSPC);
+    CHECK_INT(kvg_adm_enqueue(lq, B, "T", -1, 0, 0, on_wait, &w[3], &h), -ENOSPC);
     enq(lq, &w[3], &r, "s1", -1, 0);
     spin(&loop, &r.n, 2, 3000);
     CHECK_STR(r.order[1], "b2");

@@ -293,6 +293,38 @@ TEST(entry_settings_over_the_top_levels)
     fixture_free(f);
 }
 
+/* An entry whose workers the host starts (its local autoscaler) lists
+ * none: named by its name or an alias in top.scaled, it is a model whose
+ * workers join by label; any other such entry is still refused. */
+TEST(scaled_models_list_no_workers)
+{
+    struct fixture *f = fixture_new();
+    model(f, "a");
+    struct kvg_catalog_spec *b = entry(f, "b");
+    CHECK_INT(kvg_strlist_add(&b->aliases, "b-alias"), 0);
+    snprintf(b->policy, sizeof b->policy, "least_load"); /* a model's setting: allowed */
+    entry(f, "c");
+    char *scaled[] = {"b-alias"};
+    f->top.scaled = scaled;
+    f->top.nscaled = 1;
+    struct kvg_catalog *c = NULL;
+    char err[512] = "";
+    CHECK_INT(kvg_catalog_build(f->s, f->n, &f->top, &c, err, sizeof err), KVG_ECONFIG);
+    CHECK(strstr(err, "t.yaml:30: models[2] 'c': no workers") != NULL);
+    f->n = 2; /* without c */
+    c = build(f);
+    CHECK_INT(c->nmodels, 2);
+    CHECK_INT(pick(c, "b-alias", NULL, 0), 1);
+    CHECK_STR(c->models[1].policy, "least_load");
+    CHECK_INT(c->models[1].nworkers, 0);
+    CHECK_INT(kvg_catalog_worker_model(c, "http://127.0.0.1:9000", "b"), 1); /* by its label */
+    CHECK_INT(kvg_catalog_worker_model(c, "http://127.0.0.1:9000", ""), -1);
+    CHECK_INT(kvg_catalog_worker_model(c, "http://w0:8000", ""), 0);
+    kvg_catalog_unref(c);
+    f->n = 3;
+    fixture_free(f);
+}
+
 struct reader {
     const struct kvg_catalog *c;
     int want[2000];

@@ -1,6 +1,7 @@
 /* The pool's scale-down and slow-start filters: a draining worker takes no
  * new request, a worker with a partial share takes about that share of its
- * candidacies, and all of them when no full-share worker is a candidate. */
+ * candidacies, and all of them when no full-share worker is a candidate;
+ * and the autoscaler's workers outlive a reload's worker list. */
 #include "support/test.h"
 
 #include <string.h>
@@ -64,5 +65,33 @@ TEST(draining_and_slow_start_shape_the_picks)
     CHECK_INT(picks_of(&pool, &c, b->url, 50), 50);
     kvg_worker_unref(ws[0]);
     kvg_worker_unref(ws[1]);
+    kvg_pool_destroy(&pool);
+}
+
+/* A reload's list (kvg_pool_set) replaces the configured workers but
+ * leaves the autoscaler's (w->scaled) in the pool: it removes them itself. */
+TEST(a_reload_keeps_the_autoscalers_workers)
+{
+    struct kvg_pool pool;
+    struct kvg_policy_opts o;
+    struct kvg_policy *p;
+    kvg_policy_opts_default(&o);
+    CHECK_INT(kvg_policy_new("round_robin", &o, &p), 0);
+    CHECK_INT(kvg_pool_init(&pool, p, NULL), 0);
+    CHECK_INT(kvg_pool_add(&pool, "http://127.0.0.1:8001"), 0);
+    CHECK_INT(kvg_pool_add(&pool, "http://127.0.0.1:8100"), 0);
+    struct kvg_worker *ws[4];
+    CHECK_INT(kvg_pool_snapshot(&pool, ws, 4), 2);
+    atomic_store(&ws[1]->scaled, 1);
+    kvg_worker_unref(ws[0]);
+    kvg_worker_unref(ws[1]);
+    char *urls[] = {"http://127.0.0.1:8002"};
+    CHECK_INT(kvg_pool_set(&pool, urls, 1), 0);
+    size_t n = kvg_pool_snapshot(&pool, ws, 4);
+    CHECK_INT(n, 2);
+    CHECK_STR(ws[0]->url, "http://127.0.0.1:8100");
+    CHECK_STR(ws[1]->url, "http://127.0.0.1:8002");
+    for (size_t i = 0; i < n; i++) kvg_worker_unref(ws[i]);
+    CHECK_INT(kvg_pool_remove(&pool, "http://127.0.0.1:8100"), 0);
     kvg_pool_destroy(&pool);
 }

@@ -545,3 +545,63 @@ TEST(models_by_a_discovered_pod_label)
     CHECK_INT(serve_parse(yaml, path, &c, err, sizeof err, 2, nodisc), KVG_ECONFIG);
     free_cfg(c, path);
 }
+
+/* With an --autoscale file whose actuator is local, a model its pools name
+ * (by an alias here) lists no workers: the autoscaler's replicas are its
+ * workers (they join it by their model label). SIGHUP's loader keeps the
+ * running process's autoscale file. Another actuator starts nothing: the
+ * entry serves nothing and is refused. */
+TEST(models_whose_workers_the_local_autoscaler_starts)
+{
+    char path[64], apath[64], err[1024];
+    struct kvg_serve_config *c;
+    const char *yaml = "models:\n"
+                       "  - name: Org/a\n"
+                       "    aliases: [a]\n"
+                       "  - name: b\n"
+                       "    workers: [http://127.0.0.1:8001]\n";
+    write_tmp(apath, sizeof apath,
+              "actuator: local\npools:\n  - {name: pa, model: a, max_replicas: 2}\n");
+    char *as[] = {"--autoscale", apath};
+    CHECK_INT(serve_parse(yaml, path, &c, err, sizeof err, 2, as), 0);
+    CHECK_INT(c->workers.n, 1);
+    struct kvg_catalog *cat;
+    CHECK_INT(kvg_serve_models_catalog(c, path, &cat, err, sizeof err), 0);
+    CHECK_INT(cat->nmodels, 2);
+    CHECK_INT(cat->models[0].nworkers, 0);
+    CHECK_INT(kvg_catalog_worker_model(cat, "http://127.0.0.1:8100", "Org/a"), 0);
+    CHECK_INT(kvg_catalog_worker_model(cat, "http://127.0.0.1:8001", ""), 1);
+    kvg_catalog_unref(cat);
+    struct kvg_serve_config *f = calloc(1, sizeof *f);
+    CHECK(f != NULL);
+    CHECK_INT(kvg_serve_config_reload_file(path, c, f, err, sizeof err), 0);
+    kvg_serve_config_free(f);
+    free(f);
+    free_cfg(c, path);
+    /* The external actuator starts no replica: Org/a would serve nothing. */
+    unlink(apath);
+    write_tmp(apath, sizeof apath,
+              "actuator: external\npools:\n  - {name: pa, model: a, max_replicas: 2}\n");
+    as[1] = apath;
+    CHECK_INT(serve_parse(yaml, path, &c, err, sizeof err, 2, as), KVG_ECONFIG);
+    CHECK(strstr(err, "models[0] 'Org/a': no workers, split or alias_of") != NULL);
+    free_cfg(c, path);
+    /* A pool naming no model, or a split, is refused naming both files. */
+    unlink(apath);
+    write_tmp(apath, sizeof apath, "actuator: local\npools:\n  - {name: pa, model: nope}\n");
+    as[1] = apath;
+    CHECK_INT(serve_parse(yaml, path, &c, err, sizeof err, 2, as), KVG_ECONFIG);
+    char want[512];
+    snprintf(want, sizeof want, "%s: pool pa: model 'nope' is no model of the models: in %s", apath,
+             path);
+    CHECK(strstr(err, want) == err);
+    free_cfg(c, path);
+    /* A broken autoscale file is its own error, named. */
+    unlink(apath);
+    write_tmp(apath, sizeof apath, "actuator: local\npools:\n  - {name: pa, modle: a}\n");
+    as[1] = apath;
+    CHECK_INT(serve_parse(yaml, path, &c, err, sizeof err, 2, as), KVG_ECONFIG);
+    CHECK(strstr(err, "modle") != NULL);
+    free_cfg(c, path);
+    unlink(apath);
+}
