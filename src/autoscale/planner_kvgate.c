@@ -19,8 +19,8 @@
  *     queue) drained within W/5 on top of the window's load, against
  *     the replicas ready and starting, growing the pool at most twofold an
  *     interval: see backlog_floor() below;
- *   - a prefill pool keeps a burst margin over its level, learned from
- *     the load's own bursts: see burst_margin() below;
+ *   - a prefill pool keeps a burst margin over its level and forecast,
+ *     learned from the load's own bursts: see burst_margin() below;
  *   - replicas already starting count: the deficit is against ready +
  *     starting;
  *   - a young replica (empty prefix cache) and every one still to come is
@@ -129,21 +129,15 @@ static double median(double *v, size_t n)
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-/* The median of the history's last `span` seconds. */
-static double median_over(const struct kvp *q, double now, double span)
-{
-    double tmp[KV_HIST];
-    size_t n = 0;
-    for (size_t i = 0; i < q->nhist; i++)
-        if (q->hist_t[i] >= now - span) tmp[n++] = q->hist_v[i];
-    return n ? median(tmp, n) : 0;
-}
-
 /* The level: the median of the last W (a burst shorter than half of that
  * does not move it). */
 static double level_of(const struct kvp *q, double now)
 {
-    return median_over(q, now, window_of(q));
+    double tmp[KV_HIST];
+    size_t n = 0;
+    for (size_t i = 0; i < q->nhist; i++)
+        if (q->hist_t[i] >= now - window_of(q)) tmp[n++] = q->hist_v[i];
+    return n ? median(tmp, n) : 0;
 }
 
 /* The level plus the Theil-Sen slope of the last 3W times the horizon. */
@@ -369,18 +363,13 @@ static int kvgate_plan(struct kvg_autoscale_planner *p, const struct kvg_autosca
         why = "backlog";
     }
     d->need = need;
-    /* The burst margin is over the level as no burst moves it: the lower of
-     * the W and 3W medians (a burst of up to 1.5W moves the latter not at
-     * all; a ramp, whose W median leads, gets the margin on the older
-     * level). Not over the forecast nor the backlog floor: a burst longer
-     * than W/2 moves those, and the margin on top ordered twice the pool
-     * for replicas that came after it. The hysteresis below does not stack
-     * on the margin: a pool may go one fewer when the margin still fits at
-     * full use, or the headroom at down_util, whichever is larger. */
+    /* The burst margin covers the level and the forecast (the backlog floor
+     * is a burst's own answer already); the hysteresis below does not
+     * stack on it: a pool may go one fewer when the burst margin still fits
+     * at full use, or the headroom at down_util, whichever is larger. */
     double bm = burst_margin(q, s->now),
            du = o->down_util > 0 && o->down_util <= 1 ? o->down_util : 0.8;
-    double base =
-        q->corr * fmin(level_of(q, s->now), median_over(q, s->now, 3 * window_of(q))) + batch;
+    double base = fmax(lvl, fc) + batch;
     double target = fmax(need * (1 + o->headroom), base * (1 + bm));
     ring_put(&q->hold, s->now, target);
     ring_put(&q->keep, s->now, fmax(need * (1 + o->headroom), base * (1 + bm) * du));
@@ -412,7 +401,8 @@ static int kvgate_plan(struct kvg_autoscale_planner *p, const struct kvg_autosca
     } else if (cur > 0) {
         /* Down: the highest target of the hold window, and the forecast, must
          * fit in one fewer replica at down_util. */
-        double peak = fmax(ring_max(&q->keep, s->now - o->down_hold_s), fc * (1 + o->headroom));
+        double peak = fmax(ring_max(&q->keep, s->now - o->down_hold_s),
+                           fmax(fc * (1 + o->headroom), fc * (1 + bm) * du));
         if (peak <= (double)(cur - 1) * du + 1e-9 && up < cur) {
             want = cur - 1;
             why = "scale-down (hysteresis held)";

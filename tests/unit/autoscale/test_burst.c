@@ -136,25 +136,3 @@ TEST(hysteresis_does_not_stack_on_the_margin)
     CHECK_INT(x.d.desired, 19);
     kvg_autoscale_planner_free(x.p);
 }
-
-TEST(margin_is_over_a_level_no_burst_moves)
-{
-    /* A fixed margin 0.5 on load 10 (15), then 240 s at twice the rate:
-     * past W/2 the burst moves the 5-minute level (20, 22 with the
-     * headroom), not the 15-minute one the margin is over (the margin on
-     * the moved level asked for 30). */
-    struct kvg_autoscale_opts o = opts(KVG_AUTOSCALE_PREFILL);
-    o.burst_headroom = 0.5;
-    struct pool x;
-    pool_init(&x, &o, 15);
-    run(&x, 1800, 50);
-    CHECK_INT(x.d.desired, 15);
-    uint32_t most = 0;
-    while (x.t < 2040) {
-        run(&x, x.t + 15, 100);
-        if (x.d.desired > most) most = x.d.desired;
-    }
-    CHECK(most >= 22);
-    CHECK(most <= 23);
-    kvg_autoscale_planner_free(x.p);
-}
