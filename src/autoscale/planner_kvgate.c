@@ -19,6 +19,8 @@
  *     queue) drained within W/5 on top of the window's load, against
  *     the replicas ready and starting, growing the pool at most twofold an
  *     interval: see backlog_floor() below;
+ *   - a prefill pool keeps a burst margin over its level and forecast,
+ *     learned from the load's own bursts: see burst_margin() below;
  *   - replicas already starting count: the deficit is against ready +
  *     starting;
  *   - a young replica (empty prefix cache) and every one still to come is
@@ -43,8 +45,15 @@
 #include "autoscale/planner.h"
 #include "base/stats.h"
 
-#define KV_HOLD 256
+#define KV_RING 256
 #define KV_HIST 60 /* load samples kept: 3W, one per interval or per 3W / 60 */
+
+/* Timed samples, the newest KV_RING kept: the need for the hold windows,
+ * the burst ratios for the burst margin. */
+struct kv_ring {
+    double t[KV_RING], v[KV_RING];
+    size_t n, head;
+};
 
 struct kvp {
     struct kvg_autoscale_planner base;
@@ -53,29 +62,32 @@ struct kvp {
     double corr;
     double miss; /* smoothed share of requests missing the SLO, < 0 none yet */
     double next_at;
-    double hold_t[KV_HOLD], hold_v[KV_HOLD];
-    size_t nhold, head;
+    struct kv_ring hold;  /* the target (need with its margins) per interval */
+    struct kv_ring keep;  /* what must fit in one fewer at down_util (see kvgate_plan) */
+    struct kv_ring burst; /* the highest burst ratio of each W/5 */
+    double burst_cur;     /* the highest since the last one kept, 0 none */
+    double burst_since;   /* when the first ratio was measured, < 0 not yet */
     double idle_since;
     struct kvg_autoscale_startup dflt; /* when the options bring none */
 };
 
-static void hold_put(struct kvp *q, double t, double v)
+static void ring_put(struct kv_ring *r, double t, double v)
 {
-    size_t i = (q->head + q->nhold) % KV_HOLD;
-    if (q->nhold == KV_HOLD)
-        q->head = (q->head + 1) % KV_HOLD;
+    size_t i = (r->head + r->n) % KV_RING;
+    if (r->n == KV_RING)
+        r->head = (r->head + 1) % KV_RING;
     else
-        q->nhold++;
-    q->hold_t[i] = t;
-    q->hold_v[i] = v;
+        r->n++;
+    r->t[i] = t;
+    r->v[i] = v;
 }
 
-static double hold_max(const struct kvp *q, double since)
+static double ring_max(const struct kv_ring *r, double since)
 {
     double mx = 0;
-    for (size_t k = 0; k < q->nhold; k++) {
-        size_t i = (q->head + k) % KV_HOLD;
-        if (q->hold_t[i] >= since && q->hold_v[i] > mx) mx = q->hold_v[i];
+    for (size_t k = 0; k < r->n; k++) {
+        size_t i = (r->head + k) % KV_RING;
+        if (r->t[i] >= since && r->v[i] > mx) mx = r->v[i];
     }
     return mx;
 }
@@ -268,6 +280,48 @@ static double batch_need(const struct kvp *q, const struct kvg_autoscale_signals
     return q->corr * kvg_autoscale_load(o, pt * (1 - hit) / span, ot / span, o->itl_target_s);
 }
 
+/* The burst margin: what a prefill pool keeps above its level for bursts
+ * shorter than a start-up, learned from the load itself. A prefill pool's
+ * TTFT is a queue: a burst past its capacity grows it for the burst's whole
+ * length and nearly every request in it misses (on the realistic PD day a
+ * conversation burst of 1.7x uncached prompt tokens for 110-170 s, past the
+ * 10% headroom, missed all of it), while a decode pool's ITL and an
+ * aggregated pool's mix degrade with the batch. So by default only a prefill
+ * pool keeps one (burst_headroom < 0); a fixed one is burst_headroom > 0.
+ *
+ * Each interval the mean of the last W/5 of the (uncorrected) load over
+ * the level is a burst ratio; the highest of each W/5 is kept for 36W (3 h
+ * at the default W: bursts recur about hourly in the published traces, and
+ * one seen must still count when the next comes). Until the ratios span
+ * 12W (an hour) the margin is at least the prior's (burst_prior, 1.49: the
+ * highest 90 s window of prefill tokens over the 20-minute mean in Azure's
+ * 2023 conversation trace, bench/results/autoscale-realistic.md). Returns
+ * the margin (ratio - 1, >= 0). */
+static double burst_margin(struct kvp *q, double now)
+{
+    const struct kvg_autoscale_opts *o = &q->base.o;
+    if (o->burst_headroom > 0) return o->burst_headroom;
+    if (o->burst_headroom == 0 || o->role != KVG_AUTOSCALE_PREFILL) return 0;
+    double w = window_of(q), lvl = level_of(q, now);
+    if (q->nhist && now - q->hist_t[0] >= 2 * w / 5 * 0.999 && lvl > 0) {
+        double sum = 0;
+        size_t n = 0;
+        for (size_t i = 0; i < q->nhist; i++)
+            if (q->hist_t[i] >= now - w / 5) sum += q->hist_v[i], n++;
+        double r = n ? sum / (double)n / lvl : 0;
+        if (q->burst_since < 0) q->burst_since = now;
+        if (r > q->burst_cur) q->burst_cur = r;
+        if (!q->burst.n ||
+            now - q->burst.t[(q->burst.head + q->burst.n - 1) % KV_RING] >= w / 5 * 0.999) {
+            ring_put(&q->burst, now, q->burst_cur);
+            q->burst_cur = 0;
+        }
+    }
+    double r = fmax(ring_max(&q->burst, now - 36 * w), q->burst_cur);
+    if (q->burst_since < 0 || now - q->burst_since < 12 * w) r = fmax(r, o->burst_prior);
+    return r > 1 ? r - 1 : 0;
+}
+
 static int kvgate_plan(struct kvg_autoscale_planner *p, const struct kvg_autoscale_signals *s,
                        struct kvg_autoscale_decision *d)
 {
@@ -309,8 +363,16 @@ static int kvgate_plan(struct kvg_autoscale_planner *p, const struct kvg_autosca
         why = "backlog";
     }
     d->need = need;
-    double target = need * (1 + o->headroom);
-    hold_put(q, s->now, target);
+    /* The burst margin covers the level and the forecast (the backlog floor
+     * is a burst's own answer already); the hysteresis below does not
+     * stack on it: a pool may go one fewer when the burst margin still fits
+     * at full use, or the headroom at down_util, whichever is larger. */
+    double bm = burst_margin(q, s->now),
+           du = o->down_util > 0 && o->down_util <= 1 ? o->down_util : 0.8;
+    double base = fmax(lvl, fc) + batch;
+    double target = fmax(need * (1 + o->headroom), base * (1 + bm));
+    ring_put(&q->hold, s->now, target);
+    ring_put(&q->keep, s->now, fmax(need * (1 + o->headroom), base * (1 + bm) * du));
     /* Young and coming replicas are worth 1 - penalty until their caches fill. */
     double pen =
         o->cold_cache_penalty > 0 && o->cold_cache_penalty < 0.9 ? o->cold_cache_penalty : 0;
@@ -323,7 +385,7 @@ static int kvgate_plan(struct kvg_autoscale_planner *p, const struct kvg_autosca
     else if (q->idle_since < 0)
         q->idle_since = s->now;
     uint32_t want = cur;
-    double recent = hold_max(q, s->now - window_of(q) / 5);
+    double recent = ring_max(&q->hold, s->now - window_of(q) / 5);
     if (up > cur) {
         want = up;
     } else if (s->starting > 0 && kvg_autoscale_ceil(recent) < cur) {
@@ -339,8 +401,8 @@ static int kvgate_plan(struct kvg_autoscale_planner *p, const struct kvg_autosca
     } else if (cur > 0) {
         /* Down: the highest target of the hold window, and the forecast, must
          * fit in one fewer replica at down_util. */
-        double peak = fmax(hold_max(q, s->now - o->down_hold_s), fc * (1 + o->headroom));
-        double du = o->down_util > 0 && o->down_util <= 1 ? o->down_util : 0.8;
+        double peak = fmax(ring_max(&q->keep, s->now - o->down_hold_s),
+                           fmax(fc * (1 + o->headroom), fc * (1 + bm) * du));
         if (peak <= (double)(cur - 1) * du + 1e-9 && up < cur) {
             want = cur - 1;
             why = "scale-down (hysteresis held)";
@@ -360,9 +422,11 @@ static int kvgate_plan(struct kvg_autoscale_planner *p, const struct kvg_autosca
     d->desired = want;
     snprintf(d->reason, sizeof d->reason,
              "%s: load %.2f (hit %.0f%%, x%.2f), forecast %.2f at +%.0f s, backlog %.2f, batch "
-             "%.2f, need %.2f (+%.0f%% headroom); ready %u (young %u), starting %u: %u -> %u",
+             "%.2f, need %.2f (+%.0f%% headroom, burst +%.0f%%); ready %u (young %u), starting %u: "
+             "%u -> "
+             "%u",
              why, load, hit * 100, q->corr, fc, d->horizon_s, backlog, batch, need,
-             o->headroom * 100, s->ready, s->young, s->starting, cur, want);
+             o->headroom * 100, bm * 100, s->ready, s->young, s->starting, cur, want);
     return 0;
 }
 
@@ -377,6 +441,7 @@ int kvg_autoscale_kvgate_new(struct kvg_autoscale_planner **out)
     q->idle_since = -1;
     q->corr = 1;
     q->miss = -1;
+    q->burst_since = -1;
     kvg_autoscale_startup_init(&q->dflt);
     *out = &q->base;
     return 0;

@@ -1,0 +1,138 @@
+/* The kvgate planner's burst margin (planner_kvgate.c, burst_margin()):
+ * a prefill pool keeps the prior's margin for its first hour, then the
+ * highest burst it saw in the last three hours; other roles keep none
+ * unless told; the scale-down hysteresis does not stack on it. The pool
+ * follows each answer at once (an actuator with no start-up). */
+#include "support/test.h"
+
+#include <string.h>
+
+#include "autoscale/planner.h"
+
+/* Load 0.2 replicas' worth a req/s on a prefill pool (ISL 2000 at 10000
+ * tokens/s a replica). */
+static struct kvg_autoscale_opts opts(enum kvg_autoscale_role role)
+{
+    struct kvg_autoscale_opts o;
+    kvg_autoscale_opts_default(&o);
+    o.role = role;
+    o.prof = (struct kvg_autoscale_profile){
+        .prefill_tps = 10000, .decode_tps = 1000, .ttft_idle_s = 0.2, .itl_idle_s = 0.02};
+    o.max_replicas = 64;
+    o.cold_cache_penalty = 0;
+    return o;
+}
+
+struct pool {
+    struct kvg_autoscale_planner *p;
+    struct kvg_autoscale_decision d;
+    uint32_t ready;
+    double t;
+};
+
+static void pool_init(struct pool *x, const struct kvg_autoscale_opts *o, uint32_t ready)
+{
+    memset(x, 0, sizeof *x);
+    CHECK_INT(kvg_autoscale_planner_new("kvgate", o, &x->p), 0);
+    x->ready = ready;
+}
+
+/* rate req/s (ISL 2000, OSL 100) until `until`, one plan per 15 s. */
+static void run(struct pool *x, double until, double rate)
+{
+    for (; x->t < until; x->t += 15) {
+        struct kvg_autoscale_signals s;
+        memset(&s, 0, sizeof s);
+        s.now = x->t;
+        s.ready = x->ready;
+        s.arrival_rate = rate;
+        s.isl = 2000;
+        s.osl = 100;
+        s.input_tps = rate * 2000;
+        s.output_tps = rate * 100;
+        s.running = rate * 2;
+        s.slo_miss = -1;
+        CHECK_INT(kvg_autoscale_plan(x->p, &s, &x->d), 0);
+        x->ready = x->d.desired;
+    }
+}
+
+TEST(prefill_margin_prior_then_learned_then_forgotten)
+{
+    struct kvg_autoscale_opts o = opts(KVG_AUTOSCALE_PREFILL);
+    struct pool x;
+    pool_init(&x, &o, 11);
+    /* 50 req/s, load 10: in the first hour the prior's 1.49 (14.9 -> 15),
+     * not the headroom's 1.1 (11). */
+    run(&x, 3000, 50);
+    CHECK_INT(x.d.desired, 15);
+    /* An hour without bursts: the learned margin is the load's own
+     * (none); the hysteresis (one fewer when 11 fits in it at 0.8) takes
+     * the pool down to 14. */
+    run(&x, 6000, 50);
+    CHECK_INT(x.d.desired, 14);
+    /* A 120 s burst at 1.7x: the margin learns it at once and keeps it
+     * (17) after the burst is over ... */
+    run(&x, 6120, 85);
+    CHECK_INT(x.d.desired, 17);
+    run(&x, 6000 + 2 * 3600, 50);
+    CHECK_INT(x.d.desired, 17);
+    /* ... for three hours (36 W), then the hysteresis brings it back. */
+    run(&x, 6120 + 3 * 3600 + 900, 50);
+    CHECK_INT(x.d.desired, 14);
+    kvg_autoscale_planner_free(x.p);
+}
+
+TEST(margin_only_in_prefill_pools_unless_set)
+{
+    /* A decode pool and an aggregated one under the same burst answer as
+     * with burst_headroom 0 at every interval. */
+    enum kvg_autoscale_role roles[] = {KVG_AUTOSCALE_DECODE, KVG_AUTOSCALE_AGGREGATED};
+    for (size_t r = 0; r < 2; r++) {
+        struct kvg_autoscale_opts o = opts(roles[r]), off = o;
+        off.burst_headroom = 0;
+        struct pool a, b;
+        pool_init(&a, &o, 4);
+        pool_init(&b, &off, 4);
+        double rates[] = {20, 34, 20};
+        double ends[] = {3000, 3120, 9000};
+        for (size_t k = 0; k < 3; k++)
+            for (double t = a.t; t < ends[k]; t += 15) {
+                run(&a, t + 15, rates[k]);
+                run(&b, t + 15, rates[k]);
+                CHECK_INT(a.d.desired, b.d.desired);
+            }
+        kvg_autoscale_planner_free(a.p);
+        kvg_autoscale_planner_free(b.p);
+    }
+    /* Set, an aggregated pool keeps it too. */
+    struct kvg_autoscale_opts o = opts(KVG_AUTOSCALE_AGGREGATED);
+    o.burst_headroom = 0.5;
+    o.prof.decode_tps = 1e9; /* the load is the prompts' alone: 0.2 a req/s */
+    struct pool x;
+    pool_init(&x, &o, 1);
+    run(&x, 1200, 45); /* 9 x 1.5 = 13.5 */
+    CHECK_INT(x.d.desired, 14);
+    kvg_autoscale_planner_free(x.p);
+}
+
+TEST(hysteresis_does_not_stack_on_the_margin)
+{
+    /* A fixed margin 0.5 on load 10: 15. From 19 the pool comes down to
+     * 15, where the margin still fits in one fewer at full use; headroom
+     * 0.5 instead (the hysteresis on top: one fewer only when 15 fits at
+     * 0.8) holds 19. */
+    struct kvg_autoscale_opts o = opts(KVG_AUTOSCALE_PREFILL);
+    o.burst_headroom = 0.5;
+    struct pool x;
+    pool_init(&x, &o, 19);
+    run(&x, 1800, 50);
+    CHECK_INT(x.d.desired, 15);
+    kvg_autoscale_planner_free(x.p);
+    o.burst_headroom = 0;
+    o.headroom = 0.5;
+    pool_init(&x, &o, 19);
+    run(&x, 1800, 50);
+    CHECK_INT(x.d.desired, 19);
+    kvg_autoscale_planner_free(x.p);
+}
