@@ -61,7 +61,9 @@ def main():
     # The kvgate planner's window on the miniature's clock (start-ups x 0.05:
     # 300 s x 0.05), as down_hold_secs below is.
     # The same for queue's HPA scale-down stabilization (300 s x 0.05);
-    # queue-300 keeps HPA's 300 s.
+    # queue-300 keeps HPA's 300 s. Every planner's signal window (arrival
+    # rate, lengths, latencies: 30 s by default) on that clock too: 1.5 s,
+    # two whole 1 s ticks.
     plan = {"kvgate": "planner: kvgate\n    forecast_window_secs: 15",
             "queue": "planner: queue\n    queue_preset: llm-d\n    queue_down_window_secs: 15",
             "queue-300": "planner: queue\n    queue_preset: llm-d",
@@ -87,6 +89,7 @@ pools:
     decode_tokens_per_sec: 4000
     node: warm
     down_hold_secs: 15
+    signal_window_secs: 2
 """
     open(f"{tmp}/as.yaml", "w").write(yaml)
     logf = f"{tmp}/serve.log"

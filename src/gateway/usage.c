@@ -195,11 +195,19 @@ static int nonempty_str(const cJSON *o, const char *name)
 
 /* Completion tokens in one chunk: one per choice that carries content. The
  * first chat chunk (role only, empty content) and a last one with only
- * finish_reason carry none. */
-static uint64_t chunk_tokens(const cJSON *j)
+ * finish_reason carry none. SGLang's /generate streams cumulative chunks
+ * whose meta_info counts the output so far: the ones new since the `seen`
+ * counted before. */
+static uint64_t chunk_tokens(const cJSON *j, uint64_t seen)
 {
     const cJSON *ch = cJSON_GetObjectItemCaseSensitive(j, "choices"), *c;
     uint64_t n = 0;
+    const cJSON *mi = cJSON_GetObjectItemCaseSensitive(j, "meta_info");
+    if (!ch && cJSON_IsObject(mi)) {
+        const cJSON *ct = cJSON_GetObjectItemCaseSensitive(mi, "completion_tokens");
+        double v = cJSON_IsNumber(ct) ? ct->valuedouble : 0;
+        return v > (double)seen && v < 1e15 ? (uint64_t)v - seen : 0;
+    }
     if (!cJSON_IsArray(ch)) {
         /* Responses and Messages stream one delta event per token. */
         const cJSON *t = cJSON_GetObjectItemCaseSensitive(j, "type");
@@ -247,7 +255,7 @@ static int inspect(struct kvg_usage_sse *f)
     int usage_only = 0;
     cJSON *j = lines ? cJSON_ParseWithLength(data.data ? data.data : "", data.len) : NULL;
     if (cJSON_IsObject(j)) {
-        uint64_t t = chunk_tokens(j);
+        uint64_t t = chunk_tokens(j, f->tokens);
         f->tokens += t;
         f->token_events += t > 0;
         struct kvg_usage u;

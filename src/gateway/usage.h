@@ -78,7 +78,8 @@ struct kvg_usage_sse {
     uint64_t events;        /* complete events seen */
     uint64_t tokens;        /* completion tokens relayed, counted one per choice of a chunk
                                that carries content (text, delta content, reasoning or
-                               tool calls): how vLLM and SGLang stream by default */
+                               tool calls): how vLLM and SGLang stream by default; in
+                               SGLang's /generate chunks, the growth of meta_info's count */
     uint64_t token_events;  /* complete events that carried at least one such token */
     int stripped;           /* events removed (0 or 1) */
 };

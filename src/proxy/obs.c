@@ -157,6 +157,13 @@ void kvg__proxy_obs_tokens(struct proxy_req *pr)
     if (!pr->tok_first_ns) {
         pr->tok_first_ns = now; /* the first has no gap before it */
         k--;
+        const struct kvg_proxy *px = pr->pl->px;
+        if (px->on_observe) {
+            struct kvg_proxy_obs o = {.kind = KVG_PROXY_OBS_FIRST,
+                                      .ttft_s = (double)(now - pr->t0_ns) / 1e9,
+                                      .model = kvg__proxy_model_served(pr)};
+            px->on_observe(px->on_observe_ud, &o);
+        }
     }
     pr->tok_last_ns = now;
     if (!k || !pr->ms_set || !pr->ms.itl) return;
@@ -243,26 +250,24 @@ void kvg__proxy_observe_end(struct proxy_req *pr, int status)
                               .failed = status >= 500 || (status == 499 && !pr->first_ns),
                               .ttft_s = -1,
                               .itl_s = -1,
-                              .first_token_s = -1,
                               .prompt_tokens = u.found ? u.prompt_tokens : -1,
                               .completion_tokens = u.found ? u.completion_tokens : -1,
                               .cached_tokens = u.found && u.cached_found ? u.cached_tokens : -1,
                               .model = kvg__proxy_model_served(pr)};
-    if (pr->sse && pr->first_ns) {
-        o.ttft_s = (double)(pr->first_ns - pr->t0_ns) / 1e9;
-        /* vLLM's mean ITL: the stream's span over its gaps; the tokens the
-         * engine counted, else those relayed. */
+    if (pr->tok_first_ns) {
+        o.ttft_s = (double)(pr->tok_first_ns - pr->t0_ns) / 1e9;
+        /* vLLM's mean ITL: the span from the first token to the last over
+         * its gaps; the tokens the engine counted, else those relayed. */
         int64_t n = u.found ? u.completion_tokens : (int64_t)relayed;
-        if (n > 1) o.itl_s = (double)(pr->last_ns - pr->first_ns) / 1e9 / (double)(n - 1);
+        if (n > 1) o.itl_s = (double)(pr->tok_last_ns - pr->tok_first_ns) / 1e9 / (double)(n - 1);
     }
-    if (pr->tok_first_ns) o.first_token_s = (double)(pr->tok_first_ns - pr->t0_ns) / 1e9;
     const struct kvg__proxy_mseries *s = pr->ms_set ? &pr->ms : NULL;
     if (s && u.found) {
         if (s->tokens[0]) kvg_metrics_add(s->tokens[0], (double)u.prompt_tokens);
         if (s->tokens[1] && u.cached_found) kvg_metrics_add(s->tokens[1], (double)u.cached_tokens);
         if (s->tokens[2]) kvg_metrics_add(s->tokens[2], (double)u.completion_tokens);
     }
-    if (s && s->ttft && o.first_token_s >= 0) kvg_metrics_observe(s->ttft, o.first_token_s);
+    if (s && s->ttft && o.ttft_s >= 0) kvg_metrics_observe(s->ttft, o.ttft_s);
     pd_legs(pr, status);
     if (px->on_observe) px->on_observe(px->on_observe_ud, &o);
 }

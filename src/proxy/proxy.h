@@ -81,14 +81,16 @@ struct kvg_proxy_metrics {
 enum kvg_proxy_obs_kind { KVG_PROXY_OBS_ARRIVE, KVG_PROXY_OBS_FIRST, KVG_PROXY_OBS_FINISH };
 struct kvg_proxy_obs {
     enum kvg_proxy_obs_kind kind;
-    int status;    /* FINISH: the answer's status (499: the client left) */
-    int failed;    /* FINISH: a 5xx, or the client left before any byte */
-    double ttft_s; /* FIRST, FINISH: a stream's first body byte after arrival; < 0 none */
-    double itl_s;  /* FINISH: (last byte - first byte) / (tokens - 1) of a stream; < 0 none */
+    int status; /* FINISH: the answer's status (499: the client left) */
+    int failed; /* FINISH: a 5xx, or the client left before any byte */
+    /* FIRST, FINISH: a stream's first token-carrying event after arrival
+     * (the token clock of proxy/obs.c, what kvgate_time_to_first_token_seconds
+     * observes: not a Responses stream's response.created nor a role-only
+     * chunk); < 0 none. */
+    double ttft_s;
+    /* FINISH: (last token event - first) / (tokens - 1) of a stream; < 0 none */
+    double itl_s;
     int64_t prompt_tokens, completion_tokens, cached_tokens; /* FINISH: usage, -1 unknown */
-    /* FINISH: a stream's first token-carrying event after arrival (what
-     * kvgate_time_to_first_token_seconds observes); < 0 none. */
-    double first_token_s;
     /* The served model of models: (after its alias, split or fallback;
      * valid during the call), "" for the single-model flags' one. An
      * arrival is observed once its model is known (a request that names
@@ -147,7 +149,7 @@ struct kvg_proxy {
     void (*on_routed)(void *ud, const struct kvg_rinput *ri, struct kvg_worker *w);
     void *on_routed_ud;
     /* Optional, set before serving: told each request's arrival, a
-     * stream's first byte and the end, on its loop thread (the
+     * stream's first token and the end, on its loop thread (the
      * autoscaler's signals); must be cheap. */
     void (*on_observe)(void *ud, const struct kvg_proxy_obs *o);
     void *on_observe_ud;

@@ -151,7 +151,9 @@ void kvg__proxy_obs_model(struct proxy_req *pr, struct kvg_worker *w);
 void kvg__proxy_mcache_free(struct kvg_proxy_loop *pl);
 /* After stream bytes went through the usage filter: token-carrying events
  * that completed since the last call are clocked at pr->last_ns (their
- * read's arrival); the first is the request's first token, each later
+ * read's arrival); the first is the request's first token (the TTFT of
+ * the histogram, the access log and the host's observer, told at once as
+ * KVG_PROXY_OBS_FIRST), each later
  * one observes an inter-token gap (k events read at once share the wait
  * since the previous one: k gaps of wait / k). */
 void kvg__proxy_obs_tokens(struct proxy_req *pr);

@@ -211,12 +211,6 @@ static void up_body(void *ud, const char *p, size_t n)
         kvg_pool_first_token_at(px->pool, &pr->pick, kvg_now_ms()); /* prefill is over */
         if (kvg__proxy_pd(pr)) kvg_pd_decode_first_byte(kvg__proxy_pd(pr), &pr->pdr);
         pr->first_ns = pr->last_ns;
-        if (pr->sse && px->on_observe) {
-            struct kvg_proxy_obs o = {.kind = KVG_PROXY_OBS_FIRST,
-                                      .ttft_s = (double)(pr->first_ns - pr->t0_ns) / 1e9,
-                                      .model = kvg__proxy_model_served(pr)};
-            px->on_observe(px->on_observe_ud, &o);
-        }
     }
     pr->bytes_up += n;
     if (pr->stored_learn) kvg__proxy_stored_learn(pr, p, n);

@@ -19,6 +19,7 @@
 #include "base/err.h"
 #include "base/hash.h"
 #include "base/log.h"
+#include "base/util.h"
 #include "router/route_text.h"
 #include "serve/autoscale_int.h"
 
@@ -304,9 +305,12 @@ void kvg__serve_autoscale_local_tick(struct kvg_serve_autoscale *a, double now)
  * shared system prompt and its first turn); its replay is the model and the
  * prompt as kvgate sees it: the token ids kvgate rendered and tokenized,
  * else the routing text (a completions prompt itself; a chat's message
- * texts when kvgate has no tokenizer). A prompt over the record's cap, or
- * with a cache_salt (its cache is that salt's alone, and the salt is the
- * client's), keeps its heat, not a replay. */
+ * texts when kvgate has no tokenizer). A prompt over the record's cap is
+ * replayed up to the cap (its first KVG_AUTOSCALE_HOT_IDS tokens, or text
+ * bytes cut at a character): a prefix cache keeps prefixes, and the shared
+ * part of a long prompt is its beginning. A prompt with a cache_salt (its
+ * cache is that salt's alone, and the salt is the client's) keeps its heat,
+ * not a replay. */
 static void on_routed(void *ud, const struct kvg_rinput *ri, struct kvg_worker *w)
 {
     struct kvg_serve_autoscale *a = ud;
@@ -327,14 +331,17 @@ static void on_routed(void *ud, const struct kvg_rinput *ri, struct kvg_worker *
     if (!ri->cache_salt_len && ri->model_len && ri->model_len < sizeof p.model) {
         memcpy(p.model, ri->model, ri->model_len);
         p.model[ri->model_len] = 0;
-        if (ri->ids && ri->nids && ri->nids <= KVG_AUTOSCALE_HOT_IDS) {
+        if (ri->ids && ri->nids) {
             p.is_ids = 1;
-            memcpy(p.u.ids, ri->ids, ri->nids * sizeof *ri->ids);
-            p.len = ri->nids;
-        } else if (!ri->ids && t->len && t->len <= KVG_AUTOSCALE_HOT_TEXT) {
+            p.len = KVG_MIN(ri->nids, (size_t)KVG_AUTOSCALE_HOT_IDS);
+            memcpy(p.u.ids, ri->ids, p.len * sizeof *ri->ids);
+        } else if (!ri->ids && t->len) {
+            size_t n = KVG_MIN(t->len, (size_t)KVG_AUTOSCALE_HOT_TEXT);
+            if (n < t->len) /* not inside a character: back over its continuation bytes */
+                while (n > 0 && ((uint8_t)t->data[n] & 0xC0) == 0x80) n--;
             p.is_ids = 0;
-            memcpy(p.u.text, t->data, t->len);
-            p.len = t->len;
+            memcpy(p.u.text, t->data, n);
+            p.len = n;
         }
     }
     kvg_buf_free(&text);

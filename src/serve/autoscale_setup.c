@@ -1,7 +1,7 @@
 /* kvgate serve --autoscale FILE: the autoscaler embedded in the gateway.
  * Every interval a timer on the main loop fills each autoscale pool's
  * signals from what serve knows (the router's workers: health, engine load,
- * prefill tokens in flight; the proxy: requests and time to first byte; the
+ * prefill tokens in flight; the proxy: requests and time to first token; the
  * admission queue) and ticks the controller (autoscale/ctl.h); the
  * `external` actuator then exports the result: GET /autoscale,
  * GET /autoscale/metrics (KEDA metrics-api) and the gauges
@@ -19,12 +19,13 @@
  * observations of the requests that model served. The observed signals
  * come from the signal builder (autoscale/signals.h), as in the offline
  * benchmark: the proxy tells each request's arrival, a stream's first
- * byte and the end with the engine's usage (serve reads every request's
+ * token-carrying event (proxy/obs.c's token clock, the TTFT histogram's)
+ * and the end with the engine's usage (serve reads every request's
  * usage under --autoscale) into a sharded feed per model; each tick folds
  * it into its pools' windows, judged against that pool's targets. TTFT and ITL are measured on
- * streams only (a whole answer's first byte is its last); ISL and OSL come from the usage of the
- * requests finished in the window, unknown (null in GET /autoscale, 0 to
- * the planners: kvg_autoscale_plan) before any did, as in the benchmark. */
+ * streams only (a whole answer's first token comes with its last); ISL and OSL come from the usage
+ * of the requests finished in the window, unknown (null in GET /autoscale, 0 to the planners:
+ * kvg_autoscale_plan) before any did, as in the benchmark. */
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>

@@ -15,11 +15,12 @@ GW=$(free_port); BASE=$(free_port --run 8)
 # The sims run slower by as much as the build is (an ASan gateway under load
 # plans later; its streams must still be running when it drains a replica).
 SIM_SPEED=$(awk -v k="$WAIT_SCALE" 'BEGIN { s = 2 / k; if (s > 1) s = 1; print s }')
+WAKE_S=0.5 # a level-1 wake, engine seconds
 cat >"$TMP/as.yaml" <<YAML
 interval_secs: 0.3
 actuator: local
 local:
-  command: "$KVG_BIN sim --host {host} --port {port} --model m --cold-start-secs {cold_start} --enable-sleep-mode --speed $SIM_SPEED"
+  command: "$KVG_BIN sim --host {host} --port {port} --model m --cold-start-secs {cold_start} --enable-sleep-mode --wake-secs-level1 $WAKE_S --speed $SIM_SPEED"
   ports: $BASE-$((BASE + 7))
   cold_start_scale: 0.01
   prewarm_prompts: 4
@@ -169,6 +170,19 @@ check "and was answered by a sim" grep -q '"text_completion"' "$TMP/held2.json"
 parked=$(grep -o 'pool agg: http://[0-9.:]* parked' "$LOG" | tail -1 | awk '{print $3}')
 check "the parked replica was woken for it, not a new one started" \
   eval 'grep -q "pool agg: waking $parked" "$LOG" && wait_log "$parked awake and healthy after"'
+# The issue's live goal: a woken replica serves its first request within
+# its wake time (--wake-secs-level1 at the sims' --speed) plus one interval
+# of the actuator's /is_sleeping poll (interval_secs): seconds, not a cold
+# start. From the wake's log line to the held request's access-log line
+# (written at its end); the bound scaled as waits are (the build's pace).
+wake_at=$(grep "pool agg: waking $parked" "$LOG" | tail -1 | cut -d' ' -f1)
+done_at=$(grep '^{"ts":.*"path":"/v1/completions"' "$LOG" | tail -1 | sed 's/^{"ts":\([0-9.]*\),.*/\1/')
+took=$(python3 -c 'import sys, datetime as d
+w = d.datetime.strptime(sys.argv[1], "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=d.timezone.utc).timestamp()
+print("%.3f" % (float(sys.argv[2]) - w))' "$wake_at" "$done_at" 2>/dev/null)
+bound=$(awk -v w="$WAKE_S" -v s="$SIM_SPEED" -v k="$WAIT_SCALE" 'BEGIN { printf "%.2f", w / s + 0.3 * k }')
+check "woken to first 200 in $took s: within the wake ($WAKE_S s at speed $SIM_SPEED) plus one 0.3 s poll ($bound s)" \
+  awk -v t="${took:-x}" -v b="$bound" 'BEGIN { exit !(t ~ /^[0-9.]+$/ && t <= b) }'
 check "the woken replica served it (its own request count)" \
   [ "$(curl -s -m 2 "$parked/metrics" | awk '/^vllm:request_success_total/ {s += $2} END {print (s > 0)}')" = 1 ]
 check "its prefix cache was cold after the wake (cached_tokens 0)" \

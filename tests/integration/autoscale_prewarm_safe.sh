@@ -57,8 +57,12 @@ wait_log() { wait_grep "$1" "$LOG" "${2:-1}"; } # GREP_PATTERN [N]: bounded
 check "the first replica started and became healthy" wait_log 'autoscale local: pool agg: http://127.0.0.1:[0-9]* healthy after' 1
 
 # The client's chat body: members that must never reach an engine from kvgate's own calls.
+# System prompt 1 is long (over the 2048 tokens a replay keeps): its
+# beginning is replayed, the part a prefix cache shares.
+LONG=$(printf 'long shared context %.0s' $(seq 1 160))
+sys_prompt() { if [ "$1" = 1 ]; then echo "a shared system prompt 1 $LONG"; else echo "a shared system prompt $1"; fi; }
 chat() {
-  curl -s -m 20 -o /dev/null -w '%{http_code}' "$G/v1/chat/completions" -d "{\"model\":\"m\",\"messages\":[{\"role\":\"system\",\"content\":\"a shared system prompt $1\"},{\"role\":\"user\",\"content\":\"hi\"}],\"max_tokens\":7,\"kv_transfer_params\":{\"remote_host\":\"127.0.0.1\",\"remote_port\":$LP,\"remote_engine_id\":\"evil\",\"do_remote_prefill\":true},\"data_parallel_rank\":3,\"bootstrap_host\":\"127.0.0.1\",\"bootstrap_port\":$LP,\"x_unknown_member\":\"client-bytes\"}"
+  curl -s -m 20 -o /dev/null -w '%{http_code}' "$G/v1/chat/completions" -d "{\"model\":\"m\",\"messages\":[{\"role\":\"system\",\"content\":\"$(sys_prompt "$1")\"},{\"role\":\"user\",\"content\":\"hi\"}],\"max_tokens\":7,\"kv_transfer_params\":{\"remote_host\":\"127.0.0.1\",\"remote_port\":$LP,\"remote_engine_id\":\"evil\",\"do_remote_prefill\":true},\"data_parallel_rank\":3,\"bootstrap_host\":\"127.0.0.1\",\"bootstrap_port\":$LP,\"x_unknown_member\":\"client-bytes\"}"
 }
 check "the client's chat request is answered (200)" [ "$(chat 0)" = 200 ]
 # Load until the pool scales up to a second replica, prewarmed (bounded).
@@ -102,11 +106,15 @@ check "each prewarm is a completions request" pw "p['path'] == '/v1/completions'
 check "each prewarm carries the upstream key" pw "p['auth'] == 'Bearer up-sekret'"
 # The prompt kvgate rendered and tokenized for each of the two system prompts.
 for i in 0 1; do
-  echo "{\"messages\":[{\"role\":\"system\",\"content\":\"a shared system prompt $i\"},{\"role\":\"user\",\"content\":\"hi\"}]}" |
+  echo "{\"messages\":[{\"role\":\"system\",\"content\":\"$(sys_prompt $i)\"},{\"role\":\"user\",\"content\":\"hi\"}]}" |
     "$KVG_BIN" tokenize --tokenizer builtin:bytes --chat >"$TMP/ids$i.json"
 done
-check "each prewarm's prompt is a hot prefix's ids as kvgate rendered it" \
-  pw "b.get('prompt') in [json.load(open('$TMP/ids%d.json' % i))['ids'] for i in (0, 1)]"
+check "each prewarm's prompt is a hot prefix's ids as kvgate rendered it (the long one's first 2048)" \
+  pw "b.get('prompt') in [json.load(open('$TMP/ids%d.json' % i))['ids'][:2048] for i in (0, 1)]"
+check "the long prompt ($(json_get "$TMP/ids1.json" "len(j['ids'])") tokens) was replayed, its first 2048" \
+  /usr/bin/python3 -c "
+import json, sys
+sys.exit(0 if any(len(json.loads(l)['body']['prompt']) == 2048 for l in open(sys.argv[1])) else 1)" "$TMP/prewarm.txt"
 check "no engine connected to the client's kv_transfer_params address" [ ! -s "$TMP/conns.txt" ]
 [ -n "${KVG_KEEP_LOG:-}" ] && cp "$TMP/prewarm.txt" "$KVG_KEEP_LOG"
 finish

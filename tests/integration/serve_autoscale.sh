@@ -98,6 +98,38 @@ check "kvgate_time_to_first_token_seconds{model=m}: the 4 streams" [ "$(mval 'kv
 itl=$(mval 'kvgate_inter_token_latency_seconds_count{model="m"}')
 check "kvgate_inter_token_latency_seconds{model=m}: the 4 streams' gaps (1..28: $itl)" [ "${itl:-0}" -ge 1 ] && [ "${itl:-0}" -le 28 ]
 
+# True first token (proxy/obs.c's token clock, one for the signals and the
+# histogram): a Responses stream sends response.created before the engine
+# runs; a slow sim (--speed 0.05: a 948-token prompt's prefill about 0.5 s)
+# makes its first output_text.delta come that much later. The signals' TTFT
+# and ITL are the histograms' own, and the TTFT is at least half that
+# prefill past the answer's head (never the created event's time).
+ST=$(free_port); GT=$(free_port)
+start_sim "$ST" --model m --speed 0.05 || exit 1
+start_serve "$GT" --worker-urls "http://127.0.0.1:$ST" --health-check-interval-secs 1 \
+  --autoscale "$TMP/as.yaml" --dry-run || exit 1
+words=$(python3 -c 'print(" ".join("word%d" % i for i in range(130)))')
+curl -s -N -m "$(scaled 30)" "http://127.0.0.1:$GT/v1/responses" \
+  -d "{\"model\":\"m\",\"input\":\"$words\",\"max_output_tokens\":4,\"stream\":true}" >"$TMP/resp.sse"
+check "Responses stream: created first, then the deltas" \
+  [ "$(grep -o '^event: [a-z_.]*' "$TMP/resp.sse" | sed -n '1p;5p' | tr '\n' ' ')" = "event: response.created event: response.output_text.delta " ]
+for _ in $(seq 1 "$(scaled 30)"); do
+  curl -s -m 2 "http://127.0.0.1:$GT/autoscale" >"$TMP/sigt.json"
+  [ "$(json "$TMP/sigt.json" 'j["pools"][0]["signals"]["itl_mean_s"] is not None')" = True ] && break
+  sleep 0.1
+done
+curl -s -m 2 "http://127.0.0.1:$GT/metrics" >"$TMP/m2"
+ttft=$(json "$TMP/sigt.json" 'j["pools"][0]["signals"]["ttft_mean_s"]')
+itl=$(json "$TMP/sigt.json" 'j["pools"][0]["signals"]["itl_mean_s"]')
+hist() { awk -v s="$(mval "$1_sum{model=\"m\"}")" -v c="$(mval "$1_count{model=\"m\"}")" 'BEGIN { if (c > 0) print s / c }'; }
+check "signals' TTFT ($ttft s) is the histogram's ($(hist kvgate_time_to_first_token_seconds) s)" \
+  awk -v a="${ttft:-x}" -v b="$(hist kvgate_time_to_first_token_seconds)" 'BEGIN { exit !(a > 0 && b > 0 && a - b < 0.001 && b - a < 0.001) }'
+check "signals' ITL ($itl s) is the histogram's gaps' mean ($(hist kvgate_inter_token_latency_seconds) s)" \
+  awk -v a="${itl:-x}" -v b="$(hist kvgate_inter_token_latency_seconds)" 'BEGIN { exit !(a > 0 && b > 0 && a - b < 0.001 && b - a < 0.001) }'
+ttfb=$(grep -h '"path":"/v1/responses"' "$TMP/serve-$GT.out" "$TMP/serve-$GT.log" | tail -1 | sed 's/.*"ttfb_ms":\([0-9.]*\).*/\1/')
+check "TTFT ($ttft s) is the first delta's: >= 0.25 s past the head and response.created (ttfb $ttfb ms)" \
+  awk -v t="${ttft:-0}" -v b="${ttfb:-x}" 'BEGIN { exit !(b ~ /^[0-9.]+$/ && t - b / 1000 >= 0.25) }'
+
 # --dry-run: the same plan, nothing inferred as starting.
 start_serve "$GD" --worker-urls "$W1" "$W2" --health-check-interval-secs 1 \
   --autoscale "$TMP/as.yaml" --dry-run || exit 1

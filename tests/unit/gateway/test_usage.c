@@ -463,6 +463,7 @@ TEST(usage_dialects_of_streams)
     struct run r;
     feed_cuts(MSG_STREAM, strlen(MSG_STREAM), 0, NULL, 0, &r);
     CHECK_INT(r.tokens, 2);
+    CHECK_INT(r.token_events, 2); /* message_start and message_delta carry none */
     static const char RESP_STREAM[] =
         "event: response.created\ndata: {\"type\":\"response.created\",\"sequence_number\":0,"
         "\"response\":{\"id\":\"resp_1\",\"usage\":null}}\n\n"
@@ -474,5 +475,27 @@ TEST(usage_dialects_of_streams)
     every_split(RESP_STREAM, 0, RESP_STREAM, 9, 1);
     feed_cuts(RESP_STREAM, strlen(RESP_STREAM), 0, NULL, 0, &r);
     CHECK_INT(r.tokens, 1);
+    CHECK_INT(r.token_events, 1); /* response.created is before the first token */
     CHECK_INT(r.usage.cached_found, 1);
+}
+
+/* SGLang's /generate streams cumulative chunks: each one's new tokens are
+ * the growth of meta_info.completion_tokens (one chunk may carry two), the
+ * last chunk's usage is the answer's, nothing is removed. */
+TEST(sglang_generate_stream_tokens)
+{
+#define GEN(text, n)                                                                               \
+    "data: {\"text\":\"" text "\",\"output_ids\":[],\"meta_info\":{\"id\":\"g\","                  \
+    "\"prompt_tokens\":7,\"completion_tokens\":" #n ",\"cached_tokens\":0}}\n\n"
+    static const char in[] =
+        GEN("a", 1) GEN("ab", 2) GEN("abcd", 4) GEN("abcd", 4) "data: [DONE]\n\n";
+#undef GEN
+    every_split(in, 0, in, 7, 4);
+    size_t n = strlen(in);
+    for (size_t cut = 0; cut <= n; cut++) {
+        struct run r;
+        feed_cuts(in, n, 0, &cut, 1, &r);
+        CHECK_INT(r.tokens, 4);
+        CHECK_INT(r.token_events, 3); /* the repeated last chunk adds none */
+    }
 }

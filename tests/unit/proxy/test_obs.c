@@ -59,22 +59,39 @@ static void arrive(struct proxy_req *pr, uint64_t k, double t_ms)
     kvg__proxy_obs_tokens(pr);
 }
 
+/* What the host's observer was told (on_observe). */
+static int firsts;
+static double first_ttft;
+static void observe(void *ud, const struct kvg_proxy_obs *o)
+{
+    (void)ud;
+    if (o->kind == KVG_PROXY_OBS_FIRST) firsts++, first_ttft = o->ttft_s;
+}
+
 TEST(token_clock_first_token_and_gaps)
 {
+    static struct kvg_proxy px;
+    static struct kvg_proxy_loop pl;
+    px.on_observe = observe;
+    pl.px = &px;
     struct kvg_metrics_registry *reg;
     struct kvg_metrics_family *f;
     CHECK_INT(kvg_metrics_registry_new(0, &reg), 0);
     double b[3] = {0.001, 0.01, 0.1};
     CHECK_INT(kvg_metrics_histogram(reg, "itl_seconds", "h", NULL, 0, b, 3, &f), 0);
     static struct proxy_req pr; /* zeroed */
+    pr.pl = &pl;
     CHECK_INT(kvg_metrics_series(f, NULL, 0, &pr.ms.itl), 0);
     pr.ms_set = 1;
     pr.gate.sse_filter_on = 1;
     pr.t0_ns = 1000000; /* arrival at 1 ms */
-    arrive(&pr, 0, 5);  /* a role-only chunk: no token, no clock */
+    arrive(&pr, 0, 5);  /* a role-only chunk (or response.created): no token, no clock */
     CHECK_INT(pr.tok_first_ns, 0);
+    CHECK_INT(firsts, 0);
     arrive(&pr, 1, 20); /* the first token at 20 ms: no gap */
     CHECK_INT(pr.tok_first_ns, 20000000);
+    CHECK_INT(firsts, 1); /* the observer's TTFT is the same clock's */
+    CHECK_NEAR(first_ttft, 0.019, 1e-9);
     CHECK_INT(kvg_metrics_hist_count(pr.ms.itl), 0);
     arrive(&pr, 1, 25); /* one 5 ms gap */
     CHECK_INT(kvg_metrics_hist_count(pr.ms.itl), 1);
@@ -87,9 +104,11 @@ TEST(token_clock_first_token_and_gaps)
     CHECK_INT(c[1], 5); /* every gap in (1 ms, 10 ms] */
     arrive(&pr, 0, 60); /* the usage chunk: nothing */
     CHECK_INT(kvg_metrics_hist_count(pr.ms.itl), 5);
+    CHECK_INT(firsts, 1); /* told once */
     CHECK_INT(pr.tok_last_ns, 45000000);
     /* No series (the model's not taken): the clock still runs. */
     static struct proxy_req q;
+    q.pl = &pl;
     q.gate.sse_filter_on = 1;
     arrive(&q, 3, 7);
     CHECK_INT(q.tok_first_ns, 7000000);
