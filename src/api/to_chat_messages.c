@@ -42,10 +42,11 @@ static int block_type_err(struct mctx *c, const char *base, size_t j, const cJSO
                          cJSON_IsString(type) && type->valuestring ? type->valuestring : "");
 }
 
-/* The text blocks of a system prompt, appended raw to sys; a block that is
- * not an object with a string type is refused. */
+/* The text blocks of a system prompt, appended raw to sys (*last: the
+ * string node of the last one); a block that is not an object with a
+ * string type is refused. */
 static int system_blocks(struct mctx *c, const cJSON *blocks, const char *base, struct kvg_buf *sys,
-                         int *nparts)
+                         int *nparts, const cJSON **last)
 {
     size_t j = 0;
     int rc;
@@ -61,24 +62,27 @@ static int system_blocks(struct mctx *c, const cJSON *blocks, const char *base, 
         if (!s || !n || starts_with(s, n, BILLING)) continue;
         if ((rc = kvg_buf_append(sys, s, n))) return rc;
         (*nparts)++;
+        *last = text;
     }
     return 0;
 }
 
-/* The one system message, from `system` and the role "system" messages. */
+/* The one system message, from `system` and the role "system" messages. A
+ * system prompt of one part is written as its string node (under
+ * kvg_api_to_chat_refs, a placeholder: not escaped, not read back). */
 static int write_system(struct mctx *c, const cJSON *body, const cJSON *msgs)
 {
     struct kvg_buf sys;
     int rc = 0, nparts = 0;
     char base[64];
-    const cJSON *system = kvg__api_get(body, "system");
+    const cJSON *system = kvg__api_get(body, "system"), *last = NULL;
     kvg_buf_init(&sys, 0);
     if (cJSON_IsString(system)) {
         size_t n = 0;
         const char *s = kvg_json_str(system, &n);
-        if (n && !(rc = kvg_buf_append(&sys, s, n))) nparts++;
+        if (n && !(rc = kvg_buf_append(&sys, s, n))) nparts++, last = system;
     } else if (cJSON_IsArray(system)) {
-        rc = system_blocks(c, system, "system", &sys, &nparts);
+        rc = system_blocks(c, system, "system", &sys, &nparts, &last);
     } else if (system) {
         rc = kvg__api_fail(c->err, "system", "'system' must be a string or an array of blocks");
     }
@@ -90,16 +94,17 @@ static int write_system(struct mctx *c, const cJSON *body, const cJSON *msgs)
         if (cJSON_IsString(content)) {
             size_t n = 0;
             const char *s = kvg_json_str(content, &n);
-            if (!(rc = kvg_buf_append(&sys, s, n))) nparts++;
+            if (!(rc = kvg_buf_append(&sys, s, n))) nparts++, last = content;
         } else if (cJSON_IsArray(content)) {
-            rc = system_blocks(c, content, base, &sys, &nparts);
+            rc = system_blocks(c, content, base, &sys, &nparts, &last);
         } else {
             rc = kvg__api_fail(c->err, base, "'%s' must be a string or an array of blocks", base);
         }
     }
     if (!rc && nparts && !(rc = msg_sep(c)) &&
         !(rc = kvg_buf_append_str(c->out, "{\"role\":\"system\",\"content\":")) &&
-        !(rc = kvg__api_text(c->out, sys.data ? sys.data : "", sys.len)))
+        !(rc = nparts == 1 ? kvg__api_str(c->out, last)
+                           : kvg__api_text(c->out, sys.data ? sys.data : "", sys.len)))
         rc = kvg_buf_append(c->out, "}", 1);
     kvg_buf_free(&sys);
     return rc;
