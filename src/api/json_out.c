@@ -23,13 +23,6 @@ const cJSON *kvg__api_get(const cJSON *obj, const char *key)
     return NULL;
 }
 
-int kvg__api_str_is(const cJSON *n, const char *lit)
-{
-    if (!n || (n->type & 0xFF) != cJSON_String || !n->valuestring) return 0;
-    size_t len = n->type & KVG_JSON_STRING_LEN ? (size_t)n->valueint : strlen(n->valuestring);
-    return len == strlen(lit) && !memcmp(n->valuestring, lit, len);
-}
-
 int kvg__api_is_int(const cJSON *n)
 {
     if (!cJSON_IsNumber(n)) return 0;
