@@ -5,8 +5,10 @@
 #define KVG_API_API_INT_H
 
 #include <stdarg.h>
+#include <string.h>
 
 #include "api/api.h"
+#include "base/json.h"
 
 /* Deepest tree kvg__api_json writes: past it the input is refused (the
  * readers of base/json.h stop far earlier, at cJSON's own nesting limit). */
@@ -15,8 +17,15 @@
 /* obj's member key (exact case), NULL when obj is not an object or lacks
  * it; a JSON null counts as absent. */
 const cJSON *kvg__api_get(const cJSON *obj, const char *key);
-/* Whether n is a string whose bytes are exactly lit. */
-int kvg__api_str_is(const cJSON *n, const char *lit);
+/* Whether n is a string whose bytes are exactly lit. Inline, so that a
+ * literal's length is the compiler's count (it is asked of every message
+ * and block). */
+static inline int kvg__api_str_is(const cJSON *n, const char *lit)
+{
+    if (!n || (n->type & 0xFF) != cJSON_String || !n->valuestring) return 0;
+    size_t len = n->type & KVG_JSON_STRING_LEN ? (size_t)n->valueint : strlen(n->valuestring);
+    return len == strlen(lit) && !memcmp(n->valuestring, lit, len);
+}
 /* Whether n is a number with an integer value. */
 int kvg__api_is_int(const cJSON *n);
 

@@ -21,8 +21,22 @@ struct mctx {
     struct kvg_buf *out;
     struct kvg_api_err *err;
     size_t nmsg;
-    char path[64];
+    size_t mi; /* the message being written */
+    char path[64], base[64];
 };
+
+/* A base path: base itself, or (NULL) the content of message c->mi, made
+ * only for an error (a long conversation has hundreds of messages). */
+static const char *base_of(struct mctx *c, const char *base)
+{
+    return base ? base : kvg__api_path(c->base, sizeof(c->base), "messages", c->mi, "content");
+}
+
+/* The parameter path "<base>[j].<leaf>" of a block, for an error. */
+static const char *at(struct mctx *c, const char *base, size_t j, const char *leaf)
+{
+    return kvg__api_path(c->path, sizeof(c->path), base_of(c, base), j, leaf);
+}
 
 static int starts_with(const char *s, size_t n, const char *lit)
 {
@@ -37,15 +51,15 @@ static int msg_sep(struct mctx *c)
 
 static int block_type_err(struct mctx *c, const char *base, size_t j, const cJSON *type)
 {
-    return kvg__api_fail(c->err, kvg__api_path(c->path, sizeof(c->path), base, j, "type"),
-                         "unsupported content block type '%.40s'",
+    return kvg__api_fail(c->err, at(c, base, j, "type"), "unsupported content block type '%.40s'",
                          cJSON_IsString(type) && type->valuestring ? type->valuestring : "");
 }
 
-/* The text blocks of a system prompt, appended raw to sys; a block that is
- * not an object with a string type is refused. */
+/* The text blocks of a system prompt, appended raw to sys (*last: the
+ * string node of the last one); a block that is not an object with a
+ * string type is refused. */
 static int system_blocks(struct mctx *c, const cJSON *blocks, const char *base, struct kvg_buf *sys,
-                         int *nparts)
+                         int *nparts, const cJSON **last)
 {
     size_t j = 0;
     int rc;
@@ -56,29 +70,32 @@ static int system_blocks(struct mctx *c, const cJSON *blocks, const char *base, 
         size_t n = 0;
         const char *s = kvg_json_str(text, &n);
         if (text && !s)
-            return kvg__api_fail(c->err, kvg__api_path(c->path, sizeof(c->path), base, j, "text"),
+            return kvg__api_fail(c->err, at(c, base, j, "text"),
                                  "a text block's 'text' must be a string");
         if (!s || !n || starts_with(s, n, BILLING)) continue;
         if ((rc = kvg_buf_append(sys, s, n))) return rc;
         (*nparts)++;
+        *last = text;
     }
     return 0;
 }
 
-/* The one system message, from `system` and the role "system" messages. */
+/* The one system message, from `system` and the role "system" messages. A
+ * system prompt of one part is written as its string node (under
+ * kvg_api_to_chat_refs, a placeholder: not escaped, not read back). */
 static int write_system(struct mctx *c, const cJSON *body, const cJSON *msgs)
 {
     struct kvg_buf sys;
     int rc = 0, nparts = 0;
     char base[64];
-    const cJSON *system = kvg__api_get(body, "system");
+    const cJSON *system = kvg__api_get(body, "system"), *last = NULL;
     kvg_buf_init(&sys, 0);
     if (cJSON_IsString(system)) {
         size_t n = 0;
         const char *s = kvg_json_str(system, &n);
-        if (n && !(rc = kvg_buf_append(&sys, s, n))) nparts++;
+        if (n && !(rc = kvg_buf_append(&sys, s, n))) nparts++, last = system;
     } else if (cJSON_IsArray(system)) {
-        rc = system_blocks(c, system, "system", &sys, &nparts);
+        rc = system_blocks(c, system, "system", &sys, &nparts, &last);
     } else if (system) {
         rc = kvg__api_fail(c->err, "system", "'system' must be a string or an array of blocks");
     }
@@ -90,16 +107,17 @@ static int write_system(struct mctx *c, const cJSON *body, const cJSON *msgs)
         if (cJSON_IsString(content)) {
             size_t n = 0;
             const char *s = kvg_json_str(content, &n);
-            if (!(rc = kvg_buf_append(&sys, s, n))) nparts++;
+            if (!(rc = kvg_buf_append(&sys, s, n))) nparts++, last = content;
         } else if (cJSON_IsArray(content)) {
-            rc = system_blocks(c, content, base, &sys, &nparts);
+            rc = system_blocks(c, content, base, &sys, &nparts, &last);
         } else {
             rc = kvg__api_fail(c->err, base, "'%s' must be a string or an array of blocks", base);
         }
     }
     if (!rc && nparts && !(rc = msg_sep(c)) &&
         !(rc = kvg_buf_append_str(c->out, "{\"role\":\"system\",\"content\":")) &&
-        !(rc = kvg__api_text(c->out, sys.data ? sys.data : "", sys.len)))
+        !(rc = nparts == 1 ? kvg__api_str(c->out, last)
+                           : kvg__api_text(c->out, sys.data ? sys.data : "", sys.len)))
         rc = kvg_buf_append(c->out, "}", 1);
     kvg_buf_free(&sys);
     return rc;
@@ -164,12 +182,10 @@ static int tool_use(struct mctx *c, struct parts *p, const cJSON *b, const char 
     struct kvg_buf *o = &p->calls;
     int rc;
     if (!cJSON_IsString(id) || !cJSON_IsString(name))
-        return kvg__api_fail(
-            c->err,
-            kvg__api_path(c->path, sizeof(c->path), base, j, cJSON_IsString(id) ? "name" : "id"),
-            "a tool_use block needs a string 'id' and 'name'");
+        return kvg__api_fail(c->err, at(c, base, j, cJSON_IsString(id) ? "name" : "id"),
+                             "a tool_use block needs a string 'id' and 'name'");
     if (input && !cJSON_IsObject(input))
-        return kvg__api_fail(c->err, kvg__api_path(c->path, sizeof(c->path), base, j, "input"),
+        return kvg__api_fail(c->err, at(c, base, j, "input"),
                              "a tool_use block's 'input' must be an object");
     struct kvg_buf args;
     kvg_buf_init(&args, 0);
@@ -198,7 +214,7 @@ static int result_text(struct mctx *c, const cJSON *content, const char *base, s
     if (s) return kvg_buf_append(text, s, n);
     if (!content) return 0;
     if (!cJSON_IsArray(content))
-        return kvg__api_fail(c->err, kvg__api_path(c->path, sizeof(c->path), base, j, "content"),
+        return kvg__api_fail(c->err, at(c, base, j, "content"),
                              "a tool_result's content must be a string or an array of blocks");
     for (const cJSON *b = content->child; b; b = b->next, k++) {
         const cJSON *type = kvg__api_get(b, "type");
@@ -217,7 +233,7 @@ static int result_text(struct mctx *c, const cJSON *content, const char *base, s
                    !kvg__api_str_is(type, "search_result")) {
             /* the engine skips what it cannot read inside a result */
             char inner[64];
-            kvg__api_path(inner, sizeof(inner), base, j, "content");
+            kvg__api_path(inner, sizeof(inner), base_of(c, base), j, "content");
             return block_type_err(c, inner, k, type);
         }
     }
@@ -232,8 +248,7 @@ static int tool_result(struct mctx *c, struct parts *p, const cJSON *b, int user
     const cJSON *id = kvg__api_get(b, "tool_use_id");
     int rc;
     if (id && !cJSON_IsString(id))
-        return kvg__api_fail(c->err,
-                             kvg__api_path(c->path, sizeof(c->path), base, j, "tool_use_id"),
+        return kvg__api_fail(c->err, at(c, base, j, "tool_use_id"),
                              "a tool_result's tool_use_id must be a string");
     kvg_buf_init(&text, 0);
     kvg_buf_init(&images, 0);
@@ -280,7 +295,7 @@ static int block(struct mctx *c, struct parts *p, const cJSON *b, int user, cons
         const cJSON *t = kvg__api_get(b, "text");
         size_t n = 0;
         if (t && !cJSON_IsString(t))
-            return kvg__api_fail(c->err, kvg__api_path(c->path, sizeof(c->path), base, j, "text"),
+            return kvg__api_fail(c->err, at(c, base, j, "text"),
                                  "a text block's 'text' must be a string");
         const char *ts = kvg_json_str(t, &n);
         return ts && n ? add_text_part(p, t, ts, n) : 0;
@@ -312,7 +327,6 @@ static int block(struct mctx *c, struct parts *p, const cJSON *b, int user, cons
 static int write_message(struct mctx *c, const cJSON *m, size_t i, struct parts *p)
 {
     const cJSON *role = kvg__api_get(m, "role"), *content = kvg__api_get(m, "content");
-    char base[64];
     int rc;
     /* Claude Code's own roles "ctx" and "msg" are user turns to the engine */
     int user = kvg__api_str_is(role, "user") || kvg__api_str_is(role, "ctx") ||
@@ -324,7 +338,7 @@ static int write_message(struct mctx *c, const cJSON *m, size_t i, struct parts 
     if (!user && !kvg__api_str_is(role, "assistant"))
         return kvg__api_fail(c->err, kvg__api_path(c->path, sizeof(c->path), "messages", i, "role"),
                              "message %zu: role must be user, assistant or system", i);
-    kvg__api_path(base, sizeof(base), "messages", i, "content");
+    c->mi = i;
     if (cJSON_IsString(content)) {
         if ((rc = msg_sep(c)) || (rc = kvg_buf_append_str(c->out, "{\"role\":")) ||
             (rc = kvg_buf_append_str(c->out, user ? "\"user\"" : "\"assistant\"")) ||
@@ -333,8 +347,10 @@ static int write_message(struct mctx *c, const cJSON *m, size_t i, struct parts 
             return rc;
         return kvg_buf_append(c->out, "}", 1);
     }
-    if (!cJSON_IsArray(content))
+    if (!cJSON_IsArray(content)) {
+        const char *base = base_of(c, NULL);
         return kvg__api_fail(c->err, base, "'%s' must be a string or an array of blocks", base);
+    }
     kvg_buf_reset(&p->content);
     kvg_buf_reset(&p->calls);
     kvg_buf_reset(&p->rs);
@@ -343,7 +359,7 @@ static int write_message(struct mctx *c, const cJSON *m, size_t i, struct parts 
     p->has_rs = 0;
     size_t j = 0;
     for (const cJSON *b = content->child; b; b = b->next, j++)
-        if ((rc = block(c, p, b, user, base, j))) return rc;
+        if ((rc = block(c, p, b, user, NULL, j))) return rc;
     if (user && !p->nparts) return 0; /* only tool results: their tool messages stand */
     if ((rc = msg_sep(c)) || (rc = kvg_buf_append_str(c->out, "{\"role\":")) ||
         (rc = kvg_buf_append_str(c->out, user ? "\"user\"" : "\"assistant\"")))

@@ -56,11 +56,6 @@ int kvg_buf_append(struct kvg_buf *b, const void *p, size_t n)
     return 0;
 }
 
-int kvg_buf_append_str(struct kvg_buf *b, const char *s)
-{
-    return kvg_buf_append(b, s, strlen(s));
-}
-
 int kvg_buf_vprintf(struct kvg_buf *b, const char *fmt, va_list ap)
 {
     va_list ap2;

@@ -49,7 +49,13 @@ int kvg_buf_append(struct kvg_buf *b, const void *p, size_t n);
 int kvg_buf_read_stream(struct kvg_buf *b, FILE *f);
 /* The same for the file at path (-errno when it cannot be opened). */
 int kvg_buf_read_file(struct kvg_buf *b, const char *path);
-int kvg_buf_append_str(struct kvg_buf *b, const char *s);
+/* Inline, so that a literal's length is the compiler's count: the JSON
+ * writers (src/api/) append several short literals per message of a long
+ * conversation. */
+static inline int kvg_buf_append_str(struct kvg_buf *b, const char *s)
+{
+    return kvg_buf_append(b, s, strlen(s));
+}
 int kvg_buf_printf(struct kvg_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int kvg_buf_vprintf(struct kvg_buf *b, const char *fmt, va_list ap);
 /* Appends s as a JSON string literal, quotes included. */

@@ -329,11 +329,11 @@ static cJSON *read_value(struct jr *r, int depth)
             jr_free_string(r, s);
             return NULL;
         }
+        /* Every string carries its length: one may hold U+0000, and no
+         * reader of a long prompt's strings need count them again. */
         n->valuestring = s;
-        if (strlen(s) != len) { /* it holds U+0000: the node carries its length */
-            n->type |= KVG_JSON_STRING_LEN;
-            n->valueint = (int)len;
-        }
+        n->type |= KVG_JSON_STRING_LEN;
+        n->valueint = (int)len;
         return n;
     }
     if (c == '-' || (c >= '0' && c <= '9')) {
@@ -426,14 +426,18 @@ int kvg_json_same(const cJSON *a, const cJSON *b)
 {
     if (!a || !b) return a == b;
     /* -0 and 0 differ as bytes: compare the doubles bit for bit. */
-    /* A string that carries its length (a NUL inside) is cJSON's when the
-     * bytes are: cJSON decodes past the NUL too, it only cannot say so. */
+    /* A string that carries its length is cJSON's when the bytes are; with
+     * a NUL inside, cJSON decoded past it too, it only cannot say so. */
     int la = (a->type & KVG_JSON_STRING_LEN) != 0, lb = (b->type & KVG_JSON_STRING_LEN) != 0;
     if (la || lb) {
         const cJSON *w = la ? a : b, *o = la ? b : a;
+        size_t wl = (size_t)w->valueint;
         if ((a->type & ~KVG_JSON_STRING_LEN) != (b->type & ~KVG_JSON_STRING_LEN) ||
-            (la && lb && a->valueint != b->valueint) || !w->valuestring || !o->valuestring ||
-            memcmp(w->valuestring, o->valuestring, (size_t)w->valueint + 1))
+            (la && lb && a->valueint != b->valueint) || !w->valuestring || !o->valuestring)
+            return 0;
+        if (memchr(w->valuestring, 0, wl)
+                ? memcmp(w->valuestring, o->valuestring, wl + 1)
+                : strlen(o->valuestring) != wl || memcmp(w->valuestring, o->valuestring, wl))
             return 0;
     } else if (a->type != b->type || a->valueint != b->valueint ||
                !same_str(a->valuestring, b->valuestring)) {

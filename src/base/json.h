@@ -36,9 +36,11 @@ struct kvg_json_arena {
  * on the heap, and a stays empty. The same trees, node for node, but for
  * one thing cJSON cannot hold: here a string value may hold a \u0000 (a NUL
  * is data: HuggingFace's tokenizers and the engines read "a\u0000b" as three
- * characters). Such a node carries its byte length (KVG_JSON_STRING_LEN in
- * its type, beside cJSON_String: cJSON_IsString still says yes); read it
- * with kvg_json_str. A key holding \u0000 is still declined. */
+ * characters). So every string node of the fast reader carries its byte
+ * length (KVG_JSON_STRING_LEN in its type, beside cJSON_String:
+ * cJSON_IsString still says yes; its valueint the length, which also spares
+ * a reader of a long prompt a strlen); read it with kvg_json_str. A key
+ * holding \u0000 is still declined. */
 cJSON *kvg_json_parse_in(struct kvg_json_arena *a, const char *s, size_t n);
 cJSON *kvg_json_parse_strict_in(struct kvg_json_arena *a, const char *s, size_t n);
 #define KVG_JSON_STRING_LEN 0x1000 /* a string node's valueint is its byte length */

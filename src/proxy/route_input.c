@@ -231,34 +231,22 @@ static size_t claude_session(const cJSON *v, char *out, size_t cap)
 }
 
 /* A Responses or Messages body as the chat request the engine renders
- * (api/api.h), its tree in ri->cjson. The tree is read from the
- * conversion's placeholder form (kvg_api_to_chat_refs): the conversation's
- * long texts are the request tree's own strings, not escaped into bytes
- * and read back (that round trip made a 30k-token Messages request cost
- * 1.5x its chat twin, bench/results/gateway-cost-messages.md). The bytes an
+ * (api/api.h): converted here, which checks it (a client error is the
+ * client's 400 whatever the policy), into its placeholder form
+ * (kvg_api_to_chat_refs: the conversation's long texts are the request
+ * tree's own strings, not escaped into bytes and read back; that round trip
+ * made a 30k-token Messages request cost 1.5x its chat twin,
+ * bench/results/gateway-cost-messages.md). Its tree is read from those
+ * bytes only when something reads it (chat_tree: the routing text, the
+ * render): a policy that reads neither pays the check alone. The bytes an
  * engine without the endpoint is sent are made only then
  * (kvg_rinput_chat_bytes). */
 static int as_chat(struct kvg_rinput *ri, const cJSON *j, char *msg, size_t msglen)
 {
     struct kvg_api_err e = {{0}, {0}};
-    struct kvg_api_refs refs = {0};
-    struct kvg_buf b;
-    kvg_buf_init(&b, 0);
-    int rc = kvg_api_to_chat_refs(ri->kind, j, &b, &refs, &e), plain = rc == -EAGAIN;
-    if (!rc) {
-        ri->cjson = kvg_json_parse_in(&ri->cjson_mem, b.data, b.len);
-        /* A tree cJSON built (the fast reader declined: a deep schema) is
-         * freed node by node: it cannot borrow the request's strings. */
-        plain = ri->cjson && (!ri->cjson_mem.blocks || kvg_api_refs_resolve(ri->cjson, &refs));
-    }
-    if (plain) { /* the bytes themselves, read back */
-        kvg_json_free(&ri->cjson_mem, ri->cjson);
-        kvg_buf_reset(&b);
-        rc = kvg_api_to_chat(ri->kind, j, &b, &e);
-        ri->cjson = rc ? NULL : kvg_json_parse_in(&ri->cjson_mem, b.data, b.len);
-    }
-    kvg_api_refs_free(&refs);
-    kvg_buf_free(&b);
+    int rc = kvg_api_to_chat_refs(ri->kind, j, &ri->chat_form, &ri->refs, &e);
+    if (rc == -EAGAIN) /* composed text that starts with the placeholders' byte */
+        rc = kvg_api_to_chat(ri->kind, j, &ri->chat_form, &e);
     if (rc == KVG_EPARSE) {
         snprintf(ri->bad_param_buf, sizeof ri->bad_param_buf, "%s", e.param);
         ri->bad_param = e.param[0] ? ri->bad_param_buf : NULL;
@@ -270,13 +258,41 @@ static int as_chat(struct kvg_rinput *ri, const cJSON *j, char *msg, size_t msgl
         snprintf(msg, msglen, "cannot convert the request: %s", kvg_strerror(rc));
         return rc;
     }
-    if (!cJSON_IsObject(ri->cjson)) { /* kvgate's own writer: cannot happen */
-        snprintf(msg, msglen, "cannot convert the request");
-        return KVG_EPARSE;
-    }
-    ri->rjson = ri->cjson;
+    ri->rjson = NULL; /* chat_tree's, when read */
     ri->chat = 1;
     ri->converted = 1;
+    return 0;
+}
+
+/* The converted request's tree in ri->rjson, read once from its bytes
+ * (as_chat). A tree cJSON built (the fast reader declined: a deep schema)
+ * is freed node by node, so it cannot borrow the request's strings: then
+ * the plain bytes are made and read instead. 0, KVG_EPARSE, -ENOMEM. */
+static int chat_tree(struct kvg_rinput *ri)
+{
+    if (ri->rjson || !ri->converted) return 0;
+    if (!ri->json || !ri->chat_form.len) return KVG_EPARSE; /* dropped, or failed before */
+    int rc = 0;
+    ri->cjson = kvg_json_parse_in(&ri->cjson_mem, ri->chat_form.data, ri->chat_form.len);
+    if (ri->cjson && ri->refs.n &&
+        (!ri->cjson_mem.blocks || kvg_api_refs_resolve(ri->cjson, &ri->refs))) {
+        struct kvg_api_err e;
+        kvg_json_free(&ri->cjson_mem, ri->cjson);
+        kvg_buf_reset(&ri->chat_form);
+        rc = kvg_api_to_chat(ri->kind, ri->json, &ri->chat_form, &e);
+        ri->cjson =
+            rc ? NULL : kvg_json_parse_in(&ri->cjson_mem, ri->chat_form.data, ri->chat_form.len);
+    }
+    kvg_api_refs_free(&ri->refs);
+    kvg_buf_free(&ri->chat_form);
+    if (!rc && !cJSON_IsObject(ri->cjson)) /* kvgate's own writer: out of memory */
+        rc = ri->cjson ? KVG_EPARSE : -ENOMEM;
+    if (rc) {
+        kvg_json_free(&ri->cjson_mem, ri->cjson);
+        ri->cjson = NULL;
+        return rc;
+    }
+    ri->rjson = ri->cjson;
     return 0;
 }
 
@@ -384,6 +400,7 @@ int kvg_rinput_parse(struct kvg_rinput *ri, const char *body, size_t len, enum k
     memset(ri, 0, sizeof *ri);
     kvg_buf_init(&ri->text, 0);
     kvg_buf_init(&ri->chat_body, 0);
+    kvg_buf_init(&ri->chat_form, 0);
     kvg_buf_init(&ri->namespaces, 0);
     ri->kind = kind;
     ri->chat = kind == KVG_API_CHAT;
@@ -444,11 +461,11 @@ int kvg_rinput_parse(struct kvg_rinput *ri, const char *body, size_t len, enum k
     int64_t mt = -1;
     int rc = kind_fields(ri, j, &mt, msg, msglen);
     if (rc) {
-        kvg_json_free(&ri->cjson_mem, ri->cjson);
+        kvg_buf_free(&ri->chat_form);
+        kvg_api_refs_free(&ri->refs);
         kvg_buf_free(&ri->chat_body);
         kvg_buf_free(&ri->namespaces);
         kvg_json_free(&ri->json_mem, j);
-        ri->cjson = NULL;
         ri->rjson = NULL;
         return rc == -ENOMEM ? rc : KVG_EPARSE;
     }
@@ -459,7 +476,9 @@ int kvg_rinput_parse(struct kvg_rinput *ri, const char *body, size_t len, enum k
 
 int kvg_rinput_text(struct kvg_rinput *ri)
 {
-    if (ri->text.len || !ri->rjson) return 0;
+    if (ri->text.len) return 0;
+    int rc = chat_tree(ri);
+    if (rc || !ri->rjson) return rc;
     if (ri->chat || !strcmp(ri->prompt_key, "prompt"))
         return kvg_route_text(ri->rjson, ri->chat, &ri->text);
     /* SGLang's generate: its text (token ids have none to match on). */
@@ -491,7 +510,8 @@ static int prompt_ids(struct kvg_rinput *ri, const struct kvg_rinput_tokenizer *
         char err[256];
         /* The prompt is about the body's size (its contents, unescaped, and
          * the template's markers): one allocation, not a copy per doubling. */
-        int rc = kvg_buf_reserve(&out, ri->body_len + 1024);
+        int rc = chat_tree(ri);
+        if (!rc) rc = kvg_buf_reserve(&out, ri->body_len + 1024);
         if (!rc)
             rc =
                 kvg_jinja_chat_render_json(rt->chat, ri->rjson, NULL, &out, &info, err, sizeof err);
@@ -572,6 +592,8 @@ void kvg_rinput_ctx(const struct kvg_rinput *ri, struct kvg_route_ctx *ctx)
 
 void kvg_rinput_drop_json(struct kvg_rinput *ri)
 {
+    kvg_buf_free(&ri->chat_form); /* its placeholders name json's nodes */
+    kvg_api_refs_free(&ri->refs);
     kvg_json_free(&ri->json_mem, ri->json);
     kvg_json_free(&ri->cjson_mem, ri->cjson);
     ri->json = ri->cjson = NULL;

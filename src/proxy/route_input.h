@@ -39,12 +39,17 @@ struct kvg_rinput {
     struct kvg_json_arena json_mem; /* the fast reader's tree's memory */
     /* What is rendered and tokenized: json itself (chat, completions), or
      * the chat request a Responses or Messages body is to the engine
-     * (kvg_api_to_chat, converted set): its tree in cjson, whose long
-     * strings are json's own (borrowed: the two are dropped together).
-     * Its bytes, for an engine without the endpoint, in chat_body once
-     * kvg_rinput_chat_bytes made them (kept to the end). */
+     * (kvg_api_to_chat, converted set): converted (and so checked) by the
+     * parse into chat_form, its placeholder bytes naming json's strings in
+     * refs (kvg_api_to_chat_refs); its tree read from them into cjson only
+     * when the routing text or the render first needs it (rjson NULL until
+     * then), its long strings json's own (borrowed: the two are dropped
+     * together). Its bytes, for an engine without the endpoint, in
+     * chat_body once kvg_rinput_chat_bytes made them (kept to the end). */
     const struct cJSON *rjson;
-    struct cJSON *cjson; /* owned, in cjson_mem */
+    struct kvg_buf chat_form; /* owned, freed once cjson is read */
+    struct kvg_api_refs refs; /* owned, the same */
+    struct cJSON *cjson;      /* owned, in cjson_mem */
     struct kvg_json_arena cjson_mem;
     struct kvg_buf chat_body;
     struct kvg_buf namespaces; /* made with chat_body: its Responses namespace functions

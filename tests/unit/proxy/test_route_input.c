@@ -1,9 +1,11 @@
-/* What routing reads of a request body: duplicate keys refused, and a
- * cache_salt seeding the block hashes as the engine seeds its blocks. */
+/* What routing reads of a request body: duplicate keys refused, a
+ * cache_salt seeding the block hashes as the engine seeds its blocks, a
+ * Messages body read as the chat request it is. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "jinja/chat.h"
+#include "base/err.h"
 #include "kv/hash.h"
 #include "proxy/route_input.h"
 #include "support/test.h"
@@ -125,7 +127,8 @@ static const char *shape_param(const char *body, int chat)
     static struct kvg_rinput ri;
     static char param[48];
     char msg[128];
-    int rc = kvg_rinput_parse(&ri, body, strlen(body), chat ? KVG_API_CHAT : KVG_API_COMPLETIONS, msg, sizeof msg);
+    int rc = kvg_rinput_parse(&ri, body, strlen(body), chat ? KVG_API_CHAT : KVG_API_COMPLETIONS,
+                              msg, sizeof msg);
     if (rc == 0) {
         kvg_rinput_free(&ri);
         return "";
@@ -197,4 +200,79 @@ TEST(nul_in_prompt_is_data)
     CHECK_INT((int)ri.ids[2], 0);
     CHECK_INT((int)ri.ids[3], 0xF4);
     kvg_rinput_free(&ri);
+}
+
+/* A Messages body is checked by the parse (a client error whatever the
+ * policy) and read as its chat form only when the text or the render needs
+ * it: the same routing text and token ids as the chat request it is, on
+ * each path (placeholders; the plain bytes when a text starts with the
+ * placeholders' byte). */
+TEST(messages_read_as_their_chat_twin)
+{
+    setup();
+    static const char *const bodies[] = {
+        "{\"model\":\"m\",\"max_tokens\":4,\"system\":\"You are a careful assistant who answers "
+        "in full sentences.\",\"messages\":[{\"role\":\"user\",\"content\":\"What is the capital "
+        "of France, and why is it the capital?\"}]}",
+        "{\"model\":\"m\",\"max_tokens\":4,\"system\":[{\"type\":\"text\",\"text\":\"one\"},"
+        "{\"type\":\"text\",\"text\":\"two\"}],\"messages\":[{\"role\":\"system\",\"content\":"
+        "\"three\"},{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"a\"},"
+        "{\"type\":\"text\",\"text\":\"b\"}]},{\"role\":\"assistant\",\"content\":\"c\"}]}",
+        "{\"model\":\"m\",\"max_tokens\":4,\"system\":[{\"type\":\"text\",\"text\":\"\\u0001 a "
+        "system prompt that starts with the placeholders' byte\"},{\"type\":\"text\",\"text\":"
+        "\"and a second block\"}],\"messages\":[{\"role\":\"user\",\"content\":\"\\u0001r0\"}]}",
+        NULL, /* a tool schema deeper than the fast reader reads: cJSON's trees */
+    };
+    char deep[8192];
+    size_t k = (size_t)snprintf(deep, sizeof deep,
+                                "{\"model\":\"m\",\"max_tokens\":4,\"messages\":[{\"role\":"
+                                "\"user\",\"content\":\"a question long enough to be named, not "
+                                "copied\"}],\"tools\":[{\"name\":\"t\",\"input_schema\":");
+    for (int d = 0; d < 600; d++) k += (size_t)snprintf(deep + k, sizeof deep - k, "{\"a\":");
+    k += (size_t)snprintf(deep + k, sizeof deep - k, "1");
+    for (int d = 0; d < 600; d++) deep[k++] = '}';
+    snprintf(deep + k, sizeof deep - k, "}]}");
+    for (size_t i = 0; i < sizeof bodies / sizeof *bodies; i++) {
+        const char *body = bodies[i] ? bodies[i] : deep;
+        struct kvg_rinput m, m2, c;
+        char msg[256];
+        CHECK_INT(kvg_rinput_parse(&m, body, strlen(body), KVG_API_MESSAGES, msg, sizeof msg), 0);
+        CHECK_INT(kvg_rinput_parse(&m2, body, strlen(body), KVG_API_MESSAGES, msg, sizeof msg), 0);
+        CHECK(m.rjson == NULL); /* not read yet */
+        struct kvg_api_err e;
+        struct kvg_buf twin;
+        kvg_buf_init(&twin, 0);
+        CHECK_INT(kvg_api_to_chat(KVG_API_MESSAGES, m.json, &twin, &e), 0);
+        CHECK_INT(kvg_rinput_parse(&c, twin.data, twin.len, KVG_API_CHAT, msg, sizeof msg), 0);
+        CHECK_INT(kvg_rinput_text(&m), 0);
+        CHECK_INT(kvg_rinput_text(&c), 0);
+        CHECK(m.text.len > 0 && m.text.len == c.text.len &&
+              !memcmp(m.text.data, c.text.data, c.text.len));
+        /* m2: rendered without the text read first */
+        kvg_rinput_tokenize(&m2, &rt, 0);
+        kvg_rinput_tokenize(&c, &rt, 0);
+        /* The deep schema is past the template's nesting: the twin's refusal. */
+        CHECK_INT(m2.tokenize_error, c.tokenize_error);
+        CHECK(bodies[i] ? m2.tokenize_error == 0 && m2.nids > 0 : m2.tokenize_error != 0);
+        CHECK(m2.nids == c.nids && (!c.nids || !memcmp(m2.ids, c.ids, c.nids * sizeof *c.ids)));
+        kvg_buf_free(&twin);
+        kvg_rinput_free(&m);
+        kvg_rinput_free(&m2);
+        kvg_rinput_free(&c);
+    }
+    /* Refused by the parse, in the parameter's name, tree or no tree. */
+    static const char *const bad[][2] = {
+        {"{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}", "max_tokens"},
+        {"{\"model\":\"m\",\"max_tokens\":1,\"messages\":[{\"role\":\"user\",\"content\":[{"
+         "\"type\":\"nope\"}]}]}",
+         "messages[0].content[0].type"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        struct kvg_rinput m;
+        char msg[256];
+        CHECK_INT(
+            kvg_rinput_parse(&m, bad[i][0], strlen(bad[i][0]), KVG_API_MESSAGES, msg, sizeof msg),
+            KVG_EPARSE);
+        CHECK_STR(m.bad_param ? m.bad_param : "", bad[i][1]);
+    }
 }
