@@ -153,6 +153,11 @@ static const struct kvg_opt opt_table[] = {
              "wanted, within the asleep1 class's time; a pool's standby: N)"},
     {"standby-cost", NULL, KVG_OPT_DOUBLE, O(standby_cost), .min = 0, .max = 1,
      .help = "GPU-hours of a parked replica per hour (1: it holds its GPU)"},
+    {"forecast-window-secs", NULL, KVG_OPT_DOUBLE, O(aopts.window_s), .min = 1, .max = 86400,
+     .meta = "SECS",
+     .help = "the kvgate planner's window W, a pool's forecast_window_secs (the "
+             "level's median over W, the trend over 3W): replicas that start in seconds may "
+             "follow a shorter one"},
     {"startup-secs", NULL, KVG_OPT_DOUBLE, O(startup_fixed_s), FROM(0), .meta = "SECS",
      .help = "every start-up takes exactly SECS (0: drawn)"},
     {"ttft", NULL, KVG_OPT_CUSTOM, O(aopts.ttft_target_s), .meta = "SECS", POSITIVE,
