@@ -3,7 +3,8 @@ bench/autoscale/faststart.sh's JSON in DIR: the time-to-ready sweep and
 standby on seeds 1..SWEEP, the goal with every replica restored within 30 s
 per seed, and the stress goal with 30% batch (classes alone, fast start
 alone, both). A run that is missing is listed as not run.
-  python3 bench/autoscale/faststart_table.py DIR SEEDS [SWEEP]"""
+  python3 bench/autoscale/faststart_table.py DIR|FILE SEEDS [SWEEP]
+  python3 bench/autoscale/faststart_table.py DIR SEEDS SWEEP --gather FILE"""
 import json
 import os
 import sys
@@ -12,11 +13,31 @@ d, n = sys.argv[1], int(sys.argv[2])
 sweep = int(sys.argv[3]) if len(sys.argv) > 3 else 1
 
 
+# DIR, or the runs' figures gathered into one file (--gather OUT writes it:
+# bench/results/autoscale-faststart.json) and read back in its place.
+KEEP = ("planner", "seed", "stress", "slo_attainment", "slo_attainment_interactive",
+        "slo_attainment_batch", "batch_deadline_met", "batch_dropped", "batch_requests",
+        "gpu_hours", "fast_share", "fast_ready_secs", "standby", "standby_cost",
+        "parked_hours", "replicas_woken")
+gathered = json.load(open(d)) if os.path.isfile(d) else None
+
+
 def load(name):
-    f = f"{d}/{name}.json"
-    if not os.path.exists(f):
-        return None
-    return {o["planner"]: o for o in json.load(open(f))}
+    if gathered is not None:
+        runs = gathered.get(name)
+    else:
+        f = f"{d}/{name}.json"
+        runs = json.load(open(f)) if os.path.exists(f) else None
+    return {o["planner"]: o for o in runs} if runs else None
+
+
+if len(sys.argv) > 4 and sys.argv[4] == "--gather":
+    out = {}
+    for f in sorted(os.listdir(d)):
+        if f.endswith(".json"):
+            out[f[:-5]] = [{k: o.get(k) for k in KEEP} for o in json.load(open(f"{d}/{f}"))]
+    json.dump(out, open(sys.argv[5], "w"), indent=0, sort_keys=True)
+    sys.exit(0)
 
 
 def pct(v):
