@@ -209,8 +209,11 @@ double kvg_autoscale_startup_lead(const struct kvg_autoscale_startup *m, const c
 double kvg_autoscale_startup_lead_mix(const struct kvg_autoscale_startup *m, const char *model,
                                       double cold_share, double fetch_share)
 {
-    double share[KVG_AUTOSCALE_NODE_STATES] = {1 - cold_share - fetch_share, cold_share,
-                                               fetch_share};
+    double rest = m->fast_share > 0 && m->fast_share <= 1 ? 1 - m->fast_share : 1;
+    double share[KVG_AUTOSCALE_NODE_STATES] = {(1 - cold_share - fetch_share) * rest,
+                                               cold_share * rest, fetch_share * rest};
+    if (rest < 1 && (unsigned)m->fast_class < KVG_AUTOSCALE_NODE_STATES)
+        share[m->fast_class] += m->fast_share;
     double lead = 0;
     for (int st = 0; st < KVG_AUTOSCALE_NODE_STATES; st++) {
         if (share[st] < 0.05) continue;

@@ -67,6 +67,14 @@ struct kvg_autoscale_startup {
     struct kvg_autoscale_startup_key keys[KVG_AUTOSCALE_STARTUP_MODELS];
     size_t n;
     uint32_t min_samples; /* 5 */
+    /* A share of the nodes whose new replicas come back from a parked state
+     * (fast_class: a checkpoint restore or a sleeping engine) instead of a
+     * new process: kvg_autoscale_startup_lead_mix counts fast_class at this
+     * share and the shares it is given as those of the other nodes. 0 by
+     * default (a live pool names its one node state); the offline
+     * benchmark's --fast-share sets it. */
+    double fast_share;
+    enum kvg_autoscale_node fast_class;
 };
 
 /* Loads the measured defaults (startup.c): "qwen2.5-7b", "qwen2.5-32b"; any
@@ -98,9 +106,10 @@ double kvg_autoscale_startup_pct(const struct kvg_autoscale_startup *m, const ch
 double kvg_autoscale_startup_lead(const struct kvg_autoscale_startup *m, const char *model,
                                   enum kvg_autoscale_node st);
 /* The lead time for where new replicas land when a cold_share of nodes is
- * cold and a fetch_share must fetch the image and weights: the longest
- * kvg_autoscale_startup_lead among the node states with at least 5% of the
- * nodes (a mixture's p90 is at most that). */
+ * cold and a fetch_share must fetch the image and weights (of the nodes
+ * beside m's fast_share): the longest kvg_autoscale_startup_lead among the
+ * node states with at least 5% of the nodes (a mixture's p90 is at most
+ * that). */
 double kvg_autoscale_startup_lead_mix(const struct kvg_autoscale_startup *m, const char *model,
                                       double cold_share, double fetch_share);
 /* The prior alone (the default distribution's p-quantile), and the

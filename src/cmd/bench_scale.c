@@ -142,6 +142,22 @@ static const struct kvg_opt opt_table[] = {
      .help = "share of new replicas on cold nodes (the rest warm)"},
     {"fetch-share", NULL, KVG_OPT_DOUBLE, O(fetch_share), .min = 0, .max = 1,
      .help = "share on nodes that fetch image and weights"},
+    {"fast-share", NULL, KVG_OPT_DOUBLE, O(fast_share), .min = 0, .max = 1, .meta = "F",
+     .help = "share of nodes whose replicas restore from a checkpoint within --fast-ready-secs "
+             "(the restore class's published shape scaled to that p90, never past it; the rest "
+             "draw from --cold-share / --fetch-share / warm); the planners' lead time knows it"},
+    {"fast-ready-secs", NULL, KVG_OPT_CUSTOM, O(fast_ready_s), .meta = "SECS", POSITIVE,
+     .help = "the fast nodes' time to ready"},
+    {"standby", NULL, KVG_OPT_U32, O(standby), .min = 0, .max = KVG_BENCH_SCALE_MAX_REPLICAS,
+     .help = "parked replicas each pool keeps at scale-down (asleep, woken first when more are "
+             "wanted, within the asleep1 class's time; a pool's standby: N)"},
+    {"standby-cost", NULL, KVG_OPT_DOUBLE, O(standby_cost), .min = 0, .max = 1,
+     .help = "GPU-hours of a parked replica per hour (1: it holds its GPU)"},
+    {"forecast-window-secs", NULL, KVG_OPT_DOUBLE, O(aopts.window_s), .min = 1, .max = 86400,
+     .meta = "SECS",
+     .help = "the kvgate planner's window W, a pool's forecast_window_secs (the "
+             "level's median over W, the trend over 3W): replicas that start in seconds may "
+             "follow a shorter one"},
     {"startup-secs", NULL, KVG_OPT_DOUBLE, O(startup_fixed_s), FROM(0), .meta = "SECS",
      .help = "every start-up takes exactly SECS (0: drawn)"},
     {"ttft", NULL, KVG_OPT_CUSTOM, O(aopts.ttft_target_s), .meta = "SECS", POSITIVE,

@@ -71,6 +71,22 @@ struct kvg_bench_scale_opts {
     char startup_model[64];
     double cold_share, fetch_share;
     double startup_fixed_s; /* > 0: every start-up takes exactly this */
+    /* Fast start (issue 38): a fast_share of the nodes brings a replica back
+     * from a checkpoint (the restore class, no GPU held while parked) within
+     * fast_ready_s: the restore class's published shape scaled to that p90,
+     * never past it. The rest draw from cold_share / fetch_share / warm as
+     * before. The planners' start-up model knows the share (startup.h,
+     * fast_share) and, as live, learns each class's lead from the starts it
+     * sees. */
+    double fast_share;   /* 0 */
+    double fast_ready_s; /* 30 */
+    /* Parked replicas (a pool's `standby: N`, docs/autoscale.md): each pool
+     * keeps up to standby replicas it drained asleep instead of removing
+     * them; more wanted wakes one first (the asleep1 class's time, then a
+     * cold cache). A parked replica costs standby_cost of a running one in
+     * GPU-hours (1: it holds its GPU). */
+    uint32_t standby;    /* 0 */
+    double standby_cost; /* 1.0 */
     /* The planner and its options (targets, profile, limits). */
     char planner[32];
     struct kvg_autoscale_opts aopts;
@@ -126,6 +142,8 @@ struct kvg_bench_scale_result {
     double load_per_rps; /* replicas' worth of 1 req/s: 1 / knee_rps */
     double knee_rps;
     uint32_t scale_events, added, removed, cancelled, max_replicas;
+    uint32_t woken;      /* parked replicas woken (standby) */
+    double parked_hours; /* replica-hours parked (in gpu_hours at standby_cost) */
     double ttft_p50_s, ttft_p90_s, ttft_p99_s, itl_p90_s, ramp_ttft_p90_s;
     double cache_hit;
     /* Replicas added by scale-out: seconds from ready until their hit rate
@@ -207,7 +225,9 @@ int kvg_bench_scale_svg(const struct kvg_bench_scale_result *r, size_t n, FILE *
  * GPU-hour budget allows. */
 struct kvg_bench_scale_pd_pool {
     uint32_t static_peak, scale_events, added, removed, cancelled, max_replicas;
+    uint32_t woken; /* parked replicas woken (standby) */
     double gpu_hours, mean_replicas;
+    double parked_hours; /* replica-hours parked (in gpu_hours at standby_cost) */
 };
 
 struct kvg_bench_scale_pd_result {

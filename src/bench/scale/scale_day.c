@@ -27,6 +27,21 @@ int kvg__scale_day_init(struct scale_day *d, const struct kvg_bench_scale_opts *
     if (rc) return kvg_err_set(err, errlen, rc, "workload: %s", kvg_strerror(rc));
     d->have_next = kvg__scale_wl_next(&d->wl, &d->next) == 0;
     kvg_autoscale_startup_init(&d->su);
+    if (o->fast_share > 0) {
+        /* The fast nodes restore from a checkpoint: the restore class's
+         * published shape, scaled so that its p90 is fast_ready_s
+         * (scale_reps.c never draws past it). */
+        enum kvg_autoscale_node st = KVG_AUTOSCALE_RESTORE;
+        double f = o->fast_ready_s / kvg_autoscale_startup_prior(&d->su, o->startup_model, st, 0.9);
+        double lo = kvg_autoscale_startup_prior(&d->su, o->startup_model, st, 0.1);
+        double med = kvg_autoscale_startup_prior(&d->su, o->startup_model, st, 0.5);
+        struct kvg_autoscale_startup_dist fd = {med * f, lo * f, o->fast_ready_s};
+        if (!(f > 0) || kvg_autoscale_startup_set(&d->su, o->startup_model, st, fd))
+            return kvg_err_set(err, errlen, KVG_ECONFIG, "fast start: %g s is not a start-up time",
+                               o->fast_ready_s);
+        d->su.fast_share = o->fast_share;
+        d->su.fast_class = st;
+    }
     kvg_rng_seed(&d->rng, o->seed * 31 + 7);
     /* 512 ticks of window, the newest 65536 TTFT and ITL samples. */
     if ((rc = kvg_autoscale_obs_new(512, 1 << 16, &d->ob))) return rc;

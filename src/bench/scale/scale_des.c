@@ -11,14 +11,9 @@
 #include "bench/scale/scale_int.h"
 #include "bench/stats.h"
 
-static int make_ready(struct run *R, int k, uint64_t seed)
+static int make_ready(struct run *R, int k, uint64_t seed, double t)
 {
-    return kvg__scale_reps_ready(&R->pool, k, &R->o->profile, seed);
-}
-
-static void gone(struct run *R, int k, double t)
-{
-    kvg__scale_reps_gone(&R->pool, k, t);
+    return kvg__scale_reps_ready(&R->pool, k, &R->o->profile, seed, t);
 }
 
 /* A request that will not be served: counted as missed. */
@@ -179,7 +174,7 @@ static int step_end(struct run *R, int k, double t)
     }
     if (kvg_sim_idle(p->e)) {
         p->stepping = 0;
-        if (p->state == R_DRAINING && p->inflight == 0) gone(R, k, t);
+        if (p->state == R_DRAINING && p->inflight == 0) kvg__scale_reps_retire(&R->pool, k, t);
         return 0;
     }
     kvg__scale_rep_step(p, t);
@@ -205,7 +200,7 @@ static void expire(struct run *R, double t)
                 struct rq *q = &R->rq[id];
                 if (q->state == Q_ENGINE && q->rep == k) fail(R, q);
             }
-            gone(R, k, t);
+            kvg__scale_reps_retire(&R->pool, k, t);
             continue;
         }
         i++;
@@ -303,7 +298,7 @@ static int setup(struct run *R, char *err, size_t errlen)
     if ((rc = kvg__scale_reps_first(&R->pool, o, &R->d.su, &R->d.rng, n0, a.min_replicas)))
         return rc;
     for (size_t k = 0; k < R->pool.nrep; k++) {
-        if ((rc = make_ready(R, (int)k, o->seed * 1000003ull + k + 1))) return rc;
+        if ((rc = make_ready(R, (int)k, o->seed * 1000003ull + k + 1, 0))) return rc;
         if ((rc = kvg__scale_prewarm_start(R, (int)k, 0))) return rc;
     }
     return 0;
@@ -329,7 +324,7 @@ static int loop(struct run *R)
         if (ke >= 0 && te <= tr && te <= tt && te <= ta) {
             rc = step_end(R, ke, te);
         } else if (kr >= 0 && tr <= tt && tr <= ta) {
-            rc = make_ready(R, kr, o->seed * 1000003ull + (uint64_t)kr + 1);
+            rc = make_ready(R, kr, o->seed * 1000003ull + (uint64_t)kr + 1, tr);
             if (!rc) rc = kvg__scale_prewarm_start(R, kr, tr);
             if (!rc && R->pool.rep[kr].warming) kvg__scale_rep_step(&R->pool.rep[kr], tr);
             if (!rc) rc = gq_drain(R, tr);
@@ -369,8 +364,10 @@ static void summarize(struct run *R)
             if (ramp) kvg_bench_samples_add(&R->ramp_ttft, o->timeout_s);
         }
     }
-    double rh = kvg__scale_reps_seconds(&R->pool, o->day_s);
+    double parked = 0, rh = kvg__scale_reps_seconds(&R->pool, o->day_s, &parked);
     uint32_t mx = 0;
+    out->parked_hours = parked / 3600;
+    out->woken = R->pool.woken;
     out->added = R->pool.added;
     out->removed = R->pool.removed;
     out->cancelled = R->pool.cancelled;

@@ -59,7 +59,7 @@ void kvg__scale_wl_prompt(const struct scale_wl *w, const struct scale_req *r, u
 /* The event loop's state (scale_des.c), shared with scale_warm.c. */
 #define SCALE_REC_N 8                 /* requests a replica's hit rate is judged over */
 #define SCALE_PREWARM_ID (1ull << 62) /* prewarm request ids: this bit set */
-enum { R_STARTING, R_READY, R_DRAINING, R_GONE };
+enum { R_STARTING, R_READY, R_DRAINING, R_PARKED, R_GONE };
 enum { Q_GATEWAY, Q_ENGINE, Q_DONE, Q_FAILED };
 
 struct rq {
@@ -72,8 +72,13 @@ struct rq {
 
 struct rep {
     int state;
-    enum kvg_autoscale_node node;
-    double asked, ready_at, drain_at, gone;
+    enum kvg_autoscale_node node; /* of its current start (asleep1 when woken) */
+    /* asked: it took its GPU (GPU-hours from here); since: its current start
+     * was asked for (a wake's own time); parked_at, parked_s: its current
+     * park and the seconds parked before it (charged at standby_cost);
+     * woke: its current start is a wake (cancelled, it parks again). */
+    double asked, since, ready_at, drain_at, gone, parked_at, parked_s;
+    int woke;
     struct kvg_sim *e;
     int stepping;
     double busy_until;
@@ -100,25 +105,43 @@ struct rep {
 struct scale_reps {
     struct rep *rep;
     size_t nrep, caprep;
-    int act[KVG_BENCH_SCALE_MAX_REPLICAS + 1];
+    int act[KVG_BENCH_SCALE_MAX_REPLICAS + 1]; /* parked ones included */
     size_t nact;
     uint32_t added, removed, cancelled; /* by actuation (the day's first pool not counted) */
+    uint32_t woken;                     /* parked replicas woken */
+    /* Set by kvg__scale_reps_first: the start-up model starts teach
+     * (borrowed) and its model name, and the options' standby. */
+    struct kvg_autoscale_startup *su;
+    const char *model;
+    uint32_t standby;
+    double standby_cost;
 };
 
-/* Replica k's engine (the profile, seed) created: it is ready. 0 or a code. */
+/* Replica k's engine (the profile, seed) created: it is ready at t, and a
+ * start asked for during the day teaches P's start-up model its time under
+ * its class (as the local actuator teaches it live). 0 or a code. */
 int kvg__scale_reps_ready(struct scale_reps *P, int k, const struct kvg_sim_profile *prof,
-                          uint64_t seed);
+                          uint64_t seed, double t);
 /* Replica k removed at t (its engine freed). */
 void kvg__scale_reps_gone(struct scale_reps *P, int k, double t);
+/* A drained replica k leaves the pool at t: parked (its engine asleep,
+ * freed here: a woken one starts with a cold cache, as vLLM's) while fewer
+ * than P->standby are, else gone. */
+void kvg__scale_reps_retire(struct scale_reps *P, int k, double t);
 void kvg__scale_reps_count(const struct scale_reps *P, uint32_t *ready, uint32_t *starting);
-/* Moves the pool toward desired: asks for replicas, or cancels starting
- * ones (the latest first), then drains the ready one with the fewest
- * requests in flight (gone at once when idle). 0 or -ENOMEM. */
+/* Parked replicas now. */
+uint32_t kvg__scale_reps_parked(const struct scale_reps *P);
+/* Moves the pool toward desired: wakes parked replicas, then asks for new
+ * ones; or cancels starting ones (the latest first; a woken one parks
+ * again), then drains the ready one with the fewest requests in flight
+ * (retired at once when idle). 0 or -ENOMEM. */
 int kvg__scale_reps_actuate(struct scale_reps *P, const struct kvg_bench_scale_opts *o,
                             struct kvg_autoscale_startup *su, struct kvg_rng *rng, uint32_t desired,
                             double t);
-/* Replica-seconds held over the day, from each request to its removal. */
-double kvg__scale_reps_seconds(const struct scale_reps *P, double day_s);
+/* Replica-seconds charged over the day: from each request to its removal,
+ * the seconds parked at P->standby_cost; *parked_s (may be NULL) gets the
+ * seconds parked. */
+double kvg__scale_reps_seconds(const struct scale_reps *P, double day_s, double *parked_s);
 void kvg__scale_reps_free(struct scale_reps *P);
 /* The pool's replica and engine signals at t into s (zeroed first; s->now
  * set; young: ready less than young_s ago); eta gets starting replicas'
@@ -145,7 +168,8 @@ void kvg__scale_reps_next(const struct scale_reps *P, double day_s, double *te, 
                           int *kr);
 /* The pool a day starts with: n replicas (at least min and 1), asked for
  * and ready at 0 but their engines not made (the caller's
- * kvg__scale_reps_ready, with its seed), not counted as added. 0 or -ENOMEM. */
+ * kvg__scale_reps_ready, with its seed), not counted as added; P's
+ * start-up model (su), model and standby from o. 0 or -ENOMEM. */
 int kvg__scale_reps_first(struct scale_reps *P, const struct kvg_bench_scale_opts *o,
                           struct kvg_autoscale_startup *su, struct kvg_rng *rng, uint32_t n,
                           uint32_t min);
@@ -262,6 +286,13 @@ double kvg__scale_pd_oracle_lead(const struct kvg_bench_scale_opts *o,
  * rate of w over [t, t + lead] by the profile at cache hit rate hit. */
 uint32_t kvg__scale_pd_oracle_desired(const struct scale_wl *w, const struct kvg_autoscale_opts *a,
                                       double lead, double hit, double t);
+
+/* The start-up options every day's JSON carries per planner (scale_report.c):
+ * stress, fast_share, fast_ready_secs (null without a fast share), standby,
+ * standby_cost, and the run's parked replica-hours and wakes. */
+struct cJSON;
+void kvg__scale_json_start(struct cJSON *j, const struct kvg_bench_scale_opts *o,
+                           double parked_hours, uint32_t woken);
 
 /* The planners' profile for knee requests/s a replica (scale_opts.c). */
 void kvg__scale_derive_profile(const struct kvg_bench_scale_opts *o, double knee,

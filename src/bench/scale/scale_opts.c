@@ -32,6 +32,8 @@ void kvg_bench_scale_opts_default(struct kvg_bench_scale_opts *o)
     o->gpus_per_replica = 2;
     snprintf(o->startup_model, sizeof o->startup_model, "qwen2.5-32b");
     o->cold_share = 0.5;
+    o->fast_ready_s = 30;
+    o->standby_cost = 1.0;
     snprintf(o->planner, sizeof o->planner, "kvgate");
     kvg_autoscale_opts_default(&o->aopts);
     o->aopts.ttft_target_s = 1.0;

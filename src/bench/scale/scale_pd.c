@@ -15,13 +15,13 @@
 #include "bench/scale/scale_pd_int.h"
 #include "bench/stats.h"
 
-static int make_ready(struct pdrun *R, struct pool *P, int k)
+static int make_ready(struct pdrun *R, struct pool *P, int k, double t)
 {
     uint64_t seed = R->o->seed * 1000003ull + (uint64_t)k * 2 + (P->role == KVG_AUTOSCALE_DECODE);
     struct kvg_sim_profile pr = R->o->profile;
     if (P->role == KVG_AUTOSCALE_DECODE && R->o->pd_decode_batched_tokens)
         pr.max_num_batched_tokens = R->o->pd_decode_batched_tokens;
-    return kvg__scale_reps_ready(&P->r, k, &pr, seed);
+    return kvg__scale_reps_ready(&P->r, k, &pr, seed, t);
 }
 
 static void kick(struct rep *p, double t)
@@ -349,7 +349,7 @@ static int step_end(struct pdrun *R, struct pool *P, int k, double t)
     p->st.n_updates = 0;
     kick(p, t);
     if (p->state == R_DRAINING && p->inflight == 0 && !p->stepping)
-        kvg__scale_reps_gone(&P->r, k, t);
+        kvg__scale_reps_retire(&P->r, k, t);
     return R->classes ? kvg__scale_pd_batch_drain(R, t) : 0;
 }
 
@@ -377,7 +377,7 @@ static void expire(struct pdrun *R, double t)
                     if ((pi == 0 && q->pre == k) || (pi == 1 && q->dec == k && q->state >= P_XFER))
                         fail(R, id);
                 }
-                kvg__scale_reps_gone(&P->r, k, t);
+                kvg__scale_reps_retire(&P->r, k, t);
                 continue;
             }
             i++;
@@ -535,7 +535,7 @@ static int setup(struct pdrun *R, char *err, size_t errlen)
         if ((rc = kvg__scale_reps_first(&P->r, o, &R->d.su, &R->d.rng, n0, a->min_replicas)))
             return rc;
         for (size_t k = 0; k < P->r.nrep; k++)
-            if ((rc = make_ready(R, P, (int)k))) return rc;
+            if ((rc = make_ready(R, P, (int)k, 0))) return rc;
     }
     kvg__scale_pd_class_init(R);
     return 0;
@@ -572,7 +572,7 @@ static int loop(struct pdrun *R)
         } else if (ke >= 0 && te <= tr && te <= tt && te <= ta) {
             rc = step_end(R, &R->pool[pe], ke, te);
         } else if (kr >= 0 && tr <= tt && tr <= ta) {
-            rc = make_ready(R, &R->pool[pr], kr);
+            rc = make_ready(R, &R->pool[pr], kr, tr);
             if (!rc) rc = drain_queues(R, tr);
         } else if (tt < INFINITY && tt <= ta) {
             rc = tick(R, tt);
@@ -623,7 +623,9 @@ static void summarize(struct pdrun *R)
     double gpus = o->gpus_per_replica ? o->gpus_per_replica : 1;
     for (int pi = 0; pi < 2; pi++) {
         const struct pool *P = &R->pool[pi];
-        double rh = kvg__scale_reps_seconds(&P->r, o->day_s);
+        double parked = 0, rh = kvg__scale_reps_seconds(&P->r, o->day_s, &parked);
+        P->out->parked_hours = parked / 3600;
+        P->out->woken = P->r.woken;
         P->out->added = P->r.added;
         P->out->removed = P->r.removed;
         P->out->cancelled = P->r.cancelled;

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench/scale/scale.h"
+#include "bench/scale/scale_int.h"
 
 static const char *const g_pool_name[2] = {"prefill", "decode"};
 
@@ -72,6 +72,8 @@ int kvg_bench_scale_pd_json(const struct kvg_bench_scale_pd_result *r, size_t n,
         cJSON_AddNumberToObject(j, "batch_dropped", (double)x->batch_dropped);
         cJSON_AddNumberToObject(j, "batch_requests", (double)x->batch);
         cJSON_AddNumberToObject(j, "batch_deadline_s", o->batch_deadline_s);
+        kvg__scale_json_start(j, o, x->pool[0].parked_hours + x->pool[1].parked_hours,
+                              x->pool[0].woken + x->pool[1].woken);
         for (int pi = 0; pi < 2; pi++) {
             const struct kvg_bench_scale_pd_pool *p = &x->pool[pi];
             cJSON *q = cJSON_AddObjectToObject(j, g_pool_name[pi]);
@@ -86,6 +88,8 @@ int kvg_bench_scale_pd_json(const struct kvg_bench_scale_pd_result *r, size_t n,
             cJSON_AddNumberToObject(q, "replicas_added", p->added);
             cJSON_AddNumberToObject(q, "replicas_removed", p->removed);
             cJSON_AddNumberToObject(q, "starts_cancelled", p->cancelled);
+            cJSON_AddNumberToObject(q, "parked_hours", p->parked_hours);
+            cJSON_AddNumberToObject(q, "replicas_woken", p->woken);
             cJSON_AddNumberToObject(q, "static_peak_replicas", p->static_peak);
         }
     }

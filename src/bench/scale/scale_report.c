@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "autoscale/startup.h"
-#include "bench/scale/scale.h"
+#include "bench/scale/scale_int.h"
 
 static const struct kvg_bench_scale_result *find(const struct kvg_bench_scale_result *r, size_t n,
                                                  const char *name)
@@ -22,6 +22,21 @@ static const struct kvg_bench_scale_result *find(const struct kvg_bench_scale_re
 static double num(double v)
 {
     return isfinite(v) ? v : -1;
+}
+
+void kvg__scale_json_start(struct cJSON *j, const struct kvg_bench_scale_opts *o,
+                           double parked_hours, uint32_t woken)
+{
+    cJSON_AddBoolToObject(j, "stress", o->stress);
+    cJSON_AddNumberToObject(j, "fast_share", o->fast_share);
+    if (o->fast_share > 0)
+        cJSON_AddNumberToObject(j, "fast_ready_secs", o->fast_ready_s);
+    else
+        cJSON_AddNullToObject(j, "fast_ready_secs");
+    cJSON_AddNumberToObject(j, "standby", o->standby);
+    cJSON_AddNumberToObject(j, "standby_cost", o->standby_cost);
+    cJSON_AddNumberToObject(j, "parked_hours", parked_hours);
+    cJSON_AddNumberToObject(j, "replicas_woken", woken);
 }
 
 int kvg_bench_scale_json(const struct kvg_bench_scale_result *r, size_t n,
@@ -44,6 +59,15 @@ int kvg_bench_scale_json(const struct kvg_bench_scale_result *r, size_t n,
         cJSON_AddNumberToObject(j, "slo_attainment", x->slo_attainment);
         cJSON_AddNumberToObject(j, "ramp_slo_attainment", x->ramp_slo_attainment);
         cJSON_AddNumberToObject(j, "gpu_hours", x->gpu_hours);
+        /* The aggregated day has no traffic classes: every request is
+         * interactive, no batch ones (the PD day's --batch-share). */
+        cJSON_AddBoolToObject(j, "classes", 0);
+        cJSON_AddNumberToObject(j, "slo_attainment_interactive", x->slo_attainment);
+        cJSON_AddNullToObject(j, "slo_attainment_batch");
+        cJSON_AddNullToObject(j, "batch_deadline_met");
+        cJSON_AddNumberToObject(j, "batch_dropped", 0);
+        cJSON_AddNumberToObject(j, "batch_requests", 0);
+        kvg__scale_json_start(j, o, x->parked_hours, x->woken);
         cJSON_AddNumberToObject(j, "replica_hours", x->replica_hours);
         cJSON_AddNumberToObject(j, "mean_replicas", x->mean_replicas);
         cJSON_AddNumberToObject(j, "max_replicas", x->max_replicas);

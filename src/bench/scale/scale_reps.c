@@ -11,19 +11,28 @@
 
 #include "bench/scale/scale_int.h"
 
-/* A replica asked for at t: its node (a seeded draw over the opts' mix) and
- * ready time from the start-up model. */
+/* A replica asked for at t: its node (a seeded draw: a fast node with the
+ * start-up model's fast_share, else over the opts' cold / fetch / warm mix)
+ * and ready time from the start-up model (a fast one never past
+ * fast_ready_s). Without a fast share the draws are the same as before it. */
 static void scale_rep_ask(const struct kvg_bench_scale_opts *o, struct kvg_autoscale_startup *su,
                           struct kvg_rng *rng, struct rep *p, double t)
 {
-    double u = kvg_rng_double(rng);
-    p->node = u < o->cold_share                    ? KVG_AUTOSCALE_COLD
-              : u < o->cold_share + o->fetch_share ? KVG_AUTOSCALE_FETCH
-                                                   : KVG_AUTOSCALE_WARM;
+    double u = kvg_rng_double(rng), fast = su->fast_share > 0 ? fmin(su->fast_share, 1) : 0;
+    int is_fast = u < fast;
+    if (is_fast) {
+        p->node = su->fast_class;
+    } else {
+        u = fast > 0 ? (u - fast) / (1 - fast) : u;
+        p->node = u < o->cold_share                    ? KVG_AUTOSCALE_COLD
+                  : u < o->cold_share + o->fetch_share ? KVG_AUTOSCALE_FETCH
+                                                       : KVG_AUTOSCALE_WARM;
+    }
     double s = o->startup_fixed_s > 0
                    ? o->startup_fixed_s
                    : kvg_autoscale_startup_draw(su, o->startup_model, p->node, rng);
-    p->asked = t;
+    if (is_fast && o->fast_ready_s > 0) s = fmin(s, o->fast_ready_s);
+    p->asked = p->since = t;
     p->ready_at = t + s;
 }
 
@@ -50,8 +59,13 @@ static int scale_reps_add(struct scale_reps *P, const struct kvg_bench_scale_opt
 }
 
 int kvg__scale_reps_ready(struct scale_reps *P, int k, const struct kvg_sim_profile *prof,
-                          uint64_t seed)
+                          uint64_t seed, double t)
 {
+    struct rep *p = &P->rep[k];
+    /* The day's first pool was never asked for: nothing to learn. */
+    if (P->su && P->model && t > p->since)
+        kvg_autoscale_startup_observe(P->su, P->model, p->node, t - p->since, -1);
+    p->woke = 0;
     struct kvg_sim_config c;
     kvg_sim_config_init(&c, prof);
     c.seed = seed;
@@ -77,6 +91,57 @@ void kvg__scale_reps_gone(struct scale_reps *P, int k, double t)
         }
 }
 
+void kvg__scale_reps_retire(struct scale_reps *P, int k, double t)
+{
+    struct rep *p = &P->rep[k];
+    if (kvg__scale_reps_parked(P) >= P->standby) {
+        kvg__scale_reps_gone(P, k, t);
+        return;
+    }
+    if (p->e) kvg_sim_free(p->e);
+    p->e = NULL;
+    p->state = R_PARKED;
+    p->parked_at = t;
+    p->stepping = 0;
+    p->inflight = 0;
+    p->warming = 0;
+    p->groups = 0; /* vLLM drops the KV cache at sleep: nothing a router could find */
+    p->pend_tok = 0;
+    p->scraped_ok = 0;
+    p->rec_n = 0;
+}
+
+uint32_t kvg__scale_reps_parked(const struct scale_reps *P)
+{
+    uint32_t n = 0;
+    for (size_t i = 0; i < P->nact; i++) n += P->rep[P->act[i]].state == R_PARKED;
+    return n;
+}
+
+/* Wakes the parked replica parked longest at t (the asleep1 class's time):
+ * 1, or 0 when none is parked. */
+static int scale_reps_wake(struct scale_reps *P, const struct kvg_bench_scale_opts *o,
+                           struct kvg_autoscale_startup *su, struct kvg_rng *rng, double t)
+{
+    int pick = -1;
+    for (size_t i = 0; i < P->nact; i++) {
+        int k = P->act[i];
+        if (P->rep[k].state == R_PARKED &&
+            (pick < 0 || P->rep[k].parked_at < P->rep[pick].parked_at))
+            pick = k;
+    }
+    if (pick < 0) return 0;
+    struct rep *p = &P->rep[pick];
+    p->parked_s += t - p->parked_at;
+    p->node = KVG_AUTOSCALE_ASLEEP1;
+    p->since = t;
+    p->ready_at = t + kvg_autoscale_startup_draw(su, o->startup_model, p->node, rng);
+    p->state = R_STARTING;
+    p->woke = 1;
+    P->woken++;
+    return 1;
+}
+
 void kvg__scale_reps_count(const struct scale_reps *P, uint32_t *ready, uint32_t *starting)
 {
     *ready = *starting = 0;
@@ -96,7 +161,8 @@ int kvg__scale_reps_actuate(struct scale_reps *P, const struct kvg_bench_scale_o
     uint32_t cur = ready + starting;
     int rc;
     for (; cur < desired; cur++)
-        if ((rc = scale_reps_add(P, o, su, rng, t))) return rc;
+        if (!scale_reps_wake(P, o, su, rng, t) && (rc = scale_reps_add(P, o, su, rng, t)))
+            return rc;
     while (cur > desired) {
         int pick = -1;
         for (size_t i = 0; i < P->nact; i++) {
@@ -106,7 +172,14 @@ int kvg__scale_reps_actuate(struct scale_reps *P, const struct kvg_bench_scale_o
                 pick = k;
         }
         if (pick >= 0) {
-            kvg__scale_reps_gone(P, pick, t);
+            struct rep *p = &P->rep[pick];
+            if (p->woke) { /* back to sleep: it still holds its GPU */
+                p->state = R_PARKED;
+                p->parked_at = t;
+                p->woke = 0;
+            } else {
+                kvg__scale_reps_gone(P, pick, t);
+            }
             P->cancelled++;
             cur--;
             continue;
@@ -121,21 +194,25 @@ int kvg__scale_reps_actuate(struct scale_reps *P, const struct kvg_bench_scale_o
         p->state = R_DRAINING;
         p->drain_at = t;
         P->removed++;
-        if (p->inflight == 0 && !p->stepping) kvg__scale_reps_gone(P, pick, t);
+        if (p->inflight == 0 && !p->stepping) kvg__scale_reps_retire(P, pick, t);
         cur--;
     }
     return 0;
 }
 
-double kvg__scale_reps_seconds(const struct scale_reps *P, double day_s)
+double kvg__scale_reps_seconds(const struct scale_reps *P, double day_s, double *parked_s)
 {
-    double s = 0;
+    double s = 0, parked = 0;
     for (size_t i = 0; i < P->nrep; i++) {
         const struct rep *p = &P->rep[i];
         double end = p->state == R_GONE && p->gone < day_s ? p->gone : day_s;
         if (end > p->asked) s += end - p->asked;
+        double pk =
+            p->parked_s + (p->state == R_PARKED && end > p->parked_at ? end - p->parked_at : 0);
+        parked += pk;
     }
-    return s;
+    if (parked_s) *parked_s = parked;
+    return s - parked * (1 - P->standby_cost);
 }
 
 void kvg__scale_reps_free(struct scale_reps *P)
@@ -158,6 +235,7 @@ void kvg__scale_reps_signals(const struct scale_reps *P, double t, double young_
             eta[ns++] = p->ready_at;
             continue;
         }
+        if (p->state == R_PARKED) continue; /* asleep: not in the router's pool */
         if (p->state == R_READY) {
             s->ready++;
             if (t - p->ready_at < young_s) s->young++;
@@ -226,6 +304,10 @@ int kvg__scale_reps_first(struct scale_reps *P, const struct kvg_bench_scale_opt
                           struct kvg_autoscale_startup *su, struct kvg_rng *rng, uint32_t n,
                           uint32_t min)
 {
+    P->su = su;
+    P->model = o->startup_model;
+    P->standby = o->standby;
+    P->standby_cost = o->standby_cost;
     if (n < min) n = min;
     if (n < 1) n = 1;
     for (uint32_t i = 0; i < n && P->nact < KVG_BENCH_SCALE_MAX_REPLICAS; i++) {
