@@ -171,7 +171,13 @@ void kvg__bench_fleet_summarize(const struct des_fleet *f, struct kvg_bench_summ
         }
         /* Sums over the same samples: their ratio is the means'. An idle
          * window has no spread to measure. */
-        if (sum > 0 && f->nsamp[w] && max / (sum / f->neng) > worst) worst = max / (sum / f->neng);
+        if (sum > 0 && f->nsamp[w] && max / (sum / f->neng) > worst) {
+            worst = max / (sum / f->neng);
+            s->max_load_window_s = (double)w * f->win_s;
+            s->max_load_mean = max / f->nsamp[w];
+            for (uint32_t e = 0; e < f->neng; e++)
+                if (l[e] == max) s->max_load_engine = e;
+        }
     }
     s->max_load_ratio_10s = worst;
 }

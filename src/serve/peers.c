@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
@@ -449,8 +450,14 @@ int kvg__serve_peers_head(struct kvg_serve *sv, struct kvg_http_req *req,
             return 1;
         }
     }
+    /* The declared size, before the body is read (a view: copied to parse). */
     struct kvg_str cl = kvg_http_req_header(req, "content-length");
-    if (cl.len && (cl.len > 12 || strtoull(cl.p, NULL, 10) > sv->cfg.peer_batch_bytes)) {
+    char num[16] = "";
+    if (cl.len && cl.len < sizeof num) {
+        memcpy(num, cl.p, cl.len);
+        num[cl.len] = 0;
+    }
+    if (cl.len && (cl.len >= sizeof num || strtoull(num, NULL, 10) > sv->cfg.peer_batch_bytes)) {
         *out = (struct kvg_http_refusal){.status = 413, .code = "batch_too_large"};
         snprintf(out->message, sizeof out->message, "a batch is at most %zu bytes",
                  sv->cfg.peer_batch_bytes);

@@ -112,6 +112,9 @@ check "over --peer-batch-bytes: 413" \
 check "another content type: 415" \
   [ "$(code "$B/peers/batch" -H "authorization: Bearer $TOKEN" --data-binary garbage)" = 415 ]
 check "after them B still routes prompt 1 to A's worker" [ "$(worker_of "$B" 1)" = "${WA[1]}" ]
+curl -s -m 2 "$B/workers" >"$TMP/bw.json"
+check "B counts the two bodies it read and refused" \
+  [ "$(json_get "$TMP/bw.json" "j['peers_exchange']['refused_batches']")" = 2 ]
 
 # The partitioned peer: A's calls to it time out, it is down, its batches dropped.
 check "the partitioned peer goes down on A" wait_peer "$A" "$H" state "v == 'down'"
