@@ -79,6 +79,7 @@ void kvg_bench_des_opts_default(struct kvg_bench_des_opts *o)
     o->kv_path = KVG_BENCH_KV_DIRECT;
     o->seed = 1;
     o->routers = 1;
+    o->exchange_ms = 100;
 }
 
 static uint64_t vt_ms(double t)
@@ -399,6 +400,7 @@ static int setup(struct run *R, struct kvg_bench_summary *out, char *err, size_t
             return rc;
         }
         rt->pool_ok = 1;
+        if ((rc = kvg__bench_fleet_attach(&R->fleet, j, &rt->pool))) return rc;
         if (!(rt->w = calloc(R->neng, sizeof *rt->w))) return -ENOMEM;
         for (uint32_t i = 0; i < R->neng; i++) {
             /* Fake addresses: nothing connects to them; the pool needs URLs. */
@@ -499,7 +501,7 @@ static void progress(struct run *R, double t, int state)
 
 static int loop(struct run *R)
 {
-    double next_scrape = 0, now = 0;
+    double next_scrape = 0, now = 0, next_exchange = R->fleet.exchange_s;
     uint64_t iter = 0;
     for (;; iter++) {
         double ta = kvg_bench_wl_next(R->wl);
@@ -520,11 +522,17 @@ static int loop(struct run *R)
         for (uint32_t i = 1; i < R->nrt; i++)
             if (!j || R->rt[i].next_scrape < R->rt[j].next_scrape) j = i;
         double tr = j ? R->rt[j].next_scrape : INFINITY;
+        double tx = R->fleet.x ? next_exchange : INFINITY;
         int rc = 0;
-        /* Ties: a step's tokens first, then the scrapes, then the arrival. */
-        if (te <= next_scrape && te <= tr && te <= ta) {
+        /* Ties: a step's tokens first, then the scrapes, the routers'
+         * exchange, then the arrival. */
+        if (te <= next_scrape && te <= tr && te <= tx && te <= ta) {
             now = te;
             rc = step_end(R, (uint32_t)k, te);
+        } else if (tx < next_scrape && tx < tr && tx <= ta) {
+            now = tx;
+            rc = kvg__bench_fleet_exchange(&R->fleet, vt_ms(tx));
+            next_exchange += R->fleet.exchange_s;
         } else if (next_scrape <= tr && next_scrape <= ta) {
             now = next_scrape;
             rc = scrape(R, next_scrape);

@@ -29,7 +29,8 @@
  *
  * With several routers (routers > 1) each arrival goes to one of them by
  * the balancer; the summary also gets the load spread over the engines
- * (max_load_ratio_10s) and how often routers herd (herd_ratio): des_fleet.c.
+ * (max_load_ratio_10s) and how often routers herd (herd_ratio), and the
+ * routers may exchange their routing history (exchange_ms): des_fleet.c.
  *
  * A run is deterministic for its options: same options, same summary
  * (except the wall-clock fields). Runs share nothing, so several may run at
@@ -88,6 +89,11 @@ struct kvg_bench_des_opts {
      * once, so they share one precise index (it is only read by policies). */
     uint32_t routers;
     enum kvg_bench_balancer balancer;
+    /* With several routers: every exchange_ms (virtual) each one sends the
+     * picks it made since its last batch to the others, which apply them
+     * when the batch is made (router/exchange.h, as kvgate serve --peers
+     * does live); 0: the routers share nothing. */
+    uint32_t exchange_ms;
     struct kvg_bench_progress *progress; /* optional */
 };
 

@@ -5,13 +5,19 @@
  * engines' metrics could show yet (dynamo#589's 16 routers on one worker).
  * Load spread: each engine's requests running or waiting, sampled at every
  * scrape, averaged over 10 s windows of the measured period; the largest
- * engine's mean over all engines' mean, worst window. */
+ * engine's mean over all engines' mean, worst window. The exchange: every
+ * exchange period each router's picks since its last batch, through the
+ * outbox, encoding and decoder kvgate serve's peers use (router/exchange.h),
+ * reach every other router's policy at once (the delay of one batch; the
+ * network's own is left out). */
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/err.h"
 #include "bench/des_int.h"
+#include "router/exchange.h"
 
 #define LOAD_WINDOW_S 10.0
 
@@ -39,6 +45,70 @@ int kvg__bench_fleet_init(struct des_fleet *f, const struct kvg_bench_des_opts *
         return -ENOMEM;
     }
     for (size_t i = 0; i < (size_t)f->nrouters * neng; i++) f->last_pick[i] = -INFINITY;
+    if (f->nrouters > 1 && o->exchange_ms) {
+        f->exchange_s = o->exchange_ms / 1000.0;
+        f->x = calloc(f->nrouters, sizeof *f->x);
+        f->pools = calloc(f->nrouters, sizeof *f->pools);
+        if (!f->x || !f->pools) {
+            kvg__bench_fleet_free(f);
+            return -ENOMEM;
+        }
+        kvg_buf_init(&f->batch, 0);
+    }
+    return 0;
+}
+
+int kvg__bench_fleet_attach(struct des_fleet *f, uint32_t r, struct kvg_pool *p)
+{
+    if (!f->x || r >= f->nrouters) return 0;
+    /* A batch the size serve sends at most: what one router routes in a
+     * period fits unless its prompts are huge (the oldest go then, as live). */
+    int rc = kvg_exchange_new(0, &f->x[r]);
+    if (rc) return rc;
+    f->pools[r] = p;
+    p->on_pick = kvg_exchange_on_pick;
+    p->on_pick_ud = f->x[r];
+    return 0;
+}
+
+struct apply_ctx {
+    struct des_fleet *f;
+    uint32_t from;
+    uint64_t now_ms;
+};
+
+/* One record of router `from`'s batch, into every other router's policy. */
+static int apply_rec(void *ud, const struct kvg_exchange_rec *r)
+{
+    struct apply_ctx *a = ud;
+    for (uint32_t j = 0; j < a->f->nrouters; j++) {
+        if (j == a->from) continue;
+        int rc = kvg_exchange_apply(a->f->pools[j], NULL, r, a->now_ms, 0);
+        if (rc == KVG_ENOTFOUND)
+            a->f->xunknown++;
+        else if (rc)
+            return rc;
+        else
+            a->f->xapplied++;
+    }
+    return 0;
+}
+
+int kvg__bench_fleet_exchange(struct des_fleet *f, uint64_t now_ms)
+{
+    for (uint32_t r = 0; f->x && r < f->nrouters; r++) {
+        kvg_buf_reset(&f->batch);
+        int n = kvg_exchange_flush(f->x[r], r + 1, ++f->xseq, NULL, &f->batch);
+        if (n <= 0) {
+            if (n < 0) return n;
+            continue;
+        }
+        struct apply_ctx a = {f, r, now_ms};
+        const char *why;
+        int rc = kvg_exchange_decode(f->batch.data, f->batch.len, f->batch.len, NULL, apply_rec, &a,
+                                     &why);
+        if (rc < 0) return rc;
+    }
     return 0;
 }
 
@@ -49,6 +119,12 @@ void kvg__bench_fleet_free(struct des_fleet *f)
     free(f->nsamp);
     f->last_pick = f->load = NULL;
     f->nsamp = NULL;
+    for (uint32_t r = 0; f->x && r < f->nrouters; r++) kvg_exchange_free(f->x[r]);
+    free(f->x);
+    free(f->pools);
+    f->x = NULL;
+    f->pools = NULL;
+    kvg_buf_free(&f->batch);
 }
 
 uint32_t kvg__bench_fleet_router(struct des_fleet *f)
@@ -95,7 +171,13 @@ void kvg__bench_fleet_summarize(const struct des_fleet *f, struct kvg_bench_summ
         }
         /* Sums over the same samples: their ratio is the means'. An idle
          * window has no spread to measure. */
-        if (sum > 0 && f->nsamp[w] && max / (sum / f->neng) > worst) worst = max / (sum / f->neng);
+        if (sum > 0 && f->nsamp[w] && max / (sum / f->neng) > worst) {
+            worst = max / (sum / f->neng);
+            s->max_load_window_s = (double)w * f->win_s;
+            s->max_load_mean = max / f->nsamp[w];
+            for (uint32_t e = 0; e < f->neng; e++)
+                if (l[e] == max) s->max_load_engine = e;
+        }
     }
     s->max_load_ratio_10s = worst;
 }

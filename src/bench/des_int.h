@@ -46,6 +46,13 @@ struct des_fleet {
     size_t nwin;
     double *load;    /* nwin x neng: sums of sampled load (owned) */
     uint32_t *nsamp; /* nwin: samples taken in each window */
+    /* The exchange of routing history (exchange_ms > 0, several routers):
+     * each router's outbox (owned), its pool (borrowed), the batch buffer. */
+    double exchange_s;
+    struct kvg_exchange **x;
+    struct kvg_pool **pools;
+    struct kvg_buf batch;
+    uint64_t xseq, xapplied, xunknown;
 };
 
 /* 0 or -ENOMEM. [warm_end, end) is the measured period; herd_s the scrape
@@ -59,6 +66,12 @@ uint32_t kvg__bench_fleet_router(struct des_fleet *f);
 void kvg__bench_fleet_pick(struct des_fleet *f, uint32_t r, uint32_t e, double t);
 /* Engine e had `load` requests running or waiting at t. */
 void kvg__bench_fleet_sample(struct des_fleet *f, double t, uint32_t e, double load);
+/* Router r routes with pool p: its picks are published to the others
+ * (when the routers exchange). 0 or -ENOMEM. */
+int kvg__bench_fleet_attach(struct des_fleet *f, uint32_t r, struct kvg_pool *p);
+/* Every exchange_s: each router's batch, encoded and applied by the
+ * others at now_ms (the policies' clock). 0 or a negative code. */
+int kvg__bench_fleet_exchange(struct des_fleet *f, uint64_t now_ms);
 /* routers, max_load_ratio_10s and herd_ratio into s. */
 void kvg__bench_fleet_summarize(const struct des_fleet *f, struct kvg_bench_summary *s);
 

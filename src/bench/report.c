@@ -424,7 +424,12 @@ static cJSON *summary_json(const struct kvg_bench_report *r, const struct kvg_be
     NUM(o, "cached_tokens", (double)s->cached_tokens);
     NUM(o, "cache_hit_ratio", s->cache_hit_ratio);
     NUM(o, "routers", (double)(s->routers ? s->routers : 1));
-    if (s->max_load_ratio_10s > 0) NUM(o, "max_load_ratio_10s", s->max_load_ratio_10s);
+    if (s->max_load_ratio_10s > 0) {
+        NUM(o, "max_load_ratio_10s", s->max_load_ratio_10s);
+        NUM(o, "max_load_window_s", s->max_load_window_s);
+        NUM(o, "max_load_engine", (double)s->max_load_engine);
+        NUM(o, "max_load_mean", s->max_load_mean);
+    }
     if (s->routers > 1) NUM(o, "herd_ratio", s->herd_ratio);
     if (s->cached_unknown) cJSON_AddBoolToObject(o, "cache_hit_unknown", 1);
     NUM(o, "queue_mean", s->queue_mean);

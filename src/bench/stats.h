@@ -98,9 +98,13 @@ struct kvg_bench_summary {
      * engines' mean in that window (1: perfectly even; 0: not measured);
      * and the share of picks whose worker another router had picked within
      * the scrape period before (what neither router's counts nor the
-     * engines' metrics could show it yet; 0 with one router). */
+     * engines' metrics could show it yet; 0 with one router). The worst
+     * window's start (s into the measured period), engine and that
+     * engine's mean load there: where to look. */
     uint32_t routers;
     double max_load_ratio_10s, herd_ratio;
+    double max_load_window_s, max_load_mean;
+    uint32_t max_load_engine;
     /* Simulator-only: KV index work (0 in live mode). */
     uint64_t kv_events, kv_batches, index_entries;
     /* Live with spawned gateways: the gateway's own check of its prompt

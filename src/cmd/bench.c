@@ -348,6 +348,10 @@ static const struct kvg_opt opt_table[] = {
              "and scrape phase (kvgate serve replicas behind a balancer)"},
     {"balancer", NULL, KVG_OPT_ENUM, A(c.des.balancer), .choices = balancers,
      .help = "offline: how requests are spread over the routers"},
+    {"exchange-ms", NULL, KVG_OPT_U32, A(c.des.exchange_ms), R(0, 3600000),
+     .help = "offline: every this many virtual ms each router sends the picks it made since to "
+             "the others, which remember them as their own (kvgate serve --peers); 0: the "
+             "routers share nothing"},
     {"target", NULL, KVG_OPT_STR, A(c.target), AS(c.target), .meta = "URL", .section = "live",
      .help = "an OpenAI-compatible endpoint (http://host:port)"},
     {"model", NULL, KVG_OPT_STR, A(c.model), AS(c.model), .meta = "NAME",

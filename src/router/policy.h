@@ -183,11 +183,14 @@ struct kvg_policy_ops {
     /* 1 when it matches on the engines' KV events (the precise index), not on
      * its own routing history (optional: absent means 0). */
     int (*reads_events)(const struct kvg_policy *p);
-    /* ctx's prompt is now cached on w although no pick sent it there (a
-     * prewarm replayed it straight to the engine): remember it exactly as a
-     * pick of w would (the same approximate index, the same placement
-     * count). What engine KV events already tell (the precise index) is
-     * not recorded again. Optional: policies without routing history. */
+    /* ctx's prompt is now cached on w although no pick of this router sent
+     * it there (a prewarm replayed it straight to the engine, or another
+     * replica routed it: router/exchange.h): remember it exactly as a pick
+     * of w would (the same approximate index, the same placement count).
+     * What engine KV events already tell (the precise index) is not
+     * recorded again. ctx then carries the prompt's block hashes, token
+     * count and block size (no text, body or headers for a peer's record).
+     * Optional: policies without routing history. */
     void (*place)(struct kvg_policy *p, struct kvg_worker *w, const struct kvg_route_ctx *ctx);
 };
 

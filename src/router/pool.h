@@ -28,6 +28,11 @@ struct kvg_pool {
     void (*on_add)(void *ud, struct kvg_worker *w);
     void (*on_remove)(void *ud, struct kvg_worker *w);
     void *hooks_ud;
+    /* Called after every charged pick, on the picking thread under the
+     * read lock: the replicas' exchange publishes it (router/exchange.h).
+     * Optional; set before the pool is shared; must be cheap. */
+    void (*on_pick)(void *ud, struct kvg_worker *w, const struct kvg_route_ctx *ctx);
+    void *on_pick_ud;
 };
 
 /* Takes ownership of policy. */

@@ -291,6 +291,21 @@ static const struct kvg_opt flags[] = {
     {"otlp-timeout-secs", NULL, KVG_OPT_SECS_MS, O(trace.timeout_ms), 0,
      .help = "an export's connect and read timeout: a collector slower than this loses the batch "
              "(counted in kvgate_trace_spans_dropped_total)"},
+    {"peers", NULL, KVG_OPT_LIST, O(peers), 0, .section = "replicas", .meta = "URL...",
+     .help = "the other kvgate replicas in front of the same engines: each one's routing "
+             "history (the prompts it sent where) reaches the others every --exchange-ms, so "
+             "that without engine KV events they route as one (docs/replicas.md)"},
+    {"peer-token", NULL, KVG_OPT_STR, O(peer_token), S(peer_token), .meta = "SECRET",
+     .help = "the secret replicas present to each other (Authorization: Bearer); without it a "
+             "peer's batch needs an admin key with --keys, else a loopback client"},
+    {"exchange-ms", NULL, KVG_OPT_U32, O(exchange_ms), 0, .min = 10, .max = 60000,
+     .help = "how often a replica sends its peers the picks it made since its last batch"},
+    {"peer-batch-bytes", NULL, KVG_OPT_SIZE, O(peer_batch_bytes), 0, .min = 4096, .max = 16 << 20,
+     .help = "the cap of one batch, sent or received (413 past it); past it a replica's "
+             "oldest records are dropped and counted"},
+    {"peer-self", NULL, KVG_OPT_STR, O(peer_self), S(peer_self), .meta = "URL",
+     .help = "the address peers know this replica by, named in its batches (default "
+             "http://HOST:PORT of --host, the host name for a wildcard address)"},
     {"autoscale", NULL, KVG_OPT_STR, O(autoscale_path), S(autoscale_path), .section = "autoscaling",
      .meta = "FILE",
      .help = "YAML file of pools to autoscale (GET /autoscale, /autoscale/metrics)"},
@@ -329,6 +344,8 @@ void kvg_serve_config_default(struct kvg_serve_config *c)
     c->proxy.retry_jitter = 0.2;
     kvg_cb_config_default(&c->cb);
     c->drain_timeout_ms = 180 * 1000;
+    c->exchange_ms = 100;
+    c->peer_batch_bytes = 256 * 1024;
     c->scrape_interval_ms = 500;
     c->proxy.metrics_staleness_ms = 5000;
     c->block_size = 16;

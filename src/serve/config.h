@@ -106,6 +106,15 @@ struct kvg_serve_config {
     int models_folded;
     /* Traces (trace/trace.h): --otlp-endpoint ("": none), --trace-sample. */
     struct kvg_trace_config trace;
+    /* Replicas (serve/peers.c, docs/replicas.md): the other kvgate replicas
+     * this one exchanges routing history with (none: it routes alone), the
+     * shared secret they present, the batch period and cap, and the name it
+     * gives itself in its batches ("": http://<host>:<port>). */
+    struct kvg_strlist peers;
+    char peer_token[256];
+    uint32_t exchange_ms;
+    size_t peer_batch_bytes;
+    char peer_self[512];
 };
 
 /* Folds --prefill/--decode into the worker list, checks the roles and the PD

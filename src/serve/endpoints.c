@@ -10,6 +10,7 @@
 #include "base/err.h"
 #include "base/log.h"
 #include "gateway/quota_view.h"
+#include "serve/peers.h"
 #include "serve/serve.h"
 #include "kv/index.h"
 #include "net/resolve.h"
@@ -232,6 +233,7 @@ cJSON *kvg_serve_workers_json(struct kvg_serve *sv)
         kvg_worker_unref(w);
     }
     kvg_catalog_unref(cat);
+    kvg__serve_peers_json(sv, root);
     return root;
 }
 
@@ -460,6 +462,11 @@ int kvg_serve_head_check(struct kvg_http_req *req, void *ud, struct kvg_http_ref
 {
     struct kvg_serve_loop *lc = ud;
     struct kvg_gate_deny d;
+    if (kvg_str_eq(req->path, KVG_SERVE_PEERS_PATH)) { /* its own secret: peers.c */
+        int refused = kvg__serve_peers_head(lc->sv, req, out);
+        if (refused) kvg_proxy_refused(&lc->sv->proxy, req, out, "head");
+        return refused;
+    }
     enum kvg_gate_access a = access_of(req->path);
     char cred[600];
     struct kvg_str auth =
@@ -529,6 +536,13 @@ void kvg_serve_handle(struct kvg_http_req *req, void *ud)
     }
     if ((is(req, "/health") || is(req, "/liveness")) && get) {
         send_json(req, 200, "{\"status\":\"ok\"}");
+        return;
+    }
+    if (is(req, KVG_SERVE_PEERS_PATH)) {
+        if (post)
+            kvg__serve_peers_receive(lc->sv, req);
+        else
+            kvg_http_res_error(req, 405, NULL, NULL, "use POST", NULL, 0);
         return;
     }
     if (is(req, "/debug/route")) {

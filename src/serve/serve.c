@@ -19,6 +19,7 @@
 #include "discovery/discovery.h"
 #include "router/health.h"
 #include "router/scrape.h"
+#include "serve/peers.h"
 #include "serve/serve.h"
 #include "serve/spawn.h"
 
@@ -161,6 +162,7 @@ static void stop_main(struct serve *s)
     kvg_serve_status_stop(&s->sv);
     kvg_spawn_stop(&s->sims);
     kvg_serve_autoscale_stop(&s->sv);
+    kvg__serve_peers_stop(&s->sv);
 }
 
 struct drain_state {
@@ -434,7 +436,8 @@ int kvg_serve_run(struct kvg_serve_config *cfg)
         (rc = serve_metrics_models(&s.sv)
                   ? kvg_err_set(err, sizeof err, rc, "metrics: %s", kvg_strerror(rc))
                   : 0) ||
-        (rc = kvg_serve_autoscale_init(&s.sv, err, sizeof err))) {
+        (rc = kvg_serve_autoscale_init(&s.sv, err, sizeof err)) ||
+        (rc = kvg__serve_peers_init(&s.sv, err, sizeof err))) {
         fprintf(stderr, "kvgate serve: %s\n", err);
         return serve_fail(&s, 2);
     }
@@ -477,6 +480,10 @@ int kvg_serve_run(struct kvg_serve_config *cfg)
     if ((rc = kvg_serve_status_start(&s.sv, &s.main_loop)))
         KVG_WARN("status page: no history (%s)", kvg_strerror(rc));
     kvg_serve_autoscale_start(&s.sv, &s.main_loop);
+    if ((rc = kvg__serve_peers_start(&s.sv, &s.main_loop))) {
+        fprintf(stderr, "kvgate serve: peers: %s\n", kvg_strerror(rc));
+        return serve_fail(&s, 1);
+    }
     uv_async_init(&s.main_loop, &s.sv.health_kick, on_health_kick);
     s.sv.health_kick.data = &s;
     if ((rc = kvg_serve_discovery_start(&s.sv, err, sizeof err))) {
@@ -515,6 +522,7 @@ int kvg_serve_run(struct kvg_serve_config *cfg)
     kvg_gate_free(&s.sv.gate);
     kvg_serve_autoscale_free(&s.sv);
     kvg_serve_models_free(&s.sv);
+    kvg__serve_peers_free(&s.sv);
     kvg_serve_router_free(&s.sv);
     kvg_serve_metrics_free(&s.sv.metrics);
     if (s.sv.tls) SSL_CTX_free(s.sv.tls);

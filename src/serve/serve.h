@@ -96,6 +96,7 @@ struct kvg_serve {
     int events_configured; /* some worker was given a KV events endpoint */
     struct kvg_discovery *disc;            /* --service-discovery, else NULL */
     struct kvg_serve_autoscale *autoscale; /* --autoscale FILE; NULL without (autoscale_setup.c) */
+    struct kvg_serve_peers *peers;         /* --peers; NULL without (peers.c) */
 };
 
 /* One per event-loop thread. */

@@ -1,0 +1,394 @@
+/* The replicas' exchange of routing history: the outbox, the batch encoding
+ * and its decoder (router/exchange.h). */
+#include "router/exchange.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/err.h"
+#include "router/pool.h"
+
+/* A queued record: its strings and hashes follow it in one allocation. */
+struct rec {
+    struct rec *next;
+    uint32_t block_size, ntokens, nblocks;
+    uint16_t wlen, mlen;
+    size_t bytes; /* what it adds to a batch at most: its strings included */
+    char *worker, *model;
+    uint64_t hashes[];
+};
+
+struct kvg_exchange {
+    pthread_mutex_t mu; /* guards everything below */
+    struct rec *head, *tail;
+    size_t n, bytes, max_bytes;
+    uint64_t published, dropped, batches, records_sent;
+};
+
+/* The head's bytes, and each record's and each string's fixed part. */
+#define HEAD_BYTES (4 + 1 + 1 + 2 + 8 + 8 + 2 + 4)
+#define REC_BYTES (2 + 2 + 4 + 4 + 4)
+#define STR_BYTES 2
+/* Distinct strings of one batch at most (workers and models). */
+#define MAX_STRS 4096
+
+int kvg_exchange_new(size_t max_bytes, struct kvg_exchange **out)
+{
+    if (!max_bytes) max_bytes = KVG_EXCHANGE_DEFAULT_BYTES;
+    if (max_bytes < 4096) return -EINVAL;
+    struct kvg_exchange *x = calloc(1, sizeof *x);
+    if (!x) return -ENOMEM;
+    if (pthread_mutex_init(&x->mu, NULL)) {
+        free(x);
+        return -ENOMEM;
+    }
+    x->max_bytes = max_bytes;
+    *out = x;
+    return 0;
+}
+
+static void free_list(struct rec *r)
+{
+    for (struct rec *next; r; r = next) {
+        next = r->next;
+        free(r);
+    }
+}
+
+void kvg_exchange_free(struct kvg_exchange *x)
+{
+    if (!x) return;
+    free_list(x->head);
+    pthread_mutex_destroy(&x->mu);
+    free(x);
+}
+
+/* Printable ASCII, as URLs and model names are: a record naming anything
+ * else is not one kvgate made. */
+static int printable(const char *s, size_t n)
+{
+    if (!n || n > KVG_EXCHANGE_MAX_STR) return 0;
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)s[i] < 0x21 || (unsigned char)s[i] > 0x7e) return 0;
+    return 1;
+}
+
+int kvg_exchange_publish(struct kvg_exchange *x, const char *worker, struct kvg_str model,
+                         uint32_t block_size, uint32_t ntokens, const uint64_t *hashes, size_t n)
+{
+    size_t wlen = worker ? strlen(worker) : 0;
+    if (!hashes || !n || !block_size || block_size > KVG_EXCHANGE_MAX_BLOCK_SIZE ||
+        !printable(worker, wlen) || (model.len && !printable(model.p, model.len)))
+        return 0;
+    if (n > KVG_EXCHANGE_MAX_BLOCKS) n = KVG_EXCHANGE_MAX_BLOCKS; /* the leading blocks */
+    /* Full blocks only: the decoder's check, whatever the caller counted. */
+    uint64_t full = (uint64_t)n * block_size;
+    if (ntokens < full || ntokens - full >= block_size) ntokens = (uint32_t)full;
+    size_t bytes = REC_BYTES + n * 8 + 2 * STR_BYTES + wlen + model.len;
+    if (HEAD_BYTES + bytes > x->max_bytes) return 0;
+    struct rec *r = malloc(sizeof *r + n * 8 + wlen + model.len + 2);
+    if (!r) return -ENOMEM;
+    *r = (struct rec){.block_size = block_size,
+                      .ntokens = ntokens,
+                      .nblocks = (uint32_t)n,
+                      .wlen = (uint16_t)wlen,
+                      .mlen = (uint16_t)model.len,
+                      .bytes = bytes};
+    memcpy(r->hashes, hashes, n * 8);
+    r->worker = (char *)(r->hashes + n);
+    memcpy(r->worker, worker, wlen + 1);
+    r->model = r->worker + wlen + 1;
+    if (model.len) memcpy(r->model, model.p, model.len);
+    r->model[model.len] = 0;
+    struct rec *gone = NULL, **gtail = &gone;
+    pthread_mutex_lock(&x->mu);
+    /* Over the cap the oldest go first: a late record is worth the least. */
+    while (x->head && HEAD_BYTES + x->bytes + bytes > x->max_bytes) {
+        struct rec *o = x->head;
+        x->head = o->next;
+        if (!x->head) x->tail = NULL;
+        x->bytes -= o->bytes;
+        x->n--;
+        x->dropped++;
+        o->next = NULL;
+        *gtail = o;
+        gtail = &o->next;
+    }
+    if (x->tail)
+        x->tail->next = r;
+    else
+        x->head = r;
+    x->tail = r;
+    x->n++;
+    x->bytes += bytes;
+    x->published++;
+    pthread_mutex_unlock(&x->mu);
+    free_list(gone);
+    return 1;
+}
+
+void kvg_exchange_on_pick(void *ud, struct kvg_worker *w, const struct kvg_route_ctx *ctx)
+{
+    if (!ctx->block_hashes || !ctx->nblocks || ctx->dry_run) return;
+    kvg_exchange_publish(ud, w->url, ctx->model, ctx->block_size ? ctx->block_size : 16,
+                         (uint32_t)ctx->ntokens, ctx->block_hashes, ctx->nblocks);
+}
+
+static void put16(uint8_t *p, uint16_t v)
+{
+    p[0] = (uint8_t)v;
+    p[1] = (uint8_t)(v >> 8);
+}
+
+static void put32(uint8_t *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static void put64(uint8_t *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint16_t get16(const uint8_t *p)
+{
+    return (uint16_t)(p[0] | p[1] << 8);
+}
+
+static uint32_t get32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static uint64_t get64(const uint8_t *p)
+{
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--) v = v << 8 | p[i];
+    return v;
+}
+
+/* The index of s in the batch's string table, added if new; -1 when full. */
+static int str_index(const char **strs, uint16_t *lens, size_t *n, const char *s, size_t len)
+{
+    for (size_t i = 0; i < *n; i++)
+        if (lens[i] == len && !memcmp(strs[i], s, len)) return (int)i;
+    if (*n >= MAX_STRS) return -1;
+    strs[*n] = s;
+    lens[*n] = (uint16_t)len;
+    return (int)(*n)++;
+}
+
+int kvg_exchange_flush(struct kvg_exchange *x, uint64_t sender, uint64_t seq, const char *from,
+                       struct kvg_buf *out)
+{
+    pthread_mutex_lock(&x->mu);
+    struct rec *list = x->head;
+    size_t n = x->n;
+    x->head = x->tail = NULL;
+    x->n = x->bytes = 0;
+    pthread_mutex_unlock(&x->mu);
+    const char **strs = malloc(MAX_STRS * sizeof *strs);
+    uint16_t *lens = malloc(MAX_STRS * sizeof *lens);
+    uint16_t *idx = malloc((2 * n + 1) * sizeof *idx);
+    int rc = strs && lens && idx ? 0 : -ENOMEM;
+    size_t nstr = 0, size = HEAD_BYTES, nrec = 0;
+    int fidx = -1;
+    if (!rc && from && printable(from, strlen(from)))
+        fidx = str_index(strs, lens, &nstr, from, strlen(from));
+    /* The string table first: records whose strings no longer fit are left
+     * out (a batch names at most MAX_STRS). */
+    for (struct rec *r = list; !rc && r; r = r->next) {
+        size_t before = nstr;
+        int wi = str_index(strs, lens, &nstr, r->worker, r->wlen);
+        int mi = r->mlen ? str_index(strs, lens, &nstr, r->model, r->mlen) : (int)KVG_EXCHANGE_NONE;
+        if (wi < 0 || mi < 0) {
+            nstr = before;
+            idx[2 * nrec] = KVG_EXCHANGE_NONE; /* marks it left out */
+        } else {
+            idx[2 * nrec] = (uint16_t)wi;
+            idx[2 * nrec + 1] = (uint16_t)mi;
+            size += REC_BYTES + (size_t)r->nblocks * 8;
+        }
+        nrec++;
+    }
+    for (size_t i = 0; !rc && i < nstr; i++) size += STR_BYTES + lens[i];
+    size_t start = out->len;
+    if (!rc) rc = kvg_buf_reserve(out, size);
+    size_t kept = 0;
+    if (!rc) {
+        uint8_t *p = (uint8_t *)out->data + out->len;
+        memcpy(p, "KVGX", 4);
+        p[4] = KVG_EXCHANGE_VERSION;
+        p[5] = 0;
+        put16(p + 6, (uint16_t)nstr);
+        put64(p + 8, sender);
+        put64(p + 16, seq);
+        put16(p + 24, fidx < 0 ? KVG_EXCHANGE_NONE : (uint16_t)fidx);
+        uint8_t *nrec_at = p + 26;
+        p += HEAD_BYTES;
+        for (size_t i = 0; i < nstr; i++) {
+            put16(p, lens[i]);
+            memcpy(p + 2, strs[i], lens[i]);
+            p += STR_BYTES + lens[i];
+        }
+        size_t i = 0;
+        for (struct rec *r = list; r; r = r->next, i++) {
+            if (idx[2 * i] == KVG_EXCHANGE_NONE) continue;
+            put16(p, idx[2 * i]);
+            put16(p + 2, idx[2 * i + 1]);
+            put32(p + 4, r->block_size);
+            put32(p + 8, r->ntokens);
+            put32(p + 12, r->nblocks);
+            p += REC_BYTES;
+            for (uint32_t b = 0; b < r->nblocks; b++, p += 8) put64(p, r->hashes[b]);
+            kept++;
+        }
+        put32(nrec_at, (uint32_t)kept);
+        out->len = start + size;
+    }
+    free(strs);
+    free(lens);
+    free(idx);
+    free_list(list);
+    pthread_mutex_lock(&x->mu);
+    if (rc) {
+        x->dropped += n;
+    } else {
+        x->dropped += n - kept;
+        x->batches++;
+        x->records_sent += kept;
+    }
+    pthread_mutex_unlock(&x->mu);
+    return rc ? rc : (int)kept;
+}
+
+void kvg_exchange_stats(struct kvg_exchange *x, struct kvg_exchange_stats *st)
+{
+    pthread_mutex_lock(&x->mu);
+    *st = (struct kvg_exchange_stats){.published = x->published,
+                                      .dropped = x->dropped,
+                                      .batches = x->batches,
+                                      .records_sent = x->records_sent,
+                                      .queued = x->n,
+                                      .queued_bytes = x->bytes};
+    pthread_mutex_unlock(&x->mu);
+}
+
+/* ---- Decoding. */
+
+struct reader {
+    const uint8_t *p, *end;
+};
+
+static int need(const struct reader *r, size_t n)
+{
+    return (size_t)(r->end - r->p) >= n;
+}
+
+/* Walks the batch; with each NULL it only checks. */
+static int walk(const uint8_t *data, size_t len, struct kvg_exchange_head *h,
+                int (*each)(void *ud, const struct kvg_exchange_rec *r), void *ud, const char **why,
+                uint64_t *scratch, const uint8_t **strs)
+{
+    struct reader rd = {data, data + len};
+#define BAD(msg)                                                                                   \
+    do {                                                                                           \
+        if (why) *why = msg;                                                                       \
+        return KVG_EPARSE;                                                                         \
+    } while (0)
+    if (!need(&rd, HEAD_BYTES) || memcmp(data, "KVGX", 4)) BAD("not an exchange batch");
+    if (data[4] != KVG_EXCHANGE_VERSION) BAD("unknown version");
+    if (data[5]) BAD("reserved byte set");
+    uint16_t nstr = get16(data + 6), from = get16(data + 24);
+    uint32_t nrec = get32(data + 26);
+    if (nstr > MAX_STRS) BAD("too many strings");
+    rd.p += HEAD_BYTES;
+    struct kvg_str fromv = KVG_STR_NULL;
+    for (uint16_t i = 0; i < nstr; i++) {
+        if (!need(&rd, STR_BYTES)) BAD("truncated string table");
+        if (strs) strs[i] = rd.p; /* where each string's length is */
+        uint16_t l = get16(rd.p);
+        rd.p += STR_BYTES;
+        if (!need(&rd, l) || !printable((const char *)rd.p, l)) BAD("bad string");
+        if (i == from) fromv = (struct kvg_str){(const char *)rd.p, l};
+        rd.p += l;
+    }
+    if (from != KVG_EXCHANGE_NONE && from >= nstr) BAD("sender name out of range");
+    if (h)
+        *h = (struct kvg_exchange_head){.version = data[4],
+                                        .sender = get64(data + 8),
+                                        .seq = get64(data + 16),
+                                        .from = fromv,
+                                        .nrec = nrec};
+    /* Each record's remaining bytes bound nrec before anything is walked. */
+    if (nrec > (size_t)(rd.end - rd.p) / (REC_BYTES + 8)) BAD("more records than bytes");
+    int walked = 0;
+    for (uint32_t i = 0; i < nrec; i++) {
+        if (!need(&rd, REC_BYTES)) BAD("truncated record");
+        uint16_t wi = get16(rd.p), mi = get16(rd.p + 2);
+        uint32_t bs = get32(rd.p + 4), nt = get32(rd.p + 8), nb = get32(rd.p + 12);
+        rd.p += REC_BYTES;
+        if (wi >= nstr) BAD("worker out of range");
+        if (mi != KVG_EXCHANGE_NONE && mi >= nstr) BAD("model out of range");
+        if (!bs || bs > KVG_EXCHANGE_MAX_BLOCK_SIZE) BAD("bad block size");
+        if (!nb || nb > KVG_EXCHANGE_MAX_BLOCKS) BAD("bad block count");
+        if (nt / bs != nb) BAD("token count does not match the blocks");
+        if (!need(&rd, (size_t)nb * 8)) BAD("truncated hashes");
+        if (each) {
+            struct kvg_exchange_rec r = {.block_size = bs, .ntokens = nt, .nblocks = nb};
+            r.worker = (struct kvg_str){(const char *)strs[wi] + STR_BYTES, get16(strs[wi])};
+            if (mi != KVG_EXCHANGE_NONE)
+                r.model = (struct kvg_str){(const char *)strs[mi] + STR_BYTES, get16(strs[mi])};
+            for (uint32_t b = 0; b < nb; b++) scratch[b] = get64(rd.p + 8 * (size_t)b);
+            r.hashes = scratch;
+            int rc = each(ud, &r);
+            if (rc) return rc;
+            walked++;
+        }
+        rd.p += (size_t)nb * 8;
+    }
+    if (rd.p != rd.end) BAD("trailing bytes");
+#undef BAD
+    return walked;
+}
+
+int kvg_exchange_decode(const void *data, size_t len, size_t max_bytes, struct kvg_exchange_head *h,
+                        int (*each)(void *ud, const struct kvg_exchange_rec *r), void *ud,
+                        const char **why)
+{
+    if (why) *why = "";
+    if (len > max_bytes) {
+        if (why) *why = "batch over the byte cap";
+        return KVG_ETOOBIG;
+    }
+    struct kvg_exchange_head head;
+    int rc = walk(data, len, &head, NULL, NULL, why, NULL, NULL);
+    if (h && rc >= 0) *h = head;
+    if (rc < 0 || !each) return rc < 0 ? rc : (int)head.nrec;
+    uint64_t *scratch = malloc(KVG_EXCHANGE_MAX_BLOCKS * sizeof *scratch);
+    const uint8_t **strs = malloc(MAX_STRS * sizeof *strs);
+    rc = scratch && strs ? walk(data, len, NULL, each, ud, why, scratch, strs) : -ENOMEM;
+    free(scratch);
+    free(strs);
+    return rc;
+}
+
+int kvg_exchange_apply(struct kvg_pool *p, struct kvg_policy *policy,
+                       const struct kvg_exchange_rec *r, uint64_t now_ms, int nowait)
+{
+    char url[KVG_EXCHANGE_MAX_STR + 1];
+    memcpy(url, r->worker.p, r->worker.len);
+    url[r->worker.len] = 0;
+    struct kvg_route_ctx ctx = {.model = r->model,
+                                .block_hashes = r->hashes,
+                                .nblocks = r->nblocks,
+                                .block_size = r->block_size,
+                                .ntokens = r->ntokens,
+                                .rng = kvg_rand_thread(),
+                                .now_ms = now_ms,
+                                .nowait = nowait,
+                                .policy = policy};
+    return kvg_pool_place(p, url, &ctx);
+}

@@ -1,0 +1,106 @@
+/* The routing history kvgate replicas exchange (issue 37): without engine KV
+ * events each replica's approximate index is only what it routed itself,
+ * 1/N of the fleet's (bench/results/fleet.md). Every pick is published as a
+ * record (the worker's URL, the model, the prompt's chained block hashes and
+ * token count); every E ms a replica sends the records it made since its
+ * last batch to its peers, and a peer applies each one through its policy's
+ * `place` hook (router/policy.h) exactly as a pick of that worker would: the
+ * same approximate index, the same placement count. The offline simulator
+ * (src/bench/des_fleet.c) and kvgate serve (src/serve/peers.c) use this one
+ * outbox, encoding and decoder.
+ *
+ * The outbox is bounded in bytes (a batch's cap): past it the oldest
+ * records go (counted), since a late record is worth less than a new one.
+ *
+ * A batch on the wire (little-endian):
+ *   "KVGX" u8 version (1) u8 0 u16 nstr u64 sender u64 seq u16 from u32 nrec
+ *   nstr x (u16 len, len bytes: printable ASCII, 1..KVG_EXCHANGE_MAX_STR)
+ *   nrec x (u16 worker, u16 model, u32 block_size, u32 ntokens, u32 nblocks,
+ *           nblocks x u64 hash)
+ * worker, model and from index the strings (model and from 0xffff: none);
+ * sender is a random id of the sending process (a replica ignores its own
+ * batches), seq counts its batches. A record holds the prompt's full blocks
+ * only: ntokens / block_size == nblocks, 1 <= nblocks <= KVG_EXCHANGE_MAX_BLOCKS
+ * (a longer prompt's first blocks, its ntokens cut to match). Anything
+ * else, trailing bytes included, refuses the whole batch. */
+#ifndef KVG_ROUTER_EXCHANGE_H
+#define KVG_ROUTER_EXCHANGE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/buf.h"
+#include "router/policy.h"
+
+#define KVG_EXCHANGE_VERSION 1
+#define KVG_EXCHANGE_MAX_STR 512
+#define KVG_EXCHANGE_MAX_BLOCKS 8192 /* 128k tokens at 16 a block */
+#define KVG_EXCHANGE_MAX_BLOCK_SIZE 4096
+#define KVG_EXCHANGE_NONE 0xffffu
+/* The default cap of a batch (and of the outbox): 256 KiB, about 32,000
+ * blocks, applied by a peer in a few milliseconds. */
+#define KVG_EXCHANGE_DEFAULT_BYTES (256u * 1024)
+#define KVG_EXCHANGE_CONTENT_TYPE "application/x-kvgate-exchange"
+
+struct kvg_pool;
+struct kvg_exchange;
+
+struct kvg_exchange_stats {
+    uint64_t published, dropped, batches, records_sent;
+    size_t queued, queued_bytes;
+};
+
+/* max_bytes: the cap of one encoded batch (0: the default; at least 4 KiB).
+ * *out is the caller's: kvg_exchange_free. 0, -EINVAL or -ENOMEM. */
+int kvg_exchange_new(size_t max_bytes, struct kvg_exchange **out);
+void kvg_exchange_free(struct kvg_exchange *x);
+
+/* Queues a record (copied). Thread-safe. 1 queued, 0 nothing to share (no
+ * blocks, a string too long), -ENOMEM. */
+int kvg_exchange_publish(struct kvg_exchange *x, const char *worker, struct kvg_str model,
+                         uint32_t block_size, uint32_t ntokens, const uint64_t *hashes, size_t n);
+/* The pool's on_pick hook (router/pool.h): publishes the pick's record.
+ * ud is the struct kvg_exchange. */
+void kvg_exchange_on_pick(void *ud, struct kvg_worker *w, const struct kvg_route_ctx *ctx);
+
+/* Takes every queued record and encodes them as one batch, appended to out
+ * (from: the sender's own address, or NULL); with none queued, a batch of
+ * no records (a heartbeat). Returns the records encoded, or a negative code
+ * (the records are dropped then, counted). Thread-safe. */
+int kvg_exchange_flush(struct kvg_exchange *x, uint64_t sender, uint64_t seq, const char *from,
+                       struct kvg_buf *out);
+
+void kvg_exchange_stats(struct kvg_exchange *x, struct kvg_exchange_stats *st);
+
+/* A decoded batch's head and one of its records (views into the batch,
+ * hashes copied into aligned memory). */
+struct kvg_exchange_head {
+    uint32_t version;
+    uint64_t sender, seq;
+    struct kvg_str from; /* {NULL, 0}: none */
+    uint32_t nrec;
+};
+struct kvg_exchange_rec {
+    struct kvg_str worker, model; /* model {NULL, 0}: none */
+    uint32_t block_size, ntokens;
+    const uint64_t *hashes;
+    size_t nblocks;
+};
+
+/* Checks the whole batch (len bytes, at most max_bytes) first; only a valid
+ * one is then walked, each record given to each (a non-zero return stops
+ * the walk and is returned). h (optional) gets the head. Returns the
+ * records walked, KVG_ETOOBIG past max_bytes, KVG_EPARSE with why (a short
+ * phrase) for anything malformed, -ENOMEM. */
+int kvg_exchange_decode(const void *data, size_t len, size_t max_bytes, struct kvg_exchange_head *h,
+                        int (*each)(void *ud, const struct kvg_exchange_rec *r), void *ud,
+                        const char **why);
+
+/* Applies r to pool p as a pick of its worker would be remembered
+ * (kvg_pool_place): policy is the one its model routes with (NULL: the
+ * pool's); nowait as struct kvg_route_ctx's (on an event loop). 0, or
+ * KVG_ENOTFOUND when p has no worker of that URL (the peer knows another). */
+int kvg_exchange_apply(struct kvg_pool *p, struct kvg_policy *policy,
+                       const struct kvg_exchange_rec *r, uint64_t now_ms, int nowait);
+
+#endif

@@ -1,0 +1,555 @@
+/* The replicas' exchange, live (router/exchange.h, docs/replicas.md): every
+ * pick of this replica goes into the outbox (the pool's on_pick hook);
+ * every --exchange-ms the main loop's timer takes the outbox as one batch
+ * and POSTs it to each peer's /peers/batch, one call in flight per peer and
+ * never on a request's path. A peer that fails (refused, timed out, not
+ * 200) is down: its batches are dropped (counted) until its backoff ends,
+ * its address is resolved again and a batch goes through, and meanwhile
+ * this replica routes on what it has. With nothing to send a replica still
+ * sends an empty batch every second, so that a peer's state is known.
+ *
+ * The receiving side runs on the loop that got the request: the head check
+ * takes the peer token (or an admin key, or loopback without keys, as the
+ * admin API) and the body's declared size, the handler the content type,
+ * the size and every record before any is applied; then each record goes
+ * to the policy of the model its worker serves, without waiting for a lock
+ * (struct kvg_route_ctx's nowait). */
+#include <errno.h>
+#include <openssl/crypto.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "base/err.h"
+#include "base/log.h"
+#include "metrics/metrics.h"
+#include "net/resolve.h"
+#include "router/catalog.h"
+#include "router/exchange.h"
+#include "serve/peers.h"
+#include "serve/serve.h"
+
+enum peer_state { PEER_UNKNOWN, PEER_UP, PEER_DOWN };
+static const char *const state_names[] = {"unknown", "up", "down"};
+
+/* Backoff after a failure: doubling from this, up to the cap. */
+#define BACKOFF_MIN_MS 200
+#define BACKOFF_MAX_MS 5000
+/* A call's bounds: a peer slower than this is down. */
+#define CONNECT_TIMEOUT_MS 1000
+#define CALL_TIMEOUT_MS 2000
+/* An empty batch this often when there is nothing to send. */
+#define HEARTBEAT_MS 1000
+/* Peers at most: a fleet's replicas. */
+#define KVG_SERVE_MAX_PEERS 256
+
+/* One encoded batch, shared by the calls that send it (borrowed bodies). */
+struct batch {
+    int refs;
+    uint32_t nrec;
+    struct kvg_buf b;
+};
+
+struct peer {
+    struct kvg_serve_peers *ps;
+    char url[512];
+    struct kvg_http_target t;
+    int resolved, resolving;
+    struct kvg_http_call *call; /* the one in flight, NULL none */
+    struct batch *sending;      /* its body */
+    /* Main loop only, except where atomic: /workers and /metrics read them
+     * from any thread. */
+    _Atomic int state;
+    _Atomic uint64_t last_ok_ms, sent, received, dropped;
+    uint32_t fails;
+    uint64_t retry_at_ms;
+    int status;       /* the failed call's HTTP status, 0: no answer */
+    char answer[160]; /* the start of its body, for the log */
+    size_t nanswer;
+    struct kvg_metrics_series *m_up, *m_sent, *m_received, *m_dropped;
+};
+
+struct kvg_serve_peers {
+    struct kvg_serve *sv;
+    struct kvg_exchange *x; /* the outbox */
+    uint64_t sender, seq, last_send_ms;
+    char self[512];
+    uv_loop_t *loop;
+    uv_timer_t timer;
+    int timer_on, stopping;
+    struct kvg_http_client *client;
+    struct peer *p;
+    size_t n;
+    /* Batches from elsewhere: refused (by reason) and records of unknown
+     * workers or from a sender no --peers names. */
+    _Atomic uint64_t refused, unknown_workers, from_others;
+    struct kvg_metrics_family *f_up, *f_records;
+};
+
+static void batch_unref(struct batch *b)
+{
+    if (b && --b->refs == 0) {
+        kvg_buf_free(&b->b);
+        free(b);
+    }
+}
+
+static void set_state(struct peer *p, enum peer_state s)
+{
+    int was = atomic_exchange(&p->state, s);
+    kvg_metrics_set(p->m_up, s == PEER_UP);
+    if (was == (int)s) return;
+    if (s == PEER_UP)
+        KVG_INFO("peer %s: up, exchanging routing history", p->url);
+    else
+        KVG_WARN("peer %s: down (%s), routing without its history until it answers", p->url,
+                 p->status ? "an error answer" : "no answer");
+}
+
+static void failed(struct peer *p, uint32_t lost)
+{
+    atomic_fetch_add(&p->dropped, lost);
+    kvg_metrics_add(p->m_dropped, lost);
+    p->fails++;
+    uint64_t back = BACKOFF_MIN_MS << (p->fails < 6 ? p->fails - 1 : 5);
+    p->retry_at_ms = kvg_now_ms() + (back < BACKOFF_MAX_MS ? back : BACKOFF_MAX_MS);
+    p->resolved = 0; /* a restarted peer may come back elsewhere */
+    set_state(p, PEER_DOWN);
+}
+
+static void on_head(void *ud, int status, const struct kvg_http_header *h, size_t n)
+{
+    (void)h;
+    (void)n;
+    ((struct peer *)ud)->status = status;
+}
+
+static void on_body(void *ud, const char *b, size_t n)
+{
+    struct peer *p = ud;
+    size_t room = sizeof p->answer - 1 - p->nanswer;
+    if (n > room) n = room;
+    memcpy(p->answer + p->nanswer, b, n);
+    p->nanswer += n;
+    p->answer[p->nanswer] = 0;
+}
+
+static void on_done(void *ud, int err)
+{
+    struct peer *p = ud;
+    struct batch *b = p->sending;
+    p->call = NULL;
+    p->sending = NULL;
+    uint32_t nrec = b ? b->nrec : 0;
+    if (!err && p->status == 200) {
+        p->fails = 0;
+        atomic_store(&p->last_ok_ms, kvg_now_ms());
+        atomic_fetch_add(&p->sent, nrec);
+        kvg_metrics_add(p->m_sent, nrec);
+        set_state(p, PEER_UP);
+    } else {
+        if (p->status)
+            KVG_DEBUG("peer %s: batch answered %d: %s", p->url, p->status, p->answer);
+        else
+            KVG_DEBUG("peer %s: batch failed: %s", p->url, kvg_strerror(err));
+        failed(p, nrec);
+    }
+    batch_unref(b);
+}
+
+static void send_to(struct peer *p, struct batch *b)
+{
+    struct kvg_serve_peers *ps = p->ps;
+    char auth[300];
+    struct kvg_http_header h[2] = {{KVG_STR("content-type"), KVG_STR(KVG_EXCHANGE_CONTENT_TYPE)}};
+    size_t nh = 1;
+    if (ps->sv->cfg.peer_token[0]) {
+        int len = snprintf(auth, sizeof auth, "Bearer %s", ps->sv->cfg.peer_token);
+        h[nh++] = (struct kvg_http_header){KVG_STR("authorization"), {auth, (size_t)len}};
+    }
+    struct kvg_http_call_opts o = {.connect_timeout_ms = CONNECT_TIMEOUT_MS,
+                                   .first_byte_timeout_ms = CALL_TIMEOUT_MS,
+                                   .idle_timeout_ms = CALL_TIMEOUT_MS,
+                                   .total_timeout_ms = CALL_TIMEOUT_MS,
+                                   .borrow_body = 1};
+    static const struct kvg_http_call_cbs cbs = {on_head, on_body, on_done};
+    p->status = 0;
+    p->nanswer = 0;
+    p->answer[0] = 0;
+    p->sending = b;
+    b->refs++;
+    int rc = kvg_http_call_start(ps->client, &p->t, "POST", KVG_STR(KVG_SERVE_PEERS_PATH), h, nh,
+                                 b->b.data, b->b.len, &o, &cbs, p, &p->call);
+    if (rc) {
+        p->call = NULL;
+        p->sending = NULL;
+        b->refs--;
+        KVG_DEBUG("peer %s: cannot send: %s", p->url, kvg_strerror(rc));
+        failed(p, b->nrec);
+    }
+}
+
+static void resolved(void *ud, int status, const struct kvg_http_target *t)
+{
+    struct peer *p = ud;
+    p->resolving = 0;
+    if (p->ps->stopping) return;
+    if (status) {
+        KVG_DEBUG("peer %s: %s", p->url, kvg_strerror(status));
+        failed(p, 0);
+        return;
+    }
+    p->t = *t;
+    p->resolved = 1;
+}
+
+/* The timer: this period's batch to every peer that can take it. */
+static void tick(uv_timer_t *t)
+{
+    struct kvg_serve_peers *ps = t->data;
+    uint64_t now = kvg_now_ms();
+    struct kvg_exchange_stats st;
+    kvg_exchange_stats(ps->x, &st);
+    if (!st.queued && now - ps->last_send_ms < HEARTBEAT_MS) return;
+    struct batch *b = calloc(1, sizeof *b);
+    if (!b) return;
+    b->refs = 1;
+    kvg_buf_init(&b->b, 0);
+    int n = kvg_exchange_flush(ps->x, ps->sender, ++ps->seq, ps->self, &b->b);
+    if (n < 0) {
+        KVG_WARN("peers: cannot encode a batch: %s", kvg_strerror(n));
+        batch_unref(b);
+        return;
+    }
+    b->nrec = (uint32_t)n;
+    ps->last_send_ms = now;
+    for (size_t i = 0; i < ps->n; i++) {
+        struct peer *p = &ps->p[i];
+        if (p->call || now < p->retry_at_ms || p->resolving) {
+            /* Still sending the last one (a slow peer), or backing off:
+             * this batch is lost to it. One call per peer bounds memory. */
+            atomic_fetch_add(&p->dropped, b->nrec);
+            kvg_metrics_add(p->m_dropped, b->nrec);
+            continue;
+        }
+        if (!p->resolved) {
+            atomic_fetch_add(&p->dropped, b->nrec);
+            kvg_metrics_add(p->m_dropped, b->nrec);
+            p->resolving = 1;
+            if (kvg_resolve_url(ps->loop, p->url, resolved, p)) {
+                p->resolving = 0;
+                failed(p, 0);
+            }
+            continue;
+        }
+        send_to(p, b);
+    }
+    batch_unref(b);
+}
+
+static void self_name(const struct kvg_serve_config *c, char *out, size_t cap)
+{
+    if (c->peer_self[0]) {
+        snprintf(out, cap, "%s", c->peer_self);
+        return;
+    }
+    const char *h = c->host;
+    char host[256] = "";
+    if (!h[0] || !strcmp(h, "0.0.0.0") || !strcmp(h, "::")) {
+        gethostname(host, sizeof host - 1);
+        h = host;
+    }
+    snprintf(out, cap, strchr(h, ':') ? "http://[%s]:%d" : "http://%s:%d", h, c->port);
+}
+
+static int add_peer(struct kvg_serve_peers *ps, const char *u, size_t len, char *err, size_t errlen)
+{
+    if (ps->n == KVG_SERVE_MAX_PEERS)
+        return kvg_err_set(err, errlen, KVG_ECONFIG, "--peers: at most %d", KVG_SERVE_MAX_PEERS);
+    struct peer *p = &ps->p[ps->n];
+    struct kvg_http_target t;
+    char host[256], port[16];
+    if (len >= sizeof p->url)
+        return kvg_err_set(err, errlen, KVG_ECONFIG, "--peers: '%.*s' is too long", (int)len, u);
+    memcpy(p->url, u, len);
+    p->url[len] = 0;
+    if (kvg_http_target_split(p->url, &t, host, port))
+        return kvg_err_set(err, errlen, KVG_ECONFIG, "--peers: '%s' is not an http://host:port URL",
+                           p->url);
+    for (size_t i = 0; i < ps->n; i++)
+        if (!strcmp(ps->p[i].url, p->url))
+            return kvg_err_set(err, errlen, KVG_ECONFIG, "--peers: '%s' twice", p->url);
+    p->ps = ps;
+    const char *v[] = {p->url}, *vs[] = {p->url, "sent"}, *vr[] = {p->url, "received"},
+               *vd[] = {p->url, "dropped"};
+    int rc;
+    if ((rc = kvg_metrics_series(ps->f_up, v, 1, &p->m_up)) ||
+        (rc = kvg_metrics_series(ps->f_records, vs, 2, &p->m_sent)) ||
+        (rc = kvg_metrics_series(ps->f_records, vr, 2, &p->m_received)) ||
+        (rc = kvg_metrics_series(ps->f_records, vd, 2, &p->m_dropped)))
+        return kvg_err_set(err, errlen, rc, "peers: metrics: %s", kvg_strerror(rc));
+    ps->n++;
+    return 0;
+}
+
+int kvg__serve_peers_init(struct kvg_serve *sv, char *err, size_t errlen)
+{
+    const struct kvg_serve_config *c = &sv->cfg;
+    if (!c->peers.n) return 0;
+    struct kvg_serve_peers *ps = calloc(1, sizeof *ps);
+    if (!ps) return -ENOMEM;
+    sv->peers = ps;
+    ps->sv = sv;
+    int rc = kvg_exchange_new(c->peer_batch_bytes, &ps->x);
+    if (!rc && !(ps->p = calloc(KVG_SERVE_MAX_PEERS, sizeof *ps->p))) rc = -ENOMEM;
+    if (rc) return kvg_err_set(err, errlen, rc, "peers: %s", kvg_strerror(rc));
+    struct kvg_rng r;
+    kvg_rng_seed(&r, kvg_now_ns() ^ ((uint64_t)getpid() << 32));
+    ps->sender = kvg_rng_next(&r);
+    self_name(c, ps->self, sizeof ps->self);
+    const char *up_l[] = {"peer"}, *rec_l[] = {"peer", "dir"};
+    if ((rc = kvg_metrics_gauge(sv->metrics.reg, "kvgate_peer_up",
+                                "1 when the peer replica took this one's last batch of routing "
+                                "history, 0 when it is down (docs/replicas.md).",
+                                up_l, 1, &ps->f_up)) ||
+        (rc = kvg_metrics_counter(sv->metrics.reg, "kvgate_peer_records_total",
+                                  "Routing records exchanged with a peer replica: sent (taken), "
+                                  "received (applied here), dropped (lost to a slow or down peer "
+                                  "or the batch cap).",
+                                  rec_l, 2, &ps->f_records)))
+        return kvg_err_set(err, errlen, rc, "peers: metrics: %s", kvg_strerror(rc));
+    /* Each entry may be a comma-separated list too (one environment
+     * variable in a manifest). */
+    for (size_t i = 0; i < c->peers.n; i++) {
+        for (const char *u = c->peers.v[i], *e; *u; u = *e ? e + 1 : e) {
+            e = strchr(u, ',');
+            if (!e) e = u + strlen(u);
+            size_t len = (size_t)(e - u);
+            while (len && u[len - 1] == '/') len--;
+            if (!len) continue;
+            if ((rc = add_peer(ps, u, len, err, errlen))) return rc;
+        }
+    }
+    sv->pool.on_pick = kvg_exchange_on_pick;
+    sv->pool.on_pick_ud = ps->x;
+    KVG_INFO("peers: %zu, a batch every %u ms as %s", ps->n, c->exchange_ms, ps->self);
+    return 0;
+}
+
+int kvg__serve_peers_start(struct kvg_serve *sv, uv_loop_t *loop)
+{
+    struct kvg_serve_peers *ps = sv->peers;
+    if (!ps) return 0;
+    ps->loop = loop;
+    int rc = kvg_http_client_new(loop, NULL, &ps->client);
+    if (rc) return rc;
+    uv_timer_init(loop, &ps->timer);
+    ps->timer.data = ps;
+    ps->timer_on = 1;
+    return uv_timer_start(&ps->timer, tick, sv->cfg.exchange_ms, sv->cfg.exchange_ms);
+}
+
+void kvg__serve_peers_stop(struct kvg_serve *sv)
+{
+    struct kvg_serve_peers *ps = sv->peers;
+    if (!ps) return;
+    ps->stopping = 1;
+    if (ps->timer_on) {
+        uv_timer_stop(&ps->timer);
+        uv_close((uv_handle_t *)&ps->timer, NULL);
+        ps->timer_on = 0;
+    }
+    for (size_t i = 0; i < ps->n; i++) {
+        struct peer *p = &ps->p[i];
+        if (p->call) kvg_http_call_cancel(p->call);
+        p->call = NULL;
+        batch_unref(p->sending);
+        p->sending = NULL;
+    }
+    if (ps->client) kvg_http_client_close(ps->client);
+    ps->client = NULL;
+}
+
+void kvg__serve_peers_free(struct kvg_serve *sv)
+{
+    struct kvg_serve_peers *ps = sv->peers;
+    if (!ps) return;
+    for (size_t i = 0; i < ps->n; i++) {
+        kvg_metrics_series_release(ps->p[i].m_up);
+        kvg_metrics_series_release(ps->p[i].m_sent);
+        kvg_metrics_series_release(ps->p[i].m_received);
+        kvg_metrics_series_release(ps->p[i].m_dropped);
+    }
+    free(ps->p);
+    kvg_exchange_free(ps->x);
+    free(ps);
+    sv->peers = NULL;
+}
+
+void kvg__serve_peers_json(struct kvg_serve *sv, struct cJSON *root)
+{
+    struct kvg_serve_peers *ps = sv->peers;
+    if (!ps) return;
+    cJSON *o = cJSON_AddObjectToObject(root, "peers_exchange");
+    struct kvg_exchange_stats st;
+    kvg_exchange_stats(ps->x, &st);
+    cJSON_AddStringToObject(o, "self", ps->self);
+    cJSON_AddNumberToObject(o, "exchange_ms", sv->cfg.exchange_ms);
+    cJSON_AddNumberToObject(o, "published", (double)st.published);
+    cJSON_AddNumberToObject(o, "dropped_over_cap", (double)st.dropped);
+    cJSON_AddNumberToObject(o, "batches", (double)st.batches);
+    cJSON_AddNumberToObject(o, "refused_batches", (double)atomic_load(&ps->refused));
+    cJSON_AddNumberToObject(o, "unknown_worker_records", (double)atomic_load(&ps->unknown_workers));
+    cJSON_AddNumberToObject(o, "records_from_others", (double)atomic_load(&ps->from_others));
+    cJSON *arr = cJSON_AddArrayToObject(root, "peers");
+    uint64_t now = kvg_now_ms();
+    for (size_t i = 0; i < ps->n; i++) {
+        struct peer *p = &ps->p[i];
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddStringToObject(e, "url", p->url);
+        cJSON_AddStringToObject(e, "state", state_names[atomic_load(&p->state) % 3]);
+        uint64_t ok = atomic_load(&p->last_ok_ms);
+        if (ok)
+            cJSON_AddNumberToObject(e, "last_ok_ms_ago", (double)(now - ok));
+        else
+            cJSON_AddNullToObject(e, "last_ok_ms_ago");
+        cJSON_AddNumberToObject(e, "sent", (double)atomic_load(&p->sent));
+        cJSON_AddNumberToObject(e, "received", (double)atomic_load(&p->received));
+        cJSON_AddNumberToObject(e, "dropped", (double)atomic_load(&p->dropped));
+        cJSON_AddItemToArray(arr, e);
+    }
+}
+
+/* ---- Receiving. */
+
+int kvg__serve_peers_head(struct kvg_serve *sv, struct kvg_http_req *req,
+                          struct kvg_http_refusal *out)
+{
+    const char *tok = sv->cfg.peer_token;
+    struct kvg_str auth = kvg_http_req_header(req, "authorization");
+    if (tok[0]) {
+        size_t tl = strlen(tok);
+        if (auth.len != tl + 7 || strncasecmp(auth.p, "Bearer ", 7) ||
+            CRYPTO_memcmp(auth.p + 7, tok, tl)) {
+            *out = (struct kvg_http_refusal){.status = 401, .code = "invalid_peer_token"};
+            snprintf(out->message, sizeof out->message,
+                     "a peer's batch needs the peer token (Authorization: Bearer)");
+            return 1;
+        }
+    } else {
+        struct kvg_gate_deny d;
+        char cred[600];
+        struct kvg_str c =
+            kvg_gate_credential(auth, kvg_http_req_header(req, "x-api-key"), cred, sizeof cred);
+        if (kvg_gate_check_head(&sv->gate, KVG_GATE_ADMIN, c, req->peer, &req->head_note, &d)) {
+            *out = d.r;
+            return 1;
+        }
+    }
+    /* The declared size, before the body is read (a view: copied to parse). */
+    struct kvg_str cl = kvg_http_req_header(req, "content-length");
+    char num[16] = "";
+    if (cl.len && cl.len < sizeof num) {
+        memcpy(num, cl.p, cl.len);
+        num[cl.len] = 0;
+    }
+    if (cl.len && (cl.len >= sizeof num || strtoull(num, NULL, 10) > sv->cfg.peer_batch_bytes)) {
+        *out = (struct kvg_http_refusal){.status = 413, .code = "batch_too_large"};
+        snprintf(out->message, sizeof out->message, "a batch is at most %zu bytes",
+                 sv->cfg.peer_batch_bytes);
+        return 1;
+    }
+    return 0;
+}
+
+struct rx {
+    struct kvg_serve *sv;
+    struct kvg_catalog *cat;
+    uint64_t now;
+    uint32_t applied, unknown;
+};
+
+/* The policy of the model r's worker serves (NULL: the pool's). */
+static struct kvg_policy *policy_for(const struct rx *x, const char *url)
+{
+    if (!x->cat) return NULL;
+    int m = kvg_catalog_worker_model(x->cat, url, "");
+    if (m < 0) return NULL;
+    const struct kvg_proxy_model *pm = x->cat->models[m].host;
+    return pm ? pm->policy : NULL;
+}
+
+static int apply_one(void *ud, const struct kvg_exchange_rec *r)
+{
+    struct rx *x = ud;
+    char url[KVG_EXCHANGE_MAX_STR + 1];
+    snprintf(url, sizeof url, "%.*s", (int)r->worker.len, r->worker.p);
+    int rc = kvg_exchange_apply(&x->sv->pool, policy_for(x, url), r, x->now, 1);
+    if (rc == KVG_ENOTFOUND)
+        x->unknown++;
+    else if (!rc)
+        x->applied++;
+    return rc == KVG_ENOTFOUND ? 0 : rc;
+}
+
+void kvg__serve_peers_receive(struct kvg_serve *sv, struct kvg_http_req *req)
+{
+    struct kvg_serve_peers *ps = sv->peers;
+    struct kvg_str ct = kvg_http_req_header(req, "content-type");
+    if (!ps) {
+        kvg_http_res_error(req, 404, NULL, "no_peers",
+                           "this replica exchanges no routing history (start it with --peers)",
+                           NULL, 0);
+        return;
+    }
+    if (!kvg_str_eq_nocase(ct, KVG_EXCHANGE_CONTENT_TYPE)) {
+        atomic_fetch_add(&ps->refused, 1);
+        kvg_http_res_error(req, 415, NULL, "bad_content_type",
+                           "a peer's batch is " KVG_EXCHANGE_CONTENT_TYPE, NULL, 0);
+        return;
+    }
+    struct kvg_exchange_head h;
+    const char *why = "";
+    int rc = kvg_exchange_decode(req->body.data, req->body.len, sv->cfg.peer_batch_bytes, &h, NULL,
+                                 NULL, &why);
+    if (rc < 0) {
+        atomic_fetch_add(&ps->refused, 1);
+        char msg[200];
+        snprintf(msg, sizeof msg, "bad batch of routing history: %s", why);
+        kvg_http_res_error(req, rc == KVG_ETOOBIG ? 413 : 400, NULL,
+                           rc == KVG_ETOOBIG ? "batch_too_large" : "bad_batch", msg, NULL, 0);
+        return;
+    }
+    if (h.sender == ps->sender) { /* --peers names this replica too */
+        kvg_http_res_send(req, 200, "application/json", NULL, 0, "{\"self\":true}", 13);
+        return;
+    }
+    struct rx x = {.sv = sv, .now = kvg_now_ms()};
+    if (sv->catalogs_on) x.cat = kvg_serve_catalog(sv);
+    rc = kvg_exchange_decode(req->body.data, req->body.len, sv->cfg.peer_batch_bytes, NULL,
+                             apply_one, &x, &why);
+    kvg_catalog_unref(x.cat);
+    if (rc < 0) {
+        kvg_http_res_error(req, 500, NULL, NULL, kvg_strerror(rc), NULL, 0);
+        return;
+    }
+    atomic_fetch_add(&ps->unknown_workers, x.unknown);
+    struct peer *from = NULL;
+    for (size_t i = 0; h.from.len && i < ps->n; i++)
+        if (strlen(ps->p[i].url) == h.from.len && !memcmp(ps->p[i].url, h.from.p, h.from.len))
+            from = &ps->p[i];
+    if (from) {
+        atomic_fetch_add(&from->received, x.applied);
+        kvg_metrics_add(from->m_received, x.applied);
+    } else {
+        atomic_fetch_add(&ps->from_others, x.applied);
+    }
+    char body[96];
+    int len = snprintf(body, sizeof body, "{\"applied\":%u,\"unknown_workers\":%u}", x.applied,
+                       x.unknown);
+    kvg_http_res_send(req, 200, "application/json", NULL, 0, body, (size_t)len);
+}

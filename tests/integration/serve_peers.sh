@@ -1,0 +1,137 @@
+#!/usr/bin/env bash
+# kvgate replicas exchanging routing history (--peers, docs/replicas.md),
+# against simulated engines that publish no KV events: a prompt routed by
+# replica A is then a hit on the same worker for replica B, which never
+# routed it (POST /debug/route, x-kvgate-worker); a hostile client (no or
+# a wrong token, garbage, an oversized or mistyped body) gets 401/400/413/415
+# and changes nothing; a peer killed goes down in /workers and the
+# metrics and comes back up when restarted while the others keep serving;
+# a partitioned peer (accepts, never answers) times out and is dropped for.
+. "$(dirname "$0")/lib.sh"
+
+S1=$(free_port); S2=$(free_port); S3=$(free_port)
+for s in $S1 $S2 $S3; do start_sim "$s" --model m --speed 50 || exit 1; done
+PA=$(free_port); PB=$(free_port); PC=$(free_port); PH=$(free_port)
+A=http://127.0.0.1:$PA B=http://127.0.0.1:$PB C=http://127.0.0.1:$PC H=http://127.0.0.1:$PH
+TOKEN=peer-secret-$$
+
+# The partitioned peer: a listener that accepts and never answers.
+/usr/bin/python3 -c '
+import socket, sys, time
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(64)
+held = []
+while len(held) < 1000: held.append(s.accept()[0])
+time.sleep(3600)' "$PH" >"$TMP/blackhole.log" 2>&1 &
+PIDS+=($!)
+
+# Every replica is given the whole list, itself included (one list for all,
+# as a Kubernetes headless Service gives): its own batches it ignores.
+replica() { # PORT [EXTRA PEER]
+  local port=$1 extra=${2:-}
+  start_serve "$port" --threads 1 --block-size 16 \
+    --worker-urls "http://127.0.0.1:$S1" "http://127.0.0.1:$S2" "http://127.0.0.1:$S3" \
+    --health-check-interval-secs 1 --peers "$A,$B,$C${extra:+,$extra}" --peer-token "$TOKEN" \
+    --exchange-ms 100 --peer-batch-bytes 65536
+}
+replica "$PA" "$H" || exit 1
+replica "$PB" || exit 1
+replica "$PC" || exit 1
+for g in $A $B $C; do wait_http "$g/readiness" 10 || exit 1; done
+
+body() { # body N: chat request N, a prompt of several blocks
+  printf '{"model":"m","messages":[{"role":"user","content":"peer prompt %s: %s"}],"max_tokens":2}' \
+    "$1" "$(printf 'words %.0s' $(seq 1 40))"
+}
+worker_of() { # worker_of GW N: the worker that served request N
+  curl -s -D - -o /dev/null -m 5 "$1/v1/chat/completions" -d "$(body "$2")" |
+    tr -d '\r' | awk -F': ' 'tolower($1)=="x-kvgate-worker"{print $2}'
+}
+route() { # route GW N: /debug/route's "chosen|matched blocks of it|note"
+  curl -s -m 5 "$1/debug/route" -d "$(body "$2")" >"$TMP/route.json"
+  json_get "$TMP/route.json" \
+    '"%s|%s|%s" % (j["chosen"], [w["matched_blocks"] for w in j["workers"] if w["url"] == j["chosen"]][0], j["note"])'
+}
+peer_field() { # peer_field GW PEER_URL FIELD: that peer's FIELD in GW's /workers
+  curl -s -m 2 "$1/workers" >"$TMP/pw.json" &&
+    json_get "$TMP/pw.json" "[p['$3'] for p in j['peers'] if p['url'] == '$2'][0]"
+}
+wait_peer() { # wait_peer GW PEER_URL FIELD PYTHON_TEST (on the value v), bounded
+  local i v
+  for i in $(seq 1 "$(scaled 100)"); do
+    v=$(peer_field "$1" "$2" "$3" 2>/dev/null)
+    /usr/bin/python3 -c "import sys; v=sys.argv[1]; sys.exit(0 if ($4) else 1)" "$v" && return 0
+    sleep 0.1
+  done
+  echo "peer $2 on $1: $3 = $v" >&2
+  return 1
+}
+
+# B has never seen these prompts: no match on any worker.
+for n in 1 2 3; do
+  case "$(route "$B" "$n")" in
+    *"|0|"*) ok "before A routes prompt $n, B matches none of it" ;;
+    *) bad "before A routes prompt $n, B matches none of it" "$(cat "$TMP/route.json")" ;;
+  esac
+done
+declare -A WA
+for n in 1 2 3; do WA[$n]=$(worker_of "$A" "$n"); done
+check "A served the prompts" [ -n "${WA[1]}" -a -n "${WA[2]}" -a -n "${WA[3]}" ]
+check "B received A's records" wait_peer "$B" "$A" received "int(v) >= 3"
+for n in 1 2 3; do
+  r=$(route "$B" "$n")
+  IFS='|' read -r chosen matched note <<<"$r"
+  if [ "$chosen" = "${WA[$n]}" ] && [ "${matched%.*}" -gt 0 ] && [ "${note#hit}" != "$note" ]; then
+    ok "B routes prompt $n to A's worker as a hit"
+  else
+    bad "B routes prompt $n to A's worker as a hit" "$r, A: ${WA[$n]}"
+  fi
+  check "B's request $n goes to A's worker" [ "$(worker_of "$B" "$n")" = "${WA[$n]}" ]
+done
+check "A sees B and C up" wait_peer "$A" "$B" state "v == 'up'"
+check "A sees C up" [ "$(peer_field "$A" "$C" state)" = up ]
+check "A's own entry answers (its batches to itself are ignored)" \
+  [ "$(peer_field "$A" "$A" state)" = up ]
+curl -s "$A/metrics" >"$TMP/m.txt"
+check "kvgate_peer_up{peer=B} 1" grep -q "^kvgate_peer_up{peer=\"$B\"} 1" "$TMP/m.txt"
+check "kvgate_peer_records_total sent to B counted" \
+  grep -qE "^kvgate_peer_records_total\{peer=\"$B\",dir=\"sent\"\} [1-9]" "$TMP/m.txt"
+
+# A hostile client: nothing it sends is applied.
+code() { curl -s -o "$TMP/hostile.json" -w '%{http_code}' -m 5 "$@"; }
+CT='content-type: application/x-kvgate-exchange'
+check "no token: 401" [ "$(code "$B/peers/batch" -H "$CT" --data-binary garbage)" = 401 ]
+check "a wrong token: 401" \
+  [ "$(code "$B/peers/batch" -H "$CT" -H "authorization: Bearer nope" --data-binary garbage)" = 401 ]
+check "garbage: 400" \
+  [ "$(code "$B/peers/batch" -H "$CT" -H "authorization: Bearer $TOKEN" --data-binary garbage)" = 400 ]
+check "garbage is named" grep -q 'not an exchange batch' "$TMP/hostile.json"
+head -c 70000 /dev/zero >"$TMP/big.bin"
+check "over --peer-batch-bytes: 413" \
+  [ "$(code "$B/peers/batch" -H "$CT" -H "authorization: Bearer $TOKEN" --data-binary @"$TMP/big.bin")" = 413 ]
+check "another content type: 415" \
+  [ "$(code "$B/peers/batch" -H "authorization: Bearer $TOKEN" --data-binary garbage)" = 415 ]
+check "after them B still routes prompt 1 to A's worker" [ "$(worker_of "$B" 1)" = "${WA[1]}" ]
+curl -s -m 2 "$B/workers" >"$TMP/bw.json"
+check "B counts the two bodies it read and refused" \
+  [ "$(json_get "$TMP/bw.json" "j['peers_exchange']['refused_batches']")" = 2 ]
+
+# The partitioned peer: A's calls to it time out, it is down, its batches dropped.
+check "the partitioned peer goes down on A" wait_peer "$A" "$H" state "v == 'down'"
+check "A drops what the partitioned peer cannot take" wait_peer "$A" "$H" dropped "int(v) > 0"
+check "A still answers while a peer hangs" [ -n "$(worker_of "$A" 4)" ]
+
+# C killed: down on A; A and B keep serving; C restarted: up again.
+kill -TERM "$SERVE_PID"
+wait "$SERVE_PID" 2>/dev/null
+worker_of "$A" 5 >/dev/null # a pick to send
+check "killed C goes down on A" wait_peer "$A" "$C" state "v == 'down'"
+check "A serves with C gone" [ -n "$(worker_of "$A" 6)" ]
+check "B serves with C gone" [ -n "$(worker_of "$B" 6)" ]
+replica "$PC" || exit 1
+check "restarted C comes back up on A" wait_peer "$A" "$C" state "v == 'up'"
+worker_of "$A" 7 >/dev/null
+check "restarted C receives A's new records" wait_peer "$C" "$A" received "int(v) >= 1"
+check "restarted C routes A's new prompt where A did" \
+  [ "$(worker_of "$C" 7)" = "$(route "$A" 7 | cut -d'|' -f1)" ]
+finish
