@@ -95,10 +95,11 @@ send "$APPROX" 2
 check "no events: approximate" wait_mode "$APPROX" approximate
 check "round_robin reads no text: load_only" wait_mode "$LOAD" load_only
 
-# The gauge: 1 for the current mode, 0 for the others.
+# The gauge: 1 for the current mode, 0 for the others, labelled with the model
+# the worker serves.
 curl -s "$BS/metrics" >"$TMP/m"
-check "gauge: degraded 1" grep -qE '^kvgate_worker_routing_mode\{worker="[^"]+",mode="degraded"\} 1$' "$TMP/m"
-check "gauge: exact 0" grep -qE '^kvgate_worker_routing_mode\{worker="[^"]+",mode="exact"\} 0$' "$TMP/m"
+check "gauge: degraded 1" grep -qE '^kvgate_worker_routing_mode\{worker="[^"]+",model="m",mode="degraded"\} 1$' "$TMP/m"
+check "gauge: exact 0" grep -qE '^kvgate_worker_routing_mode\{worker="[^"]+",model="m",mode="exact"\} 0$' "$TMP/m"
 check "gauge: mismatches counter" grep -qE '^kvgate_worker_prompt_token_mismatches_total\{worker="[^"]+"\} [0-9]+' "$TMP/m"
 curl -s "$TOK/metrics" >"$TMP/m"
 check "counter: mismatches on the mismatched engine" grep -qE '^kvgate_worker_prompt_token_mismatches_total\{worker="[^"]+"\} [1-9][0-9]*$' "$TMP/m"
