@@ -227,10 +227,14 @@ void kvg__proxy_trace_end(struct proxy_req *pr, int status)
         str(&s, "kvgate.key", pr->gate.key->name);
         str(&s, "kvgate.tenant", pr->gate.key->tenant);
     }
-    if (pr->first_ns) {
-        s.event = "first_token"; /* the first body byte of the answer */
-        s.event_ns = kvg_trace_unix_ns(pr->first_ns);
-        kvg_trace_attr_double(&s, "kvgate.ttft_s", (double)(pr->first_ns - pr->t0_ns) / 1e9);
+    /* A stream's first token-carrying event (proxy/obs.c's token clock, as
+     * the TTFT histogram: a Responses stream's response.created is none);
+     * a whole answer's first byte, which comes with its last token. */
+    uint64_t first = pr->tok_first_ns ? pr->tok_first_ns : pr->first_ns;
+    if (first) {
+        s.event = "first_token";
+        s.event_ns = kvg_trace_unix_ns(first);
+        kvg_trace_attr_double(&s, "kvgate.ttft_s", (double)(first - pr->t0_ns) / 1e9);
     }
     if (status >= 500) {
         char e[16];
