@@ -113,7 +113,11 @@ start_sim() {
   local port=$1; shift
   "$KVG_BIN" sim --port "$port" "$@" >"$TMP/sim-$port.log" 2>&1 &
   PIDS+=($!)
-  wait_http "http://127.0.0.1:$port/v1/models" 10
+  wait_http "http://127.0.0.1:$port/v1/models" 10 && return 0
+  # Why, in the test's own output (a sim that exited says so in its log).
+  kill -0 "${PIDS[-1]}" 2>/dev/null || echo "# the sim on $port has exited" >&2
+  tail -5 "$TMP/sim-$port.log" | sed 's/^/#   /' >&2
+  return 1
 }
 
 # start_serve PORT ARGS...: the gateway; its log in $TMP/serve-PORT.log.
