@@ -6,14 +6,11 @@
 #include <string.h>
 #include <xxhash.h>
 
+#include "base/bytes.h"
+
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #define KVG_KV_BIG_ENDIAN 1
 #endif
-
-static void put_le64(unsigned char *p, uint64_t v)
-{
-    for (int i = 0; i < 8; i++) p[i] = (unsigned char)(v >> (8 * i));
-}
 
 uint64_t kvg_kv_lora_seed(const char *name, size_t len)
 {
@@ -41,8 +38,8 @@ uint64_t kvg_kv_local_hash(const uint32_t *tokens, uint32_t block_size, uint64_t
 uint64_t kvg_kv_seq_next(uint64_t parent, uint64_t local)
 {
     unsigned char b[16];
-    put_le64(b, parent);
-    put_le64(b + 8, local);
+    kvg_put_le64(b, parent);
+    kvg_put_le64(b + 8, local);
     return XXH3_64bits_withSeed(b, sizeof b, KVG_KV_HASH_SEED);
 }
 
@@ -95,8 +92,8 @@ uint64_t kvg_kv_salt_hash(const char *salt, size_t len)
 uint64_t kvg_kv_seq_salted(uint64_t seq, uint64_t salt_hash)
 {
     unsigned char b[16];
-    put_le64(b, seq);
-    put_le64(b + 8, salt_hash);
+    kvg_put_le64(b, seq);
+    kvg_put_le64(b + 8, salt_hash);
     return XXH3_64bits_withSeed(b, sizeof b, KVG_KV_SALT_SEED);
 }
 

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/bytes.h"
 #include "base/err.h"
 #include "router/pool.h"
 
@@ -136,39 +137,6 @@ void kvg_exchange_on_pick(void *ud, struct kvg_worker *w, const struct kvg_route
                          (uint32_t)ctx->ntokens, ctx->block_hashes, ctx->nblocks);
 }
 
-static void put16(uint8_t *p, uint16_t v)
-{
-    p[0] = (uint8_t)v;
-    p[1] = (uint8_t)(v >> 8);
-}
-
-static void put32(uint8_t *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static void put64(uint8_t *p, uint64_t v)
-{
-    for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint16_t get16(const uint8_t *p)
-{
-    return (uint16_t)(p[0] | p[1] << 8);
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-static uint64_t get64(const uint8_t *p)
-{
-    uint64_t v = 0;
-    for (int i = 7; i >= 0; i--) v = v << 8 | p[i];
-    return v;
-}
-
 /* The index of s in the batch's string table, added if new; -1 when full. */
 static int str_index(const char **strs, uint16_t *lens, size_t *n, const char *s, size_t len)
 {
@@ -222,30 +190,30 @@ int kvg_exchange_flush(struct kvg_exchange *x, uint64_t sender, uint64_t seq, co
         memcpy(p, "KVGX", 4);
         p[4] = KVG_EXCHANGE_VERSION;
         p[5] = 0;
-        put16(p + 6, (uint16_t)nstr);
-        put64(p + 8, sender);
-        put64(p + 16, seq);
-        put16(p + 24, fidx < 0 ? KVG_EXCHANGE_NONE : (uint16_t)fidx);
+        kvg_put_le16(p + 6, (uint16_t)nstr);
+        kvg_put_le64(p + 8, sender);
+        kvg_put_le64(p + 16, seq);
+        kvg_put_le16(p + 24, fidx < 0 ? KVG_EXCHANGE_NONE : (uint16_t)fidx);
         uint8_t *nrec_at = p + 26;
         p += HEAD_BYTES;
         for (size_t i = 0; i < nstr; i++) {
-            put16(p, lens[i]);
+            kvg_put_le16(p, lens[i]);
             memcpy(p + 2, strs[i], lens[i]);
             p += STR_BYTES + lens[i];
         }
         size_t i = 0;
         for (struct rec *r = list; r; r = r->next, i++) {
             if (idx[2 * i] == KVG_EXCHANGE_NONE) continue;
-            put16(p, idx[2 * i]);
-            put16(p + 2, idx[2 * i + 1]);
-            put32(p + 4, r->block_size);
-            put32(p + 8, r->ntokens);
-            put32(p + 12, r->nblocks);
+            kvg_put_le16(p, idx[2 * i]);
+            kvg_put_le16(p + 2, idx[2 * i + 1]);
+            kvg_put_le32(p + 4, r->block_size);
+            kvg_put_le32(p + 8, r->ntokens);
+            kvg_put_le32(p + 12, r->nblocks);
             p += REC_BYTES;
-            for (uint32_t b = 0; b < r->nblocks; b++, p += 8) put64(p, r->hashes[b]);
+            for (uint32_t b = 0; b < r->nblocks; b++, p += 8) kvg_put_le64(p, r->hashes[b]);
             kept++;
         }
-        put32(nrec_at, (uint32_t)kept);
+        kvg_put_le32(nrec_at, (uint32_t)kept);
         out->len = start + size;
     }
     free(strs);
@@ -301,15 +269,15 @@ static int walk(const uint8_t *data, size_t len, struct kvg_exchange_head *h,
     if (!need(&rd, HEAD_BYTES) || memcmp(data, "KVGX", 4)) BAD("not an exchange batch");
     if (data[4] != KVG_EXCHANGE_VERSION) BAD("unknown version");
     if (data[5]) BAD("reserved byte set");
-    uint16_t nstr = get16(data + 6), from = get16(data + 24);
-    uint32_t nrec = get32(data + 26);
+    uint16_t nstr = kvg_get_le16(data + 6), from = kvg_get_le16(data + 24);
+    uint32_t nrec = kvg_get_le32(data + 26);
     if (nstr > MAX_STRS) BAD("too many strings");
     rd.p += HEAD_BYTES;
     struct kvg_str fromv = KVG_STR_NULL;
     for (uint16_t i = 0; i < nstr; i++) {
         if (!need(&rd, STR_BYTES)) BAD("truncated string table");
         if (strs) strs[i] = rd.p; /* where each string's length is */
-        uint16_t l = get16(rd.p);
+        uint16_t l = kvg_get_le16(rd.p);
         rd.p += STR_BYTES;
         if (!need(&rd, l) || !printable((const char *)rd.p, l)) BAD("bad string");
         if (i == from) fromv = (struct kvg_str){(const char *)rd.p, l};
@@ -318,8 +286,8 @@ static int walk(const uint8_t *data, size_t len, struct kvg_exchange_head *h,
     if (from != KVG_EXCHANGE_NONE && from >= nstr) BAD("sender name out of range");
     if (h)
         *h = (struct kvg_exchange_head){.version = data[4],
-                                        .sender = get64(data + 8),
-                                        .seq = get64(data + 16),
+                                        .sender = kvg_get_le64(data + 8),
+                                        .seq = kvg_get_le64(data + 16),
                                         .from = fromv,
                                         .nrec = nrec};
     /* Each record's remaining bytes bound nrec before anything is walked. */
@@ -327,8 +295,9 @@ static int walk(const uint8_t *data, size_t len, struct kvg_exchange_head *h,
     int walked = 0;
     for (uint32_t i = 0; i < nrec; i++) {
         if (!need(&rd, REC_BYTES)) BAD("truncated record");
-        uint16_t wi = get16(rd.p), mi = get16(rd.p + 2);
-        uint32_t bs = get32(rd.p + 4), nt = get32(rd.p + 8), nb = get32(rd.p + 12);
+        uint16_t wi = kvg_get_le16(rd.p), mi = kvg_get_le16(rd.p + 2);
+        uint32_t bs = kvg_get_le32(rd.p + 4), nt = kvg_get_le32(rd.p + 8),
+                 nb = kvg_get_le32(rd.p + 12);
         rd.p += REC_BYTES;
         if (wi >= nstr) BAD("worker out of range");
         if (mi != KVG_EXCHANGE_NONE && mi >= nstr) BAD("model out of range");
@@ -338,10 +307,11 @@ static int walk(const uint8_t *data, size_t len, struct kvg_exchange_head *h,
         if (!need(&rd, (size_t)nb * 8)) BAD("truncated hashes");
         if (each) {
             struct kvg_exchange_rec r = {.block_size = bs, .ntokens = nt, .nblocks = nb};
-            r.worker = (struct kvg_str){(const char *)strs[wi] + STR_BYTES, get16(strs[wi])};
+            r.worker = (struct kvg_str){(const char *)strs[wi] + STR_BYTES, kvg_get_le16(strs[wi])};
             if (mi != KVG_EXCHANGE_NONE)
-                r.model = (struct kvg_str){(const char *)strs[mi] + STR_BYTES, get16(strs[mi])};
-            for (uint32_t b = 0; b < nb; b++) scratch[b] = get64(rd.p + 8 * (size_t)b);
+                r.model =
+                    (struct kvg_str){(const char *)strs[mi] + STR_BYTES, kvg_get_le16(strs[mi])};
+            for (uint32_t b = 0; b < nb; b++) scratch[b] = kvg_get_le64(rd.p + 8 * (size_t)b);
             r.hashes = scratch;
             int rc = each(ud, &r);
             if (rc) return rc;

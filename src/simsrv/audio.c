@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "api/api.h"
+#include "base/bytes.h"
 #include "base/hash.h"
 #include "base/util.h"
 #include "simsrv/simsrv.h"
@@ -101,11 +102,6 @@ static void audio_done(struct sim_req *r, enum kvg_sim_finish fin)
 static const struct kvg_simsrv_out audio_out = {
     .token = audio_token, .done = audio_done, .release = audio_release};
 
-static uint32_t le32(const unsigned char *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
 /* Seconds of audio: a WAV's data chunk over its byte rate, else the size
  * at RAW_BYTES_PER_S. */
 double kvg__simsrv_audio_seconds(const unsigned char *f, size_t n)
@@ -113,9 +109,9 @@ double kvg__simsrv_audio_seconds(const unsigned char *f, size_t n)
     if (n >= 12 && !memcmp(f, "RIFF", 4) && !memcmp(f + 8, "WAVE", 4)) {
         uint32_t rate = 0;
         for (size_t i = 12; i + 8 <= n;) {
-            uint32_t len = le32(f + i + 4);
+            uint32_t len = kvg_get_le32(f + i + 4);
             if (!memcmp(f + i, "fmt ", 4) && len >= 16 && i + 8 + 16 <= n)
-                rate = le32(f + i + 8 + 8);
+                rate = kvg_get_le32(f + i + 8 + 8);
             if (!memcmp(f + i, "data", 4) && rate)
                 return (double)KVG_MIN((size_t)len, n - i - 8) / rate;
             if (len > n - i - 8) break;

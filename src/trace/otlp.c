@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "base/bytes.h"
 #include "base/err.h"
 #include "trace/trace.h"
 
@@ -52,7 +53,7 @@ static void f_varint(struct pb *w, unsigned field, uint64_t v)
 static void f_fixed64(struct pb *w, unsigned field, uint64_t v)
 {
     uint8_t t[8];
-    for (int i = 0; i < 8; i++) t[i] = (uint8_t)(v >> (8 * i)); /* little-endian */
+    kvg_put_le64(t, v);
     tag(w, field, WT_I64);
     put(w, t, 8);
 }
