@@ -207,11 +207,15 @@ double kvg_autoscale_startup_lead(const struct kvg_autoscale_startup *m, const c
 }
 
 double kvg_autoscale_startup_lead_mix(const struct kvg_autoscale_startup *m, const char *model,
-                                      double cold_share, double fetch_share)
+                                      double cold_share, double fetch_share,
+                                      enum kvg_autoscale_node rest_class)
 {
     double rest = m->fast_share > 0 && m->fast_share <= 1 ? 1 - m->fast_share : 1;
-    double share[KVG_AUTOSCALE_NODE_STATES] = {(1 - cold_share - fetch_share) * rest,
-                                               cold_share * rest, fetch_share * rest};
+    double share[KVG_AUTOSCALE_NODE_STATES] = {0};
+    share[KVG_AUTOSCALE_COLD] = cold_share * rest;
+    share[KVG_AUTOSCALE_FETCH] = fetch_share * rest;
+    if ((unsigned)rest_class >= KVG_AUTOSCALE_NODE_STATES) rest_class = KVG_AUTOSCALE_WARM;
+    share[rest_class] += (1 - cold_share - fetch_share) * rest;
     if (rest < 1 && (unsigned)m->fast_class < KVG_AUTOSCALE_NODE_STATES)
         share[m->fast_class] += m->fast_share;
     double lead = 0;

@@ -106,12 +106,14 @@ double kvg_autoscale_startup_pct(const struct kvg_autoscale_startup *m, const ch
 double kvg_autoscale_startup_lead(const struct kvg_autoscale_startup *m, const char *model,
                                   enum kvg_autoscale_node st);
 /* The lead time for where new replicas land when a cold_share of nodes is
- * cold and a fetch_share must fetch the image and weights (of the nodes
- * beside m's fast_share): the longest kvg_autoscale_startup_lead among the
- * node states with at least 5% of the nodes (a mixture's p90 is at most
- * that). */
+ * cold, a fetch_share must fetch the image and weights and the rest start
+ * as `rest` (warm, or a pool whose replicas all wake or restore; of the
+ * nodes beside m's fast_share): the longest kvg_autoscale_startup_lead
+ * among the node states with at least 5% of the nodes (a mixture's p90 is
+ * at most that). */
 double kvg_autoscale_startup_lead_mix(const struct kvg_autoscale_startup *m, const char *model,
-                                      double cold_share, double fetch_share);
+                                      double cold_share, double fetch_share,
+                                      enum kvg_autoscale_node rest);
 /* The prior alone (the default distribution's p-quantile), and the
  * samples' own (nearest rank; NAN before any): what GET /autoscale shows
  * side by side with the lead in use. */

@@ -11,7 +11,8 @@ double kvg__scale_pd_oracle_lead(const struct kvg_bench_scale_opts *o,
 {
     if (o->oracle_lead_s > 0) return o->oracle_lead_s;
     if (o->startup_fixed_s > 0) return o->startup_fixed_s + o->tick_s;
-    return kvg_autoscale_startup_lead_mix(su, o->startup_model, o->cold_share, o->fetch_share) +
+    return kvg_autoscale_startup_lead_mix(su, o->startup_model, o->cold_share, o->fetch_share,
+                                          KVG_AUTOSCALE_WARM) +
            o->tick_s;
 }
 

@@ -146,16 +146,16 @@ TEST(fast_share_moves_the_lead_mix)
     const char *md = "qwen2.5-32b";
     double cold = kvg_autoscale_startup_lead(&m, md, KVG_AUTOSCALE_COLD);
     double rest = kvg_autoscale_startup_lead(&m, md, KVG_AUTOSCALE_RESTORE);
-    CHECK_NEAR(kvg_autoscale_startup_lead_mix(&m, md, 0.5, 0), cold, 1e-9);
+    CHECK_NEAR(kvg_autoscale_startup_lead_mix(&m, md, 0.5, 0, KVG_AUTOSCALE_WARM), cold, 1e-9);
     m.fast_class = KVG_AUTOSCALE_RESTORE;
     m.fast_share = 1;
-    CHECK_NEAR(kvg_autoscale_startup_lead_mix(&m, md, 0.5, 0), rest, 1e-9);
+    CHECK_NEAR(kvg_autoscale_startup_lead_mix(&m, md, 0.5, 0, KVG_AUTOSCALE_WARM), rest, 1e-9);
     m.fast_share = 0.5;
-    CHECK_NEAR(kvg_autoscale_startup_lead_mix(&m, md, 0.5, 0), cold, 1e-9);
+    CHECK_NEAR(kvg_autoscale_startup_lead_mix(&m, md, 0.5, 0, KVG_AUTOSCALE_WARM), cold, 1e-9);
     /* 97% fast: the cold nodes hold 1.5% (< 5%), the warm ones too. */
     m.fast_share = 0.97;
-    CHECK_NEAR(kvg_autoscale_startup_lead_mix(&m, md, 0.5, 0), rest, 1e-9);
+    CHECK_NEAR(kvg_autoscale_startup_lead_mix(&m, md, 0.5, 0, KVG_AUTOSCALE_WARM), rest, 1e-9);
     /* Learned from what is seen, as live: five restores of 8 s. */
     for (int i = 0; i < 5; i++) kvg_autoscale_startup_observe(&m, md, KVG_AUTOSCALE_RESTORE, 8, -1);
-    CHECK_NEAR(kvg_autoscale_startup_lead_mix(&m, md, 0.5, 0), 8, 1e-9);
+    CHECK_NEAR(kvg_autoscale_startup_lead_mix(&m, md, 0.5, 0, KVG_AUTOSCALE_WARM), 8, 1e-9);
 }

@@ -45,7 +45,8 @@ TEST(fast_nodes_restore_within_the_ready_secs)
     setup(&f, 1.0, 0, 1.0);
     const char *md = f.o.startup_model;
     CHECK_NEAR(kvg_autoscale_startup_prior(&f.d.su, md, KVG_AUTOSCALE_RESTORE, 0.9), 30, 1e-6);
-    CHECK_NEAR(kvg_autoscale_startup_lead_mix(&f.d.su, md, f.o.cold_share, 0), 30, 1e-6);
+    CHECK_NEAR(kvg_autoscale_startup_lead_mix(&f.d.su, md, f.o.cold_share, 0, KVG_AUTOSCALE_WARM),
+               30, 1e-6);
     CHECK_INT(kvg__scale_reps_actuate(&f.P, &f.o, &f.d.su, &f.d.rng, 12, 100), 0);
     uint32_t ready, starting;
     kvg__scale_reps_count(&f.P, &ready, &starting);
@@ -60,7 +61,8 @@ TEST(fast_nodes_restore_within_the_ready_secs)
     }
     /* Ten starts seen: the lead is the learned p90, at most 30 s. */
     CHECK_INT(kvg_autoscale_startup_samples(&f.d.su, md, KVG_AUTOSCALE_RESTORE), 10);
-    double lead = kvg_autoscale_startup_lead_mix(&f.d.su, md, f.o.cold_share, 0);
+    double lead =
+        kvg_autoscale_startup_lead_mix(&f.d.su, md, f.o.cold_share, 0, KVG_AUTOSCALE_WARM);
     CHECK(lead > 0 && lead <= 30);
     teardown(&f);
 }
