@@ -121,25 +121,6 @@ static void infer_ready(struct kvg_autoscale_ctl *c, struct kvg_autoscale_pool *
     }
 }
 
-/* The pool's parked replicas and the longest wake one of them takes, when
- * the actuator knows its replicas (local); none otherwise (kubernetes
- * parks pods but does not list them here: its pools plan on the start's
- * lead, the longer, so they err toward early). */
-static void parked_of(const struct kvg_autoscale_ctl *c, const struct kvg_autoscale_pool *p,
-                      uint32_t *n, double *wake_s)
-{
-    *n = 0;
-    *wake_s = 0;
-    if (!c->act || !c->act->ops->replicas || !p->cfg.standby) return;
-    struct kvg_autoscale_replica reps[KVG_AUTOSCALE_LOCAL_MAX];
-    int nr = c->act->ops->replicas(c->act, &p->cfg, reps, KVG_AUTOSCALE_LOCAL_MAX);
-    for (int k = 0; k < nr; k++)
-        if (!strcmp(reps[k].state, "parked")) {
-            (*n)++;
-            if (reps[k].eta > *wake_s) *wake_s = reps[k].eta;
-        }
-}
-
 int kvg_autoscale_ctl_tick(struct kvg_autoscale_ctl *c, size_t i, struct kvg_autoscale_signals *s,
                            struct kvg_autoscale_decision *d)
 {
@@ -165,7 +146,6 @@ int kvg_autoscale_ctl_tick(struct kvg_autoscale_ctl *c, size_t i, struct kvg_aut
     }
     s->starting = p->nstart;
     s->starting_eta = p->eta;
-    parked_of(c, p, &s->parked, &s->wake_lead_s);
     int rc = kvg_autoscale_plan(p->pl, s, d);
     if (rc) {
         pthread_mutex_unlock(&c->mu);
@@ -222,7 +202,6 @@ static cJSON *signals_json(const struct kvg_autoscale_signals *s)
     if (!j) return NULL;
     add_num(j, "ready", s->ready);
     add_num(j, "starting", s->starting);
-    add_known(j, "wake_lead_s", s->parked ? s->wake_lead_s : -1); /* what the planner read */
     add_num(j, "draining", s->draining);
     add_num(j, "waiting", s->waiting);
     add_num(j, "running", s->running);

@@ -32,12 +32,6 @@ struct kvg_autoscale_signals {
      * are ready but inside their warm-up (empty prefix cache). */
     uint32_t ready, starting, draining, young;
     const double *starting_eta; /* expected ready time of each starting replica, may be NULL */
-    /* Replicas parked by the pool's standby (asleep, out of the router's
-     * pool) that a scale-up wakes before it starts a new one, and the
-     * seconds such a wake takes to ready (the start-up model's lead for the
-     * asleep1 class; <= 0 unknown). */
-    uint32_t parked;
-    double wake_lead_s;
     /* Engine signals, summed over ready replicas (vLLM's num_requests_waiting,
      * num_requests_running, kv_cache_usage_perc). */
     double waiting, running, kv_usage_sum;
@@ -96,16 +90,17 @@ struct kvg_autoscale_opts {
     uint32_t sla_period;                        /* seasonal_trend: intervals per season */
     /* kvgate */
     const struct kvg_autoscale_startup *startup; /* borrowed; NULL: the measured defaults */
-    double cold_share, fetch_share;              /* where new replicas land (the rest: `node`) */
-    enum kvg_autoscale_node node; /* the rest's start class: warm (the default), or asleep1,
-                                     asleep2, restore for a pool whose every new replica is
-                                     woken or restored (the pool's `node:`) */
-    double headroom;              /* 0.1: capacity kept above the forecast */
-    double down_util;             /* 0.8: remove one only if the rest stay under this */
-    double down_hold_s;           /* 300: ... for this long, and within the horizon */
-    double cold_cache_penalty;    /* 0.15: capacity a young replica lacks (empty cache) */
-    double slo_goal;              /* 0.99: the share of requests to keep within targets */
-    double zero_idle_s;           /* 600: no demand this long -> zero (min_replicas 0) */
+    /* Where new replicas land: cold_share and fetch_share of the nodes, the
+     * rest as `node` (warm by default; asleep1, asleep2 or restore for a pool
+     * whose every new replica is woken or restored: the pool's `node:`). */
+    enum kvg_autoscale_node node;
+    double cold_share, fetch_share; /* (see above) */
+    double headroom;                /* 0.1: capacity kept above the forecast */
+    double down_util;               /* 0.8: remove one only if the rest stay under this */
+    double down_hold_s;             /* 300: ... for this long, and within the horizon */
+    double cold_cache_penalty;      /* 0.15: capacity a young replica lacks (empty cache) */
+    double slo_goal;                /* 0.99: the share of requests to keep within targets */
+    double zero_idle_s;             /* 600: no demand this long -> zero (min_replicas 0) */
     double window_s; /* 300: the level's window; trend over 3x, "recent" 1/5 (planner_kvgate.c) */
     double burst_headroom; /* -1: learned for a prefill pool, none for the others; 0 none;
                               > 0 that margin (planner_kvgate.c, burst_margin()) */

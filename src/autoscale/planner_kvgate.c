@@ -338,18 +338,8 @@ static int kvgate_plan(struct kvg_autoscale_planner *p, const struct kvg_autosca
     /* The history is the uncorrected load: a correction that moves must not
      * read as a trend. */
     hist_put(q, s->now, raw);
-    /* Two lead times: parked replicas (standby) come back in a wake's time,
-     * new ones in a start's. What the start's horizon foresees must be asked
-     * for now only past what the parked ones can cover: within that, the
-     * wake's horizon is enough, and sizing on the start's would hold
-     * replicas for load still minutes away. */
     double lead = lead_time(q);
     double fc = q->corr * forecast(q, s->now, lead + interval);
-    if (s->parked > 0 && s->wake_lead_s > 0 && s->wake_lead_s < lead &&
-        fc * (1 + o->headroom) <= (double)(cur + s->parked)) {
-        lead = s->wake_lead_s;
-        fc = q->corr * forecast(q, s->now, lead + interval);
-    }
     d->horizon_s = lead + interval;
     d->forecast = fc;
     /* Reactive floor: the waiting prompt work drained by the replicas that

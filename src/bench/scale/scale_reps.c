@@ -235,10 +235,7 @@ void kvg__scale_reps_signals(const struct scale_reps *P, double t, double young_
             eta[ns++] = p->ready_at;
             continue;
         }
-        if (p->state == R_PARKED) { /* asleep: not in the router's pool */
-            s->parked++;
-            continue;
-        }
+        if (p->state == R_PARKED) continue; /* asleep: not in the router's pool */
         if (p->state == R_READY) {
             s->ready++;
             if (t - p->ready_at < young_s) s->young++;
@@ -252,10 +249,6 @@ void kvg__scale_reps_signals(const struct scale_reps *P, double t, double young_
     }
     s->starting = ns;
     s->starting_eta = eta;
-    /* What a wake takes, as the planner reads it live (ctl.c): the start-up
-     * model's lead for the class scale_reps_wake draws from. */
-    if (s->parked && P->su && P->model)
-        s->wake_lead_s = kvg_autoscale_startup_lead(P->su, P->model, KVG_AUTOSCALE_ASLEEP1);
 }
 
 void kvg__scale_reps_scrape(struct scale_reps *P)

@@ -155,3 +155,40 @@ TEST(ctl_dry_run_infers_nothing)
     CHECK_INT(ctl->pools[0].nstart, 0);
     kvg_autoscale_ctl_free(ctl);
 }
+
+/* A pool whose replicas all restore from a checkpoint plans on the restore
+ * class's lead (the planner's horizon), as GET /autoscale's lead shows;
+ * before, only cold and fetch reached the planner and it planned on a warm
+ * start's minutes. */
+TEST(ctl_pool_node_sets_the_planners_lead)
+{
+    const char *y = "interval_secs: 15\n"
+                    "actuator: external\n"
+                    "pools:\n"
+                    "  - name: r\n"
+                    "    model: qwen2.5-7b\n"
+                    "    planner: kvgate\n"
+                    "    node: restore\n"
+                    "  - name: w\n"
+                    "    model: qwen2.5-7b\n"
+                    "    planner: kvgate\n"
+                    "    node: warm\n";
+    struct kvg_autoscale_config c;
+    char err[256];
+    CHECK_INT(kvg_autoscale_config_parse(y, strlen(y), &c, err, sizeof err), 0);
+    struct kvg_autoscale_ctl *ctl;
+    CHECK_INT(kvg_autoscale_ctl_new(&c, &ctl, err, sizeof err), 0);
+    struct kvg_autoscale_startup m;
+    kvg_autoscale_startup_init(&m);
+    double restore = kvg_autoscale_startup_lead(&m, "qwen2.5-7b", KVG_AUTOSCALE_RESTORE);
+    double warm = kvg_autoscale_startup_lead(&m, "qwen2.5-7b", KVG_AUTOSCALE_WARM);
+    CHECK(restore < warm);
+    struct kvg_autoscale_signals s = sig(0, 1, 2);
+    struct kvg_autoscale_decision d;
+    CHECK_INT(kvg_autoscale_ctl_tick(ctl, 0, &s, &d), 0);
+    CHECK_NEAR(d.horizon_s, restore + 15, 1e-6);
+    s = sig(0, 1, 2);
+    CHECK_INT(kvg_autoscale_ctl_tick(ctl, 1, &s, &d), 0);
+    CHECK_NEAR(d.horizon_s, warm + 15, 1e-6);
+    kvg_autoscale_ctl_free(ctl);
+}
