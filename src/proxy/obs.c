@@ -276,6 +276,9 @@ void kvg__proxy_observe_end(struct proxy_req *pr, int status)
         int64_t n = u.found ? u.completion_tokens : (int64_t)relayed;
         if (n > 1) o.itl_s = (double)(pr->tok_last_ns - pr->tok_first_ns) / 1e9 / (double)(n - 1);
     }
+    /* A request no worker took (a 503 no_worker) is still a finished,
+     * failed one of the model asked, as the host's observer counts it. */
+    if (!pr->ms_set && px->m && px->m->slo_f && o.failed) kvg__proxy_obs_model(pr, NULL);
     const struct kvg__proxy_mseries *s = pr->ms_set ? &pr->ms : NULL;
     if (s && u.found) {
         if (s->tokens[0]) kvg_metrics_add(s->tokens[0], (double)u.prompt_tokens);

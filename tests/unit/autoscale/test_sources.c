@@ -4,6 +4,7 @@
  * Prometheus' histogram_quantile does. */
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -333,4 +334,87 @@ TEST(sources_model_key)
     CHECK(kvg_autoscale_config_parse(bad, strlen(bad), c, err, sizeof err) < 0);
     CHECK(strstr(err, "model") != NULL);
     free(c);
+}
+
+/* Recorded scrapes (tests/fixtures/metrics/kvgate_gateway_*.txt, their
+ * README says how): the text from $KVG_ROOT, else the current directory
+ * (the repo root under tests/run.sh). The caller frees it. */
+static char *recorded(int i, size_t *len)
+{
+    const char *root = getenv("KVG_ROOT");
+    char path[512];
+    snprintf(path, sizeof path, "%s/tests/fixtures/metrics/kvgate_gateway_%d.txt",
+             root ? root : ".", i);
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    char *t = malloc(1 << 20);
+    *len = t ? fread(t, 1, 1 << 20, f) : 0;
+    fclose(f);
+    return t;
+}
+
+static void read_model(int i, const char *model, struct kvg_autoscale_gw_read *r)
+{
+    size_t len = 0;
+    char *t = recorded(i, &len);
+    if (!t) kvg_test_fail(__FILE__, __LINE__, "cannot read kvgate_gateway_%d.txt", i);
+    kvg_autoscale_gw_parse(t, len, model, r);
+    free(t);
+}
+
+/* Between scrapes 1 and 2: model-a 3 streams (each over the 1 ms TTFT
+ * target) and a whole answer, model-b 2 whole answers, model-c 2 503s (its
+ * worker down); then the gateway restarted and model-a streamed once. */
+TEST(sources_slo_recorded)
+{
+    struct kvg_autoscale_gw_read a[4], b[4], c[4], all[4];
+    for (int i = 1; i <= 3; i++) {
+        read_model(i, "model-a", &a[i]);
+        read_model(i, "model-b", &b[i]);
+        read_model(i, "model-c", &c[i]);
+        read_model(i, NULL, &all[i]);
+    }
+    CHECK_NEAR(a[2].slo_target[0], 0.001, 1e-12);
+    CHECK_NEAR(a[2].slo_target[1], 0.05, 1e-12);
+    struct kvg_autoscale_slo_delta d;
+    CHECK_INT(kvg_autoscale_slo_delta(&a[2], &a[1], 0.001, 0.05, &d), 0);
+    CHECK_INT(d.exact, 1);
+    CHECK_NEAR(d.finished, 4, 0);
+    CHECK_NEAR(d.ttft, 3, 0);
+    CHECK_NEAR(d.itl, 0, 0);
+    CHECK_NEAR(d.either, 3, 0);
+    CHECK_INT(kvg_autoscale_slo_delta(&b[2], &b[1], 0.001, 0.05, &d), 0);
+    CHECK_NEAR(d.finished, 2, 0);
+    CHECK_NEAR(d.either, 0, 0);
+    CHECK_INT(kvg_autoscale_slo_delta(&c[2], &c[1], 0.001, 0.05, &d), 0);
+    CHECK_NEAR(d.finished, 2, 0); /* failed: over both */
+    CHECK_NEAR(d.ttft, 2, 0);
+    CHECK_NEAR(d.itl, 2, 0);
+    CHECK_INT(kvg_autoscale_slo_delta(&all[2], &all[1], 0.001, 0.05, &d), 0);
+    CHECK_NEAR(d.finished, 8, 0);
+    CHECK_NEAR(d.either, 5, 0);
+    /* The per-model answers, as the pool's arrivals. */
+    CHECK_NEAR(a[2].requests - a[1].requests, 4, 0);
+    CHECK_NEAR(c[2].failed - c[1].failed, 2, 0);
+    CHECK_NEAR(all[2].requests - all[1].requests, 8, 0);
+    /* Other targets: the TTFT share from the histogram. Its growth: one
+     * stream in each of (0.01, 0.0141], (0.0141, 0.02], (0.02, 0.0283]. */
+    CHECK_INT(kvg_autoscale_slo_delta(&a[2], &a[1], 0.001, 0.1, &d), 0);
+    CHECK_INT(d.exact, 0);
+    CHECK_NEAR(d.finished, 4, 0);
+    CHECK_NEAR(d.ttft, 3, 1e-12);
+    CHECK_INT(kvg_autoscale_slo_delta(&a[2], &a[1], 0.017, 0.1, &d), 0);
+    CHECK_NEAR(d.ttft, (0.02 - 0.017) / (0.02 - 0.014142135623730952) + 1, 1e-9);
+    /* The restart: counters below their last values count from zero. */
+    CHECK_INT(kvg_autoscale_slo_delta(&a[3], &a[2], 0.001, 0.05, &d), 0);
+    CHECK_NEAR(d.finished, 1, 0);
+    CHECK_NEAR(d.ttft, 1, 0);
+    CHECK_INT(kvg_autoscale_slo_delta(&c[3], &c[2], 0.001, 0.05, &d), 0);
+    CHECK_NEAR(d.finished, 0, 0);
+    /* A model the gateway does not serve: nothing of it. */
+    struct kvg_autoscale_gw_read z1, z2;
+    read_model(1, "model-z", &z1);
+    read_model(2, "model-z", &z2);
+    CHECK_INT(z2.model_seen, 0);
+    CHECK_INT(kvg_autoscale_slo_delta(&z2, &z1, 0.001, 0.05, &d), -ENOENT);
 }
