@@ -12,7 +12,8 @@
 # each) and counts finished requests against --slo-ttft-secs /
 # --slo-itl-secs; a dry-run daemon's pools of model-a and model-b read
 # their model's series alone and show measured SLO-miss shares, a pool of
-# the whole gateway with other targets the TTFT share alone.
+# the whole gateway with other targets the TTFT share alone, a pool of a
+# model the gateway does not serve nothing (and GET /autoscale says why).
 source "$(dirname "$0")/lib.sh"
 FIX="$KVG_ROOT/tests/fixtures/k8s"
 INTERVAL=1 TTL_MS=3000
@@ -108,12 +109,13 @@ pools:
   - {name: pa, model: model-a, planner: queue, ttft_secs: 0.001, itl_secs: 30, signal_window_secs: 60, engines: [http://127.0.0.1:$SIM]}
   - {name: pb, model: model-b, planner: queue, ttft_secs: 0.001, itl_secs: 30, signal_window_secs: 60, engines: [http://127.0.0.1:$SIM2]}
   - {name: pall, planner: queue, signal_window_secs: 60}
+  - {name: pz, model: model-z, planner: queue}
 YAML
 SP=$(free_port)
 "$KVG_BIN" autoscale --config "$TMP/slo.yaml" --dry-run --port "$SP" --host 127.0.0.1 >"$TMP/as-S.out" 2>"$TMP/as-S.log" &
 PIDS+=($!) PID_S=$!
 slo() { curl -s -m 2 "http://127.0.0.1:$SP/autoscale" >"$TMP/s.json" && json_get "$TMP/s.json" "$1"; }
-readies() { [ "$(slo "[p['signals']['ready'] for p in j['pools']]")" = "[1, 1, 0]" ]; }
+readies() { [ "$(slo "[p['signals']['ready'] for p in j['pools']]")" = "[1, 1, 0, 0]" ]; }
 # Its first tick has read the gateway (the counters' base) once the engines are seen.
 check "the per-model daemon reads its sources" until_true "$(scaled 5)" readies
 for i in 1 2 3; do # model-a streamed (each misses TTFT), model-b whole answers (no TTFT: none missed)
@@ -129,8 +131,9 @@ check "pb (model-b's series): whole answers miss nothing: (0, 0, 0)" [ "$(slo "$
 check "pall (every model, targets not the gateway's): the TTFT share from the histogram, the rest null" \
   [ "$(slo "$(shares pall)")" = "(None, 0, None)" ]
 check "each pool reads its own model's prompts (pa's ISL over pb's); the whole gateway's arrivals are their sum" \
-  [ "$(json_get "$TMP/s.json" "(lambda a, b, w: a['isl'] > b['isl'] and abs(w['arrival_rate'] - a['arrival_rate'] - b['arrival_rate']) < 1e-9)(*[p['signals'] for p in j['pools']])")" = True ]
-check "no source error" [ "$(slo "j['sources_error']")" = None ]
+  [ "$(json_get "$TMP/s.json" "(lambda a, b, w: a['isl'] > b['isl'] and abs(w['arrival_rate'] - a['arrival_rate'] - b['arrival_rate']) < 1e-9)(*[p['signals'] for p in j['pools']][:3])")" = True ]
+check "pz (a model the gateway does not serve): said so, nothing measured" \
+  [ "$(slo "(\"model 'model-z' is in no series\" in j['sources_error'], $(shares pz), [p for p in j['pools'] if p['name'] == 'pz'][0]['signals']['arrival_rate'])")" = "(True, (None, None, None), 0)" ]
 curl -s -m 2 "http://127.0.0.1:$GW/metrics" >"$TMP/gw.txt"
 check "the gateway's SLO series pass promtool" bash -c "promtool check metrics <'$TMP/gw.txt' >/dev/null 2>&1"
 check "  ... model-a's 3 streams as ttft_missed" grep -q '^kvgate_slo_requests_total{model="model-a",result="ttft_missed"} 3$' "$TMP/gw.txt"
