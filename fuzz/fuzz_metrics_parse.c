@@ -1,6 +1,9 @@
-/* libFuzzer target for the engine metrics parser (src/metrics/parse.c) and
- * the load normaliser built on it (src/metrics/load.c): both read /metrics
- * bodies from engines, which are outside bytes. The input is copied into an
+/* libFuzzer target for the engine metrics parser (src/metrics/parse.c),
+ * the load normaliser built on it (src/metrics/load.c) and kvgate
+ * autoscale's reading of a gateway's /metrics (src/autoscale/sources.c:
+ * every model's and one model's series, the SLO growth between two reads):
+ * all read /metrics bodies from engines and gateways, which are outside
+ * bytes. The input is copied into an
  * exactly sized heap buffer so ASan flags any read past the end; the parser
  * is driven past errors too, since callers may skip bad lines. Checks the
  * invariants a caller relies on: bounded label counts, views inside the
@@ -10,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "autoscale/sources.h"
 #include "base/err.h"
 #include "metrics/load.h"
 #include "metrics/parse.h"
@@ -55,6 +59,28 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (((l.known & KVG_METRICS_HAS_KV_USAGE) != 0) == isnan(l.kv_usage)) abort();
     if ((l.known & KVG_METRICS_HAS_KV_USAGE) && !(l.kv_usage >= 0 && l.kv_usage <= 1)) abort();
     if ((l.known & KVG_METRICS_HAS_WAITING) && !(l.waiting >= 0)) abort();
+
+    /* The gateway reading: the text as two reads (its halves), each for
+     * every model and for model "a"; their SLO growth judged. */
+    static struct kvg_autoscale_gw_read r[2][2];
+    size_t half = size / 2;
+    for (int m = 0; m < 2; m++) {
+        kvg_autoscale_gw_parse(text, half, m ? "a" : NULL, &r[m][0]);
+        kvg_autoscale_gw_parse(text + half, size - half, m ? "a" : NULL, &r[m][1]);
+        for (int k = 0; k < 2; k++) {
+            const struct kvg_autoscale_gw_read *g = &r[m][k];
+            if (g->ttft.n > KVG_AUTOSCALE_HIST_BUCKETS || g->itl.n > KVG_AUTOSCALE_HIST_BUCKETS)
+                abort();
+            if (!(g->requests >= 0) || !(g->queued >= 0) || (m && g->queued != 0)) abort();
+            if (!g->ttft.bad)
+                for (size_t i = 1; i < g->ttft.n; i++)
+                    if (!(g->ttft.le[i] > g->ttft.le[i - 1])) abort();
+        }
+        struct kvg_autoscale_slo_delta d;
+        if (!kvg_autoscale_slo_delta(&r[m][1], &r[m][0], 1, 0.05, &d) &&
+            (d.finished < 0 || d.ttft < 0 || d.itl < 0 || d.either < 0 || d.ttft > d.finished))
+            abort();
+    }
     free(text);
     return 0;
 }

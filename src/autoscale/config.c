@@ -15,7 +15,8 @@
  *   dry_run: false            # plan and report, act on nothing
  *   pools:
  *     - name: qwen            # the pool's name in /autoscale and the gauges
- *       model: qwen2.5-32b    # the start-up model's key (serve's models:: the model it scales)
+ *       model: qwen2.5-32b    # the start-up model's key; serve's models: and kvgate
+ *                             # autoscale: the served model it scales (its series)
  *       role: aggregated      # aggregated | prefill | decode
  *       planner: kvgate       # static | queue | sla | kvgate
  *       min_replicas: 1
@@ -98,6 +99,21 @@ static int url_item(void *obj, const struct kvg_opt *o, const char *u, size_t in
     size_t ul = strlen(u);
     while (ul > 7 && u[ul - 1] == '/') ul--; /* paths are appended */
     snprintf(dst[(*count)++], 128, "%.*s", (int)ul, u);
+    return 0;
+}
+
+/* model: into opts.model, noting that it was given. */
+static int model_key(void *obj, const struct kvg_opt *o, const char *v, size_t index, char *err,
+                     size_t errlen)
+{
+    (void)o;
+    (void)index;
+    struct kvg_autoscale_pool_cfg *p = obj;
+    if (!v[0] || strlen(v) >= sizeof p->opts.model)
+        return kvg_err_set(err, errlen, KVG_ECONFIG, "model: 1..%zu bytes",
+                           sizeof p->opts.model - 1);
+    snprintf(p->opts.model, sizeof p->opts.model, "%s", v);
+    p->model_given = 1;
     return 0;
 }
 
@@ -228,7 +244,9 @@ static const struct kvg_opt target_keys[] = {
     }
 static const struct kvg_opt pool_keys[] = {
     {"name", NULL, KVG_OPT_STR, PO(name), PS(name), .help = "the pool's name"},
-    {"model", NULL, KVG_OPT_STR, PO(opts.model), PS(opts.model), .help = "start-up model key"},
+    {"model", NULL, KVG_OPT_CUSTOM, 0, .parse = model_key,
+     .help = "the model it scales (start-up model key; serve's models: and kvgate autoscale: the "
+             "served model it reads)"},
     {"planner", NULL, KVG_OPT_STR, PO(planner), PS(planner), .help = "static|queue|sla|kvgate"},
     {"queue_preset", NULL, KVG_OPT_STR, PO(opts.queue_preset), PS(opts.queue_preset),
      .help = "llm-d|waiting"},

@@ -84,8 +84,10 @@ struct kvg_autoscale_pool_cfg {
      * alias resolved) here, and reads that model's workers alone for it.
      * "": the pool reads the whole gateway (opts.model is then only the
      * start-up model's key). {model} in the local command is this, else
-     * opts.model. */
+     * opts.model. kvgate autoscale puts a given model: here as it is: the
+     * model label of the gateways' series it reads (sources.h). */
     char serves[256];
+    int model_given; /* the file gave model: (else opts.model is the default's) */
 };
 
 /* The API server (actuator: kubernetes). Empty fields take the in-cluster

@@ -43,6 +43,7 @@ struct daemon {
     struct kvg_autoscale_sources src;
     int src_ok;
     struct kvg_autoscale_signals sigs[KVG_AUTOSCALE_MAX_POOLS]; /* the tick thread's */
+    char src_error[256]; /* the sources' last error, copied under mu ("" none) */
     char id[128];
     double t0; /* kvg_now_s() at start: ticks' times count from it */
     uv_loop_t loop;
@@ -125,6 +126,11 @@ static void tick(struct daemon *d)
     if (d->lease) kvg_autoscale_ctl_set_standby(d->ctl, !leader);
     struct kvg_autoscale_signals *sigs = d->sigs;
     kvg_autoscale_sources_read(&d->src, &d->cfg, now, sigs);
+    pthread_mutex_lock(&d->mu);
+    int changed = strcmp(d->src_error, d->src.error) != 0;
+    if (changed) snprintf(d->src_error, sizeof d->src_error, "%s", d->src.error);
+    pthread_mutex_unlock(&d->mu);
+    if (changed && d->src.error[0]) KVG_WARN("autoscale: sources: %s", d->src.error);
     for (size_t i = 0; i < d->ctl->npools; i++) {
         struct kvg_autoscale_decision dec;
         int rc = kvg_autoscale_ctl_tick(d->ctl, i, &sigs[i], &dec);
@@ -186,6 +192,10 @@ static char *status_json(struct daemon *d)
     size_t i = 0;
     cJSON *p;
     pthread_mutex_lock(&d->mu);
+    if (d->src_error[0])
+        cJSON_AddStringToObject(root, "sources_error", d->src_error);
+    else
+        cJSON_AddNullToObject(root, "sources_error");
     cJSON_ArrayForEach(p, pools)
     {
         if (i >= d->ctl->npools) break;
@@ -339,6 +349,11 @@ static int setup(struct daemon *d, const char *path, int dry, const char *id, co
     if ((rc = kvg_autoscale_config_load(path, &d->cfg, err, errlen))) return rc;
     if (dry) d->cfg.dry_run = 1;
     if (!d->cfg.npools) return kvg_err_set(err, errlen, KVG_ECONFIG, "%s: no pools", path);
+    /* A pool with a model: reads that model's series alone (sources.h). */
+    for (size_t i = 0; i < d->cfg.npools; i++) {
+        struct kvg_autoscale_pool_cfg *pc = &d->cfg.pools[i];
+        if (pc->model_given) snprintf(pc->serves, sizeof pc->serves, "%s", pc->opts.model);
+    }
     if (!strcmp(d->cfg.actuator, "local"))
         return kvg_err_set(err, errlen, KVG_ECONFIG,
                            "%s: actuator local runs embedded (kvgate serve --autoscale FILE): it "

@@ -188,6 +188,7 @@ void kvg_autoscale_obs_window(struct kvg_autoscale_obs *o, double tick_s, double
     s->osl = sum.done_n > 0 ? sum.done_out / sum.done_n : -1;
     s->cache_hit = sum.prefilled > 0 ? sum.cached / sum.prefilled : -1;
     s->slo_miss = sum.finished > 0 ? sum.missed / sum.finished : -1;
+    s->slo_miss_ttft = s->slo_miss_itl = -1; /* the sums do not split a miss by target */
     ring_window(&o->ttft, o->scratch, s->now - w, &s->ttft_mean, &s->ttft_p90);
     ring_window(&o->itl, o->scratch, s->now - w, &s->itl_mean, &s->itl_p90);
 }

@@ -38,13 +38,17 @@ int kvg_autoscale_sources_init(struct kvg_autoscale_sources *s,
             s->engines[i][k].connect_timeout_ms = timeout_ms;
     for (size_t k = 0; k < s->ngw; k++) s->gw[k].api.connect_timeout_ms = timeout_ms;
     if (rc) return rc;
-    s->ttft = calloc(1, sizeof *s->ttft);
-    s->itl = calloc(1, sizeof *s->itl);
-    if (!s->ttft || !s->itl) rc = -ENOMEM;
     /* Each pool's window spans what its planner reads, in ticks. */
     double tick = c->interval_s > 0 ? c->interval_s : 1;
     for (size_t i = 0; !rc && i < c->npools; i++) {
         const struct kvg_autoscale_pool_cfg *pc = &c->pools[i];
+        s->ttft[i] = calloc(1, sizeof *s->ttft[i]);
+        s->itl[i] = calloc(1, sizeof *s->itl[i]);
+        s->slo[i] = calloc(1, sizeof *s->slo[i]);
+        if (!s->ttft[i] || !s->itl[i] || !s->slo[i]) {
+            rc = -ENOMEM;
+            break;
+        }
         double nb = ceil(span_of(pc) / tick) + 2;
         rc = kvg_autoscale_obs_new(
             nb < KVG_AUTOSCALE_LAT_TICKS ? (size_t)nb : KVG_AUTOSCALE_LAT_TICKS, 1, &s->obs[i]);
@@ -59,9 +63,12 @@ void kvg_autoscale_sources_free(struct kvg_autoscale_sources *s,
     for (size_t i = 0; i < c->npools; i++)
         for (size_t k = 0; k < c->pools[i].nengines; k++) kvg_https_free(&s->engines[i][k]);
     for (size_t k = 0; k < s->ngw; k++) kvg_https_free(&s->gw[k].api);
-    for (size_t i = 0; i < KVG_AUTOSCALE_MAX_POOLS; i++) kvg_autoscale_obs_free(s->obs[i]);
-    free(s->ttft);
-    free(s->itl);
+    for (size_t i = 0; i < KVG_AUTOSCALE_MAX_POOLS; i++) {
+        kvg_autoscale_obs_free(s->obs[i]);
+        free(s->ttft[i]);
+        free(s->itl[i]);
+        free(s->slo[i]);
+    }
 }
 
 /* GET path: the status, and the body when want_body (caller frees). */
@@ -145,25 +152,64 @@ static int hist_take(struct kvg_autoscale_hist *h, const char *base,
     return 1;
 }
 
-void kvg_autoscale_gw_parse(const char *body, size_t len, struct kvg_autoscale_gw_read *r)
+/* An answer by its status class into r. */
+static void answer(struct kvg_autoscale_gw_read *r, const struct kvg_str *cls, double v)
+{
+    r->requests += v;
+    if (cls && kvg_str_eq(*cls, "2xx")) r->ok += v;
+    if (cls && kvg_str_eq(*cls, "5xx")) r->failed += v;
+}
+
+/* m's result label as kvgate_slo_requests_total's, or -1. */
+static int slo_result(const struct kvg_metrics_sample *m)
+{
+    static const char *const names[KVG_AUTOSCALE_SLO_N] = {"met", "ttft_missed", "itl_missed",
+                                                           "both_missed", "failed"};
+    const struct kvg_str *v = kvg_metrics_sample_label(m, "result");
+    for (int i = 0; v && i < KVG_AUTOSCALE_SLO_N; i++)
+        if (kvg_str_eq(*v, names[i])) return i;
+    return -1;
+}
+
+void kvg_autoscale_gw_parse(const char *body, size_t len, const char *model,
+                            struct kvg_autoscale_gw_read *r)
 {
     memset(r, 0, sizeof *r);
+    int by_model = model && model[0];
     static const char *const kinds[3] = {"prompt", "cached", "completion"};
     struct kvg_metrics_parser ps;
     struct kvg_metrics_sample m;
     kvg_metrics_parser_init(&ps, body, len);
     int rc;
     while ((rc = kvg_metrics_parser_next(&ps, &m)) != 0) {
-        if (rc < 0) continue; /* a bad line: skip it, keep the rest */
-        if (kvg_str_eq(m.name, "kvgate_requests_total")) {
-            r->requests += m.value;
-            const struct kvg_str *code = kvg_metrics_sample_label(&m, "code");
-            if (code && kvg_str_eq(*code, "2xx")) r->ok += m.value;
+        if (rc < 0) continue;                            /* a bad line: skip it, keep the rest */
+        if (!(m.value >= 0) || isinf(m.value)) continue; /* no series read here can be */
+        if (kvg_str_eq(m.name, "kvgate_slo_target_seconds")) { /* the gateway's, every model's */
+            const struct kvg_str *l = kvg_metrics_sample_label(&m, "latency");
+            if (l && (kvg_str_eq(*l, "ttft") || kvg_str_eq(*l, "itl")) && m.value > 0)
+                r->slo_target[kvg_str_eq(*l, "itl")] = m.value;
+            continue;
+        }
+        if (by_model) { /* the series labelled with another model, or none, are not the pool's */
+            const struct kvg_str *ml = kvg_metrics_sample_label(&m, "model");
+            if (!ml || !kvg_str_eq(*ml, model)) continue;
+            r->model_seen = 1;
+        }
+        if (!by_model && kvg_str_eq(m.name, "kvgate_requests_total")) {
+            answer(r, kvg_metrics_sample_label(&m, "code"), m.value);
+        } else if (by_model && kvg_str_eq(m.name, "kvgate_model_requests_total")) {
+            answer(r, kvg_metrics_sample_label(&m, "class"), m.value);
+        } else if (kvg_str_eq(m.name, "kvgate_slo_requests_total")) {
+            int k = slo_result(&m);
+            if (k >= 0) {
+                r->slo[k] += m.value;
+                r->has_slo = 1;
+            }
         } else if (kvg_str_eq(m.name, "kvgate_tokens_total")) {
             const struct kvg_str *kind = kvg_metrics_sample_label(&m, "kind");
             for (int k = 0; kind && k < 3; k++)
                 if (kvg_str_eq(*kind, kinds[k])) r->tokens[k] += m.value;
-        } else if (kvg_str_eq(m.name, "kvgate_admission_queue_waiting")) {
+        } else if (!by_model && kvg_str_eq(m.name, "kvgate_admission_queue_waiting")) {
             r->queued += m.value;
         } else if (!hist_take(&r->ttft, "kvgate_time_to_first_token_seconds", &m)) {
             hist_take(&r->itl, "kvgate_inter_token_latency_seconds", &m);
@@ -204,22 +250,101 @@ double kvg_autoscale_hist_quantile(const double *counts, const double *le, size_
     return isnan(v) ? -1 : v;
 }
 
-/* The gateway's counters now: 0, or -1 when it did not answer. */
-static int read_gateway(struct kvg_autoscale_sources *s, struct kvg_autoscale_gateway *g,
-                        struct kvg_autoscale_gw_read *r)
+double kvg_autoscale_hist_over(const double *counts, const double *le, size_t n, double x)
 {
-    char *body;
-    size_t len;
-    if (fetch(s, &g->api, "/metrics", 1, &body, &len) != 200 || !body) return -1;
-    kvg_autoscale_gw_parse(body, len, r);
-    free(body);
-    return 0;
+    double over = 0, lo = 0;
+    for (size_t i = 0; i < n; i++) {
+        double hi = le[i], c = counts[i];
+        if (x <= lo)
+            over += c;
+        else if (x < hi)
+            over += isinf(hi) ? c : c * (hi - x) / (hi - lo);
+        lo = hi;
+    }
+    return over;
 }
 
 /* A counter's growth since the last read (a restart starts it over). */
 static double delta(double now, double before)
 {
     return now >= before ? now - before : now;
+}
+
+/* The gateway says target t for what the pool calls want (as printed:
+ * a relative 1e-6). */
+static int same_target(double t, double want)
+{
+    return t > 0 && fabs(t - want) <= 1e-6 * want;
+}
+
+int kvg_autoscale_slo_delta(const struct kvg_autoscale_gw_read *now,
+                            const struct kvg_autoscale_gw_read *before, double ttft_s, double itl_s,
+                            struct kvg_autoscale_slo_delta *d)
+{
+    memset(d, 0, sizeof *d);
+    if (now->has_slo && same_target(now->slo_target[0], ttft_s) &&
+        same_target(now->slo_target[1], itl_s)) {
+        /* One restart resets every result: any below its last value (or
+         * the series new) is a gateway counting from zero again. */
+        int fresh = !before->has_slo;
+        for (int k = 0; k < KVG_AUTOSCALE_SLO_N; k++) fresh |= now->slo[k] < before->slo[k];
+        double g[KVG_AUTOSCALE_SLO_N];
+        for (int k = 0; k < KVG_AUTOSCALE_SLO_N; k++)
+            g[k] = now->slo[k] - (fresh ? 0 : before->slo[k]);
+        double failed = g[KVG_AUTOSCALE_SLO_FAILED], both = g[KVG_AUTOSCALE_SLO_BOTH];
+        d->finished = g[0] + g[1] + g[2] + both + failed;
+        d->ttft = g[KVG_AUTOSCALE_SLO_TTFT] + both + failed;
+        d->itl = g[KVG_AUTOSCALE_SLO_ITL] + both + failed;
+        d->either = d->finished - g[KVG_AUTOSCALE_SLO_MET];
+        d->exact = 1;
+        return 0;
+    }
+    if (!now->ttft.n) return -ENOENT;
+    double c[KVG_AUTOSCALE_HIST_BUCKETS] = {0}, sum = 0, count = 0;
+    int rc = kvg_autoscale_hist_delta(&now->ttft, &before->ttft, c, &sum, &count);
+    if (rc) return rc;
+    double failed = delta(now->failed, before->failed);
+    d->finished = delta(now->ok, before->ok) + failed;
+    /* A stream that failed after its first token is in both: at most all. */
+    d->ttft = kvg_autoscale_hist_over(c, now->ttft.le, now->ttft.n, ttft_s) + failed;
+    if (d->ttft > d->finished) d->ttft = d->finished;
+    return 0;
+}
+
+void kvg_autoscale_slo_add(struct kvg_autoscale_slo_ring *R,
+                           const struct kvg_autoscale_slo_delta *d)
+{
+    size_t t = R->cur % KVG_AUTOSCALE_LAT_TICKS;
+    R->t[t].finished += d->finished;
+    R->t[t].ttft += d->ttft;
+    R->t[t].itl += d->itl;
+    R->t[t].either += d->either;
+    if (!d->exact) R->t[t].inexact += d->finished;
+}
+
+void kvg_autoscale_slo_next(struct kvg_autoscale_slo_ring *R)
+{
+    size_t t = ++R->cur % KVG_AUTOSCALE_LAT_TICKS;
+    memset(&R->t[t], 0, sizeof R->t[t]);
+}
+
+void kvg_autoscale_slo_window(const struct kvg_autoscale_slo_ring *R, size_t nb, double *either,
+                              double *ttft, double *itl)
+{
+    double fin = 0, mt = 0, mi = 0, me = 0, inexact = 0;
+    if (nb > R->cur) nb = R->cur;
+    if (nb > KVG_AUTOSCALE_LAT_TICKS - 1) nb = KVG_AUTOSCALE_LAT_TICKS - 1;
+    for (size_t j = 1; j <= nb; j++) {
+        size_t t = (R->cur - j) % KVG_AUTOSCALE_LAT_TICKS;
+        fin += R->t[t].finished;
+        mt += R->t[t].ttft;
+        mi += R->t[t].itl;
+        me += R->t[t].either;
+        inexact += R->t[t].inexact;
+    }
+    *ttft = fin > 0 ? mt / fin : -1;
+    *itl = fin > 0 && !(inexact > 0) ? mi / fin : -1;
+    *either = fin > 0 && !(inexact > 0) ? me / fin : -1;
 }
 
 /* Gateway h's growth over before into the ring's filling tick (the first
@@ -260,55 +385,95 @@ static void lat_window(const struct kvg_autoscale_lat_ring *L, size_t nb, double
     *p90 = count > 0 ? kvg_autoscale_hist_quantile(c, L->le, L->n, 0.9) : -1;
 }
 
+/* Gateway g's read r (pool i's) grows into the pool's sums, latencies
+ * and SLO outcomes, when g was read before. */
+static void gw_add(struct kvg_autoscale_sources *s, const struct kvg_autoscale_pool_cfg *pc,
+                   size_t i, const struct kvg_autoscale_gateway *g,
+                   const struct kvg_autoscale_gw_read *r, struct kvg_autoscale_obs_sums *sum,
+                   double *ok, double tok[3])
+{
+    const struct kvg_autoscale_gw_read *b = &g->last[i];
+    sum->arrivals += delta(r->requests, b->requests);
+    *ok += delta(r->ok, b->ok);
+    for (int k = 0; k < 3; k++) tok[k] += delta(r->tokens[k], b->tokens[k]);
+    lat_add(s->ttft[i], &r->ttft, &b->ttft);
+    lat_add(s->itl[i], &r->itl, &b->itl);
+    struct kvg_autoscale_slo_delta d;
+    if (!kvg_autoscale_slo_delta(r, b, pc->opts.ttft_target_s, pc->opts.itl_target_s, &d))
+        kvg_autoscale_slo_add(s->slo[i], &d);
+}
+
+/* The tick's sums into the pool's window and its signals out of it. */
+static void pool_signals(struct kvg_autoscale_sources *s, const struct kvg_autoscale_config *c,
+                         size_t i, struct kvg_autoscale_obs_sums *sum, double ok,
+                         const double tok[3], struct kvg_autoscale_signals *sg)
+{
+    const struct kvg_autoscale_pool_cfg *pc = &c->pools[i];
+    sum->out_tokens = tok[2];
+    if (tok[0] > 0 || tok[2] > 0) { /* the gateways read usage: lengths per 2xx answer */
+        sum->done_n = ok;
+        sum->done_prompt = tok[0];
+        sum->done_out = tok[2];
+    }
+    if (tok[1] > 0) { /* an engine that never says its cache is not a 0% hit */
+        sum->cached = tok[1];
+        sum->prefilled = tok[0];
+    }
+    lat_next(s->ttft[i]);
+    lat_next(s->itl[i]);
+    kvg_autoscale_slo_next(s->slo[i]);
+    double tick = c->interval_s > 0 ? c->interval_s : 1;
+    kvg_autoscale_obs_add(s->obs[i], sum);
+    kvg_autoscale_obs_next(s->obs[i]);
+    double span = span_of(pc);
+    kvg_autoscale_obs_window(s->obs[i], tick, span, sg);
+    size_t nb = (size_t)ceil(span / tick);
+    lat_window(s->ttft[i], nb, &sg->ttft_mean, &sg->ttft_p90);
+    lat_window(s->itl[i], nb, &sg->itl_mean, &sg->itl_p90);
+    kvg_autoscale_slo_window(s->slo[i], nb, &sg->slo_miss, &sg->slo_miss_ttft, &sg->slo_miss_itl);
+}
+
 void kvg_autoscale_sources_read(struct kvg_autoscale_sources *s,
                                 const struct kvg_autoscale_config *c, double now,
                                 struct kvg_autoscale_signals *sigs)
 {
     s->error[0] = 0;
-    /* The tick's growth over every gateway that answered twice. */
-    struct kvg_autoscale_obs_sums sum = {0};
-    double tok[3] = {0}, ok = 0, queued = 0;
+    /* The tick's growth over every gateway that answered twice, per pool
+     * (each reads its model's series, or all). */
+    struct kvg_autoscale_obs_sums sums[KVG_AUTOSCALE_MAX_POOLS] = {0};
+    double tok[KVG_AUTOSCALE_MAX_POOLS][3] = {{0}}, ok[KVG_AUTOSCALE_MAX_POOLS] = {0};
+    double queued[KVG_AUTOSCALE_MAX_POOLS] = {0};
+    int seen[KVG_AUTOSCALE_MAX_POOLS] = {0}, answered = 0;
     for (size_t k = 0; k < s->ngw; k++) {
         struct kvg_autoscale_gateway *g = &s->gw[k];
-        struct kvg_autoscale_gw_read r;
-        if (read_gateway(s, g, &r)) continue;
-        if (g->seen) {
-            sum.arrivals += delta(r.requests, g->last.requests);
-            ok += delta(r.ok, g->last.ok);
-            for (int i = 0; i < 3; i++) tok[i] += delta(r.tokens[i], g->last.tokens[i]);
-            lat_add(s->ttft, &r.ttft, &g->last.ttft);
-            lat_add(s->itl, &r.itl, &g->last.itl);
+        char *body;
+        size_t len;
+        if (fetch(s, &g->api, "/metrics", 1, &body, &len) != 200 || !body) continue;
+        answered = 1;
+        for (size_t i = 0; i < c->npools; i++) {
+            const struct kvg_autoscale_pool_cfg *pc = &c->pools[i];
+            struct kvg_autoscale_gw_read r;
+            kvg_autoscale_gw_parse(body, len, pc->serves, &r);
+            if (g->seen) gw_add(s, pc, i, g, &r, &sums[i], &ok[i], tok[i]);
+            queued[i] += r.queued;
+            seen[i] |= r.model_seen;
+            g->last[i] = r;
         }
-        queued += r.queued;
         g->seen = 1;
-        g->last = r;
+        free(body);
     }
-    sum.out_tokens = tok[2];
-    if (tok[0] > 0 || tok[2] > 0) { /* the gateways read usage: lengths per 2xx answer */
-        sum.done_n = ok;
-        sum.done_prompt = tok[0];
-        sum.done_out = tok[2];
-    }
-    if (tok[1] > 0) { /* an engine that never says its cache is not a 0% hit */
-        sum.cached = tok[1];
-        sum.prefilled = tok[0];
-    }
-    lat_next(s->ttft);
-    lat_next(s->itl);
-    double tick = c->interval_s > 0 ? c->interval_s : 1;
     for (size_t i = 0; i < c->npools; i++) {
         const struct kvg_autoscale_pool_cfg *pc = &c->pools[i];
         struct kvg_autoscale_signals *sg = &sigs[i];
         memset(sg, 0, sizeof *sg);
         sg->now = now;
         for (size_t k = 0; k < pc->nengines; k++) read_engine(s, &s->engines[i][k], sg);
-        sg->queued = queued;
-        kvg_autoscale_obs_add(s->obs[i], &sum);
-        kvg_autoscale_obs_next(s->obs[i]);
-        double span = span_of(pc);
-        kvg_autoscale_obs_window(s->obs[i], tick, span, sg);
-        size_t nb = (size_t)ceil(span / tick);
-        lat_window(s->ttft, nb, &sg->ttft_mean, &sg->ttft_p90);
-        lat_window(s->itl, nb, &sg->itl_mean, &sg->itl_p90);
+        sg->queued = queued[i];
+        pool_signals(s, c, i, &sums[i], ok[i], tok[i], sg);
+        if (answered && pc->serves[0] && !seen[i] && !s->error[0])
+            snprintf(s->error, sizeof s->error,
+                     "pool %.40s: model '%.40s' is in no series of the gateways' /metrics (model: "
+                     "names the served model as their model label does; none served it yet?)",
+                     pc->name, pc->serves);
     }
 }

@@ -35,6 +35,13 @@ struct kvg__proxy_mcache {
 };
 
 static const char *const kinds[3] = {"prompt", "cached", "completion"};
+static const char *const slo_results[KVG_PROXY_SLO_RESULTS] = {"met", "ttft_missed", "itl_missed",
+                                                               "both_missed", "failed"};
+
+const char *kvg_proxy_slo_label(int i)
+{
+    return i >= 0 && i < KVG_PROXY_SLO_RESULTS ? slo_results[i] : "";
+}
 
 /* The series of (model, tenant) from the families. A handle is released
  * at once: the family keeps every series it made (none is removed), so
@@ -69,6 +76,12 @@ static int take_series(const struct kvg_proxy_metrics *m, const char *model, con
         out->requests[c] = s;
         kvg_metrics_series_release(s);
     }
+    for (int r = 0; r < KVG_PROXY_SLO_RESULTS && m->slo_f; r++) {
+        const char *v[2] = {model, slo_results[r]};
+        if ((rc = kvg_metrics_series(m->slo_f, v, 2, &s))) return rc;
+        out->slo[r] = s;
+        kvg_metrics_series_release(s);
+    }
     return 0;
 }
 
@@ -98,7 +111,9 @@ void kvg__proxy_obs_model(struct proxy_req *pr, struct kvg_worker *w)
     struct kvg_proxy_loop *pl = pr->pl;
     const struct kvg_proxy *px = pl->px;
     const struct kvg_proxy_metrics *m = px->m;
-    if (pr->ms_set || !m || (!m->tokens_f && !m->ttft_f && !m->itl_f && !m->mrequests_f)) return;
+    if (pr->ms_set || !m ||
+        (!m->tokens_f && !m->ttft_f && !m->itl_f && !m->mrequests_f && !m->slo_f))
+        return;
     const char *tenant = "";
     if (m->tenant_labels && pr->gate.key) tenant = pr->gate.key->tenant;
     const char *model;
@@ -261,6 +276,9 @@ void kvg__proxy_observe_end(struct proxy_req *pr, int status)
         int64_t n = u.found ? u.completion_tokens : (int64_t)relayed;
         if (n > 1) o.itl_s = (double)(pr->tok_last_ns - pr->tok_first_ns) / 1e9 / (double)(n - 1);
     }
+    /* A request no worker took (a 503 no_worker) is still a finished,
+     * failed one of the model asked, as the host's observer counts it. */
+    if (!pr->ms_set && px->m && px->m->slo_f && o.failed) kvg__proxy_obs_model(pr, NULL);
     const struct kvg__proxy_mseries *s = pr->ms_set ? &pr->ms : NULL;
     if (s && u.found) {
         if (s->tokens[0]) kvg_metrics_add(s->tokens[0], (double)u.prompt_tokens);
@@ -268,6 +286,14 @@ void kvg__proxy_observe_end(struct proxy_req *pr, int status)
         if (s->tokens[2]) kvg_metrics_add(s->tokens[2], (double)u.completion_tokens);
     }
     if (s && s->ttft && o.ttft_s >= 0) kvg_metrics_observe(s->ttft, o.ttft_s);
+    /* Finished as the autoscaler's feed counts it (serve/autoscale_setup.c):
+     * served, failed, or its client gone; a latency not seen (a whole
+     * answer has no TTFT, one token no ITL) misses nothing. */
+    if (s && s->slo[0] && (o.failed || (status >= 200 && status < 300) || status == 499)) {
+        const struct kvg_proxy_metrics *m = px->m;
+        int r = o.failed ? 4 : (o.ttft_s > m->slo_ttft_s) + 2 * (o.itl_s > m->slo_itl_s);
+        kvg_metrics_inc(s->slo[r]);
+    }
     pd_legs(pr, status);
     if (px->on_observe) px->on_observe(px->on_observe_ud, &o);
 }

@@ -39,6 +39,10 @@ struct kvg_proxy_config {
  * for requests to no endpoint (KVG_PROXY_ROUTE_NONE: a 404 or 405). */
 #define KVG_PROXY_ROUTE_NONE KVG_API_NKINDS
 #define KVG_PROXY_NROUTES (KVG_API_NKINDS + 1)
+/* kvgate_slo_requests_total's result label: met, ttft_missed, itl_missed,
+ * both_missed, failed (i in 0..KVG_PROXY_SLO_RESULTS). */
+#define KVG_PROXY_SLO_RESULTS 5
+const char *kvg_proxy_slo_label(int i);
 /* The `route` label of a kind's series: its first path in the table. */
 const char *kvg_proxy_route_label(int route);
 
@@ -62,6 +66,12 @@ struct kvg_proxy_metrics {
     /* kvgate_model_requests_total{model,class}: every answer by its model
      * (the served one, as the series above name it) and status class. */
     struct kvg_metrics_family *mrequests_f;
+    /* kvgate_slo_requests_total{model,result}: every finished request
+     * (served, failed, or its client gone) by its outcome against the
+     * targets below: met, ttft_missed, itl_missed, both_missed, failed
+     * (which misses both). NULL: no targets, not counted. */
+    struct kvg_metrics_family *slo_f;
+    double slo_ttft_s, slo_itl_s;
     int tenant_labels;
     /* kvgate_responses_total{route,status,error_code}: every answer by its
      * status and error code (kvgate's own, or "engine" for an engine's

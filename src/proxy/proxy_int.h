@@ -16,6 +16,7 @@
 struct kvg__proxy_mseries {
     struct kvg_metrics_series *tokens[3], *ttft, *itl;
     struct kvg_metrics_series *requests[4]; /* by status class: 2xx, 4xx, 5xx, other */
+    struct kvg_metrics_series *slo[KVG_PROXY_SLO_RESULTS]; /* kvg_proxy_slo_result()'s order */
 };
 /* tracing.c: a request's trace context and the times of its phases (0:
  * not reached), set by TR_MARK where each phase starts and ends. */

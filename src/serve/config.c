@@ -164,6 +164,12 @@ static const struct kvg_opt flags[] = {
     {"metrics-tenant-labels", NULL, KVG_OPT_BOOL, O(metrics_tenant_labels), 0,
      .help = "kvgate_tokens_total gets a tenant label (the keys file's tenants: one series per "
              "model, tenant and kind)"},
+    {"slo-ttft-secs", NULL, KVG_OPT_DOUBLE, O(slo_ttft_s), 0, .meta = "S", .min = 0, .max = 3600,
+     .help = "with --slo-itl-secs: count each finished request against these targets in "
+             "kvgate_slo_requests_total{model,result} (what kvgate autoscale reads for its SLO "
+             "misses; docs/observability.md); 0: no such series"},
+    {"slo-itl-secs", NULL, KVG_OPT_DOUBLE, O(slo_itl_s), 0, .meta = "S", .min = 0, .max = 60,
+     .help = "the mean inter-token latency target of --slo-ttft-secs's series"},
     {"translate-apis", NULL, KVG_OPT_LIST, O(translate_apis), 0, .meta = "API...",
      .section = "routing",
      .help = "responses, messages: the engines do not serve these APIs (older vLLM or SGLang "
@@ -458,6 +464,9 @@ int kvg_serve_config_check(struct kvg_serve_config *c, char *err, size_t errlen)
                            c->workers.n, c->upstream_keys.n);
     if (!c->tls_cert[0] != !c->tls_key[0])
         return kvg_err_set(err, errlen, KVG_ECONFIG, "--tls-cert and --tls-key go together");
+    if (!(c->slo_ttft_s > 0) != !(c->slo_itl_s > 0)) /* a request's outcome needs both */
+        return kvg_err_set(err, errlen, KVG_ECONFIG,
+                           "--slo-ttft-secs and --slo-itl-secs go together");
     if (c->health_failure_threshold == 0 || c->health_success_threshold == 0)
         return kvg_err_set(err, errlen, KVG_ECONFIG, "health thresholds must be at least 1");
     if ((rc = kvg_serve_config_models(c, c->config_path, err, errlen))) return rc;

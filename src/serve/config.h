@@ -64,7 +64,8 @@ struct kvg_serve_config {
     char upstream_api_key[256];        /* every engine's key, unless its own is given */
     struct kvg_strlist upstream_keys;  /* --upstream-api-keys, same order ("none") */
     int metrics_require_key;
-    int metrics_tenant_labels; /* kvgate_tokens_total{model,tenant,kind} */
+    int metrics_tenant_labels;    /* kvgate_tokens_total{model,tenant,kind} */
+    double slo_ttft_s, slo_itl_s; /* kvgate_slo_requests_total's targets (0: no such series) */
     char quota_store[256];
     uint32_t quota_timeout_ms;
     int quota_fail_closed;

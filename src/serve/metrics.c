@@ -234,6 +234,36 @@ static int response_families(struct kvg_serve_metrics *m)
     return rc;
 }
 
+int kvg_serve_metrics_slo(struct kvg_serve_metrics *m, double ttft_s, double itl_s)
+{
+    struct kvg_proxy_metrics *pm = &m->proxy;
+    if (!(ttft_s > 0) || !(itl_s > 0)) return 0;
+    const char *sl[] = {"model", "result"}, *tl[] = {"latency"};
+    struct kvg_metrics_family *tf;
+    int rc;
+    if ((rc = kvg_metrics_counter(m->reg, "kvgate_slo_requests_total",
+                                  "Requests finished (served, failed, or their client gone) per "
+                                  "served model, by their outcome against the targets "
+                                  "(kvgate_slo_target_seconds): met, ttft_missed, itl_missed, "
+                                  "both_missed, failed (a failure misses both).",
+                                  sl, 2, &pm->slo_f)) ||
+        (rc = kvg_metrics_gauge(m->reg, "kvgate_slo_target_seconds",
+                                "The targets kvgate_slo_requests_total counts against "
+                                "(--slo-ttft-secs, --slo-itl-secs): ttft, itl (a request's mean).",
+                                tl, 1, &tf)))
+        return rc;
+    pm->slo_ttft_s = ttft_s;
+    pm->slo_itl_s = itl_s;
+    for (int i = 0; i < 2; i++) {
+        const char *v[] = {i ? "itl" : "ttft"};
+        struct kvg_metrics_series *s;
+        if ((rc = kvg_metrics_series(tf, v, 1, &s))) return rc;
+        kvg_metrics_set(s, i ? itl_s : ttft_s);
+        kvg_metrics_series_release(s);
+    }
+    return 0;
+}
+
 int kvg_serve_metrics_models(struct kvg_serve_metrics *m, const struct kvg_catalog *cat)
 {
     const struct kvg_proxy_metrics *pm = &m->proxy;
@@ -251,6 +281,10 @@ int kvg_serve_metrics_models(struct kvg_serve_metrics *m, const struct kvg_catal
             kvg_metrics_series_release(s);
         if (!rc && !(rc = kvg_metrics_series(pm->itl_f, &name, 1, &s)))
             kvg_metrics_series_release(s);
+        for (int r = 0; r < KVG_PROXY_SLO_RESULTS && !rc && pm->slo_f; r++) {
+            const char *v[] = {name, kvg_proxy_slo_label(r)};
+            if (!(rc = kvg_metrics_series(pm->slo_f, v, 2, &s))) kvg_metrics_series_release(s);
+        }
         if (rc) return rc;
     }
     return 0;

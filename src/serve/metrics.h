@@ -44,6 +44,12 @@ int kvg_serve_metrics_init(struct kvg_serve_metrics *m, const char *policy, int 
  * latency series now, at zero (the single model's name is known only when
  * a worker answers for it; with tenant labels, the token series come with
  * each tenant's first answer). */
+/* --slo-ttft-secs / --slo-itl-secs (both > 0): every finished request is
+ * counted against them in kvgate_slo_requests_total{model,result}, and
+ * kvgate_slo_target_seconds{latency} says the targets (what kvgate
+ * autoscale checks against its pools' own). Called after init, before
+ * kvg_serve_metrics_models; 0 or a registry code. */
+int kvg_serve_metrics_slo(struct kvg_serve_metrics *m, double ttft_s, double itl_s);
 struct kvg_catalog;
 int kvg_serve_metrics_models(struct kvg_serve_metrics *m, const struct kvg_catalog *cat);
 void kvg_serve_metrics_free(struct kvg_serve_metrics *m);

@@ -426,7 +426,8 @@ int kvg_serve_run(struct kvg_serve_config *cfg)
         model_hint = KVG_SPAWN_MODEL;
         KVG_INFO("no --worker-urls: started %d simulated engines (kvgate sim) to front", s.sims.n);
     }
-    if ((rc = kvg_serve_metrics_init(&s.sv.metrics, c->policy, c->metrics_tenant_labels))) {
+    if ((rc = kvg_serve_metrics_init(&s.sv.metrics, c->policy, c->metrics_tenant_labels)) ||
+        (rc = kvg_serve_metrics_slo(&s.sv.metrics, c->slo_ttft_s, c->slo_itl_s))) {
         fprintf(stderr, "kvgate serve: metrics: %s\n", kvg_strerror(rc));
         return serve_fail(&s, 1);
     }

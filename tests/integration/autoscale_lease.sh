@@ -8,6 +8,12 @@
 # plus the ttl) and PATCHes; a renew that finds the key taken stops acting;
 # SIGTERM releases the key so a third replica takes over before the ttl;
 # Redis gone stops actuation; a dry run PATCHes nothing and takes no lease.
+# Per model with SLO misses: the gateway serves model-a and model-b (a sim
+# each) and counts finished requests against --slo-ttft-secs /
+# --slo-itl-secs; a dry-run daemon's pools of model-a and model-b read
+# their model's series alone and show measured SLO-miss shares, a pool of
+# the whole gateway with other targets the TTFT share alone, a pool of a
+# model the gateway does not serve nothing (and GET /autoscale says why).
 source "$(dirname "$0")/lib.sh"
 FIX="$KVG_ROOT/tests/fixtures/k8s"
 INTERVAL=1 TTL_MS=3000
@@ -20,10 +26,17 @@ start_redis "$RP" || { bad "redis started"; finish; }
 PIDS+=($!)
 for _ in $(seq 1 "$(scaled 50)"); do [ -f "$TMP/api.port" ] && break; sleep 0.1; done
 API=$(cat "$TMP/api.port")
-SIM=$(free_port)
-start_sim "$SIM" || { bad "sim started"; finish; }
+SIM=$(free_port) SIM2=$(free_port)
+start_sim "$SIM" --model model-a --speed 0.25 || { bad "sim started"; finish; }
+start_sim "$SIM2" --model model-b || { bad "sim B started"; finish; }
+printf 'models:\n  - {name: model-a, workers: [http://127.0.0.1:%s]}\n  - {name: model-b, workers: [http://127.0.0.1:%s]}\n' \
+  "$SIM" "$SIM2" >"$TMP/models.yaml"
 GW=$(free_port)
-start_serve "$GW" --worker-urls "http://127.0.0.1:$SIM" --threads 1 || { bad "serve started"; finish; }
+# Every stream misses the TTFT target (1 ms: model-a's sim runs at a quarter of
+# its pace, its tiny profile's first token comes after 3 ms at full pace), none the
+# ITL one (30 s).
+start_serve "$GW" --config "$TMP/models.yaml" --slo-ttft-secs 0.001 --slo-itl-secs 30 --threads 1 ||
+  { bad "serve started"; finish; }
 
 cat >"$TMP/as.yaml" <<YAML
 interval_secs: $INTERVAL
@@ -87,6 +100,44 @@ check "D's /autoscale: dry run, no lease key, nothing actuated" \
   [ "$(json_get "$TMP/d.json" "(j['dry_run'], j['lease']['key'], j['pools'][0]['actuation']['ok'])")" = "(True, None, 0)" ]
 check "the gateway's /metrics is read (no source error)" \
   [ "$(json_get "$TMP/b.json" "j['pools'][0]['signals']['queued']")" = 0 ]
+
+# Per model, with the gateway's SLO series (a dry run of its own file).
+cat >"$TMP/slo.yaml" <<YAML
+interval_secs: 0.5
+gateways: [http://127.0.0.1:$GW]
+pools:
+  - {name: pa, model: model-a, planner: queue, ttft_secs: 0.001, itl_secs: 30, signal_window_secs: 60, engines: [http://127.0.0.1:$SIM]}
+  - {name: pb, model: model-b, planner: queue, ttft_secs: 0.001, itl_secs: 30, signal_window_secs: 60, engines: [http://127.0.0.1:$SIM2]}
+  - {name: pall, planner: queue, signal_window_secs: 60}
+  - {name: pz, model: model-z, planner: queue}
+YAML
+SP=$(free_port)
+"$KVG_BIN" autoscale --config "$TMP/slo.yaml" --dry-run --port "$SP" --host 127.0.0.1 >"$TMP/as-S.out" 2>"$TMP/as-S.log" &
+PIDS+=($!) PID_S=$!
+slo() { curl -s -m 2 "http://127.0.0.1:$SP/autoscale" >"$TMP/s.json" && json_get "$TMP/s.json" "$1"; }
+readies() { [ "$(slo "[p['signals']['ready'] for p in j['pools']]")" = "[1, 1, 0, 0]" ]; }
+# Its first tick has read the gateway (the counters' base) once the engines are seen.
+check "the per-model daemon reads its sources" until_true "$(scaled 5)" readies
+for i in 1 2 3; do # model-a streamed (each misses TTFT), model-b whole answers (no TTFT: none missed)
+  curl -s -m 10 -o /dev/null "http://127.0.0.1:$GW/v1/completions" \
+    -d '{"model":"model-a","prompt":"a longer prompt for model a, streamed","max_tokens":6,"stream":true}'
+  curl -s -m 10 -o /dev/null "http://127.0.0.1:$GW/v1/completions" -d '{"model":"model-b","prompt":"b","max_tokens":3}'
+done
+shares() { echo "[(p['signals']['slo_miss'], p['signals']['slo_miss_ttft'], p['signals']['slo_miss_itl']) for p in j['pools'] if p['name'] == '$1'][0]"; }
+settled() { [ "$(slo "$(shares pa)")" = "(1, 1, 0)" ] && [ "$(slo "$(shares pb)")" = "(0, 0, 0)" ]; }
+check "the requests reach the daemon's windows" until_true "$(scaled 5)" settled
+check "pa (model-a's series): every request over TTFT, none over ITL: (1, 1, 0)" [ "$(slo "$(shares pa)")" = "(1, 1, 0)" ]
+check "pb (model-b's series): whole answers miss nothing: (0, 0, 0)" [ "$(slo "$(shares pb)")" = "(0, 0, 0)" ]
+check "pall (every model, targets not the gateway's): the TTFT share from the histogram, the rest null" \
+  [ "$(slo "$(shares pall)")" = "(None, 0, None)" ]
+check "each pool reads its own model's prompts (pa's ISL over pb's); the whole gateway's arrivals are their sum" \
+  [ "$(json_get "$TMP/s.json" "(lambda a, b, w: a['isl'] > b['isl'] and abs(w['arrival_rate'] - a['arrival_rate'] - b['arrival_rate']) < 1e-9)(*[p['signals'] for p in j['pools']][:3])")" = True ]
+check "pz (a model the gateway does not serve): said so, nothing measured" \
+  [ "$(slo "(\"model 'model-z' is in no series\" in j['sources_error'], $(shares pz), [p for p in j['pools'] if p['name'] == 'pz'][0]['signals']['arrival_rate'])")" = "(True, (None, None, None), 0)" ]
+curl -s -m 2 "http://127.0.0.1:$GW/metrics" >"$TMP/gw.txt"
+check "the gateway's SLO series pass promtool" bash -c "promtool check metrics <'$TMP/gw.txt' >/dev/null 2>&1"
+check "  ... model-a's 3 streams as ttft_missed" grep -q '^kvgate_slo_requests_total{model="model-a",result="ttft_missed"} 3$' "$TMP/gw.txt"
+kill "$PID_S"; wait "$PID_S" 2>/dev/null
 
 # The leader dies without releasing: B takes over once the key expires.
 n0=$(patches)

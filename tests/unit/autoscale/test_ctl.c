@@ -84,7 +84,8 @@ static struct kvg_autoscale_signals sig(double now, uint32_t ready, double rate)
     s.output_tps = rate * 100;
     s.isl = 2000;
     s.osl = 100;
-    s.ttft_mean = s.ttft_p90 = s.itl_mean = s.itl_p90 = s.slo_miss = -1;
+    s.ttft_mean = s.ttft_p90 = s.itl_mean = s.itl_p90 = s.slo_miss = s.slo_miss_ttft =
+        s.slo_miss_itl = -1;
     return s;
 }
 

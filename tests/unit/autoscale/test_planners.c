@@ -38,7 +38,7 @@ static struct kvg_autoscale_signals steady(double now, uint32_t ready, double ra
     s.ttft_mean = s.ttft_p90 = 0.2;
     s.itl_mean = s.itl_p90 = 0.02;
     s.running = rate * 2;
-    s.slo_miss = -1;
+    s.slo_miss = s.slo_miss_ttft = s.slo_miss_itl = -1;
     return s;
 }
 
