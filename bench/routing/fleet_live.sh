@@ -28,7 +28,7 @@
 # SPEED (default 4: engines run 4x real time, times are engine time), SEED
 # (default 1: the workload's and the engines'),
 # WORKLOADS="llmd chat", KV="events none", MODES="one one3 three kill killnr",
-# OUT=... narrow or move it;
+# OUT=... narrow or move it; KEEP=1 keeps the logs and scrapes;
 # KVG_BIN=path and HAPROXY=path override the binaries. About 12 minutes on 2 cores.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -57,7 +57,10 @@ stop() { # stop PID...: TERM, then KILL what is left after 5 s
   done
   for p in "$@"; do kill -9 "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
 }
-cleanup() { [ ${#PIDS[@]} = 0 ] || stop "${PIDS[@]}"; rm -rf "$W"; }
+cleanup() {
+  [ ${#PIDS[@]} = 0 ] || stop "${PIDS[@]}"
+  if [ -n "${KEEP:-}" ]; then echo "fleet_live: logs and scrapes kept in $W" >&2; else rm -rf "$W"; fi
+}
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 port() { python3 tests/fixtures/free_port.py; }
