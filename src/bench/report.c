@@ -416,6 +416,10 @@ static cJSON *summary_json(const struct kvg_bench_report *r, const struct kvg_be
     NUM(o, "completed", (double)s->completed);
     NUM(o, "errors", (double)s->errors);
     NUM(o, "timeouts", (double)s->timeouts);
+    if (!strcmp(r->mode, "live")) {
+        NUM(o, "retried", (double)s->retried);
+        NUM(o, "lost_in_flight", (double)s->lost_in_flight);
+    }
     NUM(o, "warmup_requests", (double)s->warmup_requests);
     NUM(o, "window_s", s->window_s);
     NUM(o, "drain_s", s->drain_s);

@@ -116,6 +116,10 @@ struct kvg_bench_summary {
     uint32_t workers, workers_exact;
     char mode[24];      /* the workers' routing mode when they agree, else "mixed" */
     int cached_unknown; /* live: no answer said how much of its prompt was cached */
+    /* Live: retries sent for measured requests (--retries), and measured
+     * requests whose 200 answer broke before its end (the SDK does not
+     * retry those: in flight when their gateway died). */
+    uint64_t retried, lost_in_flight;
     /* Cost of the run itself (not deterministic: excluded from comparisons). */
     double wall_s, route_us_mean;
     size_t nstages;

@@ -369,6 +369,10 @@ static const struct kvg_opt opt_table[] = {
      .help = "the kvgate binary to spawn"},
     {"max-inflight", NULL, KVG_OPT_U32, A(c.max_inflight), R(1, 1u << 20),
      .help = "client cap on open requests"},
+    {"retries", NULL, KVG_OPT_U32, A(c.retries), R(0, 100),
+     .help = "send a request again up to N times as the openai SDK does (its default: 2): after "
+             "a failure before any response head or a 408, 409, 429 or 5xx answer; a stream "
+             "that breaks after its 200 is not retried (JSON: retried, lost_in_flight)"},
     {"serve-scrape-ms", NULL, KVG_OPT_U32, A(c.serve_scrape_ms), R(1, 3600000),
      .help = "spawned serve's engine metrics interval (wall ms; 0: serve's default)",
      .flags = KVG_OPT_F_NODEFAULT},

@@ -70,4 +70,34 @@ check "interrupted bench exits non-zero" [ "$irc" != 0 -a "$irc" -lt 128 ]
 check "interrupted: said so" grep -q 'interrupted' "$TMP/int.log"
 check "no process left after SIGINT" [ "$(leftovers)" = 0 ]
 
+# 3. --retries as the openai SDK: requests refused while the endpoint is not
+# up yet are sent again and complete; a 503 is retried until the retries run
+# out; a 200 stream that breaks midway is not retried but counted apart.
+fields() { json_get "$1" '"%d %d %d %d %d" % tuple(j[0][k] for k in ("requests", "completed", "errors", "retried", "lost_in_flight"))'; }
+P1=$(free_port)
+"$KVG_BIN" bench --mode live --target "http://127.0.0.1:$P1" --scenario smoke --policies x \
+  --stages 10x2 --retries 5 --quiet --json "$TMP/retry-refused.json" >/dev/null 2>"$TMP/retry1.log" &
+BPID=$!
+PIDS+=("$BPID")
+sleep "$(scaled 1)" # the first requests meet a closed port
+start_sim "$P1" --model kvgate-sim --log-level warn
+wait "$BPID"
+read -r n done errs retried lost <<<"$(fields "$TMP/retry-refused.json")"
+check "refused, then up: every request completes after retries ($n $done $errs $retried)" \
+  [ "$n" -gt 0 -a "$done" = "$n" -a "$errs" = 0 -a "$retried" -gt 0 ]
+P2=$(free_port)
+start_sim "$P2" --model kvgate-sim --log-level warn --fail-rate 1 --fail-status 503
+"$KVG_BIN" bench --mode live --target "http://127.0.0.1:$P2" --scenario smoke --policies x \
+  --stages 10x1 --retries 1 --quiet --json "$TMP/retry-503.json" >/dev/null 2>"$TMP/retry2.log"
+read -r n done errs retried lost <<<"$(fields "$TMP/retry-503.json")"
+check "503: each request retried once, then failed ($n $done $errs $retried $lost)" \
+  [ "$n" -gt 0 -a "$errs" = "$n" -a "$retried" = "$n" -a "$lost" = 0 ]
+P3=$(free_port)
+start_sim "$P3" --model kvgate-sim --log-level warn --disconnect-after-tokens 2
+"$KVG_BIN" bench --mode live --target "http://127.0.0.1:$P3" --scenario smoke --policies x \
+  --stages 10x1 --retries 2 --quiet --json "$TMP/retry-cut.json" >/dev/null 2>"$TMP/retry3.log"
+read -r n done errs retried lost <<<"$(fields "$TMP/retry-cut.json")"
+check "a stream cut after its 200: not retried, lost in flight ($n $done $errs $retried $lost)" \
+  [ "$n" -gt 0 -a "$errs" = "$n" -a "$retried" = 0 -a "$lost" = "$n" ]
+
 finish

@@ -9,7 +9,14 @@
  * usage.prompt_tokens_details.cached_tokens is the engine's cache hit. An
  * agent workload's requests are its own bodies, paths and headers (the
  * Responses and Messages APIs), their streams read in those APIs' events
- * (sse.h); their prompt tokens are the answer's usage. Open
+ * (sse.h); their prompt tokens are the answer's usage. With --retries N a
+ * request is sent again as the openai SDK does (its client.js: shouldRetry,
+ * calculateDefaultRetryTimeoutMillis): after a failure before any response
+ * head (refused, reset, closed) or a 408, 409, 429 or 5xx answer (its
+ * x-should-retry header obeyed), after retry-after-ms or retry-after, else
+ * 0.5 s doubling to 8 s less up to 25% jitter, in engine time like every
+ * other time of the run; a 200 answer that breaks midway is not retried
+ * (counted apart: lost in flight). Open
  * loop: a request is sent when its time comes whatever the others are doing
  * (only --max-inflight holds it back), and its latency counts from its
  * scheduled time, so a slow server cannot slow the client down into looking
@@ -29,6 +36,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 #include <uv.h>
 
@@ -54,6 +62,11 @@ struct lreq {
     int64_t usage_out, usage_in;
     int cached_said;    /* the answer said how much of its prompt was cached */
     struct kvg_buf out; /* answer text (chat context), capped */
+    uint32_t attempt;   /* retries sent so far */
+    int waiting;        /* a retry is due at retry_at (engine time) */
+    double retry_at;
+    double retry_after; /* the answer's retry-after-ms/retry-after, s; <0: none */
+    int should_retry;   /* the answer's x-should-retry: 1 true, 0 false, -1 absent */
 };
 
 struct scraper {
@@ -76,7 +89,9 @@ struct lrun {
     struct lreq *head;
     size_t inflight;
     int stopping, rc;
-    int cached_seen; /* an answer said how much of its prompt was cached */
+    int cached_seen;                  /* an answer said how much of its prompt was cached */
+    uint64_t retried, lost_in_flight; /* measured requests' retries; broken 200 answers */
+    struct kvg_rng rng;               /* the retries' jitter */
     struct scraper eng[KVG_BENCH_LIVE_MAX_ENGINES];
     int neng;
     uint64_t last_progress_ms;
@@ -119,6 +134,7 @@ static void finish(struct lreq *q, int ok, int timeout)
             L->acc.prompt_tokens += (uint64_t)q->usage_in;
     } else {
         kvg_bench_acc_error(&L->acc, q->r, timeout);
+        if (q->status == 200 && !q->r->warmup) L->lost_in_flight++;
     }
     /* The answer's text is the chat's next context (the workload turns it
      * into ids or appends it to an agent's conversation). */
@@ -156,10 +172,38 @@ static int on_event(void *ud, const char *data, size_t len)
     return 0;
 }
 
+static int hname(const struct kvg_http_header *h, const char *name)
+{
+    return h->name.len == strlen(name) && !strncasecmp(h->name.p, name, h->name.len);
+}
+
+/* A header's value as a number (retry-after's seconds; its HTTP-date form
+ * is not read: the SDK's fallback for it is its own backoff). */
+static double hnum(const struct kvg_http_header *h)
+{
+    char v[32];
+    size_t n = h->value.len < sizeof v - 1 ? h->value.len : sizeof v - 1;
+    memcpy(v, h->value.p, n);
+    v[n] = 0;
+    char *e;
+    double x = strtod(v, &e);
+    return e != v && isfinite(x) && x >= 0 ? x : -1;
+}
+
 static void on_head(void *ud, int status, const struct kvg_http_header *h, size_t n)
 {
     struct lreq *q = ud;
     q->status = status;
+    double after_ms = -1, after_s = -1;
+    for (size_t i = 0; i < n; i++) {
+        if (hname(&h[i], "retry-after-ms")) after_ms = hnum(&h[i]);
+        if (hname(&h[i], "retry-after")) after_s = hnum(&h[i]);
+        if (hname(&h[i], "x-should-retry"))
+            q->should_retry = h[i].value.len == 4 && !strncmp(h[i].value.p, "true", 4)    ? 1
+                              : h[i].value.len == 5 && !strncmp(h[i].value.p, "false", 5) ? 0
+                                                                                          : -1;
+    }
+    q->retry_after = after_ms >= 0 ? after_ms / 1000 : after_s;
 }
 
 static void on_body(void *ud, const char *p, size_t n)
@@ -169,27 +213,54 @@ static void on_body(void *ud, const char *p, size_t n)
     if (kvg_bench_sse_feed(&q->sse, p, n, on_event, q)) q->failed = 1;
 }
 
+/* Whether the openai SDK would send this attempt again: no response head
+ * (its fetch failed), or a non-200 answer it deems retryable. */
+static int sdk_retries(const struct lreq *q)
+{
+    if (!q->status) return 1;
+    if (q->status == 200) return 0;
+    if (q->should_retry >= 0) return q->should_retry;
+    return q->status == 408 || q->status == 409 || q->status == 429 || q->status >= 500;
+}
+
 static void on_done(void *ud, int err)
 {
     struct lreq *q = ud;
+    struct lrun *L = q->L;
     q->call = NULL;
-    finish(q, !err && q->status == 200 && q->got_first && !q->failed, 0);
+    int ok = !err && q->status == 200 && q->got_first && !q->failed;
+    if (!ok && !L->stopping && q->attempt < L->c->retries && sdk_retries(q)) {
+        double d = q->retry_after;
+        if (d < 0) {
+            d = 0.5 * (double)(1u << (q->attempt < 4 ? q->attempt : 4));
+            if (d > 8) d = 8;
+            d *= 1 - 0.25 * kvg_rng_double(&L->rng);
+        }
+        q->attempt++;
+        if (!q->r->warmup) L->retried++;
+        q->retry_at = now_e(L) + d;
+        q->waiting = 1;
+        return; /* on_tick sends it again */
+    }
+    finish(q, ok, 0);
 }
 
-static int send_request(struct lrun *L, struct kvg_bench_req *r)
+/* One attempt of q: its body built and the call started (a failure to
+ * start ends it). */
+static void attempt(struct lreq *q)
 {
-    struct lreq *q = calloc(1, sizeof *q);
-    if (!q) return -ENOMEM;
-    q->L = L;
-    q->r = r;
+    struct lrun *L = q->L;
+    struct kvg_bench_req *r = q->r;
+    q->status = q->got_first = q->failed = 0;
+    q->chunks = 0;
     q->usage_out = q->usage_in = -1;
+    q->cached_said = 0;
+    q->waiting = 0;
+    q->retry_after = -1;
+    q->should_retry = -1;
+    kvg_bench_sse_free(&q->sse);
     kvg_bench_sse_init(&q->sse, 1u << 20);
-    kvg_buf_init(&q->out, 1u << 24);
-    q->next = L->head;
-    if (L->head) L->head->prev = q;
-    L->head = q;
-    L->inflight++;
-    kvg_bench_acc_arrival(&L->acc, r);
+    kvg_buf_reset(&q->out);
     struct kvg_buf b;
     kvg_buf_init(&b, 0);
     int rc = 0;
@@ -228,6 +299,22 @@ static int send_request(struct lrun *L, struct kvg_bench_req *r)
         q->call = NULL;
         finish(q, 0, 0);
     }
+}
+
+static int send_request(struct lrun *L, struct kvg_bench_req *r)
+{
+    struct lreq *q = calloc(1, sizeof *q);
+    if (!q) return -ENOMEM;
+    q->L = L;
+    q->r = r;
+    kvg_bench_sse_init(&q->sse, 1u << 20);
+    kvg_buf_init(&q->out, 1u << 24);
+    q->next = L->head;
+    if (L->head) L->head->prev = q;
+    L->head = q;
+    L->inflight++;
+    kvg_bench_acc_arrival(&L->acc, r);
+    attempt(q);
     return 0;
 }
 
@@ -343,6 +430,10 @@ static void on_tick(uv_timer_t *t)
             finish(q, 0, 1);
         }
     }
+    for (struct lreq *q = L->head, *nx; q && !L->stopping; q = nx) {
+        nx = q->next; /* attempt() may end q */
+        if (q->waiting && now >= q->retry_at) attempt(q);
+    }
     if (L->neng && now - L->last_scrape >= 0.1 * L->speed) {
         L->last_scrape = now;
         scrape(L);
@@ -395,6 +486,7 @@ int kvg__bench_live_run(const struct kvg_bench_cfg *c, const struct kvg_bench_li
     uv_timer_init(&L->loop, &L->tick);
     L->arrive.data = L->tick.data = L;
     L->t0_ns = kvg_now_ns();
+    kvg_rng_seed(&L->rng, c->des.seed);
     L->last_scrape = -1e9;
     uv_timer_start(&L->arrive, on_arrive, 0, 0);
     uv_timer_start(&L->tick, on_tick, 10, 10);
@@ -413,6 +505,8 @@ int kvg__bench_live_run(const struct kvg_bench_cfg *c, const struct kvg_bench_li
         snprintf(err, errlen, "load client: %s", kvg_strerror(rc));
     kvg_bench_acc_summarize(&L->acc, L->wl, out);
     out->cached_unknown = !L->cached_seen && L->acc.completed;
+    out->retried = L->retried;
+    out->lost_in_flight = L->lost_in_flight;
     out->wall_s = (double)(kvg_now_ns() - w0) / 1e9;
     for (int i = 0; i < L->neng; i++) kvg_buf_free(&L->eng[i].body);
 out_loop:

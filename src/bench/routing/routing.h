@@ -36,6 +36,7 @@ struct kvg_bench_cfg {
     double speed; /* engines run this much faster than real time */
     char kvgate_bin[512];
     uint32_t max_inflight;
+    uint32_t retries; /* live: each request sent again up to this often, as the openai SDK */
     uint32_t serve_scrape_ms; /* spawned kvgate serve's --load-monitor-interval-ms */
     /* report */
     const struct kvg_bench_published *pub;
