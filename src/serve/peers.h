@@ -12,11 +12,20 @@
 
 struct cJSON;
 struct kvg_serve;
+struct kvg_strlist;
 
 /* With --peers: the outbox on the pool's picks and the peers' metrics
  * (after the router and the metrics are set up). 0 without; KVG_ECONFIG
  * with err for a peer that is no URL; -ENOMEM. */
 int kvg__serve_peers_init(struct kvg_serve *sv, char *err, size_t errlen);
+/* A SIGHUP's peer list (urls: checked as the configuration's peers, one URL
+ * each), on the main loop: a peer no longer listed goes (its call in
+ * flight, state, counts and series); a new one starts unknown; one listed
+ * before keeps its state and counts. *added and *removed say how many.
+ * 0; KVG_ECONFIG with err when the process started without peers (the
+ * exchange starts with it); -ENOMEM. On failure the list stays as it was. */
+int kvg__serve_peers_set(struct kvg_serve *sv, const struct kvg_strlist *urls, size_t *added,
+                         size_t *removed, char *err, size_t errlen);
 /* The batch timer and the client, on the main loop. */
 int kvg__serve_peers_start(struct kvg_serve *sv, uv_loop_t *loop);
 /* Stops sending (main loop; calls in flight cancelled). */

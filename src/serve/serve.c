@@ -4,8 +4,8 @@
  * one worker pool.
  *
  * SIGTERM/SIGINT drain: stop accepting, let requests in flight finish (up to
- * --drain-timeout), then exit 0. SIGHUP re-reads --config's worker list
- * without touching open connections. */
+ * --drain-timeout), then exit 0. SIGHUP re-reads --config's worker list,
+ * models and peers without touching open connections. */
 #include <errno.h>
 #include <openssl/ssl.h>
 #include <signal.h>
@@ -224,6 +224,24 @@ static int same_static_workers(const struct kvg_serve_config *a, const struct kv
            same_list(&a->worker_bootstrap, &b->worker_bootstrap);
 }
 
+/* SIGHUP's peers (serve/peers.c): the file's peers: list when it differs
+ * from the one the file had when last read, so that a list --peers gave
+ * over the file stays until the file's own changes; an emptied list
+ * removes every peer. A process started without peers refuses a first
+ * list (the exchange starts with it). */
+static void reload_peers(struct serve *s, const struct kvg_serve_config *f)
+{
+    if (same_list(&f->peers, s->have_file ? &s->file.peers : &s->sv.cfg.peers)) return;
+    char err[512];
+    size_t added, removed;
+    int rc = kvg__serve_peers_set(&s->sv, &f->peers, &added, &removed, err, sizeof err);
+    if (rc)
+        KVG_ERROR("SIGHUP: peers in %s not applied, keeping the current ones: %s", f->config_path,
+                  err);
+    else
+        KVG_INFO("SIGHUP: peers reloaded (%zu: %zu new, %zu gone)", f->peers.n, added, removed);
+}
+
 /* SIGHUP under Kubernetes discovery: the workers are the pods it finds,
  * so only the models: section is reloaded (its pods' labels name their
  * models in the new catalog at once). A model's static workers: stay as
@@ -236,7 +254,10 @@ static void reload_discovered(struct serve *s, struct kvg_serve_config *f)
     struct kvg_catalog *cat = NULL;
     if (!f->nmodels && !s->sv.cfg.model_label[0]) {
         KVG_INFO("SIGHUP: workers follow Kubernetes discovery: the worker list stays");
-        kvg_serve_config_free(f);
+        reload_peers(s, f);
+        if (s->have_file) kvg_serve_config_free(&s->file);
+        s->file = *f;
+        s->have_file = 1;
         return;
     }
     if (!same_static_workers(f, &s->sv.cfg)) {
@@ -256,6 +277,7 @@ static void reload_discovered(struct serve *s, struct kvg_serve_config *f)
              cat->nmodels, cat->nnames);
     kvg_catalog_swap(&s->sv.catalogs, cat);
     kvg_serve_models_unserved(&s->sv);
+    reload_peers(s, f);
     if (s->have_file) kvg_serve_config_free(&s->file);
     s->file = *f;
     s->have_file = 1;
@@ -275,7 +297,7 @@ static void on_signal(uv_signal_t *h, int signum)
         struct kvg_serve_config f;
         int rc = kvg_serve_config_reload_file(path, &s->sv.cfg, &f, err, sizeof err);
         if (rc) {
-            KVG_ERROR("SIGHUP: reload failed, keeping the current workers: %s", err);
+            KVG_ERROR("SIGHUP: reload failed, keeping the current workers and peers: %s", err);
             return;
         }
         /* As at startup: the file's prefill: and decode: entries join the
@@ -346,6 +368,7 @@ static void on_signal(uv_signal_t *h, int signum)
         }
         if (kvg_pool_size(&s->sv.pool) == 0)
             KVG_WARN("SIGHUP: the pool is now empty: every request is answered 503 no_workers");
+        reload_peers(s, &f);
         if (s->have_file) kvg_serve_config_free(&s->file);
         s->file = f; /* the next SIGHUP compares with this one */
         s->have_file = 1;
