@@ -357,6 +357,10 @@ static const struct kvg_opt flags[] = {
     {"peer-self", NULL, KVG_OPT_STR, O(peer_self), S(peer_self), .meta = "URL",
      .help = "the address peers know this replica by, named in its batches (default "
              "http://HOST:PORT of --host, the host name for a wildcard address)"},
+    {"peer-service", NULL, KVG_OPT_STR, O(peer_service), S(peer_service), .meta = "URL",
+     .help = "http://NAME:PORT: every address NAME resolves to is a peer as http://ADDR:PORT "
+             "(a Kubernetes headless Service of the replicas), beside --peers; resolved again "
+             "every 10 s, so that replicas added or gone join or leave the list"},
     {"autoscale", NULL, KVG_OPT_STR, O(autoscale_path), S(autoscale_path), .section = "autoscaling",
      .meta = "FILE",
      .help = "YAML file of pools to autoscale (GET /autoscale, /autoscale/metrics)"},
@@ -513,6 +517,11 @@ int kvg_serve_config_check(struct kvg_serve_config *c, char *err, size_t errlen)
     if (c->health_failure_threshold == 0 || c->health_success_threshold == 0)
         return kvg_err_set(err, errlen, KVG_ECONFIG, "health thresholds must be at least 1");
     if ((rc = kvg_serve_config_models(c, c->config_path, err, errlen))) return rc;
+    char host[256], port[16];
+    struct kvg_http_target t;
+    if (c->peer_service[0] && kvg_http_target_split(c->peer_service, &t, host, port))
+        return kvg_err_set(err, errlen, KVG_ECONFIG,
+                           "--peer-service: '%s' is not an http://host:port URL", c->peer_service);
     rc = kvg_serve_config_pd(c, err, errlen);
     return rc ? rc : check_discovery(c, err, errlen);
 }

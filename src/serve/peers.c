@@ -99,6 +99,9 @@ struct kvg_serve_peers {
     struct kvg_http_client *client;
     struct kvg_holder list; /* the current struct peer_list, for the loops */
     struct peer_list *cur;  /* the same, the holder's reference: main loop only */
+    /* Main loop: what the list is made of, the peers given (--peers,
+     * peers:) and those --peer-service's name gave (peers_dns.c). */
+    struct kvg_strlist given, found;
     /* Batches from elsewhere: refused (by reason) and records of unknown
      * workers or from a sender no --peers names. */
     _Atomic uint64_t refused, unknown_workers, from_others;
@@ -382,18 +385,28 @@ static int listed(const struct peer_list *l, const struct peer *p)
     return 0;
 }
 
-int kvg__serve_peers_set(struct kvg_serve *sv, const struct kvg_strlist *urls, size_t *added,
-                         size_t *removed, char *err, size_t errlen)
+/* The list of given then found (each URL once) made current: the peers
+ * that stay move over, the others go. */
+static int apply(struct kvg_serve_peers *ps, const struct kvg_strlist *given,
+                 const struct kvg_strlist *found, size_t *added, size_t *removed, char *err,
+                 size_t errlen)
 {
-    struct kvg_serve_peers *ps = sv->peers;
-    *added = *removed = 0;
-    if (!ps)
-        return kvg_err_set(err, errlen, KVG_ECONFIG,
-                           "the exchange starts with the process (it records every pick): this "
-                           "one started without peers, a restart applies them");
+    struct kvg_strlist *urls = calloc(1, sizeof *urls);
     struct peer_list *next = NULL;
-    int rc = list_make(ps, ps->cur, urls, &next, err, errlen);
+    int rc = urls ? 0 : -ENOMEM;
+    const struct kvg_strlist *parts[] = {given, found};
+    for (size_t k = 0; k < 2 && !rc; k++)
+        for (size_t i = 0; i < parts[k]->n && !rc; i++) {
+            size_t j = 0;
+            while (j < urls->n && strcmp(urls->v[j], parts[k]->v[i])) j++;
+            if (j == urls->n) rc = kvg_strlist_add(urls, parts[k]->v[i]);
+        }
+    if (rc) rc = kvg_err_set(err, errlen, rc, "peers: %s", kvg_strerror(rc));
+    if (!rc) rc = list_make(ps, ps->cur, urls, &next, err, errlen);
+    if (urls) kvg_strlist_free(urls);
+    free(urls);
     if (rc) return rc;
+    *added = *removed = 0;
     for (size_t i = 0; i < next->n; i++) *added += !listed(ps->cur, next->p[i]);
     /* The ones that go: no more calls or series now; their memory when the
      * last list holding them is let go (a loop may be reading one). */
@@ -413,10 +426,49 @@ int kvg__serve_peers_set(struct kvg_serve *sv, const struct kvg_strlist *urls, s
     return 0;
 }
 
+/* dst becomes a copy of src; -ENOMEM leaves dst empty. */
+static int copy_list(struct kvg_strlist *dst, const struct kvg_strlist *src)
+{
+    kvg_strlist_free(dst);
+    for (size_t i = 0; i < src->n; i++) {
+        int rc = kvg_strlist_add(dst, src->v[i]);
+        if (rc) {
+            kvg_strlist_free(dst);
+            return rc;
+        }
+    }
+    return 0;
+}
+
+int kvg__serve_peers_set(struct kvg_serve *sv, const struct kvg_strlist *urls, size_t *added,
+                         size_t *removed, char *err, size_t errlen)
+{
+    struct kvg_serve_peers *ps = sv->peers;
+    *added = *removed = 0;
+    if (!ps)
+        return kvg_err_set(err, errlen, KVG_ECONFIG,
+                           "the exchange starts with the process (it records every pick): this "
+                           "one started without peers, a restart applies them");
+    int rc = apply(ps, urls, &ps->found, added, removed, err, errlen);
+    if (!rc && (rc = copy_list(&ps->given, urls)))
+        rc = kvg_err_set(err, errlen, rc, "peers: %s", kvg_strerror(rc));
+    return rc;
+}
+
+int kvg__serve_peers_found(struct kvg_serve *sv, const struct kvg_strlist *found, size_t *added,
+                           size_t *removed, char *err, size_t errlen)
+{
+    struct kvg_serve_peers *ps = sv->peers;
+    int rc = apply(ps, &ps->given, found, added, removed, err, errlen);
+    if (!rc && (rc = copy_list(&ps->found, found)))
+        rc = kvg_err_set(err, errlen, rc, "peers: %s", kvg_strerror(rc));
+    return rc;
+}
+
 int kvg__serve_peers_init(struct kvg_serve *sv, char *err, size_t errlen)
 {
     const struct kvg_serve_config *c = &sv->cfg;
-    if (!c->peers.n) return 0;
+    if (!c->peers.n && !c->peer_service[0]) return 0;
     struct kvg_serve_peers *ps = calloc(1, sizeof *ps);
     if (!ps) return -ENOMEM;
     sv->peers = ps;
@@ -486,6 +538,8 @@ void kvg__serve_peers_free(struct kvg_serve *sv)
     struct kvg_serve_peers *ps = sv->peers;
     if (!ps) return;
     kvg_holder_destroy(&ps->list); /* every peer with its list: no resolve is left */
+    kvg_strlist_free(&ps->given);
+    kvg_strlist_free(&ps->found);
     kvg_exchange_free(ps->x);
     free(ps);
     sv->peers = NULL;

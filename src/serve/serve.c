@@ -162,6 +162,7 @@ static void stop_main(struct serve *s)
     kvg_serve_status_stop(&s->sv);
     kvg_spawn_stop(&s->sims);
     kvg_serve_autoscale_stop(&s->sv);
+    kvg__serve_peers_dns_stop(&s->sv);
     kvg__serve_peers_stop(&s->sv);
 }
 
@@ -503,7 +504,8 @@ int kvg_serve_run(struct kvg_serve_config *cfg)
     if ((rc = kvg_serve_status_start(&s.sv, &s.main_loop)))
         KVG_WARN("status page: no history (%s)", kvg_strerror(rc));
     kvg_serve_autoscale_start(&s.sv, &s.main_loop);
-    if ((rc = kvg__serve_peers_start(&s.sv, &s.main_loop))) {
+    if ((rc = kvg__serve_peers_start(&s.sv, &s.main_loop)) ||
+        (rc = kvg__serve_peers_dns_start(&s.sv, &s.main_loop))) {
         fprintf(stderr, "kvgate serve: peers: %s\n", kvg_strerror(rc));
         return serve_fail(&s, 1);
     }
@@ -545,6 +547,7 @@ int kvg_serve_run(struct kvg_serve_config *cfg)
     kvg_gate_free(&s.sv.gate);
     kvg_serve_autoscale_free(&s.sv);
     kvg_serve_models_free(&s.sv);
+    kvg__serve_peers_dns_free(&s.sv);
     kvg__serve_peers_free(&s.sv);
     kvg_serve_router_free(&s.sv);
     kvg_serve_metrics_free(&s.sv.metrics);

@@ -3,7 +3,10 @@
  * reload that keeps it, a removed one leaves /workers and /metrics, a new
  * one starts unknown, one removed while its address is being resolved
  * goes without a leak, and a process started without peers refuses a
- * first list. */
+ * first list. --peer-service's found peers change beside the given ones
+ * (peers_dns.c). */
+#include <arpa/inet.h>
+#include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -170,6 +173,70 @@ TEST(a_first_list_needs_a_restart)
     list_of(&next, "http://127.0.0.1:9", NULL);
     CHECK_INT(kvg__serve_peers_set(sv, &next, &added, &removed, err, sizeof err), KVG_ECONFIG);
     CHECK(strstr(err, "a restart applies them") != NULL);
+    kvg_strlist_free(&next);
+    serve_free(sv);
+}
+
+/* --peer-service's answer as peers: each address once, sorted, IPv6 in
+ * brackets, other families skipped. */
+TEST(a_names_addresses_are_peer_urls)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET}, b = {.sin_family = AF_INET};
+    struct sockaddr_in6 c = {.sin6_family = AF_INET6};
+    struct sockaddr d = {.sa_family = AF_UNIX};
+    CHECK_INT(inet_pton(AF_INET, "10.0.0.2", &a.sin_addr), 1);
+    CHECK_INT(inet_pton(AF_INET, "10.0.0.1", &b.sin_addr), 1);
+    CHECK_INT(inet_pton(AF_INET6, "fd00::7", &c.sin6_addr), 1);
+    struct addrinfo ai[5] = {
+        {.ai_family = AF_INET, .ai_addr = (struct sockaddr *)&a, .ai_addrlen = sizeof a},
+        {.ai_family = AF_INET, .ai_addr = (struct sockaddr *)&b, .ai_addrlen = sizeof b},
+        {.ai_family = AF_INET, .ai_addr = (struct sockaddr *)&a, .ai_addrlen = sizeof a},
+        {.ai_family = AF_UNIX, .ai_addr = &d, .ai_addrlen = sizeof d},
+        {.ai_family = AF_INET6, .ai_addr = (struct sockaddr *)&c, .ai_addrlen = sizeof c},
+    };
+    for (int i = 0; i < 4; i++) ai[i].ai_next = &ai[i + 1];
+    struct kvg_strlist out = {0};
+    CHECK_INT(kvg__serve_peers_addr_urls(ai, "8080", &out), 0);
+    CHECK_INT((int)out.n, 3);
+    CHECK_STR(out.v[0], "http://10.0.0.1:8080");
+    CHECK_STR(out.v[1], "http://10.0.0.2:8080");
+    CHECK_STR(out.v[2], "http://[fd00::7]:8080");
+    kvg_strlist_free(&out);
+}
+
+/* A StatefulSet scaled up then down under --peer-service: the found peers
+ * change, the given ones stay, a peer both given and found is listed once,
+ * and a SIGHUP's new given list keeps the found ones. */
+TEST(found_peers_change_beside_the_given_ones)
+{
+    const char *given[] = {"http://10.0.0.9:8080"};
+    struct kvg_serve *sv = serve_new(given, 1);
+    struct kvg_strlist found = {0}, next = {0};
+    size_t added, removed;
+    char err[256] = "", state[16];
+    double sent;
+    list_of(&found, "http://10.0.0.1:8080", "http://10.0.0.9:8080");
+    CHECK_INT(kvg__serve_peers_found(sv, &found, &added, &removed, err, sizeof err), 0);
+    CHECK_INT((int)added, 1);
+    CHECK_INT(peer_info(sv, "http://10.0.0.1:8080", state, sizeof state, &sent), 2);
+    list_of(&found, "http://10.0.0.1:8080", "http://10.0.0.2:8080"); /* scaled up */
+    CHECK_INT(kvg__serve_peers_found(sv, &found, &added, &removed, err, sizeof err), 0);
+    CHECK_INT((int)added, 1);
+    CHECK_INT((int)removed, 0); /* 10.0.0.9 is still given */
+    CHECK_INT(peer_info(sv, "http://10.0.0.2:8080", state, sizeof state, &sent), 3);
+    CHECK_STR(state, "unknown");
+    list_of(&next, "http://10.0.0.8:8080", NULL); /* SIGHUP */
+    CHECK_INT(kvg__serve_peers_set(sv, &next, &added, &removed, err, sizeof err), 0);
+    CHECK_INT((int)added, 1);
+    CHECK_INT((int)removed, 1);
+    CHECK_INT(peer_info(sv, "http://10.0.0.1:8080", state, sizeof state, &sent), 3);
+    CHECK_STR(state, "unknown");
+    list_of(&found, "http://10.0.0.2:8080", NULL); /* scaled down */
+    CHECK_INT(kvg__serve_peers_found(sv, &found, &added, &removed, err, sizeof err), 0);
+    CHECK_INT((int)removed, 1);
+    CHECK_INT(peer_info(sv, "http://10.0.0.1:8080", state, sizeof state, &sent), 2);
+    CHECK_STR(state, "");
+    kvg_strlist_free(&found);
     kvg_strlist_free(&next);
     serve_free(sv);
 }
