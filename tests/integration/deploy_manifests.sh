@@ -16,12 +16,13 @@
 # legs under pd* (never otherwise). The RBAC, Service, ServiceMonitor and
 # KEDA objects fit each other; the Grafana dashboard's metric names exist
 # in a real kvgate's /metrics. The replicas exchange routing history
-# (docs/replicas.md): --peers names each replica of the StatefulSet by its
-# stable name under the headless Service (which selects them, publishes
-# them unready too, and is no ServiceMonitor's), --peer-self is the pod's
-# own (downward API), --peer-token the Secret's, every $(VAR) in the args
-# is one the container defines; live, the gateway lists those peers
-# and takes a batch with the Secret's token only.
+# (docs/replicas.md): --peer-service is the StatefulSet's headless Service
+# at the replicas' port (the Service selects them, publishes them unready
+# too, and is no ServiceMonitor's), --peer-self the pod's own address
+# (downward API) at that port, --peer-token the Secret's, every $(VAR) in
+# the args one the container defines; live, with the Service's name
+# standing for localhost, the gateway finds its peer by resolving it and
+# takes a batch with the Secret's token only.
 . "$(dirname "$0")/lib.sh"
 
 if ! command -v kubectl >/dev/null 2>&1; then
@@ -203,15 +204,14 @@ say("the replicas listen where the peer names point (--port %d, the container's 
     any(p["containerPort"] == port for p in c["ports"]) and hl is not None
     and any(p["port"] == port for p in hl["spec"]["ports"]))
 svc_name = hl["metadata"]["name"] if hl else "?"
-peers = [u.strip().rstrip("/") for a in [arg("--peers") or ""] for u in a.split(",") if u.strip()]
-want_peers = ["http://%s-%d.%s:%d" % (dep["metadata"]["name"], i, svc_name, port) for i in range(n)]
-say("--peers names each of the %d replicas by its stable name" % n, sorted(peers) == sorted(want_peers),
-    (peers, want_peers))
+service = arg("--peer-service") or ""
+say("--peer-service is the headless Service at the replicas' port (%s)" % service,
+    service.rstrip("/") == "http://%s:%d" % (svc_name, port) and "--peers" not in args, service)
 self_arg = arg("--peer-self") or ""
-m = re.fullmatch(r"http://\$\(([A-Za-z_0-9]+)\)\.%s:%d" % (re.escape(svc_name), port), self_arg)
-say("--peer-self is the pod's own name in that list (%s)" % self_arg,
+m = re.fullmatch(r"http://\$\(([A-Za-z_0-9]+)\):%d" % port, self_arg)
+say("--peer-self is the pod's own address, as the Service resolves to it (%s)" % self_arg,
     m is not None and env.get(m.group(1), {}).get("valueFrom", {}).get("fieldRef", {}).get("fieldPath")
-    == "metadata.name", self_arg)
+    == "status.podIP", self_arg)
 tok_arg = arg("--peer-token") or ""
 m = re.fullmatch(r"\$\(([A-Za-z_0-9]+)\)", tok_arg)
 ref = env.get(m.group(1), {}).get("valueFrom", {}).get("secretKeyRef") if m else None
@@ -220,18 +220,19 @@ token = base64.b64decode(sec["data"][ref["key"]]).decode() if sec and ref["key"]
 say("--peer-token comes from a Secret of the render (%s)" % (ref and ref["name"]),
     bool(token) and ref["name"].startswith("kvgate-peer-token-"), tok_arg)
 say("the peer token is one header value (no space or line break)", re.fullmatch(r"[!-~]+", token or " ") is not None)
-# For the shell: the values the kubelet would give the $(VAR)s, as in pod kvgate-0.
+# For the shell: the values the kubelet would give the $(VAR)s, on loopback.
 vals = {}
 for k, e in env.items():
     vf = e.get("valueFrom", {})
-    if vf.get("fieldRef", {}).get("fieldPath") == "metadata.name":
+    if vf.get("fieldRef", {}).get("fieldPath") == "status.podIP":
+        vals[k] = "127.0.0.1"
+    elif vf.get("fieldRef", {}).get("fieldPath") == "metadata.name":
         vals[k] = dep["metadata"]["name"] + "-0"
     elif "secretKeyRef" in vf and vf["secretKeyRef"] is ref:
         vals[k] = token
     elif "value" in e:
         vals[k] = e["value"]
-json.dump({"vars": vals, "peers": want_peers, "self": want_peers[0], "token": token},
-          open(path + ".peers.json", "w"))
+json.dump({"vars": vals, "token": token}, open(path + ".peers.json", "w"))
 sa = pod["spec"]["serviceAccountName"]
 def allowed(group, res, verb):
     for rb in objs("RoleBinding"):
@@ -298,9 +299,9 @@ for o in "${OVERLAYS[@]}"; do
 done
 
 # args_for OVERLAY PORT [drop-discovery]: the rendered args, one a line, with
-# the files made local, the addresses loopback (Redis on $REDIS), each
-# $(VAR) what the kubelet gives pod kvgate-0 (the peer names stay: they
-# resolve in the cluster only, and a peer that does not is down); with
+# the files made local, the addresses loopback (Redis on $REDIS; the peers'
+# Service is localhost at PORT: the replica finds itself, as each does in
+# the cluster), each $(VAR) what the kubelet gives a pod, on loopback; with
 # drop-discovery the discovery flags and their values left out (the caller
 # adds workers).
 REDIS=$(free_port)
@@ -311,11 +312,12 @@ path, port, redis, drop = sys.argv[1:5]
 args = json.load(open(path + ".args.json"))
 env = json.load(open(path + ".peers.json"))["vars"]
 args = [re.sub(r"\$\(([A-Za-z_0-9]+)\)", lambda m: env.get(m.group(1), m.group(0)), a) for a in args]
+args = [re.sub(r":8080$", ":" + port, a) if a.startswith("http://127.0.0.1:") else a for a in args]
 # The quota store's Service name resolves in the cluster only: a loopback
 # Redis stands for it (the live run below starts one there).
 sub = {"--config": path + ".kvgate.yaml", "--keys": path + ".keys.yaml",
        "--autoscale": path + ".autoscale.yaml", "--host": "127.0.0.1", "--port": port,
-       "--quota-store": "redis://127.0.0.1:" + redis}
+       "--quota-store": "redis://127.0.0.1:" + redis, "--peer-service": "http://localhost:" + port}
 discovery = {"--service-discovery", "--service-discovery-namespace", "--service-discovery-port",
              "--selector", "--prefill-selector", "--decode-selector"}
 out, skipping = [], False
@@ -379,13 +381,17 @@ for o in "${GATEWAYS[@]}"; do
     -H "authorization: Bearer $KEY" -d "$body")
   check "$o: live: the Secret's example key is served ($code)" [ "$code" = 200 ]
   curl -s -m 5 "$G/metrics" -H "authorization: Bearer $KEY" >"$TMP/$o.metrics"
-  # The replicas' exchange as the pod kvgate-0 runs it (/workers needs an
-  # admin key: /metrics names the peers too).
+  # The replicas' exchange: the Service's name resolved, each address a
+  # peer named as --peer-self names a replica (/workers needs an admin key:
+  # /metrics names the peers too).
   PJ=$TMP/$o.yaml.peers.json
-  check "$o: live: /metrics has each replica as a peer" /usr/bin/python3 -c '
-import json, re, sys
-have = set(re.findall(r"^kvgate_peer_up\{peer=\"([^\"]+)\"\}", open(sys.argv[1]).read(), re.M))
-sys.exit(have != set(json.load(open(sys.argv[2]))["peers"]))' "$TMP/$o.metrics" "$PJ"
+  for _ in $(seq 1 "$(scaled 50)"); do
+    grep -q "^kvgate_peer_up{peer=\"http://127.0.0.1:$P\"} 1" "$TMP/$o.metrics" && break
+    sleep 0.1
+    curl -s -m 5 "$G/metrics" -H "authorization: Bearer $KEY" >"$TMP/$o.metrics"
+  done
+  check "$o: live: --peer-service's name resolved (localhost here): its address is a peer, up" \
+    grep -q "^kvgate_peer_up{peer=\"http://127.0.0.1:$P\"} 1" "$TMP/$o.metrics"
   PTOK=$(json_get "$PJ" 'j["token"]')
   CT='content-type: application/x-kvgate-exchange'
   code=$(curl -s -m 5 -o /dev/null -w '%{http_code}' "$G/peers/batch" -H "$CT" --data-binary junk)
