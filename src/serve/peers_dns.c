@@ -85,8 +85,8 @@ static void resolved(uv_getaddrinfo_t *req, int status, struct addrinfo *res)
     if ((rc = kvg__serve_peers_found(d->sv, &found, &added, &removed, err, sizeof err)))
         KVG_WARN("peers: --peer-service %s: %s", d->host, err);
     else if (added || removed)
-        KVG_INFO("peers: --peer-service %s: %zu addresses (%zu new, %zu gone)", d->host, found.n,
-                 added, removed);
+        KVG_INFO("peers: --peer-service %s: %zu address%s (%zu new, %zu gone)", d->host, found.n,
+                 found.n == 1 ? "" : "es", added, removed);
     kvg_strlist_free(&found);
 }
 
