@@ -16,6 +16,7 @@
 #include "base/util.h"
 #include "base/opt.h"
 #include "discovery/rules.h"
+#include "net/http_client.h"
 
 #define O(field) offsetof(struct kvg_serve_config, field)
 #define S(field) sizeof(((struct kvg_serve_config *)0)->field)
@@ -34,6 +35,53 @@ static const struct kvg_opt worker_row[] = {
     {"bootstrap_port", NULL, KVG_OPT_LIST, O(worker_bootstrap), .help = "--worker-bootstrap-ports"},
     KVG_OPT_END,
 };
+
+/* --peers, peers: each value one URL or a comma-separated list of them (one
+ * environment variable in a manifest), a trailing '/' dropped; checked as
+ * read, so that a bad one is refused naming its flag or file:line (and a
+ * SIGHUP keeps the running list). A later list replaces the earlier. */
+static int parse_peers(void *obj, const struct kvg_opt *o, const char *v, size_t index, char *err,
+                       size_t errlen)
+{
+    struct kvg_strlist *l = (struct kvg_strlist *)(void *)((char *)obj + o->off);
+    if (index == 0) kvg_strlist_free(l);
+    for (const char *u = v, *e; *u; u = *e ? e + 1 : e) {
+        u += strspn(u, " \t");
+        e = strchr(u, ',');
+        if (!e) e = u + strlen(u);
+        size_t len = (size_t)(e - u);
+        while (len && (u[len - 1] == '/' || u[len - 1] == ' ')) len--;
+        if (!len) continue;
+        char url[512], host[256], port[16];
+        struct kvg_http_target t;
+        if (len >= sizeof url)
+            return kvg_err_set(err, errlen, KVG_ECONFIG, "'%.40s...' is too long", u);
+        memcpy(url, u, len);
+        url[len] = 0;
+        if (kvg_http_target_split(url, &t, host, port))
+            return kvg_err_set(err, errlen, KVG_ECONFIG, "'%s' is not an http://host:port URL",
+                               url);
+        for (size_t i = 0; i < l->n; i++)
+            if (!strcmp(l->v[i], url))
+                return kvg_err_set(err, errlen, KVG_ECONFIG, "'%s' twice", url);
+        int rc = kvg_strlist_add(l, url);
+        if (rc == -ENOSPC)
+            return kvg_err_set(err, errlen, KVG_ECONFIG, "at most %d peers", KVG_OPT_LIST_MAX);
+        if (rc) return rc;
+    }
+    return 0;
+}
+
+/* The list as one comma-separated value (what SIGHUP's comparison reads). */
+static int format_peers(const void *obj, const struct kvg_opt *o, char *out, size_t cap)
+{
+    const struct kvg_strlist *l = (const void *)((const char *)obj + o->off);
+    size_t len = 0;
+    out[0] = 0;
+    for (size_t i = 0; i < l->n && len < cap; i++)
+        len += (size_t)snprintf(out + len, cap - len, "%s%s", i ? "," : "", l->v[i]);
+    return 0;
+}
 
 static const struct kvg_opt flags[] = {
     {"host", NULL, KVG_OPT_STR, O(host), S(host), .section = "listening", .meta = "ADDR",
@@ -297,10 +345,13 @@ static const struct kvg_opt flags[] = {
     {"otlp-timeout-secs", NULL, KVG_OPT_SECS_MS, O(trace.timeout_ms), 0,
      .help = "an export's connect and read timeout: a collector slower than this loses the batch "
              "(counted in kvgate_trace_spans_dropped_total)"},
-    {"peers", NULL, KVG_OPT_LIST, O(peers), 0, .section = "replicas", .meta = "URL...",
-     .help = "the other kvgate replicas in front of the same engines: each one's routing "
-             "history (the prompts it sent where) reaches the others every --exchange-ms, so "
-             "that without engine KV events they route as one (docs/replicas.md)"},
+    {"peers", NULL, KVG_OPT_CUSTOM, O(peers), 0, .section = "replicas", .meta = "URL...",
+     .parse = parse_peers, .format = format_peers, .flags = KVG_OPT_F_MULTI | KVG_OPT_F_NODEFAULT,
+     .help = "the other kvgate replicas in front of the same engines (space- or "
+             "comma-separated; none by default): each one's routing history (the prompts it "
+             "sent where) reaches the others every --exchange-ms, so that without engine KV "
+             "events they route as one; the file's peers: is re-read on SIGHUP "
+             "(docs/replicas.md)"},
     {"peer-token", NULL, KVG_OPT_STR, O(peer_token), S(peer_token), .meta = "SECRET",
      .help = "the secret replicas present to each other (Authorization: Bearer); without it a "
              "peer's batch needs an admin key with --keys, else a loopback client"},
@@ -312,6 +363,10 @@ static const struct kvg_opt flags[] = {
     {"peer-self", NULL, KVG_OPT_STR, O(peer_self), S(peer_self), .meta = "URL",
      .help = "the address peers know this replica by, named in its batches (default "
              "http://HOST:PORT of --host, the host name for a wildcard address)"},
+    {"peer-service", NULL, KVG_OPT_STR, O(peer_service), S(peer_service), .meta = "URL",
+     .help = "http://NAME:PORT: every address NAME resolves to is a peer as http://ADDR:PORT "
+             "(a Kubernetes headless Service of the replicas), beside --peers; resolved again "
+             "every 10 s, so that replicas added or gone join or leave the list"},
     {"autoscale", NULL, KVG_OPT_STR, O(autoscale_path), S(autoscale_path), .section = "autoscaling",
      .meta = "FILE",
      .help = "YAML file of pools to autoscale (GET /autoscale, /autoscale/metrics)"},
@@ -381,6 +436,7 @@ void kvg_serve_config_default(struct kvg_serve_config *c)
 void kvg_serve_config_free(struct kvg_serve_config *c)
 {
     kvg_opt_free(flags, c);
+    kvg_strlist_free(&c->peers); /* a CUSTOM list: kvg_opt_free leaves it */
 }
 
 static int check_discovery(const struct kvg_serve_config *c, char *err, size_t errlen)
@@ -470,6 +526,11 @@ int kvg_serve_config_check(struct kvg_serve_config *c, char *err, size_t errlen)
     if (c->health_failure_threshold == 0 || c->health_success_threshold == 0)
         return kvg_err_set(err, errlen, KVG_ECONFIG, "health thresholds must be at least 1");
     if ((rc = kvg_serve_config_models(c, c->config_path, err, errlen))) return rc;
+    char host[256], port[16];
+    struct kvg_http_target t;
+    if (c->peer_service[0] && kvg_http_target_split(c->peer_service, &t, host, port))
+        return kvg_err_set(err, errlen, KVG_ECONFIG,
+                           "--peer-service: '%s' is not an http://host:port URL", c->peer_service);
     rc = kvg_serve_config_pd(c, err, errlen);
     return rc ? rc : check_discovery(c, err, errlen);
 }
@@ -501,7 +562,8 @@ int kvg_serve_config_load_file(const char *path, struct kvg_serve_config *out, c
 }
 
 /* What SIGHUP applies: the worker list with its event endpoints, roles,
- * labels and bootstrap ports (and the file's own name). */
+ * labels and bootstrap ports, the models, the peers (and the file's own
+ * name). */
 static int reloadable(void *ud, const struct kvg_opt *o, size_t off)
 {
     (void)ud;
@@ -509,7 +571,7 @@ static int reloadable(void *ud, const struct kvg_opt *o, size_t off)
     return off == O(workers) || off == O(kv_endpoints) || off == O(replay_endpoints) ||
            off == O(worker_roles) || off == O(worker_labels) || off == O(worker_bootstrap) ||
            off == O(prefill_urls) || off == O(decode_urls) || off == O(config_path) ||
-           off == O(models);
+           off == O(models) || off == O(peers);
 }
 
 size_t kvg_serve_config_diff_restart(const struct kvg_serve_config *a,

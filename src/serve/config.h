@@ -116,6 +116,9 @@ struct kvg_serve_config {
     uint32_t exchange_ms;
     size_t peer_batch_bytes;
     char peer_self[512];
+    /* --peer-service: a name whose every address is a peer ("": none;
+     * peers_dns.c). */
+    char peer_service[512];
 };
 
 /* Folds --prefill/--decode into the worker list, checks the roles and the PD

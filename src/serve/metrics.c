@@ -364,6 +364,9 @@ void kvg_serve_metrics_free(struct kvg_serve_metrics *m)
     for (int c = 0; c < 3; c++) kvg_metrics_series_release(m->adm_class[c]);
     kvg_metrics_series_release(m->tokenizer_fallback);
     kvg_metrics_series_release(m->block_size_mismatch);
+    kvg_metrics_series_release(m->tokc_bytes);
+    kvg_metrics_series_release(m->tokc_entries);
+    kvg_metrics_series_release(m->shed);
     kvg_metrics_registry_free(m->reg);
 }
 

@@ -13,7 +13,14 @@
  * admin API) and the body's declared size, the handler the content type,
  * the size and every record before any is applied; then each record goes
  * to the policy of the model its worker serves, without waiting for a lock
- * (struct kvg_route_ctx's nowait). */
+ * (struct kvg_route_ctx's nowait).
+ *
+ * The list of peers is replaced whole by a SIGHUP (kvg__serve_peers_set):
+ * the loops read it through a holder (base/holder.h) for /workers and a
+ * batch's sender; the main loop, its only writer, sends from it. A peer
+ * that stays moves to the new list as it is (state, counts, call in
+ * flight); one that goes has its call cancelled and its series removed,
+ * its memory freed when the last list (or resolve) holding it lets go. */
 #include <errno.h>
 #include <openssl/crypto.h>
 #include <stdio.h>
@@ -25,6 +32,7 @@
 #include <cjson/cJSON.h>
 
 #include "base/err.h"
+#include "base/holder.h"
 #include "base/log.h"
 #include "metrics/metrics.h"
 #include "net/resolve.h"
@@ -44,8 +52,6 @@ static const char *const state_names[] = {"unknown", "up", "down"};
 #define CALL_TIMEOUT_MS 2000
 /* An empty batch this often when there is nothing to send. */
 #define HEARTBEAT_MS 1000
-/* Peers at most: a fleet's replicas. */
-#define KVG_SERVE_MAX_PEERS 256
 
 /* One encoded batch, shared by the calls that send it (borrowed bodies). */
 struct batch {
@@ -55,6 +61,7 @@ struct batch {
 };
 
 struct peer {
+    _Atomic int refs; /* the lists holding it, and its resolve in flight */
     struct kvg_serve_peers *ps;
     char url[512];
     struct kvg_http_target t;
@@ -71,6 +78,14 @@ struct peer {
     char answer[160]; /* the start of its body, for the log */
     size_t nanswer;
     struct kvg_metrics_series *m_up, *m_sent, *m_received, *m_dropped;
+    int removed; /* main loop: no longer listed (a resolve's answer is dropped) */
+};
+
+/* One version of the peer list; each entry one reference to its peer. */
+struct peer_list {
+    _Atomic int refs;
+    size_t n;
+    struct peer *p[];
 };
 
 struct kvg_serve_peers {
@@ -82,8 +97,11 @@ struct kvg_serve_peers {
     uv_timer_t timer;
     int timer_on, stopping;
     struct kvg_http_client *client;
-    struct peer *p;
-    size_t n;
+    struct kvg_holder list; /* the current struct peer_list, for the loops */
+    struct peer_list *cur;  /* the same, the holder's reference: main loop only */
+    /* Main loop: what the list is made of, the peers given (--peers,
+     * peers:) and those --peer-service's name gave (peers_dns.c). */
+    struct kvg_strlist given, found;
     /* Batches from elsewhere: refused (by reason) and records of unknown
      * workers or from a sender no --peers names. */
     _Atomic uint64_t refused, unknown_workers, from_others;
@@ -96,6 +114,38 @@ static void batch_unref(struct batch *b)
         kvg_buf_free(&b->b);
         free(b);
     }
+}
+
+static void peer_series_remove(struct peer *p)
+{
+    kvg_metrics_series_remove(p->m_up);
+    kvg_metrics_series_remove(p->m_sent);
+    kvg_metrics_series_remove(p->m_received);
+    kvg_metrics_series_remove(p->m_dropped);
+}
+
+static void peer_unref(struct peer *p)
+{
+    if (atomic_fetch_sub(&p->refs, 1) != 1) return;
+    peer_series_remove(p); /* a list that failed to be made, or the last one at exit */
+    kvg_metrics_series_release(p->m_up);
+    kvg_metrics_series_release(p->m_sent);
+    kvg_metrics_series_release(p->m_received);
+    kvg_metrics_series_release(p->m_dropped);
+    free(p);
+}
+
+static void list_ref(void *l)
+{
+    atomic_fetch_add(&((struct peer_list *)l)->refs, 1);
+}
+
+static void list_unref(void *v)
+{
+    struct peer_list *l = v;
+    if (!l || atomic_fetch_sub(&l->refs, 1) != 1) return;
+    for (size_t i = 0; i < l->n; i++) peer_unref(l->p[i]);
+    free(l);
 }
 
 static void set_state(struct peer *p, enum peer_state s)
@@ -197,14 +247,18 @@ static void resolved(void *ud, int status, const struct kvg_http_target *t)
 {
     struct peer *p = ud;
     p->resolving = 0;
-    if (p->ps->stopping) return;
+    if (p->ps->stopping || p->removed) {
+        peer_unref(p); /* the resolve's reference */
+        return;
+    }
     if (status) {
         KVG_DEBUG("peer %s: %s", p->url, kvg_strerror(status));
         failed(p, 0);
-        return;
+    } else {
+        p->t = *t;
+        p->resolved = 1;
     }
-    p->t = *t;
-    p->resolved = 1;
+    peer_unref(p);
 }
 
 /* The timer: this period's batch to every peer that can take it. */
@@ -227,8 +281,8 @@ static void tick(uv_timer_t *t)
     }
     b->nrec = (uint32_t)n;
     ps->last_send_ms = now;
-    for (size_t i = 0; i < ps->n; i++) {
-        struct peer *p = &ps->p[i];
+    for (size_t i = 0; i < ps->cur->n; i++) {
+        struct peer *p = ps->cur->p[i];
         if (p->call || now < p->retry_at_ms || p->resolving) {
             /* Still sending the last one (a slow peer), or backing off:
              * this batch is lost to it. One call per peer bounds memory. */
@@ -240,8 +294,10 @@ static void tick(uv_timer_t *t)
             atomic_fetch_add(&p->dropped, b->nrec);
             kvg_metrics_add(p->m_dropped, b->nrec);
             p->resolving = 1;
+            atomic_fetch_add(&p->refs, 1); /* the resolve's, dropped in resolved() */
             if (kvg_resolve_url(ps->loop, p->url, resolved, p)) {
                 p->resolving = 0;
+                atomic_fetch_sub(&p->refs, 1); /* the list still holds it */
                 failed(p, 0);
             }
             continue;
@@ -266,46 +322,159 @@ static void self_name(const struct kvg_serve_config *c, char *out, size_t cap)
     snprintf(out, cap, strchr(h, ':') ? "http://[%s]:%d" : "http://%s:%d", h, c->port);
 }
 
-static int add_peer(struct kvg_serve_peers *ps, const char *u, size_t len, char *err, size_t errlen)
+/* A new peer at url (checked by the configuration: serve/config.c), state
+ * unknown, its series at zero. *out holds one reference. */
+static int peer_new(struct kvg_serve_peers *ps, const char *url, struct peer **out, char *err,
+                    size_t errlen)
 {
-    if (ps->n == KVG_SERVE_MAX_PEERS)
-        return kvg_err_set(err, errlen, KVG_ECONFIG, "--peers: at most %d", KVG_SERVE_MAX_PEERS);
-    struct peer *p = &ps->p[ps->n];
-    struct kvg_http_target t;
-    char host[256], port[16];
-    if (len >= sizeof p->url)
-        return kvg_err_set(err, errlen, KVG_ECONFIG, "--peers: '%.*s' is too long", (int)len, u);
-    memcpy(p->url, u, len);
-    p->url[len] = 0;
-    if (kvg_http_target_split(p->url, &t, host, port))
-        return kvg_err_set(err, errlen, KVG_ECONFIG, "--peers: '%s' is not an http://host:port URL",
-                           p->url);
-    for (size_t i = 0; i < ps->n; i++)
-        if (!strcmp(ps->p[i].url, p->url))
-            return kvg_err_set(err, errlen, KVG_ECONFIG, "--peers: '%s' twice", p->url);
+    struct peer *p = calloc(1, sizeof *p);
+    if (!p) return kvg_err_set(err, errlen, -ENOMEM, "peers: out of memory");
+    p->refs = 1;
     p->ps = ps;
+    if (strlen(url) >= sizeof p->url) {
+        free(p);
+        return kvg_err_set(err, errlen, KVG_ECONFIG, "peers: '%s' is too long", url);
+    }
+    snprintf(p->url, sizeof p->url, "%s", url);
     const char *v[] = {p->url}, *vs[] = {p->url, "sent"}, *vr[] = {p->url, "received"},
                *vd[] = {p->url, "dropped"};
     int rc;
     if ((rc = kvg_metrics_series(ps->f_up, v, 1, &p->m_up)) ||
         (rc = kvg_metrics_series(ps->f_records, vs, 2, &p->m_sent)) ||
         (rc = kvg_metrics_series(ps->f_records, vr, 2, &p->m_received)) ||
-        (rc = kvg_metrics_series(ps->f_records, vd, 2, &p->m_dropped)))
+        (rc = kvg_metrics_series(ps->f_records, vd, 2, &p->m_dropped))) {
+        peer_unref(p);
         return kvg_err_set(err, errlen, rc, "peers: metrics: %s", kvg_strerror(rc));
-    ps->n++;
+    }
+    *out = p;
     return 0;
+}
+
+/* The list urls names, its peers taken from cur where listed there (a
+ * reference more each), new ones made. *out holds one reference. */
+static int list_make(struct kvg_serve_peers *ps, const struct peer_list *cur,
+                     const struct kvg_strlist *urls, struct peer_list **out, char *err,
+                     size_t errlen)
+{
+    struct peer_list *l = calloc(1, sizeof *l + urls->n * sizeof l->p[0]);
+    if (!l) return kvg_err_set(err, errlen, -ENOMEM, "peers: out of memory");
+    l->refs = 1;
+    for (size_t i = 0; i < urls->n; i++) {
+        struct peer *p = NULL;
+        for (size_t j = 0; cur && j < cur->n && !p; j++)
+            if (!strcmp(cur->p[j]->url, urls->v[i])) p = cur->p[j];
+        if (p) {
+            atomic_fetch_add(&p->refs, 1);
+        } else {
+            int rc = peer_new(ps, urls->v[i], &p, err, errlen);
+            if (rc) {
+                list_unref(l);
+                return rc;
+            }
+        }
+        l->p[l->n++] = p;
+    }
+    *out = l;
+    return 0;
+}
+
+static int listed(const struct peer_list *l, const struct peer *p)
+{
+    for (size_t i = 0; l && i < l->n; i++)
+        if (l->p[i] == p) return 1;
+    return 0;
+}
+
+/* The list of given then found (each URL once) made current: the peers
+ * that stay move over, the others go. */
+static int apply(struct kvg_serve_peers *ps, const struct kvg_strlist *given,
+                 const struct kvg_strlist *found, size_t *added, size_t *removed, char *err,
+                 size_t errlen)
+{
+    struct kvg_strlist *urls = calloc(1, sizeof *urls);
+    struct peer_list *next = NULL;
+    int rc = urls ? 0 : -ENOMEM;
+    const struct kvg_strlist *parts[] = {given, found};
+    for (size_t k = 0; k < 2 && !rc; k++)
+        for (size_t i = 0; i < parts[k]->n && !rc; i++) {
+            size_t j = 0;
+            while (j < urls->n && strcmp(urls->v[j], parts[k]->v[i])) j++;
+            if (j == urls->n) rc = kvg_strlist_add(urls, parts[k]->v[i]);
+        }
+    if (rc) rc = kvg_err_set(err, errlen, rc, "peers: %s", kvg_strerror(rc));
+    if (!rc) rc = list_make(ps, ps->cur, urls, &next, err, errlen);
+    if (urls) kvg_strlist_free(urls);
+    free(urls);
+    if (rc) return rc;
+    *added = *removed = 0;
+    for (size_t i = 0; i < next->n; i++) *added += !listed(ps->cur, next->p[i]);
+    /* The ones that go: no more calls or series now; their memory when the
+     * last list holding them is let go (a loop may be reading one). */
+    for (size_t i = 0; ps->cur && i < ps->cur->n; i++) {
+        struct peer *p = ps->cur->p[i];
+        if (listed(next, p)) continue;
+        (*removed)++;
+        p->removed = 1;
+        if (p->call) kvg_http_call_cancel(p->call);
+        p->call = NULL;
+        batch_unref(p->sending);
+        p->sending = NULL;
+        peer_series_remove(p);
+    }
+    ps->cur = next;
+    kvg_holder_swap(&ps->list, next);
+    return 0;
+}
+
+/* dst becomes a copy of src; -ENOMEM leaves dst empty. */
+static int copy_list(struct kvg_strlist *dst, const struct kvg_strlist *src)
+{
+    kvg_strlist_free(dst);
+    for (size_t i = 0; i < src->n; i++) {
+        int rc = kvg_strlist_add(dst, src->v[i]);
+        if (rc) {
+            kvg_strlist_free(dst);
+            return rc;
+        }
+    }
+    return 0;
+}
+
+int kvg__serve_peers_set(struct kvg_serve *sv, const struct kvg_strlist *urls, size_t *added,
+                         size_t *removed, char *err, size_t errlen)
+{
+    struct kvg_serve_peers *ps = sv->peers;
+    *added = *removed = 0;
+    if (!ps)
+        return kvg_err_set(err, errlen, KVG_ECONFIG,
+                           "the exchange starts with the process (it records every pick): this "
+                           "one started without peers, a restart applies them");
+    int rc = apply(ps, urls, &ps->found, added, removed, err, errlen);
+    if (!rc && (rc = copy_list(&ps->given, urls)))
+        rc = kvg_err_set(err, errlen, rc, "peers: %s", kvg_strerror(rc));
+    return rc;
+}
+
+int kvg__serve_peers_found(struct kvg_serve *sv, const struct kvg_strlist *found, size_t *added,
+                           size_t *removed, char *err, size_t errlen)
+{
+    struct kvg_serve_peers *ps = sv->peers;
+    int rc = apply(ps, &ps->given, found, added, removed, err, errlen);
+    if (!rc && (rc = copy_list(&ps->found, found)))
+        rc = kvg_err_set(err, errlen, rc, "peers: %s", kvg_strerror(rc));
+    return rc;
 }
 
 int kvg__serve_peers_init(struct kvg_serve *sv, char *err, size_t errlen)
 {
     const struct kvg_serve_config *c = &sv->cfg;
-    if (!c->peers.n) return 0;
+    if (!c->peers.n && !c->peer_service[0]) return 0;
     struct kvg_serve_peers *ps = calloc(1, sizeof *ps);
     if (!ps) return -ENOMEM;
     sv->peers = ps;
     ps->sv = sv;
+    kvg_holder_init(&ps->list, NULL, list_ref, list_unref);
     int rc = kvg_exchange_new(c->peer_batch_bytes, &ps->x);
-    if (!rc && !(ps->p = calloc(KVG_SERVE_MAX_PEERS, sizeof *ps->p))) rc = -ENOMEM;
     if (rc) return kvg_err_set(err, errlen, rc, "peers: %s", kvg_strerror(rc));
     struct kvg_rng r;
     kvg_rng_seed(&r, kvg_now_ns() ^ ((uint64_t)getpid() << 32));
@@ -322,21 +491,11 @@ int kvg__serve_peers_init(struct kvg_serve *sv, char *err, size_t errlen)
                                   "or the batch cap).",
                                   rec_l, 2, &ps->f_records)))
         return kvg_err_set(err, errlen, rc, "peers: metrics: %s", kvg_strerror(rc));
-    /* Each entry may be a comma-separated list too (one environment
-     * variable in a manifest). */
-    for (size_t i = 0; i < c->peers.n; i++) {
-        for (const char *u = c->peers.v[i], *e; *u; u = *e ? e + 1 : e) {
-            e = strchr(u, ',');
-            if (!e) e = u + strlen(u);
-            size_t len = (size_t)(e - u);
-            while (len && u[len - 1] == '/') len--;
-            if (!len) continue;
-            if ((rc = add_peer(ps, u, len, err, errlen))) return rc;
-        }
-    }
+    size_t added, removed;
+    if ((rc = kvg__serve_peers_set(sv, &c->peers, &added, &removed, err, errlen))) return rc;
     sv->pool.on_pick = kvg_exchange_on_pick;
     sv->pool.on_pick_ud = ps->x;
-    KVG_INFO("peers: %zu, a batch every %u ms as %s", ps->n, c->exchange_ms, ps->self);
+    KVG_INFO("peers: %zu, a batch every %u ms as %s", ps->cur->n, c->exchange_ms, ps->self);
     return 0;
 }
 
@@ -363,8 +522,8 @@ void kvg__serve_peers_stop(struct kvg_serve *sv)
         uv_close((uv_handle_t *)&ps->timer, NULL);
         ps->timer_on = 0;
     }
-    for (size_t i = 0; i < ps->n; i++) {
-        struct peer *p = &ps->p[i];
+    for (size_t i = 0; ps->cur && i < ps->cur->n; i++) {
+        struct peer *p = ps->cur->p[i];
         if (p->call) kvg_http_call_cancel(p->call);
         p->call = NULL;
         batch_unref(p->sending);
@@ -378,13 +537,9 @@ void kvg__serve_peers_free(struct kvg_serve *sv)
 {
     struct kvg_serve_peers *ps = sv->peers;
     if (!ps) return;
-    for (size_t i = 0; i < ps->n; i++) {
-        kvg_metrics_series_release(ps->p[i].m_up);
-        kvg_metrics_series_release(ps->p[i].m_sent);
-        kvg_metrics_series_release(ps->p[i].m_received);
-        kvg_metrics_series_release(ps->p[i].m_dropped);
-    }
-    free(ps->p);
+    kvg_holder_destroy(&ps->list); /* every peer with its list: no resolve is left */
+    kvg_strlist_free(&ps->given);
+    kvg_strlist_free(&ps->found);
     kvg_exchange_free(ps->x);
     free(ps);
     sv->peers = NULL;
@@ -407,8 +562,9 @@ void kvg__serve_peers_json(struct kvg_serve *sv, struct cJSON *root)
     cJSON_AddNumberToObject(o, "records_from_others", (double)atomic_load(&ps->from_others));
     cJSON *arr = cJSON_AddArrayToObject(root, "peers");
     uint64_t now = kvg_now_ms();
-    for (size_t i = 0; i < ps->n; i++) {
-        struct peer *p = &ps->p[i];
+    struct peer_list *l = kvg_holder_acquire(&ps->list);
+    for (size_t i = 0; l && i < l->n; i++) {
+        struct peer *p = l->p[i];
         cJSON *e = cJSON_CreateObject();
         cJSON_AddStringToObject(e, "url", p->url);
         cJSON_AddStringToObject(e, "state", state_names[atomic_load(&p->state) % 3]);
@@ -422,6 +578,7 @@ void kvg__serve_peers_json(struct kvg_serve *sv, struct cJSON *root)
         cJSON_AddNumberToObject(e, "dropped", (double)atomic_load(&p->dropped));
         cJSON_AddItemToArray(arr, e);
     }
+    list_unref(l);
 }
 
 /* ---- Receiving. */
@@ -539,15 +696,17 @@ void kvg__serve_peers_receive(struct kvg_serve *sv, struct kvg_http_req *req)
     }
     atomic_fetch_add(&ps->unknown_workers, x.unknown);
     struct peer *from = NULL;
-    for (size_t i = 0; h.from.len && i < ps->n; i++)
-        if (strlen(ps->p[i].url) == h.from.len && !memcmp(ps->p[i].url, h.from.p, h.from.len))
-            from = &ps->p[i];
+    struct peer_list *l = kvg_holder_acquire(&ps->list);
+    for (size_t i = 0; h.from.len && l && i < l->n; i++)
+        if (strlen(l->p[i]->url) == h.from.len && !memcmp(l->p[i]->url, h.from.p, h.from.len))
+            from = l->p[i];
     if (from) {
         atomic_fetch_add(&from->received, x.applied);
         kvg_metrics_add(from->m_received, x.applied);
     } else {
         atomic_fetch_add(&ps->from_others, x.applied);
     }
+    list_unref(l);
     char body[96];
     int len = snprintf(body, sizeof body, "{\"applied\":%u,\"unknown_workers\":%u}", x.applied,
                        x.unknown);

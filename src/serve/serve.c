@@ -4,8 +4,8 @@
  * one worker pool.
  *
  * SIGTERM/SIGINT drain: stop accepting, let requests in flight finish (up to
- * --drain-timeout), then exit 0. SIGHUP re-reads --config's worker list
- * without touching open connections. */
+ * --drain-timeout), then exit 0. SIGHUP re-reads --config's worker list,
+ * models and peers without touching open connections. */
 #include <errno.h>
 #include <openssl/ssl.h>
 #include <signal.h>
@@ -162,6 +162,7 @@ static void stop_main(struct serve *s)
     kvg_serve_status_stop(&s->sv);
     kvg_spawn_stop(&s->sims);
     kvg_serve_autoscale_stop(&s->sv);
+    kvg__serve_peers_dns_stop(&s->sv);
     kvg__serve_peers_stop(&s->sv);
 }
 
@@ -224,6 +225,24 @@ static int same_static_workers(const struct kvg_serve_config *a, const struct kv
            same_list(&a->worker_bootstrap, &b->worker_bootstrap);
 }
 
+/* SIGHUP's peers (serve/peers.c): the file's peers: list when it differs
+ * from the one the file had when last read, so that a list --peers gave
+ * over the file stays until the file's own changes; an emptied list
+ * removes every peer. A process started without peers refuses a first
+ * list (the exchange starts with it). */
+static void reload_peers(struct serve *s, const struct kvg_serve_config *f)
+{
+    if (same_list(&f->peers, s->have_file ? &s->file.peers : &s->sv.cfg.peers)) return;
+    char err[512];
+    size_t added, removed;
+    int rc = kvg__serve_peers_set(&s->sv, &f->peers, &added, &removed, err, sizeof err);
+    if (rc)
+        KVG_ERROR("SIGHUP: peers in %s not applied, keeping the current ones: %s", f->config_path,
+                  err);
+    else
+        KVG_INFO("SIGHUP: peers reloaded (%zu: %zu new, %zu gone)", f->peers.n, added, removed);
+}
+
 /* SIGHUP under Kubernetes discovery: the workers are the pods it finds,
  * so only the models: section is reloaded (its pods' labels name their
  * models in the new catalog at once). A model's static workers: stay as
@@ -236,7 +255,10 @@ static void reload_discovered(struct serve *s, struct kvg_serve_config *f)
     struct kvg_catalog *cat = NULL;
     if (!f->nmodels && !s->sv.cfg.model_label[0]) {
         KVG_INFO("SIGHUP: workers follow Kubernetes discovery: the worker list stays");
-        kvg_serve_config_free(f);
+        reload_peers(s, f);
+        if (s->have_file) kvg_serve_config_free(&s->file);
+        s->file = *f;
+        s->have_file = 1;
         return;
     }
     if (!same_static_workers(f, &s->sv.cfg)) {
@@ -256,6 +278,7 @@ static void reload_discovered(struct serve *s, struct kvg_serve_config *f)
              cat->nmodels, cat->nnames);
     kvg_catalog_swap(&s->sv.catalogs, cat);
     kvg_serve_models_unserved(&s->sv);
+    reload_peers(s, f);
     if (s->have_file) kvg_serve_config_free(&s->file);
     s->file = *f;
     s->have_file = 1;
@@ -275,7 +298,7 @@ static void on_signal(uv_signal_t *h, int signum)
         struct kvg_serve_config f;
         int rc = kvg_serve_config_reload_file(path, &s->sv.cfg, &f, err, sizeof err);
         if (rc) {
-            KVG_ERROR("SIGHUP: reload failed, keeping the current workers: %s", err);
+            KVG_ERROR("SIGHUP: reload failed, keeping the current workers and peers: %s", err);
             return;
         }
         /* As at startup: the file's prefill: and decode: entries join the
@@ -346,6 +369,7 @@ static void on_signal(uv_signal_t *h, int signum)
         }
         if (kvg_pool_size(&s->sv.pool) == 0)
             KVG_WARN("SIGHUP: the pool is now empty: every request is answered 503 no_workers");
+        reload_peers(s, &f);
         if (s->have_file) kvg_serve_config_free(&s->file);
         s->file = f; /* the next SIGHUP compares with this one */
         s->have_file = 1;
@@ -481,7 +505,8 @@ int kvg_serve_run(struct kvg_serve_config *cfg)
     if ((rc = kvg_serve_status_start(&s.sv, &s.main_loop)))
         KVG_WARN("status page: no history (%s)", kvg_strerror(rc));
     kvg_serve_autoscale_start(&s.sv, &s.main_loop);
-    if ((rc = kvg__serve_peers_start(&s.sv, &s.main_loop))) {
+    if ((rc = kvg__serve_peers_start(&s.sv, &s.main_loop)) ||
+        (rc = kvg__serve_peers_dns_start(&s.sv, &s.main_loop))) {
         fprintf(stderr, "kvgate serve: peers: %s\n", kvg_strerror(rc));
         return serve_fail(&s, 1);
     }
@@ -523,6 +548,7 @@ int kvg_serve_run(struct kvg_serve_config *cfg)
     kvg_gate_free(&s.sv.gate);
     kvg_serve_autoscale_free(&s.sv);
     kvg_serve_models_free(&s.sv);
+    kvg__serve_peers_dns_free(&s.sv);
     kvg__serve_peers_free(&s.sv);
     kvg_serve_router_free(&s.sv);
     kvg_serve_metrics_free(&s.sv.metrics);

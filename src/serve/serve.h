@@ -97,6 +97,7 @@ struct kvg_serve {
     struct kvg_discovery *disc;            /* --service-discovery, else NULL */
     struct kvg_serve_autoscale *autoscale; /* --autoscale FILE; NULL without (autoscale_setup.c) */
     struct kvg_serve_peers *peers;         /* --peers; NULL without (peers.c) */
+    struct kvg_serve_peers_dns *peers_dns; /* --peer-service; NULL without (peers_dns.c) */
 };
 
 /* One per event-loop thread. */

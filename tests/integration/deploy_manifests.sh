@@ -3,7 +3,8 @@
 # that need no CRD (aggregated, pd, redis-quotas) hold only built-in kinds,
 # the CRD-dependent parts (KEDA ScaledObjects, the LeaderWorkerSets they
 # scale, the ServiceMonitor) only the overlays named for them. For each
-# gateway overlay: the Namespace, two or more replicas, a PDB, readiness on
+# gateway overlay: the Namespace, two or more replicas (a StatefulSet), a PDB
+# that lets one go and keeps the rest, readiness on
 # /readiness, a preStop pause within the grace period, the default policy,
 # an example key in the Secret; every flag in the container's args and every
 # key of its config file is one `kvgate serve --help` lists, and a real
@@ -14,7 +15,14 @@
 # 200 (no key a 401), and a long prompt is split into prefill and decode
 # legs under pd* (never otherwise). The RBAC, Service, ServiceMonitor and
 # KEDA objects fit each other; the Grafana dashboard's metric names exist
-# in a real kvgate's /metrics.
+# in a real kvgate's /metrics. The replicas exchange routing history
+# (docs/replicas.md): --peer-service is the StatefulSet's headless Service
+# at the replicas' port (the Service selects them, publishes them unready
+# too, and is no ServiceMonitor's), --peer-self the pod's own address
+# (downward API) at that port, --peer-token the Secret's, every $(VAR) in
+# the args one the container defines; live, with the Service's name
+# standing for localhost, the gateway finds its peer by resolving it and
+# takes a batch with the Secret's token only.
 . "$(dirname "$0")/lib.sh"
 
 if ! command -v kubectl >/dev/null 2>&1; then
@@ -81,6 +89,11 @@ if overlay == "servicemonitor":
     base = [d for d in yaml.safe_load_all(open(deploy + "/base.yaml")) if d]
     svc = [d for d in base if d["kind"] == "Service" and d["metadata"]["name"] == "kvgate"][0]
     sm = one("ServiceMonitor", "kvgate")
+    picked = [d["metadata"]["name"] for d in base if d["kind"] == "Service" and
+              all(d["metadata"].get("labels", {}).get(k) == v
+                  for k, v in sm["spec"]["selector"]["matchLabels"].items())]
+    say("ServiceMonitor selects one Service of the gateway's (%s), one scrape per pod" % picked,
+        picked == ["kvgate"], picked)
     say("ServiceMonitor selects the kvgate Service and scrapes /metrics on its port",
         sm is not None and all(svc["metadata"]["labels"].get(k) == v
                                for k, v in sm["spec"]["selector"]["matchLabels"].items())
@@ -91,8 +104,8 @@ if overlay == "servicemonitor":
 kinds = {(d["kind"], d["metadata"]["name"]) for d in docs}
 want = {("Namespace", "llm"), ("ServiceAccount", "kvgate"), ("Role", "kvgate-discovery"),
         ("Role", "kvgate-autoscaler"), ("RoleBinding", "kvgate-discovery"),
-        ("RoleBinding", "kvgate-autoscaler"), ("Deployment", "kvgate"), ("Service", "kvgate"),
-        ("PodDisruptionBudget", "kvgate")}
+        ("RoleBinding", "kvgate-autoscaler"), ("StatefulSet", "kvgate"), ("Service", "kvgate"),
+        ("Service", "kvgate-peers"), ("PodDisruptionBudget", "kvgate")}
 want |= {"aggregated-keda": {("ScaledObject", "llm-engine")},
          "pd-keda": {("ScaledObject", "llm-prefill"), ("ScaledObject", "llm-decode")},
          "redis-quotas": {("Deployment", "kvgate-redis"), ("Service", "kvgate-redis")}}.get(overlay, set())
@@ -101,7 +114,7 @@ say("config, dashboard and keys generated",
     named("ConfigMap", "kvgate-config") and named("ConfigMap", "kvgate-dashboard")
     and named("Secret", "kvgate-keys"))
 
-dep = one("Deployment", "kvgate")
+dep = one("StatefulSet", "kvgate")
 pod = dep["spec"]["template"]
 kvg = [c for c in pod["spec"]["containers"] if c["image"].split("/")[-1].split(":")[0] == "kvgate"]
 say("one kvgate container", len(kvg) == 1, [c["image"] for c in pod["spec"]["containers"]])
@@ -160,13 +173,66 @@ say("non-root, no privilege escalation, read-only root",
     and sc.get("allowPrivilegeEscalation") is False and sc.get("readOnlyRootFilesystem") is True)
 plabels = pod["metadata"]["labels"]
 sel_ok = lambda sel: all(plabels.get(k) == v for k, v in sel.items())
-say("Deployment selector matches its pods", sel_ok(dep["spec"]["selector"]["matchLabels"]))
+say("StatefulSet selector matches its pods", sel_ok(dep["spec"]["selector"]["matchLabels"]))
 svc = one("Service", "kvgate")
 say("Service selects the gateway pods", sel_ok(svc["spec"]["selector"]))
 cports = {p["name"] for p in c["ports"]}
 say("Service targets the container's port", all(p["targetPort"] in cports for p in svc["spec"]["ports"]))
 pdb = one("PodDisruptionBudget", "kvgate")
 say("PDB selects the gateway pods", sel_ok(pdb["spec"]["selector"]["matchLabels"]))
+n = dep["spec"]["replicas"]
+mu, ma = pdb["spec"].get("maxUnavailable"), pdb["spec"].get("minAvailable")
+say("PDB fits the %d replicas: one may go, some stay (maxUnavailable %s, minAvailable %s)" % (n, mu, ma),
+    (isinstance(mu, int) and 1 <= mu < n and ma is None) or
+    (isinstance(ma, int) and 1 <= ma < n and mu is None), pdb["spec"])
+
+# The replicas' exchange. Kubernetes expands $(VAR) in args only for the
+# container's own env: any other stays literal.
+env = {e["name"]: e for e in c.get("env", [])}
+refs = sorted({v for a in args for v in re.findall(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)", a)})
+say("every $(VAR) in the args is the container's env (%s)" % refs, set(refs) <= set(env),
+    sorted(set(refs) - set(env)))
+def arg(flag):
+    return args[args.index(flag) + 1] if flag in args else None
+port = int(arg("--port"))
+hl = one("Service", dep["spec"].get("serviceName", ""))
+say("the StatefulSet's serviceName is a headless Service (%s)" % dep["spec"].get("serviceName"),
+    hl is not None and hl["spec"].get("clusterIP") == "None")
+say("the headless Service selects the gateway pods, unready ones too",
+    hl is not None and sel_ok(hl["spec"]["selector"]) and hl["spec"].get("publishNotReadyAddresses") is True)
+say("the replicas listen where the peer names point (--port %d, the container's port)" % port,
+    any(p["containerPort"] == port for p in c["ports"]) and hl is not None
+    and any(p["port"] == port for p in hl["spec"]["ports"]))
+svc_name = hl["metadata"]["name"] if hl else "?"
+service = arg("--peer-service") or ""
+say("--peer-service is the headless Service at the replicas' port (%s)" % service,
+    service.rstrip("/") == "http://%s:%d" % (svc_name, port) and "--peers" not in args, service)
+self_arg = arg("--peer-self") or ""
+m = re.fullmatch(r"http://\$\(([A-Za-z_0-9]+)\):%d" % port, self_arg)
+say("--peer-self is the pod's own address, as the Service resolves to it (%s)" % self_arg,
+    m is not None and env.get(m.group(1), {}).get("valueFrom", {}).get("fieldRef", {}).get("fieldPath")
+    == "status.podIP", self_arg)
+tok_arg = arg("--peer-token") or ""
+m = re.fullmatch(r"\$\(([A-Za-z_0-9]+)\)", tok_arg)
+ref = env.get(m.group(1), {}).get("valueFrom", {}).get("secretKeyRef") if m else None
+sec = one("Secret", ref["name"]) if ref else None
+token = base64.b64decode(sec["data"][ref["key"]]).decode() if sec and ref["key"] in sec.get("data", {}) else ""
+say("--peer-token comes from a Secret of the render (%s)" % (ref and ref["name"]),
+    bool(token) and ref["name"].startswith("kvgate-peer-token-"), tok_arg)
+say("the peer token is one header value (no space or line break)", re.fullmatch(r"[!-~]+", token or " ") is not None)
+# For the shell: the values the kubelet would give the $(VAR)s, on loopback.
+vals = {}
+for k, e in env.items():
+    vf = e.get("valueFrom", {})
+    if vf.get("fieldRef", {}).get("fieldPath") == "status.podIP":
+        vals[k] = "127.0.0.1"
+    elif vf.get("fieldRef", {}).get("fieldPath") == "metadata.name":
+        vals[k] = dep["metadata"]["name"] + "-0"
+    elif "secretKeyRef" in vf and vf["secretKeyRef"] is ref:
+        vals[k] = token
+    elif "value" in e:
+        vals[k] = e["value"]
+json.dump({"vars": vals, "token": token}, open(path + ".peers.json", "w"))
 sa = pod["spec"]["serviceAccountName"]
 def allowed(group, res, verb):
     for rb in objs("RoleBinding"):
@@ -233,20 +299,25 @@ for o in "${OVERLAYS[@]}"; do
 done
 
 # args_for OVERLAY PORT [drop-discovery]: the rendered args, one a line, with
-# the files made local, the addresses loopback (Redis on $REDIS); with
+# the files made local, the addresses loopback (Redis on $REDIS; the peers'
+# Service is localhost at PORT: the replica finds itself, as each does in
+# the cluster), each $(VAR) what the kubelet gives a pod, on loopback; with
 # drop-discovery the discovery flags and their values left out (the caller
 # adds workers).
 REDIS=$(free_port)
 args_for() {
   /usr/bin/python3 - "$TMP/$1.yaml" "$2" "$REDIS" "${3:-}" <<'PY'
-import json, sys
+import json, re, sys
 path, port, redis, drop = sys.argv[1:5]
 args = json.load(open(path + ".args.json"))
+env = json.load(open(path + ".peers.json"))["vars"]
+args = [re.sub(r"\$\(([A-Za-z_0-9]+)\)", lambda m: env.get(m.group(1), m.group(0)), a) for a in args]
+args = [re.sub(r":8080$", ":" + port, a) if a.startswith("http://127.0.0.1:") else a for a in args]
 # The quota store's Service name resolves in the cluster only: a loopback
 # Redis stands for it (the live run below starts one there).
 sub = {"--config": path + ".kvgate.yaml", "--keys": path + ".keys.yaml",
        "--autoscale": path + ".autoscale.yaml", "--host": "127.0.0.1", "--port": port,
-       "--quota-store": "redis://127.0.0.1:" + redis}
+       "--quota-store": "redis://127.0.0.1:" + redis, "--peer-service": "http://localhost:" + port}
 discovery = {"--service-discovery", "--service-discovery-namespace", "--service-discovery-port",
              "--selector", "--prefill-selector", "--decode-selector"}
 out, skipping = [], False
@@ -310,6 +381,24 @@ for o in "${GATEWAYS[@]}"; do
     -H "authorization: Bearer $KEY" -d "$body")
   check "$o: live: the Secret's example key is served ($code)" [ "$code" = 200 ]
   curl -s -m 5 "$G/metrics" -H "authorization: Bearer $KEY" >"$TMP/$o.metrics"
+  # The replicas' exchange: the Service's name resolved, each address a
+  # peer named as --peer-self names a replica (/workers needs an admin key:
+  # /metrics names the peers too).
+  PJ=$TMP/$o.yaml.peers.json
+  for _ in $(seq 1 "$(scaled 50)"); do
+    grep -q "^kvgate_peer_up{peer=\"http://127.0.0.1:$P\"} 1" "$TMP/$o.metrics" && break
+    sleep 0.1
+    curl -s -m 5 "$G/metrics" -H "authorization: Bearer $KEY" >"$TMP/$o.metrics"
+  done
+  check "$o: live: --peer-service's name resolved (localhost here): its address is a peer, up" \
+    grep -q "^kvgate_peer_up{peer=\"http://127.0.0.1:$P\"} 1" "$TMP/$o.metrics"
+  PTOK=$(json_get "$PJ" 'j["token"]')
+  CT='content-type: application/x-kvgate-exchange'
+  code=$(curl -s -m 5 -o /dev/null -w '%{http_code}' "$G/peers/batch" -H "$CT" --data-binary junk)
+  check "$o: live: a batch without the peer token: 401 ($code)" [ "$code" = 401 ]
+  code=$(curl -s -m 5 -o "$TMP/$o.batch" -w '%{http_code}' "$G/peers/batch" -H "$CT" \
+    -H "authorization: Bearer $PTOK" --data-binary junk)
+  check "$o: live: the Secret's peer token is taken (a junk batch then 400: $code)" [ "$code" = 400 ]
   split=$(prom_value 'kvgate_pd_decisions_total{decision="prefill_decode"}' <"$TMP/$o.metrics")
   case "$o" in
     pd*) check "$o: live: PD mode, the long prompt split into prefill and decode legs" [ "${split:-0}" = 1 ] ;;

@@ -7,6 +7,10 @@
 # and changes nothing; a peer killed goes down in /workers and the
 # metrics and comes back up when restarted while the others keep serving;
 # a partitioned peer (accepts, never answers) times out and is dropped for.
+# A's list is its --config file's peers:, which a SIGHUP re-reads: a peer
+# that stays keeps its state and counts, removed ones leave /workers and
+# /metrics, a new one is listed, and a bad list is refused with its
+# file:line and the old one kept.
 . "$(dirname "$0")/lib.sh"
 
 S1=$(free_port); S2=$(free_port); S3=$(free_port)
@@ -27,14 +31,18 @@ PIDS+=($!)
 
 # Every replica is given the whole list, itself included (one list for all,
 # as a Kubernetes headless Service gives): its own batches it ignores.
-replica() { # PORT [EXTRA PEER]
-  local port=$1 extra=${2:-}
+replica() { # PORT [FLAGS...]: the peers as given, else the whole list
+  local port=$1
+  shift
+  [ $# -gt 0 ] || set -- --peers "$A,$B,$C"
   start_serve "$port" --threads 1 --block-size 16 \
     --worker-urls "http://127.0.0.1:$S1" "http://127.0.0.1:$S2" "http://127.0.0.1:$S3" \
-    --health-check-interval-secs 1 --peers "$A,$B,$C${extra:+,$extra}" --peer-token "$TOKEN" \
-    --exchange-ms 100 --peer-batch-bytes 65536
+    --health-check-interval-secs 1 --peer-token "$TOKEN" \
+    --exchange-ms 100 --peer-batch-bytes 65536 "$@"
 }
-replica "$PA" "$H" || exit 1
+printf 'peers:\n  - %s\n  - %s, %s\n  - %s\n' "$A" "$B" "$C" "$H" >"$TMP/a.yaml"
+replica "$PA" --config "$TMP/a.yaml" || exit 1
+APID=$SERVE_PID
 replica "$PB" || exit 1
 replica "$PC" || exit 1
 for g in $A $B $C; do wait_http "$g/readiness" 10 || exit 1; done
@@ -134,4 +142,35 @@ worker_of "$A" 7 >/dev/null
 check "restarted C receives A's new records" wait_peer "$C" "$A" received "int(v) >= 1"
 check "restarted C routes A's new prompt where A did" \
   [ "$(worker_of "$C" 7)" = "$(route "$A" 7 | cut -d'|' -f1)" ]
+
+# SIGHUP with A's file naming B and a new peer D (nothing listens there):
+# A itself, C and the partitioned peer go, B stays up with its count.
+D=http://127.0.0.1:$(free_port)
+sent_b=$(peer_field "$A" "$B" sent)
+printf 'peers: [%s, %s/]\n' "$B" "$D" >"$TMP/a.yaml"
+BD=$(printf '%s\n' "$B" "$D" | sort | paste -sd,)
+kill -HUP "$APID"
+check "SIGHUP: A's peers reloaded (2: 1 new, 3 gone)" \
+  wait_grep "SIGHUP: peers reloaded (2: 1 new, 3 gone)" "$TMP/serve-$PA.log"
+curl -s -m 2 "$A/workers" >"$TMP/aw.json"
+check "SIGHUP: A lists B and D only" \
+  [ "$(json_get "$TMP/aw.json" "','.join(sorted(p['url'] for p in j['peers']))")" = "$BD" ]
+check "SIGHUP: B kept its state (up) and its count (sent $sent_b or more)" \
+  [ "$(json_get "$TMP/aw.json" "[(p['state'], p['sent'] >= $sent_b) for p in j['peers'] if p['url'] == '$B'][0] == ('up', True)")" = True ]
+check "SIGHUP: D is new (unknown, or down once tried), nothing sent to it" \
+  [ "$(json_get "$TMP/aw.json" "[p['state'] in ('unknown', 'down') and p['sent'] == 0 for p in j['peers'] if p['url'] == '$D'][0]")" = True ]
+curl -s "$A/metrics" >"$TMP/m2.txt"
+check "SIGHUP: C's and the partitioned peer's series are gone from /metrics" \
+  bash -c "! grep -qE 'peer=\"($C|$H)\"' '$TMP/m2.txt'"
+check "SIGHUP: B's series stay" grep -q "^kvgate_peer_up{peer=\"$B\"} 1" "$TMP/m2.txt"
+worker_of "$A" 8 >/dev/null
+check "after the reload B still receives A's records" wait_peer "$B" "$A" received "int(v) >= 4"
+# A bad list: refused with its file:line, the running list kept.
+printf 'peers:\n  - %s\n  - %s\n' "$B" "https://127.0.0.1:8443" >"$TMP/a.yaml"
+kill -HUP "$APID"
+check "SIGHUP: a bad peer is refused with its file:line" \
+  wait_grep "reload failed, keeping the current workers and peers: $TMP/a.yaml:3: peers\[1\]: 'https://127.0.0.1:8443' is not" "$TMP/serve-$PA.log"
+curl -s -m 2 "$A/workers" >"$TMP/aw.json"
+check "SIGHUP: after the refused list A still lists B and D" \
+  [ "$(json_get "$TMP/aw.json" "','.join(sorted(p['url'] for p in j['peers']))")" = "$BD" ]
 finish

@@ -1,7 +1,8 @@
 # SIGHUP applies the worker list and says which other settings it cannot
 # apply: the --config file's port, threads and policy changed, one warning
 # names them (and not the workers, which are applied); a SIGHUP with nothing
-# else changed warns about nothing.
+# else changed warns about nothing; a first peers: list is refused by name
+# in a process started without peers.
 . "$(dirname "$0")/lib.sh"
 S1=$(free_port); S2=$(free_port)
 start_sim "$S1" --model m || exit 1
@@ -28,4 +29,11 @@ check "still answering on the old port" wait_http "http://127.0.0.1:$GW/health" 
 
 kill -HUP "$SERVE_PID"; sleep 0.5
 check "a SIGHUP that changes nothing more warns about nothing" [ "$(grep -c 'need a restart' "$LOG")" = 1 ]
+
+# A first peers: list: the exchange starts with the process, so it is
+# refused by name.
+echo "peers: [http://127.0.0.1:$(free_port)]" >>"$TMP/gw.yaml"
+kill -HUP "$SERVE_PID"
+check "SIGHUP: a first peer list is refused: the exchange starts with the process" \
+  wait_grep "SIGHUP: peers in $TMP/gw.yaml not applied, keeping the current ones: .*a restart applies them" "$LOG"
 finish

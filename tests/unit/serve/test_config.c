@@ -173,3 +173,71 @@ TEST(policy_options_emitted_are_serves)
     free(c);
     for (int i = 1; i < a.n; i++) free(a.v[i]);
 }
+
+TEST(peers_are_checked_where_they_are_written)
+{
+    char path[64], err[512] = "", want[256];
+    struct kvg_serve_config *c;
+    /* One value may be a comma-separated list (an environment variable in
+     * a manifest); a trailing '/' goes, so the same peer is one name. */
+    CHECK_INT(load("peers:\n"
+                   "  - http://kvgate-0.kvgate-peers:8080/, http://kvgate-1.kvgate-peers:8080\n"
+                   "  - http://10.0.0.7:8080\n",
+                   path, &c, err, sizeof err),
+              0);
+    CHECK_INT(c->peers.n, 3);
+    CHECK_STR(c->peers.v[0], "http://kvgate-0.kvgate-peers:8080");
+    CHECK_STR(c->peers.v[1], "http://kvgate-1.kvgate-peers:8080");
+    CHECK_STR(c->peers.v[2], "http://10.0.0.7:8080");
+    kvg_serve_config_free(c);
+    unlink(path);
+    free(c);
+    /* A bad one names the file and the line: a SIGHUP refuses the file. */
+    CHECK_INT(load("port: 9000\n"
+                   "peers:\n"
+                   "  - http://a:8080\n"
+                   "  - ftp://b:21\n",
+                   path, &c, err, sizeof err),
+              KVG_ECONFIG);
+    snprintf(want, sizeof want, "%s:4: peers[1]: 'ftp://b:21' is not an http://host:port URL",
+             path);
+    CHECK_STR(err, want);
+    unlink(path);
+    free(c);
+    CHECK_INT(load("peers: http://a:8080,http://a:8080/\n", path, &c, err, sizeof err),
+              KVG_ECONFIG);
+    snprintf(want, sizeof want, "%s:1: peers: 'http://a:8080' twice", path);
+    CHECK_STR(err, want);
+    unlink(path);
+    free(c);
+}
+
+TEST(peers_flag_replaces_the_file_and_diff_reloads_them)
+{
+    char path[64], err[512] = "", arg[80], changed[256];
+    write_tmp(path, sizeof path, "peers: [http://a:8080, http://b:8080]\n");
+    snprintf(arg, sizeof arg, "%s", path);
+    char *argv[] = {"serve", "--config", arg, "--peers", "http://c:8080", "http://d:8080/"};
+    struct kvg_serve_config *a = calloc(1, sizeof *a), *b = calloc(1, sizeof *b);
+    CHECK(a && b);
+    kvg_serve_config_default(a);
+    CHECK_INT(kvg_cmd_serve_parse(a, 6, argv, err, sizeof err), 0);
+    CHECK_INT(a->peers.n, 2);
+    CHECK_STR(a->peers.v[0], "http://c:8080");
+    CHECK_STR(a->peers.v[1], "http://d:8080");
+    /* A changed list is SIGHUP's to apply, not a restart's. */
+    CHECK_INT(kvg_serve_config_load_file(path, b, err, sizeof err), 0);
+    CHECK_INT(b->peers.n, 2);
+    b->threads = a->threads;
+    CHECK_INT(kvg_serve_config_diff_restart(a, b, changed, sizeof changed), 0);
+    char *bad[] = {"serve", "--peers", "http://c:8080", "https://c:8443"};
+    kvg_serve_config_free(b);
+    kvg_serve_config_default(b);
+    CHECK_INT(kvg_cmd_serve_parse(b, 4, bad, err, sizeof err), KVG_ECONFIG);
+    CHECK_STR(err, "--peers: 'https://c:8443' is not an http://host:port URL");
+    kvg_serve_config_free(a);
+    kvg_serve_config_free(b);
+    unlink(path);
+    free(a);
+    free(b);
+}
