@@ -218,6 +218,8 @@ static cJSON *signals_json(const struct kvg_autoscale_signals *s)
     add_known(j, "itl_p90_s", s->itl_p90);
     add_known(j, "cache_hit", s->cache_hit);
     add_known(j, "slo_miss", s->slo_miss);
+    add_known(j, "slo_miss_ttft", s->slo_miss_ttft);
+    add_known(j, "slo_miss_itl", s->slo_miss_itl);
     return j;
 }
 

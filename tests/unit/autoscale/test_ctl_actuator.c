@@ -68,7 +68,8 @@ static struct kvg_autoscale_signals sig(double now, uint32_t ready)
     memset(&s, 0, sizeof s);
     s.now = now;
     s.ready = ready;
-    s.ttft_mean = s.ttft_p90 = s.itl_mean = s.itl_p90 = s.slo_miss = s.cache_hit = -1;
+    s.ttft_mean = s.ttft_p90 = s.itl_mean = s.itl_p90 = s.slo_miss = s.slo_miss_ttft =
+        s.slo_miss_itl = s.cache_hit = -1;
     return s;
 }
 
