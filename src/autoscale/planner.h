@@ -43,9 +43,9 @@ struct kvg_autoscale_signals {
     double isl, osl;               /* mean prompt / output tokens per request */
     double cache_hit;              /* share of prompt tokens found in the engines' prefix caches */
     double ttft_mean, ttft_p90, itl_mean, itl_p90; /* seconds */
-    double slo_miss;      /* share of the window's finished requests over a target, < 0 unknown */
-    double slo_miss_ttft; /* ... over the TTFT target (failed ones count), < 0 unknown */
-    double slo_miss_itl;  /* ... over the ITL target (failed ones count), < 0 unknown */
+    double slo_miss; /* share of the window's finished requests over a target, < 0 unknown */
+    double slo_miss_ttft, slo_miss_itl; /* ... over the TTFT, resp. the ITL target (a failed
+                                           request counts in both), < 0 unknown */
     /* The batch class waiting in the gateway queue (not in queued nor in
      * inflight_prompt_tokens): its requests, their prompt and expected
      * output tokens (0: unknown, batch_queued x the measured isl / osl stand in), and the

@@ -196,14 +196,26 @@ static void correct_split(struct kvp *q, const struct kvg_autoscale_signals *s, 
     }
 }
 
+/* The misses a pool answers for: a prefill pool its requests' TTFT, a
+ * decode pool their ITL, an aggregated pool both (a request over either
+ * target). Read as one share, a decode pool took the prefill side's TTFT
+ * misses in a burst for its own and grew a replica it then held all day
+ * (bench/results/autoscale-realistic.md). */
+static double miss_of(enum kvg_autoscale_role role, const struct kvg_autoscale_signals *s)
+{
+    if (role == KVG_AUTOSCALE_PREFILL) return s->slo_miss_ttft;
+    if (role == KVG_AUTOSCALE_DECODE) return s->slo_miss_itl;
+    return s->slo_miss;
+}
+
 /* The profile's correction on the SLO the gateway observes. A one-replica
  * profile misjudges a pool both ways (multiplexing, routing, cache), so the
  * factor is learned:
  *   - up (each replica worth less, 2% an interval, to 2x) when the misses
- *     of the last W/5 pass 80% of the error budget (1 - slo_goal), and not
- *     while replicas start (misses then are the ramp's, which the forecast
- *     answers): a W/5 memory, so a burst's misses stop raising it
- *     once the burst is over;
+ *     the pool answers for (miss_of()) of the last W/5 pass 80% of the
+ *     error budget (1 - slo_goal), and not while replicas start (misses
+ *     then are the ramp's, which the forecast answers): a W/5 memory, so a
+ *     burst's misses stop raising it once the burst is over;
  *   - down (1% an interval, to 0.5x) when misses stay under 40% of the
  *     budget. How far depends on the pool; see correct_split() for a
  *     prefill or decode pool. An aggregated pool goes no lower than what
@@ -218,9 +230,10 @@ static void correct(struct kvp *q, const struct kvg_autoscale_signals *s, double
                     double interval)
 {
     const struct kvg_autoscale_opts *o = &q->base.o;
-    if (s->slo_miss >= 0) {
+    double miss = miss_of(o->role, s);
+    if (miss >= 0) {
         double a = fmin(1.0, interval / (window_of(q) / 5));
-        q->miss = q->miss < 0 ? s->slo_miss : (1 - a) * q->miss + a * s->slo_miss;
+        q->miss = q->miss < 0 ? miss : (1 - a) * q->miss + a * miss;
     }
     if (q->miss < 0 || s->starting > 0) return;
     double budget = 1 - goal;

@@ -124,12 +124,28 @@ void kvg_autoscale_obs_first(struct kvg_autoscale_obs *o, double t, double ttft)
     ring_put(&o->ttft, t, ttft);
 }
 
-void kvg_autoscale_obs_finish(struct kvg_autoscale_obs *o, double t, double itl, int missed,
+unsigned kvg_autoscale_obs_judge(int failed, double ttft, double itl, double ttft_target,
+                                 double itl_target)
+{
+    if (failed) return KVG_AUTOSCALE_MISS_FAILED;
+    return (ttft >= 0 && ttft > ttft_target ? KVG_AUTOSCALE_MISS_TTFT : 0) |
+           (itl >= 0 && itl > itl_target ? KVG_AUTOSCALE_MISS_ITL : 0);
+}
+
+/* One finish's count into b's miss sums. */
+static void count_miss(struct kvg_autoscale_obs_sums *b, unsigned miss)
+{
+    b->finished++;
+    b->missed += miss != 0;
+    b->missed_ttft += (miss & KVG_AUTOSCALE_MISS_TTFT) != 0;
+    b->missed_itl += (miss & KVG_AUTOSCALE_MISS_ITL) != 0;
+}
+
+void kvg_autoscale_obs_finish(struct kvg_autoscale_obs *o, double t, double itl, unsigned miss,
                               double prompt_tokens, double out_tokens)
 {
     struct kvg_autoscale_obs_sums *b = cur(o);
-    b->finished++;
-    b->missed += missed != 0;
+    count_miss(b, miss);
     if (itl >= 0) ring_put(&o->itl, t, itl);
     if (prompt_tokens >= 0 && out_tokens >= 0) {
         b->done_n++;
@@ -148,6 +164,8 @@ static void sums_add(struct kvg_autoscale_obs_sums *a, const struct kvg_autoscal
     a->prefilled += s->prefilled;
     a->finished += s->finished;
     a->missed += s->missed;
+    a->missed_ttft += s->missed_ttft;
+    a->missed_itl += s->missed_itl;
     a->done_n += s->done_n;
     a->done_prompt += s->done_prompt;
     a->done_out += s->done_out;
@@ -188,7 +206,8 @@ void kvg_autoscale_obs_window(struct kvg_autoscale_obs *o, double tick_s, double
     s->osl = sum.done_n > 0 ? sum.done_out / sum.done_n : -1;
     s->cache_hit = sum.prefilled > 0 ? sum.cached / sum.prefilled : -1;
     s->slo_miss = sum.finished > 0 ? sum.missed / sum.finished : -1;
-    s->slo_miss_ttft = s->slo_miss_itl = -1; /* the sums do not split a miss by target */
+    s->slo_miss_ttft = sum.finished > 0 ? sum.missed_ttft / sum.finished : -1;
+    s->slo_miss_itl = sum.finished > 0 ? sum.missed_itl / sum.finished : -1;
     ring_window(&o->ttft, o->scratch, s->now - w, &s->ttft_mean, &s->ttft_p90);
     ring_window(&o->itl, o->scratch, s->now - w, &s->itl_mean, &s->itl_p90);
 }
@@ -259,8 +278,7 @@ void kvg_autoscale_feed_finish(struct kvg_autoscale_feed *f, int failed, double 
     if (sh->ndone < KVG_AUTOSCALE_FEED_SAMPLES) {
         sh->done[sh->ndone++] = (struct kvg_autoscale_feed_done){ttft, itl, failed};
     } else { /* no room to judge it later: counted, missed only when failed */
-        s->finished++;
-        s->missed += failed != 0;
+        count_miss(s, failed ? KVG_AUTOSCALE_MISS_FAILED : 0);
     }
     if (out_tokens >= 0) s->out_tokens += out_tokens;
     if (prompt_tokens >= 0 && out_tokens >= 0) {
@@ -315,10 +333,7 @@ void kvg_autoscale_obs_fold(struct kvg_autoscale_obs *o, const struct kvg_autosc
     struct kvg_autoscale_obs_sums *b = cur(o);
     for (size_t i = 0; i < tk->ndone; i++) {
         const struct kvg_autoscale_feed_done *d = &tk->done[i];
-        int missed = d->failed || (d->ttft >= 0 && d->ttft > ttft_target) ||
-                     (d->itl >= 0 && d->itl > itl_target);
-        b->finished++;
-        b->missed += missed;
+        count_miss(b, kvg_autoscale_obs_judge(d->failed, d->ttft, d->itl, ttft_target, itl_target));
         if (d->itl >= 0) ring_put(&o->itl, t, d->itl);
     }
 }

@@ -38,6 +38,8 @@ struct kvg_autoscale_obs_sums {
     double prefilled;     /* ... of these prompt tokens prefilled */
     double finished;      /* requests ended (served or failed) */
     double missed;        /* of them, over the TTFT or ITL target, or failed */
+    double missed_ttft;   /* of them, over the TTFT target, or failed */
+    double missed_itl;    /* of them, over the ITL target, or failed */
     double done_n;        /* finished requests whose lengths the engine said */
     double done_prompt;   /* their prompt tokens */
     double done_out;      /* their output tokens */
@@ -60,10 +62,22 @@ void kvg_autoscale_obs_tokens(struct kvg_autoscale_obs *o, double n);
 void kvg_autoscale_obs_cached(struct kvg_autoscale_obs *o, double cached, double prompt);
 /* A first token at t (the caller's clock) after ttft seconds. */
 void kvg_autoscale_obs_first(struct kvg_autoscale_obs *o, double t, double ttft);
+/* Which targets a finished request missed: a failed one missed both. A
+ * prefill pool answers for TTFT, a decode pool for ITL (planner_kvgate.c),
+ * so the window keeps each share besides the share over either. */
+#define KVG_AUTOSCALE_MISS_TTFT 1u
+#define KVG_AUTOSCALE_MISS_ITL 2u
+#define KVG_AUTOSCALE_MISS_FAILED (KVG_AUTOSCALE_MISS_TTFT | KVG_AUTOSCALE_MISS_ITL)
+
+/* The targets a request missed (KVG_AUTOSCALE_MISS_*): failed, or its TTFT
+ * / mean ITL (< 0 not seen) over ttft_target / itl_target. */
+unsigned kvg_autoscale_obs_judge(int failed, double ttft, double itl, double ttft_target,
+                                 double itl_target);
+
 /* A request ended at t: its mean inter-token latency itl (< 0 none: it
- * failed or had one token), whether it missed its targets, and the
- * prompt / output tokens the engine said (< 0 unknown). */
-void kvg_autoscale_obs_finish(struct kvg_autoscale_obs *o, double t, double itl, int missed,
+ * failed or had one token), the targets it missed (KVG_AUTOSCALE_MISS_*,
+ * 0 none), and the prompt / output tokens the engine said (< 0 unknown). */
+void kvg_autoscale_obs_finish(struct kvg_autoscale_obs *o, double t, double itl, unsigned miss,
                               double prompt_tokens, double out_tokens);
 /* Adds a shard's sums into the filling bucket. */
 void kvg_autoscale_obs_add(struct kvg_autoscale_obs *o, const struct kvg_autoscale_obs_sums *s);
@@ -74,8 +88,11 @@ void kvg_autoscale_obs_next(struct kvg_autoscale_obs *o);
  * ceil(window / tick_s) closed buckets (fewer at the start) and the TTFT
  * and ITL samples stamped after s->now - that span. Rates are per second
  * over the span (0 when no bucket closed yet); isl / osl, the token rates
- * they stand for, cache_hit, slo_miss and the latencies are < 0 when
- * nothing in the window measured them. ISL: the arrivals' prompt tokens
+ * they stand for, cache_hit, slo_miss (and its split, slo_miss_ttft and
+ * slo_miss_itl) and the latencies are < 0 when nothing in the window
+ * measured them. A feeder that adds finished sums itself
+ * (kvg_autoscale_obs_add) adds missed_ttft and missed_itl with them, or
+ * the split reads 0. ISL: the arrivals' prompt tokens
  * when each arrival's was known, else the finished requests' usage; OSL:
  * the finished requests' output tokens. s->partial: fewer closed buckets
  * than the window asks (the first ticks). The rest of s is untouched. */
@@ -137,8 +154,8 @@ struct kvg_autoscale_feed_take {
 /* Empties every shard into *t. 0 or -ENOMEM (the feed untouched). */
 int kvg_autoscale_feed_take(struct kvg_autoscale_feed *f, struct kvg_autoscale_feed_take *t);
 void kvg_autoscale_feed_take_free(struct kvg_autoscale_feed_take *t);
-/* Adds a take into o's filling bucket, its samples stamped at t: a finish
- * misses when it failed or its TTFT / ITL is over ttft_target /
+/* Adds a take into o's filling bucket, its samples stamped at t: each
+ * finish judged by kvg_autoscale_obs_judge against ttft_target /
  * itl_target. The samples happened during the tick the bucket covers: t
  * is best its middle (the tick's end - tick / 2), so that a window of
  * whole ticks takes exactly its buckets' samples, as with samples stamped

@@ -89,7 +89,7 @@ check "signals: TTFT mean and p90 measured" [ "$(sig '["ttft_mean_s"] > 0 and j[
 check "signals: ITL mean and p90 measured" [ "$(sig '["itl_mean_s"] > 0 and j["pools"][0]["signals"]["itl_p90_s"] > 0')" = True ]
 check "signals: ISL from the usage ($(sig '["isl"]'))" [ "$(sig '["isl"] > 0 and j["pools"][0]["signals"]["isl"] < 1000')" = True ]
 check "signals: OSL from the usage ($(sig '["osl"]'))" [ "$(sig '["osl"] > 0 and j["pools"][0]["signals"]["osl"] <= 8')" = True ]
-check "signals: SLO misses judged" [ "$(sig '["slo_miss"] >= 0')" = True ]
+check "signals: SLO misses judged, per target within the share over either ($(sig '["slo_miss"]'), $(sig '["slo_miss_ttft"]'), $(sig '["slo_miss_itl"]'))" [ "$(json "$TMP/sig.json" '(lambda s: s["slo_miss"] >= 0 and 0 <= s["slo_miss_ttft"] <= s["slo_miss"] and 0 <= s["slo_miss_itl"] <= s["slo_miss"] and s["slo_miss"] <= s["slo_miss_ttft"] + s["slo_miss_itl"] + 1e-9)(j["pools"][0]["signals"])')" = True ]
 curl -s -m 2 "$G/metrics" >"$TMP/m2"
 mval() { awk -v k="$1" '$1 == k { print $2 }' "$TMP/m2"; }
 check "kvgate_tokens_total{model=m,kind=completion} counted" [ "$(mval 'kvgate_tokens_total{model="m",kind="completion"}' | cut -d. -f1)" -gt 0 ]
@@ -140,7 +140,7 @@ for _ in $(seq 1 30); do
   sleep 0.1
 done
 check "signals before requests: TTFT and ITL null" [ "$(json "$TMP/sig0.json" '[j["pools"][0]["signals"][k] for k in ("ttft_mean_s", "ttft_p90_s", "itl_mean_s", "itl_p90_s")]')" = "[None, None, None, None]" ]
-check "signals before requests: ISL, OSL, cache hit and SLO misses null (nothing assumed)" [ "$(json "$TMP/sig0.json" '[j["pools"][0]["signals"][k] for k in ("isl", "osl", "cache_hit", "slo_miss")]')" = "[None, None, None, None]" ]
+check "signals before requests: ISL, OSL, cache hit and SLO misses null (nothing assumed)" [ "$(json "$TMP/sig0.json" '[j["pools"][0]["signals"][k] for k in ("isl", "osl", "cache_hit", "slo_miss", "slo_miss_ttft", "slo_miss_itl")]')" = "[None, None, None, None, None, None]" ]
 # Exactly what the engines said: three answers' usage is the window's
 # ISL, OSL and cache hit (the only requests this gateway has seen).
 for p in "one two three" "hello there, how are you today" "one two three"; do

@@ -124,8 +124,10 @@ static void finish(struct run *R, struct rq *q, double t)
     q->state = Q_DONE;
     double itl = kvg__scale_itl(q->ntok, q->t_first, q->t_last);
     double ttft = q->t_first - q->r.arrival;
-    int ok = ttft <= o->aopts.ttft_target_s && itl <= o->aopts.itl_target_s;
-    kvg__scale_day_done(&R->d, &q->r, q->ntok, t, itl, ok);
+    unsigned miss =
+        kvg_autoscale_obs_judge(0, ttft, itl, o->aopts.ttft_target_s, o->aopts.itl_target_s);
+    int ok = !miss;
+    kvg__scale_day_done(&R->d, &q->r, q->ntok, t, itl, miss);
     R->out->met += ok;
     q->ok = (uint8_t)ok;
     double h = q->r.arrival / o->day_s * 24;

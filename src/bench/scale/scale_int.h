@@ -218,9 +218,9 @@ void kvg__scale_day_cached(struct scale_day *d, struct scale_req *r, double cach
 /* r's first token at t: its TTFT counted and returned. */
 double kvg__scale_day_first(struct scale_day *d, const struct scale_req *r, double t);
 /* Request r finished at t after ntok tokens with mean inter-token latency
- * itl; ok: within the SLO. */
+ * itl; miss: the targets it missed (KVG_AUTOSCALE_MISS_*, 0 within the SLO). */
 void kvg__scale_day_done(struct scale_day *d, const struct scale_req *r, uint32_t ntok, double t,
-                         double itl, int ok);
+                         double itl, unsigned miss);
 /* The gateway's observed signals over the last window seconds of ticks
  * into s (s->now set; autoscale/signals.h). */
 void kvg__scale_day_signals(struct scale_day *d, double window, struct kvg_autoscale_signals *s);

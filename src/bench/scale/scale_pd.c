@@ -300,9 +300,10 @@ static void finish(struct pdrun *R, struct pq *q, double t)
     double itl = kvg__scale_itl(q->ntok, q->t_first, q->t_last);
     /* Batch waits in the gateway by design: its TTFT counts from its dispatch. */
     double ttft = q->t_first - (q->batch ? q->t_disp : q->r.arrival);
-    int tok = ttft <= a->ttft_target_s, iok = itl <= a->itl_target_s;
-    q->ok = (uint8_t)(tok && iok);
-    kvg__scale_day_done(&R->d, &q->r, q->ntok, t, itl, tok && iok);
+    unsigned miss = kvg_autoscale_obs_judge(0, ttft, itl, a->ttft_target_s, a->itl_target_s);
+    int tok = !(miss & KVG_AUTOSCALE_MISS_TTFT), iok = !(miss & KVG_AUTOSCALE_MISS_ITL);
+    q->ok = (uint8_t)!miss;
+    kvg__scale_day_done(&R->d, &q->r, q->ntok, t, itl, miss);
     R->out->ttft_met += tok;
     R->out->itl_met += iok;
     R->out->met += tok && iok;

@@ -117,6 +117,7 @@ TEST(ctl_infers_starts_and_learns_their_time)
     CHECK_INT(ctl->pools[0].nstart, 2);
     /* Both ready at 60 s: the start-up model has two 60 s samples. */
     s = sig(60, 3, 10);
+    s.slo_miss_ttft = 0.125; /* shown as measured; the ITL share unknown: null */
     CHECK_INT(kvg_autoscale_ctl_tick(ctl, 0, &s, &d), 0);
     CHECK_INT(ctl->pools[0].nstart, 0);
     CHECK_INT(kvg_autoscale_startup_samples(&ctl->su, "qwen2.5-7b", KVG_AUTOSCALE_WARM), 2);
@@ -125,7 +126,11 @@ TEST(ctl_infers_starts_and_learns_their_time)
     cJSON *p0 = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "pools"), 0);
     CHECK_STR(cJSON_GetStringValue(cJSON_GetObjectItem(p0, "planner")), "kvgate");
     CHECK_NEAR(cJSON_GetNumberValue(cJSON_GetObjectItem(p0, "desired")), 3, 0);
-    CHECK(cJSON_GetObjectItem(p0, "signals") != NULL);
+    cJSON *sj = cJSON_GetObjectItem(p0, "signals");
+    CHECK(sj != NULL);
+    CHECK_NEAR(cJSON_GetNumberValue(cJSON_GetObjectItem(sj, "slo_miss_ttft")), 0.125, 0);
+    CHECK(cJSON_IsNull(cJSON_GetObjectItem(sj, "slo_miss_itl")));
+    CHECK(cJSON_IsNull(cJSON_GetObjectItem(sj, "slo_miss")));
     cJSON *dec = cJSON_GetObjectItem(p0, "decisions");
     CHECK(cJSON_GetArraySize(dec) >= 2);
     CHECK(strlen(cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetArrayItem(dec, 0), "reason"))) >

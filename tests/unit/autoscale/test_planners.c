@@ -491,18 +491,29 @@ TEST(kvgate_correction_goes_down_only_as_far_as_the_pool_proves)
     kvg_autoscale_planner_free(p);
 }
 
-/* kvgate on a pool held at `ready` replicas at `rate` req/s with `miss`
- * from t0 for n intervals; the last factor. */
-static double corr_after(struct kvg_autoscale_planner *p, int t0, int n, uint32_t ready,
-                         double rate, double miss)
+/* kvgate on a pool held at `ready` replicas at `rate` req/s, a share
+ * miss_ttft of the requests over the TTFT target and miss_itl over the ITL
+ * target (as many as can over both: either is the larger), from t0 for n
+ * intervals; the last factor. */
+static double corr_split(struct kvg_autoscale_planner *p, int t0, int n, uint32_t ready,
+                         double rate, double miss_ttft, double miss_itl)
 {
     struct kvg_autoscale_decision d;
     for (int i = 0; i < n; i++) {
         struct kvg_autoscale_signals s = steady(t0 + 15 * i, ready, rate);
-        s.slo_miss = miss;
+        s.slo_miss_ttft = miss_ttft;
+        s.slo_miss_itl = miss_itl;
+        s.slo_miss = miss_ttft > miss_itl ? miss_ttft : miss_itl;
         kvg_autoscale_plan(p, &s, &d);
     }
     return corr_of(&d);
+}
+
+/* The same, a share miss over both targets. */
+static double corr_after(struct kvg_autoscale_planner *p, int t0, int n, uint32_t ready,
+                         double rate, double miss)
+{
+    return corr_split(p, t0, n, ready, rate, miss, miss);
 }
 
 TEST(kvgate_split_pool_correction_learns_only_near_capacity)
@@ -527,7 +538,7 @@ TEST(kvgate_split_pool_correction_learns_only_near_capacity)
     /* ... but not while replicas start: those misses are the ramp's. */
     struct kvg_autoscale_decision d;
     struct kvg_autoscale_signals s = steady(3615, 2, 15);
-    s.slo_miss = 0.05;
+    s.slo_miss = s.slo_miss_ttft = s.slo_miss_itl = 0.05;
     s.starting = 2;
     kvg_autoscale_plan(p, &s, &d);
     double before = corr_of(&d);
@@ -546,6 +557,63 @@ TEST(kvgate_split_pool_correction_learns_only_near_capacity)
     CHECK(corr_after(p, 0, 20, 4, 15, 0.05) > 1.2);
     CHECK_NEAR(corr_after(p, 300, 120, 4, 15, 0), 1.0, 1e-9);
     kvg_autoscale_planner_free(p);
+}
+
+/* Each pool corrects on the misses it answers for: a decode pool on ITL,
+ * a prefill pool on TTFT. Load 3.0 on 4 replicas (75% of their profile:
+ * near enough for misses to raise the factor, too light for no misses to
+ * lower it). */
+TEST(kvgate_split_pools_correct_on_their_own_target)
+{
+    struct kvg_autoscale_opts o = opts();
+    o.cold_cache_penalty = 0;
+    o.role = KVG_AUTOSCALE_DECODE; /* 0.1 a req/s: 30 req/s is 3.0 */
+    struct kvg_autoscale_planner *p = make("kvgate", &o);
+    /* 5% over the TTFT target (the prefill side's burst), none over ITL:
+     * 20 intervals leave the decode factor where it was. */
+    CHECK_NEAR(corr_split(p, 0, 20, 4, 30, 0.05, 0), 1.0, 1e-9);
+    kvg_autoscale_planner_free(p);
+    /* The same share over the ITL target raises it (1.02 an interval). */
+    p = make("kvgate", &o);
+    CHECK(corr_split(p, 0, 20, 4, 30, 0, 0.05) > 1.2);
+    kvg_autoscale_planner_free(p);
+    o.role = KVG_AUTOSCALE_PREFILL; /* 0.2 a req/s: 15 req/s is 3.0 */
+    p = make("kvgate", &o);
+    CHECK_NEAR(corr_split(p, 0, 20, 4, 15, 0, 0.05), 1.0, 1e-9);
+    kvg_autoscale_planner_free(p);
+    p = make("kvgate", &o);
+    CHECK(corr_split(p, 0, 20, 4, 15, 0.05, 0) > 1.2);
+    kvg_autoscale_planner_free(p);
+}
+
+/* An aggregated pool answers for both targets: it reads the share over
+ * either, and the split beside it changes none of its decisions. */
+TEST(kvgate_aggregated_ignores_the_split)
+{
+    struct kvg_autoscale_opts o = opts();
+    struct kvg_autoscale_planner *a = make("kvgate", &o), *b = make("kvgate", &o);
+    uint32_t ready = 4;
+    for (int i = 0; i < 400; i++) {
+        double miss = i % 40 < 8 ? 0.05 : i % 40 < 12 ? 0.005 : 0;
+        struct kvg_autoscale_signals s = steady(15 * i, ready, 10 + (i % 50) * 0.4);
+        s.cache_hit = 0.5;
+        s.slo_miss = miss;
+        struct kvg_autoscale_signals t = s;
+        /* Split shares that would tell either side something else. */
+        s.slo_miss_ttft = s.slo_miss_itl = -1;
+        t.slo_miss_ttft = i % 2 ? 0 : 0.5;
+        t.slo_miss_itl = i % 3 ? 0.5 : 0;
+        struct kvg_autoscale_decision da, db;
+        CHECK_INT(kvg_autoscale_plan(a, &s, &da), 0);
+        CHECK_INT(kvg_autoscale_plan(b, &t, &db), 0);
+        CHECK_INT(da.desired, db.desired);
+        CHECK(memcmp(&da.need, &db.need, sizeof da.need) == 0);
+        CHECK(memcmp(&da.forecast, &db.forecast, sizeof da.forecast) == 0);
+        CHECK_STR(da.reason, db.reason);
+        ready = da.desired;
+    }
+    kvg_autoscale_planner_free(a);
+    kvg_autoscale_planner_free(b);
 }
 
 TEST(kvgate_correction_forgets_a_burst_within_a_minute)

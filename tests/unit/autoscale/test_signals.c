@@ -33,7 +33,7 @@ TEST(signals_empty_window_is_unknown)
     CHECK_NEAR(s.arrival_rate, 0, 0);
     CHECK(s.isl < 0 && s.osl < 0 && s.input_tps < 0);
     CHECK(s.ttft_mean < 0 && s.ttft_p90 < 0 && s.itl_mean < 0 && s.itl_p90 < 0);
-    CHECK(s.cache_hit < 0 && s.slo_miss < 0);
+    CHECK(s.cache_hit < 0 && s.slo_miss < 0 && s.slo_miss_ttft < 0 && s.slo_miss_itl < 0);
     for (int i = 0; i < 3; i++) kvg_autoscale_obs_next(o); /* quiet ticks */
     window(o, 3, 1, 4, &s);
     CHECK_NEAR(s.arrival_rate, 0, 0);
@@ -54,7 +54,7 @@ TEST(signals_window_over_ticks)
         kvg_autoscale_obs_tokens(o, 10);
         kvg_autoscale_obs_cached(o, 25, 100);
         kvg_autoscale_obs_first(o, t, k / 10.0);
-        kvg_autoscale_obs_finish(o, t, k / 100.0, k == 5, 100, 20);
+        kvg_autoscale_obs_finish(o, t, k / 100.0, k == 5 ? KVG_AUTOSCALE_MISS_ITL : 0, 100, 20);
         kvg_autoscale_obs_next(o);
     }
     struct kvg_autoscale_signals s;
@@ -67,6 +67,8 @@ TEST(signals_window_over_ticks)
     CHECK_NEAR(s.osl, 20, 1e-12);
     CHECK_NEAR(s.cache_hit, 0.25, 1e-12);
     CHECK_NEAR(s.slo_miss, 1.0 / 3, 1e-12);
+    CHECK_NEAR(s.slo_miss_itl, 1.0 / 3, 1e-12);
+    CHECK_NEAR(s.slo_miss_ttft, 0, 0);
     CHECK_NEAR(s.ttft_mean, 0.4, 1e-12);
     /* p90 of 0.3, 0.4, 0.5 interpolated: 0.3 + 1.8 * 0.1. */
     CHECK_NEAR(s.ttft_p90, 0.48, 1e-12);
@@ -110,7 +112,7 @@ TEST(signals_isl_osl_measured_at_finish)
     kvg_autoscale_obs_arrive(o, 999);
     kvg_autoscale_obs_finish(o, 0.5, 0.01, 0, 300, 40);
     kvg_autoscale_obs_finish(o, 0.5, 0.02, 0, 500, 60);
-    kvg_autoscale_obs_finish(o, 0.5, -1, 1, -1, -1); /* failed: no lengths, no ITL */
+    kvg_autoscale_obs_finish(o, 0.5, -1, KVG_AUTOSCALE_MISS_FAILED, -1, -1); /* no lengths, ITL */
     kvg_autoscale_obs_next(o);
     struct kvg_autoscale_signals s;
     window(o, 1, 1, 1, &s);
@@ -119,9 +121,56 @@ TEST(signals_isl_osl_measured_at_finish)
     CHECK_NEAR(s.input_tps, 2000, 1e-9);
     CHECK_NEAR(s.osl, 50, 1e-12);
     CHECK_NEAR(s.slo_miss, 1.0 / 3, 1e-12);
+    CHECK_NEAR(s.slo_miss_ttft, 1.0 / 3, 1e-12); /* a failed request misses both */
+    CHECK_NEAR(s.slo_miss_itl, 1.0 / 3, 1e-12);
     CHECK_NEAR(s.itl_mean, 0.015, 1e-12);
     CHECK(s.ttft_mean < 0); /* no first token seen */
     CHECK(s.cache_hit < 0);
+    kvg_autoscale_obs_free(o);
+}
+
+/* The share over each target from a recorded window: the judge against
+ * the targets, then one request of each kind through the builder. */
+TEST(signals_miss_split_by_target)
+{
+    const double tt = 2.0, it = 0.05;
+    CHECK_INT(kvg_autoscale_obs_judge(0, 1.9, 0.04, tt, it), 0);
+    CHECK_INT(kvg_autoscale_obs_judge(0, 2.1, 0.04, tt, it), KVG_AUTOSCALE_MISS_TTFT);
+    CHECK_INT(kvg_autoscale_obs_judge(0, 1.9, 0.06, tt, it), KVG_AUTOSCALE_MISS_ITL);
+    CHECK_INT(kvg_autoscale_obs_judge(0, 2.1, 0.06, tt, it), KVG_AUTOSCALE_MISS_FAILED);
+    CHECK_INT(kvg_autoscale_obs_judge(1, 0.1, 0.01, tt, it), KVG_AUTOSCALE_MISS_FAILED);
+    CHECK_INT(kvg_autoscale_obs_judge(0, -1, -1, tt, it), 0);    /* not seen: not judged */
+    CHECK_INT(kvg_autoscale_obs_judge(0, 2.0, 0.05, tt, it), 0); /* at the target is within */
+    /* Ticks of 1 s. Tick 0: 3 TTFT-only, 1 ITL-only, 1 both, 1 failed, 4
+     * within. Tick 1: 2 ITL-only, 8 within. */
+    struct kvg_autoscale_obs *o = mk(8);
+    static const double rec0[][2] = {{2.5, 0.01}, {3.0, 0.02}, {2.2, 0.03},
+                                     {0.5, 0.09}, {2.5, 0.09}, {0.4, 0.01},
+                                     {0.3, 0.01}, {1.0, 0.04}, {0.2, 0.05}};
+    for (size_t i = 0; i < sizeof rec0 / sizeof *rec0; i++)
+        kvg_autoscale_obs_finish(o, 0.5, rec0[i][1],
+                                 kvg_autoscale_obs_judge(0, rec0[i][0], rec0[i][1], tt, it), 100,
+                                 10);
+    kvg_autoscale_obs_finish(o, 0.5, -1, kvg_autoscale_obs_judge(1, -1, -1, tt, it), -1, -1);
+    kvg_autoscale_obs_next(o);
+    struct kvg_autoscale_signals s;
+    window(o, 1, 1, 1, &s); /* tick 0: 10 finished */
+    CHECK_NEAR(s.slo_miss, 6.0 / 10, 1e-12);
+    CHECK_NEAR(s.slo_miss_ttft, 5.0 / 10, 1e-12); /* 3 + both + failed */
+    CHECK_NEAR(s.slo_miss_itl, 3.0 / 10, 1e-12);  /* 1 + both + failed */
+    for (int i = 0; i < 10; i++)
+        kvg_autoscale_obs_finish(o, 1.5, i < 2 ? 0.07 : 0.02,
+                                 kvg_autoscale_obs_judge(0, 0.5, i < 2 ? 0.07 : 0.02, tt, it), 100,
+                                 10);
+    kvg_autoscale_obs_next(o);
+    window(o, 2, 1, 1, &s); /* tick 1 alone */
+    CHECK_NEAR(s.slo_miss, 0.2, 1e-12);
+    CHECK_NEAR(s.slo_miss_ttft, 0, 0);
+    CHECK_NEAR(s.slo_miss_itl, 0.2, 1e-12);
+    window(o, 2, 1, 2, &s); /* both: 20 finished */
+    CHECK_NEAR(s.slo_miss, 8.0 / 20, 1e-12);
+    CHECK_NEAR(s.slo_miss_ttft, 5.0 / 20, 1e-12);
+    CHECK_NEAR(s.slo_miss_itl, 5.0 / 20, 1e-12);
     kvg_autoscale_obs_free(o);
 }
 
@@ -174,6 +223,8 @@ TEST(signals_feed_threads_fold)
     /* Per thread: 20 over ITL (i % 5 == 0, the 10 over TTFT among them) and
      * the failed one. */
     CHECK_NEAR(s.slo_miss, 4 * 21.0 / 404, 1e-12);
+    CHECK_NEAR(s.slo_miss_ttft, 4 * 11.0 / 404, 1e-12); /* 10 over TTFT and the failed one */
+    CHECK_NEAR(s.slo_miss_itl, 4 * 21.0 / 404, 1e-12);
     CHECK_NEAR(s.ttft_mean, 0.2, 1e-12);
     /* Taken: the next take is empty. */
     CHECK_INT(kvg_autoscale_feed_take(f, &tk), 0);
@@ -192,9 +243,13 @@ struct rec {
     int failed;
 };
 
-static int missed(const struct rec *r, double ttft_t, double itl_t)
+/* The targets r missed, judged here rather than by the builder's own
+ * judge, so that a wrong judge fails the comparison. */
+static unsigned missed(const struct rec *r, double ttft_t, double itl_t)
 {
-    return r->failed || r->first - r->at > ttft_t || r->itl > itl_t;
+    if (r->failed) return KVG_AUTOSCALE_MISS_TTFT | KVG_AUTOSCALE_MISS_ITL;
+    return (r->first - r->at > ttft_t ? KVG_AUTOSCALE_MISS_TTFT : 0u) |
+           (r->itl > itl_t ? KVG_AUTOSCALE_MISS_ITL : 0u);
 }
 
 struct ev {
@@ -237,7 +292,7 @@ TEST(signals_live_path_equals_bench_path)
     struct kvg_autoscale_feed *f = malloc(sizeof *f);
     CHECK(f && !kvg_autoscale_feed_init(f));
     size_t e = 0;
-    int nmeasured = 0;
+    int nmeasured = 0, nsplit = 0;
     for (int T = 1; T <= 75; T++) {
         for (; e < nev && evs[e].t <= T; e++) {
             const struct rec *r = &rs[evs[e].who];
@@ -249,7 +304,7 @@ TEST(signals_live_path_equals_bench_path)
                 kvg_autoscale_obs_first(bench, t, ttft);
                 kvg_autoscale_feed_first(f, ttft);
             } else if (r->failed) {
-                kvg_autoscale_obs_finish(bench, t, -1, 1, -1, -1);
+                kvg_autoscale_obs_finish(bench, t, -1, KVG_AUTOSCALE_MISS_FAILED, -1, -1);
                 kvg_autoscale_feed_finish(f, 1, -1, -1, -1, -1, -1);
             } else {
                 kvg_autoscale_obs_tokens(bench, r->out);
@@ -269,17 +324,22 @@ TEST(signals_live_path_equals_bench_path)
         struct kvg_autoscale_signals a, b;
         window(bench, T, tick, span, &a);
         window(live, T, tick, span, &b);
-        double *x[] = {&a.arrival_rate, &a.output_tps, &a.isl,       &a.osl,
-                       &a.cache_hit,    &a.slo_miss,   &a.ttft_mean, &a.ttft_p90,
-                       &a.itl_mean,     &a.itl_p90,    &a.input_tps};
-        double *y[] = {&b.arrival_rate, &b.output_tps, &b.isl,       &b.osl,
-                       &b.cache_hit,    &b.slo_miss,   &b.ttft_mean, &b.ttft_p90,
-                       &b.itl_mean,     &b.itl_p90,    &b.input_tps};
+        double *x[] = {&a.arrival_rate, &a.output_tps,    &a.isl,         &a.osl,      &a.cache_hit,
+                       &a.slo_miss,     &a.ttft_mean,     &a.ttft_p90,    &a.itl_mean, &a.itl_p90,
+                       &a.input_tps,    &a.slo_miss_ttft, &a.slo_miss_itl};
+        double *y[] = {&b.arrival_rate, &b.output_tps,    &b.isl,         &b.osl,      &b.cache_hit,
+                       &b.slo_miss,     &b.ttft_mean,     &b.ttft_p90,    &b.itl_mean, &b.itl_p90,
+                       &b.input_tps,    &b.slo_miss_ttft, &b.slo_miss_itl};
         for (size_t k = 0; k < sizeof x / sizeof *x; k++) CHECK_NEAR(*x[k], *y[k], 1e-9);
         nmeasured += a.ttft_p90 > 0 && a.slo_miss > 0 && a.cache_hit > 0 && a.isl > 0;
+        /* The split measured something on its own: windows where the
+         * shares differ, so a builder that copied one into the other fails. */
+        nsplit += a.slo_miss_ttft > 0 && a.slo_miss_itl > 0 && a.slo_miss_ttft != a.slo_miss_itl &&
+                  a.slo_miss > a.slo_miss_ttft && a.slo_miss > a.slo_miss_itl;
     }
     CHECK_INT(e, nev);
     CHECK(nmeasured > 50); /* the windows compared measured something */
+    CHECK(nsplit > 50);
     kvg_autoscale_feed_destroy(f);
     free(f);
     kvg_autoscale_obs_free(bench);
