@@ -22,7 +22,9 @@
  *   - planner "kvgate" prewarms (scale_warm.c): a replica that becomes ready
  *     first replays the hottest prefixes, prefill-only, and then takes a
  *     share of traffic that ramps up; "kvgate-noprewarm" and the baselines
- *     do not. Aggregated pools; the PD day is below (kvg_bench_scale_pd_run).
+ *     do not. Aggregated pools; the PD day is below (kvg_bench_scale_pd_run);
+ *   - traffic classes (batch_share, both days, scale_class.c): batch
+ *     requests wait in the gateway's batch queue and go into troughs.
  * A request meets the SLO when it finishes with TTFT and its mean
  * inter-token latency within the targets. Deterministic per seed: the same
  * options give the same results (but wall_s). */

@@ -10,7 +10,7 @@
 #include "bench/scale/scale_int.h"
 
 void kvg__scale_cls_init(struct scale_cls *c, const struct kvg_bench_scale_opts *o,
-                         const struct scale_cls_ops *ops, void *day, double decode_tps)
+                         const struct scale_cls_ops *ops, void *day, double held)
 {
     memset(c, 0, sizeof *c);
     c->o = o;
@@ -19,7 +19,7 @@ void kvg__scale_cls_init(struct scale_cls *c, const struct kvg_bench_scale_opts 
     /* sla is Dynamo's planner: no classes, every request interactive. */
     c->on = o->batch_share > 0 && strcmp(o->planner, "sla") != 0;
     kvg_rng_seed(&c->rng, o->seed * 0x9e3779b97f4a7c15ull + 0xba7c4);
-    c->seqs = 0.8 * decode_tps * o->aopts.itl_target_s;
+    c->seqs = 0.8 * held;
     if (!(c->seqs >= 1)) c->seqs = 1;
 }
 
@@ -123,6 +123,11 @@ void kvg__scale_cls_signals(const struct scale_cls *c, double t, struct kvg_auto
      * batch queue's are not either. */
     if (s->inflight_prompt_tokens > 0 && n)
         s->inflight_prompt_tokens = fmax(0, s->inflight_prompt_tokens - c->prompt);
+}
+
+int kvg__scale_cls_judged(const struct scale_cls *c, int batch, int ok, double arrival, double t)
+{
+    return batch ? t <= arrival + c->o->batch_deadline_s : ok;
 }
 
 void kvg__scale_cls_count(const struct scale_cls *c, struct kvg_bench_scale_classes *out, int batch,

@@ -191,7 +191,8 @@ static void finish(struct run *R, struct rq *q, double t)
     /* Batch waits in the gateway by design: its TTFT counts from its dispatch. */
     double ttft = q->t_first - (q->batch ? q->t_disp : q->r.arrival);
     int ok = ttft <= o->aopts.ttft_target_s && itl <= o->aopts.itl_target_s;
-    kvg__scale_day_done(&R->d, &q->r, q->ntok, t, itl, ok);
+    kvg__scale_day_done(&R->d, &q->r, q->ntok, t, itl,
+                        kvg__scale_cls_judged(&R->cls, q->batch, ok, q->r.arrival, t));
     R->out->met += ok;
     q->ok = (uint8_t)ok;
     double h = q->r.arrival / o->day_s * 24;
@@ -353,7 +354,13 @@ static int setup(struct run *R, char *err, size_t errlen)
     rc = kvg__scale_planner_new(o->planner, &a, &R->pl, err, errlen);
     if (rc == KVG_ENOTFOUND) out->status = KVG_ENOTFOUND;
     if (rc) return rc == KVG_ENOTFOUND ? 1 : rc;
-    kvg__scale_cls_init(&R->cls, o, &g_cls_ops, R, a.prof.decode_tps);
+    /* The sequences a replica runs at its measured knee if each took its
+     * whole ITL budget (Little's law: the knee's requests/s times an idle
+     * prefill plus the mean output at the ITL target). Not the profile's
+     * decode_tps: scaled to the knee with the prefill's share, it would let
+     * ~100 sequences join a replica, past the ITL target. */
+    kvg__scale_cls_init(&R->cls, o, &g_cls_ops, R,
+                        o->knee_rps * (a.prof.ttft_idle_s + o->osl * a.itl_target_s));
     out->n = o->timeline_points ? o->timeline_points : 288;
     double **tl[] = {&out->t_h,      &out->rate,    &out->desired, &out->ready,
                      &out->starting, &out->arrived, &out->missed};

@@ -281,11 +281,11 @@ struct scale_cls {
     uint64_t rejected;  /* 429s past the deadline */
 };
 
-/* c set up for a day of o on the day's state and ops; decode_tps: the
- * output tokens/s the planners' profile says a replica emits within the
- * ITL target (seqs: 0.8 of the sequences that is, at least 1). */
+/* c set up for a day of o on the day's state and ops; held: the running
+ * sequences the planners' profile says a replica holds within the ITL
+ * target (seqs: 0.8 of it, at least 1). */
 void kvg__scale_cls_init(struct scale_cls *c, const struct kvg_bench_scale_opts *o,
-                         const struct scale_cls_ops *ops, void *day, double decode_tps);
+                         const struct scale_cls_ops *ops, void *day, double held);
 void kvg__scale_cls_free(struct scale_cls *c);
 /* A new request's class: 1 batch, 0 interactive (always without classes). */
 int kvg__scale_cls_draw(struct scale_cls *c);
@@ -301,6 +301,12 @@ void kvg__scale_cls_expire(struct scale_cls *c, double t);
 /* The batch backlog's signals (planner.h) into s; its prompt tokens leave
  * s->inflight_prompt_tokens (live, no worker counts a queued request). */
 void kvg__scale_cls_signals(const struct scale_cls *c, double t, struct kvg_autoscale_signals *s);
+/* Whether the gateway counts a request that finished at t as within its
+ * objective: interactive by its SLO (ok), batch by its deadline. The
+ * planners' SLO-miss share is the interactive SLO's: batch latency in a
+ * trough is not a miss of it (on the aggregated day it raised kvgate's
+ * correction to 1.4x and held replicas through the troughs). */
+int kvg__scale_cls_judged(const struct scale_cls *c, int batch, int ok, double arrival, double t);
 /* One request into the per-class figures (done: finished; ok: within its
  * SLO; arrival and t_done its times). */
 void kvg__scale_cls_count(const struct scale_cls *c, struct kvg_bench_scale_classes *out, int batch,

@@ -71,7 +71,10 @@ static const struct scale_cls_ops g_pd_ops = {pd_waiting, pd_interactive_waits, 
 
 void kvg__scale_pd_class_init(struct pdrun *R)
 {
-    kvg__scale_cls_init(&R->cls, R->o, &g_pd_ops, R, R->o->pd_decode_tps);
+    /* Output tokens/s within the ITL target times the seconds a token may
+     * take: the sequences a decode replica holds there. */
+    kvg__scale_cls_init(&R->cls, R->o, &g_pd_ops, R,
+                        R->o->pd_decode_tps * R->o->aopts.itl_target_s);
     R->out->cls.on = R->cls.on;
 }
 
