@@ -21,7 +21,7 @@ KEEP = ("planner", "seed", "stress", "slo_attainment", "slo_attainment_interacti
         "slo_attainment_batch", "batch_deadline_met", "batch_rejected", "batch_dropped",
         "batch_requests",
         "gpu_hours", "fast_share", "fast_ready_secs", "standby", "standby_cost",
-        "parked_hours", "replicas_woken")
+        "parked_hours", "replicas_woken", "slo_goal")
 gathered = json.load(open(d)) if os.path.isfile(d) else None
 
 
@@ -123,7 +123,7 @@ print(f"\n- kvgate (default headroom): met on {tally[0][0]} of {tally[0][1]} see
 print(f"- kvgate, prefill headroom 0.2: met on {tally[1][0]} of {tally[1][1]} seeds run "
       f"({n} asked).\n")
 
-def stress(day, title):
+def stress(day, title, runs):
     """Section (d) for one day (runs named day-classes-S, day-fast-S,
     day-both-S, budget from day-base-S's sla)."""
     print(f"### (d) Stress {title} day, 30% batch: classes alone, fast start alone, both\n")
@@ -138,8 +138,7 @@ def stress(day, title):
     tally = {}
     for s in range(1, n + 1):
         b = load(f"{day}-base-{s}")
-        for name, lab in (("classes", "classes alone"), ("fast", "fast start alone"),
-                          ("both", "both")):
+        for name, lab in runs:
             r = load(f"{day}-{name}-{s}")
             if not r or not b:
                 print(f"| {s} | {lab} | not run | | | | | | |")
@@ -161,5 +160,7 @@ def stress(day, title):
     print()
 
 
-stress("pd", "PD")
-stress("agg", "aggregated")
+THREE = (("classes", "classes alone"), ("fast", "fast start alone"), ("both", "both"))
+stress("pd", "PD", THREE)
+stress("agg", "aggregated", THREE + (("classes995", "classes alone, slo_goal 0.995"),
+                                     ("both995", "both, slo_goal 0.995")))

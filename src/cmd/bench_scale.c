@@ -153,6 +153,9 @@ static const struct kvg_opt opt_table[] = {
              "wanted, within the asleep1 class's time; a pool's standby: N)"},
     {"standby-cost", NULL, KVG_OPT_DOUBLE, O(standby_cost), .min = 0, .max = 1,
      .help = "GPU-hours of a parked replica per hour (1: it holds its GPU)"},
+    {"slo-goal", NULL, KVG_OPT_DOUBLE, O(aopts.slo_goal), .min = 0.5, .max = 0.99999, .meta = "X",
+     .help = "the share of (interactive) requests the kvgate planner keeps within the targets, "
+             "a pool's slo_goal"},
     {"forecast-window-secs", NULL, KVG_OPT_DOUBLE, O(aopts.window_s), .min = 1, .max = 86400,
      .meta = "SECS",
      .help = "the kvgate planner's window W, a pool's forecast_window_secs (the "

@@ -365,7 +365,8 @@ uint32_t kvg__scale_pd_oracle_desired(const struct scale_wl *w, const struct kvg
 
 /* The start-up options every day's JSON carries per planner (scale_report.c):
  * stress, fast_share, fast_ready_secs (null without a fast share), standby,
- * standby_cost, and the run's parked replica-hours and wakes. */
+ * standby_cost, and the run's parked replica-hours and wakes; and the
+ * planner's slo_goal. */
 struct cJSON;
 void kvg__scale_json_start(struct cJSON *j, const struct kvg_bench_scale_opts *o,
                            double parked_hours, uint32_t woken);

@@ -37,6 +37,7 @@ void kvg__scale_json_start(struct cJSON *j, const struct kvg_bench_scale_opts *o
     cJSON_AddNumberToObject(j, "standby_cost", o->standby_cost);
     cJSON_AddNumberToObject(j, "parked_hours", parked_hours);
     cJSON_AddNumberToObject(j, "replicas_woken", woken);
+    cJSON_AddNumberToObject(j, "slo_goal", o->aopts.slo_goal);
 }
 
 void kvg__scale_json_classes(struct cJSON *j, const struct kvg_bench_scale_classes *c,
