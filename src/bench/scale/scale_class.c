@@ -125,9 +125,9 @@ void kvg__scale_cls_signals(const struct scale_cls *c, double t, struct kvg_auto
         s->inflight_prompt_tokens = fmax(0, s->inflight_prompt_tokens - c->prompt);
 }
 
-int kvg__scale_cls_judged(const struct scale_cls *c, int batch, int ok, double arrival, double t)
+int kvg__scale_cls_judged(int batch, int ok)
 {
-    return batch ? t <= arrival + c->o->batch_deadline_s : ok;
+    return batch ? -1 : ok;
 }
 
 void kvg__scale_cls_count(const struct scale_cls *c, struct kvg_bench_scale_classes *out, int batch,

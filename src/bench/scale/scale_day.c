@@ -120,7 +120,7 @@ void kvg__scale_day_done(struct scale_day *d, const struct scale_req *r, uint32_
      * cached tokens counted now, not as emitted) and its latencies. */
     kvg_autoscale_obs_tokens(d->ob, ntok);
     if (r->cached >= 0) kvg_autoscale_obs_cached(d->ob, r->cached, r->prompt_len);
-    kvg_autoscale_obs_finish(d->ob, t, itl, !ok, r->prompt_len, ntok);
+    if (ok >= 0) kvg_autoscale_obs_finish(d->ob, t, itl, !ok, r->prompt_len, ntok);
     kvg_bench_samples_add(&d->all_itl, itl);
 }
 

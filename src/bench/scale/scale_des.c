@@ -191,8 +191,7 @@ static void finish(struct run *R, struct rq *q, double t)
     /* Batch waits in the gateway by design: its TTFT counts from its dispatch. */
     double ttft = q->t_first - (q->batch ? q->t_disp : q->r.arrival);
     int ok = ttft <= o->aopts.ttft_target_s && itl <= o->aopts.itl_target_s;
-    kvg__scale_day_done(&R->d, &q->r, q->ntok, t, itl,
-                        kvg__scale_cls_judged(&R->cls, q->batch, ok, q->r.arrival, t));
+    kvg__scale_day_done(&R->d, &q->r, q->ntok, t, itl, kvg__scale_cls_judged(q->batch, ok));
     R->out->met += ok;
     q->ok = (uint8_t)ok;
     double h = q->r.arrival / o->day_s * 24;

@@ -302,8 +302,7 @@ static void finish(struct pdrun *R, struct pq *q, double t)
     double ttft = q->t_first - (q->batch ? q->t_disp : q->r.arrival);
     int tok = ttft <= a->ttft_target_s, iok = itl <= a->itl_target_s;
     q->ok = (uint8_t)(tok && iok);
-    kvg__scale_day_done(&R->d, &q->r, q->ntok, t, itl,
-                        kvg__scale_cls_judged(&R->cls, q->batch, tok && iok, q->r.arrival, t));
+    kvg__scale_day_done(&R->d, &q->r, q->ntok, t, itl, kvg__scale_cls_judged(q->batch, tok && iok));
     R->out->ttft_met += tok;
     R->out->itl_met += iok;
     R->out->met += tok && iok;
