@@ -187,11 +187,11 @@ TEST(aggregated_day_interactive_first_and_the_429s)
     CHECK_INT((int)(r1.cls.interactive + r1.cls.batch), (int)r1.requests);
     CHECK(r1.cls.batch > r1.requests / 5 && r1.cls.batch < r1.requests * 2 / 5);
     /* Past its capacity in the bursts the pool misses; batch waiting
-     * through them leaves interactive traffic the room: 97.39% against
+     * through them leaves interactive traffic the room: 99.40% against
      * 96.59% with every request interactive (sent to a replica at once,
-     * batch reaches 96.96%: the trough rule is what this checks). */
+     * without the trough rule, batch leaves 96.96%: what this checks). */
     CHECK(r0.slo_attainment < 0.99);
-    CHECK(r1.cls.slo_attainment_interactive > r0.slo_attainment + 0.005);
+    CHECK(r1.cls.slo_attainment_interactive > r0.slo_attainment + 0.02);
     CHECK_NEAR(r0.cls.slo_attainment_interactive, r0.slo_attainment, 1e-12);
     /* Overloaded with a 30 s deadline: some batch is answered 429, counted
      * as such; what is neither finished nor answered is the dropped rest. */
