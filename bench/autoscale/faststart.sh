@@ -8,9 +8,9 @@
 # all-fast 30 s run (kvgate, sla; and kvgate with the prefill pool's
 # headroom 0.2), the 30%-batch PD day as classes alone,
 # fast start alone (--fast-share 0.5 --fast-ready-secs 30) and both, and the
-# aggregated day's the same three, classes alone with the kvgate pool's
-# slo_goal at 0.995 (the goal's interactive share) and both at 0.993 and
-# 0.995; on seeds 1..SWEEP_SEEDS (1) the
+# aggregated day's the same three, and classes alone and both with the
+# kvgate pool's slo_goal at 0.993 and 0.995 (the goal's interactive
+# share); on seeds 1..SWEEP_SEEDS (1) the
 # time-to-ready sweep (all fast, 5-470 s) and standby 1-3. ONLY: an
 # extended regex; only the runs whose name matches it (e.g. '^agg-both-').
 set -euo pipefail
@@ -46,8 +46,8 @@ for s in $(seq 1 "$N"); do
   job "agg-both-$s" "$AG --planners kvgate --batch-share 0.3 $FAST --seed $s"
   for g in 993 995; do
     job "agg-both$g-$s" "$AG --planners kvgate --batch-share 0.3 $FAST --slo-goal 0.$g --seed $s"
+    job "agg-classes$g-$s" "$AG --planners kvgate --batch-share 0.3 --slo-goal 0.$g --seed $s"
   done
-  job "agg-classes995-$s" "$AG --planners kvgate --batch-share 0.3 --slo-goal 0.995 --seed $s"
 done
 run() {
   local name=${1%%|*} flags=${1#*|}
