@@ -153,6 +153,9 @@ static const struct kvg_opt opt_table[] = {
              "wanted, within the asleep1 class's time; a pool's standby: N)"},
     {"standby-cost", NULL, KVG_OPT_DOUBLE, O(standby_cost), .min = 0, .max = 1,
      .help = "GPU-hours of a parked replica per hour (1: it holds its GPU)"},
+    {"slo-goal", NULL, KVG_OPT_DOUBLE, O(aopts.slo_goal), .min = 0.5, .max = 0.99999, .meta = "X",
+     .help = "the share of (interactive) requests the kvgate planner keeps within the targets, "
+             "a pool's slo_goal"},
     {"forecast-window-secs", NULL, KVG_OPT_DOUBLE, O(aopts.window_s), .min = 1, .max = 86400,
      .meta = "SECS",
      .help = "the kvgate planner's window W, a pool's forecast_window_secs (the "
@@ -175,8 +178,8 @@ static const struct kvg_opt opt_table[] = {
     {"knee-rps", NULL, KVG_OPT_CUSTOM, O(knee_rps), .meta = "R", POSITIVE,
      .flags = KVG_OPT_F_NODEFAULT, .help = "the profile's req/s per replica (default: measured)"},
     {"batch-share", NULL, KVG_OPT_DOUBLE, O(batch_share), .min = 0, .max = 1, .meta = "F",
-     .help = "diurnal-pd: this share of requests is batch (waits in the gateway through bursts, "
-             "deadline --batch-deadline-secs); planner sla runs without classes"},
+     .help = "this share of requests is batch (waits in the gateway through bursts, deadline "
+             "--batch-deadline-secs, a 429 past it); planner sla runs without classes"},
     {"batch-deadline-secs", NULL, KVG_OPT_DOUBLE, O(batch_deadline_s), .min = 1, .max = 86400,
      .meta = "SECS", .help = "a batch request's deadline from its arrival (virtual seconds)"},
     {"trace", NULL, KVG_OPT_BOOL, O(trace),
@@ -324,6 +327,17 @@ static int md_of(const struct kvg_bench_scale_result *r, size_t n, const struct 
     return kvg_bench_scale_md(r, n, &c->o, c->command, svg_link(c), f);
 }
 
+/* A run with classes: its per-class figures under its line. */
+static void print_classes(const struct kvg_bench_scale_classes *k)
+{
+    if (!k->on) return;
+    printf("         interactive slo %.4f  batch %llu: slo %.4f  deadline met %.4f  "
+           "rejected %llu  dropped %llu\n",
+           k->slo_attainment_interactive, (unsigned long long)k->batch, k->slo_attainment_batch,
+           k->batch_deadline_met, (unsigned long long)k->batch_rejected,
+           (unsigned long long)k->batch_dropped);
+}
+
 /* The PD day's results: a line per planner, then --json, the report
  * (--out, else stdout), --timeline and --svg. */
 static int pd_report(const struct cfg *c, struct job *jobs)
@@ -349,6 +363,7 @@ static int pd_report(const struct cfg *c, struct job *jobs)
                    r->gpu_hours, r->pool[0].gpu_hours, r->pool[1].gpu_hours,
                    r->pool[0].scale_events, r->pool[1].scale_events, r->ttft_p90_s, r->itl_p90_s,
                    (unsigned long long)r->failed, (unsigned long long)r->local_prefills, r->wall_s);
+            print_classes(&r->cls);
         }
     }
     const char *svg = svg_link(c);
@@ -403,12 +418,12 @@ int kvg_cmd_bench_scale_main(int argc, char **argv)
     }
     int pd_only = c->o.pd_headroom[0] >= 0 || c->o.pd_headroom[1] >= 0 || c->o.oracle_lead_s > 0 ||
                   c->o.pd_headroom_from_s > 0 || c->o.pd_local_wait_s > 0 ||
-                  c->o.pd_decode_batched_tokens || c->o.batch_share > 0;
+                  c->o.pd_decode_batched_tokens;
     for (size_t i = 0; i < c->n; i++) pd_only |= !strcmp(c->planners[i], "oracle");
     if (!c->pd && pd_only) {
         fprintf(stderr, "kvgate bench: planner oracle, --prefill-headroom, --decode-headroom, "
-                        "--headroom-from, --oracle-lead, --pd-local-prefill-wait, "
-                        "--decode-batched-tokens and --batch-share are --scenario diurnal-pd's\n");
+                        "--headroom-from, --oracle-lead, --pd-local-prefill-wait and "
+                        "--decode-batched-tokens are --scenario diurnal-pd's\n");
         free(c);
         return 2;
     }
@@ -471,6 +486,7 @@ int kvg_cmd_bench_scale_main(int argc, char **argv)
                    r->planner, r->slo_attainment, r->ramp_slo_attainment, r->gpu_hours,
                    r->mean_replicas, r->max_replicas, r->scale_events, r->ttft_p90_s, r->itl_p90_s,
                    r->cache_hit, (unsigned long long)r->failed, r->wall_s);
+            print_classes(&r->cls);
         }
     }
     if (res && !status) {

@@ -22,7 +22,9 @@
  *   - planner "kvgate" prewarms (scale_warm.c): a replica that becomes ready
  *     first replays the hottest prefixes, prefill-only, and then takes a
  *     share of traffic that ramps up; "kvgate-noprewarm" and the baselines
- *     do not. Aggregated pools; the PD day is below (kvg_bench_scale_pd_run).
+ *     do not. Aggregated pools; the PD day is below (kvg_bench_scale_pd_run);
+ *   - traffic classes (batch_share, both days, scale_class.c): batch
+ *     requests wait in the gateway's batch queue and go into troughs.
  * A request meets the SLO when it finishes with TTFT and its mean
  * inter-token latency within the targets. Deterministic per seed: the same
  * options give the same results (but wall_s). */
@@ -126,11 +128,25 @@ struct kvg_bench_scale_opts {
     double pd_local_wait_s;
     uint32_t pd_decode_batched_tokens;
     int trace; /* every decision and its reason to stderr */
-    /* Traffic classes (PD day): this share of requests is batch, with a
-     * deadline of batch_deadline_s from arrival (scale_pd_class.c). Planner
+    /* Traffic classes (both days): this share of requests is batch, with a
+     * deadline of batch_deadline_s from arrival (scale_class.c). Planner
      * "sla" runs without classes (every request interactive), as Dynamo's. */
     double batch_share;      /* 0 */
     double batch_deadline_s; /* 1800 */
+};
+
+/* Per class, both days (scale_class.c). Interactive: TTFT from arrival
+ * and ITL within targets. Batch: its deadline met (finished within
+ * batch_deadline_s of arrival), and its SLO counted from its dispatch (the
+ * gateway's queue is where it is meant to wait). Rejected: batch requests
+ * answered 429 past their deadline in the gateway's queue. Dropped: batch
+ * requests never finished and never answered (cut by a drain, or left at
+ * the day's end). */
+struct kvg_bench_scale_classes {
+    int on; /* this run had classes (batch_share > 0 and not sla) */
+    uint64_t interactive, interactive_met, batch, batch_met, batch_in_deadline;
+    uint64_t batch_rejected, batch_dropped;
+    double slo_attainment_interactive, slo_attainment_batch, batch_deadline_met;
 };
 
 struct kvg_bench_scale_result {
@@ -152,6 +168,7 @@ struct kvg_bench_scale_result {
     uint32_t recovered, scaled_out;
     double recovery_mean_s, recovery_p90_s, young_ttft_p90_s;
     int prewarmed; /* this run prewarmed new replicas */
+    struct kvg_bench_scale_classes cls;
     double wall_s;
     /* Timeline: n points over the day (owned): arrival rate, desired,
      * ready and starting replicas. */
@@ -239,14 +256,7 @@ struct kvg_bench_scale_pd_result {
     double gpu_hours; /* prefill + decode */
     double ttft_p50_s, ttft_p90_s, ttft_p99_s, itl_p90_s, xfer_p90_s, cache_hit;
     struct kvg_bench_scale_pd_pool pool[2]; /* [0] prefill, [1] decode */
-    /* Per class (scale_pd_class.c). Interactive: TTFT from arrival and ITL
-     * within targets. Batch: its deadline met (finished within
-     * batch_deadline_s of arrival), and its SLO counted from its dispatch
-     * (the gateway's queue is where it is meant to wait). Dropped: batch
-     * requests never finished (past their deadline in the queue, or cut). */
-    int classes; /* this run had classes (batch_share > 0 and not sla) */
-    uint64_t interactive, interactive_met, batch, batch_met, batch_in_deadline, batch_dropped;
-    double slo_attainment_interactive, slo_attainment_batch, batch_deadline_met;
+    struct kvg_bench_scale_classes cls;
     double prefill_tps, decode_tps; /* the per-role profile the planners had */
     /* Timeline: n points (owned): arrivals/s, ready, starting and desired
      * per pool at each point's end; requests arriving in each point's span,

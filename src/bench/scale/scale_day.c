@@ -114,13 +114,13 @@ double kvg__scale_itl(uint32_t ntok, double t_first, double t_last)
 }
 
 void kvg__scale_day_done(struct scale_day *d, const struct scale_req *r, uint32_t ntok, double t,
-                         double itl, unsigned miss)
+                         double itl, int miss)
 {
     /* What serve's proxy reads at a request's end: its usage (output and
      * cached tokens counted now, not as emitted) and its latencies. */
     kvg_autoscale_obs_tokens(d->ob, ntok);
     if (r->cached >= 0) kvg_autoscale_obs_cached(d->ob, r->cached, r->prompt_len);
-    kvg_autoscale_obs_finish(d->ob, t, itl, miss, r->prompt_len, ntok);
+    if (miss >= 0) kvg_autoscale_obs_finish(d->ob, t, itl, (unsigned)miss, r->prompt_len, ntok);
     kvg_bench_samples_add(&d->all_itl, itl);
 }
 

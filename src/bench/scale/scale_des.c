@@ -1,6 +1,7 @@
 /* The autoscaling benchmark's event loop (scale.h): arrivals, engine steps,
  * replicas becoming ready, and planner ticks in virtual time, on one
- * aggregated pool (what it shares with the PD day: scale_day.c). */
+ * aggregated pool (what it shares with the PD day: scale_day.c, and its
+ * traffic classes: scale_class.c). */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -27,6 +28,26 @@ static void fail(struct run *R, struct rq *q)
     kvg__scale_day_fail(&R->d, &q->r, q->first);
     q->state = Q_FAILED;
     R->out->failed++;
+}
+
+/* Request id onto ready replica best. */
+static int route_on(struct run *R, uint64_t id, int best, double t)
+{
+    struct rq *q = &R->rq[id];
+    struct rep *p = &R->pool.rep[best];
+    p->groups |= 1ull << q->r.group;
+    R->group_routed[q->r.group]++;
+    int rc = kvg__scale_day_submit(&R->d, p->e, id, &q->r, 0, 0, 0);
+    if (rc == -ENOMEM) return rc;
+    if (rc) {
+        fail(R, q);
+        return 0;
+    }
+    q->state = Q_ENGINE;
+    q->rep = best;
+    p->inflight++;
+    if (!p->stepping) kvg__scale_rep_step(p, t);
+    return 0;
 }
 
 /* Sends request id to a ready replica (the caller knows one exists). */
@@ -56,20 +77,7 @@ static int route(struct run *R, uint64_t id, double t)
     }
     if (best < 0) best = any;
     if (best < 0) return KVG_ENOWORKER;
-    struct rep *p = &R->pool.rep[best];
-    p->groups |= bit;
-    R->group_routed[q->r.group]++;
-    int rc = kvg__scale_day_submit(&R->d, p->e, id, &q->r, 0, 0, 0);
-    if (rc == -ENOMEM) return rc;
-    if (rc) {
-        fail(R, q);
-        return 0;
-    }
-    q->state = Q_ENGINE;
-    q->rep = best;
-    p->inflight++;
-    if (!p->stepping) kvg__scale_rep_step(p, t);
-    return 0;
+    return route_on(R, id, best, t);
 }
 
 static int has_ready(const struct run *R)
@@ -80,6 +88,8 @@ static int has_ready(const struct run *R)
     return 0;
 }
 
+/* The gateway's queue to ready replicas: interactive first, then batch
+ * into the troughs. */
 static int gq_drain(struct run *R, double t)
 {
     while (R->gq_head < R->gq_tail && has_ready(R)) {
@@ -89,7 +99,7 @@ static int gq_drain(struct run *R, double t)
         if (rc) return rc;
     }
     if (R->gq_head == R->gq_tail) R->gq_head = R->gq_tail = 0;
-    return 0;
+    return R->cls.on ? kvg__scale_cls_drain(&R->cls, t) : 0;
 }
 
 static size_t gq_len(const struct run *R)
@@ -98,6 +108,56 @@ static size_t gq_len(const struct run *R)
     for (size_t i = R->gq_head; i < R->gq_tail; i++) n += R->rq[R->gq[i]].state == Q_GATEWAY;
     return n;
 }
+
+/* The aggregated day's side of the traffic classes (scale_class.c). */
+static int cls_waiting(void *day, uint64_t id)
+{
+    const struct run *R = day;
+    return R->rq[id].state == Q_GATEWAY;
+}
+
+static int cls_interactive_waits(void *day)
+{
+    return gq_len(day) > 0;
+}
+
+/* The gateway's batch rule on one pool (gateway/admission.h): a routable
+ * replica whose last scrape shows no prompt waiting (batch_max_waiting 1;
+ * not scraped yet: unknown, never busy) and with fewer running sequences
+ * than the profile's seqs (batch_max_kv's analogue: decode room within the
+ * ITL target); one that served id's prefix first. */
+static int cls_trough(void *day, uint64_t id)
+{
+    const struct run *R = day;
+    uint64_t bit = 1ull << R->rq[id].r.group;
+    int any = -1;
+    for (size_t i = 0; i < R->pool.nact; i++) {
+        int k = R->pool.act[i];
+        const struct rep *p = &R->pool.rep[k];
+        if (p->state != R_READY || p->warming) continue;
+        if (p->scraped_ok && p->scraped.num_waiting >= 1) continue;
+        if ((double)p->inflight >= R->cls.seqs) continue;
+        if (p->groups & bit) return k;
+        if (any < 0) any = k;
+    }
+    return any;
+}
+
+static int cls_dispatch(void *day, uint64_t id, int k, double t)
+{
+    struct run *R = day;
+    R->rq[id].t_disp = t;
+    return route_on(R, id, k, t);
+}
+
+static void cls_reject(void *day, uint64_t id)
+{
+    struct run *R = day;
+    fail(R, &R->rq[id]);
+}
+
+static const struct scale_cls_ops g_cls_ops = {cls_waiting, cls_interactive_waits, cls_trough,
+                                               cls_dispatch, cls_reject};
 
 static int arrive(struct run *R)
 {
@@ -114,6 +174,10 @@ static int arrive(struct run *R)
     kvg__scale_day_arrive(&R->d, &q->r);
     q->rep = -1;
     q->state = Q_GATEWAY;
+    if (kvg__scale_cls_draw(&R->cls)) {
+        q->batch = 1;
+        return kvg__scale_cls_enqueue(&R->cls, id, &q->r, q->r.arrival);
+    }
     if (!has_ready(R)) return kvg__scale_ids_push(&R->gq, &R->gq_tail, &R->gq_cap, id);
     return route(R, id, q->r.arrival);
 }
@@ -122,12 +186,14 @@ static void finish(struct run *R, struct rq *q, double t)
 {
     const struct kvg_bench_scale_opts *o = R->o;
     q->state = Q_DONE;
+    q->t_done = t;
     double itl = kvg__scale_itl(q->ntok, q->t_first, q->t_last);
-    double ttft = q->t_first - q->r.arrival;
+    /* Batch waits in the gateway by design: its TTFT counts from its dispatch. */
+    double ttft = q->t_first - (q->batch ? q->t_disp : q->r.arrival);
     unsigned miss =
         kvg_autoscale_obs_judge(0, ttft, itl, o->aopts.ttft_target_s, o->aopts.itl_target_s);
     int ok = !miss;
-    kvg__scale_day_done(&R->d, &q->r, q->ntok, t, itl, miss);
+    kvg__scale_day_done(&R->d, &q->r, q->ntok, t, itl, kvg__scale_cls_judged(q->batch, miss));
     R->out->met += ok;
     q->ok = (uint8_t)ok;
     double h = q->r.arrival / o->day_s * 24;
@@ -153,7 +219,9 @@ static int step_end(struct run *R, int k, double t)
             if (!q->first) {
                 q->first = 1;
                 q->t_first = t;
-                double ttft = kvg__scale_day_first(&R->d, &q->r, t);
+                struct scale_req seen = q->r; /* what the gateway observes: from dispatch */
+                if (q->batch) seen.arrival = q->t_disp;
+                double ttft = kvg__scale_day_first(&R->d, &seen, t);
                 kvg__scale_day_cached(&R->d, &q->r, u->cached_tokens);
                 kvg__scale_recovery_note(R, p, t, u->cached_tokens, q->r.prompt_len, ttft);
                 double h = q->r.arrival / R->o->day_s * 24;
@@ -169,11 +237,10 @@ static int step_end(struct run *R, int k, double t)
         }
     }
     p->st.n_updates = 0;
-    /* Warm: what waited in the gateway for a routable replica goes now. */
-    if (warmed) {
-        int rc = gq_drain(R, t);
-        if (rc) return rc;
-    }
+    /* Warm: what waited in the gateway for a routable replica goes now;
+     * batch into whatever trough this step left. */
+    int rc = warmed ? gq_drain(R, t) : R->cls.on ? kvg__scale_cls_drain(&R->cls, t) : 0;
+    if (rc) return rc;
     if (kvg_sim_idle(p->e)) {
         p->stepping = 0;
         if (p->state == R_DRAINING && p->inflight == 0) kvg__scale_reps_retire(&R->pool, k, t);
@@ -190,6 +257,7 @@ static void expire(struct run *R, double t)
     for (; R->sweep < R->nrq; R->sweep++) {
         struct rq *q = &R->rq[R->sweep];
         if (q->state == Q_DONE || q->state == Q_FAILED || q->first) continue;
+        if (q->batch) continue; /* its deadline's: kvg__scale_cls_expire */
         if (q->r.arrival + o->timeout_s > t) break;
         fail(R, q);
     }
@@ -215,6 +283,7 @@ static void signals(struct run *R, double t, double window, struct kvg_autoscale
     kvg__scale_reps_signals(&R->pool, t, R->o->young_s, s, eta);
     s->queued = (double)gq_len(R);
     s->inflight_prompt_tokens = R->d.inflight_prompt;
+    kvg__scale_cls_signals(&R->cls, t, s);
     kvg__scale_day_signals(&R->d, window, s);
 }
 
@@ -234,6 +303,7 @@ static void timeline(struct run *R, double t, uint32_t desired)
 static int tick(struct run *R, double t)
 {
     expire(R, t);
+    kvg__scale_cls_expire(&R->cls, t);
     /* The tick's bucket closes before the planner reads the window, as in
      * serve (autoscale_setup.c): it reads the tick just ended. */
     kvg_autoscale_obs_next(R->d.ob);
@@ -285,6 +355,13 @@ static int setup(struct run *R, char *err, size_t errlen)
     rc = kvg__scale_planner_new(o->planner, &a, &R->pl, err, errlen);
     if (rc == KVG_ENOTFOUND) out->status = KVG_ENOTFOUND;
     if (rc) return rc == KVG_ENOTFOUND ? 1 : rc;
+    /* The sequences a replica runs at its measured knee if each took its
+     * whole ITL budget (Little's law: the knee's requests/s times an idle
+     * prefill plus the mean output at the ITL target). Not the profile's
+     * decode_tps: scaled to the knee with the prefill's share, it would let
+     * ~100 sequences join a replica, past the ITL target. */
+    kvg__scale_cls_init(&R->cls, o, &g_cls_ops, R,
+                        o->knee_rps * (a.prof.ttft_idle_s + o->osl * a.itl_target_s));
     out->n = o->timeline_points ? o->timeline_points : 288;
     double **tl[] = {&out->t_h,      &out->rate,    &out->desired, &out->ready,
                      &out->starting, &out->arrived, &out->missed};
@@ -340,9 +417,10 @@ static int loop(struct run *R)
         }
         if (rc) return rc;
     }
-    /* The day is over: what still waits in the gateway is not served. */
-    for (size_t i = R->gq_head; i < R->gq_tail; i++)
-        if (R->rq[R->gq[i]].state == Q_GATEWAY) fail(R, &R->rq[R->gq[i]]);
+    /* The day is over: what still waits in the gateway is not served
+     * (batch in its queue too: counted dropped, never answered). */
+    for (size_t i = 0; i < R->nrq; i++)
+        if (R->rq[i].state == Q_GATEWAY) fail(R, &R->rq[i]);
     return 0;
 }
 
@@ -360,6 +438,8 @@ static void summarize(struct run *R)
         if (pt >= out->n) pt = out->n - 1;
         out->arrived[pt]++;
         out->missed[pt] += !q->ok;
+        kvg__scale_cls_count(&R->cls, &out->cls, q->batch, q->state == Q_DONE, q->ok, q->r.arrival,
+                             q->t_done);
         if (q->state == Q_FAILED && !q->first) {
             /* Given up without a token: its TTFT is at least the timeout. */
             kvg_bench_samples_add(&R->d.all_ttft, o->timeout_s);
@@ -387,6 +467,7 @@ static void summarize(struct run *R)
                         &out->itl_p90_s, &out->cache_hit);
     out->ramp_ttft_p90_s = kvg_bench_samples_pct(&R->ramp_ttft, 90);
     kvg__scale_recovery_summary(R);
+    kvg__scale_cls_summary(&R->cls, &out->cls);
 }
 
 static void teardown(struct run *R)
@@ -394,6 +475,7 @@ static void teardown(struct run *R)
     kvg__scale_reps_free(&R->pool);
     free(R->rq);
     free(R->gq);
+    kvg__scale_cls_free(&R->cls);
     kvg__scale_day_free(&R->d);
     kvg_bench_samples_free(&R->ramp_ttft);
     kvg_bench_samples_free(&R->young_ttft);

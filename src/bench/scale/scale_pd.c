@@ -270,7 +270,7 @@ static int drain_queues(struct pdrun *R, double t)
         if (R->q[id].state == P_WAIT && (rc = to_decode(R, id, t))) return rc;
     }
     if (R->dq_head == R->dq_tail) R->dq_head = R->dq_tail = 0;
-    return kvg__scale_pd_batch_drain(R, t);
+    return kvg__scale_cls_drain(&R->cls, t);
 }
 
 static int arrive(struct pdrun *R)
@@ -303,7 +303,7 @@ static void finish(struct pdrun *R, struct pq *q, double t)
     unsigned miss = kvg_autoscale_obs_judge(0, ttft, itl, a->ttft_target_s, a->itl_target_s);
     int tok = !(miss & KVG_AUTOSCALE_MISS_TTFT), iok = !(miss & KVG_AUTOSCALE_MISS_ITL);
     q->ok = (uint8_t)!miss;
-    kvg__scale_day_done(&R->d, &q->r, q->ntok, t, itl, miss);
+    kvg__scale_day_done(&R->d, &q->r, q->ntok, t, itl, kvg__scale_cls_judged(q->batch, miss));
     R->out->ttft_met += tok;
     R->out->itl_met += iok;
     R->out->met += tok && iok;
@@ -351,7 +351,7 @@ static int step_end(struct pdrun *R, struct pool *P, int k, double t)
     kick(p, t);
     if (p->state == R_DRAINING && p->inflight == 0 && !p->stepping)
         kvg__scale_reps_retire(&P->r, k, t);
-    return R->classes ? kvg__scale_pd_batch_drain(R, t) : 0;
+    return R->cls.on ? kvg__scale_cls_drain(&R->cls, t) : 0;
 }
 
 /* Requests without a first token past the timeout; drains past theirs. */
@@ -361,7 +361,7 @@ static void expire(struct pdrun *R, double t)
     for (; R->sweep < R->nq; R->sweep++) {
         struct pq *q = &R->q[R->sweep];
         if (q->state == P_DONE || q->state == P_FAILED || q->first) continue;
-        if (q->batch) continue; /* its deadline's: kvg__scale_pd_batch_expire */
+        if (q->batch) continue; /* its deadline's: kvg__scale_cls_expire */
         if (q->r.arrival + o->timeout_s > t) break;
         fail(R, R->sweep);
     }
@@ -401,7 +401,7 @@ static void pool_signals(struct pdrun *R, struct pool *P, double t, double windo
         for (size_t i = R->dq_head; i < R->dq_tail; i++) nq += R->q[R->dq[i]].state == P_WAIT;
     }
     s->queued = (double)nq;
-    kvg__scale_pd_batch_signals(R, t, s);
+    kvg__scale_cls_signals(&R->cls, t, s);
     kvg__scale_day_signals(&R->d, window, s);
 }
 
@@ -424,7 +424,7 @@ static void timeline(struct pdrun *R, double t)
 static int tick(struct pdrun *R, double t)
 {
     expire(R, t);
-    kvg__scale_pd_batch_expire(R, t);
+    kvg__scale_cls_expire(&R->cls, t);
     kvg_autoscale_obs_next(R->d.ob); /* before the window is read, as serve */
     for (int pi = 0; pi < 2; pi++) {
         struct pool *P = &R->pool[pi];
@@ -658,7 +658,7 @@ static void teardown(struct pdrun *R)
     free(R->gq);
     free(R->dq);
     free(R->xf);
-    free(R->bq);
+    kvg__scale_cls_free(&R->cls);
     kvg__scale_day_free(&R->d);
     kvg_bench_samples_free(&R->xfer);
 }

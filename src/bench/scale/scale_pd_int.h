@@ -16,7 +16,7 @@ struct pq {
     double pend; /* tokens counted in its replica's pend_tok until its prefill ends */
     double t_first, t_last, xfer_done;
     double t_pre;      /* its prefill finished (0: not yet), for the timeline's miss split */
-    uint8_t batch, ok; /* batch class (scale_pd_class.c); finished within the SLO */
+    uint8_t batch, ok; /* batch class (scale_class.c); finished within the SLO */
     double t_disp;     /* batch: when the gateway let it go (its SLO counts from here) */
     double t_done;
 };
@@ -48,14 +48,7 @@ struct pdrun {
     struct kvg_bench_samples xfer;
     int oracle; /* planner "oracle": kvg__scale_pd_oracle_desired() sizes the pools */
     double oracle_lead;
-    /* Traffic classes (scale_pd_class.c): the batch FIFO in the gateway, the
-     * tokens it holds, its own draws, and the running sequences a decode
-     * replica may have for a batch request to join (its trough). */
-    int classes;
-    struct kvg_rng cls_rng;
-    uint64_t *bq;
-    size_t bq_head, bq_tail, bq_cap;
-    double bq_prompt, bq_out, dec_seqs;
+    struct scale_cls cls; /* traffic classes (scale_class.c, scale_pd_class.c) */
 };
 
 /* scale_pd.c: request id onto prefill replica k (its blocks held, its
@@ -63,19 +56,12 @@ struct pdrun {
 int kvg__scale_pd_to_prefill_on(struct pdrun *R, uint64_t id, int k, double t);
 void kvg__scale_pd_fail(struct pdrun *R, uint64_t id);
 
-/* scale_pd_class.c. Set up after the pools are (R->out's profile known). */
+/* scale_pd_class.c: the PD day's side of the classes (scale_class.c).
+ * Set up after the pools are (the decode profile known). */
 void kvg__scale_pd_class_init(struct pdrun *R);
 /* A new request: 1 when it is batch and went to the batch queue (then
  * drained as the rule allows), 0 when interactive, or a negative code. */
 int kvg__scale_pd_class_arrive(struct pdrun *R, uint64_t id, double t);
-/* Batch requests to prefill replicas in a trough: none while an
- * interactive request waits in the gateway; a prefill replica with no
- * prompt pending and a decode replica under dec_seqs sequences. */
-int kvg__scale_pd_batch_drain(struct pdrun *R, double t);
-/* Batch requests past their deadline in the gateway queue are dropped. */
-void kvg__scale_pd_batch_expire(struct pdrun *R, double t);
-/* The batch backlog's signals (planner.h) into s. */
-void kvg__scale_pd_batch_signals(const struct pdrun *R, double t, struct kvg_autoscale_signals *s);
 /* The per-class figures into R->out. */
 void kvg__scale_pd_class_summary(struct pdrun *R);
 

@@ -58,20 +58,7 @@ int kvg_bench_scale_pd_json(const struct kvg_bench_scale_pd_result *r, size_t n,
         cJSON_AddNumberToObject(j, "profile_decode_tps", x->decode_tps);
         cJSON_AddNumberToObject(j, "requests", (double)x->requests);
         cJSON_AddNumberToObject(j, "failed", (double)x->failed);
-        /* Per class: interactive is every request in a run without classes. */
-        cJSON_AddBoolToObject(j, "classes", x->classes);
-        cJSON_AddNumberToObject(j, "batch_share", x->classes ? o->batch_share : 0);
-        cJSON_AddNumberToObject(j, "slo_attainment_interactive", x->slo_attainment_interactive);
-        if (x->batch) {
-            cJSON_AddNumberToObject(j, "slo_attainment_batch", x->slo_attainment_batch);
-            cJSON_AddNumberToObject(j, "batch_deadline_met", x->batch_deadline_met);
-        } else {
-            cJSON_AddNullToObject(j, "slo_attainment_batch");
-            cJSON_AddNullToObject(j, "batch_deadline_met");
-        }
-        cJSON_AddNumberToObject(j, "batch_dropped", (double)x->batch_dropped);
-        cJSON_AddNumberToObject(j, "batch_requests", (double)x->batch);
-        cJSON_AddNumberToObject(j, "batch_deadline_s", o->batch_deadline_s);
+        kvg__scale_json_classes(j, &x->cls, o);
         kvg__scale_json_start(j, o, x->pool[0].parked_hours + x->pool[1].parked_hours,
                               x->pool[0].woken + x->pool[1].woken);
         for (int pi = 0; pi < 2; pi++) {
@@ -162,25 +149,9 @@ int kvg_bench_scale_pd_md(const struct kvg_bench_scale_pd_result *r, size_t n,
                 (unsigned long long)x->failed);
     }
     if (o->batch_share > 0) {
-        fprintf(f,
-                "\nTraffic classes: %.0f%% of requests batch, deadline %.0f s from arrival "
-                "(planner sla without classes, as Dynamo's). Interactive SLO: TTFT from arrival; "
-                "batch SLO: TTFT from its dispatch by the gateway.\n\n",
-                o->batch_share * 100, o->batch_deadline_s);
-        fprintf(f, "| planner | classes | interactive SLO | batch SLO | batch deadline met | "
-                   "batch dropped | GPU-h |\n|---|---|---|---|---|---|---|\n");
-        for (size_t i = 0; i < n; i++) {
-            const struct kvg_bench_scale_pd_result *x = &r[i];
-            if (x->status) continue;
-            char bs[16] = "-", bd[16] = "-";
-            if (x->batch) {
-                snprintf(bs, sizeof bs, "%.2f%%", x->slo_attainment_batch * 100);
-                snprintf(bd, sizeof bd, "%.2f%%", x->batch_deadline_met * 100);
-            }
-            fprintf(f, "| %s | %s | %.2f%% | %s | %s | %llu | %.1f |\n", x->planner,
-                    x->classes ? "yes" : "no", x->slo_attainment_interactive * 100, bs, bd,
-                    (unsigned long long)x->batch_dropped, x->gpu_hours);
-        }
+        kvg__scale_md_classes(f, o);
+        for (size_t i = 0; i < n; i++)
+            if (!r[i].status) kvg__scale_md_class_row(f, r[i].planner, &r[i].cls, r[i].gpu_hours);
     }
     if (svg)
         fprintf(f, "\n![prefill and decode replicas and load over the day per planner](%s)\n", svg);

@@ -37,6 +37,52 @@ void kvg__scale_json_start(struct cJSON *j, const struct kvg_bench_scale_opts *o
     cJSON_AddNumberToObject(j, "standby_cost", o->standby_cost);
     cJSON_AddNumberToObject(j, "parked_hours", parked_hours);
     cJSON_AddNumberToObject(j, "replicas_woken", woken);
+    cJSON_AddNumberToObject(j, "slo_goal", o->aopts.slo_goal);
+}
+
+void kvg__scale_json_classes(struct cJSON *j, const struct kvg_bench_scale_classes *c,
+                             const struct kvg_bench_scale_opts *o)
+{
+    /* Interactive is every request in a run without classes. */
+    cJSON_AddBoolToObject(j, "classes", c->on);
+    cJSON_AddNumberToObject(j, "batch_share", c->on ? o->batch_share : 0);
+    cJSON_AddNumberToObject(j, "slo_attainment_interactive", c->slo_attainment_interactive);
+    if (c->batch) {
+        cJSON_AddNumberToObject(j, "slo_attainment_batch", c->slo_attainment_batch);
+        cJSON_AddNumberToObject(j, "batch_deadline_met", c->batch_deadline_met);
+    } else {
+        cJSON_AddNullToObject(j, "slo_attainment_batch");
+        cJSON_AddNullToObject(j, "batch_deadline_met");
+    }
+    cJSON_AddNumberToObject(j, "batch_rejected", (double)c->batch_rejected);
+    cJSON_AddNumberToObject(j, "batch_dropped", (double)c->batch_dropped);
+    cJSON_AddNumberToObject(j, "batch_requests", (double)c->batch);
+    cJSON_AddNumberToObject(j, "batch_deadline_s", o->batch_deadline_s);
+}
+
+void kvg__scale_md_classes(FILE *f, const struct kvg_bench_scale_opts *o)
+{
+    fprintf(f,
+            "\nTraffic classes: %.0f%% of requests batch, deadline %.0f s from arrival "
+            "(planner sla without classes, as Dynamo's). Interactive SLO: TTFT from arrival; "
+            "batch SLO: TTFT from its dispatch by the gateway; rejected: 429 past the deadline; "
+            "dropped: never finished nor answered.\n\n",
+            o->batch_share * 100, o->batch_deadline_s);
+    fprintf(f, "| planner | classes | interactive SLO | batch SLO | batch deadline met | "
+               "batch rejected | batch dropped | GPU-h |\n|---|---|---|---|---|---|---|---|\n");
+}
+
+void kvg__scale_md_class_row(FILE *f, const char *planner, const struct kvg_bench_scale_classes *c,
+                             double gpu_hours)
+{
+    char bs[16] = "-", bd[16] = "-";
+    if (c->batch) {
+        snprintf(bs, sizeof bs, "%.2f%%", c->slo_attainment_batch * 100);
+        snprintf(bd, sizeof bd, "%.2f%%", c->batch_deadline_met * 100);
+    }
+    fprintf(f, "| %s | %s | %.2f%% | %s | %s | %llu | %llu | %.1f |\n", planner,
+            c->on ? "yes" : "no", c->slo_attainment_interactive * 100, bs, bd,
+            (unsigned long long)c->batch_rejected, (unsigned long long)c->batch_dropped, gpu_hours);
 }
 
 int kvg_bench_scale_json(const struct kvg_bench_scale_result *r, size_t n,
@@ -59,14 +105,7 @@ int kvg_bench_scale_json(const struct kvg_bench_scale_result *r, size_t n,
         cJSON_AddNumberToObject(j, "slo_attainment", x->slo_attainment);
         cJSON_AddNumberToObject(j, "ramp_slo_attainment", x->ramp_slo_attainment);
         cJSON_AddNumberToObject(j, "gpu_hours", x->gpu_hours);
-        /* The aggregated day has no traffic classes: every request is
-         * interactive, no batch ones (the PD day's --batch-share). */
-        cJSON_AddBoolToObject(j, "classes", 0);
-        cJSON_AddNumberToObject(j, "slo_attainment_interactive", x->slo_attainment);
-        cJSON_AddNullToObject(j, "slo_attainment_batch");
-        cJSON_AddNullToObject(j, "batch_deadline_met");
-        cJSON_AddNumberToObject(j, "batch_dropped", 0);
-        cJSON_AddNumberToObject(j, "batch_requests", 0);
+        kvg__scale_json_classes(j, &x->cls, o);
         kvg__scale_json_start(j, o, x->parked_hours, x->woken);
         cJSON_AddNumberToObject(j, "replica_hours", x->replica_hours);
         cJSON_AddNumberToObject(j, "mean_replicas", x->mean_replicas);
@@ -192,7 +231,13 @@ int kvg_bench_scale_md(const struct kvg_bench_scale_result *r, size_t n,
             o->aopts.itl_target_s, o->ramp_from_h, o->ramp_to_h, o->startup_model,
             o->cold_share * 100, o->fetch_share * 100, (1 - o->cold_share - o->fetch_share) * 100);
     if (o->startup_fixed_s > 0) fprintf(f, ", every one exactly %.0f s", o->startup_fixed_s);
-    fprintf(f, ".\n\n");
+    fprintf(f, ".\n");
+    if (o->batch_share > 0) {
+        kvg__scale_md_classes(f, o);
+        for (size_t i = 0; i < n; i++)
+            if (!r[i].status) kvg__scale_md_class_row(f, r[i].planner, &r[i].cls, r[i].gpu_hours);
+    }
+    fprintf(f, "\n");
     if (svg) fprintf(f, "![replicas and load over the day per planner](%s)\n\n", svg);
     fprintf(f, "Goal (issue 16):\n\n");
     int g = kvg_bench_scale_goal(r, n, f);
