@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "base/err.h"
+#include "base/util.h"
 #include "bench/des_int.h"
 #include "router/exchange.h"
 
@@ -162,6 +163,7 @@ void kvg__bench_fleet_summarize(const struct des_fleet *f, struct kvg_bench_summ
     s->routers = f->nrouters;
     s->herd_ratio = f->picks ? (double)f->herded / (double)f->picks : 0;
     double worst = 0;
+    s->nload_win = KVG_MIN(f->nwin, (size_t)KVG_BENCH_MAX_LOAD_WINDOWS);
     for (size_t w = 0; w < f->nwin; w++) {
         const double *l = &f->load[w * f->neng];
         double sum = 0, max = 0;
@@ -171,8 +173,13 @@ void kvg__bench_fleet_summarize(const struct des_fleet *f, struct kvg_bench_summ
         }
         /* Sums over the same samples: their ratio is the means'. An idle
          * window has no spread to measure. */
-        if (sum > 0 && f->nsamp[w] && max / (sum / f->neng) > worst) {
-            worst = max / (sum / f->neng);
+        double ratio = sum > 0 && f->nsamp[w] ? max / (sum / f->neng) : 0;
+        if (w < s->nload_win) {
+            s->load_ratio_win[w] = ratio;
+            s->load_mean_win[w] = f->nsamp[w] ? sum / f->neng / f->nsamp[w] : 0;
+        }
+        if (ratio > worst) {
+            worst = ratio;
             s->max_load_window_s = (double)w * f->win_s;
             s->max_load_mean = max / f->nsamp[w];
             for (uint32_t e = 0; e < f->neng; e++)

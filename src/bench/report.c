@@ -433,6 +433,12 @@ static cJSON *summary_json(const struct kvg_bench_report *r, const struct kvg_be
         NUM(o, "max_load_window_s", s->max_load_window_s);
         NUM(o, "max_load_engine", (double)s->max_load_engine);
         NUM(o, "max_load_mean", s->max_load_mean);
+        cJSON *lw = cJSON_AddArrayToObject(o, "load_ratio_10s");
+        for (size_t k = 0; lw && k < s->nload_win; k++)
+            cJSON_AddItemToArray(lw, cJSON_CreateNumber(s->load_ratio_win[k]));
+        cJSON *lm = cJSON_AddArrayToObject(o, "load_mean_10s");
+        for (size_t k = 0; lm && k < s->nload_win; k++)
+            cJSON_AddItemToArray(lm, cJSON_CreateNumber(s->load_mean_win[k]));
     }
     if (s->routers > 1) NUM(o, "herd_ratio", s->herd_ratio);
     if (s->cached_unknown) cJSON_AddBoolToObject(o, "cache_hit_unknown", 1);
@@ -464,6 +470,8 @@ static cJSON *summary_json(const struct kvg_bench_report *r, const struct kvg_be
         NUM(x, "seed", (double)s->seed[k]);
         NUM(x, "ttft_p90_s", s->seed_ttft_p90[k]);
         NUM(x, "output_tokens_per_s", s->seed_tok_s[k]);
+        NUM(x, "cache_hit_ratio", s->seed_cache_hit[k]);
+        if (s->seed_max_load[k] > 0) NUM(x, "max_load_ratio_10s", s->seed_max_load[k]);
         cJSON_AddItemToArray(sd, x);
     }
     cJSON *st = cJSON_AddArrayToObject(o, "stages");

@@ -185,11 +185,19 @@ void kvg_bench_summary_median(const struct kvg_bench_summary *runs, const uint64
         MED(stage[k].kv_mean);
         MED(stage[k].kv_max);
     }
+    for (size_t i = 1; i < n; i++)
+        if (runs[i].nload_win < out->nload_win) out->nload_win = runs[i].nload_win;
+    for (size_t k = 0; k < out->nload_win; k++) {
+        MED(load_ratio_win[k]);
+        MED(load_mean_win[k]);
+    }
 #undef MED
     out->nseeds = (uint32_t)n;
     for (size_t i = 0; i < n; i++) {
         out->seed[i] = seeds[i];
         out->seed_ttft_p90[i] = runs[i].ttft_p90;
         out->seed_tok_s[i] = runs[i].output_tokens_per_s;
+        out->seed_cache_hit[i] = runs[i].cache_hit_ratio;
+        out->seed_max_load[i] = runs[i].max_load_ratio_10s;
     }
 }

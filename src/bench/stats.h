@@ -55,6 +55,7 @@ void kvg_bench_hist_merge(struct kvg_bench_hist *a, const struct kvg_bench_hist 
 /* ---- What the report shows for one policy, and for each load stage. */
 #define KVG_BENCH_MAX_STAGES 64
 #define KVG_BENCH_MAX_SEEDS 16
+#define KVG_BENCH_MAX_LOAD_WINDOWS 128
 
 struct kvg_bench_stage_sum {
     double rate;        /* offered requests/s (0 for a concurrency stage) */
@@ -105,6 +106,11 @@ struct kvg_bench_summary {
     double max_load_ratio_10s, herd_ratio;
     double max_load_window_s, max_load_mean;
     uint32_t max_load_engine;
+    /* Each 10 s window's ratio in order (0: idle) and the engines' mean
+     * load there, the first KVG_BENCH_MAX_LOAD_WINDOWS: whether the worst
+     * is the start or any, and over how much load. */
+    size_t nload_win;
+    double load_ratio_win[KVG_BENCH_MAX_LOAD_WINDOWS], load_mean_win[KVG_BENCH_MAX_LOAD_WINDOWS];
     /* Simulator-only: KV index work (0 in live mode). */
     uint64_t kv_events, kv_batches, index_entries;
     /* Live with spawned gateways: the gateway's own check of its prompt
@@ -129,11 +135,13 @@ struct kvg_bench_summary {
     uint32_t nseeds;
     uint64_t seed[KVG_BENCH_MAX_SEEDS];
     double seed_ttft_p90[KVG_BENCH_MAX_SEEDS], seed_tok_s[KVG_BENCH_MAX_SEEDS];
+    double seed_cache_hit[KVG_BENCH_MAX_SEEDS], seed_max_load[KVG_BENCH_MAX_SEEDS];
 };
 
 /* Combines n runs of one policy (different seeds) into *out: each figure is
  * the median of the runs' (the lower middle for an even n), stages included;
- * out also lists each run's seed, p90 TTFT and tokens/s. seeds[i] is run i's
+ * out also lists each run's seed, p90 TTFT, tokens/s, cache-hit rate and
+ * worst load ratio; the load windows are those all runs have. seeds[i] is run i's
  * seed. n is 1..KVG_BENCH_MAX_SEEDS. */
 void kvg_bench_summary_median(const struct kvg_bench_summary *runs, const uint64_t *seeds, size_t n,
                               struct kvg_bench_summary *out);

@@ -119,7 +119,8 @@ double kvg_policy_engine_load(struct kvg_worker *w, const struct kvg_route_ctx *
 {
     struct kvg_engine_load l = kvg_worker_load(w, ctx->now_ms, ctx->load_max_age_ms);
     if (l.waiting < 0 || l.running < 0) return -1;
-    return l.waiting + l.running;
+    double rose = (double)kvg_policy_inflight(w) - (double)l.inflight_at;
+    return l.waiting + l.running + (rose > 0 ? rose : 0);
 }
 
 int kvg_policy_min_load(struct kvg_worker *const *cand, size_t n, const struct kvg_route_ctx *ctx)

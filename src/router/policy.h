@@ -233,7 +233,12 @@ int kvg_policy_new_stateless(const struct kvg_policy_ops *ops, struct kvg_policy
 void kvg_policy_free_stateless(struct kvg_policy *p);
 /* Router-side load of w: in-flight requests. */
 uint32_t kvg_policy_inflight(struct kvg_worker *w);
-/* Engine-side load when fresh: waiting + running, else -1. */
+/* Engine-side load when fresh, else -1: waiting + running at the sample,
+ * plus what this router's in-flight count rose by since. A sample is up
+ * to a scrape period old: without its own picks on it, replicas each sent
+ * a burst's requests all to the worker that looked idlest. Its ends since
+ * are left to the next sample: subtracting them cost one router 6% p90 on
+ * multi-LoRA (bench/results/fleet.md). */
 double kvg_policy_engine_load(struct kvg_worker *w, const struct kvg_route_ctx *ctx);
 /* Index of the least-loaded candidate (in-flight, then processed, then
  * uniformly random among ties). */

@@ -96,7 +96,8 @@ static int argmin2(const double *k1, const double *k2, const int *ok, size_t n, 
  * it says more. One router sees its own requests at once; N replicas
  * behind a balancer each see about 1/N of them, and a hot prefix's holder
  * never looked past the bound to any (bench/results/fleet.md, multi-lora
- * at 8 and 16 replicas), while the engine's count is the same for all. */
+ * at 8 and 16 replicas), while the engine's count is the same for all
+ * (plus this router's own picks since the sample: kvg_policy_engine_load). */
 static double load_of(struct kvg_worker *w, const struct kvg_route_ctx *ctx)
 {
     double own = kvg_policy_inflight(w), eng = kvg_policy_engine_load(w, ctx);

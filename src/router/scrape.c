@@ -132,6 +132,7 @@ static void on_done(void *ud, int err)
         w->load.kv_blocks = l.num_gpu_blocks;
         w->load.flavor = (int)l.flavor;
         w->load.at_ms = kvg_now_ms();
+        w->load.inflight_at = atomic_load_explicit(&w->in_flight, memory_order_relaxed);
         if (l.known & KVG_METRICS_HAS_LORA) {
             snprintf(w->lora_active, sizeof w->lora_active, "%s", l.lora_active);
             w->lora_max = (int)l.lora_max;

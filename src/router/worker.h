@@ -35,6 +35,9 @@ struct kvg_engine_load {
     uint32_t block_size; /* engine's KV block size, 0 unknown */
     uint64_t kv_blocks;  /* engine's KV capacity in blocks, 0 unknown */
     int flavor;          /* enum kvg_metrics_flavor */
+    /* This router's in_flight when the sample was stored: what it changed
+     * since is known at once, the others' only at the next sample. */
+    uint32_t inflight_at;
 };
 
 /* The outcome of a worker's last /metrics scrape (scrape.c). */

@@ -286,6 +286,10 @@ int kvg_bench_suite_json(const struct kvg_bench_suite_report *r, FILE *f)
             cJSON_AddItemToObject(o, "seed_ttft_p90_s", seeds_json(s->seed_ttft_p90, s->nseeds));
             cJSON_AddItemToObject(o, "seed_output_tokens_per_s",
                                   seeds_json(s->seed_tok_s, s->nseeds));
+            cJSON_AddItemToObject(o, "seed_cache_hit_ratio",
+                                  seeds_json(s->seed_cache_hit, s->nseeds));
+            cJSON_AddItemToObject(o, "seed_max_load_ratio_10s",
+                                  seeds_json(s->seed_max_load, s->nseeds));
             cJSON_AddNumberToObject(o, "ttft_p90_spread", spread(s->seed_ttft_p90, s->nseeds));
             cJSON_AddNumberToObject(o, "tokens_spread", spread(s->seed_tok_s, s->nseeds));
             cJSON_AddBoolToObject(o, "best_p90", (int)p == b);

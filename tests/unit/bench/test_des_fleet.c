@@ -56,8 +56,17 @@ TEST(one_router_is_the_plain_run)
     CHECK(same(a, b));
     CHECK_INT(a.routers, 1);
     CHECK(a.herd_ratio == 0);
-    /* Two full 10 s windows of load, spread no better than even. */
+    /* Two full 10 s windows of load, spread no better than even; the worst
+     * is one of the windows listed. */
     CHECK(a.max_load_ratio_10s >= 1 && a.max_load_ratio_10s <= 4);
+    CHECK_INT(a.nload_win, 2);
+    double worst = 0;
+    for (size_t w = 0; w < a.nload_win; w++) {
+        CHECK(a.load_ratio_win[w] >= 1);
+        if (a.load_ratio_win[w] > worst) worst = a.load_ratio_win[w];
+    }
+    CHECK(worst == a.max_load_ratio_10s);
+    CHECK(a.load_ratio_win[(size_t)(a.max_load_window_s / 10)] == worst);
 }
 
 TEST(every_request_accounted_for_with_routers)

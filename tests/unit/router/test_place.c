@@ -346,3 +346,44 @@ TEST(a_holder_the_engine_says_is_busy_is_left)
     CHECK(again == h || again == s);
     kvg_pool_destroy(&pool);
 }
+
+TEST(a_replica_adds_its_own_picks_to_a_stale_engine_sample)
+{
+    kvg_rng_seed(&rng, 23);
+    struct kvg_pool pool;
+    pool_of4(&pool);
+    struct prompt x, v[6];
+    make_prompt(&x, 4242);
+    for (int i = 0; i < NW; i++) CHECK_INT(kvg_pool_place(&pool, pool.w[i]->url, &x.ctx), 0);
+    /* The last sample (other replicas' requests): w[0] runs 2, the rest 4. */
+    for (int i = 0; i < NW; i++) {
+        pthread_mutex_lock(&pool.w[i]->mu);
+        pool.w[i]->load.waiting = 0;
+        pool.w[i]->load.running = i ? 4 : 2;
+        pool.w[i]->load.at_ms = 1000;
+        pool.w[i]->load.inflight_at = 0;
+        pthread_mutex_unlock(&pool.w[i]->mu);
+    }
+    /* A burst before the next sample: 6 prompts on x's first 3 blocks, each
+     * a hit on every worker. Counted on the sample, w[0] takes 2 and then
+     * every worker one each in turn (2 + 3 = 4 + 1); on the sample alone it
+     * looked the idlest until this replica's own 4 in flight passed it. */
+    struct kvg_pick pk[6];
+    int count[NW] = {0};
+    for (int k = 0; k < 6; k++) {
+        v[k] = x;
+        for (size_t i = 3 * BS; i < NT; i++) v[k].toks[i] = 200000 + (uint32_t)(k * NT + i);
+        CHECK_INT(kvg_kv_hash_tokens(v[k].toks, NT, BS, v[k].h, NT / BS), NT / BS);
+        v[k].ctx.tokens = v[k].toks;
+        v[k].ctx.block_hashes = v[k].h;
+        int known = 0;
+        pk[k] = (struct kvg_pick){0};
+        CHECK_INT(kvg_pool_pick(&pool, &v[k].ctx, NULL, 0, &pk[k], &known, NULL), 0);
+        for (int i = 0; i < NW; i++) count[i] += pk[k].w == pool.w[i];
+    }
+    CHECK_INT(count[0], 3);
+    for (int i = 1; i < NW; i++) CHECK_INT(count[i], 1);
+    for (int k = 0; k < 6; k++)
+        if (pk[k].w) kvg_pool_release(&pool, &pk[k], KVG_OUT_OK, &v[k].ctx);
+    kvg_pool_destroy(&pool);
+}
