@@ -293,8 +293,7 @@ static int setup(struct run *R, char *err, size_t errlen)
      * ready, with empty caches. */
     uint32_t n0 = !strcmp(o->planner, "static")
                       ? a.static_replicas
-                      : kvg_autoscale_ceil(kvg__scale_wl_rate(&R->d.wl, 0) *
-                                           kvg__scale_load_per_rps(o) * (1 + a.headroom));
+                      : kvg__scale_first_replicas(o, &R->d.wl, a.headroom);
     if ((rc = kvg__scale_reps_first(&R->pool, o, &R->d.su, &R->d.rng, n0, a.min_replicas)))
         return rc;
     for (size_t k = 0; k < R->pool.nrep; k++) {
