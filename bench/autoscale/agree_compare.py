@@ -1,0 +1,94 @@
+#!/usr/bin/env python3
+"""Compares a live replay (bench/autoscale/agree_replay.py) with the offline
+run of the same day (bench/results/autoscale-agreement.md).
+
+The offline desired-replica trace is `kvgate bench --timeline`'s CSV (a point
+every day/288 s, desired as the tick that closed it decided); the live one is
+the replay's /autoscale samples (every second). Per planner interval (the
+kvgate planner's 15 s unless --interval), both traces are read at the
+interval's middle; the interval agrees when they differ by at most one
+replica. Issue 38's test: agreement in >= 95% of the intervals, and the SLO
+attainment live within 1 point of the offline run's.
+
+Usage: agree_compare.py OFFLINE.csv OFFLINE.json LIVE.json [--planner NAME]
+       [--interval S] [--day-secs S] [--json OUT]
+(--day-secs: the offline day's length, else the live JSON's header's)
+Prints the figures and a line per interval where the traces differ; exit 0
+whether met or not (the report says which), 2 on unusable input."""
+import csv, json, sys
+
+
+def arg(name, dflt):
+    return sys.argv[sys.argv.index(name) + 1] if name in sys.argv else dflt
+
+
+def main():
+    if len(sys.argv) < 4:
+        sys.exit(__doc__)
+    off_csv, off_json, live_json = sys.argv[1:4]
+    planner = arg("--planner", "kvgate-noprewarm")
+    interval = float(arg("--interval", 15))
+    live = json.load(open(live_json))
+    day = float(live["day_secs"])
+    rows = [r for r in csv.DictReader(open(off_csv)) if r["planner"] == planner]
+    offj = [r for r in json.load(open(off_json)) if r["planner"] == planner]
+    if not rows or not offj:
+        print(f"agree_compare: planner {planner} not in {off_csv} / {off_json}", file=sys.stderr)
+        sys.exit(2)
+    full_day = float(arg("--day-secs", 0)) or None
+    n = len(rows)
+    # The offline CSV's hours are of the whole day the bench ran.
+    span = full_day or float(live.get("header", {}).get("day", {}).get("day_secs", 0))
+    if not span:
+        print("agree_compare: the offline day's length is unknown (--day-secs S)", file=sys.stderr)
+        sys.exit(2)
+    step = span / n
+
+    def offline_at(t):
+        i = min(n - 1, max(0, int(t / step)))
+        return int(float(rows[i]["desired"]))
+
+    samples = [s for s in live["samples"] if "desired" in s]
+
+    def live_at(t):
+        v = None
+        for s in samples:
+            if s["t"] > t:
+                break
+            v = s["desired"]
+        return v
+
+    out, k = [], 0
+    while (k + 1) * interval <= day + 1e-9:
+        t = (k + 0.5) * interval
+        a, b = offline_at(t), live_at(t)
+        out.append({"t": t, "offline": a, "live": b})
+        k += 1
+    seen = [x for x in out if x["live"] is not None]
+    within = sum(1 for x in seen if abs(x["live"] - x["offline"]) <= 1)
+    exact = sum(1 for x in seen if x["live"] == x["offline"])
+    share = within / len(out) if out else None
+    slo_off = offj[0]["slo_attainment"]
+    slo_live = live["slo_attainment"]
+    res = {
+        "intervals": len(out), "interval_secs": interval, "live_unknown": len(out) - len(seen),
+        "within_one": within, "within_one_share": round(share, 4) if share is not None else None,
+        "exact_share": round(exact / len(out), 4) if out else None,
+        "max_abs_diff": max((abs(x["live"] - x["offline"]) for x in seen), default=None),
+        "mean_desired_offline": round(sum(x["offline"] for x in out) / len(out), 3) if out else None,
+        "mean_desired_live": round(sum(x["live"] for x in seen) / len(seen), 3) if seen else None,
+        "slo_offline": round(slo_off, 4), "slo_live": slo_live,
+        "slo_diff_points": round(100 * (slo_live - slo_off), 2) if slo_live is not None else None,
+    }
+    res["trace_met"] = share is not None and share >= 0.95
+    res["slo_met"] = res["slo_diff_points"] is not None and abs(res["slo_diff_points"]) <= 1
+    print(json.dumps(res))
+    for x in out:
+        if x["live"] != x["offline"]:
+            print(f"  t {x['t']:6.1f} s: offline {x['offline']}, live {x['live']}")
+    if "--json" in sys.argv:
+        res["trace"] = out
+        json.dump(res, open(arg("--json", ""), "w"), indent=1)
+
+
+main()
