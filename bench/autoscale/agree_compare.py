@@ -3,8 +3,9 @@
 run of the same day (bench/results/autoscale-agreement.md).
 
 The offline desired-replica trace is `kvgate bench --timeline`'s CSV (a point
-every day/288 s, desired as the tick that closed it decided); the live one is
-the replay's /autoscale samples (every second). Per planner interval (the
+every day/288 s, desired as the tick that closed it decided, read back as the
+decision in force after each tick); the live one is the replay's /autoscale
+samples (every second). Per planner interval (the
 kvgate planner's 15 s unless --interval), both traces are read at the
 interval's middle; the interval agrees when they differ by at most one
 replica. Issue 38's test: agreement in >= 95% of the intervals, and the SLO
@@ -15,7 +16,7 @@ Usage: agree_compare.py OFFLINE.csv OFFLINE.json LIVE.json [--planner NAME]
 (--day-secs: the offline day's length, else the live JSON's header's)
 Prints the figures and a line per interval where the traces differ; exit 0
 whether met or not (the report says which), 2 on unusable input."""
-import csv, json, sys
+import csv, json, math, sys
 
 
 def arg(name, dflt):
@@ -44,8 +45,18 @@ def main():
         sys.exit(2)
     step = span / n
 
+    tick = float(live.get("header", {}).get("day", {}).get("tick_secs", 5))
+    first = live.get("first_replicas")
+
     def offline_at(t):
-        i = min(n - 1, max(0, int(t / step)))
+        # A point holds the desired of the first tick at or after its end:
+        # the decision in force at t is the last tick's, T, found in the
+        # point that ends just before T (the day's first replicas before
+        # the first tick).
+        T = int(t / tick + 1e-9) * tick
+        if T <= 0:
+            return first if first is not None else int(float(rows[0]["desired"]))
+        i = min(n - 1, max(0, int((T - 1e-6) / step)))
         return int(float(rows[i]["desired"]))
 
     samples = [s for s in live["samples"] if "desired" in s]
@@ -80,6 +91,19 @@ def main():
         "slo_offline": round(slo_off, 4), "slo_live": slo_live,
         "slo_diff_points": round(100 * (slo_live - slo_off), 2) if slo_live is not None else None,
     }
+    # Where each trace changes: (time s, from, to); offline at the tick that
+    # closed the point.
+    res["changes_offline"], res["changes_live"] = [], []
+    closed = lambda i: math.ceil((i + 1) * step / tick - 1e-9) * tick
+    prev = first if first is not None else int(float(rows[0]["desired"]))
+    for i in range(n):
+        b = int(float(rows[i]["desired"]))
+        if b != prev and closed(i) <= day:
+            res["changes_offline"].append([closed(i), prev, b])
+        prev = b
+    for x, y in zip(samples, samples[1:]):
+        if x["desired"] != y["desired"] and y["t"] < day:
+            res["changes_live"].append([y["t"], x["desired"], y["desired"]])
     res["trace_met"] = share is not None and share >= 0.95
     res["slo_met"] = res["slo_diff_points"] is not None and abs(res["slo_diff_points"]) <= 1
     print(json.dumps(res))

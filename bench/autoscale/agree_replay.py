@@ -16,7 +16,8 @@ byte per token with the sim's byte tokenizer (its BOS is the first token).
 Per request: TTFT (send to the first chunk carrying text), the mean ITL
 ((last - first) / (tokens - 1), vLLM's), tokens and whether the stream ended
 with [DONE]; good when TTFT and ITL are within the targets and it ended.
-Every second: /autoscale's desired, ready, starting and draining.
+Every second: /autoscale's desired, ready, starting and draining, and each
+planner decision's reason once (the evidence where live and offline differ).
 
 Usage: agree_replay.py KVGATE_BIN ARRIVALS.jsonl OUT.json [--limit-secs S] [--max-tokens N]
 (--limit-secs: replay only the requests arriving in the first S seconds;
@@ -113,7 +114,7 @@ def main():
                           stdout=log, stderr=log)
     G = f"http://127.0.0.1:{gw}"
     res, lock = [], threading.Lock()
-    samples, stop = [], threading.Event()
+    samples, decisions, stop = [], [], threading.Event()
     prefixes = {}
     first = d["first_replicas"]
     try:
@@ -162,7 +163,12 @@ def main():
                 n += 1
                 s = {"t": round(time.time() - t0, 2)}
                 try:
-                    s.update(pool_state(G))
+                    ps = pool_state(G)
+                    dec = ps.pop("decision")
+                    s.update(ps)
+                    # Each planner decision once, at the replay's clock.
+                    if dec and (not decisions or decisions[-1]["at_s"] != dec["at_s"]):
+                        decisions.append(dict(dec, t=s["t"]))
                 except Exception as e:
                     s["error"] = str(e)[:80]
                 samples.append(s)
@@ -198,9 +204,10 @@ def main():
          "slo_attainment": round(sum(r["good"] for r in res) / len(reqs), 4) if reqs else None,
          "streams_not_done": sum(1 for r in res if not r["done"]),
          "send_lag_p99_s": lags[min(len(lags) - 1, int(0.99 * len(lags)))] if lags else None,
-         "lead_time": lead, "serve_log": f"{tmp}/serve.log", "samples": samples, "results": res}
+         "lead_time": lead, "serve_log": f"{tmp}/serve.log", "samples": samples,
+         "decisions": decisions, "results": res}
     json.dump(o, open(out, "w"))
-    print(json.dumps({k: v for k, v in o.items() if k not in ("samples", "results")}))
+    print(json.dumps({k: v for k, v in o.items() if k not in ("samples", "decisions", "results")}))
 
 
 main()

@@ -13,12 +13,15 @@ def get(url, t=2):
 
 
 def pool_state(base):
-    """The first pool of GET base/autoscale: desired, ready, starting and
-    draining (raises when the gateway does not answer)."""
+    """The first pool of GET base/autoscale: desired, ready, starting,
+    draining and its newest decision ({"at_s", "reason"}, None before one)
+    (raises when the gateway does not answer)."""
     p = get(base + "/autoscale")["pools"][0]
     sg = p["signals"]
+    dec = p.get("decisions") or [None]
     return {"desired": p["desired"], "ready": sg["ready"], "starting": sg["starting"],
-            "draining": sg["draining"]}
+            "draining": sg["draining"],
+            "decision": {"at_s": dec[0]["at_s"], "reason": dec[0]["reason"]} if dec[0] else None}
 
 
 def stream(port, body, timeout):

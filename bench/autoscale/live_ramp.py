@@ -129,7 +129,9 @@ pools:
                 n += 1
                 s = {"t": round(time.time() - t0, 1)}
                 try:
-                    s.update(pool_state(G))
+                    ps = pool_state(G)
+                    ps.pop("decision")
+                    s.update(ps)
                     ws = get(G + "/workers")["workers"]
                     s.update(healthy=sum(1 for w in ws if w.get("healthy") and not w.get("draining")),
                              wdraining=sum(1 for w in ws if w.get("draining")),
