@@ -14,14 +14,18 @@ def get(url, t=2):
 
 def pool_state(base):
     """The first pool of GET base/autoscale: desired, ready, starting,
-    draining and its newest decision ({"at_s", "reason"}, None before one)
+    draining and its newest decision ({"at_s", "reason", "signals": the
+    window's measured arrival rate, lengths, cache hit, TTFT and ITL p90 and
+    SLO-miss share as read with it}, None before one)
     (raises when the gateway does not answer)."""
     p = get(base + "/autoscale")["pools"][0]
     sg = p["signals"]
     dec = p.get("decisions") or [None]
+    keep = ("arrival_rate", "isl", "osl", "cache_hit", "ttft_p90_s", "itl_p90_s", "slo_miss")
     return {"desired": p["desired"], "ready": sg["ready"], "starting": sg["starting"],
             "draining": sg["draining"],
-            "decision": {"at_s": dec[0]["at_s"], "reason": dec[0]["reason"]} if dec[0] else None}
+            "decision": {"at_s": dec[0]["at_s"], "reason": dec[0]["reason"],
+                         "signals": {k: sg.get(k) for k in keep}} if dec[0] else None}
 
 
 def stream(port, body, timeout):
