@@ -31,6 +31,6 @@ for seed in "${SEEDS[@]}"; do
     "$OUT/live-$seed.json" || exit 1
   echo "seed $seed: live to $(date -u +%H:%M:%S), $(uptime | sed 's/.*load/load/')"
   python3 bench/autoscale/agree_compare.py "$OUT/off-$seed.csv" "$OUT/off-$seed.json" \
-    "$OUT/live-$seed.json" --json "$OUT/cmp-$seed.json" || exit 1
+    "$OUT/live-$seed.json" --offline-trace "$OUT/off-$seed.trace" --json "$OUT/cmp-$seed.json" || exit 1
 done
 

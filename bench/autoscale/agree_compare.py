@@ -12,15 +12,56 @@ replica. Issue 38's test: agreement in >= 95% of the intervals, and the SLO
 attainment live within 1 point of the offline run's.
 
 Usage: agree_compare.py OFFLINE.csv OFFLINE.json LIVE.json [--planner NAME]
-       [--interval S] [--day-secs S] [--json OUT]
-(--day-secs: the offline day's length, else the live JSON's header's)
+       [--interval S] [--day-secs S] [--offline-trace FILE [--signals-from S]]
+       [--json OUT]
+(--day-secs: the offline day's length, else the live JSON's header's;
+--offline-trace: the bench's --trace output: the window's measured signals
+at each live decision from S s on (150) beside the nearest offline one,
+as means, the evidence where the traces differ)
 Prints the figures and a line per interval where the traces differ; exit 0
 whether met or not (the report says which), 2 on unusable input."""
-import csv, json, math, sys
+import csv, json, math, re, sys
 
 
 def arg(name, dflt):
     return sys.argv[sys.argv.index(name) + 1] if name in sys.argv else dflt
+
+
+# One offline decision line of `kvgate bench --trace` (src/bench/scale/scale_des.c).
+TRACE = re.compile(r"(\S+) (\d+) s: .*?load ([\d.]+) \(hit \d+%, x([\d.]+)\).*\[rate ([-\d.]+) "
+                   r"isl ([-\d.]+) osl ([-\d.]+) hit ([-\d.]+) ttft_p90 ([-\d.]+) "
+                   r"itl_p90 ([-\d.]+) miss ([-\d.]+)\]")
+LIVE_LOAD = re.compile(r"load ([\d.]+) \(hit \d+%, x([\d.]+)\)")
+SIG = ("load", "correction", "arrival_rate", "isl", "osl", "cache_hit", "ttft_p90_s", "itl_p90_s",
+       "slo_miss")
+
+
+def signals(trace, live, interval, since):
+    """Each live decision from `since` s on beside the nearest offline one
+    (within half an interval: the live ticks run out of phase): the means
+    of the planner's load and SLO correction (from the reasons) and of the
+    window's measured signals, live and offline."""
+    planner = arg("--planner", "kvgate-noprewarm")
+    off = {}
+    for line in open(trace):
+        m = TRACE.match(line)
+        if m and m.group(1) == planner:
+            off[int(m.group(2))] = [float(v) for v in m.groups()[2:]]
+    pairs = []
+    for d in live.get("decisions", []):
+        m, sg = LIVE_LOAD.search(d["reason"]), d.get("signals")
+        if not m or not sg or d["t"] < since:
+            continue
+        lv = [float(m.group(1)), float(m.group(2))] + [sg.get(k) for k in SIG[2:]]
+        near = sorted((k for k in off if abs(k - d["t"]) <= interval / 2), key=lambda k: abs(k - d["t"]))
+        if near and None not in lv:
+            pairs.append((lv, off[near[0]]))
+    out = {"decisions": len(pairs), "from_s": since}
+    for i, k in enumerate(SIG):
+        if pairs:
+            out[k] = {"live": round(sum(p[0][i] for p in pairs) / len(pairs), 4),
+                      "offline": round(sum(p[1][i] for p in pairs) / len(pairs), 4)}
+    return out
 
 
 def main():
@@ -104,6 +145,9 @@ def main():
     for x, y in zip(samples, samples[1:]):
         if x["desired"] != y["desired"] and y["t"] < day:
             res["changes_live"].append([y["t"], x["desired"], y["desired"]])
+    if "--offline-trace" in sys.argv:
+        res["signals"] = signals(arg("--offline-trace", ""), live, interval,
+                                 float(arg("--signals-from", 150)))
     res["trace_met"] = share is not None and share >= 0.95
     res["slo_met"] = res["slo_diff_points"] is not None and abs(res["slo_diff_points"]) <= 1
     print(json.dumps(res))
