@@ -17,8 +17,7 @@ Usage: live_ramp.py KVGATE_BIN PLANNER OUT_PREFIX [SEED]
 PLANNER: kvgate | queue (HPA stabilization on the miniature's clock, 15 s) | queue-300
 (HPA's 300 s) | static (one replica: where the SLO breaks unscaled)
 Writes OUT_PREFIX.json and OUT_PREFIX.svg."""
-import calendar, http.client, json, math, os, random, re, subprocess, sys, tempfile, threading, time
-import urllib.request
+import calendar, json, math, os, random, re, subprocess, sys, tempfile, threading, time
 
 BIN, PLANNER, OUT = sys.argv[1], sys.argv[2], sys.argv[3]
 SEED = int(sys.argv[4]) if len(sys.argv) > 4 else 1
@@ -35,10 +34,7 @@ ISL, UNIQ, OSL, NPREFIX = 2000, int(os.environ.get("KVG_RAMP_UNIQ", 3000)), 32, 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "fixtures"))
 from free_port import free_port  # noqa: E402
 
-
-def get(url, t=2):
-    with urllib.request.urlopen(url, timeout=t) as r:
-        return json.loads(r.read())
+from live_client import get, pool_state, stop_gateway, stream  # noqa: E402  (beside this script)
 
 
 def rate_at(t):
@@ -116,33 +112,12 @@ pools:
                                "prompt": prefixes[r.randrange(NPREFIX)] + f" q{k} " +
                                "".join(r.choice("abcdefghij ") for _ in range(UNIQ))})
             rec = {"t": sent - t0, "ttft": None, "done": False, "worker": None, "status": None}
-            try:
-                c = http.client.HTTPConnection("127.0.0.1", gw, timeout=60)
-                c.request("POST", "/v1/completions", body, {"content-type": "application/json"})
-                resp = c.getresponse()
-                rec["status"] = resp.status
-                rec["worker"] = resp.getheader("x-kvgate-worker")
-                while True:
-                    line = resp.readline()
-                    if not line:
-                        break
-                    line = line.strip()
-                    if not line.startswith(b"data:"):
-                        continue
-                    data = line[5:].strip()
-                    if data == b"[DONE]":
-                        rec["done"] = True
-                        break
-                    if rec["ttft"] is None:
-                        try:
-                            ch = json.loads(data)["choices"]
-                            if ch and ch[0].get("text"):
-                                rec["ttft"] = time.time() - sent
-                        except (ValueError, KeyError, IndexError):
-                            pass
-                c.close()
-            except Exception as e:
-                rec["error"] = str(e)[:80]
+            st = stream(gw, body, 60)
+            rec.update(status=st["status"], worker=st["worker"], done=st["done"])
+            if st["first_at"]:
+                rec["ttft"] = st["first_at"] - sent
+            if st["error"]:
+                rec["error"] = st["error"]
             with lock:
                 res.append(rec)
 
@@ -154,10 +129,9 @@ pools:
                 n += 1
                 s = {"t": round(time.time() - t0, 1)}
                 try:
-                    p = get(G + "/autoscale")["pools"][0]
-                    sg = p["signals"]
-                    s.update(ready=sg["ready"], starting=sg["starting"], draining=sg["draining"],
-                             desired=p["desired"])
+                    ps = pool_state(G)
+                    ps.pop("decision")
+                    s.update(ps)
                     ws = get(G + "/workers")["workers"]
                     s.update(healthy=sum(1 for w in ws if w.get("healthy") and not w.get("draining")),
                              wdraining=sum(1 for w in ws if w.get("draining")),
@@ -195,12 +169,7 @@ pools:
         stop.set()
         smp.join()
     finally:
-        sv.terminate()
-        try:
-            sv.wait(15)
-        except subprocess.TimeoutExpired:
-            sv.kill()
-            sv.wait()
+        stop_gateway(sv, 15)
     return summarize(res, samples, arrivals, open(logf).read().splitlines(), t0)
 
 

@@ -21,7 +21,7 @@ struct cfg {
     struct kvg__bench_common com;
     char planners[KVG_BENCH_SCALE_MAX_PLANNERS][32];
     size_t n;
-    char svg[512], csv[512], command[2048];
+    char svg[512], csv[512], arrivals[512], command[2048];
     int jobs;
     int pd; /* --scenario diurnal-pd: separate prefill and decode pools */
 };
@@ -161,8 +161,20 @@ static const struct kvg_opt opt_table[] = {
      .help = "the kvgate planner's window W, a pool's forecast_window_secs (the "
              "level's median over W, the trend over 3W): replicas that start in seconds may "
              "follow a shorter one"},
+    {"down-hold-secs", NULL, KVG_OPT_DOUBLE, O(aopts.down_hold_s), FROM(0), .meta = "SECS",
+     .help = "the planners' hold before a scale-down (a pool's down_hold_secs)"},
     {"startup-secs", NULL, KVG_OPT_DOUBLE, O(startup_fixed_s), FROM(0), .meta = "SECS",
      .help = "every start-up takes exactly SECS (0: drawn)"},
+    {"startup-scale", NULL, KVG_OPT_CUSTOM, O(startup_scale), .meta = "F", POSITIVE,
+     .flags = KVG_OPT_F_NODEFAULT,
+     .help = "the start-up model x F, draws and the planners' lead time alike (a local "
+             "actuator's cold_start_scale: a live miniature's clock)"},
+    {"min-replicas", NULL, KVG_OPT_U32, O(aopts.min_replicas), .min = 0,
+     .max = KVG_BENCH_SCALE_MAX_REPLICAS,
+     .help = "the planners' lower bound (a pool's min_replicas)"},
+    {"max-replicas", NULL, KVG_OPT_U32, O(aopts.max_replicas), .min = 1,
+     .max = KVG_BENCH_SCALE_MAX_REPLICAS,
+     .help = "the planners' upper bound (a pool's max_replicas)"},
     {"ttft", NULL, KVG_OPT_CUSTOM, O(aopts.ttft_target_s), .meta = "SECS", POSITIVE,
      .help = "SLO: time to first token"},
     {"itl", NULL, KVG_OPT_CUSTOM, O(aopts.itl_target_s), .meta = "SECS", POSITIVE,
@@ -190,6 +202,9 @@ static const struct kvg_opt opt_table[] = {
      .help = "the plot"},
     {"timeline", NULL, KVG_OPT_STR, A(csv), AS(csv), .meta = "FILE",
      .help = "per planner and 5-minute point: load, replicas, misses (CSV)"},
+    {"arrivals-out", NULL, KVG_OPT_STR, A(arrivals), AS(arrivals), .meta = "FILE",
+     .help = "diurnal: the day's requests as JSONL, a header line first (the setup a live "
+             "replay needs: bench/autoscale/agree.py), then one line per request"},
     {"prefill-headroom", NULL, KVG_OPT_DOUBLE, O(pd_headroom[0]), .min = 0, .max = 10,
      .section = "diurnal-pd experiments (bench-only, not planner options a deployment has)",
      .flags = KVG_OPT_F_NODEFAULT,
@@ -407,6 +422,25 @@ static int pd_calibrate(struct cfg *c)
     return 0;
 }
 
+/* --arrivals-out: the aggregated day's requests (the PD day's profile is
+ * per role and its classes drawn apart: not exported). 0 or 1. */
+static int arrivals_out(const struct cfg *c)
+{
+    if (c->pd) {
+        fprintf(stderr, "kvgate bench: --arrivals-out is --scenario diurnal's\n");
+        return 1;
+    }
+    FILE *f = fopen(c->arrivals, "w");
+    if (!f) {
+        fprintf(stderr, "kvgate bench: %s: %s\n", c->arrivals, strerror(errno));
+        return 1;
+    }
+    int rc = kvg_bench_scale_arrivals(&c->o, f);
+    if (fclose(f) && !rc) rc = -EIO;
+    if (rc) fprintf(stderr, "kvgate bench: %s: %s\n", c->arrivals, kvg_strerror(rc));
+    return rc ? 1 : 0;
+}
+
 int kvg_cmd_bench_scale_main(int argc, char **argv)
 {
     struct cfg *c = calloc(1, sizeof *c);
@@ -439,6 +473,10 @@ int kvg_cmd_bench_scale_main(int argc, char **argv)
         printf("one replica meets the SLO up to %.2f req/s of this workload (the planners' "
                "profile)\n",
                c->o.knee_rps);
+    if (c->arrivals[0] && arrivals_out(c)) {
+        free(c);
+        return 1;
+    }
     if (c->pd && pd_calibrate(c)) {
         free(c);
         return 1;

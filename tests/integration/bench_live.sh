@@ -13,13 +13,7 @@ fi
 # leftovers without trusting names or the bench's own bookkeeping.
 MARK="kvgbench_$$_$RANDOM"
 export KVG_BENCH_LOGDIR=$TMP
-leftovers() {
-  local n=0 e
-  for e in /proc/[0-9]*/environ; do
-    { tr '\0' '\n' <"$e"; } 2>/dev/null | grep -qx "KVG_BENCH_TEST_MARK=$MARK" && n=$((n + 1))
-  done
-  echo $n
-}
+leftovers() { marked_count "$MARK"; }
 
 # 1. A complete run: two policies, fresh engines for each.
 KVG_BENCH_TEST_MARK=$MARK timeout -k 5 90 "$KVG_BIN" bench --scenario smoke --mode live \

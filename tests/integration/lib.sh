@@ -186,6 +186,17 @@ prom_value() {
     END { if (!found && m) print s }'
 }
 
+# Processes whose environment holds KVG_BENCH_TEST_MARK=$1 (a test sets it
+# on what it starts, and every child inherits it): how a test finds what its
+# runs left behind without trusting names or their bookkeeping.
+marked_count() {
+  local n=0 e
+  for e in /proc/[0-9]*/environ; do
+    { tr '\0' '\n' <"$e"; } 2>/dev/null | grep -qx "KVG_BENCH_TEST_MARK=$1" && n=$((n + 1))
+  done
+  echo $n
+}
+
 json_get() { # json_get FILE EXPR  (EXPR in python, `j` is the document)
   /usr/bin/python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print($2)" "$1"
 }

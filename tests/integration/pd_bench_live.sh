@@ -7,13 +7,7 @@
 . "$KVG_ROOT/tests/integration/lib.sh"
 
 MARK="kvgpdlive_$$_$RANDOM"
-leftovers() {
-  local n=0 e
-  for e in /proc/[0-9]*/environ; do
-    { tr '\0' '\n' <"$e"; } 2>/dev/null | grep -qx "KVG_BENCH_TEST_MARK=$MARK" && n=$((n + 1))
-  done
-  echo $n
-}
+leftovers() { marked_count "$MARK"; }
 printf '# existing\n' >"$TMP/pd.md"
 KVG_BENCH_TEST_MARK=$MARK OUT="$TMP/pd.md" SECS=3 RATE=2 WORKDIR="$TMP/live" \
   timeout -k 5 90 bash "$KVG_ROOT/bench/pd/live.sh" >"$TMP/live.out" 2>"$TMP/live.err"

@@ -73,6 +73,10 @@ struct kvg_bench_scale_opts {
     char startup_model[64];
     double cold_share, fetch_share;
     double startup_fixed_s; /* > 0: every start-up takes exactly this */
+    /* > 0: the start-up model's defaults x this (kvg_autoscale_startup_scale),
+     * the local actuator's cold_start_scale: the planners' lead time read from
+     * the same compressed clock as a live miniature's (bench/autoscale/agree.py). */
+    double startup_scale;
     /* Fast start (issue 38): a fast_share of the nodes brings a replica back
      * from a checkpoint (the restore class, no GPU held while parked) within
      * fast_ready_s: the restore class's published shape scaled to that p90,
@@ -198,6 +202,15 @@ int kvg_bench_scale_calibrate(const struct kvg_bench_scale_opts *o, double *knee
 int kvg_bench_scale_run(const struct kvg_bench_scale_opts *o, struct kvg_bench_scale_result *out,
                         char *err, size_t errlen);
 void kvg_bench_scale_result_free(struct kvg_bench_scale_result *r);
+
+/* The day's requests as JSONL into f (scale_export.c): a first line with
+ * the day, the SLO, the clocks, the start-ups and the planners' profile as
+ * an autoscale pool's keys (o->knee_rps must be set); then one line per
+ * request from the day's generator: {"t" (arrival, s), "prompt_tokens",
+ * "output_tokens", "prefix" (the shared system prompt's index),
+ * "prefix_tokens" (of the prompt, shared), "client" (the heavy client, -1
+ * none), "class"}. 0, or a negative code. f is the caller's. */
+int kvg_bench_scale_arrivals(const struct kvg_bench_scale_opts *o, FILE *f);
 
 /* Reports (scale_report.c). The caller's FILE, never closed; 0 or -EIO. */
 int kvg_bench_scale_json(const struct kvg_bench_scale_result *r, size_t n,

@@ -27,6 +27,9 @@ int kvg__scale_day_init(struct scale_day *d, const struct kvg_bench_scale_opts *
     if (rc) return kvg_err_set(err, errlen, rc, "workload: %s", kvg_strerror(rc));
     d->have_next = kvg__scale_wl_next(&d->wl, &d->next) == 0;
     kvg_autoscale_startup_init(&d->su);
+    /* As the local actuator's cold_start_scale: draws and priors alike. */
+    if (o->startup_scale > 0 && o->startup_scale != 1)
+        kvg_autoscale_startup_scale(&d->su, o->startup_scale);
     if (o->fast_share > 0) {
         /* The fast nodes restore from a checkpoint: the restore class's
          * published shape, scaled so that its p90 is fast_ready_s

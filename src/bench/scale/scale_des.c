@@ -316,7 +316,15 @@ static int tick(struct run *R, double t)
     if (rc) return rc;
     if (d.acted && R->have_desired && d.desired != R->last_desired) R->out->scale_events++;
     if (d.acted) snprintf(R->out->last_reason, sizeof R->out->last_reason, "%s", d.reason);
-    if (d.acted && R->o->trace) fprintf(stderr, "%s %.0f s: %s\n", R->o->planner, t, d.reason);
+    /* With the window's measured signals, as GET /autoscale shows them live
+     * (-1: not measured), so a live run's decisions can be set beside these
+     * (bench/autoscale/agree_replay.py). */
+    if (d.acted && R->o->trace)
+        fprintf(stderr,
+                "%s %.0f s: %s [rate %.3f isl %.0f osl %.1f hit %.3f ttft_p90 %.3f itl_p90 %.4f "
+                "miss %.4f]\n",
+                R->o->planner, t, d.reason, s.arrival_rate, s.isl, s.osl, s.cache_hit, s.ttft_p90,
+                s.itl_p90, s.slo_miss);
     R->last_desired = d.desired;
     R->have_desired = 1;
     if ((rc = kvg__scale_reps_actuate(&R->pool, R->o, &R->d.su, &R->d.rng, d.desired, t)))
@@ -372,8 +380,7 @@ static int setup(struct run *R, char *err, size_t errlen)
      * ready, with empty caches. */
     uint32_t n0 = !strcmp(o->planner, "static")
                       ? a.static_replicas
-                      : kvg_autoscale_ceil(kvg__scale_wl_rate(&R->d.wl, 0) *
-                                           kvg__scale_load_per_rps(o) * (1 + a.headroom));
+                      : kvg__scale_first_replicas(o, &R->d.wl, a.headroom);
     if ((rc = kvg__scale_reps_first(&R->pool, o, &R->d.su, &R->d.rng, n0, a.min_replicas)))
         return rc;
     for (size_t k = 0; k < R->pool.nrep; k++) {

@@ -395,6 +395,11 @@ double kvg__scale_isl_mean(const struct kvg_bench_scale_opts *o);
 /* The day's highest rate, bursts included (the day curve sampled per
  * minute). */
 double kvg__scale_peak_rate(const struct kvg_bench_scale_opts *o);
+/* The replicas a day (not static's) starts with, ready: what the first
+ * arrival rate of w needs by the profile, with headroom; at least the
+ * planners' min_replicas and 1 (kvg__scale_reps_first). */
+uint32_t kvg__scale_first_replicas(const struct kvg_bench_scale_opts *o, const struct scale_wl *w,
+                                   double headroom);
 /* Replicas' worth of one request per second (1 / knee_rps). */
 double kvg__scale_load_per_rps(const struct kvg_bench_scale_opts *o);
 

@@ -114,6 +114,15 @@ double kvg__scale_peak_rate(const struct kvg_bench_scale_opts *o)
     return mx;
 }
 
+uint32_t kvg__scale_first_replicas(const struct kvg_bench_scale_opts *o, const struct scale_wl *w,
+                                   double headroom)
+{
+    uint32_t n =
+        kvg_autoscale_ceil(kvg__scale_wl_rate(w, 0) * kvg__scale_load_per_rps(o) * (1 + headroom));
+    uint32_t lo = o->aopts.min_replicas > 1 ? o->aopts.min_replicas : 1;
+    return n > lo ? n : lo;
+}
+
 uint32_t kvg_bench_scale_static_peak(const struct kvg_bench_scale_opts *o)
 {
     double peak = kvg__scale_peak_rate(o);
