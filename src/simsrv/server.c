@@ -158,9 +158,16 @@ int kvg_simsrv_main(const struct kvg_simsrv_opts *opts)
     memset(&s, 0, sizeof s);
     *o = *opts;
     int rc;
+    /* vLLM's NIXL side channel (VLLM_NIXL_SIDE_CHANNEL_PORT, 5600) is a
+     * vLLM engine's; an SGLang prefill serves its KV through the bootstrap
+     * port alone, and a fixed default there only collided with a vLLM sim's
+     * (two tests side by side). */
     if (o->side_channel_port < 0)
         o->side_channel_port =
-            o->role == KVG_SIMSRV_ROLE_PREFILL || o->role == KVG_SIMSRV_ROLE_ENCODE ? 5600 : 0;
+            o->flavor != KVG_SIMSRV_FLAVOR_SGLANG &&
+                    (o->role == KVG_SIMSRV_ROLE_PREFILL || o->role == KVG_SIMSRV_ROLE_ENCODE)
+                ? 5600
+                : 0;
     kvg_log_set_level(o->log_level);
     signal(SIGPIPE, SIG_IGN);
     if (served_names(&s)) return 2;
