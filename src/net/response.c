@@ -90,10 +90,20 @@ int kvg_http_res_write(struct kvg_http_req *req, const void *data, size_t len)
     return 0;
 }
 
+/* Lingering close (RFC 9112 9.6, nginx's lingering_close): a connection
+ * refused while its request was still arriving keeps reading, and
+ * dropping, for at most KVG_HTTP_LINGER_MS and KVG_HTTP_LINGER_BYTES after
+ * its answer went out; server.c's on_read closes it at the client's EOF. */
+#define KVG_HTTP_LINGER_MS 2000
 static void on_shutdown(uv_shutdown_t *s, int status)
 {
     struct kvg_http_conn *c = s->data;
     free(s);
+    if (status == 0 && c->linger && kvg__http_linger_start(c) == 0) {
+        uint32_t idle = c->srv->limits.idle_timeout_ms;
+        kvg__http_timer_set(c, idle && idle < KVG_HTTP_LINGER_MS ? idle : KVG_HTTP_LINGER_MS);
+        return;
+    }
     kvg__http_close(c);
 }
 
@@ -217,6 +227,7 @@ void kvg__http_refuse(struct kvg_http_conn *c, const struct kvg_http_refusal *r)
         kvg__http_req_free(c->req);
         c->req = NULL;
     }
+    c->linger = 1; /* the client may still be sending what was refused */
     kvg__http_close_gracefully(c);
 }
 

@@ -464,9 +464,19 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
     buf->len = left < room ? (size_t)left : room;
 }
 
+int kvg__http_linger_start(struct kvg_http_conn *c)
+{
+    return uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
+}
+
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 {
     struct kvg_http_conn *c = s->data;
+    if (c->state == ST_CLOSING) { /* lingering: dropped, up to a bound */
+        if (nread > 0) c->lingered += (size_t)nread;
+        if (nread < 0 || c->lingered > KVG_HTTP_LINGER_BYTES) kvg__http_close(c);
+        return;
+    }
     if (nread < 0) {
         /* The client closed its side. A request its handler still holds is
          * aborted (nginx's default: the client is gone); answers already

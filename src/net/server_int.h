@@ -38,6 +38,10 @@ struct kvg_http_conn {
     int dirty;                        /* on the server's flush list */
     struct kvg_http_conn *dprev, *dnext;
     int want_drain;
+    int linger;                   /* refused mid-request: after the answer, read and drop what the
+                                     client still sends, so that closing with unread bytes (a reset)
+                                     does not destroy the answer before the client reads it */
+    size_t lingered;              /* bytes dropped so */
     int dispatched;               /* c->req is the handler's until res_end or abort */
     uint64_t deadline_ms;         /* the current timeout (loop time) */
     struct kvg_http_req reqbuf;   /* the request being read or answered (reused) */
@@ -121,6 +125,10 @@ void kvg__http_refuse(struct kvg_http_conn *c, const struct kvg_http_refusal *r)
 
 /* server.c */
 void kvg__http_close(struct kvg_http_conn *c);
+/* Reads again after a refusal's answer, dropping what arrives (response.c's
+ * lingering close). 0 or a libuv code. */
+int kvg__http_linger_start(struct kvg_http_conn *c);
+#define KVG_HTTP_LINGER_BYTES (16u << 20)
 void kvg__http_process(struct kvg_http_conn *c);
 void kvg__http_reset_for_next(struct kvg_http_conn *c);
 void kvg__http_req_free(struct kvg_http_req *r);
