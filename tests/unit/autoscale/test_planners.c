@@ -699,3 +699,31 @@ TEST(unmeasured_lengths_remove_nothing)
         kvg_autoscale_planner_free(p);
     }
 }
+
+/* A pool whose every new replica wakes or restores (node: asleep1, asleep2,
+ * restore) plans on that class's lead (startup.c, lead_mix's rest), where
+ * it took a warm start's; cold nodes beside them still set the p90. */
+TEST(kvgate_pool_of_woken_replicas_plans_on_their_lead)
+{
+    struct kvg_autoscale_startup m;
+    kvg_autoscale_startup_init(&m);
+    const char *md = "qwen2.5-7b";
+    double asleep = kvg_autoscale_startup_lead(&m, md, KVG_AUTOSCALE_ASLEEP1);
+    double warm = kvg_autoscale_startup_lead(&m, md, KVG_AUTOSCALE_WARM);
+    CHECK(asleep < warm);
+    CHECK_NEAR(kvg_autoscale_startup_lead_mix(&m, md, 0, 0, KVG_AUTOSCALE_ASLEEP1), asleep, 1e-9);
+    CHECK_NEAR(kvg_autoscale_startup_lead_mix(&m, md, 0, 0, KVG_AUTOSCALE_WARM), warm, 1e-9);
+    CHECK_NEAR(kvg_autoscale_startup_lead_mix(&m, md, 0.5, 0, KVG_AUTOSCALE_ASLEEP1),
+               kvg_autoscale_startup_lead(&m, md, KVG_AUTOSCALE_COLD), 1e-9);
+    struct kvg_autoscale_opts o = opts();
+    snprintf(o.model, sizeof o.model, "%s", md);
+    o.startup = &m;
+    o.node = KVG_AUTOSCALE_ASLEEP1;
+    o.cold_share = o.fetch_share = 0; /* the defaults' half of cold nodes would set the p90 */
+    struct kvg_autoscale_planner *p = make("kvgate", &o);
+    struct kvg_autoscale_signals s = steady(0, 1, 5);
+    struct kvg_autoscale_decision d;
+    CHECK_INT(kvg_autoscale_plan(p, &s, &d), 0);
+    CHECK_NEAR(d.horizon_s, asleep + 15, 1e-9);
+    kvg_autoscale_planner_free(p);
+}

@@ -126,6 +126,26 @@ TEST(flag_errors_say_what_is_expected)
     free(c);
 }
 
+/* A request's outcome against the SLO needs both targets: one alone is
+ * refused, not counted against a made-up other. */
+TEST(slo_targets_go_together)
+{
+    char err[512] = "";
+    char *half[] = {"serve", "--worker-urls", "http://127.0.0.1:9", "--slo-ttft-secs", "1"};
+    char *both[] = {"serve",          "--worker-urls", "http://127.0.0.1:9", "--slo-ttft-secs", "1",
+                    "--slo-itl-secs", "0.05"};
+    struct kvg_serve_config *c = calloc(1, sizeof *c);
+    CHECK(c != NULL);
+    kvg_serve_config_default(c);
+    CHECK_INT(kvg_cmd_serve_parse(c, 5, half, err, sizeof err), KVG_ECONFIG);
+    CHECK_STR(err, "--slo-ttft-secs and --slo-itl-secs go together");
+    kvg_serve_config_free(c);
+    kvg_serve_config_default(c);
+    CHECK_INT(kvg_cmd_serve_parse(c, 7, both, err, sizeof err), 0);
+    kvg_serve_config_free(c);
+    free(c);
+}
+
 struct argv_acc {
     char *v[80];
     int n;
