@@ -245,4 +245,8 @@ try {
 }
 clearTimeout(timer);
 await stopAll();
-process.exit(summary());
+// The screenshots are for a reader of a failed run: kept then (and with
+// KVG_UI_KEEP=1), removed after a passing one so that runs leave no folders.
+const rc = summary();
+if (rc === 0 && !process.env.KVG_UI_KEEP) fs.rmSync(tmp, { recursive: true, force: true });
+process.exit(rc);
