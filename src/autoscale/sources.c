@@ -269,8 +269,8 @@ int kvg_autoscale_gw_alias(const char *body, size_t len, const char *name, char 
                              *md = kvg_metrics_sample_label(&m, "model");
         if (!a || !kd || !md || !md->len || !kvg_str_eq(*a, name)) continue;
         int split = !kvg_str_eq(*kd, "alias");
-        if (kind == KVG_AUTOSCALE_ALIAS && !split) continue; /* one alias, one model */
-        if (!split) k = 0;                                   /* an alias wins over a split */
+        if (kind == KVG_AUTOSCALE_ALIAS) continue; /* one alias, one model: it wins */
+        if (!split) k = 0;                         /* over a split's lines before it */
         kind = split ? KVG_AUTOSCALE_SPLIT : KVG_AUTOSCALE_ALIAS;
         int n = snprintf(served + k, cap > k ? cap - k : 0, "%s%.*s", k ? ", " : "", (int)md->len,
                          md->p);

@@ -545,4 +545,8 @@ TEST(sources_models_alias)
                             "kvgate_model_alias_info{alias=\"q\",kind=\"alias\",model=\"m3\"} 1\n";
     CHECK_INT(kvg_autoscale_gw_alias(h, strlen(h), "q", to, sizeof to), KVG_AUTOSCALE_ALIAS);
     CHECK_STR(to, "m1");
+    static const char h2[] = "kvgate_model_alias_info{alias=\"q\",kind=\"alias\",model=\"m1\"} 1\n"
+                             "kvgate_model_alias_info{alias=\"q\",kind=\"split\",model=\"m2\"} 1\n";
+    CHECK_INT(kvg_autoscale_gw_alias(h2, strlen(h2), "q", to, sizeof to), KVG_AUTOSCALE_ALIAS);
+    CHECK_STR(to, "m1");
 }
