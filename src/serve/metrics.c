@@ -292,8 +292,7 @@ int kvg_serve_metrics_models(struct kvg_serve_metrics *m, const struct kvg_catal
             kvg_metrics_series_release(s);
         if (!rc && !(rc = kvg_metrics_series(pm->itl_f, &name, 1, &s)))
             kvg_metrics_series_release(s);
-        int judged = cat->models[i].slo_ttft_s > 0;
-        for (int r = 0; r < KVG_PROXY_SLO_RESULTS && !rc && pm->slo_f && judged; r++) {
+        for (int r = 0; r < KVG_PROXY_SLO_RESULTS && !rc && pm->slo_f; r++) {
             const char *v[] = {name, kvg_proxy_slo_label(r)};
             if (!(rc = kvg_metrics_series(pm->slo_f, v, 2, &s))) kvg_metrics_series_release(s);
         }
