@@ -1,7 +1,8 @@
 /* libFuzzer target for the engine metrics parser (src/metrics/parse.c),
  * the load normaliser built on it (src/metrics/load.c) and kvgate
  * autoscale's reading of a gateway's /metrics (src/autoscale/sources.c:
- * every model's and one model's series, the SLO growth between two reads):
+ * every model's and one model's series, the SLO growth between two reads,
+ * a name's alias or split in kvgate_model_alias_info):
  * all read /metrics bodies from engines and gateways, which are outside
  * bytes. The input is copied into an
  * exactly sized heap buffer so ASan flags any read past the end; the parser
@@ -71,7 +72,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             const struct kvg_autoscale_gw_read *g = &r[m][k];
             if (g->ttft.n > KVG_AUTOSCALE_HIST_BUCKETS || g->itl.n > KVG_AUTOSCALE_HIST_BUCKETS)
                 abort();
-            if (!(g->requests >= 0) || !(g->queued >= 0) || (m && g->queued != 0)) abort();
+            if (!(g->requests >= 0) || !(g->queued >= 0)) abort();
+            for (int i = 0; i < 2; i++) /* a target is one the text said (> 0), or 0 */
+                if (!(g->slo_target[i] >= 0) || isinf(g->slo_target[i])) abort();
             if (!g->ttft.bad)
                 for (size_t i = 1; i < g->ttft.n; i++)
                     if (!(g->ttft.le[i] > g->ttft.le[i - 1])) abort();
@@ -81,6 +84,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             (d.finished < 0 || d.ttft < 0 || d.itl < 0 || d.either < 0 || d.ttft > d.finished))
             abort();
     }
+    /* Alias "a" in the whole text: a kind, the served name terminated
+     * within its buffer, "" when none. */
+    char to[16];
+    int kind = kvg_autoscale_gw_alias(text, size, "a", to, sizeof to);
+    if (kind < 0 || kind > KVG_AUTOSCALE_SPLIT || strnlen(to, sizeof to) == sizeof to ||
+        (!kind && to[0]) || (kind && !to[0]))
+        abort();
     free(text);
     return 0;
 }

@@ -385,3 +385,12 @@ void kvg_autoscale_ctl_set_standby(struct kvg_autoscale_ctl *c, int standby)
 {
     atomic_store(&c->standby, standby != 0);
 }
+
+void kvg_autoscale_ctl_set_served(struct kvg_autoscale_ctl *c, size_t i, const char *model)
+{
+    if (i >= c->npools || !model[0]) return;
+    pthread_mutex_lock(&c->mu);
+    struct kvg_autoscale_pool_cfg *pc = &c->pools[i].cfg;
+    snprintf(pc->serves, sizeof pc->serves, "%s", model);
+    pthread_mutex_unlock(&c->mu);
+}

@@ -188,6 +188,10 @@ struct cJSON *kvg_autoscale_ctl_keda_json(struct kvg_autoscale_ctl *c);
  * and reports as in a dry run: it infers no starts, since nothing it
  * decides is acted on. Any thread. */
 void kvg_autoscale_ctl_set_standby(struct kvg_autoscale_ctl *c, int standby);
+/* Pool i's served model as its sources resolved its model: (kvgate
+ * autoscale: an alias followed in the gateways' series), shown in GET
+ * /autoscale as served_model. Any thread. */
+void kvg_autoscale_ctl_set_served(struct kvg_autoscale_ctl *c, size_t i, const char *model);
 /* Desired and ready of pool i (for the gauges); -1 before the first tick. */
 void kvg_autoscale_ctl_counts(struct kvg_autoscale_ctl *c, size_t i, double *desired,
                               double *ready);

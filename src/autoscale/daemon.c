@@ -126,6 +126,8 @@ static void tick(struct daemon *d)
     if (d->lease) kvg_autoscale_ctl_set_standby(d->ctl, !leader);
     struct kvg_autoscale_signals *sigs = d->sigs;
     kvg_autoscale_sources_read(&d->src, &d->cfg, now, sigs);
+    for (size_t i = 0; i < d->ctl->npools; i++) /* an alias: the model it stands for */
+        kvg_autoscale_ctl_set_served(d->ctl, i, d->src.served[i]);
     pthread_mutex_lock(&d->mu);
     int changed = strcmp(d->src_error, d->src.error) != 0;
     if (changed) snprintf(d->src_error, sizeof d->src_error, "%s", d->src.error);

@@ -171,11 +171,39 @@ static int slo_result(const struct kvg_metrics_sample *m)
     return -1;
 }
 
+/* kvgate_slo_target_seconds's lines, by latency (ttft, itl). */
+struct targets {
+    double own[2]; /* the model's: {model="M"} */
+    double all[2]; /* the gateway's: model="" (none in an older gateway's) */
+    int mixed[2];  /* every model read (no model given): the models' differ */
+};
+
+/* A kvgate_slo_target_seconds line into t: with model, its series and the
+ * gateway's; without, the gateway's, and whether every model's is it
+ * (the summed counts are exact only then). */
+static void target(const struct kvg_metrics_sample *m, const char *model, struct targets *t)
+{
+    const struct kvg_str *l = kvg_metrics_sample_label(m, "latency");
+    if (!l || !(kvg_str_eq(*l, "ttft") || kvg_str_eq(*l, "itl")) || !(m->value > 0)) return;
+    int i = kvg_str_eq(*l, "itl");
+    const struct kvg_str *ml = kvg_metrics_sample_label(m, "model");
+    if (!ml || !ml->len) {
+        t->all[i] = m->value;
+    } else if (model) {
+        if (kvg_str_eq(*ml, model)) t->own[i] = m->value;
+    } else {
+        if (t->own[i] > 0 && t->own[i] != m->value) t->mixed[i] = 1;
+        t->own[i] = m->value;
+    }
+}
+
 void kvg_autoscale_gw_parse(const char *body, size_t len, const char *model,
                             struct kvg_autoscale_gw_read *r)
 {
     memset(r, 0, sizeof *r);
     int by_model = model && model[0];
+    struct targets tgt;
+    memset(&tgt, 0, sizeof tgt);
     static const char *const kinds[3] = {"prompt", "cached", "completion"};
     struct kvg_metrics_parser ps;
     struct kvg_metrics_sample m;
@@ -184,10 +212,8 @@ void kvg_autoscale_gw_parse(const char *body, size_t len, const char *model,
     while ((rc = kvg_metrics_parser_next(&ps, &m)) != 0) {
         if (rc < 0) continue;                            /* a bad line: skip it, keep the rest */
         if (!(m.value >= 0) || isinf(m.value)) continue; /* no series read here can be */
-        if (kvg_str_eq(m.name, "kvgate_slo_target_seconds")) { /* the gateway's, every model's */
-            const struct kvg_str *l = kvg_metrics_sample_label(&m, "latency");
-            if (l && (kvg_str_eq(*l, "ttft") || kvg_str_eq(*l, "itl")) && m.value > 0)
-                r->slo_target[kvg_str_eq(*l, "itl")] = m.value;
+        if (kvg_str_eq(m.name, "kvgate_slo_target_seconds")) {
+            target(&m, by_model ? model : NULL, &tgt);
             continue;
         }
         if (by_model) { /* the series labelled with another model, or none, are not the pool's */
@@ -211,14 +237,46 @@ void kvg_autoscale_gw_parse(const char *body, size_t len, const char *model,
                 if (kvg_str_eq(*kind, kinds[k])) r->tokens[k] += m.value;
         } else if (!by_model && kvg_str_eq(m.name, "kvgate_admission_queue_waiting")) {
             r->queued += m.value;
+        } else if (by_model && kvg_str_eq(m.name, "kvgate_admission_queue_model_waiting")) {
+            r->queued += m.value;
         } else if (!hist_take(&r->ttft, "kvgate_time_to_first_token_seconds", &m)) {
             hist_take(&r->itl, "kvgate_inter_token_latency_seconds", &m);
         }
+    }
+    for (int i = 0; i < 2; i++) { /* the model's own, else the gateway's; 0: not one */
+        double own = tgt.own[i], all = tgt.all[i];
+        int differ = tgt.mixed[i] || (!by_model && own > 0 && all > 0 && own != all);
+        r->slo_target[i] = differ ? 0 : own > 0 ? own : all;
     }
     for (int i = 0; i < 2; i++) { /* the last bucket must be +Inf */
         struct kvg_autoscale_hist *h = i ? &r->itl : &r->ttft;
         if (h->n && !isinf(h->le[h->n - 1])) h->bad = 1;
     }
+}
+
+int kvg_autoscale_gw_alias(const char *body, size_t len, const char *name, char *served, size_t cap)
+{
+    struct kvg_metrics_parser ps;
+    struct kvg_metrics_sample m;
+    kvg_metrics_parser_init(&ps, body, len);
+    int kind = 0, rc;
+    size_t k = 0;
+    if (cap) served[0] = 0;
+    while ((rc = kvg_metrics_parser_next(&ps, &m)) != 0) {
+        if (rc < 0 || !kvg_str_eq(m.name, "kvgate_model_alias_info") || !(m.value > 0)) continue;
+        const struct kvg_str *a = kvg_metrics_sample_label(&m, "alias"),
+                             *kd = kvg_metrics_sample_label(&m, "kind"),
+                             *md = kvg_metrics_sample_label(&m, "model");
+        if (!a || !kd || !md || !md->len || !kvg_str_eq(*a, name)) continue;
+        int split = !kvg_str_eq(*kd, "alias");
+        if (kind == KVG_AUTOSCALE_ALIAS) continue; /* one alias, one model: it wins */
+        if (!split) k = 0;                         /* over a split's lines before it */
+        kind = split ? KVG_AUTOSCALE_SPLIT : KVG_AUTOSCALE_ALIAS;
+        int n = snprintf(served + k, cap > k ? cap - k : 0, "%s%.*s", k ? ", " : "", (int)md->len,
+                         md->p);
+        k = n < 0 || (size_t)n >= cap - k ? (cap ? cap - 1 : 0) : k + (size_t)n;
+    }
+    return kind;
 }
 
 int kvg_autoscale_hist_delta(const struct kvg_autoscale_hist *now,
@@ -385,6 +443,26 @@ static void lat_window(const struct kvg_autoscale_lat_ring *L, size_t nb, double
     *p90 = count > 0 ? kvg_autoscale_hist_quantile(c, L->le, L->n, 0.9) : -1;
 }
 
+/* The served model pool i reads in gateway body: its model: (NULL: none),
+ * or the one the gateway resolves it to (an alias); a split is said in
+ * s->error and read as written (no series carries it: nothing). */
+static const char *pool_model(struct kvg_autoscale_sources *s,
+                              const struct kvg_autoscale_pool_cfg *pc, size_t i, const char *body,
+                              size_t len)
+{
+    if (!pc->serves[0]) return NULL;
+    char to[sizeof s->served[i]];
+    int kind = kvg_autoscale_gw_alias(body, len, pc->serves, to, sizeof to);
+    if (kind == KVG_AUTOSCALE_SPLIT && !s->error[0])
+        snprintf(s->error, sizeof s->error,
+                 "pool %.40s: model '%.40s' is a split in the gateway (of %.60s): a pool "
+                 "scales one model: name one of them",
+                 pc->name, pc->serves, to);
+    snprintf(s->served[i], sizeof s->served[i], "%s",
+             kind == KVG_AUTOSCALE_ALIAS ? to : pc->serves);
+    return s->served[i];
+}
+
 /* Gateway g's read r (pool i's) grows into the pool's sums, latencies
  * and SLO outcomes, when g was read before. */
 static void gw_add(struct kvg_autoscale_sources *s, const struct kvg_autoscale_pool_cfg *pc,
@@ -453,7 +531,7 @@ void kvg_autoscale_sources_read(struct kvg_autoscale_sources *s,
         for (size_t i = 0; i < c->npools; i++) {
             const struct kvg_autoscale_pool_cfg *pc = &c->pools[i];
             struct kvg_autoscale_gw_read r;
-            kvg_autoscale_gw_parse(body, len, pc->serves, &r);
+            kvg_autoscale_gw_parse(body, len, pool_model(s, pc, i, body, len), &r);
             if (g->seen) gw_add(s, pc, i, g, &r, &sums[i], &ok[i], tok[i]);
             queued[i] += r.queued;
             seen[i] |= r.model_seen;
@@ -473,7 +551,8 @@ void kvg_autoscale_sources_read(struct kvg_autoscale_sources *s,
         if (answered && pc->serves[0] && !seen[i] && !s->error[0])
             snprintf(s->error, sizeof s->error,
                      "pool %.40s: model '%.40s' is in no series of the gateways' /metrics (model: "
-                     "names the served model as their model label does; none served it yet?)",
+                     "names a served model or an alias of one in their models:; none served it "
+                     "yet?)",
                      pc->name, pc->serves);
     }
 }

@@ -16,17 +16,23 @@
  *     counts takes the pool's isl / osl.
  * A pool with a model: (its cfg's serves, set by the daemon) reads only the
  * series whose model label is that served model: kvgate_model_requests_total
- * {model,class} for its arrivals, 2xx and 5xx, and its model's token,
- * latency and SLO series; the gateway's queue is not per model in its
- * series, so such a pool sees none queued. A pool without one reads the
- * gateways' whole traffic.
+ * {model,class} for its arrivals, 2xx and 5xx, its model's token, latency
+ * and SLO series, and kvgate_admission_queue_model_waiting{model} for its
+ * requests in the gateway queue. A model: that a gateway's
+ * kvgate_model_alias_info names as an alias reads the served model it
+ * resolves to there; one it names as a split reads nothing (a pool scales
+ * one model; the error says the split's models). A pool without one reads
+ * the gateways' whole traffic.
  * SLO misses (slo_miss, slo_miss_ttft, slo_miss_itl): the latency
  * histograms do not pair a request's TTFT with its ITL, and the ITL one
  * counts gaps, not requests, so the share of requests over both targets
  * comes from kvgate_slo_requests_total{model,result}, which the gateway
  * counts per finished request against its --slo-ttft-secs /
- * --slo-itl-secs: exact, when kvgate_slo_target_seconds says the pool's
- * own targets. Otherwise (no such series, other targets) only the TTFT
+ * --slo-itl-secs, or the model's own (a models: entry's slo_ttft_secs /
+ * slo_itl_secs): exact, when kvgate_slo_target_seconds says the pool's
+ * own targets for its model (kvgate_slo_target_seconds{model}, else the
+ * gateway's, model=""; a pool of every model: when every model's are
+ * the same). Otherwise (no such series, other targets) only the TTFT
  * share is known: the streams' TTFT histogram growth over the pool's
  * target, linear inside the bucket holding it (as histogram_quantile),
  * plus the 5xx answers, over the 2xx and 5xx answers; the other two are
@@ -73,16 +79,24 @@ enum {
 struct kvg_autoscale_gw_read {
     double requests, ok, failed; /* all answers, 2xx, 5xx */
     double tokens[3];            /* kvgate_tokens_total: prompt, cached, completion */
-    double queued;               /* kvgate_admission_queue_waiting (all models only) */
+    double queued;               /* kvgate_admission_queue_waiting, or {model}'s model_waiting */
     struct kvg_autoscale_hist ttft, itl;
     double slo[KVG_AUTOSCALE_SLO_N]; /* kvgate_slo_requests_total by result */
     int has_slo;                     /* ... any line of it seen */
-    double slo_target[2];            /* kvgate_slo_target_seconds: ttft, itl (0: not said) */
-    int model_seen;                  /* a series labelled with the model (model given) */
+    double slo_target[2]; /* kvgate_slo_target_seconds: ttft, itl (0: not said, or differ) */
+    int model_seen;       /* a series labelled with the model (model given) */
 };
 
 /* Reads a gateway's /metrics body into *r (zeroed first); bad lines are
  * skipped. model: only its series ("" or NULL: every model's, summed). */
+/* What name is in a gateway's /metrics body by its kvgate_model_alias_info
+ * {alias,kind,model}: KVG_AUTOSCALE_ALIAS (served: the served model it
+ * resolves to), KVG_AUTOSCALE_SPLIT (served: the models it splits to,
+ * ", "-separated, cut to cap), or 0: no alias there (a served model's own
+ * name, or one the gateway does not know; served ""). */
+enum { KVG_AUTOSCALE_ALIAS = 1, KVG_AUTOSCALE_SPLIT = 2 };
+int kvg_autoscale_gw_alias(const char *body, size_t len, const char *name, char *served,
+                           size_t cap);
 void kvg_autoscale_gw_parse(const char *body, size_t len, const char *model,
                             struct kvg_autoscale_gw_read *r);
 /* The count of observations over x in non-cumulative counts over n
@@ -163,6 +177,9 @@ struct kvg_autoscale_sources {
     struct kvg_autoscale_obs *obs[KVG_AUTOSCALE_MAX_POOLS];
     struct kvg_autoscale_lat_ring *ttft[KVG_AUTOSCALE_MAX_POOLS], *itl[KVG_AUTOSCALE_MAX_POOLS];
     struct kvg_autoscale_slo_ring *slo[KVG_AUTOSCALE_MAX_POOLS];
+    /* Each pool's served model as the last gateway read resolved its
+     * model: (an alias followed; "" without model:). */
+    char served[KVG_AUTOSCALE_MAX_POOLS][256];
     char error[256]; /* the last source that failed, and why ("" none) */
 };
 

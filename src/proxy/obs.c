@@ -85,6 +85,21 @@ static int take_series(const struct kvg_proxy_metrics *m, const char *model, con
     return 0;
 }
 
+/* The targets pr's served model is judged against: its models: entry's
+ * (router/catalog.h: its own, else the gateway's), or the gateway's
+ * (--slo-ttft-secs / --slo-itl-secs); 0: none, not judged. */
+static void slo_targets(const struct proxy_req *pr, double *ttft, double *itl)
+{
+    const struct kvg_proxy_metrics *m = pr->pl->px->m;
+    const struct kvg_catalog *cat = pr->cat;
+    *ttft = m ? m->slo_ttft_s : 0;
+    *itl = m ? m->slo_itl_s : 0;
+    if (cat && cat->any < 0 && pr->cmodel >= 0) {
+        *ttft = cat->models[pr->cmodel].slo_ttft_s;
+        *itl = cat->models[pr->cmodel].slo_itl_s;
+    }
+}
+
 void kvg__proxy_obs_answered(struct proxy_req *pr, int status)
 {
     if (!pr->ms_set) kvg__proxy_obs_model(pr, NULL); /* no worker answered: the model asked */
@@ -289,9 +304,11 @@ void kvg__proxy_observe_end(struct proxy_req *pr, int status)
     /* Finished as the autoscaler's feed counts it (serve/autoscale_setup.c):
      * served, failed, or its client gone; a latency not seen (a whole
      * answer has no TTFT, one token no ITL) misses nothing. */
-    if (s && s->slo[0] && (o.failed || (status >= 200 && status < 300) || status == 499)) {
-        const struct kvg_proxy_metrics *m = px->m;
-        int r = o.failed ? 4 : (o.ttft_s > m->slo_ttft_s) + 2 * (o.itl_s > m->slo_itl_s);
+    double slo_ttft, slo_itl;
+    slo_targets(pr, &slo_ttft, &slo_itl);
+    if (s && s->slo[0] && slo_ttft > 0 &&
+        (o.failed || (status >= 200 && status < 300) || status == 499)) {
+        int r = o.failed ? 4 : (o.ttft_s > slo_ttft) + 2 * (o.itl_s > slo_itl);
         kvg_metrics_inc(s->slo[r]);
     }
     pd_legs(pr, status);

@@ -133,6 +133,8 @@ static const char *model_setting(const struct kvg_catalog_spec *s)
            : s->max_model_len       ? "max_model_len"
            : s->max_inflight        ? "max_inflight"
            : s->max_queue           ? "max_queue"
+           : s->slo_ttft_s > 0      ? "slo_ttft_secs"
+           : s->slo_itl_s > 0       ? "slo_itl_secs"
            : s->policy[0]           ? "policy"
            : s->policy_set          ? "a policy option"
            : s->fallbacks.n         ? "fallbacks"
@@ -176,6 +178,8 @@ static int check_entry(struct build *b, size_t i)
                     s->nsplit ? "a split" : "an alias");
     if (s->nworkers > KVG_CATALOG_MAX_WORKERS || s->nsplit > KVG_CATALOG_MAX_SPLIT)
         return fail(b, i, 0, "too many workers or split entries");
+    if (!(s->slo_ttft_s > 0) != !(s->slo_itl_s > 0)) /* a request's outcome needs both */
+        return fail(b, i, 0, "slo_ttft_secs and slo_itl_secs go together");
     if (s->fallbacks.n > KVG_CATALOG_MAX_FALLBACKS)
         return fail(b, i, 0, "at most %d fallbacks", KVG_CATALOG_MAX_FALLBACKS);
     for (size_t k = 0; k < s->fallbacks.n; k++)
@@ -564,6 +568,9 @@ static int settle(struct build *b, size_t i, const struct kvg_catalog_spec *s,
     m->max_model_len = s ? s->max_model_len : 0;
     m->max_inflight = s ? s->max_inflight : 0;
     m->max_queue = s ? s->max_queue : 0;
+    int own_slo = s && s->slo_ttft_s > 0;
+    m->slo_ttft_s = own_slo ? s->slo_ttft_s : t->slo_ttft_s;
+    m->slo_itl_s = own_slo ? s->slo_itl_s : t->slo_itl_s;
     if (t->policy_opts)
         m->policy_opts = *t->policy_opts;
     else

@@ -73,6 +73,10 @@ struct kvg_catalog_spec {
     uint32_t max_model_len; /* 0: what the workers report */
     uint32_t max_inflight;  /* its requests the gateway holds at once; 0: no limit */
     uint32_t max_queue;     /* of those, waiting in the gateway queue; 0: no limit */
+    /* Its SLO targets (both or neither; 0: the top level's): a request's
+     * TTFT and mean ITL in seconds, as serve's --slo-ttft-secs and
+     * --slo-itl-secs. */
+    double slo_ttft_s, slo_itl_s;
     char policy[64];
     struct kvg_policy_opts policy_opts;
     uint64_t policy_set; /* bit i: the entry gives kvg_policy_opt_table[i] */
@@ -93,6 +97,7 @@ struct kvg_catalog_top {
     const struct kvg_policy_opts *policy_opts;
     const struct kvg_catalog_worker *workers; /* the one model's (no entries) */
     size_t nworkers;
+    double slo_ttft_s, slo_itl_s; /* the targets of a model that gives none (0: none) */
     /* Models' workers are discovered pods, each joining the model its
      * label names (serve's model_label): an entry that is neither a split
      * nor an alias is a model; its workers: (static) serve it beside them. */
@@ -116,6 +121,7 @@ struct kvg_catalog_model {
     uint32_t block_size;
     uint32_t max_model_len;           /* 0: the workers' */
     uint32_t max_inflight, max_queue; /* its entry's limits (gateway/gate.h); 0: none */
+    double slo_ttft_s, slo_itl_s;     /* its SLO targets, its entry's or the top's; 0: none */
     const char *policy;
     struct kvg_policy_opts policy_opts; /* the top level's and its entry's; block_size set */
     const struct kvg_catalog_worker *workers;

@@ -24,9 +24,10 @@ static const char *const L_WORKER[] = {"worker"},
                          *const L_POLICY_WORKER[] = {"policy", "worker"},
                          *const L_WORKER_MODEL_LEG[] = {"worker", "model", "leg"},
                          *const L_EVENT[] = {"event"}, *const L_REASON[] = {"reason"},
-                         *const L_CLASS[] = {"class"},
+                         *const L_CLASS[] = {"class"}, *const L_MODEL[] = {"model"},
                          *const L_MODEL_TO_REASON[] = {"model", "to", "reason"},
-                         *const L_MODEL_LIMIT[] = {"model", "limit"};
+                         *const L_MODEL_LIMIT[] = {"model", "limit"},
+                         *const L_ALIAS_KIND_MODEL[] = {"alias", "kind", "model"};
 static const struct decl {
     enum decl_type type;
     int one;
@@ -139,6 +140,15 @@ static const struct decl {
      "Requests waiting in the gateway queue now, by class: the interactive priority classes "
      "(critical, standard, sheddable) and batch.",
      L_CLASS, 1, offsetof(struct kvg_serve_metrics, adm_class_f)},
+    {GAUGE, 0, "kvgate_admission_queue_model_waiting",
+     "Requests waiting in the gateway queue now, by served model (with models:; of "
+     "kvgate_admission_queue_waiting, batch ones included).",
+     L_MODEL, 1, offsetof(struct kvg_serve_metrics, adm_model_f)},
+    {GAUGE, 0, "kvgate_model_alias_info",
+     "1 for each name of models: that is no served model's own: an alias (kind alias; model: "
+     "the served model it resolves to, whose name the per-model series carry) or a split "
+     "(kind split; a series per served model it splits to).",
+     L_ALIAS_KIND_MODEL, 3, offsetof(struct kvg_serve_metrics, alias_f)},
     {COUNTER, 0, "kvgate_tokenizer_cache_total",
      "Tokenizer prefix cache: encodes that reused a cached prefix (hit) or none (miss), ids reused "
      "(reused_tokens), entries evicted (eviction), loop encodes that went without the cache "
@@ -183,6 +193,8 @@ static const struct decl {
     {GAUGE, 0, "kvgate_discovery_workers", "Workers in the pool that Kubernetes discovery manages.",
      NULL, 0, offsetof(struct kvg_serve_metrics, disc_workers)},
 };
+
+static void set_series(struct kvg_metrics_family *f, const char *const *v, size_t n, double x);
 
 /* The per-model token and latency families (proxy/obs.c takes their
  * series): buckets a factor sqrt(2) apart, so a quantile interpolated
@@ -234,32 +246,31 @@ static int response_families(struct kvg_serve_metrics *m)
     return rc;
 }
 
-int kvg_serve_metrics_slo(struct kvg_serve_metrics *m, double ttft_s, double itl_s)
+int kvg_serve_metrics_slo(struct kvg_serve_metrics *m, double ttft_s, double itl_s, int models_own)
 {
     struct kvg_proxy_metrics *pm = &m->proxy;
-    if (!(ttft_s > 0) || !(itl_s > 0)) return 0;
-    const char *sl[] = {"model", "result"}, *tl[] = {"latency"};
-    struct kvg_metrics_family *tf;
+    int flags = ttft_s > 0 && itl_s > 0;
+    if (!flags && !models_own) return 0;
+    const char *sl[] = {"model", "result"}, *tl[] = {"model", "latency"};
     int rc;
     if ((rc = kvg_metrics_counter(m->reg, "kvgate_slo_requests_total",
                                   "Requests finished (served, failed, or their client gone) per "
-                                  "served model, by their outcome against the targets "
+                                  "served model, by their outcome against its targets "
                                   "(kvgate_slo_target_seconds): met, ttft_missed, itl_missed, "
                                   "both_missed, failed (a failure misses both).",
                                   sl, 2, &pm->slo_f)) ||
         (rc = kvg_metrics_gauge(m->reg, "kvgate_slo_target_seconds",
-                                "The targets kvgate_slo_requests_total counts against "
-                                "(--slo-ttft-secs, --slo-itl-secs): ttft, itl (a request's mean).",
-                                tl, 1, &tf)))
+                                "The targets kvgate_slo_requests_total counts against: ttft, itl "
+                                "(a request's mean); model: a served model's (its models: entry's "
+                                "slo_ttft_secs / slo_itl_secs, else the gateway's), \"\": the "
+                                "gateway's (--slo-ttft-secs, --slo-itl-secs).",
+                                tl, 2, &m->slo_target_f)))
         return rc;
-    pm->slo_ttft_s = ttft_s;
-    pm->slo_itl_s = itl_s;
-    for (int i = 0; i < 2; i++) {
-        const char *v[] = {i ? "itl" : "ttft"};
-        struct kvg_metrics_series *s;
-        if ((rc = kvg_metrics_series(tf, v, 1, &s))) return rc;
-        kvg_metrics_set(s, i ? itl_s : ttft_s);
-        kvg_metrics_series_release(s);
+    pm->slo_ttft_s = flags ? ttft_s : 0;
+    pm->slo_itl_s = flags ? itl_s : 0;
+    for (int i = 0; i < 2 && flags; i++) {
+        const char *v[] = {"", i ? "itl" : "ttft"};
+        set_series(m->slo_target_f, v, 2, i ? itl_s : ttft_s);
     }
     return 0;
 }
@@ -396,6 +407,91 @@ static void mirror_series(struct kvg_metrics_family *f, const char *const *v, si
     kvg_metrics_series_release(s);
 }
 
+/* Calls fn(ctx, {name, kind, served model}) for each alias_info series of
+ * cat's name i (none for a served model's own name); stops at the first
+ * that returns nonzero, and returns that. */
+static int alias_series(const struct kvg_catalog *cat, size_t i,
+                        int (*fn)(void *ctx, const char *const *v), void *ctx)
+{
+    const struct kvg_catalog_name *nm = &cat->names[i];
+    if (nm->kind == KVG_CATALOG_MODEL) return 0;
+    if (nm->model >= 0) {
+        const char *v[] = {nm->name, "alias", cat->models[nm->model].name};
+        return fn(ctx, v);
+    }
+    const struct kvg_catalog_split *sp = nm->split >= 0 ? &cat->splits[nm->split] : NULL;
+    int rc = 0;
+    for (size_t k = 0; !rc && sp && k < sp->n; k++) {
+        const char *v[] = {nm->name, "split", cat->models[sp->model[k]].name};
+        rc = fn(ctx, v);
+    }
+    return rc;
+}
+
+static int alias_set(void *ctx, const char *const *v)
+{
+    set_series(ctx, v, 3, 1);
+    return 0;
+}
+
+/* 1 when series v is none of catalog ctx's (NULL: no models:). */
+static int alias_stale(void *ctx, const char *const *v)
+{
+    const struct kvg_catalog *cat = ctx;
+    int k = cat ? kvg_catalog_find(cat, v[0], strlen(v[0])) : -1;
+    if (k < 0 || cat->names[k].kind == KVG_CATALOG_MODEL) return 1;
+    const struct kvg_catalog_name *nm = &cat->names[k];
+    if (nm->model >= 0) return strcmp(v[1], "alias") || strcmp(cat->models[nm->model].name, v[2]);
+    const struct kvg_catalog_split *sp = nm->split >= 0 ? &cat->splits[nm->split] : NULL;
+    for (size_t j = 0; sp && j < sp->n; j++)
+        if (!strcmp(v[1], "split") && !strcmp(cat->models[sp->model[j]].name, v[2])) return 0;
+    return 1;
+}
+
+/* Each served model's SLO targets in kvgate_slo_target_seconds{model}: old's
+ * models that cat does not judge lose theirs, cat's judged ones get them. */
+static void slo_targets(struct kvg_serve_metrics *m, const struct kvg_catalog *old,
+                        const struct kvg_catalog *cat)
+{
+    static const char *const lat[2] = {"ttft", "itl"};
+    for (size_t i = 0; m->slo_target_f && old && i < old->nmodels; i++) {
+        const char *name = old->models[i].name;
+        int k = cat ? kvg_catalog_find(cat, name, strlen(name)) : -1;
+        if (k >= 0 && cat->names[k].kind == KVG_CATALOG_MODEL &&
+            cat->models[cat->names[k].model].slo_ttft_s > 0)
+            continue;
+        for (int l = 0; l < 2; l++) {
+            const char *v[] = {name, lat[l]};
+            (void)kvg_metrics_family_remove(m->slo_target_f, v, 2); /* absent: fine */
+        }
+    }
+    for (size_t i = 0; m->slo_target_f && cat && i < cat->nmodels; i++) {
+        const struct kvg_catalog_model *md = &cat->models[i];
+        for (int l = 0; l < 2 && md->slo_ttft_s > 0; l++) {
+            const char *v[] = {md->name, lat[l]};
+            set_series(m->slo_target_f, v, 2, l ? md->slo_itl_s : md->slo_ttft_s);
+        }
+    }
+}
+
+int kvg_serve_metrics_catalog(struct kvg_serve_metrics *m, const struct kvg_catalog *old,
+                              const struct kvg_catalog *cat)
+{
+    if (old && old->any >= 0) old = NULL; /* the flags' one model: no names, no own targets */
+    if (cat && cat->any >= 0) cat = NULL;
+    slo_targets(m, old, cat);
+    if (!m->alias_f) return 0;
+    /* A name of old whose series cat lacks loses all of them (the alias
+     * label is this family's alone); then cat's are set. */
+    for (size_t i = 0; old && old->any < 0 && i < old->nnames; i++)
+        if (alias_series(old, i, alias_stale, (void *)cat))
+            kvg_metrics_remove_label(m->reg, "alias", old->names[i].name);
+    int rc = 0;
+    for (size_t i = 0; !rc && cat && i < cat->nnames; i++)
+        rc = alias_series(cat, i, alias_set, m->alias_f);
+    return rc;
+}
+
 /* The model label of w's series: with models:, the model it is under (or
  * whose name its pod's label gives); with the single-model flags, the
  * first model its /v1/models lists (the one it serves, as
@@ -491,6 +587,7 @@ int kvg_serve_metrics_render(struct kvg_serve *sv, struct kvg_buf *out)
         mirror_series(m->disc_errors, NULL, 0, atomic_load(&ds->errors));
         set_series(m->disc_workers, NULL, 0, (double)atomic_load(&ds->workers));
     }
+    kvg_serve_models_queue_metrics(sv);
     struct kvg_worker *ws[KVG_POOL_MAX_WORKERS];
     kvg_serve_modes_refresh(sv);
     struct kvg_catalog *cat = kvg_serve_catalog(sv);

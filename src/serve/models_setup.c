@@ -39,6 +39,12 @@ struct model_state {
 struct model_count {
     struct kvg_gate_mcount c; /* first: the proxy sees this */
     _Atomic int refs;
+    /* kvgate_admission_queue_model_waiting (not owned; NULL: none): its
+     * series of this name is set from c.queued when /metrics is rendered
+     * (made again if gone) and removed with the count, the model's last
+     * state: a reload that drops the model drops it. */
+    struct kvg_metrics_family *waiting_f;
+    char name[KVG_CATALOG_NAME_MAX];
 };
 
 static void count_unref(struct kvg_gate_mcount *c)
@@ -46,6 +52,8 @@ static void count_unref(struct kvg_gate_mcount *c)
     struct model_count *mc = (struct model_count *)c;
     if (!mc || atomic_fetch_sub_explicit(&mc->refs, 1, memory_order_acq_rel) != 1) return;
     for (int i = 0; i < 2; i++) kvg_metrics_series_release(mc->c.shed[i]);
+    const char *v[] = {mc->name};
+    if (mc->waiting_f) (void)kvg_metrics_family_remove(mc->waiting_f, v, 1); /* absent: fine */
     free(mc);
 }
 
@@ -73,6 +81,8 @@ static int model_count(struct kvg_serve *sv, const struct kvg_catalog *old, cons
             return rc;
         }
     }
+    mc->waiting_f = sv->metrics.adm_model_f;
+    snprintf(mc->name, sizeof mc->name, "%s", name);
     *out = &mc->c;
     return 0;
 }
@@ -257,6 +267,14 @@ int kvg_serve_models_prepare(struct kvg_serve *sv, const struct kvg_serve_config
     struct kvg_catalog *old = kvg_serve_catalog(sv);
     struct kvg_catalog *cat;
     int rc = kvg_serve_models_catalog(f, sv->cfg.config_path, &cat, err, errlen);
+    /* A model without targets of its own keeps the running gateway's: the
+     * top level's change needs a restart (kvg_serve_config_diff_restart). */
+    for (size_t i = 0; !rc && i < cat->nmodels; i++) {
+        struct kvg_catalog_model *m = &cat->models[i];
+        if (m->entry >= 0 && f->models[m->entry].spec.slo_ttft_s > 0) continue;
+        m->slo_ttft_s = sv->cfg.slo_ttft_s;
+        m->slo_itl_s = sv->cfg.slo_itl_s;
+    }
     if (!rc && ((rc = kvg_serve_autoscale_models_check(sv, cat, err, errlen)) ||
                 (rc = states(sv, f, cat, old, err, errlen))))
         kvg_catalog_unref(cat);
@@ -330,6 +348,22 @@ void kvg_serve_models_confirm(struct kvg_serve *sv)
         kvg_worker_unref(w);
     }
     kvg_catalog_unref(cat);
+}
+
+void kvg_serve_models_queue_metrics(struct kvg_serve *sv)
+{
+    struct kvg_catalog *cat = kvg_serve_catalog(sv);
+    for (size_t i = 0; cat && cat->any < 0 && i < cat->nmodels; i++) {
+        const struct kvg_proxy_model *pm = cat->models[i].host;
+        const struct model_count *mc = pm ? (const struct model_count *)pm->count : NULL;
+        struct kvg_metrics_series *s;
+        const char *v[] = {mc ? mc->name : ""};
+        if (!mc || !mc->waiting_f || kvg_metrics_series(mc->waiting_f, v, 1, &s)) continue;
+        int64_t q = atomic_load(&mc->c.queued);
+        kvg_metrics_set(s, q > 0 ? (double)q : 0);
+        kvg_metrics_series_release(s);
+    }
+    if (cat) kvg_catalog_unref(cat);
 }
 
 struct kvg_catalog *kvg_serve_catalog(struct kvg_serve *sv)

@@ -243,6 +243,30 @@ static void reload_peers(struct serve *s, const struct kvg_serve_config *f)
         KVG_INFO("SIGHUP: peers reloaded (%zu: %zu new, %zu gone)", f->peers.n, added, removed);
 }
 
+/* Some models: entry of c gives SLO targets of its own. */
+static int models_slo(const struct kvg_serve_config *c)
+{
+    for (size_t i = 0; i < c->nmodels; i++)
+        if (c->models[i].spec.slo_ttft_s > 0) return 1;
+    return 0;
+}
+
+/* A reload's catalog (of config f) in place of the current one (taken
+ * over), and what /metrics says of it after it (kvg_serve_metrics_catalog). */
+static void install_catalog(struct serve *s, struct kvg_catalog *cat,
+                            const struct kvg_serve_config *f)
+{
+    struct kvg_catalog *old = kvg_serve_catalog(&s->sv);
+    kvg_catalog_swap(&s->sv.catalogs, cat);
+    int rc = kvg_serve_metrics_catalog(&s->sv.metrics, old, cat);
+    if (rc) KVG_WARN("SIGHUP: metrics of the models: %s", kvg_strerror(rc));
+    /* The SLO series exist when the process started with targets. */
+    if (!s->sv.metrics.slo_target_f && models_slo(f))
+        KVG_WARN("SIGHUP: a models: entry's slo_ttft_secs / slo_itl_secs need a restart to be "
+                 "counted: the gateway started without SLO targets");
+    if (old) kvg_catalog_unref(old);
+}
+
 /* SIGHUP under Kubernetes discovery: the workers are the pods it finds,
  * so only the models: section is reloaded (its pods' labels name their
  * models in the new catalog at once). A model's static workers: stay as
@@ -276,7 +300,7 @@ static void reload_discovered(struct serve *s, struct kvg_serve_config *f)
     KVG_INFO("SIGHUP: models reloaded (%zu models, %zu names); workers follow Kubernetes "
              "discovery",
              cat->nmodels, cat->nnames);
-    kvg_catalog_swap(&s->sv.catalogs, cat);
+    install_catalog(s, cat, f);
     kvg_serve_models_unserved(&s->sv);
     reload_peers(s, f);
     if (s->have_file) kvg_serve_config_free(&s->file);
@@ -365,7 +389,7 @@ static void on_signal(uv_signal_t *h, int signum)
                  rc ? ", some invalid" : "");
         if (cat) {
             KVG_INFO("SIGHUP: models reloaded (%zu models, %zu names)", cat->nmodels, cat->nnames);
-            kvg_catalog_swap(&s->sv.catalogs, cat);
+            install_catalog(s, cat, &f);
         }
         if (kvg_pool_size(&s->sv.pool) == 0)
             KVG_WARN("SIGHUP: the pool is now empty: every request is answered 503 no_workers");
@@ -419,6 +443,7 @@ static int serve_metrics_models(struct kvg_serve *sv)
 {
     struct kvg_catalog *cat = kvg_serve_catalog(sv);
     int rc = kvg_serve_metrics_models(&sv->metrics, cat);
+    if (!rc) rc = kvg_serve_metrics_catalog(&sv->metrics, NULL, cat);
     if (cat) kvg_catalog_unref(cat);
     return rc;
 }
@@ -451,7 +476,7 @@ int kvg_serve_run(struct kvg_serve_config *cfg)
         KVG_INFO("no --worker-urls: started %d simulated engines (kvgate sim) to front", s.sims.n);
     }
     if ((rc = kvg_serve_metrics_init(&s.sv.metrics, c->policy, c->metrics_tenant_labels)) ||
-        (rc = kvg_serve_metrics_slo(&s.sv.metrics, c->slo_ttft_s, c->slo_itl_s))) {
+        (rc = kvg_serve_metrics_slo(&s.sv.metrics, c->slo_ttft_s, c->slo_itl_s, models_slo(c)))) {
         fprintf(stderr, "kvgate serve: metrics: %s\n", kvg_strerror(rc));
         return serve_fail(&s, 1);
     }

@@ -190,6 +190,10 @@ void kvg_serve_models_unserved(struct kvg_serve *sv);
 /* A reference to the current catalog (NULL before models_init); the caller
  * unrefs it. */
 struct kvg_catalog *kvg_serve_catalog(struct kvg_serve *sv);
+/* Each served model's requests waiting in the gateway queue now into
+ * kvgate_admission_queue_model_waiting{model} (the series goes with the
+ * model's count: a reload that drops the model drops it). */
+void kvg_serve_models_queue_metrics(struct kvg_serve *sv);
 /* endpoints.c's, for its other files: a document sent (and deleted); a
  * worker's routing mode as "routing": {...}. debug_route.c: POST
  * /debug/route. */

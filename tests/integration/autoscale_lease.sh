@@ -10,10 +10,14 @@
 # Redis gone stops actuation; a dry run PATCHes nothing and takes no lease.
 # Per model with SLO misses: the gateway serves model-a and model-b (a sim
 # each) and counts finished requests against --slo-ttft-secs /
-# --slo-itl-secs; a dry-run daemon's pools of model-a and model-b read
-# their model's series alone and show measured SLO-miss shares, a pool of
-# the whole gateway with other targets the TTFT share alone, a pool of a
-# model the gateway does not serve nothing (and GET /autoscale says why).
+# --slo-itl-secs, model-b against its own models: targets (issue 38); a
+# dry-run daemon's pools of model-a (named by its alias) and model-b read
+# their model's series alone and show measured SLO-miss shares (model-b's
+# exact at its own targets), a pool of the whole gateway with other
+# targets the TTFT share alone, a pool of a model the gateway does not
+# serve nothing (and GET /autoscale says why); with model-a's one engine
+# slot taken, its requests held in the gateway queue are model-a's pool's
+# queue alone; a pool naming a split is refused with the split's models.
 source "$(dirname "$0")/lib.sh"
 FIX="$KVG_ROOT/tests/fixtures/k8s"
 INTERVAL=1 TTL_MS=3000
@@ -27,16 +31,21 @@ PIDS+=($!)
 for _ in $(seq 1 "$(scaled 50)"); do [ -f "$TMP/api.port" ] && break; sleep 0.1; done
 API=$(cat "$TMP/api.port")
 SIM=$(free_port) SIM2=$(free_port)
-start_sim "$SIM" --model model-a --speed 0.25 || { bad "sim started"; finish; }
+start_sim "$SIM" --model model-a --speed 0.25 --max-num-seqs 1 || { bad "sim started"; finish; }
 start_sim "$SIM2" --model model-b || { bad "sim B started"; finish; }
-printf 'models:\n  - {name: model-a, workers: [http://127.0.0.1:%s]}\n  - {name: model-b, workers: [http://127.0.0.1:%s]}\n' \
-  "$SIM" "$SIM2" >"$TMP/models.yaml"
+cat >"$TMP/models.yaml" <<YAML
+models:
+  - {name: model-a, aliases: [a-alias], workers: [http://127.0.0.1:$SIM]}
+  - {name: model-b, slo_ttft_secs: 5, slo_itl_secs: 30, workers: [http://127.0.0.1:$SIM2]}
+  - {name: ab, split: {model-a: 50, model-b: 50}}
+YAML
 GW=$(free_port)
-# Every stream misses the TTFT target (1 ms: model-a's sim runs at a quarter of
-# its pace, its tiny profile's first token comes after 3 ms at full pace), none the
-# ITL one (30 s).
-start_serve "$GW" --config "$TMP/models.yaml" --slo-ttft-secs 0.001 --slo-itl-secs 30 --threads 1 ||
-  { bad "serve started"; finish; }
+# Every stream misses the gateway's TTFT target (1 ms: model-a's sim runs at a
+# quarter of its pace, its tiny profile's first token comes after 3 ms at full
+# pace), none the ITL one (30 s); model-b's own (5 s) none. A request waits in
+# the gateway queue once its model's engine has one waiting.
+start_serve "$GW" --config "$TMP/models.yaml" --slo-ttft-secs 0.001 --slo-itl-secs 30 --threads 1 \
+  --critical-max-waiting 1 --load-monitor-interval-ms 100 || { bad "serve started"; finish; }
 
 cat >"$TMP/as.yaml" <<YAML
 interval_secs: $INTERVAL
@@ -106,8 +115,8 @@ cat >"$TMP/slo.yaml" <<YAML
 interval_secs: 0.5
 gateways: [http://127.0.0.1:$GW]
 pools:
-  - {name: pa, model: model-a, planner: queue, ttft_secs: 0.001, itl_secs: 30, signal_window_secs: 60, engines: [http://127.0.0.1:$SIM]}
-  - {name: pb, model: model-b, planner: queue, ttft_secs: 0.001, itl_secs: 30, signal_window_secs: 60, engines: [http://127.0.0.1:$SIM2]}
+  - {name: pa, model: a-alias, planner: queue, ttft_secs: 0.001, itl_secs: 30, signal_window_secs: 60, engines: [http://127.0.0.1:$SIM]}
+  - {name: pb, model: model-b, planner: queue, ttft_secs: 5, itl_secs: 30, signal_window_secs: 60, engines: [http://127.0.0.1:$SIM2]}
   - {name: pall, planner: queue, signal_window_secs: 60}
   - {name: pz, model: model-z, planner: queue}
 YAML
@@ -123,11 +132,14 @@ for i in 1 2 3; do # model-a streamed (each misses TTFT), model-b whole answers 
     -d '{"model":"model-a","prompt":"a longer prompt for model a, streamed","max_tokens":6,"stream":true}'
   curl -s -m 10 -o /dev/null "http://127.0.0.1:$GW/v1/completions" -d '{"model":"model-b","prompt":"b","max_tokens":3}'
 done
+# A stream of model-b: over the gateway's 1 ms, within model-b's own 5 s.
+curl -s -m 10 -o /dev/null "http://127.0.0.1:$GW/v1/completions" -d '{"model":"model-b","prompt":"b","max_tokens":3,"stream":true}'
 shares() { echo "[(p['signals']['slo_miss'], p['signals']['slo_miss_ttft'], p['signals']['slo_miss_itl']) for p in j['pools'] if p['name'] == '$1'][0]"; }
 settled() { [ "$(slo "$(shares pa)")" = "(1, 1, 0)" ] && [ "$(slo "$(shares pb)")" = "(0, 0, 0)" ]; }
 check "the requests reach the daemon's windows" until_true "$(scaled 5)" settled
-check "pa (model-a's series): every request over TTFT, none over ITL: (1, 1, 0)" [ "$(slo "$(shares pa)")" = "(1, 1, 0)" ]
-check "pb (model-b's series): whole answers miss nothing: (0, 0, 0)" [ "$(slo "$(shares pb)")" = "(0, 0, 0)" ]
+check "pa (a-alias: model-a's series): every request over TTFT, none over ITL: (1, 1, 0)" [ "$(slo "$(shares pa)")" = "(1, 1, 0)" ]
+check "  ... its served_model the one the alias resolves to" [ "$(slo "[p['served_model'] for p in j['pools']][:2]")" = "['model-a', 'model-b']" ]
+check "pb (model-b's series, at its own targets): exact, nothing missed: (0, 0, 0)" [ "$(slo "$(shares pb)")" = "(0, 0, 0)" ]
 check "pall (every model, targets not the gateway's): the TTFT share from the histogram, the rest null" \
   [ "$(slo "$(shares pall)")" = "(None, 0, None)" ]
 check "each pool reads its own model's prompts (pa's ISL over pb's); the whole gateway's arrivals are their sum" \
@@ -137,7 +149,48 @@ check "pz (a model the gateway does not serve): said so, nothing measured" \
 curl -s -m 2 "http://127.0.0.1:$GW/metrics" >"$TMP/gw.txt"
 check "the gateway's SLO series pass promtool" bash -c "promtool check metrics <'$TMP/gw.txt' >/dev/null 2>&1"
 check "  ... model-a's 3 streams as ttft_missed" grep -q '^kvgate_slo_requests_total{model="model-a",result="ttft_missed"} 3$' "$TMP/gw.txt"
+check "  ... model-b's stream met its own targets (4 met, none missed)" sh -c "
+  grep -q '^kvgate_slo_requests_total{model=\"model-b\",result=\"met\"} 4\$' '$TMP/gw.txt' &&
+  grep -q '^kvgate_slo_requests_total{model=\"model-b\",result=\"ttft_missed\"} 0\$' '$TMP/gw.txt'"
+check "  ... the targets per model, the gateway's as model \"\"" sh -c "
+  grep -q '^kvgate_slo_target_seconds{model=\"model-b\",latency=\"ttft\"} 5\$' '$TMP/gw.txt' &&
+  grep -q '^kvgate_slo_target_seconds{model=\"model-a\",latency=\"ttft\"} 0.001\$' '$TMP/gw.txt' &&
+  grep -q '^kvgate_slo_target_seconds{model=\"\",latency=\"ttft\"} 0.001\$' '$TMP/gw.txt'"
+check "  ... the alias and the split in kvgate_model_alias_info" sh -c "
+  grep -q '^kvgate_model_alias_info{alias=\"a-alias\",kind=\"alias\",model=\"model-a\"} 1\$' '$TMP/gw.txt' &&
+  [ \$(grep -c '^kvgate_model_alias_info{alias=\"ab\",kind=\"split\",model=\"model-[ab]\"} 1\$' '$TMP/gw.txt') = 2 ]"
+# The queue per model: model-a's one slot taken and one request waiting in its
+# engine, then two more of model-a wait in the gateway queue.
+gwm() { curl -s -m 2 "http://127.0.0.1:$GW/metrics" | awk -v k="$1" '$1 == k {print $2}'; }
+QP=()
+for i in 1 2; do
+  curl -s -m 30 -o /dev/null "http://127.0.0.1:$GW/v1/completions" \
+    -d '{"model":"model-a","prompt":"x","max_tokens":2000,"ignore_eos":true}' &
+  QP+=($!)
+  until_true "$(scaled 5)" eval '[ "$(gwm "kvgate_worker_engine_running{worker=\"http://127.0.0.1:$SIM\"}")" = 1 ]'
+done
+check "model-a's engine: one running, one waiting" until_true "$(scaled 5)" eval \
+  '[ "$(gwm "kvgate_worker_engine_waiting{worker=\"http://127.0.0.1:$SIM\"}")" = 1 ]'
+for i in 1 2; do
+  curl -s -m 30 -o /dev/null "http://127.0.0.1:$GW/v1/completions" -d '{"model":"a-alias","prompt":"y","max_tokens":2}' &
+  QP+=($!)
+done
+check "the gateway queue: model-a's 2, model-b's 0, and the unlabelled gauge 2" until_true "$(scaled 5)" eval \
+  '[ "$(gwm "kvgate_admission_queue_model_waiting{model=\"model-a\"}")$(gwm "kvgate_admission_queue_model_waiting{model=\"model-b\"}")$(gwm kvgate_admission_queue_waiting)" = 202 ]'
+queues() { [ "$(slo "[p['signals']['queued'] for p in j['pools']]")" = "[2, 0, 2, 0]" ]; }
+check "the daemon: pa (a-alias) queued 2, pb 0, pall (every model) 2, pz 0" until_true "$(scaled 5)" queues
+curl -s -m 2 "http://127.0.0.1:$GW/metrics" >"$TMP/gwq.txt"
+check "  ... the gateway's /metrics with a queue passes promtool" bash -c "promtool check metrics <'$TMP/gwq.txt' >/dev/null 2>&1"
+kill "${QP[@]}" 2>/dev/null; wait "${QP[@]}" 2>/dev/null
 kill "$PID_S"; wait "$PID_S" 2>/dev/null
+# A pool naming a split: one model per pool, so said, with the split's models.
+printf 'interval_secs: 0.5\ngateways: [http://127.0.0.1:%s]\npools:\n  - {name: ps, model: ab, planner: queue}\n' "$GW" >"$TMP/split.yaml"
+SP=$(free_port)
+"$KVG_BIN" autoscale --config "$TMP/split.yaml" --dry-run --port "$SP" --host 127.0.0.1 >"$TMP/as-X.out" 2>"$TMP/as-X.log" &
+PIDS+=($!) PID_X=$!
+split_said() { slo "'is a split in the gateway (of model-a, model-b)' in (j['sources_error'] or '')" | grep -q True; }
+check "a pool naming the split ab: sources_error names its models" until_true "$(scaled 5)" split_said
+kill "$PID_X"; wait "$PID_X" 2>/dev/null
 
 # The leader dies without releasing: B takes over once the key expires.
 n0=$(patches)

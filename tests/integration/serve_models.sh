@@ -101,6 +101,8 @@ check "inter_token_latency{model=m1}: a gap per token after the first ($((UO - 1
   [ "$(($(mval 'kvgate_inter_token_latency_seconds_count{model="m1"}') - i0))" = "$((UO - 1))" ]
 check "model_requests_total{model=m1,class=2xx}: one more answer" [ "$(($(mval 'kvgate_model_requests_total{model="m1",class="2xx"}') - ${r0:-0}))" = 1 ]
 check "no series for an alias or a split name" sh -c "! curl -s -m 5 '$G/metrics' | grep -E 'model=\"(gpt-4o|canary|nope)\"'"
+check "  ... but kvgate_model_alias_info says what each resolves to" sh -c "
+  curl -s -m 5 '$G/metrics' | grep -q '^kvgate_model_alias_info{alias=\"gpt-4o\",kind=\"alias\",model=\"m1\"} 1\$'"
 check "the access log line: names, usage, true TTFT, routing mode" /usr/bin/python3 -c "
 import json
 l = [json.loads(x) for x in open('$LOG') if '\"request_id\":\"obs-stream-1\"' in x][0]
@@ -230,9 +232,13 @@ wait_grep 'data:' "$TMP/s1.txt" && wait_grep 'data:' "$TMP/s2.txt"
 # its fallback: the two streams (admitted before) count against it.
 models_yaml "  - name: m5
     workers: [http://127.0.0.1:$S6]" "    max_inflight: 2
+    slo_ttft_secs: 1
+    slo_itl_secs: 0.5
     fallbacks: [m5]" >"$TMP/kvgate.yaml"
 kill -HUP "$SERVE_PID"
 check "SIGHUP: the models reloaded" wait_grep 'SIGHUP: models reloaded (4 models, 6 names)' "$LOG"
+check "  ... m2's SLO targets need a restart (started without any): logged" \
+  grep -q "SIGHUP: a models: entry's slo_ttft_secs / slo_itl_secs need a restart" "$LOG"
 m2_limits() { curl -s -m 5 "$G/serving" | python3 -c "
 import json, sys; l = [m['limits'] for m in json.load(sys.stdin)['models'] if m['name'] == 'm2'][0]
 print(l['max_inflight'], l['max_queue'], l['inflight'], l['queued'])"; }
@@ -269,6 +275,7 @@ check "  ... m5 still served, m6 unknown" [ "$(chat m5)$(chat m6)" = 200404 ]
 echo "worker_urls: [http://127.0.0.1:$S2]" >"$TMP/kvgate.yaml"
 kill -HUP "$SERVE_PID"
 check "SIGHUP without models: the flags' one model" wait_grep 'SIGHUP: models reloaded (1 models, 0 names)' "$LOG"
+check "  ... no kvgate_model_alias_info left" sh -c "! curl -s -m 5 '$G/metrics' | grep -q '^kvgate_model_alias_info{'"
 check "  ... m2 served by its worker, m1 and m5 unknown to it" [ "$(chat m2)$(chat m1)$(chat m5)" = 200404404 ]
 check "  ... /v1/models lists the workers' model" [ "$(curl -s -m 5 "$G/v1/models" | python3 -c "import json,sys; print(' '.join(m['id'] for m in json.load(sys.stdin)['data']))")" = m2 ]
 # ... and given back.
@@ -277,4 +284,6 @@ models_yaml "  - name: m5
 kill -HUP "$SERVE_PID"
 check "SIGHUP with models: again" wait_grep 'SIGHUP: models reloaded (4 models, 6 names)' "$LOG" 2
 check "  ... the alias and m5 serve again" [ "$(chat gpt-4o)$(chat m5)" = 200200 ]
+check "  ... kvgate_model_alias_info: the alias and the split's sides again" [ "$(curl -s -m 5 "$G/metrics" | grep '^kvgate_model_alias_info{' | sort | tr '\n' ' ')" = \
+  'kvgate_model_alias_info{alias="canary",kind="split",model="m1"} 1 kvgate_model_alias_info{alias="canary",kind="split",model="m2"} 1 kvgate_model_alias_info{alias="gpt-4o",kind="alias",model="m1"} 1 ' ]
 finish

@@ -193,7 +193,8 @@ static const char SLO2[] = "kvgate_model_requests_total{model=\"a\",class=\"2xx\
                            "kvgate_time_to_first_token_seconds_count{model=\"a\"} 26\n";
 
 /* A pool of model a reads a's series alone: its answers from
- * kvgate_model_requests_total, no queue (the gateway's is not per model). */
+ * kvgate_model_requests_total, no queue (no
+ * kvgate_admission_queue_model_waiting of it here). */
 TEST(sources_gateway_one_model)
 {
     struct kvg_autoscale_gw_read a, b, all, none;
@@ -339,18 +340,24 @@ TEST(sources_model_key)
 /* Recorded scrapes (tests/fixtures/metrics/kvgate_gateway_*.txt, their
  * README says how): the text from $KVG_ROOT, else the current directory
  * (the repo root under tests/run.sh). The caller frees it. */
-static char *recorded(int i, size_t *len)
+static char *recorded_file(const char *name, size_t *len)
 {
     const char *root = getenv("KVG_ROOT");
     char path[512];
-    snprintf(path, sizeof path, "%s/tests/fixtures/metrics/kvgate_gateway_%d.txt",
-             root ? root : ".", i);
+    snprintf(path, sizeof path, "%s/tests/fixtures/metrics/%s", root ? root : ".", name);
     FILE *f = fopen(path, "rb");
     if (!f) return NULL;
     char *t = malloc(1 << 20);
     *len = t ? fread(t, 1, 1 << 20, f) : 0;
     fclose(f);
     return t;
+}
+
+static char *recorded(int i, size_t *len)
+{
+    char name[64];
+    snprintf(name, sizeof name, "kvgate_gateway_%d.txt", i);
+    return recorded_file(name, len);
 }
 
 static void read_model(int i, const char *model, struct kvg_autoscale_gw_read *r)
@@ -417,4 +424,129 @@ TEST(sources_slo_recorded)
     read_model(2, "model-z", &z2);
     CHECK_INT(z2.model_seen, 0);
     CHECK_INT(kvg_autoscale_slo_delta(&z2, &z1, 0.001, 0.05, &d), -ENOENT);
+}
+
+/* Recorded scrapes of a gateway with models: (kvgate_gateway_models_*.txt,
+ * the README says how): model-a (alias a-alias) at the gateway's targets,
+ * model-b with its own (5 s, 1 s), a split ab of both; between the two,
+ * two streams of model-b and three of model-a's requests held in the
+ * gateway queue (its one engine slot taken). */
+static void read_models(int i, const char *model, struct kvg_autoscale_gw_read *r)
+{
+    char name[64];
+    size_t len = 0;
+    snprintf(name, sizeof name, "kvgate_gateway_models_%d.txt", i);
+    char *t = recorded_file(name, &len);
+    if (!t) kvg_test_fail(__FILE__, __LINE__, "cannot read %s", name);
+    kvg_autoscale_gw_parse(t, len, model, r);
+    free(t);
+}
+
+TEST(sources_models_queue_per_model)
+{
+    struct kvg_autoscale_gw_read a1, a2, b2, all2;
+    read_models(1, "model-a", &a1);
+    read_models(2, "model-a", &a2);
+    read_models(2, "model-b", &b2);
+    read_models(2, NULL, &all2);
+    CHECK_NEAR(a1.queued, 0, 0);
+    CHECK_NEAR(a2.queued, 3, 0); /* kvgate_admission_queue_model_waiting{model="model-a"} */
+    CHECK_NEAR(b2.queued, 0, 0);
+    CHECK_NEAR(all2.queued, 3, 0); /* the unlabelled gauge, as before */
+    CHECK_INT(b2.model_seen, 1);
+    /* A line of another model, or of none, is never the pool's queue. */
+    static const char t[] = "kvgate_admission_queue_waiting 7\n"
+                            "kvgate_admission_queue_model_waiting{model=\"x\"} 5\n"
+                            "kvgate_admission_queue_model_waiting{model=\"y\"} 2\n";
+    struct kvg_autoscale_gw_read x, z;
+    kvg_autoscale_gw_parse(t, strlen(t), "x", &x);
+    kvg_autoscale_gw_parse(t, strlen(t), "z", &z);
+    CHECK_NEAR(x.queued, 5, 0);
+    CHECK_NEAR(z.queued, 0, 0);
+}
+
+/* Each model's targets are its own, else the gateway's; every model
+ * summed: the gateway's only when every model's are the same. */
+TEST(sources_models_own_targets)
+{
+    struct kvg_autoscale_gw_read a1, a2, b1, b2, all;
+    read_models(1, "model-a", &a1);
+    read_models(2, "model-a", &a2);
+    read_models(1, "model-b", &b1);
+    read_models(2, "model-b", &b2);
+    read_models(2, "", &all);
+    CHECK_NEAR(a2.slo_target[0], 0.001, 1e-12);
+    CHECK_NEAR(a2.slo_target[1], 0.05, 1e-12);
+    CHECK_NEAR(b2.slo_target[0], 5, 0);
+    CHECK_NEAR(b2.slo_target[1], 1, 0);
+    CHECK_NEAR(all.slo_target[0], 0, 0); /* model-b's differ: not one target */
+    CHECK_NEAR(all.slo_target[1], 0, 0);
+    struct kvg_autoscale_slo_delta d;
+    /* model-b's two streams, judged at its own targets: met, exact. */
+    CHECK_INT(kvg_autoscale_slo_delta(&b2, &b1, 5, 1, &d), 0);
+    CHECK_INT(d.exact, 1);
+    CHECK_NEAR(d.finished, 2, 0);
+    CHECK_NEAR(d.either, 0, 0);
+    /* A pool with the gateway's targets for model-b: not the counter's,
+     * so the TTFT share from the histogram: both streams in its first
+     * bucket, (0, 10 ms], 0.9 of each over 1 ms. */
+    CHECK_INT(kvg_autoscale_slo_delta(&b2, &b1, 0.001, 0.05, &d), 0);
+    CHECK_INT(d.exact, 0);
+    CHECK_NEAR(d.ttft, 2 * 0.9, 1e-9);
+    /* The whole gateway (no one target): the histogram's, for any pool. */
+    struct kvg_autoscale_gw_read all1;
+    read_models(1, "", &all1);
+    CHECK_INT(kvg_autoscale_slo_delta(&all, &all1, 0.001, 0.05, &d), 0);
+    CHECK_INT(d.exact, 0);
+    /* One model's line and the gateway's: same values, every model: exact. */
+    static const char t[] = "kvgate_slo_target_seconds{model=\"\",latency=\"ttft\"} 2\n"
+                            "kvgate_slo_target_seconds{model=\"m\",latency=\"ttft\"} 2\n"
+                            "kvgate_slo_target_seconds{model=\"n\",latency=\"ttft\"} 2\n"
+                            "kvgate_slo_target_seconds{latency=\"itl\"} 0.1\n";
+    struct kvg_autoscale_gw_read r;
+    kvg_autoscale_gw_parse(t, strlen(t), NULL, &r);
+    CHECK_NEAR(r.slo_target[0], 2, 0);
+    CHECK_NEAR(r.slo_target[1], 0.1, 0); /* an older gateway's line: no model label */
+    kvg_autoscale_gw_parse(t, strlen(t), "m", &r);
+    CHECK_NEAR(r.slo_target[0], 2, 0);
+    CHECK_NEAR(r.slo_target[1], 0.1, 0); /* not its own: the gateway's */
+}
+
+/* A pool's model: as the gateway names it: an alias to its served model,
+ * a split to its models (which a pool of one model cannot read). */
+TEST(sources_models_alias)
+{
+    size_t len = 0;
+    char *t = recorded_file("kvgate_gateway_models_2.txt", &len);
+    CHECK(t != NULL);
+    char to[64];
+    CHECK_INT(kvg_autoscale_gw_alias(t, len, "a-alias", to, sizeof to), KVG_AUTOSCALE_ALIAS);
+    CHECK_STR(to, "model-a");
+    CHECK_INT(kvg_autoscale_gw_alias(t, len, "ab", to, sizeof to), KVG_AUTOSCALE_SPLIT);
+    CHECK_STR(to, "model-a, model-b");
+    CHECK_INT(kvg_autoscale_gw_alias(t, len, "model-a", to, sizeof to), 0);
+    CHECK_STR(to, "");
+    CHECK_INT(kvg_autoscale_gw_alias(t, len, "nope", to, sizeof to), 0);
+    char small[6]; /* cut, terminated */
+    CHECK_INT(kvg_autoscale_gw_alias(t, len, "ab", small, sizeof small), KVG_AUTOSCALE_SPLIT);
+    CHECK_STR(small, "model");
+    /* The alias's served model reads model-a's series. */
+    struct kvg_autoscale_gw_read a;
+    kvg_autoscale_gw_parse(t, len, to[0] ? to : "model-a", &a);
+    CHECK_NEAR(a.queued, 3, 0);
+    free(t);
+    /* Hostile lines: no model, value 0, a kind not said; one body's
+     * alias beats a split of the same name. */
+    static const char h[] = "kvgate_model_alias_info{alias=\"q\",kind=\"alias\",model=\"\"} 1\n"
+                            "kvgate_model_alias_info{alias=\"q\",kind=\"alias\",model=\"m0\"} 0\n"
+                            "kvgate_model_alias_info{alias=\"q\",model=\"m9\"} 1\n"
+                            "kvgate_model_alias_info{alias=\"q\",kind=\"split\",model=\"m2\"} 1\n"
+                            "kvgate_model_alias_info{alias=\"q\",kind=\"alias\",model=\"m1\"} 1\n"
+                            "kvgate_model_alias_info{alias=\"q\",kind=\"alias\",model=\"m3\"} 1\n";
+    CHECK_INT(kvg_autoscale_gw_alias(h, strlen(h), "q", to, sizeof to), KVG_AUTOSCALE_ALIAS);
+    CHECK_STR(to, "m1");
+    static const char h2[] = "kvgate_model_alias_info{alias=\"q\",kind=\"alias\",model=\"m1\"} 1\n"
+                             "kvgate_model_alias_info{alias=\"q\",kind=\"split\",model=\"m2\"} 1\n";
+    CHECK_INT(kvg_autoscale_gw_alias(h2, strlen(h2), "q", to, sizeof to), KVG_AUTOSCALE_ALIAS);
+    CHECK_STR(to, "m1");
 }

@@ -149,6 +149,37 @@ TEST(three_models_alias_split_fallbacks)
     free_cfg(c, path);
 }
 
+/* A model's own SLO targets, else the top level's (--slo-ttft-secs and
+ * --slo-itl-secs); none at all: 0, not judged. */
+TEST(models_own_slo_targets)
+{
+    char path[64], err[512];
+    struct kvg_serve_config *c;
+    const char *yaml = "slo_ttft_secs: 1\n"
+                       "slo_itl_secs: 0.05\n"
+                       "models:\n"
+                       "  - name: small\n"
+                       "    slo_ttft_secs: 0.25\n"
+                       "    slo_itl_secs: 0.02\n"
+                       "    workers: [http://127.0.0.1:8001]\n"
+                       "  - {name: big, workers: [http://127.0.0.1:8002]}\n";
+    CHECK_INT(serve_parse(yaml, path, &c, err, sizeof err, 0, NULL), 0);
+    struct kvg_catalog *cat;
+    CHECK_INT(kvg_serve_models_catalog(c, path, &cat, err, sizeof err), 0);
+    CHECK_NEAR(cat->models[0].slo_ttft_s, 0.25, 0);
+    CHECK_NEAR(cat->models[0].slo_itl_s, 0.02, 0);
+    CHECK_NEAR(cat->models[1].slo_ttft_s, 1, 0); /* the gateway's */
+    CHECK_NEAR(cat->models[1].slo_itl_s, 0.05, 0);
+    kvg_catalog_unref(cat);
+    c->slo_ttft_s = c->slo_itl_s = 0; /* no gateway targets: big is not judged */
+    CHECK_INT(kvg_serve_models_catalog(c, path, &cat, err, sizeof err), 0);
+    CHECK_NEAR(cat->models[0].slo_ttft_s, 0.25, 0);
+    CHECK_NEAR(cat->models[1].slo_ttft_s, 0, 0);
+    CHECK_NEAR(cat->models[1].slo_itl_s, 0, 0);
+    kvg_catalog_unref(cat);
+    free_cfg(c, path);
+}
+
 TEST(single_model_flags_are_one_model_of_any_name)
 {
     char path[64], err[512];
@@ -367,6 +398,24 @@ static const struct hostile hostile[] = {
      "  - {name: a, workers: [http://127.0.0.1:8001]}\n"
      "  - {name: b, alias_of: a, max_queue: 4}\n",
      3, "models[1] 'b': max_queue: only a model with workers has one (this entry is an alias)"},
+    {"an alias with SLO targets",
+     "models:\n"
+     "  - {name: a, workers: [http://127.0.0.1:8001]}\n"
+     "  - {name: b, alias_of: a, slo_ttft_secs: 1, slo_itl_secs: 0.05}\n",
+     3, "models[1] 'b': slo_ttft_secs: only a model with workers has one (this entry is an alias)"},
+    {"a split with an ITL target",
+     "models:\n"
+     "  - {name: a, workers: [http://127.0.0.1:8001]}\n"
+     "  - name: b\n"
+     "    split: {a: 100}\n"
+     "    slo_itl_secs: 0.05\n",
+     3, "models[1] 'b': slo_itl_secs: only a model with workers has one (this entry is a split)"},
+    {"a TTFT target without its ITL one",
+     "models:\n"
+     "  - name: a\n"
+     "    slo_ttft_secs: 1\n"
+     "    workers: [http://127.0.0.1:8001]\n",
+     2, "models[0] 'a': slo_ttft_secs and slo_itl_secs go together"},
     {"a fallback naming a split",
      "models:\n"
      "  - {name: a, workers: [http://127.0.0.1:8001]}\n"
@@ -443,6 +492,20 @@ TEST(the_loader_refuses_what_it_cannot_read)
          "3: models[0].max_inflight: expects an integer 1..1000000, got '-1'"},
         {"models:\n  - name: a\n    max_queue: 0\n    workers: [http://127.0.0.1:8001]\n",
          "3: models[0].max_queue: expects an integer 1..1000000, got '0'"},
+        {"models:\n  - name: a\n    slo_ttft_secs: -1\n    workers: [http://127.0.0.1:8001]\n",
+         "3: models[0].slo_ttft_secs: expects a number 0.001..3600, got '-1'"},
+        {"models:\n  - name: a\n    slo_ttft_secs: 0\n    workers: [http://127.0.0.1:8001]\n",
+         "3: models[0].slo_ttft_secs: expects a number 0.001..3600, got '0'"},
+        {"models:\n  - name: a\n    slo_ttft_secs: nan\n    workers: [http://127.0.0.1:8001]\n",
+         "3: models[0].slo_ttft_secs: expects a number 0.001..3600, got 'nan'"},
+        {"models:\n  - name: a\n    slo_itl_secs: inf\n    workers: [http://127.0.0.1:8001]\n",
+         "3: models[0].slo_itl_secs: expects a number 0.0001..60, got 'inf'"},
+        {"models:\n  - name: a\n    slo_itl_secs: 1e999\n    workers: [http://127.0.0.1:8001]\n",
+         "3: models[0].slo_itl_secs: expects a number 0.0001..60, got '1e999'"},
+        {"models:\n  - name: a\n    slo_itl_secs: 61\n    workers: [http://127.0.0.1:8001]\n",
+         "3: models[0].slo_itl_secs: expects a number 0.0001..60, got '61'"},
+        {"models:\n  - name: a\n    slo_itl_secs: 50ms\n    workers: [http://127.0.0.1:8001]\n",
+         "3: models[0].slo_itl_secs: expects a number 0.0001..60, got '50ms'"},
         {"worker_urls: [http://127.0.0.1:8009]\n"
          "models:\n  - name: a\n    workers: [http://127.0.0.1:8001]\n",
          NULL},
