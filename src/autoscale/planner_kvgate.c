@@ -347,10 +347,13 @@ static double burst_margin(struct kvp *q, double now)
  * replica it could have had (bench/results/autoscale-faststart.md).
  * The reaction time is the shortest lead among the node states new
  * replicas land on (kvg_autoscale_startup_lead_first) plus an interval;
- * the planner reacts when that is under W/2, the longest burst the level
- * ignores. Returns 1 then, with *tau the reaction time and *share the
- * share of new replicas that come within it; 0 on today's nodes (the
- * shortest, a warm start, is minutes). */
+ * the planner reacts when that is under W/5, the shortest burst the
+ * burst margin counts (its ratios are W/5 means): a reaction later than
+ * that lands after such a burst (a 7B's warm start, 75 s + 15, reacted
+ * to the realistic aggregated day's 90-180 s bursts at the end of the
+ * short ones, for 6% more GPU-hours on seed 3 and no SLO). Returns 1
+ * then, with *tau the reaction time and *share the share of new replicas
+ * that come within it; 0 on today's nodes. */
 static int react_on(const struct kvp *q, double interval, double *tau, double *share)
 {
     const struct kvg_autoscale_opts *o = &q->base.o;
@@ -359,7 +362,7 @@ static int react_on(const struct kvp *q, double interval, double *tau, double *s
                                                     o->cold_share, o->fetch_share, o->node, &f);
     *tau = first + interval;
     *share = f;
-    return f > 0 && *tau < window_of(q) / 2;
+    return f > 0 && *tau < window_of(q) / 5;
 }
 
 /* What the pool sizes on when it reacts: the larger of `base` (the level

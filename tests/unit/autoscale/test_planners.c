@@ -697,8 +697,8 @@ static struct kvg_autoscale_decision kvgate_burst(const struct kvg_autoscale_sta
  * today's nodes (the shortest a warm start's minutes, kvgate_sizes_on_the_
  * level_not_a_burst) it is left to the headroom: 7. With half the nodes
  * restoring the excess is asked twice over (6 + 1.8 / 0.5 = 9.6, 10.56:
- * 11), only half of it coming in time; a restore slower than W/2 reacts
- * not at all. */
+ * 11), only half of it coming in time; a restore whose reaction is
+ * slower than W/5 (60 s) reacts not at all. */
 TEST(kvgate_reacts_to_the_last_window_when_replicas_come_sooner_than_a_burst)
 {
     struct kvg_autoscale_startup m;
@@ -717,10 +717,11 @@ TEST(kvgate_reacts_to_the_last_window_when_replicas_come_sooner_than_a_burst)
     /* Not above the level: nothing to react to. */
     d = kvgate_burst(&m, 20);
     CHECK_INT(d.desired, 7);
-    /* Restores slower than W/2 (p90 200 s): the burst is the headroom's. */
+    /* Restores whose reaction (p90 60 s + 15) is slower than W/5: the
+     * burst is the headroom's. */
     m.fast_share = 1;
     CHECK_INT(kvg_autoscale_startup_set(&m, "default", KVG_AUTOSCALE_RESTORE,
-                                        (struct kvg_autoscale_startup_dist){150, 100, 200}),
+                                        (struct kvg_autoscale_startup_dist){45, 30, 60}),
               0);
     d = kvgate_burst(&m, 26);
     CHECK_INT(d.desired, 7);
