@@ -21,9 +21,8 @@
  *     interval: see backlog_floor() below;
  *   - a prefill pool keeps a burst margin over its level and forecast,
  *     learned from the load's own bursts: see burst_margin() below;
- *   - a pool whose new replicas (some of them) come sooner than a burst
- *     lasts sizes on the last window too, and keeps less margin: see
- *     react_on() below;
+ *   - a pool whose new replicas come sooner than a burst lasts sizes on
+ *     the last window too, and keeps less margin: see react_on() below;
  *   - replicas already starting count: the deficit is against ready +
  *     starting;
  *   - a young replica (empty prefix cache) and every one still to come is
@@ -339,46 +338,38 @@ static double burst_margin(struct kvp *q, double now)
     return r > 1 ? r - 1 : 0;
 }
 
-/* The reaction to the recent window: a pool whose first new replicas are
- * useful sooner than a burst lasts sizes on the last window too. The
- * level (the median of W) leaves bursts shorter than W/2 out by design,
- * right when a replica takes longer than they last; with restores in
- * seconds it came after a 90-180 s burst had been missed for want of a
- * replica it could have had (bench/results/autoscale-faststart.md).
- * The reaction time is the shortest lead among the node states new
- * replicas land on (kvg_autoscale_startup_lead_first) plus an interval;
- * the planner reacts when that is under W/5, the shortest burst the
- * burst margin counts (its ratios are W/5 means): a reaction later than
- * that lands after such a burst (a 7B's warm start, 75 s + 15, reacted
- * to the realistic aggregated day's 90-180 s bursts at the end of the
- * short ones, for 6% more GPU-hours on seed 3 and no SLO). Returns 1
- * then, with *tau the reaction time and *share the share of new replicas
- * that come within it; 0 on today's nodes. */
-static int react_on(const struct kvp *q, double interval, double *tau, double *share)
+/* The reaction to the recent window: a pool whose new replicas are useful
+ * sooner than a burst lasts sizes on the last window too. The level (the
+ * median of W) leaves bursts shorter than W/2 out by design, right when a
+ * replica takes longer than they last; with restores in seconds it came
+ * after a 90-180 s burst had been missed for want of a replica it could
+ * have had (bench/results/autoscale-faststart.md). The reaction time is
+ * the pool's lead (lead_time(): the longest p90 among the node states with
+ * a share, so a pool with some cold nodes keeps their minutes) plus an
+ * interval; the planner reacts when that is under W/5, the shortest burst
+ * the burst margin counts (its ratios are W/5 means): a reaction later
+ * than that lands after such a burst. Returns 1 then, with *tau the
+ * reaction time; 0 on today's nodes (a warm start's p90 is 75 s for the
+ * 7B, minutes for the 32B). Asking the fastest class's share of a mixed
+ * pool for the burst 1 / share times over, and the gate at W/2, were
+ * measured and not kept (bench/results/autoscale-faststart.md). */
+static int react_on(double lead, double interval, double w, double *tau)
 {
-    const struct kvg_autoscale_opts *o = &q->base.o;
-    double f = 0;
-    double first = kvg_autoscale_startup_lead_first(o->startup ? o->startup : &q->dflt, o->model,
-                                                    o->cold_share, o->fetch_share, o->node, &f);
-    *tau = first + interval;
-    *share = f;
-    return f > 0 && *tau < window_of(q) / 5;
+    *tau = lead + interval;
+    return lead > 0 && *tau < w / 5;
 }
 
 /* What the pool sizes on when it reacts: the larger of `base` (the level
- * and forecast, corrected) and the last window's corrected load, the
- * excess over base asked for 1 / share times over (only that share of new
- * replicas comes within the reaction time; the rest are cancelled once the
- * burst's need leaves the hold window). At most twice the pool, as the
- * backlog floor: one interval's window cannot order the cap at once. */
+ * and forecast, corrected) and the last window's corrected load, at most
+ * twice the pool, as the backlog floor: one interval's window cannot order
+ * the cap at once. */
 static double react_need(const struct kvp *q, const struct kvg_autoscale_signals *s, double raw,
-                         double base, double share)
+                         double base)
 {
     double r = q->corr * raw;
-    if (!(r > base) || !(share > 0)) return base;
-    double cur = (double)(s->ready + s->starting);
-    double n = base + (r - base) / share, bound = 2 * (cur > 1 ? cur : 1);
-    return n < bound ? n : fmax(bound, base);
+    if (!(r > base)) return base;
+    double cur = (double)(s->ready + s->starting), bound = 2 * (cur > 1 ? cur : 1);
+    return r < bound ? r : fmax(bound, base);
 }
 
 /* The burst margin of a reacting pool. A margin is for what comes before a
@@ -456,9 +447,9 @@ static int kvgate_plan(struct kvg_autoscale_planner *p, const struct kvg_autosca
     }
     /* The reaction sizes up, but scale-down holds it only a reaction time
      * (react_hold()), and the burst margin stays on the level and forecast. */
-    double tau = 0, share = 0, held = need;
-    int rx = react_on(q, interval, &tau, &share);
-    double fresh = rx ? react_need(q, s, raw, fmax(lvl, fc) + batch, share) : 0;
+    double tau = 0, held = need;
+    int rx = react_on(lead, interval, window_of(q), &tau);
+    double fresh = rx ? react_need(q, s, raw, fmax(lvl, fc) + batch) : 0;
     if (fresh > need) {
         need = fresh;
         why = "recent window";

@@ -206,29 +206,18 @@ double kvg_autoscale_startup_lead(const struct kvg_autoscale_startup *m, const c
     return h;
 }
 
-/* The share of the nodes in each state: cold_share and fetch_share of the
- * nodes beside m's fast_share, the rest as rest_class, fast_share as
- * m's fast_class. */
-static void node_shares(const struct kvg_autoscale_startup *m, double cold_share,
-                        double fetch_share, enum kvg_autoscale_node rest_class,
-                        double share[KVG_AUTOSCALE_NODE_STATES])
+double kvg_autoscale_startup_lead_mix(const struct kvg_autoscale_startup *m, const char *model,
+                                      double cold_share, double fetch_share,
+                                      enum kvg_autoscale_node rest_class)
 {
     double rest = m->fast_share > 0 && m->fast_share <= 1 ? 1 - m->fast_share : 1;
-    for (int st = 0; st < KVG_AUTOSCALE_NODE_STATES; st++) share[st] = 0;
+    double share[KVG_AUTOSCALE_NODE_STATES] = {0};
     share[KVG_AUTOSCALE_COLD] = cold_share * rest;
     share[KVG_AUTOSCALE_FETCH] = fetch_share * rest;
     if ((unsigned)rest_class >= KVG_AUTOSCALE_NODE_STATES) rest_class = KVG_AUTOSCALE_WARM;
     share[rest_class] += (1 - cold_share - fetch_share) * rest;
     if (rest < 1 && (unsigned)m->fast_class < KVG_AUTOSCALE_NODE_STATES)
         share[m->fast_class] += m->fast_share;
-}
-
-double kvg_autoscale_startup_lead_mix(const struct kvg_autoscale_startup *m, const char *model,
-                                      double cold_share, double fetch_share,
-                                      enum kvg_autoscale_node rest_class)
-{
-    double share[KVG_AUTOSCALE_NODE_STATES];
-    node_shares(m, cold_share, fetch_share, rest_class, share);
     double lead = 0;
     for (int st = 0; st < KVG_AUTOSCALE_NODE_STATES; st++) {
         if (share[st] < 0.05) continue;
@@ -236,25 +225,6 @@ double kvg_autoscale_startup_lead_mix(const struct kvg_autoscale_startup *m, con
         if (l > lead) lead = l;
     }
     return lead;
-}
-
-double kvg_autoscale_startup_lead_first(const struct kvg_autoscale_startup *m, const char *model,
-                                        double cold_share, double fetch_share,
-                                        enum kvg_autoscale_node rest_class, double *within)
-{
-    double share[KVG_AUTOSCALE_NODE_STATES], lead[KVG_AUTOSCALE_NODE_STATES] = {0};
-    node_shares(m, cold_share, fetch_share, rest_class, share);
-    double first = 0;
-    for (int st = 0; st < KVG_AUTOSCALE_NODE_STATES; st++) {
-        if (share[st] < 0.05) continue;
-        lead[st] = kvg_autoscale_startup_lead(m, model, (enum kvg_autoscale_node)st);
-        if (first == 0 || lead[st] < first) first = lead[st];
-    }
-    double w = 0;
-    for (int st = 0; st < KVG_AUTOSCALE_NODE_STATES; st++)
-        if (share[st] >= 0.05 && lead[st] <= first) w += share[st];
-    if (within) *within = w;
-    return first;
 }
 
 double kvg_autoscale_startup_prior(const struct kvg_autoscale_startup *m, const char *model,

@@ -114,15 +114,6 @@ double kvg_autoscale_startup_lead(const struct kvg_autoscale_startup *m, const c
 double kvg_autoscale_startup_lead_mix(const struct kvg_autoscale_startup *m, const char *model,
                                       double cold_share, double fetch_share,
                                       enum kvg_autoscale_node rest);
-/* The other end of the same mix: the shortest lead among the node states
- * with at least 5% of the nodes, and (*within, may be NULL) the share of the
- * nodes whose new replicas are useful within it: how soon some of a batch
- * of new replicas serve, and how many of them do (the kvgate planner's
- * reaction to the recent window, planner_kvgate.c). 0 with *within 0 when
- * no state holds 5%. */
-double kvg_autoscale_startup_lead_first(const struct kvg_autoscale_startup *m, const char *model,
-                                        double cold_share, double fetch_share,
-                                        enum kvg_autoscale_node rest, double *within);
 /* The prior alone (the default distribution's p-quantile), and the
  * samples' own (nearest rank; NAN before any): what GET /autoscale shows
  * side by side with the lead in use. */

@@ -159,28 +159,3 @@ TEST(fast_share_moves_the_lead_mix)
     for (int i = 0; i < 5; i++) kvg_autoscale_startup_observe(&m, md, KVG_AUTOSCALE_RESTORE, 8, -1);
     CHECK_NEAR(kvg_autoscale_startup_lead_mix(&m, md, 0.5, 0, KVG_AUTOSCALE_WARM), 8, 1e-9);
 }
-
-/* The other end of the mix (the kvgate planner's reaction): the shortest
- * lead among the classes with 5% of the nodes, and the share that comes
- * within it. */
-TEST(lead_first_is_the_fastest_class_with_a_share)
-{
-    struct kvg_autoscale_startup m;
-    kvg_autoscale_startup_init(&m);
-    const char *md = "qwen2.5-32b";
-    double warm = kvg_autoscale_startup_lead(&m, md, KVG_AUTOSCALE_WARM);
-    double rest = kvg_autoscale_startup_lead(&m, md, KVG_AUTOSCALE_RESTORE);
-    double w = -1;
-    CHECK_NEAR(kvg_autoscale_startup_lead_first(&m, md, 0.5, 0, KVG_AUTOSCALE_WARM, &w), warm,
-               1e-9);
-    CHECK_NEAR(w, 0.5, 1e-9);
-    m.fast_class = KVG_AUTOSCALE_RESTORE;
-    m.fast_share = 0.5;
-    CHECK_NEAR(kvg_autoscale_startup_lead_first(&m, md, 0.5, 0, KVG_AUTOSCALE_WARM, &w), rest,
-               1e-9);
-    CHECK_NEAR(w, 0.5, 1e-9);
-    /* 3% fast: under 5%, the warm nodes' again. */
-    m.fast_share = 0.03;
-    CHECK_NEAR(kvg_autoscale_startup_lead_first(&m, md, 0.5, 0, KVG_AUTOSCALE_WARM, NULL), warm,
-               1e-9);
-}
