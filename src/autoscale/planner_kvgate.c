@@ -349,8 +349,8 @@ static double burst_margin(struct kvp *q, double now)
  * interval; the planner reacts when that is under W/5, the shortest burst
  * the burst margin counts (its ratios are W/5 means): a reaction later
  * than that lands after such a burst. Returns 1 then, with *tau the
- * reaction time; 0 on today's nodes (a warm start's p90 is 75 s for the
- * 7B, minutes for the 32B). Asking the fastest class's share of a mixed
+ * reaction time; 0 on today's nodes (half cold: a lead of 204 s for the
+ * 7B, 471 s for the 32B). Asking the fastest class's share of a mixed
  * pool for the burst 1 / share times over, and the gate at W/2, were
  * measured and not kept (bench/results/autoscale-faststart.md). */
 static int react_on(double lead, double interval, double w, double *tau)
@@ -378,12 +378,12 @@ static double react_need(const struct kvp *q, const struct kvg_autoscale_signals
  * target's wait T (the target less the idle TTFT) meanwhile. With margin m
  * the queue grows at (r - 1 - m) x the level for tau, and waits
  * (r - 1 - m) tau / (1 + m) <= T at m = r tau / (tau + T) - 1: the ratio
- * burst_margin() learned, scaled by tau / (tau + T). Today's slow nodes
- * (tau of minutes) keep all of it; a wake of seconds keeps little; a
- * 30 s restore keeps ~96% (a step burst must still be held while a
- * replica restores: the reaction saves the rest of the burst and its
- * queue's drain, not its start). A fixed margin (burst_headroom > 0) is
- * the operator's and kept. */
+ * burst_margin() learned, scaled by tau / (tau + T). At a 1 s TTFT target
+ * a 30 s restore (tau 45 s) keeps over 97% of it and a wake (tau ~18 s
+ * with the interval) ~95%: a step burst must still be held while a
+ * replica comes (the reaction saves the rest of the burst and its queue's
+ * drain, not its start); only a reaction time near T lets it fall far. A
+ * fixed margin (burst_headroom > 0) is the operator's and kept. */
 static double react_margin(struct kvp *q, double now, double tau)
 {
     const struct kvg_autoscale_opts *o = &q->base.o;
