@@ -21,6 +21,8 @@
  *     interval: see backlog_floor() below;
  *   - a prefill pool keeps a burst margin over its level and forecast,
  *     learned from the load's own bursts: see burst_margin() below;
+ *   - a pool whose new replicas come sooner than a burst lasts sizes on
+ *     the last window too, and keeps less margin: see react_on() below;
  *   - replicas already starting count: the deficit is against ready +
  *     starting;
  *   - a young replica (empty prefix cache) and every one still to come is
@@ -65,6 +67,7 @@ struct kvp {
     struct kv_ring hold;  /* the target (need with its margins) per interval */
     struct kv_ring keep;  /* what must fit in one fewer at down_util (see kvgate_plan) */
     struct kv_ring burst; /* the highest burst ratio of each W/5 */
+    struct kv_ring rkeep; /* the reaction's need with its headroom per interval (react_hold()) */
     double burst_cur;     /* the highest since the last one kept, 0 none */
     double burst_since;   /* when the first ratio was measured, < 0 not yet */
     double idle_since;
@@ -335,6 +338,72 @@ static double burst_margin(struct kvp *q, double now)
     return r > 1 ? r - 1 : 0;
 }
 
+/* The reaction to the recent window: a pool whose new replicas are useful
+ * sooner than a burst lasts sizes on the last window too. The level (the
+ * median of W) leaves bursts shorter than W/2 out by design, right when a
+ * replica takes longer than they last; with restores in seconds it came
+ * after a 90-180 s burst had been missed for want of a replica it could
+ * have had (bench/results/autoscale-faststart.md). The reaction time is
+ * the pool's lead (lead_time(): the longest p90 among the node states with
+ * a share, so a pool with some cold nodes keeps their minutes) plus an
+ * interval; the planner reacts when that is under W/5, the shortest burst
+ * the burst margin counts (its ratios are W/5 means): a reaction later
+ * than that lands after such a burst. Returns 1 then, with *tau the
+ * reaction time; 0 on today's nodes (half cold: a lead of 204 s for the
+ * 7B, 471 s for the 32B). Asking the fastest class's share of a mixed
+ * pool for the burst 1 / share times over, and the gate at W/2, were
+ * measured and not kept (bench/results/autoscale-faststart.md). */
+static int react_on(double lead, double interval, double w, double *tau)
+{
+    *tau = lead + interval;
+    return lead > 0 && *tau < w / 5;
+}
+
+/* What the pool sizes on when it reacts: the larger of `base` (the level
+ * and forecast, corrected) and the last window's corrected load, at most
+ * twice the pool, as the backlog floor: one interval's window cannot order
+ * the cap at once. */
+static double react_need(const struct kvp *q, const struct kvg_autoscale_signals *s, double raw,
+                         double base)
+{
+    double r = q->corr * raw;
+    if (!(r > base)) return base;
+    double cur = (double)(s->ready + s->starting), bound = 2 * (cur > 1 ? cur : 1);
+    return r < bound ? r : fmax(bound, base);
+}
+
+/* The burst margin of a reacting pool. A margin is for what comes before a
+ * replica can: the pool must hold a burst of ratio r over its level only
+ * until the reaction lands (tau), its queue of prompts within the TTFT
+ * target's wait T (the target less the idle TTFT) meanwhile. With margin m
+ * the queue grows at (r - 1 - m) x the level for tau, and waits
+ * (r - 1 - m) tau / (1 + m) <= T at m = r tau / (tau + T) - 1: the ratio
+ * burst_margin() learned, scaled by tau / (tau + T). At a 1 s TTFT target
+ * a 30 s restore (tau 45 s) keeps over 97% of it and a wake (tau ~18 s
+ * with the interval) ~95%: a step burst must still be held while a
+ * replica comes (the reaction saves the rest of the burst and its queue's
+ * drain, not its start); only a reaction time near T lets it fall far. A
+ * fixed margin (burst_headroom > 0) is the operator's and kept. */
+static double react_margin(struct kvp *q, double now, double tau)
+{
+    const struct kvg_autoscale_opts *o = &q->base.o;
+    double m = burst_margin(q, now);
+    if (o->burst_headroom > 0 || !(m > 0)) return m;
+    double t = fmax(o->ttft_target_s - fmax(o->prof.ttft_idle_s, 0), 0);
+    double r = (1 + m) * tau / (tau + t);
+    return r > 1 ? r - 1 : 0;
+}
+
+/* What scale-down must still fit of the reaction: its need (with the
+ * headroom) over the last reaction time. A replica asked for a burst is
+ * given back once the burst has been over for as long as one would take
+ * to come back, not held down_hold_s as the level's are (those take a
+ * slow start to replace, and the reaction's could be back within tau). */
+static double react_hold(const struct kvp *q, double now, double tau)
+{
+    return ring_max(&q->rkeep, now - tau);
+}
+
 static int kvgate_plan(struct kvg_autoscale_planner *p, const struct kvg_autoscale_signals *s,
                        struct kvg_autoscale_decision *d)
 {
@@ -367,7 +436,8 @@ static int kvgate_plan(struct kvg_autoscale_planner *p, const struct kvg_autosca
     const char *why = "forecast";
     /* Sized on the level and the forecast, not the last window: replicas
      * asked for a burst shorter than their start-up arrive after it (bursts
-     * are the headroom's and the backlog floor's). */
+     * are the headroom's and the backlog floor's), unless some come sooner
+     * than a burst lasts (react_on()). */
     double lvl = q->corr * level_of(q, s->now);
     double batch = batch_need(q, s, hit, lead);
     double need = fmax(lvl, fc) + batch;
@@ -375,17 +445,27 @@ static int kvgate_plan(struct kvg_autoscale_planner *p, const struct kvg_autosca
         need = react;
         why = "backlog";
     }
+    /* The reaction sizes up, but scale-down holds it only a reaction time
+     * (react_hold()), and the burst margin stays on the level and forecast. */
+    double tau = 0, held = need;
+    int rx = react_on(lead, interval, window_of(q), &tau);
+    double fresh = rx ? react_need(q, s, raw, fmax(lvl, fc) + batch) : 0;
+    if (fresh > need) {
+        need = fresh;
+        why = "recent window";
+    }
     d->need = need;
     /* The burst margin covers the level and the forecast (the backlog floor
      * is a burst's own answer already); the hysteresis below does not
      * stack on it: a pool may go one fewer when the burst margin still fits
      * at full use, or the headroom at down_util, whichever is larger. */
-    double bm = burst_margin(q, s->now),
+    double bm = rx ? react_margin(q, s->now, tau) : burst_margin(q, s->now),
            du = o->down_util > 0 && o->down_util <= 1 ? o->down_util : 0.8;
     double base = fmax(lvl, fc) + batch;
     double target = fmax(need * (1 + o->headroom), base * (1 + bm));
     ring_put(&q->hold, s->now, target);
-    ring_put(&q->keep, s->now, fmax(need * (1 + o->headroom), base * (1 + bm) * du));
+    ring_put(&q->keep, s->now, fmax(held * (1 + o->headroom), base * (1 + bm) * du));
+    ring_put(&q->rkeep, s->now, fresh * (1 + o->headroom));
     /* Young and coming replicas are worth 1 - penalty until their caches fill. */
     double pen =
         o->cold_cache_penalty > 0 && o->cold_cache_penalty < 0.9 ? o->cold_cache_penalty : 0;
@@ -416,6 +496,7 @@ static int kvgate_plan(struct kvg_autoscale_planner *p, const struct kvg_autosca
          * fit in one fewer replica at down_util. */
         double peak = fmax(ring_max(&q->keep, s->now - o->down_hold_s),
                            fmax(fc * (1 + o->headroom), fc * (1 + bm) * du));
+        if (rx) peak = fmax(peak, react_hold(q, s->now, tau));
         if (peak <= (double)(cur - 1) * du + 1e-9 && up < cur) {
             want = cur - 1;
             why = "scale-down (hysteresis held)";

@@ -136,3 +136,43 @@ TEST(hysteresis_does_not_stack_on_the_margin)
     CHECK_INT(x.d.desired, 19);
     kvg_autoscale_planner_free(x.p);
 }
+
+/* The margin with a lead shorter than a burst (planner_kvgate.c,
+ * react_margin()): the ratio learned, scaled by tau / (tau + T), tau the
+ * reaction time (a restore's 20 s p90 + the 15 s interval), T the TTFT
+ * target's wait (here 10 - 0.2 s, a target long enough for the scale to
+ * show). Two 60 s bursts back to back, 1.5x then 2.25x the level: the
+ * margin learns the highest minute's mean over the level (4 x 22.5 and 15
+ * over 10: 2.1x) and on today's nodes holds the pool at 21 after them; on
+ * restoring nodes 2.1 x 35 / 44.8 = 1.64: 17, the replicas the bursts
+ * brought given back. The first hour's prior is set to 1 (none) to see
+ * the learned margins alone. */
+TEST(margin_shrinks_when_replicas_come_sooner_than_a_burst)
+{
+    struct kvg_autoscale_startup m;
+    kvg_autoscale_startup_init(&m);
+    struct kvg_autoscale_opts o = opts(KVG_AUTOSCALE_PREFILL);
+    o.burst_prior = 1;
+    o.ttft_target_s = 10;
+    o.startup = &m;
+    uint32_t peak[2], after[2];
+    for (int fast = 0; fast < 2; fast++) {
+        m.fast_class = KVG_AUTOSCALE_RESTORE;
+        m.fast_share = fast;
+        struct pool x;
+        pool_init(&x, &o, 11);
+        run(&x, 900, 50);
+        CHECK_INT(x.d.desired, 11);
+        run(&x, 960, 75);
+        run(&x, 1020, 112.5);
+        peak[fast] = x.d.desired;
+        run(&x, 2400, 50);
+        after[fast] = x.d.desired;
+        kvg_autoscale_planner_free(x.p);
+    }
+    CHECK_INT(after[0], 21);
+    CHECK_INT(after[1], 17);
+    /* In the burst the reacting pool was sized on it (22.5 x 1.1 = 24.75)
+     * besides the margin. */
+    CHECK_INT(peak[1], 25);
+}

@@ -641,18 +641,26 @@ TEST(kvgate_correction_forgets_a_burst_within_a_minute)
     kvg_autoscale_planner_free(p);
 }
 
-TEST(kvgate_sizes_on_the_level_not_a_burst)
+/* kvgate (o, without the young-cache penalty) on 7 replicas at 20 req/s
+ * (load 6.0, 6.6 with headroom) for 5 minutes: the level a burst comes
+ * over. *t is the next tick. */
+static struct kvg_autoscale_planner *kvgate_at_level(struct kvg_autoscale_opts o,
+                                                     struct kvg_autoscale_decision *d, int *t)
 {
-    struct kvg_autoscale_opts o = opts();
     o.cold_cache_penalty = 0;
     struct kvg_autoscale_planner *p = make("kvgate", &o);
-    struct kvg_autoscale_decision d;
-    /* 20 req/s (load 6.0, 6.6 with headroom) on 7 replicas for 5 minutes */
-    int t = 0;
-    for (; t < 300; t += 15) {
-        struct kvg_autoscale_signals s = steady(t, 7, 20);
-        kvg_autoscale_plan(p, &s, &d);
+    for (*t = 0; *t < 300; *t += 15) {
+        struct kvg_autoscale_signals s = steady(*t, 7, 20);
+        kvg_autoscale_plan(p, &s, d);
     }
+    return p;
+}
+
+TEST(kvgate_sizes_on_the_level_not_a_burst)
+{
+    struct kvg_autoscale_decision d;
+    int t;
+    struct kvg_autoscale_planner *p = kvgate_at_level(opts(), &d, &t);
     CHECK_INT(d.desired, 7);
     /* A window at twice the rate without a backlog: the 5-minute median does
      * not move, and no replica is asked for that would come after it. */
@@ -666,6 +674,56 @@ TEST(kvgate_sizes_on_the_level_not_a_burst)
     }
     CHECK(d.desired >= 13);
     kvg_autoscale_planner_free(p);
+}
+
+/* kvgate_at_level with new replicas landing as `m` says, then one window
+ * at `burst` req/s (no backlog): the decision on that window. */
+static struct kvg_autoscale_decision kvgate_burst(const struct kvg_autoscale_startup *m,
+                                                  double burst)
+{
+    struct kvg_autoscale_opts o = opts();
+    o.startup = m;
+    struct kvg_autoscale_decision d;
+    int t;
+    struct kvg_autoscale_planner *p = kvgate_at_level(o, &d, &t);
+    struct kvg_autoscale_signals s = steady(t, 7, burst);
+    kvg_autoscale_plan(p, &s, &d);
+    kvg_autoscale_planner_free(p);
+    return d;
+}
+
+/* The same burst window (26 req/s: load 7.8 over the level's 6.0) on
+ * restores of 20 s (p90) is sized for (7.8 + 10% = 8.58: 9), where on
+ * today's nodes (their lead minutes, kvgate_sizes_on_the_level_not_a_burst)
+ * it is left to the headroom: 7; so it is with half the nodes restoring
+ * (the pool's lead is its cold nodes'), and with restores whose reaction
+ * is slower than W/5 (60 s). */
+TEST(kvgate_reacts_to_the_last_window_when_replicas_come_sooner_than_a_burst)
+{
+    struct kvg_autoscale_startup m;
+    kvg_autoscale_startup_init(&m);
+    struct kvg_autoscale_decision d = kvgate_burst(&m, 26);
+    CHECK_INT(d.desired, 7);
+    CHECK(strstr(d.reason, "forecast:") == d.reason);
+    m.fast_class = KVG_AUTOSCALE_RESTORE;
+    m.fast_share = 1;
+    d = kvgate_burst(&m, 26);
+    CHECK_INT(d.desired, 9);
+    CHECK(strstr(d.reason, "recent window:") == d.reason);
+    /* Not above the level: nothing to react to. */
+    d = kvgate_burst(&m, 20);
+    CHECK_INT(d.desired, 7);
+    m.fast_share = 0.5;
+    d = kvgate_burst(&m, 26);
+    CHECK_INT(d.desired, 7);
+    /* Restores whose reaction (p90 60 s + 15) is slower than W/5: the
+     * burst is the headroom's. */
+    m.fast_share = 1;
+    CHECK_INT(kvg_autoscale_startup_set(&m, "default", KVG_AUTOSCALE_RESTORE,
+                                        (struct kvg_autoscale_startup_dist){45, 30, 60}),
+              0);
+    d = kvgate_burst(&m, 26);
+    CHECK_INT(d.desired, 7);
 }
 
 /* Lengths not measured yet (no request finished in the window) read as 0
