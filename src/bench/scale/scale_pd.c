@@ -630,6 +630,8 @@ static void timeline_misses(struct pdrun *R)
         out->missed[i]++;
         unsigned miss = q->state == P_DONE ? q->miss : fail_miss(R, q);
         if (miss & KVG_AUTOSCALE_MISS_PREFILL) out->missed_prefill[i]++;
+        out->missed_leg[0] += (miss & KVG_AUTOSCALE_MISS_PREFILL) != 0;
+        out->missed_leg[1] += (miss & KVG_AUTOSCALE_MISS_DECODE) != 0;
     }
 }
 
