@@ -126,11 +126,13 @@ void kvg_autoscale_obs_first(struct kvg_autoscale_obs *o, double t, double ttft)
 
 /* The legs of a PD request's misses (signals.h): its TTFT miss (a failure
  * counts as one) is the prefill leg's when that leg alone passed the
- * target, else the decode leg's; an ITL miss is the decode leg's. */
-static unsigned legs_of(unsigned miss, int failed, double prefill_s, double ttft_target)
+ * target or took the larger part of the TTFT, else the decode leg's; an ITL
+ * miss is the decode leg's. */
+static unsigned legs_of(unsigned miss, int failed, double ttft, double prefill_s,
+                        double ttft_target)
 {
     unsigned m = KVG_AUTOSCALE_LEG;
-    int pre = prefill_s > ttft_target;
+    int pre = prefill_s > ttft_target || (!failed && ttft >= 0 && 2 * prefill_s >= ttft);
     if (miss & KVG_AUTOSCALE_MISS_TTFT)
         m |= pre ? KVG_AUTOSCALE_MISS_PREFILL : KVG_AUTOSCALE_MISS_DECODE;
     if ((miss & KVG_AUTOSCALE_MISS_ITL) && !(failed && pre)) m |= KVG_AUTOSCALE_MISS_DECODE;
@@ -143,7 +145,7 @@ unsigned kvg_autoscale_obs_judge(int failed, double ttft, double itl, double pre
     unsigned miss = failed ? KVG_AUTOSCALE_MISS_FAILED
                            : (ttft >= 0 && ttft > ttft_target ? KVG_AUTOSCALE_MISS_TTFT : 0) |
                                  (itl >= 0 && itl > itl_target ? KVG_AUTOSCALE_MISS_ITL : 0);
-    return prefill_s >= 0 ? miss | legs_of(miss, failed, prefill_s, ttft_target) : miss;
+    return prefill_s >= 0 ? miss | legs_of(miss, failed, ttft, prefill_s, ttft_target) : miss;
 }
 
 /* One finish's count into b's miss sums. */

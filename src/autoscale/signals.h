@@ -74,10 +74,14 @@ void kvg_autoscale_obs_first(struct kvg_autoscale_obs *o, double t, double ttft)
 /* A PD request's misses by leg, beside the targets. A request waits for a
  * decode replica before its first token, so a TTFT miss is not the prefill
  * pool's alone: it is the prefill leg's when the prefill leg alone (from
- * arrival to its end, queue included) passed the TTFT target, else the
- * decode leg's (the transfer and the wait for and on a decode replica). An
- * ITL miss is the decode leg's; a failure the leg it had not passed. LEG:
- * not a miss, the request had a timed prefill leg (its misses are split). */
+ * arrival to its end, queue included) passed the TTFT target or took the
+ * larger part of the TTFT, else the decode leg's (the transfer and the wait
+ * for and on a decode replica). By the first rule alone, the first misses
+ * of a prefill queue (a leg just under the target, then the usual transfer
+ * and first step) went to the decode pool, and the prefill pool's
+ * correction missed them (bench/results/autoscale-realistic.md). An ITL
+ * miss is the decode leg's; a failure the leg it had not passed. LEG: not a
+ * miss, the request had a timed prefill leg (its misses are split). */
 #define KVG_AUTOSCALE_MISS_PREFILL 4u
 #define KVG_AUTOSCALE_MISS_DECODE 8u
 #define KVG_AUTOSCALE_LEG 16u

@@ -195,7 +195,10 @@ static const struct {
     {1, -1, -1, 0.5, KVG_AUTOSCALE_MISS_FAILED | KVG_AUTOSCALE_MISS_DECODE}, /* failed after */
     {0, 1.0, 0.02, 0, 0},                                                    /* decode only */
     {0, 2.4, 0.02, 0, KVG_AUTOSCALE_MISS_TTFT | KVG_AUTOSCALE_MISS_DECODE},
-    {0, 2.1, 0.02, 2.0, KVG_AUTOSCALE_MISS_TTFT | KVG_AUTOSCALE_MISS_DECODE}, /* at the target */
+    /* At the target, under it: the larger part of the TTFT either way. */
+    {0, 2.1, 0.02, 2.0, KVG_AUTOSCALE_MISS_TTFT | KVG_AUTOSCALE_MISS_PREFILL},
+    {0, 2.2, 0.02, 1.5, KVG_AUTOSCALE_MISS_TTFT | KVG_AUTOSCALE_MISS_PREFILL},
+    {0, 2.2, 0.02, 1.0, KVG_AUTOSCALE_MISS_TTFT | KVG_AUTOSCALE_MISS_DECODE},
 };
 
 TEST(signals_miss_split_by_leg)
@@ -216,12 +219,12 @@ TEST(signals_miss_split_by_leg)
                              10);
     kvg_autoscale_obs_next(o);
     struct kvg_autoscale_signals s;
-    window(o, 1, 1, 1, &s); /* 10 finished */
-    CHECK_NEAR(s.slo_miss, 9.0 / 10, 1e-12);
-    CHECK_NEAR(s.slo_miss_ttft, 8.0 / 10, 1e-12);
-    CHECK_NEAR(s.slo_miss_itl, 4.0 / 10, 1e-12);
-    CHECK_NEAR(s.slo_miss_prefill, 3.0 / 10, 1e-12); /* queued prefill, both, never prefilled */
-    CHECK_NEAR(s.slo_miss_decode, 6.0 / 10, 1e-12);
+    window(o, 1, 1, 1, &s); /* 12 finished */
+    CHECK_NEAR(s.slo_miss, 11.0 / 12, 1e-12);
+    CHECK_NEAR(s.slo_miss_ttft, 10.0 / 12, 1e-12);
+    CHECK_NEAR(s.slo_miss_itl, 4.0 / 12, 1e-12);
+    CHECK_NEAR(s.slo_miss_prefill, 5.0 / 12, 1e-12); /* queued, both, never, the larger part */
+    CHECK_NEAR(s.slo_miss_decode, 6.0 / 12, 1e-12);
     /* A window of one-leg requests only: the leg split unknown, not 0. */
     kvg_autoscale_obs_finish(o, 1.5, 0.01, kvg_autoscale_obs_judge(0, 2.5, 0.01, -1, tt, it), 100,
                              10);
@@ -246,9 +249,9 @@ TEST(signals_miss_split_by_leg)
     kvg_autoscale_feed_take_free(&tk);
     kvg_autoscale_obs_next(o);
     window(o, 1, 1, 1, &s);
-    CHECK_NEAR(s.slo_miss_prefill, 3.0 / 10, 1e-12);
-    CHECK_NEAR(s.slo_miss_decode, 6.0 / 10, 1e-12);
-    CHECK_NEAR(s.slo_miss, 9.0 / 10, 1e-12);
+    CHECK_NEAR(s.slo_miss_prefill, 5.0 / 12, 1e-12);
+    CHECK_NEAR(s.slo_miss_decode, 6.0 / 12, 1e-12);
+    CHECK_NEAR(s.slo_miss, 11.0 / 12, 1e-12);
     kvg_autoscale_obs_free(o);
     kvg_autoscale_feed_destroy(f);
     free(f);
