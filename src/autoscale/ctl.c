@@ -221,6 +221,8 @@ static cJSON *signals_json(const struct kvg_autoscale_signals *s)
     add_known(j, "slo_miss", s->slo_miss);
     add_known(j, "slo_miss_ttft", s->slo_miss_ttft);
     add_known(j, "slo_miss_itl", s->slo_miss_itl);
+    add_known(j, "slo_miss_prefill", s->slo_miss_prefill);
+    add_known(j, "slo_miss_decode", s->slo_miss_decode);
     return j;
 }
 

@@ -46,6 +46,10 @@ struct kvg_autoscale_signals {
     double slo_miss; /* share of the window's finished requests over a target, < 0 unknown */
     double slo_miss_ttft, slo_miss_itl; /* ... over the TTFT, resp. the ITL target (a failed
                                            request counts in both), < 0 unknown */
+    /* ... missed on the prefill leg, resp. the decode leg, of a PD request
+     * (autoscale/signals.h, KVG_AUTOSCALE_MISS_PREFILL): < 0 unknown (no
+     * PD request with a timed prefill leg finished in the window). */
+    double slo_miss_prefill, slo_miss_decode;
     /* The batch class waiting in the gateway queue (not in queued nor in
      * inflight_prompt_tokens): its requests, their prompt and expected
      * output tokens (0: unknown, batch_queued x the measured isl / osl stand in), and the

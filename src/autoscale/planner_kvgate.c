@@ -199,15 +199,22 @@ static void correct_split(struct kvp *q, const struct kvg_autoscale_signals *s, 
     }
 }
 
-/* The misses a pool answers for: a prefill pool its requests' TTFT, a
- * decode pool their ITL, an aggregated pool both (a request over either
- * target). Read as one share, a decode pool took the prefill side's TTFT
- * misses in a burst for its own and grew a replica it then held all day
+/* The misses a pool answers for: a prefill pool those of its requests'
+ * prefill leg, a decode pool those of their decode leg (the TTFT a request
+ * spent waiting for and on a decode replica after a prefill within the
+ * target, and its ITL: autoscale/signals.h), an aggregated pool both (a
+ * request over either target). Where no leg was timed (kvgate autoscale's
+ * gateway reading) a prefill pool reads the TTFT misses, a decode pool the
+ * ITL misses. Read as one share, a decode pool took the prefill side's TTFT
+ * misses in a burst for its own and grew a replica it then held all day;
+ * on ITL alone it could not see the TTFT its own shortage costs
  * (bench/results/autoscale-realistic.md). */
 static double miss_of(enum kvg_autoscale_role role, const struct kvg_autoscale_signals *s)
 {
-    if (role == KVG_AUTOSCALE_PREFILL) return s->slo_miss_ttft;
-    if (role == KVG_AUTOSCALE_DECODE) return s->slo_miss_itl;
+    if (role == KVG_AUTOSCALE_PREFILL)
+        return s->slo_miss_prefill >= 0 ? s->slo_miss_prefill : s->slo_miss_ttft;
+    if (role == KVG_AUTOSCALE_DECODE)
+        return s->slo_miss_decode >= 0 ? s->slo_miss_decode : s->slo_miss_itl;
     return s->slo_miss;
 }
 

@@ -124,21 +124,40 @@ void kvg_autoscale_obs_first(struct kvg_autoscale_obs *o, double t, double ttft)
     ring_put(&o->ttft, t, ttft);
 }
 
-unsigned kvg_autoscale_obs_judge(int failed, double ttft, double itl, double ttft_target,
-                                 double itl_target)
+/* The legs of a PD request's misses (signals.h): its TTFT miss (a failure
+ * counts as one) is the prefill leg's when that leg alone passed the
+ * target or took the larger part of the TTFT, else the decode leg's; an ITL
+ * miss is the decode leg's. */
+static unsigned legs_of(unsigned miss, int failed, double ttft, double prefill_s,
+                        double ttft_target)
 {
-    if (failed) return KVG_AUTOSCALE_MISS_FAILED;
-    return (ttft >= 0 && ttft > ttft_target ? KVG_AUTOSCALE_MISS_TTFT : 0) |
-           (itl >= 0 && itl > itl_target ? KVG_AUTOSCALE_MISS_ITL : 0);
+    unsigned m = KVG_AUTOSCALE_LEG;
+    int pre = prefill_s > ttft_target || (!failed && ttft >= 0 && 2 * prefill_s >= ttft);
+    if (miss & KVG_AUTOSCALE_MISS_TTFT)
+        m |= pre ? KVG_AUTOSCALE_MISS_PREFILL : KVG_AUTOSCALE_MISS_DECODE;
+    if ((miss & KVG_AUTOSCALE_MISS_ITL) && !(failed && pre)) m |= KVG_AUTOSCALE_MISS_DECODE;
+    return m;
+}
+
+unsigned kvg_autoscale_obs_judge(int failed, double ttft, double itl, double prefill_s,
+                                 double ttft_target, double itl_target)
+{
+    unsigned miss = failed ? KVG_AUTOSCALE_MISS_FAILED
+                           : (ttft >= 0 && ttft > ttft_target ? KVG_AUTOSCALE_MISS_TTFT : 0) |
+                                 (itl >= 0 && itl > itl_target ? KVG_AUTOSCALE_MISS_ITL : 0);
+    return prefill_s >= 0 ? miss | legs_of(miss, failed, ttft, prefill_s, ttft_target) : miss;
 }
 
 /* One finish's count into b's miss sums. */
 static void count_miss(struct kvg_autoscale_obs_sums *b, unsigned miss)
 {
     b->finished++;
-    b->missed += miss != 0;
+    b->missed += (miss & KVG_AUTOSCALE_MISS_FAILED) != 0;
     b->missed_ttft += (miss & KVG_AUTOSCALE_MISS_TTFT) != 0;
     b->missed_itl += (miss & KVG_AUTOSCALE_MISS_ITL) != 0;
+    b->legged += (miss & KVG_AUTOSCALE_LEG) != 0;
+    b->missed_pre += (miss & KVG_AUTOSCALE_MISS_PREFILL) != 0;
+    b->missed_dec += (miss & KVG_AUTOSCALE_MISS_DECODE) != 0;
 }
 
 void kvg_autoscale_obs_finish(struct kvg_autoscale_obs *o, double t, double itl, unsigned miss,
@@ -166,6 +185,9 @@ static void sums_add(struct kvg_autoscale_obs_sums *a, const struct kvg_autoscal
     a->missed += s->missed;
     a->missed_ttft += s->missed_ttft;
     a->missed_itl += s->missed_itl;
+    a->legged += s->legged;
+    a->missed_pre += s->missed_pre;
+    a->missed_dec += s->missed_dec;
     a->done_n += s->done_n;
     a->done_prompt += s->done_prompt;
     a->done_out += s->done_out;
@@ -208,6 +230,8 @@ void kvg_autoscale_obs_window(struct kvg_autoscale_obs *o, double tick_s, double
     s->slo_miss = sum.finished > 0 ? sum.missed / sum.finished : -1;
     s->slo_miss_ttft = sum.finished > 0 ? sum.missed_ttft / sum.finished : -1;
     s->slo_miss_itl = sum.finished > 0 ? sum.missed_itl / sum.finished : -1;
+    s->slo_miss_prefill = sum.legged > 0 ? sum.missed_pre / sum.finished : -1;
+    s->slo_miss_decode = sum.legged > 0 ? sum.missed_dec / sum.finished : -1;
     ring_window(&o->ttft, o->scratch, s->now - w, &s->ttft_mean, &s->ttft_p90);
     ring_window(&o->itl, o->scratch, s->now - w, &s->itl_mean, &s->itl_p90);
 }
@@ -271,12 +295,13 @@ void kvg_autoscale_feed_first(struct kvg_autoscale_feed *f, double ttft)
 }
 
 void kvg_autoscale_feed_finish(struct kvg_autoscale_feed *f, int failed, double ttft, double itl,
-                               double prompt_tokens, double out_tokens, double cached)
+                               double prefill_s, double prompt_tokens, double out_tokens,
+                               double cached)
 {
     struct kvg_autoscale_feed_shard *sh = shard_lock(f);
     struct kvg_autoscale_obs_sums *s = &sh->sums;
     if (sh->ndone < KVG_AUTOSCALE_FEED_SAMPLES) {
-        sh->done[sh->ndone++] = (struct kvg_autoscale_feed_done){ttft, itl, failed};
+        sh->done[sh->ndone++] = (struct kvg_autoscale_feed_done){ttft, itl, prefill_s, failed};
     } else { /* no room to judge it later: counted, missed only when failed */
         count_miss(s, failed ? KVG_AUTOSCALE_MISS_FAILED : 0);
     }
@@ -333,7 +358,8 @@ void kvg_autoscale_obs_fold(struct kvg_autoscale_obs *o, const struct kvg_autosc
     struct kvg_autoscale_obs_sums *b = cur(o);
     for (size_t i = 0; i < tk->ndone; i++) {
         const struct kvg_autoscale_feed_done *d = &tk->done[i];
-        count_miss(b, kvg_autoscale_obs_judge(d->failed, d->ttft, d->itl, ttft_target, itl_target));
+        count_miss(b, kvg_autoscale_obs_judge(d->failed, d->ttft, d->itl, d->prefill_s, ttft_target,
+                                              itl_target));
         if (d->itl >= 0) ring_put(&o->itl, t, d->itl);
     }
 }

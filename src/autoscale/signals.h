@@ -40,6 +40,9 @@ struct kvg_autoscale_obs_sums {
     double missed;        /* of them, over the TTFT or ITL target, or failed */
     double missed_ttft;   /* of them, over the TTFT target, or failed */
     double missed_itl;    /* of them, over the ITL target, or failed */
+    double legged;        /* of them, PD requests with a timed prefill leg ... */
+    double missed_pre;    /* ... missed on the prefill leg (KVG_AUTOSCALE_MISS_PREFILL) */
+    double missed_dec;    /* ... missed on the decode leg (KVG_AUTOSCALE_MISS_DECODE) */
     double done_n;        /* finished requests whose lengths the engine said */
     double done_prompt;   /* their prompt tokens */
     double done_out;      /* their output tokens */
@@ -68,11 +71,30 @@ void kvg_autoscale_obs_first(struct kvg_autoscale_obs *o, double t, double ttft)
 #define KVG_AUTOSCALE_MISS_TTFT 1u
 #define KVG_AUTOSCALE_MISS_ITL 2u
 #define KVG_AUTOSCALE_MISS_FAILED (KVG_AUTOSCALE_MISS_TTFT | KVG_AUTOSCALE_MISS_ITL)
+/* A PD request's misses by leg, beside the targets. A request waits for a
+ * decode replica before its first token, so a TTFT miss is not the prefill
+ * pool's alone: it is the prefill leg's when the prefill leg alone (from
+ * arrival to its end, queue included) passed the TTFT target or took the
+ * larger part of the TTFT, else the decode leg's (the transfer and the wait
+ * for and on a decode replica). By the first rule alone, the first misses
+ * of a prefill queue (a leg just under the target, then the usual transfer
+ * and first step) went to the decode pool, and the prefill pool's
+ * correction missed them (bench/results/autoscale-realistic.md). An ITL
+ * miss is the decode leg's; a failure the leg it had not passed. LEG: not a
+ * miss, the request had a timed prefill leg (its misses are split). */
+#define KVG_AUTOSCALE_MISS_PREFILL 4u
+#define KVG_AUTOSCALE_MISS_DECODE 8u
+#define KVG_AUTOSCALE_LEG 16u
 
 /* The targets a request missed (KVG_AUTOSCALE_MISS_*): failed, or its TTFT
- * / mean ITL (< 0 not seen) over ttft_target / itl_target. */
-unsigned kvg_autoscale_obs_judge(int failed, double ttft, double itl, double ttft_target,
-                                 double itl_target);
+ * / mean ITL (< 0 not seen) over ttft_target / itl_target; and for a PD
+ * request (prefill_s >= 0: the seconds from its arrival to its prefill
+ * leg's end, 0 when it had none on a prefill replica, INFINITY when the
+ * leg never ended) which leg each miss is (KVG_AUTOSCALE_MISS_PREFILL,
+ * _DECODE, with KVG_AUTOSCALE_LEG). prefill_s < 0: one leg, no split. A
+ * request missed a target iff (miss & KVG_AUTOSCALE_MISS_FAILED) != 0. */
+unsigned kvg_autoscale_obs_judge(int failed, double ttft, double itl, double prefill_s,
+                                 double ttft_target, double itl_target);
 
 /* A request ended at t: its mean inter-token latency itl (< 0 none: it
  * failed or had one token), the targets it missed (KVG_AUTOSCALE_MISS_*,
@@ -90,7 +112,9 @@ void kvg_autoscale_obs_next(struct kvg_autoscale_obs *o);
  * over the span (0 when no bucket closed yet); isl / osl, the token rates
  * they stand for, cache_hit, slo_miss (and its split, slo_miss_ttft and
  * slo_miss_itl) and the latencies are < 0 when nothing in the window
- * measured them. A feeder that adds finished sums itself
+ * measured them; slo_miss_prefill / slo_miss_decode (shares of all the
+ * window's finished requests) are < 0 unless a finished request of the
+ * window had a timed prefill leg. A feeder that adds finished sums itself
  * (kvg_autoscale_obs_add) adds missed_ttft and missed_itl with them, or
  * the split reads 0. ISL: the arrivals' prompt tokens
  * when each arrival's was known, else the finished requests' usage; OSL:
@@ -114,6 +138,7 @@ double kvg_autoscale_obs_span(const char *planner, double interval_s, double win
  * against each pool's own targets. */
 struct kvg_autoscale_feed_done {
     double ttft, itl; /* seconds, < 0 not seen */
+    double prefill_s; /* its prefill leg (kvg_autoscale_obs_judge), < 0 one leg */
     int failed;       /* the gateway or engine failed it */
 };
 
@@ -137,10 +162,12 @@ void kvg_autoscale_feed_destroy(struct kvg_autoscale_feed *f);
  * builder's: prompt_tokens / out_tokens / cached < 0 unknown. */
 void kvg_autoscale_feed_arrive(struct kvg_autoscale_feed *f, double prompt_tokens);
 void kvg_autoscale_feed_first(struct kvg_autoscale_feed *f, double ttft);
-/* A request ended: failed, its TTFT and mean ITL (< 0 not seen), and the
- * engine's usage (< 0 unknown); output tokens count as emitted now. */
+/* A request ended: failed, its TTFT and mean ITL (< 0 not seen), its
+ * prefill leg (prefill_s as kvg_autoscale_obs_judge's) and the engine's
+ * usage (< 0 unknown); output tokens count as emitted now. */
 void kvg_autoscale_feed_finish(struct kvg_autoscale_feed *f, int failed, double ttft, double itl,
-                               double prompt_tokens, double out_tokens, double cached);
+                               double prefill_s, double prompt_tokens, double out_tokens,
+                               double cached);
 
 /* What one fold took out of a feed. */
 struct kvg_autoscale_feed_take {

@@ -10,6 +10,7 @@
  * "unknown"; never a name only a client sent. Each loop keeps the series
  * it has looked up (struct kvg__proxy_mcache), so the hot path takes no
  * lock once a model was seen. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -280,10 +281,14 @@ void kvg__proxy_observe_end(struct proxy_req *pr, int status)
                               .failed = status >= 500 || (status == 499 && !pr->first_ns),
                               .ttft_s = -1,
                               .itl_s = -1,
+                              .prefill_s = -1,
                               .prompt_tokens = u.found ? u.prompt_tokens : -1,
                               .completion_tokens = u.found ? u.completion_tokens : -1,
                               .cached_tokens = u.found && u.cached_found ? u.cached_tokens : -1,
                               .model = kvg__proxy_model_served(pr)};
+    if (pr->pd_split)
+        o.prefill_s =
+            pr->prefill_end_ns ? (double)(pr->prefill_end_ns - pr->t0_ns) / 1e9 : INFINITY;
     if (pr->tok_first_ns) {
         o.ttft_s = (double)(pr->tok_first_ns - pr->t0_ns) / 1e9;
         /* vLLM's mean ITL: the span from the first token to the last over

@@ -9,6 +9,7 @@
 
 #include "base/err.h"
 #include "base/log.h"
+#include "base/util.h"
 #include "proxy/proxy_int.h"
 
 static void on_prefilled(void *ud, const struct kvg_pd_result *res)
@@ -17,6 +18,7 @@ static void on_prefilled(void *ud, const struct kvg_pd_result *res)
     if (!pr->req) return; /* cannot happen: a client gone cancels the leg */
     kvg__proxy_trace_prefill_end(pr, res->ok ? 200 : res->status);
     if (res->ok) {
+        pr->prefill_end_ns = kvg_now_ns();
         /* Input accounting from the leg that computed it. */
         kvg_gate_usage_prefill(&pr->gate, pr->pdr.prompt_tokens, pr->pdr.prefill_cached);
         if (!pr->pdr.concurrent)
@@ -71,6 +73,11 @@ int kvg__proxy_pd_start(struct proxy_req *pr, struct kvg_route_ctx *ctx)
     in.model = kvg__proxy_model_label(pr, label, sizeof label);
     int rc = kvg_pd_begin(kvg__proxy_pd(pr), &pr->pdr, pr->pl->client, ctx, &in, on_prefilled, pr);
     if (rc || pr->pdr.state == KVG_PD_DECODE) kvg__proxy_trace_prefill_end(pr, -1); /* none sent */
+    /* Its legs for the autoscaler (kvg__proxy_observe_end): served whole by a
+     * decode worker, or refused for want of decode room, it had no prefill
+     * leg: what it misses is the decode pool's. */
+    pr->pd_split = !rc || rc == -EBUSY;
+    if (rc == -EBUSY || (!rc && pr->pdr.state == KVG_PD_DECODE)) pr->prefill_end_ns = pr->t0_ns;
     /* No prefill worker: its model's fallback, when it has one (nothing was sent). */
     if (rc == KVG_ENOWORKER && kvg__proxy_fall_back(pr, "no_healthy_worker")) return 1;
     if (rc == KVG_ENOWORKER) {

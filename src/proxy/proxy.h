@@ -100,6 +100,11 @@ struct kvg_proxy_obs {
     double ttft_s;
     /* FINISH: (last token event - first) / (tokens - 1) of a stream; < 0 none */
     double itl_s;
+    /* FINISH, a request split into PD legs: seconds from arrival to its
+     * prefill leg's end (0: it had none, served whole by a decode worker or
+     * refused for want of decode room; INFINITY: the leg never ended); < 0
+     * one leg (kvg_autoscale_obs_judge's prefill_s). */
+    double prefill_s;
     int64_t prompt_tokens, completion_tokens, cached_tokens; /* FINISH: usage, -1 unknown */
     /* The served model of models: (after its alias, split or fallback;
      * valid during the call), "" for the single-model flags' one. An

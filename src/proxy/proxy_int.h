@@ -108,6 +108,11 @@ struct proxy_req {
     struct kvg_buf xout;          /* scratch: a translated stream's bytes for the client */
     struct kvg_gate_req gate;     /* the gateway's view: key, priority, quota, usage */
     struct kvg_pd_req pdr;        /* its PD legs, when its model has a PD mode (kvg__proxy_pd) */
+    /* pd_legs.c: split into PD legs (the decision made), and when its
+     * prefill leg ended (kvg_now_ns; t0_ns when it had none on a prefill
+     * worker; 0 not ended), for the autoscaler's misses by leg. */
+    int pd_split;
+    uint64_t prefill_end_ns;
     /* obs.c: the series of the model that answered (set when the engine's
      * head came), the token clock (token-carrying events seen, the first
      * and last one's arrival), the answer's error code ("" none; from the

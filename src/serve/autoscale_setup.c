@@ -209,8 +209,9 @@ static void on_observe(void *ud, const struct kvg_proxy_obs *o)
     else if (o->kind == KVG_PROXY_OBS_FIRST)
         kvg_autoscale_feed_first(f, o->ttft_s);
     else if (o->failed || (o->status >= 200 && o->status < 300) || o->status == 499)
-        kvg_autoscale_feed_finish(f, o->failed, o->ttft_s, o->itl_s, (double)o->prompt_tokens,
-                                  (double)o->completion_tokens, (double)o->cached_tokens);
+        kvg_autoscale_feed_finish(f, o->failed, o->ttft_s, o->itl_s, o->prefill_s,
+                                  (double)o->prompt_tokens, (double)o->completion_tokens,
+                                  (double)o->cached_tokens);
 }
 
 /* A feed per group and each pool's window (enough ticks for its span). */

@@ -6,7 +6,8 @@
 # the faults: client gone during the prefill, prefill killed mid-transfer,
 # prefill restarted with its held blocks gone, decode killed before its
 # first byte (retried on the other decode) and mid-stream. Each ends cleanly
-# and leaves in-flight at 0 on every worker.
+# and leaves in-flight at 0 on every worker. GET /autoscale's SLO misses by
+# leg (slo_miss_prefill, slo_miss_decode) are measured on this PD path.
 . "$KVG_ROOT/tests/integration/lib.sh"
 
 GW=$(free_port) P=$(free_port) PS=$(free_port) D1=$(free_port) D2=$(free_port)
@@ -21,7 +22,18 @@ start_sim "$D1" --role decode --labels rack=r2,zone=z1
 D1_PID=${PIDS[-1]}
 start_sim "$D2" --role decode --labels rack=r1,zone=z1 # the prefill's rack: preferred
 D2_PID=${PIDS[-1]}
-start_serve "$GW" --vllm-pd-disaggregation --prefill "http://127.0.0.1:$P" none \
+# Autoscale pools that only report (external actuator). A TTFT target of
+# 1 ms: a streamed pair's prefill leg alone (a ~530-token prefill and its
+# round trip) passes it, so its miss is the prefill leg's; the ITL target
+# is past reach.
+cat >"$TMP/as.yaml" <<YAML
+interval_secs: 0.3
+actuator: external
+pools:
+  - {name: pre, model: qwen2.5-7b, role: prefill, planner: kvgate, ttft_secs: 0.001, itl_secs: 60, max_replicas: 4}
+  - {name: dec, model: qwen2.5-7b, role: decode, planner: kvgate, ttft_secs: 0.001, itl_secs: 60, max_replicas: 4}
+YAML
+start_serve "$GW" --autoscale "$TMP/as.yaml" --vllm-pd-disaggregation --prefill "http://127.0.0.1:$P" none \
   --decode "http://127.0.0.1:$D1" --decode "http://127.0.0.1:$D2" \
   --worker-labels rack=r1,zone=z1 rack=r2,zone=z1 rack=r1,zone=z1 \
   --pd-threshold-tokens 64 --disable-health-check --retry-initial-backoff-ms 10
@@ -45,6 +57,9 @@ body() { # stream max_tokens
     "$PROMPT" "$2" "$1"
 }
 check "all workers healthy" wait_healthy 3
+legs() { curl -s -m 2 "$G/autoscale" >"$TMP/as.json" && json_get "$TMP/as.json" "[tuple(None if v is None else float(v) for v in (p['signals']['slo_miss_prefill'], p['signals']['slo_miss_decode'])) for p in j['pools']]"; }
+for _ in $(seq 1 "$(scaled 30)"); do [ -n "$(legs)" ] && break; sleep 0.1; done # the first tick
+check "GET /autoscale: misses by leg null before any request finished ($(legs))" test "$(legs)" = "[(None, None), (None, None)]"
 
 # --- happy path: streamed from a decode, its KV pulled from the prefill
 curl -s -N -m 20 -D "$TMP/h1" "$G/v1/completions" -d "$(body true 8)" >"$TMP/s1"
@@ -59,6 +74,11 @@ check "  ... under the one model's label (the name its workers list)" \
   test "$(metric 'kvgate_pd_kv_transfer_seconds_count{model="sim-model"}')/$(metric 'kvgate_pd_decisions_total{model="sim-model",decision="prefill_decode"}')" = 1/1
 curl -s -m 20 "$G/v1/completions" -d "$(body false 4)" >"$TMP/j1"
 check "non-stream answer from decode" test "$(json_get "$TMP/j1" "j['usage']['completion_tokens']")" = 4
+# Two pairs finished: the stream's TTFT miss is its prefill leg's, the whole
+# answer has no TTFT (no miss), so each pool reads 1 of 2 on the prefill leg
+# and none on the decode leg (bounded: until a tick folded both).
+for _ in $(seq 1 "$(scaled 30)"); do [ "$(legs)" = "[(0.5, 0.0), (0.5, 0.0)]" ] && break; sleep 0.1; done
+check "GET /autoscale: misses by leg measured on the PD path ($(legs))" test "$(legs)" = "[(0.5, 0.0), (0.5, 0.0)]"
 check "in flight 0 after the happy path" workers_idle "$G"
 curl -s -m 5 "$G/debug/route" -d "$(body false 4)" >"$TMP/dr"
 check "/debug/route: the pair's decision" test "$(json_get "$TMP/dr" "j['pd']['decision']")" = prefill_decode

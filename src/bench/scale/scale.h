@@ -265,6 +265,9 @@ struct kvg_bench_scale_pd_result {
     int status; /* 0 ran; KVG_ENOTFOUND unknown planner */
     uint64_t requests, met, ttft_met, itl_met, failed;
     uint64_t local_prefills; /* requests prefilled on a decode replica (pd_local_wait_s) */
+    /* requests that missed on the prefill leg, the decode leg (one can miss
+     * on both: autoscale/signals.h, KVG_AUTOSCALE_MISS_PREFILL) */
+    uint64_t missed_leg[2];
     double slo_attainment, ttft_attainment, itl_attainment;
     double gpu_hours; /* prefill + decode */
     double ttft_p50_s, ttft_p90_s, ttft_p99_s, itl_p90_s, xfer_p90_s, cache_hit;

@@ -127,10 +127,10 @@ void kvg__scale_day_done(struct scale_day *d, const struct scale_req *r, uint32_
     kvg_bench_samples_add(&d->all_itl, itl);
 }
 
-void kvg__scale_day_fail(struct scale_day *d, const struct scale_req *r, int first)
+void kvg__scale_day_fail(struct scale_day *d, const struct scale_req *r, int first, unsigned miss)
 {
     if (!first) d->inflight_prompt -= r->prompt_len;
-    kvg_autoscale_obs_finish(d->ob, 0, -1, KVG_AUTOSCALE_MISS_FAILED, -1, -1);
+    kvg_autoscale_obs_finish(d->ob, 0, -1, miss, -1, -1);
 }
 
 int kvg__scale_day_point(struct scale_day *d, double t, size_t n, double *t_h, double *rate,

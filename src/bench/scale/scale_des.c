@@ -25,7 +25,7 @@ static void fail(struct run *R, struct rq *q)
         if (p->e) kvg_sim_abort(p->e, (uint64_t)(q - R->rq));
         if (p->inflight) p->inflight--;
     }
-    kvg__scale_day_fail(&R->d, &q->r, q->first);
+    kvg__scale_day_fail(&R->d, &q->r, q->first, KVG_AUTOSCALE_MISS_FAILED);
     q->state = Q_FAILED;
     R->out->failed++;
 }
@@ -191,7 +191,7 @@ static void finish(struct run *R, struct rq *q, double t)
     /* Batch waits in the gateway by design: its TTFT counts from its dispatch. */
     double ttft = q->t_first - (q->batch ? q->t_disp : q->r.arrival);
     unsigned miss =
-        kvg_autoscale_obs_judge(0, ttft, itl, o->aopts.ttft_target_s, o->aopts.itl_target_s);
+        kvg_autoscale_obs_judge(0, ttft, itl, -1, o->aopts.ttft_target_s, o->aopts.itl_target_s);
     int ok = !miss;
     kvg__scale_day_done(&R->d, &q->r, q->ntok, t, itl, kvg__scale_cls_judged(q->batch, miss));
     R->out->met += ok;

@@ -229,7 +229,7 @@ void kvg__scale_day_done(struct scale_day *d, const struct scale_req *r, uint32_
  * into s (s->now set; autoscale/signals.h). */
 void kvg__scale_day_signals(struct scale_day *d, double window, struct kvg_autoscale_signals *s);
 /* Request r will not be served (first: it had its first token). */
-void kvg__scale_day_fail(struct scale_day *d, const struct scale_req *r, int first);
+void kvg__scale_day_fail(struct scale_day *d, const struct scale_req *r, int first, unsigned miss);
 /* The mean inter-token latency of ntok tokens from t_first to t_last. */
 double kvg__scale_itl(uint32_t ntok, double t_first, double t_last);
 /* The next of n timeline points that ended by t: 1 with *i, t_h[*i] and

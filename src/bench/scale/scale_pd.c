@@ -56,6 +56,24 @@ static void leave_prefill(struct pdrun *R, struct pq *q, uint64_t id, int abort)
     q->pre = -1;
 }
 
+/* The seconds q's prefill leg took, as kvg_autoscale_obs_judge reads it:
+ * from its arrival (a batch request's dispatch) to the end of its prefill
+ * on a prefill replica; 0 when it prefilled on its decode replica (the
+ * decode pool's leg), INFINITY while it has not ended. */
+static double prefill_leg(const struct pq *q)
+{
+    if (q->local) return 0;
+    if (!(q->t_pre > 0)) return INFINITY;
+    return q->t_pre - (q->batch ? q->t_disp : q->r.arrival);
+}
+
+/* The legs a request that was not served missed on (signals.h). */
+static unsigned fail_miss(const struct pdrun *R, const struct pq *q)
+{
+    const struct kvg_autoscale_opts *a = &R->o->aopts;
+    return kvg_autoscale_obs_judge(1, -1, -1, prefill_leg(q), a->ttft_target_s, a->itl_target_s);
+}
+
 void kvg__scale_pd_fail(struct pdrun *R, uint64_t id)
 {
     struct pq *q = &R->q[id];
@@ -67,7 +85,7 @@ void kvg__scale_pd_fail(struct pdrun *R, uint64_t id)
         if (p->inflight) p->inflight--;
         if (q->local) unpend(R, q, 1, q->dec);
     }
-    kvg__scale_day_fail(&R->d, &q->r, q->first);
+    kvg__scale_day_fail(&R->d, &q->r, q->first, fail_miss(R, q));
     q->state = P_FAILED;
     R->out->failed++;
 }
@@ -300,9 +318,11 @@ static void finish(struct pdrun *R, struct pq *q, double t)
     double itl = kvg__scale_itl(q->ntok, q->t_first, q->t_last);
     /* Batch waits in the gateway by design: its TTFT counts from its dispatch. */
     double ttft = q->t_first - (q->batch ? q->t_disp : q->r.arrival);
-    unsigned miss = kvg_autoscale_obs_judge(0, ttft, itl, a->ttft_target_s, a->itl_target_s);
+    unsigned miss =
+        kvg_autoscale_obs_judge(0, ttft, itl, prefill_leg(q), a->ttft_target_s, a->itl_target_s);
     int tok = !(miss & KVG_AUTOSCALE_MISS_TTFT), iok = !(miss & KVG_AUTOSCALE_MISS_ITL);
-    q->ok = (uint8_t)!miss;
+    q->ok = (uint8_t) !(miss & KVG_AUTOSCALE_MISS_FAILED);
+    q->miss = (uint8_t)miss;
     kvg__scale_day_done(&R->d, &q->r, q->ntok, t, itl, kvg__scale_cls_judged(q->batch, miss));
     R->out->ttft_met += tok;
     R->out->itl_met += iok;
@@ -592,8 +612,9 @@ static int loop(struct pdrun *R)
 }
 
 /* Each request into the timeline point of its arrival: arrived, missed,
- * and missed on the prefill side (its prefill, queue included, finished
- * past the TTFT target or never): the rest waited for or on a decode. */
+ * and missed on the prefill leg (its prefill, queue included, finished
+ * past the TTFT target or never: the planner's attribution, signals.h):
+ * the rest waited for or on a decode. */
 static void timeline_misses(struct pdrun *R)
 {
     const struct kvg_bench_scale_opts *o = R->o;
@@ -607,8 +628,10 @@ static void timeline_misses(struct pdrun *R)
         int ok = q->state == P_DONE && q->ok; /* finish()'s judgement */
         if (ok) continue;
         out->missed[i]++;
-        if (!(q->t_pre > 0) || q->t_pre - q->r.arrival > o->aopts.ttft_target_s)
-            out->missed_prefill[i]++;
+        unsigned miss = q->state == P_DONE ? q->miss : fail_miss(R, q);
+        if (miss & KVG_AUTOSCALE_MISS_PREFILL) out->missed_prefill[i]++;
+        out->missed_leg[0] += (miss & KVG_AUTOSCALE_MISS_PREFILL) != 0;
+        out->missed_leg[1] += (miss & KVG_AUTOSCALE_MISS_DECODE) != 0;
     }
 }
 

@@ -17,6 +17,7 @@ struct pq {
     double t_first, t_last, xfer_done;
     double t_pre;      /* its prefill finished (0: not yet), for the timeline's miss split */
     uint8_t batch, ok; /* batch class (scale_class.c); finished within the SLO */
+    uint8_t miss;      /* finished: what it missed, by target and leg (KVG_AUTOSCALE_MISS_*) */
     double t_disp;     /* batch: when the gateway let it go (its SLO counts from here) */
     double t_done;
 };

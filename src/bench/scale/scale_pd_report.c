@@ -69,6 +69,10 @@ int kvg_bench_scale_pd_json(const struct kvg_bench_scale_pd_result *r, size_t n,
                 return -ENOMEM;
             }
             cJSON_AddNumberToObject(q, "gpu_hours", p->gpu_hours);
+            /* The share of the day's requests that missed on this pool's leg. */
+            cJSON_AddNumberToObject(q, "slo_miss_leg",
+                                    x->requests ? (double)x->missed_leg[pi] / (double)x->requests
+                                                : 0);
             cJSON_AddNumberToObject(q, "mean_replicas", p->mean_replicas);
             cJSON_AddNumberToObject(q, "max_replicas", p->max_replicas);
             cJSON_AddNumberToObject(q, "scale_events", p->scale_events);

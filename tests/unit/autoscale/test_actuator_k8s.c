@@ -104,7 +104,7 @@ TEST(ctl_standby_infers_no_starts)
     memset(&s, 0, sizeof s);
     s.ready = 1;
     s.ttft_mean = s.ttft_p90 = s.itl_mean = s.itl_p90 = s.slo_miss = s.slo_miss_ttft =
-        s.slo_miss_itl = s.cache_hit = -1;
+        s.slo_miss_itl = s.slo_miss_prefill = s.slo_miss_decode = s.cache_hit = -1;
     struct kvg_autoscale_decision d;
     CHECK_INT(kvg_autoscale_ctl_tick(ctl, 0, &s, &d), 0);
     CHECK_INT(d.desired, 3);

@@ -51,7 +51,7 @@ static void run(struct pool *x, double until, double rate)
         s.input_tps = rate * 2000;
         s.output_tps = rate * 100;
         s.running = rate * 2;
-        s.slo_miss = s.slo_miss_ttft = s.slo_miss_itl = -1;
+        s.slo_miss = s.slo_miss_ttft = s.slo_miss_itl = s.slo_miss_prefill = s.slo_miss_decode = -1;
         CHECK_INT(kvg_autoscale_plan(x->p, &s, &x->d), 0);
         x->ready = x->d.desired;
     }

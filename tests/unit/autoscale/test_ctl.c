@@ -85,7 +85,7 @@ static struct kvg_autoscale_signals sig(double now, uint32_t ready, double rate)
     s.isl = 2000;
     s.osl = 100;
     s.ttft_mean = s.ttft_p90 = s.itl_mean = s.itl_p90 = s.slo_miss = s.slo_miss_ttft =
-        s.slo_miss_itl = -1;
+        s.slo_miss_itl = s.slo_miss_prefill = s.slo_miss_decode = -1;
     return s;
 }
 
@@ -117,7 +117,8 @@ TEST(ctl_infers_starts_and_learns_their_time)
     CHECK_INT(ctl->pools[0].nstart, 2);
     /* Both ready at 60 s: the start-up model has two 60 s samples. */
     s = sig(60, 3, 10);
-    s.slo_miss_ttft = 0.125; /* shown as measured; the ITL share unknown: null */
+    s.slo_miss_ttft = 0.125;    /* shown as measured; the ITL share unknown: null */
+    s.slo_miss_decode = 0.0625; /* the decode leg's, measured; the prefill leg's null */
     CHECK_INT(kvg_autoscale_ctl_tick(ctl, 0, &s, &d), 0);
     CHECK_INT(ctl->pools[0].nstart, 0);
     CHECK_INT(kvg_autoscale_startup_samples(&ctl->su, "qwen2.5-7b", KVG_AUTOSCALE_WARM), 2);
@@ -130,6 +131,8 @@ TEST(ctl_infers_starts_and_learns_their_time)
     CHECK(sj != NULL);
     CHECK_NEAR(cJSON_GetNumberValue(cJSON_GetObjectItem(sj, "slo_miss_ttft")), 0.125, 0);
     CHECK(cJSON_IsNull(cJSON_GetObjectItem(sj, "slo_miss_itl")));
+    CHECK_NEAR(cJSON_GetNumberValue(cJSON_GetObjectItem(sj, "slo_miss_decode")), 0.0625, 0);
+    CHECK(cJSON_IsNull(cJSON_GetObjectItem(sj, "slo_miss_prefill")));
     CHECK(cJSON_IsNull(cJSON_GetObjectItem(sj, "slo_miss")));
     cJSON *dec = cJSON_GetObjectItem(p0, "decisions");
     CHECK(cJSON_GetArraySize(dec) >= 2);

@@ -69,7 +69,7 @@ static struct kvg_autoscale_signals sig(double now, uint32_t ready)
     s.now = now;
     s.ready = ready;
     s.ttft_mean = s.ttft_p90 = s.itl_mean = s.itl_p90 = s.slo_miss = s.slo_miss_ttft =
-        s.slo_miss_itl = s.cache_hit = -1;
+        s.slo_miss_itl = s.slo_miss_prefill = s.slo_miss_decode = s.cache_hit = -1;
     return s;
 }
 

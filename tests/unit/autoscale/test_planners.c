@@ -38,7 +38,7 @@ static struct kvg_autoscale_signals steady(double now, uint32_t ready, double ra
     s.ttft_mean = s.ttft_p90 = 0.2;
     s.itl_mean = s.itl_p90 = 0.02;
     s.running = rate * 2;
-    s.slo_miss = s.slo_miss_ttft = s.slo_miss_itl = -1;
+    s.slo_miss = s.slo_miss_ttft = s.slo_miss_itl = s.slo_miss_prefill = s.slo_miss_decode = -1;
     return s;
 }
 
@@ -586,9 +586,9 @@ TEST(kvgate_split_pools_correct_on_their_own_target)
     kvg_autoscale_planner_free(p);
 }
 
-/* An aggregated pool answers for both targets: it reads the share over
- * either, and the split beside it changes none of its decisions. */
-TEST(kvgate_aggregated_ignores_the_split)
+/* An aggregated pool's decisions on signals with no split beside those on
+ * the same signals with split(t, i)'s: the same, interval by interval. */
+static void aggregated_unmoved_by(void (*split)(struct kvg_autoscale_signals *t, int i))
 {
     struct kvg_autoscale_opts o = opts();
     struct kvg_autoscale_planner *a = make("kvgate", &o), *b = make("kvgate", &o);
@@ -599,10 +599,7 @@ TEST(kvgate_aggregated_ignores_the_split)
         s.cache_hit = 0.5;
         s.slo_miss = miss;
         struct kvg_autoscale_signals t = s;
-        /* Split shares that would tell either side something else. */
-        s.slo_miss_ttft = s.slo_miss_itl = -1;
-        t.slo_miss_ttft = i % 2 ? 0 : 0.5;
-        t.slo_miss_itl = i % 3 ? 0.5 : 0;
+        split(&t, i);
         struct kvg_autoscale_decision da, db;
         CHECK_INT(kvg_autoscale_plan(a, &s, &da), 0);
         CHECK_INT(kvg_autoscale_plan(b, &t, &db), 0);
@@ -614,6 +611,75 @@ TEST(kvgate_aggregated_ignores_the_split)
     }
     kvg_autoscale_planner_free(a);
     kvg_autoscale_planner_free(b);
+}
+
+/* Split shares that would tell either side something else. */
+static void split_by_target(struct kvg_autoscale_signals *t, int i)
+{
+    t->slo_miss_ttft = i % 2 ? 0 : 0.5;
+    t->slo_miss_itl = i % 3 ? 0.5 : 0;
+}
+
+static void split_by_leg(struct kvg_autoscale_signals *t, int i)
+{
+    split_by_target(t, i);
+    t->slo_miss_prefill = i % 2 ? 0.5 : 0;
+    t->slo_miss_decode = i % 5 ? 0 : 0.5;
+}
+
+/* An aggregated pool answers for both targets: it reads the share over
+ * either, and the split beside it changes none of its decisions. */
+TEST(kvgate_aggregated_ignores_the_split)
+{
+    aggregated_unmoved_by(split_by_target);
+}
+
+/* The same for the split by leg (a PD pool's, signals.h). */
+TEST(kvgate_aggregated_ignores_the_leg_split)
+{
+    aggregated_unmoved_by(split_by_leg);
+}
+
+/* kvgate on a PD pool (as corr_split) whose requests' misses are split by
+ * leg: a share miss_pre on the prefill leg, miss_dec on the decode leg, all
+ * of them TTFT misses (the decode leg's: the wait for a decode replica). */
+static double corr_legs(struct kvg_autoscale_planner *p, int t0, int n, uint32_t ready, double rate,
+                        double miss_pre, double miss_dec)
+{
+    struct kvg_autoscale_decision d;
+    for (int i = 0; i < n; i++) {
+        struct kvg_autoscale_signals s = steady(t0 + 15 * i, ready, rate);
+        s.slo_miss = s.slo_miss_ttft = miss_pre + miss_dec;
+        s.slo_miss_itl = 0;
+        s.slo_miss_prefill = miss_pre;
+        s.slo_miss_decode = miss_dec;
+        kvg_autoscale_plan(p, &s, &d);
+    }
+    return corr_of(&d);
+}
+
+/* With the legs timed, each PD pool corrects on its own leg's misses: TTFT
+ * misses of requests that waited for a decode replica raise the decode
+ * factor (on ITL alone it saw none) and not the prefill one; those of a
+ * prefill leg past the target raise the prefill factor only. */
+TEST(kvgate_split_pools_correct_on_their_own_leg)
+{
+    struct kvg_autoscale_opts o = opts();
+    o.cold_cache_penalty = 0;
+    o.role = KVG_AUTOSCALE_DECODE; /* 30 req/s is 3.0 on 4 */
+    struct kvg_autoscale_planner *p = make("kvgate", &o);
+    CHECK(corr_legs(p, 0, 20, 4, 30, 0, 0.05) > 1.2);
+    kvg_autoscale_planner_free(p);
+    p = make("kvgate", &o);
+    CHECK_NEAR(corr_legs(p, 0, 20, 4, 30, 0.05, 0), 1.0, 1e-9);
+    kvg_autoscale_planner_free(p);
+    o.role = KVG_AUTOSCALE_PREFILL; /* 15 req/s is 3.0 on 4 */
+    p = make("kvgate", &o);
+    CHECK_NEAR(corr_legs(p, 0, 20, 4, 15, 0, 0.05), 1.0, 1e-9);
+    kvg_autoscale_planner_free(p);
+    p = make("kvgate", &o);
+    CHECK(corr_legs(p, 0, 20, 4, 15, 0.05, 0) > 1.2);
+    kvg_autoscale_planner_free(p);
 }
 
 TEST(kvgate_correction_forgets_a_burst_within_a_minute)

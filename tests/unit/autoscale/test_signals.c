@@ -4,6 +4,7 @@
  * the same recorded requests through serve's path (the feed, folded each
  * tick) and the benchmark's (the builder at each event's time) giving the
  * same signals. */
+#include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
 
@@ -34,6 +35,7 @@ TEST(signals_empty_window_is_unknown)
     CHECK(s.isl < 0 && s.osl < 0 && s.input_tps < 0);
     CHECK(s.ttft_mean < 0 && s.ttft_p90 < 0 && s.itl_mean < 0 && s.itl_p90 < 0);
     CHECK(s.cache_hit < 0 && s.slo_miss < 0 && s.slo_miss_ttft < 0 && s.slo_miss_itl < 0);
+    CHECK(s.slo_miss_prefill < 0 && s.slo_miss_decode < 0);
     for (int i = 0; i < 3; i++) kvg_autoscale_obs_next(o); /* quiet ticks */
     window(o, 3, 1, 4, &s);
     CHECK_NEAR(s.arrival_rate, 0, 0);
@@ -134,13 +136,13 @@ TEST(signals_isl_osl_measured_at_finish)
 TEST(signals_miss_split_by_target)
 {
     const double tt = 2.0, it = 0.05;
-    CHECK_INT(kvg_autoscale_obs_judge(0, 1.9, 0.04, tt, it), 0);
-    CHECK_INT(kvg_autoscale_obs_judge(0, 2.1, 0.04, tt, it), KVG_AUTOSCALE_MISS_TTFT);
-    CHECK_INT(kvg_autoscale_obs_judge(0, 1.9, 0.06, tt, it), KVG_AUTOSCALE_MISS_ITL);
-    CHECK_INT(kvg_autoscale_obs_judge(0, 2.1, 0.06, tt, it), KVG_AUTOSCALE_MISS_FAILED);
-    CHECK_INT(kvg_autoscale_obs_judge(1, 0.1, 0.01, tt, it), KVG_AUTOSCALE_MISS_FAILED);
-    CHECK_INT(kvg_autoscale_obs_judge(0, -1, -1, tt, it), 0);    /* not seen: not judged */
-    CHECK_INT(kvg_autoscale_obs_judge(0, 2.0, 0.05, tt, it), 0); /* at the target is within */
+    CHECK_INT(kvg_autoscale_obs_judge(0, 1.9, 0.04, -1, tt, it), 0);
+    CHECK_INT(kvg_autoscale_obs_judge(0, 2.1, 0.04, -1, tt, it), KVG_AUTOSCALE_MISS_TTFT);
+    CHECK_INT(kvg_autoscale_obs_judge(0, 1.9, 0.06, -1, tt, it), KVG_AUTOSCALE_MISS_ITL);
+    CHECK_INT(kvg_autoscale_obs_judge(0, 2.1, 0.06, -1, tt, it), KVG_AUTOSCALE_MISS_FAILED);
+    CHECK_INT(kvg_autoscale_obs_judge(1, 0.1, 0.01, -1, tt, it), KVG_AUTOSCALE_MISS_FAILED);
+    CHECK_INT(kvg_autoscale_obs_judge(0, -1, -1, -1, tt, it), 0);    /* not seen: not judged */
+    CHECK_INT(kvg_autoscale_obs_judge(0, 2.0, 0.05, -1, tt, it), 0); /* at the target is within */
     /* Ticks of 1 s. Tick 0: 3 TTFT-only, 1 ITL-only, 1 both, 1 failed, 4
      * within. Tick 1: 2 ITL-only, 8 within. */
     struct kvg_autoscale_obs *o = mk(8);
@@ -149,9 +151,9 @@ TEST(signals_miss_split_by_target)
                                      {0.3, 0.01}, {1.0, 0.04}, {0.2, 0.05}};
     for (size_t i = 0; i < sizeof rec0 / sizeof *rec0; i++)
         kvg_autoscale_obs_finish(o, 0.5, rec0[i][1],
-                                 kvg_autoscale_obs_judge(0, rec0[i][0], rec0[i][1], tt, it), 100,
-                                 10);
-    kvg_autoscale_obs_finish(o, 0.5, -1, kvg_autoscale_obs_judge(1, -1, -1, tt, it), -1, -1);
+                                 kvg_autoscale_obs_judge(0, rec0[i][0], rec0[i][1], -1, tt, it),
+                                 100, 10);
+    kvg_autoscale_obs_finish(o, 0.5, -1, kvg_autoscale_obs_judge(1, -1, -1, -1, tt, it), -1, -1);
     kvg_autoscale_obs_next(o);
     struct kvg_autoscale_signals s;
     window(o, 1, 1, 1, &s); /* tick 0: 10 finished */
@@ -160,8 +162,8 @@ TEST(signals_miss_split_by_target)
     CHECK_NEAR(s.slo_miss_itl, 3.0 / 10, 1e-12);  /* 1 + both + failed */
     for (int i = 0; i < 10; i++)
         kvg_autoscale_obs_finish(o, 1.5, i < 2 ? 0.07 : 0.02,
-                                 kvg_autoscale_obs_judge(0, 0.5, i < 2 ? 0.07 : 0.02, tt, it), 100,
-                                 10);
+                                 kvg_autoscale_obs_judge(0, 0.5, i < 2 ? 0.07 : 0.02, -1, tt, it),
+                                 100, 10);
     kvg_autoscale_obs_next(o);
     window(o, 2, 1, 1, &s); /* tick 1 alone */
     CHECK_NEAR(s.slo_miss, 0.2, 1e-12);
@@ -172,6 +174,87 @@ TEST(signals_miss_split_by_target)
     CHECK_NEAR(s.slo_miss_ttft, 5.0 / 20, 1e-12);
     CHECK_NEAR(s.slo_miss_itl, 5.0 / 20, 1e-12);
     kvg_autoscale_obs_free(o);
+}
+
+/* A PD window's misses by leg (signals.h), from a recorded window: each
+ * request's TTFT, mean ITL and prefill leg (seconds from arrival to its
+ * end; 0 none on a prefill replica, INFINITY never ended, -1 one leg). */
+static const struct {
+    int failed;
+    double ttft, itl, pre;
+    unsigned want;
+} legrec[] = {
+    {0, 2.5, 0.01, 2.3, KVG_AUTOSCALE_MISS_TTFT | KVG_AUTOSCALE_MISS_PREFILL}, /* queued prefill */
+    {0, 2.5, 0.01, 0.4,
+     KVG_AUTOSCALE_MISS_TTFT | KVG_AUTOSCALE_MISS_DECODE}, /* waited for decode */
+    {0, 1.0, 0.09, 0.4, KVG_AUTOSCALE_MISS_ITL | KVG_AUTOSCALE_MISS_DECODE},
+    {0, 3.0, 0.09, 2.5,
+     KVG_AUTOSCALE_MISS_FAILED | KVG_AUTOSCALE_MISS_PREFILL | KVG_AUTOSCALE_MISS_DECODE},
+    {1, -1, -1, INFINITY,
+     KVG_AUTOSCALE_MISS_FAILED | KVG_AUTOSCALE_MISS_PREFILL},                /* never prefilled */
+    {1, -1, -1, 0.5, KVG_AUTOSCALE_MISS_FAILED | KVG_AUTOSCALE_MISS_DECODE}, /* failed after */
+    {0, 1.0, 0.02, 0, 0},                                                    /* decode only */
+    {0, 2.4, 0.02, 0, KVG_AUTOSCALE_MISS_TTFT | KVG_AUTOSCALE_MISS_DECODE},
+    /* At the target, under it: the larger part of the TTFT either way. */
+    {0, 2.1, 0.02, 2.0, KVG_AUTOSCALE_MISS_TTFT | KVG_AUTOSCALE_MISS_PREFILL},
+    {0, 2.2, 0.02, 1.5, KVG_AUTOSCALE_MISS_TTFT | KVG_AUTOSCALE_MISS_PREFILL},
+    {0, 2.2, 0.02, 1.0, KVG_AUTOSCALE_MISS_TTFT | KVG_AUTOSCALE_MISS_DECODE},
+};
+
+TEST(signals_miss_split_by_leg)
+{
+    const double tt = 2.0, it = 0.05;
+    struct kvg_autoscale_obs *o = mk(8);
+    size_t n = sizeof legrec / sizeof *legrec;
+    for (size_t i = 0; i < n; i++) {
+        unsigned m = kvg_autoscale_obs_judge(legrec[i].failed, legrec[i].ttft, legrec[i].itl,
+                                             legrec[i].pre, tt, it);
+        CHECK_INT(m, legrec[i].want | KVG_AUTOSCALE_LEG);
+        kvg_autoscale_obs_finish(o, 0.5, legrec[i].itl, m, 100, 10);
+    }
+    /* One request of one leg (an aggregated one) over the TTFT target: no
+     * leg bits, counted in the shares' denominator only. */
+    CHECK_INT(kvg_autoscale_obs_judge(0, 2.5, 0.01, -1, tt, it), KVG_AUTOSCALE_MISS_TTFT);
+    kvg_autoscale_obs_finish(o, 0.5, 0.01, kvg_autoscale_obs_judge(0, 2.5, 0.01, -1, tt, it), 100,
+                             10);
+    kvg_autoscale_obs_next(o);
+    struct kvg_autoscale_signals s;
+    window(o, 1, 1, 1, &s); /* 12 finished */
+    CHECK_NEAR(s.slo_miss, 11.0 / 12, 1e-12);
+    CHECK_NEAR(s.slo_miss_ttft, 10.0 / 12, 1e-12);
+    CHECK_NEAR(s.slo_miss_itl, 4.0 / 12, 1e-12);
+    CHECK_NEAR(s.slo_miss_prefill, 5.0 / 12, 1e-12); /* queued, both, never, the larger part */
+    CHECK_NEAR(s.slo_miss_decode, 6.0 / 12, 1e-12);
+    /* A window of one-leg requests only: the leg split unknown, not 0. */
+    kvg_autoscale_obs_finish(o, 1.5, 0.01, kvg_autoscale_obs_judge(0, 2.5, 0.01, -1, tt, it), 100,
+                             10);
+    kvg_autoscale_obs_next(o);
+    window(o, 2, 1, 1, &s);
+    CHECK_NEAR(s.slo_miss, 1, 0);
+    CHECK(s.slo_miss_prefill < 0 && s.slo_miss_decode < 0);
+    kvg_autoscale_obs_free(o);
+    /* serve's path: the same requests through the feed, judged at the fold,
+     * give the same shares. */
+    struct kvg_autoscale_feed *f = malloc(sizeof *f);
+    CHECK(f);
+    CHECK_INT(kvg_autoscale_feed_init(f), 0);
+    for (size_t i = 0; i < n; i++)
+        kvg_autoscale_feed_finish(f, legrec[i].failed, legrec[i].ttft, legrec[i].itl, legrec[i].pre,
+                                  100, 10, -1);
+    kvg_autoscale_feed_finish(f, 0, 2.5, 0.01, -1, 100, 10, -1);
+    struct kvg_autoscale_feed_take tk;
+    CHECK_INT(kvg_autoscale_feed_take(f, &tk), 0);
+    o = mk(8);
+    kvg_autoscale_obs_fold(o, &tk, 0.5, tt, it);
+    kvg_autoscale_feed_take_free(&tk);
+    kvg_autoscale_obs_next(o);
+    window(o, 1, 1, 1, &s);
+    CHECK_NEAR(s.slo_miss_prefill, 5.0 / 12, 1e-12);
+    CHECK_NEAR(s.slo_miss_decode, 6.0 / 12, 1e-12);
+    CHECK_NEAR(s.slo_miss, 11.0 / 12, 1e-12);
+    kvg_autoscale_obs_free(o);
+    kvg_autoscale_feed_destroy(f);
+    free(f);
 }
 
 TEST(signals_span)
@@ -190,10 +273,10 @@ static void *feeder(void *arg)
         kvg_autoscale_feed_arrive(f, -1);
         kvg_autoscale_feed_first(f, 0.2);
         /* Every tenth over the 0.5 s TTFT target, every fifth over ITL. */
-        kvg_autoscale_feed_finish(f, 0, i % 10 ? 0.2 : 0.9, i % 5 ? 0.01 : 0.2, 100, 10,
+        kvg_autoscale_feed_finish(f, 0, i % 10 ? 0.2 : 0.9, i % 5 ? 0.01 : 0.2, -1, 100, 10,
                                   i % 2 ? 50 : -1);
     }
-    kvg_autoscale_feed_finish(f, 1, -1, -1, -1, -1, -1);
+    kvg_autoscale_feed_finish(f, 1, -1, -1, -1, -1, -1, -1);
     return NULL;
 }
 
@@ -305,13 +388,13 @@ TEST(signals_live_path_equals_bench_path)
                 kvg_autoscale_feed_first(f, ttft);
             } else if (r->failed) {
                 kvg_autoscale_obs_finish(bench, t, -1, KVG_AUTOSCALE_MISS_FAILED, -1, -1);
-                kvg_autoscale_feed_finish(f, 1, -1, -1, -1, -1, -1);
+                kvg_autoscale_feed_finish(f, 1, -1, -1, -1, -1, -1, -1);
             } else {
                 kvg_autoscale_obs_tokens(bench, r->out);
                 kvg_autoscale_obs_cached(bench, r->cached, r->prompt);
                 kvg_autoscale_obs_finish(bench, t, r->itl, missed(r, ttft_t, itl_t), r->prompt,
                                          r->out);
-                kvg_autoscale_feed_finish(f, 0, ttft, r->itl, r->prompt, r->out, r->cached);
+                kvg_autoscale_feed_finish(f, 0, ttft, r->itl, -1, r->prompt, r->out, r->cached);
             }
         }
         /* The tick: serve folds the feed stamped mid-tick; both close. */

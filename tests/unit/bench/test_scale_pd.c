@@ -187,6 +187,8 @@ TEST(reports_have_both_pools)
                    r[2].pool[pi].gpu_hours, 1e-9);
         CHECK_NEAR(cJSON_GetNumberValue(cJSON_GetObjectItem(p, "scale_events")),
                    r[2].pool[pi].scale_events, 0);
+        CHECK_NEAR(cJSON_GetNumberValue(cJSON_GetObjectItem(p, "slo_miss_leg")),
+                   (double)r[2].missed_leg[pi] / (double)r[2].requests, 1e-12);
     }
     cJSON_Delete(j);
     free(buf);
@@ -204,22 +206,27 @@ TEST(reports_have_both_pools)
 
 /* The timeline counts every request once, by arrival: the points' arrivals
  * are the day's requests, their misses the ones that did not meet the SLO,
- * and the prefill-side misses a part of those. The CSV has a row a point. */
+ * and the prefill-side misses a part of those, the day's misses on the
+ * prefill leg; every miss is on a leg. The CSV has a row a point. */
 TEST(timeline_counts_each_request_by_arrival)
 {
     struct kvg_bench_scale_opts o = short_day();
     struct kvg_bench_scale_pd_result r;
     run(&o, "kvgate", &r);
-    double arrived = 0, missed = 0;
+    double arrived = 0, missed = 0, missed_pre = 0;
     for (size_t i = 0; i < r.n; i++) {
         arrived += r.arrived[i];
         missed += r.missed[i];
+        missed_pre += r.missed_prefill[i];
         CHECK(r.missed_prefill[i] <= r.missed[i]);
         CHECK(r.missed[i] <= r.arrived[i]);
         for (int pi = 0; pi < 2; pi++) CHECK(r.ready[pi][i] + r.starting[pi][i] >= 1);
     }
     CHECK_NEAR(arrived, (double)r.requests, 0);
     CHECK_NEAR(missed, (double)(r.requests - r.met), 0);
+    CHECK_NEAR(missed_pre, (double)r.missed_leg[0], 0);
+    CHECK(r.missed_leg[0] <= r.requests - r.met && r.missed_leg[1] <= r.requests - r.met);
+    CHECK(r.missed_leg[0] + r.missed_leg[1] >= r.requests - r.met);
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
