@@ -9,11 +9,13 @@
  *    (this router's count, or the engine's when it says more: load_of).
  *  - spill: every best holder is past the bound (in flight > bound x the
  *    candidates' mean + 1: consistent hashing with bounded loads, Mirrokni
- *    et al.): the least loaded candidate takes it.
+ *    et al.): the least loaded candidate takes it (for a LoRA request,
+ *    the least loaded within the bound with its adapter loaded, if any).
  *  - miss: a new prefix. Among candidates within the load bound whose
  *    placements (prefixes this router placed there, a count that halves
  *    every 10 minutes) are at most their mean + 1, the one the prefix's
- *    first block ranks first by rendezvous hashing over worker URLs.
+ *    first block ranks first by rendezvous hashing over worker URLs (for a
+ *    LoRA request, among those with its adapter loaded, if any).
  *
  * Why placements and not load: the score presets and Dynamo's cost weigh
  * instantaneous load against overlap at every request, so a prefix drifts to
@@ -55,6 +57,7 @@ struct affp {
     struct kvg_policy base;
     struct kvg_kv_index *kv;      /* not owned */
     struct kvg_kv_approx *approx; /* owned; used when kv is NULL */
+    struct kvg_policy_opts o;     /* a copy, for the LoRA cost (its kv is the one above) */
     double min_match, bound;
     pthread_mutex_t mu; /* guards placed[] (routing threads share the policy) */
     struct kvg_policy_placed placed[KVG_POLICY_MAX_SLOTS];
@@ -132,6 +135,23 @@ static int place_new(struct kvg_worker *const *cand, size_t n, const double *pla
     return best;
 }
 
+/* The candidates within the load bound that have a LoRA request's adapter
+ * loaded (kvg_policy_lora_cost 0 there) in ok[]; 0 when the request is for
+ * the base model or none is. A LoRA request's spill and a new prefix of it
+ * go among these first: elsewhere the adapter loads cold and may evict
+ * another (bench/results/fleet.md, "a load bound": multi-LoRA's cold loads
+ * 572 -> 797 with the bound at 1.5 before this rule, 506 after it at 2). */
+static int lora_within(const struct kvg_policy_opts *o, struct kvg_worker *const *cand, size_t n,
+                       const int *within, const struct kvg_route_ctx *ctx, int *ok)
+{
+    if (!ctx->lora.len) return 0;
+    double cost[n];
+    if (kvg_policy_lora_cost(o, cand, n, ctx, cost) <= 0) return 0; /* loaded nowhere */
+    int any = 0;
+    for (size_t i = 0; i < n; i++) any |= ok[i] = within[i] && cost[i] == 0;
+    return any;
+}
+
 static int select_affinity(struct kvg_policy *p, struct kvg_worker *const *cand, size_t n,
                            const struct kvg_route_ctx *ctx, struct kvg_route_explain *ex)
 {
@@ -157,12 +177,15 @@ static int select_affinity(struct kvg_policy *p, struct kvg_worker *const *cand,
     }
     const char *why = "hit: the holder with the fewest in flight";
     int best = hit ? argmin2(inflight, placed, holder, n, ctx->rng) : -1;
+    int lw[n], lora = best < 0 && lora_within(&a->o, cand, n, within, ctx, lw);
     if (best < 0 && hit) {
-        why = "spill: every holder past the load bound, the least loaded";
-        best = argmin2(inflight, placed, NULL, n, ctx->rng);
+        why = lora ? "spill: every holder past the load bound, the least loaded with the adapter"
+                   : "spill: every holder past the load bound, the least loaded";
+        best = argmin2(inflight, placed, lora ? lw : NULL, n, ctx->rng);
     } else if (best < 0) {
-        why = "miss: the prefix's rendezvous worker among the least placed";
-        best = place_new(cand, n, placed, inflight, within, ctx);
+        why = lora ? "miss: the prefix's rendezvous worker among the least placed with the adapter"
+                   : "miss: the prefix's rendezvous worker among the least placed";
+        best = place_new(cand, n, placed, inflight, lora ? lw : within, ctx);
         if (best < 0) best = argmin2(placed, inflight, NULL, n, ctx->rng);
     }
     if (!hit || !holder[best])
@@ -235,6 +258,7 @@ int kvg_policy_prefix_affinity_new(const struct kvg_policy_opts *o, struct kvg_p
     if (!a) return -ENOMEM;
     a->base.ops = &ops;
     a->kv = o->kv;
+    a->o = *o;
     a->min_match = o->affinity_min_match;
     a->bound = o->affinity_load_bound;
     if (pthread_mutex_init(&a->mu, NULL)) {

@@ -216,3 +216,35 @@ TEST(the_bound_counts_a_replicas_own_picks_since_the_sample)
         if (pk[k].w) kvg_pool_release(&pool, &pk[k], KVG_OUT_OK, &c);
     kvg_pool_destroy(&pool);
 }
+
+/* A LoRA request's spill goes to the least loaded worker within the bound
+ * that has its adapter loaded, not to the least loaded of all (a cold
+ * adapter load, bench/results/fleet.md "a load bound"); with no such
+ * worker within the bound, to the least loaded as before. */
+TEST(a_lora_spill_keeps_to_the_adapter_within_the_bound)
+{
+    kvg_rng_seed(&rng, 35);
+    struct kvg_pool pool;
+    struct kvg_route_ctx c;
+    pool_with_holders(&pool, 1.5, 1, &c);
+    c.lora = KVG_STR("sql");
+    for (int i = 0; i < NW; i++) {
+        pool.w[i]->lora_at_ms = 990;
+        pool.w[i]->lora_max = 4;
+        pool.w[i]->lora_active[0] = 0;
+    }
+    snprintf(pool.w[0]->lora_active, sizeof pool.w[0]->lora_active, "sql");
+    snprintf(pool.w[2]->lora_active, sizeof pool.w[2]->lora_active, "chat,sql");
+    /* 8, 1, 3, 2: mean 3.5, bound 6.25: the holder is past it; worker 1 is
+     * the least loaded, worker 2 the least loaded with the adapter. */
+    CHECK_INT(under(&pool, &c, (int[]){8, 1, 3, 2}), 2);
+    /* Worker 2 past the bound too (8, 1, 8, 2: mean 4.75, bound 8.125 holds
+     * it; 9, 1, 9, 2: mean 5.25, bound 8.875 does not): the least loaded. */
+    CHECK_INT(under(&pool, &c, (int[]){9, 1, 9, 2}), 1);
+    /* A base-model request spills to the least loaded as before. */
+    c.lora = (struct kvg_str){0};
+    kvg_pool_destroy(&pool);
+    pool_with_holders(&pool, 1.5, 1, &c);
+    CHECK_INT(under(&pool, &c, (int[]){8, 1, 3, 2}), 1);
+    kvg_pool_destroy(&pool);
+}
