@@ -20,6 +20,7 @@ struct kvg_autoscale_obs {
     size_t nb, bcur;
     size_t origin;  /* the first closed bucket that observed a request ... */
     int has_origin; /* ... once one did */
+    int finished;   /* a closed bucket saw a request finish */
     struct lat_ring ttft, itl;
     double *scratch; /* the rings' cap, for percentiles */
 };
@@ -185,6 +186,7 @@ void kvg_autoscale_obs_next(struct kvg_autoscale_obs *o)
         o->origin = o->bcur;
         o->has_origin = 1;
     }
+    o->finished |= b->finished > 0;
     o->bcur++;
     memset(cur(o), 0, sizeof *cur(o));
 }
@@ -206,7 +208,7 @@ void kvg_autoscale_obs_window(struct kvg_autoscale_obs *o, double tick_s, double
     size_t nb = (size_t)ceil(window / tick_s);
     if (nb > o->nb - 1) nb = o->nb - 1;
     if (nb > seen_ticks(o)) nb = seen_ticks(o);
-    s->unseen = !o->has_origin;
+    s->unseen = !o->finished;
     struct kvg_autoscale_obs_sums sum = {0};
     for (size_t j = 1; j <= nb; j++) sums_add(&sum, &o->b[(o->bcur - j) % o->nb]);
     double w = nb ? (double)nb * tick_s : 1;

@@ -379,8 +379,8 @@ static void busy_tick(struct kvg_autoscale_obs *o, double t)
  * same, as a builder that starts with the traffic (the benchmark's day):
  * the idle ticks observed nothing, so they are no zero-traffic signal in
  * the window nor in the planner's history (its trend), and no planner
- * decides on them. Waiting work is a signal before any request finished:
- * from zero, the queue is planned on. */
+ * decides before a request has finished (no lengths, no load). The
+ * gateway's queue is a signal before that: from zero, it is planned on. */
 TEST(signals_idle_ticks_before_the_first_request_observe_nothing)
 {
     struct kvg_autoscale_obs *live = mk(64), *bench = mk(64);
@@ -406,8 +406,26 @@ TEST(signals_idle_ticks_before_the_first_request_observe_nothing)
         CHECK_INT(kvg_autoscale_plan(pl, &s, &dl), 0);
         CHECK_INT(dl.desired, 2);
         CHECK_INT(dl.acted, 0);
-        CHECK(strstr(dl.reason, "no request observed yet") != NULL);
+        CHECK(strstr(dl.reason, "no request finished yet") != NULL);
     }
+    /* Requests arrived and running, none finished: no lengths, no load
+     * measured yet; still held, the window's traffic kept for later. */
+    struct kvg_autoscale_obs *early = mk(8);
+    kvg_autoscale_obs_arrive(early, -1);
+    kvg_autoscale_obs_next(early);
+    window(early, 5, 5, 30, &s);
+    s.ready = 2;
+    s.running = 1;
+    CHECK_INT(s.unseen, 1);
+    CHECK_NEAR(s.arrival_rate, 0.2, 1e-12);
+    CHECK_INT(kvg_autoscale_plan(pl, &s, &dl), 0);
+    CHECK_INT(dl.desired, 2);
+    CHECK_INT(dl.acted, 0);
+    kvg_autoscale_obs_finish(early, 7, 0.02, 0, 100, 10);
+    kvg_autoscale_obs_next(early);
+    window(early, 10, 5, 30, &s);
+    CHECK_INT(s.unseen, 0);
+    kvg_autoscale_obs_free(early);
     uint32_t rl = 2, rb = 2;
     int differ = 0, moved = 0;
     for (int k = 0; k < 24; k++) {
