@@ -10,7 +10,7 @@
 # qwen2.5-32b, 343 s, x 0.05831); the kvgate planner's window and the
 # scale-down hold on that clock (30 s). Planner kvgate without prewarm
 # (the replay sets prewarm_prompts 0 and no slow start).
-# SCENARIO=diurnal-pd: the PD day, a prefill and a decode pool (each 1-4
+# SCENARIO=diurnal-pd: the PD day, a prefill and a decode pool (each 2-4
 # replicas; the replay starts the sims in their roles), files named pd-*.
 # Usage: bash bench/autoscale/agree.sh [SEED...]   (default 1 2 3)
 # Env: BIN (build/release/kvgate), OUT (build/bench-agree), SCENARIO
@@ -25,7 +25,7 @@ DAY="--scenario $SCENARIO --day-secs 600 --mean-rate ${MEAN_RATE:-3.5} --startup
   --startup-scale 0.05831 --cold-share 0 --forecast-window-secs 30 --down-hold-secs 30
   --planners kvgate-noprewarm"
 if [ "$SCENARIO" = diurnal-pd ]; then
-  DAY="$DAY --min-replicas 1 --max-replicas 4"
+  DAY="$DAY --min-replicas 2 --max-replicas 4"
   P=pd-
 else
   DAY="$DAY --min-replicas 2 --max-replicas 5"
