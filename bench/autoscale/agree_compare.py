@@ -11,6 +11,10 @@ interval's middle; the interval agrees when they differ by at most one
 replica. Issue 38's test: agreement in >= 95% of the intervals, and the SLO
 attainment live within 1 point of the offline run's.
 
+The PD day (its live JSON's header has "pools"): the same per pool, from
+the CSV's p_desired and d_desired, under "pools"; met when every pool's
+trace is.
+
 Usage: agree_compare.py OFFLINE.csv OFFLINE.json LIVE.json [--planner NAME]
        [--interval S] [--day-secs S] [--offline-trace FILE [--signals-from S]]
        [--json OUT]
@@ -64,19 +68,10 @@ def signals(trace, live, interval, since):
     return out
 
 
-def main():
-    if len(sys.argv) < 4:
-        sys.exit(__doc__)
-    off_csv, off_json, live_json = sys.argv[1:4]
-    planner = arg("--planner", "kvgate-noprewarm")
-    interval = float(arg("--interval", 15))
-    live = json.load(open(live_json))
+def traces(rows, live, interval):
+    """The desired-replica traces offline and live: one pool's, or the PD
+    day's per pool (under "pools")."""
     day = float(live["day_secs"])
-    rows = [r for r in csv.DictReader(open(off_csv)) if r["planner"] == planner]
-    offj = [r for r in json.load(open(off_json)) if r["planner"] == planner]
-    if not rows or not offj:
-        print(f"agree_compare: planner {planner} not in {off_csv} / {off_json}", file=sys.stderr)
-        sys.exit(2)
     full_day = float(arg("--day-secs", 0)) or None
     n = len(rows)
     # The offline CSV's hours are of the whole day the bench ran.
@@ -87,7 +82,25 @@ def main():
     step = span / n
 
     tick = float(live.get("header", {}).get("day", {}).get("tick_secs", 5))
+    hp = live.get("header", {}).get("pools")
+    if hp:  # the PD day: a trace per pool (the CSV's p_ and d_ columns)
+        out = {"pools": {}}
+        for q in hp:
+            col = ("p_" if q["role"] == "prefill" else "d_") + "desired"
+            smp = [dict(x, desired=x["pools"][q["name"]]["desired"]) for x in live["samples"]
+                   if q["name"] in x.get("pools", {})]
+            out["pools"][q["name"]] = trace(rows, col, smp, q["first_replicas"], tick, step,
+                                            interval, day)
+        return out
     first = live.get("first_replicas")
+    samples = [s for s in live["samples"] if "desired" in s]
+    return trace(rows, "desired", samples, first, tick, step, interval, day)
+
+
+def trace(rows, col, samples, first, tick, step, interval, day):
+    """One pool's offline (CSV column col) and live (samples' desired)
+    traces read at each interval's middle, and where each changes."""
+    n = len(rows)
 
     def offline_at(t):
         # A point holds the desired of the first tick at or after its end:
@@ -96,11 +109,9 @@ def main():
         # the first tick).
         T = int(t / tick + 1e-9) * tick
         if T <= 0:
-            return first if first is not None else int(float(rows[0]["desired"]))
+            return first if first is not None else int(float(rows[0][col]))
         i = min(n - 1, max(0, int((T - 1e-6) / step)))
-        return int(float(rows[i]["desired"]))
-
-    samples = [s for s in live["samples"] if "desired" in s]
+        return int(float(rows[i][col]))
 
     def live_at(t):
         v = None
@@ -120,8 +131,6 @@ def main():
     within = sum(1 for x in seen if abs(x["live"] - x["offline"]) <= 1)
     exact = sum(1 for x in seen if x["live"] == x["offline"])
     share = within / len(out) if out else None
-    slo_off = offj[0]["slo_attainment"]
-    slo_live = live["slo_attainment"]
     res = {
         "intervals": len(out), "interval_secs": interval, "live_unknown": len(out) - len(seen),
         "within_one": within, "within_one_share": round(share, 4) if share is not None else None,
@@ -129,33 +138,58 @@ def main():
         "max_abs_diff": max((abs(x["live"] - x["offline"]) for x in seen), default=None),
         "mean_desired_offline": round(sum(x["offline"] for x in out) / len(out), 3) if out else None,
         "mean_desired_live": round(sum(x["live"] for x in seen) / len(seen), 3) if seen else None,
-        "slo_offline": round(slo_off, 4), "slo_live": slo_live,
-        "slo_diff_points": round(100 * (slo_live - slo_off), 2) if slo_live is not None else None,
     }
     # Where each trace changes: (time s, from, to); offline at the tick that
     # closed the point.
     res["changes_offline"], res["changes_live"] = [], []
     closed = lambda i: math.ceil((i + 1) * step / tick - 1e-9) * tick
-    prev = first if first is not None else int(float(rows[0]["desired"]))
+    prev = first if first is not None else int(float(rows[0][col]))
     for i in range(n):
-        b = int(float(rows[i]["desired"]))
+        b = int(float(rows[i][col]))
         if b != prev and closed(i) <= day:
             res["changes_offline"].append([closed(i), prev, b])
         prev = b
     for x, y in zip(samples, samples[1:]):
         if x["desired"] != y["desired"] and y["t"] < day:
             res["changes_live"].append([y["t"], x["desired"], y["desired"]])
+    res["trace"] = out
+    return res
+
+
+def main():
+    if len(sys.argv) < 4:
+        sys.exit(__doc__)
+    off_csv, off_json, live_json = sys.argv[1:4]
+    planner = arg("--planner", "kvgate-noprewarm")
+    interval = float(arg("--interval", 15))
+    live = json.load(open(live_json))
+    rows = [r for r in csv.DictReader(open(off_csv)) if r["planner"] == planner]
+    offj = [r for r in json.load(open(off_json)) if r["planner"] == planner]
+    if not rows or not offj:
+        print(f"agree_compare: planner {planner} not in {off_csv} / {off_json}", file=sys.stderr)
+        sys.exit(2)
+    res = traces(rows, live, interval)
+    slo_off = offj[0]["slo_attainment"]
+    slo_live = live["slo_attainment"]
+    res.update(slo_offline=round(slo_off, 4), slo_live=slo_live,
+               slo_diff_points=round(100 * (slo_live - slo_off), 2) if slo_live is not None else None)
     if "--offline-trace" in sys.argv:
         res["signals"] = signals(arg("--offline-trace", ""), live, interval,
                                  float(arg("--signals-from", 150)))
-    res["trace_met"] = share is not None and share >= 0.95
+    each = res["pools"] if "pools" in res else {"": res}
+    shares = [r["within_one_share"] for r in each.values()]
+    res["trace_met"] = all(x is not None and x >= 0.95 for x in shares)
     res["slo_met"] = res["slo_diff_points"] is not None and abs(res["slo_diff_points"]) <= 1
+    outs = {k: r.pop("trace") for k, r in each.items()}
     print(json.dumps(res))
-    for x in out:
-        if x["live"] != x["offline"]:
-            print(f"  t {x['t']:6.1f} s: offline {x['offline']}, live {x['live']}")
+    for k, out in outs.items():
+        for x in out:
+            if x["live"] != x["offline"]:
+                print(f"  {k + ' ' if k else ''}t {x['t']:6.1f} s: offline {x['offline']}, "
+                      f"live {x['live']}")
     if "--json" in sys.argv:
-        res["trace"] = out
+        for k, r in each.items():
+            r["trace"] = outs[k]
         json.dump(res, open(arg("--json", ""), "w"), indent=1)
 
 

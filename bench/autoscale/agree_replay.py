@@ -23,8 +23,11 @@ Usage: agree_replay.py KVGATE_BIN ARRIVALS.jsonl OUT.json [--limit-secs S] [--ma
 (--limit-secs: replay only the requests arriving in the first S seconds;
 --max-tokens: cap each request's output tokens; both for the smoke test's
 tiny day, tests/integration/bench_agree_smoke.sh, never for a comparison).
-SIGTERM or SIGINT stop the gateway (and with it its sims) before exiting."""
-import json, os, random, signal, subprocess, sys, tempfile, threading, time
+SIGTERM or SIGINT stop the gateway (and with it its sims) before exiting.
+Its temporary folder (/tmp/kvg-agree-*: the gateway's config and log) is
+removed at the end of a run that succeeded, kept (its path printed) when
+the run failed or KEEP=1 is set."""
+import json, os, random, shutil, signal, subprocess, sys, tempfile, threading, time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "fixtures"))
 from free_port import free_port  # noqa: E402
@@ -39,8 +42,16 @@ def text(seed, n):
     return "".join(r.choice(ALPHA) for _ in range(max(0, n)))
 
 
+def pools_of(h):
+    """The header's pools: the aggregated day's one ("agg"), or the PD
+    day's prefill and decode pools, each with its first ready replicas."""
+    if "pools" in h:
+        return h["pools"]
+    return [dict(h["pool"], name="agg", role="aggregated", first_replicas=h["day"]["first_replicas"])]
+
+
 def autoscale_yaml(binp, h, base, nports):
-    d, p = h["day"], h["pool"]
+    d = h["day"]
     # The start: fixed, as the offline --startup-secs S, and the start-up
     # model scaled alike (cold_start_scale = --startup-scale), so the
     # planners' prior lead time is the same in both. The local actuator sees
@@ -48,13 +59,27 @@ def autoscale_yaml(binp, h, base, nports):
     # are asked at ticks too), so a sim healthy a second before S (S a whole
     # number of ticks) is counted ready at S, as offline, and teaches the
     # start-up model S.
+    # PD: each replica its pool's role, a prefill its own KV side channel
+    # (the actuator's second port: the range above ports').
     cmd = (f"{binp} sim --host {{host}} --port {{port}} --model m --profile {d['profile']} "
-           f"--speed 1 --cold-start-secs {d['startup_secs'] - 1}")
-    keys = "\n".join(f"    {k}: {p[k]}" for k in (
-        "min_replicas", "max_replicas", "ttft_secs", "itl_secs", "forecast_window_secs",
-        "down_hold_secs", "headroom", "prefill_tokens_per_sec", "decode_tokens_per_sec",
-        "ttft_idle_secs", "itl_idle_secs", "itl_per_seq_secs"))
+           f"--speed 1 --cold-start-secs {d['startup_secs'] - 1}"
+           + (" --role {role} --side-channel-port {side_port}" if "pools" in h else ""))
     node = "cold" if d["cold_share"] >= 1 else "warm"
+    pools = ""
+    for p in pools_of(h):
+        keys = "\n".join(f"    {k}: {p[k]}" for k in (
+            "min_replicas", "max_replicas", "ttft_secs", "itl_secs", "forecast_window_secs",
+            "down_hold_secs", "headroom", "prefill_tokens_per_sec", "decode_tokens_per_sec",
+            "ttft_idle_secs", "itl_idle_secs", "itl_per_seq_secs"))
+        pools += f"""  - name: {p['name']}
+    role: {p['role']}
+    model: {d['startup_model']}
+    planner: kvgate
+    node: {node}
+    cold_share: {d['cold_share']}
+    fetch_share: {d['fetch_share']}
+{keys}
+"""
     return f"""interval_secs: {d['tick_secs']}
 actuator: local
 local:
@@ -65,14 +90,7 @@ local:
   slow_start_secs: 0
   drain_timeout_secs: {d['drain_secs']}
 pools:
-  - name: agg
-    model: {d['startup_model']}
-    planner: kvgate
-    node: {node}
-    cold_share: {d['cold_share']}
-    fetch_share: {d['fetch_share']}
-{keys}
-"""
+{pools}"""
 
 
 def main():
@@ -86,21 +104,24 @@ def main():
         reqs = [r for r in reqs if r["t"] < limit]
     for r in reqs if cap else ():
         r["output_tokens"] = min(r["output_tokens"], cap)
-    d, p = h["day"], h["pool"]
+    d, pools = h["day"], pools_of(h)
+    p = pools[0]
     ticks = d["startup_secs"] / d["tick_secs"]
     if (d["cold_share"] not in (0, 1) or d["fetch_share"] != 0 or d["startup_secs"] < 2
             or abs(ticks - round(ticks)) > 1e-9):
         sys.exit("agree_replay: the day needs --startup-secs S (>= 2, whole ticks of 5 s), "
                  "--cold-share 0 or 1 and --fetch-share 0 (one start class, one fixed start)")
-    if d["first_replicas"] != p["min_replicas"]:
-        # Live, min_replicas is what stands ready before the first request.
-        sys.exit(f"agree_replay: the offline day starts with {d['first_replicas']} replicas "
-                 f"ready: run it with --min-replicas {d['first_replicas']}")
+    for q in pools:
+        if q["first_replicas"] != q["min_replicas"]:
+            # Live, min_replicas is what stands ready before the first request.
+            sys.exit(f"agree_replay: the offline day starts with {q['first_replicas']} replicas "
+                     f"ready in pool {q['name']}: run it with --min-replicas {q['first_replicas']}")
     day = min(d["day_secs"], limit) if limit is not None else d["day_secs"]
-    ttft_t, itl_t = p["ttft_secs"], p["itl_secs"]
-    gw, base = free_port(), free_port(run=p["max_replicas"] + 2)
+    ttft_t, itl_t = p["ttft_secs"], p["itl_secs"]  # one SLO for every pool
+    nports = sum(q["max_replicas"] for q in pools) + 2
+    gw, base = free_port(), free_port(run=2 * nports)
     tmp = tempfile.mkdtemp(prefix="kvg-agree-")
-    open(f"{tmp}/as.yaml", "w").write(autoscale_yaml(binp, h, base, p["max_replicas"] + 2))
+    open(f"{tmp}/as.yaml", "w").write(autoscale_yaml(binp, h, base, nports))
     log = open(f"{tmp}/serve.log", "w")
     # The gateway is stopped in the finally below, also on a signal.
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -108,27 +129,32 @@ def main():
     # Scrapes every 500 ms (serve's default --load-monitor-interval-ms, the
     # offline scrape_secs); health checks every 0.2 s so a replica counts
     # ready within 0.2 s of its /health, as offline at its ready time.
+    failed = True  # until the day is replayed: the folder is then kept
     sv = subprocess.Popen([binp, "serve", "--port", str(gw), "--autoscale", f"{tmp}/as.yaml",
                            "--health-check-interval-secs", "0.2",
-                           "--queue-timeout-secs", str(d["timeout_secs"])],
+                           "--queue-timeout-secs", str(d["timeout_secs"])]
+                          + (["--vllm-pd-disaggregation"] if "pools" in h else []),
                           stdout=log, stderr=log)
     G = f"http://127.0.0.1:{gw}"
     res, lock = [], threading.Lock()
     samples, decisions, stop = [], [], threading.Event()
     prefixes = {}
-    first = d["first_replicas"]
+    first = sum(q["first_replicas"] for q in pools)
     try:
-        # The offline day starts with first_replicas ready: wait for as many
-        # here (min_replicas brings them up), bounded.
+        # The offline day starts with first_replicas ready (per pool): wait
+        # for as many here (min_replicas brings them up), bounded.
         ready = 0
         for _ in range(int(4 * (d["startup_secs"] + 10) * 10)):
             try:
-                ready = pool_state(G)["ready"]
-                if ready >= first:
+                up = [pool_state(G, i)["ready"] for i in range(len(pools))]
+                ready = sum(up)
+                if all(u >= q["first_replicas"] for u, q in zip(up, pools)):
                     break
             except Exception:
                 pass
             time.sleep(0.1)
+        if ready < first:
+            raise SystemExit(f"agree_replay: {ready} of the day's first {first} replicas ready")
         for r in reqs:
             g = r["prefix"]
             if g not in prefixes:
@@ -163,12 +189,17 @@ def main():
                 n += 1
                 s = {"t": round(time.time() - t0, 2)}
                 try:
-                    ps = pool_state(G)
-                    dec = ps.pop("decision")
-                    s.update(ps)
-                    # Each planner decision once, at the replay's clock.
-                    if dec and (not decisions or decisions[-1]["at_s"] != dec["at_s"]):
-                        decisions.append(dict(dec, t=s["t"]))
+                    for i, q in enumerate(pools):
+                        ps = pool_state(G, i)
+                        dec = ps.pop("decision")
+                        if i == 0:
+                            s.update(ps)
+                        if "pools" in h:  # the PD day: each pool's, by name
+                            s.setdefault("pools", {})[q["name"]] = ps
+                        # Each planner decision once, at the replay's clock.
+                        seen = [x for x in decisions if x.get("pool", "agg") == q["name"]]
+                        if dec and (not seen or seen[-1]["at_s"] != dec["at_s"]):
+                            decisions.append(dict(dec, t=s["t"], pool=q["name"]))
                 except Exception as e:
                     s["error"] = str(e)[:80]
                 samples.append(s)
@@ -195,8 +226,13 @@ def main():
             lead = get(G + "/autoscale")["pools"][0].get("lead_time")
         except Exception:
             pass
+        failed = False
     finally:
         stop_gateway(sv, 20)
+        log.close()
+        if failed:
+            print(f"agree_replay: failed; kept {tmp}", file=sys.stderr)
+    keep = os.environ.get("KEEP") == "1"
     res.sort(key=lambda x: x["k"])
     lags = sorted(r["lag"] for r in res)
     o = {"arrivals": arrivals, "header": h, "day_secs": day, "requests": len(reqs), "answered": len(res),
@@ -204,9 +240,14 @@ def main():
          "slo_attainment": round(sum(r["good"] for r in res) / len(reqs), 4) if reqs else None,
          "streams_not_done": sum(1 for r in res if not r["done"]),
          "send_lag_p99_s": lags[min(len(lags) - 1, int(0.99 * len(lags)))] if lags else None,
-         "lead_time": lead, "serve_log": f"{tmp}/serve.log", "samples": samples,
-         "decisions": decisions, "results": res}
-    json.dump(o, open(out, "w"))
+         "lead_time": lead, "tmp": tmp, "serve_log": f"{tmp}/serve.log" if keep else None,
+         "samples": samples, "decisions": decisions, "results": res}
+    with open(out, "w") as f:
+        json.dump(o, f)
+    if keep:
+        print(f"agree_replay: kept {tmp}", file=sys.stderr)
+    else:
+        shutil.rmtree(tmp, ignore_errors=True)
     print(json.dumps({k: v for k, v in o.items() if k not in ("samples", "decisions", "results")}))
 
 

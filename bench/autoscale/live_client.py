@@ -2,7 +2,7 @@
 read of a gateway: one streamed /v1/completions request (the status, the
 worker kvgate picked (x-kvgate-worker), the wall times of the first and last
 chunk carrying text, the number of such chunks (tokens: a sim sends one a
-chunk), and whether the stream ended with [DONE]), the first autoscale
+chunk), and whether the stream ended with [DONE]), an autoscale
 pool's state; and the gateway process stopped. Standard library only."""
 import http.client, json, subprocess, time, urllib.request
 
@@ -12,13 +12,13 @@ def get(url, t=2):
         return json.loads(r.read())
 
 
-def pool_state(base):
-    """The first pool of GET base/autoscale: desired, ready, starting,
+def pool_state(base, i=0):
+    """Pool i (the first by default) of GET base/autoscale: desired, ready, starting,
     draining and its newest decision ({"at_s", "reason", "signals": the
     window's measured arrival rate, lengths, cache hit, TTFT and ITL p90 and
     SLO-miss share as read with it}, None before one)
     (raises when the gateway does not answer)."""
-    p = get(base + "/autoscale")["pools"][0]
+    p = get(base + "/autoscale")["pools"][i]
     sg = p["signals"]
     dec = p.get("decisions") or [None]
     keep = ("arrival_rate", "isl", "osl", "cache_hit", "ttft_p90_s", "itl_p90_s", "slo_miss")

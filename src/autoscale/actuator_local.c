@@ -95,10 +95,14 @@ int kvg_autoscale_local_expand(const char *tmpl, const struct kvg_autoscale_loca
                 add = v->model ? v->model : "";
             else if (IS("pool"))
                 add = v->pool ? v->pool : "";
+            else if (IS("role"))
+                add = v->role ? v->role : "";
+            else if (IS("side_port"))
+                snprintf(piece, sizeof piece, "%u", v->side_port);
             else
                 return kvg_err_set(err, errlen, KVG_ECONFIG,
                                    "command: unknown {%.*s} (port, host, cold_start, model, "
-                                   "pool, n)",
+                                   "pool, n, role, side_port)",
                                    (int)n, name);
 #undef IS
             p = e + 1;
@@ -162,6 +166,12 @@ static uint32_t next_port(struct local *l)
     return 0;
 }
 
+/* {role}: kvgate sim's --role word for the pool's role. */
+static const char *role_word(enum kvg_autoscale_role r)
+{
+    return r == KVG_AUTOSCALE_PREFILL ? "prefill" : r == KVG_AUTOSCALE_DECODE ? "decode" : "both";
+}
+
 static int spawn(struct local *l, const struct kvg_autoscale_pool_cfg *pc, double now, char *err,
                  size_t errlen)
 {
@@ -173,9 +183,14 @@ static int spawn(struct local *l, const struct kvg_autoscale_pool_cfg *pc, doubl
         return kvg_err_set(err, errlen, KVG_ETOOBIG, "no free %s",
                            r ? "port in the range" : "replica slot");
     double cold = kvg_autoscale_startup_draw(l->su, pc->opts.model, pc->node, &l->rng);
-    struct kvg_autoscale_local_vars v = {
-        l->cfg.host, pc->serves[0] ? pc->serves : pc->opts.model, pc->name, port, l->spawned + 1,
-        cold};
+    struct kvg_autoscale_local_vars v = {l->cfg.host,
+                                         pc->serves[0] ? pc->serves : pc->opts.model,
+                                         pc->name,
+                                         port,
+                                         l->spawned + 1,
+                                         cold,
+                                         role_word(pc->opts.role),
+                                         port + (l->cfg.port_hi - l->cfg.port_lo + 1)};
     char line[2048], *argv[128];
     int rc = kvg_autoscale_local_expand(l->cfg.command, &v, line, sizeof line, err, errlen);
     if (rc) return rc;
@@ -490,7 +505,10 @@ int kvg_autoscale_local_new(const struct kvg_autoscale_local_cfg *cfg,
     if (!hooks->add || !hooks->state || !hooks->drain || !hooks->remove)
         return kvg_err_set(err, errlen, KVG_ECONFIG, "actuator local: the host gave no hooks");
     /* A template that cannot expand fails here, not at the first scale-up. */
-    struct kvg_autoscale_local_vars v = {"h", "m", "p", 1, 1, 1};
+    if (strstr(cfg->command, "{side_port}") &&
+        2u * cfg->port_hi - cfg->port_lo + 1 > 65535) /* the range above ports' */
+        return kvg_err_set(err, errlen, KVG_ECONFIG, "local.ports: {side_port} is past 65535");
+    struct kvg_autoscale_local_vars v = {"h", "m", "p", 1, 1, 1, "both", 2};
     char line[2048], *argv[128];
     int rc = kvg_autoscale_local_expand(cfg->command, &v, line, sizeof line, err, errlen);
     if (rc) return rc;

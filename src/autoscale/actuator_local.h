@@ -9,7 +9,11 @@
  * cold_start_scale multiplies at creation, for the planners' lead time too:
  * the embedded default runs `kvgate sim --cold-start-secs {cold_start}`),
  * {model} (the model the pool's replicas serve: its serves, else its
- * model), {pool} and {n} (a running replica number).
+ * model), {pool}, {n} (a running replica number), {role} (the pool's:
+ * prefill, decode, or both for an aggregated pool, kvgate sim's --role
+ * words) and {side_port} ({port} plus the range's size: a second port of
+ * the replica's own, a prefill's KV side channel, from the range just
+ * above ports').
  *
  * A replica's life: spawned and registered (the gateway's health check
  * marks it healthy when its /health answers 200) -> ready (time from the
@@ -78,6 +82,8 @@ struct kvg_autoscale_local_vars {
     const char *host, *model, *pool;
     uint32_t port, n;
     double cold_start;
+    const char *role;   /* {role}, "" none */
+    uint32_t side_port; /* {side_port} */
 };
 /* Expands tmpl into out[cap]. 0, KVG_ETOOBIG, or KVG_ECONFIG for an
  * unknown {name} or an unclosed brace (err says). Pure. */

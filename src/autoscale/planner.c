@@ -79,6 +79,30 @@ double kvg_autoscale_load(const struct kvg_autoscale_opts *o, double in_tps, dou
     }
 }
 
+static const struct kvg_autoscale_planner_ops static_ops;
+
+/* Before the pool's first request has finished, with nothing in the
+ * gateway's queue, no planner decides: its signals measured no load (a
+ * gateway up before its traffic; live, a prompt's length is known at its
+ * finish), and a window of zeros taken as a measurement would enter the
+ * planners' histories (kvgate's trend, queue's windows) as demand that
+ * then rose. What runs is held within min..max replicas, not a decision
+ * (not acted, so the planner's interval starts at the first finish). A
+ * queued request is planned on (scale from zero). `static` reads no
+ * signal and is left alone. Returns 1 when held so. */
+static int before_first_request(struct kvg_autoscale_planner *p,
+                                const struct kvg_autoscale_signals *s,
+                                struct kvg_autoscale_decision *d)
+{
+    if (!s->unseen || p->ops == &static_ops || s->queued > 0 || s->batch_queued > 0) return 0;
+    d->desired = d->current;
+    if (d->desired < p->o.min_replicas) d->desired = p->o.min_replicas;
+    if (d->desired > p->o.max_replicas) d->desired = p->o.max_replicas;
+    d->need = d->forecast = -1;
+    snprintf(d->reason, sizeof d->reason, "held: no request finished yet");
+    return 1;
+}
+
 int kvg_autoscale_plan(struct kvg_autoscale_planner *p, const struct kvg_autoscale_signals *s,
                        struct kvg_autoscale_decision *d)
 {
@@ -86,6 +110,7 @@ int kvg_autoscale_plan(struct kvg_autoscale_planner *p, const struct kvg_autosca
     if (!d) d = &tmp;
     memset(d, 0, sizeof *d);
     d->current = s->ready + s->starting;
+    if (before_first_request(p, s, d)) return 0;
     /* What the window did not measure (< 0: no request finished in it) is
      * 0 to every planner, live and offline alike: none is assumed. */
     struct kvg_autoscale_signals k = *s;

@@ -18,6 +18,9 @@ struct lat_ring {
 struct kvg_autoscale_obs {
     struct kvg_autoscale_obs_sums *b; /* nb, owned; b[bcur % nb] is filling */
     size_t nb, bcur;
+    size_t origin;  /* the first closed bucket that observed a request ... */
+    int has_origin; /* ... once one did */
+    int finished;   /* a closed bucket saw a request finish */
     struct lat_ring ttft, itl;
     double *scratch; /* the rings' cap, for percentiles */
 };
@@ -200,8 +203,25 @@ void kvg_autoscale_obs_add(struct kvg_autoscale_obs *o, const struct kvg_autosca
 
 void kvg_autoscale_obs_next(struct kvg_autoscale_obs *o)
 {
+    const struct kvg_autoscale_obs_sums *b = cur(o);
+    if (!o->has_origin && (b->arrivals > 0 || b->finished > 0 || b->out_tokens > 0)) {
+        o->origin = o->bcur;
+        o->has_origin = 1;
+    }
+    o->finished |= b->finished > 0;
     o->bcur++;
     memset(cur(o), 0, sizeof *cur(o));
+}
+
+/* The closed buckets a window may cover: those from the first that
+ * observed a request on. The ticks before it (a gateway up before its
+ * traffic) observed nothing: read as zero traffic they would average the
+ * first windows down and the planner would read the filling window as a
+ * trend, where a builder that starts with its traffic (the benchmark's
+ * day) has no such ticks. */
+static size_t seen_ticks(const struct kvg_autoscale_obs *o)
+{
+    return o->has_origin ? o->bcur - o->origin : 0;
 }
 
 void kvg_autoscale_obs_window(struct kvg_autoscale_obs *o, double tick_s, double window,
@@ -209,7 +229,8 @@ void kvg_autoscale_obs_window(struct kvg_autoscale_obs *o, double tick_s, double
 {
     size_t nb = (size_t)ceil(window / tick_s);
     if (nb > o->nb - 1) nb = o->nb - 1;
-    if (nb > o->bcur) nb = o->bcur;
+    if (nb > seen_ticks(o)) nb = seen_ticks(o);
+    s->unseen = !o->finished;
     struct kvg_autoscale_obs_sums sum = {0};
     for (size_t j = 1; j <= nb; j++) sums_add(&sum, &o->b[(o->bcur - j) % o->nb]);
     double w = nb ? (double)nb * tick_s : 1;

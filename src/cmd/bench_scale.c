@@ -203,8 +203,9 @@ static const struct kvg_opt opt_table[] = {
     {"timeline", NULL, KVG_OPT_STR, A(csv), AS(csv), .meta = "FILE",
      .help = "per planner and 5-minute point: load, replicas, misses (CSV)"},
     {"arrivals-out", NULL, KVG_OPT_STR, A(arrivals), AS(arrivals), .meta = "FILE",
-     .help = "diurnal: the day's requests as JSONL, a header line first (the setup a live "
-             "replay needs: bench/autoscale/agree.py), then one line per request"},
+     .help = "the day's requests as JSONL, a header line first (the setup a live replay "
+             "needs: bench/autoscale/agree_replay.py; diurnal-pd: its prefill and decode pools "
+             "with the measured per-role profile), then one line per request"},
     {"prefill-headroom", NULL, KVG_OPT_DOUBLE, O(pd_headroom[0]), .min = 0, .max = 10,
      .section = "diurnal-pd experiments (bench-only, not planner options a deployment has)",
      .flags = KVG_OPT_F_NODEFAULT,
@@ -422,22 +423,23 @@ static int pd_calibrate(struct cfg *c)
     return 0;
 }
 
-/* --arrivals-out: the aggregated day's requests (the PD day's profile is
- * per role and its classes drawn apart: not exported). 0 or 1. */
+/* --arrivals-out: the day's requests (the PD day's after its per-role
+ * profile is measured). 0 or 1. */
 static int arrivals_out(const struct cfg *c)
 {
-    if (c->pd) {
-        fprintf(stderr, "kvgate bench: --arrivals-out is --scenario diurnal's\n");
-        return 1;
-    }
     FILE *f = fopen(c->arrivals, "w");
     if (!f) {
         fprintf(stderr, "kvgate bench: %s: %s\n", c->arrivals, strerror(errno));
         return 1;
     }
-    int rc = kvg_bench_scale_arrivals(&c->o, f);
+    int rc = c->pd ? kvg_bench_scale_pd_arrivals(&c->o, f) : kvg_bench_scale_arrivals(&c->o, f);
     if (fclose(f) && !rc) rc = -EIO;
-    if (rc) fprintf(stderr, "kvgate bench: %s: %s\n", c->arrivals, kvg_strerror(rc));
+    if (rc == KVG_EUNSUPP)
+        fprintf(stderr, "kvgate bench: --arrivals-out: not with --batch-share, --headroom-from, "
+                        "--pd-local-prefill-wait or --decode-batched-tokens (no gateway pool "
+                        "has them)\n");
+    else if (rc)
+        fprintf(stderr, "kvgate bench: %s: %s\n", c->arrivals, kvg_strerror(rc));
     return rc ? 1 : 0;
 }
 
@@ -473,11 +475,11 @@ int kvg_cmd_bench_scale_main(int argc, char **argv)
         printf("one replica meets the SLO up to %.2f req/s of this workload (the planners' "
                "profile)\n",
                c->o.knee_rps);
-    if (c->arrivals[0] && arrivals_out(c)) {
+    if (c->pd && pd_calibrate(c)) {
         free(c);
         return 1;
     }
-    if (c->pd && pd_calibrate(c)) {
+    if (c->arrivals[0] && arrivals_out(c)) {
         free(c);
         return 1;
     }

@@ -42,6 +42,16 @@ static double now_s(struct kvg_serve_autoscale *a)
     return kvg_now_s() - a->t0;
 }
 
+/* A prefill or decode pool's replica is that role's worker in the router
+ * (as a --worker-roles or discovered one): the PD pairing picks it for its
+ * leg. An aggregated pool's stays regular. */
+static int set_role(struct kvg_serve *sv, const char *url, enum kvg_autoscale_role r)
+{
+    if (r == KVG_AUTOSCALE_AGGREGATED) return 0;
+    return kvg_pool_set_role(&sv->pool, url,
+                             r == KVG_AUTOSCALE_PREFILL ? KVG_ROLE_PREFILL : KVG_ROLE_DECODE, -1);
+}
+
 static int h_add(void *ud, const char *pool, const char *url)
 {
     struct kvg_serve_autoscale *a = ud;
@@ -51,8 +61,9 @@ static int h_add(void *ud, const char *pool, const char *url)
      * (router/catalog.h, kvg_catalog_worker_model), as a discovered pod's. */
     for (size_t i = 0; i < a->ctl->npools; i++) {
         const struct kvg_autoscale_pool_cfg *pc = &a->ctl->pools[i].cfg;
-        if (strcmp(pc->name, pool) || !pc->serves[0]) continue;
-        if ((rc = kvg_pool_set_model_label(&a->sv->pool, url, pc->serves))) {
+        if (strcmp(pc->name, pool)) continue;
+        if ((pc->serves[0] && (rc = kvg_pool_set_model_label(&a->sv->pool, url, pc->serves))) ||
+            (rc = set_role(a->sv, url, pc->opts.role))) {
             kvg_pool_remove(&a->sv->pool, url);
             return rc;
         }

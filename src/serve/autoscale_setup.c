@@ -294,9 +294,19 @@ int kvg_serve_autoscale_init(struct kvg_serve *sv, char *err, size_t errlen)
     return 0;
 }
 
-/* Pool i's signals now: its model's workers (without models:, the whole
- * router pool's) and its requests in the admission queue, then the pool's
- * window. */
+/* A prefill or decode pool's capacity is its role's workers alone (the
+ * other leg's serve the same model); an aggregated pool counts them all. */
+static int other_role(const struct kvg_autoscale_pool_cfg *pc, const struct kvg_worker *w)
+{
+    int r = atomic_load(&w->role);
+    if (pc->opts.role == KVG_AUTOSCALE_PREFILL) return r != KVG_ROLE_PREFILL;
+    if (pc->opts.role == KVG_AUTOSCALE_DECODE) return r != KVG_ROLE_DECODE;
+    return 0;
+}
+
+/* Pool i's signals now: its model's workers of its role (without models:,
+ * the whole router pool's) and its requests in the admission queue, then
+ * the pool's window. */
 static void fill(struct kvg_serve_autoscale *a, size_t i, double now,
                  struct kvg_autoscale_signals *s)
 {
@@ -315,8 +325,9 @@ static void fill(struct kvg_serve_autoscale *a, size_t i, double now,
     uint64_t now_ms = kvg_now_ms();
     for (size_t k = 0; k < n; k++) {
         struct kvg_worker *w = ws[k];
-        if (a->by_model && (!cat || m < 0 || kvg_serve_worker_model(sv, cat, w) != m)) {
-            kvg_worker_unref(w); /* another model's */
+        if ((a->by_model && (!cat || m < 0 || kvg_serve_worker_model(sv, cat, w) != m)) ||
+            other_role(pc, w)) {
+            kvg_worker_unref(w); /* another model's, or the other leg's */
             continue;
         }
         if (atomic_load(&w->draining))

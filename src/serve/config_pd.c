@@ -143,10 +143,12 @@ int kvg_serve_config_pd(struct kvg_serve_config *c, char *err, size_t errlen)
         return kvg_err_set(err, errlen, KVG_ECONFIG,
                            "prefill and decode workers need --vllm-pd-disaggregation or "
                            "--pd-disaggregation");
-    if (pd && (!np || !nd) && !c->service_discovery)
+    /* Discovered workers, or an autoscaler's prefill and decode pools (its
+     * local actuator's replicas get their pool's role), may be all there is. */
+    if (pd && (!np || !nd) && !c->service_discovery && !c->autoscale_path[0])
         return kvg_err_set(err, errlen, KVG_ECONFIG,
                            "PD disaggregation needs at least one --prefill and one --decode "
-                           "worker");
+                           "worker (or --service-discovery, or --autoscale)");
     return 0;
 }
 

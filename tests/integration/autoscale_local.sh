@@ -8,7 +8,8 @@
 # default (no command: kvgate's own sim). With standby: 1 the drained
 # replica parks (vLLM's sleep API on the sim: out of the gateway, asleep)
 # and is woken, not started, when the pool comes back from zero: the held
-# request is served by it. Every wait is bounded; the sims
+# request is served by it. PD: a prefill and a decode pool, their replicas
+# started in their roles. Every wait is bounded; the sims
 # are the gateway's children (stopped by it by PID, PDEATHSIG if it dies).
 . "$(dirname "$0")/lib.sh"
 GW=$(free_port); BASE=$(free_port --run 8)
@@ -220,4 +221,37 @@ code=$(curl -s -m 30 -o "$TMP/def.json" -w '%{http_code}' "http://127.0.0.1:$GW2
 check "embedded default: kvgate sim started, answers ($code)" [ "$code" = 200 ]
 check "embedded default: one worker, from the port range" \
   [ "$(curl -s -m 2 "http://127.0.0.1:$GW2/workers" >"$TMP/w2.json"; json_get "$TMP/w2.json" "[w['url'] for w in j['workers']]")" = "['http://127.0.0.1:$BASE2']" ]
+
+# 7. PD pools: a prefill and a decode pool of one model, no static worker;
+# each replica is its pool's role in the router ({role}; a prefill's KV side
+# channel on its {side_port}, the range above ports'), a request goes
+# through both legs, and each pool counts its own role's replicas alone.
+GW3=$(free_port); BASE3=$(free_port --run 8)
+cat >"$TMP/pd.yaml" <<YAML
+interval_secs: 0.3
+actuator: local
+local:
+  command: "$KVG_BIN sim --host {host} --port {port} --model m --cold-start-secs 0 --role {role} --side-channel-port {side_port}"
+  ports: $BASE3-$((BASE3 + 3))
+pools:
+YAML
+for r in prefill decode; do
+  printf '  - {name: %s, role: %s, model: qwen2.5-7b, interval_secs: 0.3, min_replicas: 1, max_replicas: 1, node: warm}\n' \
+    "$r" "$r" >>"$TMP/pd.yaml"
+done
+start_serve "$GW3" --autoscale "$TMP/pd.yaml" --vllm-pd-disaggregation \
+  --health-check-interval-secs 0.3 || exit 1
+code=$(curl -s -m 30 -o "$TMP/pd.json" -w '%{http_code}' "http://127.0.0.1:$GW3/v1/completions" \
+  -d '{"model":"m","prompt":"hello both legs","max_tokens":3}')
+check "PD pools: the request answered through the autoscaled legs ($code)" [ "$code" = 200 ]
+curl -s -m 2 "http://127.0.0.1:$GW3/workers" >"$TMP/w3.json"
+check "PD pools: a prefill on the first port, a decode on the next" \
+  [ "$(json_get "$TMP/w3.json" "sorted((w['url'], w['role']) for w in j['workers'])")" = \
+    "[('http://127.0.0.1:$BASE3', 'prefill'), ('http://127.0.0.1:$((BASE3 + 1))', 'decode')]" ]
+side=$(curl -s -m 2 -o /dev/null -w '%{http_code}' "http://127.0.0.1:$((BASE3 + 4))/")
+check "PD pools: the prefill's side channel answers on its {side_port}, port + 4 ($side)" \
+  [ "$side" != 000 ]
+curl -s -m 2 "http://127.0.0.1:$GW3/autoscale" >"$TMP/as3.json"
+check "PD pools: each counts its own role's replica (ready 1 and 1)" \
+  [ "$(json_get "$TMP/as3.json" "[p['signals']['ready'] for p in j['pools']]")" = "[1, 1]" ]
 finish

@@ -2,7 +2,8 @@
 # test; bench/results/autoscale-agreement.md has the real runs): `kvgate
 # bench --scenario diurnal --arrivals-out` writes a header and one
 # well-formed line per request of the day it runs (as many as its JSON
-# counts); bench/autoscale/agree_replay.py replays the first 3 s of it
+# counts), and on the PD day its two pools with the run's per-role
+# profile; bench/autoscale/agree_replay.py replays the first 3 s of it
 # against `kvgate serve --autoscale` with sims started by the local
 # actuator (5 s start-ups), every stream answered and ended; and
 # agree_compare.py reads both. No figures are asserted (the machine is
@@ -45,18 +46,37 @@ PY
 check "the export: a header and one well-formed line per request of the run" [ "$out" = ok ]
 [ "$out" = ok ] || echo "$out"
 
-timeout -k 5 30 "$KVG_BIN" bench --scenario diurnal-pd --day-secs 120 --knee-rps 2 \
-  --arrivals-out "$TMP/pd.jsonl" --quiet >"$TMP/pd.out" 2>"$TMP/pd.log"
-check "--arrivals-out on the PD day: refused" [ $? = 1 ]
-check "--arrivals-out on the PD day: says why" grep -q "arrivals-out is --scenario diurnal's" \
-  "$TMP/pd.log"
+timeout -k 5 60 "$KVG_BIN" bench --scenario diurnal-pd --day-secs 120 --mean-rate 2 \
+  --min-replicas 2 --planners kvgate --arrivals-out "$TMP/pd.jsonl" --json "$TMP/pd.json" \
+  --out "$TMP/pd.md" --quiet >"$TMP/pd.out" 2>"$TMP/pd.log"
+check "--arrivals-out on the PD day exits 0" [ $? = 0 ]
+out=$(/usr/bin/python3 - "$TMP/pd.jsonl" "$TMP/pd.json" <<'PY' 2>&1
+import json, sys
+lines = open(sys.argv[1]).read().splitlines()
+h = json.loads(lines[0])
+off = json.load(open(sys.argv[2]))[0]
+assert h["day"]["scenario"] == "diurnal-pd" and "pool" not in h, h
+assert [p["role"] for p in h["pools"]] == ["prefill", "decode"], h["pools"]
+for p in h["pools"]:
+    assert p["first_replicas"] >= p["min_replicas"] == 2, p
+    for k, v in (("prefill_tokens_per_sec", "profile_prefill_tps"),
+                 ("decode_tokens_per_sec", "profile_decode_tps")):
+        assert abs(p[k] - off[v]) <= 1e-9 * off[v], (p, off)
+reqs = [json.loads(l) for l in lines[1:]]
+assert len(reqs) == h["day"]["requests"] == off["requests"] > 100, (len(reqs), off["requests"])
+print("ok")
+PY
+)
+check "the PD day's export: its two pools with the run's per-role profile, its requests" \
+  [ "$out" = ok ]
+[ "$out" = ok ] || { echo "$out"; tail -3 "$TMP/pd.log"; }
 
 KVG_BENCH_TEST_MARK=$MARK timeout -k 5 "$(scaled 60)" /usr/bin/python3 \
   bench/autoscale/agree_replay.py "$KVG_BIN" "$TMP/arr.jsonl" "$TMP/live.json" \
   --limit-secs 3 --max-tokens 8 >"$TMP/live.out" 2>"$TMP/live.log"
 check "the replay of the first 3 s exits 0" [ $? = 0 ]
 out=$(/usr/bin/python3 - "$TMP/live.json" "$TMP/arr.jsonl" <<'PY' 2>&1
-import json, sys
+import json, os, sys
 o = json.load(open(sys.argv[1]))
 reqs = [json.loads(l) for l in open(sys.argv[2]).read().splitlines()[1:] if json.loads(l)["t"] < 3]
 assert o["requests"] == o["answered"] == len(reqs) > 0, (o["requests"], o["answered"], len(reqs))
@@ -67,10 +87,12 @@ for r, q in zip(o["results"], reqs):
     assert r["ttft"] is not None and r["itl"] is not None, r
 assert 0 <= o["slo_attainment"] <= 1, o
 assert any("desired" in s for s in o["samples"]), o["samples"]
+assert o["tmp"].startswith("/tmp/kvg-agree-") and not os.path.exists(o["tmp"]), o["tmp"]
 print("ok")
 PY
 )
-check "the replay: every request answered 200, ended, its tokens counted" [ "$out" = ok ]
+check "the replay: every request answered 200, ended, its tokens counted; its folder removed" \
+  [ "$out" = ok ]
 [ "$out" = ok ] || { echo "$out"; tail -5 "$TMP/live.log"; }
 
 /usr/bin/python3 bench/autoscale/agree_compare.py "$TMP/off.csv" "$TMP/off.json" \

@@ -209,8 +209,17 @@ void kvg_bench_scale_result_free(struct kvg_bench_scale_result *r);
  * request from the day's generator: {"t" (arrival, s), "prompt_tokens",
  * "output_tokens", "prefix" (the shared system prompt's index),
  * "prefix_tokens" (of the prompt, shared), "client" (the heavy client, -1
- * none), "class"}. 0, or a negative code. f is the caller's. */
+ * none), "class"}. 0, or a negative code (KVG_EUNSUPP: with batch_share,
+ * the replay sends interactive requests only). f is the caller's. */
 int kvg_bench_scale_arrivals(const struct kvg_bench_scale_opts *o, FILE *f);
+/* The same for the PD day (--scenario diurnal-pd): its header has no
+ * "pool" but "pools", a prefill and a decode pool, each with its "role",
+ * the replicas it starts with ready ("first_replicas") and its keys with
+ * the measured per-role profile (o->pd_prefill_tps and o->pd_decode_tps
+ * must be set: kvg_bench_scale_pd_calibrate). KVG_EUNSUPP also for the
+ * bench-only experiments (pd_headroom_from_s, pd_local_wait_s,
+ * pd_decode_batched_tokens): no gateway pool has them. */
+int kvg_bench_scale_pd_arrivals(const struct kvg_bench_scale_opts *o, FILE *f);
 
 /* Reports (scale_report.c). The caller's FILE, never closed; 0 or -EIO. */
 int kvg_bench_scale_json(const struct kvg_bench_scale_result *r, size_t n,

@@ -355,6 +355,15 @@ void kvg__scale_recovery_note(struct run *R, struct rep *p, double t, double cac
 /* Recovery figures into R->out. */
 void kvg__scale_recovery_summary(struct run *R);
 
+/* The PD day's pools (scale_pd.c), also for its arrivals' export
+ * (scale_export.c): the planner options of the pool of role (prefill or
+ * decode) before the day's headroom experiments (pd_headroom), and the
+ * replicas it starts with ready by them (before min_replicas). */
+void kvg__scale_pd_pool_opts(const struct kvg_bench_scale_opts *o, enum kvg_autoscale_role role,
+                             struct kvg_autoscale_startup *su, struct kvg_autoscale_opts *a);
+uint32_t kvg__scale_pd_first(const struct kvg_bench_scale_opts *o,
+                             const struct kvg_autoscale_opts *a, const struct scale_wl *w);
+
 /* The PD day's oracle (scale_pd_oracle.c; scale.h says what it is). Its
  * look-ahead: o->oracle_lead_s, else the fixed start-up or the start-up
  * model's longest p90 lead among the node states replicas land on, plus a

@@ -482,8 +482,8 @@ static int tick(struct pdrun *R, double t)
 /* Each pool's planner options: the aggregated runs' own, the role's, and
  * the measured per-role profile (queue's V_P stays the batch-1 peak, as in
  * the aggregated runs: llm-d's calibration script measures a peak). */
-static void pool_opts(const struct kvg_bench_scale_opts *o, enum kvg_autoscale_role role,
-                      struct kvg_autoscale_startup *su, struct kvg_autoscale_opts *a)
+void kvg__scale_pd_pool_opts(const struct kvg_bench_scale_opts *o, enum kvg_autoscale_role role,
+                             struct kvg_autoscale_startup *su, struct kvg_autoscale_opts *a)
 {
     *a = o->aopts;
     a->role = role;
@@ -508,6 +508,12 @@ static double pool_need(const struct kvg_bench_scale_opts *o, const struct kvg_a
     return kvg_autoscale_load(a, rate * isl, rate * o->osl, a->itl_target_s) * (1 + a->headroom);
 }
 
+uint32_t kvg__scale_pd_first(const struct kvg_bench_scale_opts *o,
+                             const struct kvg_autoscale_opts *a, const struct scale_wl *w)
+{
+    return kvg_autoscale_ceil(pool_need(o, a, kvg__scale_wl_rate(w, 0)));
+}
+
 static int setup(struct pdrun *R, char *err, size_t errlen)
 {
     const struct kvg_bench_scale_opts *o = R->o;
@@ -525,7 +531,7 @@ static int setup(struct pdrun *R, char *err, size_t errlen)
         P->role = pi ? KVG_AUTOSCALE_DECODE : KVG_AUTOSCALE_PREFILL;
         P->out = &out->pool[pi];
         struct kvg_autoscale_opts a;
-        pool_opts(o, P->role, &R->d.su, &a);
+        kvg__scale_pd_pool_opts(o, P->role, &R->d.su, &a);
         P->out->static_peak = kvg_autoscale_ceil(pool_need(o, &a, peak));
         if (!a.static_replicas) a.static_replicas = P->out->static_peak;
         P->headroom = a.headroom;
@@ -549,9 +555,8 @@ static int setup(struct pdrun *R, char *err, size_t errlen)
     for (int pi = 0; pi < 2; pi++) {
         struct pool *P = &R->pool[pi];
         const struct kvg_autoscale_opts *a = &P->pl->o;
-        uint32_t n0 = !strcmp(o->planner, "static")
-                          ? a->static_replicas
-                          : kvg_autoscale_ceil(pool_need(o, a, kvg__scale_wl_rate(&R->d.wl, 0)));
+        uint32_t n0 = !strcmp(o->planner, "static") ? a->static_replicas
+                                                    : kvg__scale_pd_first(o, a, &R->d.wl);
         if (R->oracle) n0 = kvg__scale_pd_oracle_desired(&R->d.wl, a, R->oracle_lead, 0, 0);
         if ((rc = kvg__scale_reps_first(&P->r, o, &R->d.su, &R->d.rng, n0, a->min_replicas)))
             return rc;

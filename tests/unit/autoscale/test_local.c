@@ -14,13 +14,17 @@
 
 TEST(template_expands_and_refuses)
 {
-    struct kvg_autoscale_local_vars v = {"127.0.0.1", "qwen", "agg", 8101, 3, 1.5};
+    struct kvg_autoscale_local_vars v = {"127.0.0.1", "qwen", "agg", 8101, 3, 1.5, "prefill", 8111};
     char out[256], err[128] = "";
     CHECK_INT(kvg_autoscale_local_expand("sim --host {host} --port {port} --model {model} "
                                          "--cold-start-secs {cold_start} # {pool}-{n}",
                                          &v, out, sizeof out, err, sizeof err),
               0);
     CHECK_STR(out, "sim --host 127.0.0.1 --port 8101 --model qwen --cold-start-secs 1.500 # agg-3");
+    CHECK_INT(kvg_autoscale_local_expand("--role {role} --side-channel-port {side_port}", &v, out,
+                                         sizeof out, err, sizeof err),
+              0);
+    CHECK_STR(out, "--role prefill --side-channel-port 8111");
     CHECK_INT(kvg_autoscale_local_expand("x {gpu}", &v, out, sizeof out, err, sizeof err),
               KVG_ECONFIG);
     CHECK(strstr(err, "{gpu}") != NULL);

@@ -7,6 +7,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "autoscale/signals.h"
 #include "support/test.h"
@@ -441,4 +442,113 @@ TEST(signals_window_partial_until_its_span)
         CHECK_NEAR(s.arrival_rate, 1, 1e-12); /* over the ticks it has */
     }
     kvg_autoscale_obs_free(o);
+}
+
+/* One 5 s tick of steady traffic into o: 3 arrivals of 1000 prompt tokens,
+ * 300 tokens out, 3 finishes of 100 tokens, one TTFT and ITL sample. */
+static void busy_tick(struct kvg_autoscale_obs *o, double t)
+{
+    for (int i = 0; i < 3; i++) {
+        kvg_autoscale_obs_arrive(o, 1000);
+        kvg_autoscale_obs_finish(o, t, 0.02, 0, 1000, 100);
+    }
+    kvg_autoscale_obs_tokens(o, 300);
+    kvg_autoscale_obs_first(o, t, 0.3);
+    kvg_autoscale_obs_next(o);
+}
+
+/* A gateway up 20 s before its first request (a replay's start, a deploy
+ * before its traffic) reads the same windows, and its planner decides the
+ * same, as a builder that starts with the traffic (the benchmark's day):
+ * the idle ticks observed nothing, so they are no zero-traffic signal in
+ * the window nor in the planner's history (its trend), and no planner
+ * decides before a request has finished (no lengths, no load). The
+ * gateway's queue is a signal before that: from zero, it is planned on. */
+TEST(signals_idle_ticks_before_the_first_request_observe_nothing)
+{
+    struct kvg_autoscale_obs *live = mk(64), *bench = mk(64);
+    struct kvg_autoscale_opts o;
+    kvg_autoscale_opts_default(&o);
+    o.min_replicas = 2;
+    o.max_replicas = 8;
+    o.window_s = 30;
+    o.down_hold_s = 30;
+    o.prof = (struct kvg_autoscale_profile){
+        .prefill_tps = 200, .decode_tps = 50, .ttft_idle_s = 0.2, .itl_idle_s = 0.02};
+    struct kvg_autoscale_planner *pl = NULL, *pb = NULL;
+    CHECK_INT(kvg_autoscale_planner_new("kvgate", &o, &pl), 0);
+    CHECK_INT(kvg_autoscale_planner_new("kvgate", &o, &pb), 0);
+    struct kvg_autoscale_signals s, b;
+    struct kvg_autoscale_decision dl, db;
+    const int idle = 4;
+    for (int k = 0; k < idle; k++) {
+        kvg_autoscale_obs_next(live);
+        window(live, 5.0 * (k + 1), 5, 30, &s);
+        s.ready = 2;
+        CHECK_INT(s.unseen, 1);
+        CHECK_INT(kvg_autoscale_plan(pl, &s, &dl), 0);
+        CHECK_INT(dl.desired, 2);
+        CHECK_INT(dl.acted, 0);
+        CHECK(strstr(dl.reason, "no request finished yet") != NULL);
+    }
+    /* Requests arrived and running, none finished: no lengths, no load
+     * measured yet; still held, the window's traffic kept for later. */
+    struct kvg_autoscale_obs *early = mk(8);
+    kvg_autoscale_obs_arrive(early, -1);
+    kvg_autoscale_obs_next(early);
+    window(early, 5, 5, 30, &s);
+    s.ready = 2;
+    s.running = 1;
+    CHECK_INT(s.unseen, 1);
+    CHECK_NEAR(s.arrival_rate, 0.2, 1e-12);
+    CHECK_INT(kvg_autoscale_plan(pl, &s, &dl), 0);
+    CHECK_INT(dl.desired, 2);
+    CHECK_INT(dl.acted, 0);
+    kvg_autoscale_obs_finish(early, 7, 0.02, 0, 100, 10);
+    kvg_autoscale_obs_next(early);
+    window(early, 10, 5, 30, &s);
+    CHECK_INT(s.unseen, 0);
+    kvg_autoscale_obs_free(early);
+    uint32_t rl = 2, rb = 2;
+    int differ = 0, moved = 0;
+    for (int k = 0; k < 24; k++) {
+        double tb = 5.0 * (k + 1), tl = tb + 5.0 * idle;
+        busy_tick(live, tl - 2.5);
+        busy_tick(bench, tb - 2.5);
+        window(live, tl, 5, 30, &s);
+        window(bench, tb, 5, 30, &b);
+        CHECK_INT(s.unseen, 0);
+        CHECK_INT(s.partial, b.partial);
+        CHECK_NEAR(s.arrival_rate, b.arrival_rate, 1e-12);
+        CHECK_NEAR(s.arrival_rate, 0.6, 1e-12); /* over the traffic's ticks alone */
+        CHECK_NEAR(s.output_tps, b.output_tps, 1e-12);
+        CHECK_NEAR(s.ttft_p90, b.ttft_p90, 1e-12);
+        s.ready = rl;
+        b.ready = rb;
+        s.running = b.running = 3;
+        CHECK_INT(kvg_autoscale_plan(pl, &s, &dl), 0);
+        CHECK_INT(kvg_autoscale_plan(pb, &b, &db), 0);
+        differ += dl.desired != db.desired || dl.acted != db.acted;
+        moved += dl.desired != 2;
+        rl = dl.desired;
+        rb = db.desired;
+    }
+    CHECK_INT(differ, 0);
+    CHECK(moved > 0); /* the traffic is more than two replicas' worth */
+    kvg_autoscale_planner_free(pl);
+    kvg_autoscale_planner_free(pb);
+    /* From zero: a queued request is planned on before its tick closes. */
+    o.min_replicas = 0;
+    CHECK_INT(kvg_autoscale_planner_new("kvgate", &o, &pl), 0);
+    struct kvg_autoscale_obs *z = mk(8);
+    kvg_autoscale_obs_next(z);
+    window(z, 5, 5, 30, &s);
+    s.queued = 1;
+    CHECK_INT(s.unseen, 1);
+    CHECK_INT(kvg_autoscale_plan(pl, &s, &dl), 0);
+    CHECK(dl.desired >= 1);
+    kvg_autoscale_planner_free(pl);
+    kvg_autoscale_obs_free(z);
+    kvg_autoscale_obs_free(live);
+    kvg_autoscale_obs_free(bench);
 }

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/err.h"
 #include "bench/scale/scale.h"
 
 static struct kvg_bench_scale_opts small_day(void)
@@ -103,4 +104,66 @@ TEST(startup_scale_is_the_planners_lead_too)
     CHECK(lb > 0 && lb < 40);
     kvg_bench_scale_result_free(&a);
     kvg_bench_scale_result_free(&b);
+}
+
+/* The PD day's export against its run: the run's requests, one line each;
+ * a prefill and a decode pool with the per-role profile the run's planners
+ * had and the replicas each pool was ready with at the day's start (a
+ * start takes 20 s, so the first 2.5 s point shows those alone); the
+ * bench's own experiments and the batch class refused. */
+TEST(pd_arrivals_are_the_runs_requests_and_pools)
+{
+    struct kvg_bench_scale_opts o = small_day();
+    snprintf(o.planner, sizeof o.planner, "kvgate");
+    o.pd_prefill_tps = 9000; /* as measured, so that no calibration runs */
+    o.pd_decode_tps = 4000;
+    o.aopts.min_replicas = 2;
+    o.timeline_points = 240;
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    CHECK(f != NULL);
+    CHECK_INT(kvg_bench_scale_pd_arrivals(&o, f), 0);
+    CHECK_INT(fclose(f), 0);
+    struct kvg_bench_scale_pd_result r;
+    char err[256] = "";
+    CHECK_INT(kvg_bench_scale_pd_run(&o, &r, err, sizeof err), 0);
+    char *save = NULL, *line = strtok_r(buf, "\n", &save);
+    cJSON *h = cJSON_Parse(line);
+    CHECK(h != NULL);
+    cJSON *day = cJSON_GetObjectItem(h, "day"), *pools = cJSON_GetObjectItem(h, "pools");
+    CHECK(day && cJSON_GetArraySize(pools) == 2 && !cJSON_GetObjectItem(h, "pool"));
+    CHECK(!strcmp(cJSON_GetObjectItem(day, "scenario")->valuestring, "diurnal-pd"));
+    CHECK_INT(cJSON_GetObjectItem(day, "requests")->valuedouble, (double)r.requests);
+    const char *roles[] = {"prefill", "decode"};
+    for (int pi = 0; pi < 2; pi++) {
+        cJSON *p = cJSON_GetArrayItem(pools, pi);
+        CHECK(!strcmp(cJSON_GetObjectItem(p, "role")->valuestring, roles[pi]));
+        CHECK_NEAR(cJSON_GetObjectItem(p, "prefill_tokens_per_sec")->valuedouble, r.prefill_tps,
+                   1e-9);
+        CHECK_NEAR(cJSON_GetObjectItem(p, "decode_tokens_per_sec")->valuedouble, r.decode_tps,
+                   1e-9);
+        CHECK_NEAR(cJSON_GetObjectItem(p, "min_replicas")->valuedouble, 2, 0);
+        CHECK_NEAR(cJSON_GetObjectItem(p, "first_replicas")->valuedouble, r.ready[pi][0], 0);
+    }
+    uint64_t n = 0;
+    while ((line = strtok_r(NULL, "\n", &save))) {
+        cJSON *q = cJSON_Parse(line);
+        CHECK(q != NULL && cJSON_GetObjectItem(q, "prompt_tokens")->valueint > 0);
+        cJSON_Delete(q);
+        n++;
+    }
+    CHECK_INT(n, r.requests);
+    cJSON_Delete(h);
+    kvg_bench_scale_pd_result_free(&r);
+    free(buf);
+    f = fopen("/dev/null", "w");
+    CHECK(f != NULL);
+    o.pd_local_wait_s = 2;
+    CHECK_INT(kvg_bench_scale_pd_arrivals(&o, f), KVG_EUNSUPP);
+    o.pd_local_wait_s = 0;
+    o.batch_share = 0.2;
+    CHECK_INT(kvg_bench_scale_pd_arrivals(&o, f), KVG_EUNSUPP);
+    CHECK_INT(kvg_bench_scale_arrivals(&o, f), KVG_EUNSUPP);
+    fclose(f);
 }
