@@ -57,8 +57,9 @@ struct kvg_autoscale_signals {
      * Read only when batch_queued > 0. kvgate sizes to serve it by then. */
     double batch_queued, batch_prompt_tokens, batch_out_tokens, batch_slack_s;
     int partial; /* the window covered less than its span yet (the first ticks) */
-    int unseen;  /* no request finished yet since the builder started: no lengths, no
-                    load measured (kvg_autoscale_plan holds) */
+    int unseen;  /* no request finished yet since the builder started, and one
+                    arrived or the first window is not over: no lengths, no load
+                    measured (kvg_autoscale_plan holds) */
 };
 
 /* What one replica sustains, measured in advance (Dynamo profiles its

@@ -230,7 +230,12 @@ void kvg_autoscale_obs_window(struct kvg_autoscale_obs *o, double tick_s, double
     size_t nb = (size_t)ceil(window / tick_s);
     if (nb > o->nb - 1) nb = o->nb - 1;
     if (nb > seen_ticks(o)) nb = seen_ticks(o);
-    s->unseen = !o->finished;
+    /* Unseen while a request is running with none finished (its length is
+     * not known yet), or, before any request arrived, for one window: a
+     * gateway up before its traffic. A whole window without a request is
+     * zero traffic measured, and a pool never used is planned on it (down
+     * to min_replicas, or to zero), not held at what runs forever. */
+    s->unseen = !o->finished && (o->has_origin || (double)o->bcur * tick_s < window);
     struct kvg_autoscale_obs_sums sum = {0};
     for (size_t j = 1; j <= nb; j++) sums_add(&sum, &o->b[(o->bcur - j) % o->nb]);
     double w = nb ? (double)nb * tick_s : 1;

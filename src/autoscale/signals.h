@@ -110,7 +110,8 @@ void kvg_autoscale_obs_next(struct kvg_autoscale_obs *o);
  * ceil(window / tick_s) closed buckets (fewer at the start: only those
  * from the first that observed a request on, so that idle ticks before
  * any traffic are no zero signal; s->unseen until a closed bucket saw a
- * request finish: the lengths, and so the load, are not known before) and the TTFT
+ * request finish: the lengths, and so the load, are not known before;
+ * without any request, only for the first window) and the TTFT
  * and ITL samples stamped after s->now - that span. Rates are per second
  * over the span (0 when no bucket closed yet); isl / osl, the token rates
  * they stand for, cache_hit, slo_miss (and its split, slo_miss_ttft and

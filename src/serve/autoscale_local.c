@@ -302,14 +302,23 @@ void kvg__serve_autoscale_local_tick(struct kvg_serve_autoscale *a, double now)
         }
         if (!w || sh >= 1000) warm_end(wu);
     }
-    /* Requests held at zero replicas: a ready one takes them now. */
+    /* Requests held at zero replicas: ready ones take them now, once every
+     * role the pool has a replica of has a ready one (a PD request needs
+     * both legs: released on the prefill alone it was answered 503 while
+     * its decode replica was still starting). */
     struct kvg_worker *ws[KVG_POOL_MAX_WORKERS];
     size_t n = kvg_pool_snapshot(&a->sv->pool, ws, KVG_POOL_MAX_WORKERS), up = 0;
+    unsigned has = 0, ready = 0;
     for (size_t i = 0; i < n; i++) {
-        up += atomic_load(&ws[i]->healthy) && !atomic_load(&ws[i]->draining);
+        int r = atomic_load(&ws[i]->role),
+            ok = atomic_load(&ws[i]->healthy) && !atomic_load(&ws[i]->draining);
+        unsigned bit = r >= 0 && r < 8 ? 1u << r : 0;
+        has |= bit;
+        ready |= ok ? bit : 0;
+        up += ok;
         kvg_worker_unref(ws[i]);
     }
-    if (up && a->sv->gate.adm) kvg_adm_capacity_available(a->sv->gate.adm, 1024);
+    if (up && ready == has && a->sv->gate.adm) kvg_adm_capacity_available(a->sv->gate.adm, 1024);
 }
 
 /* Routing history: a prefix is the routing text's first 1024 bytes (a

@@ -251,7 +251,13 @@ check "PD pools: a prefill on the first port, a decode on the next" \
 side=$(curl -s -m 2 -o /dev/null -w '%{http_code}' "http://127.0.0.1:$((BASE3 + 4))/")
 check "PD pools: the prefill's side channel answers on its {side_port}, port + 4 ($side)" \
   [ "$side" != 000 ]
-curl -s -m 2 "http://127.0.0.1:$GW3/autoscale" >"$TMP/as3.json"
+# A replica counts as ready at its pool's next tick after its health
+# check passed, which may come after the request above was answered.
+for _ in $(seq 1 "$(scaled 30)"); do
+  curl -s -m 2 "http://127.0.0.1:$GW3/autoscale" >"$TMP/as3.json"
+  [ "$(json_get "$TMP/as3.json" "[p['signals']['ready'] for p in j['pools']]")" = "[1, 1]" ] && break
+  sleep 0.1
+done
 check "PD pools: each counts its own role's replica (ready 1 and 1)" \
   [ "$(json_get "$TMP/as3.json" "[p['signals']['ready'] for p in j['pools']]")" = "[1, 1]" ]
 finish

@@ -509,6 +509,22 @@ TEST(signals_idle_ticks_before_the_first_request_observe_nothing)
     window(early, 10, 5, 30, &s);
     CHECK_INT(s.unseen, 0);
     kvg_autoscale_obs_free(early);
+    /* A pool never used: once a whole window has passed without a request
+     * it has measured zero traffic and is planned on, not held at what
+     * runs for as long as no request comes. */
+    struct kvg_autoscale_obs *never = mk(16);
+    for (int k = 0; k < 7; k++) {
+        kvg_autoscale_obs_next(never);
+        window(never, 5.0 * (k + 1), 5, 30, &s);
+        CHECK_INT(s.unseen, k + 1 < 6);
+    }
+    struct kvg_autoscale_planner *pn = NULL;
+    CHECK_INT(kvg_autoscale_planner_new("kvgate", &o, &pn), 0);
+    s.ready = 4;
+    CHECK_INT(kvg_autoscale_plan(pn, &s, &dl), 0);
+    CHECK(strstr(dl.reason, "no request finished yet") == NULL);
+    kvg_autoscale_planner_free(pn);
+    kvg_autoscale_obs_free(never);
     uint32_t rl = 2, rb = 2;
     int differ = 0, moved = 0;
     for (int k = 0; k < 24; k++) {
