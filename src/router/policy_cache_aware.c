@@ -120,6 +120,12 @@ static void place_on(struct kvg_policy *p, struct kvg_worker *w, const struct kv
         kvg_kv_radix_insert(tree, ctx->text, ctx->text_len, w->slot);
 }
 
+static int places_text(const struct kvg_policy *p)
+{
+    (void)p;
+    return 1;
+}
+
 static void on_remove(struct kvg_policy *p, struct kvg_worker *w)
 {
     if (w->slot >= 0) kvg_kv_radix_forest_remove_tenant(((struct cachep *)p)->forest, w->slot);
@@ -137,7 +143,8 @@ static const struct kvg_policy_ops ops = {.name = "cache_aware",
                                           .select = select_cache,
                                           .on_remove = on_remove,
                                           .destroy = destroy,
-                                          .place = place_on};
+                                          .place = place_on,
+                                          .places_text = places_text};
 
 int kvg_policy_cache_aware_new(const struct kvg_policy_opts *o, struct kvg_policy **out)
 {
