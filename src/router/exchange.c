@@ -325,7 +325,7 @@ static int walk(const uint8_t *data, size_t len, struct kvg_exchange_head *h,
         BAD("more records than bytes");
     int walked = 0;
     for (uint32_t i = 0; i < nrec; i++) {
-        if (!need(&rd, REC_BYTES)) BAD("truncated record");
+        if (!need(&rd, rec_bytes)) BAD("truncated record");
         uint16_t wi = kvg_get_le16(rd.p), mi = kvg_get_le16(rd.p + 2);
         uint32_t bs = kvg_get_le32(rd.p + 4), nt = kvg_get_le32(rd.p + 8),
                  nb = kvg_get_le32(rd.p + 12);
