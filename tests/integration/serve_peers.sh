@@ -182,6 +182,8 @@ E=http://127.0.0.1:$PE F=http://127.0.0.1:$PF
 replica "$PE" --policy cache_aware --peers "$E,$F" || exit 1
 replica "$PF" --policy cache_aware --peers "$E,$F" || exit 1
 for g in $E $F; do wait_http "$g/readiness" 10 || exit 1; done
+# A batch sent before F answers is dropped (F down, backing off).
+check "cache_aware: E sees F up" wait_peer "$E" "$F" state "v == 'up'"
 check "cache_aware: before E routes prompt 9, F misses it" \
   [ "$(route "$F" 9 | cut -d'|' -f3)" = "cache miss: least loaded" ]
 WE=$(worker_of "$E" 9)
