@@ -1,8 +1,8 @@
 /* libFuzzer: a batch of routing history from a peer replica
  * (router/exchange.h) read by kvg_exchange_decode: any bytes, a verdict,
  * never a crash or a read past the batch; an accepted batch's every record
- * is within the documented bounds, and one re-encoded from its records
- * decodes to as many. */
+ * (version 1, or 2 with its text) is within the documented bounds, and one
+ * re-encoded from its records decodes to as many. */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -21,13 +21,14 @@ static int each(void *ud, const struct kvg_exchange_rec *r)
     if (!r->worker.len || r->worker.len > KVG_EXCHANGE_MAX_STR) abort();
     if (r->model.len > KVG_EXCHANGE_MAX_STR) abort();
     if (!r->block_size || r->block_size > KVG_EXCHANGE_MAX_BLOCK_SIZE) abort();
-    if (!r->nblocks || r->nblocks > KVG_EXCHANGE_MAX_BLOCKS) abort();
+    if ((!r->nblocks && !r->text.len) || r->nblocks > KVG_EXCHANGE_MAX_BLOCKS) abort();
     if (r->ntokens / r->block_size != r->nblocks) abort();
+    if (r->text.len > KVG_EXCHANGE_MAX_TEXT || (r->nblocks && !r->hashes)) abort();
     char url[KVG_EXCHANGE_MAX_STR + 1];
     memcpy(url, r->worker.p, r->worker.len);
     url[r->worker.len] = 0;
-    if (kvg_exchange_publish(c->x, url, r->model, r->block_size, r->ntokens, r->hashes,
-                             r->nblocks) == 1)
+    if (kvg_exchange_publish(c->x, url, r->model, r->block_size, r->ntokens, r->hashes, r->nblocks,
+                             r->text) == 1)
         c->n++;
     return 0;
 }

@@ -14,10 +14,10 @@
 /* A queued record: its strings and hashes follow it in one allocation. */
 struct rec {
     struct rec *next;
-    uint32_t block_size, ntokens, nblocks;
+    uint32_t block_size, ntokens, nblocks, tlen;
     uint16_t wlen, mlen;
     size_t bytes; /* what it adds to a batch at most: its strings included */
-    char *worker, *model;
+    char *worker, *model, *text;
     uint64_t hashes[];
 };
 
@@ -31,6 +31,7 @@ struct kvg_exchange {
 /* The head's bytes, and each record's and each string's fixed part. */
 #define HEAD_BYTES (4 + 1 + 1 + 2 + 8 + 8 + 2 + 4)
 #define REC_BYTES (2 + 2 + 4 + 4 + 4)
+#define TEXT_LEN_BYTES 4 /* version 2's text_len */
 #define STR_BYTES 2
 /* Distinct strings of one batch at most (workers and models). */
 #define MAX_STRS 4096
@@ -77,32 +78,45 @@ static int printable(const char *s, size_t n)
 }
 
 int kvg_exchange_publish(struct kvg_exchange *x, const char *worker, struct kvg_str model,
-                         uint32_t block_size, uint32_t ntokens, const uint64_t *hashes, size_t n)
+                         uint32_t block_size, uint32_t ntokens, const uint64_t *hashes, size_t n,
+                         struct kvg_str text)
 {
     size_t wlen = worker ? strlen(worker) : 0;
-    if (!hashes || !n || !block_size || block_size > KVG_EXCHANGE_MAX_BLOCK_SIZE ||
+    if (!hashes) n = 0;
+    if ((!n && !text.len) || !block_size || block_size > KVG_EXCHANGE_MAX_BLOCK_SIZE ||
         !printable(worker, wlen) || (model.len && !printable(model.p, model.len)))
         return 0;
     if (n > KVG_EXCHANGE_MAX_BLOCKS) n = KVG_EXCHANGE_MAX_BLOCKS; /* the leading blocks */
     /* Full blocks only: the decoder's check, whatever the caller counted. */
     uint64_t full = (uint64_t)n * block_size;
     if (ntokens < full || ntokens - full >= block_size) ntokens = (uint32_t)full;
-    size_t bytes = REC_BYTES + n * 8 + 2 * STR_BYTES + wlen + model.len;
+    /* Every record is counted with version 2's text length: a bound. */
+    size_t bytes = REC_BYTES + TEXT_LEN_BYTES + n * 8 + 2 * STR_BYTES + wlen + model.len;
     if (HEAD_BYTES + bytes > x->max_bytes) return 0;
-    struct rec *r = malloc(sizeof *r + n * 8 + wlen + model.len + 2);
+    /* The text's first bytes, within half a batch: one long prompt does not
+     * push every other record out of the outbox. */
+    size_t tlen = KVG_MIN(text.len, (size_t)KVG_EXCHANGE_MAX_TEXT);
+    size_t room = x->max_bytes / 2 > HEAD_BYTES + bytes ? x->max_bytes / 2 - HEAD_BYTES - bytes : 0;
+    tlen = KVG_MIN(tlen, room);
+    if (!n && !tlen) return 0;
+    bytes += tlen;
+    struct rec *r = malloc(sizeof *r + n * 8 + wlen + model.len + tlen + 2);
     if (!r) return -ENOMEM;
     *r = (struct rec){.block_size = block_size,
                       .ntokens = ntokens,
                       .nblocks = (uint32_t)n,
+                      .tlen = (uint32_t)tlen,
                       .wlen = (uint16_t)wlen,
                       .mlen = (uint16_t)model.len,
                       .bytes = bytes};
-    memcpy(r->hashes, hashes, n * 8);
+    if (n) memcpy(r->hashes, hashes, n * 8);
     r->worker = (char *)(r->hashes + n);
     memcpy(r->worker, worker, wlen + 1);
     r->model = r->worker + wlen + 1;
     if (model.len) memcpy(r->model, model.p, model.len);
     r->model[model.len] = 0;
+    r->text = r->model + model.len + 1;
+    if (tlen) memcpy(r->text, text.p, tlen);
     struct rec *gone = NULL, **gtail = &gone;
     pthread_mutex_lock(&x->mu);
     /* Over the cap the oldest go first: a late record is worth the least. */
@@ -130,11 +144,19 @@ int kvg_exchange_publish(struct kvg_exchange *x, const char *worker, struct kvg_
     return 1;
 }
 
-void kvg_exchange_on_pick(void *ud, struct kvg_worker *w, const struct kvg_route_ctx *ctx)
+void kvg_exchange_on_pick(void *ud, struct kvg_worker *w, const struct kvg_policy *policy,
+                          const struct kvg_route_ctx *ctx)
 {
-    if (!ctx->block_hashes || !ctx->nblocks || ctx->dry_run) return;
+    if (ctx->dry_run) return;
+    /* The text only where the policy's history is text: the others' records
+     * stay what they were (version 1), and no prompt leaves for nothing. */
+    struct kvg_str text = KVG_STR_NULL;
+    if (policy && policy->ops->places_text && policy->ops->places_text(policy) && ctx->text)
+        text = (struct kvg_str){ctx->text, ctx->text_len};
+    size_t n = ctx->block_hashes ? ctx->nblocks : 0;
+    if (!n && !text.len) return;
     kvg_exchange_publish(ud, w->url, ctx->model, ctx->block_size ? ctx->block_size : 16,
-                         (uint32_t)ctx->ntokens, ctx->block_hashes, ctx->nblocks);
+                         n ? (uint32_t)ctx->ntokens : 0, ctx->block_hashes, n, text);
 }
 
 /* The index of s in the batch's string table, added if new; -1 when full. */
@@ -162,7 +184,9 @@ int kvg_exchange_flush(struct kvg_exchange *x, uint64_t sender, uint64_t seq, co
     uint16_t *idx = malloc((2 * n + 1) * sizeof *idx);
     int rc = strs && lens && idx ? 0 : -ENOMEM;
     size_t nstr = 0, size = HEAD_BYTES, nrec = 0;
-    int fidx = -1;
+    int fidx = -1, v2 = 0;
+    for (struct rec *r = list; r; r = r->next) v2 |= r->tlen > 0;
+    size_t rec_bytes = REC_BYTES + (v2 ? TEXT_LEN_BYTES : 0);
     if (!rc && from && printable(from, strlen(from)))
         fidx = str_index(strs, lens, &nstr, from, strlen(from));
     /* The string table first: records whose strings no longer fit are left
@@ -177,7 +201,7 @@ int kvg_exchange_flush(struct kvg_exchange *x, uint64_t sender, uint64_t seq, co
         } else {
             idx[2 * nrec] = (uint16_t)wi;
             idx[2 * nrec + 1] = (uint16_t)mi;
-            size += REC_BYTES + (size_t)r->nblocks * 8;
+            size += rec_bytes + (size_t)r->nblocks * 8 + r->tlen;
         }
         nrec++;
     }
@@ -188,7 +212,7 @@ int kvg_exchange_flush(struct kvg_exchange *x, uint64_t sender, uint64_t seq, co
     if (!rc) {
         uint8_t *p = (uint8_t *)out->data + out->len;
         memcpy(p, "KVGX", 4);
-        p[4] = KVG_EXCHANGE_VERSION;
+        p[4] = v2 ? 2 : 1;
         p[5] = 0;
         kvg_put_le16(p + 6, (uint16_t)nstr);
         kvg_put_le64(p + 8, sender);
@@ -209,8 +233,11 @@ int kvg_exchange_flush(struct kvg_exchange *x, uint64_t sender, uint64_t seq, co
             kvg_put_le32(p + 4, r->block_size);
             kvg_put_le32(p + 8, r->ntokens);
             kvg_put_le32(p + 12, r->nblocks);
-            p += REC_BYTES;
+            if (v2) kvg_put_le32(p + REC_BYTES, r->tlen);
+            p += rec_bytes;
             for (uint32_t b = 0; b < r->nblocks; b++, p += 8) kvg_put_le64(p, r->hashes[b]);
+            if (r->tlen) memcpy(p, r->text, r->tlen);
+            p += r->tlen;
             kept++;
         }
         kvg_put_le32(nrec_at, (uint32_t)kept);
@@ -267,7 +294,9 @@ static int walk(const uint8_t *data, size_t len, struct kvg_exchange_head *h,
         return KVG_EPARSE;                                                                         \
     } while (0)
     if (!need(&rd, HEAD_BYTES) || memcmp(data, "KVGX", 4)) BAD("not an exchange batch");
-    if (data[4] != KVG_EXCHANGE_VERSION) BAD("unknown version");
+    uint8_t version = data[4];
+    if (version != 1 && version != 2) BAD("unknown version");
+    size_t rec_bytes = REC_BYTES + (version == 2 ? TEXT_LEN_BYTES : 0);
     if (data[5]) BAD("reserved byte set");
     uint16_t nstr = kvg_get_le16(data + 6), from = kvg_get_le16(data + 24);
     uint32_t nrec = kvg_get_le32(data + 26);
@@ -285,26 +314,31 @@ static int walk(const uint8_t *data, size_t len, struct kvg_exchange_head *h,
     }
     if (from != KVG_EXCHANGE_NONE && from >= nstr) BAD("sender name out of range");
     if (h)
-        *h = (struct kvg_exchange_head){.version = data[4],
+        *h = (struct kvg_exchange_head){.version = version,
                                         .sender = kvg_get_le64(data + 8),
                                         .seq = kvg_get_le64(data + 16),
                                         .from = fromv,
                                         .nrec = nrec};
-    /* Each record's remaining bytes bound nrec before anything is walked. */
-    if (nrec > (size_t)(rd.end - rd.p) / (REC_BYTES + 8)) BAD("more records than bytes");
+    /* Each record's least bytes (a block, or version 2's one byte of text)
+     * bound nrec before anything is walked. */
+    if (nrec > (size_t)(rd.end - rd.p) / (rec_bytes + (version == 2 ? 1 : 8)))
+        BAD("more records than bytes");
     int walked = 0;
     for (uint32_t i = 0; i < nrec; i++) {
-        if (!need(&rd, REC_BYTES)) BAD("truncated record");
+        if (!need(&rd, rec_bytes)) BAD("truncated record");
         uint16_t wi = kvg_get_le16(rd.p), mi = kvg_get_le16(rd.p + 2);
         uint32_t bs = kvg_get_le32(rd.p + 4), nt = kvg_get_le32(rd.p + 8),
                  nb = kvg_get_le32(rd.p + 12);
-        rd.p += REC_BYTES;
+        uint32_t tl = version == 2 ? kvg_get_le32(rd.p + REC_BYTES) : 0;
+        rd.p += rec_bytes;
         if (wi >= nstr) BAD("worker out of range");
         if (mi != KVG_EXCHANGE_NONE && mi >= nstr) BAD("model out of range");
         if (!bs || bs > KVG_EXCHANGE_MAX_BLOCK_SIZE) BAD("bad block size");
-        if (!nb || nb > KVG_EXCHANGE_MAX_BLOCKS) BAD("bad block count");
+        if ((!nb && !tl) || nb > KVG_EXCHANGE_MAX_BLOCKS) BAD("bad block count");
         if (nt / bs != nb) BAD("token count does not match the blocks");
+        if (tl > KVG_EXCHANGE_MAX_TEXT) BAD("text too long");
         if (!need(&rd, (size_t)nb * 8)) BAD("truncated hashes");
+        if (!need(&rd, (size_t)nb * 8 + tl)) BAD("truncated text");
         if (each) {
             struct kvg_exchange_rec r = {.block_size = bs, .ntokens = nt, .nblocks = nb};
             r.worker = (struct kvg_str){(const char *)strs[wi] + STR_BYTES, kvg_get_le16(strs[wi])};
@@ -312,12 +346,13 @@ static int walk(const uint8_t *data, size_t len, struct kvg_exchange_head *h,
                 r.model =
                     (struct kvg_str){(const char *)strs[mi] + STR_BYTES, kvg_get_le16(strs[mi])};
             for (uint32_t b = 0; b < nb; b++) scratch[b] = kvg_get_le64(rd.p + 8 * (size_t)b);
-            r.hashes = scratch;
+            r.hashes = nb ? scratch : NULL;
+            if (tl) r.text = (struct kvg_str){(const char *)rd.p + (size_t)nb * 8, tl};
             int rc = each(ud, &r);
             if (rc) return rc;
             walked++;
         }
-        rd.p += (size_t)nb * 8;
+        rd.p += (size_t)nb * 8 + tl;
     }
     if (rd.p != rd.end) BAD("trailing bytes");
 #undef BAD
@@ -348,10 +383,14 @@ int kvg_exchange_decode(const void *data, size_t len, size_t max_bytes, struct k
 int kvg_exchange_apply(struct kvg_pool *p, struct kvg_policy *policy,
                        const struct kvg_exchange_rec *r, uint64_t now_ms, int nowait)
 {
+    struct kvg_policy *pol = policy ? policy : p->policy;
+    if (!r->nblocks && !(pol->ops->places_text && pol->ops->places_text(pol))) return 0;
     char url[KVG_EXCHANGE_MAX_STR + 1];
     memcpy(url, r->worker.p, r->worker.len);
     url[r->worker.len] = 0;
     struct kvg_route_ctx ctx = {.model = r->model,
+                                .text = r->text.p,
+                                .text_len = r->text.len,
                                 .block_hashes = r->hashes,
                                 .nblocks = r->nblocks,
                                 .block_size = r->block_size,

@@ -12,17 +12,29 @@
  * The outbox is bounded in bytes (a batch's cap): past it the oldest
  * records go (counted), since a late record is worth less than a new one.
  *
+ * A policy whose history is the prompt's text, not its blocks (cache_aware's
+ * character tree: policy.h, places_text), has its records carry the routing
+ * text too: its first KVG_EXCHANGE_MAX_TEXT bytes, fewer if the record
+ * would otherwise fill more than half a batch (a prefix of the text is
+ * still a prefix its tree can match). A batch with such a record is
+ * version 2; one without is version 1, byte for byte what replicas before
+ * version 2 send and read, so a fleet of prefix_affinity upgrades in any
+ * order. A replica that reads only version 1 refuses a version 2 batch
+ * whole (400), which its sender counts as a failed call.
+ *
  * A batch on the wire (little-endian):
- *   "KVGX" u8 version (1) u8 0 u16 nstr u64 sender u64 seq u16 from u32 nrec
+ *   "KVGX" u8 version (1 or 2) u8 0 u16 nstr u64 sender u64 seq u16 from u32 nrec
  *   nstr x (u16 len, len bytes: printable ASCII, 1..KVG_EXCHANGE_MAX_STR)
  *   nrec x (u16 worker, u16 model, u32 block_size, u32 ntokens, u32 nblocks,
- *           nblocks x u64 hash)
+ *           [version 2: u32 text_len,] nblocks x u64 hash, [text_len bytes])
  * worker, model and from index the strings (model and from 0xffff: none);
  * sender is a random id of the sending process (a replica ignores its own
  * batches), seq counts its batches. A record holds the prompt's full blocks
- * only: ntokens / block_size == nblocks, 1 <= nblocks <= KVG_EXCHANGE_MAX_BLOCKS
- * (a longer prompt's first blocks, its ntokens cut to match). Anything
- * else, trailing bytes included, refuses the whole batch. */
+ * only: ntokens / block_size == nblocks, nblocks <= KVG_EXCHANGE_MAX_BLOCKS
+ * (a longer prompt's first blocks, its ntokens cut to match), and
+ * 1 <= nblocks unless it has text (a router that does not tokenize for its
+ * policy sends the text alone); text_len <= KVG_EXCHANGE_MAX_TEXT, any
+ * bytes. Anything else, trailing bytes included, refuses the whole batch. */
 #ifndef KVG_ROUTER_EXCHANGE_H
 #define KVG_ROUTER_EXCHANGE_H
 
@@ -32,7 +44,10 @@
 #include "base/buf.h"
 #include "router/policy.h"
 
-#define KVG_EXCHANGE_VERSION 1
+#define KVG_EXCHANGE_VERSION 2 /* the highest this build writes and reads */
+/* A record's text at most: 32k tokens at 4 characters a token. Past it
+ * a peer's tree holds the prompt's first 128 KiB only. */
+#define KVG_EXCHANGE_MAX_TEXT (128u * 1024)
 #define KVG_EXCHANGE_MAX_STR 512
 #define KVG_EXCHANGE_MAX_BLOCKS 8192 /* 128k tokens at 16 a block */
 #define KVG_EXCHANGE_MAX_BLOCK_SIZE 4096
@@ -55,13 +70,17 @@ struct kvg_exchange_stats {
 int kvg_exchange_new(size_t max_bytes, struct kvg_exchange **out);
 void kvg_exchange_free(struct kvg_exchange *x);
 
-/* Queues a record (copied). Thread-safe. 1 queued, 0 nothing to share (no
- * blocks, a string too long), -ENOMEM. */
+/* Queues a record (copied; text {NULL, 0} for none, else cut as above).
+ * Thread-safe. 1 queued, 0 nothing to share (neither blocks nor text, a
+ * string too long), -ENOMEM. */
 int kvg_exchange_publish(struct kvg_exchange *x, const char *worker, struct kvg_str model,
-                         uint32_t block_size, uint32_t ntokens, const uint64_t *hashes, size_t n);
-/* The pool's on_pick hook (router/pool.h): publishes the pick's record.
- * ud is the struct kvg_exchange. */
-void kvg_exchange_on_pick(void *ud, struct kvg_worker *w, const struct kvg_route_ctx *ctx);
+                         uint32_t block_size, uint32_t ntokens, const uint64_t *hashes, size_t n,
+                         struct kvg_str text);
+/* The pool's on_pick hook (router/pool.h): publishes the pick's record,
+ * with the routing text when the policy that picked places on it. ud is
+ * the struct kvg_exchange. */
+void kvg_exchange_on_pick(void *ud, struct kvg_worker *w, const struct kvg_policy *policy,
+                          const struct kvg_route_ctx *ctx);
 
 /* Takes every queued record and encodes them as one batch, appended to out
  * (from: the sender's own address, or NULL); with none queued, a batch of
@@ -83,8 +102,9 @@ struct kvg_exchange_head {
 struct kvg_exchange_rec {
     struct kvg_str worker, model; /* model {NULL, 0}: none */
     uint32_t block_size, ntokens;
-    const uint64_t *hashes;
+    const uint64_t *hashes; /* NULL when nblocks is 0 */
     size_t nblocks;
+    struct kvg_str text; /* the routing text's first bytes, any bytes; {NULL, 0}: none */
 };
 
 /* Checks the whole batch (len bytes, at most max_bytes) first; only a valid
@@ -98,8 +118,10 @@ int kvg_exchange_decode(const void *data, size_t len, size_t max_bytes, struct k
 
 /* Applies r to pool p as a pick of its worker would be remembered
  * (kvg_pool_place): policy is the one its model routes with (NULL: the
- * pool's); nowait as struct kvg_route_ctx's (on an event loop). 0, or
- * KVG_ENOTFOUND when p has no worker of that URL (the peer knows another). */
+ * pool's); nowait as struct kvg_route_ctx's (on an event loop). A record of
+ * text alone is skipped for a policy that does not place on text (it would
+ * count a placement of nothing). 0, or KVG_ENOTFOUND when p has no worker
+ * of that URL (the peer knows another). */
 int kvg_exchange_apply(struct kvg_pool *p, struct kvg_policy *policy,
                        const struct kvg_exchange_rec *r, uint64_t now_ms, int nowait);
 

@@ -192,6 +192,10 @@ struct kvg_policy_ops {
      * count and block size (no text, body or headers for a peer's record).
      * Optional: policies without routing history. */
     void (*place)(struct kvg_policy *p, struct kvg_worker *w, const struct kvg_route_ctx *ctx);
+    /* 1 when place remembers ctx's routing text, not its blocks (cache_aware's
+     * character tree): a peer's record then carries the text
+     * (router/exchange.h). Optional: absent means 0. */
+    int (*places_text)(const struct kvg_policy *p);
 };
 
 struct kvg_policy {

@@ -111,13 +111,23 @@ static int select_cache(struct kvg_policy *p, struct kvg_worker *const *cand, si
     return chosen;
 }
 
-/* As a pick of w: its tree holds the routing text. */
+/* As a pick of w: its tree holds the routing text. A peer's record is
+ * applied on an event loop (nowait): a tree held elsewhere defers it. */
 static void place_on(struct kvg_policy *p, struct kvg_worker *w, const struct kvg_route_ctx *ctx)
 {
     struct cachep *c = (struct cachep *)p;
     struct kvg_kv_radix *tree = tree_of(c, ctx);
-    if (tree && ctx->text && ctx->text_len && w->slot >= 0)
+    if (!tree || !ctx->text || !ctx->text_len || w->slot < 0) return;
+    if (ctx->nowait)
+        kvg_kv_radix_insert_nowait(tree, ctx->text, ctx->text_len, w->slot);
+    else
         kvg_kv_radix_insert(tree, ctx->text, ctx->text_len, w->slot);
+}
+
+static int places_text(const struct kvg_policy *p)
+{
+    (void)p;
+    return 1;
 }
 
 static void on_remove(struct kvg_policy *p, struct kvg_worker *w)
@@ -137,7 +147,8 @@ static const struct kvg_policy_ops ops = {.name = "cache_aware",
                                           .select = select_cache,
                                           .on_remove = on_remove,
                                           .destroy = destroy,
-                                          .place = place_on};
+                                          .place = place_on,
+                                          .places_text = places_text};
 
 int kvg_policy_cache_aware_new(const struct kvg_policy_opts *o, struct kvg_policy **out)
 {

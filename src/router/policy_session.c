@@ -119,6 +119,13 @@ static void place_on(struct kvg_policy *p, struct kvg_worker *w, const struct kv
     if (s->inner->ops->place) s->inner->ops->place(s->inner, w, ctx);
 }
 
+/* The inner policy's history is what peers' records feed. */
+static int places_text(const struct kvg_policy *p)
+{
+    const struct sessp *s = (const struct sessp *)p;
+    return s->inner->ops->places_text && s->inner->ops->places_text(s->inner);
+}
+
 static void destroy(struct kvg_policy *p)
 {
     struct sessp *s = (struct sessp *)p;
@@ -135,7 +142,8 @@ static const struct kvg_policy_ops ops = {.name = "session_affinity",
                                           .on_first_token = on_first_token,
                                           .on_remove = on_remove,
                                           .destroy = destroy,
-                                          .place = place_on};
+                                          .place = place_on,
+                                          .places_text = places_text};
 
 int kvg_policy_session_affinity_new(const struct kvg_policy_opts *o, struct kvg_policy **out)
 {

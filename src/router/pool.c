@@ -360,7 +360,7 @@ int kvg_pool_pick(struct kvg_pool *p, const struct kvg_route_ctx *ctx,
                 atomic_fetch_add_explicit(&w->active_decode_blocks, out->decode_blocks,
                                           memory_order_relaxed);
             }
-            if (p->on_pick) p->on_pick(p->on_pick_ud, w, ctx);
+            if (p->on_pick) p->on_pick(p->on_pick_ud, w, pol, ctx);
             rc = 0;
         } else if (rc >= 0) {
             rc = KVG_ENOWORKER;

@@ -30,8 +30,10 @@ struct kvg_pool {
     void *hooks_ud;
     /* Called after every charged pick, on the picking thread under the
      * read lock: the replicas' exchange publishes it (router/exchange.h).
-     * Optional; set before the pool is shared; must be cheap. */
-    void (*on_pick)(void *ud, struct kvg_worker *w, const struct kvg_route_ctx *ctx);
+     * Optional; set before the pool is shared; must be cheap. policy is
+     * the one that picked (ctx's, else the pool's). */
+    void (*on_pick)(void *ud, struct kvg_worker *w, const struct kvg_policy *policy,
+                    const struct kvg_route_ctx *ctx);
     void *on_pick_ud;
 };
 

@@ -10,7 +10,8 @@
 # A's list is its --config file's peers:, which a SIGHUP re-reads: a peer
 # that stays keeps its state and counts, removed ones leave /workers and
 # /metrics, a new one is listed, and a bad list is refused with its
-# file:line and the old one kept.
+# file:line and the old one kept. cache_aware replicas exchange the
+# prompts' text, their history.
 . "$(dirname "$0")/lib.sh"
 
 S1=$(free_port); S2=$(free_port); S3=$(free_port)
@@ -173,4 +174,21 @@ check "SIGHUP: a bad peer is refused with its file:line" \
 curl -s -m 2 "$A/workers" >"$TMP/aw.json"
 check "SIGHUP: after the refused list A still lists B and D" \
   [ "$(json_get "$TMP/aw.json" "','.join(sorted(p['url'] for p in j['peers']))")" = "$BD" ]
+
+# cache_aware keeps the prompts' text, untokenized: its records carry the
+# text (a version 2 batch), and a peer routes the prompt where E did.
+PE=$(free_port); PF=$(free_port)
+E=http://127.0.0.1:$PE F=http://127.0.0.1:$PF
+replica "$PE" --policy cache_aware --peers "$E,$F" || exit 1
+replica "$PF" --policy cache_aware --peers "$E,$F" || exit 1
+for g in $E $F; do wait_http "$g/readiness" 10 || exit 1; done
+# A batch sent before F answers is dropped (F down, backing off).
+check "cache_aware: E sees F up" wait_peer "$E" "$F" state "v == 'up'"
+check "cache_aware: before E routes prompt 9, F misses it" \
+  [ "$(route "$F" 9 | cut -d'|' -f3)" = "cache miss: least loaded" ]
+WE=$(worker_of "$E" 9)
+check "cache_aware: F received E's text record" wait_peer "$F" "$E" received "int(v) >= 1"
+r=$(route "$F" 9)
+check "cache_aware: F routes prompt 9 to E's worker as a hit ($r, E: $WE)" \
+  [ "$(echo "$r" | cut -d'|' -f1,3)" = "$WE|cache hit" ]
 finish

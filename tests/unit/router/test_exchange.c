@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/bytes.h"
 #include "base/err.h"
 #include "kv/hash.h"
 #include "router/exchange.h"
@@ -60,9 +61,10 @@ static void make_batch(struct kvg_buf *out)
     CHECK_INT(kvg_exchange_new(0, &x), 0);
     uint64_t h[10];
     hashes(h, 10, 1);
-    CHECK_INT(kvg_exchange_publish(x, URL_A, KVG_STR_NULL, BS, 4 * BS + 3, h, 4), 1);
-    CHECK_INT(kvg_exchange_publish(x, URL_B, KVG_STR("llama-lora"), 32, 10 * 32, h, 10), 1);
-    CHECK_INT(kvg_exchange_publish(x, URL_A, KVG_STR_NULL, BS, 2 * BS, h + 5, 2), 1);
+    CHECK_INT(kvg_exchange_publish(x, URL_A, KVG_STR_NULL, BS, 4 * BS + 3, h, 4, KVG_STR_NULL), 1);
+    CHECK_INT(
+        kvg_exchange_publish(x, URL_B, KVG_STR("llama-lora"), 32, 10 * 32, h, 10, KVG_STR_NULL), 1);
+    CHECK_INT(kvg_exchange_publish(x, URL_A, KVG_STR_NULL, BS, 2 * BS, h + 5, 2, KVG_STR_NULL), 1);
     CHECK_INT(kvg_exchange_flush(x, 42, 7, "http://127.0.0.1:9000", out), 3);
     kvg_exchange_free(x);
 }
@@ -127,9 +129,9 @@ TEST(an_empty_outbox_flushes_a_heartbeat)
     kvg_buf_reset(&b);
     uint64_t h[2] = {1, 2};
     /* nothing to share: no blocks, no block size, a worker not a URL */
-    CHECK_INT(kvg_exchange_publish(x, URL_A, KVG_STR_NULL, BS, BS, h, 0), 0);
-    CHECK_INT(kvg_exchange_publish(x, URL_A, KVG_STR_NULL, 0, BS, h, 1), 0);
-    CHECK_INT(kvg_exchange_publish(x, "http://a b", KVG_STR_NULL, BS, BS, h, 1), 0);
+    CHECK_INT(kvg_exchange_publish(x, URL_A, KVG_STR_NULL, BS, BS, h, 0, KVG_STR_NULL), 0);
+    CHECK_INT(kvg_exchange_publish(x, URL_A, KVG_STR_NULL, 0, BS, h, 1, KVG_STR_NULL), 0);
+    CHECK_INT(kvg_exchange_publish(x, "http://a b", KVG_STR_NULL, BS, BS, h, 1, KVG_STR_NULL), 0);
     CHECK_INT(kvg_exchange_flush(x, 1, 1, NULL, &b), 0);
     CHECK_INT(kvg_exchange_new(100, &x) == -EINVAL, 1); /* under 4 KiB: refused */
     kvg_exchange_free(x);
@@ -143,7 +145,8 @@ TEST(the_outbox_keeps_within_its_cap_dropping_the_oldest)
     uint64_t h[100];
     for (int i = 0; i < 20; i++) {
         hashes(h, 100, (uint64_t)i);
-        CHECK_INT(kvg_exchange_publish(x, URL_A, KVG_STR_NULL, BS, 100 * BS, h, 100), 1);
+        CHECK_INT(kvg_exchange_publish(x, URL_A, KVG_STR_NULL, BS, 100 * BS, h, 100, KVG_STR_NULL),
+                  1);
     }
     struct kvg_exchange_stats st;
     kvg_exchange_stats(x, &st);
@@ -167,11 +170,13 @@ TEST(the_outbox_keeps_within_its_cap_dropping_the_oldest)
     /* a record bigger than a whole batch is not queued */
     uint64_t *big = calloc(KVG_EXCHANGE_MAX_BLOCKS, sizeof *big);
     CHECK(big != NULL);
-    CHECK_INT(kvg_exchange_publish(x, URL_A, KVG_STR_NULL, BS, 1000 * BS, big, 1000), 0);
+    CHECK_INT(kvg_exchange_publish(x, URL_A, KVG_STR_NULL, BS, 1000 * BS, big, 1000, KVG_STR_NULL),
+              0);
     kvg_exchange_free(x);
     /* a prompt past the block cap: its leading blocks, the count cut to them */
     CHECK_INT(kvg_exchange_new(0, &x), 0);
-    CHECK_INT(kvg_exchange_publish(x, URL_A, KVG_STR_NULL, BS, 200000, big, 12500), 1);
+    CHECK_INT(kvg_exchange_publish(x, URL_A, KVG_STR_NULL, BS, 200000, big, 12500, KVG_STR_NULL),
+              1);
     kvg_buf_reset(&b);
     CHECK_INT(kvg_exchange_flush(x, 1, 1, NULL, &b), 1);
     struct seen s2 = {0};
@@ -228,7 +233,7 @@ TEST(a_malformed_batch_is_refused_whole)
     CHECK(calls <= 3 * (int)b.len);
     /* a version this build does not know */
     memcpy(c, b.data, b.len);
-    c[4] = 2;
+    c[4] = 3;
     CHECK_INT(kvg_exchange_decode(c, b.len, b.len, NULL, never, &calls, &why), KVG_EPARSE);
     CHECK_STR(why, "unknown version");
     free(c);
@@ -238,13 +243,13 @@ TEST(a_malformed_batch_is_refused_whole)
 /* Two replicas of prefix_affinity without engine events: what A routed,
  * once its batch is applied on B, B routes to the same worker (a hit on
  * what it never routed itself). */
-static void pool_of(struct kvg_pool *pool)
+static void pool_of(struct kvg_pool *pool, const char *policy)
 {
     struct kvg_policy_opts o;
     kvg_policy_opts_default(&o);
     o.block_size = BS;
     struct kvg_policy *p;
-    CHECK_INT(kvg_policy_new("prefix_affinity", &o, &p), 0);
+    CHECK_INT(kvg_policy_new(policy, &o, &p), 0);
     CHECK_INT(kvg_pool_init(pool, p, NULL), 0);
     CHECK_INT(kvg_pool_add(pool, URL_A), 0);
     CHECK_INT(kvg_pool_add(pool, URL_B), 0);
@@ -292,8 +297,8 @@ TEST(a_peer_routes_where_the_first_replica_did)
 {
     kvg_rng_seed(&rng, 5);
     struct kvg_pool a, b;
-    pool_of(&a);
-    pool_of(&b);
+    pool_of(&a, "prefix_affinity");
+    pool_of(&b, "prefix_affinity");
     struct kvg_exchange *x;
     CHECK_INT(kvg_exchange_new(0, &x), 0);
     a.on_pick = kvg_exchange_on_pick;
@@ -329,7 +334,8 @@ TEST(a_peer_routes_where_the_first_replica_did)
     dry_pick(&b, &ctx, &m);
     CHECK_NEAR(m, 0, 1e-9);
     /* A's batch, also naming a worker B does not have */
-    CHECK_INT(kvg_exchange_publish(x, "http://127.0.0.1:9499", KVG_STR_NULL, BS, NT, h, NT / BS),
+    CHECK_INT(kvg_exchange_publish(x, "http://127.0.0.1:9499", KVG_STR_NULL, BS, NT, h, NT / BS,
+                                   KVG_STR_NULL),
               1);
     struct kvg_buf batch;
     kvg_buf_init(&batch, 0);
@@ -348,5 +354,264 @@ TEST(a_peer_routes_where_the_first_replica_did)
     kvg_buf_free(&batch);
     kvg_pool_destroy(&a);
     kvg_pool_destroy(&b);
+    kvg_exchange_free(x);
+}
+
+/* ---- Version 2: records with the routing text (cache_aware's history). */
+
+#define TEXT_A "You are a helpful assistant. Answer in French. Question one: why?"
+
+/* A batch of three: text alone (a router that does not tokenize), text and
+ * blocks, blocks alone. */
+static void make_text_batch(struct kvg_buf *out)
+{
+    struct kvg_exchange *x;
+    CHECK_INT(kvg_exchange_new(0, &x), 0);
+    uint64_t h[4];
+    hashes(h, 4, 3);
+    CHECK_INT(kvg_exchange_publish(x, URL_A, KVG_STR_NULL, BS, 0, NULL, 0, KVG_STR(TEXT_A)), 1);
+    CHECK_INT(kvg_exchange_publish(x, URL_B, KVG_STR("m"), BS, 2 * BS, h, 2, KVG_STR("ab\0c")), 1);
+    CHECK_INT(kvg_exchange_publish(x, URL_A, KVG_STR_NULL, BS, 4 * BS, h, 4, KVG_STR_NULL), 1);
+    CHECK_INT(kvg_exchange_flush(x, 9, 1, NULL, out), 3);
+    kvg_exchange_free(x);
+}
+
+struct texts {
+    int n;
+    size_t nb[4];
+    char text[4][128];
+    size_t tlen[4];
+};
+
+static int collect_text(void *ud, const struct kvg_exchange_rec *r)
+{
+    struct texts *t = ud;
+    if (t->n < 4) {
+        t->nb[t->n] = r->nblocks;
+        t->tlen[t->n] = r->text.len;
+        memcpy(t->text[t->n], r->text.p ? r->text.p : "", KVG_MIN(r->text.len, 127));
+        if (r->nblocks) CHECK(r->hashes != NULL);
+    }
+    t->n++;
+    return 0;
+}
+
+TEST(text_records_survive_a_version_2_batch)
+{
+    struct kvg_buf b;
+    kvg_buf_init(&b, 0);
+    make_text_batch(&b);
+    struct kvg_exchange_head h;
+    struct texts t = {0};
+    const char *why;
+    CHECK_INT(kvg_exchange_decode(b.data, b.len, b.len, &h, collect_text, &t, &why), 3);
+    CHECK_INT(h.version, 2);
+    CHECK_INT(t.nb[0], 0);
+    CHECK_INT(t.tlen[0], strlen(TEXT_A));
+    CHECK_STR(t.text[0], TEXT_A);
+    CHECK_INT(t.nb[1], 2);
+    CHECK_INT(t.tlen[1], 4); /* any bytes, a NUL included */
+    CHECK(!memcmp(t.text[1], "ab\0c", 4));
+    CHECK_INT(t.nb[2], 4);
+    CHECK_INT(t.tlen[2], 0);
+    /* without text a batch is version 1, what replicas before 2 read */
+    struct kvg_buf b1;
+    kvg_buf_init(&b1, 0);
+    make_batch(&b1);
+    CHECK_INT(kvg_exchange_decode(b1.data, b1.len, b1.len, &h, NULL, NULL, &why), 3);
+    CHECK_INT(h.version, 1);
+    kvg_buf_free(&b1);
+    kvg_buf_free(&b);
+}
+
+TEST(a_text_is_cut_to_its_cap_and_half_a_batch)
+{
+    size_t big = KVG_EXCHANGE_MAX_TEXT * 2;
+    char *text = malloc(big);
+    CHECK(text != NULL);
+    memset(text, 'x', big);
+    struct kvg_exchange *x;
+    struct kvg_buf b;
+    kvg_buf_init(&b, 0);
+    const size_t caps[] = {0, 4096, 4 * KVG_EXCHANGE_MAX_TEXT};
+    for (size_t c = 0; c < 3; c++) {
+        CHECK_INT(kvg_exchange_new(caps[c], &x), 0);
+        size_t cap = caps[c] ? caps[c] : KVG_EXCHANGE_DEFAULT_BYTES;
+        CHECK_INT(kvg_exchange_publish(x, URL_A, KVG_STR_NULL, BS, 0, NULL, 0,
+                                       (struct kvg_str){text, big}),
+                  1);
+        kvg_buf_reset(&b);
+        CHECK_INT(kvg_exchange_flush(x, 1, 1, NULL, &b), 1);
+        struct texts t = {0};
+        const char *why;
+        CHECK_INT(kvg_exchange_decode(b.data, b.len, cap, NULL, collect_text, &t, &why), 1);
+        CHECK(t.tlen[0] > 0 && t.tlen[0] <= KVG_EXCHANGE_MAX_TEXT);
+        CHECK(b.len <= cap / 2);
+        if (c == 2) CHECK_INT(t.tlen[0], KVG_EXCHANGE_MAX_TEXT);
+        kvg_exchange_free(x);
+    }
+    free(text);
+    kvg_buf_free(&b);
+}
+
+/* Writes a version 2 batch of one record by hand: its text_len, nblocks and
+ * nrec as given, tail bytes of text after the head. */
+static size_t hand_batch(uint8_t *p, uint32_t nrec, uint32_t nb, uint32_t tl, size_t tail)
+{
+    memset(p, 0, 64 + tail);
+    memcpy(p, "KVGX", 4);
+    p[4] = 2;
+    p[6] = 1; /* one string */
+    p[24] = 0xff, p[25] = 0xff;
+    kvg_put_le32(p + 26, nrec);
+    p[30] = 3, p[32] = 'a', p[33] = 'b', p[34] = 'c';
+    uint8_t *r = p + 35;
+    r[4] = BS; /* worker 0, no model */
+    r[2] = r[3] = 0xff;
+    kvg_put_le32(r + 12, nb);
+    kvg_put_le32(r + 16, tl);
+    return 35 + 20 + tail;
+}
+
+TEST(a_hostile_text_batch_is_refused_whole)
+{
+    struct kvg_buf b;
+    kvg_buf_init(&b, 0);
+    make_text_batch(&b);
+    const char *why;
+    int calls = 0;
+    for (size_t len = 0; len < b.len; len++) {
+        /* exactly len bytes: under ASan a read past them fails */
+        uint8_t *t = malloc(len ? len : 1);
+        CHECK(t != NULL);
+        memcpy(t, b.data, len);
+        CHECK_INT(kvg_exchange_decode(t, len, b.len, NULL, never, &calls, &why), KVG_EPARSE);
+        CHECK(why && why[0]);
+        free(t);
+    }
+    CHECK_INT(calls, 0);
+    uint8_t *c = malloc(b.len);
+    CHECK(c != NULL);
+    for (size_t i = 0; i < b.len; i++) {
+        memcpy(c, b.data, b.len);
+        c[i] ^= 0x80;
+        int rc = kvg_exchange_decode(c, b.len, b.len, NULL, never, &calls, &why);
+        CHECK(rc == KVG_EPARSE || rc == 3);
+    }
+    /* version 1 has no text: the same bytes read as version 1 are refused */
+    memcpy(c, b.data, b.len);
+    c[4] = 1;
+    CHECK_INT(kvg_exchange_decode(c, b.len, b.len, NULL, never, &calls, &why), KVG_EPARSE);
+    free(c);
+    /* by hand: a good one first, then each field hostile */
+    calls = 0;
+    uint8_t h[256];
+    size_t n = hand_batch(h, 1, 0, 5, 5);
+    memcpy(h + n - 5, "hello", 5);
+    CHECK_INT(kvg_exchange_decode(h, n, sizeof h, NULL, never, &calls, &why), 1);
+    n = hand_batch(h, 1, 0, 0, 1); /* neither blocks nor text (a byte after) */
+    CHECK_INT(kvg_exchange_decode(h, n, sizeof h, NULL, never, &calls, &why), KVG_EPARSE);
+    CHECK_STR(why, "bad block count");
+    n = hand_batch(h, 1, 0, 0xffffffffu, 5); /* a huge text_len */
+    CHECK_INT(kvg_exchange_decode(h, n, sizeof h, NULL, never, &calls, &why), KVG_EPARSE);
+    CHECK_STR(why, "text too long");
+    n = hand_batch(h, 1, 0, 100, 5); /* more text declared than sent */
+    CHECK_INT(kvg_exchange_decode(h, n, sizeof h, NULL, never, &calls, &why), KVG_EPARSE);
+    CHECK_STR(why, "truncated text");
+    n = hand_batch(h, 0x7fffffffu, 0, 5, 5); /* a huge record count */
+    CHECK_INT(kvg_exchange_decode(h, n, sizeof h, NULL, never, &calls, &why), KVG_EPARSE);
+    CHECK_STR(why, "more records than bytes");
+    CHECK_INT(calls, 1);
+    kvg_buf_free(&b);
+}
+
+/* Two replicas of cache_aware, which does not tokenize: A's pick is sent
+ * as its text alone, and B, having applied it, sends the prompt where A
+ * did as a cache hit. A prefix_affinity pick's record has no text. */
+static const char *note_pick(struct kvg_pool *pool, struct kvg_route_ctx *ctx, char *note)
+{
+    struct kvg_route_score scores[2];
+    struct kvg_route_explain ex = {.scores = scores};
+    struct kvg_pick pk = {0};
+    int known;
+    ctx->dry_run = 1;
+    CHECK_INT(kvg_pool_pick(pool, ctx, NULL, 0, &pk, &known, &ex), 0);
+    ctx->dry_run = 0;
+    static char url[512];
+    snprintf(url, sizeof url, "%s", pk.w->url);
+    snprintf(note, 128, "%s", ex.note);
+    kvg_worker_unref(pk.w);
+    return url;
+}
+
+TEST(a_cache_aware_peer_routes_where_the_first_replica_did)
+{
+    kvg_rng_seed(&rng, 11);
+    struct kvg_pool a, b;
+    pool_of(&a, "cache_aware");
+    pool_of(&b, "cache_aware");
+    struct kvg_exchange *x;
+    CHECK_INT(kvg_exchange_new(0, &x), 0);
+    a.on_pick = kvg_exchange_on_pick;
+    a.on_pick_ud = x;
+    struct kvg_route_ctx ctx = {.text = TEXT_A,
+                                .text_len = strlen(TEXT_A),
+                                .rng = &rng,
+                                .now_ms = 1000,
+                                .load_max_age_ms = 5000};
+    struct kvg_pick pk = {0};
+    int known;
+    CHECK_INT(kvg_pool_pick(&a, &ctx, NULL, 0, &pk, &known, NULL), 0);
+    char where[512], note[128];
+    snprintf(where, sizeof where, "%s", pk.w->url);
+    kvg_pool_release(&a, &pk, KVG_OUT_OK, &ctx);
+    note_pick(&b, &ctx, note);
+    CHECK_STR(note, "cache miss: least loaded");
+    struct kvg_buf batch;
+    kvg_buf_init(&batch, 0);
+    CHECK_INT(kvg_exchange_flush(x, 1, 1, NULL, &batch), 1);
+    struct kvg_exchange_head h;
+    struct applier ap = {&b, 0, 0};
+    const char *why;
+    CHECK_INT(kvg_exchange_decode(batch.data, batch.len, batch.len, &h, apply_each, &ap, &why), 1);
+    CHECK_INT(h.version, 2);
+    CHECK_INT(ap.applied, 1);
+    for (int i = 0; i < 5; i++) {
+        CHECK_STR(note_pick(&b, &ctx, note), where);
+        CHECK_STR(note, "cache hit");
+    }
+    /* prefix_affinity's picks carry no text: version 1, as before */
+    struct kvg_pool c;
+    pool_of(&c, "prefix_affinity");
+    c.on_pick = kvg_exchange_on_pick;
+    c.on_pick_ud = x;
+    uint32_t toks[NT];
+    uint64_t hs[NT / BS];
+    for (int i = 0; i < NT; i++) toks[i] = 900 + (uint32_t)i;
+    CHECK_INT(kvg_kv_hash_tokens(toks, NT, BS, hs, NT / BS), NT / BS);
+    ctx.tokens = toks;
+    ctx.ntokens = NT;
+    ctx.block_hashes = hs;
+    ctx.nblocks = NT / BS;
+    ctx.block_size = BS;
+    CHECK_INT(kvg_pool_pick(&c, &ctx, NULL, 0, &pk, &known, NULL), 0);
+    kvg_pool_release(&c, &pk, KVG_OUT_OK, &ctx);
+    kvg_buf_reset(&batch);
+    CHECK_INT(kvg_exchange_flush(x, 1, 2, NULL, &batch), 1);
+    struct texts t = {0};
+    CHECK_INT(kvg_exchange_decode(batch.data, batch.len, batch.len, &h, collect_text, &t, &why), 1);
+    CHECK_INT(h.version, 1);
+    CHECK_INT(t.tlen[0], 0);
+    /* a record of text alone changes nothing where the policy keeps blocks */
+    CHECK_INT(kvg_exchange_publish(x, URL_A, KVG_STR_NULL, BS, 0, NULL, 0, KVG_STR(TEXT_A)), 1);
+    kvg_buf_reset(&batch);
+    CHECK_INT(kvg_exchange_flush(x, 1, 3, NULL, &batch), 1);
+    struct applier ac = {&c, 0, 0};
+    CHECK_INT(kvg_exchange_decode(batch.data, batch.len, batch.len, NULL, apply_each, &ac, &why),
+              1);
+    kvg_buf_free(&batch);
+    kvg_pool_destroy(&a);
+    kvg_pool_destroy(&b);
+    kvg_pool_destroy(&c);
     kvg_exchange_free(x);
 }
