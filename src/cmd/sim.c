@@ -183,8 +183,8 @@ static const struct kvg_opt flags[] = {
      .section = "disaggregated serving (vLLM NixlConnector protocol)", .choices = roles},
     {"side-channel-port", NULL, KVG_OPT_INT, F(side_channel_port), .meta = "P",
      .help = "a prefill's KV side channel (default 5600 with --role prefill or encode, as "
-             "VLLM_NIXL_SIDE_CHANNEL_PORT; none with --flavor sglang, whose KV goes through "
-             "--bootstrap-port, and else none)",
+             "VLLM_NIXL_SIDE_CHANNEL_PORT, but none with --flavor sglang, whose KV goes "
+             "through --bootstrap-port; else none)",
      .min = 0, .max = 65535, .flags = KVG_OPT_F_NODEFAULT},
     {"kv-hold-timeout-secs", NULL, KVG_OPT_DOUBLE, F(kv_hold_timeout_s), .meta = "S",
      .help = "free a prefill's unread blocks after S", .min = 0, .max = 1e7},
