@@ -35,6 +35,7 @@
  *   # queue_down_window_secs, queue_cooldown_secs,
  *   # sla_predictor (constant | moving_average | seasonal_trend),
  *   # cold_share, fetch_share, itl_per_seq_secs, slo_goal, cold_cache_penalty,
+ *   # young_secs (how long a replica seen becoming ready counts as an empty cache),
  *   # burst_headroom (-1: learned in a prefill pool), burst_prior,
  *   # signal_window_secs (the span the observed signals cover; default: the
  *   # planner's interval, sla 180 s / others 30 s, at least 30 s)
@@ -280,6 +281,7 @@ static const struct kvg_opt pool_keys[] = {
     NUM("fetch_share", opts.fetch_share, 0, 1),
     NUM("slo_goal", opts.slo_goal, 0.5, 0.99999),
     NUM("cold_cache_penalty", opts.cold_cache_penalty, 0, 0.89),
+    NUM("young_secs", opts.young_s, 0, 3600),
     NUM("burst_headroom", opts.burst_headroom, -1, 10),
     NUM("burst_prior", opts.burst_prior, 1, 10),
     {"target", NULL, KVG_OPT_INCLUDE, PO(target), .sub = target_keys,

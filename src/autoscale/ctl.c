@@ -121,6 +121,34 @@ static void infer_ready(struct kvg_autoscale_ctl *c, struct kvg_autoscale_pool *
     }
 }
 
+/* signals.young, live: replicas this controller saw become ready within
+ * young_s, as the benchmark's signal builder counts them
+ * (src/bench/scale/scale_reps.c); a decode pool's are never young there, a
+ * decode engine's prefix cache being not what it serves from. Replicas
+ * ready at the first tick are not counted: a restarted gateway does not
+ * empty its engines' caches. When replicas leave, the youngest are kept
+ * (which ones left is not known; the count is what the planner reads). A
+ * caller that knows better (s->young already set) is not overridden. */
+static void note_young(struct kvg_autoscale_pool *p, struct kvg_autoscale_signals *s)
+{
+    double ys = p->cfg.opts.young_s;
+    if (p->ticked && s->ready > p->last_ready)
+        for (uint32_t k = s->ready - p->last_ready; k; k--) {
+            if (p->nready_at == KVG_AUTOSCALE_MAX_STARTS) {
+                memmove(p->ready_at, p->ready_at + 1, (p->nready_at - 1) * sizeof *p->ready_at);
+                p->nready_at--;
+            }
+            p->ready_at[p->nready_at++] = s->now;
+        }
+    uint32_t old = 0;
+    while (old < p->nready_at && !(s->now - p->ready_at[old] < ys)) old++;
+    if (p->nready_at > s->ready && old < p->nready_at - s->ready) old = p->nready_at - s->ready;
+    memmove(p->ready_at, p->ready_at + old, (p->nready_at - old) * sizeof *p->ready_at);
+    p->nready_at -= old;
+    if (p->cfg.opts.role != KVG_AUTOSCALE_DECODE && s->young < p->nready_at)
+        s->young = p->nready_at;
+}
+
 int kvg_autoscale_ctl_tick(struct kvg_autoscale_ctl *c, size_t i, struct kvg_autoscale_signals *s,
                            struct kvg_autoscale_decision *d)
 {
@@ -146,6 +174,7 @@ int kvg_autoscale_ctl_tick(struct kvg_autoscale_ctl *c, size_t i, struct kvg_aut
     }
     s->starting = p->nstart;
     s->starting_eta = p->eta;
+    note_young(p, s);
     int rc = kvg_autoscale_plan(p->pl, s, d);
     if (rc) {
         pthread_mutex_unlock(&c->mu);
@@ -203,6 +232,7 @@ static cJSON *signals_json(const struct kvg_autoscale_signals *s)
     add_num(j, "ready", s->ready);
     add_num(j, "starting", s->starting);
     add_num(j, "draining", s->draining);
+    add_num(j, "young", s->young);
     add_num(j, "waiting", s->waiting);
     add_num(j, "running", s->running);
     add_num(j, "kv_usage_sum", s->kv_usage_sum);

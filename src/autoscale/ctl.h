@@ -139,6 +139,10 @@ struct kvg_autoscale_pool {
     double start_at[KVG_AUTOSCALE_MAX_STARTS]; /* inferred starts, oldest first */
     uint32_t nstart;
     uint32_t last_ready;
+    /* When replicas were seen to become ready (oldest first, those within
+     * young_s): what makes signals.young live (ctl.c, note_young). */
+    double ready_at[KVG_AUTOSCALE_MAX_STARTS];
+    uint32_t nready_at;
     int ticked;
     struct kvg_autoscale_decision cur;
     struct kvg_autoscale_decision hist[KVG_AUTOSCALE_HISTORY]; /* acted decisions, ring */

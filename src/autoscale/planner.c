@@ -32,6 +32,7 @@ void kvg_autoscale_opts_default(struct kvg_autoscale_opts *o)
     o->down_util = 0.8;
     o->down_hold_s = 300;
     o->cold_cache_penalty = 0.15;
+    o->young_s = 60;
     o->slo_goal = 0.99;
     o->zero_idle_s = 600;
     o->window_s = 300;

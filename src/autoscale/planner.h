@@ -108,8 +108,9 @@ struct kvg_autoscale_opts {
     double down_util;               /* 0.8: remove one only if the rest stay under this */
     double down_hold_s;             /* 300: ... for this long, and within the horizon */
     double cold_cache_penalty;      /* 0.15: capacity a young replica lacks (empty cache) */
-    double slo_goal;                /* 0.99: the share of requests to keep within targets */
-    double zero_idle_s;             /* 600: no demand this long -> zero (min_replicas 0) */
+    double young_s; /* 60: a replica is young this long after it was seen to become ready (ctl.c) */
+    double slo_goal;    /* 0.99: the share of requests to keep within targets */
+    double zero_idle_s; /* 600: no demand this long -> zero (min_replicas 0) */
     double window_s; /* 300: the level's window; trend over 3x, "recent" 1/5 (planner_kvgate.c) */
     double burst_headroom; /* -1: learned for a prefill pool, none for the others; 0 none;
                               > 0 that margin (planner_kvgate.c, burst_margin()) */

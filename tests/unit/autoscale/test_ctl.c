@@ -165,6 +165,47 @@ TEST(ctl_dry_run_infers_nothing)
     kvg_autoscale_ctl_free(ctl);
 }
 
+/* signals.young live: the replicas the controller saw become ready, for
+ * young_secs, as the benchmark counts them; not those ready at its first
+ * tick, never a decode pool's, and no more than are ready. */
+TEST(ctl_counts_young_replicas_it_saw_become_ready)
+{
+    const char *y = "actuator: external\n"
+                    "pools:\n"
+                    "  - name: p\n"
+                    "    role: prefill\n"
+                    "    young_secs: 60\n"
+                    "  - name: d\n"
+                    "    role: decode\n";
+    struct kvg_autoscale_config c;
+    char err[256];
+    CHECK_INT(kvg_autoscale_config_parse(y, strlen(y), &c, err, sizeof err), 0);
+    c.dry_run = 1;
+    CHECK_NEAR(c.pools[0].opts.young_s, 60, 0);
+    struct kvg_autoscale_ctl *ctl;
+    CHECK_INT(kvg_autoscale_ctl_new(&c, &ctl, err, sizeof err), 0);
+    struct kvg_autoscale_decision d;
+    /* 2 at the start (not young), 2 more at 15 s, 1 at 30 s; at 50 s four
+     * leave, and the one kept young is the youngest, until 90 s. */
+    const uint32_t ready[] = {2, 4, 5, 1, 1, 1};
+    const double at[] = {0, 15, 30, 50, 89, 91};
+    const uint32_t young_p[] = {0, 2, 3, 1, 1, 0};
+    for (size_t k = 0; k < sizeof ready / sizeof ready[0]; k++)
+        for (size_t i = 0; i < 2; i++) {
+            struct kvg_autoscale_signals s = sig(at[k], ready[k], 1);
+            CHECK_INT(kvg_autoscale_ctl_tick(ctl, i, &s, &d), 0);
+            CHECK_INT(s.young, i == 0 ? young_p[k] : 0);
+            CHECK_INT(ctl->pools[i].sig.young, s.young);
+        }
+    cJSON *j = kvg_autoscale_ctl_json(ctl);
+    CHECK(j != NULL);
+    cJSON *sj =
+        cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(j, "pools"), 0), "signals");
+    CHECK_NEAR(cJSON_GetNumberValue(cJSON_GetObjectItem(sj, "young")), 0, 0);
+    cJSON_Delete(j);
+    kvg_autoscale_ctl_free(ctl);
+}
+
 /* A pool whose replicas all restore from a checkpoint plans on the restore
  * class's lead (the planner's horizon), as GET /autoscale's lead shows;
  * before, only cold and fetch reached the planner and it planned on a warm
