@@ -244,6 +244,11 @@ uint32_t kvg_policy_inflight(struct kvg_worker *w);
  * are left to the next sample: subtracting them cost one router 6% p90 on
  * multi-LoRA (bench/results/fleet.md). */
 double kvg_policy_engine_load(struct kvg_worker *w, const struct kvg_route_ctx *ctx);
+/* The load replicas see alike: this router's in-flight count, or the
+ * engine's (kvg_policy_engine_load) when fresh and more. Behind a balancer
+ * each of N replicas counts about 1/N of a worker's requests; the engine
+ * counts them all (bench/results/fleet.md). */
+double kvg_policy_shared_load(struct kvg_worker *w, const struct kvg_route_ctx *ctx);
 /* Index of the least-loaded candidate (in-flight, then processed, then
  * uniformly random among ties). */
 int kvg_policy_min_load(struct kvg_worker *const *cand, size_t n, const struct kvg_route_ctx *ctx);

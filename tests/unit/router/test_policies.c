@@ -240,6 +240,35 @@ TEST(manual_pins_and_reassigns)
     free_workers(NW);
 }
 
+/* prefix_hash's guard weighs the engine's own count when it says more than
+ * this router's in-flight requests: another replica's requests load the
+ * prefix's worker although this one sent it none. */
+TEST(prefix_hash_guard_reads_the_engine_load)
+{
+    make_workers(NW);
+    struct kvg_policy *p = policy("prefix_hash");
+    uint32_t toks[64];
+    for (int i = 0; i < 64; i++) toks[i] = 100 + (uint32_t)i;
+    struct kvg_route_ctx c = ctx_with(NULL);
+    c.tokens = toks;
+    c.ntokens = 64;
+    int a = p->ops->select(p, W, NW, &c, NULL);
+    for (int i = 0; i < NW; i++)
+        W[i]->load = (struct kvg_engine_load){
+            .waiting = 0, .running = i == a ? 40 : 2, .kv_usage = 0.5, .at_ms = 900};
+    int b = p->ops->select(p, W, NW, &c, NULL);
+    CHECK(b != a);
+    /* Near the others' load it keeps the prefix's worker. */
+    W[a]->load.running = 3;
+    CHECK_INT(p->ops->select(p, W, NW, &c, NULL), a);
+    /* A stale sample is unknown: its own in-flight counts (none) decide. */
+    W[a]->load.running = 40;
+    c.now_ms = 900 + 6000;
+    CHECK_INT(p->ops->select(p, W, NW, &c, NULL), a);
+    p->ops->destroy(p);
+    free_workers(NW);
+}
+
 TEST(pool_pick_release_counts_and_filters)
 {
     struct kvg_policy *p = policy("round_robin");
