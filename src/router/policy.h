@@ -196,7 +196,15 @@ struct kvg_policy_ops {
      * character tree): a peer's record then carries the text
      * (router/exchange.h). Optional: absent means 0. */
     int (*places_text)(const struct kvg_policy *p);
+    /* The text a pick's record carries instead of the routing text, for a
+     * place hook that reads something else from it (manual: the routing
+     * key, pinned to the record's worker): written into out (at most cap,
+     * KVG_POLICY_RECORD_TEXT_MAX), its length returned, 0 for none.
+     * Optional; such a policy says places_text too. */
+    size_t (*record_text)(const struct kvg_policy *p, const struct kvg_route_ctx *ctx, char *out,
+                          size_t cap);
 };
+#define KVG_POLICY_RECORD_TEXT_MAX 1024
 
 struct kvg_policy {
     const struct kvg_policy_ops *ops;
