@@ -151,8 +151,14 @@ void kvg_exchange_on_pick(void *ud, struct kvg_worker *w, const struct kvg_polic
     /* The text only where the policy's history is text: the others' records
      * stay what they were (version 1), and no prompt leaves for nothing. */
     struct kvg_str text = KVG_STR_NULL;
-    if (policy && policy->ops->places_text && policy->ops->places_text(policy) && ctx->text)
+    char key[KVG_POLICY_RECORD_TEXT_MAX];
+    if (policy && policy->ops->record_text) {
+        size_t kl = policy->ops->record_text(policy, ctx, key, sizeof key);
+        if (kl) text = (struct kvg_str){key, kl};
+    } else if (policy && policy->ops->places_text && policy->ops->places_text(policy) &&
+               ctx->text) {
         text = (struct kvg_str){ctx->text, ctx->text_len};
+    }
     size_t n = ctx->block_hashes ? ctx->nblocks : 0;
     if (!n && !text.len) return;
     kvg_exchange_publish(ud, w->url, ctx->model, ctx->block_size ? ctx->block_size : 16,

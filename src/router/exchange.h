@@ -16,7 +16,9 @@
  * character tree: policy.h, places_text), has its records carry the routing
  * text too: its first KVG_EXCHANGE_MAX_TEXT bytes, fewer if the record
  * would otherwise fill more than half a batch (a prefix of the text is
- * still a prefix its tree can match). A batch with such a record is
+ * still a prefix its tree can match). A policy that says what its records
+ * carry instead (policy.h, record_text: manual's routing key) has that as
+ * the text. A batch with such a record is
  * version 2; one without is version 1, byte for byte what replicas before
  * version 2 send and read, so a fleet of prefix_affinity upgrades in any
  * order. A replica that reads only version 1 refuses a version 2 batch

@@ -123,6 +123,12 @@ double kvg_policy_engine_load(struct kvg_worker *w, const struct kvg_route_ctx *
     return l.waiting + l.running + (rose > 0 ? rose : 0);
 }
 
+double kvg_policy_shared_load(struct kvg_worker *w, const struct kvg_route_ctx *ctx)
+{
+    double own = kvg_policy_inflight(w), eng = kvg_policy_engine_load(w, ctx);
+    return eng > own ? eng : own;
+}
+
 int kvg_policy_min_load(struct kvg_worker *const *cand, size_t n, const struct kvg_route_ctx *ctx)
 {
     int best = -1;

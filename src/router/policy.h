@@ -196,7 +196,15 @@ struct kvg_policy_ops {
      * character tree): a peer's record then carries the text
      * (router/exchange.h). Optional: absent means 0. */
     int (*places_text)(const struct kvg_policy *p);
+    /* The text a pick's record carries instead of the routing text, for a
+     * place hook that reads something else from it (manual: the routing
+     * key, pinned to the record's worker): written into out (at most cap,
+     * KVG_POLICY_RECORD_TEXT_MAX), its length returned, 0 for none.
+     * Optional; such a policy says places_text too. */
+    size_t (*record_text)(const struct kvg_policy *p, const struct kvg_route_ctx *ctx, char *out,
+                          size_t cap);
 };
+#define KVG_POLICY_RECORD_TEXT_MAX 1024
 
 struct kvg_policy {
     const struct kvg_policy_ops *ops;
@@ -244,6 +252,11 @@ uint32_t kvg_policy_inflight(struct kvg_worker *w);
  * are left to the next sample: subtracting them cost one router 6% p90 on
  * multi-LoRA (bench/results/fleet.md). */
 double kvg_policy_engine_load(struct kvg_worker *w, const struct kvg_route_ctx *ctx);
+/* The load replicas see alike: this router's in-flight count, or the
+ * engine's (kvg_policy_engine_load) when fresh and more. Behind a balancer
+ * each of N replicas counts about 1/N of a worker's requests; the engine
+ * counts them all (bench/results/fleet.md). */
+double kvg_policy_shared_load(struct kvg_worker *w, const struct kvg_route_ctx *ctx);
 /* Index of the least-loaded candidate (in-flight, then processed, then
  * uniformly random among ties). */
 int kvg_policy_min_load(struct kvg_worker *const *cand, size_t n, const struct kvg_route_ctx *ctx);

@@ -2,10 +2,14 @@
  * request not tokenized, four times as many characters of its routing text)
  * are hashed onto the consistent-hash ring, so requests sharing a prefix share
  * a worker; a load guard keeps one hot prefix from swamping it:
- *   ok(w) = in_flight(w) <= ((total_in_flight + 1) / n) * load_factor
+ *   ok(w) = load(w) <= ((total_load + 1) / n) * load_factor
  * The ring's worker is used when ok, else the least loaded ok worker, else the
  * ring's worker anyway. A request with neither tokens nor text goes to the
- * least loaded worker. */
+ * least loaded worker. The load is sglang's in-flight count, or the engine's
+ * own count when fresh and more (kvg_policy_shared_load): replicas behind a
+ * balancer each count about 1/N of the requests in flight, against which
+ * the guard's + 1 weighs N times as much; on their own counts 8 replicas
+ * lost 4-6 points of cache hits (bench/results/fleet.md). */
 #include <errno.h>
 #include <stdlib.h>
 
@@ -37,15 +41,13 @@ static int select_prefix(struct kvg_policy *p, struct kvg_worker *const *cand, s
     }
     int r = kvg_ring_lookup(&pp->ring, cand, n, h);
     if (r < 0) return kvg_policy_min_load(cand, n, ctx);
-    double total = 0;
-    for (size_t i = 0; i < n; i++) total += kvg_policy_inflight(cand[i]);
+    double load[n], total = 0;
+    for (size_t i = 0; i < n; i++) total += load[i] = kvg_policy_shared_load(cand[i], ctx);
     double cap = (total + 1) / (double)n * pp->factor;
-    if (kvg_policy_inflight(cand[r]) <= cap) return r;
+    if (load[r] <= cap) return r;
     int best = -1;
     for (size_t i = 0; i < n; i++)
-        if (kvg_policy_inflight(cand[i]) <= cap &&
-            (best < 0 || kvg_policy_inflight(cand[i]) < kvg_policy_inflight(cand[best])))
-            best = (int)i;
+        if (load[i] <= cap && (best < 0 || load[i] < load[best])) best = (int)i;
     if (ex) snprintf(ex->note, sizeof ex->note, "prefix worker over its load share");
     return best >= 0 ? best : r;
 }

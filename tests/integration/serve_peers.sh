@@ -11,7 +11,7 @@
 # that stays keeps its state and counts, removed ones leave /workers and
 # /metrics, a new one is listed, and a bad list is refused with its
 # file:line and the old one kept. cache_aware replicas exchange the
-# prompts' text, their history.
+# prompts' text, their history; manual replicas a routing key's worker.
 . "$(dirname "$0")/lib.sh"
 
 S1=$(free_port); S2=$(free_port); S3=$(free_port)
@@ -191,4 +191,25 @@ check "cache_aware: F received E's text record" wait_peer "$F" "$E" received "in
 r=$(route "$F" 9)
 check "cache_aware: F routes prompt 9 to E's worker as a hit ($r, E: $WE)" \
   [ "$(echo "$r" | cut -d'|' -f1,3)" = "$WE|cache hit" ]
+
+# manual in min_load mode: a routing key G assigned (its own least loaded
+# worker), I, which never saw the key, pins where G did once G's record
+# (the key, no blocks: manual does not tokenize) arrives.
+PG=$(free_port); PI=$(free_port)
+G=http://127.0.0.1:$PG I=http://127.0.0.1:$PI
+replica "$PG" --policy manual --assignment-mode min_load --peers "$G,$I" || exit 1
+replica "$PI" --policy manual --assignment-mode min_load --peers "$G,$I" || exit 1
+for g in $G $I; do wait_http "$g/readiness" 10 || exit 1; done
+keyed_route() { # keyed_route GW KEY: /debug/route's "chosen|note" for KEY
+  curl -s -m 5 "$1/debug/route" -H "x-session-id: $2" -d "$(body 10)" >"$TMP/kroute.json"
+  json_get "$TMP/kroute.json" '"%s|%s" % (j["chosen"], j["note"])'
+}
+check "manual: G sees I up" wait_peer "$G" "$I" state "v == 'up'"
+check "manual: before G routes key k1, I has not pinned it" \
+  [ "$(keyed_route "$I" k1 | cut -d'|' -f2)" != "sticky key" ]
+WG=$(curl -s -D - -o /dev/null -m 5 "$G/v1/chat/completions" -H "x-session-id: k1" \
+  -d "$(body 10)" | tr -d '\r' | awk -F': ' 'tolower($1)=="x-kvgate-worker"{print $2}')
+check "manual: I received G's key record" wait_peer "$I" "$G" received "int(v) >= 1"
+r=$(keyed_route "$I" k1)
+check "manual: I routes key k1 to G's worker, pinned ($r, G: $WG)" [ "$r" = "$WG|sticky key" ]
 finish

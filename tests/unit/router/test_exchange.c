@@ -2,8 +2,8 @@
  * survive the batch encoding whole, the outbox and the batch stay within
  * their byte cap (the oldest dropped, counted), the decoder refuses any
  * malformed batch whole before anything is applied, and a record applied on
- * another replica makes its policy send the prompt where the first replica
- * did. */
+ * another replica makes its policy send the prompt (manual: the routing key)
+ * where the first replica did. */
 #include "support/test.h"
 
 #include <errno.h>
@@ -614,4 +614,88 @@ TEST(a_cache_aware_peer_routes_where_the_first_replica_did)
     kvg_pool_destroy(&b);
     kvg_pool_destroy(&c);
     kvg_exchange_free(x);
+}
+
+/* Two replicas of manual in min_load mode, each seeing its own loads: a
+ * key A assigned goes, once A's batch is applied on B, where A sent it
+ * (B's own least loaded worker is the other one), and two replicas that
+ * assigned a key alike within one period settle on one worker once each
+ * hears the other. */
+static struct kvg_str key_header(const void *h, const char *name)
+{
+    const char *v = h;
+    return !strcasecmp(name, "x-session-id") ? (struct kvg_str){v, strlen(v)} : KVG_STR_NULL;
+}
+
+static void manual_pool(struct kvg_pool *pool, struct kvg_exchange *x, const char *busy)
+{
+    struct kvg_policy_opts o;
+    kvg_policy_opts_default(&o);
+    o.assignment_min_load = 1;
+    struct kvg_policy *p;
+    CHECK_INT(kvg_policy_new("manual", &o, &p), 0);
+    CHECK_INT(kvg_pool_init(pool, p, NULL), 0);
+    CHECK_INT(kvg_pool_add(pool, URL_A), 0);
+    CHECK_INT(kvg_pool_add(pool, URL_B), 0);
+    for (size_t i = 0; i < pool->n; i++)
+        if (!strcmp(pool->w[i]->url, busy)) atomic_store(&pool->w[i]->in_flight, 9);
+    pool->on_pick = kvg_exchange_on_pick;
+    pool->on_pick_ud = x;
+}
+
+static void manual_pick(struct kvg_pool *pool, struct kvg_route_ctx *ctx, char *where)
+{
+    struct kvg_pick pk = {0};
+    int known;
+    CHECK_INT(kvg_pool_pick(pool, ctx, NULL, 0, &pk, &known, NULL), 0);
+    snprintf(where, 512, "%s", pk.w->url);
+    kvg_pool_release(pool, &pk, KVG_OUT_OK, ctx);
+}
+
+static void deliver(struct kvg_exchange *from, struct kvg_pool *to, int want)
+{
+    struct kvg_buf batch;
+    kvg_buf_init(&batch, 0);
+    CHECK_INT(kvg_exchange_flush(from, 1, 1, NULL, &batch), want);
+    struct applier ap = {to, 0, 0};
+    const char *why;
+    CHECK_INT(kvg_exchange_decode(batch.data, batch.len, batch.len, NULL, apply_each, &ap, &why),
+              want);
+    CHECK_INT(ap.applied, want);
+    kvg_buf_free(&batch);
+}
+
+TEST(a_manual_peer_keeps_a_key_where_the_first_replica_put_it)
+{
+    kvg_rng_seed(&rng, 13);
+    struct kvg_exchange *xa, *xb;
+    CHECK_INT(kvg_exchange_new(0, &xa), 0);
+    CHECK_INT(kvg_exchange_new(0, &xb), 0);
+    struct kvg_pool a, b;
+    manual_pool(&a, xa, URL_A); /* A's least loaded: B's URL, and the reverse */
+    manual_pool(&b, xb, URL_B);
+    struct kvg_route_ctx ctx = {
+        .header = key_header, .hctx = "s-1", .rng = &rng, .now_ms = 1000, .load_max_age_ms = 5000};
+    char wa[512], wb[512];
+    manual_pick(&a, &ctx, wa);
+    CHECK_STR(wa, URL_B);
+    deliver(xa, &b, 1); /* the record carries the key alone (no blocks) */
+    for (int i = 0; i < 3; i++) {
+        manual_pick(&b, &ctx, wb);
+        CHECK_STR(wb, URL_B);
+    }
+    /* Each assigns s-2 before hearing the other: both settle on one. */
+    ctx.hctx = "s-2";
+    manual_pick(&a, &ctx, wa);
+    manual_pick(&b, &ctx, wb);
+    CHECK(strcmp(wa, wb) != 0);
+    deliver(xa, &b, 1);
+    deliver(xb, &a, 4); /* B's 3 picks of s-1 and its s-2 */
+    manual_pick(&a, &ctx, wa);
+    manual_pick(&b, &ctx, wb);
+    CHECK_STR(wa, wb);
+    kvg_pool_destroy(&a);
+    kvg_pool_destroy(&b);
+    kvg_exchange_free(xa);
+    kvg_exchange_free(xb);
 }

@@ -240,6 +240,95 @@ TEST(manual_pins_and_reassigns)
     free_workers(NW);
 }
 
+/* Two replicas (their own tables and draws) give a key the same worker,
+ * at first sight and again when that worker leaves: a session is not
+ * split over the replicas' choices (bench/results/fleet.md, manual). */
+TEST(manual_replicas_agree_on_a_key)
+{
+    make_workers(NW);
+    struct kvg_policy *p1 = policy("manual"), *p2 = policy("manual");
+    struct kvg_rng rng2;
+    kvg_rng_seed(&rng2, 7);
+    int seen[NW] = {0};
+    for (int k = 0; k < 200; k++) {
+        char v[32];
+        snprintf(v, sizeof v, "session-%d", k);
+        struct hdrs h[] = {{"x-session-id", v}, {NULL, NULL}};
+        struct kvg_route_ctx c1 = ctx_with(h), c2 = ctx_with(h);
+        c2.rng = &rng2;
+        int a = p1->ops->select(p1, W, NW, &c1, NULL);
+        CHECK_INT(p2->ops->select(p2, W, NW, &c2, NULL), a);
+        seen[a]++;
+        struct kvg_worker *rest[NW];
+        int n = 0;
+        for (int i = 0; i < NW; i++)
+            if (i != a) rest[n++] = W[i];
+        int b = p1->ops->select(p1, rest, (size_t)n, &c1, NULL);
+        CHECK_INT(p2->ops->select(p2, rest, (size_t)n, &c2, NULL), b);
+    }
+    for (int i = 0; i < NW; i++) CHECK(seen[i] > 20); /* spread as a draw would */
+    p1->ops->destroy(p1);
+    p2->ops->destroy(p2);
+    free_workers(NW);
+}
+
+/* sglang's promise kept with the ring: a worker joining moves no key that
+ * already has one (the table holds it; only new keys see the new ring). */
+TEST(manual_new_worker_moves_no_key)
+{
+    make_workers(NW + 1);
+    struct kvg_policy *p = policy("manual");
+    int before[100], on_new = 0;
+    for (int k = 0; k < 100; k++) {
+        char v[32];
+        snprintf(v, sizeof v, "user-%d", k);
+        struct hdrs h[] = {{"x-user-id", v}, {NULL, NULL}};
+        struct kvg_route_ctx c = ctx_with(h);
+        before[k] = p->ops->select(p, W, NW, &c, NULL);
+    }
+    for (int k = 0; k < 100; k++) {
+        char v[32];
+        snprintf(v, sizeof v, "user-%d", k);
+        struct hdrs h[] = {{"x-user-id", v}, {NULL, NULL}};
+        struct kvg_route_ctx c = ctx_with(h);
+        CHECK_INT(p->ops->select(p, W, NW + 1, &c, NULL), before[k]);
+        snprintf(v, sizeof v, "new-%d", k);
+        on_new += p->ops->select(p, W, NW + 1, &c, NULL) == NW;
+    }
+    CHECK(on_new > 5); /* new keys do reach the new worker */
+    p->ops->destroy(p);
+    free_workers(NW + 1);
+}
+
+/* prefix_hash's guard weighs the engine's own count when it says more than
+ * this router's in-flight requests: another replica's requests load the
+ * prefix's worker although this one sent it none. */
+TEST(prefix_hash_guard_reads_the_engine_load)
+{
+    make_workers(NW);
+    struct kvg_policy *p = policy("prefix_hash");
+    uint32_t toks[64];
+    for (int i = 0; i < 64; i++) toks[i] = 100 + (uint32_t)i;
+    struct kvg_route_ctx c = ctx_with(NULL);
+    c.tokens = toks;
+    c.ntokens = 64;
+    int a = p->ops->select(p, W, NW, &c, NULL);
+    for (int i = 0; i < NW; i++)
+        W[i]->load = (struct kvg_engine_load){
+            .waiting = 0, .running = i == a ? 40 : 2, .kv_usage = 0.5, .at_ms = 900};
+    int b = p->ops->select(p, W, NW, &c, NULL);
+    CHECK(b != a);
+    /* Near the others' load it keeps the prefix's worker. */
+    W[a]->load.running = 3;
+    CHECK_INT(p->ops->select(p, W, NW, &c, NULL), a);
+    /* A stale sample is unknown: its own in-flight counts (none) decide. */
+    W[a]->load.running = 40;
+    c.now_ms = 900 + 6000;
+    CHECK_INT(p->ops->select(p, W, NW, &c, NULL), a);
+    p->ops->destroy(p);
+    free_workers(NW);
+}
+
 TEST(pool_pick_release_counts_and_filters)
 {
     struct kvg_policy *p = policy("round_robin");
