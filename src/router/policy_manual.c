@@ -32,6 +32,11 @@
 #include "router/ring.h"
 
 #define NBUCKETS 4096
+/* Keys pinned at most: past it a new key is routed as assigned but not
+ * pinned (random mode's ring still sends it to the same worker each time),
+ * so neither clients inventing keys nor a peer's records grow the table
+ * without bound; 2^18 is about 30 MiB and chains of 64. */
+#define MAX_KEYS (1u << 18)
 
 struct entry {
     uint64_t h;
@@ -78,10 +83,11 @@ static void sweep(struct manualp *m, uint64_t now)
 }
 
 /* Pins key h (its entry e, NULL when it has none) to url. Called locked.
- * The entry, or NULL when out of memory with none (the key stays unpinned;
- * an existing entry keeps its worker). */
+ * The entry, or NULL when out of memory or MAX_KEYS with none (the key stays
+ * unpinned; an existing entry keeps its worker). */
 static struct entry *pin(struct manualp *m, struct entry *e, uint64_t h, const char *url)
 {
+    if (!e && m->n >= MAX_KEYS) return NULL;
     char *u = strdup(url);
     if (u && !e && (e = calloc(1, sizeof *e))) {
         e->h = h;

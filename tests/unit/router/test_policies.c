@@ -272,6 +272,40 @@ TEST(manual_replicas_agree_on_a_key)
     free_workers(NW);
 }
 
+/* The key table is bounded (policy_manual.c, MAX_KEYS = 2^18): past it a
+ * new key is routed but not pinned, so in min_load mode it follows the load
+ * instead of sticking, while a key pinned before stays where it was. */
+TEST(manual_key_table_is_bounded)
+{
+    make_workers(NW);
+    struct kvg_policy_opts o;
+    kvg_policy_opts_default(&o);
+    o.assignment_min_load = 1;
+    struct kvg_policy *p;
+    CHECK_INT(kvg_policy_new("manual", &o, &p), 0);
+    char v[32];
+    struct hdrs h[] = {{"x-session-id", v}, {NULL, NULL}};
+    snprintf(v, sizeof v, "early");
+    struct kvg_route_ctx c = ctx_with(h);
+    int early = p->ops->select(p, W, NW, &c, NULL);
+    for (int k = 0; k < (1 << 18); k++) {
+        snprintf(v, sizeof v, "k%d", k);
+        c = ctx_with(h);
+        CHECK(p->ops->select(p, W, NW, &c, NULL) >= 0);
+    }
+    snprintf(v, sizeof v, "late");
+    c = ctx_with(h);
+    int late = p->ops->select(p, W, NW, &c, NULL);
+    atomic_store(&W[late]->in_flight, 1000);
+    atomic_store(&W[early]->in_flight, 1000);
+    CHECK(p->ops->select(p, W, NW, &c, NULL) != late); /* not pinned: the load moved it */
+    snprintf(v, sizeof v, "early");
+    c = ctx_with(h);
+    CHECK_INT(p->ops->select(p, W, NW, &c, NULL), early); /* pinned before: sticky */
+    p->ops->destroy(p);
+    free_workers(NW);
+}
+
 /* sglang's promise kept with the ring: a worker joining moves no key that
  * already has one (the table holds it; only new keys see the new ring). */
 TEST(manual_new_worker_moves_no_key)
