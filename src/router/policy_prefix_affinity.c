@@ -6,7 +6,8 @@
  *    (matched blocks from the precise index, or without engine events from
  *    what this router sent where). Among the workers with that best match
  *    and within the load bound, the one with the fewest requests in flight
- *    (this router's count, or the engine's when it says more: load_of).
+ *    (this router's count, or the engine's when it says more:
+ *    kvg_policy_shared_load, src/router/policy.h).
  *  - spill: every best holder is past the bound (in flight > bound x the
  *    candidates' mean + 1: consistent hashing with bounded loads, Mirrokni
  *    et al.): the least loaded candidate takes it (for a LoRA request,
@@ -94,19 +95,6 @@ static int argmin2(const double *k1, const double *k2, const int *ok, size_t n, 
     return best;
 }
 
-/* The load the bounds and choices weigh: this router's requests in flight,
- * or the engine's own running and waiting requests (a fresh scrape) when
- * it says more. One router sees its own requests at once; N replicas
- * behind a balancer each see about 1/N of them, and a hot prefix's holder
- * never looked past the bound to any (bench/results/fleet.md, multi-lora
- * at 8 and 16 replicas), while the engine's count is the same for all
- * (plus this router's own picks since the sample: kvg_policy_engine_load). */
-static double load_of(struct kvg_worker *w, const struct kvg_route_ctx *ctx)
-{
-    double own = kvg_policy_inflight(w), eng = kvg_policy_engine_load(w, ctx);
-    return eng > own ? eng : own;
-}
-
 /* The miss rule: rendezvous hashing of the prompt's first block over the
  * candidates within the load bound and the mean placements + 1; the rule
  * (fewest placements, then fewest in flight) without a block to key on.
@@ -164,7 +152,7 @@ static int select_affinity(struct kvg_policy *p, struct kvg_worker *const *cand,
     kvg_policy_matched(a->kv, a->approx, cand, n, ctx, 0, matched, NULL);
     pthread_mutex_lock(&a->mu);
     for (size_t i = 0; i < n; i++) {
-        inflight[i] = load_of(cand[i], ctx);
+        inflight[i] = kvg_policy_shared_load(cand[i], ctx);
         placed[i] = placements(a, cand[i]->slot, ctx->now_ms);
         mean += inflight[i];
         if (matched[i] > mbest) mbest = matched[i];
