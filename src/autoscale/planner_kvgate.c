@@ -362,13 +362,15 @@ static double burst_margin(struct kvp *q, double now)
 
 /* What the burst margin sits on: the level and forecast (corrected), or
  * those of the median over 2W where lower. A burst of W/2 or more (the
- * day's last 90-180 s) moves the W median and with it the forecast; the
- * margin on top then counted the burst twice, once in its base and once in
- * its ratio, and asked for replicas that came after it (seed 4 of the
- * realistic PD day: a 150 s burst took the forecast from 9.9 to 12.3, x1.72,
- * 23 asked for against 16; bench/results/autoscale-realistic.md). The 2W
+ * realistic day's bursts last 90-180 s) moves the W median and with it the
+ * forecast; the margin on top then counted the burst twice, once in its
+ * base and once in its ratio, and asked for replicas that came after it
+ * (seed 4 of the realistic PD day: a 150 s burst took the forecast from
+ * 9.9 to 12.2, x1.72, 23 asked for on 15 ready;
+ * bench/results/autoscale-realistic.md). The 2W
  * median is as old again, and the trend carries it over that age, so on a
- * ramp it gives the W median's forecast back. *fcm is the forecast part. */
+ * linear ramp it gives the W median's forecast back (on one that steepens
+ * it is lower). *fcm is the forecast part. */
 static double margin_base(const struct kvp *q, double now, double horizon, double lvl, double fc,
                           double *fcm)
 {
