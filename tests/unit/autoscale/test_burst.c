@@ -176,3 +176,24 @@ TEST(margin_shrinks_when_replicas_come_sooner_than_a_burst)
      * besides the margin. */
     CHECK_INT(peak[1], 25);
 }
+
+/* The margin's base (planner_kvgate.c, margin_base()): a burst long enough
+ * to move the level (the median of W) must not be counted twice, in the
+ * level and in the margin over it. A fixed margin 0.5 on load 10: 15. A
+ * 180 s burst at 1.7x (12 of the W median's 20 samples): the pool is sized
+ * on it with the headroom (17 x 1.1 = 18.7: 19), but the margin stays on
+ * the 2W median (10, the trend's median slope 0: 15), where on the W
+ * median it asked 17 x 1.5 = 25.5 (26) for replicas that would come after
+ * the burst. */
+TEST(margin_not_over_a_level_the_burst_moved)
+{
+    struct kvg_autoscale_opts o = opts(KVG_AUTOSCALE_PREFILL);
+    o.burst_headroom = 0.5;
+    struct pool x;
+    pool_init(&x, &o, 15);
+    run(&x, 3000, 50);
+    CHECK_INT(x.d.desired, 15);
+    run(&x, 3180, 85);
+    CHECK_INT(x.d.desired, 19);
+    kvg_autoscale_planner_free(x.p);
+}
