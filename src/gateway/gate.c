@@ -468,10 +468,16 @@ static void admission(struct kvg_gate_req *gr, int front)
     struct kvg_gate *g = gr->gl->g;
     struct kvg_worker *all[KVG_POOL_MAX_WORKERS], *ws[KVG_POOL_MAX_WORKERS];
     size_t na = kvg_pool_snapshot(g->pool, all, KVG_POOL_MAX_WORKERS), n = 0, up = 0;
+    unsigned has = 0, ready = 0; /* roles among the model's workers, and ready */
     for (size_t i = 0; i < na; i++) {
+        int serves = kvg_worker_serves(all[i], gr->model, gr->model_len),
+            r = atomic_load(&all[i]->role);
+        unsigned bit = serves && r >= 0 && r < 8 ? 1u << r : 0;
+        has |= bit;
         if (!serving(all[i])) continue;
         up++;
-        if (kvg_worker_serves(all[i], gr->model, gr->model_len)) ws[n++] = all[i];
+        ready |= bit;
+        if (serves) ws[n++] = all[i];
     }
     gr->inflight_sum = 0;
     gr->inflight_n = (uint32_t)n;
@@ -482,10 +488,14 @@ static void admission(struct kvg_gate_req *gr, int front)
     enum kvg_adm_verdict v = KVG_ADM_ADMIT;
     int grp =
         g->o.model_group ? g->o.model_group(g->o.model_group_ud, gr->model, gr->model_len) : -1;
-    if (n)
+    /* Scaling from zero waits for the first replica, a PD pool's for one of
+     * each role it has (sent on with its prefill alone while the decode
+     * replica started, a request was answered 503; autoscale_local.c). */
+    int held = g->o.hold_when_empty && (g->o.model_group ? grp >= 0 : !up || ready != has);
+    if (n && !(held && ready != has))
         v = kvg_adm_decide_workers(&g->o.adm, gr->prio, ws, n, kvg_now_ms(), NULL);
-    else if (g->o.hold_when_empty && (g->o.model_group ? grp >= 0 : !up))
-        v = KVG_ADM_QUEUE; /* scaling from zero: wait for the first replica */
+    else if (held)
+        v = KVG_ADM_QUEUE;
     /* A batch newcomer never passes a waiter (every other waiter is of its
      * class or above); a granted one (front) was the queue's next. */
     if (v == KVG_ADM_ADMIT && gr->prio == KVG_ADM_BATCH && !front && kvg_adm_waiting(g->adm))
