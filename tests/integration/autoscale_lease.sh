@@ -90,10 +90,10 @@ is() { [ "$($1 "$2")" = "$3" ]; }
 fails() { ! "$@"; }
 
 start_as A || bad "A started"
-until_true 5 is leader A 1
+until_true "$(scaled 5)" is leader A 1
 start_as B || bad "B started"
 start_as D --dry-run || bad "dry run D started"
-until_true 5 is acts A 1
+until_true "$(scaled 5)" is acts A 1
 sleep $((INTERVAL * 3)) # a few ticks of all three
 check "A holds the lease (Redis says A)" [ "$(holder)" = A ]
 check "A acts, B and the dry run stand by" [ "$(leader A)$(leader B)$(leader D)" = 100 ]
@@ -101,9 +101,13 @@ check "only the leader PATCHed: the server's PATCHes are A's ($(patches) = $(act
   [ "$(patches)" -ge 1 -a "$(patches)" = "$(acts A)" -a "$(acts B)" = 0 -a "$(acts D)" = 0 ]
 check "the PATCH is the planner's count (min_replicas 2)" \
   grep -q '^PATCH /apis/apps/v1/namespaces/llm/deployments/vllm-qwen/scale auth=ok ctype=application/merge-patch+json body={"spec":{"replicas":2}} -> 200$' "$TMP/api.req"
-curl -s -m 2 "http://127.0.0.1:$PORT_B/autoscale" >"$TMP/b.json"
-check "B's /autoscale: standby, the holder is A, it still plans from the sim" \
-  [ "$(json_get "$TMP/b.json" "(j['standby'], j['lease']['holder'], j['lease']['held'], j['pools'][0]['signals']['ready'], j['pools'][0]['desired'])")" = "(True, 'A', False, 1, 2)" ]
+# B's pool has signals once its first tick read the sim (a loaded machine
+# may take longer than the ticks slept above): polled, bounded.
+b_planned() {
+  curl -s -m 2 "http://127.0.0.1:$PORT_B/autoscale" >"$TMP/b.json" &&
+    [ "$(json_get "$TMP/b.json" "(j['standby'], j['lease']['holder'], j['lease']['held'], j['pools'][0].get('signals', {}).get('ready'), j['pools'][0]['desired'])")" = "(True, 'A', False, 1, 2)" ]
+}
+check "B's /autoscale: standby, the holder is A, it still plans from the sim" until_true "$(scaled 5)" b_planned
 curl -s -m 2 "http://127.0.0.1:$PORT_D/autoscale" >"$TMP/d.json"
 check "D's /autoscale: dry run, no lease key, nothing actuated" \
   [ "$(json_get "$TMP/d.json" "(j['dry_run'], j['lease']['key'], j['pools'][0]['actuation']['ok'])")" = "(True, None, 0)" ]
@@ -212,7 +216,7 @@ check "B reacquires once the intruder's key expires" until_true $((TTL_MS / 1000
 
 # SIGTERM releases the key: C takes over before the ttl could expire it.
 start_as C || bad "C started"
-until_true 3 is leader C 0
+until_true "$(scaled 3)" is leader C 0
 nb=$(acts B) # B is a steady leader here: it pushes again only on a new plan
 kill -TERM "$PID_B"
 for _ in $(seq 1 "$(scaled 50)"); do kill -0 "$PID_B" 2>/dev/null || break; sleep 0.1; done
