@@ -6,10 +6,25 @@
  * not yet seen a first token for (active_prefill_tokens), the uncached
  * tokens come from the precise index (or, without engine events, from what
  * this router sent where), and t0 (seconds) and spt (seconds per prefill
- * token) are learned online per worker from its own answers: every first
- * token reports the work that was ahead of it and the time it took
- * (on_first_token). Before a worker has answered, the mean of those that
- * have stands for it, and before any has, --predict-prefill-tps.
+ * token) are learned online from the pool's answers: every first token
+ * reports the work that was ahead of it and the time it took
+ * (on_first_token). Before any has answered, --predict-prefill-tps.
+ *
+ * Why one rate for the pool, not one per worker: an answer's time holds
+ * whatever was ahead of it that the router did not charge (the decode
+ * steps it shared; with replicas behind a balancer, the other replicas'
+ * prompts), so a worker's own rate was a load signal, stale, noisy and
+ * different on every replica. Any difference between two workers' rates
+ * decided every new prefix (equal work otherwise) and outweighed a
+ * holder's cache whenever a prompt was queued there: on llm-d's workload
+ * one router spread its groups (p90 TTFT 6.44 s, 94.2% cache hits; 0.079 s
+ * and 98.6% with one rate, seeds 1-3) and 8 replicas lost half their hits;
+ * even engines twice as fast as the others (hetero-fast), the case rates
+ * per worker were for, were served worse with them (p90 0.179 against
+ * 0.093 s): bench/results/fleet.md, 2026-12-07 (3). One rate ranks the
+ * candidates by their prefill tokens alone, which the cache (the same
+ * index on every replica) and the router's charges decide; a faster
+ * engine shows as its queue draining sooner.
  *
  * The ITL bound: a worker's inter-token latency grows with the KV its
  * decoding requests read every step, so a candidate whose decode blocks in
@@ -50,17 +65,9 @@ struct predp {
     struct kvg_kv_index *kv;      /* not owned */
     struct kvg_kv_approx *approx; /* owned; used when kv is NULL */
     double prior_spt, itl_bound;
-    pthread_mutex_t mu; /* guards m[] */
-    struct learned m[KVG_POLICY_MAX_SLOTS];
+    pthread_mutex_t mu; /* guards m */
+    struct learned m;   /* the pool's (see the top) */
 };
-
-/* The model of slot (mu held): its own once learned, else the mean of the
- * learned ones, else the prior. */
-static struct learned model(const struct predp *d, int slot, double mean_t0, double mean_spt)
-{
-    if (slot >= 0 && slot < KVG_POLICY_MAX_SLOTS && d->m[slot].n) return d->m[slot];
-    return (struct learned){mean_t0, mean_spt, 0};
-}
 
 static int select_pred(struct kvg_policy *p, struct kvg_worker *const *cand, size_t n,
                        const struct kvg_route_ctx *ctx, struct kvg_route_explain *ex)
@@ -71,22 +78,11 @@ static int select_pred(struct kvg_policy *p, struct kvg_worker *const *cand, siz
     uint32_t matched[n];
     kvg_policy_matched(d->kv, d->approx, cand, n, ctx, 0, matched, NULL);
     double pred[n], blocks[n], mean_blocks = 0;
-    double mt0 = 0, mspt = 0;
-    size_t learned = 0;
     pthread_mutex_lock(&d->mu);
-    for (size_t i = 0; i < n; i++) {
-        int s = cand[i]->slot;
-        if (s >= 0 && s < KVG_POLICY_MAX_SLOTS && d->m[s].n) {
-            mt0 += d->m[s].t0;
-            mspt += d->m[s].spt;
-            learned++;
-        }
-    }
-    mt0 = learned ? mt0 / (double)learned : 0.02;
-    mspt = learned ? mspt / (double)learned : d->prior_spt;
+    struct learned m = d->m;
+    pthread_mutex_unlock(&d->mu);
     double total_blocks = ctx->ntokens ? ((double)ctx->ntokens + bs - 1) / bs : 0;
     for (size_t i = 0; i < n; i++) {
-        struct learned m = model(d, cand[i]->slot, mt0, mspt);
         double cached = (double)matched[i] * bs;
         double uncached = ctx->ntokens > cached ? (double)ctx->ntokens - cached : 0;
         double ahead = (double)atomic_load(&cand[i]->active_prefill_tokens);
@@ -95,7 +91,6 @@ static int select_pred(struct kvg_policy *p, struct kvg_worker *const *cand, siz
         blocks[i] = (double)atomic_load(&cand[i]->active_decode_blocks) + own;
         mean_blocks += blocks[i];
     }
-    pthread_mutex_unlock(&d->mu);
     mean_blocks /= (double)n;
     int ok[n], any = 0;
     for (size_t i = 0; i < n; i++) {
@@ -142,12 +137,10 @@ static void on_first_token(struct kvg_policy *p, struct kvg_worker *w, uint64_t 
                            uint64_t ttft_ms)
 {
     struct predp *d = (struct predp *)p;
-    int s = w->slot;
-    if (s < 0 || s >= KVG_POLICY_MAX_SLOTS) return;
+    (void)w; /* every worker's answer teaches the pool's rate */
     double t = (double)ttft_ms / 1000.0;
     pthread_mutex_lock(&d->mu);
-    struct learned *m = &d->m[s];
-    if (!m->n) *m = (struct learned){0.02, d->prior_spt, 0};
+    struct learned *m = &d->m;
     if (work < SMALL_WORK) {
         m->t0 += ALPHA * (clamp(t, 0, 10) - m->t0);
     } else {
@@ -174,11 +167,6 @@ static void on_remove(struct kvg_policy *p, struct kvg_worker *w)
     struct predp *d = (struct predp *)p;
     if (w->slot < 0) return;
     if (d->approx) kvg_kv_approx_remove_worker(d->approx, (uint32_t)w->slot);
-    if (w->slot < KVG_POLICY_MAX_SLOTS) {
-        pthread_mutex_lock(&d->mu);
-        d->m[w->slot] = (struct learned){0, 0, 0}; /* a worker reusing the slot learns afresh */
-        pthread_mutex_unlock(&d->mu);
-    }
 }
 
 static void destroy(struct kvg_policy *p)
@@ -206,6 +194,7 @@ int kvg_policy_predicted_latency_new(const struct kvg_policy_opts *o, struct kvg
     d->kv = o->kv;
     d->prior_spt = 1.0 / o->predict_prefill_tps;
     d->itl_bound = o->predict_itl_bound;
+    d->m = (struct learned){0.02, d->prior_spt, 0};
     if (pthread_mutex_init(&d->mu, NULL)) {
         free(d);
         return -ENOMEM;
