@@ -277,6 +277,58 @@ TEST(predicted_latency_slow_answers_move_no_prefix)
     teardown();
 }
 
+/* Equal predictions (a new prefix) go to the less loaded worker: this
+ * router's requests in flight plus the others' at the engine's last
+ * sample. A replica behind a balancer sees only its own share of the
+ * requests, and 8 of them each balancing their own put sessions on the
+ * engines the others had just filled (bench/results/fleet.md,
+ * 2026-12-07 (3)); one router alone counts its own, ends included. */
+TEST(predicted_latency_ties_count_the_other_replicas_requests)
+{
+    setup();
+    struct kvg_policy_opts o;
+    kvg_policy_opts_default(&o);
+    struct kvg_policy *p;
+    CHECK_INT(kvg_policy_new("predicted_latency", &o, &p), 0);
+    /* This router has nothing in flight; the engines (fresh samples) run
+     * 12 requests on workers 0 and 1 (the other replicas'), none on 2. */
+    for (int i = 0; i < NW; i++) {
+        W[i]->load = (struct kvg_engine_load){
+            .waiting = 0, .running = i < 2 ? 12 : 0, .kv_usage = 0.1, .at_ms = 1000};
+    }
+    struct req r;
+    for (uint32_t k = 0; k < 8; k++) {
+        req_init(&r, 300000 + 1000 * k);
+        r.c.dry_run = 1;
+        CHECK_INT(pick(p, &r), 2);
+    }
+    /* This router's own 20 requests on worker 2 since the sample count at
+     * once: worker 0 or 1 now. */
+    atomic_store(&W[2]->in_flight, 20);
+    req_init(&r, 400000);
+    r.c.dry_run = 1;
+    CHECK(pick(p, &r) != 2);
+    atomic_store(&W[2]->in_flight, 0);
+    /* One router alone: the samples hold only its own requests (5 on worker
+     * 0, 3 on 1, 4 on 2); 3 of worker 0's have ended since, which it knows
+     * at once: worker 0 (2 in flight) is the least loaded. */
+    uint32_t at[NW] = {5, 3, 4}, now[NW] = {2, 3, 4};
+    for (int i = 0; i < NW; i++) {
+        W[i]->load = (struct kvg_engine_load){
+            .waiting = 0, .running = at[i], .kv_usage = 0.1, .at_ms = 1000, .inflight_at = at[i]};
+        atomic_store(&W[i]->in_flight, now[i]);
+    }
+    for (uint32_t k = 0; k < 8; k++) {
+        req_init(&r, 500000 + 1000 * k);
+        r.c.dry_run = 1;
+        CHECK_INT(pick(p, &r), 0);
+    }
+    for (int i = 0; i < NW; i++) atomic_store(&W[i]->in_flight, 0);
+    for (int i = 0; i < NW; i++) W[i]->load = (struct kvg_engine_load){0};
+    p->ops->destroy(p);
+    teardown();
+}
+
 TEST(predicted_latency_cache_and_itl_bound)
 {
     setup();
