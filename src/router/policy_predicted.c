@@ -15,16 +15,17 @@
  * steps it shared; with replicas behind a balancer, the other replicas'
  * prompts), so a worker's own rate was a load signal, stale, noisy and
  * different on every replica. Any difference between two workers' rates
- * decided every new prefix (equal work otherwise) and outweighed a
- * holder's cache whenever a prompt was queued there: on llm-d's workload
- * one router spread its groups (p90 TTFT 6.44 s, 94.2% cache hits; 0.079 s
- * and 98.6% with one rate, seeds 1-3) and 8 replicas lost half their hits;
- * even engines twice as fast as the others (hetero-fast), the case rates
- * per worker were for, were served worse with them (p90 0.179 against
- * 0.093 s): bench/results/fleet.md, 2026-12-07 (3). One rate ranks the
- * candidates by their prefill tokens alone, which the cache (the same
- * index on every replica) and the router's charges decide; a faster
- * engine shows as its queue draining sooner.
+ * decided every new prefix (equal work otherwise), and a holder whose
+ * answers came slow lost its prompts to workers holding less of them: on
+ * llm-d's workload one router spread its groups (p90 TTFT 6.44 s, 94.2%
+ * cache hits; 0.079 s and 98.6% with one rate, seeds 1-3) and 8 replicas
+ * lost half their hits; even engines twice as fast as the others
+ * (hetero-fast), the case rates per worker were for, were served worse
+ * with them (p90 0.179 against 0.093 s): bench/results/fleet.md,
+ * 2026-12-07 (3). One rate ranks the candidates by their prefill tokens
+ * alone, which the cache (the same index on every replica) and the
+ * router's charges decide; a faster engine shows as its queue draining
+ * sooner.
  *
  * The ITL bound: a worker's inter-token latency grows with the KV its
  * decoding requests read every step, so a candidate whose decode blocks in
