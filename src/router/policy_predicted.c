@@ -6,10 +6,26 @@
  * not yet seen a first token for (active_prefill_tokens), the uncached
  * tokens come from the precise index (or, without engine events, from what
  * this router sent where), and t0 (seconds) and spt (seconds per prefill
- * token) are learned online per worker from its own answers: every first
- * token reports the work that was ahead of it and the time it took
- * (on_first_token). Before a worker has answered, the mean of those that
- * have stands for it, and before any has, --predict-prefill-tps.
+ * token) are learned online from the pool's answers: every first token
+ * reports the work that was ahead of it and the time it took
+ * (on_first_token). Before any has answered, --predict-prefill-tps.
+ *
+ * Why one rate for the pool, not one per worker: an answer's time holds
+ * whatever was ahead of it that the router did not charge (the decode
+ * steps it shared; with replicas behind a balancer, the other replicas'
+ * prompts), so a worker's own rate was a load signal, stale, noisy and
+ * different on every replica. Any difference between two workers' rates
+ * decided every new prefix (equal work otherwise), and a holder whose
+ * answers came slow lost its prompts to workers holding less of them: on
+ * llm-d's workload one router spread its groups (p90 TTFT 6.44 s, 94.2%
+ * cache hits; 0.079 s and 98.6% with one rate, seeds 1-3) and 8 replicas
+ * lost half their hits; even engines twice as fast as the others
+ * (hetero-fast), the case rates per worker were for, were served worse
+ * with them (p90 0.179 against 0.093 s): bench/results/fleet.md,
+ * 2026-12-07 (3). One rate ranks the candidates by their prefill tokens
+ * alone, which the cache (the same index on every replica) and the
+ * router's charges decide; a faster engine shows as its queue draining
+ * sooner.
  *
  * The ITL bound: a worker's inter-token latency grows with the KV its
  * decoding requests read every step, so a candidate whose decode blocks in
@@ -19,7 +35,8 @@
  * preempting. When none is eligible, all are.
  *
  * Lowest predicted TTFT wins; ties (equal predictions: an idle cluster, a
- * new prefix) go to the worker with fewer requests in flight, then at random.
+ * new prefix, the holders of a shared prompt) go to the less loaded worker
+ * (load_of), then at random.
  *
  * The learning: TTFT ~ t0 + work x spt. Requests with little work (under
  * one block) measure t0; the others measure spt = (ttft - t0) / work. Both
@@ -50,16 +67,28 @@ struct predp {
     struct kvg_kv_index *kv;      /* not owned */
     struct kvg_kv_approx *approx; /* owned; used when kv is NULL */
     double prior_spt, itl_bound;
-    pthread_mutex_t mu; /* guards m[] */
-    struct learned m[KVG_POLICY_MAX_SLOTS];
+    pthread_mutex_t mu; /* guards m */
+    struct learned m;   /* the pool's (see the top) */
 };
 
-/* The model of slot (mu held): its own once learned, else the mean of the
- * learned ones, else the prior. */
-static struct learned model(const struct predp *d, int slot, double mean_t0, double mean_spt)
+/* A worker's requests: this router's in flight now, plus those the engine
+ * ran or queued at its last fresh sample beyond this router's own then
+ * (other replicas' behind a balancer, other clients'). A replica sees only
+ * its share of the requests, and with its own counts alone 8 of them put
+ * chat's sessions on the engines the others had just filled (p90 TTFT +16%
+ * over one router, +2% with the others' counted: bench/results/fleet.md,
+ * 2026-12-07 (3)). Not kvg_policy_engine_load (the sample plus the
+ * router's picks since): that one keeps the requests that ended since the
+ * sample, which one router knows at once, and with it one router's ties
+ * changed (agentic's p90 1.17x main's over 16 seeds, 1.01x with the
+ * router's own counts); here one router alone counts exactly its own. */
+static double load_of(struct kvg_worker *w, const struct kvg_route_ctx *ctx)
 {
-    if (slot >= 0 && slot < KVG_POLICY_MAX_SLOTS && d->m[slot].n) return d->m[slot];
-    return (struct learned){mean_t0, mean_spt, 0};
+    double own = kvg_policy_inflight(w);
+    struct kvg_engine_load l = kvg_worker_load(w, ctx->now_ms, ctx->load_max_age_ms);
+    if (l.waiting < 0 || l.running < 0) return own;
+    double others = l.waiting + l.running - (double)l.inflight_at;
+    return others > 0 ? own + others : own;
 }
 
 static int select_pred(struct kvg_policy *p, struct kvg_worker *const *cand, size_t n,
@@ -71,22 +100,11 @@ static int select_pred(struct kvg_policy *p, struct kvg_worker *const *cand, siz
     uint32_t matched[n];
     kvg_policy_matched(d->kv, d->approx, cand, n, ctx, 0, matched, NULL);
     double pred[n], blocks[n], mean_blocks = 0;
-    double mt0 = 0, mspt = 0;
-    size_t learned = 0;
     pthread_mutex_lock(&d->mu);
-    for (size_t i = 0; i < n; i++) {
-        int s = cand[i]->slot;
-        if (s >= 0 && s < KVG_POLICY_MAX_SLOTS && d->m[s].n) {
-            mt0 += d->m[s].t0;
-            mspt += d->m[s].spt;
-            learned++;
-        }
-    }
-    mt0 = learned ? mt0 / (double)learned : 0.02;
-    mspt = learned ? mspt / (double)learned : d->prior_spt;
+    struct learned m = d->m;
+    pthread_mutex_unlock(&d->mu);
     double total_blocks = ctx->ntokens ? ((double)ctx->ntokens + bs - 1) / bs : 0;
     for (size_t i = 0; i < n; i++) {
-        struct learned m = model(d, cand[i]->slot, mt0, mspt);
         double cached = (double)matched[i] * bs;
         double uncached = ctx->ntokens > cached ? (double)ctx->ntokens - cached : 0;
         double ahead = (double)atomic_load(&cand[i]->active_prefill_tokens);
@@ -95,7 +113,6 @@ static int select_pred(struct kvg_policy *p, struct kvg_worker *const *cand, siz
         blocks[i] = (double)atomic_load(&cand[i]->active_decode_blocks) + own;
         mean_blocks += blocks[i];
     }
-    pthread_mutex_unlock(&d->mu);
     mean_blocks /= (double)n;
     int ok[n], any = 0;
     for (size_t i = 0; i < n; i++) {
@@ -107,16 +124,16 @@ static int select_pred(struct kvg_policy *p, struct kvg_worker *const *cand, siz
             ok[i] = 0;
         any |= ok[i];
     }
+    double load[n];
+    for (size_t i = 0; i < n; i++) load[i] = load_of(cand[i], ctx);
     int best = -1;
     size_t ties = 0;
     for (size_t i = 0; i < n; i++) {
         if (any && !ok[i]) continue;
-        uint32_t fi = kvg_policy_inflight(cand[i]);
-        if (best < 0 || pred[i] < pred[best] ||
-            (pred[i] == pred[best] && fi < kvg_policy_inflight(cand[best]))) {
+        if (best < 0 || pred[i] < pred[best] || (pred[i] == pred[best] && load[i] < load[best])) {
             best = (int)i;
             ties = 1;
-        } else if (pred[i] == pred[best] && fi == kvg_policy_inflight(cand[best]) &&
+        } else if (pred[i] == pred[best] && load[i] == load[best] &&
                    kvg_rng_below(ctx->rng, ++ties) == 0) {
             best = (int)i;
         }
@@ -142,12 +159,10 @@ static void on_first_token(struct kvg_policy *p, struct kvg_worker *w, uint64_t 
                            uint64_t ttft_ms)
 {
     struct predp *d = (struct predp *)p;
-    int s = w->slot;
-    if (s < 0 || s >= KVG_POLICY_MAX_SLOTS) return;
+    (void)w; /* every worker's answer teaches the pool's rate */
     double t = (double)ttft_ms / 1000.0;
     pthread_mutex_lock(&d->mu);
-    struct learned *m = &d->m[s];
-    if (!m->n) *m = (struct learned){0.02, d->prior_spt, 0};
+    struct learned *m = &d->m;
     if (work < SMALL_WORK) {
         m->t0 += ALPHA * (clamp(t, 0, 10) - m->t0);
     } else {
@@ -174,11 +189,6 @@ static void on_remove(struct kvg_policy *p, struct kvg_worker *w)
     struct predp *d = (struct predp *)p;
     if (w->slot < 0) return;
     if (d->approx) kvg_kv_approx_remove_worker(d->approx, (uint32_t)w->slot);
-    if (w->slot < KVG_POLICY_MAX_SLOTS) {
-        pthread_mutex_lock(&d->mu);
-        d->m[w->slot] = (struct learned){0, 0, 0}; /* a worker reusing the slot learns afresh */
-        pthread_mutex_unlock(&d->mu);
-    }
 }
 
 static void destroy(struct kvg_policy *p)
@@ -206,6 +216,7 @@ int kvg_policy_predicted_latency_new(const struct kvg_policy_opts *o, struct kvg
     d->kv = o->kv;
     d->prior_spt = 1.0 / o->predict_prefill_tps;
     d->itl_bound = o->predict_itl_bound;
+    d->m = (struct learned){0.02, d->prior_spt, 0};
     if (pthread_mutex_init(&d->mu, NULL)) {
         free(d);
         return -ENOMEM;
