@@ -129,6 +129,15 @@ double kvg_policy_shared_load(struct kvg_worker *w, const struct kvg_route_ctx *
     return eng > own ? eng : own;
 }
 
+double kvg_policy_load_now(struct kvg_worker *w, const struct kvg_route_ctx *ctx)
+{
+    double own = kvg_policy_inflight(w);
+    struct kvg_engine_load l = kvg_worker_load(w, ctx->now_ms, ctx->load_max_age_ms);
+    if (l.waiting < 0 || l.running < 0) return own;
+    double others = l.waiting + l.running - (double)l.inflight_at;
+    return others > 0 ? own + others : own;
+}
+
 int kvg_policy_min_load(struct kvg_worker *const *cand, size_t n, const struct kvg_route_ctx *ctx)
 {
     int best = -1;

@@ -257,6 +257,14 @@ double kvg_policy_engine_load(struct kvg_worker *w, const struct kvg_route_ctx *
  * each of N replicas counts about 1/N of a worker's requests; the engine
  * counts them all (bench/results/fleet.md). */
 double kvg_policy_shared_load(struct kvg_worker *w, const struct kvg_route_ctx *ctx);
+/* This router's in-flight count now plus the requests the engine ran or
+ * queued at its last fresh sample beyond this router's own then (other
+ * replicas', other clients'): unlike kvg_policy_engine_load, the requests
+ * that ended since the sample are gone at once, so one router alone counts
+ * exactly its own. predicted_latency's ties read it: with the engine's
+ * sample they changed one router's agentic p90 to 1.17x
+ * (bench/results/fleet.md, 2026-12-07 (3)). */
+double kvg_policy_load_now(struct kvg_worker *w, const struct kvg_route_ctx *ctx);
 /* Index of the least-loaded candidate (in-flight, then processed, then
  * uniformly random among ties). */
 int kvg_policy_min_load(struct kvg_worker *const *cand, size_t n, const struct kvg_route_ctx *ctx);

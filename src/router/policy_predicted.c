@@ -36,7 +36,9 @@
  *
  * Lowest predicted TTFT wins; ties (equal predictions: an idle cluster, a
  * new prefix, the holders of a shared prompt) go to the less loaded worker
- * (load_of), then at random.
+ * (kvg_policy_load_now: with its own counts alone, 8 replicas put chat's
+ * sessions on the engines the others had just filled, p90 TTFT +16% over
+ * one router; +2% with the others' counted), then at random.
  *
  * The learning: TTFT ~ t0 + work x spt. Requests with little work (under
  * one block) measure t0; the others measure spt = (ttft - t0) / work. Both
@@ -70,26 +72,6 @@ struct predp {
     pthread_mutex_t mu; /* guards m */
     struct learned m;   /* the pool's (see the top) */
 };
-
-/* A worker's requests: this router's in flight now, plus those the engine
- * ran or queued at its last fresh sample beyond this router's own then
- * (other replicas' behind a balancer, other clients'). A replica sees only
- * its share of the requests, and with its own counts alone 8 of them put
- * chat's sessions on the engines the others had just filled (p90 TTFT +16%
- * over one router, +2% with the others' counted: bench/results/fleet.md,
- * 2026-12-07 (3)). Not kvg_policy_engine_load (the sample plus the
- * router's picks since): that one keeps the requests that ended since the
- * sample, which one router knows at once, and with it one router's ties
- * changed (agentic's p90 1.17x main's over 16 seeds, 1.01x with the
- * router's own counts); here one router alone counts exactly its own. */
-static double load_of(struct kvg_worker *w, const struct kvg_route_ctx *ctx)
-{
-    double own = kvg_policy_inflight(w);
-    struct kvg_engine_load l = kvg_worker_load(w, ctx->now_ms, ctx->load_max_age_ms);
-    if (l.waiting < 0 || l.running < 0) return own;
-    double others = l.waiting + l.running - (double)l.inflight_at;
-    return others > 0 ? own + others : own;
-}
 
 static int select_pred(struct kvg_policy *p, struct kvg_worker *const *cand, size_t n,
                        const struct kvg_route_ctx *ctx, struct kvg_route_explain *ex)
@@ -125,7 +107,7 @@ static int select_pred(struct kvg_policy *p, struct kvg_worker *const *cand, siz
         any |= ok[i];
     }
     double load[n];
-    for (size_t i = 0; i < n; i++) load[i] = load_of(cand[i], ctx);
+    for (size_t i = 0; i < n; i++) load[i] = kvg_policy_load_now(cand[i], ctx);
     int best = -1;
     size_t ties = 0;
     for (size_t i = 0; i < n; i++) {
