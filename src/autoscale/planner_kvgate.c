@@ -97,6 +97,17 @@ static double ring_max(const struct kv_ring *r, double since)
     return mx;
 }
 
+/* When the newest sample since `since` of at least v was put, < 0 none. */
+static double ring_newest(const struct kv_ring *r, double since, double v)
+{
+    for (size_t k = r->n; k-- > 0;) {
+        size_t i = (r->head + k) % KV_RING;
+        if (r->t[i] < since) break;
+        if (r->v[i] >= v) return r->t[i];
+    }
+    return -1;
+}
+
 /* The lead time for where new replicas land (startup.h). */
 static double lead_time(const struct kvp *q)
 {
@@ -330,7 +341,8 @@ static double batch_need(const struct kvp *q, const struct kvg_autoscale_signals
  * Each interval the mean of the last W/5 of the (uncorrected) load over
  * the level is a burst ratio; the highest of each W/5 is kept for 36W (3 h
  * at the default W: bursts recur about hourly in the published traces, and
- * one seen must still count when the next comes). Until the ratios span
+ * one seen must still count when the next comes), the newest burst
+ * replacing those before it (below). Until the ratios span
  * 12W (an hour) the margin is at least the prior's (burst_prior, 1.49: the
  * highest 90 s window of prefill tokens over the 20-minute mean in Azure's
  * 2023 conversation trace, bench/results/autoscale-realistic.md). Returns
@@ -355,7 +367,18 @@ static double burst_margin(struct kvp *q, double now)
             q->burst_cur = 0;
         }
     }
-    double r = fmax(ring_max(&q->burst, now - 36 * w), q->burst_cur);
+    /* The newest burst sets the margin (its highest ratio, those within W
+     * before it): a burst's uncached share moves with the hour's mix, so
+     * the last one is the estimate of the next, and an older, larger one
+     * is not kept through the hours after a newer one (seed 7 of the
+     * realistic PD day held +76% from its first burst through an afternoon
+     * whose burst measured +58%; bench/results/autoscale-realistic.md). A
+     * burst is a ratio past the prior and the headroom (smaller ones are
+     * the headroom's); with none, the highest. */
+    double since = now - 36 * w,
+           last = ring_newest(&q->burst, since, fmax(o->burst_prior, 1 + o->headroom));
+    if (last >= 0) since = last - w;
+    double r = fmax(ring_max(&q->burst, since), q->burst_cur);
     if (q->burst_since < 0 || now - q->burst_since < 12 * w) r = fmax(r, o->burst_prior);
     return r > 1 ? r - 1 : 0;
 }

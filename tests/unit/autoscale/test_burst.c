@@ -1,6 +1,7 @@
 /* The kvgate planner's burst margin (planner_kvgate.c, burst_margin()):
  * a prefill pool keeps the prior's margin for its first hour, then the
- * highest burst it saw in the last three hours; other roles keep none
+ * newest burst's (the highest it saw in the last three hours when none was
+ * past the prior); other roles keep none
  * unless told; the scale-down hysteresis does not stack on it. The pool
  * follows each answer at once (an actuator with no start-up). */
 #include "support/test.h"
@@ -195,5 +196,24 @@ TEST(margin_not_over_a_level_the_burst_moved)
     CHECK_INT(x.d.desired, 15);
     run(&x, 3180, 85);
     CHECK_INT(x.d.desired, 19);
+    kvg_autoscale_planner_free(x.p);
+}
+
+/* The newest burst past the prior sets the learned margin (planner_kvgate.c,
+ * burst_margin()): after a 120 s burst at 1.8x and, an hour later, one at
+ * 1.6x, the pool on load 10 keeps the second's margin (16), where keeping
+ * the highest of three hours held the first's (18) all afternoon. */
+TEST(newest_burst_replaces_an_older_larger_one)
+{
+    struct kvg_autoscale_opts o = opts(KVG_AUTOSCALE_PREFILL);
+    struct pool x;
+    pool_init(&x, &o, 15);
+    run(&x, 6000, 50);
+    run(&x, 6120, 90);
+    run(&x, 9600, 50);
+    CHECK_INT(x.d.desired, 18);
+    run(&x, 9720, 80);
+    run(&x, 9600 + 3600, 50);
+    CHECK_INT(x.d.desired, 16);
     kvg_autoscale_planner_free(x.p);
 }
