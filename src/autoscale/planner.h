@@ -173,8 +173,9 @@ double kvg_autoscale_load(const struct kvg_autoscale_opts *o, double in_tps, dou
                           double itl_s);
 /* v clamped to [min_replicas, max_replicas]. */
 uint32_t kvg_autoscale_clamp(const struct kvg_autoscale_opts *o, double v);
-/* 1 when p's interval (its default when the options set none) has passed
- * since its last action: *next_at moves on and d->acted is set. 0 when not:
+/* 1 when p's interval (its default when the options set none) is due, on
+ * the grid of its first action (a tick up to 1% of the interval early
+ * counts): *next_at moves one interval on and d->acted is set. 0 when not:
  * d repeats the last answer. */
 int kvg_autoscale_due(struct kvg_autoscale_planner *p, const struct kvg_autoscale_signals *s,
                       double dflt_interval, double *next_at, struct kvg_autoscale_decision *d);

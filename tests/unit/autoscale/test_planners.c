@@ -517,3 +517,39 @@ TEST(kvgate_pool_of_woken_replicas_plans_on_their_lead)
     CHECK_NEAR(d.horizon_s, asleep + 15, 1e-9);
     kvg_autoscale_planner_free(p);
 }
+
+/* Live ticks jitter by milliseconds: plans every 15 s on 5 s ticks stay 15 s
+ * apart on the first plan's grid (before, a tick 10 ms early was not due and
+ * the plan came a tick later, 20 s after the last). After a stall longer
+ * than the interval the grid starts again from the late tick. */
+TEST(plans_keep_their_grid_through_tick_jitter)
+{
+    struct kvg_autoscale_opts o = opts();
+    o.interval_s = 15;
+    struct kvg_autoscale_planner *p = make("kvgate", &o);
+    struct kvg_autoscale_decision d;
+    double last = -1, gap_max = 0;
+    int plans = 0;
+    for (int k = 1; k <= 120; k++) {
+        double jitter = k % 2 ? 0.02 : -0.01;
+        struct kvg_autoscale_signals s = steady(5.0 * k + jitter, 3, 10);
+        CHECK_INT(kvg_autoscale_plan(p, &s, &d), 0);
+        if (!d.acted) continue;
+        if (last >= 0 && s.now - last > gap_max) gap_max = s.now - last;
+        last = s.now;
+        plans++;
+    }
+    CHECK(gap_max < 15.1);
+    CHECK_INT(plans, 40);
+    /* A 40 s stall: the next tick plans, then every 15 s from it. */
+    struct kvg_autoscale_signals s = steady(last + 40, 3, 10);
+    CHECK_INT(kvg_autoscale_plan(p, &s, &d), 0);
+    CHECK(d.acted);
+    s = steady(last + 50, 3, 10);
+    CHECK_INT(kvg_autoscale_plan(p, &s, &d), 0);
+    CHECK(!d.acted);
+    s = steady(last + 55, 3, 10);
+    CHECK_INT(kvg_autoscale_plan(p, &s, &d), 0);
+    CHECK(d.acted);
+    kvg_autoscale_planner_free(p);
+}
