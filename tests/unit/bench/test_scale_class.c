@@ -202,3 +202,16 @@ TEST(aggregated_day_interactive_first_and_the_429s)
     kvg_bench_scale_result_free(&r1);
     kvg_bench_scale_result_free(&r2);
 }
+
+TEST(calibration_measures_the_replica_without_classes)
+{
+    /* The planners' profile is the replica's knee on the workload: the same
+     * with 30% batch as without (the gateway's batch rule is not the
+     * replica's capacity; with classes on the knee was 1.6x higher). */
+    struct kvg_bench_scale_opts o0 = agg_day(5, 0, 1800), o1 = agg_day(5, 0.3, 1800);
+    double k0 = 0, k1 = 0;
+    CHECK_INT(kvg_bench_scale_calibrate(&o0, &k0), 0);
+    CHECK_INT(kvg_bench_scale_calibrate(&o1, &k1), 0);
+    CHECK(k0 > 0.25);
+    CHECK_NEAR(k1, k0, 0);
+}
