@@ -307,6 +307,7 @@ static void scrape_router(struct run *R, struct router *rt, double t)
         w->load.kv_usage = m.kv_usage;
         w->load.at_ms = vt_ms(t);
         w->load.inflight_at = atomic_load_explicit(&w->in_flight, memory_order_relaxed);
+        w->load.peer_at = atomic_load_explicit(&w->peer_picks, memory_order_relaxed);
         w->load.block_size = m.block_size;
         w->load.kv_blocks = m.num_blocks;
         w->load.flavor = KVG_METRICS_FLAVOR_VLLM;

@@ -390,10 +390,13 @@ int kvg_exchange_apply(struct kvg_pool *p, struct kvg_policy *policy,
                        const struct kvg_exchange_rec *r, uint64_t now_ms, int nowait)
 {
     struct kvg_policy *pol = policy ? policy : p->policy;
-    if (!r->nblocks && !(pol->ops->places_text && pol->ops->places_text(pol))) return 0;
     char url[KVG_EXCHANGE_MAX_STR + 1];
     memcpy(url, r->worker.p, r->worker.len);
     url[r->worker.len] = 0;
+    /* A pick of the worker, whatever the policy keeps of it: its load until
+     * the engine's next sample counts it. */
+    if (kvg_pool_peer_pick(p, url)) return KVG_ENOTFOUND;
+    if (!r->nblocks && !(pol->ops->places_text && pol->ops->places_text(pol))) return 0;
     struct kvg_route_ctx ctx = {.model = r->model,
                                 .text = r->text.p,
                                 .text_len = r->text.len,

@@ -120,10 +120,12 @@ int kvg_exchange_decode(const void *data, size_t len, size_t max_bytes, struct k
 
 /* Applies r to pool p as a pick of its worker would be remembered
  * (kvg_pool_place): policy is the one its model routes with (NULL: the
- * pool's); nowait as struct kvg_route_ctx's (on an event loop). A record of
- * text alone is skipped for a policy that does not place on text (it would
- * count a placement of nothing). 0, or KVG_ENOTFOUND when p has no worker
- * of that URL (the peer knows another). */
+ * pool's); nowait as struct kvg_route_ctx's (on an event loop). Every
+ * record also counts as a pick of the worker until its engine's next load
+ * sample (kvg_pool_peer_pick, policy.h kvg_policy_shared_load). A record of
+ * text alone is not placed for a policy that does not place on text (it
+ * would count a placement of nothing). 0, or KVG_ENOTFOUND when p has no
+ * worker of that URL (the peer knows another). */
 int kvg_exchange_apply(struct kvg_pool *p, struct kvg_policy *policy,
                        const struct kvg_exchange_rec *r, uint64_t now_ms, int nowait);
 

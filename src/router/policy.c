@@ -126,6 +126,10 @@ double kvg_policy_engine_load(struct kvg_worker *w, const struct kvg_route_ctx *
 double kvg_policy_shared_load(struct kvg_worker *w, const struct kvg_route_ctx *ctx)
 {
     double own = kvg_policy_inflight(w), eng = kvg_policy_engine_load(w, ctx);
+    if (eng >= 0) {
+        struct kvg_engine_load l = kvg_worker_load(w, ctx->now_ms, ctx->load_max_age_ms);
+        eng += (uint32_t)(atomic_load_explicit(&w->peer_picks, memory_order_relaxed) - l.peer_at);
+    }
     return eng > own ? eng : own;
 }
 

@@ -255,7 +255,13 @@ double kvg_policy_engine_load(struct kvg_worker *w, const struct kvg_route_ctx *
 /* The load replicas see alike: this router's in-flight count, or the
  * engine's (kvg_policy_engine_load) when fresh and more. Behind a balancer
  * each of N replicas counts about 1/N of a worker's requests; the engine
- * counts them all (bench/results/fleet.md). */
+ * counts them all (bench/results/fleet.md). The engine's count adds the
+ * other replicas' picks heard through the exchange since the sample
+ * (router/exchange.h; worker.h, peer_picks): without them, replicas spilled
+ * alike onto the worker the sample showed idlest until the next sample. A
+ * pick made before the sample but heard after it counts twice until the
+ * next one: skipping those (picks within an exchange period of the sample)
+ * was worse (bench/results/fleet.md, 2026-12-07 (5)). */
 double kvg_policy_shared_load(struct kvg_worker *w, const struct kvg_route_ctx *ctx);
 /* This router's in-flight count now plus the requests the engine ran or
  * queued at its last fresh sample beyond this router's own then (other

@@ -459,6 +459,15 @@ int kvg_pool_place(struct kvg_pool *p, const char *url, const struct kvg_route_c
     return i >= 0 ? 0 : KVG_ENOTFOUND;
 }
 
+int kvg_pool_peer_pick(struct kvg_pool *p, const char *url)
+{
+    pthread_rwlock_rdlock(&p->lock);
+    int i = find(p, url);
+    if (i >= 0) atomic_fetch_add_explicit(&p->w[i]->peer_picks, 1, memory_order_relaxed);
+    pthread_rwlock_unlock(&p->lock);
+    return i >= 0 ? 0 : KVG_ENOTFOUND;
+}
+
 /* Appends ", name" (the first without the comma) unless listed already. */
 static void add_model_name(char *list, size_t cap, const char *name)
 {

@@ -135,6 +135,9 @@ void kvg_pool_why_none(struct kvg_pool *p, const struct kvg_route_ctx *ctx, char
  * pool's) records it as a pick of that worker would (policy.h, place).
  * Charges nothing. KVG_ENOTFOUND when no worker has that url. */
 int kvg_pool_place(struct kvg_pool *p, const char *url, const struct kvg_route_ctx *ctx);
+/* Another replica's pick of the worker named url (router/exchange.h): its
+ * peer_picks counts it, for kvg_policy_shared_load. 0 or KVG_ENOTFOUND. */
+int kvg_pool_peer_pick(struct kvg_pool *p, const char *url);
 
 /* The first output token arrived: the prefill charge ends. Idempotent. */
 void kvg_pool_first_token(struct kvg_pool *p, struct kvg_pick *pick);

@@ -133,6 +133,7 @@ static void on_done(void *ud, int err)
         w->load.flavor = (int)l.flavor;
         w->load.at_ms = kvg_now_ms();
         w->load.inflight_at = atomic_load_explicit(&w->in_flight, memory_order_relaxed);
+        w->load.peer_at = atomic_load_explicit(&w->peer_picks, memory_order_relaxed);
         if (l.known & KVG_METRICS_HAS_LORA) {
             snprintf(w->lora_active, sizeof w->lora_active, "%s", l.lora_active);
             w->lora_max = (int)l.lora_max;

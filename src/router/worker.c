@@ -64,7 +64,7 @@ int kvg_worker_new_at(const char *url, const struct kvg_http_target *t, struct k
     memcpy(w->url, base, n + 1);
     if (w->dp_rank >= 0) snprintf(w->url + n, sizeof w->url - n, "@%d", w->dp_rank % 10000);
     pthread_mutex_init(&w->mu, NULL);
-    w->load = (struct kvg_engine_load){-1, -1, -1, 0, 0, 0, 0, 0};
+    w->load = (struct kvg_engine_load){-1, -1, -1, 0, 0, 0, 0, 0, 0};
     w->slot = -1;
     w->rmode.mode = -1;
     atomic_store(&w->member_rank, -1);

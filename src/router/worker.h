@@ -38,6 +38,9 @@ struct kvg_engine_load {
     /* This router's in_flight when the sample was stored: what it changed
      * since is known at once, the others' only at the next sample. */
     uint32_t inflight_at;
+    /* Its peer_picks when the sample was stored: the peers' picks heard
+     * since are the ones the sample may not hold yet. */
+    uint32_t peer_at;
 };
 
 /* The outcome of a worker's last /metrics scrape (scrape.c). */
@@ -130,6 +133,9 @@ struct kvg_worker {
      * no full-share worker is a candidate. */
     _Atomic uint32_t share_permille;
     _Atomic uint32_t in_flight; /* router-side: +1 at dispatch, -1 at every end */
+    /* Other replicas' picks of it heard through the exchange (router/exchange.h),
+     * counted up only: load.peer_at marks those before the last sample. */
+    _Atomic uint32_t peer_picks;
     _Atomic uint64_t processed;
     _Atomic uint64_t cached_blocks; /* prefix blocks routed to where they were cached */
     _Atomic uint64_t active_prefill_tokens;

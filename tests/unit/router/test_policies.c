@@ -7,6 +7,7 @@
 
 #include "base/err.h"
 #include "router/circuit.h"
+#include "router/exchange.h"
 #include "router/policy.h"
 #include "router/pool.h"
 
@@ -361,6 +362,56 @@ TEST(prefix_hash_guard_reads_the_engine_load)
     CHECK_INT(p->ops->select(p, W, NW, &c, NULL), a);
     p->ops->destroy(p);
     free_workers(NW);
+}
+
+/* Another replica's picks heard through the exchange load the worker until
+ * the engine's next sample holds them: prefix_hash's guard leaves a prefix's
+ * worker that the sample shows at the others' load but the peers have just
+ * sent two more requests (replicas spilled alike onto the worker the sample
+ * showed idlest). The next sample forgets them. */
+TEST(prefix_hash_guard_counts_the_peers_picks_since_the_sample)
+{
+    struct kvg_pool pool;
+    CHECK_INT(kvg_pool_init(&pool, policy("prefix_hash"), NULL), 0);
+    for (int i = 0; i < NW; i++) {
+        char url[64];
+        snprintf(url, sizeof url, "http://127.0.0.1:%d", 9100 + i);
+        CHECK_INT(kvg_pool_add(&pool, url), 0);
+    }
+    struct kvg_worker *w[NW];
+    CHECK_INT((int)kvg_pool_snapshot(&pool, w, NW), NW);
+    for (int i = 0; i < NW; i++)
+        w[i]->load = (struct kvg_engine_load){.waiting = 0, .running = 2, .at_ms = 900};
+    uint32_t toks[64];
+    for (int i = 0; i < 64; i++) toks[i] = 300 + (uint32_t)i;
+    struct kvg_route_ctx c = ctx_with(NULL);
+    c.tokens = toks;
+    c.ntokens = 64;
+    struct kvg_policy *p = pool.policy;
+    int a = p->ops->select(p, w, NW, &c, NULL);
+    CHECK(a >= 0);
+    uint64_t h = 7;
+    struct kvg_exchange_rec r = {.worker = {w[a]->url, strlen(w[a]->url)},
+                                 .block_size = 16,
+                                 .ntokens = 16,
+                                 .hashes = &h,
+                                 .nblocks = 1};
+    /* One pick: 3 against the guard's (9 + 1) / 4 x 1.25; two: 4 > 3.44. */
+    CHECK_INT(kvg_exchange_apply(&pool, NULL, &r, 950, 0), 0);
+    CHECK_INT(p->ops->select(p, w, NW, &c, NULL), a);
+    CHECK_INT(kvg_exchange_apply(&pool, NULL, &r, 950, 0), 0);
+    CHECK(p->ops->select(p, w, NW, &c, NULL) != a);
+    /* The next sample holds them. */
+    pthread_mutex_lock(&w[a]->mu);
+    w[a]->load.at_ms = 990;
+    w[a]->load.peer_at = atomic_load(&w[a]->peer_picks);
+    pthread_mutex_unlock(&w[a]->mu);
+    CHECK_INT(p->ops->select(p, w, NW, &c, NULL), a);
+    /* A record of a worker this replica does not know counts nowhere. */
+    r.worker = KVG_STR("http://127.0.0.1:9999");
+    CHECK_INT(kvg_exchange_apply(&pool, NULL, &r, 990, 0), KVG_ENOTFOUND);
+    for (int i = 0; i < NW; i++) kvg_worker_unref(w[i]);
+    kvg_pool_destroy(&pool);
 }
 
 TEST(pool_pick_release_counts_and_filters)
