@@ -359,10 +359,29 @@ static void fill(struct kvg_serve_autoscale *a, size_t i, double now,
     kvg_autoscale_obs_window(a->obs[i], tick_s(a), span_s(pc), s);
 }
 
+static void tick(uv_timer_t *t);
+
+double kvg__serve_autoscale_tick_wait(double per, double now, uint64_t *ticks)
+{
+    double k = floor(now / per);
+    if ((double)*ticks < k) *ticks = (uint64_t)k;
+    double wait = (double)(*ticks + 1) * per - now;
+    return wait > 0 ? wait : 0;
+}
+
+static int arm(struct kvg_serve_autoscale *a)
+{
+    double wait = kvg__serve_autoscale_tick_wait(tick_s(a), kvg_now_s() - a->t0, &a->ticks);
+    return uv_timer_start(&a->timer, tick, (uint64_t)ceil(wait * 1000), 0);
+}
+
 static void tick(uv_timer_t *t)
 {
     struct kvg_serve_autoscale *a = t->data;
     double now = kvg_now_s() - a->t0; /* monotonic: a clock step must not skew rates */
+    a->ticks++;
+    int arc = arm(a);
+    if (arc) KVG_WARN("autoscale: timer: %s", uv_strerror(arc));
     /* The tick's observations close each pool's filling bucket (a failed
      * take leaves them in the feed for the next tick). */
     struct kvg_autoscale_feed_take tk[KVG_AUTOSCALE_MAX_POOLS];
@@ -406,13 +425,13 @@ int kvg_serve_autoscale_start(struct kvg_serve *sv, uv_loop_t *loop)
     struct kvg_serve_autoscale *a = sv->autoscale;
     if (!a) return 0;
     a->t0 = kvg_now_s();
-    uint64_t ms = (uint64_t)(tick_s(a) * 1000);
+    a->ticks = 0;
     int rc = kvg__serve_autoscale_local_start(a, loop);
     if (rc) return rc;
     uv_timer_init(loop, &a->timer);
     a->timer.data = a;
     a->timer_on = 1;
-    return uv_timer_start(&a->timer, tick, ms, ms);
+    return arm(a);
 }
 
 void kvg_serve_autoscale_stop(struct kvg_serve *sv)
