@@ -149,6 +149,14 @@ static void note_young(struct kvg_autoscale_pool *p, struct kvg_autoscale_signal
         s->young = p->nready_at;
 }
 
+double kvg_autoscale_ctl_tick_wait(double per, double now, uint64_t *ticks)
+{
+    double k = floor(now / per);
+    if ((double)*ticks < k) *ticks = (uint64_t)k;
+    double wait = (double)(*ticks + 1) * per - now;
+    return wait > 0 ? wait : 0;
+}
+
 int kvg_autoscale_ctl_tick(struct kvg_autoscale_ctl *c, size_t i, struct kvg_autoscale_signals *s,
                            struct kvg_autoscale_decision *d)
 {

@@ -173,6 +173,14 @@ void kvg_autoscale_ctl_set_actuator(struct kvg_autoscale_ctl *c, struct kvg_auto
 /* The `external` actuator: apply() does nothing (the count is exported),
  * starting() is unknown. *out is the caller's. */
 int kvg_autoscale_external_new(struct kvg_autoscale_actuator **out);
+/* The seconds from now to the next tick on the grid of the period per,
+ * t0 + k x per (now counts from t0): *ticks is the k of the last tick run,
+ * moved on past the ticks a stall longer than a period missed, so they are
+ * not run back to back. Ticks re-armed from when the last one ran (a
+ * repeat timer, a wait after the tick's work) drift with every late one,
+ * and the plans with them, off the benchmark's exact ticks
+ * (bench/results/autoscale-agreement.md). */
+double kvg_autoscale_ctl_tick_wait(double per, double now, uint64_t *ticks);
 /* The pool's index by name, or -1. */
 int kvg_autoscale_ctl_find(const struct kvg_autoscale_ctl *c, const char *name);
 /* One tick of pool i at s->now: the caller's signals (ready, engine load,

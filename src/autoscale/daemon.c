@@ -147,15 +147,19 @@ static void tick(struct daemon *d)
 static void *tick_thread(void *ud)
 {
     struct daemon *d = ud;
-    uint64_t every_ns = (uint64_t)(d->cfg.interval_s * 1e9);
+    uint64_t ticks = 0; /* the grid index of the tick just run: the first at t0 */
     pthread_mutex_lock(&d->mu);
     while (!d->stop) {
         pthread_mutex_unlock(&d->mu);
         tick(d);
         pthread_mutex_lock(&d->mu);
-        struct timespec ts = kvg_deadline_after(CLOCK_MONOTONIC, every_ns);
+        /* On the grid from t0: a wait of the interval after each tick's
+         * scrapes drifted by their time, tick by tick. */
+        double wait = kvg_autoscale_ctl_tick_wait(d->cfg.interval_s, kvg_now_s() - d->t0, &ticks);
+        struct timespec ts = kvg_deadline_after(CLOCK_MONOTONIC, (uint64_t)(wait * 1e9));
         while (!d->stop && pthread_cond_timedwait(&d->cv, &d->mu, &ts) != ETIMEDOUT) {
         }
+        ticks++;
     }
     pthread_mutex_unlock(&d->mu);
     return NULL;

@@ -45,7 +45,7 @@ struct kvg_serve_autoscale {
     int timer_on;
     struct kvg_serve *sv;
     double t0;      /* kvg_now_s() at start; tick times count from it */
-    uint64_t ticks; /* ticks run: the next is due at t0 + (ticks + 1) x the period */
+    uint64_t ticks; /* the k of the last tick, at t0 + k x the period (the first at k = 1) */
     /* What each pool reads (autoscale_setup.c): with models:, the served
      * model its `model:` names, its pool cfg's serves; the pools of one
      * model form a group (at most KVG_ADM_GROUPS) with one feed and one
@@ -79,14 +79,5 @@ int kvg__serve_autoscale_local_start(struct kvg_serve_autoscale *a, uv_loop_t *l
 /* Cancels prewarms in flight and closes the client (before the loop ends). */
 void kvg__serve_autoscale_local_stop(struct kvg_serve_autoscale *a);
 void kvg__serve_autoscale_local_free(struct kvg_serve_autoscale *a);
-
-/* The seconds from now (since t0) to the next tick on the grid of the
- * period per, t0 + k x per; *ticks counts the ticks run and skips those a
- * stall longer than a period missed, so they are not run back to back. A
- * repeat timer re-arms from when its callback ran: one late tick (a
- * replica's start, a busy loop) moved every later tick and the plans with
- * them, off the benchmark's exact ticks (autoscale_setup.c;
- * bench/results/autoscale-agreement.md). */
-double kvg__serve_autoscale_tick_wait(double per, double now, uint64_t *ticks);
 
 #endif

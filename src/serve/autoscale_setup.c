@@ -361,17 +361,10 @@ static void fill(struct kvg_serve_autoscale *a, size_t i, double now,
 
 static void tick(uv_timer_t *t);
 
-double kvg__serve_autoscale_tick_wait(double per, double now, uint64_t *ticks)
-{
-    double k = floor(now / per);
-    if ((double)*ticks < k) *ticks = (uint64_t)k;
-    double wait = (double)(*ticks + 1) * per - now;
-    return wait > 0 ? wait : 0;
-}
-
+/* The next tick on the grid (autoscale/ctl.h, kvg_autoscale_ctl_tick_wait). */
 static int arm(struct kvg_serve_autoscale *a)
 {
-    double wait = kvg__serve_autoscale_tick_wait(tick_s(a), kvg_now_s() - a->t0, &a->ticks);
+    double wait = kvg_autoscale_ctl_tick_wait(tick_s(a), kvg_now_s() - a->t0, &a->ticks);
     return uv_timer_start(&a->timer, tick, (uint64_t)ceil(wait * 1000), 0);
 }
 
