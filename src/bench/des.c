@@ -300,10 +300,14 @@ static void scrape_router(struct run *R, struct router *rt, double t)
     for (uint32_t k = 0; k < R->neng; k++) {
         struct kvg_sim_metrics m;
         kvg_sim_get_metrics(R->eng[k].e, &m);
+        /* What vLLM's /metrics says at t: the gauges of the last step that
+         * ended (the bench's own samples below read the queues as they are). */
+        uint32_t running, waiting;
+        kvg_sim_reported_counts(R->eng[k].e, t, &running, &waiting);
         struct kvg_worker *w = rt->w[k];
         pthread_mutex_lock(&w->mu);
-        w->load.waiting = m.num_waiting;
-        w->load.running = m.num_running;
+        w->load.waiting = waiting;
+        w->load.running = running;
         w->load.kv_usage = m.kv_usage;
         w->load.at_ms = vt_ms(t);
         w->load.inflight_at = atomic_load_explicit(&w->in_flight, memory_order_relaxed);

@@ -569,10 +569,15 @@ static int emit_token(struct kvg_sim *e, struct req *r, struct kvg_sim_update *u
 
 int kvg_sim_step(struct kvg_sim *e, double now, struct kvg_sim_step *out)
 {
-    (void)now; /* the model needs no clock; kept for callers' symmetry and future use */
     memset(out, 0, sizeof *out);
     e->nups = 0;
     out->updates = e->ups;
+    /* The caller steps no earlier than the last step's end: its gauges are out. */
+    if (e->pend) {
+        e->pub_running = e->pend_running;
+        e->pub_waiting = e->pend_waiting;
+        e->pend = 0;
+    }
     if (kvg_sim_idle(e)) return 0;
 
     uint32_t budget = e->p.max_num_batched_tokens, nsched = 0;
@@ -635,6 +640,13 @@ int kvg_sim_step(struct kvg_sim *e, double now, struct kvg_sim_step *out)
     }
     e->steps++;
     e->busy += out->duration;
+    /* vLLM's make_stats after update_from_output: the queues as this step
+     * leaves them, seen at its end (requests submitted meanwhile are not in
+     * them: vLLM adds them before the next step). */
+    e->pend_running = e->nrunning;
+    e->pend_waiting = e->nwaiting;
+    e->pend_at = now + out->duration;
+    e->pend = 1;
     out->n_updates = e->nups;
     out->n_events = kvg_sim_kvc_num_events(e->kvc);
     return 0;

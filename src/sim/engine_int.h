@@ -71,6 +71,11 @@ struct kvg_sim {
     const char **active; /* slots.cap entries */
     uint32_t nactive, step_loads;
     double lora_load_s;
+    /* vLLM's gauges (kvg_sim_reported_counts): those the last ended step
+     * published, and those of the step in flight, published at its end. */
+    uint32_t pub_running, pub_waiting, pend_running, pend_waiting;
+    double pend_at;
+    int pend;
 };
 
 /* The slot of request id in the engine's map, SIZE_MAX when absent. */

@@ -37,6 +37,14 @@ void kvg_sim_get_metrics(const struct kvg_sim *e, struct kvg_sim_metrics *m)
     m->lora_evictions = e->slots.evictions;
 }
 
+void kvg_sim_reported_counts(const struct kvg_sim *e, double now, uint32_t *running,
+                             uint32_t *waiting)
+{
+    int ended = e->pend && now >= e->pend_at;
+    *running = ended ? e->pend_running : e->pub_running;
+    *waiting = ended ? e->pend_waiting : e->pub_waiting;
+}
+
 int kvg_sim_request_get(const struct kvg_sim *e, uint64_t id, struct kvg_sim_request_info *out)
 {
     size_t i = kvg__sim_map_find(e, id);

@@ -316,6 +316,18 @@ struct kvg_sim_metrics {
 };
 void kvg_sim_get_metrics(const struct kvg_sim *e, struct kvg_sim_metrics *m);
 
+/* vLLM's vllm:num_requests_running and vllm:num_requests_waiting at `now`
+ * (the caller's clock): the queue lengths as the last step that ended by then
+ * left them. vLLM takes them (Scheduler.make_stats) at the end of
+ * update_from_output, after the step's finished requests left `running`, and
+ * a request that arrives during a step joins `waiting` before the next one
+ * (EngineCore's input queue), so it shows when the next step ends. The metrics
+ * above are the queues now, with the step in flight already applied: a
+ * finishing request leaves them when its last step starts. 0, 0 before any
+ * step ended. */
+void kvg_sim_reported_counts(const struct kvg_sim *e, double now, uint32_t *running,
+                             uint32_t *waiting);
+
 enum kvg_sim_state { KVG_SIM_WAITING, KVG_SIM_RUNNING };
 
 struct kvg_sim_request_info {

@@ -428,3 +428,42 @@ TEST(request_seed_overrides_engine_seed_and_id)
     free(R);
     kvg_sim_free(e);
 }
+
+/* vLLM's gauges (Scheduler.make_stats at the end of update_from_output): a
+ * request counts as running until its last step ends, and one submitted
+ * during a step shows only when the next step ends. */
+TEST(reported_counts_change_at_a_step_end)
+{
+    struct kvg_sim *e = h_engine("tiny", 0, 0, 1);
+    CHECK(e);
+    uint32_t prompt[10] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, run, wait;
+    struct kvg_sim_request a = {
+        .id = 1, .prompt = prompt, .prompt_len = 10, .max_tokens = 2, .ignore_eos = 1};
+    struct kvg_sim_request b = a;
+    b.id = 2;
+    CHECK_INT(kvg_sim_submit(e, &a), 0);
+    struct kvg_sim_step st;
+    CHECK_INT(kvg_sim_step(e, 0, &st), 0); /* a's prefill and first token */
+    double t1 = st.duration;
+    kvg_sim_reported_counts(e, t1 / 2, &run, &wait);
+    CHECK_INT(run, 0); /* nothing published before the first step's end */
+    CHECK_INT(wait, 0);
+    kvg_sim_reported_counts(e, t1, &run, &wait);
+    CHECK_INT(run, 1);
+    CHECK_INT(wait, 0);
+    CHECK_INT(kvg_sim_step(e, t1, &st), 0); /* a's last token */
+    CHECK(st.n_updates == 1 && (st.updates[0].flags & KVG_SIM_UP_FINISHED));
+    double t2 = t1 + st.duration;
+    CHECK_INT(kvg_sim_submit(e, &b), 0); /* during the step */
+    kvg_sim_reported_counts(e, (t1 + t2) / 2, &run, &wait);
+    CHECK_INT(run, 1); /* a runs until its last step ends */
+    CHECK_INT(wait, 0);
+    kvg_sim_reported_counts(e, t2, &run, &wait);
+    CHECK_INT(run, 0);
+    CHECK_INT(wait, 0); /* b joins the queue before the next step */
+    CHECK_INT(kvg_sim_step(e, t2, &st), 0);
+    kvg_sim_reported_counts(e, t2 + st.duration, &run, &wait);
+    CHECK_INT(run, 1);
+    CHECK_INT(wait, 0);
+    kvg_sim_free(e);
+}
