@@ -164,7 +164,13 @@ void kvg_autoscale_planner_free_plain(struct kvg_autoscale_planner *p)
 int kvg_autoscale_due(struct kvg_autoscale_planner *p, const struct kvg_autoscale_signals *s,
                       double dflt_interval, double *next_at, struct kvg_autoscale_decision *d)
 {
-    double iv = p->o.interval_s > 0 ? p->o.interval_s : dflt_interval;
+    return kvg_autoscale_due_every(p, s, p->o.interval_s > 0 ? p->o.interval_s : dflt_interval,
+                                   next_at, d);
+}
+
+int kvg_autoscale_due_every(struct kvg_autoscale_planner *p, const struct kvg_autoscale_signals *s,
+                            double iv, double *next_at, struct kvg_autoscale_decision *d)
+{
     /* Plans keep the grid of their first one, as the benchmark's exact
      * ticks do: a live tick that comes a few ms before the due time, or a
      * due time carried from a late tick, must not put the plan off by a

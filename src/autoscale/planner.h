@@ -179,6 +179,10 @@ uint32_t kvg_autoscale_clamp(const struct kvg_autoscale_opts *o, double v);
  * d repeats the last answer. */
 int kvg_autoscale_due(struct kvg_autoscale_planner *p, const struct kvg_autoscale_signals *s,
                       double dflt_interval, double *next_at, struct kvg_autoscale_decision *d);
+/* The same on an interval of the caller's (iv > 0), whatever the options
+ * set. */
+int kvg_autoscale_due_every(struct kvg_autoscale_planner *p, const struct kvg_autoscale_signals *s,
+                            double iv, double *next_at, struct kvg_autoscale_decision *d);
 /* A destroy() for planners that are one allocation. */
 void kvg_autoscale_planner_free_plain(struct kvg_autoscale_planner *p);
 /* ceil() that forgives floating dust (3.0000001 is 3). */

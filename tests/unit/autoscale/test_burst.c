@@ -140,12 +140,12 @@ TEST(hysteresis_does_not_stack_on_the_margin)
 
 /* The margin with a lead shorter than a burst (planner_kvgate.c,
  * react_margin()): the ratio learned, scaled by tau / (tau + T), tau the
- * reaction time (a restore's 20 s p90 + the 15 s interval), T the TTFT
+ * reaction time (a restore's 20 s p90 + the reacting pool's 5 s interval), T the TTFT
  * target's wait (here 10 - 0.2 s, a target long enough for the scale to
  * show). Two 60 s bursts back to back, 1.5x then 2.25x the level: the
  * margin learns the highest minute's mean over the level (4 x 22.5 and 15
  * over 10: 2.1x) and on today's nodes holds the pool at 21 after them; on
- * restoring nodes 2.1 x 35 / 44.8 = 1.64: 17, the replicas the bursts
+ * restoring nodes 2.1 x 25 / 34.8 = 1.51: 16, the replicas the bursts
  * brought given back. The first hour's prior is set to 1 (none) to see
  * the learned margins alone. */
 TEST(margin_shrinks_when_replicas_come_sooner_than_a_burst)
@@ -172,7 +172,7 @@ TEST(margin_shrinks_when_replicas_come_sooner_than_a_burst)
         kvg_autoscale_planner_free(x.p);
     }
     CHECK_INT(after[0], 21);
-    CHECK_INT(after[1], 17);
+    CHECK_INT(after[1], 16);
     /* In the burst the reacting pool was sized on it (22.5 x 1.1 = 24.75)
      * besides the margin. */
     CHECK_INT(peak[1], 25);

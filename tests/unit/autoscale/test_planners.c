@@ -458,6 +458,33 @@ TEST(kvgate_reacts_to_the_last_window_when_replicas_come_sooner_than_a_burst)
     CHECK_INT(d.desired, 7);
 }
 
+/* A pool that reacts plans three times an interval (5 s at the default
+ * 15 s): its reaction time is its lead plus an interval, and a 2.25x step
+ * missed through the interval. A pool on today's nodes plans every 15 s. */
+TEST(kvgate_reacting_pool_plans_three_times_an_interval)
+{
+    struct kvg_autoscale_startup m;
+    kvg_autoscale_startup_init(&m);
+    m.fast_class = KVG_AUTOSCALE_RESTORE;
+    struct kvg_autoscale_opts o = opts();
+    o.startup = &m;
+    for (int fast = 0; fast < 2; fast++) {
+        m.fast_share = fast;
+        struct kvg_autoscale_planner *p = make("kvgate", &o);
+        struct kvg_autoscale_decision d;
+        struct kvg_autoscale_signals s = steady(0, 7, 20);
+        CHECK_INT(kvg_autoscale_plan(p, &s, &d), 0);
+        CHECK_INT(d.acted, 1);
+        s.now = 5;
+        CHECK_INT(kvg_autoscale_plan(p, &s, &d), 0);
+        CHECK_INT(d.acted, fast);
+        s.now = 15;
+        CHECK_INT(kvg_autoscale_plan(p, &s, &d), 0);
+        CHECK_INT(d.acted, 1);
+        kvg_autoscale_planner_free(p);
+    }
+}
+
 /* Lengths not measured yet (no request finished in the window) read as 0
  * to the planners, but never remove a replica while requests arrive; once
  * measured, the same low load does. */
@@ -514,7 +541,7 @@ TEST(kvgate_pool_of_woken_replicas_plans_on_their_lead)
     struct kvg_autoscale_signals s = steady(0, 1, 5);
     struct kvg_autoscale_decision d;
     CHECK_INT(kvg_autoscale_plan(p, &s, &d), 0);
-    CHECK_NEAR(d.horizon_s, asleep + 15, 1e-9);
+    CHECK_NEAR(d.horizon_s, asleep + 5, 1e-9); /* it reacts: plans every 5 s */
     kvg_autoscale_planner_free(p);
 }
 
