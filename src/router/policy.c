@@ -115,21 +115,29 @@ uint32_t kvg_policy_inflight(struct kvg_worker *w)
     return atomic_load_explicit(&w->in_flight, memory_order_relaxed);
 }
 
+/* The engine's running + waiting in sample l, plus what this router's own
+ * in-flight count rose by since it; -1 when l holds no counts. */
+static double engine_load_of(struct kvg_worker *w, const struct kvg_engine_load *l)
+{
+    if (l->waiting < 0 || l->running < 0) return -1;
+    double rose = (double)kvg_policy_inflight(w) - (double)l->inflight_at;
+    return l->waiting + l->running + (rose > 0 ? rose : 0);
+}
+
 double kvg_policy_engine_load(struct kvg_worker *w, const struct kvg_route_ctx *ctx)
 {
     struct kvg_engine_load l = kvg_worker_load(w, ctx->now_ms, ctx->load_max_age_ms);
-    if (l.waiting < 0 || l.running < 0) return -1;
-    double rose = (double)kvg_policy_inflight(w) - (double)l.inflight_at;
-    return l.waiting + l.running + (rose > 0 ? rose : 0);
+    return engine_load_of(w, &l);
 }
 
 double kvg_policy_shared_load(struct kvg_worker *w, const struct kvg_route_ctx *ctx)
 {
-    double own = kvg_policy_inflight(w), eng = kvg_policy_engine_load(w, ctx);
-    if (eng >= 0) {
-        struct kvg_engine_load l = kvg_worker_load(w, ctx->now_ms, ctx->load_max_age_ms);
+    /* One read of the sample: its counts and its peer_at must be the same
+     * sample's, and this runs per candidate on the request path. */
+    struct kvg_engine_load l = kvg_worker_load(w, ctx->now_ms, ctx->load_max_age_ms);
+    double own = kvg_policy_inflight(w), eng = engine_load_of(w, &l);
+    if (eng >= 0)
         eng += (uint32_t)(atomic_load_explicit(&w->peer_picks, memory_order_relaxed) - l.peer_at);
-    }
     return eng > own ? eng : own;
 }
 
