@@ -358,9 +358,23 @@ int kvg_sim_abort(struct kvg_sim *e, uint64_t id)
             }
         drop_blocks(e, r);
     }
+    int counted = r->state != ST_HELD;
     map_remove(e, id);
     req_free(r);
     e->aborted++;
+    /* An abort that leaves the engine idle: vLLM steps once more (its
+     * scheduler still has the aborted request among the finished ones not
+     * yet removed from the batch, EngineCore.step), and that empty step's
+     * stats publish 0 / 0, at the end of the step in flight if one is, else
+     * at once. Without it the gauges kept the last step's queues, and a
+     * router waiting for the engine to empty waited forever (vLLM issue
+     * 22545's symptom). A busy engine publishes at its next step's end. */
+    if (counted && kvg_sim_idle(e)) {
+        if (e->pend)
+            e->pend_running = e->pend_waiting = 0;
+        else
+            e->pub_running = e->pub_waiting = 0;
+    }
     return 0;
 }
 

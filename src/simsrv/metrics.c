@@ -223,8 +223,13 @@ static void update_rank(struct sim_metrics *m, const struct kvg_sim *e, double u
 {
     struct kvg_sim_metrics em;
     kvg_sim_get_metrics(e, &em);
-    set_gauge(m->waiting, em.num_waiting);
-    set_gauge(m->running, em.num_running);
+    /* The gauges as vLLM publishes them, at the last step's end (sim.h,
+     * kvg_sim_reported_counts): the offline bench's scrape reads the same.
+     * SGLang's scheduler logs its gauges less often; they are kept alike. */
+    uint32_t running, waiting;
+    kvg_sim_reported_counts(e, up, &running, &waiting);
+    set_gauge(m->waiting, waiting);
+    set_gauge(m->running, running);
     set_gauge(m->kv, em.kv_usage);
     if (m->hit_rate)
         kvg_metrics_set(m->hit_rate, em.prefix_cache_queries

@@ -429,6 +429,47 @@ TEST(request_seed_overrides_engine_seed_and_id)
     kvg_sim_free(e);
 }
 
+/* An abort that empties the engine: vLLM's next (empty) step publishes
+ * 0 / 0, at the end of the step in flight if there is one, else at once. */
+TEST(reported_counts_drop_when_an_abort_empties_the_engine)
+{
+    struct kvg_sim *e = h_engine("tiny", 0, 0, 1);
+    CHECK(e);
+    uint32_t prompt[10] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, run, wait;
+    struct kvg_sim_request a = {
+        .id = 1, .prompt = prompt, .prompt_len = 10, .max_tokens = 50, .ignore_eos = 1};
+    struct kvg_sim_request b = a;
+    b.id = 2;
+    CHECK_INT(kvg_sim_submit(e, &a), 0);
+    CHECK_INT(kvg_sim_submit(e, &b), 0);
+    struct kvg_sim_step st;
+    CHECK_INT(kvg_sim_step(e, 0, &st), 0);
+    double t1 = st.duration;
+    CHECK_INT(kvg_sim_abort(e, 1), 0); /* during the step, b still there */
+    kvg_sim_reported_counts(e, t1, &run, &wait);
+    CHECK_INT(run + wait, 2); /* the busy engine publishes at its next step's end */
+    CHECK_INT(kvg_sim_abort(e, 2), 0); /* the engine is empty now */
+    kvg_sim_reported_counts(e, t1, &run, &wait);
+    CHECK_INT(run, 0);
+    CHECK_INT(wait, 0);
+    /* Idle between steps (the last one ended and was rolled): at once. */
+    a.id = 3;
+    CHECK_INT(kvg_sim_submit(e, &a), 0);
+    CHECK_INT(kvg_sim_step(e, t1, &st), 0);
+    double t2 = t1 + st.duration;
+    CHECK_INT(kvg_sim_step(e, t2, &st), 0);
+    double t3 = t2 + st.duration;
+    kvg_sim_reported_counts(e, (t2 + t3) / 2, &run, &wait);
+    CHECK_INT(run, 1);
+    CHECK_INT(kvg_sim_abort(e, 3), 0);
+    kvg_sim_reported_counts(e, (t2 + t3) / 2, &run, &wait);
+    CHECK_INT(run, 1); /* the step in flight still shows it until it ends */
+    kvg_sim_reported_counts(e, t3, &run, &wait);
+    CHECK_INT(run, 0);
+    CHECK_INT(wait, 0);
+    kvg_sim_free(e);
+}
+
 /* vLLM's gauges (Scheduler.make_stats at the end of update_from_output): a
  * request counts as running until its last step ends, and one submitted
  * during a step shows only when the next step ends. */
