@@ -471,6 +471,20 @@ static double react_hold(const struct kvp *q, double now, double tau)
     return ring_max(&q->rkeep, now - tau);
 }
 
+/* The output tokens/s asked of the pool: the arrivals' (their rate times
+ * the measured OSL) or what it emitted, whichever is more. Emitted tokens
+ * cannot show more than a pool serves: on the stress PD day a decode pool
+ * sized on them grew one replica per 15-30 s through a 2.25x step while
+ * prefilled requests waited for a slot (seed 8: 3649 decode-leg misses,
+ * bench/results/autoscale-faststart.md "2026-12-07 (7)"). Arrivals say the
+ * demand the moment it comes; what was emitted keeps a backlog's drain
+ * after it. Without a measured OSL, what was emitted. */
+static double out_demand(const struct kvg_autoscale_signals *s)
+{
+    double asked = s->osl > 0 && s->arrival_rate > 0 ? s->arrival_rate * s->osl : 0;
+    return fmax(s->output_tps, asked);
+}
+
 static int kvgate_plan(struct kvg_autoscale_planner *p, const struct kvg_autoscale_signals *s,
                        struct kvg_autoscale_decision *d)
 {
@@ -487,7 +501,8 @@ static int kvgate_plan(struct kvg_autoscale_planner *p, const struct kvg_autosca
     uint32_t cur = s->ready + s->starting;
     double hit = s->cache_hit > 0 && s->cache_hit < 1 ? s->cache_hit : 0;
     double goal = o->slo_goal > 0 && o->slo_goal < 1 ? o->slo_goal : 0.99;
-    double raw = kvg_autoscale_load(o, s->input_tps * (1 - hit), s->output_tps, o->itl_target_s);
+    double out = out_demand(s);
+    double raw = kvg_autoscale_load(o, s->input_tps * (1 - hit), out, o->itl_target_s);
     correct(q, s, raw, goal, interval);
     double load = q->corr * raw;
     /* The history is the uncorrected load: a correction that moves must not
@@ -504,7 +519,7 @@ static int kvgate_plan(struct kvg_autoscale_planner *p, const struct kvg_autosca
         double rs = q->corr * s->inflight_prompt_tokens * (1 - hit) / o->prof.prefill_tps;
         backlog = backlog_floor(s, rs, load, window_of(q) / 5);
     }
-    double decode_share = q->corr * kvg_autoscale_load(o, 0, s->output_tps, o->itl_target_s);
+    double decode_share = q->corr * kvg_autoscale_load(o, 0, out, o->itl_target_s);
     double react = o->role == KVG_AUTOSCALE_PREFILL ? backlog : fmax(backlog, decode_share);
     const char *why = "forecast";
     /* Sized on the level and the forecast, not the last window: replicas

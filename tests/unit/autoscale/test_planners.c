@@ -1,6 +1,7 @@
 /* Planners on synthetic signals: each rule and its hysteresis. */
 #include "support/test.h"
 
+#include <math.h>
 #include <string.h>
 
 #include "autoscale/planner.h"
@@ -483,6 +484,33 @@ TEST(kvgate_reacting_pool_plans_three_times_an_interval)
         CHECK_INT(d.acted, 1);
         kvg_autoscale_planner_free(p);
     }
+}
+
+/* A decode pool's emitted tokens stop at what it serves: when arrivals ask
+ * more, the pool sizes on what they ask (rate x measured OSL), as it would
+ * had it emitted all of it. Two planners see the same day, one with the
+ * output the arrivals ask, one with it capped at its replicas' capacity. */
+TEST(kvgate_decode_pool_sizes_on_the_output_its_arrivals_ask)
+{
+    struct kvg_autoscale_opts o = opts();
+    o.role = KVG_AUTOSCALE_DECODE;
+    struct kvg_autoscale_planner *seen = make("kvgate", &o), *capped = make("kvgate", &o);
+    struct kvg_autoscale_decision ds, dc;
+    uint32_t ready = 3, before = 0;
+    for (int t = 0; t <= 1200; t += 15) {
+        double rate = t < 1140 ? 20 : 60; /* 2000 then 6000 output tokens/s */
+        struct kvg_autoscale_signals s = steady(t, ready, rate);
+        CHECK_INT(kvg_autoscale_plan(seen, &s, &ds), 0);
+        s.output_tps = fmin(s.output_tps, ready * o.prof.decode_tps);
+        CHECK_INT(kvg_autoscale_plan(capped, &s, &dc), 0);
+        CHECK_INT(dc.desired, ds.desired);
+        if (t < 1140) before = ds.desired;
+        ready = ds.desired;
+    }
+    CHECK(before < 4);
+    CHECK(dc.desired > 6);
+    kvg_autoscale_planner_free(seen);
+    kvg_autoscale_planner_free(capped);
 }
 
 /* Lengths not measured yet (no request finished in the window) read as 0
