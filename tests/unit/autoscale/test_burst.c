@@ -217,3 +217,27 @@ TEST(newest_burst_replaces_an_older_larger_one)
     CHECK_INT(x.d.desired, 16);
     kvg_autoscale_planner_free(x.p);
 }
+
+/* A burst under the prior but past KV_BURST_NEWEST (planner_kvgate.c) is
+ * the newest too: after a 2.2x step, an hour later a 1.4x burst sets the
+ * margin, where at the prior's threshold the step's +120% was held the rest
+ * of the day (the stress PD day's coincident bursts). A swing within the
+ * headroom (1.1x) does not. */
+TEST(a_burst_under_the_prior_replaces_a_larger_step)
+{
+    struct kvg_autoscale_opts o = opts(KVG_AUTOSCALE_PREFILL);
+    struct pool x;
+    pool_init(&x, &o, 15);
+    run(&x, 6000, 50);
+    run(&x, 6120, 110);
+    run(&x, 9600, 50);
+    uint32_t after_step = x.d.desired;
+    CHECK(after_step >= 21);
+    run(&x, 9660, 55); /* a swing within the headroom */
+    run(&x, 9600 + 1800, 50);
+    CHECK_INT(x.d.desired, after_step);
+    run(&x, 11520, 70); /* 1.4x for 120 s */
+    run(&x, 11400 + 3600, 50);
+    CHECK(x.d.desired <= 15);
+    kvg_autoscale_planner_free(x.p);
+}
