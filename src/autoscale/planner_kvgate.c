@@ -330,6 +330,9 @@ static double batch_need(const struct kvp *q, const struct kvg_autoscale_signals
     return q->corr * kvg_autoscale_load(o, pt * (1 - hit) / span, ot / span, o->itl_target_s);
 }
 
+/* The ratio past which a burst is the newest (burst_margin()). */
+#define KV_BURST_NEWEST 1.3
+
 /* The burst margin: what a prefill pool keeps above its level for bursts
  * shorter than a start-up, learned from the load itself. A prefill pool's
  * TTFT is a queue: a burst past its capacity grows it for the burst's whole
@@ -348,8 +351,6 @@ static double batch_need(const struct kvp *q, const struct kvg_autoscale_signals
  * highest 90 s window of prefill tokens over the 20-minute mean in Azure's
  * 2023 conversation trace, bench/results/autoscale-realistic.md). Returns
  * the margin (ratio - 1, >= 0). */
-#define KV_BURST_NEWEST 1.3
-
 static double burst_margin(struct kvp *q, double now)
 {
     const struct kvg_autoscale_opts *o = &q->base.o;

@@ -188,7 +188,10 @@ struct kvg_sim_request {
 int kvg_sim_submit(struct kvg_sim *e, const struct kvg_sim_request *r);
 
 /* Removes a waiting or running request (client gone). Its blocks are freed
- * (the full ones stay cached). KVG_ENOTFOUND if the id is not live. */
+ * (the full ones stay cached). One that leaves the engine idle sets the
+ * reported counts (kvg_sim_reported_counts) to 0 / 0 from the end of the
+ * step in flight, or at once: vLLM's empty step after an abort.
+ * KVG_ENOTFOUND if the id is not live. */
 int kvg_sim_abort(struct kvg_sim *e, uint64_t id);
 
 /* Frees the blocks of a finished request submitted with hold_blocks.
@@ -324,7 +327,7 @@ void kvg_sim_get_metrics(const struct kvg_sim *e, struct kvg_sim_metrics *m);
  * (EngineCore's input queue), so it shows when the next step ends. The metrics
  * above are the queues now, with the step in flight already applied: a
  * finishing request leaves them when its last step starts. 0, 0 before any
- * step ended. */
+ * step ended, and after an abort that left the engine idle (kvg_sim_abort). */
 void kvg_sim_reported_counts(const struct kvg_sim *e, double now, uint32_t *running,
                              uint32_t *waiting);
 
