@@ -294,27 +294,35 @@ static int step_end(struct run *R, uint32_t k, double t)
     return start_step(R, g, t);
 }
 
+void kvg_bench_des_load_sample(struct kvg_worker *w, const struct kvg_sim *e, double t,
+                               uint64_t at_ms)
+{
+    struct kvg_sim_metrics m;
+    kvg_sim_get_metrics(e, &m);
+    /* What vLLM's /metrics says at t: the gauges of the last step that ended. */
+    uint32_t running, waiting;
+    kvg_sim_reported_counts(e, t, &running, &waiting);
+    w->load.waiting = waiting;
+    w->load.running = running;
+    w->load.kv_usage = m.kv_usage;
+    w->load.at_ms = at_ms;
+    w->load.inflight_at = atomic_load_explicit(&w->in_flight, memory_order_relaxed);
+    w->load.peer_at = atomic_load_explicit(&w->peer_picks, memory_order_relaxed);
+    w->load.block_size = m.block_size;
+    w->load.kv_blocks = m.num_blocks;
+    w->load.flavor = KVG_METRICS_FLAVOR_VLLM;
+}
+
 /* ---- A router's scrape: engine load into its workers. */
 static void scrape_router(struct run *R, struct router *rt, double t)
 {
     for (uint32_t k = 0; k < R->neng; k++) {
         struct kvg_sim_metrics m;
         kvg_sim_get_metrics(R->eng[k].e, &m);
-        /* What vLLM's /metrics says at t: the gauges of the last step that
-         * ended (the bench's own samples below read the queues as they are). */
-        uint32_t running, waiting;
-        kvg_sim_reported_counts(R->eng[k].e, t, &running, &waiting);
         struct kvg_worker *w = rt->w[k];
         pthread_mutex_lock(&w->mu);
-        w->load.waiting = waiting;
-        w->load.running = running;
-        w->load.kv_usage = m.kv_usage;
-        w->load.at_ms = vt_ms(t);
-        w->load.inflight_at = atomic_load_explicit(&w->in_flight, memory_order_relaxed);
-        w->load.peer_at = atomic_load_explicit(&w->peer_picks, memory_order_relaxed);
-        w->load.block_size = m.block_size;
-        w->load.kv_blocks = m.num_blocks;
-        w->load.flavor = KVG_METRICS_FLAVOR_VLLM;
+        /* (the bench's own samples below read the queues as they are) */
+        kvg_bench_des_load_sample(w, R->eng[k].e, t, vt_ms(t));
         if (m.max_loras) {
             /* vllm:lora_requests_info: running then waiting adapters. */
             char run[256], wait[256];

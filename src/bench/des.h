@@ -97,6 +97,14 @@ struct kvg_bench_des_opts {
     struct kvg_bench_progress *progress; /* optional */
 };
 
+/* Engine e's gauges at virtual time t as its /metrics says them (vLLM's
+ * step-end counts, kvg_sim_reported_counts) into router worker w's load
+ * sample, stamped at_ms (the router's clock); w->mu held by the caller.
+ * Shared with the autoscaling days (bench/scale/scale_route.c). */
+struct kvg_worker;
+void kvg_bench_des_load_sample(struct kvg_worker *w, const struct kvg_sim *e, double t,
+                               uint64_t at_ms);
+
 /* Fills defaults: 1 engine of the "tiny" profile, random policy, scrape
  * every 50 ms (llm-d's EPP refresh), staleness 2 s, direct KV path, one
  * adapter slot (vLLM's default --max-loras 1) loaded in KVG_SIM_LORA_LOAD_S. */

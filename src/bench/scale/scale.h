@@ -11,10 +11,10 @@
  *     becomes ready after a start-up drawn from the start-up model
  *     (autoscale/startup.h, measured vLLM figures); it holds its GPUs from
  *     the request on, and starts with an empty cache;
- *   - routing: to a ready replica that served the request's prefix before
- *     (the approximate knowledge of kvgate's cache-aware policies), unless it
- *     is loaded past 1.5x the mean + 4, then to the least loaded; with no
- *     ready replica the request waits in the gateway queue;
+ *   - routing: the gateway's own (scale_route.c): serve's pool and default
+ *     policy (prefix_affinity, approximate: what it routed where) over the
+ *     ready replicas, its in-flight charges, the engines' gauges from the
+ *     scrapes; with no ready replica the request waits in the gateway queue;
  *   - scale-down cancels replicas still starting first (the latest), then
  *     drains the ready replica with the fewest requests in flight: no new
  *     requests, removed when idle (at most drain_s, then its rest is cut);
@@ -247,8 +247,9 @@ int kvg_bench_scale_svg(const struct kvg_bench_scale_result *r, size_t n, FILE *
  * own instance of the planner (role prefill / decode, the aggregated runs'
  * planner options). A request's prefill runs on a prefill replica
  * (max_tokens 1, its KV blocks held, prefix cache as the aggregated pool's,
- * routed to a replica that served its prefix unless loaded past 1.5x the
- * mean + 4); then it waits for a ready decode replica (the fewest requests),
+ * routed by the gateway's policy as on the aggregated day); then it waits
+ * for a ready decode replica (serve's pd_decode pick: KV blocks and
+ * requests in flight),
  * its KV moves over a same-rack link (bench/pd/pd.c's transfer: KV bytes / the
  * link's bandwidth), the prefill's blocks are freed, and the decode computes
  * the output in its batch (ITL grows with running sequences, KV capacity

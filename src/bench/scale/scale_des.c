@@ -25,16 +25,20 @@ static void fail(struct run *R, struct rq *q)
         if (p->e) kvg_sim_abort(p->e, (uint64_t)(q - R->rq));
         if (p->inflight) p->inflight--;
     }
+    /* Given up (timeout, a drain cut, the day's end): the client's end, not
+     * the worker's fault (its circuit untouched). */
+    kvg__scale_route_release(&R->rt, &q->pick, KVG_OUT_CLIENT_GONE, q->r.arrival);
     kvg__scale_day_fail(&R->d, &q->r, q->first, KVG_AUTOSCALE_MISS_FAILED);
     q->state = Q_FAILED;
     R->out->failed++;
 }
 
-/* Request id onto ready replica best. */
-static int route_on(struct run *R, uint64_t id, int best, double t)
+/* Request id onto ready replica best, picked by pick (its pick from here). */
+static int route_on(struct run *R, uint64_t id, int best, const struct kvg_pick *pick, double t)
 {
     struct rq *q = &R->rq[id];
     struct rep *p = &R->pool.rep[best];
+    q->pick = *pick;
     p->groups |= 1ull << q->r.group;
     R->group_routed[q->r.group]++;
     int rc = kvg__scale_day_submit(&R->d, p->e, id, &q->r, 0, 0, 0);
@@ -50,34 +54,31 @@ static int route_on(struct run *R, uint64_t id, int best, double t)
     return 0;
 }
 
+static double share_of(void *ud, int k, double t)
+{
+    const struct run *R = ud;
+    return kvg__scale_share(R, &R->pool.rep[k], t);
+}
+
+int kvg__scale_sync(struct run *R, double t)
+{
+    return kvg__scale_route_sync(&R->rt, &R->pool, share_of, R, t);
+}
+
+/* Sends request id where the gateway's policy puts it among the replicas
+ * ok admits (NULL: all routable). */
+static int route_by(struct run *R, uint64_t id, double t, int (*ok)(void *ud, int k))
+{
+    struct kvg_pick pick;
+    int k, rc = kvg__scale_sync(R, t);
+    if (!rc) rc = kvg__scale_route_pick(&R->rt, &R->d.wl, &R->rq[id].r, t, ok, R, &pick, &k);
+    return rc ? rc : route_on(R, id, k, &pick, t);
+}
+
 /* Sends request id to a ready replica (the caller knows one exists). */
 static int route(struct run *R, uint64_t id, double t)
 {
-    struct rq *q = &R->rq[id];
-    double sum = 0;
-    size_t n = 0;
-    for (size_t i = 0; i < R->pool.nact; i++) {
-        struct rep *p = &R->pool.rep[R->pool.act[i]];
-        if (p->state != R_READY || p->warming) continue;
-        sum += p->inflight;
-        n++;
-    }
-    double bound = 1.5 * (n ? sum / (double)n : 0) + 4;
-    int best = -1, any = -1;
-    double best_l = 0, any_l = 0;
-    uint64_t bit = 1ull << q->r.group;
-    for (size_t i = 0; i < R->pool.nact; i++) {
-        int k = R->pool.act[i];
-        struct rep *p = &R->pool.rep[k];
-        if (p->state != R_READY || p->warming) continue;
-        /* Slow start: a prewarmed replica looks busier while its share ramps. */
-        double l = (double)p->inflight / kvg__scale_share(R, p, t);
-        if (any < 0 || l < any_l) any = k, any_l = l;
-        if ((p->groups & bit) && l <= bound && (best < 0 || l < best_l)) best = k, best_l = l;
-    }
-    if (best < 0) best = any;
-    if (best < 0) return KVG_ENOWORKER;
-    return route_on(R, id, best, t);
+    return route_by(R, id, t, NULL);
 }
 
 static int has_ready(const struct run *R)
@@ -125,29 +126,31 @@ static int cls_interactive_waits(void *day)
  * replica whose last scrape shows no prompt waiting (batch_max_waiting 1;
  * not scraped yet: unknown, never busy) and with fewer running sequences
  * than the profile's seqs (batch_max_kv's analogue: decode room within the
- * ITL target); one that served id's prefix first. */
+ * ITL target). As serve, it filters the candidates; the policy picks. */
+static int in_trough(void *day, int k)
+{
+    const struct run *R = day;
+    const struct rep *p = &R->pool.rep[k];
+    if (p->state != R_READY || p->warming) return 0;
+    if (p->scraped_ok && p->scraped.num_waiting >= 1) return 0;
+    return (double)p->inflight < R->cls.seqs;
+}
+
 static int cls_trough(void *day, uint64_t id)
 {
     const struct run *R = day;
-    uint64_t bit = 1ull << R->rq[id].r.group;
-    int any = -1;
-    for (size_t i = 0; i < R->pool.nact; i++) {
-        int k = R->pool.act[i];
-        const struct rep *p = &R->pool.rep[k];
-        if (p->state != R_READY || p->warming) continue;
-        if (p->scraped_ok && p->scraped.num_waiting >= 1) continue;
-        if ((double)p->inflight >= R->cls.seqs) continue;
-        if (p->groups & bit) return k;
-        if (any < 0) any = k;
-    }
-    return any;
+    (void)id;
+    for (size_t i = 0; i < R->pool.nact; i++)
+        if (in_trough(day, R->pool.act[i])) return R->pool.act[i];
+    return -1;
 }
 
 static int cls_dispatch(void *day, uint64_t id, int k, double t)
 {
     struct run *R = day;
+    (void)k; /* one in a trough exists: the policy picks among them */
     R->rq[id].t_disp = t;
-    return route_on(R, id, k, t);
+    return route_by(R, id, t, in_trough);
 }
 
 static void cls_reject(void *day, uint64_t id)
@@ -208,7 +211,8 @@ static int step_end(struct run *R, int k, double t)
         const struct kvg_sim_update *u = &p->st.updates[i];
         if (u->id & SCALE_PREWARM_ID) {
             if (u->flags & KVG_SIM_UP_FINISHED) {
-                kvg__scale_prewarm_done(R, k, t);
+                int rc = kvg__scale_prewarm_done(R, k, t);
+                if (rc) return rc;
                 if (!p->warming) warmed = 1;
             }
             continue;
@@ -219,6 +223,7 @@ static int step_end(struct run *R, int k, double t)
             if (!q->first) {
                 q->first = 1;
                 q->t_first = t;
+                kvg__scale_route_first(&R->rt, &q->pick, t);
                 struct scale_req seen = q->r; /* what the gateway observes: from dispatch */
                 if (q->batch) seen.arrival = q->t_disp;
                 double ttft = kvg__scale_day_first(&R->d, &seen, t);
@@ -233,6 +238,7 @@ static int step_end(struct run *R, int k, double t)
         }
         if (u->flags & KVG_SIM_UP_FINISHED) {
             finish(R, q, t);
+            kvg__scale_route_release(&R->rt, &q->pick, KVG_OUT_OK, t);
             if (p->inflight) p->inflight--;
         }
     }
@@ -339,6 +345,7 @@ static int setup(struct run *R, char *err, size_t errlen)
     struct kvg_bench_scale_result *out = R->out;
     int rc = kvg__scale_day_init(&R->d, o, err, errlen);
     if (rc) return rc;
+    if ((rc = kvg__scale_route_new(&R->rt, o, KVG_AUTOSCALE_AGGREGATED))) return rc;
     struct kvg_autoscale_opts a = o->aopts;
     kvg__scale_derive_profile(o, o->knee_rps, &a.prof);
     /* The llm-d recipe calibrates V_P as the peak prefill throughput. */
@@ -404,6 +411,7 @@ static int loop(struct run *R)
         if (next_scrape <= o->day_s && next_scrape <= tt && next_scrape <= ta &&
             next_scrape <= te && next_scrape <= tr) {
             kvg__scale_reps_scrape(&R->pool); /* only the gauges' copies change */
+            kvg__scale_route_scrape(&R->rt, &R->pool, next_scrape);
             next_scrape += o->scrape_s;
             continue;
         }
@@ -479,6 +487,9 @@ static void summarize(struct run *R)
 
 static void teardown(struct run *R)
 {
+    for (size_t i = 0; i < R->nrq; i++) /* the day ended with these running */
+        kvg__scale_route_release(&R->rt, &R->rq[i].pick, KVG_OUT_CLIENT_GONE, R->o->day_s);
+    kvg__scale_route_free(&R->rt);
     kvg__scale_reps_free(&R->pool);
     free(R->rq);
     free(R->gq);

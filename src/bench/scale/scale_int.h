@@ -8,6 +8,8 @@
 #include "base/util.h"
 #include "bench/scale/scale.h"
 #include "bench/stats.h"
+#include "router/policy_kv.h"
+#include "router/pool.h"
 
 /* The day's arrivals, generated lazily in time order. */
 /* One burst of the realistic day (scale_wl.c): [at, at + len) the
@@ -64,6 +66,7 @@ enum { Q_GATEWAY, Q_ENGINE, Q_DONE, Q_FAILED };
 
 struct rq {
     struct scale_req r;
+    struct kvg_pick pick; /* the gateway's routing decision while it runs */
     int rep;
     uint8_t state, first, ok;
     uint8_t batch; /* batch class (scale_class.c) */
@@ -96,6 +99,7 @@ struct rep {
      * routable while > 0), when it took its first routed request, and its
      * hit rate's recovery. */
     uint32_t warming;
+    uint64_t warm_groups; /* the prefixes its prewarm replays */
     double warm_at;
     double rec_cached[SCALE_REC_N], rec_prompt[SCALE_REC_N];
     uint32_t rec_n;
@@ -175,6 +179,57 @@ void kvg__scale_reps_next(const struct scale_reps *P, double day_s, double *te, 
 int kvg__scale_reps_first(struct scale_reps *P, const struct kvg_bench_scale_opts *o,
                           struct kvg_autoscale_startup *su, struct kvg_rng *rng, uint32_t n,
                           uint32_t min);
+
+/* The gateway's routing on one pool of a day (scale_route.c): serve's
+ * kvg_pool and policy over the pool's replicas. A replica is a worker from
+ * ready until it leaves; it takes new requests only while ready and not
+ * warming (else marked draining, as serve's actuator marks one). Every
+ * pick is paired with one release, as serve pairs them. */
+struct scale_route {
+    struct kvg_pool pool;
+    int ok;                /* pool initialised */
+    struct kvg_worker **w; /* by replica index: its worker (the pool's), NULL none */
+    size_t capw;
+    int k_of_slot[KVG_POLICY_MAX_SLOTS]; /* a worker's slot -> its replica, -1 none */
+    struct kvg_rng rng;
+    uint32_t block_size;
+    uint32_t *tokens; /* the prompt being routed, and its block hashes (owned) */
+    size_t captok;
+    uint64_t *hashes;
+    size_t caph;
+};
+/* rt over a pool run by policy (owned, destroyed on failure too), prompts
+ * hashed in block_size blocks; seed: the ties' draws. 0 or a code. */
+int kvg__scale_route_init(struct scale_route *rt, struct kvg_policy *policy, uint32_t block_size,
+                          uint64_t seed);
+/* rt with the policy serve runs on a pool of role: the default policy
+ * (prefix_affinity), or pd_decode on a PD day's decode pool. */
+int kvg__scale_route_new(struct scale_route *rt, const struct kvg_bench_scale_opts *o,
+                         enum kvg_autoscale_role role);
+void kvg__scale_route_free(struct scale_route *rt);
+/* Brings rt's workers in line with P's replicas at t; share(ud, k, t) is
+ * replica k's slow-start share (NULL: all full). 0 or a code. */
+int kvg__scale_route_sync(struct scale_route *rt, const struct scale_reps *P,
+                          double (*share)(void *ud, int k, double t), void *ud, double t);
+/* The replica worker w stands for, -1 none. */
+int kvg__scale_route_replica(const struct scale_route *rt, const struct kvg_worker *w);
+/* Picks a replica for r at t (sync first): *k and the pick (charged,
+ * released by kvg__scale_route_release); ok(ud, k), when set, is the
+ * request's admission filter (the batch rule). 0, KVG_ENOWORKER when no
+ * worker is routable, or another code. */
+int kvg__scale_route_pick(struct scale_route *rt, const struct scale_wl *wl,
+                          const struct scale_req *r, double t, int (*ok)(void *ud, int k), void *ud,
+                          struct kvg_pick *out, int *k);
+/* Replica k now caches r's prompt without a pick (a prewarm's replay
+ * answered): the policy records it as serve's kvg_pool_place. */
+int kvg__scale_route_place(struct scale_route *rt, const struct scale_wl *wl,
+                           const struct scale_req *r, int k, double t);
+/* The pick's first token at t; its end (idempotent on a released pick). */
+void kvg__scale_route_first(struct scale_route *rt, struct kvg_pick *pick, double t);
+void kvg__scale_route_release(struct scale_route *rt, struct kvg_pick *pick,
+                              enum kvg_outcome outcome, double t);
+/* A scrape at t: each worker's engine gauges as its /metrics says them. */
+void kvg__scale_route_scrape(struct scale_route *rt, const struct scale_reps *P, double t);
 
 /* What both days keep alike (scale_day.c): the traffic and its next
  * arrival, the start-up draws, the gateway's observations, prompt tokens
@@ -326,7 +381,8 @@ struct run {
     struct rq *rq;
     size_t nrq, caprq;
     struct scale_reps pool;
-    uint64_t *gq; /* gateway queue: request ids, FIFO */
+    struct scale_route rt; /* the gateway's routing over pool */
+    uint64_t *gq;          /* gateway queue: request ids, FIFO */
     size_t gq_head, gq_tail, gq_cap;
     uint64_t sweep;
     struct kvg_autoscale_planner *pl;
@@ -344,8 +400,11 @@ struct run {
  * prefixes (prefill-only, max_tokens 1) when o->prewarm; 0 or a negative
  * code. */
 int kvg__scale_prewarm_start(struct run *R, int k, double t);
-/* A prewarm request finished on replica k. */
-void kvg__scale_prewarm_done(struct run *R, int k, double t);
+/* A prewarm request finished on replica k; the last one's prefixes are
+ * placed there in the router's belief. 0 or a code. */
+int kvg__scale_prewarm_done(struct run *R, int k, double t);
+/* The router's workers in line with the pool at t (scale_des.c). */
+int kvg__scale_sync(struct run *R, double t);
 /* Replica p's share of traffic at t: 1, or ramping up from 0.25 over
  * young_s after its prewarm (slow start). */
 double kvg__scale_share(const struct run *R, const struct rep *p, double t);

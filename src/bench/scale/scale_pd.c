@@ -44,6 +44,7 @@ static void unpend(struct pdrun *R, struct pq *q, int pi, int k)
 static void leave_prefill(struct pdrun *R, struct pq *q, uint64_t id, int abort)
 {
     if (q->pre < 0) return;
+    kvg__scale_route_release(&R->pool[0].rt, &q->pick[0], KVG_OUT_CLIENT_GONE, q->r.arrival);
     unpend(R, q, 0, q->pre);
     struct rep *p = &R->pool[0].r.rep[q->pre];
     if (p->e) {
@@ -79,6 +80,10 @@ void kvg__scale_pd_fail(struct pdrun *R, uint64_t id)
     struct pq *q = &R->q[id];
     if (q->state == P_PREFILL) leave_prefill(R, q, id, 1);
     if (q->state == P_WAIT || q->state == P_XFER) leave_prefill(R, q, id, 0);
+    /* Given up (timeout, a drain cut, the day's end): the client's end,
+     * not the worker's fault (its circuit untouched). */
+    for (int pi = 0; pi < 2; pi++)
+        kvg__scale_route_release(&R->pool[pi].rt, &q->pick[pi], KVG_OUT_CLIENT_GONE, q->r.arrival);
     if ((q->state == P_XFER || q->state == P_DECODE) && q->dec >= 0) {
         struct rep *p = &R->pool[1].r.rep[q->dec];
         if (p->e && q->state == P_DECODE) kvg_sim_abort(p->e, id);
@@ -100,40 +105,21 @@ static int routable(const struct rep *p)
     return p->state == R_READY;
 }
 
-/* The prefill replica for q: one that served its prefix unless loaded past
- * 1.5x the mean + 4, else the least loaded (the aggregated day's rule). */
-static int pick_prefill(struct pdrun *R, const struct pq *q)
+/* A replica of P takes new requests (the gateway's queue waits for one). */
+static int any_routable(const struct pool *P)
 {
-    struct pool *P = &R->pool[0];
-    double sum = 0;
-    size_t n = 0;
     for (size_t i = 0; i < P->r.nact; i++)
-        if (routable(&P->r.rep[P->r.act[i]])) sum += P->r.rep[P->r.act[i]].inflight, n++;
-    double bound = 1.5 * (n ? sum / (double)n : 0) + 4;
-    uint64_t bit = 1ull << q->r.group;
-    int best = -1, any = -1;
-    for (size_t i = 0; i < P->r.nact; i++) {
-        int k = P->r.act[i];
-        const struct rep *p = &P->r.rep[k];
-        if (!routable(p)) continue;
-        if (any < 0 || p->inflight < P->r.rep[any].inflight) any = k;
-        if ((p->groups & bit) && p->inflight <= bound &&
-            (best < 0 || p->inflight < P->r.rep[best].inflight))
-            best = k;
-    }
-    return best >= 0 ? best : any;
+        if (routable(&P->r.rep[P->r.act[i]])) return 1;
+    return 0;
 }
 
-static int pick_decode(struct pdrun *R)
+/* The gateway's pick on pool P for q at t among the replicas ok admits:
+ * *k, or KVG_ENOWORKER. */
+static int pick_on(struct pdrun *R, struct pool *P, struct pq *q, double t,
+                   int (*ok)(void *ud, int k), struct kvg_pick *pick, int *k)
 {
-    struct pool *P = &R->pool[1];
-    int best = -1;
-    for (size_t i = 0; i < P->r.nact; i++) {
-        int k = P->r.act[i];
-        if (routable(&P->r.rep[k]) && (best < 0 || P->r.rep[k].inflight < P->r.rep[best].inflight))
-            best = k;
-    }
-    return best;
+    int rc = kvg__scale_route_sync(&P->rt, &P->r, NULL, NULL, t);
+    return rc ? rc : kvg__scale_route_pick(&P->rt, &R->d.wl, &q->r, t, ok, R, pick, k);
 }
 
 /* The prompt tokens q would compute on p, as a router that remembers what
@@ -203,21 +189,28 @@ static int to_local(struct pdrun *R, uint64_t id, int d, double t)
  * is backed up, or the gateway queue when none is ready. */
 static int to_prefill(struct pdrun *R, uint64_t id, double t)
 {
-    struct pq *q = &R->q[id];
-    int k = pick_prefill(R, q);
-    int d = local_decode(R, q, k);
-    if (d >= 0) return to_local(R, id, d, t);
-    if (k < 0) return kvg__scale_ids_push(&R->gq, &R->gq_tail, &R->gq_cap, id);
-    return kvg__scale_pd_to_prefill_on(R, id, k, t);
+    int rc = kvg__scale_pd_to_prefill_by(R, id, t, NULL);
+    return rc == KVG_ENOWORKER ? kvg__scale_ids_push(&R->gq, &R->gq_tail, &R->gq_cap, id) : rc;
 }
 
-int kvg__scale_pd_to_prefill_on(struct pdrun *R, uint64_t id, int k, double t)
+int kvg__scale_pd_to_prefill_by(struct pdrun *R, uint64_t id, double t, int (*ok)(void *ud, int k))
 {
     struct pq *q = &R->q[id];
+    struct kvg_pick pick;
+    int k = -1, rc = pick_on(R, &R->pool[0], q, t, ok, &pick, &k);
+    if (rc && rc != KVG_ENOWORKER) return rc;
+    int d = local_decode(R, q, rc ? -1 : k);
+    if (d >= 0) {
+        /* The experiment's local prefill: the prefill pick is not used. */
+        if (!rc) kvg__scale_route_release(&R->pool[0].rt, &pick, KVG_OUT_LOCAL, t);
+        return to_local(R, id, d, t);
+    }
+    if (rc) return rc;
     struct rep *p = &R->pool[0].r.rep[k];
     double pend = uncached(R, q, p);
     p->groups |= 1ull << q->r.group;
-    int rc = kvg__scale_day_submit(&R->d, p->e, id, &q->r, 1, 0, 1);
+    q->pick[0] = pick;
+    rc = kvg__scale_day_submit(&R->d, p->e, id, &q->r, 1, 0, 1);
     if (rc == -ENOMEM) return rc;
     if (rc) {
         fail(R, id);
@@ -236,11 +229,12 @@ int kvg__scale_pd_to_prefill_on(struct pdrun *R, uint64_t id, int k, double t)
 static int to_decode(struct pdrun *R, uint64_t id, double t)
 {
     struct pq *q = &R->q[id];
-    int k = pick_decode(R);
-    if (k < 0) {
+    int k = -1, rc = pick_on(R, &R->pool[1], q, t, NULL, &q->pick[1], &k);
+    if (rc == KVG_ENOWORKER) {
         q->state = P_WAIT;
         return kvg__scale_ids_push(&R->dq, &R->dq_tail, &R->dq_cap, id);
     }
+    if (rc) return rc;
     q->dec = k;
     R->pool[1].r.rep[k].inflight++;
     double xs = R->kv_bytes_tok * q->r.prompt_len / R->link_bw;
@@ -278,12 +272,12 @@ static int xfer_done(struct pdrun *R, size_t i, double t)
 static int drain_queues(struct pdrun *R, double t)
 {
     int rc;
-    while (R->gq_head < R->gq_tail && pick_prefill(R, &R->q[R->gq[R->gq_head]]) >= 0) {
+    while (R->gq_head < R->gq_tail && any_routable(&R->pool[0])) {
         uint64_t id = R->gq[R->gq_head++];
         if (R->q[id].state == P_GATEWAY && (rc = to_prefill(R, id, t))) return rc;
     }
     if (R->gq_head == R->gq_tail) R->gq_head = R->gq_tail = 0;
-    while (R->dq_head < R->dq_tail && pick_decode(R) >= 0) {
+    while (R->dq_head < R->dq_tail && any_routable(&R->pool[1])) {
         uint64_t id = R->dq[R->dq_head++];
         if (R->q[id].state == P_WAIT && (rc = to_decode(R, id, t))) return rc;
     }
@@ -341,6 +335,9 @@ static int step_end(struct pdrun *R, struct pool *P, int k, double t)
             if (q->state != P_PREFILL || !(u->flags & KVG_SIM_UP_FINISHED)) continue;
             kvg__scale_day_cached(&R->d, &q->r, u->cached_tokens);
             q->t_pre = t;
+            /* serve's prefill leg ends at its answer: the pick is done. */
+            kvg__scale_route_first(&P->rt, &q->pick[0], t);
+            kvg__scale_route_release(&P->rt, &q->pick[0], KVG_OUT_OK, t);
             unpend(R, q, 0, q->pre);
             if ((rc = to_decode(R, u->id, t))) return rc;
             continue;
@@ -355,6 +352,7 @@ static int step_end(struct pdrun *R, struct pool *P, int k, double t)
                 }
                 q->first = 1;
                 q->t_first = t;
+                kvg__scale_route_first(&P->rt, &q->pick[1], t);
                 struct scale_req seen = q->r; /* what the gateway observes: from dispatch */
                 if (q->batch) seen.arrival = q->t_disp;
                 kvg__scale_day_first(&R->d, &seen, t);
@@ -364,6 +362,7 @@ static int step_end(struct pdrun *R, struct pool *P, int k, double t)
         }
         if (u->flags & KVG_SIM_UP_FINISHED) {
             finish(R, q, t);
+            kvg__scale_route_release(&P->rt, &q->pick[1], KVG_OUT_OK, t);
             if (p->inflight) p->inflight--;
         }
     }
@@ -530,6 +529,7 @@ static int setup(struct pdrun *R, char *err, size_t errlen)
         struct pool *P = &R->pool[pi];
         P->role = pi ? KVG_AUTOSCALE_DECODE : KVG_AUTOSCALE_PREFILL;
         P->out = &out->pool[pi];
+        if ((rc = kvg__scale_route_new(&P->rt, o, P->role))) return rc;
         struct kvg_autoscale_opts a;
         kvg__scale_pd_pool_opts(o, P->role, &R->d.su, &a);
         P->out->static_peak = kvg_autoscale_ceil(pool_need(o, &a, peak));
@@ -589,7 +589,10 @@ static int loop(struct pdrun *R)
         if (next_scrape <= o->day_s && next_scrape <= tt && next_scrape <= ta &&
             next_scrape <= te && next_scrape <= tr &&
             next_scrape <= tx) { /* only the gauges' copies change */
-            for (int pi = 0; pi < 2; pi++) kvg__scale_reps_scrape(&R->pool[pi].r);
+            for (int pi = 0; pi < 2; pi++) {
+                kvg__scale_reps_scrape(&R->pool[pi].r);
+                kvg__scale_route_scrape(&R->pool[pi].rt, &R->pool[pi].r, next_scrape);
+            }
             next_scrape += o->scrape_s;
             continue;
         }
@@ -677,8 +680,13 @@ static void summarize(struct pdrun *R)
 
 static void teardown(struct pdrun *R)
 {
+    for (size_t id = 0; id < R->nq; id++) /* the day ended with these running */
+        for (int pi = 0; pi < 2; pi++)
+            kvg__scale_route_release(&R->pool[pi].rt, &R->q[id].pick[pi], KVG_OUT_CLIENT_GONE,
+                                     R->o->day_s);
     for (int pi = 0; pi < 2; pi++) {
         struct pool *P = &R->pool[pi];
+        kvg__scale_route_free(&P->rt);
         kvg__scale_reps_free(&P->r);
         kvg_autoscale_planner_free(P->pl);
     }

@@ -33,32 +33,33 @@ static int decode_room(const struct pdrun *R)
     return 0;
 }
 
-/* A prefill replica in a trough for id (one that served its prefix
- * first) while a decode replica has room, or -1. */
+/* A prefill replica in a trough: its engine has no prompt pending. */
+static int in_trough(void *day, int k)
+{
+    const struct pdrun *R = day;
+    const struct rep *p = &R->pool[0].r.rep[k];
+    return p->state == R_READY && p->pend_tok < 1;
+}
+
+/* A prefill replica in a trough while a decode replica has room, or -1. */
 static int pd_trough(void *day, uint64_t id)
 {
     const struct pdrun *R = day;
     const struct scale_reps *P = &R->pool[0].r;
-    uint64_t bit = 1ull << R->q[id].r.group;
-    int any = -1;
-    for (size_t i = 0; i < P->nact; i++) {
-        int k = P->act[i];
-        const struct rep *p = &P->rep[k];
-        if (p->state != R_READY || p->pend_tok >= 1) continue;
-        if (p->groups & bit) {
-            any = k;
-            break;
-        }
-        if (any < 0) any = k;
-    }
-    return any >= 0 && decode_room(R) ? any : -1;
+    (void)id;
+    if (!decode_room(R)) return -1;
+    for (size_t i = 0; i < P->nact; i++)
+        if (in_trough(day, P->act[i])) return P->act[i];
+    return -1;
 }
 
+/* As serve, the rule filters the candidates and the policy picks. */
 static int pd_dispatch(void *day, uint64_t id, int k, double t)
 {
     struct pdrun *R = day;
+    (void)k;
     R->q[id].t_disp = t;
-    return kvg__scale_pd_to_prefill_on(R, id, k, t);
+    return kvg__scale_pd_to_prefill_by(R, id, t, in_trough);
 }
 
 static void pd_reject(void *day, uint64_t id)

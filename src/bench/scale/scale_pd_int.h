@@ -9,7 +9,8 @@ enum { P_GATEWAY, P_PREFILL, P_WAIT, P_XFER, P_DECODE, P_DONE, P_FAILED };
 
 struct pq {
     struct scale_req r;
-    int pre, dec; /* replica indices in their pools, -1 none */
+    struct kvg_pick pick[2]; /* the gateway's prefill and decode picks while they run */
+    int pre, dec;            /* replica indices in their pools, -1 none */
     uint8_t state, first;
     uint8_t local; /* prefilled on its decode replica (local_decode) */
     uint32_t ntok;
@@ -26,6 +27,7 @@ struct pool {
     enum kvg_autoscale_role role;
     struct kvg_autoscale_planner *pl;
     struct scale_reps r;
+    struct scale_route rt; /* the gateway's routing over r */
     uint32_t last_desired;
     int have_desired;
     struct kvg_bench_scale_pd_pool *out;
@@ -52,9 +54,11 @@ struct pdrun {
     struct scale_cls cls; /* traffic classes (scale_class.c, scale_pd_class.c) */
 };
 
-/* scale_pd.c: request id onto prefill replica k (its blocks held, its
- * tokens pending there); a request that will not be served. */
-int kvg__scale_pd_to_prefill_on(struct pdrun *R, uint64_t id, int k, double t);
+/* scale_pd.c: request id onto the prefill replica the gateway's policy
+ * picks among those ok admits (NULL: every routable one; its blocks held,
+ * its tokens pending there), KVG_ENOWORKER when none; a request that will
+ * not be served. */
+int kvg__scale_pd_to_prefill_by(struct pdrun *R, uint64_t id, double t, int (*ok)(void *ud, int k));
 void kvg__scale_pd_fail(struct pdrun *R, uint64_t id);
 
 /* scale_pd_class.c: the PD day's side of the classes (scale_class.c).

@@ -47,15 +47,25 @@ int kvg__scale_prewarm_start(struct run *R, int k, double t)
         p->warming++;
     }
     /* What the router will believe is cached once the replays are done. */
-    if (p->warming) p->groups |= taken;
+    if (p->warming) p->groups |= taken, p->warm_groups = taken;
     return 0;
 }
 
-void kvg__scale_prewarm_done(struct run *R, int k, double t)
+int kvg__scale_prewarm_done(struct run *R, int k, double t)
 {
     struct rep *p = &R->pool.rep[k];
-    (void)R;
-    if (p->warming && --p->warming == 0) p->warm_at = t;
+    if (!p->warming || --p->warming) return 0;
+    p->warm_at = t;
+    /* As serve on a replay's 200 (kvg_pool_place): the router believes
+     * the replica holds the replayed prefixes. */
+    int rc = kvg__scale_sync(R, t);
+    for (uint32_t g = 0; !rc && g < 64; g++) {
+        if (!(p->warm_groups >> g & 1)) continue;
+        struct scale_req r = {.group = g, .prompt_len = R->o->prefix_len};
+        rc = kvg__scale_route_place(&R->rt, &R->d.wl, &r, k, t);
+    }
+    p->warm_groups = 0;
+    return rc;
 }
 
 double kvg__scale_share(const struct run *R, const struct rep *p, double t)

@@ -285,8 +285,8 @@ TEST(prefill_headroom_knob_and_its_start)
 
 /* --pd-local-prefill-wait: on a day of 2x bursts, requests whose prefill
  * pool is backed up prefill on a decode replica; every request is still
- * counted once, it costs ITL (the decode batches carry the prefills), and
- * the same seed gives the same day. Off: none moves. */
+ * counted once, it never helps ITL (the decode batches carry the
+ * prefills), and the same seed gives the same day. Off: none moves. */
 TEST(local_prefill_knob_moves_prefills_to_decode_under_bursts)
 {
     struct kvg_bench_scale_opts o = short_day();
@@ -306,10 +306,12 @@ TEST(local_prefill_knob_moves_prefills_to_decode_under_bursts)
     for (size_t i = 0; i < on.n; i++) arrived += on.arrived[i];
     CHECK_NEAR(arrived, (double)on.requests, 0);
     CHECK(on.met <= on.ttft_met && on.met <= on.itl_met);
-    /* Measured: 1,983 of 16,394 moved, ITL attainment 99.99% -> 99.93%;
-     * TTFT's 90.25% fell to 88.97% on this day (a gain is not assured:
-     * bench/autoscale/pd-seed2.md). */
-    CHECK(on.itl_attainment < off.itl_attainment);
+    /* Measured with the gateway's routing (scale_route.c): 172 of 16,394
+     * moved, ITL attainment 99.988% both, TTFT 97.71% -> 97.57%. Under the
+     * bench's former prefill rule, which backed the prefill pool up (TTFT
+     * 90.25%), 1,983 moved and ITL fell 99.99% -> 99.93% (a gain is not
+     * assured: bench/autoscale/pd-seed2.md). */
+    CHECK(on.itl_attainment <= off.itl_attainment);
     kvg_bench_scale_pd_result_free(&off);
     kvg_bench_scale_pd_result_free(&on);
     kvg_bench_scale_pd_result_free(&again);
