@@ -36,7 +36,7 @@
  *   # sla_predictor (constant | moving_average | seasonal_trend),
  *   # cold_share, fetch_share, itl_per_seq_secs, slo_goal, cold_cache_penalty,
  *   # young_secs (how long a replica seen becoming ready counts as an empty cache),
- *   # burst_headroom (-1: learned in a prefill pool), burst_prior,
+ *   # burst_headroom (0: none; -1: learned in a prefill pool), burst_prior,
  *   # signal_window_secs (the span the observed signals cover; default: the
  *   # planner's interval, sla 180 s / others 30 s, at least 30 s)
  *       target:               # actuator kubernetes: the workload to scale

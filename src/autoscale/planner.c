@@ -36,7 +36,7 @@ void kvg_autoscale_opts_default(struct kvg_autoscale_opts *o)
     o->slo_goal = 0.99;
     o->zero_idle_s = 600;
     o->window_s = 300;
-    o->burst_headroom = -1;
+    o->burst_headroom = 0;
     o->burst_prior = 1.49;
     o->cold_share = 0.5;
 }

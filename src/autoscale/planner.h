@@ -112,8 +112,9 @@ struct kvg_autoscale_opts {
     double slo_goal;    /* 0.99: the share of requests to keep within targets */
     double zero_idle_s; /* 600: no demand this long -> zero (min_replicas 0) */
     double window_s; /* 300: the level's window; trend over 3x, "recent" 1/5 (planner_kvgate.c) */
-    double burst_headroom; /* -1: learned for a prefill pool, none for the others; 0 none;
-                              > 0 that margin (planner_kvgate.c, burst_margin()) */
+    double burst_headroom; /* 0: none (the default); -1: learned for a prefill pool, none
+                              for the others; > 0 that margin (planner_kvgate.c,
+                              burst_margin()) */
     double burst_prior;    /* 1.49: the learned margin's ratio until it has an hour of load */
 };
 

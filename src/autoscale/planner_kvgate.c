@@ -339,8 +339,14 @@ static double batch_need(const struct kvp *q, const struct kvg_autoscale_signals
  * length and nearly every request in it misses (on the realistic PD day a
  * conversation burst of 1.7x uncached prompt tokens for 110-170 s, past the
  * 10% headroom, missed all of it), while a decode pool's ITL and an
- * aggregated pool's mix degrade with the batch. So by default only a prefill
- * pool keeps one (burst_headroom < 0); a fixed one is burst_headroom > 0.
+ * aggregated pool's mix degrade with the batch. So only a prefill pool
+ * learns one (burst_headroom < 0); a fixed one is burst_headroom > 0.
+ * None by default (0): those misses were the offline day's own routing
+ * rule, which kept a burst's groups on the replicas that held them; routed
+ * as serve routes (bench/scale/scale_route.c) the realistic PD days meet
+ * 99.27-99.99% without a margin at 0.88-0.91x sla's GPU-hours, and
+ * 99.89-100% with it at 1.01-1.08x (bench/results/autoscale-faststart.md,
+ * "2026-12-07 (10)"). An operator whose bursts outrun the pool asks for it.
  *
  * Each interval the mean of the last W/5 of the (uncorrected) load over
  * the level is a burst ratio; the highest of each W/5 is kept for 36W (3 h

@@ -21,6 +21,7 @@ static struct kvg_autoscale_opts opts(enum kvg_autoscale_role role)
         .prefill_tps = 10000, .decode_tps = 1000, .ttft_idle_s = 0.2, .itl_idle_s = 0.02};
     o.max_replicas = 64;
     o.cold_cache_penalty = 0;
+    o.burst_headroom = -1; /* the learned margin these tests are about (asked for) */
     return o;
 }
 
@@ -114,6 +115,22 @@ TEST(margin_only_in_prefill_pools_unless_set)
     pool_init(&x, &o, 1);
     run(&x, 1200, 45); /* 9 x 1.5 = 13.5 */
     CHECK_INT(x.d.desired, 14);
+    kvg_autoscale_planner_free(x.p);
+}
+
+TEST(no_margin_unless_asked)
+{
+    /* By default a prefill pool keeps none: 50 req/s, load 10, the
+     * headroom's 1.1 (11) where the learned margin's prior holds 15. */
+    struct kvg_autoscale_opts d;
+    kvg_autoscale_opts_default(&d);
+    CHECK_NEAR(d.burst_headroom, 0, 0);
+    struct kvg_autoscale_opts o = opts(KVG_AUTOSCALE_PREFILL);
+    o.burst_headroom = d.burst_headroom;
+    struct pool x;
+    pool_init(&x, &o, 11);
+    run(&x, 3000, 50);
+    CHECK_INT(x.d.desired, 11);
     kvg_autoscale_planner_free(x.p);
 }
 
