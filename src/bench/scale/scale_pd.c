@@ -272,12 +272,14 @@ static int xfer_done(struct pdrun *R, size_t i, double t)
 static int drain_queues(struct pdrun *R, double t)
 {
     int rc;
-    while (R->gq_head < R->gq_tail && any_routable(&R->pool[0])) {
+    /* Each waiting request once: one the pick sends back (no candidate
+     * after all) waits at the tail for the next ready replica. */
+    for (size_t n = R->gq_tail - R->gq_head; n && any_routable(&R->pool[0]); n--) {
         uint64_t id = R->gq[R->gq_head++];
         if (R->q[id].state == P_GATEWAY && (rc = to_prefill(R, id, t))) return rc;
     }
     if (R->gq_head == R->gq_tail) R->gq_head = R->gq_tail = 0;
-    while (R->dq_head < R->dq_tail && any_routable(&R->pool[1])) {
+    for (size_t n = R->dq_tail - R->dq_head; n && any_routable(&R->pool[1]); n--) {
         uint64_t id = R->dq[R->dq_head++];
         if (R->q[id].state == P_WAIT && (rc = to_decode(R, id, t))) return rc;
     }
