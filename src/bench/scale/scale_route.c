@@ -1,8 +1,9 @@
 /* The gateway's routing on one pool of an autoscaling day (scale_int.h,
  * struct scale_route): the pool and policy `kvgate serve` runs, so a day's
  * SLO and GPU-hours are those of the gateway's placement, not of a rule of
- * the benchmark's own (bench/results/autoscale-agreement.md "(7)": the PD
- * day's budgets moved by 18-20% with the prefill rule alone).
+ * the benchmark's own (bench/results/autoscale-agreement.md "(7)" and
+ * autoscale-faststart.md "(9)": sla's PD budgets moved 18-20% with the
+ * prefill rule alone).
  *
  * A replica is a worker from the moment it is ready until it leaves (its
  * engine parked or gone); while it warms (prewarm) or drains it is marked
