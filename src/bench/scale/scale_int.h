@@ -198,10 +198,6 @@ struct scale_route {
     uint64_t *hashes;
     size_t caph;
 };
-/* rt over a pool run by policy (owned, destroyed on failure too), prompts
- * hashed in block_size blocks; seed: the ties' draws. 0 or a code. */
-int kvg__scale_route_init(struct scale_route *rt, struct kvg_policy *policy, uint32_t block_size,
-                          uint64_t seed);
 /* rt with the policy serve runs on a pool of role: the default policy
  * (prefix_affinity), or pd_decode on a PD day's decode pool. */
 int kvg__scale_route_new(struct scale_route *rt, const struct kvg_bench_scale_opts *o,

@@ -40,11 +40,12 @@ static void unpend(struct pdrun *R, struct pq *q, int pi, int k)
     q->pend = 0;
 }
 
-/* Frees what request q holds on its prefill replica (blocks, in flight). */
+/* Frees what request q holds on its prefill replica (blocks, in flight);
+ * the gateway's pick there ended with its prefill, or ends in
+ * kvg__scale_pd_fail. */
 static void leave_prefill(struct pdrun *R, struct pq *q, uint64_t id, int abort)
 {
     if (q->pre < 0) return;
-    kvg__scale_route_release(&R->pool[0].rt, &q->pick[0], KVG_OUT_CLIENT_GONE, q->r.arrival);
     unpend(R, q, 0, q->pre);
     struct rep *p = &R->pool[0].r.rep[q->pre];
     if (p->e) {

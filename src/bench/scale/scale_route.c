@@ -41,8 +41,10 @@ static void url_of(int k, char *buf, size_t cap)
     snprintf(buf, cap, "http://127.0.%d.%d:8000", (k >> 8) & 255, k & 255);
 }
 
-int kvg__scale_route_init(struct scale_route *rt, struct kvg_policy *policy, uint32_t block_size,
-                          uint64_t seed)
+/* rt over a pool run by policy (owned, destroyed on failure too), prompts
+ * hashed in block_size blocks; seed: the ties' draws. */
+static int route_init(struct scale_route *rt, struct kvg_policy *policy, uint32_t block_size,
+                      uint64_t seed)
 {
     memset(rt, 0, sizeof *rt);
     for (size_t i = 0; i < KVG_POLICY_MAX_SLOTS; i++) rt->k_of_slot[i] = -1;
@@ -74,8 +76,7 @@ int kvg__scale_route_new(struct scale_route *rt, const struct kvg_bench_scale_op
         rc = kvg_policy_new(KVG_POLICY_DEFAULT, &po, &p);
     }
     if (rc) return rc;
-    return kvg__scale_route_init(rt, p, po.block_size,
-                                 o->seed * 2 + (role == KVG_AUTOSCALE_DECODE));
+    return route_init(rt, p, po.block_size, o->seed * 2 + (role == KVG_AUTOSCALE_DECODE));
 }
 
 void kvg__scale_route_free(struct scale_route *rt)
