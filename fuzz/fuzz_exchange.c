@@ -2,13 +2,16 @@
  * (router/exchange.h) read by kvg_exchange_decode: any bytes, a verdict,
  * never a crash or a read past the batch; an accepted batch's every record
  * (version 1, or 2 with its text) is within the documented bounds, and one
- * re-encoded from its records decodes to as many. */
+ * re-encoded from its records decodes to as many; its load section (version
+ * 3) goes into a table of peers' counts over a pool of two workers, whose
+ * sums stay within the bounds. */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "router/exchange.h"
+#include "router/pool.h"
 
 struct check {
     struct kvg_exchange *x;
@@ -31,6 +34,23 @@ static int each(void *ud, const struct kvg_exchange_rec *r)
                              r->text) == 1)
         c->n++;
     return 0;
+}
+
+/* A pool whose workers a batch may name (made once: the process's). */
+static struct kvg_pool *pool_once(void)
+{
+    static struct kvg_pool pool;
+    static int made;
+    if (made) return made > 0 ? &pool : NULL;
+    made = -1;
+    struct kvg_policy_opts o;
+    kvg_policy_opts_default(&o);
+    struct kvg_policy *p;
+    if (kvg_policy_new("prefix_hash", &o, &p) || kvg_pool_init(&pool, p, NULL)) return NULL;
+    if (kvg_pool_add(&pool, "http://127.0.0.1:9401") || kvg_pool_add(&pool, "http://a:1"))
+        return NULL;
+    made = 1;
+    return &pool;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -56,6 +76,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (n > 0 && kvg_exchange_decode(b.data, b.len, 1 << 20, NULL, NULL, NULL, &why) != n)
             abort();
         kvg_buf_free(&b);
+        struct kvg_pool *pool = pool_once();
+        struct kvg_exchange_peers *t;
+        if (pool && !kvg_exchange_peers_new(1000, &t)) {
+            if (kvg_exchange_peers_apply(t, pool, &h, v, size, 1) < 0) abort();
+            for (size_t i = 0; i < pool->n; i++)
+                if (atomic_load(&pool->w[i]->peer_in_flight) > KVG_EXCHANGE_MAX_INFLIGHT)
+                    abort(); /* one sender */
+            if (kvg_exchange_peers_expire(t, pool, 5000) != 0) abort();
+            kvg_exchange_peers_free(t);
+        }
     } else if (!why || !why[0]) {
         abort();
     }

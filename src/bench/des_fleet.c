@@ -9,7 +9,8 @@
  * exchange period each router's picks since its last batch, through the
  * outbox, encoding and decoder kvgate serve's peers use (router/exchange.h),
  * reach every other router's policy at once (the delay of one batch; the
- * network's own is left out). */
+ * network's own is left out), and with them the router's in-flight count of
+ * each engine (the batch's load section). */
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -50,7 +51,8 @@ int kvg__bench_fleet_init(struct des_fleet *f, const struct kvg_bench_des_opts *
         f->exchange_s = o->exchange_ms / 1000.0;
         f->x = calloc(f->nrouters, sizeof *f->x);
         f->pools = calloc(f->nrouters, sizeof *f->pools);
-        if (!f->x || !f->pools) {
+        f->heard = calloc(f->nrouters, sizeof *f->heard);
+        if (!f->x || !f->pools || !f->heard) {
             kvg__bench_fleet_free(f);
             return -ENOMEM;
         }
@@ -59,13 +61,23 @@ int kvg__bench_fleet_init(struct des_fleet *f, const struct kvg_bench_des_opts *
     return 0;
 }
 
+/* A sender's counts are forgotten as serve forgets them (src/serve/peers.c):
+ * after three periods or 2.5 s, whichever is longer; offline none dies. */
+static uint64_t peers_ttl_ms(const struct des_fleet *f)
+{
+    double ms = 3 * f->exchange_s * 1000;
+    return ms > 2500 ? (uint64_t)ms : 2500;
+}
+
 int kvg__bench_fleet_attach(struct des_fleet *f, uint32_t r, struct kvg_pool *p)
 {
     if (!f->x || r >= f->nrouters) return 0;
     /* A batch the size serve sends at most: what one router routes in a
      * period fits unless its prompts are huge (the oldest go then, as live). */
     int rc = kvg_exchange_new(0, &f->x[r]);
+    if (!rc) rc = kvg_exchange_peers_new(peers_ttl_ms(f), &f->heard[r]);
     if (rc) return rc;
+    kvg_exchange_set_loads(f->x[r], p);
     f->pools[r] = p;
     p->on_pick = kvg_exchange_on_pick;
     p->on_pick_ud = f->x[r];
@@ -100,16 +112,20 @@ int kvg__bench_fleet_exchange(struct des_fleet *f, uint64_t now_ms)
     for (uint32_t r = 0; f->x && r < f->nrouters; r++) {
         kvg_buf_reset(&f->batch);
         int n = kvg_exchange_flush(f->x[r], r + 1, ++f->xseq, NULL, &f->batch);
-        if (n <= 0) {
-            if (n < 0) return n;
-            continue;
-        }
+        if (n < 0) return n; /* with no record the batch still carries the counts */
         struct apply_ctx a = {f, r, now_ms};
+        struct kvg_exchange_head h;
         const char *why;
-        int rc = kvg_exchange_decode(f->batch.data, f->batch.len, f->batch.len, NULL, apply_rec, &a,
-                                     &why);
+        int rc =
+            kvg_exchange_decode(f->batch.data, f->batch.len, f->batch.len, &h, apply_rec, &a, &why);
+        for (uint32_t j = 0; rc >= 0 && j < f->nrouters; j++)
+            if (j != r)
+                rc = kvg_exchange_peers_apply(f->heard[j], f->pools[j], &h, f->batch.data,
+                                              f->batch.len, now_ms);
         if (rc < 0) return rc;
     }
+    for (uint32_t r = 0; f->heard && r < f->nrouters; r++)
+        kvg_exchange_peers_expire(f->heard[r], f->pools[r], now_ms);
     return 0;
 }
 
@@ -121,10 +137,13 @@ void kvg__bench_fleet_free(struct des_fleet *f)
     f->last_pick = f->load = NULL;
     f->nsamp = NULL;
     for (uint32_t r = 0; f->x && r < f->nrouters; r++) kvg_exchange_free(f->x[r]);
+    for (uint32_t r = 0; f->heard && r < f->nrouters; r++) kvg_exchange_peers_free(f->heard[r]);
     free(f->x);
     free(f->pools);
+    free(f->heard);
     f->x = NULL;
     f->pools = NULL;
+    f->heard = NULL;
     kvg_buf_free(&f->batch);
 }
 

@@ -47,10 +47,12 @@ struct des_fleet {
     double *load;    /* nwin x neng: sums of sampled load (owned) */
     uint32_t *nsamp; /* nwin: samples taken in each window */
     /* The exchange of routing history (exchange_ms > 0, several routers):
-     * each router's outbox (owned), its pool (borrowed), the batch buffer. */
+     * each router's outbox (owned), its pool (borrowed), what it heard of
+     * the others' in-flight counts (owned), the batch buffer. */
     double exchange_s;
     struct kvg_exchange **x;
     struct kvg_pool **pools;
+    struct kvg_exchange_peers **heard;
     struct kvg_buf batch;
     uint64_t xseq, xapplied, xunknown;
 };

@@ -9,6 +9,7 @@
 
 #include "base/bytes.h"
 #include "base/err.h"
+#include "router/exchange_int.h"
 #include "router/pool.h"
 
 /* A queued record: its strings and hashes follow it in one allocation. */
@@ -26,6 +27,7 @@ struct kvg_exchange {
     struct rec *head, *tail;
     size_t n, bytes, max_bytes;
     uint64_t published, dropped, batches, records_sent;
+    struct kvg_pool *loads; /* NULL: batches carry no in-flight counts */
 };
 
 /* The head's bytes, and each record's and each string's fixed part. */
@@ -33,6 +35,8 @@ struct kvg_exchange {
 #define REC_BYTES (2 + 2 + 4 + 4 + 4)
 #define TEXT_LEN_BYTES 4 /* version 2's text_len */
 #define STR_BYTES 2
+#define NLOAD_BYTES 2 /* version 3's load section: its count, */
+#define LOAD_BYTES 6  /* and each load's (worker, in_flight) */
 /* Distinct strings of one batch at most (workers and models). */
 #define MAX_STRS 4096
 
@@ -165,6 +169,13 @@ void kvg_exchange_on_pick(void *ud, struct kvg_worker *w, const struct kvg_polic
                          n ? (uint32_t)ctx->ntokens : 0, ctx->block_hashes, n, text);
 }
 
+void kvg_exchange_set_loads(struct kvg_exchange *x, struct kvg_pool *p)
+{
+    pthread_mutex_lock(&x->mu);
+    x->loads = p;
+    pthread_mutex_unlock(&x->mu);
+}
+
 /* The index of s in the batch's string table, added if new; -1 when full. */
 static int str_index(const char **strs, uint16_t *lens, size_t *n, const char *s, size_t len)
 {
@@ -181,23 +192,62 @@ int kvg_exchange_flush(struct kvg_exchange *x, uint64_t sender, uint64_t seq, co
 {
     pthread_mutex_lock(&x->mu);
     struct rec *list = x->head;
-    size_t n = x->n;
+    size_t n = x->n, max_bytes = x->max_bytes;
+    struct kvg_pool *lp = x->loads;
     x->head = x->tail = NULL;
     x->n = x->bytes = 0;
     pthread_mutex_unlock(&x->mu);
     const char **strs = malloc(MAX_STRS * sizeof *strs);
     uint16_t *lens = malloc(MAX_STRS * sizeof *lens);
     uint16_t *idx = malloc((2 * n + 1) * sizeof *idx);
-    int rc = strs && lens && idx ? 0 : -ENOMEM;
-    size_t nstr = 0, size = HEAD_BYTES, nrec = 0;
-    int fidx = -1, v2 = 0;
+    /* The load section's (string index, count) pairs: the pool's workers'
+     * URLs stay in the string table's views, so its read lock is held until
+     * the batch is written. */
+    uint16_t *lidx = lp ? malloc(KVG_POOL_MAX_WORKERS * sizeof *lidx) : NULL;
+    uint32_t *lval = lp ? malloc(KVG_POOL_MAX_WORKERS * sizeof *lval) : NULL;
+    int rc = strs && lens && idx && (!lp || (lidx && lval)) ? 0 : -ENOMEM;
+    size_t nstr = 0, size = HEAD_BYTES, nrec = 0, nload = 0;
+    int fidx = -1, v2 = 0, v3 = lp != NULL;
     for (struct rec *r = list; r; r = r->next) v2 |= r->tlen > 0;
-    size_t rec_bytes = REC_BYTES + (v2 ? TEXT_LEN_BYTES : 0);
+    size_t rec_bytes = REC_BYTES + (v2 || v3 ? TEXT_LEN_BYTES : 0);
     if (!rc && from && printable(from, strlen(from)))
         fidx = str_index(strs, lens, &nstr, from, strlen(from));
+    /* The counts take at most half the batch (their URLs included), as a
+     * text does; the workers past it go unreported this time. */
+    size_t lbytes = v3 ? NLOAD_BYTES : 0;
+    if (lp) pthread_rwlock_rdlock(&lp->lock);
+    for (size_t i = 0; !rc && lp && i < lp->n; i++) {
+        const struct kvg_worker *w = lp->w[i];
+        size_t ul = strlen(w->url), before = nstr;
+        int wi = printable(w->url, ul) ? str_index(strs, lens, &nstr, w->url, ul) : -1;
+        if (wi < 0) continue;
+        size_t add = LOAD_BYTES + (nstr > before ? STR_BYTES + ul : 0);
+        if (HEAD_BYTES + lbytes + add > max_bytes / 2) {
+            nstr = before;
+            break;
+        }
+        lbytes += add;
+        uint32_t c = atomic_load_explicit(&w->in_flight, memory_order_relaxed);
+        lidx[nload] = (uint16_t)wi;
+        lval[nload++] = c < KVG_EXCHANGE_MAX_INFLIGHT ? c : KVG_EXCHANGE_MAX_INFLIGHT;
+    }
+    if (v3) size += NLOAD_BYTES + nload * LOAD_BYTES;
+    /* With the counts the records keep within the rest of the cap: the
+     * oldest go (counted dropped), each weighed with its own strings as the
+     * outbox weighs it, which bounds what it adds. */
+    size_t skip = 0, total = 0;
+    for (struct rec *r = list; r; r = r->next) total += r->bytes;
+    for (struct rec *r = list; r && HEAD_BYTES + lbytes + total > max_bytes; r = r->next) {
+        total -= r->bytes;
+        skip++;
+    }
     /* The string table first: records whose strings no longer fit are left
      * out (a batch names at most MAX_STRS). */
     for (struct rec *r = list; !rc && r; r = r->next) {
+        if (nrec < skip) {
+            idx[2 * nrec++] = KVG_EXCHANGE_NONE;
+            continue;
+        }
         size_t before = nstr;
         int wi = str_index(strs, lens, &nstr, r->worker, r->wlen);
         int mi = r->mlen ? str_index(strs, lens, &nstr, r->model, r->mlen) : (int)KVG_EXCHANGE_NONE;
@@ -218,7 +268,7 @@ int kvg_exchange_flush(struct kvg_exchange *x, uint64_t sender, uint64_t seq, co
     if (!rc) {
         uint8_t *p = (uint8_t *)out->data + out->len;
         memcpy(p, "KVGX", 4);
-        p[4] = v2 ? 2 : 1;
+        p[4] = v3 ? 3 : v2 ? 2 : 1;
         p[5] = 0;
         kvg_put_le16(p + 6, (uint16_t)nstr);
         kvg_put_le64(p + 8, sender);
@@ -231,6 +281,14 @@ int kvg_exchange_flush(struct kvg_exchange *x, uint64_t sender, uint64_t seq, co
             memcpy(p + 2, strs[i], lens[i]);
             p += STR_BYTES + lens[i];
         }
+        if (v3) {
+            kvg_put_le16(p, (uint16_t)nload);
+            p += NLOAD_BYTES;
+            for (size_t l = 0; l < nload; l++, p += LOAD_BYTES) {
+                kvg_put_le16(p, lidx[l]);
+                kvg_put_le32(p + 2, lval[l]);
+            }
+        }
         size_t i = 0;
         for (struct rec *r = list; r; r = r->next, i++) {
             if (idx[2 * i] == KVG_EXCHANGE_NONE) continue;
@@ -239,7 +297,7 @@ int kvg_exchange_flush(struct kvg_exchange *x, uint64_t sender, uint64_t seq, co
             kvg_put_le32(p + 4, r->block_size);
             kvg_put_le32(p + 8, r->ntokens);
             kvg_put_le32(p + 12, r->nblocks);
-            if (v2) kvg_put_le32(p + REC_BYTES, r->tlen);
+            if (v2 || v3) kvg_put_le32(p + REC_BYTES, r->tlen);
             p += rec_bytes;
             for (uint32_t b = 0; b < r->nblocks; b++, p += 8) kvg_put_le64(p, r->hashes[b]);
             if (r->tlen) memcpy(p, r->text, r->tlen);
@@ -249,9 +307,12 @@ int kvg_exchange_flush(struct kvg_exchange *x, uint64_t sender, uint64_t seq, co
         kvg_put_le32(nrec_at, (uint32_t)kept);
         out->len = start + size;
     }
+    if (lp) pthread_rwlock_unlock(&lp->lock);
     free(strs);
     free(lens);
     free(idx);
+    free(lidx);
+    free(lval);
     free_list(list);
     pthread_mutex_lock(&x->mu);
     if (rc) {
@@ -290,8 +351,9 @@ static int need(const struct reader *r, size_t n)
 
 /* Walks the batch; with each NULL it only checks. */
 static int walk(const uint8_t *data, size_t len, struct kvg_exchange_head *h,
-                int (*each)(void *ud, const struct kvg_exchange_rec *r), void *ud, const char **why,
-                uint64_t *scratch, const uint8_t **strs)
+                int (*each)(void *ud, const struct kvg_exchange_rec *r),
+                int (*load)(void *ud, struct kvg_str worker, uint32_t in_flight), void *ud,
+                const char **why, uint64_t *scratch, const uint8_t **strs)
 {
     struct reader rd = {data, data + len};
 #define BAD(msg)                                                                                   \
@@ -301,8 +363,9 @@ static int walk(const uint8_t *data, size_t len, struct kvg_exchange_head *h,
     } while (0)
     if (!need(&rd, HEAD_BYTES) || memcmp(data, "KVGX", 4)) BAD("not an exchange batch");
     uint8_t version = data[4];
-    if (version != 1 && version != 2) BAD("unknown version");
-    size_t rec_bytes = REC_BYTES + (version == 2 ? TEXT_LEN_BYTES : 0);
+    if (version < 1 || version > 3) BAD("unknown version");
+    int texts = version >= 2;
+    size_t rec_bytes = REC_BYTES + (texts ? TEXT_LEN_BYTES : 0);
     if (data[5]) BAD("reserved byte set");
     uint16_t nstr = kvg_get_le16(data + 6), from = kvg_get_le16(data + 24);
     uint32_t nrec = kvg_get_le32(data + 26);
@@ -325,17 +388,37 @@ static int walk(const uint8_t *data, size_t len, struct kvg_exchange_head *h,
                                         .seq = kvg_get_le64(data + 16),
                                         .from = fromv,
                                         .nrec = nrec};
-    /* Each record's least bytes (a block, or version 2's one byte of text)
-     * bound nrec before anything is walked. */
-    if (nrec > (size_t)(rd.end - rd.p) / (rec_bytes + (version == 2 ? 1 : 8)))
-        BAD("more records than bytes");
     int walked = 0;
+    if (version == 3) {
+        if (!need(&rd, NLOAD_BYTES)) BAD("truncated load section");
+        uint16_t nload = kvg_get_le16(rd.p);
+        rd.p += NLOAD_BYTES;
+        if (!need(&rd, (size_t)nload * LOAD_BYTES)) BAD("truncated load section");
+        for (uint16_t i = 0; i < nload; i++, rd.p += LOAD_BYTES) {
+            uint16_t wi = kvg_get_le16(rd.p);
+            uint32_t c = kvg_get_le32(rd.p + 2);
+            if (wi >= nstr) BAD("load's worker out of range");
+            if (c > KVG_EXCHANGE_MAX_INFLIGHT) BAD("load over the bound");
+            if (load) {
+                int rc = load(
+                    ud,
+                    (struct kvg_str){(const char *)strs[wi] + STR_BYTES, kvg_get_le16(strs[wi])},
+                    c);
+                if (rc) return rc;
+                walked++;
+            }
+        }
+    }
+    /* Each record's least bytes (a block, or one byte of text) bound nrec
+     * before anything is walked. */
+    if (nrec > (size_t)(rd.end - rd.p) / (rec_bytes + (texts ? 1 : 8)))
+        BAD("more records than bytes");
     for (uint32_t i = 0; i < nrec; i++) {
         if (!need(&rd, rec_bytes)) BAD("truncated record");
         uint16_t wi = kvg_get_le16(rd.p), mi = kvg_get_le16(rd.p + 2);
         uint32_t bs = kvg_get_le32(rd.p + 4), nt = kvg_get_le32(rd.p + 8),
                  nb = kvg_get_le32(rd.p + 12);
-        uint32_t tl = version == 2 ? kvg_get_le32(rd.p + REC_BYTES) : 0;
+        uint32_t tl = texts ? kvg_get_le32(rd.p + REC_BYTES) : 0;
         rd.p += rec_bytes;
         if (wi >= nstr) BAD("worker out of range");
         if (mi != KVG_EXCHANGE_NONE && mi >= nstr) BAD("model out of range");
@@ -345,7 +428,7 @@ static int walk(const uint8_t *data, size_t len, struct kvg_exchange_head *h,
         if (tl > KVG_EXCHANGE_MAX_TEXT) BAD("text too long");
         if (!need(&rd, (size_t)nb * 8)) BAD("truncated hashes");
         if (!need(&rd, (size_t)nb * 8 + tl)) BAD("truncated text");
-        if (each) {
+        if (each && !load) {
             struct kvg_exchange_rec r = {.block_size = bs, .ntokens = nt, .nblocks = nb};
             r.worker = (struct kvg_str){(const char *)strs[wi] + STR_BYTES, kvg_get_le16(strs[wi])};
             if (mi != KVG_EXCHANGE_NONE)
@@ -375,13 +458,25 @@ int kvg_exchange_decode(const void *data, size_t len, size_t max_bytes, struct k
         return KVG_ETOOBIG;
     }
     struct kvg_exchange_head head;
-    int rc = walk(data, len, &head, NULL, NULL, why, NULL, NULL);
+    int rc = walk(data, len, &head, NULL, NULL, NULL, why, NULL, NULL);
     if (h && rc >= 0) *h = head;
     if (rc < 0 || !each) return rc < 0 ? rc : (int)head.nrec;
     uint64_t *scratch = malloc(KVG_EXCHANGE_MAX_BLOCKS * sizeof *scratch);
     const uint8_t **strs = malloc(MAX_STRS * sizeof *strs);
-    rc = scratch && strs ? walk(data, len, NULL, each, ud, why, scratch, strs) : -ENOMEM;
+    rc = scratch && strs ? walk(data, len, NULL, each, NULL, ud, why, scratch, strs) : -ENOMEM;
     free(scratch);
+    free(strs);
+    return rc;
+}
+
+int kvg__exchange_walk_loads(const void *data, size_t len,
+                             int (*load)(void *ud, struct kvg_str worker, uint32_t in_flight),
+                             void *ud)
+{
+    const uint8_t **strs = malloc(MAX_STRS * sizeof *strs);
+    if (!strs) return -ENOMEM;
+    const char *why;
+    int rc = walk(data, len, NULL, NULL, load, ud, &why, NULL, strs);
     free(strs);
     return rc;
 }

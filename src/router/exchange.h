@@ -24,11 +24,25 @@
  * order. A replica that reads only version 1 refuses a version 2 batch
  * whole (400), which its sender counts as a failed call.
  *
+ * An outbox given a pool (kvg_exchange_set_loads) also sends, in every
+ * batch, the sender's in-flight count of each of the pool's workers
+ * (version 3): with N replicas behind a balancer each counts about 1/N of
+ * a worker's requests, and the engine's own gauges lag the picks of their
+ * last step or two (vLLM publishes them at a step's end), so a load guard
+ * read on either let 8 replicas of `prefix_hash` pile chat sessions onto
+ * one worker (p90 TTFT 4.17x one replica's, bench/results/fleet.md). The
+ * receiver keeps each sender's last counts (struct kvg_exchange_peers) and
+ * a worker's load becomes its own count plus the peers' (policy.h,
+ * kvg_policy_shared_load). A reader of versions 1 and 2 only refuses a
+ * version 3 batch whole, as version 2 was: such a replica routes without
+ * its newer peers' history until it is upgraded.
+ *
  * A batch on the wire (little-endian):
- *   "KVGX" u8 version (1 or 2) u8 0 u16 nstr u64 sender u64 seq u16 from u32 nrec
+ *   "KVGX" u8 version (1, 2 or 3) u8 0 u16 nstr u64 sender u64 seq u16 from u32 nrec
  *   nstr x (u16 len, len bytes: printable ASCII, 1..KVG_EXCHANGE_MAX_STR)
+ *   [version 3: u16 nload, nload x (u16 worker, u32 in_flight)]
  *   nrec x (u16 worker, u16 model, u32 block_size, u32 ntokens, u32 nblocks,
- *           [version 2: u32 text_len,] nblocks x u64 hash, [text_len bytes])
+ *           [version 2, 3: u32 text_len,] nblocks x u64 hash, [text_len bytes])
  * worker, model and from index the strings (model and from 0xffff: none);
  * sender is a random id of the sending process (a replica ignores its own
  * batches), seq counts its batches. A record holds the prompt's full blocks
@@ -36,7 +50,8 @@
  * (a longer prompt's first blocks, its ntokens cut to match), and
  * 1 <= nblocks unless it has text (a router that does not tokenize for its
  * policy sends the text alone); text_len <= KVG_EXCHANGE_MAX_TEXT, any
- * bytes. Anything else, trailing bytes included, refuses the whole batch. */
+ * bytes; a load's worker indexes the strings, in_flight <= KVG_EXCHANGE_MAX_INFLIGHT.
+ * Anything else, trailing bytes included, refuses the whole batch. */
 #ifndef KVG_ROUTER_EXCHANGE_H
 #define KVG_ROUTER_EXCHANGE_H
 
@@ -46,7 +61,9 @@
 #include "base/buf.h"
 #include "router/policy.h"
 
-#define KVG_EXCHANGE_VERSION 2 /* the highest this build writes and reads */
+#define KVG_EXCHANGE_VERSION 3 /* the highest this build writes and reads */
+/* A load's in-flight count at most: more is not a count kvgate keeps. */
+#define KVG_EXCHANGE_MAX_INFLIGHT 1000000u
 /* A record's text at most: 32k tokens at 4 characters a token. Past it
  * a peer's tree holds the prompt's first 128 KiB only. */
 #define KVG_EXCHANGE_MAX_TEXT (128u * 1024)
@@ -84,6 +101,11 @@ int kvg_exchange_publish(struct kvg_exchange *x, const char *worker, struct kvg_
 void kvg_exchange_on_pick(void *ud, struct kvg_worker *w, const struct kvg_policy *policy,
                           const struct kvg_route_ctx *ctx);
 
+/* Every batch from now on carries p's workers' in-flight counts (version 3);
+ * NULL: none (versions 1 and 2). p outlives x's flushes; its read lock is
+ * taken while a batch is encoded. */
+void kvg_exchange_set_loads(struct kvg_exchange *x, struct kvg_pool *p);
+
 /* Takes every queued record and encodes them as one batch, appended to out
  * (from: the sender's own address, or NULL); with none queued, a batch of
  * no records (a heartbeat). Returns the records encoded, or a negative code
@@ -117,6 +139,28 @@ struct kvg_exchange_rec {
 int kvg_exchange_decode(const void *data, size_t len, size_t max_bytes, struct kvg_exchange_head *h,
                         int (*each)(void *ud, const struct kvg_exchange_rec *r), void *ud,
                         const char **why);
+
+/* The peers' in-flight counts as last heard, one entry per sender (its
+ * random id), at most KVG_EXCHANGE_MAX_PEERS (past it the one heard longest
+ * ago goes). A sender not heard within ttl_ms is forgotten (a replica that
+ * died or is cut off stops counting), and with no sender left a worker's
+ * load is what it was before the exchange (the engine's sample). Each
+ * change writes every worker's peer_in_flight (worker.h): the sum of the
+ * live senders' counts of its URL. Thread-safe; *out is the caller's. */
+#define KVG_EXCHANGE_MAX_PEERS 64
+struct kvg_exchange_peers;
+int kvg_exchange_peers_new(uint64_t ttl_ms, struct kvg_exchange_peers **out);
+void kvg_exchange_peers_free(struct kvg_exchange_peers *t);
+/* The load section of a batch kvg_exchange_decode accepted (h its head),
+ * as its sender's counts from now on, into t and p's workers. Returns the
+ * counts read (0 for a batch of version 1 or 2, which says nothing of the
+ * sender's load and leaves its entry as it was), or a negative code. */
+int kvg_exchange_peers_apply(struct kvg_exchange_peers *t, struct kvg_pool *p,
+                             const struct kvg_exchange_head *h, const void *data, size_t len,
+                             uint64_t now_ms);
+/* Forgets the senders not heard within the ttl and writes p's workers
+ * again (also after p's workers change). Returns the senders left. */
+size_t kvg_exchange_peers_expire(struct kvg_exchange_peers *t, struct kvg_pool *p, uint64_t now_ms);
 
 /* Applies r to pool p as a pick of its worker would be remembered
  * (kvg_pool_place): policy is the one its model routes with (NULL: the

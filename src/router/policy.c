@@ -135,7 +135,16 @@ double kvg_policy_shared_load(struct kvg_worker *w, const struct kvg_route_ctx *
     /* One read of the sample: its counts and its peer_at must be the same
      * sample's, and this runs per candidate on the request path. */
     struct kvg_engine_load l = kvg_worker_load(w, ctx->now_ms, ctx->load_max_age_ms);
-    double own = kvg_policy_inflight(w), eng = engine_load_of(w, &l);
+    double own = kvg_policy_inflight(w);
+    if (atomic_load_explicit(&w->peer_view, memory_order_relaxed)) {
+        /* The fleet's own count: this router's and its peers' as last heard.
+         * The engine's sample only where it says more (requests from
+         * elsewhere): it lags the picks of its last step or two. */
+        double fleet = own + atomic_load_explicit(&w->peer_in_flight, memory_order_relaxed);
+        double eng = l.waiting >= 0 && l.running >= 0 ? l.waiting + l.running : -1;
+        return eng > fleet ? eng : fleet;
+    }
+    double eng = engine_load_of(w, &l);
     if (eng >= 0)
         eng += (uint32_t)(atomic_load_explicit(&w->peer_picks, memory_order_relaxed) - l.peer_at);
     return eng > own ? eng : own;

@@ -261,7 +261,12 @@ double kvg_policy_engine_load(struct kvg_worker *w, const struct kvg_route_ctx *
  * alike onto the worker the sample showed idlest until the next sample. A
  * pick made before the sample but heard after it counts twice until the
  * next one: skipping those (picks within an exchange period of the sample)
- * was worse (bench/results/fleet.md, 2026-12-07 (5)). */
+ * was worse (bench/results/fleet.md, 2026-12-07 (5)). While peers report
+ * their in-flight counts (exchange version 3, worker.h peer_view) it is
+ * this router's count plus theirs, or the engine's sample alone where that
+ * says more: vLLM's gauges miss the picks of a step or two before the
+ * sample, and on them 8 replicas of prefix_hash took 4.17x one replica's
+ * p90 on chat (bench/results/fleet.md, 2026-12-07 (9)). */
 double kvg_policy_shared_load(struct kvg_worker *w, const struct kvg_route_ctx *ctx);
 /* This router's in-flight count now plus the requests the engine ran or
  * queued at its last fresh sample beyond this router's own then (other

@@ -136,6 +136,12 @@ struct kvg_worker {
     /* Other replicas' picks of it heard through the exchange (router/exchange.h),
      * counted up only: load.peer_at marks those before the last sample. */
     _Atomic uint32_t peer_picks;
+    /* The other replicas' in-flight counts of it, summed over those heard
+     * within the exchange's ttl (router/exchange.h, kvg_exchange_peers);
+     * peer_view is 1 while at least one is: the load is then this router's
+     * count plus theirs (kvg_policy_shared_load). */
+    _Atomic uint32_t peer_in_flight;
+    _Atomic int peer_view;
     _Atomic uint64_t processed;
     _Atomic uint64_t cached_blocks; /* prefix blocks routed to where they were cached */
     _Atomic uint64_t active_prefill_tokens;

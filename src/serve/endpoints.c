@@ -191,6 +191,11 @@ cJSON *kvg_serve_workers_json(struct kvg_serve *sv)
         cJSON_AddBoolToObject(o, "draining", atomic_load(&w->draining));
         cJSON_AddNumberToObject(o, "share", atomic_load(&w->share_permille) / 1000.0);
         cJSON_AddNumberToObject(o, "in_flight", atomic_load(&w->in_flight));
+        /* The peer replicas' in-flight counts of it (null: none heard). */
+        if (atomic_load(&w->peer_view))
+            cJSON_AddNumberToObject(o, "peer_in_flight", atomic_load(&w->peer_in_flight));
+        else
+            cJSON_AddNullToObject(o, "peer_in_flight");
         cJSON_AddNumberToObject(o, "processed", (double)atomic_load(&w->processed));
         cJSON_AddNumberToObject(o, "cached_blocks", (double)atomic_load(&w->cached_blocks));
         cJSON_AddStringToObject(o, "circuit", cb_names[atomic_load(&w->cb_state) % 3]);

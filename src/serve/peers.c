@@ -7,6 +7,11 @@
  * its address is resolved again and a batch goes through, and meanwhile
  * this replica routes on what it has. With nothing to send a replica still
  * sends an empty batch every second, so that a peer's state is known.
+ * Every batch carries this replica's in-flight count of each worker
+ * (exchange version 3), and a batch goes whenever those changed: a peer's
+ * load guard reads them (router/exchange.h, kvg_exchange_peers). A peer not
+ * heard for three periods (2.5 s at least: the heartbeat's, with margin)
+ * is forgotten, its counts with it.
  *
  * The receiving side runs on the loop that got the request: the head check
  * takes the peer token (or an admin key, or loopback without keys, as the
@@ -23,6 +28,7 @@
  * its memory freed when the last list (or resolve) holding it lets go. */
 #include <errno.h>
 #include <openssl/crypto.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +38,7 @@
 #include <cjson/cJSON.h>
 
 #include "base/err.h"
+#include "base/hash.h"
 #include "base/holder.h"
 #include "base/log.h"
 #include "metrics/metrics.h"
@@ -90,7 +97,10 @@ struct peer_list {
 
 struct kvg_serve_peers {
     struct kvg_serve *sv;
-    struct kvg_exchange *x; /* the outbox */
+    struct kvg_exchange *x;           /* the outbox */
+    struct kvg_exchange_peers *heard; /* the peers' in-flight counts (owned) */
+    uint64_t loads_sig;               /* main loop: the counts of the last batch sent */
+    _Atomic size_t heard_n;           /* the peers heard within the ttl, at the last tick */
     uint64_t sender, seq, last_send_ms;
     char self[512];
     uv_loop_t *loop;
@@ -261,14 +271,32 @@ static void resolved(void *ud, int status, const struct kvg_http_target *t)
     peer_unref(p);
 }
 
+/* A hash of the pool's in-flight counts: a batch goes when they changed. */
+static uint64_t loads_sig(struct kvg_pool *p)
+{
+    uint64_t h = KVG_HASH_FNV1A64_SEED;
+    pthread_rwlock_rdlock(&p->lock);
+    for (size_t i = 0; i < p->n; i++) {
+        uint32_t c = atomic_load_explicit(&p->w[i]->in_flight, memory_order_relaxed);
+        uintptr_t w = (uintptr_t)p->w[i];
+        h = kvg_hash_fnv1a64(h, &w, sizeof w);
+        h = kvg_hash_fnv1a64(h, &c, sizeof c);
+    }
+    pthread_rwlock_unlock(&p->lock);
+    return h;
+}
+
 /* The timer: this period's batch to every peer that can take it. */
 static void tick(uv_timer_t *t)
 {
     struct kvg_serve_peers *ps = t->data;
     uint64_t now = kvg_now_ms();
+    atomic_store(&ps->heard_n, kvg_exchange_peers_expire(ps->heard, &ps->sv->pool, now));
     struct kvg_exchange_stats st;
     kvg_exchange_stats(ps->x, &st);
-    if (!st.queued && now - ps->last_send_ms < HEARTBEAT_MS) return;
+    uint64_t sig = loads_sig(&ps->sv->pool);
+    if (!st.queued && sig == ps->loads_sig && now - ps->last_send_ms < HEARTBEAT_MS) return;
+    ps->loads_sig = sig;
     struct batch *b = calloc(1, sizeof *b);
     if (!b) return;
     b->refs = 1;
@@ -475,7 +503,10 @@ int kvg__serve_peers_init(struct kvg_serve *sv, char *err, size_t errlen)
     ps->sv = sv;
     kvg_holder_init(&ps->list, NULL, list_ref, list_unref);
     int rc = kvg_exchange_new(c->peer_batch_bytes, &ps->x);
+    uint64_t ttl = 3 * (uint64_t)c->exchange_ms > 2500 ? 3 * (uint64_t)c->exchange_ms : 2500;
+    if (!rc) rc = kvg_exchange_peers_new(ttl, &ps->heard);
     if (rc) return kvg_err_set(err, errlen, rc, "peers: %s", kvg_strerror(rc));
+    kvg_exchange_set_loads(ps->x, &sv->pool);
     struct kvg_rng r;
     kvg_rng_seed(&r, kvg_now_ns() ^ ((uint64_t)getpid() << 32));
     ps->sender = kvg_rng_next(&r);
@@ -541,6 +572,7 @@ void kvg__serve_peers_free(struct kvg_serve *sv)
     kvg_strlist_free(&ps->given);
     kvg_strlist_free(&ps->found);
     kvg_exchange_free(ps->x);
+    kvg_exchange_peers_free(ps->heard);
     free(ps);
     sv->peers = NULL;
 }
@@ -560,6 +592,8 @@ void kvg__serve_peers_json(struct kvg_serve *sv, struct cJSON *root)
     cJSON_AddNumberToObject(o, "refused_batches", (double)atomic_load(&ps->refused));
     cJSON_AddNumberToObject(o, "unknown_worker_records", (double)atomic_load(&ps->unknown_workers));
     cJSON_AddNumberToObject(o, "records_from_others", (double)atomic_load(&ps->from_others));
+    /* 0: this replica routes on its own counts and the engines' alone. */
+    cJSON_AddNumberToObject(o, "peers_heard", (double)atomic_load(&ps->heard_n));
     cJSON *arr = cJSON_AddArrayToObject(root, "peers");
     uint64_t now = kvg_now_ms();
     struct peer_list *l = kvg_holder_acquire(&ps->list);
@@ -690,6 +724,9 @@ void kvg__serve_peers_receive(struct kvg_serve *sv, struct kvg_http_req *req)
     rc = kvg_exchange_decode(req->body.data, req->body.len, sv->cfg.peer_batch_bytes, NULL,
                              apply_one, &x, &why);
     kvg_catalog_unref(x.cat);
+    if (rc >= 0)
+        rc = kvg_exchange_peers_apply(ps->heard, &sv->pool, &h, req->body.data, req->body.len,
+                                      x.now);
     if (rc < 0) {
         kvg_http_res_error(req, 500, NULL, NULL, kvg_strerror(rc), NULL, 0);
         return;

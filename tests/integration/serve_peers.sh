@@ -10,12 +10,17 @@
 # A's list is its --config file's peers:, which a SIGHUP re-reads: a peer
 # that stays keeps its state and counts, removed ones leave /workers and
 # /metrics, a new one is listed, and a bad list is refused with its
-# file:line and the old one kept. cache_aware replicas exchange the
+# file:line and the old one kept. Each batch carries the sender's
+# in-flight count per worker: a stream in flight on A shows in B's
+# /workers as the worker's peer_in_flight until it ends, and a killed
+# peer stops counting (peers_heard). cache_aware replicas exchange the
 # prompts' text, their history; manual replicas a routing key's worker.
 . "$(dirname "$0")/lib.sh"
 
 S1=$(free_port); S2=$(free_port); S3=$(free_port)
-for s in $S1 $S2 $S3; do start_sim "$s" --model m --speed 50 || exit 1; done
+# Sleep mode (as vLLM's dev endpoints) lets a request wait in flight at will.
+export VLLM_SERVER_DEV_MODE=1
+for s in $S1 $S2 $S3; do start_sim "$s" --model m --speed 50 --enable-sleep-mode || exit 1; done
 PA=$(free_port); PB=$(free_port); PC=$(free_port); PH=$(free_port)
 A=http://127.0.0.1:$PA B=http://127.0.0.1:$PB C=http://127.0.0.1:$PC H=http://127.0.0.1:$PH
 TOKEN=peer-secret-$$
@@ -98,6 +103,35 @@ for n in 1 2 3; do
   check "B's request $n goes to A's worker" [ "$(worker_of "$B" "$n")" = "${WA[$n]}" ]
 done
 check "A sees B and C up" wait_peer "$A" "$B" state "v == 'up'"
+
+# In-flight counts: a request waiting on A is counted on B's view of its
+# worker (the engines asleep: their schedulers paused, it waits there).
+wait_json() { # wait_json GW PYTHON_TEST (on j, /workers), bounded
+  local i
+  for i in $(seq 1 "$(scaled 100)"); do
+    curl -s -m 2 "$1/workers" >"$TMP/wj.json" 2>/dev/null &&
+      json_get "$TMP/wj.json" "1 if ($2) else exit(1)" >/dev/null 2>&1 && return 0
+    sleep 0.1
+  done
+  echo "$1/workers: not ($2): $(cat "$TMP/wj.json")" >&2
+  return 1
+}
+check "B hears A and C (peers_heard 2)" wait_json "$B" "j['peers_exchange']['peers_heard'] == 2"
+check "B's view of A's in-flight counts starts at 0" \
+  wait_json "$B" "all(w['peer_in_flight'] == 0 for w in j['workers'])"
+for s in $S1 $S2 $S3; do curl -s -m 5 -o /dev/null -X POST "http://127.0.0.1:$s/sleep?level=1"; done
+curl -s -m 60 -o "$TMP/long.json" -w '%{http_code}' "$A/v1/chat/completions" \
+  -d '{"model":"m","max_tokens":4,"messages":[{"role":"user","content":"a waiting one"}]}' \
+  >"$TMP/long.code" &
+LONG=$!
+PIDS+=($LONG)
+check "a request in flight on A counts 1 on B's view of its worker" \
+  wait_json "$B" "sum(w['peer_in_flight'] for w in j['workers']) == 1 and sum(w['in_flight'] for w in j['workers']) == 0"
+for s in $S1 $S2 $S3; do curl -s -m 10 -o /dev/null -X POST "http://127.0.0.1:$s/wake_up"; done
+wait "$LONG" 2>/dev/null
+check "the waiting request was answered once the engines woke" [ "$(cat "$TMP/long.code")" = 200 ]
+check "its end on A is heard on B" \
+  wait_json "$B" "all(w['peer_in_flight'] == 0 for w in j['workers'])"
 check "A sees C up" [ "$(peer_field "$A" "$C" state)" = up ]
 check "A's own entry answers (its batches to itself are ignored)" \
   [ "$(peer_field "$A" "$A" state)" = up ]
@@ -135,6 +169,8 @@ kill -TERM "$SERVE_PID"
 wait "$SERVE_PID" 2>/dev/null
 worker_of "$A" 5 >/dev/null # a pick to send
 check "killed C goes down on A" wait_peer "$A" "$C" state "v == 'down'"
+check "killed C stops counting on B after the ttl (peers_heard 1)" \
+  wait_json "$B" "j['peers_exchange']['peers_heard'] == 1"
 check "A serves with C gone" [ -n "$(worker_of "$A" 6)" ]
 check "B serves with C gone" [ -n "$(worker_of "$B" 6)" ]
 replica "$PC" || exit 1
