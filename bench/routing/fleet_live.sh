@@ -28,7 +28,8 @@
 # SPEED (default 4: engines run 4x real time, times are engine time), SEED
 # (default 1: the workload's and the engines'),
 # WORKLOADS="llmd chat", KV="events none", MODES="one one3 three kill killnr",
-# OUT=... narrow or move it; KEEP=1 keeps the logs and scrapes;
+# OUT=... narrow or move it; POLICY (default prefix_affinity) the
+# gateways' --policy; KEEP=1 keeps the logs and scrapes;
 # KVG_BIN=path and HAPROXY=path override the binaries. About 12 minutes on 2 cores.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -37,6 +38,8 @@ BIN=${KVG_BIN:-build/release/kvgate}
 OUT=${OUT:-bench/results/fleet-live.json}
 SPEED=${SPEED:-4}
 SEED=${SEED:-1}
+POLICY=${POLICY:-prefix_affinity}
+export POLICY # recorded in each row (fleet_live_table.py)
 HAPROXY=${HAPROXY:-$(command -v haproxy || echo /usr/sbin/haproxy)}
 if [ ! -x "$HAPROXY" ]; then
   echo "bench/routing/fleet_live.sh: skipped: haproxy is not installed (the balancer in front of the replicas)" >&2
@@ -117,7 +120,7 @@ start_gateways() { # N KV(events|none) HAPROXY_RETRIES THREADS
     for i in "${ports[@]}"; do peers+="${peers:+,}http://127.0.0.1:$i"; done
   fi
   for i in "${ports[@]}"; do
-    local args=(serve --host 127.0.0.1 --port "$i" --threads "$threads" --policy prefix_affinity
+    local args=(serve --host 127.0.0.1 --port "$i" --threads "$threads" --policy "$POLICY"
       --block-size "$BLOCK" --load-monitor-interval-ms "$SCRAPE_MS" --health-check-interval-secs 1
       --no-access-log --log-level warn --worker-urls "${SIMS[@]}")
     [ "$kv" = events ] && args+=(--kv-events-endpoints "${EVS[@]}")

@@ -71,7 +71,8 @@ def collect(d, out, speed):
         base = os.path.join(d, tag)
         m0, m1 = counters(base + ".m0"), counters(base + ".m1")
         ha = haproxy(base + ".m1.ha")
-        r = {"workload": wl, "kv_events": kv == "events",
+        r = {"workload": wl, "policy": os.environ.get("POLICY", "prefix_affinity"),
+             "kv_events": kv == "events",
              "replicas": 1 if mode.startswith("one") else 3, "threads": 3 if mode == "one3" else 1,
              "killed": mode.startswith("kill"), "haproxy_retries": 0 if mode == "killnr" else 3,
              "speed": float(speed),
