@@ -3,7 +3,10 @@
  * hash, and the sums written into the pool's workers after every change.
  * The sums are written whole, from the live entries, rather than moved by
  * deltas: a worker that left and came back, a sender forgotten, a hostile
- * sender's counts all come out right at the next write. */
+ * sender's counts all come out right at the next write. A write costs
+ * workers x senders lookups (log of a sender's counts each): at 64 engines
+ * and 16 replicas about 6,000 per batch received; a fleet near the pool's
+ * 1,024 workers and the 64 senders would want the sums kept by delta. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
