@@ -29,7 +29,8 @@
 # (default 1: the workload's and the engines'),
 # WORKLOADS="llmd chat", KV="events none", MODES="one one3 three kill killnr",
 # OUT=... narrow or move it; POLICY (default prefix_affinity) the
-# gateways' --policy; KEEP=1 keeps the logs and scrapes;
+# gateways' --policy; EXCH_MS (default 100 ms of engine time) their
+# --exchange-ms; KEEP=1 keeps the logs and scrapes;
 # KVG_BIN=path and HAPROXY=path override the binaries. About 12 minutes on 2 cores.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -92,7 +93,8 @@ STAGE_S[chat]=30
 PROFILE=qwen3-32b-h100-tp2-roofline
 BLOCK=64
 SCRAPE_MS=$(python3 -c "print(max(10, int(100 / $SPEED)))") # 100 ms of engine time
-EXCH_MS=$SCRAPE_MS
+EXCH_MS=${EXCH_MS:-$SCRAPE_MS} # the replicas' --exchange-ms (wall time)
+export EXCH_MS                  # recorded in each row (fleet_live_table.py)
 
 SIMS=() EVS=() SIM_PIDS=()
 start_sims() {
@@ -198,6 +200,14 @@ run_one() { # WORKLOAD KV MODE(one|one3|three|kill|killnr)
   wait "$bench" || { echo "fleet_live: $tag: the bench failed:" >&2; tail -5 "$W/$tag.bench.log" >&2; }
   scrape "$W/$tag.m1"
   echo "$(cat /proc/loadavg | cut -d' ' -f1)" >"$W/$tag.load"
+  # The gateways' CPU seconds over the run (utime + stime; a killed one's
+  # are gone): what the replicas and their exchange cost.
+  local p cpu=0
+  for p in "${GW_PIDS[@]}"; do
+    [ -r "/proc/$p/stat" ] || continue
+    cpu=$((cpu + $(awk '{print $14 + $15}' "/proc/$p/stat")))
+  done
+  python3 -c "import os; print($cpu / os.sysconf('SC_CLK_TCK'))" >"$W/$tag.cpu"
   stop "$HA_PID" "${GW_PIDS[@]}" "${SIM_PIDS[@]}"
   PIDS=()
 }

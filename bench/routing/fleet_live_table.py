@@ -75,7 +75,9 @@ def collect(d, out, speed):
              "kv_events": kv == "events",
              "replicas": 1 if mode.startswith("one") else 3, "threads": 3 if mode == "one3" else 1,
              "killed": mode.startswith("kill"), "haproxy_retries": 0 if mode == "killnr" else 3,
-             "speed": float(speed),
+             "speed": float(speed), "exchange_ms": int(os.environ.get("EXCH_MS", 0)) or None,
+             "gateway_cpu_s": (float(open(base + ".cpu").read())
+                               if os.path.exists(base + ".cpu") else None),
              "load_average": float(open(base + ".load").read()),
              "bench": {k: v for k, v in j.items() if k != "seeds"}}
         r.update(window(m0, m1))
