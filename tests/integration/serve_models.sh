@@ -220,9 +220,11 @@ check "kvgate_model_fallbacks_total by model, fallback and reason (m3: the uploa
 # m2 (the tiny profile's steps make them last).
 S6=$(free_port)
 start_sim "$S6" --model m5 --profile instant || exit 1
-stream() { # MODEL OUT: a stream of 400 tokens (over a second with the tiny profile)
+# The streams must outlast the reload and the checks below, under ASan on a
+# shared machine too: at 400 tokens (1.6 s) one ended first in a CI run.
+stream() { # MODEL OUT: a stream of 1500 tokens (about 6 s with the tiny profile)
   curl -s -N -m 60 "$G/v1/chat/completions" -o "$2" \
-    -d "{\"model\":\"$1\",\"stream\":true,\"ignore_eos\":true,\"max_tokens\":400,\"stream_options\":{\"include_usage\":true},\"messages\":[{\"role\":\"user\",\"content\":\"go on\"}]}"
+    -d "{\"model\":\"$1\",\"stream\":true,\"ignore_eos\":true,\"max_tokens\":1500,\"stream_options\":{\"include_usage\":true},\"messages\":[{\"role\":\"user\",\"content\":\"go on\"}]}"
 }
 : >"$TMP/s1.txt"; : >"$TMP/s2.txt"
 stream m2 "$TMP/s1.txt" & SP1=$!
@@ -255,8 +257,8 @@ wait "$SP1" "$SP2"
 check "  ... once they ended, m2 holds none" [ "$(m2_limits)" = "2 None 0 0" ]
 check "  ... and serves again itself" [ "$(chat m2; json_get "$TMP/out" "j['model']")" = 200m2 ]
 for f in 1 2; do
-  check "  ... stream $f in flight ends intact (400 tokens, [DONE])" sh -c "
-    grep -q '\"completion_tokens\":400' '$TMP/s$f.txt' && tail -c 20 '$TMP/s$f.txt' | grep -q 'data: \[DONE\]'"
+  check "  ... stream $f in flight ends intact (1500 tokens, [DONE])" sh -c "
+    grep -q '\"completion_tokens\":1500' '$TMP/s$f.txt' && tail -c 20 '$TMP/s$f.txt' | grep -q 'data: \[DONE\]'"
 done
 check "  ... the new model m5 serves" [ "$(chat m5; json_get "$TMP/out" "j['model']")" = 200m5 ]
 check "  ... the removed m4 is a 404" [ "$(chat m4)" = 404 ]
