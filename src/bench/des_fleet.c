@@ -49,6 +49,8 @@ int kvg__bench_fleet_init(struct des_fleet *f, const struct kvg_bench_des_opts *
     for (size_t i = 0; i < (size_t)f->nrouters * neng; i++) f->last_pick[i] = -INFINITY;
     if (f->nrouters > 1 && o->exchange_ms) {
         f->exchange_s = o->exchange_ms / 1000.0;
+        /* A peer forgotten as serve forgets one; offline no router dies. */
+        f->heard_ttl_ms = kvg_exchange_peers_ttl_ms(o->exchange_ms);
         f->x = calloc(f->nrouters, sizeof *f->x);
         f->pools = calloc(f->nrouters, sizeof *f->pools);
         f->heard = calloc(f->nrouters, sizeof *f->heard);
@@ -61,21 +63,13 @@ int kvg__bench_fleet_init(struct des_fleet *f, const struct kvg_bench_des_opts *
     return 0;
 }
 
-/* A sender's counts are forgotten as serve forgets them (src/serve/peers.c):
- * after three periods or 2.5 s, whichever is longer; offline none dies. */
-static uint64_t peers_ttl_ms(const struct des_fleet *f)
-{
-    double ms = 3 * f->exchange_s * 1000;
-    return ms > 2500 ? (uint64_t)ms : 2500;
-}
-
 int kvg__bench_fleet_attach(struct des_fleet *f, uint32_t r, struct kvg_pool *p)
 {
     if (!f->x || r >= f->nrouters) return 0;
     /* A batch the size serve sends at most: what one router routes in a
      * period fits unless its prompts are huge (the oldest go then, as live). */
     int rc = kvg_exchange_new(0, &f->x[r]);
-    if (!rc) rc = kvg_exchange_peers_new(peers_ttl_ms(f), &f->heard[r]);
+    if (!rc) rc = kvg_exchange_peers_new(f->heard_ttl_ms, &f->heard[r]);
     if (rc) return rc;
     kvg_exchange_set_loads(f->x[r], p);
     f->pools[r] = p;

@@ -53,6 +53,7 @@ struct des_fleet {
     struct kvg_exchange **x;
     struct kvg_pool **pools;
     struct kvg_exchange_peers **heard;
+    uint64_t heard_ttl_ms;
     struct kvg_buf batch;
     uint64_t xseq, xapplied, xunknown;
 };

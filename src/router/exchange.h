@@ -150,6 +150,10 @@ int kvg_exchange_decode(const void *data, size_t len, size_t max_bytes, struct k
 #define KVG_EXCHANGE_MAX_PEERS 64
 struct kvg_exchange_peers;
 int kvg_exchange_peers_new(uint64_t ttl_ms, struct kvg_exchange_peers **out);
+/* The ttl for a batch period: three periods, 2.5 s at least (a quiet
+ * replica sends a heartbeat every second). serve and the offline fleet
+ * both forget a peer by it. */
+uint64_t kvg_exchange_peers_ttl_ms(uint32_t exchange_ms);
 void kvg_exchange_peers_free(struct kvg_exchange_peers *t);
 /* The load section of a batch kvg_exchange_decode accepted (h its head),
  * as its sender's counts from now on, into t and p's workers. Returns the

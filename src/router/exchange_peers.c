@@ -48,6 +48,12 @@ int kvg_exchange_peers_new(uint64_t ttl_ms, struct kvg_exchange_peers **out)
     return 0;
 }
 
+uint64_t kvg_exchange_peers_ttl_ms(uint32_t exchange_ms)
+{
+    uint64_t ms = 3 * (uint64_t)exchange_ms;
+    return ms > 2500 ? ms : 2500;
+}
+
 void kvg_exchange_peers_free(struct kvg_exchange_peers *t)
 {
     if (!t) return;

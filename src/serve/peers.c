@@ -503,8 +503,7 @@ int kvg__serve_peers_init(struct kvg_serve *sv, char *err, size_t errlen)
     ps->sv = sv;
     kvg_holder_init(&ps->list, NULL, list_ref, list_unref);
     int rc = kvg_exchange_new(c->peer_batch_bytes, &ps->x);
-    uint64_t ttl = 3 * (uint64_t)c->exchange_ms > 2500 ? 3 * (uint64_t)c->exchange_ms : 2500;
-    if (!rc) rc = kvg_exchange_peers_new(ttl, &ps->heard);
+    if (!rc) rc = kvg_exchange_peers_new(kvg_exchange_peers_ttl_ms(c->exchange_ms), &ps->heard);
     if (rc) return kvg_err_set(err, errlen, rc, "peers: %s", kvg_strerror(rc));
     kvg_exchange_set_loads(ps->x, &sv->pool);
     struct kvg_rng r;

@@ -320,6 +320,50 @@ TEST(a_malformed_load_section_refuses_the_batch_whole)
     kvg_pool_destroy(&a);
 }
 
+/* A hostile or odd sender: its load section names URL_A twice (taken at
+ * the larger) and a worker this replica does not have (counted nowhere). */
+TEST(a_duplicate_or_unknown_worker_in_the_counts)
+{
+    static const char *strs[] = {URL_A, "http://127.0.0.1:9499"};
+    uint8_t b[256];
+    size_t n = 0;
+    memcpy(b, "KVGX", 4);
+    b[4] = 3;
+    b[5] = 0;
+    kvg_put_le16(b + 6, 2);
+    kvg_put_le64(b + 8, 77);
+    kvg_put_le64(b + 16, 1);
+    kvg_put_le16(b + 24, KVG_EXCHANGE_NONE);
+    kvg_put_le32(b + 26, 0);
+    n = 30;
+    for (int i = 0; i < 2; i++) {
+        size_t l = strlen(strs[i]);
+        kvg_put_le16(b + n, (uint16_t)l);
+        memcpy(b + n + 2, strs[i], l);
+        n += 2 + l;
+    }
+    const uint16_t wi[3] = {0, 0, 1};
+    const uint32_t c[3] = {2, 5, 9};
+    kvg_put_le16(b + n, 3);
+    n += 2;
+    for (int i = 0; i < 3; i++, n += 6) {
+        kvg_put_le16(b + n, wi[i]);
+        kvg_put_le32(b + n + 2, c[i]);
+    }
+    struct kvg_pool p;
+    pool_of(&p);
+    struct kvg_exchange_head h;
+    const char *why;
+    CHECK_INT(kvg_exchange_decode(b, n, n, &h, NULL, NULL, &why), 0);
+    struct kvg_exchange_peers *t;
+    CHECK_INT(kvg_exchange_peers_new(300, &t), 0);
+    CHECK_INT(kvg_exchange_peers_apply(t, &p, &h, b, n, 1000), 3);
+    CHECK_INT(peer_count(&p, URL_A), 5);
+    CHECK_INT(peer_count(&p, URL_B), 0);
+    kvg_exchange_peers_free(t);
+    kvg_pool_destroy(&p);
+}
+
 /* prefix_hash's guard on the peers' counts: the prompt's ring worker is
  * left once the peers' requests there pass its share, which neither this
  * router's own count nor an engine sample a step late would show. */
