@@ -23,7 +23,6 @@
 #include <string.h>
 
 #include "base/err.h"
-#include "base/hash.h"
 #include "base/json.h"
 #include "base/log.h"
 #include "gateway/keys.h"
@@ -227,9 +226,7 @@ const struct kvg_buf *kvg__proxy_forward_body(struct proxy_req *pr)
 static int worker_filter(void *ud, struct kvg_worker *w)
 {
     struct proxy_req *pr = ud;
-    if (pr->stored_worker &&
-        kvg_hash_fnv1a64_str(KVG_HASH_FNV1A64_SEED, w->url) != pr->stored_worker)
-        return 0;
+    if (pr->stored_worker && w->url_hash != pr->stored_worker) return 0;
     if (!kvg__proxy_catalog_has(pr, w)) return 0;
     return kvg_gate_worker_filter(&pr->gate, w);
 }

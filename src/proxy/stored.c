@@ -125,7 +125,7 @@ static int in_pool(struct kvg_pool *pool, uint64_t worker)
     size_t n = kvg_pool_snapshot(pool, ws, KVG_POOL_MAX_WORKERS);
     int found = 0;
     for (size_t i = 0; i < n; i++) {
-        if (kvg_hash_fnv1a64_str(KVG_HASH_FNV1A64_SEED, ws[i]->url) == worker) found = 1;
+        if (ws[i]->url_hash == worker) found = 1;
         kvg_worker_unref(ws[i]);
     }
     return found;
@@ -238,8 +238,7 @@ static void probe_done(void *ud, int err)
     struct kvg__stored_lookup *lk = p->lk;
     p->call = NULL;
     lk->inflight--;
-    if (!err && !lk->found && holds(p, stored_id(lk->pr)))
-        lk->found = kvg_hash_fnv1a64_str(KVG_HASH_FNV1A64_SEED, p->w->url);
+    if (!err && !lk->found && holds(p, stored_id(lk->pr))) lk->found = p->w->url_hash;
     if (!lk->found) probe_start(lk, p);
     if (lk->found || !lk->inflight) lookup_end(lk); /* frees lk: the other calls cancelled */
 }

@@ -9,6 +9,7 @@
 
 #include "base/bytes.h"
 #include "base/err.h"
+#include "base/hash.h"
 #include "router/exchange_int.h"
 #include "router/pool.h"
 
@@ -176,15 +177,47 @@ void kvg_exchange_set_loads(struct kvg_exchange *x, struct kvg_pool *p)
     pthread_mutex_unlock(&x->mu);
 }
 
-/* The index of s in the batch's string table, added if new; -1 when full. */
-static int str_index(const char **strs, uint16_t *lens, size_t *n, const char *s, size_t len)
+/* A batch's string table: its strings in order and an open-addressed set
+ * of their indexes (slot: index + 1, 0 empty), so that naming 1,024
+ * workers is not a million comparisons (a linear search cost a batch
+ * 0.7-1.5 ms at 1,024 workers: bench/router/exchange_peers.c). */
+#define STR_SLOTS (2 * MAX_STRS)
+_Static_assert((STR_SLOTS & (STR_SLOTS - 1)) == 0, "STR_SLOTS is a power of two");
+struct strtab {
+    const char **strs;
+    uint16_t *lens, *slot;
+    size_t n;
+};
+
+static size_t str_slot(const struct strtab *t, const char *s, size_t len)
 {
-    for (size_t i = 0; i < *n; i++)
-        if (lens[i] == len && !memcmp(strs[i], s, len)) return (int)i;
-    if (*n >= MAX_STRS) return -1;
-    strs[*n] = s;
-    lens[*n] = (uint16_t)len;
-    return (int)(*n)++;
+    size_t i = (size_t)kvg_hash_fnv1a64(KVG_HASH_FNV1A64_SEED, s, len) & (STR_SLOTS - 1);
+    for (;; i = (i + 1) & (STR_SLOTS - 1)) {
+        uint16_t e = t->slot[i];
+        if (!e || (t->lens[e - 1] == len && !memcmp(t->strs[e - 1], s, len))) return i;
+    }
+}
+
+/* The index of s in the table, added if new; -1 when full. */
+static int str_index(struct strtab *t, const char *s, size_t len)
+{
+    size_t i = str_slot(t, s, len);
+    if (t->slot[i]) return t->slot[i] - 1;
+    if (t->n >= MAX_STRS) return -1;
+    t->strs[t->n] = s;
+    t->lens[t->n] = (uint16_t)len;
+    t->slot[i] = (uint16_t)(t->n + 1);
+    return (int)t->n++;
+}
+
+/* Takes back the strings added since the table held n: the newest, so no
+ * older string's probe passes their slots. */
+static void str_truncate(struct strtab *t, size_t n)
+{
+    while (t->n > n) {
+        t->n--;
+        t->slot[str_slot(t, t->strs[t->n], t->lens[t->n])] = 0;
+    }
 }
 
 int kvg_exchange_flush(struct kvg_exchange *x, uint64_t sender, uint64_t seq, const char *from,
@@ -197,33 +230,32 @@ int kvg_exchange_flush(struct kvg_exchange *x, uint64_t sender, uint64_t seq, co
     x->head = x->tail = NULL;
     x->n = x->bytes = 0;
     pthread_mutex_unlock(&x->mu);
-    const char **strs = malloc(MAX_STRS * sizeof *strs);
-    uint16_t *lens = malloc(MAX_STRS * sizeof *lens);
+    struct strtab st = {malloc(MAX_STRS * sizeof *st.strs), malloc(MAX_STRS * sizeof *st.lens),
+                        calloc(STR_SLOTS, sizeof *st.slot), 0};
     uint16_t *idx = malloc((2 * n + 1) * sizeof *idx);
     /* The load section's (string index, count) pairs: the pool's workers'
      * URLs stay in the string table's views, so its read lock is held until
      * the batch is written. */
     uint16_t *lidx = lp ? malloc(KVG_POOL_MAX_WORKERS * sizeof *lidx) : NULL;
     uint32_t *lval = lp ? malloc(KVG_POOL_MAX_WORKERS * sizeof *lval) : NULL;
-    int rc = strs && lens && idx && (!lp || (lidx && lval)) ? 0 : -ENOMEM;
-    size_t nstr = 0, size = HEAD_BYTES, nrec = 0, nload = 0;
+    int rc = st.strs && st.lens && st.slot && idx && (!lp || (lidx && lval)) ? 0 : -ENOMEM;
+    size_t size = HEAD_BYTES, nrec = 0, nload = 0;
     int fidx = -1, v2 = 0, v3 = lp != NULL;
     for (struct rec *r = list; r; r = r->next) v2 |= r->tlen > 0;
     size_t rec_bytes = REC_BYTES + (v2 || v3 ? TEXT_LEN_BYTES : 0);
-    if (!rc && from && printable(from, strlen(from)))
-        fidx = str_index(strs, lens, &nstr, from, strlen(from));
+    if (!rc && from && printable(from, strlen(from))) fidx = str_index(&st, from, strlen(from));
     /* The counts take at most half the batch (their URLs included), as a
      * text does; the workers past it go unreported this time. */
     size_t lbytes = v3 ? NLOAD_BYTES : 0;
     if (lp) pthread_rwlock_rdlock(&lp->lock);
     for (size_t i = 0; !rc && lp && i < lp->n; i++) {
         const struct kvg_worker *w = lp->w[i];
-        size_t ul = strlen(w->url), before = nstr;
-        int wi = printable(w->url, ul) ? str_index(strs, lens, &nstr, w->url, ul) : -1;
+        size_t ul = strlen(w->url), before = st.n;
+        int wi = printable(w->url, ul) ? str_index(&st, w->url, ul) : -1;
         if (wi < 0) continue;
-        size_t add = LOAD_BYTES + (nstr > before ? STR_BYTES + ul : 0);
+        size_t add = LOAD_BYTES + (st.n > before ? STR_BYTES + ul : 0);
         if (HEAD_BYTES + lbytes + add > max_bytes / 2) {
-            nstr = before;
+            str_truncate(&st, before);
             break;
         }
         lbytes += add;
@@ -248,11 +280,11 @@ int kvg_exchange_flush(struct kvg_exchange *x, uint64_t sender, uint64_t seq, co
             idx[2 * nrec++] = KVG_EXCHANGE_NONE;
             continue;
         }
-        size_t before = nstr;
-        int wi = str_index(strs, lens, &nstr, r->worker, r->wlen);
-        int mi = r->mlen ? str_index(strs, lens, &nstr, r->model, r->mlen) : (int)KVG_EXCHANGE_NONE;
+        size_t before = st.n;
+        int wi = str_index(&st, r->worker, r->wlen);
+        int mi = r->mlen ? str_index(&st, r->model, r->mlen) : (int)KVG_EXCHANGE_NONE;
         if (wi < 0 || mi < 0) {
-            nstr = before;
+            str_truncate(&st, before);
             idx[2 * nrec] = KVG_EXCHANGE_NONE; /* marks it left out */
         } else {
             idx[2 * nrec] = (uint16_t)wi;
@@ -261,7 +293,7 @@ int kvg_exchange_flush(struct kvg_exchange *x, uint64_t sender, uint64_t seq, co
         }
         nrec++;
     }
-    for (size_t i = 0; !rc && i < nstr; i++) size += STR_BYTES + lens[i];
+    for (size_t i = 0; !rc && i < st.n; i++) size += STR_BYTES + st.lens[i];
     size_t start = out->len;
     if (!rc) rc = kvg_buf_reserve(out, size);
     size_t kept = 0;
@@ -270,16 +302,16 @@ int kvg_exchange_flush(struct kvg_exchange *x, uint64_t sender, uint64_t seq, co
         memcpy(p, "KVGX", 4);
         p[4] = v3 ? 3 : v2 ? 2 : 1;
         p[5] = 0;
-        kvg_put_le16(p + 6, (uint16_t)nstr);
+        kvg_put_le16(p + 6, (uint16_t)st.n);
         kvg_put_le64(p + 8, sender);
         kvg_put_le64(p + 16, seq);
         kvg_put_le16(p + 24, fidx < 0 ? KVG_EXCHANGE_NONE : (uint16_t)fidx);
         uint8_t *nrec_at = p + 26;
         p += HEAD_BYTES;
-        for (size_t i = 0; i < nstr; i++) {
-            kvg_put_le16(p, lens[i]);
-            memcpy(p + 2, strs[i], lens[i]);
-            p += STR_BYTES + lens[i];
+        for (size_t i = 0; i < st.n; i++) {
+            kvg_put_le16(p, st.lens[i]);
+            memcpy(p + 2, st.strs[i], st.lens[i]);
+            p += STR_BYTES + st.lens[i];
         }
         if (v3) {
             kvg_put_le16(p, (uint16_t)nload);
@@ -308,8 +340,9 @@ int kvg_exchange_flush(struct kvg_exchange *x, uint64_t sender, uint64_t seq, co
         out->len = start + size;
     }
     if (lp) pthread_rwlock_unlock(&lp->lock);
-    free(strs);
-    free(lens);
+    free(st.strs);
+    free(st.lens);
+    free(st.slot);
     free(idx);
     free(lidx);
     free(lval);

@@ -63,6 +63,7 @@ int kvg_worker_new_at(const char *url, const struct kvg_http_target *t, struct k
     while (n && base[n - 1] == '/') base[--n] = 0;
     memcpy(w->url, base, n + 1);
     if (w->dp_rank >= 0) snprintf(w->url + n, sizeof w->url - n, "@%d", w->dp_rank % 10000);
+    w->url_hash = kvg_hash_fnv1a64_str(KVG_HASH_FNV1A64_SEED, w->url);
     pthread_mutex_init(&w->mu, NULL);
     w->load = (struct kvg_engine_load){-1, -1, -1, 0, 0, 0, 0, 0, 0};
     w->slot = -1;

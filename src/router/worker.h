@@ -71,6 +71,8 @@ struct kvg_engine_load kvg_worker_load(struct kvg_worker *w, uint64_t now_ms, ui
 
 struct kvg_worker {
     char url[512];         /* as configured; "URL@r" names data-parallel rank r behind URL */
+    uint64_t url_hash;     /* FNV-1a 64 of url (base/hash.h's seed): how peers and stored
+                            * responses name the worker */
     int dp_rank;           /* r of "URL@r", -1 for a plain URL (the engine balances its ranks) */
     char kv_endpoint[256]; /* ZMQ endpoint of its KV events, "" if none */
     char replay_endpoint[256]; /* its replay ROUTER, "" if none */

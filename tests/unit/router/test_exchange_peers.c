@@ -392,3 +392,88 @@ TEST(prefix_hashs_guard_reads_the_peers_counts)
     CHECK_INT(p.b.policy->ops->select(p.b.policy, w, 2, &ctx, NULL), ring);
     pair_close(&p);
 }
+
+/* The sums are moved by each sender's change (exchange_peers.c): through a
+ * run of random changes, senders going silent and coming back, and a
+ * worker leaving the receiver's pool and coming back, every worker's count
+ * is the sum of the live senders' last counts of its URL, as a count made
+ * whole from what each sent says. */
+#define RW 7 /* the senders' workers; the receiver has the first RW - 1 */
+#define RS 5
+static const char *rurl(int i)
+{
+    static char u[RW][40];
+    snprintf(u[i], sizeof u[i], "http://127.0.2.%d:8000", i + 1);
+    return u[i];
+}
+
+TEST(the_sums_are_every_live_senders_last_counts)
+{
+    kvg_rng_seed(&rng, 11);
+    struct kvg_policy_opts o;
+    kvg_policy_opts_default(&o);
+    struct kvg_pool from[RS], to;
+    struct kvg_exchange *x[RS];
+    struct kvg_policy *pol;
+    for (int s = 0; s < RS; s++) {
+        CHECK_INT(kvg_policy_new("prefix_hash", &o, &pol), 0);
+        CHECK_INT(kvg_pool_init(&from[s], pol, NULL), 0);
+        for (int i = 0; i < RW; i++) CHECK_INT(kvg_pool_add(&from[s], rurl(i)), 0);
+        CHECK_INT(kvg_exchange_new(0, &x[s]), 0);
+        kvg_exchange_set_loads(x[s], &from[s]);
+    }
+    CHECK_INT(kvg_policy_new("prefix_hash", &o, &pol), 0);
+    CHECK_INT(kvg_pool_init(&to, pol, NULL), 0);
+    for (int i = 0; i < RW - 1; i++) CHECK_INT(kvg_pool_add(&to, rurl(i)), 0);
+    struct kvg_exchange_peers *t;
+    CHECK_INT(kvg_exchange_peers_new(300, &t), 0);
+    uint32_t said[RS][RW] = {{0}};
+    uint64_t heard[RS] = {0}, now = 1000;
+    int live[RS] = {0}, has3 = 1, bad = 0;
+    for (int step = 0; step < 400 && !bad; step++) {
+        now += kvg_rng_below(&rng, 60);
+        uint64_t op = kvg_rng_below(&rng, 10);
+        if (op < 7) {
+            int s = (int)kvg_rng_below(&rng, RS);
+            for (int i = 0; i < RW; i++) {
+                said[s][i] = (uint32_t)kvg_rng_below(&rng, 4) * (kvg_rng_below(&rng, 3) > 0);
+                atomic_store(&from[s].w[i]->in_flight, said[s][i]);
+            }
+            CHECK_INT(deliver(x[s], 100 + (uint64_t)s, t, &to, now), RW);
+            heard[s] = now;
+            live[s] = 1;
+        } else if (op < 9) {
+            now += 150 * kvg_rng_below(&rng, 3); /* some senders go silent */
+            for (int s = 0; s < RS; s++)
+                if (live[s] && now - heard[s] > 300) live[s] = 0;
+            kvg_exchange_peers_expire(t, &to, now);
+        } else {
+            /* worker 3 leaves, or comes back (counted again at the next write) */
+            if (has3)
+                CHECK_INT(kvg_pool_remove(&to, rurl(3)), 0);
+            else
+                CHECK_INT(kvg_pool_add(&to, rurl(3)), 0);
+            has3 = !has3;
+            kvg_exchange_peers_expire(t, &to, now);
+            for (int s = 0; s < RS; s++)
+                if (live[s] && now - heard[s] > 300) live[s] = 0;
+        }
+        for (int i = 0; i < RW - 1; i++) {
+            if (i == 3 && !has3) continue;
+            uint32_t want = 0;
+            for (int s = 0; s < RS; s++) want += live[s] ? said[s][i] : 0;
+            if (peer_count(&to, rurl(i)) != want) {
+                fprintf(stderr, "  step %d worker %d: %u, the live senders said %u\n", step, i,
+                        peer_count(&to, rurl(i)), want);
+                bad = 1;
+            }
+        }
+    }
+    CHECK_INT(bad, 0);
+    kvg_exchange_peers_free(t);
+    for (int s = 0; s < RS; s++) {
+        kvg_exchange_free(x[s]);
+        kvg_pool_destroy(&from[s]);
+    }
+    kvg_pool_destroy(&to);
+}
