@@ -29,7 +29,7 @@ void kvg_autoscale_opts_default(struct kvg_autoscale_opts *o)
     o->queue_cooldown_s = 300;
     o->sla_predictor = KVG_AUTOSCALE_PRED_CONSTANT;
     o->headroom = 0.1;
-    o->down_util = 0.8;
+    o->down_util = 0; /* the role's (planner_kvgate.c) */
     o->down_hold_s = 300;
     o->cold_cache_penalty = 0.15;
     o->young_s = 60;

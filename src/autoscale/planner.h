@@ -105,7 +105,8 @@ struct kvg_autoscale_opts {
     enum kvg_autoscale_node node;
     double cold_share, fetch_share; /* (see above) */
     double headroom;                /* 0.1: capacity kept above the forecast */
-    double down_util;               /* 0.8: remove one only if the rest stay under this */
+    double down_util;               /* remove one only if the rest stay under this; 0: the
+                                     * role's, 0.8 (a decode pool 0.9) */
     double down_hold_s;             /* 300: ... for this long, and within the horizon */
     double cold_cache_penalty;      /* 0.15: capacity a young replica lacks (empty cache) */
     double young_s; /* 60: a replica is young this long after it was seen to become ready (ctl.c) */

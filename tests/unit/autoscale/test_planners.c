@@ -348,6 +348,40 @@ TEST(kvgate_scale_down_hysteresis_one_at_a_time)
     kvg_autoscale_planner_free(p);
 }
 
+/* Where a pool of role r at `rate` settles from 10 replicas (down_util du). */
+static uint32_t settles_at(enum kvg_autoscale_role r, double du, double rate)
+{
+    struct kvg_autoscale_opts o = opts();
+    o.role = r;
+    o.headroom = 0;
+    o.cold_cache_penalty = 0;
+    o.down_hold_s = 120;
+    o.down_util = du;
+    struct kvg_autoscale_planner *p = make("kvgate", &o);
+    struct kvg_autoscale_decision d;
+    uint32_t ready = 10;
+    for (int t = 0; t < 1500 && ready > 1; t += 15) {
+        struct kvg_autoscale_signals s = steady(t, ready, rate);
+        kvg_autoscale_plan(p, &s, &d);
+        ready = d.desired;
+    }
+    kvg_autoscale_planner_free(p);
+    return ready;
+}
+
+/* down_util's default is the role's: a decode pool's rest may run to 0.9
+ * (its ITL grows with the batch, no queue), the others' to 0.8. A load of
+ * 3.4 replicas fits in 4 at 0.9 (3.6), not at 0.8 (3.2). */
+TEST(kvgate_a_decode_pool_scales_down_to_0_9_the_others_to_0_8)
+{
+    CHECK_INT(settles_at(KVG_AUTOSCALE_DECODE, 0, 34), 4);            /* 100 x 34 / 1000 */
+    CHECK_INT(settles_at(KVG_AUTOSCALE_PREFILL, 0, 17), 5);           /* 2000 x 17 / 10000 */
+    CHECK_INT(settles_at(KVG_AUTOSCALE_AGGREGATED, 0, 11.333333), 5); /* (0.2 + 0.1) x 11.33 */
+    /* the operator's down_util holds for every role */
+    CHECK_INT(settles_at(KVG_AUTOSCALE_DECODE, 0.8, 34), 5);
+    CHECK_INT(settles_at(KVG_AUTOSCALE_PREFILL, 0.9, 17), 4);
+}
+
 TEST(kvgate_to_zero_and_back_on_the_gateway_queue)
 {
     struct kvg_autoscale_opts o = opts();
