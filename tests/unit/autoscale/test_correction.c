@@ -50,6 +50,36 @@ static double corr_of(const struct kvg_autoscale_decision *d)
     return c;
 }
 
+/* The correction factor after 40 intervals of `miss` on 4 held replicas
+ * at load 3.0, from where `p` stands. */
+static double corr_after_misses(struct kvg_autoscale_planner *p, int *t, double miss)
+{
+    struct kvg_autoscale_decision d;
+    for (int i = 0; i < 40; i++, *t += 15) {
+        struct kvg_autoscale_signals s = steady(*t, 4, 10);
+        s.slo_miss = miss;
+        kvg_autoscale_plan(p, &s, &d);
+    }
+    return corr_of(&d);
+}
+
+/* The band on a 99% goal: misses under 60% of the budget (0.6%) teach
+ * more capacity, past 95% (0.95%) less, between them the factor holds. */
+TEST(kvgate_correction_holds_between_60_and_95_percent_of_the_budget)
+{
+    struct kvg_autoscale_opts o = opts();
+    o.cold_cache_penalty = 0;
+    struct kvg_autoscale_planner *p = make("kvgate", &o);
+    int t = 0;
+    double c = corr_after_misses(p, &t, 0.005); /* 50%: down (it held at 0.8 / 0.4) */
+    CHECK(c < 0.95);
+    CHECK_NEAR(corr_after_misses(p, &t, 0.007), c, 0.03); /* the EWMA's tail */
+    c = corr_after_misses(p, &t, 0.007);
+    CHECK_NEAR(corr_after_misses(p, &t, 0.009), c, 1e-9); /* 90%: holds (it rose at 0.8) */
+    CHECK(corr_after_misses(p, &t, 0.012) > c * 1.2);     /* 120%: up */
+    kvg_autoscale_planner_free(p);
+}
+
 TEST(kvgate_correction_goes_down_only_as_far_as_the_pool_proves)
 {
     struct kvg_autoscale_opts o = opts();
@@ -75,7 +105,7 @@ TEST(kvgate_correction_goes_down_only_as_far_as_the_pool_proves)
         kvg_autoscale_plan(p, &s, &d);
     }
     CHECK_NEAR(corr_of(&d), 3 * 0.8 / 3.3, 0.01);
-    /* Misses over 80% of the budget raise it again, 2% an interval. */
+    /* Misses past 95% of the budget raise it again, 2% an interval. */
     double before = corr_of(&d);
     struct kvg_autoscale_signals s = steady(3600, 4, 10);
     s.slo_miss = 0.05;
@@ -132,7 +162,7 @@ TEST(kvgate_split_pool_correction_learns_only_near_capacity)
     p = make("kvgate", &o);
     double c = corr_after(p, 0, 240, 2, 15, 0);
     CHECK_NEAR(c, 1 / 1.5, 0.005);
-    /* Misses over 80% of the budget there raise it again, 2% an interval. */
+    /* Misses past 95% of the budget there raise it again, 2% an interval. */
     CHECK_NEAR(corr_after(p, 3600, 1, 2, 15, 0.05), c * 1.02, 0.005);
     /* ... but not while replicas start: those misses are the ramp's. */
     struct kvg_autoscale_decision d;
