@@ -28,7 +28,9 @@
 # SPEED (default 4: engines run 4x real time, times are engine time), SEED
 # (default 1: the workload's and the engines'),
 # WORKLOADS="llmd chat", KV="events none", MODES="one one3 three kill killnr",
-# OUT=... narrow or move it; POLICY (default prefix_affinity) the
+# OUT=... narrow or move it (mode apart: the replicas without --peers, what
+# the exchange costs is the CPU over it); REPLICAS (default 3) the replicas
+# of every mode but one and one3; POLICY (default prefix_affinity) the
 # gateways' --policy; EXCH_MS (default 100 ms of engine time) their
 # --exchange-ms; KEEP=1 keeps the logs and scrapes;
 # KVG_BIN=path and HAPROXY=path override the binaries. About 12 minutes on 2 cores.
@@ -112,13 +114,13 @@ start_sims() {
 }
 
 GW=() GW_PIDS=() HA_PID="" HA_PORT="" ST_PORT=""
-start_gateways() { # N KV(events|none) HAPROXY_RETRIES THREADS
+start_gateways() { # N KV(events|none) HAPROXY_RETRIES THREADS PEERS(1|0)
   local n=$1 kv=$2 retries=$3 threads=$4 i
   GW=() GW_PIDS=()
   local ports=()
   for i in $(seq 1 "$n"); do ports+=("$(port)"); done
   local peers=""
-  if [ "$n" -gt 1 ]; then
+  if [ "$n" -gt 1 ] && [ "$5" = 1 ]; then
     for i in "${ports[@]}"; do peers+="${peers:+,}http://127.0.0.1:$i"; done
   fi
   for i in "${ports[@]}"; do
@@ -174,12 +176,14 @@ scrape() { # FILE: every engine's counters, then haproxy's per-server CSV
   curl -s -m 2 "http://127.0.0.1:$ST_PORT/stats;csv" >"$1.ha" || true
 }
 
-run_one() { # WORKLOAD KV MODE(one|one3|three|kill|killnr)
-  local wl=$1 kv=$2 mode=$3 n=3 threads=1 tag="$1-$2-$3"
+run_one() { # WORKLOAD KV MODE(one|one3|three|apart|kill|killnr)
+  local wl=$1 kv=$2 mode=$3 n=${REPLICAS:-3} threads=1 tag="$1-$2-$3"
   case $mode in one) n=1 ;; one3) n=1 threads=3 ;; esac
   echo "fleet_live: $tag ($(uptime | sed 's/.*load average: //'))" >&2
   start_sims
-  start_gateways "$n" "$kv" "$([ "$mode" = killnr ] && echo 0 || echo 3)" "$threads"
+  start_gateways "$n" "$kv" "$([ "$mode" = killnr ] && echo 0 || echo 3)" "$threads" \
+    "$([ "$mode" = apart ] && echo 0 || echo 1)"
+  echo "$n" >"$W/$tag.n"
   local t_warm t_kill
   t_warm=$(python3 -c "print(${WARM_S[$wl]} / $SPEED)")
   t_kill=$(python3 -c "print((${WARM_S[$wl]} + ${STAGE_S[$wl]}) / $SPEED)")

@@ -73,7 +73,9 @@ def collect(d, out, speed):
         ha = haproxy(base + ".m1.ha")
         r = {"workload": wl, "policy": os.environ.get("POLICY", "prefix_affinity"),
              "kv_events": kv == "events",
-             "replicas": 1 if mode.startswith("one") else 3, "threads": 3 if mode == "one3" else 1,
+             "replicas": int(open(base + ".n").read()) if os.path.exists(base + ".n")
+             else 1 if mode.startswith("one") else 3,
+             "threads": 3 if mode == "one3" else 1, "peers": mode != "apart",
              "killed": mode.startswith("kill"), "haproxy_retries": 0 if mode == "killnr" else 3,
              "speed": float(speed), "exchange_ms": int(os.environ.get("EXCH_MS", 0)) or None,
              "gateway_cpu_s": (float(open(base + ".cpu").read())
@@ -97,8 +99,24 @@ def pct(x):
 
 def table(path):
     rows = json.load(open(path))
+    apart = [r for r in rows if not r.get("peers", True)]
+    rows = [r for r in rows if r.get("peers", True)]
     key = {(r["workload"], r["kv_events"], r["replicas"], r["threads"], r["killed"],
             r["haproxy_retries"]): r for r in rows}
+    if apart:
+        print("#### What the exchange costs: the replicas with --peers against the same without\n")
+        print("| workload | KV events | replicas | --exchange-ms | gateways' CPU s, apart | with peers | "
+              "per replica, s | p90 TTFT s, apart / with peers |")
+        print("|---|---|---:|---:|---:|---:|---:|---:|")
+        for a in apart:
+            r = key.get((a["workload"], a["kv_events"], a["replicas"], 1, False, 3))
+            if not r or a["gateway_cpu_s"] is None or r["gateway_cpu_s"] is None:
+                continue
+            d = (r["gateway_cpu_s"] - a["gateway_cpu_s"]) / a["replicas"]
+            print(f"| {a['workload']} | {'yes' if a['kv_events'] else 'no'} | {a['replicas']} | "
+                  f"{r['exchange_ms']} | {a['gateway_cpu_s']:.2f} | {r['gateway_cpu_s']:.2f} | "
+                  f"{d:+.3f} | {a['bench']['ttft_p90_s']:.3g} / {r['bench']['ttft_p90_s']:.3g} |")
+        print()
     for wl in dict.fromkeys(r["workload"] for r in rows):
         for kv in (True, False):
             one = key.get((wl, kv, 1, 1, False, 3))
@@ -108,8 +126,9 @@ def table(path):
             print("| replicas (kvgate threads each) | p90 TTFT s (vs 1, 1 thread) | cache hit (answers) | cache hit (engines) | "
                   "engine max/mean | requests per replica | errors | load avg |")
             print("|---|---:|---:|---:|---:|---|---:|---:|")
-            for reps, th, killed, hr in ((1, 1, False, 3), (1, 3, False, 3), (3, 1, False, 3),
-                                         (3, 1, True, 3), (3, 1, True, 0)):
+            nr = max(r["replicas"] for r in rows if r["workload"] == wl)
+            for reps, th, killed, hr in ((1, 1, False, 3), (1, 3, False, 3), (nr, 1, False, 3),
+                                         (nr, 1, True, 3), (nr, 1, True, 0)):
                 r = key.get((wl, kv, reps, th, killed, hr))
                 if not r:
                     continue
@@ -137,7 +156,7 @@ def table(path):
         if not r["killed"]:
             continue
         b = r["bench"]
-        three = key.get((r["workload"], r["kv_events"], 3, 1, False, 3))
+        three = key.get((r["workload"], r["kv_events"], r["replicas"], 1, False, 3))
         lost_before = b["errors"] - b["lost_in_flight"] - b["timeouts"]
         hr = sum(int(x["wretr"] or 0) for x in r["haproxy"].values())
         hd = sum(int(x["wredis"] or 0) for x in r["haproxy"].values())
@@ -157,7 +176,7 @@ def table(path):
     print("Against the offline bounds (3 replicas against one; with KV events p90 within 5% "
           "and cache hits within 2 points, without cache hits within 5 points):\n")
     for r in rows:
-        if r["replicas"] != 3:
+        if r["replicas"] == 1:
             continue
         for th in (1, 3):
             one = key.get((r["workload"], r["kv_events"], 1, th, False, 3))
