@@ -20,9 +20,11 @@
 #include "router/exchange_int.h"
 #include "router/pool.h"
 
+/* A count by the worker URL's hash: a sender's (32 bits as sent) or a sum
+ * over the live senders (never 0 there: an entry that reaches 0 goes). 64
+ * bits either way: the struct is 16 bytes with a 32-bit count too. */
 struct count {
-    uint64_t h; /* the worker URL's hash */
-    uint32_t c;
+    uint64_t h, c;
 };
 
 struct sender {
@@ -31,18 +33,13 @@ struct sender {
     struct count *e; /* owned; n of them, sorted by h, one per URL */
 };
 
-/* A URL's sum over the live senders (never 0: an entry that reaches 0 goes). */
-struct total {
-    uint64_t h, c;
-};
-
 struct kvg_exchange_peers {
     pthread_mutex_t mu; /* guards everything below */
     uint64_t ttl_ms;
     size_t n;
     struct sender s[KVG_EXCHANGE_MAX_PEERS];
     size_t nsum;
-    struct total *sum; /* owned; nsum of them, sorted by h */
+    struct count *sum; /* owned; nsum of them, sorted by h */
 };
 
 int kvg_exchange_peers_new(uint64_t ttl_ms, struct kvg_exchange_peers **out)
@@ -87,7 +84,7 @@ static int move_sums(struct kvg_exchange_peers *t, const struct count *was, size
                      const struct count *now, size_t nnow)
 {
     if (!nwas && !nnow) return 0;
-    struct total *out = malloc((t->nsum + nnow + 1) * sizeof *out);
+    struct count *out = malloc((t->nsum + nnow + 1) * sizeof *out);
     if (!out) return -ENOMEM;
     size_t i = 0, j = 0, k = 0, n = 0;
     while (i < t->nsum || j < nwas || k < nnow) {
@@ -99,18 +96,12 @@ static int move_sums(struct kvg_exchange_peers *t, const struct count *was, size
         if (i < t->nsum && t->sum[i].h == h) c = t->sum[i++].c;
         if (j < nwas && was[j].h == h) c -= was[j++].c; /* within c: it was added */
         if (k < nnow && now[k].h == h) c += now[k++].c;
-        if (c) out[n++] = (struct total){h, c};
+        if (c) out[n++] = (struct count){h, c};
     }
     free(t->sum);
     t->sum = out;
     t->nsum = n;
     return 0;
-}
-
-static int by_total(const void *a, const void *b)
-{
-    const struct total *x = a, *y = b;
-    return x->h < y->h ? -1 : x->h > y->h;
 }
 
 /* Every worker of p: its URL's sum (t->mu held), capped to 32 bits. */
@@ -119,9 +110,9 @@ static void write_workers(struct kvg_exchange_peers *t, struct kvg_pool *p)
     pthread_rwlock_rdlock(&p->lock);
     for (size_t i = 0; i < p->n; i++) {
         struct kvg_worker *w = p->w[i];
-        struct total key = {w->url_hash, 0};
-        const struct total *e =
-            t->nsum ? bsearch(&key, t->sum, t->nsum, sizeof *t->sum, by_total) : NULL;
+        struct count key = {w->url_hash, 0};
+        const struct count *e =
+            t->nsum ? bsearch(&key, t->sum, t->nsum, sizeof *t->sum, by_hash) : NULL;
         uint64_t sum = e ? e->c : 0;
         atomic_store_explicit(&w->peer_in_flight, sum > UINT32_MAX ? UINT32_MAX : (uint32_t)sum,
                               memory_order_relaxed);
